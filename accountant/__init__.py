@@ -1,0 +1,38 @@
+"""dpacct's engine: privacy curves, their conversions, composition and subsampling.
+
+The public entry points are the :class:`Mechanism` contract and the transformers
+:func:`compose`, :func:`poisson_subsample` and :func:`subsample_without_replacement`.
+"""
+
+from .compose import ComposedMechanism, compose
+from .loss_law import AtomicLossLaw, GaussianLossLaw, PoissonSubsampledLossLaw, PrivacyLossLaw
+from .mechanism import Mechanism, PLDSettings
+from .pld import GridPLD, discretize
+from .rdp import pure_dp_rdp, rdp_to_delta, rdp_to_epsilon, zcdp_rdp
+from .subsample import (
+    PoissonSubsampledMechanism,
+    WithoutReplacementSubsampledMechanism,
+    poisson_subsample,
+    subsample_without_replacement,
+)
+
+__all__ = [
+    "AtomicLossLaw",
+    "ComposedMechanism",
+    "GaussianLossLaw",
+    "GridPLD",
+    "Mechanism",
+    "PLDSettings",
+    "PoissonSubsampledLossLaw",
+    "PoissonSubsampledMechanism",
+    "PrivacyLossLaw",
+    "WithoutReplacementSubsampledMechanism",
+    "compose",
+    "discretize",
+    "poisson_subsample",
+    "pure_dp_rdp",
+    "rdp_to_delta",
+    "rdp_to_epsilon",
+    "subsample_without_replacement",
+    "zcdp_rdp",
+]

@@ -1,0 +1,145 @@
+"""Parameter validation shared by every public entry point.
+
+Every check raises a :class:`ValueError` (or :class:`TypeError` for a value that is
+not a number at all) whose message names the parameter and the allowed range.
+Nothing is clipped into range silently.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Iterable
+
+import numpy as np
+
+__all__ = [
+    "as_float_array",
+    "check_alpha",
+    "check_count",
+    "check_delta",
+    "check_epsilon",
+    "check_finite",
+    "check_positive",
+    "check_probability",
+    "check_sample_rate",
+]
+
+
+def _as_real(name: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real | np.floating | np.integer):
+        if isinstance(value, np.ndarray) and value.ndim == 0:
+            return _as_real(name, value.item())
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r}")
+    return float(value)
+
+
+def check_finite(name: str, value: object) -> float:
+    """Return ``value`` as a float, raising if it is not a finite real number."""
+    x = _as_real(name, value)
+    if not math.isfinite(x):
+        raise ValueError(f"{name} must be a finite number, got {x!r}")
+    return x
+
+
+def check_positive(name: str, value: object, *, allow_inf: bool = False) -> float:
+    """Return ``value`` as a float, requiring ``value > 0`` (and finite unless allowed)."""
+    x = _as_real(name, value)
+    if math.isnan(x) or x <= 0 or (math.isinf(x) and not allow_inf):
+        upper = "inf]" if allow_inf else "inf)"
+        raise ValueError(f"{name} must lie in (0, {upper}, got {x!r}")
+    return x
+
+
+def check_probability(
+    name: str, value: object, *, low_open: bool = True, high_open: bool = True
+) -> float:
+    """Return ``value`` as a float in the unit interval with the requested open/closed ends."""
+    x = _as_real(name, value)
+    lo_ok = x > 0 if low_open else x >= 0
+    hi_ok = x < 1 if high_open else x <= 1
+    if math.isnan(x) or not (lo_ok and hi_ok):
+        interval = ("(" if low_open else "[") + "0, 1" + (")" if high_open else "]")
+        raise ValueError(f"{name} must lie in {interval}, got {x!r}")
+    return x
+
+
+def check_delta(value: object, name: str = "delta") -> float:
+    """A delta of an (epsilon, delta) guarantee: a float in the open interval (0, 1)."""
+    return check_probability(name, value)
+
+
+def check_sample_rate(value: object, name: str = "sample_rate") -> float:
+    """A Poisson sampling probability: a float in (0, 1]."""
+    return check_probability(name, value, high_open=False)
+
+
+def check_epsilon(value: object, name: str = "epsilon") -> float:
+    """An epsilon of an (epsilon, delta) guarantee: a finite float >= 0."""
+    x = _as_real(name, value)
+    if math.isnan(x) or x < 0 or math.isinf(x):
+        raise ValueError(f"{name} must lie in [0, inf), got {x!r}")
+    return x
+
+
+def check_count(value: object, name: str = "count", *, allow_zero: bool = False) -> int:
+    """A repetition count: an integer >= 1 (>= 0 when ``allow_zero``)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral | np.integer):
+        if isinstance(value, float | np.floating) and float(value).is_integer():
+            value = int(value)
+        else:
+            raise TypeError(f"{name} must be an integer, got {type(value).__name__} {value!r}")
+    n = int(value)
+    low = 0 if allow_zero else 1
+    if n < low:
+        raise ValueError(f"{name} must be an integer >= {low}, got {n}")
+    return n
+
+
+def as_float_array(name: str, value: object) -> np.ndarray:
+    """Convert a scalar or sequence to a float array, rejecting NaN and non-numbers."""
+    if isinstance(value, str | bytes):
+        raise TypeError(f"{name} must be a number or an array of numbers, got {value!r}")
+    try:
+        arr = np.asarray(value, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must be a number or an array of numbers, got {value!r}") from exc
+    if np.isnan(arr).any():
+        raise ValueError(f"{name} must not contain NaN, got {value!r}")
+    return arr
+
+
+def check_alpha(value: object, name: str = "alpha") -> np.ndarray:
+    """Renyi orders: real numbers > 1 (scalars or arrays); +inf is allowed."""
+    arr = as_float_array(name, value)
+    if (arr <= 1).any():
+        bad = arr[arr <= 1].ravel()[0]
+        raise ValueError(f"{name} must be > 1 (real Renyi orders), got {bad!r}")
+    return arr
+
+
+def check_fpr(value: object, name: str = "fpr") -> np.ndarray:
+    """False-positive rates for a trade-off curve: numbers in [0, 1]."""
+    arr = as_float_array(name, value)
+    if ((arr < 0) | (arr > 1)).any():
+        bad = arr[(arr < 0) | (arr > 1)].ravel()[0]
+        raise ValueError(f"{name} must lie in [0, 1], got {bad!r}")
+    return arr
+
+
+def check_tol(value: object | None, name: str = "tol") -> float | None:
+    """A relative tolerance in (0, 0.5) or None for the default."""
+    if value is None:
+        return None
+    x = _as_real(name, value)
+    if math.isnan(x) or not (0 < x < 0.5):
+        raise ValueError(f"{name} must lie in (0, 0.5), got {x!r}")
+    return x
+
+
+def iter_pairs(name: str, items: Iterable[object]) -> list[object]:
+    """Materialise an iterable argument, with a clear error when it is not iterable."""
+    try:
+        return list(items)
+    except TypeError as exc:
+        raise TypeError(f"{name} must be a list of mechanisms, got {items!r}") from exc

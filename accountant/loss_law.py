@@ -1,0 +1,397 @@
+"""Laws of the privacy loss random variable of a dominating pair.
+
+A pair of output distributions ``(P, Q)`` of a mechanism on neighbouring datasets is
+summarised, for every accounting purpose in this library, by its *privacy loss*
+``L = log(dP/dQ)``, observed under ``P`` and under ``Q``.  The hockey-stick divergence
+
+    delta(eps) = P(L = +inf) + P(L > eps) - e^eps Q(L > eps)
+
+is the tight (eps, delta) curve of the pair (Koskela et al. 2020; Gopi, Lee, Wutschitz
+2021, Definition 3.1), and a privacy loss distribution (PLD) for composition is obtained
+by discretising ``L`` (see :mod:`accountant.pld`).
+
+A :class:`PrivacyLossLaw` exposes the distribution functions of ``L`` under both
+measures, vectorised over numpy arrays.  Conventions:
+
+* ``cdf_p(x) = P(L <= x)`` and ``sf_p(x) = P(x < L < inf)``; ``P`` puts no mass on
+  ``L = -inf`` and may put ``inf_mass`` on ``L = +inf``.
+* ``cdf_q(x) = Q(L <= x)`` *including* the mass ``Q(L = -inf)`` (outputs that ``P``
+  never produces) and ``sf_q(x) = Q(L > x)``; ``Q`` puts no mass on ``L = +inf``.
+
+Concrete laws here: the Gaussian loss (normal under both measures), an atomic law
+(any finite set of loss values, used by discrete mechanisms and by discretised PLDs),
+and the Poisson-subsampled transform of any law (Zhu, Dong, Wang 2022, Theorem 11).
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy import special
+
+__all__ = [
+    "AtomicLossLaw",
+    "GaussianLossLaw",
+    "PoissonSubsampledLossLaw",
+    "PrivacyLossLaw",
+]
+
+
+def _log_expm1(x: np.ndarray) -> np.ndarray:
+    """``log(exp(x) - 1)`` for ``x > 0`` without overflow or cancellation."""
+    x = np.asarray(x, dtype=float)
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        small = np.log(np.expm1(np.minimum(x, 30.0)))
+        large = x + np.log1p(-np.exp(-np.maximum(x, 30.0)))
+    return np.where(x > 30.0, large, small)
+
+
+class PrivacyLossLaw(ABC):
+    """Distribution of the privacy loss ``L = log(dP/dQ)`` under ``P`` and under ``Q``.
+
+    Subclasses implement :meth:`cdf_p`, :meth:`sf_p`, :meth:`cdf_q`, :meth:`sf_q` as
+    vectorised functions accepting ``-inf`` and ``+inf``, and set ``inf_mass``
+    (``P(L = +inf)``) and ``q_neg_inf_mass`` (``Q(L = -inf)``).  The base class derives
+    the exact hockey-stick curve, accurate bin masses and tail quantiles.
+    """
+
+    inf_mass: float = 0.0
+    q_neg_inf_mass: float = 0.0
+    #: if not None, every finite loss value is an integer multiple of this number
+    lattice: float | None = None
+
+    @abstractmethod
+    def cdf_p(self, x: np.ndarray) -> np.ndarray:
+        """``P(L <= x)``."""
+
+    @abstractmethod
+    def sf_p(self, x: np.ndarray) -> np.ndarray:
+        """``P(x < L < inf)`` (the mass at ``+inf`` is excluded)."""
+
+    @abstractmethod
+    def cdf_q(self, x: np.ndarray) -> np.ndarray:
+        """``Q(L <= x)``, including ``Q(L = -inf)``."""
+
+    @abstractmethod
+    def sf_q(self, x: np.ndarray) -> np.ndarray:
+        """``Q(L > x)``."""
+
+    # ------------------------------------------------------------------ derived
+    def hockey_stick(self, epsilon: np.ndarray) -> np.ndarray:
+        """Exact ``delta(eps) = sup_S P(S) - e^eps Q(S)`` of the pair, vectorised."""
+        eps = np.asarray(epsilon, dtype=float)
+        with np.errstate(over="ignore", invalid="ignore"):
+            val = self.inf_mass + self.sf_p(eps) - np.exp(eps) * self.sf_q(eps)
+        return np.clip(np.where(np.isfinite(val), val, self.inf_mass), 0.0, 1.0)
+
+    def bin_masses(self, edges: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """P- and Q-masses of the bins ``(edges[j], edges[j+1]]``.
+
+        Differences are taken on the CDF on the left of the median and on the survival
+        function on the right, so that tail bins keep full relative precision.
+        """
+        e = np.asarray(edges, dtype=float)
+        cp, sp = self.cdf_p(e), self.sf_p(e)
+        cq, sq = self.cdf_q(e), self.sf_q(e)
+        use_cdf_p = cp[1:] < sp[:-1]
+        mp = np.where(use_cdf_p, cp[1:] - cp[:-1], sp[:-1] - sp[1:])
+        use_cdf_q = cq[1:] < sq[:-1]
+        mq = np.where(use_cdf_q, cq[1:] - cq[:-1], sq[:-1] - sq[1:])
+        return np.maximum(mp, 0.0), np.maximum(mq, 0.0)
+
+    def quantile_bounds(self, tail: float) -> tuple[float, float]:
+        """Loss values ``(lo, hi)`` with ``P(L <= lo) <= tail`` and ``P(hi < L < inf) <= tail``.
+
+        Found by bisection on the distribution functions after a geometric bracket
+        search, so the returned interval is guaranteed to satisfy both inequalities.
+        """
+        lo = -_boundary(lambda x: self.cdf_p(-x) <= tail)
+        hi = _boundary(lambda x: self.sf_p(x) <= tail)
+        return lo, hi
+
+    def spread(self) -> float:
+        """A robust scale of ``L`` under ``P``: the interquartile range over 1.349."""
+        q1 = -_boundary(lambda x: self.cdf_p(-x) < 0.25)
+        q3 = _boundary(lambda x: self.sf_p(x) < 0.25)
+        return max((q3 - q1) / 1.349, 0.0)
+
+
+def _boundary(pred) -> float:
+    """Smallest x (to float precision) where the monotone predicate ``pred`` holds.
+
+    ``pred`` must be false for very negative x and true for large x.  The returned
+    point always satisfies ``pred``.
+    """
+
+    def ok(x: float) -> bool:
+        return bool(np.asarray(pred(np.array([x])))[0])
+
+    step = 1e-3
+    if ok(0.0):
+        b, a = 0.0, -step
+        while ok(a):
+            b, a = a, 2.0 * a
+            if a < -1e300:  # pragma: no cover - pred true everywhere
+                return b
+    else:
+        a, b = 0.0, step
+        while not ok(b):
+            a, b = b, 2.0 * b
+            if b > 1e300:  # pragma: no cover - tails never vanish
+                raise RuntimeError("privacy loss tail does not vanish")
+    for _ in range(200):
+        mid = 0.5 * (a + b)
+        if mid in (a, b):
+            break
+        if ok(mid):
+            b = mid
+        else:
+            a = mid
+    return b
+
+
+# ---------------------------------------------------------------------- Gaussian
+@dataclass(frozen=True)
+class GaussianLossLaw(PrivacyLossLaw):
+    """Privacy loss of the pair ``(N(mu, 1), N(0, 1))``: ``L ~ N(+-mu^2/2, mu^2)``.
+
+    Under ``P`` the loss is normal with mean ``mu^2/2`` and variance ``mu^2``, under
+    ``Q`` with mean ``-mu^2/2`` (Balle & Wang 2018, Lemma 3; Dong, Roth, Su 2019,
+    Section 2.2).  ``mu = sensitivity / sigma`` is the Gaussian-DP parameter.
+
+    Examples
+    --------
+    >>> law = GaussianLossLaw(mu=1.0)
+    >>> round(float(law.hockey_stick(np.array([1.0]))[0]), 6)
+    0.126936
+    """
+
+    mu: float
+
+    def _z(self, x: np.ndarray, sign: float) -> np.ndarray:
+        x = np.asarray(x, dtype=float)
+        return (x - sign * 0.5 * self.mu**2) / self.mu
+
+    def cdf_p(self, x):
+        return special.ndtr(self._z(x, 1.0))
+
+    def sf_p(self, x):
+        return special.ndtr(-self._z(x, 1.0))
+
+    def cdf_q(self, x):
+        return special.ndtr(self._z(x, -1.0))
+
+    def sf_q(self, x):
+        return special.ndtr(-self._z(x, -1.0))
+
+
+# ---------------------------------------------------------------------- atomic
+@dataclass(frozen=True, eq=False)
+class AtomicLossLaw(PrivacyLossLaw):
+    """A privacy loss with finitely many values ``losses`` carrying P-masses ``p``.
+
+    The Q-mass of each atom is ``p * exp(-loss)``; ``inf_mass`` is ``P(L = +inf)`` and
+    ``q_neg_inf_mass`` is ``Q(L = -inf)``.  Used for discrete mechanisms (randomized
+    response, discrete Laplace) and to re-bin a discretised PLD onto a coarser grid.
+
+    Examples
+    --------
+    >>> p = 0.75  # randomized response, truthful with probability 3/4
+    >>> law = AtomicLossLaw.from_pair(np.array([p, 1 - p]), np.array([1 - p, p]))
+    >>> float(law.hockey_stick(np.array([0.0]))[0])
+    0.5
+    """
+
+    losses: np.ndarray
+    p: np.ndarray
+    inf_mass: float = 0.0
+    q_neg_inf_mass: float = 0.0
+    lattice: float | None = None
+    _q: np.ndarray = field(init=False, repr=False)
+    _cp: np.ndarray = field(init=False, repr=False)
+    _sp: np.ndarray = field(init=False, repr=False)
+    _cq: np.ndarray = field(init=False, repr=False)
+    _sq: np.ndarray = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        order = np.argsort(self.losses, kind="stable")
+        losses = np.asarray(self.losses, dtype=float)[order]
+        if self.lattice is not None:
+            # snap to exact multiples so that grid nodes k * lattice coincide bitwise
+            losses = np.round(losses / self.lattice) * self.lattice
+        p = np.asarray(self.p, dtype=float)[order]
+        if losses.size and not np.all(np.isfinite(losses)):
+            raise ValueError("losses must be finite; put infinite losses in inf_mass")
+        if (p < 0).any():
+            raise ValueError("atom masses p must be non-negative")
+        with np.errstate(over="ignore"):
+            q = p * np.exp(-losses)
+        object.__setattr__(self, "losses", losses)
+        object.__setattr__(self, "p", p)
+        object.__setattr__(self, "_q", q)
+        zero = np.zeros(1)
+        object.__setattr__(self, "_cp", np.concatenate([zero, np.cumsum(p)]))
+        object.__setattr__(self, "_sp", np.concatenate([np.cumsum(p[::-1])[::-1], zero]))
+        object.__setattr__(self, "_cq", np.concatenate([zero, np.cumsum(q)]))
+        object.__setattr__(self, "_sq", np.concatenate([np.cumsum(q[::-1])[::-1], zero]))
+
+    @classmethod
+    def from_pair(cls, p: np.ndarray, q: np.ndarray, lattice: float | None = None):
+        """Build the law of ``log(p_i / q_i)`` from two probability vectors."""
+        p = np.asarray(p, dtype=float)
+        q = np.asarray(q, dtype=float)
+        both = (p > 0) & (q > 0)
+        inf_mass = float(p[(p > 0) & (q == 0)].sum())
+        q_neg = float(q[(q > 0) & (p == 0)].sum())
+        return cls(
+            losses=np.log(p[both]) - np.log(q[both]),
+            p=p[both],
+            inf_mass=inf_mass,
+            q_neg_inf_mass=q_neg,
+            lattice=lattice,
+        )
+
+    def _idx(self, x: np.ndarray) -> np.ndarray:
+        return np.searchsorted(self.losses, np.asarray(x, dtype=float), side="right")
+
+    def cdf_p(self, x):
+        return self._cp[self._idx(x)]
+
+    def sf_p(self, x):
+        return self._sp[self._idx(x)]
+
+    def cdf_q(self, x):
+        return self.q_neg_inf_mass + self._cq[self._idx(x)]
+
+    def sf_q(self, x):
+        return self._sq[self._idx(x)]
+
+
+# ---------------------------------------------------------------------- subsampling
+@dataclass(frozen=True, eq=False)
+class PoissonSubsampledLossLaw(PrivacyLossLaw):
+    """Privacy loss of a Poisson-subsampled mechanism, in one neighbouring direction.
+
+    Let ``(P, Q)`` be a dominating pair of the base mechanism (``P`` the output on the
+    dataset *with* the differing record).  With sampling probability ``q`` the
+    subsampled mechanism is dominated by (Zhu, Dong, Wang 2022, Theorem 11;
+    Mironov, Talwar, Zhang 2019, Section 3 for the Gaussian):
+
+    * ``direction="remove"``: ``((1-q) Q + q P,  Q)`` whose loss is
+      ``h(L) = log(1 - q + q e^L)``;
+    * ``direction="add"``: ``(Q,  (1-q) Q + q P)`` whose loss is
+      ``g(L) = -log(1 - q + q e^L)`` observed under ``Q``.
+
+    For the add direction the base pair must be given as ``(P_a, Q_a) = (Q, P)``, i.e.
+    ``base`` is the law of ``log(dQ/dP)``; then ``g`` reads ``-log(1 - q + q e^{-L_a})``.
+    Both transforms are increasing, so the distribution functions are those of the base
+    law at the inverse image, mixed as above.
+
+    Examples
+    --------
+    >>> base = GaussianLossLaw(mu=1.0)
+    >>> sub = PoissonSubsampledLossLaw(base, 0.01, "remove")
+    >>> bool(sub.hockey_stick(np.array([0.5]))[0] < base.hockey_stick(np.array([0.5]))[0])
+    True
+    """
+
+    base: PrivacyLossLaw
+    sample_rate: float
+    direction: str
+
+    def __post_init__(self) -> None:
+        if self.direction not in ("remove", "add"):
+            raise ValueError(f"direction must be 'remove' or 'add', got {self.direction!r}")
+        q = self.sample_rate
+        if self.direction == "remove":
+            object.__setattr__(self, "inf_mass", q * self.base.inf_mass)
+            object.__setattr__(self, "q_neg_inf_mass", 0.0)
+        else:
+            object.__setattr__(self, "inf_mass", 0.0)
+            object.__setattr__(self, "q_neg_inf_mass", q * self.base.q_neg_inf_mass)
+        object.__setattr__(self, "lattice", None)
+
+    # The transformed loss y relates to the base loss x through
+    #   remove: y = log(1-q + q e^x)        x = log((1-q)/q) + log(expm1(y - log(1-q)))
+    #   add:    y = -log(1-q + q e^{-x})    x = -log((1-q)/q) - log(expm1(-y - log(1-q)))
+    # The offset d = y - log(1-q) (resp. -y - log(1-q)) keeps full precision near the
+    # bulk of the distribution, where y is within a few sample rates of log(1-q).
+    def _preimage(self, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Base-loss preimage x of y, and masks ``below`` / ``above`` the range of h."""
+        q = self.sample_rate
+        y = np.asarray(y, dtype=float)
+        if q == 1.0:
+            x = y
+            false = np.zeros(y.shape, dtype=bool)
+            return x, false, false
+        log1mq = math.log1p(-q)
+        c = math.log((1.0 - q) / q)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            if self.direction == "remove":
+                d = y - log1mq
+                x = c + _log_expm1(np.maximum(d, 0.0))
+                below = d < 0  # y below the minimum log(1-q): no base loss maps there
+                at_floor = d == 0
+                x = np.where(at_floor, -np.inf, x)
+                above = np.isposinf(y)
+            else:
+                d = -y - log1mq
+                x = -(c + _log_expm1(np.maximum(d, 0.0)))
+                above = d < 0  # y above the maximum -log(1-q)
+                at_ceiling = d == 0
+                x = np.where(at_ceiling, np.inf, x)
+                below = np.isneginf(y)
+        return x, below, above
+
+    def cdf_p(self, y):
+        x, below, above = self._preimage(y)
+        q, b = self.sample_rate, self.base
+        if self.direction == "remove":
+            val = (1 - q) * b.cdf_q(x) + q * b.cdf_p(x)
+            val = np.where(below, 0.0, val)
+            return np.where(above, 1.0 - self.inf_mass, val)
+        # add: P'' = base P_a, loss g(x) with g(+inf) = -log(1-q) finite
+        val = b.cdf_p(x)
+        val = np.where(np.isposinf(x), 1.0, val)
+        val = np.where(above, 1.0, val)
+        return np.where(below, 0.0, val)
+
+    def sf_p(self, y):
+        x, below, above = self._preimage(y)
+        q, b = self.sample_rate, self.base
+        if self.direction == "remove":
+            val = (1 - q) * b.sf_q(x) + q * b.sf_p(x)
+            # Q-only outcomes of the base (x = -inf) sit exactly at y = log(1-q)
+            val = np.where(below, 1.0 - self.inf_mass, val)
+            return np.where(above, 0.0, val)
+        val = b.sf_p(x) + b.inf_mass
+        val = np.where(np.isposinf(x), 0.0, val)
+        val = np.where(above, 0.0, val)
+        return np.where(below, 1.0, val)
+
+    def cdf_q(self, y):
+        x, below, above = self._preimage(y)
+        q, b = self.sample_rate, self.base
+        if self.direction == "remove":
+            val = b.cdf_q(x)
+            val = np.where(below, 0.0, val)
+            return np.where(above, 1.0, val)
+        val = (1 - q) * b.cdf_p(x) + q * b.cdf_q(x)
+        val = np.where(np.isposinf(x), 1.0, val)
+        val = np.where(above, 1.0, val)
+        return np.where(below, self.q_neg_inf_mass, val)
+
+    def sf_q(self, y):
+        x, below, above = self._preimage(y)
+        q, b = self.sample_rate, self.base
+        if self.direction == "remove":
+            val = b.sf_q(x)
+            val = np.where(below, 1.0, val)
+            return np.where(above, 0.0, val)
+        val = (1 - q) * (b.sf_p(x) + b.inf_mass) + q * b.sf_q(x)
+        val = np.where(np.isposinf(x), 0.0, val)
+        val = np.where(above, 0.0, val)
+        return np.where(below, 1.0 - self.q_neg_inf_mass, val)

@@ -1,0 +1,368 @@
+"""The :class:`Mechanism` base class: one contract, many representations.
+
+Like a ``scipy.stats`` distribution, a mechanism subclass supplies the few primitives
+it knows in closed form and the base class derives every public query from them,
+choosing the tightest sound route:
+
+============================  =================================================
+hook (all optional)           meaning
+============================  =================================================
+``_delta_exact(eps)``         the exact privacy curve delta(eps), vectorised
+``_rdp(alpha)``               a Renyi-DP curve (upper bound), vectorised, real alpha
+``_loss_laws()``              ``(remove, add)`` privacy-loss laws of dominating pairs
+``_tradeoff_exact(fpr)``      the exact f-DP trade-off curve
+============================  =================================================
+
+Routes, in order of preference: the exact curve; the privacy loss distribution (PLD)
+built from the loss laws (pessimistic and optimistic discretisations give a certified
+bracket); the RDP conversion.  When several sound upper bounds exist the smallest wins.
+Both neighbouring directions (add and remove) are accounted and the worse is reported.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import partial
+
+import numpy as np
+
+from ._validation import check_alpha, check_delta, check_epsilon, check_fpr, check_tol
+from .loss_law import PrivacyLossLaw
+from .pld import GridPLD, discretize
+from .rdp import rdp_to_delta, rdp_to_epsilon
+
+__all__ = ["Mechanism", "PLDSettings"]
+
+#: default grid points per robust standard deviation of the privacy loss
+DEFAULT_RESOLUTION = 24.0
+#: default relative tolerance the resolution is tuned for
+DEFAULT_TOL = 5e-3
+#: probability mass the PLD tail cuts may move in total, when no target delta is known
+DEFAULT_TAIL = 1e-14
+
+
+class PLDSettings:
+    """Grid settings derived from a requested relative tolerance on epsilon.
+
+    The discretisation error of both PLD bounds shrinks like the square of the grid
+    step, so the resolution (grid points per standard deviation of the loss) grows
+    like ``1/sqrt(tol)``.
+    """
+
+    __slots__ = ("resolution", "tail")
+
+    def __init__(self, tol: float | None = None, delta: float | None = None) -> None:
+        tol = check_tol(tol)
+        self.resolution = DEFAULT_RESOLUTION * math.sqrt(DEFAULT_TOL / (tol or DEFAULT_TOL))
+        self.tail = tail_budget(delta)
+
+    def key(self) -> tuple[float, float]:
+        return (round(self.resolution, 6), self.tail)
+
+
+def tail_budget(delta: float | None) -> float:
+    """Total mass the PLD tail cuts may move: a ten-thousandth of the target delta.
+
+    Rounded down to a power of ten (so that nearby deltas share one cached PLD) and
+    kept within [1e-16, 1e-10]; without a target delta it is ``DEFAULT_TAIL``.
+    """
+    if delta is None:
+        return DEFAULT_TAIL
+    exponent = math.floor(math.log10(delta * 1e-4))
+    return 10.0 ** min(max(exponent, -16), -10)
+
+
+def _scalar_or_array(values: np.ndarray, like: np.ndarray):
+    return float(values) if np.ndim(like) == 0 else values
+
+
+class Mechanism:
+    """A differentially private mechanism described by its privacy curves.
+
+    Sensitivity is normalised to one: each mechanism's parameters are per unit of
+    sensitivity (e.g. a Gaussian's ``sigma`` is a noise multiplier).  The neighbouring
+    relation is add/remove one record unless a subclass says otherwise.
+
+    Public queries: :meth:`epsilon`, :meth:`delta`, :meth:`epsilon_bounds`,
+    :meth:`rdp`, :meth:`tradeoff`, :meth:`pld`.  Subclasses implement any of the
+    private hooks listed in the module docstring.
+    """
+
+    #: human-readable name of the neighbouring relation
+    neighbouring = "add/remove"
+
+    # ------------------------------------------------------------------ hooks
+    def _delta_exact(self, epsilon: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def _rdp(self, alpha: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def _loss_laws(self) -> tuple[PrivacyLossLaw, PrivacyLossLaw]:
+        raise NotImplementedError
+
+    def _tradeoff_exact(self, fpr: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def _pld_pair(self, pessimistic: bool, settings: PLDSettings) -> tuple[GridPLD, GridPLD]:
+        """(remove, add) PLDs; by default discretised from :meth:`_loss_laws`."""
+        remove, add = self._loss_laws()
+        out = []
+        cache: dict[int, GridPLD] = {}
+        for law in (remove, add):
+            if id(law) not in cache:
+                cache[id(law)] = discretize_law(law, pessimistic, settings)
+            out.append(cache[id(law)])
+        return out[0], out[1]
+
+    # ------------------------------------------------------------- capabilities
+    def _overrides(self, name: str) -> bool:
+        return getattr(type(self), name) is not getattr(Mechanism, name)
+
+    @property
+    def has_exact_curve(self) -> bool:
+        """True if the exact privacy curve is known (no discretisation, no conversion)."""
+        return self._overrides("_delta_exact")
+
+    @property
+    def has_rdp(self) -> bool:
+        """True if the mechanism has an RDP curve."""
+        return self._overrides("_rdp")
+
+    @property
+    def has_pld(self) -> bool:
+        """True if the mechanism has privacy loss distributions (hence a bracket)."""
+        return self._overrides("_loss_laws") or self._overrides("_pld_pair")
+
+    @property
+    def route(self) -> str:
+        """Which representation answers epsilon/delta queries: exact, pld or rdp."""
+        if self.has_exact_curve:
+            return "exact"
+        if self.has_pld:
+            return "pld"
+        if self.has_rdp:
+            return "rdp"
+        return "none"
+
+    # ------------------------------------------------------------------ caches
+    def _cache(self) -> dict:
+        # frozen dataclasses still have a __dict__; this bypasses __setattr__
+        return self.__dict__.setdefault("_dpacct_cache", {})
+
+    def pld(self, *, pessimistic: bool = True, tol: float | None = None) -> tuple[GridPLD, GridPLD]:
+        """The (remove, add) privacy loss distributions on a grid.
+
+        Parameters
+        ----------
+        pessimistic : bool
+            True for the upper-bound discretisation, False for the lower bound.
+        tol : float, optional
+            Relative accuracy wanted on epsilon (default about 5e-3).
+
+        Examples
+        --------
+        >>> from mechanisms import GaussianMechanism
+        >>> remove, add = GaussianMechanism(sigma=2.0).pld()
+        >>> bool(remove.delta(0.5) >= GaussianMechanism(sigma=2.0).delta(0.5))
+        True
+        """
+        if not self.has_pld:
+            raise NotImplementedError(f"{self!r} has no privacy loss distribution")
+        settings = PLDSettings(tol)
+        return self._pld_cached(bool(pessimistic), settings)
+
+    def _pld_cached(self, pessimistic: bool, settings: PLDSettings) -> tuple[GridPLD, GridPLD]:
+        key = ("pld", pessimistic, settings.key())
+        cache = self._cache()
+        if key not in cache:
+            cache[key] = self._pld_pair(pessimistic, settings)
+        return cache[key]
+
+    # ------------------------------------------------------------------ queries
+    def delta(self, epsilon, *, tol: float | None = None):
+        """Sound upper bound on delta at ``epsilon`` (scalar or array).
+
+        Examples
+        --------
+        >>> from mechanisms import GaussianMechanism
+        >>> round(GaussianMechanism(sigma=1.0).delta(1.0), 6)
+        0.126936
+        """
+        eps_arr = np.asarray(epsilon, dtype=float)
+        flat = np.array([check_epsilon(e) for e in eps_arr.reshape(-1)])
+        if self.has_exact_curve:
+            out = np.clip(self._delta_exact(flat), 0.0, 1.0)
+        else:
+            out = np.ones(flat.shape)
+            if self.has_pld:
+                rem, add = self._pld_cached(True, PLDSettings(tol))
+                out = np.minimum(out, np.maximum(rem.delta(flat), add.delta(flat)))
+            if self.has_rdp:
+                rdp_d = np.array([rdp_to_delta(self._rdp_curve, e) for e in flat])
+                out = np.minimum(out, rdp_d)
+        return _scalar_or_array(out.reshape(eps_arr.shape), eps_arr)
+
+    def epsilon(self, delta, *, tol: float | None = None):
+        """Smallest epsilon this library can prove at ``delta``: a sound upper bound.
+
+        Examples
+        --------
+        >>> from mechanisms import GaussianMechanism
+        >>> round(GaussianMechanism(sigma=1.0).epsilon(1e-5), 4)
+        4.3772
+        """
+        d_arr = np.asarray(delta, dtype=float)
+        flat = [check_delta(d) for d in d_arr.reshape(-1)]
+        out = np.array([self._epsilon_upper(d, tol) for d in flat])
+        return _scalar_or_array(out.reshape(d_arr.shape), d_arr)
+
+    def _epsilon_upper(self, delta: float, tol: float | None) -> float:
+        key = ("eps_up", delta, tol)
+        cache = self._cache()
+        if key in cache:
+            return cache[key]
+        if self.has_exact_curve:
+            upper = _invert_exact(self._delta_exact, delta)[1]
+        else:
+            upper = math.inf
+            need_rdp = True
+            if self.has_pld:
+                rem, add = self._pld_cached(True, PLDSettings(tol, delta))
+                upper = max(rem.epsilon(delta), add.epsilon(delta))
+                # the PLD is the tighter route unless its tail budget is not small
+                # next to delta; then the RDP bound may win
+                need_rdp = not (
+                    math.isfinite(upper) and delta > 1e3 * max(rem.inf_mass, add.inf_mass)
+                )
+            if self.has_rdp and need_rdp:
+                upper = min(upper, rdp_to_epsilon(self._rdp_curve, delta))
+            if not self.has_pld and not self.has_rdp:
+                raise NotImplementedError(f"{self!r} describes no privacy curve")
+        cache[key] = upper
+        return upper
+
+    def epsilon_bounds(self, delta: float, *, tol: float | None = None) -> tuple[float, float]:
+        """A certified bracket ``(lower, upper)`` of the true epsilon at ``delta``.
+
+        For exact curves the bracket is the numerical inversion interval; for PLDs it
+        comes from the optimistic and pessimistic discretisations; with only an RDP
+        curve the lower end is 0 (RDP gives no lower bound).
+
+        Examples
+        --------
+        >>> from mechanisms import LaplaceMechanism
+        >>> from accountant import compose
+        >>> lo, hi = compose([LaplaceMechanism(b=10.0)], counts=[100]).epsilon_bounds(1e-6)
+        >>> bool(0 < lo <= hi < 1.003 * lo)
+        True
+        """
+        return self._epsilon_bounds(check_delta(delta), tol)
+
+    def _epsilon_bounds(self, delta: float, tol: float | None) -> tuple[float, float]:
+        if self.has_exact_curve:
+            return _invert_exact(self._delta_exact, delta)
+        upper = self._epsilon_upper(delta, tol)
+        lower = 0.0
+        if self.has_pld and math.isfinite(upper):
+            rem, add = self._pld_cached(False, PLDSettings(tol, delta))
+            lower = min(max(rem.epsilon(delta), add.epsilon(delta)), upper)
+        return (lower, upper)
+
+    def _rdp_curve(self, alpha: np.ndarray) -> np.ndarray:
+        return self._rdp(np.asarray(alpha, dtype=float))
+
+    def rdp(self, alpha):
+        """Renyi-DP epsilon at order(s) ``alpha`` (real, > 1), vectorised.
+
+        Falls back on the Renyi divergence of the pessimistic PLD (an upper bound by
+        the data-processing inequality) when no closed form is known.
+
+        Examples
+        --------
+        >>> from mechanisms import GaussianMechanism
+        >>> GaussianMechanism(sigma=2.0).rdp([2, 4.5])
+        array([0.25  , 0.5625])
+        """
+        a = check_alpha(alpha)
+        if self.has_rdp:
+            out = self._rdp(a.reshape(-1))
+        elif self.has_pld:
+            rem, add = self._pld_cached(True, PLDSettings(None))
+            out = np.maximum(rem.rdp(a.reshape(-1)), add.rdp(a.reshape(-1)))
+        else:
+            raise NotImplementedError(f"{self!r} has no Renyi-DP curve")
+        out = np.asarray(out, dtype=float).reshape(a.shape)
+        return _scalar_or_array(out, a)
+
+    def tradeoff(self, fpr, *, tol: float | None = None):
+        """f-DP trade-off curve: a lower bound on the type II error at type I ``fpr``.
+
+        Uses the exact curve when known; otherwise the dual of the (eps, delta) curve
+        (Dong, Roth, Su 2019, Proposition 2.12):
+        ``beta(a) >= max_eps max(0, 1 - delta(eps) - e^eps a, e^-eps (1 - delta(eps) - a))``
+        over a grid of epsilons, which is a valid (conservative) lower bound.
+
+        Examples
+        --------
+        >>> from mechanisms import GaussianMechanism
+        >>> round(float(GaussianMechanism(sigma=1.0).tradeoff(0.05)), 4)
+        0.7405
+        """
+        a = check_fpr(fpr)
+        if self._overrides("_tradeoff_exact"):
+            out = self._tradeoff_exact(a.reshape(-1))
+        else:
+            out = _tradeoff_from_delta(partial(self.delta, tol=tol), a.reshape(-1))
+        return _scalar_or_array(np.clip(out, 0.0, 1.0).reshape(a.shape), a)
+
+    # ------------------------------------------------------------------ misc
+    def __repr__(self) -> str:
+        fields = getattr(self, "__dataclass_fields__", {})
+        args = ", ".join(f"{k}={getattr(self, k)!r}" for k in fields if not k.startswith("_"))
+        return f"{type(self).__name__}({args})"
+
+
+def discretize_law(law: PrivacyLossLaw, pessimistic: bool, settings: PLDSettings) -> GridPLD:
+    """Discretise a law on a grid chosen from its spread (or its lattice)."""
+    spread = law.spread()
+    if law.lattice is not None:
+        step = law.lattice
+    elif spread > 0:
+        step = 2.0 ** math.floor(math.log2(spread / settings.resolution))
+    else:  # a point mass: any grid works
+        step = 2.0**-10
+    return discretize(law, step, pessimistic=pessimistic, tail=settings.tail * 1e-3)
+
+
+def _invert_exact(delta_fn, delta: float) -> tuple[float, float]:
+    """Bracket of the exact epsilon(delta) by bisection of a decreasing delta(eps)."""
+    if float(delta_fn(np.array([0.0]))[0]) <= delta:
+        return (0.0, 0.0)
+    lo, hi = 0.0, 1.0
+    while float(delta_fn(np.array([hi]))[0]) > delta:
+        lo, hi = hi, hi * 2.0
+        if hi > 1e6:
+            return (lo, math.inf)
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if mid in (lo, hi) or hi - lo <= 1e-13 * hi:
+            break
+        if float(delta_fn(np.array([mid]))[0]) > delta:
+            lo = mid
+        else:
+            hi = mid
+    return (lo, hi)
+
+
+def _tradeoff_from_delta(delta_fn, fpr: np.ndarray) -> np.ndarray:
+    eps = np.concatenate([[0.0], np.geomspace(1e-4, 60.0, 600)])
+    d = np.asarray(delta_fn(eps), dtype=float)
+    a = fpr[:, None]
+    e = eps[None, :]
+    dd = d[None, :]
+    with np.errstate(over="ignore", invalid="ignore"):
+        b1 = 1.0 - dd - np.exp(e) * a
+        b2 = np.exp(-e) * (1.0 - dd - a)
+    best = np.maximum(np.nan_to_num(b1, nan=0.0, neginf=0.0), b2).max(axis=1)
+    return np.maximum(best, 0.0)
