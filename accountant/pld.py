@@ -169,6 +169,8 @@ def _lower_from_bins(b: _Bins) -> tuple[int, np.ndarray, float]:
         with np.errstate(divide="ignore", invalid="ignore"):
             rho = np.where(r > 0, m / r, e_step)
         rho = np.clip(rho, 1.0, e_step)
+        # an atom within round-off of the upper node sits on it: no gap
+        rho = np.where(rho > e_step * (1.0 - 1e-12), e_step, rho)
         return (m - r) * (e_step - rho) / (e_step - 1.0)
 
     delta, big_f = _node_deltas(m, r, step, 0.0, m_top, b.inf_mass)
@@ -195,6 +197,8 @@ def _lower_from_bins(b: _Bins) -> tuple[int, np.ndarray, float]:
     a_ref = (b.first + 0.5 * n) * step
     t = np.concatenate([[0.0], np.exp((b.first + np.arange(n + 1)) * step - a_ref)])
     y = np.concatenate([[total_p], v])
+    # differences of order 1e-16 are round-off, not signal
+    y = np.where(np.abs(y) < 1e-15, 0.0, y)
     keep = _lower_hull(t, y)
     tk, yk = t[keep], y[keep]
     nodes = keep - 1  # node index of each hull vertex (-1 for the point t = 0)
@@ -211,6 +215,7 @@ def _lower_from_bins(b: _Bins) -> tuple[int, np.ndarray, float]:
         last_slope = slope
         extra_mass = tc * (0.0 - slope)
         j_c = math.floor((math.log(tc) + a_ref) / step + 1e-9) - b.first
+        j_c = max(j_c, int(nodes[-1]) if nodes[-1] >= 0 else -1)
         inf_low = 0.0
     else:
         # a hull that rises at the end is cut at its minimum (the curve is then flat)
@@ -227,7 +232,7 @@ def _lower_from_bins(b: _Bins) -> tuple[int, np.ndarray, float]:
     masses = tk[1:] * (after - slopes)
     pmf = np.zeros(n + 1)
     np.add.at(pmf, nodes[1:], np.maximum(masses, 0.0))
-    if extra_mass > 0 and 0 <= j_c <= n:
+    if extra_mass > 0 and 0 <= j_c <= n:  # (below the grid it is dropped: lower bound)
         pmf[j_c] += extra_mass
     return b.first, pmf, inf_low
 
@@ -377,7 +382,8 @@ class GridPLD:
             eps = float(losses[j] + math.log1p(-frac))
         if j > 0:
             eps = max(eps, float(losses[j - 1]))
-        eps = max(eps, 0.0)
+        if eps <= 0.0:
+            return 0.0
         # round in the direction of the certificate
         nudge = 1e-12 * abs(eps) + 1e-15
         return eps + nudge if self.pessimistic else max(eps - nudge, 0.0)

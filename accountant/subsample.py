@@ -118,7 +118,8 @@ class WithoutReplacementSubsampledMechanism(Mechanism):
 
 
 def _has_laws(mech: Mechanism) -> bool:
-    return mech._overrides("_loss_laws") and not isinstance(mech, WithoutReplacementSubsampledMechanism)
+    without = isinstance(mech, WithoutReplacementSubsampledMechanism)
+    return mech._overrides("_loss_laws") and not without
 
 
 def poisson_subsample(mechanism: Mechanism, sample_rate: float) -> Mechanism:

@@ -1,0 +1,133 @@
+"""Composition and Poisson subsampling at DP-SGD scale."""
+
+import math
+
+import numpy as np
+import pytest
+
+from accountant import ComposedMechanism, compose, poisson_subsample, subsample_without_replacement
+from accountant.subsampled_rdp import subsampled_gaussian_rdp
+from mechanisms import GaussianMechanism
+
+
+def dpsgd(q, sigma, steps):
+    return compose([poisson_subsample(GaussianMechanism(sigma=sigma), q)], counts=[steps])
+
+
+def test_gaussians_compose_in_closed_form():
+    run = compose([GaussianMechanism(sigma=2.0), GaussianMechanism(sigma=3.0)], counts=[5, 7])
+    sigma_eff = 1.0 / math.sqrt(5 / 4 + 7 / 9)
+    want = GaussianMechanism(sigma=sigma_eff)
+    assert run.route == "exact"
+    for d in (1e-3, 1e-9):
+        assert run.epsilon(d) == pytest.approx(want.epsilon(d), rel=1e-12)
+    np.testing.assert_allclose(run.rdp([2.0, 9.5]), want.rdp([2.0, 9.5]), rtol=1e-12)
+
+
+def test_nested_compositions_flatten_exactly():
+    inner = compose([GaussianMechanism(sigma=4.0)], counts=[3])
+    outer = compose([inner, GaussianMechanism(sigma=4.0)], counts=[2, 10])
+    assert outer.epsilon(1e-6) == pytest.approx(GaussianMechanism(sigma=1.0).epsilon(1e-6), rel=1e-12)
+
+
+def test_dpsgd_bracket_is_tight_and_consistent():
+    run = dpsgd(0.01, 1.0, 2000)
+    lo, hi = run.epsilon_bounds(1e-5)
+    assert lo <= hi <= 1.005 * lo
+    assert run.epsilon(1e-5) == hi
+    # the RDP bound is valid too, and the PLD upper bound is tighter than it
+    from accountant.rdp import rdp_to_epsilon
+
+    rdp_eps = rdp_to_epsilon(lambda a: 2000 * subsampled_gaussian_rdp(0.01, 1.0, a), 1e-5)
+    assert hi <= rdp_eps
+    assert lo <= rdp_eps
+
+
+def test_delta_and_epsilon_agree():
+    run = dpsgd(0.02, 1.2, 500)
+    eps = run.epsilon(1e-6)
+    assert run.delta(eps) <= 1e-6 * (1 + 1e-6)
+    assert run.delta(eps * 0.98) > 1e-6
+
+
+@pytest.mark.parametrize("steps", [10, 100, 1000])
+def test_monotone_in_steps_rate_sigma(steps):
+    base = dpsgd(0.01, 1.0, steps).epsilon(1e-5)
+    assert dpsgd(0.01, 1.0, steps * 2).epsilon(1e-5) > base
+    assert dpsgd(0.02, 1.0, steps).epsilon(1e-5) > base
+    assert dpsgd(0.01, 1.3, steps).epsilon(1e-5) < base
+
+
+def test_large_step_counts_cost_about_the_same():
+    import time
+
+    step = poisson_subsample(GaussianMechanism(sigma=1.0), 1e-4)
+    t0 = time.perf_counter()
+    compose([step], counts=[10]).epsilon(1e-5)
+    t1 = time.perf_counter()
+    compose([step], counts=[10**7]).epsilon(1e-5)
+    t2 = time.perf_counter()
+    # not a timing assertion on absolute speed, only that 10**7 is not 10**6 times slower
+    assert (t2 - t1) < 50 * (t1 - t0) + 2.0
+
+
+def test_heterogeneous_composition_is_between_parts():
+    from mechanisms import LaplaceMechanism
+
+    g = GaussianMechanism(sigma=20.0)
+    lap = LaplaceMechanism(b=50.0)
+    run = compose([g, lap], counts=[100, 50])
+    lo, hi = run.epsilon_bounds(1e-6)
+    assert lo <= hi <= 1.01 * lo
+    only_g = compose([g], counts=[100]).epsilon(1e-6)
+    assert hi > only_g
+
+
+def test_subsampled_rdp_matches_helper():
+    step = poisson_subsample(GaussianMechanism(sigma=1.5), 0.05)
+    a = np.array([2.0, 3.5, 32.0])
+    np.testing.assert_allclose(step.rdp(a), subsampled_gaussian_rdp(0.05, 1.5, a), rtol=1e-12)
+
+
+def test_sample_rate_one_is_identity():
+    g = GaussianMechanism(sigma=1.0)
+    assert poisson_subsample(g, 1.0) is g
+
+
+def test_without_replacement_uses_rdp():
+    step = subsample_without_replacement(GaussianMechanism(sigma=2.0), 0.01)
+    assert step.route == "rdp"
+    lo, hi = compose([step], counts=[100]).epsilon_bounds(1e-5)
+    assert lo == 0.0 and math.isfinite(hi)
+
+
+@pytest.mark.parametrize("bad", [0.0, -0.1, 1.5, math.nan])
+def test_bad_sample_rate(bad):
+    with pytest.raises(ValueError, match="sample_rate"):
+        poisson_subsample(GaussianMechanism(sigma=1.0), bad)
+
+
+def test_bad_compositions():
+    g = GaussianMechanism(sigma=1.0)
+    with pytest.raises(ValueError, match="non-empty"):
+        compose([])
+    with pytest.raises(ValueError, match="counts"):
+        compose([g], counts=[1, 2])
+    with pytest.raises(ValueError, match="counts"):
+        compose([g], counts=[0])
+    with pytest.raises(ValueError, match="counts"):
+        compose([g], counts=[-3])
+    with pytest.raises(TypeError, match="counts"):
+        compose([g], counts=[2.5])
+    with pytest.raises(TypeError, match="Mechanism"):
+        compose([g, "gaussian"])
+    with pytest.raises(TypeError, match="list"):
+        compose(g)
+
+
+def test_composed_is_a_mechanism_that_composes_again():
+    run = dpsgd(0.01, 1.0, 100)
+    assert isinstance(run, ComposedMechanism)
+    twice = compose([run], counts=[2])
+    direct = dpsgd(0.01, 1.0, 200)
+    assert twice.epsilon(1e-5) == pytest.approx(direct.epsilon(1e-5), rel=5e-3)
