@@ -27,7 +27,8 @@ def test_gaussians_compose_in_closed_form():
 def test_nested_compositions_flatten_exactly():
     inner = compose([GaussianMechanism(sigma=4.0)], counts=[3])
     outer = compose([inner, GaussianMechanism(sigma=4.0)], counts=[2, 10])
-    assert outer.epsilon(1e-6) == pytest.approx(GaussianMechanism(sigma=1.0).epsilon(1e-6), rel=1e-12)
+    want = GaussianMechanism(sigma=1.0).epsilon(1e-6)
+    assert outer.epsilon(1e-6) == pytest.approx(want, rel=1e-12)
 
 
 def test_dpsgd_bracket_is_tight_and_consistent():

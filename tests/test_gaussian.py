@@ -1,5 +1,6 @@
 """Gaussian mechanism: exact curve, inversion, RDP and trade-off against mpmath."""
 
+import itertools
 import math
 
 import mpmath as mp
@@ -55,7 +56,10 @@ def mp_renyi(sigma: float, alpha: float) -> mp.mpf:
     def pdf(x, mean):
         return mp.e ** (-((x - mean) ** 2) / (2 * s**2)) / (s * mp.sqrt(2 * mp.pi))
 
-    integral = mp.quad(lambda x: pdf(x, 1) ** alpha * pdf(x, 0) ** (1 - alpha), [-mp.inf, 0, 1, mp.inf])
+    def integrand(x):
+        return pdf(x, 1) ** alpha * pdf(x, 0) ** (1 - alpha)
+
+    integral = mp.quad(integrand, [-mp.inf, 0, 1, mp.inf])
     return mp.log(integral) / (alpha - 1)
 
 
@@ -131,4 +135,4 @@ def test_epsilon_monotone():
     eps = m.epsilon(deltas)
     assert np.all(np.diff(eps) <= 0)
     sig = [GaussianMechanism(sigma=s).epsilon(1e-6) for s in (0.5, 1, 2, 4)]
-    assert all(a > b for a, b in zip(sig, sig[1:], strict=False))
+    assert all(a > b for a, b in itertools.pairwise(sig))

@@ -1,5 +1,6 @@
 """RDP -> (epsilon, delta) conversion and the pure-DP / zCDP curves."""
 
+import itertools
 import math
 
 import mpmath as mp
@@ -48,7 +49,7 @@ def test_monotone_in_delta():
 
     deltas = np.geomspace(1e-15, 0.5, 50)
     eps = [rdp_to_epsilon(rdp, d) for d in deltas]
-    assert all(x >= y for x, y in zip(eps, eps[1:], strict=False))
+    assert all(x >= y for x, y in itertools.pairwise(eps))
 
 
 @pytest.mark.parametrize("eps", [0.1, 1.0, 3.0])
