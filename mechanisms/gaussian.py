@@ -26,7 +26,7 @@ def gaussian_delta(mu: float, epsilon: np.ndarray) -> np.ndarray:
     Examples
     --------
     >>> round(float(gaussian_delta(1.0, np.array([1.0]))[0]), 6)
-    0.126936
+    0.126937
     """
     eps = np.asarray(epsilon, dtype=float)
     a = mu / 2.0 - eps / mu
@@ -57,7 +57,7 @@ class GaussianMechanism(Mechanism):
     --------
     >>> m = GaussianMechanism(sigma=1.0)
     >>> round(m.epsilon(1e-5), 4)
-    4.2176
+    4.3772
     >>> float(m.rdp(2.0))
     1.0
     >>> m
