@@ -25,8 +25,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._validation import check_count
-from .mechanism import Mechanism, PLDSettings
+from .mechanism import Mechanism, PLDSettings, grid_step
 from .pld import GridPLD
+from .twoscale import discretize_split, self_compose_split
 
 __all__ = ["ComposedMechanism", "compose"]
 
@@ -86,21 +87,10 @@ class ComposedMechanism(Mechanism):
 
     def _pld_pair(self, pessimistic: bool, settings: PLDSettings) -> tuple[GridPLD, GridPLD]:
         total_count = sum(c for _, c in self.parts)
-        composed: list[tuple[GridPLD, GridPLD]] = []
-        for mech, count in self.parts:
-            rem, add = mech._pld_cached(pessimistic, _part_settings(settings, total_count))
-            lattice_rem = rem.step if _is_lattice(mech) else None
-            out = []
-            for pld in (rem, add):
-                out.append(
-                    pld.self_compose(
-                        count,
-                        tail=settings.tail * count / total_count,
-                        points_per_scale=settings.resolution * _LOWER_FACTOR[pessimistic],
-                        max_step=lattice_rem,
-                    )
-                )
-            composed.append((out[0], out[1]))
+        composed = [
+            _self_composed(mech, count, pessimistic, settings, total_count)
+            for mech, count in self.parts
+        ]
         rem, add = composed[0]
         cut = settings.tail / max(len(composed), 1)
         for r2, a2 in composed[1:]:
@@ -116,6 +106,43 @@ class ComposedMechanism(Mechanism):
 #: the optimistic (lower-bound) coarsening loses about twice as much per step as the
 #: pessimistic one (it lowers nodes by a whole chord gap), so it keeps a finer grid
 _LOWER_FACTOR = {True: 1.0, False: 1.5}
+
+
+def _self_composed(
+    mech: Mechanism, count: int, pessimistic: bool, settings: PLDSettings, total_count: int
+) -> tuple[GridPLD, GridPLD]:
+    """(remove, add) PLDs of ``count`` repetitions of ``mech``.
+
+    Mechanisms with privacy-loss laws are discretised with a fine bulk and a coarse
+    tail (see :mod:`accountant.twoscale`); others start from their own PLDs.
+    """
+    step_settings = _part_settings(settings, total_count)
+    resolution = settings.resolution * _LOWER_FACTOR[pessimistic]
+    tail = settings.tail * count / total_count
+    if mech._overrides("_loss_laws") and mech.has_pld:
+        out: dict[int, GridPLD] = {}
+        laws = mech._loss_laws()
+        for law in laws:
+            if id(law) in out:
+                continue
+            step = grid_step(law, pessimistic, step_settings)
+            split = discretize_split(
+                law, step, pessimistic=pessimistic, tail=step_settings.tail * 1e-3
+            )
+            out[id(law)] = self_compose_split(
+                split,
+                count,
+                tail=tail,
+                points_per_scale=resolution,
+                max_step=law.lattice,
+            )
+        return out[id(laws[0])], out[id(laws[1])]
+    rem, add = mech._pld_cached(pessimistic, step_settings)
+    lattice = rem.step if _is_lattice(mech) else None
+    return tuple(  # type: ignore[return-value]
+        pld.self_compose(count, tail=tail, points_per_scale=resolution, max_step=lattice)
+        for pld in (rem, add)
+    )
 
 
 def _part_settings(settings: PLDSettings, total_count: int) -> PLDSettings:

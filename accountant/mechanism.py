@@ -331,16 +331,20 @@ class Mechanism:
 FIRST_LEVEL_FRACTION = {True: 0.25, False: 1.5}
 
 
+def grid_step(law: PrivacyLossLaw, pessimistic: bool, settings: PLDSettings) -> float:
+    """First grid step for ``law``: its lattice, or a power of two below spread/resolution."""
+    if law.lattice is not None:
+        return law.lattice
+    spread = law.spread()
+    if spread <= 0:  # a point mass: any grid works
+        return 2.0**-10
+    resolution = settings.resolution * FIRST_LEVEL_FRACTION[pessimistic]
+    return 2.0 ** math.floor(math.log2(spread / resolution))
+
+
 def discretize_law(law: PrivacyLossLaw, pessimistic: bool, settings: PLDSettings) -> GridPLD:
     """Discretise a law on a grid chosen from its spread (or its lattice)."""
-    spread = law.spread()
-    if law.lattice is not None:
-        step = law.lattice
-    elif spread > 0:
-        resolution = settings.resolution * FIRST_LEVEL_FRACTION[pessimistic]
-        step = 2.0 ** math.floor(math.log2(spread / resolution))
-    else:  # a point mass: any grid works
-        step = 2.0**-10
+    step = grid_step(law, pessimistic, settings)
     return discretize(law, step, pessimistic=pessimistic, tail=settings.tail * 1e-3)
 
 

@@ -457,7 +457,10 @@ class GridPLD:
             raise ValueError("cannot compose a pessimistic with an optimistic PLD")
         a, b = _common_grid(self, other)
         pmf = _accurate_convolve(a.pmf, b.pmf, tail)
-        inf_mass = a.inf_mass + b.inf_mass - a.inf_mass * b.inf_mass
+        # (a_fin + a_inf) x (b_fin + b_inf): every product with an infinite factor is
+        # infinite; written for sub-probability measures (parts of a split PLD) too
+        fin_a, fin_b = float(a.pmf.sum()), float(b.pmf.sum())
+        inf_mass = a.inf_mass * (fin_b + b.inf_mass) + b.inf_mass * fin_a
         first = a.offset + b.offset
         if tail > 0 and pmf.size > 2:
             k_lo, m_lo, k_hi, m_hi = _tail_cuts(a.pmf, b.pmf, pmf, tail)

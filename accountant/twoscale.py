@@ -1,0 +1,203 @@
+"""Two-scale PLDs: a finely gridded bulk plus a coarsely gridded tail.
+
+The privacy loss of one subsampled step is concentrated within a few sample rates of
+zero but has tails reaching several units (a Gaussian in the loss of the sampled
+record).  A single uniform grid fine enough for the bulk would need hundreds of
+thousands of points to cover the tails, and the first squarings of a long
+composition would be dominated by them.  Here the measure is split into two disjoint
+parts, each a :class:`~accountant.pld.GridPLD` sub-measure:
+
+* ``fine``: the bulk, on a grid of ``step``;
+* ``coarse``: everything else (including the mass at ``+inf``), on a grid of
+  ``coarse_step``, a power-of-two multiple of ``step``.
+
+Every certified operation acts part by part.  The hockey-stick curve of a measure is
+the sum of its parts' curves, and composition is bilinear and monotone in each factor
+(``delta_{A x C}(t) = E_{C}[delta_A(t e^{-L_C})]``), so a pessimistic (optimistic)
+discretisation of each part is a pessimistic (optimistic) discretisation of the whole.
+Products involving the tail are computed on the coarse grid, after re-discretising the
+fine factor onto it; mass that the bulk spreads beyond its window is moved into the
+tail.  Once the bulk's own grid has coarsened to ``coarse_step`` the two parts merge
+into one ordinary PLD.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .loss_law import PrivacyLossLaw
+from .pld import GridPLD, _Bins, _bins_from_law, _from_bins, _trim
+
+__all__ = ["SplitPLD", "discretize_split", "self_compose_split"]
+
+#: above this many points a single-grid discretisation is split
+SPLIT_ABOVE = 1 << 14
+#: the bulk window leaves at most this P-mass outside on each side, and the coarse grid
+#: has about this many points over the whole loss range.  The optimistic construction
+#: rounds concentrated mass down by up to a grid step when it re-grids the bulk for
+#: products with the tail, so it keeps a finer coarse grid.
+BULK_TAIL = {True: 1e-4, False: 1e-6}
+COARSE_POINTS = {True: 1 << 12, False: 1 << 15}
+
+
+@dataclass(frozen=True)
+class SplitPLD:
+    """A PLD as the sum of a fine bulk and an optional coarse tail (both sub-measures)."""
+
+    fine: GridPLD
+    coarse: GridPLD | None
+
+    @property
+    def pessimistic(self) -> bool:
+        return self.fine.pessimistic
+
+    def merged(self) -> GridPLD:
+        """One ordinary PLD on the coarser of the two grids."""
+        if self.coarse is None:
+            return self.fine
+        step = max(self.fine.step, self.coarse.step)
+        return _add(self.fine.regrid(step), self.coarse.regrid(step))
+
+
+def _add(a: GridPLD, b: GridPLD) -> GridPLD:
+    """Sum of two sub-measures on the same grid."""
+    if a.step != b.step:
+        raise ValueError("sub-measures must share a grid to be added")
+    first = min(a.offset, b.offset)
+    last = max(a.offset + a.pmf.size, b.offset + b.pmf.size)
+    pmf = np.zeros(last - first)
+    pmf[a.offset - first : a.offset - first + a.pmf.size] += a.pmf
+    pmf[b.offset - first : b.offset - first + b.pmf.size] += b.pmf
+    return GridPLD(a.step, first, pmf, a.inf_mass + b.inf_mass, a.pessimistic)
+
+
+def _empty(step: float, pessimistic: bool) -> GridPLD:
+    return GridPLD(step, 0, np.zeros(1), 0.0, pessimistic)
+
+
+def _restrict(b: _Bins, lo_node: int, hi_node: int, inside: bool) -> _Bins:
+    """Keep only the bins inside (or outside) the node range ``(lo_node, hi_node]``."""
+    j = b.first + np.arange(b.m.size)  # left node of each bin
+    mask = (j >= lo_node) & (j < hi_node)
+    if not inside:
+        mask = ~mask
+    keep_tails = not inside
+    return _Bins(
+        step=b.step,
+        first=b.first,
+        m=np.where(mask, b.m, 0.0),
+        r=np.where(mask, b.r, 0.0),
+        bottom=b.bottom if keep_tails else (0.0, 0.0),
+        top=b.top if keep_tails else (0.0, 0.0),
+        inf_mass=b.inf_mass if keep_tails else 0.0,
+    )
+
+
+def discretize_split(
+    law: PrivacyLossLaw, step: float, *, pessimistic: bool, tail: float
+) -> SplitPLD:
+    """Certified discretisation of ``law`` with a fine bulk and a coarse tail.
+
+    The bulk window holds all but ``BULK_TAIL[pessimistic]`` of the P-mass on each
+    side; it is discretised on ``step``.  If the whole range fits in ``SPLIT_ABOVE`` points no
+    split is made.
+    """
+    lo, hi = law.quantile_bounds(tail)
+    lo, hi = lo - step, hi + step
+    if (hi - lo) / step <= SPLIT_ABOVE:
+        return SplitPLD(_from_bins(_bins_from_law(law, step, lo, hi), pessimistic), None)
+    points = COARSE_POINTS[pessimistic]
+    ratio = max(4, 2 ** math.ceil(math.log2((hi - lo) / (points * step))))
+    coarse_step = step * ratio
+    b_lo, b_hi = law.quantile_bounds(BULK_TAIL[pessimistic])
+    lo_node = math.floor(b_lo / coarse_step) - 1
+    hi_node = math.ceil(b_hi / coarse_step) + 1
+    lo = min(lo, (lo_node - 1) * coarse_step)
+    hi = max(hi, (hi_node + 1) * coarse_step)
+    coarse_bins = _bins_from_law(law, coarse_step, lo, hi)
+    coarse = _from_bins(_restrict(coarse_bins, lo_node, hi_node, inside=False), pessimistic)
+    fine_bins = _bins_from_law(law, step, lo_node * coarse_step, hi_node * coarse_step)
+    fine = _from_bins(_restrict(fine_bins, lo_node * ratio, hi_node * ratio, True), pessimistic)
+    return SplitPLD(fine, coarse)
+
+
+def _convolve(a: SplitPLD, b: SplitPLD, tail: float) -> SplitPLD:
+    fine = a.fine.convolve(b.fine, tail)
+    if a.coarse is None and b.coarse is None:
+        return SplitPLD(fine, None)
+    cstep = (a.coarse or b.coarse).step
+    parts = []
+    if a.coarse is not None:
+        whole_b = b.fine.regrid(cstep) if b.coarse is None else _add(b.fine.regrid(cstep), b.coarse)
+        parts.append(a.coarse.convolve(whole_b, tail))
+    if b.coarse is not None:
+        parts.append(a.fine.regrid(cstep).convolve(b.coarse, tail))
+    coarse = parts[0] if len(parts) == 1 else _add(parts[0], parts[1])
+    return SplitPLD(fine, coarse)
+
+
+def _rebalance(s: SplitPLD, points_per_scale: float, max_step: float | None) -> SplitPLD:
+    """Coarsen the bulk as it widens, move its far parts into the tail, merge when equal."""
+    fine = s.fine._coarsened(points_per_scale, max_step)
+    if s.coarse is None:
+        return SplitPLD(fine, None)
+    cstep = s.coarse.step
+    if fine.step >= cstep:
+        return SplitPLD(_add(fine.regrid(cstep), s.coarse), None)
+    ratio = round(cstep / fine.step)
+    total = float(fine.pmf.sum())
+    c = np.cumsum(fine.pmf)
+    bulk_tail = BULK_TAIL[fine.pessimistic]
+    i_lo = int(np.searchsorted(c, bulk_tail * total, side="right"))
+    i_hi = int(np.searchsorted(c, (1.0 - bulk_tail) * total, side="left"))
+    lo_node = (fine.offset + i_lo) // ratio - 1  # coarse nodes around the bulk
+    hi_node = -((-(fine.offset + i_hi)) // ratio) + 1
+    a = lo_node * ratio - fine.offset  # fine indices of the window (lo_node, hi_node]
+    z = hi_node * ratio - fine.offset
+    if a <= 0 and z >= fine.pmf.size - 1:
+        return SplitPLD(fine, s.coarse)
+    a, z = max(a, 0), min(z, fine.pmf.size - 1)
+    inside = np.zeros_like(fine.pmf)
+    inside[a + 1 : z + 1] = fine.pmf[a + 1 : z + 1]
+    outside = fine.pmf - inside
+    first_in, pmf_in = _trim(fine.offset, inside)
+    first_out, pmf_out = _trim(fine.offset, outside)
+    bulk = GridPLD(fine.step, first_in, pmf_in, 0.0, fine.pessimistic)
+    spill = GridPLD(fine.step, first_out, pmf_out, fine.inf_mass, fine.pessimistic)
+    coarse = _add(s.coarse, spill.regrid(cstep)) if pmf_out.any() or spill.inf_mass else s.coarse
+    return SplitPLD(bulk, coarse)
+
+
+def self_compose_split(
+    base: SplitPLD,
+    count: int,
+    *,
+    tail: float,
+    points_per_scale: float,
+    max_step: float | None = None,
+) -> GridPLD:
+    """``count``-fold composition of a split PLD by repeated squaring.
+
+    Same budget rule as :meth:`GridPLD.self_compose`: a tail cut made on the
+    ``2^m``-fold PLD is given ``tail * 2^m / (count * levels)``.
+    """
+    if count < 1:
+        raise ValueError(f"count must be >= 1, got {count}")
+    levels = count.bit_length() + 1
+    result: SplitPLD | None = None
+    k, power = count, 1
+    while True:
+        if k & 1:
+            result = base if result is None else _convolve(result, base, tail / levels)
+            result = _rebalance(result, points_per_scale, max_step)
+        k >>= 1
+        if k == 0:
+            break
+        base = _convolve(base, base, tail * 2 * power / (count * levels))
+        power *= 2
+        base = _rebalance(base, points_per_scale, max_step)
+    assert result is not None
+    return result.merged()
