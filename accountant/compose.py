@@ -103,9 +103,9 @@ class ComposedMechanism(Mechanism):
         return f"ComposedMechanism([{inner}])"
 
 
-#: the optimistic (lower-bound) coarsening loses about twice as much per step as the
-#: pessimistic one (it lowers nodes by a whole chord gap), so it keeps a finer grid
-_LOWER_FACTOR = {True: 1.0, False: 1.5}
+#: resolution multiplier of the coarsening, per certificate direction (the same now;
+#: kept separate because the optimistic construction is the lossier of the two)
+_LOWER_FACTOR = {True: 1.0, False: 1.0}
 
 
 def _self_composed(

@@ -35,12 +35,13 @@ __all__ = ["SplitPLD", "discretize_split", "self_compose_split"]
 
 #: above this many points a single-grid discretisation is split
 SPLIT_ABOVE = 1 << 14
-#: the bulk window leaves at most this P-mass outside on each side, and the coarse grid
-#: has about this many points over the whole loss range.  The optimistic construction
-#: rounds concentrated mass down by up to a grid step when it re-grids the bulk for
-#: products with the tail, so it keeps a finer coarse grid.
-BULK_TAIL = {True: 1e-4, False: 1e-6}
-COARSE_POINTS = {True: 1 << 12, False: 1 << 15}
+#: the bulk window leaves at most this P-mass outside on each side (the coarse grid is
+#: too coarse for the dense region near the bulk), and the coarse grid has about this
+#: many points over the whole loss range.  The optimistic construction rounds
+#: concentrated mass down by up to a grid step when it re-grids the bulk for products
+#: with the tail, so it keeps a finer coarse grid.
+BULK_TAIL = {True: 1e-6, False: 1e-6}
+COARSE_POINTS = {True: 1 << 12, False: 1 << 13}
 
 
 @dataclass(frozen=True)
