@@ -62,6 +62,10 @@ class PrivacyLossLaw(ABC):
     q_neg_inf_mass: float = 0.0
     #: if not None, every finite loss value is an integer multiple of this number
     lattice: float | None = None
+    #: if not None, the law has atoms at integer multiples of this number (and may be
+    #: continuous elsewhere): grids are then chosen as ``anchor / 2**j`` so that the
+    #: atoms sit on nodes, where both discretisations are exact
+    anchor: float | None = None
 
     @abstractmethod
     def cdf_p(self, x: np.ndarray) -> np.ndarray:

@@ -332,13 +332,16 @@ FIRST_LEVEL_FRACTION = {True: 0.25, False: 0.25}
 
 
 def grid_step(law: PrivacyLossLaw, pessimistic: bool, settings: PLDSettings) -> float:
-    """First grid step for ``law``: its lattice, or a power of two below spread/resolution."""
+    """First grid step for ``law``: its lattice, a binary fraction of its anchor, or a
+    power of two below spread/resolution."""
     if law.lattice is not None:
         return law.lattice
     spread = law.spread()
     if spread <= 0:  # a point mass: any grid works
-        return 2.0**-10
+        return 2.0**-10 if law.anchor is None else law.anchor
     resolution = settings.resolution * FIRST_LEVEL_FRACTION[pessimistic]
+    if law.anchor is not None:
+        return law.anchor / 2.0 ** max(0, math.ceil(math.log2(law.anchor * resolution / spread)))
     return 2.0 ** math.floor(math.log2(spread / resolution))
 
 

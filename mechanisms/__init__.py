@@ -1,5 +1,20 @@
 """The mechanism zoo: concrete mechanisms and the algorithms built on them."""
 
+from .discrete import DiscreteGaussianMechanism, DiscreteLaplaceMechanism
+from .exponential import ExponentialMechanism
 from .gaussian import GaussianMechanism, gaussian_delta
+from .generic import PureDPMechanism, ZCDPMechanism
+from .laplace import LaplaceMechanism
+from .randomized_response import RandomizedResponse
 
-__all__ = ["GaussianMechanism", "gaussian_delta"]
+__all__ = [
+    "DiscreteGaussianMechanism",
+    "DiscreteLaplaceMechanism",
+    "ExponentialMechanism",
+    "GaussianMechanism",
+    "LaplaceMechanism",
+    "PureDPMechanism",
+    "RandomizedResponse",
+    "ZCDPMechanism",
+    "gaussian_delta",
+]

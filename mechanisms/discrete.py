@@ -1,0 +1,363 @@
+"""Discrete Laplace and discrete Gaussian noise on the integers (integer-valued queries).
+
+Both mechanisms add integer noise to an integer-valued query of sensitivity 1, so a
+neighbouring pair is ``P = noise + 1`` (the output *with* the extra record) and
+``Q = noise``.  Both noise laws are symmetric, so ``x -> 1 - x`` swaps ``P`` and ``Q``:
+the add and the remove direction have the same privacy loss law.
+
+Discrete Laplace (the two-sided geometric law of the geometric mechanism, Ghosh,
+Roughgarden, Sundararajan 2009; "discrete Laplace" in Canonne, Kamath, Steinke 2020):
+``P(X = x) = tanh(1/(2t)) e^{-|x|/t}`` for integers ``x``, ``t = scale``.  Its privacy
+loss ``L(x) = (|x| - |x - 1|)/t`` takes only the two values ``+-1/t`` (``x >= 1`` resp.
+``x <= 0``), with ``P(L = 1/t) = P(noise >= 0) = 1/(1 + e^{-1/t})``.  So the pair *is*
+binary randomized response with ``p = e^{1/t} / (1 + e^{1/t})``: the discrete Laplace
+mechanism has exactly the privacy of ``PureDPMechanism(1/scale)`` -- every curve is the
+extremal pure-DP curve.
+
+Discrete Gaussian (Canonne, Kamath, Steinke 2020, "The Discrete Gaussian for
+Differential Privacy", Definition 1): ``P(X = x) = exp(-x^2/(2 sigma^2)) / Z`` with
+``Z = sum_x exp(-x^2/(2 sigma^2))``.  The privacy loss ``L(x) = (2x - 1)/(2 sigma^2)``
+is unbounded; its values are the odd multiples of ``1/(2 sigma^2)``, so the PLD lattice
+is ``1/(2 sigma^2)`` (consecutive values are ``1/sigma^2`` apart but offset from 0 by
+half a step, and the engine's lattice must contain 0).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import special
+
+from accountant._validation import check_positive
+from accountant.loss_law import AtomicLossLaw
+from accountant.mechanism import Mechanism, PLDSettings, discretize_law
+from accountant.pld import GridPLD
+from accountant.rdp import pure_dp_rdp
+
+from .randomized_response import _binary_rr, _rr_delta, _rr_law, _rr_tradeoff
+
+__all__ = [
+    "DiscreteGaussianMechanism",
+    "DiscreteLaplaceMechanism",
+    "discrete_gaussian_delta",
+    "discrete_gaussian_rdp",
+]
+
+
+# ----------------------------------------------------------------------- discrete Laplace
+@dataclass(frozen=True, repr=False)
+class DiscreteLaplaceMechanism(Mechanism):
+    """Add discrete Laplace noise ``P(X = x) ∝ exp(-|x|/scale)`` to an integer query.
+
+    The privacy loss takes only the values ``+-1/scale`` (module docstring), so the
+    mechanism has *exactly* the privacy of binary randomized response with
+    ``epsilon0 = 1/scale`` (equivalently of :class:`mechanisms.PureDPMechanism` with
+    ``epsilon = 1/scale``):
+
+    * ``delta(eps) = (1 - e^{eps - 1/scale}) / (1 + e^{-1/scale})`` for ``eps < 1/scale``;
+    * RDP: the pure-DP curve of Bun & Steinke 2016, Proposition 3.3, attained here;
+    * a two-atom privacy loss on the lattice ``1/scale`` (exact PLD composition);
+    * trade-off ``max(0, 1 - e^{1/scale} a, e^{-1/scale} (1 - a))``.
+
+    Parameters
+    ----------
+    scale : float
+        Noise scale ``t`` per unit of (integer) sensitivity, > 0.
+
+    Examples
+    --------
+    >>> m = DiscreteLaplaceMechanism(scale=1.0)
+    >>> round(m.delta(0.0), 6)          # tanh(1/2)
+    0.462117
+    >>> round(m.epsilon(1e-9), 6)
+    1.0
+    >>> from mechanisms import PureDPMechanism
+    >>> bool(np.isclose(m.delta(0.3), PureDPMechanism(1.0).delta(0.3), rtol=1e-14))
+    True
+    """
+
+    scale: float
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "scale", check_positive("scale", self.scale))
+
+    @property
+    def epsilon0(self) -> float:
+        """Pure-DP parameter ``1/scale`` (the largest privacy loss)."""
+        return 1.0 / self.scale
+
+    def _delta_exact(self, epsilon: np.ndarray) -> np.ndarray:
+        p, _ = _binary_rr(self.epsilon0)
+        return _rr_delta(p, self.epsilon0, epsilon)
+
+    def _rdp(self, alpha: np.ndarray) -> np.ndarray:
+        return pure_dp_rdp(self.epsilon0, alpha)
+
+    def _loss_laws(self):
+        cache = self._cache()
+        if "law" not in cache:
+            p, q = _binary_rr(self.epsilon0)
+            cache["law"] = _rr_law(p, q, 2, self.epsilon0)
+        law = cache["law"]
+        return law, law
+
+    def _tradeoff_exact(self, fpr: np.ndarray) -> np.ndarray:
+        p, q = _binary_rr(self.epsilon0)
+        return _rr_tradeoff(p, q, self.epsilon0, fpr)
+
+
+# ----------------------------------------------------------------------- discrete Gaussian
+#: half-width, in standard deviations, of the integer window kept by the loss law: beyond
+#: it every P(x) underflows in double precision, and the (accounted) bound on the
+#: truncated mass is below 1e-300
+_LAW_WIDTH = 37.5
+#: the same for sigma > _LATTICE_MAX_SIGMA, to bound memory: truncated mass below 1e-30
+_LAW_WIDTH_LARGE = 12.0
+#: half-width, in standard deviations, of the summation window of the exact curve; the
+#: proven tail bound beyond it is below 1e-300 (and is added anyway)
+_SUM_WIDTH = 38.0
+#: the loss law is given a lattice (exact PLD grid) only up to this sigma; beyond, the
+#: lattice 1/(2 sigma^2) would be far finer than any useful grid
+_LATTICE_MAX_SIGMA = 1e4
+
+
+def _log_theta(c: np.ndarray, sigma: float) -> np.ndarray:
+    """``log sum_{x in Z} exp(-(x - c)^2 / (2 sigma^2))`` for real shifts ``c``.
+
+    For ``sigma >= 2`` by Poisson summation (an exact identity):
+    ``sqrt(2 pi) sigma (1 + 2 sum_{j>=1} e^{-2 pi^2 sigma^2 j^2} cos(2 pi j c))``, with
+    the series cut after ``j = 3`` (the next term is below ``e^{-315}``); otherwise by
+    direct summation over ``|x - c| <= 40 sigma + 2`` (the rest is below ``e^{-800}``).
+    """
+    c = np.asarray(c, dtype=float)
+    s2 = sigma * sigma
+    if sigma >= 2.0:
+        series = np.zeros(c.shape)
+        for j in (1, 2, 3):
+            series = series + math.exp(-2.0 * math.pi**2 * s2 * j * j) * np.cos(
+                2.0 * math.pi * j * c
+            )
+        return math.log(math.sqrt(2.0 * math.pi) * sigma) + np.log1p(2.0 * series)
+    half = math.ceil(40.0 * sigma) + 2
+    flat = c.reshape(-1)
+    out = np.empty(flat.shape)
+    for i, ci in enumerate(flat):
+        x = np.arange(math.floor(ci) - half, math.floor(ci) + half + 2, dtype=float)
+        out[i] = special.logsumexp(-((x - ci) ** 2) / (2.0 * s2))
+    return out.reshape(c.shape)
+
+
+def _log_theta_ratio(c: np.ndarray, sigma: float) -> np.ndarray:
+    """``log(theta(c) / theta(0))``, computed without cancellation for large sigma."""
+    c = np.asarray(c, dtype=float)
+    if sigma >= 2.0:
+        s2 = sigma * sigma
+        num = np.zeros(c.shape)
+        den = 0.0
+        for j in (1, 2, 3):
+            w = math.exp(-2.0 * math.pi**2 * s2 * j * j)
+            num = num + w * np.cos(2.0 * math.pi * j * c)
+            den += w
+        return np.log1p(2.0 * num) - math.log1p(2.0 * den)
+    return _log_theta(c, sigma) - float(_log_theta(np.zeros(1), sigma)[0])
+
+
+def _log_normaliser(sigma: float) -> float:
+    """``log Z`` of the discrete Gaussian, ``Z = theta(0)``."""
+    return float(_log_theta(np.zeros(1), sigma)[0])
+
+
+def _log_tail_bound(d: float, sigma: float, log_z: float) -> float:
+    """Log of a proven upper bound on ``sum_{y >= d} exp(-y^2/(2 sigma^2)) / Z`` (d >= 0).
+
+    The summand is decreasing on ``[d, inf)``, so the sum is at most its first term plus
+    the integral: ``e^{-d^2/(2 sigma^2)} + sigma sqrt(2 pi) Phi(-d/sigma)``.
+    """
+    first = -(d * d) / (2.0 * sigma * sigma)
+    integral = math.log(sigma * math.sqrt(2.0 * math.pi)) + float(special.log_ndtr(-d / sigma))
+    return float(np.logaddexp(first, integral)) - log_z
+
+
+def discrete_gaussian_delta(sigma: float, epsilon: np.ndarray) -> np.ndarray:
+    """Sound, essentially exact ``delta(eps)`` of the discrete Gaussian mechanism.
+
+    Canonne, Kamath, Steinke 2020, Theorem 7: with ``P = N_Z(1, sigma^2)``,
+    ``Q = N_Z(0, sigma^2)`` and ``L(x) = (2x - 1)/(2 sigma^2)``,
+
+        delta(eps) = sum_{x : L(x) > eps} P(x) (1 - e^{eps - L(x)}),
+
+    summed here term by term (non-negative terms, no cancellation) over the integers
+    ``x0 <= x <= x0 + 38 sigma + 2`` where ``x0 = floor(sigma^2 eps + 1/2) + 1`` is the
+    first integer with ``L(x) > eps``.  The remaining terms are each at most ``P(x)``,
+    and ``sum_{x > x_max} P(x)`` is bounded by the first excluded term plus the Gaussian
+    integral (:func:`_log_tail_bound`); that bound is *added*, so the result is an
+    upper bound on the true delta (the bound is below 1e-300, so it is also exact to
+    floating-point precision).  Cost: ``O(sigma)`` per epsilon.
+
+    Examples
+    --------
+    >>> round(float(discrete_gaussian_delta(1.0, np.array([1.0]))[0]), 6)
+    0.141351
+    """
+    sigma = float(sigma)
+    eps = np.asarray(epsilon, dtype=float)
+    flat = eps.reshape(-1)
+    s2 = sigma * sigma
+    log_z = _log_normaliser(sigma)
+    width = math.ceil(_SUM_WIDTH * sigma) + 2
+    out = np.empty(flat.shape)
+    for i, e in enumerate(flat):
+        x0 = math.floor(s2 * e + 0.5)  # one below the first contributing integer, for safety
+        x = np.arange(x0, x0 + width + 1, dtype=float)
+        loss = (2.0 * x - 1.0) / (2.0 * s2)
+        log_p = -((x - 1.0) ** 2) / (2.0 * s2) - log_z
+        with np.errstate(under="ignore"):
+            terms = np.exp(log_p) * -np.expm1(np.minimum(e - loss, 0.0))
+        # the tail beyond x_max = x[-1]: y = x - 1 >= x[-1] (distance from P's centre)
+        tail = math.exp(_log_tail_bound(float(x[-1]), sigma, log_z))
+        out[i] = math.fsum(terms) + tail
+    return np.minimum(out, 1.0).reshape(eps.shape)
+
+
+def discrete_gaussian_rdp(sigma: float, alpha: np.ndarray) -> np.ndarray:
+    """Exact Renyi divergence of the discrete Gaussian pair at real orders.
+
+    Completing the square as in the proof of Canonne, Kamath, Steinke 2020,
+    Proposition 5 (the discrete Gaussian is ``1/(2 sigma^2)``-zCDP):
+    ``P(x)^alpha Q(x)^{1-alpha} = e^{alpha (alpha-1)/(2 sigma^2)} e^{-(x - alpha)^2/(2
+    sigma^2)} / Z``, hence
+
+        D_alpha = alpha / (2 sigma^2) + log(theta(alpha) / theta(0)) / (alpha - 1),
+
+    with ``theta(c) = sum_x exp(-(x - c)^2/(2 sigma^2))``, 1-periodic and maximal at
+    integers (Poisson summation), so ``D_alpha <= alpha/(2 sigma^2)`` with equality at
+    integer orders.  The other direction gives ``theta(1 - alpha) = theta(alpha)``, the
+    same value.  ``D_inf = inf`` (the loss is unbounded).
+
+    Examples
+    --------
+    >>> float(discrete_gaussian_rdp(1.0, np.array([2.0]))[0])
+    1.0
+    >>> bool(discrete_gaussian_rdp(0.5, np.array([1.5]))[0] < 1.5 / (2 * 0.25))
+    True
+    """
+    a = np.asarray(alpha, dtype=float)
+    finite = np.isfinite(a)
+    af = np.where(finite, a, 2.0)
+    frac = af - np.floor(af)
+    val = af / (2.0 * sigma * sigma) + _log_theta_ratio(frac, sigma) / (af - 1.0)
+    val = np.minimum(val, af / (2.0 * sigma * sigma))  # the CKS bound, against round-off
+    return np.where(finite, np.maximum(val, 0.0), np.inf)
+
+
+@dataclass(frozen=True, repr=False)
+class DiscreteGaussianMechanism(Mechanism):
+    """Add discrete Gaussian noise ``N_Z(0, sigma^2)`` to an integer query of sensitivity 1.
+
+    Canonne, Kamath, Steinke 2020.  Known here:
+
+    * the exact privacy curve (CKS 2020, Theorem 7), by summation with a proven tail
+      bound added (:func:`discrete_gaussian_delta`), hence a sound upper bound that is
+      exact to floating-point precision;
+    * the exact RDP curve at real orders (:func:`discrete_gaussian_rdp`), never above
+      the ``1/(2 sigma^2)``-zCDP bound ``alpha/(2 sigma^2)`` of CKS 2020, Proposition 5,
+      and equal to it at integer orders;
+    * the privacy loss as an :class:`~accountant.loss_law.AtomicLossLaw` on the integers
+      within ``37.5 sigma`` of the centres (``12 sigma`` when ``sigma > 1e4``), on the
+      lattice ``1/(2 sigma^2)`` (for ``sigma <= 1e4``).
+
+    Truncation of the infinite support (PLD route).  The law returned by
+    :meth:`_loss_laws` -- used by the pessimistic PLD and by transformers such as
+    composition and Poisson subsampling -- is a *dominating* pair: a proven upper bound
+    on the P-mass of the discarded integers (below 1e-300, and 0.0 when it underflows,
+    i.e. is below 1e-308; below 1e-30 when ``sigma > 1e4``) is put on ``L = +inf``
+    (``inf_mass``) and the same bound on their Q-mass on ``L = -inf``
+    (``q_neg_inf_mass``), which can only increase ``sup_S P(S) - e^eps Q(S)`` for every
+    real eps.  The *optimistic* PLD of :meth:`pld` is built from a different law (see
+    :meth:`_pld_pair`): the discarded P-mass is moved to ``L = -inf`` (dropped).  That
+    lowers the loss pointwise, and ``delta(eps) = E_P[(1 - e^{eps - L})_+]`` is
+    increasing in ``L`` and stays so under composition (losses add), so every delta
+    computed from it is a lower bound.  (Transformers that discretise :meth:`_loss_laws`
+    themselves for their optimistic side -- the engine's composition does -- see the
+    dominating law instead; their lower bounds can then be high by at most the truncated
+    mass per repetition, far below floating-point round-off.)
+
+    Parameters
+    ----------
+    sigma : float
+        Scale parameter of the discrete Gaussian per unit of sensitivity, > 0.
+
+    Examples
+    --------
+    >>> m = DiscreteGaussianMechanism(sigma=1.0)
+    >>> round(m.delta(1.0), 6)
+    0.141351
+    >>> float(m.rdp(2.0))
+    1.0
+    >>> lo, hi = m.epsilon_bounds(1e-5)
+    >>> bool(0 < hi - lo < 1e-9)
+    True
+    """
+
+    sigma: float
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "sigma", check_positive("sigma", self.sigma))
+
+    def _delta_exact(self, epsilon: np.ndarray) -> np.ndarray:
+        return discrete_gaussian_delta(self.sigma, epsilon)
+
+    def _rdp(self, alpha: np.ndarray) -> np.ndarray:
+        return discrete_gaussian_rdp(self.sigma, alpha)
+
+    # ------------------------------------------------------------------ loss laws
+    def _law(self, pessimistic: bool) -> AtomicLossLaw:
+        key = ("law", pessimistic)
+        cache = self._cache()
+        if key in cache:
+            return cache[key]
+        sigma = self.sigma
+        s2 = sigma * sigma
+        log_z = _log_normaliser(sigma)
+        width = _LAW_WIDTH if sigma <= _LATTICE_MAX_SIGMA else _LAW_WIDTH_LARGE
+        w = math.ceil(width * sigma) + 1
+        # integers 1 - w .. w: symmetric about 1/2, so x -> 1 - x keeps the window
+        x = np.arange(1 - w, w + 1, dtype=float)
+        with np.errstate(under="ignore"):
+            p = np.exp(-((x - 1.0) ** 2) / (2.0 * s2) - log_z)
+            q = np.exp(-(x**2) / (2.0 * s2) - log_z)
+        losses = (2.0 * x - 1.0) / (2.0 * s2)
+        lattice = 1.0 / (2.0 * s2) if sigma <= _LATTICE_MAX_SIGMA else None
+        # integers whose P-mass underflows (below 1e-308; only for tiny sigma) are outputs
+        # that only Q produces, as far as double precision can tell
+        q_only = float(q[p == 0.0].sum())
+        keep = p > 0.0
+        losses, p = losses[keep], p[keep]
+        if pessimistic:
+            # discarded under P = N_Z(1): x >= w + 1 (distance >= w from 1) and
+            # x <= -w (distance >= w + 1); under Q = N_Z(0) the mirror image
+            tail = math.exp(_log_tail_bound(float(w), sigma, log_z)) + math.exp(
+                _log_tail_bound(float(w + 1), sigma, log_z)
+            )
+            law = AtomicLossLaw(
+                losses=losses,
+                p=p,
+                inf_mass=tail,
+                q_neg_inf_mass=tail + q_only,
+                lattice=lattice,
+            )
+        else:
+            law = AtomicLossLaw(losses=losses, p=p, q_neg_inf_mass=q_only, lattice=lattice)
+        cache[key] = law
+        return law
+
+    def _loss_laws(self):
+        law = self._law(True)
+        return law, law
+
+    def _pld_pair(self, pessimistic: bool, settings: PLDSettings) -> tuple[GridPLD, GridPLD]:
+        """Both directions share one PLD; the optimistic one drops the truncated mass."""
+        pld = discretize_law(self._law(pessimistic), pessimistic, settings)
+        return pld, pld

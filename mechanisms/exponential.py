@@ -1,0 +1,319 @@
+"""The exponential mechanism (and report-noisy-max with Gumbel noise), via bounded range.
+
+The exponential mechanism of McSherry & Talwar 2007 with utility sensitivity ``Delta``
+samples ``y`` with probability proportional to ``exp(epsilon u(x, y) / (2 Delta))``; it
+is ``epsilon``-DP.  Durfee & Rogers 2019 ("Practical differentially private top-k
+selection with pay-what-you-get composition", Section 3) observe that it is moreover
+``epsilon``-*bounded range* (BR): for neighbours ``x, x'`` the privacy loss ``L(y) =
+log(P(y|x) / P(y|x'))`` satisfies ``sup_y L - inf_y L <= epsilon``.  (Report-noisy-max
+with Gumbel noise of scale ``2 Delta / epsilon`` is the same mechanism.)
+
+Worst case of an ``epsilon``-BR pair.  Let ``t = sup L``.  Since ``E_P[e^{-L}] = 1``,
+``0 <= t <= epsilon`` and ``L`` lies in ``[t - epsilon, t]``; the hockey-stick
+``E_P[(1 - e^{eps'} e^{-L})_+]`` is convex in ``e^{-L}``, so for a fixed mean it is
+largest when ``e^{-L}`` sits on the two end points: every ``epsilon``-BR pair is
+dominated by the two-point "generalised randomized response" pair with losses
+``t`` (P-mass ``pi_t = (e^epsilon - e^t)/(e^epsilon - 1)``) and ``t - epsilon``
+(Dong, Durfee, Rogers 2020, "Optimal differential privacy composition for exponential
+mechanisms", Section 4, Lemma 4.1).  Maximising over ``t`` in closed form (the maximiser
+is ``t* = (epsilon + eps')/2``):
+
+    delta(eps') = (e^{epsilon/2} - e^{eps'/2})^2 / (e^epsilon - 1),   0 <= eps' <= epsilon,
+
+so ``eps'(delta) = 2 log(e^{epsilon/2} - sqrt(delta (e^epsilon - 1)))`` and
+``delta(0) = tanh(epsilon/4)`` (against ``tanh(epsilon/2)`` for pure ``epsilon``-DP).
+One pair dominates all the two-point pairs at once: the loss with P-density
+``e^{(epsilon + l)/2} / (2 (e^epsilon - 1))`` on ``(-epsilon, epsilon)``
+(:class:`BoundedRangeLossLaw`; its curve is the one above, and it is symmetric), whose
+trade-off curve is ``beta(a) = (1 - a) / (1 + (e^epsilon - 1) a)`` -- the f-DP curve of
+the class.  That pair is not itself ``epsilon``-BR (its losses span ``2 epsilon``), so
+it is *not* used for composition (see :class:`ExponentialMechanism`).
+
+RDP.  The worst case over ``t`` of the two-point pair's Renyi divergence is found in
+closed form too: with ``a = alpha - 1``, ``log E_P[e^{a L}]`` is concave in ``t`` with
+its maximum at ``e^{t*} = a (e^epsilon - e^{-a epsilon}) / (alpha (1 - e^{-a
+epsilon}))`` (clipped to ``[0, epsilon]``).  The result is the tight RDP curve of the
+class of ``epsilon``-BR mechanisms; it is below the ``epsilon^2/8``-zCDP bound
+``alpha epsilon^2 / 8`` of Cesar & Rogers 2021 ("Bounding, concentrating, and
+truncating: unifying privacy loss composition for data analytics", Section 3) and
+below the pure-DP curve.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from accountant._validation import check_positive
+from accountant.loss_law import PrivacyLossLaw
+from accountant.mechanism import Mechanism
+from accountant.rdp import pure_dp_rdp
+
+from .randomized_response import _binary_rr, _rr_delta, _rr_law, _rr_tradeoff
+
+__all__ = [
+    "BoundedRangeLossLaw",
+    "ExponentialMechanism",
+    "bounded_range_delta",
+    "bounded_range_epsilon",
+    "bounded_range_rdp",
+]
+
+
+def _expm1_ratio(x: np.ndarray, e: float) -> np.ndarray:
+    """``expm1(x) / expm1(e)`` for ``0 <= x <= e`` without overflow (``= e^{x-e} ...``)."""
+    x = np.asarray(x, dtype=float)
+    with np.errstate(under="ignore"):
+        return np.exp(x - e) * np.expm1(-x) / math.expm1(-e)
+
+
+def bounded_range_delta(epsilon: float, eps: np.ndarray) -> np.ndarray:
+    """Tight ``delta(eps')`` over all ``epsilon``-BR mechanisms (module docstring).
+
+    ``(e^{epsilon/2} - e^{eps'/2})^2 / (e^epsilon - 1)``, evaluated as
+    ``expm1((eps' - epsilon)/2)^2 / (-expm1(-epsilon))`` (no overflow, no cancellation);
+    zero for ``eps' >= epsilon``.  An upper bound for any particular BR mechanism.
+
+    Examples
+    --------
+    >>> round(float(bounded_range_delta(1.0, np.array([0.0]))[0]), 6)   # tanh(1/4)
+    0.244919
+    """
+    e = np.asarray(eps, dtype=float)
+    gap = np.minimum(e - epsilon, 0.0)
+    return np.expm1(0.5 * gap) ** 2 / -math.expm1(-epsilon)
+
+
+def bounded_range_epsilon(epsilon: float, delta: float) -> float:
+    """Inverse of :func:`bounded_range_delta`: ``2 log(e^{eps/2} - sqrt(delta (e^eps - 1)))``.
+
+    Examples
+    --------
+    >>> d = float(bounded_range_delta(2.0, np.array([0.7]))[0])
+    >>> round(bounded_range_epsilon(2.0, d), 12)
+    0.7
+    """
+    # e^{eps'/2} = e^{eps/2} (1 - sqrt(delta (1 - e^{-eps})))
+    r = math.sqrt(delta * -math.expm1(-epsilon))
+    if r >= 1.0:
+        return 0.0
+    return max(epsilon + 2.0 * math.log1p(-r), 0.0)
+
+
+def bounded_range_rdp(epsilon: float, alpha: np.ndarray) -> np.ndarray:
+    """Tight Renyi-DP curve over all ``epsilon``-BR mechanisms, at real orders.
+
+    ``D_alpha = max_{t in [0, epsilon]} log(pi_t e^{a t} + (1 - pi_t) e^{a (t -
+    epsilon)}) / a`` with ``a = alpha - 1`` and ``pi_t = (e^epsilon - e^t)/(e^epsilon -
+    1)``, at the closed-form maximiser of the module docstring, in the overflow-free
+    form ``a t + log1p(-(1 - pi_t) (1 - e^{-a epsilon}))``.  ``D_inf = epsilon``.
+
+    Examples
+    --------
+    >>> bool(bounded_range_rdp(1.0, np.array([2.0]))[0] <= 2.0 / 8)
+    True
+    """
+    a = np.asarray(alpha, dtype=float) - 1.0
+    finite = np.isfinite(a)
+    af = np.where(finite, a, 1.0)
+    with np.errstate(under="ignore", divide="ignore"):
+        log_u = (
+            np.log(af / (af + 1.0))
+            + epsilon
+            + np.log1p(-np.exp(-(af + 1.0) * epsilon))
+            - np.log(-np.expm1(-af * epsilon))
+        )
+    t = np.clip(log_u, 0.0, epsilon)
+    one_minus_pi = _expm1_ratio(t, epsilon)
+    with np.errstate(under="ignore"):
+        log_sum = af * t + np.log1p(-one_minus_pi * -np.expm1(-af * epsilon))
+    val = np.where(finite, log_sum / af, epsilon)
+    return np.clip(val, 0.0, epsilon)
+
+
+@dataclass(frozen=True)
+class BoundedRangeLossLaw(PrivacyLossLaw):
+    """A symmetric pair dominating every ``epsilon``-BR pair (module docstring).
+
+    Its curves are the tight single-mechanism curves of the BR class, but its
+    compositions are looser than those of the class (it is not ``epsilon``-BR), so
+    :class:`ExponentialMechanism` does not hand it to the PLD machinery; it is provided
+    for analysis (and as the certificate of the trade-off curve).
+
+    Under ``P`` the loss has density ``e^{(epsilon + l)/2} / (2 (e^epsilon - 1))`` on
+    ``(-epsilon, epsilon)``, under ``Q`` the density ``e^{(epsilon - l)/2} / (2
+    (e^epsilon - 1))``; no atoms, no lattice.  Its hockey-stick curve is
+    :func:`bounded_range_delta` and its trade-off curve ``(1 - a)/(1 + (e^epsilon - 1)
+    a)``.
+
+    Examples
+    --------
+    >>> law = BoundedRangeLossLaw(epsilon=1.0)
+    >>> round(float(law.hockey_stick(np.array([0.0]))[0]), 6)
+    0.244919
+    """
+
+    epsilon: float
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "epsilon", check_positive("epsilon", self.epsilon))
+
+    def _clip(self, x):
+        x = np.asarray(x, dtype=float)
+        e = self.epsilon
+        return x, np.clip(x, -e, e), e, x < -e, x >= e
+
+    def cdf_p(self, x):
+        x, xc, e, below, above = self._clip(x)
+        mid = _expm1_ratio(0.5 * (e + xc), e)
+        return np.where(below, 0.0, np.where(above, 1.0, mid))
+
+    def sf_p(self, x):
+        x, xc, e, below, above = self._clip(x)
+        mid = np.expm1(0.5 * (xc - e)) / math.expm1(-e)
+        return np.where(below, 1.0, np.where(above, 0.0, mid))
+
+    def cdf_q(self, x):
+        x, xc, e, below, above = self._clip(x)
+        mid = np.expm1(-0.5 * (e + xc)) / math.expm1(-e)
+        return np.where(below, 0.0, np.where(above, 1.0, mid))
+
+    def sf_q(self, x):
+        x, xc, e, below, above = self._clip(x)
+        mid = _expm1_ratio(0.5 * (e - xc), e)
+        return np.where(below, 1.0, np.where(above, 0.0, mid))
+
+    def hockey_stick(self, epsilon):
+        """Closed form for eps >= 0 (the generic difference loses digits near epsilon)."""
+        eps = np.asarray(epsilon, dtype=float)
+        out = bounded_range_delta(self.epsilon, np.maximum(eps, 0.0))
+        neg = eps < 0
+        if neg.any():
+            out = np.where(neg, super().hockey_stick(np.minimum(eps, 0.0)), out)
+        return out
+
+
+@dataclass(frozen=True, repr=False, init=False)
+class ExponentialMechanism(Mechanism):
+    """The exponential mechanism / Gumbel report-noisy-max calibrated to be ``epsilon``-DP.
+
+    Sampling ``y`` with probability ``∝ exp(epsilon u(x, y) / (2 Delta))`` for a utility
+    of sensitivity ``Delta`` (McSherry & Talwar 2007).
+
+    With ``bounded_range=True`` (default) the mechanism is accounted as ``epsilon``-BR
+    (Durfee & Rogers 2019, Section 3), using the curves of the module docstring:
+
+    * the tight ``delta(eps') = (e^{epsilon/2} - e^{eps'/2})^2 / (e^epsilon - 1)``
+      (Dong, Durfee, Rogers 2020, Lemma 4.1 reduction, maximised in closed form);
+    * the tight BR RDP curve (:func:`bounded_range_rdp`; below Cesar & Rogers 2021's
+      ``alpha epsilon^2 / 8``), through which compositions are accounted;
+    * the trade-off curve ``(1 - a)/(1 + (e^epsilon - 1) a)``.
+
+    These are the worst case over all utility functions -- **upper bounds** for any
+    particular one.  No privacy loss distribution is attached: the single pair that
+    dominates every ``epsilon``-BR pair (:class:`BoundedRangeLossLaw`) is itself not
+    ``epsilon``-BR, and composing it is looser than composing the BR RDP curve (its KL
+    divergence is ``~epsilon^2/6`` against ``~epsilon^2/8``) while the optimistic side of
+    its PLD would not bound the truth from below.  Compositions with this mechanism
+    therefore use the RDP route, and :meth:`epsilon_bounds` of a composition reports a
+    lower end of 0.
+
+    With ``bounded_range=False`` it is accounted as a generic pure ``epsilon``-DP
+    mechanism, exactly like :class:`mechanisms.PureDPMechanism` (binary randomized
+    response: exact curve, RDP, lattice loss law, trade-off), also upper bounds.
+
+    Parameters
+    ----------
+    epsilon : float
+        The pure-DP parameter the mechanism was calibrated to, > 0 and finite;
+        available afterwards as ``epsilon0`` (``epsilon`` is the query method).
+    bounded_range : bool, optional
+        Use the bounded-range analysis (default True).
+
+    Examples
+    --------
+    >>> em = ExponentialMechanism(epsilon=1.0)
+    >>> em
+    ExponentialMechanism(epsilon=1.0, bounded_range=True)
+    >>> round(em.delta(0.0), 6)         # tanh(1/4)
+    0.244919
+    >>> round(em.epsilon(1e-6), 4)
+    0.9984
+    >>> em.has_pld
+    False
+    >>> plain = ExponentialMechanism(epsilon=1.0, bounded_range=False)
+    >>> round(plain.delta(0.0), 6)      # tanh(1/2)
+    0.462117
+    >>> bool(em.rdp(2.0) < plain.rdp(2.0))
+    True
+    """
+
+    #: the pure-DP parameter, stored as ``epsilon0`` because ``epsilon`` is the
+    #: :meth:`~accountant.mechanism.Mechanism.epsilon` query of every mechanism
+    epsilon0: float
+    bounded_range: bool = True
+
+    def __new__(cls, *args, **kwargs):
+        # the plain (pure-DP) analysis has a privacy loss law, the BR one has not; the
+        # engine reads capabilities from the class, so each analysis gets its own class
+        if cls is ExponentialMechanism:
+            flag = kwargs.get("bounded_range", args[1] if len(args) > 1 else True)
+            if isinstance(flag, bool | np.bool_) and not flag:
+                cls = _PlainExponentialMechanism
+        return super().__new__(cls)
+
+    def __init__(self, epsilon: float, bounded_range: bool = True) -> None:
+        eps0 = check_positive("epsilon", epsilon)
+        if not isinstance(bounded_range, bool | np.bool_):
+            raise TypeError(
+                f"bounded_range must be a bool, got {type(bounded_range).__name__} "
+                f"{bounded_range!r}"
+            )
+        object.__setattr__(self, "epsilon0", eps0)
+        object.__setattr__(self, "bounded_range", bool(bounded_range))
+
+    def __repr__(self) -> str:
+        return (
+            f"ExponentialMechanism(epsilon={self.epsilon0!r}, "
+            f"bounded_range={self.bounded_range!r})"
+        )
+
+    def _delta_exact(self, epsilon: np.ndarray) -> np.ndarray:
+        return bounded_range_delta(self.epsilon0, epsilon)
+
+    def _rdp(self, alpha: np.ndarray) -> np.ndarray:
+        return bounded_range_rdp(self.epsilon0, alpha)
+
+    def _tradeoff_exact(self, fpr: np.ndarray) -> np.ndarray:
+        # beta = (1 - a) / (1 + (e^eps - 1) a), divided through by e^eps
+        a = np.asarray(fpr, dtype=float)
+        em = math.exp(-self.epsilon0)
+        safe = np.where(a > 0, a, 1.0)
+        out = (1.0 - a) * em / (em + -math.expm1(-self.epsilon0) * safe)
+        return np.where(a > 0, out, 1.0)
+
+
+@dataclass(frozen=True, repr=False, init=False)
+class _PlainExponentialMechanism(ExponentialMechanism):
+    """``ExponentialMechanism(epsilon, bounded_range=False)``: the pure-DP analysis."""
+
+    def _delta_exact(self, epsilon: np.ndarray) -> np.ndarray:
+        p, _ = _binary_rr(self.epsilon0)
+        return _rr_delta(p, self.epsilon0, epsilon)
+
+    def _rdp(self, alpha: np.ndarray) -> np.ndarray:
+        return pure_dp_rdp(self.epsilon0, alpha)
+
+    def _loss_laws(self):
+        cache = self._cache()
+        if "law" not in cache:
+            p, q = _binary_rr(self.epsilon0)
+            cache["law"] = _rr_law(p, q, 2, self.epsilon0)
+        law = cache["law"]
+        return law, law
+
+    def _tradeoff_exact(self, fpr: np.ndarray) -> np.ndarray:
+        p, q = _binary_rr(self.epsilon0)
+        return _rr_tradeoff(p, q, self.epsilon0, np.asarray(fpr, dtype=float))
