@@ -5,6 +5,7 @@ The public entry points are the :class:`Mechanism` contract and the transformers
 """
 
 from .compose import ComposedMechanism, compose
+from .ledger import BudgetExceededError, LedgerFileError, PrivacyAccountant
 from .loss_law import AtomicLossLaw, GaussianLossLaw, PoissonSubsampledLossLaw, PrivacyLossLaw
 from .mechanism import Mechanism, PLDSettings
 from .pld import GridPLD, discretize
@@ -18,13 +19,16 @@ from .subsample import (
 
 __all__ = [
     "AtomicLossLaw",
+    "BudgetExceededError",
     "ComposedMechanism",
     "GaussianLossLaw",
     "GridPLD",
+    "LedgerFileError",
     "Mechanism",
     "PLDSettings",
     "PoissonSubsampledLossLaw",
     "PoissonSubsampledMechanism",
+    "PrivacyAccountant",
     "PrivacyLossLaw",
     "WithoutReplacementSubsampledMechanism",
     "compose",

@@ -119,7 +119,8 @@ def _self_composed(
     step_settings = _part_settings(settings, total_count)
     resolution = settings.resolution * _LOWER_FACTOR[pessimistic]
     tail = settings.tail * count / total_count
-    if mech._overrides("_loss_laws") and mech.has_pld:
+    own_pld = mech._overrides("_pld_pair") and not isinstance(mech, ComposedMechanism)
+    if mech._overrides("_loss_laws") and mech.has_pld and not own_pld:
         out: dict[int, GridPLD] = {}
         laws = mech._loss_laws()
         for law in laws:

@@ -117,10 +117,18 @@ class PrivacyLossLaw(ABC):
         return lo, hi
 
     def spread(self) -> float:
-        """A robust scale of ``L`` under ``P``: the interquartile range over 1.349."""
-        q1 = -_boundary(lambda x: self.cdf_p(-x) < 0.25)
-        q3 = _boundary(lambda x: self.sf_p(x) < 0.25)
-        return max((q3 - q1) / 1.349, 0.0)
+        """A robust scale of ``L`` under ``P``: the interquartile range over 1.349.
+
+        When both quartiles sit on one atom the range between the 1% quantiles is used
+        instead, and 0 is returned only for a point mass.
+        """
+        for level in (0.25, 0.01, 1e-6):
+            lo = -_boundary(lambda x, t=level: self.cdf_p(-x) < t)
+            hi = _boundary(lambda x, t=level: self.sf_p(x) < t)
+            width = hi - lo
+            if width > 1e-9 * max(abs(hi), abs(lo), 1e-300):
+                return width / 1.349 if level == 0.25 else width / 4.0
+        return 0.0
 
 
 def _boundary(pred) -> float:
@@ -231,8 +239,8 @@ class AtomicLossLaw(PrivacyLossLaw):
             raise ValueError("losses must be finite; put infinite losses in inf_mass")
         if (p < 0).any():
             raise ValueError("atom masses p must be non-negative")
-        with np.errstate(over="ignore"):
-            q = p * np.exp(-losses)
+        with np.errstate(over="ignore", invalid="ignore"):
+            q = np.where(p > 0, p * np.exp(-losses), 0.0)
         object.__setattr__(self, "losses", losses)
         object.__setattr__(self, "p", p)
         object.__setattr__(self, "_q", q)

@@ -29,7 +29,7 @@ import numpy as np
 from ._validation import check_alpha, check_delta, check_epsilon, check_fpr, check_tol
 from .loss_law import PrivacyLossLaw
 from .pld import GridPLD, discretize
-from .rdp import rdp_to_delta, rdp_to_epsilon
+from .rdp import rdp_to_delta, rdp_to_delta_grid, rdp_to_epsilon
 
 __all__ = ["Mechanism", "PLDSettings"]
 
@@ -192,7 +192,13 @@ class Mechanism:
         0.126937
         """
         eps_arr = np.asarray(epsilon, dtype=float)
-        flat = np.array([check_epsilon(e) for e in eps_arr.reshape(-1)])
+        if eps_arr.size > 1:
+            check_epsilon(float(np.min(eps_arr)))  # NaN and negatives in one check
+            if np.isnan(eps_arr).any() or np.isinf(eps_arr).any():
+                raise ValueError(f"epsilon must lie in [0, inf), got {epsilon!r}")
+            flat = eps_arr.reshape(-1).astype(float)
+        else:
+            flat = np.array([check_epsilon(e) for e in eps_arr.reshape(-1)])
         if self.has_exact_curve:
             out = np.clip(self._delta_exact(flat), 0.0, 1.0)
         else:
@@ -201,7 +207,10 @@ class Mechanism:
                 rem, add = self._pld_cached(True, PLDSettings(tol))
                 out = np.minimum(out, np.maximum(rem.delta(flat), add.delta(flat)))
             if self.has_rdp:
-                rdp_d = np.array([rdp_to_delta(self._rdp_curve, e) for e in flat])
+                if flat.size == 1:
+                    rdp_d = np.array([rdp_to_delta(self._rdp_curve, flat[0])])
+                else:  # one RDP evaluation for all epsilons (a curve, e.g. for tradeoff)
+                    rdp_d = rdp_to_delta_grid(self._rdp_curve, flat)
                 out = np.minimum(out, rdp_d)
         return _scalar_or_array(out.reshape(eps_arr.shape), eps_arr)
 
@@ -228,16 +237,10 @@ class Mechanism:
             upper = _invert_exact(self._delta_exact, delta)[1]
         else:
             upper = math.inf
-            need_rdp = True
             if self.has_pld:
                 rem, add = self._pld_cached(True, PLDSettings(tol, delta))
                 upper = max(rem.epsilon(delta), add.epsilon(delta))
-                # the PLD is the tighter route unless its tail budget is not small
-                # next to delta; then the RDP bound may win
-                need_rdp = not (
-                    math.isfinite(upper) and delta > 1e3 * max(rem.inf_mass, add.inf_mass)
-                )
-            if self.has_rdp and need_rdp:
+            if self.has_rdp:  # both are sound: the smaller wins
                 upper = min(upper, rdp_to_epsilon(self._rdp_curve, delta))
             if not self.has_pld and not self.has_rdp:
                 raise NotImplementedError(f"{self!r} describes no privacy curve")

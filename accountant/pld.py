@@ -44,7 +44,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy import fft as sp_fft
-from scipy import signal
 
 from .loss_law import AtomicLossLaw, PrivacyLossLaw
 
@@ -70,6 +69,8 @@ class _Bins:
     bottom: tuple[float, float]
     top: tuple[float, float]
     inf_mass: float
+    #: P-mass sitting exactly on the right node of each bin (exact, no chord gap)
+    atoms: np.ndarray | None = None
 
 
 def _bins_from_law(law: PrivacyLossLaw, step: float, lo: float, hi: float) -> _Bins:
@@ -79,8 +80,16 @@ def _bins_from_law(law: PrivacyLossLaw, step: float, lo: float, hi: float) -> _B
         last = first + 1
     nodes = np.arange(first, last + 1, dtype=float) * step
     m, nq = law.bin_masses(nodes)
-    with np.errstate(over="ignore"):
-        r = nq * np.exp(nodes[:-1])
+    # scaled Q-mass nq * e^{a_j}, in log space so that losses beyond 709 do not overflow
+    with np.errstate(divide="ignore", over="ignore"):
+        r = np.where(nq > 0, np.exp(np.log(np.maximum(nq, 1e-320)) + nodes[:-1]), 0.0)
+    atoms = None
+    if law.anchor is not None:
+        # atoms of the law that fall exactly on the right node of a bin
+        right = nodes[1:]
+        below = np.nextafter(right, -np.inf)
+        atoms = np.clip(law.cdf_p(right) - law.cdf_p(below), 0.0, m)
+        atoms = np.where(atoms > 1e-15 * np.maximum(m, 1e-300), atoms, 0.0)
     a0, an = nodes[0], nodes[-1]
     m_bot = float(law.cdf_p(np.array([a0]))[0])
     n_bot = float(law.cdf_q(np.array([a0]))[0]) - law.q_neg_inf_mass
@@ -91,10 +100,15 @@ def _bins_from_law(law: PrivacyLossLaw, step: float, lo: float, hi: float) -> _B
         first=first,
         m=m,
         r=np.minimum(r, m),
-        bottom=(m_bot, max(n_bot, 0.0) * math.exp(a0)),
-        top=(m_top, min(max(n_top, 0.0) * math.exp(an), m_top)),
+        bottom=(m_bot, min(max(n_bot, 0.0) * _safe_exp(a0), m_bot)),
+        top=(m_top, min(max(n_top, 0.0) * _safe_exp(an), m_top)),
         inf_mass=float(law.inf_mass),
+        atoms=atoms,
     )
+
+
+def _safe_exp(x: float) -> float:
+    return math.exp(min(x, 700.0))
 
 
 def _bins_from_grid(pld: GridPLD, step: float) -> _Bins:
@@ -115,6 +129,7 @@ def _bins_from_grid(pld: GridPLD, step: float) -> _Bins:
     jj = j - first
     m = np.bincount(jj, weights=pld.pmf, minlength=n)
     r = np.bincount(jj, weights=pld.pmf * np.exp(-rem * pld.step), minlength=n)
+    atoms = np.bincount(jj, weights=np.where(rem == f, pld.pmf, 0.0), minlength=n)
     return _Bins(
         step=step,
         first=first,
@@ -123,6 +138,7 @@ def _bins_from_grid(pld: GridPLD, step: float) -> _Bins:
         bottom=(0.0, 0.0),
         top=(0.0, 0.0),
         inf_mass=pld.inf_mass,
+        atoms=atoms,
     )
 
 
@@ -147,7 +163,7 @@ def _node_deltas(m: np.ndarray, r: np.ndarray, step: float, top_excess: float, r
     """
     decay = math.exp(-step)
     rr = np.concatenate([r, [r_top]])
-    big_f = signal.lfilter([1.0], [1.0, -decay], rr[::-1])[::-1]
+    big_f = _decaying_sum(rr, decay)
     inc = (m - r) + (1.0 - decay) * big_f[1:]
     tail = np.concatenate([np.cumsum(inc[::-1])[::-1], [0.0]])
     return inf_mass + top_excess + tail, big_f
@@ -174,17 +190,30 @@ def _lower_from_bins(b: _Bins) -> tuple[int, np.ndarray, float]:
         rho = np.where(rho > e_step * (1.0 - 1e-12), e_step, rho)
         return (m - r) * (e_step - rho) / (e_step - 1.0)
 
+    # atoms exactly on a node have no chord gap: only the rest of the bin is merged
+    atoms = b.atoms.copy() if b.atoms is not None else np.zeros(n)
+    if n >= 1:
+        atoms[-1] = 0.0  # the last bin was rounded down onto its lower node
+    decay = math.exp(-step)
+
+    def gaps_of(m, r):
+        mc = np.maximum(m - atoms, 0.0)
+        rc = np.clip(r - atoms * decay, 0.0, mc)
+        return gaps(mc, rc)
+
     delta, big_f = _node_deltas(m, r, step, 0.0, m_top, b.inf_mass)
-    g = gaps(m, r)
+    g = gaps_of(m, r)
     # Bins whose chord gap exceeds half the room above the next node are rounded down
     # onto their lower node (gap zero); rounding lowers delta below, so repeat.
     for _ in range(8):
         bad = (g > 0.5 * (delta[1:] - b.inf_mass)) & (g > 0)
         if not bad.any():
             break
-        r = np.where(bad, m, r)
+        # round the bin's continuous part down onto its lower node; its atom (if
+        # any) stays exactly on the upper node
+        r = np.where(bad, (m - atoms) + atoms * decay, r)
         delta, big_f = _node_deltas(m, r, step, 0.0, m_top, b.inf_mass)
-        g = gaps(m, r)
+        g = gaps_of(m, r)
     if n * step > 1200.0:  # e^(span/2) would overflow: use the plain lower bound
         return _round_down_from_bins(b)
     x = np.zeros(n + 1)
@@ -278,6 +307,16 @@ def _lower_hull_chain(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return np.asarray(hull)
 
 
+def _decaying_sum(x: np.ndarray, decay: float) -> np.ndarray:
+    """``y[j] = sum_{i >= j} x[i] decay^(i - j)`` (a first-order recurrence run backwards).
+
+    scipy.signal is imported lazily: it costs half a second at start-up.
+    """
+    from scipy import signal
+
+    return signal.lfilter([1.0], [1.0, -decay], x[::-1])[::-1]
+
+
 def _trim(first: int, pmf: np.ndarray) -> tuple[int, np.ndarray]:
     nz = np.flatnonzero(pmf > 0)
     if nz.size == 0:
@@ -346,7 +385,7 @@ class GridPLD:
     def _node_tables(self) -> tuple[np.ndarray, np.ndarray]:
         """delta at every node and ``E_j = sum_{i>=j} p_i e^{l_j - l_i}``."""
         decay = math.exp(-self.step)
-        e = signal.lfilter([1.0], [1.0, -decay], self.pmf[::-1])[::-1]
+        e = _decaying_sum(self.pmf, decay)
         c = -math.expm1(-self.step)
         tail = np.concatenate([np.cumsum(e[::-1])[::-1][1:], [0.0]])
         return self.inf_mass + c * tail, e

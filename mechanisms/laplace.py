@@ -87,6 +87,8 @@ class LaplaceLossLaw(PrivacyLossLaw):
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "b", check_positive("b", self.b))
+        # the atoms at +-1/b sit on grid nodes when grids are binary fractions of 1/b
+        object.__setattr__(self, "anchor", 1.0 / self.b)
 
     def _parts(self, x):
         x = np.asarray(x, dtype=float)

@@ -273,17 +273,11 @@ def test_composition_of_100_laplace_is_bracketed(composed_laplace):
     assert time.perf_counter() - start < 15
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="engine: the optimistic PLD rounds the Laplace atom at L = 1/b (mass 1/2, at "
-    "the top of the support) down by up to one grid step per repetition, so the lower "
-    "end of the bracket is first-order loose (0.8% below the truth for 100 repetitions "
-    "with the engine of 2026-11-21; the upper end is within 0.01%)",
-)
 def test_composition_of_100_laplace_bracket_within_half_percent(composed_laplace):
+    # atoms at +-1/b sit on grid nodes (the law's anchor), so both ends are tight
     _, (lo, hi), (ref_lo, _) = composed_laplace
-    assert hi <= 1.005 * lo
-    assert lo >= 0.995 * ref_lo
+    assert hi <= 1.001 * lo
+    assert lo >= 0.999 * ref_lo
 
 
 # ----------------------------------------------------------------------------------

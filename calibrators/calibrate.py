@@ -1,0 +1,853 @@
+"""The generic calibrator: search a family of mechanisms for the parameter meeting a target.
+
+A *family* maps a parameter to a :class:`~accountant.mechanism.Mechanism`
+(``sigma -> GaussianMechanism(sigma)``, ``steps -> compose([step], [steps])``, ...).
+:func:`calibrate` finds
+
+* for a **continuous** parameter, a value whose epsilon at the target delta lies in
+  ``[epsilon * (1 - rtol), epsilon]``: the budget is always met, and missed by at most
+  the relative tolerance ``rtol``;
+* for an **integer** parameter, the extreme value that meets the budget: the largest
+  count when epsilon grows with the parameter (steps), the smallest one when it shrinks.
+
+How the search works (all on a log scale of the parameter, so that the scale of the
+parameter does not matter):
+
+1. **Bracket.**  Evaluate the starting point(s); step towards the crossing, doubling the
+   step (in log space) each time the crossing is not yet bracketed.  The bracket stops
+   growing at the ``domain`` edges or twelve orders of magnitude beyond ``interval``;
+   if the target is still not bracketed an :class:`UnreachableTargetError` (or a
+   :class:`CalibrationError`) says which range of epsilon the family reaches there.
+   Nothing is capped silently.
+2. **Refine.**  A secant step on ``log epsilon`` against ``log parameter`` aimed at the
+   middle of the tolerance window, safeguarded by bisection whenever it leaves the
+   bracket or stalls.  With a cheap ``estimate`` of epsilon (for example a CLT or RDP
+   approximation), the secant corrects the *residual* between the accountant and the
+   estimate instead, which usually lands in the window after two or three accountant
+   evaluations.  Each mechanism is evaluated at most once per parameter value.
+
+The answer is always taken on the side that meets the budget (the feasible side of the
+bracket), whatever happens to the search.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from accountant._validation import check_delta, check_finite, check_positive
+from accountant.mechanism import Mechanism
+
+__all__ = [
+    "Calibration",
+    "CalibrationError",
+    "UnreachableTargetError",
+    "calibrate",
+]
+
+
+def _brentq(f, a: float, b: float, **kwargs) -> float:
+    """``scipy.optimize.brentq``, imported on first use (keeps ``dpacct --help`` fast)."""
+    from scipy import optimize
+
+    return optimize.brentq(f, a, b, **kwargs)
+
+
+#: how far (as a factor) the bracket may grow beyond the starting interval, each side
+_MAX_WIDEN = 1e12
+#: stop refining once the bracket is this narrow in log(parameter)
+_XTOL = 1e-12
+
+
+class CalibrationError(ValueError):
+    """A calibration that cannot return a parameter meeting the request.
+
+    Attributes
+    ----------
+    reachable : tuple of float
+        ``(smallest, largest)`` epsilon observed over ``searched``.
+    searched : tuple of float
+        ``(smallest, largest)`` parameter value evaluated.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        reachable: tuple[float, float] = (math.nan, math.nan),
+        searched: tuple[float, float] = (math.nan, math.nan),
+    ) -> None:
+        super().__init__(message)
+        self.reachable = reachable
+        self.searched = searched
+
+
+class UnreachableTargetError(CalibrationError):
+    """The target epsilon is out of the range of epsilon the family can reach."""
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Result of :func:`calibrate`.
+
+    Iterating over it yields ``(parameter, mechanism)``, so
+    ``sigma, mech = calibrate(...)`` works.
+
+    Attributes
+    ----------
+    parameter : float or int
+        The calibrated parameter (the common scale for fixed-ratio families).
+    mechanism : Mechanism
+        ``family(parameter)``: the calibrated mechanism.
+    epsilon : float
+        Its epsilon at ``delta`` (<= ``target_epsilon``).
+    target_epsilon, delta : float
+        The target.
+    evaluations : int
+        Number of distinct mechanisms whose epsilon was computed.
+    parameters : dict or tuple, optional
+        For fixed-ratio families, the individual parameters passed to the family.
+    at_domain_edge : bool
+        True when the answer is an edge of ``domain`` (every parameter up to the edge
+        meets the budget, e.g. a sampling rate of 1), so ``epsilon`` may be well below
+        the target.
+    """
+
+    parameter: float | int
+    mechanism: Mechanism
+    epsilon: float
+    target_epsilon: float
+    delta: float
+    evaluations: int
+    parameters: Mapping[str, float] | tuple[float, ...] | None = None
+    at_domain_edge: bool = False
+    seconds: float = field(default=0.0, compare=False)
+
+    def __iter__(self):
+        yield self.parameter
+        yield self.mechanism
+
+
+# ----------------------------------------------------------------------------------
+# argument handling
+# ----------------------------------------------------------------------------------
+
+
+def _check_ratios(ratios: Any) -> Mapping[str, float] | tuple[float, ...] | None:
+    if ratios is None:
+        return None
+    if isinstance(ratios, Mapping):
+        if not ratios:
+            raise ValueError("ratios must not be empty")
+        return {str(k): check_positive(f"ratios[{k!r}]", v) for k, v in ratios.items()}
+    if isinstance(ratios, str | bytes) or not isinstance(ratios, Sequence):
+        raise TypeError(
+            f"ratios must be a mapping of parameter names to ratios or a sequence of ratios, "
+            f"got {type(ratios).__name__}"
+        )
+    if not ratios:
+        raise ValueError("ratios must not be empty")
+    return tuple(check_positive(f"ratios[{i}]", v) for i, v in enumerate(ratios))
+
+
+def _builder(family: Callable[..., Any], ratios) -> Callable[[float], tuple[Any, Any]]:
+    """``scale -> (mechanism, individual parameters)``."""
+    if ratios is None:
+        return lambda s: (family(s), None)
+    if isinstance(ratios, Mapping):
+
+        def build_named(s: float):
+            params = {k: r * s for k, r in ratios.items()}
+            return family(**params), params
+
+        return build_named
+
+    def build_positional(s: float):
+        params = tuple(r * s for r in ratios)
+        return family(*params), params
+
+    return build_positional
+
+
+def _check_interval(interval: Any, integer: bool) -> tuple[float, float]:
+    try:
+        lo, hi = interval
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"interval must be a pair (low, high), got {interval!r}") from exc
+    lo = check_positive("interval[0]", lo)
+    hi = check_positive("interval[1]", hi)
+    if lo > hi:
+        raise ValueError(f"interval must satisfy low <= high, got ({lo!r}, {hi!r})")
+    if integer and lo < 1:
+        raise ValueError(f"interval must lie in [1, inf) for an integer parameter, got {lo!r}")
+    return lo, hi
+
+
+def _check_domain(domain: Any, integer: bool) -> tuple[float, float]:
+    if domain is None:
+        return (1.0, math.inf) if integer else (0.0, math.inf)
+    try:
+        lo, hi = (float(v) for v in domain)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"domain must be a pair (low, high) of numbers, got {domain!r}") from exc
+    if math.isnan(lo) or math.isnan(hi) or lo < 0 or not lo < hi:
+        raise ValueError(f"domain must satisfy 0 <= low < high, got {domain!r}")
+    if integer and lo < 1:
+        lo = 1.0
+    return lo, hi
+
+
+# ----------------------------------------------------------------------------------
+# the search
+# ----------------------------------------------------------------------------------
+
+
+class _Search:
+    """State of one calibration: evaluated points and the bracket, in x = log(parameter).
+
+    ``h(x) = log(epsilon(e^x) / target)``: the point is feasible when ``h <= 0``.
+    ``sign`` is +1 when epsilon increases with the parameter, -1 otherwise.
+    """
+
+    def __init__(
+        self,
+        build: Callable[[float], tuple[Any, Any]],
+        target: float,
+        delta: float,
+        *,
+        tol: float | None,
+        integer: bool,
+        rtol: float,
+        domain: tuple[float, float],
+        limits: tuple[float, float],
+        estimate: Callable[[float], float] | None,
+        name: str,
+        max_evaluations: int,
+        progress: bool | None,
+    ) -> None:
+        self.build = build
+        self.target = target
+        self.log_target = math.log(target)
+        self.delta = delta
+        self.tol = tol
+        self.integer = integer
+        self.window = math.log1p(-rtol) if not integer else 0.0
+        self.aim = 0.5 * self.window
+        # x-limits: domain edges (closed when finite and > 0) intersected with the
+        # widening limits
+        self.dom_lo, self.dom_hi = domain
+        self.x_lo = math.log(max(limits[0], domain[0])) if max(limits[0], domain[0]) > 0 else None
+        self.x_hi = math.log(min(limits[1], domain[1]))
+        self.estimate = estimate
+        self.name = name
+        self.max_evaluations = max_evaluations
+        self.points: dict[float, tuple[float, Any, Any, float]] = {}  # x -> (h, mech, params, eps)
+        self.order: list[float] = []
+        self.sign = 0
+        self._model_cache: dict[float, float] = {}
+        self._bar = None
+        self._progress = progress
+
+    # -------------------------------------------------------------- evaluations
+    def param(self, x: float) -> float | int:
+        p = math.exp(min(x, 709.0))
+        if self.integer:
+            n = max(round(p), math.ceil(self.dom_lo))
+            return n if math.isinf(self.dom_hi) else min(n, math.floor(self.dom_hi))
+        return min(max(p, self.dom_lo), self.dom_hi)
+
+    def snap(self, x: float) -> float:
+        """Map x to the x of the parameter actually evaluated (integers, domain edges)."""
+        p = self.param(x)
+        return math.log(p)
+
+    def evaluate(self, x: float) -> float:
+        x = self.snap(x)
+        if x in self.points:
+            return self.points[x][0]
+        if len(self.points) >= self.max_evaluations:
+            raise _Exhausted
+        p = self.param(x)
+        mech, params = self.build(p)
+        if not isinstance(mech, Mechanism):
+            raise TypeError(
+                f"family must return a Mechanism, got {type(mech).__name__} for {self.name}={p!r}"
+            )
+        eps = float(mech.epsilon(self.delta, tol=self.tol))
+        if math.isnan(eps):
+            raise ValueError(f"the family returned epsilon = nan for {self.name}={p!r}")
+        h = (
+            math.inf
+            if eps == math.inf
+            else (-math.inf if eps <= 0 else math.log(eps) - self.log_target)
+        )
+        self.points[x] = (h, mech, params, eps)
+        self.order.append(x)
+        self._tick()
+        return h
+
+    def _tick(self) -> None:
+        if self._progress is False:
+            return
+        if self._bar is None:
+            from tqdm.auto import tqdm
+
+            # shown only if the search runs longer than a few seconds (or when asked)
+            self._bar = tqdm(
+                desc=f"calibrating {self.name}",
+                unit="eval",
+                delay=0 if self._progress else 3.0,
+                leave=False,
+            )
+        self._bar.update(1)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+
+    def h(self, x: float) -> float:
+        return self.points[x][0]
+
+    def model(self, x: float) -> float:
+        """log(estimate / target), clipped to a finite range (cached)."""
+        if x not in self._model_cache:
+            self._model_cache[x] = self._model(x)
+        return self._model_cache[x]
+
+    def _model(self, x: float) -> float:
+        try:
+            e = float(self.estimate(self.param_cont(x)))  # type: ignore[misc]
+        except (ValueError, OverflowError, ZeroDivisionError):
+            return math.nan
+        if math.isnan(e):
+            return math.nan
+        if e <= 0:
+            return -1e6
+        if math.isinf(e):
+            return 1e6
+        return min(max(math.log(e) - self.log_target, -1e6), 1e6)
+
+    @staticmethod
+    def param_cont(x: float) -> float:
+        return math.exp(x)
+
+    # ------------------------------------------------------------------ bracket
+    def feasible(self) -> list[float]:
+        return [x for x in self.points if self.h(x) <= 0]
+
+    def infeasible(self) -> list[float]:
+        return [x for x in self.points if self.h(x) > 0]
+
+    def bracket(self) -> tuple[float | None, float | None]:
+        """(nearest feasible x, nearest infeasible x) to the crossing."""
+        s = self.sign
+        f = self.feasible()
+        i = self.infeasible()
+        xf = max(f, key=lambda x: s * x) if f else None
+        xi = min(i, key=lambda x: s * x) if i else None
+        return xf, xi
+
+    # ----------------------------------------------------------------- predict
+    def predict(self, aim: float, lo: float | None = None, hi: float | None = None) -> float | None:
+        """Where ``h = aim``: secant on the two latest finite points, residual-corrected.
+
+        Without an estimate this is the secant of ``h`` itself (``None`` from a single
+        point).  With an estimate ``m``, the residual ``h - m`` is interpolated linearly
+        (constant from a single point) and ``m + residual = aim`` is solved numerically.
+        """
+        finite = [x for x in self.order if math.isfinite(self.h(x))]
+        if self.estimate is not None:
+            finite = [x for x in finite if math.isfinite(self.model(x))]
+        if not finite:
+            return None
+        xb = finite[-1]
+        xa = next((x for x in reversed(finite[:-1]) if x != xb), None)
+        if self.estimate is None:
+            if xa is None:
+                return None
+            ha, hb = self.h(xa), self.h(xb)
+            if ha == hb:
+                return None
+            return xb + (aim - hb) * (xb - xa) / (hb - ha)
+        rb = self.h(xb) - self.model(xb)
+        slope = 0.0
+        if xa is not None:
+            slope = (self.h(xa) - self.model(xa) - rb) / (xa - xb)
+
+        def f(x: float) -> float:
+            return self.model(x) + rb + slope * (x - xb) - aim
+
+        return _root(f, xb, self.sign, lo, hi)
+
+    # ------------------------------------------------------------------- limits
+    def clamp(self, x: float) -> float:
+        if self.x_lo is not None:
+            x = max(x, self.x_lo)
+        return min(x, self.x_hi)
+
+    def at_limit(self, x: float, direction: int) -> bool:
+        """True if x sits on the search limit in ``direction`` (+1 up, -1 down)."""
+        if direction > 0:
+            return x >= self.snap(self.x_hi) - 1e-15
+        if self.x_lo is None:
+            return False
+        return x <= self.snap(self.x_lo) + 1e-15
+
+
+class _Exhausted(Exception):
+    """Internal: max_evaluations reached."""
+
+
+def _root(
+    f: Callable[[float], float],
+    x0: float,
+    sign: int,
+    lo: float | None = None,
+    hi: float | None = None,
+) -> float | None:
+    """A root of ``f`` near ``x0``, where ``f`` increases with x if ``sign > 0``.
+
+    Steps away from ``x0`` towards the root, doubling the step, until the sign changes,
+    then Brent's method with explicit tolerances.  ``None`` if no sign change is found.
+    """
+    f0 = f(x0)
+    if math.isnan(f0):
+        return None
+    if f0 == 0:
+        return x0
+    d = -sign if f0 > 0 else sign
+    a, step = x0, 0.05
+    for _ in range(14):
+        b = a + d * step
+        if lo is not None:
+            b = max(b, lo)
+        if hi is not None:
+            b = min(b, hi)
+        if b == a:
+            return None
+        fb = f(b)
+        if math.isnan(fb):
+            return None
+        if fb == 0:
+            return b
+        if (fb > 0) != (f0 > 0):
+            return _brentq(f, min(a, b), max(a, b), xtol=1e-8, rtol=1e-10, maxiter=200)
+        a, step = b, 2.0 * step
+    return None
+
+
+def calibrate(
+    family: Callable[..., Mechanism],
+    epsilon: float,
+    delta: float,
+    *,
+    interval: tuple[float, float] | None = None,
+    integer: bool = False,
+    rtol: float = 1e-3,
+    domain: tuple[float, float] | None = None,
+    increasing: bool | None = None,
+    ratios: Mapping[str, float] | Sequence[float] | None = None,
+    estimate: Callable[[float], float] | None = None,
+    start: float | None = None,
+    tol: float | None = None,
+    name: str = "parameter",
+    max_evaluations: int = 60,
+    progress: bool | None = None,
+) -> Calibration:
+    """Find the parameter of ``family`` whose mechanism meets ``(epsilon, delta)``.
+
+    Parameters
+    ----------
+    family : callable
+        ``parameter -> Mechanism``; with ``ratios``, called with the individual
+        parameters (see below).  Epsilon must be monotone in the parameter.
+    epsilon : float
+        Target epsilon, > 0.
+    delta : float
+        Target delta, in (0, 1).
+    interval : (float, float), optional
+        Starting interval of the parameter, ``0 < low <= high``; default ``(0.5, 2)``,
+        or ``(1, 10)`` for integers.  The bracket widens
+        itself (geometrically in log space) when the target lies outside, up to twelve
+        orders of magnitude beyond either end (and never beyond ``domain``).
+    integer : bool
+        Integer parameter (a number of steps or repetitions): return the largest
+        integer meeting the budget when epsilon increases with the parameter, the
+        smallest one otherwise.
+    rtol : float
+        Continuous parameters: the returned epsilon lies in
+        ``[epsilon * (1 - rtol), epsilon]``; in (0, 0.5).  Default 1e-3.
+    domain : (float, float), optional
+        Allowed parameter values, ``[low, high]`` (``low = 0`` is excluded).  Default
+        ``(0, inf)``, or ``[1, inf)`` for integers.  When every value up to an edge meets
+        the budget, the edge is returned (``at_domain_edge=True``).
+    increasing : bool, optional
+        Whether epsilon increases with the parameter; detected when omitted (from
+        ``estimate`` if given, else by evaluating both ends of ``interval``).
+    ratios : mapping or sequence of float, optional
+        Fixed-ratio multi-parameter families: calibrate the common scale ``s`` of
+        ``family(**{name: ratio * s})`` (mapping) or ``family(*[ratio * s, ...])``
+        (sequence).  E.g. ``ratios={"sigma1": 2, "sigma2": 3}``.
+    estimate : callable, optional
+        A cheap approximation ``parameter -> epsilon`` at ``delta`` (need not be a
+        bound).  Used only to steer the search; the answer is checked with the
+        mechanism's own (sound) epsilon.
+    start : float, optional
+        First parameter to evaluate (default: where ``estimate`` meets the target,
+        else the geometric middle of ``interval``).
+    tol : float, optional
+        Accuracy passed to ``Mechanism.epsilon(delta, tol=tol)``.
+    name : str
+        Name of the parameter, used in error messages.
+    max_evaluations : int
+        Maximum number of mechanisms evaluated (default 60).
+    progress : bool, optional
+        Show a tqdm progress bar: ``None`` (default) shows one only after a few
+        seconds, ``True`` at once, ``False`` never.
+
+    Returns
+    -------
+    Calibration
+        ``parameter``, ``mechanism``, the achieved ``epsilon`` and diagnostics; it
+        unpacks as ``parameter, mechanism``.
+
+    Raises
+    ------
+    UnreachableTargetError
+        The family cannot reach the target (a ``ValueError``; the message and the
+        ``reachable`` attribute give the range of epsilon it reaches).
+    CalibrationError
+        Every parameter searched meets the budget and no domain edge stops the search,
+        or the search ran out of evaluations before meeting the budget.
+    ValueError, TypeError
+        Invalid arguments (the message names the parameter and its allowed range).
+
+    Examples
+    --------
+    Calibrating a Gaussian mechanism (continuous parameter):
+
+    >>> from mechanisms import GaussianMechanism
+    >>> sigma, mech = calibrate(lambda s: GaussianMechanism(sigma=s), epsilon=1.0, delta=1e-5)
+    >>> bool(0.999 <= mech.epsilon(1e-5) <= 1.0)
+    True
+    >>> round(sigma, 2)
+    3.73
+
+    The largest number of compositions (integer parameter):
+
+    >>> from accountant import compose
+    >>> res = calibrate(lambda k: compose([GaussianMechanism(sigma=10.0)], counts=[k]),
+    ...                 epsilon=1.0, delta=1e-5, integer=True, name="steps")
+    >>> res.parameter
+    7
+    >>> bool(res.epsilon <= 1.0 < compose([GaussianMechanism(sigma=10.0)], [8]).epsilon(1e-5))
+    True
+
+    A two-parameter family with fixed ratios (two Gaussians with scales 2s and 3s):
+
+    >>> res = calibrate(lambda sigma1, sigma2: compose([GaussianMechanism(sigma=sigma1),
+    ...                                                 GaussianMechanism(sigma=sigma2)]),
+    ...                 epsilon=1.0, delta=1e-5, ratios={"sigma1": 2, "sigma2": 3})
+    >>> {k: round(v, 3) for k, v in res.parameters.items()}  # doctest: +SKIP
+    {'sigma1': 4.479, 'sigma2': 6.719}
+    >>> bool(res.parameters["sigma2"] == 1.5 * res.parameters["sigma1"])
+    True
+    """
+    t0 = time.perf_counter()
+    if not callable(family):
+        raise TypeError(f"family must be callable (parameter -> Mechanism), got {family!r}")
+    target = check_positive("epsilon", epsilon)
+    delta = check_delta(delta)
+    rtol = check_finite("rtol", rtol)
+    if not 0 < rtol < 0.5:
+        raise ValueError(f"rtol must lie in (0, 0.5), got {rtol!r}")
+    integer = bool(integer)
+    ratios = _check_ratios(ratios)
+    if integer and ratios is not None:
+        raise ValueError("ratios (fixed-ratio families) require a continuous parameter")
+    if interval is None:
+        interval = (1, 10) if integer else (0.5, 2.0)
+    lo, hi = _check_interval(interval, integer)
+    dom = _check_domain(domain, integer)
+    if not (dom[0] <= hi and lo <= dom[1]):
+        raise ValueError(f"interval {(lo, hi)!r} lies outside the domain {dom!r}")
+    lo, hi = max(lo, dom[0]), min(hi, dom[1])
+    if lo <= 0:
+        lo = min(hi, 1e-300) if hi > 0 else hi
+    if start is not None:
+        start = check_positive("start", start)
+        if not dom[0] <= start <= dom[1]:
+            raise ValueError(f"start must lie in the domain {dom!r}, got {start!r}")
+    if estimate is not None and not callable(estimate):
+        raise TypeError(f"estimate must be callable (parameter -> epsilon), got {estimate!r}")
+    if isinstance(max_evaluations, bool) or not isinstance(max_evaluations, int):
+        raise TypeError(f"max_evaluations must be an integer, got {max_evaluations!r}")
+    if max_evaluations < 2:
+        raise ValueError(f"max_evaluations must be an integer >= 2, got {max_evaluations}")
+
+    search = _Search(
+        _builder(family, ratios),
+        target,
+        delta,
+        tol=tol,
+        integer=integer,
+        rtol=rtol,
+        domain=dom,
+        limits=(lo / _MAX_WIDEN, hi * _MAX_WIDEN),
+        estimate=estimate,
+        name=name,
+        max_evaluations=max_evaluations,
+        progress=progress,
+    )
+    try:
+        x = _run(search, lo, hi, start, increasing)
+    finally:
+        search.close()
+    h, mech, params, eps = search.points[x]
+    p = search.param(x)
+    edge = (search.sign > 0 and p >= dom[1]) or (search.sign < 0 and p <= dom[0])
+    if not integer:
+        edge = edge and h < search.window
+    return Calibration(
+        parameter=p,
+        mechanism=mech,
+        epsilon=eps,
+        target_epsilon=target,
+        delta=delta,
+        evaluations=len(search.points),
+        parameters=params,
+        at_domain_edge=bool(edge),
+        seconds=time.perf_counter() - t0,
+    )
+
+
+def _run(search: _Search, lo: float, hi: float, start: float | None, increasing) -> float:
+    """Drive the search; return the x of the answer."""
+    s = search
+    try:
+        # ---- direction and first point(s)
+        if increasing is not None:
+            s.sign = 1 if increasing else -1
+        elif s.estimate is not None:
+            a, b = s.model(math.log(lo)), s.model(math.log(hi if hi > lo else 2 * lo))
+            if math.isfinite(a) and math.isfinite(b) and a != b:
+                s.sign = 1 if b > a else -1
+        if s.sign == 0:
+            s.sign = _detect_direction(s, lo, hi)
+        if start is not None:
+            x0 = math.log(start)
+        elif s.estimate is not None:
+            x0 = _model_start(s, lo, hi)
+        else:
+            x0 = 0.5 * (math.log(lo) + math.log(hi))
+        s.evaluate(s.clamp(x0))
+        # first widening step: from the middle of the interval to its end
+        return _refine(s, width=max(0.5 * math.log(hi / lo), 0.5 * math.log(2.0)))
+    except _Exhausted:
+        xf, _ = s.bracket()
+        if xf is None:
+            raise CalibrationError(
+                f"calibration of {s.name} ran out of evaluations ({s.max_evaluations}) "
+                f"before meeting epsilon={s.target:g} at delta={s.delta:g}; " + _range_text(s),
+                reachable=_reachable(s),
+                searched=_searched(s),
+            ) from None
+        return xf
+
+
+def _model_start(s: _Search, lo: float, hi: float) -> float:
+    """Where the estimate meets the middle of the window (or the interval's middle)."""
+    xm = 0.5 * (math.log(lo) + math.log(hi))
+    f_aim = s.aim if not s.integer else 0.0
+
+    def f(x: float) -> float:
+        return s.model(x) - f_aim
+
+    root = _root(f, xm, s.sign)
+    if root is None or not math.isfinite(root):
+        return xm
+    if s.integer:
+        # the last integer predicted feasible
+        p = math.exp(root)
+        p = math.floor(p) if s.sign > 0 else math.ceil(p)
+        return math.log(max(p, 1))
+    return root
+
+
+def _detect_direction(s: _Search, lo: float, hi: float) -> int:
+    """Evaluate both ends of the interval (widening them) until epsilon differs."""
+    xa, xb = math.log(lo), math.log(hi)
+    width = max(xb - xa, math.log(2.0))
+    if s.integer and round(math.exp(xb)) == round(math.exp(xa)):
+        xb = math.log(round(math.exp(xa)) + 1)
+    if xb == xa:
+        xb = xa + width
+    for _ in range(8):
+        xa, xb = s.snap(s.clamp(xa)), s.snap(s.clamp(xb))
+        ha, hb = s.evaluate(xa), s.evaluate(xb)
+        if ha != hb:
+            return 1 if hb > ha else -1
+        if s.at_limit(xa, -1) and s.at_limit(xb, 1):
+            break
+        width *= 2.0
+        xa, xb = xa - width, xb + width
+    eps = s.points[xa][3]
+    raise CalibrationError(
+        f"epsilon does not depend on {s.name}: it is {eps:.6g} at delta={s.delta:g} for "
+        f"{s.name} from {s.param(xa):.6g} to {s.param(xb):.6g}; cannot calibrate",
+        reachable=(eps, eps),
+        searched=_searched(s),
+    )
+
+
+def _refine(s: _Search, width: float) -> float:
+    """Bracket and refine from the evaluated points; return the answer's x."""
+    stall = 0
+    last_width = math.inf
+    while True:
+        xf, xi = s.bracket()
+        # ---- done?
+        if xf is not None and not s.integer and s.h(xf) >= s.window:
+            return xf
+        if xf is not None and xi is not None:
+            if s.integer:
+                pf, pi = s.param(xf), s.param(xi)
+                if abs(pf - pi) <= 1:
+                    return xf
+            elif s.sign * (xi - xf) <= _XTOL * max(1.0, abs(xf)):
+                return xf
+            if s.sign * (xi - xf) < 0:
+                # non-monotone noise in the accountant: the feasible side wins
+                return xf
+            x = _bracketed_step(s, xf, xi, stall)
+            w = abs(xi - xf)
+            stall = stall + 1 if w > 0.5 * last_width else 0
+            last_width = w
+        else:
+            x, width = _widening_step(s, xf, xi, width)
+            if x is None:
+                return xf  # type: ignore[return-value]  # domain edge, feasible
+        s.evaluate(x)
+
+
+def _bracketed_step(s: _Search, xf: float, xi: float, stall: int) -> float:
+    lo, hi = (xf, xi) if xf < xi else (xi, xf)
+    aim = s.aim if not s.integer else 0.0
+    x = None
+    if stall < 2:
+        x = s.predict(aim, lo, hi)
+    if s.integer:
+        return _integer_candidate(s, x, xf, xi)
+    if x is None or not lo < x < hi:
+        x = 0.5 * (lo + hi)  # bisection in log space
+    return x
+
+
+def _integer_candidate(s: _Search, x: float | None, xf: float, xi: float) -> float:
+    """An untried integer strictly between the bracket ends, near the prediction."""
+    pf, pi = s.param(xf), s.param(xi)
+    a, b = (pf, pi) if pf < pi else (pi, pf)
+    if x is not None and math.isfinite(x):
+        p = math.exp(min(max(x, -700.0), 700.0))
+        # the integer predicted feasible next to the crossing
+        c = math.floor(p) if s.sign > 0 else math.ceil(p)
+        if c == pf:
+            c = pf + s.sign  # probe the neighbour across
+    else:
+        c = None
+    if c is None or not a < c < b:
+        # bisection: geometric when the ends are far apart, arithmetic otherwise
+        c = round(math.sqrt(a * b)) if b > 2 * a else (a + b) // 2
+        c = min(max(c, a + 1), b - 1)
+    return math.log(c)
+
+
+def _widening_step(
+    s: _Search, xf: float | None, xi: float | None, width: float
+) -> tuple[float | None, float]:
+    """Next point when the crossing is not bracketed yet."""
+    if xf is not None:
+        edge, direction = xf, s.sign  # need a larger epsilon
+    else:
+        edge, direction = xi, -s.sign  # need a smaller epsilon
+    assert edge is not None
+    aim = s.aim if not s.integer else 0.0
+    x = s.predict(aim)
+    if x is None or not math.isfinite(x) or (x - edge) * direction <= 0:
+        x = edge + direction * width
+        width *= 2.0
+    elif abs(x - edge) > width:
+        x = edge + direction * width
+        width *= 2.0
+    elif s.integer:
+        p = math.exp(min(max(x, -700.0), 700.0))
+        c = math.floor(p) if s.sign > 0 else math.ceil(p)
+        pe = s.param(edge)
+        if (c - pe) * direction <= 0:
+            c = pe + direction
+        x = math.log(max(c, 1))
+    x = s.clamp(x)
+    if s.snap(x) in s.points:
+        if s.at_limit(edge, direction) or s.at_limit(s.snap(x), direction):
+            return _at_limit(s, xf, direction), width
+        # the prediction repeats a point: force a widening step
+        x = s.clamp(edge + direction * width)
+        width *= 2.0
+        if s.snap(x) in s.points:
+            return _at_limit(s, xf, direction), width
+    return x, width
+
+
+def _at_limit(s: _Search, xf: float | None, direction: int) -> float | None:
+    """The search hit its limit without bracketing the crossing."""
+    if xf is not None:
+        # every point up to the limit meets the budget
+        p = s.param(xf)
+        if (direction > 0 and p >= s.dom_hi) or (direction < 0 and p <= s.dom_lo):
+            return None  # a domain edge: the feasible edge is the answer
+        raise CalibrationError(
+            f"every {s.name} searched meets epsilon={s.target:g} at delta={s.delta:g}: "
+            + _range_text(s)
+            + "; the boundary lies further out: pass a wider interval or a domain",
+            reachable=_reachable(s),
+            searched=_searched(s),
+        )
+    # no point meets the budget: report the smallest epsilon found and where
+    best = min(s.points, key=lambda x: s.points[x][3])
+    p_best, e_best = s.param(best), s.points[best][3]
+    at_edge = (direction > 0 and p_best >= s.dom_hi) or (direction < 0 and p_best <= s.dom_lo)
+    where = (
+        f"the end of its domain [{s.dom_lo:g}, {s.dom_hi:g}]"
+        if at_edge
+        else "twelve orders of magnitude beyond the starting interval"
+    )
+    raise UnreachableTargetError(
+        f"target epsilon={s.target:g} is out of reach at delta={s.delta:g}: the smallest "
+        f"epsilon the family reaches is {e_best:.6g}, at {s.name}={p_best:.6g} ({where}); "
+        + _range_text(s),
+        reachable=_reachable(s),
+        searched=_searched(s),
+    )
+
+
+def _reachable(s: _Search) -> tuple[float, float]:
+    eps = [v[3] for v in s.points.values()]
+    return (min(eps), max(eps))
+
+
+def _searched(s: _Search) -> tuple[float, float]:
+    ps = [s.param(x) for x in s.points]
+    return (min(ps), max(ps))
+
+
+def _range_text(s: _Search) -> str:
+    (pmin, pmax), (emin, emax) = _searched(s), _reachable(s)
+    if pmin == pmax:
+        return f"only {s.name}={pmin:.6g} could be evaluated"
+    return (
+        f"with {s.name} in [{pmin:.6g}, {pmax:.6g}] the family reaches epsilon in "
+        f"[{emin:.6g}, {emax:.6g}]"
+    )
