@@ -237,10 +237,17 @@ class Mechanism:
             upper = _invert_exact(self._delta_exact, delta)[1]
         else:
             upper = math.inf
+            need_rdp = True
             if self.has_pld:
                 rem, add = self._pld_cached(True, PLDSettings(tol, delta))
                 upper = max(rem.epsilon(delta), add.epsilon(delta))
-            if self.has_rdp:  # both are sound: the smaller wins
+                # Both routes are sound and the smaller wins.  The RDP route is skipped
+                # only where it cannot win by more than rounding: a finite PLD bound
+                # whose truncated mass is negligible next to delta (the PLD is then
+                # within the bracket of the truth, and RDP conversions are never tight).
+                inf_mass = max(rem.inf_mass, add.inf_mass)
+                need_rdp = not (math.isfinite(upper) and inf_mass < 1e-3 * delta)
+            if self.has_rdp and need_rdp:
                 upper = min(upper, rdp_to_epsilon(self._rdp_curve, delta))
             if not self.has_pld and not self.has_rdp:
                 raise NotImplementedError(f"{self!r} describes no privacy curve")

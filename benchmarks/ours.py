@@ -1,0 +1,91 @@
+"""dpacct's own runners for the benchmark harness (see :mod:`benchmarks.peers`).
+
+Each runner builds the workload's mechanism with the public API and returns the
+sound upper bound as ``epsilon`` and ``upper``, and the certified lower end of the
+bracket as ``lower``.  They are measured like the peers, one subprocess each, by
+their ``"benchmarks.ours:<function>"`` names.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+Workload = dict[str, Any]
+
+
+def _mechanism(workload: Workload):
+    from accountant import compose, poisson_subsample
+    from mechanisms import GaussianMechanism, LaplaceMechanism, RandomizedResponse
+
+    kind = workload["kind"]
+    if kind == "dpsgd":
+        step = poisson_subsample(
+            GaussianMechanism(sigma=workload["noise_multiplier"]), workload["sample_rate"]
+        )
+        return compose([step], counts=[workload["steps"]])
+    if kind == "laplace":
+        return compose([LaplaceMechanism(b=workload["b"])], counts=[workload["count"]])
+    if kind == "rr":
+        rr = RandomizedResponse(p=workload["p"], k=workload.get("k", 2))
+        return compose([rr], counts=[workload["count"]])
+    raise ValueError(f"unknown workload kind {kind!r}")
+
+
+def _bracket(workload: Workload, tol: float | None) -> dict[str, Any]:
+    mech = _mechanism(workload)
+    lower, upper = mech.epsilon_bounds(workload["delta"], tol=tol)
+    return {"epsilon": upper, "lower": lower, "upper": upper}
+
+
+def _epsilon(workload: Workload, tol: float | None) -> dict[str, Any]:
+    mech = _mechanism(workload)
+    eps = mech.epsilon(workload["delta"], tol=tol)
+    return {"epsilon": eps, "upper": eps}
+
+
+def epsilon_default(workload: Workload) -> dict[str, Any]:
+    """The answer a user gets: ``epsilon(delta)`` at the default accuracy."""
+    return _epsilon(workload, None)
+
+
+def bracket_default(workload: Workload) -> dict[str, Any]:
+    """``epsilon_bounds(delta)`` at the default accuracy (upper and lower PLDs)."""
+    return _bracket(workload, None)
+
+
+def epsilon_tol_1e3(workload: Workload) -> dict[str, Any]:
+    """``epsilon(delta, tol=1e-3)``: the fast setting."""
+    return _epsilon(workload, 1e-3)
+
+
+def bracket_tol_1e3(workload: Workload) -> dict[str, Any]:
+    """``epsilon_bounds(delta, tol=1e-3)``."""
+    return _bracket(workload, 1e-3)
+
+
+def bracket_tol_1e5(workload: Workload) -> dict[str, Any]:
+    """``epsilon_bounds(delta, tol=1e-5)``: the precise setting."""
+    return _bracket(workload, 1e-5)
+
+
+def calibrate(workload: Workload) -> dict[str, Any]:
+    """``noise_multiplier`` for the target (epsilon, delta), sample rate and steps."""
+    from calibrators import noise_multiplier
+
+    sigma = noise_multiplier(
+        epsilon=workload["target_epsilon"],
+        delta=workload["delta"],
+        sample_rate=workload["sample_rate"],
+        steps=workload["steps"],
+    )
+    return {"sigma": sigma}
+
+
+RUNNERS = {
+    "dpacct.epsilon": ("epsilon(delta), default accuracy", epsilon_default),
+    "dpacct.bracket": ("epsilon_bounds(delta), default accuracy", bracket_default),
+    "dpacct.epsilon_tol1e-3": ("epsilon(delta, tol=1e-3)", epsilon_tol_1e3),
+    "dpacct.bracket_tol1e-3": ("epsilon_bounds(delta, tol=1e-3)", bracket_tol_1e3),
+    "dpacct.bracket_tol1e-5": ("epsilon_bounds(delta, tol=1e-5)", bracket_tol_1e5),
+}
+"""Runner name -> (description, function) for the epsilon workloads."""
