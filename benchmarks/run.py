@@ -31,7 +31,14 @@ OURS_PREFIX = "benchmarks.ours:"
 #: peers' settings that take tens of seconds; skipped by --quick
 SLOW = ("*fine*", "*prv_0.001*")
 #: runners whose answer the peer harness flags as not a valid bound
-INVALID_MARKERS = ("NOT valid", "not a bound", "count ignored", "vacuous")
+INVALID_MARKERS = (
+    "NOT valid",
+    "not a bound",
+    "count ignored",
+    "vacuous",
+    "one RR alone",
+    "cuts off",
+)
 
 
 def _our_pairs(workload_patterns: Sequence[str]) -> list[tuple[str, str]]:
