@@ -103,9 +103,6 @@ class ComposedMechanism(Mechanism):
         return f"ComposedMechanism([{inner}])"
 
 
-#: resolution multiplier of the coarsening, per certificate direction (the same now;
-#: kept separate because the optimistic construction is the lossier of the two)
-_LOWER_FACTOR = {True: 1.0, False: 1.0}
 
 
 def _self_composed(
@@ -117,7 +114,7 @@ def _self_composed(
     tail (see :mod:`accountant.twoscale`); others start from their own PLDs.
     """
     step_settings = _part_settings(settings, total_count)
-    resolution = settings.resolution * _LOWER_FACTOR[pessimistic]
+    resolution = settings.resolution_for(pessimistic)
     tail = settings.tail * count / total_count
     own_pld = mech._overrides("_pld_pair") and not isinstance(mech, ComposedMechanism)
     if mech._overrides("_loss_laws") and mech.has_pld and not own_pld:

@@ -61,6 +61,17 @@ class PLDSettings:
     def key(self) -> tuple[float, float]:
         return (round(self.resolution, 6), self.tail)
 
+    def resolution_for(self, pessimistic: bool) -> float:
+        """Points per spread for one certificate direction.
+
+        The optimistic construction loses more per coarsening than the pessimistic
+        one, so a loose tolerance never takes it below the default resolution: the
+        bracket stays narrow while the upper bound (the answer) gets faster.
+        """
+        if pessimistic:
+            return self.resolution
+        return max(self.resolution, DEFAULT_RESOLUTION)
+
 
 def tail_budget(delta: float | None) -> float:
     """Total mass the PLD tail cuts may move: a ten-thousandth of the target delta.
@@ -349,7 +360,7 @@ def grid_step(law: PrivacyLossLaw, pessimistic: bool, settings: PLDSettings) -> 
     spread = law.spread()
     if spread <= 0:  # a point mass: any grid works
         return 2.0**-10 if law.anchor is None else law.anchor
-    resolution = settings.resolution * FIRST_LEVEL_FRACTION[pessimistic]
+    resolution = settings.resolution_for(pessimistic) * FIRST_LEVEL_FRACTION[pessimistic]
     if law.anchor is not None:
         return law.anchor / 2.0 ** max(0, math.ceil(math.log2(law.anchor * resolution / spread)))
     return 2.0 ** math.floor(math.log2(spread / resolution))

@@ -701,9 +701,18 @@ def _tail_cuts(
 
 
 def _common_grid(a: GridPLD, b: GridPLD) -> tuple[GridPLD, GridPLD]:
+    """Bring two PLDs onto one grid.
+
+    Nested grids (steps in an integer ratio) meet on the coarser one, which was
+    already fine enough for its own part.  Unrelated steps (a lattice and a binary
+    grid) meet on the finer one: re-gridding onto a much coarser, unrelated lattice
+    would spread every atom over a whole lattice step.
+    """
     if a.step == b.step:
         return a, b
-    step = max(a.step, b.step)
+    big, small = max(a.step, b.step), min(a.step, b.step)
+    ratio = big / small
+    step = big if abs(ratio - round(ratio)) <= 1e-9 * ratio else small
     return a.regrid(step), b.regrid(step)
 
 

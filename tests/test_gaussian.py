@@ -92,7 +92,7 @@ def test_pld_brackets_exact_curve_and_converges():
     eps = np.array([0.0, 0.5, 1.0, 2.0, 4.0])
     exact = m.delta(eps)
     gaps = []
-    for tol in (1e-2, 1e-4):
+    for tol in (1e-4, 1e-6):
         up = np.maximum(*(p.delta(eps) for p in m.pld(pessimistic=True, tol=tol)))
         lo = np.maximum(*(p.delta(eps) for p in m.pld(pessimistic=False, tol=tol)))
         assert np.all(lo <= exact * (1 + 1e-12) + 1e-15)
