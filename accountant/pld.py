@@ -308,13 +308,29 @@ def _lower_hull_chain(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 
 def _decaying_sum(x: np.ndarray, decay: float) -> np.ndarray:
-    """``y[j] = sum_{i >= j} x[i] decay^(i - j)`` (a first-order recurrence run backwards).
+    """``y[j] = sum_{i >= j} x[i] decay^(i - j)`` for non-negative ``x``, ``0 < decay < 1``.
 
-    scipy.signal is imported lazily: it costs half a second at start-up.
+    Computed block by block as ``(sum_{i >= j} x_i w_i) / w_j`` with ``w_k = decay^k``
+    inside a block short enough that ``w`` cannot underflow, plus the decayed carry
+    of the block above: only sums of non-negative terms, so full relative precision.
     """
-    from scipy import signal
-
-    return signal.lfilter([1.0], [1.0, -decay], x[::-1])[::-1]
+    n = x.size
+    y = np.empty(n)
+    if n == 0:
+        return y
+    lam = -math.log(decay)
+    block = max(1, int(500.0 / lam))
+    carry = 0.0
+    for start in range(((n - 1) // block) * block, -1, -block):
+        seg = x[start : start + block]
+        k = np.arange(seg.size)
+        w = np.exp(-lam * k)
+        s = np.cumsum((seg * w)[::-1])[::-1] / w
+        if carry:
+            s = s + carry * np.exp(-lam * (seg.size - k))
+        y[start : start + seg.size] = s
+        carry = float(s[0])
+    return y
 
 
 def _trim(first: int, pmf: np.ndarray) -> tuple[int, np.ndarray]:
