@@ -34,9 +34,8 @@ from accountant._validation import check_positive
 from accountant.loss_law import AtomicLossLaw
 from accountant.mechanism import Mechanism, PLDSettings, discretize_law
 from accountant.pld import GridPLD
-from accountant.rdp import pure_dp_rdp
 
-from .randomized_response import _binary_rr, _rr_delta, _rr_law, _rr_tradeoff
+from .randomized_response import PureDPCurves
 
 __all__ = [
     "DiscreteGaussianMechanism",
@@ -48,7 +47,7 @@ __all__ = [
 
 # ----------------------------------------------------------------------- discrete Laplace
 @dataclass(frozen=True, repr=False)
-class DiscreteLaplaceMechanism(Mechanism):
+class DiscreteLaplaceMechanism(PureDPCurves, Mechanism):
     """Add discrete Laplace noise ``P(X = x) ∝ exp(-|x|/scale)`` to an integer query.
 
     The privacy loss takes only the values ``+-1/scale`` (module docstring), so the
@@ -88,24 +87,6 @@ class DiscreteLaplaceMechanism(Mechanism):
         """Pure-DP parameter ``1/scale`` (the largest privacy loss)."""
         return 1.0 / self.scale
 
-    def _delta_exact(self, epsilon: np.ndarray) -> np.ndarray:
-        p, _ = _binary_rr(self.epsilon0)
-        return _rr_delta(p, self.epsilon0, epsilon)
-
-    def _rdp(self, alpha: np.ndarray) -> np.ndarray:
-        return pure_dp_rdp(self.epsilon0, alpha)
-
-    def _loss_laws(self):
-        cache = self._cache()
-        if "law" not in cache:
-            p, q = _binary_rr(self.epsilon0)
-            cache["law"] = _rr_law(p, q, 2, self.epsilon0)
-        law = cache["law"]
-        return law, law
-
-    def _tradeoff_exact(self, fpr: np.ndarray) -> np.ndarray:
-        p, q = _binary_rr(self.epsilon0)
-        return _rr_tradeoff(p, q, self.epsilon0, fpr)
 
 
 # ----------------------------------------------------------------------- discrete Gaussian

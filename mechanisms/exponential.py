@@ -49,9 +49,8 @@ import numpy as np
 from accountant._validation import check_positive
 from accountant.loss_law import PrivacyLossLaw
 from accountant.mechanism import Mechanism
-from accountant.rdp import pure_dp_rdp
 
-from .randomized_response import _binary_rr, _rr_delta, _rr_law, _rr_tradeoff
+from .randomized_response import PureDPCurves
 
 __all__ = [
     "BoundedRangeLossLaw",
@@ -296,24 +295,6 @@ class ExponentialMechanism(Mechanism):
 
 
 @dataclass(frozen=True, repr=False, init=False)
-class _PlainExponentialMechanism(ExponentialMechanism):
+class _PlainExponentialMechanism(PureDPCurves, ExponentialMechanism):
     """``ExponentialMechanism(epsilon, bounded_range=False)``: the pure-DP analysis."""
 
-    def _delta_exact(self, epsilon: np.ndarray) -> np.ndarray:
-        p, _ = _binary_rr(self.epsilon0)
-        return _rr_delta(p, self.epsilon0, epsilon)
-
-    def _rdp(self, alpha: np.ndarray) -> np.ndarray:
-        return pure_dp_rdp(self.epsilon0, alpha)
-
-    def _loss_laws(self):
-        cache = self._cache()
-        if "law" not in cache:
-            p, q = _binary_rr(self.epsilon0)
-            cache["law"] = _rr_law(p, q, 2, self.epsilon0)
-        law = cache["law"]
-        return law, law
-
-    def _tradeoff_exact(self, fpr: np.ndarray) -> np.ndarray:
-        p, q = _binary_rr(self.epsilon0)
-        return _rr_tradeoff(p, q, self.epsilon0, np.asarray(fpr, dtype=float))

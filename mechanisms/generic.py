@@ -14,15 +14,15 @@ import numpy as np
 
 from accountant._validation import check_positive
 from accountant.mechanism import Mechanism
-from accountant.rdp import pure_dp_rdp, zcdp_rdp
+from accountant.rdp import zcdp_rdp
 
-from .randomized_response import _binary_rr, _rr_delta, _rr_law, _rr_tradeoff
+from .randomized_response import PureDPCurves
 
 __all__ = ["PureDPMechanism", "ZCDPMechanism"]
 
 
 @dataclass(frozen=True, repr=False, init=False)
-class PureDPMechanism(Mechanism):
+class PureDPMechanism(PureDPCurves, Mechanism):
     """Any ``epsilon``-DP mechanism, accounted by its worst case: binary randomized response.
 
     Every ``epsilon``-DP mechanism is, in each neighbouring direction, a post-processing
@@ -71,24 +71,6 @@ class PureDPMechanism(Mechanism):
     def __repr__(self) -> str:
         return f"{type(self).__name__}(epsilon={self.epsilon0!r})"
 
-    def _delta_exact(self, epsilon: np.ndarray) -> np.ndarray:
-        p, _ = _binary_rr(self.epsilon0)
-        return _rr_delta(p, self.epsilon0, epsilon)
-
-    def _rdp(self, alpha: np.ndarray) -> np.ndarray:
-        return pure_dp_rdp(self.epsilon0, alpha)
-
-    def _loss_laws(self):
-        cache = self._cache()
-        if "law" not in cache:
-            p, q = _binary_rr(self.epsilon0)
-            cache["law"] = _rr_law(p, q, 2, self.epsilon0)
-        law = cache["law"]
-        return law, law
-
-    def _tradeoff_exact(self, fpr: np.ndarray) -> np.ndarray:
-        p, q = _binary_rr(self.epsilon0)
-        return _rr_tradeoff(p, q, self.epsilon0, fpr)
 
 
 @dataclass(frozen=True, repr=False)

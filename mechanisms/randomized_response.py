@@ -37,6 +37,7 @@ from scipy import special
 from accountant._validation import check_count, check_finite
 from accountant.loss_law import AtomicLossLaw
 from accountant.mechanism import Mechanism
+from accountant.rdp import pure_dp_rdp
 
 __all__ = ["RandomizedResponse"]
 
@@ -226,3 +227,35 @@ class RandomizedResponse(Mechanism):
 
     def _tradeoff_exact(self, fpr: np.ndarray) -> np.ndarray:
         return _rr_tradeoff(self.p, self.q, self.epsilon0, fpr)
+
+
+class PureDPCurves:
+    """The curves of any mechanism known only by a pure-DP parameter ``epsilon0``.
+
+    A pure ``epsilon0``-DP mechanism is dominated by binary randomized response with
+    truth probability ``e^eps0 / (1 + e^eps0)`` (Kairouz, Oh, Viswanath 2015), whose
+    curve, RDP (Bun & Steinke 2016, Prop. 3.3), loss law and trade-off are exact.
+    Mix in before :class:`~accountant.mechanism.Mechanism`; the class must define
+    ``epsilon0``.
+    """
+
+    epsilon0: float
+
+    def _delta_exact(self, epsilon: np.ndarray) -> np.ndarray:
+        p, _ = _binary_rr(self.epsilon0)
+        return _rr_delta(p, self.epsilon0, epsilon)
+
+    def _rdp(self, alpha: np.ndarray) -> np.ndarray:
+        return pure_dp_rdp(self.epsilon0, alpha)
+
+    def _loss_laws(self):
+        cache = self._cache()
+        if "law" not in cache:
+            p, q = _binary_rr(self.epsilon0)
+            cache["law"] = _rr_law(p, q, 2, self.epsilon0)
+        law = cache["law"]
+        return law, law
+
+    def _tradeoff_exact(self, fpr: np.ndarray) -> np.ndarray:
+        p, q = _binary_rr(self.epsilon0)
+        return _rr_tradeoff(p, q, self.epsilon0, np.asarray(fpr, dtype=float))
