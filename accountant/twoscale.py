@@ -42,6 +42,13 @@ SPLIT_ABOVE = 1 << 14
 #: with the tail, so it keeps a finer coarse grid.
 BULK_TAIL = {True: 1e-6, False: 1e-6}
 COARSE_POINTS = {True: 1 << 12, False: 1 << 13}
+#: the bulk never spans more than this many fine points (its window then leaves more
+#: mass to the tail), nor the tail more than this many coarse points (its grid then
+#: coarsens): very skewed losses (small sigma) would otherwise need millions
+MAX_FINE = 1 << 15
+MAX_COARSE = 1 << 15
+#: larger tail fractions tried, in order, when the bulk window is too wide
+_WIDER = (1e-5, 1e-4, 1e-3, 1e-2, 0.05)
 
 
 @dataclass(frozen=True)
@@ -114,6 +121,10 @@ def discretize_split(
     ratio = max(4, 2 ** math.ceil(math.log2((hi - lo) / (points * step))))
     coarse_step = step * ratio
     b_lo, b_hi = law.quantile_bounds(BULK_TAIL[pessimistic])
+    for wider in _WIDER:
+        if (b_hi - b_lo) / step <= MAX_FINE:
+            break
+        b_lo, b_hi = law.quantile_bounds(wider)
     lo_node = math.floor(b_lo / coarse_step) - 1
     hi_node = math.ceil(b_hi / coarse_step) + 1
     lo = min(lo, (lo_node - 1) * coarse_step)
@@ -133,7 +144,15 @@ def _convolve(a: SplitPLD, b: SplitPLD, tail: float) -> SplitPLD:
     fine = a.fine.convolve(b.fine, tail)
     if a.coarse is None and b.coarse is None:
         return SplitPLD(fine, None)
-    cstep = (a.coarse or b.coarse).step
+    # the two tails may have coarsened differently: meet on the coarser grid
+    cstep = max(p.step for p in (a.coarse, b.coarse) if p is not None)
+    same = a is b
+    if a.coarse is not None and a.coarse.step != cstep:
+        a = SplitPLD(a.fine, a.coarse.regrid(cstep))
+    if b.coarse is not None and b.coarse.step != cstep:
+        b = SplitPLD(b.fine, b.coarse.regrid(cstep))
+    if same:
+        b = a
     if a is b and a.coarse is not None:
         # squaring: (f + c)^2 = f*f + c*(2 f + c), one coarse product instead of two
         both = _add(_scaled(a.fine.regrid(cstep), 2.0), a.coarse)
@@ -153,15 +172,21 @@ def _rebalance(s: SplitPLD, points_per_scale: float, max_step: float | None) -> 
     fine = s.fine._coarsened(points_per_scale, max_step)
     if s.coarse is None:
         return SplitPLD(fine, None)
-    cstep = s.coarse.step
+    coarse = s.coarse
+    while coarse.pmf.size > MAX_COARSE:
+        coarse = coarse.regrid(coarse.step * 2)
+    s = SplitPLD(s.fine, coarse)
+    cstep = coarse.step
     if fine.step >= cstep:
-        return SplitPLD(_add(fine.regrid(cstep), s.coarse), None)
+        return SplitPLD(_add(fine.regrid(cstep), coarse), None)
     ratio = round(cstep / fine.step)
     total = float(fine.pmf.sum())
     c = np.cumsum(fine.pmf)
-    bulk_tail = BULK_TAIL[fine.pessimistic]
-    i_lo = int(np.searchsorted(c, bulk_tail * total, side="right"))
-    i_hi = int(np.searchsorted(c, (1.0 - bulk_tail) * total, side="left"))
+    for bulk_tail in (BULK_TAIL[fine.pessimistic], *_WIDER):
+        i_lo = int(np.searchsorted(c, bulk_tail * total, side="right"))
+        i_hi = int(np.searchsorted(c, (1.0 - bulk_tail) * total, side="left"))
+        if i_hi - i_lo <= MAX_FINE:
+            break
     lo_node = (fine.offset + i_lo) // ratio - 1  # coarse nodes around the bulk
     hi_node = -((-(fine.offset + i_hi)) // ratio) + 1
     a = lo_node * ratio - fine.offset  # fine indices of the window (lo_node, hi_node]
