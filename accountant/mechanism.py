@@ -217,6 +217,12 @@ class Mechanism:
             if self.has_pld:
                 rem, add = self._pld_cached(True, PLDSettings(tol))
                 out = np.minimum(out, np.maximum(rem.delta(flat), add.delta(flat)))
+                # a tiny answer is dominated by the default tail budget: recompute with
+                # a budget scaled to it (both results are sound; the smaller wins)
+                small = float(np.min(out))
+                if small < 1e4 * DEFAULT_TAIL:
+                    rem, add = self._pld_cached(True, PLDSettings(tol, max(small, 1e-300)))
+                    out = np.minimum(out, np.maximum(rem.delta(flat), add.delta(flat)))
             if self.has_rdp:
                 if flat.size == 1:
                     rdp_d = np.array([rdp_to_delta(self._rdp_curve, flat[0])])
