@@ -196,6 +196,25 @@ class Mechanism:
     def delta(self, epsilon, *, tol: float | None = None):
         """Sound upper bound on delta at ``epsilon`` (scalar or array).
 
+        Parameters
+        ----------
+        epsilon : float or array_like
+            Privacy parameter(s), >= 0.
+        tol : float, optional
+            Relative accuracy wanted from the privacy-loss-distribution route, in
+            (0, 0.5); default 1e-4.  Smaller is tighter and slower.  Exact curves
+            ignore it.
+
+        Returns
+        -------
+        float or numpy.ndarray
+            delta(epsilon), shaped like ``epsilon``.
+
+        Raises
+        ------
+        ValueError
+            ``epsilon`` negative, NaN or infinite.
+
         Examples
         --------
         >>> from mechanisms import GaussianMechanism
@@ -233,6 +252,30 @@ class Mechanism:
 
     def epsilon(self, delta, *, tol: float | None = None):
         """Smallest epsilon this library can prove at ``delta``: a sound upper bound.
+
+        The route is the tightest available: the exact curve, else the pessimistic
+        privacy loss distribution, else the RDP conversion; when both of the latter
+        exist the smaller bound wins.
+
+        Parameters
+        ----------
+        delta : float or array_like
+            Target delta(s) in (0, 1).
+        tol : float, optional
+            Relative accuracy wanted from the privacy-loss-distribution route, in
+            (0, 0.5); default 1e-4 (measured brackets 2e-5 to 5e-4 on DP-SGD).
+            ``tol=1e-3`` is about twice as fast; ``tol=1e-5`` tighter.
+
+        Returns
+        -------
+        float or numpy.ndarray
+            epsilon(delta), shaped like ``delta``; ``inf`` if no finite epsilon can be
+            certified at this delta.
+
+        Raises
+        ------
+        ValueError
+            ``delta`` outside (0, 1) or NaN; ``tol`` outside (0, 0.5).
 
         Examples
         --------
