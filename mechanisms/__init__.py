@@ -1,5 +1,6 @@
 """The mechanism zoo: concrete mechanisms and the algorithms built on them."""
 
+from .audit import AuditResult, audit
 from .discrete import DiscreteGaussianMechanism, DiscreteLaplaceMechanism
 from .exponential import ExponentialMechanism
 from .gaussian import GaussianMechanism, gaussian_delta
@@ -8,6 +9,7 @@ from .laplace import LaplaceMechanism
 from .randomized_response import RandomizedResponse
 
 __all__ = [
+    "AuditResult",
     "DiscreteGaussianMechanism",
     "DiscreteLaplaceMechanism",
     "ExponentialMechanism",
@@ -16,5 +18,6 @@ __all__ = [
     "PureDPMechanism",
     "RandomizedResponse",
     "ZCDPMechanism",
+    "audit",
     "gaussian_delta",
 ]

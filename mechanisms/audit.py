@@ -1,0 +1,582 @@
+"""Empirical privacy audits: sample a mechanism and test its claimed trade-off curve.
+
+A mechanism in this library *claims* an f-DP trade-off curve ``f = mechanism.tradeoff``:
+no test of "the record is absent" (``D'``) against "the record is present" (``D``) can
+have type I error ``alpha`` and type II error below ``f(alpha)``, in either order of the
+neighbouring pair (Dong, Roth, Su 2019, "Gaussian Differential Privacy", Definitions 2.1
+and 2.3).  An audit turns this into a falsifiable statement in the spirit of Jagielski,
+Ullman, Oprea 2020 ("Auditing Differentially Private Machine Learning: How Private is
+Private SGD?", NeurIPS) and Nasr, Song, Thakurta, Papernot, Carlini 2021 ("Adversary
+Instantiation: Lower Bounds for Differentially Private Machine Learning", IEEE S&P):
+run the mechanism many times on both inputs, estimate the error rates of a family of
+threshold tests with exact confidence intervals, and look for a test that does
+provably better than the claim allows.
+
+Statistics.  For a threshold ``t`` let ``alpha(t) = Pr[M(D') > t]`` and
+``beta(t) = Pr[M(D) <= t]``.  Both are binomial proportions, bracketed by exact
+Clopper-Pearson intervals (Clopper & Pearson 1934, "The use of confidence or fiducial
+limits illustrated in the case of the binomial", Biometrika 26(4), 404-413) from the
+quantiles of the beta distribution.  With ``m`` thresholds there are ``2 m``
+intervals; each is computed at level ``1 - (1 - confidence) / (2 m)`` so that, by
+Bonferroni's inequality, all of them cover their true value simultaneously with
+probability at least ``confidence``.  Every threshold yields four tests, which share
+those intervals (a Clopper-Pearson interval for ``1 - p`` is one minus the interval
+for ``p``):
+
+==========  =================  =============  ============
+null        reject when        type I error   type II error
+==========  =================  =============  ============
+``D'``      output ``> t``     ``alpha``      ``beta``
+``D``       output ``<= t``    ``beta``       ``alpha``
+``D'``      output ``<= t``    ``1 - alpha``  ``1 - beta``
+``D``       output ``> t``     ``1 - beta``   ``1 - alpha``
+==========  =================  =============  ============
+
+The first two audit the two neighbouring orders with the natural orientation, the last
+two cover samplers whose outputs *decrease* with the presence of the record.
+
+A test is a *violation* when its whole confidence box lies below the claimed curve.
+Since ``f`` is non-increasing, the highest point of the curve over the box's alpha range
+is at its *left* end but the box's corner closest to the curve is its *upper right*
+one, ``(alpha_high, beta_high)``: the box lies below the curve exactly when
+``beta_high < f(alpha_high)``.  If the intervals cover the true point ``(alpha, beta)``
+and the claim holds, then ``beta_high >= beta >= f(alpha) >= f(alpha_high)``, so an
+honest claim is flagged with probability at most ``1 - confidence`` (whatever the
+number of tests), and a flagged claim is false with confidence ``confidence``.  (The
+comparison ``beta_high < f(alpha_low)`` would not be sound: on a steep part of the
+curve it flags boxes that straddle it.)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy import special, stats
+
+from accountant._validation import check_count, check_delta, check_probability
+from accountant.subsample import PoissonSubsampledMechanism
+
+from .gaussian import GaussianMechanism
+from .laplace import LaplaceMechanism
+from .randomized_response import RandomizedResponse
+
+__all__ = ["AuditResult", "audit"]
+
+#: a sampler: ``sampler(rng, n) -> (outputs on D, outputs on D')``, two arrays of length n
+Sampler = Callable[[np.random.Generator, int], tuple[Any, Any]]
+
+#: number of thresholds chosen from the pilot sample when ``thresholds`` is None
+DEFAULT_THRESHOLDS = 64
+#: points of the grid on which the claimed curve is evaluated (plot, peak advantage)
+CURVE_POINTS = 2001
+
+
+# ----------------------------------------------------------------------------------
+# built-in samplers: sensitivity-normalised neighbouring inputs
+# ----------------------------------------------------------------------------------
+def _gaussian_sampler(sigma: float) -> Sampler:
+    def sample(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
+        return rng.normal(1.0, sigma, n), rng.normal(0.0, sigma, n)
+
+    return sample
+
+
+def _laplace_sampler(b: float) -> Sampler:
+    def sample(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
+        return rng.laplace(1.0, b, n), rng.laplace(0.0, b, n)
+
+    return sample
+
+
+def _rr_answers(rng: np.random.Generator, n: int, truth: int, p: float, k: int) -> np.ndarray:
+    """``n`` k-RR answers on input ``truth``: the truth w.p. ``p``, else another value."""
+    other = rng.integers(0, k - 1, n)
+    other = other + (other >= truth)  # uniform over the k - 1 values != truth
+    return np.where(rng.random(n) < p, truth, other)
+
+
+def _rr_sampler(p: float, k: int) -> Sampler:
+    """k-RR on true value 0 (``D``) and 1 (``D'``), reported as the Neyman-Pearson score.
+
+    The score is ``+1`` for answer 0 (likelihood ratio ``p / q``), ``-1`` for answer 1
+    (ratio ``q / p``) and ``0`` for any other answer (ratio 1): a post-processing of the
+    answer that is monotone in the likelihood ratio, so threshold tests on it are the
+    likelihood-ratio tests of the answer.
+    """
+
+    def sample(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
+        out = []
+        for truth in (0, 1):
+            y = _rr_answers(rng, n, truth, p, k)
+            out.append(np.where(y == 0, 1.0, np.where(y == 1, -1.0, 0.0)))
+        return out[0], out[1]
+
+    return sample
+
+
+def _subsampled_sampler(base: Sampler, q: float) -> Sampler:
+    """Poisson subsampling: on ``D`` the record is used with probability ``q``."""
+
+    def sample(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
+        with_record, without = base(rng, n)
+        used = rng.random(n) < q
+        # on D the output is base(D) when the record is sampled, base(D') otherwise
+        _, without_again = base(rng, n)
+        return np.where(used, with_record, without_again), without
+
+    return sample
+
+
+def _builtin_sampler(mechanism: object) -> Sampler:
+    if isinstance(mechanism, GaussianMechanism):
+        return _gaussian_sampler(mechanism.sigma)
+    if isinstance(mechanism, LaplaceMechanism):
+        return _laplace_sampler(mechanism.b)
+    if isinstance(mechanism, RandomizedResponse):
+        return _rr_sampler(mechanism.p, mechanism.k)
+    if isinstance(mechanism, PoissonSubsampledMechanism) and isinstance(
+        mechanism.base, GaussianMechanism | LaplaceMechanism
+    ):
+        return _subsampled_sampler(_builtin_sampler(mechanism.base), mechanism.sample_rate)
+    raise TypeError(
+        "audit has no built-in sampler for "
+        f"{type(mechanism).__name__}; built-in samplers exist for GaussianMechanism, "
+        "LaplaceMechanism, RandomizedResponse and poisson_subsample of a Gaussian or "
+        "Laplace mechanism; pass sampler=(rng, n) -> (outputs_on_D, outputs_on_D_prime)"
+    )
+
+
+# ----------------------------------------------------------------------------------
+# statistics
+# ----------------------------------------------------------------------------------
+def clopper_pearson(
+    successes: np.ndarray, trials: int, level: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Exact two-sided Clopper-Pearson interval for a binomial proportion.
+
+    Clopper & Pearson 1934 (Biometrika 26(4), 404-413): with ``g = 1 - level``, the
+    bounds are the ``g/2`` quantile of ``Beta(k, n - k + 1)`` and the ``1 - g/2`` quantile
+    of ``Beta(k + 1, n - k)``, with 0 for ``k = 0`` and 1 for ``k = n``.
+
+    Parameters
+    ----------
+    successes : array_like of int
+        Numbers of successes ``k``, in ``[0, trials]``.
+    trials : int
+        Number of trials ``n`` >= 1.
+    level : float
+        Confidence level of each interval, in (0, 1).
+
+    Returns
+    -------
+    (low, high) : tuple of ndarray
+
+    Examples
+    --------
+    >>> low, high = clopper_pearson(np.array([0, 5, 10]), 10, 0.95)
+    >>> np.round(low, 4), np.round(high, 4)
+    (array([0.    , 0.1871, 0.6915]), array([0.3085, 0.8129, 1.    ]))
+    """
+    k = np.asarray(successes, dtype=float)
+    n = float(trials)
+    g = 1.0 - level
+    with np.errstate(invalid="ignore", divide="ignore"):
+        low = stats.beta.ppf(g / 2.0, k, n - k + 1.0)
+        high = stats.beta.ppf(1.0 - g / 2.0, k + 1.0, n - k)
+    low = np.where(k <= 0, 0.0, low)
+    high = np.where(k >= n, 1.0, high)
+    return np.clip(low, 0.0, 1.0), np.clip(high, 0.0, 1.0)
+
+
+def _check_rng(rng: object) -> np.random.Generator:
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(
+            "rng must be a numpy.random.Generator (e.g. numpy.random.default_rng(seed)), "
+            f"got {type(rng).__name__}"
+        )
+    return rng
+
+
+def _draw(sampler: Sampler, rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
+    out = sampler(rng, n)
+    if not (isinstance(out, tuple | list) and len(out) == 2):
+        raise ValueError(
+            "sampler must return a pair (outputs_on_D, outputs_on_D_prime), "
+            f"got {type(out).__name__}"
+        )
+    arrays = []
+    for name, arr in zip(("outputs_on_D", "outputs_on_D_prime"), out, strict=True):
+        try:
+            a = np.asarray(arr, dtype=float)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"sampler returned non-numeric {name}") from exc
+        if a.shape != (n,):
+            raise ValueError(f"sampler returned {name} of shape {a.shape}, expected ({n},)")
+        if np.isnan(a).any():
+            raise ValueError(f"sampler returned NaN in {name}")
+        arrays.append(a)
+    return arrays[0], arrays[1]
+
+
+def _check_thresholds(thresholds: object) -> np.ndarray:
+    if isinstance(thresholds, str | bytes):
+        raise TypeError(f"thresholds must be an array of numbers, got {thresholds!r}")
+    try:
+        t = np.asarray(thresholds, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"thresholds must be an array of numbers, got {thresholds!r}") from exc
+    t = t.reshape(-1) if t.ndim == 0 else t
+    if t.ndim != 1 or t.size == 0:
+        raise ValueError(f"thresholds must be a non-empty 1-D array, got shape {t.shape}")
+    if np.isnan(t).any():
+        raise ValueError("thresholds must not contain NaN")
+    return np.unique(t)
+
+
+def _pilot_thresholds(pooled: np.ndarray, count: int) -> np.ndarray:
+    """Thresholds from an independent pilot sample of both inputs.
+
+    Few distinct values (discrete outputs): every midpoint between consecutive values,
+    i.e. all likelihood-ratio tests when the outputs are ordered by the ratio.  Otherwise
+    quantiles of the pooled sample at levels ``expit(linspace(-7, 7, count))``, dense in
+    both tails where the curve is steep.
+    """
+    values = np.unique(pooled)
+    if values.size <= count + 1:
+        return (values[:-1] + values[1:]) / 2.0 if values.size > 1 else values
+    levels = special.expit(np.linspace(-7.0, 7.0, count))
+    return np.unique(np.quantile(pooled, levels))
+
+
+def _claimed(mechanism: Any, fpr: np.ndarray) -> np.ndarray:
+    out = np.asarray(mechanism.tradeoff(fpr), dtype=float).reshape(fpr.shape)
+    if not np.all(np.isfinite(out)) or (out < 0).any() or (out > 1).any():
+        raise ValueError(f"{mechanism!r}.tradeoff returned values outside [0, 1]")
+    return out
+
+
+def _readonly(a: np.ndarray) -> np.ndarray:
+    a = np.array(a)
+    a.setflags(write=False)
+    return a
+
+
+# ----------------------------------------------------------------------------------
+# result
+# ----------------------------------------------------------------------------------
+@dataclass(frozen=True, eq=False, repr=False)
+class AuditResult:
+    """Outcome of :func:`audit`: one row per test, with confidence boxes and the claim.
+
+    Row ``i`` is the test "reject ``null_hypothesis[i]`` when the output is above
+    (``reject_above[i]``) or at/below ``thresholds[i]``"; its type I error
+    ``alpha_hat[i]`` and type II error ``beta_hat[i]`` are bracketed by the
+    simultaneous Clopper-Pearson intervals ``[alpha_low, alpha_high]`` and
+    ``[beta_low, beta_high]``.  All arrays are read-only.
+
+    Attributes
+    ----------
+    thresholds, null_hypothesis, reject_above : ndarray
+        The test of each row (``null_hypothesis`` is ``"D'"`` or ``"D"``).
+    alpha_hat, beta_hat : ndarray
+        Empirical type I and type II errors.
+    alpha_low, alpha_high, beta_low, beta_high : ndarray
+        Simultaneous (Bonferroni-corrected) Clopper-Pearson bounds.
+    claimed_beta : ndarray
+        The claimed curve at the estimate, ``f(alpha_hat)``.
+    claimed_beta_low : ndarray
+        ``f(alpha_high)``, the smallest claimed type II error over the alpha interval:
+        the value ``beta_high`` is compared with.
+    violations : ndarray of int
+        Rows with ``beta_high < claimed_beta_low``: the whole box lies below the curve.
+    passed : bool
+        True when there is no violation.
+    tightness : float
+        Largest empirical advantage ``1 - alpha_hat - beta_hat`` over all tests,
+        divided by the largest advantage the claim allows, ``claimed_advantage``.
+        About 1 when the audit attains the claimed curve (an exact claim, audited with
+        enough samples); well below 1 when the claim is loose or the audit weak; above
+        1 (beyond sampling noise) when the claim is broken.
+    claimed_advantage : float
+        ``max_a (1 - a - f(a))``: the total-variation distance the claim allows (the
+        ``delta`` at ``epsilon = 0``).
+    curve_alpha, curve_beta : ndarray
+        The claimed curve on a grid of ``[0, 1]``, for plotting.
+    samples : int
+        Samples drawn on each input.
+    confidence : float
+        Family-wise confidence level of the intervals.
+    mechanism : object
+        The mechanism whose claim was audited.
+    """
+
+    thresholds: np.ndarray
+    null_hypothesis: np.ndarray
+    reject_above: np.ndarray
+    alpha_hat: np.ndarray
+    beta_hat: np.ndarray
+    alpha_low: np.ndarray
+    alpha_high: np.ndarray
+    beta_low: np.ndarray
+    beta_high: np.ndarray
+    claimed_beta: np.ndarray
+    claimed_beta_low: np.ndarray
+    violations: np.ndarray
+    passed: bool
+    tightness: float
+    claimed_advantage: float
+    curve_alpha: np.ndarray
+    curve_beta: np.ndarray
+    samples: int
+    confidence: float
+    mechanism: Any
+
+    def __repr__(self) -> str:
+        return (
+            f"AuditResult(passed={self.passed}, tests={self.alpha_hat.size}, "
+            f"violations={self.violations.size}, tightness={self.tightness:.4f}, "
+            f"samples={self.samples}, confidence={self.confidence})"
+        )
+
+    @property
+    def max_gap(self) -> float:
+        """Largest ``claimed_beta - beta_hat``: how far an estimate dips below the claim.
+
+        Positive values within the sampling noise are expected for an exact claim; the
+        violation test (which accounts for the noise) decides.
+        """
+        return float(np.max(self.claimed_beta - self.beta_hat))
+
+    def epsilon_lower_bound(self, delta: float = 0.0) -> float:
+        """Lower confidence bound on the epsilon of any ``(epsilon, delta)`` guarantee.
+
+        An ``(eps, delta)``-DP mechanism has ``alpha e^eps + beta >= 1 - delta`` for every
+        test, so ``eps >= log((1 - delta - beta_high) / alpha_high)`` for every row, with
+        confidence ``confidence`` simultaneously (Jagielski, Ullman, Oprea 2020,
+        Section 3).  Compare with ``mechanism.epsilon(delta)``, an upper bound.
+
+        Parameters
+        ----------
+        delta : float, optional
+            In ``[0, 1)`` (default 0: pure DP).
+
+        Returns
+        -------
+        float
+            The largest bound over all tests, 0 if no test is informative.
+        """
+        if delta != 0.0:
+            delta = check_delta(delta)
+        num = 1.0 - delta - self.beta_high
+        ok = (num > 0) & (self.alpha_high > 0)
+        if not ok.any():
+            return 0.0
+        return max(0.0, float(np.max(np.log(num[ok] / self.alpha_high[ok]))))
+
+    def plot(self, ax: Any = None) -> Any:
+        """Plot the claimed trade-off curve and the audited points with their boxes.
+
+        Only informative tests (``alpha_hat + beta_hat <= 1``) are drawn; the others lie
+        above the diagonal, where no trade-off curve can pass.  Violations are drawn in
+        red.  Needs matplotlib (imported here, not at module import).
+
+        Parameters
+        ----------
+        ax : matplotlib.axes.Axes, optional
+            Axes to draw on; a new figure is created when omitted.
+
+        Returns
+        -------
+        matplotlib.axes.Axes
+        """
+        if ax is None:
+            import matplotlib.pyplot as plt
+
+            _, ax = plt.subplots(figsize=(5, 5))
+        ax.plot(self.curve_alpha, self.curve_beta, color="C0", label="claimed trade-off f")
+        ax.plot([0, 1], [1, 0], color="0.7", linestyle=":", linewidth=0.8)
+        show = self.alpha_hat + self.beta_hat <= 1.0
+        bad = np.zeros(show.shape, dtype=bool)
+        bad[self.violations] = True
+        level = f"{100 * self.confidence:g}%"
+        for mask, color, label in (
+            (show & ~bad, "C1", f"audited tests ({level} simultaneous CI)"),
+            (bad, "C3", "violations (box below f)"),
+        ):
+            if not mask.any():
+                continue
+            x, y = self.alpha_hat[mask], self.beta_hat[mask]
+            xerr = np.vstack([x - self.alpha_low[mask], self.alpha_high[mask] - x])
+            yerr = np.vstack([y - self.beta_low[mask], self.beta_high[mask] - y])
+            ax.errorbar(
+                x, y, xerr=xerr, yerr=yerr, fmt="o", ms=3, color=color, elinewidth=0.8, label=label
+            )
+        ax.set_xlim(0.0, 1.0)
+        ax.set_ylim(0.0, 1.0)
+        ax.set_xlabel("type I error α (false-positive rate)")
+        ax.set_ylabel("type II error β (false-negative rate)")
+        ax.set_title(f"audit of {self.mechanism!r}", fontsize="small")
+        ax.legend(loc="upper right", fontsize="small")
+        return ax
+
+
+# ----------------------------------------------------------------------------------
+# the audit
+# ----------------------------------------------------------------------------------
+def audit(
+    mechanism: Any,
+    rng: np.random.Generator,
+    *,
+    samples: int = 100_000,
+    confidence: float = 0.95,
+    thresholds: Any = None,
+    sampler: Sampler | None = None,
+) -> AuditResult:
+    """Empirically audit a mechanism's claimed f-DP trade-off curve.
+
+    Draws ``samples`` outputs of the mechanism on each of two neighbouring inputs, ``D``
+    (with the record) and ``D'`` (without), estimates the type I / type II errors of
+    threshold tests with simultaneous Clopper-Pearson intervals, and flags every test
+    whose confidence box lies entirely below the claimed curve ``mechanism.tradeoff``
+    (Dong, Roth, Su 2019).  This is the empirical-audit methodology of Jagielski,
+    Ullman, Oprea 2020 and Nasr et al. 2021, with exact binomial intervals (Clopper &
+    Pearson 1934) and a Bonferroni correction over the tests; see the module docstring.
+
+    Built-in samplers (sensitivity 1; chosen from the mechanism's type):
+
+    * ``GaussianMechanism(sigma)``: ``N(1, sigma^2)`` on ``D``, ``N(0, sigma^2)`` on ``D'``;
+    * ``LaplaceMechanism(b)``: ``Lap(1, b)`` and ``Lap(0, b)``;
+    * ``RandomizedResponse(p, k)``: true value 0 on ``D`` and 1 on ``D'``, reported as the
+      likelihood-ratio score of the answer (+1 for answer 0, -1 for answer 1, else 0);
+    * ``poisson_subsample(base, q)`` with a Gaussian or Laplace base: on ``D`` the record
+      is used with probability ``q`` (e.g. ``N(Bernoulli(q), sigma^2)``), on ``D'`` never.
+
+    Parameters
+    ----------
+    mechanism : Mechanism
+        Any object with a ``tradeoff(fpr)`` method: the claim under audit.
+    rng : numpy.random.Generator
+        The only source of randomness.
+    samples : int, optional
+        Outputs drawn on each input (default 100 000).
+    confidence : float, optional
+        Family-wise confidence level in (0, 1) (default 0.95): an honest claim is
+        flagged with probability at most ``1 - confidence``.
+    thresholds : array_like of float, optional
+        Test thresholds.  By default up to 64 are chosen from an independent pilot
+        sample (``min(samples, max(1000, samples // 10))`` outputs per input, drawn
+        first), so that the thresholds do not depend on the audited sample.
+    sampler : callable, optional
+        ``sampler(rng, n) -> (outputs_on_D, outputs_on_D_prime)``, two real arrays of
+        length ``n``, for mechanisms without a built-in sampler (or to audit one
+        mechanism's outputs against another's claim).
+
+    Returns
+    -------
+    AuditResult
+
+    Raises
+    ------
+    TypeError
+        ``rng`` not a ``numpy.random.Generator``; ``mechanism`` without ``tradeoff``;
+        no ``sampler`` for an unsupported mechanism; non-integer ``samples``.
+    ValueError
+        ``samples < 1``; ``confidence`` outside (0, 1); bad ``thresholds``; a sampler
+        output of the wrong shape or with NaN.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from mechanisms import GaussianMechanism, audit
+    >>> result = audit(GaussianMechanism(sigma=1.0), np.random.default_rng(0), samples=20_000)
+    >>> result.passed, bool(0.9 < result.tightness < 1.1)
+    (True, True)
+
+    Claiming more privacy than the outputs have is caught:
+
+    >>> def sigma_one(rng, n):
+    ...     return rng.normal(1.0, 1.0, n), rng.normal(0.0, 1.0, n)
+    >>> audit(GaussianMechanism(sigma=3.0), np.random.default_rng(0), samples=20_000,
+    ...       sampler=sigma_one).passed
+    False
+    """
+    rng = _check_rng(rng)
+    n = check_count(samples, "samples")
+    confidence = check_probability("confidence", confidence)
+    if not callable(getattr(mechanism, "tradeoff", None)):
+        raise TypeError(
+            f"mechanism must have a tradeoff(fpr) method, got {type(mechanism).__name__}"
+        )
+    if sampler is None:
+        sampler = _builtin_sampler(mechanism)
+    elif not callable(sampler):
+        raise TypeError(f"sampler must be callable, got {type(sampler).__name__}")
+
+    if thresholds is None:
+        pilot_n = min(n, max(1000, n // 10))
+        on_d, on_d_prime = _draw(sampler, rng, pilot_n)
+        t = _pilot_thresholds(np.concatenate([on_d, on_d_prime]), DEFAULT_THRESHOLDS)
+    else:
+        t = _check_thresholds(thresholds)
+
+    on_d, on_d_prime = _draw(sampler, rng, n)
+    on_d, on_d_prime = np.sort(on_d), np.sort(on_d_prime)  # copies: never mutate user data
+    k_alpha = n - np.searchsorted(on_d_prime, t, side="right")  # D' outputs above t
+    k_beta = np.searchsorted(on_d, t, side="right")  # D outputs at or below t
+
+    level = 1.0 - (1.0 - confidence) / (2 * t.size)  # Bonferroni over 2 m intervals
+    a_lo, a_hi = clopper_pearson(k_alpha, n, level)
+    b_lo, b_hi = clopper_pearson(k_beta, n, level)
+    a_hat, b_hat = k_alpha / n, k_beta / n
+
+    # the four tests of each threshold (module docstring table)
+    cat = np.concatenate
+    alpha_hat = cat([a_hat, b_hat, 1 - a_hat, 1 - b_hat])
+    beta_hat = cat([b_hat, a_hat, 1 - b_hat, 1 - a_hat])
+    alpha_low = cat([a_lo, b_lo, 1 - a_hi, 1 - b_hi])
+    alpha_high = cat([a_hi, b_hi, 1 - a_lo, 1 - b_lo])
+    beta_low = cat([b_lo, a_lo, 1 - b_hi, 1 - a_hi])
+    beta_high = cat([b_hi, a_hi, 1 - b_lo, 1 - a_lo])
+    m = t.size
+    rows_t = np.tile(t, 4)
+    null = np.repeat(np.array(["D'", "D", "D'", "D"]), m)
+    above = np.repeat(np.array([True, False, False, True]), m)
+
+    grid = np.linspace(0.0, 1.0, CURVE_POINTS)
+    claimed = _claimed(mechanism, np.concatenate([alpha_hat, alpha_high, grid]))
+    claimed_beta, claimed_low, curve = claimed[: 4 * m], claimed[4 * m : 8 * m], claimed[8 * m :]
+    violations = np.flatnonzero(beta_high < claimed_low)  # the box's upper-right corner
+
+    claimed_adv = float(np.max(1.0 - grid - curve))
+    best_adv = float(np.max(1.0 - alpha_hat - beta_hat))
+    if claimed_adv > 0:
+        tightness = best_adv / claimed_adv
+    else:  # the claim is perfect privacy: any positive advantage is infinitely beyond it
+        tightness = math.inf if best_adv > 0 else 0.0
+
+    return AuditResult(
+        thresholds=_readonly(rows_t),
+        null_hypothesis=_readonly(null),
+        reject_above=_readonly(above),
+        alpha_hat=_readonly(alpha_hat),
+        beta_hat=_readonly(beta_hat),
+        alpha_low=_readonly(alpha_low),
+        alpha_high=_readonly(alpha_high),
+        beta_low=_readonly(beta_low),
+        beta_high=_readonly(beta_high),
+        claimed_beta=_readonly(claimed_beta),
+        claimed_beta_low=_readonly(claimed_low),
+        violations=_readonly(violations),
+        passed=violations.size == 0,
+        tightness=tightness,
+        claimed_advantage=claimed_adv,
+        curve_alpha=_readonly(grid),
+        curve_beta=_readonly(curve),
+        samples=n,
+        confidence=confidence,
+        mechanism=mechanism,
+    )
