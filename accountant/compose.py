@@ -86,17 +86,41 @@ class ComposedMechanism(Mechanism):
         return total
 
     def _pld_pair(self, pessimistic: bool, settings: PLDSettings) -> tuple[GridPLD, GridPLD]:
-        total_count = sum(c for _, c in self.parts)
-        composed = [
-            _self_composed(mech, count, pessimistic, settings, total_count)
-            for mech, count in self.parts
-        ]
-        rem, add = composed[0]
-        cut = settings.tail / max(len(composed), 1)
-        for r2, a2 in composed[1:]:
-            rem = rem.convolve(r2, cut)
-            add = add.convolve(a2, cut)
-        return rem, add
+        return (
+            self._pld_one(pessimistic, settings, 0),
+            self._pld_one(pessimistic, settings, 1),
+        )
+
+    def _pld_one(self, pessimistic: bool, settings: PLDSettings, which: int) -> GridPLD:
+        """One direction (0 remove, 1 add) of the composed PLD, cached."""
+        key = ("pld1", pessimistic, settings.key(), which)
+        cache = self._cache()
+        if key in cache:
+            return cache[key]
+        if which == 1 and self._symmetric():
+            out = self._pld_one(pessimistic, settings, 0)
+        else:
+            total_count = sum(c for _, c in self.parts)
+            composed = [
+                _self_composed(mech, count, pessimistic, settings, total_count, which)
+                for mech, count in self.parts
+            ]
+            out = composed[0]
+            cut = settings.tail / max(len(composed), 1)
+            for other in composed[1:]:
+                out = out.convolve(other, cut)
+        cache[key] = out
+        return out
+
+    def _symmetric(self) -> bool:
+        """True when every part has one law for both directions."""
+        for mech, _ in self.parts:
+            if not mech._overrides("_loss_laws"):
+                return False
+            laws = mech._loss_laws()
+            if laws[0] is not laws[1]:
+                return False
+        return True
 
     def __repr__(self) -> str:
         inner = ", ".join(f"({m!r}, {c})" for m, c in self.parts)
@@ -106,9 +130,14 @@ class ComposedMechanism(Mechanism):
 
 
 def _self_composed(
-    mech: Mechanism, count: int, pessimistic: bool, settings: PLDSettings, total_count: int
-) -> tuple[GridPLD, GridPLD]:
-    """(remove, add) PLDs of ``count`` repetitions of ``mech``.
+    mech: Mechanism,
+    count: int,
+    pessimistic: bool,
+    settings: PLDSettings,
+    total_count: int,
+    which: int,
+) -> GridPLD:
+    """Direction ``which`` (0 remove, 1 add) of ``count`` repetitions of ``mech``.
 
     Mechanisms with privacy-loss laws are discretised with a fine bulk and a coarse
     tail (see :mod:`accountant.twoscale`); others start from their own PLDs.
@@ -118,29 +147,15 @@ def _self_composed(
     tail = settings.tail * count / total_count
     own_pld = mech._overrides("_pld_pair") and not isinstance(mech, ComposedMechanism)
     if mech._overrides("_loss_laws") and mech.has_pld and not own_pld:
-        out: dict[int, GridPLD] = {}
-        laws = mech._loss_laws()
-        for law in laws:
-            if id(law) in out:
-                continue
-            step = grid_step(law, pessimistic, step_settings)
-            split = discretize_split(
-                law, step, pessimistic=pessimistic, tail=step_settings.tail * 1e-3
-            )
-            out[id(law)] = self_compose_split(
-                split,
-                count,
-                tail=tail,
-                points_per_scale=resolution,
-                max_step=law.lattice,
-            )
-        return out[id(laws[0])], out[id(laws[1])]
-    rem, add = mech._pld_cached(pessimistic, step_settings)
-    lattice = rem.step if _is_lattice(mech) else None
-    return tuple(  # type: ignore[return-value]
-        pld.self_compose(count, tail=tail, points_per_scale=resolution, max_step=lattice)
-        for pld in (rem, add)
-    )
+        law = mech._loss_laws()[which]
+        step = grid_step(law, pessimistic, step_settings)
+        split = discretize_split(law, step, pessimistic=pessimistic, tail=step_settings.tail * 1e-3)
+        return self_compose_split(
+            split, count, tail=tail, points_per_scale=resolution, max_step=law.lattice
+        )
+    pld = mech._pld_one(pessimistic, step_settings, which)
+    lattice = pld.step if _is_lattice(mech) else None
+    return pld.self_compose(count, tail=tail, points_per_scale=resolution, max_step=lattice)
 
 
 def _part_settings(settings: PLDSettings, total_count: int) -> PLDSettings:

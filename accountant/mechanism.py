@@ -185,6 +185,10 @@ class Mechanism:
         settings = PLDSettings(tol)
         return self._pld_cached(bool(pessimistic), settings)
 
+    def _pld_one(self, pessimistic: bool, settings: PLDSettings, which: int) -> GridPLD:
+        """One direction of the PLD pair (0 remove, 1 add)."""
+        return self._pld_cached(pessimistic, settings)[which]
+
     def _pld_cached(self, pessimistic: bool, settings: PLDSettings) -> tuple[GridPLD, GridPLD]:
         key = ("pld", pessimistic, settings.key())
         cache = self._cache()
@@ -299,13 +303,12 @@ class Mechanism:
             upper = math.inf
             need_rdp = True
             if self.has_pld:
-                rem, add = self._pld_cached(True, PLDSettings(tol, delta))
-                upper = max(rem.epsilon(delta), add.epsilon(delta))
+                upper, plds = self._pld_upper(delta, tol)
                 # Both routes are sound and the smaller wins.  The RDP route is skipped
                 # only where it cannot win by more than rounding: a finite PLD bound
                 # whose truncated mass is negligible next to delta (the PLD is then
                 # within the bracket of the truth, and RDP conversions are never tight).
-                inf_mass = max(rem.inf_mass, add.inf_mass)
+                inf_mass = max(p.inf_mass for p in plds)
                 need_rdp = not (math.isfinite(upper) and inf_mass < 1e-3 * delta)
             if self.has_rdp and need_rdp:
                 upper = min(upper, rdp_to_epsilon(self._rdp_curve, delta))
@@ -331,14 +334,46 @@ class Mechanism:
         """
         return self._epsilon_bounds(check_delta(delta), tol)
 
+    def _pld_upper(self, delta: float, tol: float | None) -> tuple[float, list[GridPLD]]:
+        """PLD upper bound on epsilon and the pessimistic PLDs that decided it.
+
+        epsilon is the larger of the two directions' epsilons.  The add direction is
+        first computed on a coarse grid (tol 1e-2, a fraction of the cost): if even
+        that upper bound is below the remove direction's, it cannot be the maximum
+        and its fine computation is skipped.  The result is the same bound either way.
+        """
+        key = ("pld_upper", delta, tol)
+        cache = self._cache()
+        if key in cache:
+            return cache[key]
+        settings = PLDSettings(tol, delta)
+        rem = self._pld_one(True, settings, 0)
+        e_rem = rem.epsilon(delta)
+        coarse = PLDSettings(max(tol or DEFAULT_TOL, 1e-2), delta)
+        add = self._pld_one(True, coarse, 1)
+        if add.epsilon(delta) <= e_rem:
+            result = (e_rem, [rem, add], [0])
+        else:
+            add = self._pld_one(True, settings, 1)
+            e_add = add.epsilon(delta)
+            result = (max(e_rem, e_add), [rem, add], [0, 1] if e_add >= e_rem else [0])
+        cache[key] = result
+        return result[0], result[1]
+
     def _epsilon_bounds(self, delta: float, tol: float | None) -> tuple[float, float]:
         if self.has_exact_curve:
             return _invert_exact(self._delta_exact, delta)
         upper = self._epsilon_upper(delta, tol)
         lower = 0.0
         if self.has_pld and math.isfinite(upper):
-            rem, add = self._pld_cached(False, PLDSettings(tol, delta))
-            lower = min(max(rem.epsilon(delta), add.epsilon(delta)), upper)
+            # epsilon is the maximum over directions, so the lower bound of any one
+            # direction is a lower bound; the direction(s) that decided the upper
+            # bound give the tightest one
+            self._pld_upper(delta, tol)
+            deciding = self._cache()[("pld_upper", delta, tol)][2]
+            settings = PLDSettings(tol, delta)
+            lows = [self._pld_one(False, settings, w).epsilon(delta) for w in deciding]
+            lower = min(max(lows), upper)
         return (lower, upper)
 
     def _rdp_curve(self, alpha: np.ndarray) -> np.ndarray:
