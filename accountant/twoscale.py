@@ -45,7 +45,7 @@ COARSE_POINTS = {True: 1 << 12, False: 1 << 13}
 #: the bulk never spans more than this many fine points (its window then leaves more
 #: mass to the tail), nor the tail more than this many coarse points (its grid then
 #: coarsens): very skewed losses (small sigma) would otherwise need millions
-MAX_FINE = 1 << 15
+MAX_FINE = 1 << 18
 MAX_COARSE = 1 << 15
 #: larger tail fractions tried, in order, when the bulk window is too wide
 _WIDER = (1e-5, 1e-4, 1e-3, 1e-2, 0.05)
