@@ -349,7 +349,7 @@ class Mechanism:
         settings = PLDSettings(tol, delta)
         rem = self._pld_one(True, settings, 0)
         e_rem = rem.epsilon(delta)
-        coarse = PLDSettings(max(tol or DEFAULT_TOL, 1e-2), delta)
+        coarse = PLDSettings(max(tol or DEFAULT_TOL, 0.1), delta)
         add = self._pld_one(True, coarse, 1)
         if add.epsilon(delta) <= e_rem:
             result = (e_rem, [rem, add], [0])

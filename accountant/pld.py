@@ -519,7 +519,7 @@ class GridPLD:
         inf_mass = a.inf_mass * (fin_b + b.inf_mass) + b.inf_mass * fin_a
         first = a.offset + b.offset
         if tail > 0 and pmf.size > 2:
-            k_lo, m_lo, k_hi, m_hi = _tail_cuts(a.pmf, b.pmf, pmf, tail)
+            k_lo, m_lo, k_hi, m_hi = _tail_cuts(a.pmf, a.pmf if b is a else b.pmf, pmf, tail)
             if k_hi < pmf.size and k_hi > k_lo + 1:
                 pmf[k_hi:] = 0.0
                 if self.pessimistic:
@@ -668,9 +668,9 @@ def _tail_cuts(
     la, lb = a.size, b.size
     n = la + lb - 1
     sa = np.concatenate([np.cumsum(a[::-1])[::-1], [0.0]])  # sa[m] = sum_{i>=m} a_i
-    sb = np.concatenate([np.cumsum(b[::-1])[::-1], [0.0]])
+    sb = sa if b is a else np.concatenate([np.cumsum(b[::-1])[::-1], [0.0]])
     ca = np.concatenate([[0.0], np.cumsum(a)])  # ca[m] = sum_{i<m} a_i
-    cb = np.concatenate([[0.0], np.cumsum(b)])
+    cb = ca if b is a else np.concatenate([[0.0], np.cumsum(b)])
     total_b = float(sb[0])
 
     def upper_mass(k: int) -> float:
