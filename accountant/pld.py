@@ -472,34 +472,6 @@ class GridPLD:
             return self
         return _from_bins(_bins_from_grid(self, step), self.pessimistic)
 
-    def truncate(self, tail: float) -> GridPLD:
-        """Cut tails of mass at most ``tail`` on each side, in the certified direction.
-
-        Pessimistic: top tail to ``+inf``, bottom tail rounded up onto the first kept
-        node.  Optimistic: top tail rounded down onto the last kept node, bottom tail
-        dropped (moved to ``-inf``).
-        """
-        p = self.pmf
-        if p.size <= 2 or tail <= 0:
-            return self
-        c_top = np.cumsum(p[::-1])
-        k_top = int(np.searchsorted(c_top, tail, side="right"))  # entries with sum <= tail
-        c_bot = np.cumsum(p)
-        k_bot = int(np.searchsorted(c_bot, tail, side="right"))
-        if k_top + k_bot >= p.size - 1:
-            return self
-        hi = p.size - k_top
-        kept = p[k_bot:hi].copy()
-        top_mass = float(c_top[k_top - 1]) if k_top else 0.0
-        bot_mass = float(c_bot[k_bot - 1]) if k_bot else 0.0
-        inf_mass = self.inf_mass
-        if self.pessimistic:
-            inf_mass = inf_mass + top_mass
-            kept[0] += bot_mass
-        else:
-            kept[-1] += top_mass
-        return GridPLD(self.step, self.offset + k_bot, kept, inf_mass, self.pessimistic)
-
     def convolve(self, other: GridPLD, tail: float = 0.0) -> GridPLD:
         """PLD of the composition (independent sum of losses), by FFT convolution.
 
