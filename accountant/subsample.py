@@ -67,7 +67,15 @@ class PoissonSubsampledMechanism(Mechanism):
         a = np.asarray(alpha, dtype=float)
         if type(self.base) is GaussianMechanism:
             return subsampled_gaussian_rdp(self.sample_rate, self.base.sigma, a)
-        return poisson_subsampled_rdp(self.sample_rate, self.base._rdp_curve, a)
+        # The general bound sums over every integer order up to alpha, each needing the
+        # base curve; above _GENERAL_MAX_ORDER the base curve itself is used instead
+        # (subsampling never hurts, so it is a valid, if unamplified, bound).
+        out = np.asarray(self.base._rdp_curve(a), dtype=float).copy()
+        low = a <= _GENERAL_MAX_ORDER
+        if low.any():
+            amplified = poisson_subsampled_rdp(self.sample_rate, self.base._rdp_curve, a[low])
+            out[low] = np.minimum(out[low], amplified)
+        return out
 
     def _loss_laws(self):
         remove, add = self.base._loss_laws()
@@ -115,6 +123,10 @@ class WithoutReplacementSubsampledMechanism(Mechanism):
         return subsampled_without_replacement_rdp(
             self.sample_rate, self.base._rdp_curve, np.asarray(alpha, dtype=float)
         )
+
+
+#: largest order at which the general (Zhu & Wang) amplification bound is evaluated
+_GENERAL_MAX_ORDER = 256.0
 
 
 def _has_laws(mech: Mechanism) -> bool:
