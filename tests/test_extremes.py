@@ -38,3 +38,15 @@ def test_extreme_dpsgd(q, sigma, steps, delta):
     # and the answer is consistent with delta(epsilon), up to the discretisation
     # tolerance (the two queries may use different tail budgets)
     assert run.delta(hi) <= delta * (1 + 1e-3)
+
+
+def test_subsampling_a_composition_uses_the_general_bound_and_never_hurts():
+    inner = compose([poisson_subsample(GaussianMechanism(sigma=1.0), 0.01)], counts=[1000])
+    outer = poisson_subsample(inner, 0.5)
+    assert outer.route == "rdp"
+    eps = outer.epsilon(1e-6)
+    assert math.isfinite(eps)
+    # amplification by subsampling can only lower the RDP bound of the inner run
+    assert eps <= rdp_to_epsilon(inner._rdp_curve, 1e-6) * (1 + 1e-9)
+    alphas = [2.0, 100.0, 1000.0]
+    assert all(a <= b * (1 + 1e-12) for a, b in zip(outer.rdp(alphas), inner.rdp(alphas), strict=True))
