@@ -57,7 +57,12 @@ from typing import Any
 import numpy as np
 from scipy import special, stats
 
-from accountant._validation import check_count, check_delta, check_probability
+from accountant._validation import (
+    as_float_array,
+    check_count,
+    check_delta,
+    check_probability,
+)
 from accountant.subsample import PoissonSubsampledMechanism
 
 from .gaussian import GaussianMechanism
@@ -223,17 +228,10 @@ def _draw(sampler: Sampler, rng: np.random.Generator, n: int) -> tuple[np.ndarra
 
 
 def _check_thresholds(thresholds: object) -> np.ndarray:
-    if isinstance(thresholds, str | bytes):
-        raise TypeError(f"thresholds must be an array of numbers, got {thresholds!r}")
-    try:
-        t = np.asarray(thresholds, dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"thresholds must be an array of numbers, got {thresholds!r}") from exc
+    t = as_float_array("thresholds", thresholds)
     t = t.reshape(-1) if t.ndim == 0 else t
     if t.ndim != 1 or t.size == 0:
         raise ValueError(f"thresholds must be a non-empty 1-D array, got shape {t.shape}")
-    if np.isnan(t).any():
-        raise ValueError("thresholds must not contain NaN")
     return np.unique(t)
 
 
