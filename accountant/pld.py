@@ -562,6 +562,13 @@ def _from_bins(b: _Bins, pessimistic: bool) -> GridPLD:
     return GridPLD(b.step, first, pmf, float(inf_mass), pessimistic)
 
 
+#: the plain FFT's estimate of an entry is kept when its error bound is below this
+#: fraction of the entry; only the entries beyond (the far tails) are recomputed tilted
+PLAIN_RELATIVE_ERROR = 1e-10
+#: tail segments shorter than this are convolved directly (exact non-negative sums)
+_DIRECT_BELOW = 192
+
+
 def _tilt_rate(p: np.ndarray, side: int) -> float:
     """Average exponential decay rate of ``p`` from its peak to its last non-zero entry."""
     nz = np.flatnonzero(p > 0)
@@ -575,54 +582,88 @@ def _tilt_rate(p: np.ndarray, side: int) -> float:
     return max(math.log(p[peak] / p[end]), 0.0) / dist
 
 
-def _fft_convolve(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Linear convolution by real FFTs; one transform when squaring (``a is b``)."""
+def _fft_convolve(a: np.ndarray, b: np.ndarray, square: bool = False) -> np.ndarray:
+    """Linear convolution by real FFTs; one transform when squaring."""
     n = a.size + b.size - 1
     size = sp_fft.next_fast_len(n, real=True)
     fa = sp_fft.rfft(a, size)
-    fb = fa if b is a else sp_fft.rfft(b, size)
+    fb = fa if square or b is a else sp_fft.rfft(b, size)
     return sp_fft.irfft(fa * fb, size)[:n]
+
+
+def _tilted_convolve(
+    a: np.ndarray, b: np.ndarray, square: bool, side: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """``a * b`` computed with the ``side`` tail tilted up to the level of the peak.
+
+    Returns the estimate and its per-entry absolute error bound.  Short inputs are
+    convolved directly: sums of non-negative terms, exact to rounding.
+    """
+    n = a.size + b.size - 1
+    if min(a.size, b.size) < _DIRECT_BELOW:
+        c = np.convolve(a, b)
+        return c, 1e-15 * c
+    theta = side * min(max(_tilt_rate(a, side), _tilt_rate(b, side)), 600.0 / n)
+    if theta == 0.0:
+        c = _fft_convolve(a, b, square)
+        return np.maximum(c, 0.0), np.full(n, 4e-16 * float(np.abs(c).max()))
+    ia = np.arange(a.size) * theta
+    sa = float(ia.max())
+    ta = a * np.exp(ia - sa)
+    if square:
+        tb, sb = ta, sa
+    else:
+        ib = np.arange(b.size) * theta
+        sb = float(ib.max())
+        tb = b * np.exp(ib - sb)
+    ct = _fft_convolve(ta, tb, square)
+    scale = np.exp((sa + sb) - np.arange(n) * theta)  # un-tilts entry k
+    return np.maximum(ct * scale, 0.0), 4e-16 * float(np.abs(ct).max()) * scale
 
 
 def _accurate_convolve(a: np.ndarray, b: np.ndarray, tail: float = 0.0) -> np.ndarray:
     """Convolution of non-negative arrays with good relative precision in the tails.
 
-    A plain FFT convolution has an absolute error of about 1e-16 times its largest
+    A plain FFT convolution has an absolute error of about ``4e-16`` times its largest
     entry, which swamps tail entries far below that.  Exponential tilting commutes
     with convolution -- ``(a e^{th i}) * (b e^{th j}) = (a * b) e^{th k}`` -- so the
-    convolution is also computed with each tail tilted up to the level of the peak,
-    and every entry is taken from the estimate with the smallest error bound.  The
-    tilted passes are skipped when the plain FFT's accumulated noise is far below the
+    tails are recomputed with each tilted up to the level of its peak, and every entry
+    is taken from the estimate with the smaller error bound.
+
+    Only the tails need it: entries the plain FFT already knows to a relative error
+    of ``PLAIN_RELATIVE_ERROR`` keep its value, and the tilted convolutions are
+    computed for the two ends only.  Entry ``k < K`` of ``a * b`` depends on
+    ``a[:K]`` and ``b[:K]`` alone, and entry ``k >= K`` on ``a[K - len(b) + 1:]`` and
+    ``b[K - len(a) + 1:]``, so each end costs a transform of its own length.  No
+    tilted pass is made when the plain FFT's accumulated noise is far below the
     ``tail`` mass that will be cut anyway.
     """
     if min(a.size, b.size) < 64:
         return np.maximum(np.convolve(a, b), 0.0)
     square = a is b
-    c = _fft_convolve(a, b)
+    c = _fft_convolve(a, b, square)
+    noise = 4e-16 * float(np.abs(c).max())
     best = np.maximum(c, 0.0)
-    k = np.arange(c.size, dtype=float)
-    err = np.full(c.size, 4e-16 * float(np.abs(c).max()))
-    if tail > 1e3 * err[0] * c.size:
+    if tail > 1e3 * noise * c.size:
         return best
-    for side in (1, -1):
-        theta = side * min(max(_tilt_rate(a, side), _tilt_rate(b, side)), 600.0 / c.size)
-        if theta == 0.0:
-            continue
-        ia = np.arange(a.size) * theta
-        sa = ia.max()
-        ta = a * np.exp(ia - sa)
-        if square:
-            tb, sb = ta, sa
-        else:
-            ib = np.arange(b.size) * theta
-            sb = ib.max()
-            tb = b * np.exp(ib - sb)
-        ct = _fft_convolve(ta, tb)
-        scale = np.exp(sa + sb - k * theta)  # un-tilts entry k
-        err_t = 4e-16 * float(np.abs(ct).max()) * scale
-        better = err_t < err
-        best = np.where(better, np.maximum(ct * scale, 0.0), best)
-        err = np.minimum(err, err_t)
+    weak = best < noise / PLAIN_RELATIVE_ERROR
+    peak = int(np.argmax(c))
+    left = np.flatnonzero(weak[:peak])
+    if left.size:
+        end = int(left[-1]) + 1  # entries [0, end) are recomputed
+        est, err = _tilted_convolve(a[:end], b[:end], square, -1)
+        est, err = est[:end], err[:end]
+        better = err < noise
+        best[:end] = np.where(better, est, best[:end])
+    right = np.flatnonzero(weak[peak:])
+    if right.size:
+        start = peak + int(right[0])  # entries [start, n) are recomputed
+        i0, j0 = max(0, start - b.size + 1), max(0, start - a.size + 1)
+        est, err = _tilted_convolve(a[i0:], b[j0:], square and i0 == j0, 1)
+        skip = start - i0 - j0
+        est, err = est[skip:], err[skip:]
+        better = err < noise
+        best[start:] = np.where(better, est, best[start:])
     return best
 
 
