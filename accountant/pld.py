@@ -621,6 +621,17 @@ def _tilted_convolve(
     return np.maximum(ct * scale, 0.0), 4e-16 * float(np.abs(ct).max()) * scale
 
 
+def _skewed_side(a: np.ndarray, b: np.ndarray) -> int:
+    """``+1`` (``-1``) when both arrays peak in their first (last) tenth, i.e. their
+    long tails are on the right (left); ``0`` otherwise."""
+    pa, pb = int(np.argmax(a)), int(np.argmax(b))
+    if 10 * pa < a.size and 10 * pb < b.size:
+        return 1
+    if 10 * pa > 9 * a.size and 10 * pb > 9 * b.size:
+        return -1
+    return 0
+
+
 def _accurate_convolve(a: np.ndarray, b: np.ndarray, tail: float = 0.0) -> np.ndarray:
     """Convolution of non-negative arrays with good relative precision in the tails.
 
@@ -628,15 +639,49 @@ def _accurate_convolve(a: np.ndarray, b: np.ndarray, tail: float = 0.0) -> np.nd
     entry, which swamps tail entries far below that.  Exponential tilting commutes
     with convolution -- ``(a e^{th i}) * (b e^{th j}) = (a * b) e^{th k}`` -- so the
     tails are recomputed with each tilted up to the level of its peak, and every entry
-    is taken from the estimate with the smaller error bound.
+    is taken from the estimate with the smaller error bound
+    (:func:`_plain_first_convolve`).
 
-    Only the tails need it: entries the plain FFT already knows to a relative error
-    of ``PLAIN_RELATIVE_ERROR`` keep its value, and the tilted convolutions are
-    computed for the two ends only.  Entry ``k < K`` of ``a * b`` depends on
-    ``a[:K]`` and ``b[:K]`` alone, and entry ``k >= K`` on ``a[K - len(b) + 1:]`` and
-    ``b[K - len(a) + 1:]``, so each end costs a transform of its own length.  No
-    tilted pass is made when the plain FFT's accumulated noise is far below the
-    ``tail`` mass that will be cut anyway.
+    When both inputs peak at the same end (the one-step PLD of a subsampled
+    mechanism and its first powers: a narrow peak and a long one-sided tail) a single
+    pass tilted towards the tail settles nearly every entry to a relative error of
+    ``PLAIN_RELATIVE_ERROR``; the few entries it leaves unsettled lie at the other
+    end and are computed from the inputs' short prefixes (or suffixes) alone.
+    """
+    if min(a.size, b.size) < 64:
+        return np.maximum(np.convolve(a, b), 0.0)
+    square = a is b
+    side = _skewed_side(a, b)
+    if side != 0:
+        best, err = _tilted_convolve(a, b, square, side)
+        unsettled = np.flatnonzero(~(err <= PLAIN_RELATIVE_ERROR * best))
+        if unsettled.size == 0:
+            return best
+        if side > 0 and 4 * (unsettled[-1] + 1) <= best.size:
+            end = int(unsettled[-1]) + 1  # entry k < end depends on a[:end], b[:end]
+            head = a[:end]
+            best[:end] = _plain_first_convolve(head, head if square else b[:end], tail)[:end]
+            return best
+        if side < 0 and 4 * (best.size - unsettled[0]) <= best.size:
+            start = int(unsettled[0])  # entry k >= start needs a[i0:], b[j0:] only
+            i0, j0 = max(0, start - b.size + 1), max(0, start - a.size + 1)
+            end_a = a[i0:]
+            end_b = end_a if square and i0 == j0 else b[j0:]
+            best[start:] = _plain_first_convolve(end_a, end_b, tail)[start - i0 - j0 :]
+            return best
+    return _plain_first_convolve(a, b, tail)
+
+
+def _plain_first_convolve(a: np.ndarray, b: np.ndarray, tail: float = 0.0) -> np.ndarray:
+    """Plain FFT convolution, with its two tails recomputed tilted where needed.
+
+    Entries the plain pass knows to a relative error of ``PLAIN_RELATIVE_ERROR`` keep
+    its value; the rest lie at the two ends and are recomputed tilted towards their
+    end.  Entry ``k < K`` of ``a * b`` depends on ``a[:K]`` and ``b[:K]`` alone, and
+    entry ``k >= K`` on ``a[K - len(b) + 1:]`` and ``b[K - len(a) + 1:]``, so each end
+    costs a transform of its own length.  Nothing is recomputed when the plain pass's
+    accumulated error is far below the ``tail`` mass that will be cut anyway.
+    ``b is a`` marks a square (one forward transform).
     """
     if min(a.size, b.size) < 64:
         return np.maximum(np.convolve(a, b), 0.0)
@@ -652,18 +697,16 @@ def _accurate_convolve(a: np.ndarray, b: np.ndarray, tail: float = 0.0) -> np.nd
     if left.size:
         end = int(left[-1]) + 1  # entries [0, end) are recomputed
         est, err = _tilted_convolve(a[:end], b[:end], square, -1)
-        est, err = est[:end], err[:end]
-        better = err < noise
-        best[:end] = np.where(better, est, best[:end])
+        better = err[:end] < noise
+        best[:end] = np.where(better, est[:end], best[:end])
     right = np.flatnonzero(weak[peak:])
     if right.size:
         start = peak + int(right[0])  # entries [start, n) are recomputed
         i0, j0 = max(0, start - b.size + 1), max(0, start - a.size + 1)
         est, err = _tilted_convolve(a[i0:], b[j0:], square and i0 == j0, 1)
         skip = start - i0 - j0
-        est, err = est[skip:], err[skip:]
-        better = err < noise
-        best[start:] = np.where(better, est, best[start:])
+        better = err[skip:] < noise
+        best[start:] = np.where(better, est[skip:], best[start:])
     return best
 
 
