@@ -49,6 +49,57 @@ def _log_expm1(x: np.ndarray) -> np.ndarray:
     return np.where(x > 30.0, large, small)
 
 
+def _differences(n: int, cdf, sf, total: float) -> np.ndarray:
+    """Masses of the ``n - 1`` bins between ``n`` sorted edges: CDF differences where
+    ``cdf[j+1] < sf[j]`` (left of the median), survival differences elsewhere.
+
+    ``cdf(s)`` and ``sf(s)`` evaluate the distribution functions at the edges of the
+    index slice ``s``; ``total = cdf + sf`` is the finite mass.  Only one of them is
+    evaluated at every edge; the other only where the rule could pick it, i.e. from
+    (or up to) where the first comes within ``1e-6`` of half the mass -- beyond, the
+    rule's choice is certain (``sf = total - cdf`` up to rounding).  The choice is
+    verified at the boundary, and everything is evaluated if that check fails.
+    """
+    half = 0.5 * total - 1e-6
+    c = np.full(n, np.nan)
+    s = np.full(n, np.nan)
+    use_cdf = np.zeros(n - 1, dtype=bool)
+    mid = n // 2
+    if float(cdf(slice(mid, mid + 1))[0]) < 0.5 * total:
+        # median in the right half: the CDF everywhere, the survival function from k
+        c[:] = cdf(slice(None))
+        k = max(int(np.searchsorted(c[1:], half, side="left")) - 1, 0)
+        s[k:] = sf(slice(k, None))
+        use_cdf[:k] = True  # c[j+1] < half < sf[j]
+        use_cdf[k:] = c[k + 1 :] < s[k:-1]
+        certain = k == 0 or bool(use_cdf[k])
+    else:
+        # median in the left half: the survival function everywhere, the CDF up to k
+        s[:] = sf(slice(None))
+        k = min(int(np.searchsorted(-s, -half, side="right")), n - 1)
+        c[: k + 1] = cdf(slice(0, k + 1))
+        use_cdf[:k] = c[1 : k + 1] < s[:k]  # from k on, sf[j] < half < c[j+1]
+        certain = k >= n - 2
+        if not certain:
+            certain = not bool(cdf(slice(k + 1, k + 2))[0] < s[k])
+    if not certain:
+        c, s = cdf(slice(None)), sf(slice(None))
+        use_cdf = c[1:] < s[:-1]
+    with np.errstate(invalid="ignore"):
+        m = np.where(use_cdf, c[1:] - c[:-1], s[:-1] - s[1:])
+    return np.maximum(m, 0.0)
+
+
+def _split_differences(n: int, cdf_p, sf_p, cdf_q, sf_q, inf_mass: float):
+    """P- and Q-masses of the bins between ``n`` edges (see :func:`_differences`)."""
+    if n < 2:
+        return np.zeros(0), np.zeros(0)
+    return (
+        _differences(n, cdf_p, sf_p, 1.0 - inf_mass),
+        _differences(n, cdf_q, sf_q, 1.0),
+    )
+
+
 class PrivacyLossLaw(ABC):
     """Distribution of the privacy loss ``L = log(dP/dQ)`` under ``P`` and under ``Q``.
 
@@ -98,13 +149,14 @@ class PrivacyLossLaw(ABC):
         function on the right, so that tail bins keep full relative precision.
         """
         e = np.asarray(edges, dtype=float)
-        cp, sp = self.cdf_p(e), self.sf_p(e)
-        cq, sq = self.cdf_q(e), self.sf_q(e)
-        use_cdf_p = cp[1:] < sp[:-1]
-        mp = np.where(use_cdf_p, cp[1:] - cp[:-1], sp[:-1] - sp[1:])
-        use_cdf_q = cq[1:] < sq[:-1]
-        mq = np.where(use_cdf_q, cq[1:] - cq[:-1], sq[:-1] - sq[1:])
-        return np.maximum(mp, 0.0), np.maximum(mq, 0.0)
+        return _split_differences(
+            e.size,
+            lambda s: self.cdf_p(e[s]),
+            lambda s: self.sf_p(e[s]),
+            lambda s: self.cdf_q(e[s]),
+            lambda s: self.sf_q(e[s]),
+            self.inf_mass,
+        )
 
     def quantile_bounds(self, tail: float) -> tuple[float, float]:
         """Loss values ``(lo, hi)`` with ``P(L <= lo) <= tail`` and ``P(hi < L < inf) <= tail``.
@@ -375,8 +427,24 @@ class PoissonSubsampledLossLaw(PrivacyLossLaw):
                 below = np.isneginf(y)
         return x, below, above
 
+    def bin_masses(self, edges: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """As :meth:`PrivacyLossLaw.bin_masses`, inverting the loss once for all four
+        distribution functions."""
+        e = np.asarray(edges, dtype=float)
+        x, below, above = self._preimage(e)
+        return _split_differences(
+            e.size,
+            lambda s: self._cdf_p_at(x[s], below[s], above[s]),
+            lambda s: self._sf_p_at(x[s], below[s], above[s]),
+            lambda s: self._cdf_q_at(x[s], below[s], above[s]),
+            lambda s: self._sf_q_at(x[s], below[s], above[s]),
+            self.inf_mass,
+        )
+
     def cdf_p(self, y):
-        x, below, above = self._preimage(y)
+        return self._cdf_p_at(*self._preimage(y))
+
+    def _cdf_p_at(self, x, below, above):
         q, b = self.sample_rate, self.base
         if self.direction == "remove":
             val = (1 - q) * b.cdf_q(x) + q * b.cdf_p(x)
@@ -389,7 +457,9 @@ class PoissonSubsampledLossLaw(PrivacyLossLaw):
         return np.where(below, 0.0, val)
 
     def sf_p(self, y):
-        x, below, above = self._preimage(y)
+        return self._sf_p_at(*self._preimage(y))
+
+    def _sf_p_at(self, x, below, above):
         q, b = self.sample_rate, self.base
         if self.direction == "remove":
             val = (1 - q) * b.sf_q(x) + q * b.sf_p(x)
@@ -402,7 +472,9 @@ class PoissonSubsampledLossLaw(PrivacyLossLaw):
         return np.where(below, 1.0, val)
 
     def cdf_q(self, y):
-        x, below, above = self._preimage(y)
+        return self._cdf_q_at(*self._preimage(y))
+
+    def _cdf_q_at(self, x, below, above):
         q, b = self.sample_rate, self.base
         if self.direction == "remove":
             val = b.cdf_q(x)
@@ -414,7 +486,9 @@ class PoissonSubsampledLossLaw(PrivacyLossLaw):
         return np.where(below, self.q_neg_inf_mass, val)
 
     def sf_q(self, y):
-        x, below, above = self._preimage(y)
+        return self._sf_q_at(*self._preimage(y))
+
+    def _sf_q_at(self, x, below, above):
         q, b = self.sample_rate, self.base
         if self.direction == "remove":
             val = b.sf_q(x)

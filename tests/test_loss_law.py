@@ -107,3 +107,38 @@ def test_boundary_search_finds_the_flip_point_anywhere(edge):
     x = _boundary(lambda v: np.asarray(v) >= edge)
     assert x >= edge
     assert x - edge <= 1e-10 * max(abs(edge), abs(x)) + 1e-300
+
+
+def _masses_by_the_full_rule(law, edges):
+    """Bin masses with every distribution function evaluated at every edge."""
+    out = []
+    for cdf, sf in ((law.cdf_p, law.sf_p), (law.cdf_q, law.sf_q)):
+        c, s = cdf(edges), sf(edges)
+        use_cdf = c[1:] < s[:-1]
+        out.append(np.maximum(np.where(use_cdf, c[1:] - c[:-1], s[:-1] - s[1:]), 0.0))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_bin_masses_evaluate_each_side_only_where_needed(seed):
+    """The shortcut (one distribution function per side of the median) gives exactly
+    the masses of the full rule, for windows left of, right of and around the median,
+    and for laws with mass at +inf."""
+    from mechanisms import LaplaceMechanism
+
+    rng = np.random.default_rng(seed)
+    laws = [
+        GaussianLossLaw(mu=float(rng.uniform(0.1, 3))),
+        PoissonSubsampledLossLaw(GaussianLossLaw(mu=1.2), float(rng.uniform(1e-3, 0.5)), "remove"),
+        PoissonSubsampledLossLaw(GaussianLossLaw(mu=0.7), float(rng.uniform(1e-3, 0.5)), "add"),
+        AtomicLossLaw.from_pair(np.array([0.2, 0.7, 0.1]), np.array([0.5, 0.5, 0.0])),
+        LaplaceMechanism(b=float(rng.uniform(0.5, 5)))._loss_laws()[0],
+    ]
+    for law in laws:
+        lo, hi = law.quantile_bounds(1e-12)
+        for a, b in ((lo, hi), (lo, 0.5 * (lo + hi)), (0.5 * (lo + hi), hi), (lo - 1, lo)):
+            edges = np.sort(rng.uniform(a, b, size=int(rng.integers(2, 400))))
+            got = law.bin_masses(edges)
+            want = _masses_by_the_full_rule(law, edges)
+            np.testing.assert_array_equal(got[0], want[0])
+            np.testing.assert_array_equal(got[1], want[1])
