@@ -130,6 +130,14 @@ class ComposedMechanism(Mechanism):
         cache[key] = out
         return out
 
+    def _directions_equal(self) -> bool:
+        return self._gaussian is None and self._symmetric()
+
+    def _swap_bounds_add(self) -> bool:
+        # every part's remove PLD is a certified discretisation of a loss law (or a
+        # composition of such), and so is their composition
+        return all(mech._swap_bounds_add() for mech, _ in self.parts)
+
     def _symmetric(self) -> bool:
         """True when every part has one law for both directions."""
         for mech, _ in self.parts:

@@ -219,6 +219,23 @@ class Mechanism:
         settings = PLDSettings(tol)
         return self._pld_cached(bool(pessimistic), settings)
 
+    def _directions_equal(self) -> bool:
+        """True when both neighbouring directions have one and the same loss law."""
+        if not self._overrides("_loss_laws") or self._overrides("_pld_pair"):
+            return False
+        remove, add = self._loss_laws()
+        return remove is add
+
+    def _swap_bounds_add(self) -> bool:
+        """True when the swapped pessimistic remove PLD bounds the add direction.
+
+        That holds when the remove PLD is a certified (connect-the-dots)
+        discretisation of a loss law, or a composition of such, because those
+        dominate at every real epsilon (:meth:`GridPLD.swapped_delta_bound`).
+        Mechanisms that build their own PLDs do not claim it.
+        """
+        return self._overrides("_loss_laws") and not self._overrides("_pld_pair")
+
     def _pld_one(self, pessimistic: bool, settings: PLDSettings, which: int) -> GridPLD:
         """One direction of the PLD pair (0 remove, 1 add)."""
         return self._pld_cached(pessimistic, settings)[which]
@@ -377,9 +394,14 @@ class Mechanism:
         """PLD upper bound on epsilon and the pessimistic PLDs that decided it.
 
         epsilon is the larger of the two directions' epsilons.  The add direction is
-        first computed on a coarse grid (tol 1e-2, a fraction of the cost): if even
-        that upper bound is below the remove direction's, it cannot be the maximum
-        and its fine computation is skipped.  The result is the same bound either way.
+        not composed when it cannot be the maximum:
+
+        * both directions have one law (symmetric mechanisms);
+        * the remove PLD, swapped, already certifies ``delta`` at the remove epsilon
+          (:meth:`GridPLD.swapped_delta_bound`; it dominates the add direction);
+        * a coarse add-direction PLD (tol 0.1, a fraction of the cost) is below it.
+
+        The result is the same bound in every case.
         """
         key = ("pld_upper", delta, tol)
         cache = self._cache()
@@ -388,6 +410,16 @@ class Mechanism:
         settings = PLDSettings(tol, delta)
         rem = self._pld_one(True, settings, 0)
         e_rem = rem.epsilon(delta)
+        if self._directions_equal():
+            result = (e_rem, [rem], [0])
+            cache[key] = result
+            return result[0], result[1]
+        if self._swap_bounds_add() and rem.swapped_delta_bound(e_rem) <= delta:
+            # the swapped remove PLD certifies the add direction at e_rem: no second
+            # composition is needed
+            result = (e_rem, [rem], [0])
+            cache[key] = result
+            return result[0], result[1]
         coarse = PLDSettings(max(tol or DEFAULT_TOL, 0.1), delta)
         add = self._pld_one(True, coarse, 1)
         if add.epsilon(delta) <= e_rem:

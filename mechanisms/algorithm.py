@@ -97,6 +97,12 @@ class Algorithm(Mechanism):
     def _pld_one(self, pessimistic: bool, settings: PLDSettings, which: int) -> GridPLD:
         return self.privacy._pld_one(pessimistic, settings, which)
 
+    def _directions_equal(self) -> bool:
+        return self.privacy._directions_equal()
+
+    def _swap_bounds_add(self) -> bool:
+        return self.privacy._swap_bounds_add()
+
     # ----------------------------------------------------------------- queries
     def delta(self, epsilon, *, tol: float | None = None):
         return self.privacy.delta(epsilon, tol=tol)

@@ -205,3 +205,74 @@ def test_a_tighter_tolerance_nests_a_narrower_certified_bracket():
     assert lo <= lo5 <= hi5 <= hi
     assert hi5 - lo5 <= 1e-5 * hi5
     assert hi - lo > 3 * (hi5 - lo5)
+
+
+# --- the add direction read from the swapped remove PLD -----------------------------
+
+
+@pytest.mark.parametrize("q,sigma", [(0.01, 1.0), (0.2, 0.8), (0.5, 2.0)])
+def test_swapped_remove_pld_bounds_the_exact_add_curve_of_one_step(q, sigma):
+    """One subsampled step: the swapped pessimistic remove PLD lies above the exact
+    add-direction hockey-stick curve (the law's closed form) and close to it."""
+    from accountant.mechanism import PLDSettings, discretize_law
+
+    step = poisson_subsample(GaussianMechanism(sigma=sigma), q)
+    remove_law, add_law = step._loss_laws()
+    pld = discretize_law(remove_law, True, PLDSettings(1e-6))
+    eps = np.array([0.0, 0.01, 0.1, 0.5, 1.0, 2.0])
+    exact = add_law.hockey_stick(eps)
+    bound = np.array([pld.swapped_delta_bound(float(e)) for e in eps])
+    assert np.all(bound >= exact)
+    np.testing.assert_allclose(bound, exact, rtol=2e-3, atol=1e-9)
+
+
+@pytest.mark.parametrize("q,sigma,steps", [(0.01, 1.0, 1000), (0.1, 1.5, 300), (0.004, 0.9, 5000)])
+def test_swapped_remove_pld_brackets_the_composed_add_direction(q, sigma, steps):
+    """After composition the swapped remove PLD stays above the certified lower bound
+    of the add direction (its optimistic PLD) and within 1e-3 relative of its upper
+    bound, plus the Q-mass the tail cuts moved away (about 1e-10 at the default tail
+    budget: the swapped bound cannot resolve deltas below that)."""
+    from accountant.mechanism import PLDSettings
+
+    run = compose([poisson_subsample(GaussianMechanism(sigma=sigma), q)], counts=[steps])
+    settings = PLDSettings(1e-5)
+    rem = run._pld_one(True, settings, 0)
+    add_hi = run._pld_one(True, settings, 1)
+    add_lo = run._pld_one(False, settings, 1)
+    for eps in (0.5, 1.0, 2.0, 4.0):
+        bound = rem.swapped_delta_bound(eps)
+        assert bound >= add_lo.delta(eps)
+        assert bound <= add_hi.delta(eps) * (1 + 1e-3) + 2e-9
+
+
+@pytest.mark.parametrize(
+    "q,sigma,steps,delta",
+    [(0.01, 1.0, 2000, 1e-5), (0.5, 1.0, 100, 1e-6), (0.05, 2.0, 500, 1e-6)],
+)
+def test_epsilon_is_the_maximum_over_both_directions(q, sigma, steps, delta):
+    """Skipping the add composition never changes the answer: epsilon equals the
+    larger of the two directions' pessimistic epsilons, computed separately.  (The
+    second workload's swapped bound is too loose to skip, the others skip.)"""
+    from accountant.mechanism import PLDSettings
+
+    run = compose([poisson_subsample(GaussianMechanism(sigma=sigma), q)], counts=[steps])
+    settings = PLDSettings(None, delta)
+    both = max(
+        run._pld_one(True, settings, 0).epsilon(delta),
+        run._pld_one(True, settings, 1).epsilon(delta),
+    )
+    fresh = compose([poisson_subsample(GaussianMechanism(sigma=sigma), q)], counts=[steps])
+    assert fresh.epsilon(delta) == both or fresh.epsilon(delta) == pytest.approx(both, rel=1e-15)
+
+
+def test_only_law_based_plds_claim_the_swap():
+    from mechanisms import DiscreteGaussianMechanism, LaplaceMechanism
+
+    assert poisson_subsample(GaussianMechanism(sigma=1.0), 0.1)._swap_bounds_add()
+    mixed = compose([poisson_subsample(GaussianMechanism(sigma=1.0), 0.1), LaplaceMechanism(b=3.0)])
+    assert mixed._swap_bounds_add()
+    assert not DiscreteGaussianMechanism(sigma=2.0)._swap_bounds_add()
+    dg_mix = compose([DiscreteGaussianMechanism(sigma=2.0), LaplaceMechanism(b=3.0)])
+    assert not dg_mix._swap_bounds_add()
+    with pytest.raises(ValueError, match="pessimistic"):
+        mixed.pld(pessimistic=False)[0].swapped_delta_bound(1.0)
