@@ -7,7 +7,7 @@ import pytest
 
 from accountant import ComposedMechanism, compose, poisson_subsample, subsample_without_replacement
 from accountant.subsampled_rdp import subsampled_gaussian_rdp
-from mechanisms import GaussianMechanism
+from mechanisms import GaussianMechanism, LaplaceMechanism
 
 
 def dpsgd(q, sigma, steps):
@@ -206,6 +206,18 @@ def test_a_tighter_tolerance_nests_a_narrower_certified_bracket():
     assert hi5 - lo5 <= 1e-5 * hi5
     assert hi - lo > 3 * (hi5 - lo5)
 
+
+
+def test_tolerances_below_the_grid_limit_are_answered_at_the_limit():
+    """Below MIN_TOL the grids would outgrow the size guards and loosen the bounds;
+    such tolerances get exactly the MIN_TOL answer, never a wider bracket."""
+    from accountant.mechanism import MIN_TOL
+
+    run = compose([LaplaceMechanism(b=10.0)], counts=[100])
+    at_limit = run.epsilon_bounds(1e-6, tol=MIN_TOL)
+    assert run.epsilon_bounds(1e-6, tol=MIN_TOL / 30) == at_limit
+    lo5, hi5 = run.epsilon_bounds(1e-6, tol=1e-5)
+    assert lo5 <= at_limit[0] <= at_limit[1] <= hi5
 
 # --- the add direction read from the swapped remove PLD -----------------------------
 
