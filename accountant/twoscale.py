@@ -181,7 +181,7 @@ def _rebalance(
     if s.coarse is None:
         return SplitPLD(fine, None)
     coarse = s.coarse
-    while coarse.pmf.size > MAX_COARSE:
+    while coarse.pmf.size > MAX_COARSE * refine:
         coarse = coarse.regrid(coarse.step * 2)
     s = SplitPLD(s.fine, coarse)
     cstep = coarse.step

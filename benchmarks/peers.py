@@ -155,6 +155,9 @@ class RunnerSpec:
         Modules imported (untimed) before the runner is called.
     func : callable
         ``func(workload) -> dict`` with keys among ``RESULT_KEYS``.
+    precise : bool
+        True for a peer's non-default, slower high-precision setting: the checks
+        compare it with this project's precise answer, not its default one.
     """
 
     name: str
@@ -163,6 +166,7 @@ class RunnerSpec:
     kinds: frozenset[str]
     imports: tuple[str, ...]
     func: Runner
+    precise: bool = False
 
 
 RUNNERS: dict[str, RunnerSpec] = {}
@@ -176,6 +180,7 @@ def register(
     method: str,
     kinds: Iterable[str],
     imports: Sequence[str] = (),
+    precise: bool = False,
 ) -> Callable[[Runner], Runner]:
     """Return a decorator that adds a runner to :data:`RUNNERS`.
 
@@ -191,6 +196,8 @@ def register(
         Workload kinds the runner accepts (see :data:`WORKLOADS`).
     imports : sequence of str, optional
         Modules to import before timing, so import time is excluded.
+    precise : bool, optional
+        Marks a non-default high-precision setting (see :class:`RunnerSpec`).
 
     Returns
     -------
@@ -208,6 +215,7 @@ def register(
             kinds=frozenset(kinds),
             imports=tuple(imports),
             func=func,
+            precise=precise,
         )
         return func
 
@@ -367,6 +375,7 @@ def dpa_pld_optimistic(workload: Workload) -> RunnerResult:
     method="PLDAccountant, pessimistic, interval 1e-5",
     kinds=("dpsgd", "laplace", "rr"),
     imports=("dp_accounting",),
+    precise=True,
 )
 def dpa_pld_fine(workload: Workload) -> RunnerResult:
     """dp_accounting PLD accountant at a ten times finer discretisation."""
@@ -379,6 +388,7 @@ def dpa_pld_fine(workload: Workload) -> RunnerResult:
     method="PLD optimistic, interval 1e-5",
     kinds=("dpsgd", "laplace", "rr"),
     imports=("dp_accounting",),
+    precise=True,
 )
 def dpa_pld_fine_optimistic(workload: Workload) -> RunnerResult:
     """dp_accounting PLD with optimistic rounding (lower estimate), interval 1e-5."""
@@ -563,6 +573,7 @@ def prv_coarse(workload: Workload) -> RunnerResult:
     method="PRVAccountant, eps_error 0.001",
     kinds=("dpsgd", "laplace", "rr"),
     imports=("prv_accountant", "numpy"),
+    precise=True,
 )
 def prv_fine(workload: Workload) -> RunnerResult:
     """prv_accountant at eps_error 0.001, delta_error delta/1000."""
