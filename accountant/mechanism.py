@@ -301,14 +301,13 @@ class Mechanism:
         else:
             out = np.ones(flat.shape)
             if self.has_pld:
-                rem, add = self._pld_cached(True, PLDSettings(tol))
-                out = np.minimum(out, np.maximum(rem.delta(flat), add.delta(flat)))
+                out = np.minimum(out, self._pld_delta(flat, PLDSettings(tol)))
                 # a tiny answer is dominated by the default tail budget: recompute with
                 # a budget scaled to it (both results are sound; the smaller wins)
                 small = float(np.min(out))
                 if small < 1e4 * DEFAULT_TAIL:
-                    rem, add = self._pld_cached(True, PLDSettings(tol, max(small, 1e-300)))
-                    out = np.minimum(out, np.maximum(rem.delta(flat), add.delta(flat)))
+                    tight = PLDSettings(tol, max(small, 1e-300))
+                    out = np.minimum(out, self._pld_delta(flat, tight))
             if self.has_rdp:
                 if flat.size == 1:
                     rdp_d = np.array([rdp_to_delta(self._rdp_curve, flat[0])])
@@ -401,6 +400,22 @@ class Mechanism:
         True
         """
         return self._epsilon_bounds(check_delta(delta), check_tol(tol))
+
+    def _pld_delta(self, epsilon: np.ndarray, settings: PLDSettings) -> np.ndarray:
+        """Pessimistic-PLD delta at ``epsilon``: the larger of the two directions'.
+
+        The add direction is composed only where it could be the larger: not for
+        symmetric mechanisms, nor when the swapped remove PLD already bounds it
+        below the remove direction at every requested epsilon (see
+        :meth:`_pld_upper`).
+        """
+        rem = self._pld_one(True, settings, 0)
+        d_rem = np.asarray(rem.delta(epsilon), dtype=float)
+        if self._directions_equal():
+            return d_rem
+        if self._swap_bounds_add() and np.all(rem.swapped_delta_bound(epsilon) <= d_rem):
+            return d_rem
+        return np.maximum(d_rem, self._pld_one(True, settings, 1).delta(epsilon))
 
     def _pld_upper(self, delta: float, tol: float | None) -> tuple[float, list[GridPLD]]:
         """PLD upper bound on epsilon and the pessimistic PLDs that decided it.

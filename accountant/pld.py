@@ -445,7 +445,7 @@ class GridPLD:
         nudge = 1e-12 * abs(eps) + 1e-15
         return eps + nudge if self.pessimistic else max(eps - nudge, 0.0)
 
-    def swapped_delta_bound(self, epsilon: float) -> float:
+    def swapped_delta_bound(self, epsilon: float | np.ndarray) -> float | np.ndarray:
         """Upper bound on the hockey-stick divergence of the *swapped* pair at ``epsilon``.
 
         A pessimistic PLD built by certified (connect-the-dots) discretisation is a
@@ -476,17 +476,22 @@ class GridPLD:
         """
         if not self.pessimistic:
             raise ValueError("only a pessimistic PLD bounds the swapped pair")
+        eps = np.asarray(epsilon, dtype=float)
         losses, pmf = self.losses, self.pmf
         with np.errstate(over="ignore"):
             weight = np.exp(np.minimum(-losses, 700.0))
         q_mass = float(np.dot(pmf, weight))
         drift = abs(float(pmf.sum()) + self.inf_mass - 1.0) + max(q_mass - 1.0, 0.0)
         missing = max(1.0 - q_mass, 0.0) + 10.0 * drift + 1e-15 * pmf.size
-        below = losses < -epsilon
-        if below.any():
-            gap = weight[below] - math.exp(min(epsilon, 700.0))
-            missing += float(np.dot(pmf[below], np.maximum(gap, 0.0)))
-        return min(missing, 1.0)
+        # sum_{l < -eps} p_l (e^{-l} - e^eps) from prefix sums of p e^{-l} and of p
+        # (every term is positive; the difference loses at most 1e-16 of the Q-mass)
+        q_below = np.concatenate([[0.0], np.cumsum(pmf * weight)])
+        p_below = np.concatenate([[0.0], np.cumsum(pmf)])
+        k = np.searchsorted(losses, -eps, side="left")  # losses[:k] < -eps
+        with np.errstate(over="ignore"):
+            gap = q_below[k] - np.exp(np.minimum(eps, 700.0)) * p_below[k]
+        out = np.minimum(missing + np.maximum(gap, 0.0), 1.0)
+        return float(out) if out.ndim == 0 else out
 
     def rdp(self, alpha: np.ndarray) -> np.ndarray:
         """Renyi divergence of the discrete pair, ``log E[e^{(a-1)L}] / (a-1)``."""

@@ -262,8 +262,8 @@ def test_swapped_remove_pld_brackets_the_composed_add_direction(q, sigma, steps)
     [(0.01, 1.0, 2000, 1e-5), (0.5, 1.0, 100, 1e-6), (0.05, 2.0, 500, 1e-6)],
 )
 def test_epsilon_is_the_maximum_over_both_directions(q, sigma, steps, delta):
-    """Skipping the add composition never changes the answer: epsilon equals the
-    larger of the two directions' pessimistic epsilons, computed separately.  (The
+    """Skipping the add composition never changes the answer: epsilon (and delta)
+    equal the larger of the two directions' pessimistic values, computed separately.  (The
     second workload's swapped bound is too loose to skip, the others skip.)"""
     from accountant.mechanism import PLDSettings
 
@@ -275,6 +275,16 @@ def test_epsilon_is_the_maximum_over_both_directions(q, sigma, steps, delta):
     )
     fresh = compose([poisson_subsample(GaussianMechanism(sigma=sigma), q)], counts=[steps])
     assert fresh.epsilon(delta) == both or fresh.epsilon(delta) == pytest.approx(both, rel=1e-15)
+    # delta(eps) likewise: the larger direction at every epsilon
+    eps = np.array([0.25, 1.0, 3.0, 6.0])
+    default = PLDSettings(None)
+    want = np.maximum(
+        run._pld_one(True, default, 0).delta(eps), run._pld_one(True, default, 1).delta(eps)
+    )
+    got = compose([poisson_subsample(GaussianMechanism(sigma=sigma), q)], counts=[steps]).delta(eps)
+    np.testing.assert_array_equal(got, np.minimum(want, got))
+    # (tiny deltas trigger a recomputation with a smaller tail budget: 1e-14 lower)
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-13)
 
 
 def test_only_law_based_plds_claim_the_swap():
