@@ -50,6 +50,11 @@ COARSE_POINTS = {True: 1 << 12, False: 1 << 13}
 #: bound moving by 1.4e-5 relative; the DP-SGD benchmarks stay below the limit.
 MAX_FINE = 1 << 16
 MAX_COARSE = 1 << 15
+#: an optimistic tail grid coarser than this many bulk steps gets up to SKEWED_BOOST
+#: times more points (measured: the lower bound at q = 1e-4, sigma = 0.6 went from
+#: 2.3 % to 0.2 % below the upper; the DP-SGD benchmarks are below the threshold)
+SKEWED_RATIO = 256
+SKEWED_BOOST = 8
 #: larger tail fractions tried, in order, when the bulk window is too wide
 _WIDER = (1e-5, 1e-4, 1e-3, 1e-2, 0.05)
 
@@ -133,6 +138,12 @@ def discretize_split(
         step *= 2.0
     points = COARSE_POINTS[pessimistic] * refine
     ratio = max(4, 2 ** math.ceil(math.log2((hi - lo) / (points * step))))
+    if not pessimistic and ratio > SKEWED_RATIO:
+        # very skewed losses (small q and sigma): the optimistic re-gridding of the bulk
+        # onto a much coarser tail grid loses most; give the tail more points
+        boost = min(ratio // SKEWED_RATIO, SKEWED_BOOST)
+        points *= boost
+        ratio = max(4, ratio // boost)
     coarse_step = step * ratio
     lo_node = math.floor(b_lo / coarse_step) - 1
     hi_node = math.ceil(b_hi / coarse_step) + 1
@@ -184,7 +195,7 @@ def _rebalance(
     if s.coarse is None:
         return SplitPLD(fine, None)
     coarse = s.coarse
-    while coarse.pmf.size > MAX_COARSE * refine:
+    while coarse.pmf.size > MAX_COARSE * refine * (1 if coarse.pessimistic else SKEWED_BOOST):
         coarse = coarse.regrid(coarse.step * 2)
     s = SplitPLD(s.fine, coarse)
     cstep = coarse.step
