@@ -13,6 +13,12 @@ hook (all optional)           meaning
 ``_tradeoff_exact(fpr)``      the exact f-DP trade-off curve
 ============================  =================================================
 
+A loss law must describe a dominating pair in the trade-off sense: its hockey-stick
+curve bounds the mechanism's at every *real* epsilon, negative ones included (the
+mechanism's pair is a post-processing of it).  The exact pair of a mechanism always
+is; the engine relies on it when it reads the add direction off the swapped remove
+PLD (:meth:`accountant.pld.GridPLD.swapped_delta_bound`).
+
 Routes, in order of preference: the exact curve; the privacy loss distribution (PLD)
 built from the loss laws (pessimistic and optimistic discretisations give a certified
 bracket); the RDP conversion.  When several sound upper bounds exist the smallest wins.
@@ -243,9 +249,10 @@ class Mechanism:
         """True when the swapped pessimistic remove PLD bounds the add direction.
 
         That holds when the remove PLD is a certified (connect-the-dots)
-        discretisation of a loss law, or a composition of such, because those
-        dominate at every real epsilon (:meth:`GridPLD.swapped_delta_bound`).
-        Mechanisms that build their own PLDs do not claim it.
+        discretisation of a loss law, or a composition of such: a loss law dominates
+        at every real epsilon (the contract in the module docstring) and so do its
+        certified discretisations (:meth:`GridPLD.swapped_delta_bound`).  Mechanisms
+        that build their own PLDs do not claim it.
         """
         return self._overrides("_loss_laws") and not self._overrides("_pld_pair")
 
