@@ -532,9 +532,10 @@ class GridPLD:
         far tails out of the result.  The top tail may hold at most ``tail``; the bottom
         tail ``BOTTOM_CUT_FACTOR`` times more, because mass moved from the bottom of the
         losses barely moves delta at the epsilons asked for (measured: a hundred times
-        the budget there leaves every benchmark bound unchanged to 1e-10, while the top
-        budget is what decides the bound).  Either way the moved mass bounds the change
-        of delta, so the result stays certified.
+        the budget there moves the upper bounds of the benchmarks by under 1e-10 and
+        the lower bounds by under 2e-8 relative, while the top budget decides the
+        bound).  Either way the moved mass bounds the change of delta, so the result
+        stays certified.
         """
         if other.pessimistic != self.pessimistic:
             raise ValueError("cannot compose a pessimistic with an optimistic PLD")
@@ -802,10 +803,10 @@ def _tail_cuts(
 
     Returns ``(k_lo, mass(i+j <= k_lo), k_hi, mass(i+j >= k_hi))`` with the top mass at
     most ``tail`` and the bottom mass at most ``bottom`` (default ``tail``).  A tail
-    mass is computed exactly as ``sum_i a_i S_b(k - i)`` from
-    partial sums of ``b`` -- non-negative terms, full relative precision, no FFT
-    round-off.  Only the partial sums near each cut are formed (cuts sit near the
-    ends); the union-bound fallback, rarely needed, uses full ones.
+    mass is computed exactly as ``sum_i a_i S_b(k - i)`` from partial sums of ``b`` --
+    non-negative terms, full relative precision, no FFT round-off.  Only the partial
+    sums near each cut are formed (cuts sit near the ends); the union-bound fallback,
+    rarely needed, uses full ones.
     """
     la, lb = a.size, b.size
     n = la + lb - 1
