@@ -163,9 +163,7 @@ def report(results: list[dict[str, Any]]) -> tuple[str, list[str]]:
         )
         # the default answer against the peers' default settings; the precise answer
         # (tol = MIN_TOL) against every setting, the peers' slow precise ones included
-        default_uppers = [
-            (u, n) for u, n in peer_uppers if not _precise(n)
-        ]
+        default_uppers = [(u, n) for u, n in peer_uppers if not _precise(n)]
         above = [(u, n) for u, n in default_uppers if my_up > u]
         checks.append(
             f"[{'PASS' if not above else 'FAIL'}] {wname}: tight -- our default upper <= "
