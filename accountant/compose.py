@@ -113,14 +113,19 @@ class ComposedMechanism(Mechanism):
         cache = self._cache()
         if key in cache:
             return cache[key]
+        anchors = _anchors_agree(self.parts, which)
         if which == 1 and self._symmetric():
             out = self._pld_one(pessimistic, settings, 0)
-        elif pessimistic and len(self.parts) > 1 and all(_split_ready(m) for m, _ in self.parts):
-            out = _joint_composed(self.parts, settings, which)
+        elif (
+            pessimistic
+            and len(self.parts) > 1
+            and all(_split_ready(m, anchors) for m, _ in self.parts)
+        ):
+            out = _joint_composed(self.parts, settings, which, anchors)
         else:
             total_count = sum(c for _, c in self.parts)
             composed = [
-                _self_composed(mech, count, pessimistic, settings, total_count, which)
+                _self_composed(mech, count, pessimistic, settings, total_count, which, anchors)
                 for mech, count in self.parts
             ]
             out = composed[0]
@@ -162,11 +167,13 @@ def _self_composed(
     settings: PLDSettings,
     total_count: int,
     which: int,
+    use_anchor: bool = True,
 ) -> GridPLD:
     """Direction ``which`` (0 remove, 1 add) of ``count`` repetitions of ``mech``.
 
     Mechanisms with privacy-loss laws are discretised with a fine bulk and a coarse
     tail (see :mod:`accountant.twoscale`); others start from their own PLDs.
+    ``use_anchor`` as in :func:`~accountant.mechanism.grid_step`.
     """
     step_settings = _part_settings(settings, total_count)
     resolution = settings.resolution_for(pessimistic)
@@ -174,7 +181,7 @@ def _self_composed(
     own_pld = mech._overrides("_pld_pair") and not isinstance(mech, ComposedMechanism)
     if mech._overrides("_loss_laws") and mech.has_pld and not own_pld:
         law = mech._loss_laws()[which]
-        step = grid_step(law, pessimistic, step_settings)
+        step = grid_step(law, pessimistic, step_settings, use_anchor=use_anchor)
         refine = _refine(settings)
         split = discretize_split(
             law, step, pessimistic=pessimistic, tail=step_settings.tail * 1e-3, refine=refine
@@ -192,20 +199,52 @@ def _self_composed(
     return pld.self_compose(count, tail=tail, points_per_scale=resolution, max_step=lattice)
 
 
-def _split_ready(mech: Mechanism) -> bool:
+def _split_ready(mech: Mechanism, use_anchor: bool = True) -> bool:
     """True if ``mech`` is discretised from a loss law on a free binary grid.
 
     Laws on a lattice or anchored to a point keep their own grids (exact atoms), which
-    are not nested with the binary grids of the others.
+    are not nested with the binary grids of the others; weak anchors only when the
+    anchors are used.
     """
+    if not _law_based(mech):
+        return False
+    return all(
+        law.lattice is None and (law.anchor is None or (law.weak_anchor and not use_anchor))
+        for law in mech._loss_laws()
+    )
+
+
+def _law_based(mech: Mechanism) -> bool:
     if not (mech._overrides("_loss_laws") and mech.has_pld):
         return False
-    if mech._overrides("_pld_pair") and not isinstance(mech, ComposedMechanism):
-        return False
-    return all(law.lattice is None and law.anchor is None for law in mech._loss_laws())
+    return not (mech._overrides("_pld_pair") and not isinstance(mech, ComposedMechanism))
 
 
-def _joint_composed(parts, settings: PLDSettings, which: int) -> GridPLD:
+def _anchors_agree(parts, which: int) -> bool:
+    """Whether the parts' weak anchors are used for their grids (direction ``which``).
+
+    Anchored grids keep atoms exact, but grids of different anchors are not nested
+    with each other or with the binary grids of parts without anchors, and
+    re-gridding between unrelated grids costs the optimistic (lower) bound most.  A
+    weak anchor (subsampled Laplace or randomized response: the image of the base's
+    atom) is therefore used only when every part is law-based and all of them share
+    one anchor (or lattice) -- in particular for a single subsampled mechanism
+    repeated, where it helps most: q = 0.01, b = 10 Laplace, 10^4 steps has a
+    0.65 % bracket instead of 26 %.  Measured against never using weak anchors on 40
+    random mixtures of (subsampled) Laplace and Gaussian parts: no bracket widened,
+    and the two single-part subsampled-Laplace cases narrowed from 0.6-0.75 % to
+    under 0.004 %.  (Using weak anchors in every mixture widened some up to 3x.)
+    """
+    grids = set()
+    for mech, _ in parts:
+        if not _law_based(mech):
+            return False
+        law = mech._loss_laws()[which]
+        grids.add(law.lattice if law.lattice is not None else law.anchor)
+    return len(grids) == 1 and None not in grids
+
+
+def _joint_composed(parts, settings: PLDSettings, which: int, use_anchor: bool) -> GridPLD:
     """Pessimistic PLD of several law-based parts by one joint binary ladder.
 
     Each part is discretised as in :func:`_self_composed`; the powers are then taken
@@ -218,7 +257,7 @@ def _joint_composed(parts, settings: PLDSettings, which: int) -> GridPLD:
     bases = []
     for mech, _ in parts:
         law = mech._loss_laws()[which]
-        step = grid_step(law, True, step_settings)
+        step = grid_step(law, True, step_settings, use_anchor=use_anchor)
         bases.append(
             discretize_split(
                 law, step, pessimistic=True, tail=step_settings.tail * 1e-3, refine=refine

@@ -117,6 +117,11 @@ class PrivacyLossLaw(ABC):
     #: continuous elsewhere): grids are then chosen as ``anchor / 2**j`` so that the
     #: atoms sit on nodes, where both discretisations are exact
     anchor: float | None = None
+    #: a weak anchor has an atom at the anchor itself but others elsewhere (the image
+    #: of a base atom under subsampling); it is used only when every part of a
+    #: composition shares it, otherwise the law gets a binary grid nested with the
+    #: others' (see :func:`accountant.compose._anchors_agree`)
+    weak_anchor: bool = False
 
     @abstractmethod
     def cdf_p(self, x: np.ndarray) -> np.ndarray:
@@ -394,6 +399,18 @@ class PoissonSubsampledLossLaw(PrivacyLossLaw):
             object.__setattr__(self, "inf_mass", 0.0)
             object.__setattr__(self, "q_neg_inf_mass", q * self.base.q_neg_inf_mass)
         object.__setattr__(self, "lattice", None)
+        # An atom of the base at its anchor a > 0 (Laplace: the loss ceiling) becomes an
+        # atom at the image of a, the largest finite loss.  Grids anchored there keep it
+        # on a node, where both discretisations are exact; the other atoms land off the
+        # grid but sit at lower losses, where rounding them moves delta much less.
+        base_anchor = self.base.anchor if self.base.lattice is None else self.base.lattice
+        image = None
+        if base_anchor is not None and base_anchor > 0 and q < 1.0:
+            sign = 1.0 if self.direction == "remove" else -1.0
+            image = sign * math.log1p(q * math.expm1(sign * base_anchor))
+            image = image if image > 0 and math.isfinite(image) else None
+        object.__setattr__(self, "anchor", image)
+        object.__setattr__(self, "weak_anchor", image is not None)
 
     # The transformed loss y relates to the base loss x through
     #   remove: y = log(1-q + q e^x)        x = log((1-q)/q) + log(expm1(y - log(1-q)))

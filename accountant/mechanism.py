@@ -541,17 +541,23 @@ class Mechanism:
 FIRST_LEVEL_FRACTION = {True: 0.25, False: 0.25}
 
 
-def grid_step(law: PrivacyLossLaw, pessimistic: bool, settings: PLDSettings) -> float:
+def grid_step(
+    law: PrivacyLossLaw, pessimistic: bool, settings: PLDSettings, *, use_anchor: bool = True
+) -> float:
     """First grid step for ``law``: its lattice, a binary fraction of its anchor, or a
-    power of two below spread/resolution."""
+    power of two below spread/resolution.
+
+    ``use_anchor=False`` ignores a weak anchor (a composition that meets binary grids
+    of other parts is better served by a nested binary grid than by exact atoms)."""
     if law.lattice is not None:
         return law.lattice
+    anchor = law.anchor if use_anchor or not law.weak_anchor else None
     spread = law.spread()
     if spread <= 0:  # a point mass: any grid works
-        return 2.0**-10 if law.anchor is None else law.anchor
+        return 2.0**-10 if anchor is None else anchor
     resolution = settings.resolution_for(pessimistic) * FIRST_LEVEL_FRACTION[pessimistic]
-    if law.anchor is not None:
-        return law.anchor / 2.0 ** max(0, math.ceil(math.log2(law.anchor * resolution / spread)))
+    if anchor is not None:
+        return anchor / 2.0 ** max(0, math.ceil(math.log2(anchor * resolution / spread)))
     return 2.0 ** math.floor(math.log2(spread / resolution))
 
 

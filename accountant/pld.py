@@ -868,13 +868,20 @@ def _common_grid(a: GridPLD, b: GridPLD) -> tuple[GridPLD, GridPLD]:
     Nested grids (steps in an integer ratio) meet on the coarser one, which was
     already fine enough for its own part.  Unrelated steps (a lattice and a binary
     grid) meet on the finer one: re-gridding onto a much coarser, unrelated lattice
-    would spread every atom over a whole lattice step.
+    would spread every atom over a whole lattice step -- unless the wider PLD would
+    then need more than ``MAX_GRID / 4`` points (a long composition meeting one
+    narrow step on its fine grid), when they meet on the coarser one.  Either grid
+    is certified.
     """
     if a.step == b.step:
         return a, b
     big, small = max(a.step, b.step), min(a.step, b.step)
     ratio = big / small
     step = big if abs(ratio - round(ratio)) <= 1e-9 * ratio else small
+    if step == small:
+        widest = max(p.pmf.size * p.step for p in (a, b))
+        if widest / small > MAX_GRID / 4:
+            step = big
     return a.regrid(step), b.regrid(step)
 
 
