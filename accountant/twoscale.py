@@ -310,6 +310,8 @@ def compose_split(
             factor = bases[members[0]]
             for i in members[1:]:
                 factor = _convolve(factor, bases[i], budget / (2 * len(members)))
+                # coarsen as the product widens, as every other product here does
+                factor = _rebalance(factor, points_per_scale, max_step, refine)
             factors[members] = factor
         factor = factors[members]
         if result is None:
