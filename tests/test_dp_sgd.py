@@ -7,9 +7,6 @@ import math
 
 import numpy as np
 import pytest
-from sklearn.datasets import load_breast_cancer
-from sklearn.linear_model import LogisticRegression
-from sklearn.model_selection import train_test_split
 
 from accountant import BudgetExceededError, PrivacyAccountant, compose, poisson_subsample
 from calibrators.dpsgd import noise_multiplier
@@ -18,24 +15,6 @@ from mechanisms.dp_sgd import DPSGD, _epoch_ends
 from mechanisms.gaussian import GaussianMechanism
 
 DELTA = 1e-5
-
-
-@pytest.fixture(scope="module")
-def cancer():
-    """Breast cancer, standardised (training statistics treated as public), rows scaled
-    to unit norm."""
-    X, y = load_breast_cancer(return_X_y=True)
-    Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.3, random_state=0, stratify=y)
-    mu, sd = Xtr.mean(0), Xtr.std(0)
-
-    def prep(A):
-        A = (A - mu) / sd
-        return A / np.linalg.norm(A, axis=1, keepdims=True)
-
-    Xtr, Xte = prep(Xtr), prep(Xte)
-    majority = max(yte.mean(), 1 - yte.mean())
-    nonprivate = LogisticRegression(C=1e4, max_iter=5000).fit(Xtr, ytr).score(Xte, yte)
-    return Xtr, Xte, ytr.astype(float), yte.astype(float), majority, nonprivate
 
 
 # ----------------------------------------------------------------------------------

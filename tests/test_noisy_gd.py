@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 import pytest
-from sklearn.datasets import load_breast_cancer, load_diabetes
+from sklearn.datasets import load_diabetes
 from sklearn.linear_model import LinearRegression, LogisticRegression
 from sklearn.model_selection import train_test_split
 
@@ -23,24 +23,6 @@ DELTA = 1e-5
 # ----------------------------------------------------------------------------------
 # data
 # ----------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def cancer():
-    """Breast cancer, standardised with training statistics (treated as public), rows
-    scaled to unit norm (a per-record transformation)."""
-    X, y = load_breast_cancer(return_X_y=True)
-    Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.3, random_state=0, stratify=y)
-    mu, sd = Xtr.mean(0), Xtr.std(0)
-
-    def prep(A):
-        A = (A - mu) / sd
-        return A / np.linalg.norm(A, axis=1, keepdims=True)
-
-    Xtr, Xte = prep(Xtr), prep(Xte)
-    majority = max(yte.mean(), 1 - yte.mean())
-    nonprivate = LogisticRegression(C=1e4, max_iter=5000).fit(Xtr, ytr).score(Xte, yte)
-    return Xtr, Xte, ytr.astype(float), yte.astype(float), majority, nonprivate
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,35 @@
+"""Shared fixtures of the test suite."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+
+@pytest.fixture(scope="session")
+def cancer():
+    """Breast cancer (scikit-learn's bundled copy), standardised with training
+    statistics (treated as public), rows scaled to unit norm (a per-record
+    transformation).
+
+    Returns ``(Xtr, Xte, ytr, yte, majority, nonprivate)``: the splits, the test
+    accuracy of predicting the majority class, and that of a non-private logistic
+    regression.
+    """
+    pytest.importorskip("sklearn")
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import train_test_split
+
+    X, y = load_breast_cancer(return_X_y=True)
+    Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.3, random_state=0, stratify=y)
+    mu, sd = Xtr.mean(0), Xtr.std(0)
+
+    def prep(A):
+        A = (A - mu) / sd
+        return A / np.linalg.norm(A, axis=1, keepdims=True)
+
+    Xtr, Xte = prep(Xtr), prep(Xte)
+    majority = max(yte.mean(), 1 - yte.mean())
+    nonprivate = LogisticRegression(C=1e4, max_iter=5000).fit(Xtr, ytr).score(Xte, yte)
+    return Xtr, Xte, ytr.astype(float), yte.astype(float), majority, nonprivate
