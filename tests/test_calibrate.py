@@ -10,7 +10,6 @@ The analytic Gaussian calibration is checked against mpmath at 50 digits.
 from __future__ import annotations
 
 import math
-import time
 
 import mpmath as mp
 import pytest
@@ -71,18 +70,13 @@ def test_noise_multiplier_meets_target_within_tolerance(target, q, steps):
 
 
 @pytest.mark.parametrize("target", [1.0, 3.0, 8.0])
-def test_noise_multiplier_design_workload_is_fast(target):
-    """q = 0.01, 10 000 steps: a handful of tight evaluations, well under 0.5 s."""
-    best = math.inf
-    for _ in range(2):  # best of two, to be robust to a loaded machine
-        t0 = time.perf_counter()
-        res = noise_multiplier(target, DELTA, 0.01, 10_000, full_output=True)
-        best = min(best, time.perf_counter() - t0)
-        if best < 0.5:
-            break
+def test_noise_multiplier_design_workload_needs_few_evaluations(target):
+    """q = 0.01, 10 000 steps: a handful of tight evaluations (the wall-clock time is
+    measured in ``benchmarks/``)."""
+    res = noise_multiplier(target, DELTA, 0.01, 10_000, full_output=True)
     assert res.evaluations <= 5
-    assert best < 0.5, f"calibration took {best:.3f} s"
     assert in_window(res.epsilon, target)
+    assert in_window(dpsgd_epsilon(res.parameter, 0.01, 10_000), target)
 
 
 def test_noise_multiplier_with_larger_tolerance_and_epochs():

@@ -10,7 +10,6 @@ the 100-fold composition from a separate, simple pointwise-rounding PLD in numpy
 from __future__ import annotations
 
 import math
-import time
 
 import mpmath as mp
 import numpy as np
@@ -259,7 +258,6 @@ def composed_laplace():
 
 
 def test_composition_of_100_laplace_is_bracketed(composed_laplace):
-    start = time.perf_counter()
     run, (lo, hi), (ref_lo, ref_hi) = composed_laplace
     assert 0 < lo <= hi
     assert ref_hi - ref_lo < 1e-3  # the reference itself is tight (width <= 200 h)
@@ -270,7 +268,6 @@ def test_composition_of_100_laplace_is_bracketed(composed_laplace):
     assert run.epsilon(1e-6) == pytest.approx(hi, rel=1e-12, abs=0)
     # the composed delta is an upper bound: at the reference's lower epsilon it is >= delta
     assert run.delta(ref_lo) >= 1e-6 * (1 - 1e-6)
-    assert time.perf_counter() - start < 15
 
 
 def test_composition_of_100_laplace_bracket_within_half_percent(composed_laplace):

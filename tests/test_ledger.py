@@ -15,7 +15,6 @@ import math
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -95,34 +94,21 @@ def test_non_consecutive_entries_stay_apart_but_compose_correctly():
     assert acct.epsilon(DELTA) == pytest.approx(want, rel=1e-12)
 
 
-def test_schedule_changes_and_query_speed():
-    """100 000 steps, three schedule changes (sigma and batch size): 4 entries, one query."""
+def test_schedule_changes_are_run_length_entries():
+    """100 000 steps, three schedule changes (sigma and batch size): 4 entries, one query
+    equal to composing the four phases directly (the ledger's speed is measured in
+    ``benchmarks/``, not asserted here)."""
     schedule = [(1.0, 0.01), (1.2, 0.01), (1.2, 0.02), (0.9, 0.02)]
     acct = PrivacyAccountant()
-    t0 = time.perf_counter()
     for sigma, q in schedule:
         for _ in range(25_000):
             acct.step(noise_multiplier=sigma, sample_rate=q)
-    record_seconds = time.perf_counter() - t0
     assert len(acct.entries) == 4 and acct.steps == 100_000
-    assert record_seconds < 5.0  # O(1) per step
-
-    t0 = time.perf_counter()
     eps = acct.epsilon(DELTA)
-    query_seconds = time.perf_counter() - t0
     steps = [poisson_subsample(GaussianMechanism(sigma=s), q) for s, q in schedule]
-    t0 = time.perf_counter()
     want = compose(steps, counts=[25_000] * 4).epsilon(DELTA)
-    engine_seconds = time.perf_counter() - t0
     assert eps == pytest.approx(want, rel=1e-12)
-    # the ledger adds nothing to the engine's cost of composing 4 mechanisms (a loop
-    # over steps would take minutes); the cold query is the engine's composition
-    assert query_seconds < 2.0 * engine_seconds + 0.05
-    assert query_seconds < 2.0
-    # a repeated query is cached
-    t0 = time.perf_counter()
-    assert acct.epsilon(DELTA) == eps
-    assert time.perf_counter() - t0 < 0.01
+    assert acct.epsilon(DELTA) == eps  # a repeated query gives the same answer
 
 
 def test_epsilon_grows_as_training_goes_on():

@@ -9,7 +9,6 @@ what their theorems imply for the Gaussian mechanism, whose exact subsampled RDP
 from __future__ import annotations
 
 import math
-import time
 
 import mpmath as mp
 import numpy as np
@@ -185,16 +184,14 @@ def test_shapes_and_elementwise_agreement():
     assert subsampled_gaussian_rdp(0.02, 1.3, []).shape == (0,)
 
 
-def test_many_orders_are_fast():
+def test_many_orders_at_once_match_one_at_a_time():
     orders = np.concatenate(
         [1.0 + np.arange(1, 100) / 10.0, np.arange(12.0, 64.0), [256.0, 1024.0, 4096.0]]
     )
-    subsampled_gaussian_rdp(0.01, 1.0, orders)  # warm up
-    start = time.perf_counter()
-    subsampled_gaussian_rdp(0.01, 1.0, orders)
-    elapsed = time.perf_counter() - start
-    assert elapsed < 0.5  # a few milliseconds in practice; generous for slow machines
-
+    together = subsampled_gaussian_rdp(0.01, 1.0, orders)
+    alone = np.array([float(subsampled_gaussian_rdp(0.01, 1.0, [a])[0]) for a in orders])
+    np.testing.assert_allclose(together, alone, rtol=1e-12, atol=0)
+    assert np.all(np.diff(together) >= 0)  # Renyi divergence is non-decreasing in alpha
 
 @settings(max_examples=60, deadline=None)
 @given(
