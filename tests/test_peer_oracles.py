@@ -207,37 +207,46 @@ GAUSS_CASES = [
 
 @pytest.mark.parametrize("sigma, k, delta", GAUSS_CASES)
 def test_oracles_agree_with_closed_form_gaussian_composition(sigma, k, delta):
+    """dpacct equals the closed form; the peers' *lower* bounds, which the property
+    tests below use as oracles, lie below it (an oracle above the truth would make
+    those tests meaningless, so this checks the oracle, not the peer's tightness).
+
+    Peer finding, not asserted: dp_accounting's *pessimistic* PLD at interval ``h``
+    is not always an upper bound.  At sigma = 20, k = 1000, delta = 1e-10 it reported
+    10.9078725 on one machine (dp-accounting 0.6.0) against the exact 10.9079020,
+    and 10.9079052 on another; its answer depends on the FFT's round-off.
+    """
     exact = exact_gaussian_epsilon(math.sqrt(k) / sigma, delta)
-    h = min(1e-3, 0.02 / k)
-    # dp_accounting: optimistic below, within count * interval; pessimistic above
-    lo = dpa_lower([(dpa_gaussian(sigma, h), k)], delta)
-    hi = dpa_lower([(dpa_gaussian(sigma, h, optimistic=False), k)], delta)
-    assert exact - k * h <= lo <= exact * (1 + ROUNDOFF)
-    assert hi >= exact * (1 - ROUNDOFF)
-    # prv_accountant: the bracket holds the exact value and is eps_error wide each side
-    plo, phi = prv_bounds([pa.GaussianMechanism(noise_multiplier=sigma)], [k], delta)
-    assert plo <= exact <= phi
-    assert phi - plo <= 2.1 * PRV_EPS_ERROR  # eps_error each side, plus delta_error's share
-    # and we agree with the closed form itself
+    # ours: the exact route (Gaussians compose in closed form) and its bracket
     run = compose([GaussianMechanism(sigma=sigma)], counts=[k])
     elo, ehi = run.epsilon_bounds(delta)
     assert elo <= exact * (1 + 1e-12) and ehi >= exact * (1 - 1e-12)
     assert run.epsilon(delta) == pytest.approx(exact, rel=1e-9)
+    # ours through the PLD route too (a loss-law composition, not the closed form)
+    pld_run = compose([poisson_subsample(GaussianMechanism(sigma=sigma), 1.0 - 1e-12)], [k])
+    plo, phi = pld_run.epsilon_bounds(delta)
+    assert phi >= exact * (1 - ROUNDOFF) and plo <= exact * (1 + ROUNDOFF)
+    assert phi <= exact * (1 + 1e-3)
+    # the oracles: optimistic dp_accounting and prv_accountant's lower end are below
+    h = min(1e-3, 0.02 / k)
+    assert dpa_lower([(dpa_gaussian(sigma, h), k)], delta) <= exact * (1 + ROUNDOFF)
+    prv_lo, _ = prv_bounds([pa.GaussianMechanism(noise_multiplier=sigma)], [k], delta)
+    assert prv_lo <= exact
 
 
 @pytest.mark.parametrize("b, delta", [(1.0, 1e-5), (0.25, 1e-3), (4.0, 1e-8)])
 def test_oracles_agree_with_closed_form_laplace(b, delta):
     exact = exact_laplace_epsilon(b, delta)
-    h = 1e-3
-    lo = dpa_lower([(dpa_laplace(b, h), 1)], delta)
-    assert exact - h <= lo <= exact * (1 + ROUNDOFF)
-    plo, phi = prv_bounds([pa.LaplaceMechanism(mu=1.0 / b)], [1], delta)
-    assert plo <= exact <= phi
     assert LaplaceMechanism(b=b).epsilon(delta) == pytest.approx(exact, rel=1e-9)
+    # the oracles' lower bounds are below the truth
+    assert dpa_lower([(dpa_laplace(b, 1e-3), 1)], delta) <= exact * (1 + ROUNDOFF)
+    prv_lo, _ = prv_bounds([pa.LaplaceMechanism(mu=1.0 / b)], [1], delta)
+    assert prv_lo <= exact
 
 
-def test_dp_accounting_pld_of_randomized_response_agrees_with_binomial_sum():
-    """At the PLD level (not the accountant's event API) RR composes correctly."""
+def test_randomized_response_against_binomial_sum_and_dp_accounting_pld():
+    """Ours equals the binomial sum; dp_accounting's optimistic PLD (at the PLD level, not
+    the accountant's event API, see the known bug below) lies below it."""
     exact = exact_rr_epsilon(0.75, 50, 1e-6)
     h = 1e-3
     pld = dpa_pld.from_randomized_response(
@@ -248,7 +257,9 @@ def test_dp_accounting_pld_of_randomized_response_agrees_with_binomial_sum():
         neighboring_relation=Rel.REPLACE_ONE,
     )
     lo = dpa_lower([(pld, 50)], 1e-6)
-    assert exact - 50 * h <= lo <= exact * (1 + ROUNDOFF)
+    assert lo <= exact * (1 + ROUNDOFF)  # the oracle is a lower bound here
+    ours = compose([RandomizedResponse(p=0.75)], counts=[50]).epsilon(1e-6)
+    assert lo * (1 - ROUNDOFF) <= ours == pytest.approx(exact, rel=1e-9)
 
 
 # ------------------------------------------------------------------------ property tests
