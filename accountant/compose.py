@@ -1,7 +1,7 @@
 """Composition of any list of mechanisms, with repetition counts.
 
 ``compose(mechanisms, counts)`` returns a :class:`ComposedMechanism`, itself a
-:class:`~accountant.mechanism.Mechanism`, so it can be composed, subsampled and
+:class:`~dpacct.accountant.mechanism.Mechanism`, so it can be composed, subsampled and
 calibrated again.  The route is chosen per list:
 
 * **closed form** when every part is a Gaussian mechanism: noise multipliers combine
@@ -40,7 +40,7 @@ class ComposedMechanism(Mechanism):
 
     Examples
     --------
-    >>> from mechanisms import GaussianMechanism
+    >>> from dpacct.mechanisms import GaussianMechanism
     >>> run = compose([GaussianMechanism(sigma=10.0)], counts=[100])
     >>> run.route
     'exact'
@@ -172,8 +172,8 @@ def _self_composed(
     """Direction ``which`` (0 remove, 1 add) of ``count`` repetitions of ``mech``.
 
     Mechanisms with privacy-loss laws are discretised with a fine bulk and a coarse
-    tail (see :mod:`accountant.twoscale`); others start from their own PLDs.
-    ``use_anchor`` as in :func:`~accountant.mechanism.grid_step`.
+    tail (see :mod:`dpacct.accountant.twoscale`); others start from their own PLDs.
+    ``use_anchor`` as in :func:`~dpacct.accountant.mechanism.grid_step`.
     """
     step_settings = _part_settings(settings, total_count)
     resolution = settings.resolution_for(pessimistic)
@@ -248,7 +248,7 @@ def _joint_composed(parts, settings: PLDSettings, which: int, use_anchor: bool) 
     """Pessimistic PLD of several law-based parts by one joint binary ladder.
 
     Each part is discretised as in :func:`_self_composed`; the powers are then taken
-    together (:func:`~accountant.twoscale.compose_split`), which costs about one
+    together (:func:`~dpacct.accountant.twoscale.compose_split`), which costs about one
     self-composition instead of one per part.  Used for upper bounds only.
     """
     total_count = sum(c for _, c in parts)
@@ -302,8 +302,8 @@ def _is_lattice(mech: Mechanism) -> bool:
 
 
 def _gaussian_equivalent(parts) -> Mechanism | None:
-    from mechanisms.algorithm import Algorithm  # local: mechanisms builds on us
-    from mechanisms.gaussian import GaussianMechanism
+    from dpacct.mechanisms.algorithm import Algorithm  # local: mechanisms builds on us
+    from dpacct.mechanisms.gaussian import GaussianMechanism
 
     sigmas, counts = [], []
     for mech, count in parts:
@@ -347,7 +347,7 @@ def compose(
 
     Examples
     --------
-    >>> from mechanisms import GaussianMechanism, LaplaceMechanism
+    >>> from dpacct.mechanisms import GaussianMechanism, LaplaceMechanism
     >>> run = compose([GaussianMechanism(sigma=50.0), LaplaceMechanism(b=100.0)],
     ...               counts=[100, 50])
     >>> run.route

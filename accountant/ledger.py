@@ -18,7 +18,7 @@ The ledger saves to and loads from JSON (:meth:`~PrivacyAccountant.save`,
 directory, ``fsync``, ``os.replace``), the file carries a schema version and a SHA-256
 checksum of its canonical content, and loading rejects corrupt, truncated or edited
 files with a :class:`LedgerFileError`.  Mechanisms are written through the explicit
-registry of :mod:`accountant.serialization`; nothing is pickled.
+registry of :mod:`dpacct.accountant.serialization`; nothing is pickled.
 """
 
 from __future__ import annotations
@@ -120,7 +120,7 @@ class PrivacyAccountant:
     >>> filt.step(noise_multiplier=10.0)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    accountant.ledger.BudgetExceededError: budget exceeded: ...
+    dpacct.accountant.ledger.BudgetExceededError: budget exceeded: ...
     >>> filt.steps
     7
     """
@@ -211,7 +211,7 @@ class PrivacyAccountant:
         else:
             sigma = check_positive("noise_multiplier", noise_multiplier)
             q = check_sample_rate(sample_rate)
-            from mechanisms.gaussian import GaussianMechanism  # zoo: a layer above
+            from dpacct.mechanisms.gaussian import GaussianMechanism  # zoo: a layer above
 
             mech = poisson_subsample(GaussianMechanism(sigma=sigma), q)
             self._last_step = (sigma, q, mech)
@@ -368,7 +368,7 @@ class PrivacyAccountant:
         ------
         TypeError
             A recorded mechanism's class is not registered in
-            :mod:`accountant.serialization`.
+            :mod:`dpacct.accountant.serialization`.
         """
         payload: dict[str, Any] = {
             "format": FORMAT,

@@ -8,7 +8,7 @@ summarised, for every accounting purpose in this library, by its *privacy loss*
 
 is the tight (eps, delta) curve of the pair (Koskela et al. 2020; Gopi, Lee, Wutschitz
 2021, Definition 3.1), and a privacy loss distribution (PLD) for composition is obtained
-by discretising ``L`` (see :mod:`accountant.pld`).
+by discretising ``L`` (see :mod:`dpacct.accountant.pld`).
 
 A :class:`PrivacyLossLaw` exposes the distribution functions of ``L`` under both
 measures, vectorised over numpy arrays.  Conventions:
@@ -120,7 +120,7 @@ class PrivacyLossLaw(ABC):
     #: a weak anchor has an atom at the anchor itself but others elsewhere (the image
     #: of a base atom under subsampling); it is used only when every part of a
     #: composition shares it, otherwise the law gets a binary grid nested with the
-    #: others' (see :func:`accountant.compose._anchors_agree`)
+    #: others' (see :func:`dpacct.accountant.compose._anchors_agree`)
     weak_anchor: bool = False
 
     @abstractmethod

@@ -17,7 +17,7 @@ A loss law must describe a dominating pair in the trade-off sense: its hockey-st
 curve bounds the mechanism's at every *real* epsilon, negative ones included (the
 mechanism's pair is a post-processing of it).  The exact pair of a mechanism always
 is; the engine relies on it when it reads the add direction off the swapped remove
-PLD (:meth:`accountant.pld.GridPLD.swapped_delta_bound`).
+PLD (:meth:`dpacct.accountant.pld.GridPLD.swapped_delta_bound`).
 
 Routes, in order of preference: the exact curve; the privacy loss distribution (PLD)
 built from the loss laws (pessimistic and optimistic discretisations give a certified
@@ -202,8 +202,8 @@ class Mechanism:
 
         Examples
         --------
-        >>> from mechanisms import GaussianMechanism, LaplaceMechanism
-        >>> from accountant import compose
+        >>> from dpacct.mechanisms import GaussianMechanism, LaplaceMechanism
+        >>> from dpacct.accountant import compose
         >>> compose([LaplaceMechanism(b=4.0)], counts=[3]).pure_epsilon
         0.75
         >>> GaussianMechanism(sigma=1.0).pure_epsilon
@@ -228,7 +228,7 @@ class Mechanism:
 
         Examples
         --------
-        >>> from mechanisms import GaussianMechanism
+        >>> from dpacct.mechanisms import GaussianMechanism
         >>> remove, add = GaussianMechanism(sigma=2.0).pld()
         >>> bool(remove.delta(0.5) >= GaussianMechanism(sigma=2.0).delta(0.5))
         True
@@ -293,7 +293,7 @@ class Mechanism:
 
         Examples
         --------
-        >>> from mechanisms import GaussianMechanism
+        >>> from dpacct.mechanisms import GaussianMechanism
         >>> round(GaussianMechanism(sigma=1.0).delta(1.0), 6)
         0.126937
         """
@@ -358,7 +358,7 @@ class Mechanism:
 
         Examples
         --------
-        >>> from mechanisms import GaussianMechanism
+        >>> from dpacct.mechanisms import GaussianMechanism
         >>> round(GaussianMechanism(sigma=1.0).epsilon(1e-5), 4)
         4.3772
         """
@@ -403,8 +403,8 @@ class Mechanism:
 
         Examples
         --------
-        >>> from mechanisms import LaplaceMechanism
-        >>> from accountant import compose
+        >>> from dpacct.mechanisms import LaplaceMechanism
+        >>> from dpacct.accountant import compose
         >>> lo, hi = compose([LaplaceMechanism(b=10.0)], counts=[100]).epsilon_bounds(1e-6)
         >>> bool(0 < lo <= hi < 1.003 * lo)
         True
@@ -491,7 +491,7 @@ class Mechanism:
 
         Examples
         --------
-        >>> from mechanisms import GaussianMechanism
+        >>> from dpacct.mechanisms import GaussianMechanism
         >>> GaussianMechanism(sigma=2.0).rdp([2, 4.5])
         array([0.25  , 0.5625])
         """
@@ -516,7 +516,7 @@ class Mechanism:
 
         Examples
         --------
-        >>> from mechanisms import GaussianMechanism
+        >>> from dpacct.mechanisms import GaussianMechanism
         >>> round(float(GaussianMechanism(sigma=1.0).tradeoff(0.05)), 4)
         0.7405
         """

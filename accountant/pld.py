@@ -365,7 +365,7 @@ class GridPLD:
 
     Examples
     --------
-    >>> from accountant.loss_law import GaussianLossLaw
+    >>> from dpacct.accountant.loss_law import GaussianLossLaw
     >>> law = GaussianLossLaw(mu=1.0)
     >>> up = discretize(law, step=1e-3, pessimistic=True)
     >>> lo = discretize(law, step=1e-3, pessimistic=False)
@@ -471,7 +471,7 @@ class GridPLD:
 
         Examples
         --------
-        >>> from accountant.loss_law import GaussianLossLaw
+        >>> from dpacct.accountant.loss_law import GaussianLossLaw
         >>> pld = discretize(GaussianLossLaw(mu=1.0), 1e-3, pessimistic=True)
         >>> # the Gaussian pair is symmetric: the swapped curve is the curve itself
         >>> bool(abs(pld.swapped_delta_bound(1.0) - pld.delta(1.0)) < 1e-6)
@@ -900,7 +900,7 @@ def discretize(
 
     Examples
     --------
-    >>> from accountant.loss_law import GaussianLossLaw
+    >>> from dpacct.accountant.loss_law import GaussianLossLaw
     >>> pld = discretize(GaussianLossLaw(mu=0.5), step=1e-3, pessimistic=True)
     >>> abs(float(pld.pmf.sum()) + pld.inf_mass - 1.0) < 1e-12
     True

@@ -8,7 +8,7 @@ types are ever constructed when reading data back.
 Registered here: the engine's transformers (``"poisson_subsample"``,
 ``"subsample_without_replacement"``, ``"compose"``) and, lazily (the engine must not
 import the zoo at import time), the zoo's mechanisms: ``"gaussian"`` for
-:class:`mechanisms.gaussian.GaussianMechanism`, ``"laplace"``,
+:class:`dpacct.mechanisms.gaussian.GaussianMechanism`, ``"laplace"``,
 ``"randomized_response"``, ``"discrete_gaussian"``, ``"discrete_laplace"`` and
 ``"zcdp"``.  Other mechanism classes register
 themselves with :func:`register_mechanism` (for instance in their own module, which
@@ -22,8 +22,8 @@ self-registering classes are found before the name is declared unknown.
 
 Examples
 --------
->>> from mechanisms import GaussianMechanism
->>> from accountant import compose, poisson_subsample
+>>> from dpacct.mechanisms import GaussianMechanism
+>>> from dpacct.accountant import compose, poisson_subsample
 >>> run = compose([poisson_subsample(GaussianMechanism(sigma=1.1), 0.01)], counts=[100])
 >>> data = to_dict(run)
 >>> data["type"], data["params"]["parts"][0]["count"]
@@ -78,12 +78,12 @@ _BY_CLASS: dict[type, _Entry] = {}
 #: layer above the engine, so it is imported only when a mechanism is (de)serialised.
 #: All of these are frozen dataclasses of numbers, serialised by their fields.
 _LAZY: dict[str, tuple[str, str]] = {
-    "gaussian": ("mechanisms.gaussian", "GaussianMechanism"),
-    "laplace": ("mechanisms.laplace", "LaplaceMechanism"),
-    "randomized_response": ("mechanisms.randomized_response", "RandomizedResponse"),
-    "discrete_gaussian": ("mechanisms.discrete", "DiscreteGaussianMechanism"),
-    "discrete_laplace": ("mechanisms.discrete", "DiscreteLaplaceMechanism"),
-    "zcdp": ("mechanisms.generic", "ZCDPMechanism"),
+    "gaussian": ("dpacct.mechanisms.gaussian", "GaussianMechanism"),
+    "laplace": ("dpacct.mechanisms.laplace", "LaplaceMechanism"),
+    "randomized_response": ("dpacct.mechanisms.randomized_response", "RandomizedResponse"),
+    "discrete_gaussian": ("dpacct.mechanisms.discrete", "DiscreteGaussianMechanism"),
+    "discrete_laplace": ("dpacct.mechanisms.discrete", "DiscreteLaplaceMechanism"),
+    "zcdp": ("dpacct.mechanisms.generic", "ZCDPMechanism"),
 }
 #: lazy registrations that could not be loaded: type name -> reason
 _LAZY_FAILED: dict[str, str] = {}
@@ -110,7 +110,7 @@ def register_mechanism(
     name : str
         The ``"type"`` written to JSON; must be unique.
     cls : type, optional
-        A :class:`~accountant.mechanism.Mechanism` subclass.  If omitted, returns a
+        A :class:`~dpacct.accountant.mechanism.Mechanism` subclass.  If omitted, returns a
         class decorator.
     encode : callable, optional
         ``mechanism -> params`` (a dict of JSON-ready values, nested mechanisms as
@@ -124,7 +124,7 @@ def register_mechanism(
     Examples
     --------
     >>> from dataclasses import dataclass
-    >>> from accountant.mechanism import Mechanism
+    >>> from dpacct.accountant.mechanism import Mechanism
     >>> @register_mechanism("doc_example_pure_dp", replace=True)
     ... @dataclass(frozen=True)
     ... class PureDP(Mechanism):
@@ -204,7 +204,7 @@ def _import_zoo_once() -> None:
         return
     _ZOO_IMPORTED = True
     with contextlib.suppress(ImportError):
-        importlib.import_module("mechanisms")
+        importlib.import_module("dpacct.mechanisms")
 
 
 def _entry_for_class(cls: type) -> _Entry | None:
@@ -280,7 +280,7 @@ def to_dict(mechanism: Mechanism) -> dict[str, Any]:
 
     Examples
     --------
-    >>> from mechanisms import GaussianMechanism
+    >>> from dpacct.mechanisms import GaussianMechanism
     >>> to_dict(GaussianMechanism(sigma=2.0))
     {'type': 'gaussian', 'params': {'sigma': 2.0}}
     """

@@ -36,7 +36,7 @@ class PoissonSubsampledMechanism(Mechanism):
 
     Examples
     --------
-    >>> from mechanisms import GaussianMechanism
+    >>> from dpacct.mechanisms import GaussianMechanism
     >>> step = poisson_subsample(GaussianMechanism(sigma=1.0), sample_rate=0.01)
     >>> step
     PoissonSubsampledMechanism(base=GaussianMechanism(sigma=1.0), sample_rate=0.01)
@@ -69,7 +69,7 @@ class PoissonSubsampledMechanism(Mechanism):
         return _has_laws(self.base)
 
     def _rdp(self, alpha: np.ndarray) -> np.ndarray:
-        from mechanisms.gaussian import GaussianMechanism
+        from dpacct.mechanisms.gaussian import GaussianMechanism
 
         from .subsampled_rdp import poisson_subsampled_rdp, subsampled_gaussian_rdp
 
@@ -121,7 +121,7 @@ class WithoutReplacementSubsampledMechanism(Mechanism):
 
     Examples
     --------
-    >>> from mechanisms import GaussianMechanism
+    >>> from dpacct.mechanisms import GaussianMechanism
     >>> step = subsample_without_replacement(GaussianMechanism(sigma=2.0), sample_rate=0.01)
     >>> bool(step.epsilon(1e-5) < GaussianMechanism(sigma=2.0).epsilon(1e-5))
     True
@@ -165,7 +165,7 @@ class _GridSafeSubsampledLaw(PoissonSubsampledLossLaw):
     """A subsampled loss law whose grid scale keeps PLD grids finite and representable.
 
     The engine picks the first PLD grid step from :meth:`spread` (a power of two below
-    ``spread / resolution``, :func:`accountant.mechanism.grid_step`).  For a small sample
+    ``spread / resolution``, :func:`dpacct.accountant.mechanism.grid_step`).  For a small sample
     rate ``q`` the robust spread of the subsampled loss ``log(1 - q + q e^L)`` is of
     order ``q`` while its range (set by the rare sampled outcomes) stays of order one,
     so the plain spread gives
@@ -177,7 +177,7 @@ class _GridSafeSubsampledLaw(PoissonSubsampledLossLaw):
       allocation in the two-scale discretisation of a composition).
 
     Every grid step gives a *certified* discretisation (pessimistic and optimistic
-    alike, see :mod:`accountant.pld`): the step only trades tightness for cost.  So the
+    alike, see :mod:`dpacct.accountant.pld`): the step only trades tightness for cost.  So the
     scale used here is ``max(spread, range * 2^-20, 2^-30)``: at the default resolution
     the whole range needs at most about ``2^26`` points (the two-scale split then keeps
     its fine window near ``2^16`` points) and the step stays above ``2^-36``, where
@@ -220,8 +220,8 @@ def poisson_subsample(mechanism: Mechanism, sample_rate: float) -> Mechanism:
 
     Examples
     --------
-    >>> from mechanisms import GaussianMechanism
-    >>> from accountant import compose
+    >>> from dpacct.mechanisms import GaussianMechanism
+    >>> from dpacct.accountant import compose
     >>> step = poisson_subsample(GaussianMechanism(sigma=1.1), sample_rate=256 / 60_000)
     >>> run = compose([step], counts=[14_063])
     >>> 2.0 < run.epsilon(delta=1e-5) < 2.6
@@ -247,7 +247,7 @@ def subsample_without_replacement(mechanism: Mechanism, sample_rate: float) -> M
 
     Examples
     --------
-    >>> from mechanisms import GaussianMechanism
+    >>> from dpacct.mechanisms import GaussianMechanism
     >>> step = subsample_without_replacement(GaussianMechanism(sigma=2.0), 0.1)
     >>> step.neighbouring
     'replace-one'

@@ -479,7 +479,7 @@ def subsampled_gaussian_rdp(sample_rate: float, sigma: float, alpha: object) -> 
 
     Examples
     --------
-    >>> from accountant.subsampled_rdp import subsampled_gaussian_rdp
+    >>> from dpacct.accountant.subsampled_rdp import subsampled_gaussian_rdp
     >>> [round(float(e), 6) for e in subsampled_gaussian_rdp(0.01, 1.0, [2, 4.5, 8])]
     [0.000172, 0.000415, 0.000894]
     >>> float(subsampled_gaussian_rdp(1.0, 2.0, 3.0))  # no subsampling: alpha / (2 sigma^2)
@@ -738,7 +738,7 @@ def poisson_subsampled_rdp(sample_rate: float, rdp_fn: RdpFunction, alpha: objec
 
     Examples
     --------
-    >>> from accountant.subsampled_rdp import poisson_subsampled_rdp
+    >>> from dpacct.accountant.subsampled_rdp import poisson_subsampled_rdp
     >>> gaussian = lambda a: a / (2 * 1.0**2)   # Gaussian mechanism, sigma = 1
     >>> [round(float(e), 6) for e in poisson_subsampled_rdp(0.01, gaussian, [2, 4.5, 8])]
     [0.000172, 0.00051, 0.001404]
@@ -794,7 +794,7 @@ def subsampled_without_replacement_rdp(
 
     Examples
     --------
-    >>> from accountant.subsampled_rdp import subsampled_without_replacement_rdp
+    >>> from dpacct.accountant.subsampled_rdp import subsampled_without_replacement_rdp
     >>> gaussian = lambda a: a / (2 * 2.0**2)   # Gaussian mechanism, sigma = 2
     >>> bound = subsampled_without_replacement_rdp(0.01, gaussian, [2, 4.5, 8])
     >>> [round(float(e), 6) for e in bound]

@@ -5,7 +5,7 @@ zero but has tails reaching several units (a Gaussian in the loss of the sampled
 record).  A single uniform grid fine enough for the bulk would need hundreds of
 thousands of points to cover the tails, and the first squarings of a long
 composition would be dominated by them.  Here the measure is split into two disjoint
-parts, each a :class:`~accountant.pld.GridPLD` sub-measure:
+parts, each a :class:`~dpacct.accountant.pld.GridPLD` sub-measure:
 
 * ``fine``: the bulk, on a grid of ``step``;
 * ``coarse``: everything else (including the mass at ``+inf``), on a grid of

@@ -14,13 +14,13 @@ Workload = dict[str, Any]
 
 
 def _mechanism(workload: Workload):
-    from accountant import compose, poisson_subsample
-    from mechanisms import GaussianMechanism, LaplaceMechanism, RandomizedResponse
+    from dpacct.accountant import compose, poisson_subsample
+    from dpacct.mechanisms import GaussianMechanism, LaplaceMechanism, RandomizedResponse
 
     kind = workload["kind"]
     if kind == "ledger":
         # what a training loop does: feed the online accountant, then ask it
-        from accountant import PrivacyAccountant
+        from dpacct.accountant import PrivacyAccountant
 
         acct = PrivacyAccountant()
         for sigma, q, steps in workload["schedule"]:
@@ -83,7 +83,7 @@ def epsilon_tol_min(workload: Workload) -> dict[str, Any]:
 
 def calibrate(workload: Workload) -> dict[str, Any]:
     """``noise_multiplier`` for the target (epsilon, delta), sample rate and steps."""
-    from calibrators import noise_multiplier
+    from dpacct.calibrators import noise_multiplier
 
     sigma = noise_multiplier(
         epsilon=workload["target_epsilon"],

@@ -119,7 +119,7 @@ Kinds and their keys (all sensitivity-normalised):
   probability ``p``, ``delta``; replace-one neighbours.
 - ``ledger``: a DP-SGD run whose ``schedule`` changes: a list of
   ``[noise_multiplier, sample_rate, steps]`` segments, ``delta`` (dpacct answers through
-  its online accountant, :class:`accountant.PrivacyAccountant`).
+  its online accountant, :class:`dpacct.accountant.PrivacyAccountant`).
 - ``calibrate``: noise multiplier of the ``dpsgd`` kind that reaches
   ``target_epsilon`` at ``delta`` for ``sample_rate`` and ``steps``.
 """

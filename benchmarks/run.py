@@ -83,8 +83,8 @@ def _f(x: Any, spec: str) -> str:
 
 def epsilon_at_sigma(workload: dict[str, Any], sigma: float) -> float:
     """dpacct's precise upper bound (tol=1e-5) for a calibrated sigma."""
-    from accountant import compose, poisson_subsample
-    from mechanisms import GaussianMechanism
+    from dpacct.accountant import compose, poisson_subsample
+    from dpacct.mechanisms import GaussianMechanism
 
     step = poisson_subsample(GaussianMechanism(sigma=sigma), workload["sample_rate"])
     run = compose([step], counts=[workload["steps"]])

@@ -1,6 +1,6 @@
 """The generic calibrator: search a family of mechanisms for the parameter meeting a target.
 
-A *family* maps a parameter to a :class:`~accountant.mechanism.Mechanism`
+A *family* maps a parameter to a :class:`~dpacct.accountant.mechanism.Mechanism`
 (``sigma -> GaussianMechanism(sigma)``, ``steps -> compose([step], [steps])``, ...).
 :func:`calibrate` finds
 
@@ -38,14 +38,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from accountant._validation import (
+from dpacct.accountant._validation import (
     check_delta,
     check_finite,
     check_flag,
     check_positive,
     check_tol,
 )
-from accountant.mechanism import Mechanism
+from dpacct.accountant.mechanism import Mechanism
 
 __all__ = [
     "Calibration",
@@ -536,7 +536,7 @@ def calibrate(
     --------
     Calibrating a Gaussian mechanism (continuous parameter):
 
-    >>> from mechanisms import GaussianMechanism
+    >>> from dpacct.mechanisms import GaussianMechanism
     >>> sigma, mech = calibrate(lambda s: GaussianMechanism(sigma=s), epsilon=1.0, delta=1e-5)
     >>> bool(0.999 <= mech.epsilon(1e-5) <= 1.0)
     True
@@ -545,7 +545,7 @@ def calibrate(
 
     The largest number of compositions (integer parameter):
 
-    >>> from accountant import compose
+    >>> from dpacct.accountant import compose
     >>> res = calibrate(lambda k: compose([GaussianMechanism(sigma=10.0)], counts=[k]),
     ...                 epsilon=1.0, delta=1e-5, integer=True, name="steps")
     >>> res.parameter

@@ -28,10 +28,15 @@ from typing import Literal, overload
 
 import numpy as np
 
-from accountant import compose, poisson_subsample
-from accountant._validation import check_count, check_delta, check_positive, check_sample_rate
-from accountant.mechanism import Mechanism
-from mechanisms.gaussian import GaussianMechanism, gaussian_delta
+from dpacct.accountant import compose, poisson_subsample
+from dpacct.accountant._validation import (
+    check_count,
+    check_delta,
+    check_positive,
+    check_sample_rate,
+)
+from dpacct.accountant.mechanism import Mechanism
+from dpacct.mechanisms.gaussian import GaussianMechanism, gaussian_delta
 
 from .calibrate import Calibration, calibrate
 
@@ -351,7 +356,7 @@ def noise_multiplier(
     tol : float, optional
         Accuracy of the engine's epsilon (``Mechanism.epsilon(delta, tol=)``).
     full_output : bool
-        Return the full :class:`~calibrators.calibrate.Calibration` (mechanism, epsilon
+        Return the full :class:`~dpacct.calibrators.calibrate.Calibration` (mechanism, epsilon
         reached, number of evaluations) instead of the noise multiplier alone.
     progress : bool, optional
         tqdm progress bar: shown after a few seconds by default.

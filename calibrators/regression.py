@@ -3,7 +3,7 @@
 Wang 2018 (Algorithm 2) gives each of AdaSSP's three releases ``(epsilon/3, delta/3)``
 and sets every noise std with a per-release Gaussian bound.  Here the releases keep a
 *fixed ratio* of noise stds and their common scale is searched with the generic
-:func:`calibrators.calibrate` so that the *composition* meets ``(epsilon, delta)``.
+:func:`dpacct.calibrators.calibrate` so that the *composition* meets ``(epsilon, delta)``.
 Gaussian mechanisms compose exactly (noise multipliers ``sigma_i`` combine into one
 Gaussian with ``sigma^-2 = sum_i sigma_i^-2``), so the composed epsilon is exact and the
 budget is met within ``rtol`` and never exceeded; the per-release split pays the
@@ -16,8 +16,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import replace
 
-from accountant._validation import check_delta, check_positive
-from mechanisms.ssp import AdaSSP, SufficientStatisticsPerturbation
+from dpacct.accountant._validation import check_delta, check_positive
+from dpacct.mechanisms.ssp import AdaSSP, SufficientStatisticsPerturbation
 
 from .calibrate import calibrate
 from .dpsgd import analytic_gaussian_sigma
@@ -71,9 +71,9 @@ def calibrate_ssp(
     """The SSP whose two Gaussian releases, composed, are (epsilon, delta)-DP.
 
     Searches the common ``noise_scale`` of
-    :class:`~mechanisms.ssp.SufficientStatisticsPerturbation` with the stds in the fixed
+    :class:`~dpacct.mechanisms.ssp.SufficientStatisticsPerturbation` with the stds in the fixed
     ratio ``ratios`` (default: equal noise multipliers), using
-    :func:`calibrators.calibrate` with its fixed-ratio (``ratios``) support.
+    :func:`dpacct.calibrators.calibrate` with its fixed-ratio (``ratios``) support.
 
     Parameters
     ----------
@@ -132,9 +132,9 @@ def calibrate_adassp(
 ) -> AdaSSP:
     """The AdaSSP whose three Gaussian releases, composed, are (epsilon, delta)-DP.
 
-    Searches the common ``noise_scale`` of :class:`~mechanisms.ssp.AdaSSP` with the
+    Searches the common ``noise_scale`` of :class:`~dpacct.mechanisms.ssp.AdaSSP` with the
     three stds in the fixed ratio ``ratios`` (default: equal noise multipliers, the
-    analogue of Wang 2018's equal three-way split), using :func:`calibrators.calibrate`
+    analogue of Wang 2018's equal three-way split), using :func:`dpacct.calibrators.calibrate`
     with its fixed-ratio support.
 
     Parameters

@@ -1,4 +1,4 @@
-"""Calibrate a :class:`~mechanisms.synthesis.MarginalSynthesizer` to a privacy budget.
+"""Calibrate a :class:`~dpacct.mechanisms.synthesis.MarginalSynthesizer` to a privacy budget.
 
 The budget is split between the ``k`` measured marginals (all with the same noise
 scale) and the row count by ``count_fraction``:
@@ -11,12 +11,12 @@ scale) and the row count by ``count_fraction``:
 * **Laplace, approximate DP** (``delta > 0``): the composed Laplace mechanisms spend
   less than their pure epsilon at ``delta > 0`` (privacy loss distribution accounting),
   so the closed-form scales are a conservative start; the common factor of both scales
-  (their ratio fixed as above) is then calibrated with :func:`calibrators.calibrate`.
+  (their ratio fixed as above) is then calibrated with :func:`dpacct.calibrators.calibrate`.
 * **Gaussian** (``delta > 0``): Gaussian mechanisms compose exactly through
   ``1 / sigma^2`` (Dong, Roth, Su 2019, Corollary 3.3), so the budget is split in that
   currency: ``k / scale^2 = (1 - f) / s^2`` and ``1 / count_scale^2 = f / s^2``; the
   common scale ``s`` (the noise multiplier of the whole run) is calibrated with
-  :func:`calibrators.calibrate`.
+  :func:`dpacct.calibrators.calibrate`.
 
 In the calibrated cases the run's epsilon at ``delta`` lies in
 ``[epsilon * (1 - rtol), epsilon]``.
@@ -27,8 +27,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from accountant._validation import check_delta, check_positive, check_probability
-from mechanisms.synthesis import Column, MarginalSynthesizer
+from dpacct.accountant._validation import check_delta, check_positive, check_probability
+from dpacct.mechanisms.synthesis import Column, MarginalSynthesizer
 
 from .calibrate import calibrate
 
@@ -73,7 +73,7 @@ def calibrate_synthesizer(
 
     Examples
     --------
-    >>> from mechanisms.synthesis import CategoricalColumn
+    >>> from dpacct.mechanisms.synthesis import CategoricalColumn
     >>> cols = [CategoricalColumn(n, [0, 1]) for n in "abc"]
     >>> syn = calibrate_synthesizer(1.0, 0.0, cols, "2-way", "laplace", count_fraction=0.25)
     >>> round(syn.scale, 6), round(syn.count_scale, 6), round(syn.pure_epsilon, 9)

@@ -1,14 +1,14 @@
 """Calibrate the training algorithms (NoisyGD, DP-SGD) to a target ``(epsilon, delta)``.
 
-* :func:`calibrate_noisy_gd` -- the noise multiplier of :class:`~mechanisms.noisy_gd.NoisyGD`
+* :func:`calibrate_noisy_gd` -- the noise multiplier of :class:`~dpacct.mechanisms.noisy_gd.NoisyGD`
   for a number of iterations, or the largest number of iterations for a noise multiplier;
-* :func:`calibrate_dp_sgd` -- the noise multiplier of :class:`~mechanisms.dp_sgd.DPSGD`
+* :func:`calibrate_dp_sgd` -- the noise multiplier of :class:`~dpacct.mechanisms.dp_sgd.DPSGD`
   for a sampling rate (or batch size) and a number of steps (or epochs);
 * :func:`naive_split_sigma` -- the noise multiplier that splitting the budget evenly,
   ``(epsilon / T, delta / T)`` per iteration, would need: the baseline that the engine's
   accounting improves on.
 
-Every search goes through the generic :func:`~calibrators.calibrate.calibrate` on the
+Every search goes through the generic :func:`~dpacct.calibrators.calibrate.calibrate` on the
 algorithm itself, so the answer is checked with the algorithm's own accounting (the
 composition of its primitives): the epsilon reached lies in
 ``[epsilon * (1 - rtol), epsilon]``.
@@ -19,9 +19,14 @@ from __future__ import annotations
 import math
 from typing import Any, Literal, overload
 
-from accountant._validation import check_count, check_delta, check_positive, check_sample_rate
-from mechanisms.dp_sgd import DPSGD
-from mechanisms.noisy_gd import NoisyGD
+from dpacct.accountant._validation import (
+    check_count,
+    check_delta,
+    check_positive,
+    check_sample_rate,
+)
+from dpacct.mechanisms.dp_sgd import DPSGD
+from dpacct.mechanisms.noisy_gd import NoisyGD
 
 from .calibrate import Calibration, calibrate
 from .dpsgd import analytic_gaussian_sigma, gaussian_epsilon, noise_multiplier
@@ -61,7 +66,7 @@ def calibrate_noisy_gd(
     full_output: bool = False,
     **fields: Any,
 ) -> NoisyGD | Calibration:
-    """A :class:`~mechanisms.noisy_gd.NoisyGD` that meets ``(epsilon, delta)``.
+    """A :class:`~dpacct.mechanisms.noisy_gd.NoisyGD` that meets ``(epsilon, delta)``.
 
     Give exactly one of
 
@@ -88,7 +93,7 @@ def calibrate_noisy_gd(
     rtol : float
         Relative tolerance of the continuous search, in (0, 0.5) (default 1e-3).
     full_output : bool
-        Return the :class:`~calibrators.calibrate.Calibration` (its ``mechanism`` is the
+        Return the :class:`~dpacct.calibrators.calibrate.Calibration` (its ``mechanism`` is the
         NoisyGD) instead of the NoisyGD.
     **fields
         The other fields of NoisyGD (``loss``, ``clip`` or ``x_bound``, ...).
@@ -167,11 +172,11 @@ def calibrate_dp_sgd(
     full_output: bool = False,
     **fields: Any,
 ) -> DPSGD | Calibration:
-    """A :class:`~mechanisms.dp_sgd.DPSGD` whose noise multiplier meets ``(epsilon, delta)``.
+    """A :class:`~dpacct.mechanisms.dp_sgd.DPSGD` whose noise multiplier meets ``(epsilon, delta)``.
 
-    The search is the one of :func:`~calibrators.dpsgd.noise_multiplier` (the same
+    The search is the one of :func:`~dpacct.calibrators.dpsgd.noise_multiplier` (the same
     composition of Poisson-subsampled Gaussians), confirmed by the generic
-    :func:`~calibrators.calibrate.calibrate` on the DPSGD object itself.
+    :func:`~dpacct.calibrators.calibrate.calibrate` on the DPSGD object itself.
 
     Parameters
     ----------
@@ -193,7 +198,7 @@ def calibrate_dp_sgd(
     rtol : float
         The epsilon reached lies in ``[epsilon * (1 - rtol), epsilon]`` (default 1e-3).
     full_output : bool
-        Return the :class:`~calibrators.calibrate.Calibration` instead.
+        Return the :class:`~dpacct.calibrators.calibrate.Calibration` instead.
     **fields
         The other fields of DPSGD (``loss``, ``clip``, ``learning_rate``, ...).
 

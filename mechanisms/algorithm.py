@@ -3,7 +3,7 @@
 An algorithm (NoisyGD, SSP, a marginal synthesizer, ...) runs on data, and its
 privacy guarantee is exactly that of the primitives it invokes: a list of mechanisms
 with repetition counts.  :class:`Algorithm` turns that list into a full
-:class:`~accountant.Mechanism` by delegating every privacy query to
+:class:`~dpacct.accountant.Mechanism` by delegating every privacy query to
 ``compose(primitives, counts)``, so an algorithm composes, subsamples and calibrates
 like any other mechanism, and a test can check its privacy against an explicit
 composition built by hand.
@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from accountant.compose import compose
-from accountant.mechanism import Mechanism, PLDSettings
-from accountant.pld import GridPLD
+from dpacct.accountant.compose import compose
+from dpacct.accountant.mechanism import Mechanism, PLDSettings
+from dpacct.accountant.pld import GridPLD
 
 __all__ = ["Algorithm"]
 
@@ -31,7 +31,7 @@ class Algorithm(Mechanism):
     Examples
     --------
     >>> from dataclasses import dataclass
-    >>> from mechanisms import GaussianMechanism
+    >>> from dpacct.mechanisms import GaussianMechanism
     >>> @dataclass(frozen=True)
     ... class TwoReleases(Algorithm):
     ...     sigma: float

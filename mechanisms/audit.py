@@ -57,14 +57,14 @@ from typing import Any
 import numpy as np
 from scipy import special, stats
 
-from accountant._validation import (
+from dpacct.accountant._validation import (
     as_float_array,
     check_count,
     check_delta,
     check_probability,
     check_rng,
 )
-from accountant.subsample import PoissonSubsampledMechanism
+from dpacct.accountant.subsample import PoissonSubsampledMechanism
 
 from .gaussian import GaussianMechanism
 from .laplace import LaplaceMechanism
@@ -484,7 +484,7 @@ def audit(
     Examples
     --------
     >>> import numpy as np
-    >>> from mechanisms import GaussianMechanism, audit
+    >>> from dpacct.mechanisms import GaussianMechanism, audit
     >>> result = audit(GaussianMechanism(sigma=1.0), np.random.default_rng(0), samples=20_000)
     >>> result.passed, bool(0.9 < result.tightness < 1.1)
     (True, True)

@@ -30,10 +30,10 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special
 
-from accountant._validation import check_positive
-from accountant.loss_law import AtomicLossLaw
-from accountant.mechanism import Mechanism, PLDSettings, _invert_exact, discretize_law
-from accountant.pld import GridPLD
+from dpacct.accountant._validation import check_positive
+from dpacct.accountant.loss_law import AtomicLossLaw
+from dpacct.accountant.mechanism import Mechanism, PLDSettings, _invert_exact, discretize_law
+from dpacct.accountant.pld import GridPLD
 
 from .randomized_response import PureDPCurves
 
@@ -53,7 +53,7 @@ class DiscreteLaplaceMechanism(PureDPCurves, Mechanism):
 
     The privacy loss takes only the values ``+-1/scale`` (module docstring), so the
     mechanism has *exactly* the privacy of binary randomized response with
-    ``epsilon0 = 1/scale`` (equivalently of :class:`mechanisms.PureDPMechanism` with
+    ``epsilon0 = 1/scale`` (equivalently of :class:`dpacct.mechanisms.PureDPMechanism` with
     ``epsilon = 1/scale``):
 
     * ``delta(eps) = (1 - e^{eps - 1/scale}) / (1 + e^{-1/scale})`` for ``eps < 1/scale``;
@@ -73,7 +73,7 @@ class DiscreteLaplaceMechanism(PureDPCurves, Mechanism):
     0.462117
     >>> round(m.epsilon(1e-9), 6)
     1.0
-    >>> from mechanisms import PureDPMechanism
+    >>> from dpacct.mechanisms import PureDPMechanism
     >>> bool(np.isclose(m.delta(0.3), PureDPMechanism(1.0).delta(0.3), rtol=1e-14))
     True
     """
@@ -368,7 +368,7 @@ class DiscreteGaussianMechanism(Mechanism):
     * the exact RDP curve at real orders (:func:`discrete_gaussian_rdp`), never above
       the ``1/(2 sigma^2)``-zCDP bound ``alpha/(2 sigma^2)`` of CKS 2020, Proposition 5,
       and equal to it at integer orders;
-    * the privacy loss as an :class:`~accountant.loss_law.AtomicLossLaw` on the integers
+    * the privacy loss as an :class:`~dpacct.accountant.loss_law.AtomicLossLaw` on the integers
       within ``37.5 sigma`` of the centres (``12 sigma`` when ``sigma > 1e4``), on the
       lattice ``1/(2 sigma^2)`` (for ``sigma <= 1e4``); none above ``sigma = 1e5``
       (``has_pld`` is False, so compositions and subsampling use the RDP curve).

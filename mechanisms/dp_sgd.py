@@ -1,13 +1,13 @@
 """DP-SGD for linear and logistic regression, with online privacy accounting.
 
 :class:`DPSGD` is the algorithm of Abadi et al. 2016 ("Deep Learning with Differential
-Privacy", Algorithm 1) for the linear models of :mod:`mechanisms.noisy_gd`: at each step
+Privacy", Algorithm 1) for the linear models of :mod:`dpacct.mechanisms.noisy_gd`: at each step
 every record joins the minibatch independently with probability ``sample_rate``
 (Poisson sampling), per-example gradients are clipped to norm ``clip``, and Gaussian
 noise with standard deviation ``sigma * clip`` is added to their sum.  One step is
 ``poisson_subsample(GaussianMechanism(sigma), sample_rate)`` and a run is its
 ``steps``-fold composition, accounted by the engine's tightest sound route.
-:meth:`DPSGD.fit` also feeds a :class:`~accountant.PrivacyAccountant` step by step, and
+:meth:`DPSGD.fit` also feeds a :class:`~dpacct.accountant.PrivacyAccountant` step by step, and
 reports the epsilon spent after each epoch.
 """
 
@@ -19,7 +19,7 @@ from typing import Literal
 
 import numpy as np
 
-from accountant._validation import (
+from dpacct.accountant._validation import (
     check_count,
     check_delta,
     check_flag,
@@ -27,12 +27,12 @@ from accountant._validation import (
     check_rng,
     check_sample_rate,
 )
-from accountant.ledger import PrivacyAccountant
-from accountant.mechanism import Mechanism
-from accountant.subsample import poisson_subsample
-from mechanisms.algorithm import Algorithm
-from mechanisms.gaussian import GaussianMechanism
-from mechanisms.noisy_gd import (
+from dpacct.accountant.ledger import PrivacyAccountant
+from dpacct.accountant.mechanism import Mechanism
+from dpacct.accountant.subsample import poisson_subsample
+from dpacct.mechanisms.algorithm import Algorithm
+from dpacct.mechanisms.gaussian import GaussianMechanism
+from dpacct.mechanisms.noisy_gd import (
     FittedLinearModel,
     _augment,
     _check_data,
@@ -50,7 +50,7 @@ def _epoch_ends(steps: int, sample_rate: float) -> np.ndarray:
     """Step counts at which each epoch (``1 / sample_rate`` steps) ends; the last is ``steps``.
 
     Epoch ``k`` ends after ``floor(k / sample_rate)`` steps (forgiving floating-point
-    error, as ``calibrators.steps_from_epochs``); a final partial epoch ends at ``steps``.
+    error, as ``dpacct.calibrators.steps_from_epochs``); a final partial epoch ends at ``steps``.
     """
     full = math.floor(steps * sample_rate * (1.0 + 1e-12))
     ends = np.floor(np.arange(1, full + 1) / sample_rate * (1.0 + 1e-12)).astype(np.int64)
@@ -67,7 +67,7 @@ class DPSGDFit(FittedLinearModel):
     Attributes
     ----------
     coef, intercept, loss
-        As :class:`~mechanisms.noisy_gd.FittedLinearModel`.
+        As :class:`~dpacct.mechanisms.noisy_gd.FittedLinearModel`.
     epoch_steps : numpy.ndarray
         Number of steps taken at the end of each epoch (the last entry is ``steps``).
     epsilon_per_epoch : numpy.ndarray or None
@@ -98,7 +98,7 @@ class DPSGDFit(FittedLinearModel):
 class DPSGD(Algorithm):
     """DP-SGD (Abadi et al. 2016, Algorithm 1) for linear or logistic regression.
 
-    Same model and loss as :class:`~mechanisms.noisy_gd.NoisyGD` (squared loss
+    Same model and loss as :class:`~dpacct.mechanisms.noisy_gd.NoisyGD` (squared loss
     ``(x.theta - y)^2 / 2`` or logistic loss with labels in {0, 1}, ridge penalty
     ``l2/2 ||coef||^2``, intercept as a constant feature 1).  Each step:
 
@@ -142,7 +142,7 @@ class DPSGD(Algorithm):
     l2 : float
         Ridge penalty on the coefficients, >= 0.
     fit_intercept, average : bool
-        As in :class:`~mechanisms.noisy_gd.NoisyGD`.
+        As in :class:`~dpacct.mechanisms.noisy_gd.NoisyGD`.
 
     Examples
     --------
@@ -241,7 +241,7 @@ class DPSGD(Algorithm):
             In (0, 1): report the epsilon spent after each epoch at this delta.
         accountant : PrivacyAccountant, optional
             Ledger to feed (default: a new one).  With a budget (a privacy filter) the
-            fit stops with :class:`~accountant.BudgetExceededError` before a step that
+            fit stops with :class:`~dpacct.accountant.BudgetExceededError` before a step that
             would overspend.
 
         Returns

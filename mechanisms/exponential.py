@@ -46,10 +46,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from accountant._validation import check_positive
-from accountant.loss_law import PrivacyLossLaw
-from accountant.mechanism import Mechanism
-from accountant.serialization import register_mechanism
+from dpacct.accountant._validation import check_positive
+from dpacct.accountant.loss_law import PrivacyLossLaw
+from dpacct.accountant.mechanism import Mechanism
+from dpacct.accountant.serialization import register_mechanism
 
 from .randomized_response import PureDPCurves
 
@@ -221,7 +221,7 @@ class ExponentialMechanism(Mechanism):
     lower end of 0.
 
     With ``bounded_range=False`` it is accounted as a generic pure ``epsilon``-DP
-    mechanism, exactly like :class:`mechanisms.PureDPMechanism` (binary randomized
+    mechanism, exactly like :class:`dpacct.mechanisms.PureDPMechanism` (binary randomized
     response: exact curve, RDP, lattice loss law, trade-off), also upper bounds.
 
     Parameters
@@ -251,7 +251,7 @@ class ExponentialMechanism(Mechanism):
     """
 
     #: the pure-DP parameter, stored as ``epsilon0`` because ``epsilon`` is the
-    #: :meth:`~accountant.mechanism.Mechanism.epsilon` query of every mechanism
+    #: :meth:`~dpacct.accountant.mechanism.Mechanism.epsilon` query of every mechanism
     epsilon0: float
     bounded_range: bool = True
 

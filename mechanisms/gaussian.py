@@ -8,9 +8,9 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special
 
-from accountant._validation import as_float_array, check_positive
-from accountant.loss_law import GaussianLossLaw
-from accountant.mechanism import Mechanism
+from dpacct.accountant._validation import as_float_array, check_positive
+from dpacct.accountant.loss_law import GaussianLossLaw
+from dpacct.accountant.mechanism import Mechanism
 
 __all__ = ["GaussianMechanism", "gaussian_delta"]
 

@@ -13,10 +13,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from accountant._validation import check_delta, check_epsilon, check_positive
-from accountant.mechanism import Mechanism
-from accountant.rdp import zcdp_rdp
-from accountant.serialization import register_mechanism
+from dpacct.accountant._validation import check_delta, check_epsilon, check_positive
+from dpacct.accountant.mechanism import Mechanism
+from dpacct.accountant.rdp import zcdp_rdp
+from dpacct.accountant.serialization import register_mechanism
 
 from .randomized_response import PureDPCurves
 
@@ -36,7 +36,7 @@ class PureDPMechanism(PureDPCurves, Mechanism):
 
     * ``delta(eps') = max(0, (1 - e^{eps' - epsilon}) / (1 + e^{-epsilon}))``
       (``= (e^epsilon - e^eps') / (1 + e^epsilon)``);
-    * RDP: :func:`accountant.rdp.pure_dp_rdp` (Bun & Steinke 2016, Proposition 3.3);
+    * RDP: :func:`dpacct.accountant.rdp.pure_dp_rdp` (Bun & Steinke 2016, Proposition 3.3);
     * privacy loss: atoms ``+-epsilon`` with P-masses ``p, 1 - p`` on the lattice
       ``epsilon`` (exact PLD composition, as in Kairouz, Oh, Viswanath 2015);
     * trade-off ``f_{epsilon,0}(a) = max(0, 1 - e^epsilon a, e^-epsilon (1 - a))``
@@ -64,7 +64,7 @@ class PureDPMechanism(PureDPCurves, Mechanism):
     """
 
     #: the pure-DP parameter, stored as ``epsilon0`` because ``epsilon`` is the
-    #: :meth:`~accountant.mechanism.Mechanism.epsilon` query of every mechanism
+    #: :meth:`~dpacct.accountant.mechanism.Mechanism.epsilon` query of every mechanism
     epsilon0: float
 
     def __init__(self, epsilon: float) -> None:

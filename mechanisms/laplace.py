@@ -29,9 +29,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from accountant._validation import check_positive
-from accountant.loss_law import PrivacyLossLaw
-from accountant.mechanism import Mechanism
+from dpacct.accountant._validation import check_positive
+from dpacct.accountant.loss_law import PrivacyLossLaw
+from dpacct.accountant.mechanism import Mechanism
 
 __all__ = ["LaplaceLossLaw", "LaplaceMechanism", "laplace_delta"]
 

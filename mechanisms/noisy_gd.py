@@ -13,7 +13,7 @@ adding or removing one record is bounded either
   perturbation; see :meth:`NoisyGD.sensitivity` for the formula.
 
 The fitted model is returned as a :class:`FittedLinearModel`, shared with
-:mod:`mechanisms.dp_sgd`.
+:mod:`dpacct.mechanisms.dp_sgd`.
 """
 
 from __future__ import annotations
@@ -25,11 +25,17 @@ from typing import Literal
 import numpy as np
 from scipy import special
 
-from accountant._validation import check_count, check_finite, check_flag, check_positive, check_rng
-from accountant.mechanism import Mechanism
-from mechanisms._regression_data import as_design_matrix, check_regression_data
-from mechanisms.algorithm import Algorithm
-from mechanisms.gaussian import GaussianMechanism
+from dpacct.accountant._validation import (
+    check_count,
+    check_finite,
+    check_flag,
+    check_positive,
+    check_rng,
+)
+from dpacct.accountant.mechanism import Mechanism
+from dpacct.mechanisms._regression_data import as_design_matrix, check_regression_data
+from dpacct.mechanisms.algorithm import Algorithm
+from dpacct.mechanisms.gaussian import GaussianMechanism
 
 __all__ = ["FittedLinearModel", "NoisyGD"]
 

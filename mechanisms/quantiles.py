@@ -2,7 +2,7 @@
 
 Three algorithms release quantiles of one-dimensional data lying in a declared range
 ``[lower, upper]`` (values outside it raise; nothing is clipped silently).  Each is an
-:class:`~mechanisms.algorithm.Algorithm`, so its privacy is the composition of the
+:class:`~dpacct.mechanisms.algorithm.Algorithm`, so its privacy is the composition of the
 primitives it runs and it can be composed, subsampled and calibrated like any other
 mechanism.  The neighbouring relation is add/remove one record.
 
@@ -20,7 +20,7 @@ mechanism.  The neighbouring relation is add/remove one record.
   sorted data points (Smith 2011, "Privacy-preserving statistical estimation with
   optimal convergence rates", Section 3), or over a grid, sampled in log space with the
   Gumbel-max trick; accounted by the bounded-range analysis of
-  :class:`~mechanisms.exponential.ExponentialMechanism`.
+  :class:`~dpacct.mechanisms.exponential.ExponentialMechanism`.
 
 Quantile convention (both binned methods).  Given non-negative bin counts ``c_j`` with
 cumulative sums ``C_j`` and total ``T``, the ``q``-quantile is the point where the
@@ -37,14 +37,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from accountant._validation import (
+from dpacct.accountant._validation import (
     as_float_array,
     check_count,
     check_finite,
     check_positive,
     check_rng,
 )
-from accountant.mechanism import Mechanism
+from dpacct.accountant.mechanism import Mechanism
 
 from .algorithm import Algorithm
 from .exponential import ExponentialMechanism
@@ -770,9 +770,9 @@ class ExponentialQuantile(Algorithm):
     utility and exponent ``epsilon0 u / 2``; the privacy loss ``L(y) = (epsilon0 / 2)
     (u(x, y) - u(x', y)) + const`` has range at most ``epsilon0``, so the mechanism is
     ``epsilon0``-bounded-range (Durfee & Rogers 2019), which
-    :class:`~mechanisms.exponential.ExponentialMechanism` accounts by the tight curves
+    :class:`~dpacct.mechanisms.exponential.ExponentialMechanism` accounts by the tight curves
     of that class.  That is never looser than
-    :class:`~mechanisms.generic.PureDPMechanism` (also sound, as the mechanism is
+    :class:`~dpacct.mechanisms.generic.PureDPMechanism` (also sound, as the mechanism is
     ``epsilon0``-DP) and strictly tighter: for the mechanism alone ``delta(0) =
     tanh(epsilon0/4)`` instead of ``tanh(epsilon0/2)``, and its RDP curve is smaller, so
     compositions are tighter too (one release keeps the exact bounded-range curve;
@@ -791,8 +791,8 @@ class ExponentialQuantile(Algorithm):
 
     Examples
     --------
-    >>> from accountant import compose
-    >>> from mechanisms.generic import PureDPMechanism
+    >>> from dpacct.accountant import compose
+    >>> from dpacct.mechanisms.generic import PureDPMechanism
     >>> alg = ExponentialQuantile(epsilon0=1.0, lower=-10.0, upper=10.0)
     >>> bool(alg.delta(0.0) < compose([PureDPMechanism(epsilon=1.0)]).delta(0.0))
     True

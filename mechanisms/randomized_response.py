@@ -21,8 +21,8 @@ privacy loss ``L = log(P(y) / Q(y))`` (``P``: output law on input ``v``, ``Q``: 
 input ``v'``): ``L = +eps0`` with P-mass ``p`` (output ``v``), ``L = -eps0`` with
 P-mass ``q`` (output ``v'``) and ``L = 0`` with P-mass ``(k - 2) q`` (any other
 output).  Binary randomized response (``k = 2``) with ``p = e^eps0 / (1 + e^eps0)`` is
-the extremal ``eps0``-DP pair, reused by :mod:`mechanisms.generic`,
-:mod:`mechanisms.discrete` and :mod:`mechanisms.exponential`.
+the extremal ``eps0``-DP pair, reused by :mod:`dpacct.mechanisms.generic`,
+:mod:`dpacct.mechanisms.discrete` and :mod:`dpacct.mechanisms.exponential`.
 """
 
 from __future__ import annotations
@@ -34,10 +34,10 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special
 
-from accountant._validation import check_count, check_finite
-from accountant.loss_law import AtomicLossLaw
-from accountant.mechanism import Mechanism
-from accountant.rdp import pure_dp_rdp
+from dpacct.accountant._validation import check_count, check_finite
+from dpacct.accountant.loss_law import AtomicLossLaw
+from dpacct.accountant.mechanism import Mechanism
+from dpacct.accountant.rdp import pure_dp_rdp
 
 __all__ = ["RandomizedResponse"]
 
@@ -241,7 +241,7 @@ class PureDPCurves:
     A pure ``epsilon0``-DP mechanism is dominated by binary randomized response with
     truth probability ``e^eps0 / (1 + e^eps0)`` (Kairouz, Oh, Viswanath 2015), whose
     curve, RDP (Bun & Steinke 2016, Prop. 3.3), loss law and trade-off are exact.
-    Mix in before :class:`~accountant.mechanism.Mechanism`; the class must define
+    Mix in before :class:`~dpacct.accountant.mechanism.Mechanism`; the class must define
     ``epsilon0``.
     """
 

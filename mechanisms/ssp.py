@@ -8,7 +8,7 @@ private ordinary least squares", ICML) and, with its adaptive variant AdaSSP, by
 Wang 2018 ("Revisiting differentially private linear regression: optimal and adaptive
 prediction & estimation in unbounded domain", UAI; AdaSSP is its Algorithm 2).
 
-Both algorithms here are :class:`~mechanisms.algorithm.Algorithm` objects: their
+Both algorithms here are :class:`~dpacct.mechanisms.algorithm.Algorithm` objects: their
 privacy is the composition of the Gaussian releases they make, each normalised to unit
 L2 sensitivity, so ``epsilon``, ``delta``, ``rdp``, ``tradeoff`` ... are exact (Gaussians
 compose in closed form) and a calibrator can search their common noise scale.
@@ -38,14 +38,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from accountant._validation import (
+from dpacct.accountant._validation import (
     check_finite,
     check_flag,
     check_positive,
     check_probability,
     check_rng,
 )
-from accountant.mechanism import Mechanism
+from dpacct.accountant.mechanism import Mechanism
 
 from ._regression_data import as_design_matrix, as_target_vector, check_regression_data
 from .algorithm import Algorithm
@@ -349,7 +349,7 @@ class AdaSSP(Algorithm):
     GaussianMechanism(std_xy / (B * B_y))])`` (add/remove-one; the eigenvalue has
     sensitivity ``B^2`` by Weyl's inequality).  Wang splits ``(epsilon, delta)`` into
     three equal parts; here the three stds are fixed ratios of one ``noise_scale``, and
-    the composition is accounted exactly (see ``calibrators.regression.calibrate_adassp``).
+    the composition is accounted exactly (see ``dpacct.calibrators.regression.calibrate_adassp``).
 
     Parameters
     ----------

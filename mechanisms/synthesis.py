@@ -71,8 +71,8 @@ from typing import Any
 
 import numpy as np
 
-from accountant._validation import check_count, check_positive, check_rng
-from accountant.mechanism import Mechanism
+from dpacct.accountant._validation import check_count, check_positive, check_rng
+from dpacct.accountant.mechanism import Mechanism
 
 from .algorithm import Algorithm
 from .gaussian import GaussianMechanism

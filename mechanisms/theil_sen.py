@@ -15,8 +15,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from accountant._validation import check_count, check_finite, check_positive, check_probability
-from accountant.mechanism import Mechanism
+from dpacct.accountant._validation import (
+    check_count,
+    check_finite,
+    check_positive,
+    check_probability,
+)
+from dpacct.accountant.mechanism import Mechanism
 
 from .algorithm import Algorithm
 from .exponential import ExponentialMechanism
@@ -105,7 +110,7 @@ class DPTheilSen(Algorithm):
     2. For every pair, the prediction of its line at ``x1`` and at ``x2`` (by default the
        25th and 75th percentiles of the declared x range).
     3. A private median of each set of predictions on ``[pred_lower, pred_upper]`` by
-       the exponential mechanism of Smith 2011 (:func:`~mechanisms.quantiles.smith_quantile`)
+       the exponential mechanism of Smith 2011 (:func:`~dpacct.mechanisms.quantiles.smith_quantile`)
        with budgets ``epsilon1 = split * epsilon0`` and ``epsilon2 = (1 - split) *
        epsilon0`` and utility sensitivity ``k``: density ``∝ exp(-epsilon_j |rank - m/2|
        / (2 k))`` over ``m`` predictions.  A prediction outside the declared range
@@ -128,8 +133,8 @@ class DPTheilSen(Algorithm):
     included), and the median utility ``-|rank(y) - m/2|`` changes by at most 1 per
     edit, i.e. has sensitivity ``k``.  Conditionally on the coupled matchings each
     median is therefore an ``epsilon_j``-bounded-range exponential mechanism
-    (:class:`~mechanisms.exponential.ExponentialMechanism`, see
-    :class:`~mechanisms.quantiles.ExponentialQuantile`) and the pair of medians is their
+    (:class:`~dpacct.mechanisms.exponential.ExponentialMechanism`, see
+    :class:`~dpacct.mechanisms.quantiles.ExponentialQuantile`) and the pair of medians is their
     composition; hockey-stick divergences are jointly convex and Renyi divergences
     jointly quasi-convex, so the bounds survive averaging over the coupling.  The
     algorithm's privacy is ``compose([ExponentialMechanism(epsilon1),

@@ -1,4 +1,4 @@
-"""Tests for ``mechanisms.audit``: empirical audits of claimed trade-off curves.
+"""Tests for ``dpacct.mechanisms.audit``: empirical audits of claimed trade-off curves.
 
 The audit must pass honest mechanisms (with a fixed seed), come close to an exact curve
 (so the pass is not vacuous), and fail a claim that is stronger than the outputs
@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from accountant import poisson_subsample, subsample_without_replacement
-from mechanisms import (
+from dpacct.accountant import poisson_subsample, subsample_without_replacement
+from dpacct.mechanisms import (
     AuditResult,
     DiscreteLaplaceMechanism,
     GaussianMechanism,
@@ -23,7 +23,7 @@ from mechanisms import (
     RandomizedResponse,
     audit,
 )
-from mechanisms.audit import clopper_pearson
+from dpacct.mechanisms.audit import clopper_pearson
 
 SEED = 12345
 

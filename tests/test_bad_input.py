@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from accountant import (
+from dpacct.accountant import (
     BudgetExceededError,
     LedgerFileError,
     Mechanism,
@@ -49,8 +49,8 @@ from accountant import (
     subsample_without_replacement,
     zcdp_rdp,
 )
-from accountant.serialization import sha256_of
-from calibrators import (
+from dpacct.accountant.serialization import sha256_of
+from dpacct.calibrators import (
     CalibrationError,
     UnreachableTargetError,
     analytic_gaussian_sigma,
@@ -60,7 +60,7 @@ from calibrators import (
     max_steps,
     noise_multiplier,
 )
-from mechanisms import (
+from dpacct.mechanisms import (
     DiscreteGaussianMechanism,
     DiscreteLaplaceMechanism,
     ExponentialMechanism,

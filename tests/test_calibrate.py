@@ -1,4 +1,4 @@
-"""Tests for ``calibrators.calibrate`` (generic search) and ``calibrators.dpsgd``.
+"""Tests for ``dpacct.calibrators.calibrate`` (generic search) and ``dpacct.calibrators.dpsgd``.
 
 The central claim: a calibrated continuous parameter meets the budget and misses it by
 at most the relative tolerance, ``target (1 - 1e-3) <= epsilon <= target``, where epsilon
@@ -14,9 +14,9 @@ import math
 import mpmath as mp
 import pytest
 
-from accountant import compose, poisson_subsample
-from accountant.mechanism import Mechanism
-from calibrators import (
+from dpacct.accountant import compose, poisson_subsample
+from dpacct.accountant.mechanism import Mechanism
+from dpacct.calibrators import (
     Calibration,
     CalibrationError,
     UnreachableTargetError,
@@ -28,7 +28,7 @@ from calibrators import (
     noise_multiplier,
     steps_from_epochs,
 )
-from mechanisms import GaussianMechanism
+from dpacct.mechanisms import GaussianMechanism
 
 DELTA = 1e-5
 RTOL = 1e-3
@@ -385,6 +385,6 @@ def test_clt_steering_estimate_matches_opacus_gaussian_accountant():
     """The steering estimate is Bu et al. 2020's central-limit Gaussian DP; opacus'
     GaussianAccountant (same theorem, independent code) prints 6.007077 for q = 0.01,
     sigma = 1, 10 000 steps at delta = 1e-5 in this project's benchmark run."""
-    from calibrators.dpsgd import _clt_epsilon
+    from dpacct.calibrators.dpsgd import _clt_epsilon
 
     assert _clt_epsilon(1.0, 0.01, 10_000, 1e-5) == pytest.approx(6.007077, rel=1e-6)

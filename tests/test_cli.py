@@ -14,21 +14,21 @@ from pathlib import Path
 
 import pytest
 
-from accountant import compose, poisson_subsample
-from accountant.ledger import PrivacyAccountant
-from calibrators import noise_multiplier
-from calibrators.cli import main, parse_mechanism_spec
-from mechanisms import GaussianMechanism
+from dpacct.accountant import compose, poisson_subsample
+from dpacct.accountant.ledger import PrivacyAccountant
+from dpacct.calibrators import noise_multiplier
+from dpacct.cli import main, parse_mechanism_spec
+from dpacct.mechanisms import GaussianMechanism
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def dpacct(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    """Run ``python -m calibrators.cli ARGS`` from the repository root."""
+    """Run ``python -m dpacct ARGS`` from the repository root."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     env.pop("DPACCT_DEBUG", None)
     return subprocess.run(
-        [sys.executable, "-m", "calibrators.cli", *args],
+        [sys.executable, "-m", "dpacct", *args],
         capture_output=True,
         text=True,
         cwd=ROOT,

@@ -5,9 +5,14 @@ import math
 import numpy as np
 import pytest
 
-from accountant import ComposedMechanism, compose, poisson_subsample, subsample_without_replacement
-from accountant.subsampled_rdp import subsampled_gaussian_rdp
-from mechanisms import GaussianMechanism, LaplaceMechanism
+from dpacct.accountant import (
+    ComposedMechanism,
+    compose,
+    poisson_subsample,
+    subsample_without_replacement,
+)
+from dpacct.accountant.subsampled_rdp import subsampled_gaussian_rdp
+from dpacct.mechanisms import GaussianMechanism, LaplaceMechanism
 
 
 def dpsgd(q, sigma, steps):
@@ -37,7 +42,7 @@ def test_dpsgd_bracket_is_tight_and_consistent():
     assert lo <= hi <= 1.005 * lo
     assert run.epsilon(1e-5) == hi
     # the RDP bound is valid too, and the PLD upper bound is tighter than it
-    from accountant.rdp import rdp_to_epsilon
+    from dpacct.accountant.rdp import rdp_to_epsilon
 
     rdp_eps = rdp_to_epsilon(lambda a: 2000 * subsampled_gaussian_rdp(0.01, 1.0, a), 1e-5)
     assert hi <= rdp_eps
@@ -62,7 +67,7 @@ def test_monotone_in_steps_rate_sigma(steps):
 def test_ten_million_steps_answer_with_a_narrow_bracket():
     """k = 10**7 is exponentiated, not looped (its cost is measured in ``benchmarks/``):
     the answer is bracketed, above the 10-step answer and below the RDP bound."""
-    from accountant.rdp import rdp_to_epsilon
+    from dpacct.accountant.rdp import rdp_to_epsilon
 
     step = poisson_subsample(GaussianMechanism(sigma=1.0), 1e-4)
     short = compose([step], counts=[10]).epsilon(1e-5)
@@ -75,7 +80,7 @@ def test_ten_million_steps_answer_with_a_narrow_bracket():
 
 
 def test_heterogeneous_composition_is_between_parts():
-    from mechanisms import LaplaceMechanism
+    from dpacct.mechanisms import LaplaceMechanism
 
     g = GaussianMechanism(sigma=20.0)
     lap = LaplaceMechanism(b=50.0)
@@ -166,7 +171,7 @@ def test_composed_is_a_mechanism_that_composes_again():
 
 def test_mixing_neighbouring_relations_is_refused():
     """A replace-one (local) mechanism and an add/remove one have no common guarantee."""
-    from mechanisms import RandomizedResponse
+    from dpacct.mechanisms import RandomizedResponse
 
     with pytest.raises(ValueError, match="neighbouring relations"):
         compose([RandomizedResponse(p=0.75), GaussianMechanism(sigma=1.0)], counts=[1, 1])
@@ -177,7 +182,7 @@ def test_mixing_neighbouring_relations_is_refused():
 
 def test_one_mechanism_run_once_keeps_its_exact_curve():
     """compose([m]) is m: no RDP detour for a mechanism with an exact curve."""
-    from mechanisms import ExponentialMechanism, LaplaceMechanism
+    from dpacct.mechanisms import ExponentialMechanism, LaplaceMechanism
 
     em = ExponentialMechanism(epsilon=1.0)
     run = compose([em])
@@ -194,7 +199,7 @@ def test_one_mechanism_run_once_keeps_its_exact_curve():
 def test_pure_dp_caps_every_answer():
     """A composition of pure-DP parts is sum(eps_i)-DP: epsilon(delta) never exceeds it
     (even where the PLD's discretisation would) and delta is 0 from it on."""
-    from mechanisms import LaplaceMechanism, RandomizedResponse
+    from dpacct.mechanisms import LaplaceMechanism, RandomizedResponse
 
     run = compose([LaplaceMechanism(b=7.0), LaplaceMechanism(b=3.0)], counts=[6, 1])
     pure = 6 / 7 + 1 / 3
@@ -213,7 +218,7 @@ def test_pure_dp_caps_every_answer():
 def test_poisson_subsampled_laplace_pure_epsilon_is_the_largest_loss():
     """log(1 + q (e^eps - 1)) is the supremum of the subsampled Laplace's loss in both
     directions, computed here from the densities on a grid."""
-    from mechanisms import LaplaceMechanism
+    from dpacct.mechanisms import LaplaceMechanism
 
     b, q = 0.8, 0.3
     x = np.linspace(-30, 30, 600_001)
@@ -241,7 +246,7 @@ def test_a_tighter_tolerance_nests_a_narrower_certified_bracket():
 def test_tolerances_below_the_grid_limit_are_answered_at_the_limit():
     """Below MIN_TOL the grids would outgrow the size guards and loosen the bounds;
     such tolerances get exactly the MIN_TOL answer, never a wider bracket."""
-    from accountant.mechanism import MIN_TOL
+    from dpacct.accountant.mechanism import MIN_TOL
 
     run = compose([LaplaceMechanism(b=10.0)], counts=[100])
     at_limit = run.epsilon_bounds(1e-6, tol=MIN_TOL)
@@ -256,7 +261,7 @@ def test_tolerances_below_the_grid_limit_are_answered_at_the_limit():
 def test_swapped_remove_pld_bounds_the_exact_add_curve_of_one_step(q, sigma):
     """One subsampled step: the swapped pessimistic remove PLD lies above the exact
     add-direction hockey-stick curve (the law's closed form) and close to it."""
-    from accountant.mechanism import PLDSettings, discretize_law
+    from dpacct.accountant.mechanism import PLDSettings, discretize_law
 
     step = poisson_subsample(GaussianMechanism(sigma=sigma), q)
     remove_law, add_law = step._loss_laws()
@@ -274,7 +279,7 @@ def test_swapped_remove_pld_brackets_the_composed_add_direction(q, sigma, steps)
     of the add direction (its optimistic PLD) and within 1e-3 relative of its upper
     bound, plus the Q-mass the tail cuts moved away (about 1e-10 at the default tail
     budget: the swapped bound cannot resolve deltas below that)."""
-    from accountant.mechanism import PLDSettings
+    from dpacct.accountant.mechanism import PLDSettings
 
     run = compose([poisson_subsample(GaussianMechanism(sigma=sigma), q)], counts=[steps])
     settings = PLDSettings(1e-5)
@@ -295,7 +300,7 @@ def test_epsilon_is_the_maximum_over_both_directions(q, sigma, steps, delta):
     """Skipping the add composition never changes the answer: epsilon (and delta)
     equal the larger of the two directions' pessimistic values, computed separately.  (The
     second workload's swapped bound is too loose to skip, the others skip.)"""
-    from accountant.mechanism import PLDSettings
+    from dpacct.accountant.mechanism import PLDSettings
 
     run = compose([poisson_subsample(GaussianMechanism(sigma=sigma), q)], counts=[steps])
     settings = PLDSettings(None, delta)
@@ -318,7 +323,7 @@ def test_epsilon_is_the_maximum_over_both_directions(q, sigma, steps, delta):
 
 
 def test_only_law_based_plds_claim_the_swap():
-    from mechanisms import DiscreteGaussianMechanism, LaplaceMechanism
+    from dpacct.mechanisms import DiscreteGaussianMechanism, LaplaceMechanism
 
     assert poisson_subsample(GaussianMechanism(sigma=1.0), 0.1)._swap_bounds_add()
     mixed = compose([poisson_subsample(GaussianMechanism(sigma=1.0), 0.1), LaplaceMechanism(b=3.0)])
@@ -346,7 +351,7 @@ def test_subsampled_laplace_keeps_its_largest_atom_on_the_grid():
     """Subsampling maps Laplace's loss ceiling 1/b to log(1 - q + q e^{1/b}) (remove)
     and -log(1 - q + q e^{-1/b}) (add): those are the laws' (weak) anchors, so the
     grid has the largest atom on a node."""
-    from mechanisms import LaplaceMechanism
+    from dpacct.mechanisms import LaplaceMechanism
 
     q, b = 0.01, 10.0
     remove, add = poisson_subsample(LaplaceMechanism(b=b), q)._loss_laws()
@@ -361,7 +366,7 @@ def test_one_subsampled_laplace_step_brackets_its_exact_epsilon():
     """The exact epsilon of one subsampled Laplace step (the law's closed-form
     hockey-stick curve, inverted by bisection in each direction) lies inside the
     certified bracket, which is within 1e-4 relative."""
-    from mechanisms import LaplaceMechanism
+    from dpacct.mechanisms import LaplaceMechanism
 
     step = poisson_subsample(LaplaceMechanism(b=10.0), 0.01)
     delta = 1e-4
@@ -384,7 +389,7 @@ def test_one_subsampled_laplace_step_brackets_its_exact_epsilon():
 def test_repeated_subsampled_laplace_has_a_narrow_bracket():
     """10^4 steps of q = 0.01, b = 10: 0.65 % wide (26 % before the anchored grid),
     the upper bound within 1e-4 of dp_accounting's interval-1e-5 value 0.3904686."""
-    from mechanisms import LaplaceMechanism
+    from dpacct.mechanisms import LaplaceMechanism
 
     run = compose([poisson_subsample(LaplaceMechanism(b=10.0), 0.01)], counts=[10_000])
     lo, hi = run.epsilon_bounds(1e-6)
@@ -393,8 +398,8 @@ def test_repeated_subsampled_laplace_has_a_narrow_bracket():
 
 
 def test_weak_anchors_are_used_only_when_all_parts_share_one():
-    from accountant.compose import _anchors_agree
-    from mechanisms import LaplaceMechanism
+    from dpacct.accountant.compose import _anchors_agree
+    from dpacct.mechanisms import LaplaceMechanism
 
     sub_lap = poisson_subsample(LaplaceMechanism(b=10.0), 0.01)
     sub_gauss = poisson_subsample(GaussianMechanism(sigma=1.0), 0.01)
@@ -406,7 +411,7 @@ def test_weak_anchors_are_used_only_when_all_parts_share_one():
 def test_unrelated_grids_meet_on_the_coarser_when_the_finer_would_be_huge():
     """A long composition (10^4 points at step 0.01) meeting one narrow step on an
     unrelated grid (step 1e-7) would need 10^9 points on the finer grid."""
-    from accountant.pld import MAX_GRID, GridPLD, _common_grid
+    from dpacct.accountant.pld import MAX_GRID, GridPLD, _common_grid
 
     rng = np.random.default_rng(0)
     wide = GridPLD(0.01, -5000, rng.random(10_000) / 10_000, 0.0, True)
@@ -431,8 +436,8 @@ def test_joint_ladder_agrees_with_composing_each_part_alone(schedule):
     """Several law-based parts share one binary ladder (twoscale.compose_split) for
     the upper bound.  It stays above the certified lower bound and within 2e-5 of
     composing each part on its own ladder and convolving the results."""
-    from accountant.compose import _joint_composed, _self_composed
-    from accountant.mechanism import PLDSettings
+    from dpacct.accountant.compose import _joint_composed, _self_composed
+    from dpacct.accountant.mechanism import PLDSettings
 
     parts = [(poisson_subsample(GaussianMechanism(sigma=s), q), n) for s, q, n in schedule]
     run = compose([m for m, _ in parts], counts=[n for _, n in parts])

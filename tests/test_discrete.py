@@ -1,4 +1,4 @@
-"""Tests for ``mechanisms.discrete``: discrete Laplace and discrete Gaussian noise.
+"""Tests for ``dpacct.mechanisms.discrete``: discrete Laplace and discrete Gaussian noise.
 
 References are independent of the code under test: mpmath (40 digits) sums over the
 integers of the noise laws themselves -- hockey-stick divergences
@@ -15,15 +15,15 @@ import mpmath as mp
 import numpy as np
 import pytest
 
-from accountant import compose
-from accountant.rdp import pure_dp_rdp
-from mechanisms import (
+from dpacct.accountant import compose
+from dpacct.accountant.rdp import pure_dp_rdp
+from dpacct.mechanisms import (
     DiscreteGaussianMechanism,
     DiscreteLaplaceMechanism,
     GaussianMechanism,
     PureDPMechanism,
 )
-from mechanisms.discrete import discrete_gaussian_delta, discrete_gaussian_rdp
+from dpacct.mechanisms.discrete import discrete_gaussian_delta, discrete_gaussian_rdp
 
 mp.mp.dps = 40
 

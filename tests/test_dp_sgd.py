@@ -8,11 +8,11 @@ import math
 import numpy as np
 import pytest
 
-from accountant import BudgetExceededError, PrivacyAccountant, compose, poisson_subsample
-from calibrators.dpsgd import noise_multiplier
-from calibrators.training import calibrate_dp_sgd
-from mechanisms.dp_sgd import DPSGD, _epoch_ends
-from mechanisms.gaussian import GaussianMechanism
+from dpacct.accountant import BudgetExceededError, PrivacyAccountant, compose, poisson_subsample
+from dpacct.calibrators.dpsgd import noise_multiplier
+from dpacct.calibrators.training import calibrate_dp_sgd
+from dpacct.mechanisms.dp_sgd import DPSGD, _epoch_ends
+from dpacct.mechanisms.gaussian import GaussianMechanism
 
 DELTA = 1e-5
 

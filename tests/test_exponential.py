@@ -1,4 +1,4 @@
-"""Tests for ``mechanisms.exponential``: the exponential mechanism via bounded range.
+"""Tests for ``dpacct.mechanisms.exponential``: the exponential mechanism via bounded range.
 
 Independent references (mpmath, 40 digits):
 
@@ -20,11 +20,11 @@ import mpmath as mp
 import numpy as np
 import pytest
 
-from accountant import compose
-from accountant.pld import discretize
-from accountant.rdp import pure_dp_rdp
-from mechanisms import ExponentialMechanism, PureDPMechanism
-from mechanisms.exponential import (
+from dpacct.accountant import compose
+from dpacct.accountant.pld import discretize
+from dpacct.accountant.rdp import pure_dp_rdp
+from dpacct.mechanisms import ExponentialMechanism, PureDPMechanism
+from dpacct.mechanisms.exponential import (
     BoundedRangeLossLaw,
     bounded_range_delta,
     bounded_range_epsilon,

@@ -11,9 +11,9 @@ import mpmath as mp
 import numpy as np
 import pytest
 
-from accountant import compose, poisson_subsample
-from accountant.rdp import rdp_to_epsilon
-from mechanisms import GaussianMechanism
+from dpacct.accountant import compose, poisson_subsample
+from dpacct.accountant.rdp import rdp_to_epsilon
+from dpacct.mechanisms import GaussianMechanism
 
 CASES = [
     # (sample_rate, sigma, steps, delta)
@@ -135,19 +135,19 @@ OTHER_CASES = {
 
 
 def _laplace(b):
-    from mechanisms import LaplaceMechanism
+    from dpacct.mechanisms import LaplaceMechanism
 
     return LaplaceMechanism(b=b)
 
 
 def _rr(p, k=2):
-    from mechanisms import RandomizedResponse
+    from dpacct.mechanisms import RandomizedResponse
 
     return RandomizedResponse(p=p, k=k)
 
 
 def _pure(eps0):
-    from mechanisms import PureDPMechanism
+    from dpacct.mechanisms import PureDPMechanism
 
     return PureDPMechanism(epsilon=eps0)
 
@@ -240,7 +240,7 @@ def test_tiny_sample_rate(q, base):
 
 
 def test_decaying_sum_with_a_step_below_double_precision():
-    from accountant.pld import _decaying_sum
+    from dpacct.accountant.pld import _decaying_sum
 
     x = np.array([0.5, 0.0, 2.0, 1e-300, 3.0])
     with warnings.catch_warnings():
@@ -302,7 +302,7 @@ def test_zcdp_never_looser_than_the_classical_conversion(rho, delta):
     Prop. 1.3); the library's tighter conversion must never exceed it, and it is the
     optimum of the CKS conversion over *all* real orders (the optimal order for rho =
     1e-12 is about 6e6, far beyond the generic grid's 8192)."""
-    from mechanisms import ZCDPMechanism
+    from dpacct.mechanisms import ZCDPMechanism
 
     classical = rho + 2 * math.sqrt(rho * math.log(1 / delta))
     m = ZCDPMechanism(rho=rho)
@@ -318,7 +318,7 @@ def test_zcdp_never_looser_than_the_classical_conversion(rho, delta):
 
 
 def test_zcdp_delta_is_the_exact_optimum_for_tiny_rho():
-    from mechanisms import ZCDPMechanism
+    from dpacct.mechanisms import ZCDPMechanism
 
     rho, eps = 1e-12, 1e-5
     # min over orders of (a-1)(a rho - eps + log(1 - 1/a)) - log a, dense scan in mpmath
@@ -349,7 +349,7 @@ def _np_dgauss_delta(sigma, eps):
 def test_discrete_gaussian_large_sigma_bracket(sigma):
     """sigma = 1e8 once allocated 28 GiB (the exact sum enumerates 76 sigma integers per
     epsilon); above sigma = 2000 a proven continuous-comparison bracket is used."""
-    from mechanisms.discrete import DiscreteGaussianMechanism, discrete_gaussian_delta_bounds
+    from dpacct.mechanisms.discrete import DiscreteGaussianMechanism, discrete_gaussian_delta_bounds
 
     eps = np.array([0.0, 1.0, 3.0, 4.5]) / sigma
     lo, hi = discrete_gaussian_delta_bounds(sigma, eps)
@@ -367,7 +367,7 @@ def test_discrete_gaussian_large_sigma_bracket(sigma):
 
 
 def test_discrete_gaussian_huge_sigma_is_close_to_the_continuous_one():
-    from mechanisms.discrete import DiscreteGaussianMechanism
+    from dpacct.mechanisms.discrete import DiscreteGaussianMechanism
 
     m = DiscreteGaussianMechanism(sigma=1e8)
     with warnings.catch_warnings():
@@ -392,7 +392,7 @@ def test_max_sample_rate_for_a_tight_budget_and_small_noise():
     """max_sample_rate(0.1, 1e-5, 0.3, 10**4): the search reaches q ~ 1e-9, where the
     subsampled loss has a spread of ~1e-11 but a range of ~0.2 -- 2e13 grid points (a
     256 GiB allocation) before the subsampled law's grid scale was floored."""
-    from calibrators.dpsgd import dpsgd_mechanism, max_sample_rate
+    from dpacct.calibrators.dpsgd import dpsgd_mechanism, max_sample_rate
 
     q = max_sample_rate(0.1, 1e-5, 0.3, 10**4, progress=False)
     eps = dpsgd_mechanism(0.3, q, 10**4).epsilon(1e-5)
@@ -427,8 +427,8 @@ def _mp_sgm_rdp(q, sigma, alpha):
 def test_subsampled_rdp_at_huge_orders():
     """rdp(1e12) once tried to allocate 7.3 TiB (one binomial term per integer order);
     above 2^16 the base curve alpha / (2 sigma^2) is used (subsampling never hurts)."""
-    from accountant import subsample_without_replacement
-    from accountant.subsampled_rdp import MAX_EXPANSION_ORDER
+    from dpacct.accountant import subsample_without_replacement
+    from dpacct.accountant.subsampled_rdp import MAX_EXPANSION_ORDER
 
     run = compose([poisson_subsample(GaussianMechanism(sigma=1.0), 0.01)], counts=[1000])
     alphas = np.array([1e4, MAX_EXPANSION_ORDER, MAX_EXPANSION_ORDER + 1.5, 1e12])

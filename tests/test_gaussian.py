@@ -7,7 +7,7 @@ import mpmath as mp
 import numpy as np
 import pytest
 
-from mechanisms import GaussianMechanism
+from dpacct.mechanisms import GaussianMechanism
 
 mp.mp.dps = 40
 

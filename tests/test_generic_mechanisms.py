@@ -1,4 +1,4 @@
-"""Tests for ``mechanisms.generic``: PureDPMechanism and ZCDPMechanism.
+"""Tests for ``dpacct.mechanisms.generic``: PureDPMechanism and ZCDPMechanism.
 
 References are independent: mpmath (40 digits) sums over the two outputs of binary
 randomized response (the extremal pure-DP pair) for hockey-stick and Renyi divergences,
@@ -15,8 +15,8 @@ import mpmath as mp
 import numpy as np
 import pytest
 
-from accountant import compose
-from mechanisms import (
+from dpacct.accountant import compose
+from dpacct.mechanisms import (
     DiscreteGaussianMechanism,
     ExponentialMechanism,
     GaussianMechanism,

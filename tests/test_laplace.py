@@ -1,4 +1,4 @@
-"""Tests for ``mechanisms.laplace``.
+"""Tests for ``dpacct.mechanisms.laplace``.
 
 References are computed independently of the code under test: the hockey-stick
 divergence and the Renyi divergence of ``Lap(1, b)`` and ``Lap(0, b)`` by mpmath
@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 from scipy import signal
 
-from accountant import compose
-from mechanisms import LaplaceMechanism
-from mechanisms.laplace import LaplaceLossLaw, laplace_delta
+from dpacct.accountant import compose
+from dpacct.mechanisms import LaplaceMechanism
+from dpacct.mechanisms.laplace import LaplaceLossLaw, laplace_delta
 
 mp.mp.dps = 40
 

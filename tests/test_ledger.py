@@ -1,4 +1,5 @@
-"""Tests for the online accountant (``accountant.ledger``) and ``accountant.serialization``.
+"""Tests for the online accountant (``dpacct.accountant.ledger``) and
+``dpacct.accountant.serialization``.
 
 What must hold: the ledger's epsilon is the engine's epsilon of the composition of what
 was recorded; identical consecutive entries merge; a privacy filter refuses exactly the
@@ -20,22 +21,22 @@ from pathlib import Path
 import pytest
 
 try:  # the public spelling (DESIGN); the package export is added by the lead
-    from accountant import PrivacyAccountant
+    from dpacct.accountant import PrivacyAccountant
 except ImportError:  # pragma: no cover - until accountant/__init__ exports it
-    from accountant.ledger import PrivacyAccountant
+    from dpacct.accountant.ledger import PrivacyAccountant
 
-from accountant import compose, poisson_subsample, subsample_without_replacement
-from accountant import ledger as ledger_module
-from accountant.ledger import SCHEMA_VERSION, BudgetExceededError, LedgerFileError
-from accountant.mechanism import Mechanism
-from accountant.serialization import (
+from dpacct.accountant import compose, poisson_subsample, subsample_without_replacement
+from dpacct.accountant import ledger as ledger_module
+from dpacct.accountant.ledger import SCHEMA_VERSION, BudgetExceededError, LedgerFileError
+from dpacct.accountant.mechanism import Mechanism
+from dpacct.accountant.serialization import (
     canonical_json,
     from_dict,
     register_mechanism,
     sha256_of,
     to_dict,
 )
-from mechanisms import GaussianMechanism
+from dpacct.mechanisms import GaussianMechanism
 
 ROOT = Path(__file__).resolve().parents[1]
 DELTA = 1e-5
@@ -430,8 +431,7 @@ def test_serialization_round_trips_the_engine_types():
     ],
 )
 def test_zoo_mechanisms_round_trip_through_a_ledger(cls, kwargs, tmp_path):
-    import mechanisms
-
+    from dpacct import mechanisms
     if not hasattr(mechanisms, cls):  # pragma: no cover - zoo under construction
         pytest.skip(f"mechanisms.{cls} not available")
     mech = getattr(mechanisms, cls)(**kwargs)
@@ -455,7 +455,7 @@ def test_zoo_mechanisms_round_trip_through_a_ledger(cls, kwargs, tmp_path):
     ],
 )
 def test_custom_serialisers_reject_bad_parameters(data, message):
-    from accountant.serialization import from_dict
+    from dpacct.accountant.serialization import from_dict
 
     with pytest.raises(ValueError, match=message):
         from_dict(data)
@@ -496,11 +496,12 @@ def test_registry_refuses_clashes_and_non_mechanisms():
 
 def test_accountant_does_not_import_the_zoo_at_import_time():
     code = (
-        "import sys, accountant, accountant.ledger, accountant.serialization;"
-        "assert 'mechanisms' not in sys.modules, 'accountant imported mechanisms';"
-        "from accountant.serialization import from_dict;"
+        "import sys, dpacct.accountant, dpacct.accountant.ledger, "
+        "dpacct.accountant.serialization;"
+        "assert 'dpacct.mechanisms' not in sys.modules, 'accountant imported mechanisms';"
+        "from dpacct.accountant.serialization import from_dict;"
         "m = from_dict({'type': 'gaussian', 'params': {'sigma': 2.0}});"
-        "assert 'mechanisms' in sys.modules; print(m)"
+        "assert 'dpacct.mechanisms' in sys.modules; print(m)"
     )
     out = subprocess.run(
         [sys.executable, "-c", code],
@@ -515,7 +516,7 @@ def test_accountant_does_not_import_the_zoo_at_import_time():
 
 
 def test_record_refuses_a_different_neighbouring_relation():
-    from mechanisms import RandomizedResponse
+    from dpacct.mechanisms import RandomizedResponse
 
     acct = PrivacyAccountant()
     acct.step(noise_multiplier=1.0, sample_rate=0.01)

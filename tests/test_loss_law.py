@@ -4,7 +4,7 @@ import mpmath as mp
 import numpy as np
 import pytest
 
-from accountant.loss_law import AtomicLossLaw, GaussianLossLaw, PoissonSubsampledLossLaw
+from dpacct.accountant.loss_law import AtomicLossLaw, GaussianLossLaw, PoissonSubsampledLossLaw
 
 mp.mp.dps = 30
 
@@ -102,7 +102,7 @@ def test_boundary_search_finds_the_flip_point_anywhere(edge):
     """The vectorised bracket covers +-1e-3 * 2^47; beyond it the scalar doubling
     takes over.  The point returned satisfies the predicate and is within 1e-10
     relative (or 1e-300 absolute) of the true flip point."""
-    from accountant.loss_law import _boundary
+    from dpacct.accountant.loss_law import _boundary
 
     x = _boundary(lambda v: np.asarray(v) >= edge)
     assert x >= edge
@@ -124,7 +124,7 @@ def test_bin_masses_evaluate_each_side_only_where_needed(seed):
     """The shortcut (one distribution function per side of the median) gives exactly
     the masses of the full rule, for windows left of, right of and around the median,
     and for laws with mass at +inf."""
-    from mechanisms import LaplaceMechanism
+    from dpacct.mechanisms import LaplaceMechanism
 
     rng = np.random.default_rng(seed)
     laws = [

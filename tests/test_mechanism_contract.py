@@ -12,8 +12,8 @@ import warnings
 import numpy as np
 import pytest
 
-import mechanisms
-from accountant import Mechanism, compose, poisson_subsample
+from dpacct import mechanisms
+from dpacct.accountant import Mechanism, compose, poisson_subsample
 
 
 def _examples() -> list[Mechanism]:

@@ -10,12 +10,12 @@ from sklearn.datasets import load_diabetes
 from sklearn.linear_model import LinearRegression, LogisticRegression
 from sklearn.model_selection import train_test_split
 
-from accountant import compose
-from calibrators.calibrate import UnreachableTargetError
-from calibrators.dpsgd import analytic_gaussian_sigma
-from calibrators.training import calibrate_noisy_gd, naive_split_sigma
-from mechanisms.gaussian import GaussianMechanism
-from mechanisms.noisy_gd import FittedLinearModel, NoisyGD, _clipped_gradient_sum
+from dpacct.accountant import compose
+from dpacct.calibrators.calibrate import UnreachableTargetError
+from dpacct.calibrators.dpsgd import analytic_gaussian_sigma
+from dpacct.calibrators.training import calibrate_noisy_gd, naive_split_sigma
+from dpacct.mechanisms.gaussian import GaussianMechanism
+from dpacct.mechanisms.noisy_gd import FittedLinearModel, NoisyGD, _clipped_gradient_sum
 
 DELTA = 1e-5
 

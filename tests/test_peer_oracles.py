@@ -53,8 +53,8 @@ from dp_accounting.pld import privacy_loss_distribution as dpa_pld
 from hypothesis import HealthCheck, given, reject, settings
 from hypothesis import strategies as st
 
-from accountant import compose, poisson_subsample
-from mechanisms import GaussianMechanism, LaplaceMechanism, RandomizedResponse
+from dpacct.accountant import compose, poisson_subsample
+from dpacct.mechanisms import GaussianMechanism, LaplaceMechanism, RandomizedResponse
 
 PROPS = settings(
     deadline=None,

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from scipy import integrate
 
-from accountant.loss_law import AtomicLossLaw, GaussianLossLaw, PoissonSubsampledLossLaw
-from accountant.pld import GridPLD, _accurate_convolve, _tail_cuts, discretize
-from mechanisms import gaussian_delta
+from dpacct.accountant.loss_law import AtomicLossLaw, GaussianLossLaw, PoissonSubsampledLossLaw
+from dpacct.accountant.pld import GridPLD, _accurate_convolve, _tail_cuts, discretize
+from dpacct.mechanisms import gaussian_delta
 
 EPS = np.array([0.0, 0.3, 1.0, 2.5, 5.0])
 
@@ -166,7 +166,7 @@ def test_accurate_convolution_keeps_tail_relative_precision():
 def test_split_discretisation_coarsens_a_step_too_fine_for_its_bulk():
     """A step far below the law's spread would need millions of bulk points: the
     two-scale grid coarsens it (by powers of two) and stays certified."""
-    from accountant.twoscale import MAX_FINE, discretize_split
+    from dpacct.accountant.twoscale import MAX_FINE, discretize_split
 
     law = GaussianLossLaw(mu=1.0)
     split = discretize_split(law, 2.0**-30, pessimistic=True, tail=1e-15)
@@ -181,7 +181,7 @@ def test_split_discretisation_coarsens_a_step_too_fine_for_its_bulk():
 def test_regridding_bins_match_an_atom_by_atom_count(seed):
     """Each fine atom at absolute index i falls in coarse bin ceil(i/f) - 1 at
     rem = i - f j fine steps above its left node: checked against a plain loop."""
-    from accountant.pld import _bins_from_grid
+    from dpacct.accountant.pld import _bins_from_grid
 
     rng = np.random.default_rng(seed)
     size, offset, f = int(rng.integers(1, 300)), int(rng.integers(-500, 500)), 2 ** (seed + 1)

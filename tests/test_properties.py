@@ -8,8 +8,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from accountant import compose, poisson_subsample
-from mechanisms import GaussianMechanism
+from dpacct.accountant import compose, poisson_subsample
+from dpacct.mechanisms import GaussianMechanism
 
 FAST = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -49,7 +49,7 @@ def test_monotone_in_every_parameter(q, sigma, k, delta):
 @given(q=rates, sigma=sigmas, k=steps, delta=deltas)
 def test_pld_upper_is_never_above_rdp_by_more_than_rounding(q, sigma, k, delta):
     """Both are sound upper bounds; the reported epsilon is at most the RDP one."""
-    from accountant.rdp import rdp_to_epsilon
+    from dpacct.accountant.rdp import rdp_to_epsilon
 
     run = dpsgd(q, sigma, k)
     rdp_eps = rdp_to_epsilon(run._rdp_curve, delta)
@@ -104,8 +104,8 @@ def _rate(u: float) -> float:
 
 def _factories():
     """``name -> (u in [0, 1] -> mechanism)``: each maps a draw onto a sensible range."""
-    from accountant import subsample_without_replacement
-    from mechanisms import (
+    from dpacct.accountant import subsample_without_replacement
+    from dpacct.mechanisms import (
         DiscreteGaussianMechanism,
         DiscreteLaplaceMechanism,
         ExponentialMechanism,
@@ -247,7 +247,7 @@ def test_heterogeneous_composition_is_associative_and_commutative(
     Each bracket holds the true epsilon, so they must overlap; overlap also bounds the
     difference between any two reported epsilons by the wider bracket.
     """
-    from mechanisms import LaplaceMechanism
+    from dpacct.mechanisms import LaplaceMechanism
 
     a = compose([poisson_subsample(GaussianMechanism(sigma=sigma), q)], counts=[k1])
     b_ = compose([LaplaceMechanism(b=b)], counts=[k2])

@@ -1,4 +1,5 @@
-"""Tests for ``mechanisms.quantiles``: histogram, b-ary tree and exponential-mechanism quantiles.
+"""Tests for ``dpacct.mechanisms.quantiles``: histogram, b-ary tree and
+exponential-mechanism quantiles.
 
 Independent references: explicit compositions built by hand for the privacy; a dense
 least-squares solve (``np.linalg.lstsq`` on the node-by-leaf incidence matrix) for Hay et
@@ -13,12 +14,12 @@ import math
 import numpy as np
 import pytest
 
-from accountant import compose
-from mechanisms.exponential import ExponentialMechanism
-from mechanisms.gaussian import GaussianMechanism
-from mechanisms.generic import PureDPMechanism
-from mechanisms.laplace import LaplaceMechanism
-from mechanisms.quantiles import (
+from dpacct.accountant import compose
+from dpacct.mechanisms.exponential import ExponentialMechanism
+from dpacct.mechanisms.gaussian import GaussianMechanism
+from dpacct.mechanisms.generic import PureDPMechanism
+from dpacct.mechanisms.laplace import LaplaceMechanism
+from dpacct.mechanisms.quantiles import (
     ExponentialQuantile,
     HistogramQuantiles,
     TreeQuantiles,
@@ -369,7 +370,7 @@ def test_exponential_quantile_bad_input():
 
 def test_one_exponential_quantile_reports_the_exact_bounded_range_curve():
     """One release is accounted by the exact curve delta(0) = tanh(epsilon0 / 4)."""
-    from mechanisms.quantiles import ExponentialQuantile
+    from dpacct.mechanisms.quantiles import ExponentialQuantile
 
     alg = ExponentialQuantile(epsilon0=1.0, lower=0.0, upper=1.0)
     assert alg.delta(0.0) == pytest.approx(math.tanh(0.25), rel=1e-12)

@@ -7,8 +7,8 @@ import mpmath as mp
 import numpy as np
 import pytest
 
-from accountant.rdp import pure_dp_rdp, rdp_to_delta, rdp_to_epsilon, zcdp_rdp
-from mechanisms import GaussianMechanism
+from dpacct.accountant.rdp import pure_dp_rdp, rdp_to_delta, rdp_to_epsilon, zcdp_rdp
+from dpacct.mechanisms import GaussianMechanism
 
 
 def cks_bound(rdp, delta, alpha):

@@ -10,11 +10,11 @@ import pytest
 from sklearn.datasets import load_diabetes
 from sklearn.model_selection import train_test_split
 
-from accountant.compose import compose
-from calibrators.dpsgd import analytic_gaussian_sigma
-from calibrators.regression import calibrate_adassp, calibrate_ssp
-from mechanisms.gaussian import GaussianMechanism
-from mechanisms.ssp import SSP, AdaSSP, LinearModel, SufficientStatisticsPerturbation
+from dpacct.accountant.compose import compose
+from dpacct.calibrators.dpsgd import analytic_gaussian_sigma
+from dpacct.calibrators.regression import calibrate_adassp, calibrate_ssp
+from dpacct.mechanisms.gaussian import GaussianMechanism
+from dpacct.mechanisms.ssp import SSP, AdaSSP, LinearModel, SufficientStatisticsPerturbation
 
 DELTA = 1e-5
 

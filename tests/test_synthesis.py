@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 from sklearn.datasets import load_breast_cancer, load_diabetes
 
-from accountant import compose
-from calibrators.synthesis import calibrate_synthesizer
-from mechanisms.gaussian import GaussianMechanism
-from mechanisms.laplace import LaplaceMechanism
-from mechanisms.synthesis import (
+from dpacct.accountant import compose
+from dpacct.calibrators.synthesis import calibrate_synthesizer
+from dpacct.mechanisms.gaussian import GaussianMechanism
+from dpacct.mechanisms.laplace import LaplaceMechanism
+from dpacct.mechanisms.synthesis import (
     BinnedNumericColumn,
     CategoricalColumn,
     MarginalSynthesizer,

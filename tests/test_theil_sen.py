@@ -1,4 +1,4 @@
-"""Tests for ``mechanisms.theil_sen``: DP Theil-Sen (Alabi et al. 2020).
+"""Tests for ``dpacct.mechanisms.theil_sen``: DP Theil-Sen (Alabi et al. 2020).
 
 References: explicit compositions of exponential mechanisms built by hand; brute-force
 pair predictions (double loop over all pairs); ``scipy.stats.theilslopes`` and ordinary
@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 from scipy.stats import theilslopes
 
-from accountant import compose
-from mechanisms.exponential import ExponentialMechanism
-from mechanisms.theil_sen import DPTheilSen, TheilSenFit, pair_predictions
+from dpacct.accountant import compose
+from dpacct.mechanisms.exponential import ExponentialMechanism
+from dpacct.mechanisms.theil_sen import DPTheilSen, TheilSenFit, pair_predictions
 
 
 def make(eps=1.0, **kw):
@@ -184,7 +184,7 @@ def test_bad_parameters():
 
 def test_exponent_carries_sensitivity_k(monkeypatch):
     # white box: each median is Smith's mechanism with coefficient epsilon_j / (2 k) ...
-    import mechanisms.theil_sen as ts
+    import dpacct.mechanisms.theil_sen as ts
 
     seen = []
     real = ts.smith_quantile

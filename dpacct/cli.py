@@ -15,7 +15,7 @@ set ``DPACCT_DEBUG=1`` to see tracebacks.
 
 Mechanism specs (``compare``) read ``NAME[:key=value,key=value...]``: ``NAME`` is a
 mechanism of the zoo (``gaussian``, ``laplace``, ``randomized_response`` or ``rr``, ...,
-any class exported by :mod:`mechanisms`), the keys are its constructor's parameters,
+any class exported by :mod:`dpacct.mechanisms`), the keys are its constructor's parameters,
 plus two transformers applied in this order: ``q=`` (or ``sample_rate=``) for Poisson
 subsampling and ``steps=`` (or ``count=``) for composition.  One DP-SGD run is
 ``gaussian:sigma=1.1,q=0.0043,steps=14063``.
@@ -98,8 +98,8 @@ def _norm(name: str) -> str:
 
 def _zoo() -> dict[str, type]:
     """Normalised name -> mechanism class, for every Mechanism the zoo exports."""
-    import mechanisms
-    from accountant.mechanism import Mechanism
+    from dpacct import mechanisms
+    from dpacct.accountant.mechanism import Mechanism
 
     out: dict[str, type] = {}
     for attr in getattr(mechanisms, "__all__", dir(mechanisms)):
@@ -145,7 +145,7 @@ def parse_mechanism_spec(spec: str):
     ...
     ValueError: mechanism spec 'gaussian:s=1': unknown parameter 's' for gaussian; it takes sigma...
     """
-    from accountant import compose, poisson_subsample
+    from dpacct.accountant import compose, poisson_subsample
 
     m = _SPEC_RE.match(spec)
     if m is None:
@@ -325,7 +325,7 @@ def _describe_run(sigma: float, q: float, steps: int) -> str:
 
 
 def _cmd_epsilon(args: argparse.Namespace) -> int:
-    from calibrators.dpsgd import _resolve_steps, dpsgd_mechanism
+    from dpacct.calibrators.dpsgd import _resolve_steps, dpsgd_mechanism
 
     q = args.sample_rate
     steps = _resolve_steps(args.steps, args.epochs, q)
@@ -357,7 +357,12 @@ def _cmd_epsilon(args: argparse.Namespace) -> int:
 
 
 def _cmd_calibrate(args: argparse.Namespace) -> int:
-    from calibrators.dpsgd import _resolve_steps, max_sample_rate, max_steps, noise_multiplier
+    from dpacct.calibrators.dpsgd import (
+        _resolve_steps,
+        max_sample_rate,
+        max_steps,
+        noise_multiplier,
+    )
 
     have_sigma = args.noise_multiplier is not None
     have_steps = args.steps is not None or args.epochs is not None
@@ -427,7 +432,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     deltas = args.delta or [DEMO_DELTA]
     alphas = args.alpha
     fprs = np.asarray(args.fpr, dtype=float)
-    from accountant._validation import check_alpha, check_delta, check_fpr
+    from dpacct.accountant._validation import check_alpha, check_delta, check_fpr
 
     deltas = [check_delta(d) for d in deltas]
     check_alpha(alphas)
@@ -521,7 +526,7 @@ def _plot(path: str, specs: list[str], mechs: list) -> str:
 
 
 def _cmd_ledger(args: argparse.Namespace) -> int:
-    from accountant.ledger import PrivacyAccountant
+    from dpacct.accountant.ledger import PrivacyAccountant
 
     acct = PrivacyAccountant.load(args.path)
     eps = acct.epsilon(args.delta) if acct.entries else 0.0
@@ -547,8 +552,8 @@ def _cmd_ledger(args: argparse.Namespace) -> int:
 
 
 def _demo_rows() -> list[tuple[str, str, Any]]:
-    from accountant import compose, poisson_subsample
-    from mechanisms import GaussianMechanism
+    from dpacct.accountant import compose, poisson_subsample
+    from dpacct.mechanisms import GaussianMechanism
 
     rows: list[tuple[str, str, Any]] = [
         (
@@ -750,12 +755,9 @@ def _build_parser() -> argparse.ArgumentParser:
 
 
 def _version() -> str:
-    try:
-        from importlib.metadata import version
+    from dpacct import __version__
 
-        return version("dpacct")
-    except Exception:
-        return "0.1.0"
+    return __version__
 
 
 def _one_line(text: str) -> str:

@@ -1,0 +1,80 @@
+"""Collect the library's doctests under their installed names.
+
+The repository's folders ``accountant/``, ``mechanisms/`` and ``calibrators/`` install
+as ``dpacct.accountant``, ``dpacct.mechanisms`` and ``dpacct.calibrators``.  pytest's
+own ``--doctest-modules`` would import ``accountant/pld.py`` as a top-level module
+``accountant.pld`` -- a second copy of the engine beside the installed one -- so the
+doctests are collected here instead, each module imported by its ``dpacct`` name, and
+the library folders are plain directories to pytest (a ``Package`` collector would
+import their ``__init__.py`` under the top-level name too).
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+import pytest
+from _pytest.doctest import DoctestModule
+
+ROOT = Path(__file__).resolve().parent
+#: repository folder -> installed package
+LAYERS = {
+    "dpacct": "dpacct",
+    "accountant": "dpacct.accountant",
+    "mechanisms": "dpacct.mechanisms",
+    "calibrators": "dpacct.calibrators",
+}
+
+
+def installed_name(path: Path) -> str | None:
+    """``accountant/pld.py`` -> ``dpacct.accountant.pld``; None outside the library."""
+    try:
+        rel = path.resolve().relative_to(ROOT)
+    except ValueError:
+        return None
+    if len(rel.parts) < 2 or rel.parts[0] not in LAYERS or rel.name == "__main__.py":
+        return None
+    parts = [LAYERS[rel.parts[0]], *rel.parts[1:-1]]
+    if rel.stem != "__init__":
+        parts.append(rel.stem)
+    return ".".join(parts)
+
+
+class InstalledDoctestModule(DoctestModule):
+    """Doctests of one library module, imported under its installed name."""
+
+    dpacct_name: str = ""
+
+    def _getobj(self):
+        return importlib.import_module(self.dpacct_name)
+
+
+def _doctests(file_path: Path, parent) -> InstalledDoctestModule | None:
+    name = installed_name(file_path)
+    if name is None:
+        return None
+    module = InstalledDoctestModule.from_parent(parent, path=file_path)
+    module.dpacct_name = name
+    return module
+
+
+def pytest_collect_file(file_path: Path, parent):
+    # __init__.py files reach pytest_pycollect_makemodule below instead
+    if file_path.suffix != ".py" or file_path.name == "__init__.py":
+        return None
+    return _doctests(file_path, parent)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pycollect_makemodule(module_path: Path, parent):
+    """pytest collects every ``__init__.py`` as a test module under its folder's
+    top-level name; for the library's, collect their doctests instead."""
+    return _doctests(module_path, parent)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collect_directory(path: Path, parent):
+    if path.resolve().parent == ROOT and path.name in LAYERS:
+        return pytest.Dir.from_parent(parent, path=path)
+    return None

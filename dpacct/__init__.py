@@ -1,0 +1,143 @@
+"""dpacct: differential-privacy accounting and calibration, sound, tight and fast.
+
+The everyday names live here, so ``import dpacct as dp`` is all most code needs::
+
+    >>> import dpacct as dp
+    >>> step = dp.poisson_subsample(dp.GaussianMechanism(sigma=1.1), sample_rate=256 / 60_000)
+    >>> run = dp.compose([step], counts=[14_063])
+    >>> round(run.epsilon(delta=1e-5), 3)
+    2.382
+    >>> sigma = dp.noise_multiplier(epsilon=3.0, delta=1e-5, sample_rate=0.01, steps=10_000)
+    >>> bool(1.5 < sigma < 1.6)
+    True
+
+The three layers are subpackages, imported on first use (``import dpacct`` itself
+loads no numerical library, so ``dpacct --version`` answers at once):
+
+* :mod:`dpacct.accountant` -- the engine: privacy curves, composition, subsampling,
+  the online :class:`~dpacct.accountant.PrivacyAccountant`;
+* :mod:`dpacct.mechanisms` -- the zoo: Gaussian, Laplace, randomized response, ... and
+  the algorithms built on them;
+* :mod:`dpacct.calibrators` -- searches for the parameter that meets a target.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__version__ = "0.2.0"
+
+#: public name -> the subpackage that defines it (loaded lazily by ``__getattr__``)
+_EXPORTS: dict[str, str] = {
+    **dict.fromkeys(
+        [
+            "AtomicLossLaw",
+            "BudgetExceededError",
+            "ComposedMechanism",
+            "GaussianLossLaw",
+            "GridPLD",
+            "LedgerFileError",
+            "Mechanism",
+            "PLDSettings",
+            "PoissonSubsampledLossLaw",
+            "PoissonSubsampledMechanism",
+            "PrivacyAccountant",
+            "PrivacyLossLaw",
+            "WithoutReplacementSubsampledMechanism",
+            "compose",
+            "discretize",
+            "poisson_subsample",
+            "pure_dp_rdp",
+            "rdp_to_delta",
+            "rdp_to_epsilon",
+            "subsample_without_replacement",
+            "zcdp_rdp",
+        ],
+        "accountant",
+    ),
+    **dict.fromkeys(
+        [
+            "DPSGD",
+            "SSP",
+            "AdaSSP",
+            "Algorithm",
+            "AuditResult",
+            "BinnedNumericColumn",
+            "CategoricalColumn",
+            "DPSGDFit",
+            "DPTheilSen",
+            "DiscreteGaussianMechanism",
+            "DiscreteLaplaceMechanism",
+            "ExponentialMechanism",
+            "ExponentialQuantile",
+            "FittedLinearModel",
+            "FittedSynthesizer",
+            "GaussianMechanism",
+            "HistogramQuantiles",
+            "HistogramRelease",
+            "LaplaceMechanism",
+            "LinearModel",
+            "MarginalSynthesizer",
+            "NoisyGD",
+            "PureDPMechanism",
+            "RandomizedResponse",
+            "SufficientStatisticsPerturbation",
+            "Table",
+            "TheilSenFit",
+            "TreeQuantiles",
+            "TreeRelease",
+            "ZCDPMechanism",
+            "audit",
+            "choose_branching",
+            "discrete_gaussian_delta_bounds",
+            "gaussian_delta",
+            "hay_consistency",
+            "zcdp_delta",
+            "zcdp_epsilon",
+        ],
+        "mechanisms",
+    ),
+    **dict.fromkeys(
+        [
+            "Calibration",
+            "CalibrationError",
+            "UnreachableTargetError",
+            "analytic_gaussian_sigma",
+            "calibrate",
+            "calibrate_adassp",
+            "calibrate_dp_sgd",
+            "calibrate_noisy_gd",
+            "calibrate_ssp",
+            "calibrate_synthesizer",
+            "dpsgd_mechanism",
+            "gaussian_epsilon",
+            "get_noise_multiplier",
+            "max_sample_rate",
+            "max_steps",
+            "naive_split_sigma",
+            "noise_multiplier",
+            "steps_from_epochs",
+        ],
+        "calibrators",
+    ),
+}
+
+_SUBPACKAGES = ("accountant", "mechanisms", "calibrators")
+
+__all__ = ["__version__", *_SUBPACKAGES, *sorted(_EXPORTS)]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _SUBPACKAGES:
+        return importlib.import_module(f"{__name__}.{name}")
+    home = _EXPORTS.get(name)
+    if home is None:
+        raise AttributeError(f"module 'dpacct' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value  # later lookups skip this hook
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -1,0 +1,102 @@
+"""The installed package: one namespace, ``dpacct``, that imports fast and exports the
+everyday API of its three layers."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+import dpacct
+
+ROOT = Path(__file__).resolve().parents[1]
+LAYERS = ("accountant", "mechanisms", "calibrators")
+
+
+def _run(code: str) -> subprocess.CompletedProcess:
+    # from a directory outside the repository: what an installed user sees
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd="/", timeout=120
+    )
+
+
+def test_version_is_the_packaged_one():
+    meta = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert meta["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "dpacct.__version__"}
+    from importlib.metadata import version
+
+    assert version("dpacct") == dpacct.__version__
+
+
+def test_every_layer_name_is_exported_from_the_top():
+    """``dp.X`` works for every public name of the three layers, and is the same object."""
+    import importlib
+
+    for layer in LAYERS:
+        module = importlib.import_module(f"dpacct.{layer}")
+        for name in module.__all__:
+            assert name in dpacct.__all__, f"dpacct.{layer}.{name} is not re-exported"
+            assert getattr(dpacct, name) is getattr(module, name)
+    assert dpacct.accountant is importlib.import_module("dpacct.accountant")
+
+
+def test_unknown_attribute_is_an_attribute_error():
+    with pytest.raises(AttributeError, match="no_such_name"):
+        dpacct.no_such_name  # noqa: B018
+
+
+def test_import_dpacct_loads_no_numerical_library():
+    """``import dpacct`` is lazy: numpy, scipy and the layers load on first use."""
+    out = _run(
+        "import sys, dpacct\n"
+        "heavy = [m for m in ('numpy', 'scipy', 'dpacct.accountant', 'dpacct.mechanisms')"
+        " if m in sys.modules]\n"
+        "print(heavy)\n"
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
+
+
+def test_only_dpacct_is_installed_at_the_top_level():
+    """Installed folders are mapped into ``dpacct``: nothing else goes into site-packages."""
+    meta = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    tool = meta["tool"]["setuptools"]
+    assert all(p == "dpacct" or p.startswith("dpacct.") for p in tool["packages"])
+    assert tool["package-dir"] == {"dpacct": "dpacct", **{f"dpacct.{x}": x for x in LAYERS}}
+    out = _run("import accountant")  # the repository folder is not importable by itself
+    assert out.returncode != 0 and "ModuleNotFoundError" in out.stderr
+
+
+def test_typed_and_licensed():
+    assert (ROOT / "dpacct" / "py.typed").exists()
+    assert "Apache License" in (ROOT / "LICENSE").read_text()
+
+
+def test_everyday_example_through_the_namespace():
+    """The DESIGN's example through ``import dpacct as dp``, against the closed form: one
+    Gaussian with sigma = 2 is 0.5-GDP, whose delta(eps) is
+    Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2) (Dong, Roth, Su 2019, Cor. 2.13)."""
+    import math
+
+    import dpacct as dp
+
+    def phi(x: float) -> float:
+        return 0.5 * math.erfc(-x / math.sqrt(2.0))
+
+    mu = 0.5
+    eps = dp.GaussianMechanism(sigma=2.0).epsilon(1e-5)
+    exact_delta = phi(-eps / mu + mu / 2) - math.exp(eps) * phi(-eps / mu - mu / 2)
+    assert exact_delta == pytest.approx(1e-5, rel=1e-6)
+    run = dp.compose([dp.GaussianMechanism(sigma=2.0)], counts=[4])  # = sigma 1
+    assert run.epsilon(1e-5) == pytest.approx(dp.GaussianMechanism(sigma=1.0).epsilon(1e-5))
+
+
+def test_command_line_version_and_module_entry_point():
+    out = subprocess.run(
+        [sys.executable, "-m", "dpacct", "--version"], capture_output=True, text=True, timeout=60
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == f"dpacct {dpacct.__version__}"
