@@ -35,7 +35,13 @@ def _as_real(name: str, value: object) -> float:
         if isinstance(value, np.ndarray) and value.ndim == 0:
             return _as_real(name, value.item())
         raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r}")
-    return float(value)
+    try:
+        return float(value)
+    except OverflowError:  # a Python int beyond the float range, e.g. 10**400
+        raise ValueError(
+            f"{name} must be a finite number within the float range (about 1.8e308), got "
+            f"{_short_int(int(value))}"
+        ) from None
 
 
 def check_finite(name: str, value: object) -> float:
@@ -86,6 +92,11 @@ def check_epsilon(value: object, name: str = "epsilon") -> float:
     return x
 
 
+#: largest repetition count accepted (numpy's int64 range; a count beyond it cannot be
+#: stored in the ledger's arrays, and no privacy claim at that count is meaningful)
+MAX_COUNT = 2**63 - 1
+
+
 def check_count(value: object, name: str = "count", *, allow_zero: bool = False) -> int:
     """A repetition count: an integer >= 1 (>= 0 when ``allow_zero``)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral | np.integer):
@@ -97,7 +108,17 @@ def check_count(value: object, name: str = "count", *, allow_zero: bool = False)
     low = 0 if allow_zero else 1
     if n < low:
         raise ValueError(f"{name} must be an integer >= {low}, got {n}")
+    if n > MAX_COUNT:
+        raise ValueError(
+            f"{name} must be an integer <= 2**63 - 1 (about 9.2e18), got {_short_int(n)}"
+        )
     return n
+
+
+def _short_int(n: int) -> str:
+    """A readable form of a possibly enormous integer."""
+    text = str(n)
+    return text if len(text) <= 25 else f"an integer with {len(text)} digits"
 
 
 def _real_array(name: str, value: object, what: str) -> np.ndarray:
@@ -113,6 +134,11 @@ def _real_array(name: str, value: object, what: str) -> np.ndarray:
             raw = np.asarray(value)
         except (TypeError, ValueError):
             bad = True
+    if raw is not None and raw.dtype.kind == "O" and not bad:
+        # a Python int beyond int64 (and so perhaps beyond the float range)
+        items = raw.reshape(-1).tolist()
+        if items and all(isinstance(v, numbers.Real) and not isinstance(v, bool) for v in items):
+            return np.array([_as_real(name, v) for v in items]).reshape(raw.shape)
     if bad or raw is None or raw.dtype.kind not in "iuf":
         kind = type(value).__name__
         raise TypeError(f"{name} must be {what}, got {kind} {value!r}")

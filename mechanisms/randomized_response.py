@@ -134,7 +134,9 @@ def _check_k(value: object) -> int:
             raise ValueError(f"k must be an integer >= 2, got {value!r}")
     try:
         k = check_count(value, "k")
-    except ValueError:
+    except ValueError as exc:
+        if "<=" in str(exc):  # beyond the int64 range: keep the message naming the limit
+            raise
         raise ValueError(f"k must be an integer >= 2, got {value!r}") from None
     if k < 2:
         raise ValueError(f"k must be an integer >= 2, got {k}")

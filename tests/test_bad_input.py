@@ -910,6 +910,26 @@ GROUPS["calibrators"] = [
     ),
 ]
 
+#: a Python int far beyond the float range: float(HUGE) raises OverflowError, which
+#: must reach the user as a ValueError naming the parameter
+HUGE_INT = "10**400"
+FLOAT_RANGE = "within the float range"
+
+GROUPS["huge Python integers (any parameter)"] = [
+    Row(f"GaussianMechanism(sigma={HUGE_INT})", ValueError, f"sigma .*{FLOAT_RANGE}"),
+    Row(f"LaplaceMechanism(b={HUGE_INT})", ValueError, f"b .*{FLOAT_RANGE}"),
+    Row(f"RandomizedResponse(p={HUGE_INT})", ValueError, f"p .*{FLOAT_RANGE}"),
+    Row(f"RandomizedResponse(p=0.9, k={HUGE_INT})", ValueError, r"k must be an integer <= 2\*\*63"),
+    Row(f"poisson_subsample(G, {HUGE_INT})", ValueError, f"sample_rate .*{FLOAT_RANGE}"),
+    Row(f"compose([G], counts=[{HUGE_INT}])", ValueError, r"counts\[0\] must be an integer <= 2"),
+    Row(f"G.epsilon({HUGE_INT})", ValueError, f"delta .*{FLOAT_RANGE}"),
+    Row(f"G.epsilon([1e-5, {HUGE_INT}])", ValueError, f"delta .*{FLOAT_RANGE}"),
+    Row(f"G.delta({HUGE_INT})", ValueError, f"epsilon .*{FLOAT_RANGE}"),
+    Row(f"G.rdp({HUGE_INT})", ValueError, f"alpha .*{FLOAT_RANGE}"),
+    Row(f"noise_multiplier({HUGE_INT}, 1e-5, 0.01, 100)", ValueError, f"epsilon .*{FLOAT_RANGE}"),
+    Row(f"max_steps(1.0, 1e-5, {HUGE_INT}, 0.01)", ValueError, f"{FLOAT_RANGE}"),
+]
+
 ROWS: list[Row] = [row for rows in GROUPS.values() for row in rows]
 GROUP_OF = {row.code: group for group, rows in GROUPS.items() for row in rows}
 
