@@ -184,7 +184,12 @@ def _self_composed(
         step = grid_step(law, pessimistic, step_settings, use_anchor=use_anchor)
         refine = _refine(settings)
         split = discretize_split(
-            law, step, pessimistic=pessimistic, tail=step_settings.tail * 1e-3, refine=refine
+            law,
+            step,
+            pessimistic=pessimistic,
+            tail=step_settings.tail * 1e-3,
+            refine=refine,
+            coarse_cap=settings.coarse_cap,
         )
         return self_compose_split(
             split,
@@ -193,6 +198,7 @@ def _self_composed(
             points_per_scale=resolution,
             max_step=law.lattice,
             refine=refine,
+            coarse_cap=settings.coarse_cap,
         )
     pld = mech._pld_one(pessimistic, step_settings, which)
     lattice = pld.step if _is_lattice(mech) else None
@@ -260,7 +266,12 @@ def _joint_composed(parts, settings: PLDSettings, which: int, use_anchor: bool) 
         step = grid_step(law, True, step_settings, use_anchor=use_anchor)
         bases.append(
             discretize_split(
-                law, step, pessimistic=True, tail=step_settings.tail * 1e-3, refine=refine
+                law,
+                step,
+                pessimistic=True,
+                tail=step_settings.tail * 1e-3,
+                refine=refine,
+                coarse_cap=settings.coarse_cap,
             )
         )
     return compose_split(
@@ -269,6 +280,7 @@ def _joint_composed(parts, settings: PLDSettings, which: int, use_anchor: bool) 
         tail=settings.tail,
         points_per_scale=settings.resolution_for(True),
         refine=refine,
+        coarse_cap=settings.coarse_cap,
     )
 
 
@@ -289,6 +301,7 @@ def _part_settings(settings: PLDSettings, total_count: int) -> PLDSettings:
     # the discretisation tail of one step is repeated total_count times
     out = PLDSettings.__new__(PLDSettings)
     out.resolution = settings.resolution
+    out.coarse_cap = settings.coarse_cap
     out.tail = settings.tail / max(total_count, 1) / (math.log2(total_count + 1) + 1)
     return out
 

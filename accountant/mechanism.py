@@ -42,8 +42,9 @@ from ._validation import (
     check_tol,
 )
 from .loss_law import PrivacyLossLaw
-from .pld import GridPLD, discretize
+from .pld import MAX_GRID, GridPLD, discretize
 from .rdp import rdp_to_delta, rdp_to_delta_grid, rdp_to_epsilon
+from .twoscale import discretize_split
 
 __all__ = ["Mechanism", "PLDSettings"]
 
@@ -53,6 +54,15 @@ __all__ = ["Mechanism", "PLDSettings"]
 #: dp_accounting's default PLD accountant (256 left q = 0.01 1.5e-6 relative above
 #: it), at under 0.05 s each (``python -m benchmarks.run``)
 DEFAULT_RESOLUTION = 320.0
+#: an answer epsilon within this many grid steps of zero has its PLDs recomputed on
+#: grids capped at ``epsilon / CAP_STEPS`` (see :meth:`Mechanism._pld_upper`), at most
+#: ``MAX_REFINEMENTS`` times
+REFINE_STEPS = 32.0
+CAP_STEPS = 64.0
+MAX_REFINEMENTS = 3
+#: no grid is refined below this step (``e^step - 1`` keeps about 11 digits; see
+#: :class:`accountant.subsample._GridSafeSubsampledLaw`)
+MIN_CAP = 2.0**-36
 #: default relative tolerance the resolution is tuned for (measured brackets on the
 #: DP-SGD benchmarks are 1e-5 to 3e-5 relative at this resolution)
 DEFAULT_TOL = 1e-4
@@ -73,7 +83,7 @@ class PLDSettings:
     smaller tolerances are answered as ``MIN_TOL``.
     """
 
-    __slots__ = ("resolution", "tail")
+    __slots__ = ("coarse_cap", "resolution", "tail")
 
     def __init__(self, tol: float | None = None, delta: float | None = None) -> None:
         tol = check_tol(tol)
@@ -84,9 +94,19 @@ class PLDSettings:
         # tighter tolerances also cut less mass into delta (the default budget alone
         # moves epsilon by a few 1e-6 relative)
         self.tail = tail_budget(delta) * min(1.0, (tol or DEFAULT_TOL) / DEFAULT_TOL)
+        #: largest step any grid may use (``None``: chosen from the loss's spread alone);
+        #: set by :meth:`capped` when an answer turns out small next to the grid
+        self.coarse_cap: float | None = None
 
-    def key(self) -> tuple[float, float]:
-        return (round(self.resolution, 6), self.tail)
+    def key(self) -> tuple[float, float, float | None]:
+        return (round(self.resolution, 6), self.tail, self.coarse_cap)
+
+    def capped(self, cap: float) -> PLDSettings:
+        """A copy whose grids never use a step above ``cap`` (a power of two)."""
+        out = PLDSettings.__new__(PLDSettings)
+        out.resolution, out.tail = self.resolution, self.tail
+        out.coarse_cap = 2.0 ** math.floor(math.log2(cap))
+        return out
 
     def resolution_for(self, pessimistic: bool) -> float:
         """Points per spread for one certificate direction.
@@ -430,6 +450,39 @@ class Mechanism:
     def _pld_upper(self, delta: float, tol: float | None) -> tuple[float, list[GridPLD]]:
         """PLD upper bound on epsilon and the pessimistic PLDs that decided it.
 
+        The grids are first chosen from the loss's spread (:class:`PLDSettings`).  When
+        the answer is then within ``REFINE_STEPS`` grid steps of zero -- an epsilon
+        small next to the loss's range, e.g. a tiny sample rate, where the tail grid's
+        step is of the order of the answer and the bound moves by up to a step -- the
+        PLDs are recomputed with every grid step capped at ``answer / CAP_STEPS``
+        (:meth:`PLDSettings.capped`), at most ``MAX_REFINEMENTS`` times.  Every grid
+        gives a certified bound, so the smallest upper bound is returned; the lower end
+        of the bracket (:meth:`epsilon_bounds`) is taken on the finest grids.
+        """
+        key = ("pld_upper", delta, tol)
+        cache = self._cache()
+        if key in cache:
+            return cache[key][0], cache[key][1]
+        settings = PLDSettings(tol, delta)
+        e_best, plds, deciding = self._pld_upper_at(delta, tol, settings)
+        for _ in range(MAX_REFINEMENTS):
+            step = max(plds[w].step for w in deciding)
+            if not (0.0 < e_best < math.inf and step * REFINE_STEPS > e_best):
+                break
+            cap = e_best / CAP_STEPS
+            if cap < MIN_CAP or (settings.coarse_cap is not None and cap >= settings.coarse_cap):
+                break
+            settings = settings.capped(cap)
+            e_new, plds, deciding = self._pld_upper_at(delta, tol, settings)
+            e_best = min(e_best, e_new)  # both are certified upper bounds
+        cache[key] = (e_best, plds, deciding, settings)
+        return e_best, plds
+
+    def _pld_upper_at(
+        self, delta: float, tol: float | None, settings: PLDSettings
+    ) -> tuple[float, list[GridPLD], list[int]]:
+        """Upper bound at fixed grid settings: the epsilon, the PLDs, the deciding ones.
+
         epsilon is the larger of the two directions' epsilons.  The add direction is
         not composed when it cannot be the maximum:
 
@@ -440,29 +493,22 @@ class Mechanism:
 
         The result is the same bound in every case.
         """
-        key = ("pld_upper", delta, tol)
-        cache = self._cache()
-        if key in cache:
-            return cache[key]
-        settings = PLDSettings(tol, delta)
         rem = self._pld_one(True, settings, 0)
         e_rem = rem.epsilon(delta)
         if self._directions_equal() or (
             # the swapped remove PLD certifies the add direction at e_rem
             self._swap_bounds_add() and rem.swapped_delta_bound(e_rem) <= delta
         ):
-            cache[key] = (e_rem, [rem], [0])
-            return e_rem, [rem]
+            return e_rem, [rem], [0]
         coarse = PLDSettings(max(tol or DEFAULT_TOL, 0.1), delta)
+        if settings.coarse_cap is not None:
+            coarse = coarse.capped(settings.coarse_cap)
         add = self._pld_one(True, coarse, 1)
         if add.epsilon(delta) <= e_rem:
-            result = (e_rem, [rem, add], [0])
-        else:
-            add = self._pld_one(True, settings, 1)
-            e_add = add.epsilon(delta)
-            result = (max(e_rem, e_add), [rem, add], [0, 1] if e_add >= e_rem else [0])
-        cache[key] = result
-        return result[0], result[1]
+            return e_rem, [rem, add], [0]
+        add = self._pld_one(True, settings, 1)
+        e_add = add.epsilon(delta)
+        return max(e_rem, e_add), [rem, add], [0, 1] if e_add >= e_rem else [0]
 
     def _epsilon_bounds(self, delta: float, tol: float | None) -> tuple[float, float]:
         if self.has_exact_curve:
@@ -472,10 +518,9 @@ class Mechanism:
         if self.has_pld and math.isfinite(upper):
             # epsilon is the maximum over directions, so the lower bound of any one
             # direction is a lower bound; the direction(s) that decided the upper
-            # bound give the tightest one
+            # bound give the tightest one, on the grids that decided it
             self._pld_upper(delta, tol)
-            deciding = self._cache()[("pld_upper", delta, tol)][2]
-            settings = PLDSettings(tol, delta)
+            _, _, deciding, settings = self._cache()[("pld_upper", delta, tol)]
             lows = [self._pld_one(False, settings, w).epsilon(delta) for w in deciding]
             lower = min(max(lows), upper)
         return (lower, upper)
@@ -562,9 +607,27 @@ def grid_step(
 
 
 def discretize_law(law: PrivacyLossLaw, pessimistic: bool, settings: PLDSettings) -> GridPLD:
-    """Discretise a law on a grid chosen from its spread (or its lattice)."""
+    """Discretise a law on a grid chosen from its spread (or its lattice).
+
+    A law whose range would need more than ``MAX_GRID`` points on that grid (a very
+    skewed loss: a small sample rate with little noise, whose spread is of the order
+    of the sample rate while its range is of order one) is discretised two-scale
+    instead -- a fine bulk and a coarse tail (:func:`~accountant.twoscale.discretize_split`),
+    merged onto the finest nested grid of at most ``MAX_GRID / 4`` points.  Every
+    grid gives a certified discretisation; :meth:`Mechanism._pld_upper` refines the
+    grids when the answer turns out small next to the step.
+    """
     step = grid_step(law, pessimistic, settings)
-    return discretize(law, step, pessimistic=pessimistic, tail=settings.tail * 1e-3)
+    tail = settings.tail * 1e-3
+    cap = settings.coarse_cap
+    if law.lattice is None:
+        while cap is not None and step > cap:
+            step /= 2.0  # still a binary fraction of any anchor
+        lo, hi = law.quantile_bounds(tail)
+        if (hi - lo) / step + 2 > MAX_GRID:
+            split = discretize_split(law, step, pessimistic=pessimistic, tail=tail, coarse_cap=cap)
+            return split.merged(MAX_GRID >> 2)
+    return discretize(law, step, pessimistic=pessimistic, tail=tail)
 
 
 def _invert_exact(delta_fn, delta: float, ceiling: float = math.inf) -> tuple[float, float]:

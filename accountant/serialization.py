@@ -10,7 +10,10 @@ Registered here: the engine's transformers (``"poisson_subsample"``,
 import the zoo at import time), the zoo's mechanisms: ``"gaussian"`` for
 :class:`dpacct.mechanisms.gaussian.GaussianMechanism`, ``"laplace"``,
 ``"randomized_response"``, ``"discrete_gaussian"``, ``"discrete_laplace"`` and
-``"zcdp"``.  Other mechanism classes register
+``"zcdp"``, and the algorithms (``"noisy_gd"``, ``"dp_sgd"``, ``"ssp"``, ``"adassp"``,
+``"histogram_quantiles"``, ``"tree_quantiles"``, ``"exponential_quantile"``,
+``"dp_theil_sen"``, ``"marginal_synthesizer"``; the synthesizer's column objects are
+not JSON values, so writing one raises a TypeError that says so).  Other mechanism classes register
 themselves with :func:`register_mechanism` (for instance in their own module, which
 the zoo imports); a frozen dataclass whose fields are numbers (or mechanisms) needs
 nothing more than its name::
@@ -76,14 +79,25 @@ _BY_CLASS: dict[type, _Entry] = {}
 
 #: registrations done on first use: type name -> (module, class name).  The zoo sits a
 #: layer above the engine, so it is imported only when a mechanism is (de)serialised.
-#: All of these are frozen dataclasses of numbers, serialised by their fields.
+#: All of these are frozen dataclasses serialised by their fields.
 _LAZY: dict[str, tuple[str, str]] = {
-    "gaussian": ("dpacct.mechanisms.gaussian", "GaussianMechanism"),
-    "laplace": ("dpacct.mechanisms.laplace", "LaplaceMechanism"),
-    "randomized_response": ("dpacct.mechanisms.randomized_response", "RandomizedResponse"),
-    "discrete_gaussian": ("dpacct.mechanisms.discrete", "DiscreteGaussianMechanism"),
-    "discrete_laplace": ("dpacct.mechanisms.discrete", "DiscreteLaplaceMechanism"),
-    "zcdp": ("dpacct.mechanisms.generic", "ZCDPMechanism"),
+    "gaussian": ("mechanisms.gaussian", "GaussianMechanism"),
+    "laplace": ("mechanisms.laplace", "LaplaceMechanism"),
+    "randomized_response": ("mechanisms.randomized_response", "RandomizedResponse"),
+    "discrete_gaussian": ("mechanisms.discrete", "DiscreteGaussianMechanism"),
+    "discrete_laplace": ("mechanisms.discrete", "DiscreteLaplaceMechanism"),
+    "zcdp": ("mechanisms.generic", "ZCDPMechanism"),
+    # the algorithms built on the primitives (each a Mechanism: its privacy is the
+    # composition of the primitives it runs)
+    "noisy_gd": ("mechanisms.noisy_gd", "NoisyGD"),
+    "dp_sgd": ("mechanisms.dp_sgd", "DPSGD"),
+    "ssp": ("mechanisms.ssp", "SufficientStatisticsPerturbation"),
+    "adassp": ("mechanisms.ssp", "AdaSSP"),
+    "histogram_quantiles": ("mechanisms.quantiles", "HistogramQuantiles"),
+    "tree_quantiles": ("mechanisms.quantiles", "TreeQuantiles"),
+    "exponential_quantile": ("mechanisms.quantiles", "ExponentialQuantile"),
+    "dp_theil_sen": ("mechanisms.theil_sen", "DPTheilSen"),
+    "marginal_synthesizer": ("mechanisms.synthesis", "MarginalSynthesizer"),
 }
 #: lazy registrations that could not be loaded: type name -> reason
 _LAZY_FAILED: dict[str, str] = {}

@@ -104,6 +104,33 @@ class PoissonSubsampledMechanism(Mechanism):
             amplified = float(np.logaddexp(math.log1p(-q), math.log(q) + eps_base))
         return min(upper, amplified * (1.0 + 1e-12))
 
+    def delta(self, epsilon, *, tol: float | None = None):
+        """Sound upper bound on delta; see :meth:`Mechanism.delta`.
+
+        Without a PLD, also the amplification route that :meth:`epsilon` uses (Balle,
+        Barthe, Gaboardi 2018, Theorem 8): the base at ``eps_b = log(1 + (e^eps - 1)/q)``
+        gives ``delta = q delta_base(eps_b)``, so that ``delta(epsilon(d)) <= d``.
+
+        Examples
+        --------
+        >>> from mechanisms import ExponentialMechanism
+        >>> step = poisson_subsample(ExponentialMechanism(epsilon=0.5), 0.05)
+        >>> bool(step.delta(step.epsilon(1e-5)) <= 1e-5 * (1 + 1e-9))
+        True
+        """
+        out = super().delta(epsilon, tol=tol)
+        if self.has_pld:
+            return out
+        q = self.sample_rate
+        eps = np.asarray(epsilon, dtype=float)
+        with np.errstate(over="ignore"):
+            eps_base = np.log1p(np.expm1(eps) / q)
+        eps_base = np.where(np.isfinite(eps_base), eps_base, np.finfo(float).max)
+        base_delta = np.asarray(self.base.delta(eps_base, tol=tol))
+        amplified = np.minimum(1.0, q * base_delta * (1 + 1e-12))
+        best = np.minimum(out, amplified)
+        return float(best) if np.ndim(out) == 0 else best
+
     def _loss_laws(self):
         remove, add = self.base._loss_laws()
         q = self.sample_rate

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .loss_law import PrivacyLossLaw
-from .pld import GridPLD, _Bins, _bins_from_law, _from_bins, _trim
+from .pld import MAX_GRID, GridPLD, _Bins, _bins_from_law, _from_bins, _trim
 
 __all__ = ["SplitPLD", "compose_split", "discretize_split", "self_compose_split"]
 
@@ -70,12 +70,25 @@ class SplitPLD:
     def pessimistic(self) -> bool:
         return self.fine.pessimistic
 
-    def merged(self) -> GridPLD:
-        """One ordinary PLD on the coarser of the two grids."""
+    def merged(self, max_points: int | None = None) -> GridPLD:
+        """One ordinary PLD on the coarser of the two grids.
+
+        With ``max_points`` the result keeps the finest nested grid (a power-of-two
+        multiple of the bulk's step, at most the tail's) on which it has at most that
+        many points: the tail's atoms then sit exactly on nodes (no rounding at all)
+        and only the bulk is re-discretised, by the certified regrid.
+        """
         if self.coarse is None:
             return self.fine
-        step = max(self.fine.step, self.coarse.step)
-        return _add(self.fine.regrid(step), self.coarse.regrid(step))
+        fine, coarse = self.fine, self.coarse
+        step = max(fine.step, coarse.step)
+        if max_points is not None and fine.step < coarse.step:
+            lo = min(fine.losses[0], coarse.losses[0])
+            hi = max(fine.losses[-1], coarse.losses[-1])
+            step = fine.step
+            while (hi - lo) / step > max_points and step < coarse.step:
+                step *= 2.0
+        return _add(fine.regrid(step), _onto_finer(coarse, step))
 
 
 def _add(a: GridPLD, b: GridPLD) -> GridPLD:
@@ -88,6 +101,17 @@ def _add(a: GridPLD, b: GridPLD) -> GridPLD:
     pmf[a.offset - first : a.offset - first + a.pmf.size] += a.pmf
     pmf[b.offset - first : b.offset - first + b.pmf.size] += b.pmf
     return GridPLD(a.step, first, pmf, a.inf_mass + b.inf_mass, a.pessimistic)
+
+
+def _onto_finer(p: GridPLD, step: float) -> GridPLD:
+    """``p`` on a finer nested grid (``p.step`` a multiple of ``step``): exact, every
+    atom stays where it is; a coarser ``step`` is the certified regrid."""
+    if step >= p.step:
+        return p.regrid(step)
+    k = round(p.step / step)
+    pmf = np.zeros((p.pmf.size - 1) * k + 1)
+    pmf[::k] = p.pmf
+    return GridPLD(step, p.offset * k, pmf, p.inf_mass, p.pessimistic)
 
 
 def _empty(step: float, pessimistic: bool) -> GridPLD:
@@ -113,15 +137,24 @@ def _restrict(b: _Bins, lo_node: int, hi_node: int, inside: bool) -> _Bins:
 
 
 def discretize_split(
-    law: PrivacyLossLaw, step: float, *, pessimistic: bool, tail: float, refine: int = 1
+    law: PrivacyLossLaw,
+    step: float,
+    *,
+    pessimistic: bool,
+    tail: float,
+    refine: int = 1,
+    coarse_cap: float | None = None,
 ) -> SplitPLD:
     """Certified discretisation of ``law`` with a fine bulk and a coarse tail.
 
     The bulk window holds all but ``BULK_TAIL[pessimistic] / refine**2`` of the P-mass
     on each side; it is discretised on ``step``, the tail on about
     ``COARSE_POINTS[pessimistic] * refine`` points.  ``refine`` (a power of two, 1 at
-    the default tolerance) makes both finer for tighter tolerances.  If the whole range
-    fits in ``SPLIT_ABOVE`` points no split is made.
+    the default tolerance) makes both finer for tighter tolerances.  ``coarse_cap``
+    bounds the tail's step (it then gets as many points as that needs, up to
+    ``MAX_GRID / 4``): the engine sets it when the answer epsilon turns out small next
+    to the tail grid.  If the whole range fits in ``SPLIT_ABOVE`` points no split is
+    made.
     """
     lo, hi = law.quantile_bounds(tail)
     lo, hi = lo - step, hi + step
@@ -144,6 +177,11 @@ def discretize_split(
         boost = min(ratio // SKEWED_RATIO, SKEWED_BOOST)
         points *= boost
         ratio = max(4, ratio // boost)
+    if coarse_cap is not None:
+        # the tail grid no coarser than the cap, unless that would exceed MAX_GRID / 4
+        floor = 2 ** math.ceil(math.log2(max((hi - lo) / (step * (MAX_GRID >> 2)), 1.0)))
+        while ratio > max(2, floor) and step * ratio > coarse_cap:
+            ratio //= 2
     coarse_step = step * ratio
     lo_node = math.floor(b_lo / coarse_step) - 1
     hi_node = math.ceil(b_hi / coarse_step) + 1
@@ -188,14 +226,24 @@ def _convolve(a: SplitPLD, b: SplitPLD, tail: float) -> SplitPLD:
 
 
 def _rebalance(
-    s: SplitPLD, points_per_scale: float, max_step: float | None, refine: int = 1
+    s: SplitPLD,
+    points_per_scale: float,
+    max_step: float | None,
+    refine: int = 1,
+    coarse_cap: float | None = None,
 ) -> SplitPLD:
-    """Coarsen the bulk as it widens, move its far parts into the tail, merge when equal."""
+    """Coarsen the bulk as it widens, move its far parts into the tail, merge when equal.
+
+    The tail is coarsened when it exceeds its size limit, but not beyond
+    ``coarse_cap`` unless it exceeds ``MAX_GRID / 4`` points."""
     fine = s.fine._coarsened(points_per_scale, max_step)
     if s.coarse is None:
         return SplitPLD(fine, None)
     coarse = s.coarse
-    while coarse.pmf.size > MAX_COARSE * refine * (1 if coarse.pessimistic else SKEWED_BOOST):
+    limit = MAX_COARSE * refine * (1 if coarse.pessimistic else SKEWED_BOOST)
+    while coarse.pmf.size > limit and (
+        coarse_cap is None or coarse.step * 2 <= coarse_cap or coarse.pmf.size > MAX_GRID >> 2
+    ):
         coarse = coarse.regrid(coarse.step * 2)
     s = SplitPLD(s.fine, coarse)
     cstep = coarse.step
@@ -235,6 +283,7 @@ def self_compose_split(
     points_per_scale: float,
     max_step: float | None = None,
     refine: int = 1,
+    coarse_cap: float | None = None,
 ) -> GridPLD:
     """``count``-fold composition of a split PLD by repeated squaring.
 
@@ -249,13 +298,13 @@ def self_compose_split(
     while True:
         if k & 1:
             result = base if result is None else _convolve(result, base, tail / levels)
-            result = _rebalance(result, points_per_scale, max_step, refine)
+            result = _rebalance(result, points_per_scale, max_step, refine, coarse_cap)
         k >>= 1
         if k == 0:
             break
         base = _convolve(base, base, tail * 2 * power / (count * levels))
         power *= 2
-        base = _rebalance(base, points_per_scale, max_step, refine)
+        base = _rebalance(base, points_per_scale, max_step, refine, coarse_cap)
     assert result is not None
     return result.merged()
 
@@ -268,6 +317,7 @@ def compose_split(
     points_per_scale: float,
     max_step: float | None = None,
     refine: int = 1,
+    coarse_cap: float | None = None,
 ) -> GridPLD:
     """``prod_i bases[i] ** counts[i]`` by one joint left-to-right binary ladder.
 
@@ -299,7 +349,7 @@ def compose_split(
         budget = tail / (3 * bits * 2.0**j)
         if result is not None:
             squared = _convolve(result, result, budget)
-            result = _rebalance(squared, points_per_scale, max_step, refine)
+            result = _rebalance(squared, points_per_scale, max_step, refine, coarse_cap)
         members = tuple(i for i, c in enumerate(counts) if (c >> j) & 1)
         if not members:
             continue
@@ -311,13 +361,13 @@ def compose_split(
             for i in members[1:]:
                 factor = _convolve(factor, bases[i], budget / (2 * len(members)))
                 # coarsen as the product widens, as every other product here does
-                factor = _rebalance(factor, points_per_scale, max_step, refine)
+                factor = _rebalance(factor, points_per_scale, max_step, refine, coarse_cap)
             factors[members] = factor
         factor = factors[members]
         if result is None:
-            result = _rebalance(factor, points_per_scale, max_step, refine)
+            result = _rebalance(factor, points_per_scale, max_step, refine, coarse_cap)
         else:
             product = _convolve(result, factor, budget)
-            result = _rebalance(product, points_per_scale, max_step, refine)
+            result = _rebalance(product, points_per_scale, max_step, refine, coarse_cap)
     assert result is not None
     return result.merged()

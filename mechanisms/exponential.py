@@ -102,35 +102,75 @@ def bounded_range_epsilon(epsilon: float, delta: float) -> float:
     return max(epsilon + 2.0 * math.log1p(-r), 0.0)
 
 
+#: round-off allowance of :func:`bounded_range_rdp`, in units of ``epsilon``: every
+#: term of the evaluation is at most ``~2 epsilon`` in size and carries a few ulps
+_BR_ROUNDOFF = 2.0**-46
+
+
 def bounded_range_rdp(epsilon: float, alpha: np.ndarray) -> np.ndarray:
     """Tight Renyi-DP curve over all ``epsilon``-BR mechanisms, at real orders.
 
     ``D_alpha = max_{t in [0, epsilon]} log(pi_t e^{a t} + (1 - pi_t) e^{a (t -
     epsilon)}) / a`` with ``a = alpha - 1`` and ``pi_t = (e^epsilon - e^t)/(e^epsilon -
-    1)``, at the closed-form maximiser of the module docstring, in the overflow-free
-    form ``a t + log1p(-(1 - pi_t) (1 - e^{-a epsilon}))``.  ``D_inf = epsilon``.
+    1)`` (the two-point reduction of Dong, Durfee, Rogers 2020, Lemma 4.1, for the
+    ``epsilon``-BR class of Durfee & Rogers 2019), at the closed-form maximiser of the
+    module docstring.  ``D_inf = epsilon``.
+
+    Numerics (the curve must stay an upper bound and non-decreasing up to ``alpha =
+    1e22``):
+
+    * the maximiser is carried as its gap ``g = epsilon - t* = log1p(1/a) +
+      log(1 - e^{-a epsilon}) - log(1 - e^{-(a+1) epsilon})`` (about ``1/a`` at large
+      orders; the last two terms as one ``log1p`` when ``a epsilon > 1``), never as
+      ``t*`` itself: ``t*`` rounds to ``epsilon`` once ``1/a`` is
+      below an ulp of ``epsilon`` (``alpha > ~1e16/epsilon``), where ``pi_t = 0`` made
+      the old evaluation ``log1p(-1) = -inf`` and the curve collapsed to 0;
+    * ``log(pi_t + (1 - pi_t) e^{-a epsilon})`` is ``log1p(-(1 - pi_t)(1 - e^{-a
+      epsilon}))`` while that product is at most 1/2, else ``logaddexp(log pi_t,
+      log(1 - pi_t) - a epsilon)`` with ``log pi_t = log(1 - e^{-g}) - log(1 -
+      e^{-epsilon})``;
+    * the value is raised by ``2^-46 epsilon`` (well above the round-off of terms of size
+      ``<= 2 epsilon``) and capped by Cesar & Rogers 2021's ``alpha epsilon^2 / 8``
+      (Lemma 3.2 of "Bounding, concentrating, and truncating": ``epsilon``-BR implies
+      ``epsilon^2/8``-zCDP), which is within a relative ``O(epsilon^2)`` of the tight
+      value and takes over where the tight form cancels (``a epsilon`` tiny), and by
+      ``epsilon`` (pure DP).
 
     Examples
     --------
     >>> bool(bounded_range_rdp(1.0, np.array([2.0]))[0] <= 2.0 / 8)
     True
+    >>> d = bounded_range_rdp(0.1, np.array([1e17, 1e22, np.inf]))
+    >>> bool(np.all(d > 0.0999999999) and np.all(d <= 0.1))
+    True
     """
+    eps = float(epsilon)
     a = np.asarray(alpha, dtype=float) - 1.0
     finite = np.isfinite(a)
     af = np.where(finite, a, 1.0)
-    with np.errstate(under="ignore", divide="ignore"):
-        log_u = (
-            np.log(af / (af + 1.0))
-            + epsilon
-            + np.log1p(-np.exp(-(af + 1.0) * epsilon))
-            - np.log(-np.expm1(-af * epsilon))
+    x = af * eps
+    with np.errstate(under="ignore", divide="ignore", invalid="ignore"):
+        # log((1 - e^{-x}) / (1 - e^{-x-eps})): a difference of logs for small x, a
+        # log1p of a small argument (accurate to its last digits) for large x
+        far_x = x > 1.0
+        ratio_far = np.log1p(
+            -np.exp(-np.where(far_x, x, 1.0)) * -math.expm1(-eps) / -np.expm1(-x - eps)
         )
-    t = np.clip(log_u, 0.0, epsilon)
-    one_minus_pi = _expm1_ratio(t, epsilon)
-    with np.errstate(under="ignore"):
-        log_sum = af * t + np.log1p(-one_minus_pi * -np.expm1(-af * epsilon))
-    val = np.where(finite, log_sum / af, epsilon)
-    return np.clip(val, 0.0, epsilon)
+        ratio_near = np.log(-np.expm1(-x)) - np.log(-np.expm1(-x - eps))
+        gap = np.log1p(1.0 / af) + np.where(far_x, ratio_far, ratio_near)
+        gap = np.clip(gap, 0.0, eps)
+        t = eps - gap
+        one_minus_pi = _expm1_ratio(t, eps)
+        shrink = one_minus_pi * -np.expm1(-x)
+        near = shrink <= 0.5
+        log_near = np.log1p(-np.where(near, shrink, 0.0))
+        log_pi = np.log(-np.expm1(-gap)) - math.log(-math.expm1(-eps))
+        log_far = np.logaddexp(log_pi, np.log(one_minus_pi) - x)
+        log_mix = np.where(near, log_near, log_far)
+    val = t + log_mix / af + _BR_ROUNDOFF * eps
+    cap = (af + 1.0) * (eps * eps / 8.0)
+    val = np.where(finite, np.minimum(val, cap), eps)
+    return np.clip(val, 0.0, eps)
 
 
 @dataclass(frozen=True)

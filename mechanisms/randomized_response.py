@@ -34,10 +34,10 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special
 
-from dpacct.accountant._validation import check_count, check_finite
-from dpacct.accountant.loss_law import AtomicLossLaw
-from dpacct.accountant.mechanism import Mechanism
-from dpacct.accountant.rdp import pure_dp_rdp
+from accountant._validation import check_count, check_finite
+from accountant.loss_law import AtomicLossLaw
+from accountant.mechanism import Mechanism
+from accountant.rdp import pure_dp_rdp, randomized_response_rdp
 
 __all__ = ["RandomizedResponse"]
 
@@ -61,22 +61,12 @@ def _rr_rdp(q_other: float, eps0: float, k: int, alpha: np.ndarray) -> np.ndarra
     """Exact Renyi divergence of the k-RR pair at real orders (both directions agree).
 
     ``D_alpha = log(p e^{a eps0} + q e^{-a eps0} + (k - 2) q) / a`` with ``a = alpha - 1``
-    (Mironov 2017, Definition 3, summed over the three output classes).  Factoring out
-    ``e^{a eps0}`` and using ``p + (k - 1) q = 1``:
-
-        D_alpha = eps0 + log1p(q (expm1(-2 a eps0) + (k - 2) expm1(-a eps0))) / a,
-
-    where every exponent is non-positive (no overflow up to ``alpha = inf``) and the
-    ``log1p`` keeps full precision as ``alpha -> 1``.  ``D_inf = eps0``.
+    (Mironov 2017, Definition 3, summed over the three output classes); evaluated by
+    :func:`accountant.rdp.randomized_response_rdp` (``p = q e^eps0``, ``k`` enters only
+    through ``q``), which has no cancellation near ``alpha = 1`` and no collapse at
+    large orders.  ``D_inf = eps0``.
     """
-    a = np.asarray(alpha, dtype=float) - 1.0
-    finite = np.isfinite(a)
-    af = np.where(finite, a, 1.0)
-    with np.errstate(under="ignore"):
-        inner = q_other * (np.expm1(-2.0 * af * eps0) + (k - 2) * np.expm1(-af * eps0))
-        val = eps0 + np.log1p(inner) / af
-    val = np.where(finite, val, eps0)
-    return np.clip(val, 0.0, eps0)
+    return randomized_response_rdp(eps0, math.log(q_other), np.asarray(alpha, dtype=float))
 
 
 def _rr_tradeoff(p_true: float, q_other: float, eps0: float, fpr: np.ndarray) -> np.ndarray:

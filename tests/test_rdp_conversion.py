@@ -100,3 +100,88 @@ def test_conversion_follows_the_optimum_beyond_order_8192(rho):
     got = rdp_to_epsilon(lambda a: a * rho, delta)
     assert got >= ref.fun * (1 - 1e-12)
     assert got == pytest.approx(ref.fun, rel=1e-4)
+
+
+# ----------------------------------------------------------------------------------
+# curves that break monotonicity are used only up to their first decrease
+# ----------------------------------------------------------------------------------
+def _mp_min_over_orders(f, alpha_max):
+    """Infimum of ``f`` over ``1 < alpha < alpha_max`` (unimodal in ``log(alpha - 1)``),
+    by golden section in 50-digit arithmetic."""
+    with mp.workdps(50):
+        lo, hi = mp.log(mp.mpf("1e-6")), mp.log(mp.mpf(alpha_max) - 1)
+        g = (mp.sqrt(5) - 1) / 2
+
+        def h(u):
+            return f(1 + mp.exp(u))
+
+        c, d = hi - g * (hi - lo), lo + g * (hi - lo)
+        fc, fd = h(c), h(d)
+        for _ in range(250):
+            if fc < fd:
+                hi, d, fd = d, c, fc
+                c = hi - g * (hi - lo)
+                fc = h(c)
+            else:
+                lo, c, fc = c, d, fd
+                d = lo + g * (hi - lo)
+                fd = h(d)
+        return min(fc, fd, h(hi))
+
+
+@pytest.mark.parametrize("collapse_at", [100.0, 5000.0, 1e6])
+def test_a_collapsing_curve_is_not_trusted_beyond_its_decrease(collapse_at):
+    rho, delta = 1e-5, 1e-6
+
+    def broken(a):  # rho-zCDP below the collapse, 0 (float-collapse style) beyond it
+        a = np.asarray(a, dtype=float)
+        return np.where(a < collapse_at, rho * a, 0.0)
+
+    got = rdp_to_epsilon(broken, delta)
+    # never below what the orders before the decrease certify (CKS 2020, Prop. 12)
+    ref = _mp_min_over_orders(
+        lambda a: rho * a + mp.log((a - 1) / a) - (mp.log(delta) + mp.log(a)) / (a - 1),
+        collapse_at,
+    )
+    assert got >= float(ref) * (1 - 1e-12)
+    # and the orders before it are still used (up to the grid spacing below the collapse)
+    assert got <= float(ref) * 1.1
+    # the delta side, likewise
+    eps = 0.05
+    log_d = _mp_min_over_orders(
+        lambda a: (a - 1) * (rho * a - eps + mp.log((a - 1) / a)) - mp.log(a), collapse_at
+    )
+    assert rdp_to_delta(broken, eps) >= float(mp.exp(log_d)) * (1 - 1e-12)
+
+
+def test_a_monotone_curve_still_reaches_far_orders():
+    """The guard must not cost a correct curve its far orders (rho-zCDP, tiny rho)."""
+    rho, delta = 1e-9, 1e-6
+    got = rdp_to_epsilon(lambda a: rho * np.asarray(a, dtype=float), delta)
+    ref = _mp_min_over_orders(
+        lambda a: rho * a + mp.log((a - 1) / a) - (mp.log(delta) + mp.log(a)) / (a - 1), 1e12
+    )
+    assert float(ref) <= got <= float(ref) * (1 + 1e-3)
+
+
+@pytest.mark.parametrize("eps", [1e-8, 1e-4, 0.3])
+@pytest.mark.parametrize("alpha", [1.000001, 1.0001, 1.5, 3.0, 1e4, 1e22])
+def test_pure_dp_rdp_matches_mpmath_sinh_form(eps, alpha):
+    with mp.workdps(60):
+        e, a = mp.mpf(eps), mp.mpf(alpha)
+        ref = mp.log((mp.sinh(a * e) - mp.sinh((a - 1) * e)) / mp.sinh(e)) / (a - 1)
+    got = float(pure_dp_rdp(eps, np.array([alpha]))[0])
+    assert got == pytest.approx(float(ref), rel=1e-12)
+
+
+@pytest.mark.parametrize("b", [1.0, 1e3, 1e8])
+@pytest.mark.parametrize("alpha", [1.000001, 1.0001, 1.5, 3.0, 1e4, 1e22])
+def test_laplace_rdp_matches_mpmath(b, alpha):
+    from mechanisms import LaplaceMechanism
+
+    with mp.workdps(60):  # Mironov 2017, Proposition 6, written out
+        a, m = mp.mpf(alpha), 1 / mp.mpf(b)
+        inner = a / (2 * a - 1) * mp.exp((a - 1) * m) + (a - 1) / (2 * a - 1) * mp.exp(-a * m)
+        ref = mp.log(inner) / (a - 1)
+    got = float(LaplaceMechanism(b=b).rdp(alpha))
+    assert got == pytest.approx(float(ref), rel=1e-12)

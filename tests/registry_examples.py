@@ -1,0 +1,91 @@
+"""One small example instance per registered mechanism type (shared by the contract and
+the property tests).
+
+``EXAMPLES`` maps every registry name (:func:`accountant.serialization.registered_mechanisms`)
+to constructors of example instances.  A registered type without an entry makes the
+contract test fail, naming it: nothing is silently dropped.  The module also registers
+:class:`LossLawOnly`, a mechanism that states nothing but a privacy-loss law.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import mechanisms as M
+from accountant import compose, poisson_subsample, subsample_without_replacement
+from accountant.loss_law import GaussianLossLaw
+from accountant.mechanism import Mechanism
+from accountant.serialization import register_mechanism, registered_mechanisms
+
+
+@register_mechanism("test_loss_law_only", replace=True)
+@dataclass(frozen=True)
+class LossLawOnly(Mechanism):
+    """A mechanism known only by its privacy-loss law (a Gaussian pair with ``mu``)."""
+
+    mu: float
+
+    def _loss_laws(self):
+        law = self._cache().setdefault("law", GaussianLossLaw(mu=self.mu))
+        return law, law
+
+
+def _synth():
+    cols = (M.CategoricalColumn("a", [0, 1]), M.CategoricalColumn("b", [0, 1, 2]))
+    return M.MarginalSynthesizer(cols, marginals="2-way", noise="laplace", scale=4.0)
+
+
+#: registry name -> list of zero-argument constructors
+EXAMPLES = {
+    "gaussian": [lambda: M.GaussianMechanism(sigma=1.3)],
+    "laplace": [lambda: M.LaplaceMechanism(b=2.0)],
+    "randomized_response": [lambda: M.RandomizedResponse(p=0.8)],
+    "discrete_gaussian": [lambda: M.DiscreteGaussianMechanism(sigma=2.0)],
+    "discrete_laplace": [lambda: M.DiscreteLaplaceMechanism(scale=2.0)],
+    "pure_dp": [lambda: M.PureDPMechanism(epsilon=1.0)],
+    "zcdp": [lambda: M.ZCDPMechanism(rho=0.1)],
+    "exponential": [lambda: M.ExponentialMechanism(epsilon=1.0)],
+    "exponential_pure_dp": [lambda: M.ExponentialMechanism(epsilon=1.0, bounded_range=False)],
+    "poisson_subsample": [
+        lambda: poisson_subsample(M.GaussianMechanism(sigma=1.0), 0.05),
+        lambda: poisson_subsample(M.LaplaceMechanism(b=1.0), 0.05),
+        lambda: poisson_subsample(M.ExponentialMechanism(epsilon=0.5), 0.05),
+    ],
+    "subsample_without_replacement": [
+        lambda: subsample_without_replacement(M.GaussianMechanism(sigma=2.0), 0.05),
+        lambda: subsample_without_replacement(M.PureDPMechanism(epsilon=1.0), 0.1),
+    ],
+    "compose": [
+        lambda: compose([poisson_subsample(M.GaussianMechanism(sigma=1.0), 0.02)], counts=[300]),
+        lambda: compose([M.GaussianMechanism(sigma=3.0)], counts=[10]),
+        lambda: compose([M.LaplaceMechanism(b=10.0)], counts=[20]),
+        lambda: compose([M.ExponentialMechanism(epsilon=0.1)], counts=[5]),
+    ],
+    "noisy_gd": [lambda: M.NoisyGD(sigma=20.0, iterations=50, loss="linear", clip=1.0)],
+    "dp_sgd": [lambda: M.DPSGD(sigma=1.0, sample_rate=0.05, steps=100, loss="logistic", clip=1.0)],
+    "ssp": [lambda: M.SSP(noise_scale=5.0, x_bound=1.0, y_bound=1.0)],
+    "adassp": [lambda: M.AdaSSP(noise_scale=5.0, x_bound=1.0, y_bound=1.0)],
+    "histogram_quantiles": [lambda: M.HistogramQuantiles(lower=0.0, upper=1.0, bins=16, scale=2.0)],
+    "tree_quantiles": [lambda: M.TreeQuantiles(lower=0.0, upper=1.0, bins=16, scale=4.0)],
+    "exponential_quantile": [lambda: M.ExponentialQuantile(epsilon0=1.0, lower=-10.0, upper=10.0)],
+    "dp_theil_sen": [
+        lambda: M.DPTheilSen(
+            epsilon0=1.0, x_lower=0.0, x_upper=1.0, pred_lower=-1.0, pred_upper=1.0
+        )
+    ],
+    "marginal_synthesizer": [_synth],
+    "test_loss_law_only": [lambda: LossLawOnly(mu=0.8)],
+}
+
+#: the registry as seen when the test modules are collected (names registered later,
+#: by doctests or by tests of the registry itself, are not mechanisms the library ships)
+REGISTERED = dict(registered_mechanisms())
+
+
+def build_all() -> list[tuple[str, Mechanism]]:
+    """``(name, instance)`` for every registered type that has examples."""
+    out = []
+    for name in sorted(REGISTERED):
+        for make in EXAMPLES.get(name, []):
+            out.append((name, make()))
+    return out
