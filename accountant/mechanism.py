@@ -61,7 +61,7 @@ REFINE_STEPS = 32.0
 CAP_STEPS = 64.0
 MAX_REFINEMENTS = 3
 #: no grid is refined below this step (``e^step - 1`` keeps about 11 digits; see
-#: :class:`accountant.subsample._GridSafeSubsampledLaw`)
+#: :class:`dpacct.accountant.subsample._GridSafeSubsampledLaw`)
 MIN_CAP = 2.0**-36
 #: default relative tolerance the resolution is tuned for (measured brackets on the
 #: DP-SGD benchmarks are 1e-5 to 3e-5 relative at this resolution)
@@ -612,7 +612,7 @@ def discretize_law(law: PrivacyLossLaw, pessimistic: bool, settings: PLDSettings
     A law whose range would need more than ``MAX_GRID`` points on that grid (a very
     skewed loss: a small sample rate with little noise, whose spread is of the order
     of the sample rate while its range is of order one) is discretised two-scale
-    instead -- a fine bulk and a coarse tail (:func:`~accountant.twoscale.discretize_split`),
+    instead -- a fine bulk and a coarse tail (:func:`~dpacct.accountant.twoscale.discretize_split`),
     merged onto the finest nested grid of at most ``MAX_GRID / 4`` points.  Every
     grid gives a certified discretisation; :meth:`Mechanism._pld_upper` refines the
     grids when the answer turns out small next to the step.

@@ -81,23 +81,23 @@ _BY_CLASS: dict[type, _Entry] = {}
 #: layer above the engine, so it is imported only when a mechanism is (de)serialised.
 #: All of these are frozen dataclasses serialised by their fields.
 _LAZY: dict[str, tuple[str, str]] = {
-    "gaussian": ("mechanisms.gaussian", "GaussianMechanism"),
-    "laplace": ("mechanisms.laplace", "LaplaceMechanism"),
-    "randomized_response": ("mechanisms.randomized_response", "RandomizedResponse"),
-    "discrete_gaussian": ("mechanisms.discrete", "DiscreteGaussianMechanism"),
-    "discrete_laplace": ("mechanisms.discrete", "DiscreteLaplaceMechanism"),
-    "zcdp": ("mechanisms.generic", "ZCDPMechanism"),
+    "gaussian": ("dpacct.mechanisms.gaussian", "GaussianMechanism"),
+    "laplace": ("dpacct.mechanisms.laplace", "LaplaceMechanism"),
+    "randomized_response": ("dpacct.mechanisms.randomized_response", "RandomizedResponse"),
+    "discrete_gaussian": ("dpacct.mechanisms.discrete", "DiscreteGaussianMechanism"),
+    "discrete_laplace": ("dpacct.mechanisms.discrete", "DiscreteLaplaceMechanism"),
+    "zcdp": ("dpacct.mechanisms.generic", "ZCDPMechanism"),
     # the algorithms built on the primitives (each a Mechanism: its privacy is the
     # composition of the primitives it runs)
-    "noisy_gd": ("mechanisms.noisy_gd", "NoisyGD"),
-    "dp_sgd": ("mechanisms.dp_sgd", "DPSGD"),
-    "ssp": ("mechanisms.ssp", "SufficientStatisticsPerturbation"),
-    "adassp": ("mechanisms.ssp", "AdaSSP"),
-    "histogram_quantiles": ("mechanisms.quantiles", "HistogramQuantiles"),
-    "tree_quantiles": ("mechanisms.quantiles", "TreeQuantiles"),
-    "exponential_quantile": ("mechanisms.quantiles", "ExponentialQuantile"),
-    "dp_theil_sen": ("mechanisms.theil_sen", "DPTheilSen"),
-    "marginal_synthesizer": ("mechanisms.synthesis", "MarginalSynthesizer"),
+    "noisy_gd": ("dpacct.mechanisms.noisy_gd", "NoisyGD"),
+    "dp_sgd": ("dpacct.mechanisms.dp_sgd", "DPSGD"),
+    "ssp": ("dpacct.mechanisms.ssp", "SufficientStatisticsPerturbation"),
+    "adassp": ("dpacct.mechanisms.ssp", "AdaSSP"),
+    "histogram_quantiles": ("dpacct.mechanisms.quantiles", "HistogramQuantiles"),
+    "tree_quantiles": ("dpacct.mechanisms.quantiles", "TreeQuantiles"),
+    "exponential_quantile": ("dpacct.mechanisms.quantiles", "ExponentialQuantile"),
+    "dp_theil_sen": ("dpacct.mechanisms.theil_sen", "DPTheilSen"),
+    "marginal_synthesizer": ("dpacct.mechanisms.synthesis", "MarginalSynthesizer"),
 }
 #: lazy registrations that could not be loaded: type name -> reason
 _LAZY_FAILED: dict[str, str] = {}

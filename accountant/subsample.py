@@ -113,7 +113,7 @@ class PoissonSubsampledMechanism(Mechanism):
 
         Examples
         --------
-        >>> from mechanisms import ExponentialMechanism
+        >>> from dpacct.mechanisms import ExponentialMechanism
         >>> step = poisson_subsample(ExponentialMechanism(epsilon=0.5), 0.05)
         >>> bool(step.delta(step.epsilon(1e-5)) <= 1e-5 * (1 + 1e-9))
         True

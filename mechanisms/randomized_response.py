@@ -34,10 +34,10 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special
 
-from accountant._validation import check_count, check_finite
-from accountant.loss_law import AtomicLossLaw
-from accountant.mechanism import Mechanism
-from accountant.rdp import pure_dp_rdp, randomized_response_rdp
+from dpacct.accountant._validation import check_count, check_finite
+from dpacct.accountant.loss_law import AtomicLossLaw
+from dpacct.accountant.mechanism import Mechanism
+from dpacct.accountant.rdp import pure_dp_rdp, randomized_response_rdp
 
 __all__ = ["RandomizedResponse"]
 
@@ -62,7 +62,7 @@ def _rr_rdp(q_other: float, eps0: float, k: int, alpha: np.ndarray) -> np.ndarra
 
     ``D_alpha = log(p e^{a eps0} + q e^{-a eps0} + (k - 2) q) / a`` with ``a = alpha - 1``
     (Mironov 2017, Definition 3, summed over the three output classes); evaluated by
-    :func:`accountant.rdp.randomized_response_rdp` (``p = q e^eps0``, ``k`` enters only
+    :func:`dpacct.accountant.rdp.randomized_response_rdp` (``p = q e^eps0``, ``k`` enters only
     through ``q``), which has no cancellation near ``alpha = 1`` and no collapse at
     large orders.  ``D_inf = eps0``.
     """

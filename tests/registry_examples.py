@@ -1,8 +1,8 @@
 """One small example instance per registered mechanism type (shared by the contract and
 the property tests).
 
-``EXAMPLES`` maps every registry name (:func:`accountant.serialization.registered_mechanisms`)
-to constructors of example instances.  A registered type without an entry makes the
+``EXAMPLES`` maps every registry name
+(:func:`dpacct.accountant.serialization.registered_mechanisms`) to constructors of example instances.  A registered type without an entry makes the
 contract test fail, naming it: nothing is silently dropped.  The module also registers
 :class:`LossLawOnly`, a mechanism that states nothing but a privacy-loss law.
 """
@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import mechanisms as M
-from accountant import compose, poisson_subsample, subsample_without_replacement
-from accountant.loss_law import GaussianLossLaw
-from accountant.mechanism import Mechanism
-from accountant.serialization import register_mechanism, registered_mechanisms
+import dpacct.mechanisms as M
+from dpacct.accountant import compose, poisson_subsample, subsample_without_replacement
+from dpacct.accountant.loss_law import GaussianLossLaw
+from dpacct.accountant.mechanism import Mechanism
+from dpacct.accountant.serialization import register_mechanism, registered_mechanisms
 
 
 @register_mechanism("test_loss_law_only", replace=True)

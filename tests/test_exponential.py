@@ -494,8 +494,8 @@ def test_two_fold_composition_against_exact_two_outcome_instances():
 
 
 def test_em_algorithms_and_calibration_are_sound():
-    from calibrators import calibrate
-    from mechanisms import DPTheilSen
+    from dpacct.calibrators import calibrate
+    from dpacct.mechanisms import DPTheilSen
 
     delta = 1e-6
     ts = DPTheilSen(epsilon0=0.002, x_lower=0.0, x_upper=1.0, pred_lower=-1.0, pred_upper=1.0)
@@ -514,7 +514,7 @@ def test_em_algorithms_and_calibration_are_sound():
 
 @pytest.mark.parametrize("eps,q", [(0.1, 0.01), (1.0, 0.1)])
 def test_poisson_subsampled_em_is_at_least_a_subsampled_instance(eps, q):
-    from accountant import poisson_subsample
+    from dpacct.accountant import poisson_subsample
 
     delta = 1e-6
     got = poisson_subsample(ExponentialMechanism(eps), q).epsilon(delta)

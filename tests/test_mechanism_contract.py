@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 from registry_examples import EXAMPLES, REGISTERED, build_all
 
-from accountant import Mechanism
-from accountant.serialization import registered_mechanisms
+from dpacct.accountant import Mechanism
+from dpacct.accountant.serialization import registered_mechanisms
 
 
 def test_every_registered_type_has_an_example():
@@ -143,7 +143,7 @@ def test_rdp_non_decreasing_and_capped_up_to_huge_orders(mech):
 
 
 def test_serialisation_round_trip_or_clear_refusal(mech):
-    from accountant.serialization import from_dict, to_dict
+    from dpacct.accountant.serialization import from_dict, to_dict
 
     try:
         data = to_dict(mech)

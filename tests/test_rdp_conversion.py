@@ -177,7 +177,7 @@ def test_pure_dp_rdp_matches_mpmath_sinh_form(eps, alpha):
 @pytest.mark.parametrize("b", [1.0, 1e3, 1e8])
 @pytest.mark.parametrize("alpha", [1.000001, 1.0001, 1.5, 3.0, 1e4, 1e22])
 def test_laplace_rdp_matches_mpmath(b, alpha):
-    from mechanisms import LaplaceMechanism
+    from dpacct.mechanisms import LaplaceMechanism
 
     with mp.workdps(60):  # Mironov 2017, Proposition 6, written out
         a, m = mp.mpf(alpha), 1 / mp.mpf(b)

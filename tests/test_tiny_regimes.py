@@ -16,8 +16,8 @@ import itertools
 import mpmath as mp
 import pytest
 
-from accountant import compose, poisson_subsample
-from mechanisms import GaussianMechanism
+from dpacct.accountant import compose, poisson_subsample
+from dpacct.mechanisms import GaussianMechanism
 
 mp.mp.dps = 50
 
