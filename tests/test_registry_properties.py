@@ -1,0 +1,211 @@
+"""Property tests over every registered mechanism type, with randomly drawn parameters.
+
+For each registry name a strategy draws an instance (``FAMILIES``); the properties:
+
+* RDP non-decreasing in alpha up to 1e22 and <= the pure epsilon (Renyi divergence is
+  non-decreasing in its order, van Erven & Harremoes 2014, Theorem 3);
+* ``epsilon_bounds(delta)`` ordered, its upper end equal to ``epsilon(delta)``;
+* ``delta(epsilon(d)) <= d`` (round-off room 1e-9 relative);
+* monotone in the noise / sample rate / count / delta: ``lower(more private) <=
+  upper(less private)``, and the upper bounds ordered up to the bracket's width.
+
+Excluded for now (being fixed in the PLD files): a single Poisson-subsampled Gaussian
+step with ``sigma <= 0.6`` and ``q <= 0.01`` (grid error), and ``q < 1e-4`` with
+``sigma <= 0.6`` over many steps (brackets ~2x wide); the strategies draw
+``sigma >= 0.7`` and ``q >= 1e-3`` for subsampled Gaussians.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from registry_examples import EXAMPLES, REGISTERED, LossLawOnly
+
+import mechanisms as M
+from accountant import compose, poisson_subsample, subsample_without_replacement
+
+RUNS: dict[str, int] = {}
+SETTINGS = settings(
+    deadline=None,
+    derandomize=True,
+    max_examples=8,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+
+pos = st.floats(0.7, 8.0)
+eps0 = st.floats(1e-3, 3.0)
+rate = st.floats(1e-3, 0.3)
+count = st.integers(1, 50)
+
+_prim = {
+    "gaussian": pos.map(lambda s: M.GaussianMechanism(sigma=s)),
+    "laplace": pos.map(lambda b: M.LaplaceMechanism(b=b)),
+    "randomized_response": st.floats(0.55, 0.95).map(lambda p: M.RandomizedResponse(p=p)),
+    "discrete_gaussian": st.floats(0.8, 5.0).map(lambda s: M.DiscreteGaussianMechanism(sigma=s)),
+    "discrete_laplace": pos.map(lambda s: M.DiscreteLaplaceMechanism(scale=s)),
+    "pure_dp": eps0.map(lambda e: M.PureDPMechanism(epsilon=e)),
+    "zcdp": st.floats(1e-6, 0.5).map(lambda r: M.ZCDPMechanism(rho=r)),
+    "exponential": eps0.map(lambda e: M.ExponentialMechanism(epsilon=e)),
+    "exponential_pure_dp": eps0.map(lambda e: M.ExponentialMechanism(e, bounded_range=False)),
+    "test_loss_law_only": st.floats(0.2, 1.5).map(lambda mu: LossLawOnly(mu=mu)),
+}
+_base = st.one_of(*_prim.values())
+FAMILIES = dict(_prim)
+FAMILIES.update(
+    {
+        "poisson_subsample": st.builds(poisson_subsample, _base, rate),
+        "subsample_without_replacement": st.builds(
+            subsample_without_replacement,
+            st.one_of(_prim["gaussian"], _prim["pure_dp"], _prim["exponential"]),
+            rate,
+        ),
+        "compose": st.builds(lambda m, n: compose([m], counts=[n]), _base, count),
+        "noisy_gd": st.builds(
+            lambda s, n: M.NoisyGD(sigma=s, iterations=n, loss="linear", clip=1.0),
+            st.floats(5.0, 50.0),
+            st.integers(1, 100),
+        ),
+        "dp_sgd": st.builds(
+            lambda s, q, n: M.DPSGD(sigma=s, sample_rate=q, steps=n, loss="logistic"),
+            st.floats(0.8, 3.0),
+            st.floats(1e-3, 0.1),
+            st.integers(1, 200),
+        ),
+        "ssp": st.floats(1.0, 20.0).map(lambda s: M.SSP(noise_scale=s, x_bound=1.0, y_bound=1.0)),
+        "adassp": st.floats(1.0, 20.0).map(
+            lambda s: M.AdaSSP(noise_scale=s, x_bound=1.0, y_bound=1.0)
+        ),
+        "histogram_quantiles": st.floats(0.5, 10.0).map(
+            lambda s: M.HistogramQuantiles(lower=0.0, upper=1.0, bins=16, scale=s)
+        ),
+        "tree_quantiles": st.floats(0.5, 10.0).map(
+            lambda s: M.TreeQuantiles(lower=0.0, upper=1.0, bins=16, scale=s)
+        ),
+        "exponential_quantile": eps0.map(
+            lambda e: M.ExponentialQuantile(epsilon0=e, lower=-1.0, upper=1.0)
+        ),
+        "dp_theil_sen": eps0.map(
+            lambda e: M.DPTheilSen(
+                epsilon0=e, x_lower=0.0, x_upper=1.0, pred_lower=-1.0, pred_upper=1.0
+            )
+        ),
+        "marginal_synthesizer": st.floats(0.5, 10.0).map(
+            lambda s: M.MarginalSynthesizer(
+                (M.CategoricalColumn("a", [0, 1]), M.CategoricalColumn("b", [0, 1, 2])),
+                scale=s,
+            )
+        ),
+    }
+)
+NAMES = sorted(REGISTERED)
+
+
+def test_every_registered_type_has_a_strategy():
+    assert sorted(set(NAMES) - set(FAMILIES)) == []
+    assert set(EXAMPLES) == set(FAMILIES)
+
+
+def _count(name):
+    RUNS[name] = RUNS.get(name, 0) + 1
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_curves_and_brackets(name):
+    @SETTINGS
+    @given(mech=FAMILIES[name], delta=st.sampled_from([1e-3, 1e-6, 1e-10]))
+    def check(mech, delta):
+        _count(name)
+        if mech.has_rdp:
+            a = 1.0 + np.geomspace(1e-4, 1e22, 300)
+            r = np.asarray(mech.rdp(a))
+            assert np.all(r >= 0)
+            assert np.all((r[1:] >= r[:-1]) | (np.diff(r) >= -1e-12 * np.abs(r[1:])))
+            assert np.all(r <= mech.pure_epsilon * (1 + 1e-12))
+        lo, hi = mech.epsilon_bounds(delta)
+        up = mech.epsilon(delta)
+        assert 0.0 <= lo <= hi
+        assert hi == pytest.approx(up, rel=1e-12)
+        if math.isfinite(up):
+            # the PLD route answers delta(eps) with a default tail budget and eps(delta)
+            # with one scaled to delta, so the two disagree by up to ~1.3e-4 relative
+            # (known, reported; the strict version is test_pld_delta_of_epsilon_strict)
+            room = 1e-3 if mech.route == "pld" else 1e-9
+            assert mech.delta(up) <= delta * (1 + room)
+        # monotone in delta: a smaller delta never needs a smaller epsilon
+        lo2, hi2 = mech.epsilon_bounds(delta / 100)
+        assert lo <= hi2
+        assert hi <= hi2 * (1 + 1e-12) + (hi2 - lo2)
+
+    check()
+
+
+@SETTINGS
+@given(s=st.floats(0.7, 6.0), f=st.floats(1.05, 2.0), q=st.floats(1e-3, 0.2), n=count)
+def test_monotone_in_sigma(s, f, q, n):
+    _count("sigma")
+    delta = 1e-6
+    noisy = compose([poisson_subsample(M.GaussianMechanism(sigma=s * f), q)], counts=[n])
+    loud = compose([poisson_subsample(M.GaussianMechanism(sigma=s), q)], counts=[n])
+    lo_n, hi_n = noisy.epsilon_bounds(delta)
+    lo_l, hi_l = loud.epsilon_bounds(delta)
+    assert lo_n <= hi_l
+    assert hi_n <= hi_l + (hi_l - lo_l) + 1e-12 * hi_l
+
+
+@SETTINGS
+@given(
+    base=st.one_of(_prim["laplace"], _prim["gaussian"], _prim["exponential"]),
+    q=st.floats(1e-3, 0.2),
+    f=st.floats(1.1, 4.0),
+    n=count,
+)
+def test_monotone_in_sample_rate(base, q, f, n):
+    _count("sample_rate")
+    delta = 1e-6
+    small = compose([poisson_subsample(base, q)], counts=[n])
+    big = compose([poisson_subsample(base, min(q * f, 1.0))], counts=[n])
+    lo_s, hi_s = small.epsilon_bounds(delta)
+    lo_b, hi_b = big.epsilon_bounds(delta)
+    assert lo_s <= hi_b
+    assert hi_s <= hi_b + (hi_b - lo_b) + 1e-12 * hi_b
+
+
+@SETTINGS
+@given(base=_base, n=count, extra=st.integers(1, 50))
+def test_monotone_in_count(base, n, extra):
+    _count("count")
+    delta = 1e-6
+    few, many = compose([base], counts=[n]), compose([base], counts=[n + extra])
+    lo_f, hi_f = few.epsilon_bounds(delta)
+    lo_m, hi_m = many.epsilon_bounds(delta)
+    assert lo_f <= hi_m
+    assert hi_f <= hi_m + (hi_m - lo_m) + 1e-12 * hi_m
+
+
+@pytest.mark.xfail(
+    reason="PLD route: delta(eps) and eps(delta) use different tail budgets / grids "
+    "(accountant/mechanism.py, owned by the PLD work); delta(epsilon(1e-3)) of one DP-SGD "
+    "step (sigma 1, q 1/64) is 1.0001314e-3",
+    strict=False,
+)
+@pytest.mark.parametrize(
+    "mech,delta",
+    [
+        (M.DPSGD(sigma=1.0, sample_rate=0.015625, steps=1, loss="logistic"), 1e-3),
+        (poisson_subsample(M.GaussianMechanism(sigma=1.0), 0.25), 1e-10),
+        (compose([M.DiscreteGaussianMechanism(sigma=1.0)], counts=[2]), 1e-10),
+    ],
+)
+def test_pld_delta_of_epsilon_strict(mech, delta):
+    assert mech.delta(mech.epsilon(delta)) <= delta * (1 + 1e-9)
+
+
+def test_zz_report_case_counts():
+    """Runs last in this module: every family was exercised (counts in the -rA output)."""
+    print("hypothesis cases run:", dict(sorted(RUNS.items())), "total", sum(RUNS.values()))
+    for name in NAMES:
+        assert RUNS.get(name, 0) >= 1, name
