@@ -2,8 +2,9 @@
 the property tests).
 
 ``EXAMPLES`` maps every registry name
-(:func:`dpacct.accountant.serialization.registered_mechanisms`) to constructors of example instances.  A registered type without an entry makes the
-contract test fail, naming it: nothing is silently dropped.  The module also registers
+(:func:`dpacct.accountant.serialization.registered_mechanisms`) to constructors of
+example instances.  A registered type without an entry makes the contract test fail,
+naming it: nothing is silently dropped.  The module also registers
 :class:`LossLawOnly`, a mechanism that states nothing but a privacy-loss law.
 """
 

@@ -25,8 +25,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from registry_examples import EXAMPLES, REGISTERED, LossLawOnly
 
-import mechanisms as M
-from accountant import compose, poisson_subsample, subsample_without_replacement
+import dpacct.mechanisms as M
+from dpacct.accountant import compose, poisson_subsample, subsample_without_replacement
 
 RUNS: dict[str, int] = {}
 SETTINGS = settings(
