@@ -1,0 +1,592 @@
+"""dp_accounting integration: ``DpEvent`` trees in, and an accountant with its interface.
+
+Google's ``dp_accounting`` describes what a program did as a tree of ``DpEvent``
+objects (``dp_accounting.dp_event``) and accounts for it with a
+``PrivacyAccountant`` (``supports``, ``compose``, ``get_epsilon``, ``get_delta``,
+``ledger``).  This module offers both directions:
+
+* :func:`from_dp_event` turns an event tree into a dpacct
+  :class:`~dpacct.accountant.Mechanism` (composition, Poisson subsampling, sampling
+  without replacement, the Gaussian, Laplace, discrete Laplace, randomized-response and
+  zCDP events), whose every curve (epsilon, delta, bracket, RDP, trade-off) is then at
+  hand;
+* :class:`DpEventAccountant` is a ``dp_accounting.PrivacyAccountant``: code written for
+  ``dp_accounting.pld.PLDAccountant`` switches by changing the line that constructs it.
+
+Neighbouring relations, and the one explicit conversion
+--------------------------------------------------------
+An event's noise parameter is relative to a bound ``C`` on one record's contribution
+(``GaussianDpEvent``: ``||v_i|| <= C``, ``noise_multiplier = s / C``; ``LaplaceDpEvent``
+the same in L1).  Under ``ADD_OR_REMOVE_ONE`` (the default, as in dp_accounting) the
+released sum moves by at most ``C`` between neighbours: the event is dpacct's
+:class:`~dpacct.mechanisms.GaussianMechanism` / :class:`~dpacct.mechanisms.LaplaceMechanism`
+with the same parameter.  Under ``REPLACE_ONE`` one record is swapped for another and
+the sum moves by up to ``2 C``: the sensitivity doubles, so the event is the replace-one
+mechanism with **half** the noise multiplier (``sigma / 2``, ``b / 2``; for the Gaussian
+this is dp_accounting's own PLD convention, ``privacy_loss_mechanism.AdjacencyType.REPLACE``
+shifts the two means by ``+-C``).  The halved mechanisms are the classes
+:class:`ReplaceOneGaussianMechanism` and :class:`ReplaceOneLaplaceMechanism`, labelled
+``neighbouring == "replace-one"``: nothing is relabelled silently.  (dp_accounting's
+*RDP* accountant reads the noise multiplier of a ``GaussianDpEvent`` under
+``REPLACE_ONE``, and of a ``SampledWithoutReplacementDpEvent``'s Gaussian, as relative to
+the replace-one sensitivity instead, i.e. without the halving; its answers there are those
+for twice the noise.)
+
+``SampledWithoutReplacementDpEvent`` is defined under ``REPLACE_ONE`` only (a fixed batch
+size presumes a fixed dataset size), and dpacct's
+:func:`~dpacct.accountant.subsample_without_replacement` takes a replace-one base (Wang,
+Balle, Kasiviswanathan 2019, Theorem 9): its inner event is converted under
+``REPLACE_ONE`` with the halving above.  ``PoissonSampledDpEvent`` is accounted under
+``ADD_OR_REMOVE_ONE`` only (dpacct's :func:`~dpacct.accountant.poisson_subsample`).
+Randomized response (``RandomizedResponseDpEvent``) is a replace-one statement about one
+input value, so it needs ``REPLACE_ONE`` (dp_accounting's accountants refuse it under
+``ADD_OR_REMOVE_ONE`` too).  ``REPLACE_SPECIAL`` is not supported.
+
+Unsupported events -- ``SampledWithReplacementDpEvent``,
+``SingleEpochTreeAggregationDpEvent``, ``RepeatAndSelectDpEvent``,
+``MixtureOfGaussiansDpEvent``, ``TruncatedSubsampledGaussianDpEvent``, a
+``ZCDpEvent`` with ``xi > 0``, a discrete Laplace event of sensitivity other than 1,
+``UnsupportedDpEvent`` -- raise :class:`UnsupportedEventError`, naming the event and its
+place in the tree.
+
+This module is an optional extra: ``import dpacct`` never imports it or dp_accounting.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass
+from typing import Any
+
+try:
+    import dp_accounting
+    from dp_accounting import dp_event
+    from dp_accounting.privacy_accountant import NeighboringRelation
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise ImportError(
+        "dpacct.dp_accounting needs Google's dp_accounting package, which dpacct does not "
+        'install by default: pip install "dpacct[dp_accounting]"; the import failed with: '
+        f"{exc}"
+    ) from exc
+
+from dpacct.accountant import (
+    Mechanism,
+    WithoutReplacementSubsampledMechanism,
+    compose,
+    poisson_subsample,
+    subsample_without_replacement,
+)
+from dpacct.accountant._validation import check_count, check_delta, check_epsilon, check_tol
+from dpacct.mechanisms import (
+    DiscreteLaplaceMechanism,
+    GaussianMechanism,
+    LaplaceMechanism,
+    RandomizedResponse,
+    ZCDPMechanism,
+)
+
+__all__ = [
+    "DpEventAccountant",
+    "NeighboringRelation",
+    "ReplaceOneGaussianMechanism",
+    "ReplaceOneLaplaceMechanism",
+    "ReplaceOneRandomizedResponse",
+    "ReplaceOneZCDPMechanism",
+    "UnsupportedEventError",
+    "from_dp_event",
+]
+
+#: dpacct's label of the replace-one relation (that of sampling without replacement)
+REPLACE_ONE_LABEL = WithoutReplacementSubsampledMechanism.neighbouring
+
+_ADD_REMOVE = NeighboringRelation.ADD_OR_REMOVE_ONE
+_REPLACE = NeighboringRelation.REPLACE_ONE
+
+
+class UnsupportedEventError(dp_accounting.UnsupportedEventError, ValueError):
+    """A ``DpEvent`` that dpacct cannot account (soundly) under the chosen relation.
+
+    Also a ``dp_accounting.UnsupportedEventError`` (what dp_accounting's accountants
+    raise) and a :class:`ValueError`.
+
+    Attributes
+    ----------
+    event : DpEvent
+        The offending (sub)event.
+    path : str
+        Where it sits in the tree, e.g. ``"event.events[2].event"``.
+    """
+
+    def __init__(self, message: str, *, event: Any, path: str) -> None:
+        super().__init__(message)
+        self.event = event
+        self.path = path
+
+
+# --------------------------------------------------------------- replace-one mechanisms
+@dataclass(frozen=True, repr=False)
+class ReplaceOneGaussianMechanism(GaussianMechanism):
+    """The Gaussian mechanism accounted under the replace-one relation.
+
+    ``sigma`` is the noise standard deviation per unit of *replace-one* sensitivity:
+    the pair is ``N(0, sigma^2)`` against ``N(1, sigma^2)``, the same curves as
+    :class:`~dpacct.mechanisms.GaussianMechanism`; only the neighbouring label differs,
+    so it composes with other replace-one mechanisms and not with add/remove ones.  A
+    ``GaussianDpEvent(noise_multiplier=s)`` under ``REPLACE_ONE`` is
+    ``ReplaceOneGaussianMechanism(sigma=s / 2)`` (module docstring).
+
+    Examples
+    --------
+    >>> m = ReplaceOneGaussianMechanism(sigma=0.5)
+    >>> m.neighbouring
+    'replace-one'
+    >>> bool(m.epsilon(1e-5) == GaussianMechanism(sigma=0.5).epsilon(1e-5))
+    True
+    """
+
+    neighbouring = REPLACE_ONE_LABEL
+
+
+@dataclass(frozen=True, repr=False)
+class ReplaceOneLaplaceMechanism(LaplaceMechanism):
+    """The Laplace mechanism accounted under the replace-one relation.
+
+    ``b`` is the scale per unit of replace-one L1 sensitivity; a
+    ``LaplaceDpEvent(noise_multiplier=b)`` under ``REPLACE_ONE`` is
+    ``ReplaceOneLaplaceMechanism(b=b / 2)``.
+
+    Examples
+    --------
+    >>> ReplaceOneLaplaceMechanism(b=2.0).pure_epsilon
+    0.5
+    """
+
+    neighbouring = REPLACE_ONE_LABEL
+
+
+@dataclass(frozen=True, repr=False)
+class ReplaceOneRandomizedResponse(RandomizedResponse):
+    """k-ary randomized response as a replace-one mechanism on a dataset of records.
+
+    :class:`~dpacct.mechanisms.RandomizedResponse` states local DP (any two input
+    values); applied to one record's value it is a replace-one guarantee for the
+    dataset, and composes with the other replace-one mechanisms of a ledger.
+
+    Examples
+    --------
+    >>> round(ReplaceOneRandomizedResponse(p=0.75).pure_epsilon, 6)   # log 3
+    1.098612
+    """
+
+    neighbouring = REPLACE_ONE_LABEL
+
+
+@dataclass(frozen=True, repr=False)
+class ReplaceOneZCDPMechanism(ZCDPMechanism):
+    """A ``rho``-zCDP guarantee stated for the replace-one relation.
+
+    Examples
+    --------
+    >>> ReplaceOneZCDPMechanism(rho=0.5).rdp(2.0)
+    1.0
+    """
+
+    neighbouring = REPLACE_ONE_LABEL
+
+
+# --------------------------------------------------------------------- conversion
+@dataclass
+class _Converted:
+    """An event tree as dpacct parts: ``(mechanism, count)`` pairs, plus a flag set by a
+    non-private event (infinite epsilon)."""
+
+    parts: list[tuple[Mechanism, int]]
+    non_private: bool = False
+
+    def times(self, count: int) -> _Converted:
+        return _Converted([(m, c * count) for m, c in self.parts], self.non_private)
+
+
+def _relation(value: object) -> NeighboringRelation:
+    if not isinstance(value, NeighboringRelation):
+        raise TypeError(
+            "neighboring_relation must be a dp_accounting.NeighboringRelation, got "
+            f"{type(value).__name__} {value!r}"
+        )
+    if value not in (_ADD_REMOVE, _REPLACE):
+        raise ValueError(
+            f"neighboring_relation={value} is not supported by dpacct; use "
+            "NeighboringRelation.ADD_OR_REMOVE_ONE or NeighboringRelation.REPLACE_ONE"
+        )
+    return value
+
+
+def _unsupported(event: Any, path: str, why: str) -> UnsupportedEventError:
+    return UnsupportedEventError(
+        f"{type(event).__name__} at {path} is not supported: {why} (event: {event!r})",
+        event=event,
+        path=path,
+    )
+
+
+def _nonneg(event: Any, path: str, field: str, *, upper: float = math.inf) -> float:
+    value = getattr(event, field)
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(
+            f"{path}.{field} must be a real number, got {type(value).__name__} {value!r}"
+        )
+    x = float(value)
+    if not (0.0 <= x <= upper) or (math.isinf(x) and math.isinf(upper)):
+        interval = "[0, inf)" if math.isinf(upper) else f"[0, {upper:g}]"
+        raise ValueError(f"{path}.{field} must lie in {interval}, got {value!r}")
+    return x
+
+
+def _count(event: Any, path: str, field: str, *, allow_zero: bool = True) -> int:
+    return check_count(getattr(event, field), f"{path}.{field}", allow_zero=allow_zero)
+
+
+def _convert(event: Any, relation: NeighboringRelation, path: str) -> _Converted:
+    """Validate and convert one event tree (nothing is recorded anywhere)."""
+    replace = relation is _REPLACE
+    if not isinstance(event, dp_event.DpEvent):
+        raise TypeError(f"{path} must be a dp_accounting DpEvent, got {type(event).__name__}")
+    if isinstance(event, dp_event.NoOpDpEvent):
+        return _Converted([])
+    if isinstance(event, dp_event.NonPrivateDpEvent):
+        return _Converted([], non_private=True)
+    if isinstance(event, dp_event.SelfComposedDpEvent):
+        count = _count(event, path, "count")
+        inner = _convert(event.event, relation, f"{path}.event")
+        return inner.times(count) if count else _Converted([])
+    if isinstance(event, dp_event.ComposedDpEvent):
+        events = event.events
+        if isinstance(events, str | bytes) or not hasattr(events, "__iter__"):
+            raise TypeError(f"{path}.events must be a list of DpEvents, got {events!r}")
+        out = _Converted([])
+        for i, sub in enumerate(events):
+            part = _convert(sub, relation, f"{path}.events[{i}]")
+            out.parts.extend(part.parts)
+            out.non_private |= part.non_private
+        return out
+    if isinstance(event, dp_event.GaussianDpEvent):
+        s = _nonneg(event, path, "noise_multiplier")
+        if s == 0.0:
+            return _Converted([], non_private=True)
+        # replace-one: the sum moves by up to 2 C, so half the noise per unit sensitivity
+        mech = ReplaceOneGaussianMechanism(sigma=s / 2) if replace else GaussianMechanism(sigma=s)
+        return _Converted([(mech, 1)])
+    if isinstance(event, dp_event.LaplaceDpEvent):
+        b = _nonneg(event, path, "noise_multiplier")
+        if b == 0.0:
+            return _Converted([], non_private=True)
+        mech = ReplaceOneLaplaceMechanism(b=b / 2) if replace else LaplaceMechanism(b=b)
+        return _Converted([(mech, 1)])
+    if isinstance(event, dp_event.DiscreteLaplaceDpEvent):
+        a = _nonneg(event, path, "noise_parameter")
+        sens = _count(event, path, "sensitivity")
+        if sens == 0:
+            return _Converted([])
+        if a == 0.0:
+            return _Converted([], non_private=True)
+        if replace or sens != 1:
+            total = 2 * sens if replace else sens
+            raise _unsupported(
+                event,
+                path,
+                f"integer sensitivity {total} under {relation.name}; dpacct's "
+                "DiscreteLaplaceMechanism has sensitivity 1 (add/remove)",
+            )
+        # pmf ~ exp(-a |x|): dpacct's scale t has pmf ~ exp(-|x| / t)
+        return _Converted([(DiscreteLaplaceMechanism(scale=1.0 / a), 1)])
+    if isinstance(event, dp_event.RandomizedResponseDpEvent):
+        r = _nonneg(event, path, "noise_parameter", upper=1.0)
+        k = _count(event, path, "num_buckets", allow_zero=False)
+        if not replace:
+            raise _unsupported(
+                event,
+                path,
+                "randomized response is a replace-one guarantee on one input value; "
+                "account it with neighboring_relation=NeighboringRelation.REPLACE_ONE",
+            )
+        if k == 1 or r == 1.0:  # the output does not depend on the input
+            return _Converted([])
+        if r == 0.0:
+            return _Converted([], non_private=True)
+        # dp_accounting: "with probability r answer uniformly among all k values"; dpacct:
+        # "the truth with probability p": p = 1 - r + r / k (mechanisms.randomized_response)
+        p = 1.0 - r * (k - 1) / k
+        return _Converted([(ReplaceOneRandomizedResponse(p=p, k=k), 1)])
+    if isinstance(event, dp_event.ZCDpEvent):
+        rho = _nonneg(event, path, "rho")
+        xi = _nonneg(event, path, "xi")
+        if xi > 0.0:
+            raise _unsupported(event, path, f"xi={xi!r} > 0 (dpacct's ZCDPMechanism has xi = 0)")
+        if rho == 0.0:
+            return _Converted([])
+        mech = ReplaceOneZCDPMechanism(rho=rho) if replace else ZCDPMechanism(rho=rho)
+        return _Converted([(mech, 1)])
+    if isinstance(event, dp_event.PoissonSampledDpEvent):
+        q = _nonneg(event, path, "sampling_probability", upper=1.0)
+        if replace:
+            raise _unsupported(
+                event,
+                path,
+                "dpacct accounts Poisson subsampling under ADD_OR_REMOVE_ONE only; use "
+                "neighboring_relation=NeighboringRelation.ADD_OR_REMOVE_ONE",
+            )
+        inner = _convert(event.event, relation, f"{path}.event")
+        if q == 0.0 or (not inner.parts and not inner.non_private):
+            return _Converted([])
+        if inner.non_private:
+            raise _unsupported(event, path, "a Poisson-subsampled non-private event")
+        return _Converted([(poisson_subsample(_as_mechanism(inner.parts, relation), q), 1)])
+    if isinstance(event, dp_event.SampledWithoutReplacementDpEvent):
+        n = _count(event, path, "source_dataset_size", allow_zero=False)
+        m = _count(event, path, "sample_size")
+        if m > n:
+            raise ValueError(f"{path}.sample_size={m} exceeds {path}.source_dataset_size={n}")
+        if not replace:
+            raise _unsupported(
+                event,
+                path,
+                "sampling without replacement is defined under REPLACE_ONE (a fixed batch "
+                "size presumes a fixed dataset size); use "
+                "neighboring_relation=NeighboringRelation.REPLACE_ONE",
+            )
+        inner = _convert(event.event, relation, f"{path}.event")
+        if m == 0 or (not inner.parts and not inner.non_private):
+            return _Converted([])
+        if inner.non_private:
+            raise _unsupported(event, path, "a subsampled non-private event")
+        base = _as_mechanism(inner.parts, relation)
+        return _Converted([(subsample_without_replacement(base, m / n), 1)])
+    reasons = {
+        "SampledWithReplacementDpEvent": "dpacct has no sampling-with-replacement bound",
+        "MixtureOfGaussiansDpEvent": "dpacct has no mixture-of-Gaussians mechanism",
+        "UnsupportedDpEvent": "the event declares itself unsupported",
+    }
+    raise _unsupported(
+        event, path, reasons.get(type(event).__name__, "dpacct has no mechanism for it")
+    )
+
+
+def _merge_gaussians(
+    parts: list[tuple[Mechanism, int]], relation: NeighboringRelation
+) -> list[tuple[Mechanism, int]]:
+    """Replace-one Gaussians compose in closed form, as dpacct's compose does for
+    add/remove ones: ``k_i`` runs at ``sigma_i`` are one Gaussian with
+    ``sigma^-2 = sum k_i sigma_i^-2`` (Dong, Roth, Su 2019, Corollary 3.3)."""
+    if relation is not _REPLACE:
+        return parts
+    gauss = [(m, c) for m, c in parts if type(m) is ReplaceOneGaussianMechanism]
+    if len(gauss) == 0 or (len(gauss) == 1 and gauss[0][1] == 1):
+        return parts
+    precision = math.fsum(c / m.sigma**2 for m, c in gauss)  # type: ignore[attr-defined]
+    rest = [(m, c) for m, c in parts if type(m) is not ReplaceOneGaussianMechanism]
+    return [(ReplaceOneGaussianMechanism(sigma=1.0 / math.sqrt(precision)), 1), *rest]
+
+
+def _as_mechanism(parts: list[tuple[Mechanism, int]], relation: NeighboringRelation) -> Mechanism:
+    parts = _merge_gaussians(parts, relation)
+    if len(parts) == 1 and parts[0][1] == 1:
+        return parts[0][0]
+    return compose([m for m, _ in parts], [c for _, c in parts])
+
+
+def from_dp_event(
+    event: dp_event.DpEvent,
+    *,
+    neighboring_relation: NeighboringRelation = _ADD_REMOVE,
+) -> Mechanism:
+    """The dpacct mechanism of a dp_accounting ``DpEvent`` tree.
+
+    Parameters
+    ----------
+    event : dp_accounting.DpEvent
+        The tree: ``ComposedDpEvent``, ``SelfComposedDpEvent``,
+        ``PoissonSampledDpEvent``, ``SampledWithoutReplacementDpEvent`` (under
+        ``REPLACE_ONE``) over ``GaussianDpEvent``, ``LaplaceDpEvent``,
+        ``DiscreteLaplaceDpEvent`` (sensitivity 1), ``RandomizedResponseDpEvent``
+        (under ``REPLACE_ONE``), ``ZCDpEvent`` (``xi = 0``) and ``NoOpDpEvent``.
+    neighboring_relation : dp_accounting.NeighboringRelation
+        ``ADD_OR_REMOVE_ONE`` (default) or ``REPLACE_ONE``; under the latter Gaussian
+        and Laplace noise multipliers are halved (module docstring).
+
+    Returns
+    -------
+    Mechanism
+        A single mechanism (a :func:`~dpacct.accountant.compose` of the parts when
+        there are several).
+
+    Raises
+    ------
+    UnsupportedEventError
+        An event dpacct cannot account under this relation, named with its place in
+        the tree; also for a ``NonPrivateDpEvent`` (no mechanism has infinite
+        epsilon; :class:`DpEventAccountant` reports ``inf`` for it).
+    ValueError
+        A tree with no privacy cost at all (only no-ops), or an event field out of
+        range (named, e.g. ``event.events[1].count``).
+    TypeError
+        Not a ``DpEvent``, a wrong ``neighboring_relation`` type, or a field of the
+        wrong type.
+
+    Examples
+    --------
+    >>> import dp_accounting as dpa
+    >>> from dpacct.dp_accounting import from_dp_event
+    >>> step = dpa.PoissonSampledDpEvent(0.01, dpa.GaussianDpEvent(1.0))
+    >>> run = from_dp_event(dpa.SelfComposedDpEvent(step, 10_000))
+    >>> round(run.epsilon(1e-5), 3)
+    6.188
+    >>> from_dp_event(dpa.GaussianDpEvent(2.0),
+    ...               neighboring_relation=dpa.NeighboringRelation.REPLACE_ONE)
+    ReplaceOneGaussianMechanism(sigma=1.0)
+    """
+    relation = _relation(neighboring_relation)
+    converted = _convert(event, relation, "event")
+    if converted.non_private:
+        raise UnsupportedEventError(
+            "the event contains a NonPrivateDpEvent: no finite privacy guarantee "
+            "(DpEventAccountant reports epsilon = inf for it)",
+            event=event,
+            path="event",
+        )
+    if not converted.parts:
+        raise ValueError(
+            "the event has no privacy cost (only no-ops); there is no mechanism to return"
+        )
+    return _as_mechanism(converted.parts, relation)
+
+
+# ---------------------------------------------------------------------- accountant
+class DpEventAccountant(dp_accounting.PrivacyAccountant):
+    """A ``dp_accounting.PrivacyAccountant`` whose answers are dpacct's.
+
+    Drop-in for ``dp_accounting.pld.PLDAccountant`` (and ``rdp.RdpAccountant``):
+    ``supports(event)``, ``compose(event, count=1)`` (returns ``self``),
+    ``get_epsilon(target_delta)``, ``get_delta(target_epsilon)``, ``ledger`` (the
+    composed ``DpEvent``) and ``neighboring_relation`` behave as there.  Events are
+    converted by :func:`from_dp_event`'s rules; the answers are dpacct's sound upper
+    bounds (a PLD with a certified bracket where the parts have one, else RDP).
+
+    Parameters
+    ----------
+    neighboring_relation : dp_accounting.NeighboringRelation
+        ``ADD_OR_REMOVE_ONE`` (default) or ``REPLACE_ONE``.
+    tol : float, optional
+        Relative accuracy of the epsilon answers (dpacct's default if None).
+
+    Examples
+    --------
+    >>> import dp_accounting as dpa
+    >>> from dpacct.dp_accounting import DpEventAccountant
+    >>> step = dpa.PoissonSampledDpEvent(0.01, dpa.GaussianDpEvent(1.0))
+    >>> acct = DpEventAccountant()            # was: dpa.pld.PLDAccountant()
+    >>> acct.compose(step, 10_000).compose(dpa.GaussianDpEvent(20.0)) is acct
+    True
+    >>> round(acct.get_epsilon(target_delta=1e-5), 3)
+    6.193
+    >>> acct.supports(dpa.SampledWithReplacementDpEvent(100, 10, dpa.GaussianDpEvent(1.0)))
+    False
+    """
+
+    def __init__(
+        self,
+        neighboring_relation: NeighboringRelation = _ADD_REMOVE,
+        *,
+        tol: float | None = None,
+    ) -> None:
+        super().__init__(_relation(neighboring_relation))
+        self._tol = check_tol(tol)
+        self._parts: dict[Mechanism, int] = {}
+        self._non_private = False
+        self._mechanism: Mechanism | None = None
+
+    # ------------------------------------------------------- dp_accounting contract
+    def _maybe_compose(
+        self, event: dp_event.DpEvent, count: int, do_compose: bool
+    ) -> dp_accounting.PrivacyAccountant.CompositionErrorDetails | None:
+        try:
+            converted = _convert(event, self.neighboring_relation, "event")
+        except UnsupportedEventError as exc:
+            return self.CompositionErrorDetails(invalid_event=exc.event, error_message=str(exc))
+        except (TypeError, ValueError) as exc:
+            return self.CompositionErrorDetails(invalid_event=event, error_message=str(exc))
+        if do_compose:
+            self._record(converted, count)
+        return None
+
+    def compose(self, event: dp_event.DpEvent, count: int = 1) -> DpEventAccountant:
+        """Account for ``count`` runs of ``event``; returns ``self``.
+
+        Everything is validated before anything is recorded.
+
+        Raises
+        ------
+        UnsupportedEventError
+            An event dpacct cannot account under this relation (named, with its place).
+        TypeError, ValueError
+            ``event`` is not a ``DpEvent``, ``count`` is not an integer >= 0, or an
+            event field is out of range.
+        """
+        if not isinstance(event, dp_event.DpEvent):
+            raise TypeError(f"event must be a dp_accounting DpEvent, got {type(event).__name__}")
+        n = check_count(count, "count", allow_zero=True)
+        converted = _convert(event, self.neighboring_relation, "event")
+        self._ledger.compose(event, n)
+        self._record(converted, n)
+        return self
+
+    def get_epsilon(self, target_delta: float) -> float:
+        """Epsilon of everything composed, at ``target_delta``: a sound upper bound.
+
+        ``target_delta = 0`` gives the pure-DP epsilon (``inf`` if there is none);
+        an empty accountant gives 0 and a non-private event ``inf``.
+        """
+        if self._non_private:
+            return math.inf
+        mech = self.mechanism()
+        if target_delta == 0:
+            return 0.0 if mech is None else float(mech.pure_epsilon)
+        d = check_delta(target_delta, "target_delta")
+        return 0.0 if mech is None else float(mech.epsilon(d, tol=self._tol))
+
+    def get_delta(self, target_epsilon: float) -> float:
+        """Delta of everything composed, at ``target_epsilon``: a sound upper bound."""
+        e = check_epsilon(target_epsilon, "target_epsilon")
+        if self._non_private:
+            return 1.0
+        mech = self.mechanism()
+        return 0.0 if mech is None else float(mech.delta(e, tol=self._tol))
+
+    # ------------------------------------------------------------- dpacct extras
+    def epsilon_bounds(self, target_delta: float) -> tuple[float, float]:
+        """``(lower, upper)`` bracket of the true epsilon, as dpacct's engine gives it."""
+        d = check_delta(target_delta, "target_delta")
+        if self._non_private:
+            return (math.inf, math.inf)
+        mech = self.mechanism()
+        return (0.0, 0.0) if mech is None else mech.epsilon_bounds(d, tol=self._tol)
+
+    def mechanism(self) -> Mechanism | None:
+        """The dpacct mechanism of everything composed (None when nothing costs privacy)."""
+        if self._mechanism is None and self._parts:
+            self._mechanism = _as_mechanism(list(self._parts.items()), self.neighboring_relation)
+        return self._mechanism
+
+    def __repr__(self) -> str:
+        return (
+            f"DpEventAccountant(neighboring_relation={self.neighboring_relation.name}, "
+            f"parts={len(self._parts)}, non_private={self._non_private})"
+        )
+
+    def _record(self, converted: _Converted, count: int) -> None:
+        if count == 0:
+            return
+        for mech, c in converted.parts:
+            self._parts[mech] = self._parts.get(mech, 0) + c * count
+        self._non_private |= converted.non_private
+        self._mechanism = None
