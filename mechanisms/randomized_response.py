@@ -34,10 +34,12 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special
 
-from dpacct.accountant._validation import check_count, check_finite
+from dpacct.accountant._validation import check_count, check_finite, check_rng
 from dpacct.accountant.loss_law import AtomicLossLaw
 from dpacct.accountant.mechanism import Mechanism
 from dpacct.accountant.rdp import pure_dp_rdp, randomized_response_rdp
+
+from ._release import bernoulli_rational, check_integer_values
 
 __all__ = ["RandomizedResponse"]
 
@@ -225,6 +227,61 @@ class RandomizedResponse(Mechanism):
 
     def _tradeoff_exact(self, fpr: np.ndarray) -> np.ndarray:
         return _rr_tradeoff(self.p, self.q, self.epsilon0, fpr)
+
+    def release(self, true_category, *, rng: np.random.Generator):
+        """Answer each true value in ``{0, ..., k-1}`` by k-ary randomized response.
+
+        Each answer is the true value with probability ``p`` and otherwise uniformly one
+        of the ``k - 1`` other values (probability ``q = (1 - p)/(k - 1)`` each): the
+        k-RR mechanism of the class docstring (Warner 1965 for ``k = 2``; Kairouz,
+        Bonawitz, Ramage 2016), answers independent across entries.  The truthful coin
+        has probability exactly ``p`` (the binary fraction ``p`` stores, drawn as
+        ``U < numerator`` with ``U`` uniform on ``{0, ..., denominator - 1}``), so the
+        answers have exactly the law whose curves this object states.  There is no
+        sensitivity: the neighbouring relation is local (any two input values).
+
+        Parameters
+        ----------
+        true_category : int or array_like of int
+            True value(s) in ``{0, ..., k - 1}``.
+        rng : numpy.random.Generator
+            The only source of randomness.
+
+        Returns
+        -------
+        int or numpy.ndarray of int64
+            The answers, same shape (an int for a scalar input).
+
+        Raises
+        ------
+        ValueError
+            A value that is not an integer in ``{0, ..., k - 1}``.
+        TypeError
+            ``rng`` not a ``numpy.random.Generator``; non-numeric values.
+
+        Examples
+        --------
+        >>> rng = np.random.default_rng(0)
+        >>> answers = RandomizedResponse(p=0.75).release(np.zeros(100_000, int), rng=rng)
+        >>> bool(abs((answers == 0).mean() - 0.75) < 0.01)
+        True
+        >>> out = RandomizedResponse(p=0.5, k=4).release([3, 3, 3], rng=rng)
+        >>> out.shape, bool(((0 <= out) & (out < 4)).all())
+        ((3,), True)
+        """
+        rng = check_rng(rng)
+        v, scalar = check_integer_values("true_category", true_category)
+        if ((v < 0) | (v >= self.k)).any():
+            bad = v[(v < 0) | (v >= self.k)].ravel()[0]
+            raise ValueError(
+                f"true_category must contain integers in {{0, ..., {self.k - 1}}} (k={self.k}), "
+                f"got {int(bad)}"
+            )
+        keep = bernoulli_rational(rng, self.p, v.shape)
+        other = rng.integers(0, self.k - 1, size=v.shape, dtype=np.int64)
+        other = other + (other >= v)  # uniform over the k - 1 values other than the truth
+        out = np.where(keep, v, other)
+        return int(out) if scalar else out
 
 
 class PureDPCurves:

@@ -1,0 +1,116 @@
+"""Input checks and exact coin flips shared by the primitives' ``release`` methods.
+
+Every primitive both states its privacy and adds the noise (DESIGN.md, "One source of
+truth for noise"); the checks here are the ones all releases share, so that each
+``release`` refuses a bad input with an error that names the parameter, before any
+randomness is drawn.
+"""
+
+from __future__ import annotations
+
+import numbers
+from fractions import Fraction
+
+import numpy as np
+
+from dpacct.accountant._validation import _real_array, check_positive, check_rng
+
+__all__ = [
+    "bernoulli_rational",
+    "check_integer_values",
+    "check_real_values",
+    "check_release_args",
+    "uniform_below",
+]
+
+
+def check_release_args(sensitivity: object, rng: object) -> tuple[float, np.random.Generator]:
+    """``sensitivity`` > 0 and finite, ``rng`` a :class:`numpy.random.Generator`."""
+    return check_positive("sensitivity", sensitivity), check_rng(rng)
+
+
+def check_real_values(name: str, value: object) -> tuple[np.ndarray, bool]:
+    """``value`` (a real number or an array of them, all finite) as floats, and whether
+    it was a scalar.
+
+    Examples
+    --------
+    >>> check_real_values("value", [1, 2.5])
+    (array([1. , 2.5]), False)
+    >>> check_real_values("value", float("inf"))
+    Traceback (most recent call last):
+    ...
+    ValueError: value must contain only finite numbers, got inf
+    """
+    arr = _real_array(name, value, "a real number or an array of real numbers")
+    if not np.isfinite(arr).all():
+        bad = arr[~np.isfinite(arr)].ravel()[0]
+        raise ValueError(f"{name} must contain only finite numbers, got {float(bad)!r}")
+    return arr, arr.ndim == 0
+
+
+def check_integer_values(name: str, value: object) -> tuple[np.ndarray, bool]:
+    """``value`` (an integer or an array of integers) as ``int64``, and whether it was a
+    scalar.  Floats are accepted only when integral (``3.0``); booleans are refused.
+
+    Examples
+    --------
+    >>> check_integer_values("value", [3, 4.0])
+    (array([3, 4]), False)
+    >>> check_integer_values("value", 0.5)
+    Traceback (most recent call last):
+    ...
+    ValueError: value must contain only integers, got 0.5
+    """
+    arr = _real_array(name, value, "an integer or an array of integers")
+    if not np.isfinite(arr).all() or (arr != np.round(arr)).any():
+        bad = arr[~np.isfinite(arr) | (arr != np.round(arr))].ravel()[0]
+        raise ValueError(f"{name} must contain only integers, got {float(bad)!r}")
+    if (np.abs(arr) > 2.0**62).any():
+        raise ValueError(f"{name} must contain integers of magnitude at most 2**62")
+    raw = np.asarray(value)
+    out = raw.astype(np.int64) if raw.dtype.kind in "iu" else arr.astype(np.int64)
+    return out, arr.ndim == 0
+
+
+def uniform_below(rng: np.random.Generator, d: int) -> int:
+    """One exact uniform draw from ``{0, ..., d - 1}`` (``d >= 1`` a Python int of any size).
+
+    Up to ``2**64`` numpy's unbiased bounded integers (Lemire's rejection method); beyond,
+    rejection sampling of ``bit_length(d - 1)`` random bits taken from ``rng.bytes``.
+    """
+    if d <= 2**64:
+        return int(rng.integers(0, d, dtype=np.uint64)) if d > 1 else 0
+    bits = (d - 1).bit_length()
+    nbytes = (bits + 7) // 8
+    while True:
+        x = int.from_bytes(rng.bytes(nbytes), "little") >> (8 * nbytes - bits)
+        if x < d:
+            return x
+
+
+def bernoulli_rational(rng: np.random.Generator, p: Fraction | float, size: tuple[int, ...]):
+    """Boolean array of independent ``Bernoulli(p)`` draws, ``p`` an exact rational in [0, 1].
+
+    A float ``p`` is the binary fraction it stores (``Fraction(p)`` is exact), so the
+    coin has probability exactly ``p``, not ``p`` rounded to the 2^-53 grid of
+    ``rng.random()``: ``U < numerator`` for ``U`` uniform on ``{0, ..., denominator - 1}``.
+    """
+    frac = Fraction(p)
+    num, den = frac.numerator, frac.denominator
+    n = int(np.prod(size, dtype=np.int64))
+    if den <= 2**64:
+        if den == 1:
+            return np.full(size, num >= 1, dtype=bool)
+        draws = rng.integers(0, den, size=n, dtype=np.uint64)
+        return (draws < np.uint64(num)).reshape(size)
+    return np.array([uniform_below(rng, den) < num for _ in range(n)], dtype=bool).reshape(size)
+
+
+def is_integral(value: object) -> bool:
+    """True for Python / numpy integers and integral floats (not booleans)."""
+    if isinstance(value, bool | np.bool_):
+        return False
+    if isinstance(value, numbers.Integral):
+        return True
+    return isinstance(value, float | np.floating) and float(value).is_integer()
