@@ -377,3 +377,23 @@ def test_dp_accounting_calibration_runs_on_dpacct():
     )
     eps = DpEventAccountant().compose(make_event(sigma)).get_epsilon(1e-5)
     assert 1.99 <= eps <= 2.0
+
+
+def test_core_import_loads_no_extra_and_missing_extra_says_what_to_install():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, dpacct\n"
+        "dpacct.compose, dpacct.PrivacyAccountant, dpacct.noise_multiplier\n"
+        "assert 'dp_accounting' not in sys.modules\n"
+        "sys.modules['dp_accounting'] = None  # as if not installed\n"
+        "try:\n"
+        "    import dpacct.dp_accounting\n"
+        "except ImportError as exc:\n"
+        "    print(exc)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert 'pip install "dpacct[dp_accounting]"' in out
