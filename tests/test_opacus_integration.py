@@ -38,7 +38,10 @@ from dpacct.opacus import MECHANISM, OpacusAccountant  # noqa: E402
 
 DELTA = 1e-5
 TARGET = 3.0
-EPOCHS = 16
+EPOCHS = 24
+#: StepNoise lowers the noise by GAMMA every STEP_EPOCHS epochs: four noise levels
+STEP_EPOCHS = 6
+GAMMA = 0.8
 BATCH = 32
 PRV_EPS_ERROR = 0.01
 
@@ -83,7 +86,7 @@ def trained(cancer):
             max_grad_norm=1.0,
         )
     sigma0 = optimizer.noise_multiplier
-    scheduler = StepNoise(optimizer, step_size=4, gamma=0.8)
+    scheduler = StepNoise(optimizer, step_size=STEP_EPOCHS, gamma=GAMMA)
     loss_fn = torch.nn.BCEWithLogitsLoss()
     recorded: list[tuple[float, float]] = []  # (sigma, q) of every step, seen by the loop
     q = 1.0 / len(loader)
@@ -129,11 +132,11 @@ def test_hook_records_every_step_and_the_schedule(trained):
     recorded = trained["recorded"]
     assert len(acct) == len(recorded) == EPOCHS * trained["steps_per_epoch"]
     sigmas = [s for s, _, _ in acct.history]
-    # StepNoise(step_size=4, gamma=0.8): four noise levels, each for four epochs
+    levels = EPOCHS // STEP_EPOCHS
     np.testing.assert_allclose(
-        sigmas, [trained["sigma0"] * 0.8**k for k in range(4)], rtol=1e-12, atol=0
+        sigmas, [trained["sigma0"] * GAMMA**k for k in range(levels)], rtol=1e-12, atol=0
     )
-    assert [n for _, _, n in acct.history] == [4 * trained["steps_per_epoch"]] * 4
+    assert [n for _, _, n in acct.history] == [STEP_EPOCHS * trained["steps_per_epoch"]] * levels
 
 
 def test_reported_epsilon_equals_an_independent_ledger(trained):
