@@ -66,6 +66,8 @@ from dpacct.accountant._validation import (
 )
 from dpacct.accountant.subsample import PoissonSubsampledMechanism
 
+from .discrete import DiscreteGaussianMechanism, DiscreteLaplaceMechanism
+from .exponential import ExponentialMechanism
 from .gaussian import GaussianMechanism
 from .laplace import LaplaceMechanism
 from .randomized_response import RandomizedResponse
@@ -82,77 +84,102 @@ CURVE_POINTS = 2001
 
 
 # ----------------------------------------------------------------------------------
-# built-in samplers: sensitivity-normalised neighbouring inputs
+# built-in samplers: the mechanisms' own releases on sensitivity-normalised inputs
 # ----------------------------------------------------------------------------------
-def _gaussian_sampler(sigma: float) -> Sampler:
+def _shift_sampler(mechanism: Any) -> Sampler:
+    """Query value 1 on ``D`` and 0 on ``D'`` (sensitivity 1), through ``release``.
+
+    The outputs are drawn by the very ``release`` method whose privacy the mechanism
+    states (Gaussian, Laplace, discrete Laplace and discrete Gaussian).
+    """
+
     def sample(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
-        return rng.normal(1.0, sigma, n), rng.normal(0.0, sigma, n)
+        on_d = mechanism.release(np.ones(n, dtype=np.int64), sensitivity=1, rng=rng)
+        on_d_prime = mechanism.release(np.zeros(n, dtype=np.int64), sensitivity=1, rng=rng)
+        return np.asarray(on_d, dtype=float), np.asarray(on_d_prime, dtype=float)
 
     return sample
 
 
-def _laplace_sampler(b: float) -> Sampler:
-    def sample(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
-        return rng.laplace(1.0, b, n), rng.laplace(0.0, b, n)
-
-    return sample
-
-
-def _rr_answers(rng: np.random.Generator, n: int, truth: int, p: float, k: int) -> np.ndarray:
-    """``n`` k-RR answers on input ``truth``: the truth w.p. ``p``, else another value."""
-    other = rng.integers(0, k - 1, n)
-    other = other + (other >= truth)  # uniform over the k - 1 values != truth
-    return np.where(rng.random(n) < p, truth, other)
-
-
-def _rr_sampler(p: float, k: int) -> Sampler:
+def _rr_sampler(mechanism: RandomizedResponse) -> Sampler:
     """k-RR on true value 0 (``D``) and 1 (``D'``), reported as the Neyman-Pearson score.
 
-    The score is ``+1`` for answer 0 (likelihood ratio ``p / q``), ``-1`` for answer 1
-    (ratio ``q / p``) and ``0`` for any other answer (ratio 1): a post-processing of the
-    answer that is monotone in the likelihood ratio, so threshold tests on it are the
-    likelihood-ratio tests of the answer.
+    The answers are drawn by ``mechanism.release``.  The score is ``+1`` for answer 0
+    (likelihood ratio ``p / q``), ``-1`` for answer 1 (ratio ``q / p``) and ``0`` for any
+    other answer (ratio 1): a post-processing of the answer that is monotone in the
+    likelihood ratio, so threshold tests on it are the likelihood-ratio tests of the
+    answer.
     """
 
     def sample(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
         out = []
         for truth in (0, 1):
-            y = _rr_answers(rng, n, truth, p, k)
+            y = mechanism.release(np.full(n, truth, dtype=np.int64), rng=rng)
             out.append(np.where(y == 0, 1.0, np.where(y == 1, -1.0, 0.0)))
         return out[0], out[1]
 
     return sample
 
 
-def _subsampled_sampler(base: Sampler, q: float) -> Sampler:
-    """Poisson subsampling: on ``D`` the record is used with probability ``q``."""
+def _exponential_sampler(mechanism: ExponentialMechanism) -> Sampler:
+    """Two candidates with utilities ``(1, 0)`` on ``D`` and ``(0, 1)`` on ``D'``.
+
+    A sensitivity-1 utility pair (each candidate's score moves by 1), drawn by
+    ``mechanism.release``; the output is reported as ``+1`` for candidate 0 and ``-1``
+    for candidate 1.  The pair is binary randomized response at ``epsilon0 / 2``, whose
+    total variation ``tanh(epsilon0 / 4)`` is the bounded-range claim's ``delta(0)``
+    (Dong, Durfee, Rogers 2020, Lemma 4.1 at ``t = epsilon0 / 2``): the audit can reach
+    the claimed curve there.
+    """
 
     def sample(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
-        with_record, without = base(rng, n)
-        used = rng.random(n) < q
-        # on D the output is base(D) when the record is sampled, base(D') otherwise
-        _, without_again = base(rng, n)
-        return np.where(used, with_record, without_again), without
+        out = []
+        for scores in ((1.0, 0.0), (0.0, 1.0)):
+            picks = np.array(
+                [mechanism.release(scores, sensitivity=1.0, rng=rng) for _ in range(n)]
+            )
+            out.append(np.where(picks == 0, 1.0, -1.0))
+        return out[0], out[1]
 
     return sample
 
 
+def _subsampled_sampler(mechanism: PoissonSubsampledMechanism) -> Sampler:
+    """Poisson subsampling: on ``D`` the record is in the sample with probability ``q``.
+
+    The sensitivity-1 query is 1 when the record is sampled and 0 otherwise, released
+    by the base mechanism's ``release``; on ``D'`` it is always 0.
+    """
+    base, q = mechanism.base, mechanism.sample_rate
+
+    def sample(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
+        used = (rng.random(n) < q).astype(np.int64)
+        on_d = base.release(used, sensitivity=1, rng=rng)
+        on_d_prime = base.release(np.zeros(n, dtype=np.int64), sensitivity=1, rng=rng)
+        return np.asarray(on_d, dtype=float), np.asarray(on_d_prime, dtype=float)
+
+    return sample
+
+
+#: primitives whose neighbouring pair is a unit shift of the query value
+_SHIFT = (GaussianMechanism, LaplaceMechanism, DiscreteLaplaceMechanism, DiscreteGaussianMechanism)
+
+
 def _builtin_sampler(mechanism: object) -> Sampler:
-    if isinstance(mechanism, GaussianMechanism):
-        return _gaussian_sampler(mechanism.sigma)
-    if isinstance(mechanism, LaplaceMechanism):
-        return _laplace_sampler(mechanism.b)
+    if isinstance(mechanism, _SHIFT):
+        return _shift_sampler(mechanism)
     if isinstance(mechanism, RandomizedResponse):
-        return _rr_sampler(mechanism.p, mechanism.k)
-    if isinstance(mechanism, PoissonSubsampledMechanism) and isinstance(
-        mechanism.base, GaussianMechanism | LaplaceMechanism
-    ):
-        return _subsampled_sampler(_builtin_sampler(mechanism.base), mechanism.sample_rate)
+        return _rr_sampler(mechanism)
+    if isinstance(mechanism, ExponentialMechanism):
+        return _exponential_sampler(mechanism)
+    if isinstance(mechanism, PoissonSubsampledMechanism) and isinstance(mechanism.base, _SHIFT):
+        return _subsampled_sampler(mechanism)
     raise TypeError(
         "audit has no built-in sampler for "
         f"{type(mechanism).__name__}; built-in samplers exist for GaussianMechanism, "
-        "LaplaceMechanism, RandomizedResponse and poisson_subsample of a Gaussian or "
-        "Laplace mechanism; pass sampler=(rng, n) -> (outputs_on_D, outputs_on_D_prime)"
+        "LaplaceMechanism, DiscreteLaplaceMechanism, DiscreteGaussianMechanism, "
+        "RandomizedResponse, ExponentialMechanism and poisson_subsample of a Gaussian, "
+        "Laplace or discrete one; pass sampler=(rng, n) -> (outputs_on_D, outputs_on_D_prime)"
     )
 
 
@@ -439,14 +466,22 @@ def audit(
     Ullman, Oprea 2020 and Nasr et al. 2021, with exact binomial intervals (Clopper &
     Pearson 1934) and a Bonferroni correction over the tests; see the module docstring.
 
-    Built-in samplers (sensitivity 1; chosen from the mechanism's type):
+    Built-in samplers (chosen from the mechanism's type) draw every output through the
+    mechanism's own ``release`` -- the same code that algorithms run -- so an audit
+    tests the noise actually added, not a copy of it:
 
-    * ``GaussianMechanism(sigma)``: ``N(1, sigma^2)`` on ``D``, ``N(0, sigma^2)`` on ``D'``;
-    * ``LaplaceMechanism(b)``: ``Lap(1, b)`` and ``Lap(0, b)``;
+    * ``GaussianMechanism``, ``LaplaceMechanism``, ``DiscreteLaplaceMechanism``,
+      ``DiscreteGaussianMechanism``: ``release(1)`` on ``D`` and ``release(0)`` on ``D'``
+      at sensitivity 1 (e.g. ``N(1, sigma^2)`` against ``N(0, sigma^2)``; the discrete
+      samplers are exact but pure Python, tens of microseconds per output);
     * ``RandomizedResponse(p, k)``: true value 0 on ``D`` and 1 on ``D'``, reported as the
       likelihood-ratio score of the answer (+1 for answer 0, -1 for answer 1, else 0);
-    * ``poisson_subsample(base, q)`` with a Gaussian or Laplace base: on ``D`` the record
-      is used with probability ``q`` (e.g. ``N(Bernoulli(q), sigma^2)``), on ``D'`` never.
+    * ``ExponentialMechanism``: two candidates with utilities ``(1, 0)`` on ``D`` and
+      ``(0, 1)`` on ``D'`` (sensitivity 1), reported as +1 / -1 (one release per output,
+      so slower);
+    * ``poisson_subsample(base, q)`` with one of the shift mechanisms as base: on ``D`` the
+      query is 1 with probability ``q`` (the record is sampled) and 0 otherwise, on
+      ``D'`` always 0.
 
     Parameters
     ----------

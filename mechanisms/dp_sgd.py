@@ -30,7 +30,7 @@ from dpacct.accountant._validation import (
 from dpacct.accountant.ledger import PrivacyAccountant
 from dpacct.accountant.mechanism import Mechanism
 from dpacct.accountant.subsample import poisson_subsample
-from dpacct.mechanisms.algorithm import Algorithm
+from dpacct.mechanisms.algorithm import Algorithm, PlannedRelease
 from dpacct.mechanisms.gaussian import GaussianMechanism
 from dpacct.mechanisms.noisy_gd import (
     FittedLinearModel,
@@ -209,13 +209,19 @@ class DPSGD(Algorithm):
     # ---------------------------------------------------------------- privacy
     @property
     def step_mechanism(self) -> Mechanism:
-        """One step: ``poisson_subsample(GaussianMechanism(sigma), sample_rate)``."""
-        return poisson_subsample(GaussianMechanism(sigma=self.sigma), self.sample_rate)
+        """One step: ``poisson_subsample(GaussianMechanism(sigma), sample_rate)``.
 
-    def primitives(self) -> tuple[list[Mechanism], list[int]]:
-        """``steps`` Poisson-subsampled Gaussian mechanisms."""
-        assert self.steps is not None
-        return [self.step_mechanism], [self.steps]
+        The very object of :attr:`plan` (cached), whose sample rate draws each batch and
+        whose base Gaussian adds each step's noise.
+        """
+        return self.plan[0].mechanism
+
+    def planned_releases(self) -> tuple[PlannedRelease, ...]:
+        """``steps`` Poisson-subsampled Gaussian releases of the clipped gradient sum
+        (sensitivity ``clip``)."""
+        assert self.steps is not None and self.clip is not None
+        step = poisson_subsample(GaussianMechanism(sigma=self.sigma), self.sample_rate)
+        return (PlannedRelease("clipped gradient sum", step, self.steps, sensitivity=self.clip),)
 
     # ---------------------------------------------------------------- running
     def fit(
@@ -265,19 +271,22 @@ class DPSGD(Algorithm):
         Xa = _augment(X, self.fit_intercept)
         theta = np.zeros(Xa.shape[1])
         total = np.zeros_like(theta)
-        std = self.sigma * self.clip
         scale = 1.0 / (q * n)
         ends = _epoch_ends(self.steps, q)
         eps_path: list[float] = []
         next_end = 0
+        label = "clipped gradient sum"
+        step_mechanism = self.step_mechanism
+        session = self.releases(rng)
         for t in range(1, self.steps + 1):
-            accountant.step(noise_multiplier=self.sigma, sample_rate=q)
-            batch = rng.random(n) < q
+            # the ledger records the planned mechanism itself, before the step runs
+            accountant.record(step_mechanism)
+            batch = session.poisson_sample(label, n)
             if batch.any():
                 g = _clipped_gradient_sum(Xa[batch], yy[batch], theta, self.loss, self.clip)
             else:
                 g = np.zeros_like(theta)
-            g = g + rng.normal(scale=std, size=theta.shape)
+            g = session.release(label, g)
             step = g * scale + _l2_gradient(theta, self.l2, self.fit_intercept)
             theta = _project(theta - self.learning_rate * step, self.theta_bound)
             total += theta
@@ -285,6 +294,7 @@ class DPSGD(Algorithm):
                 if delta is not None:
                     eps_path.append(float(accountant.epsilon(delta=delta)))
                 next_end += 1
+        session.finish()
         final = total / self.steps if self.average else theta
         model = _to_model(final, self.fit_intercept, self.loss)
         return DPSGDFit(

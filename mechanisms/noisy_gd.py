@@ -32,9 +32,8 @@ from dpacct.accountant._validation import (
     check_positive,
     check_rng,
 )
-from dpacct.accountant.mechanism import Mechanism
 from dpacct.mechanisms._regression_data import as_design_matrix, check_regression_data
-from dpacct.mechanisms.algorithm import Algorithm
+from dpacct.mechanisms.algorithm import Algorithm, PlannedRelease
 from dpacct.mechanisms.gaussian import GaussianMechanism
 
 __all__ = ["FittedLinearModel", "NoisyGD"]
@@ -350,9 +349,17 @@ class NoisyGD(Algorithm):
         """Standard deviation of the noise added to the gradient sum: ``sigma * Delta``."""
         return self.sigma * self.sensitivity
 
-    def primitives(self) -> tuple[list[Mechanism], list[int]]:
-        """``iterations`` Gaussian mechanisms with noise multiplier ``sigma``."""
-        return [GaussianMechanism(sigma=self.sigma)], [self.iterations]
+    def planned_releases(self) -> tuple[PlannedRelease, ...]:
+        """``iterations`` releases of the gradient sum by ``GaussianMechanism(sigma)`` at
+        sensitivity :attr:`sensitivity` (noise std ``sigma * Delta``)."""
+        return (
+            PlannedRelease(
+                "gradient sum",
+                GaussianMechanism(sigma=self.sigma),
+                self.iterations,
+                sensitivity=self.sensitivity,
+            ),
+        )
 
     # ---------------------------------------------------------------- running
     def fit(self, X: object, y: object, *, rng: np.random.Generator) -> FittedLinearModel:
@@ -379,13 +386,14 @@ class NoisyGD(Algorithm):
         Xa = _augment(X, self.fit_intercept)
         theta = np.zeros(Xa.shape[1])
         total = np.zeros_like(theta)
-        std = self.noise_std
-        noise = rng.normal(scale=std, size=(self.iterations, theta.shape[0]))
-        for t in range(self.iterations):
+        session = self.releases(rng)
+        for _ in range(self.iterations):
             g = _clipped_gradient_sum(Xa, yy, theta, self.loss, self.clip)
-            step = (g + noise[t]) / n + _l2_gradient(theta, self.l2, self.fit_intercept)
+            noisy = session.release("gradient sum", g)
+            step = noisy / n + _l2_gradient(theta, self.l2, self.fit_intercept)
             theta = _project(theta - self.learning_rate * step, self.theta_bound)
             total += theta
+        session.finish()
         final = total / self.iterations if self.average else theta
         return _to_model(final, self.fit_intercept, self.loss)
 

@@ -46,7 +46,7 @@ from dpacct.accountant._validation import (
 )
 from dpacct.accountant.mechanism import Mechanism
 
-from .algorithm import Algorithm
+from .algorithm import Algorithm, PlannedRelease
 from .exponential import ExponentialMechanism
 from .gaussian import GaussianMechanism
 from .laplace import LaplaceMechanism
@@ -61,6 +61,8 @@ __all__ = [
     "choose_branching",
     "hay_consistency",
     "quantiles_from_counts",
+    "smith_pieces",
+    "smith_quantile",
 ]
 
 _NOISES = ("laplace", "gaussian")
@@ -145,10 +147,6 @@ def _unit_mechanism(noise: str, scale: float) -> Mechanism:
     return LaplaceMechanism(b=scale) if noise == "laplace" else GaussianMechanism(sigma=scale)
 
 
-def _noise(noise: str, scale: float, size: int, rng: np.random.Generator) -> np.ndarray:
-    if noise == "laplace":
-        return rng.laplace(0.0, scale, size=size)
-    return rng.normal(0.0, scale, size=size)
 
 
 # ---------------------------------------------------------------------------------
@@ -329,9 +327,9 @@ class HistogramQuantiles(Algorithm):
         object.__setattr__(self, "scale", check_positive("scale", self.scale))
         object.__setattr__(self, "noise", _check_noise(self.noise))
 
-    def primitives(self) -> tuple[list[Mechanism], list[int]]:
+    def planned_releases(self) -> tuple[PlannedRelease, ...]:
         """One Laplace / Gaussian release of a sensitivity-1 histogram."""
-        return [_unit_mechanism(self.noise, self.scale)], [1]
+        return (PlannedRelease("histogram", _unit_mechanism(self.noise, self.scale), 1),)
 
     def release(self, data: object, *, rng: np.random.Generator) -> HistogramRelease:
         """Run the mechanism: noisy counts and their non-negative post-processing.
@@ -343,9 +341,10 @@ class HistogramQuantiles(Algorithm):
         >>> bool((rel.counts >= 0).all()), rel.noisy_counts.shape
         (True, (4,))
         """
-        check_rng(rng)
+        session = self.releases(rng)
         true = bin_counts(data, self.lower, self.upper, self.bins).astype(float)
-        noisy = true + _noise(self.noise, self.scale, self.bins, rng)
+        noisy = session.release("histogram", true)
+        session.finish()
         return HistogramRelease(self.lower, self.upper, noisy, np.maximum(noisy, 0.0))
 
     def quantiles(self, data: object, q: object, *, rng: np.random.Generator) -> np.ndarray:
@@ -672,9 +671,9 @@ class TreeQuantiles(Algorithm):
         """Number of measured levels, i.e. of composed histogram releases."""
         return self.height + (1 if self.root_measured else 0)
 
-    def primitives(self) -> tuple[list[Mechanism], list[int]]:
-        """``depth`` sensitivity-1 Laplace / Gaussian histogram releases."""
-        return [_unit_mechanism(self.noise, self.scale)], [self.depth]
+    def planned_releases(self) -> tuple[PlannedRelease, ...]:
+        """``depth`` sensitivity-1 Laplace / Gaussian histogram releases (one per level)."""
+        return (PlannedRelease("level", _unit_mechanism(self.noise, self.scale), self.depth),)
 
     def release(self, data: object, *, rng: np.random.Generator) -> TreeRelease:
         """Run the mechanism: noisy counts per level, then Hay et al. consistency.
@@ -686,18 +685,16 @@ class TreeQuantiles(Algorithm):
         >>> [lv.size for lv in rel.levels], rel.noisy_levels[0] is None
         ([1, 3, 9], True)
         """
-        check_rng(rng)
+        session = self.releases(rng)
         b, h = self.branching, self.height
         leaves = np.zeros(b**h)
         leaves[: self.bins] = bin_counts(data, self.lower, self.upper, self.bins)
-        sizes = [b**lvl for lvl in range(h + 1)]
         top = 0 if self.root_measured else 1
-        noise = _noise(self.noise, self.scale, sum(sizes[top:]), rng)
-        offsets = np.cumsum([0, *sizes[top:]])
         noisy: list[np.ndarray | None] = [None] * (h + 1)
-        for k, lvl in enumerate(range(top, h + 1)):
-            true = leaves.reshape(sizes[lvl], -1).sum(axis=1)
-            noisy[lvl] = true + noise[offsets[k]: offsets[k + 1]]
+        for lvl in range(top, h + 1):
+            true = leaves.reshape(b**lvl, -1).sum(axis=1)
+            noisy[lvl] = session.release("level", true)
+        session.finish()
         consistent = hay_consistency(noisy, b, root_measured=self.root_measured)
         return TreeRelease(self.lower, self.upper, self.bins, b, tuple(noisy),
                            tuple(consistent))
@@ -719,35 +716,55 @@ class TreeQuantiles(Algorithm):
 # ---------------------------------------------------------------------------------
 # exponential mechanism
 # ---------------------------------------------------------------------------------
-def smith_quantile(values: np.ndarray, q: float, coefficient: float, lower: float,
-                   upper: float, rng: np.random.Generator) -> float:
+def smith_pieces(values: np.ndarray, q: float, lower: float, upper: float
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """Scores and piece boundaries of Smith's quantile utility on ``[lower, upper]``.
+
+    Smith 2011, Section 3: the utility of an output ``y`` is ``u(y) = -|#{v < y} - q m|``
+    (``m = len(values)``), constant between consecutive order statistics.  With ``z_0 =
+    lower <= z_1 <= ... <= z_m <= z_{m+1} = upper`` (the values placed on the output
+    range: a value below ``lower`` is below every output, so it counts in every rank,
+    exactly like a value at ``lower``) piece ``[z_i, z_{i+1}]`` has score ``-|i - q m|``.
+
+    Returns
+    -------
+    (scores, edges) : tuple of numpy.ndarray
+        ``m + 1`` scores and ``m + 2`` edges, for ``ExponentialMechanism.release(scores,
+        edges=edges, ...)``.
+
+    Examples
+    --------
+    >>> scores, edges = smith_pieces(np.array([2.0, 1.0]), 0.5, 0.0, 4.0)
+    >>> scores.tolist(), edges.tolist()
+    ([-1.0, 0.0, -1.0], [0.0, 1.0, 2.0, 4.0])
+    """
+    m = values.size
+    z = np.concatenate([[lower], np.sort(np.clip(values, lower, upper)), [upper]])
+    return -np.abs(np.arange(m + 1, dtype=float) - q * m), z
+
+
+def smith_quantile(values: np.ndarray, q: float, mechanism: ExponentialMechanism,
+                   sensitivity: float, lower: float, upper: float,
+                   rng: np.random.Generator) -> float:
     """One draw of Smith's exponential-mechanism quantile on ``[lower, upper]``.
 
-    Output density ``∝ exp(-coefficient |#{v < y} - q m|)`` on ``[lower, upper]``
-    (``m = len(values)``); ``coefficient = epsilon / (2 Delta)`` for a utility of
-    sensitivity ``Delta``.  The utility is constant between consecutive order
-    statistics, so with ``z_0 = lower <= z_1 <= ... <= z_m <= z_{m+1} = upper`` (the
-    values placed on the output range: a value below ``lower`` is below every output,
-    so it counts in every rank, exactly like a value at ``lower``) interval ``i`` is
-    drawn with probability ``∝ (z_{i+1} - z_i) exp(-coefficient |i - q m|)`` and the
-    output is uniform inside it.  Computed in log space, the interval drawn by the
-    Gumbel-max trick (``argmax_i log w_i + G_i``, ``G_i`` standard Gumbel).
+    The output density on ``[lower, upper]`` is ``∝ exp(epsilon0 u(y) / (2 Delta))``
+    for Smith's utility (:func:`smith_pieces`), ``epsilon0 = mechanism.epsilon0`` and
+    ``Delta = sensitivity``: the continuous exponential mechanism over the pieces,
+    drawn by ``mechanism.release(scores, edges=edges, ...)`` (piece ``i`` with
+    probability ``∝ (z_{i+1} - z_i) exp(epsilon0 score_i / (2 Delta))`` by the
+    Gumbel-max trick, then a uniform point inside it).
 
     Examples
     --------
     >>> v = np.arange(1.0, 100.0)
-    >>> y = smith_quantile(v, 0.5, 50.0, 0.0, 100.0, np.random.default_rng(0))
+    >>> em = ExponentialMechanism(epsilon=100.0)
+    >>> y = smith_quantile(v, 0.5, em, 1.0, 0.0, 100.0, np.random.default_rng(0))
     >>> 49.0 <= y <= 51.0
     True
     """
-    m = values.size
-    z = np.concatenate([[lower], np.sort(np.clip(values, lower, upper)), [upper]])
-    lengths = np.diff(z)
-    ranks = np.arange(m + 1, dtype=float)
-    with np.errstate(divide="ignore"):
-        logw = np.log(lengths) - coefficient * np.abs(ranks - q * m)
-    i = int(np.argmax(logw + rng.gumbel(size=m + 1)))
-    return float(z[i] + rng.uniform() * lengths[i])
+    scores, edges = smith_pieces(values, q, lower, upper)
+    return mechanism.release(scores, sensitivity=sensitivity, rng=rng, edges=edges)
 
 
 @dataclass(frozen=True, repr=False)
@@ -821,9 +838,9 @@ class ExponentialQuantile(Algorithm):
             raise ValueError(f"grid_size must be an integer >= 2, got {g}")
         object.__setattr__(self, "grid_size", g)
 
-    def primitives(self) -> tuple[list[Mechanism], list[int]]:
-        """One ``epsilon0``-bounded-range exponential mechanism."""
-        return [ExponentialMechanism(epsilon=self.epsilon0)], [1]
+    def planned_releases(self) -> tuple[PlannedRelease, ...]:
+        """One ``epsilon0``-bounded-range exponential mechanism, utility sensitivity 1."""
+        return (PlannedRelease("quantile", ExponentialMechanism(epsilon=self.epsilon0), 1),)
 
     def quantile(self, data: object, q: float, *, rng: np.random.Generator) -> float:
         """Release one private ``q``-quantile of ``data`` (one exponential mechanism).
@@ -841,11 +858,14 @@ class ExponentialQuantile(Algorithm):
             raise ValueError(f"q must be a scalar in [0, 1] (one release per call), got {q!r}")
         qf = float(qv)
         x = check_data("data", data, self.lower, self.upper)
-        coef = self.epsilon0 / 2.0
+        session = self.releases(rng)
         if self.candidates == "intervals":
-            return smith_quantile(x, qf, coef, self.lower, self.upper, rng)
-        grid = np.linspace(self.lower, self.upper, self.grid_size)
-        ranks = np.searchsorted(np.sort(x), grid, side="left")
-        logw = -coef * np.abs(ranks - qf * x.size)
-        return float(grid[int(np.argmax(logw + rng.gumbel(size=grid.size)))])
+            scores, edges = smith_pieces(x, qf, self.lower, self.upper)
+            out = session.release("quantile", scores, edges=edges)
+        else:
+            grid = np.linspace(self.lower, self.upper, self.grid_size)
+            ranks = np.searchsorted(np.sort(x), grid, side="left")
+            out = float(grid[session.release("quantile", -np.abs(ranks - qf * x.size))])
+        session.finish()
+        return out
 

@@ -45,10 +45,9 @@ from dpacct.accountant._validation import (
     check_probability,
     check_rng,
 )
-from dpacct.accountant.mechanism import Mechanism
 
 from ._regression_data import as_design_matrix, as_target_vector, check_regression_data
-from .algorithm import Algorithm
+from .algorithm import Algorithm, PlannedRelease, ReleaseSession
 from .gaussian import GaussianMechanism
 
 __all__ = [
@@ -89,10 +88,18 @@ def _design(X: np.ndarray, fit_intercept: bool, intercept_scaling: float) -> np.
     return np.hstack([X, np.full((X.shape[0], 1), intercept_scaling)])
 
 
-def _symmetric_gaussian(d: int, std: float, rng: np.random.Generator) -> np.ndarray:
-    """Symmetric ``d x d`` matrix with ``E_ij = E_ji ~ N(0, std^2)`` i.i.d. for ``i <= j``."""
-    upper = np.triu(rng.normal(0.0, std, size=(d, d)))
-    return upper + np.triu(upper, 1).T
+def _noisy_gram(gram: np.ndarray, session: ReleaseSession, label: str) -> np.ndarray:
+    """Release the upper triangle (diagonal included) of ``gram`` and mirror it.
+
+    The ``d (d + 1) / 2`` numbers are one Gaussian release (module docstring: L2
+    sensitivity ``B^2``); the lower triangle is copied from them (post-processing), so
+    the noise is symmetric with ``E_ij = E_ji ~ N(0, std^2)`` i.i.d. for ``i <= j``.
+    """
+    d = gram.shape[0]
+    iu = np.triu_indices(d)
+    out = np.zeros_like(gram)
+    out[iu] = session.release(label, gram[iu])
+    return out + np.triu(out, 1).T
 
 
 def _solve(A: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -281,9 +288,15 @@ class SufficientStatisticsPerturbation(Algorithm):
         """``std / sensitivity`` of each release (the ``sigma`` of its GaussianMechanism)."""
         return tuple(s / d for s, d in zip(self.stds, self.sensitivities, strict=True))  # type: ignore[return-value]
 
-    def primitives(self) -> tuple[list[Mechanism], list[int]]:
-        """The two Gaussian releases, normalised to unit sensitivity, once each."""
-        return [GaussianMechanism(sigma=m) for m in self.noise_multipliers], [1, 1]
+    def planned_releases(self) -> tuple[PlannedRelease, ...]:
+        """The two Gaussian releases, once each: ``X^T X`` (upper triangle) at sensitivity
+        ``B^2`` and ``X^T y`` at ``B * y_bound``, each with noise multiplier
+        ``std / sensitivity`` (so the noise std is ``std``)."""
+        (m_xx, m_xy), (s_xx, s_xy) = self.noise_multipliers, self.sensitivities
+        return (
+            PlannedRelease("X^T X", GaussianMechanism(sigma=m_xx), 1, sensitivity=s_xx),
+            PlannedRelease("X^T y", GaussianMechanism(sigma=m_xy), 1, sensitivity=s_xy),
+        )
 
     # -------------------------------------------------------------------- run
     def fit(self, X: object, y: object, *, rng: np.random.Generator) -> LinearModel:
@@ -306,9 +319,10 @@ class SufficientStatisticsPerturbation(Algorithm):
         Xa, ya = check_regression_data(X, y, x_bound=self.x_bound, y_bound=self.y_bound)
         Z = _design(Xa, self.fit_intercept, self.intercept_scaling)
         d = Z.shape[1]
-        std_xx, std_xy = self.stds
-        xx = Z.T @ Z + _symmetric_gaussian(d, std_xx, rng)
-        xy = Z.T @ ya + rng.normal(0.0, std_xy, size=d)
+        session = self.releases(rng)
+        xx = _noisy_gram(Z.T @ Z, session, "X^T X")
+        xy = session.release("X^T y", Z.T @ ya)
+        session.finish()
         theta = _solve(xx + self.ridge * np.eye(d), xy)
         return _to_model(theta, self.fit_intercept, self.intercept_scaling, self.ridge)
 
@@ -446,9 +460,17 @@ class AdaSSP(Algorithm):
             return self.shift
         return math.sqrt(2.0 * math.log(1.0 / self.failure_probability))
 
-    def primitives(self) -> tuple[list[Mechanism], list[int]]:
-        """The three Gaussian releases, normalised to unit sensitivity, once each."""
-        return [GaussianMechanism(sigma=m) for m in self.noise_multipliers], [1, 1, 1]
+    def planned_releases(self) -> tuple[PlannedRelease, ...]:
+        """The three Gaussian releases, once each: ``lambda_min`` and ``X^T X`` at
+        sensitivity ``B^2``, ``X^T y`` at ``B * y_bound``; noise multipliers
+        ``std / sensitivity``."""
+        labels = ("lambda_min", "X^T X", "X^T y")
+        return tuple(
+            PlannedRelease(label, GaussianMechanism(sigma=m), 1, sensitivity=sens)
+            for label, m, sens in zip(
+                labels, self.noise_multipliers, self.sensitivities, strict=True
+            )
+        )
 
     # -------------------------------------------------------------------- run
     def fit(self, X: object, y: object, *, rng: np.random.Generator) -> LinearModel:
@@ -472,19 +494,20 @@ class AdaSSP(Algorithm):
         Xa, ya = check_regression_data(X, y, x_bound=self.x_bound, y_bound=self.y_bound)
         Z = _design(Xa, self.fit_intercept, self.intercept_scaling)
         d = Z.shape[1]
-        std_eig, std_xx, std_xy = self.stds
+        std_eig, std_xx, _ = self.stds
         gram = Z.T @ Z
+        session = self.releases(rng)
         # lines 1-2: private lower bound on the smallest eigenvalue
         lam_min = max(float(np.linalg.eigvalsh(gram)[0]), 0.0)
-        lam_min_priv = max(
-            lam_min + std_eig * rng.standard_normal() - std_eig * self.shift_multiplier, 0.0
-        )
-        # line 3: adaptive ridge
+        noisy_min = session.release("lambda_min", lam_min)
+        lam_min_priv = max(noisy_min - std_eig * self.shift_multiplier, 0.0)
+        # line 3: adaptive ridge (std_xx is public: a function of the parameters)
         spectral = math.sqrt(d * math.log(2.0 * d * d / self.failure_probability)) * std_xx
         lam = max(0.0, spectral - lam_min_priv)
         # lines 4-5: noisy sufficient statistics
-        xx = gram + _symmetric_gaussian(d, std_xx, rng)
-        xy = Z.T @ ya + rng.normal(0.0, std_xy, size=d)
+        xx = _noisy_gram(gram, session, "X^T X")
+        xy = session.release("X^T y", Z.T @ ya)
+        session.finish()
         # line 6
         theta = _solve(xx + lam * np.eye(d), xy)
         return _to_model(theta, self.fit_intercept, self.intercept_scaling, lam)

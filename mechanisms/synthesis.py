@@ -74,7 +74,7 @@ import numpy as np
 from dpacct.accountant._validation import check_count, check_positive, check_rng
 from dpacct.accountant.mechanism import Mechanism
 
-from .algorithm import Algorithm
+from .algorithm import Algorithm, PlannedRelease
 from .gaussian import GaussianMechanism
 from .laplace import LaplaceMechanism
 
@@ -914,8 +914,8 @@ class MarginalSynthesizer(Algorithm):
             return LaplaceMechanism(b=scale)
         return GaussianMechanism(sigma=scale)
 
-    def primitives(self) -> tuple[list[Mechanism], list[int]]:
-        """One mechanism per measured marginal and one for the row count.
+    def planned_releases(self) -> tuple[PlannedRelease, ...]:
+        """One release per measured marginal and one for the row count, sensitivity 1.
 
         Examples
         --------
@@ -924,8 +924,8 @@ class MarginalSynthesizer(Algorithm):
         ([GaussianMechanism(sigma=3.0), GaussianMechanism(sigma=5.0)], [2, 1])
         """
         return (
-            [self._mechanism(self.scale), self._mechanism(self.count_scale)],  # type: ignore[arg-type]
-            [len(self.cliques), 1],
+            PlannedRelease("marginal", self._mechanism(self.scale), len(self.cliques)),
+            PlannedRelease("row count", self._mechanism(self.count_scale), 1),  # type: ignore[arg-type]
         )
 
     @property
@@ -1017,11 +1017,6 @@ class MarginalSynthesizer(Algorithm):
         ]
         return self._fit_tables(tables, n, rng, generator)
 
-    def _noise(self, scale: float, size: int | tuple[int, ...], rng: np.random.Generator):
-        if self.noise == "laplace":
-            return rng.laplace(0.0, scale, size=size)
-        return rng.normal(0.0, scale, size=size)
-
     def _variance(self, scale: float) -> float:
         return 2.0 * scale**2 if self.noise == "laplace" else scale**2
 
@@ -1029,8 +1024,10 @@ class MarginalSynthesizer(Algorithm):
         self, tables: list[np.ndarray], n: int, rng: np.random.Generator, generator: str
     ) -> FittedSynthesizer:
         # ---- measure (the only step that touches the data)
-        noisy = [t + self._noise(self.scale, t.shape, rng) for t in tables]
-        noisy_count = float(n + self._noise(self.count_scale, (), rng))  # type: ignore[arg-type]
+        session = self.releases(rng)
+        noisy = [session.release("marginal", t.astype(float)) for t in tables]
+        noisy_count = session.release("row count", float(n))
+        session.finish()
         # ---- estimate (post-processing)
         # row count: inverse-variance weighted mean of the noisy count and the noisy
         # table totals (each an unbiased estimate of n, variances v_c and k_C v)

@@ -21,11 +21,10 @@ from dpacct.accountant._validation import (
     check_positive,
     check_probability,
 )
-from dpacct.accountant.mechanism import Mechanism
 
-from .algorithm import Algorithm
+from .algorithm import Algorithm, PlannedRelease
 from .exponential import ExponentialMechanism
-from .quantiles import check_data, check_range, check_rng, smith_quantile
+from .quantiles import check_data, check_range, check_rng, smith_pieces
 
 __all__ = ["DPTheilSen", "TheilSenFit", "pair_predictions"]
 
@@ -204,12 +203,14 @@ class DPTheilSen(Algorithm):
         """``(epsilon1, epsilon2)``: the two medians' pure-DP parameters."""
         return self.split * self.epsilon0, (1.0 - self.split) * self.epsilon0
 
-    def primitives(self) -> tuple[list[Mechanism], list[int]]:
-        """Two bounded-range exponential mechanisms (the medians at ``x1`` and ``x2``)."""
+    def planned_releases(self) -> tuple[PlannedRelease, ...]:
+        """Two bounded-range exponential mechanisms, the medians at ``x1`` and ``x2``,
+        each with utility sensitivity ``k`` (class docstring)."""
         e1, e2 = self.budgets
-        if e1 == e2:
-            return [ExponentialMechanism(epsilon=e1)], [2]
-        return [ExponentialMechanism(epsilon=e1), ExponentialMechanism(epsilon=e2)], [1, 1]
+        return (
+            PlannedRelease("median at x1", ExponentialMechanism(epsilon=e1), 1, sensitivity=self.k),
+            PlannedRelease("median at x2", ExponentialMechanism(epsilon=e2), 1, sensitivity=self.k),
+        )
 
     def fit(self, x: object, y: object, *, rng: np.random.Generator) -> TheilSenFit:
         """Release the private line for data ``(x, y)``.
@@ -238,10 +239,16 @@ class DPTheilSen(Algorithm):
             raise ValueError(f"x and y must have the same shape, got {xa.shape} and "
                              f"{ya.shape}")
         x1, x2 = self.cut_points
+        # the matchings are part of the algorithm (their randomness is what the coupling
+        # argument of the class docstring averages over), not noise of a primitive
         p1, p2 = pair_predictions(xa, ya, self.k, (x1, x2), rng)
-        e1, e2 = self.budgets
         lo, hi = self.pred_lower, self.pred_upper
-        m1 = smith_quantile(p1, 0.5, e1 / (2.0 * self.k), lo, hi, rng)
-        m2 = smith_quantile(p2, 0.5, e2 / (2.0 * self.k), lo, hi, rng)
+        session = self.releases(rng)
+        medians = []
+        for label, preds in (("median at x1", p1), ("median at x2", p2)):
+            scores, edges = smith_pieces(preds, 0.5, lo, hi)
+            medians.append(session.release(label, scores, edges=edges))
+        session.finish()
+        m1, m2 = medians
         slope = (m2 - m1) / (x2 - x1)
         return TheilSenFit(float(slope), float(m1 - slope * x1), (x1, x2), (m1, m2))

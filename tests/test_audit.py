@@ -17,9 +17,9 @@ from scipy import stats
 from dpacct.accountant import poisson_subsample, subsample_without_replacement
 from dpacct.mechanisms import (
     AuditResult,
-    DiscreteLaplaceMechanism,
     GaussianMechanism,
     LaplaceMechanism,
+    PureDPMechanism,
     RandomizedResponse,
     audit,
 )
@@ -266,7 +266,7 @@ def test_rng_must_be_a_generator(rng):
 @pytest.mark.parametrize(
     "mech",
     [
-        DiscreteLaplaceMechanism(scale=1.0),
+        PureDPMechanism(epsilon=1.0),  # a claim only: no release to sample
         subsample_without_replacement(GaussianMechanism(sigma=1.0), 0.1),
         poisson_subsample(RandomizedResponse(p=0.75), 0.5),
     ],

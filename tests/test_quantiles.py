@@ -249,13 +249,15 @@ def test_tree_beats_histogram_for_many_bins(bins, ratio):
 # exponential mechanism
 # ----------------------------------------------------------------------------------
 def test_smith_interval_probabilities():
-    # 3 points in [0, 10]: intervals [0,1],[1,2],[2,6],[6,10]; q = 0.5, coefficient 1
+    # 3 points in [0, 10]: intervals [0,1],[1,2],[2,6],[6,10]; q = 0.5, coefficient
+    # epsilon0 / (2 Delta) = 2 / 2 = 1
     values = np.array([2.0, 1.0, 6.0])
     lengths = np.array([1.0, 1.0, 4.0, 4.0])
     w = lengths * np.exp(-1.0 * np.abs(np.arange(4) - 1.5))
     p = w / w.sum()
     rng = np.random.default_rng(5)
-    draws = np.array([smith_quantile(values, 0.5, 1.0, 0.0, 10.0, rng) for _ in range(20000)])
+    em = ExponentialMechanism(epsilon=2.0)
+    draws = np.array([smith_quantile(values, 0.5, em, 1.0, 0.0, 10.0, rng) for _ in range(20000)])
     freq = np.histogram(draws, bins=[0.0, 1.0, 2.0, 6.0, 10.0])[0] / draws.size
     np.testing.assert_allclose(freq, p, atol=0.015)
     # uniform inside an interval: the [6, 10] draws have mean 8

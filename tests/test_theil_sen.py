@@ -183,20 +183,22 @@ def test_bad_parameters():
 
 
 def test_exponent_carries_sensitivity_k(monkeypatch):
-    # white box: each median is Smith's mechanism with coefficient epsilon_j / (2 k) ...
-    import dpacct.mechanisms.theil_sen as ts
+    # white box: each median is Smith's mechanism with coefficient epsilon_j / (2 k),
+    # drawn through ExponentialMechanism.release with sensitivity k ...
+    from dpacct.mechanisms.exponential import ExponentialMechanism
 
     seen = []
-    real = ts.smith_quantile
+    real = ExponentialMechanism.release
 
-    def spy(values, q, coefficient, lower, upper, rng):
-        seen.append((q, coefficient, lower, upper, values.size))
-        return real(values, q, coefficient, lower, upper, rng)
+    def spy(self, scores, *, sensitivity, rng, edges=None):
+        seen.append((self.epsilon0 / (2.0 * sensitivity), edges[0], edges[-1], len(scores)))
+        return real(self, scores, sensitivity=sensitivity, rng=rng, edges=edges)
 
-    monkeypatch.setattr(ts, "smith_quantile", spy)
+    monkeypatch.setattr(ExponentialMechanism, "release", spy)
     x, y, rng = line_data(0, n=101)
     make(eps=2.0, k=4, split=0.25).fit(x, y, rng=rng)
-    assert seen == [(0.5, 0.5 / 8, -10.0, 10.0, 200), (0.5, 1.5 / 8, -10.0, 10.0, 200)]
+    # 4 matchings of 101 points: 200 predictions, hence 201 pieces
+    assert seen == [(0.5 / 8, -10.0, 10.0, 201), (1.5 / 8, -10.0, 10.0, 201)]
 
 
 def test_more_matchings_do_not_concentrate_the_median():
