@@ -1,0 +1,323 @@
+"""DP-SGD schedules whose noise multiplier and sample rate change: rounded, merged, bracketed.
+
+A real training loop changes ``(sigma, q)`` all the time: noise schedulers (Opacus'
+``ExponentialNoise``, ``StepNoise``), batch-size warm-up, a new sigma every epoch.  A
+ledger with a distinct ``(sigma, q)`` at every step would cost one PLD discretisation
+and one convolution per step.  Here every step is *rounded to a cell* of a geometric
+grid (relative width ``grid`` in both sigma and q) and the steps of one cell merge into
+one phase with a count, so the cost follows the number of cells, not of steps.
+
+Why rounding is sound: monotonicity of the subsampled Gaussian's privacy profile
+--------------------------------------------------------------------------------
+Write ``M(sigma, q)`` for one Poisson-subsampled Gaussian step (sensitivity 1).  Its
+privacy is described, for both add/remove directions, by the dominating pair
+``P = (1 - q) N(0, sigma^2) + q N(1, sigma^2)``, ``Q = N(0, sigma^2)`` and its swap
+(Zhu, Dong & Wang 2022, "Optimal accounting of differential privacy via characteristic
+function", Theorem 11; Mironov, Talwar & Zhang 2019, Section 3 for RDP).  For
+``sigma' >= sigma`` and ``q' <= q`` the pair of ``M(sigma', q')`` is a *post-processing*
+of the pair of ``M(sigma, q)`` by one Markov kernel ``K`` applied to both members:
+
+* larger noise: ``K(y) = y + N(0, sigma'^2 - sigma^2)`` maps ``N(m, sigma^2)`` to
+  ``N(m, sigma'^2)`` for every mean ``m``, hence each mixture to the same mixture;
+* smaller rate: with ``t = q'/q``, ``K(y) = y`` with probability ``t`` and a fresh
+  ``N(0, sigma^2)`` draw otherwise maps ``P_q`` to ``(1 - t) Q + t P_q = P_{q'}`` and
+  ``Q`` to ``Q``.
+
+By the data-processing inequality for the hockey-stick divergence (equivalently
+Blackwell's theorem: ``T(K P, K Q) >= T(P, Q)``; Dong, Roth & Su 2022, Lemma 2.9), the
+privacy profile ``delta(eps)`` of ``M(sigma', q')`` lies below that of ``M(sigma, q)``
+at every ``eps``, in both directions, and so does every Renyi divergence.  Composition
+preserves the order (Dong, Roth & Su 2022, Lemma 3.3: composing dominated pairs gives
+a dominated pair), so
+
+* rounding every step to a cell with **smaller sigma and larger q** gives a schedule
+  whose composition dominates the true one: its certified *upper* bound is an upper
+  bound for the real schedule;
+* rounding **larger sigma, smaller q** gives a dominated schedule: its certified
+  *lower* bound is a lower bound for the real schedule.
+
+The two bounds are never clipped to each other; the bracket's width is the price of
+the grid (about four times ``grid`` relative for a smoothly decaying sigma, plus the
+PLD discretisation's own bracket).  A coarser grid merges more steps (faster, wider);
+a finer one fewer.  Steps whose ``(sigma, q)`` sit exactly on the grid (in particular
+the few-phase schedules of ordinary training) are not moved at all: the rounding
+is the identity for them.
+
+:class:`ScheduleMechanism` is the composition of the rounded phases.  For many phases
+it composes them in chunks and combines the chunks' PLDs by a balanced tree of
+FFT convolutions (with the same certified tail cuts and coarsening as the engine), and
+shows a ``tqdm`` progress bar when the work takes more than a couple of seconds.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from ._validation import check_count, check_positive, check_sample_rate
+from .compose import ComposedMechanism
+from .mechanism import Mechanism, PLDSettings
+from .pld import GridPLD
+
+__all__ = [
+    "DEFAULT_GRID",
+    "ScheduleMechanism",
+    "round_schedule",
+    "round_step",
+    "schedule_mechanism",
+]
+
+#: default relative width of a rounding cell in sigma and in q (about 0.1 %)
+DEFAULT_GRID = 2.0**-10
+#: phases composed together before the chunks are combined by a tree of convolutions
+CHUNK = 16
+#: a progress bar appears only after this many seconds of accounting
+PROGRESS_DELAY = 2.0
+
+
+def _check_grid(grid: object) -> float:
+    g = check_positive("grid", grid)
+    if not g < 0.5:
+        raise ValueError(f"grid must lie in (0, 0.5) (a relative cell width), got {grid!r}")
+    return g
+
+
+@lru_cache(maxsize=1 << 16)
+def _cell_value(index: int, log_width: float) -> float:
+    return math.exp(index * log_width)
+
+
+def round_step(
+    noise_multiplier: float, sample_rate: float, grid: float = DEFAULT_GRID, *, upper: bool = True
+) -> tuple[float, float]:
+    """Round one step ``(sigma, q)`` to its cell: dominating (``upper``) or dominated.
+
+    Cells are the points ``exp(k * log1p(grid))`` (integer ``k``) in both sigma and q.
+    ``upper=True`` returns the largest cell sigma ``<= sigma`` and the smallest cell q
+    ``>= q`` (capped at 1): a step that dominates the given one (see the module
+    docstring), so bounds computed from it are upper bounds.  ``upper=False`` rounds
+    the other way, for lower bounds.  A value already on the grid stays put.
+
+    Parameters
+    ----------
+    noise_multiplier : float
+        sigma, > 0.
+    sample_rate : float
+        q, in (0, 1].
+    grid : float
+        Relative cell width, in (0, 0.5).
+    upper : bool
+        Direction of the rounding.
+
+    Returns
+    -------
+    (float, float)
+        The cell's ``(sigma, q)``.
+
+    Examples
+    --------
+    >>> s, q = round_step(1.2345, 0.0123, grid=0.01)
+    >>> bool(s <= 1.2345 and q >= 0.0123)
+    True
+    >>> s2, q2 = round_step(1.2345, 0.0123, grid=0.01, upper=False)
+    >>> bool(s2 >= 1.2345 and q2 <= 0.0123)
+    True
+    """
+    sigma = check_positive("noise_multiplier", noise_multiplier)
+    q = check_sample_rate(sample_rate)
+    g = _check_grid(grid)
+    s_cell, q_cell = _round(sigma, q, math.log1p(g), upper)
+    return s_cell, q_cell
+
+
+def _round(sigma: float, q: float, w: float, upper: bool) -> tuple[float, float]:
+    ks = math.log(sigma) / w
+    kq = math.log(q) / w
+    # snap values within rounding error of a node onto it (grid-aligned steps stay put)
+    ks_r, kq_r = round(ks), round(kq)
+    ks = ks_r if abs(ks - ks_r) < 1e-9 else ks
+    kq = kq_r if abs(kq - kq_r) < 1e-9 else kq
+    if upper:
+        i, j = math.floor(ks), math.ceil(kq)
+        # guard the floating-point direction: sigma_cell <= sigma, q_cell >= q
+        while _cell_value(i, w) > sigma:
+            i -= 1
+        while _cell_value(j, w) < q:
+            j += 1
+        s_cell, q_cell = _cell_value(i, w), min(_cell_value(j, w), 1.0)
+    else:
+        i, j = math.ceil(ks), math.floor(kq)
+        while _cell_value(i, w) < sigma:
+            i += 1
+        while _cell_value(j, w) > q:
+            j -= 1
+        s_cell, q_cell = _cell_value(i, w), _cell_value(j, w)
+    # exact grid values (a step given on the grid) keep their own value
+    if math.isclose(s_cell, sigma, rel_tol=1e-12, abs_tol=0.0):
+        s_cell = sigma
+    if math.isclose(q_cell, q, rel_tol=1e-12, abs_tol=0.0):
+        q_cell = q
+    return s_cell, q_cell
+
+
+def round_schedule(
+    steps: Iterable[tuple[float, float, int]], grid: float = DEFAULT_GRID, *, upper: bool = True
+) -> list[tuple[float, float, int]]:
+    """Round every ``(sigma, q, count)`` phase to its cell and merge equal cells.
+
+    Parameters
+    ----------
+    steps : iterable of (float, float, int)
+        Phases ``(noise_multiplier, sample_rate, count)``, in any order.
+    grid : float
+        Relative cell width in (0, 0.5); see :func:`round_step`.
+    upper : bool
+        ``True``: dominating cells (for upper bounds); ``False``: dominated cells.
+
+    Returns
+    -------
+    list of (float, float, int)
+        The merged phases ``(sigma_cell, q_cell, total_count)``, sorted by cell.
+
+    Examples
+    --------
+    >>> sched = [(1.0 * 0.9999**t, 0.01, 1) for t in range(1000)]
+    >>> merged = round_schedule(sched, grid=2**-8)
+    >>> sum(c for _, _, c in merged), len(merged) < 40
+    (1000, True)
+    """
+    g = _check_grid(grid)
+    w = math.log1p(g)
+    cells: dict[tuple[float, float], int] = {}
+    for i, item in enumerate(steps):
+        try:
+            sigma, q, count = item
+        except (TypeError, ValueError):
+            raise TypeError(
+                f"steps[{i}] must be a (noise_multiplier, sample_rate, count) triple, "
+                f"got {item!r}"
+            ) from None
+        key = _round(
+            check_positive(f"steps[{i}] noise_multiplier", sigma),
+            check_sample_rate(q),
+            w,
+            upper,
+        )
+        cells[key] = cells.get(key, 0) + check_count(count, f"steps[{i}] count")
+    return [(s, q, c) for (s, q), c in sorted(cells.items())]
+
+
+@lru_cache(maxsize=1 << 14)
+def _cell_mechanism(sigma: float, q: float) -> Mechanism:
+    """One shared mechanism object per cell, so its caches serve every query."""
+    from dpacct.mechanisms.gaussian import GaussianMechanism  # zoo: a layer above
+
+    from .subsample import poisson_subsample
+
+    return poisson_subsample(GaussianMechanism(sigma=sigma), q)
+
+
+def schedule_mechanism(
+    phases: Sequence[tuple[float, float, int]],
+    *,
+    others: Sequence[tuple[Mechanism, int]] = (),
+    progress: bool = True,
+) -> ScheduleMechanism:
+    """The composition of DP-SGD phases ``(sigma, q, count)`` (and other records).
+
+    The phases are used as given; round them first with :func:`round_schedule` for a
+    certified upper (``upper=True``) or lower (``upper=False``) bound of a finer
+    schedule.
+
+    Examples
+    --------
+    >>> up = schedule_mechanism(round_schedule([(1.0, 0.01, 500), (0.9, 0.01, 500)]))
+    >>> bool(0.5 < up.epsilon(1e-5) < 3.0)
+    True
+    """
+    parts = [(_cell_mechanism(float(s), float(q)), int(c)) for s, q, c in phases]
+    parts.extend((m, int(c)) for m, c in others)
+    if not parts:
+        raise ValueError("phases must hold at least one (sigma, q, count) phase")
+    return ScheduleMechanism(parts=tuple(parts), progress=progress)
+
+
+@dataclass(frozen=True, repr=False)
+class ScheduleMechanism(ComposedMechanism):
+    """A :class:`ComposedMechanism` of many phases, composed chunk by chunk.
+
+    Up to :data:`CHUNK` parts are composed by the engine as usual.  Beyond, the parts
+    are composed in chunks of ``CHUNK`` (each chunk by the engine, with its share of
+    the tail budget) and the chunks' PLDs are combined by a balanced tree of FFT
+    convolutions, coarsening the grid as the loss widens -- the same certified
+    operations (:meth:`GridPLD.convolve`, :meth:`GridPLD.regrid`) as everywhere in the
+    engine, so the upper (lower) bound stays an upper (lower) bound.  Half the tail
+    budget goes to the chunks (in proportion to their step counts), half to the
+    ``n_chunks - 1`` tree convolutions.  A ``tqdm`` bar reports the chunks when the work
+    lasts more than :data:`PROGRESS_DELAY` seconds (``progress=False`` hides it).
+
+    Examples
+    --------
+    >>> phases = [(0.8 + 0.01 * i, 0.01, 10) for i in range(40)]
+    >>> run = schedule_mechanism(phases, progress=False)
+    >>> lo, hi = run.epsilon_bounds(1e-5)
+    >>> bool(0 < lo <= hi < 1.01 * lo)
+    True
+    """
+
+    progress: bool = field(default=True, compare=False)
+
+    def _pld_one(self, pessimistic: bool, settings: PLDSettings, which: int) -> GridPLD:
+        if len(self.parts) <= CHUNK:
+            return super()._pld_one(pessimistic, settings, which)
+        key = ("pld1-chunked", pessimistic, settings.key(), which)
+        cache = self._cache()
+        if key in cache:
+            return cache[key]
+        if which == 1 and self._symmetric():
+            out = self._pld_one(pessimistic, settings, 0)
+            cache[key] = out
+            return out
+        parts = list(self.parts)
+        total = sum(c for _, c in parts)
+        chunks = [parts[i : i + CHUNK] for i in range(0, len(parts), CHUNK)]
+        resolution = settings.resolution_for(pessimistic)
+        n_conv = max(len(chunks) - 1, 1)
+        plds: list[GridPLD] = []
+        from tqdm.auto import tqdm
+
+        label = f"composing {len(parts)} phases ({'upper' if pessimistic else 'lower'} bound)"
+        with tqdm(
+            total=2 * len(chunks) - 1,
+            desc=label,
+            delay=PROGRESS_DELAY,
+            disable=not self.progress,
+            leave=False,
+        ) as bar:
+            for chunk in chunks:
+                share = _scaled_settings(settings, 0.5 * sum(c for _, c in chunk) / total)
+                plds.append(ComposedMechanism(parts=tuple(chunk))._pld_one(pessimistic, share, which))
+                bar.update(1)
+            cut = 0.5 * settings.tail / n_conv
+            while len(plds) > 1:
+                nxt = []
+                for i in range(0, len(plds) - 1, 2):
+                    product = plds[i].convolve(plds[i + 1], cut)
+                    nxt.append(product._coarsened(resolution, None))
+                    bar.update(1)
+                if len(plds) % 2:
+                    nxt.append(plds[-1])
+                plds = nxt
+        cache[key] = plds[0]
+        return plds[0]
+
+
+def _scaled_settings(settings: PLDSettings, fraction: float) -> PLDSettings:
+    out = PLDSettings.__new__(PLDSettings)
+    for name in PLDSettings.__slots__:  # every grid setting, the tail budget scaled
+        if hasattr(settings, name):
+            setattr(out, name, getattr(settings, name))
+    out.tail = settings.tail * fraction
+    return out
