@@ -4,6 +4,7 @@ The public entry points are the :class:`Mechanism` contract and the transformers
 :func:`compose`, :func:`poisson_subsample` and :func:`subsample_without_replacement`.
 """
 
+from .attack_risk import advantage, advantage_bounds, tpr_at, tpr_bounds, tradeoff_bounds
 from .compose import ComposedMechanism, compose
 from .ledger import BudgetExceededError, LedgerFileError, PrivacyAccountant
 from .loss_law import AtomicLossLaw, GaussianLossLaw, PoissonSubsampledLossLaw, PrivacyLossLaw
@@ -31,6 +32,8 @@ __all__ = [
     "PrivacyAccountant",
     "PrivacyLossLaw",
     "WithoutReplacementSubsampledMechanism",
+    "advantage",
+    "advantage_bounds",
     "compose",
     "discretize",
     "poisson_subsample",
@@ -38,5 +41,8 @@ __all__ = [
     "rdp_to_delta",
     "rdp_to_epsilon",
     "subsample_without_replacement",
+    "tpr_at",
+    "tpr_bounds",
+    "tradeoff_bounds",
     "zcdp_rdp",
 ]

@@ -1,0 +1,346 @@
+"""Attack risk: what the best membership-inference attack can achieve, certified.
+
+A mechanism's privacy is a statement about hypothesis tests.  For neighbouring
+datasets ``D`` (without the target record) and ``D'`` (with it), an attack that sees
+the output decides "member" or "not member"; its false-positive rate ``FPR = alpha``
+and false-negative rate ``beta = 1 - TPR`` can never beat the trade-off curve
+``f(alpha) = inf_{ordered neighbours} T(M(D), M(D'))(alpha)`` (Dong, Roth, Su 2022,
+Definition 2.1).  Kulynych, Gomez, Kaissis, du Pin Calmon, Troncoso (NeurIPS 2024,
+"Attack-aware noise calibration for differential privacy") argue that a privacy
+budget is best stated and calibrated in these terms:
+
+* :func:`advantage` -- ``max_alpha (1 - alpha - f(alpha))``, the largest TPR - FPR any
+  attack reaches, equal to ``delta(0)``, the total-variation distance of the pair
+  (Kairouz, Oh, Viswanath 2015; Kulynych et al. 2024, Section 3.1);
+* :func:`tpr_at` -- the best attack's TPR at a given FPR, ``1 - f(alpha)``
+  (Kulynych et al. 2024, Eq. (3));
+* :func:`tradeoff_bounds` -- a certified bracket ``(lower, upper)`` of ``f`` itself.
+
+How the numbers are certified
+-----------------------------
+For an ordered pair ``(P, Q)`` (``alpha = P``-mass of the rejection region, ``beta =
+Q``-mass of its complement) the trade-off curve is the upper envelope of lines given
+by the hockey-stick divergences ``H_t(Q||P) = sup_S Q(S) - t P(S)``:
+``T(P, Q)(alpha) = sup_{t > 0} (1 - t alpha - H_t(Q||P))`` (Dong, Roth, Su 2022,
+Proposition 2.12 and its proof).  Splitting at ``t = 1`` and using
+``H_t(Q||P) = 1 - t + t H_{1/t}(P||Q)`` for ``t < 1`` gives, with
+``delta_PQ(u) = H_{e^u}(P||Q)`` and ``delta_QP(u) = H_{e^u}(Q||P)`` for ``u >= 0``,
+
+    T(P, Q)(alpha) = sup_{u >= 0} max(1 - delta_QP(u) - e^u alpha,
+                                       e^{-u} (1 - alpha - delta_PQ(u))).      (*)
+
+With add/remove neighbours the remove pair ``(P_r, Q_r)`` and the add pair
+``(P_a, Q_a)`` are each other's swap (an add pair is a remove pair in the other order),
+so ``delta_QP`` of the remove pair is the add direction's curve and vice versa, and
+``f = min(T(P_r, Q_r), T(P_a, Q_a))``.
+
+* **Lower bound on f (the safe side: an upper bound on every attack's TPR).**  (*) is
+  monotone in both deltas, so upper bounds on them give a lower bound on ``T`` at every
+  ``u`` evaluated -- any set of ``u`` is sound.  The upper bounds are the pessimistic
+  (connect-the-dots) PLD of the remove direction and, for the add direction, that PLD
+  swapped (:meth:`~dpacct.accountant.pld.GridPLD.swapped_delta_bound`), which is a
+  dominating pair of the add direction.  Evaluated at every grid node (the kinks of
+  the discrete curves), (*) is exactly the piecewise-linear Neyman-Pearson curve of the
+  discrete dominating pair that the pessimistic PLD defines (Kulynych et al. 2024,
+  Algorithm 1), which lies below the true curve (Doroshenko et al. 2022, Theorem 3.2:
+  the connect-the-dots pair dominates the true one).
+* **Upper bound on f.**  The optimistic PLDs give lower bounds on both directions'
+  ``delta(u)`` for ``u >= 0``; between grid nodes each is ``a - b e^u`` (linear in
+  ``e^u``), so both terms of (*) are linear in ``e^u`` (resp. ``e^{-u}``) between nodes
+  and the supremum over all ``u`` is attained on the nodes: evaluating (*) on every
+  node of the optimistic PLDs gives the exact supremum, an upper bound on ``T``.  This
+  end brackets the curve of the mechanism's dominating pairs (as
+  :meth:`Mechanism.epsilon_bounds` does): it is the mechanism's own curve when the pair
+  is tight, as for the Gaussian and its Poisson subsampling (Zhu, Dong, Wang 2022,
+  Theorem 11).
+
+Mechanisms with an exact trade-off curve (Gaussian, Laplace, randomized response, ...)
+answer exactly (both ends equal up to rounding).  Mechanisms known only through an
+RDP curve or an exact ``delta(epsilon)`` get the dual of their (epsilon, delta) curve on
+the safe side (:meth:`Mechanism.tradeoff`) and the trivial ``1 - alpha`` above.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._validation import check_fpr, check_tol
+from .mechanism import Mechanism, PLDSettings
+from .pld import GridPLD
+
+__all__ = [
+    "advantage",
+    "advantage_bounds",
+    "tpr_at",
+    "tpr_bounds",
+    "tradeoff_bounds",
+]
+
+#: alphas evaluated per block (memory: block x nodes doubles)
+_BLOCK_ELEMENTS = 4_000_000
+#: relative and absolute outward rounding of every certified trade-off value
+_ROUND_REL = 1e-10
+_ROUND_ABS = 1e-15
+
+
+def _check_mechanism(mechanism: object) -> Mechanism:
+    if not isinstance(mechanism, Mechanism):
+        raise TypeError(f"mechanism must be a dpacct Mechanism, got {type(mechanism).__name__}")
+    return mechanism
+
+
+def _envelope(
+    alpha: np.ndarray, u: np.ndarray, d_qp: np.ndarray, d_pq: np.ndarray
+) -> np.ndarray:
+    """``max(0, max_j max(1 - d_qp[j] - e^{u_j} alpha, e^{-u_j} (1 - alpha - d_pq[j])))``.
+
+    Equation (*) of the module docstring evaluated on the nodes ``u`` (all >= 0).  At
+    ``alpha = 0`` the first term's supremum over ``u -> inf`` is ``1 - d_qp(inf)``; the
+    caller includes a node beyond the last kink for it.
+    """
+    out = np.zeros(alpha.size)
+    eu = np.exp(np.minimum(u, 700.0))
+    emu = np.exp(-u)
+    block = max(1, _BLOCK_ELEMENTS // max(u.size, 1))
+    one_qp = 1.0 - d_qp
+    for start in range(0, alpha.size, block):
+        a = alpha[start : start + block, None]
+        with np.errstate(over="ignore", invalid="ignore"):
+            t1 = one_qp[None, :] - eu[None, :] * a
+            t2 = emu[None, :] * (1.0 - a - d_pq[None, :])
+        best = np.maximum(np.nan_to_num(t1, nan=0.0, neginf=0.0).max(axis=1), t2.max(axis=1))
+        out[start : start + block] = np.maximum(best, 0.0)
+    return out
+
+
+def _nodes(*plds: GridPLD, swapped: bool = False) -> np.ndarray:
+    """Every |loss| grid node of ``plds`` (the kinks of their delta curves), with 0 and
+    a point beyond the last kink."""
+    parts = [np.zeros(1)]
+    for p in plds:
+        losses = p.losses
+        parts.append(losses[losses > 0])
+        if swapped:
+            parts.append(-losses[losses < 0])
+    u = np.unique(np.concatenate(parts))
+    return np.concatenate([u, [float(u[-1]) + 40.0]])
+
+
+def _pld_route(mech: Mechanism) -> bool:
+    return mech.has_pld and not (mech.has_exact_curve or mech._overrides("_tradeoff_exact"))
+
+
+def _lower_curve(mech: Mechanism, alpha: np.ndarray, settings: PLDSettings) -> np.ndarray:
+    """Certified lower bound on f from the pessimistic PLDs (module docstring)."""
+    rem = mech._pld_one(True, settings, 0)
+    if mech._directions_equal() or mech._swap_bounds_add():
+        u = _nodes(rem, swapped=True)
+        d_r = np.asarray(rem.delta(u), dtype=float)
+        d_a = np.asarray(rem.swapped_delta_bound(u), dtype=float)
+        if mech._directions_equal():
+            d_a = d_r = np.minimum(d_r, d_a)  # one law, both orders: either bound holds
+    else:
+        add = mech._pld_one(True, settings, 1)
+        u = _nodes(rem, add)
+        d_r = np.asarray(rem.delta(u), dtype=float)
+        d_a = np.asarray(add.delta(u), dtype=float)
+    low_r = _envelope(alpha, u, d_qp=d_a, d_pq=d_r)  # T(P_r, Q_r)
+    low_a = _envelope(alpha, u, d_qp=d_r, d_pq=d_a)  # T(P_a, Q_a)
+    return np.minimum(low_r, low_a)
+
+
+def _upper_curve(mech: Mechanism, alpha: np.ndarray, settings: PLDSettings) -> np.ndarray:
+    """Upper bound on f from the optimistic PLDs (exact supremum over their nodes)."""
+    rem = mech._pld_one(False, settings, 0)
+    add = rem if mech._directions_equal() else mech._pld_one(False, settings, 1)
+    u = _nodes(rem, add)
+    d_r = np.asarray(rem.delta(u), dtype=float)
+    d_a = np.asarray(add.delta(u), dtype=float)
+    up_r = _envelope(alpha, u, d_qp=d_a, d_pq=d_r)
+    up_a = _envelope(alpha, u, d_qp=d_r, d_pq=d_a)
+    return np.minimum(up_r, up_a)
+
+
+def _bounds(mech: Mechanism, alpha: np.ndarray, tol: float | None, upper: bool):
+    flat = alpha.reshape(-1).astype(float)
+    if mech._overrides("_tradeoff_exact"):
+        exact = np.clip(np.asarray(mech._tradeoff_exact(flat), dtype=float), 0.0, 1.0)
+        low = exact * (1.0 - _ROUND_REL) - _ROUND_ABS
+        high = exact * (1.0 + _ROUND_REL) + _ROUND_ABS
+    elif _pld_route(mech):
+        settings = PLDSettings(tol)
+        low = _lower_curve(mech, flat, settings) * (1.0 - _ROUND_REL) - _ROUND_ABS
+        # the (epsilon, delta) dual is sound too; the larger lower bound wins
+        low = np.maximum(low, np.asarray(mech.tradeoff(flat, tol=tol), dtype=float))
+        if upper:
+            high = _upper_curve(mech, flat, settings) * (1.0 + _ROUND_REL) + _ROUND_ABS
+        else:
+            high = np.ones_like(flat)
+    else:
+        low = np.asarray(mech.tradeoff(flat, tol=tol), dtype=float)
+        high = 1.0 - flat
+    low = np.clip(low, 0.0, 1.0 - flat)
+    high = np.clip(np.maximum(high, low), 0.0, 1.0 - flat)
+    return low.reshape(alpha.shape), high.reshape(alpha.shape)
+
+
+def _out(values: np.ndarray, like: np.ndarray):
+    return float(values) if np.ndim(like) == 0 else values
+
+
+def tradeoff_bounds(mechanism: Mechanism, fpr, *, tol: float | None = None):
+    """Certified bracket ``(lower, upper)`` of the trade-off curve ``beta = f(alpha)``.
+
+    ``f(alpha)`` is the smallest false-negative rate any test reaches at false-positive
+    rate ``alpha`` over all ordered neighbouring pairs (Dong, Roth, Su 2022,
+    Definition 2.1).  ``lower`` is the safe side (every attack's FNR is at least it):
+    the Neyman-Pearson curve of the discrete dominating pair defined by the
+    pessimistic PLD.  ``upper`` comes from the optimistic PLD (exact supremum over its
+    nodes); see the module docstring for the argument.
+
+    Parameters
+    ----------
+    mechanism : Mechanism
+        Any dpacct mechanism (composed, subsampled, ...).
+    fpr : float or array_like
+        False-positive rate(s) ``alpha`` in [0, 1].
+    tol : float, optional
+        Relative accuracy of the PLDs (as in :meth:`Mechanism.epsilon`); default 1e-4.
+
+    Returns
+    -------
+    (lower, upper) : floats or numpy arrays shaped like ``fpr``
+
+    Raises
+    ------
+    TypeError
+        ``mechanism`` is not a :class:`Mechanism`.
+    ValueError
+        ``fpr`` outside [0, 1] or NaN; ``tol`` outside (0, 0.5).
+
+    Examples
+    --------
+    One Poisson-subsampled Gaussian step:
+
+    >>> from dpacct.accountant import poisson_subsample
+    >>> from dpacct.mechanisms import GaussianMechanism
+    >>> step = poisson_subsample(GaussianMechanism(sigma=1.0), sample_rate=0.1)
+    >>> lo, hi = tradeoff_bounds(step, 0.01)
+    >>> bool(0.0 <= lo <= hi <= 0.99)
+    True
+    >>> round(lo, 4)
+    0.9818
+    """
+    mech = _check_mechanism(mechanism)
+    a = check_fpr(fpr)
+    tol = check_tol(tol)
+    low, high = _bounds(mech, a, tol, upper=True)
+    return _out(low, a), _out(high, a)
+
+
+def tpr_bounds(mechanism: Mechanism, fpr, *, tol: float | None = None):
+    """Bracket ``(lower, upper)`` of the best attack's true-positive rate at ``fpr``.
+
+    ``upper = 1 - lower(f)`` is the certified bound (no membership-inference attack
+    reaches a higher TPR at this FPR); ``lower = 1 - upper(f)`` shows how tight it is.
+    See :func:`tradeoff_bounds`.
+
+    Examples
+    --------
+    >>> from dpacct.mechanisms import GaussianMechanism
+    >>> lo, hi = tpr_bounds(GaussianMechanism(sigma=1.0), 0.01)
+    >>> round(hi, 4)  # 1 - Phi(Phi^-1(0.99) - 1)
+    0.0924
+    """
+    mech = _check_mechanism(mechanism)
+    a = check_fpr(fpr)
+    tol = check_tol(tol)
+    low, high = _bounds(mech, a, tol, upper=True)
+    return _out(1.0 - high, a), _out(1.0 - low, a)
+
+
+def tpr_at(mechanism: Mechanism, fpr, *, tol: float | None = None):
+    """Certified upper bound on the best membership-inference attack's TPR at ``fpr``.
+
+    ``1 - lower(f)(fpr)`` (Kulynych et al. 2024, Eq. (3)): computed from the
+    pessimistic PLD alone, so it is as fast as :meth:`Mechanism.epsilon`.
+
+    Parameters
+    ----------
+    mechanism : Mechanism
+    fpr : float or array_like
+        False-positive rate(s) in [0, 1].
+    tol : float, optional
+        Relative accuracy of the PLDs; default 1e-4.
+
+    Examples
+    --------
+    >>> from dpacct.calibrators import dpsgd_mechanism
+    >>> run = dpsgd_mechanism(1.0, 0.01, 1_000)
+    >>> round(tpr_at(run, 0.01), 3)
+    0.029
+    """
+    mech = _check_mechanism(mechanism)
+    a = check_fpr(fpr)
+    tol = check_tol(tol)
+    low, _ = _bounds(mech, a, tol, upper=False)
+    return _out(1.0 - low, a)
+
+
+def advantage_bounds(mechanism: Mechanism, *, tol: float | None = None) -> tuple[float, float]:
+    """Bracket ``(lower, upper)`` of the largest TPR - FPR any attack reaches.
+
+    The advantage is ``delta(0)``, the total-variation distance of the neighbouring
+    pair (Kairouz, Oh, Viswanath 2015; Kulynych et al. 2024, Proposition 3.1); it is
+    the same in both neighbouring directions, so the upper end is the smaller of the
+    certified upper bounds (the pessimistic PLD of either direction, the swapped
+    remove PLD, the mechanism's own ``delta(0)``), the lower end the larger of the
+    optimistic PLDs' values.
+
+    Examples
+    --------
+    >>> from dpacct.mechanisms import GaussianMechanism
+    >>> lo, hi = advantage_bounds(GaussianMechanism(sigma=1.0))
+    >>> round(hi, 6)  # 2 Phi(1/2) - 1
+    0.382925
+    """
+    mech = _check_mechanism(mechanism)
+    tol = check_tol(tol)
+    upper = float(mech.delta(0.0, tol=tol))
+    lower = 0.0
+    if mech.has_exact_curve:
+        return upper * (1.0 - _ROUND_REL), upper
+    if mech.has_pld:
+        settings = PLDSettings(tol)
+        rem = mech._pld_one(True, settings, 0)
+        upper = min(upper, float(rem.delta(0.0)))
+        if mech._swap_bounds_add():
+            upper = min(upper, float(rem.swapped_delta_bound(0.0)))
+        opt_r = mech._pld_one(False, settings, 0)
+        lower = float(opt_r.delta(0.0))
+        if not mech._directions_equal():
+            lower = max(lower, float(mech._pld_one(False, settings, 1).delta(0.0)))
+    return min(lower, upper), upper
+
+
+def advantage(mechanism: Mechanism, *, tol: float | None = None) -> float:
+    """Certified upper bound on the largest TPR - FPR any membership attack reaches.
+
+    Equal to ``delta(epsilon=0)`` (Kulynych et al. 2024, Proposition 3.1); see
+    :func:`advantage_bounds`.
+
+    Examples
+    --------
+    >>> from dpacct.calibrators import dpsgd_mechanism
+    >>> round(advantage(dpsgd_mechanism(1.0, 0.01, 1_000)), 3)
+    0.161
+    """
+    mech = _check_mechanism(mechanism)
+    tol = check_tol(tol)
+    upper = float(mech.delta(0.0, tol=tol))
+    if mech.has_pld and not mech.has_exact_curve:
+        rem = mech._pld_one(True, PLDSettings(tol), 0)
+        upper = min(upper, float(rem.delta(0.0)))
+        if mech._swap_bounds_add():
+            upper = min(upper, float(rem.swapped_delta_bound(0.0)))
+    return upper
