@@ -170,8 +170,6 @@ def _bounds(mech: Mechanism, alpha: np.ndarray, tol: float | None, upper: bool):
     elif _pld_route(mech):
         settings = PLDSettings(tol)
         low = _lower_curve(mech, flat, settings) * (1.0 - _ROUND_REL) - _ROUND_ABS
-        # the (epsilon, delta) dual is sound too; the larger lower bound wins
-        low = np.maximum(low, np.asarray(mech.tradeoff(flat, tol=tol), dtype=float))
         if upper:
             high = _upper_curve(mech, flat, settings) * (1.0 + _ROUND_REL) + _ROUND_ABS
         else:

@@ -12,18 +12,27 @@ from .dpsgd import (
     steps_from_epochs,
 )
 from .regression import calibrate_adassp, calibrate_ssp
+from .risk import (
+    RiskCalibration,
+    calibrate_risk,
+    risk_max_sample_rate,
+    risk_max_steps,
+    risk_noise_multiplier,
+)
 from .synthesis import calibrate_synthesizer
 from .training import calibrate_dp_sgd, calibrate_noisy_gd, naive_split_sigma
 
 __all__ = [
     "Calibration",
     "CalibrationError",
+    "RiskCalibration",
     "UnreachableTargetError",
     "analytic_gaussian_sigma",
     "calibrate",
     "calibrate_adassp",
     "calibrate_dp_sgd",
     "calibrate_noisy_gd",
+    "calibrate_risk",
     "calibrate_ssp",
     "calibrate_synthesizer",
     "dpsgd_mechanism",
@@ -33,5 +42,8 @@ __all__ = [
     "max_steps",
     "naive_split_sigma",
     "noise_multiplier",
+    "risk_max_sample_rate",
+    "risk_max_steps",
+    "risk_noise_multiplier",
     "steps_from_epochs",
 ]
