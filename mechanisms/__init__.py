@@ -5,9 +5,13 @@ exponential, generic pure-DP and zCDP.  Algorithms (each an :class:`Algorithm`, 
 privacy is the composition of the primitives it runs): NoisyGD, DP-SGD, SSP and
 AdaSSP regression, marginal-based synthetic data, histogram and tree quantiles, the
 exponential-mechanism quantile, DP Theil-Sen.
+
+Every primitive adds its own noise (``release``), and every algorithm draws its noise
+only through the releases of the primitives its privacy is composed of
+(:class:`PlannedRelease`, :class:`ReleaseSession`).
 """
 
-from .algorithm import Algorithm
+from .algorithm import Algorithm, PlannedRelease, ReleaseSession
 from .audit import AuditResult, audit
 from .discrete import (
     DiscreteGaussianMechanism,
@@ -63,8 +67,10 @@ __all__ = [
     "LinearModel",
     "MarginalSynthesizer",
     "NoisyGD",
+    "PlannedRelease",
     "PureDPMechanism",
     "RandomizedResponse",
+    "ReleaseSession",
     "SufficientStatisticsPerturbation",
     "Table",
     "TheilSenFit",
