@@ -247,7 +247,7 @@ def random_allocation(
     >>> from dpacct.mechanisms import GaussianMechanism
     >>> ra = random_allocation(GaussianMechanism(sigma=1.0), steps=1000, epochs=1)
     >>> round(float(ra.epsilon(1e-6)), 3)
-    2.09
+    1.292
     """
     return RandomAllocationMechanism(mechanism, steps, k, epochs)
 
