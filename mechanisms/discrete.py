@@ -157,7 +157,7 @@ def sample_discrete_gaussian(sigma: float | Fraction, size, rng: np.random.Gener
 
     ``P(X = x) = exp(-x^2 / (2 sigma^2)) / Z`` on the integers; ``sigma`` is taken as the
     exact rational it is, so ``sigma^2`` is rational and every coin is exact.  Expected
-    O(1) proposals per sample (CKS 2020, Section 5.3); pure Python.
+    O(1) proposals per sample (CKS 2020, Section 5); pure Python.
 
     Examples
     --------

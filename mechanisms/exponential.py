@@ -336,15 +336,16 @@ class ExponentialMechanism(Mechanism):
         """Run the exponential mechanism on utility ``scores``: pick an index (or a point).
 
         Index ``i`` is drawn with probability ``∝ exp(epsilon0 scores[i] / (2 Delta))``
-        (McSherry & Talwar 2007, Definition 6), ``Delta = sensitivity`` the utility's
+        (McSherry & Talwar 2007, Section 3), ``Delta = sensitivity`` the utility's
         sensitivity -- the exponent whose mechanism is ``epsilon0``-bounded-range
-        (Durfee & Rogers 2019, Lemma 3.1: the loss ``(epsilon0 / (2 Delta)) (u(x, y) -
+        (Durfee & Rogers 2019, Section 3: the loss ``(epsilon0 / (2 Delta)) (u(x, y) -
         u(x', y)) + const`` ranges over at most ``epsilon0``), which is the claim of this
         object under either analysis (``bounded_range`` changes only the accounting).
-        Sampled by the Gumbel-max trick (Gumbel 1954; e.g. Durfee & Rogers 2019,
-        Section 4): ``argmax_i (logit_i + G_i)`` with ``G_i`` i.i.d. standard Gumbel has
-        exactly the softmax law of the logits, computed after subtracting the largest
-        logit (no overflow, no underflow to all zeros).
+        Sampled by the Gumbel-max trick (Yellott 1977; Durfee & Rogers 2019 use the
+        same identity to equate the mechanism with Gumbel report-noisy-max):
+        ``argmax_i (logit_i + G_i)`` with ``G_i`` i.i.d. standard Gumbel has exactly the
+        softmax law of the logits, computed after subtracting the largest logit (no
+        overflow, no underflow to all zeros).
 
         With ``edges`` (``m + 1`` non-decreasing finite points) it is the *continuous*
         exponential mechanism on ``[edges[0], edges[-1]]`` with respect to length

@@ -520,7 +520,7 @@ def test_discrete_laplace_pmf(scale, sensitivity):
     noisy = DiscreteLaplaceMechanism(scale=scale).release(
         np.zeros(20_000, dtype=int), sensitivity=sensitivity, rng=np.random.default_rng(28))
 
-    def pmf(x: int) -> float:  # CKS 2020, Definition 3 (normaliser summed in closed form)
+    def pmf(x: int) -> float:  # normaliser sum_x r^|x| = (1 + r) / (1 - r), r = e^{-1/t}
         r = math.exp(-1.0 / t)
         return (1 - r) / (1 + r) * r ** abs(x)
 
