@@ -1,0 +1,187 @@
+"""Attack risk: trade-off brackets against closed forms, mpmath and riskcal."""
+
+from __future__ import annotations
+
+import mpmath
+import numpy as np
+import pytest
+from scipy.stats import norm
+
+from dpacct.accountant import compose, poisson_subsample
+from dpacct.accountant.attack_risk import (
+    advantage,
+    advantage_bounds,
+    tpr_at,
+    tpr_bounds,
+    tradeoff_bounds,
+)
+from dpacct.accountant.loss_law import GaussianLossLaw
+from dpacct.accountant.mechanism import Mechanism
+from dpacct.calibrators import calibrate_risk, dpsgd_mechanism, risk_noise_multiplier
+from dpacct.calibrators.calibrate import UnreachableTargetError
+from dpacct.mechanisms import GaussianMechanism
+
+ALPHAS = np.array([1e-4, 0.001, 0.01, 0.05, 0.1, 0.3, 0.6, 0.9])
+
+
+class _LawOnlyGaussian(Mechanism):
+    """A Gaussian known only through its loss law: forces the PLD route."""
+
+    def __init__(self, mu: float) -> None:
+        self._law = GaussianLossLaw(mu=mu)
+
+    def _loss_laws(self):
+        return self._law, self._law
+
+
+@pytest.mark.parametrize("mu", [0.3, 1.0, 2.5])
+def test_pld_route_brackets_gaussian_closed_form(mu):
+    # mu-GDP: beta(a) = Phi(Phi^-1(1 - a) - mu) (Dong, Roth, Su 2022, Eq. (6))
+    exact = norm.cdf(norm.isf(ALPHAS) - mu)
+    lo, hi = tradeoff_bounds(_LawOnlyGaussian(mu), ALPHAS)
+    assert np.all(lo <= exact + 1e-13)
+    assert np.all(exact <= hi + 1e-13)
+    np.testing.assert_allclose(lo, exact, rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(hi, exact, rtol=1e-4, atol=1e-6)
+
+
+def test_composed_gaussians_pld_route_against_gdp():
+    # 50 compositions of mu = 0.2 is mu = 0.2 sqrt(50), composed on the PLD route
+    mech = compose([_LawOnlyGaussian(0.2)], counts=[50])
+    exact = norm.cdf(norm.isf(ALPHAS) - 0.2 * np.sqrt(50))
+    lo, hi = tradeoff_bounds(mech, ALPHAS)
+    assert np.all(lo <= exact + 1e-12) and np.all(exact <= hi + 1e-12)
+    np.testing.assert_allclose(lo, exact, rtol=1e-3, atol=1e-6)
+
+
+def _mp_tradeoff(q: float, sigma: float, alpha: float) -> float:
+    """min over both orders of one Poisson-subsampled Gaussian step, at 40 digits.
+
+    Remove order: P = (1-q) N(0) + q N(1), Q = N(0); reject P where x < c.
+    Add order: the swap; reject N(0) where x > c.  alpha and beta are Gaussian
+    integrals (mpmath ncdf), c found by root finding.
+    """
+    mpmath.mp.dps = 40
+    s, q_ = mpmath.mpf(sigma), mpmath.mpf(q)
+
+    def mix_cdf(c):
+        return (1 - q_) * mpmath.ncdf(c / s) + q_ * mpmath.ncdf((c - 1) / s)
+
+    a = mpmath.mpf(alpha)
+    c_r = mpmath.findroot(lambda c: mix_cdf(c) - a, (-20 * s, 20 * s), solver="bisect")
+    t_r = 1 - mpmath.ncdf(c_r / s)
+    c_a = mpmath.findroot(lambda c: (1 - mpmath.ncdf(c / s)) - a, (-20 * s, 20 * s),
+                          solver="bisect")
+    t_a = mix_cdf(c_a)
+    return float(min(t_r, t_a))
+
+
+@pytest.mark.parametrize(("q", "sigma"), [(0.1, 1.0), (0.01, 0.7), (0.5, 2.0)])
+def test_one_subsampled_step_against_mpmath(q, sigma):
+    alphas = np.array([0.001, 0.01, 0.1, 0.5])
+    exact = np.array([_mp_tradeoff(q, sigma, a) for a in alphas])
+    step = compose([poisson_subsample(GaussianMechanism(sigma=sigma), q)], counts=[1])
+    lo, hi = tradeoff_bounds(step, alphas)
+    assert np.all(lo <= exact + 1e-14), (lo, exact)
+    assert np.all(exact <= hi + 1e-14), (hi, exact)
+    np.testing.assert_allclose(lo, exact, rtol=2e-4, atol=1e-7)
+    tpr_lo, tpr_hi = tpr_bounds(step, alphas)
+    np.testing.assert_allclose(tpr_hi, 1 - lo, rtol=0, atol=1e-15)
+    np.testing.assert_allclose(tpr_lo, 1 - hi, rtol=0, atol=1e-15)
+
+
+def test_dpsgd_against_monte_carlo_with_confidence():
+    # q = 0.1, sigma = 1, 10 steps: the Neyman-Pearson test of the remove order at
+    # FPR alpha thresholds the summed privacy loss; estimate its FNR from samples.
+    rng = np.random.default_rng(7)
+    q, s, n, m = 0.1, 1.0, 10, 400_000
+
+    def loss(x):
+        return np.log1p(q * np.expm1((2 * x - 1) / (2 * s * s))).sum(axis=1)
+
+    x_q = rng.normal(0, s, size=(m, n))  # under Q = N(0)
+    pick = rng.random((m, n)) < q
+    x_p = rng.normal(0, s, size=(m, n)) + pick  # under P = mixture
+    l_p, l_q = loss(x_p), loss(x_q)
+    alpha = 0.05
+    thr = np.quantile(l_p, alpha)  # reject P where the loss is small
+    beta_hat = float(np.mean(l_q >= thr))
+    se = np.sqrt(beta_hat * (1 - beta_hat) / m)
+    lo, _ = tradeoff_bounds(dpsgd_mechanism(s, q, n), alpha)
+    # f = min over the two orders <= the remove order's curve
+    assert lo <= beta_hat + 5 * se + 2e-3  # (quantile estimation error included)
+
+
+def test_advantage_is_delta_at_zero_and_matches_gaussian():
+    # Gaussian: TV = 2 Phi(mu / 2) - 1
+    lo, hi = advantage_bounds(_LawOnlyGaussian(1.0))
+    exact = 2 * norm.cdf(0.5) - 1
+    assert lo <= exact <= hi and hi - lo < 1e-5
+    run = dpsgd_mechanism(1.0, 0.01, 1000)
+    lo, hi = advantage_bounds(run)
+    assert lo <= advantage(run) == pytest.approx(hi) and hi - lo < 1e-4 * hi
+    assert advantage(run) <= run.delta(0.0) * (1 + 1e-12)
+
+
+def test_tpr_is_monotone_and_above_fpr():
+    run = dpsgd_mechanism(1.0, 0.01, 1000)
+    tpr = tpr_at(run, ALPHAS)
+    assert np.all(np.diff(tpr) >= -1e-12)
+    assert np.all(tpr >= ALPHAS - 1e-12)
+
+
+def test_bad_inputs_are_named():
+    with pytest.raises(TypeError, match="mechanism"):
+        tpr_at("gaussian", 0.1)
+    with pytest.raises(ValueError, match="fpr"):
+        tpr_at(GaussianMechanism(sigma=1.0), 1.5)
+
+
+def test_calibration_is_safe_and_tight():
+    res = risk_noise_multiplier(tpr=0.1, fpr=0.01, sample_rate=0.01, steps=1000,
+                                full_output=True)
+    assert res.risk <= 0.1
+    assert res.infeasible is not None and res.infeasible < res.parameter
+    assert res.parameter <= res.infeasible * (1 + 1e-4) + 1e-15
+    bad = tpr_at(dpsgd_mechanism(res.infeasible, 0.01, 1000), 0.01)
+    assert bad > 0.1
+
+
+def test_calibration_gaussian_closed_form():
+    mu = norm.isf(0.01) - norm.isf(0.1)
+    res = calibrate_risk(lambda s: GaussianMechanism(sigma=s), tpr=0.1, fpr=0.01,
+                         increasing=False)
+    assert res.parameter >= 1 / mu * (1 - 1e-12)
+    assert res.parameter <= 1 / mu * (1 + 2e-4)
+    res = calibrate_risk(lambda s: GaussianMechanism(sigma=s), advantage=0.2,
+                         increasing=False)
+    assert 2 * norm.cdf(0.5 / res.parameter) - 1 <= 0.2
+
+
+def test_calibration_unreachable_and_bad_targets():
+    with pytest.raises(UnreachableTargetError):
+        calibrate_risk(lambda s: GaussianMechanism(sigma=1.0 + 0 * s), tpr=0.011,
+                       fpr=0.01, increasing=False, max_evaluations=10)
+    with pytest.raises(ValueError, match="tpr"):
+        calibrate_risk(lambda s: GaussianMechanism(sigma=s), tpr=0.001, fpr=0.01,
+                       increasing=False)
+    with pytest.raises(TypeError, match="target"):
+        calibrate_risk(lambda s: GaussianMechanism(sigma=s), increasing=False)
+
+
+def test_against_riskcal_within_its_own_error():
+    pytest.importorskip("riskcal")
+    from dp_accounting.pld import privacy_loss_distribution as pld_mod
+    from riskcal.analysis import get_beta_from_pld
+
+    q, s, n = 0.1, 1.0, 10
+    alphas = np.array([0.01, 0.05, 0.1])
+    values = []
+    for grid in (1e-3, 1e-4):
+        pld = pld_mod.from_gaussian_mechanism(
+            standard_deviation=s, sampling_prob=q, use_connect_dots=True,
+            value_discretization_interval=grid).self_compose(n)
+        values.append(get_beta_from_pld(pld, alpha=alphas))
+    spread = np.abs(values[0] - values[1]) + 1e-6
+    lo, _ = tradeoff_bounds(dpsgd_mechanism(s, q, n), alphas)
+    assert np.all(np.abs(lo - values[1]) <= spread)
