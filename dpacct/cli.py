@@ -336,8 +336,15 @@ def _cmd_epsilon(args: argparse.Namespace) -> int:
     if args.bounds:
         lower, upper = (float(v) for v in mech.epsilon_bounds(args.delta))
     seconds = time.perf_counter() - t0
+    from dpacct.accountant.attack_risk import advantage, tpr_at
+
+    fprs = (0.001, 0.01, 0.1)
+    adv = float(advantage(mech))
+    tprs = [float(v) for v in tpr_at(mech, list(fprs))]
     if args.json:
         out = {
+            "advantage": adv,
+            "tpr_at_fpr": {str(a): t for a, t in zip(fprs, tprs, strict=True)},
             "epsilon": _json_float(eps),
             "delta": args.delta,
             "noise_multiplier": args.noise_multiplier,
@@ -353,6 +360,9 @@ def _cmd_epsilon(args: argparse.Namespace) -> int:
     print(f"  {_describe_run(args.noise_multiplier, q, steps)}")
     if args.bounds:
         print(f"  certified bracket of the true epsilon: [{_fmt(lower, 6)}, {_fmt(upper, 6)}]")
+    print(f"  attack risk (certified upper bounds): advantage TPR - FPR <= {adv:.6g}")
+    for a, t in zip(fprs, tprs, strict=True):
+        print(f"    TPR at FPR {a:g} <= {t:.6g}")
     return 0
 
 
@@ -367,6 +377,11 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     have_sigma = args.noise_multiplier is not None
     have_steps = args.steps is not None or args.epochs is not None
     have_rate = args.sample_rate is not None
+    if args.tpr is not None or args.fpr is not None or args.advantage is not None:
+        return _calibrate_risk_cmd(args, have_sigma, have_steps, have_rate)
+    if args.epsilon is None or args.delta is None:
+        raise ValueError("give --epsilon and --delta, or an attack-risk target "
+                         "(--tpr with --fpr, or --advantage)")
     if have_sigma and have_steps and have_rate:
         raise ValueError(
             "nothing to solve for: leave out one of --noise-multiplier, --steps/--epochs, "
@@ -423,6 +438,61 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
         print(f"  ({steps + 1} steps would exceed the target)")
     if solve == "sample_rate" and res.at_domain_edge:
         print("  (full batches already meet the target)")
+    return 0
+
+
+def _calibrate_risk_cmd(args, have_sigma: bool, have_steps: bool, have_rate: bool) -> int:
+    """``calibrate --tpr T --fpr A`` / ``--advantage V``: attack-risk targets."""
+    from dpacct.calibrators.dpsgd import _resolve_steps
+    from dpacct.calibrators.risk import (
+        risk_max_sample_rate,
+        risk_max_steps,
+        risk_noise_multiplier,
+    )
+
+    if args.epsilon is not None:
+        raise ValueError("give either --epsilon/--delta or an attack-risk target, not both")
+    target = {"tpr": args.tpr, "fpr": args.fpr, "advantage": args.advantage}
+    if not have_sigma:
+        solve = "noise_multiplier"
+        q = args.sample_rate if have_rate else 1.0
+        steps = _resolve_steps(args.steps, args.epochs, q) if have_steps else 1
+        res = risk_noise_multiplier(sample_rate=q, steps=steps, full_output=True, **target)
+        sigma = float(res.parameter)
+    elif not have_steps:
+        solve = "steps"
+        q = args.sample_rate if have_rate else 1.0
+        sigma = args.noise_multiplier
+        res = risk_max_steps(noise_multiplier=sigma, sample_rate=q, full_output=True, **target)
+        steps = int(res.parameter)
+    elif not have_rate:
+        solve = "sample_rate"
+        sigma, steps = args.noise_multiplier, args.steps
+        res = risk_max_sample_rate(noise_multiplier=sigma, steps=steps, full_output=True,
+                                   **target)
+        q = float(res.parameter)
+    else:
+        raise ValueError("nothing to solve for: leave out one of --noise-multiplier, "
+                         "--steps/--epochs, --sample-rate")
+    out = {
+        "solved_for": solve,
+        "noise_multiplier": sigma,
+        "sample_rate": q,
+        "steps": steps,
+        "metric": res.metric,
+        "risk": res.risk,
+        "target": res.target,
+        "fpr": res.fpr,
+        "evaluations": res.evaluations,
+        "seconds": round(res.seconds, 4),
+    }
+    if args.json:
+        _emit_json(out)
+        return 0
+    what = f"TPR at FPR {res.fpr:g}" if res.metric == "tpr" else "advantage TPR - FPR"
+    print(f"{solve.replace('_', ' ')} = {res.parameter:.6g}")
+    print(f"  best attack's {what} <= {res.risk:.6g} (target {res.target:g}; certified)")
+    print(f"  {_describe_run(sigma, q, steps)}")
     return 0
 
 
@@ -683,8 +753,11 @@ def _build_parser() -> argparse.ArgumentParser:
         "--sample-rate is left out, so that epsilon at --delta meets --epsilon.  With only "
         "--epsilon and --delta: the analytic Gaussian mechanism (one release).",
     )
-    p.add_argument("--epsilon", type=_real, required=True, help="target epsilon")
-    p.add_argument("--delta", type=_real, required=True, help="target delta, e.g. 1e-5")
+    p.add_argument("--epsilon", type=_real, help="target epsilon")
+    p.add_argument("--delta", type=_real, help="target delta, e.g. 1e-5")
+    p.add_argument("--tpr", type=_real, help="attack-risk target: best attack's TPR at --fpr")
+    p.add_argument("--fpr", type=_real, help="false-positive rate of the --tpr target")
+    p.add_argument("--advantage", type=_real, help="attack-risk target: TPR - FPR of any attack")
     dpsgd_args(p, required=False)
     p.add_argument(
         "--tolerance",
