@@ -1,26 +1,44 @@
 """Private quantiles: a noisy histogram, a b-ary tree of counts, the exponential mechanism.
 
 Three algorithms release quantiles of one-dimensional data lying in a declared range
-``[lower, upper]`` (values outside it raise; nothing is clipped silently).  Each is an
+``[lower, upper]``.  Values outside it raise by default (nothing is clipped silently);
+``out_of_range="clip"`` clips them to the range instead.  Clipping to a *public* range
+is a per-record transformation applied before the counts are taken, so a neighbouring
+dataset is still a neighbouring dataset after it and every sensitivity (and hence the
+privacy claim) is unchanged.  Each is an
 :class:`~dpacct.mechanisms.algorithm.Algorithm`, so its privacy is the composition of the
 primitives it runs and it can be composed, subsampled and calibrated like any other
 mechanism.  The neighbouring relation is add/remove one record.
 
 * :class:`HistogramQuantiles` -- one Laplace or Gaussian histogram release over ``bins``
   equal-width bins (one record changes one count by one: L1 = L2 sensitivity 1), counts
-  made non-negative, quantiles read off the cumulative distribution with linear
-  interpolation inside a bin.
+  read out through an isotonic (pool-adjacent-violators) fit of their noisy
+  cumulative sums, quantiles read off that monotone cumulative distribution with
+  linear interpolation inside a bin.
 * :class:`TreeQuantiles` -- the hierarchical method of Hay, Rastogi, Miklau, Suciu 2010
   ("Boosting the accuracy of differentially private histograms through consistency"):
   noisy counts of a ``b``-ary tree over the same bins, one histogram release per level,
   made consistent by their two-pass least-squares estimator (Theorem 3), from which
-  quantiles and range counts are read.  The branching factor defaults to
+  range counts are read; quantiles come from the isotonic fit of the consistent
+  cumulative counts.  The branching factor defaults to
   :func:`choose_branching` (after Qardaji, Yang, Li 2013).
 * :class:`ExponentialQuantile` -- the exponential mechanism over the intervals between
   sorted data points (Smith 2011, "Privacy-preserving statistical estimation with
   optimal convergence rates", Section 3), or over a grid, sampled in log space with the
   Gumbel-max trick; accounted by the bounded-range analysis of
   :class:`~dpacct.mechanisms.exponential.ExponentialMechanism`.
+
+Read-out (both binned methods).  The noisy counts ``c~_j`` are not read bin by bin:
+clipping each at zero puts phantom mass into every empty bin (``E max(Lap(b), 0) =
+b / 2`` per bin, so ``bins * b / 2`` in total), which drags the quantiles towards the
+empty part of the range as the number of bins grows.  Instead the noisy cumulative
+sums ``C~_j = sum_{i <= j} c~_i`` are replaced by their least-squares non-decreasing
+fit (isotonic regression by pool-adjacent-violators; Barlow et al. 1972, the
+monotone post-processing of a noisy CDF that Hay et al. 2010, Section 5, also use
+for sorted queries), floored at zero; its increments are the non-negative counts the
+quantiles are read from (:func:`isotonic_counts`).  This is post-processing of the
+released counts and costs no privacy.  The error of a quantile then grows only with
+the noise of a cumulative sum near the quantile, not with the number of empty bins.
 
 Quantile convention (both binned methods).  Given non-negative bin counts ``c_j`` with
 cumulative sums ``C_j`` and total ``T``, the ``q``-quantile is the point where the
@@ -36,6 +54,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import optimize
 
 from dpacct.accountant._validation import (
     as_float_array,
@@ -60,12 +79,14 @@ __all__ = [
     "bin_counts",
     "choose_branching",
     "hay_consistency",
+    "isotonic_counts",
     "quantiles_from_counts",
     "smith_pieces",
     "smith_quantile",
 ]
 
 _NOISES = ("laplace", "gaussian")
+_OUT_OF_RANGE = ("raise", "clip")
 
 
 # ---------------------------------------------------------------------------------
@@ -87,15 +108,40 @@ def check_range(lower: object, upper: object, names: tuple[str, str] = ("lower",
     return lo, hi
 
 
+def check_out_of_range(out_of_range: object) -> str:
+    """``"raise"`` (refuse data outside the declared range) or ``"clip"`` (clip it).
+
+    Examples
+    --------
+    >>> check_out_of_range("clip")
+    'clip'
+    >>> check_out_of_range("drop")
+    Traceback (most recent call last):
+    ...
+    ValueError: out_of_range must be 'raise' or 'clip', got 'drop'
+    """
+    if not isinstance(out_of_range, str) or out_of_range not in _OUT_OF_RANGE:
+        raise ValueError(f"out_of_range must be 'raise' or 'clip', got {out_of_range!r}")
+    return out_of_range
+
+
 def check_data(name: str, data: object, lower: float | None = None,
-               upper: float | None = None, *, min_size: int = 1) -> np.ndarray:
+               upper: float | None = None, *, min_size: int = 1,
+               out_of_range: str = "raise") -> np.ndarray:
     """A non-empty finite 1-D float array, inside ``[lower, upper]`` when given.
+
+    With ``out_of_range="clip"`` values outside ``[lower, upper]`` are clipped to it (a
+    per-record transformation with a public range: sensitivities are unchanged);
+    with ``"raise"`` (default) they raise ``ValueError``.
 
     Examples
     --------
     >>> check_data("data", [1, 2], 0.0, 5.0).tolist()
     [1.0, 2.0]
+    >>> check_data("data", [-1, 7], 0.0, 5.0, out_of_range="clip").tolist()
+    [0.0, 5.0]
     """
+    mode = check_out_of_range(out_of_range)
     arr = as_float_array(name, data)
     if arr.ndim != 1:
         raise ValueError(f"{name} must be a 1-D array, got shape {arr.shape}")
@@ -106,9 +152,12 @@ def check_data(name: str, data: object, lower: float | None = None,
     if lower is not None and upper is not None:
         lo, hi = float(arr.min()), float(arr.max())
         if lo < lower or hi > upper:
+            if mode == "clip":
+                return np.clip(arr, lower, upper)
             raise ValueError(
                 f"{name} must lie in the declared range [{lower!r}, {upper!r}], got values "
-                f"in [{lo!r}, {hi!r}]; widen the range (values are never clipped silently)"
+                f"in [{lo!r}, {hi!r}]; widen the range, or pass out_of_range='clip' to "
+                "clip them (values are never clipped silently)"
             )
     return arr
 
@@ -152,20 +201,25 @@ def _unit_mechanism(noise: str, scale: float) -> Mechanism:
 # ---------------------------------------------------------------------------------
 # binned data and reading quantiles off counts
 # ---------------------------------------------------------------------------------
-def bin_counts(data: object, lower: float, upper: float, bins: int) -> np.ndarray:
+def bin_counts(data: object, lower: float, upper: float, bins: int, *,
+               out_of_range: str = "raise") -> np.ndarray:
     """Counts of ``data`` in ``bins`` equal-width bins on ``[lower, upper]``.
 
     Bin ``j`` is ``[lower + j w, lower + (j + 1) w)`` with ``w = (upper - lower) / bins``;
-    the last bin also holds ``upper``.  Values outside the range raise ``ValueError``.
+    the last bin also holds ``upper``.  Values outside the range raise ``ValueError``
+    (``out_of_range="raise"``, default) or are clipped into it (``"clip"``: they count
+    in the first or last bin).
 
     Examples
     --------
     >>> bin_counts([0.0, 0.1, 0.5, 1.0], 0.0, 1.0, 4).tolist()
     [2, 0, 1, 1]
+    >>> bin_counts([-3.0, 0.5, 9.0], 0.0, 1.0, 2, out_of_range="clip").tolist()
+    [1, 2]
     """
     lo, hi = check_range(lower, upper)
     k = check_count(bins, "bins")
-    x = check_data("data", data, lo, hi)
+    x = check_data("data", data, lo, hi, out_of_range=out_of_range)
     idx = np.floor((x - lo) / (hi - lo) * k).astype(np.int64)
     idx = np.clip(idx, 0, k - 1)  # only x == upper (and rounding at the edges) move
     return np.bincount(idx, minlength=k)
@@ -222,16 +276,42 @@ def quantiles_from_counts(counts: object, q: object, lower: float, upper: float)
     return lo + (j + np.clip(frac, 0.0, 1.0)) * width
 
 
-def _monotone_counts(raw: np.ndarray) -> np.ndarray:
-    """Non-negative counts whose cumulative sums are the running maximum of ``raw``'s.
+def isotonic_counts(noisy: object) -> np.ndarray:
+    """Non-negative counts from noisy ones, through an isotonic fit of the noisy CDF.
 
-    Post-processing for counts that may be negative (consistent tree leaves): the CDF
-    ``max(0, max_{i <= j} C_i)`` is the smallest non-decreasing, non-negative majorant
-    of the raw cumulative counts; unlike clipping each count at zero it adds no mass in
-    runs of empty bins.
+    The noisy cumulative sums ``C~_j`` are replaced by ``F = max(iso(C~), 0)``, where
+    ``iso`` is the least-squares non-decreasing fit (isotonic regression by the
+    pool-adjacent-violators algorithm, ``scipy.optimize.isotonic_regression``); the
+    counts returned are the increments of ``F``.  ``F`` is the closest monotone CDF to
+    the noisy one, so the total mass stays near the noisy total ``C~_last`` (unlike
+    clipping each count at zero, which adds mass to every empty bin, or a running
+    maximum, which only ever raises the CDF).  Post-processing: no privacy cost.
+
+    Parameters
+    ----------
+    noisy : array_like
+        Noisy counts (any sign), 1-D, finite.
+
+    Returns
+    -------
+    numpy.ndarray
+        Non-negative counts of the same length; their sum is ``max(0, F_last)``.
+
+    Examples
+    --------
+    >>> isotonic_counts([3.0, -1.0, 2.0, 0.5]).tolist()   # CDF 3, 2, 4, 4.5 -> 2.5, 2.5, 4, 4.5
+    [2.5, 0.0, 1.5, 0.5]
+    >>> isotonic_counts([-2.0, 1.0]).tolist()              # CDF -2, -1 -> 0, 0
+    [0.0, 0.0]
     """
-    cum = np.maximum(np.maximum.accumulate(np.cumsum(raw)), 0.0)
-    return np.diff(cum, prepend=0.0)
+    c = as_float_array("noisy", noisy)
+    if c.ndim != 1 or c.size == 0:
+        raise ValueError(f"noisy must be a non-empty 1-D array, got shape {c.shape}")
+    if not np.isfinite(c).all():
+        raise ValueError("noisy must contain only finite numbers")
+    fit = optimize.isotonic_regression(np.cumsum(c), increasing=True).x
+    cum = np.maximum(fit, 0.0)
+    return np.maximum(np.diff(cum, prepend=0.0), 0.0)
 
 
 # ---------------------------------------------------------------------------------
@@ -248,11 +328,12 @@ class HistogramRelease:
     noisy_counts : numpy.ndarray
         The raw noisy counts (the released statistic).
     counts : numpy.ndarray
-        ``max(noisy_counts, 0)``, the non-negative post-processing the quantiles use.
+        ``isotonic_counts(noisy_counts)``, the non-negative post-processing the
+        quantiles use (module docstring, "Read-out").
 
     Examples
     --------
-    >>> rel = HistogramRelease(0.0, 2.0, np.array([1.5, -0.5]), np.array([1.5, 0.0]))
+    >>> rel = HistogramRelease(0.0, 2.0, np.array([1.5, -0.5]), np.array([1.0, 0.0]))
     >>> rel.quantiles(0.5).round(3).tolist()
     0.5
     """
@@ -288,8 +369,12 @@ class HistogramQuantiles(Algorithm):
     noise.  Under add/remove one record changes exactly one count by one, so the L1 and
     L2 sensitivities are 1 and the privacy is that of a single
     ``LaplaceMechanism(b=scale)`` or ``GaussianMechanism(sigma=scale)``.  The noisy
-    counts are post-processed to ``max(count, 0)`` and quantiles are read off their CDF
-    with linear interpolation inside a bin (module docstring).
+    cumulative counts are post-processed by isotonic regression
+    (:func:`isotonic_counts`) and quantiles are read off that monotone CDF with linear
+    interpolation inside a bin (module docstring).  Post-processing costs nothing, and
+    the error does not grow with the number of empty bins (clipping each count at zero
+    does: at epsilon = 1 on 1 000 draws it multiplies the quartile error by about 30
+    at 1 000 bins; ``python -m benchmarks.algorithms``).
 
     Parameters
     ----------
@@ -301,6 +386,9 @@ class HistogramQuantiles(Algorithm):
         Noise scale per unit of sensitivity (Laplace ``b`` or Gaussian ``sigma``), > 0.
     noise : {'laplace', 'gaussian'}
         The noise distribution (default Laplace).
+    out_of_range : {'raise', 'clip'}
+        Data outside ``[lower, upper]``: raise ``ValueError`` (default) or clip to the
+        range (a per-record map to a public range: the sensitivity stays 1).
 
     Examples
     --------
@@ -318,6 +406,7 @@ class HistogramQuantiles(Algorithm):
     bins: int
     scale: float
     noise: str = "laplace"
+    out_of_range: str = "raise"
 
     def __post_init__(self) -> None:
         lo, hi = check_range(self.lower, self.upper)
@@ -326,6 +415,7 @@ class HistogramQuantiles(Algorithm):
         object.__setattr__(self, "bins", check_count(self.bins, "bins"))
         object.__setattr__(self, "scale", check_positive("scale", self.scale))
         object.__setattr__(self, "noise", _check_noise(self.noise))
+        object.__setattr__(self, "out_of_range", check_out_of_range(self.out_of_range))
 
     def planned_releases(self) -> tuple[PlannedRelease, ...]:
         """One Laplace / Gaussian release of a sensitivity-1 histogram."""
@@ -341,11 +431,12 @@ class HistogramQuantiles(Algorithm):
         >>> bool((rel.counts >= 0).all()), rel.noisy_counts.shape
         (True, (4,))
         """
+        true = bin_counts(data, self.lower, self.upper, self.bins,
+                          out_of_range=self.out_of_range).astype(float)
         session = self.releases(rng)
-        true = bin_counts(data, self.lower, self.upper, self.bins).astype(float)
         noisy = session.release("histogram", true)
         session.finish()
-        return HistogramRelease(self.lower, self.upper, noisy, np.maximum(noisy, 0.0))
+        return HistogramRelease(self.lower, self.upper, noisy, isotonic_counts(noisy))
 
     def quantiles(self, data: object, q: object, *, rng: np.random.Generator) -> np.ndarray:
         """Release the histogram and read the quantiles ``q`` off it (one release).
@@ -543,19 +634,21 @@ class TreeRelease:
     def quantiles(self, q: object) -> np.ndarray:
         """Quantiles from the consistent leaves.
 
-        The cumulative consistent leaf counts are made non-decreasing and non-negative
-        by a running maximum (post-processing; no mass is added in empty stretches, as
-        clipping each leaf at zero would), then read as in
-        :func:`quantiles_from_counts`.
+        The cumulative consistent leaf counts (each prefix is, by consistency, the sum
+        of the consistent counts of the tree nodes covering it) are made
+        non-decreasing and non-negative by isotonic regression
+        (:func:`isotonic_counts`; post-processing, no mass added in empty stretches as
+        clipping each leaf at zero would, and no upward drift of the total as a
+        running maximum would), then read as in :func:`quantiles_from_counts`.
 
         Examples
         --------
         >>> lv = (np.array([4.0]), np.array([3.0, -1.0, 2.0]))
         >>> rel = TreeRelease(0.0, 3.0, 3, 3, lv, lv)
-        >>> rel.quantiles([0.5, 1.0]).round(3).tolist()   # CDF 3, 3 (running max), 4
-        [0.667, 3.0]
+        >>> rel.quantiles([0.5, 1.0]).round(3).tolist()   # CDF 3, 2, 4 -> 2.5, 2.5, 4
+        [0.8, 3.0]
         """
-        counts = _monotone_counts(self.leaf_counts)
+        counts = isotonic_counts(self.leaf_counts)
         return quantiles_from_counts(counts, q, self.lower, self.upper)
 
     def range_count(self, a: float, b: float) -> float:
@@ -621,6 +714,9 @@ class TreeQuantiles(Algorithm):
     noise : {'laplace', 'gaussian'}
     measure_root : bool
         Measure the root level too (default False).
+    out_of_range : {'raise', 'clip'}
+        Data outside ``[lower, upper]``: raise (default) or clip to the range (the
+        sensitivity of every level stays 1).
 
     Examples
     --------
@@ -640,6 +736,7 @@ class TreeQuantiles(Algorithm):
     branching: int | None = None
     noise: str = "laplace"
     measure_root: bool = False
+    out_of_range: str = "raise"
 
     def __post_init__(self) -> None:
         lo, hi = check_range(self.lower, self.upper)
@@ -655,6 +752,7 @@ class TreeQuantiles(Algorithm):
         if not isinstance(self.measure_root, bool | np.bool_):
             raise TypeError(f"measure_root must be a bool, got {self.measure_root!r}")
         object.__setattr__(self, "measure_root", bool(self.measure_root))
+        object.__setattr__(self, "out_of_range", check_out_of_range(self.out_of_range))
 
     @property
     def height(self) -> int:
@@ -688,7 +786,8 @@ class TreeQuantiles(Algorithm):
         session = self.releases(rng)
         b, h = self.branching, self.height
         leaves = np.zeros(b**h)
-        leaves[: self.bins] = bin_counts(data, self.lower, self.upper, self.bins)
+        leaves[: self.bins] = bin_counts(data, self.lower, self.upper, self.bins,
+                                         out_of_range=self.out_of_range)
         top = 0 if self.root_measured else 1
         noisy: list[np.ndarray | None] = [None] * (h + 1)
         for lvl in range(top, h + 1):
@@ -805,6 +904,9 @@ class ExponentialQuantile(Algorithm):
     candidates : {'intervals', 'grid'}
     grid_size : int
         Number of grid points for ``candidates="grid"``, >= 2.
+    out_of_range : {'raise', 'clip'}
+        Data outside ``[lower, upper]``: raise (default) or clip to the range (a
+        per-record map: the utility's sensitivity stays 1).
 
     Examples
     --------
@@ -824,6 +926,7 @@ class ExponentialQuantile(Algorithm):
     upper: float
     candidates: str = "intervals"
     grid_size: int = 1024
+    out_of_range: str = "raise"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon0", check_positive("epsilon0", self.epsilon0))
@@ -837,6 +940,7 @@ class ExponentialQuantile(Algorithm):
         if g < 2:
             raise ValueError(f"grid_size must be an integer >= 2, got {g}")
         object.__setattr__(self, "grid_size", g)
+        object.__setattr__(self, "out_of_range", check_out_of_range(self.out_of_range))
 
     def planned_releases(self) -> tuple[PlannedRelease, ...]:
         """One ``epsilon0``-bounded-range exponential mechanism, utility sensitivity 1."""
@@ -857,7 +961,7 @@ class ExponentialQuantile(Algorithm):
         if qv.ndim != 0:
             raise ValueError(f"q must be a scalar in [0, 1] (one release per call), got {q!r}")
         qf = float(qv)
-        x = check_data("data", data, self.lower, self.upper)
+        x = check_data("data", data, self.lower, self.upper, out_of_range=self.out_of_range)
         session = self.releases(rng)
         if self.candidates == "intervals":
             scores, edges = smith_pieces(x, qf, self.lower, self.upper)

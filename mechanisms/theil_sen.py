@@ -24,7 +24,7 @@ from dpacct.accountant._validation import (
 
 from .algorithm import Algorithm, PlannedRelease
 from .exponential import ExponentialMechanism
-from .quantiles import check_data, check_range, check_rng, smith_pieces
+from .quantiles import check_data, check_out_of_range, check_range, check_rng, smith_pieces
 
 __all__ = ["DPTheilSen", "TheilSenFit", "pair_predictions"]
 
@@ -144,7 +144,8 @@ class DPTheilSen(Algorithm):
     epsilon0 : float
         Total pure-DP budget of the two medians, > 0.
     x_lower, x_upper : float
-        Declared range of ``x``; data outside raise.
+        Declared range of ``x`` (it places the default cut points); data outside raise
+        unless ``out_of_range="clip"``.
     pred_lower, pred_upper : float
         Declared range of the predictions at the cut points (the medians' output range).
     k : int
@@ -153,6 +154,14 @@ class DPTheilSen(Algorithm):
         Fraction of ``epsilon0`` for the median at ``x1``, in (0, 1) (default 0.5).
     cut_points : tuple of float, optional
         ``(x1, x2)`` with ``x_lower <= x1 < x2 <= x_upper``.
+    out_of_range : {'raise', 'clip'}
+        An ``x`` outside ``[x_lower, x_upper]``: raise ``ValueError`` (default) or clip
+        it to the range.  Clipping maps each record ``(x_i, y_i)`` to ``(clip(x_i),
+        y_i)`` with a public range, a per-record transformation, so neighbouring data
+        stay neighbouring and the privacy claim above is unchanged (the privacy argument
+        does not use the x range at all: predictions outside ``[pred_lower,
+        pred_upper]`` are already handled by the ranks).  Clipping does bias the pair
+        slopes of the clipped records, so declare a range that holds almost all of x.
 
     Examples
     --------
@@ -172,6 +181,7 @@ class DPTheilSen(Algorithm):
     k: int = 10
     split: float = 0.5
     cut_points: tuple[float, float] | None = None
+    out_of_range: str = "raise"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon0", check_positive("epsilon0", self.epsilon0))
@@ -197,6 +207,7 @@ class DPTheilSen(Algorithm):
                     f"cut_points must satisfy x_lower <= x1 < x2 <= x_upper = [{xl!r}, "
                     f"{xu!r}], got {cuts!r}")
         object.__setattr__(self, "cut_points", cuts)
+        object.__setattr__(self, "out_of_range", check_out_of_range(self.out_of_range))
 
     @property
     def budgets(self) -> tuple[float, float]:
@@ -233,7 +244,8 @@ class DPTheilSen(Algorithm):
         (3.0, -2.0)
         """
         check_rng(rng)
-        xa = check_data("x", x, self.x_lower, self.x_upper, min_size=2)
+        xa = check_data("x", x, self.x_lower, self.x_upper, min_size=2,
+                        out_of_range=self.out_of_range)
         ya = check_data("y", y)
         if xa.shape != ya.shape:
             raise ValueError(f"x and y must have the same shape, got {xa.shape} and "

@@ -210,3 +210,28 @@ def test_more_matchings_do_not_concentrate_the_median():
         return np.std([alg.fit(x, y, rng=rng).medians[0] for _ in range(200)])
 
     assert spread(20) > 0.5 * spread(1)
+
+
+def test_out_of_range_clip():
+    # x ~ N(0, 1) declared on [-3, 3]: at n = 100 about a quarter of the data sets have a
+    # point outside.  The default raises; out_of_range="clip" equals clipping first and
+    # recovers the line (slope against numpy's least squares on the same data)
+    rng = np.random.default_rng(7)
+    x = rng.normal(size=2000)
+    x[0] = 4.5
+    y = 2.0 * x + 1.0 + rng.normal(0, 0.3, size=2000)
+    strict = DPTheilSen(epsilon0=2.0, x_lower=-3, x_upper=3, pred_lower=-20, pred_upper=20)
+    with pytest.raises(ValueError, match="out_of_range='clip'"):
+        strict.fit(x, y, rng=np.random.default_rng(1))
+    clip = DPTheilSen(epsilon0=2.0, x_lower=-3, x_upper=3, pred_lower=-20, pred_upper=20,
+                      out_of_range="clip")
+    assert clip.epsilon(1e-6) == strict.epsilon(1e-6)
+    got = clip.fit(x, y, rng=np.random.default_rng(1))
+    want = strict.fit(np.clip(x, -3, 3), y, rng=np.random.default_rng(1))
+    assert (got.slope, got.intercept) == (want.slope, want.intercept)
+    ols = np.linalg.lstsq(np.column_stack([x, np.ones_like(x)]), y, rcond=None)[0]
+    assert got.slope == pytest.approx(ols[0], abs=0.1)
+    assert got.intercept == pytest.approx(ols[1], abs=0.1)
+    with pytest.raises(ValueError, match="out_of_range must be 'raise' or 'clip'"):
+        DPTheilSen(epsilon0=1.0, x_lower=0, x_upper=1, pred_lower=0, pred_upper=1,
+                   out_of_range="ignore")
