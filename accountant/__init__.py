@@ -11,6 +11,7 @@ from .loss_law import AtomicLossLaw, GaussianLossLaw, PoissonSubsampledLossLaw, 
 from .mechanism import Mechanism, PLDSettings
 from .pld import GridPLD, discretize
 from .rdp import pure_dp_rdp, rdp_to_delta, rdp_to_epsilon, zcdp_rdp
+from .relations import ADD_REMOVE, REPLACE_ONE
 from .subsample import (
     PoissonSubsampledMechanism,
     WithoutReplacementSubsampledMechanism,
@@ -19,6 +20,8 @@ from .subsample import (
 )
 
 __all__ = [
+    "ADD_REMOVE",
+    "REPLACE_ONE",
     "AtomicLossLaw",
     "BudgetExceededError",
     "ComposedMechanism",

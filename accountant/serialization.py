@@ -83,6 +83,8 @@ _BY_CLASS: dict[type, _Entry] = {}
 _LAZY: dict[str, tuple[str, str]] = {
     "gaussian": ("dpacct.mechanisms.gaussian", "GaussianMechanism"),
     "laplace": ("dpacct.mechanisms.laplace", "LaplaceMechanism"),
+    "replace_one_gaussian": ("dpacct.mechanisms.gaussian", "ReplaceOneGaussianMechanism"),
+    "replace_one_laplace": ("dpacct.mechanisms.laplace", "ReplaceOneLaplaceMechanism"),
     "randomized_response": ("dpacct.mechanisms.randomized_response", "RandomizedResponse"),
     "discrete_gaussian": ("dpacct.mechanisms.discrete", "DiscreteGaussianMechanism"),
     "discrete_laplace": ("dpacct.mechanisms.discrete", "DiscreteLaplaceMechanism"),

@@ -9,6 +9,10 @@
   records (replace-one neighbours, the relation under which a fixed batch size is well
   defined), accounted with the RDP bound of Wang, Balle & Kasiviswanathan 2019
   (Theorem 9).  The base mechanism must be described for the replace-one relation.
+
+Each transformer checks the relation its theorem is proved for and refuses any other
+(:mod:`dpacct.accountant.relations`): a change of relation is an explicit conversion
+(:func:`dpacct.mechanisms.replace_one`), never a relabel.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import numpy as np
 from ._validation import check_sample_rate
 from .loss_law import PoissonSubsampledLossLaw
 from .mechanism import Mechanism
+from .relations import ADD_REMOVE, REPLACE_ONE, require_relation
 
 __all__ = [
     "PoissonSubsampledMechanism",
@@ -50,6 +55,7 @@ class PoissonSubsampledMechanism(Mechanism):
     def __post_init__(self) -> None:
         if not isinstance(self.base, Mechanism):
             raise TypeError(f"base must be a Mechanism, got {type(self.base).__name__}")
+        require_relation(self.base, ADD_REMOVE, where="poisson_subsample", why=_POISSON_WHY)
         object.__setattr__(self, "sample_rate", check_sample_rate(self.sample_rate))
 
     @property
@@ -148,19 +154,23 @@ class WithoutReplacementSubsampledMechanism(Mechanism):
 
     Examples
     --------
-    >>> from dpacct.mechanisms import GaussianMechanism
-    >>> step = subsample_without_replacement(GaussianMechanism(sigma=2.0), sample_rate=0.01)
-    >>> bool(step.epsilon(1e-5) < GaussianMechanism(sigma=2.0).epsilon(1e-5))
+    >>> from dpacct.mechanisms import ReplaceOneGaussianMechanism
+    >>> base = ReplaceOneGaussianMechanism(sigma=1.0)
+    >>> step = subsample_without_replacement(base, sample_rate=0.01)
+    >>> bool(step.epsilon(1e-5) < base.epsilon(1e-5))
     True
     """
 
     base: Mechanism
     sample_rate: float
-    neighbouring = "replace-one"
+    neighbouring = REPLACE_ONE
 
     def __post_init__(self) -> None:
         if not isinstance(self.base, Mechanism):
             raise TypeError(f"base must be a Mechanism, got {type(self.base).__name__}")
+        require_relation(
+            self.base, REPLACE_ONE, where="subsample_without_replacement", why=_WOR_WHY
+        )
         object.__setattr__(self, "sample_rate", check_sample_rate(self.sample_rate))
 
     @property
@@ -178,6 +188,19 @@ class WithoutReplacementSubsampledMechanism(Mechanism):
             self.sample_rate, self.base._rdp_curve, np.asarray(alpha, dtype=float)
         )
 
+
+_POISSON_WHY = (
+    "amplification by Poisson subsampling is proved for add/remove neighbours with an "
+    "add/remove base (Zhu, Dong, Wang 2022, Theorem 11); a local (replace-one) "
+    "mechanism such as randomized response has no add/remove guarantee to amplify"
+)
+_WOR_WHY = (
+    "amplification by sampling a fixed-size batch is proved for replace-one neighbours "
+    "(Wang, Balle, Kasiviswanathan 2019, Theorem 9); convert the base explicitly, e.g. "
+    "dpacct.mechanisms.replace_one(GaussianMechanism(sigma=s)), which is "
+    "ReplaceOneGaussianMechanism(sigma=s / 2): replacing a record moves the query by up "
+    "to twice its add/remove sensitivity"
+)
 
 #: the grid scale of a subsampled law is at least this fraction of its loss range ...
 _MIN_SPREAD_FRACTION = 2.0**-20
@@ -274,10 +297,17 @@ def subsample_without_replacement(mechanism: Mechanism, sample_rate: float) -> M
 
     Examples
     --------
-    >>> from dpacct.mechanisms import GaussianMechanism
-    >>> step = subsample_without_replacement(GaussianMechanism(sigma=2.0), 0.1)
+    >>> from dpacct.mechanisms import GaussianMechanism, replace_one
+    >>> step = subsample_without_replacement(replace_one(GaussianMechanism(sigma=2.0)), 0.1)
+    >>> step.base                    # the replace-one sensitivity is twice the add/remove one
+    ReplaceOneGaussianMechanism(sigma=1.0)
     >>> step.neighbouring
     'replace-one'
+    >>> subsample_without_replacement(GaussianMechanism(sigma=2.0), 0.1)
+    ... # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: subsample_without_replacement needs a mechanism accounted under the ...
     """
     q = check_sample_rate(sample_rate)
     if not isinstance(mechanism, Mechanism):

@@ -32,6 +32,8 @@ __version__ = "0.2.0"
 _EXPORTS: dict[str, str] = {
     **dict.fromkeys(
         [
+            "ADD_REMOVE",
+            "REPLACE_ONE",
             "AtomicLossLaw",
             "BudgetExceededError",
             "ComposedMechanism",
@@ -88,6 +90,8 @@ _EXPORTS: dict[str, str] = {
             "PlannedRelease",
             "PureDPMechanism",
             "RandomizedResponse",
+            "ReplaceOneGaussianMechanism",
+            "ReplaceOneLaplaceMechanism",
             "ReleaseSession",
             "SufficientStatisticsPerturbation",
             "Table",
@@ -98,8 +102,10 @@ _EXPORTS: dict[str, str] = {
             "audit",
             "choose_branching",
             "discrete_gaussian_delta_bounds",
+            "fixed_size_gaussian_step",
             "gaussian_delta",
             "hay_consistency",
+            "replace_one",
             "zcdp_delta",
             "zcdp_epsilon",
         ],

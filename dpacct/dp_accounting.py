@@ -25,7 +25,9 @@ the sum moves by up to ``2 C``: the sensitivity doubles, so the event is the rep
 mechanism with **half** the noise multiplier (``sigma / 2``, ``b / 2``; for the Gaussian
 this is dp_accounting's own PLD convention, ``privacy_loss_mechanism.AdjacencyType.REPLACE``
 shifts the two means by ``+-C``).  The halved mechanisms are the classes
-:class:`ReplaceOneGaussianMechanism` and :class:`ReplaceOneLaplaceMechanism`, labelled
+:class:`~dpacct.mechanisms.ReplaceOneGaussianMechanism` and
+:class:`~dpacct.mechanisms.ReplaceOneLaplaceMechanism` (what
+:func:`~dpacct.mechanisms.replace_one` returns), labelled
 ``neighbouring == "replace-one"``: nothing is relabelled silently.  (dp_accounting's
 *RDP* accountant reads the noise multiplier of a ``GaussianDpEvent`` under
 ``REPLACE_ONE``, and of a ``SampledWithoutReplacementDpEvent``'s Gaussian, as relative to
@@ -71,8 +73,8 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     ) from exc
 
 from dpacct.accountant import (
+    REPLACE_ONE,
     Mechanism,
-    WithoutReplacementSubsampledMechanism,
     compose,
     poisson_subsample,
     subsample_without_replacement,
@@ -83,22 +85,21 @@ from dpacct.mechanisms import (
     GaussianMechanism,
     LaplaceMechanism,
     RandomizedResponse,
+    ReplaceOneGaussianMechanism,
+    ReplaceOneLaplaceMechanism,
     ZCDPMechanism,
 )
 
 __all__ = [
     "DpEventAccountant",
     "NeighboringRelation",
-    "ReplaceOneGaussianMechanism",
-    "ReplaceOneLaplaceMechanism",
-    "ReplaceOneRandomizedResponse",
     "ReplaceOneZCDPMechanism",
     "UnsupportedEventError",
     "from_dp_event",
 ]
 
 #: dpacct's label of the replace-one relation (that of sampling without replacement)
-REPLACE_ONE_LABEL = WithoutReplacementSubsampledMechanism.neighbouring
+REPLACE_ONE_LABEL = REPLACE_ONE
 
 _ADD_REMOVE = NeighboringRelation.ADD_OR_REMOVE_ONE
 _REPLACE = NeighboringRelation.REPLACE_ONE
@@ -125,63 +126,6 @@ class UnsupportedEventError(dp_accounting.UnsupportedEventError, ValueError):
 
 
 # --------------------------------------------------------------- replace-one mechanisms
-@dataclass(frozen=True, repr=False)
-class ReplaceOneGaussianMechanism(GaussianMechanism):
-    """The Gaussian mechanism accounted under the replace-one relation.
-
-    ``sigma`` is the noise standard deviation per unit of *replace-one* sensitivity:
-    the pair is ``N(0, sigma^2)`` against ``N(1, sigma^2)``, the same curves as
-    :class:`~dpacct.mechanisms.GaussianMechanism`; only the neighbouring label differs,
-    so it composes with other replace-one mechanisms and not with add/remove ones.  A
-    ``GaussianDpEvent(noise_multiplier=s)`` under ``REPLACE_ONE`` is
-    ``ReplaceOneGaussianMechanism(sigma=s / 2)`` (module docstring).
-
-    Examples
-    --------
-    >>> m = ReplaceOneGaussianMechanism(sigma=0.5)
-    >>> m.neighbouring
-    'replace-one'
-    >>> bool(m.epsilon(1e-5) == GaussianMechanism(sigma=0.5).epsilon(1e-5))
-    True
-    """
-
-    neighbouring = REPLACE_ONE_LABEL
-
-
-@dataclass(frozen=True, repr=False)
-class ReplaceOneLaplaceMechanism(LaplaceMechanism):
-    """The Laplace mechanism accounted under the replace-one relation.
-
-    ``b`` is the scale per unit of replace-one L1 sensitivity; a
-    ``LaplaceDpEvent(noise_multiplier=b)`` under ``REPLACE_ONE`` is
-    ``ReplaceOneLaplaceMechanism(b=b / 2)``.
-
-    Examples
-    --------
-    >>> ReplaceOneLaplaceMechanism(b=2.0).pure_epsilon
-    0.5
-    """
-
-    neighbouring = REPLACE_ONE_LABEL
-
-
-@dataclass(frozen=True, repr=False)
-class ReplaceOneRandomizedResponse(RandomizedResponse):
-    """k-ary randomized response as a replace-one mechanism on a dataset of records.
-
-    :class:`~dpacct.mechanisms.RandomizedResponse` states local DP (any two input
-    values); applied to one record's value it is a replace-one guarantee for the
-    dataset, and composes with the other replace-one mechanisms of a ledger.
-
-    Examples
-    --------
-    >>> round(ReplaceOneRandomizedResponse(p=0.75).pure_epsilon, 6)   # log 3
-    1.098612
-    """
-
-    neighbouring = REPLACE_ONE_LABEL
-
-
 @dataclass(frozen=True, repr=False)
 class ReplaceOneZCDPMechanism(ZCDPMechanism):
     """A ``rho``-zCDP guarantee stated for the replace-one relation.
@@ -317,7 +261,7 @@ def _convert(event: Any, relation: NeighboringRelation, path: str) -> _Converted
         # dp_accounting: "with probability r answer uniformly among all k values"; dpacct:
         # "the truth with probability p": p = 1 - r + r / k (mechanisms.randomized_response)
         p = 1.0 - r * (k - 1) / k
-        return _Converted([(ReplaceOneRandomizedResponse(p=p, k=k), 1)])
+        return _Converted([(RandomizedResponse(p=p, k=k), 1)])
     if isinstance(event, dp_event.ZCDpEvent):
         rho = _nonneg(event, path, "rho")
         xi = _nonneg(event, path, "xi")

@@ -20,9 +20,9 @@ from .discrete import (
 )
 from .dp_sgd import DPSGD, DPSGDFit
 from .exponential import ExponentialMechanism
-from .gaussian import GaussianMechanism, gaussian_delta
+from .gaussian import GaussianMechanism, ReplaceOneGaussianMechanism, gaussian_delta
 from .generic import PureDPMechanism, ZCDPMechanism, zcdp_delta, zcdp_epsilon
-from .laplace import LaplaceMechanism
+from .laplace import LaplaceMechanism, ReplaceOneLaplaceMechanism
 from .noisy_gd import FittedLinearModel, NoisyGD
 from .quantiles import (
     ExponentialQuantile,
@@ -34,6 +34,7 @@ from .quantiles import (
     hay_consistency,
 )
 from .randomized_response import RandomizedResponse
+from .relations import fixed_size_gaussian_step, replace_one
 from .ssp import SSP, AdaSSP, LinearModel, SufficientStatisticsPerturbation
 from .synthesis import (
     BinnedNumericColumn,
@@ -71,6 +72,8 @@ __all__ = [
     "PureDPMechanism",
     "RandomizedResponse",
     "ReleaseSession",
+    "ReplaceOneGaussianMechanism",
+    "ReplaceOneLaplaceMechanism",
     "SufficientStatisticsPerturbation",
     "Table",
     "TheilSenFit",
@@ -80,8 +83,10 @@ __all__ = [
     "audit",
     "choose_branching",
     "discrete_gaussian_delta_bounds",
+    "fixed_size_gaussian_step",
     "gaussian_delta",
     "hay_consistency",
+    "replace_one",
     "zcdp_delta",
     "zcdp_epsilon",
 ]

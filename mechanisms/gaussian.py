@@ -11,10 +11,11 @@ from scipy import special
 from dpacct.accountant._validation import as_float_array, check_positive
 from dpacct.accountant.loss_law import GaussianLossLaw
 from dpacct.accountant.mechanism import Mechanism
+from dpacct.accountant.relations import REPLACE_ONE
 
 from ._release import check_real_values, check_release_args
 
-__all__ = ["GaussianMechanism", "gaussian_delta"]
+__all__ = ["GaussianMechanism", "ReplaceOneGaussianMechanism", "gaussian_delta"]
 
 
 def gaussian_delta(mu: float, epsilon: np.ndarray) -> np.ndarray:
@@ -147,3 +148,28 @@ class GaussianMechanism(Mechanism):
         """Noise multiplier of the composition of Gaussians (exact: precisions add)."""
         precision = math.fsum(c / s**2 for s, c in zip(sigmas, counts, strict=True))
         return 1.0 / math.sqrt(precision)
+
+
+@dataclass(frozen=True, repr=False)
+class ReplaceOneGaussianMechanism(GaussianMechanism):
+    """The Gaussian mechanism accounted under the replace-one relation.
+
+    ``sigma`` is the noise standard deviation per unit of *replace-one* L2 sensitivity:
+    the curves are those of :class:`GaussianMechanism` (the pair ``N(0, sigma^2)``,
+    ``N(1, sigma^2)``), only the relation differs, so it composes with replace-one
+    mechanisms and is what :func:`~dpacct.accountant.subsample_without_replacement`
+    takes.  Replacing a record moves a query by at most twice its add/remove
+    sensitivity (triangle inequality), so noise of ``s`` per unit of add/remove
+    sensitivity is ``ReplaceOneGaussianMechanism(sigma=s / 2)``: the conversion
+    :func:`~dpacct.mechanisms.replace_one` does exactly that.
+
+    Examples
+    --------
+    >>> m = ReplaceOneGaussianMechanism(sigma=0.5)
+    >>> m.neighbouring
+    'replace-one'
+    >>> bool(m.epsilon(1e-5) == GaussianMechanism(sigma=0.5).epsilon(1e-5))
+    True
+    """
+
+    neighbouring = REPLACE_ONE

@@ -32,10 +32,17 @@ import numpy as np
 from dpacct.accountant._validation import check_positive
 from dpacct.accountant.loss_law import PrivacyLossLaw
 from dpacct.accountant.mechanism import Mechanism
+from dpacct.accountant.relations import REPLACE_ONE
 
 from ._release import check_real_values, check_release_args
 
-__all__ = ["LaplaceLossLaw", "LaplaceMechanism", "laplace_delta", "laplace_rdp"]
+__all__ = [
+    "LaplaceLossLaw",
+    "LaplaceMechanism",
+    "ReplaceOneLaplaceMechanism",
+    "laplace_delta",
+    "laplace_rdp",
+]
 
 
 def laplace_delta(b: float, epsilon: np.ndarray) -> np.ndarray:
@@ -312,3 +319,23 @@ class LaplaceMechanism(Mechanism):
         last = em * (1.0 - a)
         out = np.where(a < 0.5 * em, first, np.where(a <= 0.5, middle, last))
         return np.where(a == 0.0, 1.0, np.clip(out, 0.0, 1.0))
+
+
+@dataclass(frozen=True, repr=False)
+class ReplaceOneLaplaceMechanism(LaplaceMechanism):
+    """The Laplace mechanism accounted under the replace-one relation.
+
+    ``b`` is the scale per unit of *replace-one* L1 sensitivity; the curves are those of
+    :class:`LaplaceMechanism`.  Scale ``b`` per unit of add/remove sensitivity is
+    ``ReplaceOneLaplaceMechanism(b=b / 2)`` (replacing a record moves the query by at
+    most twice its add/remove sensitivity): see :func:`~dpacct.mechanisms.replace_one`.
+
+    Examples
+    --------
+    >>> ReplaceOneLaplaceMechanism(b=2.0).pure_epsilon
+    0.5
+    >>> ReplaceOneLaplaceMechanism(b=2.0).neighbouring
+    'replace-one'
+    """
+
+    neighbouring = REPLACE_ONE

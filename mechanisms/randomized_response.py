@@ -38,6 +38,7 @@ from dpacct.accountant._validation import check_count, check_finite, check_rng
 from dpacct.accountant.loss_law import AtomicLossLaw
 from dpacct.accountant.mechanism import Mechanism
 from dpacct.accountant.rdp import pure_dp_rdp, randomized_response_rdp
+from dpacct.accountant.relations import REPLACE_ONE
 
 from ._release import bernoulli_rational, check_integer_values
 
@@ -186,7 +187,9 @@ class RandomizedResponse(Mechanism):
     k: int = 2
 
     #: local differential privacy: one person's value is replaced by any other value
-    neighbouring = "replace-one (local: any two input values)"
+    #: local DP: any two input values of one person, i.e. replace-one on a dataset of
+    #: one record (and on a dataset of records, when each record's value is randomised)
+    neighbouring = REPLACE_ONE
 
     def __post_init__(self) -> None:
         k = _check_k(self.k)

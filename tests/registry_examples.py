@@ -39,6 +39,8 @@ def _synth():
 #: registry name -> list of zero-argument constructors
 EXAMPLES = {
     "gaussian": [lambda: M.GaussianMechanism(sigma=1.3)],
+    "replace_one_gaussian": [lambda: M.replace_one(M.GaussianMechanism(sigma=2.6))],
+    "replace_one_laplace": [lambda: M.ReplaceOneLaplaceMechanism(b=2.0)],
     "laplace": [lambda: M.LaplaceMechanism(b=2.0)],
     "randomized_response": [lambda: M.RandomizedResponse(p=0.8)],
     "discrete_gaussian": [lambda: M.DiscreteGaussianMechanism(sigma=2.0)],
@@ -53,8 +55,8 @@ EXAMPLES = {
         lambda: poisson_subsample(M.ExponentialMechanism(epsilon=0.5), 0.05),
     ],
     "subsample_without_replacement": [
-        lambda: subsample_without_replacement(M.GaussianMechanism(sigma=2.0), 0.05),
-        lambda: subsample_without_replacement(M.PureDPMechanism(epsilon=1.0), 0.1),
+        lambda: subsample_without_replacement(M.ReplaceOneGaussianMechanism(sigma=2.0), 0.05),
+        lambda: subsample_without_replacement(M.RandomizedResponse(p=0.75), 0.1),
     ],
     "compose": [
         lambda: compose([poisson_subsample(M.GaussianMechanism(sigma=1.0), 0.02)], counts=[300]),

@@ -14,13 +14,14 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpacct.accountant import poisson_subsample, subsample_without_replacement
+from dpacct.accountant import compose, poisson_subsample, subsample_without_replacement
 from dpacct.mechanisms import (
     AuditResult,
     GaussianMechanism,
     LaplaceMechanism,
     PureDPMechanism,
     RandomizedResponse,
+    ReplaceOneGaussianMechanism,
     audit,
 )
 from dpacct.mechanisms.audit import clopper_pearson
@@ -267,8 +268,8 @@ def test_rng_must_be_a_generator(rng):
     "mech",
     [
         PureDPMechanism(epsilon=1.0),  # a claim only: no release to sample
-        subsample_without_replacement(GaussianMechanism(sigma=1.0), 0.1),
-        poisson_subsample(RandomizedResponse(p=0.75), 0.5),
+        subsample_without_replacement(ReplaceOneGaussianMechanism(sigma=1.0), 0.1),
+        compose([RandomizedResponse(p=0.75)], counts=[3]),
     ],
     ids=repr,
 )

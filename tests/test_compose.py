@@ -12,7 +12,7 @@ from dpacct.accountant import (
     subsample_without_replacement,
 )
 from dpacct.accountant.subsampled_rdp import subsampled_gaussian_rdp
-from dpacct.mechanisms import GaussianMechanism, LaplaceMechanism
+from dpacct.mechanisms import GaussianMechanism, LaplaceMechanism, ReplaceOneGaussianMechanism
 
 
 def dpsgd(q, sigma, steps):
@@ -131,7 +131,7 @@ def test_sample_rate_one_is_identity():
 
 
 def test_without_replacement_uses_rdp():
-    step = subsample_without_replacement(GaussianMechanism(sigma=2.0), 0.01)
+    step = subsample_without_replacement(ReplaceOneGaussianMechanism(sigma=2.0), 0.01)
     assert step.route == "rdp"
     lo, hi = compose([step], counts=[100]).epsilon_bounds(1e-5)
     assert lo == 0.0 and math.isfinite(hi)

@@ -28,9 +28,6 @@ from dp_accounting.rdp import RdpAccountant  # noqa: E402
 from dpacct.accountant import compose, poisson_subsample, subsample_without_replacement  # noqa: E402
 from dpacct.dp_accounting import (  # noqa: E402
     DpEventAccountant,
-    ReplaceOneGaussianMechanism,
-    ReplaceOneLaplaceMechanism,
-    ReplaceOneRandomizedResponse,
     UnsupportedEventError,
     from_dp_event,
 )
@@ -38,6 +35,9 @@ from dpacct.mechanisms import (  # noqa: E402
     DiscreteLaplaceMechanism,
     GaussianMechanism,
     LaplaceMechanism,
+    RandomizedResponse,
+    ReplaceOneGaussianMechanism,
+    ReplaceOneLaplaceMechanism,
     ZCDPMechanism,
 )
 
@@ -226,7 +226,7 @@ def test_conversions_are_explicit():
     assert from_dp_event(dpa.LaplaceDpEvent(3.0), **rel) == ReplaceOneLaplaceMechanism(b=1.5)
     # RR: noise 0.5 over 4 buckets answers the truth with p = 1 - 0.5 * 3/4 = 0.625
     rr = from_dp_event(rr_event(), **rel)
-    assert rr == ReplaceOneRandomizedResponse(p=0.625, k=4)
+    assert rr == RandomizedResponse(p=0.625, k=4)
     assert rr.pure_epsilon == pytest.approx(math.log(5.0), rel=1e-14)
     assert rr.neighbouring == "replace-one"
     # no-ops, zero counts and zero sampling vanish; self-composition multiplies counts

@@ -36,7 +36,7 @@ from dpacct.accountant.serialization import (
     sha256_of,
     to_dict,
 )
-from dpacct.mechanisms import GaussianMechanism
+from dpacct.mechanisms import GaussianMechanism, ReplaceOneGaussianMechanism
 
 ROOT = Path(__file__).resolve().parents[1]
 DELTA = 1e-5
@@ -401,7 +401,7 @@ def test_serialization_round_trips_the_engine_types():
     mechs = [
         GaussianMechanism(sigma=0.7),
         poisson_subsample(GaussianMechanism(sigma=1.3), 0.02),
-        subsample_without_replacement(GaussianMechanism(sigma=2.0), 0.1),
+        subsample_without_replacement(ReplaceOneGaussianMechanism(sigma=2.0), 0.1),
         compose(
             [poisson_subsample(GaussianMechanism(sigma=1.0), 0.01), GaussianMechanism(5.0)], [9, 2]
         ),

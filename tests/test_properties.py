@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dpacct.accountant import compose, poisson_subsample
-from dpacct.mechanisms import GaussianMechanism
+from dpacct.mechanisms import GaussianMechanism, ReplaceOneGaussianMechanism
 
 FAST = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -112,6 +112,7 @@ def _factories():
         LaplaceMechanism,
         PureDPMechanism,
         RandomizedResponse,
+        ReplaceOneLaplaceMechanism,
         ZCDPMechanism,
     )
 
@@ -130,11 +131,13 @@ def _factories():
         ),
         "poisson_gaussian": lambda u: poisson_subsample(GaussianMechanism(sigma=1.0), _rate(u)),
         "poisson_laplace": lambda u: poisson_subsample(LaplaceMechanism(b=1.0), _rate(u)),
-        "poisson_rr": lambda u: poisson_subsample(RandomizedResponse(p=0.8), _rate(u)),
         "wor_gaussian": lambda u: subsample_without_replacement(
-            GaussianMechanism(sigma=2.0), _rate(u)
+            ReplaceOneGaussianMechanism(sigma=2.0), _rate(u)
         ),
-        "wor_laplace": lambda u: subsample_without_replacement(LaplaceMechanism(b=2.0), _rate(u)),
+        "wor_rr": lambda u: subsample_without_replacement(RandomizedResponse(p=0.8), _rate(u)),
+        "wor_laplace": lambda u: subsample_without_replacement(
+            ReplaceOneLaplaceMechanism(b=2.0), _rate(u)
+        ),
         "composed_mixture": lambda u: compose(
             [
                 poisson_subsample(GaussianMechanism(sigma=1.0 + 2 * u), 0.02),
@@ -153,7 +156,7 @@ units = st.floats(min_value=0.0, max_value=1.0)
 #: need not be convex, and these are not (found by the property test below)
 NON_CONVEX = {
     "poisson_laplace": "general Poisson subsampling RDP bound: (alpha-1)*rdp not convex",
-    "poisson_rr": "general Poisson subsampling RDP bound: (alpha-1)*rdp not convex",
+    "wor_rr": "without-replacement subsampling RDP bound: (alpha-1)*rdp not convex",
     "wor_laplace": "without-replacement subsampling RDP bound: (alpha-1)*rdp not convex",
 }
 

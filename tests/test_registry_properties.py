@@ -41,6 +41,7 @@ eps0 = st.floats(1e-3, 3.0)
 rate = st.floats(1e-3, 0.3)
 count = st.integers(1, 50)
 
+_REPLACE_ONE = ("randomized_response", "replace_one_gaussian", "replace_one_laplace")
 _prim = {
     "gaussian": pos.map(lambda s: M.GaussianMechanism(sigma=s)),
     "laplace": pos.map(lambda b: M.LaplaceMechanism(b=b)),
@@ -52,16 +53,20 @@ _prim = {
     "exponential": eps0.map(lambda e: M.ExponentialMechanism(epsilon=e)),
     "exponential_pure_dp": eps0.map(lambda e: M.ExponentialMechanism(e, bounded_range=False)),
     "test_loss_law_only": st.floats(0.2, 1.5).map(lambda mu: LossLawOnly(mu=mu)),
+    "replace_one_gaussian": pos.map(lambda s: M.replace_one(M.GaussianMechanism(sigma=s))),
+    "replace_one_laplace": pos.map(lambda b: M.ReplaceOneLaplaceMechanism(b=b)),
 }
+#: the relations the transformers are proved for: Poisson subsampling takes add/remove
+#: bases, sampling without replacement replace-one bases
+_add_remove = st.one_of(*(v for k, v in _prim.items() if k not in _REPLACE_ONE))
+_replace_one = st.one_of(*(_prim[k] for k in _REPLACE_ONE))
 _base = st.one_of(*_prim.values())
 FAMILIES = dict(_prim)
 FAMILIES.update(
     {
-        "poisson_subsample": st.builds(poisson_subsample, _base, rate),
+        "poisson_subsample": st.builds(poisson_subsample, _add_remove, rate),
         "subsample_without_replacement": st.builds(
-            subsample_without_replacement,
-            st.one_of(_prim["gaussian"], _prim["pure_dp"], _prim["exponential"]),
-            rate,
+            subsample_without_replacement, _replace_one, rate
         ),
         "compose": st.builds(lambda m, n: compose([m], counts=[n]), _base, count),
         "noisy_gd": st.builds(
