@@ -218,13 +218,34 @@ def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1
         if hi > 700:
             raise ValueError(f"epsilon={eps!r} at delta={delta!r} needs no noise (sigma -> 0)")
     log_mu = _brentq(f, lo, hi, xtol=1e-15, rtol=4 * np.finfo(float).eps, maxiter=500)
-    # round to the side that meets the budget: delta(eps; 1/sigma) <= delta in floats
+    # Round to the side that meets the budget.  The float evaluation of the curve is
+    # itself off in the last digits, so the returned sigma is certified at 40 digits:
+    # step up until delta(eps; sensitivity / sigma) <= delta holds in mpmath for the
+    # float that is returned (sigma * sensitivity), not only for its float image.
     sigma = 1.0 / math.exp(log_mu)
     for _ in range(64):
         if _log_gauss_delta(1.0 / sigma, eps) <= log_d:
             break
         sigma = math.nextafter(sigma, math.inf)
-    return sigma * sens
+    out = sigma * sens
+    for step in range(4096):
+        if _exact_gaussian_delta_at_most(sens / out, eps, delta):
+            return out
+        out = math.nextafter(out, math.inf) if step < 64 else out * (1.0 + 1e-12)
+    raise RuntimeError(  # pragma: no cover - the float solution is within 1e-13
+        f"analytic_gaussian_sigma could not certify sigma for epsilon={eps!r}, delta={delta!r}"
+    )
+
+
+def _exact_gaussian_delta_at_most(mu: float, eps: float, delta: float) -> bool:
+    """``Phi(mu/2 - eps/mu) - e^eps Phi(-mu/2 - eps/mu) <= delta`` at 40 digits (the
+    inputs are floats, so this is the exact curve at those floats, to 1e-40)."""
+    import mpmath
+
+    with mpmath.workdps(40):
+        m, e = mpmath.mpf(mu), mpmath.mpf(eps)
+        value = mpmath.ncdf(m / 2 - e / m) - mpmath.exp(e) * mpmath.ncdf(-m / 2 - e / m)
+        return bool(value <= mpmath.mpf(delta))
 
 
 # ----------------------------------------------------------------------------------
