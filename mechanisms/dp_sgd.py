@@ -30,6 +30,7 @@ from dpacct.accountant._validation import (
 from dpacct.accountant.ledger import PrivacyAccountant
 from dpacct.accountant.mechanism import Mechanism
 from dpacct.accountant.subsample import poisson_subsample
+from dpacct.mechanisms._regression_data import binary_coding
 from dpacct.mechanisms.algorithm import Algorithm, PlannedRelease
 from dpacct.mechanisms.gaussian import GaussianMechanism
 from dpacct.mechanisms.noisy_gd import (
@@ -98,14 +99,16 @@ class DPSGDFit(FittedLinearModel):
 class DPSGD(Algorithm):
     """DP-SGD (Abadi et al. 2016, Algorithm 1) for linear or logistic regression.
 
-    Same model and loss as :class:`~dpacct.mechanisms.noisy_gd.NoisyGD` (squared loss
-    ``(x.theta - y)^2 / 2`` or logistic loss with labels in {0, 1}, ridge penalty
-    ``l2/2 ||coef||^2``, intercept as a constant feature 1).  Each step:
+    Same models and losses as :class:`~dpacct.mechanisms.noisy_gd.NoisyGD` (squared loss
+    ``(x.theta - y)^2 / 2``, logistic loss with labels coded {0, 1} or {-1, +1}, or
+    softmax cross-entropy over ``n_classes`` classes, ridge penalty ``l2/2 ||coef||^2``,
+    intercept as a constant feature 1).  Each step:
 
     1. Poisson sampling: each record joins the batch ``B`` with probability
        ``sample_rate = q``, independently;
-    2. the per-example gradients ``r_i x_i`` are clipped to L2 norm ``clip = C`` and
-       summed, and ``N(0, (sigma C)^2 I)`` is added;
+    2. the per-example gradients ``x_i r_i^T`` are clipped to L2 (Frobenius) norm
+       ``clip = C`` and summed (one matrix product over the batch), and
+       ``N(0, (sigma C)^2 I)`` is added;
     3. ``theta <- P(theta - learning_rate * (noisy sum / (q n) + l2 * coef))``, dividing by
        the expected batch size ``q n`` (the dataset size ``n`` is treated as public, as
        in Abadi et al. 2016), ``P`` the projection onto ``||theta|| <= theta_bound``
@@ -125,7 +128,7 @@ class DPSGD(Algorithm):
         Noise multiplier, > 0 (noise std over the clipping norm).
     sample_rate : float
         Poisson sampling probability per step, in (0, 1].
-    loss : {"linear", "logistic"}
+    loss : {"linear", "logistic", "softmax"}
         Model family.
     steps : int, optional
         Number of steps, >= 1.
@@ -143,6 +146,8 @@ class DPSGD(Algorithm):
         Ridge penalty on the coefficients, >= 0.
     fit_intercept, average : bool
         As in :class:`~dpacct.mechanisms.noisy_gd.NoisyGD`.
+    n_classes : int, optional
+        Number of classes ``K >= 2`` for ``loss="softmax"`` (required there).
 
     Examples
     --------
@@ -177,6 +182,7 @@ class DPSGD(Algorithm):
     l2: float = 0.0
     fit_intercept: bool = True
     average: bool = True
+    n_classes: int | None = None
 
     def __post_init__(self) -> None:
         if self.clip is None:
@@ -240,7 +246,8 @@ class DPSGD(Algorithm):
         X : array_like, shape (n, d)
             Features, finite.
         y : array_like, shape (n,)
-            Targets (linear) or labels in {0, 1} (logistic).
+            Targets (linear), labels in {0, 1} or {-1, +1} (logistic), or class
+            indices in ``{0, ..., n_classes - 1}`` (softmax).
         rng : numpy.random.Generator
             Source of the batches and of the noise.
         delta : float, optional
@@ -256,7 +263,8 @@ class DPSGD(Algorithm):
             The averaged (or last) iterate, the accountant and ``epsilon_per_epoch``.
         """
         rng = check_rng(rng)
-        X, yy = _check_data(X, y, self.loss)
+        X, yy = _check_data(X, y, self.loss, n_classes=self.n_classes)
+        coding = binary_coding(y) if self.loss == "logistic" else "01"
         if delta is not None:
             delta = check_delta(delta)
         if accountant is None:
@@ -269,7 +277,9 @@ class DPSGD(Algorithm):
         n = X.shape[0]
         q = self.sample_rate
         Xa = _augment(X, self.fit_intercept)
-        theta = np.zeros(Xa.shape[1])
+        row_norms = np.linalg.norm(Xa, axis=1)
+        shape = (Xa.shape[1],) if self.loss != "softmax" else (Xa.shape[1], self.n_classes)
+        theta = np.zeros(shape)
         total = np.zeros_like(theta)
         scale = 1.0 / (q * n)
         ends = _epoch_ends(self.steps, q)
@@ -283,7 +293,8 @@ class DPSGD(Algorithm):
             accountant.record(step_mechanism)
             batch = session.poisson_sample(label, n)
             if batch.any():
-                g = _clipped_gradient_sum(Xa[batch], yy[batch], theta, self.loss, self.clip)
+                g = _clipped_gradient_sum(Xa[batch], yy[batch], theta, self.loss, self.clip,
+                                          row_norms[batch])
             else:
                 g = np.zeros_like(theta)
             g = session.release(label, g)
@@ -296,11 +307,12 @@ class DPSGD(Algorithm):
                 next_end += 1
         session.finish()
         final = total / self.steps if self.average else theta
-        model = _to_model(final, self.fit_intercept, self.loss)
+        model = _to_model(final, self.fit_intercept, self.loss, coding)
         return DPSGDFit(
             coef=model.coef,
             intercept=model.intercept,
             loss=model.loss,
+            label_coding=coding,
             epoch_steps=ends,
             epsilon_per_epoch=None if delta is None else np.array(eps_path),
             delta=delta,

@@ -324,7 +324,15 @@ def _gd(**kw):
         (dict(learning_rate=0.0), ValueError, "learning_rate"),
         (dict(l2=-0.1), ValueError, "l2"),
         (dict(fit_intercept="yes"), TypeError, "fit_intercept"),
-        (dict(clip=None, x_bound=1.0, loss="linear"), ValueError, "theta_bound"),
+        (dict(clip=None, x_bound=1.0, loss="linear"), ValueError, "y_bound"),
+        (dict(clip=None, x_bound=1.0, y_bound=1.0, loss="linear", adaptive=False),
+         ValueError, "theta_bound"),
+        (dict(adaptive=True), ValueError, "adaptive"),
+        (dict(clip=None, x_bound=1.0, adaptive=True), ValueError, "adaptive"),
+        (dict(loss="softmax"), ValueError, "n_classes"),
+        (dict(loss="softmax", n_classes=1), ValueError, "n_classes"),
+        (dict(n_classes=3), ValueError, "n_classes"),
+        (dict(out_of_range="drop"), ValueError, "out_of_range"),
         (dict(y_bound=1.0), ValueError, "y_bound"),
         (dict(clip=None, x_bound=-1.0), ValueError, "x_bound"),
     ],
@@ -404,3 +412,198 @@ def test_calibrator_validation():
         calibrate_noisy_gd(1.0, DELTA, iterations=3, loss="linear", clip=-1.0)
     with pytest.raises(ValueError, match="iterations"):
         naive_split_sigma(1.0, DELTA, 0)
+
+
+# ----------------------------------------------------------------------------------
+# speed paths, adaptive sensitivity, history, labels, softmax, clipping of data
+# ----------------------------------------------------------------------------------
+
+
+def _plain_loop(X, y, sigma, T, lr, *, std_of, seed, fit_intercept=True, radius=None):
+    """Noisy GD on the squared loss written out with numpy (per-row gradient, no
+    sufficient statistics); ``std_of(theta)`` gives each step's noise std."""
+    rng = np.random.default_rng(seed)
+    Z = np.hstack([X, np.ones((len(X), 1))]) if fit_intercept else X
+    theta, total = np.zeros(Z.shape[1]), np.zeros(Z.shape[1])
+    for _ in range(T):
+        g = Z.T @ (Z @ theta - y)
+        g = g + rng.normal(0.0, std_of(theta), size=g.shape)
+        theta = theta - lr * g / len(y)
+        if radius is not None and np.linalg.norm(theta) > radius:
+            theta *= radius / np.linalg.norm(theta)
+        total += theta
+    return total / T
+
+
+def _bounded_data(seed, n=300, d=4):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d)) / 2
+    X /= np.maximum(1.0, np.linalg.norm(X, axis=1, keepdims=True))
+    y = np.clip(X @ np.linspace(1, -1, d) + 0.3 + 0.1 * rng.normal(size=n), -1, 1)
+    return X, y
+
+
+def test_sufficient_statistics_path_equals_plain_loop():
+    X, y = _bounded_data(0)
+    gd = NoisyGD(sigma=3.0, iterations=200, loss="linear", x_bound=1.0, y_bound=1.0,
+                 theta_bound=2.0, learning_rate=0.7)
+    fit = gd.fit(X, y, rng=np.random.default_rng(5))
+    b = math.sqrt(2.0)
+    want = _plain_loop(X, y, 3.0, 200, 0.7, std_of=lambda th: 3.0 * b * (2.0 * b + 1.0),
+                       seed=5, radius=2.0)
+    np.testing.assert_allclose(np.append(fit.coef, fit.intercept), want, rtol=1e-9, atol=1e-12)
+
+
+def test_adaptive_sensitivity_equals_plain_loop_and_is_planned(monkeypatch):
+    X, y = _bounded_data(1)
+    gd = NoisyGD(sigma=2.0, iterations=150, loss="linear", x_bound=1.0, y_bound=1.0)
+    assert gd.adaptive and gd.sensitivity == 1.0
+    with pytest.raises(ValueError, match="adaptive"):
+        _ = gd.noise_std
+    records = []
+    real = GaussianMechanism.release
+
+    def spy(self, value, *args, **kwargs):
+        records.append((self, kwargs.get("sensitivity")))
+        return real(self, value, *args, **kwargs)
+
+    monkeypatch.setattr(GaussianMechanism, "release", spy)
+    fit = gd.fit(X, y, rng=np.random.default_rng(6), record_every=1)
+    # 150 releases of the planned object at (normalised) sensitivity 1
+    assert len(records) == 150
+    assert all(m is gd.plan[0].mechanism and s == 1.0 for m, s in records)
+    b = math.sqrt(2.0)
+    stds = []
+
+    def std_of(theta):
+        stds.append(2.0 * b * (b * np.linalg.norm(theta) + 1.0))  # sigma * GS_t
+        return stds[-1]
+
+    want = _plain_loop(X, y, 2.0, 150, 1.0, std_of=std_of, seed=6)
+    np.testing.assert_allclose(np.append(fit.coef, fit.intercept), want, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(fit.history.noise_std, stds, rtol=1e-9)
+    assert gd.epsilon(DELTA) == compose([GaussianMechanism(2.0)], counts=[150]).epsilon(DELTA)
+
+
+def test_adaptive_beats_a_loose_theta_bound_and_approaches_least_squares(diabetes):
+    Xtr, Xte, ytr, yte, trivial, ols = diabetes
+    kw = dict(sigma=5.0, iterations=300, loss="linear", x_bound=1.0, y_bound=1.0)
+    mses = {}
+    for name, extra in (("adaptive", {}), ("bound 20", dict(theta_bound=20.0))):
+        gd = NoisyGD(**kw, **extra)
+        mses[name] = np.mean([gd.fit(Xtr, ytr, rng=np.random.default_rng(s)).mse(Xte, yte)
+                              for s in range(5)])
+    assert mses["adaptive"] < mses["bound 20"]
+    assert mses["adaptive"] < ols + 0.5 * (trivial - ols)
+    # no noise to speak of: the predictions converge to numpy's least squares (the
+    # coefficients of two nearly collinear features converge more slowly)
+    Z = np.hstack([Xtr, np.ones((len(Xtr), 1))])
+    lsq = np.linalg.lstsq(Z, ytr, rcond=None)[0]
+    quiet = NoisyGD(sigma=1e-8, iterations=20_000, loss="linear", x_bound=1.0, y_bound=1.0,
+                    learning_rate=1.9, average=False)
+    fit = quiet.fit(Xtr, ytr, rng=np.random.default_rng(0))
+    np.testing.assert_allclose(fit.predict(Xte), np.hstack([Xte, np.ones((len(Xte), 1))]) @ lsq,
+                               atol=1e-3)
+
+
+def test_history_epsilon_and_loss_against_independent_values():
+    X, y = _bounded_data(2)
+    gd = NoisyGD(sigma=4.0, iterations=60, loss="linear", clip=1.0)
+    seen = []
+    fit = gd.fit(X, y, rng=np.random.default_rng(1), delta=1e-6, record_every=20,
+                 callback=lambda t, model, eps: seen.append((t, model.mse(X, y), eps)))
+    h = fit.history
+    assert h.iteration.tolist() == [20, 40, 60] and h.delta == 1e-6
+    for t, eps in zip(h.iteration, h.epsilon, strict=True):
+        # t Gaussian releases are one Gaussian of noise multiplier sigma / sqrt(t)
+        assert eps == pytest.approx(GaussianMechanism(4.0 / math.sqrt(t)).epsilon(1e-6),
+                                    rel=1e-9)
+    np.testing.assert_allclose(h.loss, [m for _, m, _ in seen], rtol=1e-12)
+    np.testing.assert_allclose(h.epsilon, [e for _, _, e in seen], rtol=1e-12)
+    assert h.loss[-1] == pytest.approx(fit.mse(X, y), rel=1e-12)
+    np.testing.assert_allclose(h.noise_std, 4.0, rtol=0)
+    assert gd.fit(X, y, rng=np.random.default_rng(1)).history is None
+    with pytest.raises(TypeError, match="callback"):
+        gd.fit(X, y, rng=np.random.default_rng(1), callback=3)
+
+
+def test_plus_minus_one_labels_equal_zero_one(cancer):
+    Xtr, Xte, ytr, yte = cancer[:4]
+    gd = NoisyGD(sigma=5.0, iterations=30, loss="logistic", clip=1.0)
+    f01 = gd.fit(Xtr, ytr, rng=np.random.default_rng(3))
+    fpm = gd.fit(Xtr, 2 * ytr - 1, rng=np.random.default_rng(3))
+    np.testing.assert_array_equal(f01.coef, fpm.coef)
+    assert set(np.unique(fpm.predict(Xte))) <= {-1.0, 1.0}
+    assert fpm.accuracy(Xte, 2 * yte - 1) == f01.accuracy(Xte, yte)
+    assert np.array_equal(fpm.predict(Xte), 2 * f01.predict(Xte) - 1)
+    with pytest.raises(ValueError, match=r"\{0, 1\} or in \{-1, \+1\}"):
+        gd.fit(Xtr, np.where(ytr > 0, 1.0, -1.0) * (np.arange(len(ytr)) % 3 > 0),
+               rng=np.random.default_rng(0))
+
+
+def _three_classes(seed, n=1500):
+    rng = np.random.default_rng(seed)
+    centres = np.array([[0.5, 0.0], [-0.25, 0.43], [-0.25, -0.43]])
+    y = rng.integers(0, 3, size=n)
+    X = centres[y] + 0.15 * rng.normal(size=(n, 2))
+    X /= np.maximum(1.0, np.linalg.norm(X, axis=1, keepdims=True))
+    return X, y
+
+
+def test_softmax_gradient_matches_per_example_loop_and_bound():
+    rng = np.random.default_rng(9)
+    X, y = _three_classes(0, n=300)
+    Xa = np.hstack([X, np.ones((300, 1))])
+    theta = 3 * rng.normal(size=(3, 3))
+    grads = []
+    for x_i, y_i in zip(Xa, y, strict=True):
+        z = x_i @ theta
+        p = np.exp(z - z.max()) / np.exp(z - z.max()).sum()
+        e = np.zeros(3)
+        e[y_i] = 1.0
+        grads.append(np.outer(x_i, p - e))
+    grads = np.array(grads)
+    norms = np.sqrt((grads**2).sum(axis=(1, 2)))
+    # the declared-bound sensitivity sqrt(2) * B holds for every record
+    gd = NoisyGD(sigma=1.0, iterations=1, loss="softmax", n_classes=3, x_bound=1.0)
+    assert gd.sensitivity == pytest.approx(math.sqrt(2) * math.sqrt(2), rel=1e-12)
+    assert norms.max() <= gd.sensitivity
+    clipped = grads * np.minimum(1.0, 0.5 / norms)[:, None, None]
+    np.testing.assert_allclose(_clipped_gradient_sum(Xa, y, theta, "softmax", 0.5),
+                               clipped.sum(0), rtol=1e-10)
+    np.testing.assert_allclose(_clipped_gradient_sum(Xa, y, theta, "softmax", None),
+                               grads.sum(0), rtol=1e-10)
+
+
+@pytest.mark.parametrize("mode", [dict(clip=1.0), dict(x_bound=1.0)])
+def test_softmax_approaches_nonprivate_accuracy(mode):
+    X, y = _three_classes(1)
+    Xte, yte = _three_classes(2)
+    ref = LogisticRegression(C=1e4, max_iter=2000).fit(X, y).score(Xte, yte)
+    gd = NoisyGD(sigma=2.0, iterations=200, loss="softmax", n_classes=3,
+                 learning_rate=2.0, **mode)
+    fit = gd.fit(X, y, rng=np.random.default_rng(0))
+    assert fit.coef.shape == (2, 3) and fit.intercept.shape == (3,)
+    assert fit.accuracy(Xte, yte) > ref - 0.03
+    proba = fit.predict_proba(Xte)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0, rtol=1e-12)
+    assert fit.log_loss(Xte, yte) < math.log(3)
+    with pytest.raises(ValueError, match=r"class labels in \{0, ..., 2\}"):
+        gd.fit(X, np.where(y == 2, 3, y), rng=np.random.default_rng(0))
+
+
+def test_out_of_range_clip_equals_clipping_first():
+    X, y = _bounded_data(3)
+    X2, y2 = X.copy(), y.copy()
+    X2[0] *= 5.0
+    y2[1] = 4.0
+    gd = NoisyGD(sigma=3.0, iterations=20, loss="linear", x_bound=1.0, y_bound=1.0)
+    with pytest.raises(ValueError, match="out_of_range='clip'"):
+        gd.fit(X2, y2, rng=np.random.default_rng(0))
+    clip = NoisyGD(sigma=3.0, iterations=20, loss="linear", x_bound=1.0, y_bound=1.0,
+                   out_of_range="clip")
+    got = clip.fit(X2, y2, rng=np.random.default_rng(0))
+    Xc = X2 / np.maximum(1.0, np.linalg.norm(X2, axis=1, keepdims=True))
+    want = gd.fit(Xc, np.clip(y2, -1, 1), rng=np.random.default_rng(0))
+    np.testing.assert_allclose(got.coef, want.coef, rtol=1e-12)
+    assert clip.epsilon(DELTA) == gd.epsilon(DELTA)
