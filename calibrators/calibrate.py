@@ -282,7 +282,18 @@ class _Search:
             raise TypeError(
                 f"family must return a Mechanism, got {type(mech).__name__} for {self.name}={p!r}"
             )
-        eps = float(mech.epsilon(self.delta, tol=self.tol))
+        if self.delta == 0.0:
+            # pure DP: the mechanism's own pure epsilon (Mechanism.pure_epsilon)
+            eps = float(mech.pure_epsilon)
+            if math.isinf(eps):
+                raise ValueError(
+                    f"delta=0 needs a pure-DP family, but {mech!r} (at {self.name}={p!r}) "
+                    "has no pure epsilon (pure_epsilon is inf): give delta > 0, or use a "
+                    "pure-DP mechanism (Laplace, randomized response, exponential "
+                    "mechanism, and their compositions)"
+                )
+        else:
+            eps = float(mech.epsilon(self.delta, tol=self.tol))
         if math.isnan(eps):
             raise ValueError(f"the family returned epsilon = nan for {self.name}={p!r}")
         h = (
@@ -474,7 +485,11 @@ def calibrate(
     epsilon : float
         Target epsilon, > 0.
     delta : float
-        Target delta, in (0, 1).
+        Target delta, in (0, 1); or exactly 0 for a pure-DP target, where every
+        mechanism of the family must have a finite
+        :attr:`~dpacct.accountant.Mechanism.pure_epsilon` (Laplace, randomized response,
+        the exponential mechanism, their compositions; a family without one, such as
+        the Gaussian, raises ``ValueError`` naming it).
     interval : (float, float), optional
         Starting interval of the parameter, ``0 < low <= high``; default ``(0.5, 2)``,
         or ``(1, 10)`` for integers.  The bracket widens
@@ -543,6 +558,19 @@ def calibrate(
     >>> round(sigma, 2)
     3.73
 
+    A pure-DP target (``delta=0``): the Laplace scale of a sensitivity-1 histogram.
+
+    >>> from dpacct.mechanisms import HistogramQuantiles
+    >>> res = calibrate(lambda s: HistogramQuantiles(lower=0.0, upper=1.0, bins=64, scale=s),
+    ...                 epsilon=0.5, delta=0)
+    >>> bool(2.0 <= res.parameter <= 2.0 * 1.001), bool(0.999 * 0.5 <= res.epsilon <= 0.5)
+    (True, True)
+    >>> calibrate(lambda s: GaussianMechanism(sigma=s), epsilon=1.0, delta=0)
+    ... # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: delta=0 needs a pure-DP family, but GaussianMechanism(sigma=...) ...
+
     The largest number of compositions (integer parameter):
 
     >>> from dpacct.accountant import compose
@@ -567,7 +595,10 @@ def calibrate(
     if not callable(family):
         raise TypeError(f"family must be callable (parameter -> Mechanism), got {family!r}")
     target = check_positive("epsilon", epsilon)
-    delta = check_delta(delta)
+    if not isinstance(delta, bool) and isinstance(delta, int | float) and delta == 0:
+        delta = 0.0  # pure DP: calibrated on Mechanism.pure_epsilon
+    else:
+        delta = check_delta(delta)
     rtol = check_finite("rtol", rtol)
     if not 0 < rtol < 0.5:
         raise ValueError(f"rtol must lie in (0, 0.5), got {rtol!r}")

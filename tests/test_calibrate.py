@@ -388,3 +388,30 @@ def test_clt_steering_estimate_matches_opacus_gaussian_accountant():
     from dpacct.calibrators.dpsgd import _clt_epsilon
 
     assert _clt_epsilon(1.0, 0.01, 10_000, 1e-5) == pytest.approx(6.007077, rel=1e-6)
+
+
+# ----------------------------------------------------------------------------------
+# pure DP: delta = 0 calibrates on Mechanism.pure_epsilon
+# ----------------------------------------------------------------------------------
+def test_pure_dp_calibration_against_closed_forms():
+    from dpacct.mechanisms import LaplaceMechanism, RandomizedResponse, TreeQuantiles
+
+    # a tree of depth 3 with Laplace(s) per level costs 3 / s: s = 3 / epsilon
+    tree = calibrate(lambda s: TreeQuantiles(lower=0.0, upper=1.0, bins=4096, scale=s),
+                     epsilon=0.7, delta=0)
+    assert tree.mechanism.depth == 3
+    assert tree.parameter == pytest.approx(3 / 0.7, rel=1.001e-3)
+    assert 0.7 * (1 - 1e-3) <= tree.epsilon <= 0.7
+    assert tree.delta == 0.0
+    # the largest number of Laplace(b=10) releases at pure epsilon 1 is 10
+    k = calibrate(lambda k: compose([LaplaceMechanism(b=10.0)], counts=[k]), epsilon=1.0,
+                  delta=0, integer=True)
+    assert k.parameter == 10
+    # binary randomized response is ln(p / (1 - p))-DP
+    rr = calibrate(lambda p: RandomizedResponse(p=p), epsilon=1.0, delta=0,
+                   interval=(0.55, 0.9), domain=(0.5, 1.0))
+    assert math.log(rr.parameter / (1 - rr.parameter)) == pytest.approx(1.0, rel=1.001e-3)
+    with pytest.raises(ValueError, match="delta=0 needs a pure-DP family"):
+        calibrate(lambda s: GaussianMechanism(sigma=s), epsilon=1.0, delta=0)
+    with pytest.raises(ValueError, match="delta"):
+        calibrate(lambda s: LaplaceMechanism(b=s), epsilon=1.0, delta=-1e-9)
