@@ -45,6 +45,7 @@ def calibrate_synthesizer(
     *,
     rtol: float = 1e-3,
     tol: float | None = None,
+    count: str | int | None = "measure",
 ) -> MarginalSynthesizer:
     """A :class:`MarginalSynthesizer` whose whole run meets ``(epsilon, delta)``.
 
@@ -60,12 +61,15 @@ def calibrate_synthesizer(
     noise : 'laplace' or 'gaussian'
     count_fraction : float
         Share of the budget spent on the row count, in ``(0, 1)`` (of epsilon for pure
-        Laplace, of ``1/sigma^2`` otherwise).
+        Laplace, of ``1/sigma^2`` otherwise); unused unless ``count='measure'``.
     rtol : float
         Calibrated cases: the epsilon reached is within ``rtol`` (relative) below the
         target.
     tol : float, optional
         Accuracy passed to the accountant.
+    count : 'measure', None or int
+        As :class:`MarginalSynthesizer`: with ``None`` (no count release) or a public
+        number of rows the whole budget goes to the marginals.
 
     Returns
     -------
@@ -81,6 +85,8 @@ def calibrate_synthesizer(
     >>> syn = calibrate_synthesizer(1.0, 1e-6, cols, "2-way", "gaussian")
     >>> bool(0.999 <= syn.epsilon(1e-6) <= 1.0)
     True
+    >>> calibrate_synthesizer(1.0, 0.0, cols, "2-way", "laplace", count=None).scale
+    3.0
     """
     epsilon = check_positive("epsilon", epsilon)
     f = check_probability("count_fraction", count_fraction)
@@ -91,9 +97,23 @@ def calibrate_synthesizer(
         if noise == "gaussian" and not isinstance(delta, bool) and delta == 0:
             raise ValueError("delta must lie in (0, 1) for Gaussian noise (no pure-DP guarantee)")
         delta = check_delta(delta)
-    probe = MarginalSynthesizer(columns, marginals, noise, scale=1.0)
+    probe = MarginalSynthesizer(columns, marginals, noise, scale=1.0, count=count)
     k = len(probe.cliques)
     cols, margs = probe.columns, probe.marginals
+    if not probe.measures_count:
+        # the marginals are the only releases: k of them share the whole budget
+
+        def only_tables(scale: float) -> MarginalSynthesizer:
+            return MarginalSynthesizer(cols, margs, noise, scale=scale, count=probe.count)
+
+        if pure:
+            syn = only_tables(k / epsilon)
+            while syn.pure_epsilon > epsilon:
+                syn = only_tables(math.nextafter(syn.scale, math.inf))
+            return syn
+        res = calibrate(only_tables, epsilon, delta, increasing=False, rtol=rtol, tol=tol,
+                        interval=(0.5 * k / epsilon, 2.0 * k / epsilon), name="noise scale")
+        return res.mechanism  # type: ignore[return-value]
 
     def build(scale: float, count_scale: float) -> MarginalSynthesizer:
         return MarginalSynthesizer(cols, margs, noise, scale=scale, count_scale=count_scale)

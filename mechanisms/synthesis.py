@@ -52,7 +52,10 @@ self-contained form without a graphical-model inference library:
      1-way marginal exactly; measured pairs off the tree are only reflected through
      the tree.
 
-   Binned numeric values are drawn uniformly inside their bin.
+   Binned numeric values are drawn uniformly inside their bin; an integer column
+   (``BinnedNumericColumn(..., integer=True)``, e.g. ages in whole years) is drawn
+   uniformly among the integers of its bin, so that its mean is not shifted by half a
+   unit (a bin ``[30, 40)`` of integer ages holds 30..39, mean 34.5, not 35).
 
 The fitted model answers marginals and range queries exactly for the distribution the
 synthetic rows are drawn from (:meth:`FittedSynthesizer.marginal`,
@@ -226,7 +229,8 @@ class BinnedNumericColumn:
 
     Bin ``k`` is ``[edges[k], edges[k+1])``, the last one closed on the right, so the
     domain is ``[edges[0], edges[-1]]``.  A value outside it (or NaN) raises an error
-    when encoded; nothing is clipped.
+    when encoded, unless ``out_of_range="clip"``: then it is clipped to the domain
+    (a per-record map with public edges, so a marginal's sensitivity stays 1).
 
     Parameters
     ----------
@@ -234,6 +238,13 @@ class BinnedNumericColumn:
         Column name (non-empty).
     edges : sequence of float
         At least two finite, strictly increasing bin edges.
+    integer : bool
+        The column holds integers (default False): synthetic values are drawn
+        uniformly among the integers of a bin (``ceil(edges[k]) .. ceil(edges[k+1]) -
+        1``, the last bin up to ``floor(edges[-1])``), and range weights count
+        integers; every bin must contain one.
+    out_of_range : {'raise', 'clip'}
+        Values outside the edges: raise (default) or clip to the domain.
 
     Examples
     --------
@@ -244,10 +255,17 @@ class BinnedNumericColumn:
     [0, 0, 1, 2]
     >>> col.weights((15, 45)).tolist()    # overlap of [15, 45] with each bin
     [0.5, 0.5, 0.0]
+    >>> ages = BinnedNumericColumn("age", [18, 30, 60, 91], integer=True)
+    >>> ages.decode(np.array([0, 0, 2]), np.random.default_rng(0)).dtype.kind
+    'i'
+    >>> ages.weights((18, 24)).tolist()[0]   # 18..23 of the 12 ages 18..29
+    0.5
     """
 
     name: str
     edges: tuple[float, ...]
+    integer: bool = False
+    out_of_range: str = "raise"
 
     def __post_init__(self) -> None:
         _check_name(self.name)
@@ -271,11 +289,34 @@ class BinnedNumericColumn:
                 f"edges of column {self.name!r} must be strictly increasing, got {self.edges!r}"
             )
         object.__setattr__(self, "edges", tuple(float(x) for x in e))
+        if not isinstance(self.integer, bool | np.bool_):
+            raise TypeError(f"integer of column {self.name!r} must be a bool, got "
+                            f"{self.integer!r}")
+        object.__setattr__(self, "integer", bool(self.integer))
+        if self.out_of_range not in ("raise", "clip"):
+            raise ValueError(f"out_of_range of column {self.name!r} must be 'raise' or 'clip', "
+                             f"got {self.out_of_range!r}")
+        if self.integer:
+            lo, hi = self._integer_ranges()
+            if (hi < lo).any():
+                k = int(np.argmax(hi < lo))
+                raise ValueError(
+                    f"integer column {self.name!r}: bin {k} [{e[k]!r}, {e[k + 1]!r}) contains "
+                    "no integer"
+                )
 
     @property
     def size(self) -> int:
         """Number of bins."""
         return len(self.edges) - 1
+
+    def _integer_ranges(self) -> tuple[np.ndarray, np.ndarray]:
+        """First and last integer of every bin (the last bin is closed on the right)."""
+        e = np.asarray(self.edges)
+        lo = np.ceil(e[:-1])
+        hi = np.ceil(e[1:]) - 1.0
+        hi[-1] = np.floor(e[-1])
+        return lo, hi
 
     def encode(self, values: object) -> np.ndarray:
         """Bin index of each value; NaN or values outside the edges raise ``ValueError``."""
@@ -290,17 +331,26 @@ class BinnedNumericColumn:
         lo, hi = self.edges[0], self.edges[-1]
         outside = (v < lo) | (v > hi)
         if outside.any():
-            raise ValueError(
-                f"column {self.name!r} contains {float(v[outside][0])!r}, outside its edges "
-                f"[{lo!r}, {hi!r}]"
-            )
+            if self.out_of_range == "clip":
+                v = np.clip(v, lo, hi)
+            else:
+                raise ValueError(
+                    f"column {self.name!r} contains {float(v[outside][0])!r}, outside its "
+                    f"edges [{lo!r}, {hi!r}] (declare out_of_range='clip' to clip)"
+                )
         codes = np.searchsorted(np.asarray(self.edges), v, side="right") - 1
         return np.minimum(codes, self.size - 1).astype(np.int64)
 
     def decode(self, codes: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        """Values drawn uniformly inside the bins ``codes``."""
-        e = np.asarray(self.edges)
+        """Values drawn uniformly inside the bins ``codes`` (uniformly among the bin's
+        integers, as ``int64``, for an integer column)."""
         codes = np.asarray(codes, dtype=np.int64)
+        if self.integer:
+            lo, hi = self._integer_ranges()
+            first = lo[codes].astype(np.int64)
+            span = (hi[codes] - lo[codes]).astype(np.int64) + 1
+            return first + np.floor(rng.random(codes.shape) * span).astype(np.int64)
+        e = np.asarray(self.edges)
         return e[codes] + rng.random(codes.shape) * (e[codes + 1] - e[codes])
 
     def weights(self, condition: object) -> np.ndarray:
@@ -321,6 +371,12 @@ class BinnedNumericColumn:
             raise ValueError(
                 f"condition on column {self.name!r} must satisfy low <= high, got {condition!r}"
             )
+        if self.integer:
+            # integers m of each bin with lo <= m < hi (m <= hi at the domain's top edge)
+            first, last = self._integer_ranges()
+            top = math.floor(hi) if hi >= self.edges[-1] else math.ceil(hi) - 1
+            inside = np.minimum(last, top) - np.maximum(first, math.ceil(lo)) + 1
+            return np.clip(inside, 0.0, None) / (last - first + 1)
         e = np.asarray(self.edges)
         overlap = np.clip(np.minimum(e[1:], hi) - np.maximum(e[:-1], lo), 0.0, None)
         return overlap / np.diff(e)
@@ -847,8 +903,10 @@ class MarginalSynthesizer(Algorithm):
     Privacy: each measured marginal histogram has L1 = L2 sensitivity 1 under
     add/remove one row (one cell changes by 1), and so has the row count, so the run is
     the composition of ``len(cliques)`` copies of ``LaplaceMechanism(b=scale)`` (or
-    ``GaussianMechanism(sigma=scale)``) and one with ``count_scale`` for the count
-    (:meth:`primitives`).  The column specifications (the domain) are public.
+    ``GaussianMechanism(sigma=scale)``) and, when the count is measured, one with
+    ``count_scale`` for the count (:meth:`primitives`).  The column specifications
+    (the domain) are public; clipping values of a binned column to its edges
+    (``out_of_range="clip"`` on the column) is a per-record map and changes nothing.
 
     Parameters
     ----------
@@ -860,7 +918,16 @@ class MarginalSynthesizer(Algorithm):
     scale : float
         Noise scale per unit of sensitivity (Laplace ``b`` or Gaussian ``sigma``), > 0.
     count_scale : float, optional
-        Noise scale of the row count (default: ``scale``), > 0.
+        Noise scale of the row count (default: ``scale``), > 0; only with
+        ``count="measure"``.
+    count : 'measure', None or int
+        How the number of rows is obtained.  ``'measure'`` (default): one more noisy
+        release of the count, combined with the noisy table totals.  ``None``: no count
+        release, the number of rows is estimated from the noisy table totals alone
+        (the histograms are the only releases).  An int ``n``: the number of rows is
+        public (e.g. a census total published anyway) and used as is; no count
+        release.  (Under add/remove neighbours a public ``n`` is an assumption about
+        the data set, stated by whoever gives it.)
 
     Examples
     --------
@@ -881,6 +948,7 @@ class MarginalSynthesizer(Algorithm):
     noise: str = "laplace"
     scale: float = 1.0
     count_scale: float | None = None
+    count: str | int | None = "measure"
 
     def __post_init__(self) -> None:
         cols = _check_columns(self.columns)
@@ -895,8 +963,25 @@ class MarginalSynthesizer(Algorithm):
         if self.noise not in _NOISES:
             raise ValueError(f"noise must be one of {_NOISES!r}, got {self.noise!r}")
         object.__setattr__(self, "scale", check_positive("scale", self.scale))
+        if self.count is not None and not (isinstance(self.count, str)
+                                           and self.count == "measure"):
+            if isinstance(self.count, str):
+                raise ValueError(f"count must be 'measure', None or a public number of rows, "
+                                 f"got {self.count!r}")
+            object.__setattr__(self, "count", check_count(self.count, "count"))
+        if self.count != "measure":
+            if self.count_scale is not None:
+                raise ValueError(
+                    f"count_scale is only used with count='measure', got count={self.count!r}"
+                )
+            return
         cs = self.scale if self.count_scale is None else self.count_scale
         object.__setattr__(self, "count_scale", check_positive("count_scale", cs))
+
+    @property
+    def measures_count(self) -> bool:
+        """Whether the row count is released (``count='measure'``)."""
+        return self.count == "measure"
 
     # ------------------------------------------------------------------ privacy
     @property
@@ -923,17 +1008,22 @@ class MarginalSynthesizer(Algorithm):
         >>> MarginalSynthesizer(cols, "1-way", "gaussian", scale=3.0, count_scale=5.0).primitives()
         ([GaussianMechanism(sigma=3.0), GaussianMechanism(sigma=5.0)], [2, 1])
         """
+        marginals = PlannedRelease("marginal", self._mechanism(self.scale), len(self.cliques))
+        if not self.measures_count:
+            return (marginals,)
         return (
-            PlannedRelease("marginal", self._mechanism(self.scale), len(self.cliques)),
+            marginals,
             PlannedRelease("row count", self._mechanism(self.count_scale), 1),  # type: ignore[arg-type]
         )
 
     @property
     def pure_epsilon(self) -> float:
-        """Pure-DP epsilon ``k / scale + 1 / count_scale`` (Laplace); ``inf`` for Gaussian."""
+        """Pure-DP epsilon ``k / scale + 1 / count_scale`` (Laplace; without the count
+        term when the count is not measured); ``inf`` for Gaussian."""
         if self.noise != "laplace":
             return math.inf
-        return len(self.cliques) / self.scale + 1.0 / self.count_scale  # type: ignore[operator]
+        count_term = 1.0 / self.count_scale if self.measures_count else 0.0  # type: ignore[operator]
+        return len(self.cliques) / self.scale + count_term
 
     # ---------------------------------------------------------------------- run
     def fit(
@@ -1026,22 +1116,31 @@ class MarginalSynthesizer(Algorithm):
         # ---- measure (the only step that touches the data)
         session = self.releases(rng)
         noisy = [session.release("marginal", t.astype(float)) for t in tables]
-        noisy_count = session.release("row count", float(n))
+        noisy_count = session.release("row count", float(n)) if self.measures_count else None
         session.finish()
         # ---- estimate (post-processing)
         # row count: inverse-variance weighted mean of the noisy count and the noisy
-        # table totals (each an unbiased estimate of n, variances v_c and k_C v)
+        # table totals (each an unbiased estimate of n, variances v_c and k_C v); a
+        # public count is used as is
         v_t = self._variance(self.scale)
-        v_c = self._variance(self.count_scale)  # type: ignore[arg-type]
-        est = [noisy_count] + [float(t.sum()) for t in noisy]
-        var = [v_c] + [t.size * v_t for t in noisy]
+        est = [float(t.sum()) for t in noisy]
+        var = [t.size * v_t for t in noisy]
+        if noisy_count is not None:
+            est.append(noisy_count)
+            var.append(self._variance(self.count_scale))  # type: ignore[arg-type]
         w = 1.0 / np.asarray(var)
         row_estimate = float(np.dot(w, est) / w.sum())
+        if isinstance(self.count, int):
+            row_estimate = float(self.count)
         norm = max(row_estimate, 1.0)
         probs, iters = project_marginals([t / norm for t in noisy], self.cliques, self.sizes)
         if generator == "auto":
             generator = "ipf" if math.prod(self.sizes) <= _IPF_MAX_CELLS else "tree"
-        return FittedSynthesizer._build(self, probs, noisy_count, row_estimate, iters, generator)
+        fitted = FittedSynthesizer._build(self, probs, noisy_count, row_estimate, iters,
+                                          generator)
+        names = [tuple(self.columns[a].name for a in c) for c in self.cliques]
+        object.__setattr__(fitted, "noisy_tables", dict(zip(names, noisy, strict=True)))
+        return fitted
 
 
 def _mutual_information(p: np.ndarray) -> float:
@@ -1071,8 +1170,12 @@ class FittedSynthesizer:
         Estimated 1-way distribution of every column.
     parents : dict
         Parent column of every column in the sampling forest (``None`` for roots).
-    noisy_count : float
-        The noisy row count as released.
+    noisy_count : float or None
+        The noisy row count as released (None when the count was not measured).
+    noisy_tables : dict
+        The raw noisy histograms as released (counts, possibly negative), keyed by the
+        column names of each measured marginal: the released statistics themselves,
+        before any post-processing.
     row_estimate : float
         Inverse-variance weighted combination of the noisy count and the noisy table
         totals (a better estimate of the row count, by post-processing).
@@ -1092,18 +1195,19 @@ class FittedSynthesizer:
     parents: Mapping[str, str | None]
     order: tuple[int, ...]
     conditionals: Mapping[int, np.ndarray] = field(repr=False)
-    noisy_count: float = 0.0
+    noisy_count: float | None = 0.0
     row_estimate: float = 0.0
     iterations: int = 0
     generator: str = "tree"
     joint: np.ndarray | None = field(default=None, repr=False)
+    noisy_tables: Mapping[tuple[str, ...], np.ndarray] = field(default_factory=dict, repr=False)
 
     @classmethod
     def _build(
         cls,
         syn: MarginalSynthesizer,
         probs: list[np.ndarray],
-        noisy_count: float,
+        noisy_count: float | None,
         row_estimate: float,
         iterations: int,
         generator: str = "tree",

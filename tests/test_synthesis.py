@@ -617,3 +617,95 @@ class TestCalibrator:
             calibrate_synthesizer(1.0, 1.5, cols)
         with pytest.raises(ValueError, match="noise"):
             calibrate_synthesizer(1.0, 1e-6, cols, noise="uniform")
+
+
+# ----------------------------------------------------------------------------------
+# integer columns, count options, raw noisy tables, clipping
+# ----------------------------------------------------------------------------------
+def test_integer_column_decodes_uniformly_over_the_bin_integers():
+    from scipy import stats
+
+    col = BinnedNumericColumn("age", [18, 30, 40, 90.5], integer=True)
+    rng = np.random.default_rng(0)
+    vals = col.decode(np.full(60_000, 1), rng)
+    assert vals.dtype == np.int64
+    # bin [30, 40) holds exactly the integers 30..39, each with probability 1/10
+    counts = np.bincount(vals - 30, minlength=10)
+    assert counts.size == 10 and vals.min() == 30 and vals.max() == 39
+    assert stats.chisquare(counts).pvalue > 1e-4
+    # the last bin is closed: 40..90 (51 integers)
+    last = col.decode(np.full(1000, 2), rng)
+    assert last.min() >= 40 and last.max() <= 90
+    # range weights count integers (brute force over the integers of each bin)
+    for lo, hi in [(18, 24), (25.5, 35), (0, 100), (35, 90)]:
+        want = []
+        for a, b in [(18, 29), (30, 39), (40, 90)]:
+            ints = np.arange(a, b + 1)
+            inside = (ints >= lo) & ((ints <= hi) if hi >= 90.5 else (ints < hi))
+            want.append(inside.mean())
+        np.testing.assert_allclose(col.weights((lo, hi)), want, rtol=1e-12)
+    with pytest.raises(ValueError, match="contains no integer"):
+        BinnedNumericColumn("x", [0.2, 0.7, 2.0], integer=True)
+    with pytest.raises(TypeError, match="integer"):
+        BinnedNumericColumn("x", [0, 1], integer="yes")
+
+
+def test_integer_ages_are_not_biased_by_half_a_year():
+    rng = np.random.default_rng(1)
+    ages = rng.integers(18, 90, size=20_000)          # 18..89
+    edges = list(range(18, 91, 8))                    # [18, 26), ..., [82, 90]
+    means = {}
+    for integer in (False, True):
+        cols = [BinnedNumericColumn("age", edges, integer=integer)]
+        syn = MarginalSynthesizer(cols, marginals="1-way", scale=0.05)
+        model = syn.fit({"age": ages}, rng=rng)
+        means[integer] = model.sample(200_000, rng=rng).column("age").mean()
+    # continuous decoding shifts the mean by about half a year; integer decoding does not
+    assert means[False] - ages.mean() > 0.35
+    assert abs(means[True] - ages.mean()) < 0.1
+
+
+def test_count_options_and_raw_noisy_tables(monkeypatch):
+    cols = [CategoricalColumn("a", [0, 1]), CategoricalColumn("b", [0, 1, 2])]
+    rng = np.random.default_rng(2)
+    data = {"a": rng.integers(0, 2, 5000), "b": rng.integers(0, 3, 5000)}
+    released = []
+    real = LaplaceMechanism.release
+
+    def spy(self, value, *args, **kwargs):
+        out = real(self, value, *args, **kwargs)
+        released.append(np.array(out, dtype=float))
+        return out
+
+    monkeypatch.setattr(LaplaceMechanism, "release", spy)
+    no_count = MarginalSynthesizer(cols, marginals="2-way", scale=2.0, count=None)
+    assert no_count.primitives() == ([LaplaceMechanism(b=2.0)], [1])
+    assert no_count.pure_epsilon == 0.5
+    assert no_count.epsilon(1e-6) == compose([LaplaceMechanism(b=2.0)]).epsilon(1e-6)
+    model = no_count.fit(data, rng=rng)
+    assert model.noisy_count is None and len(released) == 1
+    # the raw noisy table on the model is what was released
+    np.testing.assert_array_equal(model.noisy_tables[("a", "b")], released[0])
+    assert abs(model.n_rows - 5000) < 30
+    public = MarginalSynthesizer(cols, marginals="2-way", scale=2.0, count=5000)
+    assert public.fit(data, rng=rng).n_rows == 5000
+    measured = MarginalSynthesizer(cols, marginals="2-way", scale=2.0)
+    assert len(measured.fit(data, rng=rng).noisy_tables) == 1
+    with pytest.raises(ValueError, match="count_scale is only used"):
+        MarginalSynthesizer(cols, scale=1.0, count=None, count_scale=2.0)
+    with pytest.raises(ValueError, match="count must be 'measure'"):
+        MarginalSynthesizer(cols, scale=1.0, count="public")
+    syn = calibrate_synthesizer(1.0, 0.0, cols, "1-way", "laplace", count=None)
+    assert syn.scale == pytest.approx(2.0, rel=1e-12) and syn.pure_epsilon <= 1.0
+    gauss = calibrate_synthesizer(1.0, 1e-6, cols, "1-way", "gaussian", count=None)
+    assert 0.999 <= gauss.epsilon(1e-6) <= 1.0 and len(gauss.primitives()[0]) == 1
+
+
+def test_binned_column_out_of_range_clip():
+    strict = BinnedNumericColumn("x", [0, 1, 2])
+    with pytest.raises(ValueError, match="out_of_range='clip'"):
+        strict.encode([-1.0, 0.5, 3.0])
+    clip = BinnedNumericColumn("x", [0, 1, 2], out_of_range="clip")
+    assert clip.encode([-1.0, 0.5, 3.0]).tolist() == [0, 0, 1]
+    with pytest.raises(ValueError, match="out_of_range"):
+        BinnedNumericColumn("x", [0, 1], out_of_range="drop")
