@@ -231,6 +231,11 @@ class SufficientStatisticsPerturbation(Algorithm):
         ``ridge`` like every other coefficient.
     intercept_scaling : float
         Value of the constant column, > 0 (default 1).
+    out_of_range : {'raise', 'clip'}
+        A row with ``||x|| > x_bound`` or a label with ``|y| > y_bound``: raise
+        ``ValueError`` (default) or clip it (the row scaled to norm ``x_bound``, the
+        label clipped to ``[-y_bound, y_bound]``).  With public bounds clipping is a
+        per-record map, so the sensitivities (and the privacy claim) are unchanged.
 
     Examples
     --------
@@ -254,9 +259,12 @@ class SufficientStatisticsPerturbation(Algorithm):
     ridge: float = 0.0
     fit_intercept: bool = False
     intercept_scaling: float = 1.0
+    out_of_range: str = "raise"
 
     def __post_init__(self) -> None:
         s = object.__setattr__
+        if self.out_of_range not in ("raise", "clip"):
+            raise ValueError(f"out_of_range must be 'raise' or 'clip', got {self.out_of_range!r}")
         s(self, "noise_scale", check_positive("noise_scale", self.noise_scale))
         s(self, "x_bound", check_positive("x_bound", self.x_bound))
         s(self, "y_bound", check_positive("y_bound", self.y_bound))
@@ -316,7 +324,8 @@ class SufficientStatisticsPerturbation(Algorithm):
         LinearModel
         """
         rng = check_rng(rng)
-        Xa, ya = check_regression_data(X, y, x_bound=self.x_bound, y_bound=self.y_bound)
+        Xa, ya = check_regression_data(X, y, x_bound=self.x_bound, y_bound=self.y_bound,
+                                       out_of_range=self.out_of_range)
         Z = _design(Xa, self.fit_intercept, self.intercept_scaling)
         d = Z.shape[1]
         session = self.releases(rng)
@@ -389,6 +398,11 @@ class AdaSSP(Algorithm):
         ``B = sqrt(x_bound^2 + intercept_scaling^2)``; the intercept is penalised too).
     intercept_scaling : float
         Value of the constant column, > 0 (default 1).
+    out_of_range : {'raise', 'clip'}
+        A row with ``||x|| > x_bound`` or a label with ``|y| > y_bound``: raise
+        ``ValueError`` (default) or clip it (the row scaled to norm ``x_bound``, the
+        label clipped to ``[-y_bound, y_bound]``).  With public bounds clipping is a
+        per-record map, so the sensitivities (and the privacy claim) are unchanged.
 
     Examples
     --------
@@ -413,9 +427,12 @@ class AdaSSP(Algorithm):
     shift: float | None = None
     fit_intercept: bool = False
     intercept_scaling: float = 1.0
+    out_of_range: str = "raise"
 
     def __post_init__(self) -> None:
         s = object.__setattr__
+        if self.out_of_range not in ("raise", "clip"):
+            raise ValueError(f"out_of_range must be 'raise' or 'clip', got {self.out_of_range!r}")
         s(self, "noise_scale", check_positive("noise_scale", self.noise_scale))
         s(self, "x_bound", check_positive("x_bound", self.x_bound))
         s(self, "y_bound", check_positive("y_bound", self.y_bound))
@@ -491,7 +508,8 @@ class AdaSSP(Algorithm):
             ``ridge`` holds the adaptive ``lambda`` of step 3.
         """
         rng = check_rng(rng)
-        Xa, ya = check_regression_data(X, y, x_bound=self.x_bound, y_bound=self.y_bound)
+        Xa, ya = check_regression_data(X, y, x_bound=self.x_bound, y_bound=self.y_bound,
+                                       out_of_range=self.out_of_range)
         Z = _design(Xa, self.fit_intercept, self.intercept_scaling)
         d = Z.shape[1]
         std_eig, std_xx, _ = self.stds

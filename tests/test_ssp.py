@@ -362,3 +362,23 @@ def test_linear_model_checks_shapes():
     with pytest.raises(ValueError, match="y must have one entry per row"):
         m.mse(np.ones((3, 2)), np.ones(2))
     assert m.mse(np.ones((2, 2)), [4.0, 3.0]) == pytest.approx(0.5, rel=1e-15)
+
+
+@pytest.mark.parametrize("cls", [SSP, AdaSSP])
+def test_out_of_range_clip_equals_clipping_first(cls):
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(500, 3)) / 2
+    y = X @ np.array([1.0, -1.0, 0.5]) + 0.1 * rng.normal(size=500)
+    X[0] *= 10.0
+    y[1] = 7.0
+    strict = cls(noise_scale=0.5, x_bound=1.0, y_bound=1.0)
+    with pytest.raises(ValueError, match="out_of_range='clip'"):
+        strict.fit(X, y, rng=np.random.default_rng(0))
+    clip = cls(noise_scale=0.5, x_bound=1.0, y_bound=1.0, out_of_range="clip")
+    assert clip.epsilon(1e-6) == strict.epsilon(1e-6)
+    Xc = X / np.maximum(1.0, np.linalg.norm(X, axis=1, keepdims=True))
+    got = clip.fit(X, y, rng=np.random.default_rng(0))
+    want = strict.fit(Xc, np.clip(y, -1, 1), rng=np.random.default_rng(0))
+    np.testing.assert_allclose(got.coef, want.coef, rtol=1e-12)
+    with pytest.raises(ValueError, match="out_of_range"):
+        cls(noise_scale=0.5, x_bound=1.0, y_bound=1.0, out_of_range="drop")
