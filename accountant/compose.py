@@ -158,8 +158,6 @@ class ComposedMechanism(Mechanism):
         return f"ComposedMechanism([{inner}])"
 
 
-
-
 def _self_composed(
     mech: Mechanism,
     count: int,
@@ -299,9 +297,7 @@ def _refine(settings: PLDSettings) -> int:
 
 def _part_settings(settings: PLDSettings, total_count: int) -> PLDSettings:
     # the discretisation tail of one step is repeated total_count times
-    out = PLDSettings.__new__(PLDSettings)
-    out.resolution = settings.resolution
-    out.coarse_cap = settings.coarse_cap
+    out = settings.copy()
     out.tail = settings.tail / max(total_count, 1) / (math.log2(total_count + 1) + 1)
     return out
 

@@ -29,7 +29,18 @@ from dataclasses import dataclass
 import numpy as np
 
 from .loss_law import PrivacyLossLaw
-from .pld import MAX_GRID, GridPLD, _Bins, _bins_from_law, _from_bins, _trim
+from .pld import (
+    BOTTOM_CUT_FACTOR,
+    MAX_GRID,
+    GridPLD,
+    _accurate_convolve,
+    _Bins,
+    _bins_from_grid,
+    _bins_from_law,
+    _from_bins,
+    _tail_cuts,
+    _trim,
+)
 
 __all__ = ["SplitPLD", "compose_split", "discretize_split", "self_compose_split"]
 
@@ -55,6 +66,11 @@ MAX_COARSE = 1 << 15
 #: from 2.3 % to 0.07 % wide; the DP-SGD benchmarks are below the threshold)
 SKEWED_RATIO = 256
 SKEWED_BOOST = 8
+#: an optimistic product of the tail with a bulk whose robust spread is below this many
+#: tail steps is discretised after the product (:func:`_optimistic_tail_product`); a
+#: wider bulk is re-gridded onto the tail's grid first, which is then accurate to
+#: second order and cheaper
+CONCENTRATED_BINS = 8
 #: larger tail fractions tried, in order, when the bulk window is too wide
 _WIDER = (1e-5, 1e-4, 1e-3, 1e-2, 0.05)
 
@@ -198,10 +214,94 @@ def _scaled(p: GridPLD, factor: float) -> GridPLD:
     return GridPLD(p.step, p.offset, p.pmf * factor, p.inf_mass * factor, p.pessimistic)
 
 
+def _cut(x: np.ndarray, y: np.ndarray, z: np.ndarray, tail: float) -> tuple[int, int]:
+    """Index range ``[lo, hi)`` of ``z = x * y`` kept by the optimistic tail cuts.
+
+    The dropped P-mass (exact sums of non-negative terms, :func:`~accountant.pld._tail_cuts`)
+    is at most ``tail`` at the top and ``BOTTOM_CUT_FACTOR * tail`` at the bottom; an
+    optimistic PLD drops it (as :meth:`GridPLD.convolve` does).
+    """
+    if tail <= 0 or z.size <= 2:
+        return 0, z.size
+    k_lo, _, k_hi, _ = _tail_cuts(x, y, z, tail, BOTTOM_CUT_FACTOR * tail)
+    hi = k_hi if k_lo + 1 < k_hi < z.size else z.size
+    lo = k_lo + 1 if 0 <= k_lo and k_lo + 1 < min(k_hi, z.size) else 0
+    return lo, hi
+
+
+def _optimistic_tail_product(
+    coarse: GridPLD, fines: list[tuple[GridPLD, float]], others: list[GridPLD], tail: float
+) -> GridPLD:
+    """Optimistic ``coarse * (sum_i w_i fine_i + sum others)`` on the coarse grid.
+
+    The product with a fine factor is *not* formed from the fine factor re-gridded
+    onto the coarse grid: for a concentrated bulk (a small sample rate: the bulk spans
+    a few coarse steps or less) the optimistic re-grid rounds most of it down by up
+    to a step, and every later product inherits the shift (measured: the lower bound
+    0.3 % below the upper at q = 4.1e-6, sigma = 0.5, 100 steps, where epsilon is
+    about 50 coarse steps).  Instead the P-masses and scaled Q-masses of the exact
+    product's coarse bins are computed -- both are linear in the fine factor, so they
+    are the coarse factor convolved with the fine factor's own bin masses -- and the
+    optimistic construction (:func:`~accountant.pld._lower_from_bins`; Doroshenko et
+    al. 2022, Section 4; Koskela et al. 2020) is applied to the product, whose bins
+    are as smooth as the tail.  The products with ``others`` (coarse-grid factors)
+    sit exactly on nodes and are kept as they are.
+
+    The hockey-stick curve of a sum of sub-measures is the sum of their curves, so a
+    sum of optimistic discretisations of the parts is one of the whole; every step is
+    a post-processing or an optimistic rounding (dropped tail mass) of the exact
+    product of the inputs, so the result is dominated by it.
+    """
+    cstep = coarse.step
+    cp = coarse.pmf
+    fin_c = float(cp.sum())
+    share = tail / max(len(fines) + len(others), 1)
+    parts: list[GridPLD] = []
+    for f, w in fines:
+        fb = _bins_from_grid(f, cstep)  # a GridPLD's bins have no tails
+        m = _accurate_convolve(cp, fb.m)
+        r = _accurate_convolve(cp, fb.r)
+        # the exact product's mass is fin_c * sum(fb.m): scale FFT excess away
+        exact_mass, total = fin_c * float(fb.m.sum()), float(m.sum())
+        if total > exact_mass > 0:
+            m, r = m * (exact_mass / total), r * (exact_mass / total)
+        lo, hi = _cut(cp, fb.m, m, share)
+        m, r = m[lo:hi], r[lo:hi]
+        fin_f = float(f.pmf.sum())
+        inf_mass = coarse.inf_mass * (fin_f + f.inf_mass) + f.inf_mass * fin_c
+        bins = _Bins(
+            step=cstep,
+            first=coarse.offset + fb.first + lo,
+            m=w * m,
+            r=w * np.minimum(r, m),
+            bottom=(0.0, 0.0),
+            top=(0.0, 0.0),
+            inf_mass=min(w * inf_mass, 1.0),
+            atoms=None,
+        )
+        parts.append(_from_bins(bins, False))
+    for o in others:
+        x = _accurate_convolve(cp, o.pmf)
+        exact_mass, total = fin_c * float(o.pmf.sum()), float(x.sum())
+        if total > exact_mass > 0:
+            x = x * (exact_mass / total)
+        lo, hi = _cut(cp, o.pmf, x, share)
+        first, pmf = _trim(coarse.offset + o.offset + lo, x[lo:hi])
+        fin_o = float(o.pmf.sum())
+        inf_mass = coarse.inf_mass * (fin_o + o.inf_mass) + o.inf_mass * fin_c
+        parts.append(GridPLD(cstep, first, pmf, min(inf_mass, 1.0), False))
+    out = parts[0]
+    for p in parts[1:]:
+        out = _add(out, p)
+    return out
+
+
 def _convolve(a: SplitPLD, b: SplitPLD, tail: float) -> SplitPLD:
     fine = a.fine.convolve(b.fine, tail)
     if a.coarse is None and b.coarse is None:
         return SplitPLD(fine, None)
+    if not a.pessimistic:
+        return SplitPLD(fine, _optimistic_coarse(a, b, tail))
     # the two tails may have coarsened differently: meet on the coarser grid
     cstep = max(p.step for p in (a.coarse, b.coarse) if p is not None)
     same = a is b
@@ -223,6 +323,43 @@ def _convolve(a: SplitPLD, b: SplitPLD, tail: float) -> SplitPLD:
         parts.append(a.fine.regrid(cstep).convolve(b.coarse, tail))
     coarse = parts[0] if len(parts) == 1 else _add(parts[0], parts[1])
     return SplitPLD(fine, coarse)
+
+
+def _optimistic_coarse(a: SplitPLD, b: SplitPLD, tail: float) -> GridPLD:
+    """The coarse part of the optimistic product ``a * b`` (see :func:`_convolve`).
+
+    ``(f_a + c_a)(f_b + c_b) - f_a f_b = c_a (f_b + c_b) + c_b f_a``: every term has a
+    coarse factor and is formed by :func:`_optimistic_tail_product` without
+    re-gridding a fine factor first (a fine factor whose grid is not finer than the
+    tail's is re-gridded onto it as before).
+    """
+    cstep = max(p.step for p in (a.coarse, b.coarse) if p is not None)
+
+    def on_coarse(p: GridPLD | None) -> GridPLD | None:
+        return None if p is None or p.step == cstep else p.regrid(cstep)
+
+    ca = a.coarse if a.coarse is None or a.coarse.step == cstep else on_coarse(a.coarse)
+    cb = b.coarse if b.coarse is None or b.coarse.step == cstep else on_coarse(b.coarse)
+
+    def split_fine(f: GridPLD, w: float) -> tuple[list, list]:
+        if f.step < cstep and f.spread() < CONCENTRATED_BINS * cstep:
+            return [(f, w)], []
+        g = f.regrid(cstep)
+        return [], [_scaled(g, w) if w != 1.0 else g]
+
+    if a is b or (ca is not None and ca is cb and a.fine is b.fine):
+        fines, others = split_fine(a.fine, 2.0)
+        return _optimistic_tail_product(ca, fines, [*others, ca], tail)
+    parts = []
+    if ca is not None:
+        fines, others = split_fine(b.fine, 1.0)
+        if cb is not None:
+            others.append(cb)
+        parts.append(_optimistic_tail_product(ca, fines, others, tail / 2))
+    if cb is not None:
+        fines, others = split_fine(a.fine, 1.0)
+        parts.append(_optimistic_tail_product(cb, fines, others, tail / 2))
+    return parts[0] if len(parts) == 1 else _add(parts[0], parts[1])
 
 
 def _rebalance(
@@ -306,6 +443,11 @@ def self_compose_split(
         power *= 2
         base = _rebalance(base, points_per_scale, max_step, refine, coarse_cap)
     assert result is not None
+    if not result.pessimistic:
+        # the optimistic re-grid of a concentrated bulk onto the tail's grid rounds it
+        # down by up to a step: keep the finest nested grid instead (the tail's atoms
+        # stay exact, see :meth:`SplitPLD.merged`)
+        return result.merged(MAX_GRID >> 2)
     return result.merged()
 
 
