@@ -217,7 +217,7 @@ def _scaled(p: GridPLD, factor: float) -> GridPLD:
 def _cut(x: np.ndarray, y: np.ndarray, z: np.ndarray, tail: float) -> tuple[int, int]:
     """Index range ``[lo, hi)`` of ``z = x * y`` kept by the optimistic tail cuts.
 
-    The dropped P-mass (exact sums of non-negative terms, :func:`~accountant.pld._tail_cuts`)
+    The dropped P-mass (exact sums of non-negative terms, :func:`~dpacct.accountant.pld._tail_cuts`)
     is at most ``tail`` at the top and ``BOTTOM_CUT_FACTOR * tail`` at the bottom; an
     optimistic PLD drops it (as :meth:`GridPLD.convolve` does).
     """
@@ -242,7 +242,7 @@ def _optimistic_tail_product(
     about 50 coarse steps).  Instead the P-masses and scaled Q-masses of the exact
     product's coarse bins are computed -- both are linear in the fine factor, so they
     are the coarse factor convolved with the fine factor's own bin masses -- and the
-    optimistic construction (:func:`~accountant.pld._lower_from_bins`; Doroshenko et
+    optimistic construction (:func:`~dpacct.accountant.pld._lower_from_bins`; Doroshenko et
     al. 2022, Section 4; Koskela et al. 2020) is applied to the product, whose bins
     are as smooth as the tail.  The products with ``others`` (coarse-grid factors)
     sit exactly on nodes and are kept as they are.

@@ -246,7 +246,7 @@ def test_accurate_convolution_of_one_sided_tails_matches_direct_sums(side, squar
 
 @pytest.mark.parametrize("seed", range(6))
 def test_strided_lower_hull_matches_the_monotone_chain(seed):
-    from accountant.pld import _lower_hull, _lower_hull_chain
+    from dpacct.accountant.pld import _lower_hull, _lower_hull_chain
 
     rng = np.random.default_rng(seed)
     n = [3, 7, 60, 1000, 20000, 20000][seed]
@@ -270,9 +270,9 @@ def test_optimistic_tail_product_stays_below_the_pessimistic_one():
     narrower than a tail step, so the optimistic tail products are discretised after
     the product): the optimistic curve stays below the pessimistic one everywhere,
     and close to it where epsilon is tens of tail steps."""
-    from accountant.subsample import poisson_subsample
-    from accountant.twoscale import _convolve, _rebalance, discretize_split
-    from mechanisms import GaussianMechanism
+    from dpacct.accountant.subsample import poisson_subsample
+    from dpacct.accountant.twoscale import _convolve, _rebalance, discretize_split
+    from dpacct.mechanisms import GaussianMechanism
 
     law = poisson_subsample(GaussianMechanism(sigma=0.5), 4.0937e-6)._loss_laws()[0]
     eps = np.array([0.0, 1e-4, 8e-4, 3e-3, 1e-2, 0.1])
