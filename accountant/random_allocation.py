@@ -468,13 +468,17 @@ def random_allocation_delta_mc(
     samples: int = 200_000,
     rng: np.random.Generator,
     confidence: float = 0.99,
+    direction: str = "remove",
 ) -> tuple[float, float, float]:
-    """Monte Carlo *estimate* of the remove-direction delta(epsilon) (k = 1); no guarantee.
+    """Monte Carlo *estimate* of delta(epsilon) of one direction (k = 1); no guarantee.
 
-    Samples the exact privacy loss ``L = sum_epochs log((1/T) sum_j e^{(x_j - 1/2)/sigma^2})``
-    under ``P`` (record in a uniform step; Chua et al. 2025, Section 4) and averages
-    ``(1 - e^{epsilon - L})_+``.  Returns ``(estimate, low, high)``, the interval from
-    the normal approximation at ``confidence``.
+    ``direction="remove"`` samples the exact privacy loss
+    ``L = sum_epochs log((1/T) sum_j e^{(x_j - 1/2)/sigma^2})`` under ``P`` (record in a
+    uniform step; Chua et al. 2025, Section 4); ``direction="add"`` samples
+    ``L = -sum_epochs log((1/T) sum_j e^{(x_j - 1/2)/sigma^2})`` under ``Q`` (record
+    absent).  Either way the estimate averages ``(1 - e^{epsilon - L})_+``.  Returns
+    ``(estimate, low, high)``, the interval from the normal approximation at
+    ``confidence``.
 
     Examples
     --------
@@ -491,15 +495,18 @@ def random_allocation_delta_mc(
     n = check_count(samples, "samples")
     if not isinstance(rng, np.random.Generator):
         raise TypeError(f"rng must be a numpy.random.Generator, got {rng!r}")
+    if direction not in ("remove", "add"):
+        raise ValueError(f"direction must be 'remove' or 'add', got {direction!r}")
+    shift, sign = (1.0, 1.0) if direction == "remove" else (0.0, -1.0)
     total = np.zeros(n)
     chunk = max(1, 2_000_000 // t)
     for _ in range(e):
         for start in range(0, n, chunk):
             m = min(chunk, n - start)
             x = rng.normal(0.0, s, size=(m, t))
-            x[:, 0] += 1.0  # by symmetry the record's step can be the first
+            x[:, 0] += shift  # by symmetry the record's step can be the first
             y = (x - 0.5) / (s * s)
-            total[start : start + m] += special.logsumexp(y, axis=1) - math.log(t)
+            total[start : start + m] += sign * (special.logsumexp(y, axis=1) - math.log(t))
     vals = -np.expm1(np.minimum(eps - total, 0.0))
     est = float(vals.mean())
     se = float(vals.std(ddof=1)) / math.sqrt(n)
