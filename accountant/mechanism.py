@@ -70,6 +70,12 @@ DEFAULT_TOL = 1e-4
 MIN_TOL = 3e-7
 #: probability mass the PLD tail cuts may move in total, when no target delta is known
 DEFAULT_TAIL = 1e-14
+#: delta() also reads the grids epsilon() would use for the delta it finds (see
+#: :meth:`Mechanism._pld_delta_follow`) for at most this many epsilons per call (a
+#: curve of hundreds of points, as for the trade-off, keeps the default grids), and
+#: follows the answer at most this many rounds
+FOLLOW_MAX_POINTS = 8
+FOLLOW_ROUNDS = 3
 
 
 class PLDSettings:
@@ -354,6 +360,8 @@ class Mechanism:
                 if small < 1e4 * DEFAULT_TAIL:
                     tight = PLDSettings(tol, max(small, 1e-300))
                     out = np.minimum(out, self._pld_delta(flat, tight))
+                if flat.size <= FOLLOW_MAX_POINTS:
+                    out = self._pld_delta_follow(flat, out, tol)
             if self.has_rdp:
                 if flat.size == 1:
                     rdp_d = np.array([rdp_to_delta(self._rdp_curve, flat[0])])
@@ -463,6 +471,42 @@ class Mechanism:
             return d_rem
         return np.maximum(d_rem, self._pld_one(True, settings, 1).delta(epsilon))
 
+    def _pld_delta_follow(
+        self, epsilon: np.ndarray, found: np.ndarray, tol: float | None
+    ) -> np.ndarray:
+        """Second pass of :meth:`delta`: the grids :meth:`epsilon` would use.
+
+        :meth:`epsilon` scales the tail budget to its target delta and refines the
+        grids when its answer is small next to the grid step (:meth:`_pld_upper`);
+        evaluated on the default grids instead, delta came out above the target at the
+        epsilon it returned (1.3e-4 relative for one DP-SGD step, sigma 1, q 1/64, at
+        delta 1e-3; 5x at q 2e-6, sigma 0.5, 300 steps, where the answer is refined).
+        So delta(eps) is also read off every grid that ``epsilon(d)`` evaluates, for
+        the delta ``d`` found so far, repeated while the answer moves the settings
+        (tail budget, grid cap); every grid gives a certified upper bound and the
+        smallest wins.  Then ``delta(epsilon(d)) <= d`` up to the ``1e-10`` relative
+        rounding of :meth:`GridPLD.delta`.
+        """
+        out = np.array(found, dtype=float)
+        for i, eps in enumerate(epsilon):
+            seen: set = set()
+            for _ in range(FOLLOW_ROUNDS):
+                d = float(out[i])
+                if not (0.0 < d < 1.0) or eps >= self._pure_epsilon():
+                    break
+                self._pld_upper(d, tol)
+                tried = self._cache()[("pld_upper", d, tol)][4]
+                fresh = [s for s in tried if s.key() not in seen]
+                if not fresh:
+                    break
+                for s in fresh:
+                    seen.add(s.key())
+                    val = float(self._pld_delta(np.array([eps]), s)[0])
+                    out[i] = min(out[i], val)
+                if out[i] >= d:
+                    break
+        return out
+
     def _pld_upper(self, delta: float, tol: float | None) -> tuple[float, list[GridPLD]]:
         """PLD upper bound on epsilon and the pessimistic PLDs that decided it.
 
@@ -481,6 +525,7 @@ class Mechanism:
             return cache[key][0], cache[key][1]
         settings = PLDSettings(tol, delta)
         e_best, plds, deciding = self._pld_upper_at(delta, tol, settings)
+        tried = [settings]
         for _ in range(MAX_REFINEMENTS):
             step = max(plds[w].step for w in deciding)
             if not (0.0 < e_best < math.inf and step * REFINE_STEPS > e_best):
@@ -490,8 +535,9 @@ class Mechanism:
                 break
             settings = settings.capped(cap)
             e_new, plds, deciding = self._pld_upper_at(delta, tol, settings)
+            tried.append(settings)
             e_best = min(e_best, e_new)  # both are certified upper bounds
-        cache[key] = (e_best, plds, deciding, settings)
+        cache[key] = (e_best, plds, deciding, settings, tried)
         return e_best, plds
 
     def _pld_upper_at(
@@ -551,7 +597,7 @@ class Mechanism:
         lower = 0.0
         if self.has_pld and math.isfinite(upper):
             self._pld_upper(delta, tol)
-            _, _, deciding, settings = self._cache()[("pld_upper", delta, tol)]
+            _, _, deciding, settings, _ = self._cache()[("pld_upper", delta, tol)]
             lower = max(self._pld_one(False, settings, w).epsilon(delta) for w in deciding)
             wanted = tol or DEFAULT_TOL
             if settings.coarse_cap is not None and upper - lower > wanted * upper:
