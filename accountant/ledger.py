@@ -13,6 +13,36 @@ fast, an accepted check certifies the budget for a geometrically growing number 
 further identical steps ahead (one accountant evaluation covers many steps: adding
 mechanisms never lowers epsilon, so if ``ledger + k steps`` fits, every prefix fits).
 
+Training loops whose noise multiplier or sample rate changes at every step (noise
+schedulers, batch-size warm-up) are accounted through :mod:`dpacct.accountant.schedule`:
+beyond ``EXACT_PHASES`` distinct ``(sigma, q)`` phases every step is rounded to a
+dominating cell of a fine geometric grid (``grid``, 0.1 % by default) for upper bounds
+and to a dominated cell for lower bounds, so a query costs what the cells cost.  The
+filter then keeps the composed PLD of the history it has already checked and only
+convolves what is new: checking a step costs about what adding it costs, never a
+recomposition of the whole history.
+
+Two kinds of filter, by what the training loop may do:
+
+* ``adaptive=False`` (default): the sequence of mechanisms must not depend on the
+  mechanisms' outputs -- a schedule fixed in advance, such as Opacus' ``StepNoise`` or
+  ``ExponentialNoise`` driven by the step count, or a batch-size warm-up.  The filter
+  stops a *fixed* sequence at a data-independent point, so the PLD bound of the
+  recorded prefix is a valid (epsilon, delta) guarantee.  PLD accounting has no fully
+  adaptive composition theorem in general, so this mode claims none.
+* ``adaptive=True``: the next ``(sigma, q)`` may depend on everything released so far.
+  The filter is then the Renyi filter of Feldman & Zrnic 2021 ("Individual privacy
+  accounting via a Renyi filter", NeurIPS, Theorem 3.1): for one order ``alpha`` fixed
+  before the run and a budget ``B``, an adaptively chosen sequence of mechanisms whose
+  *summed* RDP at ``alpha`` never exceeds ``B`` is ``(alpha, B)``-RDP as a whole, even
+  though each term is chosen after seeing the previous outputs.  ``B`` is set so that
+  ``(alpha, B)``-RDP converts to the budget ``(budget_epsilon, budget_delta)`` by
+  Canonne, Kamath & Steinke 2020, Proposition 12 (Balle et al. 2020, Theorem 21):
+  ``eps = B + log(1 - 1/alpha) - (log delta + log alpha) / (alpha - 1)``.  A step is
+  refused when the summed RDP would cross ``B``.  (Gaussian-DP filters are the other
+  proven fully adaptive route -- Smith & Thakurta 2022; Koskela, Tobaben & Honkela
+  2022 -- but a subsampled step is not exactly Gaussian-DP, so they are not used.)
+
 The ledger saves to and loads from JSON (:meth:`~PrivacyAccountant.save`,
 :meth:`~PrivacyAccountant.load`): the write is atomic (temporary file in the same
 directory, ``fsync``, ``os.replace``), the file carries a schema version and a SHA-256
@@ -25,6 +55,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import stat
 import tempfile
@@ -32,11 +63,21 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from ._validation import check_count, check_delta, check_epsilon, check_positive, check_sample_rate
-from .compose import compose
-from .mechanism import Mechanism
+from .compose import ComposedMechanism, compose
+from .mechanism import Mechanism, PLDSettings
+from .pld import GridPLD
+from .schedule import (
+    DEFAULT_GRID,
+    _check_grid,
+    _scaled_settings,
+    round_schedule,
+    schedule_mechanism,
+)
 from .serialization import from_dict, sha256_of, to_dict
-from .subsample import poisson_subsample
+from .subsample import PoissonSubsampledMechanism, poisson_subsample
 
 __all__ = [
     "FORMAT",
@@ -48,8 +89,21 @@ __all__ = [
 
 #: the ``"format"`` tag of a saved ledger
 FORMAT = "dpacct.privacy_ledger"
-#: version of the saved layout; bumped on any incompatible change
+#: version of the saved layout; bumped on any incompatible change.  Ledgers with
+#: non-default options (``grid``, ``adaptive``) carry an ``"options"`` object, which
+#: readers that predate it refuse (rather than silently dropping an adaptive filter).
 SCHEMA_VERSION = 1
+#: up to this many distinct mechanisms the ledger composes them exactly (as before);
+#: beyond, DP-SGD steps are rounded to the grid and the filter becomes incremental
+EXACT_PHASES = 16
+#: the incremental filter's look-ahead certifies future steps dominated by the current
+#: one loosened by this relative amount (smaller sigma, larger q): a slowly changing
+#: schedule is covered by one certificate for many steps
+LOOKAHEAD_SLACK = 2.0**-6
+#: candidate orders for the adaptive (Renyi) filter's single, fixed order
+ADAPTIVE_ORDERS = np.concatenate(
+    [1.0 + np.geomspace(0.05, 1.0, 12)[:-1], np.geomspace(2.0, 512.0, 49)]
+)
 
 
 class BudgetExceededError(RuntimeError):
@@ -131,6 +185,10 @@ class PrivacyAccountant:
         budget_epsilon: float | None = None,
         budget_delta: float | None = None,
         tol: float | None = None,
+        grid: float = DEFAULT_GRID,
+        adaptive: bool = False,
+        adaptive_order: float | None = None,
+        progress: bool = True,
     ) -> None:
         if (budget_epsilon is None) != (budget_delta is None):
             raise ValueError(
@@ -148,6 +206,34 @@ class PrivacyAccountant:
 
             tol = check_tol(tol)
         self._tol = tol
+        self._grid = _check_grid(grid)
+        if not isinstance(adaptive, bool):
+            raise TypeError(f"adaptive must be True or False, got {adaptive!r}")
+        if not isinstance(progress, bool):
+            raise TypeError(f"progress must be True or False, got {progress!r}")
+        if adaptive and self._budget is None:
+            raise ValueError(
+                "adaptive=True is a property of a privacy filter: give budget_epsilon and "
+                "budget_delta too"
+            )
+        if adaptive_order is not None:
+            if not adaptive:
+                raise ValueError("adaptive_order is used only with adaptive=True")
+            adaptive_order = check_positive("adaptive_order", adaptive_order)
+            if not 1.0 < adaptive_order < math.inf:
+                raise ValueError(
+                    f"adaptive_order must be a finite Renyi order > 1, got {adaptive_order!r}"
+                )
+        self._adaptive = adaptive
+        self._order: float | None = adaptive_order
+        self._rdp_spent = 0.0
+        self._rdp_cache: dict[Any, float] = {}
+        self._progress = progress
+        self._distinct: set[Any] = set()
+        self._all_pld = True
+        self._rounded_cache: dict[bool, tuple[int, Mechanism]] = {}
+        self._history: _PLDHistory | None = None
+        self._pending: list[tuple[Mechanism, int]] = []
         self._entries: list[list[Any]] = []  # [mechanism, count]
         self._version = 0
         self._composed: tuple[int, Mechanism | None] = (-1, None)
@@ -176,6 +262,26 @@ class PrivacyAccountant:
     def tol(self) -> float | None:
         """Accuracy passed to the engine (None: the engine's default)."""
         return self._tol
+
+    @property
+    def adaptive(self) -> bool:
+        """True for a fully adaptive (Renyi) filter, see the module docstring."""
+        return self._adaptive
+
+    @property
+    def grid(self) -> float:
+        """Relative width of the rounding cells for DP-SGD schedules."""
+        return self._grid
+
+    @property
+    def adaptive_order(self) -> float | None:
+        """The adaptive filter's Renyi order (fixed at the first record), else None."""
+        return self._order
+
+    @property
+    def evaluations(self) -> int:
+        """Number of PLD convolutions the incremental filter has made (a cost counter)."""
+        return 0 if self._history is None else self._history.convolutions
 
     def __repr__(self) -> str:
         budget = "" if self._budget is None else f", budget={self._budget}"
@@ -240,7 +346,12 @@ class PrivacyAccountant:
                 "records; one ledger tracks one relation (nothing was recorded)"
             )
         if self._budget is not None:
-            self._admit(mechanism, count)
+            if self._adaptive:
+                self._admit_rdp(mechanism, count)
+            elif self._many_phases(mechanism) and self._all_pld and _pld_capable(mechanism):
+                self._admit_incremental(mechanism, count)
+            else:
+                self._admit(mechanism, count)
         self._append(mechanism, count)
 
     def _append(self, mechanism: Mechanism, count: int) -> None:
@@ -248,9 +359,17 @@ class PrivacyAccountant:
             self._entries[-1][1] += count
         else:
             self._entries.append([mechanism, count])
+            self._distinct.add(_key(mechanism))
+            self._all_pld = self._all_pld and _pld_capable(mechanism)
+        if self._pending and _same(self._pending[-1][0], mechanism):
+            self._pending[-1] = (mechanism, self._pending[-1][1] + count)
+        else:
+            self._pending.append((mechanism, count))
+        if self._adaptive:
+            self._rdp_spent += count * self._rdp_at(mechanism)
         self._version += 1
         if self._credit is not None:
-            if _same(self._credit.mechanism, mechanism) and self._credit.remaining >= count:
+            if _covers(self._credit.mechanism, mechanism) and self._credit.remaining >= count:
                 self._credit.remaining -= count
                 self._credit.version = self._version
             else:
@@ -301,7 +420,164 @@ class PrivacyAccountant:
             budget_delta=budget_delta,
         )
 
+    # ------------------------------------------------- incremental (PLD) filter
+    def _many_phases(self, extra: Mechanism | None = None) -> bool:
+        """True beyond EXACT_PHASES distinct mechanisms (counting ``extra``)."""
+        n = len(self._distinct)
+        if extra is not None and _key(extra) not in self._distinct:
+            n += 1
+        return n > EXACT_PHASES
+
+    def _history_now(self) -> _PLDHistory:
+        """The composed PLDs of everything recorded, folding what is pending."""
+        if self._history is None:
+            self._history = _PLDHistory(
+                self._budget[1], self._tol, self._grid, self._progress  # type: ignore[index]
+            )
+        if self._pending:
+            self._history.fold(self._pending)
+            self._pending = []
+        return self._history
+
+    def _admit_incremental(self, mechanism: Mechanism, count: int) -> None:
+        """Filter check that costs what the new records cost (many-phase ledgers).
+
+        The accountant keeps the composed pessimistic PLDs (both directions) of the
+        history it has checked (:class:`_PLDHistory`; DP-SGD steps rounded up to the
+        grid).  A check convolves them with the PLD of the candidate records, never
+        recomposing the history.  An accepted check certifies ``k >= count`` future
+        records, each dominated by the candidate loosened by ``LOOKAHEAD_SLACK``
+        (smaller sigma, larger q; the subsampled Gaussian's profile is monotone in
+        both, see :mod:`dpacct.accountant.schedule`), with ``k`` growing
+        geometrically while checks pass.  Later records inside the certificate are
+        admitted at no cost; the first one outside it folds the admitted records into
+        the history (one block composition and one convolution per direction) and
+        checks again.
+        """
+        budget_eps, budget_delta = self._budget  # type: ignore[misc]
+        credit = self._credit
+        if (
+            credit is not None
+            and credit.version == self._version
+            and credit.remaining >= count
+            and _covers(credit.mechanism, mechanism)
+        ):
+            return
+        history = self._history_now()
+        params = _step_params(mechanism)
+        k = max(count, self._lookahead)
+        eps = math.inf
+        for slack in (LOOKAHEAD_SLACK, 0.0):
+            if params is not None and slack > 0:
+                sigma, q = params
+                dominating = _cell_step(sigma * (1.0 - slack), min(q * (1.0 + slack), 1.0))
+            elif slack > 0:
+                continue  # other mechanisms: no loosening, the mechanism itself
+            else:
+                dominating = mechanism
+            while True:
+                eps = history.epsilon_with([(dominating, k)])
+                if eps <= budget_eps:
+                    self._credit = _Credit(dominating, k, eps, self._version)
+                    self._lookahead = min(2 * k, 1 << 40)
+                    return
+                if k == count:
+                    break
+                k = max(count, k // 4)
+                self._lookahead = max(1, k)
+        self._lookahead = 1
+        raise BudgetExceededError(
+            f"budget exceeded: recording {count} x {mechanism!r} would take epsilon to "
+            f"{eps:.6g} > budget_epsilon={budget_eps:g} at delta={budget_delta:g} "
+            f"(spent so far: {history.epsilon():.6g}); the ledger is unchanged",
+            epsilon=eps,
+            budget_epsilon=budget_eps,
+            budget_delta=budget_delta,
+        )
+
+    # ------------------------------------------------------ adaptive (RDP) filter
+    def _rdp_at(self, mechanism: Mechanism) -> float:
+        key = _key(mechanism)
+        value = self._rdp_cache.get(key)
+        if value is None:
+            if not mechanism.has_rdp:
+                raise ValueError(
+                    f"adaptive=True accounts by Renyi DP, and {mechanism!r} has no RDP curve "
+                    "(nothing was recorded)"
+                )
+            value = float(np.asarray(mechanism.rdp(self._order), dtype=float))
+            if len(self._rdp_cache) > 4096:
+                self._rdp_cache.clear()
+            self._rdp_cache[key] = value
+        return value
+
+    def _rdp_budget(self, alpha: np.ndarray | float) -> np.ndarray | float:
+        """RDP budget ``B`` at ``alpha`` whose conversion is the (epsilon, delta) budget.
+
+        Inverts Canonne, Kamath & Steinke 2020, Proposition 12:
+        ``eps = B + log(1 - 1/alpha) - (log delta + log alpha) / (alpha - 1)``.
+        """
+        eps, delta = self._budget  # type: ignore[misc]
+        a = np.asarray(alpha, dtype=float)
+        return eps - np.log1p(-1.0 / a) + (math.log(delta) + np.log(a)) / (a - 1.0)
+
+    def _choose_order(self, mechanism: Mechanism) -> float:
+        """The order at which the most copies of the first record fit the budget.
+
+        Chosen from the first record's parameters, which are fixed before anything is
+        released, so the order is data-independent as the Renyi filter requires.
+        """
+        if not mechanism.has_rdp:
+            raise ValueError(
+                f"adaptive=True accounts by Renyi DP, and {mechanism!r} has no RDP curve "
+                "(nothing was recorded)"
+            )
+        rho = np.asarray(mechanism.rdp(ADAPTIVE_ORDERS), dtype=float)
+        budget = np.asarray(self._rdp_budget(ADAPTIVE_ORDERS), dtype=float)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            fits = np.where((budget > 0) & (rho > 0), budget / rho, -np.inf)
+            fits = np.where((budget > 0) & (rho == 0), np.inf, fits)
+        return float(ADAPTIVE_ORDERS[int(np.argmax(fits))])
+
+    def _admit_rdp(self, mechanism: Mechanism, count: int) -> None:
+        """Renyi filter (Feldman & Zrnic 2021, Theorem 3.1): O(1) per record."""
+        budget_eps, budget_delta = self._budget  # type: ignore[misc]
+        if self._order is None:
+            self._order = self._choose_order(mechanism)
+        total = self._rdp_spent + count * self._rdp_at(mechanism)
+        limit = float(self._rdp_budget(self._order))
+        if total <= limit:
+            return
+        eps = float(_rdp_epsilon(total, self._order, budget_delta))
+        raise BudgetExceededError(
+            f"budget exceeded: recording {count} x {mechanism!r} would take the summed "
+            f"Renyi DP at order {self._order:g} to {total:.6g} > {limit:.6g}, i.e. epsilon "
+            f"{eps:.6g} > budget_epsilon={budget_eps:g} at delta={budget_delta:g} "
+            "(adaptive Renyi filter); the ledger is unchanged",
+            epsilon=eps,
+            budget_epsilon=budget_eps,
+            budget_delta=budget_delta,
+        )
+
     # ------------------------------------------------------------------ queries
+    def _accounted(self, upper: bool) -> Mechanism | None:
+        """What the queries evaluate: the exact composition, or the rounded schedule.
+
+        Up to ``EXACT_PHASES`` distinct mechanisms: the exact composition.  Beyond,
+        DP-SGD steps are rounded to the grid -- up for upper bounds, down for lower
+        bounds (:mod:`dpacct.accountant.schedule`) -- and the other records are kept.
+        """
+        if not self._entries:
+            return None
+        if not self._many_phases():
+            return self.mechanism()
+        cached = self._rounded_cache.get(upper)
+        if cached is not None and cached[0] == self._version:
+            return cached[1]
+        mech = _rounded(self._entries, self._grid, upper, self._progress)
+        self._rounded_cache[upper] = (self._version, mech)
+        return mech
+
     def mechanism(self) -> Mechanism | None:
         """The composition of everything recorded so far (None when empty)."""
         version, mech = self._composed
@@ -331,8 +607,17 @@ class PrivacyAccountant:
         key = (self._version, d)
         if key in self._eps_cache:
             return self._eps_cache[key]
-        mech = self.mechanism()
-        eps = 0.0 if mech is None else float(mech.epsilon(d, tol=self._tol))
+        if (
+            self._budget is not None
+            and d == self._budget[1]
+            and self._many_phases()
+            and self._all_pld
+        ):
+            # the filter's own composed history: incremental, never a recomposition
+            eps = self._history_now().epsilon()
+        else:
+            mech = self._accounted(upper=True)
+            eps = 0.0 if mech is None else float(mech.epsilon(d, tol=self._tol))
         credit = self._credit
         if (
             credit is not None
@@ -349,16 +634,24 @@ class PrivacyAccountant:
     def delta(self, epsilon: float) -> float:
         """Delta spent so far at ``epsilon``: a sound upper bound (0 when empty)."""
         e = check_epsilon(epsilon)
-        mech = self.mechanism()
+        mech = self._accounted(upper=True)
         return 0.0 if mech is None else float(mech.delta(e, tol=self._tol))
 
     def epsilon_bounds(self, delta: float) -> tuple[float, float]:
-        """``(lower, upper)`` bracket of the true epsilon spent, as the engine gives it."""
+        """``(lower, upper)`` bracket of the true epsilon spent, as the engine gives it.
+
+        Beyond ``EXACT_PHASES`` distinct phases the lower end comes from the schedule
+        rounded down (larger sigma, smaller q) and the upper end from the schedule
+        rounded up, each certified by its own PLD; neither is clipped to the other.
+        """
         d = check_delta(delta)
-        mech = self.mechanism()
-        if mech is None:
+        if not self._entries:
             return (0.0, 0.0)
-        return mech.epsilon_bounds(d, tol=self._tol)
+        if not self._many_phases():
+            return self.mechanism().epsilon_bounds(d, tol=self._tol)  # type: ignore[union-attr]
+        upper = float(self._accounted(upper=True).epsilon(d, tol=self._tol))  # type: ignore[union-attr]
+        lower = self._accounted(upper=False).epsilon_bounds(d, tol=self._tol)[0]  # type: ignore[union-attr]
+        return (float(lower), upper)
 
     # ------------------------------------------------------------ serialisation
     def to_dict(self) -> dict[str, Any]:
@@ -379,8 +672,21 @@ class PrivacyAccountant:
             "tol": self._tol,
             "entries": [{"mechanism": to_dict(m), "count": int(c)} for m, c in self._entries],
         }
+        options = self._options()
+        if options:
+            payload["options"] = options
         payload["checksum"] = sha256_of(payload)
         return payload
+
+    def _options(self) -> dict[str, Any]:
+        """Non-default settings that change what the ledger certifies (saved with it)."""
+        options: dict[str, Any] = {}
+        if self._grid != DEFAULT_GRID:
+            options["grid"] = self._grid
+        if self._adaptive:
+            options["adaptive"] = True
+            options["adaptive_order"] = self._order
+        return options
 
     @classmethod
     def from_dict(
@@ -424,6 +730,8 @@ class PrivacyAccountant:
                 "(edited by hand or corrupted); refusing to trust the recorded budget"
             )
         expected_keys = {"format", "schema_version", "budget", "tol", "entries"}
+        if "options" in payload:
+            expected_keys.add("options")
         if set(payload) != expected_keys:
             extra = sorted(set(payload) - expected_keys)
             missing = sorted(expected_keys - set(payload))
@@ -435,7 +743,22 @@ class PrivacyAccountant:
                 if not isinstance(budget, Mapping) or set(budget) != {"epsilon", "delta"}:
                     raise ValueError("budget must be null or {'epsilon': e, 'delta': d}")
                 kwargs = {"budget_epsilon": budget["epsilon"], "budget_delta": budget["delta"]}
-            acct = cls(tol=payload["tol"], **kwargs)
+            options = payload.get("options", {})
+            allowed = {"grid", "adaptive", "adaptive_order"}
+            if "options" in payload and (
+                not isinstance(options, Mapping) or not options or not set(options) <= allowed
+            ):
+                raise ValueError(
+                    f"options must be a non-empty object with keys among {sorted(allowed)}"
+                )
+            if "adaptive" in options and options["adaptive"] is not True:
+                raise ValueError("options.adaptive must be true when present")
+            for name in ("grid", "adaptive_order"):
+                if name in options and (
+                    isinstance(options[name], bool) or not isinstance(options[name], int | float)
+                ) and not (name == "adaptive_order" and options[name] is None):
+                    raise ValueError(f"options.{name} must be a number")
+            acct = cls(tol=payload["tol"], **kwargs, **options)
         except (TypeError, ValueError) as exc:
             raise fail(f"invalid budget or tol: {exc}") from exc
         entries = payload["entries"]
@@ -454,7 +777,17 @@ class PrivacyAccountant:
             except (TypeError, ValueError) as exc:
                 raise fail(f"entries[{i}].mechanism: {exc}") from exc
             # restored verbatim: the budget was checked when the entries were recorded
+            if acct._adaptive and acct._order is None:
+                raise fail("an adaptive filter with records must state its adaptive_order")
             acct._entries.append([mech, count])
+            acct._distinct.add(_key(mech))
+            acct._all_pld = acct._all_pld and _pld_capable(mech)
+            acct._pending.append((mech, count))
+            if acct._adaptive:
+                try:
+                    acct._rdp_spent += count * acct._rdp_at(mech)
+                except ValueError as exc:
+                    raise fail(f"entries[{i}].mechanism: {exc}") from exc
         acct._version = 1 if acct._entries else 0
         return acct
 
@@ -559,3 +892,136 @@ def _fsync_directory(directory: str) -> None:
         pass
     finally:
         os.close(fd)
+
+
+# ---------------------------------------------------------------------- helpers
+def _key(mechanism: Mechanism) -> Any:
+    try:
+        hash(mechanism)
+        return (type(mechanism), mechanism)
+    except TypeError:
+        return (type(mechanism), id(mechanism))
+
+
+def _step_params(mechanism: Mechanism) -> tuple[float, float] | None:
+    """``(sigma, q)`` of a DP-SGD step (a Poisson-subsampled or plain Gaussian), else None."""
+    from dpacct.mechanisms.gaussian import GaussianMechanism  # zoo: a layer above
+
+    if type(mechanism) is GaussianMechanism:
+        return (float(mechanism.sigma), 1.0)
+    if (
+        type(mechanism) is PoissonSubsampledMechanism
+        and type(mechanism.base) is GaussianMechanism
+    ):
+        return (float(mechanism.base.sigma), float(mechanism.sample_rate))
+    return None
+
+
+def _cell_step(sigma: float, q: float) -> Mechanism:
+    from .schedule import _cell_mechanism
+
+    return _cell_mechanism(sigma, q)
+
+
+def _covers(certified: Mechanism, mechanism: Mechanism) -> bool:
+    """True if ``mechanism`` is dominated by ``certified`` (same one, or a DP-SGD step
+    with at least its sigma and at most its q)."""
+    if _same(certified, mechanism):
+        return True
+    a, b = _step_params(certified), _step_params(mechanism)
+    return a is not None and b is not None and b[0] >= a[0] and b[1] <= a[1]
+
+
+def _pld_capable(mechanism: Mechanism) -> bool:
+    try:
+        return bool(mechanism.has_pld) or _step_params(mechanism) is not None
+    except Exception:  # pragma: no cover - exotic mechanisms
+        return False
+
+
+def _rounded(
+    entries: list[list[Any]] | list[tuple[Mechanism, int]], grid: float, upper: bool, progress: bool
+) -> Mechanism:
+    """DP-SGD steps rounded to the grid (up or down), other records kept as they are."""
+    steps: list[tuple[float, float, int]] = []
+    others: dict[Any, list[Any]] = {}
+    for mech, count in entries:
+        params = _step_params(mech)
+        if params is None:
+            key = _key(mech)
+            if key in others:
+                others[key][1] += count
+            else:
+                others[key] = [mech, count]
+        else:
+            steps.append((params[0], params[1], int(count)))
+    phases = round_schedule(steps, grid, upper=upper) if steps else []
+    return schedule_mechanism(
+        phases, others=[(m, c) for m, c in others.values()], progress=progress
+    )
+
+
+def _rdp_epsilon(rdp: float, alpha: float, delta: float) -> float:
+    """Canonne, Kamath & Steinke 2020, Proposition 12, at one order."""
+    return rdp + math.log1p(-1.0 / alpha) - (math.log(delta) + math.log(alpha)) / (alpha - 1.0)
+
+
+class _PLDHistory:
+    """Pessimistic PLDs (remove and add direction) of the records checked so far.
+
+    ``fold(parts)`` composes the new records as one block (DP-SGD steps rounded up to
+    the grid, :func:`_rounded`) and convolves it into the history; ``epsilon_with``
+    evaluates the history with a hypothetical block without keeping it.  Tail
+    budget: block ``i`` (folded or hypothetical) and its convolution may move mass
+    ``tail / ((i + 1)(i + 2))``, half each, which sums to at most ``tail`` over any
+    number of blocks, so every answer is certified like the engine's.
+    """
+
+    def __init__(self, delta: float, tol: float | None, grid: float, progress: bool) -> None:
+        self.delta = delta
+        self.tol = tol
+        self.grid = grid
+        self.progress = progress
+        self.settings = PLDSettings(tol, delta)
+        self.plds: tuple[GridPLD, GridPLD] | None = None
+        self.blocks = 0
+        #: structural cost counter: convolutions of the history with a block
+        self.convolutions = 0
+        self._eps: float | None = 0.0
+
+    def _share(self) -> float:
+        i = self.blocks
+        return 1.0 / ((i + 1) * (i + 2))
+
+    def _block(self, parts: list[tuple[Mechanism, int]]) -> tuple[GridPLD, GridPLD]:
+        mech = _rounded(parts, self.grid, True, self.progress)
+        settings = _scaled_settings(self.settings, 0.5 * self._share())
+        if isinstance(mech, ComposedMechanism) and mech._gaussian is not None:
+            # all Gaussians: one Gaussian in closed form, discretised like any law
+            mech = ComposedMechanism(parts=((mech._gaussian, 1),))
+        return (mech._pld_one(True, settings, 0), mech._pld_one(True, settings, 1))
+
+    def _with(self, block: tuple[GridPLD, GridPLD]) -> tuple[GridPLD, GridPLD]:
+        if self.plds is None:
+            return block
+        cut = 0.5 * self.settings.tail * self._share()
+        resolution = self.settings.resolution_for(True)
+        cap = getattr(self.settings, "coarse_cap", None)
+        self.convolutions += 2
+        return tuple(  # type: ignore[return-value]
+            self.plds[w].convolve(block[w], cut)._coarsened(resolution, cap) for w in (0, 1)
+        )
+
+    def fold(self, parts: list[tuple[Mechanism, int]]) -> None:
+        self.plds = self._with(self._block(parts))
+        self.blocks += 1
+        self._eps = None
+
+    def epsilon_with(self, parts: list[tuple[Mechanism, int]]) -> float:
+        plds = self._with(self._block(parts))
+        return max(p.epsilon(self.delta) for p in plds)
+
+    def epsilon(self) -> float:
+        if self._eps is None:
+            self._eps = 0.0 if self.plds is None else max(p.epsilon(self.delta) for p in self.plds)
+        return self._eps

@@ -298,7 +298,8 @@ class ScheduleMechanism(ComposedMechanism):
         ) as bar:
             for chunk in chunks:
                 share = _scaled_settings(settings, 0.5 * sum(c for _, c in chunk) / total)
-                plds.append(ComposedMechanism(parts=tuple(chunk))._pld_one(pessimistic, share, which))
+                chunk_mech = ComposedMechanism(parts=tuple(chunk))
+                plds.append(chunk_mech._pld_one(pessimistic, share, which))
                 bar.update(1)
             cut = 0.5 * settings.tail / n_conv
             while len(plds) > 1:
