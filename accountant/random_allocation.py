@@ -30,11 +30,25 @@ What is certified here (Gaussian base mechanism with noise multiplier ``sigma``)
   and above (RDP is non-decreasing in the order).
 * **No amplification**: each record is in ``k`` Gaussian steps per epoch, so the run is
   never worse than ``k * epochs`` Gaussians (exact, composed in closed form).
+* **Decomposition (one epoch, k = 1)**: Feldman & Shenfeld 2025 (arXiv 2502.08202,
+  the decomposition bound of Section 5) show that one allocation epoch is dominated,
+  in both orders, by ``(R, Q)`` with ``R`` the output of ``T`` Poisson-subsampled
+  steps at rate ``1/T`` *conditioned on the record being sampled at least once*.  The
+  Poisson run's output is ``P = (1 - lam) Q + lam R``, ``lam = 1 - (1 - 1/T)^T``, so
+  (this project's algebra, exact for any such mixture; cf. Balle, Barthe, Gaboardi
+  2018, Theorem 2, advanced joint convexity)
+  ``H_{e^eps}(R || Q) = H_{1 + lam (e^eps - 1)}(P || Q) / lam`` and
+  ``H_{e^eps}(Q || R) = H_{e^eps'}(Q || P) / lam'`` with
+  ``eps' = -log(1 - lam (1 - e^-eps))``, ``lam' = lam / (lam + e^eps (1 - lam))``;
+  the Poisson run's hockey-stick divergences are bounded by dpacct's pessimistic PLDs
+  (remove and add direction).  :meth:`RandomAllocationMechanism.epsilon` and
+  ``delta`` take the smaller of this and the RDP route.
 
 ``epsilon(delta)`` is the smaller of the RDP conversion (Canonne, Kamath, Steinke 2020)
 and the unamplified Gaussian: a sound upper bound.  **What is not certified here**:
-Feldman & Shenfeld's PLD-based "decomposition" and "recursive" bounds (not
-reimplemented); and the RDP route's conversion to (epsilon, delta) loses against a
+Feldman & Shenfeld's "recursive" bound and the decomposition for several
+epochs (not reimplemented: it would need a dominating pair per epoch, not a privacy
+profile); and the RDP route's conversion to (epsilon, delta) loses against a
 PLD route, most for one epoch and small delta.
 
 A **certified lower bound** (:func:`random_allocation_lower_epsilon`) comes from one
@@ -58,7 +72,8 @@ from scipy import special
 from ._validation import check_count, check_delta, check_epsilon, check_positive
 from .compose import compose
 from .loss_law import AtomicLossLaw
-from .mechanism import Mechanism
+from .mechanism import Mechanism, PLDSettings
+from .subsample import poisson_subsample
 
 __all__ = [
     "RandomAllocationMechanism",
@@ -345,8 +360,92 @@ class RandomAllocationMechanism(Mechanism):
     def has_exact_curve(self) -> bool:  # type: ignore[override]
         return False
 
+    @property
+    def has_decomposition(self) -> bool:
+        """True when the one-epoch decomposition bound applies (``k = 1``, one epoch,
+        ``steps >= 2``)."""
+        return self.k == 1 and self.epochs == 1 and self.steps >= 2
+
+    def _poisson_plds(self, delta_hint: float | None, tol: float | None):
+        """Pessimistic PLDs (remove, add) of ``T`` Poisson steps at rate ``1 / T``."""
+        key = ("ra_poisson_plds", delta_hint, tol)
+        cache = self._cache()
+        if key not in cache:
+            run = compose([poisson_subsample(self.base, 1.0 / self.steps)], counts=[self.steps])
+            settings = PLDSettings(tol, delta_hint)
+            rem = run._pld_one(True, settings, 0)
+            add = rem if run._directions_equal() else run._pld_one(True, settings, 1)
+            cache[key] = (rem, add, run._swap_bounds_add())
+        return cache[key]
+
+    def decomposition_delta(self, epsilon, *, tol: float | None = None,
+                            delta_hint: float | None = None) -> np.ndarray:
+        """Sound upper bound on delta(epsilon) of one epoch by decomposition (k = 1).
+
+        ``max`` of the remove and add directions' bounds (module docstring,
+        "Decomposition"); ``inf``-free, at most 1.  Only for ``k = 1`` and one epoch.
+
+        Examples
+        --------
+        >>> from dpacct.mechanisms import GaussianMechanism
+        >>> ra = random_allocation(GaussianMechanism(sigma=1.0), steps=1000)
+        >>> d = ra.decomposition_delta([0.3, 1.0])
+        >>> bool(d[0] > d[1] > 0)
+        True
+        """
+        if not self.has_decomposition:
+            raise ValueError("the decomposition bound is for k = 1 and one epoch (steps >= 2)")
+        eps = np.atleast_1d(np.asarray(epsilon, dtype=float))
+        rem, add, swap = self._poisson_plds(delta_hint, tol)
+        t = self.steps
+        lam = -math.expm1(t * math.log1p(-1.0 / t))  # P(sampled at least once)
+        with np.errstate(over="ignore"):
+            # remove: H_{e^eps}(R||Q) = H_{1 + lam (e^eps - 1)}(P||Q) / lam
+            eps_r = np.log1p(lam * np.expm1(eps))
+            d_rem = np.asarray(rem.delta(eps_r), dtype=float) / lam
+            # add: H_{e^eps}(Q||R) = H_{e^eps'}(Q||P) / lam'
+            eps_a = -np.log1p(-lam * -np.expm1(-eps))
+            d_qp = np.asarray(add.delta(eps_a), dtype=float)
+            if swap:
+                d_qp = np.minimum(d_qp, np.asarray(rem.swapped_delta_bound(eps_a), dtype=float))
+            # 1 / lam' = (lam + e^eps (1 - lam)) / lam, in log space
+            log_inv = np.logaddexp(math.log(lam), eps + math.log1p(-lam)) - math.log(lam)
+            d_add = d_qp * np.exp(log_inv)
+        out = np.maximum(d_rem, d_add) * (1.0 + 1e-10)
+        return np.minimum(np.nan_to_num(out, nan=1.0, posinf=1.0), 1.0)
+
+    def _decomposition_epsilon(self, delta: float, tol: float | None) -> float:
+        """Smallest epsilon found with ``decomposition_delta(epsilon) <= delta``.
+
+        Sound at the returned point whatever the shape of the bound: the value returned
+        is one where the bound was evaluated and found ``<= delta``.
+        """
+        key = ("ra_dec_eps", delta, tol)
+        cache = self._cache()
+        if key in cache:
+            return cache[key]
+        grid = np.concatenate([[0.0], np.geomspace(1e-4, 60.0, 400)])
+        vals = self.decomposition_delta(grid, tol=tol, delta_hint=delta)
+        ok = np.nonzero(vals <= delta)[0]
+        if ok.size == 0:
+            cache[key] = math.inf
+            return math.inf
+        hi = float(grid[ok[0]])
+        lo = float(grid[ok[0] - 1]) if ok[0] > 0 else hi
+        for _ in range(40):  # bisection between a failing and a passing point
+            if hi - lo <= 1e-9 * max(hi, 1e-12):
+                break
+            mid = 0.5 * (lo + hi)
+            if float(self.decomposition_delta(mid, tol=tol, delta_hint=delta)[0]) <= delta:
+                hi = mid
+            else:
+                lo = mid
+        cache[key] = hi
+        return hi
+
     def epsilon(self, delta, *, tol: float | None = None):
-        """Sound upper bound: min of the RDP route and the unamplified Gaussian.
+        """Sound upper bound: min of the RDP route, the one-epoch decomposition (k = 1)
+        and the unamplified Gaussian.
 
         Examples
         --------
@@ -356,15 +455,22 @@ class RandomAllocationMechanism(Mechanism):
         True
         """
         rdp_eps = super().epsilon(delta, tol=tol)
-        return np.minimum(rdp_eps, self.unamplified.epsilon(delta)) if np.ndim(
-            rdp_eps
-        ) else min(float(rdp_eps), float(self.unamplified.epsilon(delta)))
+        out = np.minimum(rdp_eps, self.unamplified.epsilon(delta))
+        if self.has_decomposition:
+            flat = np.atleast_1d(np.asarray(delta, dtype=float)).reshape(-1)
+            dec = np.array([self._decomposition_epsilon(float(d), tol) for d in flat])
+            out = np.minimum(out, dec.reshape(np.shape(out)))
+        return out if np.ndim(rdp_eps) else float(out)
 
     def delta(self, epsilon, *, tol: float | None = None):
-        """Sound upper bound on delta (min of the RDP route and the unamplified Gaussian)."""
+        """Sound upper bound on delta: min of the RDP route, the one-epoch decomposition
+        (k = 1) and the unamplified Gaussian."""
         d = super().delta(epsilon, tol=tol)
-        u = self.unamplified.delta(epsilon)
-        return np.minimum(d, u) if np.ndim(d) else min(float(d), float(u))
+        out = np.minimum(d, self.unamplified.delta(epsilon))
+        if self.has_decomposition:
+            dec = self.decomposition_delta(epsilon, tol=tol)
+            out = np.minimum(out, dec.reshape(np.shape(out)))
+        return out if np.ndim(d) else float(out)
 
     def __repr__(self) -> str:
         return (
@@ -405,7 +511,7 @@ def random_allocation(
     >>> from dpacct.mechanisms import GaussianMechanism
     >>> ra = random_allocation(GaussianMechanism(sigma=1.0), steps=1000, epochs=1)
     >>> round(float(ra.epsilon(1e-6)), 3)
-    0.905
+    0.291
     """
     return RandomAllocationMechanism(mechanism, steps, k, epochs)
 

@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pytest
 
+from dpacct.accountant.mechanism import Mechanism
 from dpacct.accountant.random_allocation import (
     add_rdp,
     random_allocation,
@@ -118,3 +119,32 @@ def test_add_rdp_removes_the_per_epoch_constant():
     assert add_rdp(8.0, 1.0, 1000) < 0.05
     ra = random_allocation(GaussianMechanism(sigma=1.0), steps=1000, epochs=10)
     assert ra.rdp(8.0) < 10 * 0.1
+
+
+@pytest.mark.parametrize(("sigma", "steps"), [(1.0, 2), (1.0, 3), (0.8, 10), (1.0, 100)])
+def test_decomposition_at_or_above_monte_carlo_in_both_directions(sigma, steps):
+    ra = random_allocation(GaussianMechanism(sigma=sigma), steps=steps)
+    assert ra.has_decomposition
+    rng = np.random.default_rng(11)
+    eps = np.array([0.0, 0.3, 1.0])
+    bound = ra.decomposition_delta(eps)
+    for direction in ("remove", "add"):
+        for e, b in zip(eps, bound, strict=True):
+            _, lo, _ = random_allocation_delta_mc(sigma, steps, float(e), samples=40_000,
+                                                  rng=rng, direction=direction)
+            assert b >= lo
+    # the mechanism's delta is the smaller of its sound routes
+    assert ra.delta(0.3) <= bound[1] * (1 + 1e-9)
+
+
+def test_decomposition_is_used_for_one_epoch_only():
+    g = GaussianMechanism(sigma=1.0)
+    one = random_allocation(g, 1000)
+    assert one.has_decomposition and not random_allocation(g, 1000, epochs=2).has_decomposition
+    assert not random_allocation(g, 1000, k=2).has_decomposition
+    with pytest.raises(ValueError, match="decomposition"):
+        random_allocation(g, 1000, epochs=2).decomposition_delta(1.0)
+    # the returned epsilon is a point where the bound (same grid settings) was checked
+    eps = one.epsilon(1e-6)
+    assert one.decomposition_delta(eps, delta_hint=1e-6)[0] <= 1e-6
+    assert eps < Mechanism.epsilon(one, 1e-6)  # here the decomposition beats the RDP route
