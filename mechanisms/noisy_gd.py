@@ -422,6 +422,10 @@ class NoisyGD(Algorithm):
         ``GS_t`` is a data-independent bound for step ``t``: the step releases
         ``S / GS_t`` (sensitivity 1) through ``GaussianMechanism(sigma)`` and
         multiplies back, noise std ``sigma * GS_t``.  The privacy is unchanged.
+        Caution: the noise then grows with the iterate, and when the noise per step
+        (about ``learning_rate * sigma * B^2 * sqrt(d) / n`` times ``||theta_t||``) is
+        not small the iterates can grow without bound; ``adaptive=True`` with a
+        ``theta_bound`` projects them and caps ``GS_t`` at the fixed bound.
 
       ``B = x_bound`` without an intercept, ``sqrt(x_bound^2 + 1)`` with one.
 
