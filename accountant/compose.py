@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._rounding import sum_up
 from ._validation import check_count, iter_pairs
 from .mechanism import DEFAULT_RESOLUTION, Mechanism, PLDSettings, grid_step
 from .pld import GridPLD
@@ -92,8 +93,9 @@ class ComposedMechanism(Mechanism):
         return self._exact._tradeoff_exact(fpr)
 
     def _pure_epsilon(self) -> float:
-        # pure DP composes additively (Dwork et al. 2006)
-        return math.fsum(count * mech._pure_epsilon() for mech, count in self.parts)
+        # pure DP composes additively (Dwork et al. 2006); the sum is exact and rounded
+        # up, since a cap is an upper bound
+        return sum_up((count, mech._pure_epsilon()) for mech, count in self.parts)
 
     def _rdp(self, alpha: np.ndarray) -> np.ndarray:
         total = np.zeros(np.shape(alpha))

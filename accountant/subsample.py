@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._rounding import amplified_pure_up
 from ._validation import check_sample_rate
 from .loss_law import PoissonSubsampledLossLaw
 from .mechanism import Mechanism
@@ -68,7 +69,7 @@ class PoissonSubsampledMechanism(Mechanism):
         eps = self.base._pure_epsilon()
         if not math.isfinite(eps):
             return math.inf
-        return math.log1p(self.sample_rate * math.expm1(eps))
+        return amplified_pure_up(self.sample_rate, eps)  # rounded up: it is a cap
 
     @property
     def has_pld(self) -> bool:  # type: ignore[override]
@@ -104,11 +105,7 @@ class PoissonSubsampledMechanism(Mechanism):
         # subsampled mechanism is (log(1 + q (e^eps - 1)), q delta')-DP.
         q = self.sample_rate
         eps_base = float(self.base.epsilon(delta / q, tol=tol))
-        if eps_base < 700.0:
-            amplified = math.log1p(q * math.expm1(eps_base))
-        else:  # log((1 - q) + q e^eps) without overflow (inf stays inf)
-            amplified = float(np.logaddexp(math.log1p(-q), math.log(q) + eps_base))
-        return min(upper, amplified * (1.0 + 1e-12))
+        return min(upper, amplified_pure_up(q, eps_base))
 
     def delta(self, epsilon, *, tol: float | None = None):
         """Sound upper bound on delta; see :meth:`Mechanism.delta`.

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special
 
+from dpacct.accountant._rounding import next_up
 from dpacct.accountant._validation import check_count, check_finite, check_rng
 from dpacct.accountant.loss_law import AtomicLossLaw
 from dpacct.accountant.mechanism import Mechanism
@@ -213,7 +214,8 @@ class RandomizedResponse(Mechanism):
         return math.log1p((self.p * self.k - 1.0) / (1.0 - self.p))
 
     def _pure_epsilon(self) -> float:
-        return self.epsilon0
+        # log1p of a ratio of floats: a few ulps of rounding, taken upwards (a cap)
+        return next_up(self.epsilon0, 4)
 
     def _delta_exact(self, epsilon: np.ndarray) -> np.ndarray:
         return _rr_delta(self.p, self.epsilon0, epsilon)
