@@ -1,0 +1,174 @@
+"""Schedules that change at every step: rounding, brackets, incremental and adaptive filters.
+
+References used here are independent of the rounding: the closed form of composed
+Gaussians (q = 1: noise multipliers combine exactly, 1/sigma_eff^2 = sum 1/sigma_i^2)
+and dp_accounting's optimistic PLD (a lower oracle) for a small subsampled schedule.
+No wall-clock assertions: cost is checked by counting convolutions.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from dpacct.accountant import BudgetExceededError, PrivacyAccountant
+from dpacct.accountant import ledger as ledger_module
+from dpacct.accountant.schedule import round_schedule, round_step, schedule_mechanism
+from dpacct.mechanisms import GaussianMechanism
+
+DELTA = 1e-5
+
+
+def test_rounding_directions_and_grid_points():
+    rng = np.random.default_rng(1)
+    for sigma, q in zip(rng.uniform(0.3, 5, 200), rng.uniform(1e-4, 1, 200), strict=True):
+        su, qu = round_step(float(sigma), float(q), 2**-9)
+        sl, ql = round_step(float(sigma), float(q), 2**-9, upper=False)
+        assert su <= sigma <= sl and ql <= q <= qu <= 1.0
+        assert sl / su <= (1 + 2**-9) * (1 + 1e-12) and qu / ql <= (1 + 2**-9) * (1 + 1e-12)
+    # a value on the grid stays put, so a re-rounded schedule is unchanged
+    su, qu = round_step(1.3, 0.01, 2**-9)
+    assert round_step(su, qu, 2**-9) == (su, qu)
+
+
+def test_rounding_rejects_bad_input():
+    with pytest.raises(ValueError, match="grid"):
+        round_step(1.0, 0.01, grid=0.7)
+    with pytest.raises(ValueError, match="noise_multiplier"):
+        round_step(-1.0, 0.01)
+    with pytest.raises(ValueError, match="sample_rate"):
+        round_step(1.0, 1.5)
+    with pytest.raises(TypeError, match="triple"):
+        round_schedule([(1.0, 0.01)])
+    with pytest.raises(ValueError, match="count"):
+        round_schedule([(1.0, 0.01, 0)])
+
+
+def test_q1_schedule_brackets_the_closed_form():
+    # full-batch Gaussians compose exactly: an independent reference
+    sigmas = [1.0 * 0.99**t for t in range(300)]
+    exact = GaussianMechanism(sigma=sum(s**-2 for s in sigmas) ** -0.5).epsilon(DELTA)
+    steps = [(s, 1.0, 1) for s in sigmas]
+    up = schedule_mechanism(round_schedule(steps, 2**-8, upper=True), progress=False)
+    lo = schedule_mechanism(round_schedule(steps, 2**-8, upper=False), progress=False)
+    upper, lower = up.epsilon(DELTA), lo.epsilon_bounds(DELTA)[0]
+    assert lower <= exact <= upper
+    assert upper <= exact * (1 + 4 * 2**-8)
+
+
+def test_subsampled_schedule_brackets_independent_oracles():
+    dpa = pytest.importorskip("dp_accounting")
+    from dp_accounting.pld import privacy_loss_distribution as pld
+
+    rng = np.random.default_rng(7)
+    steps = [(float(s), float(q), 20) for s, q in zip(
+        rng.uniform(0.9, 1.6, 24), rng.uniform(0.005, 0.02, 24), strict=True)]
+    acct = PrivacyAccountant(progress=False)
+    for s, q, c in steps:
+        acct.step(noise_multiplier=s, sample_rate=q, count=c)
+    assert len(acct.entries) > ledger_module.EXACT_PHASES  # the rounded route
+    lower, upper = acct.epsilon_bounds(DELTA)
+    # dp_accounting, optimistic (a lower estimate of the truth) must not exceed our upper
+    total = None
+    for s, q, c in steps:
+        one = pld.from_gaussian_mechanism(
+            standard_deviation=s, sampling_prob=q, pessimistic_estimate=False,
+            value_discretization_interval=1e-4,
+            neighboring_relation=dpa.NeighboringRelation.ADD_OR_REMOVE_ONE,
+        ).self_compose(c)
+        total = one if total is None else total.compose(one)
+    optimistic = total.get_epsilon_for_delta(DELTA)
+    assert optimistic <= upper
+    # and the exact per-step composition (no rounding) lies inside our bracket
+    from dpacct.accountant import compose
+
+    exact = compose([m for m, _ in acct.entries], [c for _, c in acct.entries])
+    lo_exact, hi_exact = exact.epsilon_bounds(DELTA)
+    assert lower <= hi_exact and lo_exact <= upper
+    assert upper / lower - 1 < 0.02
+
+
+def _decaying_filter(**kwargs):
+    return PrivacyAccountant(budget_epsilon=2.0, budget_delta=DELTA, progress=False, **kwargs)
+
+
+def test_filter_refuses_before_crossing_and_leaves_the_ledger_unchanged():
+    acct = _decaying_filter()
+    n = 0
+    with pytest.raises(BudgetExceededError) as info:
+        while True:
+            acct.step(noise_multiplier=2.0 * 0.995**n, sample_rate=0.02)
+            n += 1
+    assert n > ledger_module.EXACT_PHASES  # the incremental route was used
+    entries, steps = acct.entries, acct.steps
+    assert steps == n and info.value.epsilon > 2.0
+    # the recorded prefix is within budget by an independent route (exact composition)
+    from dpacct.accountant import compose
+
+    exact = compose([m for m, _ in entries], [c for _, c in entries])
+    assert exact.epsilon(DELTA) <= 2.0
+    assert acct.epsilon(DELTA) <= 2.0
+    # refused again: nothing changes
+    with pytest.raises(BudgetExceededError):
+        acct.step(noise_multiplier=2.0 * 0.995**n, sample_rate=0.02)
+    assert acct.entries == entries and acct.steps == steps
+
+
+def test_filter_check_is_incremental(monkeypatch):
+    # count the engine's compositions of history blocks: O(changes of the look-ahead
+    # cell + log n), never one recomposition per step
+    acct = _decaying_filter()
+    blocks = []
+    real = ledger_module._PLDHistory._block
+
+    def counting(self, parts):
+        blocks.append(len(parts))
+        return real(self, parts)
+
+    monkeypatch.setattr(ledger_module._PLDHistory, "_block", counting)
+    n = 0
+    with pytest.raises(BudgetExceededError):
+        while True:
+            acct.step(noise_multiplier=2.0 * 0.999**n, sample_rate=0.02)
+            n += 1
+    assert n > 200
+    assert len(blocks) < n / 4
+    # no block ever recomposes the history: a folded block holds only the steps
+    # recorded since the last fold, a look-ahead block one (dominating) step
+    assert sum(blocks) <= n + len(blocks)
+    assert acct.evaluations <= 2 * len(blocks)
+
+
+def test_adaptive_filter_is_an_rdp_filter():
+    acct = _decaying_filter(adaptive=True)
+    n = 0
+    with pytest.raises(BudgetExceededError, match="Renyi"):
+        while True:
+            acct.step(noise_multiplier=2.0 * 0.995**n, sample_rate=0.02)
+            n += 1
+    alpha = acct.adaptive_order
+    assert alpha is not None and alpha > 1
+    # summed RDP at the fixed order converts to at most the budget (CKS 2020, Prop. 12)
+    total = sum(c * float(m.rdp(alpha)) for m, c in acct.entries)
+    eps = total + math.log1p(-1 / alpha) - (math.log(DELTA) + math.log(alpha)) / (alpha - 1)
+    assert eps <= 2.0
+    with pytest.raises(ValueError, match="budget"):
+        PrivacyAccountant(adaptive=True)
+    with pytest.raises(TypeError, match="adaptive"):
+        PrivacyAccountant(budget_epsilon=1.0, budget_delta=DELTA, adaptive=1)
+    with pytest.raises(ValueError, match="adaptive_order"):
+        PrivacyAccountant(budget_epsilon=1.0, budget_delta=DELTA, adaptive=True, adaptive_order=1.0)
+
+
+def test_options_survive_save_and_load(tmp_path):
+    acct = _decaying_filter(adaptive=True, grid=2**-8)
+    for t in range(30):
+        acct.step(noise_multiplier=3.0 * 0.99**t, sample_rate=0.01)
+    path = tmp_path / "ledger.json"
+    acct.save(path)
+    back = PrivacyAccountant.load(path)
+    assert back.adaptive and back.grid == 2**-8 and back.adaptive_order == acct.adaptive_order
+    assert back.entries == acct.entries
+    assert math.isclose(back._rdp_spent, acct._rdp_spent, rel_tol=1e-12)
