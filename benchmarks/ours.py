@@ -39,13 +39,30 @@ def _mechanism(workload: Workload):
     raise ValueError(f"unknown workload kind {kind!r}")
 
 
+def _schedule_ledger(workload: Workload, tol: float | None):
+    """A training loop's ledger: one ``step`` call per phase of the schedule."""
+    from benchmarks.peers import schedule_of
+    from dpacct.accountant import PrivacyAccountant
+
+    acct = PrivacyAccountant(tol=tol, progress=False)
+    for sigma, q, steps in schedule_of(workload):
+        acct.step(noise_multiplier=sigma, sample_rate=q, count=steps)
+    return acct
+
+
 def _bracket(workload: Workload, tol: float | None) -> dict[str, Any]:
+    if workload["kind"] == "schedule":
+        lower, upper = _schedule_ledger(workload, tol).epsilon_bounds(workload["delta"])
+        return {"epsilon": upper, "lower": lower, "upper": upper}
     mech = _mechanism(workload)
     lower, upper = mech.epsilon_bounds(workload["delta"], tol=tol)
     return {"epsilon": upper, "lower": lower, "upper": upper}
 
 
 def _epsilon(workload: Workload, tol: float | None) -> dict[str, Any]:
+    if workload["kind"] == "schedule":
+        eps = _schedule_ledger(workload, tol).epsilon(workload["delta"])
+        return {"epsilon": eps, "upper": eps}
     mech = _mechanism(workload)
     eps = mech.epsilon(workload["delta"], tol=tol)
     return {"epsilon": eps, "upper": eps}

@@ -96,6 +96,28 @@ WORKLOADS: dict[str, Workload] = {
         "delta": 1e-5,
     },
     "rr50": {"kind": "rr", "p": 0.75, "k": 2, "count": 50, "delta": 1e-6},
+    # schedules that change shape (see schedule_of): random phases, a noise scheduler
+    "schedule_phases1000": {
+        "kind": "schedule",
+        "generator": "random_phases",
+        "phases": 1000,
+        "steps_per_phase": 10,
+        "sigma_range": [0.8, 2.0],
+        "q_range": [0.001, 0.02],
+        "seed": 0,
+        "delta": 1e-5,
+    },
+    "schedule_decay10k": {
+        "kind": "schedule",
+        "generator": "exponential_noise",
+        # gamma = 0.999 per step would take sigma from 1.5 to 6.8e-5 over 10 000 steps
+        # (epsilon ~ 6e10 by RDP): 0.9999 keeps the run meaningful (sigma 1.5 -> 0.55)
+        "sigma": 1.5,
+        "gamma": 0.9999,
+        "sample_rate": 0.01,
+        "steps": 10_000,
+        "delta": 1e-5,
+    },
     **{
         f"calibrate_eps{eps:g}": {
             "kind": "calibrate",
@@ -237,6 +259,23 @@ def _rr_noise_parameter(p: float, k: int) -> float:
     return (1.0 - p) * k / (k - 1)
 
 
+def schedule_of(workload: Workload) -> list[tuple[float, float, int]]:
+    """The ``(noise_multiplier, sample_rate, steps)`` phases of a ``schedule`` workload."""
+    import numpy as np
+
+    if workload["generator"] == "random_phases":
+        rng = np.random.default_rng(workload["seed"])
+        n = workload["phases"]
+        sig = rng.uniform(*workload["sigma_range"], n)
+        q = rng.uniform(*workload["q_range"], n)
+        per = workload["steps_per_phase"]
+        return [(float(a), float(b), per) for a, b in zip(sig, q, strict=True)]
+    if workload["generator"] == "exponential_noise":
+        s0, g, q = workload["sigma"], workload["gamma"], workload["sample_rate"]
+        return [(s0 * g**t, q, 1) for t in range(workload["steps"])]
+    raise ValueError(f"unknown schedule generator {workload['generator']!r}")
+
+
 def _dpa_event(workload: Workload) -> tuple[Any, int, Any]:
     """Return ``(event, count, neighboring_relation)`` of dp_accounting."""
     import dp_accounting as dpa
@@ -248,10 +287,11 @@ def _dpa_event(workload: Workload) -> tuple[Any, int, Any]:
             workload["sample_rate"], dpa.GaussianDpEvent(workload["noise_multiplier"])
         )
         return event, workload["steps"], rel.ADD_OR_REMOVE_ONE
-    if kind == "ledger":
+    if kind in ("ledger", "schedule"):
+        phases = workload["schedule"] if kind == "ledger" else schedule_of(workload)
         parts = [
             dpa.SelfComposedDpEvent(dpa.PoissonSampledDpEvent(q, dpa.GaussianDpEvent(s)), n)
-            for s, q, n in workload["schedule"]
+            for s, q, n in phases
         ]
         return dpa.ComposedDpEvent(parts), 1, rel.ADD_OR_REMOVE_ONE
     if kind == "laplace":
@@ -351,7 +391,7 @@ def _dpa_pld_optimistic(workload: Workload, interval: float) -> RunnerResult:
     "dp_accounting.pld",
     peer="dp_accounting",
     method="PLDAccountant, pessimistic, interval 1e-4 (default)",
-    kinds=("dpsgd", "laplace", "rr", "ledger"),
+    kinds=("dpsgd", "laplace", "rr", "ledger", "schedule"),
     imports=("dp_accounting",),
 )
 def dpa_pld(workload: Workload) -> RunnerResult:
@@ -432,7 +472,7 @@ def dpa_pld_count(workload: Workload) -> RunnerResult:
     "dp_accounting.rdp",
     peer="dp_accounting",
     method="RdpAccountant, default orders",
-    kinds=("dpsgd", "laplace", "rr", "ledger"),
+    kinds=("dpsgd", "laplace", "rr", "ledger", "schedule"),
     imports=("dp_accounting",),
 )
 def dpa_rdp(workload: Workload) -> RunnerResult:
@@ -607,6 +647,8 @@ def _opacus_epsilon(workload: Workload, name: str) -> RunnerResult:
         acct = cls()
     if workload["kind"] == "ledger":
         acct.history = [(s, q, n) for s, q, n in workload["schedule"]]
+    elif workload["kind"] == "schedule":
+        acct.history = schedule_of(workload)
     else:
         acct.history = [
             (workload["noise_multiplier"], workload["sample_rate"], workload["steps"])
@@ -624,7 +666,7 @@ def _opacus_epsilon(workload: Workload, name: str) -> RunnerResult:
     "opacus.rdp",
     peer="opacus",
     method="accountants.RDPAccountant",
-    kinds=("dpsgd", "ledger"),
+    kinds=("dpsgd", "ledger", "schedule"),
     imports=("opacus.accountants",),
 )
 def opacus_rdp(workload: Workload) -> RunnerResult:
