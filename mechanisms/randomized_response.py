@@ -176,8 +176,8 @@ class RandomizedResponse(Mechanism):
     1.098612
     >>> float(rr.delta(0.0))           # 0.75 - 0.25
     0.5
-    >>> round(rr.epsilon(1e-6), 6)
-    1.098612
+    >>> round(rr.epsilon(1e-6), 6)     # log 3 - 1e-6 / 0.75
+    1.098611
     >>> RandomizedResponse(p=0.5, k=4)
     RandomizedResponse(p=0.5, k=4)
     >>> round(float(RandomizedResponse(p=0.5, k=4).tradeoff(0.5)), 6)   # q = 1/6
