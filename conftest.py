@@ -73,11 +73,24 @@ def pytest_collect_file(file_path: Path, parent):
     return _doctests(file_path, parent)
 
 
+class _NoTests(pytest.File):
+    """A library module named on the command line: its doctests come from
+    :func:`pytest_collect_file`; it holds no test functions of its own."""
+
+    def collect(self):
+        return []
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_pycollect_makemodule(module_path: Path, parent):
-    """pytest collects every ``__init__.py`` as a test module under its folder's
-    top-level name; for the library's, collect their doctests instead."""
-    return _doctests(module_path, parent)
+    """pytest collects every ``__init__.py`` (and any file named on the command line) as
+    a test module under its folder's top-level name, a second copy of the library; for
+    the library's files, collect their doctests (``__init__.py``) or nothing instead."""
+    if installed_name(module_path) is None:
+        return None
+    if module_path.name == "__init__.py":
+        return _doctests(module_path, parent)
+    return _NoTests.from_parent(parent, path=module_path)
 
 
 @pytest.hookimpl(tryfirst=True)
