@@ -44,8 +44,13 @@ What is certified here (Gaussian base mechanism with noise multiplier ``sigma``)
   (remove and add direction).  :meth:`RandomAllocationMechanism.epsilon` and
   ``delta`` take the smaller of this and the RDP route.
 
-``epsilon(delta)`` is the smaller of the RDP conversion (Canonne, Kamath, Steinke 2020)
-and the unamplified Gaussian: a sound upper bound.  **What is not certified here**:
+``epsilon(delta)`` certifies each direction separately, by the least of its routes --
+the RDP conversion of that direction's curve (Canonne, Kamath, Steinke 2020), the
+one-epoch decomposition, and for the add direction the direct bound (the pointwise
+Gaussian-plus-constant argument above, with the exact Gaussian curve of Balle & Wang
+2018 instead of its RDP) -- takes the larger of the two directions and then the
+smaller of that and the unamplified Gaussian: a sound upper bound.  ``delta(epsilon)``
+likewise.  **What is not certified here**:
 Feldman & Shenfeld's "recursive" bound and the decomposition for several
 epochs (not reimplemented: it would need a dominating pair per epoch, not a privacy
 profile); and the RDP route's conversion to (epsilon, delta) loses against a
@@ -69,10 +74,11 @@ from functools import cache
 import numpy as np
 from scipy import special
 
-from ._validation import check_count, check_delta, check_epsilon, check_positive
+from ._validation import check_count, check_delta, check_epsilon, check_positive, check_tol
 from .compose import compose
 from .loss_law import AtomicLossLaw
 from .mechanism import Mechanism, PLDSettings
+from .rdp import rdp_to_delta, rdp_to_epsilon
 from .subsample import poisson_subsample
 
 __all__ = [
@@ -333,7 +339,9 @@ class RandomAllocationMechanism(Mechanism):
         """The certified bound without amplification: ``k * epochs`` Gaussian steps."""
         return compose([self.base], counts=[self.k * self.epochs])
 
-    def _rdp(self, alpha: np.ndarray) -> np.ndarray:
+    def _rdp_directions(self, alpha: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Upper bounds on the RDP of the remove and of the add direction (each capped
+        by the unamplified Gaussian, which bounds both)."""
         a = np.asarray(alpha, dtype=float)
         s = self.sigma
         t = self.steps // self.k  # Feldman & Shenfeld 2025, Claim 6.4
@@ -351,7 +359,54 @@ class RandomAllocationMechanism(Mechanism):
             # RDP is non-decreasing in the order: a bound at any integer order >= a
             # holds at a (and the least of them keeps the curve monotone)
             add[at] = np.minimum(add[at], reps * add_suffix[o])
-        return np.minimum(out, np.maximum(rem, add))
+        return np.minimum(out, rem), np.minimum(out, add)
+
+    def _rdp(self, alpha: np.ndarray) -> np.ndarray:
+        rem, add = self._rdp_directions(alpha)
+        return np.maximum(rem, add)
+
+    def _direct_add_delta(self, epsilon: np.ndarray) -> np.ndarray:
+        """Add direction, pointwise: loss <= Gaussian loss + constant per composition.
+
+        Per 1-of-``T'`` composition the add-direction privacy loss is at most that of a
+        Gaussian with noise ``sigma sqrt(T')`` plus ``C = (1 - 1/T') / (2 sigma^2)``,
+        pointwise (module docstring; Feldman & Shenfeld 2025's direct add bound), so after
+        ``r = k * epochs`` compositions ``delta(eps) <= delta_G(eps - r C)`` for the
+        Gaussian of noise ``sigma sqrt(T' / r)``, whose curve is exact at every real
+        argument (Balle & Wang 2018, Theorem 8):
+        ``Phi(mu/2 - e/mu) - e^e Phi(-mu/2 - e/mu)``, ``mu = sqrt(r / T') / sigma``.
+        """
+        s = self.sigma
+        t = self.steps // self.k
+        reps = self.k * self.epochs
+        mu = math.sqrt(reps / t) / s
+        shifted = np.asarray(epsilon, dtype=float) - reps * (1.0 - 1.0 / t) / (2.0 * s * s)
+        with np.errstate(over="ignore", invalid="ignore"):
+            first = special.ndtr(mu / 2.0 - shifted / mu)
+            second = np.exp(shifted + special.log_ndtr(-mu / 2.0 - shifted / mu))
+            d = first - second
+        d = np.where(np.isfinite(d), d, 1.0)
+        return np.clip(d * (1.0 + 1e-9) + 1e-15, 0.0, 1.0)
+
+    def _direct_add_epsilon(self, delta: float) -> float:
+        """Smallest epsilon of the direct add bound at ``delta`` (bisection; the value
+        returned is one where the bound was checked)."""
+        lo, hi = 0.0, 1.0
+        while float(self._direct_add_delta(np.array([hi]))[0]) > delta:
+            lo, hi = hi, 2.0 * hi
+            if hi > 1e6:
+                return math.inf
+        if float(self._direct_add_delta(np.array([0.0]))[0]) <= delta:
+            return 0.0
+        for _ in range(80):
+            if hi - lo <= 1e-10 * hi:
+                break
+            mid = 0.5 * (lo + hi)
+            if float(self._direct_add_delta(np.array([mid]))[0]) <= delta:
+                hi = mid
+            else:
+                lo = mid
+        return hi
 
     def _delta_exact(self, epsilon: np.ndarray) -> np.ndarray:  # pragma: no cover
         raise NotImplementedError
@@ -379,11 +434,12 @@ class RandomAllocationMechanism(Mechanism):
         return cache[key]
 
     def decomposition_delta(self, epsilon, *, tol: float | None = None,
-                            delta_hint: float | None = None) -> np.ndarray:
+                            delta_hint: float | None = None, both: bool = True):
         """Sound upper bound on delta(epsilon) of one epoch by decomposition (k = 1).
 
         ``max`` of the remove and add directions' bounds (module docstring,
-        "Decomposition"); ``inf``-free, at most 1.  Only for ``k = 1`` and one epoch.
+        "Decomposition"), or the pair ``(remove, add)`` with ``both=False``; at most 1.
+        Only for ``k = 1`` and one epoch.
 
         Examples
         --------
@@ -411,24 +467,22 @@ class RandomAllocationMechanism(Mechanism):
             # 1 / lam' = (lam + e^eps (1 - lam)) / lam, in log space
             log_inv = np.logaddexp(math.log(lam), eps + math.log1p(-lam)) - math.log(lam)
             d_add = d_qp * np.exp(log_inv)
-        out = np.maximum(d_rem, d_add) * (1.0 + 1e-10)
-        return np.minimum(np.nan_to_num(out, nan=1.0, posinf=1.0), 1.0)
+        d_rem, d_add = (
+            np.minimum(np.nan_to_num(d * (1.0 + 1e-10), nan=1.0, posinf=1.0), 1.0)
+            for d in (d_rem, d_add)
+        )
+        return np.maximum(d_rem, d_add) if both else (d_rem, d_add)
 
-    def _decomposition_epsilon(self, delta: float, tol: float | None) -> float:
-        """Smallest epsilon found with ``decomposition_delta(epsilon) <= delta``.
+    @staticmethod
+    def _first_passing(fn, delta: float) -> float:
+        """Smallest epsilon found with ``fn(epsilon) <= delta`` (a grid, then bisection).
 
-        Sound at the returned point whatever the shape of the bound: the value returned
-        is one where the bound was evaluated and found ``<= delta``.
+        Sound whatever the shape of ``fn``: the value returned is one where ``fn`` was
+        evaluated and found ``<= delta``.
         """
-        key = ("ra_dec_eps", delta, tol)
-        cache = self._cache()
-        if key in cache:
-            return cache[key]
         grid = np.concatenate([[0.0], np.geomspace(1e-4, 60.0, 400)])
-        vals = self.decomposition_delta(grid, tol=tol, delta_hint=delta)
-        ok = np.nonzero(vals <= delta)[0]
+        ok = np.nonzero(fn(grid) <= delta)[0]
         if ok.size == 0:
-            cache[key] = math.inf
             return math.inf
         hi = float(grid[ok[0]])
         lo = float(grid[ok[0] - 1]) if ok[0] > 0 else hi
@@ -436,16 +490,41 @@ class RandomAllocationMechanism(Mechanism):
             if hi - lo <= 1e-9 * max(hi, 1e-12):
                 break
             mid = 0.5 * (lo + hi)
-            if float(self.decomposition_delta(mid, tol=tol, delta_hint=delta)[0]) <= delta:
+            if float(fn(np.array([mid]))[0]) <= delta:
                 hi = mid
             else:
                 lo = mid
-        cache[key] = hi
         return hi
 
+    def _epsilon_directions(self, delta: float, tol: float | None) -> tuple[float, float]:
+        """Upper bounds on epsilon(delta) of the remove and of the add direction, each
+        the least over its routes (RDP conversion of its own curve, decomposition for
+        one epoch, the direct add bound)."""
+        key = ("ra_eps_dirs", delta, tol)
+        cache = self._cache()
+        if key in cache:
+            return cache[key]
+        rem = rdp_to_epsilon(lambda a: self._rdp_directions(a)[0], delta)
+        add = min(rdp_to_epsilon(lambda a: self._rdp_directions(a)[1], delta),
+                  self._direct_add_epsilon(delta))
+        if self.has_decomposition:
+            def dec(i):
+                return lambda e: self.decomposition_delta(
+                    e, tol=tol, delta_hint=delta, both=False)[i]
+            rem = min(rem, self._first_passing(dec(0), delta))
+            add = min(add, self._first_passing(dec(1), delta))
+        cache[key] = (rem, add)
+        return rem, add
+
     def epsilon(self, delta, *, tol: float | None = None):
-        """Sound upper bound: min of the RDP route, the one-epoch decomposition (k = 1)
-        and the unamplified Gaussian.
+        """Sound upper bound on epsilon at ``delta``.
+
+        The larger of the two directions' bounds (the pair must satisfy both), each the
+        least of its sound routes: RDP conversion of that direction's curve, the
+        one-epoch decomposition (k = 1), and for the add direction the direct bound;
+        then the smaller of that and the unamplified Gaussian.  (Each direction's true
+        hockey-stick curve is non-increasing, so a direction certified at a smaller
+        epsilon is certified at the larger.)
 
         Examples
         --------
@@ -454,23 +533,32 @@ class RandomAllocationMechanism(Mechanism):
         >>> bool(ra.epsilon(1e-6) <= ra.unamplified.epsilon(1e-6))
         True
         """
-        rdp_eps = super().epsilon(delta, tol=tol)
-        out = np.minimum(rdp_eps, self.unamplified.epsilon(delta))
-        if self.has_decomposition:
-            flat = np.atleast_1d(np.asarray(delta, dtype=float)).reshape(-1)
-            dec = np.array([self._decomposition_epsilon(float(d), tol) for d in flat])
-            out = np.minimum(out, dec.reshape(np.shape(out)))
-        return out if np.ndim(rdp_eps) else float(out)
+        check_tol(tol)
+        d_arr = np.asarray(delta, dtype=float)
+        flat = [check_delta(float(d)) for d in d_arr.reshape(-1)]
+        out = np.array([
+            min(max(self._epsilon_directions(d, tol)), float(self.unamplified.epsilon(d)))
+            for d in flat
+        ])
+        return float(out[0]) if d_arr.ndim == 0 else out.reshape(d_arr.shape)
 
     def delta(self, epsilon, *, tol: float | None = None):
-        """Sound upper bound on delta: min of the RDP route, the one-epoch decomposition
-        (k = 1) and the unamplified Gaussian."""
-        d = super().delta(epsilon, tol=tol)
-        out = np.minimum(d, self.unamplified.delta(epsilon))
+        """Sound upper bound on delta at ``epsilon``: the larger of the two directions'
+        bounds, each the least of its routes (see :meth:`epsilon`), then the smaller of
+        that and the unamplified Gaussian."""
+        check_tol(tol)
+        e_arr = np.asarray(epsilon, dtype=float)
+        flat = np.array([check_epsilon(float(e)) for e in e_arr.reshape(-1)])
+        rem = np.array([rdp_to_delta(lambda a: self._rdp_directions(a)[0], float(e))
+                        for e in flat])
+        add = np.array([rdp_to_delta(lambda a: self._rdp_directions(a)[1], float(e))
+                        for e in flat])
+        add = np.minimum(add, self._direct_add_delta(flat))
         if self.has_decomposition:
-            dec = self.decomposition_delta(epsilon, tol=tol)
-            out = np.minimum(out, dec.reshape(np.shape(out)))
-        return out if np.ndim(d) else float(out)
+            d_rem, d_add = self.decomposition_delta(flat, tol=tol, both=False)
+            rem, add = np.minimum(rem, d_rem), np.minimum(add, d_add)
+        out = np.minimum(np.maximum(rem, add), np.asarray(self.unamplified.delta(flat)))
+        return float(out[0]) if e_arr.ndim == 0 else out.reshape(e_arr.shape)
 
     def __repr__(self) -> str:
         return (

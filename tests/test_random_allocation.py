@@ -148,3 +148,30 @@ def test_decomposition_is_used_for_one_epoch_only():
     eps = one.epsilon(1e-6)
     assert one.decomposition_delta(eps, delta_hint=1e-6)[0] <= 1e-6
     assert eps < Mechanism.epsilon(one, 1e-6)  # here the decomposition beats the RDP route
+
+
+def test_direct_add_bound_is_the_shifted_gaussian_curve():
+    # T = 1: no constant, the curve of the Gaussian with sigma / sqrt(epochs), exactly
+    ra = random_allocation(GaussianMechanism(sigma=2.0), steps=1, epochs=4)
+    g = GaussianMechanism(sigma=1.0)
+    eps = np.array([0.0, 0.5, 2.0])
+    assert np.allclose(ra._direct_add_delta(eps), g.delta(eps), rtol=1e-8, atol=1e-14)
+    # T = 100, 3 epochs: shifted by 3 (1 - 1/100) / (2 sigma^2), then the Gaussian of
+    # noise sigma sqrt(100 / 3)
+    ra = random_allocation(GaussianMechanism(sigma=1.0), steps=100, epochs=3)
+    shift = 3 * 0.99 / 2.0
+    g = GaussianMechanism(sigma=math.sqrt(100 / 3))
+    assert ra._direct_add_delta(np.array([shift + 0.7]))[0] == pytest.approx(
+        float(g.delta(0.7)), rel=1e-8)
+
+
+@pytest.mark.parametrize(("sigma", "steps", "epochs"),
+                         [(0.8, 100, 10), (1.0, 1000, 1), (1.0, 1000, 10), (2.0, 100, 3)])
+def test_epsilon_and_delta_agree_and_stay_below_the_unamplified_gaussian(sigma, steps, epochs):
+    ra = random_allocation(GaussianMechanism(sigma=sigma), steps=steps, epochs=epochs)
+    for d in (1e-6, 1e-10):
+        eps = ra.epsilon(d)
+        assert eps <= ra.unamplified.epsilon(d) * (1 + 1e-12)
+        assert random_allocation_lower_epsilon(sigma, steps, d, epochs=epochs) <= eps
+        # the delta route at that epsilon is at most a little above d (other grids)
+        assert ra.delta(eps * (1 + 1e-6) + 1e-9) <= d * 1.05
