@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._rounding import sum_up
+from ._rounding import next_up, sum_up
 from ._validation import check_count, iter_pairs
 from .mechanism import DEFAULT_RESOLUTION, Mechanism, PLDSettings, grid_step
 from .pld import GridPLD
@@ -60,7 +60,10 @@ class ComposedMechanism(Mechanism):
             inner = self.parts[0][0]
             if inner.has_exact_curve:
                 single = inner
-        object.__setattr__(self, "_exact", gaussian if gaussian is not None else single)
+        exact = gaussian if gaussian is not None else single
+        if exact is None:
+            exact = _binary_rr_equivalent(self.parts)
+        object.__setattr__(self, "_exact", exact)
 
     @property
     def neighbouring(self) -> str:  # type: ignore[override]
@@ -329,6 +332,100 @@ def _gaussian_equivalent(parts) -> Mechanism | None:
         else:
             return None
     return GaussianMechanism(sigma=GaussianMechanism._combine(sigmas, counts))
+
+
+#: the binomial closed form is used up to this many composed copies (counts are exact
+#: in a double below 2**53; scipy's binomial tails were checked to 4.4e-10 relative at
+#: 10**12 against a 40-digit quadrature, tests/test_binomial_rr.py)
+BINOMIAL_MAX_COUNT = 10**13
+#: relative error allowed for each binomial tail from scipy.stats.binom.sf:
+#: ``1e-13 + 1e-14 sqrt(n)``, 20 to 100 times the errors measured against mpmath
+#: (9e-14 at 10**5 copies, 3e-13 at 10**6, 1e-12 at 10**7, 4.4e-10 at 10**12).  The
+#: two tails cancel in delta (by a factor ~230 at n = 2000, p = 0.5001, delta 1e-6),
+#: so the slack is kept as small as the measurements allow
+def _binomial_tail_slack(n: int) -> float:
+    return 1e-13 + 1e-14 * math.sqrt(n)
+
+
+class _BinaryRRComposition(Mechanism):
+    """``n``-fold composition of binary randomized response, in closed form.
+
+    The pair is ``P = (p, 1 - p)``, ``Q = (1 - p, p)`` per copy, with loss
+    ``+-e``, ``e = log(p / (1 - p))``; ``n`` copies have loss ``e (2j - n)`` with
+    ``j ~ Binomial(n, p)`` under P and ``Binomial(n, 1 - p)`` under Q, so
+
+        ``delta(eps) = P[j > J] - e^eps Q[j > J]``,  ``J = floor((n + eps/e) / 2)``
+
+    (Kairouz, Oh, Viswanath 2015, Theorem 3.4, in hockey-stick form).  The tails come
+    from ``scipy.stats.binom.sf``; each is taken :func:`_binomial_tail_slack` relative
+    towards the larger delta.  The hockey-stick divergence is the largest
+    ``P(S) - e^eps Q(S)`` over events ``S``, so the thresholds ``J - 1, J, J + 1``
+    are all evaluated and the largest kept: a rounding of ``eps / e`` cannot pick a
+    smaller value than the true one.  Replaces a lattice PLD whose grid could not
+    coarsen: ``10**12`` copies of RR(0.5000001) took 11 s (29 s with the bracket).
+    """
+
+    def __init__(self, p: float, count: int) -> None:
+        self.p = p
+        self.count = count
+        self.eps0 = math.log(p / (1.0 - p))
+
+    def _pure_epsilon(self) -> float:
+        return sum_up([(self.count, next_up(self.eps0, 4))])
+
+    def _delta_exact(self, epsilon: np.ndarray) -> np.ndarray:
+        from scipy.stats import binom
+
+        eps = np.asarray(epsilon, dtype=float)
+        n, p = self.count, self.p
+        j0 = np.floor((n + eps / self.eps0) / 2.0)
+        slack = _binomial_tail_slack(n)
+        best = np.zeros(eps.shape)
+        for shift in (-1.0, 0.0, 1.0):
+            j = np.clip(j0 + shift, -1.0, float(n))
+            up = binom.sf(j, n, p) * (1.0 + slack)
+            sf_q = binom.sf(j, n, 1.0 - p) * (1.0 - slack)
+            with np.errstate(over="ignore", divide="ignore"):
+                # e^eps * sf_q in log space: 0 when sf_q is, inf (no delta) on overflow
+                down = np.where(sf_q > 0, np.exp(eps + np.log(np.maximum(sf_q, 1e-320))), 0.0)
+            best = np.maximum(best, up - down)
+        return np.clip(best, 0.0, 1.0)
+
+
+def _binary_rr_equivalent(parts) -> Mechanism | None:
+    """The binomial closed form when every part is binary randomized response with one
+    parameter (two atoms ``+-e`` on the lattice ``e``, P-masses ``p`` and ``1 - p``).
+
+    ``p`` is moved two ulps up (a larger ``p`` dominates: RR(p) is a post-processing
+    of RR(p') for p' > p), which absorbs the rounding of a ``p`` computed from an
+    epsilon (``PureDPMechanism``)."""
+    from .loss_law import AtomicLossLaw
+
+    total, ps = 0, set()
+    for mech, count in parts:
+        if not (mech._overrides("_loss_laws") and mech.has_pld):
+            return None
+        if mech._overrides("_pld_pair") and not isinstance(mech, ComposedMechanism):
+            return None
+        if isinstance(mech, ComposedMechanism):
+            return None
+        remove, add = mech._loss_laws()
+        if remove is not add or not isinstance(remove, AtomicLossLaw):
+            return None
+        law = remove
+        if law.lattice is None or law.losses.size != 2 or law.inf_mass or law.q_neg_inf_mass:
+            return None
+        if not (law.losses[0] == -law.losses[1] == -law.lattice):
+            return None
+        low, high = float(law.p[0]), float(law.p[1])
+        if not (0.5 < high < 1.0 and abs(high + low - 1.0) <= 4e-16):
+            return None
+        ps.add(high)
+        total += count
+    if len(ps) != 1 or total > BINOMIAL_MAX_COUNT:
+        return None
+    p = next_up(ps.pop(), 2)
+    return _BinaryRRComposition(p, total) if p < 1.0 else None
 
 
 def compose(
