@@ -218,7 +218,14 @@ def add_rdp(order: float, sigma: float, steps: int) -> float:
        beyond the grid, ``F_X(T m)^T <= exp(-T sigma^2 (u - u0)^2 / 2)``
        (``Phi(-x) <= e^{-x^2/2}``, ``u0 = log T + 1 / (2 sigma^2)``) integrates in closed
        form;
-    4. the bound is minimised over ``m0`` on the grid's nodes and rounded up.
+    4. the bound is minimised over ``m0`` on the grid's nodes;
+    5. a second bound needs no ``m0``: with ``c(m) = b (b + 1) min(m, 1)^{-b-2} / 2``
+       the Taylor bound holds for every ``m > 0``, so
+       ``E[M^{-b}] <= 1 + c(1) Var(M) + E[h(M); M < 1]``,
+       ``h(m) = (c(m) - c(1)) (1 - m)^2`` (decreasing on (0, 1), zero at 1), and
+       ``E[h(M); M < 1] = int_0^1 (-h'(m)) P(M < m) dm`` is bounded cell by cell by the
+       tail bound at the cell's right end times the exact rise of ``h``; the smaller
+       of the two bounds is returned, rounded up.
 
     For large ``T`` this is about ``a (a / (a - 1)) (e^{1/sigma^2} - 1) / (2 T)`` --
     the leading term of the true divergence -- instead of the ``1 / (2 sigma^2)`` that
@@ -285,28 +292,48 @@ def add_rdp(order: float, sigma: float, steps: int) -> float:
         tails = below + far + np.exp(log_b + beta * u)
         main = 1.0 + 0.5 * beta * (beta + 1.0) * np.exp(np.minimum((beta + 2.0) * u, 700.0)) * var
         total = main + tails
-    total = total[np.isfinite(total)]
+        # step 1' (no m0): with c(m) = b (b+1) min(m,1)^{-b-2} / 2 the Taylor bound holds
+        # for every m > 0, so E[M^{-b}] <= 1 + c(1) Var(M) + E[h(M); M < 1] with
+        # h(m) = (c(m) - c(1)) (1 - m)^2, decreasing on (0, 1) and 0 at 1; layer cake:
+        # E[h(M); M < 1] = int_0^1 (-h'(m)) P(M < m) dm <= sum over cells of
+        # P-bound at the cell's right end times the exact rise of h across the cell
+        c1 = 0.5 * beta * (beta + 1.0)
+        h = c1 * np.expm1(np.minimum((beta + 2.0) * u, 700.0)) * (-np.expm1(-u)) ** 2
+        rise = np.diff(h)  # h(m_{i+1}) - h(m_i) >= 0 (u increasing, m decreasing)
+        # (the first cell, m in (e^{-u_0}, 1), is taken with P(M < m) <= 1)
+        inner = float(h[0] + np.sum(np.exp(log_b[:-1]) * rise))
+        # beyond the grid: dh/du <= (b + 4) c(m) and P(M < m) <= e^{-prec (u - u0)^2 / 2}
+        b2 = beta + 2.0
+        far2 = (
+            (beta + 4.0) * c1
+            * math.exp(min(b2 * u0 + b2 * b2 / (2.0 * prec), 700.0))
+            * math.sqrt(2.0 * math.pi / prec)
+            * float(special.ndtr(-(umax - u0 - b2 / prec) * math.sqrt(prec)))
+        )
+        layered = 1.0 + c1 * var + inner + far2
+    total = np.append(total[np.isfinite(total)], layered if math.isfinite(layered) else [])
     if total.size == 0:
         return math.inf
     best = float(total.min()) * (1.0 + 1e-9)
     return math.log(best) / beta
 
 
+#: integer orders at which :func:`add_rdp` is evaluated (the add direction has no
+#: partition sum, so it goes beyond ``MAX_ORDER``, sparsely)
+ADD_ORDERS = (*range(2, MAX_ORDER + 1), 40, 48, 64, 80, 96, 128, 160, 192, 256)
+
+
 @cache
-def _add_rdp_suffix_min(sigma: float, steps: int) -> dict[int, float]:
-    """``min_{o' >= o} add_rdp(o')`` over the integer orders ``2 .. MAX_ORDER``.
+def _add_rdp_suffix_min(sigma: float, steps: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(orders, min_{o' >= o} add_rdp(o'))`` over :data:`ADD_ORDERS`.
 
     The true divergence is non-decreasing in the order (van Erven & Harremoes 2014,
     Theorem 3), so a bound at a larger order holds at a smaller one; the suffix minimum
     is the tightest such bound and is itself non-decreasing.
     """
-    vals = [add_rdp(float(o), sigma, steps) for o in range(2, MAX_ORDER + 1)]
-    out: dict[int, float] = {}
-    best = math.inf
-    for o, v in zip(range(MAX_ORDER, 1, -1), reversed(vals), strict=True):
-        best = min(best, v)
-        out[o] = best
-    return out
+    orders = np.array(ADD_ORDERS, dtype=float)
+    vals = np.array([add_rdp(float(o), sigma, steps) for o in orders])
+    return orders, np.minimum.accumulate(vals[::-1])[::-1]
 
 
 @dataclass(frozen=True, repr=False)
@@ -351,14 +378,16 @@ class RandomAllocationMechanism(Mechanism):
         rem = np.full(a.shape, np.inf)
         ceil = np.ceil(a - 1e-12)
         small = ceil <= MAX_ORDER
-        add_suffix = _add_rdp_suffix_min(s, t)
         for order in np.unique(ceil[small]).astype(int):
             o = max(order, 2)
-            at = ceil == order
-            rem[at] = reps * remove_rdp(o, s, t) * (1.0 + 1e-12)
-            # RDP is non-decreasing in the order: a bound at any integer order >= a
-            # holds at a (and the least of them keeps the curve monotone)
-            add[at] = np.minimum(add[at], reps * add_suffix[o])
+            rem[ceil == order] = reps * remove_rdp(o, s, t) * (1.0 + 1e-12)
+        # RDP is non-decreasing in the order: a bound at any order >= a holds at a (the
+        # suffix minimum over the evaluated orders keeps the curve monotone)
+        orders, suffix = _add_rdp_suffix_min(s, t)
+        idx = np.searchsorted(orders, a - 1e-12, side="left")
+        inside = idx < orders.size
+        add = np.where(inside, np.minimum(add, reps * suffix[np.minimum(idx, orders.size - 1)]),
+                       add)
         return np.minimum(out, rem), np.minimum(out, add)
 
     def _rdp(self, alpha: np.ndarray) -> np.ndarray:
