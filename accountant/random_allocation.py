@@ -26,23 +26,26 @@ What is certified here (Gaussian base mechanism with noise multiplier ``sigma``)
   :func:`add_rdp`, a bound on the negative moment ``E[M^{-(a-1)}]`` of the mean ``M``
   of ``T`` log-normal likelihood ratios (Taylor with remainder near 1, Chernoff /
   Maurer tail bounds below), which is ``O(a / T)`` for large ``T`` instead of
-  ``1 / (2 sigma^2)`` per epoch.  Both are taken at the integer order ``ceil(a)``
-  and above (RDP is non-decreasing in the order).
+  ``1 / (2 sigma^2)`` per epoch, evaluated at the integer orders
+  :data:`ADD_ORDERS` (up to 256: no partition sum is needed).  A real order takes the
+  least bound at any evaluated order at or above it (RDP is non-decreasing in the
+  order).
 * **No amplification**: each record is in ``k`` Gaussian steps per epoch, so the run is
   never worse than ``k * epochs`` Gaussians (exact, composed in closed form).
-* **Decomposition (one epoch, k = 1)**: Feldman & Shenfeld 2025 (arXiv 2502.08202,
-  the decomposition bound of Section 5) show that one allocation epoch is dominated,
-  in both orders, by ``(R, Q)`` with ``R`` the output of ``T`` Poisson-subsampled
-  steps at rate ``1/T`` *conditioned on the record being sampled at least once*.  The
-  Poisson run's output is ``P = (1 - lam) Q + lam R``, ``lam = 1 - (1 - 1/T)^T``, so
-  (this project's algebra, exact for any such mixture; cf. Balle, Barthe, Gaboardi
-  2018, Theorem 2, advanced joint convexity)
+* **Decomposition (one epoch, k = 1)**: Feldman & Shenfeld 2025 (arXiv 2502.08202, their
+  "decomposition" bound; formulas checked against random-allocation 1.0.5's
+  ``decomposition.py``, theorem number not verified here) show that one allocation epoch
+  is dominated, in both orders, by ``(R, Q)`` with ``R`` the output of ``T`` Poisson-
+  subsampled steps at rate ``1/T`` *conditioned on the record being sampled at least
+  once*. The Poisson run's output is ``P = (1 - lam) Q + lam R``, ``lam = 1 - (1 -
+  1/T)^T``, so (this project's algebra, exact for any such mixture; cf. Balle, Barthe,
+  Gaboardi 2018, Theorem 2, advanced joint convexity)
   ``H_{e^eps}(R || Q) = H_{1 + lam (e^eps - 1)}(P || Q) / lam`` and
   ``H_{e^eps}(Q || R) = H_{e^eps'}(Q || P) / lam'`` with
   ``eps' = -log(1 - lam (1 - e^-eps))``, ``lam' = lam / (lam + e^eps (1 - lam))``;
   the Poisson run's hockey-stick divergences are bounded by dpacct's pessimistic PLDs
-  (remove and add direction).  :meth:`RandomAllocationMechanism.epsilon` and
-  ``delta`` take the smaller of this and the RDP route.
+  (remove and add direction).  Tested above Monte Carlo estimates of both directions
+  (T = 2 to 100).
 
 ``epsilon(delta)`` certifies each direction separately, by the least of its routes --
 the RDP conversion of that direction's curve (Canonne, Kamath, Steinke 2020), the
@@ -50,11 +53,14 @@ one-epoch decomposition, and for the add direction the direct bound (the pointwi
 Gaussian-plus-constant argument above, with the exact Gaussian curve of Balle & Wang
 2018 instead of its RDP) -- takes the larger of the two directions and then the
 smaller of that and the unamplified Gaussian: a sound upper bound.  ``delta(epsilon)``
-likewise.  **What is not certified here**:
-Feldman & Shenfeld's "recursive" bound and the decomposition for several
-epochs (not reimplemented: it would need a dominating pair per epoch, not a privacy
-profile); and the RDP route's conversion to (epsilon, delta) loses against a
-PLD route, most for one epoch and small delta.
+likewise.  **What is not used here**: Feldman & Shenfeld's "recursive" bound (Poisson
+subsampling at an inflated rate ``e^{2 gamma} / T`` plus a tail term; the tightest for
+large ``T`` and several epochs, not reimplemented); the decomposition over several
+epochs (it would need a dominating pair per epoch, not a privacy profile); and the
+multi-epoch "direct" add bound as random-allocation 1.0.5 computes it, which pays the
+``(1 - 1/T) / (2 sigma^2)`` term once for all epochs -- the pointwise argument above
+pays it per composition, and the smaller value is not adopted without a proof.  The
+RDP route's conversion to (epsilon, delta) also loses against a PLD route.
 
 A **certified lower bound** (:func:`random_allocation_lower_epsilon`) comes from one
 attack: the target's gradient is a unit vector, everyone else's is zero, and the
