@@ -56,6 +56,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+import numpy as np
+from scipy import fft as sp_fft
+from scipy import special
+
 from ._validation import check_count, check_positive, check_sample_rate
 from .compose import ComposedMechanism
 from .mechanism import Mechanism, PLDSettings
@@ -322,3 +326,353 @@ def _scaled_settings(settings: PLDSettings, fraction: float) -> PLDSettings:
             setattr(out, name, getattr(settings, name))
     out.tail = settings.tail * fraction
     return out
+
+
+# ------------------------------------------------------------------------ fast path
+#: relative error bound per entry class of one FFT pass (Higham 2002, Theorem 24.2:
+#: ``||fl(FFT x) - FFT x||_2 <= log2(N) eta / (1 - log2(N) eta) ||FFT x||_2`` with
+#: ``eta = mu + gamma_4 (sqrt 2 + mu)``; ``mu`` the twiddle error, taken as 2 u here)
+_U = 2.0**-53
+#: grid step of the fast path's loss grid (the engine's grids are chosen per cell)
+FAST_STEP = 2e-3
+#: longest FFT the fast path uses; beyond, it declines and the engine's route is used
+FAST_MAX_N = 1 << 22
+#: Chernoff orders for the window (both tails)
+_ORDERS = np.array([0.125, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0])
+
+
+def _fft_rel(n: int) -> float:
+    lg = math.ceil(math.log2(max(n, 2)))
+    mu = 2 * _U
+    eta = mu + (4 * _U / (1 - 4 * _U)) * (math.sqrt(2.0) + mu)
+    return lg * eta / (1 - lg * eta)
+
+
+def _loss_of_x(x: np.ndarray, sigma: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """Remove-direction loss ``log(1 - q + q exp((2x - 1) / (2 sigma^2)))``."""
+    with np.errstate(divide="ignore"):
+        return np.logaddexp(np.log1p(-q), np.log(q) + (2 * x - 1) / (2 * sigma**2))
+
+
+def _x_of_loss(a: np.ndarray, sigma: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """Preimage of the remove-direction loss: ``L(x) = a`` (``-inf`` below its range)."""
+    floor = np.log1p(-q)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        inner = a + np.log1p(-np.exp(floor - a))  # log(e^a - (1 - q)), precise at q = 1
+        x = sigma**2 * (inner - np.log(q)) + 0.5
+    return np.where(a > floor, x, -np.inf)
+
+
+def _cell_bins(sigma: np.ndarray, q: np.ndarray, step: float, tau: float, add: bool):
+    """Bin masses of every cell on the shared grid ``a_j = j * step``, vectorised.
+
+    The Poisson-subsampled Gaussian's dominating pair (remove direction)
+    ``P = (1 - q) N(0, s^2) + q N(1, s^2)``, ``Q = N(0, s^2)`` has the increasing loss
+    ``L(x) = log(1 - q + q e^{(2x - 1)/(2 s^2)})`` with the closed-form preimage
+    ``x(a) = s^2 log((e^a - 1 + q)/q) + 1/2`` (Zhu, Dong & Wang 2022, Section 5;
+    Koskela et al. 2020, Section 6), so the P- and Q-masses of every bin are
+    differences of normal CDFs at ``x(a_j)``: no root finding.  The add direction is
+    the swapped pair (loss ``-L(x)``, ``x ~ N(0, s^2)``).  Each cell's grid runs from
+    the loss at ``x = -s z`` to the loss at ``x = 1 + s z`` (``z = isf(tau)``; mass
+    beyond: at most ``tau`` on each side), clipped to the loss's own range.
+
+    Returns the per-cell first node, bin count, and the flat bin arrays ``m`` (P-mass),
+    ``n`` (Q-mass) and nodes, plus bottom/top P- and Q-masses per cell.
+    """
+    z = float(special.ndtri(1.0 - tau)) if tau > 0 else 40.0
+    lo_x, hi_x = -sigma * z, 1.0 + sigma * z
+    floor = np.log1p(-q)
+    if not add:
+        lo_l = np.maximum(_loss_of_x(lo_x, sigma, q), floor)
+        hi_l = _loss_of_x(hi_x, sigma, q)
+    else:
+        lo_l = -_loss_of_x(hi_x, sigma, q)
+        hi_l = np.minimum(-_loss_of_x(lo_x, sigma, q), -floor)
+    first = np.floor(lo_l / step).astype(np.int64)
+    last = np.maximum(np.ceil(hi_l / step).astype(np.int64), first + 1)
+    nb = last - first  # bins per cell
+    cell = np.repeat(np.arange(sigma.size), nb + 1)
+    starts = np.concatenate([[0], np.cumsum(nb + 1)[:-1]])
+    j = np.arange(cell.size) - starts[cell] + first[cell]
+    a = j * step
+    s, qq = sigma[cell], q[cell]
+    xx = _x_of_loss(-a if add else a, s, qq)
+    f0, s0 = special.ndtr(xx / s), special.ndtr(-xx / s)
+    f1, s1 = special.ndtr((xx - 1) / s), special.ndtr((1 - xx) / s)
+    mix_cdf, mix_sf = (1 - qq) * f0 + qq * f1, (1 - qq) * s0 + qq * s1
+    if not add:  # L <= a  <=>  x <= x(a)
+        cum_p, tail_p, cum_q, tail_q = mix_cdf, mix_sf, f0, s0
+    else:  # -L <= a  <=>  x >= x(-a); P' = N(0, s^2), Q' = the mixture
+        cum_p, tail_p, cum_q, tail_q = s0, f0, mix_sf, mix_cdf
+
+    def masses(cum, tail):
+        lower = slice(None, -1)
+        d_cum = cum[1:] - cum[lower]
+        d_tail = tail[lower] - tail[1:]
+        out = np.where(cum[1:] < 0.5, d_cum, d_tail)
+        keep = np.ones(cum.size - 1, dtype=bool)
+        keep[starts[1:] - 1] = False  # drop the pseudo-bins between cells
+        return np.maximum(out[keep], 0.0)
+
+    m = masses(cum_p, tail_p)
+    n = masses(cum_q, tail_q)
+    ends = starts + nb
+    bottom = (cum_p[starts], cum_q[starts])
+    top = (tail_p[ends], tail_q[ends])
+    bin_nodes = np.delete(a, ends)  # left node of every bin
+    return first, nb, m, n, bin_nodes, bottom, top
+
+
+def _scaled_q(n: np.ndarray, nodes: np.ndarray, m: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore", over="ignore"):
+        r = np.where(n > 0, np.exp(np.log(np.maximum(n, 1e-320)) + nodes), 0.0)
+    return np.minimum(r, m)
+
+
+def _pessimistic_cells(sigma, q, step, tau, add):
+    """Connect-the-dots PMFs (Doroshenko et al. 2022, Algorithm 1) of every cell.
+
+    Returns ``(first, pmfs, inf_mass)`` with ``pmfs`` a list of arrays.
+    """
+    first, nb, m, n, nodes, bottom, top = _cell_bins(sigma, q, step, tau, add)
+    r = _scaled_q(n, nodes, m)
+    c = -math.expm1(-step)
+    right = np.clip((m - r) / c, 0.0, m)
+    left = m - right
+    cuts = np.cumsum(nb)[:-1]
+    out = []
+    for i, (lft, rgt) in enumerate(zip(np.split(left, cuts), np.split(right, cuts), strict=True)):
+        pmf = np.zeros(lft.size + 1)
+        pmf[:-1] += lft
+        pmf[1:] += rgt
+        pmf[0] += bottom[0][i]  # mass below the grid rounded up onto the first node
+        out.append(pmf)
+    return first, out, np.asarray(top[0], dtype=float)
+
+
+def _optimistic_cells(sigma, q, step, tau, add):
+    """Dominated grid pairs of every cell: the engine's optimistic construction
+    (merged bins, lowered chord gaps, lower convex hull; :mod:`dpacct.accountant.pld`)
+    applied to the vectorised bin masses."""
+    from .pld import _Bins, _from_bins
+
+    first, nb, m, n, nodes, bottom, top = _cell_bins(sigma, q, step, tau, add)
+    r = _scaled_q(n, nodes, m)
+    cuts = np.cumsum(nb)[:-1]
+    firsts, out, infs = [], [], []
+    for i, (mi, ri) in enumerate(zip(np.split(m, cuts), np.split(r, cuts), strict=True)):
+        a0, an = first[i] * step, (first[i] + nb[i]) * step
+        b = _Bins(
+            step=step,
+            first=int(first[i]),
+            m=mi,
+            r=ri,
+            bottom=(0.0, 0.0),  # mass below the grid dropped (to -inf): a lower bound
+            top=(float(top[0][i]), min(float(top[1][i]) * math.exp(min(an, 700.0)), float(top[0][i]))),
+            inf_mass=0.0,
+        )
+        del a0
+        g = _from_bins(b, False)
+        firsts.append(g.offset)
+        out.append(g.pmf)
+        infs.append(g.inf_mass)
+    return np.asarray(firsts, dtype=np.int64), out, np.asarray(infs, dtype=float)
+
+
+def _compose_cells(
+    step: float,
+    firsts: np.ndarray,
+    pmfs: list[np.ndarray],
+    infs: np.ndarray,
+    counts: np.ndarray,
+    alias_budget: float,
+    pessimistic: bool,
+) -> tuple[GridPLD, float] | None:
+    """Compose cell PMFs by one FFT: ``prod_c FFT(p_c)^{k_c}``, then one inverse FFT.
+
+    The characteristic-function route (Zhu, Dong & Wang 2022, Section 4; Koskela et
+    al. 2020, Section 4): on one shared grid the composed PMF is the circular
+    convolution ``IFFT(prod_c FFT(p_c)^{k_c})`` of the cells' PMFs; the powers are
+    taken as ``exp(sum_c k_c log FFT(p_c))`` (exact for integer ``k_c``, whatever
+    branch of the logarithm).  Returns the composed :class:`GridPLD` and ``err``, an
+    upper bound on ``|delta_computed(eps) - delta_discrete(eps)|`` at every eps:
+
+    * aliasing: the circular convolution folds the composed mass outside its window
+      ``[A, A + N)`` into it.  Each folded unit moves the hockey-stick value by at most
+      its mass, bounded by Chernoff on the composed discrete loss,
+      ``P(S >= b) <= exp(Lambda(t) - t b)`` and ``P(S <= a) <= exp(Lambda(-t) + t a)``
+      with ``Lambda(t) = sum_c k_c log sum_j p_cj e^{t l_j}`` computed on the very PMFs
+      composed; the window is sized so that both are below ``alias_budget``;
+    * round-off: forward FFT of each cell with the l2 bound of Higham (2002, Theorem
+      24.2), propagated through the ``k_c``-th powers (``|a^k - b^k| <= k |a - b|`` for
+      ``|a|, |b| <= 1``), the a-posteriori bound of the summed logarithms, and the
+      inverse FFT; the l1 error of the output is at most the l2 error of the full
+      spectrum (Parseval) plus ``sqrt(N)`` times the inverse transform's l2 error.
+
+    Returns ``None`` when the window would exceed :data:`FAST_MAX_N`.
+    """
+    counts = np.asarray(counts, dtype=float)
+    lengths = np.array([p.size for p in pmfs], dtype=np.int64)
+    width = int(lengths.max())
+    n_cells = len(pmfs)
+    # Chernoff: Lambda(+t) and Lambda(-t) by matrix products on the dense cell table
+    t = _ORDERS
+    lam_pos = np.zeros(t.size)
+    lam_neg = np.zeros(t.size)
+    mass = np.array([float(p.sum()) for p in pmfs])
+    rows = max(1, min(n_cells, (1 << 22) // max(width, 1)))
+    j = np.arange(width) * step
+    w_pos = np.exp(np.outer(j - j[-1], t))  # shifted by the last node: no overflow
+    w_neg = np.exp(-np.outer(j, t))
+    for s0 in range(0, n_cells, rows):
+        block = np.zeros((min(rows, n_cells - s0), width))
+        for i in range(block.shape[0]):
+            block[i, : lengths[s0 + i]] = pmfs[s0 + i]
+        with np.errstate(divide="ignore"):
+            lp = np.log(block @ w_pos) * (1 + 1e-12)  # overflow-safe; tiny upward slack
+            ln = np.log(block @ w_neg)
+        k = counts[s0 : s0 + block.shape[0]]
+        off = firsts[s0 : s0 + block.shape[0]] * step
+        lp = lp + np.outer(off + j[-1], t)
+        ln = ln - np.outer(off, t)
+        lam_pos += k @ np.where(np.isfinite(lp), lp, 0.0)
+        lam_neg += k @ np.where(np.isfinite(ln), ln, 0.0)
+    lam_pos = lam_pos + 1e-12 * np.abs(lam_pos)
+    lam_neg = lam_neg + 1e-12 * np.abs(lam_neg)
+    log_b = math.log(alias_budget)
+    top = math.ceil(float(np.min((lam_pos - log_b) / t)) / step)
+    bottom = math.floor(float(np.max((log_b - lam_neg) / t)) / step)
+    n = sp_fft.next_fast_len(max(top - bottom + 1, width, 2), real=True)
+    if n > FAST_MAX_N:
+        return None
+    a_idx = bottom
+    above = float(np.min(np.exp(lam_pos - t * (a_idx + n) * step)))
+    below = float(np.min(np.exp(lam_neg + t * (a_idx - 1) * step)))
+    alias = above + below
+    # spectra: sum_c k_c log FFT(p_c), and sum_c k_c |log FFT(p_c)| for the round-off
+    rho = _fft_rel(n)
+    half = n // 2 + 1
+    acc = np.zeros(half, dtype=complex)
+    acc_abs = np.zeros(half)
+    fwd_l2 = 0.0
+    rows = max(1, min(n_cells, (1 << 21) // n))
+    for s0 in range(0, n_cells, rows):
+        nr = min(rows, n_cells - s0)
+        block = np.zeros((nr, n))
+        for i in range(nr):
+            block[i, : lengths[s0 + i]] = pmfs[s0 + i]
+        spec = sp_fft.rfft(block, axis=1, workers=-1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            logs = np.log(spec)
+        logs = np.where(np.isnan(logs), -np.inf, logs)
+        k = counts[s0 : s0 + nr]
+        fin = np.isfinite(logs.real)
+        acc += k @ np.where(fin, logs, 0.0)
+        acc -= np.where((k[:, None] * ~fin).sum(axis=0) > 0, np.inf, 0.0)
+        acc_abs += k @ np.where(fin, np.abs(logs), 0.0)
+        fwd_l2 += float(k @ np.linalg.norm(block, axis=1)) * rho * math.sqrt(n)
+    with np.errstate(over="ignore", invalid="ignore"):
+        spec = np.exp(acc)
+    spec = np.where(np.isfinite(spec), spec, 0.0)
+    # a-posteriori bound on the summed logs and exp: relative gamma_{C+4} * sum |terms|
+    gamma = (n_cells + 4) * _U / (1 - (n_cells + 4) * _U)
+    eta = gamma * (acc_abs + np.abs(acc.real) + np.abs(acc.imag))
+    with np.errstate(over="ignore", invalid="ignore"):
+        sum_err = np.abs(spec) * np.expm1(np.minimum(eta, 700.0))
+    sum_err = np.where(np.isfinite(sum_err), sum_err, 2.0)
+    sum_l2 = math.sqrt(2.0 * float(np.sum(sum_err**2)))  # full spectrum: both halves
+    # |(1 + e)^k - 1| slack when a computed |FFT p| exceeds 1 by its round-off
+    freq_l2 = (fwd_l2 + sum_l2) * (1 + 1e-6)
+    y = sp_fft.irfft(spec, n=n, workers=-1)
+    inv_l1 = math.sqrt(n) * rho * (1 + freq_l2 / math.sqrt(n)) * float(np.linalg.norm(y) + 1e-300)
+    err = alias + freq_l2 + inv_l1 + 1e-300
+    origin = int(np.dot(counts.astype(np.int64), firsts))
+    y = np.roll(y, -((a_idx - origin) % n))
+    y = np.maximum(y, 0.0)
+    # +inf: 1 - prod (1 - inf_c)^{k_c}
+    with np.errstate(divide="ignore"):
+        log_fin = float(counts @ np.log1p(-np.minimum(infs, 1.0)))
+    inf_mass = -math.expm1(log_fin)
+    inf_mass = inf_mass * (1 + 1e-12) if pessimistic else inf_mass * (1 - 1e-12)
+    nz = np.flatnonzero(y > 0)
+    if nz.size == 0:
+        y, first = np.zeros(1), a_idx
+    else:
+        first, y = a_idx + int(nz[0]), y[nz[0] : nz[-1] + 1]
+    if pessimistic:
+        return GridPLD(step, first, y, min(inf_mass + err, 1.0), True), err
+    return GridPLD(step, first, y, max(inf_mass, 0.0), False), err
+
+
+def fast_epsilon_bounds(
+    phases: Sequence[tuple[float, float, int]],
+    delta: float,
+    *,
+    step: float = FAST_STEP,
+    upper: bool = True,
+    lower: bool = True,
+) -> tuple[float, float] | None:
+    """Certified ``(lower, upper)`` epsilon of DP-SGD phases by one FFT per direction.
+
+    Every distinct ``(sigma, q)`` cell is discretised at once on one shared loss grid
+    (vectorised closed-form bin masses, :func:`_cell_bins`), pessimistically by
+    connect-the-dots (Doroshenko et al. 2022) for the upper bound and optimistically
+    (the engine's dominated hull construction) for the lower bound; the cells are
+    composed by :func:`_compose_cells` (one forward FFT per cell, powers, one inverse
+    FFT).  Every approximation is certified: tail mass cut at discretisation goes to
+    ``+inf`` (upper) or ``-inf`` (lower), aliasing and floating-point round-off of the
+    FFTs are bounded and added to (upper) or subtracted from (lower) delta.  Both
+    add/remove directions are composed; epsilon is the larger.  (Ndtr evaluations of
+    the bin masses are trusted to their last digits, as everywhere in the engine.)
+
+    Parameters
+    ----------
+    phases : sequence of (float, float, int)
+        ``(sigma, q, count)``; distinct pairs are separate cells (round them first
+        with :func:`round_schedule` to merge near-equal steps).
+    delta : float
+        Target delta in (0, 1).
+    step : float
+        Loss grid step (second-order discretisation error for smooth losses).
+    upper, lower : bool
+        Which ends to compute (the other is returned as ``nan``).
+
+    Returns
+    -------
+    (float, float) or None
+        ``(lower, upper)``; ``None`` when the fast path cannot certify (window too
+        long), in which case the engine's route should be used.
+
+    Examples
+    --------
+    >>> lo, hi = fast_epsilon_bounds([(1.0, 0.01, 10_000)], 1e-5)
+    >>> bool(0 < lo <= hi < 1.002 * lo)
+    True
+    """
+    if not phases:
+        return (0.0, 0.0)
+    sig = np.array([float(s) for s, _, _ in phases])
+    qs = np.array([float(q) for _, q, _ in phases])
+    counts = np.array([int(c) for _, _, c in phases], dtype=np.int64)
+    total = float(counts.sum())
+    # budgets: cut tails 1e-4 delta in all, aliasing 1e-4 delta per side
+    tau = 1e-4 * delta / total
+    alias_budget = 1e-4 * delta
+    out = [math.nan, math.nan]
+    for pessimistic, want in ((True, upper), (False, lower)):
+        if not want:
+            continue
+        eps = 0.0
+        for add in (False, True):
+            build = _pessimistic_cells if pessimistic else _optimistic_cells
+            firsts, pmfs, infs = build(sig, qs, step, tau, add)
+            res = _compose_cells(
+                step, firsts, pmfs, infs, counts.astype(float), alias_budget, pessimistic
+            )
+            if res is None:
+                return None
+            pld, err = res
+            e = pld.epsilon(delta) if pessimistic else pld.epsilon(min(delta + err, 1.0))
+            eps = max(eps, e)
+        out[1 if pessimistic else 0] = eps
+    return (out[0], out[1])
