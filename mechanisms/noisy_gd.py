@@ -102,7 +102,11 @@ def _augment(X: np.ndarray, fit_intercept: bool) -> np.ndarray:
 
 
 def _softmax(Z: np.ndarray) -> np.ndarray:
-    return special.softmax(Z, axis=-1)
+    """Row-wise softmax (max-shifted, so no overflow); a new array."""
+    P = Z - Z.max(axis=-1, keepdims=True)
+    np.exp(P, out=P)
+    P /= P.sum(axis=-1, keepdims=True)
+    return P
 
 
 def _residuals(Xa: np.ndarray, y: np.ndarray, theta: np.ndarray, loss: str) -> np.ndarray:
