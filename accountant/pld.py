@@ -122,9 +122,7 @@ def _bins_from_grid(pld: GridPLD, step: float) -> _Bins:
     ratio = step / pld.step
     f = round(ratio)
     if f < 1 or abs(ratio - f) > 1e-9 * ratio:
-        law = pld.as_law()
-        lo, hi = float(pld.losses[0]), float(pld.losses[-1])
-        return _bins_from_law(law, step, lo - step, hi + step)
+        return _bins_from_atoms(pld, step)
     # atom at absolute index i lies in coarse bin j = ceil(i/f) - 1, at distance
     # rem = i - f*j in [1, f] fine steps above the bin's left node: padded to whole
     # bins, the pmf reshapes to one row per coarse bin and one column per rem
@@ -144,6 +142,43 @@ def _bins_from_grid(pld: GridPLD, step: float) -> _Bins:
         top=(0.0, 0.0),
         inf_mass=pld.inf_mass,
         atoms=atoms,
+    )
+
+
+def _bins_from_atoms(pld: GridPLD, step: float) -> _Bins:
+    """Bins of an unrelated grid ``step * Z``, summed atom by atom.
+
+    Atom ``l_i`` falls into the bin ``(a_j, a_{j+1}]`` with ``a_{j} < l_i <= a_{j+1}``;
+    its P-mass adds to ``m_j`` and its scaled Q-mass ``p_i e^{-(l_i - a_j)}`` to
+    ``r_j``.  Sums of non-negative
+    terms in one pass (``O(n log n)`` for the bin search): the same bins as the
+    atomic law's distribution-function differences (``_bins_from_law`` on
+    :meth:`GridPLD.as_law`), which cost 1 s per re-grid of a 2^19-point PLD when a
+    long composition met a lattice part (a mixture of 9.6e6 subsampled Gaussian and
+    6.6e4 subsampled discrete Gaussian steps took 110 s).
+    """
+    losses = pld.losses
+    pmf = pld.pmf
+    lo, hi = float(losses[0]) - step, float(losses[-1]) + step
+    first = math.floor(lo / step)
+    last = max(math.ceil(hi / step), first + 1)
+    nodes = np.arange(first, last + 1, dtype=float) * step
+    right = np.searchsorted(nodes, losses, side="left")  # nodes[right-1] < l <= nodes[right]
+    j = np.clip(right - 1, 0, nodes.size - 2)
+    nbins = nodes.size - 1
+    m = np.bincount(j, weights=pmf, minlength=nbins)
+    with np.errstate(over="ignore", under="ignore"):
+        scaled = pmf * np.exp(np.minimum(nodes[j] - losses, 0.0))
+    r = np.bincount(j, weights=scaled, minlength=nbins)
+    return _Bins(
+        step=step,
+        first=first,
+        m=m,
+        r=np.minimum(r, m),
+        bottom=(0.0, 0.0),
+        top=(0.0, 0.0),
+        inf_mass=pld.inf_mass,
+        atoms=None,  # as the atomic law without an anchor: every bin merged whole
     )
 
 
