@@ -6,6 +6,14 @@ The public entry points are the :class:`Mechanism` contract and the transformers
 
 from .attack_risk import advantage, advantage_bounds, tpr_at, tpr_bounds, tradeoff_bounds
 from .compose import ComposedMechanism, compose
+from .custom import (
+    MissingCapabilityError,
+    mechanism_from_delta_curve,
+    mechanism_from_epsilon_delta,
+    mechanism_from_loss_laws,
+    mechanism_from_pure_epsilon,
+    mechanism_from_rdp,
+)
 from .ledger import BudgetExceededError, LedgerFileError, PrivacyAccountant
 from .loss_law import AtomicLossLaw, GaussianLossLaw, PoissonSubsampledLossLaw, PrivacyLossLaw
 from .mechanism import Mechanism, PLDSettings
@@ -29,6 +37,7 @@ __all__ = [
     "GridPLD",
     "LedgerFileError",
     "Mechanism",
+    "MissingCapabilityError",
     "PLDSettings",
     "PoissonSubsampledLossLaw",
     "PoissonSubsampledMechanism",
@@ -39,6 +48,11 @@ __all__ = [
     "advantage_bounds",
     "compose",
     "discretize",
+    "mechanism_from_delta_curve",
+    "mechanism_from_epsilon_delta",
+    "mechanism_from_loss_laws",
+    "mechanism_from_pure_epsilon",
+    "mechanism_from_rdp",
     "poisson_subsample",
     "pure_dp_rdp",
     "rdp_to_delta",

@@ -1,0 +1,1063 @@
+"""Mechanisms declared by what they know: one capability in, every query out.
+
+A new mechanism states *one* of
+
+=================================  ================================================
+constructor                        what is declared
+=================================  ================================================
+:func:`mechanism_from_delta_curve`  its exact privacy curve ``delta(eps)``, ``eps >= 0``
+:func:`mechanism_from_rdp`          a Renyi-DP curve ``alpha -> eps_alpha``
+:func:`mechanism_from_loss_laws`    privacy-loss laws of dominating pairs
+:func:`mechanism_from_pure_epsilon` a pure-DP epsilon
+:func:`mechanism_from_epsilon_delta` a fixed ``(epsilon, delta)`` guarantee
+=================================  ================================================
+
+and the engine derives the rest -- composition, Poisson subsampling (add/remove
+neighbours), subsampling without replacement (replace-one neighbours), the ledger,
+calibration, ``epsilon_bounds``, ``rdp`` and ``tradeoff`` -- by building, from the
+declaration, the representations the engine's routes consume:
+
+* **exact curve -> loss law.**  The curve is sampled on a grid of epsilons refined until
+  its chords are within a relative ``1e-7`` of it, and the connect-the-dots pair of
+  Doroshenko, Ghazi, Kamath, Kumar, Manurangsi 2022 ("Connect the dots: tighter
+  discrete approximations of privacy loss distributions", Section 3: a PLD whose
+  hockey-stick curve is the chord interpolation, in ``t = e^eps``, of the curve at the
+  grid points) is built on it, symmetric in the two directions.  A privacy curve is
+  convex in ``e^eps`` (a supremum of the affine functions ``P(S) - e^eps Q(S)``), so the
+  chords lie above it: the pair *dominates* (Zhu, Dong, Wang 2022, "Optimal accounting
+  of differential privacy via characteristic function", Section 3, for the existence
+  of a dominating pair of any privacy profile; the symmetric extension
+  ``delta(-eps) = 1 - e^-eps (1 - delta(eps))``).  See :func:`loss_law_from_delta_curve`.
+* **loss law -> RDP.**  The Renyi divergence of the dominating pair,
+  ``log E_P[e^{(alpha-1) L}] / (alpha - 1)`` (Mironov 2017, Definition 3), exactly for
+  atomic and Gaussian laws and otherwise by a certified (chord) quadrature over the
+  law's distribution functions; see :func:`loss_law_rdp`.  (The engine's fallback,
+  :meth:`dpacct.accountant.pld.GridPLD.rdp` of the *pessimistic PLD*, is ``inf``
+  whenever the discretisation has moved tail mass to ``+inf``, i.e. for every law with
+  unbounded support.)
+* **pure epsilon -> randomized response.**  Every pure ``eps``-DP mechanism is a
+  post-processing of binary randomized response with ``p = e^eps / (1 + e^eps)``
+  (Kairouz, Oh, Viswanath 2015, Theorem 2.1), whose curve, RDP (Bun & Steinke 2016,
+  Proposition 3.3), loss law and trade-off are exact.
+* **(eps, delta) -> the four-point pair** of Kairouz, Oh, Viswanath 2015 (Theorem 2.1):
+  ``P = (delta, (1-delta) e^eps/(1+e^eps), (1-delta)/(1+e^eps), 0)`` and ``Q`` its
+  mirror image, which dominates every ``(eps, delta)``-DP mechanism.
+* **RDP curve -> RDP routes only** (composition by addition, Mironov 2017,
+  Proposition 1; subsampling by the general bounds of Zhu & Wang 2019 and Wang, Balle,
+  Kasiviswanathan 2019; conversion by Canonne, Kamath, Steinke 2020, Proposition 12).
+  An RDP curve gives no lower bound: ``epsilon_bounds`` returns ``(0, upper)``.
+
+When a representation cannot be derived soundly the query raises
+:class:`MissingCapabilityError`, naming the mechanism and what it lacks (an exact curve
+positive at every epsilon has no finite Renyi divergence that finitely many curve
+values can certify; an ``(eps, delta)`` guarantee with ``delta > 0`` has none at all).
+
+Examples
+--------
+>>> import numpy as np
+>>> from scipy.stats import norm
+>>> from dpacct.accountant import compose, poisson_subsample
+>>> def gaussian_curve(eps, mu=1.0):   # Balle & Wang 2018, Theorem 8
+...     return norm.cdf(mu / 2 - eps / mu) - np.exp(eps) * norm.cdf(-mu / 2 - eps / mu)
+>>> m = mechanism_from_delta_curve(gaussian_curve, name="gaussian mu=1")
+>>> m
+DeltaCurveMechanism(name='gaussian mu=1')
+>>> round(compose([m], counts=[4]).epsilon(1e-5), 3)   # the mu = 2 Gaussian: 9.99726
+9.997
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy import special
+
+from ._validation import check_alpha, check_epsilon, check_positive, check_probability
+from .loss_law import AtomicLossLaw, GaussianLossLaw, PrivacyLossLaw
+from .mechanism import Mechanism
+from .rdp import pure_dp_rdp
+from .relations import ADD_REMOVE, REPLACE_ONE
+
+__all__ = [
+    "DeltaCurveMechanism",
+    "EpsilonDeltaMechanism",
+    "LossLawMechanism",
+    "MissingCapabilityError",
+    "PureEpsilonMechanism",
+    "RDPCurveMechanism",
+    "loss_law_from_delta_curve",
+    "loss_law_rdp",
+    "mechanism_from_delta_curve",
+    "mechanism_from_epsilon_delta",
+    "mechanism_from_loss_laws",
+    "mechanism_from_pure_epsilon",
+    "mechanism_from_rdp",
+    "swapped_loss_law",
+]
+
+
+class MissingCapabilityError(NotImplementedError):
+    """A query that the mechanism's declared capability cannot answer soundly.
+
+    The message names the mechanism, the query, what the mechanism declared and what
+    it would need to declare.
+    """
+
+
+# ----------------------------------------------------------------------------------
+# validation helpers
+# ----------------------------------------------------------------------------------
+def _check_relation(value: object) -> str:
+    if value not in (ADD_REMOVE, REPLACE_ONE):
+        raise ValueError(
+            f"neighbouring must be {ADD_REMOVE!r} (ADD_REMOVE) or {REPLACE_ONE!r} "
+            f"(REPLACE_ONE), got {value!r}"
+        )
+    return str(value)
+
+
+def _check_name(value: object) -> str:
+    if not isinstance(value, str) or not value:
+        raise TypeError(f"name must be a non-empty string, got {type(value).__name__} {value!r}")
+    return value
+
+
+def _call_vectorised(fn: Callable, x: np.ndarray, what: str, owner: str) -> np.ndarray:
+    """``fn`` on the 1-d array ``x``; a scalar-only function is called point by point.
+
+    Raises ``ValueError`` naming ``owner`` when the result has NaNs or the wrong size.
+    """
+    x = np.asarray(x, dtype=float).reshape(-1)
+    try:
+        with np.errstate(all="ignore"):
+            out = np.asarray(fn(x), dtype=float)
+        if out.shape != x.shape:
+            out = np.broadcast_to(out, x.shape).astype(float) if out.size == 1 else None
+    except (TypeError, ValueError):  # a function of one float only
+        out = None
+    if out is None:
+        with np.errstate(all="ignore"):
+            out = np.array([float(fn(float(v))) for v in x], dtype=float)
+    if np.isnan(out).any():
+        bad = float(x[np.isnan(out)][0])
+        raise ValueError(f"{owner}: the {what} returned NaN at {bad!r}")
+    return out
+
+
+# ----------------------------------------------------------------------------------
+# exact curve -> dominating loss law (connect the dots)
+# ----------------------------------------------------------------------------------
+#: the curve is sampled up to the first epsilon where it is at most this; the rest of
+#: the mass goes to +inf (a composition of k copies carries about k times it there)
+CURVE_TAIL = 1e-20
+#: grid refinement stops when every chord is within this relative gap of the curve
+CURVE_RTOL = 1e-7
+#: most grid points the refinement may use (beyond, the chords still dominate)
+CURVE_MAX_POINTS = 1 << 15
+#: largest epsilon the grid reaches; a curve still above ``CURVE_TAIL`` there keeps
+#: its value as mass at +inf
+CURVE_MAX_EPSILON = 2.0**12
+#: relative amount every curve value is raised by before the chords are drawn (round-off
+#: of the user's function and of the slopes below)
+CURVE_ROUND_UP = 1e-12
+
+
+def _curve_grid(delta_fn: Callable[[np.ndarray], np.ndarray], tail: float, rtol: float):
+    """Epsilons ``0 = e_0 < ... < e_n`` and curve values on them (see the caller)."""
+    d0 = float(delta_fn(np.array([0.0]))[0])
+    if d0 <= 0.0:
+        return np.array([0.0]), np.array([0.0])
+    # the end of the grid: the smallest epsilon (to 1e-12) with delta <= tail, then the
+    # first zero of the curve if it has one nearby (a bounded loss: no mass at +inf)
+    hi = 1.0
+    while float(delta_fn(np.array([hi]))[0]) > tail and hi < CURVE_MAX_EPSILON:
+        hi *= 2.0
+    lo = 0.0 if hi <= 1.0 else hi / 2.0
+    if float(delta_fn(np.array([hi]))[0]) <= tail:
+        for _ in range(60):
+            xs = np.linspace(lo, hi, 17)
+            ok = delta_fn(xs) <= tail
+            ok[-1] = True
+            i = int(np.argmax(ok))
+            if i == 0:
+                hi = lo = float(xs[0])
+                break
+            lo, hi = float(xs[i - 1]), float(xs[i])
+            if hi - lo <= 1e-12 * hi:
+                break
+        end = hi
+        if float(delta_fn(np.array([end]))[0]) > 0.0:
+            far = 2.0 * end
+            if float(delta_fn(np.array([far]))[0]) == 0.0:
+                lo, hi = end, far
+                for _ in range(60):
+                    xs = np.linspace(lo, hi, 17)
+                    zero = delta_fn(xs) == 0.0
+                    zero[-1] = True
+                    i = int(np.argmax(zero))
+                    lo, hi = float(xs[max(i - 1, 0)]), float(xs[i])
+                    if i == 0 or hi - lo <= 1e-13 * hi:
+                        break
+                end = hi
+    else:
+        end = hi
+    eps = np.linspace(0.0, end, 257)
+    vals = delta_fn(eps)
+    while eps.size < CURVE_MAX_POINTS:
+        mid = 0.5 * (eps[1:] + eps[:-1])
+        dm = delta_fn(mid)
+        t0, t1, tm = np.exp(eps[:-1]), np.exp(eps[1:]), np.exp(mid)
+        w = (tm - t0) / (t1 - t0)
+        chord = vals[:-1] + w * (vals[1:] - vals[:-1])
+        flag = chord - dm > rtol * dm + 1e-3 * tail
+        if not flag.any():
+            break
+        room = CURVE_MAX_POINTS - eps.size
+        idx = np.flatnonzero(flag)[:room]
+        eps = np.insert(eps, idx + 1, mid[idx])
+        vals = np.insert(vals, idx + 1, dm[idx])
+    return eps, vals
+
+
+def _convex_majorant_at_nodes(t: np.ndarray, d: np.ndarray) -> np.ndarray:
+    """Values ``g >= d`` at the nodes whose chords have non-decreasing slopes.
+
+    Equal to ``d`` for a convex curve (the slopes of a privacy curve in ``t = e^eps``
+    never decrease); a curve that is not convex (round-off) is raised from the right:
+    each slope is capped by the next one, which keeps ``g >= d`` at every node.
+    """
+    dt = np.diff(t)
+    slopes = np.diff(d) / dt
+    if slopes.size == 0 or np.all(np.diff(slopes) >= 0):
+        return d
+    g = d.copy()
+    nxt = 0.0
+    for i in range(slopes.size - 1, -1, -1):
+        s = min((g[i + 1] - d[i]) / dt[i], nxt)
+        g[i] = g[i + 1] - s * dt[i]
+        nxt = s
+    return g
+
+
+def loss_law_from_delta_curve(
+    delta_curve: Callable[[np.ndarray], np.ndarray],
+    *,
+    tail: float = CURVE_TAIL,
+    rtol: float = CURVE_RTOL,
+) -> AtomicLossLaw:
+    """A symmetric atomic loss law whose hockey-stick curve dominates ``delta_curve``.
+
+    Connect-the-dots from a privacy curve (Doroshenko, Ghazi, Kamath, Kumar,
+    Manurangsi 2022, Section 3): on a grid ``0 = e_0 < e_1 < ... < e_n`` of epsilons,
+    with ``t_i = e^{e_i}``, values ``d_i`` (the curve rounded up) and chord slopes
+    ``s_i = (d_i - d_{i-1}) / (t_i - t_{i-1})`` (``s_{n+1} = 0``), the law has
+
+    * an atom at loss ``e_i`` (``i >= 1``) with P-mass ``p_i = t_i (s_{i+1} - s_i)``,
+    * its mirror at ``-e_i`` with P-mass ``p_i e^{-e_i}`` (so the pair is symmetric:
+      the law of ``L`` under ``P`` is that of ``-L`` under ``Q``),
+    * P-mass ``d_n`` at ``+inf`` (and Q-mass ``d_n`` at ``-inf``), and
+    * the rest, ``1 - d_0 + 2 s_1``, at loss 0.
+
+    Its hockey-stick curve ``d_n + sum_i p_i (1 - t / t_i)_+`` is piecewise linear in
+    ``t = e^eps`` with slope ``s_i`` on ``[t_{i-1}, t_i]`` and value ``d_i`` at ``t_i``:
+    the chord interpolation of the curve, which lies above it because a privacy curve
+    is convex in ``t``; beyond ``e_n`` it is ``d_n >= delta(eps)`` (the curve
+    decreases).  For negative epsilons the symmetric pair has
+    ``delta(-eps) = 1 - e^-eps (1 - delta(eps))``, the largest value any pair with the
+    curve can have there (Zhu, Dong, Wang 2022, Section 3: the symmetrised dominating
+    pair of a privacy profile), so the law dominates in the engine's sense (at every
+    real epsilon).  The mass at 0 is non-negative exactly when
+    ``s_1 >= -(1 - d_0) / 2``, which every max-over-both-directions privacy curve meets
+    (its slope at ``t = 1`` is ``-min(Q(L > 0), P(L < 0)) >= -(1 - TV) / 2``).
+
+    The grid: epsilons up to the first one where the curve is at most ``tail`` (or its
+    first zero just after it, for a bounded privacy loss: then nothing goes to +inf),
+    257 equally spaced points refined at chord midpoints until every chord is within
+    ``rtol`` (relative) of the curve, at most ``2**15`` points.
+
+    Parameters
+    ----------
+    delta_curve : callable
+        ``eps -> delta(eps)`` for ``eps >= 0`` (vectorised or scalar), the mechanism's
+        privacy curve, the maximum over both neighbouring directions.
+    tail : float
+        Curve value below which the remaining mass is put at ``+inf``.
+    rtol : float
+        Relative chord tolerance of the grid refinement.
+
+    Returns
+    -------
+    AtomicLossLaw
+        The same law serves both directions (it is symmetric).
+
+    Raises
+    ------
+    ValueError
+        The curve leaves [0, 1], increases, or is not the curve of a symmetric pair at
+        0 (its chord slope at ``eps = 0`` is below ``-(1 - delta(0)) / 2``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> pure = lambda e: np.maximum(0.0, (np.e - np.exp(e)) / (1 + np.e))  # 1-DP RR
+    >>> law = loss_law_from_delta_curve(pure)
+    >>> law.inf_mass
+    0.0
+    >>> eps = np.array([0.0, 0.3, 0.7, 1.0])
+    >>> bool(np.all(law.hockey_stick(eps) >= pure(eps)))
+    True
+    >>> float(np.max(law.hockey_stick(eps) - pure(eps))) < 1e-6
+    True
+    """
+    if not callable(delta_curve):
+        raise TypeError(
+            f"delta_curve must be a callable eps -> delta(eps), got "
+            f"{type(delta_curve).__name__} {delta_curve!r}"
+        )
+    tail = check_probability("tail", tail)
+    rtol = check_positive("rtol", rtol)
+
+    def fn(x: np.ndarray) -> np.ndarray:
+        out = _call_vectorised(delta_curve, x, "delta curve", "loss_law_from_delta_curve")
+        if np.any(out < -1e-12) or np.any(out > 1.0 + 1e-12):
+            bad = float(x[(out < -1e-12) | (out > 1.0 + 1e-12)][0])
+            raise ValueError(
+                f"the delta curve must take values in [0, 1]; at eps={bad!r} it gives "
+                f"{float(out[(out < -1e-12) | (out > 1.0 + 1e-12)][0])!r}"
+            )
+        return np.clip(out, 0.0, 1.0)
+
+    eps, vals = _curve_grid(fn, tail, rtol)
+    if eps.size == 1:  # delta(0) = 0: the two outputs are identical
+        return AtomicLossLaw(losses=np.array([0.0]), p=np.array([1.0]))
+    if np.any(np.diff(vals) > 1e-12 * vals[:-1] + 1e-300):
+        i = int(np.argmax(np.diff(vals) > 1e-12 * vals[:-1] + 1e-300))
+        raise ValueError(
+            f"the delta curve must be non-increasing in eps; it rises from "
+            f"{vals[i]!r} at eps={eps[i]!r} to {vals[i + 1]!r} at eps={eps[i + 1]!r}"
+        )
+    d = np.minimum(vals * (1.0 + CURVE_ROUND_UP) + 1e-300 * (vals > 0), 1.0)
+    t = np.exp(eps)
+    d = _convex_majorant_at_nodes(t, d)
+    slopes = np.diff(d) / np.diff(t)  # s_1 .. s_n
+    slopes = np.minimum(slopes, 0.0)
+    nxt = np.append(slopes[1:], 0.0)  # s_2 .. s_{n+1}
+    p = np.maximum(t[1:] * (nxt - slopes), 0.0)
+    inf_mass = float(d[-1])
+    zero = 1.0 - d[0] + 2.0 * slopes[0]
+    if zero < -1e-9:
+        raise ValueError(
+            "the delta curve is not the privacy curve of any pair symmetric in its two "
+            f"directions: its slope in e^eps at eps=0 is {slopes[0]!r}, below "
+            f"-(1 - delta(0)) / 2 = {-(1.0 - d[0]) / 2.0!r}; pass the maximum of the "
+            "curves of both neighbouring directions"
+        )
+    zero = max(zero, 0.0)  # a deficit of round-off size only adds mass (raises delta)
+    keep = p > 0
+    pos, pm = eps[1:][keep], p[keep]
+    losses = np.concatenate([-pos[::-1], [0.0], pos])
+    masses = np.concatenate([(pm * np.exp(-pos))[::-1], [zero], pm])
+    return AtomicLossLaw(losses=losses, p=masses, inf_mass=inf_mass, q_neg_inf_mass=inf_mass)
+
+
+# ----------------------------------------------------------------------------------
+# loss laws: the other direction, and Renyi divergences
+# ----------------------------------------------------------------------------------
+@dataclass(frozen=True, eq=False)
+class _SwappedLossLaw(PrivacyLossLaw):
+    """The law of the swapped pair ``(Q, P)``: loss ``-L``, observed under ``Q``.
+
+    ``P'(L' <= x) = Q(L >= -x)``, ``Q'(L' <= x) = P(L >= -x)`` including ``P(L = +inf)``,
+    ``P'(L' = +inf) = Q(L = -inf)``.  Closed-open ends are read one ulp inside (exact
+    for atoms at floating-point losses).
+    """
+
+    base: PrivacyLossLaw
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "inf_mass", float(self.base.q_neg_inf_mass))
+        object.__setattr__(self, "q_neg_inf_mass", float(self.base.inf_mass))
+        object.__setattr__(self, "lattice", self.base.lattice)
+        object.__setattr__(self, "anchor", self.base.anchor)
+        object.__setattr__(self, "weak_anchor", self.base.weak_anchor)
+
+    @staticmethod
+    def _mirror(x: np.ndarray) -> np.ndarray:
+        return np.nextafter(-np.asarray(x, dtype=float), -np.inf)
+
+    def cdf_p(self, x):
+        return self.base.sf_q(self._mirror(x))
+
+    def sf_p(self, x):
+        return np.maximum(self.base.cdf_q(self._mirror(x)) - self.base.q_neg_inf_mass, 0.0)
+
+    def cdf_q(self, x):
+        return np.minimum(self.base.inf_mass + self.base.sf_p(self._mirror(x)), 1.0)
+
+    def sf_q(self, x):
+        return self.base.cdf_p(self._mirror(x))
+
+
+def swapped_loss_law(law: PrivacyLossLaw) -> PrivacyLossLaw:
+    """The loss law of the swapped pair ``(Q, P)`` (the other neighbouring direction).
+
+    A law that dominates ``(P, Q)`` at every real epsilon gives, swapped, one that
+    dominates ``(Q, P)`` at every real epsilon, by
+    ``delta_{Q,P}(eps) = 1 - e^eps + e^eps delta_{P,Q}(-eps)``.  Gaussian laws are
+    symmetric and returned as they are; atomic laws are mirrored exactly.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> law = AtomicLossLaw.from_pair(np.array([0.5, 0.3, 0.2]), np.array([0.2, 0.3, 0.5]))
+    >>> swapped_loss_law(law).hockey_stick(np.array([0.0]))   # the same total variation
+    array([0.3])
+    """
+    if not isinstance(law, PrivacyLossLaw):
+        raise TypeError(f"law must be a PrivacyLossLaw, got {type(law).__name__} {law!r}")
+    if type(law) is GaussianLossLaw:
+        return law
+    if type(law) is AtomicLossLaw:
+        q = law.p * np.exp(-law.losses)
+        return AtomicLossLaw(
+            losses=-law.losses,
+            p=q,
+            inf_mass=float(law.q_neg_inf_mass),
+            q_neg_inf_mass=float(law.inf_mass),
+            lattice=law.lattice,
+        )
+    if isinstance(law, _SwappedLossLaw):
+        return law.base
+    return _SwappedLossLaw(law)
+
+
+#: bins of the quadrature of :func:`loss_law_rdp` for laws without a closed form
+RDP_BINS = 1 << 14
+#: the quadrature's integrand must have decayed to this fraction of the total over the
+#: top sixteenth of the law's reported support, else the order is reported as inf
+RDP_DECAY = 1e-12
+
+
+def _atomic_rdp(law: AtomicLossLaw, a: np.ndarray) -> np.ndarray:
+    pos = law.p > 0
+    losses, lp = law.losses[pos], np.log(law.p[pos])
+    out = np.empty(a.shape)
+    for i, ai in enumerate(a):
+        if np.isinf(ai):
+            out[i] = float(losses.max()) if losses.size else 0.0
+        else:
+            out[i] = float(special.logsumexp(lp + (ai - 1.0) * losses)) / (ai - 1.0)
+    return np.maximum(out, 0.0)
+
+
+def _quadrature_rdp(law: PrivacyLossLaw, a: np.ndarray) -> np.ndarray:
+    """Chord quadrature of ``log E_Q[(dP/dQ)^alpha] / (alpha - 1)`` over the law."""
+    try:
+        lo, hi = law.quantile_bounds(0.0)
+    except RuntimeError:  # a tail that never vanishes: nothing can be certified
+        return np.full(a.shape, np.inf)
+    if not (math.isfinite(lo) and math.isfinite(hi)) or hi <= lo:
+        return np.full(a.shape, np.inf)
+    edges = np.linspace(lo, hi, RDP_BINS + 1)
+    m_p, m_q = law.bin_masses(edges)
+    below = float(law.cdf_p(np.array([lo]))[0])
+    step = edges[1] - edges[0]
+    # a support that ends abruptly (mass well above underflow in the last bin) is a
+    # true end; a tail that fades into underflow must have an integrand that decays
+    abrupt = float(law.sf_p(np.array([hi - step]))[0]) > 1e-250
+    # chord bound per bin: Q-mass m_q and P-mass m_p = E_Q[T] with T = e^L in
+    # [t_a, t_b]; E_Q[T^alpha] is largest with the mass at both ends (T^alpha convex)
+    a_edge, b_edge = edges[:-1], edges[1:]
+    with np.errstate(all="ignore"):
+        # m_p = w_a t_a + w_b t_b, m_q = w_a + w_b  =>  w_b = (m_p / t_a - m_q) / (e^step - 1)
+        w_b = (m_p * np.exp(-a_edge) - m_q) / np.expm1(step)
+    w_b = np.clip(w_b, 0.0, m_q)
+    w_a = m_q - w_b
+    top = edges.size - 1 - (RDP_BINS >> 4)
+    out = np.empty(a.shape)
+    for i, ai in enumerate(a):
+        if np.isinf(ai):
+            out[i] = hi if abrupt else np.inf
+            continue
+        with np.errstate(divide="ignore"):
+            log_terms = np.concatenate(
+                [
+                    np.log(w_a) + ai * a_edge,
+                    np.log(w_b) + ai * b_edge,
+                    # below lo: E_P[e^{(alpha-1) L}] <= P(L <= lo) e^{(alpha-1) lo}
+                    [math.log(below) + (ai - 1.0) * lo if below > 0 else -np.inf],
+                ]
+            )
+        total = float(special.logsumexp(log_terms))
+        if not abrupt:
+            tail_terms = np.concatenate([log_terms[top:RDP_BINS], log_terms[RDP_BINS + top : -1]])
+            if float(special.logsumexp(tail_terms)) > total + math.log(RDP_DECAY):
+                out[i] = np.inf
+                continue
+        # 1e-9 relative on the moment covers the round-off of the chord weights
+        out[i] = max((total + 1e-9) / (ai - 1.0), 0.0)
+    return out
+
+
+def loss_law_rdp(law: PrivacyLossLaw, alpha) -> np.ndarray:
+    """Renyi divergence ``D_alpha(P || Q)`` of the pair a loss law describes.
+
+    ``D_alpha = log E_P[e^{(alpha - 1) L}] / (alpha - 1)`` (Mironov 2017, Definition 3,
+    with ``dP/dQ = e^L``); ``inf`` if ``P(L = +inf) > 0``.  Exact for
+    :class:`AtomicLossLaw` (a log-sum-exp) and :class:`GaussianLossLaw`
+    (``alpha mu^2 / 2``, Mironov 2017, Proposition 7).  Any other law: a quadrature
+    over ``2**14`` bins of its reported support (between the points where its
+    distribution functions reach 0), each bin bounded by its chord -- the P- and
+    Q-masses of a bin fix the mean of ``T = e^L`` under ``Q``, and ``E_Q[T^alpha]`` is
+    largest with that mass at the bin's two ends (``T^alpha`` is convex), the
+    connect-the-dots argument of Doroshenko et al. 2022 applied to a moment -- plus
+    ``P(L <= lo) e^{(alpha - 1) lo}`` below the support.  The quadrature trusts the
+    law's distribution functions: mass they report as 0 is 0.  So that a tail that
+    fades into floating-point underflow is not cut where it still matters, an order
+    whose integrand carries more than ``1e-12`` of the total over the top sixteenth of
+    the support is reported as ``inf`` (unless the support ends abruptly, with mass
+    above ``1e-250`` in its last bin: a bounded loss).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> loss_law_rdp(GaussianLossLaw(mu=1.0), [2.0, 10.0])
+    array([1., 5.])
+    >>> class Opaque(GaussianLossLaw):   # hides the closed form: quadrature
+    ...     pass
+    >>> r = loss_law_rdp(Opaque(mu=1.0), [2.0, 10.0])
+    >>> bool(np.all(r >= [1.0, 5.0]) and np.all(r < [1.0001, 5.0001]))
+    True
+    """
+    a = check_alpha(alpha)
+    flat = a.reshape(-1)
+    if law.inf_mass > 0:
+        out = np.full(flat.shape, np.inf)
+    elif type(law) is GaussianLossLaw:
+        out = flat * law.mu**2 / 2.0
+    elif type(law) is AtomicLossLaw:
+        out = _atomic_rdp(law, flat)
+    else:
+        out = _quadrature_rdp(law, flat)
+    return out.reshape(a.shape)
+
+
+# ----------------------------------------------------------------------------------
+# the mechanisms
+# ----------------------------------------------------------------------------------
+def _no_rdp(mech: Mechanism, declared: str, why: str) -> MissingCapabilityError:
+    return MissingCapabilityError(
+        f"{mech!r} has no Renyi-DP curve: it declares {declared}, and {why}. Declare an "
+        "RDP curve (mechanism_from_rdp) or a loss law without mass at +inf "
+        "(mechanism_from_loss_laws) to get one"
+    )
+
+
+class _Declared(Mechanism):
+    """Shared behaviour: a dynamic ``has_rdp`` and an :meth:`rdp` that names what is
+    missing instead of returning the ``inf`` of a PLD with mass at +inf."""
+
+    def _rdp_missing(self) -> MissingCapabilityError | None:
+        return None
+
+    @property
+    def has_rdp(self) -> bool:  # type: ignore[override]
+        return self._overrides("_rdp") and self._rdp_missing() is None
+
+    def rdp(self, alpha):
+        """Renyi-DP epsilon at order(s) ``alpha``; see :meth:`Mechanism.rdp`.
+
+        Raises
+        ------
+        MissingCapabilityError
+            The declared capability determines no finite Renyi-DP curve.
+        """
+        check_alpha(alpha)
+        missing = self._rdp_missing()
+        if missing is not None:
+            raise missing
+        return super().rdp(alpha)
+
+    def __repr__(self) -> str:
+        args = [f"{k}={v!r}" for k, v in self._repr_fields()]
+        if self.neighbouring != ADD_REMOVE:
+            args.append(f"neighbouring={self.neighbouring!r}")
+        return f"{type(self).__name__}({', '.join(args)})"
+
+    def _repr_fields(self) -> list[tuple[str, object]]:  # pragma: no cover - overridden
+        return []
+
+
+@dataclass(frozen=True, repr=False)
+class DeltaCurveMechanism(_Declared):
+    """A mechanism declared by its exact privacy curve ``delta(eps)``; see
+    :func:`mechanism_from_delta_curve`."""
+
+    delta_curve: Callable[[np.ndarray], np.ndarray]
+    name: str
+    neighbouring: str = ADD_REMOVE
+
+    def __post_init__(self) -> None:
+        if not callable(self.delta_curve):
+            raise TypeError(
+                f"delta_curve must be a callable eps -> delta(eps), got "
+                f"{type(self.delta_curve).__name__} {self.delta_curve!r}"
+            )
+        object.__setattr__(self, "name", _check_name(self.name))
+        object.__setattr__(self, "neighbouring", _check_relation(self.neighbouring))
+
+    def _repr_fields(self):
+        return [("name", self.name)]
+
+    def _law(self) -> AtomicLossLaw:
+        cache = self._cache()
+        if "law" not in cache:
+            cache["law"] = loss_law_from_delta_curve(self._delta_exact)
+        return cache["law"]
+
+    def _delta_exact(self, epsilon: np.ndarray) -> np.ndarray:
+        out = _call_vectorised(self.delta_curve, epsilon, "delta curve", repr(self))
+        return np.clip(out, 0.0, 1.0)
+
+    def _loss_laws(self):
+        law = self._law()
+        return law, law
+
+    def _pure_epsilon(self) -> float:
+        law = self._law()
+        if law.inf_mass > 0:
+            return math.inf
+        return float(law.losses.max()) if law.losses.size else 0.0
+
+    def _rdp(self, alpha: np.ndarray) -> np.ndarray:
+        return loss_law_rdp(self._law(), alpha)
+
+    def _rdp_missing(self):
+        law = self._law()
+        if law.inf_mass == 0:
+            return None
+        last = float(law.losses.max()) if law.losses.size else 0.0
+        return _no_rdp(
+            self,
+            "only an exact delta(eps) curve",
+            f"the curve is still positive at eps={last:.6g} (delta={law.inf_mass:.3g}): "
+            "finitely many of its values certify no finite Renyi divergence (the "
+            "dominating pair built from them has mass at +inf)",
+        )
+
+
+@dataclass(frozen=True, repr=False)
+class RDPCurveMechanism(_Declared):
+    """A mechanism declared by a Renyi-DP curve; see :func:`mechanism_from_rdp`."""
+
+    rdp_curve: Callable[[np.ndarray], np.ndarray]
+    name: str
+    epsilon_pure: float | None = None
+    neighbouring: str = ADD_REMOVE
+
+    def __post_init__(self) -> None:
+        if not callable(self.rdp_curve):
+            raise TypeError(
+                f"rdp_curve must be a callable alpha -> RDP epsilon, got "
+                f"{type(self.rdp_curve).__name__} {self.rdp_curve!r}"
+            )
+        object.__setattr__(self, "name", _check_name(self.name))
+        if self.epsilon_pure is not None:
+            object.__setattr__(
+                self, "epsilon_pure", check_positive("pure_epsilon", self.epsilon_pure)
+            )
+        object.__setattr__(self, "neighbouring", _check_relation(self.neighbouring))
+
+    def _repr_fields(self):
+        out: list[tuple[str, object]] = [("name", self.name)]
+        if self.epsilon_pure is not None:
+            out.append(("pure_epsilon", self.epsilon_pure))
+        return out
+
+    def _rdp(self, alpha: np.ndarray) -> np.ndarray:
+        a = np.asarray(alpha, dtype=float)
+        out = _call_vectorised(self.rdp_curve, a, "RDP curve", repr(self)).reshape(a.shape)
+        if np.any(out < -1e-12):
+            bad = float(a.reshape(-1)[(out < -1e-12).reshape(-1)][0])
+            raise ValueError(f"{self!r}: the RDP curve is negative at alpha={bad!r}")
+        out = np.maximum(out, 0.0)
+        if self.epsilon_pure is not None:
+            # D_alpha of an eps-DP mechanism is at most that of randomized response
+            # (Bun & Steinke 2016, Proposition 3.3), itself at most eps
+            out = np.minimum(out, pure_dp_rdp(self.epsilon_pure, a))
+        return out
+
+    def _pure_epsilon(self) -> float:
+        return math.inf if self.epsilon_pure is None else float(self.epsilon_pure)
+
+
+@dataclass(frozen=True, repr=False)
+class LossLawMechanism(_Declared):
+    """A mechanism declared by privacy-loss laws; see :func:`mechanism_from_loss_laws`."""
+
+    remove: PrivacyLossLaw
+    add: PrivacyLossLaw
+    name: str | None = None
+    neighbouring: str = ADD_REMOVE
+
+    def __post_init__(self) -> None:
+        for which in ("remove", "add"):
+            law = getattr(self, which)
+            if not isinstance(law, PrivacyLossLaw):
+                raise TypeError(
+                    f"{which} must be a PrivacyLossLaw, got {type(law).__name__} {law!r}"
+                )
+        if self.name is not None:
+            object.__setattr__(self, "name", _check_name(self.name))
+        object.__setattr__(self, "neighbouring", _check_relation(self.neighbouring))
+
+    def _repr_fields(self):
+        if self.name is not None:
+            return [("name", self.name)]
+        if self.add is self.remove:
+            return [("law", self.remove)]
+        return [("remove", self.remove), ("add", self.add)]
+
+    def _loss_laws(self):
+        return self.remove, self.add
+
+    def _rdp(self, alpha: np.ndarray) -> np.ndarray:
+        a = np.asarray(alpha, dtype=float)
+        key = ("custom_rdp", a.tobytes())
+        cache = self._cache()
+        if key not in cache:
+            out = loss_law_rdp(self.remove, a)
+            if self.add is not self.remove:
+                out = np.maximum(out, loss_law_rdp(self.add, a))
+            if len(cache) > 256:
+                for k in [k for k in cache if isinstance(k, tuple) and k[0] == "custom_rdp"]:
+                    del cache[k]
+            cache[key] = out
+        return cache[key]
+
+    def _rdp_missing(self):
+        heavy = [w for w in ("remove", "add") if getattr(self, w).inf_mass > 0]
+        if not heavy:
+            return None
+        return _no_rdp(
+            self,
+            "privacy-loss laws only",
+            f"the {' and '.join(heavy)} law puts mass on an infinite privacy loss "
+            "(P(L = +inf) > 0), so every Renyi divergence is infinite",
+        )
+
+
+@dataclass(frozen=True, repr=False)
+class PureEpsilonMechanism(_Declared):
+    """Any pure ``epsilon``-DP mechanism; see :func:`mechanism_from_pure_epsilon`."""
+
+    epsilon0: float
+    neighbouring: str = ADD_REMOVE
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "epsilon0", check_positive("epsilon", self.epsilon0))
+        object.__setattr__(self, "neighbouring", _check_relation(self.neighbouring))
+
+    def _repr_fields(self):
+        return [("epsilon", self.epsilon0)]
+
+    def _pure_epsilon(self) -> float:
+        return self.epsilon0
+
+    def _delta_exact(self, epsilon: np.ndarray) -> np.ndarray:
+        # binary randomized response: delta = p (1 - e^{eps - eps0})_+ (Kairouz, Oh,
+        # Viswanath 2015, Theorem 2.1), with expm1 for relative precision near eps0
+        p = float(special.expit(self.epsilon0))
+        return p * -np.expm1(np.minimum(np.asarray(epsilon, dtype=float) - self.epsilon0, 0.0))
+
+    def _rdp(self, alpha: np.ndarray) -> np.ndarray:
+        return pure_dp_rdp(self.epsilon0, alpha)
+
+    def _loss_laws(self):
+        cache = self._cache()
+        if "law" not in cache:
+            e = self.epsilon0
+            p, q = float(special.expit(e)), float(special.expit(-e))
+            if q == 0.0:  # beyond the double range: the -eps atom's Q-mass is p
+                cache["law"] = AtomicLossLaw(
+                    losses=np.array([e]), p=np.array([p]), q_neg_inf_mass=p, lattice=e
+                )
+            else:
+                cache["law"] = AtomicLossLaw(
+                    losses=np.array([-e, e]), p=np.array([q, p]), lattice=e
+                )
+        law = cache["law"]
+        return law, law
+
+    def _tradeoff_exact(self, fpr: np.ndarray) -> np.ndarray:
+        # f_{eps,0}(a) = max(0, 1 - e^eps a, e^-eps (1 - a)) (Dong, Roth, Su 2019, Eq. 5)
+        a = np.asarray(fpr, dtype=float)
+        with np.errstate(over="ignore", divide="ignore"):
+            first = 1.0 - np.exp(self.epsilon0 + np.log(a))
+        return np.maximum.reduce([np.zeros_like(a), first, math.exp(-self.epsilon0) * (1 - a)])
+
+
+@dataclass(frozen=True, repr=False)
+class EpsilonDeltaMechanism(_Declared):
+    """Any ``(epsilon, delta)``-DP mechanism; see :func:`mechanism_from_epsilon_delta`."""
+
+    epsilon0: float
+    delta0: float
+    neighbouring: str = ADD_REMOVE
+    _p: float = field(init=False, repr=False, compare=False, default=0.0)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "epsilon0", check_epsilon(self.epsilon0))
+        object.__setattr__(self, "delta0", check_probability("delta", self.delta0, low_open=False))
+        object.__setattr__(self, "neighbouring", _check_relation(self.neighbouring))
+        # P-mass of the informative atom at +eps: (1 - delta) e^eps / (1 + e^eps)
+        object.__setattr__(self, "_p", (1.0 - self.delta0) * float(special.expit(self.epsilon0)))
+
+    def _repr_fields(self):
+        return [("epsilon", self.epsilon0), ("delta", self.delta0)]
+
+    def _pure_epsilon(self) -> float:
+        return self.epsilon0 if self.delta0 == 0.0 else math.inf
+
+    def _delta_exact(self, epsilon: np.ndarray) -> np.ndarray:
+        # hockey stick of the Kairouz-Oh-Viswanath pair: delta + p (1 - e^{eps' - eps})_+
+        gap = np.minimum(np.asarray(epsilon, dtype=float) - self.epsilon0, 0.0)
+        return np.minimum(self.delta0 + self._p * -np.expm1(gap), 1.0)
+
+    def _loss_laws(self):
+        cache = self._cache()
+        if "law" not in cache:
+            e, d, p = self.epsilon0, self.delta0, self._p
+            q = (1.0 - d) * float(special.expit(-e))
+            if e == 0.0:
+                losses, masses, lattice = np.array([0.0]), np.array([1.0 - d]), None
+            elif q == 0.0:
+                losses, masses, lattice = np.array([e]), np.array([p]), e
+            else:
+                losses, masses, lattice = np.array([-e, e]), np.array([q, p]), e
+            q_neg = d + (p if (e > 0 and q == 0.0) else 0.0)
+            cache["law"] = AtomicLossLaw(
+                losses=losses, p=masses, inf_mass=d, q_neg_inf_mass=q_neg, lattice=lattice
+            )
+        law = cache["law"]
+        return law, law
+
+    def _rdp(self, alpha: np.ndarray) -> np.ndarray:
+        return pure_dp_rdp(self.epsilon0, alpha)
+
+    def _rdp_missing(self):
+        if self.delta0 == 0.0:
+            return None
+        return _no_rdp(
+            self,
+            f"only an (epsilon, delta) guarantee with delta={self.delta0!r} > 0",
+            "the worst mechanism with that guarantee reveals the record outright with "
+            "probability delta (an infinite privacy loss), so every Renyi divergence "
+            "is infinite",
+        )
+
+    def _tradeoff_exact(self, fpr: np.ndarray) -> np.ndarray:
+        # f_{eps,delta}(a) = max(0, 1 - delta - e^eps a, e^-eps (1 - delta - a))
+        # (Dong, Roth, Su 2019, Equation 5; Kairouz, Oh, Viswanath 2015)
+        a = np.asarray(fpr, dtype=float)
+        d = self.delta0
+        with np.errstate(over="ignore", divide="ignore"):
+            first = 1.0 - d - np.exp(self.epsilon0 + np.log(a))
+        last = math.exp(-self.epsilon0) * (1.0 - d - a)
+        return np.maximum.reduce([np.zeros_like(a), first, last])
+
+
+# ----------------------------------------------------------------------------------
+# the constructors
+# ----------------------------------------------------------------------------------
+def mechanism_from_delta_curve(
+    delta_curve: Callable[[np.ndarray], np.ndarray],
+    *,
+    name: str,
+    neighbouring: str = ADD_REMOVE,
+) -> DeltaCurveMechanism:
+    """A mechanism declared by its exact privacy curve ``delta(eps)``.
+
+    The curve answers ``delta``/``epsilon``/``epsilon_bounds`` of the mechanism itself
+    exactly (bisection).  Composition, Poisson subsampling, the ledger and calibration
+    use a symmetric connect-the-dots loss law that dominates the curve
+    (:func:`loss_law_from_delta_curve`, built on first use).  A curve that reaches 0 at
+    some epsilon (a bounded privacy loss) also gives a pure epsilon and an RDP curve;
+    one positive everywhere does not (:class:`MissingCapabilityError` from
+    :meth:`rdp`, and subsampling without replacement, which needs RDP, answers
+    nothing).
+
+    Parameters
+    ----------
+    delta_curve : callable
+        ``eps -> delta(eps)`` for ``eps >= 0``, vectorised over numpy arrays (a scalar
+        function is called point by point); the maximum over both neighbouring
+        directions.  It must be *exact* or an upper bound that is itself a privacy
+        curve (convex in ``e^eps``): every answer is only as sound as the curve.
+    name : str
+        A label for messages and the repr.
+    neighbouring : str
+        ``ADD_REMOVE`` (default) or ``REPLACE_ONE``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from scipy.stats import norm
+    >>> from dpacct.accountant import compose
+    >>> curve = lambda e: norm.cdf(0.5 - e) - np.exp(e) * norm.cdf(-0.5 - e)  # mu = 1
+    >>> m = mechanism_from_delta_curve(curve, name="gaussian")
+    >>> round(m.epsilon(1e-5), 4)          # the exact curve, inverted
+    4.3772
+    >>> run = compose([m], counts=[10])    # through the connect-the-dots law
+    >>> 17.8565 < run.epsilon(1e-5) < 17.8569  # exact: the mu = sqrt(10) Gaussian, 17.85659
+    True
+    """
+    return DeltaCurveMechanism(delta_curve=delta_curve, name=name, neighbouring=neighbouring)
+
+
+def mechanism_from_rdp(
+    rdp_curve: Callable[[np.ndarray], np.ndarray],
+    *,
+    name: str = "rdp",
+    pure_epsilon: float | None = None,
+    neighbouring: str = ADD_REMOVE,
+) -> RDPCurveMechanism:
+    """A mechanism declared by a Renyi-DP curve (and optionally a pure epsilon).
+
+    Composition adds the curves (Mironov 2017, Proposition 1); Poisson subsampling uses
+    the general bound of Zhu & Wang 2019 (orders up to 256), sampling without
+    replacement that of Wang, Balle, Kasiviswanathan 2019 (Theorem 9); epsilon comes
+    from the conversion of Canonne, Kamath, Steinke 2020 (Proposition 12).  An RDP
+    curve gives no lower bound on epsilon, so ``epsilon_bounds`` returns
+    ``(0, upper)``.
+
+    Parameters
+    ----------
+    rdp_curve : callable
+        ``alpha -> eps_alpha`` for real ``alpha > 1``, vectorised (a scalar function is
+        called point by point); ``inf`` is allowed, NaN and negative values are errors.
+    name : str
+        A label for messages and the repr.
+    pure_epsilon : float, optional
+        A pure-DP epsilon the mechanism also satisfies: caps every epsilon and the RDP
+        curve (by the randomized-response curve, Bun & Steinke 2016, Proposition 3.3).
+    neighbouring : str
+        ``ADD_REMOVE`` (default) or ``REPLACE_ONE``.
+
+    Examples
+    --------
+    >>> m = mechanism_from_rdp(lambda a: a / 2.0, name="gaussian sigma=1")
+    >>> m
+    RDPCurveMechanism(name='gaussian sigma=1')
+    >>> round(m.epsilon(1e-5), 4)
+    4.7284
+    >>> m.epsilon_bounds(1e-5)[0]
+    0.0
+    """
+    return RDPCurveMechanism(
+        rdp_curve=rdp_curve, name=name, epsilon_pure=pure_epsilon, neighbouring=neighbouring
+    )
+
+
+def mechanism_from_loss_laws(
+    remove: PrivacyLossLaw,
+    add: PrivacyLossLaw | None = None,
+    *,
+    name: str | None = None,
+    neighbouring: str = ADD_REMOVE,
+) -> LossLawMechanism:
+    """A mechanism declared by the privacy-loss laws of dominating pairs.
+
+    Parameters
+    ----------
+    remove : PrivacyLossLaw
+        Law of ``L = log(dP/dQ)`` for a pair ``(P, Q)`` dominating the mechanism's pair
+        (output with the record, output without it) at every real epsilon.
+    add : PrivacyLossLaw, optional
+        The same for the other direction.  Default: the swapped ``remove`` pair
+        (:func:`swapped_loss_law`), which always dominates it; pass ``add=remove`` for a
+        law that is its own mirror image (a Gaussian's is) to skip the second
+        direction's work.
+    name : str, optional
+        A label for messages and the repr (default: the laws' own reprs).
+    neighbouring : str
+        ``ADD_REMOVE`` (default) or ``REPLACE_ONE``.
+
+    The Renyi-DP curve is the larger Renyi divergence of the two laws
+    (:func:`loss_law_rdp`), finite unless a law puts mass at ``+inf``.
+
+    Examples
+    --------
+    >>> m = mechanism_from_loss_laws(GaussianLossLaw(mu=1.0))
+    >>> m
+    LossLawMechanism(law=GaussianLossLaw(mu=1.0))
+    >>> m.rdp([2.0, 4.0])
+    array([1., 2.])
+    >>> round(m.epsilon(1e-5), 3)
+    4.377
+    """
+    if add is None:
+        add = swapped_loss_law(remove) if isinstance(remove, PrivacyLossLaw) else remove
+    return LossLawMechanism(remove=remove, add=add, name=name, neighbouring=neighbouring)
+
+
+def mechanism_from_pure_epsilon(
+    epsilon: float, *, neighbouring: str = ADD_REMOVE
+) -> PureEpsilonMechanism:
+    """Any pure ``epsilon``-DP mechanism, accounted by its worst case.
+
+    Binary randomized response with ``p = e^eps / (1 + e^eps)`` dominates every
+    ``eps``-DP mechanism (Kairouz, Oh, Viswanath 2015, Theorem 2.1); its curve
+    ``p (1 - e^{eps' - eps})_+``, RDP (Bun & Steinke 2016, Proposition 3.3), loss law
+    (atoms ``+-eps`` on the lattice ``eps``, so compositions are exact) and trade-off
+    ``max(0, 1 - e^eps a, e^-eps (1 - a))`` are all stated.
+
+    Examples
+    --------
+    >>> m = mechanism_from_pure_epsilon(1.0)
+    >>> m
+    PureEpsilonMechanism(epsilon=1.0)
+    >>> round(m.delta(0.0), 6)       # tanh(1/2)
+    0.462117
+    >>> round(float(m.rdp(2.0)), 6)  # log((e^2 + e^-1) / (1 + e))
+    0.735326
+    """
+    return PureEpsilonMechanism(epsilon0=epsilon, neighbouring=neighbouring)
+
+
+def mechanism_from_epsilon_delta(
+    epsilon: float, delta: float, *, neighbouring: str = ADD_REMOVE
+) -> EpsilonDeltaMechanism:
+    """Any ``(epsilon, delta)``-DP mechanism, accounted by its worst case.
+
+    The pair ``P = (delta, (1-delta) e^eps/(1+e^eps), (1-delta)/(1+e^eps), 0)`` and
+    ``Q`` its mirror image dominates every ``(eps, delta)``-DP mechanism in both
+    directions (Kairouz, Oh, Viswanath 2015, Theorem 2.1).  Its curve is
+    ``delta(eps') = delta + (1 - delta) e^eps/(1 + e^eps) (1 - e^{eps' - eps})_+``, its
+    trade-off ``f_{eps,delta}`` (Dong, Roth, Su 2019, Equation 5), its loss law atoms
+    ``+-eps`` plus ``delta`` at ``+inf`` (compositions are exact on the lattice); with
+    ``delta > 0`` it has no finite Renyi divergence.
+
+    Parameters
+    ----------
+    epsilon : float
+        >= 0.
+    delta : float
+        In [0, 1); ``delta = 0`` is pure DP.
+
+    Examples
+    --------
+    >>> m = mechanism_from_epsilon_delta(1.0, 1e-6)
+    >>> m
+    EpsilonDeltaMechanism(epsilon=1.0, delta=1e-06)
+    >>> m.epsilon(1e-6)
+    1.0
+    >>> m.rdp(2.0)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    dpacct.accountant.custom.MissingCapabilityError: EpsilonDeltaMechanism(epsilon=1.0, ...
+    """
+    return EpsilonDeltaMechanism(epsilon0=epsilon, delta0=delta, neighbouring=neighbouring)
