@@ -67,6 +67,7 @@ def calibrate_ssp(
     fit_intercept: bool = False,
     intercept_scaling: float = 1.0,
     rtol: float = 1e-3,
+    out_of_range: str = "raise",
 ) -> SufficientStatisticsPerturbation:
     """The SSP whose two Gaussian releases, composed, are (epsilon, delta)-DP.
 
@@ -90,6 +91,9 @@ def calibrate_ssp(
         column enlarges the row bound).
     rtol : float
         The composed epsilon lies in ``[epsilon (1 - rtol), epsilon]``.
+    out_of_range : {'raise', 'clip'}
+        Passed to the algorithm: refuse (default) or clip data outside the declared
+        bounds (no change to the privacy).
 
     Returns
     -------
@@ -113,6 +117,7 @@ def calibrate_ssp(
         ridge=ridge,
         fit_intercept=fit_intercept,
         intercept_scaling=intercept_scaling,
+        out_of_range=out_of_range,
     )
     return _run(proto, epsilon, delta, rtol)
 
@@ -129,6 +134,7 @@ def calibrate_adassp(
     fit_intercept: bool = False,
     intercept_scaling: float = 1.0,
     rtol: float = 1e-3,
+    out_of_range: str = "raise",
 ) -> AdaSSP:
     """The AdaSSP whose three Gaussian releases, composed, are (epsilon, delta)-DP.
 
@@ -156,6 +162,9 @@ def calibrate_adassp(
         Passed to AdaSSP (the intercept column enlarges the row bound).
     rtol : float
         The composed epsilon lies in ``[epsilon (1 - rtol), epsilon]``.
+    out_of_range : {'raise', 'clip'}
+        Passed to the algorithm: refuse (default) or clip data outside the declared
+        bounds (no change to the privacy).
 
     Returns
     -------
@@ -182,5 +191,6 @@ def calibrate_adassp(
         shift=shift,
         fit_intercept=fit_intercept,
         intercept_scaling=intercept_scaling,
+        out_of_range=out_of_range,
     )
     return _run(proto, epsilon, delta, rtol)

@@ -382,3 +382,10 @@ def test_out_of_range_clip_equals_clipping_first(cls):
     np.testing.assert_allclose(got.coef, want.coef, rtol=1e-12)
     with pytest.raises(ValueError, match="out_of_range"):
         cls(noise_scale=0.5, x_bound=1.0, y_bound=1.0, out_of_range="drop")
+
+
+def test_calibrators_pass_out_of_range():
+    ssp = calibrate_ssp(1.0, 1e-5, x_bound=1.0, y_bound=1.0, out_of_range="clip")
+    ada = calibrate_adassp(1.0, 1e-5, x_bound=1.0, y_bound=1.0, out_of_range="clip")
+    assert ssp.out_of_range == ada.out_of_range == "clip"
+    assert ssp.epsilon(1e-5) == calibrate_ssp(1.0, 1e-5, x_bound=1.0, y_bound=1.0).epsilon(1e-5)
