@@ -102,6 +102,7 @@ _EXPORTS: dict[str, str] = {
             "SufficientStatisticsPerturbation",
             "Table",
             "TheilSenFit",
+            "TrainingHistory",
             "TreeQuantiles",
             "TreeRelease",
             "ZCDPMechanism",

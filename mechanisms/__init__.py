@@ -23,7 +23,7 @@ from .exponential import ExponentialMechanism
 from .gaussian import GaussianMechanism, ReplaceOneGaussianMechanism, gaussian_delta
 from .generic import PureDPMechanism, ZCDPMechanism, zcdp_delta, zcdp_epsilon
 from .laplace import LaplaceMechanism, ReplaceOneLaplaceMechanism
-from .noisy_gd import FittedLinearModel, NoisyGD
+from .noisy_gd import FittedLinearModel, NoisyGD, TrainingHistory
 from .quantiles import (
     ExponentialQuantile,
     HistogramQuantiles,
@@ -77,6 +77,7 @@ __all__ = [
     "SufficientStatisticsPerturbation",
     "Table",
     "TheilSenFit",
+    "TrainingHistory",
     "TreeQuantiles",
     "TreeRelease",
     "ZCDPMechanism",
