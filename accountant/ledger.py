@@ -71,8 +71,10 @@ from .mechanism import Mechanism, PLDSettings
 from .pld import GridPLD
 from .schedule import (
     DEFAULT_GRID,
+    FAST_STEP,
     _check_grid,
     _scaled_settings,
+    fast_epsilon_bounds,
     round_schedule,
     schedule_mechanism,
 )
@@ -432,7 +434,10 @@ class PrivacyAccountant:
         """The composed PLDs of everything recorded, folding what is pending."""
         if self._history is None:
             self._history = _PLDHistory(
-                self._budget[1], self._tol, self._grid, self._progress  # type: ignore[index]
+                self._budget[1],
+                self._tol,
+                self._grid,
+                self._progress,  # type: ignore[index]
             )
         if self._pending:
             self._history.fold(self._pending)
@@ -616,8 +621,12 @@ class PrivacyAccountant:
             # the filter's own composed history: incremental, never a recomposition
             eps = self._history_now().epsilon()
         else:
-            mech = self._accounted(upper=True)
-            eps = 0.0 if mech is None else float(mech.epsilon(d, tol=self._tol))
+            fast = self._fast_bounds(d, lower=False) if self._many_phases() else None
+            if fast is not None:
+                eps = fast[1]
+            else:
+                mech = self._accounted(upper=True)
+                eps = 0.0 if mech is None else float(mech.epsilon(d, tol=self._tol))
         credit = self._credit
         if (
             credit is not None
@@ -649,9 +658,48 @@ class PrivacyAccountant:
             return (0.0, 0.0)
         if not self._many_phases():
             return self.mechanism().epsilon_bounds(d, tol=self._tol)  # type: ignore[union-attr]
+        fast = self._fast_bounds(d, lower=True)
+        if fast is not None:
+            return fast
         upper = float(self._accounted(upper=True).epsilon(d, tol=self._tol))  # type: ignore[union-attr]
         lower = self._accounted(upper=False).epsilon_bounds(d, tol=self._tol)[0]  # type: ignore[union-attr]
         return (float(lower), upper)
+
+    def _fast_bounds(self, delta: float, *, lower: bool) -> tuple[float, float] | None:
+        """The characteristic-function fast path of :func:`fast_epsilon_bounds`.
+
+        Used when every record is a DP-SGD step (beyond ``EXACT_PHASES`` distinct
+        ones): the upper bound from the steps rounded up to the grid, the lower bound
+        from the steps rounded down (on a loss grid four times finer, which the
+        optimistic discretisation needs).  ``None`` -- the engine's route -- when a
+        record is another mechanism or the fast path cannot certify.
+        """
+        steps = []
+        for mech, count in self._entries:
+            params = _step_params(mech)
+            if params is None:
+                return None
+            steps.append((params[0], params[1], int(count)))
+        key = ("fast", self._version, delta, lower)
+        if key in self._eps_cache:
+            return self._eps_cache[key]  # type: ignore[return-value]
+        up = fast_epsilon_bounds(round_schedule(steps, self._grid, upper=True), delta, lower=False)
+        out: tuple[float, float] | None = None
+        if up is not None:
+            lo_val = math.nan
+            if lower:
+                lo = fast_epsilon_bounds(
+                    round_schedule(steps, self._grid, upper=False),
+                    delta,
+                    step=FAST_STEP / 4,
+                    upper=False,
+                )
+                if lo is None:
+                    return None
+                lo_val = float(lo[0])
+            out = (lo_val, float(up[1]))
+        self._eps_cache[key] = out  # type: ignore[assignment]
+        return out
 
     # ------------------------------------------------------------ serialisation
     def to_dict(self) -> dict[str, Any]:
@@ -754,9 +802,14 @@ class PrivacyAccountant:
             if "adaptive" in options and options["adaptive"] is not True:
                 raise ValueError("options.adaptive must be true when present")
             for name in ("grid", "adaptive_order"):
-                if name in options and (
-                    isinstance(options[name], bool) or not isinstance(options[name], int | float)
-                ) and not (name == "adaptive_order" and options[name] is None):
+                if (
+                    name in options
+                    and (
+                        isinstance(options[name], bool)
+                        or not isinstance(options[name], int | float)
+                    )
+                    and not (name == "adaptive_order" and options[name] is None)
+                ):
                     raise ValueError(f"options.{name} must be a number")
             acct = cls(tol=payload["tol"], **kwargs, **options)
         except (TypeError, ValueError) as exc:
@@ -909,10 +962,7 @@ def _step_params(mechanism: Mechanism) -> tuple[float, float] | None:
 
     if type(mechanism) is GaussianMechanism:
         return (float(mechanism.sigma), 1.0)
-    if (
-        type(mechanism) is PoissonSubsampledMechanism
-        and type(mechanism.base) is GaussianMechanism
-    ):
+    if type(mechanism) is PoissonSubsampledMechanism and type(mechanism.base) is GaussianMechanism:
         return (float(mechanism.base.sigma), float(mechanism.sample_rate))
     return None
 
