@@ -18,8 +18,15 @@ from .ledger import BudgetExceededError, LedgerFileError, PrivacyAccountant
 from .loss_law import AtomicLossLaw, GaussianLossLaw, PoissonSubsampledLossLaw, PrivacyLossLaw
 from .mechanism import Mechanism, PLDSettings
 from .pld import GridPLD, discretize
+from .random_allocation import (
+    RandomAllocationMechanism,
+    random_allocation,
+    random_allocation_delta_mc,
+    random_allocation_lower_epsilon,
+)
 from .rdp import pure_dp_rdp, rdp_to_delta, rdp_to_epsilon, zcdp_rdp
 from .relations import ADD_REMOVE, REPLACE_ONE
+from .shuffling import ShufflingReport, shuffled_batches
 from .subsample import (
     PoissonSubsampledMechanism,
     WithoutReplacementSubsampledMechanism,
@@ -43,6 +50,8 @@ __all__ = [
     "PoissonSubsampledMechanism",
     "PrivacyAccountant",
     "PrivacyLossLaw",
+    "RandomAllocationMechanism",
+    "ShufflingReport",
     "WithoutReplacementSubsampledMechanism",
     "advantage",
     "advantage_bounds",
@@ -55,8 +64,12 @@ __all__ = [
     "mechanism_from_rdp",
     "poisson_subsample",
     "pure_dp_rdp",
+    "random_allocation",
+    "random_allocation_delta_mc",
+    "random_allocation_lower_epsilon",
     "rdp_to_delta",
     "rdp_to_epsilon",
+    "shuffled_batches",
     "subsample_without_replacement",
     "tpr_at",
     "tpr_bounds",

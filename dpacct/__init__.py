@@ -32,6 +32,12 @@ __version__ = "0.2.0"
 _EXPORTS: dict[str, str] = {
     **dict.fromkeys(
         [
+            "RandomAllocationMechanism",
+            "random_allocation",
+            "random_allocation_delta_mc",
+            "random_allocation_lower_epsilon",
+            "ShufflingReport",
+            "shuffled_batches",
             "ADD_REMOVE",
             "REPLACE_ONE",
             "AtomicLossLaw",
