@@ -159,60 +159,69 @@ CURVE_RTOL = 1e-7
 CURVE_MAX_POINTS = 1 << 15
 #: largest epsilon the grid reaches; a curve still above ``CURVE_TAIL`` there keeps
 #: its value as mass at +inf
-CURVE_MAX_EPSILON = 2.0**12
+CURVE_MAX_EPSILON = 256.0
 #: relative amount every curve value is raised by before the chords are drawn (round-off
 #: of the user's function and of the slopes below)
 CURVE_ROUND_UP = 1e-12
 
 
-def _curve_grid(delta_fn: Callable[[np.ndarray], np.ndarray], tail: float, rtol: float):
-    """Epsilons ``0 = e_0 < ... < e_n`` and curve values on them (see the caller)."""
-    d0 = float(delta_fn(np.array([0.0]))[0])
-    if d0 <= 0.0:
-        return np.array([0.0]), np.array([0.0])
-    # the end of the grid: the smallest epsilon (to 1e-12) with delta <= tail, then the
-    # first zero of the curve if it has one nearby (a bounded loss: no mass at +inf)
+def _curve_end(delta_fn: Callable[[np.ndarray], np.ndarray], tail: float) -> float:
+    """Where the grid of :func:`_curve_grid` ends (0 when ``delta(0) = 0``).
+
+    The smallest epsilon (to 1e-12 relative) with ``delta <= tail``; then the first
+    zero of the curve if it has one within twice that (a bounded privacy loss: nothing
+    goes to +inf); at most ``CURVE_MAX_EPSILON``.
+    """
+    if float(delta_fn(np.array([0.0]))[0]) <= 0.0:
+        return 0.0
     hi = 1.0
     while float(delta_fn(np.array([hi]))[0]) > tail and hi < CURVE_MAX_EPSILON:
         hi *= 2.0
+    if float(delta_fn(np.array([hi]))[0]) > tail:
+        return hi
     lo = 0.0 if hi <= 1.0 else hi / 2.0
-    if float(delta_fn(np.array([hi]))[0]) <= tail:
+    for _ in range(60):
+        xs = np.linspace(lo, hi, 17)
+        ok = delta_fn(xs) <= tail
+        ok[-1] = True
+        i = int(np.argmax(ok))
+        if i == 0:
+            hi = float(xs[0])
+            break
+        lo, hi = float(xs[i - 1]), float(xs[i])
+        if hi - lo <= 1e-12 * hi:
+            break
+    end = hi
+    if float(delta_fn(np.array([end]))[0]) > 0.0 and float(delta_fn(np.array([2 * end]))[0]) == 0:
+        lo, hi = end, 2.0 * end
         for _ in range(60):
             xs = np.linspace(lo, hi, 17)
-            ok = delta_fn(xs) <= tail
-            ok[-1] = True
-            i = int(np.argmax(ok))
-            if i == 0:
-                hi = lo = float(xs[0])
-                break
-            lo, hi = float(xs[i - 1]), float(xs[i])
-            if hi - lo <= 1e-12 * hi:
+            zero = delta_fn(xs) == 0.0
+            zero[-1] = True
+            i = int(np.argmax(zero))
+            lo, hi = float(xs[max(i - 1, 0)]), float(xs[i])
+            if i == 0 or hi - lo <= 1e-13 * hi:
                 break
         end = hi
-        if float(delta_fn(np.array([end]))[0]) > 0.0:
-            far = 2.0 * end
-            if float(delta_fn(np.array([far]))[0]) == 0.0:
-                lo, hi = end, far
-                for _ in range(60):
-                    xs = np.linspace(lo, hi, 17)
-                    zero = delta_fn(xs) == 0.0
-                    zero[-1] = True
-                    i = int(np.argmax(zero))
-                    lo, hi = float(xs[max(i - 1, 0)]), float(xs[i])
-                    if i == 0 or hi - lo <= 1e-13 * hi:
-                        break
-                end = hi
-    else:
-        end = hi
+    return end
+
+
+def _curve_grid(delta_fn: Callable[[np.ndarray], np.ndarray], tail: float, rtol: float, end: float):
+    """Epsilons ``0 = e_0 < ... < e_n = end`` and curve values on them (see the caller)."""
+    if end <= 0.0:
+        return np.array([0.0]), np.array([0.0])
     eps = np.linspace(0.0, end, 257)
     vals = delta_fn(eps)
     while eps.size < CURVE_MAX_POINTS:
         mid = 0.5 * (eps[1:] + eps[:-1])
         dm = delta_fn(mid)
-        t0, t1, tm = np.exp(eps[:-1]), np.exp(eps[1:]), np.exp(mid)
-        w = (tm - t0) / (t1 - t0)
+        # position of e^mid between e^eps[i] and e^eps[i+1], without overflow
+        w = np.expm1(mid - eps[:-1]) / np.expm1(eps[1:] - eps[:-1])
         chord = vals[:-1] + w * (vals[1:] - vals[:-1])
         flag = chord - dm > rtol * dm + 1e-3 * tail
+        # no interval below 1e-10 (relative) is split: round-off of the curve, not its
+        # shape, decides there (and a split would repeat a grid point)
+        flag &= np.diff(eps) > 1e-10 * np.maximum(eps[1:], 1e-3)
         if not flag.any():
             break
         room = CURVE_MAX_POINTS - eps.size
@@ -247,6 +256,7 @@ def loss_law_from_delta_curve(
     *,
     tail: float = CURVE_TAIL,
     rtol: float = CURVE_RTOL,
+    end: float | None = None,
 ) -> AtomicLossLaw:
     """A symmetric atomic loss law whose hockey-stick curve dominates ``delta_curve``.
 
@@ -287,6 +297,8 @@ def loss_law_from_delta_curve(
         Curve value below which the remaining mass is put at ``+inf``.
     rtol : float
         Relative chord tolerance of the grid refinement.
+    end : float, optional
+        Last grid epsilon, if already known (as found by the rule above).
 
     Returns
     -------
@@ -330,7 +342,7 @@ def loss_law_from_delta_curve(
             )
         return np.clip(out, 0.0, 1.0)
 
-    eps, vals = _curve_grid(fn, tail, rtol)
+    eps, vals = _curve_grid(fn, tail, rtol, _curve_end(fn, tail) if end is None else end)
     if eps.size == 1:  # delta(0) = 0: the two outputs are identical
         return AtomicLossLaw(losses=np.array([0.0]), p=np.array([1.0]))
     if np.any(np.diff(vals) > 1e-12 * vals[:-1] + 1e-300):
@@ -339,6 +351,8 @@ def loss_law_from_delta_curve(
             f"the delta curve must be non-increasing in eps; it rises from "
             f"{vals[i]!r} at eps={eps[i]!r} to {vals[i + 1]!r} at eps={eps[i + 1]!r}"
         )
+    if np.any(np.diff(eps) <= 0):  # pragma: no cover - the refinement never repeats
+        raise RuntimeError("connect-the-dots grid is not strictly increasing")
     d = np.minimum(vals * (1.0 + CURVE_ROUND_UP) + 1e-300 * (vals > 0), 1.0)
     t = np.exp(eps)
     d = _convex_majorant_at_nodes(t, d)
@@ -346,6 +360,8 @@ def loss_law_from_delta_curve(
     slopes = np.minimum(slopes, 0.0)
     nxt = np.append(slopes[1:], 0.0)  # s_2 .. s_{n+1}
     p = np.maximum(t[1:] * (nxt - slopes), 0.0)
+    if not (np.all(np.isfinite(p)) and np.all(np.isfinite(d))):  # pragma: no cover
+        raise RuntimeError("connect-the-dots masses are not finite; no atom may be dropped")
     inf_mass = float(d[-1])
     zero = 1.0 - d[0] + 2.0 * slopes[0]
     if zero < -1e-9:
@@ -444,12 +460,16 @@ RDP_DECAY = 1e-12
 def _atomic_rdp(law: AtomicLossLaw, a: np.ndarray) -> np.ndarray:
     pos = law.p > 0
     losses, lp = law.losses[pos], np.log(law.p[pos])
-    out = np.empty(a.shape)
-    for i, ai in enumerate(a):
-        if np.isinf(ai):
-            out[i] = float(losses.max()) if losses.size else 0.0
-        else:
-            out[i] = float(special.logsumexp(lp + (ai - 1.0) * losses)) / (ai - 1.0)
+    if losses.size == 0:
+        return np.zeros(a.shape)
+    finite = np.isfinite(a)
+    out = np.full(a.shape, float(losses.max()))  # D_inf: the largest loss
+    af = a[finite] - 1.0
+    vals = np.empty(af.shape)
+    for start in range(0, af.size, 64):  # blocks of orders x atoms
+        block = af[start : start + 64, None]
+        vals[start : start + 64] = special.logsumexp(lp[None, :] + block * losses, axis=1)
+    out[finite] = vals / af
     return np.maximum(out, 0.0)
 
 
@@ -556,6 +576,19 @@ def _no_rdp(mech: Mechanism, declared: str, why: str) -> MissingCapabilityError:
     )
 
 
+def _memo_rdp(mech: Mechanism, alpha: np.ndarray, compute) -> np.ndarray:
+    """``compute(alpha)``, remembered per order array (the subsampling bounds and the
+    conversions ask for the same orders many times)."""
+    a = np.asarray(alpha, dtype=float)
+    memo = mech._cache().setdefault("custom_rdp", {})
+    key = (a.shape, a.tobytes())
+    if key not in memo:
+        if len(memo) > 256:
+            memo.clear()
+        memo[key] = np.asarray(compute(a), dtype=float)
+    return memo[key].copy()
+
+
 class _Declared(Mechanism):
     """Shared behaviour: a dynamic ``has_rdp`` and an :meth:`rdp` that names what is
     missing instead of returning the ``inf`` of a PLD with mass at +inf."""
@@ -612,10 +645,18 @@ class DeltaCurveMechanism(_Declared):
     def _repr_fields(self):
         return [("name", self.name)]
 
+    def _end(self) -> tuple[float, float]:
+        """Last epsilon of the connect-the-dots grid and the curve's value there."""
+        cache = self._cache()
+        if "end" not in cache:
+            end = _curve_end(self._delta_exact, CURVE_TAIL)
+            cache["end"] = (end, float(self._delta_exact(np.array([end]))[0]))
+        return cache["end"]
+
     def _law(self) -> AtomicLossLaw:
         cache = self._cache()
         if "law" not in cache:
-            cache["law"] = loss_law_from_delta_curve(self._delta_exact)
+            cache["law"] = loss_law_from_delta_curve(self._delta_exact, end=self._end()[0])
         return cache["law"]
 
     def _delta_exact(self, epsilon: np.ndarray) -> np.ndarray:
@@ -627,23 +668,21 @@ class DeltaCurveMechanism(_Declared):
         return law, law
 
     def _pure_epsilon(self) -> float:
-        law = self._law()
-        if law.inf_mass > 0:
-            return math.inf
-        return float(law.losses.max()) if law.losses.size else 0.0
+        # the curve is 0 from its grid's end on: the mechanism is end-DP
+        end, value = self._end()
+        return end if value == 0.0 else math.inf
 
     def _rdp(self, alpha: np.ndarray) -> np.ndarray:
-        return loss_law_rdp(self._law(), alpha)
+        return _memo_rdp(self, alpha, lambda a: loss_law_rdp(self._law(), a))
 
     def _rdp_missing(self):
-        law = self._law()
-        if law.inf_mass == 0:
+        end, value = self._end()
+        if value == 0.0:
             return None
-        last = float(law.losses.max()) if law.losses.size else 0.0
         return _no_rdp(
             self,
             "only an exact delta(eps) curve",
-            f"the curve is still positive at eps={last:.6g} (delta={law.inf_mass:.3g}): "
+            f"the curve is still positive at eps={end:.6g} (delta={value:.3g}): "
             "finitely many of its values certify no finite Renyi divergence (the "
             "dominating pair built from them has mass at +inf)",
         )
@@ -725,18 +764,13 @@ class LossLawMechanism(_Declared):
         return self.remove, self.add
 
     def _rdp(self, alpha: np.ndarray) -> np.ndarray:
-        a = np.asarray(alpha, dtype=float)
-        key = ("custom_rdp", a.tobytes())
-        cache = self._cache()
-        if key not in cache:
+        def both(a: np.ndarray) -> np.ndarray:
             out = loss_law_rdp(self.remove, a)
             if self.add is not self.remove:
                 out = np.maximum(out, loss_law_rdp(self.add, a))
-            if len(cache) > 256:
-                for k in [k for k in cache if isinstance(k, tuple) and k[0] == "custom_rdp"]:
-                    del cache[k]
-            cache[key] = out
-        return cache[key]
+            return out
+
+        return _memo_rdp(self, alpha, both)
 
     def _rdp_missing(self):
         heavy = [w for w in ("remove", "add") if getattr(self, w).inf_mass > 0]

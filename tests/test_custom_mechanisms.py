@@ -1,0 +1,625 @@
+"""Five-line user-defined mechanisms, one per declared capability.
+
+Each capability (an exact delta(eps) curve, an RDP curve, a privacy-loss law, a pure
+epsilon, a fixed (epsilon, delta)) is declared in a few lines, then composed,
+Poisson-subsampled, recorded in a ledger and calibrated, and every answer is checked
+against a value computed independently of the engine:
+
+* Gaussian closed forms: the curve of a ``mu``-GDP mechanism (Balle & Wang 2018,
+  Theorem 8; Dong, Roth, Su 2019, Corollary 2.13: ``k`` compositions are
+  ``mu sqrt(k)``-GDP), inverted with ``scipy.optimize.brentq``;
+* exact sums in mpmath for randomized response and the Kairouz-Oh-Viswanath pair,
+  composed and Poisson-subsampled by enumeration of the binomial counts;
+* dp_accounting's PLDs (``from_privacy_parameters`` for the (eps, delta) pair;
+  ``from_gaussian_mechanism`` with ``pessimistic_estimate=False`` for certified lower
+  bounds of the subsampled Gaussian).
+
+The derived answers must be sound (never below the exact value) and tight where the
+capability allows.  Queries that cannot be answered soundly raise an error naming the
+mechanism and what it lacks.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import partial
+
+import mpmath
+import numpy as np
+import pytest
+from scipy import optimize
+from scipy.stats import norm
+
+from dpacct.accountant import (
+    ADD_REMOVE,
+    REPLACE_ONE,
+    AtomicLossLaw,
+    GaussianLossLaw,
+    MissingCapabilityError,
+    PrivacyAccountant,
+    compose,
+    mechanism_from_delta_curve,
+    mechanism_from_epsilon_delta,
+    mechanism_from_loss_laws,
+    mechanism_from_pure_epsilon,
+    mechanism_from_rdp,
+    poisson_subsample,
+    subsample_without_replacement,
+)
+from dpacct.accountant.custom import (
+    loss_law_from_delta_curve,
+    loss_law_rdp,
+    swapped_loss_law,
+)
+from dpacct.accountant.loss_law import PoissonSubsampledLossLaw
+from dpacct.calibrators import calibrate
+
+DELTA = 1e-5
+
+
+# ----------------------------------------------------------------------------------
+# independent references
+# ----------------------------------------------------------------------------------
+def gaussian_curve(eps, mu=1.0):
+    """Exact curve of a mu-GDP Gaussian (Balle & Wang 2018, Theorem 8)."""
+    eps = np.asarray(eps, dtype=float)
+    return norm.cdf(mu / 2 - eps / mu) - np.exp(eps) * norm.cdf(-mu / 2 - eps / mu)
+
+
+def gaussian_epsilon(mu: float, delta: float) -> float:
+    """Exact epsilon of a mu-GDP Gaussian, by brentq on the closed form."""
+    return optimize.brentq(lambda e: float(gaussian_curve(e, mu)) - delta, 0.0, 200.0, xtol=1e-13)
+
+
+def gaussian_mu_for(epsilon: float, delta: float) -> float:
+    """The mu at which a mu-GDP Gaussian is exactly (epsilon, delta)-DP."""
+    return optimize.brentq(lambda m: float(gaussian_curve(epsilon, m)) - delta, 1e-3, 50.0)
+
+
+def laplace_curve(eps, b=1.0):
+    """Exact curve of the Laplace mechanism with scale b (sensitivity 1)."""
+    return np.maximum(0.0, -np.expm1((np.asarray(eps, dtype=float) - 1.0 / b) / 2.0))
+
+
+def pair_composed_delta(p, q, count: int, eps: float) -> mpmath.mpf:
+    """Exact delta(eps) of ``count`` independent copies of a pair on finitely many
+    outcomes (P-masses ``p``, Q-masses ``q``; index 0 may be P-only), by enumeration
+    of the multinomial counts, in 50-digit arithmetic."""
+    mpmath.mp.dps = 50
+    p = [mpmath.mpf(x) for x in p]
+    q = [mpmath.mpf(x) for x in q]
+    n = len(p)
+    total = mpmath.mpf(0)
+
+    def rec(i, left, coef, pp, qq):
+        nonlocal total
+        if i == n - 1:
+            c = coef
+            pp2, qq2 = pp * p[i] ** left, qq * q[i] ** left
+            total += c * max(mpmath.mpf(0), pp2 - mpmath.e**eps * qq2)
+            return
+        for j in range(left + 1):
+            rec(i + 1, left - j, coef * mpmath.binomial(left, j), pp * p[i] ** j, qq * q[i] ** j)
+
+    rec(0, count, mpmath.mpf(1), mpmath.mpf(1), mpmath.mpf(1))
+    return total
+
+
+def subsampled_pairs(p, q, rate):
+    """Remove and add pairs of the Poisson-subsampled mechanism (Zhu, Dong, Wang 2022,
+    Theorem 11): ``((1-r) Q + r P, Q)`` and ``(Q, (1-r) Q + r P)``."""
+    mix = [(1 - rate) * b + rate * a for a, b in zip(p, q, strict=True)]
+    return (mix, list(q)), (list(q), mix)
+
+
+def exact_epsilon(delta_fn, delta, hi=60.0):
+    """Smallest eps with delta_fn(eps) <= delta (bisection on a decreasing curve)."""
+    return optimize.brentq(lambda e: float(delta_fn(e)) - delta, 0.0, hi, xtol=1e-12)
+
+
+# ----------------------------------------------------------------------------------
+# 1. an exact delta(eps) curve
+# ----------------------------------------------------------------------------------
+def test_delta_curve_five_lines():
+    m = mechanism_from_delta_curve(gaussian_curve, name="gaussian mu=1")
+    assert repr(m) == "DeltaCurveMechanism(name='gaussian mu=1')"
+    # the mechanism itself: the curve, inverted
+    assert m.epsilon(DELTA) == pytest.approx(gaussian_epsilon(1.0, DELTA), rel=1e-10)
+    # composed 10 times: mu = sqrt(10) (Dong, Roth, Su 2019, Corollary 2.13)
+    exact = gaussian_epsilon(math.sqrt(10), DELTA)
+    run = compose([m], counts=[10])
+    got = run.epsilon(DELTA)
+    assert exact <= got <= exact * (1 + 1e-3)
+    lo, hi = run.epsilon_bounds(DELTA)
+    assert lo <= hi == got
+    assert run.delta(exact) >= DELTA * (1 - 1e-9)
+    # a ledger gives the same answer
+    acct = PrivacyAccountant()
+    acct.record(m, 4)
+    acct.record(m, 6)
+    assert acct.epsilon(DELTA) == pytest.approx(got, rel=1e-9)
+
+
+def test_delta_curve_poisson_subsampled_against_dp_accounting():
+    pld = pytest.importorskip("dp_accounting.pld.privacy_loss_distribution")
+    sigma, rate, steps = 1.0, 0.01, 1000
+    m = mechanism_from_delta_curve(partial(gaussian_curve, mu=1.0 / sigma), name="gaussian")
+    got = compose([poisson_subsample(m, rate)], counts=[steps]).epsilon(DELTA)
+    interval = 1e-4
+    low = (
+        pld.from_gaussian_mechanism(
+            sigma,
+            sampling_prob=rate,
+            pessimistic_estimate=False,
+            value_discretization_interval=interval,
+        )
+        .self_compose(steps)
+        .get_epsilon_for_delta(DELTA)
+    )
+    # sound: never below dp_accounting's certified lower bound; tight: within its
+    # discretisation loss (count * interval) plus 0.2 %
+    assert low <= got <= (low + steps * interval) * 1.002
+
+
+def test_delta_curve_calibrates():
+    # family: 10 compositions of a mu-GDP curve; target (2, 1e-5)
+    def family(mu):
+        m = mechanism_from_delta_curve(partial(gaussian_curve, mu=mu), name=f"mu={mu:.6g}")
+        return compose([m], counts=[10])
+
+    cal = calibrate(family, epsilon=2.0, delta=DELTA, interval=(0.1, 0.5))
+    mu_star = gaussian_mu_for(2.0, DELTA) / math.sqrt(10)
+    assert cal.epsilon <= 2.0
+    assert cal.parameter <= mu_star * (1 + 1e-9)  # the budget is met for the true curve
+    assert cal.parameter == pytest.approx(mu_star, rel=2e-3)
+
+
+@pytest.mark.parametrize(
+    "curve",
+    [
+        partial(gaussian_curve, mu=0.3),
+        partial(gaussian_curve, mu=3.0),
+        partial(laplace_curve, b=0.7),
+        # binary randomized response with eps0 = 2 (a pure-DP, bounded loss)
+        lambda e: np.maximum(0.0, (np.exp(2.0) - np.exp(e)) / (1 + np.exp(2.0))),
+    ],
+    ids=["gauss0.3", "gauss3", "laplace", "rr"],
+)
+def test_connect_the_dots_law_dominates(curve):
+    law = loss_law_from_delta_curve(curve)
+    eps = np.concatenate([np.linspace(0.0, 3.0, 3001), np.geomspace(3.0, 40.0, 500)])
+    d_true = curve(eps)
+    d_law = law.hockey_stick(eps)
+    assert np.all(d_law >= d_true)  # at grid points and between them
+    assert np.max(d_law - d_true) <= 1e-6 * np.max(d_true) + 1e-15
+    # negative epsilons: the symmetric extension 1 - e^-eps (1 - delta(eps))
+    neg = law.hockey_stick(-eps[1:])
+    sym = 1.0 - np.exp(-eps[1:]) * (1.0 - d_true[1:])
+    assert np.all(neg >= sym - 1e-12)
+    # the law is a pair of probability distributions, symmetric in its directions
+    p_total = law.p.sum() + law.inf_mass
+    q_total = (law.p * np.exp(-law.losses)).sum() + law.q_neg_inf_mass
+    assert p_total == pytest.approx(1.0, abs=1e-9)
+    assert q_total == pytest.approx(1.0, abs=1e-9)
+    mirror = swapped_loss_law(law)
+    assert np.allclose(mirror.hockey_stick(eps), d_law, rtol=1e-9, atol=1e-15)
+
+
+def test_delta_curve_bounded_loss_has_rdp_and_pure_epsilon():
+    # the Laplace curve reaches 0 at eps = 1/b: a bounded loss, no mass at +inf
+    m = mechanism_from_delta_curve(partial(laplace_curve, b=2.0), name="laplace b=2")
+    assert m.pure_epsilon == pytest.approx(0.5, rel=1e-9)
+    assert m.pure_epsilon >= 0.5
+    assert m.has_rdp
+    # Laplace RDP (Mironov 2017, Proposition 6) at alpha = 2, eps0 = 1/b = 0.5
+    a, e0 = 2.0, 0.5
+    exact = math.log(
+        a / (2 * a - 1) * math.exp((a - 1) * e0) + (a - 1) / (2 * a - 1) * math.exp(-a * e0)
+    ) / (a - 1)
+    assert exact <= float(m.rdp(2.0)) <= exact + 1e-4
+    # so it can be subsampled without replacement once stated for replace-one
+    local = mechanism_from_delta_curve(
+        partial(laplace_curve, b=2.0), name="laplace b=2", neighbouring=REPLACE_ONE
+    )
+    step = subsample_without_replacement(local, 0.1)
+    assert 0 < step.epsilon(DELTA) < local.epsilon(DELTA)
+
+
+def test_delta_curve_without_rdp_says_what_it_lacks():
+    m = mechanism_from_delta_curve(gaussian_curve, name="gaussian mu=1")
+    assert not m.has_rdp
+    with pytest.raises(MissingCapabilityError, match=r"gaussian mu=1.*delta\(eps\) curve"):
+        m.rdp(2.0)
+    # subsampling without replacement needs RDP: the engine's error names the part
+    local = mechanism_from_delta_curve(gaussian_curve, name="local-gauss", neighbouring=REPLACE_ONE)
+    with pytest.raises(NotImplementedError, match="local-gauss"):
+        subsample_without_replacement(local, 0.1).epsilon(DELTA)
+
+
+# ----------------------------------------------------------------------------------
+# 2. an RDP curve
+# ----------------------------------------------------------------------------------
+def cks_epsilon(rdp, delta):
+    """Canonne, Kamath, Steinke 2020, Proposition 12, minimised by scipy over alpha."""
+
+    def f(log_am1):
+        a = 1.0 + math.exp(log_am1)
+        return rdp(a) + math.log1p(-1 / a) - (math.log(delta) + math.log(a)) / (a - 1)
+
+    res = optimize.minimize_scalar(
+        f, bounds=(-8.0, 9.0), method="bounded", options={"xatol": 1e-10}
+    )
+    return float(res.fun)
+
+
+def test_rdp_five_lines():
+    sigma = 2.0
+    m = mechanism_from_rdp(lambda a: a / (2 * sigma**2), name="gaussian sigma=2")
+    assert repr(m) == "RDPCurveMechanism(name='gaussian sigma=2')"
+    run = compose([m], counts=[10])
+    # RDP composition adds; the conversion is sound (>= the exact Gaussian) and the
+    # real-order optimum of the CKS bound
+    ref = cks_epsilon(lambda a: 10 * a / (2 * sigma**2), DELTA)
+    exact = gaussian_epsilon(math.sqrt(10) / sigma, DELTA)
+    got = run.epsilon(DELTA)
+    assert exact <= got
+    assert got == pytest.approx(ref, rel=1e-6)
+    assert got >= ref * (1 - 1e-9)
+    # RDP gives no lower bound
+    assert run.epsilon_bounds(DELTA) == (0.0, got)
+    acct = PrivacyAccountant()
+    acct.record(m, 10)
+    assert acct.epsilon(DELTA) == pytest.approx(got, rel=1e-9)
+    cal = calibrate(
+        lambda s: compose([mechanism_from_rdp(lambda a: a / (2 * s**2), name="g")], [10]),
+        epsilon=2.0,
+        delta=DELTA,
+    )
+    # independent: sigma at which the CKS bound of 10 alpha / (2 sigma^2) is 2
+    s_ref = optimize.brentq(
+        lambda s: cks_epsilon(lambda a: 10 * a / (2 * s**2), DELTA) - 2.0, 1.0, 50.0
+    )
+    assert cal.epsilon <= 2.0
+    assert cal.parameter == pytest.approx(s_ref, rel=2e-3)
+    assert cal.parameter >= s_ref * (1 - 1e-6)
+
+
+def test_rdp_subsampled_is_sound_against_the_exact_subsampled_gaussian():
+    pld = pytest.importorskip("dp_accounting.pld.privacy_loss_distribution")
+    sigma, rate, steps = 1.0, 0.01, 1000
+    m = mechanism_from_rdp(lambda a: a / (2 * sigma**2), name="gaussian")
+    step = poisson_subsample(m, rate)
+    # at integer orders the general bound is never below the exact subsampled-Gaussian
+    # RDP (Mironov, Talwar, Zhang 2019, Section 3.3), evaluated in mpmath
+    mpmath.mp.dps = 40
+    for a in (2, 5, 20):
+        exact = mpmath.log(
+            sum(
+                mpmath.binomial(a, k)
+                * (1 - rate) ** (a - k)
+                * mpmath.mpf(rate) ** k
+                * mpmath.e ** ((k * k - k) / (2 * sigma**2))
+                for k in range(a + 1)
+            )
+        ) / (a - 1)
+        got = float(step.rdp(float(a)))
+        assert got >= float(exact) * (1 - 1e-12)
+        assert got <= float(exact) * 1.5
+    got = compose([step], counts=[steps]).epsilon(DELTA)
+    low = (
+        pld.from_gaussian_mechanism(sigma, sampling_prob=rate, pessimistic_estimate=False)
+        .self_compose(steps)
+        .get_epsilon_for_delta(DELTA)
+    )
+    assert low <= got <= 2 * low
+
+
+def test_rdp_replace_one_subsamples_without_replacement():
+    m = mechanism_from_rdp(lambda a: a / 2.0, name="g", neighbouring=REPLACE_ONE)
+    assert m.neighbouring == REPLACE_ONE
+    step = subsample_without_replacement(m, 0.01)
+    assert 0 < step.epsilon(DELTA) < m.epsilon(DELTA)
+    with pytest.raises(ValueError, match="poisson_subsample"):
+        poisson_subsample(m, 0.01)
+
+
+def test_rdp_with_pure_epsilon_caps():
+    m = mechanism_from_rdp(lambda a: a / 2.0, name="g", pure_epsilon=0.5)
+    assert m.pure_epsilon == 0.5
+    assert m.epsilon(DELTA) <= 0.5
+    # the RDP curve is capped by randomized response's (Bun & Steinke 2016, Prop. 3.3)
+    assert float(m.rdp(100.0)) <= 0.5
+
+
+# ----------------------------------------------------------------------------------
+# 3. a privacy-loss law
+# ----------------------------------------------------------------------------------
+class OpaqueGaussianLaw(GaussianLossLaw):
+    """A Gaussian law the engine does not recognise: forces the generic quadrature."""
+
+
+def test_loss_law_five_lines():
+    m = mechanism_from_loss_laws(GaussianLossLaw(mu=1.0))
+    assert repr(m) == "LossLawMechanism(law=GaussianLossLaw(mu=1.0))"
+    # rdp() is finite now: the Renyi divergence of the law, alpha mu^2 / 2
+    assert np.array_equal(m.rdp([2.0, 10.0]), [1.0, 5.0])
+    exact = gaussian_epsilon(math.sqrt(10), DELTA)
+    got = compose([m], counts=[10]).epsilon(DELTA)
+    assert exact <= got <= exact * (1 + 1e-3)
+    acct = PrivacyAccountant()
+    acct.record(m, 10)
+    assert acct.epsilon(DELTA) == pytest.approx(got, rel=1e-9)
+    cal = calibrate(
+        lambda mu: compose([mechanism_from_loss_laws(GaussianLossLaw(mu=mu))], [10]),
+        epsilon=2.0,
+        delta=DELTA,
+        interval=(0.1, 0.5),
+    )
+    mu_star = gaussian_mu_for(2.0, DELTA) / math.sqrt(10)
+    assert cal.parameter <= mu_star * (1 + 1e-9)
+    assert cal.parameter == pytest.approx(mu_star, rel=2e-3)
+
+
+def test_loss_law_generic_quadrature_rdp():
+    m = mechanism_from_loss_laws(OpaqueGaussianLaw(mu=1.0))
+    alpha = np.array([1.01, 1.5, 2.0, 5.0, 10.0])
+    got = m.rdp(alpha)
+    exact = alpha / 2.0
+    assert np.all(got >= exact)  # an upper bound (chord quadrature)
+    assert np.all(got <= exact * (1 + 1e-4))
+    # far orders, where the law's tail fades into underflow before the integrand
+    # decays, are refused (inf), never underestimated
+    assert np.isinf(m.rdp(60.0))
+    # compositions and subsampling through the generic law
+    exact_eps = gaussian_epsilon(math.sqrt(10), DELTA)
+    got_eps = compose([m], counts=[10]).epsilon(DELTA)
+    assert exact_eps <= got_eps <= exact_eps * (1 + 1e-3)
+    sub = compose([poisson_subsample(m, 0.01)], counts=[1000]).epsilon(DELTA)
+    ref = compose(
+        [poisson_subsample(mechanism_from_loss_laws(GaussianLossLaw(mu=1.0)), 0.01)], [1000]
+    ).epsilon(DELTA)
+    assert sub == pytest.approx(ref, rel=1e-4)
+
+
+def test_loss_law_rdp_of_atomic_law_is_exact():
+    p, q = np.array([0.5, 0.3, 0.2]), np.array([0.2, 0.3, 0.5])
+    law = AtomicLossLaw.from_pair(p, q)
+    for a in (1.5, 2.0, 7.0):
+        exact = math.log(float(np.sum(p**a * q ** (1 - a)))) / (a - 1)
+        assert float(loss_law_rdp(law, a)) == pytest.approx(exact, rel=1e-12)
+    m = mechanism_from_loss_laws(law)
+    # both directions: the add direction is the swapped pair (Q, P)
+    a = 3.0
+    rev = math.log(float(np.sum(q**a * p ** (1 - a)))) / (a - 1)
+    fwd = math.log(float(np.sum(p**a * q ** (1 - a)))) / (a - 1)
+    assert float(m.rdp(a)) == pytest.approx(max(fwd, rev), rel=1e-12)
+
+
+@pytest.mark.parametrize("generic", [False, True])
+def test_swapped_law_is_the_other_direction(generic):
+    # delta_{Q,P}(eps) = 1 - e^eps + e^eps delta_{P,Q}(-eps)
+    if generic:
+        law = PoissonSubsampledLossLaw(GaussianLossLaw(mu=2.0), 0.2, "remove")
+    else:
+        law = AtomicLossLaw.from_pair(
+            np.array([0.6, 0.3, 0.1, 0.0]), np.array([0.1, 0.3, 0.4, 0.2])
+        )
+    swapped = swapped_loss_law(law)
+    eps = np.linspace(-3.0, 3.0, 61)
+    expected = 1.0 - np.exp(eps) + np.exp(eps) * law.hockey_stick(-eps)
+    assert np.allclose(swapped.hockey_stick(eps), np.clip(expected, 0, 1), atol=1e-12)
+    assert swapped_loss_law(swapped).hockey_stick(eps) == pytest.approx(law.hockey_stick(eps))
+
+
+def test_loss_law_with_infinite_loss_has_no_rdp():
+    law = AtomicLossLaw.from_pair(np.array([0.1, 0.5, 0.4]), np.array([0.0, 0.5, 0.5]))
+    m = mechanism_from_loss_laws(law, name="leaky")
+    assert not m.has_rdp
+    with pytest.raises(MissingCapabilityError, match=r"leaky.*remove.*infinite privacy loss"):
+        m.rdp(2.0)
+    assert m.epsilon(0.2) < math.inf  # (eps, delta) queries still work
+
+
+# ----------------------------------------------------------------------------------
+# 4. a pure epsilon
+# ----------------------------------------------------------------------------------
+def rr_pair(eps0):
+    p = math.exp(eps0) / (1 + math.exp(eps0))
+    return [p, 1 - p], [1 - p, p]
+
+
+def test_pure_epsilon_five_lines():
+    m = mechanism_from_pure_epsilon(0.5)
+    assert repr(m) == "PureEpsilonMechanism(epsilon=0.5)"
+    P, Q = rr_pair(0.5)
+    run = compose([m], counts=[20])
+    for eps in (0.5, 2.0, 5.0):
+        exact = float(pair_composed_delta(P, Q, 20, eps))
+        got = float(run.delta(eps))
+        assert exact <= got <= exact * (1 + 1e-6) + 1e-15
+    assert run.pure_epsilon == pytest.approx(10.0, rel=1e-12)
+    assert run.pure_epsilon >= 10.0
+    # RDP: Bun & Steinke 2016, Proposition 3.3 (sinh form) in mpmath
+    mpmath.mp.dps = 40
+    a, e = mpmath.mpf(3), mpmath.mpf("0.5")
+    ref = mpmath.log((mpmath.sinh(a * e) - mpmath.sinh((a - 1) * e)) / mpmath.sinh(e)) / (a - 1)
+    assert float(m.rdp(3.0)) == pytest.approx(float(ref), rel=1e-12)
+    acct = PrivacyAccountant()
+    acct.record(m, 20)
+    assert acct.epsilon(DELTA) == pytest.approx(run.epsilon(DELTA), rel=1e-12)
+    # calibrate the per-query epsilon of 20 queries to (3, 1e-5)
+    cal = calibrate(lambda e: compose([mechanism_from_pure_epsilon(e)], [20]), 3.0, DELTA)
+    assert cal.epsilon <= 3.0
+    P, Q = rr_pair(cal.parameter)
+    exact = exact_epsilon(lambda x: pair_composed_delta(P, Q, 20, x), DELTA)
+    assert exact <= 3.0 * (1 + 1e-9)
+    assert exact >= 3.0 * (1 - 2e-3)
+
+
+def test_pure_epsilon_poisson_subsampled_exact():
+    m = mechanism_from_pure_epsilon(1.0)
+    rate, count = 0.1, 8
+    run = compose([poisson_subsample(m, rate)], counts=[count])
+    P, Q = rr_pair(1.0)
+    (rp, rq), (ap, aq) = subsampled_pairs(P, Q, rate)
+    for eps in (0.1, 0.4, 1.0):
+        exact = max(
+            float(pair_composed_delta(rp, rq, count, eps)),
+            float(pair_composed_delta(ap, aq, count, eps)),
+        )
+        got = float(run.delta(eps))
+        assert exact * (1 - 1e-9) <= got <= exact * (1 + 1e-3) + 1e-12
+    # the amplified pure epsilon (Balle, Barthe, Gaboardi 2018, Theorem 8)
+    assert poisson_subsample(m, rate).pure_epsilon >= math.log1p(rate * math.expm1(1.0))
+
+
+def test_pure_epsilon_replace_one_subsamples_without_replacement():
+    m = mechanism_from_pure_epsilon(1.0, neighbouring=REPLACE_ONE)
+    step = subsample_without_replacement(m, 0.05)
+    assert 0 < step.epsilon(DELTA) < 1.0
+
+
+# ----------------------------------------------------------------------------------
+# 5. a fixed (epsilon, delta)
+# ----------------------------------------------------------------------------------
+def kov_pair(eps0, d0):
+    """Kairouz, Oh, Viswanath 2015, Theorem 2.1: P and Q of the worst (eps, delta) pair."""
+    s = 1 + math.exp(eps0)
+    p = [d0, (1 - d0) * math.exp(eps0) / s, (1 - d0) / s, 0.0]
+    return p, p[::-1]
+
+
+def test_epsilon_delta_five_lines_against_dp_accounting():
+    pld = pytest.importorskip("dp_accounting.pld.privacy_loss_distribution")
+    common = pytest.importorskip("dp_accounting.pld.common")
+    m = mechanism_from_epsilon_delta(1.0, 1e-6)
+    assert repr(m) == "EpsilonDeltaMechanism(epsilon=1.0, delta=1e-06)"
+    run = compose([m], counts=[10])
+    ref = pld.from_privacy_parameters(common.DifferentialPrivacyParameters(1.0, 1e-6))
+    ref = ref.self_compose(10)
+    for d in (1e-4, 1e-2):
+        assert run.epsilon(d) == pytest.approx(ref.get_epsilon_for_delta(d), rel=1e-9)
+    P, Q = kov_pair(1.0, 1e-6)
+    for eps in (2.0, 5.0):
+        exact = float(pair_composed_delta(P, Q, 10, eps))
+        assert exact * (1 - 1e-12) <= float(run.delta(eps)) <= exact * (1 + 1e-6)
+    # a single one: the curve in closed form, and the f_{eps, delta} trade-off
+    assert m.epsilon(1e-6) == 1.0
+    assert m.delta(0.0) == pytest.approx(1e-6 + (1 - 1e-6) * math.tanh(0.5), rel=1e-12)
+    a = 0.1
+    assert float(m.tradeoff(a)) == pytest.approx(
+        max(0.0, 1 - 1e-6 - math.e * a, math.exp(-1) * (1 - 1e-6 - a)), rel=1e-12
+    )
+    acct = PrivacyAccountant()
+    acct.record(m, 10)
+    assert acct.epsilon(1e-4) == pytest.approx(run.epsilon(1e-4), rel=1e-12)
+    cal = calibrate(lambda e: compose([mechanism_from_epsilon_delta(e, 1e-7)], [10]), 3.0, 1e-4)
+    assert cal.epsilon <= 3.0
+    P, Q = kov_pair(cal.parameter, 1e-7)
+    exact = exact_epsilon(lambda x: pair_composed_delta(P, Q, 10, x), 1e-4)
+    assert 3.0 * (1 - 2e-3) <= exact <= 3.0 * (1 + 1e-9)
+
+
+def test_epsilon_delta_poisson_subsampled_exact():
+    m = mechanism_from_epsilon_delta(1.0, 1e-3)
+    rate, count = 0.2, 6
+    run = compose([poisson_subsample(m, rate)], counts=[count])
+    P, Q = kov_pair(1.0, 1e-3)
+    (rp, rq), (ap, aq) = subsampled_pairs(P, Q, rate)
+    for eps in (0.2, 0.8):
+        exact = max(
+            float(pair_composed_delta(rp, rq, count, eps)),
+            float(pair_composed_delta(ap, aq, count, eps)),
+        )
+        got = float(run.delta(eps))
+        assert exact * (1 - 1e-9) <= got <= exact * (1 + 1e-3)
+
+
+def test_epsilon_delta_has_no_rdp_and_says_so():
+    m = mechanism_from_epsilon_delta(1.0, 1e-6)
+    with pytest.raises(
+        MissingCapabilityError, match=r"EpsilonDeltaMechanism\(epsilon=1.0.*delta=1e-06 > 0"
+    ):
+        m.rdp(2.0)
+    # delta = 0 is pure DP, with an RDP curve
+    pure = mechanism_from_epsilon_delta(1.0, 0.0)
+    assert pure.pure_epsilon == 1.0
+    assert float(pure.rdp(2.0)) == pytest.approx(float(mechanism_from_pure_epsilon(1.0).rdp(2.0)))
+
+
+# ----------------------------------------------------------------------------------
+# mixtures and errors
+# ----------------------------------------------------------------------------------
+def test_capabilities_compose_together():
+    parts = [
+        mechanism_from_delta_curve(gaussian_curve, name="g"),
+        mechanism_from_loss_laws(GaussianLossLaw(mu=1.0)),
+        mechanism_from_pure_epsilon(0.1),
+        mechanism_from_epsilon_delta(0.1, 1e-8),
+    ]
+    run = compose(parts, counts=[2, 3, 5, 5])
+    lo, hi = run.epsilon_bounds(DELTA)
+    # independent lower bound: the Gaussian parts alone (mu = sqrt(5))
+    assert gaussian_epsilon(math.sqrt(5), DELTA) <= lo <= hi < math.inf
+    # RDP is composable only where every part has one: the (eps, delta) part has none
+    assert not run.has_rdp
+    rdp_parts = compose([*parts[1:3], mechanism_from_rdp(lambda a: a / 2, name="r")], [1, 1, 1])
+    assert rdp_parts.has_rdp
+
+
+@pytest.mark.parametrize(
+    "build, exc, text",
+    [
+        (lambda: mechanism_from_delta_curve(0.5, name="x"), TypeError, "delta_curve"),
+        (lambda: mechanism_from_delta_curve(gaussian_curve, name=""), TypeError, "name"),
+        (lambda: mechanism_from_rdp("a/2"), TypeError, "rdp_curve"),
+        (lambda: mechanism_from_rdp(lambda a: a, pure_epsilon=-1.0), ValueError, "pure_epsilon"),
+        (lambda: mechanism_from_loss_laws("gauss"), TypeError, "remove"),
+        (lambda: mechanism_from_pure_epsilon(0.0), ValueError, "epsilon"),
+        (lambda: mechanism_from_pure_epsilon(math.inf), ValueError, "epsilon"),
+        (lambda: mechanism_from_epsilon_delta(1.0, 1.0), ValueError, "delta"),
+        (lambda: mechanism_from_epsilon_delta(-1.0, 0.1), ValueError, "epsilon"),
+        (lambda: mechanism_from_pure_epsilon(1.0, neighbouring="swap"), ValueError, "neighbouring"),
+    ],
+)
+def test_bad_declarations(build, exc, text):
+    with pytest.raises(exc, match=text):
+        build()
+
+
+def test_bad_curves_are_named():
+    rising = mechanism_from_delta_curve(lambda e: np.minimum(1.0, 0.1 + 0.01 * e), name="rising")
+    with pytest.raises(ValueError, match="non-increasing"):
+        compose([rising], [2]).epsilon(DELTA)
+    nan = mechanism_from_delta_curve(lambda e: np.full(np.shape(e), np.nan), name="broken")
+    with pytest.raises(ValueError, match=r"broken.*NaN"):
+        nan.epsilon(DELTA)
+    negative = mechanism_from_rdp(lambda a: -np.ones_like(a), name="negrdp")
+    with pytest.raises(ValueError, match=r"negrdp.*negative"):
+        negative.epsilon(DELTA)
+    # a one-directional curve steeper at 0 than any symmetric pair allows
+    steep = lambda e: np.maximum(0.0, 0.9 - 0.9 * e)  # noqa: E731
+    with pytest.raises(ValueError, match="symmetric"):
+        loss_law_from_delta_curve(steep)
+
+
+def test_scalar_only_functions_are_accepted():
+    m = mechanism_from_rdp(lambda a: float(a) / 2.0, name="scalar")  # float(array) fails
+    assert m.epsilon(DELTA) == pytest.approx(mechanism_from_rdp(lambda a: a / 2.0).epsilon(DELTA))
+    c = mechanism_from_delta_curve(lambda e: float(gaussian_curve(e)), name="scalar curve")
+    assert c.epsilon(DELTA) == pytest.approx(gaussian_epsilon(1.0, DELTA), rel=1e-10)
+
+
+def test_default_relation_and_exports():
+    import dpacct
+
+    assert mechanism_from_pure_epsilon(1.0).neighbouring == ADD_REMOVE
+    for name in (
+        "mechanism_from_delta_curve",
+        "mechanism_from_rdp",
+        "mechanism_from_loss_laws",
+        "mechanism_from_pure_epsilon",
+        "mechanism_from_epsilon_delta",
+        "MissingCapabilityError",
+    ):
+        assert getattr(dpacct, name) is getattr(dpacct.accountant, name)
