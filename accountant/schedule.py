@@ -356,8 +356,8 @@ def _loss_of_x(x: np.ndarray, sigma: np.ndarray, q: np.ndarray) -> np.ndarray:
 
 def _x_of_loss(a: np.ndarray, sigma: np.ndarray, q: np.ndarray) -> np.ndarray:
     """Preimage of the remove-direction loss: ``L(x) = a`` (``-inf`` below its range)."""
-    floor = np.log1p(-q)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        floor = np.log1p(-q)
         inner = a + np.log1p(-np.exp(floor - a))  # log(e^a - (1 - q)), precise at q = 1
         x = sigma**2 * (inner - np.log(q)) + 0.5
     return np.where(a > floor, x, -np.inf)
@@ -381,7 +381,8 @@ def _cell_bins(sigma: np.ndarray, q: np.ndarray, step: float, tau: float, add: b
     """
     z = float(special.ndtri(1.0 - tau)) if tau > 0 else 40.0
     lo_x, hi_x = -sigma * z, 1.0 + sigma * z
-    floor = np.log1p(-q)
+    with np.errstate(divide="ignore"):
+        floor = np.log1p(-q)
     if not add:
         lo_l = np.maximum(_loss_of_x(lo_x, sigma, q), floor)
         hi_l = _loss_of_x(hi_x, sigma, q)
@@ -553,8 +554,9 @@ def _compose_cells(
     if n > FAST_MAX_N:
         return None
     a_idx = bottom
-    above = float(np.min(np.exp(lam_pos - t * (a_idx + n) * step)))
-    below = float(np.min(np.exp(lam_neg + t * (a_idx - 1) * step)))
+    with np.errstate(over="ignore"):
+        above = float(np.min(np.exp(lam_pos - t * (a_idx + n) * step)))
+        below = float(np.min(np.exp(lam_neg + t * (a_idx - 1) * step)))
     alias = above + below
     # spectra: prod_c FFT(p_c)^{k_c}, cells of equal count multiplied first and the
     # group product raised to the count by repeated squaring

@@ -63,8 +63,10 @@ def test_subsampled_schedule_brackets_independent_oracles():
     from dp_accounting.pld import privacy_loss_distribution as pld
 
     rng = np.random.default_rng(7)
-    steps = [(float(s), float(q), 20) for s, q in zip(
-        rng.uniform(0.9, 1.6, 24), rng.uniform(0.005, 0.02, 24), strict=True)]
+    steps = [
+        (float(s), float(q), 20)
+        for s, q in zip(rng.uniform(0.9, 1.6, 24), rng.uniform(0.005, 0.02, 24), strict=True)
+    ]
     acct = PrivacyAccountant(progress=False)
     for s, q, c in steps:
         acct.step(noise_multiplier=s, sample_rate=q, count=c)
@@ -74,7 +76,9 @@ def test_subsampled_schedule_brackets_independent_oracles():
     total = None
     for s, q, c in steps:
         one = pld.from_gaussian_mechanism(
-            standard_deviation=s, sampling_prob=q, pessimistic_estimate=False,
+            standard_deviation=s,
+            sampling_prob=q,
+            pessimistic_estimate=False,
             value_discretization_interval=1e-4,
             neighboring_relation=dpa.NeighboringRelation.ADD_OR_REMOVE_ONE,
         ).self_compose(c)
@@ -172,3 +176,85 @@ def test_options_survive_save_and_load(tmp_path):
     assert back.adaptive and back.grid == 2**-8 and back.adaptive_order == acct.adaptive_order
     assert back.entries == acct.entries
     assert math.isclose(back._rdp_spent, acct._rdp_spent, rel_tol=1e-12)
+
+
+# ------------------------------------------------------ characteristic-function path
+def _dpa_schedule(steps, pessimistic):
+    dpa = pytest.importorskip("dp_accounting")
+    from dp_accounting.pld import privacy_loss_distribution as pld
+
+    total = None
+    for s, q, c in steps:
+        one = pld.from_gaussian_mechanism(
+            standard_deviation=s,
+            sampling_prob=q,
+            pessimistic_estimate=pessimistic,
+            value_discretization_interval=1e-4,
+            neighboring_relation=dpa.NeighboringRelation.ADD_OR_REMOVE_ONE,
+        ).self_compose(c)
+        total = one if total is None else total.compose(one)
+    return total.get_epsilon_for_delta(DELTA)
+
+
+def _random_steps(seed, n=12, count=25):
+    rng = np.random.default_rng(seed)
+    return [
+        (float(s), float(q), count)
+        for s, q in zip(rng.uniform(0.8, 2.0, n), rng.uniform(0.001, 0.02, n), strict=True)
+    ]
+
+
+@pytest.mark.parametrize("seed", [3, 11])
+def test_fast_path_brackets_dp_accounting(seed):
+    from dpacct.accountant.schedule import fast_epsilon_bounds
+
+    steps = _random_steps(seed)
+    _, upper = fast_epsilon_bounds(steps, DELTA, lower=False)
+    lower, _ = fast_epsilon_bounds(steps, DELTA, step=2.5e-4, upper=False)
+    # an independent lower oracle below our upper, an independent upper above our lower
+    assert _dpa_schedule(steps, pessimistic=False) <= upper
+    assert lower <= _dpa_schedule(steps, pessimistic=True)
+    assert lower <= upper < lower * 1.02
+
+
+def test_fast_path_q1_closed_form_inside_the_bracket():
+    from scipy import optimize, special
+
+    from dpacct.accountant.schedule import fast_epsilon_bounds
+
+    sigmas = [5.0 * 0.99**t for t in range(100)]
+    mu = math.sqrt(sum(s**-2 for s in sigmas))  # Gaussians compose exactly: mu-GDP
+
+    def gdp_delta(eps):  # Dong, Roth & Su 2022, Corollary 2.13
+        return special.ndtr(-eps / mu + mu / 2) - math.exp(eps) * special.ndtr(-eps / mu - mu / 2)
+
+    exact = optimize.brentq(lambda e: gdp_delta(e) - DELTA, 0.0, 100.0, xtol=1e-13)
+    steps = [(s, 1.0, 1) for s in sigmas]
+    lower, upper = fast_epsilon_bounds(steps, DELTA)
+    assert lower <= exact <= upper
+    assert upper <= exact * 1.01
+
+
+def test_fast_path_agrees_with_the_engine_route():
+    from dpacct.accountant.schedule import fast_epsilon_bounds
+
+    steps = round_schedule(_random_steps(5, n=20, count=50), 2**-8)
+    _, upper = fast_epsilon_bounds(steps, DELTA, lower=False)
+    lower, _ = fast_epsilon_bounds(steps, DELTA, step=2.5e-4, upper=False)
+    e_lo, e_hi = schedule_mechanism(steps, progress=False).epsilon_bounds(DELTA)
+    # both are certified brackets of the same schedule: they must overlap
+    assert lower <= e_hi and e_lo <= upper
+    assert upper <= e_hi * 1.002
+
+
+def test_fast_path_declines_when_the_window_is_too_long(monkeypatch):
+    from dpacct.accountant import schedule
+
+    monkeypatch.setattr(schedule, "FAST_MAX_N", 16)
+    assert schedule.fast_epsilon_bounds([(1.0, 0.01, 1000)], DELTA) is None
+    # the ledger then answers by the engine's route
+    acct = PrivacyAccountant(progress=False)
+    for s, q, c in _random_steps(2, n=20, count=5):
+        acct.step(noise_multiplier=s, sample_rate=q, count=c)
+    lo, hi = acct.epsilon_bounds(DELTA)
+    assert 0 < lo <= hi
