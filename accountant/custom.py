@@ -157,6 +157,8 @@ CURVE_TAIL = 1e-20
 CURVE_RTOL = 1e-7
 #: most grid points the refinement may use (beyond, the chords still dominate)
 CURVE_MAX_POINTS = 1 << 15
+#: chord tolerance of the (smaller) law an exact curve's RDP is computed from
+CURVE_RDP_RTOL = 1e-5
 #: largest epsilon the grid reaches; a curve still above ``CURVE_TAIL`` there keeps
 #: its value as mass at +inf
 CURVE_MAX_EPSILON = 256.0
@@ -466,9 +468,10 @@ def _atomic_rdp(law: AtomicLossLaw, a: np.ndarray) -> np.ndarray:
     out = np.full(a.shape, float(losses.max()))  # D_inf: the largest loss
     af = a[finite] - 1.0
     vals = np.empty(af.shape)
-    for start in range(0, af.size, 64):  # blocks of orders x atoms
-        block = af[start : start + 64, None]
-        vals[start : start + 64] = special.logsumexp(lp[None, :] + block * losses, axis=1)
+    for start in range(0, af.size, 256):  # blocks of orders x atoms, log-sum-exp by hand
+        block = lp[None, :] + af[start : start + 256, None] * losses
+        peak = block.max(axis=1, keepdims=True)
+        vals[start : start + 256] = peak[:, 0] + np.log(np.exp(block - peak).sum(axis=1))
     out[finite] = vals / af
     return np.maximum(out, 0.0)
 
@@ -577,16 +580,18 @@ def _no_rdp(mech: Mechanism, declared: str, why: str) -> MissingCapabilityError:
 
 
 def _memo_rdp(mech: Mechanism, alpha: np.ndarray, compute) -> np.ndarray:
-    """``compute(alpha)``, remembered per order array (the subsampling bounds and the
-    conversions ask for the same orders many times)."""
+    """``compute(alpha)``, remembered order by order (the subsampling bounds ask for
+    every integer order up to thousands, call after call)."""
     a = np.asarray(alpha, dtype=float)
+    flat = a.reshape(-1)
     memo = mech._cache().setdefault("custom_rdp", {})
-    key = (a.shape, a.tobytes())
-    if key not in memo:
-        if len(memo) > 256:
+    missing = np.array(sorted({float(x) for x in flat if float(x) not in memo}))
+    if missing.size:
+        if len(memo) > 1 << 17:
             memo.clear()
-        memo[key] = np.asarray(compute(a), dtype=float)
-    return memo[key].copy()
+        values = np.asarray(compute(missing), dtype=float).reshape(-1)
+        memo.update(zip(missing.tolist(), values.tolist(), strict=True))
+    return np.array([memo[float(x)] for x in flat], dtype=float).reshape(a.shape)
 
 
 class _Declared(Mechanism):
@@ -673,7 +678,14 @@ class DeltaCurveMechanism(_Declared):
         return end if value == 0.0 else math.inf
 
     def _rdp(self, alpha: np.ndarray) -> np.ndarray:
-        return _memo_rdp(self, alpha, lambda a: loss_law_rdp(self._law(), a))
+        # from a coarser connect-the-dots law (chords within 1e-5 instead of 1e-7): it
+        # dominates too, and the subsampling bounds evaluate tens of thousands of orders
+        cache = self._cache()
+        if "rdp_law" not in cache:
+            cache["rdp_law"] = loss_law_from_delta_curve(
+                self._delta_exact, rtol=CURVE_RDP_RTOL, end=self._end()[0]
+            )
+        return _memo_rdp(self, alpha, lambda a: loss_law_rdp(cache["rdp_law"], a))
 
     def _rdp_missing(self):
         end, value = self._end()
