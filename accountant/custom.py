@@ -75,11 +75,11 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import special
 
-from ._validation import check_alpha, check_epsilon, check_positive, check_probability
 from .loss_law import AtomicLossLaw, GaussianLossLaw, PrivacyLossLaw
 from .mechanism import Mechanism
 from .rdp import pure_dp_rdp
 from .relations import ADD_REMOVE, REPLACE_ONE
+from .validation import check_alpha, check_epsilon, check_positive, check_probability
 
 __all__ = [
     "DeltaCurveMechanism",
@@ -499,6 +499,11 @@ def _quadrature_rdp(law: PrivacyLossLaw, a: np.ndarray) -> np.ndarray:
         w_b = (m_p * np.exp(-a_edge) - m_q) / np.expm1(step)
     w_b = np.clip(w_b, 0.0, m_q)
     w_a = m_q - w_b
+    # bins whose Q-mass underflows (huge losses) cannot carry the chord weights: they
+    # get the first-order bound E_P[e^{(alpha-1) L}; bin] <= m_p e^{(alpha-1) b}
+    crude = (m_p > 0) & ~(m_q > 1e-300)
+    w_a, w_b = np.where(crude, 0.0, w_a), np.where(crude, 0.0, w_b)
+    m_crude = np.where(crude, m_p, 0.0)
     top = edges.size - 1 - (RDP_BINS >> 4)
     out = np.empty(a.shape)
     for i, ai in enumerate(a):
@@ -510,13 +515,15 @@ def _quadrature_rdp(law: PrivacyLossLaw, a: np.ndarray) -> np.ndarray:
                 [
                     np.log(w_a) + ai * a_edge,
                     np.log(w_b) + ai * b_edge,
+                    np.log(m_crude) + (ai - 1.0) * b_edge,
                     # below lo: E_P[e^{(alpha-1) L}] <= P(L <= lo) e^{(alpha-1) lo}
                     [math.log(below) + (ai - 1.0) * lo if below > 0 else -np.inf],
                 ]
             )
         total = float(special.logsumexp(log_terms))
         if not abrupt:
-            tail_terms = np.concatenate([log_terms[top:RDP_BINS], log_terms[RDP_BINS + top : -1]])
+            n = RDP_BINS
+            tail_terms = np.concatenate([log_terms[k * n + top : (k + 1) * n] for k in range(3)])
             if float(special.logsumexp(tail_terms)) > total + math.log(RDP_DECAY):
                 out[i] = np.inf
                 continue
