@@ -64,9 +64,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validation import check_fpr, check_tol
 from .mechanism import Mechanism, PLDSettings
 from .pld import GridPLD
+from .validation import check_fpr, check_tol
 
 __all__ = [
     "advantage",

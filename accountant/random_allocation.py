@@ -80,12 +80,12 @@ from functools import cache
 import numpy as np
 from scipy import special
 
-from ._validation import check_count, check_delta, check_epsilon, check_positive, check_tol
 from .compose import compose
 from .loss_law import AtomicLossLaw
 from .mechanism import Mechanism, PLDSettings
 from .rdp import rdp_to_delta, rdp_to_epsilon
 from .subsample import poisson_subsample
+from .validation import check_count, check_delta, check_epsilon, check_positive, check_tol
 
 __all__ = [
     "RandomAllocationMechanism",

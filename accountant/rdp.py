@@ -24,7 +24,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ._validation import check_alpha, check_delta, check_epsilon, check_positive
+from .validation import check_alpha, check_delta, check_epsilon, check_positive
 
 __all__ = [
     "pure_dp_rdp",

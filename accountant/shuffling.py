@@ -28,11 +28,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ._validation import check_count, check_delta
 from .compose import compose
 from .mechanism import Mechanism
 from .random_allocation import _gaussian_sigma, random_allocation_lower_epsilon
 from .subsample import poisson_subsample
+from .validation import check_count, check_delta
 
 __all__ = ["ShufflingReport", "shuffled_batches"]
 

@@ -33,7 +33,7 @@ from collections.abc import Callable
 import numpy as np
 from scipy import special
 
-from ._validation import check_alpha, check_positive, check_sample_rate
+from .validation import check_alpha, check_positive, check_sample_rate
 
 __all__ = [
     "poisson_subsampled_rdp",

@@ -1,4 +1,7 @@
-"""Parameter validation shared by every public entry point.
+"""Parameter validation shared by every public entry point, in every layer.
+
+This is the public home of the checks: the mechanisms, the calibrators and the
+integrations import them from here (``dpacct.accountant.validation``).
 
 Every check raises a :class:`ValueError` (or :class:`TypeError` for a value that is
 not a number at all) whose message names the parameter and the allowed range.
@@ -14,6 +17,7 @@ from collections.abc import Iterable
 import numpy as np
 
 __all__ = [
+    "MAX_COUNT",
     "as_float_array",
     "as_real_array",
     "check_alpha",
@@ -22,11 +26,14 @@ __all__ = [
     "check_epsilon",
     "check_finite",
     "check_flag",
+    "check_fpr",
     "check_positive",
     "check_probability",
     "check_rng",
     "check_sample_rate",
     "check_tol",
+    "iter_pairs",
+    "real_array",
 ]
 
 
@@ -121,11 +128,21 @@ def _short_int(n: int) -> str:
     return text if len(text) <= 25 else f"an integer with {len(text)} digits"
 
 
-def _real_array(name: str, value: object, what: str) -> np.ndarray:
+def real_array(name: str, value: object, what: str) -> np.ndarray:
     """``value`` as a float array if it is a real number or an array of real numbers.
 
     Strings, ``None``, booleans and arrays of other dtypes are refused (``np.asarray``
-    would parse ``'1e-5'``, read ``None`` as NaN and ``True`` as 1.0).
+    would parse ``'1e-5'``, read ``None`` as NaN and ``True`` as 1.0).  ``what`` completes
+    the message "``name`` must be ...".
+
+    Examples
+    --------
+    >>> real_array("value", [1, 2.5], "a number or an array of numbers")
+    array([1. , 2.5])
+    >>> real_array("value", None, "an integer or an array of integers")
+    Traceback (most recent call last):
+    ...
+    TypeError: value must be an integer or an array of integers, got NoneType None
     """
     bad = value is None or isinstance(value, str | bytes | bool | np.bool_)
     raw = None
@@ -157,7 +174,7 @@ def as_real_array(name: str, value: object) -> np.ndarray:
     ...
     TypeError: delta must be a real number or an array of real numbers, got str '1e-5'
     """
-    return _real_array(name, value, "a real number or an array of real numbers")
+    return real_array(name, value, "a real number or an array of real numbers")
 
 
 def check_flag(name: str, value: object) -> bool:
@@ -170,7 +187,7 @@ def check_flag(name: str, value: object) -> bool:
 
 def as_float_array(name: str, value: object) -> np.ndarray:
     """Convert a scalar or sequence to a float array, rejecting NaN and non-numbers."""
-    arr = _real_array(name, value, "a number or an array of numbers")
+    arr = real_array(name, value, "a number or an array of numbers")
     if np.isnan(arr).any():
         raise ValueError(f"{name} must not contain NaN, got {value!r}")
     return arr

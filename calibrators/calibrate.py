@@ -38,14 +38,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from dpacct.accountant._validation import (
+from dpacct.accountant.mechanism import Mechanism
+from dpacct.accountant.validation import (
     check_delta,
     check_finite,
     check_flag,
     check_positive,
     check_tol,
 )
-from dpacct.accountant.mechanism import Mechanism
 
 __all__ = [
     "Calibration",

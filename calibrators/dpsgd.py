@@ -29,13 +29,13 @@ from typing import Literal, overload
 import numpy as np
 
 from dpacct.accountant import compose, poisson_subsample
-from dpacct.accountant._validation import (
+from dpacct.accountant.mechanism import Mechanism
+from dpacct.accountant.validation import (
     check_count,
     check_delta,
     check_positive,
     check_sample_rate,
 )
-from dpacct.accountant.mechanism import Mechanism
 from dpacct.mechanisms.gaussian import GaussianMechanism, gaussian_delta
 
 from .calibrate import Calibration, calibrate

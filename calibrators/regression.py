@@ -16,7 +16,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import replace
 
-from dpacct.accountant._validation import check_delta, check_positive
+from dpacct.accountant.validation import check_delta, check_positive
 from dpacct.mechanisms.ssp import AdaSSP, SufficientStatisticsPerturbation
 
 from .calibrate import calibrate

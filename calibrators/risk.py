@@ -27,7 +27,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from dpacct.accountant._validation import (
+from dpacct.accountant.attack_risk import advantage as _advantage
+from dpacct.accountant.attack_risk import tpr_at as _tpr_at
+from dpacct.accountant.compose import compose
+from dpacct.accountant.mechanism import Mechanism
+from dpacct.accountant.subsample import poisson_subsample
+from dpacct.accountant.validation import (
     check_count,
     check_finite,
     check_positive,
@@ -35,11 +40,6 @@ from dpacct.accountant._validation import (
     check_sample_rate,
     check_tol,
 )
-from dpacct.accountant.attack_risk import advantage as _advantage
-from dpacct.accountant.attack_risk import tpr_at as _tpr_at
-from dpacct.accountant.compose import compose
-from dpacct.accountant.mechanism import Mechanism
-from dpacct.accountant.subsample import poisson_subsample
 from dpacct.mechanisms.gaussian import GaussianMechanism
 
 from .calibrate import CalibrationError, UnreachableTargetError

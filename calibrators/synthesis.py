@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from dpacct.accountant._validation import check_delta, check_positive, check_probability
+from dpacct.accountant.validation import check_delta, check_positive, check_probability
 from dpacct.mechanisms.synthesis import Column, MarginalSynthesizer
 
 from .calibrate import calibrate

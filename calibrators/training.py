@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from typing import Any, Literal, overload
 
-from dpacct.accountant._validation import (
+from dpacct.accountant.validation import (
     check_count,
     check_delta,
     check_positive,

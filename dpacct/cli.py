@@ -502,7 +502,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     deltas = args.delta or [DEMO_DELTA]
     alphas = args.alpha
     fprs = np.asarray(args.fpr, dtype=float)
-    from dpacct.accountant._validation import check_alpha, check_delta, check_fpr
+    from dpacct.accountant.validation import check_alpha, check_delta, check_fpr
 
     deltas = [check_delta(d) for d in deltas]
     check_alpha(alphas)

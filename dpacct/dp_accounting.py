@@ -79,7 +79,7 @@ from dpacct.accountant import (
     poisson_subsample,
     subsample_without_replacement,
 )
-from dpacct.accountant._validation import check_count, check_delta, check_epsilon, check_tol
+from dpacct.accountant.validation import check_count, check_delta, check_epsilon, check_tol
 from dpacct.mechanisms import (
     DiscreteLaplaceMechanism,
     GaussianMechanism,

@@ -50,8 +50,8 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
         f'pip install "dpacct[opacus]"); the import failed with: {exc}'
     ) from exc
 
-from dpacct.accountant._validation import check_count, check_delta, check_tol
 from dpacct.accountant.ledger import BudgetExceededError, PrivacyAccountant
+from dpacct.accountant.validation import check_count, check_delta, check_tol
 
 __all__ = ["MECHANISM", "OpacusAccountant", "register"]
 

@@ -13,7 +13,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from dpacct.accountant._validation import _real_array, check_positive, check_rng
+from dpacct.accountant.validation import check_positive, check_rng, real_array
 
 __all__ = [
     "bernoulli_rational",
@@ -42,7 +42,7 @@ def check_real_values(name: str, value: object) -> tuple[np.ndarray, bool]:
     ...
     ValueError: value must contain only finite numbers, got inf
     """
-    arr = _real_array(name, value, "a real number or an array of real numbers")
+    arr = real_array(name, value, "a real number or an array of real numbers")
     if not np.isfinite(arr).all():
         bad = arr[~np.isfinite(arr)].ravel()[0]
         raise ValueError(f"{name} must contain only finite numbers, got {float(bad)!r}")
@@ -62,7 +62,7 @@ def check_integer_values(name: str, value: object) -> tuple[np.ndarray, bool]:
     ...
     ValueError: value must contain only integers, got 0.5
     """
-    arr = _real_array(name, value, "an integer or an array of integers")
+    arr = real_array(name, value, "an integer or an array of integers")
     if not np.isfinite(arr).all() or (arr != np.round(arr)).any():
         bad = arr[~np.isfinite(arr) | (arr != np.round(arr))].ravel()[0]
         raise ValueError(f"{name} must contain only integers, got {float(bad)!r}")

@@ -26,11 +26,11 @@ from typing import Any
 
 import numpy as np
 
-from dpacct.accountant._validation import check_count, check_positive, check_rng
 from dpacct.accountant.compose import compose
 from dpacct.accountant.mechanism import Mechanism, PLDSettings
 from dpacct.accountant.pld import GridPLD
 from dpacct.accountant.subsample import PoissonSubsampledMechanism
+from dpacct.accountant.validation import check_count, check_positive, check_rng
 
 __all__ = ["Algorithm", "PlannedRelease", "ReleaseSession"]
 

@@ -57,14 +57,14 @@ from typing import Any
 import numpy as np
 from scipy import special, stats
 
-from dpacct.accountant._validation import (
+from dpacct.accountant.subsample import PoissonSubsampledMechanism
+from dpacct.accountant.validation import (
     as_float_array,
     check_count,
     check_delta,
     check_probability,
     check_rng,
 )
-from dpacct.accountant.subsample import PoissonSubsampledMechanism
 
 from .discrete import DiscreteGaussianMechanism, DiscreteLaplaceMechanism
 from .exponential import ExponentialMechanism

@@ -31,10 +31,10 @@ from fractions import Fraction
 import numpy as np
 from scipy import special
 
-from dpacct.accountant._validation import check_positive, check_rng
 from dpacct.accountant.loss_law import AtomicLossLaw
 from dpacct.accountant.mechanism import Mechanism, PLDSettings, _invert_exact, discretize_law
 from dpacct.accountant.pld import GridPLD
+from dpacct.accountant.validation import check_positive, check_rng
 
 from ._release import check_integer_values, is_integral, uniform_below
 from .randomized_response import PureDPCurves

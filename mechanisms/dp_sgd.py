@@ -19,7 +19,10 @@ from typing import Literal
 
 import numpy as np
 
-from dpacct.accountant._validation import (
+from dpacct.accountant.ledger import PrivacyAccountant
+from dpacct.accountant.mechanism import Mechanism
+from dpacct.accountant.subsample import poisson_subsample
+from dpacct.accountant.validation import (
     check_count,
     check_delta,
     check_flag,
@@ -27,9 +30,6 @@ from dpacct.accountant._validation import (
     check_rng,
     check_sample_rate,
 )
-from dpacct.accountant.ledger import PrivacyAccountant
-from dpacct.accountant.mechanism import Mechanism
-from dpacct.accountant.subsample import poisson_subsample
 from dpacct.mechanisms._regression_data import binary_coding
 from dpacct.mechanisms.algorithm import Algorithm, PlannedRelease
 from dpacct.mechanisms.gaussian import GaussianMechanism

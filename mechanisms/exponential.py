@@ -46,10 +46,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dpacct.accountant._validation import check_positive
 from dpacct.accountant.loss_law import PrivacyLossLaw
 from dpacct.accountant.mechanism import Mechanism
 from dpacct.accountant.serialization import register_mechanism
+from dpacct.accountant.validation import check_positive
 
 from ._release import check_real_values, check_release_args
 from .randomized_response import PureDPCurves

@@ -8,10 +8,10 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special
 
-from dpacct.accountant._validation import as_float_array, check_positive
 from dpacct.accountant.loss_law import GaussianLossLaw
 from dpacct.accountant.mechanism import Mechanism
 from dpacct.accountant.relations import REPLACE_ONE
+from dpacct.accountant.validation import as_float_array, check_positive
 
 from ._release import check_real_values, check_release_args
 

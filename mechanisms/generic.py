@@ -13,10 +13,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dpacct.accountant._validation import check_delta, check_epsilon, check_positive
 from dpacct.accountant.mechanism import Mechanism
 from dpacct.accountant.rdp import zcdp_rdp
 from dpacct.accountant.serialization import register_mechanism
+from dpacct.accountant.validation import check_delta, check_epsilon, check_positive
 
 from .randomized_response import PureDPCurves
 

@@ -29,10 +29,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dpacct.accountant._validation import check_positive
 from dpacct.accountant.loss_law import PrivacyLossLaw
 from dpacct.accountant.mechanism import Mechanism
 from dpacct.accountant.relations import REPLACE_ONE
+from dpacct.accountant.validation import check_positive
 
 from ._release import check_real_values, check_release_args
 

@@ -26,7 +26,8 @@ from typing import Literal
 import numpy as np
 from scipy import special
 
-from dpacct.accountant._validation import (
+from dpacct.accountant.compose import compose
+from dpacct.accountant.validation import (
     check_count,
     check_delta,
     check_finite,
@@ -34,7 +35,6 @@ from dpacct.accountant._validation import (
     check_positive,
     check_rng,
 )
-from dpacct.accountant.compose import compose
 from dpacct.mechanisms._regression_data import (
     as_design_matrix,
     binary_coding,

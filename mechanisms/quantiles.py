@@ -56,14 +56,14 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import optimize
 
-from dpacct.accountant._validation import (
+from dpacct.accountant.mechanism import Mechanism
+from dpacct.accountant.validation import (
     as_float_array,
     check_count,
     check_finite,
     check_positive,
     check_rng,
 )
-from dpacct.accountant.mechanism import Mechanism
 
 from .algorithm import Algorithm, PlannedRelease
 from .exponential import ExponentialMechanism

@@ -19,10 +19,10 @@ loop uses.
 
 from __future__ import annotations
 
-from dpacct.accountant._validation import check_finite, check_sample_rate
 from dpacct.accountant.mechanism import Mechanism
 from dpacct.accountant.relations import ADD_REMOVE
 from dpacct.accountant.subsample import subsample_without_replacement
+from dpacct.accountant.validation import check_finite, check_sample_rate
 
 from .gaussian import GaussianMechanism, ReplaceOneGaussianMechanism
 from .laplace import LaplaceMechanism, ReplaceOneLaplaceMechanism

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dpacct.accountant._validation import (
+from dpacct.accountant.validation import (
     check_finite,
     check_flag,
     check_positive,

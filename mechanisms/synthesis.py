@@ -74,8 +74,8 @@ from typing import Any
 
 import numpy as np
 
-from dpacct.accountant._validation import check_count, check_positive, check_rng
 from dpacct.accountant.mechanism import Mechanism
+from dpacct.accountant.validation import check_count, check_positive, check_rng
 
 from .algorithm import Algorithm, PlannedRelease
 from .gaussian import GaussianMechanism

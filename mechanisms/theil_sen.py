@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dpacct.accountant._validation import (
+from dpacct.accountant.validation import (
     check_count,
     check_finite,
     check_positive,
