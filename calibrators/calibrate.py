@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dpacct.accountant.mechanism import Mechanism
+from dpacct.accountant.numerics import brentq
 from dpacct.accountant.validation import (
     check_delta,
     check_finite,
@@ -53,13 +54,6 @@ __all__ = [
     "UnreachableTargetError",
     "calibrate",
 ]
-
-
-def _brentq(f, a: float, b: float, **kwargs) -> float:
-    """``scipy.optimize.brentq``, imported on first use (keeps ``dpacct --help`` fast)."""
-    from scipy import optimize
-
-    return optimize.brentq(f, a, b, **kwargs)
 
 
 #: how far (as a factor) the bracket may grow beyond the starting interval, each side
@@ -452,7 +446,7 @@ def _root(
         if fb == 0:
             return b
         if (fb > 0) != (f0 > 0):
-            return _brentq(f, min(a, b), max(a, b), xtol=1e-8, rtol=1e-10, maxiter=200)
+            return brentq(f, min(a, b), max(a, b), xtol=1e-8, rtol=1e-10, maxiter=200)
         a, step = b, 2.0 * step
     return None
 

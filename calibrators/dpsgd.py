@@ -30,6 +30,7 @@ import numpy as np
 
 from dpacct.accountant import compose, poisson_subsample
 from dpacct.accountant.mechanism import Mechanism
+from dpacct.accountant.numerics import brentq
 from dpacct.accountant.validation import (
     check_count,
     check_delta,
@@ -48,15 +49,9 @@ __all__ = [
     "max_sample_rate",
     "max_steps",
     "noise_multiplier",
+    "resolve_steps",
     "steps_from_epochs",
 ]
-
-
-def _brentq(f, a: float, b: float, **kwargs) -> float:
-    """``scipy.optimize.brentq``, imported on first use (keeps ``dpacct --help`` fast)."""
-    from scipy import optimize
-
-    return optimize.brentq(f, a, b, **kwargs)
 
 
 #: Renyi orders of the steering estimate: dense where DP-SGD's optimal orders lie (2 to
@@ -117,7 +112,34 @@ def steps_from_epochs(epochs: float, sample_rate: float) -> int:
     return steps
 
 
-def _resolve_steps(steps: int | None, epochs: float | None, sample_rate: float) -> int:
+def resolve_steps(steps: int | None, epochs: float | None, sample_rate: float) -> int:
+    """The step count from exactly one of ``steps`` and ``epochs``.
+
+    Parameters
+    ----------
+    steps : int or None
+        A step count (an integer >= 1).
+    epochs : float or None
+        Passes over the data; converted with :func:`steps_from_epochs`.
+    sample_rate : float
+        The Poisson sampling rate (expected batch size / dataset size).
+
+    Returns
+    -------
+    int
+        The number of steps.
+
+    Examples
+    --------
+    >>> resolve_steps(1000, None, 0.01)
+    1000
+    >>> resolve_steps(None, 3, 0.01)
+    300
+    >>> resolve_steps(10, 3, 0.01)
+    Traceback (most recent call last):
+    ...
+    ValueError: give either steps or epochs, not both
+    """
     if steps is not None and epochs is not None:
         raise ValueError("give either steps or epochs, not both")
     if steps is None and epochs is None:
@@ -163,7 +185,7 @@ def gaussian_epsilon(mu: float, delta: float) -> float:
         v = _log_gauss_delta(mu, e)
         return max(v, -1e300) - log_d
 
-    return _brentq(f, 0.0, hi, xtol=1e-15, rtol=1e-13, maxiter=500)
+    return brentq(f, 0.0, hi, xtol=1e-15, rtol=1e-13, maxiter=500)
 
 
 def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1.0) -> float:
@@ -217,7 +239,7 @@ def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1
         hi += 2.0 * hi
         if hi > 700:
             raise ValueError(f"epsilon={eps!r} at delta={delta!r} needs no noise (sigma -> 0)")
-    log_mu = _brentq(f, lo, hi, xtol=1e-15, rtol=4 * np.finfo(float).eps, maxiter=500)
+    log_mu = brentq(f, lo, hi, xtol=1e-15, rtol=4 * np.finfo(float).eps, maxiter=500)
     # Round to the side that meets the budget.  The float evaluation of the curve is
     # itself off in the last digits, so the returned sigma is certified at 40 digits:
     # step up until delta(eps; sensitivity / sigma) <= delta holds in mpmath for the
@@ -399,7 +421,7 @@ def noise_multiplier(
     eps = check_positive("epsilon", epsilon)
     delta = check_delta(delta)
     q = check_sample_rate(sample_rate)
-    n = _resolve_steps(steps, epochs, q)
+    n = resolve_steps(steps, epochs, q)
 
     def family(sigma: float) -> Mechanism:
         return compose([poisson_subsample(GaussianMechanism(sigma=sigma), q)], counts=[n])

@@ -32,7 +32,8 @@ import numpy as np
 from scipy import special
 
 from dpacct.accountant.loss_law import AtomicLossLaw
-from dpacct.accountant.mechanism import Mechanism, PLDSettings, _invert_exact, discretize_law
+from dpacct.accountant.mechanism import Mechanism, PLDSettings, discretize_law
+from dpacct.accountant.numerics import invert_decreasing
 from dpacct.accountant.pld import GridPLD
 from dpacct.accountant.validation import check_positive, check_rng
 
@@ -642,7 +643,7 @@ class DiscreteGaussianMechanism(Mechanism):
         if self.sigma <= _EXACT_MAX_SIGMA:
             return super()._epsilon_bounds(delta, tol)
         # the curve is bracketed, not exact: invert its lower and its upper bound
-        lower = _invert_exact(lambda e: discrete_gaussian_delta_bounds(self.sigma, e)[0], delta)
+        lower = invert_decreasing(lambda e: discrete_gaussian_delta_bounds(self.sigma, e)[0], delta)
         return (lower[0], self._epsilon_upper(delta, tol))
 
     @property

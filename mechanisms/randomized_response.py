@@ -34,9 +34,9 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special
 
-from dpacct.accountant._rounding import next_up
 from dpacct.accountant.loss_law import AtomicLossLaw
 from dpacct.accountant.mechanism import Mechanism
+from dpacct.accountant.numerics import next_up
 from dpacct.accountant.rdp import pure_dp_rdp, randomized_response_rdp
 from dpacct.accountant.relations import REPLACE_ONE
 from dpacct.accountant.validation import check_count, check_finite, check_rng

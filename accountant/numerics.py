@@ -1,0 +1,116 @@
+"""Numerical helpers and named floating-point limits shared by every layer.
+
+The mechanisms, the calibrators and the command line import these from here
+(``dpacct.accountant.numerics``) rather than keeping private copies.  Nothing here
+imports SciPy at module load: :func:`brentq` imports it on first use, which keeps
+``import dpacct`` and ``dpacct --help`` fast.
+
+Examples
+--------
+>>> import math
+>>> math.isfinite(math.exp(EXP_OVERFLOW))
+True
+>>> brentq(lambda x: x * x - 2.0, 0.0, 2.0, xtol=1e-15)
+1.414213562373095
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+from ._rounding import next_up
+
+__all__ = [
+    "EXP_MAX",
+    "EXP_OVERFLOW",
+    "TINY",
+    "brentq",
+    "invert_decreasing",
+    "next_up",
+]
+
+#: Largest argument passed to ``exp`` where a value may be large: ``exp(x)`` is finite
+#: for ``x < 709.78`` (``log`` of the largest double); 700 leaves a margin of about
+#: ``e^9 = 8100`` so that a product or a sum with the result stays finite too.  Used
+#: as ``exp(min(x, EXP_OVERFLOW))`` and, negated, as the matching lower clip.
+EXP_OVERFLOW = 700.0
+
+#: Cap for an ``exp`` whose result is used alone (no product or sum follows that could
+#: overflow): ``exp(709.0)`` is about ``8.2e307``, just inside the double range.
+EXP_MAX = 709.0
+
+#: A positive floor far below any probability the library reports (the smallest normal
+#: double is ``2.2e-308``): ``log(max(p, TINY))`` and ``x / max(y, TINY)`` stay finite,
+#: and an upper bound moved up by ``TINY`` stays sound.
+TINY = 1e-300
+
+
+def brentq(f: Callable[[float], float], a: float, b: float, **kwargs) -> float:
+    """``scipy.optimize.brentq``, imported on first use (keeps ``dpacct --help`` fast).
+
+    Parameters
+    ----------
+    f : callable
+        Continuous function of one float with ``f(a)`` and ``f(b)`` of opposite signs.
+    a, b : float
+        The bracket.
+    **kwargs
+        Passed to :func:`scipy.optimize.brentq` (``xtol``, ``rtol``, ``maxiter``, ...);
+        give them explicitly: results must not depend on a SciPy version's defaults.
+
+    Returns
+    -------
+    float
+        The root found.
+
+    Examples
+    --------
+    >>> round(brentq(lambda x: math.exp(x) - 3.0, 0.0, 2.0, xtol=1e-14, rtol=1e-14), 12)
+    1.098612288668
+    """
+    from scipy import optimize
+
+    return optimize.brentq(f, a, b, **kwargs)
+
+
+def invert_decreasing(
+    delta_fn: Callable, delta: float, ceiling: float = math.inf
+) -> tuple[float, float]:
+    """Bracket ``(lo, hi)`` of the epsilon where a decreasing ``delta(eps)`` meets ``delta``.
+
+    Bisection after a doubling search; ``delta_fn`` takes a numpy array of epsilons
+    and returns their deltas.  ``ceiling`` is an epsilon known to need no delta (a
+    pure-DP epsilon): the doubling search stops there.  Without one the search gives
+    up (upper end ``inf``) only beyond ``2**1000``.  ``delta_fn(hi) <= delta`` holds at
+    the upper end, so ``hi`` is a valid epsilon for an upper bound on the curve.
+
+    This is the engine's inversion (the one :class:`~dpacct.accountant.Mechanism` uses
+    for an exact ``delta(eps)``), under a public name for the mechanisms that invert
+    a curve of their own.
+
+    Parameters
+    ----------
+    delta_fn : callable
+        ``numpy.ndarray -> numpy.ndarray``, non-increasing in epsilon.
+    delta : float
+        Target delta in (0, 1).
+    ceiling : float, optional
+        An epsilon at which ``delta_fn`` is known to be 0.
+
+    Returns
+    -------
+    tuple of float
+        ``(lo, hi)`` with ``delta_fn(lo) > delta >= delta_fn(hi)`` (``(0, 0)`` when
+        ``delta_fn(0) <= delta``), ``hi - lo <= 1e-13 hi``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> lo, hi = invert_decreasing(lambda e: np.exp(-e), 1e-3)
+    >>> bool(lo <= math.log(1e3) <= hi and hi - lo < 1e-11)
+    True
+    """
+    from .mechanism import _invert_exact  # engine-owned implementation
+
+    return _invert_exact(delta_fn, delta, ceiling)
