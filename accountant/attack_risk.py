@@ -66,6 +66,7 @@ import numpy as np
 
 from .mechanism import Mechanism, PLDSettings
 from .pld import GridPLD
+from .tradeoff import tradeoff_envelope
 from .validation import check_fpr, check_tol
 
 __all__ = [
@@ -76,8 +77,6 @@ __all__ = [
     "tradeoff_bounds",
 ]
 
-#: alphas evaluated per block (memory: block x nodes doubles)
-_BLOCK_ELEMENTS = 4_000_000
 #: relative and absolute outward rounding of every certified trade-off value
 _ROUND_REL = 1e-10
 _ROUND_ABS = 1e-15
@@ -98,19 +97,7 @@ def _envelope(
     ``alpha = 0`` the first term's supremum over ``u -> inf`` is ``1 - d_qp(inf)``; the
     caller includes a node beyond the last kink for it.
     """
-    out = np.zeros(alpha.size)
-    eu = np.exp(np.minimum(u, 700.0))
-    emu = np.exp(-u)
-    block = max(1, _BLOCK_ELEMENTS // max(u.size, 1))
-    one_qp = 1.0 - d_qp
-    for start in range(0, alpha.size, block):
-        a = alpha[start : start + block, None]
-        with np.errstate(over="ignore", invalid="ignore"):
-            t1 = one_qp[None, :] - eu[None, :] * a
-            t2 = emu[None, :] * (1.0 - a - d_pq[None, :])
-        best = np.maximum(np.nan_to_num(t1, nan=0.0, neginf=0.0).max(axis=1), t2.max(axis=1))
-        out[start : start + block] = np.maximum(best, 0.0)
-    return out
+    return tradeoff_envelope(alpha, u, d_qp, d_pq)
 
 
 def _nodes(*plds: GridPLD, swapped: bool = False) -> np.ndarray:

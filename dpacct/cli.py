@@ -246,14 +246,10 @@ def _tradeoff(mech, fpr: np.ndarray) -> np.ndarray:
     """
     if mech.has_exact_curve:
         return np.asarray(mech.tradeoff(fpr), dtype=float)
+    from dpacct.accountant.tradeoff import tradeoff_envelope
+
     eps, d = _delta_grid(mech)
-    a = np.asarray(fpr, dtype=float)[:, None]
-    e = eps[None, :]
-    with np.errstate(over="ignore", invalid="ignore"):
-        b1 = 1.0 - d[None, :] - np.exp(e) * a
-        b2 = np.exp(-e) * (1.0 - d[None, :] - a)
-    best = np.maximum(np.nan_to_num(b1, nan=0.0, neginf=0.0), b2).max(axis=1)
-    return np.clip(best, 0.0, 1.0)
+    return np.clip(tradeoff_envelope(np.asarray(fpr, dtype=float), eps, d), 0.0, 1.0)
 
 
 def _rdp_or_none(mech, alphas: Sequence[float]) -> list[float] | None:
@@ -325,10 +321,10 @@ def _describe_run(sigma: float, q: float, steps: int) -> str:
 
 
 def _cmd_epsilon(args: argparse.Namespace) -> int:
-    from dpacct.calibrators.dpsgd import _resolve_steps, dpsgd_mechanism
+    from dpacct.calibrators.dpsgd import dpsgd_mechanism, resolve_steps
 
     q = args.sample_rate
-    steps = _resolve_steps(args.steps, args.epochs, q)
+    steps = resolve_steps(args.steps, args.epochs, q)
     mech = dpsgd_mechanism(args.noise_multiplier, q, steps)
     t0 = time.perf_counter()
     eps = float(mech.epsilon(args.delta))
@@ -368,10 +364,10 @@ def _cmd_epsilon(args: argparse.Namespace) -> int:
 
 def _cmd_calibrate(args: argparse.Namespace) -> int:
     from dpacct.calibrators.dpsgd import (
-        _resolve_steps,
         max_sample_rate,
         max_steps,
         noise_multiplier,
+        resolve_steps,
     )
 
     have_sigma = args.noise_multiplier is not None
@@ -390,7 +386,7 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     if not have_sigma:
         solve = "noise_multiplier"
         q = args.sample_rate if have_rate else 1.0
-        steps = _resolve_steps(args.steps, args.epochs, q) if have_steps else 1
+        steps = resolve_steps(args.steps, args.epochs, q) if have_steps else 1
         res = noise_multiplier(
             args.epsilon, args.delta, q, steps, rtol=args.tolerance, full_output=True
         )
@@ -443,7 +439,7 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
 
 def _calibrate_risk_cmd(args, have_sigma: bool, have_steps: bool, have_rate: bool) -> int:
     """``calibrate --tpr T --fpr A`` / ``--advantage V``: attack-risk targets."""
-    from dpacct.calibrators.dpsgd import _resolve_steps
+    from dpacct.calibrators.dpsgd import resolve_steps
     from dpacct.calibrators.risk import (
         risk_max_sample_rate,
         risk_max_steps,
@@ -456,7 +452,7 @@ def _calibrate_risk_cmd(args, have_sigma: bool, have_steps: bool, have_rate: boo
     if not have_sigma:
         solve = "noise_multiplier"
         q = args.sample_rate if have_rate else 1.0
-        steps = _resolve_steps(args.steps, args.epochs, q) if have_steps else 1
+        steps = resolve_steps(args.steps, args.epochs, q) if have_steps else 1
         res = risk_noise_multiplier(sample_rate=q, steps=steps, full_output=True, **target)
         sigma = float(res.parameter)
     elif not have_steps:

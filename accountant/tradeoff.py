@@ -1,0 +1,85 @@
+"""The f-DP trade-off curve as the dual of hockey-stick divergences.
+
+For an ordered pair ``(P, Q)`` with ``delta_QP(u) = H_{e^u}(Q||P)`` and
+``delta_PQ(u) = H_{e^u}(P||Q)`` (``u >= 0``), the trade-off curve is
+
+    T(P, Q)(alpha) = sup_{u >= 0} max(1 - delta_QP(u) - e^u alpha,
+                                       e^{-u} (1 - alpha - delta_PQ(u)))
+
+(Dong, Roth, Su 2022, Proposition 2.12 and its proof).  Every term is monotone in
+both deltas, so on any set of nodes ``u`` and with upper bounds on the deltas the
+maximum is a lower bound on ``T``: the safe side (an upper bound on every attack's
+true-positive rate).  For a symmetric mechanism (one ``delta(eps)`` curve for both
+directions) the two deltas are the same curve.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .numerics import EXP_OVERFLOW
+
+__all__ = ["tradeoff_envelope"]
+
+#: alphas evaluated per block (memory: block x nodes doubles)
+BLOCK_ELEMENTS = 4_000_000
+
+
+def tradeoff_envelope(
+    fpr: np.ndarray,
+    eps: np.ndarray,
+    delta: np.ndarray,
+    delta_swapped: np.ndarray | None = None,
+) -> np.ndarray:
+    """``max(0, max_j max(1 - delta[j] - e^{eps_j} a, e^{-eps_j} (1 - a - delta_swapped[j])))``.
+
+    The dual of a ``delta(eps)`` curve sampled at the nodes ``eps`` (all ``>= 0``),
+    evaluated at every false-positive rate ``a`` of ``fpr`` (Dong, Roth, Su 2022,
+    Proposition 2.12).  Any nodes and any upper bounds on the deltas give a lower
+    bound on the trade-off curve.  ``e^eps`` is evaluated as ``exp(min(eps,
+    EXP_OVERFLOW))``, so at ``a = 0`` a node far in the tail contributes
+    ``1 - delta`` (the supremum as ``eps -> inf``) rather than NaN.
+
+    Parameters
+    ----------
+    fpr : numpy.ndarray
+        False-positive rates in [0, 1] (any shape; flattened).
+    eps : numpy.ndarray
+        The nodes, 1-D, each ``>= 0``.
+    delta : numpy.ndarray
+        ``delta_QP`` at the nodes (upper bounds).
+    delta_swapped : numpy.ndarray, optional
+        ``delta_PQ`` at the nodes; ``delta`` when omitted (a symmetric pair).
+
+    Returns
+    -------
+    numpy.ndarray
+        1-D lower bound on ``T(fpr)``, one value per false-positive rate, each ``>= 0``.
+
+    Examples
+    --------
+    A pure ``log 3``-DP pair (``delta(0) = 1/2``, ``delta(log 3) = 0``) gives
+    ``max(1/2 - a, 1 - 3 a, (1 - a) / 3)``:
+
+    >>> import numpy as np
+    >>> eps = np.log(3.0)
+    >>> tradeoff_envelope(np.array([0.0, 0.1, 0.5]), np.array([0.0, eps]), np.array([0.5, 0.0]))
+    array([1.        , 0.7       , 0.16666667])
+    """
+    alpha = np.asarray(fpr, dtype=float).reshape(-1)
+    u = np.asarray(eps, dtype=float).reshape(-1)
+    d_qp = np.asarray(delta, dtype=float).reshape(-1)
+    d_pq = d_qp if delta_swapped is None else np.asarray(delta_swapped, dtype=float).reshape(-1)
+    out = np.zeros(alpha.size)
+    eu = np.exp(np.minimum(u, EXP_OVERFLOW))
+    emu = np.exp(-u)
+    block = max(1, BLOCK_ELEMENTS // max(u.size, 1))
+    one_qp = 1.0 - d_qp
+    for start in range(0, alpha.size, block):
+        a = alpha[start : start + block, None]
+        with np.errstate(over="ignore", invalid="ignore"):
+            t1 = one_qp[None, :] - eu[None, :] * a
+            t2 = emu[None, :] * (1.0 - a - d_pq[None, :])
+        best = np.maximum(np.nan_to_num(t1, nan=0.0, neginf=0.0).max(axis=1), t2.max(axis=1))
+        out[start : start + block] = np.maximum(best, 0.0)
+    return out
