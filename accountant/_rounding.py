@@ -14,16 +14,9 @@ import math
 from collections.abc import Iterable
 from fractions import Fraction
 
+from .numerics import EXP_OVERFLOW, next_up
+
 __all__ = ["amplified_pure_up", "next_up", "sum_up"]
-
-
-def next_up(x: float, ulps: int = 1) -> float:
-    """``x`` moved ``ulps`` floats towards ``+inf`` (``inf`` and NaN unchanged)."""
-    for _ in range(ulps):
-        if not math.isfinite(x):
-            return x
-        x = math.nextafter(x, math.inf)
-    return x
 
 
 def sum_up(terms: Iterable[tuple[int, float]]) -> float:
@@ -65,7 +58,7 @@ def amplified_pure_up(q: float, eps: float) -> float:
         return math.inf if eps > 0 else eps
     if q >= 1.0:
         return eps
-    if eps < 700.0:
+    if eps < EXP_OVERFLOW:
         return next_up(math.log1p(q * math.expm1(eps)), 4)
     big = math.log(q) + eps
     small = math.log1p(-q)

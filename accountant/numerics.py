@@ -19,8 +19,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from ._rounding import next_up
-
 __all__ = [
     "EXP_MAX",
     "EXP_OVERFLOW",
@@ -72,6 +70,23 @@ def brentq(f: Callable[[float], float], a: float, b: float, **kwargs) -> float:
     from scipy import optimize
 
     return optimize.brentq(f, a, b, **kwargs)
+
+
+def next_up(x: float, ulps: int = 1) -> float:
+    """``x`` moved ``ulps`` floats towards ``+inf`` (``inf`` and NaN unchanged).
+
+    Examples
+    --------
+    >>> next_up(1.0) - 1.0 == 2.0**-52
+    True
+    >>> next_up(math.inf, 3)
+    inf
+    """
+    for _ in range(ulps):
+        if not math.isfinite(x):
+            return x
+        x = math.nextafter(x, math.inf)
+    return x
 
 
 def invert_decreasing(

@@ -83,6 +83,7 @@ from scipy import special
 from .compose import compose
 from .loss_law import AtomicLossLaw
 from .mechanism import Mechanism, PLDSettings
+from .numerics import EXP_OVERFLOW
 from .rdp import rdp_to_delta, rdp_to_epsilon
 from .subsample import poisson_subsample
 from .validation import check_count, check_delta, check_epsilon, check_positive, check_tol
@@ -290,13 +291,14 @@ def add_rdp(order: float, sigma: float, steps: int) -> float:
         cells = np.exp(log_b[:-1] + beta * u[1:] + np.log(-np.expm1(-beta * np.diff(u))))
         far = (
             beta
-            * math.exp(min(beta * u0 + beta * beta / (2.0 * prec), 700.0))
+            * math.exp(min(beta * u0 + beta * beta / (2.0 * prec), EXP_OVERFLOW))
             * math.sqrt(2.0 * math.pi / prec)
             * float(special.ndtr(-(umax - u0 - beta / prec) * math.sqrt(prec)))
         )
         below = np.concatenate([np.cumsum(cells[::-1])[::-1], [0.0]])
         tails = below + far + np.exp(log_b + beta * u)
-        main = 1.0 + 0.5 * beta * (beta + 1.0) * np.exp(np.minimum((beta + 2.0) * u, 700.0)) * var
+        growth = np.exp(np.minimum((beta + 2.0) * u, EXP_OVERFLOW))
+        main = 1.0 + 0.5 * beta * (beta + 1.0) * growth * var
         total = main + tails
         # step 1' (no m0): with c(m) = b (b+1) min(m,1)^{-b-2} / 2 the Taylor bound holds
         # for every m > 0, so E[M^{-b}] <= 1 + c(1) Var(M) + E[h(M); M < 1] with
@@ -304,7 +306,7 @@ def add_rdp(order: float, sigma: float, steps: int) -> float:
         # E[h(M); M < 1] = int_0^1 (-h'(m)) P(M < m) dm <= sum over cells of
         # P-bound at the cell's right end times the exact rise of h across the cell
         c1 = 0.5 * beta * (beta + 1.0)
-        h = c1 * np.expm1(np.minimum((beta + 2.0) * u, 700.0)) * (-np.expm1(-u)) ** 2
+        h = c1 * np.expm1(np.minimum((beta + 2.0) * u, EXP_OVERFLOW)) * (-np.expm1(-u)) ** 2
         rise = np.diff(h)  # h(m_{i+1}) - h(m_i) >= 0 (u increasing, m decreasing)
         # (the first cell, m in (e^{-u_0}, 1), is taken with P(M < m) <= 1)
         inner = float(h[0] + np.sum(np.exp(log_b[:-1]) * rise))
@@ -312,7 +314,7 @@ def add_rdp(order: float, sigma: float, steps: int) -> float:
         b2 = beta + 2.0
         far2 = (
             (beta + 4.0) * c1
-            * math.exp(min(b2 * u0 + b2 * b2 / (2.0 * prec), 700.0))
+            * math.exp(min(b2 * u0 + b2 * b2 / (2.0 * prec), EXP_OVERFLOW))
             * math.sqrt(2.0 * math.pi / prec)
             * float(special.ndtr(-(umax - u0 - b2 / prec) * math.sqrt(prec)))
         )

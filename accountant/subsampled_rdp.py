@@ -33,6 +33,7 @@ from collections.abc import Callable
 import numpy as np
 from scipy import special
 
+from .numerics import EXP_OVERFLOW
 from .validation import check_alpha, check_positive, check_sample_rate
 
 __all__ = [
@@ -617,7 +618,7 @@ def _general_bound(
     # the subsampled mechanism is at most as private at any order as at alpha = inf,
     # where pure-DP amplification gives log(1 + gamma (e^eps - 1)) (Balle, Barthe &
     # Gaboardi 2018, Theorems 8 and 9)
-    if eps_inf < 700.0:
+    if eps_inf < EXP_OVERFLOW:
         amplified_inf = math.log1p(gamma * math.expm1(eps_inf))
     else:  # log((1 - gamma) + gamma e^eps) without overflow (inf stays inf)
         amplified_inf = float(np.logaddexp(math.log1p(-gamma), math.log(gamma) + eps_inf))

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dpacct.accountant.mechanism import Mechanism
-from dpacct.accountant.numerics import brentq
+from dpacct.accountant.numerics import EXP_MAX, EXP_OVERFLOW, TINY, brentq
 from dpacct.accountant.validation import (
     check_delta,
     check_finite,
@@ -253,7 +253,7 @@ class _Search:
 
     # -------------------------------------------------------------- evaluations
     def param(self, x: float) -> float | int:
-        p = math.exp(min(x, 709.0))
+        p = math.exp(min(x, EXP_MAX))
         if self.integer:
             n = max(round(p), math.ceil(self.dom_lo))
             return n if math.isinf(self.dom_hi) else min(n, math.floor(self.dom_hi))
@@ -611,7 +611,7 @@ def calibrate(
         raise ValueError(f"interval {(lo, hi)!r} lies outside the domain {dom!r}")
     lo, hi = max(lo, dom[0]), min(hi, dom[1])
     if lo <= 0:
-        lo = min(hi, 1e-300) if hi > 0 else hi
+        lo = min(hi, TINY) if hi > 0 else hi
     if start is not None:
         start = check_positive("start", start)
         if not dom[0] <= start <= dom[1]:
@@ -786,7 +786,7 @@ def _integer_candidate(s: _Search, x: float | None, xf: float, xi: float) -> flo
     pf, pi = s.param(xf), s.param(xi)
     a, b = (pf, pi) if pf < pi else (pi, pf)
     if x is not None and math.isfinite(x):
-        p = math.exp(min(max(x, -700.0), 700.0))
+        p = math.exp(min(max(x, -EXP_OVERFLOW), EXP_OVERFLOW))
         # the integer predicted feasible next to the crossing
         c = math.floor(p) if s.sign > 0 else math.ceil(p)
         if c == pf:
@@ -818,7 +818,7 @@ def _widening_step(
         x = edge + direction * width
         width *= 2.0
     elif s.integer:
-        p = math.exp(min(max(x, -700.0), 700.0))
+        p = math.exp(min(max(x, -EXP_OVERFLOW), EXP_OVERFLOW))
         c = math.floor(p) if s.sign > 0 else math.ceil(p)
         pe = s.param(edge)
         if (c - pe) * direction <= 0:

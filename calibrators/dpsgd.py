@@ -30,7 +30,7 @@ import numpy as np
 
 from dpacct.accountant import compose, poisson_subsample
 from dpacct.accountant.mechanism import Mechanism
-from dpacct.accountant.numerics import brentq
+from dpacct.accountant.numerics import EXP_OVERFLOW, brentq
 from dpacct.accountant.validation import (
     check_count,
     check_delta,
@@ -233,11 +233,11 @@ def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1
     lo, hi = -1.0, 1.0
     while f(lo) > 0:
         lo -= 2.0 * (1.0 - lo)
-        if lo < -700:  # pragma: no cover - delta(eps) at mu -> 0 goes to 0
+        if lo < -EXP_OVERFLOW:  # pragma: no cover - delta(eps) at mu -> 0 goes to 0
             raise ValueError(f"no Gaussian reaches epsilon={eps!r}, delta={delta!r}")
     while f(hi) <= 0:
         hi += 2.0 * hi
-        if hi > 700:
+        if hi > EXP_OVERFLOW:
             raise ValueError(f"epsilon={eps!r} at delta={delta!r} needs no noise (sigma -> 0)")
     log_mu = brentq(f, lo, hi, xtol=1e-15, rtol=4 * np.finfo(float).eps, maxiter=500)
     # Round to the side that meets the budget.  The float evaluation of the curve is
@@ -299,7 +299,8 @@ def _clt_epsilon(sigma: float, q: float, steps: int, delta: float) -> float:
     Bu, Dong, Long, Su 2020 ("Deep learning with Gaussian differential privacy",
     Theorem 5).  Neither bound nor certified -- a cheap steering estimate only.
     """
-    return gaussian_epsilon(q * math.sqrt(steps * math.expm1(min(1.0 / sigma**2, 700.0))), delta)
+    mu = q * math.sqrt(steps * math.expm1(min(1.0 / sigma**2, EXP_OVERFLOW)))
+    return gaussian_epsilon(mu, delta)
 
 
 def _estimate_sigma(

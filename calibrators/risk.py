@@ -31,6 +31,7 @@ from dpacct.accountant.attack_risk import advantage as _advantage
 from dpacct.accountant.attack_risk import tpr_at as _tpr_at
 from dpacct.accountant.compose import compose
 from dpacct.accountant.mechanism import Mechanism
+from dpacct.accountant.numerics import TINY
 from dpacct.accountant.subsample import poisson_subsample
 from dpacct.accountant.validation import (
     check_count,
@@ -268,8 +269,8 @@ def calibrate_risk(
             xi, step = x, 2 * step
     # 2. refine by Illinois regula falsi on g(x) = log risk - log target, safeguarded
     if xi is not None:
-        gf = math.log(max(risk(xf), 1e-300)) - math.log(target)
-        gi = math.log(max(risk(xi), 1e-300)) - math.log(target)
+        gf = math.log(max(risk(xf), TINY)) - math.log(target)
+        gi = math.log(max(risk(xi), TINY)) - math.log(target)
         side = 0
         while True:
             if integer:
@@ -287,7 +288,7 @@ def calibrate_risk(
                 if mid in (param(xf), param(xi)):
                     x = math.log(0.5 * (param(xf) + param(xi)))
                 x = math.log(param(x))
-            g = math.log(max(risk(x), 1e-300)) - math.log(target)
+            g = math.log(max(risk(x), TINY)) - math.log(target)
             if g <= 0:
                 xf, gf = x, g
                 if side == 1:
@@ -449,7 +450,7 @@ def risk_max_sample_rate(
         advantage=advantage,
         increasing=True,
         interval=(1e-3, 1e-2),
-        domain=(1e-300, 1.0),
+        domain=(TINY, 1.0),
         rtol=rtol,
         tol=tol,
         name="sample_rate",

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from dpacct.accountant.numerics import TINY
+
 __all__ = [
     "as_design_matrix",
     "as_target_vector",
@@ -124,7 +126,7 @@ def check_regression_data(
         worst = int(np.argmax(norms))
         if norms[worst] > x_bound * (1.0 + BOUND_SLACK):
             if out_of_range == "clip":
-                Xa = Xa * np.minimum(1.0, x_bound / np.maximum(norms, 1e-300))[:, None]
+                Xa = Xa * np.minimum(1.0, x_bound / np.maximum(norms, TINY))[:, None]
             else:
                 raise ValueError(
                     f"X violates x_bound={x_bound!r}: row {worst} has L2 norm "

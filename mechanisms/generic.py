@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dpacct.accountant.mechanism import Mechanism
+from dpacct.accountant.numerics import EXP_OVERFLOW
 from dpacct.accountant.rdp import zcdp_rdp
 from dpacct.accountant.serialization import register_mechanism
 from dpacct.accountant.validation import check_delta, check_epsilon, check_positive
@@ -243,12 +244,12 @@ def zcdp_delta(rho: float, epsilon: float) -> float:
 
     def g(u: float) -> float:  # derivative of log delta(a), increasing in u
         # (2a - 1) rho - eps + log(1 - 1/a) with a = 1 + e^u
-        return rho + 2.0 * math.exp(min(log_rho + u, 700.0)) - eps + _log_one_minus_inv(u)
+        return rho + 2.0 * math.exp(min(log_rho + u, EXP_OVERFLOW)) - eps + _log_one_minus_inv(u)
 
-    hi = min(max(math.log(max(eps, 1.0)) - log_rho, 1.0), 700.0)  # g(hi) > 0 unless capped
+    hi = min(max(math.log(max(eps, 1.0)) - log_rho, 1.0), EXP_OVERFLOW)  # g(hi) > 0 unless capped
     lo = -1.0
     while g(lo) >= 0.0:
-        if lo < -700.0:  # positive derivative everywhere: the infimum is at a -> 1
+        if lo < -EXP_OVERFLOW:  # positive derivative everywhere: the infimum is at a -> 1
             return 1.0
         lo = 2.0 * lo - 1.0
     # (any order gives a valid bound: if even the cap has g < 0, the cap is used)
