@@ -31,6 +31,7 @@ import numpy as np
 from dpacct.accountant import compose, poisson_subsample
 from dpacct.accountant.mechanism import Mechanism
 from dpacct.accountant.numerics import EXP_OVERFLOW, brentq
+from dpacct.accountant.rdp import rdp_to_epsilon_at_orders
 from dpacct.accountant.validation import (
     check_count,
     check_delta,
@@ -277,11 +278,7 @@ def _exact_gaussian_delta_at_most(mu: float, eps: float, delta: float) -> bool:
 
 def _rdp_eps(rdp: np.ndarray, delta: float) -> float:
     """Min over ``_ORDERS`` of the RDP -> (eps, delta) conversion (Canonne et al. 2020)."""
-    a = _ORDERS
-    with np.errstate(over="ignore", invalid="ignore"):
-        val = rdp + np.log1p(-1.0 / a) - (math.log(delta) + np.log(a)) / (a - 1.0)
-    val = np.where(np.isnan(val), np.inf, val)
-    return max(float(val.min()), 0.0)
+    return rdp_to_epsilon_at_orders(_ORDERS, rdp, delta)
 
 
 def _step_rdp(sigma: float, q: float) -> np.ndarray:
