@@ -97,18 +97,25 @@ def _norm(name: str) -> str:
 
 
 def _zoo() -> dict[str, type]:
-    """Normalised name -> mechanism class, for every Mechanism the zoo exports."""
-    from dpacct import mechanisms
-    from dpacct.accountant.mechanism import Mechanism
+    """Normalised name -> mechanism class, for every public zoo mechanism.
+
+    The classes come from the serialization registry
+    (:func:`dpacct.accountant.serialization.registered_mechanisms`, the one table of
+    mechanism types); the command line names them by class name, normalised, with or
+    without a trailing "Mechanism", plus the few aliases of ``_ALIASES``.  The
+    transformers (compose, subsampling) and private classes are not specs.
+    """
+    from dpacct.accountant.serialization import registered_mechanisms
 
     out: dict[str, type] = {}
-    for attr in getattr(mechanisms, "__all__", dir(mechanisms)):
-        obj = getattr(mechanisms, attr, None)
-        if isinstance(obj, type) and issubclass(obj, Mechanism):
-            key = _norm(attr)
-            out[key] = obj
-            if key.endswith("mechanism") and len(key) > len("mechanism"):
-                out.setdefault(key[: -len("mechanism")], obj)
+    classes = {c for c in registered_mechanisms().values()}
+    for cls in sorted(classes, key=lambda c: c.__name__):
+        if cls.__name__.startswith("_") or not cls.__module__.startswith("dpacct.mechanisms"):
+            continue
+        key = _norm(cls.__name__)
+        out[key] = cls
+        if key.endswith("mechanism") and len(key) > len("mechanism"):
+            out.setdefault(key[: -len("mechanism")], cls)
     return out
 
 
