@@ -28,6 +28,7 @@ import math
 from collections.abc import Sequence
 
 from dpacct.accountant.validation import check_delta, check_positive, check_probability
+from dpacct.mechanisms.noise import NOISES
 from dpacct.mechanisms.synthesis import Column, MarginalSynthesizer
 
 from .calibrate import calibrate
@@ -90,8 +91,8 @@ def calibrate_synthesizer(
     """
     epsilon = check_positive("epsilon", epsilon)
     f = check_probability("count_fraction", count_fraction)
-    if noise not in ("laplace", "gaussian"):
-        raise ValueError(f"noise must be one of ('laplace', 'gaussian'), got {noise!r}")
+    if noise not in NOISES:
+        raise ValueError(f"noise must be one of {NOISES!r}, got {noise!r}")
     pure = noise == "laplace" and not isinstance(delta, bool) and delta == 0
     if not pure:
         if noise == "gaussian" and not isinstance(delta, bool) and delta == 0:

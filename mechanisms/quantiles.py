@@ -67,8 +67,7 @@ from dpacct.accountant.validation import (
 
 from .algorithm import Algorithm, PlannedRelease
 from .exponential import ExponentialMechanism
-from .gaussian import GaussianMechanism
-from .laplace import LaplaceMechanism
+from .noise import NOISES, noise_mechanism
 
 __all__ = [
     "ExponentialQuantile",
@@ -85,7 +84,7 @@ __all__ = [
     "smith_quantile",
 ]
 
-_NOISES = ("laplace", "gaussian")
+_NOISES = NOISES
 _OUT_OF_RANGE = ("raise", "clip")
 
 
@@ -191,9 +190,7 @@ def _check_branching(branching: object) -> int:
 
 
 def _unit_mechanism(noise: str, scale: float) -> Mechanism:
-    # one record changes one count by one: L1 = L2 sensitivity 1, so the noise scale
-    # is already per unit of sensitivity
-    return LaplaceMechanism(b=scale) if noise == "laplace" else GaussianMechanism(sigma=scale)
+    return noise_mechanism(noise, scale)
 
 
 

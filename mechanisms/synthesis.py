@@ -78,8 +78,7 @@ from dpacct.accountant.mechanism import Mechanism
 from dpacct.accountant.validation import check_count, check_positive, check_rng
 
 from .algorithm import Algorithm, PlannedRelease
-from .gaussian import GaussianMechanism
-from .laplace import LaplaceMechanism
+from .noise import NOISES, noise_mechanism
 
 __all__ = [
     "BinnedNumericColumn",
@@ -774,7 +773,7 @@ def project_marginals(
 # the synthesizer
 # ----------------------------------------------------------------------------------
 
-_NOISES = ("laplace", "gaussian")
+_NOISES = NOISES
 _GENERATORS = ("auto", "ipf", "tree")
 #: largest full domain (number of cells) that generator='auto' fits by IPF
 _IPF_MAX_CELLS = 2**20
@@ -995,9 +994,7 @@ class MarginalSynthesizer(Algorithm):
         return tuple(c.size for c in self.columns)
 
     def _mechanism(self, scale: float) -> Mechanism:
-        if self.noise == "laplace":
-            return LaplaceMechanism(b=scale)
-        return GaussianMechanism(sigma=scale)
+        return noise_mechanism(self.noise, scale)
 
     def planned_releases(self) -> tuple[PlannedRelease, ...]:
         """One release per measured marginal and one for the row count, sensitivity 1.
