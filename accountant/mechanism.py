@@ -660,6 +660,89 @@ class Mechanism:
             out = _tradeoff_from_delta(partial(self.delta, tol=tol), a.reshape(-1))
         return _scalar_or_array(np.clip(out, 0.0, 1.0).reshape(a.shape), a)
 
+    # ------------------------------------------------------- declared capabilities
+    # A new mechanism states one thing it knows; the engine derives the rest (see
+    # :mod:`dpacct.accountant.custom` for what each route supports and proves).
+
+    @staticmethod
+    def from_delta_curve(delta_curve, *, name: str, neighbouring: str = "add/remove"):
+        """A mechanism known by its exact privacy curve ``delta(eps)``
+        (:func:`~dpacct.accountant.custom.mechanism_from_delta_curve`).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> m = Mechanism.from_delta_curve(lambda e: np.maximum(0.0, 1 - np.exp((e - 1) / 2)),
+        ...                                name="laplace b=1")
+        >>> round(m.epsilon(1e-3), 6)        # Laplace(b=1): 1 + 2 log(1 - delta)
+        0.997999
+        """
+        from .custom import mechanism_from_delta_curve
+
+        return mechanism_from_delta_curve(delta_curve, name=name, neighbouring=neighbouring)
+
+    @staticmethod
+    def from_rdp(rdp, *, name: str = "rdp", pure_epsilon=None, neighbouring: str = "add/remove"):
+        """A mechanism known by a Renyi-DP curve
+        (:func:`~dpacct.accountant.custom.mechanism_from_rdp`).
+
+        Examples
+        --------
+        >>> m = Mechanism.from_rdp(lambda a: a / 2.0, name="gaussian sigma=1")
+        >>> round(m.epsilon(1e-5), 4)        # the RDP conversion of alpha / 2
+        4.7284
+        """
+        from .custom import mechanism_from_rdp
+
+        return mechanism_from_rdp(
+            rdp, name=name, pure_epsilon=pure_epsilon, neighbouring=neighbouring
+        )
+
+    @staticmethod
+    def from_loss_laws(remove, add=None, *, name=None, neighbouring: str = "add/remove"):
+        """A mechanism known by the privacy-loss laws of its dominating pairs
+        (:func:`~dpacct.accountant.custom.mechanism_from_loss_laws`).
+
+        Examples
+        --------
+        >>> from dpacct.accountant.loss_law import GaussianLossLaw
+        >>> m = Mechanism.from_loss_laws(GaussianLossLaw(mu=1.0))
+        >>> round(m.epsilon(1e-5), 3)        # 1-GDP
+        4.377
+        """
+        from .custom import mechanism_from_loss_laws
+
+        return mechanism_from_loss_laws(remove, add, name=name, neighbouring=neighbouring)
+
+    @staticmethod
+    def from_pure_epsilon(epsilon: float, *, neighbouring: str = "add/remove"):
+        """A pure ``epsilon``-DP mechanism
+        (:func:`~dpacct.accountant.custom.mechanism_from_pure_epsilon`).
+
+        Examples
+        --------
+        >>> Mechanism.from_pure_epsilon(0.5).pure_epsilon
+        0.5
+        """
+        from .custom import mechanism_from_pure_epsilon
+
+        return mechanism_from_pure_epsilon(epsilon, neighbouring=neighbouring)
+
+    @staticmethod
+    def from_epsilon_delta(epsilon: float, delta: float, *, neighbouring: str = "add/remove"):
+        """A mechanism known only to be ``(epsilon, delta)``-DP
+        (:func:`~dpacct.accountant.custom.mechanism_from_epsilon_delta`).
+
+        Examples
+        --------
+        >>> m = Mechanism.from_epsilon_delta(1.0, 1e-6)
+        >>> float(m.delta(1.0))
+        1e-06
+        """
+        from .custom import mechanism_from_epsilon_delta
+
+        return mechanism_from_epsilon_delta(epsilon, delta, neighbouring=neighbouring)
+
     # ------------------------------------------------------------------ misc
     def __repr__(self) -> str:
         fields = getattr(self, "__dataclass_fields__", {})

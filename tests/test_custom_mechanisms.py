@@ -623,3 +623,21 @@ def test_default_relation_and_exports():
         "MissingCapabilityError",
     ):
         assert getattr(dpacct, name) is getattr(dpacct.accountant, name)
+
+
+def test_mechanism_constructors_are_the_public_aliases():
+    """``Mechanism.from_*`` build the same mechanisms as the module's functions."""
+    import numpy as np
+
+    from dpacct.accountant import Mechanism
+    from dpacct.accountant import custom as c
+    from dpacct.accountant.loss_law import GaussianLossLaw
+
+    law = GaussianLossLaw(mu=0.7)
+    assert Mechanism.from_loss_laws(law) == c.mechanism_from_loss_laws(law)
+    assert Mechanism.from_pure_epsilon(0.3) == c.mechanism_from_pure_epsilon(0.3)
+    assert Mechanism.from_epsilon_delta(1.0, 1e-6) == c.mechanism_from_epsilon_delta(1.0, 1e-6)
+    curve = Mechanism.from_rdp(lambda a: a / 2.0, name="g")
+    assert curve.epsilon(1e-5) == c.mechanism_from_rdp(lambda a: a / 2.0, name="g").epsilon(1e-5)
+    lap = Mechanism.from_delta_curve(lambda e: np.maximum(0.0, 1 - np.exp((e - 1) / 2)), name="l")
+    assert abs(lap.epsilon(1e-3) - (1 + 2 * np.log1p(-1e-3))) < 1e-9  # Laplace(b=1)
