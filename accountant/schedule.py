@@ -523,46 +523,104 @@ def _compose_cells(
     Returns ``None`` when the window would exceed :data:`FAST_MAX_N`.
     """
     counts = np.asarray(counts, dtype=float)
+    lam_c_pos, lam_c_neg = _cell_lambdas(step, firsts, pmfs)
+    lam_pos = counts @ lam_c_pos
+    lam_neg = counts @ lam_c_neg
+    width = max(p.size for p in pmfs)
+    a_idx, need = _window(step, lam_pos, lam_neg, alias_budget)
+    n = sp_fft.next_fast_len(max(need, width, 2), real=True)
+    if n > FAST_MAX_N:
+        return None
+    alias = _alias(step, lam_pos, lam_neg, a_idx, n)
+    spec, mults = _spectrum_product(pmfs, counts.astype(np.int64), n)
+    norms = float(counts @ np.array([np.linalg.norm(p) for p in pmfs]))
+    origin = int(np.dot(counts.astype(np.int64), firsts))
+    with np.errstate(divide="ignore"):
+        log_fin = float(counts @ np.log1p(-np.minimum(infs, 1.0)))
+    return _finish(step, spec, n, mults, norms, alias, a_idx, origin, log_fin, pessimistic)
+
+
+def _cell_lambdas(step: float, firsts: np.ndarray, pmfs: list[np.ndarray]):
+    """Upper bounds on every cell's log-MGF ``Lambda_c(+-t) = log sum_j p_cj e^{+-t l_j}``
+    at the Chernoff orders (rows: cells).
+
+    The sums are of non-negative terms: their computed value is within a relative
+    ``(width + 8) u`` of the exact one (Higham 2002, Section 3.1; the exponentials to a
+    few ulps), so adding ``2 (width + 8) u`` to the logarithm gives an upper bound.
+    Empty rows (all mass at +inf) get 0, an upper bound.
+    """
     lengths = np.array([p.size for p in pmfs], dtype=np.int64)
     width = int(lengths.max())
     n_cells = len(pmfs)
-    # Chernoff: Lambda(+t) and Lambda(-t) by matrix products on the dense cell table
     t = _ORDERS
-    lam_pos = np.zeros(t.size)
-    lam_neg = np.zeros(t.size)
+    out_pos = np.zeros((n_cells, t.size))
+    out_neg = np.zeros((n_cells, t.size))
     rows = max(1, min(n_cells, (1 << 22) // max(width, 1)))
     j = np.arange(width) * step
     w_pos = np.exp(np.outer(j - j[-1], t))  # shifted by the last node: no overflow
     w_neg = np.exp(-np.outer(j, t))
+    slack = 2.0 * (width + 8) * _U
+    firsts = np.asarray(firsts)
     for s0 in range(0, n_cells, rows):
         block = _dense(pmfs[s0 : s0 + rows], lengths[s0 : s0 + rows], width)
         with np.errstate(divide="ignore"):
-            lp = np.log(block @ w_pos) * (1 + 1e-12)  # overflow-safe; tiny upward slack
-            ln = np.log(block @ w_neg)
-        k = counts[s0 : s0 + block.shape[0]]
+            lp = np.log(block @ w_pos) + slack
+            ln = np.log(block @ w_neg) + slack
         off = firsts[s0 : s0 + block.shape[0]] * step
         lp = lp + np.outer(off + j[-1], t)
         ln = ln - np.outer(off, t)
-        lam_pos += k @ np.where(np.isfinite(lp), lp, 0.0)
-        lam_neg += k @ np.where(np.isfinite(ln), ln, 0.0)
+        out_pos[s0 : s0 + block.shape[0]] = np.where(np.isfinite(lp), lp, 0.0)
+        out_neg[s0 : s0 + block.shape[0]] = np.where(np.isfinite(ln), ln, 0.0)
+    return out_pos, out_neg
+
+
+def _window(step: float, lam_pos: np.ndarray, lam_neg: np.ndarray, alias_budget: float):
+    """First node and length of the window outside which each tail is below the budget."""
+    t = _ORDERS
     lam_pos = lam_pos + 1e-12 * np.abs(lam_pos)
     lam_neg = lam_neg + 1e-12 * np.abs(lam_neg)
     log_b = math.log(alias_budget)
     top = math.ceil(float(np.min((lam_pos - log_b) / t)) / step)
     bottom = math.floor(float(np.max((log_b - lam_neg) / t)) / step)
-    n = sp_fft.next_fast_len(max(top - bottom + 1, width, 2), real=True)
-    if n > FAST_MAX_N:
-        return None
-    a_idx = bottom
+    return bottom, top - bottom + 1
+
+
+def _alias(step: float, lam_pos: np.ndarray, lam_neg: np.ndarray, a_idx: int, n: int) -> float:
+    """Chernoff bound on the composed mass outside the window ``[a_idx, a_idx + n)``."""
+    t = _ORDERS
+    lam_pos = lam_pos + 1e-12 * np.abs(lam_pos)
+    lam_neg = lam_neg + 1e-12 * np.abs(lam_neg)
     with np.errstate(over="ignore"):
         above = float(np.min(np.exp(lam_pos - t * (a_idx + n) * step)))
         below = float(np.min(np.exp(lam_neg + t * (a_idx - 1) * step)))
-    alias = above + below
-    # spectra: prod_c FFT(p_c)^{k_c}, cells of equal count multiplied first and the
-    # group product raised to the count by repeated squaring
-    rho = _fft_rel(n)
-    half = n // 2 + 1
-    fwd_l2 = 0.0
+    return above + below
+
+
+def _power(x: np.ndarray, k: int) -> tuple[np.ndarray, int]:
+    """``x ** k`` by repeated squaring, with the number of complex products made."""
+    out: np.ndarray | None = None
+    mults = 0
+    cur = x
+    with np.errstate(under="ignore", over="ignore", invalid="ignore"):
+        while k:
+            if k & 1:
+                if out is None:
+                    out = cur.copy()
+                else:
+                    out *= cur
+                    mults += 1
+            k >>= 1
+            if k:
+                cur = cur * cur
+                mults += 1
+    return (np.ones_like(x) if out is None else out), mults
+
+
+def _spectrum_product(pmfs: list[np.ndarray], counts: np.ndarray, n: int):
+    """``prod_c rfft(p_c, n)^{k_c}`` (cells of equal count multiplied first, the group
+    product raised to the count by repeated squaring) and the number of products."""
+    n_cells = len(pmfs)
+    lengths = np.array([p.size for p in pmfs], dtype=np.int64)
     groups: dict[int, np.ndarray] = {}
     mults = 0
     rows = max(1, min(n_cells, (1 << 21) // n))
@@ -570,8 +628,7 @@ def _compose_cells(
         nr = min(rows, n_cells - s0)
         block = _dense(pmfs[s0 : s0 + nr], lengths[s0 : s0 + nr], n)
         spec = sp_fft.rfft(block, axis=1, workers=-1)
-        k = counts[s0 : s0 + nr].astype(np.int64)
-        fwd_l2 += float(k @ np.linalg.norm(block, axis=1)) * rho * math.sqrt(n)
+        k = np.asarray(counts[s0 : s0 + nr], dtype=np.int64)
         for kk in np.unique(k):
             sel = spec[k == kk]
             prod = np.prod(sel, axis=0)
@@ -581,18 +638,34 @@ def _compose_cells(
                 mults += 1
             else:
                 groups[int(kk)] = prod
-    spec = np.ones(half, dtype=complex)
+    spec = np.ones(n // 2 + 1, dtype=complex)
     with np.errstate(under="ignore", over="ignore", invalid="ignore"):
         for kk, prod in groups.items():
-            e, cur = kk, prod
-            while e:
-                if e & 1:
-                    spec *= cur
-                    mults += 1
-                e >>= 1
-                if e:
-                    cur = cur * cur
-                    mults += 1
+            pw, m = _power(prod, kk)
+            spec *= pw
+            mults += m + 1
+    return spec, mults
+
+
+def _finish(
+    step: float,
+    spec: np.ndarray,
+    n: int,
+    mults: int,
+    norms: float,
+    alias: float,
+    a_idx: int,
+    origin: int,
+    log_fin: float,
+    pessimistic: bool,
+) -> tuple[GridPLD, float]:
+    """The composed PMF from its spectrum by one inverse FFT, with its error bound.
+
+    ``norms = sum_c k_c ||p_c||_2`` bounds the forward round-off, ``mults`` counts the
+    complex products that formed ``spec``; see :func:`_compose_cells`.
+    """
+    rho = _fft_rel(n)
+    fwd_l2 = norms * rho * math.sqrt(n)
     spec = np.where(np.isfinite(spec), spec, 0.0)
     # every complex product carries a relative error below sqrt(5) u (Brent, Percival
     # & Zimmermann 2007); M products compound to at most (1 + 3u)^M - 1
@@ -604,12 +677,9 @@ def _compose_cells(
     y = sp_fft.irfft(spec, n=n, workers=-1)
     inv_l1 = math.sqrt(n) * rho * (1 + freq_l2 / math.sqrt(n)) * float(np.linalg.norm(y) + 1e-300)
     err = alias + freq_l2 + inv_l1 + 1e-300
-    origin = int(np.dot(counts.astype(np.int64), firsts))
     y = np.roll(y, -((a_idx - origin) % n))
     y = np.maximum(y, 0.0)
     # +inf: 1 - prod (1 - inf_c)^{k_c}
-    with np.errstate(divide="ignore"):
-        log_fin = float(counts @ np.log1p(-np.minimum(infs, 1.0)))
     inf_mass = -math.expm1(log_fin)
     inf_mass = inf_mass * (1 + 1e-12) if pessimistic else inf_mass * (1 - 1e-12)
     nz = np.flatnonzero(y > 0)
