@@ -20,13 +20,19 @@ def _sub_laplace_delta(q, b, eps):
     def mix(x):
         return (1 - q) * lap(x, 0) + q * lap(x, 1)
 
-    out = []
-    for h in (lambda x: mix(x) - mp.exp(eps) * lap(x, 0), lambda x: lap(x, 0) - mp.exp(eps) * mix(x)):
+    def remove(x):
+        return mix(x) - mp.exp(eps) * lap(x, 0)
+
+    def add(x):
+        return lap(x, 0) - mp.exp(eps) * mix(x)
+
+    def hockey_stick(h):
         pts = [mp.mpf(0), mp.mpf(1)]
         if (h(pts[0]) > 0) != (h(pts[1]) > 0):  # one crossing inside [0, 1]
             pts.insert(1, mp.findroot(h, (pts[0], pts[1]), solver="anderson"))
-        out.append(mp.quad(lambda x: max(h(x), 0), [-mp.inf, *pts, mp.inf]))
-    return max(out)
+        return mp.quad(lambda x: max(h(x), 0), [-mp.inf, *pts, mp.inf])
+
+    return max(hockey_stick(remove), hockey_stick(add))
 
 
 def _sub_laplace_eps(q, b, delta):
