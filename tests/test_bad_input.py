@@ -718,7 +718,9 @@ GROUPS["calibrators"] = [
     Row("calibrate(fam, inf, 1e-5)", ValueError, rf"epsilon must lie in {POS}, got inf"),
     Row("calibrate(fam, '1', 1e-5)", TypeError, f"epsilon {REAL}, got str"),
     Row(
-        "calibrate(fam, 1.0, 0.0)", ValueError, "delta=0 needs a pure-DP family.*pure_epsilon is inf"
+        "calibrate(fam, 1.0, 0.0)",
+        ValueError,
+        "delta=0 needs a pure-DP family.*pure_epsilon is inf",
     ),
     Row("calibrate(fam, 1.0, -1e-5)", ValueError, "delta must lie in"),
     Row("calibrate(fam, 1.0, 1.0)", ValueError, rf"delta must lie in {UNIT_OPEN}"),
