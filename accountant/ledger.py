@@ -72,6 +72,7 @@ from .pld import GridPLD
 from .schedule import (
     DEFAULT_GRID,
     FAST_STEP,
+    IncrementalEpsilon,
     _check_grid,
     _scaled_settings,
     fast_epsilon_bounds,
@@ -234,7 +235,7 @@ class PrivacyAccountant:
         self._distinct: set[Any] = set()
         self._all_pld = True
         self._rounded_cache: dict[bool, tuple[int, Mechanism]] = {}
-        self._history: _PLDHistory | None = None
+        self._history: _PLDHistory | _FastHistory | None = None
         self._pending: list[tuple[Mechanism, int]] = []
         self._entries: list[list[Any]] = []  # [mechanism, count]
         self._version = 0
@@ -430,19 +431,32 @@ class PrivacyAccountant:
             n += 1
         return n > EXACT_PHASES
 
-    def _history_now(self) -> _PLDHistory:
-        """The composed PLDs of everything recorded, folding what is pending."""
+    def _history_now(self) -> _PLDHistory | _FastHistory:
+        """The composed PLDs of everything recorded, folding what is pending.
+
+        While every record is a DP-SGD step the history is a :class:`_FastHistory`
+        (spectra of the grid cells, one inverse FFT per check); a record of another
+        kind, or a composition the fast path cannot certify, moves it for good to a
+        :class:`_PLDHistory` that recomposes the entries once.
+        """
         if self._history is None:
-            self._history = _PLDHistory(
-                self._budget[1],
-                self._tol,
-                self._grid,
-                self._progress,  # type: ignore[index]
-            )
+            if all(_step_params(m) is not None for m, _ in self._entries):
+                self._history = _FastHistory(self._budget[1], self._grid)  # type: ignore[index]
+            else:
+                self._history = self._pld_history()
         if self._pending:
-            self._history.fold(self._pending)
+            if not self._history.fold(self._pending):
+                self._history = self._pld_history()
             self._pending = []
         return self._history
+
+    def _pld_history(self) -> _PLDHistory:
+        """A PLD history holding every entry recorded so far (the pending ones too)."""
+        history = _PLDHistory(self._budget[1], self._tol, self._grid, self._progress)  # type: ignore[index]
+        if self._entries:
+            history.fold([(m, c) for m, c in self._entries])
+        self._pending = []
+        return history
 
     def _admit_incremental(self, mechanism: Mechanism, count: int) -> None:
         """Filter check that costs what the new records cost (many-phase ledgers).
@@ -481,7 +495,11 @@ class PrivacyAccountant:
             else:
                 dominating = mechanism
             while True:
-                eps = history.epsilon_with([(dominating, k)])
+                found = history.epsilon_with([(dominating, k)])
+                if found is None:  # the fast path cannot certify: the engine's route
+                    history = self._history = self._pld_history()
+                    found = history.epsilon_with([(dominating, k)])
+                eps = found
                 if eps <= budget_eps:
                     self._credit = _Credit(dominating, k, eps, self._version)
                     self._lookahead = min(2 * k, 1 << 40)
@@ -494,7 +512,7 @@ class PrivacyAccountant:
         raise BudgetExceededError(
             f"budget exceeded: recording {count} x {mechanism!r} would take epsilon to "
             f"{eps:.6g} > budget_epsilon={budget_eps:g} at delta={budget_delta:g} "
-            f"(spent so far: {history.epsilon():.6g}); the ledger is unchanged",
+            f"(spent so far: {_or_nan(history.epsilon()):.6g}); the ledger is unchanged",
             epsilon=eps,
             budget_epsilon=budget_eps,
             budget_delta=budget_delta,
@@ -619,7 +637,12 @@ class PrivacyAccountant:
             and self._all_pld
         ):
             # the filter's own composed history: incremental, never a recomposition
-            eps = self._history_now().epsilon()
+            history = self._history_now()
+            found = history.epsilon()
+            if found is None:
+                history = self._history = self._pld_history()
+                found = history.epsilon()
+            eps = found
         else:
             fast = self._fast_bounds(d, lower=False) if self._many_phases() else None
             if fast is not None:
@@ -1011,6 +1034,10 @@ def _rounded(
     )
 
 
+def _or_nan(value: float | None) -> float:
+    return math.nan if value is None else value
+
+
 def _rdp_epsilon(rdp: float, alpha: float, delta: float) -> float:
     """Canonne, Kamath & Steinke 2020, Proposition 12, at one order."""
     return rdp + math.log1p(-1.0 / alpha) - (math.log(delta) + math.log(alpha)) / (alpha - 1.0)
@@ -1062,10 +1089,11 @@ class _PLDHistory:
             self.plds[w].convolve(block[w], cut)._coarsened(resolution, cap) for w in (0, 1)
         )
 
-    def fold(self, parts: list[tuple[Mechanism, int]]) -> None:
+    def fold(self, parts: list[tuple[Mechanism, int]]) -> bool:
         self.plds = self._with(self._block(parts))
         self.blocks += 1
         self._eps = None
+        return True
 
     def epsilon_with(self, parts: list[tuple[Mechanism, int]]) -> float:
         plds = self._with(self._block(parts))
@@ -1075,3 +1103,45 @@ class _PLDHistory:
         if self._eps is None:
             self._eps = 0.0 if self.plds is None else max(p.epsilon(self.delta) for p in self.plds)
         return self._eps
+
+
+class _FastHistory:
+    """The filter's history of DP-SGD steps on the incremental fast path.
+
+    A thin adapter of :class:`~dpacct.accountant.schedule.IncrementalEpsilon` to the
+    interface of :class:`_PLDHistory`: ``fold`` returns False, and ``epsilon_with`` /
+    ``epsilon`` return ``None``, when a record is not a DP-SGD step or the fast path
+    cannot certify (the ledger then moves to a :class:`_PLDHistory`).  The cost counter
+    ``convolutions`` counts inverse FFTs (one per check).
+    """
+
+    def __init__(self, delta: float, grid: float) -> None:
+        self.inc = IncrementalEpsilon(delta, grid=grid)
+
+    @property
+    def convolutions(self) -> int:
+        return self.inc.inverse_transforms
+
+    @staticmethod
+    def _steps(parts: list[tuple[Mechanism, int]]) -> list[tuple[float, float, int]] | None:
+        out = []
+        for mech, count in parts:
+            params = _step_params(mech)
+            if params is None:
+                return None
+            out.append((params[0], params[1], int(count)))
+        return out
+
+    def fold(self, parts: list[tuple[Mechanism, int]]) -> bool:
+        steps = self._steps(parts)
+        if steps is None:
+            return False
+        self.inc.fold(steps)
+        return self.inc.ok
+
+    def epsilon_with(self, parts: list[tuple[Mechanism, int]]) -> float | None:
+        steps = self._steps(parts)
+        return None if steps is None else self.inc.epsilon(steps)
+
+    def epsilon(self) -> float | None:
+        return self.inc.epsilon()

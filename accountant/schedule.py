@@ -67,6 +67,7 @@ from .pld import GridPLD
 
 __all__ = [
     "DEFAULT_GRID",
+    "IncrementalEpsilon",
     "ScheduleMechanism",
     "fast_epsilon_bounds",
     "round_schedule",
@@ -787,3 +788,239 @@ def fast_epsilon_bounds(
             return None
         out[0] = res[0].epsilon(min(delta + res[1], 1.0))
     return (out[0], out[1])
+
+
+# ------------------------------------------------------------ incremental fast path
+class _Direction:
+    """One direction's composition of DP-SGD cells, kept as its spectrum on ``n`` points.
+
+    Everything the certificate of :func:`_compose_cells` needs is additive over the
+    composed cells and kept as running sums: the log-MGFs (aliasing window), the
+    forward round-off (``sum_c k_c ||p_c||``), the number of complex products, the
+    origin and the +inf mass.  Adding ``k`` steps of a cell multiplies the spectrum by
+    the cell's transform to the ``k``; when the Chernoff window outgrows ``n`` the
+    spectrum is recomputed from the cell list on a longer grid (with a margin, so
+    re-sizing is rare).  The tails are cut at ``tau = 1e-4 delta / horizon`` per step
+    and the cut mass goes to +inf (sound for any number of steps; beyond ``horizon``
+    steps every cell is re-discretised with a 16 times longer horizon).
+    """
+
+    GROWTH = 2.0
+
+    def __init__(self, delta: float, step: float, add: bool, horizon: int) -> None:
+        self.delta = delta
+        self.step = step
+        self.add = add
+        self.horizon = horizon
+        self.tau = 1e-4 * delta / horizon
+        self.alias_budget = 1e-4 * delta
+        self.counts: dict[tuple[float, float], int] = {}
+        self.cells: dict[tuple[float, float], tuple] = {}
+        self.total = 0
+        self.n = 0
+        self.spec: np.ndarray | None = None
+        self.mults = 0
+        t = _ORDERS.size
+        self.lam_pos = np.zeros(t)
+        self.lam_neg = np.zeros(t)
+        self.norms = 0.0
+        self.origin = 0
+        self.log_fin = 0.0
+        self.width = 1
+        #: cost counters: forward transforms of cells and inverse transforms
+        self.forward = 0
+        self.inverse = 0
+        self._recent: dict[tuple[float, float], np.ndarray] = {}
+
+    def _discretise(self, keys: list[tuple[float, float]]) -> None:
+        new = [k for k in dict.fromkeys(keys) if k not in self.cells]
+        if not new:
+            return
+        sig = np.array([s for s, _ in new])
+        qs = np.array([q for _, q in new])
+        firsts, pmfs, infs = _pessimistic_cells(sig, qs, self.step, self.tau, self.add)
+        lp, ln = _cell_lambdas(self.step, firsts, pmfs)
+        for i, key in enumerate(new):
+            pmf = pmfs[i]
+            self.cells[key] = (
+                int(firsts[i]),
+                pmf,
+                float(infs[i]),
+                lp[i],
+                ln[i],
+                float(np.linalg.norm(pmf)),
+            )
+            self.width = max(self.width, pmf.size)
+
+    def _transform(self, key: tuple[float, float]) -> np.ndarray:
+        spec = self._recent.get(key)
+        if spec is None:
+            spec = sp_fft.rfft(self.cells[key][1], n=self.n, workers=-1)
+            self.forward += 1
+            if len(self._recent) >= 8:
+                self._recent.pop(next(iter(self._recent)))
+            self._recent[key] = spec
+        return spec
+
+    def _sums(self, items: dict[tuple[float, float], int]):
+        lam_pos, lam_neg = self.lam_pos.copy(), self.lam_neg.copy()
+        norms, origin, log_fin = self.norms, self.origin, self.log_fin
+        for key, k in items.items():
+            first, _, inf, lp, ln, nrm = self.cells[key]
+            lam_pos += k * lp
+            lam_neg += k * ln
+            norms += k * nrm
+            origin += k * first
+            with np.errstate(divide="ignore"):
+                log_fin += k * math.log1p(-min(inf, 1.0))
+        return lam_pos, lam_neg, norms, origin, log_fin
+
+    def _rebuild(self, need: int) -> bool:
+        """Recompute the spectrum on a longer grid; False when it would be too long."""
+        n = sp_fft.next_fast_len(max(int(need * self.GROWTH), self.width, 2), real=True)
+        if n > FAST_MAX_N:
+            return False
+        self.n = n
+        self._recent.clear()
+        if self.counts:
+            keys = list(self.counts)
+            pmfs = [self.cells[k][1] for k in keys]
+            counts = np.array([self.counts[k] for k in keys], dtype=np.int64)
+            self.spec, self.mults = _spectrum_product(pmfs, counts, n)
+            self.forward += len(keys)
+        else:
+            self.spec, self.mults = np.ones(n // 2 + 1, dtype=complex), 0
+        return True
+
+    def _reset_horizon(self, total: int) -> None:
+        while self.horizon < total:
+            self.horizon *= 16
+        self.tau = 1e-4 * self.delta / self.horizon
+        counts = self.counts
+        self.__init__(self.delta, self.step, self.add, self.horizon)  # type: ignore[misc]
+        self.fold(counts)
+
+    def fold(self, items: dict[tuple[float, float], int]) -> bool:
+        """Compose ``k`` more steps of each cell in ``items``; False if it cannot certify."""
+        if self.total + sum(items.values()) > self.horizon:
+            self._reset_horizon(self.total + sum(items.values()))
+        self._discretise(list(items))
+        sums = self._sums(items)
+        _, need = _window(self.step, sums[0], sums[1], self.alias_budget)
+        for key, k in items.items():
+            self.counts[key] = self.counts.get(key, 0) + k
+        self.total += sum(items.values())
+        self.lam_pos, self.lam_neg, self.norms, self.origin, self.log_fin = sums
+        if self.spec is None or need > self.n or self.width > self.n:
+            return self._rebuild(need)
+        with np.errstate(under="ignore", over="ignore", invalid="ignore"):
+            for key, k in items.items():
+                pw, m = _power(self._transform(key), k)
+                self.spec *= pw
+                self.mults += m + 1
+        return True
+
+    def pld(self, extra: dict[tuple[float, float], int] | None = None):
+        """The composed pessimistic :class:`GridPLD` (with ``extra`` steps, not kept)."""
+        extra = extra or {}
+        if self.total + sum(extra.values()) > self.horizon:
+            self._reset_horizon(self.total + sum(extra.values()))
+        self._discretise(list(extra))
+        lam_pos, lam_neg, norms, origin, log_fin = self._sums(extra)
+        a_idx, need = _window(self.step, lam_pos, lam_neg, self.alias_budget)
+        if (self.spec is None or need > self.n or self.width > self.n) and not self._rebuild(need):
+            return None
+        spec, mults = self.spec, self.mults
+        if extra:
+            spec = spec.copy()
+            with np.errstate(under="ignore", over="ignore", invalid="ignore"):
+                for key, k in extra.items():
+                    pw, m = _power(self._transform(key), k)
+                    spec *= pw
+                    mults += m + 1
+        alias = _alias(self.step, lam_pos, lam_neg, a_idx, self.n)
+        self.inverse += 1
+        return _finish(self.step, spec, self.n, mults, norms, alias, a_idx, origin, log_fin, True)[
+            0
+        ]
+
+
+class IncrementalEpsilon:
+    """Certified upper bound on epsilon of a growing DP-SGD ledger, step by step.
+
+    The fast path of :func:`fast_epsilon_bounds` kept open: steps are rounded up to
+    their dominating cell (:func:`round_step`), each direction's composition is kept
+    as its spectrum (:class:`_Direction`), so composing new steps multiplies spectra
+    and a query costs one inverse FFT.  The add direction is composed only once the
+    remove direction's swapped curve (:func:`_swapped_delta`) no longer certifies it;
+    from then on both are kept.  ``epsilon`` returns ``None`` when the window would
+    exceed :data:`FAST_MAX_N` (the caller then uses the engine's route).
+
+    Examples
+    --------
+    >>> inc = IncrementalEpsilon(1e-5)
+    >>> inc.fold([(1.0 * 0.999**t, 0.01, 1) for t in range(500)])
+    >>> a = inc.epsilon()
+    >>> b = inc.epsilon([(0.6, 0.01, 100)])  # hypothetical, not kept
+    >>> bool(0 < a < b) and inc.epsilon() == a
+    True
+    """
+
+    def __init__(
+        self, delta: float, *, grid: float = DEFAULT_GRID, step: float = FAST_STEP
+    ) -> None:
+        self.delta = delta
+        self.grid = _check_grid(grid)
+        self.w = math.log1p(self.grid)
+        self.step = step
+        self.remove = _Direction(delta, step, False, 1 << 20)
+        self.add: _Direction | None = None
+        self._eps: float | None = 0.0
+        self.ok = True
+
+    @property
+    def inverse_transforms(self) -> int:
+        return self.remove.inverse + (0 if self.add is None else self.add.inverse)
+
+    def _cells(self, steps) -> dict[tuple[float, float], int]:
+        out: dict[tuple[float, float], int] = {}
+        for sigma, q, count in steps:
+            key = _round(float(sigma), float(q), self.w, True)
+            out[key] = out.get(key, 0) + int(count)
+        return out
+
+    def fold(self, steps: Iterable[tuple[float, float, int]]) -> None:
+        """Compose the steps ``(sigma, q, count)`` into the kept composition."""
+        items = self._cells(steps)
+        if not items:
+            return
+        self._eps = None
+        self.ok = self.ok and self.remove.fold(items)
+        if self.add is not None:
+            self.ok = self.ok and self.add.fold(items)
+
+    def epsilon(self, extra: Iterable[tuple[float, float, int]] = ()) -> float | None:
+        """Certified epsilon at ``delta`` of the composition (with ``extra``, not kept)."""
+        items = self._cells(extra)
+        if not items and self._eps is not None:
+            return self._eps
+        if not self.ok:
+            return None
+        if not items and self.remove.total == 0:
+            return 0.0
+        rem = self.remove.pld(items)
+        if rem is None:
+            return None
+        eps = float(rem.epsilon(self.delta))
+        if _swapped_delta(rem, eps) > self.delta:
+            if self.add is None:
+                self.add = _Direction(self.delta, self.step, True, self.remove.horizon)
+                if self.remove.counts and not self.add.fold(dict(self.remove.counts)):
+                    return None
+            add = self.add.pld(items)
+            if add is None:
+                return None
+            eps = max(eps, float(add.epsilon(self.delta)))
+        if not items:
+            self._eps = eps
+        return eps

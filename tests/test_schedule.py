@@ -15,7 +15,13 @@ import pytest
 
 from dpacct.accountant import BudgetExceededError, PrivacyAccountant
 from dpacct.accountant import ledger as ledger_module
-from dpacct.accountant.schedule import round_schedule, round_step, schedule_mechanism
+from dpacct.accountant.schedule import (
+    FAST_STEP,
+    fast_epsilon_bounds,
+    round_schedule,
+    round_step,
+    schedule_mechanism,
+)
 from dpacct.mechanisms import GaussianMechanism
 
 DELTA = 1e-5
@@ -120,9 +126,11 @@ def test_filter_refuses_before_crossing_and_leaves_the_ledger_unchanged():
     assert acct.entries == entries and acct.steps == steps
 
 
-def test_filter_check_is_incremental(monkeypatch):
-    # count the engine's compositions of history blocks: O(changes of the look-ahead
-    # cell + log n), never one recomposition per step
+def test_filter_check_is_incremental_on_the_engine_route(monkeypatch):
+    # the engine's route (forced here: the fast path declines): count the engine's
+    # compositions of history blocks: O(changes of the look-ahead cell + log n), never
+    # one recomposition per step
+    monkeypatch.setattr(ledger_module._FastHistory, "fold", lambda self, parts: False)
     acct = _decaying_filter()
     blocks = []
     real = ledger_module._PLDHistory._block
@@ -143,6 +151,39 @@ def test_filter_check_is_incremental(monkeypatch):
     # recorded since the last fold, a look-ahead block one (dominating) step
     assert sum(blocks) <= n + len(blocks)
     assert acct.evaluations <= 2 * len(blocks)
+
+
+def test_filter_check_is_incremental_on_the_fast_path(monkeypatch):
+    # DP-SGD steps only: the fast history multiplies spectra; every cell is
+    # transformed once per grid size, and a check is one inverse FFT per direction
+    acct = _decaying_filter()
+    folds, checks = [], []
+    real_fold, real_with = ledger_module._FastHistory.fold, ledger_module._FastHistory.epsilon_with
+
+    def fold(self, parts):
+        folds.append(len(parts))
+        return real_fold(self, parts)
+
+    def epsilon_with(self, parts):
+        checks.append(len(parts))
+        return real_with(self, parts)
+
+    monkeypatch.setattr(ledger_module._FastHistory, "fold", fold)
+    monkeypatch.setattr(ledger_module._FastHistory, "epsilon_with", epsilon_with)
+    n = 0
+    with pytest.raises(BudgetExceededError):
+        while True:
+            acct.step(noise_multiplier=2.0 * 0.999**n, sample_rate=0.02)
+            n += 1
+    assert n > 200
+    assert len(checks) < n / 4
+    assert sum(folds) <= n  # each step folded once, never the history again
+    assert isinstance(acct._history, ledger_module._FastHistory)
+    inc = acct._history.inc
+    assert acct.evaluations <= 2 * (len(checks) + len(folds))
+    cells = len(inc.remove.counts) + len(checks)
+    # forward transforms: new cells and the rare re-sizes (each re-transforms the cells)
+    assert inc.remove.forward <= cells * 8
 
 
 def test_adaptive_filter_is_an_rdp_filter():
@@ -258,3 +299,24 @@ def test_fast_path_declines_when_the_window_is_too_long(monkeypatch):
         acct.step(noise_multiplier=s, sample_rate=q, count=c)
     lo, hi = acct.epsilon_bounds(DELTA)
     assert 0 < lo <= hi
+
+
+def test_incremental_epsilon_matches_the_one_shot_fast_path():
+    from dpacct.accountant.schedule import IncrementalEpsilon
+
+    sched = [(1.2 * 0.999**t, 0.01, 1) for t in range(1500)]
+    inc = IncrementalEpsilon(DELTA)
+    for b in range(0, 1500, 150):
+        inc.fold(sched[b : b + 150])
+        before = inc.epsilon()
+        with_more = inc.epsilon([(0.5, 0.02, 10)])  # hypothetical: not kept
+        assert with_more > before and inc.epsilon() == before
+    upper = inc.epsilon()
+    one_shot = fast_epsilon_bounds(round_schedule(sched), DELTA, lower=False)[1]
+    lower = fast_epsilon_bounds(
+        round_schedule(sched, upper=False), DELTA, step=FAST_STEP / 4, upper=False
+    )[0]
+    # sound (above the certified lower bound of the true schedule), and as tight as
+    # the one-shot fast path up to its longer window
+    assert lower <= upper <= one_shot * (1 + 1e-4)
+    assert abs(upper - one_shot) <= 1e-4 * one_shot
