@@ -32,7 +32,7 @@ RUNS: dict[str, int] = {}
 SETTINGS = settings(
     deadline=None,
     derandomize=True,
-    max_examples=8,
+    max_examples=16,
     suppress_health_check=[HealthCheck.too_slow],
 )
 
