@@ -31,8 +31,9 @@ Two kinds of filter, by what the training loop may do:
   recorded prefix is a valid (epsilon, delta) guarantee.  PLD accounting has no fully
   adaptive composition theorem in general, so this mode claims none.
 * ``adaptive=True``: the next ``(sigma, q)`` may depend on everything released so far.
-  The filter is then the Renyi filter of Feldman & Zrnic 2021 ("Individual privacy
-  accounting via a Renyi filter", NeurIPS, Theorem 3.1): for one order ``alpha`` fixed
+  The filter then rests on the fully adaptive composition theorem for Renyi DP
+  (Feldman & Zrnic 2021, "Individual privacy accounting via a Renyi filter",
+  NeurIPS): for one order ``alpha`` fixed
   before the run and a budget ``B``, an adaptively chosen sequence of mechanisms whose
   *summed* RDP at ``alpha`` never exceeds ``B`` is ``(alpha, B)``-RDP as a whole, even
   though each term is chosen after seeing the previous outputs.  ``B`` is set so that
@@ -441,7 +442,7 @@ class PrivacyAccountant:
         """
         if self._history is None:
             if all(_step_params(m) is not None for m, _ in self._entries):
-                self._history = _FastHistory(self._budget[1], self._grid)  # type: ignore[index]
+                self._history = _FastHistory(self._budget[1], self._grid, self._budget[0])  # type: ignore[index]
             else:
                 self._history = self._pld_history()
         if self._pending:
@@ -563,7 +564,11 @@ class PrivacyAccountant:
         return float(ADAPTIVE_ORDERS[int(np.argmax(fits))])
 
     def _admit_rdp(self, mechanism: Mechanism, count: int) -> None:
-        """Renyi filter (Feldman & Zrnic 2021, Theorem 3.1): O(1) per record."""
+        """Renyi filter: O(1) per record.
+
+        Rests on the fully adaptive composition theorem for Renyi DP (Feldman & Zrnic
+        2021, "Individual privacy accounting via a Renyi filter", NeurIPS).
+        """
         budget_eps, budget_delta = self._budget  # type: ignore[misc]
         if self._order is None:
             self._order = self._choose_order(mechanism)
@@ -1115,8 +1120,9 @@ class _FastHistory:
     ``convolutions`` counts inverse FFTs (one per check).
     """
 
-    def __init__(self, delta: float, grid: float) -> None:
+    def __init__(self, delta: float, grid: float, budget: float) -> None:
         self.inc = IncrementalEpsilon(delta, grid=grid)
+        self.budget = budget
 
     @property
     def convolutions(self) -> int:
@@ -1141,7 +1147,8 @@ class _FastHistory:
 
     def epsilon_with(self, parts: list[tuple[Mechanism, int]]) -> float | None:
         steps = self._steps(parts)
-        return None if steps is None else self.inc.epsilon(steps)
+        # decided against the budget: a value <= budget is certified, above means refuse
+        return None if steps is None else self.inc.epsilon(steps, cap=self.budget)
 
     def epsilon(self) -> float | None:
         return self.inc.epsilon()

@@ -534,11 +534,19 @@ def _compose_cells(
         return None
     alias = _alias(step, lam_pos, lam_neg, a_idx, n)
     spec, mults = _spectrum_product(pmfs, counts.astype(np.int64), n)
-    norms = float(counts @ np.array([np.linalg.norm(p) for p in pmfs]))
+    norms = float(counts @ np.array([_l2(p) for p in pmfs]))
     origin = int(np.dot(counts.astype(np.int64), firsts))
     with np.errstate(divide="ignore"):
         log_fin = float(counts @ np.log1p(-np.minimum(infs, 1.0)))
     return _finish(step, spec, n, mults, norms, alias, a_idx, origin, log_fin, pessimistic)
+
+
+@lru_cache(maxsize=8)
+def _chernoff_weights(width: int, step: float) -> tuple[np.ndarray, np.ndarray]:
+    j = np.arange(width) * step
+    w_pos = np.exp(np.outer(j - j[-1], _ORDERS))  # shifted by the last node: no overflow
+    w_neg = np.exp(-np.outer(j, _ORDERS))
+    return w_pos, w_neg
 
 
 def _cell_lambdas(step: float, firsts: np.ndarray, pmfs: list[np.ndarray]):
@@ -551,15 +559,14 @@ def _cell_lambdas(step: float, firsts: np.ndarray, pmfs: list[np.ndarray]):
     Empty rows (all mass at +inf) get 0, an upper bound.
     """
     lengths = np.array([p.size for p in pmfs], dtype=np.int64)
-    width = int(lengths.max())
+    width = -(-int(lengths.max()) // 1024) * 1024  # padded: the weights are cached
     n_cells = len(pmfs)
     t = _ORDERS
     out_pos = np.zeros((n_cells, t.size))
     out_neg = np.zeros((n_cells, t.size))
     rows = max(1, min(n_cells, (1 << 22) // max(width, 1)))
     j = np.arange(width) * step
-    w_pos = np.exp(np.outer(j - j[-1], t))  # shifted by the last node: no overflow
-    w_neg = np.exp(-np.outer(j, t))
+    w_pos, w_neg = _chernoff_weights(width, step)
     slack = 2.0 * (width + 8) * _U
     firsts = np.asarray(firsts)
     for s0 in range(0, n_cells, rows):
@@ -648,6 +655,15 @@ def _spectrum_product(pmfs: list[np.ndarray], counts: np.ndarray, n: int):
     return spec, mults
 
 
+def _l2(x: np.ndarray) -> float:
+    """Euclidean norm without BLAS (whose threads spin on a busy machine), rounded up."""
+    if np.iscomplexobj(x):
+        sq = float(np.sum(x.real * x.real + x.imag * x.imag))
+    else:
+        sq = float(np.sum(x * x))
+    return math.sqrt(sq) * (1 + 1e-12 + x.size * _U)
+
+
 def _finish(
     step: float,
     spec: np.ndarray,
@@ -671,12 +687,12 @@ def _finish(
     # every complex product carries a relative error below sqrt(5) u (Brent, Percival
     # & Zimmermann 2007); M products compound to at most (1 + 3u)^M - 1
     rel = math.expm1(mults * math.log1p(3 * _U))
-    sum_l2 = math.sqrt(2.0) * float(np.linalg.norm(spec)) * rel
+    sum_l2 = math.sqrt(2.0) * _l2(spec) * rel
     # forward errors through the powers: |a^k - b^k| <= k |a - b| max(|a|, |b|)^(k-1),
     # |FFT p| <= 1 up to its own round-off (the 1e-6 slack covers (1 + e)^k)
     freq_l2 = (fwd_l2 + sum_l2) * (1 + 1e-6)
     y = sp_fft.irfft(spec, n=n, workers=-1)
-    inv_l1 = math.sqrt(n) * rho * (1 + freq_l2 / math.sqrt(n)) * float(np.linalg.norm(y) + 1e-300)
+    inv_l1 = math.sqrt(n) * rho * (1 + freq_l2 / math.sqrt(n)) * (_l2(y) + 1e-300)
     err = alias + freq_l2 + inv_l1 + 1e-300
     y = np.roll(y, -((a_idx - origin) % n))
     y = np.maximum(y, 0.0)
@@ -707,6 +723,37 @@ def _swapped_delta(pld: GridPLD, epsilon: float) -> float:
         return 1.0
     d = float(pld.delta(-epsilon))
     return float(-math.expm1(epsilon) + math.exp(epsilon) * d) * (1 + 1e-9) + 1e-300
+
+
+def _swapped_epsilon(
+    pld: GridPLD, delta: float, start: float, hi: float | None = None
+) -> float | None:
+    """An epsilon ``>= start`` at which the swapped curve certifies ``delta``, or None.
+
+    Every ``e`` with ``_swapped_delta(pld, e) <= delta`` bounds the add direction's
+    epsilon at ``delta`` (:func:`_swapped_delta`); the search only needs the curve to be
+    checked at the point returned, not to be monotone.  ``hi``: a point known to pass.
+    The swapped curve of a connect-the-dots pair can be much looser than the add
+    direction's own composition, so without ``hi`` the search gives up (None) beyond a
+    small relative gap.
+    """
+    lo, gap = start, max(1e-3, 1e-3 * abs(start))
+    if hi is None:
+        hi = start + gap
+    while _swapped_delta(pld, hi) > delta:
+        lo, gap = hi, 2 * gap
+        hi = start + gap
+        if gap > 2.0**-8 * abs(start) + 1e-2:  # looser than the add direction itself
+            return None
+    for _ in range(40):  # bisection to ~1e-9 relative
+        if hi - lo <= 1e-9 * max(1.0, abs(hi)):
+            break
+        mid = 0.5 * (lo + hi)
+        if _swapped_delta(pld, mid) <= delta:
+            hi = mid
+        else:
+            lo = mid
+    return hi
 
 
 def fast_epsilon_bounds(
@@ -848,7 +895,7 @@ class _Direction:
                 float(infs[i]),
                 lp[i],
                 ln[i],
-                float(np.linalg.norm(pmf)),
+                _l2(pmf),
             )
             self.width = max(self.width, pmf.size)
 
@@ -999,8 +1046,16 @@ class IncrementalEpsilon:
         if self.add is not None:
             self.ok = self.ok and self.add.fold(items)
 
-    def epsilon(self, extra: Iterable[tuple[float, float, int]] = ()) -> float | None:
-        """Certified epsilon at ``delta`` of the composition (with ``extra``, not kept)."""
+    def epsilon(
+        self, extra: Iterable[tuple[float, float, int]] = (), *, cap: float | None = None
+    ) -> float | None:
+        """Certified epsilon at ``delta`` of the composition (with ``extra``, not kept).
+
+        With ``cap`` (a filter's budget) the answer only has to decide against it: a
+        value ``<= cap`` is a certified upper bound (possibly looser than without
+        ``cap``: the add direction may be certified by the swapped curve anywhere up to
+        ``cap``), a value ``> cap`` means the certified bound exceeds ``cap``.
+        """
         items = self._cells(extra)
         if not items and self._eps is not None:
             return self._eps
@@ -1013,14 +1068,23 @@ class IncrementalEpsilon:
             return None
         eps = float(rem.epsilon(self.delta))
         if _swapped_delta(rem, eps) > self.delta:
-            if self.add is None:
-                self.add = _Direction(self.delta, self.step, True, self.remove.horizon)
-                if self.remove.counts and not self.add.fold(dict(self.remove.counts)):
+            # the add direction from the swapped curve first (no second composition)
+            found = _swapped_epsilon(rem, self.delta, eps)
+            if found is None and cap is not None and eps > cap:
+                return eps  # the remove direction alone is over the cap
+            if found is None and cap is not None and _swapped_delta(rem, cap) <= self.delta:
+                found = _swapped_epsilon(rem, self.delta, eps, cap)
+            if found is not None:
+                eps = found
+            else:
+                if self.add is None:
+                    self.add = _Direction(self.delta, self.step, True, self.remove.horizon)
+                    if self.remove.counts and not self.add.fold(dict(self.remove.counts)):
+                        return None
+                add = self.add.pld(items)
+                if add is None:
                     return None
-            add = self.add.pld(items)
-            if add is None:
-                return None
-            eps = max(eps, float(add.epsilon(self.delta)))
-        if not items:
+                eps = max(eps, float(add.epsilon(self.delta)))
+        if not items and cap is None:
             self._eps = eps
         return eps
