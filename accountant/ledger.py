@@ -18,9 +18,13 @@ schedulers, batch-size warm-up) are accounted through :mod:`dpacct.accountant.sc
 beyond ``EXACT_PHASES`` distinct ``(sigma, q)`` phases every step is rounded to a
 dominating cell of a fine geometric grid (``grid``, 0.1 % by default) for upper bounds
 and to a dominated cell for lower bounds, so a query costs what the cells cost.  The
-filter then keeps the composed PLD of the history it has already checked and only
-convolves what is new: checking a step costs about what adding it costs, never a
-recomposition of the whole history.
+filter then keeps the composition of the history it has already checked and only
+adds what is new: while every record is a DP-SGD step, as the spectra of its grid
+cells on one shared loss grid (:class:`~dpacct.accountant.schedule.IncrementalEpsilon`:
+adding steps multiplies spectra, a check is one inverse FFT, every aliasing and
+round-off error bounded and added); otherwise as composed PLDs, convolving only the
+new block.  Checking a step costs about what adding it costs, never a recomposition
+of the whole history.
 
 Two kinds of filter, by what the training loop may do:
 
@@ -33,8 +37,8 @@ Two kinds of filter, by what the training loop may do:
 * ``adaptive=True``: the next ``(sigma, q)`` may depend on everything released so far.
   The filter then rests on the fully adaptive composition theorem for Renyi DP
   (Feldman & Zrnic 2021, "Individual privacy accounting via a Renyi filter",
-  NeurIPS): for one order ``alpha`` fixed
-  before the run and a budget ``B``, an adaptively chosen sequence of mechanisms whose
+  NeurIPS): for one order ``alpha`` fixed before the run and a budget ``B``, an
+  adaptively chosen sequence of mechanisms whose
   *summed* RDP at ``alpha`` never exceeds ``B`` is ``(alpha, B)``-RDP as a whole, even
   though each term is chosen after seeing the previous outputs.  ``B`` is set so that
   ``(alpha, B)``-RDP converts to the budget ``(budget_epsilon, budget_delta)`` by
