@@ -992,6 +992,13 @@ class _Direction:
         ]
 
 
+#: the incremental path composes the add direction on a coarser loss grid (any grid
+#: gives a certified upper bound): it is needed only when the remove direction's
+#: swapped curve, whose error terms are multiplied by ``e^eps``, fails to certify it,
+#: and then it is usually far below the remove direction
+ADD_STEP_FACTOR = 4
+
+
 class IncrementalEpsilon:
     """Certified upper bound on epsilon of a growing DP-SGD ledger, step by step.
 
@@ -999,9 +1006,10 @@ class IncrementalEpsilon:
     their dominating cell (:func:`round_step`), each direction's composition is kept
     as its spectrum (:class:`_Direction`), so composing new steps multiplies spectra
     and a query costs one inverse FFT.  The add direction is composed only once the
-    remove direction's swapped curve (:func:`_swapped_delta`) no longer certifies it;
-    from then on both are kept.  ``epsilon`` returns ``None`` when the window would
-    exceed :data:`FAST_MAX_N` (the caller then uses the engine's route).
+    remove direction's swapped curve (:func:`_swapped_delta`) no longer certifies it,
+    on a loss grid :data:`ADD_STEP_FACTOR` times coarser; from then on both are kept.
+    ``epsilon`` returns ``None`` when the window would exceed :data:`FAST_MAX_N` (the
+    caller then uses the engine's route).
 
     Examples
     --------
@@ -1078,7 +1086,9 @@ class IncrementalEpsilon:
                 eps = found
             else:
                 if self.add is None:
-                    self.add = _Direction(self.delta, self.step, True, self.remove.horizon)
+                    self.add = _Direction(
+                        self.delta, ADD_STEP_FACTOR * self.step, True, self.remove.horizon
+                    )
                     if self.remove.counts and not self.add.fold(dict(self.remove.counts)):
                         return None
                 add = self.add.pld(items)
