@@ -402,21 +402,38 @@ class PrivacyAccountant:
         if (
             credit is not None
             and credit.version == self._version
-            and _same(credit.mechanism, mechanism)
+            and _covers(credit.mechanism, mechanism)
             and credit.remaining >= count
         ):
             return
         k = max(count, self._lookahead)
-        while True:
-            eps = self._bound_with(mechanism, k)
-            if eps <= budget_eps:
-                self._credit = _Credit(mechanism, k, eps, self._version)
-                self._lookahead = min(2 * k, 1 << 40)
-                return
-            if k == count:
-                break
-            k = max(count, k // 4)
-            self._lookahead = max(1, k)
+        params = _step_params(mechanism)
+        # a DP-SGD step whose sigma or q changed: certify steps dominated by it loosened
+        # by LOOKAHEAD_SLACK first (as the incremental filter does), so a slowly changing
+        # schedule is not checked at every step
+        loosen = (
+            params is not None
+            and credit is not None
+            and not _same(credit.mechanism, mechanism)
+            and _step_params(credit.mechanism) is not None
+        )
+        eps = math.inf
+        for slack in (LOOKAHEAD_SLACK, 0.0) if loosen else (0.0,):
+            if slack > 0:
+                sigma, q = params  # type: ignore[misc]
+                candidate = _cell_step(sigma * (1.0 - slack), min(q * (1.0 + slack), 1.0))
+            else:
+                candidate = mechanism
+            while True:
+                eps = self._bound_with(candidate, k)
+                if eps <= budget_eps:
+                    self._credit = _Credit(candidate, k, eps, self._version)
+                    self._lookahead = min(2 * k, 1 << 40)
+                    return
+                if k == count:
+                    break
+                k = max(count, k // 4)
+                self._lookahead = max(1, k)
         self._lookahead = 1
         spent = self.epsilon(budget_delta) if self._entries else 0.0
         raise BudgetExceededError(
