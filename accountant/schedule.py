@@ -832,12 +832,20 @@ def fast_epsilon_bounds(
             return None
         eps = res[0].epsilon(delta)
         if _swapped_delta(res[0], eps) > delta:
-            # the add direction may be larger: compose it too
-            firsts, pmfs, infs = _pessimistic_cells(sig, qs, step, tau, True)
-            res = _compose_cells(step, firsts, pmfs, infs, cnt, alias_budget, True)
-            if res is None:
+            # the add direction may be larger: compose it too, first on a coarser loss
+            # grid (an upper bound on any grid); only when that is above the remove
+            # direction is it composed on the fine grid
+            add_eps = math.inf
+            for add_step in (ADD_STEP_FACTOR * step, step):
+                firsts, pmfs, infs = _pessimistic_cells(sig, qs, add_step, tau, True)
+                res = _compose_cells(add_step, firsts, pmfs, infs, cnt, alias_budget, True)
+                if res is not None:
+                    add_eps = min(add_eps, res[0].epsilon(delta))
+                if add_eps <= eps:
+                    break
+            if not math.isfinite(add_eps):
                 return None
-            eps = max(eps, res[0].epsilon(delta))
+            eps = max(eps, add_eps)
         out[1] = eps
     if lower:
         # the remove direction alone: a lower bound on the larger of the two
