@@ -312,6 +312,8 @@ def test_incremental_epsilon_matches_the_one_shot_fast_path():
         with_more = inc.epsilon([(0.5, 0.02, 10)])  # hypothetical: not kept
         assert with_more > before and inc.epsilon() == before
     upper = inc.epsilon()
+    # the grid grew on the way: the composition was carried over, its error kept
+    assert 0 < inc.remove.carried < 1e-3 * DELTA
     one_shot = fast_epsilon_bounds(round_schedule(sched), DELTA, lower=False)[1]
     lower = fast_epsilon_bounds(
         round_schedule(sched, upper=False), DELTA, step=FAST_STEP / 4, upper=False
