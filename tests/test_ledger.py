@@ -432,6 +432,7 @@ def test_serialization_round_trips_the_engine_types():
 )
 def test_zoo_mechanisms_round_trip_through_a_ledger(cls, kwargs, tmp_path):
     from dpacct import mechanisms
+
     if not hasattr(mechanisms, cls):  # pragma: no cover - zoo under construction
         pytest.skip(f"mechanisms.{cls} not available")
     mech = getattr(mechanisms, cls)(**kwargs)
