@@ -29,10 +29,8 @@ from dataclasses import dataclass, field
 
 from dpacct.accountant.attack_risk import advantage as _advantage
 from dpacct.accountant.attack_risk import tpr_at as _tpr_at
-from dpacct.accountant.compose import compose
 from dpacct.accountant.mechanism import Mechanism
 from dpacct.accountant.numerics import TINY
-from dpacct.accountant.subsample import poisson_subsample
 from dpacct.accountant.validation import (
     check_count,
     check_finite,
@@ -41,9 +39,9 @@ from dpacct.accountant.validation import (
     check_sample_rate,
     check_tol,
 )
-from dpacct.mechanisms.gaussian import GaussianMechanism
 
 from .calibrate import CalibrationError, UnreachableTargetError
+from .dpsgd import dpsgd_mechanism
 
 __all__ = [
     "RiskCalibration",
@@ -322,11 +320,6 @@ def _gdp_mu(metric: str, target: float, fpr: float | None) -> float:
     return float(norm.isf(fpr) - norm.isf(target))
 
 
-def _dpsgd(sigma: float, q: float, steps: int) -> Mechanism:
-    base = GaussianMechanism(sigma=sigma)
-    return compose([base if q == 1.0 else poisson_subsample(base, q)], counts=[steps])
-
-
 def risk_noise_multiplier(
     *,
     sample_rate: float,
@@ -374,7 +367,7 @@ def risk_noise_multiplier(
     else:
         guess = 1.0 / math.sqrt(math.log1p(mu * mu / (q * q * n)))
     res = calibrate_risk(
-        lambda s: _dpsgd(s, q, n),
+        lambda s: dpsgd_mechanism(s, q, n),
         tpr=tpr,
         fpr=fpr,
         advantage=advantage,
@@ -408,7 +401,7 @@ def risk_max_steps(
     sigma = check_positive("noise_multiplier", noise_multiplier)
     q = check_sample_rate(sample_rate)
     res = calibrate_risk(
-        lambda n: _dpsgd(sigma, q, int(n)),
+        lambda n: dpsgd_mechanism(sigma, q, int(n)),
         tpr=tpr,
         fpr=fpr,
         advantage=advantage,
@@ -444,7 +437,7 @@ def risk_max_sample_rate(
     sigma = check_positive("noise_multiplier", noise_multiplier)
     n = check_count(steps, "steps")
     res = calibrate_risk(
-        lambda q: _dpsgd(sigma, min(q, 1.0), n),
+        lambda q: dpsgd_mechanism(sigma, min(q, 1.0), n),
         tpr=tpr,
         fpr=fpr,
         advantage=advantage,
