@@ -188,7 +188,7 @@ def _resolve(key: Any) -> _Key | None:
             f"{name} must be at least {MIN_KEY_BYTES} bytes long (got {len(secret)} "
             "bytes); use a random key, e.g. secrets.token_hex(32)"
         )
-    return _Key(secret, "key" if name == "key" else KEY_ENV)
+    return _Key(secret, "the key= argument" if name == "key" else name)
 
 
 def _hmac_of(payload: Mapping[str, Any], secret: bytes) -> str:
