@@ -771,6 +771,11 @@ class PrivacyAccountant:
             ``DPACCT_LEDGER_KEY``; without either, an unkeyed ``"checksum"`` (schema 1).
             See :mod:`dpacct.accountant.ledger_file` for the format and threat model.
 
+        Returns
+        -------
+        dict
+            The ledger's fields and its seal (``"checksum"`` or ``"signature"``).
+
         Raises
         ------
         TypeError
@@ -825,6 +830,11 @@ class PrivacyAccountant:
             With a key, also accept a ledger sealed only by an unkeyed checksum.
             See :meth:`load` for the rules.
 
+        Returns
+        -------
+        PrivacyAccountant
+            The restored ledger (its filter state rebuilt from the entries).
+
         Raises
         ------
         LedgerFileError
@@ -873,6 +883,13 @@ class PrivacyAccountant:
             ``DPACCT_LEDGER_KEY`` now; without either, the file carries an unkeyed
             SHA-256 checksum.  The key is never written to the file.
 
+        Raises
+        ------
+        TypeError
+            An unregistered mechanism in the ledger, or ``key`` not bytes or str.
+        ValueError
+            ``key`` (or ``DPACCT_LEDGER_KEY``) shorter than 16 bytes.
+
         Notes
         -----
         Threat model.  Unkeyed, the checksum detects corruption, truncation and careless
@@ -881,13 +898,6 @@ class PrivacyAccountant:
         who holds the key, deleting the file, or replacing it with an older file signed
         with the same key (a rollback: the file carries no counter or timestamp).  See
         the user guide page "Ledger files".
-
-        Raises
-        ------
-        TypeError
-            An unregistered mechanism in the ledger, or ``key`` not bytes or str.
-        ValueError
-            ``key`` (or ``DPACCT_LEDGER_KEY``) shorter than 16 bytes.
 
         Examples
         --------
@@ -925,15 +935,10 @@ class PrivacyAccountant:
             With a key, also accept a file that carries only an unkeyed checksum (still
             verified).  Default False.
 
-        Notes
-        -----
-        The rules: a signed file loads only with the key that signed it; without any
-        key it is refused (never loaded unverified).  With a key, an unsigned file is
-        refused unless ``allow_unsigned=True``: someone without the key who edits a
-        signed ledger can only re-seal it with an unkeyed checksum or strip the seal,
-        and must not thereby downgrade it.  Without a key, an unsigned file loads once
-        its checksum verifies (corruption detection only: anyone can recompute a
-        checksum).  The threat model is in :meth:`save`.
+        Returns
+        -------
+        PrivacyAccountant
+            The restored ledger.
 
         Raises
         ------
@@ -945,6 +950,29 @@ class PrivacyAccountant:
             is unsigned but a key was given, or holds invalid entries.
         TypeError, ValueError
             A bad ``key`` (wrong type, shorter than 16 bytes) or ``allow_unsigned``.
+
+        Notes
+        -----
+        The rules: a signed file loads only with the key that signed it; without any
+        key it is refused (never loaded unverified).  With a key, an unsigned file is
+        refused unless ``allow_unsigned=True``: someone without the key who edits a
+        signed ledger can only re-seal it with an unkeyed checksum or strip the seal,
+        and must not thereby downgrade it.  Without a key, an unsigned file loads once
+        its checksum verifies (corruption detection only: anyone can recompute a
+        checksum).  The threat model is in :meth:`save`.
+
+        Examples
+        --------
+        >>> import os, secrets, tempfile
+        >>> acct = PrivacyAccountant()
+        >>> acct.step(noise_multiplier=1.0, count=3)
+        >>> with tempfile.TemporaryDirectory() as tmp:
+        ...     path = os.path.join(tmp, "ledger.json")
+        ...     acct.save(path, key=secrets.token_bytes(32))
+        ...     PrivacyAccountant.load(path, key=secrets.token_bytes(32))  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        dpacct.accountant.ledger_file.LedgerFileError: ...: signature mismatch: ...
         """
         source = os.fspath(path)
         return cls.from_dict(

@@ -108,8 +108,12 @@ _OPTION_KEYS = frozenset({"grid", "adaptive", "adaptive_order"})
 
 
 class LedgerFileError(ValueError):
-    """A saved ledger that cannot be trusted: corrupt, truncated, edited or incompatible,
-    signed with another key, or unsigned where a signature is required."""
+    """A saved ledger that cannot be trusted: corrupt, edited, wrongly sealed or incompatible.
+
+    Raised for a truncated or corrupt file, a checksum or signature that does not
+    verify, a signed ledger read without a key, an unsigned one read with a key (unless
+    allowed), an unsupported schema, or invalid content.
+    """
 
 
 # ----------------------------------------------------------------------------------
@@ -368,7 +372,7 @@ def unseal(
 class LedgerContent:
     """The validated content of a ledger: constructor arguments and entries.
 
-    Attributes
+    Parameters
     ----------
     kwargs : dict
         ``budget_epsilon``, ``budget_delta``, ``tol`` and the saved options, for the
@@ -395,6 +399,7 @@ def parse_content(payload: Mapping[str, Any], *, source: str = "ledger data") ->
     Returns
     -------
     LedgerContent
+        The constructor arguments and the decoded entries.
 
     Raises
     ------
@@ -506,8 +511,9 @@ def write_atomic(path: str | os.PathLike[str], data: Any) -> None:
 
 
 def read_json(path: str | os.PathLike[str]) -> Any:
-    """Read and parse the JSON at ``path``, refusing empty, non-UTF-8, truncated and
-    non-finite content with a :class:`LedgerFileError`.
+    """Read and parse the JSON at ``path``, refusing what is not a complete JSON text.
+
+    Empty, non-UTF-8, truncated and non-finite content raise a :class:`LedgerFileError`.
 
     Parameters
     ----------
