@@ -491,3 +491,35 @@ def test_the_opacus_accountants_ledger_can_be_saved_signed(tmp_path):
     restored = PrivacyAccountant.load(path, key=KEY)
     assert restored.steps == 20
     assert restored.epsilon(DELTA) == pytest.approx(acct.get_epsilon(DELTA), rel=1e-12)
+
+
+#: a ledger written by dpacct before keyed ledgers existed (commit 5195345), verbatim
+OLD_UNKEYED_LEDGER = """{
+  "budget": {"delta": 1e-05, "epsilon": 3.0},
+  "checksum": "sha256:23d8e888a0c0b53232bcd30142cf306648ce85f994d25eebe4a3a2bfb8697fca",
+  "entries": [
+    {"count": 502, "mechanism": {"params": {"base": {"params": {"sigma": 1.1},
+      "type": "gaussian"}, "sample_rate": 0.01}, "type": "poisson_subsample"}},
+    {"count": 2, "mechanism": {"params": {"sigma": 20.0}, "type": "gaussian"}}
+  ],
+  "format": "dpacct.privacy_ledger",
+  "schema_version": 1,
+  "tol": null
+}
+"""
+
+
+def test_a_ledger_written_before_keys_existed_still_loads_and_is_rewritten_identically(
+    tmp_path,
+):
+    path = tmp_path / "old.json"
+    path.write_text(OLD_UNKEYED_LEDGER)
+    acct = PrivacyAccountant.load(path)
+    assert acct.steps == 504 and acct.budget == (3.0, DELTA)
+    assert acct.to_dict() == json.loads(OLD_UNKEYED_LEDGER)  # unkeyed: the same layout
+    with pytest.raises(LedgerFileError, match="not signed with the key"):
+        PrivacyAccountant.load(path, key=KEY)
+    adopted = PrivacyAccountant.load(path, key=KEY, allow_unsigned=True)
+    adopted.save(path, key=KEY)  # adopting it: from now on it is signed
+    assert read(path)["schema_version"] == 2
+    assert PrivacyAccountant.load(path, key=KEY).entries == acct.entries
