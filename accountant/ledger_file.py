@@ -333,15 +333,15 @@ def unseal(
     else:
         if found is not None and not allow_unsigned:
             carries = (
-                "an unkeyed sha256 checksum"
+                "only an unkeyed sha256 checksum, which anyone can recompute without the "
+                "key (an edited ledger re-sealed that way would pass)"
                 if "checksum" in data
-                else "neither a signature nor a checksum"
+                else "no seal at all (a signature may have been stripped)"
             )
             raise fail(
                 f"the ledger is not signed with the key (from {found.origin}): it carries "
-                f"{carries}, which anyone can recompute without the key, so an edited "
-                "ledger re-sealed that way would pass; refusing it (pass "
-                "allow_unsigned=True to load an unsigned ledger on purpose)"
+                f"{carries}; refusing it (pass allow_unsigned=True to load an unsigned "
+                "ledger on purpose)"
             )
         checksum = data.get("checksum")
         if not isinstance(checksum, str):
