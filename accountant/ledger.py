@@ -51,19 +51,18 @@ Two kinds of filter, by what the training loop may do:
 The ledger saves to and loads from JSON (:meth:`~PrivacyAccountant.save`,
 :meth:`~PrivacyAccountant.load`): the write is atomic (temporary file in the same
 directory, ``fsync``, ``os.replace``), the file carries a schema version and a SHA-256
-checksum of its canonical content, and loading rejects corrupt, truncated or edited
-files with a :class:`LedgerFileError`.  Mechanisms are written through the explicit
+checksum of its canonical content -- or, with a secret key (``key=`` or the environment
+variable ``DPACCT_LEDGER_KEY``), an HMAC-SHA256 signature that nobody without the key
+can forge -- and loading rejects corrupt, truncated, edited or wrongly signed files
+with a :class:`LedgerFileError`.  The format lives in
+:mod:`dpacct.accountant.ledger_file`.  Mechanisms are written through the explicit
 registry of :mod:`dpacct.accountant.serialization`; nothing is pickled.
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
 import math
 import os
-import stat
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -72,6 +71,16 @@ import numpy as np
 
 from .compose import ComposedMechanism, compose
 from .gaussian import GaussianMechanism
+from .ledger_file import (
+    FORMAT,
+    SCHEMA_VERSION,
+    LedgerFileError,
+    parse_content,
+    read_json,
+    seal,
+    unseal,
+    write_atomic,
+)
 from .mechanism import Mechanism, PLDSettings
 from .pld import GridPLD
 from .schedule import (
@@ -86,7 +95,7 @@ from .schedule import (
     round_schedule,
     schedule_mechanism,
 )
-from .serialization import from_dict, sha256_of, to_dict
+from .serialization import to_dict
 from .subsample import PoissonSubsampledMechanism, poisson_subsample
 from .validation import check_count, check_delta, check_epsilon, check_positive, check_sample_rate
 
@@ -98,12 +107,6 @@ __all__ = [
     "PrivacyAccountant",
 ]
 
-#: the ``"format"`` tag of a saved ledger
-FORMAT = "dpacct.privacy_ledger"
-#: version of the saved layout; bumped on any incompatible change.  Ledgers with
-#: non-default options (``grid``, ``adaptive``) carry an ``"options"`` object, which
-#: readers that predate it refuse (rather than silently dropping an adaptive filter).
-SCHEMA_VERSION = 1
 #: up to this many distinct mechanisms the ledger composes them exactly (as before);
 #: beyond, DP-SGD steps are rounded to the grid and the filter becomes incremental
 EXACT_PHASES = 16
@@ -133,10 +136,6 @@ class BudgetExceededError(RuntimeError):
         self.epsilon = epsilon
         self.budget_epsilon = budget_epsilon
         self.budget_delta = budget_delta
-
-
-class LedgerFileError(ValueError):
-    """A saved ledger that cannot be trusted: corrupt, truncated, edited or incompatible."""
 
 
 @dataclass
@@ -761,18 +760,32 @@ class PrivacyAccountant:
         return out
 
     # ------------------------------------------------------------ serialisation
-    def to_dict(self) -> dict[str, Any]:
-        """The ledger as JSON-ready data, with schema version and checksum.
+    def to_dict(self, *, key: bytes | str | None = None) -> dict[str, Any]:
+        """The ledger as JSON-ready data, with schema version and seal.
+
+        Parameters
+        ----------
+        key : bytes, str or None
+            A secret of at least 16 bytes: the data is signed with HMAC-SHA256
+            (``"signature"``, schema 2).  None reads the environment variable
+            ``DPACCT_LEDGER_KEY``; without either, an unkeyed ``"checksum"`` (schema 1).
+            See :mod:`dpacct.accountant.ledger_file` for the format and threat model.
+
+        Returns
+        -------
+        dict
+            The ledger's fields and its seal (``"checksum"`` or ``"signature"``).
 
         Raises
         ------
         TypeError
             A recorded mechanism's class is not registered in
-            :mod:`dpacct.accountant.serialization`.
+            :mod:`dpacct.accountant.serialization`, or ``key`` is not bytes or str.
+        ValueError
+            ``key`` is shorter than 16 bytes.
         """
         payload: dict[str, Any] = {
             "format": FORMAT,
-            "schema_version": SCHEMA_VERSION,
             "budget": None
             if self._budget is None
             else {"epsilon": self._budget[0], "delta": self._budget[1]},
@@ -782,8 +795,7 @@ class PrivacyAccountant:
         options = self._options()
         if options:
             payload["options"] = options
-        payload["checksum"] = sha256_of(payload)
-        return payload
+        return seal(payload, key=key)
 
     def _options(self) -> dict[str, Any]:
         """Non-default settings that change what the ledger certifies (saved with it)."""
@@ -797,100 +809,51 @@ class PrivacyAccountant:
 
     @classmethod
     def from_dict(
-        cls, data: Mapping[str, Any], *, source: str = "ledger data"
+        cls,
+        data: Mapping[str, Any],
+        *,
+        source: str = "ledger data",
+        key: bytes | str | None = None,
+        allow_unsigned: bool = False,
     ) -> PrivacyAccountant:
         """Rebuild a ledger from :meth:`to_dict` output, verifying everything.
+
+        Parameters
+        ----------
+        data : mapping
+            The output of :meth:`to_dict` (or the parsed JSON of a saved file).
+        source : str
+            Where the data came from, for messages.
+        key : bytes, str or None
+            The key the ledger was signed with; None reads ``DPACCT_LEDGER_KEY``.
+        allow_unsigned : bool
+            With a key, also accept a ledger sealed only by an unkeyed checksum.
+            See :meth:`load` for the rules.
+
+        Returns
+        -------
+        PrivacyAccountant
+            The restored ledger (its filter state rebuilt from the entries).
 
         Raises
         ------
         LedgerFileError
-            Wrong format or schema version, checksum mismatch, invalid entries
+            Wrong format or schema version, checksum or signature mismatch, a signed
+            ledger without a key, an unsigned one with a key, invalid entries
             (negative or non-integer counts, unknown mechanism types, bad parameters).
         """
-
-        def fail(msg: str) -> LedgerFileError:
-            return LedgerFileError(f"{source}: {msg}")
-
-        if not isinstance(data, Mapping):
-            raise fail(f"expected a JSON object, got {type(data).__name__}")
-        if data.get("format") != FORMAT:
-            raise fail(f"not a dpacct privacy ledger (format tag {data.get('format')!r})")
-        version = data.get("schema_version")
-        if isinstance(version, bool) or not isinstance(version, int):
-            raise fail(f"schema_version must be an integer, got {version!r}")
-        if version != SCHEMA_VERSION:
-            newer = " (written by a newer dpacct?)" if version > SCHEMA_VERSION else ""
-            raise fail(
-                f"unsupported schema_version {version}{newer}; this version reads {SCHEMA_VERSION}"
-            )
-        checksum = data.get("checksum")
-        if not isinstance(checksum, str):
-            raise fail("missing checksum")
-        payload = {k: v for k, v in data.items() if k != "checksum"}
+        payload = unseal(data, key=key, allow_unsigned=allow_unsigned, source=source)
+        content = parse_content(payload, source=source)
         try:
-            expected = sha256_of(payload)
+            acct = cls(**content.kwargs)
         except (TypeError, ValueError) as exc:
-            raise fail(f"content cannot be canonicalised: {exc}") from exc
-        if checksum != expected:
-            raise fail(
-                "checksum mismatch: the content was modified after it was saved "
-                "(edited by hand or corrupted); refusing to trust the recorded budget"
+            raise LedgerFileError(f"{source}: invalid budget or tol: {exc}") from exc
+        if acct._adaptive and acct._order is None and content.entries:
+            raise LedgerFileError(
+                f"{source}: an adaptive filter with records must state its adaptive_order"
             )
-        expected_keys = {"format", "schema_version", "budget", "tol", "entries"}
-        if "options" in payload:
-            expected_keys.add("options")
-        if set(payload) != expected_keys:
-            extra = sorted(set(payload) - expected_keys)
-            missing = sorted(expected_keys - set(payload))
-            raise fail(f"unexpected layout (extra keys {extra}, missing keys {missing})")
-        budget = payload["budget"]
-        kwargs: dict[str, Any] = {}
-        try:
-            if budget is not None:
-                if not isinstance(budget, Mapping) or set(budget) != {"epsilon", "delta"}:
-                    raise ValueError("budget must be null or {'epsilon': e, 'delta': d}")
-                kwargs = {"budget_epsilon": budget["epsilon"], "budget_delta": budget["delta"]}
-            options = payload.get("options", {})
-            allowed = {"grid", "adaptive", "adaptive_order"}
-            if "options" in payload and (
-                not isinstance(options, Mapping) or not options or not set(options) <= allowed
-            ):
-                raise ValueError(
-                    f"options must be a non-empty object with keys among {sorted(allowed)}"
-                )
-            if "adaptive" in options and options["adaptive"] is not True:
-                raise ValueError("options.adaptive must be true when present")
-            for name in ("grid", "adaptive_order"):
-                if (
-                    name in options
-                    and (
-                        isinstance(options[name], bool)
-                        or not isinstance(options[name], int | float)
-                    )
-                    and not (name == "adaptive_order" and options[name] is None)
-                ):
-                    raise ValueError(f"options.{name} must be a number")
-            acct = cls(tol=payload["tol"], **kwargs, **options)
-        except (TypeError, ValueError) as exc:
-            raise fail(f"invalid budget or tol: {exc}") from exc
-        entries = payload["entries"]
-        if not isinstance(entries, list):
-            raise fail("entries must be a list")
-        for i, entry in enumerate(entries):
-            if not isinstance(entry, Mapping) or set(entry) != {"mechanism", "count"}:
-                raise fail(f"entries[{i}] must be an object with keys 'mechanism' and 'count'")
-            count = entry["count"]
-            if isinstance(count, bool) or not isinstance(count, int):
-                raise fail(f"entries[{i}].count must be an integer >= 1, got {count!r}")
-            if count < 1:
-                raise fail(f"entries[{i}].count must be an integer >= 1, got {count}")
-            try:
-                mech = from_dict(entry["mechanism"])
-            except (TypeError, ValueError) as exc:
-                raise fail(f"entries[{i}].mechanism: {exc}") from exc
+        for i, (mech, count) in enumerate(content.entries):
             # restored verbatim: the budget was checked when the entries were recorded
-            if acct._adaptive and acct._order is None:
-                raise fail("an adaptive filter with records must state its adaptive_order")
             acct._entries.append([mech, count])
             acct._distinct.add(_key(mech))
             acct._all_pld = acct._all_pld and _pld_capable(mech)
@@ -899,52 +862,83 @@ class PrivacyAccountant:
                 try:
                     acct._rdp_spent += count * acct._rdp_at(mech)
                 except ValueError as exc:
-                    raise fail(f"entries[{i}].mechanism: {exc}") from exc
+                    raise LedgerFileError(f"{source}: entries[{i}].mechanism: {exc}") from exc
         acct._version = 1 if acct._entries else 0
         return acct
 
-    def save(self, path: str | os.PathLike[str]) -> None:
-        """Write the ledger to ``path`` as JSON, atomically.
+    def save(self, path: str | os.PathLike[str], *, key: bytes | str | None = None) -> None:
+        """Write the ledger to ``path`` as JSON, atomically, checksummed or signed.
 
         The content goes to a temporary file in the same directory, which is flushed
         and ``fsync``-ed, then renamed over ``path`` with ``os.replace``: a crash at any
         moment leaves either the previous file or the new one, never a mix.
 
+        Parameters
+        ----------
+        path : str or os.PathLike
+            The file to write (replaced if it exists).
+        key : bytes, str or None
+            A secret of at least 16 bytes (e.g. ``secrets.token_bytes(32)``): the file
+            is signed with HMAC-SHA256.  None reads the environment variable
+            ``DPACCT_LEDGER_KEY`` now; without either, the file carries an unkeyed
+            SHA-256 checksum.  The key is never written to the file.
+
+        Raises
+        ------
+        TypeError
+            An unregistered mechanism in the ledger, or ``key`` not bytes or str.
+        ValueError
+            ``key`` (or ``DPACCT_LEDGER_KEY``) shorter than 16 bytes.
+
+        Notes
+        -----
+        Threat model.  Unkeyed, the checksum detects corruption, truncation and careless
+        edits, but anyone can edit the file and recompute it.  Keyed, nobody without the
+        key can change the file so that it verifies.  Neither protects against someone
+        who holds the key, deleting the file, or replacing it with an older file signed
+        with the same key (a rollback: the file carries no counter or timestamp).  See
+        the user guide page "Ledger files".
+
         Examples
         --------
-        >>> import os, tempfile
+        >>> import os, secrets, tempfile
         >>> acct = PrivacyAccountant()
         >>> acct.step(noise_multiplier=1.0, sample_rate=0.01, count=500)
+        >>> key = secrets.token_bytes(32)
         >>> with tempfile.TemporaryDirectory() as tmp:
         ...     path = os.path.join(tmp, "ledger.json")
-        ...     acct.save(path)
-        ...     restored = PrivacyAccountant.load(path)
+        ...     acct.save(path, key=key)
+        ...     restored = PrivacyAccountant.load(path, key=key)
         >>> restored.entries == acct.entries
         True
         """
-        target = os.fspath(path)
-        text = json.dumps(self.to_dict(), indent=2, sort_keys=True, allow_nan=False) + "\n"
-        directory = os.path.dirname(os.path.abspath(target))
-        fd, tmp = tempfile.mkstemp(
-            prefix="." + os.path.basename(target) + ".", suffix=".tmp", dir=directory
-        )
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(text)
-                fh.flush()
-                os.fsync(fh.fileno())
-            with contextlib.suppress(OSError):  # keep the permissions of the file replaced
-                os.chmod(tmp, stat.S_IMODE(os.stat(target).st_mode))
-            os.replace(tmp, target)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
-        _fsync_directory(directory)
+        write_atomic(path, self.to_dict(key=key))
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str]) -> PrivacyAccountant:
-        """Read a ledger written by :meth:`save`.
+    def load(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        key: bytes | str | None = None,
+        allow_unsigned: bool = False,
+    ) -> PrivacyAccountant:
+        """Read a ledger written by :meth:`save`, verifying its checksum or signature.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            The file to read.
+        key : bytes, str or None
+            The key the ledger was signed with.  None reads the environment variable
+            ``DPACCT_LEDGER_KEY`` now; an explicit key wins over it.
+        allow_unsigned : bool
+            With a key, also accept a file that carries only an unkeyed checksum (still
+            verified).  Default False.
+
+        Returns
+        -------
+        PrivacyAccountant
+            The restored ledger.
 
         Raises
         ------
@@ -952,30 +946,38 @@ class PrivacyAccountant:
             No file at ``path``.
         LedgerFileError
             The file is empty, truncated, not JSON, of another format or schema
-            version, fails its checksum, or holds invalid entries.
+            version, fails its checksum or signature, is signed but no key was given,
+            is unsigned but a key was given, or holds invalid entries.
+        TypeError, ValueError
+            A bad ``key`` (wrong type, shorter than 16 bytes) or ``allow_unsigned``.
+
+        Notes
+        -----
+        The rules: a signed file loads only with the key that signed it; without any
+        key it is refused (never loaded unverified).  With a key, an unsigned file is
+        refused unless ``allow_unsigned=True``: someone without the key who edits a
+        signed ledger can only re-seal it with an unkeyed checksum or strip the seal,
+        and must not thereby downgrade it.  Without a key, an unsigned file loads once
+        its checksum verifies (corruption detection only: anyone can recompute a
+        checksum).  The threat model is in :meth:`save`.
+
+        Examples
+        --------
+        >>> import os, secrets, tempfile
+        >>> acct = PrivacyAccountant()
+        >>> acct.step(noise_multiplier=1.0, count=3)
+        >>> with tempfile.TemporaryDirectory() as tmp:
+        ...     path = os.path.join(tmp, "ledger.json")
+        ...     acct.save(path, key=secrets.token_bytes(32))
+        ...     PrivacyAccountant.load(path, key=secrets.token_bytes(32))  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        dpacct.accountant.ledger_file.LedgerFileError: ...: signature mismatch: ...
         """
         source = os.fspath(path)
-        with open(source, "rb") as fh:
-            raw = fh.read()
-        if not raw.strip():
-            raise LedgerFileError(f"{source}: the file is empty (an interrupted write?)")
-        try:
-            text = raw.decode("utf-8")
-            data = json.loads(text, parse_constant=_reject_constant)
-        except UnicodeDecodeError as exc:
-            raise LedgerFileError(f"{source}: not UTF-8 text; the file is corrupt") from exc
-        except json.JSONDecodeError as exc:
-            raise LedgerFileError(
-                f"{source}: not valid JSON ({exc.msg} at line {exc.lineno}, column "
-                f"{exc.colno}); the file is corrupt or truncated"
-            ) from exc
-        except ValueError as exc:
-            raise LedgerFileError(f"{source}: {exc}") from exc
-        return cls.from_dict(data, source=source)
-
-
-def _reject_constant(name: str) -> float:
-    raise ValueError(f"non-finite number {name} in the file; the file is corrupt")
+        return cls.from_dict(
+            read_json(source), source=source, key=key, allow_unsigned=allow_unsigned
+        )
 
 
 def _same(a: Mechanism, b: Mechanism) -> bool:
@@ -987,23 +989,6 @@ def _same(a: Mechanism, b: Mechanism) -> bool:
         return bool(a == b)
     except Exception:  # pragma: no cover - exotic __eq__
         return False
-
-
-def _fsync_directory(directory: str) -> None:
-    """Persist the rename itself (POSIX); a no-op where directories cannot be opened."""
-    flags = getattr(os, "O_DIRECTORY", None)
-    if flags is None:  # pragma: no cover - Windows
-        return
-    try:
-        fd = os.open(directory, os.O_RDONLY | flags)
-    except OSError:  # pragma: no cover
-        return
-    try:
-        os.fsync(fd)
-    except OSError:  # pragma: no cover
-        pass
-    finally:
-        os.close(fd)
 
 
 # ---------------------------------------------------------------------- helpers

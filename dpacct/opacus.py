@@ -297,7 +297,8 @@ class OpacusAccountant(IAccountant):
         """The dpacct :class:`~dpacct.accountant.PrivacyAccountant` of the history.
 
         It holds the private steps (``noise_multiplier > 0``); save it with its
-        ``save`` method for a checksummed JSON record of the run.
+        ``save`` method for a checksummed JSON record of the run (``save(path, key=...)``
+        signs it; see :meth:`~dpacct.accountant.PrivacyAccountant.save`).
         """
         return self._sync()
 

@@ -27,7 +27,8 @@ except ImportError:  # pragma: no cover - until accountant/__init__ exports it
 
 from dpacct.accountant import compose, poisson_subsample, subsample_without_replacement
 from dpacct.accountant import ledger as ledger_module
-from dpacct.accountant.ledger import SCHEMA_VERSION, BudgetExceededError, LedgerFileError
+from dpacct.accountant.ledger import BudgetExceededError, LedgerFileError
+from dpacct.accountant.ledger_file import KEY_ENV, UNSIGNED_SCHEMA_VERSION
 from dpacct.accountant.mechanism import Capabilities, Mechanism
 from dpacct.accountant.serialization import (
     canonical_json,
@@ -44,6 +45,12 @@ DELTA = 1e-5
 
 def dpsgd(sigma: float, q: float, steps: int):
     return compose([poisson_subsample(GaussianMechanism(sigma=sigma), q)], counts=[steps])
+
+
+@pytest.fixture(autouse=True)
+def _no_ledger_key(monkeypatch):
+    """These tests are about unkeyed ledgers: a key in the environment would sign them."""
+    monkeypatch.delenv(KEY_ENV, raising=False)
 
 
 def reseal(data: dict) -> dict:
@@ -259,7 +266,7 @@ def test_save_load_round_trips_exactly(tmp_path):
     restored.save(path2)
     assert path.read_bytes() == path2.read_bytes()
     data = json.loads(path.read_text())
-    assert data["schema_version"] == SCHEMA_VERSION
+    assert data["schema_version"] == UNSIGNED_SCHEMA_VERSION  # no key: the layout of old
     assert data["checksum"].startswith("sha256:")
     assert [e["count"] for e in data["entries"]] == [5_000, 2_000, 2, 1]
 
