@@ -89,7 +89,7 @@ def test_calibrate_design_example_json():
 
 def test_calibrate_text_output(capsys):
     # in-process: the same code path as the console script, faster than a subprocess
-    assert main(["calibrate", "--epsilon", "1", "--delta", "1e-5"]) == 0
+    assert main(["calibrate", "--epsilon", "1", "--delta", "1e-5", "--steps", "1"]) == 0
     text = capsys.readouterr().out
     assert text.startswith("noise multiplier = 3.7306")
     assert "analytic Gaussian" in text
@@ -206,12 +206,20 @@ def test_bad_input_is_one_line_error(args, fragments, code):
         (["epsilon", "--sigma", "1", "--steps", "abc", "--delta", "1e-5"], "--steps", 2),
         (["epsilon", "--sigma", "1", "--delta", "1e-5"], "--steps --epochs", 2),
         (["calibrate", "--epsilon", "0.01", "--delta", "1e-5", "--sigma", "1"], "out of reach", 1),
-        (["calibrate", "--epsilon", "1", "--delta", "2"], "delta must lie in (0, 1)", 1),
-        (["calibrate", "--epsilon", "nan", "--delta", "1e-5"], "epsilon must lie in (0, inf)", 1),
+        (
+            ["calibrate", "--epsilon", "1", "--delta", "2", "--steps", "1"],
+            "delta must lie in (0, 1)",
+            1,
+        ),
+        (
+            ["calibrate", "--epsilon", "nan", "--delta", "1e-5", "--steps", "1"],
+            "epsilon must lie in (0, inf)",
+            1,
+        ),
         (
             "calibrate --epsilon 1 --delta 1e-5 --sigma 1 -q 0.1 --steps 5".split(),
             "nothing to solve for",
-            1,
+            2,
         ),
         (["compare", "-m", "nosuch:x=1"], "unknown mechanism 'nosuch'", 1),
         (["compare", "-m", "gaussian:sigma=0"], "sigma must lie in (0, inf)", 1),
