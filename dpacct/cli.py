@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import re
 import sys
 import time
 from collections.abc import Sequence
@@ -51,7 +52,18 @@ class _UsageError(Exception):
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse with one-line errors (raised, not printed-and-exited)."""
+    """argparse with one-line errors (raised, not printed-and-exited).
+
+    A value that reads as a negative number (``-1e-5``, ``-inf``, not only ``-1`` and
+    ``-0.5`` as argparse has it) is a value, not an option, so that ``--delta -1e-5``
+    reaches the library's check instead of "expected one argument".
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._negative_number_matcher = re.compile(
+            r"^-(\d[\d_]*\.?\d*|\.\d+)([eE][-+]?\d+)?$|^-(inf|infinity|nan)$", re.IGNORECASE
+        )
 
     def error(self, message: str) -> None:  # type: ignore[override]
         raise _UsageError(self.prog, message)
