@@ -559,6 +559,18 @@ def _one_line(text: str) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status (0 ok, 1 error, 2 usage error).
 
+    Parameters
+    ----------
+    argv : sequence of str, optional
+        The arguments after the program name (default: ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        0 on success; 2 for a usage error (a missing, unknown or conflicting flag, a
+        value that is not a number); 1 when the library refuses a value or cannot reach
+        a target (its own message, one line on stderr).
+
     Examples
     --------
     >>> main(["epsilon", "--noise-multiplier", "2", "--steps", "1", "--delta", "1e-5"])
@@ -574,9 +586,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     prog = "dpacct"
     try:
-        args = parser.parse_args(args_list)
+        args, extra = parser.parse_known_args(args_list)
         if getattr(args, "command", None):
             prog = f"dpacct {args.command}"
+        if extra:  # named after the subcommand they were given to
+            raise _UsageError(prog, f"unrecognized arguments: {' '.join(extra)}")
         func = getattr(args, "func", None)
         if func is None:  # plain `dpacct`
             return _cmd_demo(argparse.Namespace(json=False))

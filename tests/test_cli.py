@@ -860,3 +860,13 @@ def test_plot_without_matplotlib_names_the_extra(monkeypatch, tmp_path, capsys):
     assert main(argv) == 1
     err = capsys.readouterr().err
     assert 'pip install "dpacct[plot]"' in err and err.startswith("dpacct compare: error:")
+
+
+@pytest.mark.parametrize(
+    "command", ["demo", "epsilon --sigma 1 --steps 3 --delta 1e-5", "ledger x"]
+)
+def test_unknown_flags_are_named_after_their_subcommand(command, capsys):
+    argv = [*command.split(), "--frobnicate"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"dpacct {argv[0]}: error: unrecognized arguments: --frobnicate")
