@@ -207,6 +207,7 @@ def figure(specs: list[str], mechs: list):
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
+        from matplotlib.transforms import blended_transform_factory
     except ImportError:
         raise RuntimeError('--plot needs matplotlib: pip install "dpacct[plot]"') from None
     deltas = np.geomspace(1e-10, 1e-2, 9)
@@ -248,13 +249,15 @@ def figure(specs: list[str], mechs: list):
         f"dots: the order that sets epsilon at delta = {DEFAULT_DELTA:g} (the conversion "
         "picks the best order)"
     )
+    text = "\n".join(dict.fromkeys(notes))
     rdp_ax.text(
         0.5,
-        -0.16,
-        "\n".join(dict.fromkeys(notes)),
-        transform=rdp_ax.transAxes,
+        0.015,
+        text,
+        # centred under the RDP panel, at the bottom of the figure
+        transform=blended_transform_factory(rdp_ax.transAxes, fig.transFigure),
         ha="center",
-        va="top",
+        va="bottom",
         fontsize=7.5,
     )
     axes[0].set(xscale="log", xlabel="delta", ylabel="epsilon", title="epsilon(delta)")
@@ -273,5 +276,5 @@ def figure(specs: list[str], mechs: list):
         ax.grid(True, alpha=0.3)
     axes[2].legend(fontsize=8)
     fig.tight_layout()
-    fig.subplots_adjust(bottom=0.1 + 0.03 * sum(n.count("\n") + 1 for n in set(notes)))
+    fig.subplots_adjust(bottom=0.14 + 0.03 * (text.count("\n") + 1))
     return fig

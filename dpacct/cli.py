@@ -104,16 +104,8 @@ def _count(text: str) -> int | float:
 
 
 def _describe_run(sigma: float, q: float, steps: int) -> str:
-    what = "step" if steps == 1 else "steps"
-    if q == 1.0:
-        return (
-            f"{steps} {what} of the Gaussian mechanism with noise multiplier {sigma:.6g} "
-            "(no subsampling)"
-        )
-    return (
-        f"{steps} {what} of the Gaussian mechanism with noise multiplier {sigma:.6g}, "
-        f"Poisson sampling rate {q:.6g}"
-    )
+    run = f"{plural(steps, 'step')} of the Gaussian mechanism with noise multiplier {sigma:.6g}"
+    return f"{run} (no subsampling)" if q == 1.0 else f"{run}, Poisson sampling rate {q:.6g}"
 
 
 def _cmd_epsilon(args: argparse.Namespace) -> int:
