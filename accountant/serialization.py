@@ -41,6 +41,7 @@ True
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import hashlib
 import json
 import math
@@ -310,6 +311,10 @@ def from_dict(data: Mapping[str, Any]) -> Mechanism:
     Traceback (most recent call last):
     ...
     ValueError: invalid parameters for mechanism type 'gaussian': sigma must lie in (0, inf), ...
+    >>> from_dict({"type": "gausian", "params": {"sigma": 2.0}})  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: unknown mechanism type 'gausian'; did you mean 'gaussian'? registered types: ...
     """
     if not _is_mechanism_dict(data):
         raise ValueError(
@@ -330,8 +335,10 @@ def from_dict(data: Mapping[str, Any]) -> Mechanism:
                 "dpacct's own mechanisms are not found either: reinstall dpacct "
                 "(pip install dpacct, or pip install -e . in a checkout)"
             )
+        close = difflib.get_close_matches(name, sorted(_BY_NAME), n=1)
+        hint = f" did you mean {close[0]!r}?" if close else ""
         raise ValueError(
-            f"unknown mechanism type {name!r}; registered types: "
+            f"unknown mechanism type {name!r};{hint} registered types: "
             f"{', '.join(sorted(_BY_NAME))}{broken}"
         )
     if not isinstance(params, Mapping):
