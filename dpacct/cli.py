@@ -305,7 +305,15 @@ def _report_risk(args, solve: str, sigma: float, q: float, steps: int, res) -> i
 def _cmd_ledger(args: argparse.Namespace) -> int:
     from dpacct.accountant.ledger import PrivacyAccountant
 
-    acct = PrivacyAccountant.load(args.path)
+    key = None
+    if args.key_file is not None:
+        try:
+            with open(args.key_file, "rb") as fh:
+                # one trailing newline is an editor's, not the key's
+                key = fh.read().removesuffix(b"\n")
+        except OSError as exc:
+            raise ValueError(f"--key-file: cannot read {args.key_file!r}: {exc.strerror}") from None
+    acct = PrivacyAccountant.load(args.path, key=key, allow_unsigned=args.allow_unsigned)
     eps = acct.epsilon(args.delta)  # the library checks delta, also for an empty ledger
     if args.json:
         emit_json(
@@ -524,10 +532,23 @@ def _build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "ledger",
         help="epsilon spent by a saved PrivacyAccountant ledger",
-        description="Load a ledger saved by PrivacyAccountant.save (checksum verified) "
-        "and print what it spent.",
+        description="Load a ledger saved by PrivacyAccountant.save (its checksum, or its "
+        "HMAC-SHA256 signature when it was saved with a key, verified) and print what it "
+        "spent.  The key comes from --key-file or the environment variable "
+        "DPACCT_LEDGER_KEY.",
     )
     p.add_argument("path", help="ledger JSON file")
+    p.add_argument(
+        "--key-file",
+        metavar="PATH",
+        help="file holding the key a signed ledger was saved with (one trailing newline "
+        "is ignored); wins over DPACCT_LEDGER_KEY",
+    )
+    p.add_argument(
+        "--allow-unsigned",
+        action="store_true",
+        help="with a key, also accept a ledger that carries only an unkeyed checksum",
+    )
     p.add_argument("--delta", type=_real, default=DEMO_DELTA, help="delta (default 1e-5)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=_cmd_ledger)

@@ -165,6 +165,32 @@ def test_ledger_subcommand(tmp_path, capsys):
     assert out.returncode == 1
 
 
+def test_ledger_subcommand_reads_a_signed_ledger_with_its_key_file(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("DPACCT_LEDGER_KEY", raising=False)
+    secret = "a key of at least sixteen bytes"
+    acct = PrivacyAccountant()
+    acct.step(noise_multiplier=1.0, sample_rate=0.01, count=500)
+    path = tmp_path / "ledger.json"
+    acct.save(path, key=secret)
+    key_file = tmp_path / "key.txt"
+    key_file.write_text(secret + "\n")  # an editor's trailing newline is not the key's
+    assert main(["ledger", str(path), "--key-file", str(key_file), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["steps"] == 500
+    # without the key, or with another one, the signed file is refused (exit 1, one line)
+    assert_one_line_error(dpacct("ledger", str(path)), "key")
+    (tmp_path / "other.txt").write_text("another key, sixteen bytes or more")
+    out = dpacct("ledger", str(path), "--key-file", str(tmp_path / "other.txt"))
+    assert_one_line_error(out, "not signed with this key")
+    assert secret not in out.stderr
+    # an unsigned ledger under a key needs --allow-unsigned, and its checksum still counts
+    plain = tmp_path / "plain.json"
+    acct.save(plain)
+    assert dpacct("ledger", str(plain), "--key-file", str(key_file)).returncode == 1
+    assert main(["ledger", str(plain), "--key-file", str(key_file), "--allow-unsigned"]) == 0
+    out = dpacct("ledger", str(path), "--key-file", str(tmp_path / "missing"))
+    assert_one_line_error(out, "--key-file")
+
+
 def test_help_exits_cleanly(capsys):
     out = dpacct("--help")
     assert out.returncode == 0 and "calibrate" in out.stdout
