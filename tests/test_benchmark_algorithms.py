@@ -54,7 +54,7 @@ def test_discovery_finds_topics_and_skips_helpers(fake_package):
 
 def test_the_real_package_has_the_moved_topics():
     topics = algorithms.discover()
-    for name in ("noisy_gd_speed", "quantiles", "theil_sen"):
+    for name in ("census_noisy_gd", "noisy_gd_speed", "quantiles", "regression", "theil_sen"):
         assert name in topics
     assert not any(t.startswith("_") for t in topics)
 
@@ -129,7 +129,104 @@ def test_row_helper_takes_medians_and_iqr_and_judges_direction():
     r = common.row("w", "m", ours, "peer 1", ours * 2)
     assert (r["dpacct"], r["peer_value"], r["seeds"]) == (3.0, 6.0, 5)
     assert r["dpacct_spread"] == "IQR 2-4"          # numpy's linear quartiles of 1..5
-    assert r["verdict"] == "better"
-    assert common.row("w", "m", ours, "p", ours * 2, lower_is_better=False)["verdict"] == "worse"
-    assert common.row("w", "m", ours, "p", ours * 1.01)["verdict"] == "parity"
+    tight = 1.0 + 1e-3 * np.linspace(-1.0, 1.0, 101)
+    assert common.row("w", "m", tight, "p", tight * 2)["verdict"] == "better"
+    assert common.row("w", "m", tight, "p", tight * 2,
+                      lower_is_better=False)["verdict"] == "worse"
+    assert common.row("w", "m", tight, "p", tight * 1.01)["verdict"] == "parity"
     assert common.row("w", "m", ours, "p not installed", None)["verdict"] == common.NO_PEER
+
+
+def test_verdict_reads_seed_noise_as_parity():
+    """Medians 10 % apart are parity when the seeds' spread makes that noise (two standard
+    errors of the difference), a verdict when the spread is small."""
+    rng = np.random.default_rng(0)
+    wide = rng.normal(1.0, 1.0, size=20)
+    shifted = wide * 1.0 + 0.1
+    assert common.row("w", "m", shifted, "p", wide, rtol=0.0)["verdict"] == "parity"
+    tight = 1.0 + 1e-3 * rng.normal(size=20)
+    assert common.row("w", "m", tight + 0.1, "p", tight, rtol=0.0)["verdict"] == "worse"
+    # the band by hand: 2 * hypot(se, se) with se = 1.2533 * IQR / 1.349 / sqrt(n)
+    q1, q3 = np.quantile(wide, [0.25, 0.75])
+    se = 1.2533 * (q3 - q1) / 1.349 / np.sqrt(20)
+    assert common.median_se(wide) == pytest.approx(se, rel=1e-12)
+    assert common.verdict(1.0, 1.0 + 2 * np.hypot(se, se) * 0.99, rtol=0.0,
+                          band=2 * np.hypot(se, se)) == "parity"
+
+
+# ----------------------------------------------------------------------------------
+# the regression and census topics, quick
+# ----------------------------------------------------------------------------------
+
+
+def _check_topic_rows(rows):
+    for r in rows:
+        algorithms.check_row(r, "topic")
+        assert r["verdict"] in (*common.VERDICTS, common.NO_PEER)
+
+
+def test_california_housing_is_the_tutorials_data():
+    """The tutorial prints a non-private training MSE of 0.6053084771039058 and a trivial
+    (predict-the-mean) MSE of 1.331547558951559 for its preprocessing."""
+    regression = pytest.importorskip("benchmarks.algos.regression")
+    X, y = regression.california_housing()
+    assert X.shape == (20_640, 8)
+    assert np.allclose(np.linalg.norm(X, axis=1), 1.0)
+    assert y.min() >= 0.0 and y.max() == 5.0
+    theta = np.linalg.solve(X.T @ X, X.T @ y)
+    assert np.mean((y - X @ theta) ** 2) == pytest.approx(0.6053084771039058, rel=1e-12)
+    assert np.mean((y - y.mean()) ** 2) == pytest.approx(1.331547558951559, rel=1e-12)
+
+
+class _ZeroNoise:
+    """A generator stand-in whose every normal draw is 0 (to read the ridge off)."""
+
+    def normal(self, size=None):
+        return 0.0 if size is None else np.zeros(size)
+
+
+def test_tutorial_adassp_ridge_is_the_tutorials_rule():
+    """The re-implemented peer without noise at lambda_min = 0: the ridge is
+    1.96 sqrt(d) * 2 * scale (the X^T X multiplier is 2 scale), so theta = X^T y / ridge;
+    with lambda_min far above it, no ridge."""
+    regression = pytest.importorskip("benchmarks.algos.regression")
+    d, scale = 4, 0.5
+    XTy = np.arange(1.0, d + 1)
+    theta = regression.tutorial_adassp(np.zeros((d, d)), XTy, 0.0, scale, _ZeroNoise())
+    assert theta == pytest.approx(XTy / (1.96 * np.sqrt(d) * 2.0 * scale), rel=1e-14)
+    big = 1e3 * np.eye(d)
+    theta = regression.tutorial_adassp(big, XTy, 1e3, scale, _ZeroNoise())
+    assert theta == pytest.approx(XTy / 1e3, rel=1e-14)
+
+
+def test_regression_topic_quick():
+    regression = pytest.importorskip("benchmarks.algos.regression")
+    rows = regression.rows(seeds=3, quick=True)
+    _check_topic_rows(rows)
+    names = " ".join(r["workflow"] for r in rows)
+    assert "ridge_constant='tutorial'" in names and "NoisyGD" in names
+    if common.peer_version("autodp") is not None:
+        calib = [r for r in rows if r["workflow"].startswith("autodp NoisyGD calibration")]
+        assert calib and calib[0]["verdict"] == "parity"
+    else:
+        assert all(r["peer"].endswith("not installed") or "dpacct" in r["peer"]
+                   or "not installed" in r["peer"] for r in rows)
+
+
+def test_census_topic_quick():
+    pytest.importorskip("pandas")
+    census = pytest.importorskip("benchmarks.algos.census_noisy_gd")
+    rows = census.rows(seeds=3, quick=True)
+    _check_topic_rows(rows)
+    sigma = rows[0]
+    assert sigma["dpacct"] < sigma["peer_value"]        # the engine needs less noise
+
+
+def test_auc_is_the_mann_whitney_statistic():
+    census = pytest.importorskip("benchmarks.algos.census_noisy_gd")
+    y = np.array([1, 1, -1, -1, 1, -1])
+    s = np.array([0.9, 0.4, 0.4, 0.1, 0.8, 0.7])
+    # by hand: positive-negative pairs ordered right, ties one half
+    pairs = [(p, q) for p in s[y > 0] for q in s[y < 0]]
+    expected = sum(1.0 if p > q else 0.5 if p == q else 0.0 for p, q in pairs) / len(pairs)
+    assert census.auc(y, s) == pytest.approx(expected, rel=1e-15)

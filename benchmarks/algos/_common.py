@@ -60,13 +60,22 @@ def peer_version(dist: str) -> str | None:
         return None
 
 
+def median_se(values: Sequence[float] | np.ndarray) -> float:
+    """Standard error of the median, from the IQR (normal approximation:
+    ``1.2533 sigma / sqrt(n)`` with ``sigma = IQR / 1.349``)."""
+    v = np.asarray(values, dtype=float)
+    q1, q3 = np.quantile(v, [0.25, 0.75])
+    return float(1.2533 * (q3 - q1) / 1.349 / np.sqrt(len(v)))
+
+
 def verdict(ours: float, peer: float | None, *, lower_is_better: bool = True,
-            rtol: float = 0.02) -> str:
-    """``"parity"`` when the medians agree to ``rtol`` (relative), else better / worse;
+            rtol: float = 0.02, band: float = 0.0) -> str:
+    """``"parity"`` when the medians differ by at most ``rtol`` (relative) or ``band``
+    (absolute: e.g. two standard errors of the difference), else better / worse;
     :data:`NO_PEER` without a peer value."""
     if peer is None:
         return NO_PEER
-    if abs(ours - peer) <= rtol * max(abs(peer), abs(ours)):
+    if abs(ours - peer) <= max(rtol * max(abs(peer), abs(ours)), band):
         return "parity"
     ours_wins = ours < peer if lower_is_better else ours > peer
     return "better" if ours_wins else "worse"
@@ -75,12 +84,18 @@ def verdict(ours: float, peer: float | None, *, lower_is_better: bool = True,
 def row(workflow: str, metric: str, ours: Sequence[float] | np.ndarray, peer: str,
         peer_values: Sequence[float] | np.ndarray | None, *, lower_is_better: bool = True,
         rtol: float = 0.02, why: str = "", fmt: str = ".4g") -> dict:
-    """One table row from the per-seed values of dpacct and of the peer."""
+    """One table row from the per-seed values of dpacct and of the peer.
+
+    The verdict is parity when the medians differ by at most ``rtol`` (relative) or by
+    two standard errors of their difference (:func:`median_se`), so that seed noise is
+    not read as a difference."""
     ours_med, ours_spread = median_iqr(ours, fmt)
+    band = 0.0
     if peer_values is None:
         peer_med, peer_spread = None, ""
     else:
         peer_med, peer_spread = median_iqr(peer_values, fmt)
+        band = 2.0 * float(np.hypot(median_se(ours), median_se(peer_values)))
     return {
         "workflow": workflow,
         "metric": metric,
@@ -90,6 +105,7 @@ def row(workflow: str, metric: str, ours: Sequence[float] | np.ndarray, peer: st
         "peer_value": peer_med,
         "peer_spread": peer_spread,
         "seeds": len(ours),
-        "verdict": verdict(ours_med, peer_med, lower_is_better=lower_is_better, rtol=rtol),
+        "verdict": verdict(ours_med, peer_med, lower_is_better=lower_is_better, rtol=rtol,
+                           band=band),
         "why": why,
     }
