@@ -182,15 +182,16 @@ class PrivacyAccountant:
         default is about 0.1 %.  Rounding applies only once the ledger holds more than
         ``EXACT_PHASES`` (16) distinct mechanisms -- a noise or batch-size schedule
         that changes at every step; below that everything is composed exactly and
-        ``grid`` has no effect.  Beyond it, each step ``(sigma, q)`` is rounded to a
-        cell with smaller sigma and larger q for upper bounds (a dominating step, so
-        :meth:`epsilon` and :meth:`delta` stay sound) and with larger sigma and
+        ``grid`` has no effect.  Beyond it, DP-SGD steps ``(sigma, q)`` are rounded
+        to a cell with smaller sigma and larger q for upper bounds (a dominating step,
+        so :meth:`epsilon` and :meth:`delta` stay sound) and with larger sigma and
         smaller q for the lower end of :meth:`epsilon_bounds`
         (:func:`~dpacct.accountant.schedule.round_step`).  Records that are not
-        DP-SGD steps are never rounded, values already on the grid are not moved, and
-        a coordinate with few distinct values (a constant q) keeps them.  A coarser
-        grid is faster and widens the bracket (about four times ``grid``, relative);
-        a finer one is slower and tighter.
+        DP-SGD steps are never rounded, values already on the grid are not moved, a
+        coordinate with at most 64 distinct values (a constant q) keeps them, and a
+        ledger of DP-SGD steps only with at most 1024 distinct steps is answered
+        unrounded.  A coarser grid is faster and widens the bracket (about four
+        times ``grid``, relative); a finer one is slower and tighter.
     adaptive : bool, default False
         Which guarantee the privacy filter gives; needs a budget.  ``False``: the
         sequence of mechanisms must be fixed in advance (it may change over time, but
@@ -205,7 +206,8 @@ class PrivacyAccountant:
         the whole adaptive run is ``(budget_epsilon, budget_delta)``-DP.  The Renyi
         filter costs O(1) per record but is looser, so it admits fewer steps; every
         record needs a Renyi curve.  The queries (:meth:`epsilon`, ...) compose the
-        recorded mechanisms as a fixed sequence in either mode.
+        recorded mechanisms as a fixed sequence in either mode; for a run whose
+        choices were adaptive, the guarantee to quote is the budget.
     adaptive_order : float, optional
         The Renyi order of the adaptive filter, finite and > 1; only with
         ``adaptive=True``.  None (default): chosen at the first record, from its
