@@ -567,7 +567,9 @@ class Table:
     Parameters
     ----------
     columns : tuple of column specifications
+        The table's columns, in order.
     codes : ndarray of int, shape (n, d)
+        The integer code of every cell (column ``j`` in ``0 .. columns[j].size - 1``).
     values : dict of name -> ndarray
         The values (categories, or numbers for binned numeric columns).
 
@@ -987,10 +989,12 @@ class MarginalSynthesizer(Algorithm):
     Parameters
     ----------
     columns : sequence of CategoricalColumn or BinnedNumericColumn
+        The public column specifications (the domain), with unique names.
     marginals : '1-way', '2-way' or sequence of tuples of column names
         ``'1-way'``: every single column; ``'2-way'``: every pair of columns; or an
         explicit list of one- and two-column sets that together cover every column.
     noise : 'laplace' or 'gaussian'
+        The noise added to every release (default ``'laplace'``: pure DP).
     scale : float
         Noise scale per unit of sensitivity (Laplace ``b`` or Gaussian ``sigma``), > 0.
     count_scale : float, optional
@@ -1141,6 +1145,7 @@ class MarginalSynthesizer(Algorithm):
         counts : array_like, shape ``sizes``
             Non-negative integer counts of every combination of column codes.
         rng : numpy.random.Generator
+            The source of the noise.
         generator : 'auto', 'ipf' or 'tree'
             The sampling model (see :meth:`fit`).
 
@@ -1479,6 +1484,7 @@ class FittedSynthesizer:
         n : int, optional
             Number of rows, >= 0.
         rng : numpy.random.Generator
+            The source of the draws (sampling is post-processing: no privacy cost).
         """
         check_rng(rng)
         n = self._check_n(n)

@@ -18,17 +18,24 @@ Checks enforced (:data:`ENFORCED`):
 * GL08 -- no docstring.  An override without a docstring of its own counts as
   documented when a dpacct base class defines the same method with a docstring and the
   same parameters (``help()`` shows the inherited one, and the base is validated);
-* GL02, GL03 -- whitespace around the closing quotes, doubled blank lines;
+* GL01, GL02, GL03, SS04 -- whitespace: where the text starts, the closing quotes on
+  their own line after a multi-line docstring, no doubled blank lines, no leading
+  whitespace in the summary;
+* GL05, GL06, GL07, GL09, GL10 -- structure the documentation site renders: no tabs,
+  only numpydoc's sections and in numpydoc's order, deprecations first, well-formed
+  reST directives;
 * SS01 -- no one-line summary;
-* PR01, PR02, PR10 -- a parameter not documented, a documented parameter that does not
-  exist, ``name: type`` without the space before the colon;
+* PR01, PR02, PR07, PR10 -- a parameter not documented, a documented parameter that
+  does not exist, a parameter without a description, ``name: type`` without the space
+  before the colon;
 * EX01 -- no ``Examples`` section, for public functions and classes.  It is relaxed for
   methods and properties: a class's example shows how its methods are called, most
   methods share the contract documented (with examples) on :class:`~dpacct.Mechanism`,
   and a doctest per accessor would multiply near-identical examples without testing
-  more; the methods a user calls first carry examples anyway.  It is also relaxed for
-  exception classes, which the user meets when a function raises them: the raising
-  function's docstring shows when.
+  more; the everyday queries (``Mechanism.epsilon`` and its siblings,
+  ``PrivacyAccountant.epsilon``, ``save``, ...) carry examples anyway.  It is also
+  relaxed for exception classes, which the user meets when a function raises them: the
+  raising function's docstring shows when.
 
 Checks not enforced (:data:`NOT_ENFORCED`) are listed there with the reason.
 
@@ -55,46 +62,43 @@ CORE_MODULES = ("dpacct", "dpacct.accountant", "dpacct.mechanisms", "dpacct.cali
 INTEGRATIONS = {"dpacct.opacus": "opacus", "dpacct.dp_accounting": "dp_accounting"}
 
 #: numpydoc checks that fail the suite, for every walked object
-ENFORCED = frozenset({"GL02", "GL03", "GL08", "SS01", "PR01", "PR02", "PR10"})
+ENFORCED = frozenset(
+    {
+        "GL01", "GL02", "GL03", "GL05", "GL06", "GL07", "GL08", "GL09", "GL10",
+        "SS01", "SS04", "PR01", "PR02", "PR07", "PR10",
+    }
+)  # fmt: skip
 #: checks enforced for public functions and classes only (see the module docstring)
 ENFORCED_TOP_LEVEL = frozenset({"EX01"})
 
 #: every other numpydoc check, with the reason it is not enforced
 NOT_ENFORCED = {
-    "GL01": "the project's docstrings open with the summary on the quotes' line (PEP 257); "
-    "numpydoc's preference for the next line is a style choice",
-    "GL05": "tabs: ruff's W191 already forbids them in the source",
-    "GL06": "unknown sections: the docstrings use numpydoc's standard sections; the "
-    "docs build (sphinx -W with numpydoc) fails on an unknown one",
-    "GL07": "section order: reported by the docs build; not a correctness issue for help()",
-    "GL09": "no deprecations are documented with the directive yet",
-    "GL10": "reST directives: the docs build (sphinx -W) fails on a malformed one",
-    "SS02": "summaries may start with a parameter or symbol name (``epsilon(delta)``, "
-    "``sigma``), which is lower case by convention",
-    "SS03": "style (a summary ending with a colon before a list is clearer)",
-    "SS04": "style; GL02/GL03 cover the whitespace that breaks rendering",
-    "SS05": "summaries of properties and classes are noun phrases, and many methods "
-    "describe what they return ('Sound upper bound on ...'); the imperative mood is a "
-    "style preference",
-    "SS06": "a summary may wrap to a second line when the full name of a bound needs it",
+    "SS02": "a summary may open with a code literal or a lower-case name "
+    "(``f``-DP, ``epsilon(delta)``)",
+    "SS03": "punctuation style; every summary passes today, but a summary ending in a "
+    "formula or a colon before a list should not fail the suite",
+    "SS05": "properties and result classes are summarised by noun phrases and many "
+    "accessors by what they return ('Sound upper bound on delta'); the imperative mood "
+    "is a style preference",
+    "SS06": "a summary may wrap to a second line when a bound's full name needs it",
     "ES01": "a short object needs no extended summary",
-    "PR03": "keyword-only parameters are documented in the order a reader needs them, "
-    "which is not always the signature's",
-    "PR04": "the type is in the signature's annotation too; a missing docstring type is "
-    "not a missing explanation",
+    "PR03": "parameters are documented in the order a reader needs them (a result "
+    "class's fields grouped by meaning), which is not always the signature's",
+    "PR04": "a grouped entry ('coef, intercept, loss: as FittedLinearModel') refers to "
+    "the types documented elsewhere; every parameter's type is in its annotation",
     "PR05": "style of the type line",
-    "PR06": "style of the type line ('int' vs 'integer')",
-    "PR07": "a parameter with no description is caught by review; PR01 catches absence",
-    "PR08": "descriptions may start with a symbol or a parameter name",
-    "PR09": "descriptions may end with a formula or a list",
+    "PR06": "style of the type line ('int' versus 'integer')",
+    "PR08": "a description may start with a symbol or a code literal",
+    "PR09": "a description may end with a formula or a code literal",
     "RT01": "the return value is stated in the summary of most accessors "
     "('Sound upper bound on delta'); a Returns section would repeat it",
     "RT02": "style of the Returns section",
-    "RT03": "see RT01",
+    "RT03": "see RT01: the summary describes the value",
     "RT04": "see PR08",
     "RT05": "see PR09",
-    "YD01": "no public generators need a Yields section beyond their summary",
-    "SA01": "a See Also section is useful but not required on every object",
+    "YD01": "no public function is a generator",
+    "SA01": "a See Also section helps but is not needed on every object; the docs "
+    "site's API pages cross-link",
     "SA02": "style of the See Also section",
     "SA03": "style of the See Also section",
     "SA04": "a See Also entry may be self-explanatory",
