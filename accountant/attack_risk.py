@@ -229,6 +229,15 @@ def tpr_bounds(mechanism: Mechanism, fpr, *, tol: float | None = None):
     reaches a higher TPR at this FPR); ``lower = 1 - upper(f)`` shows how tight it is.
     See :func:`tradeoff_bounds`.
 
+    Parameters
+    ----------
+    mechanism : Mechanism
+        The mechanism (or composed run) attacked.
+    fpr : float or array_like
+        False-positive rate(s) of the attack, in [0, 1].
+    tol : float, optional
+        Relative accuracy of the PLDs, as in :meth:`Mechanism.epsilon`; default 1e-4.
+
     Examples
     --------
     >>> from dpacct.mechanisms import GaussianMechanism
@@ -252,6 +261,7 @@ def tpr_at(mechanism: Mechanism, fpr, *, tol: float | None = None):
     Parameters
     ----------
     mechanism : Mechanism
+        The mechanism (or composed run) attacked.
     fpr : float or array_like
         False-positive rate(s) in [0, 1].
     tol : float, optional
@@ -280,6 +290,13 @@ def advantage_bounds(mechanism: Mechanism, *, tol: float | None = None) -> tuple
     certified upper bounds (the pessimistic PLD of either direction, the swapped
     remove PLD, the mechanism's own ``delta(0)``), the lower end the larger of the
     optimistic PLDs' values.
+
+    Parameters
+    ----------
+    mechanism : Mechanism
+        The mechanism (or composed run) attacked.
+    tol : float, optional
+        Relative accuracy of the PLDs, as in :meth:`Mechanism.epsilon`; default 1e-4.
 
     Examples
     --------
@@ -312,6 +329,13 @@ def advantage(mechanism: Mechanism, *, tol: float | None = None) -> float:
 
     Equal to ``delta(epsilon=0)`` (Kulynych et al. 2024, Proposition 3.1); see
     :func:`advantage_bounds`.
+
+    Parameters
+    ----------
+    mechanism : Mechanism
+        The mechanism (or composed run) attacked.
+    tol : float, optional
+        Relative accuracy of the PLDs, as in :meth:`Mechanism.epsilon`; default 1e-4.
 
     Examples
     --------

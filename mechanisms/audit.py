@@ -298,9 +298,10 @@ class AuditResult:
     (``reject_above[i]``) or at/below ``thresholds[i]``"; its type I error
     ``alpha_hat[i]`` and type II error ``beta_hat[i]`` are bracketed by the
     simultaneous Clopper-Pearson intervals ``[alpha_low, alpha_high]`` and
-    ``[beta_low, beta_high]``.  All arrays are read-only.
+    ``[beta_low, beta_high]``.  All arrays are read-only.  Each parameter is an
+    attribute of the same name.
 
-    Attributes
+    Parameters
     ----------
     thresholds, null_hypothesis, reject_above : ndarray
         The test of each row (``null_hypothesis`` is ``"D'"`` or ``"D"``).
@@ -334,6 +335,16 @@ class AuditResult:
         Family-wise confidence level of the intervals.
     mechanism : object
         The mechanism whose claim was audited.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpacct.mechanisms import LaplaceMechanism
+    >>> result = audit(LaplaceMechanism(b=1.0), np.random.default_rng(0), samples=5_000)
+    >>> result.passed, result.violations.size, result.samples
+    (True, 0, 5000)
+    >>> round(result.claimed_advantage, 4)   # TV of Laplace(0, 1), Laplace(1, 1): 1 - e^-1/2
+    0.3935
     """
 
     thresholds: np.ndarray

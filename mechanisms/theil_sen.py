@@ -69,7 +69,9 @@ def pair_predictions(x: np.ndarray, y: np.ndarray, k: int, cut_points: tuple[flo
 class TheilSenFit:
     """The released line of :class:`DPTheilSen`.
 
-    Attributes
+    Each parameter is an attribute of the same name.
+
+    Parameters
     ----------
     slope, intercept : float
         The line, recovered from the two private medians.
@@ -92,6 +94,11 @@ class TheilSenFit:
 
     def predict(self, x: object) -> np.ndarray:
         """``slope * x + intercept``.
+
+        Parameters
+        ----------
+        x : array_like
+            Points at which the line is evaluated (finite).
 
         Examples
         --------
@@ -217,8 +224,10 @@ class DPTheilSen(Algorithm):
         return self.split * self.epsilon0, (1.0 - self.split) * self.epsilon0
 
     def planned_releases(self) -> tuple[PlannedRelease, ...]:
-        """Two bounded-range exponential mechanisms, the medians at ``x1`` and ``x2``,
-        each with utility sensitivity ``k`` (class docstring)."""
+        """Two bounded-range exponential mechanisms, the medians at ``x1`` and ``x2``.
+
+        Each with utility sensitivity ``k`` (class docstring).
+        """
         e1, e2 = self.budgets
         return (
             PlannedRelease("median at x1", ExponentialMechanism(epsilon=e1), 1, sensitivity=self.k),
