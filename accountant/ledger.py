@@ -1044,16 +1044,6 @@ class PrivacyAccountant:
         Returns
         -------
         PrivacyAccountant
-            The restored ledger.
-
-        Parameters
-        ----------
-        path : str or os.PathLike
-            The file to read.
-
-        Returns
-        -------
-        PrivacyAccountant
             The ledger with its entries, budget and options (the filter's certificate
             is not saved: the next check recomputes it).
 
