@@ -100,6 +100,8 @@ def import_optional(module: str, *, extra: str, feature: str) -> ModuleType:
     ImportError
         The module (or one it imports) is not installed; the message says
         ``pip install "dpacct[<extra>]"``.
+    ValueError
+        ``extra`` is not one of dpacct's extras.
 
     Examples
     --------

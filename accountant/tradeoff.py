@@ -135,8 +135,28 @@ def tradeoff_envelope(
 
 
 def pld_route(mech: Mechanism) -> bool:
-    """True when ``mech``'s trade-off curve is read off its PLDs: it has PLDs and
-    neither an exact ``delta(eps)`` curve nor an exact trade-off curve."""
+    """Whether ``mech``'s trade-off curve is read off its privacy loss distributions.
+
+    Parameters
+    ----------
+    mech : Mechanism
+        The mechanism that describes the privacy (``mechanism.privacy``).
+
+    Returns
+    -------
+    bool
+        True when it has PLDs and neither an exact ``delta(eps)`` curve nor an exact
+        trade-off curve (those answer in closed form).
+
+    Examples
+    --------
+    >>> from dpacct.accountant import compose, poisson_subsample
+    >>> from dpacct.mechanisms import GaussianMechanism
+    >>> pld_route(GaussianMechanism(sigma=1.0))
+    False
+    >>> pld_route(compose([poisson_subsample(GaussianMechanism(sigma=1.0), 0.1)], [10]).privacy)
+    True
+    """
     return mech.has_pld and not (mech.has_exact_curve or mech.capabilities.exact_tradeoff)
 
 
@@ -157,9 +177,34 @@ def pld_tradeoff_lower(mech: Mechanism, alpha: np.ndarray, settings: PLDSettings
     """Certified lower bound on the trade-off curve from the pessimistic PLDs.
 
     The envelope evaluated on every node of the pessimistic PLDs (the Neyman-Pearson
-    curve of the discrete dominating pair they define), rounded down by
-    :data:`ROUND_REL` and :data:`ROUND_ABS` and clipped to ``[0, 1 - alpha]``.
-    ``alpha`` is 1-D.
+    curve of the discrete dominating pair they define; see
+    :mod:`~dpacct.accountant.attack_risk`), rounded down by :data:`ROUND_REL` and
+    :data:`ROUND_ABS` and clipped to ``[0, 1 - alpha]``.  Both
+    :meth:`Mechanism.tradeoff` and the lower end of
+    :func:`~dpacct.accountant.attack_risk.tradeoff_bounds` are this value.
+
+    Parameters
+    ----------
+    mech : Mechanism
+        A mechanism on the PLD route (:func:`pld_route`).
+    alpha : numpy.ndarray
+        False-positive rates in [0, 1], 1-D.
+    settings : PLDSettings
+        Grid settings of the PLDs (from the requested ``tol``).
+
+    Returns
+    -------
+    numpy.ndarray
+        One lower bound per false-positive rate.
+
+    Examples
+    --------
+    >>> from dpacct.accountant import PLDSettings, compose, poisson_subsample
+    >>> from dpacct.mechanisms import GaussianMechanism
+    >>> run = compose([poisson_subsample(GaussianMechanism(sigma=1.0), 0.1)], [10])
+    >>> low = pld_tradeoff_lower(run.privacy, np.array([0.01, 0.1]), PLDSettings(None))
+    >>> bool(np.all(low == run.tradeoff([0.01, 0.1])))
+    True
     """
     alpha = np.asarray(alpha, dtype=float).reshape(-1)
     rem = mech._pld_one(True, settings, 0)
@@ -182,9 +227,36 @@ def pld_tradeoff_lower(mech: Mechanism, alpha: np.ndarray, settings: PLDSettings
 
 
 def pld_tradeoff_upper(mech: Mechanism, alpha: np.ndarray, settings: PLDSettings) -> np.ndarray:
-    """Upper bound on the trade-off curve from the optimistic PLDs (exact supremum over
-    their nodes), rounded up by :data:`ROUND_REL` and :data:`ROUND_ABS`.  ``alpha`` is
-    1-D."""
+    """Upper bound on the trade-off curve from the optimistic PLDs.
+
+    The exact supremum of the envelope over the optimistic PLDs' nodes, rounded up by
+    :data:`ROUND_REL` and :data:`ROUND_ABS`: the upper end of
+    :func:`~dpacct.accountant.attack_risk.tradeoff_bounds`.
+
+    Parameters
+    ----------
+    mech : Mechanism
+        A mechanism on the PLD route (:func:`pld_route`).
+    alpha : numpy.ndarray
+        False-positive rates in [0, 1], 1-D.
+    settings : PLDSettings
+        Grid settings of the PLDs (from the requested ``tol``).
+
+    Returns
+    -------
+    numpy.ndarray
+        One upper bound per false-positive rate (not clipped).
+
+    Examples
+    --------
+    >>> from dpacct.accountant import PLDSettings, compose, poisson_subsample
+    >>> from dpacct.mechanisms import GaussianMechanism
+    >>> run = compose([poisson_subsample(GaussianMechanism(sigma=1.0), 0.1)], [10])
+    >>> a, settings = np.array([0.01, 0.1]), PLDSettings(None)
+    >>> bool(np.all(pld_tradeoff_lower(run.privacy, a, settings)
+    ...             <= pld_tradeoff_upper(run.privacy, a, settings)))
+    True
+    """
     alpha = np.asarray(alpha, dtype=float).reshape(-1)
     rem = mech._pld_one(False, settings, 0)
     add = rem if mech._directions_equal() else mech._pld_one(False, settings, 1)
