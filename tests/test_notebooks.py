@@ -233,6 +233,16 @@ def test_notebook_saved_with_outputs(path: Path) -> None:
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=NOTEBOOK_IDS)
+def test_notebook_saved_without_timestamps(path: Path) -> None:
+    """No wall-clock stamps of a past run in the cells' metadata (they would not match
+    the outputs of the run that produced them; ``python tests/test_notebooks.py`` drops
+    them)."""
+    nb = _read(path)
+    stamped = [i for i, cell in enumerate(nb.cells) if "execution" in cell.get("metadata", {})]
+    assert not stamped, f"{path.name}: cells {stamped} carry execution timestamps"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=NOTEBOOK_IDS)
 def test_plots_are_labelled(path: Path) -> None:
     """A cell that draws a plot also labels both axes and sets a legend and a title."""
     nb = _read(path)
@@ -291,6 +301,8 @@ def _refresh(names: list[str]) -> None:
         nb, error = _execute(path)
         if error is not None:
             raise SystemExit(f"{path.name} raised:\n{_ANSI.sub('', str(error))}")
+        for cell in nb.cells:  # stale wall-clock stamps of earlier runs
+            cell.metadata.pop("execution", None)
         nbformat.write(nb, path)
         print(f"saved {path.relative_to(REPO_ROOT)}")
 
