@@ -903,6 +903,19 @@ class Mechanism:
         ``beta(a) >= max_eps max(0, 1 - delta(eps) - e^eps a, e^-eps (1 - delta(eps) - a))``
         over a grid of epsilons, which is a valid (conservative) lower bound.
 
+        Parameters
+        ----------
+        fpr : float or array_like
+            False-positive rate(s) ``alpha`` in [0, 1].
+        tol : float, optional
+            Relative accuracy of the privacy-loss-distribution route, in (0, 0.5);
+            default 1e-4.  Closed forms ignore it.
+
+        Returns
+        -------
+        float or numpy.ndarray
+            The safe-side ``beta(fpr)`` (never above the true curve), shaped like ``fpr``.
+
         Examples
         --------
         >>> from dpacct.mechanisms import GaussianMechanism
