@@ -62,7 +62,7 @@ from .loss_law import PrivacyLossLaw
 from .numerics import TINY, invert_decreasing
 from .pld import MAX_GRID, GridPLD, discretize
 from .rdp import rdp_to_delta, rdp_to_delta_grid, rdp_to_epsilon
-from .tradeoff import tradeoff_from_delta
+from .tradeoff import pld_route, pld_tradeoff_lower, tradeoff_from_delta
 from .twoscale import discretize_split
 from .validation import (
     as_real_array,
@@ -959,17 +959,26 @@ class Mechanism:
     def tradeoff(self, fpr, *, tol: float | None = None):
         """f-DP trade-off curve: a lower bound on the type II error at type I ``fpr``.
 
-        Uses the exact curve when known; otherwise the dual of the (eps, delta) curve
-        (Dong, Roth, Su 2019, Proposition 2.12):
+        Uses the exact curve when known.  A mechanism accounted by its PLDs gets the
+        Neyman-Pearson curve of the pessimistic PLDs' dominating pair, which is the
+        lower end of :func:`~dpacct.accountant.attack_risk.tradeoff_bounds` at the
+        same ``tol``.  Otherwise the dual of the (eps, delta) curve (Dong, Roth, Su
+        2022, Proposition 2.12):
         ``beta(a) >= max_eps max(0, 1 - delta(eps) - e^eps a, e^-eps (1 - delta(eps) - a))``
         over a grid of epsilons, which is a valid (conservative) lower bound.
 
         Parameters
         ----------
         fpr : float or array_like
-            Type I error(s) (false-positive rate of a membership test), in [0, 1].
+            False-positive rate(s) ``alpha`` in [0, 1].
         tol : float, optional
-            Relative accuracy of the PLD route, as in :meth:`epsilon`.
+            Relative accuracy of the privacy-loss-distribution route, in (0, 0.5);
+            default 1e-4.  Closed forms ignore it.
+
+        Returns
+        -------
+        float or numpy.ndarray
+            The safe-side ``beta(fpr)`` (never above the true curve), shaped like ``fpr``.
 
         Examples
         --------
@@ -983,6 +992,8 @@ class Mechanism:
         check_tol(tol)
         if self.capabilities.exact_tradeoff:
             out = self._tradeoff_exact(a.reshape(-1))
+        elif pld_route(self):
+            out = pld_tradeoff_lower(self, a.reshape(-1), PLDSettings(tol))
         else:
             out = tradeoff_from_delta(partial(self.delta, tol=tol), a.reshape(-1))
         return _scalar_or_array(np.clip(out, 0.0, 1.0).reshape(a.shape), a)

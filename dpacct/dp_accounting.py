@@ -61,16 +61,14 @@ import numbers
 from dataclasses import dataclass
 from typing import Any
 
+from dpacct.accountant.extras import missing_extra
+
 try:
     import dp_accounting
     from dp_accounting import dp_event
     from dp_accounting.privacy_accountant import NeighboringRelation
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise ImportError(
-        "dpacct.dp_accounting needs Google's dp_accounting package, which dpacct does not "
-        'install by default: pip install "dpacct[dp_accounting]"; the import failed with: '
-        f"{exc}"
-    ) from exc
+    raise missing_extra("dpacct.dp_accounting", "dp_accounting", exc) from exc
 
 from dpacct.accountant import (
     REPLACE_ONE,

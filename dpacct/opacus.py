@@ -41,13 +41,17 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from dpacct.accountant.extras import missing_extra
+
 try:
     from opacus.accountants import IAccountant, create_accountant, register_accountant
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise ImportError(
-        "dpacct.opacus needs PyTorch and Opacus, which dpacct does not install by default: "
-        'pip install torch==2.13.0 "dpacct[opacus]"  (or any torch build, then '
-        f'pip install "dpacct[opacus]"); the import failed with: {exc}'
+    raise missing_extra(
+        "dpacct.opacus",
+        "opacus",
+        exc,
+        also="torch==2.13.0",
+        note='or any torch build, then pip install "dpacct[opacus]"',
     ) from exc
 
 from dpacct.accountant.ledger import BudgetExceededError, PrivacyAccountant

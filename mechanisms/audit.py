@@ -57,6 +57,7 @@ from typing import Any
 import numpy as np
 from scipy import special
 
+from dpacct.accountant.extras import import_optional
 from dpacct.accountant.subsample import PoissonSubsampledMechanism
 from dpacct.accountant.validation import (
     as_float_array,
@@ -415,7 +416,8 @@ class AuditResult:
 
         Only informative tests (``alpha_hat + beta_hat <= 1``) are drawn; the others lie
         above the diagonal, where no trade-off curve can pass.  Violations are drawn in
-        red.  Needs matplotlib (imported here, not at module import).
+        red.  Needs matplotlib (the ``plot`` extra, ``pip install "dpacct[plot]"``),
+        imported here, not at module import.
 
         Parameters
         ----------
@@ -425,10 +427,14 @@ class AuditResult:
         Returns
         -------
         matplotlib.axes.Axes
+
+        Raises
+        ------
+        ImportError
+            matplotlib is not installed (the message says which extra to install).
         """
         if ax is None:
-            import matplotlib.pyplot as plt
-
+            plt = import_optional("matplotlib.pyplot", extra="plot", feature="AuditResult.plot()")
             _, ax = plt.subplots(figsize=(5, 5))
         ax.plot(self.curve_alpha, self.curve_beta, color="C0", label="claimed trade-off f")
         ax.plot([0, 1], [1, 0], color="0.7", linestyle=":", linewidth=0.8)
