@@ -139,8 +139,8 @@ TUTORIAL_RIDGE_CONSTANT = 1.96
 
 
 def _check_ridge_constant(value: object) -> float | str | None:
-    if value is None or value in ("wang", "tutorial"):
-        return value  # type: ignore[return-value]
+    if value is None or (isinstance(value, str) and value in ("wang", "tutorial")):
+        return value
     if isinstance(value, str | bytes):
         raise ValueError(
             f"ridge_constant must be None, 'wang', 'tutorial' or a number in (0, inf), "
@@ -423,10 +423,11 @@ class AdaSSP(Algorithm):
     changes is the accuracy guarantee.  Wang's constant makes ``E + k_d std_xx I``
     positive semi-definite with probability ``1 - rho``; with the private lower bound
     ``lambda_min~ <= lambda_min`` (probability ``1 - rho`` for the default shift) the
-    matrix ``X^T X + E + lambda I`` is then positive definite and the excess-risk bound of
-    Wang's Theorem 3 holds with probability ``1 - 2 rho``.  The tutorial's
-    ``1.96 sqrt(d)`` is about the *typical* spectral norm of ``E`` (``~2 sqrt(d) std_xx``
-    for large ``d``), not a high-probability bound: at ``d = 8`` the smallest eigenvalue
+    matrix ``X^T X + E + lambda I`` is then positive definite, with probability at least
+    ``1 - 2 rho``: the event on which Wang's accuracy bounds for AdaSSP are proved.  The
+    tutorial's ``1.96 sqrt(d)`` is about the *typical* spectral norm of ``E``
+    (``~2 sqrt(d) std_xx`` for large ``d``), not a high-probability bound: at ``d = 8``
+    the smallest eigenvalue
     of ``E`` falls below ``-1.96 sqrt(8) std_xx`` in about 8 % of draws (20 000 simulated
     symmetric Gaussian matrices; Wang's constant: 0.02 %), and then the regularised
     matrix may be indefinite and the solution arbitrarily bad.  The smaller ridge buys
@@ -458,7 +459,7 @@ class AdaSSP(Algorithm):
         ``d = 8``), the rule of autodp's "AdaSSP vs NoisyGD" tutorial (which also shifts
         the eigenvalue by ``1.96 std_eig``: pass ``shift=1.96`` for that).  A float
         ``c > 0``: ``c sqrt(d)``.  Accuracy only, never privacy (see *Privacy of the
-        ridge* below).
+        ridge* above).
     fit_intercept : bool
         Append a constant column ``intercept_scaling`` (then
         ``B = sqrt(x_bound^2 + intercept_scaling^2)``; the intercept is penalised too).
