@@ -460,3 +460,13 @@ def test_calibrators_pass_out_of_range():
     ada = calibrate_adassp(1.0, 1e-5, x_bound=1.0, y_bound=1.0, out_of_range="clip")
     assert ssp.out_of_range == ada.out_of_range == "clip"
     assert ssp.epsilon(1e-5) == calibrate_ssp(1.0, 1e-5, x_bound=1.0, y_bound=1.0).epsilon(1e-5)
+
+
+@pytest.mark.parametrize("constant", [None, "wang", "tutorial", 2.5])
+def test_adassp_ridge_constant_survives_serialization(constant):
+    from dpacct.accountant.serialization import from_dict, to_dict
+
+    alg = AdaSSP(noise_scale=2.0, x_bound=1.0, y_bound=1.0, ridge_constant=constant)
+    back = from_dict(to_dict(alg))
+    assert back.ridge_constant == constant
+    assert back.ridge_multiplier(5) == alg.ridge_multiplier(5)
