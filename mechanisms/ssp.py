@@ -549,7 +549,16 @@ class AdaSSP(Algorithm):
     def ridge_multiplier(self, d: int) -> float:
         """``k_d``: the ridge of step 3 is ``max(0, k_d * std_xx - lambda_min~)``.
 
-        ``d`` is the number of columns of the design (the intercept column included).
+        Parameters
+        ----------
+        d : int
+            Number of columns of the design, >= 1 (the intercept column included).
+
+        Returns
+        -------
+        float
+            Wang 2018's ``sqrt(d log(2 d^2 / rho))``, or ``c sqrt(d)`` for the tutorial's
+            ``c = 1.96`` or a given ``c`` (see ``ridge_constant``).
 
         Examples
         --------
