@@ -88,7 +88,14 @@ from .schedule import (
 )
 from .serialization import from_dict, sha256_of, to_dict
 from .subsample import PoissonSubsampledMechanism, poisson_subsample
-from .validation import check_count, check_delta, check_epsilon, check_positive, check_sample_rate
+from .validation import (
+    check_count,
+    check_delta,
+    check_epsilon,
+    check_positive,
+    check_sample_rate,
+    pure_epsilon_at_zero_delta,
+)
 
 __all__ = [
     "FORMAT",
@@ -641,6 +648,10 @@ class PrivacyAccountant:
     def epsilon(self, delta: float) -> float:
         """Epsilon spent so far at ``delta``: a sound upper bound (0 for an empty ledger).
 
+        ``delta = 0`` asks for pure DP: the recorded composition's ``pure_epsilon`` (the
+        sum of the records', rounded up); a ledger holding a record without one
+        (a Gaussian, a DP-SGD step) raises a :class:`ValueError` naming it.
+
         In filter mode, for ``delta >= budget_delta`` the bound certified by the filter
         is used when smaller, so ``epsilon(budget_delta) <= budget_epsilon`` always.  At
         ``budget_delta`` itself a many-phase ledger answers from the filter's own
@@ -659,7 +670,10 @@ class PrivacyAccountant:
         >>> bool(0 < acct.epsilon(1e-5) < 1)
         True
         """
-        d = check_delta(delta)
+        d = check_delta(delta, allow_zero=True)
+        if d == 0:  # pure DP: the recorded composition's pure epsilon, or a clear refusal
+            mech = self.mechanism()
+            return 0.0 if mech is None else pure_epsilon_at_zero_delta(mech)
         key = (self._version, d)
         if key in self._eps_cache:
             return self._eps_cache[key]
@@ -709,10 +723,10 @@ class PrivacyAccountant:
         rounded down (larger sigma, smaller q) and the upper end from the schedule
         rounded up, each certified by its own PLD; neither is clipped to the other.
         """
-        d = check_delta(delta)
+        d = check_delta(delta, allow_zero=True)
         if not self._entries:
             return (0.0, 0.0)
-        if not self._many_phases():
+        if d == 0 or not self._many_phases():
             return self.mechanism().epsilon_bounds(d, tol=self._tol)  # type: ignore[union-attr]
         fast = self._fast_bounds(d, lower=True)
         if fast is not None:

@@ -72,6 +72,7 @@ from .validation import (
     check_flag,
     check_fpr,
     check_tol,
+    pure_epsilon_at_zero_delta,
 )
 
 __all__ = ["Capabilities", "Mechanism", "MissingCapabilityError", "PLDSettings"]
@@ -612,7 +613,8 @@ class Mechanism:
         Parameters
         ----------
         delta : float or array_like
-            Target delta(s) in (0, 1).
+            Target delta(s) in [0, 1).  ``delta = 0`` asks for pure DP: the answer is
+            :attr:`pure_epsilon`, and a mechanism without one raises.
         tol : float, optional
             Relative accuracy wanted from the privacy-loss-distribution route, in
             (0, 0.5); default 1e-4 (measured brackets 2e-5 to 5e-4 on DP-SGD).
@@ -628,7 +630,8 @@ class Mechanism:
         Raises
         ------
         ValueError
-            ``delta`` outside (0, 1) or NaN; ``tol`` outside (0, 0.5).
+            ``delta`` outside [0, 1) or NaN; ``delta = 0`` for a mechanism without a
+            :attr:`pure_epsilon`; ``tol`` outside (0, 0.5).
 
         Examples
         --------
@@ -640,8 +643,10 @@ class Mechanism:
             return self.privacy.epsilon(delta, tol=tol)
         check_tol(tol)
         d_arr = as_real_array("delta", delta)
-        flat = [check_delta(d) for d in d_arr.reshape(-1)]
-        out = np.array([self._epsilon_upper(d, tol) for d in flat])
+        flat = [check_delta(d, allow_zero=True) for d in d_arr.reshape(-1)]
+        out = np.array(
+            [self._epsilon_upper(d, tol) if d else pure_epsilon_at_zero_delta(self) for d in flat]
+        )
         return _scalar_or_array(out.reshape(d_arr.shape), d_arr)
 
     def _epsilon_upper(self, delta: float, tol: float | None) -> float:
@@ -675,7 +680,8 @@ class Mechanism:
 
         For exact curves the bracket is the numerical inversion interval; for PLDs it
         comes from the optimistic and pessimistic discretisations; with only an RDP
-        curve the lower end is 0 (RDP gives no lower bound).
+        curve the lower end is 0 (RDP gives no lower bound).  ``delta = 0`` brackets the
+        pure epsilon (:func:`~dpacct.accountant.pure.pure_epsilon_bounds`).
 
         Examples
         --------
@@ -684,10 +690,17 @@ class Mechanism:
         >>> lo, hi = compose([LaplaceMechanism(b=10.0)], counts=[100]).epsilon_bounds(1e-6)
         >>> bool(0 < lo <= hi < 1.003 * lo)
         True
+        >>> LaplaceMechanism(b=4.0).epsilon_bounds(0)[1]
+        0.25
         """
         if self.privacy is not self:
             return self.privacy.epsilon_bounds(delta, tol=tol)
-        return self._epsilon_bounds(check_delta(delta), check_tol(tol))
+        d, tol = check_delta(delta, allow_zero=True), check_tol(tol)
+        if d == 0:  # pure DP
+            from .pure import pure_epsilon_bounds
+
+            return pure_epsilon_bounds(self, tol)
+        return self._epsilon_bounds(d, tol)
 
     def _pld_delta(self, epsilon: np.ndarray, settings: PLDSettings) -> np.ndarray:
         """Pessimistic-PLD delta at ``epsilon``: the larger of the two directions'.

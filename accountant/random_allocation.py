@@ -88,7 +88,15 @@ from .numerics import EXP_OVERFLOW
 from .rdp import rdp_to_delta, rdp_to_epsilon
 from .relations import ADD_REMOVE
 from .subsample import poisson_subsample
-from .validation import check_count, check_delta, check_epsilon, check_positive, check_tol
+from .validation import (
+    as_real_array,
+    check_count,
+    check_delta,
+    check_epsilon,
+    check_positive,
+    check_tol,
+    pure_epsilon_at_zero_delta,
+)
 
 __all__ = [
     "RandomAllocationMechanism",
@@ -583,8 +591,10 @@ class RandomAllocationMechanism(Mechanism):
         True
         """
         check_tol(tol)
-        d_arr = np.asarray(delta, dtype=float)
-        flat = [check_delta(float(d)) for d in d_arr.reshape(-1)]
+        d_arr = as_real_array("delta", delta)
+        flat = [check_delta(d, allow_zero=True) for d in d_arr.reshape(-1)]
+        if 0.0 in flat:  # pure DP: a Gaussian has none, and this names pure_epsilon
+            pure_epsilon_at_zero_delta(self)
         out = np.array(
             [
                 min(max(self._epsilon_directions(d, tol)), float(self.unamplified.epsilon(d)))
@@ -598,8 +608,8 @@ class RandomAllocationMechanism(Mechanism):
         bounds, each the least of its routes (see :meth:`epsilon`), then the smaller of
         that and the unamplified Gaussian."""
         check_tol(tol)
-        e_arr = np.asarray(epsilon, dtype=float)
-        flat = np.array([check_epsilon(float(e)) for e in e_arr.reshape(-1)])
+        e_arr = as_real_array("epsilon", epsilon)
+        flat = np.array([check_epsilon(e) for e in e_arr.reshape(-1)])
         rem = np.array([rdp_to_delta(lambda a: self._rdp_directions(a)[0], float(e)) for e in flat])
         add = np.array([rdp_to_delta(lambda a: self._rdp_directions(a)[1], float(e)) for e in flat])
         add = np.minimum(add, self._direct_add_delta(flat))

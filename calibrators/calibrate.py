@@ -589,10 +589,7 @@ def calibrate(
     if not callable(family):
         raise TypeError(f"family must be callable (parameter -> Mechanism), got {family!r}")
     target = check_positive("epsilon", epsilon)
-    if not isinstance(delta, bool) and isinstance(delta, int | float) and delta == 0:
-        delta = 0.0  # pure DP: calibrated on Mechanism.pure_epsilon
-    else:
-        delta = check_delta(delta)
+    delta = check_delta(delta, allow_zero=True)  # 0: pure DP, on Mechanism.pure_epsilon
     rtol = check_finite("rtol", rtol)
     if not 0 < rtol < 0.5:
         raise ValueError(f"rtol must lie in (0, 0.5), got {rtol!r}")

@@ -93,11 +93,10 @@ def calibrate_synthesizer(
     f = check_probability("count_fraction", count_fraction)
     if noise not in NOISES:
         raise ValueError(f"noise must be one of {NOISES!r}, got {noise!r}")
-    pure = noise == "laplace" and not isinstance(delta, bool) and delta == 0
-    if not pure:
-        if noise == "gaussian" and not isinstance(delta, bool) and delta == 0:
-            raise ValueError("delta must lie in (0, 1) for Gaussian noise (no pure-DP guarantee)")
-        delta = check_delta(delta)
+    delta = check_delta(delta, allow_zero=True)
+    pure = noise == "laplace" and delta == 0
+    if noise == "gaussian":  # Gaussian noise has no pure epsilon: delta = 0 is refused
+        delta = check_delta(delta, what="a MarginalSynthesizer with Gaussian noise")
     probe = MarginalSynthesizer(columns, marginals, noise, scale=1.0, count=count)
     k = len(probe.cliques)
     cols, margs = probe.columns, probe.marginals

@@ -118,7 +118,7 @@ def calibrate_noisy_gd(
     98
     """
     eps = check_positive("epsilon", epsilon)
-    delta = check_delta(delta)
+    delta = check_delta(delta, what="the Gaussian mechanism")
     if (iterations is None) == (sigma is None):
         raise TypeError(
             "give exactly one of iterations (to calibrate sigma) or sigma (to find the "
@@ -215,7 +215,7 @@ def calibrate_dp_sgd(
     True
     """
     eps = check_positive("epsilon", epsilon)
-    delta = check_delta(delta)
+    delta = check_delta(delta, what="DP-SGD (a subsampled Gaussian)")
     if (sample_rate is None) == (batch_size is None):
         raise TypeError(
             f"give exactly one of sample_rate or batch_size, got sample_rate={sample_rate!r}, "
@@ -282,6 +282,6 @@ def naive_split_sigma(epsilon: float, delta: float, iterations: int) -> float:
     9.7
     """
     eps = check_positive("epsilon", epsilon)
-    delta = check_delta(delta)
+    delta = check_delta(delta, what="the Gaussian mechanism")
     T = check_count(iterations, "iterations")
     return analytic_gaussian_sigma(eps / T, delta / T)
