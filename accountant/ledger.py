@@ -95,6 +95,7 @@ from .validation import (
     check_positive,
     check_sample_rate,
     pure_epsilon_at_zero_delta,
+    show_value,
 )
 
 __all__ = [
@@ -211,7 +212,8 @@ class PrivacyAccountant:
         if (budget_epsilon is None) != (budget_delta is None):
             raise ValueError(
                 "a budget needs both budget_epsilon and budget_delta "
-                f"(got budget_epsilon={budget_epsilon!r}, budget_delta={budget_delta!r})"
+                f"(got budget_epsilon={show_value(budget_epsilon)}, "
+                f"budget_delta={show_value(budget_delta)})"
             )
         self._budget: tuple[float, float] | None = None
         if budget_epsilon is not None:

@@ -71,6 +71,7 @@ from .validation import (
     check_epsilon,
     check_flag,
     check_fpr,
+    check_probability,
     check_tol,
     pure_epsilon_at_zero_delta,
 )
@@ -188,6 +189,7 @@ def tail_budget(delta: float | None) -> float:
     """
     if delta is None:
         return DEFAULT_TAIL
+    delta = check_probability("delta", delta, high_open=False)
     exponent = math.floor(math.log10(delta * 1e-6))
     return 10.0 ** min(max(exponent, -16), -12)
 

@@ -94,6 +94,7 @@ from .validation import (
     check_delta,
     check_epsilon,
     check_positive,
+    check_probability,
     check_tol,
     pure_epsilon_at_zero_delta,
 )
@@ -748,6 +749,7 @@ def random_allocation_delta_mc(
     e = check_count(epochs, "epochs")
     eps = check_epsilon(epsilon)
     n = check_count(samples, "samples")
+    confidence = check_probability("confidence", confidence)
     if not isinstance(rng, np.random.Generator):
         raise TypeError(f"rng must be a numpy.random.Generator, got {rng!r}")
     if direction not in ("remove", "add"):

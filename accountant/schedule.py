@@ -222,6 +222,8 @@ def round_schedule(
     """
     g = _check_grid(grid)
     w = math.log1p(g)
+    exact_cells = check_count(exact_cells, "exact_cells", allow_zero=True)
+    exact_values = check_count(exact_values, "exact_values", allow_zero=True)
     sig, qs, counts = _schedule_arrays(steps)
     if sig.size == 0:
         return []
@@ -247,6 +249,11 @@ def round_schedule(
 
 def _schedule_arrays(steps: Iterable[tuple[float, float, int]]):
     """``(sigma, q, count)`` arrays of validated phases (errors name the phase)."""
+    if isinstance(steps, str | bytes) or not hasattr(steps, "__iter__"):
+        raise TypeError(
+            "steps must be an iterable of (noise_multiplier, sample_rate, count) triples, "
+            f"got {type(steps).__name__}"
+        )
     items = list(steps)
     try:
         # numpy would read '0.1' and True as numbers: only real, non-bool types pass

@@ -38,9 +38,10 @@ from dpacct.accountant.validation import (
     check_probability,
     check_sample_rate,
     check_tol,
+    show_value,
 )
 
-from .calibrate import CalibrationError, UnreachableTargetError
+from .calibrate import CalibrationError, UnreachableTargetError, _check_domain, _check_interval
 from .dpsgd import dpsgd_mechanism
 
 __all__ = [
@@ -195,14 +196,14 @@ def calibrate_risk(
     if not 0.0 < rtol < 0.5:
         raise ValueError(f"rtol must lie in (0, 0.5), got {rtol!r}")
     tol = check_tol(tol)
-    lo_i, hi_i = (check_positive("interval", v) for v in interval)
-    if lo_i > hi_i:
-        raise ValueError(f"interval must be (low, high) with low <= high, got {interval!r}")
-    d_lo, d_hi = float(domain[0]), float(domain[1])
-    if not 0.0 <= d_lo < d_hi:
-        raise ValueError(f"domain must be (low, high) with 0 <= low < high, got {domain!r}")
+    lo_i, hi_i = _check_interval(interval, integer=False)
+    d_lo, d_hi = _check_domain(domain, integer=False)
     if isinstance(max_evaluations, bool) or not isinstance(max_evaluations, int):
-        raise TypeError(f"max_evaluations must be an integer, got {max_evaluations!r}")
+        msg = f"max_evaluations must be an integer, got {show_value(max_evaluations)}"
+        raise TypeError(msg)
+    check_count(max_evaluations, "max_evaluations")
+    if start is not None:
+        start = check_positive("start", start)
     x0 = math.log(start) if start is not None else 0.5 * (math.log(lo_i) + math.log(hi_i))
     x_min = max(math.log(lo_i / _MAX_WIDEN), math.log(d_lo) if d_lo > 0 else -math.inf)
     x_max = min(math.log(hi_i * _MAX_WIDEN), math.log(d_hi) if math.isfinite(d_hi) else math.inf)

@@ -37,7 +37,7 @@ from dpacct.accountant.mechanism import Capabilities, Mechanism, PLDSettings, di
 from dpacct.accountant.numerics import invert_decreasing
 from dpacct.accountant.pld import GridPLD
 from dpacct.accountant.serialization import register_mechanism
-from dpacct.accountant.validation import check_positive, check_rng
+from dpacct.accountant.validation import check_positive, check_real_values, check_rng
 
 from ._release import check_integer_values, is_integral, uniform_below
 from .randomized_response import PureDPCurves
@@ -416,7 +416,7 @@ def discrete_gaussian_delta_bounds(
     True
     """
     sigma = check_positive("sigma", sigma)
-    eps = np.asarray(epsilon, dtype=float)
+    eps = check_real_values("epsilon", epsilon)[0]  # finite reals (no strings, no bools)
     s2 = sigma * sigma
     root2pi = math.sqrt(2.0 * math.pi)
     factor_lo = 1.0 / (1.0 + 3.0 * math.exp(-2.0 * math.pi**2 * min(sigma, 10.0) ** 2))

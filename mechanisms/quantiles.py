@@ -64,6 +64,7 @@ from dpacct.accountant.validation import (
     check_finite,
     check_positive,
     check_rng,
+    show_value,
 )
 
 from .algorithm import Algorithm, PlannedRelease
@@ -183,10 +184,10 @@ def _check_noise(noise: object) -> str:
     return noise.lower()
 
 
-def _check_branching(branching: object) -> int:
-    b = check_count(branching, "branching")
+def _check_branching(branching: object, name: str = "branching") -> int:
+    b = check_count(branching, name)
     if b < 2:
-        raise ValueError(f"branching must be an integer >= 2, got {b}")
+        raise ValueError(f"{name} must be an integer >= 2, got {b}")
     return b
 
 
@@ -490,7 +491,7 @@ def choose_branching(bins: int, *, max_branching: int | None = None) -> int:
     (16, 32, 16)
     """
     n = check_count(bins, "bins")
-    top = n if max_branching is None else min(n, _check_branching(max_branching))
+    top = n if max_branching is None else min(n, _check_branching(max_branching, "max_branching"))
     if top < 2:
         return 2
     b = np.arange(2, top + 1, dtype=np.int64)
@@ -551,6 +552,9 @@ def hay_consistency(noisy_levels: list[np.ndarray] | tuple[np.ndarray, ...],
     [[9.667], [4.333, 5.333]]
     """
     b = _check_branching(branching)
+    if isinstance(noisy_levels, str | bytes) or not hasattr(noisy_levels, "__iter__"):
+        shown = show_value(noisy_levels)
+        raise TypeError(f"noisy_levels must be a sequence of arrays, got {shown}")
     levels = list(noisy_levels)
     if len(levels) == 0:
         raise ValueError("noisy_levels must contain at least one level")

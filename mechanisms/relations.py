@@ -22,7 +22,7 @@ from __future__ import annotations
 from dpacct.accountant.mechanism import Mechanism
 from dpacct.accountant.relations import ADD_REMOVE
 from dpacct.accountant.subsample import subsample_without_replacement
-from dpacct.accountant.validation import check_finite, check_sample_rate
+from dpacct.accountant.validation import check_finite, check_positive, check_sample_rate
 
 from .gaussian import GaussianMechanism, ReplaceOneGaussianMechanism
 from .laplace import LaplaceMechanism, ReplaceOneLaplaceMechanism
@@ -118,5 +118,6 @@ def fixed_size_gaussian_step(noise_multiplier: float, sample_rate: float) -> Mec
     >>> step.neighbouring
     'replace-one'
     """
-    base = replace_one(GaussianMechanism(sigma=noise_multiplier))
+    sigma = check_positive("noise_multiplier", noise_multiplier)
+    base = replace_one(GaussianMechanism(sigma=sigma))
     return subsample_without_replacement(base, check_sample_rate(sample_rate))

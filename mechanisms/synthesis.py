@@ -76,7 +76,13 @@ import numpy as np
 
 from dpacct.accountant.mechanism import Mechanism
 from dpacct.accountant.serialization import register_mechanism
-from dpacct.accountant.validation import check_count, check_positive, check_rng
+from dpacct.accountant.validation import (
+    check_count,
+    check_positive,
+    check_rng,
+    real_array,
+    show_value,
+)
 
 from .algorithm import Algorithm, PlannedRelease
 from .noise import NOISES, noise_mechanism
@@ -269,25 +275,17 @@ class BinnedNumericColumn:
 
     def __post_init__(self) -> None:
         _check_name(self.name)
-        if isinstance(self.edges, str | bytes):
-            raise TypeError(f"edges of column {self.name!r} must be numbers, got {self.edges!r}")
-        try:
-            e = np.asarray(self.edges, dtype=float)
-        except (TypeError, ValueError) as exc:
-            raise TypeError(
-                f"edges of column {self.name!r} must be numbers, got {self.edges!r}"
-            ) from exc
+        what = f"edges of column {self.name!r}"
+        e = real_array(what, self.edges, "numbers")  # no strings, bools or complex
         if e.ndim != 1 or e.size < 2:
             raise ValueError(
-                f"edges of column {self.name!r} must be a 1-D sequence of at least 2 numbers, "
-                f"got {self.edges!r}"
+                f"{what} must be a 1-D sequence of at least 2 numbers, "
+                f"got {show_value(self.edges)}"
             )
         if not np.isfinite(e).all():
-            raise ValueError(f"edges of column {self.name!r} must be finite, got {self.edges!r}")
+            raise ValueError(f"{what} must be finite, got {show_value(self.edges)}")
         if not (np.diff(e) > 0).all():
-            raise ValueError(
-                f"edges of column {self.name!r} must be strictly increasing, got {self.edges!r}"
-            )
+            raise ValueError(f"{what} must be strictly increasing, got {show_value(self.edges)}")
         object.__setattr__(self, "edges", tuple(float(x) for x in e))
         if not isinstance(self.integer, bool | np.bool_):
             raise TypeError(f"integer of column {self.name!r} must be a bool, got "

@@ -769,7 +769,7 @@ GROUPS["calibrators"] = [
     Row(
         "calibrate(fam, 1.0, 1e-5, domain=(-1.0, 1.0))",
         ValueError,
-        "domain must satisfy 0 <= low < high",
+        rf"domain\[0\] must lie in {NONNEG}, got -1\.0",
     ),
     Row(
         "calibrate(fam, 1.0, 1e-5, domain=(10.0, 20.0))",
