@@ -228,9 +228,9 @@ class PrivacyAccountant:
         self._tol = tol
         self._grid = _check_grid(grid)
         if not isinstance(adaptive, bool):
-            raise TypeError(f"adaptive must be True or False, got {adaptive!r}")
+            raise TypeError(f"adaptive must be True or False, got {show_value(adaptive)}")
         if not isinstance(progress, bool):
-            raise TypeError(f"progress must be True or False, got {progress!r}")
+            raise TypeError(f"progress must be True or False, got {show_value(progress)}")
         if adaptive and self._budget is None:
             raise ValueError(
                 "adaptive=True is a property of a privacy filter: give budget_epsilon and "
@@ -242,7 +242,8 @@ class PrivacyAccountant:
             adaptive_order = check_positive("adaptive_order", adaptive_order)
             if not 1.0 < adaptive_order < math.inf:
                 raise ValueError(
-                    f"adaptive_order must be a finite Renyi order > 1, got {adaptive_order!r}"
+                    "adaptive_order must be a finite Renyi order > 1, got "
+                    f"{show_value(adaptive_order)}"
                 )
         self._adaptive = adaptive
         self._order: float | None = adaptive_order

@@ -97,6 +97,7 @@ from .validation import (
     check_probability,
     check_tol,
     pure_epsilon_at_zero_delta,
+    show_value,
 )
 
 __all__ = [
@@ -280,7 +281,7 @@ def add_rdp(order: float, sigma: float, steps: int) -> float:
     """
     a = float(order)
     if not a > 1.0:
-        raise ValueError(f"order must be > 1, got {order!r}")
+        raise ValueError(f"order must be > 1, got {show_value(order)}")
     s = float(sigma)
     t = int(steps)
     beta = a - 1.0

@@ -64,7 +64,13 @@ from .compose import ComposedMechanism
 from .mechanism import Mechanism, PLDSettings
 from .numerics import SUBNORMAL_FLOOR, TINY
 from .pld import GridPLD, _lower_hull
-from .validation import check_count, check_positive, check_sample_rate, is_real_type
+from .validation import (
+    check_count,
+    check_positive,
+    check_sample_rate,
+    is_real_type,
+    show_value,
+)
 
 __all__ = [
     "DEFAULT_GRID",
@@ -94,7 +100,9 @@ PROGRESS_DELAY = 2.0
 def _check_grid(grid: object) -> float:
     g = check_positive("grid", grid)
     if not g < 0.5:
-        raise ValueError(f"grid must lie in (0, 0.5) (a relative cell width), got {grid!r}")
+        raise ValueError(
+            f"grid must lie in (0, 0.5) (a relative cell width), got {show_value(grid)}"
+        )
     return g
 
 

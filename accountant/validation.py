@@ -208,7 +208,7 @@ MAX_COUNT = 2**63 - 1
 def check_count(value: object, name: str = "count", *, allow_zero: bool = False) -> int:
     """A repetition count: an integer >= 1 (>= 0 when ``allow_zero``)."""
     low = 0 if allow_zero else 1
-    shown = show_value(value)
+    given = value  # shown as given (1e308 stays a float) if it is out of range
     if isinstance(value, bool) or not isinstance(value, numbers.Integral | np.integer):
         if isinstance(value, float | np.floating) and not math.isfinite(value):
             raise ValueError(
@@ -224,7 +224,9 @@ def check_count(value: object, name: str = "count", *, allow_zero: bool = False)
     if n < low:
         raise ValueError(f"{name} must be an integer >= {low}, got {n}")
     if n > MAX_COUNT:
-        raise ValueError(f"{name} must be an integer <= 2**63 - 1 (about 9.2e18), got {shown}")
+        raise ValueError(
+            f"{name} must be an integer <= 2**63 - 1 (about 9.2e18), got {show_value(given)}"
+        )
     return n
 
 

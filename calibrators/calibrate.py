@@ -598,7 +598,7 @@ def calibrate(
     delta = check_delta(delta, allow_zero=True)  # 0: pure DP, on Mechanism.pure_epsilon
     rtol = check_finite("rtol", rtol)
     if not 0 < rtol < 0.5:
-        raise ValueError(f"rtol must lie in (0, 0.5), got {rtol!r}")
+        raise ValueError(f"rtol must lie in (0, 0.5), got {show_value(rtol)}")
     integer = check_flag("integer", integer)
     if increasing is not None:
         increasing = check_flag("increasing", increasing)
@@ -618,7 +618,9 @@ def calibrate(
     if start is not None:
         start = check_positive("start", start)
         if not dom[0] <= start <= dom[1]:
-            raise ValueError(f"start must lie in the domain {dom!r}, got {start!r}")
+            raise ValueError(
+                f"start must lie in the domain {show_value(dom)}, got {show_value(start)}"
+            )
     if estimate is not None and not callable(estimate):
         msg = f"estimate must be callable (parameter -> epsilon), got {show_value(estimate)}"
         raise TypeError(msg)

@@ -101,16 +101,16 @@ def _target(tpr, fpr, advantage) -> tuple[str, float, float | None]:
             raise ValueError("give either advantage or (tpr, fpr), not both")
         adv = check_probability("advantage", advantage)
         if not 0.0 < adv < 1.0:
-            raise ValueError(f"advantage must lie in (0, 1), got {advantage!r}")
+            raise ValueError(f"advantage must lie in (0, 1), got {show_value(advantage)}")
         return "advantage", adv, None
     if tpr is None or fpr is None:
         raise TypeError("give a target: advantage=, or tpr= together with fpr=")
     a = check_probability("fpr", fpr)
     t = check_probability("tpr", tpr)
     if not 0.0 <= a < 1.0:
-        raise ValueError(f"fpr must lie in [0, 1), got {fpr!r}")
+        raise ValueError(f"fpr must lie in [0, 1), got {show_value(fpr)}")
     if not a < t < 1.0:
-        raise ValueError(f"tpr must lie in (fpr, 1) = ({a:g}, 1), got {tpr!r}")
+        raise ValueError(f"tpr must lie in (fpr, 1) = ({a:g}, 1), got {show_value(tpr)}")
     return "tpr", t, a
 
 
@@ -191,10 +191,10 @@ def calibrate_risk(
         raise TypeError(f"family must be callable (parameter -> Mechanism), got {family!r}")
     metric, target, a = _target(tpr, fpr, advantage)
     if not isinstance(increasing, bool):
-        raise TypeError(f"increasing must be True or False, got {increasing!r}")
+        raise TypeError(f"increasing must be True or False, got {show_value(increasing)}")
     rtol = check_finite("rtol", rtol)
     if not 0.0 < rtol < 0.5:
-        raise ValueError(f"rtol must lie in (0, 0.5), got {rtol!r}")
+        raise ValueError(f"rtol must lie in (0, 0.5), got {show_value(rtol)}")
     tol = check_tol(tol)
     lo_i, hi_i = _check_interval(interval, integer=False)
     d_lo, d_hi = _check_domain(domain, integer=False)

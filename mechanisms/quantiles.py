@@ -149,7 +149,8 @@ def check_data(name: str, data: object, lower: float | None = None,
     if arr.size < min_size:
         raise ValueError(f"{name} must contain at least {min_size} value(s), got {arr.size}")
     if not np.isfinite(arr).all():
-        raise ValueError(f"{name} must be finite (no inf), got {arr[~np.isfinite(arr)][0]!r}")
+        bad = float(arr[~np.isfinite(arr)][0])
+        raise ValueError(f"{name} must be finite (no inf), got {bad!r}")
     if lower is not None and upper is not None:
         lo, hi = float(arr.min()), float(arr.max())
         if lo < lower or hi > upper:
@@ -174,7 +175,7 @@ def check_quantile(q: object, name: str = "q") -> np.ndarray:
     arr = as_float_array(name, q)
     if ((arr < 0) | (arr > 1)).any():
         bad = arr[(arr < 0) | (arr > 1)].ravel()[0]
-        raise ValueError(f"{name} must lie in [0, 1], got {bad!r}")
+        raise ValueError(f"{name} must lie in [0, 1], got {float(bad)!r}")
     return arr
 
 
@@ -964,7 +965,8 @@ class ExponentialQuantile(Algorithm):
         check_rng(rng)
         qv = check_quantile(q)
         if qv.ndim != 0:
-            raise ValueError(f"q must be a scalar in [0, 1] (one release per call), got {q!r}")
+            shown = show_value(q)
+            raise ValueError(f"q must be a scalar in [0, 1] (one release per call), got {shown}")
         qf = float(qv)
         x = check_data("data", data, self.lower, self.upper, out_of_range=self.out_of_range)
         session = self.releases(rng)

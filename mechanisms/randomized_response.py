@@ -201,10 +201,14 @@ class RandomizedResponse(Mechanism):
         k = _check_k(self.k)
         p = check_finite("p", self.p)
         if not 1.0 / k < p < 1.0:
-            raise ValueError(f"p must lie in (1/k, 1) = ({1.0 / k:.6g}, 1) for k={k}, got {p!r}")
+            raise ValueError(
+                f"p must lie in (1/k, 1) = ({1.0 / k:.6g}, 1) for k={k}, got {show_value(p)}"
+            )
         eps0 = math.log1p((p * k - 1.0) / (1.0 - p))
         if not eps0 > 0.0:
-            raise ValueError(f"p={p!r} is too close to 1/k={1.0 / k:.17g} (epsilon0 rounds to 0)")
+            raise ValueError(
+                f"p={show_value(p)} is too close to 1/k={1.0 / k:.17g} (epsilon0 rounds to 0)"
+            )
         object.__setattr__(self, "k", k)
         object.__setattr__(self, "p", p)
 

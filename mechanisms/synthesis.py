@@ -966,12 +966,13 @@ class MarginalSynthesizer(Algorithm):
                                            and self.count == "measure"):
             if isinstance(self.count, str):
                 raise ValueError(f"count must be 'measure', None or a public number of rows, "
-                                 f"got {self.count!r}")
+                                 f"got {show_value(self.count)}")
             object.__setattr__(self, "count", check_count(self.count, "count"))
         if self.count != "measure":
             if self.count_scale is not None:
                 raise ValueError(
-                    f"count_scale is only used with count='measure', got count={self.count!r}"
+                    "count_scale is only used with count='measure', got "
+                    f"count={show_value(self.count)}"
                 )
             return
         cs = self.scale if self.count_scale is None else self.count_scale
@@ -1076,11 +1077,12 @@ class MarginalSynthesizer(Algorithm):
         check_rng(rng)
         _check_generator(generator)
         if isinstance(counts, str | bytes):
-            raise TypeError(f"counts must be an array of counts, got {counts!r}")
+            raise TypeError(f"counts must be an array of counts, got {show_value(counts)}")
         try:
             arr = np.asarray(counts, dtype=float)
         except (TypeError, ValueError) as exc:
-            raise TypeError(f"counts must be an array of numbers, got {counts!r}") from exc
+            shown = show_value(counts)
+            raise TypeError(f"counts must be an array of numbers, got {shown}") from exc
         if arr.shape != self.sizes:
             raise ValueError(
                 f"counts must have shape {self.sizes} (the column sizes), got {arr.shape}"
@@ -1088,10 +1090,10 @@ class MarginalSynthesizer(Algorithm):
         if np.isnan(arr).any() or np.isinf(arr).any():
             raise ValueError("counts must be finite (no NaN or inf)")
         if (arr < 0).any():
-            raise ValueError(f"counts must be non-negative, got {arr[arr < 0].ravel()[0]!r}")
+            raise ValueError(f"counts must be non-negative, got {float(arr[arr < 0].ravel()[0])!r}")
         if (arr != np.round(arr)).any():
             bad = arr[arr != np.round(arr)].ravel()[0]
-            raise ValueError(f"counts must be integers, got {bad!r}")
+            raise ValueError(f"counts must be integers, got {float(bad)!r}")
         n = int(arr.sum())
         if n == 0:
             raise ValueError("counts must contain at least one row (they sum to 0)")

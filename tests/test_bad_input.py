@@ -708,9 +708,9 @@ GROUPS["mechanisms: audit"] = [
         ValueError,
         r"sampler must return a pair \(outputs_on_D, outputs_on_D_prime\)",
     ),
-    Row("audited().epsilon_lower_bound(-1.0)", ValueError, rf"delta must lie in {UNIT_OPEN}"),
-    Row("audited().epsilon_lower_bound(1.0)", ValueError, rf"delta must lie in {UNIT_OPEN}"),
-    Row("audited().epsilon_lower_bound(nan)", ValueError, rf"delta must lie in {UNIT_OPEN}"),
+    Row("audited().epsilon_lower_bound(-1.0)", ValueError, rf"delta must lie in {DELTA_Q}"),
+    Row("audited().epsilon_lower_bound(1.0)", ValueError, rf"delta must lie in {DELTA_Q}"),
+    Row("audited().epsilon_lower_bound(nan)", ValueError, rf"delta must lie in {DELTA_Q}"),
     Row("audit(G, rng, samples=1000, thresholds=[inf])", ValueError, "thresholds must be finite"),
     Row(
         "audit(G, rng, samples=1000, sampler=lambda r, n: (np.full(n, inf), np.zeros(n)))",

@@ -577,6 +577,14 @@ def test_generated_bad_values_are_refused_clearly(case, value):
             lambda: A.PrivacyAccountant(budget_epsilon=np.float64(-1.0), budget_delta=1e-5),
             "budget_epsilon",
         ),
+        (lambda: round_schedule([(1.0, 0.01, 3)], grid=np.float64(0.7)), "grid"),
+        (lambda: M.RandomizedResponse(p=np.float64(0.2), k=3), "p"),
+        (lambda: M.DiscreteLaplaceMechanism(scale=np.float64(-1.0)), "scale"),
+        (lambda: A.PrivacyAccountant(adaptive=np.float64(1.0)), "adaptive"),
+        (lambda: M.replace_one(G, sensitivity_factor=np.float64(0.5)), "sensitivity_factor"),
+        (lambda: M.audit(LAP, RNG, thresholds=[0.0, np.float64(np.inf)]), "thresholds"),
+        (lambda: C.calibrate(_family, 1.0, 0.0, domain=(np.float64(-1.0), 2.0)), "domain"),
+        (lambda: M.TreeQuantiles(0.0, 1.0, 16, 4.0).epsilon(np.float64(2.0)), "delta"),
     ],
 )
 def test_numpy_scalars_print_as_plain_numbers(call, param):
