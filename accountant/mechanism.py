@@ -74,6 +74,7 @@ from .validation import (
     check_probability,
     check_tol,
     pure_epsilon_at_zero_delta,
+    show_value,
 )
 
 __all__ = ["Capabilities", "Mechanism", "MissingCapabilityError", "PLDSettings"]
@@ -577,7 +578,7 @@ class Mechanism:
         if eps_arr.size > 1:
             check_epsilon(float(np.min(eps_arr)))  # NaN and negatives in one check
             if np.isnan(eps_arr).any() or np.isinf(eps_arr).any():
-                raise ValueError(f"epsilon must lie in [0, inf), got {epsilon!r}")
+                raise ValueError(f"epsilon must lie in [0, inf), got {show_value(epsilon)}")
             flat = eps_arr.reshape(-1).astype(float)
         else:
             flat = np.array([check_epsilon(e) for e in eps_arr.reshape(-1)])

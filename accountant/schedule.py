@@ -283,7 +283,7 @@ def _schedule_arrays(steps: Iterable[tuple[float, float, int]]):
             except (TypeError, ValueError):
                 raise TypeError(
                     f"steps[{i}] must be a (noise_multiplier, sample_rate, count) triple, "
-                    f"got {item!r}"
+                    f"got {show_value(item)}"
                 ) from None
             check_positive(f"steps[{i}] noise_multiplier", sigma)
             check_sample_rate(q, f"steps[{i}] sample_rate")
