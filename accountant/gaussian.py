@@ -104,7 +104,7 @@ def gaussian_epsilon(mu: float, delta: float) -> float:
     4.3772
     """
     mu = check_positive("mu", mu)
-    delta = check_delta(delta)
+    delta = check_delta(delta, what="Gaussian DP")
     log_d = math.log(delta)
     if gaussian_log_delta(mu, 0.0) <= log_d:
         return 0.0

@@ -57,6 +57,7 @@ from scipy import fft as sp_fft
 
 from .loss_law import AtomicLossLaw, PrivacyLossLaw
 from .numerics import EXP_OVERFLOW, SUBNORMAL_FLOOR, TINY
+from .validation import check_positive, check_probability
 
 __all__ = ["GridPLD", "discretize"]
 
@@ -1094,8 +1095,8 @@ def discretize(
     >>> abs(float(pld.pmf.sum()) + pld.inf_mass - 1.0) < 1e-12
     True
     """
-    if not (step > 0 and math.isfinite(step)):
-        raise ValueError(f"step must be a positive finite number, got {step!r}")
+    step = check_positive("step", step)
+    tail = check_probability("tail", tail)
     lo, hi = law.quantile_bounds(tail)
     # one spare node on each side keeps extreme atoms off the window's edge bins
     lo, hi = lo - step, hi + step

@@ -432,4 +432,4 @@ def zcdp_rdp(rho: float, alpha: np.ndarray) -> np.ndarray:
     array([1., 2.])
     """
     rho = check_positive("rho", rho)
-    return rho * np.asarray(alpha, dtype=float)
+    return rho * check_alpha(alpha)

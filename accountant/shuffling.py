@@ -110,7 +110,7 @@ def shuffled_batches(
     sigma = _gaussian_sigma(mechanism)
     t = check_count(steps_per_epoch, "steps_per_epoch")
     e = check_count(epochs, "epochs")
-    d = check_delta(delta)
+    d = check_delta(delta, what="a shuffled Gaussian")
     upper = float(compose([mechanism], counts=[e]).epsilon(d))
     lower = min(random_allocation_lower_epsilon(sigma, t, d, epochs=e), upper)
     poisson = float(compose([poisson_subsample(mechanism, 1.0 / t)], counts=[t * e]).epsilon(d))

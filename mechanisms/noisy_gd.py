@@ -35,6 +35,7 @@ from dpacct.accountant.validation import (
     check_flag,
     check_positive,
     check_rng,
+    show_value,
 )
 from dpacct.mechanisms._regression_data import (
     as_design_matrix,
@@ -722,7 +723,7 @@ class NoisyGD(Algorithm):
                             n_classes=self.n_classes, out_of_range=self.out_of_range)
         coding = binary_coding(y) if self.loss == "logistic" else "01"
         if delta is not None:
-            delta = check_delta(delta)
+            delta = check_delta(delta, what="NoisyGD (Gaussian noise)")
         if callback is not None and not callable(callback):
             raise TypeError(f"callback must be callable, got {callback!r}")
         recording = any(v is not None for v in (delta, record_every, eval_set, callback))
@@ -820,7 +821,7 @@ def _check_sensitivity_fields(alg) -> None:
     object.__setattr__(alg, "learning_rate", check_positive("learning_rate", alg.learning_rate))
     l2 = check_finite("l2", alg.l2)
     if l2 < 0:
-        raise ValueError(f"l2 must lie in [0, inf), got {l2!r}")
+        raise ValueError(f"l2 must lie in [0, inf), got {show_value(l2)}")
     object.__setattr__(alg, "l2", l2)
     object.__setattr__(alg, "fit_intercept", check_flag("fit_intercept", alg.fit_intercept))
     if alg.loss == "softmax":
@@ -838,7 +839,8 @@ def _check_sensitivity_fields(alg) -> None:
     if (alg.clip is None) == (x_bound is None):
         raise ValueError(
             "give exactly one of clip (per-example gradient clipping) or x_bound "
-            f"(declared data bounds), got clip={alg.clip!r}, x_bound={x_bound!r}"
+            f"(declared data bounds), got clip={show_value(alg.clip)}, "
+            f"x_bound={show_value(x_bound)}"
         )
     y_bound = getattr(alg, "y_bound", None)
     adaptive = getattr(alg, "adaptive", None)
@@ -854,14 +856,15 @@ def _check_sensitivity_fields(alg) -> None:
         if y_bound is None:
             raise ValueError(
                 "loss='linear' with x_bound needs y_bound (the gradient bound depends on "
-                f"it), got y_bound={y_bound!r}"
+                f"it), got y_bound={show_value(y_bound)}"
             )
         if adaptive is None:
             adaptive = alg.theta_bound is None
         if not adaptive and alg.theta_bound is None:
             raise ValueError(
                 "loss='linear' with x_bound and adaptive=False needs theta_bound (the "
-                f"fixed gradient bound depends on it), got theta_bound={alg.theta_bound!r}"
+                "fixed gradient bound depends on it), got "
+                f"theta_bound={show_value(alg.theta_bound)}"
             )
     else:
         if y_bound is not None:
