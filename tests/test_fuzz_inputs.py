@@ -222,7 +222,7 @@ BASE: dict[str, tuple[Callable[[], Callable], dict[str, Any]]] = {
     ),
     "DPTheilSen": (
         lambda: M.DPTheilSen,
-        {"epsilon0": 1.0, "x_lower": 0.0, "x_upper": 1.0, "pred_lower": -1.0, "pred_upper": 1.0},
+        {"epsilon": 1.0, "x_lower": 0.0, "x_upper": 1.0, "pred_lower": -1.0, "pred_upper": 1.0},
     ),
     "MarginalSynthesizer": (
         lambda: M.MarginalSynthesizer,
