@@ -49,7 +49,6 @@ source_suffix = {".rst": "restructuredtext", ".md": "myst-nb", ".ipynb": "myst-n
 root_doc = "index"
 exclude_patterns = ["_build", "**.ipynb_checkpoints", "Thumbs.db", ".DS_Store"]
 templates_path = ["_templates"]
-html_static_path = ["_static"]
 
 # -- notebooks ---------------------------------------------------------------------
 # The tutorials live in ../notebooks/ (executed by the test suite, saved with their
@@ -108,12 +107,26 @@ nitpick_ignore_regex = [
 ]
 nitpick_ignore = []
 
+# -- math ----------------------------------------------------------------------------
+# MathJax is loaded by the reader's browser from its CDN (Sphinx's default), nothing
+# at build time.  To read a build offline, point DPACCT_DOCS_MATHJAX at a local copy,
+# e.g. Debian's libjs-mathjax (MathJax 2):
+#   DPACCT_DOCS_MATHJAX="file:///usr/share/javascript/mathjax/MathJax.js?config=TeX-AMS-MML_HTMLorMML"
+if os.environ.get("DPACCT_DOCS_MATHJAX"):
+    mathjax_path = os.environ["DPACCT_DOCS_MATHJAX"]
+    if "MathJax.js" in mathjax_path:  # MathJax 2: process the math inside MyST's pages
+        mathjax2_config = {
+            "tex2jax": {"processClass": "math", "ignoreClass": "tex2jax_ignore|mathjax_ignore"}
+        }
+
 # -- HTML --------------------------------------------------------------------------
 html_theme = "pydata_sphinx_theme"
+toc_object_entries_show_parents = "hide"  # "step()", not "PrivacyAccountant.step()"
 html_title = f"dpacct {release}"
 html_theme_options = {
     "navbar_end": ["navbar-icon-links"],
     "show_toc_level": 2,
+    "header_links_before_dropdown": 6,
     "navigation_with_keys": False,
     "secondary_sidebar_items": ["page-toc"],
     "footer_start": ["copyright"],
