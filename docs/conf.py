@@ -148,6 +148,7 @@ html_show_sourcelink = False
 # is shown as code without a link.  A name that imports to nothing still warns, so a
 # typo in a docstring fails the nitpicky build.
 import importlib  # noqa: E402
+import inspect  # noqa: E402
 import sys as _sys  # noqa: E402
 
 from sphinx.util.nodes import make_refnode  # noqa: E402
@@ -244,7 +245,47 @@ def _reread_guide_index(app, env, added, changed, removed):
     return ["user_guide/index"]  # re-read every build: the optional pages may have come
 
 
+# -- two autodoc gaps ---------------------------------------------------------------
+def _data_comment(app, what, name, obj, options, lines):
+    """A constant re-exported by a package (``dpacct.accountant.ADD_REMOVE``) has its
+    ``#:`` comment in the module that defines it, where autodoc does not look; without
+    it autodoc shows the docstring of ``str``.  Take the comment from that module."""
+    if what != "data" or not isinstance(obj, (str, int, float)):
+        return
+    own = inspect.cleandoc(type(obj).__doc__ or "").split()
+    if lines and " ".join(lines).split() != own:
+        return
+    from sphinx.pycode import ModuleAnalyzer
+
+    attr = name.rsplit(".", 1)[1]
+    for modname, module in sorted(_sys.modules.items()):
+        if not modname.startswith("dpacct") or getattr(module, attr, _MISSING) is not obj:
+            continue
+        try:
+            docs = ModuleAnalyzer.for_module(modname).find_attr_docs()
+        except Exception:  # a module without source: look further
+            continue
+        if ("", attr) in docs:
+            lines[:] = list(docs[("", attr)])
+            return
+    lines[:] = []  # the docstring of str is never the right one
+
+
+def _own_init_signature(app, what, name, obj, options, signature, return_annotation):
+    """A class whose base is mocked (``OpacusAccountant(IAccountant)``, Opacus mocked
+    above) shows the mock's ``(*args, **kwargs)``; show its own ``__init__`` instead."""
+    if what != "class" or signature != "(*args, **kwargs)" or "__init__" not in vars(obj):
+        return None
+    sig = inspect.signature(obj.__init__)
+    params = [  # without self, and without annotations (numpydoc lists the types)
+        p.replace(annotation=inspect.Parameter.empty) for p in list(sig.parameters.values())[1:]
+    ]
+    return str(sig.replace(parameters=params, return_annotation=inspect.Signature.empty)), None
+
+
 def setup(app):
+    app.connect("autodoc-process-docstring", _data_comment, priority=400)  # before numpydoc
+    app.connect("autodoc-process-signature", _own_init_signature)
     app.connect("missing-reference", _resolve_by_identity)
     app.connect("source-read", _add_optional_pages)
     app.connect("env-get-outdated", _reread_guide_index)
