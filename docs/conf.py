@@ -128,12 +128,14 @@ html_theme_options = {
     "show_toc_level": 2,
     "header_links_before_dropdown": 6,
     "navigation_with_keys": False,
-    "secondary_sidebar_items": ["page-toc"],
+    "secondary_sidebar_items": {"**": ["page-toc"], "comparison": []},
     "footer_start": ["copyright"],
     "footer_end": ["sphinx-version", "theme-version"],
 }
 html_sidebars = {"index": [], "comparison": [], "design": []}
 html_show_sourcelink = False
+html_static_path = ["_static"]
+html_css_files = ["dpacct.css"]
 
 
 # -- cross-references by identity -----------------------------------------------------
