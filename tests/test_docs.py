@@ -124,3 +124,43 @@ def test_no_object_has_two_pages():
                 continue
             assert id(obj) not in objects, f"{full} and {objects[id(obj)]} are one object"
             objects[id(obj)] = full
+
+
+# ------------------------------------------------------------------ the pages' examples
+DOCS = ROOT / "docs"
+README_BLOCKS = {
+    b.strip()
+    for b in re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text("utf-8"), re.S)
+}
+PAGES_WITH_CODE = sorted(
+    p.relative_to(DOCS).as_posix()
+    for p in DOCS.rglob("*.md")
+    if "_build" not in p.parts
+    and "```python" in p.read_text(encoding="utf-8")
+    # the design's "API at a glance" is a list of spellings (``release(value, ...)``), not
+    # a program
+    and p.name != "design.md"
+)
+
+
+def test_the_guide_has_examples():
+    assert {"user_guide/ml_engineer.md", "user_guide/researcher.md"} <= set(PAGES_WITH_CODE)
+
+
+@pytest.mark.parametrize("page", PAGES_WITH_CODE)
+def test_page_examples_run(page, tmp_path, monkeypatch):
+    """A page's Python blocks run in order, in one namespace (a later block may use an
+    earlier one's names); a block that is also in the README runs in test_readme.py."""
+    monkeypatch.chdir(tmp_path)  # the ML engineer's page saves a ledger file
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    text = (DOCS / page).read_text(encoding="utf-8")
+    namespace: dict = {"__name__": "__docs__"}
+    for index, code in enumerate(re.findall(r"```python\n(.*?)```", text, re.S)):
+        if code.strip() in README_BLOCKS and "import torch" in code:
+            continue  # the Opacus training loop: run by test_readme.py
+        for module in ("sklearn", "matplotlib", "dp_accounting"):
+            if re.search(rf"\b(import|from) {module}\b", code) or (
+                module == "matplotlib" and ".plot()" in code
+            ):
+                pytest.importorskip(module)
+        exec(compile(code, f"docs/{page} python block {index}", "exec"), namespace)
