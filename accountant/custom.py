@@ -1092,6 +1092,9 @@ def mechanism_from_loss_laws(
 ) -> LossLawMechanism:
     """A mechanism declared by the privacy-loss laws of dominating pairs.
 
+    The Renyi-DP curve is the larger Renyi divergence of the two laws
+    (:func:`loss_law_rdp`), finite unless a law puts mass at ``+inf``.
+
     Parameters
     ----------
     remove : PrivacyLossLaw
@@ -1106,11 +1109,6 @@ def mechanism_from_loss_laws(
         A label for messages and the repr (default: the laws' own reprs).
     neighbouring : str
         ``ADD_REMOVE`` (default) or ``REPLACE_ONE``.
-
-    Notes
-    -----
-    The Renyi-DP curve is the larger Renyi divergence of the two laws
-    (:func:`loss_law_rdp`), finite unless a law puts mass at ``+inf``.
 
     Examples
     --------

@@ -7,7 +7,7 @@ mechanism itself: a composition of mu-GDP parts is answered in closed form by on
 (:func:`~dpacct.accountant.compose.compose`), the ledger records a DP-SGD step as a
 Poisson-subsampled one, and the schedule rounds steps onto a grid of them.  So the
 class lives here, in the engine, and :mod:`dpacct.mechanisms` re-exports it with the
-rest of the zoo.
+rest of the zoo.  The argument in full: docs/theory/analytic_gaussian.md.
 """
 
 from __future__ import annotations

@@ -44,7 +44,7 @@ not part of the certificate; it matters only for delta below about 1e-12, where 
 mechanisms fall back on the RDP bound when that is smaller.  Its one systematic
 effect, a drift of the total mass that compounds under repeated squaring, is removed
 after every product and optimistic re-grid, in the certificate's direction (see
-:meth:`GridPLD.convolve`).
+:meth:`GridPLD.convolve`).  The argument in full: docs/theory/pld.md.
 """
 
 from __future__ import annotations

@@ -68,7 +68,7 @@ adversary looks at the largest noisy coordinate of the epoch -- a post-processin
 the mechanism's pair, so its (epsilon, delta) curve lies below the mechanism's (its
 outcomes are binned, a further post-processing).  :func:`random_allocation_delta_mc`
 is a **Monte Carlo estimate** of the exact ``k = 1`` curve, with a confidence interval,
-and no guarantee.
+and no guarantee.  The argument in full: docs/theory/allocation_shuffling.md.
 """
 
 from __future__ import annotations

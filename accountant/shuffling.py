@@ -21,7 +21,7 @@ covers adaptive DP-SGD with shuffled batches.  :func:`shuffled_batches` reports:
   ``1 / steps_per_epoch`` -- what is usually reported -- for comparison.
 
 The truth lies in ``[lower, upper]``; ``poisson`` below ``lower`` means the usual
-report is wrong for this run.
+report is wrong for this run.  The argument in full: docs/theory/allocation_shuffling.md.
 """
 
 from __future__ import annotations

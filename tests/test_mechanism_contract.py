@@ -2,7 +2,7 @@
 
 Every registered mechanism and transformer (primitives, subsampling, composition, the
 algorithms in ``mechanisms/``, and a mechanism known only by a privacy-loss law) must
-honour the contract of DESIGN.md: sound, monotone curves; a bracket with lower <= upper;
+honour the contract of docs/design.md: sound, monotone curves; a bracket with lower <= upper;
 vectorised RDP at real orders, non-decreasing up to alpha = 1e22 and capped by the pure
 epsilon; a trade-off curve inside [0, 1 - fpr]; clear errors for bad queries; a repr that
 shows its parameters.  The examples come from ``tests/registry_examples.py``, keyed by
