@@ -110,7 +110,7 @@ def calibrate_ssp(
     5.276
     """
     check_positive("epsilon", epsilon)
-    check_delta(delta)
+    check_delta(delta, what="SSP (Gaussian releases)")
     proto = SufficientStatisticsPerturbation(
         noise_scale=1.0,
         x_bound=x_bound,
@@ -187,7 +187,7 @@ def calibrate_adassp(
     6.462
     """
     check_positive("epsilon", epsilon)
-    delta = check_delta(delta)
+    delta = check_delta(delta, what="AdaSSP (Gaussian releases)")
     if shift is None:
         shift = math.sqrt(math.log(6.0 / delta))
     proto = AdaSSP(

@@ -40,135 +40,25 @@ from dpacct.mechanisms._regression_data import (
     as_design_matrix,
     binary_coding,
     check_class_labels,
-    check_regression_data,
 )
-from dpacct.mechanisms._training_params import (  # noqa: F401 (dp_sgd imports them here)
+from dpacct.mechanisms._training_common import (  # noqa: F401 (re-exported for dp_sgd)
     _LOSSES,
+    _augment,
+    _check_data,
     _check_loss,
     _check_sensitivity_fields,
+    _clipped_gradient_sum,
+    _l2_gradient,
+    _mean_loss,
     _optional_positive,
+    _project,
+    _residuals,
+    _softmax,
 )
 from dpacct.mechanisms.algorithm import Algorithm, PlannedRelease
 from dpacct.mechanisms.gaussian import GaussianMechanism
 
 __all__ = ["FittedLinearModel", "NoisyGD", "TrainingHistory"]
-
-
-# ----------------------------------------------------------------------------------
-# shared helpers (also used by mechanisms.dp_sgd)
-# ----------------------------------------------------------------------------------
-
-
-def _check_data(
-    X: object,
-    y: object,
-    loss: str,
-    *,
-    x_bound: float | None = None,
-    y_bound: float | None = None,
-    n_classes: int | None = None,
-    out_of_range: str = "raise",
-) -> tuple[np.ndarray, np.ndarray]:
-    """Validate a design matrix and targets; check (or clip) declared bounds.
-
-    Binary labels may be coded {0, 1} or {-1, +1} (returned as {0, 1}); softmax labels
-    are integers in ``{0, ..., n_classes - 1}``.
-    """
-    if loss == "softmax":
-        if n_classes is None:
-            raise ValueError("loss='softmax' needs n_classes")
-        Xa = as_design_matrix("X", X)
-        ya = check_class_labels(y, Xa.shape[0], n_classes)
-        if x_bound is not None:
-            Xa, _ = check_regression_data(Xa, np.zeros(Xa.shape[0]), x_bound=x_bound,
-                                          out_of_range=out_of_range)
-        return Xa, ya
-    return check_regression_data(
-        X, y, labels01=loss == "logistic", x_bound=x_bound, y_bound=y_bound,
-        out_of_range=out_of_range,
-    )
-
-
-def _augment(X: np.ndarray, fit_intercept: bool) -> np.ndarray:
-    if not fit_intercept:
-        return X
-    return np.hstack([X, np.ones((X.shape[0], 1))])
-
-
-def _softmax(Z: np.ndarray) -> np.ndarray:
-    """Row-wise softmax (max-shifted, so no overflow); a new array."""
-    P = Z - Z.max(axis=-1, keepdims=True)
-    np.exp(P, out=P)
-    P /= P.sum(axis=-1, keepdims=True)
-    return P
-
-
-def _residuals(Xa: np.ndarray, y: np.ndarray, theta: np.ndarray, loss: str) -> np.ndarray:
-    """``r_i`` with per-example gradient ``x_i r_i^T``: ``x.theta - y``, ``sigmoid - y``, or
-    ``softmax(x Theta) - onehot(y)`` (a row of length ``K``)."""
-    z = Xa @ theta
-    if loss == "linear":
-        return z - y
-    if loss == "logistic":
-        return special.expit(z) - y
-    r = _softmax(z)
-    r[np.arange(r.shape[0]), y] -= 1.0
-    return r
-
-
-def _clipped_gradient_sum(
-    Xa: np.ndarray,
-    y: np.ndarray,
-    theta: np.ndarray,
-    loss: str,
-    clip: float | None,
-    row_norms: np.ndarray | None = None,
-) -> np.ndarray:
-    """Sum over rows of the per-example gradients, each clipped to L2 norm ``clip``.
-
-    The per-example gradient is ``x_i r_i^T`` (a residual times the row; for softmax
-    ``r_i`` is the vector ``p_i - e_{y_i}`` and the gradient a ``d x K`` matrix), so its
-    (Frobenius) norm is ``||x_i|| ||r_i||`` and the clipped sum is ``Xa^T (r * factor)``:
-    one matrix product per call, no ``n x d`` (or ``n x d x K``) array of gradients.
-    ``row_norms`` (``||x_i||``, precomputed by the caller) saves a pass over the data.
-    """
-    r = _residuals(Xa, y, theta, loss)
-    if clip is None:
-        return Xa.T @ r
-    if row_norms is None:
-        row_norms = np.linalg.norm(Xa, axis=1)
-    rn = np.abs(r) if r.ndim == 1 else np.linalg.norm(r, axis=1)
-    norms = rn * row_norms
-    factor = clip / np.maximum(norms, clip)
-    return Xa.T @ (r * factor if r.ndim == 1 else r * factor[:, None])
-
-
-def _project(theta: np.ndarray, radius: float | None) -> np.ndarray:
-    if radius is None:
-        return theta
-    norm = float(np.linalg.norm(theta))
-    return theta if norm <= radius else theta * (radius / norm)
-
-
-def _l2_gradient(theta: np.ndarray, l2: float, fit_intercept: bool) -> np.ndarray | float:
-    """Gradient of ``l2/2 * ||coef||^2`` (the intercept row is not penalised)."""
-    if l2 == 0.0:
-        return 0.0
-    g = l2 * theta
-    if fit_intercept:
-        g[-1] = 0.0
-    return g
-
-
-def _mean_loss(Xa: np.ndarray, y: np.ndarray, theta: np.ndarray, loss: str) -> float:
-    """Mean squared error (linear), log-loss (logistic) or cross-entropy (softmax)."""
-    z = Xa @ theta
-    if loss == "linear":
-        return float(np.mean((z - y) ** 2))
-    if loss == "logistic":
-        return float(np.mean(np.logaddexp(0.0, z) - y * z))
-    lse = special.logsumexp(z, axis=1)
-    return float(np.mean(lse - z[np.arange(z.shape[0]), y]))
 
 
 # ----------------------------------------------------------------------------------
@@ -733,7 +623,7 @@ class NoisyGD(Algorithm):
                             n_classes=self.n_classes, out_of_range=self.out_of_range)
         coding = binary_coding(y) if self.loss == "logistic" else "01"
         if delta is not None:
-            delta = check_delta(delta)
+            delta = check_delta(delta, what="NoisyGD (Gaussian noise)")
         if callback is not None and not callable(callback):
             raise TypeError(f"callback must be callable, got {callback!r}")
         recording = any(v is not None for v in (delta, record_every, eval_set, callback))

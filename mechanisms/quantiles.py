@@ -64,6 +64,7 @@ from dpacct.accountant.validation import (
     check_finite,
     check_positive,
     check_rng,
+    show_value,
 )
 
 from .algorithm import Algorithm, PlannedRelease
@@ -148,7 +149,8 @@ def check_data(name: str, data: object, lower: float | None = None,
     if arr.size < min_size:
         raise ValueError(f"{name} must contain at least {min_size} value(s), got {arr.size}")
     if not np.isfinite(arr).all():
-        raise ValueError(f"{name} must be finite (no inf), got {arr[~np.isfinite(arr)][0]!r}")
+        bad = float(arr[~np.isfinite(arr)][0])
+        raise ValueError(f"{name} must be finite (no inf), got {bad!r}")
     if lower is not None and upper is not None:
         lo, hi = float(arr.min()), float(arr.max())
         if lo < lower or hi > upper:
@@ -173,7 +175,7 @@ def check_quantile(q: object, name: str = "q") -> np.ndarray:
     arr = as_float_array(name, q)
     if ((arr < 0) | (arr > 1)).any():
         bad = arr[(arr < 0) | (arr > 1)].ravel()[0]
-        raise ValueError(f"{name} must lie in [0, 1], got {bad!r}")
+        raise ValueError(f"{name} must lie in [0, 1], got {float(bad)!r}")
     return arr
 
 
@@ -183,10 +185,10 @@ def _check_noise(noise: object) -> str:
     return noise.lower()
 
 
-def _check_branching(branching: object) -> int:
-    b = check_count(branching, "branching")
+def _check_branching(branching: object, name: str = "branching") -> int:
+    b = check_count(branching, name)
     if b < 2:
-        raise ValueError(f"branching must be an integer >= 2, got {b}")
+        raise ValueError(f"{name} must be an integer >= 2, got {b}")
     return b
 
 
@@ -515,7 +517,7 @@ def choose_branching(bins: int, *, max_branching: int | None = None) -> int:
     (16, 32, 16)
     """
     n = check_count(bins, "bins")
-    top = n if max_branching is None else min(n, _check_branching(max_branching))
+    top = n if max_branching is None else min(n, _check_branching(max_branching, "max_branching"))
     if top < 2:
         return 2
     b = np.arange(2, top + 1, dtype=np.int64)
@@ -576,6 +578,9 @@ def hay_consistency(noisy_levels: list[np.ndarray] | tuple[np.ndarray, ...],
     [[9.667], [4.333, 5.333]]
     """
     b = _check_branching(branching)
+    if isinstance(noisy_levels, str | bytes) or not hasattr(noisy_levels, "__iter__"):
+        shown = show_value(noisy_levels)
+        raise TypeError(f"noisy_levels must be a sequence of arrays, got {shown}")
     levels = list(noisy_levels)
     if len(levels) == 0:
         raise ValueError("noisy_levels must contain at least one level")
@@ -1025,7 +1030,8 @@ class ExponentialQuantile(Algorithm):
         check_rng(rng)
         qv = check_quantile(q)
         if qv.ndim != 0:
-            raise ValueError(f"q must be a scalar in [0, 1] (one release per call), got {q!r}")
+            shown = show_value(q)
+            raise ValueError(f"q must be a scalar in [0, 1] (one release per call), got {shown}")
         qf = float(qv)
         x = check_data("data", data, self.lower, self.upper, out_of_range=self.out_of_range)
         session = self.releases(rng)

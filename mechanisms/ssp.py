@@ -46,6 +46,7 @@ from dpacct.accountant.validation import (
     check_positive,
     check_probability,
     check_rng,
+    show_value,
 )
 
 from ._regression_data import as_design_matrix, as_target_vector, check_regression_data
@@ -123,11 +124,13 @@ def _check_ratios(value: object, k: int) -> tuple[float, ...] | None:
     if value is None:
         return None
     if isinstance(value, str | bytes):
-        raise TypeError(f"ratios must be a sequence of {k} positive numbers, got {value!r}")
+        raise TypeError(
+            f"ratios must be a sequence of {k} positive numbers, got {show_value(value)}"
+        )
     try:
         items = tuple(value)  # type: ignore[arg-type]
     except TypeError as exc:
-        msg = f"ratios must be a sequence of {k} positive numbers, got {value!r}"
+        msg = f"ratios must be a sequence of {k} positive numbers, got {show_value(value)}"
         raise TypeError(msg) from exc
     if len(items) != k:
         raise ValueError(f"ratios must have {k} entries, got {len(items)}")

@@ -22,6 +22,7 @@ from dpacct.accountant.validation import (
     check_finite,
     check_positive,
     check_probability,
+    show_value,
 )
 
 from .algorithm import Algorithm, PlannedRelease
@@ -260,7 +261,8 @@ class DPTheilSen(Algorithm):
                 c1, c2 = self.cut_points
             except (TypeError, ValueError) as exc:
                 raise ValueError(
-                    f"cut_points must be a pair (x1, x2), got {self.cut_points!r}") from exc
+                    f"cut_points must be a pair (x1, x2), got {show_value(self.cut_points)}"
+                ) from exc
             cuts = (check_finite("cut_points[0]", c1), check_finite("cut_points[1]", c2))
             if not (xl <= cuts[0] < cuts[1] <= xu):
                 raise ValueError(
