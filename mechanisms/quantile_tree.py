@@ -15,8 +15,10 @@ from dpacct.accountant.validation import as_float_array, check_count, check_fini
 
 from .algorithm import Algorithm, PlannedRelease
 from .quantile_readout import (
+    _PURE_NOISES,
     _check_branching,
     _check_noise,
+    _noise_variance,
     _unit_mechanism,
     bin_counts,
     check_out_of_range,
@@ -300,7 +302,8 @@ class TreeQuantiles(Algorithm):
         ``sigma``), > 0.
     branching : int, optional
         Branching factor ``>= 2``; default :func:`choose_branching` of ``bins``.
-    noise : {'laplace', 'gaussian'}
+    noise : {'laplace', 'gaussian', 'discrete_laplace'}
+        As in :class:`~dpacct.mechanisms.quantiles.HistogramQuantiles` (default Laplace).
     measure_root : bool
         Measure the root level too (default False).
     level_budget : {'uniform', 'prefix'} or sequence of float
@@ -378,7 +381,7 @@ class TreeQuantiles(Algorithm):
                              noise=self.noise)
         else:
             w = np.asarray(self.level_budget) / np.sum(self.level_budget)
-        if self.noise == "laplace":
+        if self.noise in _PURE_NOISES:
             return self.scale / (self.depth * w)
         return self.scale / np.sqrt(self.depth * w)
 
@@ -422,7 +425,7 @@ class TreeQuantiles(Algorithm):
         """
         session = self.releases(rng)
         b, h = self.branching, self.height
-        leaves = np.zeros(b**h)
+        leaves = np.zeros(b**h, dtype=np.int64 if self.noise == "discrete_laplace" else float)
         leaves[: self.bins] = bin_counts(data, self.lower, self.upper, self.bins,
                                          out_of_range=self.out_of_range)
         top = 0 if self.root_measured else 1
@@ -437,7 +440,7 @@ class TreeQuantiles(Algorithm):
             consistent = [np.asarray(noisy[0], dtype=float)]
         else:
             variances = np.ones(h + 1)
-            variances[top:] = self.level_scales ** 2   # only the ratios matter
+            variances[top:] = _noise_variance(self.noise, self.level_scales)
             consistent = tree_least_squares(noisy, b, self.bins, variances=variances)
         return TreeRelease(self.lower, self.upper, self.bins, b, tuple(noisy),
                            tuple(consistent))

@@ -14,7 +14,7 @@ import numpy as np
 
 from dpacct.accountant.validation import as_float_array, check_count
 
-from .quantile_readout import _check_branching, _check_noise
+from .quantile_readout import _PURE_NOISES, _check_branching, _check_noise
 
 __all__ = ["level_shares", "real_nodes", "tree_least_squares"]
 
@@ -189,7 +189,8 @@ def level_shares(bins: int, branching: int, *, root_measured: bool,
     private spatial decompositions", here in one dimension) gives:
 
     * Laplace, level ``l`` at ``epsilon_l = w_l epsilon`` (variance ``2 / epsilon_l^2``,
-      pure-DP budgets add up): ``w_l ∝ k_l^(1/3)``;
+      pure-DP budgets add up): ``w_l ∝ k_l^(1/3)`` (also used for the discrete
+      Laplace, whose variance is close to it);
     * Gaussian, level ``l`` at ``rho_l = w_l rho`` (variance ``1 / (2 rho_l)``,
       zero-concentrated budgets add up): ``w_l ∝ k_l^(1/2)``.
 
@@ -204,7 +205,7 @@ def level_shares(bins: int, branching: int, *, root_measured: bool,
         Branching factor, >= 2.
     root_measured : bool
         Whether the root level is measured (it gets a share only then).
-    noise : {'laplace', 'gaussian'}
+    noise : {'laplace', 'gaussian', 'discrete_laplace'}
 
     Returns
     -------
@@ -230,5 +231,5 @@ def level_shares(bins: int, branching: int, *, root_measured: bool,
     k[0] = 0.5
     if not root_measured:
         k = k[1:]
-    w = k ** (1.0 / 3.0 if kind == "laplace" else 0.5)
+    w = k ** (1.0 / 3.0 if kind in _PURE_NOISES else 0.5)
     return w / w.sum()

@@ -163,8 +163,12 @@ class HistogramQuantiles(Algorithm):
         Number of equal-width bins, >= 1.
     scale : float
         Noise scale per unit of sensitivity (Laplace ``b`` or Gaussian ``sigma``), > 0.
-    noise : {'laplace', 'gaussian'}
-        The noise distribution (default Laplace).
+    noise : {'laplace', 'gaussian', 'discrete_laplace'}
+        The noise distribution (default Laplace).  ``"discrete_laplace"`` adds integer
+        noise ``P(k) ∝ exp(-|k| / scale)`` to the integer counts (what OpenDP's
+        ``then_laplace`` does to integer counts): the same pure ``1/scale``-DP, variance
+        ``2 e^{-1/scale} / (1 - e^{-1/scale})^2`` instead of ``2 scale^2`` (8 % less at
+        ``scale = 1``).
     out_of_range : {'raise', 'clip'}
         Data outside ``[lower, upper]``: raise ``ValueError`` (default) or clip to the
         range (a per-record map to a public range: the sensitivity stays 1).
@@ -211,7 +215,9 @@ class HistogramQuantiles(Algorithm):
         (True, (4,))
         """
         true = bin_counts(data, self.lower, self.upper, self.bins,
-                          out_of_range=self.out_of_range).astype(float)
+                          out_of_range=self.out_of_range)
+        if self.noise != "discrete_laplace":
+            true = true.astype(float)
         session = self.releases(rng)
         noisy = session.release("histogram", true)
         session.finish()

@@ -254,3 +254,40 @@ def test_prefix_budget_beats_the_equal_split(bins):
     e_u = quartile_errors(lambda x, r: uniform.quantiles(x, QUARTILES, rng=r), 300, 2)
     e_p = quartile_errors(lambda x, r: prefix.quantiles(x, QUARTILES, rng=r), 300, 2)
     assert e_p.mean() < 0.9 * e_u.mean()
+
+
+# ----------------------------------------------------------------------------------
+# discrete Laplace noise (OpenDP's integer noise)
+# ----------------------------------------------------------------------------------
+def test_discrete_laplace_histogram_and_tree_privacy():
+    from dpacct.mechanisms.discrete import DiscreteLaplaceMechanism
+    from dpacct.mechanisms.quantiles import HistogramQuantiles
+
+    hist = HistogramQuantiles(lower=0.0, upper=1.0, bins=50, scale=2.0,
+                              noise="discrete_laplace")
+    ref = compose([DiscreteLaplaceMechanism(scale=2.0)])
+    for d in (1e-3, 1e-8):
+        assert hist.epsilon(d) == pytest.approx(ref.epsilon(d), rel=1e-9, abs=1e-12)
+    assert hist.delta(0.5) == pytest.approx(0.0, abs=1e-12)
+    rel = hist.release(np.linspace(0, 1, 100), rng=np.random.default_rng(0))
+    assert rel.noisy_counts.dtype.kind == "i"
+    tree = TreeQuantiles(lower=0.0, upper=1.0, bins=70, branching=25, scale=3.0,
+                         measure_root=True, noise="discrete_laplace", level_budget="prefix")
+    ref = compose([DiscreteLaplaceMechanism(scale=float(s)) for s in tree.level_scales])
+    assert tree.epsilon(1e-6) == pytest.approx(ref.epsilon(1e-6), rel=1e-9, abs=1e-12)
+    assert float(np.sum(1.0 / tree.level_scales)) == pytest.approx(1.0, rel=1e-12)
+    assert tree.delta(1.0 + 1e-9) == pytest.approx(0.0, abs=1e-9)
+    out = tree.release(np.linspace(0, 1, 100), rng=np.random.default_rng(1))
+    assert all(lv.dtype.kind == "i" for lv in out.noisy_levels)
+
+
+@pytest.mark.parametrize("scale", [0.3, 1.0, 4.0, 25.0])
+def test_noise_variance_by_summing_the_pmf(scale):
+    from dpacct.mechanisms.quantile_readout import _noise_variance
+
+    k = np.arange(-4000, 4001, dtype=float)
+    p = np.exp(-np.abs(k) / scale)
+    assert _noise_variance("discrete_laplace", scale) == pytest.approx(
+        float(np.sum(k**2 * p) / np.sum(p)), rel=1e-10)
+    assert _noise_variance("laplace", scale) == pytest.approx(2 * scale**2)
+    assert _noise_variance("gaussian", scale) == pytest.approx(scale**2)

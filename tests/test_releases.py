@@ -539,7 +539,7 @@ def test_discrete_gaussian_pmf(sigma):
     assert _chi_square_pmf(noisy, pmf, cut=int(2.5 * sigma) + 1) > LEVEL
 
 
-@pytest.mark.parametrize("noise", ["laplace", "gaussian"])
+@pytest.mark.parametrize("noise", ["laplace", "gaussian", "discrete_laplace"])
 def test_tree_quantiles_prefix_budget(recorder, noise):
     # 70 bins, b = 25: height 2, real nodes 1, 3, 70 (555 padding leaves never released)
     alg = TreeQuantiles(lower=0.0, upper=1.0, bins=70, branching=25, scale=3.0,
@@ -548,8 +548,9 @@ def test_tree_quantiles_prefix_budget(recorder, noise):
                   rng=np.random.default_rng(13))
     lines = check_claim(alg, recorder, sensitivities=[1.0] * 3, counts=[1, 1, 1])
     assert [lines[i][0].size for i in range(3)] == [1, 3, 70]
-    kind = LaplaceMechanism if noise == "laplace" else GaussianMechanism
+    kind, attr = {"laplace": (LaplaceMechanism, "b"), "gaussian": (GaussianMechanism, "sigma"),
+                  "discrete_laplace": (DiscreteLaplaceMechanism, "scale")}[noise]
     for i, sc in enumerate(alg.level_scales):
         mech = lines[i][0].mechanism
         assert isinstance(mech, kind)
-        assert (mech.b if noise == "laplace" else mech.sigma) == pytest.approx(sc, rel=1e-12)
+        assert getattr(mech, attr) == pytest.approx(sc, rel=1e-12)
