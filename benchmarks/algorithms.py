@@ -10,12 +10,9 @@
    variant).  dpacct draws its noise through the planned Gaussian releases (one per
    iteration) and uses the sufficient statistics ``Z^T Z``, ``Z^T y`` when the loss is
    squared and the sensitivity comes from declared bounds.
-2. **Quantile error against bins.**  Quartiles of 1 000 draws from Exponential(scale
-   20) clipped to [0, 100], pure epsilon = 1 (Laplace, sensitivity 1), mean L2 error of
-   the three quartiles over many trials, at 70 / 250 / 500 / 1 000 / 5 000 bins:
-   HistogramQuantiles (isotonic read-out), the same noisy counts read from raw
-   cumulative sums normalised by the noisy total (numpy, written here), the same
-   counts clipped at zero (the former read-out), and TreeQuantiles at the same epsilon.
+2. **Quantile error against bins** moved to ``benchmarks/algos/quantiles.py`` (OpenDP's
+   quantile tutorial reproduced with OpenDP itself, histogram and tree, 70 to 5 000
+   bins): ``python -m benchmarks.algos.quantiles``.
 3. **DP Theil-Sen error** at n = 100 and 1 000: x ~ N(0, 1) declared on [-3, 3]
    (``out_of_range="clip"``; the count of data sets that the strict default would have
    refused is shown), y = 2 x + 1 + N(0, 0.5^2), epsilon = 2 split over the two
@@ -32,9 +29,6 @@ import argparse
 import time
 
 import numpy as np
-
-QUARTILES = np.array([0.25, 0.5, 0.75])
-BINS = (70, 250, 500, 1000, 5000)
 
 
 def _timed(fn):
@@ -113,57 +107,6 @@ def noisy_gd_speed(quick: bool) -> None:
 
 
 # ----------------------------------------------------------------------------------
-# 2. quantiles against bins
-# ----------------------------------------------------------------------------------
-def raw_cumsum_quantiles(noisy, qs, lower, upper):
-    """Raw noisy cumulative sums over the noisy total, first crossing, linear inside."""
-    cdf = np.cumsum(noisy) / np.sum(noisy)
-    width = (upper - lower) / len(noisy)
-    out = []
-    for q in qs:
-        j = int(np.argmax(cdf >= q))
-        prev = cdf[j - 1] if j > 0 else 0.0
-        frac = (q - prev) / (cdf[j] - prev) if cdf[j] > prev else 0.0
-        out.append(lower + (j + min(max(frac, 0.0), 1.0)) * width)
-    return np.array(out)
-
-
-def quantile_errors(quick: bool) -> None:
-    from dpacct.mechanisms import HistogramQuantiles, TreeQuantiles
-    from dpacct.mechanisms.quantiles import quantiles_from_counts
-
-    trials = 50 if quick else 300
-    eps = 1.0
-    print(f"\n## Quartiles of 1000 Exponential(20) draws clipped to [0, 100], pure epsilon "
-          f"= {eps}, mean L2 error over {trials} trials")
-    print("\n| bins | HistogramQuantiles (isotonic) | raw cumulative sums (numpy) | "
-          "counts clipped at 0 (former) | TreeQuantiles | tree depth |")
-    print("| ---: | ---: | ---: | ---: | ---: | ---: |")
-    for bins in BINS:
-        hist = HistogramQuantiles(lower=0.0, upper=100.0, bins=bins, scale=1.0 / eps,
-                                  out_of_range="clip")
-        depth = TreeQuantiles(lower=0.0, upper=100.0, bins=bins, scale=1.0).depth
-        tree = TreeQuantiles(lower=0.0, upper=100.0, bins=bins, scale=depth / eps,
-                             out_of_range="clip")
-        rng = np.random.default_rng(bins)
-        errs = {k: [] for k in ("iso", "raw", "clip", "tree")}
-        for _ in range(trials):
-            x = rng.exponential(20.0, size=1000)
-            truth = np.quantile(np.minimum(x, 100.0), QUARTILES)
-            rel = hist.release(x, rng=rng)
-            errs["iso"].append(np.linalg.norm(rel.quantiles(QUARTILES) - truth))
-            raw = raw_cumsum_quantiles(rel.noisy_counts, QUARTILES, 0.0, 100.0)
-            errs["raw"].append(np.linalg.norm(raw - truth))
-            clipped = quantiles_from_counts(np.maximum(rel.noisy_counts, 0.0), QUARTILES,
-                                            0.0, 100.0)
-            errs["clip"].append(np.linalg.norm(clipped - truth))
-            errs["tree"].append(np.linalg.norm(tree.quantiles(x, QUARTILES, rng=rng) - truth))
-        m = {k: float(np.mean(v)) for k, v in errs.items()}
-        print(f"| {bins} | {m['iso']:.2f} | {m['raw']:.2f} | {m['clip']:.2f} | "
-              f"{m['tree']:.2f} | {depth} |")
-
-
-# ----------------------------------------------------------------------------------
 # 3. DP Theil-Sen
 # ----------------------------------------------------------------------------------
 def theil_sen_errors(quick: bool) -> None:
@@ -204,7 +147,6 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--quick", action="store_true", help="fewer iterations and trials")
     args = parser.parse_args(argv)
     noisy_gd_speed(args.quick)
-    quantile_errors(args.quick)
     theil_sen_errors(args.quick)
 
 

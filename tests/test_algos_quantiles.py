@@ -25,9 +25,12 @@ def test_quick_rows_have_the_runner_schema():
         if row["verdict"] == "worse":
             assert row["why"]
         if row["peer"] != "peer not installed":
-            assert row["peer"].startswith("OpenDP")
             assert math.isfinite(row["dpacct"]) and math.isfinite(row["peer_value"])
-            assert "add/remove" in row["workflow"] or "verbatim" in row["workflow"]
+        if row["peer"].startswith("OpenDP") and "verbatim" not in row["workflow"]:
+            # the row states the neighbouring relation and the sensitivity
+            assert "add/remove one" in row["workflow"] and "sensitivity 1" in row["workflow"]
+    assert any(r["peer"].startswith("OpenDP") for r in rows) or all(
+        r["peer"] == "peer not installed" for r in rows if "tutorial" in r["workflow"])
 
 
 def test_tutorial_binning_is_shifted_by_one_bin():
