@@ -154,6 +154,16 @@ class ExponentialQuantile(Algorithm):
     def quantile(self, data: object, q: float, *, rng: np.random.Generator) -> float:
         """Release one private ``q``-quantile of ``data`` (one exponential mechanism).
 
+        Parameters
+        ----------
+        data : array_like
+            One-dimensional finite values in ``[lower, upper]`` (``out_of_range``
+            decides what happens to others).
+        q : float
+            Quantile level, in [0, 1].
+        rng : numpy.random.Generator
+            The source of the noise.
+
         Examples
         --------
         >>> alg = ExponentialQuantile(epsilon0=2.0, lower=0.0, upper=100.0,

@@ -99,7 +99,9 @@ __all__ = [
 class HistogramRelease:
     """The output of :class:`HistogramQuantiles`: noisy and post-processed bin counts.
 
-    Attributes
+    Each parameter is an attribute of the same name.
+
+    Parameters
     ----------
     lower, upper : float
         The declared range.
@@ -128,6 +130,11 @@ class HistogramRelease:
 
     def quantiles(self, q: object) -> np.ndarray:
         """Quantiles read off the non-negative counts (:func:`quantiles_from_counts`).
+
+        Parameters
+        ----------
+        q : float or array_like
+            Quantile level(s), in [0, 1].
 
         Examples
         --------
@@ -207,6 +214,14 @@ class HistogramQuantiles(Algorithm):
     def release(self, data: object, *, rng: np.random.Generator) -> HistogramRelease:
         """Run the mechanism: noisy counts and their non-negative post-processing.
 
+        Parameters
+        ----------
+        data : array_like
+            One-dimensional finite values in ``[lower, upper]`` (``out_of_range``
+            decides what happens to others).
+        rng : numpy.random.Generator
+            The source of the noise.
+
         Examples
         --------
         >>> alg = HistogramQuantiles(lower=0.0, upper=1.0, bins=4, scale=0.5)
@@ -225,6 +240,16 @@ class HistogramQuantiles(Algorithm):
 
     def quantiles(self, data: object, q: object, *, rng: np.random.Generator) -> np.ndarray:
         """Release the histogram and read the quantiles ``q`` off it (one release).
+
+        Parameters
+        ----------
+        data : array_like
+            One-dimensional finite values in ``[lower, upper]`` (``out_of_range``
+            decides what happens to others).
+        q : float or array_like
+            Quantile level(s), in [0, 1].
+        rng : numpy.random.Generator
+            The source of the noise.
 
         Examples
         --------

@@ -175,7 +175,13 @@ class CategoricalColumn:
         return arr
 
     def encode(self, values: object) -> np.ndarray:
-        """Integer codes ``0 .. size-1`` of ``values``; unknown values raise ``ValueError``."""
+        """Integer codes ``0 .. size-1`` of ``values``; unknown values raise ``ValueError``.
+
+        Parameters
+        ----------
+        values : array_like
+            One-dimensional values, each one of the categories.
+        """
         vals = np.asarray(values)
         if vals.ndim != 1:
             raise ValueError(
@@ -203,11 +209,26 @@ class CategoricalColumn:
         return codes_of_unique[inverse.reshape(-1)]
 
     def decode(self, codes: np.ndarray, rng: np.random.Generator | None = None) -> np.ndarray:
-        """The categories of integer ``codes`` (``rng`` is unused; kept for symmetry)."""
+        """The categories of integer ``codes``.
+
+        Parameters
+        ----------
+        codes : numpy.ndarray
+            Integer codes, in ``0 .. size-1``.
+        rng : numpy.random.Generator, optional
+            Unused (categories need no randomness); kept for symmetry with
+            :meth:`BinnedNumericColumn.decode`.
+        """
         return self._category_array()[np.asarray(codes, dtype=np.int64)]
 
     def weights(self, condition: object) -> np.ndarray:
-        """Indicator over the categories of a range-query condition (allowed categories)."""
+        """Indicator over the categories of a range-query condition (allowed categories).
+
+        Parameters
+        ----------
+        condition : object
+            The allowed categories: one category or an iterable of them.
+        """
         if isinstance(condition, str | bytes) or not isinstance(condition, Iterable):
             condition = [condition]
         allowed = list(condition)
@@ -319,7 +340,14 @@ class BinnedNumericColumn:
         return lo, hi
 
     def encode(self, values: object) -> np.ndarray:
-        """Bin index of each value; NaN or values outside the edges raise ``ValueError``."""
+        """Bin index of each value; NaN or values outside the edges raise ``ValueError``.
+
+        Parameters
+        ----------
+        values : array_like
+            One-dimensional numbers (outside the edges: clipped with
+            ``out_of_range='clip'``).
+        """
         try:
             v = np.asarray(values, dtype=float)
         except (TypeError, ValueError) as exc:
@@ -342,8 +370,17 @@ class BinnedNumericColumn:
         return np.minimum(codes, self.size - 1).astype(np.int64)
 
     def decode(self, codes: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        """Values drawn uniformly inside the bins ``codes`` (uniformly among the bin's
-        integers, as ``int64``, for an integer column)."""
+        """Values drawn uniformly inside the bins ``codes``.
+
+        Uniformly among the bin's integers, as ``int64``, for an integer column.
+
+        Parameters
+        ----------
+        codes : numpy.ndarray
+            Bin indices, in ``0 .. size-1``.
+        rng : numpy.random.Generator
+            The source of the within-bin draws.
+        """
         codes = np.asarray(codes, dtype=np.int64)
         if self.integer:
             lo, hi = self._integer_ranges()
@@ -359,6 +396,11 @@ class BinnedNumericColumn:
         Intervals are half-open, ``[low, high)``, like the bins (and closed at the top
         edge of the domain, like the last bin), so a query whose ends are bin edges
         covers whole bins exactly.
+
+        Parameters
+        ----------
+        condition : tuple of float
+            The interval ``(low, high)``, ``low <= high``.
         """
         try:
             lo, hi = (float(x) for x in condition)  # type: ignore[union-attr]
@@ -382,7 +424,15 @@ class BinnedNumericColumn:
         return overlap / np.diff(e)
 
     def contains(self, values: np.ndarray, condition: object) -> np.ndarray:
-        """Boolean mask of ``low <= value < high`` (``<= high`` at the domain's top edge)."""
+        """Boolean mask of ``low <= value < high`` (``<= high`` at the domain's top edge).
+
+        Parameters
+        ----------
+        values : numpy.ndarray
+            Numbers of the column.
+        condition : tuple of float
+            The interval ``(low, high)``.
+        """
         self.weights(condition)  # validation
         lo, hi = (float(x) for x in condition)  # type: ignore[union-attr]
         upper = (values <= hi) if hi >= self.edges[-1] else (values < hi)
@@ -517,7 +567,9 @@ class Table:
     Parameters
     ----------
     columns : tuple of column specifications
+        The table's columns, in order.
     codes : ndarray of int, shape (n, d)
+        The integer code of every cell (column ``j`` in ``0 .. columns[j].size - 1``).
     values : dict of name -> ndarray
         The values (categories, or numbers for binned numeric columns).
 
@@ -537,7 +589,15 @@ class Table:
 
     @classmethod
     def from_data(cls, columns: Sequence[Column], data: object) -> Table:
-        """Validate and encode ``data`` (see :func:`encode`), keeping its values."""
+        """Validate and encode ``data`` (see :func:`encode`), keeping its values.
+
+        Parameters
+        ----------
+        columns : sequence of CategoricalColumn or BinnedNumericColumn
+            The column specifications, with unique names.
+        data : object
+            The table, as accepted by :func:`encode`.
+        """
         cols = _check_columns(columns)
         codes = encode(cols, data)
         arrays = _column_arrays(cols, data)
@@ -553,12 +613,24 @@ class Table:
         return int(self.codes.shape[0])
 
     def column(self, name: str) -> np.ndarray:
-        """The values of column ``name``."""
+        """The values of column ``name``.
+
+        Parameters
+        ----------
+        name : str
+            A column name.
+        """
         (j,) = _resolve(self.columns, [name], "name")
         return self.values[self.columns[j].name]
 
     def marginal(self, columns: object) -> np.ndarray:
-        """Counts of the marginal over ``columns`` (an array of shape ``(size, ...)``)."""
+        """Counts of the marginal over ``columns`` (an array of shape ``(size, ...)``).
+
+        Parameters
+        ----------
+        columns : str or sequence of str
+            Column name(s), in the order of the output's axes.
+        """
         idx = _resolve(self.columns, columns)
         shape = tuple(self.columns[j].size for j in idx)
         flat = np.ravel_multi_index(tuple(self.codes[:, j] for j in idx), shape)
@@ -571,6 +643,11 @@ class Table:
         ``conditions`` maps a column name to the allowed categories (categorical) or a
         half-open interval ``(low, high)`` meaning ``[low, high)`` (binned numeric; closed
         at the top edge of the domain).
+
+        Parameters
+        ----------
+        conditions : Mapping
+            Column name -> condition, as above.
         """
         conds = _check_conditions(conditions)
         mask = np.ones(self.n_rows, dtype=bool)
@@ -912,10 +989,12 @@ class MarginalSynthesizer(Algorithm):
     Parameters
     ----------
     columns : sequence of CategoricalColumn or BinnedNumericColumn
+        The public column specifications (the domain), with unique names.
     marginals : '1-way', '2-way' or sequence of tuples of column names
         ``'1-way'``: every single column; ``'2-way'``: every pair of columns; or an
         explicit list of one- and two-column sets that together cover every column.
     noise : 'laplace' or 'gaussian'
+        The noise added to every release (default ``'laplace'``: pure DP).
     scale : float
         Noise scale per unit of sensitivity (Laplace ``b`` or Gaussian ``sigma``), > 0.
     count_scale : float, optional
@@ -1017,8 +1096,10 @@ class MarginalSynthesizer(Algorithm):
 
     @property
     def pure_epsilon(self) -> float:
-        """Pure-DP epsilon ``k / scale + 1 / count_scale`` (Laplace; without the count
-        term when the count is not measured); ``inf`` for Gaussian."""
+        """Pure-DP epsilon ``k / scale + 1 / count_scale`` (Laplace); ``inf`` for Gaussian.
+
+        Without the count term when the count is not measured.
+        """
         if self.noise != "laplace":
             return math.inf
         count_term = 1.0 / self.count_scale if self.measures_count else 0.0  # type: ignore[operator]
@@ -1064,6 +1145,7 @@ class MarginalSynthesizer(Algorithm):
         counts : array_like, shape ``sizes``
             Non-negative integer counts of every combination of column codes.
         rng : numpy.random.Generator
+            The source of the noise.
         generator : 'auto', 'ipf' or 'tree'
             The sampling model (see :meth:`fit`).
 
@@ -1158,17 +1240,23 @@ class FittedSynthesizer:
     distribution is the IPF joint (``generator='ipf'``) or
     ``P(root) * prod_child P(child | parent)`` over the Chow-Liu forest of the measured
     pairs (``generator='tree'``); see the module docstring.  Build it with
-    :meth:`MarginalSynthesizer.fit`.
+    :meth:`MarginalSynthesizer.fit`.  Each parameter is an attribute of the same name.
 
-    Attributes
+    Parameters
     ----------
     synthesizer : MarginalSynthesizer
+        The synthesizer that was fitted.
     tables : dict
         Estimated probability table of every measured marginal (keyed by column names).
     one_way : dict
         Estimated 1-way distribution of every column.
     parents : dict
         Parent column of every column in the sampling forest (``None`` for roots).
+    order : tuple of int
+        Column indices in sampling order (every parent before its children).
+    conditionals : dict
+        Column index -> table of ``P(child | parent)`` (rows: the parent's values), for
+        every column with a parent.
     noisy_count : float or None
         The noisy row count as released (None when the count was not measured).
     noisy_tables : dict
@@ -1178,14 +1266,22 @@ class FittedSynthesizer:
     row_estimate : float
         Inverse-variance weighted combination of the noisy count and the noisy table
         totals (a better estimate of the row count, by post-processing).
-    n_rows : int
-        ``max(0, round(row_estimate))``: the default size of a synthetic table.
     iterations : int
         Dykstra iterations used by the projection.
     generator : str
         ``'ipf'`` or ``'tree'``.
     joint : ndarray or None
         The IPF joint distribution over all columns (``generator='ipf'`` only).
+
+    Examples
+    --------
+    >>> cols = [CategoricalColumn("a", [0, 1]), CategoricalColumn("b", [0, 1])]
+    >>> fitted = MarginalSynthesizer(cols, scale=0.01).fit_counts(
+    ...     [[30, 10], [10, 50]], rng=np.random.default_rng(0))
+    >>> fitted.parents, fitted.n_rows              # 100 rows, 40 of them with a = 0
+    ({'a': None, 'b': 'a'}, 100)
+    >>> np.round(fitted.one_way["a"], 2).tolist()
+    [0.4, 0.6]
     """
 
     synthesizer: MarginalSynthesizer
@@ -1287,6 +1383,7 @@ class FittedSynthesizer:
 
     @property
     def columns(self) -> tuple[Column, ...]:
+        """The synthesizer's column specifications."""
         return self.synthesizer.columns
 
     @property
@@ -1322,6 +1419,11 @@ class FittedSynthesizer:
     def probability(self, columns: object) -> np.ndarray:
         """The model's distribution of ``columns`` (sums to one).
 
+        Parameters
+        ----------
+        columns : str or sequence of str
+            Column name(s), in the order of the output's axes.
+
         Examples
         --------
         >>> cols = [CategoricalColumn("a", [0, 1]), CategoricalColumn("b", [0, 1])]
@@ -1334,7 +1436,13 @@ class FittedSynthesizer:
         return self._contract(idx, {})
 
     def marginal(self, columns: object) -> np.ndarray:
-        """Expected counts of the marginal over ``columns`` in a table of :attr:`n_rows` rows."""
+        """Expected counts of the marginal over ``columns`` in a table of :attr:`n_rows` rows.
+
+        Parameters
+        ----------
+        columns : str or sequence of str
+            Column name(s), in the order of the output's axes.
+        """
         return self.n_rows * self.probability(columns)
 
     def range_query(self, conditions: Mapping[str, object], *, n: int | None = None) -> float:
@@ -1343,8 +1451,14 @@ class FittedSynthesizer:
         ``conditions`` maps column names to allowed categories (categorical columns) or
         an interval ``(low, high)`` meaning ``[low, high)`` (binned numeric; closed at the
         top edge of the domain; values are uniform in a bin,
-        so a partly covered bin counts by its covered fraction).  ``n`` defaults to
-        :attr:`n_rows`.
+        so a partly covered bin counts by its covered fraction).
+
+        Parameters
+        ----------
+        conditions : Mapping
+            Column name -> condition, as above.
+        n : int, optional
+            Rows of the synthetic table, >= 0; None: :attr:`n_rows`.
 
         Examples
         --------
@@ -1370,6 +1484,7 @@ class FittedSynthesizer:
         n : int, optional
             Number of rows, >= 0.
         rng : numpy.random.Generator
+            The source of the draws (sampling is post-processing: no privacy cost).
         """
         check_rng(rng)
         n = self._check_n(n)
