@@ -25,9 +25,11 @@ composes ``L`` Laplace releases whose ``1 / scale_l`` add up to 1 (``alg.delta(1
 0`` is checked).  OpenDP adds discrete Laplace noise to integer counts (variance
 ``2 e^{-1/s} / (1 - e^{-1/s})^2``, 0.5 % below the continuous ``2 s^2`` at ``s = 4``,
 8 % at ``s = 1``); dpacct adds the same (``noise="discrete_laplace"``).  dpacct's trees:
-"equal split" is OpenDP's algorithm (every level at scale ``L``; least squares with the
-padding fixed at zero, which is what OpenDP's variance-apportioned consistency computes;
-isotonic read-out of the CDF instead of OpenDP's first crossing of the raw one);
+"equal split" spends the budget as OpenDP does (every level at scale ``L``), measures only
+the real nodes and reads them by least squares with the padding fixed at zero (OpenDP's
+tree leaves out the padding leaves but keeps the padding's inner nodes: 1 651 nodes at
+1 000 bins), then reads the CDF through an isotonic fit instead of OpenDP's first
+crossing of the raw one;
 "prefix split" is ``level_budget="prefix"``: the same total epsilon, levels weighted by
 how many of their nodes a prefix count uses (fewer for the root and the 2-node level
 below it), which is what puts dpacct below OpenDP.
