@@ -17,11 +17,15 @@ mechanism.  The neighbouring relation is add/remove one record.
   linear interpolation inside a bin.
 * :class:`TreeQuantiles` -- the hierarchical method of Hay, Rastogi, Miklau, Suciu 2010
   ("Boosting the accuracy of differentially private histograms through consistency"):
-  noisy counts of a ``b``-ary tree over the same bins, one histogram release per level,
-  made consistent by their two-pass least-squares estimator (Theorem 3), from which
-  range counts are read; quantiles come from the isotonic fit of the consistent
-  cumulative counts.  The branching factor defaults to
-  :func:`choose_branching` (after Qardaji, Yang, Li 2013).
+  noisy counts of a ``b``-ary tree over the same bins, one histogram release per level
+  (only the nodes covering real bins; the padding up to ``b^h`` leaves is known empty),
+  made consistent by weighted least squares with the padding fixed at zero
+  (:func:`~dpacct.mechanisms.quantile_tree_fit.tree_least_squares`, their two-pass
+  estimator of Theorem 3 when ``bins`` is a power of ``b``), from which range counts
+  are read; quantiles come from the isotonic fit of the consistent cumulative counts.
+  The branching factor defaults to :func:`choose_branching` (after Qardaji, Yang, Li
+  2013); the levels share the budget equally or, with ``level_budget="prefix"``, as
+  prefix counts need (:func:`~dpacct.mechanisms.quantile_tree_fit.level_shares`).
 * :class:`ExponentialQuantile` -- the exponential mechanism over the intervals between
   sorted data points (Smith 2011, "Privacy-preserving statistical estimation with
   optimal convergence rates", Section 3), or over a grid, sampled in log space with the
