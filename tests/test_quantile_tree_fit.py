@@ -291,3 +291,26 @@ def test_noise_variance_by_summing_the_pmf(scale):
         float(np.sum(k**2 * p) / np.sum(p)), rel=1e-10)
     assert _noise_variance("laplace", scale) == pytest.approx(2 * scale**2)
     assert _noise_variance("gaussian", scale) == pytest.approx(scale**2)
+
+
+@settings(max_examples=40, deadline=None)
+@given(bins=st.integers(1, 300), b=st.integers(2, 30), root=st.booleans(),
+       budget=st.sampled_from(["uniform", "prefix"]),
+       noise=st.sampled_from(["laplace", "gaussian", "discrete_laplace"]),
+       seed=st.integers(0, 2**32 - 1))
+def test_tree_release_is_consistent_for_any_shape(bins, b, root, budget, noise, seed):
+    alg = TreeQuantiles(lower=-1.0, upper=2.0, bins=bins, branching=b, scale=2.0,
+                        measure_root=root, level_budget=budget, noise=noise)
+    rng = np.random.default_rng(seed)
+    rel = alg.release(rng.uniform(-1.0, 2.0, size=200), rng=rng)
+    h = alg.height
+    # only the real nodes are released; every level is the sum of its children
+    assert [None if lv is None else lv.size for lv in rel.noisy_levels] == [
+        None if (lvl == 0 and not alg.root_measured) else real_nodes(bins, b, lvl, h)
+        for lvl in range(h + 1)]
+    assert (rel.levels[-1][bins:] == 0.0).all()
+    for lvl in range(h):
+        np.testing.assert_allclose(rel.levels[lvl], rel.levels[lvl + 1].reshape(-1, b).sum(1),
+                                   atol=1e-8)
+    q = rel.quantiles([0.0, 0.25, 0.5, 0.75, 1.0])
+    assert (np.diff(q) >= -1e-12).all() and (q >= -1.0).all() and (q <= 2.0).all()
