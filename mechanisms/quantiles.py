@@ -163,8 +163,8 @@ class HistogramQuantiles(Algorithm):
     (:func:`isotonic_counts`) and quantiles are read off that monotone CDF with linear
     interpolation inside a bin (module docstring).  Post-processing costs nothing, and
     the error does not grow with the number of empty bins (clipping each count at zero
-    does: at epsilon = 1 on 1 000 draws it multiplies the quartile error by about 30
-    at 1 000 bins; ``python -m benchmarks.algorithms``).
+    does: at epsilon = 1 on 1 000 draws it multiplies the median quartile error by
+    about 10 at 1 000 bins; ``python -m benchmarks.algos.quantiles``).
 
     Parameters
     ----------
