@@ -300,8 +300,9 @@ class TreeQuantiles(Algorithm):
     zero-concentrated budget) -- and the algorithm is the composition of these
     ``depth`` releases (:attr:`level_scales`).  ``"prefix"`` is
     :func:`~dpacct.mechanisms.quantile_tree_fit.level_shares`, the split that minimises
-    the noise of a prefix count (a quantile's input); at the OpenDP tutorial's settings it
-    lowers the quartile errors by about a quarter (``python -m benchmarks.algorithms``).
+    the noise of a prefix count (a quantile's input); at the OpenDP tutorial's settings
+    (``b = 25``, root measured, 70 to 5 000 bins) it lowers the median quartile error by
+    15 to 35 % (``python -m benchmarks.algos.quantiles``).
 
     Parameters
     ----------
