@@ -243,7 +243,8 @@ def quantiles_from_counts(counts: object, q: object, lower: float, upper: float)
     cj = c[j]
     with np.errstate(divide="ignore", invalid="ignore"):
         frac = np.where(cj > 0, (t - below) / np.where(cj > 0, cj, 1.0), 0.0)
-    return lo + (j + np.clip(frac, 0.0, 1.0)) * width
+    # clipped: lo + bins * width can round one ulp above hi
+    return np.clip(lo + (j + np.clip(frac, 0.0, 1.0)) * width, lo, hi)
 
 
 def isotonic_counts(noisy: object) -> np.ndarray:
