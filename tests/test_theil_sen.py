@@ -286,3 +286,56 @@ def test_repr_and_json_use_the_new_name():
         # a file written before the rename still loads, to the same estimator
         d["params"]["epsilon0"] = d["params"].pop("epsilon")
         assert from_dict(d) == alg
+
+
+# ----------------------------------------------------------------------------------
+# the candidate-grid median
+# ----------------------------------------------------------------------------------
+def test_grid_median_has_the_same_privacy():
+    a, b = make(eps=1.0, k=3), make(eps=1.0, k=3, median="grid", grid_size=100)
+    for d in (1e-3, 1e-8):
+        assert b.epsilon(d) == a.epsilon(d)
+
+
+def test_grid_median_outputs_grid_points_and_recovers_the_line():
+    x, y, _ = line_data(4, n=2000)
+    alg = make(eps=4.0, median="grid", grid_size=201, pred_lower=-10.0, pred_upper=10.0)
+    fit = alg.fit(x, y, rng=np.random.default_rng(5))
+    grid = np.linspace(-10.0, 10.0, 201)
+    assert np.isclose(grid, fit.medians[0]).any() and np.isclose(grid, fit.medians[1]).any()
+    assert abs(fit.slope - 2.0) < 0.3 and abs(fit.intercept - 1.0) < 0.2
+
+
+def test_grid_median_exponent_carries_sensitivity_k(monkeypatch):
+    # the grid release sees the utility -|rank - m/2| with the planned sensitivity k
+    seen = []
+    orig = ExponentialMechanism.release
+
+    def spy(self, scores, *, sensitivity, rng, edges=None):
+        seen.append((np.asarray(scores).copy(), sensitivity, edges))
+        return orig(self, scores, sensitivity=sensitivity, rng=rng, edges=edges)
+
+    monkeypatch.setattr(ExponentialMechanism, "release", spy)
+    x = np.array([0.1, 0.2, 0.6, 0.9])
+    y = np.array([0.0, 1.0, 2.0, 3.0])
+    alg = make(k=2, median="grid", grid_size=5, pred_lower=-2.0, pred_upper=2.0)
+    alg.fit(x, y, rng=np.random.default_rng(0))
+    assert len(seen) == 2 and all(s == 2 and e is None for _, s, e in seen)
+    p1, _ = pair_predictions(x, y, 2, alg.cut_points, np.random.default_rng(0))
+    ranks = np.searchsorted(np.sort(p1), np.linspace(-2, 2, 5), side="left")
+    np.testing.assert_array_equal(seen[0][0], -np.abs(ranks - p1.size / 2))
+
+
+def test_grid_median_bad_parameters():
+    with pytest.raises(ValueError, match="median"):
+        make(median="histogram")
+    with pytest.raises(ValueError, match="grid_size"):
+        make(median="grid", grid_size=1)
+
+
+def test_grid_median_round_trips_through_json():
+    from dpacct.accountant.serialization import from_dict, to_dict
+
+    alg = make(eps=2.0, median="grid", grid_size=50)
+    back = from_dict(to_dict(alg))
+    assert back.median == "grid" and back.grid_size == 50
