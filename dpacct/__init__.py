@@ -103,6 +103,7 @@ _EXPORTS: dict[str, str] = {
             "LinearModel",
             "MarginalSynthesizer",
             "NoisyGD",
+            "PermuteAndFlip",
             "PlannedRelease",
             "PureDPMechanism",
             "RandomizedResponse",

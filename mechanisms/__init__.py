@@ -25,6 +25,7 @@ from .gaussian import GaussianMechanism, ReplaceOneGaussianMechanism, gaussian_d
 from .generic import PureDPMechanism, ZCDPMechanism, zcdp_delta, zcdp_epsilon
 from .laplace import LaplaceMechanism, ReplaceOneLaplaceMechanism
 from .noisy_gd import FittedLinearModel, NoisyGD, TrainingHistory
+from .permute_and_flip import PermuteAndFlip
 from .quantiles import (
     ExponentialQuantile,
     HistogramQuantiles,
@@ -70,6 +71,7 @@ __all__ = [
     "LinearModel",
     "MarginalSynthesizer",
     "NoisyGD",
+    "PermuteAndFlip",
     "PlannedRelease",
     "PureDPMechanism",
     "RandomizedResponse",

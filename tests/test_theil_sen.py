@@ -291,10 +291,16 @@ def test_repr_and_json_use_the_new_name():
 # ----------------------------------------------------------------------------------
 # the candidate-grid median
 # ----------------------------------------------------------------------------------
-def test_grid_median_has_the_same_privacy():
+def test_grid_median_is_two_permute_and_flips():
+    from dpacct.mechanisms.permute_and_flip import PermuteAndFlip
+
     a, b = make(eps=1.0, k=3), make(eps=1.0, k=3, median="grid", grid_size=100)
+    assert a.pure_epsilon == b.pure_epsilon == pytest.approx(1.0)
+    ref = compose([PermuteAndFlip(epsilon=0.5), PermuteAndFlip(epsilon=0.5)])
     for d in (1e-3, 1e-8):
-        assert b.epsilon(d) == a.epsilon(d)
+        assert b.epsilon(d) == pytest.approx(ref.epsilon(d), rel=1e-12)
+        # the generic pure-DP curves are never below the bounded-range ones
+        assert b.epsilon(d) >= a.epsilon(d)
 
 
 def test_grid_median_outputs_grid_points_and_recovers_the_line():
@@ -309,13 +315,15 @@ def test_grid_median_outputs_grid_points_and_recovers_the_line():
 def test_grid_median_exponent_carries_sensitivity_k(monkeypatch):
     # the grid release sees the utility -|rank - m/2| with the planned sensitivity k
     seen = []
-    orig = ExponentialMechanism.release
+    from dpacct.mechanisms.permute_and_flip import PermuteAndFlip
 
-    def spy(self, scores, *, sensitivity, rng, edges=None):
-        seen.append((np.asarray(scores).copy(), sensitivity, edges))
-        return orig(self, scores, sensitivity=sensitivity, rng=rng, edges=edges)
+    orig = PermuteAndFlip.release
 
-    monkeypatch.setattr(ExponentialMechanism, "release", spy)
+    def spy(self, scores, *, sensitivity, rng):
+        seen.append((np.asarray(scores).copy(), sensitivity, None))
+        return orig(self, scores, sensitivity=sensitivity, rng=rng)
+
+    monkeypatch.setattr(PermuteAndFlip, "release", spy)
     x = np.array([0.1, 0.2, 0.6, 0.9])
     y = np.array([0.0, 1.0, 2.0, 3.0])
     alg = make(k=2, median="grid", grid_size=5, pred_lower=-2.0, pred_upper=2.0)
