@@ -363,6 +363,7 @@ class TransformedMechanism(Algorithm):
     Parameters
     ----------
     transformation : Transformation
+        The user function with its declared stability.
     primitive : Mechanism
         The privacy of the whole: the noise primitive, or the group-privacy mechanism.
     inner : Mechanism, optional
