@@ -248,3 +248,13 @@ def test_matching_transformation_declares_two_per_matching():
         matching_transformation(1, (0.5,))
     with pytest.raises(ValueError, match=r"\(n, 2\)"):
         t(np.ones(5), np.random.default_rng(0))
+
+
+def test_not_serialisable_but_its_privacy_is():
+    from dpacct.accountant.serialization import from_dict, to_dict
+
+    m = clipped_sum(2.0).then_laplace(scale=4.0)
+    with pytest.raises(TypeError, match="not registered"):
+        to_dict(m)                       # a Python function has no JSON form
+    back = from_dict(to_dict(m.privacy))
+    assert back.epsilon(1e-6) == m.epsilon(1e-6)
