@@ -38,14 +38,19 @@ MEDIANS = ("intervals", "grid")
 
 
 def pair_predictions(x: np.ndarray, y: np.ndarray, k: int, cut_points: tuple[float, float],
-                     rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+                     rng: np.random.Generator, *, slots: int | None = None
+                     ) -> tuple[np.ndarray, np.ndarray]:
     """Predictions at the cut points of the lines through ``k`` random matchings' pairs.
 
     Each matching is a uniformly random maximal matching of the ``n`` records (a random
     permutation, paired two by two; with ``n`` odd the last record is unmatched); the
-    ``k`` matchings are independent.  Pair ``(i, j)`` predicts
+    ``k`` matchings are independent.  With ``slots = N`` (``N >= n``; rounded up to
+    even) it is the *slot matching*: the records are placed in ``n`` uniformly random
+    distinct slots among ``N``, the slots are paired ``(0, 1), (2, 3), ...``, and two
+    records form a pair when they sit in the two slots of a slot pair (for ``N = n``
+    or ``n + 1`` the same law as the maximal matching).  Pair ``(i, j)`` predicts
     ``y_i + (y_j - y_i) (x_c - x_i) / (x_j - x_i)`` at ``x_c``; pairs with ``x_i = x_j``
-    (no slope) are dropped.  Vectorised over all ``k * floor(n/2)`` pairs.
+    (no slope) are dropped.  Vectorised over all pairs.
 
     Returns
     -------
@@ -58,12 +63,27 @@ def pair_predictions(x: np.ndarray, y: np.ndarray, k: int, cut_points: tuple[flo
     >>> p1, p2 = pair_predictions(x, y, 3, (1.0, 2.0), np.random.default_rng(0))
     >>> p1.round(6).tolist(), p2.round(6).tolist()
     ([3.0, 3.0, 3.0, 3.0, 3.0, 3.0], [5.0, 5.0, 5.0, 5.0, 5.0, 5.0])
+    >>> p1, _ = pair_predictions(x, y, 3, (1.0, 2.0), np.random.default_rng(0), slots=40)
+    >>> p1.size <= 6
+    True
     """
     n = x.size
-    m = n // 2
-    perms = rng.permuted(np.tile(np.arange(n), (k, 1)), axis=1)
-    a = perms[:, 0: 2 * m: 2].ravel()
-    b = perms[:, 1: 2 * m: 2].ravel()
+    if slots is None:
+        m = n // 2
+        perms = rng.permuted(np.tile(np.arange(n), (k, 1)), axis=1)
+        a = perms[:, 0: 2 * m: 2].ravel()
+        b = perms[:, 1: 2 * m: 2].ravel()
+    else:
+        size = slots + slots % 2
+        if n > size:
+            raise ValueError(f"the data have {n} records, more than the declared "
+                             f"max_records = {slots}")
+        place = rng.permuted(np.tile(np.arange(size), (k, 1)), axis=1)[:, :n]
+        occupant = np.full((k, size), -1)
+        occupant[np.arange(k)[:, None], place] = np.arange(n)[None, :]
+        a, b = occupant[:, 0::2].ravel(), occupant[:, 1::2].ravel()
+        both = (a >= 0) & (b >= 0)
+        a, b = a[both], b[both]
     dx = x[b] - x[a]
     ok = dx != 0
     a, b, dx = a[ok], b[ok], dx[ok]
@@ -72,8 +92,10 @@ def pair_predictions(x: np.ndarray, y: np.ndarray, k: int, cut_points: tuple[flo
     return y[a] + slope * (x1 - x[a]), y[a] + slope * (x2 - x[a])
 
 
-def matching_transformation(k: int, cut_points: tuple[float, float]) -> Transformation:
-    """The pairing step of DP Theil-Sen as a transformation: stability ``2 k``.
+def matching_transformation(k: int, cut_points: tuple[float, float], *,
+                            max_records: int | None = None) -> Transformation:
+    """The pairing step of DP Theil-Sen as a transformation: stability ``2 k`` (``k``
+    with a declared ``max_records``).
 
     Maps a dataset of ``(x, y)`` rows (an ``(n, 2)`` array) to the multiset of the
     rows ``(prediction at x1, prediction at x2)`` of :func:`pair_predictions` over ``k``
@@ -81,7 +103,10 @@ def matching_transformation(k: int, cut_points: tuple[float, float]) -> Transfor
     under the coupling of :class:`DPTheilSen`'s docstring one added record changes at
     most one pair per matching, a replaced pair being one removed and one added row;
     no coupling does better when the smaller dataset has an even size (the docstring's
-    counterexample), so ``k`` (OpenDP's tutorial) would be unsound.
+    counterexample), so ``k`` (OpenDP's tutorial) would be unsound.  With a declared
+    ``max_records`` the matchings are slot matchings (:func:`pair_predictions`), for
+    which one added record adds at most one pair per matching: stability ``k``, for
+    datasets of at most ``max_records`` records (more raise ``ValueError``).
 
     Parameters
     ----------
@@ -89,6 +114,8 @@ def matching_transformation(k: int, cut_points: tuple[float, float]) -> Transfor
         Number of matchings, >= 1.
     cut_points : tuple of float
         ``(x1, x2)``.
+    max_records : int, optional
+        A public upper bound on the number of records, >= 2.
 
     Examples
     --------
@@ -100,6 +127,7 @@ def matching_transformation(k: int, cut_points: tuple[float, float]) -> Transfor
     (9, 2)
     """
     k = check_count(k, "k")
+    slots = _check_max_records(max_records)
     try:
         c1, c2 = (check_finite("cut_points[0]", cut_points[0]),
                   check_finite("cut_points[1]", cut_points[1]))
@@ -111,10 +139,20 @@ def matching_transformation(k: int, cut_points: tuple[float, float]) -> Transfor
         if arr.ndim != 2 or arr.shape[1] != 2:
             raise ValueError(f"data must be an (n, 2) array of (x, y) rows, got shape "
                              f"{arr.shape}")
-        return np.column_stack(pair_predictions(arr[:, 0], arr[:, 1], k, (c1, c2), rng))
+        return np.column_stack(pair_predictions(arr[:, 0], arr[:, 1], k, (c1, c2), rng,
+                                                 slots=slots))
 
-    return Transformation(predict, 2 * k, "symmetric", name="pair predictions",
-                          randomized=True)
+    return Transformation(predict, k if slots else 2 * k, "symmetric",
+                          name="pair predictions", randomized=True)
+
+
+def _check_max_records(max_records: object) -> int | None:
+    if max_records is None:
+        return None
+    n = check_count(max_records, "max_records")
+    if n < 2:
+        raise ValueError(f"max_records must be an integer >= 2, got {max_records!r}")
+    return n
 
 
 @dataclass(frozen=True, eq=False)
@@ -222,6 +260,20 @@ class DPTheilSen(Algorithm):
     therefore 2 per matching (at most one replaced pair), which is what the sensitivity
     ``k`` above accounts.
 
+    A declared bound on the number of records restores 1-stability.  With
+    ``max_records = N`` each matching is a *slot matching* (:func:`pair_predictions`):
+    the records occupy uniformly random distinct slots among ``N``, paired slot by slot.
+    Couple ``D' = D + r`` with ``D`` by keeping every record's slot: the slots of ``D``
+    are then a uniformly random placement of ``D`` (a marginal of that of ``D'``), and
+    the pairs of ``D'`` are those of ``D`` plus, if the slot paired with ``r``'s is
+    occupied, that one pair: distance at most 1 per matching.  One added prediction
+    moves ``-|rank - m/2|`` by at most 1/2, so the sensitivity is ``k / 2`` and the
+    exponent doubles at the same epsilon.  The price: the guarantee holds only on
+    datasets of at most ``N`` records (more raise, as data outside the declared x range
+    do), and with ``n < N`` records only about ``n (n - 1) / (N - 1)`` of them are paired
+    (for ``N = n`` the law is exactly the maximal matching's).  This is the only coupling
+    argument behind a noise as small as the tutorial's.
+
     The median.  ``median="intervals"`` (default) is Smith's continuous exponential
     mechanism on ``[pred_lower, pred_upper]``; ``median="grid"`` selects one of
     ``grid_size`` equally spaced candidates of that range (the tutorial's 100) by
@@ -268,6 +320,11 @@ class DPTheilSen(Algorithm):
     grid_size : int
         Number of equally spaced candidates on ``[pred_lower, pred_upper]`` for
         ``median="grid"``, >= 2 (default 100, as in OpenDP's tutorial).
+    max_records : int, optional
+        A public upper bound on the number of records, >= 2: the matchings become slot
+        matchings and the medians' sensitivity halves (see "A declared bound" above).
+        The guarantee then covers datasets of at most ``max_records`` records; ``fit``
+        raises ``ValueError`` on more.
     out_of_range : {'raise', 'clip'}
         An ``x`` outside ``[x_lower, x_upper]``: raise ``ValueError`` (default) or clip
         it to the range.  Clipping maps each record ``(x_i, y_i)`` to ``(clip(x_i),
@@ -305,6 +362,7 @@ class DPTheilSen(Algorithm):
     out_of_range: str = "raise"
     median: str = "intervals"
     grid_size: int = 100
+    max_records: int | None = None
 
     def __init__(
         self,
@@ -319,6 +377,7 @@ class DPTheilSen(Algorithm):
         out_of_range: str = "raise",
         median: str = "intervals",
         grid_size: int = 100,
+        max_records: int | None = None,
         *,
         epsilon0: float | None = None,
     ) -> None:
@@ -343,7 +402,8 @@ class DPTheilSen(Algorithm):
                 "DPTheilSen missing required argument(s): " + ", ".join(missing))
         for name, value in (*given.items(), ("k", k), ("split", split),
                             ("cut_points", cut_points), ("out_of_range", out_of_range),
-                            ("median", median), ("grid_size", grid_size)):
+                            ("median", median), ("grid_size", grid_size),
+                            ("max_records", max_records)):
             object.__setattr__(self, "epsilon0" if name == "epsilon" else name, value)
         self.__post_init__()
 
@@ -378,6 +438,7 @@ class DPTheilSen(Algorithm):
         if g < 2:
             raise ValueError(f"grid_size must be an integer >= 2, got {self.grid_size!r}")
         object.__setattr__(self, "grid_size", g)
+        object.__setattr__(self, "max_records", _check_max_records(self.max_records))
 
     def __repr__(self) -> str:
         args = [f"epsilon={self.epsilon0!r}"] + [
@@ -394,14 +455,19 @@ class DPTheilSen(Algorithm):
         """Two selections, the medians at ``x1`` and ``x2``: bounded-range exponential
         mechanisms (intervals) or permute-and-flip (grid).
 
-        Each with utility sensitivity ``k`` (class docstring).
+        Each with utility sensitivity :attr:`sensitivity` (class docstring).
         """
         e1, e2 = self.budgets
         select = PermuteAndFlip if self.median == "grid" else ExponentialMechanism
         return (
-            PlannedRelease("median at x1", select(epsilon=e1), 1, sensitivity=self.k),
-            PlannedRelease("median at x2", select(epsilon=e2), 1, sensitivity=self.k),
+            PlannedRelease("median at x1", select(epsilon=e1), 1, sensitivity=self.sensitivity),
+            PlannedRelease("median at x2", select(epsilon=e2), 1, sensitivity=self.sensitivity),
         )
+
+    @property
+    def sensitivity(self) -> float:
+        """The medians' utility sensitivity: ``k``, or ``k / 2`` with ``max_records``."""
+        return self.k / 2 if self.max_records is not None else float(self.k)
 
     def fit(self, x: object, y: object, *, rng: np.random.Generator) -> TheilSenFit:
         """Release the private line for data ``(x, y)``.
@@ -433,7 +499,7 @@ class DPTheilSen(Algorithm):
         x1, x2 = self.cut_points
         # the matchings are part of the algorithm (their randomness is what the coupling
         # argument of the class docstring averages over), not noise of a primitive
-        p1, p2 = pair_predictions(xa, ya, self.k, (x1, x2), rng)
+        p1, p2 = pair_predictions(xa, ya, self.k, (x1, x2), rng, slots=self.max_records)
         lo, hi = self.pred_lower, self.pred_upper
         session = self.releases(rng)
         medians = []

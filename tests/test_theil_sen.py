@@ -347,3 +347,43 @@ def test_grid_median_round_trips_through_json():
     alg = make(eps=2.0, median="grid", grid_size=50)
     back = from_dict(to_dict(alg))
     assert back.median == "grid" and back.grid_size == 50
+
+
+# ----------------------------------------------------------------------------------
+# a declared max_records: slot matchings, half the sensitivity
+# ----------------------------------------------------------------------------------
+def test_max_records_halves_the_sensitivity(monkeypatch):
+    seen = []
+    orig = ExponentialMechanism.release
+
+    def spy(self, scores, *, sensitivity, rng, edges=None):
+        seen.append(sensitivity)
+        return orig(self, scores, sensitivity=sensitivity, rng=rng, edges=edges)
+
+    monkeypatch.setattr(ExponentialMechanism, "release", spy)
+    x, y, _ = line_data(1, n=50)
+    make(k=4, max_records=60).fit(x, y, rng=np.random.default_rng(0))
+    make(k=4).fit(x, y, rng=np.random.default_rng(0))
+    assert seen == [2.0, 2.0, 4.0, 4.0]
+    # the privacy claim is unchanged: the same two exponential mechanisms
+    assert make(max_records=60).epsilon(1e-6) == make().epsilon(1e-6)
+
+
+def test_max_records_refuses_larger_data_and_bad_values():
+    x, y, _ = line_data(2, n=51)
+    with pytest.raises(ValueError, match="max_records"):
+        make(max_records=50).fit(x, y, rng=np.random.default_rng(0))
+    make(max_records=51).fit(x, y, rng=np.random.default_rng(0))   # 51 <= 52 slots
+    for bad in (1, 0, -3, 2.5):
+        with pytest.raises((ValueError, TypeError), match="max_records"):
+            make(max_records=bad)
+
+
+def test_slot_matching_pairs_about_n_squared_over_n_slots():
+    x = np.arange(100.0)
+    y = x.copy()
+    full, _ = pair_predictions(x, y, 200, (0.25, 0.75), np.random.default_rng(0), slots=100)
+    assert full.size == 200 * 50                        # N = n: a perfect matching
+    loose, _ = pair_predictions(x, y, 200, (0.25, 0.75), np.random.default_rng(0), slots=200)
+    expected = 200 * 100 * 99 / (2 * 199)                # n (n - 1) / (2 (N - 1)) pairs
+    assert abs(loose.size - expected) < 0.02 * expected

@@ -211,3 +211,36 @@ def test_pf_law_matches_opendp_samples():
     p = pf_probabilities(quantile_scores(np.array(data), np.array(candidates)), 2 * scale)
     band = 6.0 * np.sqrt(p * (1 - p) / draws)
     assert np.all(np.abs(freq - p) <= band)
+
+
+# ----------------------------------------------------------------------------------
+# the slot matching (a declared max_records) is 1-stable
+# ----------------------------------------------------------------------------------
+def slot_law(records: list, slots: int) -> Counter:
+    """Law of the pair set of the slot matching: every placement enumerated."""
+    law: Counter = Counter()
+    for place in itertools.permutations(range(slots), len(records)):
+        where = dict(zip(place, records, strict=True))
+        pairs = frozenset(frozenset((where[2 * j], where[2 * j + 1]))
+                          for j in range(slots // 2)
+                          if 2 * j in where and 2 * j + 1 in where)
+        law[pairs] += 1
+    total = sum(law.values())
+    return Counter({k: v / total for k, v in law.items()})
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 5])
+def test_slot_matching_is_one_stable(n):
+    d = list(range(n))
+    law_d, law_d2 = slot_law(d, 6), slot_law([*d, "r"], 6)
+    assert coupled_mass(law_d, law_d2, 1) == pytest.approx(1.0, abs=1e-9)
+
+
+def test_slot_matching_with_n_slots_is_the_maximal_matching():
+    for n in (4, 5):
+        slots = n + n % 2
+        law = slot_law(list(range(n)), slots)
+        ref = matching_law(list(range(n)), positional=False)
+        assert set(law) == set(ref)
+        for k in law:
+            assert law[k] == pytest.approx(ref[k], abs=1e-12)

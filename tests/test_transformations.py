@@ -258,3 +258,10 @@ def test_not_serialisable_but_its_privacy_is():
         to_dict(m)                       # a Python function has no JSON form
     back = from_dict(to_dict(m.privacy))
     assert back.epsilon(1e-6) == m.epsilon(1e-6)
+
+
+def test_matching_transformation_with_a_size_bound_is_k_stable():
+    t = matching_transformation(4, (0.25, 0.75), max_records=30)
+    assert t.stability == 4
+    with pytest.raises(ValueError, match="max_records"):
+        t(np.ones((31, 2)), np.random.default_rng(0))
