@@ -252,8 +252,8 @@ class DPTheilSen(Algorithm):
     adding ``r`` than before (``e^{3.00}`` with its positional truncation), a privacy
     loss of 1.5 times the claim; the exact output laws are computed in
     ``tests/test_theil_sen_stability.py`` (which also finds, by linear programming over
-    all matchings of up to 6 records, that no coupling does better), and
-    notebook 08 shows it).  The tutorial also drops the *last* record by position
+    all matchings of up to 6 records, that no coupling does better), and notebook 08
+    shows it.  The tutorial also drops the *last* record by position
     before shuffling when ``|D|`` is odd; then adding ``r`` at the end of an odd-size
     dataset brings back the dropped record and ``r``, and every coupling needs
     distance 3 with probability ``1 - 1/|D|``.  The true stability of this matching is
@@ -318,7 +318,7 @@ class DPTheilSen(Algorithm):
     cut_points : tuple of float, optional
         ``(x1, x2)`` with ``x_lower <= x1 < x2 <= x_upper``.
     median : {'intervals', 'grid'}
-        Smith's interval mechanism (default) or the exponential mechanism over a grid of
+        Smith's interval mechanism (default) or permute-and-flip over a grid of
         ``grid_size`` candidates (see "The median" above).
     grid_size : int
         Number of equally spaced candidates on ``[pred_lower, pred_upper]`` for
@@ -350,6 +350,11 @@ class DPTheilSen(Algorithm):
     >>> fit = alg.fit(x, y, rng=np.random.default_rng(1))
     >>> round(fit.slope, 1), round(fit.intercept, 1)
     (2.0, 1.0)
+
+    A public bound on the number of records halves the medians' sensitivity:
+
+    >>> alg.sensitivity, DPTheilSen(1.0, 0, 1, -10, 10, max_records=5000).sensitivity
+    (10.0, 5.0)
     """
 
     #: the total pure-DP budget, stored as ``epsilon0`` because ``epsilon`` is the
