@@ -110,10 +110,9 @@ def tutorial_fit(x: np.ndarray, y: np.ndarray, scale: float, rng: np.random.Gene
 def line_counterexample(n: int = 20, scale: float = 1.0, *, positional: bool = False) -> dict:
     """Exact output laws of the tutorial's medians on a line, and after adding one point.
 
-    ``D``: ``n`` (even) points on the horizontal line ``y = 0`` (a candidate when the
-    candidates are ``linspace(-99, 99, 100)``... here ``y_bounds = (0, 99)`` so that
-    the candidates are the integers ``0..99`` and ``0`` is one of them), at distinct
-    ``x`` in ``[-3, -2]``; ``D' = D + r`` with ``r = (3, 12)``.  Every pair of ``D``
+    ``D``: ``n`` (even) points on the horizontal line ``y = 0`` at distinct ``x`` in
+    ``[-3, -2]``; ``D' = D + r`` with ``r = (3, 12)``; candidates ``0, 1, ..., 99`` (so
+    that ``0`` is one of them).  Every pair of ``D``
     predicts ``0`` at both cuts ``(-1.5, 1.5)``; a pair of ``r`` with ``(x_a, 0)``
     predicts ``12 (c - x_a) / (3 - x_a)``, in ``(1, 12)`` at both cuts.  With a
     uniformly random maximal matching (``positional=False``, dpacct's matching) ``r``
