@@ -265,3 +265,18 @@ def test_matching_transformation_with_a_size_bound_is_k_stable():
     assert t.stability == 4
     with pytest.raises(ValueError, match="max_records"):
         t(np.ones((31, 2)), np.random.default_rng(0))
+
+
+def test_then_with_an_approximate_dp_mechanism_needs_and_uses_delta():
+    from dpacct.mechanisms import HistogramQuantiles
+
+    hist = HistogramQuantiles(lower=0.0, upper=1.0, bins=8, scale=4.0, noise="gaussian")
+    doubled = Transformation(lambda x: np.concatenate([x, x]), 2, "symmetric", name="twice")
+    with pytest.raises(ValueError, match="delta"):
+        doubled.then(hist, "quantiles", q=[0.5])
+    m = doubled.then(hist, "quantiles", delta=1e-6, q=[0.5])
+    eps = hist.epsilon(1e-6)
+    d2 = 1e-6 * (1.0 + math.exp(eps))
+    assert m.delta(2 * eps) == pytest.approx(d2, rel=1e-9)
+    out = m.release(np.random.default_rng(3).uniform(size=200), rng=np.random.default_rng(4))
+    assert 0.0 <= float(out[0]) <= 1.0
