@@ -58,6 +58,7 @@ Mechanisms with an exact trade-off curve (Gaussian, Laplace, randomized response
 answer exactly (both ends equal up to rounding).  Mechanisms known only through an
 RDP curve or an exact ``delta(epsilon)`` get the dual of their (epsilon, delta) curve on
 the safe side (:meth:`Mechanism.tradeoff`) and the trivial ``1 - alpha`` above.
+The argument in full: docs/theory/fdp.md.
 """
 
 from __future__ import annotations

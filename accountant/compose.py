@@ -39,7 +39,7 @@ from .mechanism import (
 from .numerics import SUBNORMAL_FLOOR
 from .pld import GridPLD
 from .twoscale import compose_split, discretize_split, self_compose_split
-from .validation import check_alpha, check_count, iter_pairs
+from .validation import check_alpha, check_count, iter_pairs, show_value
 
 __all__ = ["ComposedMechanism", "compose"]
 
@@ -554,7 +554,7 @@ def compose(
     if isinstance(counts, str | bytes) or not isinstance(counts, Iterable):
         raise TypeError(
             f"counts must be a list (sequence) of integers, one per mechanism, got "
-            f"{type(counts).__name__} {counts!r}"
+            f"{type(counts).__name__} {show_value(counts)}"
         )
     counts = list(counts)
     if len(counts) != len(mechs):

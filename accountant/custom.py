@@ -348,7 +348,8 @@ def loss_law_from_delta_curve(
         i = int(np.argmax(np.diff(vals) > 1e-12 * vals[:-1] + TINY))
         raise ValueError(
             f"the delta curve must be non-increasing in eps; it rises from "
-            f"{vals[i]!r} at eps={eps[i]!r} to {vals[i + 1]!r} at eps={eps[i + 1]!r}"
+            f"{float(vals[i])!r} at eps={float(eps[i])!r} to {float(vals[i + 1])!r} at "
+            f"eps={float(eps[i + 1])!r}"
         )
     if np.any(np.diff(eps) <= 0):  # pragma: no cover - the refinement never repeats
         raise RuntimeError("connect-the-dots grid is not strictly increasing")
@@ -366,8 +367,8 @@ def loss_law_from_delta_curve(
     if zero < -1e-9:
         raise ValueError(
             "the delta curve is not the privacy curve of any pair symmetric in its two "
-            f"directions: its slope in e^eps at eps=0 is {slopes[0]!r}, below "
-            f"-(1 - delta(0)) / 2 = {-(1.0 - d[0]) / 2.0!r}; pass the maximum of the "
+            f"directions: its slope in e^eps at eps=0 is {float(slopes[0])!r}, below "
+            f"-(1 - delta(0)) / 2 = {float(-(1.0 - d[0]) / 2.0)!r}; pass the maximum of the "
             "curves of both neighbouring directions"
         )
     zero = max(zero, 0.0)  # a deficit of round-off size only adds mass (raises delta)
@@ -1091,6 +1092,9 @@ def mechanism_from_loss_laws(
 ) -> LossLawMechanism:
     """A mechanism declared by the privacy-loss laws of dominating pairs.
 
+    The Renyi-DP curve is the larger Renyi divergence of the two laws
+    (:func:`loss_law_rdp`), finite unless a law puts mass at ``+inf``.
+
     Parameters
     ----------
     remove : PrivacyLossLaw
@@ -1105,11 +1109,6 @@ def mechanism_from_loss_laws(
         A label for messages and the repr (default: the laws' own reprs).
     neighbouring : str
         ``ADD_REMOVE`` (default) or ``REPLACE_ONE``.
-
-    Notes
-    -----
-    The Renyi-DP curve is the larger Renyi divergence of the two laws
-    (:func:`loss_law_rdp`), finite unless a law puts mass at ``+inf``.
 
     Examples
     --------

@@ -7,7 +7,7 @@ mechanism itself: a composition of mu-GDP parts is answered in closed form by on
 (:func:`~dpacct.accountant.compose.compose`), the ledger records a DP-SGD step as a
 Poisson-subsampled one, and the schedule rounds steps onto a grid of them.  So the
 class lives here, in the engine, and :mod:`dpacct.mechanisms` re-exports it with the
-rest of the zoo.
+rest of the zoo.  The argument in full: docs/theory/analytic_gaussian.md.
 """
 
 from __future__ import annotations
@@ -104,7 +104,7 @@ def gaussian_epsilon(mu: float, delta: float) -> float:
     4.3772
     """
     mu = check_positive("mu", mu)
-    delta = check_delta(delta)
+    delta = check_delta(delta, what="Gaussian DP")
     log_d = math.log(delta)
     if gaussian_log_delta(mu, 0.0) <= log_d:
         return 0.0

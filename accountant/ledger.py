@@ -97,7 +97,15 @@ from .schedule import (
 )
 from .serialization import to_dict
 from .subsample import PoissonSubsampledMechanism, poisson_subsample
-from .validation import check_count, check_delta, check_epsilon, check_positive, check_sample_rate
+from .validation import (
+    check_count,
+    check_delta,
+    check_epsilon,
+    check_positive,
+    check_sample_rate,
+    pure_epsilon_at_zero_delta,
+    show_value,
+)
 
 __all__ = [
     "FORMAT",
@@ -270,7 +278,8 @@ class PrivacyAccountant:
         if (budget_epsilon is None) != (budget_delta is None):
             raise ValueError(
                 "a budget needs both budget_epsilon and budget_delta "
-                f"(got budget_epsilon={budget_epsilon!r}, budget_delta={budget_delta!r})"
+                f"(got budget_epsilon={show_value(budget_epsilon)}, "
+                f"budget_delta={show_value(budget_delta)})"
             )
         self._budget: tuple[float, float] | None = None
         if budget_epsilon is not None:
@@ -285,9 +294,9 @@ class PrivacyAccountant:
         self._tol = tol
         self._grid = _check_grid(grid)
         if not isinstance(adaptive, bool):
-            raise TypeError(f"adaptive must be True or False, got {adaptive!r}")
+            raise TypeError(f"adaptive must be True or False, got {show_value(adaptive)}")
         if not isinstance(progress, bool):
-            raise TypeError(f"progress must be True or False, got {progress!r}")
+            raise TypeError(f"progress must be True or False, got {show_value(progress)}")
         if adaptive and self._budget is None:
             raise ValueError(
                 "adaptive=True is a property of a privacy filter: give budget_epsilon and "
@@ -299,7 +308,8 @@ class PrivacyAccountant:
             adaptive_order = check_positive("adaptive_order", adaptive_order)
             if not 1.0 < adaptive_order < math.inf:
                 raise ValueError(
-                    f"adaptive_order must be a finite Renyi order > 1, got {adaptive_order!r}"
+                    "adaptive_order must be a finite Renyi order > 1, got "
+                    f"{show_value(adaptive_order)}"
                 )
         self._adaptive = adaptive
         self._order: float | None = adaptive_order
@@ -715,6 +725,10 @@ class PrivacyAccountant:
     def epsilon(self, delta: float) -> float:
         """Epsilon spent so far at ``delta``: a sound upper bound (0 for an empty ledger).
 
+        ``delta = 0`` asks for pure DP: the recorded composition's ``pure_epsilon`` (the
+        sum of the records', rounded up); a ledger holding a record without one
+        (a Gaussian, a DP-SGD step) raises a :class:`ValueError` naming it.
+
         In filter mode, for ``delta >= budget_delta`` the bound certified by the filter
         is used when smaller, so ``epsilon(budget_delta) <= budget_epsilon`` always.  At
         ``budget_delta`` itself a many-phase ledger answers from the filter's own
@@ -743,7 +757,10 @@ class PrivacyAccountant:
         >>> bool(0 < acct.epsilon(1e-5) < 1)
         True
         """
-        d = check_delta(delta)
+        d = check_delta(delta, allow_zero=True)
+        if d == 0:  # pure DP: the recorded composition's pure epsilon, or a clear refusal
+            mech = self.mechanism()
+            return 0.0 if mech is None else pure_epsilon_at_zero_delta(mech)
         key = (self._version, d)
         if key in self._eps_cache:
             return self._eps_cache[key]
@@ -814,10 +831,10 @@ class PrivacyAccountant:
         (float, float)
             ``(lower, upper)``; ``(0.0, 0.0)`` for an empty ledger.
         """
-        d = check_delta(delta)
+        d = check_delta(delta, allow_zero=True)
         if not self._entries:
             return (0.0, 0.0)
-        if not self._many_phases():
+        if d == 0 or not self._many_phases():
             return self.mechanism().epsilon_bounds(d, tol=self._tol)  # type: ignore[union-attr]
         fast = self._fast_bounds(d, lower=True)
         if fast is not None:

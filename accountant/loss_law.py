@@ -33,6 +33,7 @@ import numpy as np
 from scipy import special
 
 from .numerics import TINY
+from .validation import check_positive, check_probability, check_sample_rate, real_array
 
 __all__ = [
     "AtomicLossLaw",
@@ -313,6 +314,9 @@ class GaussianLossLaw(PrivacyLossLaw):
 
     mu: float
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "mu", check_positive("mu", self.mu))
+
     def _z(self, x: np.ndarray, sign: float) -> np.ndarray:
         x = np.asarray(x, dtype=float)
         return (x - sign * 0.5 * self.mu**2) / self.mu
@@ -372,15 +376,26 @@ class AtomicLossLaw(PrivacyLossLaw):
     _sq: np.ndarray = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        order = np.argsort(self.losses, kind="stable")
-        losses = np.asarray(self.losses, dtype=float)[order]
+        raw = real_array("losses", self.losses, "an array of real numbers")
+        mass = real_array("p", self.p, "an array of real numbers")
+        if raw.ndim != 1 or mass.shape != raw.shape:
+            raise ValueError(
+                f"losses and p must be 1-D arrays of one shape, got {raw.shape} and {mass.shape}"
+            )
+        for name in ("inf_mass", "q_neg_inf_mass"):
+            value = check_probability(name, getattr(self, name), low_open=False, high_open=False)
+            object.__setattr__(self, name, value)
+        if self.lattice is not None:
+            object.__setattr__(self, "lattice", check_positive("lattice", self.lattice))
+        order = np.argsort(raw, kind="stable")
+        losses = raw[order]
         if self.lattice is not None:
             # snap to exact multiples so that grid nodes k * lattice coincide bitwise
             losses = np.round(losses / self.lattice) * self.lattice
-        p = np.asarray(self.p, dtype=float)[order]
+        p = mass[order]
         if losses.size and not np.all(np.isfinite(losses)):
             raise ValueError("losses must be finite; put infinite losses in inf_mass")
-        if (p < 0).any():
+        if not (p >= 0).all():  # NaN too
             raise ValueError("atom masses p must be non-negative")
         with np.errstate(over="ignore", invalid="ignore"):
             q = np.where(p > 0, p * np.exp(-losses), 0.0)
@@ -478,7 +493,8 @@ class PoissonSubsampledLossLaw(PrivacyLossLaw):
     def __post_init__(self) -> None:
         if self.direction not in ("remove", "add"):
             raise ValueError(f"direction must be 'remove' or 'add', got {self.direction!r}")
-        q = self.sample_rate
+        q = check_sample_rate(self.sample_rate)
+        object.__setattr__(self, "sample_rate", q)
         if self.direction == "remove":
             object.__setattr__(self, "inf_mass", q * self.base.inf_mass)
             object.__setattr__(self, "q_neg_inf_mass", 0.0)

@@ -71,7 +71,10 @@ from .validation import (
     check_epsilon,
     check_flag,
     check_fpr,
+    check_probability,
     check_tol,
+    pure_epsilon_at_zero_delta,
+    show_value,
 )
 
 __all__ = ["Capabilities", "Mechanism", "MissingCapabilityError", "PLDSettings"]
@@ -219,6 +222,7 @@ def tail_budget(delta: float | None) -> float:
     """
     if delta is None:
         return DEFAULT_TAIL
+    delta = check_probability("delta", delta, high_open=False)
     exponent = math.floor(math.log10(delta * 1e-6))
     return 10.0 ** min(max(exponent, -16), -12)
 
@@ -626,7 +630,7 @@ class Mechanism:
         if eps_arr.size > 1:
             check_epsilon(float(np.min(eps_arr)))  # NaN and negatives in one check
             if np.isnan(eps_arr).any() or np.isinf(eps_arr).any():
-                raise ValueError(f"epsilon must lie in [0, inf), got {epsilon!r}")
+                raise ValueError(f"epsilon must lie in [0, inf), got {show_value(epsilon)}")
             flat = eps_arr.reshape(-1).astype(float)
         else:
             flat = np.array([check_epsilon(e) for e in eps_arr.reshape(-1)])
@@ -664,7 +668,8 @@ class Mechanism:
         Parameters
         ----------
         delta : float or array_like
-            Target delta(s) in (0, 1).
+            Target delta(s) in [0, 1).  ``delta = 0`` asks for pure DP: the answer is
+            :attr:`pure_epsilon`, and a mechanism without one raises.
         tol : float, optional
             Relative accuracy wanted from the privacy-loss-distribution route, in
             (0, 0.5); default 1e-4 (measured brackets 2e-5 to 5e-4 on DP-SGD).
@@ -680,7 +685,8 @@ class Mechanism:
         Raises
         ------
         ValueError
-            ``delta`` outside (0, 1) or NaN; ``tol`` outside (0, 0.5).
+            ``delta`` outside [0, 1) or NaN; ``delta = 0`` for a mechanism without a
+            :attr:`pure_epsilon`; ``tol`` outside (0, 0.5).
 
         Examples
         --------
@@ -692,8 +698,10 @@ class Mechanism:
             return self.privacy.epsilon(delta, tol=tol)
         check_tol(tol)
         d_arr = as_real_array("delta", delta)
-        flat = [check_delta(d) for d in d_arr.reshape(-1)]
-        out = np.array([self._epsilon_upper(d, tol) for d in flat])
+        flat = [check_delta(d, allow_zero=True) for d in d_arr.reshape(-1)]
+        out = np.array(
+            [self._epsilon_upper(d, tol) if d else pure_epsilon_at_zero_delta(self) for d in flat]
+        )
         return _scalar_or_array(out.reshape(d_arr.shape), d_arr)
 
     def _epsilon_upper(self, delta: float, tol: float | None) -> float:
@@ -727,7 +735,8 @@ class Mechanism:
 
         For exact curves the bracket is the numerical inversion interval; for PLDs it
         comes from the optimistic and pessimistic discretisations; with only an RDP
-        curve the lower end is 0 (RDP gives no lower bound).
+        curve the lower end is 0 (RDP gives no lower bound).  ``delta = 0`` brackets the
+        pure epsilon (:func:`~dpacct.accountant.pure.pure_epsilon_bounds`).
 
         Parameters
         ----------
@@ -743,10 +752,17 @@ class Mechanism:
         >>> lo, hi = compose([LaplaceMechanism(b=10.0)], counts=[100]).epsilon_bounds(1e-6)
         >>> bool(0 < lo <= hi < 1.003 * lo)
         True
+        >>> LaplaceMechanism(b=4.0).epsilon_bounds(0)[1]
+        0.25
         """
         if self.privacy is not self:
             return self.privacy.epsilon_bounds(delta, tol=tol)
-        return self._epsilon_bounds(check_delta(delta), check_tol(tol))
+        d, tol = check_delta(delta, allow_zero=True), check_tol(tol)
+        if d == 0:  # pure DP
+            from .pure import pure_epsilon_bounds
+
+            return pure_epsilon_bounds(self, tol)
+        return self._epsilon_bounds(d, tol)
 
     def _pld_delta(self, epsilon: np.ndarray, settings: PLDSettings) -> np.ndarray:
         """Pessimistic-PLD delta at ``epsilon``: the larger of the two directions'.

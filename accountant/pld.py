@@ -44,7 +44,7 @@ not part of the certificate; it matters only for delta below about 1e-12, where 
 mechanisms fall back on the RDP bound when that is smaller.  Its one systematic
 effect, a drift of the total mass that compounds under repeated squaring, is removed
 after every product and optimistic re-grid, in the certificate's direction (see
-:meth:`GridPLD.convolve`).
+:meth:`GridPLD.convolve`).  The argument in full: docs/theory/pld.md.
 """
 
 from __future__ import annotations
@@ -57,6 +57,7 @@ from scipy import fft as sp_fft
 
 from .loss_law import AtomicLossLaw, PrivacyLossLaw
 from .numerics import EXP_OVERFLOW, SUBNORMAL_FLOOR, TINY
+from .validation import check_positive, check_probability
 
 __all__ = ["GridPLD", "discretize"]
 
@@ -1094,8 +1095,8 @@ def discretize(
     >>> abs(float(pld.pmf.sum()) + pld.inf_mass - 1.0) < 1e-12
     True
     """
-    if not (step > 0 and math.isfinite(step)):
-        raise ValueError(f"step must be a positive finite number, got {step!r}")
+    step = check_positive("step", step)
+    tail = check_probability("tail", tail)
     lo, hi = law.quantile_bounds(tail)
     # one spare node on each side keeps extreme atoms off the window's edge bins
     lo, hi = lo - step, hi + step

@@ -68,7 +68,7 @@ adversary looks at the largest noisy coordinate of the epoch -- a post-processin
 the mechanism's pair, so its (epsilon, delta) curve lies below the mechanism's (its
 outcomes are binned, a further post-processing).  :func:`random_allocation_delta_mc`
 is a **Monte Carlo estimate** of the exact ``k = 1`` curve, with a confidence interval,
-and no guarantee.
+and no guarantee.  The argument in full: docs/theory/allocation_shuffling.md.
 """
 
 from __future__ import annotations
@@ -88,7 +88,17 @@ from .numerics import EXP_OVERFLOW
 from .rdp import rdp_to_delta, rdp_to_epsilon
 from .relations import ADD_REMOVE
 from .subsample import poisson_subsample
-from .validation import check_count, check_delta, check_epsilon, check_positive, check_tol
+from .validation import (
+    as_real_array,
+    check_count,
+    check_delta,
+    check_epsilon,
+    check_positive,
+    check_probability,
+    check_tol,
+    pure_epsilon_at_zero_delta,
+    show_value,
+)
 
 __all__ = [
     "RandomAllocationMechanism",
@@ -271,7 +281,7 @@ def add_rdp(order: float, sigma: float, steps: int) -> float:
     """
     a = float(order)
     if not a > 1.0:
-        raise ValueError(f"order must be > 1, got {order!r}")
+        raise ValueError(f"order must be > 1, got {show_value(order)}")
     s = float(sigma)
     t = int(steps)
     beta = a - 1.0
@@ -625,8 +635,10 @@ class RandomAllocationMechanism(Mechanism):
         True
         """
         check_tol(tol)
-        d_arr = np.asarray(delta, dtype=float)
-        flat = [check_delta(float(d)) for d in d_arr.reshape(-1)]
+        d_arr = as_real_array("delta", delta)
+        flat = [check_delta(d, allow_zero=True) for d in d_arr.reshape(-1)]
+        if 0.0 in flat:  # pure DP: a Gaussian has none, and this names pure_epsilon
+            pure_epsilon_at_zero_delta(self)
         out = np.array(
             [
                 min(max(self._epsilon_directions(d, tol)), float(self.unamplified.epsilon(d)))
@@ -649,8 +661,8 @@ class RandomAllocationMechanism(Mechanism):
             Relative accuracy of the PLD routes, as in :meth:`Mechanism.epsilon`.
         """
         check_tol(tol)
-        e_arr = np.asarray(epsilon, dtype=float)
-        flat = np.array([check_epsilon(float(e)) for e in e_arr.reshape(-1)])
+        e_arr = as_real_array("epsilon", epsilon)
+        flat = np.array([check_epsilon(e) for e in e_arr.reshape(-1)])
         rem = np.array([rdp_to_delta(lambda a: self._rdp_directions(a)[0], float(e)) for e in flat])
         add = np.array([rdp_to_delta(lambda a: self._rdp_directions(a)[1], float(e)) for e in flat])
         add = np.minimum(add, self._direct_add_delta(flat))
@@ -820,6 +832,7 @@ def random_allocation_delta_mc(
     e = check_count(epochs, "epochs")
     eps = check_epsilon(epsilon)
     n = check_count(samples, "samples")
+    confidence = check_probability("confidence", confidence)
     if not isinstance(rng, np.random.Generator):
         raise TypeError(f"rng must be a numpy.random.Generator, got {rng!r}")
     if direction not in ("remove", "add"):

@@ -15,6 +15,7 @@ deterministic (no dependence on a library's optimiser defaults).  A curve is use
 up to its first decrease (:func:`trusted_prefix`): the Renyi divergence is
 non-decreasing in its order, so a decreasing curve has failed somewhere (typically in
 floating point at huge orders) and its values there are refused, not trusted.
+The argument in full: docs/theory/rdp.md.
 """
 
 from __future__ import annotations
@@ -432,4 +433,4 @@ def zcdp_rdp(rho: float, alpha: np.ndarray) -> np.ndarray:
     array([1., 2.])
     """
     rho = check_positive("rho", rho)
-    return rho * np.asarray(alpha, dtype=float)
+    return rho * check_alpha(alpha)

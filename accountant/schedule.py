@@ -64,7 +64,13 @@ from .compose import ComposedMechanism
 from .mechanism import Mechanism, PLDSettings
 from .numerics import SUBNORMAL_FLOOR, TINY
 from .pld import GridPLD, _lower_hull
-from .validation import check_count, check_positive, check_sample_rate
+from .validation import (
+    check_count,
+    check_positive,
+    check_sample_rate,
+    is_real_type,
+    show_value,
+)
 
 __all__ = [
     "DEFAULT_GRID",
@@ -94,7 +100,9 @@ PROGRESS_DELAY = 2.0
 def _check_grid(grid: object) -> float:
     g = check_positive("grid", grid)
     if not g < 0.5:
-        raise ValueError(f"grid must lie in (0, 0.5) (a relative cell width), got {grid!r}")
+        raise ValueError(
+            f"grid must lie in (0, 0.5) (a relative cell width), got {show_value(grid)}"
+        )
     return g
 
 
@@ -222,6 +230,8 @@ def round_schedule(
     """
     g = _check_grid(grid)
     w = math.log1p(g)
+    exact_cells = check_count(exact_cells, "exact_cells", allow_zero=True)
+    exact_values = check_count(exact_values, "exact_values", allow_zero=True)
     sig, qs, counts = _schedule_arrays(steps)
     if sig.size == 0:
         return []
@@ -238,6 +248,7 @@ def round_schedule(
         pairs, inverse = np.unique(np.stack([s_cell, q_cell], axis=1), axis=0, return_inverse=True)
     total = np.zeros(pairs.shape[0], dtype=np.int64)
     np.add.at(total, inverse.reshape(-1), counts)
+    check_count(int(np.bincount(inverse.reshape(-1), weights=counts).max()), "merged count")
     return [
         (float(s), float(q), int(c))
         for (s, q), c in zip(pairs.tolist(), total.tolist(), strict=True)
@@ -246,18 +257,24 @@ def round_schedule(
 
 def _schedule_arrays(steps: Iterable[tuple[float, float, int]]):
     """``(sigma, q, count)`` arrays of validated phases (errors name the phase)."""
+    if isinstance(steps, str | bytes) or not hasattr(steps, "__iter__"):
+        raise TypeError(
+            "steps must be an iterable of (noise_multiplier, sample_rate, count) triples, "
+            f"got {type(steps).__name__}"
+        )
     items = list(steps)
     try:
+        # numpy would read '0.1' and True as numbers: only real, non-bool types pass
+        ok = all(is_real_type(kind) for kind in {type(v) for item in items for v in item})
         arr = np.array(items, dtype=float).reshape(len(items), 3)
         sig, qs, cnt = arr[:, 0], arr[:, 1], arr[:, 2]
         counts = np.array([int(c) for _, _, c in items], dtype=np.int64)
-        ok = (
+        ok = ok and bool(
             np.all(np.isfinite(sig) & (sig > 0))
             and np.all((qs > 0) & (qs <= 1))
             and np.all((counts >= 1) & (counts == cnt))
-            and all(not isinstance(c, bool) for _, _, c in items)
         )
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # int(inf), int(1e308) -> int64, ...
         ok = False
     if not ok:  # the first offending phase, by the scalar checks
         for i, item in enumerate(items):
@@ -266,10 +283,10 @@ def _schedule_arrays(steps: Iterable[tuple[float, float, int]]):
             except (TypeError, ValueError):
                 raise TypeError(
                     f"steps[{i}] must be a (noise_multiplier, sample_rate, count) triple, "
-                    f"got {item!r}"
+                    f"got {show_value(item)}"
                 ) from None
             check_positive(f"steps[{i}] noise_multiplier", sigma)
-            check_sample_rate(q)
+            check_sample_rate(q, f"steps[{i}] sample_rate")
             check_count(count, f"steps[{i}] count")
         raise ValueError("steps hold an invalid phase")  # pragma: no cover
     return sig, qs, counts

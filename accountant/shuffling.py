@@ -21,7 +21,7 @@ covers adaptive DP-SGD with shuffled batches.  :func:`shuffled_batches` reports:
   ``1 / steps_per_epoch`` -- what is usually reported -- for comparison.
 
 The truth lies in ``[lower, upper]``; ``poisson`` below ``lower`` means the usual
-report is wrong for this run.
+report is wrong for this run.  The argument in full: docs/theory/allocation_shuffling.md.
 """
 
 from __future__ import annotations
@@ -110,7 +110,7 @@ def shuffled_batches(
     sigma = _gaussian_sigma(mechanism)
     t = check_count(steps_per_epoch, "steps_per_epoch")
     e = check_count(epochs, "epochs")
-    d = check_delta(delta)
+    d = check_delta(delta, what="a shuffled Gaussian")
     upper = float(compose([mechanism], counts=[e]).epsilon(d))
     lower = min(random_allocation_lower_epsilon(sigma, t, d, epochs=e), upper)
     poisson = float(compose([poisson_subsample(mechanism, 1.0 / t)], counts=[t * e]).epsilon(d))

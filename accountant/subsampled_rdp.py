@@ -575,12 +575,13 @@ def _evaluate_rdp_fn(rdp_fn: RdpFunction, orders: np.ndarray) -> np.ndarray:
             f"for {orders.shape[0]} orders"
         ) from exc
     if np.isnan(values).any():
-        bad = orders[np.isnan(values)][0]
+        bad = float(orders[np.isnan(values)][0])
         raise ValueError(f"rdp_fn returned NaN at alpha={bad!r}")
     if (values < 0).any():
-        bad = orders[values < 0][0]
+        bad = float(orders[values < 0][0])
         raise ValueError(
-            f"rdp_fn returned a negative RDP epsilon at alpha={bad!r}: {values[values < 0][0]!r}"
+            f"rdp_fn returned a negative RDP epsilon at alpha={bad!r}: "
+            f"{float(values[values < 0][0])!r}"
         )
     return values
 

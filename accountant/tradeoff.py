@@ -10,7 +10,7 @@ For an ordered pair ``(P, Q)`` with ``delta_QP(u) = H_{e^u}(Q||P)`` and
 both deltas, so on any set of nodes ``u`` and with upper bounds on the deltas the
 maximum is a lower bound on ``T``: the safe side (an upper bound on every attack's
 true-positive rate).  For a symmetric mechanism (one ``delta(eps)`` curve for both
-directions) the two deltas are the same curve.
+directions) the two deltas are the same curve.  The argument in full: docs/theory/fdp.md.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ discretisation of each part is a pessimistic (optimistic) discretisation of the 
 Products involving the tail are computed on the coarse grid, after re-discretising the
 fine factor onto it; mass that the bulk spreads beyond its window is moved into the
 tail.  Once the bulk's own grid has coarsened to ``coarse_step`` the two parts merge
-into one ordinary PLD.
+into one ordinary PLD.  The argument in full: docs/theory/pld.md.
 """
 
 from __future__ import annotations

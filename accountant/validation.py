@@ -34,16 +34,47 @@ __all__ = [
     "check_rng",
     "check_sample_rate",
     "check_tol",
+    "is_real_type",
     "iter_pairs",
+    "pure_epsilon_at_zero_delta",
     "real_array",
+    "show_value",
 ]
+
+
+def show_value(value: object) -> str:
+    """``value`` as an error message shows it: numbers plain, never ``np.float64(0.5)``.
+
+    numpy scalars print as the Python number they hold, sequences element by element,
+    integers too long to read by their length; anything else by its ``repr``.
+
+    Examples
+    --------
+    >>> show_value(np.float64(0.5)), show_value([np.int64(3), 2.5]), show_value("0.1")
+    ('0.5', '[3, 2.5]', "'0.1'")
+    >>> show_value(10**400)
+    'an integer with 401 digits'
+    """
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, int) and not isinstance(value, bool):
+        return _short_int(value)
+    if isinstance(value, list | tuple) and len(value) <= 20:
+        inner = ", ".join(show_value(v) for v in value)
+        if isinstance(value, tuple):
+            return f"({inner},)" if len(value) == 1 else f"({inner})"
+        return f"[{inner}]"
+    text = repr(value)
+    return text if len(text) <= 200 else text[:200] + "..."
 
 
 def _as_real(name: str, value: object) -> float:
     if isinstance(value, bool) or not isinstance(value, numbers.Real | np.floating | np.integer):
         if isinstance(value, np.ndarray) and value.ndim == 0:
             return _as_real(name, value.item())
-        raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r}")
+        raise TypeError(
+            f"{name} must be a real number, got {type(value).__name__} {show_value(value)}"
+        )
     try:
         return float(value)
     except OverflowError:  # a Python int beyond the float range, e.g. 10**400
@@ -51,6 +82,13 @@ def _as_real(name: str, value: object) -> float:
             f"{name} must be a finite number within the float range (about 1.8e308), got "
             f"{_short_int(int(value))}"
         ) from None
+
+
+def is_real_type(kind: type) -> bool:
+    """Whether values of type ``kind`` are real numbers (bools and strings are not)."""
+    return issubclass(kind, numbers.Real | np.floating | np.integer) and not issubclass(
+        kind, bool | np.bool_
+    )
 
 
 def check_finite(name: str, value: object) -> float:
@@ -83,9 +121,70 @@ def check_probability(
     return x
 
 
-def check_delta(value: object, name: str = "delta") -> float:
-    """A delta of an (epsilon, delta) guarantee: a float in the open interval (0, 1)."""
-    return check_probability(name, value)
+def check_delta(
+    value: object, name: str = "delta", *, allow_zero: bool = False, what: str | None = None
+) -> float:
+    """A delta of an (epsilon, delta) guarantee: a float in the open interval (0, 1).
+
+    With ``allow_zero`` a delta of exactly 0 is accepted too (the caller answers it from
+    the pure epsilon, see :func:`pure_epsilon_at_zero_delta`).  Without it, 0 is refused
+    with a message that says why: ``delta = 0`` asks for pure DP, and ``what`` (the
+    mechanism or family the query is about) declares no ``pure_epsilon``.
+
+    Examples
+    --------
+    >>> check_delta(1e-5), check_delta(0, allow_zero=True)
+    (1e-05, 0.0)
+    >>> check_delta(0.0, what="the Gaussian mechanism")
+    Traceback (most recent call last):
+    ...
+    ValueError: delta=0 asks for pure DP, but the Gaussian mechanism has no pure epsilon \
+(pure_epsilon is not declared); use delta in (0, 1)
+    """
+    if allow_zero:
+        return check_probability(name, value, low_open=False)
+    x = _as_real(name, value)
+    if x == 0 and what is not None:
+        raise ValueError(
+            f"{name}=0 asks for pure DP, but {what} has no pure epsilon (pure_epsilon is "
+            f"not declared); use {name} in (0, 1)"
+        )
+    if x == 0:
+        raise ValueError(
+            f"{name} must lie in (0, 1), got 0.0 ({name}=0, pure DP, is answered from a "
+            "mechanism's pure_epsilon, which this call does not use)"
+        )
+    return check_probability(name, x)
+
+
+def pure_epsilon_at_zero_delta(mechanism: object, name: str = "delta") -> float:
+    """The answer to ``epsilon(delta=0)``: ``mechanism.pure_epsilon`` when it is finite.
+
+    A mechanism without one (Gaussian, subsampled Gaussian, ...) raises a
+    :class:`ValueError` that names ``pure_epsilon``.
+
+    Examples
+    --------
+    >>> from dpacct.mechanisms import GaussianMechanism, LaplaceMechanism
+    >>> pure_epsilon_at_zero_delta(LaplaceMechanism(b=2.0))
+    0.5
+    >>> pure_epsilon_at_zero_delta(GaussianMechanism(sigma=1.0))
+    Traceback (most recent call last):
+    ...
+    ValueError: delta=0 asks for pure DP, but GaussianMechanism(sigma=1.0) has no pure \
+epsilon (pure_epsilon is not declared); use delta in (0, 1)
+    """
+    eps = float(mechanism.pure_epsilon)  # type: ignore[attr-defined]
+    if not math.isfinite(eps):
+        what = repr(mechanism)
+        # a composition names its first part without one (the sum is then infinite)
+        parts = getattr(mechanism, "parts", None)
+        if isinstance(parts, tuple):
+            lacking = [m for m, _ in parts if not math.isfinite(float(m.pure_epsilon))]
+            if lacking:
+                what += f" (its part {lacking[0]!r} declares none)"
+        check_delta(0.0, name, what=what)
+    return eps
 
 
 def check_sample_rate(value: object, name: str = "sample_rate") -> float:
@@ -108,18 +207,25 @@ MAX_COUNT = 2**63 - 1
 
 def check_count(value: object, name: str = "count", *, allow_zero: bool = False) -> int:
     """A repetition count: an integer >= 1 (>= 0 when ``allow_zero``)."""
+    low = 0 if allow_zero else 1
+    given = value  # shown as given (1e308 stays a float) if it is out of range
     if isinstance(value, bool) or not isinstance(value, numbers.Integral | np.integer):
+        if isinstance(value, float | np.floating) and not math.isfinite(value):
+            raise ValueError(
+                f"{name} must be an integer in [{low}, 2**63 - 1], got {float(value)!r}"
+            )
         if isinstance(value, float | np.floating) and float(value).is_integer():
             value = int(value)
         else:
-            raise TypeError(f"{name} must be an integer, got {type(value).__name__} {value!r}")
+            raise TypeError(
+                f"{name} must be an integer, got {type(value).__name__} {show_value(value)}"
+            )
     n = int(value)
-    low = 0 if allow_zero else 1
     if n < low:
         raise ValueError(f"{name} must be an integer >= {low}, got {n}")
     if n > MAX_COUNT:
         raise ValueError(
-            f"{name} must be an integer <= 2**63 - 1 (about 9.2e18), got {_short_int(n)}"
+            f"{name} must be an integer <= 2**63 - 1 (about 9.2e18), got {show_value(given)}"
         )
     return n
 
@@ -160,7 +266,7 @@ def real_array(name: str, value: object, what: str) -> np.ndarray:
             return np.array([_as_real(name, v) for v in items]).reshape(raw.shape)
     if bad or raw is None or raw.dtype.kind not in "iuf":
         kind = type(value).__name__
-        raise TypeError(f"{name} must be {what}, got {kind} {value!r}")
+        raise TypeError(f"{name} must be {what}, got {kind} {show_value(value)}")
     return raw.astype(float)
 
 
@@ -183,7 +289,7 @@ def check_flag(name: str, value: object) -> bool:
     """A boolean switch: ``True`` or ``False`` (numpy booleans too), nothing else."""
     if not isinstance(value, bool | np.bool_):
         kind = type(value).__name__
-        raise TypeError(f"{name} must be a bool (True or False), got {kind} {value!r}")
+        raise TypeError(f"{name} must be a bool (True or False), got {kind} {show_value(value)}")
     return bool(value)
 
 
@@ -191,7 +297,7 @@ def as_float_array(name: str, value: object) -> np.ndarray:
     """Convert a scalar or sequence to a float array, rejecting NaN and non-numbers."""
     arr = real_array(name, value, "a number or an array of numbers")
     if np.isnan(arr).any():
-        raise ValueError(f"{name} must not contain NaN, got {value!r}")
+        raise ValueError(f"{name} must not contain NaN, got {show_value(value)}")
     return arr
 
 
@@ -200,7 +306,7 @@ def check_alpha(value: object, name: str = "alpha") -> np.ndarray:
     arr = as_float_array(name, value)
     if (arr <= 1).any():
         bad = arr[arr <= 1].ravel()[0]
-        raise ValueError(f"{name} must be > 1 (real Renyi orders), got {bad!r}")
+        raise ValueError(f"{name} must be > 1 (real Renyi orders), got {float(bad)!r}")
     return arr
 
 
@@ -209,7 +315,7 @@ def check_fpr(value: object, name: str = "fpr") -> np.ndarray:
     arr = as_float_array(name, value)
     if ((arr < 0) | (arr > 1)).any():
         bad = arr[(arr < 0) | (arr > 1)].ravel()[0]
-        raise ValueError(f"{name} must lie in [0, 1], got {bad!r}")
+        raise ValueError(f"{name} must lie in [0, 1], got {float(bad)!r}")
     return arr
 
 
@@ -228,7 +334,7 @@ def iter_pairs(name: str, items: Iterable[object]) -> list[object]:
     try:
         return list(items)
     except TypeError as exc:
-        raise TypeError(f"{name} must be a list of mechanisms, got {items!r}") from exc
+        raise TypeError(f"{name} must be a list of mechanisms, got {show_value(items)}") from exc
 
 
 def check_rng(rng: object, name: str = "rng") -> np.random.Generator:
@@ -246,7 +352,7 @@ def check_rng(rng: object, name: str = "rng") -> np.random.Generator:
     if not isinstance(rng, np.random.Generator):
         raise TypeError(
             f"{name} must be a numpy.random.Generator (e.g. numpy.random.default_rng(0)), "
-            f"got {type(rng).__name__} {rng!r}"
+            f"got {type(rng).__name__} {show_value(rng)}"
         )
     return rng
 

@@ -1,212 +1,183 @@
-"""The algorithms at full utility and speed, each against a plain numpy baseline, in one run.
+"""dpacct's algorithms side by side with the peers they came from, in one table.
 
-    python -m benchmarks.algorithms            # everything (about a minute on one core)
-    python -m benchmarks.algorithms --quick    # fewer iterations and trials
+    python -m benchmarks.algorithms                    # every topic, 100 seeds
+    python -m benchmarks.algorithms --quick            # few seeds, short runs
+    python -m benchmarks.algorithms --only regression  # one topic module
+    python -m benchmarks.algorithms --json benchmarks/results/algorithms.json
 
-1. **NoisyGD speed.**  50 000 iterations of noisy gradient descent for linear
-   regression (n = 5 000 rows, d = 10 features and an intercept), timed against the
-   plain numpy loop a tutorial writes (the summed gradient ``Z^T (Z theta - y)`` from
-   the data at every step, per-example gradients clipped row by row for the clipped
-   variant).  dpacct draws its noise through the planned Gaussian releases (one per
-   iteration) and uses the sufficient statistics ``Z^T Z``, ``Z^T y`` when the loss is
-   squared and the sensitivity comes from declared bounds.
-2. **Quantile error against bins.**  Quartiles of 1 000 draws from Exponential(scale
-   20) clipped to [0, 100], pure epsilon = 1 (Laplace, sensitivity 1), mean L2 error of
-   the three quartiles over many trials, at 70 / 250 / 500 / 1 000 / 5 000 bins:
-   HistogramQuantiles (isotonic read-out), the same noisy counts read from raw
-   cumulative sums normalised by the noisy total (numpy, written here), the same
-   counts clipped at zero (the former read-out), and TreeQuantiles at the same epsilon.
-3. **DP Theil-Sen error** at n = 100 and 1 000: x ~ N(0, 1) declared on [-3, 3]
-   (``out_of_range="clip"``; the count of data sets that the strict default would have
-   refused is shown), y = 2 x + 1 + N(0, 0.5^2), epsilon = 2 split over the two
-   medians, k = 10 matchings; mean absolute slope and intercept errors against the
-   non-private Theil-Sen (scipy) and least squares (numpy) on the same data.
+Every module in ``benchmarks/algos/`` (found with :mod:`pkgutil`; names starting with an
+underscore are helpers, not topics) is a *topic*: it exposes
+``rows(seeds: int = 100, quick: bool = False) -> list[dict]`` and returns one dict per
+comparison, with the keys
 
-Timings are wall-clock seconds (``time.perf_counter``) of one run in this process;
-numbers depend on the machine, the ratios much less.
+=================  ================================================================
+``workflow``       what is compared (str)
+``metric``         the error or score measured, and whether lower is better (str)
+``dpacct``         dpacct's median over the seeds (float)
+``dpacct_spread``  its spread, e.g. ``"IQR 0.12-0.15"`` (str)
+``peer``           the peer: library and version, or "... not installed" (str)
+``peer_value``     the peer's median (float; None when the peer is not installed)
+``peer_spread``    its spread (str)
+``seeds``          number of seeds / repetitions behind each median (int)
+``verdict``        ``"better"``, ``"parity"`` or ``"worse"`` for dpacct (``"n/a"``
+                   when the peer is not installed)
+``why``            the reason, required when the verdict is ``"worse"`` (str)
+=================  ================================================================
+
+The runner calls every topic, prints one Markdown table (median [spread] for dpacct and
+for the peer side by side) and, with ``--json PATH`` (``-`` for stdout), writes the rows.
+A topic that raises, or returns a malformed row, becomes an ``error`` row and the exit
+status is 1; the other topics still run.  Long loops show a ``tqdm`` progress bar on
+stderr once they have run a few seconds.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
+import json
+import math
+import pkgutil
+import sys
 import time
+import traceback
+from collections.abc import Callable, Sequence
 
-import numpy as np
+from benchmarks.algos._common import NO_PEER, ROW_KEYS, VERDICTS, progress
 
-QUARTILES = np.array([0.25, 0.5, 0.75])
-BINS = (70, 250, 500, 1000, 5000)
+PACKAGE = "benchmarks.algos"
+ERROR = "error"
 
-
-def _timed(fn):
-    t0 = time.perf_counter()
-    out = fn()
-    return out, time.perf_counter() - t0
-
-
-# ----------------------------------------------------------------------------------
-# 1. NoisyGD against a plain numpy loop
-# ----------------------------------------------------------------------------------
-def _regression_data(n: int, d: int, seed: int):
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, d)) / np.sqrt(d)
-    X /= np.maximum(1.0, np.linalg.norm(X, axis=1, keepdims=True))
-    y = np.clip(X @ np.linspace(1.0, -1.0, d) + 0.1 * rng.normal(size=n), -1.0, 1.0)
-    return X, y
+COLUMNS = ("workflow", "metric", "dpacct median [spread]", "peer median [spread]", "peer",
+           "seeds", "verdict", "why")
 
 
-def plain_loop(X, y, T, std, lr, rng, clip=None):
-    """The tutorial's loop: full-data gradient every step, Gaussian noise, averaging."""
-    n = X.shape[0]
-    Z = np.hstack([X, np.ones((n, 1))])
-    theta = np.zeros(Z.shape[1])
-    total = np.zeros_like(theta)
-    for _ in range(T):
-        r = Z @ theta - y
-        if clip is None:
-            g = Z.T @ r
-        else:
-            G = r[:, None] * Z                                   # per-example gradients
-            norms = np.linalg.norm(G, axis=1)
-            g = (G * np.minimum(1.0, clip / np.maximum(norms, 1e-300))[:, None]).sum(0)
-        theta = theta - lr * (g + rng.normal(0.0, std, size=g.shape)) / n
-        total += theta
-    return total / T
+def discover(package: str = PACKAGE) -> list[str]:
+    """Names of the topic modules of ``package`` (sorted; ``_helpers`` skipped)."""
+    pkg = importlib.import_module(package)
+    return sorted(
+        info.name
+        for info in pkgutil.iter_modules(pkg.__path__)
+        if not info.name.startswith("_") and not info.ispkg
+    )
 
 
-def noisy_gd_speed(quick: bool) -> None:
-    from dpacct.mechanisms import NoisyGD
-
-    T = 5_000 if quick else 50_000
-    n, d = 5_000, 10
-    X, y = _regression_data(n, d, 0)
-    Z = np.hstack([X, np.ones((n, 1))])
-    lsq = np.linalg.lstsq(Z, y, rcond=None)[0]
-    rows = []
-    setups = [
-        ("declared bounds (theta_bound 2)", dict(x_bound=1.0, y_bound=1.0, theta_bound=2.0),
-         None),
-        ("declared bounds (adaptive GS_t)", dict(x_bound=1.0, y_bound=1.0), None),
-        ("per-example clipping (C = 1)", dict(clip=1.0), 1.0),
-    ]
-    sigma = 50.0
-    for name, kw, clip in setups:
-        gd = NoisyGD(sigma=sigma, iterations=T, loss="linear", **kw)
-        fit, t_ours = _timed(lambda gd=gd: gd.fit(X, y, rng=np.random.default_rng(1)))
-        std = sigma * (clip if clip is not None else gd.sensitivity if not gd.adaptive
-                       else gd.adaptive_sensitivity(np.linalg.norm(lsq)))
-        theta_plain, t_plain = _timed(
-            lambda std=std, clip=clip: plain_loop(X, y, T, std, 1.0,
-                                                  np.random.default_rng(1), clip))
-        err_ours = np.linalg.norm(np.append(fit.coef, fit.intercept) - lsq)
-        err_plain = np.linalg.norm(theta_plain - lsq)
-        rows.append((name, t_ours, t_plain, err_ours, err_plain))
-    eps = NoisyGD(sigma=sigma, iterations=T, loss="linear", clip=1.0).epsilon(1e-5)
-    print(f"\n## NoisyGD, {T} iterations, n = {n}, d = {d} (+ intercept), sigma = {sigma}, "
-          f"epsilon(1e-5) = {eps:.3g}")
-    print("\n| sensitivity | dpacct s | plain numpy loop s | ratio | "
-          "||theta - lsq|| dpacct | plain |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: |")
-    for name, a, b, ea, eb in rows:
-        print(f"| {name} | {a:.2f} | {b:.2f} | {a / b:.2f} | {ea:.4f} | {eb:.4f} |")
-    print("\n(the plain loop's noise std is fixed at dpacct's declared-bound value; for the "
-          "adaptive row it uses GS at the least-squares solution)")
+def check_row(r: object, topic: str) -> dict:
+    """``r`` with its keys checked; ``ValueError`` naming the topic and the defect."""
+    if not isinstance(r, dict):
+        raise ValueError(f"{topic}: a row must be a dict, got {type(r).__name__}")
+    missing = [k for k in ROW_KEYS if k not in r]
+    if missing:
+        raise ValueError(f"{topic}: row {r.get('workflow', '?')!r} lacks {missing}")
+    if r["verdict"] not in (*VERDICTS, NO_PEER):
+        raise ValueError(f"{topic}: verdict must be one of {(*VERDICTS, NO_PEER)}, got "
+                         f"{r['verdict']!r}")
+    if r["verdict"] == "worse" and not str(r["why"]).strip():
+        raise ValueError(f"{topic}: row {r['workflow']!r} is worse and says not why")
+    if not isinstance(r["seeds"], int) or r["seeds"] < 1:
+        raise ValueError(f"{topic}: seeds must be a positive int, got {r['seeds']!r}")
+    return {**r, "topic": topic}
 
 
-# ----------------------------------------------------------------------------------
-# 2. quantiles against bins
-# ----------------------------------------------------------------------------------
-def raw_cumsum_quantiles(noisy, qs, lower, upper):
-    """Raw noisy cumulative sums over the noisy total, first crossing, linear inside."""
-    cdf = np.cumsum(noisy) / np.sum(noisy)
-    width = (upper - lower) / len(noisy)
-    out = []
-    for q in qs:
-        j = int(np.argmax(cdf >= q))
-        prev = cdf[j - 1] if j > 0 else 0.0
-        frac = (q - prev) / (cdf[j] - prev) if cdf[j] > prev else 0.0
-        out.append(lower + (j + min(max(frac, 0.0), 1.0)) * width)
-    return np.array(out)
+def _error_row(topic: str, exc: BaseException) -> dict:
+    return {"topic": topic, "workflow": f"{topic} (failed)", "metric": "", "dpacct": None,
+            "dpacct_spread": "", "peer": "", "peer_value": None, "peer_spread": "",
+            "seeds": 0, "verdict": ERROR, "why": f"{type(exc).__name__}: {exc}"}
 
 
-def quantile_errors(quick: bool) -> None:
-    from dpacct.mechanisms import HistogramQuantiles, TreeQuantiles
-    from dpacct.mechanisms.quantiles import quantiles_from_counts
-
-    trials = 50 if quick else 300
-    eps = 1.0
-    print(f"\n## Quartiles of 1000 Exponential(20) draws clipped to [0, 100], pure epsilon "
-          f"= {eps}, mean L2 error over {trials} trials")
-    print("\n| bins | HistogramQuantiles (isotonic) | raw cumulative sums (numpy) | "
-          "counts clipped at 0 (former) | TreeQuantiles | tree depth |")
-    print("| ---: | ---: | ---: | ---: | ---: | ---: |")
-    for bins in BINS:
-        hist = HistogramQuantiles(lower=0.0, upper=100.0, bins=bins, scale=1.0 / eps,
-                                  out_of_range="clip")
-        depth = TreeQuantiles(lower=0.0, upper=100.0, bins=bins, scale=1.0).depth
-        tree = TreeQuantiles(lower=0.0, upper=100.0, bins=bins, scale=depth / eps,
-                             out_of_range="clip")
-        rng = np.random.default_rng(bins)
-        errs = {k: [] for k in ("iso", "raw", "clip", "tree")}
-        for _ in range(trials):
-            x = rng.exponential(20.0, size=1000)
-            truth = np.quantile(np.minimum(x, 100.0), QUARTILES)
-            rel = hist.release(x, rng=rng)
-            errs["iso"].append(np.linalg.norm(rel.quantiles(QUARTILES) - truth))
-            raw = raw_cumsum_quantiles(rel.noisy_counts, QUARTILES, 0.0, 100.0)
-            errs["raw"].append(np.linalg.norm(raw - truth))
-            clipped = quantiles_from_counts(np.maximum(rel.noisy_counts, 0.0), QUARTILES,
-                                            0.0, 100.0)
-            errs["clip"].append(np.linalg.norm(clipped - truth))
-            errs["tree"].append(np.linalg.norm(tree.quantiles(x, QUARTILES, rng=rng) - truth))
-        m = {k: float(np.mean(v)) for k, v in errs.items()}
-        print(f"| {bins} | {m['iso']:.2f} | {m['raw']:.2f} | {m['clip']:.2f} | "
-              f"{m['tree']:.2f} | {depth} |")
+def collect(topics: Sequence[str], seeds: int, quick: bool, package: str = PACKAGE,
+            log: Callable[[str], None] | None = None) -> list[dict]:
+    """Run every topic's ``rows(seeds, quick)``; failures become error rows."""
+    out: list[dict] = []
+    for topic in progress(topics, desc="topics", total=len(topics)):
+        t0 = time.perf_counter()
+        try:
+            module = importlib.import_module(f"{package}.{topic}")
+            rows = module.rows(seeds=seeds, quick=quick)
+            out.extend(check_row(r, topic) for r in rows)
+        except Exception as exc:  # a failing topic never stops the table
+            if log is not None:
+                log(traceback.format_exc())
+            out.append(_error_row(topic, exc))
+        if log is not None:
+            log(f"{topic}: {time.perf_counter() - t0:.1f} s")
+    return out
 
 
-# ----------------------------------------------------------------------------------
-# 3. DP Theil-Sen
-# ----------------------------------------------------------------------------------
-def theil_sen_errors(quick: bool) -> None:
-    from scipy.stats import theilslopes
-
-    from dpacct.mechanisms import DPTheilSen
-
-    trials = 50 if quick else 200
-    alg = DPTheilSen(epsilon=2.0, x_lower=-3.0, x_upper=3.0, pred_lower=-10.0,
-                     pred_upper=10.0, k=10, out_of_range="clip")
-    print(f"\n## DP Theil-Sen, epsilon = 2 (pure), k = 10, {trials} data sets per n: mean "
-          "absolute error of slope / intercept (truth 2 / 1)")
-    print("\n| n | refused by out_of_range='raise' | DP Theil-Sen slope | intercept | "
-          "Theil-Sen (scipy) slope | intercept | least squares (numpy) slope | intercept |")
-    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
-    for n in (100, 1000):
-        rng = np.random.default_rng(n)
-        refused = 0
-        e = {k: [] for k in ("dp_s", "dp_i", "ts_s", "ts_i", "ls_s", "ls_i")}
-        for _ in range(trials):
-            x = rng.normal(size=n)
-            y = 2.0 * x + 1.0 + rng.normal(0.0, 0.5, size=n)
-            refused += bool((np.abs(x) > 3.0).any())
-            fit = alg.fit(x, y, rng=rng)
-            ts = theilslopes(y, x)
-            ls = np.linalg.lstsq(np.column_stack([x, np.ones(n)]), y, rcond=None)[0]
-            for key, (s, i) in (("dp", (fit.slope, fit.intercept)),
-                                ("ts", (ts[0], ts[1])), ("ls", (ls[0], ls[1]))):
-                e[key + "_s"].append(abs(s - 2.0))
-                e[key + "_i"].append(abs(i - 1.0))
-        m = {k: float(np.mean(v)) for k, v in e.items()}
-        print(f"| {n} | {refused} of {trials} | {m['dp_s']:.3f} | {m['dp_i']:.3f} | "
-              f"{m['ts_s']:.3f} | {m['ts_i']:.3f} | {m['ls_s']:.3f} | {m['ls_i']:.3f} |")
+def _num(v: object) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "-"
+    if isinstance(v, int | float):
+        return f"{v:.4g}"
+    return str(v)
 
 
-def main(argv: list[str] | None = None) -> None:
+def _cell(value: object, spread: object) -> str:
+    s = _num(value)
+    return f"{s} [{spread}]" if spread and s != "-" else s
+
+
+def _escape(s: object) -> str:
+    return str(s).replace("|", "\\|").replace("\n", " ")
+
+
+def format_table(rows: Sequence[dict]) -> str:
+    """The rows as one Markdown table (columns :data:`COLUMNS`)."""
+    lines = ["| " + " | ".join(COLUMNS) + " |",
+             "| --- | --- | ---: | ---: | --- | ---: | --- | --- |"]
+    for r in rows:
+        cells = (r["workflow"], r["metric"], _cell(r["dpacct"], r["dpacct_spread"]),
+                 _cell(r["peer_value"], r["peer_spread"]), r["peer"], r["seeds"],
+                 r["verdict"], r["why"])
+        lines.append("| " + " | ".join(_escape(c) for c in cells) + " |")
+    return "\n".join(lines)
+
+
+def _jsonable(rows: Sequence[dict]) -> list[dict]:
+    def fix(v: object) -> object:
+        if isinstance(v, float) and not math.isfinite(v):
+            return None
+        if hasattr(v, "item"):  # numpy scalars
+            return fix(v.item())
+        return v
+
+    return [{k: fix(v) for k, v in r.items()} for r in rows]
+
+
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="fewer iterations and trials")
+    parser.add_argument("--seeds", type=int, default=None,
+                        help="seeds per comparison (default 100; 5 with --quick)")
+    parser.add_argument("--quick", action="store_true", help="few seeds, short runs")
+    parser.add_argument("--only", nargs="+", metavar="TOPIC",
+                        help="run only these topic modules (names in benchmarks/algos)")
+    parser.add_argument("--json", metavar="PATH", help="write the rows as JSON ('-': stdout)")
+    parser.add_argument("--verbose", action="store_true",
+                        help="print each topic's time and any traceback to stderr")
     args = parser.parse_args(argv)
-    noisy_gd_speed(args.quick)
-    quantile_errors(args.quick)
-    theil_sen_errors(args.quick)
+    seeds = args.seeds if args.seeds is not None else (5 if args.quick else 100)
+    if seeds < 1:
+        parser.error(f"--seeds must be >= 1, got {seeds}")
+    topics = discover(PACKAGE)
+    if args.only:
+        unknown = sorted(set(args.only) - set(topics))
+        if unknown:
+            parser.error(f"unknown topic(s) {unknown}; the topics are {topics}")
+        topics = [t for t in topics if t in args.only]
+    log = (lambda s: print(s, file=sys.stderr)) if args.verbose else None
+    rows = collect(topics, seeds, args.quick, package=PACKAGE, log=log)
+    print(f"# dpacct against the peers ({seeds} seeds{', quick' if args.quick else ''})\n")
+    print(format_table(rows))
+    if args.json:
+        text = json.dumps({"seeds": seeds, "quick": args.quick, "rows": _jsonable(rows)},
+                          indent=1)
+        if args.json == "-":
+            print(text)
+        else:
+            with open(args.json, "w") as fh:
+                fh.write(text + "\n")
+    return 1 if any(r["verdict"] == ERROR for r in rows) else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

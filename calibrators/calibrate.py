@@ -41,11 +41,14 @@ from typing import Any
 from dpacct.accountant.mechanism import Mechanism
 from dpacct.accountant.numerics import EXP_MAX, EXP_OVERFLOW, TINY, brentq
 from dpacct.accountant.validation import (
+    check_count,
     check_delta,
+    check_epsilon,
     check_finite,
     check_flag,
     check_positive,
     check_tol,
+    show_value,
 )
 
 __all__ = [
@@ -206,7 +209,7 @@ def _check_interval(interval: Any, integer: bool) -> tuple[float, float]:
     try:
         lo, hi = interval
     except (TypeError, ValueError) as exc:
-        raise TypeError(f"interval must be a pair (low, high), got {interval!r}") from exc
+        raise TypeError(f"interval must be a pair (low, high), got {show_value(interval)}") from exc
     lo = check_positive("interval[0]", lo)
     hi = check_positive("interval[1]", hi)
     if lo > hi:
@@ -220,11 +223,14 @@ def _check_domain(domain: Any, integer: bool) -> tuple[float, float]:
     if domain is None:
         return (1.0, math.inf) if integer else (0.0, math.inf)
     try:
-        lo, hi = (float(v) for v in domain)
+        lo, hi = domain  # a string of two characters would unpack too: refused below
     except (TypeError, ValueError) as exc:
-        raise TypeError(f"domain must be a pair (low, high) of numbers, got {domain!r}") from exc
-    if math.isnan(lo) or math.isnan(hi) or lo < 0 or not lo < hi:
-        raise ValueError(f"domain must satisfy 0 <= low < high, got {domain!r}")
+        msg = f"domain must be a pair (low, high) of numbers, got {show_value(domain)}"
+        raise TypeError(msg) from exc
+    lo = check_epsilon(lo, "domain[0]")  # in [0, inf)
+    hi = check_positive("domain[1]", hi, allow_inf=True)
+    if not lo < hi:
+        raise ValueError(f"domain must satisfy 0 <= low < high, got ({lo!r}, {hi!r})")
     if integer and lo < 1:
         lo = 1.0
     return lo, hi
@@ -619,13 +625,10 @@ def calibrate(
     if not callable(family):
         raise TypeError(f"family must be callable (parameter -> Mechanism), got {family!r}")
     target = check_positive("epsilon", epsilon)
-    if not isinstance(delta, bool) and isinstance(delta, int | float) and delta == 0:
-        delta = 0.0  # pure DP: calibrated on Mechanism.pure_epsilon
-    else:
-        delta = check_delta(delta)
+    delta = check_delta(delta, allow_zero=True)  # 0: pure DP, on Mechanism.pure_epsilon
     rtol = check_finite("rtol", rtol)
     if not 0 < rtol < 0.5:
-        raise ValueError(f"rtol must lie in (0, 0.5), got {rtol!r}")
+        raise ValueError(f"rtol must lie in (0, 0.5), got {show_value(rtol)}")
     integer = check_flag("integer", integer)
     if increasing is not None:
         increasing = check_flag("increasing", increasing)
@@ -645,12 +648,16 @@ def calibrate(
     if start is not None:
         start = check_positive("start", start)
         if not dom[0] <= start <= dom[1]:
-            raise ValueError(f"start must lie in the domain {dom!r}, got {start!r}")
+            raise ValueError(
+                f"start must lie in the domain {show_value(dom)}, got {show_value(start)}"
+            )
     if estimate is not None and not callable(estimate):
-        raise TypeError(f"estimate must be callable (parameter -> epsilon), got {estimate!r}")
+        msg = f"estimate must be callable (parameter -> epsilon), got {show_value(estimate)}"
+        raise TypeError(msg)
     if isinstance(max_evaluations, bool) or not isinstance(max_evaluations, int):
-        raise TypeError(f"max_evaluations must be an integer, got {max_evaluations!r}")
-    if max_evaluations < 2:
+        msg = f"max_evaluations must be an integer, got {show_value(max_evaluations)}"
+        raise TypeError(msg)
+    if check_count(max_evaluations, "max_evaluations") < 2:
         raise ValueError(f"max_evaluations must be an integer >= 2, got {max_evaluations}")
 
     search = _Search(

@@ -202,7 +202,7 @@ def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1
     True
     """
     eps = check_positive("epsilon", epsilon)
-    delta = check_delta(delta)
+    delta = check_delta(delta, what="the Gaussian mechanism")
     sens = check_positive("sensitivity", sensitivity)
     log_d = math.log(delta)
 
@@ -384,7 +384,7 @@ def noise_multiplier(
     True
     """
     eps = check_positive("epsilon", epsilon)
-    delta = check_delta(delta)
+    delta = check_delta(delta, what="DP-SGD (a subsampled Gaussian)")
     q = check_sample_rate(sample_rate)
     n = resolve_steps(steps, epochs, q)
 
@@ -476,7 +476,7 @@ def max_steps(
     7
     """
     eps = check_positive("epsilon", epsilon)
-    delta = check_delta(delta)
+    delta = check_delta(delta, what="DP-SGD (a subsampled Gaussian)")
     sigma = check_positive("noise_multiplier", noise_multiplier)
     q = check_sample_rate(sample_rate)
     step = poisson_subsample(GaussianMechanism(sigma=sigma), q)
@@ -531,7 +531,7 @@ def max_sample_rate(
     1.0
     """
     eps = check_positive("epsilon", epsilon)
-    delta = check_delta(delta)
+    delta = check_delta(delta, what="DP-SGD (a subsampled Gaussian)")
     sigma = check_positive("noise_multiplier", noise_multiplier)
     n = check_count(steps, "steps")
     base = GaussianMechanism(sigma=sigma)
@@ -599,7 +599,7 @@ def get_noise_multiplier(
             f"accountant must be one of 'rdp', 'prv', 'gdp', 'pld' or None, got {accountant!r}"
         )
     eps = check_positive("target_epsilon", target_epsilon)
-    delta = check_delta(target_delta, "target_delta")
+    delta = check_delta(target_delta, "target_delta", what="DP-SGD (a subsampled Gaussian)")
     q = check_sample_rate(sample_rate)
     rtol = 1e-3
     if epsilon_tolerance is not None:

@@ -110,7 +110,7 @@ def calibrate_ssp(
     5.276
     """
     check_positive("epsilon", epsilon)
-    check_delta(delta)
+    check_delta(delta, what="SSP (Gaussian releases)")
     proto = SufficientStatisticsPerturbation(
         noise_scale=1.0,
         x_bound=x_bound,
@@ -137,6 +137,7 @@ def calibrate_adassp(
     intercept_scaling: float = 1.0,
     rtol: float = 1e-3,
     out_of_range: str = "raise",
+    ridge_constant: float | str | None = None,
 ) -> AdaSSP:
     """The AdaSSP whose three Gaussian releases, composed, are (epsilon, delta)-DP.
 
@@ -167,6 +168,11 @@ def calibrate_adassp(
     out_of_range : {'raise', 'clip'}
         Passed to the algorithm: refuse (default) or clip data outside the declared
         bounds (no change to the privacy).
+    ridge_constant : float or {'wang', 'tutorial'}, optional
+        The ridge constant of :class:`~dpacct.mechanisms.ssp.AdaSSP` (default Wang 2018's
+        ``sqrt(d log(2 d^2 / rho))``; ``'tutorial'`` is autodp's ``1.96 sqrt(d)``).  It is
+        post-processing of the releases: the calibrated noise, and so the privacy, is the
+        same for every constant.
 
     Returns
     -------
@@ -181,7 +187,7 @@ def calibrate_adassp(
     6.462
     """
     check_positive("epsilon", epsilon)
-    delta = check_delta(delta)
+    delta = check_delta(delta, what="AdaSSP (Gaussian releases)")
     if shift is None:
         shift = math.sqrt(math.log(6.0 / delta))
     proto = AdaSSP(
@@ -194,5 +200,6 @@ def calibrate_adassp(
         fit_intercept=fit_intercept,
         intercept_scaling=intercept_scaling,
         out_of_range=out_of_range,
+        ridge_constant=ridge_constant,
     )
     return _run(proto, epsilon, delta, rtol)

@@ -38,9 +38,10 @@ from dpacct.accountant.validation import (
     check_probability,
     check_sample_rate,
     check_tol,
+    show_value,
 )
 
-from .calibrate import CalibrationError, UnreachableTargetError
+from .calibrate import CalibrationError, UnreachableTargetError, _check_domain, _check_interval
 from .dpsgd import dpsgd_mechanism
 
 __all__ = [
@@ -112,16 +113,16 @@ def _target(tpr, fpr, advantage) -> tuple[str, float, float | None]:
             raise ValueError("give either advantage or (tpr, fpr), not both")
         adv = check_probability("advantage", advantage)
         if not 0.0 < adv < 1.0:
-            raise ValueError(f"advantage must lie in (0, 1), got {advantage!r}")
+            raise ValueError(f"advantage must lie in (0, 1), got {show_value(advantage)}")
         return "advantage", adv, None
     if tpr is None or fpr is None:
         raise TypeError("give a target: advantage=, or tpr= together with fpr=")
     a = check_probability("fpr", fpr)
     t = check_probability("tpr", tpr)
     if not 0.0 <= a < 1.0:
-        raise ValueError(f"fpr must lie in [0, 1), got {fpr!r}")
+        raise ValueError(f"fpr must lie in [0, 1), got {show_value(fpr)}")
     if not a < t < 1.0:
-        raise ValueError(f"tpr must lie in (fpr, 1) = ({a:g}, 1), got {tpr!r}")
+        raise ValueError(f"tpr must lie in (fpr, 1) = ({a:g}, 1), got {show_value(tpr)}")
     return "tpr", t, a
 
 
@@ -202,19 +203,19 @@ def calibrate_risk(
         raise TypeError(f"family must be callable (parameter -> Mechanism), got {family!r}")
     metric, target, a = _target(tpr, fpr, advantage)
     if not isinstance(increasing, bool):
-        raise TypeError(f"increasing must be True or False, got {increasing!r}")
+        raise TypeError(f"increasing must be True or False, got {show_value(increasing)}")
     rtol = check_finite("rtol", rtol)
     if not 0.0 < rtol < 0.5:
-        raise ValueError(f"rtol must lie in (0, 0.5), got {rtol!r}")
+        raise ValueError(f"rtol must lie in (0, 0.5), got {show_value(rtol)}")
     tol = check_tol(tol)
-    lo_i, hi_i = (check_positive("interval", v) for v in interval)
-    if lo_i > hi_i:
-        raise ValueError(f"interval must be (low, high) with low <= high, got {interval!r}")
-    d_lo, d_hi = float(domain[0]), float(domain[1])
-    if not 0.0 <= d_lo < d_hi:
-        raise ValueError(f"domain must be (low, high) with 0 <= low < high, got {domain!r}")
+    lo_i, hi_i = _check_interval(interval, integer=False)
+    d_lo, d_hi = _check_domain(domain, integer=False)
     if isinstance(max_evaluations, bool) or not isinstance(max_evaluations, int):
-        raise TypeError(f"max_evaluations must be an integer, got {max_evaluations!r}")
+        msg = f"max_evaluations must be an integer, got {show_value(max_evaluations)}"
+        raise TypeError(msg)
+    check_count(max_evaluations, "max_evaluations")
+    if start is not None:
+        start = check_positive("start", start)
     x0 = math.log(start) if start is not None else 0.5 * (math.log(lo_i) + math.log(hi_i))
     x_min = max(math.log(lo_i / _MAX_WIDEN), math.log(d_lo) if d_lo > 0 else -math.inf)
     x_max = min(math.log(hi_i * _MAX_WIDEN), math.log(d_hi) if math.isfinite(d_hi) else math.inf)

@@ -27,7 +27,13 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from dpacct.accountant.validation import check_delta, check_positive, check_probability
+from dpacct.accountant.validation import (
+    check_delta,
+    check_finite,
+    check_positive,
+    check_probability,
+    check_tol,
+)
 from dpacct.mechanisms.noise import NOISES
 from dpacct.mechanisms.synthesis import Column, MarginalSynthesizer
 
@@ -93,13 +99,15 @@ def calibrate_synthesizer(
     """
     epsilon = check_positive("epsilon", epsilon)
     f = check_probability("count_fraction", count_fraction)
+    check_tol(tol)
+    if not 0.0 < check_finite("rtol", rtol) < 0.5:  # used only at delta > 0, checked always
+        raise ValueError(f"rtol must lie in (0, 0.5), got {float(rtol)!r}")
     if noise not in NOISES:
         raise ValueError(f"noise must be one of {NOISES!r}, got {noise!r}")
-    pure = noise == "laplace" and not isinstance(delta, bool) and delta == 0
-    if not pure:
-        if noise == "gaussian" and not isinstance(delta, bool) and delta == 0:
-            raise ValueError("delta must lie in (0, 1) for Gaussian noise (no pure-DP guarantee)")
-        delta = check_delta(delta)
+    delta = check_delta(delta, allow_zero=True)
+    pure = noise == "laplace" and delta == 0
+    if noise == "gaussian":  # Gaussian noise has no pure epsilon: delta = 0 is refused
+        delta = check_delta(delta, what="a MarginalSynthesizer with Gaussian noise")
     probe = MarginalSynthesizer(columns, marginals, noise, scale=1.0, count=count)
     k = len(probe.cliques)
     cols, margs = probe.columns, probe.marginals

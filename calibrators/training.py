@@ -24,6 +24,7 @@ from dpacct.accountant.validation import (
     check_delta,
     check_positive,
     check_sample_rate,
+    show_value,
 )
 from dpacct.mechanisms.dp_sgd import DPSGD
 from dpacct.mechanisms.noisy_gd import NoisyGD
@@ -118,11 +119,12 @@ def calibrate_noisy_gd(
     98
     """
     eps = check_positive("epsilon", epsilon)
-    delta = check_delta(delta)
+    delta = check_delta(delta, what="the Gaussian mechanism")
     if (iterations is None) == (sigma is None):
         raise TypeError(
             "give exactly one of iterations (to calibrate sigma) or sigma (to find the "
-            f"largest number of iterations), got iterations={iterations!r}, sigma={sigma!r}"
+            f"largest number of iterations), got iterations={show_value(iterations)}, "
+            f"sigma={show_value(sigma)}"
         )
     if iterations is not None:
         T = check_count(iterations, "iterations")
@@ -215,11 +217,11 @@ def calibrate_dp_sgd(
     True
     """
     eps = check_positive("epsilon", epsilon)
-    delta = check_delta(delta)
+    delta = check_delta(delta, what="DP-SGD (a subsampled Gaussian)")
     if (sample_rate is None) == (batch_size is None):
         raise TypeError(
-            f"give exactly one of sample_rate or batch_size, got sample_rate={sample_rate!r}, "
-            f"batch_size={batch_size!r}"
+            "give exactly one of sample_rate or batch_size, got "
+            f"sample_rate={show_value(sample_rate)}, batch_size={show_value(batch_size)}"
         )
     size = None if n is None else check_count(n, "n")
     if batch_size is not None:
@@ -282,6 +284,6 @@ def naive_split_sigma(epsilon: float, delta: float, iterations: int) -> float:
     9.7
     """
     eps = check_positive("epsilon", epsilon)
-    delta = check_delta(delta)
+    delta = check_delta(delta, what="the Gaussian mechanism")
     T = check_count(iterations, "iterations")
     return analytic_gaussian_sigma(eps / T, delta / T)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from dpacct.accountant.numerics import TINY
+from dpacct.accountant.validation import show_value
 
 __all__ = [
     "as_design_matrix",
@@ -26,7 +27,7 @@ BOUND_SLACK = 1e-10
 
 def _as_float(name: str, value: object, shape: str) -> np.ndarray:
     if value is None or isinstance(value, str | bytes):
-        raise TypeError(f"{name} must be a {shape} array of numbers, got {value!r}")
+        raise TypeError(f"{name} must be a {shape} array of numbers, got {show_value(value)}")
     try:
         return np.asarray(value, dtype=float)
     except (TypeError, ValueError) as exc:
@@ -167,7 +168,7 @@ def _binary_labels(ya: np.ndarray) -> np.ndarray:
     if okpm.all():
         return (ya > 0).astype(float)
     bad = ya[~(ok01 | okpm)]
-    detail = f"got {bad[0]!r}" if bad.size else "got both 0 and -1"
+    detail = f"got {float(bad[0])!r}" if bad.size else "got both 0 and -1"
     raise ValueError(
         f"y must contain labels in {{0, 1}} or in {{-1, +1}} (one coding) for a binary "
         f"model, {detail}"

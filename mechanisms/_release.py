@@ -1,6 +1,6 @@
 """Input checks and exact coin flips shared by the primitives' ``release`` methods.
 
-Every primitive both states its privacy and adds the noise (DESIGN.md, "One source of
+Every primitive both states its privacy and adds the noise (docs/design.md, "One source of
 truth for noise"); the checks here are the ones all releases share, so that each
 ``release`` refuses a bad input with an error that names the parameter, before any
 randomness is drawn.

@@ -8,7 +8,7 @@ with repetition counts.  :class:`Algorithm` turns that list into a full
 like any other mechanism, and a test can check its privacy against an explicit
 composition built by hand.
 
-One source of truth for noise (DESIGN.md).  An algorithm states its *plan*: a tuple of
+One source of truth for noise (docs/design.md).  An algorithm states its *plan*: a tuple of
 :class:`PlannedRelease` lines, "``count`` releases of this primitive object at this
 sensitivity".  Its privacy is the composition of the plan's mechanisms
 (:meth:`Algorithm.primitives` is derived from it), and when it runs it draws its noise
@@ -98,7 +98,7 @@ class ReleaseSession:
     Created by :meth:`Algorithm.releases`.  :meth:`release` calls the planned
     mechanism's ``release`` with the planned sensitivity and the run's generator;
     a release beyond the planned count raises before any randomness is drawn, and
-    :meth:`finish` raises if fewer were made.  :attr:`made` holds the counts so far.
+    :meth:`finish` raises if fewer were made.  ``made`` holds the counts so far.
 
     Parameters
     ----------

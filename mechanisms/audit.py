@@ -256,7 +256,7 @@ def _check_thresholds(thresholds: object) -> np.ndarray:
     if t.ndim != 1 or t.size == 0:
         raise ValueError(f"thresholds must be a non-empty 1-D array, got shape {t.shape}")
     if not np.isfinite(t).all():
-        raise ValueError(f"thresholds must be finite numbers, got {t[~np.isfinite(t)][0]!r}")
+        raise ValueError(f"thresholds must be finite numbers, got {float(t[~np.isfinite(t)][0])!r}")
     return np.unique(t)
 
 
@@ -403,8 +403,7 @@ class AuditResult:
         float
             The largest bound over all tests, 0 if no test is informative.
         """
-        if delta != 0.0:
-            delta = check_delta(delta)
+        delta = check_delta(delta, allow_zero=True)
         num = 1.0 - delta - self.beta_high
         ok = (num > 0) & (self.alpha_high > 0)
         if not ok.any():

@@ -37,7 +37,12 @@ from dpacct.accountant.mechanism import Capabilities, Mechanism, PLDSettings, di
 from dpacct.accountant.numerics import invert_decreasing
 from dpacct.accountant.pld import GridPLD
 from dpacct.accountant.serialization import register_mechanism
-from dpacct.accountant.validation import check_positive, check_rng
+from dpacct.accountant.validation import (
+    check_positive,
+    check_real_values,
+    check_rng,
+    show_value,
+)
 
 from ._release import check_integer_values, is_integral, uniform_below
 from .randomized_response import PureDPCurves
@@ -124,7 +129,7 @@ def _discrete_gaussian_one(rng: np.random.Generator, a: int, b: int) -> int:
 def _check_size(size: object) -> tuple[int, ...]:
     shape = (size,) if isinstance(size, int | np.integer) else tuple(size)  # type: ignore[arg-type]
     if any(int(n) < 0 for n in shape):
-        raise ValueError(f"size must not contain negative entries, got {size!r}")
+        raise ValueError(f"size must not contain negative entries, got {show_value(size)}")
     return tuple(int(n) for n in shape)
 
 
@@ -146,7 +151,7 @@ def sample_discrete_laplace(scale: float | Fraction, size, rng: np.random.Genera
     rng = check_rng(rng)
     frac = Fraction(scale)
     if frac <= 0:
-        raise ValueError(f"scale must lie in (0, inf), got {scale!r}")
+        raise ValueError(f"scale must lie in (0, inf), got {show_value(scale)}")
     shape = _check_size(size)
     n = math.prod(shape)
     t, s = frac.numerator, frac.denominator
@@ -171,7 +176,7 @@ def sample_discrete_gaussian(sigma: float | Fraction, size, rng: np.random.Gener
     rng = check_rng(rng)
     frac = Fraction(sigma)
     if frac <= 0:
-        raise ValueError(f"sigma must lie in (0, inf), got {sigma!r}")
+        raise ValueError(f"sigma must lie in (0, inf), got {show_value(sigma)}")
     var = frac * frac
     shape = _check_size(size)
     n = math.prod(shape)
@@ -190,7 +195,8 @@ def _integer_release(value: object, noise) -> object:
 def _check_integer_sensitivity(sensitivity: object) -> int:
     if not is_integral(sensitivity) or float(sensitivity) < 1:  # type: ignore[arg-type]
         raise ValueError(
-            f"sensitivity must be a positive integer (integer-valued query), got {sensitivity!r}"
+            "sensitivity must be a positive integer (integer-valued query), got "
+            f"{show_value(sensitivity)}"
         )
     return int(sensitivity)  # type: ignore[call-overload]
 
@@ -423,7 +429,7 @@ def discrete_gaussian_delta_bounds(
     True
     """
     sigma = check_positive("sigma", sigma)
-    eps = np.asarray(epsilon, dtype=float)
+    eps = check_real_values("epsilon", epsilon)[0]  # finite reals (no strings, no bools)
     s2 = sigma * sigma
     root2pi = math.sqrt(2.0 * math.pi)
     factor_lo = 1.0 / (1.0 + 3.0 * math.exp(-2.0 * math.pi**2 * min(sigma, 10.0) ** 2))
@@ -648,7 +654,7 @@ class DiscreteGaussianMechanism(Mechanism):
         if _check_integer_sensitivity(sensitivity) != 1:
             raise ValueError(
                 f"sensitivity must be 1 for the discrete Gaussian (its curves are those of a "
-                f"unit shift on the integers and do not rescale), got {sensitivity!r}"
+                f"unit shift on the integers and do not rescale), got {show_value(sensitivity)}"
             )
         sigma = self.sigma
         return _integer_release(value, lambda shape: sample_discrete_gaussian(sigma, shape, rng))

@@ -30,6 +30,7 @@ from dpacct.accountant.validation import (
     check_positive,
     check_rng,
     check_sample_rate,
+    show_value,
 )
 from dpacct.mechanisms._regression_data import binary_coding
 from dpacct.mechanisms.algorithm import Algorithm, PlannedRelease
@@ -212,8 +213,9 @@ class DPSGD(Algorithm):
                 )
             if steps is not None and steps != from_epochs:
                 raise ValueError(
-                    f"steps and epochs disagree: epochs={epochs!r} at sample_rate={q!r} is "
-                    f"{from_epochs} steps, got steps={steps!r}; give one of them"
+                    f"steps and epochs disagree: epochs={show_value(epochs)} at "
+                    f"sample_rate={show_value(q)} is "
+                    f"{from_epochs} steps, got steps={show_value(steps)}; give one of them"
                 )
             steps = from_epochs
         object.__setattr__(self, "steps", steps)
@@ -274,7 +276,7 @@ class DPSGD(Algorithm):
         X, yy = _check_data(X, y, self.loss, n_classes=self.n_classes)
         coding = binary_coding(y) if self.loss == "logistic" else "01"
         if delta is not None:
-            delta = check_delta(delta)
+            delta = check_delta(delta, what="DP-SGD (a subsampled Gaussian)")
         if accountant is None:
             accountant = PrivacyAccountant()
         elif not isinstance(accountant, PrivacyAccountant):

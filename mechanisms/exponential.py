@@ -50,7 +50,7 @@ import numpy as np
 from dpacct.accountant.loss_law import PrivacyLossLaw
 from dpacct.accountant.mechanism import Capabilities, Mechanism
 from dpacct.accountant.serialization import register_mechanism
-from dpacct.accountant.validation import check_positive
+from dpacct.accountant.validation import check_positive, show_value
 
 from ._release import check_real_values, check_release_args
 from .randomized_response import PureDPCurves
@@ -315,7 +315,7 @@ class ExponentialMechanism(Mechanism):
         if not isinstance(bounded_range, bool | np.bool_):
             raise TypeError(
                 f"bounded_range must be a bool, got {type(bounded_range).__name__} "
-                f"{bounded_range!r}"
+                f"{show_value(bounded_range)}"
             )
         object.__setattr__(self, "epsilon0", eps0)
         object.__setattr__(self, "bounded_range", bool(bounded_range))

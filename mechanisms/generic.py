@@ -209,7 +209,7 @@ def zcdp_epsilon(rho: float, delta: float) -> float:
     (True, 0.727)
     """
     rho = check_positive("rho", rho)
-    delta = check_delta(delta)
+    delta = check_delta(delta, what="zCDP")
     log_inv_delta = -math.log(delta)
     log_rho = math.log(rho)
 

@@ -40,7 +40,7 @@ from dpacct.accountant.numerics import next_up
 from dpacct.accountant.rdp import pure_dp_rdp, randomized_response_rdp
 from dpacct.accountant.relations import REPLACE_ONE
 from dpacct.accountant.serialization import register_mechanism
-from dpacct.accountant.validation import check_count, check_finite, check_rng
+from dpacct.accountant.validation import check_count, check_finite, check_rng, show_value
 
 from ._release import bernoulli_rational, check_integer_values
 
@@ -122,17 +122,18 @@ def _binary_rr(eps0: float) -> tuple[float, float]:
 def _check_k(value: object) -> int:
     """``k``: an integer >= 2 (a float with an integral value is accepted)."""
     if isinstance(value, bool) or isinstance(value, str | bytes):
-        raise TypeError(f"k must be an integer >= 2, got {type(value).__name__} {value!r}")
+        shown = f"{type(value).__name__} {show_value(value)}"
+        raise TypeError(f"k must be an integer >= 2, got {shown}")
     if isinstance(value, numbers.Real) and not isinstance(value, numbers.Integral):
         x = float(value)
         if not (math.isfinite(x) and x.is_integer()):
-            raise ValueError(f"k must be an integer >= 2, got {value!r}")
+            raise ValueError(f"k must be an integer >= 2, got {show_value(value)}")
     try:
         k = check_count(value, "k")
     except ValueError as exc:
         if "<=" in str(exc):  # beyond the int64 range: keep the message naming the limit
             raise
-        raise ValueError(f"k must be an integer >= 2, got {value!r}") from None
+        raise ValueError(f"k must be an integer >= 2, got {show_value(value)}") from None
     if k < 2:
         raise ValueError(f"k must be an integer >= 2, got {k}")
     return k
@@ -200,10 +201,14 @@ class RandomizedResponse(Mechanism):
         k = _check_k(self.k)
         p = check_finite("p", self.p)
         if not 1.0 / k < p < 1.0:
-            raise ValueError(f"p must lie in (1/k, 1) = ({1.0 / k:.6g}, 1) for k={k}, got {p!r}")
+            raise ValueError(
+                f"p must lie in (1/k, 1) = ({1.0 / k:.6g}, 1) for k={k}, got {show_value(p)}"
+            )
         eps0 = math.log1p((p * k - 1.0) / (1.0 - p))
         if not eps0 > 0.0:
-            raise ValueError(f"p={p!r} is too close to 1/k={1.0 / k:.17g} (epsilon0 rounds to 0)")
+            raise ValueError(
+                f"p={show_value(p)} is too close to 1/k={1.0 / k:.17g} (epsilon0 rounds to 0)"
+            )
         object.__setattr__(self, "k", k)
         object.__setattr__(self, "p", p)
 

@@ -22,7 +22,12 @@ from __future__ import annotations
 from dpacct.accountant.mechanism import Mechanism
 from dpacct.accountant.relations import ADD_REMOVE
 from dpacct.accountant.subsample import subsample_without_replacement
-from dpacct.accountant.validation import check_finite, check_sample_rate
+from dpacct.accountant.validation import (
+    check_finite,
+    check_positive,
+    check_sample_rate,
+    show_value,
+)
 
 from .gaussian import GaussianMechanism, ReplaceOneGaussianMechanism
 from .laplace import LaplaceMechanism, ReplaceOneLaplaceMechanism
@@ -68,7 +73,7 @@ def replace_one(mechanism: Mechanism, *, sensitivity_factor: float = 2.0) -> Mec
     if not 1.0 <= factor <= 2.0:
         raise ValueError(
             f"sensitivity_factor must lie in [1, 2] (replace-one over add/remove "
-            f"sensitivity; 2 by the triangle inequality), got {factor!r}"
+            f"sensitivity; 2 by the triangle inequality), got {show_value(factor)}"
         )
     if not isinstance(mechanism, Mechanism):
         raise TypeError(f"mechanism must be a Mechanism, got {type(mechanism).__name__}")
@@ -118,5 +123,6 @@ def fixed_size_gaussian_step(noise_multiplier: float, sample_rate: float) -> Mec
     >>> step.neighbouring
     'replace-one'
     """
-    base = replace_one(GaussianMechanism(sigma=noise_multiplier))
+    sigma = check_positive("noise_multiplier", noise_multiplier)
+    base = replace_one(GaussianMechanism(sigma=sigma))
     return subsample_without_replacement(base, check_sample_rate(sample_rate))

@@ -40,11 +40,13 @@ import numpy as np
 
 from dpacct.accountant.serialization import register_mechanism
 from dpacct.accountant.validation import (
+    check_count,
     check_finite,
     check_flag,
     check_positive,
     check_probability,
     check_rng,
+    show_value,
 )
 
 from ._regression_data import as_design_matrix, as_target_vector, check_regression_data
@@ -122,15 +124,32 @@ def _check_ratios(value: object, k: int) -> tuple[float, ...] | None:
     if value is None:
         return None
     if isinstance(value, str | bytes):
-        raise TypeError(f"ratios must be a sequence of {k} positive numbers, got {value!r}")
+        raise TypeError(
+            f"ratios must be a sequence of {k} positive numbers, got {show_value(value)}"
+        )
     try:
         items = tuple(value)  # type: ignore[arg-type]
     except TypeError as exc:
-        msg = f"ratios must be a sequence of {k} positive numbers, got {value!r}"
+        msg = f"ratios must be a sequence of {k} positive numbers, got {show_value(value)}"
         raise TypeError(msg) from exc
     if len(items) != k:
         raise ValueError(f"ratios must have {k} entries, got {len(items)}")
     return tuple(check_positive(f"ratios[{i}]", r) for i, r in enumerate(items))
+
+
+#: the 97.5 % standard normal quantile that autodp's tutorial multiplies ``sqrt(d)`` by
+TUTORIAL_RIDGE_CONSTANT = 1.96
+
+
+def _check_ridge_constant(value: object) -> float | str | None:
+    if value is None or (isinstance(value, str) and value in ("wang", "tutorial")):
+        return value
+    if isinstance(value, str | bytes):
+        raise ValueError(
+            f"ridge_constant must be None, 'wang', 'tutorial' or a number in (0, inf), "
+            f"got {value!r}"
+        )
+    return check_positive("ridge_constant", value)
 
 
 def _to_model(theta: np.ndarray, fit_intercept: bool, c: float, ridge: float) -> LinearModel:
@@ -379,11 +398,13 @@ class AdaSSP(Algorithm):
        (line 2): the shift ``std_eig * t`` makes ``lambda_min~ <= lambda_min`` with high
        probability.  Wang uses ``std_eig = sqrt(log(6/delta)) B^2 / (epsilon/3)`` and
        ``t = sqrt(log(6/delta))``; here ``t`` is :attr:`shift`.
-    3. ``lambda = max(0, sqrt(d log(2 d^2 / rho)) * std_xx - lambda_min~)`` (line 3; Wang's
+    3. ``lambda = max(0, k_d * std_xx - lambda_min~)`` (line 3), where the *ridge
+       constant* ``k_d`` is by default Wang's ``sqrt(d log(2 d^2 / rho))`` (his
        ``sqrt(d log(6/delta) log(2d^2/rho)) B^2/(epsilon/3)`` is exactly
        ``sqrt(d log(2d^2/rho))`` times his ``std_xx``): ``sqrt(d log(2d^2/rho)) std_xx``
        bounds the spectral norm of the noise matrix ``E`` with probability ``1 - rho``, so
-       ``X^T X + E + lambda I`` is positive definite with that probability.
+       ``X^T X + E + lambda I`` is positive definite with that probability.  See
+       ``ridge_constant`` for the other choices.
     4. ``X^T X + E``, ``E`` symmetric with ``E_ij = E_ji ~ N(0, std_xx^2)`` i.i.d. for
        ``i <= j`` (line 4; L2 sensitivity ``B^2``).
     5. ``X^T y + e``, ``e ~ N(0, std_xy^2 I_d)`` (line 5; sensitivity ``B * B_y``).
@@ -395,6 +416,25 @@ class AdaSSP(Algorithm):
     sensitivity ``B^2`` by Weyl's inequality).  Wang splits ``(epsilon, delta)`` into
     three equal parts; here the three stds are fixed ratios of one ``noise_scale``, and
     the composition is accounted exactly (see ``dpacct.calibrators.regression.calibrate_adassp``).
+
+    Privacy of the ridge: ``lambda`` is a function of the released ``lambda_min~`` and
+    of public numbers only (``d``, ``std_xx``, ``rho``, ``shift`` and the ridge constant,
+    all fixed before the data are seen), so by post-processing every ridge constant gives
+    exactly the same ``(epsilon, delta)``: the three releases and their noise do not
+    change.  (Choosing the constant by comparing fits *on the private data* would be a
+    data-dependent selection that this accounting does not cover.)  What the constant
+    changes is the accuracy guarantee.  Wang's constant makes ``E + k_d std_xx I``
+    positive semi-definite with probability ``1 - rho``; with the private lower bound
+    ``lambda_min~ <= lambda_min`` (probability ``1 - rho`` for the default shift) the
+    matrix ``X^T X + E + lambda I`` is then positive definite, with probability at least
+    ``1 - 2 rho``: the event on which Wang's accuracy bounds for AdaSSP are proved.  The
+    tutorial's ``1.96 sqrt(d)`` is about the *typical* spectral norm of ``E``
+    (``~2 sqrt(d) std_xx`` for large ``d``), not a high-probability bound: at ``d = 8``
+    the smallest eigenvalue
+    of ``E`` falls below ``-1.96 sqrt(8) std_xx`` in about 8 % of draws (20 000 simulated
+    symmetric Gaussian matrices; Wang's constant: 0.02 %), and then the regularised
+    matrix may be indefinite and the solution arbitrarily bad.  The smaller ridge buys
+    less bias in the typical case (lower median MSE) at the price of that tail.
 
     Parameters
     ----------
@@ -415,6 +455,14 @@ class AdaSSP(Algorithm):
         ``None`` means ``sqrt(2 log(1/rho))``, so that ``P(lambda_min~ > lambda_min) <=
         rho`` by the Gaussian tail bound ``P(Z > t) <= exp(-t^2/2)``; Wang's value
         ``sqrt(log(6/delta))`` is what ``calibrate_adassp`` passes.  Accuracy only.
+    ridge_constant : float or {'wang', 'tutorial'}, optional
+        ``k_d`` of step 3, the multiple of ``std_xx`` that the ridge must cover.
+        ``None`` or ``'wang'`` (default): Wang 2018's ``sqrt(d log(2 d^2 / rho))``, about
+        7.92 at ``d = 8`` and ``rho = 0.05``.  ``'tutorial'``: ``1.96 sqrt(d)`` (5.54 at
+        ``d = 8``), the rule of autodp's "AdaSSP vs NoisyGD" tutorial (which also shifts
+        the eigenvalue by ``1.96 std_eig``: pass ``shift=1.96`` for that).  A float
+        ``c > 0``: ``c sqrt(d)``.  Accuracy only, never privacy (see *Privacy of the
+        ridge* above).
     fit_intercept : bool
         Append a constant column ``intercept_scaling`` (then
         ``B = sqrt(x_bound^2 + intercept_scaling^2)``; the intercept is penalised too).
@@ -450,6 +498,7 @@ class AdaSSP(Algorithm):
     fit_intercept: bool = False
     intercept_scaling: float = 1.0
     out_of_range: str = "raise"
+    ridge_constant: float | str | None = None
 
     def __post_init__(self) -> None:
         s = object.__setattr__
@@ -459,6 +508,7 @@ class AdaSSP(Algorithm):
         s(self, "x_bound", check_positive("x_bound", self.x_bound))
         s(self, "y_bound", check_positive("y_bound", self.y_bound))
         s(self, "ratios", _check_ratios(self.ratios, 3))
+        s(self, "ridge_constant", _check_ridge_constant(self.ridge_constant))
         s(
             self,
             "failure_probability",
@@ -498,6 +548,34 @@ class AdaSSP(Algorithm):
         if self.shift is not None:
             return self.shift
         return math.sqrt(2.0 * math.log(1.0 / self.failure_probability))
+
+    def ridge_multiplier(self, d: int) -> float:
+        """``k_d``: the ridge of step 3 is ``max(0, k_d * std_xx - lambda_min~)``.
+
+        Parameters
+        ----------
+        d : int
+            Number of columns of the design, >= 1 (the intercept column included).
+
+        Returns
+        -------
+        float
+            Wang 2018's ``sqrt(d log(2 d^2 / rho))``, or ``c sqrt(d)`` for the tutorial's
+            ``c = 1.96`` or a given ``c`` (see ``ridge_constant``).
+
+        Examples
+        --------
+        >>> round(AdaSSP(noise_scale=1.0, x_bound=1.0, y_bound=1.0).ridge_multiplier(8), 4)
+        7.9235
+        >>> alg = AdaSSP(noise_scale=1.0, x_bound=1.0, y_bound=1.0, ridge_constant="tutorial")
+        >>> round(alg.ridge_multiplier(8), 4)  # 1.96 * sqrt(8)
+        5.5437
+        """
+        d = check_count(d, "d")
+        if self.ridge_constant is None or self.ridge_constant == "wang":
+            return math.sqrt(d * math.log(2.0 * d * d / self.failure_probability))
+        c = TUTORIAL_RIDGE_CONSTANT if self.ridge_constant == "tutorial" else self.ridge_constant
+        return float(c) * math.sqrt(d)
 
     def planned_releases(self) -> tuple[PlannedRelease, ...]:
         """The three Gaussian releases, once each.
@@ -544,7 +622,7 @@ class AdaSSP(Algorithm):
         noisy_min = session.release("lambda_min", lam_min)
         lam_min_priv = max(noisy_min - std_eig * self.shift_multiplier, 0.0)
         # line 3: adaptive ridge (std_xx is public: a function of the parameters)
-        spectral = math.sqrt(d * math.log(2.0 * d * d / self.failure_probability)) * std_xx
+        spectral = self.ridge_multiplier(d) * std_xx
         lam = max(0.0, spectral - lam_min_priv)
         # lines 4-5: noisy sufficient statistics
         xx = _noisy_gram(gram, session, "X^T X")

@@ -76,7 +76,13 @@ import numpy as np
 
 from dpacct.accountant.mechanism import Mechanism
 from dpacct.accountant.serialization import register_mechanism
-from dpacct.accountant.validation import check_count, check_positive, check_rng
+from dpacct.accountant.validation import (
+    check_count,
+    check_positive,
+    check_rng,
+    real_array,
+    show_value,
+)
 
 from .algorithm import Algorithm, PlannedRelease
 from .noise import NOISES, noise_mechanism
@@ -290,25 +296,17 @@ class BinnedNumericColumn:
 
     def __post_init__(self) -> None:
         _check_name(self.name)
-        if isinstance(self.edges, str | bytes):
-            raise TypeError(f"edges of column {self.name!r} must be numbers, got {self.edges!r}")
-        try:
-            e = np.asarray(self.edges, dtype=float)
-        except (TypeError, ValueError) as exc:
-            raise TypeError(
-                f"edges of column {self.name!r} must be numbers, got {self.edges!r}"
-            ) from exc
+        what = f"edges of column {self.name!r}"
+        e = real_array(what, self.edges, "numbers")  # no strings, bools or complex
         if e.ndim != 1 or e.size < 2:
             raise ValueError(
-                f"edges of column {self.name!r} must be a 1-D sequence of at least 2 numbers, "
-                f"got {self.edges!r}"
+                f"{what} must be a 1-D sequence of at least 2 numbers, "
+                f"got {show_value(self.edges)}"
             )
         if not np.isfinite(e).all():
-            raise ValueError(f"edges of column {self.name!r} must be finite, got {self.edges!r}")
+            raise ValueError(f"{what} must be finite, got {show_value(self.edges)}")
         if not (np.diff(e) > 0).all():
-            raise ValueError(
-                f"edges of column {self.name!r} must be strictly increasing, got {self.edges!r}"
-            )
+            raise ValueError(f"{what} must be strictly increasing, got {show_value(self.edges)}")
         object.__setattr__(self, "edges", tuple(float(x) for x in e))
         if not isinstance(self.integer, bool | np.bool_):
             raise TypeError(f"integer of column {self.name!r} must be a bool, got "
@@ -1047,12 +1045,13 @@ class MarginalSynthesizer(Algorithm):
                                            and self.count == "measure"):
             if isinstance(self.count, str):
                 raise ValueError(f"count must be 'measure', None or a public number of rows, "
-                                 f"got {self.count!r}")
+                                 f"got {show_value(self.count)}")
             object.__setattr__(self, "count", check_count(self.count, "count"))
         if self.count != "measure":
             if self.count_scale is not None:
                 raise ValueError(
-                    f"count_scale is only used with count='measure', got count={self.count!r}"
+                    "count_scale is only used with count='measure', got "
+                    f"count={show_value(self.count)}"
                 )
             return
         cs = self.scale if self.count_scale is None else self.count_scale
@@ -1160,11 +1159,12 @@ class MarginalSynthesizer(Algorithm):
         check_rng(rng)
         _check_generator(generator)
         if isinstance(counts, str | bytes):
-            raise TypeError(f"counts must be an array of counts, got {counts!r}")
+            raise TypeError(f"counts must be an array of counts, got {show_value(counts)}")
         try:
             arr = np.asarray(counts, dtype=float)
         except (TypeError, ValueError) as exc:
-            raise TypeError(f"counts must be an array of numbers, got {counts!r}") from exc
+            shown = show_value(counts)
+            raise TypeError(f"counts must be an array of numbers, got {shown}") from exc
         if arr.shape != self.sizes:
             raise ValueError(
                 f"counts must have shape {self.sizes} (the column sizes), got {arr.shape}"
@@ -1172,10 +1172,10 @@ class MarginalSynthesizer(Algorithm):
         if np.isnan(arr).any() or np.isinf(arr).any():
             raise ValueError("counts must be finite (no NaN or inf)")
         if (arr < 0).any():
-            raise ValueError(f"counts must be non-negative, got {arr[arr < 0].ravel()[0]!r}")
+            raise ValueError(f"counts must be non-negative, got {float(arr[arr < 0].ravel()[0])!r}")
         if (arr != np.round(arr)).any():
             bad = arr[arr != np.round(arr)].ravel()[0]
-            raise ValueError(f"counts must be integers, got {bad!r}")
+            raise ValueError(f"counts must be integers, got {float(bad)!r}")
         n = int(arr.sum())
         if n == 0:
             raise ValueError("counts must contain at least one row (they sum to 0)")

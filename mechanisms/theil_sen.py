@@ -22,6 +22,7 @@ from dpacct.accountant.validation import (
     check_finite,
     check_positive,
     check_probability,
+    show_value,
 )
 
 from .algorithm import Algorithm, PlannedRelease
@@ -132,7 +133,8 @@ def matching_transformation(k: int, cut_points: tuple[float, float], *,
         c1, c2 = (check_finite("cut_points[0]", cut_points[0]),
                   check_finite("cut_points[1]", cut_points[1]))
     except (TypeError, IndexError) as exc:
-        raise ValueError(f"cut_points must be a pair (x1, x2), got {cut_points!r}") from exc
+        raise ValueError(
+            f"cut_points must be a pair (x1, x2), got {show_value(cut_points)}") from exc
 
     def predict(data: object, rng: np.random.Generator) -> np.ndarray:
         arr = np.asarray(data, dtype=float)
@@ -151,7 +153,7 @@ def _check_max_records(max_records: object) -> int | None:
         return None
     n = check_count(max_records, "max_records")
     if n < 2:
-        raise ValueError(f"max_records must be an integer >= 2, got {max_records!r}")
+        raise ValueError(f"max_records must be an integer >= 2, got {show_value(max_records)}")
     return n
 
 
@@ -432,7 +434,8 @@ class DPTheilSen(Algorithm):
                 c1, c2 = self.cut_points
             except (TypeError, ValueError) as exc:
                 raise ValueError(
-                    f"cut_points must be a pair (x1, x2), got {self.cut_points!r}") from exc
+                    f"cut_points must be a pair (x1, x2), got {show_value(self.cut_points)}"
+                ) from exc
             cuts = (check_finite("cut_points[0]", c1), check_finite("cut_points[1]", c2))
             if not (xl <= cuts[0] < cuts[1] <= xu):
                 raise ValueError(
@@ -444,7 +447,8 @@ class DPTheilSen(Algorithm):
             raise ValueError(f"median must be one of {MEDIANS}, got {self.median!r}")
         g = check_count(self.grid_size, "grid_size")
         if g < 2:
-            raise ValueError(f"grid_size must be an integer >= 2, got {self.grid_size!r}")
+            raise ValueError(
+                f"grid_size must be an integer >= 2, got {show_value(self.grid_size)}")
         object.__setattr__(self, "grid_size", g)
         object.__setattr__(self, "max_records", _check_max_records(self.max_records))
 

@@ -55,7 +55,13 @@ import numpy as np
 from dpacct.accountant.compose import compose
 from dpacct.accountant.mechanism import Mechanism
 from dpacct.accountant.relations import ADD_REMOVE
-from dpacct.accountant.validation import check_count, check_delta, check_positive, check_rng
+from dpacct.accountant.validation import (
+    check_count,
+    check_delta,
+    check_positive,
+    check_rng,
+    show_value,
+)
 
 from .algorithm import Algorithm, PlannedRelease
 from .exponential import ExponentialMechanism
@@ -82,11 +88,12 @@ def _check_stability(stability: object, metric: str) -> float:
     except (ValueError, TypeError) as exc:
         raise type(exc)(
             f"stability must be a finite number > 0 (how far the output moves, in "
-            f"{metric}, when one record is added or removed), got {stability!r}") from None
+            f"{metric}, when one record is added or removed), got {show_value(stability)}"
+        ) from None
     if metric == "symmetric" and not float(c).is_integer():
         raise ValueError(
             f"stability must be an integer for the symmetric distance (a number of records "
-            f"added or removed), got {stability!r}")
+            f"added or removed), got {show_value(stability)}")
     return c
 
 
@@ -338,7 +345,7 @@ def group_privacy(mechanism: Mechanism, k: int, *, delta: float | None = None) -
             "epsilon: its (epsilon(delta), delta) guarantee is chained k times")
     d = check_delta(delta)
     if not 0.0 < d < 1.0:
-        raise ValueError(f"delta must lie in (0, 1), got {delta!r}")
+        raise ValueError(f"delta must lie in (0, 1), got {show_value(delta)}")
     eps = float(mechanism.epsilon(d))
     d_k = d * _chain_sum(eps, k)
     if not d_k < 1.0:

@@ -240,11 +240,16 @@ class Row:
 # regex fragments for the allowed ranges in the messages
 POS = r"\(0, inf\)"
 UNIT_OPEN = r"\(0, 1\)"
+#: a delta query: 0 is pure DP (answered from pure_epsilon), 1 and beyond are refused
+DELTA_Q = r"\[0, 1\)"
+#: delta = 0 where there is no pure epsilon
+NO_PURE = r"=0 asks for pure DP, but .* has no pure epsilon \(pure_epsilon is not declared\)"
 RATE = r"\(0, 1\]"
 NONNEG = r"\[0, inf\)"
 TOL = r"\(0, 0\.5\)"
 REAL = "must be a real number"
 INT = "must be an integer"
+COUNT_RANGE = r"must be an integer in \[1, 2\*\*63 - 1\]"
 
 GROUPS: dict[str, list[Row]] = {}
 
@@ -269,8 +274,8 @@ GROUPS["accountant: compose / subsample"] = [
     Row("compose([G], counts=[True])", TypeError, rf"counts\[0\] {INT}, got bool"),
     Row("compose([G], counts=['3'])", TypeError, rf"counts\[0\] {INT}, got str"),
     Row("compose([G], counts=[None])", TypeError, rf"counts\[0\] {INT}, got NoneType"),
-    Row("compose([G], counts=[nan])", TypeError, rf"counts\[0\] {INT}, got float nan"),
-    Row("compose([G], counts=[inf])", TypeError, rf"counts\[0\] {INT}, got float inf"),
+    Row("compose([G], counts=[nan])", ValueError, rf"counts\[0\] {COUNT_RANGE}, got nan"),
+    Row("compose([G], counts=[inf])", ValueError, rf"counts\[0\] {COUNT_RANGE}, got inf"),
     Row(
         "compose([G], counts=5)",
         TypeError,
@@ -291,13 +296,13 @@ GROUPS["accountant: compose / subsample"] = [
 ]
 
 GROUPS["accountant: privacy queries (any mechanism)"] = [
-    Row("G.epsilon(0.0)", ValueError, rf"delta must lie in {UNIT_OPEN}, got 0\.0"),
-    Row("G.epsilon(1.0)", ValueError, rf"delta must lie in {UNIT_OPEN}, got 1\.0"),
-    Row("G.epsilon(-1e-5)", ValueError, rf"delta must lie in {UNIT_OPEN}"),
-    Row("G.epsilon(nan)", ValueError, rf"delta must lie in {UNIT_OPEN}, got nan"),
-    Row("G.epsilon([1e-5, 2.0])", ValueError, rf"delta must lie in {UNIT_OPEN}, got 2\.0"),
-    Row("G.epsilon(np.array([1e-5, nan]))", ValueError, rf"delta must lie in {UNIT_OPEN}"),
-    Row("RUN.epsilon(0.0)", ValueError, rf"delta must lie in {UNIT_OPEN}"),
+    Row("G.epsilon(0.0)", ValueError, rf"delta{NO_PURE}; use delta in {UNIT_OPEN}"),
+    Row("G.epsilon(1.0)", ValueError, rf"delta must lie in {DELTA_Q}, got 1\.0"),
+    Row("G.epsilon(-1e-5)", ValueError, rf"delta must lie in {DELTA_Q}"),
+    Row("G.epsilon(nan)", ValueError, rf"delta must lie in {DELTA_Q}, got nan"),
+    Row("G.epsilon([1e-5, 2.0])", ValueError, rf"delta must lie in {DELTA_Q}, got 2\.0"),
+    Row("G.epsilon(np.array([1e-5, nan]))", ValueError, rf"delta must lie in {DELTA_Q}"),
+    Row("RUN.epsilon(0.0)", ValueError, rf"delta{NO_PURE}"),
     Row("G.epsilon('1e-5')", TypeError, f"delta {REAL}"),
     Row("STEP.epsilon('0.1')", TypeError, f"delta {REAL}"),
     Row("G.epsilon(None)", TypeError, f"delta {REAL}.*None"),
@@ -307,7 +312,7 @@ GROUPS["accountant: privacy queries (any mechanism)"] = [
     Row("RUN.epsilon(1e-5, tol=0.7)", ValueError, rf"tol must lie in {TOL}, got 0\.7"),
     Row("STEP.epsilon(1e-5, tol=nan)", ValueError, rf"tol must lie in {TOL}, got nan"),
     Row("RUN.epsilon(1e-5, tol='a')", TypeError, f"tol {REAL}, got str"),
-    Row("G.epsilon_bounds(0.0)", ValueError, rf"delta must lie in {UNIT_OPEN}"),
+    Row("G.epsilon_bounds(0.0)", ValueError, rf"delta{NO_PURE}"),
     Row("G.epsilon_bounds([1e-5])", TypeError, f"delta {REAL}, got list"),
     Row("RUN.epsilon_bounds(1e-5, tol=-1.0)", ValueError, rf"tol must lie in {TOL}"),
     Row("G.epsilon_bounds(1e-5, tol=1.0)", ValueError, rf"tol must lie in {TOL}"),
@@ -347,7 +352,7 @@ GROUPS["accountant: privacy queries (any mechanism)"] = [
     Row("G.tradeoff(0.1, tol=nan)", ValueError, rf"tol must lie in {TOL}"),
     Row("G.pld(tol=0.0)", ValueError, rf"tol must lie in {TOL}, got 0\.0"),
     Row("G.pld(pessimistic='no')", TypeError, "pessimistic must be a bool"),
-    Row("ExponentialMechanism(epsilon=1.0).epsilon(0.0)", ValueError, "delta must lie in"),
+    Row("ExponentialMechanism(epsilon=1.0).epsilon(1.0)", ValueError, "delta must lie in"),
     Row("ZCDPMechanism(rho=1.0).delta(-1.0)", ValueError, rf"epsilon must lie in {NONNEG}"),
 ]
 
@@ -476,14 +481,14 @@ GROUPS["accountant: PrivacyAccountant (ledger)"] = [
     Row("acct.record(G, -1)", ValueError, "count must be an integer >= 1, got -1"),
     Row("acct.record(G, 2.5)", TypeError, f"count {INT}, got float"),
     Row("acct.record(G, '2')", TypeError, f"count {INT}, got str"),
-    Row("acct.epsilon(0.0)", ValueError, rf"delta must lie in {UNIT_OPEN}, got 0\.0"),
-    Row("acct.epsilon(nan)", ValueError, rf"delta must lie in {UNIT_OPEN}, got nan"),
+    Row("acct.epsilon(0.0)", ValueError, rf"delta{NO_PURE}"),
+    Row("acct.epsilon(nan)", ValueError, rf"delta must lie in {DELTA_Q}, got nan"),
     Row("acct.epsilon(None)", TypeError, f"delta {REAL}, got NoneType"),
     Row("acct.epsilon('1e-5')", TypeError, f"delta {REAL}, got str"),
     Row("acct.epsilon([1e-5])", TypeError, f"delta {REAL}, got list"),
-    Row("PrivacyAccountant().epsilon(0.0)", ValueError, rf"delta must lie in {UNIT_OPEN}"),
+    Row("PrivacyAccountant().epsilon(1.0)", ValueError, rf"delta must lie in {DELTA_Q}"),
     Row("acct.delta(-1.0)", ValueError, rf"epsilon must lie in {NONNEG}"),
-    Row("acct.epsilon_bounds(1.0)", ValueError, rf"delta must lie in {UNIT_OPEN}"),
+    Row("acct.epsilon_bounds(1.0)", ValueError, rf"delta must lie in {DELTA_Q}"),
     Row(
         "filt.step(noise_multiplier=0.5, sample_rate=1.0, count=100)",
         BudgetExceededError,
@@ -703,9 +708,9 @@ GROUPS["mechanisms: audit"] = [
         ValueError,
         r"sampler must return a pair \(outputs_on_D, outputs_on_D_prime\)",
     ),
-    Row("audited().epsilon_lower_bound(-1.0)", ValueError, rf"delta must lie in {UNIT_OPEN}"),
-    Row("audited().epsilon_lower_bound(1.0)", ValueError, rf"delta must lie in {UNIT_OPEN}"),
-    Row("audited().epsilon_lower_bound(nan)", ValueError, rf"delta must lie in {UNIT_OPEN}"),
+    Row("audited().epsilon_lower_bound(-1.0)", ValueError, rf"delta must lie in {DELTA_Q}"),
+    Row("audited().epsilon_lower_bound(1.0)", ValueError, rf"delta must lie in {DELTA_Q}"),
+    Row("audited().epsilon_lower_bound(nan)", ValueError, rf"delta must lie in {DELTA_Q}"),
     Row("audit(G, rng, samples=1000, thresholds=[inf])", ValueError, "thresholds must be finite"),
     Row(
         "audit(G, rng, samples=1000, sampler=lambda r, n: (np.full(n, inf), np.zeros(n)))",
@@ -726,7 +731,7 @@ GROUPS["calibrators"] = [
         "delta=0 needs a pure-DP family.*pure_epsilon is inf",
     ),
     Row("calibrate(fam, 1.0, -1e-5)", ValueError, "delta must lie in"),
-    Row("calibrate(fam, 1.0, 1.0)", ValueError, rf"delta must lie in {UNIT_OPEN}"),
+    Row("calibrate(fam, 1.0, 1.0)", ValueError, rf"delta must lie in {DELTA_Q}"),
     Row("calibrate(fam, 1.0, 1e-5, rtol=0.0)", ValueError, rf"rtol must lie in {TOL}"),
     Row("calibrate(fam, 1.0, 1e-5, rtol=0.5)", ValueError, rf"rtol must lie in {TOL}"),
     Row("calibrate(fam, 1.0, 1e-5, rtol=nan)", ValueError, "rtol must be a finite number"),
@@ -764,7 +769,7 @@ GROUPS["calibrators"] = [
     Row(
         "calibrate(fam, 1.0, 1e-5, domain=(-1.0, 1.0))",
         ValueError,
-        "domain must satisfy 0 <= low < high",
+        rf"domain\[0\] must lie in {NONNEG}, got -1\.0",
     ),
     Row(
         "calibrate(fam, 1.0, 1e-5, domain=(10.0, 20.0))",
@@ -823,7 +828,7 @@ GROUPS["calibrators"] = [
     Row("noise_multiplier(0.0, 1e-5, 0.01, 100)", ValueError, rf"epsilon must lie in {POS}"),
     Row("noise_multiplier(-1.0, 1e-5, 0.01, 100)", ValueError, rf"epsilon must lie in {POS}"),
     Row("noise_multiplier(nan, 1e-5, 0.01, 100)", ValueError, rf"epsilon must lie in {POS}"),
-    Row("noise_multiplier(1.0, 0.0, 0.01, 100)", ValueError, rf"delta must lie in {UNIT_OPEN}"),
+    Row("noise_multiplier(1.0, 0.0, 0.01, 100)", ValueError, rf"delta{NO_PURE}"),
     Row("noise_multiplier(1.0, 1.5, 0.01, 100)", ValueError, rf"delta must lie in {UNIT_OPEN}"),
     Row("noise_multiplier(1.0, 1e-5, 0.0, 100)", ValueError, rf"sample_rate must lie in {RATE}"),
     Row("noise_multiplier(1.0, 1e-5, 2.0, 100)", ValueError, rf"sample_rate must lie in {RATE}"),
@@ -868,7 +873,7 @@ GROUPS["calibrators"] = [
     Row("analytic_gaussian_sigma(0.0, 1e-5)", ValueError, rf"epsilon must lie in {POS}"),
     Row("analytic_gaussian_sigma(inf, 1e-5)", ValueError, rf"epsilon must lie in {POS}"),
     Row("analytic_gaussian_sigma('1', 1e-5)", TypeError, f"epsilon {REAL}, got str"),
-    Row("analytic_gaussian_sigma(1.0, 0.0)", ValueError, rf"delta must lie in {UNIT_OPEN}"),
+    Row("analytic_gaussian_sigma(1.0, 0.0)", ValueError, rf"delta{NO_PURE}"),
     Row("analytic_gaussian_sigma(1.0, 1.0)", ValueError, rf"delta must lie in {UNIT_OPEN}"),
     Row("analytic_gaussian_sigma(1.0, 1e-5, 0.0)", ValueError, rf"sensitivity must lie in {POS}"),
     Row("analytic_gaussian_sigma(1.0, 1e-5, nan)", ValueError, rf"sensitivity must lie in {POS}"),
@@ -880,7 +885,7 @@ GROUPS["calibrators"] = [
     Row(
         "get_noise_multiplier(target_epsilon=1.0, target_delta=0.0, sample_rate=0.01, steps=100)",
         ValueError,
-        rf"target_delta must lie in {UNIT_OPEN}",
+        rf"target_delta{NO_PURE}",
     ),
     Row(
         "get_noise_multiplier(target_epsilon=1.0, target_delta=1e-5, sample_rate=0.0, steps=100)",

@@ -734,17 +734,19 @@ def test_delta_zero_is_forwarded_to_the_library(argv, capsys):
         assert got == pytest.approx(expected)
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="LaplaceMechanism.epsilon(0) -> its pure epsilon is another engineer's part of "
-    "issue 21 (the engine); until it lands the library (and so the CLI) refuses delta = 0",
-)
 def test_compare_delta_zero_prints_the_pure_epsilon_of_laplace(capsys):
     # Laplace with scale b is (1/b)-DP: epsilon(0) = 1/b = 0.5 (closed form)
     assert main(["compare", "-m", "laplace:b=2", "--delta", "0", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["deltas"] == [0.0]
     assert data["mechanisms"][0]["epsilon"][0] == pytest.approx(0.5, rel=1e-9)
+
+
+def test_delta_zero_for_a_mechanism_without_pure_epsilon_names_it(capsys):
+    # the Gaussian has no pure epsilon: the CLI says so in the library's words
+    assert main(["compare", "-m", "gaussian:sigma=1", "--delta", "0"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("dpacct compare: error:") and "pure_epsilon" in err
 
 
 # ----------------------------------------------------------------------------------

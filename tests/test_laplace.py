@@ -330,7 +330,7 @@ def test_bad_b_type_error(bad):
 def test_query_validation():
     m = LaplaceMechanism(b=1.0)
     with pytest.raises(ValueError, match="delta"):
-        m.epsilon(0.0)
+        m.epsilon(1.0)
     with pytest.raises(ValueError, match="epsilon"):
         m.delta(-0.1)
     with pytest.raises(ValueError, match="alpha"):

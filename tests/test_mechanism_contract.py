@@ -2,7 +2,7 @@
 
 Every registered mechanism and transformer (primitives, subsampling, composition, the
 algorithms in ``mechanisms/``, and a mechanism known only by a privacy-loss law) must
-honour the contract of DESIGN.md: sound, monotone curves; a bracket with lower <= upper;
+honour the contract of docs/design.md: sound, monotone curves; a bracket with lower <= upper;
 vectorised RDP at real orders, non-decreasing up to alpha = 1e22 and capped by the pure
 epsilon; a trade-off curve inside [0, 1 - fpr]; clear errors for bad queries; a repr that
 shows its parameters.  The examples come from ``tests/registry_examples.py``, keyed by
@@ -123,10 +123,22 @@ def test_no_warnings(mech):
         mech.delta(1.0)
 
 
-@pytest.mark.parametrize("bad", [0.0, 1.0, -0.5, math.nan, 3])
+@pytest.mark.parametrize("bad", [1.0, -0.5, math.nan, 3])
 def test_bad_delta_is_rejected(mech, bad):
     with pytest.raises(ValueError, match="delta"):
         mech.epsilon(bad)
+
+
+def test_delta_zero_is_pure_dp(mech):
+    """``delta = 0`` asks for pure DP: the pure epsilon, or an error naming it."""
+    pure = mech.pure_epsilon
+    if math.isfinite(pure):
+        assert mech.epsilon(0.0) == pure
+        assert mech.epsilon_bounds(0.0)[1] == pure
+        assert mech.delta(pure) == 0.0
+    else:
+        with pytest.raises(ValueError, match="pure_epsilon"):
+            mech.epsilon(0.0)
 
 
 def test_bad_epsilon_is_rejected(mech):

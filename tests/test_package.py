@@ -129,7 +129,7 @@ def _layer_of(module: str) -> str:
     return parts[1] if len(parts) > 1 and parts[1] in LAYERS else "dpacct"
 
 
-# the layer order: each may import only the layers before it (DESIGN.md)
+# the layer order: each may import only the layers before it (docs/design.md)
 ORDER = ("accountant", "mechanisms", "calibrators", "dpacct")
 
 

@@ -483,3 +483,10 @@ def test_one_exponential_quantile_reports_the_exact_bounded_range_curve():
 
     alg = ExponentialQuantile(epsilon0=1.0, lower=0.0, upper=1.0)
     assert alg.delta(0.0) == pytest.approx(math.tanh(0.25), rel=1e-12)
+
+
+def test_quantiles_never_leave_the_range_by_rounding():
+    # -1 + 287 * (3 / 287) rounds to 2.0000000000000004 in floating point
+    assert -1.0 + 287 * (3.0 / 287) > 2.0
+    q = quantiles_from_counts(np.ones(287), [0.0, 1.0], -1.0, 2.0)
+    assert q.tolist() == [-1.0, 2.0]

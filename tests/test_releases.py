@@ -537,3 +537,20 @@ def test_discrete_gaussian_pmf(sigma):
         return math.exp(-x * x / (2 * sigma**2)) / z
 
     assert _chi_square_pmf(noisy, pmf, cut=int(2.5 * sigma) + 1) > LEVEL
+
+
+@pytest.mark.parametrize("noise", ["laplace", "gaussian", "discrete_laplace"])
+def test_tree_quantiles_prefix_budget(recorder, noise):
+    # 70 bins, b = 25: height 2, real nodes 1, 3, 70 (555 padding leaves never released)
+    alg = TreeQuantiles(lower=0.0, upper=1.0, bins=70, branching=25, scale=3.0,
+                        measure_root=True, noise=noise, level_budget="prefix")
+    alg.quantiles(np.random.default_rng(12).uniform(size=500), [0.5],
+                  rng=np.random.default_rng(13))
+    lines = check_claim(alg, recorder, sensitivities=[1.0] * 3, counts=[1, 1, 1])
+    assert [lines[i][0].size for i in range(3)] == [1, 3, 70]
+    kind, attr = {"laplace": (LaplaceMechanism, "b"), "gaussian": (GaussianMechanism, "sigma"),
+                  "discrete_laplace": (DiscreteLaplaceMechanism, "scale")}[noise]
+    for i, sc in enumerate(alg.level_scales):
+        mech = lines[i][0].mechanism
+        assert isinstance(mech, kind)
+        assert getattr(mech, attr) == pytest.approx(sc, rel=1e-12)

@@ -205,6 +205,77 @@ def test_adassp_ridge_on_collinear_data_follows_line_3():
     assert alg.fit(Xw, yw, rng=rng).ridge == 0.0
 
 
+@pytest.mark.parametrize(
+    ("constant", "k_of_d"),
+    [
+        (None, lambda d, rho: math.sqrt(d * math.log(2 * d * d / rho))),
+        ("wang", lambda d, rho: math.sqrt(d * math.log(2 * d * d / rho))),
+        ("tutorial", lambda d, rho: 1.96 * math.sqrt(d)),
+        (0.7, lambda d, rho: 0.7 * math.sqrt(d)),
+        (3, lambda d, rho: 3.0 * math.sqrt(d)),
+    ],
+)
+@pytest.mark.parametrize("fit_intercept", [False, True])
+def test_adassp_ridge_constant_sets_line_3_and_leaves_privacy_alone(constant, k_of_d,
+                                                                    fit_intercept):
+    """lambda_min = 0 (a duplicated column) and a shift of 40 noise stds: lambda_min~ = 0
+    surely, so the ridge is exactly k_d * std_xx; d counts the intercept column.  The
+    privacy (epsilon, the releases' noise) is that of the default constant."""
+    rng = np.random.default_rng(5)
+    x = rng.uniform(-0.5, 0.5, size=(300, 1))
+    X = np.hstack([x, x, rng.uniform(-0.5, 0.5, size=(300, 1))])
+    y = X @ np.array([0.5, 0.5, -1.0]) * 0.5
+    rho = 0.05
+    kw = dict(noise_scale=0.3, x_bound=1.0, y_bound=1.0, shift=40.0, failure_probability=rho,
+              fit_intercept=fit_intercept)
+    alg = AdaSSP(**kw, ridge_constant=constant)
+    base = AdaSSP(**kw)
+    d = 3 + fit_intercept
+    std_xx = 0.3 * alg.row_bound**2  # default ratios: std = s * sensitivity
+    expected = k_of_d(d, rho) * std_xx
+    assert alg.ridge_multiplier(d) == pytest.approx(k_of_d(d, rho), rel=1e-13)
+    for seed in range(3):
+        assert alg.fit(X, y, rng=np.random.default_rng(seed)).ridge == pytest.approx(
+            expected, rel=1e-12)
+    for delta in (1e-3, 1e-6, 1e-10):
+        assert alg.epsilon(delta) == base.epsilon(delta)
+    assert alg.stds == base.stds
+    assert [(r.label, r.mechanism.sigma, r.sensitivity) for r in alg.planned_releases()] == [
+        (r.label, r.mechanism.sigma, r.sensitivity) for r in base.planned_releases()]
+
+
+def test_calibrate_adassp_gives_every_ridge_constant_the_same_noise():
+    algs = [calibrate_adassp(0.5, 1e-6, x_bound=1.0, y_bound=5.0, ridge_constant=c)
+            for c in (None, "tutorial", 2.5)]
+    assert algs[1].ridge_constant == "tutorial" and algs[2].ridge_constant == 2.5
+    assert len({a.noise_scale for a in algs}) == 1
+    assert len({a.epsilon(1e-6) for a in algs}) == 1
+
+
+def test_adassp_tutorial_constant_is_the_autodp_rule_at_d_8():
+    """The issue's numbers: 1.96 sqrt(8) = 5.54 and Wang's constant 7.92 (rho = 0.05)."""
+    tut = AdaSSP(noise_scale=1.0, x_bound=1.0, y_bound=1.0, ridge_constant="tutorial")
+    wang = AdaSSP(noise_scale=1.0, x_bound=1.0, y_bound=1.0)
+    assert tut.ridge_multiplier(8) == pytest.approx(5.5437, abs=1e-4)
+    assert wang.ridge_multiplier(8) == pytest.approx(7.9235, abs=1e-4)
+
+
+@pytest.mark.parametrize(
+    ("value", "error", "match"),
+    [
+        ("ridge", ValueError, "ridge_constant must be None, 'wang', 'tutorial'"),
+        (0.0, ValueError, r"ridge_constant must lie in \(0, inf\)"),
+        (-1.0, ValueError, "ridge_constant must lie"),
+        (float("nan"), ValueError, "ridge_constant must lie"),
+        (True, TypeError, "ridge_constant must be a real number"),
+        ([1.0], TypeError, "ridge_constant must be a real number"),
+    ],
+)
+def test_adassp_bad_ridge_constant(value, error, match):
+    with pytest.raises(error, match=match):
+        AdaSSP(noise_scale=1.0, x_bound=1.0, y_bound=1.0, ridge_constant=value)
+
+
 def test_large_n_generated_data_sharp():
     """n = 200 000: the private fit is within a few predicted noise stds of OLS."""
     rng = np.random.default_rng(11)
@@ -389,3 +460,13 @@ def test_calibrators_pass_out_of_range():
     ada = calibrate_adassp(1.0, 1e-5, x_bound=1.0, y_bound=1.0, out_of_range="clip")
     assert ssp.out_of_range == ada.out_of_range == "clip"
     assert ssp.epsilon(1e-5) == calibrate_ssp(1.0, 1e-5, x_bound=1.0, y_bound=1.0).epsilon(1e-5)
+
+
+@pytest.mark.parametrize("constant", [None, "wang", "tutorial", 2.5])
+def test_adassp_ridge_constant_survives_serialization(constant):
+    from dpacct.accountant.serialization import from_dict, to_dict
+
+    alg = AdaSSP(noise_scale=2.0, x_bound=1.0, y_bound=1.0, ridge_constant=constant)
+    back = from_dict(to_dict(alg))
+    assert back.ridge_constant == constant
+    assert back.ridge_multiplier(5) == alg.ridge_multiplier(5)

@@ -1,0 +1,651 @@
+"""Every public function and constructor, fed hostile values one parameter at a time.
+
+The callables are found by walking ``__all__`` of :mod:`dpacct`,
+:mod:`dpacct.accountant`, :mod:`dpacct.mechanisms` and :mod:`dpacct.calibrators`
+(plus the query methods of a few mechanisms and of the ledger, and
+:func:`~dpacct.accountant.schedule.round_schedule`).  Each has a row of valid base
+arguments in :data:`BASE`; a public callable without a row, and not on the reviewed
+:data:`NOT_FUZZED` list, fails :func:`test_every_public_callable_is_covered`.
+
+For each numeric parameter (its annotation mentions ``float``, ``int`` or
+``ndarray``; found by :func:`inspect.signature`) one bad value replaces the base value:
+NaN, +-inf, a Python int beyond the float range (``10**400``), a numeric string,
+``True``, a complex number, an array of the wrong shape, numpy scalars.  Accepted
+outcomes: a ``ValueError`` or ``TypeError`` whose message names the parameter and shows
+numbers plainly (no ``np.float64(...)``), or no exception where the value is
+legitimately valid -- ``True`` for a ``bool`` parameter, a string for a ``str``
+parameter, an array where the parameter is declared as one, and the entries of the
+reviewed :data:`ALLOWED` list (each with its reason).
+
+Every (callable, parameter) pair gets every kind of :data:`BAD` value; Hypothesis then
+draws further values of those kinds (integers beyond the float range, non-finite
+floats, complex numbers, numeric strings) for random pairs, and puts bad values inside
+the phases of ``round_schedule`` and the counts of ``compose``, which a top-level
+substitution does not reach.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import re
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import dpacct
+import dpacct.accountant as A
+import dpacct.calibrators as C
+import dpacct.mechanisms as M
+from dpacct.accountant.loss_law import GaussianLossLaw
+from dpacct.accountant.schedule import round_schedule, round_step
+
+RNG = np.random.default_rng(0)
+G = M.GaussianMechanism(sigma=1.0)
+LAP = M.LaplaceMechanism(b=1.0)
+LAW = GaussianLossLaw(mu=1.0)
+COLS = (M.CategoricalColumn("a", (0, 1)), M.BinnedNumericColumn("x", (0.0, 0.5, 1.0)))
+
+
+def _ledger() -> A.PrivacyAccountant:
+    acct = A.PrivacyAccountant()
+    acct.step(noise_multiplier=1.0, sample_rate=0.01, count=10)
+    return acct
+
+
+def _family(s):
+    return M.LaplaceMechanism(b=s)
+
+
+#: name -> (a zero-argument factory of the callable, valid keyword arguments).  The
+#: factory runs once per example so that a stateful object (the ledger) starts fresh.
+BASE: dict[str, tuple[Callable[[], Callable], dict[str, Any]]] = {
+    # ----------------------------------------------------------------- primitives
+    "GaussianMechanism": (lambda: M.GaussianMechanism, {"sigma": 1.0}),
+    "LaplaceMechanism": (lambda: M.LaplaceMechanism, {"b": 1.0}),
+    "RandomizedResponse": (lambda: M.RandomizedResponse, {"p": 0.75, "k": 3}),
+    "DiscreteGaussianMechanism": (lambda: M.DiscreteGaussianMechanism, {"sigma": 2.0}),
+    "DiscreteLaplaceMechanism": (lambda: M.DiscreteLaplaceMechanism, {"scale": 2.0}),
+    "ExponentialMechanism": (lambda: M.ExponentialMechanism, {"epsilon": 1.0}),
+    "PureDPMechanism": (lambda: M.PureDPMechanism, {"epsilon": 1.0}),
+    "ZCDPMechanism": (lambda: M.ZCDPMechanism, {"rho": 0.1}),
+    "ReplaceOneGaussianMechanism": (lambda: M.ReplaceOneGaussianMechanism, {"sigma": 2.0}),
+    "ReplaceOneLaplaceMechanism": (lambda: M.ReplaceOneLaplaceMechanism, {"b": 2.0}),
+    "GaussianDPMechanism": (lambda: A.GaussianDPMechanism, {"mu": 1.0}),
+    "GaussianLossLaw": (lambda: A.GaussianLossLaw, {"mu": 1.0}),
+    "PoissonSubsampledLossLaw": (
+        lambda: A.PoissonSubsampledLossLaw,
+        {"base": LAW, "sample_rate": 0.1, "direction": "remove"},
+    ),
+    "AtomicLossLaw": (
+        lambda: A.AtomicLossLaw,
+        {"losses": np.array([-1.0, 1.0]), "p": np.array([0.5, 0.5])},
+    ),
+    "PLDSettings": (lambda: A.PLDSettings, {"tol": 1e-3, "delta": 1e-6}),
+    "discretize": (lambda: A.discretize, {"law": LAW, "step": 0.01, "pessimistic": True}),
+    # --------------------------------------------------------------- transformers
+    "compose": (lambda: A.compose, {"mechanisms": [G, LAP], "counts": [3, 2]}),
+    "poisson_subsample": (lambda: A.poisson_subsample, {"mechanism": G, "sample_rate": 0.1}),
+    "PoissonSubsampledMechanism": (
+        lambda: A.PoissonSubsampledMechanism,
+        {"base": G, "sample_rate": 0.1},
+    ),
+    "subsample_without_replacement": (
+        lambda: A.subsample_without_replacement,
+        {"mechanism": M.RandomizedResponse(p=0.75), "sample_rate": 0.1},
+    ),
+    "WithoutReplacementSubsampledMechanism": (
+        lambda: A.WithoutReplacementSubsampledMechanism,
+        {"base": M.RandomizedResponse(p=0.75), "sample_rate": 0.1},
+    ),
+    "random_allocation": (
+        lambda: A.random_allocation,
+        {"mechanism": G, "steps": 10, "k": 1, "epochs": 2},
+    ),
+    "RandomAllocationMechanism": (
+        lambda: A.RandomAllocationMechanism,
+        {"base": G, "steps": 10, "k": 1, "epochs": 2},
+    ),
+    "random_allocation_lower_epsilon": (
+        lambda: A.random_allocation_lower_epsilon,
+        {"sigma": 1.0, "steps": 10, "delta": 1e-5, "epochs": 1},
+    ),
+    "random_allocation_delta_mc": (
+        lambda: A.random_allocation_delta_mc,
+        {
+            "sigma": 1.0,
+            "steps": 10,
+            "epsilon": 1.0,
+            "epochs": 1,
+            "samples": 1000,
+            "rng": RNG,
+            "confidence": 0.9,
+        },
+    ),
+    "shuffled_batches": (
+        lambda: A.shuffled_batches,
+        {"mechanism": G, "steps_per_epoch": 10, "epochs": 2, "delta": 1e-5},
+    ),
+    "replace_one": (lambda: M.replace_one, {"mechanism": G, "sensitivity_factor": 2.0}),
+    "fixed_size_gaussian_step": (
+        lambda: M.fixed_size_gaussian_step,
+        {"noise_multiplier": 1.0, "sample_rate": 0.1},
+    ),
+    "mechanism_from_epsilon_delta": (
+        lambda: A.mechanism_from_epsilon_delta,
+        {"epsilon": 1.0, "delta": 1e-5},
+    ),
+    "mechanism_from_gdp": (lambda: A.mechanism_from_gdp, {"mu": 1.0}),
+    "mechanism_from_pure_epsilon": (lambda: A.mechanism_from_pure_epsilon, {"epsilon": 1.0}),
+    "mechanism_from_rdp": (
+        lambda: A.mechanism_from_rdp,
+        {"rdp_curve": lambda a: a / 2.0, "pure_epsilon": 3.0},
+    ),
+    # --------------------------------------------------------------- conversions
+    "rdp_to_epsilon": (lambda: A.rdp_to_epsilon, {"rdp": lambda a: a / 2.0, "delta": 1e-5}),
+    "rdp_to_delta": (lambda: A.rdp_to_delta, {"rdp": lambda a: a / 2.0, "epsilon": 1.0}),
+    "pure_dp_rdp": (lambda: A.pure_dp_rdp, {"epsilon": 1.0, "alpha": 2.0}),
+    "zcdp_rdp": (lambda: A.zcdp_rdp, {"rho": 0.1, "alpha": 2.0}),
+    "zcdp_delta": (lambda: M.zcdp_delta, {"rho": 0.1, "epsilon": 1.0}),
+    "zcdp_epsilon": (lambda: M.zcdp_epsilon, {"rho": 0.1, "delta": 1e-5}),
+    "gaussian_delta": (lambda: M.gaussian_delta, {"mu": 1.0, "epsilon": 1.0}),
+    "gaussian_epsilon": (lambda: C.gaussian_epsilon, {"mu": 1.0, "delta": 1e-5}),
+    "discrete_gaussian_delta_bounds": (
+        lambda: M.discrete_gaussian_delta_bounds,
+        {"sigma": 2.0, "epsilon": 1.0},
+    ),
+    "advantage": (lambda: A.advantage, {"mechanism": G, "tol": 1e-3}),
+    "advantage_bounds": (lambda: A.advantage_bounds, {"mechanism": G, "tol": 1e-3}),
+    "tpr_at": (lambda: A.tpr_at, {"mechanism": G, "fpr": 0.1, "tol": 1e-3}),
+    "tpr_bounds": (lambda: A.tpr_bounds, {"mechanism": G, "fpr": 0.1, "tol": 1e-3}),
+    "tradeoff_bounds": (lambda: A.tradeoff_bounds, {"mechanism": G, "fpr": 0.1, "tol": 1e-3}),
+    "round_schedule": (lambda: round_schedule, {"steps": [(1.0, 0.01, 5)], "grid": 0.01}),
+    "round_step": (
+        lambda: round_step,
+        {"noise_multiplier": 1.0, "sample_rate": 0.01, "grid": 0.01},
+    ),
+    # ------------------------------------------------------------- query methods
+    "Gaussian.epsilon": (lambda: G.epsilon, {"delta": 1e-5, "tol": 1e-3}),
+    "Gaussian.delta": (lambda: G.delta, {"epsilon": 1.0, "tol": 1e-3}),
+    "Gaussian.epsilon_bounds": (lambda: G.epsilon_bounds, {"delta": 1e-5, "tol": 1e-3}),
+    "Gaussian.rdp": (lambda: G.rdp, {"alpha": 2.0}),
+    "Gaussian.tradeoff": (lambda: G.tradeoff, {"fpr": 0.1}),
+    "Laplace.epsilon": (lambda: LAP.epsilon, {"delta": 1e-5}),
+    "Laplace.delta": (lambda: LAP.delta, {"epsilon": 0.5}),
+    "RandomAllocation.epsilon": (
+        lambda: A.random_allocation(G, steps=10).epsilon,
+        {"delta": 1e-5, "tol": 1e-3},
+    ),
+    "RandomAllocation.delta": (
+        lambda: A.random_allocation(G, steps=10).delta,
+        {"epsilon": 1.0, "tol": 1e-3},
+    ),
+    "Gaussian.release": (lambda: G.release, {"value": 1.0, "sensitivity": 1.0, "rng": RNG}),
+    "Laplace.release": (lambda: LAP.release, {"value": 1.0, "sensitivity": 1.0, "rng": RNG}),
+    "PrivacyAccountant": (lambda: A.PrivacyAccountant, {"tol": 1e-3, "grid": 2.0**-10}),
+    "PrivacyAccountant.step": (
+        lambda: _ledger().step,
+        {"noise_multiplier": 1.0, "sample_rate": 0.01, "count": 3},
+    ),
+    "PrivacyAccountant.record": (lambda: _ledger().record, {"mechanism": LAP, "count": 2}),
+    "PrivacyAccountant.epsilon": (lambda: _ledger().epsilon, {"delta": 1e-5}),
+    "PrivacyAccountant.delta": (lambda: _ledger().delta, {"epsilon": 1.0}),
+    "PrivacyAccountant.epsilon_bounds": (lambda: _ledger().epsilon_bounds, {"delta": 1e-5}),
+    # ----------------------------------------------------------------- algorithms
+    "NoisyGD": (lambda: M.NoisyGD, {"sigma": 5.0, "iterations": 10, "loss": "linear", "clip": 1.0}),
+    "DPSGD": (
+        lambda: M.DPSGD,
+        {"sigma": 1.0, "sample_rate": 0.05, "steps": 20, "loss": "logistic", "clip": 1.0},
+    ),
+    "SSP": (lambda: M.SSP, {"noise_scale": 5.0, "x_bound": 1.0, "y_bound": 1.0}),
+    "SufficientStatisticsPerturbation": (
+        lambda: M.SufficientStatisticsPerturbation,
+        {"noise_scale": 5.0, "x_bound": 1.0, "y_bound": 1.0},
+    ),
+    "AdaSSP": (lambda: M.AdaSSP, {"noise_scale": 5.0, "x_bound": 1.0, "y_bound": 1.0}),
+    "HistogramQuantiles": (
+        lambda: M.HistogramQuantiles,
+        {"lower": 0.0, "upper": 1.0, "bins": 16, "scale": 2.0},
+    ),
+    "TreeQuantiles": (
+        lambda: M.TreeQuantiles,
+        {"lower": 0.0, "upper": 1.0, "bins": 16, "scale": 4.0},
+    ),
+    "ExponentialQuantile": (
+        lambda: M.ExponentialQuantile,
+        {"epsilon0": 1.0, "lower": -10.0, "upper": 10.0},
+    ),
+    "DPTheilSen": (
+        lambda: M.DPTheilSen,
+        {"epsilon": 1.0, "x_lower": 0.0, "x_upper": 1.0, "pred_lower": -1.0, "pred_upper": 1.0},
+    ),
+    "PermuteAndFlip": (lambda: M.PermuteAndFlip, {"epsilon": 1.0}),
+    "Transformation": (
+        lambda: M.Transformation,
+        {"function": abs, "stability": 1.0, "metric": "l1"},
+    ),
+    "group_privacy": (lambda: M.group_privacy, {"mechanism": G, "k": 2, "delta": 1e-6}),
+    "matching_transformation": (
+        lambda: M.matching_transformation,
+        {"k": 2, "cut_points": (0.25, 0.75), "max_records": 10},
+    ),
+    "MarginalSynthesizer": (
+        lambda: M.MarginalSynthesizer,
+        {"columns": COLS, "scale": 4.0, "count": 100},
+    ),
+    "BinnedNumericColumn": (lambda: M.BinnedNumericColumn, {"name": "x", "edges": (0.0, 0.5, 1.0)}),
+    "choose_branching": (lambda: M.choose_branching, {"bins": 64, "max_branching": 8}),
+    "hay_consistency": (
+        lambda: M.hay_consistency,
+        {"noisy_levels": [np.array([2.0]), np.array([1.0, 1.0])], "branching": 2},
+    ),
+    "PlannedRelease": (
+        lambda: M.PlannedRelease,
+        {"label": "x", "mechanism": LAP, "count": 1, "sensitivity": 1.0},
+    ),
+    "audit": (
+        lambda: M.audit,
+        {"mechanism": LAP, "rng": RNG, "samples": 2000, "confidence": 0.9},
+    ),
+    # ---------------------------------------------------------------- calibrators
+    "calibrate": (lambda: C.calibrate, {"family": _family, "epsilon": 1.0, "delta": 0.0}),
+    "noise_multiplier": (
+        lambda: C.noise_multiplier,
+        {"epsilon": 3.0, "delta": 1e-5, "sample_rate": 0.01, "steps": 100, "tol": 1e-3},
+    ),
+    "get_noise_multiplier": (
+        lambda: C.get_noise_multiplier,
+        {"target_epsilon": 3.0, "target_delta": 1e-5, "sample_rate": 0.01, "steps": 100},
+    ),
+    "max_steps": (
+        lambda: C.max_steps,
+        {"epsilon": 1.0, "delta": 1e-5, "noise_multiplier": 2.0, "sample_rate": 0.01},
+    ),
+    "max_sample_rate": (
+        lambda: C.max_sample_rate,
+        {"epsilon": 1.0, "delta": 1e-5, "noise_multiplier": 1.0, "steps": 100},
+    ),
+    "steps_from_epochs": (lambda: C.steps_from_epochs, {"epochs": 2.0, "sample_rate": 0.1}),
+    "dpsgd_mechanism": (
+        lambda: C.dpsgd_mechanism,
+        {"noise_multiplier": 1.0, "sample_rate": 0.01, "steps": 10},
+    ),
+    "analytic_gaussian_sigma": (
+        lambda: C.analytic_gaussian_sigma,
+        {"epsilon": 1.0, "delta": 1e-5, "sensitivity": 1.0},
+    ),
+    "naive_split_sigma": (
+        lambda: C.naive_split_sigma,
+        {"epsilon": 1.0, "delta": 1e-5, "iterations": 10},
+    ),
+    "calibrate_noisy_gd": (
+        lambda: C.calibrate_noisy_gd,
+        {"epsilon": 1.0, "delta": 1e-5, "iterations": 10, "loss": "linear", "clip": 1.0},
+    ),
+    "calibrate_dp_sgd": (
+        lambda: C.calibrate_dp_sgd,
+        {
+            "epsilon": 2.0,
+            "delta": 1e-5,
+            "sample_rate": 0.05,
+            "steps": 20,
+            "loss": "logistic",
+            "clip": 1.0,
+        },
+    ),
+    "calibrate_ssp": (
+        lambda: C.calibrate_ssp,
+        {"epsilon": 1.0, "delta": 1e-5, "x_bound": 1.0, "y_bound": 1.0},
+    ),
+    "calibrate_adassp": (
+        lambda: C.calibrate_adassp,
+        {"epsilon": 1.0, "delta": 1e-5, "x_bound": 1.0, "y_bound": 1.0},
+    ),
+    "calibrate_synthesizer": (
+        lambda: C.calibrate_synthesizer,
+        {"epsilon": 1.0, "delta": 0.0, "columns": COLS},
+    ),
+    "calibrate_risk": (
+        lambda: C.calibrate_risk,
+        {"family": lambda s: M.GaussianMechanism(sigma=s), "advantage": 0.2, "increasing": False},
+    ),
+    "risk_noise_multiplier": (
+        lambda: C.risk_noise_multiplier,
+        {"sample_rate": 0.5, "steps": 4, "advantage": 0.2, "tol": 1e-2},
+    ),
+    "risk_max_steps": (
+        lambda: C.risk_max_steps,
+        {"noise_multiplier": 2.0, "sample_rate": 0.5, "advantage": 0.2, "tol": 1e-2},
+    ),
+    "risk_max_sample_rate": (
+        lambda: C.risk_max_sample_rate,
+        {"noise_multiplier": 2.0, "steps": 4, "advantage": 0.2, "tol": 1e-2},
+    ),
+}
+
+#: public names deliberately not fuzzed, with the reason (reviewed)
+NOT_FUZZED: dict[str, str] = {
+    **dict.fromkeys(
+        [
+            "AuditResult",
+            "Calibration",
+            "RiskCalibration",
+            "DPSGDFit",
+            "FittedLinearModel",
+            "FittedSynthesizer",
+            "HistogramRelease",
+            "TreeRelease",
+            "TrainingHistory",
+            "ShufflingReport",
+            "TheilSenFit",
+            "LinearModel",
+            "Table",
+            "ReleaseSession",
+        ],
+        "a result record: built by the library from validated inputs (Table by "
+        "Table.from_data, ReleaseSession by Algorithm.session), not a user entry point",
+    ),
+    **dict.fromkeys(
+        [
+            "BudgetExceededError",
+            "CalibrationError",
+            "UnreachableTargetError",
+            "LedgerFileError",
+            "MissingCapabilityError",
+        ],
+        "an exception class: its numbers are a report, not an input",
+    ),
+    "GridPLD": "the engine's discretised distribution, built in the FFT composition loop "
+    "from validated laws; checking every construction would cost that loop (discretize, "
+    "which users call, is fuzzed)",
+    **dict.fromkeys(
+        ["Mechanism", "Algorithm", "PrivacyLossLaw", "Capabilities", "ComposedMechanism"],
+        "a base class or a flag record without numeric parameters (compose() is fuzzed)",
+    ),
+    **dict.fromkeys(
+        [
+            "register_mechanism",
+            "mechanism_from_delta_curve",
+            "mechanism_from_loss_laws",
+            "CategoricalColumn",
+            "TransformedMechanism",
+        ],
+        "no numeric parameter (names, callables, laws, categories)",
+    ),
+}
+
+#: (callable, parameter, kind of bad value) -> why the value is legitimately accepted
+_ALPHA_INF = "alpha = inf is the max-divergence order (check_alpha allows it by design)"
+_EXTENDED = "the hockey-stick curve is defined on the extended reals: delta(-inf)=1, delta(inf)=0"
+ALLOWED: dict[tuple[str, str, str], str] = {
+    **{
+        (f, "alpha", k): _ALPHA_INF
+        for f in ("Gaussian.rdp", "pure_dp_rdp", "zcdp_rdp")
+        for k in ("inf", "np_inf")
+    },
+    **{("gaussian_delta", "epsilon", k): _EXTENDED for k in ("inf", "-inf", "np_inf")},
+}
+
+#: parameters that take arrays (vectorised queries), beyond those annotated ndarray
+ARRAY_PARAMS: dict[str, set[str]] = {
+    "Gaussian.epsilon": {"delta"},
+    "Gaussian.delta": {"epsilon"},
+    "Gaussian.rdp": {"alpha"},
+    "Gaussian.tradeoff": {"fpr"},
+    "Laplace.epsilon": {"delta"},
+    "Laplace.delta": {"epsilon"},
+    "RandomAllocation.epsilon": {"delta"},
+    "RandomAllocation.delta": {"epsilon"},
+    "Gaussian.release": {"value"},
+    "Laplace.release": {"value"},
+    "tpr_at": {"fpr"},
+    "tpr_bounds": {"fpr"},
+    "tradeoff_bounds": {"fpr"},
+    "gaussian_delta": {"epsilon"},
+    "discrete_gaussian_delta_bounds": {"epsilon"},
+    "pure_dp_rdp": {"alpha"},
+    "zcdp_rdp": {"alpha"},
+}
+
+
+def _public_callables() -> dict[str, object]:
+    found = {}
+    for mod in (dpacct, A, M, C):
+        for name in mod.__all__:
+            obj = getattr(mod, name)
+            if callable(obj) and not inspect.ismodule(obj):
+                found[name] = obj
+    return found
+
+
+def _parameters(fn: Callable) -> dict[str, inspect.Parameter]:
+    """The signature's parameters (a class's from ``__init__``, so that a constructor
+    declared with ``*args, **kwargs`` shows its real parameters)."""
+    target = fn.__init__ if inspect.isclass(fn) else fn
+    return dict(inspect.signature(target).parameters)
+
+
+def _annotation(fn: Callable, param: str) -> str:
+    ann = _parameters(fn)[param].annotation
+    return "" if ann is inspect.Parameter.empty else str(ann)
+
+
+def _numeric_params(name: str) -> list[str]:
+    """The parameters of ``name`` that take numbers, by annotation or base value."""
+    factory, base = BASE[name]
+    fn = factory()
+    out = []
+    for p, spec in _parameters(fn).items():
+        if p in ("self", "args", "kwargs", "fields") or spec.kind is spec.VAR_KEYWORD:
+            continue
+        ann = _annotation(fn, p)
+        if ann.startswith("Callable"):
+            continue
+        value = base.get(p, spec.default)
+        numeric_ann = re.search(r"\b(float|int|ndarray)\b", ann) is not None
+        numeric_val = isinstance(value, int | float | np.ndarray) and not isinstance(value, bool)
+        if p in ("rng", "mechanism", "base", "family", "rdp", "rdp_curve", "law"):
+            continue
+        if numeric_ann or numeric_val:
+            out.append(p)
+    return out
+
+
+def _wrong_shape(value: object) -> np.ndarray:
+    if isinstance(value, np.ndarray) and value.ndim >= 1:
+        return np.stack([value, value, value])
+    x = float(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0.5
+    return np.full((2, 3), x)
+
+
+#: kind -> builder of the bad value from the parameter's valid base value
+BAD: dict[str, Callable[[object], object]] = {
+    "nan": lambda v: math.nan,
+    "inf": lambda v: math.inf,
+    "-inf": lambda v: -math.inf,
+    "huge_int": lambda v: 10**400,
+    "string": lambda v: "0.1",
+    "bool": lambda v: True,
+    "complex": lambda v: 1 + 1j,
+    "wrong_shape": _wrong_shape,
+    "np_nan": lambda v: np.float64(math.nan),
+    "np_negative": lambda v: np.float64(-0.5),
+    "np_inf": lambda v: np.float64(math.inf),
+}
+
+#: kinds for which raising nothing may be legitimate without review (the value can
+#: lie in the parameter's range)
+MAYBE_VALID = {"np_negative"}
+
+NAMED = r"(?<![A-Za-z0-9_]){}(?![A-Za-z0-9_])"
+CASES = [(name, p) for name in BASE for p in _numeric_params(name)]
+
+
+def _legit(name: str, param: str, kind: str) -> bool:
+    if (name, param, kind) in ALLOWED or kind in MAYBE_VALID:
+        return True
+    factory, _ = BASE[name]
+    ann = _annotation(factory(), param)
+    if kind == "bool" and re.search(r"\bbool\b", ann):
+        return True
+    if kind == "string" and re.search(r"\bstr\b", ann):
+        return True
+    return kind == "wrong_shape" and ("ndarray" in ann or param in ARRAY_PARAMS.get(name, set()))
+
+
+def check_one(name: str, param: str, kind: str, value: object = None) -> None:
+    """Call ``name`` with ``param`` replaced by a bad value of ``kind`` (``value``, or
+    the one :data:`BAD` builds); assert the rules of the module docstring."""
+    factory, base = BASE[name]
+    fn = factory()
+    kwargs = dict(base)
+    kwargs[param] = BAD[kind](kwargs.get(param)) if value is None else value
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            fn(**kwargs)
+        except (ValueError, TypeError) as exc:
+            msg = str(exc)
+            assert re.search(NAMED.format(re.escape(param)), msg), (
+                f"{name}({param}={kind}): {type(exc).__name__} does not name {param!r}: {msg}"
+            )
+            assert "np.float" not in msg and "np.int" not in msg, (
+                f"{name}({param}={kind}): numpy repr in the message: {msg}"
+            )
+            return
+        except Exception as exc:  # any other exception is the finding
+            pytest.fail(f"{name}({param}={kind}) raised {type(exc).__name__}: {exc}")
+    assert _legit(name, param, kind), f"{name}({param}={kind}) was accepted silently"
+
+
+def test_every_public_callable_is_covered():
+    missing = sorted(set(_public_callables()) - set(BASE) - set(NOT_FUZZED))
+    assert not missing, f"public callables with no fuzz row and no reason: {missing}"
+    assert all(reason for reason in NOT_FUZZED.values())
+    assert all(reason for reason in ALLOWED.values())
+
+
+@pytest.mark.parametrize("name", sorted(BASE))
+def test_base_arguments_are_valid(name):
+    factory, base = BASE[name]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        factory()(**base)
+
+
+@pytest.mark.parametrize(("name", "param"), CASES, ids=[f"{n}-{p}" for n, p in CASES])
+def test_bad_value_is_refused_clearly(name, param):
+    """Every kind of :data:`BAD` value, one after the other (all failures reported)."""
+    failures = []
+    for kind in sorted(BAD):
+        try:
+            check_one(name, param, kind)
+        except (AssertionError, pytest.fail.Exception) as exc:
+            failures.append(str(exc).splitlines()[0])
+    assert not failures, "\n".join(failures)
+
+
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(
+    case=st.sampled_from(CASES),
+    value=st.one_of(
+        st.integers(min_value=2**1024, max_value=10**500),
+        st.floats(allow_nan=True, allow_infinity=True).filter(
+            lambda x: math.isnan(x) or math.isinf(x)
+        ),
+        st.complex_numbers(allow_nan=False, allow_infinity=False, min_magnitude=1e-3).filter(
+            lambda z: z.imag != 0
+        ),
+        st.from_regex(r"\A[0-9]\.[0-9]{1,3}\Z"),
+    ),
+)
+def test_generated_bad_values_are_refused_clearly(case, value):
+    """Hypothesis draws further values of the same kinds for any (callable, parameter)."""
+    name, param = case
+    kind = (
+        "huge_int"
+        if isinstance(value, int)
+        else "string"
+        if isinstance(value, str)
+        else "complex"
+        if isinstance(value, complex)
+        else "nan"
+        if math.isnan(value)
+        else "inf"
+    )
+    check_one(name, param, kind, value)
+
+
+@pytest.mark.parametrize(
+    ("call", "param"),
+    [
+        (lambda: M.LaplaceMechanism(b=np.float64(-0.5)), "b"),
+        (lambda: M.GaussianMechanism(sigma=1.0).rdp(np.float64(0.5)), "alpha"),
+        (lambda: M.GaussianMechanism(sigma=1.0).tradeoff([np.float64(1.5)]), "fpr"),
+        (lambda: M.GaussianMechanism(sigma=1.0).epsilon(np.float64(2.0)), "delta"),
+        (lambda: A.compose([G], counts=[np.float64(2.5)]), "counts"),
+        (lambda: round_schedule([(np.float64(-1.0), 0.01, 3)]), "noise_multiplier"),
+        (
+            lambda: A.PrivacyAccountant(budget_epsilon=np.float64(-1.0), budget_delta=1e-5),
+            "budget_epsilon",
+        ),
+        (lambda: round_schedule([(1.0, 0.01, 3)], grid=np.float64(0.7)), "grid"),
+        (lambda: M.RandomizedResponse(p=np.float64(0.2), k=3), "p"),
+        (lambda: M.DiscreteLaplaceMechanism(scale=np.float64(-1.0)), "scale"),
+        (lambda: A.PrivacyAccountant(adaptive=np.float64(1.0)), "adaptive"),
+        (lambda: M.replace_one(G, sensitivity_factor=np.float64(0.5)), "sensitivity_factor"),
+        (lambda: M.audit(LAP, RNG, thresholds=[0.0, np.float64(np.inf)]), "thresholds"),
+        (lambda: C.calibrate(_family, 1.0, 0.0, domain=(np.float64(-1.0), 2.0)), "domain"),
+        (lambda: M.TreeQuantiles(0.0, 1.0, 16, 4.0).epsilon(np.float64(2.0)), "delta"),
+    ],
+)
+def test_numpy_scalars_print_as_plain_numbers(call, param):
+    with pytest.raises((ValueError, TypeError)) as info:
+        call()
+    msg = str(info.value)
+    assert param in msg
+    assert "np.float64" not in msg and "np.int64" not in msg, msg
+
+
+PHASE_FIELDS = ("noise_multiplier", "sample_rate", "count")
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(
+    index=st.integers(0, 2),
+    field=st.integers(0, 2),
+    kind=st.sampled_from(sorted(set(BAD) - MAYBE_VALID)),
+)
+def test_round_schedule_refuses_bad_phase_values(index, field, kind):
+    """Values inside the ``(noise_multiplier, sample_rate, count)`` triples: numpy would
+    read ``'0.1'`` and ``True`` as numbers, and ``int(inf)`` overflows."""
+    steps = [(1.0, 0.01, 5), (0.9, 0.02, 3), (1.1, 0.01, 2)]
+    phase = list(steps[index])
+    phase[field] = BAD[kind](phase[field])
+    steps[index] = tuple(phase)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises((ValueError, TypeError)) as info:
+            round_schedule(steps)
+    msg = str(info.value)
+    assert f"steps[{index}] {PHASE_FIELDS[field]}" in msg, msg
+    assert "np.float" not in msg, msg
+
+
+@settings(max_examples=30, deadline=None, derandomize=True)
+@given(kind=st.sampled_from(sorted(set(BAD) - MAYBE_VALID)))
+def test_compose_refuses_bad_counts(kind):
+    with pytest.raises((ValueError, TypeError)) as info:
+        A.compose([G, LAP], counts=[2, BAD[kind](2)])
+    assert "counts[1]" in str(info.value) and "np.float" not in str(info.value)
+
+
+def test_round_schedule_refuses_a_merged_count_beyond_int64():
+    # two phases in one cell whose counts sum past 2**63 - 1 (int64 would wrap silently)
+    with pytest.raises(ValueError, match=r"merged count must be an integer <= 2\*\*63 - 1"):
+        round_schedule([(1.0, 0.01, 2**62), (1.0, 0.01, 2**62)])
