@@ -4,7 +4,8 @@ Primitives: Gaussian, Laplace, randomized response, discrete Laplace and Gaussia
 exponential, generic pure-DP and zCDP.  Algorithms (each an :class:`Algorithm`, whose
 privacy is the composition of the primitives it runs): NoisyGD, DP-SGD, SSP and
 AdaSSP regression, marginal-based synthetic data, histogram and tree quantiles, the
-exponential-mechanism quantile, DP Theil-Sen.
+exponential-mechanism quantile, DP Theil-Sen.  Your own transformations: a function with
+a declared stability, followed by a primitive (:class:`Transformation`).
 
 Every primitive adds its own noise (``release``), and every algorithm draws its noise
 only through the releases of the primitives its privacy is composed of
@@ -24,6 +25,7 @@ from .gaussian import GaussianMechanism, ReplaceOneGaussianMechanism, gaussian_d
 from .generic import PureDPMechanism, ZCDPMechanism, zcdp_delta, zcdp_epsilon
 from .laplace import LaplaceMechanism, ReplaceOneLaplaceMechanism
 from .noisy_gd import FittedLinearModel, NoisyGD, TrainingHistory
+from .permute_and_flip import PermuteAndFlip
 from .quantiles import (
     ExponentialQuantile,
     HistogramQuantiles,
@@ -43,7 +45,8 @@ from .synthesis import (
     MarginalSynthesizer,
     Table,
 )
-from .theil_sen import DPTheilSen, TheilSenFit
+from .theil_sen import DPTheilSen, TheilSenFit, matching_transformation
+from .transformations import Transformation, TransformedMechanism, group_privacy
 
 __all__ = [
     "DPSGD",
@@ -68,6 +71,7 @@ __all__ = [
     "LinearModel",
     "MarginalSynthesizer",
     "NoisyGD",
+    "PermuteAndFlip",
     "PlannedRelease",
     "PureDPMechanism",
     "RandomizedResponse",
@@ -78,6 +82,8 @@ __all__ = [
     "Table",
     "TheilSenFit",
     "TrainingHistory",
+    "Transformation",
+    "TransformedMechanism",
     "TreeQuantiles",
     "TreeRelease",
     "ZCDPMechanism",
@@ -86,7 +92,9 @@ __all__ = [
     "discrete_gaussian_delta_bounds",
     "fixed_size_gaussian_step",
     "gaussian_delta",
+    "group_privacy",
     "hay_consistency",
+    "matching_transformation",
     "replace_one",
     "zcdp_delta",
     "zcdp_epsilon",

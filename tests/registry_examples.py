@@ -76,8 +76,13 @@ EXAMPLES = {
     "dp_theil_sen": [
         lambda: M.DPTheilSen(
             epsilon=1.0, x_lower=0.0, x_upper=1.0, pred_lower=-1.0, pred_upper=1.0
-        )
+        ),
+        lambda: M.DPTheilSen(
+            epsilon=1.0, x_lower=0.0, x_upper=1.0, pred_lower=-1.0, pred_upper=1.0,
+            median="grid", grid_size=50,
+        ),
     ],
+    "permute_and_flip": [lambda: M.PermuteAndFlip(epsilon=0.8)],
     "marginal_synthesizer": [_synth],
     "test_loss_law_only": [lambda: LossLawOnly(mu=0.8)],
     "gaussian_dp": [lambda: Mechanism.from_gdp(0.7)],

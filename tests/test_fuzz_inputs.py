@@ -224,6 +224,16 @@ BASE: dict[str, tuple[Callable[[], Callable], dict[str, Any]]] = {
         lambda: M.DPTheilSen,
         {"epsilon": 1.0, "x_lower": 0.0, "x_upper": 1.0, "pred_lower": -1.0, "pred_upper": 1.0},
     ),
+    "PermuteAndFlip": (lambda: M.PermuteAndFlip, {"epsilon": 1.0}),
+    "Transformation": (
+        lambda: M.Transformation,
+        {"function": abs, "stability": 1.0, "metric": "l1"},
+    ),
+    "group_privacy": (lambda: M.group_privacy, {"mechanism": G, "k": 2, "delta": 1e-6}),
+    "matching_transformation": (
+        lambda: M.matching_transformation,
+        {"k": 2, "cut_points": (0.25, 0.75), "max_records": 10},
+    ),
     "MarginalSynthesizer": (
         lambda: M.MarginalSynthesizer,
         {"columns": COLS, "scale": 4.0, "count": 100},
@@ -363,6 +373,7 @@ NOT_FUZZED: dict[str, str] = {
             "mechanism_from_delta_curve",
             "mechanism_from_loss_laws",
             "CategoricalColumn",
+            "TransformedMechanism",
         ],
         "no numeric parameter (names, callables, laws, categories)",
     ),

@@ -57,6 +57,7 @@ _prim = {
     "zcdp": st.floats(1e-6, 0.5).map(lambda r: M.ZCDPMechanism(rho=r)),
     "exponential": eps0.map(lambda e: M.ExponentialMechanism(epsilon=e)),
     "exponential_pure_dp": eps0.map(lambda e: M.ExponentialMechanism(e, bounded_range=False)),
+    "permute_and_flip": eps0.map(lambda e: M.PermuteAndFlip(epsilon=e)),
     "test_loss_law_only": st.floats(0.2, 1.5).map(lambda mu: LossLawOnly(mu=mu)),
     "replace_one_gaussian": pos.map(lambda s: M.replace_one(M.GaussianMechanism(sigma=s))),
     "replace_one_laplace": pos.map(lambda b: M.ReplaceOneLaplaceMechanism(b=b)),

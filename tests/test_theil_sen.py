@@ -286,3 +286,104 @@ def test_repr_and_json_use_the_new_name():
         # a file written before the rename still loads, to the same estimator
         d["params"]["epsilon0"] = d["params"].pop("epsilon")
         assert from_dict(d) == alg
+
+
+# ----------------------------------------------------------------------------------
+# the candidate-grid median
+# ----------------------------------------------------------------------------------
+def test_grid_median_is_two_permute_and_flips():
+    from dpacct.mechanisms.permute_and_flip import PermuteAndFlip
+
+    a, b = make(eps=1.0, k=3), make(eps=1.0, k=3, median="grid", grid_size=100)
+    assert a.pure_epsilon == b.pure_epsilon == pytest.approx(1.0)
+    ref = compose([PermuteAndFlip(epsilon=0.5), PermuteAndFlip(epsilon=0.5)])
+    for d in (1e-3, 1e-8):
+        assert b.epsilon(d) == pytest.approx(ref.epsilon(d), rel=1e-12)
+        # the generic pure-DP curves are never below the bounded-range ones
+        assert b.epsilon(d) >= a.epsilon(d)
+
+
+def test_grid_median_outputs_grid_points_and_recovers_the_line():
+    x, y, _ = line_data(4, n=2000)
+    alg = make(eps=4.0, median="grid", grid_size=201, pred_lower=-10.0, pred_upper=10.0)
+    fit = alg.fit(x, y, rng=np.random.default_rng(5))
+    grid = np.linspace(-10.0, 10.0, 201)
+    assert np.isclose(grid, fit.medians[0]).any() and np.isclose(grid, fit.medians[1]).any()
+    assert abs(fit.slope - 2.0) < 0.3 and abs(fit.intercept - 1.0) < 0.2
+
+
+def test_grid_median_exponent_carries_sensitivity_k(monkeypatch):
+    # the grid release sees the utility -|rank - m/2| with the planned sensitivity k
+    seen = []
+    from dpacct.mechanisms.permute_and_flip import PermuteAndFlip
+
+    orig = PermuteAndFlip.release
+
+    def spy(self, scores, *, sensitivity, rng):
+        seen.append((np.asarray(scores).copy(), sensitivity, None))
+        return orig(self, scores, sensitivity=sensitivity, rng=rng)
+
+    monkeypatch.setattr(PermuteAndFlip, "release", spy)
+    x = np.array([0.1, 0.2, 0.6, 0.9])
+    y = np.array([0.0, 1.0, 2.0, 3.0])
+    alg = make(k=2, median="grid", grid_size=5, pred_lower=-2.0, pred_upper=2.0)
+    alg.fit(x, y, rng=np.random.default_rng(0))
+    assert len(seen) == 2 and all(s == 2 and e is None for _, s, e in seen)
+    p1, _ = pair_predictions(x, y, 2, alg.cut_points, np.random.default_rng(0))
+    ranks = np.searchsorted(np.sort(p1), np.linspace(-2, 2, 5), side="left")
+    np.testing.assert_array_equal(seen[0][0], -np.abs(ranks - p1.size / 2))
+
+
+def test_grid_median_bad_parameters():
+    with pytest.raises(ValueError, match="median"):
+        make(median="histogram")
+    with pytest.raises(ValueError, match="grid_size"):
+        make(median="grid", grid_size=1)
+
+
+def test_grid_median_round_trips_through_json():
+    from dpacct.accountant.serialization import from_dict, to_dict
+
+    alg = make(eps=2.0, median="grid", grid_size=50)
+    back = from_dict(to_dict(alg))
+    assert back.median == "grid" and back.grid_size == 50
+
+
+# ----------------------------------------------------------------------------------
+# a declared max_records: slot matchings, half the sensitivity
+# ----------------------------------------------------------------------------------
+def test_max_records_halves_the_sensitivity(monkeypatch):
+    seen = []
+    orig = ExponentialMechanism.release
+
+    def spy(self, scores, *, sensitivity, rng, edges=None):
+        seen.append(sensitivity)
+        return orig(self, scores, sensitivity=sensitivity, rng=rng, edges=edges)
+
+    monkeypatch.setattr(ExponentialMechanism, "release", spy)
+    x, y, _ = line_data(1, n=50)
+    make(k=4, max_records=60).fit(x, y, rng=np.random.default_rng(0))
+    make(k=4).fit(x, y, rng=np.random.default_rng(0))
+    assert seen == [2.0, 2.0, 4.0, 4.0]
+    # the privacy claim is unchanged: the same two exponential mechanisms
+    assert make(max_records=60).epsilon(1e-6) == make().epsilon(1e-6)
+
+
+def test_max_records_refuses_larger_data_and_bad_values():
+    x, y, _ = line_data(2, n=51)
+    with pytest.raises(ValueError, match="max_records"):
+        make(max_records=50).fit(x, y, rng=np.random.default_rng(0))
+    make(max_records=51).fit(x, y, rng=np.random.default_rng(0))   # 51 <= 52 slots
+    for bad in (1, 0, -3, 2.5):
+        with pytest.raises((ValueError, TypeError), match="max_records"):
+            make(max_records=bad)
+
+
+def test_slot_matching_pairs_about_n_squared_over_n_slots():
+    x = np.arange(100.0)
+    y = x.copy()
+    full, _ = pair_predictions(x, y, 200, (0.25, 0.75), np.random.default_rng(0), slots=100)
+    assert full.size == 200 * 50                        # N = n: a perfect matching
+    loose, _ = pair_predictions(x, y, 200, (0.25, 0.75), np.random.default_rng(0), slots=200)
+    expected = 200 * 100 * 99 / (2 * 199)                # n (n - 1) / (2 (N - 1)) pairs
+    assert abs(loose.size - expected) < 0.02 * expected
