@@ -32,7 +32,10 @@ def test_import_optional_returns_the_module_or_names_the_extra(monkeypatch):
     import json
 
     assert import_optional("json", extra="examples", feature="x") is json
-    monkeypatch.setitem(sys.modules, "sklearn", None)  # as if not installed
+    # as if not installed: the package and any submodule an earlier test imported
+    for name in [m for m in sys.modules if m == "sklearn" or m.startswith("sklearn.")]:
+        monkeypatch.setitem(sys.modules, name, None)
+    monkeypatch.setitem(sys.modules, "sklearn", None)
     with pytest.raises(ImportError, match=re.escape('pip install "dpacct[examples]"')) as info:
         import_optional("sklearn.datasets", extra="examples", feature="the analyst quickstart")
     assert str(info.value).startswith("the analyst quickstart needs scikit-learn and pandas")
