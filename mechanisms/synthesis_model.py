@@ -1,0 +1,288 @@
+"""The fitted marginal synthesizer: model queries and sampling.
+
+Step 3 of :mod:`dpacct.mechanisms.synthesis` (whose module docstring describes the whole
+recipe): the Chow-Liu forest or IPF joint built from the estimated marginals, exact
+marginal and range queries on it, and synthetic rows drawn from it.  Everything here is
+post-processing of the noisy measurements.  :class:`FittedSynthesizer` is importable
+from :mod:`dpacct.mechanisms.synthesis`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from dpacct.accountant.validation import check_count, check_rng
+
+from .synthesis_columns import (
+    Column,
+    Table,
+    _check_conditions,
+    _resolve,
+)
+from .synthesis_estimate import ipf
+
+if TYPE_CHECKING:
+    from .synthesis import MarginalSynthesizer
+
+__all__ = ["FittedSynthesizer"]
+
+
+def _mutual_information(p: np.ndarray) -> float:
+    pa = p.sum(axis=1, keepdims=True)
+    pb = p.sum(axis=0, keepdims=True)
+    prod = pa * pb
+    mask = (p > 0) & (prod > 0)
+    return float(np.sum(p[mask] * np.log(p[mask] / prod[mask])))
+
+
+@dataclass(frozen=True, eq=False)
+class FittedSynthesizer:
+    """A fitted marginal synthesizer: the estimated marginals and the sampling model.
+
+    Everything here is post-processing of the noisy measurements.  The sampled
+    distribution is the IPF joint (``generator='ipf'``) or
+    ``P(root) * prod_child P(child | parent)`` over the Chow-Liu forest of the measured
+    pairs (``generator='tree'``); see the module docstring.  Build it with
+    :meth:`MarginalSynthesizer.fit`.
+
+    Attributes
+    ----------
+    synthesizer : MarginalSynthesizer
+    tables : dict
+        Estimated probability table of every measured marginal (keyed by column names).
+    one_way : dict
+        Estimated 1-way distribution of every column.
+    parents : dict
+        Parent column of every column in the sampling forest (``None`` for roots).
+    noisy_count : float or None
+        The noisy row count as released (None when the count was not measured).
+    noisy_tables : dict
+        The raw noisy histograms as released (counts, possibly negative), keyed by the
+        column names of each measured marginal: the released statistics themselves,
+        before any post-processing.
+    row_estimate : float
+        Inverse-variance weighted combination of the noisy count and the noisy table
+        totals (a better estimate of the row count, by post-processing).
+    n_rows : int
+        ``max(0, round(row_estimate))``: the default size of a synthetic table.
+    iterations : int
+        Dykstra iterations used by the projection.
+    generator : str
+        ``'ipf'`` or ``'tree'``.
+    joint : ndarray or None
+        The IPF joint distribution over all columns (``generator='ipf'`` only).
+    """
+
+    synthesizer: MarginalSynthesizer
+    tables: Mapping[tuple[str, ...], np.ndarray]
+    one_way: Mapping[str, np.ndarray]
+    parents: Mapping[str, str | None]
+    order: tuple[int, ...]
+    conditionals: Mapping[int, np.ndarray] = field(repr=False)
+    noisy_count: float | None = 0.0
+    row_estimate: float = 0.0
+    iterations: int = 0
+    generator: str = "tree"
+    joint: np.ndarray | None = field(default=None, repr=False)
+    noisy_tables: Mapping[tuple[str, ...], np.ndarray] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def _build(
+        cls,
+        syn: MarginalSynthesizer,
+        probs: list[np.ndarray],
+        noisy_count: float | None,
+        row_estimate: float,
+        iterations: int,
+        generator: str = "tree",
+    ) -> FittedSynthesizer:
+        cols, cliques, d = syn.columns, syn.cliques, len(syn.columns)
+        # 1-way distributions: weighted average of every table's projection (they agree
+        # to the projection tolerance); weights 1/k_C as in the projection
+        one_way = []
+        for a in range(d):
+            acc, wsum = np.zeros(cols[a].size), 0.0
+            for c, p in zip(cliques, probs, strict=True):
+                if a in c:
+                    other = tuple(i for i, b in enumerate(c) if b != a)
+                    k = p.size / cols[a].size
+                    acc += p.sum(axis=other) / k
+                    wsum += 1.0 / k
+            v = np.maximum(acc / wsum, 0.0)
+            one_way.append(v / v.sum())
+        # Chow-Liu maximum spanning forest over the measured pairs (Kruskal)
+        pairs = [(c, p) for c, p in zip(cliques, probs, strict=True) if len(c) == 2]
+        weighted = sorted(
+            ((_mutual_information(p), c, p) for c, p in pairs), key=lambda t: -t[0]
+        )
+        root = list(range(d))
+
+        def find(i: int) -> int:
+            while root[i] != i:
+                root[i] = root[root[i]]
+                i = root[i]
+            return i
+
+        adj: dict[int, list[tuple[int, np.ndarray]]] = {a: [] for a in range(d)}
+        for _, (u, v), p in weighted:
+            ru, rv = find(u), find(v)
+            if ru != rv:
+                root[ru] = rv
+                adj[u].append((v, p))  # p indexed (u, v)
+                adj[v].append((u, p.T))
+        # orient from the smallest column of each component (breadth first)
+        parent: dict[int, int | None] = {}
+        conditionals: dict[int, np.ndarray] = {}
+        order: list[int] = []
+        for r in range(d):
+            if r in parent:
+                continue
+            parent[r] = None
+            queue = [r]
+            while queue:
+                u = queue.pop(0)
+                order.append(u)
+                for v, p_uv in adj[u]:
+                    if v in parent:
+                        continue
+                    parent[v] = u
+                    rows = p_uv.sum(axis=1, keepdims=True)
+                    cond = np.where(rows > 0, p_uv / np.where(rows > 0, rows, 1.0), one_way[v])
+                    conditionals[v] = cond
+                    queue.append(v)
+        joint = None
+        if generator == "ipf":
+            joint, _ = ipf(probs, cliques, syn.sizes)
+        return cls(
+            synthesizer=syn,
+            tables={tuple(cols[a].name for a in c): p for c, p in zip(cliques, probs, strict=True)},
+            one_way={cols[a].name: one_way[a] for a in range(d)},
+            parents={
+                cols[a].name: (None if parent[a] is None else cols[parent[a]].name)  # type: ignore[index]
+                for a in range(d)
+            },
+            order=tuple(order),
+            conditionals=conditionals,
+            noisy_count=noisy_count,
+            row_estimate=row_estimate,
+            iterations=iterations,
+            generator=generator,
+            joint=joint,
+        )
+
+    @property
+    def columns(self) -> tuple[Column, ...]:
+        return self.synthesizer.columns
+
+    @property
+    def n_rows(self) -> int:
+        """Default synthetic table size: the estimated row count, rounded, at least 0."""
+        return max(0, round(self.row_estimate))
+
+    def _check_n(self, n: object) -> int:
+        if n is None:
+            return self.n_rows
+        return check_count(n, "n", allow_zero=True)
+
+    # ------------------------------------------------------------ model queries
+    def _contract(self, out: tuple[int, ...], weights: Mapping[int, np.ndarray]) -> np.ndarray:
+        """``sum_x P(x) prod_a w_a(x_a)`` keeping the columns ``out``."""
+        operands: list[Any] = []
+        if self.joint is not None:
+            operands += [self.joint, list(range(len(self.columns)))]
+            for a, w in weights.items():
+                operands += [w, [a]]
+            return np.einsum(*operands, list(out), optimize="greedy")
+        names = [c.name for c in self.columns]
+        for a in self.order:
+            par = self.parents[names[a]]
+            if par is None:
+                operands += [self.one_way[names[a]], [a]]
+            else:
+                operands += [self.conditionals[a], [names.index(par), a]]
+        for a, w in weights.items():
+            operands += [w, [a]]
+        return np.einsum(*operands, list(out), optimize="greedy")
+
+    def probability(self, columns: object) -> np.ndarray:
+        """The model's distribution of ``columns`` (sums to one).
+
+        Examples
+        --------
+        >>> from dpacct.mechanisms.synthesis import CategoricalColumn, MarginalSynthesizer
+        >>> cols = [CategoricalColumn("a", [0, 1]), CategoricalColumn("b", [0, 1])]
+        >>> m = MarginalSynthesizer(cols, scale=0.01).fit_counts(
+        ...     [[30, 10], [10, 50]], rng=np.random.default_rng(0))
+        >>> np.round(m.probability(["b", "a"]), 2).tolist()
+        [[0.3, 0.1], [0.1, 0.5]]
+        """
+        idx = _resolve(self.columns, columns)
+        return self._contract(idx, {})
+
+    def marginal(self, columns: object) -> np.ndarray:
+        """Expected counts of the marginal over ``columns`` in a table of :attr:`n_rows` rows."""
+        return self.n_rows * self.probability(columns)
+
+    def range_query(self, conditions: Mapping[str, object], *, n: int | None = None) -> float:
+        """Expected number of rows of an ``n``-row synthetic table meeting ``conditions``.
+
+        ``conditions`` maps column names to allowed categories (categorical columns) or
+        an interval ``(low, high)`` meaning ``[low, high)`` (binned numeric; closed at the
+        top edge of the domain; values are uniform in a bin,
+        so a partly covered bin counts by its covered fraction).  ``n`` defaults to
+        :attr:`n_rows`.
+
+        Examples
+        --------
+        >>> from dpacct.mechanisms.synthesis import (
+        ...     BinnedNumericColumn, CategoricalColumn, MarginalSynthesizer)
+        >>> cols = [CategoricalColumn("a", ["x", "y"]), BinnedNumericColumn("v", [0, 1, 2])]
+        >>> m = MarginalSynthesizer(cols, scale=0.01).fit_counts(
+        ...     [[40, 0], [0, 60]], rng=np.random.default_rng(0))
+        >>> round(m.range_query({"a": ["y"], "v": (1.5, 2.0)}))
+        30
+        """
+        conds = _check_conditions(conditions)
+        weights = {}
+        for name, cond in conds.items():
+            (j,) = _resolve(self.columns, [name], "conditions")
+            weights[j] = self.columns[j].weights(cond)
+        return float(self._check_n(n) * self._contract((), weights))
+
+    # ----------------------------------------------------------------- sampling
+    def sample(self, n: int | None = None, *, rng: np.random.Generator) -> Table:
+        """Draw a synthetic table of ``n`` rows (default :attr:`n_rows`) by ancestral sampling.
+
+        Parameters
+        ----------
+        n : int, optional
+            Number of rows, >= 0.
+        rng : numpy.random.Generator
+        """
+        check_rng(rng)
+        n = self._check_n(n)
+        d = len(self.columns)
+        names = [c.name for c in self.columns]
+        codes = np.zeros((n, d), dtype=np.int64)
+        if self.joint is not None:
+            cdf = np.cumsum(self.joint.ravel())
+            flat = np.searchsorted(cdf, rng.random(n) * cdf[-1], side="right")
+            flat = np.minimum(flat, cdf.size - 1)
+            codes = np.stack(np.unravel_index(flat, self.joint.shape), axis=1).astype(np.int64)
+        for a in self.order if self.joint is None else ():
+            par = self.parents[names[a]]
+            u = rng.random(n)
+            if par is None:
+                cdf = np.cumsum(self.one_way[names[a]])
+                c = np.searchsorted(cdf, u * cdf[-1], side="right")
+            else:
+                cdf = np.cumsum(self.conditionals[a], axis=1)
+                rows = cdf[codes[:, names.index(par)]]
+                c = (u[:, None] * rows[:, -1:] >= rows).sum(axis=1)
+            codes[:, a] = np.minimum(c, self.columns[a].size - 1)
+        values = {col.name: col.decode(codes[:, j], rng) for j, col in enumerate(self.columns)}
+        return Table(self.columns, codes, values)
