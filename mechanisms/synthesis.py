@@ -302,9 +302,10 @@ class MarginalSynthesizer(Algorithm):
 
         Parameters
         ----------
-        data : mapping or 2-D array
-            Rows over :attr:`columns` (see :func:`encode`); values must lie in the
-            declared domain.
+        data : mapping, DataFrame or 2-D array
+            Rows over :attr:`columns` (see :func:`encode`): a mapping or DataFrame is
+            read by column name (other columns are ignored with a warning naming
+            them), a plain array by position; values must lie in the declared domain.
         rng : numpy.random.Generator
             Source of the privacy noise.
         generator : 'auto', 'ipf' or 'tree'

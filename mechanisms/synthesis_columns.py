@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -346,17 +347,52 @@ def _check_columns(columns: object) -> tuple[Column, ...]:
     return cols
 
 
-def _column_arrays(columns: tuple[Column, ...], data: object) -> list[np.ndarray]:
-    """Split ``data`` (mapping name -> values, or 2-D array) into one array per column."""
-    names = [c.name for c in columns]
+def _named_columns(data: object) -> list[Any] | None:
+    """The column names of a named table (mapping, DataFrame-like, structured array),
+    or ``None`` for data read by position (a plain 2-D array or nested sequence)."""
     if isinstance(data, Mapping):
-        missing = [n for n in names if n not in data]
-        extra = [k for k in data if k not in names]
+        return list(data)
+    if isinstance(data, np.ndarray):
+        return list(data.dtype.names) if data.dtype.names else None
+    cols = getattr(data, "columns", None)
+    if cols is not None and hasattr(data, "__getitem__") and not isinstance(cols, str | bytes):
+        try:  # pandas, polars and other DataFrames: read by name, never by position
+            return list(cols)
+        except TypeError:
+            return None
+    return None
+
+
+def _column_arrays(columns: tuple[Column, ...], data: object) -> list[np.ndarray]:
+    """Split ``data`` into one array per column specification, matched by name.
+
+    A named table (a mapping ``{name: values}``, a pandas or polars DataFrame, a
+    structured numpy array) is read by column name, whatever its column order; its
+    columns that are not specified are not read, and a ``UserWarning`` names them.  A
+    plain 2-D array has no names and is read by position.
+    """
+    names = [c.name for c in columns]
+    present = _named_columns(data)
+    if present is not None:
+        what = "data" if isinstance(data, Mapping) else f"the {type(data).__name__}"
+        missing = [n for n in names if n not in present]
+        extra = [k for k in present if k not in names]
         if missing:
-            raise ValueError(f"data is missing columns {missing!r}")
+            raise ValueError(
+                f"{what} is missing columns {missing!r} (declared columns {names!r}; "
+                f"its columns are {present!r})"
+            )
+        dupes = sorted({n for n in names if present.count(n) > 1})
+        if dupes:
+            raise ValueError(f"{what} has more than one column named {dupes!r}")
         if extra:
-            raise ValueError(f"data has columns {extra!r} that are not in columns {names!r}")
-        arrays = [np.asarray(data[n]) for n in names]
+            warnings.warn(
+                f"{what} has columns {extra!r} that are not in columns {names!r}; they are "
+                "ignored (not read)",
+                UserWarning,
+                stacklevel=4,
+            )
+        arrays = [np.asarray(data[n]) for n in names]  # type: ignore[index]
         for n, a in zip(names, arrays, strict=True):
             if a.ndim != 1:
                 raise ValueError(f"data[{n!r}] must be one-dimensional, got shape {a.shape}")
@@ -365,7 +401,9 @@ def _column_arrays(columns: tuple[Column, ...], data: object) -> list[np.ndarray
             raise ValueError(f"data columns must have equal lengths, got {sorted(lengths)!r}")
         return arrays
     if isinstance(data, str | bytes) or data is None:
-        raise TypeError(f"data must be a 2-D array or a mapping of columns, got {data!r}")
+        raise TypeError(
+            f"data must be a mapping of columns, a DataFrame or a 2-D array, got {data!r}"
+        )
     arr = np.asarray(data)
     if arr.ndim != 2:
         raise ValueError(f"data must be a 2-D array (rows x columns), got shape {arr.shape}")
@@ -376,6 +414,12 @@ def _column_arrays(columns: tuple[Column, ...], data: object) -> list[np.ndarray
     return [arr[:, j] for j in range(arr.shape[1])]
 
 
+def _encode_arrays(cols: tuple[Column, ...], arrays: list[np.ndarray]) -> np.ndarray:
+    if len(arrays[0]) == 0:
+        raise ValueError("data must contain at least one row, got 0")
+    return np.stack([c.encode(a) for c, a in zip(cols, arrays, strict=True)], axis=1)
+
+
 def encode(columns: Sequence[Column], data: object) -> np.ndarray:
     """Integer codes of ``data``: an ``(n, len(columns))`` array, column ``j`` in ``0..size_j-1``.
 
@@ -383,28 +427,36 @@ def encode(columns: Sequence[Column], data: object) -> np.ndarray:
     ----------
     columns : sequence of CategoricalColumn or BinnedNumericColumn
         The column specifications (public domain).
-    data : mapping or 2-D array
-        ``{name: values}`` with one entry per column, or an ``(n, d)`` array whose columns
-        follow ``columns``.
+    data : mapping, DataFrame or 2-D array
+        A named table -- ``{name: values}``, a pandas (or polars) DataFrame, a
+        structured numpy array -- is read **by column name**, in any column order;
+        its columns that are not in ``columns`` are not read, and a ``UserWarning``
+        names them (so a frame with an ID column or other fields can be passed as it
+        is, and a misspelt name still fails: the declared column is then missing).  A
+        plain ``(n, d)`` array has no names: its columns follow ``columns``.
 
     Raises
     ------
     ValueError
-        Empty data, missing/extra columns, unequal lengths, NaN, an unknown category or a
-        value outside a column's edges (the message names the column).
+        Empty data, missing columns (named, with the columns the data has), a name
+        that occurs twice, unequal lengths, NaN, an unknown category or a value
+        outside a column's edges (the message names the column).
+
+    Warns
+    -----
+    UserWarning
+        When a named table has columns that are not in ``columns`` (named; ignored).
 
     Examples
     --------
     >>> cols = [CategoricalColumn("sex", ["f", "m"]), BinnedNumericColumn("bmi", [15, 25, 45])]
     >>> encode(cols, {"sex": ["m", "f"], "bmi": [22.0, 31.5]}).tolist()
     [[1, 0], [0, 1]]
+    >>> encode(cols, {"bmi": [22.0, 31.5], "sex": ["m", "f"]}).tolist()   # by name
+    [[1, 0], [0, 1]]
     """
     cols = _check_columns(columns)
-    arrays = _column_arrays(cols, data)
-    n = len(arrays[0])
-    if n == 0:
-        raise ValueError("data must contain at least one row, got 0")
-    return np.stack([c.encode(a) for c, a in zip(cols, arrays, strict=True)], axis=1)
+    return _encode_arrays(cols, _column_arrays(cols, data))
 
 
 # ----------------------------------------------------------------------------------
@@ -470,8 +522,8 @@ class Table:
     def from_data(cls, columns: Sequence[Column], data: object) -> Table:
         """Validate and encode ``data`` (see :func:`encode`), keeping its values."""
         cols = _check_columns(columns)
-        codes = encode(cols, data)
         arrays = _column_arrays(cols, data)
+        codes = _encode_arrays(cols, arrays)
         values = {
             c.name: (np.asarray(a, dtype=float) if isinstance(c, BinnedNumericColumn) else a)
             for c, a in zip(cols, arrays, strict=True)
