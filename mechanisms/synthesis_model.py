@@ -27,8 +27,56 @@ from .synthesis_estimate import ipf
 
 if TYPE_CHECKING:
     from .synthesis import MarginalSynthesizer
+    from .synthesis_mst import MST
 
-__all__ = ["FittedSynthesizer"]
+__all__ = ["FittedSynthesizer", "round_counts"]
+
+_SAMPLE_METHODS = ("round", "iid")
+
+
+def round_counts(p: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
+    """Randomized rounding of the expected counts ``n p`` to integers summing to ``n``.
+
+    Every cell keeps ``floor(n p_i)``; the ``r = n - sum floor(n p_i)`` remaining rows go
+    to distinct cells, cell ``i`` chosen with probability exactly its fractional part
+    ``f_i = n p_i - floor(n p_i)`` (``sum f_i = r``).  The cells are drawn by systematic
+    sampling (Madow 1949) over the fractional parts in a random order of the cells, which
+    has exactly these inclusion probabilities; so every count is the floor or the ceiling
+    of ``n p_i`` and its expectation is ``n p_i``.  This is the rounding Private-PGM uses
+    to generate records from a model (there drawn without replacement with weights
+    ``f_i``, whose inclusion probabilities are only close to ``f_i``).
+
+    Parameters
+    ----------
+    p : array_like
+        Non-negative probabilities (normalised here).
+    n : int
+        Total count, >= 0.
+    rng : numpy.random.Generator
+
+    Examples
+    --------
+    >>> round_counts(np.array([0.5, 0.25, 0.25]), 8, np.random.default_rng(0)).tolist()
+    [4, 2, 2]
+    >>> c = round_counts(np.array([0.3, 0.3, 0.4]), 5, np.random.default_rng(0))
+    >>> int(c.sum()), bool(((c == [1, 1, 2]) | (c == [2, 2, 2])).all())  # 1.5, 1.5, 2
+    (5, True)
+    """
+    p = np.maximum(np.asarray(p, dtype=float).ravel(), 0.0)
+    expected = n * p / p.sum()
+    base = np.floor(expected)
+    frac = expected - base
+    counts = base.astype(np.int64)
+    r = n - int(counts.sum())
+    if r <= 0:
+        return counts
+    perm = rng.permutation(frac.size)
+    cum = np.cumsum(frac[perm])
+    cum *= r / cum[-1]  # guard the round-off of sum(frac) == r
+    points = rng.random() + np.arange(r)
+    hit = np.searchsorted(cum, points, side="right")
+    counts[perm[np.minimum(hit, frac.size - 1)]] += 1
+    return counts
 
 
 def _mutual_information(p: np.ndarray) -> float:
@@ -60,6 +108,9 @@ class FittedSynthesizer:
         Parent column of every column in the sampling forest (``None`` for roots).
     noisy_count : float or None
         The noisy row count as released (None when the count was not measured).
+    selected : tuple of tuple of str
+        The pairs chosen by a selection step (:class:`MST`), in the order chosen;
+        empty for :class:`MarginalSynthesizer`, whose marginals are fixed in advance.
     noisy_tables : dict
         The raw noisy histograms as released (counts, possibly negative), keyed by the
         column names of each measured marginal: the released statistics themselves,
@@ -77,7 +128,7 @@ class FittedSynthesizer:
         The IPF joint distribution over all columns (``generator='ipf'`` only).
     """
 
-    synthesizer: MarginalSynthesizer
+    synthesizer: MarginalSynthesizer | MST
     tables: Mapping[tuple[str, ...], np.ndarray]
     one_way: Mapping[str, np.ndarray]
     parents: Mapping[str, str | None]
@@ -89,18 +140,21 @@ class FittedSynthesizer:
     generator: str = "tree"
     joint: np.ndarray | None = field(default=None, repr=False)
     noisy_tables: Mapping[tuple[str, ...], np.ndarray] = field(default_factory=dict, repr=False)
+    selected: tuple[tuple[str, ...], ...] = ()
 
     @classmethod
     def _build(
         cls,
-        syn: MarginalSynthesizer,
+        syn: MarginalSynthesizer | MST,
         probs: list[np.ndarray],
         noisy_count: float | None,
         row_estimate: float,
         iterations: int,
         generator: str = "tree",
+        cliques: tuple[tuple[int, ...], ...] | None = None,
     ) -> FittedSynthesizer:
-        cols, cliques, d = syn.columns, syn.cliques, len(syn.columns)
+        cols, d = syn.columns, len(syn.columns)
+        cliques = syn.cliques if cliques is None else cliques
         # 1-way distributions: weighted average of every table's projection (they agree
         # to the projection tolerance); weights 1/k_C as in the projection
         one_way = []
@@ -254,17 +308,80 @@ class FittedSynthesizer:
         return float(self._check_n(n) * self._contract((), weights))
 
     # ----------------------------------------------------------------- sampling
-    def sample(self, n: int | None = None, *, rng: np.random.Generator) -> Table:
-        """Draw a synthetic table of ``n`` rows (default :attr:`n_rows`) by ancestral sampling.
+    def sample(
+        self, n: int | None = None, *, rng: np.random.Generator, method: str = "round"
+    ) -> Table:
+        """Draw a synthetic table of ``n`` rows (default :attr:`n_rows`).
 
         Parameters
         ----------
         n : int, optional
             Number of rows, >= 0.
         rng : numpy.random.Generator
+        method : {'round', 'iid'}
+            ``'round'`` (default): randomized rounding, the way Private-PGM generates
+            (McKenna, Sheldon, Miklau 2019, and its ``synthetic_data``): the expected
+            counts ``n P(cell)`` of the first table (the joint for ``generator='ipf'``,
+            the root column for ``'tree'``) are rounded by keeping their integer parts
+            and giving the remaining rows to cells at random with probability equal
+            to their fractional parts (:func:`round_counts`), so every cell count is
+            the floor or the ceiling of its expectation and equals it on average;
+            then, column by column along the tree, the rows of every parent value are
+            split among the child values the same way.  Rows come out shuffled.
+            ``'iid'``: ``n`` independent draws from the model (ancestral sampling),
+            whose cell counts are multinomial: their sampling error adds to the noise
+            (the measured comparison is in ``benchmarks/algos/synthesis.py``).
+
+        Examples
+        --------
+        >>> from dpacct.mechanisms.synthesis import CategoricalColumn, MarginalSynthesizer
+        >>> cols = [CategoricalColumn("a", [0, 1]), CategoricalColumn("b", [0, 1])]
+        >>> m = MarginalSynthesizer(cols, scale=0.01).fit_counts(
+        ...     [[300, 100], [100, 500]], rng=np.random.default_rng(0))
+        >>> t = m.sample(rng=np.random.default_rng(1))
+        >>> t.marginal(["a", "b"]).tolist()    # n P(cell) rounded: within 1 of 300 100 100 500
+        [[300.0, 100.0], [100.0, 500.0]]
         """
         check_rng(rng)
+        if method not in _SAMPLE_METHODS:
+            raise ValueError(f"method must be one of {_SAMPLE_METHODS!r}, got {method!r}")
         n = self._check_n(n)
+        if method == "round":
+            codes = self._rounded_codes(n, rng)
+        else:
+            codes = self._iid_codes(n, rng)
+        values = {col.name: col.decode(codes[:, j], rng) for j, col in enumerate(self.columns)}
+        return Table(self.columns, codes, values)
+
+    def _rounded_codes(self, n: int, rng: np.random.Generator) -> np.ndarray:
+        d = len(self.columns)
+        codes = np.zeros((n, d), dtype=np.int64)
+        if self.joint is not None:
+            counts = round_counts(self.joint.ravel(), n, rng)
+            flat = rng.permutation(np.repeat(np.arange(counts.size), counts))
+            return np.stack(np.unravel_index(flat, self.joint.shape), axis=1).astype(np.int64)
+        names = [c.name for c in self.columns]
+        for a in self.order:
+            par = self.parents[names[a]]
+            if par is None:
+                counts = round_counts(self.one_way[names[a]], n, rng)
+                codes[:, a] = rng.permutation(np.repeat(np.arange(counts.size), counts))
+                continue
+            parent_codes = codes[:, names.index(par)]
+            # rows grouped by parent value (a loop over the parent's values, not rows)
+            order = np.argsort(parent_codes, kind="stable")
+            sizes = np.bincount(parent_codes, minlength=self.conditionals[a].shape[0])
+            child = np.empty(n, dtype=np.int64)
+            start = 0
+            for v, m in enumerate(sizes.tolist()):
+                if m:
+                    c = round_counts(self.conditionals[a][v], m, rng)
+                    child[start:start + m] = rng.permutation(np.repeat(np.arange(c.size), c))
+                start += m
+            codes[order, a] = child
+        return codes
+
+    def _iid_codes(self, n: int, rng: np.random.Generator) -> np.ndarray:
         d = len(self.columns)
         names = [c.name for c in self.columns]
         codes = np.zeros((n, d), dtype=np.int64)
@@ -284,5 +401,4 @@ class FittedSynthesizer:
                 rows = cdf[codes[:, names.index(par)]]
                 c = (u[:, None] * rows[:, -1:] >= rows).sum(axis=1)
             codes[:, a] = np.minimum(c, self.columns[a].size - 1)
-        values = {col.name: col.decode(codes[:, j], rng) for j, col in enumerate(self.columns)}
-        return Table(self.columns, codes, values)
+        return codes
