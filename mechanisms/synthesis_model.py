@@ -9,6 +9,7 @@ from :mod:`dpacct.mechanisms.synthesis`.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -62,21 +63,55 @@ def round_counts(p: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
     >>> int(c.sum()), bool(((c == [1, 1, 2]) | (c == [2, 2, 2])).all())  # 1.5, 1.5, 2
     (5, True)
     """
-    p = np.maximum(np.asarray(p, dtype=float).ravel(), 0.0)
-    expected = n * p / p.sum()
+    p = np.asarray(p, dtype=float).ravel()
+    return _round_groups(p[None, :], np.array([n]), rng)[0]
+
+
+def _round_groups(
+    probs: np.ndarray, totals: np.ndarray, rng: np.random.Generator
+) -> np.ndarray:
+    """:func:`round_counts` for every row of ``probs`` (``G x K``) at once, with totals
+    ``totals`` (``G``); rows whose probabilities are all zero get ``totals / K`` each
+    in expectation (uniform).
+
+    Systematic sampling in closed form: with ``C`` the cumulative fractional parts of a
+    row (cells in a random order, ``C_K = r``) and one uniform ``U`` per row, the points
+    ``U + k`` (``k = 0 .. r-1``) that fall in cell ``i`` number
+    ``floor(C_i - U) - floor(C_{i-1} - U)``, which is 0 or 1 because ``f_i < 1``.
+    """
+    p = np.maximum(probs, 0.0)
+    rows = p.sum(axis=1, keepdims=True)
+    p = np.where(rows > 0, p / np.where(rows > 0, rows, 1.0), 1.0 / p.shape[1])
+    expected = totals[:, None] * p
     base = np.floor(expected)
     frac = expected - base
     counts = base.astype(np.int64)
-    r = n - int(counts.sum())
-    if r <= 0:
+    r = totals - counts.sum(axis=1)
+    if not (r > 0).any():
         return counts
-    perm = rng.permutation(frac.size)
-    cum = np.cumsum(frac[perm])
-    cum *= r / cum[-1]  # guard the round-off of sum(frac) == r
-    points = rng.random() + np.arange(r)
-    hit = np.searchsorted(cum, points, side="right")
-    counts[perm[np.minimum(hit, frac.size - 1)]] += 1
+    perm = np.argsort(rng.random(frac.shape), axis=1)  # a random cell order per row
+    cum = np.cumsum(np.take_along_axis(frac, perm, axis=1), axis=1)
+    scale = np.where(cum[:, -1] > 0, r / np.where(cum[:, -1] > 0, cum[:, -1], 1.0), 0.0)
+    cum *= scale[:, None]  # guard the round-off of sum(f) == r
+    u = rng.random(len(totals))[:, None]
+    hits = np.diff(np.floor(cum - u), axis=1, prepend=np.floor(-u)).astype(np.int64)
+    np.put_along_axis(counts, perm, np.take_along_axis(counts, perm, axis=1) + hits, axis=1)
     return counts
+
+
+def _fill_groups(
+    groups: np.ndarray, counts: np.ndarray, rng: np.random.Generator
+) -> np.ndarray:
+    """Values for rows whose group is ``groups``: group ``g``'s rows receive value ``v``
+    ``counts[g, v]`` times (``counts[g].sum()`` must equal the group's size), in random
+    order within the group."""
+    n_groups, k = counts.shape
+    values = np.repeat(np.tile(np.arange(k), n_groups), counts.ravel())  # grouped by g
+    owner = np.repeat(np.arange(n_groups), counts.sum(axis=1))
+    shuffled = values[np.lexsort((rng.random(values.size), owner))]
+    out = np.empty(groups.size, dtype=np.int64)
+    out[np.argsort(groups, kind="stable")] = shuffled
+    return out
 
 
 def _mutual_information(p: np.ndarray) -> float:
@@ -356,11 +391,20 @@ class FittedSynthesizer:
     def _rounded_codes(self, n: int, rng: np.random.Generator) -> np.ndarray:
         d = len(self.columns)
         codes = np.zeros((n, d), dtype=np.int64)
-        if self.joint is not None:
-            counts = round_counts(self.joint.ravel(), n, rng)
-            flat = rng.permutation(np.repeat(np.arange(counts.size), counts))
-            return np.stack(np.unravel_index(flat, self.joint.shape), axis=1).astype(np.int64)
         names = [c.name for c in self.columns]
+        if self.joint is not None:
+            # chain rule: column j given all the columns before it, rows grouped by
+            # their prefix (Private-PGM's generation over one clique holding them all)
+            sizes = self.joint.shape
+            prefix = np.zeros(n, dtype=np.int64)
+            for j in range(d):
+                marg = self.joint.sum(axis=tuple(range(j + 1, d))).reshape(-1, sizes[j])
+                groups = math.prod(sizes[:j])
+                totals = np.bincount(prefix, minlength=groups)
+                counts = _round_groups(marg, totals, rng)
+                codes[:, j] = _fill_groups(prefix, counts, rng)
+                prefix = prefix * sizes[j] + codes[:, j]
+            return codes
         for a in self.order:
             par = self.parents[names[a]]
             if par is None:
@@ -368,17 +412,9 @@ class FittedSynthesizer:
                 codes[:, a] = rng.permutation(np.repeat(np.arange(counts.size), counts))
                 continue
             parent_codes = codes[:, names.index(par)]
-            # rows grouped by parent value (a loop over the parent's values, not rows)
-            order = np.argsort(parent_codes, kind="stable")
-            sizes = np.bincount(parent_codes, minlength=self.conditionals[a].shape[0])
-            child = np.empty(n, dtype=np.int64)
-            start = 0
-            for v, m in enumerate(sizes.tolist()):
-                if m:
-                    c = round_counts(self.conditionals[a][v], m, rng)
-                    child[start:start + m] = rng.permutation(np.repeat(np.arange(c.size), c))
-                start += m
-            codes[order, a] = child
+            cond = self.conditionals[a]
+            totals = np.bincount(parent_codes, minlength=cond.shape[0])
+            codes[:, a] = _fill_groups(parent_codes, _round_groups(cond, totals, rng), rng)
         return codes
 
     def _iid_codes(self, n: int, rng: np.random.Generator) -> np.ndarray:

@@ -40,18 +40,29 @@ def test_round_counts_are_unbiased():
     np.testing.assert_allclose(mean, n * p, atol=0.018, rtol=0)
 
 
-def test_ipf_sample_matches_the_model_joint_within_one_row_per_cell():
+def test_ipf_sample_rounds_every_column_given_the_columns_before_it():
+    # chain-rule rounding of the IPF joint: the first column's counts are within one
+    # row of n P(x_0); the rows sharing a prefix (x_0 .. x_{j-1}) are split among the
+    # values of x_j within one row of (their number) * P(x_j | prefix)
     cols, data = generated(n=3000)
     model = MarginalSynthesizer(cols, "2-way", scale=5.0).fit(
         data, rng=np.random.default_rng(0), generator="ipf"
     )
     t = model.sample(rng=np.random.default_rng(1))
     names = [c.name for c in cols]
-    expected = t.n_rows * model.probability(names)
-    assert np.abs(t.marginal(names) - expected).max() < 1.0
-    # iid sampling misses the same cells by many rows (multinomial error)
+    assert np.abs(t.marginal(names[0]) - t.n_rows * model.probability(names[0])).max() < 1.0
+    for j in range(1, len(names)):
+        counts = t.marginal(names[: j + 1])
+        joint = model.probability(names[: j + 1])
+        rows = joint.sum(axis=-1, keepdims=True)
+        cond = np.divide(joint, rows, out=np.zeros_like(joint), where=rows > 0)
+        expected = counts.sum(axis=-1, keepdims=True) * cond
+        assert np.abs(counts - expected).max() < 1.0, j
+    # iid sampling misses the model's cells by many rows (multinomial error)
     iid = model.sample(rng=np.random.default_rng(1), method="iid")
-    assert np.abs(iid.marginal(names) - expected).max() > 3.0
+    assert np.abs(iid.marginal(names) - iid.n_rows * model.probability(names)).max() > 3.0
+    # the rows are shuffled, not sorted by prefix
+    assert not (np.diff(t.codes[:, 0]) >= 0).all()
 
 
 def test_tree_sample_rounds_every_parent_group():
