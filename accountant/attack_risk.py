@@ -65,8 +65,7 @@ from __future__ import annotations
 import numpy as np
 
 from .mechanism import Mechanism, PLDSettings
-from .pld import GridPLD
-from .tradeoff import tradeoff_envelope
+from .tradeoff import ROUND_ABS, ROUND_REL, pld_route, pld_tradeoff_lower, pld_tradeoff_upper
 from .validation import check_fpr, check_tol
 
 __all__ = [
@@ -77,10 +76,6 @@ __all__ = [
     "tradeoff_bounds",
 ]
 
-#: relative and absolute outward rounding of every certified trade-off value
-_ROUND_REL = 1e-10
-_ROUND_ABS = 1e-15
-
 
 def _check_mechanism(mechanism: object) -> Mechanism:
     if not isinstance(mechanism, Mechanism):
@@ -89,77 +84,17 @@ def _check_mechanism(mechanism: object) -> Mechanism:
     return mechanism.privacy
 
 
-def _envelope(alpha: np.ndarray, u: np.ndarray, d_qp: np.ndarray, d_pq: np.ndarray) -> np.ndarray:
-    """``max(0, max_j max(1 - d_qp[j] - e^{u_j} alpha, e^{-u_j} (1 - alpha - d_pq[j])))``.
-
-    Equation (*) of the module docstring evaluated on the nodes ``u`` (all >= 0).  At
-    ``alpha = 0`` the first term's supremum over ``u -> inf`` is ``1 - d_qp(inf)``; the
-    caller includes a node beyond the last kink for it.
-    """
-    return tradeoff_envelope(alpha, u, d_qp, d_pq)
-
-
-def _nodes(*plds: GridPLD, swapped: bool = False) -> np.ndarray:
-    """Every |loss| grid node of ``plds`` (the kinks of their delta curves), with 0 and
-    a point beyond the last kink."""
-    parts = [np.zeros(1)]
-    for p in plds:
-        losses = p.losses
-        parts.append(losses[losses > 0])
-        if swapped:
-            parts.append(-losses[losses < 0])
-    u = np.unique(np.concatenate(parts))
-    return np.concatenate([u, [float(u[-1]) + 40.0]])
-
-
-def _pld_route(mech: Mechanism) -> bool:
-    return mech.has_pld and not (mech.has_exact_curve or mech.capabilities.exact_tradeoff)
-
-
-def _lower_curve(mech: Mechanism, alpha: np.ndarray, settings: PLDSettings) -> np.ndarray:
-    """Certified lower bound on f from the pessimistic PLDs (module docstring)."""
-    rem = mech._pld_one(True, settings, 0)
-    if mech._directions_equal() or mech._swap_bounds_add():
-        u = _nodes(rem, swapped=True)
-        d_r = np.asarray(rem.delta(u), dtype=float)
-        d_a = np.asarray(rem.swapped_delta_bound(u), dtype=float)
-        if mech._directions_equal():
-            d_a = d_r = np.minimum(d_r, d_a)  # one law, both orders: either bound holds
-    else:
-        add = mech._pld_one(True, settings, 1)
-        u = _nodes(rem, add)
-        d_r = np.asarray(rem.delta(u), dtype=float)
-        d_a = np.asarray(add.delta(u), dtype=float)
-    low_r = _envelope(alpha, u, d_qp=d_a, d_pq=d_r)  # T(P_r, Q_r)
-    low_a = _envelope(alpha, u, d_qp=d_r, d_pq=d_a)  # T(P_a, Q_a)
-    return np.minimum(low_r, low_a)
-
-
-def _upper_curve(mech: Mechanism, alpha: np.ndarray, settings: PLDSettings) -> np.ndarray:
-    """Upper bound on f from the optimistic PLDs (exact supremum over their nodes)."""
-    rem = mech._pld_one(False, settings, 0)
-    add = rem if mech._directions_equal() else mech._pld_one(False, settings, 1)
-    u = _nodes(rem, add)
-    d_r = np.asarray(rem.delta(u), dtype=float)
-    d_a = np.asarray(add.delta(u), dtype=float)
-    up_r = _envelope(alpha, u, d_qp=d_a, d_pq=d_r)
-    up_a = _envelope(alpha, u, d_qp=d_r, d_pq=d_a)
-    return np.minimum(up_r, up_a)
-
-
 def _bounds(mech: Mechanism, alpha: np.ndarray, tol: float | None, upper: bool):
     flat = alpha.reshape(-1).astype(float)
     if mech.capabilities.exact_tradeoff:
         exact = np.clip(np.asarray(mech._tradeoff_exact(flat), dtype=float), 0.0, 1.0)
-        low = exact * (1.0 - _ROUND_REL) - _ROUND_ABS
-        high = exact * (1.0 + _ROUND_REL) + _ROUND_ABS
-    elif _pld_route(mech):
+        low = exact * (1.0 - ROUND_REL) - ROUND_ABS
+        high = exact * (1.0 + ROUND_REL) + ROUND_ABS
+    elif pld_route(mech):
+        # the same call as Mechanism.tradeoff's, so tradeoff() is this lower end
         settings = PLDSettings(tol)
-        low = _lower_curve(mech, flat, settings) * (1.0 - _ROUND_REL) - _ROUND_ABS
-        if upper:
-            high = _upper_curve(mech, flat, settings) * (1.0 + _ROUND_REL) + _ROUND_ABS
-        else:
-            high = np.ones_like(flat)
+        low = pld_tradeoff_lower(mech, flat, settings)
+        high = pld_tradeoff_upper(mech, flat, settings) if upper else np.ones_like(flat)
     else:
         low = np.asarray(mech.tradeoff(flat, tol=tol), dtype=float)
         high = 1.0 - flat
@@ -229,6 +164,15 @@ def tpr_bounds(mechanism: Mechanism, fpr, *, tol: float | None = None):
     reaches a higher TPR at this FPR); ``lower = 1 - upper(f)`` shows how tight it is.
     See :func:`tradeoff_bounds`.
 
+    Parameters
+    ----------
+    mechanism : Mechanism
+        The mechanism (or composed run) attacked.
+    fpr : float or array_like
+        False-positive rate(s) of the attack, in [0, 1].
+    tol : float, optional
+        Relative accuracy of the PLDs, as in :meth:`Mechanism.epsilon`; default 1e-4.
+
     Examples
     --------
     >>> from dpacct.mechanisms import GaussianMechanism
@@ -252,6 +196,7 @@ def tpr_at(mechanism: Mechanism, fpr, *, tol: float | None = None):
     Parameters
     ----------
     mechanism : Mechanism
+        The mechanism (or composed run) attacked.
     fpr : float or array_like
         False-positive rate(s) in [0, 1].
     tol : float, optional
@@ -281,6 +226,13 @@ def advantage_bounds(mechanism: Mechanism, *, tol: float | None = None) -> tuple
     remove PLD, the mechanism's own ``delta(0)``), the lower end the larger of the
     optimistic PLDs' values.
 
+    Parameters
+    ----------
+    mechanism : Mechanism
+        The mechanism (or composed run) attacked.
+    tol : float, optional
+        Relative accuracy of the PLDs, as in :meth:`Mechanism.epsilon`; default 1e-4.
+
     Examples
     --------
     >>> from dpacct.mechanisms import GaussianMechanism
@@ -293,7 +245,7 @@ def advantage_bounds(mechanism: Mechanism, *, tol: float | None = None) -> tuple
     upper = float(mech.delta(0.0, tol=tol))
     lower = 0.0
     if mech.has_exact_curve:
-        return upper * (1.0 - _ROUND_REL), upper
+        return upper * (1.0 - ROUND_REL), upper
     if mech.has_pld:
         settings = PLDSettings(tol)
         rem = mech._pld_one(True, settings, 0)
@@ -312,6 +264,13 @@ def advantage(mechanism: Mechanism, *, tol: float | None = None) -> float:
 
     Equal to ``delta(epsilon=0)`` (Kulynych et al. 2024, Proposition 3.1); see
     :func:`advantage_bounds`.
+
+    Parameters
+    ----------
+    mechanism : Mechanism
+        The mechanism (or composed run) attacked.
+    tol : float, optional
+        Relative accuracy of the PLDs, as in :meth:`Mechanism.epsilon`; default 1e-4.
 
     Examples
     --------

@@ -50,6 +50,12 @@ class ComposedMechanism(Mechanism):
 
     Build it with :func:`compose`.
 
+    Parameters
+    ----------
+    parts : tuple of (Mechanism, int)
+        The mechanisms composed, each with its count (>= 1), under one neighbouring
+        relation.
+
     Examples
     --------
     >>> from dpacct.mechanisms import GaussianMechanism
@@ -92,9 +98,11 @@ class ComposedMechanism(Mechanism):
 
     @property
     def capabilities(self) -> Capabilities:
-        """What the parts allow: an exact curve for closed forms (Gaussian, binomial,
-        a single exact part), PLDs when every part has them, RDP when every part has
-        it (or in closed form)."""
+        """What the parts allow: exact curves for closed forms, PLDs or RDP when all have them.
+
+        An exact curve for closed forms (Gaussian, binomial, a single exact part), PLDs
+        when every part has them, RDP when every part has it (or in closed form).
+        """
         views = self._views
         exact = self._exact
         if self._gaussian is not None:
@@ -116,11 +124,17 @@ class ComposedMechanism(Mechanism):
         return self._gaussian._loss_laws()
 
     def rdp(self, alpha):
-        """Renyi-DP epsilon at ``alpha``: the closed form or the sum over the parts'
-        declared curves, else the sum of each part's derived curve (its
-        :meth:`~Mechanism.rdp`, from its loss laws or PLD: Renyi DP composes
+        """Renyi-DP epsilon at ``alpha``: the closed form or the sum over the parts.
+
+        The sum is over the parts' declared curves, else over each part's derived curve
+        (its :meth:`~Mechanism.rdp`, from its loss laws or PLD: Renyi DP composes
         additively, Mironov 2017, Proposition 1); a part with none raises
         :class:`~dpacct.accountant.mechanism.MissingCapabilityError` naming it.
+
+        Parameters
+        ----------
+        alpha : float or array_like
+            Renyi order(s), real and > 1.
 
         Examples
         --------

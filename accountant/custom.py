@@ -617,6 +617,11 @@ class _Declared(Mechanism):
     def rdp(self, alpha):
         """Renyi-DP epsilon at order(s) ``alpha``; see :meth:`Mechanism.rdp`.
 
+        Parameters
+        ----------
+        alpha : float or array_like
+            Renyi order(s), real and > 1.
+
         Raises
         ------
         MissingCapabilityError
@@ -867,6 +872,13 @@ class PureEpsilonMechanism(_Declared):
 class GaussianDPMechanism(_Declared):
     """Any ``mu``-GDP mechanism; see :func:`mechanism_from_gdp`.
 
+    Parameters
+    ----------
+    mu : float
+        The Gaussian-DP parameter, > 0.
+    neighbouring : str
+        ``ADD_REMOVE`` (default) or ``REPLACE_ONE``.
+
     Examples
     --------
     >>> m = GaussianDPMechanism(mu=1.0)
@@ -1094,6 +1106,8 @@ def mechanism_from_loss_laws(
     neighbouring : str
         ``ADD_REMOVE`` (default) or ``REPLACE_ONE``.
 
+    Notes
+    -----
     The Renyi-DP curve is the larger Renyi divergence of the two laws
     (:func:`loss_law_rdp`), finite unless a law puts mass at ``+inf``.
 
@@ -1124,6 +1138,13 @@ def mechanism_from_pure_epsilon(
     ``max(0, 1 - e^eps a, e^-eps (1 - a))`` are all stated.  Brackets enclose that
     worst case's epsilon: an upper bound for any such mechanism, not a lower bound.
 
+    Parameters
+    ----------
+    epsilon : float
+        The pure-DP epsilon, >= 0.
+    neighbouring : str
+        ``ADD_REMOVE`` (default) or ``REPLACE_ONE``.
+
     Examples
     --------
     >>> m = mechanism_from_pure_epsilon(1.0)
@@ -1150,6 +1171,13 @@ def mechanism_from_gdp(mu: float, *, neighbouring: str = ADD_REMOVE) -> Gaussian
     Every answer, brackets included, is about that worst case: the bracket of
     ``epsilon_bounds`` encloses the dominating Gaussian's epsilon, an upper bound for
     the mechanism declared, not a lower bound on it.
+
+    Parameters
+    ----------
+    mu : float
+        The Gaussian-DP parameter, > 0.
+    neighbouring : str
+        ``ADD_REMOVE`` (default) or ``REPLACE_ONE``.
 
     Examples
     --------
@@ -1184,6 +1212,8 @@ def mechanism_from_epsilon_delta(
         >= 0.
     delta : float
         In [0, 1); ``delta = 0`` is pure DP.
+    neighbouring : str
+        ``ADD_REMOVE`` (default) or ``REPLACE_ONE``.
 
     Examples
     --------

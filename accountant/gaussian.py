@@ -48,6 +48,13 @@ def gaussian_delta(mu: float, epsilon: np.ndarray) -> np.ndarray:
     in log space as ``Phi(a) * (1 - exp(eps + log Phi(b) - log Phi(a)))`` so that
     deltas down to 1e-300 keep their relative precision.
 
+    Parameters
+    ----------
+    mu : float
+        ``sensitivity / sigma``, > 0.
+    epsilon : numpy.ndarray
+        Epsilons (real).
+
     Examples
     --------
     >>> round(float(gaussian_delta(1.0, np.array([1.0]))[0]), 6)
@@ -83,6 +90,13 @@ def gaussian_epsilon(mu: float, delta: float) -> float:
 
     Inverts the exact curve of Balle & Wang 2018 (Theorem 8) to about 1e-12 relative
     accuracy; not rounded in either direction (use ``Mechanism.epsilon`` for a bound).
+
+    Parameters
+    ----------
+    mu : float
+        ``sensitivity / sigma``, > 0.
+    delta : float
+        Target delta, in (0, 1).
 
     Examples
     --------

@@ -123,12 +123,22 @@ ADAPTIVE_ORDERS = np.concatenate(
 class BudgetExceededError(RuntimeError):
     """A step or record refused by a privacy filter; the ledger is unchanged.
 
-    Attributes
+    Raised by :meth:`PrivacyAccountant.step` and :meth:`PrivacyAccountant.record`.
+
+    Parameters
     ----------
+    message : str
+        The explanation shown to the user.
     epsilon : float
-        Epsilon (at the budget's delta) the ledger would have reached.
+        Epsilon (at the budget's delta) the ledger would have reached; for the adaptive
+        filter, the conversion of the summed Renyi DP it would have reached.
     budget_epsilon, budget_delta : float
         The declared budget.
+
+    Attributes
+    ----------
+    epsilon, budget_epsilon, budget_delta : float
+        The parameters of the same names.
     """
 
     def __init__(self, message: str, *, epsilon: float, budget_epsilon: float, budget_delta: float):
@@ -161,9 +171,53 @@ class PrivacyAccountant:
         With ``budget_delta``: a privacy filter that refuses whatever would take
         epsilon at ``budget_delta`` above ``budget_epsilon`` (>= 0).
     budget_delta : float, optional
-        The delta of the budget, in (0, 1).
+        The delta of the budget, in (0, 1).  Both or neither: without a budget the
+        accountant only records and answers queries.
     tol : float, optional
-        Accuracy passed to the engine's ``epsilon(delta, tol=)``; default the engine's.
+        Accuracy passed to the engine's ``epsilon(delta, tol=)``; None (default): the
+        engine's default.
+    grid : float, default 2**-10
+        Relative width of the rounding cells for DP-SGD steps, in (0, 0.5); the
+        default is about 0.1 %.  Rounding applies only once the ledger holds more than
+        ``EXACT_PHASES`` (16) distinct mechanisms -- a noise or batch-size schedule
+        that changes at every step; below that everything is composed exactly and
+        ``grid`` has no effect.  Beyond it, DP-SGD steps ``(sigma, q)`` are rounded
+        to a cell with smaller sigma and larger q for upper bounds (a dominating step,
+        so :meth:`epsilon` and :meth:`delta` stay sound) and with larger sigma and
+        smaller q for the lower end of :meth:`epsilon_bounds`
+        (:func:`~dpacct.accountant.schedule.round_step`).  Records that are not
+        DP-SGD steps are never rounded, values already on the grid are not moved, a
+        coordinate with at most 64 distinct values (a constant q) keeps them, and a
+        ledger of DP-SGD steps only with at most 1024 distinct steps is answered
+        unrounded.  A coarser grid is faster and widens the bracket (about four
+        times ``grid``, relative); a finer one is slower and tighter.
+    adaptive : bool, default False
+        Which guarantee the privacy filter gives; needs a budget.  ``False``: the
+        sequence of mechanisms must be fixed in advance (it may change over time, but
+        not depend on the mechanisms' outputs); the filter refuses the first record
+        that would take the ledger's epsilon bound at ``budget_delta`` (the engine's
+        tightest, usually a privacy loss distribution) above ``budget_epsilon``, and
+        the recorded prefix is ``(budget_epsilon, budget_delta)``-DP.  ``True``: each
+        ``(sigma, q)`` or mechanism may be chosen after seeing everything released so
+        far; the filter is a Renyi filter (Feldman & Zrnic 2021) that refuses a
+        record when the summed Renyi DP at one order ``adaptive_order`` would exceed
+        the Renyi budget that converts to ``(budget_epsilon, budget_delta)``, and
+        the whole adaptive run is ``(budget_epsilon, budget_delta)``-DP.  The Renyi
+        filter costs O(1) per record but is looser, so it admits fewer steps; every
+        record needs a Renyi curve.  The queries (:meth:`epsilon`, ...) compose the
+        recorded mechanisms as a fixed sequence in either mode; for a run whose
+        choices were adaptive, the guarantee to quote is the budget.
+    adaptive_order : float, optional
+        The Renyi order of the adaptive filter, finite and > 1; only with
+        ``adaptive=True``.  None (default): chosen at the first record, from its
+        parameters alone (fixed before anything is released, so data-independent),
+        as the order on a grid from about 1.05 to 512 at which the most copies of the
+        first record fit the budget.  It cannot change afterwards.
+    progress : bool, default True
+        Show a ``tqdm`` progress bar (on stderr, "composing N phases (upper bound)")
+        while a query or filter check composes a rounded many-phase schedule and the
+        work lasts more than about two seconds; ``False`` hides it.  It never
+        changes a result.
 
     Examples
     --------
@@ -187,6 +241,19 @@ class PrivacyAccountant:
     dpacct.accountant.ledger.BudgetExceededError: budget exceeded: ...
     >>> filt.steps
     7
+
+    The fully adaptive filter spends the same budget at a single Renyi order (here
+    about 18, where a Gaussian step at sigma = 10 costs ``alpha / 200``), and admits
+    one step fewer:
+
+    >>> adaptive = PrivacyAccountant(budget_epsilon=1.0, budget_delta=1e-5, adaptive=True)
+    >>> adaptive.step(noise_multiplier=10.0, count=6)
+    >>> round(adaptive.adaptive_order, 2)
+    17.96
+    >>> adaptive.step(noise_multiplier=10.0)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    dpacct.accountant.ledger.BudgetExceededError: budget exceeded: ...
     """
 
     def __init__(
@@ -333,6 +400,14 @@ class PrivacyAccountant:
 
     def record(self, mechanism: Mechanism, count: int = 1) -> None:
         """Record ``count`` runs of ``mechanism`` (any :class:`Mechanism`).
+
+        Parameters
+        ----------
+        mechanism : Mechanism
+            What ran, under the same neighbouring relation as the records already in
+            the ledger; with ``adaptive=True`` it needs a Renyi curve.
+        count : int, default 1
+            Number of identical runs, >= 1.
 
         Raises
         ------
@@ -649,6 +724,16 @@ class PrivacyAccountant:
         the whole ledger at once (0.1 % on a loop with a new random sigma at every
         step).  Both are certified upper bounds.
 
+        Parameters
+        ----------
+        delta : float
+            Target delta, in (0, 1).
+
+        Returns
+        -------
+        float
+            Epsilon, >= 0.
+
         Examples
         --------
         >>> acct = PrivacyAccountant()
@@ -696,7 +781,18 @@ class PrivacyAccountant:
         return eps
 
     def delta(self, epsilon: float) -> float:
-        """Delta spent so far at ``epsilon``: a sound upper bound (0 when empty)."""
+        """Delta spent so far at ``epsilon``: a sound upper bound (0 when empty).
+
+        Parameters
+        ----------
+        epsilon : float
+            Target epsilon, >= 0.
+
+        Returns
+        -------
+        float
+            Delta, in [0, 1].
+        """
         e = check_epsilon(epsilon)
         mech = self._accounted(upper=True)
         return 0.0 if mech is None else float(mech.delta(e, tol=self._tol))
@@ -707,6 +803,16 @@ class PrivacyAccountant:
         Beyond ``EXACT_PHASES`` distinct phases the lower end comes from the schedule
         rounded down (larger sigma, smaller q) and the upper end from the schedule
         rounded up, each certified by its own PLD; neither is clipped to the other.
+
+        Parameters
+        ----------
+        delta : float
+            Target delta, in (0, 1).
+
+        Returns
+        -------
+        (float, float)
+            ``(lower, upper)``; ``(0.0, 0.0)`` for an empty ledger.
         """
         d = check_delta(delta)
         if not self._entries:
@@ -876,7 +982,7 @@ class PrivacyAccountant:
         Parameters
         ----------
         path : str or os.PathLike
-            The file to write (replaced if it exists).
+            The file to write; an existing file is replaced (keeping its permissions).
         key : bytes, str or None
             A secret of at least 16 bytes (e.g. ``secrets.token_bytes(32)``): the file
             is signed with HMAC-SHA256.  None reads the environment variable
@@ -938,7 +1044,8 @@ class PrivacyAccountant:
         Returns
         -------
         PrivacyAccountant
-            The restored ledger.
+            The ledger with its entries, budget and options (the filter's certificate
+            is not saved: the next check recomputes it).
 
         Raises
         ------

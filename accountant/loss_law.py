@@ -109,6 +109,15 @@ class PrivacyLossLaw(ABC):
     vectorised functions accepting ``-inf`` and ``+inf``, and set ``inf_mass``
     (``P(L = +inf)``) and ``q_neg_inf_mass`` (``Q(L = -inf)``).  The base class derives
     the exact hockey-stick curve, accurate bin masses and tail quantiles.
+
+    Examples
+    --------
+    >>> law = GaussianLossLaw(mu=1.0)   # a subclass; N(1/2, 1) under P
+    >>> float(law.cdf_p(np.array([0.5]))[0])
+    0.5
+    >>> lo, hi = law.quantile_bounds(1e-9)
+    >>> bool(law.cdf_p(np.array([lo]))[0] <= 1e-9 and law.sf_p(np.array([hi]))[0] <= 1e-9)
+    True
     """
 
     inf_mass: float = 0.0
@@ -127,23 +136,53 @@ class PrivacyLossLaw(ABC):
 
     @abstractmethod
     def cdf_p(self, x: np.ndarray) -> np.ndarray:
-        """``P(L <= x)``."""
+        """``P(L <= x)``.
+
+        Parameters
+        ----------
+        x : array_like
+            Loss values; ``-inf`` and ``+inf`` allowed.
+        """
 
     @abstractmethod
     def sf_p(self, x: np.ndarray) -> np.ndarray:
-        """``P(x < L < inf)`` (the mass at ``+inf`` is excluded)."""
+        """``P(x < L < inf)`` (the mass at ``+inf`` is excluded).
+
+        Parameters
+        ----------
+        x : array_like
+            Loss values; ``-inf`` and ``+inf`` allowed.
+        """
 
     @abstractmethod
     def cdf_q(self, x: np.ndarray) -> np.ndarray:
-        """``Q(L <= x)``, including ``Q(L = -inf)``."""
+        """``Q(L <= x)``, including ``Q(L = -inf)``.
+
+        Parameters
+        ----------
+        x : array_like
+            Loss values; ``-inf`` and ``+inf`` allowed.
+        """
 
     @abstractmethod
     def sf_q(self, x: np.ndarray) -> np.ndarray:
-        """``Q(L > x)``."""
+        """``Q(L > x)``.
+
+        Parameters
+        ----------
+        x : array_like
+            Loss values; ``-inf`` and ``+inf`` allowed.
+        """
 
     # ------------------------------------------------------------------ derived
     def hockey_stick(self, epsilon: np.ndarray) -> np.ndarray:
-        """Exact ``delta(eps) = sup_S P(S) - e^eps Q(S)`` of the pair, vectorised."""
+        """Exact ``delta(eps) = sup_S P(S) - e^eps Q(S)`` of the pair, vectorised.
+
+        Parameters
+        ----------
+        epsilon : array_like
+            Real epsilons (negative values allowed).
+        """
         eps = np.asarray(epsilon, dtype=float)
         with np.errstate(over="ignore", invalid="ignore"):
             val = self.inf_mass + self.sf_p(eps) - np.exp(eps) * self.sf_q(eps)
@@ -154,6 +193,11 @@ class PrivacyLossLaw(ABC):
 
         Differences are taken on the CDF on the left of the median and on the survival
         function on the right, so that tail bins keep full relative precision.
+
+        Parameters
+        ----------
+        edges : array_like
+            Increasing bin edges (``-inf`` and ``+inf`` allowed).
         """
         e = np.asarray(edges, dtype=float)
         return _split_differences(
@@ -170,6 +214,11 @@ class PrivacyLossLaw(ABC):
 
         Found by bisection on the distribution functions after a geometric bracket
         search, so the returned interval is guaranteed to satisfy both inequalities.
+
+        Parameters
+        ----------
+        tail : float
+            The P-mass allowed beyond each end, in (0, 1).
         """
         lo = -_boundary(lambda x: self.cdf_p(-x) <= tail)
         hi = _boundary(lambda x: self.sf_p(x) <= tail)
@@ -250,6 +299,11 @@ class GaussianLossLaw(PrivacyLossLaw):
     ``Q`` with mean ``-mu^2/2`` (Balle & Wang 2018, Lemma 3; Dong, Roth, Su 2019,
     Section 2.2).  ``mu = sensitivity / sigma`` is the Gaussian-DP parameter.
 
+    Parameters
+    ----------
+    mu : float
+        The Gaussian-DP parameter, > 0.
+
     Examples
     --------
     >>> law = GaussianLossLaw(mu=1.0)
@@ -284,6 +338,19 @@ class AtomicLossLaw(PrivacyLossLaw):
     The Q-mass of each atom is ``p * exp(-loss)``; ``inf_mass`` is ``P(L = +inf)`` and
     ``q_neg_inf_mass`` is ``Q(L = -inf)``.  Used for discrete mechanisms (randomized
     response, discrete Laplace) and to re-bin a discretised PLD onto a coarser grid.
+
+    Parameters
+    ----------
+    losses : numpy.ndarray
+        The finite loss values (any order; they are sorted).
+    p : numpy.ndarray
+        Their P-masses, >= 0.
+    inf_mass : float, default 0.0
+        ``P(L = +inf)``.
+    q_neg_inf_mass : float, default 0.0
+        ``Q(L = -inf)``.
+    lattice : float, optional
+        If given, every loss is a multiple of it (values are snapped to the multiples).
 
     Examples
     --------
@@ -328,7 +395,16 @@ class AtomicLossLaw(PrivacyLossLaw):
 
     @classmethod
     def from_pair(cls, p: np.ndarray, q: np.ndarray, lattice: float | None = None):
-        """Build the law of ``log(p_i / q_i)`` from two probability vectors."""
+        """Build the law of ``log(p_i / q_i)`` from two probability vectors.
+
+        Parameters
+        ----------
+        p, q : array_like
+            Probabilities of the same outcomes under P and under Q; an outcome with
+            ``q_i = 0`` adds to ``inf_mass``, one with ``p_i = 0`` to ``q_neg_inf_mass``.
+        lattice : float, optional
+            As in the class: a spacing of which every loss is a multiple.
+        """
         p = np.asarray(p, dtype=float)
         q = np.asarray(q, dtype=float)
         both = (p > 0) & (q > 0)
@@ -377,6 +453,15 @@ class PoissonSubsampledLossLaw(PrivacyLossLaw):
     ``base`` is the law of ``log(dQ/dP)``; then ``g`` reads ``-log(1 - q + q e^{-L_a})``.
     Both transforms are increasing, so the distribution functions are those of the base
     law at the inverse image, mixed as above.
+
+    Parameters
+    ----------
+    base : PrivacyLossLaw
+        The base mechanism's loss law (for ``"add"``, of ``log(dQ/dP)``, see above).
+    sample_rate : float
+        Poisson sampling probability ``q``, in (0, 1].
+    direction : {"remove", "add"}
+        The neighbouring direction.
 
     Examples
     --------
@@ -447,8 +532,13 @@ class PoissonSubsampledLossLaw(PrivacyLossLaw):
         return x, below, above
 
     def bin_masses(self, edges: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """As :meth:`PrivacyLossLaw.bin_masses`, inverting the loss once for all four
-        distribution functions."""
+        """As :meth:`PrivacyLossLaw.bin_masses`, inverting the loss once for all four.
+
+        Parameters
+        ----------
+        edges : array_like
+            Increasing bin edges (``-inf`` and ``+inf`` allowed).
+        """
         e = np.asarray(edges, dtype=float)
         x, below, above = self._preimage(e)
         return _split_differences(
@@ -461,6 +551,13 @@ class PoissonSubsampledLossLaw(PrivacyLossLaw):
         )
 
     def cdf_p(self, y):
+        """``P(L <= y)``; see :meth:`PrivacyLossLaw.cdf_p`.
+
+        Parameters
+        ----------
+        y : array_like
+            Loss values of the subsampled pair; ``-inf`` and ``+inf`` allowed.
+        """
         return self._cdf_p_at(*self._preimage(y))
 
     def _cdf_p_at(self, x, below, above):
@@ -476,6 +573,13 @@ class PoissonSubsampledLossLaw(PrivacyLossLaw):
         return np.where(below, 0.0, val)
 
     def sf_p(self, y):
+        """``P(y < L < inf)``; see :meth:`PrivacyLossLaw.sf_p`.
+
+        Parameters
+        ----------
+        y : array_like
+            Loss values of the subsampled pair; ``-inf`` and ``+inf`` allowed.
+        """
         return self._sf_p_at(*self._preimage(y))
 
     def _sf_p_at(self, x, below, above):
@@ -491,6 +595,13 @@ class PoissonSubsampledLossLaw(PrivacyLossLaw):
         return np.where(below, 1.0, val)
 
     def cdf_q(self, y):
+        """``Q(L <= y)``; see :meth:`PrivacyLossLaw.cdf_q`.
+
+        Parameters
+        ----------
+        y : array_like
+            Loss values of the subsampled pair; ``-inf`` and ``+inf`` allowed.
+        """
         return self._cdf_q_at(*self._preimage(y))
 
     def _cdf_q_at(self, x, below, above):
@@ -505,6 +616,13 @@ class PoissonSubsampledLossLaw(PrivacyLossLaw):
         return np.where(below, self.q_neg_inf_mass, val)
 
     def sf_q(self, y):
+        """``Q(L > y)``; see :meth:`PrivacyLossLaw.sf_q`.
+
+        Parameters
+        ----------
+        y : array_like
+            Loss values of the subsampled pair; ``-inf`` and ``+inf`` allowed.
+        """
         return self._sf_q_at(*self._preimage(y))
 
     def _sf_q_at(self, x, below, above):

@@ -62,7 +62,7 @@ from .loss_law import PrivacyLossLaw
 from .numerics import TINY, invert_decreasing
 from .pld import MAX_GRID, GridPLD, discretize
 from .rdp import rdp_to_delta, rdp_to_delta_grid, rdp_to_epsilon
-from .tradeoff import tradeoff_from_delta
+from .tradeoff import pld_route, pld_tradeoff_lower, tradeoff_from_delta
 from .twoscale import discretize_split
 from .validation import (
     as_real_array,
@@ -121,6 +121,19 @@ class PLDSettings:
     two-scale size guards, which then widen the coarse tail and loosen the bounds
     (measured: q = 0.01 DP-SGD at tol 3e-8 gave a bracket 4x wider than at 3e-7), so
     smaller tolerances are answered as ``MIN_TOL``.
+
+    Parameters
+    ----------
+    tol : float, optional
+        Relative accuracy wanted on epsilon, in (0, 0.5); None: ``DEFAULT_TOL``.
+    delta : float, optional
+        The target delta, which sets the mass the tail cuts may move
+        (:func:`tail_budget`); None: ``DEFAULT_TAIL``.
+
+    Examples
+    --------
+    >>> PLDSettings(tol=1e-3).resolution < PLDSettings(tol=1e-5).resolution
+    True
     """
 
     __slots__ = ("coarse_cap", "first_fraction", "resolution", "tail")
@@ -142,6 +155,7 @@ class PLDSettings:
         self.first_fraction: float | None = None
 
     def key(self) -> tuple[float, float, float | None, float | None]:
+        """A hashable summary of the settings, for caching PLDs built with them."""
         return (round(self.resolution, 6), self.tail, self.coarse_cap, self.first_fraction)
 
     def copy(self) -> PLDSettings:
@@ -152,14 +166,26 @@ class PLDSettings:
         return out
 
     def capped(self, cap: float) -> PLDSettings:
-        """A copy whose grids never use a step above ``cap`` (a power of two)."""
+        """A copy whose grids never use a step above ``cap`` (rounded down to a power of two).
+
+        Parameters
+        ----------
+        cap : float
+            Largest grid step, > 0.
+        """
         out = self.copy()
         out.coarse_cap = 2.0 ** math.floor(math.log2(cap))
         return out
 
     def with_first_fraction(self, fraction: float) -> PLDSettings:
-        """A copy whose first optimistic discretisation uses ``fraction`` of the
-        resolution (instead of ``FIRST_LEVEL_FRACTION[False]``)."""
+        """A copy whose first optimistic discretisation uses a fraction of the resolution.
+
+        Parameters
+        ----------
+        fraction : float
+            Fraction of the resolution, > 0 (instead of
+            ``FIRST_LEVEL_FRACTION[False]``).
+        """
         out = self.copy()
         out.first_fraction = fraction
         return out
@@ -170,6 +196,12 @@ class PLDSettings:
         The optimistic construction loses more per coarsening than the pessimistic
         one, so a loose tolerance never takes it below the default resolution: the
         bracket stays narrow while the upper bound (the answer) gets faster.
+
+        Parameters
+        ----------
+        pessimistic : bool
+            True for the upper-bound (pessimistic) discretisation, False for the
+            lower-bound one.
         """
         if pessimistic:
             return self.resolution
@@ -198,6 +230,21 @@ def _scalar_or_array(values: np.ndarray, like: np.ndarray):
 @dataclasses.dataclass(frozen=True)
 class Capabilities:
     """What a mechanism knows in closed form: one flag per hook (module docstring).
+
+    Parameters
+    ----------
+    exact_curve : bool, default False
+        The exact privacy curve ``delta(eps)`` (hook ``_delta_exact``).
+    rdp : bool, default False
+        A Renyi-DP curve (``_rdp``).
+    loss_laws : bool, default False
+        Privacy-loss laws of dominating pairs (``_loss_laws``).
+    own_pld : bool, default False
+        Its own discretised PLD pair (``_pld_pair``).
+    exact_tradeoff : bool, default False
+        The exact f-DP trade-off curve (``_tradeoff_exact``).
+    gdp : bool, default False
+        A Gaussian-DP ``mu`` (``_gdp_mu``).
 
     Examples
     --------
@@ -274,8 +321,10 @@ class Mechanism:
 
     Public queries: :meth:`epsilon`, :meth:`delta`, :meth:`epsilon_bounds`,
     :meth:`rdp`, :meth:`tradeoff`, :meth:`pld`.  Subclasses implement any of the
-    hooks listed in the module docstring and declare them in ``declares``:
+    hooks listed in the module docstring and declare them in ``declares``.
 
+    Examples
+    --------
     >>> from dpacct.accountant.gaussian import gaussian_delta
     >>> class Curve(Mechanism):
     ...     declares = Capabilities(exact_curve=True)
@@ -413,8 +462,11 @@ class Mechanism:
 
     @property
     def has_rdp(self) -> bool:
-        """True if the mechanism has an RDP curve: declared, or derived from declared
-        loss laws that put no mass at ``+inf`` (:meth:`_rdp_curve`)."""
+        """True if the mechanism has an RDP curve.
+
+        Declared, or derived from declared loss laws that put no mass at ``+inf``
+        (:meth:`_rdp_curve`).
+        """
         return self.capabilities.rdp or self._rdp_from_laws()
 
     def _rdp_from_laws(self) -> bool:
@@ -677,6 +729,13 @@ class Mechanism:
         comes from the optimistic and pessimistic discretisations; with only an RDP
         curve the lower end is 0 (RDP gives no lower bound).
 
+        Parameters
+        ----------
+        delta : float
+            Target delta, in (0, 1).
+        tol : float, optional
+            Relative accuracy of the PLD route, as in :meth:`epsilon`.
+
         Examples
         --------
         >>> from dpacct.mechanisms import LaplaceMechanism
@@ -867,6 +926,11 @@ class Mechanism:
         PLD (an upper bound by the data-processing inequality); a derivation that
         can only give ``inf`` raises :class:`MissingCapabilityError` instead.
 
+        Parameters
+        ----------
+        alpha : float or array_like
+            Renyi order(s), real and > 1.
+
         Examples
         --------
         >>> from dpacct.mechanisms import GaussianMechanism
@@ -895,10 +959,26 @@ class Mechanism:
     def tradeoff(self, fpr, *, tol: float | None = None):
         """f-DP trade-off curve: a lower bound on the type II error at type I ``fpr``.
 
-        Uses the exact curve when known; otherwise the dual of the (eps, delta) curve
-        (Dong, Roth, Su 2019, Proposition 2.12):
+        Uses the exact curve when known.  A mechanism accounted by its PLDs gets the
+        Neyman-Pearson curve of the pessimistic PLDs' dominating pair, which is the
+        lower end of :func:`~dpacct.accountant.attack_risk.tradeoff_bounds` at the
+        same ``tol``.  Otherwise the dual of the (eps, delta) curve (Dong, Roth, Su
+        2022, Proposition 2.12):
         ``beta(a) >= max_eps max(0, 1 - delta(eps) - e^eps a, e^-eps (1 - delta(eps) - a))``
         over a grid of epsilons, which is a valid (conservative) lower bound.
+
+        Parameters
+        ----------
+        fpr : float or array_like
+            False-positive rate(s) ``alpha`` in [0, 1].
+        tol : float, optional
+            Relative accuracy of the privacy-loss-distribution route, in (0, 0.5);
+            default 1e-4.  Closed forms ignore it.
+
+        Returns
+        -------
+        float or numpy.ndarray
+            The safe-side ``beta(fpr)`` (never above the true curve), shaped like ``fpr``.
 
         Examples
         --------
@@ -912,6 +992,8 @@ class Mechanism:
         check_tol(tol)
         if self.capabilities.exact_tradeoff:
             out = self._tradeoff_exact(a.reshape(-1))
+        elif pld_route(self):
+            out = pld_tradeoff_lower(self, a.reshape(-1), PLDSettings(tol))
         else:
             out = tradeoff_from_delta(partial(self.delta, tol=tol), a.reshape(-1))
         return _scalar_or_array(np.clip(out, 0.0, 1.0).reshape(a.shape), a)
@@ -924,6 +1006,15 @@ class Mechanism:
     def from_delta_curve(delta_curve, *, name: str, neighbouring: str = "add/remove"):
         """A mechanism known by its exact privacy curve ``delta(eps)``
         (:func:`~dpacct.accountant.custom.mechanism_from_delta_curve`).
+
+        Parameters
+        ----------
+        delta_curve : callable
+            ``eps -> delta(eps)`` for ``eps >= 0``: exact, or a privacy curve above it.
+        name : str
+            A label for messages and the repr.
+        neighbouring : str, default "add/remove"
+            ``ADD_REMOVE`` or ``REPLACE_ONE``.
 
         Examples
         --------
@@ -942,6 +1033,17 @@ class Mechanism:
         """A mechanism known by a Renyi-DP curve
         (:func:`~dpacct.accountant.custom.mechanism_from_rdp`).
 
+        Parameters
+        ----------
+        rdp : callable
+            ``alpha -> eps_alpha`` for real ``alpha > 1``.
+        name : str, default "rdp"
+            A label for messages and the repr.
+        pure_epsilon : float, optional
+            A pure-DP epsilon the mechanism also satisfies (caps every answer).
+        neighbouring : str, default "add/remove"
+            ``ADD_REMOVE`` or ``REPLACE_ONE``.
+
         Examples
         --------
         >>> m = Mechanism.from_rdp(lambda a: a / 2.0, name="gaussian sigma=1")
@@ -959,6 +1061,16 @@ class Mechanism:
         """A mechanism known by the privacy-loss laws of its dominating pairs
         (:func:`~dpacct.accountant.custom.mechanism_from_loss_laws`).
 
+        Parameters
+        ----------
+        remove, add : PrivacyLossLaw
+            Laws of the dominating pairs' privacy loss, one per direction; ``add``
+            defaults to the swapped ``remove`` pair.
+        name : str, optional
+            A label for messages and the repr.
+        neighbouring : str, default "add/remove"
+            ``ADD_REMOVE`` or ``REPLACE_ONE``.
+
         Examples
         --------
         >>> from dpacct.accountant.loss_law import GaussianLossLaw
@@ -975,6 +1087,13 @@ class Mechanism:
         """A pure ``epsilon``-DP mechanism
         (:func:`~dpacct.accountant.custom.mechanism_from_pure_epsilon`).
 
+        Parameters
+        ----------
+        epsilon : float
+            The pure-DP epsilon, >= 0.
+        neighbouring : str, default "add/remove"
+            ``ADD_REMOVE`` or ``REPLACE_ONE``.
+
         Examples
         --------
         >>> Mechanism.from_pure_epsilon(0.5).pure_epsilon
@@ -989,6 +1108,13 @@ class Mechanism:
         """A mechanism known to be ``mu``-GDP
         (:func:`~dpacct.accountant.custom.mechanism_from_gdp`).
 
+        Parameters
+        ----------
+        mu : float
+            The Gaussian-DP parameter, > 0.
+        neighbouring : str, default "add/remove"
+            ``ADD_REMOVE`` or ``REPLACE_ONE``.
+
         Examples
         --------
         >>> round(Mechanism.from_gdp(1.0).epsilon(1e-5), 4)
@@ -1002,6 +1128,15 @@ class Mechanism:
     def from_epsilon_delta(epsilon: float, delta: float, *, neighbouring: str = "add/remove"):
         """A mechanism known only to be ``(epsilon, delta)``-DP
         (:func:`~dpacct.accountant.custom.mechanism_from_epsilon_delta`).
+
+        Parameters
+        ----------
+        epsilon : float
+            >= 0.
+        delta : float
+            In [0, 1); 0 is pure DP.
+        neighbouring : str, default "add/remove"
+            ``ADD_REMOVE`` or ``REPLACE_ONE``.
 
         Examples
         --------

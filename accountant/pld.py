@@ -516,7 +516,13 @@ class GridPLD:
         return self.inf_mass + c * tail, e
 
     def delta(self, epsilon: float | np.ndarray) -> float | np.ndarray:
-        """Hockey-stick divergence at ``epsilon`` (scalar or array)."""
+        """Hockey-stick divergence at ``epsilon`` (scalar or array).
+
+        Parameters
+        ----------
+        epsilon : float or array_like
+            Real epsilon(s).
+        """
         eps = np.asarray(epsilon, dtype=float)
         d_nodes, e = self._node_tables()
         losses = self.losses
@@ -533,7 +539,13 @@ class GridPLD:
         return float(out) if out.ndim == 0 else out
 
     def epsilon(self, delta: float) -> float:
-        """Smallest ``eps >= 0`` with ``delta(eps) <= delta`` (inf if unreachable)."""
+        """Smallest ``eps >= 0`` with ``delta(eps) <= delta`` (inf if unreachable).
+
+        Parameters
+        ----------
+        delta : float
+            Target delta, in [0, 1].
+        """
         if delta < self.inf_mass:
             return math.inf
         d_nodes, e = self._node_tables()
@@ -576,6 +588,11 @@ class GridPLD:
         relative error of the FFT products); ten times that drift is added to the
         missing Q-mass, which is itself never taken below zero.
 
+        Parameters
+        ----------
+        epsilon : float or array_like
+            Real epsilon(s).
+
         Examples
         --------
         >>> from dpacct.accountant.loss_law import GaussianLossLaw
@@ -604,7 +621,13 @@ class GridPLD:
         return float(out) if out.ndim == 0 else out
 
     def rdp(self, alpha: np.ndarray) -> np.ndarray:
-        """Renyi divergence of the discrete pair, ``log E[e^{(a-1)L}] / (a-1)``."""
+        """Renyi divergence of the discrete pair, ``log E[e^{(a-1)L}] / (a-1)``.
+
+        Parameters
+        ----------
+        alpha : array_like
+            Renyi orders, > 1 (``inf`` gives the largest loss).
+        """
         a = np.asarray(alpha, dtype=float)
         if self.inf_mass > 0:
             return np.full(a.shape, np.inf)
@@ -624,7 +647,13 @@ class GridPLD:
 
     # -- transformations -----------------------------------------------------------
     def regrid(self, step: float) -> GridPLD:
-        """Re-discretise onto a coarser grid, keeping the certificate direction."""
+        """Re-discretise onto a coarser grid, keeping the certificate direction.
+
+        Parameters
+        ----------
+        step : float
+            The new, coarser grid step (an integer multiple of the current one is fastest).
+        """
         if step == self.step:
             return self
         return _from_bins(_bins_from_grid(self, step), self.pessimistic)
@@ -643,6 +672,13 @@ class GridPLD:
         the lower bounds by under 2e-8 relative, while the top budget decides the
         bound).  Either way the moved mass bounds the change of delta, so the result
         stays certified.
+
+        Parameters
+        ----------
+        other : GridPLD
+            The PLD composed with this one: same step and certificate direction.
+        tail : float, default 0.0
+            P-mass the top tail cut may move, >= 0 (0: no cut).
         """
         if other.pessimistic != self.pessimistic:
             raise ValueError("cannot compose a pessimistic with an optimistic PLD")
@@ -697,6 +733,17 @@ class GridPLD:
         that tail cuts may move over the whole computation: a cut made on the
         ``2^m``-fold PLD is repeated ``count / 2^m`` times, so it is given
         ``tail * 2^m / (count * levels)``.
+
+        Parameters
+        ----------
+        count : int
+            Number of compositions, >= 1.
+        tail : float, default 1e-14
+            Total P-mass the tail cuts may move, >= 0.
+        points_per_scale : float, default 40.0
+            Grid points per robust standard deviation kept when coarsening, > 0.
+        max_step : float, optional
+            Largest grid step the coarsening may reach (None: no cap).
         """
         if count < 1:
             raise ValueError(f"count must be >= 1, got {count}")
@@ -1028,6 +1075,17 @@ def discretize(
     The window is chosen so that at most ``tail`` P-mass lies beyond it on each side;
     that mass is rounded in the certified direction (up to ``+inf`` / onto the first
     node for ``pessimistic=True``; down for ``pessimistic=False``).
+
+    Parameters
+    ----------
+    law : PrivacyLossLaw
+        The loss law to discretise.
+    step : float
+        Grid step, > 0.
+    pessimistic : bool
+        True for the upper-bound (dominating) PLD, False for the lower-bound one.
+    tail : float, default 1e-18
+        P-mass allowed beyond the window on each side, in [0, 1).
 
     Examples
     --------

@@ -355,6 +355,24 @@ class RandomAllocationMechanism(Mechanism):
 
     Use :func:`random_allocation` to build one.  ``epsilon`` / ``delta`` / ``rdp`` are
     sound upper bounds (see the module docstring for what is certified).
+
+    Parameters
+    ----------
+    base : GaussianMechanism
+        The step's mechanism (noise multiplier ``sigma``).
+    steps : int
+        Steps per epoch ``T``, >= 1.
+    k : int, default 1
+        Steps each record takes part in per epoch, ``1 <= k <= steps``.
+    epochs : int, default 1
+        Epochs composed, >= 1.
+
+    Examples
+    --------
+    >>> from dpacct.mechanisms import GaussianMechanism
+    >>> ra = RandomAllocationMechanism(GaussianMechanism(sigma=1.0), steps=1000)
+    >>> ra.sigma, ra == random_allocation(GaussianMechanism(sigma=1.0), steps=1000)
+    (1.0, True)
     """
 
     base: Mechanism
@@ -374,6 +392,7 @@ class RandomAllocationMechanism(Mechanism):
 
     @property
     def sigma(self) -> float:
+        """The noise multiplier of the base Gaussian step."""
         return _gaussian_sigma(self.base)
 
     @property
@@ -455,8 +474,10 @@ class RandomAllocationMechanism(Mechanism):
 
     @property
     def has_decomposition(self) -> bool:
-        """True when the one-epoch decomposition bound applies (``k = 1``, one epoch,
-        ``steps >= 2``)."""
+        """True when the one-epoch decomposition bound applies.
+
+        That is for ``k = 1``, one epoch and ``steps >= 2``.
+        """
         return self.k == 1 and self.epochs == 1 and self.steps >= 2
 
     def _poisson_plds(self, delta_hint: float | None, tol: float | None):
@@ -484,6 +505,20 @@ class RandomAllocationMechanism(Mechanism):
         ``max`` of the remove and add directions' bounds (module docstring,
         "Decomposition"), or the pair ``(remove, add)`` with ``both=False``; at most 1.
         Only for ``k = 1`` and one epoch.
+
+        Parameters
+        ----------
+        epsilon : float or array_like
+            Epsilon(s), >= 0.
+        tol : float, optional
+            Relative accuracy of the Poisson-subsampled PLDs the bound reads
+            (as in :meth:`Mechanism.epsilon`).
+        delta_hint : float, optional
+            The delta the caller is solving for, which sets the PLDs' tail budget
+            (:class:`~dpacct.accountant.mechanism.PLDSettings`); None: the default.
+        both : bool, default True
+            True: the larger of the two directions' bounds; False: the pair
+            ``(remove, add)``.
 
         Examples
         --------
@@ -575,6 +610,13 @@ class RandomAllocationMechanism(Mechanism):
         hockey-stick curve is non-increasing, so a direction certified at a smaller
         epsilon is certified at the larger.)
 
+        Parameters
+        ----------
+        delta : float or array_like
+            Target delta(s), in (0, 1).
+        tol : float, optional
+            Relative accuracy of the PLD routes, as in :meth:`Mechanism.epsilon`.
+
         Examples
         --------
         >>> from dpacct.mechanisms import GaussianMechanism
@@ -594,9 +636,18 @@ class RandomAllocationMechanism(Mechanism):
         return float(out[0]) if d_arr.ndim == 0 else out.reshape(d_arr.shape)
 
     def delta(self, epsilon, *, tol: float | None = None):
-        """Sound upper bound on delta at ``epsilon``: the larger of the two directions'
-        bounds, each the least of its routes (see :meth:`epsilon`), then the smaller of
-        that and the unamplified Gaussian."""
+        """Sound upper bound on delta at ``epsilon``.
+
+        The larger of the two directions' bounds, each the least of its routes (see
+        :meth:`epsilon`), then the smaller of that and the unamplified Gaussian.
+
+        Parameters
+        ----------
+        epsilon : float or array_like
+            Epsilon(s), >= 0.
+        tol : float, optional
+            Relative accuracy of the PLD routes, as in :meth:`Mechanism.epsilon`.
+        """
         check_tol(tol)
         e_arr = np.asarray(epsilon, dtype=float)
         flat = np.array([check_epsilon(float(e)) for e in e_arr.reshape(-1)])
@@ -689,6 +740,17 @@ def random_allocation_lower_epsilon(
     the mechanism's, so its epsilon -- taken at the lower end of the engine's certified
     bracket after composing the epochs -- is below the mechanism's.
 
+    Parameters
+    ----------
+    sigma : float
+        Noise multiplier of each step, > 0.
+    steps : int
+        Steps per epoch ``T``, >= 1.
+    delta : float
+        Target delta, in (0, 1).
+    epochs : int, default 1
+        Epochs composed, >= 1.
+
     Examples
     --------
     >>> lo = random_allocation_lower_epsilon(1.0, 100, 1e-6)
@@ -724,6 +786,26 @@ def random_allocation_delta_mc(
     absent).  Either way the estimate averages ``(1 - e^{epsilon - L})_+``.  Returns
     ``(estimate, low, high)``, the interval from the normal approximation at
     ``confidence``.
+
+    Parameters
+    ----------
+    sigma : float
+        Noise multiplier of each step, > 0.
+    steps : int
+        Steps per epoch ``T``, >= 1.
+    epsilon : float
+        The epsilon at which delta is estimated, >= 0.
+    epochs : int, default 1
+        Epochs composed, >= 1.
+    samples : int, default 200_000
+        Monte Carlo samples, >= 1; the interval narrows like ``1/sqrt(samples)``.
+    rng : numpy.random.Generator
+        The source of randomness (required: the estimate is reproducible only from a
+        seeded generator).
+    confidence : float, default 0.99
+        Coverage of the normal-approximation interval, in (0, 1).
+    direction : {"remove", "add"}
+        The neighbouring direction sampled.
 
     Examples
     --------

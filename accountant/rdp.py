@@ -288,6 +288,13 @@ def rdp_to_delta(rdp: RdpCurve, epsilon: float) -> float:
     ``log delta = (alpha-1)(rdp(alpha) - eps + log(1 - 1/alpha)) - log alpha``, over
     the trusted part of the curve (:func:`trusted_prefix`).
 
+    Parameters
+    ----------
+    rdp : callable
+        The RDP curve ``alpha -> eps_alpha``, vectorised over real orders > 1.
+    epsilon : float
+        The epsilon at which delta is certified, >= 0.
+
     Examples
     --------
     >>> d = rdp_to_delta(lambda a: a / 2.0, 4.7284)
@@ -387,6 +394,13 @@ def pure_dp_rdp(epsilon: float, alpha: np.ndarray) -> np.ndarray:
     :func:`randomized_response_rdp` (no cancellation near ``alpha = 1``, no collapse at
     large orders).
 
+    Parameters
+    ----------
+    epsilon : float
+        The pure-DP epsilon, >= 0.
+    alpha : numpy.ndarray
+        Renyi orders, real and > 1 (``inf`` allowed: the value is ``epsilon``).
+
     Examples
     --------
     >>> float(pure_dp_rdp(1.0, np.array([np.inf]))[0])
@@ -404,6 +418,13 @@ def pure_dp_rdp(epsilon: float, alpha: np.ndarray) -> np.ndarray:
 
 def zcdp_rdp(rho: float, alpha: np.ndarray) -> np.ndarray:
     """RDP curve ``alpha * rho`` of a ``rho``-zCDP mechanism (Bun & Steinke 2016, Def. 1.1).
+
+    Parameters
+    ----------
+    rho : float
+        The zCDP parameter, >= 0.
+    alpha : numpy.ndarray
+        Renyi orders, > 1.
 
     Examples
     --------

@@ -41,7 +41,9 @@ __all__ = ["ShufflingReport", "shuffled_batches"]
 class ShufflingReport:
     """Epsilon of shuffled fixed-size batches at one delta.
 
-    Attributes
+    Built by :func:`shuffled_batches`; each parameter is an attribute of the same name.
+
+    Parameters
     ----------
     upper : float
         Proved upper bound (one unamplified Gaussian per epoch).
@@ -50,8 +52,23 @@ class ShufflingReport:
     poisson : float
         Poisson subsampling at rate ``1 / steps_per_epoch`` for the same number of
         steps (a sound bound for Poisson batches, not for shuffled ones).
-    delta, sigma : float
-    steps_per_epoch, epochs : int
+    delta : float
+        The delta at which the three epsilons are taken.
+    sigma : float
+        Noise multiplier of each step.
+    steps_per_epoch : int
+        Batches per epoch.
+    epochs : int
+        Epochs composed.
+
+    Examples
+    --------
+    >>> from dpacct.mechanisms import GaussianMechanism
+    >>> r = shuffled_batches(GaussianMechanism(sigma=1.0), 100, epochs=1, delta=1e-5)
+    >>> round(r.upper, 4)  # one unamplified Gaussian step at sigma = 1
+    4.3772
+    >>> bool(r.lower <= r.upper), r.steps_per_epoch
+    (True, 100)
     """
 
     upper: float

@@ -41,6 +41,15 @@ __all__ = [
 class PoissonSubsampledMechanism(Mechanism):
     """``base`` run on a Poisson subsample with inclusion probability ``sample_rate``.
 
+    Built by :func:`poisson_subsample`; add/remove neighbours.
+
+    Parameters
+    ----------
+    base : Mechanism
+        The mechanism run on the subsample (add/remove neighbouring relation).
+    sample_rate : float
+        Probability that each record is included, in (0, 1].
+
     Examples
     --------
     >>> from dpacct.mechanisms import GaussianMechanism
@@ -68,8 +77,10 @@ class PoissonSubsampledMechanism(Mechanism):
 
     @property
     def capabilities(self) -> Capabilities:
-        """An RDP curve if the base has one; loss laws (the mixture dominating pairs)
-        if the base's PLDs come from loss laws."""
+        """An RDP curve if the base has one; loss laws if the base's come from loss laws.
+
+        The loss laws are those of the mixture dominating pairs.
+        """
         return Capabilities(rdp=self._view.has_rdp, loss_laws=_has_laws(self._view))
 
     def _pure_epsilon(self) -> float:
@@ -117,6 +128,13 @@ class PoissonSubsampledMechanism(Mechanism):
         Barthe, Gaboardi 2018, Theorem 8): the base at ``eps_b = log(1 + (e^eps - 1)/q)``
         gives ``delta = q delta_base(eps_b)``, so that ``delta(epsilon(d)) <= d``.
 
+        Parameters
+        ----------
+        epsilon : float or array_like
+            Epsilon(s), >= 0.
+        tol : float, optional
+            Relative accuracy of the PLD route, as in :meth:`Mechanism.epsilon`.
+
         Examples
         --------
         >>> from dpacct.mechanisms import ExponentialMechanism
@@ -142,7 +160,14 @@ class WithoutReplacementSubsampledMechanism(Mechanism):
     """``base`` run on a uniformly random batch of ``sample_rate * n`` records.
 
     The neighbouring relation is replace-one.  Accounted by RDP (Wang, Balle,
-    Kasiviswanathan 2019, Theorem 9).
+    Kasiviswanathan 2019, Theorem 9).  Built by :func:`subsample_without_replacement`.
+
+    Parameters
+    ----------
+    base : Mechanism
+        The mechanism run on the batch (replace-one neighbouring relation).
+    sample_rate : float
+        Batch size over dataset size, in (0, 1].
 
     Examples
     --------
@@ -170,8 +195,11 @@ class WithoutReplacementSubsampledMechanism(Mechanism):
 
     @property
     def capabilities(self) -> Capabilities:
-        """An RDP curve if the base has one.  Whatever the base declares, epsilon and
-        delta also come from the amplification of its (eps, delta) curve."""
+        """An RDP curve if the base has one.
+
+        Whatever the base declares, epsilon and delta also come from the amplification
+        of its (eps, delta) curve.
+        """
         return Capabilities(rdp=self._view.has_rdp)
 
     def _pure_epsilon(self) -> float:
@@ -191,8 +219,17 @@ class WithoutReplacementSubsampledMechanism(Mechanism):
         return min(upper, _amplified_epsilon(self.base, self.sample_rate, delta, tol))
 
     def delta(self, epsilon, *, tol: float | None = None):
-        """Sound upper bound on delta: the RDP conversion and the amplification of
-        the base's curve (the route :meth:`epsilon` uses), whichever is smaller.
+        """Sound upper bound on delta: the RDP conversion or the amplification route.
+
+        The amplification of the base's curve is the route :meth:`epsilon` uses; the
+        smaller of the two wins.
+
+        Parameters
+        ----------
+        epsilon : float or array_like
+            Epsilon(s), >= 0.
+        tol : float, optional
+            Relative accuracy of the PLD route, as in :meth:`Mechanism.epsilon`.
 
         Examples
         --------

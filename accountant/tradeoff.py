@@ -15,11 +15,31 @@ directions) the two deltas are the same curve.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .numerics import EXP_OVERFLOW
 
-__all__ = ["TRADEOFF_NODES", "tradeoff_envelope", "tradeoff_from_delta"]
+if TYPE_CHECKING:  # pragma: no cover - typing only (mechanism imports this module)
+    from .mechanism import Mechanism, PLDSettings
+    from .pld import GridPLD
+
+__all__ = [
+    "ROUND_ABS",
+    "ROUND_REL",
+    "TRADEOFF_NODES",
+    "pld_route",
+    "pld_tradeoff_lower",
+    "pld_tradeoff_upper",
+    "tradeoff_envelope",
+    "tradeoff_from_delta",
+]
+
+#: relative and absolute outward rounding of every certified trade-off value computed
+#: from PLD nodes (float round-off in the envelope stays inside it)
+ROUND_REL = 1e-10
+ROUND_ABS = 1e-15
 
 #: alphas evaluated per block (memory: block x nodes doubles)
 BLOCK_ELEMENTS = 4_000_000
@@ -105,3 +125,144 @@ def tradeoff_envelope(
         best = np.maximum(np.nan_to_num(t1, nan=0.0, neginf=0.0).max(axis=1), t2.max(axis=1))
         out[start : start + block] = np.maximum(best, 0.0)
     return out
+
+
+# ----------------------------------------------------------------- the PLD route
+# One route for the safe side, shared by :meth:`Mechanism.tradeoff` and
+# :func:`~dpacct.accountant.attack_risk.tradeoff_bounds`, so that the value the first
+# returns is the lower end of the bracket the second certifies (see the module
+# docstring of :mod:`~dpacct.accountant.attack_risk` for the argument).
+
+
+def pld_route(mech: Mechanism) -> bool:
+    """Whether ``mech``'s trade-off curve is read off its privacy loss distributions.
+
+    Parameters
+    ----------
+    mech : Mechanism
+        The mechanism that describes the privacy (``mechanism.privacy``).
+
+    Returns
+    -------
+    bool
+        True when it has PLDs and neither an exact ``delta(eps)`` curve nor an exact
+        trade-off curve (those answer in closed form).
+
+    Examples
+    --------
+    >>> from dpacct.accountant import compose, poisson_subsample
+    >>> from dpacct.mechanisms import GaussianMechanism
+    >>> pld_route(GaussianMechanism(sigma=1.0))
+    False
+    >>> pld_route(compose([poisson_subsample(GaussianMechanism(sigma=1.0), 0.1)], [10]).privacy)
+    True
+    """
+    return mech.has_pld and not (mech.has_exact_curve or mech.capabilities.exact_tradeoff)
+
+
+def _pld_nodes(*plds: GridPLD, swapped: bool = False) -> np.ndarray:
+    """Every |loss| grid node of ``plds`` (the kinks of their delta curves), with 0 and
+    a point beyond the last kink."""
+    parts = [np.zeros(1)]
+    for p in plds:
+        losses = p.losses
+        parts.append(losses[losses > 0])
+        if swapped:
+            parts.append(-losses[losses < 0])
+    u = np.unique(np.concatenate(parts))
+    return np.concatenate([u, [float(u[-1]) + 40.0]])
+
+
+def pld_tradeoff_lower(mech: Mechanism, alpha: np.ndarray, settings: PLDSettings) -> np.ndarray:
+    """Certified lower bound on the trade-off curve from the pessimistic PLDs.
+
+    The envelope evaluated on every node of the pessimistic PLDs (the Neyman-Pearson
+    curve of the discrete dominating pair they define; see
+    :mod:`~dpacct.accountant.attack_risk`), rounded down by :data:`ROUND_REL` and
+    :data:`ROUND_ABS` and clipped to ``[0, 1 - alpha]``.  Both
+    :meth:`Mechanism.tradeoff` and the lower end of
+    :func:`~dpacct.accountant.attack_risk.tradeoff_bounds` are this value.
+
+    Parameters
+    ----------
+    mech : Mechanism
+        A mechanism on the PLD route (:func:`pld_route`).
+    alpha : numpy.ndarray
+        False-positive rates in [0, 1], 1-D.
+    settings : PLDSettings
+        Grid settings of the PLDs (from the requested ``tol``).
+
+    Returns
+    -------
+    numpy.ndarray
+        One lower bound per false-positive rate.
+
+    Examples
+    --------
+    >>> from dpacct.accountant import PLDSettings, compose, poisson_subsample
+    >>> from dpacct.mechanisms import GaussianMechanism
+    >>> run = compose([poisson_subsample(GaussianMechanism(sigma=1.0), 0.1)], [10])
+    >>> low = pld_tradeoff_lower(run.privacy, np.array([0.01, 0.1]), PLDSettings(None))
+    >>> bool(np.all(low == run.tradeoff([0.01, 0.1])))
+    True
+    """
+    alpha = np.asarray(alpha, dtype=float).reshape(-1)
+    rem = mech._pld_one(True, settings, 0)
+    if mech._directions_equal() or mech._swap_bounds_add():
+        u = _pld_nodes(rem, swapped=True)
+        d_r = np.asarray(rem.delta(u), dtype=float)
+        d_a = np.asarray(rem.swapped_delta_bound(u), dtype=float)
+        if mech._directions_equal():
+            d_a = d_r = np.minimum(d_r, d_a)  # one law, both orders: either bound holds
+    else:
+        add = mech._pld_one(True, settings, 1)
+        u = _pld_nodes(rem, add)
+        d_r = np.asarray(rem.delta(u), dtype=float)
+        d_a = np.asarray(add.delta(u), dtype=float)
+    # T(P_r, Q_r): its delta_QP is the add direction's curve, delta_PQ the remove's
+    low_r = tradeoff_envelope(alpha, u, d_a, d_r)
+    low_a = tradeoff_envelope(alpha, u, d_r, d_a)  # T(P_a, Q_a): the swap
+    low = np.minimum(low_r, low_a) * (1.0 - ROUND_REL) - ROUND_ABS
+    return np.clip(low, 0.0, 1.0 - alpha)
+
+
+def pld_tradeoff_upper(mech: Mechanism, alpha: np.ndarray, settings: PLDSettings) -> np.ndarray:
+    """Upper bound on the trade-off curve from the optimistic PLDs.
+
+    The exact supremum of the envelope over the optimistic PLDs' nodes, rounded up by
+    :data:`ROUND_REL` and :data:`ROUND_ABS`: the upper end of
+    :func:`~dpacct.accountant.attack_risk.tradeoff_bounds`.
+
+    Parameters
+    ----------
+    mech : Mechanism
+        A mechanism on the PLD route (:func:`pld_route`).
+    alpha : numpy.ndarray
+        False-positive rates in [0, 1], 1-D.
+    settings : PLDSettings
+        Grid settings of the PLDs (from the requested ``tol``).
+
+    Returns
+    -------
+    numpy.ndarray
+        One upper bound per false-positive rate (not clipped).
+
+    Examples
+    --------
+    >>> from dpacct.accountant import PLDSettings, compose, poisson_subsample
+    >>> from dpacct.mechanisms import GaussianMechanism
+    >>> run = compose([poisson_subsample(GaussianMechanism(sigma=1.0), 0.1)], [10])
+    >>> a, settings = np.array([0.01, 0.1]), PLDSettings(None)
+    >>> bool(np.all(pld_tradeoff_lower(run.privacy, a, settings)
+    ...             <= pld_tradeoff_upper(run.privacy, a, settings)))
+    True
+    """
+    alpha = np.asarray(alpha, dtype=float).reshape(-1)
+    rem = mech._pld_one(False, settings, 0)
+    add = rem if mech._directions_equal() else mech._pld_one(False, settings, 1)
+    u = _pld_nodes(rem, add)
+    d_r = np.asarray(rem.delta(u), dtype=float)
+    d_a = np.asarray(add.delta(u), dtype=float)
+    up_r = tradeoff_envelope(alpha, u, d_a, d_r)
+    up_a = tradeoff_envelope(alpha, u, d_r, d_a)
+    return np.minimum(up_r, up_a) * (1.0 + ROUND_REL) + ROUND_ABS

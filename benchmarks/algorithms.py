@@ -172,9 +172,9 @@ def theil_sen_errors(quick: bool) -> None:
     from dpacct.mechanisms import DPTheilSen
 
     trials = 50 if quick else 200
-    alg = DPTheilSen(epsilon0=2.0, x_lower=-3.0, x_upper=3.0, pred_lower=-10.0,
+    alg = DPTheilSen(epsilon=2.0, x_lower=-3.0, x_upper=3.0, pred_lower=-10.0,
                      pred_upper=10.0, k=10, out_of_range="clip")
-    print(f"\n## DP Theil-Sen, epsilon0 = 2 (pure), k = 10, {trials} data sets per n: mean "
+    print(f"\n## DP Theil-Sen, epsilon = 2 (pure), k = 10, {trials} data sets per n: mean "
           "absolute error of slope / intercept (truth 2 / 1)")
     print("\n| n | refused by out_of_range='raise' | DP Theil-Sen slope | intercept | "
           "Theil-Sen (scipy) slope | intercept | least squares (numpy) slope | intercept |")

@@ -65,12 +65,19 @@ _XTOL = 1e-12
 class CalibrationError(ValueError):
     """A calibration that cannot return a parameter meeting the request.
 
+    Parameters
+    ----------
+    message : str
+        The explanation shown to the user.
+    reachable : tuple of float, default (nan, nan)
+        ``(smallest, largest)`` epsilon observed over ``searched``.
+    searched : tuple of float, default (nan, nan)
+        ``(smallest, largest)`` parameter value evaluated.
+
     Attributes
     ----------
-    reachable : tuple of float
-        ``(smallest, largest)`` epsilon observed over ``searched``.
-    searched : tuple of float
-        ``(smallest, largest)`` parameter value evaluated.
+    reachable, searched : tuple of float
+        The parameters of the same names.
     """
 
     def __init__(
@@ -86,7 +93,17 @@ class CalibrationError(ValueError):
 
 
 class UnreachableTargetError(CalibrationError):
-    """The target epsilon is out of the range of epsilon the family can reach."""
+    """The target epsilon is out of the range of epsilon the family can reach.
+
+    Parameters
+    ----------
+    message : str
+        The explanation shown to the user.
+    reachable : tuple of float, default (nan, nan)
+        ``(smallest, largest)`` epsilon observed over ``searched``.
+    searched : tuple of float, default (nan, nan)
+        ``(smallest, largest)`` parameter value evaluated.
+    """
 
 
 @dataclass(frozen=True)
@@ -94,9 +111,10 @@ class Calibration:
     """Result of :func:`calibrate`.
 
     Iterating over it yields ``(parameter, mechanism)``, so
-    ``sigma, mech = calibrate(...)`` works.
+    ``sigma, mech = calibrate(...)`` works.  Each parameter is an attribute of the
+    same name.
 
-    Attributes
+    Parameters
     ----------
     parameter : float or int
         The calibrated parameter (the common scale for fixed-ratio families).
@@ -104,8 +122,10 @@ class Calibration:
         ``family(parameter)``: the calibrated mechanism.
     epsilon : float
         Its epsilon at ``delta`` (<= ``target_epsilon``).
-    target_epsilon, delta : float
-        The target.
+    target_epsilon : float
+        The target epsilon.
+    delta : float
+        The target delta (0 for pure DP).
     evaluations : int
         Number of distinct mechanisms whose epsilon was computed.
     parameters : dict or tuple, optional
@@ -114,6 +134,16 @@ class Calibration:
         True when the answer is an edge of ``domain`` (every parameter up to the edge
         meets the budget, e.g. a sampling rate of 1), so ``epsilon`` may be well below
         the target.
+    seconds : float, default 0.0
+        Wall-clock time the search took (not compared by ``==``).
+
+    Examples
+    --------
+    >>> from dpacct.mechanisms import LaplaceMechanism
+    >>> res = calibrate(lambda b: LaplaceMechanism(b=b), epsilon=0.5, delta=0)
+    >>> b, mech = res          # pure DP: epsilon = 1 / b, so b = 2
+    >>> b, mech, res.epsilon, res.at_domain_edge
+    (2.0, LaplaceMechanism(b=2.0), 0.5, False)
     """
 
     parameter: float | int

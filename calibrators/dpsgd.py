@@ -102,6 +102,13 @@ def steps_from_epochs(epochs: float, sample_rate: float) -> int:
     Rounded down as opacus does, after forgiving floating-point error (``3 / 0.01`` is
     ``299.99999999999994`` in floating point, and gives 300 steps here).
 
+    Parameters
+    ----------
+    epochs : float
+        Passes over the data, > 0 (fractions allowed).
+    sample_rate : float
+        Poisson sampling rate (expected batch size over dataset size), in (0, 1].
+
     Examples
     --------
     >>> steps_from_epochs(3, 0.01)

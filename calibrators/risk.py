@@ -58,7 +58,9 @@ _MAX_WIDEN = 1e12
 class RiskCalibration:
     """Result of :func:`calibrate_risk`; unpacks as ``parameter, mechanism``.
 
-    Attributes
+    Each parameter is an attribute of the same name.
+
+    Parameters
     ----------
     parameter : float or int
         The calibrated parameter.
@@ -77,6 +79,16 @@ class RiskCalibration:
         edge): the answer is within ``rtol`` of it.
     evaluations : int
         Mechanisms evaluated.
+    seconds : float, default 0.0
+        Wall-clock time the search took (not compared by ``==``).
+
+    Examples
+    --------
+    >>> from dpacct.mechanisms import LaplaceMechanism
+    >>> res = calibrate_risk(lambda b: LaplaceMechanism(b=b), advantage=0.2, increasing=False)
+    >>> b, mech = res      # exact: 1 - exp(-1 / (2 b)) = 0.2 at b = 2.2407
+    >>> round(b, 3), res.metric, bool(res.risk <= res.target == 0.2)
+    (2.241, 'advantage', True)
     """
 
     parameter: float | int
@@ -393,6 +405,23 @@ def risk_max_steps(
 ) -> int | RiskCalibration:
     """Largest number of DP-SGD steps whose certified attack risk meets the target.
 
+    Parameters
+    ----------
+    noise_multiplier : float
+        Noise multiplier of every step, > 0.
+    sample_rate : float
+        Poisson sampling rate, in (0, 1].
+    tpr, fpr : float, optional
+        Target: the best attack's TPR at false-positive rate ``fpr`` is at most ``tpr``
+        (see :func:`calibrate_risk`).
+    advantage : float, optional
+        Target: TPR - FPR of every attack is at most ``advantage``; give either it or
+        ``(tpr, fpr)``.
+    tol : float, optional
+        Relative accuracy of the PLDs (as in :meth:`Mechanism.epsilon`).
+    full_output : bool, default False
+        Return the :class:`RiskCalibration` instead of the parameter alone.
+
     Examples
     --------
     >>> risk_max_steps(noise_multiplier=1.0, sample_rate=0.01, tpr=0.05, fpr=0.01)
@@ -427,6 +456,25 @@ def risk_max_sample_rate(
     full_output: bool = False,
 ) -> float | RiskCalibration:
     """Largest Poisson sampling rate whose certified attack risk meets the target.
+
+    Parameters
+    ----------
+    noise_multiplier : float
+        Noise multiplier of every step, > 0.
+    steps : int
+        Number of steps, >= 1.
+    tpr, fpr : float, optional
+        Target: the best attack's TPR at false-positive rate ``fpr`` is at most ``tpr``
+        (see :func:`calibrate_risk`).
+    advantage : float, optional
+        Target: TPR - FPR of every attack is at most ``advantage``; give either it or
+        ``(tpr, fpr)``.
+    rtol : float, default 1e-4
+        The answer is within ``rtol`` (relative) of a rate that misses the target.
+    tol : float, optional
+        Relative accuracy of the PLDs (as in :meth:`Mechanism.epsilon`).
+    full_output : bool, default False
+        Return the :class:`RiskCalibration` instead of the parameter alone.
 
     Examples
     --------

@@ -63,9 +63,11 @@ def calibrate_synthesizer(
     delta : float
         Target delta: ``0`` (pure DP, Laplace only) or in ``(0, 1)``.
     columns : sequence of column specifications
+        The public columns (see :class:`MarginalSynthesizer`).
     marginals : '1-way', '2-way' or sequence of column-name tuples
         What to measure (see :class:`MarginalSynthesizer`).
     noise : 'laplace' or 'gaussian'
+        The noise of every release; ``delta = 0`` needs ``'laplace'``.
     count_fraction : float
         Share of the budget spent on the row count, in ``(0, 1)`` (of epsilon for pure
         Laplace, of ``1/sigma^2`` otherwise); unused unless ``count='measure'``.

@@ -15,6 +15,7 @@ import numpy as np
 
 from dpacct._cli_output import emit_json, fmt, json_float, table
 from dpacct._cli_spec import parse_mechanism_spec
+from dpacct.accountant.extras import import_optional
 
 #: delta of the table's epsilon column and of the plot's RDP markers by default
 DEFAULT_DELTA = 1e-5
@@ -189,9 +190,7 @@ def steep_rise(alphas: np.ndarray, rdp: np.ndarray) -> int | None:
 def _plot(path: str, specs: list[str], mechs: list) -> str:
     fig = figure(specs, mechs)
     fig.savefig(path, dpi=120)
-    import matplotlib.pyplot as plt
-
-    plt.close(fig)
+    import_optional("matplotlib.pyplot", extra="plot", feature="dpacct compare --plot").close(fig)
     return path
 
 
@@ -202,14 +201,11 @@ def figure(specs: list[str], mechs: list):
     curve that rises steeper than ``STEEP_SLOPE`` (a subsampled mechanism where
     amplification ends) is annotated there and explained under the panel.
     """
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-        from matplotlib.transforms import blended_transform_factory
-    except ImportError:
-        raise RuntimeError('--plot needs matplotlib: pip install "dpacct[plot]"') from None
+    feature = "dpacct compare --plot"
+    import_optional("matplotlib", extra="plot", feature=feature).use("Agg")
+    plt = import_optional("matplotlib.pyplot", extra="plot", feature=feature)
+    transforms = import_optional("matplotlib.transforms", extra="plot", feature=feature)
+    blended_transform_factory = transforms.blended_transform_factory
     deltas = np.geomspace(1e-10, 1e-2, 9)
     # dense enough that a subsampled mechanism's rise (a factor 1e4 within a few
     # orders) is drawn as the curve it is, not as a cliff between two samples

@@ -11,7 +11,6 @@ checked by the library (the constructors, :func:`~dpacct.accountant.poisson_subs
 
 from __future__ import annotations
 
-import dataclasses
 import difflib
 import re
 
@@ -85,11 +84,18 @@ def _parse_value(text: str) -> int | float:
 
 
 def _constructor_params(cls: type) -> list[str]:
-    if dataclasses.is_dataclass(cls):
-        return [f.name for f in dataclasses.fields(cls) if f.init and not f.name.startswith("_")]
+    # the constructor's own signature, not the dataclass fields: a class may store a
+    # parameter under another name (ExponentialMechanism takes epsilon, keeps epsilon0)
     import inspect
 
-    return [p for p in inspect.signature(cls).parameters if p != "self"]
+    params = inspect.signature(cls).parameters.values()
+    return [
+        p.name
+        for p in params
+        if p.name != "self"
+        and not p.name.startswith("_")
+        and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+    ]
 
 
 def _pop_one(params: dict, keys: tuple[str, str], spec: str) -> tuple[str, int | float] | None:

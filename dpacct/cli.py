@@ -623,7 +623,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:
         if os.environ.get("DPACCT_DEBUG"):
             raise
-        known = (ValueError, TypeError, OSError, RuntimeError, ArithmeticError)
+        known = (ValueError, TypeError, OSError, RuntimeError, ArithmeticError, ImportError)
         kind = "error" if isinstance(exc, known) else f"internal error ({type(exc).__name__})"
         # the library's own message, as the Python call raises it (numbers made plain)
         text = plain_numbers(_one_line(str(exc))) or type(exc).__name__

@@ -61,16 +61,14 @@ import numbers
 from dataclasses import dataclass
 from typing import Any
 
+from dpacct.accountant.extras import missing_extra
+
 try:
     import dp_accounting
     from dp_accounting import dp_event
     from dp_accounting.privacy_accountant import NeighboringRelation
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise ImportError(
-        "dpacct.dp_accounting needs Google's dp_accounting package, which dpacct does not "
-        'install by default: pip install "dpacct[dp_accounting]"; the import failed with: '
-        f"{exc}"
-    ) from exc
+    raise missing_extra("dpacct.dp_accounting", "dp_accounting", exc) from exc
 
 from dpacct.accountant import (
     REPLACE_ONE,
@@ -111,12 +109,19 @@ class UnsupportedEventError(dp_accounting.UnsupportedEventError, ValueError):
     Also a ``dp_accounting.UnsupportedEventError`` (what dp_accounting's accountants
     raise) and a :class:`ValueError`.
 
-    Attributes
+    Parameters
     ----------
+    message : str
+        The explanation shown to the user.
     event : DpEvent
         The offending (sub)event.
     path : str
         Where it sits in the tree, e.g. ``"event.events[2].event"``.
+
+    Attributes
+    ----------
+    event, path
+        The parameters of the same names.
     """
 
     def __init__(self, message: str, *, event: Any, path: str) -> None:
@@ -129,6 +134,11 @@ class UnsupportedEventError(dp_accounting.UnsupportedEventError, ValueError):
 @dataclass(frozen=True, repr=False)
 class ReplaceOneZCDPMechanism(ZCDPMechanism):
     """A ``rho``-zCDP guarantee stated for the replace-one relation.
+
+    Parameters
+    ----------
+    rho : float
+        The zCDP parameter, > 0.
 
     Examples
     --------
@@ -468,6 +478,13 @@ class DpEventAccountant(dp_accounting.PrivacyAccountant):
 
         Everything is validated before anything is recorded.
 
+        Parameters
+        ----------
+        event : dp_accounting.DpEvent
+            The event tree to account.
+        count : int, default 1
+            How many times it runs, >= 0 (0 records nothing).
+
         Raises
         ------
         UnsupportedEventError
@@ -489,6 +506,11 @@ class DpEventAccountant(dp_accounting.PrivacyAccountant):
 
         ``target_delta = 0`` gives the pure-DP epsilon (``inf`` if there is none);
         an empty accountant gives 0 and a non-private event ``inf``.
+
+        Parameters
+        ----------
+        target_delta : float
+            Target delta, in [0, 1).
         """
         if self._non_private:
             return math.inf
@@ -499,7 +521,13 @@ class DpEventAccountant(dp_accounting.PrivacyAccountant):
         return 0.0 if mech is None else float(mech.epsilon(d, tol=self._tol))
 
     def get_delta(self, target_epsilon: float) -> float:
-        """Delta of everything composed, at ``target_epsilon``: a sound upper bound."""
+        """Delta of everything composed, at ``target_epsilon``: a sound upper bound.
+
+        Parameters
+        ----------
+        target_epsilon : float
+            Target epsilon, >= 0.
+        """
         e = check_epsilon(target_epsilon, "target_epsilon")
         if self._non_private:
             return 1.0
@@ -508,7 +536,13 @@ class DpEventAccountant(dp_accounting.PrivacyAccountant):
 
     # ------------------------------------------------------------- dpacct extras
     def epsilon_bounds(self, target_delta: float) -> tuple[float, float]:
-        """``(lower, upper)`` bracket of the true epsilon, as dpacct's engine gives it."""
+        """``(lower, upper)`` bracket of the true epsilon, as dpacct's engine gives it.
+
+        Parameters
+        ----------
+        target_delta : float
+            Target delta, in (0, 1).
+        """
         d = check_delta(target_delta, "target_delta")
         if self._non_private:
             return (math.inf, math.inf)

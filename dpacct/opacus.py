@@ -41,13 +41,17 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from dpacct.accountant.extras import missing_extra
+
 try:
     from opacus.accountants import IAccountant, create_accountant, register_accountant
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise ImportError(
-        "dpacct.opacus needs PyTorch and Opacus, which dpacct does not install by default: "
-        'pip install torch==2.13.0 "dpacct[opacus]"  (or any torch build, then '
-        f'pip install "dpacct[opacus]"); the import failed with: {exc}'
+    raise missing_extra(
+        "dpacct.opacus",
+        "opacus",
+        exc,
+        also="torch==2.13.0",
+        note='or any torch build, then pip install "dpacct[opacus]"',
     ) from exc
 
 from dpacct.accountant.ledger import BudgetExceededError, PrivacyAccountant
@@ -236,6 +240,11 @@ class OpacusAccountant(IAccountant):
 
         The layout is Opacus' (``PrivacyEngine.save_checkpoint`` stores it); the
         budget and ``tol`` are configuration, not state, and are not saved.
+
+        Parameters
+        ----------
+        destination : mutable mapping, optional
+            Where to write the state (as Opacus passes it); None: a new ``OrderedDict``.
         """
         if destination is None:
             destination = OrderedDict()
@@ -248,6 +257,11 @@ class OpacusAccountant(IAccountant):
 
         Checkpoints of Opacus' ``rdp``, ``prv`` and ``gdp`` accountants are accepted
         too: their history records the same steps.
+
+        Parameters
+        ----------
+        state_dict : Mapping
+            A checkpoint's accountant state, with ``history`` and ``mechanism``.
 
         Raises
         ------
@@ -278,7 +292,13 @@ class OpacusAccountant(IAccountant):
 
     # ------------------------------------------------------------ dpacct extras
     def epsilon_bounds(self, delta: float) -> tuple[float, float]:
-        """``(lower, upper)`` bracket of the true epsilon spent so far (dpacct's PLD)."""
+        """``(lower, upper)`` bracket of the true epsilon spent so far (dpacct's PLD).
+
+        Parameters
+        ----------
+        delta : float
+            Target delta, in (0, 1).
+        """
         d = check_delta(delta)
         ledger = self._sync()
         if self._non_private:
@@ -286,7 +306,13 @@ class OpacusAccountant(IAccountant):
         return ledger.epsilon_bounds(d)
 
     def get_delta(self, epsilon: float) -> float:
-        """Delta spent so far at ``epsilon``: a sound upper bound (1 after a non-private step)."""
+        """Delta spent so far at ``epsilon``: a sound upper bound (1 after a non-private step).
+
+        Parameters
+        ----------
+        epsilon : float
+            Target epsilon, >= 0.
+        """
         ledger = self._sync()
         if self._non_private:
             return 1.0
@@ -380,6 +406,18 @@ def register(*, force: bool = False) -> None:
 
     Done on import of this module.  Registering again is a no-op; if another class
     holds the name, Opacus' ``register_accountant`` raises unless ``force``.
+
+    Parameters
+    ----------
+    force : bool, default False
+        Replace another class registered under :data:`MECHANISM`.
+
+    Examples
+    --------
+    >>> from opacus.accountants import create_accountant
+    >>> register()                      # already done on import: a no-op
+    >>> type(create_accountant(mechanism=MECHANISM)).__name__
+    'OpacusAccountant'
     """
     try:
         register_accountant(MECHANISM, OpacusAccountant, force=force)

@@ -100,6 +100,13 @@ class ReleaseSession:
     a release beyond the planned count raises before any randomness is drawn, and
     :meth:`finish` raises if fewer were made.  :attr:`made` holds the counts so far.
 
+    Parameters
+    ----------
+    plan : tuple of PlannedRelease
+        The algorithm's planned releases, with unique labels.
+    rng : numpy.random.Generator
+        The run's only source of randomness.
+
     Examples
     --------
     >>> from dpacct.mechanisms import LaplaceMechanism
@@ -138,6 +145,13 @@ class ReleaseSession:
         amplification assumes; Abadi et al. 2016, Section 3.1).  A line that is not
         subsampled (``poisson_subsample`` at rate 1 returns its base) takes every record.
         Call it once before each :meth:`release` of a subsampled line.
+
+        Parameters
+        ----------
+        label : str
+            The planned line whose next release uses the sample.
+        n : int
+            Number of records, >= 0.
         """
         line = self._line(label)
         n = check_count(n, "n", allow_zero=True)
@@ -150,8 +164,23 @@ class ReleaseSession:
         return self.rng.random(n) < q
 
     def release(self, label: str, *args: Any, **kwargs: Any) -> Any:
-        """One release of the planned line ``label``: ``mechanism.release(*args,
-        sensitivity=<planned>, rng=<run's rng>, **kwargs)``."""
+        """One release of the planned line ``label``.
+
+        Calls ``mechanism.release(*args, sensitivity=<planned>, rng=<run's rng>,
+        **kwargs)``.
+
+        Parameters
+        ----------
+        label : str
+            The planned line released.
+        *args, **kwargs
+            Passed on to the mechanism's ``release`` (typically the exact value).
+
+        Returns
+        -------
+        object
+            What the mechanism's ``release`` returns: the noisy value.
+        """
         line = self._line(label)
         if self.made[label] >= line.count:
             raise RuntimeError(self._too_many(line))
@@ -244,7 +273,13 @@ class Algorithm(Mechanism):
         return [p.mechanism for p in plan], [p.count for p in plan]
 
     def releases(self, rng: np.random.Generator) -> ReleaseSession:
-        """A :class:`ReleaseSession` of :attr:`plan` drawing from ``rng``: one run."""
+        """A :class:`ReleaseSession` of :attr:`plan` drawing from ``rng``: one run.
+
+        Parameters
+        ----------
+        rng : numpy.random.Generator
+            The run's only source of randomness.
+        """
         return ReleaseSession(self.plan, rng)
 
     @property
@@ -261,4 +296,5 @@ class Algorithm(Mechanism):
     # routes through it, so nothing here forwards the engine's private hooks.
     @property
     def neighbouring(self) -> str:  # type: ignore[override]
+        """The neighbouring relation of the composed primitives (:attr:`privacy`)."""
         return self.privacy.neighbouring

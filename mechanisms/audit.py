@@ -57,6 +57,7 @@ from typing import Any
 import numpy as np
 from scipy import special
 
+from dpacct.accountant.extras import import_optional
 from dpacct.accountant.subsample import PoissonSubsampledMechanism
 from dpacct.accountant.validation import (
     as_float_array,
@@ -298,9 +299,10 @@ class AuditResult:
     (``reject_above[i]``) or at/below ``thresholds[i]``"; its type I error
     ``alpha_hat[i]`` and type II error ``beta_hat[i]`` are bracketed by the
     simultaneous Clopper-Pearson intervals ``[alpha_low, alpha_high]`` and
-    ``[beta_low, beta_high]``.  All arrays are read-only.
+    ``[beta_low, beta_high]``.  All arrays are read-only.  Each parameter is an
+    attribute of the same name.
 
-    Attributes
+    Parameters
     ----------
     thresholds, null_hypothesis, reject_above : ndarray
         The test of each row (``null_hypothesis`` is ``"D'"`` or ``"D"``).
@@ -334,6 +336,16 @@ class AuditResult:
         Family-wise confidence level of the intervals.
     mechanism : object
         The mechanism whose claim was audited.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpacct.mechanisms import LaplaceMechanism
+    >>> result = audit(LaplaceMechanism(b=1.0), np.random.default_rng(0), samples=5_000)
+    >>> result.passed, result.violations.size, result.samples
+    (True, 0, 5000)
+    >>> round(result.claimed_advantage, 4)   # TV of Laplace(0, 1), Laplace(1, 1): 1 - e^-1/2
+    0.3935
     """
 
     thresholds: np.ndarray
@@ -404,7 +416,8 @@ class AuditResult:
 
         Only informative tests (``alpha_hat + beta_hat <= 1``) are drawn; the others lie
         above the diagonal, where no trade-off curve can pass.  Violations are drawn in
-        red.  Needs matplotlib (imported here, not at module import).
+        red.  Needs matplotlib (the ``plot`` extra, ``pip install "dpacct[plot]"``),
+        imported here, not at module import.
 
         Parameters
         ----------
@@ -414,10 +427,14 @@ class AuditResult:
         Returns
         -------
         matplotlib.axes.Axes
+
+        Raises
+        ------
+        ImportError
+            matplotlib is not installed (the message says which extra to install).
         """
         if ax is None:
-            import matplotlib.pyplot as plt
-
+            plt = import_optional("matplotlib.pyplot", extra="plot", feature="AuditResult.plot()")
             _, ax = plt.subplots(figsize=(5, 5))
         ax.plot(self.curve_alpha, self.curve_beta, color="C0", label="claimed trade-off f")
         ax.plot([0, 1], [1, 0], color="0.7", linestyle=":", linewidth=0.8)

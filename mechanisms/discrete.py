@@ -409,6 +409,13 @@ def discrete_gaussian_delta_bounds(
     dominates the width (3e-5 relative at ``sigma = 1e8``, tens of percent at
     ``sigma = 1e12``): still a proven bracket, only a wider one.
 
+    Parameters
+    ----------
+    sigma : float
+        The discrete Gaussian's scale parameter, >= 1 (see above).
+    epsilon : numpy.ndarray
+        Epsilons, >= 0.
+
     Examples
     --------
     >>> lo, hi = discrete_gaussian_delta_bounds(1e4, np.array([0.0, 4e-4]))
@@ -655,8 +662,10 @@ class DiscreteGaussianMechanism(Mechanism):
 
     @property
     def capabilities(self) -> Capabilities:
-        """The declaration, without PLDs above ``sigma = 1e5``: beyond, the loss law
-        would need millions of atoms."""
+        """The declaration, without PLDs above ``sigma = 1e5``.
+
+        Beyond, the loss law would need millions of atoms.
+        """
         if self.sigma <= _PLD_MAX_SIGMA:
             return self.declares
         return dataclasses.replace(self.declares, loss_laws=False, own_pld=False)

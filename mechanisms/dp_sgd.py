@@ -66,7 +66,9 @@ def _epoch_ends(steps: int, sample_rate: float) -> np.ndarray:
 class DPSGDFit(FittedLinearModel):
     """The model fitted by :meth:`DPSGD.fit`, with the privacy spent along the way.
 
-    Attributes
+    Each parameter is an attribute of the same name.
+
+    Parameters
     ----------
     coef, intercept, loss
         As :class:`~dpacct.mechanisms.noisy_gd.FittedLinearModel`.
@@ -79,6 +81,8 @@ class DPSGDFit(FittedLinearModel):
         The delta of ``epsilon_per_epoch``.
     accountant : PrivacyAccountant
         The ledger the fit fed, one entry per merged run of identical steps.
+    label_coding, history
+        Keyword-only, as :class:`~dpacct.mechanisms.noisy_gd.FittedLinearModel`.
 
     Examples
     --------
@@ -225,8 +229,10 @@ class DPSGD(Algorithm):
         return self.plan[0].mechanism
 
     def planned_releases(self) -> tuple[PlannedRelease, ...]:
-        """``steps`` Poisson-subsampled Gaussian releases of the clipped gradient sum
-        (sensitivity ``clip``)."""
+        """``steps`` Poisson-subsampled Gaussian releases of the clipped gradient sum.
+
+        At sensitivity ``clip``.
+        """
         assert self.steps is not None and self.clip is not None
         step = poisson_subsample(GaussianMechanism(sigma=self.sigma), self.sample_rate)
         return (PlannedRelease("clipped gradient sum", step, self.steps, sensitivity=self.clip),)

@@ -41,6 +41,7 @@ below the pure-DP curve.
 
 from __future__ import annotations
 
+import inspect
 import math
 from dataclasses import dataclass
 
@@ -270,8 +271,10 @@ class ExponentialMechanism(Mechanism):
     epsilon : float
         The pure-DP parameter the mechanism was calibrated to, > 0 and finite;
         available afterwards as ``epsilon0`` (``epsilon`` is the query method).
-    bounded_range : bool, optional
-        Use the bounded-range analysis (default True).
+    bounded_range : bool, default True
+        True: account by the bounded-range analysis above (tighter); False: as a
+        generic pure ``epsilon``-DP mechanism.  Either way ``release`` samples the same
+        distribution.
 
     Examples
     --------
@@ -316,6 +319,9 @@ class ExponentialMechanism(Mechanism):
             )
         object.__setattr__(self, "epsilon0", eps0)
         object.__setattr__(self, "bounded_range", bool(bounded_range))
+
+    # what help() and inspect show: the constructor's parameters, not __new__'s *args
+    __signature__ = inspect.Signature(list(inspect.signature(__init__).parameters.values())[1:])
 
     def __repr__(self) -> str:
         return (

@@ -30,6 +30,11 @@ class ReplaceOneGaussianMechanism(GaussianMechanism):
     sensitivity is ``ReplaceOneGaussianMechanism(sigma=s / 2)``: the conversion
     :func:`~dpacct.mechanisms.replace_one` does exactly that.
 
+    Parameters
+    ----------
+    sigma : float
+        Noise standard deviation per unit of replace-one L2 sensitivity, > 0.
+
     Examples
     --------
     >>> m = ReplaceOneGaussianMechanism(sigma=0.5)

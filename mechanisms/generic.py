@@ -134,6 +134,13 @@ class ZCDPMechanism(Mechanism):
         RDP conversion the generic route evaluates on a grid of orders (so never above
         it), for the curve ``alpha * rho``.
 
+        Parameters
+        ----------
+        epsilon : float or array_like
+            Epsilon(s), >= 0.
+        tol : float, optional
+            Unused by the closed form; accepted for the common interface.
+
         Examples
         --------
         >>> m = ZCDPMechanism(rho=1e-12)
@@ -186,6 +193,13 @@ def zcdp_epsilon(rho: float, delta: float) -> float:
     ``1e-12`` of the terms' magnitude.  Never larger than Bun & Steinke 2016, Proposition 1.3
     (``rho + 2 sqrt(rho log(1/delta))``).
 
+    Parameters
+    ----------
+    rho : float
+        The zCDP parameter, > 0.
+    delta : float
+        Target delta, in (0, 1).
+
     Examples
     --------
     >>> rho, delta = 1e-12, 1e-15
@@ -231,6 +245,13 @@ def zcdp_delta(rho: float, epsilon: float) -> float:
     unique root (or as ``a -> 1`` when it is positive everywhere, giving ``delta = 1``),
     found by bisection in ``log(a - 1)``.  Rounded up by ``1e-12`` relative.  Where
     Bun & Steinke 2016, Proposition 1.3 already gives ``delta < e^-750`` the result is 0.
+
+    Parameters
+    ----------
+    rho : float
+        The zCDP parameter, > 0.
+    epsilon : float
+        Epsilon, >= 0.
 
     Examples
     --------

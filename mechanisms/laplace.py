@@ -335,6 +335,11 @@ class ReplaceOneLaplaceMechanism(LaplaceMechanism):
     ``ReplaceOneLaplaceMechanism(b=b / 2)`` (replacing a record moves the query by at
     most twice its add/remove sensitivity): see :func:`~dpacct.mechanisms.replace_one`.
 
+    Parameters
+    ----------
+    b : float
+        Noise scale per unit of replace-one L1 sensitivity, > 0; pure epsilon ``1 / b``.
+
     Examples
     --------
     >>> ReplaceOneLaplaceMechanism(b=2.0).pure_epsilon

@@ -187,7 +187,9 @@ def _mean_loss(Xa: np.ndarray, y: np.ndarray, theta: np.ndarray, loss: str) -> f
 class TrainingHistory:
     """What a training run recorded at selected iterations.
 
-    Attributes
+    Each parameter is an attribute of the same name.
+
+    Parameters
     ----------
     iteration : numpy.ndarray
         The iterations ``t`` recorded (1-based; the last is the final iteration).
@@ -227,9 +229,10 @@ class TrainingHistory:
 class FittedLinearModel:
     """A fitted linear, logistic or softmax regression model (the output of a private fit).
 
-    Releasing or using it costs no further privacy (post-processing).
+    Releasing or using it costs no further privacy (post-processing).  Each parameter
+    is an attribute of the same name.
 
-    Attributes
+    Parameters
     ----------
     coef : numpy.ndarray
         Coefficients, shape ``(d,)``; ``(d, K)`` for ``loss="softmax"`` (one column per
@@ -302,12 +305,26 @@ class FittedLinearModel:
         return _check_data(X, y, self.loss)
 
     def decision_function(self, X: object) -> np.ndarray:
-        """The linear score ``X @ coef + intercept``, shape ``(n,)`` or ``(n, K)``."""
+        """The linear score ``X @ coef + intercept``, shape ``(n,)`` or ``(n, K)``.
+
+        Parameters
+        ----------
+        X : array_like
+            Design matrix, shape ``(n, d)``, finite.
+        """
         return self._X(X) @ self.coef + self.intercept
 
     def predict(self, X: object) -> np.ndarray:
-        """Predicted values (linear), labels in the fit's coding (logistic) or class
-        indices ``0 .. K-1`` (softmax)."""
+        """Predicted values, labels or class indices.
+
+        Values (linear), labels in the fit's coding (logistic) or class indices
+        ``0 .. K-1`` (softmax).
+
+        Parameters
+        ----------
+        X : array_like
+            Design matrix, shape ``(n, d)``, finite.
+        """
         z = self.decision_function(X)
         if self.loss == "linear":
             return z
@@ -317,8 +334,13 @@ class FittedLinearModel:
         return 2.0 * labels - 1.0 if self.label_coding == "pm1" else labels
 
     def predict_proba(self, X: object) -> np.ndarray:
-        """Probability of label 1 (logistic, shape ``(n,)``) or of each class (softmax,
-        shape ``(n, K)``)."""
+        """Probability of label 1 (logistic, ``(n,)``) or of each class (softmax, ``(n, K)``).
+
+        Parameters
+        ----------
+        X : array_like
+            Design matrix, shape ``(n, d)``, finite.
+        """
         if self.loss == "linear":
             raise ValueError("predict_proba needs loss='logistic' or 'softmax', this model "
                              "has loss='linear'")
@@ -326,7 +348,15 @@ class FittedLinearModel:
         return special.expit(z) if self.loss == "logistic" else _softmax(z)
 
     def accuracy(self, X: object, y: object) -> float:
-        """Fraction of correctly predicted labels (logistic: {0, 1} or {-1, +1}; softmax)."""
+        """Fraction of correctly predicted labels (logistic: {0, 1} or {-1, +1}; softmax).
+
+        Parameters
+        ----------
+        X : array_like
+            Design matrix, shape ``(n, d)``, finite.
+        y : array_like
+            Labels or targets, shape ``(n,)``, coded as in the fit.
+        """
         if self.loss == "linear":
             raise ValueError("accuracy needs loss='logistic' or 'softmax', this model has "
                              "loss='linear'")
@@ -336,7 +366,15 @@ class FittedLinearModel:
         return float(np.mean(pred == yy))
 
     def mse(self, X: object, y: object) -> float:
-        """Mean squared error of the predictions (of the probabilities for logistic)."""
+        """Mean squared error of the predictions (of the probabilities for logistic).
+
+        Parameters
+        ----------
+        X : array_like
+            Design matrix, shape ``(n, d)``, finite.
+        y : array_like
+            Labels or targets, shape ``(n,)``, coded as in the fit.
+        """
         if self.loss == "softmax":
             raise ValueError("mse is not defined for loss='softmax': use accuracy or log_loss")
         X, yy = _check_data(X, y, self.loss)
@@ -344,7 +382,15 @@ class FittedLinearModel:
         return float(np.mean((pred - yy) ** 2))
 
     def log_loss(self, X: object, y: object) -> float:
-        """Mean log-loss (logistic) or cross-entropy (softmax) on ``(X, y)``."""
+        """Mean log-loss (logistic) or cross-entropy (softmax) on ``(X, y)``.
+
+        Parameters
+        ----------
+        X : array_like
+            Design matrix, shape ``(n, d)``, finite.
+        y : array_like
+            Labels or targets, shape ``(n,)``, coded as in the fit.
+        """
         if self.loss == "linear":
             raise ValueError("log_loss needs loss='logistic' or 'softmax'")
         X, yy = self._labels(X, y)
@@ -353,8 +399,15 @@ class FittedLinearModel:
         return _mean_loss(_augment(X, True), yy, theta, self.loss)
 
     def score(self, X: object, y: object) -> float:
-        """As scikit-learn: accuracy for classifiers, coefficient of determination R^2
-        for linear."""
+        """As scikit-learn: accuracy for classifiers, R^2 for linear regression.
+
+        Parameters
+        ----------
+        X : array_like
+            Design matrix, shape ``(n, d)``, finite.
+        y : array_like
+            Labels or targets, shape ``(n,)``, coded as in the fit.
+        """
         if self.loss != "linear":
             return self.accuracy(X, y)
         X, yy = _check_data(X, y, "linear")
@@ -536,8 +589,10 @@ class NoisyGD(Algorithm):
     # ---------------------------------------------------------------- privacy
     @property
     def row_bound(self) -> float | None:
-        """``B``: bound on the augmented row's norm (``x_bound``, or ``sqrt(x_bound^2 + 1)``
-        with an intercept); None with clipping."""
+        """``B``: bound on the augmented row's norm; None with clipping.
+
+        ``x_bound``, or ``sqrt(x_bound^2 + 1)`` with an intercept.
+        """
         if self.x_bound is None:
             return None
         return math.hypot(self.x_bound, 1.0) if self.fit_intercept else self.x_bound
@@ -575,6 +630,11 @@ class NoisyGD(Algorithm):
     def adaptive_sensitivity(self, theta_norm: float) -> float:
         """``GS_t = B (B ||theta_t|| + y_bound)`` for an iterate of norm ``theta_norm``.
 
+        Parameters
+        ----------
+        theta_norm : float
+            L2 norm of the current iterate, >= 0.
+
         Examples
         --------
         >>> NoisyGD(sigma=1.0, iterations=1, loss="linear", x_bound=1.0, y_bound=1.0,
@@ -591,7 +651,8 @@ class NoisyGD(Algorithm):
         """Standard deviation of the noise added to the gradient sum: ``sigma * Delta``.
 
         Raises ``ValueError`` with adaptive sensitivity (the std ``sigma * GS_t`` changes
-        every step; ``fit(..., record_every=1).history.noise_std`` lists it)."""
+        every step; ``fit(..., record_every=1).history.noise_std`` lists it).
+        """
         if self.adaptive:
             raise ValueError(
                 "adaptive sensitivity: the noise std is sigma * GS_t and changes every "
@@ -600,8 +661,10 @@ class NoisyGD(Algorithm):
         return self.sigma * self.sensitivity
 
     def planned_releases(self) -> tuple[PlannedRelease, ...]:
-        """``iterations`` releases of the gradient sum by ``GaussianMechanism(sigma)`` at
-        sensitivity :attr:`sensitivity` (noise std ``sigma * Delta``)."""
+        """``iterations`` releases of the gradient sum by ``GaussianMechanism(sigma)``.
+
+        At sensitivity :attr:`sensitivity` (noise std ``sigma * Delta``).
+        """
         return (
             PlannedRelease(
                 "gradient sum",

@@ -319,7 +319,9 @@ def isotonic_counts(noisy: object) -> np.ndarray:
 class HistogramRelease:
     """The output of :class:`HistogramQuantiles`: noisy and post-processed bin counts.
 
-    Attributes
+    Each parameter is an attribute of the same name.
+
+    Parameters
     ----------
     lower, upper : float
         The declared range.
@@ -348,6 +350,11 @@ class HistogramRelease:
 
     def quantiles(self, q: object) -> np.ndarray:
         """Quantiles read off the non-negative counts (:func:`quantiles_from_counts`).
+
+        Parameters
+        ----------
+        q : float or array_like
+            Quantile level(s), in [0, 1].
 
         Examples
         --------
@@ -423,6 +430,14 @@ class HistogramQuantiles(Algorithm):
     def release(self, data: object, *, rng: np.random.Generator) -> HistogramRelease:
         """Run the mechanism: noisy counts and their non-negative post-processing.
 
+        Parameters
+        ----------
+        data : array_like
+            One-dimensional finite values in ``[lower, upper]`` (``out_of_range``
+            decides what happens to others).
+        rng : numpy.random.Generator
+            The source of the noise.
+
         Examples
         --------
         >>> alg = HistogramQuantiles(lower=0.0, upper=1.0, bins=4, scale=0.5)
@@ -439,6 +454,16 @@ class HistogramQuantiles(Algorithm):
 
     def quantiles(self, data: object, q: object, *, rng: np.random.Generator) -> np.ndarray:
         """Release the histogram and read the quantiles ``q`` off it (one release).
+
+        Parameters
+        ----------
+        data : array_like
+            One-dimensional finite values in ``[lower, upper]`` (``out_of_range``
+            decides what happens to others).
+        q : float or array_like
+            Quantile level(s), in [0, 1].
+        rng : numpy.random.Generator
+            The source of the noise.
 
         Examples
         --------
@@ -592,7 +617,9 @@ def hay_consistency(noisy_levels: list[np.ndarray] | tuple[np.ndarray, ...],
 class TreeRelease:
     """The output of :class:`TreeQuantiles`: noisy and consistent counts of every level.
 
-    Attributes
+    Each parameter is an attribute of the same name.
+
+    Parameters
     ----------
     lower, upper : float
         The declared range.
@@ -640,6 +667,11 @@ class TreeRelease:
         clipping each leaf at zero would, and no upward drift of the total as a
         running maximum would), then read as in :func:`quantiles_from_counts`.
 
+        Parameters
+        ----------
+        q : float or array_like
+            Quantile level(s), in [0, 1].
+
         Examples
         --------
         >>> lv = (np.array([4.0]), np.array([3.0, -1.0, 2.0]))
@@ -658,6 +690,11 @@ class TreeRelease:
         by consistency); partially covered bins contribute in proportion to the
         covered length (the uniform-within-bin model).  Unbiased for bin-aligned
         ranges; may be negative.
+
+        Parameters
+        ----------
+        a, b : float
+            The range's ends, with ``lower <= a <= b <= upper``.
 
         Examples
         --------
@@ -776,6 +813,14 @@ class TreeQuantiles(Algorithm):
     def release(self, data: object, *, rng: np.random.Generator) -> TreeRelease:
         """Run the mechanism: noisy counts per level, then Hay et al. consistency.
 
+        Parameters
+        ----------
+        data : array_like
+            One-dimensional finite values in ``[lower, upper]`` (``out_of_range``
+            decides what happens to others).
+        rng : numpy.random.Generator
+            The source of the noise.
+
         Examples
         --------
         >>> alg = TreeQuantiles(lower=0.0, upper=1.0, bins=9, branching=3, scale=1.0)
@@ -800,6 +845,16 @@ class TreeQuantiles(Algorithm):
 
     def quantiles(self, data: object, q: object, *, rng: np.random.Generator) -> np.ndarray:
         """Release the tree and read the quantiles ``q`` off its consistent leaves.
+
+        Parameters
+        ----------
+        data : array_like
+            One-dimensional finite values in ``[lower, upper]`` (``out_of_range``
+            decides what happens to others).
+        q : float or array_like
+            Quantile level(s), in [0, 1].
+        rng : numpy.random.Generator
+            The source of the noise.
 
         Examples
         --------
@@ -949,6 +1004,16 @@ class ExponentialQuantile(Algorithm):
 
     def quantile(self, data: object, q: float, *, rng: np.random.Generator) -> float:
         """Release one private ``q``-quantile of ``data`` (one exponential mechanism).
+
+        Parameters
+        ----------
+        data : array_like
+            One-dimensional finite values in ``[lower, upper]`` (``out_of_range``
+            decides what happens to others).
+        q : float
+            Quantile level, in [0, 1].
+        rng : numpy.random.Generator
+            The source of the noise.
 
         Examples
         --------

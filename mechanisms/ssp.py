@@ -148,13 +148,15 @@ def _to_model(theta: np.ndarray, fit_intercept: bool, c: float, ridge: float) ->
 class LinearModel:
     """A fitted linear model ``x -> x @ coef + intercept`` (public: safe to release).
 
-    Attributes
+    Each parameter is an attribute of the same name.
+
+    Parameters
     ----------
     coef : numpy.ndarray
         Coefficients, shape ``(n_features,)`` (read-only).
-    intercept : float
+    intercept : float, default 0.0
         Intercept (0 when the algorithm did not fit one).
-    ridge : float
+    ridge : float, default 0.0
         The ridge penalty ``lambda`` added to the noisy ``X^T X`` (AdaSSP's adaptive one,
         or SSP's fixed one).
 
@@ -179,12 +181,26 @@ class LinearModel:
         object.__setattr__(self, "ridge", float(self.ridge))
 
     def predict(self, X: object) -> np.ndarray:
-        """Predictions ``X @ coef + intercept`` for ``X`` of shape ``(n, n_features)``."""
+        """Predictions ``X @ coef + intercept`` for ``X`` of shape ``(n, n_features)``.
+
+        Parameters
+        ----------
+        X : array_like
+            Design matrix, shape ``(n, n_features)``, finite.
+        """
         Xa = as_design_matrix("X", X, n_features=self.coef.shape[0])
         return Xa @ self.coef + self.intercept
 
     def mse(self, X: object, y: object) -> float:
-        """Mean squared error ``mean((predict(X) - y)^2)``."""
+        """Mean squared error ``mean((predict(X) - y)^2)``.
+
+        Parameters
+        ----------
+        X : array_like
+            Design matrix, shape ``(n, n_features)``, finite.
+        y : array_like
+            Targets, shape ``(n,)``, finite.
+        """
         pred = self.predict(X)
         ya = as_target_vector("y", y, pred.shape[0])
         return float(np.mean((pred - ya) ** 2))
@@ -299,9 +315,12 @@ class SufficientStatisticsPerturbation(Algorithm):
         return tuple(s / d for s, d in zip(self.stds, self.sensitivities, strict=True))  # type: ignore[return-value]
 
     def planned_releases(self) -> tuple[PlannedRelease, ...]:
-        """The two Gaussian releases, once each: ``X^T X`` (upper triangle) at sensitivity
-        ``B^2`` and ``X^T y`` at ``B * y_bound``, each with noise multiplier
-        ``std / sensitivity`` (so the noise std is ``std``)."""
+        """The two Gaussian releases, once each.
+
+        ``X^T X`` (upper triangle) at sensitivity ``B^2`` and ``X^T y`` at
+        ``B * y_bound``, each with noise multiplier ``std / sensitivity`` (so the noise
+        std is ``std``).
+        """
         (m_xx, m_xy), (s_xx, s_xy) = self.noise_multipliers, self.sensitivities
         return (
             PlannedRelease("X^T X", GaussianMechanism(sigma=m_xx), 1, sensitivity=s_xx),
@@ -481,9 +500,11 @@ class AdaSSP(Algorithm):
         return math.sqrt(2.0 * math.log(1.0 / self.failure_probability))
 
     def planned_releases(self) -> tuple[PlannedRelease, ...]:
-        """The three Gaussian releases, once each: ``lambda_min`` and ``X^T X`` at
-        sensitivity ``B^2``, ``X^T y`` at ``B * y_bound``; noise multipliers
-        ``std / sensitivity``."""
+        """The three Gaussian releases, once each.
+
+        ``lambda_min`` and ``X^T X`` at sensitivity ``B^2``, ``X^T y`` at
+        ``B * y_bound``; noise multipliers ``std / sensitivity``.
+        """
         labels = ("lambda_min", "X^T X", "X^T y")
         return tuple(
             PlannedRelease(label, GaussianMechanism(sigma=m), 1, sensitivity=sens)

@@ -201,10 +201,12 @@ class MarginalSynthesizer(Algorithm):
     Parameters
     ----------
     columns : sequence of CategoricalColumn or BinnedNumericColumn
+        The public column specifications (the domain), with unique names.
     marginals : '1-way', '2-way' or sequence of tuples of column names
         ``'1-way'``: every single column; ``'2-way'``: every pair of columns; or an
         explicit list of one- and two-column sets that together cover every column.
     noise : 'laplace' or 'gaussian'
+        The noise added to every release (default ``'laplace'``: pure DP).
     scale : float
         Noise scale per unit of sensitivity (Laplace ``b`` or Gaussian ``sigma``), > 0.
     count_scale : float, optional
@@ -306,8 +308,10 @@ class MarginalSynthesizer(Algorithm):
 
     @property
     def pure_epsilon(self) -> float:
-        """Pure-DP epsilon ``k / scale + 1 / count_scale`` (Laplace; without the count
-        term when the count is not measured); ``inf`` for Gaussian."""
+        """Pure-DP epsilon ``k / scale + 1 / count_scale`` (Laplace); ``inf`` for Gaussian.
+
+        Without the count term when the count is not measured.
+        """
         if self.noise != "laplace":
             return math.inf
         count_term = 1.0 / self.count_scale if self.measures_count else 0.0  # type: ignore[operator]
@@ -354,6 +358,7 @@ class MarginalSynthesizer(Algorithm):
         counts : array_like, shape ``sizes``
             Non-negative integer counts of every combination of column codes.
         rng : numpy.random.Generator
+            The source of the noise.
         generator : 'auto', 'ipf' or 'tree'
             The sampling model (see :meth:`fit`).
 

@@ -107,7 +107,13 @@ class CategoricalColumn:
         return arr
 
     def encode(self, values: object) -> np.ndarray:
-        """Integer codes ``0 .. size-1`` of ``values``; unknown values raise ``ValueError``."""
+        """Integer codes ``0 .. size-1`` of ``values``; unknown values raise ``ValueError``.
+
+        Parameters
+        ----------
+        values : array_like
+            One-dimensional values, each one of the categories.
+        """
         vals = np.asarray(values)
         if vals.ndim != 1:
             raise ValueError(
@@ -135,11 +141,26 @@ class CategoricalColumn:
         return codes_of_unique[inverse.reshape(-1)]
 
     def decode(self, codes: np.ndarray, rng: np.random.Generator | None = None) -> np.ndarray:
-        """The categories of integer ``codes`` (``rng`` is unused; kept for symmetry)."""
+        """The categories of integer ``codes``.
+
+        Parameters
+        ----------
+        codes : numpy.ndarray
+            Integer codes, in ``0 .. size-1``.
+        rng : numpy.random.Generator, optional
+            Unused (categories need no randomness); kept for symmetry with
+            :meth:`BinnedNumericColumn.decode`.
+        """
         return self._category_array()[np.asarray(codes, dtype=np.int64)]
 
     def weights(self, condition: object) -> np.ndarray:
-        """Indicator over the categories of a range-query condition (allowed categories)."""
+        """Indicator over the categories of a range-query condition (allowed categories).
+
+        Parameters
+        ----------
+        condition : object
+            The allowed categories: one category or an iterable of them.
+        """
         if isinstance(condition, str | bytes) or not isinstance(condition, Iterable):
             condition = [condition]
         allowed = list(condition)
@@ -251,7 +272,14 @@ class BinnedNumericColumn:
         return lo, hi
 
     def encode(self, values: object) -> np.ndarray:
-        """Bin index of each value; NaN or values outside the edges raise ``ValueError``."""
+        """Bin index of each value; NaN or values outside the edges raise ``ValueError``.
+
+        Parameters
+        ----------
+        values : array_like
+            One-dimensional numbers (outside the edges: clipped with
+            ``out_of_range='clip'``).
+        """
         try:
             v = np.asarray(values, dtype=float)
         except (TypeError, ValueError) as exc:
@@ -274,8 +302,17 @@ class BinnedNumericColumn:
         return np.minimum(codes, self.size - 1).astype(np.int64)
 
     def decode(self, codes: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        """Values drawn uniformly inside the bins ``codes`` (uniformly among the bin's
-        integers, as ``int64``, for an integer column)."""
+        """Values drawn uniformly inside the bins ``codes``.
+
+        Uniformly among the bin's integers, as ``int64``, for an integer column.
+
+        Parameters
+        ----------
+        codes : numpy.ndarray
+            Bin indices, in ``0 .. size-1``.
+        rng : numpy.random.Generator
+            The source of the within-bin draws.
+        """
         codes = np.asarray(codes, dtype=np.int64)
         if self.integer:
             lo, hi = self._integer_ranges()
@@ -291,6 +328,11 @@ class BinnedNumericColumn:
         Intervals are half-open, ``[low, high)``, like the bins (and closed at the top
         edge of the domain, like the last bin), so a query whose ends are bin edges
         covers whole bins exactly.
+
+        Parameters
+        ----------
+        condition : tuple of float
+            The interval ``(low, high)``, ``low <= high``.
         """
         try:
             lo, hi = (float(x) for x in condition)  # type: ignore[union-attr]
@@ -314,7 +356,15 @@ class BinnedNumericColumn:
         return overlap / np.diff(e)
 
     def contains(self, values: np.ndarray, condition: object) -> np.ndarray:
-        """Boolean mask of ``low <= value < high`` (``<= high`` at the domain's top edge)."""
+        """Boolean mask of ``low <= value < high`` (``<= high`` at the domain's top edge).
+
+        Parameters
+        ----------
+        values : numpy.ndarray
+            Numbers of the column.
+        condition : tuple of float
+            The interval ``(low, high)``.
+        """
         self.weights(condition)  # validation
         lo, hi = (float(x) for x in condition)  # type: ignore[union-attr]
         upper = (values <= hi) if hi >= self.edges[-1] else (values < hi)
@@ -500,7 +550,9 @@ class Table:
     Parameters
     ----------
     columns : tuple of column specifications
+        The table's columns, in order.
     codes : ndarray of int, shape (n, d)
+        The integer code of every cell (column ``j`` in ``0 .. columns[j].size - 1``).
     values : dict of name -> ndarray
         The values (categories, or numbers for binned numeric columns).
 
@@ -520,7 +572,15 @@ class Table:
 
     @classmethod
     def from_data(cls, columns: Sequence[Column], data: object) -> Table:
-        """Validate and encode ``data`` (see :func:`encode`), keeping its values."""
+        """Validate and encode ``data`` (see :func:`encode`), keeping its values.
+
+        Parameters
+        ----------
+        columns : sequence of CategoricalColumn or BinnedNumericColumn
+            The column specifications, with unique names.
+        data : object
+            The table, as accepted by :func:`encode`.
+        """
         cols = _check_columns(columns)
         arrays = _column_arrays(cols, data)
         codes = _encode_arrays(cols, arrays)
@@ -536,12 +596,24 @@ class Table:
         return int(self.codes.shape[0])
 
     def column(self, name: str) -> np.ndarray:
-        """The values of column ``name``."""
+        """The values of column ``name``.
+
+        Parameters
+        ----------
+        name : str
+            A column name.
+        """
         (j,) = _resolve(self.columns, [name], "name")
         return self.values[self.columns[j].name]
 
     def marginal(self, columns: object) -> np.ndarray:
-        """Counts of the marginal over ``columns`` (an array of shape ``(size, ...)``)."""
+        """Counts of the marginal over ``columns`` (an array of shape ``(size, ...)``).
+
+        Parameters
+        ----------
+        columns : str or sequence of str
+            Column name(s), in the order of the output's axes.
+        """
         idx = _resolve(self.columns, columns)
         shape = tuple(self.columns[j].size for j in idx)
         flat = np.ravel_multi_index(tuple(self.codes[:, j] for j in idx), shape)
@@ -554,6 +626,11 @@ class Table:
         ``conditions`` maps a column name to the allowed categories (categorical) or a
         half-open interval ``(low, high)`` meaning ``[low, high)`` (binned numeric; closed
         at the top edge of the domain).
+
+        Parameters
+        ----------
+        conditions : Mapping
+            Column name -> condition, as above.
         """
         conds = _check_conditions(conditions)
         mask = np.ones(self.n_rows, dtype=bool)
@@ -570,5 +647,3 @@ class Table:
     def to_dict(self) -> dict[str, np.ndarray]:
         """The values as ``{name: array}``."""
         return {c.name: self.values[c.name] for c in self.columns}
-
-

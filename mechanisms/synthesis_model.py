@@ -130,17 +130,23 @@ class FittedSynthesizer:
     distribution is the IPF joint (``generator='ipf'``) or
     ``P(root) * prod_child P(child | parent)`` over the Chow-Liu forest of the measured
     pairs (``generator='tree'``); see the module docstring.  Build it with
-    :meth:`MarginalSynthesizer.fit`.
+    :meth:`MarginalSynthesizer.fit`.  Each parameter is an attribute of the same name.
 
-    Attributes
+    Parameters
     ----------
-    synthesizer : MarginalSynthesizer
+    synthesizer : MarginalSynthesizer or MST
+        The synthesizer that was fitted.
     tables : dict
         Estimated probability table of every measured marginal (keyed by column names).
     one_way : dict
         Estimated 1-way distribution of every column.
     parents : dict
         Parent column of every column in the sampling forest (``None`` for roots).
+    order : tuple of int
+        Column indices in sampling order (every parent before its children).
+    conditionals : dict
+        Column index -> table of ``P(child | parent)`` (rows: the parent's values), for
+        every column with a parent.
     noisy_count : float or None
         The noisy row count as released (None when the count was not measured).
     selected : tuple of tuple of str
@@ -153,14 +159,23 @@ class FittedSynthesizer:
     row_estimate : float
         Inverse-variance weighted combination of the noisy count and the noisy table
         totals (a better estimate of the row count, by post-processing).
-    n_rows : int
-        ``max(0, round(row_estimate))``: the default size of a synthetic table.
     iterations : int
         Dykstra iterations used by the projection.
     generator : str
         ``'ipf'`` or ``'tree'``.
     joint : ndarray or None
         The IPF joint distribution over all columns (``generator='ipf'`` only).
+
+    Examples
+    --------
+    >>> from dpacct.mechanisms.synthesis import CategoricalColumn, MarginalSynthesizer
+    >>> cols = [CategoricalColumn("a", [0, 1]), CategoricalColumn("b", [0, 1])]
+    >>> fitted = MarginalSynthesizer(cols, scale=0.01).fit_counts(
+    ...     [[30, 10], [10, 50]], rng=np.random.default_rng(0))
+    >>> fitted.parents, fitted.n_rows              # 100 rows, 40 of them with a = 0
+    ({'a': None, 'b': 'a'}, 100)
+    >>> np.round(fitted.one_way["a"], 2).tolist()
+    [0.4, 0.6]
     """
 
     synthesizer: MarginalSynthesizer | MST
@@ -265,6 +280,7 @@ class FittedSynthesizer:
 
     @property
     def columns(self) -> tuple[Column, ...]:
+        """The synthesizer's column specifications."""
         return self.synthesizer.columns
 
     @property
@@ -300,6 +316,11 @@ class FittedSynthesizer:
     def probability(self, columns: object) -> np.ndarray:
         """The model's distribution of ``columns`` (sums to one).
 
+        Parameters
+        ----------
+        columns : str or sequence of str
+            Column name(s), in the order of the output's axes.
+
         Examples
         --------
         >>> from dpacct.mechanisms.synthesis import CategoricalColumn, MarginalSynthesizer
@@ -313,7 +334,13 @@ class FittedSynthesizer:
         return self._contract(idx, {})
 
     def marginal(self, columns: object) -> np.ndarray:
-        """Expected counts of the marginal over ``columns`` in a table of :attr:`n_rows` rows."""
+        """Expected counts of the marginal over ``columns`` in a table of :attr:`n_rows` rows.
+
+        Parameters
+        ----------
+        columns : str or sequence of str
+            Column name(s), in the order of the output's axes.
+        """
         return self.n_rows * self.probability(columns)
 
     def range_query(self, conditions: Mapping[str, object], *, n: int | None = None) -> float:
@@ -322,8 +349,14 @@ class FittedSynthesizer:
         ``conditions`` maps column names to allowed categories (categorical columns) or
         an interval ``(low, high)`` meaning ``[low, high)`` (binned numeric; closed at the
         top edge of the domain; values are uniform in a bin,
-        so a partly covered bin counts by its covered fraction).  ``n`` defaults to
-        :attr:`n_rows`.
+        so a partly covered bin counts by its covered fraction).
+
+        Parameters
+        ----------
+        conditions : Mapping
+            Column name -> condition, as above.
+        n : int, optional
+            Rows of the synthetic table, >= 0; None: :attr:`n_rows`.
 
         Examples
         --------
@@ -353,6 +386,7 @@ class FittedSynthesizer:
         n : int, optional
             Number of rows, >= 0.
         rng : numpy.random.Generator
+            The source of the draws (sampling is post-processing: no privacy cost).
         method : {'round', 'iid'}
             ``'round'`` (default): randomized rounding, the way Private-PGM generates
             (McKenna, Sheldon, Miklau 2019, and its ``synthetic_data``): the expected

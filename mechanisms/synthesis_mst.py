@@ -137,9 +137,11 @@ class MST(Algorithm):
 
     @property
     def zcdp_rho(self) -> float:
-        """The zCDP parameter of the plan, ``d / (2 s1^2) + (d-1) e^2/8 + (d-1) / (2 s2^2)``
-        (equal to :attr:`rho` up to rounding); the engine's accounting is at least as
-        tight (module docstring)."""
+        """The zCDP parameter of the plan, equal to :attr:`rho` up to rounding.
+
+        ``d / (2 s1^2) + (d-1) e^2/8 + (d-1) / (2 s2^2)``; the engine's accounting is at
+        least as tight (module docstring).
+        """
         d = len(self.columns)
         return (
             d / (2.0 * self.one_way_sigma**2)
@@ -148,8 +150,11 @@ class MST(Algorithm):
         )
 
     def planned_releases(self) -> tuple[PlannedRelease, ...]:
-        """``d`` Gaussian 1-way histograms, ``d - 1`` exponential-mechanism selections and
-        ``d - 1`` Gaussian pair histograms, all of sensitivity 1."""
+        """The releases of one run, all of sensitivity 1.
+
+        ``d`` Gaussian 1-way histograms, ``d - 1`` exponential-mechanism selections and
+        ``d - 1`` Gaussian pair histograms.
+        """
         d = len(self.columns)
         return (
             PlannedRelease("1-way marginal", GaussianMechanism(sigma=self.one_way_sigma), d),

@@ -11,7 +11,8 @@ both medians on the scale of ``y`` and lets one declared range bound them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import warnings
+from dataclasses import dataclass, fields
 
 import numpy as np
 
@@ -69,7 +70,9 @@ def pair_predictions(x: np.ndarray, y: np.ndarray, k: int, cut_points: tuple[flo
 class TheilSenFit:
     """The released line of :class:`DPTheilSen`.
 
-    Attributes
+    Each parameter is an attribute of the same name.
+
+    Parameters
     ----------
     slope, intercept : float
         The line, recovered from the two private medians.
@@ -93,6 +96,11 @@ class TheilSenFit:
     def predict(self, x: object) -> np.ndarray:
         """``slope * x + intercept``.
 
+        Parameters
+        ----------
+        x : array_like
+            Points at which the line is evaluated (finite).
+
         Examples
         --------
         >>> TheilSenFit(-1.0, 2.0, (0.25, 0.75), (1.75, 1.25)).predict([2.0]).tolist()
@@ -101,8 +109,7 @@ class TheilSenFit:
         return self.slope * check_data("x", x) + self.intercept
 
 
-@register_mechanism("dp_theil_sen")
-@dataclass(frozen=True, repr=False)
+@dataclass(frozen=True, repr=False, init=False)
 class DPTheilSen(Algorithm):
     """DP Theil-Sen with ``k`` matchings (Alabi et al. 2020, DPTheilSenkMatch).
 
@@ -112,8 +119,8 @@ class DPTheilSen(Algorithm):
        25th and 75th percentiles of the declared x range).
     3. A private median of each set of predictions on ``[pred_lower, pred_upper]`` by
        the exponential mechanism of Smith 2011 (:func:`~dpacct.mechanisms.quantiles.smith_quantile`)
-       with budgets ``epsilon1 = split * epsilon0`` and ``epsilon2 = (1 - split) *
-       epsilon0`` and utility sensitivity ``k``: density ``∝ exp(-epsilon_j |rank - m/2|
+       with budgets ``epsilon1 = split * epsilon`` and ``epsilon2 = (1 - split) *
+       epsilon`` and utility sensitivity ``k``: density ``∝ exp(-epsilon_j |rank - m/2|
        / (2 k))`` over ``m`` predictions.  A prediction outside the declared range
        counts below (above) every output; the median itself always lies in the range.
     4. ``slope = (p2 - p1) / (x2 - x1)``, ``intercept = p1 - slope x1`` (post-processing).
@@ -143,8 +150,14 @@ class DPTheilSen(Algorithm):
 
     Parameters
     ----------
-    epsilon0 : float
-        Total pure-DP budget of the two medians, > 0.
+    epsilon : float
+        The estimator's total pure-DP budget, > 0 and finite: the whole fit is
+        ``epsilon``-DP (the matchings cost nothing; the two medians share the budget,
+        ``split * epsilon`` for the median at ``x1`` and ``(1 - split) * epsilon`` for
+        the one at ``x2``, see :attr:`budgets`).  Available afterwards as ``epsilon0``
+        (``epsilon`` is the query method ``epsilon(delta)``, which, through the
+        bounded-range analysis, can answer slightly below the budget at a positive
+        delta).
     x_lower, x_upper : float
         Declared range of ``x`` (it places the default cut points); data outside raise
         unless ``out_of_range="clip"``.
@@ -153,7 +166,7 @@ class DPTheilSen(Algorithm):
     k : int
         Number of matchings, >= 1 (default 10).
     split : float
-        Fraction of ``epsilon0`` for the median at ``x1``, in (0, 1) (default 0.5).
+        Fraction of ``epsilon`` for the median at ``x1``, in (0, 1) (default 0.5).
     cut_points : tuple of float, optional
         ``(x1, x2)`` with ``x_lower <= x1 < x2 <= x_upper``.
     out_of_range : {'raise', 'clip'}
@@ -164,17 +177,24 @@ class DPTheilSen(Algorithm):
         does not use the x range at all: predictions outside ``[pred_lower,
         pred_upper]`` are already handled by the ranks).  Clipping does bias the pair
         slopes of the clipped records, so declare a range that holds almost all of x.
+    epsilon0 : float, optional
+        Deprecated keyword name of ``epsilon`` (a ``DeprecationWarning``); giving both
+        is a ``TypeError``.
 
     Examples
     --------
     >>> rng = np.random.default_rng(0)
     >>> x = rng.uniform(0, 1, 2000); y = 2 * x + 1 + rng.normal(0, 0.1, 2000)
-    >>> alg = DPTheilSen(epsilon0=1.0, x_lower=0, x_upper=1, pred_lower=-10, pred_upper=10)
+    >>> alg = DPTheilSen(epsilon=1.0, x_lower=0, x_upper=1, pred_lower=-10, pred_upper=10)
+    >>> alg.budgets
+    (0.5, 0.5)
     >>> fit = alg.fit(x, y, rng=np.random.default_rng(1))
     >>> round(fit.slope, 1), round(fit.intercept, 1)
     (2.0, 1.0)
     """
 
+    #: the total pure-DP budget, stored as ``epsilon0`` because ``epsilon`` is the
+    #: :meth:`~dpacct.accountant.mechanism.Mechanism.epsilon` query of every mechanism
     epsilon0: float
     x_lower: float
     x_upper: float
@@ -185,8 +205,46 @@ class DPTheilSen(Algorithm):
     cut_points: tuple[float, float] | None = None
     out_of_range: str = "raise"
 
+    def __init__(
+        self,
+        epsilon: float | None = None,
+        x_lower: float | None = None,
+        x_upper: float | None = None,
+        pred_lower: float | None = None,
+        pred_upper: float | None = None,
+        k: int = 10,
+        split: float = 0.5,
+        cut_points: tuple[float, float] | None = None,
+        out_of_range: str = "raise",
+        *,
+        epsilon0: float | None = None,
+    ) -> None:
+        if epsilon0 is not None:
+            if epsilon is not None:
+                raise TypeError(
+                    "DPTheilSen got both epsilon and its deprecated name epsilon0; "
+                    "give epsilon only (the total pure-DP budget)"
+                )
+            warnings.warn(
+                "DPTheilSen(epsilon0=...) is deprecated; use epsilon=... (the same total "
+                "pure-DP budget of the estimator)",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            epsilon = epsilon0
+        given = {"epsilon": epsilon, "x_lower": x_lower, "x_upper": x_upper,
+                 "pred_lower": pred_lower, "pred_upper": pred_upper}
+        missing = [name for name, value in given.items() if value is None]
+        if missing:
+            raise TypeError(
+                "DPTheilSen missing required argument(s): " + ", ".join(missing))
+        for name, value in (*given.items(), ("k", k), ("split", split),
+                            ("cut_points", cut_points), ("out_of_range", out_of_range)):
+            object.__setattr__(self, "epsilon0" if name == "epsilon" else name, value)
+        self.__post_init__()
+
     def __post_init__(self) -> None:
-        object.__setattr__(self, "epsilon0", check_positive("epsilon0", self.epsilon0))
+        object.__setattr__(self, "epsilon0", check_positive("epsilon", self.epsilon0))
         xl, xu = check_range(self.x_lower, self.x_upper, ("x_lower", "x_upper"))
         object.__setattr__(self, "x_lower", xl)
         object.__setattr__(self, "x_upper", xu)
@@ -211,14 +269,22 @@ class DPTheilSen(Algorithm):
         object.__setattr__(self, "cut_points", cuts)
         object.__setattr__(self, "out_of_range", check_out_of_range(self.out_of_range))
 
+    def __repr__(self) -> str:
+        args = [f"epsilon={self.epsilon0!r}"] + [
+            f"{f.name}={getattr(self, f.name)!r}" for f in fields(self)[1:]
+        ]
+        return f"DPTheilSen({', '.join(args)})"
+
     @property
     def budgets(self) -> tuple[float, float]:
         """``(epsilon1, epsilon2)``: the two medians' pure-DP parameters."""
         return self.split * self.epsilon0, (1.0 - self.split) * self.epsilon0
 
     def planned_releases(self) -> tuple[PlannedRelease, ...]:
-        """Two bounded-range exponential mechanisms, the medians at ``x1`` and ``x2``,
-        each with utility sensitivity ``k`` (class docstring)."""
+        """Two bounded-range exponential mechanisms, the medians at ``x1`` and ``x2``.
+
+        Each with utility sensitivity ``k`` (class docstring).
+        """
         e1, e2 = self.budgets
         return (
             PlannedRelease("median at x1", ExponentialMechanism(epsilon=e1), 1, sensitivity=self.k),
@@ -237,7 +303,7 @@ class DPTheilSen(Algorithm):
 
         Examples
         --------
-        >>> alg = DPTheilSen(epsilon0=4.0, x_lower=0, x_upper=10, pred_lower=-50,
+        >>> alg = DPTheilSen(epsilon=4.0, x_lower=0, x_upper=10, pred_lower=-50,
         ...                  pred_upper=50, k=5)
         >>> rng = np.random.default_rng(0)
         >>> x = np.linspace(0, 10, 500); y = 3 * x - 2 + rng.normal(0, 0.5, 500)
@@ -266,3 +332,19 @@ class DPTheilSen(Algorithm):
         m1, m2 = medians
         slope = (m2 - m1) / (x2 - x1)
         return TheilSenFit(float(slope), float(m1 - slope * x1), (x1, x2), (m1, m2))
+
+
+def _encode_theil_sen(m: DPTheilSen) -> dict:
+    return {"epsilon" if f.name == "epsilon0" else f.name: getattr(m, f.name) for f in fields(m)}
+
+
+def _decode_theil_sen(params: dict) -> DPTheilSen:
+    params = dict(params)
+    if "epsilon0" in params and "epsilon" not in params:  # written before the rename
+        params["epsilon"] = params.pop("epsilon0")
+    return DPTheilSen(**params)
+
+
+register_mechanism(
+    "dp_theil_sen", DPTheilSen, encode=_encode_theil_sen, decode=_decode_theil_sen
+)

@@ -75,7 +75,7 @@ EXAMPLES = {
     "exponential_quantile": [lambda: M.ExponentialQuantile(epsilon0=1.0, lower=-10.0, upper=10.0)],
     "dp_theil_sen": [
         lambda: M.DPTheilSen(
-            epsilon0=1.0, x_lower=0.0, x_upper=1.0, pred_lower=-1.0, pred_upper=1.0
+            epsilon=1.0, x_lower=0.0, x_upper=1.0, pred_lower=-1.0, pred_upper=1.0
         )
     ],
     "marginal_synthesizer": [_synth],

@@ -19,7 +19,7 @@ from dpacct.accountant.loss_law import GaussianLossLaw
 from dpacct.accountant.mechanism import Capabilities, Mechanism
 from dpacct.calibrators import calibrate_risk, dpsgd_mechanism, risk_noise_multiplier
 from dpacct.calibrators.calibrate import UnreachableTargetError
-from dpacct.mechanisms import GaussianMechanism
+from dpacct.mechanisms import GaussianMechanism, LaplaceMechanism
 
 ALPHAS = np.array([1e-4, 0.001, 0.01, 0.05, 0.1, 0.3, 0.6, 0.9])
 
@@ -192,3 +192,81 @@ def test_against_riskcal_within_its_own_error():
     spread = np.abs(values[0] - values[1]) + 1e-6
     lo, _ = tradeoff_bounds(dpsgd_mechanism(s, q, n), alphas)
     assert np.all(np.abs(lo - values[1]) <= spread)
+
+
+class _LawOnlyLaplace(Mechanism):
+    """A Laplace mechanism known only through its loss laws: forces the PLD route."""
+
+    declares = Capabilities(loss_laws=True)
+
+    def __init__(self, b: float) -> None:
+        self._laws = LaplaceMechanism(b=b)._loss_laws()
+
+    def _loss_laws(self):
+        return self._laws
+
+
+def _laplace_tradeoff(mu: float, a: np.ndarray) -> np.ndarray:
+    """T(Lap(0, 1), Lap(mu, 1)) (Dong, Roth, Su 2022, Appendix A), derived by hand:
+    threshold tests x > c with c < 0, 0 <= c <= mu and c > mu give the three pieces."""
+    a = np.asarray(a, dtype=float)
+    return np.where(
+        a < np.exp(-mu) / 2,
+        1 - np.exp(mu) * a,
+        np.where(a <= 0.5, np.exp(-mu) / (4 * np.maximum(a, 1e-300)), np.exp(-mu) * (1 - a)),
+    )
+
+
+def _gdp(mu: float, a: np.ndarray) -> np.ndarray:
+    return norm.cdf(norm.isf(a) - mu)  # mu-GDP (Dong, Roth, Su 2022, Eq. (6))
+
+
+_TRADEOFF_CASES = {
+    # name: (mechanism, independent closed form of its trade-off curve or None)
+    "gaussian": (GaussianMechanism(sigma=1.3), lambda a: _gdp(1 / 1.3, a)),
+    "composed gaussians": (
+        compose([GaussianMechanism(sigma=2.0), GaussianMechanism(sigma=3.0)], counts=[3, 4]),
+        lambda a: _gdp(np.sqrt(3 / 4 + 4 / 9), a),
+    ),
+    "laplace": (LaplaceMechanism(b=0.8), lambda a: _laplace_tradeoff(1 / 0.8, a)),
+    "gaussian, PLD route": (_LawOnlyGaussian(1.0), lambda a: _gdp(1.0, a)),
+    "composed gaussians, PLD route": (
+        compose([_LawOnlyGaussian(0.2)], counts=[50]),
+        lambda a: _gdp(0.2 * np.sqrt(50), a),
+    ),
+    "laplace, PLD route": (_LawOnlyLaplace(0.8), lambda a: _laplace_tradeoff(1 / 0.8, a)),
+    "one dp-sgd step": (
+        compose([poisson_subsample(GaussianMechanism(sigma=1.0), 0.1)], counts=[1]),
+        lambda a: np.array([_mp_tradeoff(0.1, 1.0, float(x)) for x in a]),
+    ),
+    "dp-sgd run (README)": (
+        compose([poisson_subsample(GaussianMechanism(sigma=1.1), 256 / 60_000)], counts=[14_063]),
+        None,
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(_TRADEOFF_CASES))
+def test_tradeoff_lies_in_tradeoff_bounds(name):
+    # issue 21: tradeoff() was below the lower end of tradeoff_bounds for the README run
+    # (a coarser dual of delta(eps)); now it is that lower end, and never above the truth
+    mech, closed_form = _TRADEOFF_CASES[name]
+    alphas = np.array([1e-6, 1e-4, 0.001, 0.01, 0.05, 0.1, 0.3, 0.5, 0.7, 0.95])
+    beta = mech.tradeoff(alphas)
+    lo, hi = tradeoff_bounds(mech, alphas)
+    assert np.all(lo <= beta) and np.all(beta <= hi), (lo, beta, hi)
+    for tol in (None, 1e-3):  # at the same tolerance, the same route
+        b_tol, (lo_tol, _) = mech.tradeoff(alphas, tol=tol), tradeoff_bounds(mech, alphas, tol=tol)
+        if not mech.privacy.capabilities.exact_tradeoff:
+            np.testing.assert_array_equal(b_tol, lo_tol)
+    assert isinstance(mech.tradeoff(0.01), float)
+    assert mech.tradeoff(0.01) == beta[3]
+    if closed_form is not None:
+        exact = closed_form(alphas)
+        # sound: never above the true curve; the bracket holds the truth
+        assert np.all(beta <= exact * (1 + 1e-12) + 1e-14), (beta, exact)
+        assert np.all(lo <= exact * (1 + 1e-12) + 1e-14)
+        assert np.all(exact <= hi * (1 + 1e-12) + 1e-14)
+        np.testing.assert_allclose(beta, exact, rtol=5e-4, atol=1e-6)
+        if mech.privacy.capabilities.exact_tradeoff:
+            np.testing.assert_allclose(beta, exact, rtol=1e-12, atol=1e-15)

@@ -328,6 +328,20 @@ def test_epsilon_lower_bound_validates_delta(honest_results):
 # ----------------------------------------------------------------------------------
 # plot
 # ----------------------------------------------------------------------------------
+def test_plot_without_matplotlib_names_the_extra(honest_results, monkeypatch):
+    # issue 21: a bare ModuleNotFoundError told the user nothing about the extra
+    import sys
+
+    res = honest_results[repr(GaussianMechanism(sigma=1.0))]
+    for name in [m for m in sys.modules if m == "matplotlib" or m.startswith("matplotlib.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # as if not installed
+    with pytest.raises(ImportError, match=r'pip install "dpacct\[plot\]"') as info:
+        res.plot()
+    assert "AuditResult.plot()" in str(info.value) and "matplotlib" in str(info.value)
+    assert not isinstance(info.value, ModuleNotFoundError)
+
+
 def test_plot(honest_results):
     matplotlib = pytest.importorskip("matplotlib")
     matplotlib.use("Agg")

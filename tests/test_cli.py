@@ -896,3 +896,12 @@ def test_unknown_flags_are_named_after_their_subcommand(command, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"dpacct {argv[0]}: error: unrecognized arguments: --frobnicate")
+
+
+def test_a_spec_takes_the_constructor_names_not_the_stored_fields(capsys):
+    # ExponentialMechanism takes epsilon and stores it as epsilon0 (epsilon is a method)
+    from dpacct.mechanisms import ExponentialMechanism
+
+    assert main(["compare", "-m", "exponential:epsilon=1", "--json"]) == 0
+    row = json.loads(capsys.readouterr().out)["mechanisms"][0]
+    assert row["epsilon"] == [pytest.approx(ExponentialMechanism(epsilon=1.0).epsilon(1e-5))]

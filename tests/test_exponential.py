@@ -498,7 +498,7 @@ def test_em_algorithms_and_calibration_are_sound():
     from dpacct.mechanisms import DPTheilSen
 
     delta = 1e-6
-    ts = DPTheilSen(epsilon0=0.002, x_lower=0.0, x_upper=1.0, pred_lower=-1.0, pred_upper=1.0)
+    ts = DPTheilSen(epsilon=0.002, x_lower=0.0, x_upper=1.0, pred_lower=-1.0, pred_upper=1.0)
     truth = exact_two_fold_instance(0.001, 0.0009, delta)
     assert ts.epsilon(delta) >= float(truth)
     cal = calibrate(lambda x: compose([ExponentialMechanism(x)], [2]), 0.002, delta)

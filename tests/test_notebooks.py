@@ -6,6 +6,18 @@ this checkout's packages: the repository root is prepended to ``PYTHONPATH`` of 
 kernel's environment (in CI the project is also pip-installed), and matplotlib uses
 the non-interactive ``Agg`` backend.
 
+The executed copy must reproduce the text outputs stored in the file (stdout, stderr and
+``text/plain`` results, cell by cell), so that the numbers a reader sees, and that the
+markdown quotes, are what the code prints: every random draw is seeded through an explicit
+``numpy.random.Generator`` and nothing prints wall-clock times.  Only what legitimately
+varies between runs is normalised away (temporary paths, memory addresses, kernel file
+names, ANSI colours, progress bars).  After a change that moves a notebook's numbers,
+refresh the stored outputs (plots included) with::
+
+    python tests/test_notebooks.py [NAME.ipynb ...]
+
+and check that the markdown still quotes what the cells print.
+
 The static checks are cheap: a notebook opens with a markdown introduction, is saved
 with its outputs, labels the axes of every plot and gives it a legend and a title, and
 is listed in ``notebooks/README.md``.  All notebooks together must run in under five
@@ -14,8 +26,11 @@ minutes (measured by the execution tests of this module).
 
 from __future__ import annotations
 
+import difflib
+import functools
 import os
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -60,29 +75,53 @@ def _failing_cell(nb) -> tuple[int, object] | None:
     return None
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=NOTEBOOK_IDS)
-def test_notebook_executes(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every cell runs without raising, in a kernel that imports this checkout."""
+def _execute(path: Path):
+    """Run a copy of the notebook at ``path``; return ``(notebook, error or None)``.
+
+    The kernel inherits ``os.environ`` when it is launched: the repository root goes in
+    front of ``PYTHONPATH`` and matplotlib uses ``Agg``, both restored afterwards.
+    """
     nbclient = pytest.importorskip("nbclient")
     pytest.importorskip("ipykernel")
     from nbclient.exceptions import CellExecutionError
 
-    nb = _read(path)  # an in-memory copy: the file on disk is never rewritten
-    # the kernel inherits os.environ when it is launched; monkeypatch restores it
-    old = os.environ.get("PYTHONPATH")
-    monkeypatch.setenv(
-        "PYTHONPATH", str(REPO_ROOT) if not old else str(REPO_ROOT) + os.pathsep + old
-    )
-    monkeypatch.setenv("MPLBACKEND", "Agg")
+    nb = _read(path)  # an in-memory copy: the file on disk is not rewritten here
+    saved = {k: os.environ.get(k) for k in ("PYTHONPATH", "MPLBACKEND")}
+    old = saved["PYTHONPATH"]
+    os.environ["PYTHONPATH"] = str(REPO_ROOT) if not old else str(REPO_ROOT) + os.pathsep + old
+    os.environ["MPLBACKEND"] = "Agg"
     client = nbclient.NotebookClient(
         nb,
         timeout=CELL_TIMEOUT,
         kernel_name="python3",
+        record_timing=False,  # no wall-clock stamps in the cells' metadata
         resources={"metadata": {"path": str(NOTEBOOK_DIR)}},
     )
     try:
         client.execute()
+        error = None
     except CellExecutionError as exc:
+        error = exc
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+    return nb, error
+
+
+@functools.cache
+def _executed(path: Path):
+    """:func:`_execute`, once per notebook and test session (two tests read it)."""
+    return _execute(path)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=NOTEBOOK_IDS)
+def test_notebook_executes(path: Path) -> None:
+    """Every cell runs without raising, in a kernel that imports this checkout."""
+    nb, error = _executed(path)
+    if error is not None:
         found = _failing_cell(nb)
         where = "a cell"
         source = "<unknown cell>"
@@ -92,10 +131,75 @@ def test_notebook_executes(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
             source = _source(cell)
         pytest.fail(
             f"{path.name}: {where} raised.\n--- cell source ---\n{source}\n"
-            f"--- error ---\n{_ANSI.sub('', str(exc))}",
+            f"--- error ---\n{_ANSI.sub('', str(error))}",
             pytrace=False,
         )
     assert _failing_cell(nb) is None, f"{path.name}: an error output survived execution"
+
+
+#: what legitimately differs between two runs of the same code: (pattern, replacement)
+_VOLATILE = [
+    (re.compile(r"\x1b\[[0-9;]*[A-Za-z]"), ""),  # ANSI colours and cursor moves
+    (re.compile(r"[^\n]*\r(?!\n)"), ""),  # progress bars (tqdm) redraw with a bare \r
+    (re.compile(r"\b0x[0-9a-fA-F]{6,}\b"), "0x<address>"),  # object reprs
+    (re.compile(r"/tmp/ipykernel_\d+/\d+\.py"), "<cell>"),  # warnings name the cell file
+    (re.compile(r"(?:/[\w.-]+)*/tmp[\w.-]*"), "<tmpdir>"),  # tempfile directories
+]
+
+
+def _normalise(text: str) -> str:
+    for pattern, replacement in _VOLATILE:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+def _text_outputs(nb) -> dict[int, str]:
+    """Code cell index -> its stdout, stderr and ``text/plain`` results, normalised.
+
+    Consecutive stream chunks are joined (the kernel splits them arbitrarily); images
+    and HTML are left out (their bytes depend on the matplotlib build and fonts).
+    """
+    out: dict[int, str] = {}
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type != "code":
+            continue
+        streams: dict[str, str] = {}
+        results = []
+        for o in cell.get("outputs", []):
+            if o.get("output_type") == "stream":
+                streams[o.get("name", "stdout")] = streams.get(o.get("name", "stdout"), "") + (
+                    o.get("text", "")
+                )
+            elif o.get("output_type") in ("execute_result", "display_data"):
+                text = o.get("data", {}).get("text/plain")
+                if text is not None:
+                    results.append("".join(text) if isinstance(text, list) else text)
+        parts = [f"[{name}]\n{text}" for name, text in sorted(streams.items())]
+        parts += [f"[result]\n{text}" for text in results]
+        out[i] = _normalise("\n".join(parts))
+    return out
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=NOTEBOOK_IDS)
+def test_notebook_reproduces_its_stored_outputs(path: Path) -> None:
+    """Re-running the notebook prints exactly what the file shows (seeded, no timings)."""
+    nb, error = _executed(path)
+    if error is not None:
+        pytest.skip("the notebook does not execute (test_notebook_executes reports it)")
+    stored, fresh = _text_outputs(_read(path)), _text_outputs(nb)
+    diffs = []
+    for i in sorted(set(stored) | set(fresh)):
+        old, new = stored.get(i, ""), fresh.get(i, "")
+        if old != new:
+            lines = difflib.unified_diff(
+                old.splitlines(), new.splitlines(), "stored", "re-run", n=0, lineterm=""
+            )
+            diffs.append(f"cell {i}:\n" + "\n".join(list(lines)[2:]))
+    assert not diffs, (
+        f"{path.name}: a re-run does not reproduce the stored outputs (an unseeded draw, a "
+        "timing, or numbers that moved: refresh with python tests/test_notebooks.py "
+        f"{path.name} and update the markdown that quotes them)\n" + "\n".join(diffs)
+    )
 
 
 # ----------------------------------------------------------------------------------
@@ -126,6 +230,16 @@ def test_notebook_saved_with_outputs(path: Path) -> None:
         and cell.get("execution_count") is None
     ]
     assert not unexecuted, f"{path.name}: code cells {unexecuted} were saved without running"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=NOTEBOOK_IDS)
+def test_notebook_saved_without_timestamps(path: Path) -> None:
+    """No wall-clock stamps of a past run in the cells' metadata (they would not match
+    the outputs of the run that produced them; ``python tests/test_notebooks.py`` drops
+    them)."""
+    nb = _read(path)
+    stamped = [i for i, cell in enumerate(nb.cells) if "execution" in cell.get("metadata", {})]
+    assert not stamped, f"{path.name}: cells {stamped} carry execution timestamps"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=NOTEBOOK_IDS)
@@ -176,3 +290,22 @@ def test_readme_links_point_to_notebooks() -> None:
     linked = re.findall(r"\(([^)\s]+\.ipynb)\)", "\n".join(_readme_lines()))
     missing = [name for name in linked if not (NOTEBOOK_DIR / name).is_file()]
     assert not missing, f"notebooks/README.md links to missing notebooks: {missing}"
+
+
+def _refresh(names: list[str]) -> None:
+    """Execute the notebooks and save them with their fresh outputs (plots included)."""
+    import nbformat
+
+    paths = [NOTEBOOK_DIR / n for n in names] if names else NOTEBOOKS
+    for path in paths:
+        nb, error = _execute(path)
+        if error is not None:
+            raise SystemExit(f"{path.name} raised:\n{_ANSI.sub('', str(error))}")
+        for cell in nb.cells:  # stale wall-clock stamps of earlier runs
+            cell.metadata.pop("execution", None)
+        nbformat.write(nb, path)
+        print(f"saved {path.relative_to(REPO_ROOT)}")
+
+
+if __name__ == "__main__":  # python tests/test_notebooks.py [NAME.ipynb ...]
+    _refresh(sys.argv[1:])

@@ -103,7 +103,7 @@ FAMILIES.update(
         ),
         "dp_theil_sen": eps0.map(
             lambda e: M.DPTheilSen(
-                epsilon0=e, x_lower=0.0, x_upper=1.0, pred_lower=-1.0, pred_upper=1.0
+                epsilon=e, x_lower=0.0, x_upper=1.0, pred_lower=-1.0, pred_upper=1.0
             )
         ),
         "marginal_synthesizer": st.floats(0.5, 10.0).map(

@@ -264,7 +264,7 @@ def test_dp_theil_sen(recorder, split):
     rng = np.random.default_rng(14)
     x = rng.uniform(0, 1, 201)
     y = 2 * x + rng.normal(0, 0.1, 201)
-    alg = DPTheilSen(epsilon0=2.0, x_lower=0, x_upper=1, pred_lower=-5, pred_upper=5, k=6,
+    alg = DPTheilSen(epsilon=2.0, x_lower=0, x_upper=1, pred_lower=-5, pred_upper=5, k=6,
                      split=split)
     alg.fit(x, y, rng=rng)
     lines = check_claim(alg, recorder, sensitivities=[6.0, 6.0], counts=[1, 1])

@@ -17,7 +17,7 @@ from dpacct.mechanisms.theil_sen import DPTheilSen, TheilSenFit, pair_prediction
 
 
 def make(eps=1.0, **kw):
-    args = dict(epsilon0=eps, x_lower=0.0, x_upper=1.0, pred_lower=-10.0, pred_upper=10.0)
+    args = dict(epsilon=eps, x_lower=0.0, x_upper=1.0, pred_lower=-10.0, pred_upper=10.0)
     args.update(kw)
     return DPTheilSen(**args)
 
@@ -48,7 +48,7 @@ def test_privacy_with_uneven_split():
     ref = compose([ExponentialMechanism(epsilon=0.6), ExponentialMechanism(epsilon=1.4)])
     for d in (1e-5, 1e-9):
         assert alg.epsilon(d) == pytest.approx(ref.epsilon(d), rel=1e-12)
-    # total never exceeds the pure-DP budget epsilon0
+    # total never exceeds the pure-DP budget epsilon
     assert alg.epsilon(1e-9) <= 2.0 + 1e-12
 
 
@@ -167,7 +167,7 @@ def test_bad_parameters():
         make(pred_upper=np.inf)
     with pytest.raises(ValueError, match="x_lower must be < x_upper"):
         make(x_lower=2.0)
-    with pytest.raises(ValueError, match="epsilon0"):
+    with pytest.raises(ValueError, match=r"epsilon must lie in \(0, inf\)"):
         make(eps=-1.0)
     with pytest.raises(ValueError, match="k must be an integer >= 1"):
         make(k=0)
@@ -220,10 +220,10 @@ def test_out_of_range_clip():
     x = rng.normal(size=2000)
     x[0] = 4.5
     y = 2.0 * x + 1.0 + rng.normal(0, 0.3, size=2000)
-    strict = DPTheilSen(epsilon0=2.0, x_lower=-3, x_upper=3, pred_lower=-20, pred_upper=20)
+    strict = DPTheilSen(epsilon=2.0, x_lower=-3, x_upper=3, pred_lower=-20, pred_upper=20)
     with pytest.raises(ValueError, match="out_of_range='clip'"):
         strict.fit(x, y, rng=np.random.default_rng(1))
-    clip = DPTheilSen(epsilon0=2.0, x_lower=-3, x_upper=3, pred_lower=-20, pred_upper=20,
+    clip = DPTheilSen(epsilon=2.0, x_lower=-3, x_upper=3, pred_lower=-20, pred_upper=20,
                       out_of_range="clip")
     assert clip.epsilon(1e-6) == strict.epsilon(1e-6)
     got = clip.fit(x, y, rng=np.random.default_rng(1))
@@ -233,5 +233,56 @@ def test_out_of_range_clip():
     assert got.slope == pytest.approx(ols[0], abs=0.1)
     assert got.intercept == pytest.approx(ols[1], abs=0.1)
     with pytest.raises(ValueError, match="out_of_range must be 'raise' or 'clip'"):
-        DPTheilSen(epsilon0=1.0, x_lower=0, x_upper=1, pred_lower=0, pred_upper=1,
+        DPTheilSen(epsilon=1.0, x_lower=0, x_upper=1, pred_lower=0, pred_upper=1,
                    out_of_range="ignore")
+
+
+# ----------------------------------------------------------------------------------
+# the budget parameter is named epsilon (issue 21); epsilon0= still works, deprecated
+# ----------------------------------------------------------------------------------
+def test_epsilon0_is_a_deprecated_alias_of_epsilon():
+    x, y, _ = line_data(3, n=300)
+    new = make(eps=1.5, k=3)
+    with pytest.warns(DeprecationWarning, match=r"epsilon0=.*deprecated.*epsilon="):
+        old = DPTheilSen(epsilon0=1.5, x_lower=0.0, x_upper=1.0, pred_lower=-10.0,
+                         pred_upper=10.0, k=3)
+    assert old == new and repr(old) == repr(new)
+    assert old.epsilon0 == new.epsilon0 == 1.5  # the stored budget keeps its name
+    assert old.budgets == new.budgets == (0.75, 0.75)
+    assert old.epsilon(1e-6) == new.epsilon(1e-6)
+    f_old = old.fit(x, y, rng=np.random.default_rng(9))
+    f_new = new.fit(x, y, rng=np.random.default_rng(9))
+    assert (f_old.slope, f_old.intercept) == (f_new.slope, f_new.intercept)
+    assert f_old.medians == f_new.medians
+    with pytest.raises(TypeError, match="both epsilon and its deprecated name epsilon0"):
+        DPTheilSen(epsilon=1.0, epsilon0=1.0, x_lower=0.0, x_upper=1.0, pred_lower=-1.0,
+                   pred_upper=1.0)
+    bad = pytest.raises(ValueError, match=r"epsilon must lie in \(0, inf\)")
+    with bad, pytest.warns(DeprecationWarning):
+        DPTheilSen(epsilon0=-1.0, x_lower=0.0, x_upper=1.0, pred_lower=-1.0, pred_upper=1.0)
+
+
+def test_epsilon_is_positional_and_required():
+    assert DPTheilSen(2.0, 0.0, 1.0, -10.0, 10.0) == make(eps=2.0)
+    with pytest.raises(TypeError, match=r"missing required argument.*epsilon"):
+        DPTheilSen(x_lower=0.0, x_upper=1.0, pred_lower=-1.0, pred_upper=1.0)
+    with pytest.raises(TypeError, match=r"missing required argument.*pred_upper"):
+        DPTheilSen(1.0, 0.0, 1.0, -1.0)
+
+
+def test_repr_and_json_use_the_new_name():
+    import warnings
+
+    from dpacct.accountant.serialization import from_dict, to_dict
+
+    alg = make(eps=0.7, k=4, split=0.4)
+    assert repr(alg).startswith("DPTheilSen(epsilon=0.7, x_lower=0.0")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # neither round trip may warn
+        assert eval(repr(alg), {"DPTheilSen": DPTheilSen}) == alg
+        d = to_dict(alg)
+        assert d["params"]["epsilon"] == 0.7 and "epsilon0" not in d["params"]
+        assert from_dict(d) == alg
+        # a file written before the rename still loads, to the same estimator
+        d["params"]["epsilon0"] = d["params"].pop("epsilon")
+        assert from_dict(d) == alg
