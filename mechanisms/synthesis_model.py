@@ -389,17 +389,19 @@ class FittedSynthesizer:
             The source of the draws (sampling is post-processing: no privacy cost).
         method : {'round', 'iid'}
             ``'round'`` (default): randomized rounding, the way Private-PGM generates
-            (McKenna, Sheldon, Miklau 2019, and its ``synthetic_data``): the expected
-            counts ``n P(cell)`` of the first table (the joint for ``generator='ipf'``,
-            the root column for ``'tree'``) are rounded by keeping their integer parts
-            and giving the remaining rows to cells at random with probability equal
-            to their fractional parts (:func:`round_counts`), so every cell count is
-            the floor or the ceiling of its expectation and equals it on average;
-            then, column by column along the tree, the rows of every parent value are
-            split among the child values the same way.  Rows come out shuffled.
-            ``'iid'``: ``n`` independent draws from the model (ancestral sampling),
-            whose cell counts are multinomial: their sampling error adds to the noise
-            (the measured comparison is in ``benchmarks/algos/synthesis.py``).
+            (McKenna, Sheldon, Miklau 2019, and its ``synthetic_data``), column by
+            column.  The expected counts ``n P(value)`` of the first column are rounded
+            by keeping their integer parts and giving the remaining rows to values at
+            random with probability equal to their fractional parts
+            (:func:`round_counts`), so every count is the floor or the ceiling of its
+            expectation and equals it on average; then the rows that share the
+            earlier columns (``generator='ipf'``: the chain rule of the joint) or the
+            parent's value (``'tree'``) are split among the next column's values the
+            same way.  Rows come out shuffled.
+            ``'iid'``: ``n`` independent draws from the model (inverse-CDF sampling of
+            the joint, ancestral sampling of the tree), whose cell counts are
+            multinomial: their sampling error adds to the noise (compared in
+            ``benchmarks/algos/synthesis.py``).
 
         Examples
         --------
