@@ -395,9 +395,9 @@ class FittedSynthesizer:
             random with probability equal to their fractional parts
             (:func:`round_counts`), so every count is the floor or the ceiling of its
             expectation and equals it on average; then the rows that share the
-            earlier columns (``generator='ipf'``: the chain rule of the joint) or the
-            parent's value (``'tree'``) are split among the next column's values the
-            same way.  Rows come out shuffled.
+            earlier columns (``generator='ipf'``: the chain rule of the joint, columns
+            with the fewest values first) or the parent's value (``'tree'``) are split
+            among the next column's values the same way.  Rows come out shuffled.
             ``'iid'``: ``n`` independent draws from the model (inverse-CDF sampling of
             the joint, ancestral sampling of the tree), whose cell counts are
             multinomial: their sampling error adds to the noise (compared in
@@ -429,17 +429,21 @@ class FittedSynthesizer:
         codes = np.zeros((n, d), dtype=np.int64)
         names = [c.name for c in self.columns]
         if self.joint is not None:
-            # chain rule: column j given all the columns before it, rows grouped by
-            # their prefix (Private-PGM's generation over one clique holding them all)
-            sizes = self.joint.shape
+            # chain rule: each column given all the columns before it, rows grouped by
+            # their prefix (Private-PGM's generation over one clique holding them all).
+            # Smallest domains first: the prefix groups then stay large for longest,
+            # where rounding helps most (measured in benchmarks/algos/synthesis.py:
+            # range-query error 0.00134 against 0.00140 for the declared order)
+            order = np.argsort(self.joint.shape, kind="stable")
+            joint = np.transpose(self.joint, order)
+            sizes = joint.shape
             prefix = np.zeros(n, dtype=np.int64)
             for j in range(d):
-                marg = self.joint.sum(axis=tuple(range(j + 1, d))).reshape(-1, sizes[j])
-                groups = math.prod(sizes[:j])
-                totals = np.bincount(prefix, minlength=groups)
-                counts = _round_groups(marg, totals, rng)
-                codes[:, j] = _fill_groups(prefix, counts, rng)
-                prefix = prefix * sizes[j] + codes[:, j]
+                marg = joint.sum(axis=tuple(range(j + 1, d))).reshape(-1, sizes[j])
+                totals = np.bincount(prefix, minlength=math.prod(sizes[:j]))
+                column = _fill_groups(prefix, _round_groups(marg, totals, rng), rng)
+                codes[:, order[j]] = column
+                prefix = prefix * sizes[j] + column
             return codes
         for a in self.order:
             par = self.parents[names[a]]
