@@ -102,11 +102,8 @@ from .synthesis_columns import (  # noqa: F401
     BinnedNumericColumn,
     CategoricalColumn,
     Column,
-    Table,
     _check_columns,
-    _check_conditions,
     _column_arrays,
-    _resolve,
     encode,
 )
 from .synthesis_estimate import (  # noqa: F401
@@ -119,6 +116,7 @@ from .synthesis_estimate import (  # noqa: F401
 )
 from .synthesis_model import FittedSynthesizer, _mutual_information  # noqa: F401
 from .synthesis_mst import MST
+from .synthesis_table import Table, _check_conditions, _resolve  # noqa: F401
 
 __all__ = [
     "MST",

@@ -18,13 +18,9 @@ import numpy as np
 
 from dpacct.accountant.validation import check_count, check_rng
 
-from .synthesis_columns import (
-    Column,
-    Table,
-    _check_conditions,
-    _resolve,
-)
+from .synthesis_columns import Column
 from .synthesis_estimate import ipf
+from .synthesis_table import Table, _check_conditions, _resolve
 
 if TYPE_CHECKING:
     from .synthesis import MarginalSynthesizer
