@@ -19,7 +19,7 @@ from .risk import (
     risk_max_steps,
     risk_noise_multiplier,
 )
-from .synthesis import calibrate_synthesizer
+from .synthesis import calibrate_mst, calibrate_synthesizer
 from .training import calibrate_dp_sgd, calibrate_noisy_gd, naive_split_sigma
 
 __all__ = [
@@ -31,6 +31,7 @@ __all__ = [
     "calibrate",
     "calibrate_adassp",
     "calibrate_dp_sgd",
+    "calibrate_mst",
     "calibrate_noisy_gd",
     "calibrate_risk",
     "calibrate_ssp",

@@ -3,9 +3,10 @@
 Primitives: Gaussian, Laplace, randomized response, discrete Laplace and Gaussian,
 exponential, generic pure-DP and zCDP.  Algorithms (each an :class:`Algorithm`, whose
 privacy is the composition of the primitives it runs): NoisyGD, DP-SGD, SSP and
-AdaSSP regression, marginal-based synthetic data, histogram and tree quantiles, the
-exponential-mechanism quantile, DP Theil-Sen.  Your own transformations: a function with
-a declared stability, followed by a primitive (:class:`Transformation`).
+AdaSSP regression, marginal-based synthetic data (fixed marginals, or MST's selection),
+histogram and tree quantiles, the exponential-mechanism quantile, DP Theil-Sen.  Your own
+transformations: a function with a declared stability, followed by a primitive
+(:class:`Transformation`).
 
 Every primitive adds its own noise (``release``), and every algorithm draws its noise
 only through the releases of the primitives its privacy is composed of
@@ -45,11 +46,13 @@ from .synthesis import (
     MarginalSynthesizer,
     Table,
 )
+from .synthesis_mst import MST
 from .theil_sen import DPTheilSen, TheilSenFit, matching_transformation
 from .transformations import Transformation, TransformedMechanism, group_privacy
 
 __all__ = [
     "DPSGD",
+    "MST",
     "SSP",
     "AdaSSP",
     "Algorithm",

@@ -113,6 +113,12 @@ FAMILIES.update(
                 scale=s,
             )
         ),
+        "mst": st.floats(0.05, 5.0).map(
+            lambda r: M.MST(
+                (M.CategoricalColumn("a", [0, 1]), M.CategoricalColumn("b", [0, 1, 2])),
+                rho=r,
+            )
+        ),
     }
 )
 NAMES = sorted(REGISTERED)

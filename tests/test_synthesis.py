@@ -144,7 +144,6 @@ class TestColumns:
             ({"c": np.array([np.nan, 1.0]), "v": [0.5, 0.5]}, "'c' contains NaN"),
             ({"c": [], "v": []}, "at least one row"),
             ({"c": ["x"]}, "missing columns"),
-            ({"c": ["x"], "v": [0.5], "u": [1]}, "not in columns"),
             ({"c": ["x", "y"], "v": [0.5]}, "equal lengths"),
         ],
     )
@@ -176,6 +175,76 @@ class TestColumns:
             encode(cols, np.zeros((0, 2)))
         with pytest.raises(ValueError, match="unique names"):
             encode([cols[0], cols[0]], np.zeros((2, 2)))
+
+
+class TestColumnNames:
+    """Named tables (mappings, DataFrames, structured arrays) are read by column name."""
+
+    @staticmethod
+    def frame_and_columns(seed: int = 0):
+        pd = pytest.importorskip("pandas")
+        rng = np.random.default_rng(seed)
+        n = 3000
+        # both columns take values 0..3, so reading them by position would not fail:
+        # it would silently swap them (a is skewed towards 0, b towards 3)
+        a = rng.choice(4, size=n, p=[0.7, 0.1, 0.1, 0.1])
+        b = np.where(rng.random(n) < 0.8, 3 - a, rng.integers(0, 4, n))
+        cols = [CategoricalColumn("a", [0, 1, 2, 3]), CategoricalColumn("b", [0, 1, 2, 3])]
+        return pd, cols, pd.DataFrame({"a": a, "b": b}), a, b
+
+    def test_reordered_frame_gives_the_same_result_as_the_ordered_one(self):
+        _, cols, ordered, a, b = self.frame_and_columns()
+        reordered = ordered[["b", "a"]]
+        np.testing.assert_array_equal(encode(cols, reordered), np.stack([a, b], axis=1))
+        syn = MarginalSynthesizer(cols, "2-way", scale=2.0)
+        fit_o = syn.fit(ordered, rng=np.random.default_rng(5))
+        fit_r = syn.fit(reordered, rng=np.random.default_rng(5))
+        for key, table in fit_o.noisy_tables.items():
+            np.testing.assert_array_equal(fit_r.noisy_tables[key], table)
+        np.testing.assert_array_equal(fit_r.probability(["a", "b"]),
+                                      fit_o.probability(["a", "b"]))
+        # the noisy (a, b) table is the true one plus noise, not its transpose
+        true = np.zeros((4, 4))
+        np.add.at(true, (a, b), 1)
+        noisy = fit_r.noisy_tables[("a", "b")]
+        assert np.abs(noisy - true).max() < 40 < np.abs(noisy - true.T).max()
+        real = Table.from_data(cols, reordered)
+        np.testing.assert_array_equal(real.column("a"), a)
+        assert real.marginal("a")[0] == (a == 0).sum()
+
+    def test_extra_columns_are_ignored_with_a_warning_naming_them(self):
+        _, cols, ordered, _, _ = self.frame_and_columns()
+        wide = ordered.assign(person_id=np.arange(len(ordered)), zip_code="02139")
+        wide = wide[["person_id", "b", "zip_code", "a"]]
+        with pytest.warns(UserWarning, match=r"\['person_id', 'zip_code'\].*ignored"):
+            codes = encode(cols, wide)
+        np.testing.assert_array_equal(codes, encode(cols, ordered))
+        syn = MarginalSynthesizer(cols, "2-way", scale=2.0)
+        with pytest.warns(UserWarning, match="person_id"):
+            fit_w = syn.fit(wide, rng=np.random.default_rng(3))
+        fit_o = syn.fit(ordered, rng=np.random.default_rng(3))
+        np.testing.assert_array_equal(fit_w.noisy_tables[("a", "b")],
+                                      fit_o.noisy_tables[("a", "b")])
+        with pytest.warns(UserWarning, match=r"\['u'\]"):
+            encode(cols, {"a": [0], "b": [1], "u": [1]})
+
+    def test_missing_columns_are_named(self):
+        pd, cols, ordered, _, _ = self.frame_and_columns()
+        with pytest.raises(ValueError, match=r"DataFrame is missing columns \['b'\].*'B'"):
+            encode(cols, ordered.rename(columns={"b": "B"}))
+        with pytest.raises(ValueError, match=r"missing columns \['a', 'b'\]"):
+            MarginalSynthesizer(cols, scale=1.0).fit(pd.DataFrame({"c": [1]}),
+                                                      rng=np.random.default_rng(0))
+        dup = pd.concat([ordered, ordered[["a"]]], axis=1)
+        with pytest.raises(ValueError, match=r"more than one column named \['a'\]"):
+            encode(cols, dup)
+
+    def test_structured_array_is_read_by_name(self):
+        rec = np.array([(3, 0), (2, 1)], dtype=[("b", int), ("a", int)])
+        cols = [CategoricalColumn("a", [0, 1, 2, 3]), CategoricalColumn("b", [0, 1, 2, 3])]
+        assert encode(cols, rec).tolist() == [[0, 3], [1, 2]]
+        # a plain array has no names: read by position
+        assert encode(cols, np.array([[3, 0], [2, 1]])).tolist() == [[3, 0], [2, 1]]
 
 
 # ----------------------------------------------------------------------------------
