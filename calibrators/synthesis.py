@@ -215,9 +215,8 @@ def calibrate_mst(
     True
     """
     epsilon = check_positive("epsilon", epsilon)
-    if not isinstance(delta, bool) and delta == 0:
-        raise ValueError("delta must lie in (0, 1) for MST (Gaussian measurements: no pure DP)")
-    delta = check_delta(delta)
+    # delta = 0 is refused naming pure_epsilon: the Gaussian measurements have none
+    delta = check_delta(delta, what="MST (its measurements are Gaussian)")
     probe = MST(columns, rho=1.0)
     cols = probe.columns
     start = _zcdp_rho_for(epsilon, delta)

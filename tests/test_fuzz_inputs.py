@@ -238,6 +238,7 @@ BASE: dict[str, tuple[Callable[[], Callable], dict[str, Any]]] = {
         lambda: M.MarginalSynthesizer,
         {"columns": COLS, "scale": 4.0, "count": 100},
     ),
+    "MST": (lambda: M.MST, {"columns": COLS, "rho": 0.5}),
     "BinnedNumericColumn": (lambda: M.BinnedNumericColumn, {"name": "x", "edges": (0.0, 0.5, 1.0)}),
     "choose_branching": (lambda: M.choose_branching, {"bins": 64, "max_branching": 8}),
     "hay_consistency": (
@@ -309,6 +310,10 @@ BASE: dict[str, tuple[Callable[[], Callable], dict[str, Any]]] = {
     "calibrate_synthesizer": (
         lambda: C.calibrate_synthesizer,
         {"epsilon": 1.0, "delta": 0.0, "columns": COLS},
+    ),
+    "calibrate_mst": (
+        lambda: C.calibrate_mst,
+        {"epsilon": 1.0, "delta": 1e-6, "columns": COLS},
     ),
     "calibrate_risk": (
         lambda: C.calibrate_risk,

@@ -187,8 +187,10 @@ def test_validation():
         MST(cols, rho=1.0).fit(data, rng=np.random.default_rng(0), generator="pgm")
     with pytest.raises(TypeError):
         MST(cols, rho=1.0).fit(data, rng=0)
-    with pytest.raises(ValueError, match="delta must lie in"):
+    with pytest.raises(ValueError, match="pure_epsilon"):  # delta = 0: Gaussians, no pure DP
         calibrate_mst(1.0, 0.0, cols)
+    with pytest.raises(TypeError, match="delta"):
+        calibrate_mst(1.0, np.ones((2, 2)), cols)
     binned = [BinnedNumericColumn("x", [0, 1, 2]), CategoricalColumn("y", ["a", "b"])]
     model = MST(binned, rho=1.0).fit(
         {"x": [0.5, 1.5] * 50, "y": ["a", "b"] * 50}, rng=np.random.default_rng(0)
