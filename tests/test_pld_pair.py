@@ -296,3 +296,31 @@ def test_random_allocation_regression_and_attack_lower_bound():
     # and the Poisson pair it reads decomposes into the same directions as by hand
     pair = ra._poisson_plds(None, None)
     assert not pair.symmetric and pair.add is not None
+
+
+def test_pair_module_imports_only_the_grid_and_numerics():
+    """No import cycle through the pair: it imports (at any level, function bodies
+    included) only the PLD grid and the numerics, which import no mechanism."""
+    import ast
+    import pathlib
+
+    import dpacct.accountant.pld_pair as mod
+
+    tree = ast.parse(pathlib.Path(mod.__file__).read_text())
+    relative = {
+        (node.module or "").split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.level >= 1
+    }
+    assert relative == {"pld", "numerics"}
+    absolute = {
+        alias.name.split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import)
+        for alias in node.names
+    } | {
+        (node.module or "").split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.level == 0
+    }
+    assert absolute <= {"__future__", "math", "collections", "dataclasses", "numpy"}
