@@ -109,10 +109,11 @@ class PLDPair:
 
     def add_pld(self, coarse: bool = False) -> GridPLD:
         """The add direction's PLD: the remove one when symmetric, else the stored or
-        the loaded one (``coarse``: on the loader's coarse grid)."""
+        the loaded one (``coarse``: on the loader's coarse grid; the stored one when
+        there is no loader)."""
         if self.symmetric:
             return self.remove
-        if self.add is not None and not coarse:
+        if self.add is not None and (not coarse or self.loader is None):
             return self.add
         if self.loader is None:
             raise ValueError("the add direction is needed but the pair has no add PLD")

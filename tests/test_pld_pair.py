@@ -189,6 +189,16 @@ def test_epsilon_coarse_add_first():
     assert loader.calls == [] and res.epsilon == e_rem
 
 
+def test_epsilon_of_a_complete_pair_is_max_of_directions():
+    """A pair holding both PLDs and no loader (as a ledger keeps them)."""
+    for q in (0.05, 0.3):
+        rem, add = _subsampled_gaussian_pair(q, 0.7, 4, True)
+        for d in (1e-3, 1e-6):
+            res = PLDPair(rem, add).epsilon(d)
+            assert res.epsilon == max(rem.epsilon(d), add.epsilon(d))
+            assert res.plds == [rem, add]
+
+
 def test_advantage_upper_is_total_variation_bound():
     rem, add = _subsampled_gaussian_pair(0.2, 0.8, 1, True)
     q, sigma = 0.2, 0.8
