@@ -249,14 +249,8 @@ def advantage_bounds(mechanism: Mechanism, *, tol: float | None = None) -> tuple
         return upper * (1.0 - ROUND_REL), upper
     if mech.has_pld:
         settings = PLDSettings(tol)
-        rem = mech._pld_one(True, settings, 0)
-        upper = min(upper, float(rem.delta(0.0)))
-        if mech._swap_bounds_add():
-            upper = min(upper, float(rem.swapped_delta_bound(0.0)))
-        opt_r = mech._pld_one(False, settings, 0)
-        lower = float(opt_r.delta(0.0))
-        if not mech._directions_equal():
-            lower = max(lower, float(mech._pld_one(False, settings, 1).delta(0.0)))
+        upper = min(upper, mech._pair(True, settings).advantage_upper())
+        lower = float(mech._pair(False, settings).delta(0.0))
     return min(lower, upper), upper
 
 
@@ -283,8 +277,5 @@ def advantage(mechanism: Mechanism, *, tol: float | None = None) -> float:
     tol = check_tol(tol)
     upper = float(mech.delta(0.0, tol=tol))
     if mech.has_pld and not mech.has_exact_curve:
-        rem = mech._pld_one(True, PLDSettings(tol), 0)
-        upper = min(upper, float(rem.delta(0.0)))
-        if mech._swap_bounds_add():
-            upper = min(upper, float(rem.swapped_delta_bound(0.0)))
+        upper = min(upper, mech._pair(True, PLDSettings(tol)).advantage_upper())
     return upper

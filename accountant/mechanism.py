@@ -61,6 +61,7 @@ import numpy as np
 from .loss_law import PrivacyLossLaw
 from .numerics import TINY, invert_decreasing
 from .pld import MAX_GRID, GridPLD, discretize
+from .pld_pair import PLDPair
 from .rdp import rdp_to_delta, rdp_to_delta_grid, rdp_to_epsilon
 from .tradeoff import pld_route, pld_tradeoff_lower, tradeoff_from_delta
 from .twoscale import discretize_split
@@ -587,6 +588,19 @@ class Mechanism:
         """One direction of the PLD pair (0 remove, 1 add)."""
         return self._pld_cached(pessimistic, settings)[which]
 
+    def _pair(
+        self, pessimistic: bool, settings: PLDSettings, coarse: PLDSettings | None = None
+    ) -> PLDPair:
+        """The PLD pair on ``settings``, its add direction composed on demand (on
+        ``coarse`` for the first try of :meth:`PLDPair.epsilon`)."""
+
+        def load(use_coarse: bool) -> GridPLD:
+            return self._pld_one(pessimistic, (coarse or settings) if use_coarse else settings, 1)
+
+        rem = self._pld_one(pessimistic, settings, 0)
+        swap = pessimistic and self._swap_bounds_add()
+        return PLDPair(rem, None, self._directions_equal(), swap, load)
+
     def _pld_cached(self, pessimistic: bool, settings: PLDSettings) -> tuple[GridPLD, GridPLD]:
         key = ("pld", pessimistic, settings.key())
         cache = self._cache()
@@ -765,20 +779,8 @@ class Mechanism:
         return self._epsilon_bounds(d, tol)
 
     def _pld_delta(self, epsilon: np.ndarray, settings: PLDSettings) -> np.ndarray:
-        """Pessimistic-PLD delta at ``epsilon``: the larger of the two directions'.
-
-        The add direction is composed only where it could be the larger: not for
-        symmetric mechanisms, nor when the swapped remove PLD already bounds it
-        below the remove direction at every requested epsilon (see
-        :meth:`_pld_upper`).
-        """
-        rem = self._pld_one(True, settings, 0)
-        d_rem = np.asarray(rem.delta(epsilon), dtype=float)
-        if self._directions_equal():
-            return d_rem
-        if self._swap_bounds_add() and np.all(rem.swapped_delta_bound(epsilon) <= d_rem):
-            return d_rem
-        return np.maximum(d_rem, self._pld_one(True, settings, 1).delta(epsilon))
+        """Pessimistic-PLD delta at ``epsilon``, both directions (:meth:`PLDPair.delta`)."""
+        return self._pair(True, settings).delta(epsilon)
 
     def _pld_delta_follow(
         self, epsilon: np.ndarray, found: np.ndarray, tol: float | None
@@ -852,34 +854,13 @@ class Mechanism:
     def _pld_upper_at(
         self, delta: float, tol: float | None, settings: PLDSettings
     ) -> tuple[float, list[GridPLD], list[int]]:
-        """Upper bound at fixed grid settings: the epsilon, the PLDs, the deciding ones.
-
-        epsilon is the larger of the two directions' epsilons.  The add direction is
-        not composed when it cannot be the maximum:
-
-        * both directions have one law (symmetric mechanisms);
-        * the remove PLD, swapped, already certifies ``delta`` at the remove epsilon
-          (:meth:`GridPLD.swapped_delta_bound`; it dominates the add direction);
-        * a coarse add-direction PLD (tol 0.1, a fraction of the cost) is below it.
-
-        The result is the same bound in every case.
-        """
-        rem = self._pld_one(True, settings, 0)
-        e_rem = rem.epsilon(delta)
-        if self._directions_equal() or (
-            # the swapped remove PLD certifies the add direction at e_rem
-            self._swap_bounds_add() and rem.swapped_delta_bound(e_rem) <= delta
-        ):
-            return e_rem, [rem], [0]
+        """Upper bound at fixed grid settings: the epsilon, the PLDs, the deciding ones
+        (:meth:`PLDPair.epsilon`; its coarse add PLD has tol 0.1, a fraction of the cost)."""
         coarse = PLDSettings(max(tol or DEFAULT_TOL, 0.1), delta)
         if settings.coarse_cap is not None:
             coarse = coarse.capped(settings.coarse_cap)
-        add = self._pld_one(True, coarse, 1)
-        if add.epsilon(delta) <= e_rem:
-            return e_rem, [rem, add], [0]
-        add = self._pld_one(True, settings, 1)
-        e_add = add.epsilon(delta)
-        return max(e_rem, e_add), [rem, add], [0, 1] if e_add >= e_rem else [0]
+        out = self._pair(True, settings, coarse).epsilon(delta)
+        return out.epsilon, out.plds, out.deciding
 
     def _epsilon_bounds(self, delta: float, tol: float | None) -> tuple[float, float]:
         """Certified bracket: the upper bound and the optimistic PLDs' lower bound.
@@ -959,8 +940,7 @@ class Mechanism:
         if self.has_rdp:
             out = self._rdp_curve(a.reshape(-1))
         elif self.has_pld:
-            rem, add = self._pld_cached(True, PLDSettings(None))
-            out = np.maximum(rem.rdp(a.reshape(-1)), add.rdp(a.reshape(-1)))
+            out = self._pair(True, PLDSettings(None)).rdp(a.reshape(-1))
             if not np.all(np.isfinite(out)):
                 # the PLD puts mass at +inf (e.g. a part known only by its delta(eps)
                 # curve): its Renyi divergence is infinite, which says nothing useful

@@ -85,6 +85,7 @@ from .gaussian import GaussianMechanism, sigma_below
 from .loss_law import AtomicLossLaw
 from .mechanism import Capabilities, Mechanism, PLDSettings
 from .numerics import EXP_OVERFLOW
+from .pld_pair import PLDPair
 from .rdp import rdp_to_delta, rdp_to_epsilon
 from .relations import ADD_REMOVE
 from .subsample import poisson_subsample
@@ -491,15 +492,14 @@ class RandomAllocationMechanism(Mechanism):
         return self.k == 1 and self.epochs == 1 and self.steps >= 2
 
     def _poisson_plds(self, delta_hint: float | None, tol: float | None):
-        """Pessimistic PLDs (remove, add) of ``T`` Poisson steps at rate ``1 / T``."""
+        """Pessimistic PLD pair of ``T`` Poisson steps at rate ``1 / T``."""
         key = ("ra_poisson_plds", delta_hint, tol)
         cache = self._cache()
         if key not in cache:
             run = compose([poisson_subsample(self.base, 1.0 / self.steps)], counts=[self.steps])
-            settings = PLDSettings(tol, delta_hint)
-            rem = run._pld_one(True, settings, 0)
-            add = rem if run._directions_equal() else run._pld_one(True, settings, 1)
-            cache[key] = (rem, add, run._swap_bounds_add())
+            pair = run._pair(True, PLDSettings(tol, delta_hint))
+            add = None if pair.symmetric else pair.add_pld()  # composed now, kept
+            cache[key] = PLDPair(pair.remove, add, pair.symmetric, pair.swap_bounds_add)
         return cache[key]
 
     def decomposition_delta(
@@ -541,18 +541,16 @@ class RandomAllocationMechanism(Mechanism):
         if not self.has_decomposition:
             raise ValueError("the decomposition bound is for k = 1 and one epoch (steps >= 2)")
         eps = np.atleast_1d(np.asarray(epsilon, dtype=float))
-        rem, add, swap = self._poisson_plds(delta_hint, tol)
+        pair = self._poisson_plds(delta_hint, tol)
         t = self.steps
         lam = -math.expm1(t * math.log1p(-1.0 / t))  # P(sampled at least once)
         with np.errstate(over="ignore"):
             # remove: H_{e^eps}(R||Q) = H_{1 + lam (e^eps - 1)}(P||Q) / lam
             eps_r = np.log1p(lam * np.expm1(eps))
-            d_rem = np.asarray(rem.delta(eps_r), dtype=float) / lam
+            d_rem = np.asarray(pair.remove.delta(eps_r), dtype=float) / lam
             # add: H_{e^eps}(Q||R) = H_{e^eps'}(Q||P) / lam'
             eps_a = -np.log1p(-lam * -np.expm1(-eps))
-            d_qp = np.asarray(add.delta(eps_a), dtype=float)
-            if swap:
-                d_qp = np.minimum(d_qp, np.asarray(rem.swapped_delta_bound(eps_a), dtype=float))
+            d_qp = pair.add_delta(eps_a)
             # 1 / lam' = (lam + e^eps (1 - lam)) / lam, in log space
             log_inv = np.logaddexp(math.log(lam), eps + math.log1p(-lam)) - math.log(lam)
             d_add = d_qp * np.exp(log_inv)

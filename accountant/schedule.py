@@ -64,6 +64,7 @@ from .compose import ComposedMechanism
 from .mechanism import Mechanism, PLDSettings
 from .numerics import SUBNORMAL_FLOOR, TINY
 from .pld import GridPLD, _lower_hull
+from .pld_pair import swapped_delta_identity, swapped_epsilon
 from .validation import (
     check_count,
     check_positive,
@@ -1130,53 +1131,6 @@ def _finish(
     return GridPLD(step, first, y, max(inf_mass, 0.0), False), err
 
 
-def _swapped_delta(pld: GridPLD, epsilon: float) -> float:
-    """Upper bound on the swapped pair's delta at ``epsilon`` (the add direction).
-
-    For any pair of probability measures ``delta_{Q,P}(eps) = 1 - e^eps + e^eps
-    delta_{P,Q}(-eps)`` (write ``sup_S Q(S) - e^eps P(S)`` through complements).  The
-    composed connect-the-dots pair dominates the true remove-direction pair, hence its
-    swap dominates the add direction (Dong, Roth & Su 2022, Section 2: inversion keeps
-    the trade-off order), and ``pld.delta(-eps)`` bounds its curve from above, errors
-    included; the map is increasing in it.
-    """
-    if not math.isfinite(epsilon):
-        return 1.0
-    d = float(pld.delta(-epsilon))
-    return float(-math.expm1(epsilon) + math.exp(epsilon) * d) * (1 + 1e-9) + TINY
-
-
-def _swapped_epsilon(
-    pld: GridPLD, delta: float, start: float, hi: float | None = None
-) -> float | None:
-    """An epsilon ``>= start`` at which the swapped curve certifies ``delta``, or None.
-
-    Every ``e`` with ``_swapped_delta(pld, e) <= delta`` bounds the add direction's
-    epsilon at ``delta`` (:func:`_swapped_delta`); the search only needs the curve to be
-    checked at the point returned, not to be monotone.  ``hi``: a point known to pass.
-    The swapped curve of a connect-the-dots pair can be much looser than the add
-    direction's own composition, so without ``hi`` the search gives up (None) beyond a
-    small relative gap.
-    """
-    lo, gap = start, max(1e-3, 1e-3 * abs(start))
-    if hi is None:
-        hi = start + gap
-    while _swapped_delta(pld, hi) > delta:
-        lo, gap = hi, 2 * gap
-        hi = start + gap
-        if gap > 2.0**-8 * abs(start) + 1e-2:  # looser than the add direction itself
-            return None
-    for _ in range(40):  # bisection to 1e-7 relative (the answer is checked at hi)
-        if hi - lo <= 1e-7 * max(1.0, abs(hi)):
-            break
-        mid = 0.5 * (lo + hi)
-        if _swapped_delta(pld, mid) <= delta:
-            hi = mid
-        else:
-            lo = mid
-    return hi
-
-
 #: the lower end's loss step (:func:`_lower_step`) is the coarsest of ``FAST_STEP / 2^i``
 #: (``i = 0, 1, 2``) at which the steps narrower than the grid carry at most this share
 #: of the composition's loss variance
@@ -1278,7 +1232,7 @@ def fast_epsilon_bounds(
         if res is None:
             return None
         eps = res[0].epsilon(delta)
-        if _swapped_delta(res[0], eps) > delta:
+        if swapped_delta_identity(res[0], eps) > delta:
             # the add direction may be larger: compose it too, first on a coarser loss
             # grid (an upper bound on any grid); only when that is above the remove
             # direction is it composed on the fine grid
@@ -1545,7 +1499,8 @@ class IncrementalEpsilon:
     their dominating cell (:func:`round_step`), each direction's composition is kept
     as its spectrum (:class:`_Direction`), so composing new steps multiplies spectra
     and a query costs one inverse FFT.  The add direction is composed only once the
-    remove direction's swapped curve (:func:`_swapped_delta`) no longer certifies it,
+    remove direction's swapped curve
+    (:func:`~dpacct.accountant.pld_pair.swapped_delta_identity`) no longer certifies it,
     on a loss grid :data:`ADD_STEP_FACTOR` times coarser; from then on both are kept.
     ``epsilon`` returns ``None`` when the window would exceed :data:`FAST_MAX_N` (the
     caller then uses the engine's route).
@@ -1636,13 +1591,13 @@ class IncrementalEpsilon:
         if rem is None:
             return None
         eps = float(rem.epsilon(self.delta))
-        if _swapped_delta(rem, eps) > self.delta:
+        if swapped_delta_identity(rem, eps) > self.delta:
             # the add direction from the swapped curve first (no second composition)
-            found = _swapped_epsilon(rem, self.delta, eps)
+            found = swapped_epsilon(rem, self.delta, eps)
             if found is None and cap is not None and eps > cap:
                 return eps  # the remove direction alone is over the cap
-            if found is None and cap is not None and _swapped_delta(rem, cap) <= self.delta:
-                found = _swapped_epsilon(rem, self.delta, eps, cap)
+            if found is None and cap is not None and swapped_delta_identity(rem, cap) <= self.delta:
+                found = swapped_epsilon(rem, self.delta, eps, cap)
             if found is not None:
                 eps = found
             else:

@@ -23,7 +23,6 @@ from .numerics import EXP_OVERFLOW
 
 if TYPE_CHECKING:  # pragma: no cover - typing only (mechanism imports this module)
     from .mechanism import Mechanism, PLDSettings
-    from .pld import GridPLD
 
 __all__ = [
     "ROUND_ABS",
@@ -160,19 +159,6 @@ def pld_route(mech: Mechanism) -> bool:
     return mech.has_pld and not (mech.has_exact_curve or mech.capabilities.exact_tradeoff)
 
 
-def _pld_nodes(*plds: GridPLD, swapped: bool = False) -> np.ndarray:
-    """Every |loss| grid node of ``plds`` (the kinks of their delta curves), with 0 and
-    a point beyond the last kink."""
-    parts = [np.zeros(1)]
-    for p in plds:
-        losses = p.losses
-        parts.append(losses[losses > 0])
-        if swapped:
-            parts.append(-losses[losses < 0])
-    u = np.unique(np.concatenate(parts))
-    return np.concatenate([u, [float(u[-1]) + 40.0]])
-
-
 def pld_tradeoff_lower(mech: Mechanism, alpha: np.ndarray, settings: PLDSettings) -> np.ndarray:
     """Certified lower bound on the trade-off curve from the pessimistic PLDs.
 
@@ -207,18 +193,7 @@ def pld_tradeoff_lower(mech: Mechanism, alpha: np.ndarray, settings: PLDSettings
     True
     """
     alpha = np.asarray(alpha, dtype=float).reshape(-1)
-    rem = mech._pld_one(True, settings, 0)
-    if mech._directions_equal() or mech._swap_bounds_add():
-        u = _pld_nodes(rem, swapped=True)
-        d_r = np.asarray(rem.delta(u), dtype=float)
-        d_a = np.asarray(rem.swapped_delta_bound(u), dtype=float)
-        if mech._directions_equal():
-            d_a = d_r = np.minimum(d_r, d_a)  # one law, both orders: either bound holds
-    else:
-        add = mech._pld_one(True, settings, 1)
-        u = _pld_nodes(rem, add)
-        d_r = np.asarray(rem.delta(u), dtype=float)
-        d_a = np.asarray(add.delta(u), dtype=float)
+    u, d_r, d_a = mech._pair(True, settings).envelope_inputs()
     # T(P_r, Q_r): its delta_QP is the add direction's curve, delta_PQ the remove's
     low_r = tradeoff_envelope(alpha, u, d_a, d_r)
     low_a = tradeoff_envelope(alpha, u, d_r, d_a)  # T(P_a, Q_a): the swap
@@ -258,11 +233,7 @@ def pld_tradeoff_upper(mech: Mechanism, alpha: np.ndarray, settings: PLDSettings
     True
     """
     alpha = np.asarray(alpha, dtype=float).reshape(-1)
-    rem = mech._pld_one(False, settings, 0)
-    add = rem if mech._directions_equal() else mech._pld_one(False, settings, 1)
-    u = _pld_nodes(rem, add)
-    d_r = np.asarray(rem.delta(u), dtype=float)
-    d_a = np.asarray(add.delta(u), dtype=float)
+    u, d_r, d_a = mech._pair(False, settings).envelope_inputs()
     up_r = tradeoff_envelope(alpha, u, d_a, d_r)
     up_a = tradeoff_envelope(alpha, u, d_r, d_a)
     return np.minimum(up_r, up_a) * (1.0 + ROUND_REL) + ROUND_ABS
