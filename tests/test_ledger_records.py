@@ -64,8 +64,8 @@ def test_from_gdp_takes_the_gaussian_fast_route_with_equal_answers():
 def test_from_gdp_filter_keeps_its_history_on_the_fast_path():
     gdp, gauss = _ledgers(budget_epsilon=50.0, budget_delta=DELTA)
     assert gdp.epsilon(DELTA) == gauss.epsilon(DELTA)  # at the budget's delta: the history
-    assert isinstance(gdp._filter.history, _FastHistory)
-    assert isinstance(gauss._filter.history, _FastHistory)
+    assert isinstance(gdp._history.current, _FastHistory)
+    assert isinstance(gauss._history.current, _FastHistory)
 
 
 def test_from_gdp_filter_refuses_at_the_same_step_as_gaussian():
@@ -82,7 +82,7 @@ def test_from_gdp_filter_refuses_at_the_same_step_as_gaussian():
     n_gauss, eps_gauss, _ = run(lambda: GaussianMechanism(sigma=2.0))
     assert n_gdp > EXACT_PHASES and gdp.route == "fast"
     assert (n_gdp, eps_gdp) == (n_gauss, eps_gauss)
-    assert isinstance(gdp._filter.history, _FastHistory)
+    assert isinstance(gdp._history.current, _FastHistory)
 
 
 @settings(max_examples=200, deadline=None)

@@ -178,8 +178,8 @@ def test_filter_check_is_incremental_on_the_fast_path(monkeypatch):
     assert n > 200
     assert len(checks) < n / 4
     assert sum(folds) <= n  # each step folded once, never the history again
-    assert isinstance(acct._filter.history, ledger_module._FastHistory)
-    inc = acct._filter.history.inc
+    assert isinstance(acct._history.current, ledger_module._FastHistory)
+    inc = acct._history.current.inc
     assert acct.evaluations <= 2 * (len(checks) + len(folds))
     cells = len(inc.remove.counts) + len(checks)
     # forward transforms: new cells and the rare re-sizes (each re-transforms the cells)

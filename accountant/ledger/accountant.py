@@ -88,6 +88,7 @@ from ..validation import (
     show_value,
 )
 from .filters import Filter, PLDFilter, RenyiFilter
+from .history import BudgetHistory
 from .records import Entry, Records, rounded
 from .saving import LedgerFileMethods
 
@@ -237,11 +238,13 @@ class PrivacyAccountant(LedgerFileMethods):
         self._progress = progress
         self._records = Records()
         self._filter: Filter | None = None
+        self._history: BudgetHistory | None = None
         if self._budget is not None:
+            self._history = BudgetHistory(self._records, self._budget, tol, grid, progress)
             self._filter = (
                 RenyiFilter(self._budget, adaptive_order)
                 if adaptive
-                else PLDFilter(self._records, self._budget, tol, grid, progress, self.epsilon)
+                else PLDFilter(self._records, self._history, tol, self.epsilon)
             )
         self._rounded_cache: dict[bool, tuple[int, Mechanism]] = {}
         self._composed: tuple[int, Mechanism | None] = (-1, None)
@@ -287,7 +290,7 @@ class PrivacyAccountant(LedgerFileMethods):
     @property
     def evaluations(self) -> int:
         """Number of PLD convolutions the incremental filter has made (a cost counter)."""
-        return self._filter.evaluations if isinstance(self._filter, PLDFilter) else 0
+        return 0 if self._history is None else self._history.convolutions
 
     @property
     def route(self) -> str:
@@ -385,6 +388,7 @@ class PrivacyAccountant(LedgerFileMethods):
             self._filter.admit(entry)
         self._records.append(entry)
         if self._filter is not None:
+            self._history.charge(entry)  # type: ignore[union-attr]
             self._filter.charge(entry)
 
     # ------------------------------------------------------------------ queries
@@ -463,13 +467,13 @@ class PrivacyAccountant(LedgerFileMethods):
         if key in self._eps_cache:
             return self._eps_cache[key]
         if (
-            isinstance(filt, PLDFilter)
-            and d == filt.budget[1]
+            self._history is not None
+            and d == self._history.budget[1]
             and records.many_phases()
             and records.all_pld
         ):
-            # the filter's own composed history: incremental, never a recomposition
-            eps = filt.history_epsilon()
+            # the budget's composed history: incremental, never a recomposition
+            eps = self._history.epsilon()
         else:
             fast = self._fast_bounds(d, lower=False) if records.many_phases() else None
             if fast is not None:

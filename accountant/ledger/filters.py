@@ -29,7 +29,7 @@ import numpy as np
 from ..compose import compose
 from ..mechanism import Mechanism
 from ..schedule import _cell_mechanism
-from .history import _FastHistory, _PLDHistory
+from .history import BudgetHistory
 from .records import Entry, Records, Step, classify, key, same
 
 __all__ = ["BudgetExceededError", "Filter", "PLDFilter", "RenyiFilter"]
@@ -143,10 +143,10 @@ class PLDFilter:
     ----------
     records : Records
         The ledger's records (read, never written).
-    budget : (float, float)
-        ``(budget_epsilon, budget_delta)``.
-    tol, grid, progress
-        The ledger's settings.
+    history : BudgetHistory
+        The composed history at the budget's delta, which the incremental check uses.
+    tol : float or None
+        The ledger's accuracy setting.
     spent : callable
         ``spent(delta)``: the ledger's epsilon, for the refusal message.
     """
@@ -154,20 +154,15 @@ class PLDFilter:
     def __init__(
         self,
         records: Records,
-        budget: tuple[float, float],
+        history: BudgetHistory,
         tol: float | None,
-        grid: float,
-        progress: bool,
         spent: Callable[[float], float],
     ) -> None:
         self.records = records
-        self.budget = budget
+        self.history = history
+        self.budget = history.budget
         self.tol = tol
-        self.grid = grid
-        self.progress = progress
         self.spent = spent
-        self.history: _PLDHistory | _FastHistory | None = None
-        self.pending: list[Entry] = []
         self.credit: _Credit | None = None
         self.lookahead = 1
 
@@ -190,12 +185,7 @@ class PLDFilter:
             self._admit_exact(entry)
 
     def charge(self, entry: Entry) -> None:
-        """Note a recorded ``entry``: pending for the history, and spend the credit."""
-        if self.pending and same(self.pending[-1].mechanism, entry.mechanism):
-            last = self.pending[-1]
-            self.pending[-1] = Entry(last.mechanism, last.count + entry.count, last.step)
-        else:
-            self.pending.append(Entry(entry.mechanism, entry.count, entry.step))
+        """Note a recorded ``entry``: spend the credit (or drop it)."""
         if self.credit is not None:
             if self.credit.covers(entry) and self.credit.remaining >= entry.count:
                 self.credit.remaining -= entry.count
@@ -204,17 +194,11 @@ class PLDFilter:
                 self.credit = None
 
     def restore(self, entry: Entry) -> None:
-        """An entry restored from a file (pending, no merging, no credit)."""
-        self.pending.append(Entry(entry.mechanism, entry.count, entry.step))
+        """An entry read from a file: nothing to do (no credit is saved)."""
 
     def options(self) -> dict[str, Any]:
         """No settings of its own (budget, tol and grid are the ledger's)."""
         return {}
-
-    @property
-    def evaluations(self) -> int:
-        """PLD convolutions (or inverse FFTs) made by the incremental history."""
-        return 0 if self.history is None else self.history.convolutions
 
     def certified(self, delta: float) -> float | None:
         """The certificate's epsilon when it holds for the current ledger at ``delta``."""
@@ -224,15 +208,6 @@ class PLDFilter:
         if delta >= self.budget[1]:
             return credit.epsilon
         return None
-
-    def history_epsilon(self) -> float:
-        """Epsilon at the budget's delta from the filter's own composed history."""
-        history = self.history_now()
-        found = history.epsilon()
-        if found is None:
-            history = self.history = self._pld_history()
-            found = history.epsilon()
-        return found
 
     # ------------------------------------------------------------ exact check
     def _bound_with(self, entry: Entry) -> float:
@@ -284,33 +259,6 @@ class PLDFilter:
         self.lookahead = min(2 * candidate.count, 1 << 40)
 
     # ------------------------------------------------------ incremental check
-    def history_now(self) -> _PLDHistory | _FastHistory:
-        """The composed PLDs of everything recorded, folding what is pending.
-
-        While every record is a DP-SGD step the history is a :class:`_FastHistory`
-        (spectra of the grid cells, one inverse FFT per check); a record of another
-        kind, or a composition the fast path cannot certify, moves it for good to a
-        :class:`_PLDHistory` that recomposes the entries once.
-        """
-        if self.history is None:
-            if self.records.all_steps:
-                self.history = _FastHistory(self.budget[1], self.grid, self.budget[0])
-            else:
-                self.history = self._pld_history()
-        if self.pending:
-            if not self.history.fold(self.pending):
-                self.history = self._pld_history()
-            self.pending = []
-        return self.history
-
-    def _pld_history(self) -> _PLDHistory:
-        """A PLD history holding every entry recorded so far (the pending ones too)."""
-        history = _PLDHistory(self.budget[1], self.tol, self.grid, self.progress)
-        if self.records.entries:
-            history.fold([Entry(e.mechanism, e.count, e.step) for e in self.records.entries])
-        self.pending = []
-        return history
-
     def _admit_incremental(self, entry: Entry) -> None:
         """Filter check that costs what the new records cost (many-phase ledgers).
 
@@ -327,7 +275,7 @@ class PLDFilter:
         """
         budget_eps = self.budget[0]
         count = entry.count
-        history = self.history_now()
+        history = self.history.now()
         k = max(count, self.lookahead)
         eps = math.inf
         for slack in (LOOKAHEAD_SLACK, 0.0):
@@ -338,7 +286,7 @@ class PLDFilter:
                 candidate = Entry(one.mechanism, k, one.step)
                 found = history.epsilon_with([candidate])
                 if found is None:  # the fast path cannot certify: the engine's route
-                    history = self.history = self._pld_history()
+                    history = self.history.current = self.history.rebuild()
                     found = history.epsilon_with([candidate])
                 eps = found
                 if eps <= budget_eps:

@@ -9,6 +9,9 @@ new records cost and never a recomposition of the whole ledger:
 * :class:`_PLDHistory` -- otherwise: composed :class:`~dpacct.accountant.pld.GridPLD`
   pairs, convolving only each new block.
 
+:class:`BudgetHistory` holds the current one and switches from the first to the second
+when a record is not a DP-SGD step or the fast path cannot certify.
+
 Both take blocks of :class:`~dpacct.accountant.ledger.records.Entry` and read each
 entry's classification; neither looks at a mechanism's type.
 """
@@ -19,9 +22,9 @@ from ..compose import ComposedMechanism
 from ..mechanism import PLDSettings
 from ..pld import GridPLD
 from ..schedule import IncrementalEpsilon, _scaled_settings
-from .records import Entry, phases_of, rounded
+from .records import Entry, Records, phases_of, rounded, same
 
-__all__: list[str] = []
+__all__ = ["BudgetHistory"]
 
 
 class _PLDHistory:
@@ -120,3 +123,90 @@ class _FastHistory:
 
     def epsilon(self) -> float | None:
         return self.inc.epsilon()
+
+
+class BudgetHistory:
+    """The composed PLDs, at the budget's delta, of every record of a budgeted ledger.
+
+    Kept up to date lazily: recorded entries wait in ``pending`` until a check or a
+    query at the budget's delta folds them in.  The fixed-schedule filter checks
+    against it; the ledger answers ``epsilon(budget_delta)`` from it when it holds more
+    than ``EXACT_PHASES`` distinct records (in either filter mode).
+
+    Parameters
+    ----------
+    records : Records
+        The ledger's records (read, never written).
+    budget : (float, float)
+        ``(budget_epsilon, budget_delta)``.
+    tol, grid, progress
+        The ledger's settings.
+    """
+
+    def __init__(
+        self,
+        records: Records,
+        budget: tuple[float, float],
+        tol: float | None,
+        grid: float,
+        progress: bool,
+    ) -> None:
+        self.records = records
+        self.budget = budget
+        self.tol = tol
+        self.grid = grid
+        self.progress = progress
+        self.current: _PLDHistory | _FastHistory | None = None
+        self.pending: list[Entry] = []
+
+    @property
+    def convolutions(self) -> int:
+        """PLD convolutions (or inverse FFTs) made so far: a cost counter."""
+        return 0 if self.current is None else self.current.convolutions
+
+    def charge(self, entry: Entry) -> None:
+        """``entry`` was recorded: pending, merged with the last pending one if the same."""
+        if self.pending and same(self.pending[-1].mechanism, entry.mechanism):
+            last = self.pending[-1]
+            self.pending[-1] = Entry(last.mechanism, last.count + entry.count, last.step)
+        else:
+            self.pending.append(Entry(entry.mechanism, entry.count, entry.step))
+
+    def restore(self, entry: Entry) -> None:
+        """An entry read from a file: pending, as saved (no merging)."""
+        self.pending.append(Entry(entry.mechanism, entry.count, entry.step))
+
+    def now(self) -> _PLDHistory | _FastHistory:
+        """The composed PLDs of everything recorded, folding what is pending.
+
+        While every record is a DP-SGD step the history is a :class:`_FastHistory`
+        (spectra of the grid cells, one inverse FFT per check); a record of another
+        kind, or a composition the fast path cannot certify, moves it for good to a
+        :class:`_PLDHistory` that recomposes the entries once.
+        """
+        if self.current is None:
+            if self.records.all_steps:
+                self.current = _FastHistory(self.budget[1], self.grid, self.budget[0])
+            else:
+                self.current = self.rebuild()
+        if self.pending:
+            if not self.current.fold(self.pending):
+                self.current = self.rebuild()
+            self.pending = []
+        return self.current
+
+    def rebuild(self) -> _PLDHistory:
+        """A PLD history holding every entry recorded so far (the pending ones too)."""
+        history = _PLDHistory(self.budget[1], self.tol, self.grid, self.progress)
+        if self.records.entries:
+            history.fold([Entry(e.mechanism, e.count, e.step) for e in self.records.entries])
+        self.pending = []
+        return history
+
+    def epsilon(self) -> float:
+        """Epsilon at the budget's delta of everything recorded (incremental)."""
+        found = self.now().epsilon()
+        if found is None:
+            self.current = self.rebuild()
+            found = self.current.epsilon()
+        return found

@@ -136,6 +136,7 @@ class LedgerFileMethods:
             entry = Entry.of(mech, count)
             acct._records.restore(entry)
             if filt is not None:
+                acct._history.restore(entry)  # type: ignore[union-attr]
                 try:
                     filt.restore(entry)
                 except ValueError as exc:
