@@ -240,8 +240,8 @@ def test_walk_reaches_the_api():
     """The walk is not vacuous: it reaches the everyday names and their methods."""
     paths = {path for path, _, _ in public_objects()}
     for expected in (
-        "dpacct.accountant.ledger.PrivacyAccountant",
-        "dpacct.accountant.ledger.PrivacyAccountant.step",
+        "dpacct.accountant.ledger.accountant.PrivacyAccountant",
+        "dpacct.accountant.ledger.accountant.PrivacyAccountant.step",
         "dpacct.accountant.mechanism.Mechanism.epsilon",
         "dpacct.accountant.compose.compose",
         "dpacct.calibrators.dpsgd.noise_multiplier",

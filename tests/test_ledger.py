@@ -26,7 +26,6 @@ except ImportError:  # pragma: no cover - until accountant/__init__ exports it
     from dpacct.accountant.ledger import PrivacyAccountant
 
 from dpacct.accountant import compose, poisson_subsample, subsample_without_replacement
-from dpacct.accountant import ledger as ledger_module
 from dpacct.accountant.ledger import BudgetExceededError, LedgerFileError
 from dpacct.accountant.ledger_file import KEY_ENV, UNSIGNED_SCHEMA_VERSION
 from dpacct.accountant.mechanism import Capabilities, Mechanism
@@ -185,13 +184,15 @@ def test_record_and_constructor_reject_bad_input():
 
 def test_filter_refuses_exactly_the_first_step_over_budget(monkeypatch):
     calls = []
-    real_compose = ledger_module.compose
+    from dpacct.accountant.ledger import filters as filters_module
+
+    real_compose = filters_module.compose
 
     def counting_compose(*args, **kwargs):
         calls.append(1)
         return real_compose(*args, **kwargs)
 
-    monkeypatch.setattr(ledger_module, "compose", counting_compose)
+    monkeypatch.setattr(filters_module, "compose", counting_compose)
     acct = PrivacyAccountant(budget_epsilon=1.0, budget_delta=DELTA)
     n = 0
     with pytest.raises(BudgetExceededError) as info:

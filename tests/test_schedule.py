@@ -178,8 +178,8 @@ def test_filter_check_is_incremental_on_the_fast_path(monkeypatch):
     assert n > 200
     assert len(checks) < n / 4
     assert sum(folds) <= n  # each step folded once, never the history again
-    assert isinstance(acct._history, ledger_module._FastHistory)
-    inc = acct._history.inc
+    assert isinstance(acct._history.current, ledger_module._FastHistory)
+    inc = acct._history.current.inc
     assert acct.evaluations <= 2 * (len(checks) + len(folds))
     cells = len(inc.remove.counts) + len(checks)
     # forward transforms: new cells and the rare re-sizes (each re-transforms the cells)
@@ -216,7 +216,7 @@ def test_options_survive_save_and_load(tmp_path):
     back = PrivacyAccountant.load(path)
     assert back.adaptive and back.grid == 2**-8 and back.adaptive_order == acct.adaptive_order
     assert back.entries == acct.entries
-    assert math.isclose(back._rdp_spent, acct._rdp_spent, rel_tol=1e-12)
+    assert math.isclose(back._filter.spent, acct._filter.spent, rel_tol=1e-12)
 
 
 # ------------------------------------------------------ characteristic-function path

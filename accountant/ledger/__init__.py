@@ -1,0 +1,37 @@
+"""The online privacy accountant: a ledger that a training loop feeds.
+
+:class:`PrivacyAccountant` records what was run -- DP-SGD steps through
+:meth:`~PrivacyAccountant.step`, any mechanism through
+:meth:`~PrivacyAccountant.record` -- and answers, at any moment, the epsilon spent so
+far.  With a declared budget it is a privacy filter that refuses, with a
+:class:`BudgetExceededError`, what would exceed the budget.
+
+The parts, one concept a module:
+
+* :mod:`~dpacct.accountant.ledger.records` -- the entries, each classified once when
+  recorded (a DP-SGD step, by its Gaussian-DP capability, or another mechanism);
+* :mod:`~dpacct.accountant.ledger.accountant` -- :class:`PrivacyAccountant`: feeding,
+  the query routes (``epsilon``, ``delta``, ``epsilon_bounds``), saving and loading;
+* :mod:`~dpacct.accountant.ledger.filters` -- the filter strategies: the
+  fixed-schedule PLD filter and the Renyi filter of Feldman & Zrnic 2021;
+* :mod:`~dpacct.accountant.ledger.history` -- the filter's composed history;
+* :mod:`dpacct.accountant.ledger_file` -- the file format (schema, seal, atomic write,
+  validated read).
+"""
+
+from ..ledger_file import FORMAT, SCHEMA_VERSION, LedgerFileError
+from .accountant import PrivacyAccountant
+from .filters import ADAPTIVE_ORDERS, LOOKAHEAD_SLACK, BudgetExceededError
+from .history import _FastHistory, _PLDHistory
+from .records import EXACT_PHASES
+
+__all__ = [
+    "FORMAT",
+    "SCHEMA_VERSION",
+    "BudgetExceededError",
+    "LedgerFileError",
+    "PrivacyAccountant",
+]
+
+# private names kept importable from here for the tests and callers that used them
+_PRIVATE = (ADAPTIVE_ORDERS, LOOKAHEAD_SLACK, EXACT_PHASES, _FastHistory, _PLDHistory)

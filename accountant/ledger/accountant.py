@@ -1,0 +1,573 @@
+"""The online privacy accountant: a ledger that a training loop feeds.
+
+:class:`PrivacyAccountant` records what was run -- DP-SGD steps through :meth:`step`,
+any mechanism through :meth:`record` -- and answers, at any moment, the epsilon spent
+so far.  Identical consecutive entries merge into one entry with a count, so a million
+steps at one noise multiplier are a single ``(mechanism, 1_000_000)`` entry, and a query
+costs what composing a handful of mechanisms costs, not a loop over steps.
+
+With a declared budget the accountant is a *privacy filter*: a step or record that
+would take epsilon (at the budget's delta) above the budget raises
+:class:`BudgetExceededError` and leaves the ledger unchanged.  To keep a training loop
+fast, an accepted check certifies the budget for a geometrically growing number of
+further identical steps ahead (one accountant evaluation covers many steps: adding
+mechanisms never lowers epsilon, so if ``ledger + k steps`` fits, every prefix fits).
+
+Training loops whose noise multiplier or sample rate changes at every step (noise
+schedulers, batch-size warm-up) are accounted through :mod:`dpacct.accountant.schedule`:
+beyond ``EXACT_PHASES`` distinct ``(sigma, q)`` phases every step is rounded to a
+dominating cell of a fine geometric grid (``grid``, 0.1 % by default) for upper bounds
+and to a dominated cell for lower bounds, so a query costs what the cells cost.  The
+filter then keeps the composition of the history it has already checked and only
+adds what is new: while every record is a DP-SGD step, as the spectra of its grid
+cells on one shared loss grid (:class:`~dpacct.accountant.schedule.IncrementalEpsilon`:
+adding steps multiplies spectra, a check is one inverse FFT, every aliasing and
+round-off error bounded and added); otherwise as composed PLDs, convolving only the
+new block.  Checking a step costs about what adding it costs, never a recomposition
+of the whole history.
+
+Two kinds of filter, by what the training loop may do:
+
+* ``adaptive=False`` (default): the sequence of mechanisms must not depend on the
+  mechanisms' outputs -- a schedule fixed in advance, such as Opacus' ``StepNoise`` or
+  ``ExponentialNoise`` driven by the step count, or a batch-size warm-up.  The filter
+  stops a *fixed* sequence at a data-independent point, so the PLD bound of the
+  recorded prefix is a valid (epsilon, delta) guarantee.  PLD accounting has no fully
+  adaptive composition theorem in general, so this mode claims none.
+* ``adaptive=True``: the next ``(sigma, q)`` may depend on everything released so far.
+  The filter then rests on the fully adaptive composition theorem for Renyi DP
+  (Feldman & Zrnic 2021, "Individual privacy accounting via a Renyi filter",
+  NeurIPS): for one order ``alpha`` fixed before the run and a budget ``B``, an
+  adaptively chosen sequence of mechanisms whose
+  *summed* RDP at ``alpha`` never exceeds ``B`` is ``(alpha, B)``-RDP as a whole, even
+  though each term is chosen after seeing the previous outputs.  ``B`` is set so that
+  ``(alpha, B)``-RDP converts to the budget ``(budget_epsilon, budget_delta)`` by
+  Canonne, Kamath & Steinke 2020, Proposition 12 (Balle et al. 2020, Theorem 21):
+  ``eps = B + log(1 - 1/alpha) - (log delta + log alpha) / (alpha - 1)``.  A step is
+  refused when the summed RDP would cross ``B``.  (Gaussian-DP filters are the other
+  proven fully adaptive route -- Smith & Thakurta 2022; Koskela, Tobaben & Honkela
+  2022 -- but a subsampled step is not exactly Gaussian-DP, so they are not used.)
+
+The ledger saves to and loads from JSON (:meth:`~PrivacyAccountant.save`,
+:meth:`~PrivacyAccountant.load`): the write is atomic (temporary file in the same
+directory, ``fsync``, ``os.replace``), the file carries a schema version and a SHA-256
+checksum of its canonical content -- or, with a secret key (``key=`` or the environment
+variable ``DPACCT_LEDGER_KEY``), an HMAC-SHA256 signature that nobody without the key
+can forge -- and loading rejects corrupt, truncated, edited or wrongly signed files
+with a :class:`LedgerFileError`.  The format lives in
+:mod:`dpacct.accountant.ledger_file`.  Mechanisms are written through the explicit
+registry of :mod:`dpacct.accountant.serialization`; nothing is pickled.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ..compose import compose
+from ..gaussian import GaussianMechanism
+from ..mechanism import Mechanism
+from ..schedule import (
+    DEFAULT_GRID,
+    EXACT_CELLS,
+    EXACT_VALUES,
+    _check_grid,
+    _lower_step,
+    fast_epsilon_bounds,
+    round_schedule,
+)
+from ..subsample import poisson_subsample
+from ..validation import (
+    check_count,
+    check_delta,
+    check_epsilon,
+    check_positive,
+    check_sample_rate,
+    check_tol,
+    pure_epsilon_at_zero_delta,
+    show_value,
+)
+from .filters import Filter, PLDFilter, RenyiFilter
+from .history import BudgetHistory
+from .records import Entry, Records, rounded
+from .saving import LedgerFileMethods
+
+__all__ = ["PrivacyAccountant"]
+
+
+class PrivacyAccountant(LedgerFileMethods):
+    """A ledger of the mechanisms a training job ran, answering the epsilon spent so far.
+
+    Parameters
+    ----------
+    budget_epsilon : float, optional
+        With ``budget_delta``: a privacy filter that refuses whatever would take
+        epsilon at ``budget_delta`` above ``budget_epsilon`` (>= 0).
+    budget_delta : float, optional
+        The delta of the budget, in (0, 1).  Both or neither: without a budget the
+        accountant only records and answers queries.
+    tol : float, optional
+        Accuracy passed to the engine's ``epsilon(delta, tol=)``; None (default): the
+        engine's default.
+    grid : float, default 2**-10
+        Relative width of the rounding cells for DP-SGD steps, in (0, 0.5); the
+        default is about 0.1 %.  Rounding applies only once the ledger holds more than
+        ``EXACT_PHASES`` (16) distinct mechanisms -- a noise or batch-size schedule
+        that changes at every step; below that everything is composed exactly and
+        ``grid`` has no effect.  Beyond it, DP-SGD steps ``(sigma, q)`` are rounded
+        to a cell with smaller sigma and larger q for upper bounds (a dominating step,
+        so :meth:`epsilon` and :meth:`delta` stay sound) and with larger sigma and
+        smaller q for the lower end of :meth:`epsilon_bounds`
+        (:func:`~dpacct.accountant.schedule.round_step`).  Records that are not
+        DP-SGD steps are never rounded, values already on the grid are not moved, a
+        coordinate with at most 64 distinct values (a constant q) keeps them, and a
+        ledger of DP-SGD steps only with at most 1024 distinct steps is answered
+        unrounded.  A coarser grid is faster and widens the bracket (about four
+        times ``grid``, relative); a finer one is slower and tighter.
+    adaptive : bool, default False
+        Which guarantee the privacy filter gives; needs a budget.  ``False``: the
+        sequence of mechanisms must be fixed in advance (it may change over time, but
+        not depend on the mechanisms' outputs); the filter refuses the first record
+        that would take the ledger's epsilon bound at ``budget_delta`` (the engine's
+        tightest, usually a privacy loss distribution) above ``budget_epsilon``, and
+        the recorded prefix is ``(budget_epsilon, budget_delta)``-DP.  ``True``: each
+        ``(sigma, q)`` or mechanism may be chosen after seeing everything released so
+        far; the filter is a Renyi filter (Feldman & Zrnic 2021) that refuses a
+        record when the summed Renyi DP at one order ``adaptive_order`` would exceed
+        the Renyi budget that converts to ``(budget_epsilon, budget_delta)``, and
+        the whole adaptive run is ``(budget_epsilon, budget_delta)``-DP.  The Renyi
+        filter costs O(1) per record but is looser, so it admits fewer steps; every
+        record needs a Renyi curve.  The queries (:meth:`epsilon`, ...) compose the
+        recorded mechanisms as a fixed sequence in either mode; for a run whose
+        choices were adaptive, the guarantee to quote is the budget.
+    adaptive_order : float, optional
+        The Renyi order of the adaptive filter, finite and > 1; only with
+        ``adaptive=True``.  None (default): chosen at the first record, from its
+        parameters alone (fixed before anything is released, so data-independent),
+        as the order on a grid from about 1.05 to 512 at which the most copies of the
+        first record fit the budget.  It cannot change afterwards.
+    progress : bool, default True
+        Show a ``tqdm`` progress bar (on stderr, "composing N phases (upper bound)")
+        while a query or filter check composes a rounded many-phase schedule and the
+        work lasts more than about two seconds; ``False`` hides it.  It never
+        changes a result.
+
+    Examples
+    --------
+    >>> acct = PrivacyAccountant()
+    >>> acct.step(noise_multiplier=1.1, sample_rate=256 / 60_000, count=14_063)
+    >>> eps = acct.epsilon(delta=1e-5)
+    >>> bool(2.0 < eps < 2.6)
+    True
+    >>> for _ in range(1000):          # one call per training step: still one entry
+    ...     acct.step(noise_multiplier=1.1, sample_rate=256 / 60_000)
+    >>> acct.steps, len(acct.entries)
+    (15063, 1)
+
+    A privacy filter:
+
+    >>> filt = PrivacyAccountant(budget_epsilon=1.0, budget_delta=1e-5)
+    >>> filt.step(noise_multiplier=10.0, count=7)
+    >>> filt.step(noise_multiplier=10.0)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    dpacct.accountant.ledger.BudgetExceededError: budget exceeded: ...
+    >>> filt.steps
+    7
+
+    The fully adaptive filter spends the same budget at a single Renyi order (here
+    about 18, where a Gaussian step at sigma = 10 costs ``alpha / 200``), and admits
+    one step fewer:
+
+    >>> adaptive = PrivacyAccountant(budget_epsilon=1.0, budget_delta=1e-5, adaptive=True)
+    >>> adaptive.step(noise_multiplier=10.0, count=6)
+    >>> round(adaptive.adaptive_order, 2)
+    17.96
+    >>> adaptive.step(noise_multiplier=10.0)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    dpacct.accountant.ledger.BudgetExceededError: budget exceeded: ...
+    """
+
+    def __init__(
+        self,
+        *,
+        budget_epsilon: float | None = None,
+        budget_delta: float | None = None,
+        tol: float | None = None,
+        grid: float = DEFAULT_GRID,
+        adaptive: bool = False,
+        adaptive_order: float | None = None,
+        progress: bool = True,
+    ) -> None:
+        if (budget_epsilon is None) != (budget_delta is None):
+            raise ValueError(
+                "a budget needs both budget_epsilon and budget_delta "
+                f"(got budget_epsilon={show_value(budget_epsilon)}, "
+                f"budget_delta={show_value(budget_delta)})"
+            )
+        self._budget: tuple[float, float] | None = None
+        if budget_epsilon is not None:
+            self._budget = (
+                check_epsilon(budget_epsilon, "budget_epsilon"),
+                check_delta(budget_delta, "budget_delta"),
+            )
+        if tol is not None:
+            tol = check_tol(tol)
+        grid = _check_grid(grid)
+        if not isinstance(adaptive, bool):
+            raise TypeError(f"adaptive must be True or False, got {show_value(adaptive)}")
+        if not isinstance(progress, bool):
+            raise TypeError(f"progress must be True or False, got {show_value(progress)}")
+        if adaptive and self._budget is None:
+            raise ValueError(
+                "adaptive=True is a property of a privacy filter: give budget_epsilon and "
+                "budget_delta too"
+            )
+        if adaptive_order is not None:
+            if not adaptive:
+                raise ValueError("adaptive_order is used only with adaptive=True")
+            adaptive_order = check_positive("adaptive_order", adaptive_order)
+            if not 1.0 < adaptive_order < math.inf:
+                raise ValueError(
+                    "adaptive_order must be a finite Renyi order > 1, got "
+                    f"{show_value(adaptive_order)}"
+                )
+        self._tol = tol
+        self._grid = grid
+        self._progress = progress
+        self._records = Records()
+        self._filter: Filter | None = None
+        self._history: BudgetHistory | None = None
+        if self._budget is not None:
+            self._history = BudgetHistory(self._records, self._budget, tol, grid, progress)
+            self._filter = (
+                RenyiFilter(self._budget, adaptive_order)
+                if adaptive
+                else PLDFilter(self._records, self._history, tol, self.epsilon)
+            )
+        self._rounded_cache: dict[bool, tuple[int, Mechanism]] = {}
+        self._composed: tuple[int, Mechanism | None] = (-1, None)
+        self._eps_cache: dict[Any, Any] = {}
+        self._last_step: tuple[float, float, Mechanism] | None = None
+
+    # ---------------------------------------------------------------- properties
+    @property
+    def entries(self) -> tuple[tuple[Mechanism, int], ...]:
+        """The ledger: ``(mechanism, count)`` pairs in the order they were recorded."""
+        return tuple((e.mechanism, e.count) for e in self._records.entries)
+
+    @property
+    def steps(self) -> int:
+        """Total number of records (the sum of the counts)."""
+        return sum(e.count for e in self._records.entries)
+
+    @property
+    def budget(self) -> tuple[float, float] | None:
+        """``(budget_epsilon, budget_delta)`` of a privacy filter, else None."""
+        return self._budget
+
+    @property
+    def tol(self) -> float | None:
+        """Accuracy passed to the engine (None: the engine's default)."""
+        return self._tol
+
+    @property
+    def adaptive(self) -> bool:
+        """True for a fully adaptive (Renyi) filter, see the module docstring."""
+        return isinstance(self._filter, RenyiFilter)
+
+    @property
+    def grid(self) -> float:
+        """Relative width of the rounding cells for DP-SGD schedules."""
+        return self._grid
+
+    @property
+    def adaptive_order(self) -> float | None:
+        """The adaptive filter's Renyi order (fixed at the first record), else None."""
+        return self._filter.order if isinstance(self._filter, RenyiFilter) else None
+
+    @property
+    def evaluations(self) -> int:
+        """Number of PLD convolutions the incremental filter has made (a cost counter)."""
+        return 0 if self._history is None else self._history.convolutions
+
+    @property
+    def route(self) -> str:
+        """How the queries answer now, from the records' classification.
+
+        ``"exact"``: at most ``EXACT_PHASES`` (16) distinct records, composed exactly by
+        the engine.  ``"fast"``: more, every one a DP-SGD step (a mechanism declaring a
+        Gaussian-DP ``mu`` under add/remove, plain or Poisson-subsampled): the
+        characteristic-function path of the schedule engine.  ``"rounded"``: more,
+        not all DP-SGD steps: the steps rounded to the grid, composed with the other
+        records by the engine.
+
+        Examples
+        --------
+        >>> acct = PrivacyAccountant()
+        >>> acct.step(noise_multiplier=1.0, sample_rate=0.01)
+        >>> acct.route
+        'exact'
+        """
+        if not self._records.many_phases():
+            return "exact"
+        return "fast" if self._records.all_steps else "rounded"
+
+    def __repr__(self) -> str:
+        budget = "" if self._budget is None else f", budget={self._budget}"
+        return f"PrivacyAccountant(entries={len(self._records)}, steps={self.steps}{budget})"
+
+    # ------------------------------------------------------------------ feeding
+    def step(self, *, noise_multiplier: float, sample_rate: float = 1.0, count: int = 1) -> None:
+        """Record ``count`` DP-SGD steps: Poisson-subsampled Gaussian mechanisms.
+
+        Parameters
+        ----------
+        noise_multiplier : float
+            Noise standard deviation over the clipping norm, > 0.
+        sample_rate : float
+            Poisson sampling rate of the step, in (0, 1] (batch size over dataset size).
+        count : int
+            Number of identical steps, >= 1.
+
+        Raises
+        ------
+        BudgetExceededError
+            In filter mode, if the steps would exceed the budget (nothing recorded).
+        """
+        last = self._last_step
+        if (
+            last is not None
+            and type(noise_multiplier) is float
+            and type(sample_rate) is float
+            and last[0] == noise_multiplier
+            and last[1] == sample_rate
+        ):
+            mech = last[2]
+        else:
+            sigma = check_positive("noise_multiplier", noise_multiplier)
+            q = check_sample_rate(sample_rate)
+            mech = poisson_subsample(GaussianMechanism(sigma=sigma), q)
+            self._last_step = (sigma, q, mech)
+        self.record(mech, count)
+
+    def record(self, mechanism: Mechanism, count: int = 1) -> None:
+        """Record ``count`` runs of ``mechanism`` (any :class:`Mechanism`).
+
+        Parameters
+        ----------
+        mechanism : Mechanism
+            What ran, under the same neighbouring relation as the records already in
+            the ledger; with ``adaptive=True`` it needs a Renyi curve.
+        count : int, default 1
+            Number of identical runs, >= 1.
+
+        Raises
+        ------
+        TypeError
+            ``mechanism`` is not a Mechanism or ``count`` is not an integer.
+        ValueError
+            ``count`` < 1, or ``mechanism`` uses a different neighbouring relation
+            from the records already in the ledger.
+        BudgetExceededError
+            In filter mode, if the record would exceed the budget (nothing recorded).
+        """
+        if not isinstance(mechanism, Mechanism):
+            raise TypeError(f"mechanism must be a Mechanism, got {type(mechanism).__name__}")
+        count = check_count(count, "count")
+        entries = self._records.entries
+        if entries and mechanism.neighbouring != entries[0].mechanism.neighbouring:
+            raise ValueError(
+                f"mechanism is accounted under the {mechanism.neighbouring!r} neighbouring "
+                f"relation but this ledger holds {entries[0].mechanism.neighbouring!r} "
+                "records; one ledger tracks one relation (nothing was recorded)"
+            )
+        entry = Entry.of(mechanism, count)  # classified once, here
+        if self._filter is not None:
+            self._filter.admit(entry)
+        self._records.append(entry)
+        if self._filter is not None:
+            self._history.charge(entry)  # type: ignore[union-attr]
+            self._filter.charge(entry)
+
+    # ------------------------------------------------------------------ queries
+    def _accounted(self, upper: bool) -> Mechanism | None:
+        """What the queries evaluate: the exact composition, or the rounded schedule.
+
+        Up to ``EXACT_PHASES`` distinct mechanisms: the exact composition.  Beyond,
+        DP-SGD steps are rounded to the grid -- up for upper bounds, down for lower
+        bounds (:mod:`dpacct.accountant.schedule`) -- and the other records are kept.
+        """
+        records = self._records
+        if not records.entries:
+            return None
+        if not records.many_phases():
+            return self.mechanism()
+        cached = self._rounded_cache.get(upper)
+        if cached is not None and cached[0] == records.version:
+            return cached[1]
+        mech = rounded(records.entries, self._grid, upper, self._progress)
+        self._rounded_cache[upper] = (records.version, mech)
+        return mech
+
+    def mechanism(self) -> Mechanism | None:
+        """The composition of everything recorded so far (None when empty)."""
+        version, mech = self._composed
+        records = self._records
+        if version != records.version:
+            mech = None
+            if records.entries:
+                pairs = records.pairs()
+                mech = compose([m for m, _ in pairs], [c for _, c in pairs])
+            self._composed = (records.version, mech)
+        return mech
+
+    def epsilon(self, delta: float) -> float:
+        """Epsilon spent so far at ``delta``: a sound upper bound (0 for an empty ledger).
+
+        ``delta = 0`` asks for pure DP: the recorded composition's ``pure_epsilon`` (the
+        sum of the records', rounded up); a ledger holding a record without one
+        (a Gaussian, a DP-SGD step) raises a :class:`ValueError` naming it.
+
+        In filter mode, for ``delta >= budget_delta`` the bound certified by the filter
+        is used when smaller, so ``epsilon(budget_delta) <= budget_epsilon`` always.  At
+        ``budget_delta`` itself a many-phase ledger answers from the filter's own
+        composed history (incremental, never a recomposition).  That history rounds a
+        coordinate's values beyond the first 64 it sees up to the grid, so the answer
+        can sit a little above the upper end of :meth:`epsilon_bounds`, which composes
+        the whole ledger at once (0.1 % on a loop with a new random sigma at every
+        step).  Both are certified upper bounds.
+
+        Parameters
+        ----------
+        delta : float
+            Target delta, in (0, 1).
+
+        Returns
+        -------
+        float
+            Epsilon, >= 0.
+
+        Examples
+        --------
+        >>> acct = PrivacyAccountant()
+        >>> acct.epsilon(1e-5)
+        0.0
+        >>> acct.step(noise_multiplier=1.0, sample_rate=0.01)
+        >>> bool(0 < acct.epsilon(1e-5) < 1)
+        True
+        """
+        d = check_delta(delta, allow_zero=True)
+        if d == 0:  # pure DP: the recorded composition's pure epsilon, or a clear refusal
+            mech = self.mechanism()
+            return 0.0 if mech is None else pure_epsilon_at_zero_delta(mech)
+        records, filt = self._records, self._filter
+        key = (records.version, d)
+        if key in self._eps_cache:
+            return self._eps_cache[key]
+        if (
+            self._history is not None
+            and d == self._history.budget[1]
+            and records.many_phases()
+            and records.all_pld
+        ):
+            # the budget's composed history: incremental, never a recomposition
+            eps = self._history.epsilon()
+        else:
+            fast = self._fast_bounds(d, lower=False) if records.many_phases() else None
+            if fast is not None:
+                eps = fast[1]
+            else:
+                mech = self._accounted(upper=True)
+                eps = 0.0 if mech is None else float(mech.epsilon(d, tol=self._tol))
+        certified = filt.certified(d) if isinstance(filt, PLDFilter) else None
+        if certified is not None:
+            eps = min(eps, certified)
+        if len(self._eps_cache) > 64:
+            self._eps_cache.clear()
+        self._eps_cache[key] = eps
+        return eps
+
+    def delta(self, epsilon: float) -> float:
+        """Delta spent so far at ``epsilon``: a sound upper bound (0 when empty).
+
+        Parameters
+        ----------
+        epsilon : float
+            Target epsilon, >= 0.
+
+        Returns
+        -------
+        float
+            Delta, in [0, 1].
+        """
+        e = check_epsilon(epsilon)
+        mech = self._accounted(upper=True)
+        return 0.0 if mech is None else float(mech.delta(e, tol=self._tol))
+
+    def epsilon_bounds(self, delta: float) -> tuple[float, float]:
+        """``(lower, upper)`` bracket of the true epsilon spent, as the engine gives it.
+
+        Beyond ``EXACT_PHASES`` distinct phases the lower end comes from the schedule
+        rounded down (larger sigma, smaller q) and the upper end from the schedule
+        rounded up, each certified by its own PLD; neither is clipped to the other.
+
+        Parameters
+        ----------
+        delta : float
+            Target delta, in (0, 1).
+
+        Returns
+        -------
+        (float, float)
+            ``(lower, upper)``; ``(0.0, 0.0)`` for an empty ledger.
+        """
+        d = check_delta(delta, allow_zero=True)
+        if not self._records.entries:
+            return (0.0, 0.0)
+        if d == 0 or not self._records.many_phases():
+            return self.mechanism().epsilon_bounds(d, tol=self._tol)  # type: ignore[union-attr]
+        fast = self._fast_bounds(d, lower=True)
+        if fast is not None:
+            return fast
+        upper = float(self._accounted(upper=True).epsilon(d, tol=self._tol))  # type: ignore[union-attr]
+        lower = self._accounted(upper=False).epsilon_bounds(d, tol=self._tol)[0]  # type: ignore[union-attr]
+        return (float(lower), upper)
+
+    def _fast_bounds(self, delta: float, *, lower: bool) -> tuple[float, float] | None:
+        """The characteristic-function fast path of :func:`fast_epsilon_bounds`.
+
+        Used when every record is a DP-SGD step (beyond ``EXACT_PHASES`` distinct
+        ones): the upper bound from the steps rounded up to the grid, the lower bound
+        from the steps rounded down (on the loss grid of
+        :func:`~dpacct.accountant.schedule._lower_step`: as fine as the narrowest
+        steps need); neither is rounded when there are at most
+        ``EXACT_CELLS`` distinct steps, and a coordinate with at most ``EXACT_VALUES``
+        values keeps them.  ``None`` -- the engine's route -- when a
+        record is another mechanism or the fast path cannot certify.
+        """
+        steps = self._records.phases(upper=True)
+        if steps is None:
+            return None
+        key = ("fast", self._records.version, delta, lower)
+        if key in self._eps_cache:
+            return self._eps_cache[key]  # type: ignore[return-value]
+        # few distinct cells (or a coordinate with few values) stay unrounded
+        exact = {"exact_cells": EXACT_CELLS, "exact_values": EXACT_VALUES}
+        up = fast_epsilon_bounds(
+            round_schedule(steps, self._grid, upper=True, **exact), delta, lower=False
+        )
+        out: tuple[float, float] | None = None
+        if up is not None:
+            lo_val = math.nan
+            if lower:
+                below = self._records.phases(upper=False)
+                down = round_schedule(below, self._grid, upper=False, **exact)  # type: ignore[arg-type]
+                lo = fast_epsilon_bounds(down, delta, step=_lower_step(down), upper=False)
+                if lo is None:
+                    return None
+                lo_val = float(lo[0])
+            out = (lo_val, float(up[1]))
+        self._eps_cache[key] = out  # type: ignore[assignment]
+        return out

@@ -1,0 +1,405 @@
+"""Privacy filters: strategies that decide whether a record still fits a budget.
+
+A filter sits in front of the ledger's records (:class:`Filter`): ``admit`` raises
+:class:`BudgetExceededError` -- and nothing is recorded -- when a record would take the
+ledger over the budget; ``charge`` tells it a record was recorded; ``options`` is the
+state a saved ledger keeps.  A ledger without a budget has no filter.  Two strategies:
+
+* :class:`PLDFilter` (``adaptive=False``): the sequence of mechanisms is fixed in
+  advance, so stopping it at a data-independent point keeps the PLD bound of the
+  recorded prefix a valid (epsilon, delta) guarantee.  An accepted check certifies a
+  geometrically growing number of further records (adding mechanisms never lowers
+  epsilon), and beyond ``EXACT_PHASES`` distinct mechanisms the check is incremental
+  (:mod:`dpacct.accountant.ledger.history`).
+* :class:`RenyiFilter` (``adaptive=True``): the fully adaptive composition theorem for
+  Renyi DP (Feldman & Zrnic 2021, NeurIPS): at one order ``alpha`` fixed before the run,
+  records whose summed RDP never exceeds ``B`` are ``(alpha, B)``-RDP together, with
+  ``B`` converting to the budget by Canonne, Kamath & Steinke 2020, Proposition 12.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+from ..compose import compose
+from ..mechanism import Mechanism
+from ..schedule import _cell_mechanism
+from .history import BudgetHistory
+from .records import Entry, Records, Step, classify, key, same
+
+__all__ = ["BudgetExceededError", "Filter", "PLDFilter", "RenyiFilter"]
+
+#: the look-ahead certifies future steps dominated by the current one loosened by this
+#: relative amount (smaller sigma, larger q): a slowly changing schedule is covered by
+#: one certificate for many steps
+LOOKAHEAD_SLACK = 2.0**-6
+#: candidate orders for the adaptive (Renyi) filter's single, fixed order
+ADAPTIVE_ORDERS = np.concatenate(
+    [1.0 + np.geomspace(0.05, 1.0, 12)[:-1], np.geomspace(2.0, 512.0, 49)]
+)
+
+
+class BudgetExceededError(RuntimeError):
+    """A step or record refused by a privacy filter; the ledger is unchanged.
+
+    Raised by :meth:`PrivacyAccountant.step` and :meth:`PrivacyAccountant.record`.
+
+    Parameters
+    ----------
+    message : str
+        The explanation shown to the user.
+    epsilon : float
+        Epsilon (at the budget's delta) the ledger would have reached; for the adaptive
+        filter, the conversion of the summed Renyi DP it would have reached.
+    budget_epsilon, budget_delta : float
+        The declared budget.
+
+    Attributes
+    ----------
+    epsilon, budget_epsilon, budget_delta : float
+        The parameters of the same names.
+    """
+
+    def __init__(self, message: str, *, epsilon: float, budget_epsilon: float, budget_delta: float):
+        super().__init__(message)
+        self.epsilon = epsilon
+        self.budget_epsilon = budget_epsilon
+        self.budget_delta = budget_delta
+
+
+BudgetExceededError.__module__ = "dpacct.accountant.ledger"
+
+
+class Filter(Protocol):
+    """What a privacy filter does for the ledger (a ledger without budget has none)."""
+
+    budget: tuple[float, float]
+
+    def admit(self, entry: Entry) -> None:
+        """Raise :class:`BudgetExceededError` if recording ``entry`` exceeds the budget."""
+
+    def charge(self, entry: Entry) -> None:
+        """``entry`` was recorded (after ``admit`` let it through, or from a file)."""
+
+    def options(self) -> dict[str, Any]:
+        """The filter's settings a saved ledger keeps."""
+
+
+def _refusal(
+    entry: Entry, eps: float, budget: tuple[float, float], detail: str, why: str
+) -> BudgetExceededError:
+    budget_eps, budget_delta = budget
+    return BudgetExceededError(
+        f"budget exceeded: recording {entry.count} x {entry.mechanism!r} would take "
+        f"{detail} > budget_epsilon={budget_eps:g} at delta={budget_delta:g} {why}; the "
+        "ledger is unchanged",
+        epsilon=eps,
+        budget_epsilon=budget_eps,
+        budget_delta=budget_delta,
+    )
+
+
+@dataclass
+class _Credit:
+    """Filter certificate: ``remaining`` more records of ``mechanism`` fit the budget.
+
+    ``epsilon`` is the accountant's bound for the ledger with all of them recorded, an
+    upper bound (at the budget's delta) for every ledger state up to there.
+    """
+
+    mechanism: Mechanism
+    step: Step | None
+    remaining: int
+    epsilon: float
+    version: int
+
+    def covers(self, entry: Entry) -> bool:
+        """True if ``entry`` is dominated by the certified record (the same one, or a
+        DP-SGD step with at least its sigma and at most its q)."""
+        if same(self.mechanism, entry.mechanism):
+            return True
+        return self.step is not None and entry.step is not None and self.step.covers(entry.step)
+
+
+def _candidate(entry: Entry, slack: float) -> Entry:
+    """The record to certify for ``entry``: itself, or (``slack`` > 0) the DP-SGD step
+    that dominates it loosened by ``slack`` (smaller sigma, larger q)."""
+    step = entry.step
+    if slack == 0 or step is None:
+        return entry
+    cell = _cell_mechanism(step.sigma_upper * (1.0 - slack), min(step.q * (1.0 + slack), 1.0))
+    return Entry(cell, 1, classify(cell))
+
+
+class PLDFilter:
+    """The fixed-schedule privacy filter (``adaptive=False``), by the engine's PLDs.
+
+    Parameters
+    ----------
+    records : Records
+        The ledger's records (read, never written).
+    history : BudgetHistory
+        The composed history at the budget's delta, which the incremental check uses.
+    tol : float or None
+        The ledger's accuracy setting.
+    spent : callable
+        ``spent(delta)``: the ledger's epsilon, for the refusal message.
+    """
+
+    def __init__(
+        self,
+        records: Records,
+        history: BudgetHistory,
+        tol: float | None,
+        spent: Callable[[float], float],
+    ) -> None:
+        self.records = records
+        self.history = history
+        self.budget = history.budget
+        self.tol = tol
+        self.spent = spent
+        self.credit: _Credit | None = None
+        self.lookahead = 1
+
+    # ------------------------------------------------------------------ interface
+    def admit(self, entry: Entry) -> None:
+        """Raise :class:`BudgetExceededError` if ``entry`` would exceed the budget."""
+        credit = self.credit
+        if (
+            credit is not None
+            and credit.version == self.records.version
+            and credit.covers(entry)
+            and credit.remaining >= entry.count
+        ):
+            return
+        records = self.records
+        pld_capable = entry.step is not None or _has_pld(entry.mechanism)
+        if records.many_phases(entry.mechanism) and records.all_pld and pld_capable:
+            self._admit_incremental(entry)
+        else:
+            self._admit_exact(entry)
+
+    def charge(self, entry: Entry) -> None:
+        """Note a recorded ``entry``: spend the credit (or drop it)."""
+        if self.credit is not None:
+            if self.credit.covers(entry) and self.credit.remaining >= entry.count:
+                self.credit.remaining -= entry.count
+                self.credit.version = self.records.version
+            else:
+                self.credit = None
+
+    def restore(self, entry: Entry) -> None:
+        """An entry read from a file: nothing to do (no credit is saved)."""
+
+    def options(self) -> dict[str, Any]:
+        """No settings of its own (budget, tol and grid are the ledger's)."""
+        return {}
+
+    def certified(self, delta: float) -> float | None:
+        """The certificate's epsilon when it holds for the current ledger at ``delta``."""
+        credit = self.credit
+        if credit is None or credit.version != self.records.version:
+            return None
+        if delta >= self.budget[1]:
+            return credit.epsilon
+        return None
+
+    # ------------------------------------------------------------ exact check
+    def _bound_with(self, entry: Entry) -> float:
+        mechs = [e.mechanism for e in self.records.entries] + [entry.mechanism]
+        counts = [e.count for e in self.records.entries] + [entry.count]
+        return float(compose(mechs, counts).epsilon(self.budget[1], tol=self.tol))
+
+    def _admit_exact(self, entry: Entry) -> None:
+        """Raise if recording ``entry`` would exceed the budget (exact composition).
+
+        Accepting grants a credit: the accountant checks ``ledger + k`` records with
+        ``k >= count`` growing geometrically while checks succeed (and shrinking when
+        one fails), so a long run of identical steps costs O(log steps) evaluations.
+        """
+        budget_eps, budget_delta = self.budget
+        credit, count = self.credit, entry.count
+        k = max(count, self.lookahead)
+        # a DP-SGD step whose sigma or q changed: certify steps dominated by it loosened
+        # by LOOKAHEAD_SLACK first (as the incremental check does), so a slowly changing
+        # schedule is not checked at every step
+        loosen = (
+            entry.step is not None
+            and credit is not None
+            and not same(credit.mechanism, entry.mechanism)
+            and credit.step is not None
+        )
+        eps = math.inf
+        for slack in (LOOKAHEAD_SLACK, 0.0) if loosen else (0.0,):
+            one = _candidate(entry, slack)
+            while True:
+                candidate = Entry(one.mechanism, k, one.step)
+                eps = self._bound_with(candidate)
+                if eps <= budget_eps:
+                    self._grant(candidate, eps)
+                    return
+                if k == count:
+                    break
+                k = max(count, k // 4)
+                self.lookahead = max(1, k)
+        self.lookahead = 1
+        spent = self.spent(budget_delta) if self.records.entries else 0.0
+        why = f"(spent so far: {spent:.6g})"
+        raise _refusal(entry, eps, self.budget, f"epsilon to {eps:.6g}", why)
+
+    def _grant(self, candidate: Entry, eps: float) -> None:
+        self.credit = _Credit(
+            candidate.mechanism, candidate.step, candidate.count, eps, self.records.version
+        )
+        self.lookahead = min(2 * candidate.count, 1 << 40)
+
+    # ------------------------------------------------------ incremental check
+    def _admit_incremental(self, entry: Entry) -> None:
+        """Filter check that costs what the new records cost (many-phase ledgers).
+
+        The filter keeps the composed pessimistic PLDs (both directions) of the history
+        it has checked (DP-SGD steps rounded up to the grid).  A check convolves them
+        with the PLD of the candidate records, never recomposing the history.  An
+        accepted check certifies ``k >= count`` future records, each dominated by the
+        candidate loosened by ``LOOKAHEAD_SLACK`` (smaller sigma, larger q; the
+        subsampled Gaussian's profile is monotone in both, see
+        :mod:`dpacct.accountant.schedule`), with ``k`` growing geometrically while
+        checks pass.  Later records inside the certificate are admitted at no cost;
+        the first one outside it folds the admitted records into the history and
+        checks again.
+        """
+        budget_eps = self.budget[0]
+        count = entry.count
+        history = self.history.now()
+        k = max(count, self.lookahead)
+        eps = math.inf
+        for slack in (LOOKAHEAD_SLACK, 0.0):
+            if slack > 0 and entry.step is None:
+                continue  # other mechanisms: no loosening, the mechanism itself
+            one = _candidate(entry, slack)
+            while True:
+                candidate = Entry(one.mechanism, k, one.step)
+                found = history.epsilon_with([candidate])
+                if found is None:  # the fast path cannot certify: the engine's route
+                    history = self.history.current = self.history.rebuild()
+                    found = history.epsilon_with([candidate])
+                eps = found
+                if eps <= budget_eps:
+                    self._grant(candidate, eps)
+                    return
+                if k == count:
+                    break
+                k = max(count, k // 4)
+                self.lookahead = max(1, k)
+        self.lookahead = 1
+        spent = history.epsilon()
+        why = f"(spent so far: {math.nan if spent is None else spent:.6g})"
+        raise _refusal(entry, eps, self.budget, f"epsilon to {eps:.6g}", why)
+
+
+def _has_pld(mechanism: Mechanism) -> bool:
+    try:
+        return bool(mechanism.has_pld)
+    except Exception:  # pragma: no cover - exotic mechanisms
+        return False
+
+
+def _rdp_epsilon(rdp: float, alpha: float, delta: float) -> float:
+    """Canonne, Kamath & Steinke 2020, Proposition 12, at one order."""
+    return rdp + math.log1p(-1.0 / alpha) - (math.log(delta) + math.log(alpha)) / (alpha - 1.0)
+
+
+class RenyiFilter:
+    """The fully adaptive privacy filter (``adaptive=True``): a Renyi filter.
+
+    Rests on the fully adaptive composition theorem for Renyi DP (Feldman & Zrnic 2021,
+    "Individual privacy accounting via a Renyi filter", NeurIPS).  O(1) per record.
+
+    Parameters
+    ----------
+    budget : (float, float)
+        ``(budget_epsilon, budget_delta)``.
+    order : float or None
+        The Renyi order; None: chosen at the first record (:meth:`_choose_order`).
+    """
+
+    def __init__(self, budget: tuple[float, float], order: float | None) -> None:
+        self.budget = budget
+        self.order = order
+        self.spent = 0.0
+        self._cache: dict[Any, float] = {}
+
+    def admit(self, entry: Entry) -> None:
+        """Raise :class:`BudgetExceededError` if the summed RDP would cross the budget."""
+        budget_delta = self.budget[1]
+        if self.order is None:
+            self.order = self._choose_order(entry.mechanism)
+        total = self.spent + entry.count * self.rdp_at(entry.mechanism)
+        limit = float(self._rdp_budget(self.order))
+        if total <= limit:
+            return
+        eps = float(_rdp_epsilon(total, self.order, budget_delta))
+        detail = (
+            f"the summed Renyi DP at order {self.order:g} to {total:.6g} > {limit:.6g}, "
+            f"i.e. epsilon {eps:.6g}"
+        )
+        raise _refusal(entry, eps, self.budget, detail, "(adaptive Renyi filter)")
+
+    def charge(self, entry: Entry) -> None:
+        """Add the record's RDP at the filter's order to the running sum."""
+        self.spent += entry.count * self.rdp_at(entry.mechanism)
+
+    restore = charge
+
+    def options(self) -> dict[str, Any]:
+        """``adaptive`` and the fixed order."""
+        return {"adaptive": True, "adaptive_order": self.order}
+
+    def rdp_at(self, mechanism: Mechanism) -> float:
+        """RDP of ``mechanism`` at the filter's order (cached)."""
+        k = key(mechanism)
+        value = self._cache.get(k)
+        if value is None:
+            if not mechanism.has_rdp:
+                raise ValueError(
+                    f"adaptive=True accounts by Renyi DP, and {mechanism!r} has no RDP curve "
+                    "(nothing was recorded)"
+                )
+            value = float(np.asarray(mechanism.rdp(self.order), dtype=float))
+            if len(self._cache) > 4096:
+                self._cache.clear()
+            self._cache[k] = value
+        return value
+
+    def _rdp_budget(self, alpha: np.ndarray | float) -> np.ndarray | float:
+        """RDP budget ``B`` at ``alpha`` whose conversion is the (epsilon, delta) budget.
+
+        Inverts Canonne, Kamath & Steinke 2020, Proposition 12:
+        ``eps = B + log(1 - 1/alpha) - (log delta + log alpha) / (alpha - 1)``.
+        """
+        eps, delta = self.budget
+        a = np.asarray(alpha, dtype=float)
+        return eps - np.log1p(-1.0 / a) + (math.log(delta) + np.log(a)) / (a - 1.0)
+
+    def _choose_order(self, mechanism: Mechanism) -> float:
+        """The order at which the most copies of the first record fit the budget.
+
+        Chosen from the first record's parameters, which are fixed before anything is
+        released, so the order is data-independent as the Renyi filter requires.
+        """
+        if not mechanism.has_rdp:
+            raise ValueError(
+                f"adaptive=True accounts by Renyi DP, and {mechanism!r} has no RDP curve "
+                "(nothing was recorded)"
+            )
+        rho = np.asarray(mechanism.rdp(ADAPTIVE_ORDERS), dtype=float)
+        budget = np.asarray(self._rdp_budget(ADAPTIVE_ORDERS), dtype=float)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            fits = np.where((budget > 0) & (rho > 0), budget / rho, -np.inf)
+            fits = np.where((budget > 0) & (rho == 0), np.inf, fits)
+        return float(ADAPTIVE_ORDERS[int(np.argmax(fits))])

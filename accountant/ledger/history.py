@@ -1,0 +1,212 @@
+"""The privacy filter's composed history: what has been checked, kept composed.
+
+Two representations of the same thing, the pessimistic privacy loss distributions (both
+directions) of every record the filter has checked, so that a check costs what the
+new records cost and never a recomposition of the whole ledger:
+
+* :class:`_FastHistory` -- while every record is a DP-SGD step: the spectra of the grid
+  cells on one shared loss grid (:class:`~dpacct.accountant.schedule.IncrementalEpsilon`);
+* :class:`_PLDHistory` -- otherwise: composed :class:`~dpacct.accountant.pld.GridPLD`
+  pairs, convolving only each new block.
+
+:class:`BudgetHistory` holds the current one and switches from the first to the second
+when a record is not a DP-SGD step or the fast path cannot certify.
+
+Both take blocks of :class:`~dpacct.accountant.ledger.records.Entry` and read each
+entry's classification; neither looks at a mechanism's type.
+"""
+
+from __future__ import annotations
+
+from ..compose import ComposedMechanism
+from ..mechanism import PLDSettings
+from ..pld import GridPLD
+from ..schedule import IncrementalEpsilon, _scaled_settings
+from .records import Entry, Records, phases_of, rounded, same
+
+__all__ = ["BudgetHistory"]
+
+
+class _PLDHistory:
+    """Pessimistic PLDs (remove and add direction) of the records checked so far.
+
+    ``fold(parts)`` composes the new records as one block (DP-SGD steps rounded up to
+    the grid, :func:`~dpacct.accountant.ledger.records.rounded`) and convolves it into
+    the history; ``epsilon_with`` evaluates the history with a hypothetical block
+    without keeping it.  Tail budget: block ``i`` (folded or hypothetical) and its
+    convolution may move mass ``tail / ((i + 1)(i + 2))``, half each, which sums to at
+    most ``tail`` over any number of blocks, so every answer is certified like the
+    engine's.
+    """
+
+    def __init__(self, delta: float, tol: float | None, grid: float, progress: bool) -> None:
+        self.delta = delta
+        self.tol = tol
+        self.grid = grid
+        self.progress = progress
+        self.settings = PLDSettings(tol, delta)
+        self.plds: tuple[GridPLD, GridPLD] | None = None
+        self.blocks = 0
+        #: structural cost counter: convolutions of the history with a block
+        self.convolutions = 0
+        self._eps: float | None = 0.0
+
+    def _share(self) -> float:
+        i = self.blocks
+        return 1.0 / ((i + 1) * (i + 2))
+
+    def _block(self, parts: list[Entry]) -> tuple[GridPLD, GridPLD]:
+        mech = rounded(parts, self.grid, True, self.progress)
+        settings = _scaled_settings(self.settings, 0.5 * self._share())
+        if isinstance(mech, ComposedMechanism) and mech._gaussian is not None:
+            # all Gaussians: one Gaussian in closed form, discretised like any law
+            mech = ComposedMechanism(parts=((mech._gaussian, 1),))
+        # remove/add direction logic (moved unchanged; for the PLD pair type later)
+        return (mech._pld_one(True, settings, 0), mech._pld_one(True, settings, 1))
+
+    def _with(self, block: tuple[GridPLD, GridPLD]) -> tuple[GridPLD, GridPLD]:
+        if self.plds is None:
+            return block
+        cut = 0.5 * self.settings.tail * self._share()
+        resolution = self.settings.resolution_for(True)
+        cap = getattr(self.settings, "coarse_cap", None)
+        self.convolutions += 2
+        return tuple(  # type: ignore[return-value]
+            self.plds[w].convolve(block[w], cut)._coarsened(resolution, cap) for w in (0, 1)
+        )
+
+    def fold(self, parts: list[Entry]) -> bool:
+        self.plds = self._with(self._block(parts))
+        self.blocks += 1
+        self._eps = None
+        return True
+
+    def epsilon_with(self, parts: list[Entry]) -> float:
+        plds = self._with(self._block(parts))
+        return max(p.epsilon(self.delta) for p in plds)
+
+    def epsilon(self) -> float:
+        if self._eps is None:
+            self._eps = 0.0 if self.plds is None else max(p.epsilon(self.delta) for p in self.plds)
+        return self._eps
+
+
+class _FastHistory:
+    """The filter's history of DP-SGD steps on the incremental fast path.
+
+    A thin adapter of :class:`~dpacct.accountant.schedule.IncrementalEpsilon` to the
+    interface of :class:`_PLDHistory`: ``fold`` returns False, and ``epsilon_with`` /
+    ``epsilon`` return ``None``, when a record is not a DP-SGD step or the fast path
+    cannot certify (the ledger then moves to a :class:`_PLDHistory`).  The cost counter
+    ``convolutions`` counts inverse FFTs (one per check).
+    """
+
+    def __init__(self, delta: float, grid: float, budget: float) -> None:
+        self.inc = IncrementalEpsilon(delta, grid=grid)
+        self.budget = budget
+
+    @property
+    def convolutions(self) -> int:
+        return self.inc.inverse_transforms
+
+    def fold(self, parts: list[Entry]) -> bool:
+        steps = phases_of(parts, upper=True)
+        if steps is None:
+            return False
+        self.inc.fold(steps)
+        return self.inc.ok
+
+    def epsilon_with(self, parts: list[Entry]) -> float | None:
+        steps = phases_of(parts, upper=True)
+        # decided against the budget: a value <= budget is certified, above means refuse
+        return None if steps is None else self.inc.epsilon(steps, cap=self.budget)
+
+    def epsilon(self) -> float | None:
+        return self.inc.epsilon()
+
+
+class BudgetHistory:
+    """The composed PLDs, at the budget's delta, of every record of a budgeted ledger.
+
+    Kept up to date lazily: recorded entries wait in ``pending`` until a check or a
+    query at the budget's delta folds them in.  The fixed-schedule filter checks
+    against it; the ledger answers ``epsilon(budget_delta)`` from it when it holds more
+    than ``EXACT_PHASES`` distinct records (in either filter mode).
+
+    Parameters
+    ----------
+    records : Records
+        The ledger's records (read, never written).
+    budget : (float, float)
+        ``(budget_epsilon, budget_delta)``.
+    tol, grid, progress
+        The ledger's settings.
+    """
+
+    def __init__(
+        self,
+        records: Records,
+        budget: tuple[float, float],
+        tol: float | None,
+        grid: float,
+        progress: bool,
+    ) -> None:
+        self.records = records
+        self.budget = budget
+        self.tol = tol
+        self.grid = grid
+        self.progress = progress
+        self.current: _PLDHistory | _FastHistory | None = None
+        self.pending: list[Entry] = []
+
+    @property
+    def convolutions(self) -> int:
+        """PLD convolutions (or inverse FFTs) made so far: a cost counter."""
+        return 0 if self.current is None else self.current.convolutions
+
+    def charge(self, entry: Entry) -> None:
+        """``entry`` was recorded: pending, merged with the last pending one if the same."""
+        if self.pending and same(self.pending[-1].mechanism, entry.mechanism):
+            last = self.pending[-1]
+            self.pending[-1] = Entry(last.mechanism, last.count + entry.count, last.step)
+        else:
+            self.pending.append(Entry(entry.mechanism, entry.count, entry.step))
+
+    def restore(self, entry: Entry) -> None:
+        """An entry read from a file: pending, as saved (no merging)."""
+        self.pending.append(Entry(entry.mechanism, entry.count, entry.step))
+
+    def now(self) -> _PLDHistory | _FastHistory:
+        """The composed PLDs of everything recorded, folding what is pending.
+
+        While every record is a DP-SGD step the history is a :class:`_FastHistory`
+        (spectra of the grid cells, one inverse FFT per check); a record of another
+        kind, or a composition the fast path cannot certify, moves it for good to a
+        :class:`_PLDHistory` that recomposes the entries once.
+        """
+        if self.current is None:
+            if self.records.all_steps:
+                self.current = _FastHistory(self.budget[1], self.grid, self.budget[0])
+            else:
+                self.current = self.rebuild()
+        if self.pending:
+            if not self.current.fold(self.pending):
+                self.current = self.rebuild()
+            self.pending = []
+        return self.current
+
+    def rebuild(self) -> _PLDHistory:
+        """A PLD history holding every entry recorded so far (the pending ones too)."""
+        history = _PLDHistory(self.budget[1], self.tol, self.grid, self.progress)
+        if self.records.entries:
+            history.fold([Entry(e.mechanism, e.count, e.step) for e in self.records.entries])
+        self.pending = []
+        return history
+
+    def epsilon(self) -> float:
+        """Epsilon at the budget's delta of everything recorded (incremental)."""
+        found = self.now().epsilon()
+        if found is None:
+            self.current = self.rebuild()
+            found = self.current.epsilon()
+        return found
