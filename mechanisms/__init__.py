@@ -11,6 +11,8 @@ only through the releases of the primitives its privacy is composed of
 (:class:`PlannedRelease`, :class:`ReleaseSession`).
 """
 
+from dpacct import _exports
+
 from .algorithm import Algorithm, PlannedRelease, ReleaseSession
 from .audit import AuditResult, audit
 from .discrete import (
@@ -45,49 +47,5 @@ from .synthesis import (
 )
 from .theil_sen import DPTheilSen, TheilSenFit
 
-__all__ = [
-    "DPSGD",
-    "SSP",
-    "AdaSSP",
-    "Algorithm",
-    "AuditResult",
-    "BinnedNumericColumn",
-    "CategoricalColumn",
-    "DPSGDFit",
-    "DPTheilSen",
-    "DiscreteGaussianMechanism",
-    "DiscreteLaplaceMechanism",
-    "ExponentialMechanism",
-    "ExponentialQuantile",
-    "FittedLinearModel",
-    "FittedSynthesizer",
-    "GaussianMechanism",
-    "HistogramQuantiles",
-    "HistogramRelease",
-    "LaplaceMechanism",
-    "LinearModel",
-    "MarginalSynthesizer",
-    "NoisyGD",
-    "PlannedRelease",
-    "PureDPMechanism",
-    "RandomizedResponse",
-    "ReleaseSession",
-    "ReplaceOneGaussianMechanism",
-    "ReplaceOneLaplaceMechanism",
-    "SufficientStatisticsPerturbation",
-    "Table",
-    "TheilSenFit",
-    "TrainingHistory",
-    "TreeQuantiles",
-    "TreeRelease",
-    "ZCDPMechanism",
-    "audit",
-    "choose_branching",
-    "discrete_gaussian_delta_bounds",
-    "fixed_size_gaussian_step",
-    "gaussian_delta",
-    "hay_consistency",
-    "replace_one",
-    "zcdp_delta",
-    "zcdp_epsilon",
-]
+# the names come from the one export table (dpacct/_exports.py)
+__all__ = list(_exports.MECHANISMS)
