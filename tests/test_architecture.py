@@ -52,7 +52,6 @@ LONG_FILES: dict[str, int] = {
     "accountant/pld.py": 1105,
     "accountant/random_allocation.py": 854,
     "accountant/schedule.py": 1661,
-    "accountant/subsampled_rdp.py": 805,
     "mechanisms/noisy_gd.py": 878,
     "mechanisms/quantiles.py": 1047,
     "mechanisms/synthesis.py": 1511,
