@@ -50,7 +50,6 @@ LONG_FILES: dict[str, int] = {
     "accountant/ledger.py": 1300,
     "accountant/mechanism.py": 1224,
     "accountant/pld.py": 1105,
-    "accountant/random_allocation.py": 854,
     "accountant/schedule.py": 1661,
     "mechanisms/noisy_gd.py": 878,
     "mechanisms/quantiles.py": 1047,
