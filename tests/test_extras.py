@@ -32,7 +32,9 @@ def test_import_optional_returns_the_module_or_names_the_extra(monkeypatch):
     import json
 
     assert import_optional("json", extra="examples", feature="x") is json
-    monkeypatch.setitem(sys.modules, "sklearn", None)  # as if not installed
+    # as if not installed (the submodule too: an earlier test may have imported it)
+    monkeypatch.setitem(sys.modules, "sklearn", None)
+    monkeypatch.setitem(sys.modules, "sklearn.datasets", None)
     with pytest.raises(ImportError, match=re.escape('pip install "dpacct[examples]"')) as info:
         import_optional("sklearn.datasets", extra="examples", feature="the analyst quickstart")
     assert str(info.value).startswith("the analyst quickstart needs scikit-learn and pandas")
