@@ -27,7 +27,6 @@ def test_reported_last_digit_case():
     assert exact_delta(sigma * (1 - 1e-12), eps) > delta
 
 
-@pytest.mark.slow
 @settings(max_examples=40, deadline=None, derandomize=True)
 @given(
     eps=st.floats(1e-3, 30.0),

@@ -5,7 +5,6 @@ the exact one-step curve by mpmath quadrature, dp_accounting's numbers for 20 st
 from __future__ import annotations
 
 import mpmath as mp
-import pytest
 
 from dpacct.accountant import compose, poisson_subsample
 from dpacct.mechanisms import LaplaceMechanism
@@ -47,7 +46,6 @@ def _sub_laplace_eps(q, b, delta):
     return hi
 
 
-@pytest.mark.slow
 def test_one_subsampled_laplace_step_bracket_holds_the_truth():
     mp.mp.dps = 30
     truth = _sub_laplace_eps(0.1, 5.0, 1e-5)  # 0.021874840525849520...

@@ -79,7 +79,6 @@ def _mp_tradeoff(q: float, sigma: float, alpha: float) -> float:
     return float(min(t_r, t_a))
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize(("q", "sigma"), [(0.1, 1.0), (0.01, 0.7), (0.5, 2.0)])
 def test_one_subsampled_step_against_mpmath(q, sigma):
     alphas = np.array([0.001, 0.01, 0.1, 0.5])

@@ -342,7 +342,6 @@ def test_plot_without_matplotlib_names_the_extra(honest_results, monkeypatch):
     assert not isinstance(info.value, ModuleNotFoundError)
 
 
-@pytest.mark.slow
 def test_plot(honest_results):
     matplotlib = pytest.importorskip("matplotlib")
     matplotlib.use("Agg")

@@ -165,7 +165,6 @@ def test_ledger_subcommand(tmp_path, capsys):
     assert out.returncode == 1
 
 
-@pytest.mark.slow
 def test_ledger_subcommand_reads_a_signed_ledger_with_its_key_file(tmp_path, capsys, monkeypatch):
     monkeypatch.delenv("DPACCT_LEDGER_KEY", raising=False)
     secret = "a key of at least sixteen bytes"
@@ -860,7 +859,6 @@ def test_the_rdp_jump_is_real_and_sits_where_amplification_ends():
         assert steep_rise(alphas, parse_mechanism_spec(spec).rdp(alphas)) is None, spec
 
 
-@pytest.mark.slow
 def test_plot_explains_the_rdp_jump():
     pytest.importorskip("matplotlib")
     import matplotlib.pyplot as plt

@@ -272,7 +272,6 @@ def test_swapped_remove_pld_bounds_the_exact_add_curve_of_one_step(q, sigma):
     np.testing.assert_allclose(bound, exact, rtol=2e-3, atol=1e-9)
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("q,sigma,steps", [(0.01, 1.0, 1000), (0.1, 1.5, 300), (0.004, 0.9, 5000)])
 def test_swapped_remove_pld_brackets_the_composed_add_direction(q, sigma, steps):
     """After composition the swapped remove PLD stays above the certified lower bound
@@ -292,7 +291,6 @@ def test_swapped_remove_pld_brackets_the_composed_add_direction(q, sigma, steps)
         assert bound <= add_hi.delta(eps) * (1 + 1e-3) + 2e-9
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize(
     "q,sigma,steps,delta",
     [(0.01, 1.0, 2000, 1e-5), (0.5, 1.0, 100, 1e-6), (0.05, 2.0, 500, 1e-6)],

@@ -479,7 +479,6 @@ def test_a_signed_adaptive_filter_round_trips_its_options(tmp_path):
         PrivacyAccountant.load(path, key=KEY)
 
 
-@pytest.mark.slow
 def test_the_opacus_accountants_ledger_can_be_saved_signed(tmp_path):
     pytest.importorskip("opacus")
     from dpacct.opacus import OpacusAccountant
