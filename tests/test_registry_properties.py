@@ -126,14 +126,7 @@ def _count(name):
     RUNS[name] = RUNS.get(name, 0) + 1
 
 
-#: families whose property check takes tens of seconds (long subsampled compositions)
-SLOW_FAMILIES = {"dp_sgd", "poisson_subsample"}
-
-
-@pytest.mark.parametrize(
-    "name",
-    [pytest.param(n, marks=pytest.mark.slow) if n in SLOW_FAMILIES else n for n in NAMES],
-)
+@pytest.mark.parametrize("name", NAMES)
 def test_curves_and_brackets(name):
     @SETTINGS
     @given(mech=FAMILIES[name], delta=st.sampled_from([1e-3, 1e-6, 1e-10]))
