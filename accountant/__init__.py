@@ -4,6 +4,8 @@ The public entry points are the :class:`Mechanism` contract and the transformers
 :func:`compose`, :func:`poisson_subsample` and :func:`subsample_without_replacement`.
 """
 
+from dpacct import _exports
+
 from .attack_risk import advantage, advantage_bounds, tpr_at, tpr_bounds, tradeoff_bounds
 from .compose import ComposedMechanism, compose
 from .custom import (
@@ -38,50 +40,5 @@ from .subsample import (
     subsample_without_replacement,
 )
 
-__all__ = [
-    "ADD_REMOVE",
-    "REPLACE_ONE",
-    "AtomicLossLaw",
-    "BudgetExceededError",
-    "Capabilities",
-    "ComposedMechanism",
-    "GaussianDPMechanism",
-    "GaussianLossLaw",
-    "GaussianMechanism",
-    "GridPLD",
-    "LedgerFileError",
-    "Mechanism",
-    "MissingCapabilityError",
-    "PLDSettings",
-    "PoissonSubsampledLossLaw",
-    "PoissonSubsampledMechanism",
-    "PrivacyAccountant",
-    "PrivacyLossLaw",
-    "RandomAllocationMechanism",
-    "ShufflingReport",
-    "WithoutReplacementSubsampledMechanism",
-    "advantage",
-    "advantage_bounds",
-    "compose",
-    "discretize",
-    "mechanism_from_delta_curve",
-    "mechanism_from_epsilon_delta",
-    "mechanism_from_gdp",
-    "mechanism_from_loss_laws",
-    "mechanism_from_pure_epsilon",
-    "mechanism_from_rdp",
-    "poisson_subsample",
-    "pure_dp_rdp",
-    "random_allocation",
-    "random_allocation_delta_mc",
-    "random_allocation_lower_epsilon",
-    "rdp_to_delta",
-    "rdp_to_epsilon",
-    "register_mechanism",
-    "shuffled_batches",
-    "subsample_without_replacement",
-    "tpr_at",
-    "tpr_bounds",
-    "tradeoff_bounds",
-    "zcdp_rdp",
-]
+# the names come from the one export table (dpacct/_exports.py)
+__all__ = list(_exports.ACCOUNTANT)

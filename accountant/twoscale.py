@@ -130,10 +130,6 @@ def _onto_finer(p: GridPLD, step: float) -> GridPLD:
     return GridPLD(step, p.offset * k, pmf, p.inf_mass, p.pessimistic)
 
 
-def _empty(step: float, pessimistic: bool) -> GridPLD:
-    return GridPLD(step, 0, np.zeros(1), 0.0, pessimistic)
-
-
 def _restrict(b: _Bins, lo_node: int, hi_node: int, inside: bool) -> _Bins:
     """Keep only the bins inside (or outside) the node range ``(lo_node, hi_node]``."""
     j = b.first + np.arange(b.m.size)  # left node of each bin

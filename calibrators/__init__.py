@@ -1,5 +1,7 @@
 """Calibrators: search a family of mechanisms for the parameter that meets a target."""
 
+from dpacct import _exports
+
 from .calibrate import Calibration, CalibrationError, UnreachableTargetError, calibrate
 from .dpsgd import (
     analytic_gaussian_sigma,
@@ -22,29 +24,5 @@ from .risk import (
 from .synthesis import calibrate_mst, calibrate_synthesizer
 from .training import calibrate_dp_sgd, calibrate_noisy_gd, naive_split_sigma
 
-__all__ = [
-    "Calibration",
-    "CalibrationError",
-    "RiskCalibration",
-    "UnreachableTargetError",
-    "analytic_gaussian_sigma",
-    "calibrate",
-    "calibrate_adassp",
-    "calibrate_dp_sgd",
-    "calibrate_mst",
-    "calibrate_noisy_gd",
-    "calibrate_risk",
-    "calibrate_ssp",
-    "calibrate_synthesizer",
-    "dpsgd_mechanism",
-    "gaussian_epsilon",
-    "get_noise_multiplier",
-    "max_sample_rate",
-    "max_steps",
-    "naive_split_sigma",
-    "noise_multiplier",
-    "risk_max_sample_rate",
-    "risk_max_steps",
-    "risk_noise_multiplier",
-    "steps_from_epochs",
-]
+# the names come from the one export table (dpacct/_exports.py)
+__all__ = list(_exports.CALIBRATORS)

@@ -13,6 +13,8 @@ only through the releases of the primitives its privacy is composed of
 (:class:`PlannedRelease`, :class:`ReleaseSession`).
 """
 
+from dpacct import _exports
+
 from .algorithm import Algorithm, PlannedRelease, ReleaseSession
 from .audit import AuditResult, audit
 from .discrete import (
@@ -50,55 +52,5 @@ from .synthesis_mst import MST
 from .theil_sen import DPTheilSen, TheilSenFit, matching_transformation
 from .transformations import Transformation, TransformedMechanism, group_privacy
 
-__all__ = [
-    "DPSGD",
-    "MST",
-    "SSP",
-    "AdaSSP",
-    "Algorithm",
-    "AuditResult",
-    "BinnedNumericColumn",
-    "CategoricalColumn",
-    "DPSGDFit",
-    "DPTheilSen",
-    "DiscreteGaussianMechanism",
-    "DiscreteLaplaceMechanism",
-    "ExponentialMechanism",
-    "ExponentialQuantile",
-    "FittedLinearModel",
-    "FittedSynthesizer",
-    "GaussianMechanism",
-    "HistogramQuantiles",
-    "HistogramRelease",
-    "LaplaceMechanism",
-    "LinearModel",
-    "MarginalSynthesizer",
-    "NoisyGD",
-    "PermuteAndFlip",
-    "PlannedRelease",
-    "PureDPMechanism",
-    "RandomizedResponse",
-    "ReleaseSession",
-    "ReplaceOneGaussianMechanism",
-    "ReplaceOneLaplaceMechanism",
-    "SufficientStatisticsPerturbation",
-    "Table",
-    "TheilSenFit",
-    "TrainingHistory",
-    "Transformation",
-    "TransformedMechanism",
-    "TreeQuantiles",
-    "TreeRelease",
-    "ZCDPMechanism",
-    "audit",
-    "choose_branching",
-    "discrete_gaussian_delta_bounds",
-    "fixed_size_gaussian_step",
-    "gaussian_delta",
-    "group_privacy",
-    "hay_consistency",
-    "matching_transformation",
-    "replace_one",
-    "zcdp_delta",
-    "zcdp_epsilon",
-]
+# the names come from the one export table (dpacct/_exports.py)
+__all__ = list(_exports.MECHANISMS)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 import math
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -27,6 +28,7 @@ def _bracket(q: float, sigma: float, steps: int, delta: float, tol: float):
     return run.epsilon_bounds(delta, tol=tol)
 
 
+@pytest.mark.slow
 @settings(
     max_examples=12,
     deadline=None,
@@ -48,6 +50,7 @@ def test_brackets_at_different_tolerances_intersect(log10_q, sigma, log10_steps,
     CASES["ran"] += 1
 
 
+@pytest.mark.slow
 def test_the_reported_contradiction():
     """10^6 steps, q = 0.001, sigma = 0.8, delta = 1e-6 (the README's benchmark): the
     lower end at tol 3e-7 exceeded the upper end at tol 1e-6 and its own upper end."""
@@ -58,5 +61,6 @@ def test_the_reported_contradiction():
     assert hi_fine - lo_fine <= 1e-5 * hi_fine  # and it is still narrow
 
 
+@pytest.mark.slow
 def test_zz_cases_ran():
     assert CASES["ran"] >= 12, CASES

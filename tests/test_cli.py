@@ -354,6 +354,7 @@ def test_calibrate_sample_rate_defaults_to_full_batches_as_in_python(capsys):
     assert json.loads(capsys.readouterr().out)["steps"] == max_steps(1.0, 1e-5, 10.0) == 7
 
 
+@pytest.mark.slow
 def test_calibrate_tolerance_reaches_the_risk_calibrator(capsys):
     from dpacct.calibrators.risk import risk_max_sample_rate
 

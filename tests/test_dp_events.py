@@ -100,6 +100,7 @@ def dpsgd_event():
     )
 
 
+@pytest.mark.slow
 def test_dpsgd_schedule_between_dp_accounting_bounds():
     event = dpsgd_event()
     ours = DpEventAccountant().compose(event).get_epsilon(DELTA)

@@ -237,6 +237,7 @@ def test_law_matches_curve_and_is_a_valid_pair():
     assert all(np.all(np.isfinite(v)) for v in vals)
 
 
+@pytest.mark.slow
 def test_tradeoff_is_dual_of_the_curve():
     eps = 1.2
 

@@ -345,6 +345,7 @@ def _np_dgauss_delta(sigma, eps):
     return math.fsum(p[sel] * -np.expm1(eps - loss[sel]))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sigma", [2500.0, 1e4])
 def test_discrete_gaussian_large_sigma_bracket(sigma):
     """sigma = 1e8 once allocated 28 GiB (the exact sum enumerates 76 sigma integers per
@@ -388,6 +389,7 @@ def test_discrete_gaussian_huge_sigma_is_close_to_the_continuous_one():
 
 
 # ---------------------------------------------------------------- max_sample_rate
+@pytest.mark.slow
 def test_max_sample_rate_for_a_tight_budget_and_small_noise():
     """max_sample_rate(0.1, 1e-5, 0.3, 10**4): the search reaches q ~ 1e-9, where the
     subsampled loss has a spread of ~1e-11 but a range of ~0.2 -- 2e13 grid points (a

@@ -141,6 +141,7 @@ def test_noise_scale_is_sigma_times_clip(clip):
     assert abs(np.mean(fit.coef)) < 4 * 2.5 * clip / math.sqrt(d)
 
 
+@pytest.mark.slow
 def test_bounds_noise_scale():
     # theta_1 = -learning_rate * noise (one zero record); the small step keeps the
     # projection onto ||theta|| <= theta_bound from binding

@@ -117,6 +117,7 @@ def _executed(path: Path):
     return _execute(path)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=NOTEBOOK_IDS)
 def test_notebook_executes(path: Path) -> None:
     """Every cell runs without raising, in a kernel that imports this checkout."""
@@ -180,6 +181,7 @@ def _text_outputs(nb) -> dict[int, str]:
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=NOTEBOOK_IDS)
 def test_notebook_reproduces_its_stored_outputs(path: Path) -> None:
     """Re-running the notebook prints exactly what the file shows (seeded, no timings)."""

@@ -45,8 +45,12 @@ GAMMA = 0.8
 BATCH = 32
 PRV_EPS_ERROR = 0.01
 
-# torch's notice for a first layer whose inputs need no gradient (harmless here)
-pytestmark = pytest.mark.filterwarnings("ignore:Full backward hook:UserWarning")
+# torch's notice for a first layer whose inputs need no gradient (harmless here); the
+# module trains a model with Opacus: slow
+pytestmark = [
+    pytest.mark.filterwarnings("ignore:Full backward hook:UserWarning"),
+    pytest.mark.slow,
+]
 
 
 def _loader(cancer, batch_size: int = BATCH):

@@ -43,6 +43,39 @@ def test_every_layer_name_is_exported_from_the_top():
     assert dpacct.accountant is importlib.import_module("dpacct.accountant")
 
 
+def test_the_export_table_and_the_layers_agree():
+    """``dpacct/_exports.py`` is the one export table: every layer's ``__all__`` is its
+    tuple, every name in it is importable from the layer, and every public name the
+    layer's ``__init__.py`` imports (other than a submodule) is in the table."""
+    import importlib
+    import types
+
+    from dpacct import _exports
+
+    assert _imports(ROOT / "dpacct" / "_exports.py") == [("__future__", ["annotations"])]
+    assert tuple(_exports.LAYERS) == LAYERS
+    for layer, names in _exports.LAYERS.items():
+        module = importlib.import_module(f"dpacct.{layer}")
+        assert module.__all__ == list(names)
+        assert len(set(names)) == len(names), f"a name is listed twice for {layer}"
+        missing = [n for n in names if not hasattr(module, n)]
+        assert not missing, f"dpacct.{layer} lacks {missing} listed in dpacct/_exports.py"
+        public = {
+            n
+            for n, v in vars(module).items()
+            if not n.startswith("_") and not isinstance(v, types.ModuleType)
+        }
+        unlisted = sorted(public - set(names))
+        assert not unlisted, f"dpacct.{layer} imports {unlisted}: add them to dpacct/_exports.py"
+    # the top level: every name once, from the first layer listing it
+    homes = {}
+    for layer, names in _exports.LAYERS.items():
+        for n in names:
+            homes.setdefault(n, layer)
+    assert dpacct._EXPORTS == homes
+    assert dpacct.__all__ == ["__version__", *LAYERS, *sorted(homes)]
+
+
 def test_unknown_attribute_is_an_attribute_error():
     with pytest.raises(AttributeError, match="no_such_name"):
         dpacct.no_such_name  # noqa: B018
@@ -148,7 +181,10 @@ def test_layers_import_one_way_and_no_private_name_crosses(layer):
                 f"{path.relative_to(ROOT)} imports {module}, a layer above {layer}"
             )
             other_layer = module.startswith("dpacct") and _layer_of(module) != layer
-            private = [n for n in names if n.startswith("_") and n != "__version__"]
+            # the one export table, dpacct/_exports.py, is data that imports nothing: each
+            # layer reads its own __all__ from it
+            allowed = {"__version__", "_exports"} if module == "dpacct" else {"__version__"}
+            private = [n for n in names if n.startswith("_") and n not in allowed]
             assert not (other_layer and private), (
                 f"{path.relative_to(ROOT)} imports private {private} from {module}"
             )

@@ -56,6 +56,9 @@ from hypothesis import strategies as st
 from dpacct.accountant import compose, poisson_subsample
 from dpacct.mechanisms import GaussianMechanism, LaplaceMechanism, RandomizedResponse
 
+#: every test here runs peer libraries (dp_accounting, prv_accountant): slow
+pytestmark = pytest.mark.slow
+
 PROPS = settings(
     deadline=None,
     derandomize=True,  # seeded: the same workloads on every run

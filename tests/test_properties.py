@@ -23,6 +23,7 @@ def dpsgd(q, sigma, k):
     return compose([poisson_subsample(GaussianMechanism(sigma=sigma), q)], counts=[k])
 
 
+@pytest.mark.slow
 @FAST
 @given(q=rates, sigma=sigmas, k=steps, delta=deltas)
 def test_bracket_is_ordered_finite_and_warning_free(q, sigma, k, delta):
@@ -33,6 +34,7 @@ def test_bracket_is_ordered_finite_and_warning_free(q, sigma, k, delta):
     assert math.isfinite(hi)
 
 
+@pytest.mark.slow
 @FAST
 @given(q=rates, sigma=sigmas, k=steps, delta=deltas)
 def test_monotone_in_every_parameter(q, sigma, k, delta):
@@ -231,6 +233,7 @@ def test_every_query_is_finite_ordered_and_warning_free(name, u, delta, eps, alp
     assert math.isfinite(r) and r >= 0
 
 
+@pytest.mark.slow
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     q=st.floats(1e-3, 0.2),

@@ -64,6 +64,7 @@ def test_q1_schedule_brackets_the_closed_form():
     assert upper <= exact * (1 + 4 * 2**-8)
 
 
+@pytest.mark.slow
 def test_subsampled_schedule_brackets_independent_oracles():
     dpa = pytest.importorskip("dp_accounting")
     from dp_accounting.pld import privacy_loss_distribution as pld
@@ -126,6 +127,7 @@ def test_filter_refuses_before_crossing_and_leaves_the_ledger_unchanged():
     assert acct.entries == entries and acct.steps == steps
 
 
+@pytest.mark.slow
 def test_filter_check_is_incremental_on_the_engine_route(monkeypatch):
     # the engine's route (forced here: the fast path declines): count the engine's
     # compositions of history blocks: O(changes of the look-ahead cell + log n), never
@@ -301,6 +303,7 @@ def test_fast_path_declines_when_the_window_is_too_long(monkeypatch):
     assert 0 < lo <= hi
 
 
+@pytest.mark.slow
 def test_incremental_epsilon_matches_the_one_shot_fast_path():
     from dpacct.accountant.schedule import IncrementalEpsilon
 

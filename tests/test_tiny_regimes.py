@@ -99,6 +99,7 @@ def _run(q, sigma=0.5, count=100):
     return compose([poisson_subsample(GaussianMechanism(sigma=sigma), q)], counts=[count])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("q", sorted(_PEER_UPPER))
 def test_small_epsilon_composition_is_bracketed_narrowly(q):
     lo, hi = _run(q).epsilon_bounds(1e-5)
@@ -112,6 +113,7 @@ def test_small_epsilon_composition_is_bracketed_narrowly(q):
     assert (hi - lo) / hi <= 1e-3
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tol", [1e-3, 1e-5])
 def test_small_epsilon_bracket_follows_the_tolerance(tol):
     q = 4.0937e-6
@@ -134,6 +136,7 @@ def test_one_tiny_step_brackets_the_exact_epsilon(q):
     assert (hi - lo) / hi <= 5e-4
 
 
+@pytest.mark.slow
 def test_small_epsilon_upper_bound_is_monotone_in_sample_rate():
     qs = [4.08e-6, 4.0916e-6, 4.0937e-6, 4.1e-6, 4.11e-6]
     uppers = [_run(q).epsilon(1e-5) for q in qs]

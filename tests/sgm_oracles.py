@@ -1,0 +1,73 @@
+"""Independent values for the Poisson-subsampled Gaussian (DP-SGD) used by several tests.
+
+Nothing here calls dpacct: each value comes from a closed form evaluated with scipy or
+mpmath, so a test comparing the library against it cannot be true by construction.
+
+* :func:`sum_statistic_epsilon_lower` -- a sound LOWER bound on the epsilon of ``steps``
+  compositions of the subsampled Gaussian: the hypothesis test that thresholds the sum of
+  all released values.  Post-processing cannot increase privacy loss, so every threshold
+  ``t`` gives ``epsilon >= log(P(S > t) - delta) - log Q(S > t)`` (the hockey-stick
+  divergence of the pair is at least that of the pair of laws of ``S``).  Under the
+  neighbour without the record ``S ~ N(0, steps sigma^2)``; with it, ``S`` is a mixture
+  over ``K ~ Binomial(steps, q)`` of ``N(K, steps sigma^2)``.
+* :func:`rdp_epsilon_upper` -- a sound UPPER bound: the RDP of one step at integer orders
+  by the binomial expansion of Mironov, Talwar & Zhang 2019 (Section 3.3) in mpmath,
+  composed additively, converted by Canonne, Kamath & Steinke 2020, Proposition 12.
+"""
+
+from __future__ import annotations
+
+import math
+
+import mpmath as mp
+import numpy as np
+from scipy import stats
+
+
+def sum_statistic_epsilon_lower(q: float, sigma: float, steps: int, delta: float) -> float:
+    """Largest epsilon certified by thresholding the sum of the outputs (a lower bound)."""
+    k = np.arange(stats.binom.ppf(1e-15, steps, q), stats.binom.isf(1e-15, steps, q) + 1)
+    w = stats.binom.pmf(k, steps, q)
+    scale = sigma * math.sqrt(steps)
+    t = np.linspace(k[0], k[-1] + 10 * scale, 2001)
+    # P(S > t) as the mixture over K (in blocks of K to bound the memory); the mass of K
+    # outside the range is < 2e-15 and only lowers P, so the bound stays a lower bound
+    p_tail = np.zeros_like(t)
+    for i in range(0, k.size, 1000):
+        kb, wb = k[i : i + 1000, None], w[i : i + 1000, None]
+        p_tail += (wb * stats.norm.sf((t[None, :] - kb) / scale)).sum(axis=0)
+    log_q_tail = stats.norm.logsf(t / scale)
+    ok = p_tail > delta
+    return float(np.max(np.log(p_tail[ok] - delta) - log_q_tail[ok]))
+
+
+def subsampled_gaussian_rdp_integer(q: float, sigma: float, order: int) -> float:
+    """RDP of one Poisson-subsampled Gaussian step at an integer order (mpmath, 40 digits).
+
+    ``log(sum_k C(a, k) (1-q)^(a-k) q^k exp((k^2 - k) / (2 sigma^2))) / (a - 1)``, the
+    remove direction, which dominates the add direction for this pair (Mironov, Talwar
+    & Zhang 2019, Theorem 5).
+    """
+    with mp.workdps(40):
+        q_, s = mp.mpf(q), mp.mpf(sigma)
+        total = mp.fsum(
+            mp.binomial(order, j)
+            * (1 - q_) ** (order - j)
+            * q_**j
+            * mp.exp((j * j - j) / (2 * s * s))
+            for j in range(order + 1)
+        )
+        return float(mp.log(total) / (order - 1))
+
+
+def rdp_epsilon_upper(
+    q: float, sigma: float, steps: int, delta: float, max_order: int = 256
+) -> float:
+    """Epsilon from the integer-order RDP curve of ``steps`` compositions (an upper bound)."""
+    best = math.inf
+    for a in range(2, max_order + 1):
+        r = steps * subsampled_gaussian_rdp_integer(q, sigma, a)
+        # Canonne, Kamath & Steinke 2020, Proposition 12
+        eps = r + math.log1p(-1 / a) - (math.log(delta) + math.log(a)) / (a - 1)
+        best = min(best, eps)
+    return max(best, 0.0)

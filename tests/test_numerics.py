@@ -1,0 +1,112 @@
+"""``dpacct.accountant.numerics``: float limits, ``next_up``, the one curve inversion and
+``brentq``, against independent values (IEEE 754 facts, closed forms, mpmath roots)."""
+
+from __future__ import annotations
+
+import math
+import sys
+
+import mpmath as mp
+import numpy as np
+import pytest
+from scipy import stats
+
+from dpacct.accountant.numerics import (
+    EXP_MAX,
+    EXP_OVERFLOW,
+    SUBNORMAL_FLOOR,
+    TINY,
+    brentq,
+    invert_decreasing,
+    next_up,
+)
+
+
+def test_float_limits_are_inside_the_double_range():
+    # log of the largest double is 709.78...: both exponents stay finite, with room
+    assert EXP_OVERFLOW < EXP_MAX < math.log(sys.float_info.max)
+    assert math.isfinite(math.exp(EXP_MAX))
+    # TINY is a normal double, SUBNORMAL_FLOOR a subnormal one above the smallest (2^-1074)
+    assert sys.float_info.min < TINY
+    assert 2.0**-1074 < SUBNORMAL_FLOOR < sys.float_info.min
+
+
+@pytest.mark.parametrize(
+    "x, ulps, want",
+    [
+        (1.0, 1, 1.0 + 2.0**-52),  # the spacing of doubles in [1, 2) is 2^-52
+        (1.0, 3, 1.0 + 3 * 2.0**-52),
+        (0.0, 1, 2.0**-1074),  # the smallest subnormal
+        (-1.0, 1, -1.0 + 2.0**-53),  # below 1 in magnitude the spacing halves
+        (2.0**60, 2, 2.0**60 + 2 * 2.0**8),
+    ],
+)
+def test_next_up_moves_by_whole_ulps(x, ulps, want):
+    assert next_up(x, ulps) == want
+
+
+def test_next_up_leaves_non_finite_values_alone():
+    assert next_up(math.inf, 5) == math.inf
+    assert next_up(-math.inf) == -math.inf
+    assert math.isnan(next_up(math.nan))
+
+
+def _gaussian_delta(eps: np.ndarray, sigma: float) -> np.ndarray:
+    """Balle & Wang 2018, Theorem 8, written out with scipy (not the library's code)."""
+    a = 1.0 / (2.0 * sigma)
+    return stats.norm.cdf(a - eps * sigma) - np.exp(eps) * stats.norm.cdf(-a - eps * sigma)
+
+
+def _mp_gaussian_epsilon(delta: float, sigma: float) -> float:
+    """The same curve inverted by bisection in mpmath at 30 digits."""
+    with mp.workdps(30):
+        s = mp.mpf(sigma)
+
+        def f(e):
+            return mp.ncdf(1 / (2 * s) - e * s) - mp.exp(e) * mp.ncdf(-1 / (2 * s) - e * s) - delta
+
+        lo, hi = mp.mpf(0), mp.mpf(50)  # f decreases from f(0) > 0 to f(50) < 0
+        for _ in range(120):
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if f(mid) > 0 else (lo, mid)
+        return float(hi)
+
+
+@pytest.mark.parametrize("sigma, delta", [(1.0, 1e-5), (0.5, 1e-9), (3.0, 1e-3)])
+def test_invert_decreasing_brackets_the_gaussian_epsilon(sigma, delta):
+    lo, hi = invert_decreasing(lambda e: _gaussian_delta(e, sigma), delta)
+    want = _mp_gaussian_epsilon(delta, sigma)
+    assert lo <= want * (1 + 1e-12) and want <= hi * (1 + 1e-12)
+    assert hi - lo <= 1e-13 * hi
+    # the documented invariant: above the target at lo, at or below it at hi
+    assert (
+        _gaussian_delta(np.array([lo]), sigma)[0]
+        > delta
+        >= _gaussian_delta(np.array([hi]), sigma)[0]
+    )
+
+
+def test_invert_decreasing_stops_at_the_pure_epsilon():
+    # randomized response with p = 3/4: delta(eps) = max(0, (3 - e^eps) / 4), pure log 3
+    def curve(e):
+        return np.maximum(0.0, (3.0 - np.exp(e)) / 4.0)
+
+    lo, hi = invert_decreasing(curve, 0.0, ceiling=math.log(3.0))
+    assert hi == math.log(3.0)
+    assert math.log(3.0) * (1 - 1e-12) <= lo < hi
+    # below the curve's value at 0 (1/2) nothing is needed
+    assert invert_decreasing(curve, 0.5) == (0.0, 0.0)
+    # a target below delta(0) but no ceiling: the closed form log(3 - 4 delta)
+    lo, hi = invert_decreasing(curve, 0.1)
+    assert lo <= math.log(2.6) <= hi and hi - lo <= 1e-13 * hi
+
+
+def test_invert_decreasing_gives_up_on_a_curve_that_never_meets_the_target():
+    lo, hi = invert_decreasing(lambda e: np.full_like(e, 0.5), 0.1)
+    assert hi == math.inf and lo > 2.0**999
+
+
+def test_brentq_finds_the_dottie_number():
+    # the unique real root of cos(x) = x, 0.739085133215160641655312... (OEIS A003957)
+    root = brentq(lambda x: math.cos(x) - x, 0.0, 1.0, xtol=1e-15, rtol=1e-15)
+    assert root == pytest.approx(0.7390851332151607, abs=4e-16)
