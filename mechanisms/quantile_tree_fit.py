@@ -104,6 +104,8 @@ def tree_least_squares(noisy_levels: list[np.ndarray | None] | tuple[np.ndarray 
     >>> [lv.round(3).tolist() for lv in tree_least_squares(levels, 2, 3)]
     [[9.385], [7.077, 2.308], [3.538, 3.538, 2.308, 0.0]]
     """
+    # long function: 60 of its lines are the docstring (the estimator, its weights and why
+    # it is the Hay et al. solution on full trees); the code is one least-squares solve
     b = _check_branching(branching)
     n_bins = check_count(bins, "bins")
     if n_bins < 2:
