@@ -188,3 +188,24 @@ def test_layers_import_one_way_and_no_private_name_crosses(layer):
             assert not (other_layer and private), (
                 f"{path.relative_to(ROOT)} imports private {private} from {module}"
             )
+
+
+def test_every_library_folder_is_a_listed_package():
+    # setuptools' explicit package list must name every subpackage, or the wheel (not
+    # the editable install) silently lacks it
+    import tomllib
+
+    root = Path(__file__).resolve().parents[1]
+    config = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]
+    listed = set(config["packages"])
+    found = set()
+    for folder, package in {
+        "dpacct": "dpacct",
+        "accountant": "dpacct.accountant",
+        "mechanisms": "dpacct.mechanisms",
+        "calibrators": "dpacct.calibrators",
+    }.items():
+        for init in (root / folder).rglob("__init__.py"):
+            rel = init.parent.relative_to(root / folder).parts
+            found.add(".".join((package, *rel)))
+    assert found == listed, (sorted(found - listed), sorted(listed - found))
