@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 
@@ -20,44 +19,17 @@ from dpacct.accountant.extras import import_optional
 #: delta of the table's epsilon column and of the plot's RDP markers by default
 DEFAULT_DELTA = 1e-5
 
-_DUAL_EPS = np.concatenate([[0.0], np.geomspace(1e-3, 60.0, 240)])
-_DUAL_EPS_COARSE = np.concatenate([[0.0], np.geomspace(1e-3, 50.0, 47)])
-_DELTA_GRIDS: dict[int, tuple[Any, np.ndarray, np.ndarray]] = {}
-
 #: log-log slope of an RDP curve above which the plot explains the rise: a mechanism
 #: without subsampling grows at most like alpha (slope 1: the Gaussian; pure DP is
 #: bounded); a subsampled one rises far faster where amplification ends
 STEEP_SLOPE = 3.0
 
 
-def _delta_grid(mech) -> tuple[np.ndarray, np.ndarray]:
-    """``(eps, delta(eps))`` on a grid, from the pessimistic PLD when there is one.
-
-    The PLD's delta is a sound upper bound by itself and is vectorised; mechanisms
-    without a PLD go through ``Mechanism.delta`` on a coarser grid.
-    """
-    key = id(mech)
-    hit = _DELTA_GRIDS.get(key)
-    if hit is not None and hit[0] is mech:
-        return hit[1], hit[2]
-    if mech.has_pld:
-        remove, add = mech.pld(pessimistic=True)
-        eps = _DUAL_EPS
-        d = np.maximum(np.asarray(remove.delta(eps)), np.asarray(add.delta(eps)))
-    else:
-        eps = _DUAL_EPS_COARSE
-        d = np.asarray(mech.delta(eps), dtype=float)
-    _DELTA_GRIDS[key] = (mech, eps, d)
-    return eps, d
-
-
 def tradeoff(mech, fpr: np.ndarray) -> np.ndarray:
-    """f-DP trade-off curve: the exact one when known, else the dual of delta(eps).
+    """The f-DP trade-off curve at ``fpr``: :meth:`Mechanism.tradeoff`, the one route.
 
-    The dual (Dong, Roth & Su 2019, Proposition 2.12),
-    ``beta(a) >= max_eps max(0, 1 - delta(eps) - e^eps a, e^-eps (1 - delta(eps) - a))``,
-    over any grid of epsilons and any upper bound on delta is a valid lower bound of the
-    trade-off curve.
+    The exact curve where the mechanism knows it, else the lower end of
+    :func:`~dpacct.accountant.tradeoff_bounds` (a certified lower bound on beta).
 
     Examples
     --------
@@ -66,12 +38,7 @@ def tradeoff(mech, fpr: np.ndarray) -> np.ndarray:
     >>> [round(float(b), 6) for b in beta]
     [1.0, 0.0]
     """
-    if mech.has_exact_curve:
-        return np.asarray(mech.tradeoff(fpr), dtype=float)
-    from dpacct.accountant.tradeoff import tradeoff_envelope
-
-    eps, d = _delta_grid(mech)
-    return np.clip(tradeoff_envelope(np.asarray(fpr, dtype=float), eps, d), 0.0, 1.0)
+    return np.atleast_1d(np.asarray(mech.tradeoff(fpr), dtype=float))
 
 
 def rdp_or_none(mech, alphas: Sequence[float] | np.ndarray) -> np.ndarray | None:
