@@ -188,7 +188,7 @@ class PLDSettings:
         ----------
         fraction : float
             Fraction of the resolution, > 0 (instead of
-            ``FIRST_LEVEL_FRACTION[False]``).
+            ``FIRST_LEVEL_FRACTION``).
         """
         out = self.copy()
         out.first_fraction = fraction
@@ -1154,7 +1154,7 @@ class Mechanism:
 #: The first discretisation needs fewer points per spread than later coarsenings: its
 #: error is diluted as the composition widens (measured on the DP-SGD benchmarks: a
 #: quarter of the resolution changes epsilon by under 1e-5 relative).
-FIRST_LEVEL_FRACTION = {True: 0.25, False: 0.25}
+FIRST_LEVEL_FRACTION = 0.25
 
 
 def grid_step(
@@ -1171,7 +1171,7 @@ def grid_step(
     spread = law.spread()
     if spread <= 0:  # a point mass: any grid works
         return 2.0**-10 if anchor is None else anchor
-    fraction = FIRST_LEVEL_FRACTION[pessimistic]
+    fraction = FIRST_LEVEL_FRACTION
     if not pessimistic and settings.first_fraction is not None:
         fraction = settings.first_fraction
     resolution = settings.resolution_for(pessimistic) * fraction

@@ -51,7 +51,7 @@ SPLIT_ABOVE = 1 << 14
 #: many points over the whole loss range.  The optimistic construction rounds
 #: concentrated mass down by up to a grid step when it re-grids the bulk for products
 #: with the tail, so it keeps a finer coarse grid.
-BULK_TAIL = {True: 1e-6, False: 1e-6}
+BULK_TAIL = 1e-6
 COARSE_POINTS = {True: 1 << 12, False: 1 << 13}
 #: the bulk never spans more than this many fine points (its window then leaves more
 #: mass to the tail), nor the tail more than this many coarse points (its grid then
@@ -159,7 +159,7 @@ def discretize_split(
 ) -> SplitPLD:
     """Certified discretisation of ``law`` with a fine bulk and a coarse tail.
 
-    The bulk window holds all but ``BULK_TAIL[pessimistic] / refine**2`` of the P-mass
+    The bulk window holds all but ``BULK_TAIL / refine**2`` of the P-mass
     on each side; it is discretised on ``step``, the tail on about
     ``COARSE_POINTS[pessimistic] * refine`` points.  ``refine`` (a power of two, 1 at
     the default tolerance) makes both finer for tighter tolerances.  ``coarse_cap``
@@ -172,7 +172,7 @@ def discretize_split(
     lo, hi = lo - step, hi + step
     if (hi - lo) / step <= SPLIT_ABOVE:
         return SplitPLD(_from_bins(_bins_from_law(law, step, lo, hi), pessimistic), None)
-    b_lo, b_hi = law.quantile_bounds(BULK_TAIL[pessimistic] / refine**2)
+    b_lo, b_hi = law.quantile_bounds(BULK_TAIL / refine**2)
     for wider in _WIDER:
         if (b_hi - b_lo) / step <= MAX_FINE * refine:
             break
@@ -396,7 +396,7 @@ def _rebalance(
     ratio = round(cstep / fine.step)
     total = float(fine.pmf.sum())
     c = np.cumsum(fine.pmf)
-    for bulk_tail in (BULK_TAIL[fine.pessimistic] / refine**2, *_WIDER):
+    for bulk_tail in (BULK_TAIL / refine**2, *_WIDER):
         i_lo = int(np.searchsorted(c, bulk_tail * total, side="right"))
         i_hi = int(np.searchsorted(c, (1.0 - bulk_tail) * total, side="left"))
         if i_hi - i_lo <= MAX_FINE * refine:
