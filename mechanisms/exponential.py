@@ -237,6 +237,33 @@ class BoundedRangeLossLaw(PrivacyLossLaw):
         return out
 
 
+
+def scaled_scores(
+    scores: object, sensitivity: object, rng: object, epsilon: float
+) -> tuple[np.ndarray, np.ndarray, np.random.Generator]:
+    """Validated ``scores``, their logits ``epsilon u / (2 sensitivity)`` and ``rng``.
+
+    The exponential mechanism and permute-and-flip draw from the same logits
+    (McSherry & Talwar 2007; McKenna & Sheldon 2020).
+
+    Examples
+    --------
+    >>> u, logits, _ = scaled_scores([0.0, 2.0], 1.0, np.random.default_rng(0), 1.0)
+    >>> logits.tolist()
+    [0.0, 1.0]
+    """
+    sens, rng = check_release_args(sensitivity, rng)
+    u, _ = check_real_values("scores", scores)
+    if u.ndim != 1 or u.size == 0:
+        raise ValueError(f"scores must be a non-empty 1-D array, got shape {u.shape}")
+    with np.errstate(over="ignore"):
+        logits = (epsilon / (2.0 * sens)) * u
+    if not np.isfinite(logits).all():
+        raise ValueError(
+            "scores * epsilon / (2 sensitivity) overflows the float range; rescale the utility"
+        )
+    return u, logits, rng
+
 @dataclass(frozen=True, repr=False, init=False)
 class ExponentialMechanism(Mechanism):
     """The exponential mechanism / Gumbel report-noisy-max calibrated to be ``epsilon``-DP.
@@ -399,16 +426,7 @@ class ExponentialMechanism(Mechanism):
         >>> 0.0 <= y <= 3.0
         True
         """
-        sens, rng = check_release_args(sensitivity, rng)
-        u, _ = check_real_values("scores", scores)
-        if u.ndim != 1 or u.size == 0:
-            raise ValueError(f"scores must be a non-empty 1-D array, got shape {u.shape}")
-        with np.errstate(over="ignore"):
-            logits = (self.epsilon0 / (2.0 * sens)) * u
-        if not np.isfinite(logits).all():
-            raise ValueError(
-                "scores * epsilon / (2 sensitivity) overflows the float range; rescale the utility"
-            )
+        u, logits, rng = scaled_scores(scores, sensitivity, rng, self.epsilon0)
         lengths = None
         if edges is not None:
             e, _ = check_real_values("edges", edges)

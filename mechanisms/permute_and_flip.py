@@ -28,7 +28,7 @@ from dpacct.accountant.mechanism import Capabilities, Mechanism
 from dpacct.accountant.serialization import register_mechanism
 from dpacct.accountant.validation import check_positive
 
-from ._release import check_real_values, check_release_args
+from .exponential import scaled_scores
 from .randomized_response import PureDPCurves
 
 __all__ = ["PermuteAndFlip"]
@@ -96,16 +96,7 @@ class PermuteAndFlip(PureDPCurves, Mechanism):
         TypeError
             ``rng`` not a ``numpy.random.Generator``.
         """
-        sens, rng = check_release_args(sensitivity, rng)
-        u, _ = check_real_values("scores", scores)
-        if u.ndim != 1 or u.size == 0:
-            raise ValueError(f"scores must be a non-empty 1-D array, got shape {u.shape}")
-        with np.errstate(over="ignore"):
-            logits = (self.epsilon0 / (2.0 * sens)) * u
-        if not np.isfinite(logits).all():
-            raise ValueError(
-                "scores * epsilon / (2 sensitivity) overflows the float range; rescale the utility"
-            )
+        u, logits, rng = scaled_scores(scores, sensitivity, rng, self.epsilon0)
         return int(np.argmax(logits - logits.max() + rng.exponential(size=u.size)))
 
 
