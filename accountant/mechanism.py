@@ -41,30 +41,47 @@ mechanism's pair is a post-processing of it).  The exact pair of a mechanism alw
 is; the engine relies on it when it reads the add direction off the swapped remove
 PLD (:meth:`dpacct.accountant.pld.GridPLD.swapped_delta_bound`).
 
-Routes, in order of preference: the exact curve; the privacy loss distribution (PLD)
-built from the loss laws (pessimistic and optimistic discretisations give a certified
-bracket); the RDP conversion.  When several sound upper bounds exist the smallest wins.
-Both neighbouring directions (add and remove) are accounted and the worse is reported.
+Beside the contract: :mod:`~dpacct.accountant.routes` answers each query from the
+declared capabilities (exact curve, then PLD bracket, then RDP conversion; the smallest
+sound bound wins, both neighbouring directions accounted),
+:mod:`~dpacct.accountant.pld_settings` holds the grid policy and
+:mod:`~dpacct.accountant.mechanism_cache` the per-instance caches and their named
+results.  The mechanisms the factories build join a declaration
+(:mod:`~dpacct.accountant.declared`, :mod:`~dpacct.accountant.worst_case`) to the
+contract at the end of this module.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
-from collections.abc import Mapping
-from functools import partial
-from types import MappingProxyType
 from typing import ClassVar
 
 import numpy as np
 
+from . import routes
+from .capabilities import Capabilities, MissingCapabilityError, check_declaration
+from .declared import DeltaCurveDeclaration, LossLawDeclaration, RDPCurveDeclaration
 from .loss_law import PrivacyLossLaw
-from .numerics import TINY, invert_decreasing
-from .pld import MAX_GRID, GridPLD, discretize
+from .loss_law_rdp import swapped_loss_law
+from .mechanism_cache import instance_cache, pld_key
+from .pld import GridPLD
 from .pld_pair import PLDPair
-from .rdp import rdp_to_delta, rdp_to_delta_grid, rdp_to_epsilon
-from .tradeoff import pld_route, pld_tradeoff_lower, tradeoff_from_delta
-from .twoscale import discretize_split
+
+# the grid policy lives in pld_settings; these names are re-exported for the modules
+# and users that import them from here
+from .pld_settings import (  # noqa: F401
+    DEFAULT_RESOLUTION,
+    DEFAULT_TAIL,
+    DEFAULT_TOL,
+    FIRST_LEVEL_FRACTION,
+    LAW_TAIL_FRACTION,
+    MIN_TOL,
+    PLDSettings,
+    discretize_law,
+    grid_step,
+    tail_budget,
+)
+from .pure import pure_epsilon_bounds
 from .validation import (
     as_real_array,
     check_alpha,
@@ -72,249 +89,28 @@ from .validation import (
     check_epsilon,
     check_flag,
     check_fpr,
-    check_probability,
     check_tol,
     pure_epsilon_at_zero_delta,
     show_value,
 )
+from .worst_case import EpsilonDeltaDeclaration, GaussianDPDeclaration, PureEpsilonDeclaration
 
-__all__ = ["Capabilities", "Mechanism", "MissingCapabilityError", "PLDSettings"]
-
-#: default grid points per robust standard deviation of the privacy loss.  Grid steps
-#: are powers of two, so this acts through thresholds: 320 is the smallest value at
-#: which the default upper bounds of the DP-SGD benchmarks are at least as tight as
-#: dp_accounting's default PLD accountant (256 left q = 0.01 1.5e-6 relative above
-#: it), at under 0.05 s each (``python -m benchmarks.run``)
-DEFAULT_RESOLUTION = 320.0
-#: an answer epsilon within this many grid steps of zero has its PLDs recomputed on
-#: grids capped at ``epsilon / CAP_STEPS`` (see :meth:`Mechanism._pld_upper`), at most
-#: ``MAX_REFINEMENTS`` times
-REFINE_STEPS = 32.0
-CAP_STEPS = 64.0
-MAX_REFINEMENTS = 3
-#: no grid is refined below this step (``e^step - 1`` keeps about 11 digits; see
-#: :class:`dpacct.accountant.subsample._GridSafeSubsampledLaw`)
-MIN_CAP = 2.0**-36
-#: default relative tolerance the resolution is tuned for (measured brackets on the
-#: DP-SGD benchmarks are 1e-5 to 3e-5 relative at this resolution)
-DEFAULT_TOL = 1e-4
-#: smallest tolerance the grids follow (see :class:`PLDSettings`)
-MIN_TOL = 3e-7
-#: probability mass the PLD tail cuts may move in total, when no target delta is known
-DEFAULT_TAIL = 1e-14
-#: share of a PLD's tail budget that the discretisation of one law may cut (the rest
-#: goes to the compositions that follow it)
-LAW_TAIL_FRACTION = 1e-3
-#: the RDP route is skipped when the PLD's truncated mass is below this share of delta
-#: (the PLD bound is then within its bracket of the truth, and RDP is never tighter)
-RDP_SKIP_MASS_FRACTION = 1e-3
-#: delta() also reads the grids epsilon() would use for the delta it finds (see
-#: :meth:`Mechanism._pld_delta_follow`) for at most this many epsilons per call (a
-#: curve of hundreds of points, as for the trade-off, keeps the default grids), and
-#: follows the answer at most this many rounds
-FOLLOW_MAX_POINTS = 8
-FOLLOW_ROUNDS = 3
-
-
-class PLDSettings:
-    """Grid settings derived from a requested relative tolerance on epsilon.
-
-    The discretisation error of both PLD bounds shrinks like the square of the grid
-    step, so the resolution (grid points per standard deviation of the loss) grows
-    like ``1/sqrt(tol)``, up to ``MIN_TOL``: below it the grids would outgrow the
-    two-scale size guards, which then widen the coarse tail and loosen the bounds
-    (measured: q = 0.01 DP-SGD at tol 3e-8 gave a bracket 4x wider than at 3e-7), so
-    smaller tolerances are answered as ``MIN_TOL``.
-
-    Parameters
-    ----------
-    tol : float, optional
-        Relative accuracy wanted on epsilon, in (0, 0.5); None: ``DEFAULT_TOL``.
-    delta : float, optional
-        The target delta, which sets the mass the tail cuts may move
-        (:func:`tail_budget`); None: ``DEFAULT_TAIL``.
-
-    Examples
-    --------
-    >>> PLDSettings(tol=1e-3).resolution < PLDSettings(tol=1e-5).resolution
-    True
-    """
-
-    __slots__ = ("coarse_cap", "first_fraction", "resolution", "tail")
-
-    def __init__(self, tol: float | None = None, delta: float | None = None) -> None:
-        tol = check_tol(tol)
-        if tol is not None:
-            tol = max(tol, MIN_TOL)
-        scale = math.sqrt(DEFAULT_TOL / (tol or DEFAULT_TOL))
-        self.resolution = max(DEFAULT_RESOLUTION * scale, 16.0)
-        # tighter tolerances also cut less mass into delta (the default budget alone
-        # moves epsilon by a few 1e-6 relative)
-        self.tail = tail_budget(delta) * min(1.0, (tol or DEFAULT_TOL) / DEFAULT_TOL)
-        #: largest step any grid may use (``None``: chosen from the loss's spread alone);
-        #: set by :meth:`capped` when an answer turns out small next to the grid
-        self.coarse_cap: float | None = None
-        #: fraction of the resolution the first optimistic discretisation uses
-        #: (``None``: ``FIRST_LEVEL_FRACTION``); see :meth:`Mechanism._epsilon_bounds`
-        self.first_fraction: float | None = None
-
-    def key(self) -> tuple[float, float, float | None, float | None]:
-        """A hashable summary of the settings, for caching PLDs built with them."""
-        return (round(self.resolution, 6), self.tail, self.coarse_cap, self.first_fraction)
-
-    def copy(self) -> PLDSettings:
-        """A copy of every field."""
-        out = PLDSettings.__new__(PLDSettings)
-        for name in PLDSettings.__slots__:
-            setattr(out, name, getattr(self, name))
-        return out
-
-    def capped(self, cap: float) -> PLDSettings:
-        """A copy whose grids never use a step above ``cap`` (rounded down to a power of two).
-
-        Parameters
-        ----------
-        cap : float
-            Largest grid step, > 0.
-        """
-        out = self.copy()
-        out.coarse_cap = 2.0 ** math.floor(math.log2(cap))
-        return out
-
-    def with_first_fraction(self, fraction: float) -> PLDSettings:
-        """A copy whose first optimistic discretisation uses a fraction of the resolution.
-
-        Parameters
-        ----------
-        fraction : float
-            Fraction of the resolution, > 0 (instead of
-            ``FIRST_LEVEL_FRACTION``).
-        """
-        out = self.copy()
-        out.first_fraction = fraction
-        return out
-
-    def resolution_for(self, pessimistic: bool) -> float:
-        """Points per spread for one certificate direction.
-
-        The optimistic construction loses more per coarsening than the pessimistic
-        one, so a loose tolerance never takes it below the default resolution: the
-        bracket stays narrow while the upper bound (the answer) gets faster.
-
-        Parameters
-        ----------
-        pessimistic : bool
-            True for the upper-bound (pessimistic) discretisation, False for the
-            lower-bound one.
-        """
-        if pessimistic:
-            return self.resolution
-        return max(self.resolution, DEFAULT_RESOLUTION)
-
-
-def tail_budget(delta: float | None) -> float:
-    """Total mass the PLD tail cuts may move: a millionth of the target delta.
-
-    Rounded down to a power of ten (so that nearby deltas share one cached PLD) and
-    kept within [1e-16, 1e-12]; without a target delta it is ``DEFAULT_TAIL``.  (A
-    ten-thousandth moved the 10^6-step DP-SGD bound by 4e-6 relative.  This budget
-    is for the top cuts, whose mass goes to +inf; bottom cuts get a hundred times
-    more, see :meth:`GridPLD.convolve`, which keeps the cost about unchanged.)
-    """
-    if delta is None:
-        return DEFAULT_TAIL
-    delta = check_probability("delta", delta, high_open=False)
-    exponent = math.floor(math.log10(delta * 1e-6))
-    return 10.0 ** min(max(exponent, -16), -12)
+__all__ = [
+    "Capabilities",
+    "DeltaCurveMechanism",
+    "EpsilonDeltaMechanism",
+    "GaussianDPMechanism",
+    "LossLawMechanism",
+    "Mechanism",
+    "MissingCapabilityError",
+    "PLDSettings",
+    "PureEpsilonMechanism",
+    "RDPCurveMechanism",
+]
 
 
 def _scalar_or_array(values: np.ndarray, like: np.ndarray):
     return float(values) if np.ndim(like) == 0 else values
-
-
-@dataclasses.dataclass(frozen=True)
-class Capabilities:
-    """What a mechanism knows in closed form: one flag per hook (module docstring).
-
-    Parameters
-    ----------
-    exact_curve : bool, default False
-        The exact privacy curve ``delta(eps)`` (hook ``_delta_exact``).
-    rdp : bool, default False
-        A Renyi-DP curve (``_rdp``).
-    loss_laws : bool, default False
-        Privacy-loss laws of dominating pairs (``_loss_laws``).
-    own_pld : bool, default False
-        Its own discretised PLD pair (``_pld_pair``).
-    exact_tradeoff : bool, default False
-        The exact f-DP trade-off curve (``_tradeoff_exact``).
-    gdp : bool, default False
-        A Gaussian-DP ``mu`` (``_gdp_mu``).
-
-    Examples
-    --------
-    >>> from dpacct.mechanisms import GaussianMechanism
-    >>> GaussianMechanism(sigma=1.0).capabilities.exact_curve
-    True
-    >>> Capabilities(rdp=True).describe()
-    'rdp'
-    """
-
-    exact_curve: bool = False
-    rdp: bool = False
-    loss_laws: bool = False
-    own_pld: bool = False
-    exact_tradeoff: bool = False
-    gdp: bool = False
-
-    #: flag -> the hook that implements it (read-only)
-    HOOKS: ClassVar[Mapping[str, str]] = MappingProxyType(
-        {
-            "exact_curve": "_delta_exact",
-            "rdp": "_rdp",
-            "loss_laws": "_loss_laws",
-            "own_pld": "_pld_pair",
-            "exact_tradeoff": "_tradeoff_exact",
-            "gdp": "_gdp_mu",
-        }
-    )
-
-    def describe(self) -> str:
-        """The declared flags, comma-separated (``'none'`` if there are none)."""
-        names = [f.name for f in dataclasses.fields(self) if getattr(self, f.name)]
-        return ", ".join(names) or "none"
-
-
-class MissingCapabilityError(NotImplementedError):
-    """A query that a mechanism's declared capabilities cannot answer soundly.
-
-    The message names the mechanism (or, for a wrapper, the part), the query, what it
-    declared and what it would need to declare.
-
-    Examples
-    --------
-    >>> m = Mechanism.from_epsilon_delta(1.0, 1e-6)
-    >>> try:
-    ...     m.rdp(2.0)
-    ... except MissingCapabilityError as exc:
-    ...     print(str(exc)[:58])
-    EpsilonDeltaMechanism(epsilon=1.0, delta=1e-06) has no Ren
-    """
-
-
-def _defines(cls: type, hook: str) -> bool:
-    """True if a class below :class:`Mechanism` in ``cls``'s MRO defines ``hook``."""
-    return any(hook in vars(k) for k in cls.__mro__ if k is not Mechanism and k is not object)
-
-
-def _implements(cls: type, hook: str) -> bool:
-    """True if ``cls`` itself, or a mixin it adds (a base that is not a mechanism),
-    defines ``hook``."""
-    return hook in vars(cls) or any(
-        hook in vars(k)
-        for k in cls.__mro__[1:]
-        if k is not object and not (isinstance(k, type) and issubclass(k, Mechanism))
-    )
 
 
 class Mechanism:
@@ -347,33 +143,7 @@ class Mechanism:
 
     def __init_subclass__(cls, **kwargs) -> None:
         super().__init_subclass__(**kwargs)
-        declared = cls.declares
-        if not isinstance(declared, Capabilities):
-            raise TypeError(
-                f"{cls.__name__}.declares must be a Capabilities(...), got {declared!r}"
-            )
-        own = [hook for hook in Capabilities.HOOKS.values() if hook in vars(cls)]
-        if own and "declares" not in vars(cls) and declared != Capabilities():
-            raise TypeError(
-                f"{cls.__name__} implements {', '.join(h + '()' for h in own)} but inherits "
-                f"its declaration ({declared.describe()}) from a parent: state what this "
-                "class knows with its own `declares = Capabilities(...)`"
-            )
-        for flag, hook in Capabilities.HOOKS.items():
-            has_hook = _defines(cls, hook)
-            if getattr(declared, flag) and not has_hook:
-                raise TypeError(
-                    f"{cls.__name__} declares {flag}=True but defines no {hook}(); "
-                    "implement it or drop the declaration"
-                )
-            if _implements(cls, hook) and not getattr(declared, flag):
-                # (a hook inherited from a parent mechanism and not declared here is
-                # simply unused: the subclass states what it knows)
-                raise TypeError(
-                    f"{cls.__name__} defines {hook}() but does not declare it: add "
-                    f"`declares = Capabilities({flag}=True, ...)` to the class (its "
-                    f"current declaration: {declared.describe()})"
-                )
+        check_declaration(cls, Mechanism)
 
     # ------------------------------------------------------------------ hooks
     def _delta_exact(self, epsilon: np.ndarray) -> np.ndarray:
@@ -536,8 +306,8 @@ class Mechanism:
 
     # ------------------------------------------------------------------ caches
     def _cache(self) -> dict:
-        # frozen dataclasses still have a __dict__; this bypasses __setattr__
-        return self.__dict__.setdefault("_dpacct_cache", {})
+        """This instance's cache (:func:`~dpacct.accountant.mechanism_cache.instance_cache`)."""
+        return instance_cache(self)
 
     def pld(self, *, pessimistic: bool = True, tol: float | None = None) -> tuple[GridPLD, GridPLD]:
         """The (remove, add) privacy loss distributions on a grid.
@@ -591,18 +361,11 @@ class Mechanism:
     def _pair(
         self, pessimistic: bool, settings: PLDSettings, coarse: PLDSettings | None = None
     ) -> PLDPair:
-        """The PLD pair on ``settings``, its add direction composed on demand (on
-        ``coarse`` for the first try of :meth:`PLDPair.epsilon`)."""
-
-        def load(use_coarse: bool) -> GridPLD:
-            return self._pld_one(pessimistic, (coarse or settings) if use_coarse else settings, 1)
-
-        rem = self._pld_one(pessimistic, settings, 0)
-        swap = pessimistic and self._swap_bounds_add()
-        return PLDPair(rem, None, self._directions_equal(), swap, load)
+        """The PLD pair on ``settings`` (:func:`~dpacct.accountant.routes.pld_pair`)."""
+        return routes.pld_pair(self, pessimistic, settings, coarse)
 
     def _pld_cached(self, pessimistic: bool, settings: PLDSettings) -> tuple[GridPLD, GridPLD]:
-        key = ("pld", pessimistic, settings.key())
+        key = pld_key(pessimistic, settings)
         cache = self._cache()
         if key not in cache:
             cache[key] = self._pld_pair(pessimistic, settings)
@@ -651,23 +414,7 @@ class Mechanism:
         if self.has_exact_curve:
             out = np.clip(self._delta_exact(flat), 0.0, 1.0)
         else:
-            out = np.ones(flat.shape)
-            if self.has_pld:
-                out = np.minimum(out, self._pld_delta(flat, PLDSettings(tol)))
-                # a tiny answer is dominated by the default tail budget: recompute with
-                # a budget scaled to it (both results are sound; the smaller wins)
-                small = float(np.min(out))
-                if small < 1e4 * DEFAULT_TAIL:
-                    tight = PLDSettings(tol, max(small, TINY))
-                    out = np.minimum(out, self._pld_delta(flat, tight))
-                if flat.size <= FOLLOW_MAX_POINTS:
-                    out = self._pld_delta_follow(flat, out, tol)
-            if self.has_rdp:
-                if flat.size == 1:
-                    rdp_d = np.array([rdp_to_delta(self._rdp_curve, flat[0])])
-                else:  # one RDP evaluation for all epsilons (a curve, e.g. for tradeoff)
-                    rdp_d = rdp_to_delta_grid(self._rdp_curve, flat)
-                out = np.minimum(out, rdp_d)
+            out = routes.derived_delta(self, flat, tol)
         # pure DP: no delta is needed at or beyond the pure epsilon
         out = np.where(flat >= self._pure_epsilon(), 0.0, out)
         return _scalar_or_array(out.reshape(eps_arr.shape), eps_arr)
@@ -686,8 +433,7 @@ class Mechanism:
             :attr:`pure_epsilon`, and a mechanism without one raises.
         tol : float, optional
             Relative accuracy wanted from the privacy-loss-distribution route, in
-            (0, 0.5); default 1e-4 (measured brackets 2e-5 to 5e-4 on DP-SGD).
-            ``tol=1e-3`` is about twice as fast; ``tol=1e-5`` tighter.  Tolerances
+            (0, 0.5); default 1e-4.  Larger is faster, smaller tighter.  Tolerances
             below 3e-7 are answered as 3e-7 (the float64 grids' limit).
 
         Returns
@@ -719,30 +465,9 @@ class Mechanism:
         return _scalar_or_array(out.reshape(d_arr.shape), d_arr)
 
     def _epsilon_upper(self, delta: float, tol: float | None) -> float:
-        key = ("eps_up", delta, tol)
-        cache = self._cache()
-        if key in cache:
-            return cache[key]
-        if self.has_exact_curve:
-            upper = invert_decreasing(self._delta_exact, delta, self._pure_epsilon())[1]
-        else:
-            upper = math.inf
-            need_rdp = True
-            if self.has_pld:
-                upper, plds = self._pld_upper(delta, tol)
-                # Both routes are sound and the smaller wins.  The RDP route is skipped
-                # only where it cannot win by more than rounding: a finite PLD bound
-                # whose truncated mass is negligible next to delta (the PLD is then
-                # within the bracket of the truth, and RDP conversions are never tight).
-                inf_mass = max(p.inf_mass for p in plds)
-                need_rdp = not (math.isfinite(upper) and inf_mass < RDP_SKIP_MASS_FRACTION * delta)
-            if self.has_rdp and need_rdp:
-                upper = min(upper, rdp_to_epsilon(self._rdp_curve, delta))
-            if not self.has_pld and not self.has_rdp:
-                raise MissingCapabilityError(self._lacking("epsilon()/delta()"))
-            upper = min(upper, self._pure_epsilon())
-        cache[key] = upper
-        return upper
+        """The certified upper bound at one delta > 0
+        (:func:`~dpacct.accountant.routes.epsilon_upper`)."""
+        return routes.epsilon_upper(self, delta, tol)
 
     def epsilon_bounds(self, delta: float, *, tol: float | None = None) -> tuple[float, float]:
         """A certified bracket ``(lower, upper)`` of the true epsilon at ``delta``.
@@ -773,153 +498,24 @@ class Mechanism:
             return self.privacy.epsilon_bounds(delta, tol=tol)
         d, tol = check_delta(delta, allow_zero=True), check_tol(tol)
         if d == 0:  # pure DP
-            from .pure import pure_epsilon_bounds
-
             return pure_epsilon_bounds(self, tol)
         return self._epsilon_bounds(d, tol)
 
-    def _pld_delta(self, epsilon: np.ndarray, settings: PLDSettings) -> np.ndarray:
-        """Pessimistic-PLD delta at ``epsilon``, both directions (:meth:`PLDPair.delta`)."""
-        return self._pair(True, settings).delta(epsilon)
-
-    def _pld_delta_follow(
-        self, epsilon: np.ndarray, found: np.ndarray, tol: float | None
-    ) -> np.ndarray:
-        """Second pass of :meth:`delta`: the grids :meth:`epsilon` would use.
-
-        :meth:`epsilon` scales the tail budget to its target delta and refines the
-        grids when its answer is small next to the grid step (:meth:`_pld_upper`);
-        evaluated on the default grids instead, delta came out above the target at the
-        epsilon it returned (1.3e-4 relative for one DP-SGD step, sigma 1, q 1/64, at
-        delta 1e-3; 5x at q 2e-6, sigma 0.5, 300 steps, where the answer is refined).
-        So delta(eps) is also read off every grid that ``epsilon(d)`` evaluates, for
-        the delta ``d`` found so far, repeated while the answer moves the settings
-        (tail budget, grid cap); every grid gives a certified upper bound and the
-        smallest wins.  Then ``delta(epsilon(d)) <= d`` up to the ``1e-10`` relative
-        rounding of :meth:`GridPLD.delta`.
-        """
-        out = np.array(found, dtype=float)
-        for i, eps in enumerate(epsilon):
-            seen: set = set()
-            for _ in range(FOLLOW_ROUNDS):
-                d = float(out[i])
-                if not (0.0 < d < 1.0) or eps >= self._pure_epsilon():
-                    break
-                self._pld_upper(d, tol)
-                tried = self._cache()[("pld_upper", d, tol)][4]
-                fresh = [s for s in tried if s.key() not in seen]
-                if not fresh:
-                    break
-                for s in fresh:
-                    seen.add(s.key())
-                    val = float(self._pld_delta(np.array([eps]), s)[0])
-                    out[i] = min(out[i], val)
-                if out[i] >= d:
-                    break
-        return out
-
-    def _pld_upper(self, delta: float, tol: float | None) -> tuple[float, list[GridPLD]]:
-        """PLD upper bound on epsilon and the pessimistic PLDs that decided it.
-
-        The grids are first chosen from the loss's spread (:class:`PLDSettings`).  When
-        the answer is then within ``REFINE_STEPS`` grid steps of zero -- an epsilon
-        small next to the loss's range, e.g. a tiny sample rate, where the tail grid's
-        step is of the order of the answer and the bound moves by up to a step -- the
-        PLDs are recomputed with every grid step capped at ``answer / CAP_STEPS``
-        (:meth:`PLDSettings.capped`), at most ``MAX_REFINEMENTS`` times.  Every grid
-        gives a certified bound, so the smallest upper bound is returned; the lower end
-        of the bracket (:meth:`epsilon_bounds`) is taken on the finest grids.
-        """
-        key = ("pld_upper", delta, tol)
-        cache = self._cache()
-        if key in cache:
-            return cache[key][0], cache[key][1]
-        settings = PLDSettings(tol, delta)
-        e_best, plds, deciding = self._pld_upper_at(delta, tol, settings)
-        tried = [settings]
-        for _ in range(MAX_REFINEMENTS):
-            step = max(plds[w].step for w in deciding)
-            if not (0.0 < e_best < math.inf and step * REFINE_STEPS > e_best):
-                break
-            cap = e_best / CAP_STEPS
-            if cap < MIN_CAP or (settings.coarse_cap is not None and cap >= settings.coarse_cap):
-                break
-            settings = settings.capped(cap)
-            e_new, plds, deciding = self._pld_upper_at(delta, tol, settings)
-            tried.append(settings)
-            e_best = min(e_best, e_new)  # both are certified upper bounds
-        cache[key] = (e_best, plds, deciding, settings, tried)
-        return e_best, plds
-
-    def _pld_upper_at(
-        self, delta: float, tol: float | None, settings: PLDSettings
-    ) -> tuple[float, list[GridPLD], list[int]]:
-        """Upper bound at fixed grid settings: the epsilon, the PLDs, the deciding ones
-        (:meth:`PLDPair.epsilon`; its coarse add PLD has tol 0.1, a fraction of the cost)."""
-        coarse = PLDSettings(max(tol or DEFAULT_TOL, 0.1), delta)
-        if settings.coarse_cap is not None:
-            coarse = coarse.capped(settings.coarse_cap)
-        out = self._pair(True, settings, coarse).epsilon(delta)
-        return out.epsilon, out.plds, out.deciding
-
     def _epsilon_bounds(self, delta: float, tol: float | None) -> tuple[float, float]:
-        """Certified bracket: the upper bound and the optimistic PLDs' lower bound.
-
-        epsilon is the maximum over directions, so the lower bound of any one direction
-        is a lower bound; the direction(s) that decided the upper bound give the
-        tightest one, on the grids that decided it.  On grids refined for a small
-        answer (:meth:`_pld_upper`) a bracket wider than the tolerance has its
-        optimistic first discretisation made again at the full resolution (instead of
-        a quarter), and the larger lower bound is kept
-        (both are certified; which is tighter depends on where the loss's floor
-        ``log(1 - q)`` falls in its grid bin -- measured at q ~ 4.1e-6, sigma = 0.5,
-        100 steps: brackets 1.3e-3 / 9.5e-4 with the first alone, 8.7e-4 / 4.0e-4
-        with both).
-
-        The two ends are never clipped to each other: a lower bound above the upper
-        bound (beyond ``1e-12`` relative, the rounding the certificates already
-        absorb) is a contradiction between two certificates and raises
-        :class:`RuntimeError` naming the mechanism and both values.
-        """
-        if self.has_exact_curve:
-            return invert_decreasing(self._delta_exact, delta, self._pure_epsilon())
-        upper = self._epsilon_upper(delta, tol)
-        lower = 0.0
-        if self.has_pld and math.isfinite(upper):
-            self._pld_upper(delta, tol)
-            _, _, deciding, settings, _ = self._cache()[("pld_upper", delta, tol)]
-            lower = max(self._pld_one(False, settings, w).epsilon(delta) for w in deciding)
-            wanted = tol or DEFAULT_TOL
-            if settings.coarse_cap is not None and upper - lower > wanted * upper:
-                full = settings.with_first_fraction(1.0)
-                lower = max(
-                    lower, *(self._pld_one(False, full, w).epsilon(delta) for w in deciding)
-                )
-            if lower > upper * (1.0 + 1e-12) + TINY:
-                raise RuntimeError(
-                    f"certificate contradiction in {self!r} at delta={delta!r}, tol={tol!r}: "
-                    f"PLD lower bound {lower!r} exceeds upper bound {upper!r}"
-                )
-        return (lower, upper)
+        """The certified bracket at one delta > 0
+        (:func:`~dpacct.accountant.routes.epsilon_bracket`)."""
+        return routes.epsilon_bracket(self, delta, tol)
 
     def _rdp_curve(self, alpha: np.ndarray) -> np.ndarray:
-        """The declared Renyi curve, else the one derived from the declared loss laws
-        (:func:`~dpacct.accountant.custom.loss_law_rdp`: exact for Gaussian and atomic
-        laws, a chord-bounded quadrature otherwise, ``inf`` at orders it cannot bound)."""
-        a = np.asarray(alpha, dtype=float)
-        if self.capabilities.rdp:
-            return self._rdp(a)
-        from .custom import loss_law_rdp
-
-        remove, add = self._loss_laws()
-        out = loss_law_rdp(remove, a)
-        return out if add is remove else np.maximum(out, loss_law_rdp(add, a))
+        """The declared Renyi curve, else the loss laws'
+        (:func:`~dpacct.accountant.routes.rdp_curve`)."""
+        return routes.rdp_curve(self, alpha)
 
     def rdp(self, alpha):
         """Renyi-DP epsilon at order(s) ``alpha`` (real, > 1), vectorised.
 
         Without a declared curve it is derived: from the declared loss laws
-        (:func:`~dpacct.accountant.custom.loss_law_rdp`), else from the pessimistic
+        (:func:`~dpacct.accountant.loss_law_rdp.loss_law_rdp`), else from the pessimistic
         PLD (an upper bound by the data-processing inequality); a derivation that
         can only give ``inf`` raises :class:`MissingCapabilityError` instead.
 
@@ -937,18 +533,7 @@ class Mechanism:
         if self.privacy is not self:
             return self.privacy.rdp(alpha)
         a = check_alpha(alpha)
-        if self.has_rdp:
-            out = self._rdp_curve(a.reshape(-1))
-        elif self.has_pld:
-            out = self._pair(True, PLDSettings(None)).rdp(a.reshape(-1))
-            if not np.all(np.isfinite(out)):
-                # the PLD puts mass at +inf (e.g. a part known only by its delta(eps)
-                # curve): its Renyi divergence is infinite, which says nothing useful
-                raise MissingCapabilityError(
-                    self._lacking("rdp() (the PLD it falls back on has mass at +inf)", "rdp")
-                )
-        else:
-            raise MissingCapabilityError(self._lacking("rdp()", "rdp"))
+        out = routes.derived_rdp(self, a.reshape(-1))
         out = np.asarray(out, dtype=float).reshape(a.shape)
         return _scalar_or_array(out, a)
 
@@ -986,12 +571,7 @@ class Mechanism:
             return self.privacy.tradeoff(fpr, tol=tol)
         a = check_fpr(fpr)
         check_tol(tol)
-        if self.capabilities.exact_tradeoff:
-            out = self._tradeoff_exact(a.reshape(-1))
-        elif pld_route(self):
-            out = pld_tradeoff_lower(self, a.reshape(-1), PLDSettings(tol))
-        else:
-            out = tradeoff_from_delta(partial(self.delta, tol=tol), a.reshape(-1))
+        out = routes.tradeoff_curve(self, a.reshape(-1), tol)
         return _scalar_or_array(np.clip(out, 0.0, 1.0).reshape(a.shape), a)
 
     # ------------------------------------------------------- declared capabilities
@@ -1020,9 +600,7 @@ class Mechanism:
         >>> round(m.epsilon(1e-3), 6)        # Laplace(b=1): 1 + 2 log(1 - delta)
         0.997999
         """
-        from .custom import mechanism_from_delta_curve
-
-        return mechanism_from_delta_curve(delta_curve, name=name, neighbouring=neighbouring)
+        return DeltaCurveMechanism(delta_curve=delta_curve, name=name, neighbouring=neighbouring)
 
     @staticmethod
     def from_rdp(rdp, *, name: str = "rdp", pure_epsilon=None, neighbouring: str = "add/remove"):
@@ -1046,10 +624,8 @@ class Mechanism:
         >>> round(m.epsilon(1e-5), 4)        # the RDP conversion of alpha / 2
         4.7284
         """
-        from .custom import mechanism_from_rdp
-
-        return mechanism_from_rdp(
-            rdp, name=name, pure_epsilon=pure_epsilon, neighbouring=neighbouring
+        return RDPCurveMechanism(
+            rdp_curve=rdp, name=name, epsilon_pure=pure_epsilon, neighbouring=neighbouring
         )
 
     @staticmethod
@@ -1074,9 +650,9 @@ class Mechanism:
         >>> round(m.epsilon(1e-5), 3)        # 1-GDP
         4.377
         """
-        from .custom import mechanism_from_loss_laws
-
-        return mechanism_from_loss_laws(remove, add, name=name, neighbouring=neighbouring)
+        if add is None:
+            add = swapped_loss_law(remove) if isinstance(remove, PrivacyLossLaw) else remove
+        return LossLawMechanism(remove=remove, add=add, name=name, neighbouring=neighbouring)
 
     @staticmethod
     def from_pure_epsilon(epsilon: float, *, neighbouring: str = "add/remove"):
@@ -1095,9 +671,7 @@ class Mechanism:
         >>> Mechanism.from_pure_epsilon(0.5).pure_epsilon
         0.5
         """
-        from .custom import mechanism_from_pure_epsilon
-
-        return mechanism_from_pure_epsilon(epsilon, neighbouring=neighbouring)
+        return PureEpsilonMechanism(epsilon0=epsilon, neighbouring=neighbouring)
 
     @staticmethod
     def from_gdp(mu: float, *, neighbouring: str = "add/remove"):
@@ -1116,9 +690,7 @@ class Mechanism:
         >>> round(Mechanism.from_gdp(1.0).epsilon(1e-5), 4)
         4.3772
         """
-        from .custom import mechanism_from_gdp
-
-        return mechanism_from_gdp(mu, neighbouring=neighbouring)
+        return GaussianDPMechanism(mu=mu, neighbouring=neighbouring)
 
     @staticmethod
     def from_epsilon_delta(epsilon: float, delta: float, *, neighbouring: str = "add/remove"):
@@ -1140,9 +712,7 @@ class Mechanism:
         >>> float(m.delta(1.0))
         1e-06
         """
-        from .custom import mechanism_from_epsilon_delta
-
-        return mechanism_from_epsilon_delta(epsilon, delta, neighbouring=neighbouring)
+        return EpsilonDeltaMechanism(epsilon0=epsilon, delta0=delta, neighbouring=neighbouring)
 
     # ------------------------------------------------------------------ misc
     def __repr__(self) -> str:
@@ -1151,54 +721,50 @@ class Mechanism:
         return f"{type(self).__name__}({args})"
 
 
-#: The first discretisation needs fewer points per spread than later coarsenings: its
-#: error is diluted as the composition widens (measured on the DP-SGD benchmarks: a
-#: quarter of the resolution changes epsilon by under 1e-5 relative).
-FIRST_LEVEL_FRACTION = 0.25
+# ----------------------------------------------------------------------------------
+# the mechanisms the factories build: each joins a declaration (what was stated, and
+# the hooks that follow from it; dpacct.accountant.declared / worst_case) to the
+# contract.  They are defined here so that the dependency runs one way: the
+# declarations import no mechanism, and the contract's factories need no later module.
+# ----------------------------------------------------------------------------------
+class DeltaCurveMechanism(DeltaCurveDeclaration, Mechanism):
+    """A mechanism declared by its exact privacy curve ``delta(eps)``; see
+    :func:`~dpacct.accountant.custom.mechanism_from_delta_curve`."""
 
 
-def grid_step(
-    law: PrivacyLossLaw, pessimistic: bool, settings: PLDSettings, *, use_anchor: bool = True
-) -> float:
-    """First grid step for ``law``: its lattice, a binary fraction of its anchor, or a
-    power of two below spread/resolution.
-
-    ``use_anchor=False`` ignores a weak anchor (a composition that meets binary grids
-    of other parts is better served by a nested binary grid than by exact atoms)."""
-    if law.lattice is not None:
-        return law.lattice
-    anchor = law.anchor if use_anchor or not law.weak_anchor else None
-    spread = law.spread()
-    if spread <= 0:  # a point mass: any grid works
-        return 2.0**-10 if anchor is None else anchor
-    fraction = FIRST_LEVEL_FRACTION
-    if not pessimistic and settings.first_fraction is not None:
-        fraction = settings.first_fraction
-    resolution = settings.resolution_for(pessimistic) * fraction
-    if anchor is not None:
-        return anchor / 2.0 ** max(0, math.ceil(math.log2(anchor * resolution / spread)))
-    return 2.0 ** math.floor(math.log2(spread / resolution))
+class RDPCurveMechanism(RDPCurveDeclaration, Mechanism):
+    """A mechanism declared by a Renyi-DP curve; see
+    :func:`~dpacct.accountant.custom.mechanism_from_rdp`."""
 
 
-def discretize_law(law: PrivacyLossLaw, pessimistic: bool, settings: PLDSettings) -> GridPLD:
-    """Discretise a law on a grid chosen from its spread (or its lattice).
+class LossLawMechanism(LossLawDeclaration, Mechanism):
+    """A mechanism declared by privacy-loss laws; see
+    :func:`~dpacct.accountant.custom.mechanism_from_loss_laws`."""
 
-    A law whose range would need more than ``MAX_GRID`` points on that grid (a very
-    skewed loss: a small sample rate with little noise, whose spread is of the order
-    of the sample rate while its range is of order one) is discretised two-scale
-    instead -- a fine bulk and a coarse tail (:func:`~dpacct.accountant.twoscale.discretize_split`),
-    merged onto the finest nested grid of at most ``MAX_GRID / 4`` points.  Every
-    grid gives a certified discretisation; :meth:`Mechanism._pld_upper` refines the
-    grids when the answer turns out small next to the step.
+
+class PureEpsilonMechanism(PureEpsilonDeclaration, Mechanism):
+    """Any pure ``epsilon``-DP mechanism; see
+    :func:`~dpacct.accountant.custom.mechanism_from_pure_epsilon`."""
+
+
+class GaussianDPMechanism(GaussianDPDeclaration, Mechanism):
+    """Any ``mu``-GDP mechanism; see :func:`~dpacct.accountant.custom.mechanism_from_gdp`.
+
+    Parameters
+    ----------
+    mu : float
+        The Gaussian-DP parameter, > 0.
+    neighbouring : str
+        ``ADD_REMOVE`` (default) or ``REPLACE_ONE``.
+
+    Examples
+    --------
+    >>> m = GaussianDPMechanism(mu=1.0)
+    >>> m.gdp_mu(), round(m.epsilon(1e-5), 4)
+    (1.0, 4.3772)
     """
-    step = grid_step(law, pessimistic, settings)
-    tail = settings.tail * LAW_TAIL_FRACTION
-    cap = settings.coarse_cap
-    if law.lattice is None:
-        while cap is not None and step > cap:
-            step /= 2.0  # still a binary fraction of any anchor
-        lo, hi = law.quantile_bounds(tail)
-        if (hi - lo) / step + 2 > MAX_GRID:
-            split = discretize_split(law, step, pessimistic=pessimistic, tail=tail, coarse_cap=cap)
-            return split.merged(MAX_GRID >> 2)
-    return discretize(law, step, pessimistic=pessimistic, tail=tail)
+
+
+class EpsilonDeltaMechanism(EpsilonDeltaDeclaration, Mechanism):
+    """Any ``(epsilon, delta)``-DP mechanism; see
+    :func:`~dpacct.accountant.custom.mechanism_from_epsilon_delta`."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from .capabilities import MissingCapabilityError
 from .numerics import invert_decreasing
 from .validation import pure_epsilon_at_zero_delta
 
@@ -41,8 +42,6 @@ def pure_epsilon_bounds(mechanism: Mechanism, tol: float | None) -> tuple[float,
     >>> hi, bool(0.5 - 1e-12 < lo <= hi)
     (0.5, True)
     """
-    from .mechanism import MissingCapabilityError
-
     upper = pure_epsilon_at_zero_delta(mechanism)
     if mechanism.has_exact_curve:
         lower = invert_decreasing(mechanism._delta_exact, 0.0, upper)[0]

@@ -1,0 +1,155 @@
+"""What a mechanism declares it knows: :class:`Capabilities`, and the error a query
+raises when the declaration cannot answer it soundly (:class:`MissingCapabilityError`).
+
+Each flag names one hook of :class:`~dpacct.accountant.mechanism.Mechanism` (the table
+in its module docstring); the engine picks every route from these flags.  This module
+imports nothing of the engine, so every layer can name a capability.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import ClassVar
+
+__all__ = ["Capabilities", "MissingCapabilityError", "check_declaration"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Capabilities:
+    """What a mechanism knows in closed form: one flag per hook (module docstring).
+
+    Parameters
+    ----------
+    exact_curve : bool, default False
+        The exact privacy curve ``delta(eps)`` (hook ``_delta_exact``).
+    rdp : bool, default False
+        A Renyi-DP curve (``_rdp``).
+    loss_laws : bool, default False
+        Privacy-loss laws of dominating pairs (``_loss_laws``).
+    own_pld : bool, default False
+        Its own discretised PLD pair (``_pld_pair``).
+    exact_tradeoff : bool, default False
+        The exact f-DP trade-off curve (``_tradeoff_exact``).
+    gdp : bool, default False
+        A Gaussian-DP ``mu`` (``_gdp_mu``).
+
+    Examples
+    --------
+    >>> from dpacct.mechanisms import GaussianMechanism
+    >>> GaussianMechanism(sigma=1.0).capabilities.exact_curve
+    True
+    >>> Capabilities(rdp=True).describe()
+    'rdp'
+    """
+
+    exact_curve: bool = False
+    rdp: bool = False
+    loss_laws: bool = False
+    own_pld: bool = False
+    exact_tradeoff: bool = False
+    gdp: bool = False
+
+    #: flag -> the hook that implements it (read-only)
+    HOOKS: ClassVar[Mapping[str, str]] = MappingProxyType(
+        {
+            "exact_curve": "_delta_exact",
+            "rdp": "_rdp",
+            "loss_laws": "_loss_laws",
+            "own_pld": "_pld_pair",
+            "exact_tradeoff": "_tradeoff_exact",
+            "gdp": "_gdp_mu",
+        }
+    )
+
+    def describe(self) -> str:
+        """The declared flags, comma-separated (``'none'`` if there are none)."""
+        names = [f.name for f in dataclasses.fields(self) if getattr(self, f.name)]
+        return ", ".join(names) or "none"
+
+
+class MissingCapabilityError(NotImplementedError):
+    """A query that a mechanism's declared capabilities cannot answer soundly.
+
+    The message names the mechanism (or, for a wrapper, the part), the query, what it
+    declared and what it would need to declare.
+
+    Examples
+    --------
+    >>> from dpacct.accountant import Mechanism
+    >>> m = Mechanism.from_epsilon_delta(1.0, 1e-6)
+    >>> try:
+    ...     m.rdp(2.0)
+    ... except MissingCapabilityError as exc:
+    ...     print(str(exc)[:58])
+    EpsilonDeltaMechanism(epsilon=1.0, delta=1e-06) has no Ren
+    """
+
+
+def _defines(cls: type, hook: str, base: type) -> bool:
+    """True if a class below ``base`` in ``cls``'s MRO defines ``hook``."""
+    return any(hook in vars(k) for k in cls.__mro__ if k is not base and k is not object)
+
+
+def _implements(cls: type, hook: str, base: type) -> bool:
+    """True if ``cls`` itself, or a mixin it adds (a base that is not a subclass of
+    ``base``), defines ``hook``."""
+    return hook in vars(cls) or any(
+        hook in vars(k)
+        for k in cls.__mro__[1:]
+        if k is not object and not (isinstance(k, type) and issubclass(k, base))
+    )
+
+
+def check_declaration(cls: type, base: type) -> None:
+    """Check, when a subclass of ``base`` is defined, that it declares what it implements.
+
+    A declaration without its hook, a hook (of the class or of a mixin it adds) without
+    its declaration, and a class that implements a hook under a declaration it inherits
+    are each a ``TypeError`` naming the class, the flag and the hook.
+
+    Parameters
+    ----------
+    cls : type
+        The class being defined.
+    base : type
+        The contract class whose hooks are checked (``Mechanism``).
+
+    Examples
+    --------
+    >>> class Base:
+    ...     declares = Capabilities()
+    >>> class Rdp(Base):
+    ...     declares = Capabilities(rdp=True)
+    >>> try:
+    ...     check_declaration(Rdp, Base)
+    ... except TypeError as exc:
+    ...     print(exc)
+    Rdp declares rdp=True but defines no _rdp(); implement it or drop the declaration
+    """
+    declared = cls.declares
+    if not isinstance(declared, Capabilities):
+        raise TypeError(f"{cls.__name__}.declares must be a Capabilities(...), got {declared!r}")
+    own = [hook for hook in Capabilities.HOOKS.values() if hook in vars(cls)]
+    if own and "declares" not in vars(cls) and declared != Capabilities():
+        raise TypeError(
+            f"{cls.__name__} implements {', '.join(h + '()' for h in own)} but inherits "
+            f"its declaration ({declared.describe()}) from a parent: state what this "
+            "class knows with its own `declares = Capabilities(...)`"
+        )
+    for flag, hook in Capabilities.HOOKS.items():
+        has_hook = _defines(cls, hook, base)
+        if getattr(declared, flag) and not has_hook:
+            raise TypeError(
+                f"{cls.__name__} declares {flag}=True but defines no {hook}(); "
+                "implement it or drop the declaration"
+            )
+        if _implements(cls, hook, base) and not getattr(declared, flag):
+            # (a hook inherited from a parent mechanism and not declared here is
+            # simply unused: the subclass states what it knows)
+            raise TypeError(
+                f"{cls.__name__} defines {hook}() but does not declare it: add "
+                f"`declares = Capabilities({flag}=True, ...)` to the class (its "
+                f"current declaration: {declared.describe()})"
+            )
