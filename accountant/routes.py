@@ -180,6 +180,17 @@ def pld_upper(mech: Mechanism, delta: float, tol: float | None) -> PLDUpper:
     at most ``MAX_REFINEMENTS`` times.  Every grid gives a certified bound, so the
     smallest upper bound is returned; the lower end of the bracket
     (:func:`epsilon_bracket`) is taken on the finest grids.
+
+    Examples
+    --------
+    >>> from dpacct.accountant import compose, poisson_subsample
+    >>> from dpacct.mechanisms import GaussianMechanism
+    >>> run = compose([poisson_subsample(GaussianMechanism(sigma=1.0), 0.01)], counts=[100])
+    >>> found = pld_upper(run, 1e-5, None)
+    >>> found._fields
+    ('epsilon', 'plds', 'deciding', 'settings', 'tried')
+    >>> bool(found.epsilon >= run.epsilon(1e-5)), found.settings is found.tried[-1]
+    (True, True)
     """
     key = pld_upper_key(delta, tol)
     cache = mech._cache()
