@@ -14,8 +14,6 @@ import dataclasses
 import json
 import math
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -25,18 +23,15 @@ try:  # the public spelling (DESIGN); the package export is added by the lead
 except ImportError:  # pragma: no cover - until accountant/__init__ exports it
     from dpacct.accountant.ledger import PrivacyAccountant
 
-from dpacct.accountant import compose, poisson_subsample, subsample_without_replacement
+from dpacct.accountant import compose, poisson_subsample
 from dpacct.accountant.ledger import BudgetExceededError, LedgerFileError
 from dpacct.accountant.ledger_file import KEY_ENV, UNSIGNED_SCHEMA_VERSION
 from dpacct.accountant.mechanism import Capabilities, Mechanism
 from dpacct.accountant.serialization import (
-    canonical_json,
-    from_dict,
     register_mechanism,
     sha256_of,
-    to_dict,
 )
-from dpacct.mechanisms import GaussianMechanism, ReplaceOneGaussianMechanism
+from dpacct.mechanisms import GaussianMechanism
 
 ROOT = Path(__file__).resolve().parents[1]
 DELTA = 1e-5
@@ -405,26 +400,6 @@ def test_missing_file_is_a_file_not_found_error(tmp_path):
 # ----------------------------------------------------------------------------------
 
 
-def test_serialization_round_trips_the_engine_types():
-    mechs = [
-        GaussianMechanism(sigma=0.7),
-        poisson_subsample(GaussianMechanism(sigma=1.3), 0.02),
-        subsample_without_replacement(ReplaceOneGaussianMechanism(sigma=2.0), 0.1),
-        compose(
-            [poisson_subsample(GaussianMechanism(sigma=1.0), 0.01), GaussianMechanism(5.0)], [9, 2]
-        ),
-        compose(
-            [compose([GaussianMechanism(sigma=3.0)], [2]), GaussianMechanism(sigma=4.0)], [3, 1]
-        ),
-    ]
-    for mech in mechs:
-        data = to_dict(mech)
-        text = canonical_json(data)
-        back = from_dict(json.loads(text))
-        assert back == mech and type(back) is type(mech)
-        assert back.epsilon(DELTA) == mech.epsilon(DELTA)
-
-
 @pytest.mark.parametrize(
     ("cls", "kwargs"),
     [
@@ -455,21 +430,6 @@ def test_zoo_mechanisms_round_trip_through_a_ledger(cls, kwargs, tmp_path):
     assert restored.epsilon(DELTA) == acct.epsilon(DELTA)
 
 
-@pytest.mark.parametrize(
-    ("data", "message"),
-    [
-        ({"type": "pure_dp", "params": {"epsilon": -1.0}}, r"'pure_dp'.*epsilon must lie in"),
-        ({"type": "pure_dp", "params": {}}, r"'pure_dp'.*missing parameter 'epsilon'"),
-        ({"type": "exponential", "params": {"epsilon": 1.0}}, r"missing parameter 'bounded_range'"),
-    ],
-)
-def test_custom_serialisers_reject_bad_parameters(data, message):
-    from dpacct.accountant.serialization import from_dict
-
-    with pytest.raises(ValueError, match=message):
-        from_dict(data)
-
-
 @dataclasses.dataclass(frozen=True)
 class _Unregistered(Mechanism):
     """A test mechanism: pure epsilon-DP with a closed-form RDP curve."""
@@ -492,46 +452,6 @@ def test_unregistered_mechanism_is_a_clear_type_error(tmp_path):
     acct.save(tmp_path / "ledger.json")
     restored = PrivacyAccountant.load(tmp_path / "ledger.json")
     assert restored.entries == acct.entries
-
-
-def test_registry_refuses_clashes_and_non_mechanisms():
-    with pytest.raises(ValueError, match="already registered"):
-        register_mechanism("gaussian", _Unregistered)
-    with pytest.raises(TypeError, match="Mechanism subclass"):
-        register_mechanism("not_a_mechanism", dict)
-    with pytest.raises(ValueError, match="unknown mechanism type"):
-        from_dict({"type": "no_such_type", "params": {}})
-    with pytest.raises(ValueError, match="exactly the keys"):
-        from_dict({"type": "gaussian"})
-
-
-def test_accountant_does_not_import_the_zoo_at_import_time():
-    """The engine never imports the zoo: a DP-SGD ledger and the engine's own Gaussian
-    are read back without it; a zoo type name is found through the ``dpacct.mechanisms``
-    entry-point group (the plugin registry), which imports the zoo then."""
-    code = (
-        "import sys, dpacct.accountant, dpacct.accountant.ledger, "
-        "dpacct.accountant.serialization;"
-        "assert 'dpacct.mechanisms' not in sys.modules, 'accountant imported mechanisms';"
-        "from dpacct.accountant import PrivacyAccountant;"
-        "a = PrivacyAccountant(); a.step(noise_multiplier=1.0, sample_rate=0.01, count=10);"
-        "a.epsilon(1e-5);"
-        "from dpacct.accountant.serialization import from_dict;"
-        "m = from_dict({'type': 'gaussian', 'params': {'sigma': 2.0}});"
-        "assert 'dpacct.mechanisms' not in sys.modules, 'reading gaussian imported the zoo';"
-        "lap = from_dict({'type': 'laplace', 'params': {'b': 2.0}});"
-        "assert 'dpacct.mechanisms' in sys.modules; print(m); print(lap)"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        timeout=60,
-    )
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["GaussianMechanism(sigma=2.0)", "LaplaceMechanism(b=2.0)"]
 
 
 def test_record_refuses_a_different_neighbouring_relation():
