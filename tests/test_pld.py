@@ -288,3 +288,22 @@ def test_optimistic_tail_product_stays_below_the_pessimistic_one():
     # at 8e-4 (about 50 tail steps) the two agree to 5e-4 relative (measured 3.2e-4;
     # the optimistic re-grid of the bulk before each tail product gave 1.6e-3)
     assert curves[False][2] >= curves[True][2] * (1 - 5e-4)
+
+
+def test_as_law_is_the_atomic_law_of_the_grid():
+    """``GridPLD.as_law``: the grid's atoms as a loss law, Q-masses ``p e^{-loss}``.
+
+    Randomized response truthful with probability 3/4 has the losses +-log 3 with
+    P-masses 3/4 and 1/4, so its PLD sits exactly on the grid of step log 3; its
+    hockey-stick divergence is ``max(0, 3/4 - e^eps / 4)`` (written out by hand)."""
+    step = math.log(3.0)
+    pld = GridPLD(
+        step=step, offset=-1, pmf=np.array([0.25, 0.0, 0.75]), inf_mass=0.0, pessimistic=True
+    )
+    law = pld.as_law()
+    eps = np.array([0.0, 0.5, 1.0, step, 2.0])
+    expected = np.maximum(0.0, 0.75 - np.exp(eps) * 0.25)
+    assert law.hockey_stick(eps) == pytest.approx(expected, abs=1e-15)
+    # the grid's own curve: the same, rounded up for floating point (a pessimistic PLD)
+    d = pld.delta(eps)
+    assert np.all(expected <= d) and np.all(d <= expected * (1 + 1e-9) + 1e-15)
