@@ -275,7 +275,6 @@ UNTESTED_MODULES: set[str] = {
     "quantile_tree",
     "records",
     "saving",
-    "search",
     "synthesis_columns",
     "synthesis_estimate",
     "synthesis_model",
