@@ -266,8 +266,6 @@ UNTESTED_MODULES: set[str] = {
     "regression_data",
     "training_common",
     "custom",
-    "dp_accounting",
-    "opacus",
     "quantile_exponential",
     "quantile_readout",
     "quantile_tree",
