@@ -121,27 +121,20 @@ def test_pure_dp_calibration_against_closed_forms():
     from dpacct.mechanisms import LaplaceMechanism, RandomizedResponse, TreeQuantiles
 
     # a tree of depth 3 with Laplace(s) per level costs 3 / s: s = 3 / epsilon
-    tree = calibrate(
-        lambda s: TreeQuantiles(lower=0.0, upper=1.0, bins=4096, scale=s), epsilon=0.7, delta=0
-    )
+    tree = calibrate(lambda s: TreeQuantiles(lower=0.0, upper=1.0, bins=4096, scale=s),
+                     epsilon=0.7, delta=0)
     assert tree.mechanism.depth == 3
     assert tree.parameter == pytest.approx(3 / 0.7, rel=1.001e-3)
     assert 0.7 * (1 - 1e-3) <= tree.epsilon <= 0.7
     assert tree.delta == 0.0
     # the largest number of Laplace(b=8) releases at pure epsilon 1 is 8 (1/8 is exact in
     # binary; with b=10 the float 0.1 lies above 1/10, and the cap rounds its sums up)
-    k = calibrate(
-        lambda k: compose([LaplaceMechanism(b=8.0)], counts=[k]), epsilon=1.0, delta=0, integer=True
-    )
+    k = calibrate(lambda k: compose([LaplaceMechanism(b=8.0)], counts=[k]), epsilon=1.0,
+                  delta=0, integer=True)
     assert k.parameter == 8
     # binary randomized response is ln(p / (1 - p))-DP
-    rr = calibrate(
-        lambda p: RandomizedResponse(p=p),
-        epsilon=1.0,
-        delta=0,
-        interval=(0.55, 0.9),
-        domain=(0.5, 1.0),
-    )
+    rr = calibrate(lambda p: RandomizedResponse(p=p), epsilon=1.0, delta=0,
+                   interval=(0.55, 0.9), domain=(0.5, 1.0))
     assert math.log(rr.parameter / (1 - rr.parameter)) == pytest.approx(1.0, rel=1.001e-3)
     with pytest.raises(ValueError, match="delta=0 needs a pure-DP family"):
         calibrate(lambda s: GaussianMechanism(sigma=s), epsilon=1.0, delta=0)

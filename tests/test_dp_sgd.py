@@ -237,9 +237,8 @@ def test_softmax_and_plus_minus_one_labels(cancer):
     X, y = three(0)
     Xte, yte = three(1)
     ref = LogisticRegression(C=1e4, max_iter=2000).fit(X, y).score(Xte, yte)
-    sgd = DPSGD(
-        sigma=1.0, sample_rate=0.05, steps=300, loss="softmax", n_classes=3, learning_rate=2.0
-    )
+    sgd = DPSGD(sigma=1.0, sample_rate=0.05, steps=300, loss="softmax", n_classes=3,
+                learning_rate=2.0)
     fit = sgd.fit(X, y, rng=np.random.default_rng(2))
     assert fit.coef.shape == (2, 3)
     assert fit.accuracy(Xte, yte) > ref - 0.03

@@ -281,11 +281,8 @@ def _gd(**kw):
         (dict(l2=-0.1), ValueError, "l2"),
         (dict(fit_intercept="yes"), TypeError, "fit_intercept"),
         (dict(clip=None, x_bound=1.0, loss="linear"), ValueError, "y_bound"),
-        (
-            dict(clip=None, x_bound=1.0, y_bound=1.0, loss="linear", adaptive=False),
-            ValueError,
-            "theta_bound",
-        ),
+        (dict(clip=None, x_bound=1.0, y_bound=1.0, loss="linear", adaptive=False),
+         ValueError, "theta_bound"),
         (dict(adaptive=True), ValueError, "adaptive"),
         (dict(clip=None, x_bound=1.0, adaptive=True), ValueError, "adaptive"),
         (dict(loss="softmax"), ValueError, "n_classes"),
@@ -387,20 +384,12 @@ def _bounded_data(seed, n=300, d=4):
 
 def test_sufficient_statistics_path_equals_plain_loop():
     X, y = _bounded_data(0)
-    gd = NoisyGD(
-        sigma=3.0,
-        iterations=200,
-        loss="linear",
-        x_bound=1.0,
-        y_bound=1.0,
-        theta_bound=2.0,
-        learning_rate=0.7,
-    )
+    gd = NoisyGD(sigma=3.0, iterations=200, loss="linear", x_bound=1.0, y_bound=1.0,
+                 theta_bound=2.0, learning_rate=0.7)
     fit = gd.fit(X, y, rng=np.random.default_rng(5))
     b = math.sqrt(2.0)
-    want = _plain_loop(
-        X, y, 3.0, 200, 0.7, std_of=lambda th: 3.0 * b * (2.0 * b + 1.0), seed=5, radius=2.0
-    )
+    want = _plain_loop(X, y, 3.0, 200, 0.7, std_of=lambda th: 3.0 * b * (2.0 * b + 1.0),
+                       seed=5, radius=2.0)
     np.testing.assert_allclose(np.append(fit.coef, fit.intercept), want, rtol=1e-9, atol=1e-12)
 
 
@@ -441,47 +430,33 @@ def test_adaptive_beats_a_loose_theta_bound_and_approaches_least_squares(diabete
     mses = {}
     for name, extra in (("adaptive", {}), ("bound 20", dict(theta_bound=20.0))):
         gd = NoisyGD(**kw, **extra)
-        mses[name] = np.mean(
-            [gd.fit(Xtr, ytr, rng=np.random.default_rng(s)).mse(Xte, yte) for s in range(5)]
-        )
+        mses[name] = np.mean([gd.fit(Xtr, ytr, rng=np.random.default_rng(s)).mse(Xte, yte)
+                              for s in range(5)])
     assert mses["adaptive"] < mses["bound 20"]
     assert mses["adaptive"] < ols + 0.5 * (trivial - ols)
     # no noise to speak of: the predictions converge to numpy's least squares (the
     # coefficients of two nearly collinear features converge more slowly)
     Z = np.hstack([Xtr, np.ones((len(Xtr), 1))])
     lsq = np.linalg.lstsq(Z, ytr, rcond=None)[0]
-    quiet = NoisyGD(
-        sigma=1e-8,
-        iterations=20_000,
-        loss="linear",
-        x_bound=1.0,
-        y_bound=1.0,
-        learning_rate=1.9,
-        average=False,
-    )
+    quiet = NoisyGD(sigma=1e-8, iterations=20_000, loss="linear", x_bound=1.0, y_bound=1.0,
+                    learning_rate=1.9, average=False)
     fit = quiet.fit(Xtr, ytr, rng=np.random.default_rng(0))
-    np.testing.assert_allclose(
-        fit.predict(Xte), np.hstack([Xte, np.ones((len(Xte), 1))]) @ lsq, atol=1e-3
-    )
+    np.testing.assert_allclose(fit.predict(Xte), np.hstack([Xte, np.ones((len(Xte), 1))]) @ lsq,
+                               atol=1e-3)
 
 
 def test_history_epsilon_and_loss_against_independent_values():
     X, y = _bounded_data(2)
     gd = NoisyGD(sigma=4.0, iterations=60, loss="linear", clip=1.0)
     seen = []
-    fit = gd.fit(
-        X,
-        y,
-        rng=np.random.default_rng(1),
-        delta=1e-6,
-        record_every=20,
-        callback=lambda t, model, eps: seen.append((t, model.mse(X, y), eps)),
-    )
+    fit = gd.fit(X, y, rng=np.random.default_rng(1), delta=1e-6, record_every=20,
+                 callback=lambda t, model, eps: seen.append((t, model.mse(X, y), eps)))
     h = fit.history
     assert h.iteration.tolist() == [20, 40, 60] and h.delta == 1e-6
     for t, eps in zip(h.iteration, h.epsilon, strict=True):
         # t Gaussian releases are one Gaussian of noise multiplier sigma / sqrt(t)
-        assert eps == pytest.approx(GaussianMechanism(4.0 / math.sqrt(t)).epsilon(1e-6), rel=1e-9)
+        assert eps == pytest.approx(GaussianMechanism(4.0 / math.sqrt(t)).epsilon(1e-6),
+                                    rel=1e-9)
     np.testing.assert_allclose(h.loss, [m for _, m, _ in seen], rtol=1e-12)
     np.testing.assert_allclose(h.epsilon, [e for _, _, e in seen], rtol=1e-12)
     assert h.loss[-1] == pytest.approx(fit.mse(X, y), rel=1e-12)
@@ -501,11 +476,8 @@ def test_plus_minus_one_labels_equal_zero_one(cancer):
     assert fpm.accuracy(Xte, 2 * yte - 1) == f01.accuracy(Xte, yte)
     assert np.array_equal(fpm.predict(Xte), 2 * f01.predict(Xte) - 1)
     with pytest.raises(ValueError, match=r"\{0, 1\} or in \{-1, \+1\}"):
-        gd.fit(
-            Xtr,
-            np.where(ytr > 0, 1.0, -1.0) * (np.arange(len(ytr)) % 3 > 0),
-            rng=np.random.default_rng(0),
-        )
+        gd.fit(Xtr, np.where(ytr > 0, 1.0, -1.0) * (np.arange(len(ytr)) % 3 > 0),
+               rng=np.random.default_rng(0))
 
 
 def _three_classes(seed, n=1500):
@@ -536,12 +508,10 @@ def test_softmax_gradient_matches_per_example_loop_and_bound():
     assert gd.sensitivity == pytest.approx(math.sqrt(2) * math.sqrt(2), rel=1e-12)
     assert norms.max() <= gd.sensitivity
     clipped = grads * np.minimum(1.0, 0.5 / norms)[:, None, None]
-    np.testing.assert_allclose(
-        _clipped_gradient_sum(Xa, y, theta, "softmax", 0.5), clipped.sum(0), rtol=1e-10
-    )
-    np.testing.assert_allclose(
-        _clipped_gradient_sum(Xa, y, theta, "softmax", None), grads.sum(0), rtol=1e-10
-    )
+    np.testing.assert_allclose(_clipped_gradient_sum(Xa, y, theta, "softmax", 0.5),
+                               clipped.sum(0), rtol=1e-10)
+    np.testing.assert_allclose(_clipped_gradient_sum(Xa, y, theta, "softmax", None),
+                               grads.sum(0), rtol=1e-10)
 
 
 @pytest.mark.parametrize("mode", [dict(clip=1.0), dict(x_bound=1.0)])
@@ -549,7 +519,8 @@ def test_softmax_approaches_nonprivate_accuracy(mode):
     X, y = _three_classes(1)
     Xte, yte = _three_classes(2)
     ref = LogisticRegression(C=1e4, max_iter=2000).fit(X, y).score(Xte, yte)
-    gd = NoisyGD(sigma=2.0, iterations=200, loss="softmax", n_classes=3, learning_rate=2.0, **mode)
+    gd = NoisyGD(sigma=2.0, iterations=200, loss="softmax", n_classes=3,
+                 learning_rate=2.0, **mode)
     fit = gd.fit(X, y, rng=np.random.default_rng(0))
     assert fit.coef.shape == (2, 3) and fit.intercept.shape == (3,)
     assert fit.accuracy(Xte, yte) > ref - 0.03
@@ -568,9 +539,8 @@ def test_out_of_range_clip_equals_clipping_first():
     gd = NoisyGD(sigma=3.0, iterations=20, loss="linear", x_bound=1.0, y_bound=1.0)
     with pytest.raises(ValueError, match="out_of_range='clip'"):
         gd.fit(X2, y2, rng=np.random.default_rng(0))
-    clip = NoisyGD(
-        sigma=3.0, iterations=20, loss="linear", x_bound=1.0, y_bound=1.0, out_of_range="clip"
-    )
+    clip = NoisyGD(sigma=3.0, iterations=20, loss="linear", x_bound=1.0, y_bound=1.0,
+                   out_of_range="clip")
     got = clip.fit(X2, y2, rng=np.random.default_rng(0))
     Xc = X2 / np.maximum(1.0, np.linalg.norm(X2, axis=1, keepdims=True))
     want = gd.fit(Xc, np.clip(y2, -1, 1), rng=np.random.default_rng(0))

@@ -85,9 +85,8 @@ def recorder(monkeypatch):
     return log
 
 
-def check_claim(
-    alg: Algorithm, log: list[Record], sensitivities: list[float], counts: list[int]
-) -> dict[int, list[Record]]:
+def check_claim(alg: Algorithm, log: list[Record], sensitivities: list[float],
+                counts: list[int]) -> dict[int, list[Record]]:
     """The recorded releases are exactly ``alg``'s claim; returns them by plan line.
 
     ``sensitivities`` and ``counts`` (one per line of the claim, in order) are derived
@@ -99,11 +98,8 @@ def check_claim(
     for rec in log:
         # the recorded object is one of the claim's objects (a subsampled line releases
         # through its base), never a copy built elsewhere
-        owners = [
-            i
-            for i, m in enumerate(mechanisms)
-            if rec.mechanism is m or rec.mechanism is getattr(m, "base", None)
-        ]
+        owners = [i for i, m in enumerate(mechanisms)
+                  if rec.mechanism is m or rec.mechanism is getattr(m, "base", None)]
         assert len(owners) == 1, f"release by {rec.mechanism!r} is not in the claim"
         by_line[owners[0]].append(rec)
     for i, recs in by_line.items():
@@ -144,7 +140,8 @@ def test_noisy_gd_with_clipping(recorder):
 
 def test_noisy_gd_with_declared_bounds(recorder):
     X, y = regression_data(1)
-    alg = NoisyGD(sigma=2.0, iterations=5, loss="linear", x_bound=1.0, y_bound=1.0, theta_bound=2.0)
+    alg = NoisyGD(sigma=2.0, iterations=5, loss="linear", x_bound=1.0, y_bound=1.0,
+                  theta_bound=2.0)
     alg.fit(X, y, rng=np.random.default_rng(2))
     b = math.sqrt(1.0**2 + 1.0)  # rows (x, 1) with ||x|| <= 1
     check_claim(alg, recorder, sensitivities=[b * (2.0 * b + 1.0)], counts=[5])
@@ -152,7 +149,8 @@ def test_noisy_gd_with_declared_bounds(recorder):
 
 def test_noisy_gd_logistic(recorder):
     X, y = regression_data(2)
-    alg = NoisyGD(sigma=2.0, iterations=4, loss="logistic", x_bound=1.0, fit_intercept=False)
+    alg = NoisyGD(sigma=2.0, iterations=4, loss="logistic", x_bound=1.0,
+                  fit_intercept=False)
     alg.fit(X, (y > 0).astype(float), rng=np.random.default_rng(3))
     check_claim(alg, recorder, sensitivities=[1.0], counts=[4])
 
@@ -185,14 +183,8 @@ def test_dp_sgd(recorder, monkeypatch):
 @pytest.mark.parametrize("fit_intercept", [False, True])
 def test_ssp(recorder, fit_intercept):
     X, y = regression_data(4)
-    alg = SSP(
-        noise_scale=0.3,
-        x_bound=1.0,
-        y_bound=1.0,
-        ratios=(2.0, 1.0),
-        fit_intercept=fit_intercept,
-        intercept_scaling=0.5,
-    )
+    alg = SSP(noise_scale=0.3, x_bound=1.0, y_bound=1.0, ratios=(2.0, 1.0),
+              fit_intercept=fit_intercept, intercept_scaling=0.5)
     alg.fit(X, y, rng=np.random.default_rng(5))
     b = math.hypot(1.0, 0.5) if fit_intercept else 1.0
     lines = check_claim(alg, recorder, sensitivities=[b * b, b * 1.0], counts=[1, 1])
@@ -215,18 +207,13 @@ def test_adassp(recorder):
 @pytest.mark.parametrize("noise", ["laplace", "gaussian"])
 @pytest.mark.parametrize("how", ["fit", "fit_counts"])
 def test_marginal_synthesizer(recorder, noise, how):
-    cols = [
-        CategoricalColumn("a", [0, 1]),
-        CategoricalColumn("b", [0, 1, 2]),
-        CategoricalColumn("c", [0, 1]),
-    ]
-    alg = MarginalSynthesizer(cols, marginals="2-way", noise=noise, scale=4.0, count_scale=9.0)
+    cols = [CategoricalColumn("a", [0, 1]), CategoricalColumn("b", [0, 1, 2]),
+            CategoricalColumn("c", [0, 1])]
+    alg = MarginalSynthesizer(cols, marginals="2-way", noise=noise, scale=4.0,
+                              count_scale=9.0)
     rng = np.random.default_rng(7)
-    data = {
-        "a": rng.integers(0, 2, 300),
-        "b": rng.integers(0, 3, 300),
-        "c": rng.integers(0, 2, 300),
-    }
+    data = {"a": rng.integers(0, 2, 300), "b": rng.integers(0, 3, 300),
+            "c": rng.integers(0, 2, 300)}
     if how == "fit":
         alg.fit(data, rng=rng)
     else:
@@ -243,19 +230,18 @@ def test_marginal_synthesizer(recorder, noise, how):
 @pytest.mark.parametrize("noise", ["laplace", "gaussian"])
 def test_histogram_quantiles(recorder, noise):
     alg = HistogramQuantiles(lower=0.0, upper=1.0, bins=32, scale=2.0, noise=noise)
-    alg.quantiles(
-        np.random.default_rng(8).uniform(size=500), [0.25, 0.5], rng=np.random.default_rng(9)
-    )
+    alg.quantiles(np.random.default_rng(8).uniform(size=500), [0.25, 0.5],
+                  rng=np.random.default_rng(9))
     lines = check_claim(alg, recorder, sensitivities=[1.0], counts=[1])
     assert lines[0][0].size == 32
 
 
 @pytest.mark.parametrize("measure_root", [False, True])
 def test_tree_quantiles(recorder, measure_root):
-    alg = TreeQuantiles(
-        lower=0.0, upper=1.0, bins=27, branching=3, scale=2.0, measure_root=measure_root
-    )
-    alg.quantiles(np.random.default_rng(10).uniform(size=500), [0.5], rng=np.random.default_rng(11))
+    alg = TreeQuantiles(lower=0.0, upper=1.0, bins=27, branching=3, scale=2.0,
+                        measure_root=measure_root)
+    alg.quantiles(np.random.default_rng(10).uniform(size=500), [0.5],
+                  rng=np.random.default_rng(11))
     depth = 4 if measure_root else 3
     lines = check_claim(alg, recorder, sensitivities=[1.0], counts=[depth])
     sizes = [1, 3, 9, 27] if measure_root else [3, 9, 27]
@@ -264,10 +250,10 @@ def test_tree_quantiles(recorder, measure_root):
 
 @pytest.mark.parametrize("candidates", ["intervals", "grid"])
 def test_exponential_quantile(recorder, candidates):
-    alg = ExponentialQuantile(
-        epsilon0=0.8, lower=-5.0, upper=5.0, candidates=candidates, grid_size=64
-    )
-    alg.quantile(np.random.default_rng(12).normal(size=101), 0.5, rng=np.random.default_rng(13))
+    alg = ExponentialQuantile(epsilon0=0.8, lower=-5.0, upper=5.0, candidates=candidates,
+                              grid_size=64)
+    alg.quantile(np.random.default_rng(12).normal(size=101), 0.5,
+                 rng=np.random.default_rng(13))
     lines = check_claim(alg, recorder, sensitivities=[1.0], counts=[1])
     assert lines[0][0].size == (102 if candidates == "intervals" else 64)
 
@@ -277,9 +263,8 @@ def test_dp_theil_sen(recorder, split):
     rng = np.random.default_rng(14)
     x = rng.uniform(0, 1, 201)
     y = 2 * x + rng.normal(0, 0.1, 201)
-    alg = DPTheilSen(
-        epsilon=2.0, x_lower=0, x_upper=1, pred_lower=-5, pred_upper=5, k=6, split=split
-    )
+    alg = DPTheilSen(epsilon=2.0, x_lower=0, x_upper=1, pred_lower=-5, pred_upper=5, k=6,
+                     split=split)
     alg.fit(x, y, rng=rng)
     lines = check_claim(alg, recorder, sensitivities=[6.0, 6.0], counts=[1, 1])
     eps = [r[0].mechanism.epsilon0 for r in lines.values()]
@@ -366,9 +351,8 @@ def test_exponential_release_validation():
 # ----------------------------------------------------------------------------------
 def test_gaussian_noise_std_is_sigma_times_sensitivity():
     n, sigma, sens = 200_000, 1.7, 0.6
-    noisy = GaussianMechanism(sigma=sigma).release(
-        np.full(n, 5.0), sensitivity=sens, rng=np.random.default_rng(20)
-    )
+    noisy = GaussianMechanism(sigma=sigma).release(np.full(n, 5.0), sensitivity=sens,
+                                                   rng=np.random.default_rng(20))
     z = noisy - 5.0
     s2 = float(np.sum((z - z.mean()) ** 2))
     target = (sigma * sens) ** 2
@@ -381,9 +365,8 @@ def test_gaussian_noise_std_is_sigma_times_sensitivity():
 
 def test_laplace_mean_absolute_deviation_is_b_times_sensitivity():
     n, b, sens = 200_000, 2.5, 0.4
-    noisy = LaplaceMechanism(b=b).release(
-        np.zeros(n), sensitivity=sens, rng=np.random.default_rng(21)
-    )
+    noisy = LaplaceMechanism(b=b).release(np.zeros(n), sensitivity=sens,
+                                          rng=np.random.default_rng(21))
     # |Lap(0, s)| is exponential with mean s, so sum |z_i| ~ Gamma(n, scale=s)
     total = float(np.abs(noisy).sum())
     s = b * sens
@@ -435,9 +418,8 @@ def test_exponential_mechanism_is_stable_for_large_scores():
     em = ExponentialMechanism(epsilon=2.0)
     rng = np.random.default_rng(25)
     n = 20_000
-    picks = np.array(
-        [em.release([1e4, 1e4 + math.log(3.0)], sensitivity=1.0, rng=rng) for _ in range(n)]
-    )
+    picks = np.array([em.release([1e4, 1e4 + math.log(3.0)], sensitivity=1.0, rng=rng)
+                      for _ in range(n)])
     assert stats.binomtest(int(picks.sum()), n, 0.75).pvalue > LEVEL
     assert em.release([-1e300, 0.0], sensitivity=1.0, rng=rng) == 1
 
@@ -486,8 +468,7 @@ def _chi_square_pmf(samples: np.ndarray, pmf, cut: int) -> float:
 def test_discrete_laplace_pmf(scale, sensitivity):
     t = scale * sensitivity
     noisy = DiscreteLaplaceMechanism(scale=scale).release(
-        np.zeros(20_000, dtype=int), sensitivity=sensitivity, rng=np.random.default_rng(28)
-    )
+        np.zeros(20_000, dtype=int), sensitivity=sensitivity, rng=np.random.default_rng(28))
 
     def pmf(x: int) -> float:  # normaliser sum_x r^|x| = (1 + r) / (1 - r), r = e^{-1/t}
         r = math.exp(-1.0 / t)
@@ -498,12 +479,8 @@ def test_discrete_laplace_pmf(scale, sensitivity):
 
 @pytest.mark.parametrize("sigma", [0.6, 1.3, 4.0])
 def test_discrete_gaussian_pmf(sigma):
-    noisy = (
-        DiscreteGaussianMechanism(sigma=sigma).release(
-            np.full(15_000, 7), rng=np.random.default_rng(29)
-        )
-        - 7
-    )
+    noisy = DiscreteGaussianMechanism(sigma=sigma).release(
+        np.full(15_000, 7), rng=np.random.default_rng(29)) - 7
     z = math.fsum(math.exp(-x * x / (2 * sigma**2)) for x in range(-200, 201))
 
     def pmf(x: int) -> float:
@@ -515,24 +492,14 @@ def test_discrete_gaussian_pmf(sigma):
 @pytest.mark.parametrize("noise", ["laplace", "gaussian", "discrete_laplace"])
 def test_tree_quantiles_prefix_budget(recorder, noise):
     # 70 bins, b = 25: height 2, real nodes 1, 3, 70 (555 padding leaves never released)
-    alg = TreeQuantiles(
-        lower=0.0,
-        upper=1.0,
-        bins=70,
-        branching=25,
-        scale=3.0,
-        measure_root=True,
-        noise=noise,
-        level_budget="prefix",
-    )
-    alg.quantiles(np.random.default_rng(12).uniform(size=500), [0.5], rng=np.random.default_rng(13))
+    alg = TreeQuantiles(lower=0.0, upper=1.0, bins=70, branching=25, scale=3.0,
+                        measure_root=True, noise=noise, level_budget="prefix")
+    alg.quantiles(np.random.default_rng(12).uniform(size=500), [0.5],
+                  rng=np.random.default_rng(13))
     lines = check_claim(alg, recorder, sensitivities=[1.0] * 3, counts=[1, 1, 1])
     assert [lines[i][0].size for i in range(3)] == [1, 3, 70]
-    kind, attr = {
-        "laplace": (LaplaceMechanism, "b"),
-        "gaussian": (GaussianMechanism, "sigma"),
-        "discrete_laplace": (DiscreteLaplaceMechanism, "scale"),
-    }[noise]
+    kind, attr = {"laplace": (LaplaceMechanism, "b"), "gaussian": (GaussianMechanism, "sigma"),
+                  "discrete_laplace": (DiscreteLaplaceMechanism, "scale")}[noise]
     for i, sc in enumerate(alg.level_scales):
         mech = lines[i][0].mechanism
         assert isinstance(mech, kind)

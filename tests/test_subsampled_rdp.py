@@ -188,7 +188,6 @@ def test_many_orders_at_once_match_one_at_a_time():
     np.testing.assert_allclose(together, alone, rtol=1e-12, atol=0)
     assert np.all(np.diff(together) >= 0)  # Renyi divergence is non-decreasing in alpha
 
-
 @settings(max_examples=60, deadline=None)
 @given(
     q=st.floats(1e-5, 0.99),
