@@ -266,10 +266,6 @@ UNTESTED_MODULES: set[str] = {
     "regression_data",
     "training_common",
     "custom",
-    "synthesis_columns",
-    "synthesis_estimate",
-    "synthesis_model",
-    "synthesis_table",
 }
 #: modules that are not tested on their own: package markers and the export table
 NOT_MIRRORED = {"__init__", "__main__", "_exports"}
