@@ -263,8 +263,6 @@ def test_no_function_over_100_lines_without_a_comment_saying_why():
 #: ``tests/test_release.py``): a listed module may gain its ``tests/test_<name>.py`` (then
 #: remove it from the list), never the other way round
 UNTESTED_MODULES: set[str] = {
-    "regression_data",
-    "training_common",
     "custom",
 }
 #: modules that are not tested on their own: package markers and the export table

@@ -110,23 +110,6 @@ def test_logistic_bound_needs_only_x_bound():
     assert gd.sensitivity == pytest.approx(math.sqrt(10.0), rel=1e-15)
 
 
-def test_clipped_gradient_sum_matches_per_example_loop():
-    rng = np.random.default_rng(4)
-    X = rng.normal(size=(200, 5))
-    y = (rng.random(200) < 0.5).astype(float)
-    theta = rng.normal(size=5)
-    for loss, yy in (("logistic", y), ("linear", rng.normal(size=200) * 3)):
-        z = X @ theta
-        r = z - yy if loss == "linear" else 1 / (1 + np.exp(-z)) - yy
-        grads = r[:, None] * X  # per-example gradients, built explicitly
-        norms = np.linalg.norm(grads, axis=1)
-        clipped = grads * np.minimum(1.0, 0.3 / norms)[:, None]
-        np.testing.assert_allclose(
-            _clipped_gradient_sum(X, yy, theta, loss, 0.3), clipped.sum(0), rtol=1e-10
-        )
-        assert (norms > 0.3).sum() > 50  # the test exercises clipping
-
-
 @pytest.mark.parametrize("clip", [0.7, 3.0])
 def test_noise_scale_is_sigma_times_clip(clip):
     # one record with zero features and target: the gradient is 0, theta_1 = -noise / n
