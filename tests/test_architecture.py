@@ -244,3 +244,27 @@ def test_no_function_over_100_lines_without_a_comment_saying_why():
     assert not fixed, (
         f"within {MAX_FUNCTION_LINES} lines, explained or gone: remove from LONG_FUNCTIONS: {fixed}"
     )
+
+
+#: library modules without a test module of their own (issue 22: tests mirror the source
+#: tree), by basename without leading underscores (``_release.py`` is tested in
+#: ``tests/test_release.py``): a listed module may gain its ``tests/test_<name>.py`` (then
+#: remove it from the list), never the other way round
+UNTESTED_MODULES: set[str] = {
+    "custom",
+}
+#: modules that are not tested on their own: package markers and the export table
+NOT_MIRRORED = {"__init__", "__main__", "_exports"}
+
+
+def _module_basenames() -> set[str]:
+    return {path.stem.lstrip("_") for path in MODULES.values() if path.stem not in NOT_MIRRORED}
+
+
+def test_every_library_module_has_a_test_module():
+    names = _module_basenames()
+    tests = {p.stem.removeprefix("test_") for p in (ROOT / "tests").glob("test_*.py")}
+    new = sorted(n for n in names - tests if n not in UNTESTED_MODULES)
+    assert not new, f"library module(s) without tests/test_<name>.py: {new}"
+    fixed = sorted(n for n in UNTESTED_MODULES if n in tests or n not in names)
+    assert not fixed, f"now tested (or gone): remove from UNTESTED_MODULES: {fixed}"

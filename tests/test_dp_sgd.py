@@ -1,15 +1,13 @@
-"""Tests for mechanisms.dp_sgd.DPSGD and calibrators.training.calibrate_dp_sgd."""
+"""Tests for mechanisms.dp_sgd.DPSGD (its calibrator is tested in test_training.py)."""
 
 from __future__ import annotations
 
 import dataclasses
-import math
 
 import numpy as np
 import pytest
 
 from dpacct.accountant import BudgetExceededError, PrivacyAccountant, compose, poisson_subsample
-from dpacct.calibrators.dpsgd import noise_multiplier
 from dpacct.calibrators.training import calibrate_dp_sgd
 from dpacct.mechanisms.dp_sgd import DPSGD, _epoch_ends
 from dpacct.mechanisms.gaussian import GaussianMechanism
@@ -170,28 +168,6 @@ def test_logistic_approaches_nonprivate_as_epsilon_grows(cancer):
 
 
 # ----------------------------------------------------------------------------------
-# calibration
-# ----------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("eps, q, kw", [(1.0, 0.1, dict(epochs=10)), (3.0, 0.01, dict(steps=2000))])
-def test_calibrated_sigma_meets_budget(eps, q, kw):
-    sgd = calibrate_dp_sgd(eps, DELTA, sample_rate=q, loss="logistic", **kw)
-    hand = compose([poisson_subsample(GaussianMechanism(sigma=sgd.sigma), q)], [sgd.steps]).epsilon(
-        DELTA
-    )
-    assert eps * (1 - 1e-3) <= hand <= eps
-    # the same answer as the DP-SGD noise multiplier calibrator (same composition)
-    assert sgd.sigma == pytest.approx(noise_multiplier(eps, DELTA, q, sgd.steps), rel=1e-12)
-
-
-def test_calibrate_with_batch_size():
-    sgd = calibrate_dp_sgd(2.0, DELTA, batch_size=50, n=1000, steps=300, loss="linear")
-    assert sgd.sample_rate == 0.05 and sgd.steps == 300
-    assert 2.0 * (1 - 1e-3) <= sgd.epsilon(DELTA) <= 2.0
-
-
-# ----------------------------------------------------------------------------------
 # validation
 # ----------------------------------------------------------------------------------
 
@@ -244,28 +220,6 @@ def test_bad_data_and_arguments():
         sgd.fit(X, y, rng=rng, delta=0.0)
     with pytest.raises(TypeError, match="accountant"):
         sgd.fit(X, y, rng=rng, accountant="ledger")
-
-
-def test_calibrator_validation():
-    with pytest.raises(TypeError, match="sample_rate"):
-        calibrate_dp_sgd(1.0, DELTA, steps=10, loss="linear")
-    with pytest.raises(TypeError, match="n"):
-        calibrate_dp_sgd(1.0, DELTA, batch_size=10, steps=10, loss="linear")
-    with pytest.raises(ValueError, match="batch_size"):
-        calibrate_dp_sgd(1.0, DELTA, batch_size=0, n=10, steps=10, loss="linear")
-    with pytest.raises(ValueError, match="batch_size"):
-        calibrate_dp_sgd(1.0, DELTA, batch_size=20, n=10, steps=10, loss="linear")
-    with pytest.raises(ValueError, match="sample_rate"):
-        calibrate_dp_sgd(1.0, DELTA, sample_rate=1.5, steps=10, loss="linear")
-    with pytest.raises(ValueError, match="sample_rate"):
-        calibrate_dp_sgd(1.0, DELTA, sample_rate=0.001, n=10, steps=10, loss="linear")
-    with pytest.raises(ValueError, match="steps"):
-        calibrate_dp_sgd(1.0, DELTA, sample_rate=0.1, steps=0, loss="linear")
-    with pytest.raises(ValueError, match="epsilon"):
-        calibrate_dp_sgd(-1.0, DELTA, sample_rate=0.1, steps=10, loss="linear")
-    assert math.isfinite(
-        calibrate_dp_sgd(1.0, DELTA, sample_rate=0.1, steps=10, loss="linear").sigma
-    )
 
 
 def test_softmax_and_plus_minus_one_labels(cancer):

@@ -1,4 +1,4 @@
-"""Tests for mechanisms.noisy_gd.NoisyGD and its calibrators (calibrators.training)."""
+"""Tests for mechanisms.noisy_gd.NoisyGD (its calibrators are tested in test_training.py)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,7 @@ from sklearn.linear_model import LinearRegression, LogisticRegression
 from sklearn.model_selection import train_test_split
 
 from dpacct.accountant import compose
-from dpacct.calibrators.calibrate import UnreachableTargetError
-from dpacct.calibrators.dpsgd import analytic_gaussian_sigma
-from dpacct.calibrators.training import calibrate_noisy_gd, naive_split_sigma
+from dpacct.calibrators.training import calibrate_noisy_gd
 from dpacct.mechanisms.gaussian import GaussianMechanism
 from dpacct.mechanisms.noisy_gd import FittedLinearModel, NoisyGD, _clipped_gradient_sum
 
@@ -110,23 +108,6 @@ def test_logistic_bound_needs_only_x_bound():
     assert gd.sensitivity == 3.0
     gd = NoisyGD(sigma=1.0, iterations=1, loss="logistic", x_bound=3.0)
     assert gd.sensitivity == pytest.approx(math.sqrt(10.0), rel=1e-15)
-
-
-def test_clipped_gradient_sum_matches_per_example_loop():
-    rng = np.random.default_rng(4)
-    X = rng.normal(size=(200, 5))
-    y = (rng.random(200) < 0.5).astype(float)
-    theta = rng.normal(size=5)
-    for loss, yy in (("logistic", y), ("linear", rng.normal(size=200) * 3)):
-        z = X @ theta
-        r = z - yy if loss == "linear" else 1 / (1 + np.exp(-z)) - yy
-        grads = r[:, None] * X  # per-example gradients, built explicitly
-        norms = np.linalg.norm(grads, axis=1)
-        clipped = grads * np.minimum(1.0, 0.3 / norms)[:, None]
-        np.testing.assert_allclose(
-            _clipped_gradient_sum(X, yy, theta, loss, 0.3), clipped.sum(0), rtol=1e-10
-        )
-        assert (norms > 0.3).sum() > 50  # the test exercises clipping
 
 
 @pytest.mark.parametrize("clip", [0.7, 3.0])
@@ -257,49 +238,6 @@ def test_linear_regression_beats_mean_predictor(diabetes, kwargs):
 
 
 # ----------------------------------------------------------------------------------
-# calibration
-# ----------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("eps, delta, T", [(1.0, 1e-5, 10), (0.3, 1e-6, 250), (8.0, 1e-9, 3)])
-def test_calibrated_sigma_meets_budget(eps, delta, T):
-    gd = calibrate_noisy_gd(eps, delta, iterations=T, loss="logistic", clip=1.0)
-    assert gd.iterations == T
-    hand = compose([GaussianMechanism(sigma=gd.sigma)], counts=[T]).epsilon(delta)
-    assert hand == pytest.approx(gd.epsilon(delta), rel=1e-12)
-    assert eps * (1 - 1e-3) <= hand <= eps
-    # close to the exact answer: sqrt(T) times the analytic single-Gaussian sigma
-    exact = math.sqrt(T) * analytic_gaussian_sigma(eps, delta)
-    assert gd.sigma == pytest.approx(exact, rel=2e-3)
-    assert gd.sigma >= exact * (1 - 1e-9)
-
-
-def test_calibrated_iterations_is_largest():
-    gd = calibrate_noisy_gd(2.0, DELTA, sigma=20.0, loss="linear", clip=1.0)
-    T = gd.iterations
-    assert compose([GaussianMechanism(sigma=20.0)], counts=[T]).epsilon(DELTA) <= 2.0
-    assert compose([GaussianMechanism(sigma=20.0)], counts=[T + 1]).epsilon(DELTA) > 2.0
-    assert T > 50
-    with pytest.raises(UnreachableTargetError):
-        calibrate_noisy_gd(0.1, DELTA, sigma=1.0, loss="linear", clip=1.0)
-
-
-@pytest.mark.parametrize("T, low, high", [(10, 2.5, 3.5), (100, 8.0, 11.0), (1000, 25.0, 35.0)])
-def test_engine_needs_less_noise_than_naive_split(T, low, high):
-    eps = 1.0
-    naive = naive_split_sigma(eps, DELTA, T)
-    # the naive sigma makes each iteration exactly (eps / T, delta / T)-DP
-    assert GaussianMechanism(sigma=naive).delta(eps / T) == pytest.approx(DELTA / T, rel=1e-6)
-    engine = calibrate_noisy_gd(eps, DELTA, iterations=T, loss="logistic", clip=1.0).sigma
-    ratio = naive / engine
-    # measured: 3.08 (T=10), 9.70 (T=100), 30.66 (T=1000); grows like sqrt(T)
-    assert ratio > 1.0
-    assert low < ratio < high
-    # and the naive sigma, given to NoisyGD, over-spends nothing: its epsilon is far below 1
-    assert NoisyGD(sigma=naive, iterations=T, loss="logistic", clip=1.0).epsilon(DELTA) < 0.5
-
-
-# ----------------------------------------------------------------------------------
 # validation
 # ----------------------------------------------------------------------------------
 
@@ -396,23 +334,6 @@ def test_fitted_model_api(cancer):
     Xl = np.array([[0.0, 0.0], [1.0, 1.0], [2.0, 0.0]])
     assert lin.mse(Xl, np.array([1.0, 4.0, 3.0])) == 0.0
     assert lin.score(Xl, np.array([1.0, 4.0, 3.0])) == 1.0
-
-
-def test_calibrator_validation():
-    with pytest.raises(TypeError, match="iterations"):
-        calibrate_noisy_gd(1.0, DELTA, loss="linear", clip=1.0)
-    with pytest.raises(TypeError, match="iterations"):
-        calibrate_noisy_gd(1.0, DELTA, iterations=3, sigma=2.0, loss="linear", clip=1.0)
-    with pytest.raises(ValueError, match="epsilon"):
-        calibrate_noisy_gd(0.0, DELTA, iterations=3, loss="linear", clip=1.0)
-    with pytest.raises(ValueError, match="delta"):
-        calibrate_noisy_gd(1.0, 1.0, iterations=3, loss="linear", clip=1.0)
-    with pytest.raises(ValueError, match="iterations"):
-        calibrate_noisy_gd(1.0, DELTA, iterations=0, loss="linear", clip=1.0)
-    with pytest.raises(ValueError, match="clip"):
-        calibrate_noisy_gd(1.0, DELTA, iterations=3, loss="linear", clip=-1.0)
-    with pytest.raises(ValueError, match="iterations"):
-        naive_split_sigma(1.0, DELTA, 0)
 
 
 # ----------------------------------------------------------------------------------

@@ -163,20 +163,6 @@ def test_accurate_convolution_keeps_tail_relative_precision():
     np.testing.assert_allclose(c[700:900], plain[700:900], rtol=1e-9)
 
 
-def test_split_discretisation_coarsens_a_step_too_fine_for_its_bulk():
-    """A step far below the law's spread would need millions of bulk points: the
-    two-scale grid coarsens it (by powers of two) and stays certified."""
-    from dpacct.accountant.twoscale import MAX_FINE, discretize_split
-
-    law = GaussianLossLaw(mu=1.0)
-    split = discretize_split(law, 2.0**-30, pessimistic=True, tail=1e-15)
-    assert split.fine.pmf.size <= MAX_FINE + 8
-    assert split.fine.step > 2.0**-30 and math.log2(split.fine.step).is_integer()
-    merged = split.merged()
-    exact = gaussian_delta(1.0, np.array([0.5, 1.0, 2.0]))
-    assert np.all(merged.delta(np.array([0.5, 1.0, 2.0])) >= exact * (1 - 1e-12))
-
-
 @pytest.mark.parametrize("seed", range(5))
 def test_regridding_bins_match_an_atom_by_atom_count(seed):
     """Each fine atom at absolute index i falls in coarse bin ceil(i/f) - 1 at
@@ -265,26 +251,20 @@ def test_strided_lower_hull_matches_the_monotone_chain(seed):
     assert np.all(y >= np.interp(x, x[hull], y[hull]) - 1e-12)
 
 
-def test_optimistic_tail_product_stays_below_the_pessimistic_one():
-    """Squarings of a very skewed split PLD (q = 4.1e-6, sigma = 0.5: the bulk is
-    narrower than a tail step, so the optimistic tail products are discretised after
-    the product): the optimistic curve stays below the pessimistic one everywhere,
-    and close to it where epsilon is tens of tail steps."""
-    from dpacct.accountant.subsample import poisson_subsample
-    from dpacct.accountant.twoscale import _convolve, _rebalance, discretize_split
-    from dpacct.mechanisms import GaussianMechanism
+def test_as_law_is_the_atomic_law_of_the_grid():
+    """``GridPLD.as_law``: the grid's atoms as a loss law, Q-masses ``p e^{-loss}``.
 
-    law = poisson_subsample(GaussianMechanism(sigma=0.5), 4.0937e-6)._loss_laws()[0]
-    eps = np.array([0.0, 1e-4, 8e-4, 3e-3, 1e-2, 0.1])
-    cap = 2.0**-16
-    curves = {}
-    for pessimistic in (True, False):
-        s = discretize_split(law, 2.0**-24, pessimistic=pessimistic, tail=1e-20, coarse_cap=cap)
-        for _ in range(4):
-            s = _rebalance(_convolve(s, s, 1e-20), 320.0, None, 1, cap)
-        assert s.coarse is not None and s.fine.step < s.coarse.step
-        curves[pessimistic] = s.merged(1 << 19).delta(eps)
-    assert np.all(curves[False] <= curves[True])
-    # at 8e-4 (about 50 tail steps) the two agree to 5e-4 relative (measured 3.2e-4;
-    # the optimistic re-grid of the bulk before each tail product gave 1.6e-3)
-    assert curves[False][2] >= curves[True][2] * (1 - 5e-4)
+    Randomized response truthful with probability 3/4 has the losses +-log 3 with
+    P-masses 3/4 and 1/4, so its PLD sits exactly on the grid of step log 3; its
+    hockey-stick divergence is ``max(0, 3/4 - e^eps / 4)`` (written out by hand)."""
+    step = math.log(3.0)
+    pld = GridPLD(
+        step=step, offset=-1, pmf=np.array([0.25, 0.0, 0.75]), inf_mass=0.0, pessimistic=True
+    )
+    law = pld.as_law()
+    eps = np.array([0.0, 0.5, 1.0, step, 2.0])
+    expected = np.maximum(0.0, 0.75 - np.exp(eps) * 0.25)
+    assert law.hockey_stick(eps) == pytest.approx(expected, abs=1e-15)
+    # the grid's own curve: the same, rounded up for floating point (a pessimistic PLD)
+    d = pld.delta(eps)
+    assert np.all(expected <= d) and np.all(d <= expected * (1 + 1e-9) + 1e-15)

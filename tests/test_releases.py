@@ -44,7 +44,6 @@ from dpacct.mechanisms import (
     LaplaceMechanism,
     MarginalSynthesizer,
     NoisyGD,
-    PlannedRelease,
     RandomizedResponse,
     ReleaseSession,
     TreeQuantiles,
@@ -270,55 +269,6 @@ def test_dp_theil_sen(recorder, split):
     lines = check_claim(alg, recorder, sensitivities=[6.0, 6.0], counts=[1, 1])
     eps = [r[0].mechanism.epsilon0 for r in lines.values()]
     assert eps == pytest.approx([2.0 * split, 2.0 * (1 - split)], rel=1e-12)
-
-
-# ----------------------------------------------------------------------------------
-# the session enforces the plan
-# ----------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Drifting(Algorithm):
-    """Claims two Laplace releases; ``run`` makes ``made`` of them."""
-
-    made: int
-
-    def planned_releases(self):
-        return (PlannedRelease("count", LaplaceMechanism(b=1.0), 2),)
-
-    def run(self, rng):
-        session = self.releases(rng)
-        out = [session.release("count", 10.0) for _ in range(self.made)]
-        session.finish()
-        return out
-
-
-def test_session_refuses_a_release_beyond_the_claim():
-    rng = np.random.default_rng(0)
-    with pytest.raises(RuntimeError, match="more often than the 2 time"):
-        Drifting(made=3).run(rng)
-
-
-def test_session_refuses_fewer_releases_than_claimed():
-    with pytest.raises(RuntimeError, match="'count': 1 of 2"):
-        Drifting(made=1).run(np.random.default_rng(0))
-    assert len(Drifting(made=2).run(np.random.default_rng(0))) == 2
-
-
-def test_session_refuses_an_unplanned_label_and_a_claim_without_release():
-    session = Drifting(made=2).releases(np.random.default_rng(0))
-    with pytest.raises(KeyError, match="no planned release 'other'"):
-        session.release("other", 1.0)
-    from dpacct.mechanisms import PureDPMechanism
-
-    with pytest.raises(TypeError, match="has no release method"):
-        PlannedRelease("x", PureDPMechanism(epsilon=1.0), 1)
-    with pytest.raises(TypeError, match=r"rng must be a numpy\.random\.Generator"):
-        Drifting(made=2).releases(0)
-
-
-def test_plan_is_built_once():
-    alg = NoisyGD(sigma=1.0, iterations=3, loss="linear", clip=1.0)
-    assert alg.plan is alg.plan
-    assert alg.primitives()[0][0] is alg.plan[0].mechanism
 
 
 # ----------------------------------------------------------------------------------

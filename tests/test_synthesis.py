@@ -1,4 +1,6 @@
-"""Tests for the marginal-based synthetic data generator and its calibrator."""
+"""Tests for the marginal-based synthetic data generator and its calibrator (its
+columns, estimation and sampling have their own modules: ``test_synthesis_columns.py``,
+``test_synthesis_estimate.py``, ``test_synthesis_model.py``)."""
 
 from __future__ import annotations
 
@@ -17,12 +19,6 @@ from dpacct.mechanisms.synthesis import (
     CategoricalColumn,
     MarginalSynthesizer,
     Table,
-    _Layout,
-    _project_consistent,
-    encode,
-    ipf,
-    project_marginals,
-    project_simplex,
 )
 
 EPSILONS = (0.1, 1.0, 10.0, 100.0)
@@ -92,162 +88,6 @@ def code_corr(table: Table, a: str, b: str) -> float:
 
 
 # ----------------------------------------------------------------------------------
-# column specifications and encoding
-# ----------------------------------------------------------------------------------
-
-
-class TestColumns:
-    def test_categorical_validation(self):
-        with pytest.raises(ValueError, match="must not be empty"):
-            CategoricalColumn("c", [])
-        with pytest.raises(ValueError, match="unique"):
-            CategoricalColumn("c", ["a", "b", "a"])
-        with pytest.raises(ValueError, match="NaN"):
-            CategoricalColumn("c", [1.0, float("nan")])
-        with pytest.raises(TypeError, match="string"):
-            CategoricalColumn("c", "abc")
-        with pytest.raises(TypeError, match="name"):
-            CategoricalColumn("", ["a"])
-
-    def test_binned_validation(self):
-        with pytest.raises(ValueError, match="strictly increasing"):
-            BinnedNumericColumn("v", [0, 1, 1, 2])
-        with pytest.raises(ValueError, match="strictly increasing"):
-            BinnedNumericColumn("v", [2, 1])
-        with pytest.raises(ValueError, match="finite"):
-            BinnedNumericColumn("v", [0, 1, np.inf])
-        with pytest.raises(ValueError, match="finite"):
-            BinnedNumericColumn("v", [0, np.nan])
-        with pytest.raises(ValueError, match="at least 2"):
-            BinnedNumericColumn("v", [0.0])
-
-    def test_frozen(self):
-        col = CategoricalColumn("c", ["a"])
-        with pytest.raises(AttributeError):
-            col.name = "d"  # type: ignore[misc]
-
-    def test_encode_codes(self):
-        cols = [CategoricalColumn("c", ["x", "y", "z"]), BinnedNumericColumn("v", [0, 1, 2, 4])]
-        codes = encode(cols, {"c": ["z", "x", "y", "x"], "v": [0.0, 1.0, 3.99, 4.0]})
-        assert codes.tolist() == [[2, 0], [0, 1], [1, 2], [0, 2]]
-        arr = np.array([[0, 0.5], [1, 2.5]])
-        cols2 = [CategoricalColumn("c", [0, 1]), BinnedNumericColumn("v", [0, 1, 2, 4])]
-        assert encode(cols2, arr).tolist() == [[0, 0], [1, 2]]
-
-    @pytest.mark.parametrize(
-        ("data", "match"),
-        [
-            ({"c": ["x", "w"], "v": [0.5, 0.5]}, "'c' contains 'w'"),
-            ({"c": ["x", "y"], "v": [0.5, 4.5]}, "'v' contains 4.5, outside its edges"),
-            ({"c": ["x", "y"], "v": [-0.1, 0.5]}, "'v' contains -0.1"),
-            ({"c": ["x", "y"], "v": [np.nan, 0.5]}, "'v' contains NaN"),
-            ({"c": np.array([np.nan, 1.0]), "v": [0.5, 0.5]}, "'c' contains NaN"),
-            ({"c": [], "v": []}, "at least one row"),
-            ({"c": ["x"]}, "missing columns"),
-            ({"c": ["x", "y"], "v": [0.5]}, "equal lengths"),
-        ],
-    )
-    def test_encode_errors(self, data, match):
-        cols = [CategoricalColumn("c", ["x", "y"]), BinnedNumericColumn("v", [0, 1, 4])]
-        with pytest.raises(ValueError, match=match):
-            encode(cols, data)
-
-    def test_bin_aligned_range_query_sums_whole_bins(self):
-        # diabetes values sit exactly on bin edges (ages 30, 40, ...): intervals are
-        # [low, high) like the bins, so a bin-aligned query is a sum of marginal cells
-        cols, data = diabetes()
-        real = Table.from_data(cols, data)
-        age = np.asarray(cols[0].edges)
-        target = np.asarray(cols[5].edges)
-        tab = real.marginal(["age", "target"])
-        for i, j, k, m in [(0, 2, 1, 4), (1, 6, 0, 7), (2, 3, 3, 5)]:
-            q = {"age": (age[i], age[j]), "target": (target[k], target[m])}
-            assert real.range_query(q) == tab[i:j, k:m].sum()
-        assert real.range_query({"age": (age[0], age[-1])}) == real.n_rows
-
-    def test_encode_array_shape_errors(self):
-        cols = [CategoricalColumn("c", [0, 1]), BinnedNumericColumn("v", [0, 1, 4])]
-        with pytest.raises(ValueError, match="3 columns but 2"):
-            encode(cols, np.zeros((4, 3)))
-        with pytest.raises(ValueError, match="2-D"):
-            encode(cols, np.zeros(4))
-        with pytest.raises(ValueError, match="at least one row"):
-            encode(cols, np.zeros((0, 2)))
-        with pytest.raises(ValueError, match="unique names"):
-            encode([cols[0], cols[0]], np.zeros((2, 2)))
-
-
-class TestColumnNames:
-    """Named tables (mappings, DataFrames, structured arrays) are read by column name."""
-
-    @staticmethod
-    def frame_and_columns(seed: int = 0):
-        pd = pytest.importorskip("pandas")
-        rng = np.random.default_rng(seed)
-        n = 3000
-        # both columns take values 0..3, so reading them by position would not fail:
-        # it would silently swap them (a is skewed towards 0, b towards 3)
-        a = rng.choice(4, size=n, p=[0.7, 0.1, 0.1, 0.1])
-        b = np.where(rng.random(n) < 0.8, 3 - a, rng.integers(0, 4, n))
-        cols = [CategoricalColumn("a", [0, 1, 2, 3]), CategoricalColumn("b", [0, 1, 2, 3])]
-        return pd, cols, pd.DataFrame({"a": a, "b": b}), a, b
-
-    def test_reordered_frame_gives_the_same_result_as_the_ordered_one(self):
-        _, cols, ordered, a, b = self.frame_and_columns()
-        reordered = ordered[["b", "a"]]
-        np.testing.assert_array_equal(encode(cols, reordered), np.stack([a, b], axis=1))
-        syn = MarginalSynthesizer(cols, "2-way", scale=2.0)
-        fit_o = syn.fit(ordered, rng=np.random.default_rng(5))
-        fit_r = syn.fit(reordered, rng=np.random.default_rng(5))
-        for key, table in fit_o.noisy_tables.items():
-            np.testing.assert_array_equal(fit_r.noisy_tables[key], table)
-        np.testing.assert_array_equal(fit_r.probability(["a", "b"]),
-                                      fit_o.probability(["a", "b"]))
-        # the noisy (a, b) table is the true one plus noise, not its transpose
-        true = np.zeros((4, 4))
-        np.add.at(true, (a, b), 1)
-        noisy = fit_r.noisy_tables[("a", "b")]
-        assert np.abs(noisy - true).max() < 40 < np.abs(noisy - true.T).max()
-        real = Table.from_data(cols, reordered)
-        np.testing.assert_array_equal(real.column("a"), a)
-        assert real.marginal("a")[0] == (a == 0).sum()
-
-    def test_extra_columns_are_ignored_with_a_warning_naming_them(self):
-        _, cols, ordered, _, _ = self.frame_and_columns()
-        wide = ordered.assign(person_id=np.arange(len(ordered)), zip_code="02139")
-        wide = wide[["person_id", "b", "zip_code", "a"]]
-        with pytest.warns(UserWarning, match=r"\['person_id', 'zip_code'\].*ignored"):
-            codes = encode(cols, wide)
-        np.testing.assert_array_equal(codes, encode(cols, ordered))
-        syn = MarginalSynthesizer(cols, "2-way", scale=2.0)
-        with pytest.warns(UserWarning, match="person_id"):
-            fit_w = syn.fit(wide, rng=np.random.default_rng(3))
-        fit_o = syn.fit(ordered, rng=np.random.default_rng(3))
-        np.testing.assert_array_equal(fit_w.noisy_tables[("a", "b")],
-                                      fit_o.noisy_tables[("a", "b")])
-        with pytest.warns(UserWarning, match=r"\['u'\]"):
-            encode(cols, {"a": [0], "b": [1], "u": [1]})
-
-    def test_missing_columns_are_named(self):
-        pd, cols, ordered, _, _ = self.frame_and_columns()
-        with pytest.raises(ValueError, match=r"DataFrame is missing columns \['b'\].*'B'"):
-            encode(cols, ordered.rename(columns={"b": "B"}))
-        with pytest.raises(ValueError, match=r"missing columns \['a', 'b'\]"):
-            MarginalSynthesizer(cols, scale=1.0).fit(pd.DataFrame({"c": [1]}),
-                                                      rng=np.random.default_rng(0))
-        dup = pd.concat([ordered, ordered[["a"]]], axis=1)
-        with pytest.raises(ValueError, match=r"more than one column named \['a'\]"):
-            encode(cols, dup)
-
-    def test_structured_array_is_read_by_name(self):
-        rec = np.array([(3, 0), (2, 1)], dtype=[("b", int), ("a", int)])
-        cols = [CategoricalColumn("a", [0, 1, 2, 3]), CategoricalColumn("b", [0, 1, 2, 3])]
-        assert encode(cols, rec).tolist() == [[0, 3], [1, 2]]
-        # a plain array has no names: read by position
-        assert encode(cols, np.array([[3, 0], [2, 1]])).tolist() == [[3, 0], [2, 1]]
-
-
-# ----------------------------------------------------------------------------------
 # privacy
 # ----------------------------------------------------------------------------------
 
@@ -294,95 +134,6 @@ class TestPrivacy:
                 assert np.abs(diff).sum() == 1.0
                 assert np.sqrt((diff**2).sum()) == 1.0
             assert full.n_rows - less.n_rows == 1
-
-
-# ----------------------------------------------------------------------------------
-# projections
-# ----------------------------------------------------------------------------------
-
-
-class TestProjections:
-    def test_simplex_projection_kkt(self):
-        rng = np.random.default_rng(0)
-        for _ in range(20):
-            v = rng.normal(size=7) * 2
-            x = project_simplex(v)
-            assert x.sum() == pytest.approx(1.0, abs=1e-12)
-            assert (x >= 0).all()
-            # KKT: x = max(v + lam, 0) with one lam; v + lam <= 0 where x == 0
-            pos = x > 0
-            lam = (x[pos] - v[pos]).mean()
-            np.testing.assert_allclose(x[pos] - v[pos], lam, atol=1e-12)
-            assert (v[~pos] + lam <= 1e-12).all()
-        # hand-computed example: lam = (1 - 0.8 - 0.5)/2 = -0.15
-        np.testing.assert_allclose(project_simplex([0.5, 0.8, -0.3]), [0.35, 0.65, 0.0])
-
-    def test_consistent_projection_is_orthogonal(self):
-        cliques, sizes = [(0,), (0, 1), (1, 2), (2, 0)], [2, 3, 4]
-        lay = _Layout(cliques, sizes)
-        rng = np.random.default_rng(1)
-        x = rng.normal(size=lay.total)
-        px = _project_consistent(x.copy(), lay)
-        tabs = lay.split(px)
-        # in the set: totals 1, shared columns agree
-        assert all(t.sum() == pytest.approx(1.0, abs=1e-12) for t in tabs)
-        np.testing.assert_allclose(tabs[0], tabs[1].sum(axis=1), atol=1e-12)
-        np.testing.assert_allclose(tabs[0], tabs[3].sum(axis=0), atol=1e-12)
-        np.testing.assert_allclose(tabs[1].sum(axis=0), tabs[2].sum(axis=1), atol=1e-12)
-        np.testing.assert_allclose(tabs[2].sum(axis=0), tabs[3].sum(axis=1), atol=1e-12)
-        # idempotent, and x - P(x) is orthogonal to the set (an affine set)
-        np.testing.assert_allclose(_project_consistent(px.copy(), lay), px, atol=1e-12)
-        for _ in range(5):
-            y = _project_consistent(rng.normal(size=lay.total), lay)
-            assert abs(np.dot(x - px, y - px)) < 1e-10
-
-    def test_ipf_recovers_realisable_marginals_and_max_entropy(self):
-        rng = np.random.default_rng(4)
-        sizes = [2, 3, 4]
-        joint = rng.dirichlet(np.ones(24)).reshape(sizes)
-        p01, p12, p02 = joint.sum(axis=2), joint.sum(axis=0), joint.sum(axis=1)
-        fit, _ = ipf([p01, p12, p02.T], [(0, 1), (1, 2), (2, 0)], sizes, tol=1e-10,
-                     max_iter=5000, smoothing=0.0)
-        np.testing.assert_allclose(fit.sum(axis=2), p01, atol=1e-9)
-        np.testing.assert_allclose(fit.sum(axis=0), p12, atol=1e-9)
-        np.testing.assert_allclose(fit.sum(axis=1), p02, atol=1e-9)
-        # a chain 0 - 1 - 2: the maximum-entropy joint is p01 * p12 / p1
-        chain, _ = ipf([p01, p12], [(0, 1), (1, 2)], sizes, tol=1e-12, smoothing=0.0)
-        p1 = joint.sum(axis=(0, 2))
-        np.testing.assert_allclose(chain, p01[:, :, None] * p12[None] / p1[None, :, None],
-                                   atol=1e-10)
-        # conflicting zero patterns: smoothing keeps a proper distribution
-        a = np.array([[0.5, 0.0], [0.0, 0.5]])
-        b = np.array([[0.0, 0.5], [0.5, 0.0]])
-        bad, _ = ipf([a, b, a], [(0, 1), (1, 2), (0, 2)], [2, 2, 2])
-        assert np.isfinite(bad).all() and bad.sum() == pytest.approx(1.0)
-
-    def test_dykstra_is_the_projection_onto_the_polytope(self):
-        # tree-structured cliques: the local polytope is the convex hull of the marginals
-        # of point masses, so checking the variational inequality at every vertex proves
-        # optimality of the projection
-        sizes, cliques = [2, 3, 2], [(0,), (0, 1), (1, 2)]
-        rng = np.random.default_rng(2)
-        z = [rng.normal(0.2, 0.3, size=tuple(sizes[a] for a in c)) for c in cliques]
-        p, _ = project_marginals(z, cliques, sizes, tol=1e-12, max_iter=20000)
-        zf = np.concatenate([t.ravel() for t in z])
-        pf = np.concatenate([t.ravel() for t in p])
-        assert (pf >= 0).all()
-        worst = -np.inf
-        for x in itertools.product(*[range(s) for s in sizes]):
-            v = []
-            for c in cliques:
-                t = np.zeros(tuple(sizes[a] for a in c))
-                t[tuple(x[a] for a in c)] = 1.0
-                v.append(t.ravel())
-            worst = max(worst, float(np.dot(zf - pf, np.concatenate(v) - pf)))
-        assert worst <= 1e-8
-        # and a feasible input is its own projection
-        joint = rng.dirichlet(np.ones(12)).reshape(sizes)
-        true = [joint.sum(axis=(1, 2)), joint.sum(axis=2), joint.sum(axis=0)]
-        q, _ = project_marginals(true, cliques, sizes)
-        for a, b in zip(q, true, strict=True):
-            np.testing.assert_allclose(a, b, atol=1e-9)
 
 
 # ----------------------------------------------------------------------------------
@@ -689,51 +440,8 @@ class TestCalibrator:
 
 
 # ----------------------------------------------------------------------------------
-# integer columns, count options, raw noisy tables, clipping
+# count options and raw noisy tables
 # ----------------------------------------------------------------------------------
-def test_integer_column_decodes_uniformly_over_the_bin_integers():
-    from scipy import stats
-
-    col = BinnedNumericColumn("age", [18, 30, 40, 90.5], integer=True)
-    rng = np.random.default_rng(0)
-    vals = col.decode(np.full(60_000, 1), rng)
-    assert vals.dtype == np.int64
-    # bin [30, 40) holds exactly the integers 30..39, each with probability 1/10
-    counts = np.bincount(vals - 30, minlength=10)
-    assert counts.size == 10 and vals.min() == 30 and vals.max() == 39
-    assert stats.chisquare(counts).pvalue > 1e-4
-    # the last bin is closed: 40..90 (51 integers)
-    last = col.decode(np.full(1000, 2), rng)
-    assert last.min() >= 40 and last.max() <= 90
-    # range weights count integers (brute force over the integers of each bin)
-    for lo, hi in [(18, 24), (25.5, 35), (0, 100), (35, 90)]:
-        want = []
-        for a, b in [(18, 29), (30, 39), (40, 90)]:
-            ints = np.arange(a, b + 1)
-            inside = (ints >= lo) & ((ints <= hi) if hi >= 90.5 else (ints < hi))
-            want.append(inside.mean())
-        np.testing.assert_allclose(col.weights((lo, hi)), want, rtol=1e-12)
-    with pytest.raises(ValueError, match="contains no integer"):
-        BinnedNumericColumn("x", [0.2, 0.7, 2.0], integer=True)
-    with pytest.raises(TypeError, match="integer"):
-        BinnedNumericColumn("x", [0, 1], integer="yes")
-
-
-def test_integer_ages_are_not_biased_by_half_a_year():
-    rng = np.random.default_rng(1)
-    ages = rng.integers(18, 90, size=20_000)          # 18..89
-    edges = list(range(18, 91, 8))                    # [18, 26), ..., [82, 90]
-    means = {}
-    for integer in (False, True):
-        cols = [BinnedNumericColumn("age", edges, integer=integer)]
-        syn = MarginalSynthesizer(cols, marginals="1-way", scale=0.05)
-        model = syn.fit({"age": ages}, rng=rng)
-        means[integer] = model.sample(200_000, rng=rng).column("age").mean()
-    # continuous decoding shifts the mean by about half a year; integer decoding does not
-    assert means[False] - ages.mean() > 0.35
-    assert abs(means[True] - ages.mean()) < 0.1
-
-
 def test_count_options_and_raw_noisy_tables(monkeypatch):
     cols = [CategoricalColumn("a", [0, 1]), CategoricalColumn("b", [0, 1, 2])]
     rng = np.random.default_rng(2)
@@ -770,11 +478,3 @@ def test_count_options_and_raw_noisy_tables(monkeypatch):
     assert 0.999 <= gauss.epsilon(1e-6) <= 1.0 and len(gauss.primitives()[0]) == 1
 
 
-def test_binned_column_out_of_range_clip():
-    strict = BinnedNumericColumn("x", [0, 1, 2])
-    with pytest.raises(ValueError, match="out_of_range='clip'"):
-        strict.encode([-1.0, 0.5, 3.0])
-    clip = BinnedNumericColumn("x", [0, 1, 2], out_of_range="clip")
-    assert clip.encode([-1.0, 0.5, 3.0]).tolist() == [0, 0, 1]
-    with pytest.raises(ValueError, match="out_of_range"):
-        BinnedNumericColumn("x", [0, 1], out_of_range="drop")

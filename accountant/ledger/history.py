@@ -21,6 +21,7 @@ from __future__ import annotations
 from ..compose import ComposedMechanism
 from ..mechanism import PLDSettings
 from ..pld import GridPLD
+from ..pld_pair import PLDPair
 from ..schedule import IncrementalEpsilon, _scaled_settings
 from .records import Entry, Records, phases_of, rounded, same
 
@@ -29,6 +30,10 @@ __all__ = ["BudgetHistory"]
 
 class _PLDHistory:
     """Pessimistic PLDs (remove and add direction) of the records checked so far.
+
+    Held as a :class:`~dpacct.accountant.pld_pair.PLDPair` (one PLD, ``add=None``, while
+    every block has one law for both directions; each direction composed on its own
+    once a block does not).  Its epsilon is the larger of both directions' own curves.
 
     ``fold(parts)`` composes the new records as one block (DP-SGD steps rounded up to
     the grid, :func:`~dpacct.accountant.ledger.records.rounded`) and convolves it into
@@ -45,7 +50,7 @@ class _PLDHistory:
         self.grid = grid
         self.progress = progress
         self.settings = PLDSettings(tol, delta)
-        self.plds: tuple[GridPLD, GridPLD] | None = None
+        self.plds: PLDPair | None = None
         self.blocks = 0
         #: structural cost counter: convolutions of the history with a block
         self.convolutions = 0
@@ -55,25 +60,35 @@ class _PLDHistory:
         i = self.blocks
         return 1.0 / ((i + 1) * (i + 2))
 
-    def _block(self, parts: list[Entry]) -> tuple[GridPLD, GridPLD]:
+    def _block(self, parts: list[Entry]) -> PLDPair:
         mech = rounded(parts, self.grid, True, self.progress)
         settings = _scaled_settings(self.settings, 0.5 * self._share())
         if isinstance(mech, ComposedMechanism) and mech._gaussian is not None:
             # all Gaussians: one Gaussian in closed form, discretised like any law
             mech = ComposedMechanism(parts=((mech._gaussian, 1),))
-        # remove/add direction logic (moved unchanged; for the PLD pair type later)
-        return (mech._pld_one(True, settings, 0), mech._pld_one(True, settings, 1))
+        pair = mech._pair(True, settings)
+        add = pair.add_pld()
+        # one PLD for both directions (declared, or the same object read twice, as a
+        # composition of Gaussians in closed form does): stored once, add=None.  The
+        # history reads each direction's own curve (no swapped bound), as it always has.
+        symmetric = add is pair.remove
+        return PLDPair(pair.remove, None if symmetric else add, symmetric, False)
 
-    def _with(self, block: tuple[GridPLD, GridPLD]) -> tuple[GridPLD, GridPLD]:
+    def _with(self, block: PLDPair) -> PLDPair:
         if self.plds is None:
             return block
         cut = 0.5 * self.settings.tail * self._share()
         resolution = self.settings.resolution_for(True)
         cap = getattr(self.settings, "coarse_cap", None)
-        self.convolutions += 2
-        return tuple(  # type: ignore[return-value]
-            self.plds[w].convolve(block[w], cut)._coarsened(resolution, cap) for w in (0, 1)
-        )
+
+        def convolved(mine: GridPLD, theirs: GridPLD) -> GridPLD:
+            self.convolutions += 1
+            return mine.convolve(theirs, cut)._coarsened(resolution, cap)
+
+        remove = convolved(self.plds.remove, block.remove)
+        if self.plds.symmetric and block.symmetric:
+            return PLDPair(remove, None, True, False)
+        return PLDPair(remove, convolved(self.plds.add_pld(), block.add_pld()), False, False)
 
     def fold(self, parts: list[Entry]) -> bool:
         self.plds = self._with(self._block(parts))
@@ -82,12 +97,11 @@ class _PLDHistory:
         return True
 
     def epsilon_with(self, parts: list[Entry]) -> float:
-        plds = self._with(self._block(parts))
-        return max(p.epsilon(self.delta) for p in plds)
+        return self._with(self._block(parts)).epsilon(self.delta).epsilon
 
     def epsilon(self) -> float:
         if self._eps is None:
-            self._eps = 0.0 if self.plds is None else max(p.epsilon(self.delta) for p in self.plds)
+            self._eps = 0.0 if self.plds is None else self.plds.epsilon(self.delta).epsilon
         return self._eps
 
 

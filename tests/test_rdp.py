@@ -185,3 +185,52 @@ def test_laplace_rdp_matches_mpmath(b, alpha):
         ref = mp.log(inner) / (a - 1)
     got = float(LaplaceMechanism(b=b).rdp(alpha))
     assert got == pytest.approx(float(ref), rel=1e-12)
+
+
+def mp_rr_divergence(eps, k, alpha):
+    """D_alpha of k-ary randomized response (truthful with e^eps / (e^eps + k - 1)) by its
+    definition, summed over the k outputs in mpmath at 50 digits (Mironov 2017, Def. 3)."""
+    with mp.workdps(50):
+        e, a = mp.e ** mp.mpf(eps), mp.mpf(alpha)
+        q = 1 / (e + k - 1)
+        p = e * q
+        total = p**a * q ** (1 - a) + q**a * p ** (1 - a) + (k - 2) * q
+        return float(mp.log(total) / (a - 1))
+
+
+@pytest.mark.parametrize("eps", [0.01, 1.0, 5.0])
+@pytest.mark.parametrize("k", [2, 3, 10])
+def test_randomized_response_rdp_matches_its_definition(eps, k):
+    from dpacct.accountant.rdp import randomized_response_rdp
+
+    alphas = [1.001, 2.0, 7.5, 100.0, 1e4]
+    log_q = -math.log(math.exp(eps) + k - 1)
+    got = randomized_response_rdp(eps, log_q, np.array([*alphas, np.inf]))
+    for g, a in zip(got[:-1], alphas, strict=True):
+        assert g == pytest.approx(mp_rr_divergence(eps, k, a), rel=1e-12)
+    assert got[-1] == eps  # D_inf is the largest log-likelihood ratio
+
+
+def test_conversion_at_given_orders_is_the_cks_minimum():
+    from dpacct.accountant.rdp import rdp_to_epsilon_at_orders
+
+    alphas = np.array([1.5, 2.0, 4.0, 8.0, 16.0, 64.0])
+    rdp = 0.3 * alphas  # zCDP with rho = 0.3
+    for delta in (1e-3, 1e-6, 1e-10):
+        by_hand = min(cks_bound(lambda a: 0.3 * a, delta, a) for a in alphas)
+        assert rdp_to_epsilon_at_orders(alphas, rdp, delta) == pytest.approx(
+            max(by_hand, 0.0), rel=1e-13)
+    # a curve whose conversion is negative everywhere is floored at 0
+    assert rdp_to_epsilon_at_orders(np.array([2.0]), np.array([0.0]), 0.9) == 0.0
+
+
+def test_delta_on_the_grid_is_sound_and_above_the_refined_delta():
+    from dpacct.accountant.rdp import rdp_to_delta_grid
+
+    sigma = 2.0
+    eps = np.array([0.2, 0.5, 1.0, 2.0])
+    grid = rdp_to_delta_grid(lambda a: a / (2 * sigma**2), eps)
+    exact = GaussianMechanism(sigma=sigma).delta(eps)  # closed form, Balle & Wang 2018
+    refined = np.array([rdp_to_delta(lambda a: a / (2 * sigma**2), float(e)) for e in eps])
+    assert np.all(grid >= refined * (1 - 1e-12)) and np.all(refined >= exact)
+    assert np.all(np.diff(grid) < 0)

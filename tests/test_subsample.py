@@ -1,0 +1,87 @@
+"""Poisson subsampling and sampling without replacement (``dpacct.accountant.subsample``).
+
+Independent values: the closed form of the Poisson-subsampled Gaussian's delta in both
+directions (the likelihood ratio is monotone, so the optimal test is a threshold),
+the amplification of pure DP by Poisson sampling, ``log(1 + q (e^eps - 1))`` (Li, Qardaji
+& Su 2012), and of (eps, delta)-DP by sampling without replacement under replace-one
+neighbours (Balle, Barthe & Gaboardi 2018, Theorem 9)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from scipy import stats
+
+from dpacct.accountant import (
+    PoissonSubsampledMechanism,
+    poisson_subsample,
+    subsample_without_replacement,
+)
+from dpacct.mechanisms import GaussianMechanism, LaplaceMechanism, ReplaceOneGaussianMechanism
+
+
+def subsampled_gaussian_delta(sigma: float, q: float, eps: float) -> float:
+    """Exact delta(eps) of the Poisson-subsampled Gaussian, larger of both directions.
+
+    Remove: P = (1-q) N(0, s^2) + q N(1, s^2) against Q = N(0, s^2); P/Q increases in x,
+    so the optimal set is x > x*, (1-q) + q exp((2x - 1) / (2 s^2)) = e^eps.  Add: Q
+    against P, the set x < x', with e^-eps in place of e^eps (empty when e^-eps <= 1-q).
+    """
+    s = sigma
+    x = s * s * math.log((math.exp(eps) - (1 - q)) / q) + 0.5
+    remove = (
+        (1 - q) * stats.norm.sf(x / s)
+        + q * stats.norm.sf((x - 1) / s)
+        - math.exp(eps) * stats.norm.sf(x / s)
+    )
+    add = 0.0
+    if math.exp(-eps) > 1 - q:
+        x = s * s * math.log((math.exp(-eps) - (1 - q)) / q) + 0.5
+        add = stats.norm.cdf(x / s) - math.exp(eps) * (
+            (1 - q) * stats.norm.cdf(x / s) + q * stats.norm.cdf((x - 1) / s)
+        )
+    return max(remove, add, 0.0)
+
+
+@pytest.mark.parametrize(
+    ("sigma", "q", "eps"), [(1.0, 0.01, 0.1), (0.8, 0.1, 0.5), (2.0, 0.5, 0.2), (1.0, 0.3, 1.0)]
+)
+def test_poisson_subsampled_gaussian_delta_brackets_the_closed_form(sigma, q, eps):
+    mech = poisson_subsample(GaussianMechanism(sigma=sigma), q)
+    exact = subsampled_gaussian_delta(sigma, q, eps)
+    got = float(mech.delta(eps))
+    assert exact <= got <= exact * (1 + 1e-3) + 1e-12
+
+
+@pytest.mark.parametrize(("b", "q"), [(1.0, 0.01), (0.5, 0.2), (2.0, 0.9)])
+def test_poisson_sampling_amplifies_pure_dp(b, q):
+    mech = poisson_subsample(LaplaceMechanism(b=b), q)
+    amplified = math.log1p(q * math.expm1(1.0 / b))
+    # pure amplified epsilon: delta is (numerically) zero there, and epsilon at any
+    # delta is at most it
+    assert float(mech.delta(amplified * (1 + 1e-6))) <= 1e-12
+    assert float(mech.epsilon(1e-10)) <= amplified * (1 + 1e-6)
+
+
+@pytest.mark.parametrize("q", [0.05, 0.3])
+def test_sampling_without_replacement_amplifies_approximate_dp(q):
+    base = ReplaceOneGaussianMechanism(sigma=1.0)
+    delta0 = 1e-6
+    eps0 = float(base.epsilon(delta0))
+    step = subsample_without_replacement(base, q)
+    assert step.neighbouring == "replace-one"
+    assert float(step.epsilon(q * delta0)) <= math.log1p(q * math.expm1(eps0)) * (1 + 1e-6)
+
+
+def test_rate_one_is_the_mechanism_itself_and_bad_input_is_refused():
+    g = GaussianMechanism(sigma=1.0)
+    assert poisson_subsample(g, 1.0) is g
+    assert isinstance(poisson_subsample(g, 0.5), PoissonSubsampledMechanism)
+    for bad in (0.0, -0.1, 1.5, float("nan")):
+        with pytest.raises(ValueError, match="sample_rate"):
+            poisson_subsample(g, bad)
+    with pytest.raises(TypeError, match="mechanism must be a Mechanism"):
+        poisson_subsample("gaussian", 0.5)
+    with pytest.raises(ValueError, match="replace-one"):
+        subsample_without_replacement(g, 0.1)
