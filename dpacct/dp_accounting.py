@@ -70,6 +70,7 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise missing_extra("dpacct.dp_accounting", "dp_accounting", exc) from exc
 
+from dpacct import _dp_event_mapping as _mapping
 from dpacct.accountant import (
     REPLACE_ONE,
     Mechanism,
@@ -77,9 +78,9 @@ from dpacct.accountant import (
     poisson_subsample,
     subsample_without_replacement,
 )
+from dpacct.accountant.repeat_select import repeat_and_select
 from dpacct.accountant.validation import check_count, check_delta, check_epsilon, check_tol
 from dpacct.mechanisms import (
-    DiscreteLaplaceMechanism,
     GaussianMechanism,
     LaplaceMechanism,
     RandomizedResponse,
@@ -244,16 +245,8 @@ def _convert(event: Any, relation: NeighboringRelation, path: str) -> _Converted
             return _Converted([])
         if a == 0.0:
             return _Converted([], non_private=True)
-        if replace or sens != 1:
-            total = 2 * sens if replace else sens
-            raise _unsupported(
-                event,
-                path,
-                f"integer sensitivity {total} under {relation.name}; dpacct's "
-                "DiscreteLaplaceMechanism has sensitivity 1 (add/remove)",
-            )
-        # pmf ~ exp(-a |x|): dpacct's scale t has pmf ~ exp(-|x| / t)
-        return _Converted([(DiscreteLaplaceMechanism(scale=1.0 / a), 1)])
+        # pmf ~ exp(-a |x|): dpacct's scale t has pmf ~ exp(-|x| / t); shift k (2k replace)
+        return _Converted([(_mapping.discrete_laplace(a, sens, replace), 1)])
     if isinstance(event, dp_event.RandomizedResponseDpEvent):
         r = _nonneg(event, path, "noise_parameter", upper=1.0)
         k = _count(event, path, "num_buckets", allow_zero=False)
@@ -273,14 +266,12 @@ def _convert(event: Any, relation: NeighboringRelation, path: str) -> _Converted
         p = 1.0 - r * (k - 1) / k
         return _Converted([(RandomizedResponse(p=p, k=k), 1)])
     if isinstance(event, dp_event.ZCDpEvent):
+        if getattr(event, "rho", None) == math.inf:  # JAX Privacy's zCDP event at sigma = 0
+            return _Converted([], non_private=True)
         rho = _nonneg(event, path, "rho")
         xi = _nonneg(event, path, "xi")
-        if xi > 0.0:
-            raise _unsupported(event, path, f"xi={xi!r} > 0 (dpacct's ZCDPMechanism has xi = 0)")
-        if rho == 0.0:
-            return _Converted([])
-        mech = ReplaceOneZCDPMechanism(rho=rho) if replace else ZCDPMechanism(rho=rho)
-        return _Converted([(mech, 1)])
+        mech = _mapping.zcdp(rho, xi, replace, ReplaceOneZCDPMechanism)
+        return _Converted([] if mech is None else [(mech, 1)])
     if isinstance(event, dp_event.PoissonSampledDpEvent):
         q = _nonneg(event, path, "sampling_probability", upper=1.0)
         if replace:
@@ -316,14 +307,83 @@ def _convert(event: Any, relation: NeighboringRelation, path: str) -> _Converted
             raise _unsupported(event, path, "a subsampled non-private event")
         base = _as_mechanism(inner.parts, relation)
         return _Converted([(subsample_without_replacement(base, m / n), 1)])
-    reasons = {
-        "SampledWithReplacementDpEvent": "dpacct has no sampling-with-replacement bound",
-        "MixtureOfGaussiansDpEvent": "dpacct has no mixture-of-Gaussians mechanism",
-        "UnsupportedDpEvent": "the event declares itself unsupported",
-    }
-    raise _unsupported(
-        event, path, reasons.get(type(event).__name__, "dpacct has no mechanism for it")
-    )
+    return _convert_more(event, relation, path)
+
+
+def _is(event: Any, name: str) -> bool:
+    """``event`` is dp_accounting's class ``name``, or (for a class the installed version
+    lacks) an event of a class of that name."""
+    cls = getattr(dp_event, name, None)
+    return isinstance(event, cls) if cls is not None else type(event).__name__ == name
+
+
+def _convert_more(event: Any, relation: NeighboringRelation, path: str) -> _Converted:
+    """Tree aggregation, repeat-and-select and the events newer than dp_accounting 0.6."""
+    replace = relation is _REPLACE
+    if _is(event, "SingleEpochTreeAggregationDpEvent"):
+        s = _nonneg(event, path, "noise_multiplier")
+        counts = event.step_counts
+        if isinstance(counts, numbers.Integral) and not isinstance(counts, bool):
+            counts = [counts]
+        if isinstance(counts, str | bytes) or not hasattr(counts, "__iter__") or not counts:
+            raise ValueError(
+                f"{path}.step_counts must be an integer >= 0 or a non-empty list of them, "
+                f"got {event.step_counts!r}"
+            )
+        steps = [
+            check_count(c, f"{path}.step_counts[{i}]", allow_zero=True)
+            for i, c in enumerate(counts)
+        ]
+        depth = _mapping.tree_depth(steps)
+        if depth == 0:
+            return _Converted([])
+        if s == 0.0:
+            return _Converted([], non_private=True)
+        return _Converted([(_mapping.tree_aggregation(s, depth, replace), 1)])
+    if _is(event, "RepeatAndSelectDpEvent"):
+        mean = _nonneg(event, path, "mean")
+        shape = getattr(event, "shape", None)
+        if isinstance(shape, bool) or not isinstance(shape, numbers.Real) or not shape >= 0:
+            raise ValueError(f"{path}.shape must lie in [0, inf] (inf: Poisson), got {shape!r}")
+        if mean < 1.0:
+            raise ValueError(f"{path}.mean must be >= 1 (the mean number of runs), got {mean!r}")
+        inner = _convert(event.event, relation, f"{path}.event")
+        if inner.non_private or not inner.parts:
+            return inner
+        base = _as_mechanism(inner.parts, relation)
+        if not base.has_rdp:
+            raise _unsupported(
+                event,
+                path,
+                f"the repeated event has no Renyi-DP curve ({base!r}), which the "
+                "Papernot & Steinke 2022 bound needs",
+            )
+        return _Converted([(repeat_and_select(base, mean, float(shape)), 1)])
+    if _is(event, "EpsilonDeltaDpEvent"):
+        inf = getattr(event, "epsilon", None) == math.inf  # no guarantee at all
+        eps = math.inf if inf else _nonneg(event, path, "epsilon")
+        delta = _nonneg(event, path, "delta", upper=1.0)
+        if math.isinf(eps) or delta == 1.0:
+            return _Converted([], non_private=True)
+        mech = _mapping.epsilon_delta(eps, delta, replace)
+        return _Converted([] if mech is None else [(mech, 1)])
+    if _is(event, "DiscreteGaussianDpEvent"):
+        sigma = _nonneg(event, path, "sigma")
+        sens = _nonneg(event, path, "sensitivity")
+        dim = getattr(event, "dimension", None)
+        if dim is not None:
+            dim = check_count(dim, f"{path}.dimension")
+        if sigma == 0.0 and sens > 0.0:
+            return _Converted([], non_private=True)
+        mech = _mapping.discrete_gaussian(sigma, sens, dim, replace, ReplaceOneZCDPMechanism)
+        return _Converted([] if mech is None else [(mech, 1)])
+    for name in ("ExponentialMechanismDpEvent", "PermuteAndFlipDpEvent"):
+        if _is(event, name):
+            eps = _nonneg(event, path, "epsilon")
+            mech = _mapping.pure_selection(eps, name, replace)
+            return _Converted([] if mech is None else [(mech, 1)])
+    why = _mapping.REFUSED.get(type(event).__name__, "dpacct has no mechanism for it")
+    raise _unsupported(event, path, why)
 
 
 def _merge_gaussians(
