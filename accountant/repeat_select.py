@@ -1,5 +1,4 @@
-"""Repeat-and-select (private hyperparameter tuning): run a mechanism a random number of
-times and release only the best run.
+"""Repeat-and-select for private hyperparameter tuning: the best of a random number of runs.
 
 Papernot & Steinke 2022, "Hyperparameter Tuning with Renyi Differential Privacy" (ICLR;
 arXiv:2110.03620).  The number of runs ``K`` has mean ``mean`` and is drawn from
@@ -101,11 +100,11 @@ def repeat_and_select(mechanism: Mechanism, mean: float, shape: float) -> Mechan
     mu = _as_real("mean", mean)
     if not (math.isfinite(mu) and mu >= 1.0):
         raise ValueError(
-            f"mean must be a finite number >= 1 (the mean number of runs), got {mean!r}"
+            f"mean must be a finite number >= 1 (the mean number of runs), got {mu!r}"
         )
     eta = _as_real("shape", shape)
     if math.isnan(eta) or eta < 0.0:
-        raise ValueError(f"shape must lie in [0, inf] (inf: Poisson), got {shape!r}")
+        raise ValueError(f"shape must lie in [0, inf] (inf: Poisson), got {eta!r}")
     if not mechanism.has_rdp:
         raise ValueError(
             f"repeat_and_select needs the base mechanism's Renyi-DP curve; {mechanism!r} has none"

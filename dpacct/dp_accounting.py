@@ -143,17 +143,21 @@ class UnsupportedEventError(dp_accounting.UnsupportedEventError, ValueError):
 # --------------------------------------------------------------- replace-one mechanisms
 @dataclass(frozen=True, repr=False)
 class ReplaceOneZCDPMechanism(ZCDPMechanism):
-    """A ``rho``-zCDP guarantee stated for the replace-one relation.
+    """A ``rho``-zCDP (or ``(xi, rho)``-zCDP) guarantee stated for the replace-one relation.
 
     Parameters
     ----------
     rho : float
         The zCDP parameter, > 0.
+    xi : float, default 0.0
+        The additive constant of ``(xi, rho)``-zCDP, >= 0.
 
     Examples
     --------
     >>> ReplaceOneZCDPMechanism(rho=0.5).rdp(2.0)
     1.0
+    >>> ReplaceOneZCDPMechanism(rho=0.5, xi=0.25).rdp(2.0)
+    1.25
     """
 
     neighbouring = REPLACE_ONE_LABEL
