@@ -99,9 +99,7 @@ def repeat_and_select(mechanism: Mechanism, mean: float, shape: float) -> Mechan
         raise TypeError(f"mechanism must be a dpacct Mechanism, got {type(mechanism).__name__}")
     mu = _as_real("mean", mean)
     if not (math.isfinite(mu) and mu >= 1.0):
-        raise ValueError(
-            f"mean must be a finite number >= 1 (the mean number of runs), got {mu!r}"
-        )
+        raise ValueError(f"mean must be a finite number >= 1 (the mean number of runs), got {mu!r}")
     eta = _as_real("shape", shape)
     if math.isnan(eta) or eta < 0.0:
         raise ValueError(f"shape must lie in [0, inf] (inf: Poisson), got {eta!r}")
