@@ -7,9 +7,10 @@ objects (``dp_accounting.dp_event``) and accounts for it with a
 
 * :func:`from_dp_event` turns an event tree into a dpacct
   :class:`~dpacct.accountant.Mechanism` (composition, Poisson subsampling, sampling
-  without replacement, the Gaussian, Laplace, discrete Laplace, randomized-response and
-  zCDP events), whose every curve (epsilon, delta, bracket, RDP, trade-off) is then at
-  hand;
+  without replacement, the Gaussian, Laplace, discrete Laplace of any integer
+  sensitivity, randomized-response and ``(xi, rho)``-zCDP events, tree aggregation,
+  repeat-and-select, and the events newer than dp_accounting 0.6), whose every curve
+  (epsilon, delta, bracket, RDP, trade-off) is then at hand;
 * :class:`DpEventAccountant` is a ``dp_accounting.PrivacyAccountant``: code written for
   ``dp_accounting.pld.PLDAccountant`` switches by changing the line that constructs it.
 
@@ -44,12 +45,41 @@ Randomized response (``RandomizedResponseDpEvent``) is a replace-one statement a
 input value, so it needs ``REPLACE_ONE`` (dp_accounting's accountants refuse it under
 ``ADD_OR_REMOVE_ONE`` too).  ``REPLACE_SPECIAL`` is not supported.
 
-Unsupported events -- ``SampledWithReplacementDpEvent``,
-``SingleEpochTreeAggregationDpEvent``, ``RepeatAndSelectDpEvent``,
-``MixtureOfGaussiansDpEvent``, ``TruncatedSubsampledGaussianDpEvent``, a
-``ZCDpEvent`` with ``xi > 0``, a discrete Laplace event of sensitivity other than 1,
-``UnsupportedDpEvent`` -- raise :class:`UnsupportedEventError`, naming the event and its
-place in the tree.
+What each further event is accounted as
+---------------------------------------
+* ``DiscreteLaplaceDpEvent(a, k)``: the exact ``k + 1``-atom loss law of an integer shift
+  ``k`` (``2k`` under ``REPLACE_ONE``) of noise ``~ exp(-a|x|)``
+  (:meth:`~dpacct.mechanisms.DiscreteLaplaceMechanism.of_sensitivity`).
+* ``ZCDpEvent(rho, xi)``: :class:`~dpacct.mechanisms.ZCDPMechanism` with ``xi`` (RDP
+  ``xi + rho * alpha``); ``rho = 0`` is pure ``xi``-DP.
+* ``SingleEpochTreeAggregationDpEvent(s, steps)`` (Kairouz et al. 2021, "Practical and
+  private (deep) learning without sampling or shuffling", Appendix D): a record enters at
+  most ``ceil(log2(n + 1))`` completed nodes of the longest tree, each with noise ``s``
+  per unit of sensitivity, so the release is a Gaussian with noise multiplier
+  ``s / sqrt(depth)``.  dp_accounting states it under ``REPLACE_SPECIAL`` (the record
+  replaced by a null one, i.e. its contribution present or absent at fixed positions of
+  the stream): that pair is the add/remove Gaussian pair, accounted under
+  ``ADD_OR_REMOVE_ONE``; under ``REPLACE_ONE`` the shift doubles.
+* ``RepeatAndSelectDpEvent(event, mean, shape)``: Papernot & Steinke 2022, Theorems 2 and
+  6 (:func:`~dpacct.accountant.repeat_and_select`), on the repeated event's RDP curve.
+* ``EpsilonDeltaDpEvent``: the worst mechanism with that guarantee
+  (:func:`~dpacct.accountant.mechanism_from_epsilon_delta`); ``DiscreteGaussianDpEvent``:
+  the exact :class:`~dpacct.mechanisms.DiscreteGaussianMechanism` (one dimension, unit
+  sensitivity, add/remove), else ``Delta^2 / (2 sigma^2)``-zCDP (Canonne, Kamath, Steinke
+  2020, Proposition 5, added over independent coordinates);
+  ``ExponentialMechanismDpEvent``: :class:`~dpacct.mechanisms.ExponentialMechanism`
+  (``epsilon``-bounded range); ``PermuteAndFlipDpEvent``:
+  :class:`~dpacct.mechanisms.PermuteAndFlip`.  These classes are in dp_accounting's
+  repository after the 0.6.0 release; an installed version without them is served by
+  class name (an event of a class of that name).  dp_accounting's repository has no
+  ``RandomAllocationDpEvent`` (checked August 2026); dpacct's
+  :func:`~dpacct.accountant.random_allocation` accounts that sampler directly.
+
+Refused with their reason (:class:`UnsupportedEventError`, naming the event and its
+place in the tree): ``SampledWithReplacementDpEvent`` (no bound dpacct can certify;
+sample without replacement or with Poisson sampling instead), ``UnsupportedDpEvent``,
+and, until their mapping lands, ``MixtureOfGaussiansDpEvent`` and
+``TruncatedSubsampledGaussianDpEvent``.
 
 This module is an optional extra: ``import dpacct`` never imports it or dp_accounting.
 """
@@ -434,9 +464,10 @@ def from_dp_event(
     event : dp_accounting.DpEvent
         The tree: ``ComposedDpEvent``, ``SelfComposedDpEvent``,
         ``PoissonSampledDpEvent``, ``SampledWithoutReplacementDpEvent`` (under
-        ``REPLACE_ONE``) over ``GaussianDpEvent``, ``LaplaceDpEvent``,
-        ``DiscreteLaplaceDpEvent`` (sensitivity 1), ``RandomizedResponseDpEvent``
-        (under ``REPLACE_ONE``), ``ZCDpEvent`` (``xi = 0``) and ``NoOpDpEvent``.
+        ``REPLACE_ONE``), ``RepeatAndSelectDpEvent`` over ``GaussianDpEvent``,
+        ``LaplaceDpEvent``, ``DiscreteLaplaceDpEvent``, ``RandomizedResponseDpEvent``
+        (under ``REPLACE_ONE``), ``ZCDpEvent``, ``SingleEpochTreeAggregationDpEvent``,
+        the post-0.6 events (module docstring) and ``NoOpDpEvent``.
     neighboring_relation : dp_accounting.NeighboringRelation
         ``ADD_OR_REMOVE_ONE`` (default) or ``REPLACE_ONE``; under the latter Gaussian
         and Laplace noise multipliers are halved (module docstring).
