@@ -80,7 +80,7 @@ def bandmf_sensitivity(strategy: object, num_bands: int) -> float:
         r, s = (int(v[0]) for v in np.nonzero(outside))
         what = "lower triangular" if r < s else f"{b}-banded (C[i, j] = 0 for i - j >= {b})"
         raise ValueError(
-            f"strategy must be {what}; C[{r}, {s}] = {c[r, s]!r}.  The cyclic Poisson "
+            f"strategy must be {what}; C[{r}, {s}] = {float(c[r, s])!r}.  The cyclic Poisson "
             "amplification of BandMF needs disjoint column supports (a BLT or dense "
             "strategy is not covered)"
         )
