@@ -252,34 +252,6 @@ def test_repeat_and_select_quick_case_against_dp_accounting():
     assert from_dp_event(event).epsilon(DELTA) <= rdp_epsilon(event)
 
 
-def tnb_mean_brute(gamma: float, shape: float) -> float:
-    """E[K] from the truncated negative binomial pmf, summed (Papernot & Steinke 2022,
-    Definition 1: P(K = k) proportional to (1 - gamma)^k binom(k + eta - 1, k), k >= 1;
-    the logarithmic law at eta = 0: proportional to (1 - gamma)^k / k)."""
-    mp.mp.dps = 30
-    g, eta = mp.mpf(gamma), mp.mpf(shape)
-
-    def weight(k):
-        if shape == 0:
-            return (1 - g) ** k / k
-        return (1 - g) ** k * mp.binomial(k + eta - 1, k)
-
-    total = mp.nsum(weight, [1, mp.inf])
-    return float(mp.nsum(lambda k: k * weight(k), [1, mp.inf]) / total)
-
-
-@pytest.mark.parametrize("shape", [0.0, 0.5, 1.0, 2.0, 7.5])
-@pytest.mark.parametrize("mean", [1.5, 3.0, 40.0])
-def test_truncated_negative_binomial_gamma_is_rounded_down(shape, mean):
-    from dpacct.accountant.repeat_select import tnb_gamma
-
-    gamma = tnb_gamma(shape, mean)
-    brute = tnb_mean_brute(gamma, shape)
-    # the mean falls as gamma grows: a gamma rounded down has a mean at or above the target
-    assert brute == pytest.approx(mean, rel=1e-9)
-    assert brute >= mean * (1 - 1e-12)
-
-
 def test_repeat_and_select_refuses_a_base_without_rdp_and_bad_fields():
     eps_delta = newer("EpsilonDeltaDpEvent")(1.0, 1e-6)
     with pytest.raises(UnsupportedEventError, match="Renyi"):
