@@ -31,6 +31,7 @@ from .random_allocation import (
 )
 from .rdp import pure_dp_rdp, rdp_to_delta, rdp_to_epsilon, zcdp_rdp
 from .relations import ADD_REMOVE, REPLACE_ONE
+from .repeat_select import repeat_and_select
 from .serialization import register_mechanism
 from .shuffling import ShufflingReport, shuffled_batches
 from .subsample import (

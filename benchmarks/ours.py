@@ -31,6 +31,15 @@ def _mechanism(workload: Workload):
             GaussianMechanism(sigma=workload["noise_multiplier"]), workload["sample_rate"]
         )
         return compose([step], counts=[workload["steps"]])
+    if kind == "bandmf":
+        from dpacct.mechanisms import amplified_bandmf
+
+        return amplified_bandmf(
+            workload["noise_multiplier"],
+            workload["iterations"],
+            num_bands=workload["num_bands"],
+            sample_rate=workload["sample_rate"],
+        )
     if kind == "laplace":
         return compose([LaplaceMechanism(b=workload["b"])], counts=[workload["count"]])
     if kind == "rr":

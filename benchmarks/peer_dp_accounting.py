@@ -12,6 +12,7 @@ from benchmarks.peer_registry import (
     Unavailable,
     Workload,
     _rr_noise_parameter,
+    bandmf_as_dpsgd,
     register,
     schedule_of,
 )
@@ -22,6 +23,8 @@ def _dpa_event(workload: Workload) -> tuple[Any, int, Any]:
     import dp_accounting as dpa
 
     rel = dpa.NeighboringRelation
+    if workload["kind"] == "bandmf":
+        workload = bandmf_as_dpsgd(workload)
     kind = workload["kind"]
     if kind == "dpsgd":
         event = dpa.PoissonSampledDpEvent(
@@ -88,6 +91,8 @@ def _dpa_pld_optimistic(workload: Workload, interval: float) -> RunnerResult:
     from dp_accounting import NeighboringRelation as Rel
     from dp_accounting.pld import privacy_loss_distribution as pld
 
+    if workload["kind"] == "bandmf":
+        workload = bandmf_as_dpsgd(workload)
     kind = workload["kind"]
     if kind == "dpsgd":
         single = pld.from_gaussian_mechanism(
@@ -132,7 +137,7 @@ def _dpa_pld_optimistic(workload: Workload, interval: float) -> RunnerResult:
     "dp_accounting.pld",
     peer="dp_accounting",
     method="PLDAccountant, pessimistic, interval 1e-4 (default)",
-    kinds=("dpsgd", "laplace", "rr", "ledger", "schedule"),
+    kinds=("dpsgd", "laplace", "rr", "ledger", "schedule", "bandmf"),
     imports=("dp_accounting",),
 )
 def dpa_pld(workload: Workload) -> RunnerResult:
@@ -144,7 +149,7 @@ def dpa_pld(workload: Workload) -> RunnerResult:
     "dp_accounting.pld_optimistic",
     peer="dp_accounting",
     method="PLD optimistic, interval 1e-4",
-    kinds=("dpsgd", "laplace", "rr"),
+    kinds=("dpsgd", "laplace", "rr", "bandmf"),
     imports=("dp_accounting",),
 )
 def dpa_pld_optimistic(workload: Workload) -> RunnerResult:
@@ -156,7 +161,7 @@ def dpa_pld_optimistic(workload: Workload) -> RunnerResult:
     "dp_accounting.pld_fine",
     peer="dp_accounting",
     method="PLDAccountant, pessimistic, interval 1e-5",
-    kinds=("dpsgd", "laplace", "rr"),
+    kinds=("dpsgd", "laplace", "rr", "bandmf"),
     imports=("dp_accounting",),
     precise=True,
 )
@@ -169,7 +174,7 @@ def dpa_pld_fine(workload: Workload) -> RunnerResult:
     "dp_accounting.pld_fine_optimistic",
     peer="dp_accounting",
     method="PLD optimistic, interval 1e-5",
-    kinds=("dpsgd", "laplace", "rr"),
+    kinds=("dpsgd", "laplace", "rr", "bandmf"),
     imports=("dp_accounting",),
     precise=True,
 )
@@ -213,7 +218,7 @@ def dpa_pld_count(workload: Workload) -> RunnerResult:
     "dp_accounting.rdp",
     peer="dp_accounting",
     method="RdpAccountant, default orders",
-    kinds=("dpsgd", "laplace", "rr", "ledger", "schedule"),
+    kinds=("dpsgd", "laplace", "rr", "ledger", "schedule", "bandmf"),
     imports=("dp_accounting",),
 )
 def dpa_rdp(workload: Workload) -> RunnerResult:

@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -84,6 +85,16 @@ WORKLOADS: dict[str, Workload] = {
         "steps": 10_000,
         "delta": 1e-5,
     },
+    # DP-MF: BandMF with 4 bands under cyclic Poisson sampling (JAX Privacy's
+    # amplified_bandmf_event: ceil(2000 / 4) = 500 Poisson-sampled Gaussian rounds)
+    "bandmf_2000x4": {
+        "kind": "bandmf",
+        "noise_multiplier": 1.0,
+        "iterations": 2_000,
+        "num_bands": 4,
+        "sample_rate": 0.004,
+        "delta": 1e-6,
+    },
     **{
         f"calibrate_eps{eps:g}": {
             "kind": "calibrate",
@@ -108,6 +119,9 @@ Kinds and their keys (all sensitivity-normalised):
 - ``ledger``: a DP-SGD run whose ``schedule`` changes: a list of
   ``[noise_multiplier, sample_rate, steps]`` segments, ``delta`` (dpacct answers through
   its online accountant, :class:`dpacct.accountant.PrivacyAccountant`).
+- ``bandmf``: a BandMF training run under cyclic Poisson sampling, ``noise_multiplier``,
+  ``iterations``, ``num_bands``, ``sample_rate``, ``delta`` (a strategy of column norm
+  one); the peers account the event JAX Privacy builds for it (:func:`bandmf_as_dpsgd`).
 - ``calibrate``: noise multiplier of the ``dpsgd`` kind that reaches
   ``target_epsilon`` at ``delta`` for ``sample_rate`` and ``steps``.
 """
@@ -213,6 +227,19 @@ def register(
 
 
 # --------------------------------------------------------------------------- helpers
+
+
+def bandmf_as_dpsgd(workload: Workload) -> Workload:
+    """The ``dpsgd`` workload of a ``bandmf`` one: ``ceil(iterations / num_bands)``
+    Poisson-sampled Gaussian steps, the event ``jax_privacy.accounting.amplified_bandmf_event``
+    builds (Choquette-Choo et al. 2023, cyclic Poisson sampling of a banded strategy)."""
+    return {
+        "kind": "dpsgd",
+        "noise_multiplier": workload["noise_multiplier"],
+        "sample_rate": workload["sample_rate"],
+        "steps": math.ceil(workload["iterations"] / workload["num_bands"]),
+        "delta": workload["delta"],
+    }
 
 
 def _rr_noise_parameter(p: float, k: int) -> float:

@@ -2,6 +2,7 @@
 
 from dpacct import _exports
 
+from .bandmf import bandmf_noise_multiplier
 from .calibrate import Calibration, CalibrationError, UnreachableTargetError, calibrate
 from .dpsgd import (
     analytic_gaussian_sigma,

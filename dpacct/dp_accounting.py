@@ -7,9 +7,10 @@ objects (``dp_accounting.dp_event``) and accounts for it with a
 
 * :func:`from_dp_event` turns an event tree into a dpacct
   :class:`~dpacct.accountant.Mechanism` (composition, Poisson subsampling, sampling
-  without replacement, the Gaussian, Laplace, discrete Laplace, randomized-response and
-  zCDP events), whose every curve (epsilon, delta, bracket, RDP, trade-off) is then at
-  hand;
+  without replacement, the Gaussian, Laplace, discrete Laplace of any integer
+  sensitivity, randomized-response and ``(xi, rho)``-zCDP events, tree aggregation,
+  repeat-and-select, and the events newer than dp_accounting 0.6), whose every curve
+  (epsilon, delta, bracket, RDP, trade-off) is then at hand;
 * :class:`DpEventAccountant` is a ``dp_accounting.PrivacyAccountant``: code written for
   ``dp_accounting.pld.PLDAccountant`` switches by changing the line that constructs it.
 
@@ -44,12 +45,41 @@ Randomized response (``RandomizedResponseDpEvent``) is a replace-one statement a
 input value, so it needs ``REPLACE_ONE`` (dp_accounting's accountants refuse it under
 ``ADD_OR_REMOVE_ONE`` too).  ``REPLACE_SPECIAL`` is not supported.
 
-Unsupported events -- ``SampledWithReplacementDpEvent``,
-``SingleEpochTreeAggregationDpEvent``, ``RepeatAndSelectDpEvent``,
-``MixtureOfGaussiansDpEvent``, ``TruncatedSubsampledGaussianDpEvent``, a
-``ZCDpEvent`` with ``xi > 0``, a discrete Laplace event of sensitivity other than 1,
-``UnsupportedDpEvent`` -- raise :class:`UnsupportedEventError`, naming the event and its
-place in the tree.
+What each further event is accounted as
+---------------------------------------
+* ``DiscreteLaplaceDpEvent(a, k)``: the exact ``k + 1``-atom loss law of an integer shift
+  ``k`` (``2k`` under ``REPLACE_ONE``) of noise ``~ exp(-a|x|)``
+  (:meth:`~dpacct.mechanisms.DiscreteLaplaceMechanism.of_sensitivity`).
+* ``ZCDpEvent(rho, xi)``: :class:`~dpacct.mechanisms.ZCDPMechanism` with ``xi`` (RDP
+  ``xi + rho * alpha``); ``rho = 0`` is pure ``xi``-DP.
+* ``SingleEpochTreeAggregationDpEvent(s, steps)`` (Kairouz et al. 2021, "Practical and
+  private (deep) learning without sampling or shuffling", Appendix D): a record enters at
+  most ``ceil(log2(n + 1))`` completed nodes of the longest tree, each with noise ``s``
+  per unit of sensitivity, so the release is a Gaussian with noise multiplier
+  ``s / sqrt(depth)``.  dp_accounting states it under ``REPLACE_SPECIAL`` (the record
+  replaced by a null one, i.e. its contribution present or absent at fixed positions of
+  the stream): that pair is the add/remove Gaussian pair, accounted under
+  ``ADD_OR_REMOVE_ONE``; under ``REPLACE_ONE`` the shift doubles.
+* ``RepeatAndSelectDpEvent(event, mean, shape)``: Papernot & Steinke 2022, Theorems 2 and
+  6 (:func:`~dpacct.accountant.repeat_and_select`), on the repeated event's RDP curve.
+* ``EpsilonDeltaDpEvent``: the worst mechanism with that guarantee
+  (:func:`~dpacct.accountant.mechanism_from_epsilon_delta`); ``DiscreteGaussianDpEvent``:
+  the exact :class:`~dpacct.mechanisms.DiscreteGaussianMechanism` (one dimension, unit
+  sensitivity, add/remove), else ``Delta^2 / (2 sigma^2)``-zCDP (Canonne, Kamath, Steinke
+  2020, Proposition 5, added over independent coordinates);
+  ``ExponentialMechanismDpEvent``: :class:`~dpacct.mechanisms.ExponentialMechanism`
+  (``epsilon``-bounded range); ``PermuteAndFlipDpEvent``:
+  :class:`~dpacct.mechanisms.PermuteAndFlip`.  These classes are in dp_accounting's
+  repository after the 0.6.0 release; an installed version without them is served by
+  class name (an event of a class of that name).  dp_accounting's repository has no
+  ``RandomAllocationDpEvent`` (checked August 2026); dpacct's
+  :func:`~dpacct.accountant.random_allocation` accounts that sampler directly.
+
+Refused with their reason (:class:`UnsupportedEventError`, naming the event and its
+place in the tree): ``SampledWithReplacementDpEvent`` (no bound dpacct can certify;
+sample without replacement or with Poisson sampling instead), ``UnsupportedDpEvent``,
+and, until their mapping lands, ``MixtureOfGaussiansDpEvent`` and
+``TruncatedSubsampledGaussianDpEvent``.
 
 This module is an optional extra: ``import dpacct`` never imports it or dp_accounting.
 """
@@ -61,6 +91,9 @@ import numbers
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+from scipy import special
+
 from dpacct.accountant.extras import missing_extra
 
 try:
@@ -70,6 +103,7 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise missing_extra("dpacct.dp_accounting", "dp_accounting", exc) from exc
 
+from dpacct import _dp_event_mapping as _mapping
 from dpacct.accountant import (
     REPLACE_ONE,
     Mechanism,
@@ -77,9 +111,15 @@ from dpacct.accountant import (
     poisson_subsample,
     subsample_without_replacement,
 )
-from dpacct.accountant.validation import check_count, check_delta, check_epsilon, check_tol
+from dpacct.accountant.repeat_select import repeat_and_select
+from dpacct.accountant.validation import (
+    check_count,
+    check_delta,
+    check_epsilon,
+    check_fpr,
+    check_tol,
+)
 from dpacct.mechanisms import (
-    DiscreteLaplaceMechanism,
     GaussianMechanism,
     LaplaceMechanism,
     RandomizedResponse,
@@ -133,17 +173,21 @@ class UnsupportedEventError(dp_accounting.UnsupportedEventError, ValueError):
 # --------------------------------------------------------------- replace-one mechanisms
 @dataclass(frozen=True, repr=False)
 class ReplaceOneZCDPMechanism(ZCDPMechanism):
-    """A ``rho``-zCDP guarantee stated for the replace-one relation.
+    """A ``rho``-zCDP (or ``(xi, rho)``-zCDP) guarantee stated for the replace-one relation.
 
     Parameters
     ----------
     rho : float
         The zCDP parameter, > 0.
+    xi : float, default 0.0
+        The additive constant of ``(xi, rho)``-zCDP, >= 0.
 
     Examples
     --------
     >>> ReplaceOneZCDPMechanism(rho=0.5).rdp(2.0)
     1.0
+    >>> ReplaceOneZCDPMechanism(rho=0.5, xi=0.25).rdp(2.0)
+    1.25
     """
 
     neighbouring = REPLACE_ONE_LABEL
@@ -244,16 +288,8 @@ def _convert(event: Any, relation: NeighboringRelation, path: str) -> _Converted
             return _Converted([])
         if a == 0.0:
             return _Converted([], non_private=True)
-        if replace or sens != 1:
-            total = 2 * sens if replace else sens
-            raise _unsupported(
-                event,
-                path,
-                f"integer sensitivity {total} under {relation.name}; dpacct's "
-                "DiscreteLaplaceMechanism has sensitivity 1 (add/remove)",
-            )
-        # pmf ~ exp(-a |x|): dpacct's scale t has pmf ~ exp(-|x| / t)
-        return _Converted([(DiscreteLaplaceMechanism(scale=1.0 / a), 1)])
+        # pmf ~ exp(-a |x|): dpacct's scale t has pmf ~ exp(-|x| / t); shift k (2k replace)
+        return _Converted([(_mapping.discrete_laplace(a, sens, replace), 1)])
     if isinstance(event, dp_event.RandomizedResponseDpEvent):
         r = _nonneg(event, path, "noise_parameter", upper=1.0)
         k = _count(event, path, "num_buckets", allow_zero=False)
@@ -273,14 +309,12 @@ def _convert(event: Any, relation: NeighboringRelation, path: str) -> _Converted
         p = 1.0 - r * (k - 1) / k
         return _Converted([(RandomizedResponse(p=p, k=k), 1)])
     if isinstance(event, dp_event.ZCDpEvent):
+        if getattr(event, "rho", None) == math.inf:  # JAX Privacy's zCDP event at sigma = 0
+            return _Converted([], non_private=True)
         rho = _nonneg(event, path, "rho")
         xi = _nonneg(event, path, "xi")
-        if xi > 0.0:
-            raise _unsupported(event, path, f"xi={xi!r} > 0 (dpacct's ZCDPMechanism has xi = 0)")
-        if rho == 0.0:
-            return _Converted([])
-        mech = ReplaceOneZCDPMechanism(rho=rho) if replace else ZCDPMechanism(rho=rho)
-        return _Converted([(mech, 1)])
+        mech = _mapping.zcdp(rho, xi, replace, ReplaceOneZCDPMechanism)
+        return _Converted([] if mech is None else [(mech, 1)])
     if isinstance(event, dp_event.PoissonSampledDpEvent):
         q = _nonneg(event, path, "sampling_probability", upper=1.0)
         if replace:
@@ -316,14 +350,83 @@ def _convert(event: Any, relation: NeighboringRelation, path: str) -> _Converted
             raise _unsupported(event, path, "a subsampled non-private event")
         base = _as_mechanism(inner.parts, relation)
         return _Converted([(subsample_without_replacement(base, m / n), 1)])
-    reasons = {
-        "SampledWithReplacementDpEvent": "dpacct has no sampling-with-replacement bound",
-        "MixtureOfGaussiansDpEvent": "dpacct has no mixture-of-Gaussians mechanism",
-        "UnsupportedDpEvent": "the event declares itself unsupported",
-    }
-    raise _unsupported(
-        event, path, reasons.get(type(event).__name__, "dpacct has no mechanism for it")
-    )
+    return _convert_more(event, relation, path)
+
+
+def _is(event: Any, name: str) -> bool:
+    """``event`` is dp_accounting's class ``name``, or (for a class the installed version
+    lacks) an event of a class of that name."""
+    cls = getattr(dp_event, name, None)
+    return isinstance(event, cls) if cls is not None else type(event).__name__ == name
+
+
+def _convert_more(event: Any, relation: NeighboringRelation, path: str) -> _Converted:
+    """Tree aggregation, repeat-and-select and the events newer than dp_accounting 0.6."""
+    replace = relation is _REPLACE
+    if _is(event, "SingleEpochTreeAggregationDpEvent"):
+        s = _nonneg(event, path, "noise_multiplier")
+        counts = event.step_counts
+        if isinstance(counts, numbers.Integral) and not isinstance(counts, bool):
+            counts = [counts]
+        if isinstance(counts, str | bytes) or not hasattr(counts, "__iter__") or not counts:
+            raise ValueError(
+                f"{path}.step_counts must be an integer >= 0 or a non-empty list of them, "
+                f"got {event.step_counts!r}"
+            )
+        steps = [
+            check_count(c, f"{path}.step_counts[{i}]", allow_zero=True)
+            for i, c in enumerate(counts)
+        ]
+        depth = _mapping.tree_depth(steps)
+        if depth == 0:
+            return _Converted([])
+        if s == 0.0:
+            return _Converted([], non_private=True)
+        return _Converted([(_mapping.tree_aggregation(s, depth, replace), 1)])
+    if _is(event, "RepeatAndSelectDpEvent"):
+        mean = _nonneg(event, path, "mean")
+        shape = getattr(event, "shape", None)
+        if isinstance(shape, bool) or not isinstance(shape, numbers.Real) or not shape >= 0:
+            raise ValueError(f"{path}.shape must lie in [0, inf] (inf: Poisson), got {shape!r}")
+        if mean < 1.0:
+            raise ValueError(f"{path}.mean must be >= 1 (the mean number of runs), got {mean!r}")
+        inner = _convert(event.event, relation, f"{path}.event")
+        if inner.non_private or not inner.parts:
+            return inner
+        base = _as_mechanism(inner.parts, relation)
+        if not base.has_rdp:
+            raise _unsupported(
+                event,
+                path,
+                f"the repeated event has no Renyi-DP curve ({base!r}), which the "
+                "Papernot & Steinke 2022 bound needs",
+            )
+        return _Converted([(repeat_and_select(base, mean, float(shape)), 1)])
+    if _is(event, "EpsilonDeltaDpEvent"):
+        inf = getattr(event, "epsilon", None) == math.inf  # no guarantee at all
+        eps = math.inf if inf else _nonneg(event, path, "epsilon")
+        delta = _nonneg(event, path, "delta", upper=1.0)
+        if math.isinf(eps) or delta == 1.0:
+            return _Converted([], non_private=True)
+        mech = _mapping.epsilon_delta(eps, delta, replace)
+        return _Converted([] if mech is None else [(mech, 1)])
+    if _is(event, "DiscreteGaussianDpEvent"):
+        sigma = _nonneg(event, path, "sigma")
+        sens = _nonneg(event, path, "sensitivity")
+        dim = getattr(event, "dimension", None)
+        if dim is not None:
+            dim = check_count(dim, f"{path}.dimension")
+        if sigma == 0.0 and sens > 0.0:
+            return _Converted([], non_private=True)
+        mech = _mapping.discrete_gaussian(sigma, sens, dim, replace, ReplaceOneZCDPMechanism)
+        return _Converted([] if mech is None else [(mech, 1)])
+    for name in ("ExponentialMechanismDpEvent", "PermuteAndFlipDpEvent"):
+        if _is(event, name):
+            eps = _nonneg(event, path, "epsilon")
+            mech = _mapping.pure_selection(eps, name, replace)
+            return _Converted([] if mech is None else [(mech, 1)])
+    why = _mapping.REFUSED.get(type(event).__name__, "dpacct has no mechanism for it")
+    raise _unsupported(event, path, why)
 
 
 def _merge_gaussians(
@@ -361,9 +464,10 @@ def from_dp_event(
     event : dp_accounting.DpEvent
         The tree: ``ComposedDpEvent``, ``SelfComposedDpEvent``,
         ``PoissonSampledDpEvent``, ``SampledWithoutReplacementDpEvent`` (under
-        ``REPLACE_ONE``) over ``GaussianDpEvent``, ``LaplaceDpEvent``,
-        ``DiscreteLaplaceDpEvent`` (sensitivity 1), ``RandomizedResponseDpEvent``
-        (under ``REPLACE_ONE``), ``ZCDpEvent`` (``xi = 0``) and ``NoOpDpEvent``.
+        ``REPLACE_ONE``), ``RepeatAndSelectDpEvent`` over ``GaussianDpEvent``,
+        ``LaplaceDpEvent``, ``DiscreteLaplaceDpEvent``, ``RandomizedResponseDpEvent``
+        (under ``REPLACE_ONE``), ``ZCDpEvent``, ``SingleEpochTreeAggregationDpEvent``,
+        the post-0.6 events (module docstring) and ``NoOpDpEvent``.
     neighboring_relation : dp_accounting.NeighboringRelation
         ``ADD_OR_REMOVE_ONE`` (default) or ``REPLACE_ONE``; under the latter Gaussian
         and Laplace noise multipliers are halved (module docstring).
@@ -548,6 +652,90 @@ class DpEventAccountant(dp_accounting.PrivacyAccountant):
             return (math.inf, math.inf)
         mech = self.mechanism()
         return (0.0, 0.0) if mech is None else mech.epsilon_bounds(d, tol=self._tol)
+
+    def get_true_positive_rates(
+        self, false_positive_rates: float | np.ndarray, deltas: np.ndarray | None = None
+    ) -> float | np.ndarray:
+        """Certified upper bound on any membership-inference attack's TPR at given FPRs.
+
+        dp_accounting's ``PLDAccountant.get_true_positive_rates`` (added in 2026) bounds
+        the TPR through the ``(epsilon, delta)`` pairs at a grid of deltas; here it is
+        ``1 - f(fpr)`` with ``f`` the safe-side trade-off curve of everything composed
+        (:meth:`~dpacct.accountant.Mechanism.tradeoff`: exact where known, else the
+        pessimistic PLDs' Neyman-Pearson curve; Kulynych et al. 2024, Eq. (3)), which is
+        at least as tight: every ``(epsilon, delta)`` bound is implied by it.
+
+        Parameters
+        ----------
+        false_positive_rates : float or numpy.ndarray
+            FPR(s), in [0, 1].
+        deltas : numpy.ndarray, optional
+            Accepted for dp_accounting's interface and ignored: no delta grid is needed.
+
+        Returns
+        -------
+        float or numpy.ndarray
+            The TPR bound(s), shaped like ``false_positive_rates``.
+
+        Examples
+        --------
+        >>> import dp_accounting as dpa
+        >>> acct = DpEventAccountant().compose(dpa.GaussianDpEvent(1.0))
+        >>> round(float(acct.get_true_positive_rates(0.01)), 4)  # 1 - Phi(Phi^-1(0.99) - 1)
+        0.0924
+        """
+        fpr = check_fpr(false_positive_rates, "false_positive_rates")
+        if self._non_private:
+            out = np.ones_like(fpr)
+        else:
+            mech = self.mechanism()
+            beta = None if mech is None else mech.tradeoff(fpr, tol=self._tol)
+            out = fpr.copy() if beta is None else 1.0 - np.asarray(beta, dtype=float)
+        return float(out) if np.ndim(false_positive_rates) == 0 else out.reshape(fpr.shape)
+
+    def get_gdp_parameter_estimate(
+        self, false_positive_rates: np.ndarray | None = None, deltas: np.ndarray | None = None
+    ) -> float:
+        """The smallest Gaussian-DP ``mu`` whose TPR curve is above the certified TPR
+        bounds at the given FPRs (dp_accounting's ``get_gdp_parameter_estimate``).
+
+        ``mu = max over fpr of Phi^-1(TPR(fpr)) - Phi^-1(fpr)`` (Dong, Roth, Su 2019,
+        the ``mu``-GDP trade-off ``Phi(Phi^-1(1 - a) - mu)``), with ``TPR`` from
+        :meth:`get_true_positive_rates`.  An estimate, as there: pessimistic at each FPR
+        (certified TPR bounds), optimistic between the FPRs of the grid.
+
+        Parameters
+        ----------
+        false_positive_rates : numpy.ndarray, optional
+            FPRs in (0, 1); default ``numpy.logspace(-12, log10(0.5), 500)``, as
+            dp_accounting.
+        deltas : numpy.ndarray, optional
+            Accepted for dp_accounting's interface and ignored.
+
+        Returns
+        -------
+        float
+            The estimate (``inf`` for a non-private event, 0 when nothing was composed).
+
+        Examples
+        --------
+        >>> import dp_accounting as dpa
+        >>> acct = DpEventAccountant().compose(dpa.GaussianDpEvent(2.0))
+        >>> round(acct.get_gdp_parameter_estimate(), 4)   # 1/sigma
+        0.5
+        """
+        if false_positive_rates is None:
+            fpr = np.logspace(-12, np.log10(0.5), 500)
+        else:
+            fpr = check_fpr(false_positive_rates, "false_positive_rates").reshape(-1)
+            if fpr.size == 0 or np.any((fpr <= 0) | (fpr >= 1)):
+                raise ValueError("false_positive_rates must be a non-empty array in (0, 1)")
+        if self._non_private:
+            return math.inf
+        tpr = np.asarray(self.get_true_positive_rates(fpr)).reshape(-1)
+        with np.errstate(divide="ignore"):
+            mu = special.ndtri(tpr) - special.ndtri(fpr)
+        return max(float(np.max(mu)), 0.0)
 
     def mechanism(self) -> Mechanism | None:
         """The dpacct mechanism of everything composed (None when nothing costs privacy)."""

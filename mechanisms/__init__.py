@@ -17,6 +17,7 @@ from dpacct import _exports
 
 from .algorithm import Algorithm, PlannedRelease, ReleaseSession
 from .audit import AuditResult, audit
+from .bandmf import amplified_bandmf, bandmf_sensitivity
 from .discrete import (
     DiscreteGaussianMechanism,
     DiscreteLaplaceMechanism,

@@ -44,6 +44,7 @@ from dpacct.accountant.validation import (
     show_value,
 )
 
+from ._discrete_laplace_law import MAX_SENSITIVITY, discrete_laplace_law
 from ._release import check_integer_values, is_integral, uniform_below
 from .randomized_response import PureDPCurves
 
@@ -245,6 +246,38 @@ class DiscreteLaplaceMechanism(PureDPCurves, Mechanism):
     def epsilon0(self) -> float:
         """Pure-DP parameter ``1/scale`` (the largest privacy loss)."""
         return 1.0 / self.scale
+
+    @staticmethod
+    def of_sensitivity(scale: float, sensitivity: int) -> Mechanism:
+        """The same noise on a query of integer sensitivity ``k``: pair ``(X + k, X)``.
+
+        Not a rescaled unit shift (the lattice does not rescale): the privacy loss has
+        ``k + 1`` atoms ``-k/t, (2 - k)/t, ..., k/t`` (module
+        ``mechanisms/_discrete_laplace_law.py``), enumerated exactly.  ``k = 1`` is this
+        class; ``dp_accounting``'s ``DiscreteLaplaceDpEvent(a, k)`` is ``scale = 1/a``.
+
+        Parameters
+        ----------
+        scale : float
+            Noise scale ``t``, > 0 (pmf proportional to ``exp(-|x|/t)``).
+        sensitivity : int
+            Integer sensitivity ``k``, in [1, 10**6].
+
+        Examples
+        --------
+        >>> m = DiscreteLaplaceMechanism.of_sensitivity(2.0, 3)
+        >>> round(float(m.delta(0.3)), 6)     # brute-force sum: 0.461906
+        0.461906
+        """
+        k = _check_integer_sensitivity(sensitivity)
+        if k > MAX_SENSITIVITY:
+            raise ValueError(f"sensitivity must be in [1, {MAX_SENSITIVITY}], got {k}")
+        if k == 1:
+            return DiscreteLaplaceMechanism(scale=scale)
+        t = check_positive("scale", scale)
+        return Mechanism.from_loss_laws(
+            discrete_laplace_law(t, k), name=f"discrete Laplace scale={t!r} sensitivity={k}"
+        )
 
     def release(self, value, *, sensitivity: int = 1, rng: np.random.Generator):
         """Add exact discrete Laplace noise of scale ``scale * sensitivity`` to integers.

@@ -77,7 +77,12 @@ class PureDPMechanism(PureDPCurves, Mechanism):
         return f"{type(self).__name__}(epsilon={self.epsilon0!r})"
 
 
-@register_mechanism("zcdp")
+def _encode_zcdp(m: ZCDPMechanism) -> dict[str, float]:
+    # xi = 0 is written as before xi existed, so stored ledgers keep their bytes
+    return {"rho": m.rho, **({"xi": m.xi} if m.xi else {})}
+
+
+@register_mechanism("zcdp", encode=_encode_zcdp)
 @dataclass(frozen=True, repr=False)
 class ZCDPMechanism(Mechanism):
     """Any ``rho``-zCDP mechanism: Renyi-DP ``alpha * rho`` at every order, nothing more.
@@ -94,13 +99,26 @@ class ZCDPMechanism(Mechanism):
     need not be dominated by the Gaussian mechanism with ``sigma = 1/sqrt(2 rho)``, so
     the Gaussian curve is *not* a valid bound here.
 
+    With ``xi > 0`` the guarantee is ``(xi, rho)``-zCDP (Bun & Steinke 2016, Definition
+    1.1 in full: ``D_alpha <= xi + rho * alpha`` at every order), the RDP curve of, for
+    example, a discrete Gaussian in several dimensions or a ``ZCDpEvent(rho, xi)``.  The
+    conversions shift by ``xi`` exactly: the CKS bound is ``rdp(a)`` plus a term free of
+    the curve, so ``epsilon(delta) = xi + epsilon_{rho}(delta)`` and
+    ``delta(eps) = delta_{rho}(eps - xi)`` for ``eps >= xi`` (below ``xi`` the generic
+    conversion answers).
+
     Parameters
     ----------
     rho : float
         The zCDP parameter, > 0 and finite.
+    xi : float, default 0.0
+        The additive constant of ``(xi, rho)``-zCDP, >= 0 and finite.
 
     Examples
     --------
+    >>> round(ZCDPMechanism(rho=0.5, xi=0.1).epsilon(1e-5)
+    ...       - ZCDPMechanism(rho=0.5).epsilon(1e-5), 12)
+    0.1
     >>> m = ZCDPMechanism(rho=0.5)
     >>> m.rdp([2.0, 4.5])
     array([1.  , 2.25])
@@ -111,21 +129,27 @@ class ZCDPMechanism(Mechanism):
     """
 
     rho: float
+    xi: float = 0.0
 
     declares = Capabilities(rdp=True)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "rho", check_positive("rho", self.rho))
+        object.__setattr__(self, "xi", check_epsilon(self.xi, "xi"))
+
+    def __repr__(self) -> str:
+        xi = f", xi={self.xi!r}" if self.xi else ""
+        return f"{type(self).__name__}(rho={self.rho!r}{xi})"
 
     def _rdp(self, alpha: np.ndarray) -> np.ndarray:
-        return zcdp_rdp(self.rho, alpha)
+        return zcdp_rdp(self.rho, alpha) + self.xi
 
     def _epsilon_upper(self, delta: float, tol: float | None) -> float:
         # the generic conversion searches a fixed order grid (up to 8192); for tiny rho
         # the optimal order sqrt(log(1/delta)/rho) lies far beyond it, so the exact
         # optimum over all real orders is used as well (both are sound; the smaller wins)
         generic = super()._epsilon_upper(delta, tol)
-        return min(generic, zcdp_epsilon(self.rho, delta))
+        return min(generic, self.xi + zcdp_epsilon(self.rho, delta))
 
     def delta(self, epsilon, *, tol: float | None = None):
         """Sound upper bound on delta at ``epsilon``; see :meth:`Mechanism.delta`.
@@ -149,7 +173,11 @@ class ZCDPMechanism(Mechanism):
         """
         eps = np.asarray(epsilon, dtype=float)
         flat = [check_epsilon(float(e)) for e in eps.reshape(-1)]  # NaN, inf, < 0
-        out = np.reshape([zcdp_delta(self.rho, e) for e in flat], eps.shape)
+        below = [e for e in flat if e < self.xi]  # below xi: the generic conversion
+        low = np.atleast_1d(super().delta(below, tol=tol)) if below else []
+        generic = dict(zip(below, low, strict=True))
+        vals = [generic[e] if e < self.xi else zcdp_delta(self.rho, e - self.xi) for e in flat]
+        out = np.reshape(vals, eps.shape)
         return float(out) if eps.ndim == 0 else out
 
 

@@ -253,7 +253,33 @@ BASE: dict[str, tuple[Callable[[], Callable], dict[str, Any]]] = {
         lambda: M.audit,
         {"mechanism": LAP, "rng": RNG, "samples": 2000, "confidence": 0.9},
     ),
+    "repeat_and_select": (
+        lambda: A.repeat_and_select,
+        {"mechanism": G, "mean": 2.0, "shape": 1.0},
+    ),
+    "amplified_bandmf": (
+        lambda: M.amplified_bandmf,
+        {
+            "noise_multiplier": 1.0,
+            "iterations": 8,
+            "num_bands": 2,
+            "sample_rate": 0.1,
+            "strategy": np.eye(8),
+        },
+    ),
+    "bandmf_sensitivity": (lambda: M.bandmf_sensitivity, {"strategy": np.eye(4), "num_bands": 2}),
     # ---------------------------------------------------------------- calibrators
+    "bandmf_noise_multiplier": (
+        lambda: C.bandmf_noise_multiplier,
+        {
+            "epsilon": 2.0,
+            "delta": 1e-6,
+            "iterations": 100,
+            "num_bands": 4,
+            "sample_rate": 0.05,
+            "tol": 1e-3,
+        },
+    ),
     "calibrate": (lambda: C.calibrate, {"family": _family, "epsilon": 1.0, "delta": 0.0}),
     "noise_multiplier": (
         lambda: C.noise_multiplier,
@@ -394,6 +420,11 @@ ALLOWED: dict[tuple[str, str, str], str] = {
         for k in ("inf", "np_inf")
     },
     **{("gaussian_delta", "epsilon", k): _EXTENDED for k in ("inf", "-inf", "np_inf")},
+    **{
+        ("repeat_and_select", "shape", k): "shape = inf is the Poisson law of the number of "
+        "runs (Papernot & Steinke 2022, Theorem 6)"
+        for k in ("inf", "np_inf")
+    },
 }
 
 #: parameters that take arrays (vectorised queries), beyond those annotated ndarray

@@ -206,3 +206,15 @@ def test_zcdp_bad_input():
         with pytest.raises(TypeError, match="rho"):
             ZCDPMechanism(bad)
     assert repr(ZCDPMechanism(1)) == "ZCDPMechanism(rho=1.0)"
+
+
+def test_zcdp_with_xi_round_trips_and_xi_zero_is_written_as_before():
+    from dpacct.accountant.serialization import from_dict, to_dict
+
+    assert to_dict(ZCDPMechanism(rho=0.5)) == {"type": "zcdp", "params": {"rho": 0.5}}
+    m = ZCDPMechanism(rho=0.5, xi=0.25)
+    assert from_dict(to_dict(m)) == m and repr(m) == "ZCDPMechanism(rho=0.5, xi=0.25)"
+    # (xi, rho)-zCDP: the conversions are those of rho-zCDP shifted by xi (exactly)
+    assert m.epsilon(1e-5) == pytest.approx(0.25 + ZCDPMechanism(rho=0.5).epsilon(1e-5), rel=1e-12)
+    assert m.delta(3.0) == pytest.approx(ZCDPMechanism(rho=0.5).delta(2.75), rel=1e-12)
+    assert m.delta(0.1) >= ZCDPMechanism(rho=0.5).delta(0.1)  # below xi: generic route

@@ -1,0 +1,116 @@
+"""Noise-multiplier calibration for BandMF under cyclic Poisson sampling."""
+
+from __future__ import annotations
+
+import math
+from typing import Literal, overload
+
+import numpy as np
+
+from dpacct.accountant.validation import check_count, check_sample_rate
+from dpacct.mechanisms.bandmf import bandmf_sensitivity
+
+from .calibrate import Calibration
+from .dpsgd import noise_multiplier
+
+__all__ = ["bandmf_noise_multiplier"]
+
+
+@overload
+def bandmf_noise_multiplier(
+    epsilon: float,
+    delta: float,
+    iterations: int,
+    *,
+    num_bands: int,
+    sample_rate: float,
+    strategy: object | None = ...,
+    rtol: float = ...,
+    tol: float | None = ...,
+    full_output: Literal[False] = ...,
+) -> float: ...
+@overload
+def bandmf_noise_multiplier(
+    epsilon: float,
+    delta: float,
+    iterations: int,
+    *,
+    num_bands: int,
+    sample_rate: float,
+    strategy: object | None = ...,
+    rtol: float = ...,
+    tol: float | None = ...,
+    full_output: Literal[True],
+) -> Calibration: ...
+def bandmf_noise_multiplier(
+    epsilon: float,
+    delta: float,
+    iterations: int,
+    *,
+    num_bands: int,
+    sample_rate: float,
+    strategy: object | None = None,
+    rtol: float = 1e-3,
+    tol: float | None = None,
+    full_output: bool = False,
+) -> float | Calibration:
+    """The noise multiplier for which a BandMF run meets ``(epsilon, delta)``.
+
+    The run of :func:`~dpacct.mechanisms.amplified_bandmf` is DP-SGD with
+    ``ceil(iterations / num_bands)`` steps at noise multiplier ``sigma / s``, ``s`` the
+    strategy's largest column norm (Choquette-Choo et al. 2023, arXiv:2306.08153,
+    Section 4), so the answer is ``s`` times :func:`noise_multiplier`'s for those
+    steps: the same mechanism, calibrated by the same search.
+
+    Parameters
+    ----------
+    epsilon : float
+        Target epsilon, > 0.
+    delta : float
+        Target delta, in (0, 1).
+    iterations : int
+        Training steps, >= 1.
+    num_bands : int
+        Bands of the strategy (groups of the cyclic sampler), >= 1.
+    sample_rate : float
+        Poisson sampling probability within the active group, in (0, 1].
+    strategy : array_like, optional
+        The ``iterations x iterations`` banded lower-triangular strategy; default: column
+        norm one.
+    rtol : float
+        The epsilon reached lies in ``[epsilon * (1 - rtol), epsilon]`` (default 1e-3).
+    tol : float, optional
+        Accuracy of the engine's epsilon.
+    full_output : bool
+        Return the DP-SGD :class:`~dpacct.calibrators.Calibration` of the normalised
+        noise multiplier (its ``parameter`` is ``sigma / s``) instead of ``sigma``.
+
+    Returns
+    -------
+    float or Calibration
+        The noise multiplier (or the calibration of the normalised one).
+
+    Examples
+    --------
+    >>> from dpacct.mechanisms import amplified_bandmf
+    >>> sigma = bandmf_noise_multiplier(2.0, 1e-6, 2_000, num_bands=4, sample_rate=0.004)
+    >>> run = amplified_bandmf(sigma, 2_000, num_bands=4, sample_rate=0.004)
+    >>> bool(2.0 * (1 - 1e-3) <= run.epsilon(1e-6) <= 2.0)
+    True
+    """
+    n = check_count(iterations, "iterations")
+    b = check_count(num_bands, "num_bands")
+    q = check_sample_rate(sample_rate)
+    scale = 1.0
+    if strategy is not None:
+        c = np.asarray(strategy)
+        if c.shape != (n, n):
+            raise ValueError(
+                f"strategy must be iterations x iterations = {n} x {n}, got shape {c.shape}"
+            )
+        scale = bandmf_sensitivity(c, b)
+    rounds = math.ceil(n / b)
+    res = noise_multiplier(
+        epsilon, delta, q, rounds, rtol=rtol, tol=tol, full_output=True, progress=False
+    )
+    return res if full_output else scale * float(res.parameter)

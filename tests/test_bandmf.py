@@ -1,0 +1,113 @@
+"""BandMF under cyclic Poisson sampling (mechanisms/bandmf.py, calibrators/bandmf.py).
+
+The run is compared with the event JAX Privacy's ``amplified_bandmf_event`` builds
+(``ceil(iterations / num_bands)`` Poisson-sampled Gaussian steps; the construction is
+written out below with dp_accounting, no JAX), with dp_accounting's PLD accountant on
+that event, and the strategy's sensitivity with a column-by-column computation.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from dpacct.accountant import GaussianMechanism, compose, poisson_subsample
+from dpacct.calibrators import bandmf_noise_multiplier, noise_multiplier
+from dpacct.mechanisms import amplified_bandmf, bandmf_sensitivity
+
+DELTA = 1e-6
+
+
+def jax_privacy_bandmf_event(dpa, noise_multiplier, iterations, num_bands, sampling_prob):
+    """What ``jax_privacy.accounting.amplified_bandmf_event`` returns (its source, 2026)."""
+    rounds = math.ceil(iterations / num_bands)
+    step = dpa.PoissonSampledDpEvent(sampling_prob, dpa.GaussianDpEvent(noise_multiplier))
+    return dpa.SelfComposedDpEvent(step, rounds)
+
+
+def banded(n: int, b: int, rng: np.random.Generator) -> np.ndarray:
+    """A random b-banded lower-triangular strategy with a positive diagonal."""
+    c = np.zeros((n, n))
+    for d in range(b):
+        c += np.diag(rng.normal(size=n - d) * (0.5**d), k=-d)
+    c[np.diag_indices(n)] = 1.0 + np.abs(c[np.diag_indices(n)])
+    return c
+
+
+def test_sensitivity_is_the_largest_column_norm():
+    rng = np.random.default_rng(1)
+    c = banded(30, 4, rng)
+    by_column = max(math.sqrt(sum(c[i, j] ** 2 for i in range(30))) for j in range(30))
+    assert bandmf_sensitivity(c, 4) == pytest.approx(by_column, rel=1e-14)
+    assert bandmf_sensitivity(c, 10) == pytest.approx(by_column, rel=1e-14)  # also 10-banded
+
+
+def test_a_strategy_outside_the_theorem_is_refused_naming_the_entry():
+    rng = np.random.default_rng(2)
+    c = banded(12, 3, rng)
+    c[3, 0] = 0.1  # i - j = 3: outside three bands
+    with pytest.raises(ValueError, match=r"3-banded.*C\[3, 0\]"):
+        bandmf_sensitivity(c, 3)
+    c[3, 0] = 0.0
+    c[0, 5] = 0.2
+    with pytest.raises(ValueError, match=r"lower triangular.*C\[0, 5\]"):
+        bandmf_sensitivity(c, 3)
+    # a BLT-like (Toeplitz, geometric decay) strategy is dense below the diagonal
+    toeplitz = np.tril(0.5 ** np.subtract.outer(np.arange(8), np.arange(8)).clip(0))
+    with pytest.raises(ValueError, match="BLT"):
+        bandmf_sensitivity(toeplitz, 4)
+    for bad in (np.zeros((3, 3)), np.ones((2, 3)), np.array([[np.nan]])):
+        with pytest.raises(ValueError, match="strategy"):
+            bandmf_sensitivity(bad, 1)
+    with pytest.raises(ValueError, match="strategy must be iterations x iterations"):
+        amplified_bandmf(1.0, 10, num_bands=2, sample_rate=0.1, strategy=np.eye(9))
+
+
+@pytest.mark.parametrize(
+    ("sigma", "n", "b", "q"), [(1.0, 2_000, 4, 0.004), (0.8, 1_001, 8, 0.02), (2.0, 7, 7, 1.0)]
+)
+def test_equal_to_the_dpsgd_event_jax_privacy_builds(sigma, n, b, q):
+    dpa = pytest.importorskip("dp_accounting")
+    from dpacct.dp_accounting import from_dp_event
+
+    ours = amplified_bandmf(sigma, n, num_bands=b, sample_rate=q)
+    theirs = from_dp_event(jax_privacy_bandmf_event(dpa, sigma, n, b, q))
+    # the same mechanism (a one-step run may carry a one-part composition wrapper, whose
+    # answers are rounded up in the last digits)
+    np.testing.assert_allclose(ours.epsilon_bounds(DELTA), theirs.epsilon_bounds(DELTA), rtol=1e-12)
+    assert ours.delta(1.0) == pytest.approx(theirs.delta(1.0), rel=1e-12)
+
+
+def test_a_strategy_scales_the_noise_by_its_column_norm():
+    rng = np.random.default_rng(3)
+    c = banded(40, 4, rng)
+    s = bandmf_sensitivity(c, 4)
+    run = amplified_bandmf(1.5, 40, num_bands=4, sample_rate=0.1, strategy=c)
+    expected = compose([poisson_subsample(GaussianMechanism(sigma=1.5 / s), 0.1)], [10])
+    assert run == expected
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("interval", [1e-4, 1e-5])
+def test_at_or_below_dp_accountings_pld_on_the_same_event(interval):
+    dpa = pytest.importorskip("dp_accounting")
+    from dp_accounting.pld import PLDAccountant
+
+    event = jax_privacy_bandmf_event(dpa, 1.0, 2_000, 4, 0.004)
+    acct = PLDAccountant(value_discretization_interval=interval)
+    theirs = acct.compose(event).get_epsilon(DELTA)
+    lo, hi = amplified_bandmf(1.0, 2_000, num_bands=4, sample_rate=0.004).epsilon_bounds(DELTA)
+    assert lo <= theirs and hi <= theirs + (hi - lo) + 1e-12
+
+
+@pytest.mark.parametrize("strategy", [None, "banded"])
+def test_calibration_meets_the_target_and_equals_the_dpsgd_one(strategy):
+    rng = np.random.default_rng(4)
+    c = None if strategy is None else banded(2_000, 4, rng)
+    sigma = bandmf_noise_multiplier(2.0, DELTA, 2_000, num_bands=4, sample_rate=0.004, strategy=c)
+    eps = amplified_bandmf(sigma, 2_000, num_bands=4, sample_rate=0.004, strategy=c).epsilon(DELTA)
+    assert 2.0 * (1 - 1e-3) <= eps <= 2.0
+    scale = 1.0 if c is None else bandmf_sensitivity(c, 4)
+    assert sigma == pytest.approx(scale * noise_multiplier(2.0, DELTA, 0.004, 500), rel=1e-12)
