@@ -119,6 +119,8 @@ CALIBRATORS: tuple[str, ...] = (
     "Calibration",
     "CalibrationError",
     "RiskCalibration",
+    "SamplerReport",
+    "SchemeEpsilon",
     "UnreachableTargetError",
     "analytic_gaussian_sigma",
     "calibrate",
@@ -139,6 +141,7 @@ CALIBRATORS: tuple[str, ...] = (
     "risk_max_sample_rate",
     "risk_max_steps",
     "risk_noise_multiplier",
+    "sampler_report",
     "steps_from_epochs",
 )
 
