@@ -6,6 +6,7 @@ Subcommands::
     dpacct calibrate --epsilon 3 --delta 1e-5 --sample-rate 0.01 --steps 10000
     dpacct compare   --mechanism gaussian:sigma=1 --mechanism laplace:b=2 --plot curves.png
     dpacct ledger    ledger.json --delta 1e-5
+    dpacct sampler   --sigma 1 --delta 1e-5 --scheme shuffle --dataset-size 60000 --batch-size 600
     dpacct demo      (also what ``dpacct`` alone runs)
 
 ``calibrate`` solves for whichever of ``--noise-multiplier``, ``--steps`` and
@@ -37,6 +38,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from dpacct._cli_compare import cmd_compare
+from dpacct._cli_sampler import add_parser as add_sampler_parser
 from dpacct._cli_output import emit_json, fmt, json_float, plain_numbers, plural, table
 from dpacct._cli_spec import _zoo, parse_mechanism_spec
 
@@ -552,6 +554,8 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--delta", type=_real, default=DEMO_DELTA, help="delta (default 1e-5)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=_cmd_ledger)
+
+    add_sampler_parser(sub, _real, _count)
 
     p = sub.add_parser("demo", help="epsilon of a few mechanisms at delta = 1e-5 (the default)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
