@@ -277,9 +277,7 @@ def _steps_per_epoch(
     """``(q, T)``: the Poisson rate and the batches of one pass, from either description."""
     if sample_rate is not None:
         if dataset_size is not None or batch_size is not None:
-            raise ValueError(
-                "give either sample_rate or dataset_size with batch_size, not both"
-            )
+            raise ValueError("give either sample_rate or dataset_size with batch_size, not both")
         q = check_sample_rate(sample_rate)
         inv = 1.0 / q
         near = round(inv)

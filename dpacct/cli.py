@@ -38,8 +38,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from dpacct._cli_compare import cmd_compare
-from dpacct._cli_sampler import add_parser as add_sampler_parser
 from dpacct._cli_output import emit_json, fmt, json_float, plain_numbers, plural, table
+from dpacct._cli_sampler import add_parser as add_sampler_parser
 from dpacct._cli_spec import _zoo, parse_mechanism_spec
 
 __all__ = ["main", "parse_mechanism_spec"]
