@@ -92,8 +92,7 @@ class OpacusAccountant(IAccountant):
 
     The accountant reads the data path: the data loader given to ``make_private`` /
     ``make_private_with_epsilon`` (or attached later, :meth:`attach_data_loader`) and
-    accounts the scheme it implements (:attr:`data_path`; see
-    :mod:`dpacct._opacus_data_path`).  With Poisson sampling each optimiser step is one
+    accounts the scheme it implements (:attr:`data_path`).  With Poisson sampling each optimiser step is one
     Poisson-subsampled Gaussian mechanism (add/remove neighbours); the steps compose by
     dpacct's privacy-loss-distribution engine (connect-the-dots discretisation,
     Doroshenko et al. 2022; both neighbouring directions), so :meth:`get_epsilon` is an
