@@ -92,14 +92,15 @@ class OpacusAccountant(IAccountant):
 
     The accountant reads the data path: the data loader given to ``make_private`` /
     ``make_private_with_epsilon`` (or attached later, :meth:`attach_data_loader`) and
-    accounts the scheme it implements (:attr:`data_path`).  With Poisson sampling each optimiser step is one
-    Poisson-subsampled Gaussian mechanism (add/remove neighbours); the steps compose by
-    dpacct's privacy-loss-distribution engine (connect-the-dots discretisation,
-    Doroshenko et al. 2022; both neighbouring directions), so :meth:`get_epsilon` is an
-    upper bound on the true epsilon, as Opacus' PRV accountant's upper end is, and
-    typically tighter.  Shuffled (or sequential) fixed-size batches are accounted by the
-    proved bracket of :func:`~dpacct.accountant.shuffled_batches` (the Poisson number
-    stays available as :meth:`poisson_epsilon`, not a guarantee for such a run); a
+    accounts the scheme it implements (:attr:`data_path`).  With Poisson sampling each
+    optimiser step is one Poisson-subsampled Gaussian mechanism (add/remove
+    neighbours); the steps compose by dpacct's privacy-loss-distribution engine
+    (connect-the-dots discretisation, Doroshenko et al. 2022; both neighbouring
+    directions), so :meth:`get_epsilon` is an upper bound on the true epsilon, as
+    Opacus' PRV accountant's upper end is, and typically tighter.  Shuffled (or
+    sequential) fixed-size batches are accounted by the proved bracket of
+    :func:`~dpacct.accountant.shuffled_batches` (the Poisson number stays available as
+    :meth:`poisson_epsilon`, not a guarantee for such a run); a
     :class:`FixedSizeBatchSampler` by the replace-one accounting of fixed-size batches;
     any other sampler is refused with :class:`UnaccountedSamplerError`.
 
@@ -307,8 +308,10 @@ class OpacusAccountant(IAccountant):
     def state_dict(self, destination: Any = None) -> Any:
         """The accountant's state for a checkpoint: ``history`` and ``mechanism``.
 
-        The layout is Opacus' (``PrivacyEngine.save_checkpoint`` stores it); the
-        budget and ``tol`` are configuration, not state, and are not saved.
+        The layout is Opacus' (``PrivacyEngine.save_checkpoint`` stores it), plus
+        ``data_path`` (plain values) once a data loader was identified, so that a
+        restored accountant accounts the same scheme; the budget and ``tol`` are
+        configuration, not state, and are not saved.
 
         Parameters
         ----------
@@ -319,13 +322,16 @@ class OpacusAccountant(IAccountant):
             destination = OrderedDict()
         destination["history"] = [tuple(entry) for entry in self.history]
         destination["mechanism"] = self.mechanism()
+        if self._path is not None:
+            destination["data_path"] = self._path.as_dict()
         return destination
 
     def load_state_dict(self, state_dict: Mapping[str, Any]) -> None:
         """Restore ``history`` from :meth:`state_dict` output, validating it first.
 
         Checkpoints of Opacus' ``rdp``, ``prv`` and ``gdp`` accountants are accepted
-        too: their history records the same steps.
+        too: their history records the same steps.  A saved ``data_path`` is restored
+        (and must agree with the loader this accountant already read, if any).
 
         Parameters
         ----------
@@ -355,9 +361,12 @@ class OpacusAccountant(IAccountant):
                 f"accountant (accepted: {sorted(_COMPATIBLE_MECHANISMS)})"
             )
         history = _check_history(state_dict["history"], "state_dict['history']")
+        path = _check_data_path(state_dict.get("data_path"), self._path)
         ledger, non_private = self._build(history)
         self.history = history
         self._ledger, self._non_private, self._synced = ledger, non_private, list(history)
+        if path is not None:
+            self._path, self._refused, self._unseen = path, None, False
 
     # ------------------------------------------------------------ dpacct extras
     def epsilon_bounds(self, delta: float) -> tuple[float, float]:
@@ -648,6 +657,31 @@ class OpacusAccountant(IAccountant):
                 budget_delta=ledger.budget[1],
             )
         return ledger, non_private
+
+
+def _check_data_path(saved: object, current: DataPath | None) -> DataPath | None:
+    """The checkpoint's ``data_path`` as a :class:`DataPath` (None if it has none)."""
+    if saved is None:
+        return None
+    fields = set(DataPath.__dataclass_fields__)
+    if not isinstance(saved, Mapping) or set(saved) != fields:
+        raise ValueError(
+            f"state_dict['data_path'] must be a mapping with the keys {sorted(fields)}, "
+            f"got {saved!r}"
+        )
+    if saved["scheme"] not in {POISSON, FIXED_SIZE, "shuffle", "sequential"}:
+        raise ValueError(f"state_dict['data_path'] has an unknown scheme {saved['scheme']!r}")
+    path = DataPath(**saved)
+    if current is not None and (current.scheme, current.steps_per_epoch, current.batch_size) != (
+        path.scheme,
+        path.steps_per_epoch,
+        path.batch_size,
+    ):
+        raise ValueError(
+            f"the checkpoint's data path ({path.describe()}) differs from this run's "
+            f"({current.describe()}); not loaded"
+        )
+    return path
 
 
 def _batch_sizes(optimizer: Any) -> list[int] | None:

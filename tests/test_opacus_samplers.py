@@ -159,6 +159,23 @@ def test_shuffled_mu2_is_exact_without_accumulation():
     )
 
 
+def test_a_checkpoints_data_path_is_validated():
+    acct = OpacusAccountant()
+    acct.attach_data_loader(DataLoader(_data(), batch_size=BATCH, shuffle=True))
+    state = dict(acct.state_dict())
+    assert state["data_path"]["scheme"] == "shuffle"
+    with pytest.raises(ValueError, match="unknown scheme"):
+        OpacusAccountant().load_state_dict(
+            {**state, "data_path": {**state["data_path"], "scheme": "weighted"}}
+        )
+    with pytest.raises(ValueError, match="keys"):
+        OpacusAccountant().load_state_dict({**state, "data_path": {"scheme": "shuffle"}})
+    other = OpacusAccountant()
+    other.attach_data_loader(DataLoader(_data(), batch_size=BATCH), poisson_sampling=True)
+    with pytest.raises(ValueError, match="differs from this run"):
+        other.load_state_dict(state)
+
+
 def test_budget_with_a_shuffled_loader_is_refused():
     loader = DataLoader(_data(), batch_size=BATCH, shuffle=True)
     acct = OpacusAccountant(budget_epsilon=5.0, budget_delta=DELTA)
@@ -206,6 +223,11 @@ def test_shuffled_run_reports_the_proved_bound_with_poisson_beside_it():
     assert acct.poisson_epsilon(DELTA) < upper  # the usual report, not a guarantee here
     text = acct.summary(DELTA)
     assert "shuffled fixed-size batches" in text and "not a guarantee for this run" in text
+    # a checkpoint carries the data path: the restored accountant accounts the same scheme
+    fresh = OpacusAccountant()
+    fresh.load_state_dict(acct.state_dict())
+    assert fresh.data_path == acct.data_path
+    assert fresh.get_epsilon(DELTA) == upper
 
 
 @pytest.mark.slow
