@@ -32,14 +32,21 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
-import torch
-from opacus import PrivacyEngine
-from opacus.utils.batch_memory_manager import BatchSplittingSampler
-from opacus.utils.uniform_sampler import (
-    DistributedUniformWithReplacementSampler,
-    UniformWithReplacementSampler,
-)
-from torch.utils.data import BatchSampler, RandomSampler, Sampler, SequentialSampler
+
+from dpacct.accountant.extras import import_optional
+
+_FEATURE = "dpacct.opacus"
+torch = import_optional("torch", extra="opacus", feature=_FEATURE)
+_data = import_optional("torch.utils.data", extra="opacus", feature=_FEATURE)
+_opacus = import_optional("opacus", extra="opacus", feature=_FEATURE)
+_memory = import_optional("opacus.utils.batch_memory_manager", extra="opacus", feature=_FEATURE)
+_uniform = import_optional("opacus.utils.uniform_sampler", extra="opacus", feature=_FEATURE)
+PrivacyEngine = _opacus.PrivacyEngine
+BatchSplittingSampler = _memory.BatchSplittingSampler
+UniformWithReplacementSampler = _uniform.UniformWithReplacementSampler
+DistributedUniformWithReplacementSampler = _uniform.DistributedUniformWithReplacementSampler
+BatchSampler, RandomSampler = _data.BatchSampler, _data.RandomSampler
+Sampler, SequentialSampler = _data.Sampler, _data.SequentialSampler
 
 __all__ = [
     "DataPath",

@@ -416,6 +416,34 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 # ----------------------------------------------------------------------------------
 
 
+def _dpsgd_args(p: argparse.ArgumentParser, *, required: bool) -> None:
+    """The DP-SGD run flags of ``epsilon`` and ``calibrate``."""
+    p.add_argument(
+        "--noise-multiplier",
+        "--sigma",
+        dest="noise_multiplier",
+        type=_real,
+        required=required,
+        metavar="SIGMA",
+        help="noise standard deviation over the clipping norm",
+    )
+    p.add_argument(
+        "--sample-rate",
+        "-q",
+        dest="sample_rate",
+        type=_real,
+        default=1.0 if required else None,
+        metavar="Q",
+        help="Poisson sampling rate per step, batch size / dataset size (default 1: "
+        "full batches" + ("" if required else ", unless solved for") + ")",
+    )
+    group = p.add_mutually_exclusive_group(required=required)
+    group.add_argument("--steps", type=_count, help="number of steps")
+    group.add_argument(
+        "--epochs", type=_real, help="passes over the data (steps = epochs / sample rate)"
+    )
+
+
 def _build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="dpacct",
@@ -427,38 +455,12 @@ def _build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="SUBCOMMAND")
 
-    def dpsgd_args(p: argparse.ArgumentParser, *, required: bool) -> None:
-        p.add_argument(
-            "--noise-multiplier",
-            "--sigma",
-            dest="noise_multiplier",
-            type=_real,
-            required=required,
-            metavar="SIGMA",
-            help="noise standard deviation over the clipping norm",
-        )
-        p.add_argument(
-            "--sample-rate",
-            "-q",
-            dest="sample_rate",
-            type=_real,
-            default=1.0 if required else None,
-            metavar="Q",
-            help="Poisson sampling rate per step, batch size / dataset size (default 1: "
-            "full batches" + ("" if required else ", unless solved for") + ")",
-        )
-        group = p.add_mutually_exclusive_group(required=required)
-        group.add_argument("--steps", type=_count, help="number of steps")
-        group.add_argument(
-            "--epochs", type=_real, help="passes over the data (steps = epochs / sample rate)"
-        )
-
     p = sub.add_parser(
         "epsilon",
         help="epsilon spent by DP-SGD (or noisy GD) at a delta",
         description="Epsilon of Poisson-subsampled Gaussian steps (DP-SGD) at a delta.",
     )
-    dpsgd_args(p, required=True)
+    _dpsgd_args(p, required=True)
     p.add_argument("--delta", type=_real, required=True, help="target delta, e.g. 1e-5")
     p.add_argument(
         "--bounds", action="store_true", help="also print the certified bracket of the true epsilon"
@@ -480,7 +482,7 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tpr", type=_real, help="attack-risk target: best attack's TPR at --fpr")
     p.add_argument("--fpr", type=_real, help="false-positive rate of the --tpr target")
     p.add_argument("--advantage", type=_real, help="attack-risk target: TPR - FPR of any attack")
-    dpsgd_args(p, required=False)
+    _dpsgd_args(p, required=False)
     p.add_argument(
         "--tolerance",
         type=_real,
