@@ -67,7 +67,13 @@ from dpacct._opacus_data_path import (
     shuffled_mu2,
 )
 from dpacct.accountant.ledger import BudgetExceededError, PrivacyAccountant
-from dpacct.accountant.validation import check_count, check_delta, check_flag, check_tol
+from dpacct.accountant.validation import (
+    check_count,
+    check_delta,
+    check_epsilon,
+    check_flag,
+    check_tol,
+)
 
 __all__ = [
     "MECHANISM",
@@ -394,8 +400,12 @@ class OpacusAccountant(IAccountant):
             Target epsilon, >= 0.
         """
         if not self._is_poisson():
+            eps = check_epsilon(epsilon)
+            self._sync()
+            if self._non_private:
+                return 1.0
             mech = self._scheme_mechanism()
-            return 0.0 if mech is None else float(mech.delta(epsilon))
+            return 0.0 if mech is None else float(mech.delta(eps))
         ledger = self._sync()
         if self._non_private:
             return 1.0
@@ -473,8 +483,13 @@ class OpacusAccountant(IAccountant):
         lower, upper = (None, self.get_epsilon(d)) if self._is_poisson() else self.epsilon_bounds(d)
         steps = len(self)
         tail = f" at delta = {d:g} ({steps} step{'' if steps == 1 else 's'})"
-        if lower is None:
+        if not lower:  # Poisson (the ledger's bound), or no lower bound computed
             lines.append(f"epsilon <= {upper:.4g}{tail}")
+            if lower is not None:
+                lines.append(
+                    f"Poisson sampling would give {self.poisson_epsilon(d):.4g}: "
+                    "not a guarantee for this run"
+                )
         else:
             lines.append(f"epsilon in [{lower:.4g}, {upper:.4g}] (proved bracket){tail}")
             lines.append(

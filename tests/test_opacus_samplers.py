@@ -176,6 +176,21 @@ def test_a_checkpoints_data_path_is_validated():
         other.load_state_dict(state)
 
 
+def test_shuffled_path_without_opacus_edges():
+    acct = OpacusAccountant()
+    acct.attach_data_loader(DataLoader(_data(), batch_size=BATCH, shuffle=True))
+    assert acct.get_epsilon(DELTA) == 0.0 and acct.epsilon_bounds(DELTA) == (0.0, 0.0)
+    assert acct.get_delta(1.0) == 0.0
+    for _ in range(25):  # two full epochs and half of a third: three Gaussians
+        acct.step(noise_multiplier=2.0, sample_rate=0.1)
+    assert acct.get_epsilon(DELTA) == pytest.approx(_gdp_epsilon(math.sqrt(3) / 2, DELTA), rel=1e-6)
+    acct.step(noise_multiplier=0.0, sample_rate=0.1)  # a non-private step
+    assert acct.epsilon_bounds(DELTA) == (math.inf, math.inf)
+    assert acct.get_delta(1.0) == 1.0
+    with pytest.raises(ValueError, match="epsilon"):
+        acct.get_delta(-1.0)
+
+
 def test_budget_with_a_shuffled_loader_is_refused():
     loader = DataLoader(_data(), batch_size=BATCH, shuffle=True)
     acct = OpacusAccountant(budget_epsilon=5.0, budget_delta=DELTA)
