@@ -12,7 +12,10 @@ description:
 * ``"shuffle"``: the data is shuffled once per epoch and cut into fixed-size batches
   (``DataLoader(shuffle=True)``); the proved bracket of
   :func:`~dpacct.accountant.shuffled_batches` (one unamplified Gaussian per epoch
-  above; Chua et al. 2024's attack below).
+  above; Chua et al. 2024's attack below).  Its relation is **zero-out** (a record's
+  gradient replaced by zero, the batches unchanged; Kairouz et al. 2021): removing a
+  record from a dataset cut into fixed-size batches moves every later record to
+  another position, and one Gaussian per epoch is not an upper bound for that pair.
 * ``"balls-in-bins"``: each record goes into one uniformly chosen batch of the epoch
   (Chua et al. 2024, "Scalable DP-SGD: shuffling vs. Poisson subsampling"; JAX
   Privacy's ``BallsInBinsSampling``): random allocation with ``k = 1`` per epoch
@@ -86,7 +89,8 @@ class SchemeEpsilon:
     lower : float or None
         Certified lower bound on the true epsilon, where one is computed.
     relation : str
-        Neighbouring relation of the guarantee (``"add/remove"`` or ``"replace-one"``).
+        Neighbouring relation of the guarantee (``"add/remove"``, ``"zero-out"`` or
+        ``"replace-one"``).
     description : str
         What the scheme does, in a few words.
 
@@ -376,7 +380,7 @@ def sampler_report(
     fixed = float(compose([fixed_size_gaussian_step(sigma, q)], counts=[steps]).epsilon(d))
     values = {
         "poisson": (float(dpsgd_mechanism(sigma, q, steps).epsilon(d)), None, "add/remove"),
-        "shuffle": (float(shuffled.upper), float(shuffled.lower), "add/remove"),
+        "shuffle": (float(shuffled.upper), float(shuffled.lower), "zero-out"),
         "balls-in-bins": (bib, float(bib_low), "add/remove"),
         "random-allocation": (ra, None, "add/remove"),
         "fixed-size": (fixed, None, "replace-one"),

@@ -10,7 +10,9 @@ user attaches later, and accounts the scheme it implements:
   ``SequentialSampler`` (``shuffle=False``), with ``poisson_sampling=False`` -- every
   record in exactly one batch per pass: the proved bracket of
   :func:`~dpacct.accountant.shuffled_batches` (one unamplified Gaussian per epoch above;
-  the largest-coordinate attack below);
+  the largest-coordinate attack below), for zero-out neighbours (a record's gradient
+  replaced by zero, the batches unchanged: removing a record from fixed-size batches
+  would move every later record);
 * :class:`FixedSizeBatchSampler` -- a fresh batch of fixed size drawn without
   replacement at every step: replace-one accounting
   (:func:`~dpacct.mechanisms.fixed_size_gaussian_step`);
@@ -122,6 +124,16 @@ class DataPath:
             else f"batch size {self.batch_size}"
         )
         return f"{what} ({self.sampler}, {size}, {self.steps_per_epoch} batches per epoch)"
+
+    @property
+    def relation(self) -> str:
+        """The neighbouring relation of the scheme's guarantee.
+
+        ``"add/remove"`` for Poisson sampling, ``"zero-out"`` for shuffled or sequential
+        fixed-size batches (a record's gradient replaced by zero, the batches
+        unchanged), ``"replace-one"`` for fixed-size batches without replacement.
+        """
+        return {POISSON: "add/remove", FIXED_SIZE: "replace-one"}.get(self.scheme, "zero-out")
 
     def as_dict(self) -> dict[str, Any]:
         """Plain values (the accountant's checkpoint stores them)."""

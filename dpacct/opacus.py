@@ -470,7 +470,7 @@ class OpacusAccountant(IAccountant):
         >>> acct.step(noise_multiplier=1.0, sample_rate=0.1)
         >>> print(acct.summary(1e-5))
         data path: steps recorded directly (Poisson sampling as declared by step())
-        epsilon <= 1.685 at delta = 1e-05 (1 step)
+        epsilon <= 1.685 (add/remove neighbours) at delta = 1e-05 (1 step)
         """
         d = check_delta(delta)
         path = self._path
@@ -484,14 +484,18 @@ class OpacusAccountant(IAccountant):
         steps = len(self)
         tail = f" at delta = {d:g} ({steps} step{'' if steps == 1 else 's'})"
         if not lower:  # Poisson (the ledger's bound), or no lower bound computed
-            lines.append(f"epsilon <= {upper:.4g}{tail}")
+            relation = "add/remove" if path is None else path.relation
+            lines.append(f"epsilon <= {upper:.4g} ({relation} neighbours){tail}")
             if lower is not None:
                 lines.append(
                     f"Poisson sampling would give {self.poisson_epsilon(d):.4g}: "
                     "not a guarantee for this run"
                 )
         else:
-            lines.append(f"epsilon in [{lower:.4g}, {upper:.4g}] (proved bracket){tail}")
+            lines.append(
+                f"epsilon in [{lower:.4g}, {upper:.4g}] (proved bracket, "
+                f"{path.relation} neighbours){tail}"
+            )
             lines.append(
                 f"Poisson sampling would give {self.poisson_epsilon(d):.4g}: "
                 "not a guarantee for this run"

@@ -62,6 +62,8 @@ def test_brackets_are_ordered(report):
     assert bib.epsilon <= shuffle.epsilon * (1 + 1e-9)
     # the same attack bounds both from below
     assert bib.lower == pytest.approx(shuffle.lower, rel=1e-12, abs=0)
+    # shuffled batches are bounded for zero-out neighbours (the batches unchanged)
+    assert (shuffle.relation, bib.relation) == ("zero-out", "add/remove")
     # the usual (Poisson) report is far below the proved number for shuffling
     assert report["poisson"].epsilon < 0.5 * shuffle.epsilon
 
