@@ -279,9 +279,10 @@ class OpacusAccountant(IAccountant):
         The hook records a step with the optimiser's *current* ``noise_multiplier`` (so
         noise schedulers are followed) and sampling rate ``sample_rate`` times the number
         of accumulated micro-batches (gradient accumulation over several batches is one
-        logical step).  For fixed-size batches it checks every step's batch sizes
-        against the loader's: a batch size that changes, or accumulation over
-        independently drawn fixed-size batches, raises ``ValueError`` from inside
+        logical step).  It checks the batches against the data path: accumulation over
+        Poisson batches (a record could be in several) or over independently drawn
+        fixed-size batches, and a fixed-size batch larger than the loader's, raise
+        ``ValueError`` from inside
         ``optimizer.step()`` before the parameters move, and nothing is recorded.
 
         Parameters
@@ -573,6 +574,13 @@ class OpacusAccountant(IAccountant):
     def _check_batches(self, optimizer: Any, k: int) -> None:
         """Refuse a step whose batches do not fit the fixed-size data path."""
         path = self._path
+        if path is not None and path.scheme == POISSON and not path.assumed and k > 1:
+            raise ValueError(
+                f"gradient accumulation over {k} Poisson batches: a record can be sampled "
+                f"into several of them (up to {k} clipping norms in one step), which "
+                "Poisson accounting at one rate does not cover; use Opacus' "
+                "BatchMemoryManager, which splits one Poisson batch (nothing was recorded)"
+            )
         if path is None or path.scheme == POISSON or path.batch_size is None:
             return
         if path.scheme == FIXED_SIZE and k != 1:

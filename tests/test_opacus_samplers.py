@@ -191,6 +191,22 @@ def test_shuffled_path_without_opacus_edges():
         acct.get_delta(-1.0)
 
 
+def test_accumulating_poisson_batches_is_refused():
+    class Optim:  # what the hook reads from a DPOptimizer
+        noise_multiplier = 1.0
+        accumulated_iterations = 2
+
+    acct = OpacusAccountant()
+    acct.attach_data_loader(DataLoader(_data(), batch_size=BATCH), poisson_sampling=True)
+    hook = acct.get_optimizer_hook_fn(sample_rate=0.1)
+    with pytest.raises(ValueError, match="accumulation over 2 Poisson batches"):
+        hook(Optim())
+    assert acct.history == []
+    Optim.accumulated_iterations = 1
+    hook(Optim())
+    assert acct.history == [(1.0, 0.1, 1)]
+
+
 def test_budget_with_a_shuffled_loader_is_refused():
     loader = DataLoader(_data(), batch_size=BATCH, shuffle=True)
     acct = OpacusAccountant(budget_epsilon=5.0, budget_delta=DELTA)
