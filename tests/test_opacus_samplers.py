@@ -345,3 +345,24 @@ def test_fixed_size_batches_are_accounted_replace_one():
     assert 0.0 < eps <= theirs * (1 + 1e-6)
     with pytest.raises(ValueError, match="gradient accumulation"):
         _train(model, optimizer, loader, 1, accumulate=2)
+
+
+@pytest.mark.slow
+def test_batch_memory_manager_splits_one_poisson_batch_and_is_accounted_once():
+    from opacus.utils.batch_memory_manager import BatchMemoryManager
+
+    engine, model, optimizer, loader = _private(DataLoader(_data(), batch_size=BATCH))
+    loss_fn = torch.nn.BCEWithLogitsLoss()
+    physical = 0
+    with BatchMemoryManager(
+        data_loader=loader, max_physical_batch_size=8, optimizer=optimizer
+    ) as memory_safe:
+        for xb, yb in memory_safe:
+            optimizer.zero_grad()
+            loss_fn(model(xb).squeeze(-1), yb).backward()
+            optimizer.step()
+            physical += 1
+    acct = engine.accountant
+    assert physical > 10  # the logical batches were split ...
+    assert acct.history == [(SIGMA, 0.1, 10)]  # ... and each is one Poisson step at q
+    assert acct.data_path.scheme == "poisson"
