@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import math
 import sys
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -54,6 +55,8 @@ __all__ = [
     "DataPath",
     "FixedSizeBatchSampler",
     "UnaccountedSamplerError",
+    "batch_sizes",
+    "data_path_from_state",
     "identify",
     "opacus_call",
     "shuffled_mu2",
@@ -323,3 +326,40 @@ def shuffled_mu2(sigmas: np.ndarray, batches: np.ndarray, steps_per_epoch: int) 
     doubled[last[span]] = True
     total = float(np.sum(np.where(doubled, 2.0 * w, w)))
     return math.inf if not math.isfinite(total) else total
+
+
+def data_path_from_state(saved: object, current: DataPath | None) -> DataPath | None:
+    """The checkpoint's ``data_path`` as a :class:`DataPath` (None if it has none)."""
+    if saved is None:
+        return None
+    fields = set(DataPath.__dataclass_fields__)
+    if not isinstance(saved, Mapping) or set(saved) != fields:
+        raise ValueError(
+            f"state_dict['data_path'] must be a mapping with the keys {sorted(fields)}, "
+            f"got {saved!r}"
+        )
+    if saved["scheme"] not in {POISSON, FIXED_SIZE, "shuffle", "sequential"}:
+        raise ValueError(f"state_dict['data_path'] has an unknown scheme {saved['scheme']!r}")
+    path = DataPath(**saved)
+    if current is not None and (current.scheme, current.steps_per_epoch, current.batch_size) != (
+        path.scheme,
+        path.steps_per_epoch,
+        path.batch_size,
+    ):
+        raise ValueError(
+            f"the checkpoint's data path ({path.describe()}) differs from this run's "
+            f"({current.describe()}); not loaded"
+        )
+    return path
+
+
+def batch_sizes(optimizer: Any) -> list[int] | None:
+    """Sizes of the micro-batches of the current step (None if Opacus keeps none)."""
+    params = getattr(optimizer, "params", None)
+    if not params:
+        return None
+    grad_sample = getattr(params[0], "grad_sample", None)
+    if grad_sample is None:
+        return None
+    tensors = grad_sample if isinstance(grad_sample, list) else [grad_sample]
+    return [int(t.shape[0]) for t in tensors]

@@ -62,6 +62,8 @@ from dpacct._opacus_data_path import (
     DataPath,
     FixedSizeBatchSampler,
     UnaccountedSamplerError,
+    batch_sizes,
+    data_path_from_state,
     identify,
     opacus_call,
     shuffled_mu2,
@@ -368,7 +370,7 @@ class OpacusAccountant(IAccountant):
                 f"accountant (accepted: {sorted(_COMPATIBLE_MECHANISMS)})"
             )
         history = _check_history(state_dict["history"], "state_dict['history']")
-        path = _check_data_path(state_dict.get("data_path"), self._path)
+        path = data_path_from_state(state_dict.get("data_path"), self._path)
         ledger, non_private = self._build(history)
         self.history = history
         self._ledger, self._non_private, self._synced = ledger, non_private, list(history)
@@ -590,7 +592,7 @@ class OpacusAccountant(IAccountant):
                 "one batch does not cover; take one batch per optimizer step (nothing "
                 "was recorded)"
             )
-        sizes = _batch_sizes(optimizer)
+        sizes = batch_sizes(optimizer)
         if sizes is None:
             return
         b = path.batch_size
@@ -684,43 +686,6 @@ class OpacusAccountant(IAccountant):
                 budget_delta=ledger.budget[1],
             )
         return ledger, non_private
-
-
-def _check_data_path(saved: object, current: DataPath | None) -> DataPath | None:
-    """The checkpoint's ``data_path`` as a :class:`DataPath` (None if it has none)."""
-    if saved is None:
-        return None
-    fields = set(DataPath.__dataclass_fields__)
-    if not isinstance(saved, Mapping) or set(saved) != fields:
-        raise ValueError(
-            f"state_dict['data_path'] must be a mapping with the keys {sorted(fields)}, "
-            f"got {saved!r}"
-        )
-    if saved["scheme"] not in {POISSON, FIXED_SIZE, "shuffle", "sequential"}:
-        raise ValueError(f"state_dict['data_path'] has an unknown scheme {saved['scheme']!r}")
-    path = DataPath(**saved)
-    if current is not None and (current.scheme, current.steps_per_epoch, current.batch_size) != (
-        path.scheme,
-        path.steps_per_epoch,
-        path.batch_size,
-    ):
-        raise ValueError(
-            f"the checkpoint's data path ({path.describe()}) differs from this run's "
-            f"({current.describe()}); not loaded"
-        )
-    return path
-
-
-def _batch_sizes(optimizer: Any) -> list[int] | None:
-    """Sizes of the micro-batches of the current step (None if Opacus keeps none)."""
-    params = getattr(optimizer, "params", None)
-    if not params:
-        return None
-    grad_sample = getattr(params[0], "grad_sample", None)
-    if grad_sample is None:
-        return None
-    tensors = grad_sample if isinstance(grad_sample, list) else [grad_sample]
-    return [int(t.shape[0]) for t in tensors]
 
 
 def _check_step(noise_multiplier: object, sample_rate: object, where: str) -> tuple[float, float]:
