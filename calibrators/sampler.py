@@ -247,7 +247,7 @@ class SamplerReport:
         """
         if ax is None:
             plt = import_optional("matplotlib.pyplot", extra="plot", feature="SamplerReport.plot()")
-            _, ax = plt.subplots(figsize=(7, 3.5))
+            _, ax = plt.subplots(figsize=(9, 3.5), layout="constrained")
         names = [r.scheme for r in self.rows]
         ys = list(range(len(names)))[::-1]
         colors = ["C3" if r.scheme == self.scheme else "0.65" for r in self.rows]
@@ -262,16 +262,18 @@ class SamplerReport:
                 label="certified lower bound",
             )
         ax.set_yticks(ys)
-        ax.set_yticklabels(
-            [f"{n} (yours)" if n == self.scheme else n for n in names], fontsize="small"
-        )
+        labels = [
+            f"{r.scheme}{' (yours)' if r.scheme == self.scheme else ''}\n{r.relation}"
+            for r in self.rows
+        ]
+        ax.set_yticklabels(labels, fontsize="small")
         ax.set_xlabel(f"epsilon at delta = {self.delta:g}")
         ax.set_title(
             f"noise multiplier {self.noise_multiplier:g}, {self.steps_per_epoch} steps/epoch, "
             f"{self.epochs} epoch(s)",
             fontsize="medium",
         )
-        ax.legend(loc="lower right", fontsize="small")
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
         return ax
 
 

@@ -76,7 +76,6 @@ def cmd_sampler(args: argparse.Namespace) -> int:
         import_optional("matplotlib", extra="plot", feature=_FEATURE).use("Agg")
         plt = import_optional("matplotlib.pyplot", extra="plot", feature=_FEATURE)
         ax = report.plot()
-        ax.figure.tight_layout()
         ax.figure.savefig(args.plot, dpi=120)
         plt.close(ax.figure)
     if args.json:
