@@ -32,6 +32,8 @@ import math
 import sys
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
+from functools import cache
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -39,17 +41,33 @@ import numpy as np
 from dpacct.accountant.extras import import_optional
 
 _FEATURE = "dpacct.opacus"
-torch = import_optional("torch", extra="opacus", feature=_FEATURE)
-_data = import_optional("torch.utils.data", extra="opacus", feature=_FEATURE)
-_opacus = import_optional("opacus", extra="opacus", feature=_FEATURE)
-_memory = import_optional("opacus.utils.batch_memory_manager", extra="opacus", feature=_FEATURE)
-_uniform = import_optional("opacus.utils.uniform_sampler", extra="opacus", feature=_FEATURE)
-PrivacyEngine = _opacus.PrivacyEngine
-BatchSplittingSampler = _memory.BatchSplittingSampler
-UniformWithReplacementSampler = _uniform.UniformWithReplacementSampler
-DistributedUniformWithReplacementSampler = _uniform.DistributedUniformWithReplacementSampler
-BatchSampler, RandomSampler = _data.BatchSampler, _data.RandomSampler
-Sampler, SequentialSampler = _data.Sampler, _data.SequentialSampler
+
+
+@cache
+def _lib() -> SimpleNamespace:
+    """torch's and Opacus' classes, imported on first use.
+
+    Not at import time: the documentation build mocks torch and Opacus, and a mocked
+    ``torch`` left in ``sys.modules`` would break scipy's array-API checks for every
+    module imported after it.
+    """
+    data = import_optional("torch.utils.data", extra="opacus", feature=_FEATURE)
+    opacus = import_optional("opacus", extra="opacus", feature=_FEATURE)
+    memory = import_optional("opacus.utils.batch_memory_manager", extra="opacus", feature=_FEATURE)
+    uniform = import_optional("opacus.utils.uniform_sampler", extra="opacus", feature=_FEATURE)
+    return SimpleNamespace(
+        torch=import_optional("torch", extra="opacus", feature=_FEATURE),
+        PrivacyEngine=opacus.PrivacyEngine,
+        BatchSplittingSampler=memory.BatchSplittingSampler,
+        poisson=(
+            uniform.UniformWithReplacementSampler,
+            uniform.DistributedUniformWithReplacementSampler,
+        ),
+        BatchSampler=data.BatchSampler,
+        RandomSampler=data.RandomSampler,
+        SequentialSampler=data.SequentialSampler,
+    )
+
 
 __all__ = [
     "DataPath",
@@ -143,10 +161,12 @@ class DataPath:
         return asdict(self)
 
 
-class FixedSizeBatchSampler(Sampler[list[int]]):
+class FixedSizeBatchSampler:
     """Batches of ``batch_size`` indices drawn uniformly without replacement, fresh each step.
 
-    Give it to a ``DataLoader`` as ``batch_sampler`` with ``poisson_sampling=False``:
+    A batch sampler (an iterable of index lists with a length, as torch's
+    ``DataLoader`` takes one).  Give it to a ``DataLoader`` as ``batch_sampler`` with
+    ``poisson_sampling=False``:
     the dpacct accountant recognises it and accounts each step as a fixed-size batch
     drawn without replacement (replace-one relation; Wang, Balle, Kasiviswanathan 2019,
     Theorem 9).
@@ -190,7 +210,7 @@ class FixedSizeBatchSampler(Sampler[list[int]]):
 
     def __iter__(self):
         for _ in range(self.steps):
-            perm = torch.randperm(self.num_samples, generator=self.generator)
+            perm = _lib().torch.randperm(self.num_samples, generator=self.generator)
             yield perm[: self.batch_size].tolist()
 
 
@@ -214,12 +234,11 @@ def identify(loader: Any, *, poisson_sampling: bool = False) -> DataPath:
         steps = len(loader)
     except TypeError:
         steps = 0
+    lib = _lib()
     batch_sampler = getattr(loader, "batch_sampler", None)
-    if isinstance(batch_sampler, BatchSplittingSampler):  # BatchMemoryManager's wrapper
+    if isinstance(batch_sampler, lib.BatchSplittingSampler):  # BatchMemoryManager's wrapper
         batch_sampler = batch_sampler.sampler
-    if isinstance(
-        batch_sampler, UniformWithReplacementSampler | DistributedUniformWithReplacementSampler
-    ):
+    if isinstance(batch_sampler, lib.poisson):
         q = float(batch_sampler.sample_rate)
         return DataPath(POISSON, _name(batch_sampler), len(batch_sampler), q)
     if poisson_sampling and steps > 0:
@@ -229,12 +248,12 @@ def identify(loader: Any, *, poisson_sampling: bool = False) -> DataPath:
     if isinstance(batch_sampler, FixedSizeBatchSampler) and batch_sampler.num_samples == n:
         b = batch_sampler.batch_size
         return DataPath(FIXED_SIZE, _name(batch_sampler), len(batch_sampler), b / n, b)
-    if type(batch_sampler) is BatchSampler and n > 0 and steps > 0:
+    if type(batch_sampler) is lib.BatchSampler and n > 0 and steps > 0:
         inner, b = batch_sampler.sampler, batch_sampler.batch_size
-        if type(inner) is SequentialSampler:
+        if type(inner) is lib.SequentialSampler:
             return DataPath(SEQUENTIAL, "SequentialSampler", steps, b / n, b)
         if (
-            type(inner) is RandomSampler
+            type(inner) is lib.RandomSampler
             and not inner.replacement
             and (inner._num_samples is None or inner._num_samples <= n)
         ):
@@ -245,7 +264,7 @@ def identify(loader: Any, *, poisson_sampling: bool = False) -> DataPath:
 def _refusal(loader: Any, batch_sampler: Any) -> str:
     if batch_sampler is None:
         found = f"a {_name(loader)} without a batch sampler (batch_size=None)"
-    elif type(batch_sampler) is BatchSampler:
+    elif type(batch_sampler) is _lib().BatchSampler:
         inner = batch_sampler.sampler
         extra = " with replacement" if getattr(inner, "replacement", False) else ""
         size = batch_sampler.batch_size
@@ -273,9 +292,10 @@ def opacus_call() -> tuple[str, dict[str, Any]] | None:
     The accountant is created and hooked by Opacus from inside these methods; their
     ``data_loader`` and ``poisson_sampling`` arguments are the run's data path.
     """
+    engine = _lib().PrivacyEngine
     codes = {
-        PrivacyEngine.make_private.__code__: "make_private",
-        PrivacyEngine.make_private_with_epsilon.__code__: "make_private_with_epsilon",
+        engine.make_private.__code__: "make_private",
+        engine.make_private_with_epsilon.__code__: "make_private_with_epsilon",
     }
     frame = sys._getframe(1)
     for _ in range(_MAX_DEPTH):
