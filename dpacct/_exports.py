@@ -122,6 +122,8 @@ CALIBRATORS: tuple[str, ...] = (
     "Calibration",
     "CalibrationError",
     "RiskCalibration",
+    "SamplerReport",
+    "SchemeEpsilon",
     "UnreachableTargetError",
     "analytic_gaussian_sigma",
     "bandmf_noise_multiplier",
@@ -143,6 +145,7 @@ CALIBRATORS: tuple[str, ...] = (
     "risk_max_sample_rate",
     "risk_max_steps",
     "risk_noise_multiplier",
+    "sampler_report",
     "steps_from_epochs",
 )
 

@@ -6,6 +6,7 @@ Subcommands::
     dpacct calibrate --epsilon 3 --delta 1e-5 --sample-rate 0.01 --steps 10000
     dpacct compare   --mechanism gaussian:sigma=1 --mechanism laplace:b=2 --plot curves.png
     dpacct ledger    ledger.json --delta 1e-5
+    dpacct sampler   --sigma 1 --delta 1e-5 --scheme shuffle --dataset-size 60000 --batch-size 600
     dpacct demo      (also what ``dpacct`` alone runs)
 
 ``calibrate`` solves for whichever of ``--noise-multiplier``, ``--steps`` and
@@ -38,6 +39,7 @@ from typing import Any
 
 from dpacct._cli_compare import cmd_compare
 from dpacct._cli_output import emit_json, fmt, json_float, plain_numbers, plural, table
+from dpacct._cli_sampler import add_parser as add_sampler_parser
 from dpacct._cli_spec import _zoo, parse_mechanism_spec
 
 __all__ = ["main", "parse_mechanism_spec"]
@@ -414,6 +416,34 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 # ----------------------------------------------------------------------------------
 
 
+def _dpsgd_args(p: argparse.ArgumentParser, *, required: bool) -> None:
+    """The DP-SGD run flags of ``epsilon`` and ``calibrate``."""
+    p.add_argument(
+        "--noise-multiplier",
+        "--sigma",
+        dest="noise_multiplier",
+        type=_real,
+        required=required,
+        metavar="SIGMA",
+        help="noise standard deviation over the clipping norm",
+    )
+    p.add_argument(
+        "--sample-rate",
+        "-q",
+        dest="sample_rate",
+        type=_real,
+        default=1.0 if required else None,
+        metavar="Q",
+        help="Poisson sampling rate per step, batch size / dataset size (default 1: "
+        "full batches" + ("" if required else ", unless solved for") + ")",
+    )
+    group = p.add_mutually_exclusive_group(required=required)
+    group.add_argument("--steps", type=_count, help="number of steps")
+    group.add_argument(
+        "--epochs", type=_real, help="passes over the data (steps = epochs / sample rate)"
+    )
+
+
 def _build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="dpacct",
@@ -425,38 +455,12 @@ def _build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="SUBCOMMAND")
 
-    def dpsgd_args(p: argparse.ArgumentParser, *, required: bool) -> None:
-        p.add_argument(
-            "--noise-multiplier",
-            "--sigma",
-            dest="noise_multiplier",
-            type=_real,
-            required=required,
-            metavar="SIGMA",
-            help="noise standard deviation over the clipping norm",
-        )
-        p.add_argument(
-            "--sample-rate",
-            "-q",
-            dest="sample_rate",
-            type=_real,
-            default=1.0 if required else None,
-            metavar="Q",
-            help="Poisson sampling rate per step, batch size / dataset size (default 1: "
-            "full batches" + ("" if required else ", unless solved for") + ")",
-        )
-        group = p.add_mutually_exclusive_group(required=required)
-        group.add_argument("--steps", type=_count, help="number of steps")
-        group.add_argument(
-            "--epochs", type=_real, help="passes over the data (steps = epochs / sample rate)"
-        )
-
     p = sub.add_parser(
         "epsilon",
         help="epsilon spent by DP-SGD (or noisy GD) at a delta",
         description="Epsilon of Poisson-subsampled Gaussian steps (DP-SGD) at a delta.",
     )
-    dpsgd_args(p, required=True)
+    _dpsgd_args(p, required=True)
     p.add_argument("--delta", type=_real, required=True, help="target delta, e.g. 1e-5")
     p.add_argument(
         "--bounds", action="store_true", help="also print the certified bracket of the true epsilon"
@@ -478,7 +482,7 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tpr", type=_real, help="attack-risk target: best attack's TPR at --fpr")
     p.add_argument("--fpr", type=_real, help="false-positive rate of the --tpr target")
     p.add_argument("--advantage", type=_real, help="attack-risk target: TPR - FPR of any attack")
-    dpsgd_args(p, required=False)
+    _dpsgd_args(p, required=False)
     p.add_argument(
         "--tolerance",
         type=_real,
@@ -552,6 +556,8 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--delta", type=_real, default=DEMO_DELTA, help="delta (default 1e-5)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=_cmd_ledger)
+
+    add_sampler_parser(sub, _real, _count)
 
     p = sub.add_parser("demo", help="epsilon of a few mechanisms at delta = 1e-5 (the default)")
     p.add_argument("--json", action="store_true", help="machine-readable output")

@@ -54,10 +54,37 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
         note='or any torch build, then pip install "dpacct[opacus]"',
     ) from exc
 
-from dpacct.accountant.ledger import BudgetExceededError, PrivacyAccountant
-from dpacct.accountant.validation import check_count, check_delta, check_tol
+import numpy as np
 
-__all__ = ["MECHANISM", "OpacusAccountant", "register"]
+from dpacct._opacus_data_path import (
+    FIXED_SIZE,
+    POISSON,
+    DataPath,
+    FixedSizeBatchSampler,
+    UnaccountedSamplerError,
+    batch_sizes,
+    data_path_from_state,
+    identify,
+    opacus_call,
+    shuffled_mu2,
+)
+from dpacct.accountant.ledger import BudgetExceededError, PrivacyAccountant
+from dpacct.accountant.validation import (
+    check_count,
+    check_delta,
+    check_epsilon,
+    check_flag,
+    check_tol,
+)
+
+__all__ = [
+    "MECHANISM",
+    "DataPath",
+    "FixedSizeBatchSampler",
+    "OpacusAccountant",
+    "UnaccountedSamplerError",
+    "register",
+]
 
 #: the name under which :class:`OpacusAccountant` is registered with Opacus
 MECHANISM = "dpacct"
@@ -71,11 +98,19 @@ _COMPATIBLE_MECHANISMS = frozenset({MECHANISM, "rdp", "prv", "gdp"})
 class OpacusAccountant(IAccountant):
     """Opacus ``IAccountant`` whose epsilon is dpacct's: sound, with a certified bracket.
 
-    Each optimiser step is one Poisson-subsampled Gaussian mechanism (add/remove
+    The accountant reads the data path: the data loader given to ``make_private`` /
+    ``make_private_with_epsilon`` (or attached later, :meth:`attach_data_loader`) and
+    accounts the scheme it implements (:attr:`data_path`).  With Poisson sampling each
+    optimiser step is one Poisson-subsampled Gaussian mechanism (add/remove
     neighbours); the steps compose by dpacct's privacy-loss-distribution engine
     (connect-the-dots discretisation, Doroshenko et al. 2022; both neighbouring
     directions), so :meth:`get_epsilon` is an upper bound on the true epsilon, as
-    Opacus' PRV accountant's upper end is, and typically tighter.
+    Opacus' PRV accountant's upper end is, and typically tighter.  Shuffled (or
+    sequential) fixed-size batches are accounted by the proved bracket of
+    :func:`~dpacct.accountant.shuffled_batches` (the Poisson number stays available as
+    :meth:`poisson_epsilon`, not a guarantee for such a run); a
+    :class:`FixedSizeBatchSampler` by the replace-one accounting of fixed-size batches;
+    any other sampler is refused with :class:`UnaccountedSamplerError`.
 
     Parameters
     ----------
@@ -87,6 +122,11 @@ class OpacusAccountant(IAccountant):
         and is not recorded.
     tol : float, optional
         Relative accuracy of the epsilon answers (dpacct's default if None).
+    assume_poisson : bool, default False
+        The explicit override for a sampler dpacct cannot account (weighted,
+        user-defined, or a hook attached without a loader): account the run as Poisson
+        sampling at rate ``1 / len(data_loader)``.  Whoever sets it takes responsibility
+        for that claim; :attr:`data_path` records that it was assumed.
 
     Attributes
     ----------
@@ -117,8 +157,13 @@ class OpacusAccountant(IAccountant):
         budget_epsilon: float | None = None,
         budget_delta: float | None = None,
         tol: float | None = None,
+        assume_poisson: bool = False,
     ) -> None:
         super().__init__()
+        self._assume_poisson = check_flag("assume_poisson", assume_poisson)
+        self._path: DataPath | None = None
+        self._refused: str | None = None  # why the data path has no guarantee
+        self._unseen = False  # hooked outside make_private, no loader attached
         self.history: list[tuple[float, float, int]] = []
         # the PrivacyAccountant validates the budget (both or neither, ranges)
         self._options: dict[str, Any] = {
@@ -129,6 +174,15 @@ class OpacusAccountant(IAccountant):
         self._ledger = PrivacyAccountant(**self._options)
         self._synced: list[tuple[float, float, int]] = []
         self._non_private = 0  # steps recorded with noise_multiplier == 0
+        call = opacus_call()
+        if call is not None and call[0] == "make_private_with_epsilon":
+            # a trial accountant of Opacus' noise search: account the loader it was given
+            engine = call[1].get("self")
+            assume = self._assume_poisson or bool(
+                getattr(getattr(engine, "accountant", None), "_assume_poisson", False)
+            )
+            self._assume_poisson = assume
+            self._adopt(call[1].get("data_loader"), call[1].get("poisson_sampling", True), True)
 
     # ------------------------------------------------------------ IAccountant
     @classmethod
@@ -193,8 +247,15 @@ class OpacusAccountant(IAccountant):
         -------
         float
             ``inf`` if a non-private step (noise multiplier 0) was recorded.
+
+        Raises
+        ------
+        UnaccountedSamplerError
+            The data path has no proved guarantee (see :attr:`data_path`).
         """
         d = check_delta(delta)
+        if not self._is_poisson():
+            return self._scheme_bounds(d, need_lower=False)[1]
         ledger = self._sync()
         if self._non_private:
             return math.inf
@@ -215,31 +276,51 @@ class OpacusAccountant(IAccountant):
     def get_optimizer_hook_fn(self, sample_rate: float) -> Callable[[Any], None]:
         """The callback Opacus attaches to its ``DPOptimizer`` (called once per step).
 
-        The hook records a step with the optimiser's *current* ``noise_multiplier``
-        (so noise schedulers are followed) and sampling rate ``sample_rate`` times the
-        number of accumulated micro-batches (virtual steps of
-        ``BatchMemoryManager``: one logical step over several Poisson batches).
+        Called by ``PrivacyEngine.make_private``, whose data loader it reads (the
+        refusal of a sampler dpacct cannot account is raised here, before training).
+        The hook records a step with the optimiser's *current* ``noise_multiplier`` (so
+        noise schedulers are followed) and sampling rate ``sample_rate`` times the number
+        of accumulated micro-batches (gradient accumulation over several batches is one
+        logical step).  It checks the batches against the data path: accumulation over
+        Poisson batches (a record could be in several) or over independently drawn
+        fixed-size batches, and a fixed-size batch larger than the loader's, raise
+        ``ValueError`` from inside
+        ``optimizer.step()`` before the parameters move, and nothing is recorded.
 
         Parameters
         ----------
         sample_rate : float
             Expected Poisson sampling rate of one micro-batch, in (0, 1].
+
+        Raises
+        ------
+        UnaccountedSamplerError
+            The data loader's sampler has no proved guarantee (and no override).
         """
         _, q = _check_step(1.0, sample_rate, "")
+        call = opacus_call()
+        if call is not None and call[0] == "make_private":
+            self._adopt(call[1].get("data_loader"), call[1].get("poisson_sampling", True))
+        elif self._path is None and self._refused is None:
+            if self._assume_poisson:
+                self._path = DataPath(POISSON, "unknown", max(1, round(1.0 / q)), q, None, True)
+            else:
+                self._unseen = True
 
         def hook(optimizer: Any) -> None:
-            self.step(
-                noise_multiplier=optimizer.noise_multiplier,
-                sample_rate=q * optimizer.accumulated_iterations,
-            )
+            k = optimizer.accumulated_iterations
+            self._check_batches(optimizer, k)
+            self.step(noise_multiplier=optimizer.noise_multiplier, sample_rate=q * k)
 
         return hook
 
     def state_dict(self, destination: Any = None) -> Any:
         """The accountant's state for a checkpoint: ``history`` and ``mechanism``.
 
-        The layout is Opacus' (``PrivacyEngine.save_checkpoint`` stores it); the
-        budget and ``tol`` are configuration, not state, and are not saved.
+        The layout is Opacus' (``PrivacyEngine.save_checkpoint`` stores it), plus
+        ``data_path`` (plain values) once a data loader was identified, so that a
+        restored accountant accounts the same scheme; the budget and ``tol`` are
+        configuration, not state, and are not saved.
 
         Parameters
         ----------
@@ -250,13 +331,16 @@ class OpacusAccountant(IAccountant):
             destination = OrderedDict()
         destination["history"] = [tuple(entry) for entry in self.history]
         destination["mechanism"] = self.mechanism()
+        if self._path is not None:
+            destination["data_path"] = self._path.as_dict()
         return destination
 
     def load_state_dict(self, state_dict: Mapping[str, Any]) -> None:
         """Restore ``history`` from :meth:`state_dict` output, validating it first.
 
         Checkpoints of Opacus' ``rdp``, ``prv`` and ``gdp`` accountants are accepted
-        too: their history records the same steps.
+        too: their history records the same steps.  A saved ``data_path`` is restored
+        (and must agree with the loader this accountant already read, if any).
 
         Parameters
         ----------
@@ -286,9 +370,12 @@ class OpacusAccountant(IAccountant):
                 f"accountant (accepted: {sorted(_COMPATIBLE_MECHANISMS)})"
             )
         history = _check_history(state_dict["history"], "state_dict['history']")
+        path = data_path_from_state(state_dict.get("data_path"), self._path)
         ledger, non_private = self._build(history)
         self.history = history
         self._ledger, self._non_private, self._synced = ledger, non_private, list(history)
+        if path is not None:
+            self._path, self._refused, self._unseen = path, None, False
 
     # ------------------------------------------------------------ dpacct extras
     def epsilon_bounds(self, delta: float) -> tuple[float, float]:
@@ -300,6 +387,8 @@ class OpacusAccountant(IAccountant):
             Target delta, in (0, 1).
         """
         d = check_delta(delta)
+        if not self._is_poisson():
+            return self._scheme_bounds(d, need_lower=True)
         ledger = self._sync()
         if self._non_private:
             return (math.inf, math.inf)
@@ -313,10 +402,108 @@ class OpacusAccountant(IAccountant):
         epsilon : float
             Target epsilon, >= 0.
         """
+        if not self._is_poisson():
+            eps = check_epsilon(epsilon)
+            self._sync()
+            if self._non_private:
+                return 1.0
+            mech = self._scheme_mechanism()
+            return 0.0 if mech is None else float(mech.delta(eps))
         ledger = self._sync()
         if self._non_private:
             return 1.0
         return float(ledger.delta(epsilon))
+
+    @property
+    def data_path(self) -> DataPath | None:
+        """How the run forms its batches, as identified (None before a loader is seen)."""
+        return self._path
+
+    def attach_data_loader(self, data_loader: Any, *, poisson_sampling: bool = False) -> None:
+        """Tell the accountant which data loader the run iterates.
+
+        ``make_private`` does this itself; call it when the optimiser's hook was
+        attached without ``make_private``, or to confirm the loader of a run.  A
+        loader whose scheme or batches per epoch differ from those of the steps
+        already recorded is refused: a run whose data path changes is not accounted.
+
+        Parameters
+        ----------
+        data_loader : torch.utils.data.DataLoader
+            The loader the training loop iterates.
+        poisson_sampling : bool, default False
+            True if Opacus replaces its sampler by Poisson sampling (the
+            ``poisson_sampling`` argument of ``make_private``).
+
+        Raises
+        ------
+        UnaccountedSamplerError
+            The loader's sampler has no proved guarantee (and no override).
+        ValueError
+            The data path differs from the one the recorded steps used.
+        """
+        self._adopt(data_loader, check_flag("poisson_sampling", poisson_sampling))
+
+    def poisson_epsilon(self, delta: float) -> float:
+        """Epsilon of the history as Poisson sampling: what is usually reported.
+
+        A guarantee only when :attr:`data_path` is Poisson sampling; for shuffled or
+        fixed-size batches it is *not a guarantee for this run*, shown for comparison.
+
+        Parameters
+        ----------
+        delta : float
+            Target delta, in (0, 1).
+        """
+        d = check_delta(delta)
+        ledger = self._sync()
+        return math.inf if self._non_private else float(ledger.epsilon(d))
+
+    def summary(self, delta: float) -> str:
+        """What the run does and what it spent at ``delta``, in a few lines.
+
+        Parameters
+        ----------
+        delta : float
+            Target delta, in (0, 1).
+
+        Examples
+        --------
+        >>> acct = OpacusAccountant()
+        >>> acct.step(noise_multiplier=1.0, sample_rate=0.1)
+        >>> print(acct.summary(1e-5))
+        data path: steps recorded directly (Poisson sampling as declared by step())
+        epsilon <= 1.685 (add/remove neighbours) at delta = 1e-05 (1 step)
+        """
+        d = check_delta(delta)
+        path = self._path
+        where = (
+            "steps recorded directly (Poisson sampling as declared by step())"
+            if path is None
+            else path.describe()
+        )
+        lines = [f"data path: {where}"]
+        lower, upper = (None, self.get_epsilon(d)) if self._is_poisson() else self.epsilon_bounds(d)
+        steps = len(self)
+        tail = f" at delta = {d:g} ({steps} step{'' if steps == 1 else 's'})"
+        if not lower:  # Poisson (the ledger's bound), or no lower bound computed
+            relation = "add/remove" if path is None else path.relation
+            lines.append(f"epsilon <= {upper:.4g} ({relation} neighbours){tail}")
+            if lower is not None:
+                lines.append(
+                    f"Poisson sampling would give {self.poisson_epsilon(d):.4g}: "
+                    "not a guarantee for this run"
+                )
+        else:
+            lines.append(
+                f"epsilon in [{lower:.4g}, {upper:.4g}] (proved bracket, "
+                f"{path.relation} neighbours){tail}"
+            )
+            lines.append(
+                f"Poisson sampling would give {self.poisson_epsilon(d):.4g}: "
+                "not a guarantee for this run"
+            )
+        return "\n".join(lines)
 
     @property
     def ledger(self) -> PrivacyAccountant:
@@ -329,9 +516,150 @@ class OpacusAccountant(IAccountant):
         return self._sync()
 
     def __repr__(self) -> str:
-        return f"OpacusAccountant(steps={len(self)}, entries={len(self.history)})"
+        scheme = "" if self._path is None else f", scheme={self._path.scheme!r}"
+        return f"OpacusAccountant(steps={len(self)}, entries={len(self.history)}{scheme})"
 
     # ------------------------------------------------------------ internals
+    def _adopt(self, data_loader: Any, poisson_sampling: object, soft: bool = False) -> None:
+        """Identify ``data_loader``'s scheme and make it the run's data path.
+
+        ``soft`` (Opacus' trial accountants): keep a refusal for :meth:`get_epsilon`
+        instead of raising it here.
+        """
+        try:
+            path = identify(data_loader, poisson_sampling=bool(poisson_sampling))
+        except UnaccountedSamplerError as exc:
+            if not self._assume_poisson:
+                if soft:
+                    self._refused = str(exc)
+                    return
+                raise
+            steps = len(data_loader)
+            batch_sampler = getattr(data_loader, "batch_sampler", None)
+            found = getattr(batch_sampler, "sampler", batch_sampler)
+            path = DataPath(POISSON, type(found).__name__, steps, 1.0 / steps, None, True)
+        if path.scheme != POISSON and self._ledger.budget is not None:
+            raise ValueError(
+                f"the data path is {path.describe()}: a privacy budget (budget_epsilon, "
+                "budget_delta) is enforced for Poisson sampling only; check "
+                "get_epsilon() after each epoch instead, or use Poisson sampling"
+            )
+        old = self._path
+        if (
+            self.history
+            and old is not None
+            and (old.scheme, old.steps_per_epoch, old.batch_size)
+            != (path.scheme, path.steps_per_epoch, path.batch_size)
+        ):
+            raise ValueError(
+                f"the data path changed during the run: the recorded steps used "
+                f"{old.describe()}, the new loader has {path.describe()}; a run whose "
+                "data path changes is not accounted (use a new accountant for the new "
+                "loader and compose the two ledgers)"
+            )
+        self._path, self._refused, self._unseen = path, None, False
+
+    def _is_poisson(self) -> bool:
+        """Whether the history is Poisson sampling; raises if no guarantee follows."""
+        if self._refused is not None:
+            raise UnaccountedSamplerError(self._refused)
+        if self._unseen:
+            raise UnaccountedSamplerError(
+                "the optimiser hook was attached outside PrivacyEngine.make_private, so "
+                "the accountant has not seen the data loader and cannot tell which "
+                "sampler the run uses: call accountant.attach_data_loader(data_loader, "
+                "poisson_sampling=...) or, taking responsibility for the claim, build it "
+                "with OpacusAccountant(assume_poisson=True)"
+            )
+        return self._path is None or self._path.scheme == POISSON
+
+    def _check_batches(self, optimizer: Any, k: int) -> None:
+        """Refuse a step whose batches do not fit the fixed-size data path."""
+        path = self._path
+        if path is not None and path.scheme == POISSON and not path.assumed and k > 1:
+            raise ValueError(
+                f"gradient accumulation over {k} Poisson batches: a record can be sampled "
+                f"into several of them (up to {k} clipping norms in one step), which "
+                "Poisson accounting at one rate does not cover; use Opacus' "
+                "BatchMemoryManager, which splits one Poisson batch (nothing was recorded)"
+            )
+        if path is None or path.scheme == POISSON or path.batch_size is None:
+            return
+        if path.scheme == FIXED_SIZE and k != 1:
+            raise ValueError(
+                f"gradient accumulation over {k} fixed-size batches drawn independently: "
+                "a record can be in several of them, which the replace-one accounting of "
+                "one batch does not cover; take one batch per optimizer step (nothing "
+                "was recorded)"
+            )
+        sizes = batch_sizes(optimizer)
+        if sizes is None:
+            return
+        b = path.batch_size
+        bad = [n for n in sizes if (n != b if path.scheme == FIXED_SIZE else n > b)]
+        if bad:
+            raise ValueError(
+                f"the batch size changed during training: a batch of {bad[0]} records, "
+                f"but the data path is {path.describe()}, and its accounting holds for "
+                "that loader only; keep the batch size, or account the new loader with a "
+                "new accountant (nothing was recorded)"
+            )
+
+    def _per_step(self) -> tuple[np.ndarray, np.ndarray]:
+        """Noise multiplier and accumulated batches of every recorded step."""
+        assert self._path is not None
+        hist = self.history
+        counts = [n for _, _, n in hist]
+        sigmas = np.repeat(np.array([h[0] for h in hist], dtype=float), counts)
+        rates = np.repeat(np.array([h[1] for h in hist], dtype=float), counts)
+        batches = np.maximum(1, np.ceil(rates * self._path.steps_per_epoch - 1e-9))
+        return sigmas, batches.astype(np.int64)
+
+    def _scheme_mechanism(self) -> Any:
+        """The run as a dpacct mechanism under its (non-Poisson) data path."""
+        from dpacct.accountant.compose import compose
+        from dpacct.accountant.gaussian import GaussianMechanism
+        from dpacct.mechanisms.relations import fixed_size_gaussian_step
+
+        self._sync()
+        path = self._path
+        assert path is not None
+        if not self.history:
+            return None
+        if path.scheme == FIXED_SIZE:
+            steps = [fixed_size_gaussian_step(s, path.sample_rate) for s, _, _ in self.history]
+            return compose(steps, counts=[n for _, _, n in self.history])
+        sigmas, batches = self._per_step()
+        mu2 = shuffled_mu2(sigmas, batches, path.steps_per_epoch)
+        return GaussianMechanism(sigma=1.0 / math.sqrt(mu2))
+
+    def _scheme_bounds(self, delta: float, *, need_lower: bool) -> tuple[float, float]:
+        """``(lower, upper)`` epsilon of the run under its (non-Poisson) data path."""
+        from dpacct.accountant.random_allocation import random_allocation_lower_epsilon
+
+        self._sync()
+        if not self.history:
+            return (0.0, 0.0)
+        if self._non_private:
+            return (math.inf, math.inf)
+        mech = self._scheme_mechanism()
+        upper = float(mech.epsilon(delta))
+        lower = 0.0
+        path = self._path
+        assert path is not None
+        if need_lower and path.scheme == FIXED_SIZE:
+            lower = float(mech.epsilon_bounds(delta)[0])
+        elif need_lower:
+            # the largest-coordinate attack (Chua et al. 2024) on the full epochs at the
+            # largest noise: more noise and fewer steps are post-processings of the run
+            sigmas, batches = self._per_step()
+            t = path.steps_per_epoch
+            full = len(sigmas) // t
+            if full >= 1 and bool(np.all(batches == 1)):
+                found = random_allocation_lower_epsilon(float(sigmas.max()), t, delta, epochs=full)
+                lower = min(float(found), upper)
+        return (lower, upper)
+
     def _sync(self) -> PrivacyAccountant:
         """The ledger of the current ``history`` (rebuilt if it was reassigned)."""
         if self.history != self._synced:

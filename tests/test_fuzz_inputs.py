@@ -297,6 +297,18 @@ BASE: dict[str, tuple[Callable[[], Callable], dict[str, Any]]] = {
         lambda: C.max_sample_rate,
         {"epsilon": 1.0, "delta": 1e-5, "noise_multiplier": 1.0, "steps": 100},
     ),
+    "sampler_report": (
+        lambda: C.sampler_report,
+        {
+            "noise_multiplier": 2.0,
+            "delta": 1e-5,
+            "scheme": "shuffle",
+            "dataset_size": 100,
+            "batch_size": 10,
+            "epochs": 2,
+            "k": 1,
+        },
+    ),
     "steps_from_epochs": (lambda: C.steps_from_epochs, {"epochs": 2.0, "sample_rate": 0.1}),
     "dpsgd_mechanism": (
         lambda: C.dpsgd_mechanism,
@@ -373,6 +385,8 @@ NOT_FUZZED: dict[str, str] = {
             "TreeRelease",
             "TrainingHistory",
             "ShufflingReport",
+            "SamplerReport",
+            "SchemeEpsilon",
             "TheilSenFit",
             "LinearModel",
             "Table",

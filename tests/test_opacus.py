@@ -252,8 +252,15 @@ def test_noise_multiplier_search_and_exponential_schedule_without_training():
         noise_multiplier = sigma
         accumulated_iterations = 1
 
-    acct = OpacusAccountant()
+    # a hook wired by hand has no data loader to read: without it (or the explicit
+    # override) no epsilon is claimed
+    blind = OpacusAccountant()
+    blind.get_optimizer_hook_fn(sample_rate=0.01)(Optim())
+    with pytest.raises(ValueError, match="has not seen the data loader"):
+        blind.get_epsilon(DELTA)
+    acct = OpacusAccountant(assume_poisson=True)
     hook = acct.get_optimizer_hook_fn(sample_rate=0.01)
+    assert acct.data_path.assumed and acct.data_path.scheme == "poisson"
     optim = Optim()
     scheduler = ExponentialNoise(optim, gamma=1.1)  # type: ignore[arg-type]
     for _ in range(5):

@@ -1,0 +1,385 @@
+"""The data path of an Opacus run: which sampler forms the batches, and what it costs.
+
+:class:`~dpacct.opacus.OpacusAccountant` reads the data loader that
+``PrivacyEngine.make_private`` (or ``make_private_with_epsilon``) was given, or one the
+user attaches later, and accounts the scheme it implements:
+
+* Opacus' Poisson samplers (``UniformWithReplacementSampler``, the distributed one; what
+  ``poisson_sampling=True`` installs) -- Poisson subsampling;
+* a ``BatchSampler`` over a ``RandomSampler`` without replacement (``shuffle=True``) or a
+  ``SequentialSampler`` (``shuffle=False``), with ``poisson_sampling=False`` -- every
+  record in exactly one batch per pass: the proved bracket of
+  :func:`~dpacct.accountant.shuffled_batches` (one unamplified Gaussian per epoch above;
+  the largest-coordinate attack below), for zero-out neighbours (a record's gradient
+  replaced by zero, the batches unchanged: removing a record from fixed-size batches
+  would move every later record);
+* :class:`FixedSizeBatchSampler` -- a fresh batch of fixed size drawn without
+  replacement at every step: replace-one accounting
+  (:func:`~dpacct.mechanisms.fixed_size_gaussian_step`);
+* anything else (``WeightedRandomSampler``, ``SubsetRandomSampler``, sampling with
+  replacement, a user-defined sampler): no guarantee follows, and the run is refused
+  with :class:`UnaccountedSamplerError` unless the accountant was built with the
+  explicit override ``assume_poisson=True``.
+
+Epochs are counted as consecutive runs of ``len(data_loader)`` batches, so iterate the
+loader to its end every epoch (a loop that breaks out of an epoch and restarts the
+loader starts a new permutation early; attach the loader again to start counting anew).
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from functools import cache
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+
+from dpacct.accountant.extras import import_optional
+
+_FEATURE = "dpacct.opacus"
+
+
+@cache
+def _lib() -> SimpleNamespace:
+    """torch's and Opacus' classes, imported on first use.
+
+    Not at import time: the documentation build mocks torch and Opacus, and a mocked
+    ``torch`` left in ``sys.modules`` would break scipy's array-API checks for every
+    module imported after it.
+    """
+    data = import_optional("torch.utils.data", extra="opacus", feature=_FEATURE)
+    opacus = import_optional("opacus", extra="opacus", feature=_FEATURE)
+    memory = import_optional("opacus.utils.batch_memory_manager", extra="opacus", feature=_FEATURE)
+    uniform = import_optional("opacus.utils.uniform_sampler", extra="opacus", feature=_FEATURE)
+    return SimpleNamespace(
+        torch=import_optional("torch", extra="opacus", feature=_FEATURE),
+        PrivacyEngine=opacus.PrivacyEngine,
+        BatchSplittingSampler=memory.BatchSplittingSampler,
+        poisson=(
+            uniform.UniformWithReplacementSampler,
+            uniform.DistributedUniformWithReplacementSampler,
+        ),
+        BatchSampler=data.BatchSampler,
+        RandomSampler=data.RandomSampler,
+        SequentialSampler=data.SequentialSampler,
+    )
+
+
+__all__ = [
+    "DataPath",
+    "FixedSizeBatchSampler",
+    "UnaccountedSamplerError",
+    "batch_sizes",
+    "data_path_from_state",
+    "identify",
+    "opacus_call",
+    "shuffled_mu2",
+]
+
+POISSON = "poisson"
+SHUFFLE = "shuffle"
+SEQUENTIAL = "sequential"
+FIXED_SIZE = "fixed-size"
+
+#: how far up the stack the accountant looks for Opacus' make_private frames
+_MAX_DEPTH = 8
+
+
+class UnaccountedSamplerError(ValueError):
+    """The data loader samples in a way no (epsilon, delta) guarantee is proved for."""
+
+
+@dataclass(frozen=True)
+class DataPath:
+    """How an Opacus run forms its batches, as the accountant identified it.
+
+    Parameters
+    ----------
+    scheme : str
+        ``"poisson"``, ``"shuffle"``, ``"sequential"`` or ``"fixed-size"``.
+    sampler : str
+        The sampler class found (``"RandomSampler"``, ...); with the override
+        ``assume_poisson``, the refused sampler's class.
+    steps_per_epoch : int
+        Batches per pass over the data (``len(data_loader)``).
+    sample_rate : float
+        Poisson rate (Poisson), or batch size over dataset size (the others).
+    batch_size : int or None
+        Fixed batch size (None for Poisson batches).
+    assumed : bool
+        True when the scheme was not verified but assumed by the override.
+
+    Examples
+    --------
+    >>> DataPath("shuffle", "RandomSampler", 10, 0.1, 32).describe()
+    'shuffled fixed-size batches (RandomSampler, batch size 32, 10 batches per epoch)'
+    """
+
+    scheme: str
+    sampler: str
+    steps_per_epoch: int
+    sample_rate: float
+    batch_size: int | None = None
+    assumed: bool = False
+
+    def describe(self) -> str:
+        """One line saying what the run does."""
+        if self.assumed:
+            return (
+                f"{self.sampler}, accounted as Poisson sampling at rate {self.sample_rate:.6g} "
+                "by the override assume_poisson=True (not verified)"
+            )
+        what = {
+            POISSON: "Poisson sampling",
+            SHUFFLE: "shuffled fixed-size batches",
+            SEQUENTIAL: "fixed-size batches in a fixed order",
+            FIXED_SIZE: "fixed-size batches drawn without replacement at every step",
+        }[self.scheme]
+        size = (
+            f"rate {self.sample_rate:.6g}"
+            if self.batch_size is None
+            else f"batch size {self.batch_size}"
+        )
+        return f"{what} ({self.sampler}, {size}, {self.steps_per_epoch} batches per epoch)"
+
+    @property
+    def relation(self) -> str:
+        """The neighbouring relation of the scheme's guarantee.
+
+        ``"add/remove"`` for Poisson sampling, ``"zero-out"`` for shuffled or sequential
+        fixed-size batches (a record's gradient replaced by zero, the batches
+        unchanged), ``"replace-one"`` for fixed-size batches without replacement.
+        """
+        return {POISSON: "add/remove", FIXED_SIZE: "replace-one"}.get(self.scheme, "zero-out")
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain values (the accountant's checkpoint stores them)."""
+        return asdict(self)
+
+
+class FixedSizeBatchSampler:
+    """Batches of ``batch_size`` indices drawn uniformly without replacement, fresh each step.
+
+    A batch sampler (an iterable of index lists with a length, as torch's
+    ``DataLoader`` takes one).  Give it to a ``DataLoader`` as ``batch_sampler`` with
+    ``poisson_sampling=False``:
+    the dpacct accountant recognises it and accounts each step as a fixed-size batch
+    drawn without replacement (replace-one relation; Wang, Balle, Kasiviswanathan 2019,
+    Theorem 9).
+
+    Parameters
+    ----------
+    num_samples : int
+        Dataset size ``n``.
+    batch_size : int
+        Records per batch, ``1 <= batch_size <= num_samples``.
+    steps : int, optional
+        Batches per pass of the loader (default ``ceil(n / batch_size)``).
+    generator : torch.Generator, optional
+        Source of randomness.
+
+    Examples
+    --------
+    >>> import torch
+    >>> s = FixedSizeBatchSampler(10, 3, generator=torch.Generator().manual_seed(0))
+    >>> len(s), [len(b) for b in s]
+    (4, [3, 3, 3, 3])
+    """
+
+    def __init__(
+        self, num_samples: int, batch_size: int, *, steps: int | None = None, generator=None
+    ) -> None:
+        from dpacct.accountant.validation import check_count
+
+        self.num_samples = check_count(num_samples, "num_samples")
+        self.batch_size = check_count(batch_size, "batch_size")
+        if self.batch_size > self.num_samples:
+            raise ValueError(
+                f"batch_size must be <= num_samples ({self.num_samples}), got {self.batch_size}"
+            )
+        default = -(-self.num_samples // self.batch_size)
+        self.steps = default if steps is None else check_count(steps, "steps")
+        self.generator = generator
+
+    def __len__(self) -> int:
+        return self.steps
+
+    def __iter__(self):
+        for _ in range(self.steps):
+            perm = _lib().torch.randperm(self.num_samples, generator=self.generator)
+            yield perm[: self.batch_size].tolist()
+
+
+def _name(obj: object) -> str:
+    return type(obj).__name__
+
+
+def identify(loader: Any, *, poisson_sampling: bool = False) -> DataPath:
+    """The :class:`DataPath` of ``loader``, or :class:`UnaccountedSamplerError`.
+
+    Parameters
+    ----------
+    loader : torch.utils.data.DataLoader
+        The loader the run iterates (or the one given to ``make_private_with_epsilon``
+        with ``poisson_sampling=True``, which Opacus replaces by Poisson sampling).
+    poisson_sampling : bool
+        Opacus' flag: True means Opacus replaces the loader's sampler by its Poisson
+        sampler at rate ``1 / len(loader)``.
+    """
+    try:
+        steps = len(loader)
+    except TypeError:
+        steps = 0
+    lib = _lib()
+    batch_sampler = getattr(loader, "batch_sampler", None)
+    if isinstance(batch_sampler, lib.BatchSplittingSampler):  # BatchMemoryManager's wrapper
+        batch_sampler = batch_sampler.sampler
+    if isinstance(batch_sampler, lib.poisson):
+        q = float(batch_sampler.sample_rate)
+        return DataPath(POISSON, _name(batch_sampler), len(batch_sampler), q)
+    if poisson_sampling and steps > 0:
+        return DataPath(POISSON, "UniformWithReplacementSampler", steps, 1.0 / steps)
+    dataset = getattr(loader, "dataset", None)
+    n = len(dataset) if dataset is not None and hasattr(dataset, "__len__") else 0
+    if isinstance(batch_sampler, FixedSizeBatchSampler) and batch_sampler.num_samples == n:
+        b = batch_sampler.batch_size
+        return DataPath(FIXED_SIZE, _name(batch_sampler), len(batch_sampler), b / n, b)
+    if type(batch_sampler) is lib.BatchSampler and n > 0 and steps > 0:
+        inner, b = batch_sampler.sampler, batch_sampler.batch_size
+        if type(inner) is lib.SequentialSampler:
+            return DataPath(SEQUENTIAL, "SequentialSampler", steps, b / n, b)
+        if (
+            type(inner) is lib.RandomSampler
+            and not inner.replacement
+            and (inner._num_samples is None or inner._num_samples <= n)
+        ):
+            return DataPath(SHUFFLE, "RandomSampler", steps, b / n, b)
+    raise UnaccountedSamplerError(_refusal(loader, batch_sampler))
+
+
+def _refusal(loader: Any, batch_sampler: Any) -> str:
+    if batch_sampler is None:
+        found = f"a {_name(loader)} without a batch sampler (batch_size=None)"
+    elif type(batch_sampler) is _lib().BatchSampler:
+        inner = batch_sampler.sampler
+        extra = " with replacement" if getattr(inner, "replacement", False) else ""
+        size = batch_sampler.batch_size
+        found = f"{_name(inner)}{extra} inside a BatchSampler of batch size {size}"
+    else:
+        found = f"the batch sampler {_name(batch_sampler)}"
+    return (
+        f"the data loader samples with {found}: dpacct cannot account this data path. "
+        "Amplification by sampling is proved for Poisson sampling, for shuffled or "
+        "sequential fixed-size batches (each record once per epoch) and for fixed-size "
+        "batches drawn without replacement; a weighted or user-defined sampler gives "
+        "records unequal (possibly data-dependent) chances or repeats them, and "
+        "Opacus' sample rate 1/len(data_loader) does not describe it, so no "
+        "(epsilon, delta) guarantee follows for this run. Switch to Poisson sampling: "
+        "make_private(..., poisson_sampling=True) (Opacus' default) with a plain "
+        "DataLoader(dataset, batch_size=B); or, taking responsibility for the claim, "
+        "use OpacusAccountant(assume_poisson=True) to account the run as Poisson "
+        "sampling at rate 1/len(data_loader)"
+    )
+
+
+def opacus_call() -> tuple[str, dict[str, Any]] | None:
+    """``(name, locals)`` of the nearest ``PrivacyEngine.make_private*`` frame, if any.
+
+    The accountant is created and hooked by Opacus from inside these methods; their
+    ``data_loader`` and ``poisson_sampling`` arguments are the run's data path.
+    """
+    engine = _lib().PrivacyEngine
+    codes = {
+        engine.make_private.__code__: "make_private",
+        engine.make_private_with_epsilon.__code__: "make_private_with_epsilon",
+    }
+    frame = sys._getframe(1)
+    for _ in range(_MAX_DEPTH):
+        if frame is None:
+            return None
+        name = codes.get(frame.f_code)
+        if name is not None:
+            return name, dict(frame.f_locals)
+        frame = frame.f_back
+    return None
+
+
+def shuffled_mu2(sigmas: np.ndarray, batches: np.ndarray, steps_per_epoch: int) -> float:
+    """Gaussian-DP ``mu^2`` bounding steps where each record is in one batch per epoch.
+
+    Step ``j`` adds noise ``sigmas[j]`` to the sum of ``batches[j]`` consecutive
+    batches; an epoch is ``steps_per_epoch`` consecutive batches, and every record lies
+    in exactly one batch of each epoch.  Given the batches (a post-processing of
+    knowing them), a record in ``n_j`` batches of step ``j`` makes the run a Gaussian
+    mechanism with ``mu^2 = sum_j (n_j / sigma_j)^2``.  A step spans at most two epochs
+    (``batches[j] <= steps_per_epoch``), so ``n_j <= 2``; with ``w_e`` the largest
+    ``1 / sigma_j^2`` over the steps meeting epoch ``e``, a step met by one epoch costs at
+    most ``w_e``, and one met by epochs ``e, e + 1`` at most
+    ``4 / sigma_j^2 <= 2 w_e + 2 w_{e + 1}``; doubling ``w_e`` for every epoch that
+    shares a step with a neighbour therefore bounds every placement of the record.
+
+    Examples
+    --------
+    >>> shuffled_mu2(np.array([1.0, 2.0, 2.0, 2.0]), np.array([1, 1, 1, 1]), 2)
+    1.25
+    """
+    inv2 = np.where(sigmas > 0, 1.0 / np.square(np.where(sigmas > 0, sigmas, 1.0)), np.inf)
+    if np.any(batches > steps_per_epoch):
+        raise ValueError(
+            "a step accumulates more batches than an epoch holds "
+            f"({int(batches.max())} > {steps_per_epoch}): a record could be in it twice "
+            "or more; not accounted"
+        )
+    end = np.cumsum(batches)
+    first = (end - batches) // steps_per_epoch
+    last = (end - 1) // steps_per_epoch
+    w = np.zeros(int(last[-1]) + 1)
+    np.maximum.at(w, first, inv2)
+    np.maximum.at(w, last, inv2)
+    doubled = np.zeros(w.shape, dtype=bool)
+    span = first != last
+    doubled[first[span]] = True
+    doubled[last[span]] = True
+    total = float(np.sum(np.where(doubled, 2.0 * w, w)))
+    return math.inf if not math.isfinite(total) else total
+
+
+def data_path_from_state(saved: object, current: DataPath | None) -> DataPath | None:
+    """The checkpoint's ``data_path`` as a :class:`DataPath` (None if it has none)."""
+    if saved is None:
+        return None
+    fields = set(DataPath.__dataclass_fields__)
+    if not isinstance(saved, Mapping) or set(saved) != fields:
+        raise ValueError(
+            f"state_dict['data_path'] must be a mapping with the keys {sorted(fields)}, "
+            f"got {saved!r}"
+        )
+    if saved["scheme"] not in {POISSON, FIXED_SIZE, "shuffle", "sequential"}:
+        raise ValueError(f"state_dict['data_path'] has an unknown scheme {saved['scheme']!r}")
+    path = DataPath(**saved)
+    if current is not None and (current.scheme, current.steps_per_epoch, current.batch_size) != (
+        path.scheme,
+        path.steps_per_epoch,
+        path.batch_size,
+    ):
+        raise ValueError(
+            f"the checkpoint's data path ({path.describe()}) differs from this run's "
+            f"({current.describe()}); not loaded"
+        )
+    return path
+
+
+def batch_sizes(optimizer: Any) -> list[int] | None:
+    """Sizes of the micro-batches of the current step (None if Opacus keeps none)."""
+    params = getattr(optimizer, "params", None)
+    if not params:
+        return None
+    grad_sample = getattr(params[0], "grad_sample", None)
+    if grad_sample is None:
+        return None
+    tensors = grad_sample if isinstance(grad_sample, list) else [grad_sample]
+    return [int(t.shape[0]) for t in tensors]

@@ -1,0 +1,153 @@
+"""sampler_report: each scheme's epsilon side by side, checked against independent values.
+
+The shuffled upper bound is one Gaussian per epoch: checked against the Gaussian-DP
+curve written out here with scipy (Dong, Roth, Su 2019, Corollary 2.13).  The Poisson
+row is checked against Google's dp_accounting PLD accountant; the fixed-size row
+against dp_accounting's RDP accountant for sampling without replacement under the
+replace-one relation (the same theorem, Wang, Balle, Kasiviswanathan 2019).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import optimize, stats
+
+import dpacct as dp
+from dpacct.calibrators.sampler import SCHEMES
+
+DELTA = 1e-5
+
+
+def _gdp_epsilon(mu: float, delta: float) -> float:
+    """Epsilon of mu-GDP at delta, by root finding on the closed-form delta(eps)."""
+
+    def excess(eps: float) -> float:
+        return (
+            stats.norm.cdf(-eps / mu + mu / 2) - math.exp(eps) * stats.norm.cdf(-eps / mu - mu / 2)
+        ) - delta
+
+    return optimize.brentq(excess, 0.0, 200.0, xtol=1e-12)
+
+
+@pytest.fixture(scope="module")
+def report():
+    return dp.sampler_report(
+        1.0, DELTA, scheme="shuffle", dataset_size=10_000, batch_size=100, epochs=4
+    )
+
+
+def test_rows_are_the_schemes_in_order_and_one_matches(report):
+    assert [r.scheme for r in report.rows] == list(SCHEMES)
+    assert report.matched is report["shuffle"]
+    assert report.epsilon == report["shuffle"].epsilon
+    assert report.steps_per_epoch == 100 and report.epochs == 4
+    assert report.sample_rate == pytest.approx(0.01, rel=0, abs=0)
+    with pytest.raises(KeyError, match="no scheme"):
+        report["weighted"]
+
+
+def test_shuffled_upper_is_one_gaussian_per_epoch(report):
+    expected = _gdp_epsilon(math.sqrt(4) / 1.0, DELTA)
+    assert report["shuffle"].epsilon == pytest.approx(expected, rel=1e-6, abs=0)
+
+
+def test_brackets_are_ordered(report):
+    shuffle, bib = report["shuffle"], report["balls-in-bins"]
+    assert 0.0 < shuffle.lower <= shuffle.epsilon
+    assert 0.0 < bib.lower <= bib.epsilon
+    # balls-in-bins is never worse than no amplification (one Gaussian per epoch)
+    assert bib.epsilon <= shuffle.epsilon * (1 + 1e-9)
+    # the same attack bounds both from below
+    assert bib.lower == pytest.approx(shuffle.lower, rel=1e-12, abs=0)
+    # shuffled batches are bounded for zero-out neighbours (the batches unchanged)
+    assert (shuffle.relation, bib.relation) == ("zero-out", "add/remove")
+    # the usual (Poisson) report is far below the proved number for shuffling
+    assert report["poisson"].epsilon < 0.5 * shuffle.epsilon
+
+
+def test_poisson_row_agrees_with_dp_accounting(report):
+    dpa = pytest.importorskip("dp_accounting")
+    acct = dpa.pld.PLDAccountant(value_discretization_interval=1e-4)
+    event = dpa.PoissonSampledDpEvent(0.01, dpa.GaussianDpEvent(1.0))
+    theirs = acct.compose(event, 400).get_epsilon(DELTA)
+    assert report["poisson"].epsilon == pytest.approx(theirs, rel=0.02, abs=0)
+
+
+def test_fixed_size_row_is_replace_one_and_at_most_dp_accountings_rdp(report):
+    dpa = pytest.importorskip("dp_accounting")
+    row = report["fixed-size"]
+    assert row.relation == "replace-one"
+    acct = dpa.rdp.RdpAccountant(neighboring_relation=dpa.NeighboringRelation.REPLACE_ONE)
+    # replacing a record moves the clipped sum by 2C: noise 1.0 * C is 0.5 per unit of
+    # replace-one sensitivity, which is what dp_accounting's Gaussian event states
+    event = dpa.SampledWithoutReplacementDpEvent(10_000, 100, dpa.GaussianDpEvent(0.5))
+    theirs = acct.compose(event, 400).get_epsilon(DELTA)
+    assert 0.0 < row.epsilon <= theirs * (1 + 1e-6)
+
+
+def test_random_allocation_row_with_k_1_is_balls_in_bins():
+    r = dp.sampler_report(2.0, DELTA, scheme="balls-in-bins", sample_rate=0.05, epochs=2, k=1)
+    assert r.steps_per_epoch == 20
+    assert r["random-allocation"].epsilon == pytest.approx(
+        r["balls-in-bins"].epsilon, rel=1e-12, abs=0
+    )
+    assert r.epsilon == r["balls-in-bins"].epsilon
+
+
+def test_sample_rate_description_counts_batches_like_a_data_loader():
+    assert dp.sampler_report(2.0, DELTA, scheme="poisson", sample_rate=0.3).steps_per_epoch == 4
+    r = dp.sampler_report(2.0, DELTA, scheme="poisson", dataset_size=1000, batch_size=300)
+    assert r.steps_per_epoch == 4 and r.sample_rate == 0.3
+
+
+def test_repr_marks_only_the_described_row_as_a_guarantee(report):
+    text = repr(report)
+    lines = text.splitlines()
+    assert "your sampler: shuffle" in lines[0]
+    (mine,) = [ln for ln in lines if ln.startswith("shuffle")]
+    assert "guarantee (your sampler)" in mine
+    (poisson,) = [ln for ln in lines if ln.startswith("poisson")]
+    assert "not a guarantee for this run" in poisson
+
+
+def test_as_dict_round_trips_the_rows(report):
+    d = report.as_dict()
+    assert d["steps"] == 400
+    assert [r["matches"] for r in d["rows"]] == [s == "shuffle" for s in SCHEMES]
+    assert d["rows"][1]["epsilon"] == report["shuffle"].epsilon
+
+
+def test_plot_draws_one_bar_per_scheme(report):
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ax = report.plot()
+    widths = sorted(p.get_width() for p in ax.patches)
+    assert np.allclose(widths, sorted(r.epsilon for r in report.rows), rtol=1e-12, atol=0)
+    plt.close(ax.figure)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"scheme": "weighted", "sample_rate": 0.1}, ValueError, "scheme must be one of"),
+        ({"scheme": "poisson"}, ValueError, "describe the sampler"),
+        (
+            {"scheme": "poisson", "sample_rate": 0.1, "dataset_size": 10, "batch_size": 1},
+            ValueError,
+            "not both",
+        ),
+        ({"scheme": "poisson", "dataset_size": 10}, ValueError, "describe the sampler"),
+        ({"scheme": "poisson", "dataset_size": 10, "batch_size": 11}, ValueError, "batch_size"),
+        ({"scheme": "poisson", "sample_rate": 0.1, "epochs": 3, "k": 2}, ValueError, "k must"),
+        ({"scheme": "poisson", "sample_rate": 1.5}, ValueError, "sample_rate"),
+        ({"scheme": "poisson", "sample_rate": 0.1, "epochs": 1.5}, TypeError, "epochs"),
+    ],
+)
+def test_bad_descriptions_say_what_is_wrong(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        dp.sampler_report(1.0, DELTA, **kwargs)
