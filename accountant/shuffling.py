@@ -21,7 +21,14 @@ covers adaptive DP-SGD with shuffled batches.  :func:`shuffled_batches` reports:
   ``1 / steps_per_epoch`` -- what is usually reported -- for comparison.
 
 The truth lies in ``[lower, upper]``; ``poisson`` below ``lower`` means the usual
-report is wrong for this run.  The argument in full: docs/theory/allocation_shuffling.md.
+report is wrong for this run.
+
+**Neighbouring relation: zero-out.**  The upper bound is for *zero-out* neighbours (a
+record's gradient replaced by zero, every batch unchanged; Kairouz et al. 2021), under
+which a record touches one batch per epoch with sensitivity 1.  It is *not* an
+add/remove bound: removing a record from a shuffled sequence of fixed-size batches
+shifts every later record across a batch boundary, so many batches change.  The
+replace-one relation doubles the sensitivity (``sigma / 2`` per epoch).  The argument in full: docs/theory/allocation_shuffling.md.
 """
 
 from __future__ import annotations
