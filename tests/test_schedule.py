@@ -291,10 +291,10 @@ def test_fast_path_agrees_with_the_engine_route():
 
 
 def test_fast_path_declines_when_the_window_is_too_long(monkeypatch):
-    from dpacct.accountant import schedule
+    from dpacct.accountant import schedule_fast
 
-    monkeypatch.setattr(schedule, "FAST_MAX_N", 16)
-    assert schedule.fast_epsilon_bounds([(1.0, 0.01, 1000)], DELTA) is None
+    monkeypatch.setattr(schedule_fast, "FAST_MAX_N", 16)
+    assert schedule_fast.fast_epsilon_bounds([(1.0, 0.01, 1000)], DELTA) is None
     # the ledger then answers by the engine's route
     acct = PrivacyAccountant(progress=False)
     for s, q, c in _random_steps(2, n=20, count=5):
