@@ -39,16 +39,12 @@ distribution widens (always through the same certified re-discretisation), so th
 grows like ``log k``.  Truncated tail mass is never dropped from an upper bound: it goes
 to ``+inf``.
 
-Floating-point round-off of the FFT is part of the certificate, as in the schedule's
-fast path: every convolution comes with a rigorous l1 bound on its error (Higham 2002,
-Theorem 24.2, through :mod:`~dpacct.accountant.pld_fft`), which moves delta by at most
-that much at every epsilon.  An upper bound puts it at ``+inf``; a lower bound carries
-it in :attr:`GridPLD.roundoff`, which its queries subtract.  (An optimistic curve within
-``r`` above a dominated one stays within ``r`` after a re-grid, which only lowers it,
-and after convolving with a measure of mass ``m``, within ``m r``.)  The systematic
-drift of the total mass under repeated squaring is removed after every product and
-optimistic re-grid, in the certificate's direction (see :meth:`GridPLD.convolve`).  The
-argument in full: docs/theory/pld.md.
+Floating-point round-off of the FFT (of order 1e-16 relative to the largest mass) is
+not part of the certificate; it matters only for delta below about 1e-12, where the
+mechanisms fall back on the RDP bound when that is smaller.  Its one systematic
+effect, a drift of the total mass that compounds under repeated squaring, is removed
+after every product and optimistic re-grid, in the certificate's direction (see
+:meth:`GridPLD.convolve`).  The argument in full: docs/theory/pld.md.
 """
 
 from __future__ import annotations
@@ -60,7 +56,7 @@ import numpy as np
 
 from .loss_law import AtomicLossLaw, PrivacyLossLaw
 from .numerics import EXP_OVERFLOW, SUBNORMAL_FLOOR, TINY
-from .pld_fft import _convolve_certified, _tail_cuts
+from .pld_fft import _accurate_convolve, _tail_cuts
 from .pld_hull import _decaying_sum, _lower_hull
 from .validation import check_positive, check_probability
 
@@ -91,8 +87,6 @@ class _Bins:
     inf_mass: float
     #: P-mass sitting exactly on the right node of each bin (exact, no chord gap)
     atoms: np.ndarray | None = None
-    #: round-off carried by an optimistic PLD (see :attr:`GridPLD.roundoff`)
-    roundoff: float = 0.0
 
 
 def _bins_from_law(law: PrivacyLossLaw, step: float, lo: float, hi: float) -> _Bins:
@@ -174,7 +168,6 @@ def _bins_from_grid(pld: GridPLD, step: float) -> _Bins:
         top=(0.0, 0.0),
         inf_mass=pld.inf_mass,
         atoms=atoms,
-        roundoff=pld.roundoff,
     )
 
 
@@ -212,7 +205,6 @@ def _bins_from_atoms(pld: GridPLD, step: float) -> _Bins:
         top=(0.0, 0.0),
         inf_mass=pld.inf_mass,
         atoms=None,  # as the atomic law without an anchor: every bin merged whole
-        roundoff=pld.roundoff,
     )
 
 
@@ -376,13 +368,6 @@ class GridPLD:
     pessimistic : bool
         True if every delta computed from this PLD is an upper bound on the truth,
         False if it is a lower bound.
-    roundoff : float, default 0.0
-        Bound on the floating-point round-off of the FFT compositions that made
-        ``pmf``: the curve of ``pmf`` is within ``roundoff`` of the exact composition's
-        at every epsilon.  An optimistic PLD's :meth:`delta` subtracts it (and
-        :meth:`epsilon` adds it to the target delta); a pessimistic PLD already holds
-        it in ``inf_mass`` (mass at ``+inf`` raises delta by exactly its size), so the
-        field only records it there.
 
     Examples
     --------
@@ -400,7 +385,6 @@ class GridPLD:
     pmf: np.ndarray
     inf_mass: float
     pessimistic: bool
-    roundoff: float = 0.0
 
     # -- basic views ---------------------------------------------------------------
     @property
@@ -449,10 +433,7 @@ class GridPLD:
             val = d_nodes[jj] + (-np.expm1(eps - losses[jj])) * e[jj]
         out = np.where(inside, val, self.inf_mass)
         # round in the direction of the certificate (the sums carry ~1e-15 relative error)
-        if self.pessimistic:
-            out = out * (1.0 + 1e-10) + TINY
-        else:
-            out = (out - self.roundoff) * (1.0 - 1e-10)
+        out = out * (1.0 + 1e-10) + TINY if self.pessimistic else out * (1.0 - 1e-10)
         out = np.clip(out, 0.0, 1.0)
         return float(out) if out.ndim == 0 else out
 
@@ -464,8 +445,6 @@ class GridPLD:
         delta : float
             Target delta, in [0, 1].
         """
-        if not self.pessimistic and self.roundoff:
-            delta = min(delta + self.roundoff, 1.0)  # the FFT round-off (class docstring)
         if delta < self.inf_mass:
             return math.inf
         d_nodes, e = self._node_tables()
@@ -593,13 +572,6 @@ class GridPLD:
         bound).  Either way the moved mass bounds the change of delta, so the result
         stays certified.
 
-        Floating-point round-off is inside the certificate: the convolution comes with
-        a rigorous l1 bound on its error (:func:`~dpacct.accountant.pld_fft._convolve_certified`),
-        which moves delta by at most that much at every epsilon.  A pessimistic result
-        adds it to the mass at ``+inf``; an optimistic one adds it, with the inputs'
-        (each weighted by the other's mass), to :attr:`roundoff`, which its queries
-        subtract.
-
         Parameters
         ----------
         other : GridPLD
@@ -610,19 +582,11 @@ class GridPLD:
         if other.pessimistic != self.pessimistic:
             raise ValueError("cannot compose a pessimistic with an optimistic PLD")
         a, b = _common_grid(self, other)
-        pmf, err = _convolve_certified(a.pmf, a.pmf if b is a else b.pmf, tail)
+        pmf = _accurate_convolve(a.pmf, a.pmf if b is a else b.pmf, tail)
         # (a_fin + a_inf) x (b_fin + b_inf): every product with an infinite factor is
         # infinite; written for sub-probability measures (parts of a split PLD) too
         fin_a, fin_b = float(a.pmf.sum()), float(b.pmf.sum())
         inf_mass = a.inf_mass * (fin_b + b.inf_mass) + b.inf_mass * fin_a
-        if self.pessimistic:
-            inf_mass += err
-            roundoff = a.roundoff + b.roundoff + err
-        else:
-            # the inputs' curves are within their roundoff of exact ones; convolving
-            # with a measure of mass fin multiplies that by fin (module docstring)
-            carried = a.roundoff * max(fin_b, 1.0) + b.roundoff * max(fin_a, 1.0)
-            roundoff = (carried + err) * (1 + 1e-12)
         # The product's finite mass is exactly fin_a * fin_b; the FFT's (clipped)
         # round-off is not, and a relative mass error compounds under repeated
         # squaring (a k-fold product carries k times it: 5e-5 after 10^6 DP-SGD steps
@@ -649,7 +613,7 @@ class GridPLD:
                 if self.pessimistic:
                     pmf[k_lo + 1] += m_lo
         first, pmf = _trim(first, pmf)
-        return GridPLD(a.step, first, pmf, min(inf_mass, 1.0), self.pessimistic, roundoff)
+        return GridPLD(a.step, first, pmf, min(inf_mass, 1.0), self.pessimistic)
 
     def self_compose(
         self,
@@ -731,7 +695,7 @@ def _from_bins(b: _Bins, pessimistic: bool) -> GridPLD:
         if total_out + inf_mass > total_in and total_out > 0:
             pmf = pmf * (max(total_in - inf_mass, 0.0) / total_out)
     first, pmf = _trim(first, pmf)
-    return GridPLD(b.step, first, pmf, float(inf_mass), pessimistic, b.roundoff)
+    return GridPLD(b.step, first, pmf, float(inf_mass), pessimistic)
 
 
 def _common_grid(a: GridPLD, b: GridPLD) -> tuple[GridPLD, GridPLD]:

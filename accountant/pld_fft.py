@@ -58,70 +58,29 @@ def _tilt_rate(p: np.ndarray, side: int) -> float:
 
 def _fft_convolve(a: np.ndarray, b: np.ndarray, square: bool = False) -> np.ndarray:
     """Linear convolution by real FFTs; one transform when squaring."""
-    return _fft_convolve_bounded(a, b, square)[0]
-
-
-def _fft_convolve_bounded(
-    a: np.ndarray, b: np.ndarray, square: bool = False
-) -> tuple[np.ndarray, float]:
-    """Linear convolution by real FFTs and a rigorous l1 bound on its round-off.
-
-    The bound is :func:`_spectral_error`'s for a product of two spectra (one complex
-    product per frequency): the forward transforms' errors (Higham 2002, Theorem 24.2),
-    carried through the product by ``|AB - A'B'| <= |A - A'| |B'| + |A| |B - B'|``
-    with ``|A| <= sum(a)`` and ``|B'| <= sum(b)`` up to round-off (inside
-    :func:`_spectral_error`'s slack), the product's own rounding, and the inverse transform's
-    error.  The transform is long enough that the circular convolution is the linear
-    one (no wrap-around).  Clipping negative entries to zero afterwards only moves
-    them towards the exact, non-negative values.
-    """
     n = a.size + b.size - 1
     size = sp_fft.next_fast_len(n, real=True)
     fa = sp_fft.rfft(a, size)
     fb = fa if square or b is a else sp_fft.rfft(b, size)
-    # _spectral_error's forward term is sum_c ||p_c||_2 for spectra bounded by 1; for
-    # a product, |A| <= sum(a) and |B| <= sum(b) weight the other factor's error
-    mass_a, l2_a = float(a.sum()), _l2(a)
-    mass_b, l2_b = (mass_a, l2_a) if fb is fa else (float(b.sum()), _l2(b))
-    norms = l2_a * mass_b + mass_a * l2_b
-    freq_l2, y, inv_l1 = _spectral_error(fa * fb, size, 1, norms)
-    return y[:n], freq_l2 + inv_l1
-
-
-def _direct_convolve(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``np.convolve`` of non-negative arrays and a rigorous per-entry error bound.
-
-    Entry ``k`` is a sum of at most ``m = min(len(a), len(b))`` non-negative products:
-    its computed value is within ``gamma_m = m u / (1 - m u)`` relative of the exact one
-    (Higham 2002, Section 3.1), which is itself at most ``(1 + 2 gamma_m)`` times the
-    computed value.
-    """
-    c = np.convolve(a, b)
-    m = min(a.size, b.size) + 1
-    gamma = m * _U / (1 - m * _U)
-    return c, (gamma * (1 + 2 * gamma)) * np.abs(c)
+    return sp_fft.irfft(fa * fb, size)[:n]
 
 
 def _tilted_convolve(
     a: np.ndarray, b: np.ndarray, square: bool, side: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray]:
     """``a * b`` computed with the ``side`` tail tilted up to the level of the peak.
 
-    Returns the estimate, its per-entry absolute error *estimate* (which decides which
-    entries are kept) and the certificate ``(l2, scale)``: the tilted entries' errors
-    have an l2 norm at most ``l2`` and entry ``k``'s is multiplied by ``scale[k]``
-    when un-tilted (see :func:`_tilted_bound`).  Short inputs are convolved directly:
-    sums of non-negative terms, exact to rounding.
+    Returns the estimate and its per-entry absolute error bound.  Short inputs are
+    convolved directly: sums of non-negative terms, exact to rounding.
     """
     n = a.size + b.size - 1
     if min(a.size, b.size) < _DIRECT_BELOW:
-        c, cert = _direct_convolve(a, b)
-        return c, 1e-15 * c, (0.0, cert)
+        c = np.convolve(a, b)
+        return c, 1e-15 * c
     theta = side * min(max(_tilt_rate(a, side), _tilt_rate(b, side)), 600.0 / n)
     if theta == 0.0:
-        c, l1 = _fft_convolve_bounded(a, b, square)
-        l2 = l1 / math.sqrt(sp_fft.next_fast_len(n, real=True)) * (1 + 1e-6)
-        return np.maximum(c, 0.0), np.full(n, 4e-16 * float(np.abs(c).max())), (l2, np.ones(n))
+        c = _fft_convolve(a, b, square)
+        return np.maximum(c, 0.0), np.full(n, 4e-16 * float(np.abs(c).max()))
     ia = np.arange(a.size) * theta
     sa = float(ia.max())
     ta = a * np.exp(ia - sa)
@@ -131,52 +90,9 @@ def _tilted_convolve(
         ib = np.arange(b.size) * theta
         sb = float(ib.max())
         tb = b * np.exp(ib - sb)
-    ct, l1 = _fft_convolve_bounded(ta, tb, square)
+    ct = _fft_convolve(ta, tb, square)
     scale = np.exp((sa + sb) - np.arange(n) * theta)  # un-tilts entry k
-    # the tilted entries' errors e_k have ||e||_2 <= l1 / sqrt(size); un-tilted, the
-    # l1 error over a set S of entries is at most ||e||_2 ||scale_S||_2 (Cauchy-Schwarz),
-    # plus the rounding of the products ct * scale (exp to a few ulps)
-    l2 = l1 / math.sqrt(sp_fft.next_fast_len(n, real=True)) * (1 + 1e-6)
-    return np.maximum(ct * scale, 0.0), 4e-16 * float(np.abs(ct).max()) * scale, (l2, scale)
-
-
-def _tilted_bound(cert: tuple[float, np.ndarray], est: np.ndarray, keep) -> float:
-    """Rigorous l1 error of the entries ``keep`` (a slice or mask) of a tilted estimate.
-
-    ``cert = (l2, scale)`` from :func:`_tilted_convolve`: ``l2 * ||scale[keep]||_2``
-    (Cauchy-Schwarz) plus the rounding of the un-tilting products.  For a direct
-    convolution ``l2`` is 0 and ``scale`` holds the per-entry bounds themselves.
-    """
-    l2, scale = cert
-    if l2 == 0.0:
-        return float(scale[keep].sum())
-    return l2 * _l2(scale[keep]) + 4 * _U * float(est[keep].sum())
-
-
-#: a tilted pass's Cauchy-Schwarz bound above this is replaced by the plain pass's
-#: (:func:`_skewed_bound`)
-_TILTED_BOUND_LIMIT = 1e-14
-
-
-def _skewed_bound(
-    a: np.ndarray,
-    b: np.ndarray,
-    square: bool,
-    est: np.ndarray,
-    cert: tuple[float, np.ndarray],
-    keep: slice,
-) -> float:
-    """Rigorous l1 error of the entries ``keep`` of the single tilted pass of a skewed
-    product: :func:`_tilted_bound`, or -- when that global bound, spread by the
-    un-tilting factors, exceeds :data:`_TILTED_BOUND_LIMIT` -- the smaller of it and a
-    plain pass's bound plus the kept entries' distance to the plain estimate (as in
-    :func:`_plain_first_convolve`).  The estimate itself never changes."""
-    bound = _tilted_bound(cert, est, keep)
-    if bound <= _TILTED_BOUND_LIMIT:
-        return bound
-    c, plain = _fft_convolve_bounded(a, b, square)
-    other = plain + float(np.abs(est[keep] - c[keep]).sum()) * (1 + 4 * _U)
-    return min(bound, other)
+    return np.maximum(ct * scale, 0.0), 4e-16 * float(np.abs(ct).max()) * scale
 
 
 def _skewed_side(a: np.ndarray, b: np.ndarray) -> int:
@@ -191,21 +107,13 @@ def _skewed_side(a: np.ndarray, b: np.ndarray) -> int:
 
 
 def _accurate_convolve(a: np.ndarray, b: np.ndarray, tail: float = 0.0) -> np.ndarray:
-    """Convolution of non-negative arrays with good relative precision in the tails
-    (the estimate of :func:`_convolve_certified`, without its error bound)."""
-    return _convolve_certified(a, b, tail)[0]
-
-
-def _convolve_certified(
-    a: np.ndarray, b: np.ndarray, tail: float = 0.0
-) -> tuple[np.ndarray, float]:
-    """Convolution of non-negative arrays, accurate in the tails, with its round-off bound.
+    """Convolution of non-negative arrays with good relative precision in the tails.
 
     A plain FFT convolution has an absolute error of about ``4e-16`` times its largest
     entry, which swamps tail entries far below that.  Exponential tilting commutes
     with convolution -- ``(a e^{th i}) * (b e^{th j}) = (a * b) e^{th k}`` -- so the
     tails are recomputed with each tilted up to the level of its peak, and every entry
-    is taken from the estimate with the smaller error estimate
+    is taken from the estimate with the smaller error bound
     (:func:`_plain_first_convolve`).
 
     When both inputs peak at the same end (the one-step PLD of a subsampled
@@ -213,59 +121,32 @@ def _convolve_certified(
     pass tilted towards the tail settles nearly every entry to a relative error of
     ``PLAIN_RELATIVE_ERROR``; the few entries it leaves unsettled lie at the other
     end and are computed from the inputs' short prefixes (or suffixes) alone.
-
-    Parameters
-    ----------
-    a, b : numpy.ndarray
-        Non-negative arrays (``b is a`` for a square: one forward transform).
-    tail : float, default 0.0
-        Mass the caller's tail cuts may move anyway (the tails are not refined below it).
-
-    Returns
-    -------
-    (numpy.ndarray, float)
-        The non-negative estimate of ``a * b`` and a rigorous bound on its l1 distance
-        to the exact convolution (floating-point round-off of the FFTs and the sums).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> a = np.exp(-0.5 * np.linspace(-6, 6, 300) ** 2); a /= a.sum()
-    >>> c, err = _convolve_certified(a, a)
-    >>> exact = np.convolve(a, a)
-    >>> bool(np.abs(c - exact).sum() <= err < 1e-12)
-    True
     """
     if min(a.size, b.size) < 64:
-        c, cert = _direct_convolve(a, b)
-        return np.maximum(c, 0.0), float(cert.sum())
+        return np.maximum(np.convolve(a, b), 0.0)
     square = a is b
     side = _skewed_side(a, b)
     if side != 0:
-        best, err, cert = _tilted_convolve(a, b, square, side)
+        best, err = _tilted_convolve(a, b, square, side)
         unsettled = np.flatnonzero(~(err <= PLAIN_RELATIVE_ERROR * best))
         if unsettled.size == 0:
-            return best, _skewed_bound(a, b, square, best, cert, slice(None))
+            return best
         if side > 0 and 4 * (unsettled[-1] + 1) <= best.size:
             end = int(unsettled[-1]) + 1  # entry k < end depends on a[:end], b[:end]
             head = a[:end]
-            sub, sub_err = _plain_first_convolve(head, head if square else b[:end], tail)
-            best[:end] = sub[:end]
-            return best, _skewed_bound(a, b, square, best, cert, slice(end, None)) + sub_err
+            best[:end] = _plain_first_convolve(head, head if square else b[:end], tail)[:end]
+            return best
         if side < 0 and 4 * (best.size - unsettled[0]) <= best.size:
             start = int(unsettled[0])  # entry k >= start needs a[i0:], b[j0:] only
             i0, j0 = max(0, start - b.size + 1), max(0, start - a.size + 1)
             end_a = a[i0:]
             end_b = end_a if square and i0 == j0 else b[j0:]
-            sub, sub_err = _plain_first_convolve(end_a, end_b, tail)
-            best[start:] = sub[start - i0 - j0 :]
-            return best, _skewed_bound(a, b, square, best, cert, slice(0, start)) + sub_err
+            best[start:] = _plain_first_convolve(end_a, end_b, tail)[start - i0 - j0 :]
+            return best
     return _plain_first_convolve(a, b, tail)
 
 
-def _plain_first_convolve(
-    a: np.ndarray, b: np.ndarray, tail: float = 0.0
-) -> tuple[np.ndarray, float]:
+def _plain_first_convolve(a: np.ndarray, b: np.ndarray, tail: float = 0.0) -> np.ndarray:
     """Plain FFT convolution, with its two tails recomputed tilted where needed.
 
     Entries the plain pass knows to a relative error of ``PLAIN_RELATIVE_ERROR`` keep
@@ -274,40 +155,33 @@ def _plain_first_convolve(
     entry ``k >= K`` on ``a[K - len(b) + 1:]`` and ``b[K - len(a) + 1:]``, so each end
     costs a transform of its own length.  Nothing is recomputed when the plain pass's
     accumulated error is below a tenth of ``tail``, the mass the top cut may move anyway.
-    ``b is a`` marks a square (one forward transform).  Returns the estimate and a
-    rigorous l1 bound on its error: the plain pass's ``B`` (over all entries) plus, for
-    the entries taken from the tilted passes, their distance to the plain estimate
-    (``|t_k - x_k| <= |t_k - c_k| + |c_k - x_k|`` and the second terms sum to at most
-    ``B``), times ``1 + 4u`` for the rounding of that sum.
+    ``b is a`` marks a square (one forward transform).
     """
     if min(a.size, b.size) < 64:
-        c, cert = _direct_convolve(a, b)
-        return np.maximum(c, 0.0), float(cert.sum())
+        return np.maximum(np.convolve(a, b), 0.0)
     square = a is b
-    c, bound = _fft_convolve_bounded(a, b, square)
+    c = _fft_convolve(a, b, square)
     noise = 4e-16 * float(np.abs(c).max())
     best = np.maximum(c, 0.0)
     if noise * c.size < 0.1 * tail:
-        return best, bound
+        return best
     weak = best < noise / PLAIN_RELATIVE_ERROR
     peak = int(np.argmax(c))
     left = np.flatnonzero(weak[:peak])
     if left.size:
         end = int(left[-1]) + 1  # entries [0, end) are recomputed
-        est, err, _ = _tilted_convolve(a[:end], b[:end], square, -1)
+        est, err = _tilted_convolve(a[:end], b[:end], square, -1)
         better = err[:end] < noise
         best[:end] = np.where(better, est[:end], best[:end])
-        bound += float(np.abs(est[:end] - c[:end])[better].sum()) * (1 + 4 * _U)
     right = np.flatnonzero(weak[peak:])
     if right.size:
         start = peak + int(right[0])  # entries [start, n) are recomputed
         i0, j0 = max(0, start - b.size + 1), max(0, start - a.size + 1)
-        est, err, _ = _tilted_convolve(a[i0:], b[j0:], square and i0 == j0, 1)
+        est, err = _tilted_convolve(a[i0:], b[j0:], square and i0 == j0, 1)
         skip = start - i0 - j0
         better = err[skip:] < noise
         best[start:] = np.where(better, est[skip:], best[start:])
-        bound += float(np.abs(est[skip:] - c[start:])[better].sum()) * (1 + 4 * _U)
-    return best, bound
+    return best
 
 
 def _top_index(c: np.ndarray, limit: float) -> int:

@@ -116,11 +116,9 @@ def _finish(
         y, first = np.zeros(1), a_idx
     else:
         first, y = a_idx + int(nz[0]), y[nz[0] : nz[-1] + 1]
-    # one certificate policy with GridPLD.convolve: an upper bound holds the error at
-    # +inf, a lower bound carries it as its roundoff (subtracted by its queries)
     if pessimistic:
-        return GridPLD(step, first, y, min(inf_mass + err, 1.0), True, err), err
-    return GridPLD(step, first, y, max(inf_mass, 0.0), False, err), err
+        return GridPLD(step, first, y, min(inf_mass + err, 1.0), True), err
+    return GridPLD(step, first, y, max(inf_mass, 0.0), False), err
 
 
 #: the lower end's loss step (:func:`_lower_step`) is the coarsest of ``FAST_STEP / 2^i``
@@ -250,7 +248,7 @@ def fast_epsilon_bounds(
         if res is None:
             return None
         shift = float(np.dot(cnt, _pile_shift(pile, step)))
-        out[0] = _shifted_epsilon(res[0], delta, shift)
+        out[0] = _shifted_epsilon(res[0], min(delta + res[1], 1.0), shift)
     return (out[0], out[1])
 
 
@@ -266,7 +264,7 @@ def _shifted_epsilon(pld: GridPLD, delta: float, shift: float) -> float:
     """
     k = math.floor(shift / pld.step)
     f = shift - k * pld.step
-    moved = GridPLD(pld.step, pld.offset + k, pld.pmf, pld.inf_mass, pld.pessimistic, pld.roundoff)
+    moved = GridPLD(pld.step, pld.offset + k, pld.pmf, pld.inf_mass, pld.pessimistic)
     eps = moved.epsilon(delta)
     if not eps > 0.0 or not math.isfinite(eps):
         return eps if eps > 0.0 else 0.0

@@ -39,7 +39,7 @@ from .pld import (
     _from_bins,
     _trim,
 )
-from .pld_fft import _convolve_certified, _tail_cuts
+from .pld_fft import _accurate_convolve, _tail_cuts
 
 __all__ = ["SplitPLD", "compose_split", "discretize_split", "self_compose_split"]
 
@@ -115,8 +115,7 @@ def _add(a: GridPLD, b: GridPLD) -> GridPLD:
     pmf = np.zeros(last - first)
     pmf[a.offset - first : a.offset - first + a.pmf.size] += a.pmf
     pmf[b.offset - first : b.offset - first + b.pmf.size] += b.pmf
-    roundoff = a.roundoff + b.roundoff  # the curves add, and so do their round-offs
-    return GridPLD(a.step, first, pmf, a.inf_mass + b.inf_mass, a.pessimistic, roundoff)
+    return GridPLD(a.step, first, pmf, a.inf_mass + b.inf_mass, a.pessimistic)
 
 
 def _onto_finer(p: GridPLD, step: float) -> GridPLD:
@@ -127,7 +126,7 @@ def _onto_finer(p: GridPLD, step: float) -> GridPLD:
     k = round(p.step / step)
     pmf = np.zeros((p.pmf.size - 1) * k + 1)
     pmf[::k] = p.pmf
-    return GridPLD(step, p.offset * k, pmf, p.inf_mass, p.pessimistic, p.roundoff)
+    return GridPLD(step, p.offset * k, pmf, p.inf_mass, p.pessimistic)
 
 
 def _restrict(b: _Bins, lo_node: int, hi_node: int, inside: bool) -> _Bins:
@@ -207,9 +206,7 @@ def discretize_split(
 
 
 def _scaled(p: GridPLD, factor: float) -> GridPLD:
-    return GridPLD(
-        p.step, p.offset, p.pmf * factor, p.inf_mass * factor, p.pessimistic, p.roundoff * factor
-    )
+    return GridPLD(p.step, p.offset, p.pmf * factor, p.inf_mass * factor, p.pessimistic)
 
 
 def _cut(x: np.ndarray, y: np.ndarray, z: np.ndarray, tail: float) -> tuple[int, int]:
@@ -248,11 +245,7 @@ def _optimistic_tail_product(
     The hockey-stick curve of a sum of sub-measures is the sum of their curves, so a
     sum of optimistic discretisations of the parts is one of the whole; every step is
     a post-processing or an optimistic rounding (dropped tail mass) of the exact
-    product of the inputs, so the result is dominated by it -- up to the FFTs'
-    round-off, carried in :attr:`GridPLD.roundoff`: the merged-bin curve
-    ``sum_j (m_j - e^eps q_j)_+`` moves by at most ``|dm|_1 + e^step |dr|_1`` when the
-    P-masses ``m`` and the scaled Q-masses ``r = q e^{a_j}`` move (only bins above
-    ``eps - step`` count), plus the inputs' own round-off times the other's mass.
+    product of the inputs, so the result is dominated by it.
     """
     cstep = coarse.step
     cp = coarse.pmf
@@ -261,17 +254,15 @@ def _optimistic_tail_product(
     parts: list[GridPLD] = []
     for f, w in fines:
         fb = _bins_from_grid(f, cstep)  # a GridPLD's bins have no tails
-        m, err_m = _convolve_certified(cp, fb.m)
-        r, err_r = _convolve_certified(cp, fb.r)
-        fin_f = float(f.pmf.sum())
-        carried = coarse.roundoff * max(fin_f, 1.0) + f.roundoff * max(fin_c, 1.0)
-        roundoff = w * (carried + err_m + math.exp(cstep) * err_r) * (1 + 1e-12)
+        m = _accurate_convolve(cp, fb.m)
+        r = _accurate_convolve(cp, fb.r)
         # the exact product's mass is fin_c * sum(fb.m): scale FFT excess away
         exact_mass, total = fin_c * float(fb.m.sum()), float(m.sum())
         if total > exact_mass > 0:
             m, r = m * (exact_mass / total), r * (exact_mass / total)
         lo, hi = _cut(cp, fb.m, m, share)
         m, r = m[lo:hi], r[lo:hi]
+        fin_f = float(f.pmf.sum())
         inf_mass = coarse.inf_mass * (fin_f + f.inf_mass) + f.inf_mass * fin_c
         bins = _Bins(
             step=cstep,
@@ -282,21 +273,18 @@ def _optimistic_tail_product(
             top=(0.0, 0.0),
             inf_mass=min(w * inf_mass, 1.0),
             atoms=None,
-            roundoff=roundoff,
         )
         parts.append(_from_bins(bins, False))
     for o in others:
-        x, err = _convolve_certified(cp, o.pmf)
-        fin_o = float(o.pmf.sum())
-        carried = coarse.roundoff * max(fin_o, 1.0) + o.roundoff * max(fin_c, 1.0)
-        roundoff = (carried + err) * (1 + 1e-12)
+        x = _accurate_convolve(cp, o.pmf)
         exact_mass, total = fin_c * float(o.pmf.sum()), float(x.sum())
         if total > exact_mass > 0:
             x = x * (exact_mass / total)
         lo, hi = _cut(cp, o.pmf, x, share)
         first, pmf = _trim(coarse.offset + o.offset + lo, x[lo:hi])
+        fin_o = float(o.pmf.sum())
         inf_mass = coarse.inf_mass * (fin_o + o.inf_mass) + o.inf_mass * fin_c
-        parts.append(GridPLD(cstep, first, pmf, min(inf_mass, 1.0), False, roundoff))
+        parts.append(GridPLD(cstep, first, pmf, min(inf_mass, 1.0), False))
     out = parts[0]
     for p in parts[1:]:
         out = _add(out, p)
@@ -424,9 +412,7 @@ def _rebalance(
     outside = fine.pmf - inside
     first_in, pmf_in = _trim(fine.offset, inside)
     first_out, pmf_out = _trim(fine.offset, outside)
-    # the bulk, always kept, carries the round-off of the whole (the parts are only
-    # ever added back together, so one of them holding it is enough)
-    bulk = GridPLD(fine.step, first_in, pmf_in, 0.0, fine.pessimistic, fine.roundoff)
+    bulk = GridPLD(fine.step, first_in, pmf_in, 0.0, fine.pessimistic)
     spill = GridPLD(fine.step, first_out, pmf_out, fine.inf_mass, fine.pessimistic)
     coarse = _add(s.coarse, spill.regrid(cstep)) if pmf_out.any() or spill.inf_mass else s.coarse
     return SplitPLD(bulk, coarse)
