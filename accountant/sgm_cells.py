@@ -56,7 +56,15 @@ def _cell_ranges(
     nodes at ``pile[i] + k * step`` instead (see :func:`_pile_nodes`), from ``pile[i]``
     up: its first node is ``floor(pile[i] / step)``, and :func:`_pile_shift` gives the
     offset of its nodes from the shared grid."""
-    z = float(special.ndtri(1.0 - tau)) if tau > 0 else 40.0
+    if not tau > 0:
+        z = 40.0
+    elif 1.0 - tau < 1.0:
+        z = float(special.ndtri(1.0 - tau))
+    else:
+        # 1 - tau rounds to 1 (tau below 1.1e-16: a small delta over many steps), where
+        # ndtri(1) = inf gave an infinite window and a crash; the upper quantile of tau
+        # is -ndtri(tau), exact there
+        z = float(-special.ndtri(tau))
     lo_x, hi_x = -sigma * z, 1.0 + sigma * z
     with np.errstate(divide="ignore"):
         floor = np.log1p(-q)
