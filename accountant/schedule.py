@@ -43,6 +43,13 @@ a finer one fewer.  Steps whose ``(sigma, q)`` sit exactly on the grid (in parti
 the few-phase schedules of ordinary training) are not moved at all: the rounding
 is the identity for them.
 
+The parts of the schedule's engine live beside this module: the rounding grid
+(:mod:`~dpacct.accountant.schedule_grid`), the vectorised subsampled-Gaussian cells,
+a discretiser of the PLD engine (:mod:`~dpacct.accountant.sgm_cells`), their one-shot
+composition by the engine's FFT kernel (:mod:`~dpacct.accountant.schedule_fast`,
+:mod:`~dpacct.accountant.pld_fft`) and the online ledger path
+(:mod:`~dpacct.accountant.incremental`).
+
 :class:`ScheduleMechanism` is the composition of the rounded phases.  For many phases
 it composes them in chunks and combines the chunks' PLDs by a balanced tree of
 FFT convolutions (with the same certified tail cuts and coarsening as the engine), and
