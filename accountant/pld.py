@@ -41,7 +41,13 @@ to ``+inf``.
 
 Floating-point round-off of the FFT (of order 1e-16 relative to the largest mass) is
 not part of the certificate; it matters only for delta below about 1e-12, where the
-mechanisms fall back on the RDP bound when that is smaller.  Its one systematic
+mechanisms fall back on the RDP bound when that is smaller.  (A rigorous bound exists,
+:func:`~dpacct.accountant.pld_fft._spectral_error`, and the schedule's fast path
+certifies it; under repeated squaring an error of the ``j``-fold PLD counts
+``k / j`` times in the ``k``-fold one, so the worst-case bound grows with ``k``: put
+in the certificate, it moved the lower end of a million-step DP-SGD bracket at delta
+1e-6 down by 42 %.)  The convolutions
+are in :mod:`~dpacct.accountant.pld_fft`.  Its one systematic
 effect, a drift of the total mass that compounds under repeated squaring, is removed
 after every product and optimistic re-grid, in the certificate's direction (see
 :meth:`GridPLD.convolve`).  The argument in full: docs/theory/pld.md.
@@ -53,10 +59,11 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import fft as sp_fft
 
 from .loss_law import AtomicLossLaw, PrivacyLossLaw
 from .numerics import EXP_OVERFLOW, SUBNORMAL_FLOOR, TINY
+from .pld_fft import _accurate_convolve, _tail_cuts
+from .pld_hull import _decaying_sum, _lower_hull
 from .validation import check_positive, check_probability
 
 __all__ = ["GridPLD", "discretize"]
@@ -339,109 +346,6 @@ def _round_down_from_bins(b: _Bins) -> tuple[int, np.ndarray, float]:
     pmf[:-1] += b.m
     pmf[-1] += b.top[0]
     return b.first, pmf, b.inf_mass
-
-
-def _lower_hull(x: np.ndarray, y: np.ndarray, seg: np.ndarray | None = None) -> np.ndarray:
-    """Indices of the lower convex hull of points sorted by ``x`` (vectorised passes).
-
-    A point strictly above the chord of two other points (one on each side) is not a
-    hull vertex, so every pass removes, at once, each tested point above the chord of
-    the points ``d`` places to its left and right among those left (and of its
-    neighbour on one side and the point ``d`` places away on the other: the tangent
-    to a point lowered below a convex run removes the whole run at once).  The stride
-    ``d`` doubles while passes remove points and starts again from 1 when one removes
-    none.  Only points near a removal are tested again (a point's neighbour test
-    changes only when a neighbour goes); when a stride-1 pass over them removes
-    nothing, every consecutive triple is convex: the chain is the lower hull.
-
-    ``seg`` (optional) gives the hulls of many point sets at once: the sets are
-    concatenated, ``seg`` is the non-decreasing set number of every point (each set
-    sorted by ``x``), and a point is only tested against the chord of two points of
-    its own set, so each set keeps its ends and ends as its own lower hull.
-    """
-    keep = np.arange(x.size)
-    dirty = np.ones(x.size, dtype=bool)
-    d = 1
-    for _ in range(4000):
-        n = keep.size
-        if n < 3:
-            return keep
-        d = d if 2 * d < n else 1
-        cand = np.flatnonzero(dirty[1:-1]) + 1
-        if d == 1:
-            dirty[cand] = False  # tested now; re-marked below if a neighbour goes
-        drop = np.zeros(n, dtype=bool)
-        strides = ((d, d),) if d == 1 else ((d, d), (1, d), (d, 1))
-        for left, right in strides:
-            i = cand[(cand >= left) & (cand < n - right)]
-            a, b, c = keep[i - left], keep[i], keep[i + right]
-            if seg is not None:  # chords only within one set
-                same = seg[a] == seg[c]
-                i, a, b, c = i[same], a[same], b[same], c[same]
-            # point b is removed when it lies strictly above the chord from a to c
-            above = (y[b] - y[a]) * (x[c] - x[a]) > (y[c] - y[a]) * (x[b] - x[a])
-            drop[i[above]] = True
-        if drop.any():
-            survivors = ~drop
-            # position (among the survivors) just after each removed point
-            after = np.cumsum(survivors)[drop]
-            keep, dirty = keep[survivors], dirty[survivors]
-            reach = 2 * d + 1
-            mark = np.zeros(keep.size + 1, dtype=np.int64)
-            np.add.at(mark, np.clip(after - reach, 0, keep.size), 1)
-            np.add.at(mark, np.clip(after + reach, 0, keep.size), -1)
-            dirty |= np.cumsum(mark)[:-1] > 0
-            d *= 2
-        elif d == 1:
-            return keep
-        else:
-            d = 1
-    # pragma: no cover - pathological inputs: the sequential chain, set by set
-    if seg is None:  # pragma: no cover
-        return _lower_hull_chain(x, y)
-    parts = np.split(np.arange(x.size), np.flatnonzero(np.diff(seg)) + 1)  # pragma: no cover
-    return np.concatenate([p[_lower_hull_chain(x[p], y[p])] for p in parts])  # pragma: no cover
-
-
-def _lower_hull_chain(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Andrew's monotone chain (lower part), a sequential fallback."""
-    hull: list[int] = []
-    for i in range(x.size):
-        while len(hull) >= 2:
-            a, b = hull[-2], hull[-1]
-            if (y[b] - y[a]) * (x[i] - x[a]) >= (y[i] - y[a]) * (x[b] - x[a]):
-                hull.pop()
-            else:
-                break
-        hull.append(i)
-    return np.asarray(hull)
-
-
-def _decaying_sum(x: np.ndarray, rate: float) -> np.ndarray:
-    """``y[j] = sum_{i >= j} x[i] e^{-rate (i - j)}`` for non-negative ``x``, ``rate > 0``.
-
-    ``rate`` is the grid step itself, not ``exp(-step)``: for steps below ``2^-53`` the
-    latter rounds to exactly 1.  Computed block by block as
-    ``(sum_{i >= j} x_i w_i) / w_j`` with ``w_k = e^{-rate k}`` inside a block short
-    enough that ``w`` cannot underflow, plus the decayed carry of the block above:
-    only sums of non-negative terms, so full relative precision.
-    """
-    n = x.size
-    y = np.empty(n)
-    if n == 0:
-        return y
-    block = max(1, min(n, int(min(500.0 / rate, 2.0**62))))
-    carry = 0.0
-    for start in range(((n - 1) // block) * block, -1, -block):
-        seg = x[start : start + block]
-        k = np.arange(seg.size)
-        w = np.exp(-rate * k)
-        s = np.cumsum((seg * w)[::-1])[::-1] / w
-        if carry:
-            s = s + carry * np.exp(-rate * (seg.size - k))
-        y[start : start + seg.size] = s
-        carry = float(s[0])
-    return y
 
 
 def _trim(first: int, pmf: np.ndarray) -> tuple[int, np.ndarray]:
@@ -798,247 +702,6 @@ def _from_bins(b: _Bins, pessimistic: bool) -> GridPLD:
             pmf = pmf * (max(total_in - inf_mass, 0.0) / total_out)
     first, pmf = _trim(first, pmf)
     return GridPLD(b.step, first, pmf, float(inf_mass), pessimistic)
-
-
-#: the plain FFT's estimate of an entry is kept when its error bound is below this
-#: fraction of the entry; only the entries beyond (the far tails) are recomputed tilted
-PLAIN_RELATIVE_ERROR = 1e-10
-#: tail segments shorter than this are convolved directly (exact non-negative sums)
-_DIRECT_BELOW = 192
-
-
-def _tilt_rate(p: np.ndarray, side: int) -> float:
-    """Average exponential decay rate of ``p`` from its peak to its last non-zero entry."""
-    nz = np.flatnonzero(p > 0)
-    if nz.size < 2:
-        return 0.0
-    peak = int(np.argmax(p))
-    end = int(nz[-1]) if side > 0 else int(nz[0])
-    dist = abs(end - peak)
-    if dist == 0:
-        return 0.0
-    return max(math.log(p[peak] / p[end]), 0.0) / dist
-
-
-def _fft_convolve(a: np.ndarray, b: np.ndarray, square: bool = False) -> np.ndarray:
-    """Linear convolution by real FFTs; one transform when squaring."""
-    n = a.size + b.size - 1
-    size = sp_fft.next_fast_len(n, real=True)
-    fa = sp_fft.rfft(a, size)
-    fb = fa if square or b is a else sp_fft.rfft(b, size)
-    return sp_fft.irfft(fa * fb, size)[:n]
-
-
-def _tilted_convolve(
-    a: np.ndarray, b: np.ndarray, square: bool, side: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """``a * b`` computed with the ``side`` tail tilted up to the level of the peak.
-
-    Returns the estimate and its per-entry absolute error bound.  Short inputs are
-    convolved directly: sums of non-negative terms, exact to rounding.
-    """
-    n = a.size + b.size - 1
-    if min(a.size, b.size) < _DIRECT_BELOW:
-        c = np.convolve(a, b)
-        return c, 1e-15 * c
-    theta = side * min(max(_tilt_rate(a, side), _tilt_rate(b, side)), 600.0 / n)
-    if theta == 0.0:
-        c = _fft_convolve(a, b, square)
-        return np.maximum(c, 0.0), np.full(n, 4e-16 * float(np.abs(c).max()))
-    ia = np.arange(a.size) * theta
-    sa = float(ia.max())
-    ta = a * np.exp(ia - sa)
-    if square:
-        tb, sb = ta, sa
-    else:
-        ib = np.arange(b.size) * theta
-        sb = float(ib.max())
-        tb = b * np.exp(ib - sb)
-    ct = _fft_convolve(ta, tb, square)
-    scale = np.exp((sa + sb) - np.arange(n) * theta)  # un-tilts entry k
-    return np.maximum(ct * scale, 0.0), 4e-16 * float(np.abs(ct).max()) * scale
-
-
-def _skewed_side(a: np.ndarray, b: np.ndarray) -> int:
-    """``+1`` (``-1``) when both arrays peak in their first (last) tenth, i.e. their
-    long tails are on the right (left); ``0`` otherwise."""
-    pa, pb = int(np.argmax(a)), int(np.argmax(b))
-    if 10 * pa < a.size and 10 * pb < b.size:
-        return 1
-    if 10 * pa > 9 * a.size and 10 * pb > 9 * b.size:
-        return -1
-    return 0
-
-
-def _accurate_convolve(a: np.ndarray, b: np.ndarray, tail: float = 0.0) -> np.ndarray:
-    """Convolution of non-negative arrays with good relative precision in the tails.
-
-    A plain FFT convolution has an absolute error of about ``4e-16`` times its largest
-    entry, which swamps tail entries far below that.  Exponential tilting commutes
-    with convolution -- ``(a e^{th i}) * (b e^{th j}) = (a * b) e^{th k}`` -- so the
-    tails are recomputed with each tilted up to the level of its peak, and every entry
-    is taken from the estimate with the smaller error bound
-    (:func:`_plain_first_convolve`).
-
-    When both inputs peak at the same end (the one-step PLD of a subsampled
-    mechanism and its first powers: a narrow peak and a long one-sided tail) a single
-    pass tilted towards the tail settles nearly every entry to a relative error of
-    ``PLAIN_RELATIVE_ERROR``; the few entries it leaves unsettled lie at the other
-    end and are computed from the inputs' short prefixes (or suffixes) alone.
-    """
-    if min(a.size, b.size) < 64:
-        return np.maximum(np.convolve(a, b), 0.0)
-    square = a is b
-    side = _skewed_side(a, b)
-    if side != 0:
-        best, err = _tilted_convolve(a, b, square, side)
-        unsettled = np.flatnonzero(~(err <= PLAIN_RELATIVE_ERROR * best))
-        if unsettled.size == 0:
-            return best
-        if side > 0 and 4 * (unsettled[-1] + 1) <= best.size:
-            end = int(unsettled[-1]) + 1  # entry k < end depends on a[:end], b[:end]
-            head = a[:end]
-            best[:end] = _plain_first_convolve(head, head if square else b[:end], tail)[:end]
-            return best
-        if side < 0 and 4 * (best.size - unsettled[0]) <= best.size:
-            start = int(unsettled[0])  # entry k >= start needs a[i0:], b[j0:] only
-            i0, j0 = max(0, start - b.size + 1), max(0, start - a.size + 1)
-            end_a = a[i0:]
-            end_b = end_a if square and i0 == j0 else b[j0:]
-            best[start:] = _plain_first_convolve(end_a, end_b, tail)[start - i0 - j0 :]
-            return best
-    return _plain_first_convolve(a, b, tail)
-
-
-def _plain_first_convolve(a: np.ndarray, b: np.ndarray, tail: float = 0.0) -> np.ndarray:
-    """Plain FFT convolution, with its two tails recomputed tilted where needed.
-
-    Entries the plain pass knows to a relative error of ``PLAIN_RELATIVE_ERROR`` keep
-    its value; the rest lie at the two ends and are recomputed tilted towards their
-    end.  Entry ``k < K`` of ``a * b`` depends on ``a[:K]`` and ``b[:K]`` alone, and
-    entry ``k >= K`` on ``a[K - len(b) + 1:]`` and ``b[K - len(a) + 1:]``, so each end
-    costs a transform of its own length.  Nothing is recomputed when the plain pass's
-    accumulated error is below a tenth of ``tail``, the mass the top cut may move anyway.
-    ``b is a`` marks a square (one forward transform).
-    """
-    if min(a.size, b.size) < 64:
-        return np.maximum(np.convolve(a, b), 0.0)
-    square = a is b
-    c = _fft_convolve(a, b, square)
-    noise = 4e-16 * float(np.abs(c).max())
-    best = np.maximum(c, 0.0)
-    if noise * c.size < 0.1 * tail:
-        return best
-    weak = best < noise / PLAIN_RELATIVE_ERROR
-    peak = int(np.argmax(c))
-    left = np.flatnonzero(weak[:peak])
-    if left.size:
-        end = int(left[-1]) + 1  # entries [0, end) are recomputed
-        est, err = _tilted_convolve(a[:end], b[:end], square, -1)
-        better = err[:end] < noise
-        best[:end] = np.where(better, est[:end], best[:end])
-    right = np.flatnonzero(weak[peak:])
-    if right.size:
-        start = peak + int(right[0])  # entries [start, n) are recomputed
-        i0, j0 = max(0, start - b.size + 1), max(0, start - a.size + 1)
-        est, err = _tilted_convolve(a[i0:], b[j0:], square and i0 == j0, 1)
-        skip = start - i0 - j0
-        better = err[skip:] < noise
-        best[start:] = np.where(better, est[skip:], best[start:])
-    return best
-
-
-def _top_index(c: np.ndarray, limit: float) -> int:
-    """Smallest ``k`` with ``sum(max(c[k:], 0)) <= limit``, summing only the tail needed."""
-    acc, end, chunk = 0.0, c.size, 64
-    while end > 0:
-        start = max(0, end - chunk)
-        seg = acc + np.cumsum(np.maximum(c[start:end], 0.0)[::-1])
-        over = np.flatnonzero(seg > limit)
-        if over.size:
-            return end - int(over[0])
-        acc, end, chunk = float(seg[-1]), start, chunk * 4
-    return 0
-
-
-def _bottom_index(c: np.ndarray, limit: float) -> int:
-    """Largest ``k`` with ``sum(max(c[:k+1], 0)) <= limit`` (-1 if none), summing only
-    the head needed."""
-    acc, start, chunk = 0.0, 0, 64
-    while start < c.size:
-        end = min(c.size, start + chunk)
-        seg = acc + np.cumsum(np.maximum(c[start:end], 0.0))
-        over = np.flatnonzero(seg > limit)
-        if over.size:
-            return start + int(over[0]) - 1
-        acc, start, chunk = float(seg[-1]), end, chunk * 4
-    return c.size - 1
-
-
-def _tail_cuts(
-    a: np.ndarray, b: np.ndarray, c: np.ndarray, tail: float, bottom: float | None = None
-) -> tuple[int, float, int, float]:
-    """Index cuts of the convolution ``a * b`` with exactly computed tail masses.
-
-    Returns ``(k_lo, mass(i+j <= k_lo), k_hi, mass(i+j >= k_hi))`` with the top mass at
-    most ``tail`` and the bottom mass at most ``bottom`` (default ``tail``).  A tail
-    mass is computed exactly as ``sum_i a_i S_b(k - i)`` from partial sums of ``b`` --
-    non-negative terms, full relative precision, no FFT round-off.  Only the partial
-    sums near each cut are formed (cuts sit near the ends); the union-bound fallback,
-    rarely needed, uses full ones.
-    """
-    la, lb = a.size, b.size
-    n = la + lb - 1
-    total_b = float(b.sum())
-
-    def upper_mass(k: int) -> float:
-        # i >= k: every j counts; k - lb < i < k: the suffix of b from k - i
-        lo, hi = max(k - lb + 1, 0), min(k, la)
-        mass = total_b * float(a[min(k, la) :].sum())
-        if hi > lo:
-            j0 = k - hi + 1  # suffix sums of b at j0 .. j0 + (hi - lo) - 1
-            suffix_b = np.cumsum(b[j0:][::-1])[::-1]
-            mass += float(np.dot(a[lo:hi], suffix_b[: hi - lo][::-1]))
-        return mass
-
-    def lower_mass(k: int) -> float:
-        # sum_i a_i * sum_{j <= k - i} b_j; rows i <= k - lb + 1 take the whole of b
-        lo, hi = 0, min(k + 1, la)
-        mass = 0.0
-        full = max(k - lb + 1, 0)
-        if full > 0:
-            mass += float(a[: min(full, la)].sum()) * total_b
-            lo = min(full, la)
-        if hi > lo:
-            # prefix sums cb[m] = sum_{j < m} b_j for m = k - hi + 2 .. k - lo + 1
-            prefix_b = np.concatenate([[0.0], np.cumsum(b[: k - lo + 1])])
-            mass += float(np.dot(a[lo:hi], prefix_b[k - hi + 2 : k - lo + 2][::-1]))
-        return mass
-
-    # Candidate cuts from the FFT output (cheap, but noisy far out); each candidate's
-    # exact mass is then checked, and if it exceeds the budget the union bound gives a
-    # cut that is always valid: {i + j >= ia + jb} lies inside {i >= ia} U {j >= jb}.
-    k_hi = _top_index(c, 0.5 * tail)
-    m_hi = upper_mass(k_hi) if k_hi < n else 0.0
-    if m_hi > tail:
-        sa = np.concatenate([np.cumsum(a[::-1])[::-1], [0.0]])  # sa[m] = sum_{i>=m} a_i
-        sb = sa if b is a else np.concatenate([np.cumsum(b[::-1])[::-1], [0.0]])
-        ia = int(np.searchsorted(-sa, -0.5 * tail, side="left"))
-        jb = int(np.searchsorted(-sb, -0.5 * tail, side="left"))
-        k_hi = min(ia + jb, n)
-        m_hi = upper_mass(k_hi) if k_hi < n else 0.0
-    bottom = tail if bottom is None else bottom
-    k_lo = _bottom_index(c, 0.5 * bottom)
-    m_lo = lower_mass(k_lo) if k_lo >= 0 else 0.0
-    if m_lo > bottom:
-        # {i + j <= ia + jb} lies inside {i <= ia} U {j <= jb}
-        ca = np.concatenate([[0.0], np.cumsum(a)])  # ca[m] = sum_{i<m} a_i
-        cb = ca if b is a else np.concatenate([[0.0], np.cumsum(b)])
-        ia = int(np.searchsorted(ca, 0.5 * bottom, side="right")) - 2
-        jb = int(np.searchsorted(cb, 0.5 * bottom, side="right")) - 2
-        k_lo = ia + jb if ia >= 0 and jb >= 0 else -1
-        m_lo = lower_mass(k_lo) if k_lo >= 0 else 0.0
-    return k_lo, m_lo, k_hi, m_hi
 
 
 def _common_grid(a: GridPLD, b: GridPLD) -> tuple[GridPLD, GridPLD]:

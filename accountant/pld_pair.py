@@ -34,11 +34,17 @@ The rules, each the one its site applied before this module (answers unchanged):
   swapped uses the swapped bound for the add direction at every node (never composes
   the add PLD: any upper bound is sound in the envelope); symmetric pairs take the
   smaller of the two bounds for both; otherwise both PLDs' curves.
-* The fast DP-SGD paths of :mod:`~dpacct.accountant.schedule` compose their own
-  cells and use the complement identity :func:`swapped_delta_identity` (with their
-  own FFT error terms inside the PLD) instead of :meth:`GridPLD.swapped_delta_bound`;
-  :func:`swapped_epsilon` searches the smallest epsilon it certifies.  The two
-  certificates differ in how they charge floating-point drift, so both are kept.
+* The fast DP-SGD paths (:mod:`~dpacct.accountant.schedule_fast`,
+  :mod:`~dpacct.accountant.incremental`) compose their own cells and use the
+  complement identity :func:`swapped_delta_identity` instead of
+  :meth:`GridPLD.swapped_delta_bound`; :func:`swapped_epsilon` searches the smallest
+  epsilon it certifies.  For a PLD whose P-mass (``pmf`` plus ``inf_mass``) is exactly
+  one the two are the same number; they differ in how a total mass ``1 + d`` is
+  charged.  The identity reads the certified curve at ``-eps`` and multiplies its error
+  by ``e^eps`` (so the fast paths' round-off, held at ``+inf``, costs
+  ``(e^eps - 1) d``); the Q-mass formula adds ``10 |d|`` to the missing Q-mass.  Either
+  one alone would loosen some answers (the identity above ``eps = ln 11``, the Q-mass
+  formula below it), so both are kept.
 
 This module imports only :mod:`~dpacct.accountant.pld` and
 :mod:`~dpacct.accountant.numerics` (no cycle through the mechanisms).

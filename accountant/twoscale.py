@@ -33,14 +33,13 @@ from .pld import (
     BOTTOM_CUT_FACTOR,
     MAX_GRID,
     GridPLD,
-    _accurate_convolve,
     _Bins,
     _bins_from_grid,
     _bins_from_law,
     _from_bins,
-    _tail_cuts,
     _trim,
 )
+from .pld_fft import _accurate_convolve, _tail_cuts
 
 __all__ = ["SplitPLD", "compose_split", "discretize_split", "self_compose_split"]
 

@@ -240,7 +240,7 @@ def test_tiny_sample_rate(q, base):
 
 
 def test_decaying_sum_with_a_step_below_double_precision():
-    from dpacct.accountant.pld import _decaying_sum
+    from dpacct.accountant.pld_hull import _decaying_sum
 
     x = np.array([0.5, 0.0, 2.0, 1e-300, 3.0])
     with warnings.catch_warnings():

@@ -291,10 +291,10 @@ def test_fast_path_agrees_with_the_engine_route():
 
 
 def test_fast_path_declines_when_the_window_is_too_long(monkeypatch):
-    from dpacct.accountant import schedule
+    from dpacct.accountant import schedule_fast
 
-    monkeypatch.setattr(schedule, "FAST_MAX_N", 16)
-    assert schedule.fast_epsilon_bounds([(1.0, 0.01, 1000)], DELTA) is None
+    monkeypatch.setattr(schedule_fast, "FAST_MAX_N", 16)
+    assert schedule_fast.fast_epsilon_bounds([(1.0, 0.01, 1000)], DELTA) is None
     # the ledger then answers by the engine's route
     acct = PrivacyAccountant(progress=False)
     for s, q, c in _random_steps(2, n=20, count=5):
@@ -330,3 +330,24 @@ def test_incremental_epsilon_matches_the_one_shot_fast_path():
     # same cells up to its longer window
     assert lower <= upper <= one_shot * (1 + 1e-4)
     assert abs(upper - same_cells) <= 1e-4 * same_cells
+
+
+def test_tiny_per_step_tail_budget_declines_instead_of_failing():
+    """A small delta over many steps puts the per-step tail budget ``1e-4 delta / steps``
+    below 2^-53: ``ndtri(1 - tau)`` was ``ndtri(1) = inf`` and the fast path (and so the
+    ledger) raised ``ValueError: negative dimensions``.  Now its answer, when it has one,
+    brackets the engine's, and the ledger's bracket overlaps the general route's."""
+    from dpacct.accountant import compose, poisson_subsample
+
+    delta = 1e-8
+    phases = [(1.5, 0.01, 50_000), (1.6, 0.01, 50_000)]  # tau = 1e-17
+    parts = [poisson_subsample(GaussianMechanism(sigma=s), q) for s, q, _ in phases]
+    e_lo, e_hi = compose(parts, counts=[c for *_, c in phases]).epsilon_bounds(delta)
+    out = fast_epsilon_bounds(phases, delta)
+    assert out is None or (out[0] <= e_hi and e_lo <= out[1])
+    acct = PrivacyAccountant(progress=False)
+    for s, q, c in phases:
+        acct.step(noise_multiplier=s, sample_rate=q, count=c)
+    lo, hi = acct.epsilon_bounds(delta)
+    assert lo <= e_hi * (1 + 1e-9) and e_lo <= hi * (1 + 1e-9)
+    assert math.isfinite(hi) and hi <= 1.01 * e_hi

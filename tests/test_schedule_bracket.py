@@ -17,7 +17,10 @@ import pytest
 
 from dpacct.accountant import PrivacyAccountant, compose, poisson_subsample
 from dpacct.accountant import schedule as sch
-from dpacct.accountant.pld import _Bins, _from_bins, _lower_hull, _lower_hull_chain
+from dpacct.accountant import schedule_fast as fast
+from dpacct.accountant import sgm_cells as cells
+from dpacct.accountant.pld import _Bins, _from_bins
+from dpacct.accountant.pld_hull import _lower_hull, _lower_hull_chain
 from dpacct.mechanisms import GaussianMechanism
 
 DELTA = 1e-5
@@ -40,12 +43,12 @@ def _cells(seed, n):
 @pytest.mark.parametrize("step", [1e-3, 2.5e-4])
 def test_vectorised_optimistic_cells_match_the_engine_construction(add, step, monkeypatch):
     # small blocks: several padded tables of different widths
-    monkeypatch.setattr(sch, "BIN_BLOCK", 1 << 15)
+    monkeypatch.setattr(cells, "BIN_BLOCK", 1 << 15)
     sig, qs = _cells(4, 25)
     tau = 1e-13
-    firsts, pmfs, infs = sch._optimistic_cells(sig, qs, step, tau, add)
-    first, nb, m, n, nodes, _, top = sch._cell_bins(sig, qs, step, tau, add)
-    r = sch._scaled_q(n, nodes, m)
+    firsts, pmfs, infs = cells._optimistic_cells(sig, qs, step, tau, add)
+    first, nb, m, n, nodes, _, top = cells._cell_bins(sig, qs, step, tau, add)
+    r = cells._scaled_q(n, nodes, m)
     cuts = np.cumsum(nb)[:-1]
     eps = np.linspace(-0.5, 4.0, 46)
     for k, (mk, rk) in enumerate(zip(np.split(m, cuts), np.split(r, cuts), strict=True)):
@@ -73,11 +76,11 @@ def test_vectorised_optimistic_cells_match_the_engine_construction(add, step, mo
 
 @pytest.mark.parametrize("add", [False, True])
 def test_pessimistic_cells_keep_both_masses(add, monkeypatch):
-    monkeypatch.setattr(sch, "BIN_BLOCK", 1 << 14)
+    monkeypatch.setattr(cells, "BIN_BLOCK", 1 << 14)
     sig, qs = _cells(5, 15)
     step, tau = 1e-3, 1e-13
-    firsts, pmfs, infs = sch._pessimistic_cells(sig, qs, step, tau, add)
-    first, nb, m, _, _, bottom, top = sch._cell_bins(sig, qs, step, tau, add)
+    firsts, pmfs, infs = cells._pessimistic_cells(sig, qs, step, tau, add)
+    first, nb, m, _, _, bottom, top = cells._cell_bins(sig, qs, step, tau, add)
     assert len(pmfs) == sig.size
     for k, p in enumerate(pmfs):
         assert firsts[k] == first[k] and p.size == nb[k] + 1 and np.all(p >= 0)
@@ -214,13 +217,13 @@ def _exact_remove_delta(sigma, q, eps):
 def test_pile_cells_are_dominated_by_the_exact_pair(step, monkeypatch):
     # every cell's grid PMF, at its shifted losses, has a curve below the exact one at
     # every eps (negative ones too: that is what makes composition keep the order)
-    monkeypatch.setattr(sch, "BIN_BLOCK", 1 << 15)
+    monkeypatch.setattr(cells, "BIN_BLOCK", 1 << 15)
     sig, qs = _cells(6, 12)
     sig, qs = np.append(sig, [3.0, 0.7]), np.append(qs, [1e-4, 0.2])
-    pile = sch._pile_nodes(sig, qs, step)
+    pile = cells._pile_nodes(sig, qs, step)
     assert np.isnan(pile[qs == 1.0]).all() and np.isfinite(pile[qs < 1.0]).all()
-    firsts, pmfs, infs = sch._optimistic_cells(sig, qs, step, 1e-13, False, pile)
-    shift = sch._pile_shift(pile, step)
+    firsts, pmfs, infs = cells._optimistic_cells(sig, qs, step, 1e-13, False, pile)
+    shift = cells._pile_shift(pile, step)
     assert np.all((shift >= 0) & (shift < step))
     for k in range(sig.size):
         losses = (firsts[k] + np.arange(pmfs[k].size)) * step + shift[k]
@@ -247,7 +250,7 @@ def test_pile_node_atom_sits_on_the_node():
     step = 1e-3
     sig = np.array([0.55, 0.8, 1.5, 2.0])
     qs = np.array([0.01, 0.01, 0.02, 0.1])
-    pile = sch._pile_nodes(sig, qs, step)
+    pile = cells._pile_nodes(sig, qs, step)
     for s, q, o in zip(sig.tolist(), qs.tolist(), pile.tolist(), strict=True):
         y = mpmath.mpf(o) + step
         x = s**2 * (mpmath.log(mpmath.exp(y) - 1 + q) - mpmath.log(q)) + mpmath.mpf(1) / 2
@@ -267,7 +270,7 @@ def test_shifted_epsilon_is_the_epsilon_of_the_shifted_losses():
         pld = GridPLD(step, off, pmf, 0.0, False)
         want = (off + np.arange(pmf.size)) * step + shift
         for d in (1e-3, 0.05, 0.3):
-            eps = sch._shifted_epsilon(pld, d, shift)
+            eps = fast._shifted_epsilon(pld, d, shift)
             # never above the true epsilon of the shifted losses (the curve at the
             # answer is still at or above the target), and within 1e-6 of it
             curve = np.sum(pmf * np.maximum(-np.expm1(eps - want), 0.0))
@@ -282,18 +285,18 @@ def test_lower_end_is_tight_at_the_engine_step():
     # at the upper end's own loss step stays within 0.1 % of the upper end, on the
     # same (unrounded) schedule
     steps = [(1.2 * 0.9998**t, 0.01, 1) for t in range(2000)]
-    _, upper = sch.fast_epsilon_bounds(steps, DELTA, lower=False)
-    lower, _ = sch.fast_epsilon_bounds(steps, DELTA, step=sch.FAST_STEP, upper=False)
+    _, upper = fast.fast_epsilon_bounds(steps, DELTA, lower=False)
+    lower, _ = fast.fast_epsilon_bounds(steps, DELTA, step=fast.FAST_STEP, upper=False)
     assert lower <= upper <= lower * 1.002
 
 
 def test_lower_step_refines_for_narrow_steps():
-    assert sch._lower_step([(0.8, 0.02, 100)]) == sch.FAST_STEP
+    assert fast._lower_step([(0.8, 0.02, 100)]) == fast.FAST_STEP
     # q = 0.001: the loss of a step spreads over about a bin
-    assert sch._lower_step([(1.5, 0.001, 100)]) == sch.FAST_STEP / 4
+    assert fast._lower_step([(1.5, 0.001, 100)]) == fast.FAST_STEP / 4
     mixed = [(0.8, 0.02, 100), (1.5, 0.002, 5000)]
-    assert sch._lower_step(mixed) < sch.FAST_STEP
-    assert sch._lower_step([]) == sch.FAST_STEP
+    assert fast._lower_step(mixed) < fast.FAST_STEP
+    assert fast._lower_step([]) == fast.FAST_STEP
 
 
 def test_ledger_bracket_with_small_rates_contains_the_general_route():
