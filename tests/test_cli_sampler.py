@@ -1,7 +1,7 @@
 """``dpacct sampler``: the sampler check on the command line (table, --json, --plot, errors).
 
 The JSON must agree with :func:`dpacct.sampler_report`, whose values are checked against
-independent oracles in ``tests/test_sampler_report.py``; errors follow the CLI's
+independent oracles in ``tests/test_sampler.py``; errors follow the CLI's
 convention (one line on stderr; 2 for usage errors, 1 for values the library refuses).
 """
 
