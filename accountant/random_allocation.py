@@ -86,6 +86,7 @@ from .mechanism import Capabilities, Mechanism, PLDSettings
 from .numerics import EXP_OVERFLOW
 from .pld_pair import PLDPair
 from .random_allocation_lower import random_allocation_delta_mc, random_allocation_lower_epsilon
+from .random_allocation_pld import AllocationEpochPair
 from .rdp import rdp_to_delta, rdp_to_epsilon
 from .relations import ADD_REMOVE
 from .subsample import poisson_subsample
@@ -581,6 +582,23 @@ class RandomAllocationMechanism(Mechanism):
                 lo = mid
         return hi
 
+    @property
+    def pld_route(self) -> Mechanism:
+        """The run as ``k * epochs`` compositions of the one-epoch PLD pair.
+
+        Each factor is :class:`~dpacct.accountant.random_allocation_pld.AllocationEpochPair`
+        for ``T' = floor(T / k)`` steps (Feldman & Shenfeld 2025, Claim 6.4, for
+        ``k > 1``), composed by the certified PLD engine: a sound upper bound in both
+        directions at once.
+        """
+        key = ("ra_pld_route",)
+        cache = self._cache()
+        if key not in cache:
+            pair = AllocationEpochPair(self.sigma, self.steps // self.k)
+            reps = self.k * self.epochs
+            cache[key] = compose([pair], counts=[reps]) if reps > 1 else pair
+        return cache[key]
+
     def _epsilon_directions(self, delta: float, tol: float | None) -> tuple[float, float]:
         """Upper bounds on epsilon(delta) of the remove and of the add direction, each
         the least over its routes (RDP conversion of its own curve, decomposition for
@@ -637,7 +655,11 @@ class RandomAllocationMechanism(Mechanism):
             pure_epsilon_at_zero_delta(self)
         out = np.array(
             [
-                min(max(self._epsilon_directions(d, tol)), float(self.unamplified.epsilon(d)))
+                min(
+                    max(self._epsilon_directions(d, tol)),
+                    float(self.unamplified.epsilon(d)),
+                    float(self.pld_route.epsilon(d, tol=tol)) if self.steps > self.k else math.inf,
+                )
                 for d in flat
             ]
         )
@@ -666,6 +688,8 @@ class RandomAllocationMechanism(Mechanism):
             d_rem, d_add = self.decomposition_delta(flat, tol=tol, both=False)
             rem, add = np.minimum(rem, d_rem), np.minimum(add, d_add)
         out = np.minimum(np.maximum(rem, add), np.asarray(self.unamplified.delta(flat)))
+        if self.steps > self.k:
+            out = np.minimum(out, np.asarray(self.pld_route.delta(flat, tol=tol), dtype=float))
         return float(out[0]) if e_arr.ndim == 0 else out.reshape(e_arr.shape)
 
     def __repr__(self) -> str:
