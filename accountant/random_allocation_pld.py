@@ -322,7 +322,7 @@ class AllocationEpochPair(Mechanism):
     Examples
     --------
     >>> ep = AllocationEpochPair(1.0, 1000)
-    >>> bool(0.2 < ep.epsilon(1e-6) < 0.3)
+    >>> bool(0.15 < ep.epsilon(1e-6) < 0.2)
     True
     """
 
