@@ -72,6 +72,9 @@ _STEP_PER_SD = 0.02
 #: the mass the absorbed event may carry is aimed at below this (it is computed and
 #: accounted exactly whatever it turns out to be)
 _TAIL_AIM = 1e-12
+#: most cells of the first grid; a wider window takes a coarser step (more spread:
+#: looser, never unsound) instead of more memory
+_MAX_CELLS = 2**21
 
 
 @dataclass(frozen=True)
@@ -277,7 +280,8 @@ def allocation_sum_law(sigma: float, steps: int, resolution: float = 1.0) -> Sum
     z_mass = -float(special.ndtri(0.5 * _TAIL_AIM / t))
     x_tail = max(math.exp(0.5 / (s * s) + z_moment / s), math.exp(-0.5 / (s * s) + z_mass / s))
     top = t + x_tail + 12.0 * sd * math.sqrt(t) + 2.0
-    step = _STEP_PER_SD * sd / r
+    target = _STEP_PER_SD * sd / r
+    step = max(target, top / _MAX_CELLS)
     base = _base_law(s, step, top)
     power, count, acc, acc_count = base, 1, None, 0
     remaining = t
@@ -294,7 +298,7 @@ def allocation_sum_law(sigma: float, steps: int, resolution: float = 1.0) -> Sum
         power = _add(power, power, step, int(top / step))
         count *= 2
         # coarsen while the step is below its target for the current number of terms
-        while 2.0 * step <= _STEP_PER_SD * sd / r * math.sqrt(count):
+        while 2.0 * step <= target * math.sqrt(count):
             step *= 2.0
             power = (_coarsen(power[0]), power[1], power[2])
             if acc is not None:
