@@ -49,8 +49,9 @@ def _ours(sigma: float, steps: int, epochs: int, delta: float) -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--no-peer", action="store_true", help="measure dpacct alone")
-    parser.add_argument("--cap", type=float, default=PEER_CAP,
-                        help="seconds one peer call may take (default 120)")
+    parser.add_argument(
+        "--cap", type=float, default=PEER_CAP, help="seconds one peer call may take (default 120)"
+    )
     parser.add_argument("--json", metavar="PATH", help="write every row to this file")
     args = parser.parse_args(argv)
     have_peer = not args.no_peer
@@ -60,8 +61,10 @@ def main(argv: list[str] | None = None) -> int:
         except ImportError as exc:  # pragma: no cover - optional peer
             print(f"random-allocation not installed ({exc}); its columns are skipped")
             have_peer = False
-    print("| sigma | T | epochs | delta | dpacct | dpacct PLD route | dpacct s "
-          "| random-allocation 1.0.5 | their s | ours - theirs |")
+    print(
+        "| sigma | T | epochs | delta | dpacct | dpacct PLD route | dpacct s "
+        "| random-allocation 1.0.5 | their s | ours - theirs |"
+    )
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     rows, above = [], []
     for s in RA_SIGMAS:
@@ -79,16 +82,23 @@ def main(argv: list[str] | None = None) -> int:
                             if row["ours"] > val:
                                 above.append(row)
                     rows.append(row)
-                    print(f"| {s} | {t} | {e} | {delta:g} | {row['ours']:.4f} "
-                          f"| {row['pld_route']:.4f} | {row['ours_s']:.2f} | {theirs} "
-                          f"| {their_s} | {diff} |", flush=True)
+                    print(
+                        f"| {s} | {t} | {e} | {delta:g} | {row['ours']:.4f} "
+                        f"| {row['pld_route']:.4f} | {row['ours_s']:.2f} | {theirs} "
+                        f"| {their_s} | {diff} |",
+                        flush=True,
+                    )
     if have_peer:
         n_ok = sum("theirs" in r for r in rows)
-        print(f"\ndpacct at or below random-allocation 1.0.5 on {n_ok - len(above)} of {n_ok} "
-              "settings measured.")
+        print(
+            f"\ndpacct at or below random-allocation 1.0.5 on {n_ok - len(above)} of {n_ok} "
+            "settings measured."
+        )
         for r in above:
-            print(f"- above at sigma={r['sigma']}, T={r['T']}, epochs={r['epochs']}, "
-                  f"delta={r['delta']:g}: {r['ours']:.4f} against {r['theirs']:.4f}")
+            print(
+                f"- above at sigma={r['sigma']}, T={r['T']}, epochs={r['epochs']}, "
+                f"delta={r['delta']:g}: {r['ours']:.4f} against {r['theirs']:.4f}"
+            )
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:
             json.dump(rows, fh, indent=1)

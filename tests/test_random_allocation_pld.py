@@ -47,10 +47,24 @@ def _exact_two_steps(sigma, gamma):
     kink = sigma**2 * math.log(2 * gamma) + 0.5
     kink_add = sigma**2 * math.log(2 / gamma) + 0.5
     lim = 12 * sigma
-    rem = integrate.quad(lambda y: dens(y) * _call(sigma, 2 * gamma - x_of(y)) / 2, -lim, lim,
-                         points=[kink], limit=400, epsabs=1e-15, epsrel=1e-11)[0]
-    add = integrate.quad(lambda y: dens(y) * gamma / 2 * _put(sigma, 2 / gamma - x_of(y)),
-                         -lim, lim, points=[kink_add], limit=400, epsabs=1e-15, epsrel=1e-11)[0]
+    rem = integrate.quad(
+        lambda y: dens(y) * _call(sigma, 2 * gamma - x_of(y)) / 2,
+        -lim,
+        lim,
+        points=[kink],
+        limit=400,
+        epsabs=1e-15,
+        epsrel=1e-11,
+    )[0]
+    add = integrate.quad(
+        lambda y: dens(y) * gamma / 2 * _put(sigma, 2 / gamma - x_of(y)),
+        -lim,
+        lim,
+        points=[kink_add],
+        limit=400,
+        epsabs=1e-15,
+        epsrel=1e-11,
+    )[0]
     return rem, add
 
 
@@ -99,8 +113,9 @@ def test_both_directions_above_monte_carlo(sigma, steps):
         rem, add = (float(v[0]) for v in law.hockey_stick(math.exp(eps)))
         both = float(pair.delta(eps))
         for direction, ours in (("remove", rem), ("add", add)):
-            est, lo, _ = random_allocation_delta_mc(sigma, steps, eps, samples=200_000, rng=rng,
-                                                    direction=direction)
+            est, lo, _ = random_allocation_delta_mc(
+                sigma, steps, eps, samples=200_000, rng=rng, direction=direction
+            )
             assert lo <= ours, (direction, eps, est, ours)
             assert lo <= both
         assert both >= max(rem, add) * (1 - 1e-9)
@@ -114,8 +129,9 @@ def test_epochs_above_monte_carlo_both_directions(sigma, steps, epochs):
     for eps in (0.3, 1.0):
         ours = float(ra.pld_route.delta(eps))
         for direction in ("remove", "add"):
-            _, lo, _ = random_allocation_delta_mc(sigma, steps, eps, epochs=epochs,
-                                                  samples=100_000, rng=rng, direction=direction)
+            _, lo, _ = random_allocation_delta_mc(
+                sigma, steps, eps, epochs=epochs, samples=100_000, rng=rng, direction=direction
+            )
             assert lo <= ours
 
 
