@@ -602,7 +602,9 @@ class RandomAllocationMechanism(Mechanism):
         Each factor is :class:`~dpacct.accountant.random_allocation_pld.AllocationEpochPair`
         for ``T' = floor(T / k)`` steps (Feldman & Shenfeld 2025, Claim 6.4, for
         ``k > 1``), composed by the certified PLD engine: a sound upper bound in both
-        directions at once.
+        directions at once.  The lower end of its ``epsilon_bounds`` bounds that
+        dominating pair, not the mechanism; the certified lower bound on the mechanism
+        is :func:`random_allocation_lower_epsilon`.
         """
         key = ("ra_pld_route",)
         cache = self._cache()
