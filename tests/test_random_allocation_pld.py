@@ -1,0 +1,151 @@
+"""The one-epoch random-allocation PLD: closed-form oracles and Monte Carlo, both ways."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+from scipy import integrate, special
+
+from dpacct.accountant.random_allocation import (
+    random_allocation,
+    random_allocation_delta_mc,
+)
+from dpacct.accountant.random_allocation_pld import AllocationEpochPair, allocation_sum_law
+from dpacct.mechanisms import GaussianMechanism
+
+
+def _call(sigma, c):
+    """E[(X - c)_+] for the log-normal likelihood ratio X (Black-Scholes form)."""
+    if c <= 0:
+        return 1.0 - c
+    h = 0.5 / sigma**2
+    return special.ndtr(-sigma * (math.log(c) - h)) - c * special.ndtr(-sigma * (math.log(c) + h))
+
+
+def _put(sigma, k):
+    """E[(k - X)_+]."""
+    if k <= 0:
+        return 0.0
+    h = 0.5 / sigma**2
+    return k * special.ndtr(sigma * (math.log(k) + h)) - special.ndtr(sigma * (math.log(k) - h))
+
+
+def _exact_two_steps(sigma, gamma):
+    """H_gamma(P||Q) and H_gamma(Q||P) for T = 2 by one quadrature over the first step
+    (the second integrated in closed form): an oracle independent of the grid code."""
+
+    def x_of(y):
+        return math.exp((y - 0.5) / sigma**2)
+
+    def dens(y):
+        return math.exp(-0.5 * (y / sigma) ** 2) / (sigma * math.sqrt(2 * math.pi))
+
+    # (S/2 - g)_+ = (X2 - (2g - X1))_+ / 2 ;  (1 - g S/2)_+ = (g/2) ((2/g - X1) - X2)_+
+    kink = sigma**2 * math.log(2 * gamma) + 0.5
+    kink_add = sigma**2 * math.log(2 / gamma) + 0.5
+    lim = 12 * sigma
+    rem = integrate.quad(
+        lambda y: dens(y) * _call(sigma, 2 * gamma - x_of(y)) / 2,
+        -lim,
+        lim,
+        points=[kink],
+        limit=400,
+        epsabs=1e-15,
+        epsrel=1e-11,
+    )[0]
+    add = integrate.quad(
+        lambda y: dens(y) * gamma / 2 * _put(sigma, 2 / gamma - x_of(y)),
+        -lim,
+        lim,
+        points=[kink_add],
+        limit=400,
+        epsabs=1e-15,
+        epsrel=1e-11,
+    )[0]
+    return rem, add
+
+
+@pytest.mark.parametrize("sigma", [0.8, 1.0, 2.0])
+def test_two_steps_at_or_above_the_closed_form_and_close(sigma):
+    law = allocation_sum_law(sigma, 2)
+    for eps in (0.0, 0.2, 0.7, 1.5):
+        rem, add = law.hockey_stick(math.exp(eps))
+        ex_rem, ex_add = _exact_two_steps(sigma, math.exp(eps))
+        assert rem[0] >= ex_rem - 1e-13 and add[0] >= ex_add - 1e-13
+        # tight: the mean-preserving splits add little spread
+        assert rem[0] <= ex_rem * 1.03 + 1e-12 and add[0] <= ex_add * 1.03 + 1e-12
+
+
+@pytest.mark.parametrize(("sigma", "steps"), [(1.0, 3), (0.8, 4), (2.0, 100)])
+def test_law_keeps_mass_and_mean(sigma, steps):
+    # E X = 1 exactly, so E S = T; the absorbed atom carries the rest of both
+    law = allocation_sum_law(sigma, steps)
+    s = np.arange(law.q.size) * law.step
+    assert float(law.q.sum()) + law.q_absorbed == pytest.approx(1.0, abs=1e-11)
+    assert (float(law.q @ s) + law.s_absorbed) / steps == pytest.approx(1.0, abs=1e-9)
+    assert law.s_absorbed / steps < 1e-11
+
+
+@pytest.mark.parametrize(("order", "steps", "sigma"), [(2, 3, 1.0), (3, 3, 1.0), (4, 2, 2.0)])
+def test_renyi_moments_at_or_above_brute_force(order, steps, sigma):
+    # E_Q[(S/T)^a] is convex in S: the dominating law's moment is above the exact one,
+    # brute-forced over all step tuples (T^-a sum exp((sum n_j^2 - a) / (2 sigma^2)))
+    total = 0.0
+    for tup in itertools.product(range(steps), repeat=order):
+        counts = np.bincount(tup, minlength=steps)
+        total += math.exp((float((counts**2).sum()) - order) / (2 * sigma**2))
+    exact = total / steps**order
+    law = allocation_sum_law(sigma, steps)
+    ours = float(law.q @ (np.arange(law.q.size) * law.step / steps) ** order)
+    assert ours >= exact * (1 - 1e-12)
+    assert ours <= exact * 1.01
+
+
+@pytest.mark.parametrize(("sigma", "steps"), [(1.0, 2), (0.8, 3), (1.0, 10), (1.0, 100)])
+def test_both_directions_above_monte_carlo(sigma, steps):
+    law = allocation_sum_law(sigma, steps)
+    pair = AllocationEpochPair(sigma, steps)
+    rng = np.random.default_rng(20261125)
+    for eps in (0.1, 0.5, 1.0):
+        rem, add = (float(v[0]) for v in law.hockey_stick(math.exp(eps)))
+        both = float(pair.delta(eps))
+        for direction, ours in (("remove", rem), ("add", add)):
+            est, lo, _ = random_allocation_delta_mc(
+                sigma, steps, eps, samples=200_000, rng=rng, direction=direction
+            )
+            assert lo <= ours, (direction, eps, est, ours)
+            assert lo <= both
+        assert both >= max(rem, add) * (1 - 1e-9)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("sigma", "steps", "epochs"), [(1.0, 10, 3), (2.0, 100, 4)])
+def test_epochs_above_monte_carlo_both_directions(sigma, steps, epochs):
+    ra = random_allocation(GaussianMechanism(sigma=sigma), steps=steps, epochs=epochs)
+    rng = np.random.default_rng(7)
+    for eps in (0.3, 1.0):
+        ours = float(ra.pld_route.delta(eps))
+        for direction in ("remove", "add"):
+            _, lo, _ = random_allocation_delta_mc(
+                sigma, steps, eps, epochs=epochs, samples=100_000, rng=rng, direction=direction
+            )
+            assert lo <= ours
+
+
+@pytest.mark.slow
+def test_pld_route_is_not_above_the_older_routes_where_they_are_tight():
+    # sigma = 1, T = 10 000: the old decomposition gave 0.0758 at delta = 1e-6; the
+    # Poisson run at rate 1/T (a different mechanism, same scale) is about 0.047
+    ra = random_allocation(GaussianMechanism(sigma=1.0), steps=10_000)
+    eps = float(ra.epsilon(1e-6))
+    assert 0.04 < eps < 0.05
+
+
+def test_bad_inputs_are_named():
+    with pytest.raises(ValueError, match="sigma"):
+        allocation_sum_law(-1.0, 10)
+    with pytest.raises(ValueError, match="steps"):
+        AllocationEpochPair(1.0, 0)
