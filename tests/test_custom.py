@@ -33,7 +33,6 @@ from scipy.stats import norm
 from dpacct.accountant import (
     ADD_REMOVE,
     REPLACE_ONE,
-    AtomicLossLaw,
     Capabilities,
     GaussianLossLaw,
     Mechanism,
@@ -317,14 +316,6 @@ def test_rdp_replace_one_subsamples_without_replacement():
         poisson_subsample(m, 0.01)
 
 
-def test_rdp_with_pure_epsilon_caps():
-    m = mechanism_from_rdp(lambda a: a / 2.0, name="g", pure_epsilon=0.5)
-    assert m.pure_epsilon == 0.5
-    assert m.epsilon(DELTA) <= 0.5
-    # the RDP curve is capped by randomized response's (Bun & Steinke 2016, Prop. 3.3)
-    assert float(m.rdp(100.0)) <= 0.5
-
-
 # ----------------------------------------------------------------------------------
 # 3. a privacy-loss law
 # ----------------------------------------------------------------------------------
@@ -373,15 +364,6 @@ def test_loss_law_generic_quadrature_rdp():
         [poisson_subsample(mechanism_from_loss_laws(GaussianLossLaw(mu=1.0)), 0.01)], [1000]
     ).epsilon(DELTA)
     assert sub == pytest.approx(ref, rel=1e-4)
-
-
-def test_loss_law_with_infinite_loss_has_no_rdp():
-    law = AtomicLossLaw.from_pair(np.array([0.1, 0.5, 0.4]), np.array([0.0, 0.5, 0.5]))
-    m = mechanism_from_loss_laws(law, name="leaky")
-    assert not m.has_rdp
-    with pytest.raises(MissingCapabilityError, match=r"leaky.*remove.*infinite privacy loss"):
-        m.rdp(2.0)
-    assert m.epsilon(0.2) < math.inf  # (eps, delta) queries still work
 
 
 # ----------------------------------------------------------------------------------
@@ -497,18 +479,6 @@ def test_epsilon_delta_poisson_subsampled_exact():
         )
         got = float(run.delta(eps))
         assert exact * (1 - 1e-9) <= got <= exact * (1 + 1e-3)
-
-
-def test_epsilon_delta_has_no_rdp_and_says_so():
-    m = mechanism_from_epsilon_delta(1.0, 1e-6)
-    with pytest.raises(
-        MissingCapabilityError, match=r"EpsilonDeltaMechanism\(epsilon=1.0.*delta=1e-06 > 0"
-    ):
-        m.rdp(2.0)
-    # delta = 0 is pure DP, with an RDP curve
-    pure = mechanism_from_epsilon_delta(1.0, 0.0)
-    assert pure.pure_epsilon == 1.0
-    assert float(pure.rdp(2.0)) == pytest.approx(float(mechanism_from_pure_epsilon(1.0).rdp(2.0)))
 
 
 # ----------------------------------------------------------------------------------

@@ -23,6 +23,8 @@ from dpacct.accountant.declared import (
 )
 from dpacct.accountant.loss_law import AtomicLossLaw, GaussianLossLaw
 
+DELTA = 1e-5
+
 
 def gaussian_curve(eps, mu=1.0):
     eps = np.asarray(eps, dtype=float)
@@ -100,7 +102,7 @@ def test_an_rdp_curve_is_capped_by_its_pure_epsilon():
         Mechanism.from_rdp(lambda a: -np.ones_like(a), name="neg").rdp(2.0)
 
 
-def test_loss_laws_give_the_worse_direction_and_name_a_leak():
+def test_loss_laws_give_the_worse_direction():
     p, q = np.array([0.5, 0.3, 0.2]), np.array([0.2, 0.3, 0.5])
     fwd = AtomicLossLaw.from_pair(p, q)
     back = AtomicLossLaw.from_pair(q, p)
@@ -111,11 +113,6 @@ def test_loss_laws_give_the_worse_direction_and_name_a_leak():
         math.log(float(np.sum(q**a * p ** (1 - a)))) / (a - 1),
     )
     assert float(m.rdp(a)) == pytest.approx(want, rel=1e-12)
-    leak = AtomicLossLaw.from_pair(np.array([0.1, 0.9]), np.array([0.0, 1.0]))
-    leaky = Mechanism.from_loss_laws(leak, name="leaky")
-    assert not leaky.capabilities.rdp
-    with pytest.raises(MissingCapabilityError, match=r"leaky.*infinite privacy loss"):
-        leaky.rdp(2.0)
 
 
 def test_memo_rdp_computes_each_order_once():
@@ -131,3 +128,20 @@ def test_memo_rdp_computes_each_order_once():
     out = memo_rdp(m, np.array([3.0, 7.0]), compute)
     np.testing.assert_array_equal(out, [9.0, 21.0])
     assert calls == [[2.0, 3.0, 5.0], [7.0]]
+
+
+def test_rdp_with_pure_epsilon_caps():
+    m = Mechanism.from_rdp(lambda a: a / 2.0, name="g", pure_epsilon=0.5)
+    assert m.pure_epsilon == 0.5
+    assert m.epsilon(DELTA) <= 0.5
+    # the RDP curve is capped by randomized response's (Bun & Steinke 2016, Prop. 3.3)
+    assert float(m.rdp(100.0)) <= 0.5
+
+
+def test_loss_law_with_infinite_loss_has_no_rdp():
+    law = AtomicLossLaw.from_pair(np.array([0.1, 0.5, 0.4]), np.array([0.0, 0.5, 0.5]))
+    m = Mechanism.from_loss_laws(law, name="leaky")
+    assert not m.has_rdp
+    with pytest.raises(MissingCapabilityError, match=r"leaky.*remove.*infinite privacy loss"):
+        m.rdp(2.0)
+    assert m.epsilon(0.2) < math.inf  # (eps, delta) queries still work

@@ -139,3 +139,15 @@ def test_declarations_keep_the_relation_and_describe_themselves():
     assert repr(d) == "PureEpsilonDeclaration(epsilon=1.0, neighbouring='replace-one')"
     assert repr(GaussianDPDeclaration(0.5)) == "GaussianDPDeclaration(mu=0.5)"
     assert GaussianDPDeclaration.declares.gdp and not PureEpsilonDeclaration.declares.gdp
+
+
+def test_epsilon_delta_has_no_rdp_and_says_so():
+    m = Mechanism.from_epsilon_delta(1.0, 1e-6)
+    with pytest.raises(
+        MissingCapabilityError, match=r"EpsilonDeltaMechanism\(epsilon=1.0.*delta=1e-06 > 0"
+    ):
+        m.rdp(2.0)
+    # delta = 0 is pure DP, with an RDP curve
+    pure = Mechanism.from_epsilon_delta(1.0, 0.0)
+    assert pure.pure_epsilon == 1.0
+    assert float(pure.rdp(2.0)) == pytest.approx(float(Mechanism.from_pure_epsilon(1.0).rdp(2.0)))
