@@ -247,9 +247,7 @@ def test_no_function_over_100_lines_without_a_comment_saying_why():
 #: tree), by basename without leading underscores (``_release.py`` is tested in
 #: ``tests/test_release.py``): a listed module may gain its ``tests/test_<name>.py`` (then
 #: remove it from the list), never the other way round
-UNTESTED_MODULES: set[str] = {
-    "custom",
-}
+UNTESTED_MODULES: set[str] = set()
 #: modules that are not tested on their own: package markers and the export table
 NOT_MIRRORED = {"__init__", "__main__", "_exports"}
 

@@ -172,24 +172,6 @@ def test_sampling_with_replacement_is_refused_naming_why_and_what_instead():
 
 
 # ------------------------------------------------------------------ tree aggregation
-def nodes_holding_leaf(n: int) -> int:
-    """Brute force: the completed dyadic intervals [k 2^h + 1, (k + 1) 2^h] within the
-    first ``n`` steps that contain one leaf, maximised over the leaves."""
-    best = 0
-    for leaf in range(1, n + 1):
-        count = 0
-        h = 0
-        while 2**h <= n:
-            k = (leaf - 1) // 2**h
-            count += (k + 1) * 2**h <= n
-            h += 1
-        best = max(best, count)
-    return best
-
-
-@pytest.mark.parametrize("n", [*range(0, 40), 63, 64, 65, 1000])
-def test_tree_depth_is_the_number_of_completed_nodes_holding_a_leaf(n):
-    assert mapping.tree_depth([n]) == nodes_holding_leaf(n)
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,123 @@
+"""accountant/gaussian_dp.py: the closed forms of mu-GDP against mpmath quadratures of
+the Gaussian pair P = N(mu, 1), Q = N(0, 1) (the hockey-stick divergence and the
+errors of the Neyman-Pearson threshold tests)."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import mpmath
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dpacct.accountant.gaussian_dp import (
+    gaussian_delta,
+    gaussian_delta_at_most_exact,
+    gaussian_epsilon,
+    gaussian_log_delta,
+    gaussian_tradeoff,
+    sigma_below,
+)
+
+
+def mp_hockey_stick(mu: float, eps: float) -> mpmath.mpf:
+    """int max(p(x) - e^eps q(x), 0) dx for p = N(mu, 1), q = N(0, 1), by quadrature:
+    the integrand is positive exactly for x > eps / mu + mu / 2, and decays there at
+    rate about that crossing point, so the pieces are that fine."""
+    with mpmath.workdps(40):
+        m, e = mpmath.mpf(mu), mpmath.mpf(eps)
+        cross = e / m + m / 2
+
+        def integrand(x):
+            return mpmath.npdf(x, m, 1) - mpmath.exp(e) * mpmath.npdf(x, 0, 1)
+
+        width = 1 / max(cross, 1)
+        pieces = [cross + k * width for k in range(31)]
+        return mpmath.quad(integrand, [*pieces, mpmath.inf])
+
+
+@pytest.mark.parametrize("mu", [0.05, 1.0, 12.0])
+@pytest.mark.parametrize("eps", [0.0, 0.2, 1.0, 20.0])
+def test_delta_is_the_hockey_stick_divergence(mu, eps):
+    exact = mp_hockey_stick(mu, eps)
+    got = float(gaussian_delta(mu, np.array([eps]))[0])
+    assert got == pytest.approx(float(exact), rel=1e-9, abs=1e-300)
+    if exact > 1e-300:  # (below, delta underflows to 0 and its log is -inf)
+        assert gaussian_log_delta(mu, eps) == pytest.approx(float(mpmath.log(exact)), rel=1e-9)
+
+
+def test_tiny_deltas_keep_their_relative_precision_and_zero_is_minus_infinity():
+    # mu = 1, eps = 30: delta is about 1e-200, far below where 1 - Phi loses digits
+    exact = mp_hockey_stick(1.0, 30.0)
+    assert 1e-220 < exact < 1e-180
+    assert float(gaussian_delta(1.0, np.array([30.0]))[0]) == pytest.approx(float(exact), rel=1e-8)
+    assert gaussian_log_delta(1.0, 1e4) == -math.inf
+
+
+@pytest.mark.parametrize("mu", [0.1, 0.8, 2.0, 7.0])
+@pytest.mark.parametrize("delta", [1e-2, 1e-5, 1e-12])
+def test_epsilon_inverts_the_quadrature(mu, delta):
+    eps = gaussian_epsilon(mu, delta)
+    if eps == 0.0:  # already delta(0) <= delta
+        assert float(mp_hockey_stick(mu, 0.0)) <= delta
+        return
+    assert float(mp_hockey_stick(mu, eps)) == pytest.approx(delta, rel=1e-9)
+
+
+def test_epsilon_is_zero_when_delta_at_zero_is_below_the_target():
+    # delta(0) = 2 Phi(mu / 2) - 1 (the total variation of the pair)
+    mu = 0.1
+    tv = float(2 * mpmath.ncdf(mu / 2) - 1)
+    assert gaussian_epsilon(mu, tv * 1.01) == 0.0
+    assert gaussian_epsilon(mu, tv * 0.99) > 0.0
+
+
+@pytest.mark.parametrize("mu", [0.3, 1.0, 2.5])
+@pytest.mark.parametrize("t", [-2.0, 0.0, 0.7, 3.0])
+def test_tradeoff_is_the_threshold_tests_errors(mu, t):
+    # the test "P if x > t": type I error Q(x > t), type II error P(x <= t); the
+    # likelihood ratio is monotone in x, so these tests are the Neyman-Pearson ones
+    with mpmath.workdps(30):
+        alpha = mpmath.quad(lambda x: mpmath.npdf(x, 0, 1), [t, mpmath.inf])
+        beta = mpmath.quad(lambda x: mpmath.npdf(x, mu, 1), [-mpmath.inf, t])
+    got = float(gaussian_tradeoff(mu, np.array([float(alpha)]))[0])
+    assert got == pytest.approx(float(beta), rel=1e-9)
+
+
+def test_tradeoff_endpoints():
+    np.testing.assert_array_equal(gaussian_tradeoff(1.0, np.array([0.0, 1.0])), [1.0, 0.0])
+
+
+@pytest.mark.parametrize("mu", [0.5, 1.0, 2.0])
+def test_delta_at_most_exact_agrees_with_the_quadrature(mu):
+    eps = 0.8
+    exact = float(mp_hockey_stick(mu, eps))
+    assert gaussian_delta_at_most_exact(mu, eps, exact * (1 + 1e-12))
+    assert not gaussian_delta_at_most_exact(mu, eps, exact * (1 - 1e-12))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.floats(min_value=1e-4, max_value=1e4, allow_nan=False))
+def test_sigma_below_is_at_most_one_over_the_exact_mu(mu):
+    # exact rational arithmetic on the two floats: sigma * mu <= 1
+    sigma = sigma_below(mu)
+    assert Fraction(sigma) * Fraction(mu) <= 1
+    assert sigma > (1.0 / mu) * (1 - 1e-14)
+
+
+@pytest.mark.parametrize(
+    ("call", "name"),
+    [
+        (lambda: gaussian_delta(0.0, np.array([1.0])), "mu"),
+        (lambda: gaussian_delta(-1.0, np.array([1.0])), "mu"),
+        (lambda: gaussian_epsilon(math.nan, 1e-5), "mu"),
+        (lambda: gaussian_epsilon(1.0, 0.0), "delta"),
+        (lambda: gaussian_epsilon(1.0, 1.0), "delta"),
+    ],
+)
+def test_bad_input_names_the_parameter(call, name):
+    with pytest.raises(ValueError, match=name):
+        call()
