@@ -169,7 +169,7 @@ def test_power_by_squaring_counts_its_products(k):
     got, mults = pld_fft._power(z, k)
     np.testing.assert_allclose(got, z**k, rtol=1e-11)
     # squarings floor(log2 k) plus multiplications popcount(k) - 1
-    assert mults == int(math.floor(math.log2(k))) + bin(k).count("1") - 1
+    assert mults == math.floor(math.log2(k)) + bin(k).count("1") - 1
     assert np.all(pld_fft._power(z, 0)[0] == 1)
 
 
