@@ -141,3 +141,85 @@ def test_pile_node_atom_sits_on_the_node():
         p = (1 - q) * mpmath.ncdf(x / s) + q * mpmath.ncdf((x - 1) / s)
         atom = float(mpmath.log(p / mpmath.ncdf(x / s)))
         assert o <= atom <= o + 1e-9 * step + 1e-15
+
+
+def _exact_delta(sigma, q, eps, add):
+    """Closed-form hockey-stick curve of the Poisson-subsampled Gaussian pair:
+    remove ``P = (1-q) N(0,s^2) + q N(1,s^2)`` vs ``Q = N(0,s^2)`` (loss increasing in
+    x, preimage ``x(a) = s^2 log((e^a - 1 + q)/q) + 1/2``), add the swapped pair
+    ``P' = Q``, ``Q' = P`` (loss ``-L``; ``-L > eps`` iff ``x < x(-eps)``)."""
+    if not add:
+        return _exact_remove_delta(sigma, q, eps)
+    out = []
+    for e in eps:
+        if q < 1 and -e <= math.log1p(-q):
+            out.append(0.0)  # -L <= -log(1 - q) < e everywhere
+            continue
+        x = sigma**2 * (math.log(math.exp(-e) - 1 + q) - math.log(q)) + 0.5
+        p_head = special.ndtr(x / sigma)
+        q_head = (1 - q) * special.ndtr(x / sigma) + q * special.ndtr((x - 1) / sigma)
+        out.append(max(p_head - math.exp(e) * q_head, 0.0))
+    return np.array(out)
+
+
+def _grid_delta(first, pmf, inf, step, eps):
+    losses = (first + np.arange(pmf.size)) * step
+    return np.array([inf + np.sum(pmf * np.maximum(-np.expm1(e - losses), 0.0)) for e in eps])
+
+
+_PAIRS = [(0.6, 0.02), (1.0, 0.01), (2.0, 0.2), (0.8, 1.0), (4.0, 1e-3), (1.3, 0.5)]
+
+
+@pytest.mark.parametrize("add", [False, True])
+def test_pessimistic_cells_dominate_the_exact_curve(add):
+    sig = np.array([s for s, _ in _PAIRS])
+    qs = np.array([q for _, q in _PAIRS])
+    step, tau = 1e-3, 1e-12
+    firsts, pmfs, infs = cells._pessimistic_cells(sig, qs, step, tau, add)
+    for k, (s, q) in enumerate(_PAIRS):
+        eps = np.concatenate([np.linspace(-0.5, 0.05, 12), np.linspace(0.05, 4.0, 40)])
+        ours = _grid_delta(firsts[k], pmfs[k], infs[k], step, eps)
+        exact = _exact_delta(s, q, eps, add)
+        # above the true curve at every eps (up to the round-off of the sums) ...
+        assert np.all(ours >= exact - 1e-13), (s, q)
+        # ... and tight: connect-the-dots is within about step^2/8 of it, plus the cut
+        assert np.all(ours <= exact + step**2 + 4 * tau), (s, q)
+        assert infs[k] <= tau and pmfs[k].sum() + infs[k] == pytest.approx(1.0, abs=1e-12)
+
+
+@pytest.mark.parametrize("add", [False, True])
+def test_optimistic_cells_lie_below_the_exact_curve(add):
+    sig = np.array([s for s, _ in _PAIRS])
+    qs = np.array([q for _, q in _PAIRS])
+    step, tau = 1e-3, 1e-12
+    firsts, pmfs, infs = cells._optimistic_cells(sig, qs, step, tau, add)
+    for k, (s, q) in enumerate(_PAIRS):
+        eps = np.concatenate([np.linspace(-0.5, 0.05, 12), np.linspace(0.05, 4.0, 40)])
+        ours = _grid_delta(firsts[k], pmfs[k], infs[k], step, eps)
+        exact = _exact_delta(s, q, eps, add)
+        assert np.all(ours <= exact + 1e-13), (s, q)
+        assert np.all(ours >= exact - 2 * step - 4 * tau), (s, q)  # and close
+        assert infs[k] == 0.0 and np.all(pmfs[k] >= 0)
+
+
+def test_loss_and_its_preimage_are_the_log_density_ratio():
+    from scipy import stats
+
+    rng = np.random.default_rng(8)
+    sigma = rng.uniform(0.3, 5.0, 200)
+    q = rng.uniform(1e-4, 1.0, 200)
+    x = rng.normal(0.5, 3.0, 200)
+    # log dP/dQ at x, from the two densities
+    want = np.logaddexp(
+        np.log1p(-q) + stats.norm.logpdf(x, 0, sigma), np.log(q) + stats.norm.logpdf(x, 1, sigma)
+    ) - stats.norm.logpdf(x, 0, sigma)
+    loss = cells._loss_of_x(x, sigma, q)
+    np.testing.assert_allclose(loss, want, rtol=1e-10, atol=1e-12)
+    # the preimage inverts the loss (checked in the loss domain: near the floor
+    # log(1 - q) the loss is flat in x and x(a) ill-conditioned)
+    a = np.log1p(-q) + rng.uniform(1e-3, 5.0, 200)
+    np.testing.assert_allclose(
+        cells._loss_of_x(cells._x_of_loss(a, sigma, q), sigma, q), a, rtol=1e-10, atol=1e-12
+    )
+    # below the loss's floor log(1 - q) there is no preimage
+    assert np.all(cells._x_of_loss(np.log1p(-q) - 1e-3, sigma, q) == -np.inf)
