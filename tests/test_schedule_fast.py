@@ -43,6 +43,7 @@ def test_shifted_epsilon_is_the_epsilon_of_the_shifted_losses():
             assert above <= d
 
 
+@pytest.mark.slow
 def test_lower_end_is_tight_at_the_engine_step():
     # a decaying sigma (the pile is what the coarse step used to miss): the lower end
     # at the upper end's own loss step stays within 0.1 % of the upper end, on the
@@ -87,6 +88,7 @@ def _random_steps(seed, n=12, count=25):
     ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [3, 11])
 def test_fast_path_brackets_dp_accounting(seed):
     steps = _random_steps(seed)
@@ -152,3 +154,51 @@ def test_tiny_per_step_tail_budget_declines_instead_of_failing():
     lo, hi = acct.epsilon_bounds(delta)
     assert lo <= e_hi * (1 + 1e-9) and e_lo <= hi * (1 + 1e-9)
     assert math.isfinite(hi) and hi <= 1.01 * e_hi
+
+
+def _one_step_delta(sigma, q, eps):
+    """Exact delta(eps) of one Poisson-subsampled Gaussian step, the larger of the two
+    directions, in closed form: with ``L(x) = log(1 - q + q e^{(2x-1)/(2 s^2)})`` and
+    ``x(a) = s^2 log((e^a - 1 + q)/q) + 1/2``, remove is ``P(L > eps) - e^eps Q(L > eps)``
+    and add is ``Q(L < -eps) - e^eps P(L < -eps)`` (``P`` the mixture, ``Q = N(0, s^2)``)."""
+
+    def mix_sf(x):
+        return (1 - q) * special.ndtr(-x / sigma) + q * special.ndtr((1 - x) / sigma)
+
+    x = sigma**2 * (math.log(math.expm1(eps) + q) - math.log(q)) + 0.5
+    remove = mix_sf(x) - math.exp(eps) * special.ndtr(-x / sigma)
+    add = 0.0
+    if q == 1 or -eps > math.log1p(-q):
+        y = sigma**2 * (math.log(math.exp(-eps) - 1 + q) - math.log(q)) + 0.5
+        add = special.ndtr(y / sigma) - math.exp(eps) * (1 - mix_sf(y))
+    return max(remove, add)
+
+
+@pytest.mark.parametrize(("sigma", "q"), [(0.7, 0.05), (1.0, 0.01), (2.0, 0.3), (0.5, 0.002)])
+def test_one_step_bracket_contains_the_closed_form(sigma, q):
+    delta = 1e-4
+    exact = optimize.brentq(lambda e: _one_step_delta(sigma, q, e) - delta, 1e-9, 60.0, xtol=1e-14)
+    lower, upper = fast_epsilon_bounds([(sigma, q, 1)], delta)
+    assert lower <= exact <= upper
+    assert upper - lower <= 0.02 * exact + 2e-3
+
+
+def test_fast_path_of_no_phases_is_zero():
+    assert fast_epsilon_bounds([], DELTA) == (0.0, 0.0)
+    lo, hi = fast_epsilon_bounds([(1.0, 0.01, 100)], DELTA, lower=False)
+    assert math.isnan(lo) and hi > 0
+    lo, hi = fast_epsilon_bounds([(1.0, 0.01, 100)], DELTA, upper=False)
+    assert lo > 0 and math.isnan(hi)
+
+
+def test_order_and_splitting_of_phases_do_not_change_the_bracket():
+    # composition is commutative and (s, q, a) + (s, q, b) is (s, q, a + b): the same
+    # cells with the same counts give the same answer up to round-off
+    phases = [(1.1, 0.01, 300), (0.9, 0.02, 200), (1.5, 0.005, 500)]
+    base = fast_epsilon_bounds(phases, DELTA)
+    split = [(1.5, 0.005, 250), (0.9, 0.02, 200), (1.1, 0.01, 300), (1.5, 0.005, 250)]
+    merged = {}
+    for s, q, c in split:
+        merged[(s, q)] = merged.get((s, q), 0) + c
+    again = fast_epsilon_bounds([(s, q, c) for (s, q), c in merged.items()], DELTA)
+    np.testing.assert_allclose(again, base, rtol=1e-9)
