@@ -100,3 +100,16 @@ def test_hypothetical_steps_are_not_kept_and_empty_history_is_zero():
 def test_rejects_a_grid_outside_its_range():
     with pytest.raises(ValueError, match="grid"):
         IncrementalEpsilon(DELTA, grid=0.5)
+
+
+@pytest.mark.parametrize(("sigma", "q", "count"), [(0.6, 0.5, 20), (1.0, 0.2, 200)])
+def test_add_direction_history_stays_inside_the_one_shot_bracket(sigma, q, count):
+    # large sampling rates: the remove direction's swapped curve no longer certifies
+    # the add direction, which is then composed too (on a coarser grid)
+    inc = IncrementalEpsilon(DELTA)
+    inc.fold([(sigma, q, count // 2)])
+    inc.fold([(sigma, q, count - count // 2)])
+    eps = inc.epsilon()
+    assert inc.add is not None
+    lower, upper = fast_epsilon_bounds([(sigma, q, count)], DELTA)
+    assert lower <= eps <= upper * (1 + 1e-4)

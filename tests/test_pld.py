@@ -1,4 +1,8 @@
-"""Grid PLDs: certified discretisation, composition, tail cuts, inversion."""
+"""Grid PLDs: certified discretisation, composition, inversion.
+
+The FFT kernel and tail cuts are tested in ``test_pld_fft.py``, the hulls in
+``test_pld_hull.py``.
+"""
 
 import math
 

@@ -1,11 +1,11 @@
-"""The schedule fast path's bracket: vectorised discretisation, exact cells, rounding.
+"""Schedule rounding and the ledger's bracket over rounded schedules.
 
-Independent references: the engine's one-cell optimistic construction
-(``pld._from_bins``, a loop over cells) for the vectorised one, the scalar rounding
-``_round`` for the vectorised ``round_schedule``, the engine's one-set lower hull for
-the segmented one, and the general composition route (``compose`` of
+Independent references: the scalar rounding ``_round`` for the vectorised
+``round_schedule``, and the general composition route (``compose`` of
 ``poisson_subsample(GaussianMechanism(sigma), q)`` parts at tol=1e-5) for the
-ledger's bracket.  No wall-clock assertions.
+ledger's bracket.  The fast path's own pieces are tested in ``test_sgm_cells.py``,
+``test_pld_hull.py``, ``test_schedule_fast.py`` and ``test_schedule_grid.py``.  No
+wall-clock assertions.
 """
 
 from __future__ import annotations
