@@ -1,4 +1,8 @@
-"""Grid PLDs: certified discretisation, composition, tail cuts, inversion."""
+"""Grid PLDs: certified discretisation, composition, inversion.
+
+The FFT kernel and tail cuts are tested in ``test_pld_fft.py``, the hulls in
+``test_pld_hull.py``.
+"""
 
 import math
 
@@ -8,7 +12,6 @@ from scipy import integrate
 
 from dpacct.accountant.loss_law import AtomicLossLaw, GaussianLossLaw, PoissonSubsampledLossLaw
 from dpacct.accountant.pld import GridPLD, discretize
-from dpacct.accountant.pld_fft import _accurate_convolve, _tail_cuts
 from dpacct.mechanisms import gaussian_delta
 
 EPS = np.array([0.0, 0.3, 1.0, 2.5, 5.0])
@@ -130,40 +133,6 @@ def test_lattice_law_is_exact():
     np.testing.assert_allclose(up.delta(eps), lo.delta(eps), rtol=1e-9, atol=1e-15)
 
 
-def test_tail_cuts_match_brute_force():
-    rng = np.random.default_rng(1)
-    for _ in range(200):
-        a = rng.random(rng.integers(1, 40)) ** 6
-        b = rng.random(rng.integers(1, 40)) ** 6
-        a /= a.sum()
-        b /= b.sum()
-        c = np.convolve(a, b)
-        tail = 10 ** rng.uniform(-6, -0.5)
-        # the bottom cut has its own budget (GridPLD.convolve gives it more)
-        bottom = tail * 10 ** rng.uniform(-1, 3)
-        k_lo, m_lo, k_hi, m_hi = _tail_cuts(a, b, c, tail, bottom)
-        top = np.cumsum(c[::-1])[::-1]
-        bot = np.cumsum(c)
-        if k_hi < c.size:
-            assert m_hi == pytest.approx(top[k_hi], rel=1e-12, abs=1e-18)
-            assert m_hi <= tail
-        if k_lo >= 0:
-            assert m_lo == pytest.approx(bot[k_lo], rel=1e-12, abs=1e-18)
-            assert m_lo <= bottom
-
-
-def test_accurate_convolution_keeps_tail_relative_precision():
-    x = np.arange(-400, 401) * 0.02
-    a = np.exp(-(x**2) / 2)
-    a /= a.sum()
-    c = _accurate_convolve(a, a, tail=1e-40)
-    # exact convolution of two sampled Gaussians, computed in log space at the tail
-    want_end = a[-1] * a[-1]
-    assert c[-1] == pytest.approx(want_end, rel=1e-6)
-    plain = np.convolve(a, a)
-    np.testing.assert_allclose(c[700:900], plain[700:900], rtol=1e-9)
-
-
 @pytest.mark.parametrize("seed", range(5))
 def test_regridding_bins_match_an_atom_by_atom_count(seed):
     """Each fine atom at absolute index i falls in coarse bin ceil(i/f) - 1 at
@@ -188,68 +157,6 @@ def test_regridding_bins_match_an_atom_by_atom_count(seed):
         assert bins.r[j - bins.first] == pytest.approx(min(r[j], m[j]), rel=1e-12)
         assert bins.atoms[j - bins.first] == pytest.approx(atoms[j], rel=1e-12, abs=0)
     assert bins.m.sum() == pytest.approx(1.0, rel=1e-12)
-
-
-def test_tail_cuts_match_brute_force_on_long_arrays():
-    """Arrays longer than the 64-entry first chunk (and squaring, b is a): the cut
-    found by partial sums is the one full cumulative sums give, its mass exact."""
-    rng = np.random.default_rng(7)
-    for trial in range(120):
-        a = rng.random(int(rng.integers(50, 700))) ** 8
-        a /= a.sum()
-        b = a if trial % 3 == 0 else rng.random(int(rng.integers(50, 700))) ** 8
-        if b is not a:
-            b /= b.sum()
-        c = np.convolve(a, b)
-        tail = 10 ** rng.uniform(-14, -1)
-        k_lo, m_lo, k_hi, m_hi = _tail_cuts(a, b, c, tail)
-        top = np.cumsum(c[::-1])[::-1]
-        bot = np.cumsum(c)
-        if k_hi < c.size:
-            assert m_hi == pytest.approx(top[k_hi], rel=1e-9, abs=1e-18)
-            assert m_hi <= tail
-        if k_lo >= 0:
-            assert m_lo == pytest.approx(bot[k_lo], rel=1e-9, abs=1e-18)
-            assert m_lo <= tail
-
-
-@pytest.mark.parametrize("side", [1, -1])
-@pytest.mark.parametrize("square", [True, False])
-def test_accurate_convolution_of_one_sided_tails_matches_direct_sums(side, square):
-    """The one-step PLD of a subsampled mechanism: a narrow peak at one end and a long
-    one-sided tail falling 40 orders of magnitude.  Every entry matches the direct
-    convolution (sums of non-negative terms, exact to rounding) to 1e-8 relative."""
-    i = np.arange(3000, dtype=float)
-    a = np.exp(-0.5 * ((i - 20) / 4) ** 2) + 1e-3 * np.exp(-i / 80.0)
-    b = a if square else np.exp(-0.5 * ((i[:2500] - 35) / 6) ** 2) + 1e-4 * np.exp(-i[:2500] / 60.0)
-    if side < 0:
-        a = a[::-1].copy()
-        b = a if square else b[::-1].copy()
-    got = _accurate_convolve(a, b, tail=1e-300)
-    want = np.convolve(a, b)
-    assert want.min() < 1e-30 * want.max()  # the tails really are deep
-    np.testing.assert_allclose(got, want, rtol=1e-8, atol=0)
-
-
-@pytest.mark.parametrize("seed", range(6))
-def test_strided_lower_hull_matches_the_monotone_chain(seed):
-    from dpacct.accountant.pld_hull import _lower_hull, _lower_hull_chain
-
-    rng = np.random.default_rng(seed)
-    n = [3, 7, 60, 1000, 20000, 20000][seed]
-    x = np.sort(rng.random(n)) + np.arange(n) * 1e-9
-    y = (x - 0.5) ** 2 + rng.random(n) * [0.0, 1e-3, 1.0][seed % 3]
-    # deep dips (nodes lowered by a chord gap) and a flat run of zeros at the end
-    y = y - (rng.random(n) < 0.01) * rng.random(n) * 0.5
-    if seed % 2:
-        y = np.where(x > 0.7, 0.0, y)
-    hull, chain = _lower_hull(x, y), _lower_hull_chain(x, y)
-    # the chain drops collinear points, the passes keep them: the same polyline
-    assert set(chain.tolist()) <= set(hull.tolist())
-    np.testing.assert_allclose(
-        np.interp(x, x[hull], y[hull]), np.interp(x, x[chain], y[chain]), rtol=0, atol=1e-12
-    )
-    assert np.all(y >= np.interp(x, x[hull], y[hull]) - 1e-12)
 
 
 def test_as_law_is_the_atomic_law_of_the_grid():

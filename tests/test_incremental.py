@@ -1,0 +1,115 @@
+"""The online fast path (``accountant/incremental.py``): folding a history step by step.
+
+Independent references: the one-shot fast path on the same cells, and the Gaussian-DP
+closed form (q = 1: Gaussians compose exactly).
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from dpacct.accountant.incremental import IncrementalEpsilon
+from dpacct.accountant.schedule import FAST_STEP, round_schedule
+from dpacct.accountant.schedule_fast import fast_epsilon_bounds
+
+DELTA = 1e-5
+
+
+@pytest.mark.slow
+def test_incremental_epsilon_matches_the_one_shot_fast_path():
+    sched = [(1.2 * 0.999**t, 0.01, 1) for t in range(1500)]
+    inc = IncrementalEpsilon(DELTA)
+    for b in range(0, 1500, 150):
+        inc.fold(sched[b : b + 150])
+        before = inc.epsilon()
+        with_more = inc.epsilon([(0.5, 0.02, 10)])  # hypothetical: not kept
+        assert with_more > before and inc.epsilon() == before
+    upper = inc.epsilon()
+    # the grid grew on the way: the composition was carried over, its error kept
+    assert 0 < inc.remove.carried < 1e-3 * DELTA
+    one_shot = fast_epsilon_bounds(round_schedule(sched), DELTA, lower=False)[1]
+    # the constant q is kept exact (EXACT_VALUES): as the one-shot path that keeps it
+    same_cells = fast_epsilon_bounds(round_schedule(sched, exact_values=64), DELTA, lower=False)[1]
+    lower = fast_epsilon_bounds(
+        round_schedule(sched, upper=False), DELTA, step=FAST_STEP / 4, upper=False
+    )[0]
+    # sound (above the certified lower bound of the true schedule), at least as tight
+    # as rounding every coordinate, and as tight as the one-shot fast path on the
+    # same cells up to its longer window
+    assert lower <= upper <= one_shot * (1 + 1e-4)
+    assert abs(upper - same_cells) <= 1e-4 * same_cells
+
+
+def _gdp_epsilon(mu: float, delta: float) -> float:
+    """Epsilon of mu-GDP at delta (Dong, Roth & Su 2022, Corollary 2.13), by brentq."""
+    from scipy import optimize, special
+
+    def gap(eps):
+        return special.ndtr(-eps / mu + mu / 2) - math.exp(eps) * special.ndtr(-eps / mu - mu / 2)
+
+    return optimize.brentq(lambda e: gap(e) - delta, 0.0, 200.0, xtol=1e-14)
+
+
+def test_full_batch_history_is_above_the_gdp_closed_form():
+    # q = 1: Gaussians compose exactly to mu-GDP with mu^2 = sum 1 / sigma_t^2
+    sigmas = [4.0 * 0.995**t for t in range(120)]
+    inc = IncrementalEpsilon(DELTA)
+    for b in range(0, 120, 40):
+        inc.fold([(s, 1.0, 1) for s in sigmas[b : b + 40]])
+    exact = _gdp_epsilon(math.sqrt(sum(s**-2 for s in sigmas)), DELTA)
+    eps = inc.epsilon()
+    assert exact <= eps <= exact * 1.01
+
+
+def test_folding_in_chunks_equals_the_one_shot_answer_on_the_same_cells():
+    # a few distinct sigmas and one q: every value is kept exact (EXACT_VALUES), so
+    # the cells are the steps themselves, as in a one-shot fast path without rounding
+    history = [(s, 0.02, 1) for s in (1.1, 1.3, 0.95, 1.2) for _ in range(150)]
+    inc = IncrementalEpsilon(DELTA)
+    answers = []
+    for b in range(0, len(history), 100):
+        inc.fold(history[b : b + 100])
+        answers.append(inc.epsilon())
+    one_shot = fast_epsilon_bounds(
+        [(1.1, 0.02, 150), (1.3, 0.02, 150), (0.95, 0.02, 150), (1.2, 0.02, 150)], DELTA
+    )
+    assert answers == sorted(answers)  # more steps, more loss
+    lower, upper = one_shot
+    # sound, and the one-shot answer up to the incremental path's longer window
+    # (its aliasing and round-off terms differ)
+    assert lower <= answers[-1] <= upper * (1 + 1e-4)
+    assert answers[-1] >= upper * (1 - 1e-4)
+
+
+def test_hypothetical_steps_are_not_kept_and_empty_history_is_zero():
+    inc = IncrementalEpsilon(DELTA)
+    assert inc.epsilon() == 0.0
+    inc.fold([])
+    assert inc.epsilon() == 0.0
+    inc.fold([(1.0, 0.01, 200)])
+    before = inc.epsilon()
+    after = inc.epsilon([(0.8, 0.05, 50)])
+    assert after > before and inc.epsilon() == before
+    # folding the same steps afterwards gives the hypothetical answer
+    inc.fold([(0.8, 0.05, 50)])
+    assert inc.epsilon() == pytest.approx(after, rel=1e-9)
+
+
+def test_rejects_a_grid_outside_its_range():
+    with pytest.raises(ValueError, match="grid"):
+        IncrementalEpsilon(DELTA, grid=0.5)
+
+
+@pytest.mark.parametrize(("sigma", "q", "count"), [(0.6, 0.5, 20), (1.0, 0.2, 200)])
+def test_add_direction_history_stays_inside_the_one_shot_bracket(sigma, q, count):
+    # large sampling rates: the remove direction's swapped curve no longer certifies
+    # the add direction, which is then composed too (on a coarser grid)
+    inc = IncrementalEpsilon(DELTA)
+    inc.fold([(sigma, q, count // 2)])
+    inc.fold([(sigma, q, count - count // 2)])
+    eps = inc.epsilon()
+    assert inc.add is not None
+    lower, upper = fast_epsilon_bounds([(sigma, q, count)], DELTA)
+    assert lower <= eps <= upper * (1 + 1e-4)

@@ -1,0 +1,204 @@
+"""The schedule's fast path (``accountant/schedule_fast.py``): one FFT per direction.
+
+Independent references: the Gaussian-DP closed form (q = 1: Gaussians compose
+exactly), the closed-form subsampled-Gaussian curve of one step, dp_accounting's
+optimistic and pessimistic PLDs, and the engine's general route.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import optimize, special
+
+from dpacct.accountant import PrivacyAccountant
+from dpacct.accountant import schedule_fast as fast
+from dpacct.accountant.schedule import round_schedule, schedule_mechanism
+from dpacct.accountant.schedule_fast import fast_epsilon_bounds
+from dpacct.mechanisms import GaussianMechanism
+
+DELTA = 1e-5
+
+
+def test_shifted_epsilon_is_the_epsilon_of_the_shifted_losses():
+    from dpacct.accountant.pld import GridPLD
+
+    rng = np.random.default_rng(3)
+    pmf = rng.uniform(0, 1, 300)
+    pmf /= pmf.sum()
+    step = 1e-3
+    for shift, off in [(0.0, -50), (0.01234, -50), (2.5e-4, 100), (7.3, -200)]:
+        pld = GridPLD(step, off, pmf, 0.0, False)
+        want = (off + np.arange(pmf.size)) * step + shift
+        for d in (1e-3, 0.05, 0.3):
+            eps = fast._shifted_epsilon(pld, d, shift)
+            # never above the true epsilon of the shifted losses (the curve at the
+            # answer is still at or above the target), and within 1e-6 of it
+            curve = np.sum(pmf * np.maximum(-np.expm1(eps - want), 0.0))
+            above = np.sum(pmf * np.maximum(-np.expm1(eps + 1e-6 - want), 0.0))
+            if eps > 0:
+                assert curve >= d * (1 - 1e-12)
+            assert above <= d
+
+
+@pytest.mark.slow
+def test_lower_end_is_tight_at_the_engine_step():
+    # a decaying sigma (the pile is what the coarse step used to miss): the lower end
+    # at the upper end's own loss step stays within 0.1 % of the upper end, on the
+    # same (unrounded) schedule
+    steps = [(1.2 * 0.9998**t, 0.01, 1) for t in range(2000)]
+    _, upper = fast.fast_epsilon_bounds(steps, DELTA, lower=False)
+    lower, _ = fast.fast_epsilon_bounds(steps, DELTA, step=fast.FAST_STEP, upper=False)
+    assert lower <= upper <= lower * 1.002
+
+
+def test_lower_step_refines_for_narrow_steps():
+    assert fast._lower_step([(0.8, 0.02, 100)]) == fast.FAST_STEP
+    # q = 0.001: the loss of a step spreads over about a bin
+    assert fast._lower_step([(1.5, 0.001, 100)]) == fast.FAST_STEP / 4
+    mixed = [(0.8, 0.02, 100), (1.5, 0.002, 5000)]
+    assert fast._lower_step(mixed) < fast.FAST_STEP
+    assert fast._lower_step([]) == fast.FAST_STEP
+
+
+def _dpa_schedule(steps, pessimistic):
+    dpa = pytest.importorskip("dp_accounting")
+    from dp_accounting.pld import privacy_loss_distribution as pld
+
+    total = None
+    for s, q, c in steps:
+        one = pld.from_gaussian_mechanism(
+            standard_deviation=s,
+            sampling_prob=q,
+            pessimistic_estimate=pessimistic,
+            value_discretization_interval=1e-4,
+            neighboring_relation=dpa.NeighboringRelation.ADD_OR_REMOVE_ONE,
+        ).self_compose(c)
+        total = one if total is None else total.compose(one)
+    return total.get_epsilon_for_delta(DELTA)
+
+
+def _random_steps(seed, n=12, count=25):
+    rng = np.random.default_rng(seed)
+    return [
+        (float(s), float(q), count)
+        for s, q in zip(rng.uniform(0.8, 2.0, n), rng.uniform(0.001, 0.02, n), strict=True)
+    ]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [3, 11])
+def test_fast_path_brackets_dp_accounting(seed):
+    steps = _random_steps(seed)
+    _, upper = fast_epsilon_bounds(steps, DELTA, lower=False)
+    lower, _ = fast_epsilon_bounds(steps, DELTA, step=2.5e-4, upper=False)
+    # an independent lower oracle below our upper, an independent upper above our lower
+    assert _dpa_schedule(steps, pessimistic=False) <= upper
+    assert lower <= _dpa_schedule(steps, pessimistic=True)
+    assert lower <= upper < lower * 1.02
+
+
+def test_fast_path_q1_closed_form_inside_the_bracket():
+    sigmas = [5.0 * 0.99**t for t in range(100)]
+    mu = math.sqrt(sum(s**-2 for s in sigmas))  # Gaussians compose exactly: mu-GDP
+
+    def gdp_delta(eps):  # Dong, Roth & Su 2022, Corollary 2.13
+        return special.ndtr(-eps / mu + mu / 2) - math.exp(eps) * special.ndtr(-eps / mu - mu / 2)
+
+    exact = optimize.brentq(lambda e: gdp_delta(e) - DELTA, 0.0, 100.0, xtol=1e-13)
+    steps = [(s, 1.0, 1) for s in sigmas]
+    lower, upper = fast_epsilon_bounds(steps, DELTA)
+    assert lower <= exact <= upper
+    assert upper <= exact * 1.01
+
+
+def test_fast_path_agrees_with_the_engine_route():
+    steps = round_schedule(_random_steps(5, n=20, count=50), 2**-8)
+    _, upper = fast_epsilon_bounds(steps, DELTA, lower=False)
+    lower, _ = fast_epsilon_bounds(steps, DELTA, step=2.5e-4, upper=False)
+    e_lo, e_hi = schedule_mechanism(steps, progress=False).epsilon_bounds(DELTA)
+    # both are certified brackets of the same schedule: they must overlap
+    assert lower <= e_hi and e_lo <= upper
+    assert upper <= e_hi * 1.002
+
+
+def test_fast_path_declines_when_the_window_is_too_long(monkeypatch):
+    monkeypatch.setattr(fast, "FAST_MAX_N", 16)
+    assert fast.fast_epsilon_bounds([(1.0, 0.01, 1000)], DELTA) is None
+    # the ledger then answers by the engine's route
+    acct = PrivacyAccountant(progress=False)
+    for s, q, c in _random_steps(2, n=20, count=5):
+        acct.step(noise_multiplier=s, sample_rate=q, count=c)
+    lo, hi = acct.epsilon_bounds(DELTA)
+    assert 0 < lo <= hi
+
+
+def test_tiny_per_step_tail_budget_declines_instead_of_failing():
+    """A small delta over many steps puts the per-step tail budget ``1e-4 delta / steps``
+    below 2^-53: ``ndtri(1 - tau)`` was ``ndtri(1) = inf`` and the fast path (and so the
+    ledger) raised ``ValueError: negative dimensions``.  Now its answer, when it has one,
+    brackets the engine's, and the ledger's bracket overlaps the general route's."""
+    from dpacct.accountant import compose, poisson_subsample
+
+    delta = 1e-8
+    phases = [(1.5, 0.01, 50_000), (1.6, 0.01, 50_000)]  # tau = 1e-17
+    parts = [poisson_subsample(GaussianMechanism(sigma=s), q) for s, q, _ in phases]
+    e_lo, e_hi = compose(parts, counts=[c for *_, c in phases]).epsilon_bounds(delta)
+    out = fast_epsilon_bounds(phases, delta)
+    assert out is None or (out[0] <= e_hi and e_lo <= out[1])
+    acct = PrivacyAccountant(progress=False)
+    for s, q, c in phases:
+        acct.step(noise_multiplier=s, sample_rate=q, count=c)
+    lo, hi = acct.epsilon_bounds(delta)
+    assert lo <= e_hi * (1 + 1e-9) and e_lo <= hi * (1 + 1e-9)
+    assert math.isfinite(hi) and hi <= 1.01 * e_hi
+
+
+def _one_step_delta(sigma, q, eps):
+    """Exact delta(eps) of one Poisson-subsampled Gaussian step, the larger of the two
+    directions, in closed form: with ``L(x) = log(1 - q + q e^{(2x-1)/(2 s^2)})`` and
+    ``x(a) = s^2 log((e^a - 1 + q)/q) + 1/2``, remove is ``P(L > eps) - e^eps Q(L > eps)``
+    and add is ``Q(L < -eps) - e^eps P(L < -eps)`` (``P`` the mixture, ``Q = N(0, s^2)``)."""
+
+    def mix_sf(x):
+        return (1 - q) * special.ndtr(-x / sigma) + q * special.ndtr((1 - x) / sigma)
+
+    x = sigma**2 * (math.log(math.expm1(eps) + q) - math.log(q)) + 0.5
+    remove = mix_sf(x) - math.exp(eps) * special.ndtr(-x / sigma)
+    add = 0.0
+    if q == 1 or -eps > math.log1p(-q):
+        y = sigma**2 * (math.log(math.exp(-eps) - 1 + q) - math.log(q)) + 0.5
+        add = special.ndtr(y / sigma) - math.exp(eps) * (1 - mix_sf(y))
+    return max(remove, add)
+
+
+@pytest.mark.parametrize(("sigma", "q"), [(0.7, 0.05), (1.0, 0.01), (2.0, 0.3), (0.5, 0.002)])
+def test_one_step_bracket_contains_the_closed_form(sigma, q):
+    delta = 1e-4
+    exact = optimize.brentq(lambda e: _one_step_delta(sigma, q, e) - delta, 1e-9, 60.0, xtol=1e-14)
+    lower, upper = fast_epsilon_bounds([(sigma, q, 1)], delta)
+    assert lower <= exact <= upper
+    assert upper - lower <= 0.02 * exact + 2e-3
+
+
+def test_fast_path_of_no_phases_is_zero():
+    assert fast_epsilon_bounds([], DELTA) == (0.0, 0.0)
+    lo, hi = fast_epsilon_bounds([(1.0, 0.01, 100)], DELTA, lower=False)
+    assert math.isnan(lo) and hi > 0
+    lo, hi = fast_epsilon_bounds([(1.0, 0.01, 100)], DELTA, upper=False)
+    assert lo > 0 and math.isnan(hi)
+
+
+def test_order_and_splitting_of_phases_do_not_change_the_bracket():
+    # composition is commutative and (s, q, a) + (s, q, b) is (s, q, a + b): the same
+    # cells with the same counts give the same answer up to round-off
+    phases = [(1.1, 0.01, 300), (0.9, 0.02, 200), (1.5, 0.005, 500)]
+    base = fast_epsilon_bounds(phases, DELTA)
+    split = [(1.5, 0.005, 250), (0.9, 0.02, 200), (1.1, 0.01, 300), (1.5, 0.005, 250)]
+    merged = {}
+    for s, q, c in split:
+        merged[(s, q)] = merged.get((s, q), 0) + c
+    again = fast_epsilon_bounds([(s, q, c) for (s, q), c in merged.items()], DELTA)
+    np.testing.assert_allclose(again, base, rtol=1e-9)
