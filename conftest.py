@@ -2,7 +2,7 @@
 
 The repository's folders ``accountant/``, ``mechanisms/`` and ``calibrators/`` install
 as ``dpacct.accountant``, ``dpacct.mechanisms`` and ``dpacct.calibrators``.  pytest's
-own ``--doctest-modules`` would import ``accountant/pld.py`` as a top-level module
+own ``--doctest-modules`` would import ``accountant/pld/grid.py`` as a top-level module
 ``accountant.pld`` -- a second copy of the engine beside the installed one -- so the
 doctests are collected here instead, each module imported by its ``dpacct`` name, and
 the library folders are plain directories to pytest (a ``Package`` collector would
@@ -28,7 +28,7 @@ LAYERS = {
 
 
 def installed_name(path: Path) -> str | None:
-    """``accountant/pld.py`` -> ``dpacct.accountant.pld``; None outside the library."""
+    """``accountant/pld/grid.py`` -> ``dpacct.accountant.pld.grid``; None outside the library."""
     try:
         rel = path.resolve().relative_to(ROOT)
     except ValueError:

@@ -6,9 +6,7 @@ The public entry points are the :class:`Mechanism` contract and the transformers
 
 from dpacct import _exports
 
-from .attack_risk import advantage, advantage_bounds, tpr_at, tpr_bounds, tradeoff_bounds
-from .compose import ComposedMechanism, compose
-from .custom import (
+from .families.custom import (
     GaussianDPMechanism,
     MissingCapabilityError,
     mechanism_from_delta_curve,
@@ -18,23 +16,25 @@ from .custom import (
     mechanism_from_pure_epsilon,
     mechanism_from_rdp,
 )
-from .gaussian import GaussianMechanism
+from .families.gaussian import GaussianMechanism
+from .laws.loss_law import AtomicLossLaw, GaussianLossLaw, PoissonSubsampledLossLaw, PrivacyLossLaw
 from .ledger import BudgetExceededError, LedgerFileError, PrivacyAccountant
-from .loss_law import AtomicLossLaw, GaussianLossLaw, PoissonSubsampledLossLaw, PrivacyLossLaw
 from .mechanism import Capabilities, Mechanism, PLDSettings
-from .pld import GridPLD, discretize
-from .random_allocation import (
+from .pld.grid import GridPLD, discretize
+from .queries.attack_risk import advantage, advantage_bounds, tpr_at, tpr_bounds, tradeoff_bounds
+from .rdp.conversion import pure_dp_rdp, rdp_to_delta, rdp_to_epsilon, zcdp_rdp
+from .relations import ADD_REMOVE, REPLACE_ONE
+from .serialization import register_mechanism
+from .transformers.compose import ComposedMechanism, compose
+from .transformers.random_allocation import (
     RandomAllocationMechanism,
     random_allocation,
     random_allocation_delta_mc,
     random_allocation_lower_epsilon,
 )
-from .rdp import pure_dp_rdp, rdp_to_delta, rdp_to_epsilon, zcdp_rdp
-from .relations import ADD_REMOVE, REPLACE_ONE
-from .repeat_select import repeat_and_select
-from .serialization import register_mechanism
-from .shuffling import ShufflingReport, shuffled_batches
-from .subsample import (
+from .transformers.repeat_select import repeat_and_select
+from .transformers.shuffling import ShufflingReport, shuffled_batches
+from .transformers.subsample import (
     PoissonSubsampledMechanism,
     WithoutReplacementSubsampledMechanism,
     poisson_subsample,

@@ -39,15 +39,15 @@ A loss law must describe a dominating pair in the trade-off sense: its hockey-st
 curve bounds the mechanism's at every *real* epsilon, negative ones included (the
 mechanism's pair is a post-processing of it).  The exact pair of a mechanism always
 is; the engine relies on it when it reads the add direction off the swapped remove
-PLD (:meth:`dpacct.accountant.pld.GridPLD.swapped_delta_bound`).
+PLD (:meth:`dpacct.accountant.pld.grid.GridPLD.swapped_delta_bound`).
 
 Beside the contract: :mod:`~dpacct.accountant.routes` answers each query from the
 declared capabilities (exact curve, then PLD bracket, then RDP conversion; the smallest
 sound bound wins, both neighbouring directions accounted),
-:mod:`~dpacct.accountant.pld_settings` holds the grid policy and
+:mod:`~dpacct.accountant.pld.pld_settings` holds the grid policy and
 :mod:`~dpacct.accountant.mechanism_cache` the per-instance caches and their named
 results.  The mechanisms the factories build join a declaration
-(:mod:`~dpacct.accountant.declared`, :mod:`~dpacct.accountant.worst_case`) to the
+(:mod:`~dpacct.accountant.families.declared`, :mod:`~dpacct.accountant.families.worst_case`) to the
 contract at the end of this module.
 """
 
@@ -60,16 +60,22 @@ import numpy as np
 
 from . import routes
 from .capabilities import Capabilities, MissingCapabilityError, check_declaration
-from .declared import DeltaCurveDeclaration, LossLawDeclaration, RDPCurveDeclaration
-from .loss_law import PrivacyLossLaw
-from .loss_law_rdp import swapped_loss_law
+from .families.declared import DeltaCurveDeclaration, LossLawDeclaration, RDPCurveDeclaration
+from .families.pure import pure_epsilon_bounds
+from .families.worst_case import (
+    EpsilonDeltaDeclaration,
+    GaussianDPDeclaration,
+    PureEpsilonDeclaration,
+)
+from .laws.loss_law import PrivacyLossLaw
+from .laws.loss_law_rdp import swapped_loss_law
 from .mechanism_cache import instance_cache, pld_key
-from .pld import GridPLD
-from .pld_pair import PLDPair
+from .pld.grid import GridPLD
+from .pld.pld_pair import PLDPair
 
 # the grid policy lives in pld_settings; these names are re-exported for the modules
 # and users that import them from here
-from .pld_settings import (  # noqa: F401
+from .pld.pld_settings import (  # noqa: F401
     DEFAULT_RESOLUTION,
     DEFAULT_TAIL,
     DEFAULT_TOL,
@@ -81,7 +87,6 @@ from .pld_settings import (  # noqa: F401
     grid_step,
     tail_budget,
 )
-from .pure import pure_epsilon_bounds
 from .validation import (
     as_real_array,
     check_alpha,
@@ -93,7 +98,6 @@ from .validation import (
     pure_epsilon_at_zero_delta,
     show_value,
 )
-from .worst_case import EpsilonDeltaDeclaration, GaussianDPDeclaration, PureEpsilonDeclaration
 
 __all__ = [
     "Capabilities",
@@ -126,7 +130,7 @@ class Mechanism:
 
     Examples
     --------
-    >>> from dpacct.accountant.gaussian import gaussian_delta
+    >>> from dpacct.accountant.families.gaussian import gaussian_delta
     >>> class Curve(Mechanism):
     ...     declares = Capabilities(exact_curve=True)
     ...     def _delta_exact(self, epsilon):
@@ -195,7 +199,7 @@ class Mechanism:
     @property
     def privacy(self) -> Mechanism:
         """The mechanism whose curves describe this one: itself, unless it is
-        described by others (an :class:`~dpacct.mechanisms.algorithm.Algorithm` is
+        described by others (an :class:`~dpacct.mechanisms.algorithms.algorithm.Algorithm` is
         described by the composition of the releases it makes).  Every query and
         every wrapper reads the curves of ``privacy``.
 
@@ -475,7 +479,7 @@ class Mechanism:
         For exact curves the bracket is the numerical inversion interval; for PLDs it
         comes from the optimistic and pessimistic discretisations; with only an RDP
         curve the lower end is 0 (RDP gives no lower bound).  ``delta = 0`` brackets the
-        pure epsilon (:func:`~dpacct.accountant.pure.pure_epsilon_bounds`).
+        pure epsilon (:func:`~dpacct.accountant.families.pure.pure_epsilon_bounds`).
 
         Parameters
         ----------
@@ -515,7 +519,7 @@ class Mechanism:
         """Renyi-DP epsilon at order(s) ``alpha`` (real, > 1), vectorised.
 
         Without a declared curve it is derived: from the declared loss laws
-        (:func:`~dpacct.accountant.loss_law_rdp.loss_law_rdp`), else from the pessimistic
+        (:func:`~dpacct.accountant.laws.loss_law_rdp.loss_law_rdp`), else from the pessimistic
         PLD (an upper bound by the data-processing inequality); a derivation that
         can only give ``inf`` raises :class:`MissingCapabilityError` instead.
 
@@ -542,7 +546,7 @@ class Mechanism:
 
         Uses the exact curve when known.  A mechanism accounted by its PLDs gets the
         Neyman-Pearson curve of the pessimistic PLDs' dominating pair, which is the
-        lower end of :func:`~dpacct.accountant.attack_risk.tradeoff_bounds` at the
+        lower end of :func:`~dpacct.accountant.queries.attack_risk.tradeoff_bounds` at the
         same ``tol``.  Otherwise the dual of the (eps, delta) curve (Dong, Roth, Su
         2022, Proposition 2.12):
         ``beta(a) >= max_eps max(0, 1 - delta(eps) - e^eps a, e^-eps (1 - delta(eps) - a))``
@@ -576,12 +580,12 @@ class Mechanism:
 
     # ------------------------------------------------------- declared capabilities
     # A new mechanism states one thing it knows; the engine derives the rest (see
-    # :mod:`dpacct.accountant.custom` for what each route supports and proves).
+    # :mod:`dpacct.accountant.families.custom` for what each route supports and proves).
 
     @staticmethod
     def from_delta_curve(delta_curve, *, name: str, neighbouring: str = "add/remove"):
         """A mechanism known by its exact privacy curve ``delta(eps)``
-        (:func:`~dpacct.accountant.custom.mechanism_from_delta_curve`).
+        (:func:`~dpacct.accountant.families.custom.mechanism_from_delta_curve`).
 
         Parameters
         ----------
@@ -605,7 +609,7 @@ class Mechanism:
     @staticmethod
     def from_rdp(rdp, *, name: str = "rdp", pure_epsilon=None, neighbouring: str = "add/remove"):
         """A mechanism known by a Renyi-DP curve
-        (:func:`~dpacct.accountant.custom.mechanism_from_rdp`).
+        (:func:`~dpacct.accountant.families.custom.mechanism_from_rdp`).
 
         Parameters
         ----------
@@ -631,7 +635,7 @@ class Mechanism:
     @staticmethod
     def from_loss_laws(remove, add=None, *, name=None, neighbouring: str = "add/remove"):
         """A mechanism known by the privacy-loss laws of its dominating pairs
-        (:func:`~dpacct.accountant.custom.mechanism_from_loss_laws`).
+        (:func:`~dpacct.accountant.families.custom.mechanism_from_loss_laws`).
 
         Parameters
         ----------
@@ -645,7 +649,7 @@ class Mechanism:
 
         Examples
         --------
-        >>> from dpacct.accountant.loss_law import GaussianLossLaw
+        >>> from dpacct.accountant.laws.loss_law import GaussianLossLaw
         >>> m = Mechanism.from_loss_laws(GaussianLossLaw(mu=1.0))
         >>> round(m.epsilon(1e-5), 3)        # 1-GDP
         4.377
@@ -657,7 +661,7 @@ class Mechanism:
     @staticmethod
     def from_pure_epsilon(epsilon: float, *, neighbouring: str = "add/remove"):
         """A pure ``epsilon``-DP mechanism
-        (:func:`~dpacct.accountant.custom.mechanism_from_pure_epsilon`).
+        (:func:`~dpacct.accountant.families.custom.mechanism_from_pure_epsilon`).
 
         Parameters
         ----------
@@ -676,7 +680,7 @@ class Mechanism:
     @staticmethod
     def from_gdp(mu: float, *, neighbouring: str = "add/remove"):
         """A mechanism known to be ``mu``-GDP
-        (:func:`~dpacct.accountant.custom.mechanism_from_gdp`).
+        (:func:`~dpacct.accountant.families.custom.mechanism_from_gdp`).
 
         Parameters
         ----------
@@ -695,7 +699,7 @@ class Mechanism:
     @staticmethod
     def from_epsilon_delta(epsilon: float, delta: float, *, neighbouring: str = "add/remove"):
         """A mechanism known only to be ``(epsilon, delta)``-DP
-        (:func:`~dpacct.accountant.custom.mechanism_from_epsilon_delta`).
+        (:func:`~dpacct.accountant.families.custom.mechanism_from_epsilon_delta`).
 
         Parameters
         ----------
@@ -723,32 +727,32 @@ class Mechanism:
 
 # ----------------------------------------------------------------------------------
 # the mechanisms the factories build: each joins a declaration (what was stated, and
-# the hooks that follow from it; dpacct.accountant.declared / worst_case) to the
+# the hooks that follow from it; dpacct.accountant.families.declared / worst_case) to the
 # contract.  They are defined here so that the dependency runs one way: the
 # declarations import no mechanism, and the contract's factories need no later module.
 # ----------------------------------------------------------------------------------
 class DeltaCurveMechanism(DeltaCurveDeclaration, Mechanism):
     """A mechanism declared by its exact privacy curve ``delta(eps)``; see
-    :func:`~dpacct.accountant.custom.mechanism_from_delta_curve`."""
+    :func:`~dpacct.accountant.families.custom.mechanism_from_delta_curve`."""
 
 
 class RDPCurveMechanism(RDPCurveDeclaration, Mechanism):
     """A mechanism declared by a Renyi-DP curve; see
-    :func:`~dpacct.accountant.custom.mechanism_from_rdp`."""
+    :func:`~dpacct.accountant.families.custom.mechanism_from_rdp`."""
 
 
 class LossLawMechanism(LossLawDeclaration, Mechanism):
     """A mechanism declared by privacy-loss laws; see
-    :func:`~dpacct.accountant.custom.mechanism_from_loss_laws`."""
+    :func:`~dpacct.accountant.families.custom.mechanism_from_loss_laws`."""
 
 
 class PureEpsilonMechanism(PureEpsilonDeclaration, Mechanism):
     """Any pure ``epsilon``-DP mechanism; see
-    :func:`~dpacct.accountant.custom.mechanism_from_pure_epsilon`."""
+    :func:`~dpacct.accountant.families.custom.mechanism_from_pure_epsilon`."""
 
 
 class GaussianDPMechanism(GaussianDPDeclaration, Mechanism):
-    """Any ``mu``-GDP mechanism; see :func:`~dpacct.accountant.custom.mechanism_from_gdp`.
+    """Any ``mu``-GDP mechanism; see :func:`~dpacct.accountant.families.custom.mechanism_from_gdp`.
 
     Parameters
     ----------
@@ -767,4 +771,4 @@ class GaussianDPMechanism(GaussianDPDeclaration, Mechanism):
 
 class EpsilonDeltaMechanism(EpsilonDeltaDeclaration, Mechanism):
     """Any ``(epsilon, delta)``-DP mechanism; see
-    :func:`~dpacct.accountant.custom.mechanism_from_epsilon_delta`."""
+    :func:`~dpacct.accountant.families.custom.mechanism_from_epsilon_delta`."""

@@ -12,8 +12,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
-    from .pld import GridPLD
-    from .pld_settings import PLDSettings
+    from .pld.grid import GridPLD
+    from .pld.pld_settings import PLDSettings
 
 __all__ = ["PLDUpper", "PLDUpperAt", "instance_cache", "pld_key", "pld_upper_key"]
 

@@ -23,11 +23,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .capabilities import MissingCapabilityError
-from .loss_law_rdp import loss_law_rdp
+from .laws.loss_law_rdp import loss_law_rdp
 from .mechanism_cache import PLDUpper, PLDUpperAt, pld_upper_key
 from .numerics import TINY, invert_decreasing
-from .pld_pair import PLDPair
-from .pld_settings import (
+from .pld.pld_pair import PLDPair
+from .pld.pld_settings import (
     CAP_STEPS,
     DEFAULT_TAIL,
     DEFAULT_TOL,
@@ -36,12 +36,12 @@ from .pld_settings import (
     REFINE_STEPS,
     PLDSettings,
 )
-from .rdp import rdp_to_delta, rdp_to_delta_grid, rdp_to_epsilon
-from .tradeoff import pld_route, pld_tradeoff_lower, tradeoff_from_delta
+from .queries.tradeoff import pld_route, pld_tradeoff_lower, tradeoff_from_delta
+from .rdp.conversion import rdp_to_delta, rdp_to_delta_grid, rdp_to_epsilon
 
 if TYPE_CHECKING:  # pragma: no cover - typing only (mechanism imports this module)
     from .mechanism import Mechanism
-    from .pld import GridPLD
+    from .pld.grid import GridPLD
 
 __all__ = [
     "FOLLOW_MAX_POINTS",
@@ -264,7 +264,7 @@ def epsilon_bracket(mech: Mechanism, delta: float, tol: float | None) -> tuple[f
 
 def rdp_curve(mech: Mechanism, alpha: np.ndarray) -> np.ndarray:
     """The declared Renyi curve, else the one derived from the declared loss laws
-    (:func:`~dpacct.accountant.loss_law_rdp.loss_law_rdp`: exact for Gaussian and
+    (:func:`~dpacct.accountant.laws.loss_law_rdp.loss_law_rdp`: exact for Gaussian and
     atomic laws, a chord-bounded quadrature otherwise, ``inf`` at orders it cannot
     bound)."""
     a = np.asarray(alpha, dtype=float)

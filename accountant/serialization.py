@@ -51,11 +51,14 @@ from typing import Any
 
 import numpy as np
 
-from .compose import ComposedMechanism, compose
-from .custom import EpsilonDeltaMechanism, GaussianDPMechanism, PureEpsilonMechanism
-from .gaussian import GaussianMechanism
+from .families.custom import EpsilonDeltaMechanism, GaussianDPMechanism, PureEpsilonMechanism
+from .families.gaussian import GaussianMechanism
 from .mechanism import Mechanism
-from .subsample import PoissonSubsampledMechanism, WithoutReplacementSubsampledMechanism
+from .transformers.compose import ComposedMechanism, compose
+from .transformers.subsample import (
+    PoissonSubsampledMechanism,
+    WithoutReplacementSubsampledMechanism,
+)
 
 __all__ = [
     "canonical_json",

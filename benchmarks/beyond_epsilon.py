@@ -31,7 +31,7 @@ def _timed(fn):
 
 
 def attack_risk(quick: bool) -> None:
-    from dpacct.accountant.attack_risk import tradeoff_bounds
+    from dpacct.accountant.queries.attack_risk import tradeoff_bounds
     from dpacct.calibrators import dpsgd_mechanism, risk_noise_multiplier
 
     try:
@@ -65,7 +65,7 @@ def attack_risk(quick: bool) -> None:
     print("| setting | dpacct sigma | certified TPR | nearest infeasible sigma | dpacct s "
           "| riskcal sigma | dpacct TPR at riskcal sigma | riskcal s |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
-    from dpacct.accountant.attack_risk import tpr_at
+    from dpacct.accountant.queries.attack_risk import tpr_at
 
     for q, _s, n in RISK_SETTINGS:
         res, t_ours = _timed(lambda: risk_noise_multiplier(
@@ -159,10 +159,10 @@ def _fmt_peer(status: str, value, sec: float, cap: float) -> tuple[str, str]:
 
 
 def random_allocation(quick: bool, cap: float = PEER_CAP) -> None:
-    from dpacct.accountant.random_allocation import (
+    from dpacct.accountant.transformers.random_allocation import (
         random_allocation as ra,
     )
-    from dpacct.accountant.random_allocation import (
+    from dpacct.accountant.transformers.random_allocation import (
         random_allocation_lower_epsilon,
     )
     from dpacct.mechanisms import GaussianMechanism
@@ -217,7 +217,7 @@ def random_allocation(quick: bool, cap: float = PEER_CAP) -> None:
 
 
 def shuffling() -> None:
-    from dpacct.accountant.shuffling import shuffled_batches
+    from dpacct.accountant.transformers.shuffling import shuffled_batches
     from dpacct.mechanisms import GaussianMechanism
 
     print("\n## (c) shuffled fixed-size batches, delta = 1e-5\n")

@@ -148,7 +148,7 @@ def filter_loop(
     epsilon answered."""
     import time
 
-    import dpacct.mechanisms.gaussian  # noqa: F401  (one-time imports, outside the timer)
+    import dpacct.mechanisms.primitives.gaussian  # noqa: F401  (one-time imports, outside the timer)
     from dpacct.accountant import BudgetExceededError, PrivacyAccountant
 
     acct = PrivacyAccountant(

@@ -36,7 +36,7 @@ from benchmarks.beyond_epsilon import (
 
 
 def _ours(sigma: float, steps: int, epochs: int, delta: float) -> dict:
-    from dpacct.accountant.random_allocation import random_allocation
+    from dpacct.accountant.transformers.random_allocation import random_allocation
     from dpacct.mechanisms import GaussianMechanism
 
     mech = random_allocation(GaussianMechanism(sigma=sigma), steps, epochs=epochs)

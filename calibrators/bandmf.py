@@ -8,7 +8,7 @@ from typing import Literal, overload
 import numpy as np
 
 from dpacct.accountant.validation import check_count, check_sample_rate
-from dpacct.mechanisms.bandmf import bandmf_sensitivity
+from dpacct.mechanisms.algorithms.bandmf import bandmf_sensitivity
 
 from .calibrate import Calibration
 from .dpsgd import noise_multiplier

@@ -29,7 +29,7 @@ from typing import Literal, overload
 import numpy as np
 
 from dpacct.accountant import compose, poisson_subsample
-from dpacct.accountant.gaussian import (
+from dpacct.accountant.families.gaussian import (
     GaussianMechanism,
     gaussian_delta_at_most_exact,
     gaussian_epsilon,
@@ -37,7 +37,7 @@ from dpacct.accountant.gaussian import (
 )
 from dpacct.accountant.mechanism import Mechanism
 from dpacct.accountant.numerics import EXP_OVERFLOW, brentq
-from dpacct.accountant.rdp import rdp_to_epsilon_at_orders
+from dpacct.accountant.rdp.conversion import rdp_to_epsilon_at_orders
 from dpacct.accountant.validation import (
     check_count,
     check_delta,
@@ -163,7 +163,7 @@ def resolve_steps(steps: int | None, epochs: float | None, sample_rate: float) -
 
 
 # ----------------------------------------------------------------------------------
-# exact Gaussian (the curve's maths lives in dpacct.accountant.gaussian)
+# exact Gaussian (the curve's maths lives in dpacct.accountant.families.gaussian)
 # ----------------------------------------------------------------------------------
 
 

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from dpacct.accountant.validation import check_delta, check_positive
-from dpacct.mechanisms.ssp import AdaSSP, SufficientStatisticsPerturbation
+from dpacct.mechanisms.algorithms.ssp import AdaSSP, SufficientStatisticsPerturbation
 
 from .calibrate import calibrate
 from .dpsgd import analytic_gaussian_sigma
@@ -74,7 +74,7 @@ def calibrate_ssp(
     """The SSP whose two Gaussian releases, composed, are (epsilon, delta)-DP.
 
     Searches the common ``noise_scale`` of
-    :class:`~dpacct.mechanisms.ssp.SufficientStatisticsPerturbation` with the stds in the fixed
+    :class:`~dpacct.mechanisms.SufficientStatisticsPerturbation` with the stds in the fixed
     ratio ``ratios`` (default: equal noise multipliers), using
     :func:`dpacct.calibrators.calibrate` with its fixed-ratio (``ratios``) support.
 
@@ -141,7 +141,7 @@ def calibrate_adassp(
 ) -> AdaSSP:
     """The AdaSSP whose three Gaussian releases, composed, are (epsilon, delta)-DP.
 
-    Searches the common ``noise_scale`` of :class:`~dpacct.mechanisms.ssp.AdaSSP` with the
+    Searches the common ``noise_scale`` of :class:`~dpacct.mechanisms.AdaSSP` with the
     three stds in the fixed ratio ``ratios`` (default: equal noise multipliers, the
     analogue of Wang 2018's equal three-way split), using :func:`dpacct.calibrators.calibrate`
     with its fixed-ratio support.
@@ -169,7 +169,7 @@ def calibrate_adassp(
         Passed to the algorithm: refuse (default) or clip data outside the declared
         bounds (no change to the privacy).
     ridge_constant : float or {'wang', 'tutorial'}, optional
-        The ridge constant of :class:`~dpacct.mechanisms.ssp.AdaSSP` (default Wang 2018's
+        The ridge constant of :class:`~dpacct.mechanisms.algorithms.ssp.AdaSSP` (default Wang 2018's
         ``sqrt(d log(2 d^2 / rho))``; ``'tutorial'`` is autodp's ``1.96 sqrt(d)``).  It is
         post-processing of the releases: the calibrated noise, and so the privacy, is the
         same for every constant.

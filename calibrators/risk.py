@@ -10,8 +10,8 @@ less noise for the same attack risk.  :func:`calibrate_risk` searches any family
 :func:`risk_max_sample_rate` are the DP-SGD conveniences.
 
 Safe side by construction: the risk of every candidate is the *certified upper bound*
-(:func:`~dpacct.accountant.attack_risk.tpr_at`,
-:func:`~dpacct.accountant.attack_risk.advantage`), and the answer is always a
+(:func:`~dpacct.accountant.queries.attack_risk.tpr_at`,
+:func:`~dpacct.accountant.queries.attack_risk.advantage`), and the answer is always a
 candidate that was evaluated and met the target.  The search brackets the crossing on
 a log scale (widening itself geometrically, up to twelve orders of magnitude) and
 then narrows it by safeguarded regula falsi (Illinois) on ``log parameter`` until the
@@ -27,10 +27,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from dpacct.accountant.attack_risk import advantage as _advantage
-from dpacct.accountant.attack_risk import tpr_at as _tpr_at
 from dpacct.accountant.mechanism import Mechanism
 from dpacct.accountant.numerics import TINY
+from dpacct.accountant.queries.attack_risk import advantage as _advantage
+from dpacct.accountant.queries.attack_risk import tpr_at as _tpr_at
 from dpacct.accountant.validation import (
     check_count,
     check_finite,
@@ -348,7 +348,7 @@ def risk_noise_multiplier(
 
     Starts from the central-limit (Gaussian-DP) estimate
     ``mu = q sqrt(T (e^{1/sigma^2} - 1))`` (Bu, Dong, Long, Su 2020, Eq. (5)) and
-    certifies every candidate with :func:`~dpacct.accountant.attack_risk.tpr_at`.
+    certifies every candidate with :func:`~dpacct.accountant.queries.attack_risk.tpr_at`.
 
     Parameters
     ----------

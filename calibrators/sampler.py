@@ -19,7 +19,7 @@ description:
 * ``"balls-in-bins"``: each record goes into one uniformly chosen batch of the epoch
   (Chua et al. 2024, "Scalable DP-SGD: shuffling vs. Poisson subsampling"; JAX
   Privacy's ``BallsInBinsSampling``): random allocation with ``k = 1`` per epoch
-  (:func:`~dpacct.accountant.random_allocation`), with its certified lower bound.
+  (:func:`~dpacct.accountant.transformers.random_allocation`), with its certified lower bound.
 * ``"random-allocation"``: each record goes into ``k`` uniformly chosen steps of a block
   of ``k`` epochs (Feldman & Shenfeld 2025; ``k = epochs``: one allocation for the whole
   run); the same number of steps and participations as the other rows.
@@ -45,14 +45,14 @@ from dpacct.accountant import (
     shuffled_batches,
 )
 from dpacct.accountant.extras import import_optional
-from dpacct.accountant.gaussian import GaussianMechanism
+from dpacct.accountant.families.gaussian import GaussianMechanism
 from dpacct.accountant.validation import (
     check_count,
     check_delta,
     check_positive,
     check_sample_rate,
 )
-from dpacct.mechanisms.relations import fixed_size_gaussian_step
+from dpacct.mechanisms.primitives.relations import fixed_size_gaussian_step
 
 from .dpsgd import dpsgd_mechanism
 

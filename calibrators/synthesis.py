@@ -1,4 +1,4 @@
-"""Calibrate a :class:`~dpacct.mechanisms.synthesis.MarginalSynthesizer` to a privacy budget.
+"""Calibrate a :class:`~dpacct.mechanisms.MarginalSynthesizer` to a privacy budget.
 
 The budget is split between the ``k`` measured marginals (all with the same noise
 scale) and the row count by ``count_fraction``:
@@ -39,9 +39,9 @@ from dpacct.accountant.validation import (
     check_probability,
     check_tol,
 )
-from dpacct.mechanisms.noise import NOISES
-from dpacct.mechanisms.synthesis import Column, MarginalSynthesizer
-from dpacct.mechanisms.synthesis_mst import MST
+from dpacct.mechanisms.algorithms.synthesis import Column, MarginalSynthesizer
+from dpacct.mechanisms.algorithms.synthesis_mst import MST
+from dpacct.mechanisms.primitives.noise import NOISES
 
 from .calibrate import calibrate
 
@@ -92,7 +92,7 @@ def calibrate_synthesizer(
 
     Examples
     --------
-    >>> from dpacct.mechanisms.synthesis import CategoricalColumn
+    >>> from dpacct.mechanisms.algorithms.synthesis import CategoricalColumn
     >>> cols = [CategoricalColumn(n, [0, 1]) for n in "abc"]
     >>> syn = calibrate_synthesizer(1.0, 0.0, cols, "2-way", "laplace", count_fraction=0.25)
     >>> round(syn.scale, 6), round(syn.count_scale, 6), round(syn.pure_epsilon, 9)
@@ -206,7 +206,7 @@ def calibrate_mst(
 
     Examples
     --------
-    >>> from dpacct.mechanisms.synthesis import CategoricalColumn
+    >>> from dpacct.mechanisms.algorithms.synthesis import CategoricalColumn
     >>> cols = [CategoricalColumn(n, [0, 1, 2]) for n in "abcd"]
     >>> mst = calibrate_mst(1.0, 1e-6, cols)
     >>> bool(0.999 <= mst.epsilon(1e-6) <= 1.0)

@@ -1,8 +1,8 @@
 """Calibrate the training algorithms (NoisyGD, DP-SGD) to a target ``(epsilon, delta)``.
 
-* :func:`calibrate_noisy_gd` -- the noise multiplier of :class:`~dpacct.mechanisms.noisy_gd.NoisyGD`
+* :func:`calibrate_noisy_gd` -- the noise multiplier of :class:`~dpacct.mechanisms.NoisyGD`
   for a number of iterations, or the largest number of iterations for a noise multiplier;
-* :func:`calibrate_dp_sgd` -- the noise multiplier of :class:`~dpacct.mechanisms.dp_sgd.DPSGD`
+* :func:`calibrate_dp_sgd` -- the noise multiplier of :class:`~dpacct.mechanisms.DPSGD`
   for a sampling rate (or batch size) and a number of steps (or epochs);
 * :func:`naive_split_sigma` -- the noise multiplier that splitting the budget evenly,
   ``(epsilon / T, delta / T)`` per iteration, would need: the baseline that the engine's
@@ -26,8 +26,8 @@ from dpacct.accountant.validation import (
     check_sample_rate,
     show_value,
 )
-from dpacct.mechanisms.dp_sgd import DPSGD
-from dpacct.mechanisms.noisy_gd import NoisyGD
+from dpacct.mechanisms.algorithms.dp_sgd import DPSGD
+from dpacct.mechanisms.algorithms.noisy_gd import NoisyGD
 
 from .calibrate import Calibration, calibrate
 from .dpsgd import analytic_gaussian_sigma, gaussian_epsilon, noise_multiplier
@@ -67,7 +67,7 @@ def calibrate_noisy_gd(
     full_output: bool = False,
     **fields: Any,
 ) -> NoisyGD | Calibration:
-    """A :class:`~dpacct.mechanisms.noisy_gd.NoisyGD` that meets ``(epsilon, delta)``.
+    """A :class:`~dpacct.mechanisms.algorithms.noisy_gd.NoisyGD` that meets ``(epsilon, delta)``.
 
     Give exactly one of
 
@@ -174,7 +174,7 @@ def calibrate_dp_sgd(
     full_output: bool = False,
     **fields: Any,
 ) -> DPSGD | Calibration:
-    """A :class:`~dpacct.mechanisms.dp_sgd.DPSGD` whose noise multiplier meets ``(epsilon, delta)``.
+    """A :class:`~dpacct.mechanisms.DPSGD` whose noise multiplier meets ``(epsilon, delta)``.
 
     The search is the one of :func:`~dpacct.calibrators.dpsgd.noise_multiplier` (the same
     composition of Poisson-subsampled Gaussians), confirmed by the generic

@@ -125,7 +125,7 @@ def best_order(alphas: np.ndarray, rdp: np.ndarray, delta: float) -> int | None:
     >>> int(best_order(a, a / 2.0, 1e-5))  # Gaussian, sigma = 1: optimum near alpha = 5.8
     1
     """
-    from dpacct.accountant.rdp import rdp_to_epsilon_at_orders
+    from dpacct.accountant.rdp.conversion import rdp_to_epsilon_at_orders
 
     eps = np.array(
         [

@@ -49,9 +49,9 @@ def _zoo() -> dict[str, type]:
     without a trailing "Mechanism", plus the few aliases of ``_ALIASES``.  The
     transformers (compose, subsampling) and private classes are not specs.
     """
-    from dpacct.accountant.compose import ComposedMechanism
     from dpacct.accountant.serialization import registered_mechanisms
-    from dpacct.accountant.subsample import (
+    from dpacct.accountant.transformers.compose import ComposedMechanism
+    from dpacct.accountant.transformers.subsample import (
         PoissonSubsampledMechanism,
         WithoutReplacementSubsampledMechanism,
     )

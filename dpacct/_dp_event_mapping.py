@@ -23,7 +23,7 @@ from dpacct.mechanisms import (
     ReplaceOneGaussianMechanism,
     ZCDPMechanism,
 )
-from dpacct.mechanisms._discrete_laplace_law import MAX_SENSITIVITY, discrete_laplace_law
+from dpacct.mechanisms.primitives._discrete_laplace_law import MAX_SENSITIVITY, discrete_laplace_law
 
 #: events of dp_accounting's repository newer than the 0.6.0 release
 NEWER_EVENTS = (

@@ -122,7 +122,7 @@ def _cmd_epsilon(args: argparse.Namespace) -> int:
     if args.bounds:
         lower, upper = (float(v) for v in mech.epsilon_bounds(args.delta))
     seconds = time.perf_counter() - t0
-    from dpacct.accountant.attack_risk import advantage, tpr_at
+    from dpacct.accountant.queries.attack_risk import advantage, tpr_at
 
     fprs = (0.001, 0.01, 0.1)
     adv = float(advantage(mech))

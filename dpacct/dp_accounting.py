@@ -73,7 +73,7 @@ What each further event is accounted as
   repository after the 0.6.0 release; an installed version without them is served by
   class name (an event of a class of that name).  dp_accounting's repository has no
   ``RandomAllocationDpEvent`` (checked August 2026); dpacct's
-  :func:`~dpacct.accountant.random_allocation` accounts that sampler directly.
+  :func:`~dpacct.accountant.transformers.random_allocation` accounts that sampler directly.
 
 Refused with their reason (:class:`UnsupportedEventError`, naming the event and its
 place in the tree): ``SampledWithReplacementDpEvent`` (no bound dpacct can certify;
@@ -111,7 +111,7 @@ from dpacct.accountant import (
     poisson_subsample,
     subsample_without_replacement,
 )
-from dpacct.accountant.repeat_select import repeat_and_select
+from dpacct.accountant.transformers.repeat_select import repeat_and_select
 from dpacct.accountant.validation import (
     check_count,
     check_delta,
@@ -475,7 +475,7 @@ def from_dp_event(
     Returns
     -------
     Mechanism
-        A single mechanism (a :func:`~dpacct.accountant.compose` of the parts when
+        A single mechanism (a :func:`~dpacct.accountant.transformers.compose` of the parts when
         there are several).
 
     Raises

@@ -617,9 +617,9 @@ class OpacusAccountant(IAccountant):
 
     def _scheme_mechanism(self) -> Any:
         """The run as a dpacct mechanism under its (non-Poisson) data path."""
-        from dpacct.accountant.compose import compose
-        from dpacct.accountant.gaussian import GaussianMechanism
-        from dpacct.mechanisms.relations import fixed_size_gaussian_step
+        from dpacct.accountant.families.gaussian import GaussianMechanism
+        from dpacct.accountant.transformers.compose import compose
+        from dpacct.mechanisms.primitives.relations import fixed_size_gaussian_step
 
         self._sync()
         path = self._path
@@ -635,7 +635,7 @@ class OpacusAccountant(IAccountant):
 
     def _scheme_bounds(self, delta: float, *, need_lower: bool) -> tuple[float, float]:
         """``(lower, upper)`` epsilon of the run under its (non-Poisson) data path."""
-        from dpacct.accountant.random_allocation import random_allocation_lower_epsilon
+        from dpacct.accountant.transformers.random_allocation import random_allocation_lower_epsilon
 
         self._sync()
         if not self.history:

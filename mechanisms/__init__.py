@@ -15,22 +15,11 @@ only through the releases of the primitives its privacy is composed of
 
 from dpacct import _exports
 
-from .algorithm import Algorithm, PlannedRelease, ReleaseSession
-from .audit import AuditResult, audit
-from .bandmf import amplified_bandmf, bandmf_sensitivity
-from .discrete import (
-    DiscreteGaussianMechanism,
-    DiscreteLaplaceMechanism,
-    discrete_gaussian_delta_bounds,
-)
-from .dp_sgd import DPSGD, DPSGDFit
-from .exponential import ExponentialMechanism
-from .gaussian import GaussianMechanism, ReplaceOneGaussianMechanism, gaussian_delta
-from .generic import PureDPMechanism, ZCDPMechanism, zcdp_delta, zcdp_epsilon
-from .laplace import LaplaceMechanism, ReplaceOneLaplaceMechanism
-from .noisy_gd import FittedLinearModel, NoisyGD, TrainingHistory
-from .permute_and_flip import PermuteAndFlip
-from .quantiles import (
+from .algorithms.algorithm import Algorithm, PlannedRelease, ReleaseSession
+from .algorithms.bandmf import amplified_bandmf, bandmf_sensitivity
+from .algorithms.dp_sgd import DPSGD, DPSGDFit
+from .algorithms.noisy_gd import FittedLinearModel, NoisyGD, TrainingHistory
+from .algorithms.quantiles import (
     ExponentialQuantile,
     HistogramQuantiles,
     HistogramRelease,
@@ -39,19 +28,30 @@ from .quantiles import (
     choose_branching,
     hay_consistency,
 )
-from .randomized_response import RandomizedResponse
-from .relations import fixed_size_gaussian_step, replace_one
-from .ssp import SSP, AdaSSP, LinearModel, SufficientStatisticsPerturbation
-from .synthesis import (
+from .algorithms.ssp import SSP, AdaSSP, LinearModel, SufficientStatisticsPerturbation
+from .algorithms.synthesis import (
     BinnedNumericColumn,
     CategoricalColumn,
     FittedSynthesizer,
     MarginalSynthesizer,
     Table,
 )
-from .synthesis_mst import MST
-from .theil_sen import DPTheilSen, TheilSenFit, matching_transformation
-from .transformations import Transformation, TransformedMechanism, group_privacy
+from .algorithms.synthesis_mst import MST
+from .algorithms.theil_sen import DPTheilSen, TheilSenFit, matching_transformation
+from .algorithms.transformations import Transformation, TransformedMechanism, group_privacy
+from .audit import AuditResult, audit
+from .primitives.discrete import (
+    DiscreteGaussianMechanism,
+    DiscreteLaplaceMechanism,
+    discrete_gaussian_delta_bounds,
+)
+from .primitives.exponential import ExponentialMechanism
+from .primitives.gaussian import GaussianMechanism, ReplaceOneGaussianMechanism, gaussian_delta
+from .primitives.generic import PureDPMechanism, ZCDPMechanism, zcdp_delta, zcdp_epsilon
+from .primitives.laplace import LaplaceMechanism, ReplaceOneLaplaceMechanism
+from .primitives.permute_and_flip import PermuteAndFlip
+from .primitives.randomized_response import RandomizedResponse
+from .primitives.relations import fixed_size_gaussian_step, replace_one
 
 # the names come from the one export table (dpacct/_exports.py)
 __all__ = list(_exports.MECHANISMS)

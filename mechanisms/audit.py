@@ -58,7 +58,7 @@ import numpy as np
 from scipy import special
 
 from dpacct.accountant.extras import import_optional
-from dpacct.accountant.subsample import PoissonSubsampledMechanism
+from dpacct.accountant.transformers.subsample import PoissonSubsampledMechanism
 from dpacct.accountant.validation import (
     as_float_array,
     check_count,
@@ -67,11 +67,11 @@ from dpacct.accountant.validation import (
     check_rng,
 )
 
-from .discrete import DiscreteGaussianMechanism, DiscreteLaplaceMechanism
-from .exponential import ExponentialMechanism
-from .gaussian import GaussianMechanism
-from .laplace import LaplaceMechanism
-from .randomized_response import RandomizedResponse
+from .primitives.discrete import DiscreteGaussianMechanism, DiscreteLaplaceMechanism
+from .primitives.exponential import ExponentialMechanism
+from .primitives.gaussian import GaussianMechanism
+from .primitives.laplace import LaplaceMechanism
+from .primitives.randomized_response import RandomizedResponse
 
 __all__ = ["AuditResult", "audit"]
 

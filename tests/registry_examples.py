@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import dpacct.mechanisms as M
 from dpacct.accountant import compose, poisson_subsample, subsample_without_replacement
-from dpacct.accountant.loss_law import GaussianLossLaw
+from dpacct.accountant.laws.loss_law import GaussianLossLaw
 from dpacct.accountant.mechanism import Capabilities, Mechanism
 from dpacct.accountant.serialization import register_mechanism, registered_mechanisms
 

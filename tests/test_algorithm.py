@@ -1,4 +1,4 @@
-"""Algorithms and their release sessions (``dpacct.mechanisms.algorithm``): the session
+"""Algorithms and their release sessions (``dpacct.mechanisms.algorithms.algorithm``): the session
 enforces the plan (no release beyond the claim, none missing, no unplanned label), the
 plan is built once, and an algorithm's privacy is the composition of its planned
 releases (checked against closed forms)."""
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from dpacct.mechanisms import GaussianMechanism, LaplaceMechanism, NoisyGD, PlannedRelease
-from dpacct.mechanisms.algorithm import Algorithm
+from dpacct.mechanisms.algorithms.algorithm import Algorithm
 
 
 # ----------------------------------------------------------------------------------

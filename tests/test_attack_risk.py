@@ -8,15 +8,15 @@ import pytest
 from scipy.stats import norm
 
 from dpacct.accountant import compose, poisson_subsample
-from dpacct.accountant.attack_risk import (
+from dpacct.accountant.laws.loss_law import GaussianLossLaw
+from dpacct.accountant.mechanism import Capabilities, Mechanism
+from dpacct.accountant.queries.attack_risk import (
     advantage,
     advantage_bounds,
     tpr_at,
     tpr_bounds,
     tradeoff_bounds,
 )
-from dpacct.accountant.loss_law import GaussianLossLaw
-from dpacct.accountant.mechanism import Capabilities, Mechanism
 from dpacct.calibrators import dpsgd_mechanism
 from dpacct.mechanisms import GaussianMechanism, LaplaceMechanism
 

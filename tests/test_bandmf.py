@@ -1,4 +1,4 @@
-"""BandMF under cyclic Poisson sampling (mechanisms/bandmf.py, calibrators/bandmf.py).
+"""BandMF under cyclic Poisson sampling (mechanisms/algorithms/bandmf.py, calibrators/bandmf.py).
 
 The run is compared with the event JAX Privacy's ``amplified_bandmf_event`` builds
 (``ceil(iterations / num_bands)`` Poisson-sampled Gaussian steps; the construction is

@@ -397,7 +397,7 @@ def test_repeated_subsampled_laplace_has_a_narrow_bracket():
 
 
 def test_weak_anchors_are_used_only_when_all_parts_share_one():
-    from dpacct.accountant.compose import _anchors_agree
+    from dpacct.accountant.transformers.compose import _anchors_agree
     from dpacct.mechanisms import LaplaceMechanism
 
     sub_lap = poisson_subsample(LaplaceMechanism(b=10.0), 0.01)
@@ -410,7 +410,7 @@ def test_weak_anchors_are_used_only_when_all_parts_share_one():
 def test_unrelated_grids_meet_on_the_coarser_when_the_finer_would_be_huge():
     """A long composition (10^4 points at step 0.01) meeting one narrow step on an
     unrelated grid (step 1e-7) would need 10^9 points on the finer grid."""
-    from dpacct.accountant.pld import MAX_GRID, GridPLD, _common_grid
+    from dpacct.accountant.pld.grid import MAX_GRID, GridPLD, _common_grid
 
     rng = np.random.default_rng(0)
     wide = GridPLD(0.01, -5000, rng.random(10_000) / 10_000, 0.0, True)
@@ -435,8 +435,8 @@ def test_joint_ladder_agrees_with_composing_each_part_alone(schedule):
     """Several law-based parts share one binary ladder (twoscale.compose_split) for
     the upper bound.  It stays above the certified lower bound and within 2e-5 of
     composing each part on its own ladder and convolving the results."""
-    from dpacct.accountant.compose import _joint_composed, _self_composed
     from dpacct.accountant.mechanism import PLDSettings
+    from dpacct.accountant.transformers.compose import _joint_composed, _self_composed
 
     parts = [(poisson_subsample(GaussianMechanism(sigma=s), q), n) for s, q, n in schedule]
     run = compose([m for m, _ in parts], counts=[n for _, n in parts])

@@ -47,7 +47,7 @@ from dpacct.accountant import (
     poisson_subsample,
     subsample_without_replacement,
 )
-from dpacct.accountant.custom import (
+from dpacct.accountant.families.custom import (
     loss_law_from_delta_curve,
 )
 from dpacct.calibrators import calibrate
@@ -687,8 +687,8 @@ def test_mechanism_constructors_are_the_public_aliases():
     import numpy as np
 
     from dpacct.accountant import Mechanism
-    from dpacct.accountant import custom as c
-    from dpacct.accountant.loss_law import GaussianLossLaw
+    from dpacct.accountant.families import custom as c
+    from dpacct.accountant.laws.loss_law import GaussianLossLaw
 
     law = GaussianLossLaw(mu=0.7)
     assert Mechanism.from_loss_laws(law) == c.mechanism_from_loss_laws(law)

@@ -1,4 +1,4 @@
-"""accountant/declared.py: the declarations a mechanism is built from (an exact curve, an
+"""accountant/families/declared.py: the declarations a mechanism is built from (an exact curve, an
 RDP curve, loss laws), their field checks, and what each derives, against closed forms
 and mpmath."""
 
@@ -13,7 +13,7 @@ import pytest
 from scipy.stats import norm
 
 from dpacct.accountant import ADD_REMOVE, REPLACE_ONE, Mechanism, MissingCapabilityError
-from dpacct.accountant.declared import (
+from dpacct.accountant.families.declared import (
     DeltaCurveDeclaration,
     LossLawDeclaration,
     RDPCurveDeclaration,
@@ -21,7 +21,7 @@ from dpacct.accountant.declared import (
     check_relation,
     memo_rdp,
 )
-from dpacct.accountant.loss_law import AtomicLossLaw, GaussianLossLaw
+from dpacct.accountant.laws.loss_law import AtomicLossLaw, GaussianLossLaw
 
 DELTA = 1e-5
 

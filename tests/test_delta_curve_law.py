@@ -1,4 +1,4 @@
-"""accountant/delta_curve_law.py: connect-the-dots from an exact privacy curve to a loss
+"""accountant/laws/delta_curve_law.py: connect-the-dots from an exact privacy curve to a loss
 law that dominates it, checked against closed-form curves (Gaussian, Laplace, randomized
 response)."""
 
@@ -12,13 +12,13 @@ import numpy as np
 import pytest
 from scipy.stats import norm
 
-from dpacct.accountant.delta_curve_law import (
+from dpacct.accountant.laws.delta_curve_law import (
     CURVE_MAX_EPSILON,
     call_vectorised,
     curve_end,
     loss_law_from_delta_curve,
 )
-from dpacct.accountant.loss_law_rdp import swapped_loss_law
+from dpacct.accountant.laws.loss_law_rdp import swapped_loss_law
 
 
 def gaussian_curve(eps, mu=1.0):

@@ -1,4 +1,4 @@
-"""Tests for ``dpacct.mechanisms.discrete``: discrete Laplace and discrete Gaussian noise.
+"""Tests for ``mechanisms/primitives/discrete.py``: discrete Laplace and Gaussian noise.
 
 References are independent of the code under test: mpmath (40 digits) sums over the
 integers of the noise laws themselves -- hockey-stick divergences
@@ -16,14 +16,14 @@ import numpy as np
 import pytest
 
 from dpacct.accountant import compose
-from dpacct.accountant.rdp import pure_dp_rdp
+from dpacct.accountant.rdp.conversion import pure_dp_rdp
 from dpacct.mechanisms import (
     DiscreteGaussianMechanism,
     DiscreteLaplaceMechanism,
     GaussianMechanism,
     PureDPMechanism,
 )
-from dpacct.mechanisms.discrete import discrete_gaussian_delta, discrete_gaussian_rdp
+from dpacct.mechanisms.primitives.discrete import discrete_gaussian_delta, discrete_gaussian_rdp
 
 mp.mp.dps = 40
 

@@ -1,4 +1,4 @@
-"""mechanisms/_discrete_laplace_law.py: the exact loss law of discrete Laplace noise at
+"""mechanisms/primitives/_discrete_laplace_law.py: the exact loss law of discrete Laplace noise at
 an integer sensitivity, against the pair enumerated by brute force in mpmath."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import mpmath
 import numpy as np
 import pytest
 
-from dpacct.mechanisms._discrete_laplace_law import discrete_laplace_law
+from dpacct.mechanisms.primitives._discrete_laplace_law import discrete_laplace_law
 
 
 def brute_force_loss_law(scale: float, k: int, width: int = 400) -> dict[float, float]:

@@ -243,9 +243,9 @@ def test_walk_reaches_the_api():
         "dpacct.accountant.ledger.accountant.PrivacyAccountant",
         "dpacct.accountant.ledger.accountant.PrivacyAccountant.step",
         "dpacct.accountant.mechanism.Mechanism.epsilon",
-        "dpacct.accountant.compose.compose",
+        "dpacct.accountant.transformers.compose.compose",
         "dpacct.calibrators.dpsgd.noise_multiplier",
-        "dpacct.mechanisms.laplace.LaplaceMechanism",
+        "dpacct.mechanisms.primitives.laplace.LaplaceMechanism",
     ):
         assert expected in paths
 

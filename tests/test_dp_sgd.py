@@ -9,8 +9,8 @@ import pytest
 
 from dpacct.accountant import BudgetExceededError, PrivacyAccountant, compose, poisson_subsample
 from dpacct.calibrators.training import calibrate_dp_sgd
-from dpacct.mechanisms.dp_sgd import DPSGD, _epoch_ends
-from dpacct.mechanisms.gaussian import GaussianMechanism
+from dpacct.mechanisms.algorithms.dp_sgd import DPSGD, _epoch_ends
+from dpacct.mechanisms.primitives.gaussian import GaussianMechanism
 
 DELTA = 1e-5
 

@@ -1,4 +1,4 @@
-"""Tests for ``dpacct.mechanisms.exponential``: the exponential mechanism via bounded range.
+"""Tests for ``mechanisms/primitives/exponential.py``: the exponential mechanism.
 
 Independent references (mpmath, 40 digits):
 
@@ -21,10 +21,10 @@ import numpy as np
 import pytest
 
 from dpacct.accountant import compose
-from dpacct.accountant.pld import discretize
-from dpacct.accountant.rdp import pure_dp_rdp
+from dpacct.accountant.pld.grid import discretize
+from dpacct.accountant.rdp.conversion import pure_dp_rdp
 from dpacct.mechanisms import ExponentialMechanism, PureDPMechanism
-from dpacct.mechanisms.exponential import (
+from dpacct.mechanisms.primitives.exponential import (
     BoundedRangeLossLaw,
     bounded_range_delta,
     bounded_range_epsilon,

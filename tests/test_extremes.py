@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from dpacct.accountant import compose, poisson_subsample
-from dpacct.accountant.rdp import rdp_to_epsilon
+from dpacct.accountant.rdp.conversion import rdp_to_epsilon
 from dpacct.mechanisms import GaussianMechanism, ReplaceOneGaussianMechanism
 
 CASES = [
@@ -240,7 +240,7 @@ def test_tiny_sample_rate(q, base):
 
 
 def test_decaying_sum_with_a_step_below_double_precision():
-    from dpacct.accountant.pld_hull import _decaying_sum
+    from dpacct.accountant.pld.pld_hull import _decaying_sum
 
     x = np.array([0.5, 0.0, 2.0, 1e-300, 3.0])
     with warnings.catch_warnings():
@@ -350,7 +350,10 @@ def _np_dgauss_delta(sigma, eps):
 def test_discrete_gaussian_large_sigma_bracket(sigma):
     """sigma = 1e8 once allocated 28 GiB (the exact sum enumerates 76 sigma integers per
     epsilon); above sigma = 2000 a proven continuous-comparison bracket is used."""
-    from dpacct.mechanisms.discrete import DiscreteGaussianMechanism, discrete_gaussian_delta_bounds
+    from dpacct.mechanisms.primitives.discrete import (
+        DiscreteGaussianMechanism,
+        discrete_gaussian_delta_bounds,
+    )
 
     eps = np.array([0.0, 1.0, 3.0, 4.5]) / sigma
     lo, hi = discrete_gaussian_delta_bounds(sigma, eps)
@@ -368,7 +371,7 @@ def test_discrete_gaussian_large_sigma_bracket(sigma):
 
 
 def test_discrete_gaussian_huge_sigma_is_close_to_the_continuous_one():
-    from dpacct.mechanisms.discrete import DiscreteGaussianMechanism
+    from dpacct.mechanisms.primitives.discrete import DiscreteGaussianMechanism
 
     m = DiscreteGaussianMechanism(sigma=1e8)
     with warnings.catch_warnings():
@@ -430,7 +433,7 @@ def test_subsampled_rdp_at_huge_orders():
     """rdp(1e12) once tried to allocate 7.3 TiB (one binomial term per integer order);
     above 2^16 the base curve alpha / (2 sigma^2) is used (subsampling never hurts)."""
     from dpacct.accountant import subsample_without_replacement
-    from dpacct.accountant.subsampled_rdp import MAX_EXPANSION_ORDER
+    from dpacct.accountant.rdp.subsampled_rdp import MAX_EXPANSION_ORDER
 
     run = compose([poisson_subsample(GaussianMechanism(sigma=1.0), 0.01)], counts=[1000])
     alphas = np.array([1e4, MAX_EXPANSION_ORDER, MAX_EXPANSION_ORDER + 1.5, 1e12])

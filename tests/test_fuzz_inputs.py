@@ -3,7 +3,7 @@
 The callables are found by walking ``__all__`` of :mod:`dpacct`,
 :mod:`dpacct.accountant`, :mod:`dpacct.mechanisms` and :mod:`dpacct.calibrators`
 (plus the query methods of a few mechanisms and of the ledger, and
-:func:`~dpacct.accountant.schedule.round_schedule`).  Each has a row of valid base
+:func:`~dpacct.accountant.pld.schedule.round_schedule`).  Each has a row of valid base
 arguments in :data:`BASE`; a public callable without a row, and not on the reviewed
 :data:`NOT_FUZZED` list, fails :func:`test_every_public_callable_is_covered`.
 
@@ -42,8 +42,8 @@ import dpacct
 import dpacct.accountant as A
 import dpacct.calibrators as C
 import dpacct.mechanisms as M
-from dpacct.accountant.loss_law import GaussianLossLaw
-from dpacct.accountant.schedule import round_schedule, round_step
+from dpacct.accountant.laws.loss_law import GaussianLossLaw
+from dpacct.accountant.pld.schedule import round_schedule, round_step
 
 RNG = np.random.default_rng(0)
 G = M.GaussianMechanism(sigma=1.0)

@@ -1,4 +1,4 @@
-"""accountant/gaussian_dp.py: the closed forms of mu-GDP against mpmath quadratures of
+"""accountant/families/gaussian_dp.py: the closed forms of mu-GDP against mpmath quadratures of
 the Gaussian pair P = N(mu, 1), Q = N(0, 1) (the hockey-stick divergence and the
 errors of the Neyman-Pearson threshold tests)."""
 
@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpacct.accountant.gaussian_dp import (
+from dpacct.accountant.families.gaussian_dp import (
     gaussian_delta,
     gaussian_delta_at_most_exact,
     gaussian_epsilon,

@@ -1,4 +1,4 @@
-"""Tests for ``dpacct.mechanisms.generic``: PureDPMechanism and ZCDPMechanism.
+"""Tests for ``dpacct.mechanisms.primitives.generic``: PureDPMechanism and ZCDPMechanism.
 
 References are independent: mpmath (40 digits) sums over the two outputs of binary
 randomized response (the extremal pure-DP pair) for hockey-stick and Renyi divergences,

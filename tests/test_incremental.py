@@ -1,4 +1,4 @@
-"""The online fast path (``accountant/incremental.py``): folding a history step by step.
+"""The online fast path (``accountant/pld/incremental.py``): folding a history step by step.
 
 Independent references: the one-shot fast path on the same cells, and the Gaussian-DP
 closed form (q = 1: Gaussians compose exactly).
@@ -10,9 +10,9 @@ import math
 
 import pytest
 
-from dpacct.accountant.incremental import IncrementalEpsilon
-from dpacct.accountant.schedule import FAST_STEP, round_schedule
-from dpacct.accountant.schedule_fast import fast_epsilon_bounds
+from dpacct.accountant.pld.incremental import IncrementalEpsilon
+from dpacct.accountant.pld.schedule import FAST_STEP, round_schedule
+from dpacct.accountant.pld.schedule_fast import fast_epsilon_bounds
 
 DELTA = 1e-5
 

@@ -1,4 +1,4 @@
-"""Tests for ``dpacct.mechanisms.laplace``.
+"""Tests for ``dpacct.mechanisms.primitives.laplace``.
 
 References are computed independently of the code under test: the hockey-stick
 divergence and the Renyi divergence of ``Lap(1, b)`` and ``Lap(0, b)`` by mpmath
@@ -18,7 +18,7 @@ from scipy import signal
 
 from dpacct.accountant import compose
 from dpacct.mechanisms import LaplaceMechanism
-from dpacct.mechanisms.laplace import LaplaceLossLaw, laplace_delta
+from dpacct.mechanisms.primitives.laplace import LaplaceLossLaw, laplace_delta
 
 mp.mp.dps = 40
 

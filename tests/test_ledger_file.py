@@ -1,4 +1,4 @@
-"""Tests for the ledger's file format (``dpacct.accountant.ledger_file``): keyed ledgers.
+"""Tests for the ledger's file format (``dpacct.accountant.ledger.ledger_file``): keyed ledgers.
 
 What must hold: with a secret key a ledger is signed with HMAC-SHA256 (checked here
 against the standard library's ``hmac`` over the canonical JSON, computed independently
@@ -24,7 +24,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpacct.accountant import LedgerFileError, PrivacyAccountant
-from dpacct.accountant.ledger_file import (
+from dpacct.accountant.ledger.ledger_file import (
     KEY_ENV,
     MIN_KEY_BYTES,
     SCHEMA_VERSION,

@@ -4,7 +4,7 @@ import mpmath as mp
 import numpy as np
 import pytest
 
-from dpacct.accountant.loss_law import AtomicLossLaw, GaussianLossLaw, PoissonSubsampledLossLaw
+from dpacct.accountant.laws.loss_law import AtomicLossLaw, GaussianLossLaw, PoissonSubsampledLossLaw
 
 mp.mp.dps = 30
 
@@ -102,7 +102,7 @@ def test_boundary_search_finds_the_flip_point_anywhere(edge):
     """The vectorised bracket covers +-1e-3 * 2^47; beyond it the scalar doubling
     takes over.  The point returned satisfies the predicate and is within 1e-10
     relative (or 1e-300 absolute) of the true flip point."""
-    from dpacct.accountant.loss_law import _boundary
+    from dpacct.accountant.laws.loss_law import _boundary
 
     x = _boundary(lambda v: np.asarray(v) >= edge)
     assert x >= edge

@@ -1,4 +1,4 @@
-"""accountant/loss_law_rdp.py: the Renyi divergence of the pair a privacy-loss law
+"""accountant/laws/loss_law_rdp.py: the Renyi divergence of the pair a privacy-loss law
 describes, and the swapped law (the other neighbouring direction), against mpmath sums
 and quadratures of the definitions (Mironov 2017, Definition 3)."""
 
@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from dpacct.accountant import mechanism_from_loss_laws
-from dpacct.accountant.loss_law import AtomicLossLaw, GaussianLossLaw, PoissonSubsampledLossLaw
-from dpacct.accountant.loss_law_rdp import loss_law_rdp, swapped_loss_law
+from dpacct.accountant.laws.loss_law import AtomicLossLaw, GaussianLossLaw, PoissonSubsampledLossLaw
+from dpacct.accountant.laws.loss_law_rdp import loss_law_rdp, swapped_loss_law
 
 
 def mp_rdp_two_atoms(p0: float, q0: float, alpha: float) -> float:

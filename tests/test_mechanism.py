@@ -16,7 +16,7 @@ import pytest
 from scipy import optimize, stats
 
 from dpacct.accountant import Capabilities, Mechanism
-from dpacct.accountant.loss_law import GaussianLossLaw
+from dpacct.accountant.laws.loss_law import GaussianLossLaw
 
 MU = 1.0  # the Gaussian of noise multiplier 1 is 1-GDP
 DELTAS = [1e-3, 1e-5, 1e-9]

@@ -15,7 +15,7 @@ from dpacct.accountant.mechanism_cache import (
     pld_key,
     pld_upper_key,
 )
-from dpacct.accountant.pld_settings import PLDSettings
+from dpacct.accountant.pld.pld_settings import PLDSettings
 from dpacct.mechanisms import GaussianMechanism
 
 

@@ -1,4 +1,4 @@
-"""``dpacct.mechanisms.noise``: the noise family named by ``noise=`` is the primitive
+"""``dpacct.mechanisms.primitives.noise``: the noise family named by ``noise=`` is the primitive
 with that scale, checked through its closed-form privacy (Laplace: pure 1/b;
 Gaussian: delta(eps) of Balle & Wang 2018, Theorem 8, written with scipy)."""
 
@@ -10,7 +10,7 @@ import pytest
 from scipy import stats
 
 from dpacct.mechanisms import GaussianMechanism, LaplaceMechanism
-from dpacct.mechanisms.noise import NOISES, noise_mechanism
+from dpacct.mechanisms.primitives.noise import NOISES, noise_mechanism
 
 
 def test_the_names_are_the_two_families():

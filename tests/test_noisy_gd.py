@@ -12,8 +12,8 @@ from sklearn.model_selection import train_test_split
 
 from dpacct.accountant import compose
 from dpacct.calibrators.training import calibrate_noisy_gd
-from dpacct.mechanisms.gaussian import GaussianMechanism
-from dpacct.mechanisms.noisy_gd import FittedLinearModel, NoisyGD, _clipped_gradient_sum
+from dpacct.mechanisms.algorithms.noisy_gd import FittedLinearModel, NoisyGD, _clipped_gradient_sum
+from dpacct.mechanisms.primitives.gaussian import GaussianMechanism
 
 DELTA = 1e-5
 

@@ -1,4 +1,4 @@
-"""Tests for ``dpacct.mechanisms.permute_and_flip``.
+"""Tests for ``dpacct.mechanisms.primitives.permute_and_flip``.
 
 References: the permute-and-flip algorithm run literally (random order, coin flips)
 over every permutation, exact; sampled frequencies against it; the pure-DP curves of
@@ -14,7 +14,7 @@ import pytest
 
 from dpacct.accountant.serialization import from_dict, to_dict
 from dpacct.mechanisms import PureDPMechanism
-from dpacct.mechanisms.permute_and_flip import PermuteAndFlip
+from dpacct.mechanisms.primitives.permute_and_flip import PermuteAndFlip
 
 
 def literal_law(u, eps, sens):

@@ -1,4 +1,4 @@
-"""The FFT composition kernel (``accountant/pld_fft.py``) against direct sums.
+"""The FFT composition kernel (``accountant/pld/pld_fft.py``) against direct sums.
 
 Independent references: ``numpy.convolve`` (sums of non-negative terms, exact to
 rounding) and brute-force cumulative sums for the convolution and its tail cuts;
@@ -13,8 +13,8 @@ import math
 import numpy as np
 import pytest
 
-from dpacct.accountant import pld_fft
-from dpacct.accountant.pld_fft import _accurate_convolve, _tail_cuts
+from dpacct.accountant.pld import pld_fft
+from dpacct.accountant.pld.pld_fft import _accurate_convolve, _tail_cuts
 
 
 def test_tail_cuts_match_brute_force():

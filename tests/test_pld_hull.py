@@ -1,4 +1,4 @@
-"""Lower convex hulls and decaying sums (``accountant/pld_hull.py``) against brute force.
+"""Lower convex hulls and decaying sums (``accountant/pld/pld_hull.py``) against brute force.
 
 Independent references: Andrew's monotone chain, an O(n^2) vertex test on integer
 points (exact in floating point), and the decaying sum written out as a direct
@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dpacct.accountant.pld_hull import (
+from dpacct.accountant.pld.pld_hull import (
     _decaying_rows,
     _decaying_sum,
     _lower_hull,
@@ -20,7 +20,7 @@ from dpacct.accountant.pld_hull import (
 
 @pytest.mark.parametrize("seed", range(6))
 def test_strided_lower_hull_matches_the_monotone_chain(seed):
-    from dpacct.accountant.pld_hull import _lower_hull, _lower_hull_chain
+    from dpacct.accountant.pld.pld_hull import _lower_hull, _lower_hull_chain
 
     rng = np.random.default_rng(seed)
     n = [3, 7, 60, 1000, 20000, 20000][seed]

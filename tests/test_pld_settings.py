@@ -1,4 +1,4 @@
-"""accountant/pld_settings.py: the grid policy's contracts, each written out from its
+"""accountant/pld/pld_settings.py: the grid policy's contracts, each written out from its
 documented formula (tail budget, resolution, cap, first grid step) and checked for the
 monotonicity the policy promises; discretised laws bracket the Gaussian closed form."""
 
@@ -10,8 +10,8 @@ import mpmath
 import numpy as np
 import pytest
 
-from dpacct.accountant.loss_law import GaussianLossLaw
-from dpacct.accountant.pld_settings import (
+from dpacct.accountant.laws.loss_law import GaussianLossLaw
+from dpacct.accountant.pld.pld_settings import (
     DEFAULT_RESOLUTION,
     DEFAULT_TAIL,
     DEFAULT_TOL,
@@ -22,7 +22,7 @@ from dpacct.accountant.pld_settings import (
     grid_step,
     tail_budget,
 )
-from dpacct.mechanisms._discrete_laplace_law import discrete_laplace_law
+from dpacct.mechanisms.primitives._discrete_laplace_law import discrete_laplace_law
 
 
 # ------------------------------------------------------------------ tail budget

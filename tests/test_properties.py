@@ -51,7 +51,7 @@ def test_monotone_in_every_parameter(q, sigma, k, delta):
 @given(q=rates, sigma=sigmas, k=steps, delta=deltas)
 def test_pld_upper_is_never_above_rdp_by_more_than_rounding(q, sigma, k, delta):
     """Both are sound upper bounds; the reported epsilon is at most the RDP one."""
-    from dpacct.accountant.rdp import rdp_to_epsilon
+    from dpacct.accountant.rdp.conversion import rdp_to_epsilon
 
     run = dpsgd(q, sigma, k)
     rdp_eps = rdp_to_epsilon(run._rdp_curve, delta)

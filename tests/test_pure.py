@@ -1,4 +1,4 @@
-"""``dpacct.accountant.pure``: the bracket of a mechanism's pure epsilon, against closed
+"""``dpacct.accountant.families.pure``: the bracket of a mechanism's pure epsilon, against closed
 forms (the largest privacy loss of the pair and the probability it is attained)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import math
 import pytest
 
 from dpacct.accountant import compose
-from dpacct.accountant.pure import LOWER_DELTA, pure_epsilon_bounds
+from dpacct.accountant.families.pure import LOWER_DELTA, pure_epsilon_bounds
 from dpacct.mechanisms import GaussianMechanism, LaplaceMechanism, RandomizedResponse
 
 

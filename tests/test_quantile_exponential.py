@@ -1,4 +1,4 @@
-"""Tests for ``dpacct.mechanisms.quantile_exponential``: the exponential-mechanism
+"""Tests for ``dpacct.mechanisms.algorithms.quantile_exponential``: the exponential-mechanism
 quantile (Smith 2011) over the intervals between data points.
 
 Independent references: the explicit composition for the privacy (the bounded-range
@@ -15,9 +15,9 @@ import pytest
 from test_quantiles import GEN, same_privacy
 
 from dpacct.accountant import compose
-from dpacct.mechanisms.exponential import ExponentialMechanism
-from dpacct.mechanisms.generic import PureDPMechanism
-from dpacct.mechanisms.quantiles import ExponentialQuantile, smith_quantile
+from dpacct.mechanisms.algorithms.quantiles import ExponentialQuantile, smith_quantile
+from dpacct.mechanisms.primitives.exponential import ExponentialMechanism
+from dpacct.mechanisms.primitives.generic import PureDPMechanism
 
 
 def test_exponential_quantile_privacy():
@@ -116,7 +116,7 @@ def test_exponential_quantile_bad_input():
 
 def test_one_exponential_quantile_reports_the_exact_bounded_range_curve():
     """One release is accounted by the exact curve delta(0) = tanh(epsilon0 / 4)."""
-    from dpacct.mechanisms.quantiles import ExponentialQuantile
+    from dpacct.mechanisms.algorithms.quantiles import ExponentialQuantile
 
     alg = ExponentialQuantile(epsilon0=1.0, lower=0.0, upper=1.0)
     assert alg.delta(0.0) == pytest.approx(math.tanh(0.25), rel=1e-12)

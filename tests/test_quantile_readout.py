@@ -1,4 +1,4 @@
-"""Tests for ``dpacct.mechanisms.quantile_readout``: binning, reading quantiles off
+"""Tests for ``dpacct.mechanisms.algorithms.quantile_readout``: binning, reading quantiles off
 (noisy) counts, and the isotonic fit of a noisy CDF -- against values by hand and the
 min-max formula of isotonic regression."""
 
@@ -7,7 +7,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dpacct.mechanisms.quantiles import bin_counts, isotonic_counts, quantiles_from_counts
+from dpacct.mechanisms.algorithms.quantiles import (
+    bin_counts,
+    isotonic_counts,
+    quantiles_from_counts,
+)
 
 
 # ----------------------------------------------------------------------------------

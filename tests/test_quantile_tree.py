@@ -1,4 +1,4 @@
-"""Tests for ``dpacct.mechanisms.quantile_tree``: b-ary tree quantiles, Hay et al.'s
+"""Tests for ``dpacct.mechanisms.algorithms.quantile_tree``: b-ary tree quantiles, Hay et al.'s
 consistency and the choice of branching.
 
 Independent references: explicit compositions built by hand for the privacy; a dense
@@ -15,14 +15,14 @@ import pytest
 from test_quantiles import same_privacy
 
 from dpacct.accountant import compose
-from dpacct.mechanisms.gaussian import GaussianMechanism
-from dpacct.mechanisms.laplace import LaplaceMechanism
-from dpacct.mechanisms.quantiles import (
+from dpacct.mechanisms.algorithms.quantiles import (
     TreeQuantiles,
     choose_branching,
     hay_consistency,
     isotonic_counts,
 )
+from dpacct.mechanisms.primitives.gaussian import GaussianMechanism
+from dpacct.mechanisms.primitives.laplace import LaplaceMechanism
 
 
 @pytest.mark.parametrize("measure_root, depth", [(False, 3), (True, 4)])

@@ -1,4 +1,4 @@
-"""Tests for ``dpacct.mechanisms.quantile_tree_fit`` and the tree's level budgets.
+"""Tests for ``dpacct.mechanisms.algorithms.quantile_tree_fit`` and the tree's level budgets.
 
 Independent references: a dense weighted least-squares solve (``np.linalg.lstsq`` on
 the node-by-real-leaf incidence matrix, rows scaled by ``1 / sd``) for the consistent
@@ -20,16 +20,20 @@ from scipy import optimize
 
 from dpacct.accountant import compose
 from dpacct.accountant.serialization import from_dict, to_dict
-from dpacct.mechanisms.gaussian import GaussianMechanism
-from dpacct.mechanisms.laplace import LaplaceMechanism
-from dpacct.mechanisms.quantile_tree_fit import level_shares, real_nodes, tree_least_squares
-from dpacct.mechanisms.quantiles import (
+from dpacct.mechanisms.algorithms.quantile_tree_fit import (
+    level_shares,
+    real_nodes,
+    tree_least_squares,
+)
+from dpacct.mechanisms.algorithms.quantiles import (
     TreeQuantiles,
     bin_counts,
     hay_consistency,
     isotonic_counts,
     quantiles_from_counts,
 )
+from dpacct.mechanisms.primitives.gaussian import GaussianMechanism
+from dpacct.mechanisms.primitives.laplace import LaplaceMechanism
 
 QUARTILES = np.array([0.25, 0.5, 0.75])
 
@@ -260,8 +264,8 @@ def test_prefix_budget_beats_the_equal_split(bins):
 # discrete Laplace noise (OpenDP's integer noise)
 # ----------------------------------------------------------------------------------
 def test_discrete_laplace_histogram_and_tree_privacy():
-    from dpacct.mechanisms.discrete import DiscreteLaplaceMechanism
-    from dpacct.mechanisms.quantiles import HistogramQuantiles
+    from dpacct.mechanisms.algorithms.quantiles import HistogramQuantiles
+    from dpacct.mechanisms.primitives.discrete import DiscreteLaplaceMechanism
 
     hist = HistogramQuantiles(lower=0.0, upper=1.0, bins=50, scale=2.0,
                               noise="discrete_laplace")
@@ -283,7 +287,7 @@ def test_discrete_laplace_histogram_and_tree_privacy():
 
 @pytest.mark.parametrize("scale", [0.3, 1.0, 4.0, 25.0])
 def test_noise_variance_by_summing_the_pmf(scale):
-    from dpacct.mechanisms.quantile_readout import _noise_variance
+    from dpacct.mechanisms.algorithms.quantile_readout import _noise_variance
 
     k = np.arange(-4000, 4001, dtype=float)
     p = np.exp(-np.abs(k) / scale)

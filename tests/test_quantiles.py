@@ -1,4 +1,4 @@
-"""Tests for ``dpacct.mechanisms.quantiles``: histogram quantiles, and what the
+"""Tests for ``dpacct.mechanisms.algorithms.quantiles``: histogram quantiles, and what the
 histogram and the tree share (read-out accuracy, out-of-range data, bad input).  The
 tree, the exponential-mechanism quantile and the read-out helpers have their own test
 modules (``test_quantile_tree.py``, ``test_quantile_exponential.py``,
@@ -14,14 +14,14 @@ import numpy as np
 import pytest
 
 from dpacct.accountant import compose
-from dpacct.mechanisms.gaussian import GaussianMechanism
-from dpacct.mechanisms.laplace import LaplaceMechanism
-from dpacct.mechanisms.quantiles import (
+from dpacct.mechanisms.algorithms.quantiles import (
     HistogramQuantiles,
     TreeQuantiles,
     bin_counts,
     quantiles_from_counts,
 )
+from dpacct.mechanisms.primitives.gaussian import GaussianMechanism
+from dpacct.mechanisms.primitives.laplace import LaplaceMechanism
 
 DELTAS = [1e-3, 1e-6, 1e-10]
 ALPHAS = [1.5, 2.0, 8.0, 32.5]

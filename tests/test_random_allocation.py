@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from dpacct.accountant.mechanism import Mechanism
-from dpacct.accountant.random_allocation import (
+from dpacct.accountant.transformers.random_allocation import (
     add_rdp,
     random_allocation,
     random_allocation_delta_mc,

@@ -1,4 +1,4 @@
-"""Random allocation checked from below (``dpacct.accountant.random_allocation_lower``).
+"""Random allocation checked from below (``transformers/random_allocation_lower.py``).
 
 With one step per epoch random allocation is the Gaussian mechanism (the record is in
 the only step), so both tools have closed forms to meet: ``e`` epochs of multiplier
@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 from scipy import optimize, stats
 
-from dpacct.accountant.random_allocation import random_allocation
-from dpacct.accountant.random_allocation_lower import (
+from dpacct.accountant.transformers.random_allocation import random_allocation
+from dpacct.accountant.transformers.random_allocation_lower import (
     random_allocation_delta_mc,
     random_allocation_lower_epsilon,
 )

@@ -9,11 +9,14 @@ import numpy as np
 import pytest
 from scipy import integrate, special
 
-from dpacct.accountant.random_allocation import (
+from dpacct.accountant.transformers.random_allocation import (
     random_allocation,
     random_allocation_delta_mc,
 )
-from dpacct.accountant.random_allocation_pld import AllocationEpochPair, allocation_sum_law
+from dpacct.accountant.transformers.random_allocation_pld import (
+    AllocationEpochPair,
+    allocation_sum_law,
+)
 from dpacct.mechanisms import GaussianMechanism
 
 

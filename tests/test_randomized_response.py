@@ -1,4 +1,4 @@
-"""Tests for ``dpacct.mechanisms.randomized_response``.
+"""Tests for ``dpacct.mechanisms.primitives.randomized_response``.
 
 References are computed independently with mpmath (40 digits) from the output
 distributions of k-ary randomized response themselves: hockey-stick divergences and
@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from dpacct.accountant import compose
-from dpacct.accountant.loss_law import AtomicLossLaw
+from dpacct.accountant.laws.loss_law import AtomicLossLaw
 from dpacct.mechanisms import RandomizedResponse
 
 mp.mp.dps = 40
@@ -152,7 +152,7 @@ def test_tradeoff_symmetric_and_dual_to_delta():
     t = rr.tradeoff(a)
     np.testing.assert_allclose(rr.tradeoff(t), a, rtol=0, atol=1e-12)
     # the generic dual (a lower bound) never exceeds the exact curve
-    from dpacct.accountant.tradeoff import tradeoff_from_delta
+    from dpacct.accountant.queries.tradeoff import tradeoff_from_delta
 
     dual = tradeoff_from_delta(rr.delta, a)
     assert np.all(dual <= t + 1e-12)

@@ -1,4 +1,4 @@
-"""Log-space series helpers of the subsampled-RDP bounds (``dpacct.accountant.rdp_series``),
+"""Log-space series helpers of the subsampled-RDP bounds (``dpacct.accountant.rdp.rdp_series``),
 each against a plain evaluation written here: mpmath at 50 digits for the log-space sums,
 a loop over segments for the layout, brute force for the envelope and the chord."""
 
@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpacct.accountant.rdp_series import (
+from dpacct.accountant.rdp.rdp_series import (
     _cgf_chord,
     _log_expm1,
     _monotone_envelope,

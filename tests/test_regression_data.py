@@ -1,4 +1,4 @@
-"""Validation of regression data (``dpacct.mechanisms._regression_data``): shapes and
+"""Validation of regression data (``dpacct.mechanisms.algorithms._regression_data``): shapes and
 finiteness named, labels in one binary coding, and declared bounds that refuse or,
 when asked, clip (rows scaled to the bound, targets clipped) -- never silently."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dpacct.mechanisms._regression_data import (
+from dpacct.mechanisms.algorithms._regression_data import (
     as_design_matrix,
     as_target_vector,
     binary_coding,

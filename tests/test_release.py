@@ -1,4 +1,4 @@
-"""The exact samplers and value checks behind every release (``dpacct.mechanisms._release``).
+"""The exact samplers and value checks behind every release (``primitives/_release.py``).
 
 Frequencies are tested against the exact probabilities with chi-square / binomial
 tests at level 1e-6 (fixed seeds, so the tests are deterministic)."""
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpacct.mechanisms._release import (
+from dpacct.mechanisms.primitives._release import (
     bernoulli_rational,
     check_integer_values,
     is_integral,

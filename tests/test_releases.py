@@ -48,8 +48,8 @@ from dpacct.mechanisms import (
     ReleaseSession,
     TreeQuantiles,
 )
-from dpacct.mechanisms.algorithm import Algorithm
-from dpacct.mechanisms.discrete import _bernoulli_exp
+from dpacct.mechanisms.algorithms.algorithm import Algorithm
+from dpacct.mechanisms.primitives.discrete import _bernoulli_exp
 
 PRIMITIVES = (
     GaussianMechanism,

@@ -1,4 +1,4 @@
-"""Repeat-and-select (accountant/repeat_select.py): Papernot & Steinke 2022.
+"""Repeat-and-select (accountant/transformers/repeat_select.py): Papernot & Steinke 2022.
 
 The comparison with dp_accounting's RDP accountant on the same events is in
 tests/test_dp_accounting_events.py; here the law's parameters against a brute-force
@@ -20,7 +20,7 @@ from dpacct.accountant import (
     rdp_to_epsilon,
     repeat_and_select,
 )
-from dpacct.accountant.repeat_select import tnb_gamma
+from dpacct.accountant.transformers.repeat_select import tnb_gamma
 
 DELTA = 1e-6
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 from scipy.stats import norm
 
-from dpacct.accountant.attack_risk import tpr_at
+from dpacct.accountant.queries.attack_risk import tpr_at
 from dpacct.calibrators import (
     calibrate_risk,
     dpsgd_mechanism,

@@ -19,7 +19,7 @@ from dpacct.accountant import (
     poisson_subsample,
     routes,
 )
-from dpacct.accountant.loss_law import GaussianLossLaw
+from dpacct.accountant.laws.loss_law import GaussianLossLaw
 from dpacct.accountant.mechanism_cache import PLDUpper
 from dpacct.mechanisms import GaussianMechanism
 

@@ -15,7 +15,7 @@ import pytest
 
 from dpacct.accountant import PrivacyAccountant, compose, poisson_subsample
 from dpacct.accountant.ledger import LedgerFileError
-from dpacct.accountant.ledger_file import KEY_ENV, UNSIGNED_SCHEMA_VERSION
+from dpacct.accountant.ledger.ledger_file import KEY_ENV, UNSIGNED_SCHEMA_VERSION
 from dpacct.accountant.mechanism import Capabilities, Mechanism
 from dpacct.accountant.serialization import register_mechanism, sha256_of
 from dpacct.mechanisms import GaussianMechanism

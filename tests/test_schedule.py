@@ -15,7 +15,7 @@ import pytest
 
 from dpacct.accountant import BudgetExceededError, PrivacyAccountant
 from dpacct.accountant import ledger as ledger_module
-from dpacct.accountant.schedule import (
+from dpacct.accountant.pld.schedule import (
     round_schedule,
     round_step,
     schedule_mechanism,

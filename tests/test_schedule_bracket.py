@@ -15,7 +15,7 @@ import math
 import numpy as np
 
 from dpacct.accountant import PrivacyAccountant, compose, poisson_subsample
-from dpacct.accountant import schedule as sch
+from dpacct.accountant.pld import schedule as sch
 from dpacct.mechanisms import GaussianMechanism
 
 DELTA = 1e-5

@@ -1,4 +1,4 @@
-"""The schedule's fast path (``accountant/schedule_fast.py``): one FFT per direction.
+"""The schedule's fast path (``accountant/pld/schedule_fast.py``): one FFT per direction.
 
 Independent references: the Gaussian-DP closed form (q = 1: Gaussians compose
 exactly), the closed-form subsampled-Gaussian curve of one step, dp_accounting's
@@ -14,16 +14,16 @@ import pytest
 from scipy import optimize, special
 
 from dpacct.accountant import PrivacyAccountant
-from dpacct.accountant import schedule_fast as fast
-from dpacct.accountant.schedule import round_schedule, schedule_mechanism
-from dpacct.accountant.schedule_fast import fast_epsilon_bounds
+from dpacct.accountant.pld import schedule_fast as fast
+from dpacct.accountant.pld.schedule import round_schedule, schedule_mechanism
+from dpacct.accountant.pld.schedule_fast import fast_epsilon_bounds
 from dpacct.mechanisms import GaussianMechanism
 
 DELTA = 1e-5
 
 
 def test_shifted_epsilon_is_the_epsilon_of_the_shifted_losses():
-    from dpacct.accountant.pld import GridPLD
+    from dpacct.accountant.pld.grid import GridPLD
 
     rng = np.random.default_rng(3)
     pmf = rng.uniform(0, 1, 300)

@@ -1,4 +1,4 @@
-"""The rounding grid of DP-SGD schedules (``accountant/schedule_grid.py``).
+"""The rounding grid of DP-SGD schedules (``accountant/pld/schedule_grid.py``).
 
 Cells are the points ``(1 + g)^k``; rounding a step up (for an upper bound) takes the
 largest cell sigma at or below sigma and the smallest cell q at or above q (capped at
@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpacct.accountant.schedule_grid import DEFAULT_GRID, _cell_value, _check_grid, _round
+from dpacct.accountant.pld.schedule_grid import DEFAULT_GRID, _cell_value, _check_grid, _round
 
 
 def _node(k: int, grid: float) -> float:

@@ -1,4 +1,4 @@
-"""Vectorised subsampled-Gaussian cells (``accountant/sgm_cells.py``).
+"""Vectorised subsampled-Gaussian cells (``accountant/pld/sgm_cells.py``).
 
 Independent references: the engine's one-cell optimistic construction
 (``pld._from_bins``) for the vectorised one, and the closed-form hockey-stick curve of
@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 from scipy import special
 
-from dpacct.accountant import sgm_cells as cells
-from dpacct.accountant.pld import _Bins, _from_bins
+from dpacct.accountant.pld import sgm_cells as cells
+from dpacct.accountant.pld.grid import _Bins, _from_bins
 
 
 def _hockey(first, pmf, step, eps):

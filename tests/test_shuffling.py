@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from dpacct.accountant.shuffling import shuffled_batches
+from dpacct.accountant.transformers.shuffling import shuffled_batches
 from dpacct.calibrators import gaussian_epsilon
 from dpacct.mechanisms import GaussianMechanism
 

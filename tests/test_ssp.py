@@ -1,4 +1,4 @@
-"""Tests for SSP / AdaSSP linear regression (mechanisms/ssp.py, calibrators/regression.py)."""
+"""Tests for SSP / AdaSSP linear regression (algorithms/ssp.py, calibrators/regression.py)."""
 
 from __future__ import annotations
 
@@ -10,11 +10,16 @@ import pytest
 from sklearn.datasets import load_diabetes
 from sklearn.model_selection import train_test_split
 
-from dpacct.accountant.compose import compose
+from dpacct.accountant.transformers.compose import compose
 from dpacct.calibrators.dpsgd import analytic_gaussian_sigma
 from dpacct.calibrators.regression import calibrate_adassp, calibrate_ssp
-from dpacct.mechanisms.gaussian import GaussianMechanism
-from dpacct.mechanisms.ssp import SSP, AdaSSP, LinearModel, SufficientStatisticsPerturbation
+from dpacct.mechanisms.algorithms.ssp import (
+    SSP,
+    AdaSSP,
+    LinearModel,
+    SufficientStatisticsPerturbation,
+)
+from dpacct.mechanisms.primitives.gaussian import GaussianMechanism
 
 DELTA = 1e-5
 

@@ -1,4 +1,4 @@
-"""Poisson subsampling and sampling without replacement (``dpacct.accountant.subsample``).
+"""Poisson subsampling and sampling without replacement (``transformers/subsample.py``).
 
 Independent values: the closed form of the Poisson-subsampled Gaussian's delta in both
 directions (the likelihood ratio is monotone, so the optimal test is a threshold),

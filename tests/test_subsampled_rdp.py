@@ -1,4 +1,4 @@
-"""Tests for ``dpacct.accountant.subsampled_rdp``.
+"""Tests for ``dpacct.accountant.rdp.subsampled_rdp``.
 
 Reference values are computed independently with mpmath: the binomial sum of Mironov,
 Talwar & Zhang (2019) at integer orders (50 digits), and direct numerical integration of
@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpacct.accountant.subsampled_rdp import (
+from dpacct.accountant.rdp.subsampled_rdp import (
     poisson_subsampled_rdp,
     subsampled_gaussian_rdp,
     subsampled_without_replacement_rdp,

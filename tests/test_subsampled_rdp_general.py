@@ -1,4 +1,4 @@
-"""Tests for ``dpacct.accountant.subsampled_rdp_general``: Renyi DP of any mechanism
+"""Tests for ``dpacct.accountant.rdp.subsampled_rdp_general``: Renyi DP of any mechanism
 under subsampling, from its RDP curve.
 
 The general bounds are checked against what their theorems imply for the Gaussian
@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpacct.accountant.subsampled_rdp import (
+from dpacct.accountant.rdp.subsampled_rdp import (
     poisson_subsampled_rdp,
     subsampled_gaussian_rdp,
     subsampled_without_replacement_rdp,

@@ -12,14 +12,14 @@ from sklearn.datasets import load_breast_cancer, load_diabetes
 
 from dpacct.accountant import compose
 from dpacct.calibrators.synthesis import calibrate_synthesizer
-from dpacct.mechanisms.gaussian import GaussianMechanism
-from dpacct.mechanisms.laplace import LaplaceMechanism
-from dpacct.mechanisms.synthesis import (
+from dpacct.mechanisms.algorithms.synthesis import (
     BinnedNumericColumn,
     CategoricalColumn,
     MarginalSynthesizer,
     Table,
 )
+from dpacct.mechanisms.primitives.gaussian import GaussianMechanism
+from dpacct.mechanisms.primitives.laplace import LaplaceMechanism
 
 EPSILONS = (0.1, 1.0, 10.0, 100.0)
 

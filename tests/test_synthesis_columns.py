@@ -1,4 +1,4 @@
-"""Tests for ``dpacct.mechanisms.synthesis_columns``: the column specifications of the
+"""Tests for ``dpacct.mechanisms.algorithms.synthesis_columns``: the column specifications of the
 marginal synthesizer (categorical and binned numeric), their encoding and decoding."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from test_synthesis import diabetes
 
-from dpacct.mechanisms.synthesis import (
+from dpacct.mechanisms.algorithms.synthesis import (
     BinnedNumericColumn,
     CategoricalColumn,
     MarginalSynthesizer,

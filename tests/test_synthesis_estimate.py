@@ -1,4 +1,4 @@
-"""Tests for ``dpacct.mechanisms.synthesis_estimate``: projections onto the simplex and
+"""Tests for ``dpacct.mechanisms.algorithms.synthesis_estimate``: projections onto the simplex and
 onto consistent marginals, and iterative proportional fitting."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import itertools
 import numpy as np
 import pytest
 
-from dpacct.mechanisms.synthesis import (
+from dpacct.mechanisms.algorithms.synthesis import (
     _Layout,
     _project_consistent,
     ipf,

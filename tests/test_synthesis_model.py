@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from test_synthesis import generated
 
 from dpacct.calibrators.synthesis import calibrate_synthesizer
-from dpacct.mechanisms.synthesis import MarginalSynthesizer, Table
-from dpacct.mechanisms.synthesis_model import round_counts
+from dpacct.mechanisms.algorithms.synthesis import MarginalSynthesizer, Table
+from dpacct.mechanisms.algorithms.synthesis_model import round_counts
 
 
 @settings(max_examples=60, deadline=None)

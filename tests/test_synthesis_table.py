@@ -1,4 +1,4 @@
-"""Tests for ``dpacct.mechanisms.synthesis_table``: the ``Table`` of encoded rows and its
+"""Tests for ``dpacct.mechanisms.algorithms.synthesis_table``: the ``Table`` of encoded rows and its
 counting queries, against counts made here row by row."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from dpacct.mechanisms.synthesis import BinnedNumericColumn, CategoricalColumn, Table
+from dpacct.mechanisms.algorithms.synthesis import BinnedNumericColumn, CategoricalColumn, Table
 
 EDGES = [0.0, 10.0, 20.0, 40.0]
 

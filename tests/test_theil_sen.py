@@ -1,4 +1,4 @@
-"""Tests for ``dpacct.mechanisms.theil_sen``: DP Theil-Sen (Alabi et al. 2020).
+"""Tests for ``dpacct.mechanisms.algorithms.theil_sen``: DP Theil-Sen (Alabi et al. 2020).
 
 References: explicit compositions of exponential mechanisms built by hand; brute-force
 pair predictions (double loop over all pairs); ``scipy.stats.theilslopes`` and ordinary
@@ -12,8 +12,8 @@ import pytest
 from scipy.stats import theilslopes
 
 from dpacct.accountant import compose
-from dpacct.mechanisms.exponential import ExponentialMechanism
-from dpacct.mechanisms.theil_sen import DPTheilSen, TheilSenFit, pair_predictions
+from dpacct.mechanisms.algorithms.theil_sen import DPTheilSen, TheilSenFit, pair_predictions
+from dpacct.mechanisms.primitives.exponential import ExponentialMechanism
 
 
 def make(eps=1.0, **kw):
@@ -185,7 +185,7 @@ def test_bad_parameters():
 def test_exponent_carries_sensitivity_k(monkeypatch):
     # white box: each median is Smith's mechanism with coefficient epsilon_j / (2 k),
     # drawn through ExponentialMechanism.release with sensitivity k ...
-    from dpacct.mechanisms.exponential import ExponentialMechanism
+    from dpacct.mechanisms.primitives.exponential import ExponentialMechanism
 
     seen = []
     real = ExponentialMechanism.release
@@ -292,7 +292,7 @@ def test_repr_and_json_use_the_new_name():
 # the candidate-grid median
 # ----------------------------------------------------------------------------------
 def test_grid_median_is_two_permute_and_flips():
-    from dpacct.mechanisms.permute_and_flip import PermuteAndFlip
+    from dpacct.mechanisms.primitives.permute_and_flip import PermuteAndFlip
 
     a, b = make(eps=1.0, k=3), make(eps=1.0, k=3, median="grid", grid_size=100)
     assert a.pure_epsilon == b.pure_epsilon == pytest.approx(1.0)
@@ -315,7 +315,7 @@ def test_grid_median_outputs_grid_points_and_recovers_the_line():
 def test_grid_median_exponent_carries_sensitivity_k(monkeypatch):
     # the grid release sees the utility -|rank - m/2| with the planned sensitivity k
     seen = []
-    from dpacct.mechanisms.permute_and_flip import PermuteAndFlip
+    from dpacct.mechanisms.primitives.permute_and_flip import PermuteAndFlip
 
     orig = PermuteAndFlip.release
 

@@ -150,8 +150,8 @@ def test_small_epsilon_upper_bound_is_monotone_in_sample_rate():
 def test_a_certificate_contradiction_is_raised_not_clipped(monkeypatch):
     """A lower bound above the upper bound is a bug; it must surface, naming the
     mechanism and both values, instead of being clipped to the upper bound."""
-    from dpacct.accountant.compose import ComposedMechanism
-    from dpacct.accountant.pld import GridPLD
+    from dpacct.accountant.pld.grid import GridPLD
+    from dpacct.accountant.transformers.compose import ComposedMechanism
 
     run = _run(1e-3, sigma=1.0, count=10)
     upper = run.epsilon(1e-5)

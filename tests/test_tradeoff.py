@@ -1,4 +1,4 @@
-"""``dpacct.accountant.tradeoff``: the dual of a privacy curve (a lower bound on the f-DP
+"""``dpacct.accountant.queries.tradeoff``: the dual of a privacy curve (a lower bound on the f-DP
 trade-off curve), against the closed-form trade-off curves of Dong, Roth & Su 2022:
 ``f_{eps,0}(a) = max(0, 1 - e^eps a, e^-eps (1 - a))`` for pure eps-DP and
 ``G_mu(a) = Phi(Phi^-1(1 - a) - mu)`` for the Gaussian mechanism."""
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpacct.accountant.tradeoff import (
+from dpacct.accountant.queries.tradeoff import (
     BLOCK_ELEMENTS,
     TRADEOFF_NODES,
     tradeoff_envelope,

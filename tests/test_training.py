@@ -17,8 +17,8 @@ from dpacct.accountant import compose, poisson_subsample
 from dpacct.calibrators.calibrate import UnreachableTargetError
 from dpacct.calibrators.dpsgd import analytic_gaussian_sigma, noise_multiplier
 from dpacct.calibrators.training import calibrate_dp_sgd, calibrate_noisy_gd, naive_split_sigma
-from dpacct.mechanisms.gaussian import GaussianMechanism
-from dpacct.mechanisms.noisy_gd import NoisyGD
+from dpacct.mechanisms.algorithms.noisy_gd import NoisyGD
+from dpacct.mechanisms.primitives.gaussian import GaussianMechanism
 
 DELTA = 1e-5
 

@@ -1,4 +1,4 @@
-"""The pieces NoisyGD and DP-SGD share (``dpacct.mechanisms._training_common``): clipped
+"""The pieces NoisyGD and DP-SGD share (``dpacct.mechanisms.algorithms._training_common``): clipped
 gradient sums, residuals, losses, projection and the ridge gradient, each against a
 per-example loop or a formula written out here."""
 
@@ -9,13 +9,13 @@ import math
 import numpy as np
 import pytest
 
-from dpacct.mechanisms._training_common import (
+from dpacct.mechanisms.algorithms._training_common import (
     _l2_gradient,
     _mean_loss,
     _project,
     _softmax,
 )
-from dpacct.mechanisms.noisy_gd import _clipped_gradient_sum
+from dpacct.mechanisms.algorithms.noisy_gd import _clipped_gradient_sum
 
 
 def test_clipped_gradient_sum_matches_per_example_loop():

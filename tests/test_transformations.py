@@ -1,4 +1,4 @@
-"""Tests for ``dpacct.mechanisms.transformations``: your own transformations.
+"""Tests for ``dpacct.mechanisms.algorithms.transformations``: your own transformations.
 
 References: the Laplace mechanism's closed forms (pure epsilon ``c / b``; exact curve
 ``delta(eps) = 1 - exp((eps - c/b)/2)``), the analytic Gaussian curve of Balle & Wang
@@ -23,14 +23,14 @@ from dpacct.mechanisms import (
     LaplaceMechanism,
     matching_transformation,
 )
-from dpacct.mechanisms.generic import PureDPMechanism
-from dpacct.mechanisms.transformations import (
+from dpacct.mechanisms.algorithms.transformations import (
     Transformation,
     TransformedMechanism,
     group_privacy,
     max_observed_distance,
     symmetric_distance,
 )
+from dpacct.mechanisms.primitives.generic import PureDPMechanism
 
 
 def clipped_sum(bound):

@@ -1,4 +1,4 @@
-"""Two-scale PLDs (``dpacct.accountant.twoscale``): a fine bulk and a coarse tail,
+"""Two-scale PLDs (``dpacct.accountant.pld.twoscale``): a fine bulk and a coarse tail,
 composed part by part.
 
 Through the public route first: a mechanism known only by its Gaussian loss law is
@@ -16,8 +16,8 @@ import pytest
 from scipy import optimize, stats
 
 from dpacct.accountant import Mechanism, compose
-from dpacct.accountant.gaussian import gaussian_delta
-from dpacct.accountant.loss_law import GaussianLossLaw
+from dpacct.accountant.families.gaussian import gaussian_delta
+from dpacct.accountant.laws.loss_law import GaussianLossLaw
 
 DELTA = 1e-5
 
@@ -51,7 +51,7 @@ def test_composition_of_different_laws_brackets_the_gdp_closed_form():
 def test_split_discretisation_coarsens_a_step_too_fine_for_its_bulk():
     """A step far below the law's spread would need millions of bulk points: the
     two-scale grid coarsens it (by powers of two) and stays certified."""
-    from dpacct.accountant.twoscale import MAX_FINE, discretize_split
+    from dpacct.accountant.pld.twoscale import MAX_FINE, discretize_split
 
     law = GaussianLossLaw(mu=1.0)
     split = discretize_split(law, 2.0**-30, pessimistic=True, tail=1e-15)
@@ -67,8 +67,8 @@ def test_optimistic_tail_product_stays_below_the_pessimistic_one():
     narrower than a tail step, so the optimistic tail products are discretised after
     the product): the optimistic curve stays below the pessimistic one everywhere,
     and close to it where epsilon is tens of tail steps."""
-    from dpacct.accountant.subsample import poisson_subsample
-    from dpacct.accountant.twoscale import _convolve, _rebalance, discretize_split
+    from dpacct.accountant.pld.twoscale import _convolve, _rebalance, discretize_split
+    from dpacct.accountant.transformers.subsample import poisson_subsample
     from dpacct.mechanisms import GaussianMechanism
 
     law = poisson_subsample(GaussianMechanism(sigma=0.5), 4.0937e-6)._loss_laws()[0]

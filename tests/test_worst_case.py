@@ -1,4 +1,4 @@
-"""accountant/worst_case.py: the worst-case pairs of a pure epsilon, a Gaussian-DP mu and
+"""accountant/families/worst_case.py: the worst-case pairs of a pure epsilon, a Gaussian-DP mu and
 an (epsilon, delta) guarantee, against the pairs written out and summed in mpmath, and
 their trade-off curves against a linear program over all randomized tests."""
 
@@ -12,7 +12,7 @@ import pytest
 from scipy import optimize
 
 from dpacct.accountant import REPLACE_ONE, Mechanism, MissingCapabilityError
-from dpacct.accountant.worst_case import (
+from dpacct.accountant.families.worst_case import (
     EpsilonDeltaDeclaration,
     GaussianDPDeclaration,
     PureEpsilonDeclaration,

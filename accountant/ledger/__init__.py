@@ -15,14 +15,14 @@ The parts, one concept a module:
 * :mod:`~dpacct.accountant.ledger.filters` -- the filter strategies: the
   fixed-schedule PLD filter and the Renyi filter of Feldman & Zrnic 2021;
 * :mod:`~dpacct.accountant.ledger.history` -- the filter's composed history;
-* :mod:`dpacct.accountant.ledger_file` -- the file format (schema, seal, atomic write,
+* :mod:`dpacct.accountant.ledger.ledger_file` -- the file format (schema, seal, atomic write,
   validated read).
 """
 
-from ..ledger_file import FORMAT, SCHEMA_VERSION, LedgerFileError
 from .accountant import PrivacyAccountant
 from .filters import ADAPTIVE_ORDERS, LOOKAHEAD_SLACK, BudgetExceededError
 from .history import _FastHistory, _PLDHistory
+from .ledger_file import FORMAT, SCHEMA_VERSION, LedgerFileError
 from .records import EXACT_PHASES
 
 __all__ = [

@@ -14,13 +14,13 @@ further identical steps ahead (one accountant evaluation covers many steps: addi
 mechanisms never lowers epsilon, so if ``ledger + k steps`` fits, every prefix fits).
 
 Training loops whose noise multiplier or sample rate changes at every step (noise
-schedulers, batch-size warm-up) are accounted through :mod:`dpacct.accountant.schedule`:
+schedulers, batch-size warm-up) are accounted through :mod:`dpacct.accountant.pld.schedule`:
 beyond ``EXACT_PHASES`` distinct ``(sigma, q)`` phases every step is rounded to a
 dominating cell of a fine geometric grid (``grid``, 0.1 % by default) for upper bounds
 and to a dominated cell for lower bounds, so a query costs what the cells cost.  The
 filter then keeps the composition of the history it has already checked and only
 adds what is new: while every record is a DP-SGD step, as the spectra of its grid
-cells on one shared loss grid (:class:`~dpacct.accountant.schedule.IncrementalEpsilon`:
+cells on one shared loss grid (:class:`~dpacct.accountant.pld.schedule.IncrementalEpsilon`:
 adding steps multiplies spectra, a check is one inverse FFT, every aliasing and
 round-off error bounded and added); otherwise as composed PLDs, convolving only the
 new block.  Checking a step costs about what adding it costs, never a recomposition
@@ -55,7 +55,7 @@ checksum of its canonical content -- or, with a secret key (``key=`` or the envi
 variable ``DPACCT_LEDGER_KEY``), an HMAC-SHA256 signature that nobody without the key
 can forge -- and loading rejects corrupt, truncated, edited or wrongly signed files
 with a :class:`LedgerFileError`.  The format lives in
-:mod:`dpacct.accountant.ledger_file`.  Mechanisms are written through the explicit
+:mod:`dpacct.accountant.ledger.ledger_file`.  Mechanisms are written through the explicit
 registry of :mod:`dpacct.accountant.serialization`; nothing is pickled.
 """
 
@@ -64,10 +64,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..compose import compose
-from ..gaussian import GaussianMechanism
+from ..families.gaussian import GaussianMechanism
 from ..mechanism import Mechanism
-from ..schedule import (
+from ..pld.schedule import (
     DEFAULT_GRID,
     EXACT_CELLS,
     EXACT_VALUES,
@@ -76,7 +75,8 @@ from ..schedule import (
     fast_epsilon_bounds,
     round_schedule,
 )
-from ..subsample import poisson_subsample
+from ..transformers.compose import compose
+from ..transformers.subsample import poisson_subsample
 from ..validation import (
     check_count,
     check_delta,
@@ -118,7 +118,7 @@ class PrivacyAccountant(LedgerFileMethods):
         to a cell with smaller sigma and larger q for upper bounds (a dominating step,
         so :meth:`epsilon` and :meth:`delta` stay sound) and with larger sigma and
         smaller q for the lower end of :meth:`epsilon_bounds`
-        (:func:`~dpacct.accountant.schedule.round_step`).  Records that are not
+        (:func:`~dpacct.accountant.pld.schedule.round_step`).  Records that are not
         DP-SGD steps are never rounded, values already on the grid are not moved, a
         coordinate with at most 64 distinct values (a constant q) keeps them, and a
         ledger of DP-SGD steps only with at most 1024 distinct steps is answered
@@ -397,7 +397,7 @@ class PrivacyAccountant(LedgerFileMethods):
 
         Up to ``EXACT_PHASES`` distinct mechanisms: the exact composition.  Beyond,
         DP-SGD steps are rounded to the grid -- up for upper bounds, down for lower
-        bounds (:mod:`dpacct.accountant.schedule`) -- and the other records are kept.
+        bounds (:mod:`dpacct.accountant.pld.schedule`) -- and the other records are kept.
         """
         records = self._records
         if not records.entries:
@@ -541,7 +541,7 @@ class PrivacyAccountant(LedgerFileMethods):
         Used when every record is a DP-SGD step (beyond ``EXACT_PHASES`` distinct
         ones): the upper bound from the steps rounded up to the grid, the lower bound
         from the steps rounded down (on the loss grid of
-        :func:`~dpacct.accountant.schedule._lower_step`: as fine as the narrowest
+        :func:`~dpacct.accountant.pld.schedule._lower_step`: as fine as the narrowest
         steps need); neither is rounded when there are at most
         ``EXACT_CELLS`` distinct steps, and a coordinate with at most ``EXACT_VALUES``
         values keeps them.  ``None`` -- the engine's route -- when a

@@ -26,9 +26,9 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ..compose import compose
 from ..mechanism import Mechanism
-from ..schedule import _cell_mechanism
+from ..pld.schedule import _cell_mechanism
+from ..transformers.compose import compose
 from .history import BudgetHistory
 from .records import Entry, Records, Step, classify, key, same
 
@@ -268,7 +268,7 @@ class PLDFilter:
         accepted check certifies ``k >= count`` future records, each dominated by the
         candidate loosened by ``LOOKAHEAD_SLACK`` (smaller sigma, larger q; the
         subsampled Gaussian's profile is monotone in both, see
-        :mod:`dpacct.accountant.schedule`), with ``k`` growing geometrically while
+        :mod:`dpacct.accountant.pld.schedule`), with ``k`` growing geometrically while
         checks pass.  Later records inside the certificate are admitted at no cost;
         the first one outside it folds the admitted records into the history and
         checks again.

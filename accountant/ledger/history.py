@@ -5,8 +5,8 @@ directions) of every record the filter has checked, so that a check costs what t
 new records cost and never a recomposition of the whole ledger:
 
 * :class:`_FastHistory` -- while every record is a DP-SGD step: the spectra of the grid
-  cells on one shared loss grid (:class:`~dpacct.accountant.schedule.IncrementalEpsilon`);
-* :class:`_PLDHistory` -- otherwise: composed :class:`~dpacct.accountant.pld.GridPLD`
+  cells on one shared loss grid (:class:`~dpacct.accountant.pld.schedule.IncrementalEpsilon`);
+* :class:`_PLDHistory` -- otherwise: composed :class:`~dpacct.accountant.pld.grid.GridPLD`
   pairs, convolving only each new block.
 
 :class:`BudgetHistory` holds the current one and switches from the first to the second
@@ -18,11 +18,11 @@ entry's classification; neither looks at a mechanism's type.
 
 from __future__ import annotations
 
-from ..compose import ComposedMechanism
 from ..mechanism import PLDSettings
-from ..pld import GridPLD
-from ..pld_pair import PLDPair
-from ..schedule import IncrementalEpsilon, _scaled_settings
+from ..pld.grid import GridPLD
+from ..pld.pld_pair import PLDPair
+from ..pld.schedule import IncrementalEpsilon, _scaled_settings
+from ..transformers.compose import ComposedMechanism
 from .records import Entry, Records, phases_of, rounded, same
 
 __all__ = ["BudgetHistory"]
@@ -31,7 +31,7 @@ __all__ = ["BudgetHistory"]
 class _PLDHistory:
     """Pessimistic PLDs (remove and add direction) of the records checked so far.
 
-    Held as a :class:`~dpacct.accountant.pld_pair.PLDPair` (one PLD, ``add=None``, while
+    Held as a :class:`~dpacct.accountant.pld.pld_pair.PLDPair` (one PLD, ``add=None``, while
     every block has one law for both directions; each direction composed on its own
     once a block does not).  Its epsilon is the larger of both directions' own curves.
 
@@ -108,7 +108,7 @@ class _PLDHistory:
 class _FastHistory:
     """The filter's history of DP-SGD steps on the incremental fast path.
 
-    A thin adapter of :class:`~dpacct.accountant.schedule.IncrementalEpsilon` to the
+    A thin adapter of :class:`~dpacct.accountant.pld.schedule.IncrementalEpsilon` to the
     interface of :class:`_PLDHistory`: ``fold`` returns False, and ``epsilon_with`` /
     ``epsilon`` return ``None``, when a record is not a DP-SGD step or the fast path
     cannot certify (the ledger then moves to a :class:`_PLDHistory`).  The cost counter

@@ -14,7 +14,7 @@ A float ``mu`` rarely has an exact reciprocal, so a step carries two noise multi
 (for the lower end of a bracket), each the nearest float on its side, found in exact
 rational arithmetic.  They coincide when ``1 / mu`` is a float (``mu`` a power of two)
 and for a mechanism that stores its noise multiplier exactly (a
-:class:`~dpacct.accountant.gaussian.GaussianMechanism`, whose ``mu`` is computed from
+:class:`~dpacct.accountant.families.gaussian.GaussianMechanism`, whose ``mu`` is computed from
 ``sigma``): then ``sigma`` itself is used.
 
 A replace-one Gaussian is not a step: the schedule cells are add/remove mechanisms, and
@@ -29,11 +29,11 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from ..gaussian import GaussianMechanism
+from ..families.gaussian import GaussianMechanism
 from ..mechanism import Mechanism
+from ..pld.schedule import EXACT_VALUES, round_schedule, schedule_mechanism
 from ..relations import ADD_REMOVE
-from ..schedule import EXACT_VALUES, round_schedule, schedule_mechanism
-from ..subsample import PoissonSubsampledMechanism
+from ..transformers.subsample import PoissonSubsampledMechanism
 
 __all__ = ["EXACT_PHASES", "Entry", "Records", "Step", "classify"]
 
@@ -62,7 +62,7 @@ class Step:
     q: float
 
     def phase(self, count: int, *, upper: bool = True) -> tuple[float, float, int]:
-        """``(sigma, q, count)`` for :func:`~dpacct.accountant.schedule.round_schedule`."""
+        """``(sigma, q, count)`` for :func:`~dpacct.accountant.pld.schedule.round_schedule`."""
         return (self.sigma_upper if upper else self.sigma_lower, self.q, int(count))
 
     def covers(self, other: Step) -> bool:

@@ -2,7 +2,7 @@
 
 The methods :meth:`to_dict`, :meth:`from_dict`, :meth:`save` and :meth:`load` that
 :class:`~dpacct.accountant.ledger.PrivacyAccountant` inherits: they turn the ledger's
-records and filter settings into the payload of :mod:`dpacct.accountant.ledger_file`
+records and filter settings into the payload of :mod:`dpacct.accountant.ledger.ledger_file`
 (schema, seal, atomic write, validated read) and back.  Mechanisms are written through
 the explicit registry of :mod:`dpacct.accountant.serialization`; nothing is pickled.
 """
@@ -13,7 +13,10 @@ import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..ledger_file import (
+from ..pld.schedule import DEFAULT_GRID
+from ..serialization import to_dict
+from .filters import RenyiFilter
+from .ledger_file import (
     FORMAT,
     LedgerFileError,
     parse_content,
@@ -22,9 +25,6 @@ from ..ledger_file import (
     unseal,
     write_atomic,
 )
-from ..schedule import DEFAULT_GRID
-from ..serialization import to_dict
-from .filters import RenyiFilter
 from .records import Entry
 
 if TYPE_CHECKING:
@@ -45,7 +45,7 @@ class LedgerFileMethods:
             A secret of at least 16 bytes: the data is signed with HMAC-SHA256
             (``"signature"``, schema 2).  None reads the environment variable
             ``DPACCT_LEDGER_KEY``; without either, an unkeyed ``"checksum"`` (schema 1).
-            See :mod:`dpacct.accountant.ledger_file` for the format and threat model.
+            See :mod:`dpacct.accountant.ledger.ledger_file` for the format and threat model.
 
         Returns
         -------
@@ -252,7 +252,7 @@ class LedgerFileMethods:
         ...     PrivacyAccountant.load(path, key=secrets.token_bytes(32))  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        dpacct.accountant.ledger_file.LedgerFileError: ...: signature mismatch: ...
+        dpacct.accountant.ledger.ledger_file.LedgerFileError: ...: signature mismatch: ...
         """
         source = os.fspath(path)
         return cls.from_dict(

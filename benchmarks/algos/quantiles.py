@@ -259,7 +259,7 @@ def rows(seeds: int = 100, quick: bool = False) -> list[dict]:
 
 def _readout_row(seeds: int, alpha: float) -> dict:
     from dpacct.mechanisms import HistogramQuantiles
-    from dpacct.mechanisms.quantiles import quantiles_from_counts
+    from dpacct.mechanisms.algorithms.quantiles import quantiles_from_counts
 
     alg = HistogramQuantiles(lower=BOUNDS[0], upper=BOUNDS[1], bins=READOUT_BINS,
                              scale=1.0 / EPSILON, out_of_range="clip", noise=NOISE)

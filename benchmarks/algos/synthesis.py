@@ -310,7 +310,7 @@ def _row(workflow, metric, ours, peer_name, theirs, why="", rtol=0.02) -> dict:
 def rows(seeds: int = 100, quick: bool = False) -> list[dict]:
     from dpacct.calibrators import calibrate_mst, calibrate_synthesizer
     from dpacct.mechanisms import MST  # noqa: F401  (the algorithm compared)
-    from dpacct.mechanisms.synthesis import encode
+    from dpacct.mechanisms.algorithms.synthesis import encode
 
     if quick:
         seeds = min(seeds, 3)

@@ -1,0 +1,1 @@
+"""Mechanism families declared by one capability (GDP, RDP, a delta curve)."""

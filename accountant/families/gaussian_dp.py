@@ -1,0 +1,160 @@
+"""Closed forms of Gaussian differential privacy: the curves of the ``mu``-GDP pair
+``N(0, 1)``, ``N(mu, 1)``.
+
+The exact privacy curve (Balle & Wang 2018, Theorem 8), its inverse, the trade-off curve
+(Dong, Roth, Su 2019, Definition 2.7) and the noise multiplier a ``mu`` stands for.
+Every mechanism that declares a Gaussian-DP ``mu`` states these curves; this module
+imports no mechanism, so each of them can (:mod:`dpacct.accountant.families.gaussian` holds the
+:class:`~dpacct.accountant.families.gaussian.GaussianMechanism` itself).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import special
+
+from ..numerics import brentq
+from ..validation import as_float_array, check_delta, check_positive
+
+__all__ = [
+    "SIGMA_ROUND_DOWN",
+    "gaussian_delta",
+    "gaussian_delta_at_most_exact",
+    "gaussian_epsilon",
+    "gaussian_log_delta",
+    "gaussian_tradeoff",
+    "sigma_below",
+]
+
+
+def gaussian_delta(mu: float, epsilon: np.ndarray) -> np.ndarray:
+    """Exact delta(eps) of the Gaussian mechanism with ``mu = sensitivity / sigma``.
+
+    Balle & Wang 2018 ("Improving the Gaussian Mechanism for Differential Privacy",
+    Theorem 8): ``delta = Phi(mu/2 - eps/mu) - e^eps Phi(-mu/2 - eps/mu)``, evaluated
+    in log space as ``Phi(a) * (1 - exp(eps + log Phi(b) - log Phi(a)))`` so that
+    deltas down to 1e-300 keep their relative precision.
+
+    Parameters
+    ----------
+    mu : float
+        ``sensitivity / sigma``, > 0.
+    epsilon : numpy.ndarray
+        Epsilons (real).
+
+    Examples
+    --------
+    >>> round(float(gaussian_delta(1.0, np.array([1.0]))[0]), 6)
+    0.126937
+    """
+    mu = check_positive("mu", mu)
+    eps = as_float_array("epsilon", epsilon)
+    a = mu / 2.0 - eps / mu
+    b = -mu / 2.0 - eps / mu
+    log_pa = special.log_ndtr(a)
+    log_pb = special.log_ndtr(b)
+    with np.errstate(over="ignore", invalid="ignore"):
+        x = eps + log_pb - log_pa
+        val = np.exp(log_pa) * -np.expm1(np.minimum(x, 0.0))
+    return np.clip(np.where(np.isnan(val), 0.0, val), 0.0, 1.0)
+
+
+def gaussian_log_delta(mu: float, eps: float) -> float:
+    """``log delta(eps)`` of ``mu``-GDP (``-inf`` where delta is 0), from
+    :func:`gaussian_delta`.
+
+    Examples
+    --------
+    >>> round(gaussian_log_delta(1.0, 1.0), 6)  # log 0.126937
+    -2.064066
+    """
+    d = float(gaussian_delta(mu, np.array([eps]))[0])
+    return math.log(d) if d > 0 else -math.inf
+
+
+def gaussian_epsilon(mu: float, delta: float) -> float:
+    """Epsilon at ``delta`` of ``mu``-Gaussian DP (a Gaussian with sigma = 1 / mu).
+
+    Inverts the exact curve of Balle & Wang 2018 (Theorem 8) to about 1e-12 relative
+    accuracy; not rounded in either direction (use ``Mechanism.epsilon`` for a bound).
+
+    Parameters
+    ----------
+    mu : float
+        ``sensitivity / sigma``, > 0.
+    delta : float
+        Target delta, in (0, 1).
+
+    Examples
+    --------
+    >>> round(gaussian_epsilon(1.0, 1e-5), 4)
+    4.3772
+    """
+    mu = check_positive("mu", mu)
+    delta = check_delta(delta, what="Gaussian DP")
+    log_d = math.log(delta)
+    if gaussian_log_delta(mu, 0.0) <= log_d:
+        return 0.0
+    hi = max(1.0, mu * mu)
+    while gaussian_log_delta(mu, hi) > log_d:
+        hi *= 2.0
+        if hi > 1e300:
+            return math.inf
+
+    def f(e: float) -> float:
+        v = gaussian_log_delta(mu, e)
+        return max(v, -1e300) - log_d
+
+    return brentq(f, 0.0, hi, xtol=1e-15, rtol=1e-13, maxiter=500)
+
+
+def gaussian_delta_at_most_exact(mu: float, eps: float, delta: float) -> bool:
+    """True if ``Phi(mu/2 - eps/mu) - e^eps Phi(-mu/2 - eps/mu) <= delta`` at 40 digits (the
+    inputs are floats, so this is the exact curve at those floats, to 1e-40).
+
+    Examples
+    --------
+    >>> gaussian_delta_at_most_exact(1.0, 1.0, 0.127), gaussian_delta_at_most_exact(1.0, 1.0, 0.126)
+    (True, False)
+    """
+    import mpmath
+
+    with mpmath.workdps(40):
+        m, e = mpmath.mpf(mu), mpmath.mpf(eps)
+        value = mpmath.ncdf(m / 2 - e / m) - mpmath.exp(e) * mpmath.ncdf(-m / 2 - e / m)
+        return bool(value <= mpmath.mpf(delta))
+
+
+#: relative margin by which a noise multiplier recovered from a Gaussian-DP ``mu`` is
+#: lowered: ``mu`` itself and ``1 / mu`` (or a sum of squares and its root) each round
+#: by up to half an ulp, eight ulps covers them (a smaller sigma is the safe side)
+SIGMA_ROUND_DOWN = 2.0**-50
+
+
+def sigma_below(mu: float) -> float:
+    """A noise multiplier at most ``1 / mu`` for the exact real ``mu`` a float stands
+    for: ``(1 / mu) (1 - 2^-50)``.  The Gaussian with this sigma dominates the
+    ``mu``-GDP mechanism, so every curve computed from it is an upper bound.
+
+    Examples
+    --------
+    >>> s = sigma_below(0.5)
+    >>> s < 2.0 and 2.0 - s < 1e-14
+    True
+    """
+    return (1.0 / float(mu)) * (1.0 - SIGMA_ROUND_DOWN)
+
+
+def gaussian_tradeoff(mu: float, fpr: np.ndarray) -> np.ndarray:
+    """Trade-off curve of ``mu``-GDP: ``Phi(Phi^-1(1 - a) - mu)`` (Dong, Roth, Su 2019,
+    Definition 2.7).
+
+    Examples
+    --------
+    >>> round(float(gaussian_tradeoff(1.0, np.array([0.05]))[0]), 6)  # Phi(1.644854 - 1)
+    0.740489
+    """
+    with np.errstate(divide="ignore"):
+        return special.ndtr(special.ndtri(1.0 - np.asarray(fpr, dtype=float)) - mu)

@@ -1,0 +1,1 @@
+"""Privacy loss laws of dominating pairs: the exact input of the PLD engine."""

@@ -1,0 +1,1 @@
+"""Privacy loss distributions: grids, certified composition, schedules."""

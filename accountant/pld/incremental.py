@@ -1,0 +1,360 @@
+"""Online certified epsilon of a growing DP-SGD ledger (the fast path kept open).
+
+Each direction's composition of subsampled-Gaussian cells is kept as its spectrum on
+one shared loss grid, so composing new steps multiplies spectra and a query costs one
+inverse FFT, with aliasing and round-off inside the certificate
+(:mod:`~dpacct.accountant.pld.pld_fft`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+import numpy as np
+from scipy import fft as sp_fft
+
+from .pld_fft import (
+    _ORDERS,
+    FAST_MAX_N,
+    _alias,
+    _cell_lambdas,
+    _l2,
+    _power,
+    _spectral_error,
+    _spectrum_product,
+    _window,
+)
+from .pld_pair import swapped_delta_identity, swapped_epsilon
+from .schedule_fast import ADD_STEP_FACTOR, FAST_STEP, _finish
+from .schedule_grid import DEFAULT_GRID, EXACT_VALUES, _check_grid, _round
+from .sgm_cells import _pessimistic_cells
+
+__all__ = ["IncrementalEpsilon"]
+
+
+class _Direction:
+    """One direction's composition of DP-SGD cells, kept as its spectrum on ``n`` points.
+
+    Everything the certificate of :func:`_compose_cells` needs is additive over the
+    composed cells and kept as running sums: the log-MGFs (aliasing window), the
+    forward round-off (``sum_c k_c ||p_c||``), the number of complex products, the
+    origin and the +inf mass.  Adding ``k`` steps of a cell multiplies the spectrum by
+    the cell's transform to the ``k``; when the Chernoff window outgrows ``n`` the
+    spectrum is recomputed from the cell list on a longer grid (with a margin, so
+    re-sizing is rare).  The tails are cut at ``tau = 1e-4 delta / horizon`` per step
+    and the cut mass goes to +inf (sound for any number of steps; beyond ``horizon``
+    steps every cell is re-discretised with a 16 times longer horizon).
+    """
+
+    GROWTH = 2.0
+
+    def __init__(self, delta: float, step: float, add: bool, horizon: int) -> None:
+        self.delta = delta
+        self.step = step
+        self.add = add
+        self.horizon = horizon
+        self.tau = 1e-4 * delta / horizon
+        self.alias_budget = 1e-4 * delta
+        self.counts: dict[tuple[float, float], int] = {}
+        self.cells: dict[tuple[float, float], tuple] = {}
+        self.total = 0
+        self.n = 0
+        self.spec: np.ndarray | None = None
+        self.mults = 0
+        t = _ORDERS.size
+        self.lam_pos = np.zeros(t)
+        self.lam_neg = np.zeros(t)
+        self.norms = 0.0
+        self.origin = 0
+        self.log_fin = 0.0
+        self.width = 1
+        #: l1 error carried over from earlier grids (see :meth:`_grow`)
+        self.carried = 0.0
+        #: cost counters: forward transforms of cells and inverse transforms
+        self.forward = 0
+        self.inverse = 0
+        self._recent: dict[tuple[float, float], np.ndarray] = {}
+
+    def _discretise(self, keys: list[tuple[float, float]]) -> None:
+        new = [k for k in dict.fromkeys(keys) if k not in self.cells]
+        if not new:
+            return
+        sig = np.array([s for s, _ in new])
+        qs = np.array([q for _, q in new])
+        firsts, pmfs, infs = _pessimistic_cells(sig, qs, self.step, self.tau, self.add)
+        lp, ln = _cell_lambdas(self.step, firsts, pmfs)
+        for i, key in enumerate(new):
+            pmf = pmfs[i]
+            self.cells[key] = (
+                int(firsts[i]),
+                pmf,
+                float(infs[i]),
+                lp[i],
+                ln[i],
+                _l2(pmf),
+            )
+            self.width = max(self.width, pmf.size)
+
+    def _transform(self, key: tuple[float, float]) -> np.ndarray:
+        spec = self._recent.get(key)
+        if spec is None:
+            spec = sp_fft.rfft(self.cells[key][1], n=self.n, workers=-1)
+            self.forward += 1
+            if len(self._recent) >= 8:
+                self._recent.pop(next(iter(self._recent)))
+            self._recent[key] = spec
+        return spec
+
+    def _sums(self, items: dict[tuple[float, float], int]):
+        lam_pos, lam_neg = self.lam_pos.copy(), self.lam_neg.copy()
+        norms, origin, log_fin = self.norms, self.origin, self.log_fin
+        for key, k in items.items():
+            first, _, inf, lp, ln, nrm = self.cells[key]
+            lam_pos += k * lp
+            lam_neg += k * ln
+            norms += k * nrm
+            origin += k * first
+            with np.errstate(divide="ignore"):
+                log_fin += k * math.log1p(-min(inf, 1.0))
+        return lam_pos, lam_neg, norms, origin, log_fin
+
+    def _rebuild_at(self, n: int) -> None:
+        """The spectrum of the cell list on ``n`` points, recomputed from the cells."""
+        self.n = n
+        self._recent.clear()
+        self.carried = 0.0
+        self.origin = sum(k * self.cells[key][0] for key, k in self.counts.items())
+        self.norms = sum(k * self.cells[key][5] for key, k in self.counts.items())
+        if self.counts:
+            keys = list(self.counts)
+            pmfs = [self.cells[k][1] for k in keys]
+            counts = np.array([self.counts[k] for k in keys], dtype=np.int64)
+            self.spec, self.mults = _spectrum_product(pmfs, counts, n)
+            self.forward += len(keys)
+        else:
+            self.spec, self.mults = np.ones(n // 2 + 1, dtype=complex), 0
+
+    def _grow(self, need: int) -> bool:
+        """Move to a longer grid; False when it would exceed :data:`FAST_MAX_N`.
+
+        The composition so far fits its own window, so it is carried over as one PMF
+        (one inverse and one forward FFT instead of one per cell): its l1 distance to
+        the exact composition of the cells -- twice the aliased mass, plus the
+        round-off bound of :func:`_spectral_error` -- is added to ``carried``, and every
+        later answer adds ``carried`` to its error (convolving with probability
+        measures and folding the window do not increase an l1 distance, and the
+        hockey-stick divergence moves by at most the l1 distance of the PMFs).
+        """
+        n = sp_fft.next_fast_len(max(int(need * self.GROWTH), self.width, 2), real=True)
+        if n > FAST_MAX_N:
+            return False
+        if self.spec is None or self.total == 0:
+            self._rebuild_at(n)
+            return True
+        a_old, need_old = _window(self.step, self.lam_pos, self.lam_neg, self.alias_budget)
+        if need_old > self.n:  # pragma: no cover - the window always fits after a fold
+            self._rebuild_at(n)
+            return True
+        alias = _alias(self.step, self.lam_pos, self.lam_neg, a_old, self.n)
+        freq_l2, y, inv_l1 = _spectral_error(self.spec, self.n, self.mults, self.norms)
+        y = np.maximum(np.roll(y, -((a_old - self.origin) % self.n)), 0.0)
+        self.inverse += 1
+        self.carried += 2.0 * alias + freq_l2 + inv_l1
+        self.n = n
+        self._recent.clear()
+        self.spec = sp_fft.rfft(y, n=n, workers=-1)
+        self.forward += 1
+        self.mults = 0
+        self.norms = _l2(y)
+        self.origin = a_old
+        return True
+
+    def _reset_horizon(self, total: int) -> None:
+        while self.horizon < total:
+            self.horizon *= 16
+        counts = self.counts
+        self.__init__(self.delta, self.step, self.add, self.horizon)  # type: ignore[misc]
+        self.fold(counts)
+
+    def _prepare(self, items: dict[tuple[float, float], int]) -> bool:
+        if self.total + sum(items.values()) > self.horizon:
+            self._reset_horizon(self.total + sum(items.values()))
+        self._discretise(list(items))
+        lam_pos, lam_neg, _, _, _ = self._sums(items)
+        _, need = _window(self.step, lam_pos, lam_neg, self.alias_budget)
+        if self.spec is None or need > self.n or self.width > self.n:
+            return self._grow(need)
+        return True
+
+    def fold(self, items: dict[tuple[float, float], int]) -> bool:
+        """Compose ``k`` more steps of each cell in ``items``; False if it cannot certify."""
+        if not self._prepare(items):
+            return False
+        sums = self._sums(items)
+        with np.errstate(under="ignore", over="ignore", invalid="ignore"):
+            for key, k in items.items():
+                pw, m = _power(self._transform(key), k)
+                self.spec *= pw
+                self.mults += m + 1
+        for key, k in items.items():
+            self.counts[key] = self.counts.get(key, 0) + k
+        self.total += sum(items.values())
+        self.lam_pos, self.lam_neg, self.norms, self.origin, self.log_fin = sums
+        return True
+
+    def pld(self, extra: dict[tuple[float, float], int] | None = None):
+        """The composed pessimistic :class:`GridPLD` (with ``extra`` steps, not kept)."""
+        extra = extra or {}
+        if not self._prepare(extra):
+            return None
+        lam_pos, lam_neg, norms, origin, log_fin = self._sums(extra)
+        a_idx, _ = _window(self.step, lam_pos, lam_neg, self.alias_budget)
+        spec, mults = self.spec, self.mults
+        if extra:
+            spec = spec.copy()
+            with np.errstate(under="ignore", over="ignore", invalid="ignore"):
+                for key, k in extra.items():
+                    pw, m = _power(self._transform(key), k)
+                    spec *= pw
+                    mults += m + 1
+        alias = _alias(self.step, lam_pos, lam_neg, a_idx, self.n)
+        self.inverse += 1
+        out = _finish(
+            self.step,
+            spec,
+            self.n,
+            mults,
+            norms,
+            alias,
+            a_idx,
+            origin,
+            log_fin,
+            True,
+            carried=self.carried,
+        )
+        return out[0]
+
+
+class IncrementalEpsilon:
+    """Certified upper bound on epsilon of a growing DP-SGD ledger, step by step.
+
+    The fast path of :func:`fast_epsilon_bounds` kept open: steps are rounded up to
+    their dominating cell (:func:`round_step`), each direction's composition is kept
+    as its spectrum (:class:`_Direction`), so composing new steps multiplies spectra
+    and a query costs one inverse FFT.  The add direction is composed only once the
+    remove direction's swapped curve
+    (:func:`~dpacct.accountant.pld.pld_pair.swapped_delta_identity`) no longer certifies it,
+    on a loss grid :data:`ADD_STEP_FACTOR` times coarser; from then on both are kept.
+    ``epsilon`` returns ``None`` when the window would exceed :data:`FAST_MAX_N` (the
+    caller then uses the engine's route).
+
+    Examples
+    --------
+    >>> inc = IncrementalEpsilon(1e-5)
+    >>> inc.fold([(1.0 * 0.999**t, 0.01, 1) for t in range(500)])
+    >>> a = inc.epsilon()
+    >>> b = inc.epsilon([(0.6, 0.01, 100)])  # hypothetical, not kept
+    >>> bool(0 < a < b) and inc.epsilon() == a
+    True
+    """
+
+    def __init__(
+        self, delta: float, *, grid: float = DEFAULT_GRID, step: float = FAST_STEP
+    ) -> None:
+        self.delta = delta
+        self.grid = _check_grid(grid)
+        self.w = math.log1p(self.grid)
+        self.step = step
+        self.remove = _Direction(delta, step, False, 1 << 20)
+        self.add: _Direction | None = None
+        self._eps: float | None = 0.0
+        self.ok = True
+        #: coordinate values kept exact in the cells (see :meth:`_cells`)
+        self._exact_sigma: set[float] = set()
+        self._exact_q: set[float] = set()
+
+    @property
+    def inverse_transforms(self) -> int:
+        return self.remove.inverse + (0 if self.add is None else self.add.inverse)
+
+    def _cells(self, steps) -> dict[tuple[float, float], int]:
+        """The dominating cell of every step.  A coordinate value already kept exact,
+        or a new one while fewer than :data:`EXACT_VALUES` are kept (a constant q, a
+        step schedule's few sigmas), is used as it is; others are rounded up to the
+        grid (smaller sigma, larger q).  Both are dominating cells, so the choice
+        only trades merging for tightness, never soundness."""
+        out: dict[tuple[float, float], int] = {}
+        for sigma, q, count in steps:
+            sigma, q = float(sigma), float(q)
+            cell_sigma, cell_q = _round(sigma, q, self.w, True)
+            key = (
+                sigma if self._keep(self._exact_sigma, sigma) else cell_sigma,
+                q if self._keep(self._exact_q, q) else cell_q,
+            )
+            out[key] = out.get(key, 0) + int(count)
+        return out
+
+    @staticmethod
+    def _keep(kept: set[float], value: float) -> bool:
+        if value in kept:
+            return True
+        if len(kept) < EXACT_VALUES:
+            kept.add(value)
+            return True
+        return False
+
+    def fold(self, steps: Iterable[tuple[float, float, int]]) -> None:
+        """Compose the steps ``(sigma, q, count)`` into the kept composition."""
+        items = self._cells(steps)
+        if not items:
+            return
+        self._eps = None
+        self.ok = self.ok and self.remove.fold(items)
+        if self.add is not None:
+            self.ok = self.ok and self.add.fold(items)
+
+    def epsilon(
+        self, extra: Iterable[tuple[float, float, int]] = (), *, cap: float | None = None
+    ) -> float | None:
+        """Certified epsilon at ``delta`` of the composition (with ``extra``, not kept).
+
+        With ``cap`` (a filter's budget) the answer only has to decide against it: a
+        value ``<= cap`` is a certified upper bound (possibly looser than without
+        ``cap``: the add direction may be certified by the swapped curve anywhere up to
+        ``cap``), a value ``> cap`` means the certified bound exceeds ``cap``.
+        """
+        items = self._cells(extra)
+        if not items and self._eps is not None:
+            return self._eps
+        if not self.ok:
+            return None
+        if not items and self.remove.total == 0:
+            return 0.0
+        rem = self.remove.pld(items)
+        if rem is None:
+            return None
+        eps = float(rem.epsilon(self.delta))
+        if swapped_delta_identity(rem, eps) > self.delta:
+            # the add direction from the swapped curve first (no second composition)
+            found = swapped_epsilon(rem, self.delta, eps)
+            if found is None and cap is not None and eps > cap:
+                return eps  # the remove direction alone is over the cap
+            if found is None and cap is not None and swapped_delta_identity(rem, cap) <= self.delta:
+                found = swapped_epsilon(rem, self.delta, eps, cap)
+            if found is not None:
+                eps = found
+            else:
+                if self.add is None:
+                    self.add = _Direction(
+                        self.delta, ADD_STEP_FACTOR * self.step, True, self.remove.horizon
+                    )
+                    if self.remove.counts and not self.add.fold(dict(self.remove.counts)):
+                        return None
+                add = self.add.pld(items)
+                if add is None:
+                    return None
+                eps = max(eps, float(add.epsilon(self.delta)))
+        if not items and cap is None:
+            self._eps = eps
+        return eps

@@ -1,0 +1,136 @@
+"""Shared numerical kernels of the PLD engine: lower convex hulls and decaying sums.
+
+The optimistic (lower-bound) discretisation of :mod:`~dpacct.accountant.pld.grid` and the
+vectorised subsampled-Gaussian cells of :mod:`~dpacct.accountant.pld.sgm_cells` fit a
+convex piecewise-linear curve below a pair's hockey-stick curve (its lower convex hull)
+and need the sums ``sum_{i >= j} x_i e^{-rate (i - j)}`` with full relative precision;
+both are here, once.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__: list[str] = []
+
+
+def _lower_hull(x: np.ndarray, y: np.ndarray, seg: np.ndarray | None = None) -> np.ndarray:
+    """Indices of the lower convex hull of points sorted by ``x`` (vectorised passes).
+
+    A point strictly above the chord of two other points (one on each side) is not a
+    hull vertex, so every pass removes, at once, each tested point above the chord of
+    the points ``d`` places to its left and right among those left (and of its
+    neighbour on one side and the point ``d`` places away on the other: the tangent
+    to a point lowered below a convex run removes the whole run at once).  The stride
+    ``d`` doubles while passes remove points and starts again from 1 when one removes
+    none.  Only points near a removal are tested again (a point's neighbour test
+    changes only when a neighbour goes); when a stride-1 pass over them removes
+    nothing, every consecutive triple is convex: the chain is the lower hull.
+
+    ``seg`` (optional) gives the hulls of many point sets at once: the sets are
+    concatenated, ``seg`` is the non-decreasing set number of every point (each set
+    sorted by ``x``), and a point is only tested against the chord of two points of
+    its own set, so each set keeps its ends and ends as its own lower hull.
+    """
+    keep = np.arange(x.size)
+    dirty = np.ones(x.size, dtype=bool)
+    d = 1
+    for _ in range(4000):
+        n = keep.size
+        if n < 3:
+            return keep
+        d = d if 2 * d < n else 1
+        cand = np.flatnonzero(dirty[1:-1]) + 1
+        if d == 1:
+            dirty[cand] = False  # tested now; re-marked below if a neighbour goes
+        drop = np.zeros(n, dtype=bool)
+        strides = ((d, d),) if d == 1 else ((d, d), (1, d), (d, 1))
+        for left, right in strides:
+            i = cand[(cand >= left) & (cand < n - right)]
+            a, b, c = keep[i - left], keep[i], keep[i + right]
+            if seg is not None:  # chords only within one set
+                same = seg[a] == seg[c]
+                i, a, b, c = i[same], a[same], b[same], c[same]
+            # point b is removed when it lies strictly above the chord from a to c
+            above = (y[b] - y[a]) * (x[c] - x[a]) > (y[c] - y[a]) * (x[b] - x[a])
+            drop[i[above]] = True
+        if drop.any():
+            survivors = ~drop
+            # position (among the survivors) just after each removed point
+            after = np.cumsum(survivors)[drop]
+            keep, dirty = keep[survivors], dirty[survivors]
+            reach = 2 * d + 1
+            mark = np.zeros(keep.size + 1, dtype=np.int64)
+            np.add.at(mark, np.clip(after - reach, 0, keep.size), 1)
+            np.add.at(mark, np.clip(after + reach, 0, keep.size), -1)
+            dirty |= np.cumsum(mark)[:-1] > 0
+            d *= 2
+        elif d == 1:
+            return keep
+        else:
+            d = 1
+    # pragma: no cover - pathological inputs: the sequential chain, set by set
+    if seg is None:  # pragma: no cover
+        return _lower_hull_chain(x, y)
+    parts = np.split(np.arange(x.size), np.flatnonzero(np.diff(seg)) + 1)  # pragma: no cover
+    return np.concatenate([p[_lower_hull_chain(x[p], y[p])] for p in parts])  # pragma: no cover
+
+
+def _lower_hull_chain(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Andrew's monotone chain (lower part), a sequential fallback."""
+    hull: list[int] = []
+    for i in range(x.size):
+        while len(hull) >= 2:
+            a, b = hull[-2], hull[-1]
+            if (y[b] - y[a]) * (x[i] - x[a]) >= (y[i] - y[a]) * (x[b] - x[a]):
+                hull.pop()
+            else:
+                break
+        hull.append(i)
+    return np.asarray(hull)
+
+
+def _decaying_sum(x: np.ndarray, rate: float) -> np.ndarray:
+    """``y[j] = sum_{i >= j} x[i] e^{-rate (i - j)}`` for non-negative ``x``, ``rate > 0``.
+
+    ``rate`` is the grid step itself, not ``exp(-step)``: for steps below ``2^-53`` the
+    latter rounds to exactly 1.  Computed block by block as
+    ``(sum_{i >= j} x_i w_i) / w_j`` with ``w_k = e^{-rate k}`` inside a block short
+    enough that ``w`` cannot underflow, plus the decayed carry of the block above:
+    only sums of non-negative terms, so full relative precision.
+    """
+    n = x.size
+    y = np.empty(n)
+    if n == 0:
+        return y
+    block = max(1, min(n, int(min(500.0 / rate, 2.0**62))))
+    carry = 0.0
+    for start in range(((n - 1) // block) * block, -1, -block):
+        seg = x[start : start + block]
+        k = np.arange(seg.size)
+        w = np.exp(-rate * k)
+        s = np.cumsum((seg * w)[::-1])[::-1] / w
+        if carry:
+            s = s + carry * np.exp(-rate * (seg.size - k))
+        y[start : start + seg.size] = s
+        carry = float(s[0])
+    return y
+
+
+def _decaying_rows(x: np.ndarray, rate: float) -> np.ndarray:
+    """Row-wise :func:`~dpacct.accountant.pld.grid._decaying_sum`: ``y[:, j] = sum_{i >= j}
+    x[:, i] e^{-rate (i - j)}`` for non-negative ``x``, by the same blocks (positive
+    terms only, so full relative precision)."""
+    rows, n = x.shape
+    y = np.empty_like(x)
+    block = max(1, min(n, int(min(500.0 / rate, 2.0**62))))
+    carry = np.zeros(rows)
+    for start in range(((n - 1) // block) * block, -1, -block):
+        seg = x[:, start : start + block]
+        k = np.arange(seg.shape[1])
+        w = np.exp(-rate * k)
+        s = np.cumsum((seg * w)[:, ::-1], axis=1)[:, ::-1] / w
+        s += carry[:, None] * np.exp(-rate * (seg.shape[1] - k))
+        y[:, start : start + seg.shape[1]] = s
+        carry = s[:, 0].copy()
+    return y

@@ -1,0 +1,393 @@
+"""DP-SGD schedules whose noise multiplier and sample rate change: rounded, merged, bracketed.
+
+A real training loop changes ``(sigma, q)`` all the time: noise schedulers (Opacus'
+``ExponentialNoise``, ``StepNoise``), batch-size warm-up, a new sigma every epoch.  A
+ledger with a distinct ``(sigma, q)`` at every step would cost one PLD discretisation
+and one convolution per step.  Here every step is *rounded to a cell* of a geometric
+grid (relative width ``grid`` in both sigma and q) and the steps of one cell merge into
+one phase with a count, so the cost follows the number of cells, not of steps.
+
+Why rounding is sound: monotonicity of the subsampled Gaussian's privacy profile
+--------------------------------------------------------------------------------
+Write ``M(sigma, q)`` for one Poisson-subsampled Gaussian step (sensitivity 1).  Its
+privacy is described, for both add/remove directions, by the dominating pair
+``P = (1 - q) N(0, sigma^2) + q N(1, sigma^2)``, ``Q = N(0, sigma^2)`` and its swap
+(Zhu, Dong & Wang 2022, "Optimal accounting of differential privacy via characteristic
+function", Theorem 11; Mironov, Talwar & Zhang 2019, Section 3 for RDP).  For
+``sigma' >= sigma`` and ``q' <= q`` the pair of ``M(sigma', q')`` is a *post-processing*
+of the pair of ``M(sigma, q)`` by one Markov kernel ``K`` applied to both members:
+
+* larger noise: ``K(y) = y + N(0, sigma'^2 - sigma^2)`` maps ``N(m, sigma^2)`` to
+  ``N(m, sigma'^2)`` for every mean ``m``, hence each mixture to the same mixture;
+* smaller rate: with ``t = q'/q``, ``K(y) = y`` with probability ``t`` and a fresh
+  ``N(0, sigma^2)`` draw otherwise maps ``P_q`` to ``(1 - t) Q + t P_q = P_{q'}`` and
+  ``Q`` to ``Q``.
+
+By the data-processing inequality for the hockey-stick divergence (equivalently
+Blackwell's theorem: ``T(K P, K Q) >= T(P, Q)``; Dong, Roth & Su 2022, Lemma 2.9), the
+privacy profile ``delta(eps)`` of ``M(sigma', q')`` lies below that of ``M(sigma, q)``
+at every ``eps``, in both directions, and so does every Renyi divergence.  Composition
+preserves the order (Dong, Roth & Su 2022, Lemma 3.3: composing dominated pairs gives
+a dominated pair), so
+
+* rounding every step to a cell with **smaller sigma and larger q** gives a schedule
+  whose composition dominates the true one: its certified *upper* bound is an upper
+  bound for the real schedule;
+* rounding **larger sigma, smaller q** gives a dominated schedule: its certified
+  *lower* bound is a lower bound for the real schedule.
+
+The two bounds are never clipped to each other; the bracket's width is the price of
+the grid (about four times ``grid`` relative for a smoothly decaying sigma, plus the
+PLD discretisation's own bracket).  A coarser grid merges more steps (faster, wider);
+a finer one fewer.  Steps whose ``(sigma, q)`` sit exactly on the grid (in particular
+the few-phase schedules of ordinary training) are not moved at all: the rounding
+is the identity for them.
+
+The parts of the schedule's engine live beside this module: the rounding grid
+(:mod:`~dpacct.accountant.pld.schedule_grid`), the vectorised subsampled-Gaussian cells,
+a discretiser of the PLD engine (:mod:`~dpacct.accountant.pld.sgm_cells`), their one-shot
+composition by the engine's FFT kernel (:mod:`~dpacct.accountant.pld.schedule_fast`,
+:mod:`~dpacct.accountant.pld.pld_fft`) and the online ledger path
+(:mod:`~dpacct.accountant.pld.incremental`).
+
+:class:`ScheduleMechanism` is the composition of the rounded phases.  For many phases
+it composes them in chunks and combines the chunks' PLDs by a balanced tree of
+FFT convolutions (with the same certified tail cuts and coarsening as the engine), and
+shows a ``tqdm`` progress bar when the work takes more than a couple of seconds.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import numpy as np
+
+from ..mechanism import Mechanism, PLDSettings
+from ..transformers.compose import ComposedMechanism
+from ..validation import (
+    check_count,
+    check_positive,
+    check_sample_rate,
+    is_real_type,
+    show_value,
+)
+from .grid import GridPLD
+from .incremental import IncrementalEpsilon
+
+# the fast path's names, re-exported where the ledger and the tests read them
+from .schedule_fast import FAST_STEP as FAST_STEP
+from .schedule_fast import _lower_step as _lower_step
+from .schedule_fast import fast_epsilon_bounds
+from .schedule_grid import (
+    DEFAULT_GRID,
+    EXACT_CELLS,
+    EXACT_VALUES,
+    _cell_value,
+    _check_grid,
+    _round,
+)
+
+__all__ = [
+    "DEFAULT_GRID",
+    "EXACT_CELLS",
+    "EXACT_VALUES",
+    "IncrementalEpsilon",
+    "ScheduleMechanism",
+    "fast_epsilon_bounds",
+    "round_schedule",
+    "round_step",
+    "schedule_mechanism",
+]
+#: phases composed together before the chunks are combined by a tree of convolutions
+CHUNK = 16
+#: a progress bar appears only after this many seconds of accounting
+PROGRESS_DELAY = 2.0
+
+
+def round_step(
+    noise_multiplier: float, sample_rate: float, grid: float = DEFAULT_GRID, *, upper: bool = True
+) -> tuple[float, float]:
+    """Round one step ``(sigma, q)`` to its cell: dominating (``upper``) or dominated.
+
+    Cells are the points ``exp(k * log1p(grid))`` (integer ``k``) in both sigma and q.
+    ``upper=True`` returns the largest cell sigma ``<= sigma`` and the smallest cell q
+    ``>= q`` (capped at 1): a step that dominates the given one (see the module
+    docstring), so bounds computed from it are upper bounds.  ``upper=False`` rounds
+    the other way, for lower bounds.  A value already on the grid stays put.
+
+    Parameters
+    ----------
+    noise_multiplier : float
+        sigma, > 0.
+    sample_rate : float
+        q, in (0, 1].
+    grid : float
+        Relative cell width, in (0, 0.5).
+    upper : bool
+        Direction of the rounding.
+
+    Returns
+    -------
+    (float, float)
+        The cell's ``(sigma, q)``.
+
+    Examples
+    --------
+    >>> s, q = round_step(1.2345, 0.0123, grid=0.01)
+    >>> bool(s <= 1.2345 and q >= 0.0123)
+    True
+    >>> s2, q2 = round_step(1.2345, 0.0123, grid=0.01, upper=False)
+    >>> bool(s2 >= 1.2345 and q2 <= 0.0123)
+    True
+    """
+    sigma = check_positive("noise_multiplier", noise_multiplier)
+    q = check_sample_rate(sample_rate)
+    g = _check_grid(grid)
+    s_cell, q_cell = _round(sigma, q, math.log1p(g), upper)
+    return s_cell, q_cell
+
+
+def round_schedule(
+    steps: Iterable[tuple[float, float, int]],
+    grid: float = DEFAULT_GRID,
+    *,
+    upper: bool = True,
+    exact_cells: int = 0,
+    exact_values: int = 0,
+) -> list[tuple[float, float, int]]:
+    """Round every ``(sigma, q, count)`` phase to its cell and merge equal cells.
+
+    Rounding only buys speed when it merges steps.  With ``exact_cells`` a schedule of
+    at most that many distinct ``(sigma, q)`` pairs is merged but not rounded, and with
+    ``exact_values`` a coordinate taking at most that many distinct values (the
+    constant ``q`` of a noise scheduler, the few sigmas of a batch-size warm-up) keeps
+    its values: the identity is a rounding in both directions.
+
+    Parameters
+    ----------
+    steps : iterable of (float, float, int)
+        Phases ``(noise_multiplier, sample_rate, count)``, in any order.
+    grid : float
+        Relative cell width in (0, 0.5); see :func:`round_step`.
+    upper : bool
+        ``True``: dominating cells (for upper bounds); ``False``: dominated cells.
+    exact_cells, exact_values : int
+        Thresholds below which nothing, respectively one coordinate, is rounded
+        (0: everything is rounded).
+
+    Returns
+    -------
+    list of (float, float, int)
+        The merged phases ``(sigma_cell, q_cell, total_count)``, sorted by cell.
+
+    Examples
+    --------
+    >>> sched = [(1.0 * 0.9999**t, 0.01, 1) for t in range(1000)]
+    >>> merged = round_schedule(sched, grid=2**-8)
+    >>> sum(c for _, _, c in merged), len(merged) < 40
+    (1000, True)
+    >>> {q for _, q, _ in round_schedule(sched, grid=2**-8, exact_values=16)}
+    {0.01}
+    >>> len(round_schedule(sched, grid=2**-8, exact_cells=1000))
+    1000
+    """
+    g = _check_grid(grid)
+    w = math.log1p(g)
+    exact_cells = check_count(exact_cells, "exact_cells", allow_zero=True)
+    exact_values = check_count(exact_values, "exact_values", allow_zero=True)
+    sig, qs, counts = _schedule_arrays(steps)
+    if sig.size == 0:
+        return []
+    pairs, inverse = np.unique(np.stack([sig, qs], axis=1), axis=0, return_inverse=True)
+    if pairs.shape[0] > exact_cells:
+        s_cell = _round_values(sig, w, down=upper)
+        q_cell = _round_values(qs, w, down=not upper)
+        if upper:
+            q_cell = np.minimum(q_cell, 1.0)
+        if np.unique(sig).size <= exact_values:
+            s_cell = sig
+        if np.unique(qs).size <= exact_values:
+            q_cell = qs
+        pairs, inverse = np.unique(np.stack([s_cell, q_cell], axis=1), axis=0, return_inverse=True)
+    total = np.zeros(pairs.shape[0], dtype=np.int64)
+    np.add.at(total, inverse.reshape(-1), counts)
+    check_count(int(np.bincount(inverse.reshape(-1), weights=counts).max()), "merged count")
+    return [
+        (float(s), float(q), int(c))
+        for (s, q), c in zip(pairs.tolist(), total.tolist(), strict=True)
+    ]
+
+
+def _schedule_arrays(steps: Iterable[tuple[float, float, int]]):
+    """``(sigma, q, count)`` arrays of validated phases (errors name the phase)."""
+    if isinstance(steps, str | bytes) or not hasattr(steps, "__iter__"):
+        raise TypeError(
+            "steps must be an iterable of (noise_multiplier, sample_rate, count) triples, "
+            f"got {type(steps).__name__}"
+        )
+    items = list(steps)
+    try:
+        # numpy would read '0.1' and True as numbers: only real, non-bool types pass
+        ok = all(is_real_type(kind) for kind in {type(v) for item in items for v in item})
+        arr = np.array(items, dtype=float).reshape(len(items), 3)
+        sig, qs, cnt = arr[:, 0], arr[:, 1], arr[:, 2]
+        counts = np.array([int(c) for _, _, c in items], dtype=np.int64)
+        ok = ok and bool(
+            np.all(np.isfinite(sig) & (sig > 0))
+            and np.all((qs > 0) & (qs <= 1))
+            and np.all((counts >= 1) & (counts == cnt))
+        )
+    except (TypeError, ValueError, OverflowError):  # int(inf), int(1e308) -> int64, ...
+        ok = False
+    if not ok:  # the first offending phase, by the scalar checks
+        for i, item in enumerate(items):
+            try:
+                sigma, q, count = item
+            except (TypeError, ValueError):
+                raise TypeError(
+                    f"steps[{i}] must be a (noise_multiplier, sample_rate, count) triple, "
+                    f"got {show_value(item)}"
+                ) from None
+            check_positive(f"steps[{i}] noise_multiplier", sigma)
+            check_sample_rate(q, f"steps[{i}] sample_rate")
+            check_count(count, f"steps[{i}] count")
+        raise ValueError("steps hold an invalid phase")  # pragma: no cover
+    return sig, qs, counts
+
+
+def _round_values(x: np.ndarray, w: float, *, down: bool) -> np.ndarray:
+    """:func:`_round` for one coordinate of many steps: the grid node ``exp(k w)`` at or
+    below (``down``) or at or above every value, with the same snapping of values
+    within rounding error of a node, the same node values (:func:`_cell_value`) and the
+    same guard on the floating-point direction."""
+    k = np.log(x) / w
+    kr = np.rint(k)
+    k = np.where(np.abs(k - kr) < 1e-9, kr, k)
+    idx = (np.floor(k) if down else np.ceil(k)).astype(np.int64)
+    for _ in range(64):
+        uniq, inv = np.unique(idx, return_inverse=True)
+        vals = np.array([_cell_value(int(i), w) for i in uniq.tolist()])[inv.reshape(-1)]
+        wrong = vals > x if down else vals < x
+        if not wrong.any():
+            break
+        idx = idx - wrong if down else idx + wrong
+    # exact grid values (a step given on the grid) keep their own value
+    close = np.abs(vals - x) <= 1e-12 * np.maximum(np.abs(vals), np.abs(x))
+    return np.where(close, x, vals)
+
+
+@lru_cache(maxsize=1 << 14)
+def _cell_mechanism(sigma: float, q: float) -> Mechanism:
+    """One shared mechanism object per cell, so its caches serve every query."""
+    from ..families.gaussian import GaussianMechanism
+    from ..transformers.subsample import poisson_subsample
+
+    return poisson_subsample(GaussianMechanism(sigma=sigma), q)
+
+
+def schedule_mechanism(
+    phases: Sequence[tuple[float, float, int]],
+    *,
+    others: Sequence[tuple[Mechanism, int]] = (),
+    progress: bool = True,
+) -> ScheduleMechanism:
+    """The composition of DP-SGD phases ``(sigma, q, count)`` (and other records).
+
+    The phases are used as given; round them first with :func:`round_schedule` for a
+    certified upper (``upper=True``) or lower (``upper=False``) bound of a finer
+    schedule.
+
+    Examples
+    --------
+    >>> up = schedule_mechanism(round_schedule([(1.0, 0.01, 500), (0.9, 0.01, 500)]))
+    >>> bool(0.5 < up.epsilon(1e-5) < 3.0)
+    True
+    """
+    parts = [(_cell_mechanism(float(s), float(q)), int(c)) for s, q, c in phases]
+    parts.extend((m, int(c)) for m, c in others)
+    if not parts:
+        raise ValueError("phases must hold at least one (sigma, q, count) phase")
+    return ScheduleMechanism(parts=tuple(parts), progress=progress)
+
+
+@dataclass(frozen=True, repr=False)
+class ScheduleMechanism(ComposedMechanism):
+    """A :class:`ComposedMechanism` of many phases, composed chunk by chunk.
+
+    Up to :data:`CHUNK` parts are composed by the engine as usual.  Beyond, the parts
+    are composed in chunks of ``CHUNK`` (each chunk by the engine, with its share of
+    the tail budget) and the chunks' PLDs are combined by a balanced tree of FFT
+    convolutions, coarsening the grid as the loss widens -- the same certified
+    operations (:meth:`GridPLD.convolve`, :meth:`GridPLD.regrid`) as everywhere in the
+    engine, so the upper (lower) bound stays an upper (lower) bound.  Half the tail
+    budget goes to the chunks (in proportion to their step counts), half to the
+    ``n_chunks - 1`` tree convolutions.  A ``tqdm`` bar reports the chunks when the work
+    lasts more than :data:`PROGRESS_DELAY` seconds (``progress=False`` hides it).
+
+    Examples
+    --------
+    >>> phases = [(0.8 + 0.01 * i, 0.01, 10) for i in range(40)]
+    >>> run = schedule_mechanism(phases, progress=False)
+    >>> lo, hi = run.epsilon_bounds(1e-5)
+    >>> bool(0 < lo <= hi < 1.01 * lo)
+    True
+    """
+
+    progress: bool = field(default=True, compare=False)
+
+    def _pld_one(self, pessimistic: bool, settings: PLDSettings, which: int) -> GridPLD:
+        if len(self.parts) <= CHUNK:
+            return super()._pld_one(pessimistic, settings, which)
+        key = ("pld1-chunked", pessimistic, settings.key(), which)
+        cache = self._cache()
+        if key in cache:
+            return cache[key]
+        if which == 1 and self._symmetric():
+            out = self._pld_one(pessimistic, settings, 0)
+            cache[key] = out
+            return out
+        parts = list(self.parts)
+        total = sum(c for _, c in parts)
+        chunks = [parts[i : i + CHUNK] for i in range(0, len(parts), CHUNK)]
+        resolution = settings.resolution_for(pessimistic)
+        n_conv = max(len(chunks) - 1, 1)
+        plds: list[GridPLD] = []
+        from tqdm.auto import tqdm
+
+        label = f"composing {len(parts)} phases ({'upper' if pessimistic else 'lower'} bound)"
+        with tqdm(
+            total=2 * len(chunks) - 1,
+            desc=label,
+            delay=PROGRESS_DELAY,
+            disable=not self.progress,
+            leave=False,
+        ) as bar:
+            for chunk in chunks:
+                share = _scaled_settings(settings, 0.5 * sum(c for _, c in chunk) / total)
+                chunk_mech = ComposedMechanism(parts=tuple(chunk))
+                plds.append(chunk_mech._pld_one(pessimistic, share, which))
+                bar.update(1)
+            cut = 0.5 * settings.tail / n_conv
+            while len(plds) > 1:
+                nxt = []
+                for i in range(0, len(plds) - 1, 2):
+                    product = plds[i].convolve(plds[i + 1], cut)
+                    nxt.append(product._coarsened(resolution, None))
+                    bar.update(1)
+                if len(plds) % 2:
+                    nxt.append(plds[-1])
+                plds = nxt
+        cache[key] = plds[0]
+        return plds[0]
+
+
+def _scaled_settings(settings: PLDSettings, fraction: float) -> PLDSettings:
+    out = PLDSettings.__new__(PLDSettings)
+    for name in PLDSettings.__slots__:  # every grid setting, the tail budget scaled
+        if hasattr(settings, name):
+            setattr(out, name, getattr(settings, name))
+    out.tail = settings.tail * fraction
+    return out

@@ -1,0 +1,1 @@
+"""Queries on a privacy curve: trade-off curves and attack risk."""

@@ -1,0 +1,1 @@
+"""Renyi DP: curves, subsampled bounds, conversion to (epsilon, delta)."""

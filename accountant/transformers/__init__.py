@@ -1,0 +1,1 @@
+"""Transformers: a mechanism in, a mechanism out (samplers, composition)."""

@@ -1,0 +1,1 @@
+"""Algorithms built from the primitives; their privacy is a composition."""

@@ -1,0 +1,1 @@
+"""Primitive mechanisms: one noise addition or selection, exactly accounted."""

@@ -1,0 +1,351 @@
+"""The Laplace mechanism with its exact privacy curve, RDP curve and privacy loss law.
+
+Sensitivity is normalised to one: the mechanism adds ``Lap(0, b)`` noise (density
+``exp(-|x|/b) / (2b)``) to a query of L1 sensitivity 1, so a neighbouring pair is
+``P = Lap(1, b)`` (the output *with* the extra record, shifted by the sensitivity) and
+``Q = Lap(0, b)``.  The map ``x -> 1 - x`` swaps ``P`` and ``Q``, so the add and the
+remove direction have the same privacy loss law.
+
+Privacy loss.  With ``m = 1/b``, ``L(x) = log(dP/dQ)(x) = (|x| - |x - 1|) / b`` is
+``-m`` on ``x <= 0``, ``+m`` on ``x >= 1`` and ``(2x - 1) m`` in between.  Under ``P``:
+
+* an atom ``P(L = m) = P(X >= 1) = 1/2``;
+* an atom ``P(L = -m) = P(X <= 0) = e^{-m} / 2``;
+* on ``(-m, m)`` the distribution function ``P(L <= l) = exp(l/2 - m/2) / 2`` (the
+  Laplace CDF below its centre, at ``x = (l/m + 1)/2``).
+
+Under ``Q`` (``dQ = e^{-L} dP``): ``Q(L > l) = exp(-l/2 - m/2) / 2`` on ``[-m, m)``,
+with atoms ``Q(L = m) = e^{-m}/2`` and ``Q(L = -m) = 1/2``.
+
+Exact curve (for ``0 <= eps < m``):
+``delta(eps) = P(L > eps) - e^eps Q(L > eps)
+= 1 - e^{(eps-m)/2}/2 - e^eps e^{-(eps+m)/2}/2 = 1 - exp((eps - m)/2)``, and ``0`` for
+``eps >= m``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from dpacct.accountant.laws.loss_law import PrivacyLossLaw
+from dpacct.accountant.mechanism import Capabilities, Mechanism
+from dpacct.accountant.numerics import SUBNORMAL_FLOOR
+from dpacct.accountant.relations import REPLACE_ONE
+from dpacct.accountant.serialization import register_mechanism
+from dpacct.accountant.validation import check_positive
+
+from ._release import check_real_values, check_release_args
+
+__all__ = [
+    "LaplaceLossLaw",
+    "LaplaceMechanism",
+    "ReplaceOneLaplaceMechanism",
+    "laplace_delta",
+    "laplace_rdp",
+]
+
+
+def laplace_delta(b: float, epsilon: np.ndarray) -> np.ndarray:
+    """Exact ``delta(eps) = max(0, 1 - exp((eps - 1/b)/2))`` of the Laplace mechanism.
+
+    Derived in the module docstring from the privacy loss law (see also Koskela et al.
+    2020, Section 6, and Dong, Roth, Su 2019, Appendix, for the same pair); evaluated as
+    ``-expm1(min(eps - 1/b, 0) / 2)`` so that small deltas keep full relative precision.
+
+    Parameters
+    ----------
+    b : float
+        Noise scale per unit of L1 sensitivity.
+    epsilon : array_like
+        Non-negative epsilons.
+
+    Examples
+    --------
+    >>> round(float(laplace_delta(1.0, np.array([0.0]))[0]), 6)   # 1 - e^{-1/2}
+    0.393469
+    >>> float(laplace_delta(1.0, np.array([1.0]))[0])
+    0.0
+    """
+    eps = np.asarray(epsilon, dtype=float)
+    return -np.expm1(0.5 * np.minimum(eps - 1.0 / b, 0.0))
+
+
+@dataclass(frozen=True)
+class LaplaceLossLaw(PrivacyLossLaw):
+    """Privacy loss of the pair ``(Lap(1, b), Lap(0, b))``: two atoms and a continuous part.
+
+    With ``m = 1/b``: atoms at ``+m`` (P-mass ``1/2``) and ``-m`` (P-mass ``e^{-m}/2``),
+    and on ``(-m, m)`` the P-density ``exp(l/2 - m/2) / 4`` (module docstring).  The
+    Q-law follows from ``dQ = e^{-L} dP``.  The losses are not on a lattice.
+
+    Parameters
+    ----------
+    b : float
+        Laplace scale per unit of sensitivity, > 0.
+
+    Examples
+    --------
+    >>> law = LaplaceLossLaw(b=1.0)
+    >>> float(law.sf_p(np.array([0.99]))[0] - law.sf_p(np.array([1.0]))[0]) > 0.5
+    True
+    >>> round(float(law.hockey_stick(np.array([0.0]))[0]), 6)
+    0.393469
+    """
+
+    b: float
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "b", check_positive("b", self.b))
+        # the atoms at +-1/b sit on grid nodes when grids are binary fractions of 1/b
+        object.__setattr__(self, "anchor", 1.0 / self.b)
+
+    def _parts(self, x):
+        x = np.asarray(x, dtype=float)
+        m = 1.0 / self.b
+        xc = np.clip(x, -m, m)
+        below = x < -m
+        above = x >= m
+        return x, xc, m, below, above
+
+    def cdf_p(self, x):
+        x, xc, m, below, above = self._parts(x)
+        mid = 0.5 * np.exp(0.5 * (xc - m))
+        return np.where(below, 0.0, np.where(above, 1.0, mid))
+
+    def sf_p(self, x):
+        x, xc, m, below, above = self._parts(x)
+        mid = 1.0 - 0.5 * np.exp(0.5 * (xc - m))
+        return np.where(below, 1.0, np.where(above, 0.0, mid))
+
+    def cdf_q(self, x):
+        x, xc, m, below, above = self._parts(x)
+        mid = 1.0 - 0.5 * np.exp(-0.5 * (xc + m))
+        return np.where(below, 0.0, np.where(above, 1.0, mid))
+
+    def sf_q(self, x):
+        x, xc, m, below, above = self._parts(x)
+        mid = 0.5 * np.exp(-0.5 * (xc + m))
+        return np.where(below, 1.0, np.where(above, 0.0, mid))
+
+    def hockey_stick(self, epsilon):
+        """Exact curve in closed form (more accurate than the generic difference)."""
+        eps = np.asarray(epsilon, dtype=float)
+        out = np.where(eps >= 0, laplace_delta(self.b, np.maximum(eps, 0.0)), 0.0)
+        # negative eps (used by trade-off duality): the generic formula is exact there
+        neg = eps < 0
+        if neg.any():
+            out = np.where(neg, super().hockey_stick(np.minimum(eps, 0.0)), out)
+        return out
+
+
+def _expm1_minus_x(x: np.ndarray) -> np.ndarray:
+    """``e^x - 1 - x`` (>= 0) without cancellation: its Taylor series for ``|x| <= 1/2``."""
+    x = np.asarray(x, dtype=float)
+    small = np.abs(x) <= 0.5
+    xs = np.where(small, x, 0.0)
+    # sum_{n >= 2} x^n / n!, 22 terms: truncation below 0.5^24 / 24! ~ 1e-31 relative
+    term = 0.5 * xs * xs
+    total = term.copy()
+    for n in range(3, 25):
+        term = term * xs / n
+        total = total + term
+    with np.errstate(over="ignore"):
+        direct = np.expm1(np.where(small, 0.0, x)) - x
+    return np.where(small, total, direct)
+
+
+def laplace_rdp(m: float, alpha: np.ndarray) -> np.ndarray:
+    """Renyi divergence of ``Lap(m, 1)`` from ``Lap(0, 1)`` at real orders (scale 1/m).
+
+    Mironov 2017, Proposition 6: with ``a = alpha - 1``,
+    ``a D = log((alpha/(2 alpha - 1)) e^{a m} + (a/(2 alpha - 1)) e^{-alpha m})``.
+
+    * For ``a m <= 1`` the argument is written as ``1 + E / (2a + 1)`` with
+      ``E = alpha phi(a m) + a phi(-alpha m)``, ``phi(x) = e^x - 1 - x >= 0`` (an exact
+      rewrite: the first-order terms ``alpha a m - a alpha m`` cancel identically), so
+      ``D = log1p(E / (2a + 1)) / a`` has only positive terms -- no cancellation near
+      ``alpha = 1`` for any scale (the plain form lost every digit at ``b = 1e8``).
+    * For ``a m > 1``, ``e^{a m}`` is factored out:
+      ``D = m + [log(alpha/(2 alpha-1)) + log1p((a/alpha) e^{-(2 alpha-1) m})] / a``,
+      all exponents non-positive (no overflow up to ``alpha = inf``, ``D_inf = m``).
+
+    Examples
+    --------
+    >>> round(float(laplace_rdp(1.0, np.array([2.0]))[0]), 6)   # log((2e + e^-2) / 3)
+    0.619124
+    >>> bool(laplace_rdp(1e-8, np.array([1.5]))[0] > 0)
+    True
+    """
+    a = np.asarray(alpha, dtype=float) - 1.0
+    finite = np.isfinite(a)
+    af = np.where(finite, a, 1.0)
+    near = af * m <= 1.0
+    an = np.where(near, af, 1.0)
+    with np.errstate(under="ignore"):
+        e = (an + 1.0) * _expm1_minus_x(an * m) + an * _expm1_minus_x(-(an + 1.0) * m)
+        low = np.log1p(e / (2.0 * an + 1.0)) / an
+        inner = np.log1p(-af / (1.0 + 2.0 * af)) + np.log1p(
+            af / (1.0 + af) * np.exp(-(1.0 + 2.0 * af) * m)
+        )
+    high = m + inner / af
+    val = np.where(finite, np.where(near, low, high), m)
+    return np.clip(val, 0.0, m)
+
+
+@register_mechanism("laplace")
+@dataclass(frozen=True, repr=False)
+class LaplaceMechanism(Mechanism):
+    """Add ``Lap(0, b * sensitivity)`` noise: ``b`` is the scale per unit of L1 sensitivity.
+
+    Pure ``1/b``-DP.  Known in closed form (``m = 1/b``):
+
+    * exact privacy curve ``delta(eps) = max(0, 1 - exp((eps - m)/2))`` (module
+      docstring; both directions coincide);
+    * RDP (Mironov 2017, Proposition 6 / Table II):
+      ``D_alpha = log(alpha/(2 alpha - 1) e^{(alpha-1) m}
+      + (alpha-1)/(2 alpha - 1) e^{-alpha m}) / (alpha - 1)``;
+    * the privacy loss law :class:`LaplaceLossLaw` (atoms at ``+-m`` and a continuous
+      part), for PLD composition;
+    * the exact trade-off curve (Neyman-Pearson threshold tests; Dong, Roth, Su 2019,
+      Appendix, Laplace mechanism).
+
+    Parameters
+    ----------
+    b : float
+        Noise scale per unit of L1 sensitivity, > 0 (finite).
+
+    Raises
+    ------
+    ValueError
+        ``b`` not in ``(0, inf)`` (including NaN).
+    TypeError
+        ``b`` not a real number (strings, booleans).
+
+    Examples
+    --------
+    >>> m = LaplaceMechanism(b=1.0)
+    >>> round(m.delta(0.5), 6)        # 1 - exp(-1/4)
+    0.221199
+    >>> round(m.epsilon(1e-3), 6)
+    0.997999
+    >>> round(float(m.rdp(2.0)), 6)
+    0.619124
+    >>> float(m.rdp(np.inf))
+    1.0
+    >>> m
+    LaplaceMechanism(b=1.0)
+    """
+
+    b: float
+
+    declares = Capabilities(exact_curve=True, rdp=True, loss_laws=True, exact_tradeoff=True)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "b", check_positive("b", self.b))
+
+    @property
+    def epsilon0(self) -> float:
+        """The pure-DP parameter ``1/b``."""
+        return 1.0 / self.b
+
+    def _pure_epsilon(self) -> float:
+        return 1.0 / self.b
+
+    def _delta_exact(self, epsilon: np.ndarray) -> np.ndarray:
+        return laplace_delta(self.b, epsilon)
+
+    def _rdp(self, alpha: np.ndarray) -> np.ndarray:
+        return laplace_rdp(1.0 / self.b, alpha)
+
+    def _loss_laws(self):
+        cache = self._cache()
+        if "law" not in cache:
+            cache["law"] = LaplaceLossLaw(b=self.b)
+        law = cache["law"]
+        return law, law
+
+    def release(self, value, *, sensitivity: float = 1.0, rng: np.random.Generator):
+        """Add ``Lap(0, b * sensitivity)`` noise to ``value`` (L1 sensitivity ``sensitivity``).
+
+        The Laplace mechanism of Dwork, McSherry, Nissim, Smith 2006 (Dwork & Roth 2014,
+        Definition 3.3): independent noise of density ``exp(-|z|/s) / (2 s)``,
+        ``s = b * sensitivity``, on every coordinate.  Rescaled by the sensitivity, a
+        neighbouring pair is ``(Lap(1, b), Lap(0, b))``, the pair whose curves this object
+        states (module docstring).  For a vector query ``sensitivity`` is the L1 norm of
+        the largest change.
+
+        Parameters
+        ----------
+        value : float or array_like
+            The query answer(s), finite.
+        sensitivity : float
+            L1 sensitivity of the query, > 0 and finite (default 1).
+        rng : numpy.random.Generator
+            The only source of randomness.
+
+        Returns
+        -------
+        float or numpy.ndarray
+            ``value`` plus the noise, same shape (a float for a scalar ``value``).
+
+        Raises
+        ------
+        ValueError
+            ``sensitivity`` not in ``(0, inf)``; ``value`` with NaN or inf.
+        TypeError
+            ``rng`` not a ``numpy.random.Generator``; ``value`` not numeric.
+
+        Examples
+        --------
+        >>> rng = np.random.default_rng(0)
+        >>> noisy = LaplaceMechanism(b=2.0).release(np.zeros(100_000), sensitivity=0.5, rng=rng)
+        >>> bool(abs(np.abs(noisy).mean() - 1.0) < 0.01)      # E|Lap(0, s)| = s
+        True
+        """
+        sens, rng = check_release_args(sensitivity, rng)
+        x, scalar = check_real_values("value", value)
+        noisy = x + rng.laplace(0.0, self.b * sens, size=x.shape)
+        return float(noisy) if scalar else noisy
+
+    def _tradeoff_exact(self, fpr: np.ndarray) -> np.ndarray:
+        # Test Q = Lap(0,b) against P = Lap(1,b), rejecting Q when x > t.  With m = 1/b:
+        #   t >= 1:     a = e^{-t m}/2 <= e^{-m}/2,        beta = 1 - e^m a
+        #   0 <= t <= 1: e^{-m}/2 <= a <= 1/2,             beta = e^{-m} / (4 a)
+        #   t <= 0:     a >= 1/2,                          beta = e^{-m} (1 - a)
+        m = 1.0 / self.b
+        a = np.asarray(fpr, dtype=float)
+        em = np.exp(-m)
+        with np.errstate(over="ignore", divide="ignore"):
+            first = 1.0 - np.exp(m + np.log(np.maximum(a, SUBNORMAL_FLOOR)))
+            middle = em / (4.0 * np.maximum(a, SUBNORMAL_FLOOR))
+        last = em * (1.0 - a)
+        out = np.where(a < 0.5 * em, first, np.where(a <= 0.5, middle, last))
+        return np.where(a == 0.0, 1.0, np.clip(out, 0.0, 1.0))
+
+
+@register_mechanism("replace_one_laplace")
+@dataclass(frozen=True, repr=False)
+class ReplaceOneLaplaceMechanism(LaplaceMechanism):
+    """The Laplace mechanism accounted under the replace-one relation.
+
+    ``b`` is the scale per unit of *replace-one* L1 sensitivity; the curves are those of
+    :class:`LaplaceMechanism`.  Scale ``b`` per unit of add/remove sensitivity is
+    ``ReplaceOneLaplaceMechanism(b=b / 2)`` (replacing a record moves the query by at
+    most twice its add/remove sensitivity): see :func:`~dpacct.mechanisms.replace_one`.
+
+    Parameters
+    ----------
+    b : float
+        Noise scale per unit of replace-one L1 sensitivity, > 0; pure epsilon ``1 / b``.
+
+    Examples
+    --------
+    >>> ReplaceOneLaplaceMechanism(b=2.0).pure_epsilon
+    0.5
+    >>> ReplaceOneLaplaceMechanism(b=2.0).neighbouring
+    'replace-one'
+    """
+
+    neighbouring = REPLACE_ONE
