@@ -244,8 +244,7 @@ def calibrate(
         smallest one otherwise.
     rtol : float
         Continuous parameters: the returned epsilon lies in
-        ``[epsilon * (1 - rtol), epsilon]``; in (0, 0.5).  Default 5e-5 (at most
-        0.005 % of the budget left unused).
+        ``[epsilon * (1 - rtol), epsilon]``; in (0, 0.5).  Default 5e-5.
     domain : (float, float), optional
         Allowed parameter values, ``[low, high]`` (``low = 0`` is excluded).  Default
         ``(0, inf)``, or ``[1, inf)`` for integers.  When every value up to an edge meets

@@ -73,16 +73,33 @@ class Record:
 
 @pytest.fixture
 def recorder(monkeypatch):
-    """Wrap every primitive's release; return the list of records it fills."""
+    """Wrap every primitive's release; return the list of records it fills.
+
+    A :meth:`ReleaseSession.release_many` call of ``k`` rows is ``k`` releases: the
+    primitive's one call on the stacked rows is recorded as ``k`` records of a row each.
+    """
     log: list[Record] = []
+    batch: list[int] = []
     for cls in PRIMITIVES:
         real = cls.release
 
         def spy(self, value, *args, _real=real, **kwargs):
-            log.append(Record(self, kwargs.get("sensitivity"), int(np.size(value))))
+            k = batch[-1] if batch else 1
+            size = int(np.size(value)) // k
+            log.extend(Record(self, kwargs.get("sensitivity"), size) for _ in range(k))
             return _real(self, value, *args, **kwargs)
 
         monkeypatch.setattr(cls, "release", spy)
+    real_many = ReleaseSession.release_many
+
+    def many_spy(self, label, values):
+        batch.append(len(values))
+        try:
+            return real_many(self, label, values)
+        finally:
+            batch.pop()
+
+    monkeypatch.setattr(ReleaseSession, "release_many", many_spy)
     return log
 
 
@@ -295,6 +312,48 @@ def test_session_refuses_a_release_beyond_the_claim():
     rng = np.random.default_rng(0)
     with pytest.raises(RuntimeError, match="more often than the 2 time"):
         Drifting(made=3).run(rng)
+
+
+def test_release_many_is_that_many_releases_draw_for_draw():
+    """k rows in one call: the same numbers as k calls of release, counted k times."""
+    mech = GaussianMechanism(sigma=1.5)
+    plan = (PlannedRelease("g", mech, 5, sensitivity=0.7),)
+    values = np.arange(15.0).reshape(5, 3) - 7.0
+    one = ReleaseSession(plan, np.random.default_rng(11))
+    singles = np.array([one.release("g", v) for v in values])
+    many = ReleaseSession(plan, np.random.default_rng(11))
+    head = many.release_many("g", values[:2])
+    tail = many.release_many("g", values[2:])
+    assert many.made == {"g": 5}
+    np.testing.assert_array_equal(np.vstack([head, tail]), singles)
+    # the noise itself: independent of the values, std sigma * sensitivity
+    rng = np.random.default_rng(11)
+    np.testing.assert_array_equal(singles, values + rng.normal(0.0, 1.5 * 0.7, size=(5, 3)))
+    many.finish()
+
+
+def test_release_many_refuses_before_drawing():
+    plan = (PlannedRelease("g", GaussianMechanism(sigma=1.0), 3),)
+    session = ReleaseSession(plan, np.random.default_rng(0))
+    state = session.rng.bit_generator.state
+    with pytest.raises(RuntimeError, match="more often than the 3"):
+        session.release_many("g", np.zeros((4, 2)))
+    with pytest.raises(ValueError, match="leading axis"):
+        session.release_many("g", np.zeros((0, 2)))
+    with pytest.raises(ValueError, match="leading axis"):
+        session.release_many("g", 0.0)
+    assert session.rng.bit_generator.state == state and session.made == {"g": 0}
+    laplace = ReleaseSession((PlannedRelease("l", LaplaceMechanism(b=1.0), 2),),
+                             np.random.default_rng(0))
+    with pytest.raises(TypeError, match="GaussianMechanism"):
+        laplace.release_many("l", np.zeros((2, 1)))
+    from dpacct.accountant import poisson_subsample
+
+    sub = ReleaseSession((PlannedRelease("s", poisson_subsample(GaussianMechanism(sigma=1.0),
+                                                                0.1), 2),),
+                         np.random.default_rng(0))
+    with pytest.raises(TypeError, match="not subsampled"):
+        sub.release_many("s", np.zeros((2, 1)))
 
 
 def test_session_refuses_fewer_releases_than_claimed():
