@@ -105,15 +105,18 @@ def dpacct_online(workload: Workload) -> dict[str, Any]:
         acct = PrivacyAccountant(budget_epsilon=budget, budget_delta=delta, progress=False)
     q = workload["sample_rate"]
     answers: list[float] = []
-    for t, sigma in enumerate(_online_sigmas(workload).tolist()):
+    accepted = 0
+    for sigma in _online_sigmas(workload).tolist():
         try:
             acct.step(noise_multiplier=sigma, sample_rate=q)
         except BudgetExceededError:
+            answers.append(acct.epsilon(delta))  # the spend when the filter stopped the run
             break
-        if (t + 1) % every == 0:
+        accepted += 1
+        if accepted % every == 0:
             answers.append(acct.epsilon(delta))
     eps = answers[-1] if answers else math.nan
-    return {"epsilon": eps, "upper": eps, "note": f"{t + 1} steps, {len(answers)} queries"}
+    return {"epsilon": eps, "upper": eps, "note": f"{accepted} steps, {len(answers)} queries"}
 
 
 @register(
@@ -133,14 +136,16 @@ def opacus_online(workload: Workload) -> dict[str, Any]:
     acct = RDPAccountant()
     q = workload["sample_rate"]
     answers: list[float] = []
-    for t, sigma in enumerate(_online_sigmas(workload).tolist()):
+    accepted = 0
+    for sigma in _online_sigmas(workload).tolist():
         acct.step(noise_multiplier=sigma, sample_rate=q)
-        if (t + 1) % every == 0:
+        accepted += 1
+        if accepted % every == 0:
             answers.append(acct.get_epsilon(delta))
             if budget is not None and answers[-1] > budget:
                 break
     eps = answers[-1] if answers else math.nan
-    return {"epsilon": eps, "upper": eps, "note": f"{t + 1} steps, {len(answers)} queries"}
+    return {"epsilon": eps, "upper": eps, "note": f"{accepted} steps, {len(answers)} queries"}
 
 
 def _regression(workload: Workload):
