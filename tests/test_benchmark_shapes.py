@@ -38,6 +38,8 @@ def test_every_workload_of_the_issue_has_a_row(quick):
     for row in shapes.rows(quick):
         # a peer beside every row but the growth row, which has its base size instead
         assert (row["peer"] is None) == ("base" in row), row["name"]
+    budgets = [r for r in shapes.rows(quick) if "0.9999^t" in r["name"]]
+    assert len(budgets) == 5 and len({str(r["peer"]) for r in budgets}) == 1
 
 
 def test_noisy_gd_runners_give_the_same_model():
@@ -159,3 +161,9 @@ def test_row_selection_without_peers(monkeypatch):
     out = shapes.measure_rows(args)
     assert [r["name"] for r in out] == seen and len(seen) == 1 and "peer" not in out[0]
     assert np.isfinite(out[0]["ours"]["epsilon"])
+    # the budget rows share one peer measurement (Opacus has no filter)
+    seen.clear()
+    args = argparse.Namespace(quick=True, only=["online 2.0*"], no_peers=False)
+    out = shapes.measure_rows(args)
+    assert len(out) == 5 and len(seen) == 5 + 1
+    assert all(r["peer"] is out[0]["peer"] for r in out)
