@@ -71,9 +71,12 @@ def test_online_loop_answers_like_the_ledger_asked_once():
 
 
 @pytest.mark.slow
-def test_online_loop_of_opacus_answers_above_dpacct():
-    """Opacus (torch) takes a minute to import on a loaded machine: marked slow."""
+def test_online_loop_of_opacus_is_its_accountant_and_answers_above_dpacct():
+    """The peer's per-step sum is what Opacus' RDPAccountant answers (to rounding), and
+    lies above dpacct's PLD answer.  Opacus imports torch: marked slow."""
     pytest.importorskip("opacus")
+    from opacus.accountants import RDPAccountant
+
     wl = {
         "steps": 200,
         "every": 100,
@@ -84,6 +87,10 @@ def test_online_loop_of_opacus_answers_above_dpacct():
         "budget": None,
     }
     out, rdp = shapes.dpacct_online(wl), shapes.opacus_online(wl)
+    acct = RDPAccountant()
+    for t in range(200):
+        acct.step(noise_multiplier=1.0 * 0.999**t, sample_rate=0.02)
+    assert rdp["epsilon"] == pytest.approx(acct.get_epsilon(1e-5), rel=1e-9)
     assert rdp["note"] == "200 steps, 2 queries"
     assert out["epsilon"] < rdp["epsilon"]  # PLD is tighter than the RDP conversion
 
