@@ -401,7 +401,11 @@ def _answer(rec: dict[str, Any] | None) -> float | None:
 
 
 def measure_rows(args: argparse.Namespace) -> list[dict[str, Any]]:
-    """Measure every selected row: dpacct and its peer, one after the other."""
+    """Measure every selected row: dpacct and its peer, one after the other.
+
+    With ``args.json`` the records measured so far are written after every row (a long
+    run stopped half-way keeps its rows), and each row's table line goes to stderr.
+    """
     out = []
     seen: dict[str, dict[str, Any]] = {}  # a peer measurement shared by several rows
 
@@ -427,6 +431,10 @@ def measure_rows(args: argparse.Namespace) -> list[dict[str, Any]]:
                 k: _budget_used(_answer(rec.get(k)), wl) for k in ("ours", "peer") if k in rec
             }
         out.append(rec)
+        print(format_rows([rec]).splitlines()[-1], file=sys.stderr, flush=True)
+        if getattr(args, "json", None):
+            with open(args.json, "w") as fh:
+                json.dump(out, fh, indent=1, default=str)
     return out
 
 
@@ -504,9 +512,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parse_args(argv)
     results = measure_rows(args)
     print(format_rows(results))
-    if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(results, fh, indent=1, default=str)
     bad = [r["name"] for r in results if r["ours"].get("status") != "ok"]
     return 1 if bad else 0
 
