@@ -91,6 +91,8 @@ def test_online_loop_of_opacus_is_its_accountant_and_answers_above_dpacct():
     for t in range(200):
         acct.step(noise_multiplier=1.0 * 0.999**t, sample_rate=0.02)
     assert rdp["epsilon"] == pytest.approx(acct.get_epsilon(1e-5), rel=1e-9)
+    own = shapes.opacus_accountant_online(wl)
+    assert own["epsilon"] == pytest.approx(rdp["epsilon"], rel=1e-9)
     assert rdp["note"] == "200 steps, 2 queries"
     assert out["epsilon"] < rdp["epsilon"]  # PLD is tighter than the RDP conversion
 
