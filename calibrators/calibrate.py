@@ -53,6 +53,7 @@ from dpacct.accountant.validation import (
 
 from .search import (
     _MAX_WIDEN,
+    DEFAULT_RTOL,
     CalibrationError,
     UnreachableTargetError,
     _run,
@@ -206,7 +207,7 @@ def calibrate(
     *,
     interval: tuple[float, float] | None = None,
     integer: bool = False,
-    rtol: float = 1e-3,
+    rtol: float = DEFAULT_RTOL,
     domain: tuple[float, float] | None = None,
     increasing: bool | None = None,
     ratios: Mapping[str, float] | Sequence[float] | None = None,
@@ -243,7 +244,7 @@ def calibrate(
         smallest one otherwise.
     rtol : float
         Continuous parameters: the returned epsilon lies in
-        ``[epsilon * (1 - rtol), epsilon]``; in (0, 0.5).  Default 1e-3.
+        ``[epsilon * (1 - rtol), epsilon]``; in (0, 0.5).  Default 5e-5.
     domain : (float, float), optional
         Allowed parameter values, ``[low, high]`` (``low = 0`` is excluded).  Default
         ``(0, inf)``, or ``[1, inf)`` for integers.  When every value up to an edge meets

@@ -46,6 +46,7 @@ from dpacct.accountant.validation import (
 )
 
 from .calibrate import Calibration, calibrate
+from .search import DEFAULT_RTOL
 
 __all__ = [
     "analytic_gaussian_sigma",
@@ -339,7 +340,7 @@ def noise_multiplier(
     steps: int | None = None,
     *,
     epochs: float | None = None,
-    rtol: float = 1e-3,
+    rtol: float = DEFAULT_RTOL,
     tol: float | None = None,
     full_output: bool = False,
     progress: bool | None = None,
@@ -360,7 +361,7 @@ def noise_multiplier(
         Instead of ``steps``: passes over the data (``steps = epochs / sample_rate``,
         see :func:`steps_from_epochs`).
     rtol : float
-        The epsilon reached lies in ``[epsilon * (1 - rtol), epsilon]`` (default 1e-3).
+        The epsilon reached lies in ``[epsilon * (1 - rtol), epsilon]`` (default 5e-5).
     tol : float, optional
         Accuracy of the engine's epsilon (``Mechanism.epsilon(delta, tol=)``).
     full_output : bool
@@ -380,7 +381,7 @@ def noise_multiplier(
     >>> round(sigma, 2)
     1.57
     >>> eps = dpsgd_mechanism(sigma, 0.01, 10_000).epsilon(1e-5)
-    >>> bool(3.0 * (1 - 1e-3) <= eps <= 3.0)
+    >>> bool(3.0 * (1 - 5e-5) <= eps <= 3.0)
     True
     """
     eps = check_positive("epsilon", epsilon)
@@ -502,7 +503,7 @@ def max_sample_rate(
     noise_multiplier: float,
     steps: int,
     *,
-    rtol: float = 1e-3,
+    rtol: float = DEFAULT_RTOL,
     tol: float | None = None,
     full_output: bool = False,
     progress: bool | None = None,
@@ -525,7 +526,7 @@ def max_sample_rate(
     Examples
     --------
     >>> q = max_sample_rate(epsilon=3.0, delta=1e-5, noise_multiplier=1.0, steps=1_000)
-    >>> bool(2.997 <= dpsgd_mechanism(1.0, q, 1_000).epsilon(1e-5) <= 3.0)
+    >>> bool(3.0 * (1 - 5e-5) <= dpsgd_mechanism(1.0, q, 1_000).epsilon(1e-5) <= 3.0)
     True
     >>> max_sample_rate(epsilon=3.0, delta=1e-5, noise_multiplier=50.0, steps=10)
     1.0
@@ -580,7 +581,7 @@ def get_noise_multiplier(
         that opacus's ``"gdp"`` is an approximation, not a bound.)
     epsilon_tolerance : float, optional
         Absolute tolerance on epsilon as in opacus (its default is 0.01); default here
-        is the relative tolerance 1e-3 of :func:`noise_multiplier`.
+        is the relative tolerance (5e-5) of :func:`noise_multiplier`.
 
     Returns
     -------
@@ -601,7 +602,7 @@ def get_noise_multiplier(
     eps = check_positive("target_epsilon", target_epsilon)
     delta = check_delta(target_delta, "target_delta", what="DP-SGD (a subsampled Gaussian)")
     q = check_sample_rate(sample_rate)
-    rtol = 1e-3
+    rtol = DEFAULT_RTOL
     if epsilon_tolerance is not None:
         tol_abs = check_positive("epsilon_tolerance", epsilon_tolerance)
         rtol = min(tol_abs / eps, 0.49)

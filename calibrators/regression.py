@@ -21,6 +21,7 @@ from dpacct.mechanisms.algorithms.ssp import AdaSSP, SufficientStatisticsPerturb
 
 from .calibrate import calibrate
 from .dpsgd import analytic_gaussian_sigma
+from .search import DEFAULT_RTOL
 
 __all__ = ["calibrate_adassp", "calibrate_ssp"]
 
@@ -68,7 +69,7 @@ def calibrate_ssp(
     ridge: float = 0.0,
     fit_intercept: bool = False,
     intercept_scaling: float = 1.0,
-    rtol: float = 1e-3,
+    rtol: float = DEFAULT_RTOL,
     out_of_range: str = "raise",
 ) -> SufficientStatisticsPerturbation:
     """The SSP whose two Gaussian releases, composed, are (epsilon, delta)-DP.
@@ -135,7 +136,7 @@ def calibrate_adassp(
     shift: float | None = None,
     fit_intercept: bool = False,
     intercept_scaling: float = 1.0,
-    rtol: float = 1e-3,
+    rtol: float = DEFAULT_RTOL,
     out_of_range: str = "raise",
     ridge_constant: float | str | None = None,
 ) -> AdaSSP:

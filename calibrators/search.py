@@ -25,6 +25,12 @@ __all__ = ["CalibrationError", "UnreachableTargetError"]
 _MAX_WIDEN = 1e12
 #: stop refining once the bracket is this narrow in log(parameter)
 _XTOL = 1e-12
+#: the default relative tolerance of the continuous calibrators: the epsilon reached
+#: lies in ``[target * (1 - DEFAULT_RTOL), target]``, so at most 0.005 % of the budget is
+#: left unused (the secant usually lands there in two or three evaluations)
+DEFAULT_RTOL = 5e-5
+#: a bracket this narrow in log(parameter) is refined by interpolating between its ends
+_NARROW = 1e-3
 
 
 class CalibrationError(ValueError):
@@ -429,11 +435,22 @@ def _refine(s: _Search, width: float) -> float:
 def _bracketed_step(s: _Search, xf: float, xi: float, stall: int) -> float:
     lo, hi = (xf, xi) if xf < xi else (xi, xf)
     aim = s.aim if not s.integer else 0.0
-    x = None
-    if stall < 2:
-        x = s.predict(aim, lo, hi)
+    hf, hi_ = s.h(xf), s.h(xi)
+    if not s.integer and hi - lo <= _NARROW and math.isfinite(hf) and math.isfinite(hi_):
+        # a narrow bracket: h is linear there to well within the window, while a
+        # steering estimate can be kinked at this scale (a minimum over RDP orders):
+        # interpolate between the bracket's ends
+        x = xf + (aim - hf) * (xi - xf) / (hi_ - hf)
+        return x if lo < x < hi else 0.5 * (lo + hi)
+    x = s.predict(aim, lo, hi) if stall < 4 else None
     if s.integer:
-        return _integer_candidate(s, x, xf, xi)
+        return _integer_candidate(s, x if stall < 2 else None, xf, xi)
+    if x is not None and stall >= 2:
+        # the predictions keep landing on one side without closing the bracket (a
+        # one-sided secant): step twice as far from the end that moved, across the
+        # crossing, so that the next secant interpolates between two close points
+        moved = xf if s.order[-1] == xf else xi
+        x = moved + 2.0 * (x - moved)
     if x is None or not lo < x < hi:
         x = 0.5 * (lo + hi)  # bisection in log space
     return x

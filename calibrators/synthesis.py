@@ -44,6 +44,7 @@ from dpacct.mechanisms.algorithms.synthesis_mst import MST
 from dpacct.mechanisms.primitives.noise import NOISES
 
 from .calibrate import calibrate
+from .search import DEFAULT_RTOL
 
 __all__ = ["calibrate_mst", "calibrate_synthesizer"]
 
@@ -56,7 +57,7 @@ def calibrate_synthesizer(
     noise: str = "laplace",
     count_fraction: float = 0.1,
     *,
-    rtol: float = 1e-3,
+    rtol: float = DEFAULT_RTOL,
     tol: float | None = None,
     count: str | int | None = "measure",
 ) -> MarginalSynthesizer:
@@ -175,7 +176,7 @@ def calibrate_mst(
     delta: float,
     columns: Sequence[Column],
     *,
-    rtol: float = 1e-3,
+    rtol: float = DEFAULT_RTOL,
     tol: float | None = None,
 ) -> MST:
     """An :class:`~dpacct.mechanisms.MST` whose whole run meets ``(epsilon, delta)``.

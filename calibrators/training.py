@@ -31,6 +31,7 @@ from dpacct.mechanisms.algorithms.noisy_gd import NoisyGD
 
 from .calibrate import Calibration, calibrate
 from .dpsgd import analytic_gaussian_sigma, gaussian_epsilon, noise_multiplier
+from .search import DEFAULT_RTOL
 
 __all__ = ["calibrate_dp_sgd", "calibrate_noisy_gd", "naive_split_sigma"]
 
@@ -63,7 +64,7 @@ def calibrate_noisy_gd(
     *,
     iterations: int | None = None,
     sigma: float | None = None,
-    rtol: float = 1e-3,
+    rtol: float = DEFAULT_RTOL,
     full_output: bool = False,
     **fields: Any,
 ) -> NoisyGD | Calibration:
@@ -92,7 +93,7 @@ def calibrate_noisy_gd(
     sigma : float, optional
         Noise multiplier, > 0.
     rtol : float
-        Relative tolerance of the continuous search, in (0, 0.5) (default 1e-3).
+        Relative tolerance of the continuous search, in (0, 0.5) (default 5e-5).
     full_output : bool
         Return the :class:`~dpacct.calibrators.calibrate.Calibration` (its ``mechanism`` is the
         NoisyGD) instead of the NoisyGD.
@@ -170,7 +171,7 @@ def calibrate_dp_sgd(
     n: int | None = None,
     steps: int | None = None,
     epochs: float | None = None,
-    rtol: float = 1e-3,
+    rtol: float = DEFAULT_RTOL,
     full_output: bool = False,
     **fields: Any,
 ) -> DPSGD | Calibration:
@@ -198,7 +199,7 @@ def calibrate_dp_sgd(
     epochs : float, optional
         Instead of ``steps``: ``steps = floor(epochs / sample_rate)``.
     rtol : float
-        The epsilon reached lies in ``[epsilon * (1 - rtol), epsilon]`` (default 1e-3).
+        The epsilon reached lies in ``[epsilon * (1 - rtol), epsilon]`` (default 5e-5).
     full_output : bool
         Return the :class:`~dpacct.calibrators.calibrate.Calibration` instead.
     **fields

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from dpacct.mechanisms import GaussianMechanism, LaplaceMechanism, NoisyGD, PlannedRelease
-from dpacct.mechanisms.algorithms.algorithm import Algorithm
+from dpacct.mechanisms.algorithms.algorithm import Algorithm, ReleaseSession
 
 
 # ----------------------------------------------------------------------------------
@@ -38,6 +38,48 @@ def test_session_refuses_a_release_beyond_the_claim():
     rng = np.random.default_rng(0)
     with pytest.raises(RuntimeError, match="more often than the 2 time"):
         Drifting(made=3).run(rng)
+
+
+def test_release_many_is_that_many_releases_draw_for_draw():
+    """k rows in one call: the same numbers as k calls of release, counted k times."""
+    mech = GaussianMechanism(sigma=1.5)
+    plan = (PlannedRelease("g", mech, 5, sensitivity=0.7),)
+    values = np.arange(15.0).reshape(5, 3) - 7.0
+    one = ReleaseSession(plan, np.random.default_rng(11))
+    singles = np.array([one.release("g", v) for v in values])
+    many = ReleaseSession(plan, np.random.default_rng(11))
+    head = many.release_many("g", values[:2])
+    tail = many.release_many("g", values[2:])
+    assert many.made == {"g": 5}
+    np.testing.assert_array_equal(np.vstack([head, tail]), singles)
+    # the noise itself: independent of the values, std sigma * sensitivity
+    rng = np.random.default_rng(11)
+    np.testing.assert_array_equal(singles, values + rng.normal(0.0, 1.5 * 0.7, size=(5, 3)))
+    many.finish()
+
+
+def test_release_many_refuses_before_drawing():
+    plan = (PlannedRelease("g", GaussianMechanism(sigma=1.0), 3),)
+    session = ReleaseSession(plan, np.random.default_rng(0))
+    state = session.rng.bit_generator.state
+    with pytest.raises(RuntimeError, match="more often than the 3"):
+        session.release_many("g", np.zeros((4, 2)))
+    with pytest.raises(ValueError, match="leading axis"):
+        session.release_many("g", np.zeros((0, 2)))
+    with pytest.raises(ValueError, match="leading axis"):
+        session.release_many("g", 0.0)
+    assert session.rng.bit_generator.state == state and session.made == {"g": 0}
+    laplace = ReleaseSession((PlannedRelease("l", LaplaceMechanism(b=1.0), 2),),
+                             np.random.default_rng(0))
+    with pytest.raises(TypeError, match="GaussianMechanism"):
+        laplace.release_many("l", np.zeros((2, 1)))
+    from dpacct.accountant import poisson_subsample
+
+    sub = ReleaseSession((PlannedRelease("s", poisson_subsample(GaussianMechanism(sigma=1.0),
+                                                                0.1), 2),),
+                         np.random.default_rng(0))
+    with pytest.raises(TypeError, match="not subsampled"):
+        sub.release_many("s", np.zeros((2, 1)))
 
 
 def test_session_refuses_fewer_releases_than_claimed():

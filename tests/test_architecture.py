@@ -48,7 +48,6 @@ LONG_FUNCTIONS: dict[str, int] = {
     "accountant/transformers/random_allocation.py:add_rdp": 127,
     "accountant/rdp/subsampled_rdp.py:_fractional_log_a_minus_1": 150,
     "mechanisms/audit.py:audit": 161,
-    "mechanisms/algorithms/noisy_gd.py:NoisyGD.fit": 123,
     "calibrators/calibrate.py:calibrate": 207,
     "calibrators/risk.py:calibrate_risk": 196,
     "calibrators/synthesis.py:calibrate_synthesizer": 113,

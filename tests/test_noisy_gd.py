@@ -386,7 +386,9 @@ def test_adaptive_sensitivity_equals_plain_loop_and_is_planned(monkeypatch):
     real = GaussianMechanism.release
 
     def spy(self, value, *args, **kwargs):
-        records.append((self, kwargs.get("sensitivity")))
+        # one call on k stacked rows (ReleaseSession.release_many) is k releases
+        rows = np.shape(value)[0] if np.ndim(value) == 2 else 1
+        records.extend([(self, kwargs.get("sensitivity"))] * rows)
         return real(self, value, *args, **kwargs)
 
     monkeypatch.setattr(GaussianMechanism, "release", spy)
@@ -405,6 +407,59 @@ def test_adaptive_sensitivity_equals_plain_loop_and_is_planned(monkeypatch):
     np.testing.assert_allclose(np.append(fit.coef, fit.intercept), want, rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(fit.history.noise_std, stds, rtol=1e-9)
     assert gd.epsilon(DELTA) == compose([GaussianMechanism(2.0)], counts=[150]).epsilon(DELTA)
+
+
+def _sufficient_statistics_loop(X, y, T, lr, seed, std=None, adaptive=None, radius=None):
+    """The plain numpy loop on ``A = Z'Z``, ``b = Z'y``: one ``rng.normal`` per step.
+
+    ``adaptive = (sigma, B, y_bound)`` releases ``g / GS_t`` at sensitivity 1 and scales
+    back, ``GS_t = B (B ||theta|| + y_bound)``; otherwise the noise std is ``std``.
+    """
+    rng = np.random.default_rng(seed)
+    Z = np.hstack([X, np.ones((len(X), 1))])
+    A, b = Z.T @ Z, Z.T @ y
+    theta, total = np.zeros(Z.shape[1]), np.zeros(Z.shape[1])
+    for _ in range(T):
+        g = A @ theta - b
+        if adaptive is None:
+            noisy = g + rng.normal(0.0, std, size=g.shape)
+        else:
+            sigma, B, yb = adaptive
+            gs = B * (B * float(np.linalg.norm(theta)) + yb)
+            noisy = (g / gs + rng.normal(0.0, sigma, size=g.shape)) * gs
+        theta = theta - lr * (noisy / len(y))
+        if radius is not None and float(np.linalg.norm(theta)) > radius:
+            theta = theta * (radius / float(np.linalg.norm(theta)))
+        total += theta
+    return total / T, theta
+
+
+@pytest.mark.parametrize("adaptive", [False, True])
+def test_sufficient_statistics_path_is_the_numpy_loop_bit_for_bit(adaptive):
+    """Across several noise blocks (2 500 iterations): the same numbers as the plain loop
+    with one ``rng.normal`` per step, to the last bit, for the average and the last
+    iterate."""
+    X, y = _bounded_data(3)
+    kw = {} if adaptive else {"theta_bound": 2.0}
+    b = math.sqrt(2.0)
+    if adaptive:
+        loop = {"adaptive": (2.0, b, 1.0)}
+    else:
+        loop = {"std": 2.0 * b * (2.0 * b + 1.0), "radius": 2.0}
+    want_avg, want_last = _sufficient_statistics_loop(X, y, 2_500, 0.5, 8, **loop)
+    for average, want in ((True, want_avg), (False, want_last)):
+        gd = NoisyGD(sigma=2.0, iterations=2_500, loss="linear", x_bound=1.0, y_bound=1.0,
+                     learning_rate=0.5, average=average, **kw)
+        fit = gd.fit(X, y, rng=np.random.default_rng(8))
+        np.testing.assert_array_equal(np.append(fit.coef, fit.intercept), want)
+
+
+def test_diverging_iterates_raise():
+    X, y = _bounded_data(4)
+    gd = NoisyGD(sigma=1.0, iterations=3_000, loss="linear", x_bound=1.0, y_bound=1.0,
+                 learning_rate=1e3)  # adaptive GS_t: the noise grows with the iterate
+    with (np.errstate(all="ignore"), pytest.raises(ValueError, match="diverged")):
+        gd.fit(X, y, rng=np.random.default_rng(0))
 
 
 def test_adaptive_beats_a_loose_theta_bound_and_approaches_least_squares(diabetes):

@@ -72,16 +72,33 @@ class Record:
 
 @pytest.fixture
 def recorder(monkeypatch):
-    """Wrap every primitive's release; return the list of records it fills."""
+    """Wrap every primitive's release; return the list of records it fills.
+
+    A :meth:`ReleaseSession.release_many` call of ``k`` rows is ``k`` releases: the
+    primitive's one call on the stacked rows is recorded as ``k`` records of a row each.
+    """
     log: list[Record] = []
+    batch: list[int] = []
     for cls in PRIMITIVES:
         real = cls.release
 
         def spy(self, value, *args, _real=real, **kwargs):
-            log.append(Record(self, kwargs.get("sensitivity"), int(np.size(value))))
+            k = batch[-1] if batch else 1
+            size = int(np.size(value)) // k
+            log.extend(Record(self, kwargs.get("sensitivity"), size) for _ in range(k))
             return _real(self, value, *args, **kwargs)
 
         monkeypatch.setattr(cls, "release", spy)
+    real_many = ReleaseSession.release_many
+
+    def many_spy(self, label, values):
+        batch.append(len(values))
+        try:
+            return real_many(self, label, values)
+        finally:
+            batch.pop()
+
+    monkeypatch.setattr(ReleaseSession, "release_many", many_spy)
     return log
 
 

@@ -4,10 +4,12 @@ Linear regression (n = 5 000 rows, d = 10 features and an intercept), 50 000 ite
 (5 000 with ``--quick``), timed against the loop that computes the summed gradient
 ``Z^T (Z theta - y)`` from the data at every step (per-example gradients clipped row by
 row for the clipped variant).  dpacct draws its noise through the planned Gaussian
-releases (one per iteration) and uses the sufficient statistics ``Z^T Z``, ``Z^T y`` when
-the loss is squared and the sensitivity comes from declared bounds.  Timings are
-wall-clock seconds (``time.perf_counter``) of repeated runs in this process (at most 5:
-timings need no 100 seeds); numbers depend on the machine, the ratios much less.
+releases (one per iteration, drawn in blocks) and uses the sufficient statistics
+``Z^T Z``, ``Z^T y`` when the loss is squared and the sensitivity comes from declared
+bounds (a loop on the sufficient statistics themselves is the peer of
+``python -m benchmarks.shapes``).  Timings are wall-clock seconds (``time.perf_counter``)
+of repeated runs in this process (at most 5: timings need no 100 seeds); numbers depend
+on the machine, the ratios much less.
 (Moved from the former ``benchmarks/algorithms.py``.)
 """
 
@@ -84,7 +86,7 @@ def rows(seeds: int = 100, quick: bool = False) -> list[dict]:
         r = row(f"NoisyGD speed, {name}", f"seconds for {T} iterations (lower is better)",
                 ours, PEER, theirs, rtol=0.1, fmt=".3g")
         if r["verdict"] == "worse":
-            r["why"] = ("dpacct draws each iteration's noise through a planned release "
-                        "(validated, accounted) where the loop calls rng.normal")
+            r["why"] = ("dpacct validates and accounts its releases (drawn in blocks of "
+                        "1 024 iterations) where the loop calls rng.normal")
         out.append(r)
     return out

@@ -7,6 +7,8 @@ loss).  Everything here is private; :mod:`dpacct.mechanisms.algorithms.noisy_gd`
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from scipy import special
 
@@ -122,10 +124,20 @@ def _clipped_gradient_sum(
     return Xa.T @ (r * factor if r.ndim == 1 else r * factor[:, None])
 
 
+def _norm(theta: np.ndarray) -> float:
+    """``float(np.linalg.norm(theta))`` (the 2-norm, Frobenius for a matrix), bit for bit.
+
+    numpy computes it as ``sqrt(v.dot(v))`` on ``v = theta.ravel(order="K")``; this is
+    the same arithmetic without the dispatch, for loops that take it every step.
+    """
+    v = theta.ravel(order="K")
+    return math.sqrt(float(v.dot(v)))
+
+
 def _project(theta: np.ndarray, radius: float | None) -> np.ndarray:
     if radius is None:
         return theta
-    norm = float(np.linalg.norm(theta))
+    norm = _norm(theta)
     return theta if norm <= radius else theta * (radius / norm)
 
 

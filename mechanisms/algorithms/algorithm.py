@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from dpacct.accountant.families.gaussian import GaussianMechanism
 from dpacct.accountant.mechanism import Mechanism
 from dpacct.accountant.transformers.compose import compose
 from dpacct.accountant.transformers.subsample import PoissonSubsampledMechanism
@@ -195,6 +196,64 @@ class ReleaseSession:
             kwargs["sensitivity"] = line.sensitivity
         out = _noise_source(line.mechanism).release(*args, rng=self.rng, **kwargs)
         self.made[label] += 1
+        return out
+
+    def release_many(self, label: str, values: object) -> np.ndarray:
+        """``len(values)`` consecutive releases of the planned Gaussian line ``label``.
+
+        ``values[i]`` is the exact value of the ``i``-th release.  The Gaussian
+        mechanism adds independent noise to every coordinate, so one call of its
+        ``release`` on the stacked values draws, number for number and in the same
+        order, what ``len(values)`` calls of :meth:`release` would draw, and adds it the
+        same way; the session counts ``len(values)`` releases.  An algorithm whose
+        values depend on earlier releases (gradient descent) releases zeros ahead of
+        time and adds its values to the noise rows as it goes: the draws are
+        independent of the data, so the output and its privacy are the same.
+
+        Parameters
+        ----------
+        label : str
+            A planned line whose mechanism is a :class:`~dpacct.mechanisms.GaussianMechanism`
+            (not subsampled).
+        values : array_like, shape (k, ...)
+            The exact values of ``k >= 1`` releases.
+
+        Returns
+        -------
+        numpy.ndarray
+            The noisy values, shape of ``values``.
+
+        Examples
+        --------
+        >>> from dpacct.mechanisms import GaussianMechanism
+        >>> plan = (PlannedRelease("sum", GaussianMechanism(sigma=1.0), 3, sensitivity=2.0),)
+        >>> one = ReleaseSession(plan, np.random.default_rng(0))
+        >>> three = [one.release("sum", [0.0, 0.0]) for _ in range(3)]
+        >>> batch = ReleaseSession(plan, np.random.default_rng(0))
+        >>> bool((batch.release_many("sum", np.zeros((3, 2))) == np.array(three)).all())
+        True
+        >>> batch.made, batch.finish()
+        ({'sum': 3}, None)
+        """
+        line = self._line(label)
+        source = _noise_source(line.mechanism)
+        if line.subsampled or not isinstance(source, GaussianMechanism):
+            raise TypeError(
+                f"release_many needs a planned GaussianMechanism that is not subsampled, "
+                f"got {line.mechanism!r} for {label!r}: call release once per release"
+            )
+        arr = np.asarray(values)
+        if arr.ndim < 1 or arr.shape[0] < 1:
+            raise ValueError(
+                f"values must have a leading axis of length >= 1 (one row per release), "
+                f"got shape {arr.shape}"
+            )
+        k = arr.shape[0]
+        if self.made[label] + k > line.count:
+            raise RuntimeError(self._too_many(line))
+        kwargs = {} if line.sensitivity is None else {"sensitivity": line.sensitivity}
+        out = source.release(arr, rng=self.rng, **kwargs)
+        self.made[label] += k
         return out
 
     def finish(self) -> None:

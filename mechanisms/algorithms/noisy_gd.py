@@ -50,15 +50,19 @@ from dpacct.mechanisms.algorithms._training_common import (  # noqa: F401 (re-ex
     _clipped_gradient_sum,
     _l2_gradient,
     _mean_loss,
+    _norm,
     _optional_positive,
     _project,
     _residuals,
     _softmax,
 )
-from dpacct.mechanisms.algorithms.algorithm import Algorithm, PlannedRelease
+from dpacct.mechanisms.algorithms.algorithm import Algorithm, PlannedRelease, ReleaseSession
 from dpacct.mechanisms.primitives.gaussian import GaussianMechanism
 
 __all__ = ["FittedLinearModel", "NoisyGD", "TrainingHistory"]
+
+#: iterations whose noise one ``release_many`` call draws (rows of at most d x K floats)
+_NOISE_BLOCK = 1024
 
 
 # ----------------------------------------------------------------------------------
@@ -642,51 +646,25 @@ class NoisyGD(Algorithm):
             Xe, ye = X, yy
         Xe_aug = _augment(Xe, self.fit_intercept)
 
-        n = X.shape[0]
         Xa = _augment(X, self.fit_intercept)
-        shape = (Xa.shape[1],) if self.loss != "softmax" else (Xa.shape[1], self.n_classes)
-        theta = np.zeros(shape)
-        total = np.zeros(shape)
-        # squared loss without clipping: the summed gradient is A theta - b
-        sufficient = self.loss == "linear" and self.clip is None
-        if sufficient:
-            A, bvec = Xa.T @ Xa, Xa.T @ yy
-        row_norms = np.linalg.norm(Xa, axis=1) if self.clip is not None else None
         adaptive = bool(self.adaptive)
-        b_row = self.row_bound
-        lr, l2, radius = self.learning_rate, self.l2, self.theta_bound
-        label = "gradient sum"
         step_mech = self.plan[0].mechanism
         hist: dict[str, list] = {"t": [], "eps": [], "loss": [], "std": []}
         fixed_std = None if adaptive else self.sigma * self.sensitivity
+
+        def record(t: int, theta: np.ndarray, total: np.ndarray, gs: float) -> None:
+            current = total / t if self.average else theta
+            eps = (None if delta is None
+                   else float(compose([step_mech], counts=[t]).epsilon(delta)))
+            hist["t"].append(t)
+            hist["eps"].append(eps)
+            hist["loss"].append(_mean_loss(Xe_aug, ye, current, self.loss))
+            hist["std"].append(self.sigma * gs if adaptive else fixed_std)
+            if callback is not None:
+                callback(t, _to_model(current, self.fit_intercept, self.loss, coding), eps)
+
         session = self.releases(rng)
-        for t in range(1, self.iterations + 1):
-            if sufficient:
-                g = A @ theta - bvec
-            else:
-                g = _clipped_gradient_sum(Xa, yy, theta, self.loss, self.clip, row_norms)
-            if adaptive:
-                assert b_row is not None and self.y_bound is not None
-                gs = b_row * (b_row * float(np.linalg.norm(theta)) + self.y_bound)
-                noisy = session.release(label, g / gs) * gs
-            else:
-                noisy = session.release(label, g)
-            step = noisy / n
-            if l2:
-                step = step + _l2_gradient(theta, l2, self.fit_intercept)
-            theta = _project(theta - lr * step, radius)
-            total += theta
-            if recording and (t % every == 0 or t == self.iterations):
-                current = total / t if self.average else theta
-                eps = (None if delta is None
-                       else float(compose([step_mech], counts=[t]).epsilon(delta)))
-                hist["t"].append(t)
-                hist["eps"].append(eps)
-                hist["loss"].append(_mean_loss(Xe_aug, ye, current, self.loss))
-                hist["std"].append(self.sigma * gs if adaptive else fixed_std)
-                if callback is not None:
-                    callback(t, _to_model(current, self.fit_intercept, self.loss, coding),
-                             eps)
+        theta, total = self._descend(Xa, yy, session, record if recording else None, every)
         session.finish()
         final = total / self.iterations if self.average else theta
         history = None
@@ -700,6 +678,67 @@ class NoisyGD(Algorithm):
             )
         return _to_model(final, self.fit_intercept, self.loss, coding, history=history)
 
+    def _descend(
+        self,
+        Xa: np.ndarray,
+        yy: np.ndarray,
+        session: ReleaseSession,
+        record: Callable[[int, np.ndarray, np.ndarray, float], None] | None,
+        every: int,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The iterations: ``(last iterate, sum of the iterates)``.
+
+        ``record(t, theta, total, GS_t)`` runs every ``every`` iterations and at the last.
+        The noise is drawn ahead in blocks through the planned release
+        (:meth:`ReleaseSession.release_many`: the same numbers as one release per
+        iteration, the draws do not depend on the data); every step then adds its row
+        operation for operation, in place: ``g = A theta - b`` (squared loss, declared
+        bounds: the sufficient statistics) or the clipped sum, ``g + z`` or ``(g / GS_t +
+        z) GS_t``, then ``theta - lr (g / n + l2 theta)``, projected.
+        """
+        n, T = Xa.shape[0], self.iterations
+        shape = (Xa.shape[1],) if self.loss != "softmax" else (Xa.shape[1], self.n_classes)
+        theta, total, buf = np.zeros(shape), np.zeros(shape), np.empty(shape)
+        sufficient = self.loss == "linear" and self.clip is None
+        if sufficient:
+            A, bvec = Xa.T @ Xa, Xa.T @ yy
+        row_norms = np.linalg.norm(Xa, axis=1) if self.clip is not None else None
+        adaptive, b_row, y_bound = bool(self.adaptive), self.row_bound, self.y_bound
+        if adaptive:
+            assert b_row is not None and y_bound is not None
+        lr, l2, radius = self.learning_rate, self.l2, self.theta_bound
+        gs, t = 1.0, 0
+        while t < T:
+            block = session.release_many("gradient sum", np.zeros((min(_NOISE_BLOCK, T - t),
+                                                                   *shape)))
+            for z in block:
+                t += 1
+                if sufficient:
+                    g = np.matmul(A, theta, out=buf)
+                    g -= bvec
+                else:
+                    g = _clipped_gradient_sum(Xa, yy, theta, self.loss, self.clip, row_norms)
+                if adaptive:
+                    gs = b_row * (b_row * _norm(theta) + y_bound)
+                    g /= gs
+                    g += z
+                    g *= gs
+                else:
+                    g += z
+                g /= n
+                if l2:
+                    g = g + _l2_gradient(theta, l2, self.fit_intercept)
+                g *= lr
+                theta = _project(theta - g, radius)
+                total += theta
+                if record is not None and (t % every == 0 or t == T):
+                    record(t, theta, total, gs)
+            if not np.isfinite(theta).all():
+                raise ValueError(
+                    f"the iterates diverged (non-finite theta by iteration {t}): lower "
+                    f"learning_rate (got {lr!r}) or declare a theta_bound"
+                )
+        return theta, total
 
 def _to_model(theta: np.ndarray, fit_intercept: bool, loss: str, coding: str = "01",
               history: TrainingHistory | None = None) -> FittedLinearModel:
