@@ -22,6 +22,7 @@ from .gaussian import GaussianMechanism
 from .ledger import BudgetExceededError, LedgerFileError, PrivacyAccountant
 from .loss_law import AtomicLossLaw, GaussianLossLaw, PoissonSubsampledLossLaw, PrivacyLossLaw
 from .mechanism import Capabilities, Mechanism, PLDSettings
+from .mixture_gaussian import MixtureOfGaussiansMechanism, user_level_dpsgd
 from .pld import GridPLD, discretize
 from .random_allocation import (
     RandomAllocationMechanism,
@@ -39,6 +40,7 @@ from .subsample import (
     poisson_subsample,
     subsample_without_replacement,
 )
+from .truncated_poisson import TruncatedPoissonGaussianMechanism
 
 # the names come from the one export table (dpacct/_exports.py)
 __all__ = list(_exports.ACCOUNTANT)

@@ -140,7 +140,8 @@ class GaussianMixtureLossLaw(PrivacyLossLaw):
 
     def __repr__(self) -> str:
         return (
-            f"GaussianMixtureLossLaw(sigma={self.sigma!r}, sensitivities={list(self.sensitivities)!r}, "
+            f"GaussianMixtureLossLaw(sigma={self.sigma!r}, "
+            f"sensitivities={list(self.sensitivities)!r}, "
             f"probabilities={list(self.probabilities)!r})"
         )
 

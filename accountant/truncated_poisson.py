@@ -87,7 +87,7 @@ def truncated_poisson_components(
     Examples
     --------
     >>> w, r, c = truncated_poisson_components(0.01, 10_000, 100)
-    >>> c[0], c[1], bool(abs(w.sum() - 1) < 1e-12), bool(r[1] <= 0.01 * 100 / 101)
+    >>> float(c[0]), float(c[1]), bool(abs(w.sum() - 1) < 1e-12), bool(r[1] <= 0.01 * 100 / 101)
     (1.0, 2.0, True, True)
     """
     q = check_sample_rate(sample_rate)
@@ -203,9 +203,10 @@ class TruncatedPoissonGaussianMechanism(Mechanism):
         # subsampled-Gaussian RDP (the larger of its two directions)
         a = np.asarray(alpha, dtype=float)
         w, r, c = self._cache()["components"]
+        s = self.noise_multiplier
         logs = np.stack(
             [
-                math.log(wj) + (a - 1.0) * subsampled_gaussian_rdp(rj, self.noise_multiplier / cj, a)
+                math.log(wj) + (a - 1.0) * subsampled_gaussian_rdp(rj, s / cj, a)
                 for wj, rj, cj in zip(w, r, c, strict=True)
             ]
         )

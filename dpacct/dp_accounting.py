@@ -70,6 +70,7 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise missing_extra("dpacct.dp_accounting", "dp_accounting", exc) from exc
 
+from dpacct._dp_accounting_mixtures import convert_mixture_event
 from dpacct.accountant import (
     REPLACE_ONE,
     Mechanism,
@@ -224,6 +225,9 @@ def _convert(event: Any, relation: NeighboringRelation, path: str) -> _Converted
             out.parts.extend(part.parts)
             out.non_private |= part.non_private
         return out
+    mixture = convert_mixture_event(event, replace, path, _unsupported)  # mixtures, truncated
+    if mixture is not None:
+        return _Converted(*mixture)
     if isinstance(event, dp_event.GaussianDpEvent):
         s = _nonneg(event, path, "noise_multiplier")
         if s == 0.0:
