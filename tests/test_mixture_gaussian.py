@@ -35,16 +35,20 @@ def _exact_delta(sigma, sens, probs, eps, direction):
     eps = mp.mpf(eps)
 
     def loss(y):  # log dP/dQ at y, increasing
-        return mp.log(mp.fsum(p * mp.e ** ((c * y - c * c / 2) / s**2) for c, p in zip(cs, ps)))
+        return mp.log(
+            mp.fsum(p * mp.e ** ((c * y - c * c / 2) / s**2) for c, p in zip(cs, ps, strict=True))
+        )
 
     target = eps if direction == "remove" else -eps
-    floor = mp.log(mp.fsum(p for c, p in zip(cs, ps) if c == 0)) if 0 in sens else -mp.inf
+    floor = (
+        mp.log(mp.fsum(p for c, p in zip(cs, ps, strict=True) if c == 0)) if 0 in sens else -mp.inf
+    )
     if target <= floor:
         y = -mp.inf
     else:
         y = mp.findroot(lambda t: loss(t) - target, (mp.mpf(-200), mp.mpf(200)), solver="bisect")
         y = mp.findroot(lambda t: loss(t) - target, y)
-    p_above = mp.fsum(p * mp.ncdf(-(y - c) / s) for c, p in zip(cs, ps))
+    p_above = mp.fsum(p * mp.ncdf(-(y - c) / s) for c, p in zip(cs, ps, strict=True))
     q_above = mp.ncdf(-y / s)
     if direction == "remove":  # {y > y*}: P = mixture, Q = N(0)
         return float(p_above - mp.e**eps * q_above)
@@ -116,9 +120,7 @@ def test_user_level_k1_is_example_level_dpsgd():
 
 
 def test_more_examples_per_user_cost_more():
-    eps = [
-        compose([user_level_dpsgd(1.0, 0.02, k)], counts=[100]).epsilon(1e-5) for k in (1, 2, 4)
-    ]
+    eps = [compose([user_level_dpsgd(1.0, 0.02, k)], counts=[100]).epsilon(1e-5) for k in (1, 2, 4)]
     assert eps[0] < eps[1] < eps[2]
 
 
