@@ -148,8 +148,9 @@ def user_level_dpsgd(
     mechanisms", arXiv:2401.10294, the Poisson-sampling result: the worst case aligns
     the user's gradients, and is attained).  ``k = 1`` is the example-level step
     ``poisson_subsample(GaussianMechanism(noise_multiplier), q)``.  Compose the step with
-    :func:`~dpacct.accountant.compose`; calibrate with
-    :func:`dpacct.calibrators.user_level_noise_multiplier`.
+    :func:`~dpacct.accountant.compose`; calibrate the noise multiplier with
+    :func:`dpacct.calibrators.calibrate` on the family
+    ``lambda s: compose([user_level_dpsgd(s, q, k)], counts=[steps])``.
 
     Parameters
     ----------

@@ -272,3 +272,14 @@ def test_user_level_against_dp_accounting_pld(k):
     theirs = _theirs(event, 200, 1e-5, 1e-4)
     assert lo <= theirs
     assert hi <= theirs + (hi - lo)
+
+
+def test_user_level_noise_multiplier_calibrates_with_the_generic_calibrator():
+    from dpacct.calibrators import calibrate
+
+    def family(s):
+        return compose([user_level_dpsgd(s, 0.01, 4)], counts=[1000])
+
+    found = calibrate(family, 8.0, 1e-5)
+    assert family(found.parameter).epsilon(1e-5) <= 8.0
+    assert family(found.parameter * 0.99).epsilon(1e-5) > 8.0 * (1 - 1e-2)
