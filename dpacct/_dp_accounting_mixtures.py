@@ -22,7 +22,7 @@ from .accountant.mixture_gaussian import MixtureOfGaussiansMechanism
 from .accountant.truncated_poisson import TruncatedPoissonGaussianMechanism
 from .accountant.validation import check_count
 
-__all__ = ["convert_mixture_event"]
+__all__ = ["convert_mixture_event", "with_mixture_events"]
 
 _NAMES = ("MixtureOfGaussiansDpEvent", "TruncatedSubsampledGaussianDpEvent")
 
@@ -102,3 +102,43 @@ def convert_mixture_event(
     if s == 0.0:
         return [], True
     return [(TruncatedPoissonGaussianMechanism(s, q, n, b), 1)], False
+
+
+def with_mixture_events(convert: Callable, converted: Callable, unsupported: Callable) -> Callable:
+    """Wrap the integration's ``convert(event, relation, path)`` to handle the mixture events.
+
+    The wrapper answers the two mixture events (:func:`convert_mixture_event`) and hands
+    every other event to ``convert``; the integration rebinds its converter to it, so
+    the events nested in composed or self-composed events reach it too.
+
+    Parameters
+    ----------
+    convert : callable
+        ``(event, relation, path) -> converted``, the integration's converter.
+    converted : callable
+        ``(parts, non_private) -> converted``, its result type.
+    unsupported : callable
+        ``(event, path, why) -> Exception``, its refusal.
+
+    Returns
+    -------
+    callable
+        The wrapped converter.
+
+    Examples
+    --------
+    >>> wrapped = with_mixture_events(lambda e, r, p: "other", tuple, None)
+    >>> wrapped(object(), None, "event")
+    'other'
+    """
+
+    def wrapped(event: Any, relation: Any, path: str):
+        replace = getattr(relation, "name", None) == "REPLACE_ONE"
+        mixture = convert_mixture_event(event, replace, path, unsupported)
+        if mixture is None:
+            return convert(event, relation, path)
+        return converted(*mixture)
+
+    wrapped.__wrapped__ = convert  # type: ignore[attr-defined]
+    wrapped.__doc__ = convert.__doc__
+    return wrapped

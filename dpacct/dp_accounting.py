@@ -70,7 +70,7 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise missing_extra("dpacct.dp_accounting", "dp_accounting", exc) from exc
 
-from dpacct._dp_accounting_mixtures import convert_mixture_event
+from dpacct._dp_accounting_mixtures import with_mixture_events
 from dpacct.accountant import (
     REPLACE_ONE,
     Mechanism,
@@ -225,9 +225,6 @@ def _convert(event: Any, relation: NeighboringRelation, path: str) -> _Converted
             out.parts.extend(part.parts)
             out.non_private |= part.non_private
         return out
-    mixture = convert_mixture_event(event, replace, path, _unsupported)  # mixtures, truncated
-    if mixture is not None:
-        return _Converted(*mixture)
     if isinstance(event, dp_event.GaussianDpEvent):
         s = _nonneg(event, path, "noise_multiplier")
         if s == 0.0:
@@ -328,6 +325,10 @@ def _convert(event: Any, relation: NeighboringRelation, path: str) -> _Converted
     raise _unsupported(
         event, path, reasons.get(type(event).__name__, "dpacct has no mechanism for it")
     )
+
+
+# the mixture events (MixtureOfGaussians, TruncatedSubsampledGaussian): issue 23
+_convert = with_mixture_events(_convert, _Converted, _unsupported)
 
 
 def _merge_gaussians(
