@@ -140,7 +140,8 @@ class TruncatedPoissonGaussianMechanism(Mechanism):
     ``K < b`` and of sensitivity 2 at rate ``q b / (K + 1)`` when ``K >= b``, revealed
     (Mironov, Talwar, Zhang 2019, Section 3; Zhu, Dong, Wang 2022, Theorem 11).  Both
     directions, a certified PLD bracket, RDP (the weighted moments of the components'
-    subsampled-Gaussian RDP, an upper bound) and the trade-off curve.
+    subsampled-Gaussian RDP, every cut one at the largest cut rate: an upper bound)
+    and the trade-off curve.
 
     Parameters
     ----------
@@ -199,15 +200,21 @@ class TruncatedPoissonGaussianMechanism(Mechanism):
 
     def _rdp(self, alpha: np.ndarray) -> np.ndarray:
         # the revealed mixture's moment E[e^{(alpha-1) L}] is the weighted sum of the
-        # components' moments; each component's is bounded by the tight
-        # subsampled-Gaussian RDP (the larger of its two directions)
+        # components' moments; each is bounded by the tight subsampled-Gaussian RDP (the
+        # larger of its two directions), which increases with the rate, so every cut
+        # component is bounded at the largest cut rate (two series evaluations, not one
+        # per count)
         a = np.asarray(alpha, dtype=float)
         w, r, c = self._cache()["components"]
         s = self.noise_multiplier
+        parts = [(w[0], r[0], c[0])]
+        if len(w) > 1:
+            parts.append((float(np.sum(w[1:])), float(np.max(r[1:])), 2.0))
         logs = np.stack(
             [
                 math.log(wj) + (a - 1.0) * subsampled_gaussian_rdp(rj, s / cj, a)
-                for wj, rj, cj in zip(w, r, c, strict=True)
+                for wj, rj, cj in parts
+                if wj > 0
             ]
         )
         return np.maximum(special.logsumexp(logs, axis=0) / (a - 1.0), 0.0)
