@@ -123,11 +123,11 @@ FAMILIES.update(
         ),
         "truncated_poisson_gaussian": st.builds(
             lambda s, q, extra: TruncatedPoissonGaussianMechanism(
-                s, q, dataset_size=300, max_batch_size=max(1, round(300 * q) + extra)
+                s, q, dataset_size=40, max_batch_size=max(1, round(40 * q) + extra)
             ),
             pos,
-            st.floats(1e-3, 0.05),
-            st.integers(-3, 10),
+            st.floats(0.02, 0.1),
+            st.integers(0, 3),
         ),
         "mst": st.floats(0.05, 5.0).map(
             lambda r: M.MST(
