@@ -17,6 +17,7 @@ from .families.custom import (
     mechanism_from_rdp,
 )
 from .families.gaussian import GaussianMechanism
+from .families.mixture_gaussian import MixtureOfGaussiansMechanism, user_level_dpsgd
 from .laws.loss_law import AtomicLossLaw, GaussianLossLaw, PoissonSubsampledLossLaw, PrivacyLossLaw
 from .ledger import BudgetExceededError, LedgerFileError, PrivacyAccountant
 from .mechanism import Capabilities, Mechanism, PLDSettings
@@ -40,6 +41,7 @@ from .transformers.subsample import (
     poisson_subsample,
     subsample_without_replacement,
 )
+from .transformers.truncated_poisson import TruncatedPoissonGaussianMechanism
 
 # the names come from the one export table (dpacct/_exports.py)
 __all__ = list(_exports.ACCOUNTANT)

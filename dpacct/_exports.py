@@ -26,6 +26,7 @@ ACCOUNTANT: tuple[str, ...] = (
     "LedgerFileError",
     "Mechanism",
     "MissingCapabilityError",
+    "MixtureOfGaussiansMechanism",
     "PLDSettings",
     "PoissonSubsampledLossLaw",
     "PoissonSubsampledMechanism",
@@ -58,6 +59,8 @@ ACCOUNTANT: tuple[str, ...] = (
     "tpr_at",
     "tpr_bounds",
     "tradeoff_bounds",
+    "TruncatedPoissonGaussianMechanism",
+    "user_level_dpsgd",
     "zcdp_rdp",
 )
 

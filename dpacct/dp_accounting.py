@@ -104,6 +104,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     raise missing_extra("dpacct.dp_accounting", "dp_accounting", exc) from exc
 
 from dpacct import _dp_event_mapping as _mapping
+from dpacct._dp_accounting_mixtures import with_mixture_events
 from dpacct.accountant import (
     REPLACE_ONE,
     Mechanism,
@@ -427,6 +428,10 @@ def _convert_more(event: Any, relation: NeighboringRelation, path: str) -> _Conv
             return _Converted([] if mech is None else [(mech, 1)])
     why = _mapping.REFUSED.get(type(event).__name__, "dpacct has no mechanism for it")
     raise _unsupported(event, path, why)
+
+
+# the mixture events (MixtureOfGaussians, TruncatedSubsampledGaussian): issue 23
+_convert = with_mixture_events(_convert, _Converted, _unsupported)
 
 
 def _merge_gaussians(

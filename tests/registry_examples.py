@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import dpacct.accountant as A
 import dpacct.mechanisms as M
 from dpacct.accountant import compose, poisson_subsample, subsample_without_replacement
 from dpacct.accountant.laws.loss_law import GaussianLossLaw
@@ -90,6 +91,13 @@ EXAMPLES = {
     "gaussian_dp": [lambda: Mechanism.from_gdp(0.7)],
     "pure_epsilon": [lambda: Mechanism.from_pure_epsilon(0.8)],
     "epsilon_delta": [lambda: Mechanism.from_epsilon_delta(1.0, 1e-9)],
+    "mixture_of_gaussians": [
+        lambda: A.MixtureOfGaussiansMechanism(2.0, [0.0, 1.0, 2.0], [0.5, 0.4, 0.1]),
+        lambda: A.user_level_dpsgd(noise_multiplier=1.5, sample_rate=0.05, examples_per_user=2),
+    ],
+    "truncated_poisson_gaussian": [
+        lambda: A.TruncatedPoissonGaussianMechanism(1.5, 0.05, dataset_size=400, max_batch_size=22)
+    ],
 }
 
 #: the registry as seen when the test modules are collected (names registered later,

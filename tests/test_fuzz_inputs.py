@@ -103,6 +103,18 @@ BASE: dict[str, tuple[Callable[[], Callable], dict[str, Any]]] = {
         lambda: A.WithoutReplacementSubsampledMechanism,
         {"base": M.RandomizedResponse(p=0.75), "sample_rate": 0.1},
     ),
+    "MixtureOfGaussiansMechanism": (
+        lambda: A.MixtureOfGaussiansMechanism,
+        {"sigma": 1.0, "sensitivities": [0.0, 1.0], "probabilities": [0.5, 0.5]},
+    ),
+    "user_level_dpsgd": (
+        lambda: A.user_level_dpsgd,
+        {"noise_multiplier": 1.0, "sample_rate": 0.1, "examples_per_user": 2},
+    ),
+    "TruncatedPoissonGaussianMechanism": (
+        lambda: A.TruncatedPoissonGaussianMechanism,
+        {"noise_multiplier": 1.0, "sample_rate": 0.1, "dataset_size": 100, "max_batch_size": 12},
+    ),
     "random_allocation": (
         lambda: A.random_allocation,
         {"mechanism": G, "steps": 10, "k": 1, "epochs": 2},

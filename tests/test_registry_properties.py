@@ -28,6 +28,8 @@ from registry_examples import EXAMPLES, REGISTERED, LossLawOnly
 import dpacct.mechanisms as M
 from dpacct.accountant import (
     Mechanism,
+    MixtureOfGaussiansMechanism,
+    TruncatedPoissonGaussianMechanism,
     compose,
     poisson_subsample,
     subsample_without_replacement,
@@ -112,6 +114,20 @@ FAMILIES.update(
                 (M.CategoricalColumn("a", [0, 1]), M.CategoricalColumn("b", [0, 1, 2])),
                 scale=s,
             )
+        ),
+        "mixture_of_gaussians": st.builds(
+            lambda s, c, p: MixtureOfGaussiansMechanism(s, [0.0, c], [1.0 - p, p]),
+            pos,
+            st.floats(0.5, 3.0),
+            st.floats(0.01, 1.0),
+        ),
+        "truncated_poisson_gaussian": st.builds(
+            lambda s, q, extra: TruncatedPoissonGaussianMechanism(
+                s, q, dataset_size=40, max_batch_size=max(1, round(40 * q) + extra)
+            ),
+            pos,
+            st.floats(0.02, 0.1),
+            st.integers(0, 3),
         ),
         "mst": st.floats(0.05, 5.0).map(
             lambda r: M.MST(

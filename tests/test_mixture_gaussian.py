@@ -1,0 +1,237 @@
+"""The mixture-of-Gaussians mechanism and user-level DP-SGD, against independent values.
+
+Oracles: mpmath (the exact one-step hockey-stick divergence of the mixture pair, both
+directions, from the root of its monotone privacy loss; the exact Renyi moment of a
+two-point mixture by the binomial expansion) and dp_accounting's PLD accountant.
+"""
+
+from __future__ import annotations
+
+import math
+
+import mpmath as mp
+import numpy as np
+import pytest
+
+from dpacct.accountant import (
+    GaussianMechanism,
+    MixtureOfGaussiansMechanism,
+    compose,
+    poisson_subsample,
+    user_level_dpsgd,
+)
+from dpacct.accountant.serialization import from_dict, to_dict
+
+mp.mp.dps = 40
+
+
+def _exact_delta(sigma, sens, probs, eps, direction):
+    """delta(eps) of (sum p_i N(c_i, s^2), N(0, s^2)) ('remove') or its swap ('add')."""
+    s = mp.mpf(sigma)
+    cs = [mp.mpf(c) for c in sens]
+    ps = [mp.mpf(p) for p in probs]
+    eps = mp.mpf(eps)
+
+    def loss(y):  # log dP/dQ at y, increasing
+        return mp.log(
+            mp.fsum(p * mp.e ** ((c * y - c * c / 2) / s**2) for c, p in zip(cs, ps, strict=True))
+        )
+
+    target = eps if direction == "remove" else -eps
+    floor = (
+        mp.log(mp.fsum(p for c, p in zip(cs, ps, strict=True) if c == 0)) if 0 in sens else -mp.inf
+    )
+    if target <= floor:
+        y = -mp.inf
+    else:
+        y = mp.findroot(lambda t: loss(t) - target, (mp.mpf(-200), mp.mpf(200)), solver="bisect")
+        y = mp.findroot(lambda t: loss(t) - target, y)
+    p_above = mp.fsum(p * mp.ncdf(-(y - c) / s) for c, p in zip(cs, ps, strict=True))
+    q_above = mp.ncdf(-y / s)
+    if direction == "remove":  # {y > y*}: P = mixture, Q = N(0)
+        return float(p_above - mp.e**eps * q_above)
+    # swapped: the set is {y < y*}, P = N(0), Q = mixture
+    return float((1 - q_above) - mp.e**eps * (1 - p_above))
+
+
+def _exact_epsilon(sigma, sens, probs, delta):
+    def worst(e):
+        return max(_exact_delta(sigma, sens, probs, e, d) for d in ("remove", "add"))
+
+    lo, hi = 0.0, 1.0
+    while worst(hi) > delta:
+        lo, hi = hi, 2 * hi
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if worst(mid) > delta else (lo, mid)
+    return hi
+
+
+CASES = [
+    (1.0, [0.0, 1.0, 2.0], [0.81, 0.18, 0.01]),
+    (0.7, [0.5, 1.5], [0.5, 0.5]),
+    (2.0, [0.0, 1.0, 3.0, 4.0], [0.6, 0.2, 0.15, 0.05]),
+]
+
+
+@pytest.mark.parametrize(("sigma", "sens", "probs"), CASES)
+def test_one_step_bracket_encloses_the_exact_epsilon(sigma, sens, probs):
+    m = MixtureOfGaussiansMechanism(sigma, sens, probs)
+    exact = _exact_epsilon(sigma, sens, probs, 1e-5)
+    lo, hi = m.epsilon_bounds(1e-5)
+    assert lo <= exact * (1 + 1e-9) and exact <= hi * (1 + 1e-9)
+    assert hi - lo <= 1e-3 * hi
+
+
+@pytest.mark.parametrize("k", [1, 2, 8])
+def test_user_level_one_step_against_mpmath(k):
+    sigma, q, delta = 1.0, 0.05, 1e-5
+    step = user_level_dpsgd(noise_multiplier=sigma, sample_rate=q, examples_per_user=k)
+    j = list(range(k + 1))
+    pmf = [float(mp.binomial(k, i) * mp.mpf(q) ** i * (1 - mp.mpf(q)) ** (k - i)) for i in j]
+    exact = _exact_epsilon(sigma, j, pmf, delta)
+    lo, hi = step.epsilon_bounds(delta)
+    assert lo <= exact * (1 + 1e-9) and exact <= hi * (1 + 1e-9)
+
+
+def test_user_level_k1_is_example_level_dpsgd():
+    step = user_level_dpsgd(noise_multiplier=1.1, sample_rate=0.01, examples_per_user=1)
+    plain = poisson_subsample(GaussianMechanism(sigma=1.1), 0.01)
+    ours = compose([step], counts=[500]).epsilon_bounds(1e-5)
+    theirs = compose([plain], counts=[500]).epsilon_bounds(1e-5)
+    width = max(ours[1] - ours[0], theirs[1] - theirs[0])
+    assert ours[0] <= theirs[1] and theirs[0] <= ours[1]
+    assert abs(ours[1] - theirs[1]) <= width
+
+
+def test_more_examples_per_user_cost_more():
+    eps = [compose([user_level_dpsgd(1.0, 0.02, k)], counts=[100]).epsilon(1e-5) for k in (1, 2, 4)]
+    assert eps[0] < eps[1] < eps[2]
+
+
+def test_single_component_is_the_gaussian_mechanism():
+    m = MixtureOfGaussiansMechanism(2.0, [1.0], [1.0])
+    exact = GaussianMechanism(sigma=2.0).epsilon(1e-6)
+    lo, hi = m.epsilon_bounds(1e-6)
+    assert lo <= exact * (1 + 1e-12) and exact <= hi * (1 + 1e-12)
+
+
+def test_rdp_bounds_the_exact_two_point_moment():
+    # remove direction of ((1-q) N(0) + q N(c), N(0)) at integer alpha:
+    # E_Q[(dP/dQ)^alpha] = sum_j C(alpha, j) (1-q)^(alpha-j) q^j exp((j^2 - j) c^2 / (2 s^2))
+    s, c, q = 1.5, 2.0, 0.1
+    m = MixtureOfGaussiansMechanism(s, [0.0, c], [1 - q, q])
+    for alpha in (2, 3, 5, 8):
+        moment = mp.fsum(
+            mp.binomial(alpha, j)
+            * (1 - mp.mpf(q)) ** (alpha - j)
+            * mp.mpf(q) ** j
+            * mp.e ** ((j * j - j) * mp.mpf(c) ** 2 / (2 * mp.mpf(s) ** 2))
+            for j in range(alpha + 1)
+        )
+        exact = float(mp.log(moment) / (alpha - 1))
+        got = float(m.rdp(alpha))
+        assert exact * (1 - 1e-12) <= got <= exact * (1 + 1e-3)
+    # capped by the largest component's Gaussian at every order, and finite
+    a = np.array([2.0, 50.0, 1e6])
+    assert np.all(m.rdp(a) <= a * (c / s) ** 2 / 2 * (1 + 1e-12))
+
+
+def test_equal_values_merge_and_round_trip():
+    m = MixtureOfGaussiansMechanism(1.0, [1.0, 0.0, 1.0], [0.25, 0.5, 0.25])
+    assert m.sensitivities == (0.0, 1.0) and m.probabilities == (0.5, 0.5)
+    assert m == MixtureOfGaussiansMechanism(1.0, [0.0, 1.0], [0.5, 0.5])
+    assert from_dict(to_dict(m)) == m
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "name"),
+    [
+        ({"sigma": 0.0}, "sigma"),
+        ({"sensitivities": [-1.0, 1.0]}, "sensitivities"),
+        ({"sensitivities": [0.0, 0.0]}, "sensitivities"),
+        ({"sensitivities": [0.0, math.inf]}, "sensitivities"),
+        ({"probabilities": [0.5, 0.6]}, "probabilities"),
+        ({"probabilities": [1.5, -0.5]}, "probabilities"),
+        ({"probabilities": [1.0]}, "sensitivities and probabilities"),
+    ],
+)
+def test_bad_input_names_the_parameter(kwargs, name):
+    args = {"sigma": 1.0, "sensitivities": [0.0, 1.0], "probabilities": [0.5, 0.5]} | kwargs
+    with pytest.raises(ValueError, match=name):
+        MixtureOfGaussiansMechanism(**args)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "name"),
+    [
+        ({"examples_per_user": 0}, "examples_per_user"),
+        ({"sample_rate": 0.0}, "sample_rate"),
+        ({"noise_multiplier": -1.0}, "noise_multiplier"),
+    ],
+)
+def test_user_level_bad_input(kwargs, name):
+    args = {"noise_multiplier": 1.0, "sample_rate": 0.1, "examples_per_user": 2} | kwargs
+    with pytest.raises(ValueError, match=name):
+        user_level_dpsgd(**args)
+
+
+# ------------------------------------------------------------------ dp_accounting
+dpa = pytest.importorskip("dp_accounting")
+
+
+def _theirs(event, count, delta, grid):
+    from dp_accounting.pld import pld_privacy_accountant as pa
+
+    acct = pa.PLDAccountant(value_discretization_interval=grid)
+    acct.compose(event, count)
+    return acct.get_epsilon(delta)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("sigma", "sens", "probs", "count", "fine"),
+    [
+        (1.0, [0.0, 1.0, 2.0], [0.81, 0.18, 0.01], 100, True),
+        (0.9, [0.0, 1.0, 2.0, 3.0], [0.85, 0.13, 0.015, 0.005], 30, False),
+    ],
+)
+def test_against_dp_accounting_pld(sigma, sens, probs, count, fine):
+    from dp_accounting import dp_event as de
+
+    event = de.MixtureOfGaussiansDpEvent(sigma, sens, probs)
+    # dp_accounting's default grid, and 10x finer on the first case (on fewer steps:
+    # dp_accounting's mixture PLD takes minutes there)
+    runs = ((1e-4, count), (1e-5, 5)) if fine else ((1e-4, count),)
+    for grid, steps in runs:
+        mech = MixtureOfGaussiansMechanism(sigma, sens, probs)
+        lo, hi = compose([mech], counts=[steps]).epsilon_bounds(1e-5)
+        theirs = _theirs(event, steps, 1e-5, grid)
+        assert lo <= theirs
+        assert hi <= theirs + (hi - lo)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("k", [1, 2, 8])
+def test_user_level_against_dp_accounting_pld(k):
+    from dp_accounting import dp_event as de
+    from scipy import stats
+
+    step = user_level_dpsgd(noise_multiplier=1.2, sample_rate=0.01, examples_per_user=k)
+    lo, hi = compose([step], counts=[200]).epsilon_bounds(1e-5)
+    pmf = stats.binom.pmf(np.arange(k + 1), k, 0.01)
+    event = de.MixtureOfGaussiansDpEvent(1.2, list(range(k + 1)), list(pmf / pmf.sum()))
+    theirs = _theirs(event, 200, 1e-5, 1e-4)
+    assert lo <= theirs
+    assert hi <= theirs + (hi - lo)
+
+
+def test_user_level_noise_multiplier_calibrates_with_the_generic_calibrator():
+    from dpacct.calibrators import calibrate
+
+    def family(s):
+        return compose([user_level_dpsgd(s, 0.01, 4)], counts=[1000])
+
+    found = calibrate(family, 8.0, 1e-5)
+    assert family(found.parameter).epsilon(1e-5) <= 8.0
+    assert family(found.parameter * 0.99).epsilon(1e-5) > 8.0 * (1 - 1e-2)
