@@ -73,13 +73,15 @@ What each further event is accounted as
   repository after the 0.6.0 release; an installed version without them is served by
   class name (an event of a class of that name).  dp_accounting's repository has no
   ``RandomAllocationDpEvent`` (checked August 2026); dpacct's
-  :func:`~dpacct.accountant.transformers.random_allocation` accounts that sampler directly.
+  :func:`~dpacct.accountant.random_allocation` accounts that sampler directly.
 
 Refused with their reason (:class:`UnsupportedEventError`, naming the event and its
 place in the tree): ``SampledWithReplacementDpEvent`` (no bound dpacct can certify;
-sample without replacement or with Poisson sampling instead), ``UnsupportedDpEvent``,
-and, until their mapping lands, ``MixtureOfGaussiansDpEvent`` and
-``TruncatedSubsampledGaussianDpEvent``.
+sample without replacement or with Poisson sampling instead) and ``UnsupportedDpEvent``.
+``MixtureOfGaussiansDpEvent`` and ``TruncatedSubsampledGaussianDpEvent`` are accounted
+under ``ADD_OR_REMOVE_ONE`` (:class:`~dpacct.accountant.MixtureOfGaussiansMechanism`,
+:class:`~dpacct.accountant.TruncatedPoissonGaussianMechanism`) and refused under
+``REPLACE_ONE``.
 
 This module is an optional extra: ``import dpacct`` never imports it or dp_accounting.
 """
@@ -480,7 +482,7 @@ def from_dp_event(
     Returns
     -------
     Mechanism
-        A single mechanism (a :func:`~dpacct.accountant.transformers.compose` of the parts when
+        A single mechanism (a :func:`~dpacct.accountant.compose` of the parts when
         there are several).
 
     Raises
