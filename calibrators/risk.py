@@ -126,6 +126,8 @@ def _target(tpr, fpr, advantage) -> tuple[str, float, float | None]:
     return "tpr", t, a
 
 
+# long function: 56 lines are the docstring; the body validates its nine parameters, then
+# brackets and refines the search, which share the memo of evaluated points
 def calibrate_risk(
     family: Callable[[float], Mechanism],
     *,

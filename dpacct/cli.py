@@ -444,6 +444,8 @@ def _dpsgd_args(p: argparse.ArgumentParser, *, required: bool) -> None:
     )
 
 
+# long function: the argparse declaration of every subcommand and flag, read top to bottom as
+# the CLI's reference; a split per subcommand would scatter the shared flags
 def _build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="dpacct",

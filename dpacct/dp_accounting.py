@@ -248,6 +248,8 @@ def _count(event: Any, path: str, field: str, *, allow_zero: bool = True) -> int
     return check_count(getattr(event, field), f"{path}.{field}", allow_zero=allow_zero)
 
 
+# long function: one dispatch branch per dp_accounting event class, each a few lines; the
+# events newer than 0.6 are already in _convert_more
 def _convert(event: Any, relation: NeighboringRelation, path: str) -> _Converted:
     """Validate and convert one event tree (nothing is recorded anywhere)."""
     replace = relation is _REPLACE

@@ -465,6 +465,8 @@ class AuditResult:
 # ----------------------------------------------------------------------------------
 # the audit
 # ----------------------------------------------------------------------------------
+# long function: 76 lines are the docstring; the body is the audit's sequence (validate,
+# sample, count, test, report)
 def audit(
     mechanism: Any,
     rng: np.random.Generator,

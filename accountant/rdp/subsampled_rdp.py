@@ -166,6 +166,9 @@ def _half_line_terms(
     return t, mag
 
 
+# long function: one vectorised log-space evaluation of both half-line series with their head
+# sums, alternating tails and error terms, which share the per-order segments; 37 lines are the
+# docstring
 def _fractional_log_a_minus_1(q: float, sigma: float, orders: np.ndarray) -> np.ndarray:
     """Upper bound on ``log(A_alpha - 1)`` at non-integer orders ``alpha > 1``, ``0 < q < 1``.
 
