@@ -29,6 +29,7 @@ import math
 import numpy as np
 
 from dpacct.accountant import GaussianMechanism, Mechanism, compose, poisson_subsample
+from dpacct.accountant.transformers.truncated_poisson import TruncatedPoissonGaussianMechanism
 from dpacct.accountant.validation import check_count, check_positive, check_sample_rate
 
 __all__ = ["amplified_bandmf", "bandmf_sensitivity"]
@@ -97,6 +98,8 @@ def amplified_bandmf(
     num_bands: int,
     sample_rate: float,
     strategy: object | None = None,
+    largest_group_size: int | None = None,
+    max_batch_size: int | None = None,
 ) -> Mechanism:
     """The privacy of a BandMF training run under cyclic Poisson sampling.
 
@@ -105,6 +108,17 @@ def amplified_bandmf(
     2023, arXiv:2306.08153, Section 4; module docstring): the same as JAX Privacy's
     ``amplified_bandmf_event(noise_multiplier / sensitivity, iterations,
     num_bands=..., sampling_prob=...)``.
+
+    With ``largest_group_size`` and ``max_batch_size`` (both or neither) the batches are
+    truncated Poisson: a group's Poisson batch larger than ``max_batch_size`` is cut to a
+    uniformly random ``max_batch_size`` of its records (Chua et al. 2024,
+    arXiv:2411.04205; Ganesh et al. 2025, arXiv:2508.15089).  Each round is then a
+    :class:`~dpacct.accountant.TruncatedPoissonGaussianMechanism` on the group that
+    holds the record, the same as JAX Privacy's ``truncated_amplified_bandmf_event(...,
+    largest_group_size=..., truncated_batch_size=...)``.  The banded argument is
+    unchanged: a participation still touches only its own ``num_bands`` rows, and a
+    cut batch changes one participation's sum by at most twice its column norm, which
+    the truncated pair already counts (sensitivity 2 in its cut components).
 
     Parameters
     ----------
@@ -119,6 +133,13 @@ def amplified_bandmf(
     strategy : array_like, optional
         The ``n x n`` strategy matrix ``C``; its largest column norm is the sensitivity.
         Default: a strategy normalised to column norm one (as JAX Privacy assumes).
+    largest_group_size : int, optional
+        Records in the largest of the ``num_bands`` groups, >= 1 (usually
+        ``ceil(dataset_size / num_bands)``; JAX Privacy's ``largest_group_size``):
+        the dataset of the truncated-Poisson step.  Give it with ``max_batch_size``.
+    max_batch_size : int, optional
+        The largest batch kept, >= 1 (JAX Privacy's ``truncated_batch_size``).  Give it
+        with ``largest_group_size``.
 
     Returns
     -------
@@ -132,6 +153,14 @@ def amplified_bandmf(
     [500]
     >>> round(run.epsilon(1e-6), 3)
     0.622
+
+    Truncated batches (100 000 records in 4 groups, expected batch 100, cut at 120)
+    can only cost more:
+
+    >>> cut = amplified_bandmf(1.0, 2_000, num_bands=4, sample_rate=0.004,
+    ...                        largest_group_size=25_000, max_batch_size=120)
+    >>> bool(cut.epsilon(1e-6) >= run.epsilon(1e-6))
+    True
     """
     sigma = check_positive("noise_multiplier", noise_multiplier)
     n = check_count(iterations, "iterations")
@@ -145,4 +174,28 @@ def amplified_bandmf(
             )
         sigma = sigma / bandmf_sensitivity(c, b)
     rounds = math.ceil(n / b)
-    return compose([poisson_subsample(GaussianMechanism(sigma=sigma), q)], counts=[rounds])
+    return compose([_round(sigma, q, largest_group_size, max_batch_size)], counts=[rounds])
+
+
+def _check_truncation(largest_group_size: object, max_batch_size: object) -> bool:
+    """Validate the truncation pair (both or neither); whether batches are truncated."""
+    given = {"largest_group_size": largest_group_size, "max_batch_size": max_batch_size}
+    for name, value in given.items():
+        if value is not None:
+            check_count(value, name)
+    if (largest_group_size is None) != (max_batch_size is None):
+        missing = "max_batch_size" if max_batch_size is None else "largest_group_size"
+        raise ValueError(
+            "largest_group_size and max_batch_size must be given together (truncated "
+            f"Poisson batches) or both left None; {missing} is missing"
+        )
+    return largest_group_size is not None
+
+
+def _round(sigma: float, q: float, largest_group_size: object, max_batch_size: object) -> Mechanism:
+    """One round of an example: Poisson-subsampled Gaussian, truncated or not."""
+    if not _check_truncation(largest_group_size, max_batch_size):
+        return poisson_subsample(GaussianMechanism(sigma=sigma), q)
+    return TruncatedPoissonGaussianMechanism(
+        sigma, q, dataset_size=largest_group_size, max_batch_size=max_batch_size
+    )
