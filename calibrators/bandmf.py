@@ -7,10 +7,15 @@ from typing import Literal, overload
 
 import numpy as np
 
-from dpacct.accountant import compose
+from dpacct.accountant import GaussianMechanism, compose
 from dpacct.accountant.transformers.truncated_poisson import TruncatedPoissonGaussianMechanism
 from dpacct.accountant.validation import check_count, check_sample_rate
-from dpacct.mechanisms.algorithms.bandmf import _check_truncation, bandmf_sensitivity
+from dpacct.mechanisms.algorithms.bandmf import (
+    _check_truncation,
+    _shaped,
+    _unamplified_scale,
+    bandmf_sensitivity,
+)
 
 from .calibrate import Calibration, calibrate
 from .dpsgd import noise_multiplier
@@ -29,6 +34,7 @@ def bandmf_noise_multiplier(
     strategy: object | None = ...,
     largest_group_size: int | None = ...,
     max_batch_size: int | None = ...,
+    amplification: bool = ...,
     rtol: float = ...,
     tol: float | None = ...,
     full_output: Literal[False] = ...,
@@ -44,6 +50,7 @@ def bandmf_noise_multiplier(
     strategy: object | None = ...,
     largest_group_size: int | None = ...,
     max_batch_size: int | None = ...,
+    amplification: bool = ...,
     rtol: float = ...,
     tol: float | None = ...,
     full_output: Literal[True],
@@ -58,6 +65,7 @@ def bandmf_noise_multiplier(
     strategy: object | None = None,
     largest_group_size: int | None = None,
     max_batch_size: int | None = None,
+    amplification: bool = True,
     rtol: float = 1e-3,
     tol: float | None = None,
     full_output: bool = False,
@@ -72,8 +80,10 @@ def bandmf_noise_multiplier(
     ``largest_group_size`` and ``max_batch_size`` (truncated Poisson batches, JAX
     Privacy's ``truncated_amplified_bandmf_event``) the rounds are
     :class:`~dpacct.accountant.TruncatedPoissonGaussianMechanism` steps, calibrated by
-    :func:`calibrate` from the untruncated answer (a lower bound: cutting a batch never
-    helps).
+    :func:`calibrate`, searching upward from the untruncated answer (it never returns
+    less).  With ``amplification=False`` (any lower-triangular strategy, BLT included;
+    no amplification, see :func:`~dpacct.mechanisms.amplified_bandmf`) the run is one
+    Gaussian mechanism and the answer is its sensitivity times the Gaussian's noise.
 
     Parameters
     ----------
@@ -94,6 +104,9 @@ def bandmf_noise_multiplier(
         Records in the largest group, >= 1; with ``max_batch_size`` (both or neither).
     max_batch_size : int, optional
         The largest batch kept, >= 1; with ``largest_group_size``.
+    amplification : bool
+        ``False``: account without amplification (any lower-triangular strategy);
+        default ``True``.
     rtol : float
         The epsilon reached lies in ``[epsilon * (1 - rtol), epsilon]`` (default 1e-3).
     tol : float, optional
@@ -115,7 +128,12 @@ def bandmf_noise_multiplier(
     >>> bool(2.0 * (1 - 1e-3) <= run.epsilon(1e-6) <= 2.0)
     True
 
-    Truncated batches need a little more noise:
+    Truncated batches (cut at 110 for an expected 100) need more noise, and so does a
+    run without amplification:
+
+    >>> bool(bandmf_noise_multiplier(2.0, 1e-6, 2_000, num_bands=4, sample_rate=0.004,
+    ...                              amplification=False) > sigma)
+    True
 
     >>> cut = bandmf_noise_multiplier(2.0, 1e-6, 2_000, num_bands=4, sample_rate=0.004,
     ...                               largest_group_size=25_000, max_batch_size=110)
@@ -125,14 +143,22 @@ def bandmf_noise_multiplier(
     n = check_count(iterations, "iterations")
     b = check_count(num_bands, "num_bands")
     q = check_sample_rate(sample_rate)
-    scale = 1.0
-    if strategy is not None:
-        c = np.asarray(strategy)
-        if c.shape != (n, n):
-            raise ValueError(
-                f"strategy must be iterations x iterations = {n} x {n}, got shape {c.shape}"
-            )
-        scale = bandmf_sensitivity(c, b)
+    if not isinstance(amplification, (bool, np.bool_)):
+        raise TypeError(f"amplification must be True or False, got {type(amplification).__name__}")
+    if not amplification:
+        scale = _unamplified_scale(strategy, n, b, largest_group_size, max_batch_size)
+        res = calibrate(
+            lambda s: GaussianMechanism(sigma=s),
+            epsilon,
+            delta,
+            increasing=False,
+            rtol=rtol,
+            tol=tol,
+            name="noise_multiplier",
+            progress=False,
+        )
+        return res if full_output else scale * float(res.parameter)
+    scale = 1.0 if strategy is None else bandmf_sensitivity(_shaped(strategy, n), b)
     rounds = math.ceil(n / b)
     res = noise_multiplier(
         epsilon, delta, q, rounds, rtol=rtol, tol=tol, full_output=True, progress=False

@@ -67,6 +67,28 @@ def bandmf_sensitivity(strategy: object, num_bands: int) -> float:
     1.118033988749895
     """
     b = check_count(num_bands, "num_bands")
+    c = _square(strategy)
+    i, j = np.indices(c.shape)
+    outside = (c != 0.0) & ((i < j) | (i - j >= b))
+    if outside.any():
+        r, s = (int(v[0]) for v in np.nonzero(outside))
+        what = "lower triangular" if r < s else f"{b}-banded (C[i, j] = 0 for i - j >= {b})"
+        raise ValueError(
+            f"strategy must be {what}; C[{r}, {s}] = {float(c[r, s])!r}.  The cyclic Poisson "
+            "amplification of BandMF (Choquette-Choo et al. 2023, arXiv:2306.08153) needs "
+            "disjoint column supports, which only a b-banded strategy has; a BLT or dense "
+            "strategy is not covered (its amplification, the MMCC bound of arXiv:2306.04713, "
+            "is not implemented).  Use a banded strategy, or account without amplification: "
+            "amplified_bandmf(..., amplification=False)"
+        )
+    norm = float(np.sqrt(np.max(np.sum(c * c, axis=0))))
+    if norm == 0.0:
+        raise ValueError("strategy must not be all zero")
+    return norm
+
+
+def _square(strategy: object) -> np.ndarray:
+    """The strategy as a finite, non-empty, real square matrix (else the error)."""
     try:
         c = np.asarray(strategy, dtype=float)
     except (TypeError, ValueError, OverflowError) as exc:
@@ -75,17 +97,52 @@ def bandmf_sensitivity(strategy: object, num_bands: int) -> float:
         raise ValueError(f"strategy must be a non-empty square matrix, got shape {c.shape}")
     if not np.all(np.isfinite(c)):
         raise ValueError("strategy must contain only finite numbers")
-    i, j = np.indices(c.shape)
-    outside = (c != 0.0) & ((i < j) | (i - j >= b))
-    if outside.any():
-        r, s = (int(v[0]) for v in np.nonzero(outside))
-        what = "lower triangular" if r < s else f"{b}-banded (C[i, j] = 0 for i - j >= {b})"
+    return c
+
+
+def _unamplified_sensitivity(strategy: object, num_bands: int) -> float:
+    """Sensitivity of a whole DP-MF run without amplification, any lower-triangular strategy.
+
+    ``sqrt(max_g sum_{i, j in P_g} |<C[:, i], C[:, j]>|)`` with ``P_g = {g, g + b,
+    g + 2b, ...}`` the steps of cyclic group ``g`` (module docstring of
+    :func:`amplified_bandmf`, ``amplification=False``).  For a ``b``-banded strategy
+    the columns of one group are orthogonal and this is ``sqrt(max_g sum_{j in P_g}
+    ||C[:, j]||^2)``.
+
+    Parameters
+    ----------
+    strategy : array_like
+        The ``n x n`` lower-triangular strategy ``C`` (any bands: BLT, dense).
+    num_bands : int
+        Groups ``b`` of the cyclic sampler (an example takes part only at steps
+        ``g, g + b, ...``), >= 1.
+
+    Returns
+    -------
+    float
+        The sensitivity, > 0.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> _unamplified_sensitivity(np.eye(6), 2)   # 3 orthogonal unit columns per group
+    1.7320508075688772
+    """
+    b = check_count(num_bands, "num_bands")
+    c = _square(strategy)
+    upper = np.triu(c, k=1)
+    if np.any(upper != 0.0):
+        r, s = (int(v[0]) for v in np.nonzero(upper))
         raise ValueError(
-            f"strategy must be {what}; C[{r}, {s}] = {float(c[r, s])!r}.  The cyclic Poisson "
-            "amplification of BandMF needs disjoint column supports (a BLT or dense "
-            "strategy is not covered)"
+            f"strategy must be lower triangular (a streaming factorisation); C[{r}, {s}] = "
+            f"{float(c[r, s])!r}"
         )
-    norm = float(np.sqrt(np.max(np.sum(c * c, axis=0))))
+    n = c.shape[0]
+    gram = np.abs(c.T @ c)
+    i, j = np.indices(gram.shape)
+    same = (i - j) % b == 0  # both steps in one cyclic group
+    per_group = np.bincount(i[same] % b, weights=gram[same], minlength=min(b, n))
+    norm = float(np.sqrt(np.max(per_group)))
     if norm == 0.0:
         raise ValueError("strategy must not be all zero")
     return norm
@@ -100,6 +157,7 @@ def amplified_bandmf(
     strategy: object | None = None,
     largest_group_size: int | None = None,
     max_batch_size: int | None = None,
+    amplification: bool = True,
 ) -> Mechanism:
     """The privacy of a BandMF training run under cyclic Poisson sampling.
 
@@ -119,6 +177,26 @@ def amplified_bandmf(
     unchanged: a participation still touches only its own ``num_bands`` rows, and a
     cut batch changes one participation's sum by at most twice its column norm, which
     the truncated pair already counts (sensitivity 2 in its cut components).
+
+    **Strategies that are not banded (BLT, dense).**  The amplified bound needs a
+    ``b``-banded strategy (disjoint column supports) and is refused otherwise; the
+    amplification of such strategies (MMCC, Choquette-Choo, Ganesh, Steinke, Thakurta
+    2023, arXiv:2306.04713) is not implemented.  ``amplification=False`` accounts any
+    lower-triangular strategy without amplification: an example of group ``g`` takes
+    part at most at the steps ``P_g = {g, g + b, ...}`` (whatever the sampler draws),
+    so two neighbouring runs differ, given everything else, by the mean shift
+    ``D = sum_{j in S} C[:, j] g_j^T`` for some ``S`` within ``P_g`` and gradients
+    ``||g_j|| <= 1``, with ``||D||_F^2 = sum_{i, j in S} <C_i, C_j> <g_i, g_j> <=
+    sum_{i, j in P_g} |<C_i, C_j>| = Delta_g^2``.  Each such pair is a Gaussian of
+    shift at most ``Delta = max_g Delta_g``, so (joint convexity over the sampler's
+    draws) the run is at least as private as one Gaussian mechanism of noise
+    multiplier ``noise_multiplier / Delta``; adaptively chosen gradients do not change
+    this for a lower-triangular ``C`` (Denisov, McMahan, Rush, Smith, Thakurta 2022,
+    arXiv:2202.08312, Theorem 2.1).  For a ``b``-banded strategy ``Delta^2`` is the
+    sum of the squared column norms of a group: the ``ceil(iterations / num_bands)``
+    unamplified Gaussians of noise ``noise_multiplier / ||C[:, j]||`` composed.  The
+    sample rate is then unused (and truncation is refused: a cut batch can swap one
+    record's gradient for another's, doubling the shift).
 
     Parameters
     ----------
@@ -140,6 +218,10 @@ def amplified_bandmf(
     max_batch_size : int, optional
         The largest batch kept, >= 1 (JAX Privacy's ``truncated_batch_size``).  Give it
         with ``largest_group_size``.
+    amplification : bool
+        ``True`` (default): cyclic Poisson amplification of a banded strategy.
+        ``False``: no amplification, any lower-triangular strategy (see above); the
+        default strategy is then ``b``-banded with column norm one.
 
     Returns
     -------
@@ -161,20 +243,56 @@ def amplified_bandmf(
     ...                        largest_group_size=25_000, max_batch_size=120)
     >>> bool(cut.epsilon(1e-6) >= run.epsilon(1e-6))
     True
+
+    A BLT-like strategy (dense below the diagonal) without amplification:
+
+    >>> import numpy as np
+    >>> lags = np.subtract.outer(np.arange(8), np.arange(8))
+    >>> blt = np.tril(0.5 ** lags.clip(0))
+    >>> unamplified = amplified_bandmf(4.0, 8, num_bands=2, sample_rate=0.1, strategy=blt,
+    ...                                amplification=False)
+    >>> round(unamplified.epsilon(1e-6), 3)    # one Gaussian: no sampling benefit
+    3.205
     """
     sigma = check_positive("noise_multiplier", noise_multiplier)
     n = check_count(iterations, "iterations")
     b = check_count(num_bands, "num_bands")
     q = check_sample_rate(sample_rate)
-    if strategy is not None:
-        c = np.asarray(strategy)
-        if c.shape != (n, n):
-            raise ValueError(
-                f"strategy must be iterations x iterations = {n} x {n}, got shape {c.shape}"
-            )
-        sigma = sigma / bandmf_sensitivity(c, b)
+    if not isinstance(amplification, (bool, np.bool_)):
+        raise TypeError(f"amplification must be True or False, got {type(amplification).__name__}")
     rounds = math.ceil(n / b)
+    if not amplification:
+        return GaussianMechanism(
+            sigma=sigma / _unamplified_scale(strategy, n, b, largest_group_size, max_batch_size)
+        )
+    if strategy is not None:
+        sigma = sigma / bandmf_sensitivity(_shaped(strategy, n), b)
     return compose([_round(sigma, q, largest_group_size, max_batch_size)], counts=[rounds])
+
+
+def _shaped(strategy: object, n: int) -> np.ndarray:
+    """The strategy, checked to be ``n x n``."""
+    c = np.asarray(strategy)
+    if c.shape != (n, n):
+        raise ValueError(
+            f"strategy must be iterations x iterations = {n} x {n}, got shape {c.shape}"
+        )
+    return c
+
+
+def _unamplified_scale(
+    strategy: object, n: int, b: int, largest_group_size: object, max_batch_size: object
+) -> float:
+    """The run's sensitivity without amplification (``amplification=False``)."""
+    if largest_group_size is not None or max_batch_size is not None:
+        raise ValueError(
+            "largest_group_size and max_batch_size (truncated batches) need "
+            "amplification=True: without amplification a cut batch can swap one record's "
+            "gradient for another's, which this bound does not cover"
+        )
+    if strategy is None:  # b-banded, column norm one: orthogonal unit columns per group
+        return math.sqrt(math.ceil(n / b))
+    return _unamplified_sensitivity(_shaped(strategy, n), b)
 
 
 def _check_truncation(largest_group_size: object, max_batch_size: object) -> bool:
