@@ -55,6 +55,8 @@ def bandmf_noise_multiplier(
     tol: float | None = ...,
     full_output: Literal[True],
 ) -> Calibration: ...
+# long function: most of its lines are the numpydoc docstring and the three modes
+# (plain, truncated, unamplified) each one calibration call
 def bandmf_noise_multiplier(
     epsilon: float,
     delta: float,

@@ -148,6 +148,8 @@ def _unamplified_sensitivity(strategy: object, num_bands: int) -> float:
     return norm
 
 
+# long function: most of its lines are the numpydoc docstring, which carries the
+# soundness argument of both modes (amplified and not); the code is ~20 lines
 def amplified_bandmf(
     noise_multiplier: float,
     iterations: int,
