@@ -7,10 +7,17 @@ from typing import Literal, overload
 
 import numpy as np
 
+from dpacct.accountant import GaussianMechanism, compose
+from dpacct.accountant.transformers.truncated_poisson import TruncatedPoissonGaussianMechanism
 from dpacct.accountant.validation import check_count, check_sample_rate
-from dpacct.mechanisms.algorithms.bandmf import bandmf_sensitivity
+from dpacct.mechanisms.algorithms.bandmf import (
+    _check_truncation,
+    _shaped,
+    _unamplified_scale,
+    bandmf_sensitivity,
+)
 
-from .calibrate import Calibration
+from .calibrate import Calibration, calibrate
 from .dpsgd import noise_multiplier
 
 __all__ = ["bandmf_noise_multiplier"]
@@ -25,6 +32,9 @@ def bandmf_noise_multiplier(
     num_bands: int,
     sample_rate: float,
     strategy: object | None = ...,
+    largest_group_size: int | None = ...,
+    max_batch_size: int | None = ...,
+    amplification: bool = ...,
     rtol: float = ...,
     tol: float | None = ...,
     full_output: Literal[False] = ...,
@@ -38,10 +48,15 @@ def bandmf_noise_multiplier(
     num_bands: int,
     sample_rate: float,
     strategy: object | None = ...,
+    largest_group_size: int | None = ...,
+    max_batch_size: int | None = ...,
+    amplification: bool = ...,
     rtol: float = ...,
     tol: float | None = ...,
     full_output: Literal[True],
 ) -> Calibration: ...
+# long function: most of its lines are the numpydoc docstring and the three modes
+# (plain, truncated, unamplified) each one calibration call
 def bandmf_noise_multiplier(
     epsilon: float,
     delta: float,
@@ -50,6 +65,9 @@ def bandmf_noise_multiplier(
     num_bands: int,
     sample_rate: float,
     strategy: object | None = None,
+    largest_group_size: int | None = None,
+    max_batch_size: int | None = None,
+    amplification: bool = True,
     rtol: float = 1e-3,
     tol: float | None = None,
     full_output: bool = False,
@@ -60,7 +78,14 @@ def bandmf_noise_multiplier(
     ``ceil(iterations / num_bands)`` steps at noise multiplier ``sigma / s``, ``s`` the
     strategy's largest column norm (Choquette-Choo et al. 2023, arXiv:2306.08153,
     Section 4), so the answer is ``s`` times :func:`noise_multiplier`'s for those
-    steps: the same mechanism, calibrated by the same search.
+    steps: the same mechanism, calibrated by the same search.  With
+    ``largest_group_size`` and ``max_batch_size`` (truncated Poisson batches, JAX
+    Privacy's ``truncated_amplified_bandmf_event``) the rounds are
+    :class:`~dpacct.accountant.TruncatedPoissonGaussianMechanism` steps, calibrated by
+    :func:`calibrate`, searching upward from the untruncated answer (it never returns
+    less).  With ``amplification=False`` (any lower-triangular strategy, BLT included;
+    no amplification, see :func:`~dpacct.mechanisms.amplified_bandmf`) the run is one
+    Gaussian mechanism and the answer is its sensitivity times the Gaussian's noise.
 
     Parameters
     ----------
@@ -77,6 +102,13 @@ def bandmf_noise_multiplier(
     strategy : array_like, optional
         The ``iterations x iterations`` banded lower-triangular strategy; default: column
         norm one.
+    largest_group_size : int, optional
+        Records in the largest group, >= 1; with ``max_batch_size`` (both or neither).
+    max_batch_size : int, optional
+        The largest batch kept, >= 1; with ``largest_group_size``.
+    amplification : bool
+        ``False``: account without amplification (any lower-triangular strategy);
+        default ``True``.
     rtol : float
         The epsilon reached lies in ``[epsilon * (1 - rtol), epsilon]`` (default 1e-3).
     tol : float, optional
@@ -97,20 +129,61 @@ def bandmf_noise_multiplier(
     >>> run = amplified_bandmf(sigma, 2_000, num_bands=4, sample_rate=0.004)
     >>> bool(2.0 * (1 - 1e-3) <= run.epsilon(1e-6) <= 2.0)
     True
+
+    Truncated batches (cut at 110 for an expected 100) need more noise, and so does a
+    run without amplification:
+
+    >>> bool(bandmf_noise_multiplier(2.0, 1e-6, 2_000, num_bands=4, sample_rate=0.004,
+    ...                              amplification=False) > sigma)
+    True
+
+    >>> cut = bandmf_noise_multiplier(2.0, 1e-6, 2_000, num_bands=4, sample_rate=0.004,
+    ...                               largest_group_size=25_000, max_batch_size=110)
+    >>> bool(cut >= sigma)
+    True
     """
     n = check_count(iterations, "iterations")
     b = check_count(num_bands, "num_bands")
     q = check_sample_rate(sample_rate)
-    scale = 1.0
-    if strategy is not None:
-        c = np.asarray(strategy)
-        if c.shape != (n, n):
-            raise ValueError(
-                f"strategy must be iterations x iterations = {n} x {n}, got shape {c.shape}"
-            )
-        scale = bandmf_sensitivity(c, b)
+    if not isinstance(amplification, (bool, np.bool_)):
+        raise TypeError(f"amplification must be True or False, got {type(amplification).__name__}")
+    if not amplification:
+        scale = _unamplified_scale(strategy, n, b, largest_group_size, max_batch_size)
+        res = calibrate(
+            lambda s: GaussianMechanism(sigma=s),
+            epsilon,
+            delta,
+            increasing=False,
+            rtol=rtol,
+            tol=tol,
+            name="noise_multiplier",
+            progress=False,
+        )
+        return res if full_output else scale * float(res.parameter)
+    scale = 1.0 if strategy is None else bandmf_sensitivity(_shaped(strategy, n), b)
     rounds = math.ceil(n / b)
     res = noise_multiplier(
         epsilon, delta, q, rounds, rtol=rtol, tol=tol, full_output=True, progress=False
     )
+    if _check_truncation(largest_group_size, max_batch_size):
+        untruncated = float(res.parameter)
+        res = calibrate(
+            lambda s: compose(
+                [
+                    TruncatedPoissonGaussianMechanism(
+                        s, q, dataset_size=largest_group_size, max_batch_size=max_batch_size
+                    )
+                ],
+                counts=[rounds],
+            ),
+            epsilon,
+            delta,
+            interval=(untruncated, 2.0 * untruncated),
+            domain=(untruncated * (1 - 1e-9), math.inf),
+            increasing=False,
+            rtol=rtol,
+            tol=tol,
+            name="noise_multiplier",
+            progress=False,
+        )
     return res if full_output else scale * float(res.parameter)
