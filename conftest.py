@@ -95,6 +95,11 @@ def pytest_pycollect_makemodule(module_path: Path, parent):
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collect_directory(path: Path, parent):
-    if path.resolve().parent == ROOT and path.name in LAYERS:
+    # the layers and every sub-folder of them (accountant/pld/, mechanisms/primitives/, ...)
+    try:
+        rel = path.resolve().relative_to(ROOT)
+    except ValueError:
+        return None
+    if rel.parts and rel.parts[0] in LAYERS:
         return pytest.Dir.from_parent(parent, path=path)
     return None
