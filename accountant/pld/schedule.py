@@ -161,7 +161,9 @@ def round_schedule(
     """Round every ``(sigma, q, count)`` phase to its cell and merge equal cells.
 
     Rounding only buys speed when it merges steps.  With ``exact_cells`` a schedule of
-    at most that many distinct ``(sigma, q)`` pairs is merged but not rounded, and with
+    at most that many distinct ``(sigma, q)`` pairs is merged but not rounded, a longer
+    one is rounded to the finest of ``grid / 4``, ``grid / 2`` (relative cell widths)
+    that leaves at most ``exact_cells`` cells, else to ``grid``; with
     ``exact_values`` a coordinate taking at most that many distinct values (the
     constant ``q`` of a noise scheduler, the few sigmas of a batch-size warm-up) keeps
     its values: the identity is a rounding in both directions.
@@ -193,6 +195,8 @@ def round_schedule(
     {0.01}
     >>> len(round_schedule(sched, grid=2**-8, exact_cells=1000))
     1000
+    >>> len(round_schedule(sched, grid=2**-8, exact_cells=60))  # grid / 2 fits
+    53
     """
     g = _check_grid(grid)
     w = math.log1p(g)
@@ -203,15 +207,19 @@ def round_schedule(
         return []
     pairs, inverse = np.unique(np.stack([sig, qs], axis=1), axis=0, return_inverse=True)
     if pairs.shape[0] > exact_cells:
-        s_cell = _round_values(sig, w, down=upper)
-        q_cell = _round_values(qs, w, down=not upper)
-        if upper:
-            q_cell = np.minimum(q_cell, 1.0)
-        if np.unique(sig).size <= exact_values:
-            s_cell = sig
-        if np.unique(qs).size <= exact_values:
-            q_cell = qs
-        pairs, inverse = np.unique(np.stack([s_cell, q_cell], axis=1), axis=0, return_inverse=True)
+        keep_s = np.unique(sig).size <= exact_values
+        keep_q = np.unique(qs).size <= exact_values
+        # with a cell budget, the finest of grid / 4, grid / 2 whose cells fit in it
+        for refine in (4, 2, 1) if exact_cells else (1,):
+            w = math.log1p(g / refine)
+            s_cell = sig if keep_s else _round_values(sig, w, down=upper)
+            q_cell = qs if keep_q else _round_values(qs, w, down=not upper)
+            if upper:
+                q_cell = np.minimum(q_cell, 1.0)
+            stacked = np.stack([s_cell, q_cell], axis=1)
+            pairs, inverse = np.unique(stacked, axis=0, return_inverse=True)
+            if pairs.shape[0] <= exact_cells:
+                break
     total = np.zeros(pairs.shape[0], dtype=np.int64)
     np.add.at(total, inverse.reshape(-1), counts)
     check_count(int(np.bincount(inverse.reshape(-1), weights=counts).max()), "merged count")
