@@ -11,10 +11,10 @@ from dpacct.accountant import GaussianMechanism, compose
 from dpacct.accountant.transformers.truncated_poisson import TruncatedPoissonGaussianMechanism
 from dpacct.accountant.validation import check_count, check_sample_rate
 from dpacct.mechanisms.algorithms.bandmf import (
-    _check_truncation,
-    _shaped,
-    _unamplified_scale,
     bandmf_sensitivity,
+    check_truncation,
+    checked_strategy,
+    unamplified_scale,
 )
 
 from .calibrate import Calibration, calibrate
@@ -148,7 +148,7 @@ def bandmf_noise_multiplier(
     if not isinstance(amplification, (bool, np.bool_)):
         raise TypeError(f"amplification must be True or False, got {type(amplification).__name__}")
     if not amplification:
-        scale = _unamplified_scale(strategy, n, b, largest_group_size, max_batch_size)
+        scale = unamplified_scale(strategy, n, b, largest_group_size, max_batch_size)
         res = calibrate(
             lambda s: GaussianMechanism(sigma=s),
             epsilon,
@@ -160,12 +160,12 @@ def bandmf_noise_multiplier(
             progress=False,
         )
         return res if full_output else scale * float(res.parameter)
-    scale = 1.0 if strategy is None else bandmf_sensitivity(_shaped(strategy, n), b)
+    scale = 1.0 if strategy is None else bandmf_sensitivity(checked_strategy(strategy, n), b)
     rounds = math.ceil(n / b)
     res = noise_multiplier(
         epsilon, delta, q, rounds, rtol=rtol, tol=tol, full_output=True, progress=False
     )
-    if _check_truncation(largest_group_size, max_batch_size):
+    if check_truncation(largest_group_size, max_batch_size):
         untruncated = float(res.parameter)
         res = calibrate(
             lambda s: compose(

@@ -265,14 +265,14 @@ def amplified_bandmf(
     rounds = math.ceil(n / b)
     if not amplification:
         return GaussianMechanism(
-            sigma=sigma / _unamplified_scale(strategy, n, b, largest_group_size, max_batch_size)
+            sigma=sigma / unamplified_scale(strategy, n, b, largest_group_size, max_batch_size)
         )
     if strategy is not None:
-        sigma = sigma / bandmf_sensitivity(_shaped(strategy, n), b)
+        sigma = sigma / bandmf_sensitivity(checked_strategy(strategy, n), b)
     return compose([_round(sigma, q, largest_group_size, max_batch_size)], counts=[rounds])
 
 
-def _shaped(strategy: object, n: int) -> np.ndarray:
+def checked_strategy(strategy: object, n: int) -> np.ndarray:
     """The strategy, checked to be ``n x n``."""
     c = np.asarray(strategy)
     if c.shape != (n, n):
@@ -282,7 +282,7 @@ def _shaped(strategy: object, n: int) -> np.ndarray:
     return c
 
 
-def _unamplified_scale(
+def unamplified_scale(
     strategy: object, n: int, b: int, largest_group_size: object, max_batch_size: object
 ) -> float:
     """The run's sensitivity without amplification (``amplification=False``)."""
@@ -294,10 +294,10 @@ def _unamplified_scale(
         )
     if strategy is None:  # b-banded, column norm one: orthogonal unit columns per group
         return math.sqrt(math.ceil(n / b))
-    return _unamplified_sensitivity(_shaped(strategy, n), b)
+    return _unamplified_sensitivity(checked_strategy(strategy, n), b)
 
 
-def _check_truncation(largest_group_size: object, max_batch_size: object) -> bool:
+def check_truncation(largest_group_size: object, max_batch_size: object) -> bool:
     """Validate the truncation pair (both or neither); whether batches are truncated."""
     given = {"largest_group_size": largest_group_size, "max_batch_size": max_batch_size}
     for name, value in given.items():
@@ -314,7 +314,7 @@ def _check_truncation(largest_group_size: object, max_batch_size: object) -> boo
 
 def _round(sigma: float, q: float, largest_group_size: object, max_batch_size: object) -> Mechanism:
     """One round of an example: Poisson-subsampled Gaussian, truncated or not."""
-    if not _check_truncation(largest_group_size, max_batch_size):
+    if not check_truncation(largest_group_size, max_batch_size):
         return poisson_subsample(GaussianMechanism(sigma=sigma), q)
     return TruncatedPoissonGaussianMechanism(
         sigma, q, dataset_size=largest_group_size, max_batch_size=max_batch_size
