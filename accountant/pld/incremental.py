@@ -8,6 +8,7 @@ inverse FFT, with aliasing and round-off inside the certificate
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Iterable
 
@@ -21,7 +22,6 @@ from .pld_fft import (
     _cell_lambdas,
     _l2,
     _power,
-    _spectral_error,
     _spectrum_product,
     _window,
 )
@@ -40,9 +40,11 @@ class _Direction:
     composed cells and kept as running sums: the log-MGFs (aliasing window), the
     forward round-off (``sum_c k_c ||p_c||``), the number of complex products, the
     origin and the +inf mass.  Adding ``k`` steps of a cell multiplies the spectrum by
-    the cell's transform to the ``k``; when the Chernoff window outgrows ``n`` the
-    spectrum is recomputed from the cell list on a longer grid (with a margin, so
-    re-sizing is rare).  The tails are cut at ``tau = 1e-4 delta / horizon`` per step
+    the cell's transform to the ``k``.  The grid length is a function of the kept
+    composition alone (:meth:`_length`: the power of two at least twice its Chernoff
+    window), never of when steps were folded or what was asked hypothetically, and
+    when it changes the spectrum is recomputed exactly from the cell list, so the same
+    steps give the same grid and the same answer however they were batched.  The tails are cut at ``tau = 1e-4 delta / horizon`` per step
     and the cut mass goes to +inf (sound for any number of steps; beyond ``horizon``
     steps every cell is re-discretised with a 16 times longer horizon).
     """
@@ -68,9 +70,8 @@ class _Direction:
         self.norms = 0.0
         self.origin = 0
         self.log_fin = 0.0
+        #: the longest PMF among the folded cells
         self.width = 1
-        #: l1 error carried over from earlier grids (see :meth:`_grow`)
-        self.carried = 0.0
         #: cost counters: forward transforms of cells and inverse transforms
         self.forward = 0
         self.inverse = 0
@@ -94,7 +95,6 @@ class _Direction:
                 ln[i],
                 _l2(pmf),
             )
-            self.width = max(self.width, pmf.size)
 
     def _transform(self, key: tuple[float, float]) -> np.ndarray:
         spec = self._recent.get(key)
@@ -122,8 +122,7 @@ class _Direction:
     def _rebuild_at(self, n: int) -> None:
         """The spectrum of the cell list on ``n`` points, recomputed from the cells."""
         self.n = n
-        self._recent.clear()
-        self.carried = 0.0
+        self._recent = {}
         self.origin = sum(k * self.cells[key][0] for key, k in self.counts.items())
         self.norms = sum(k * self.cells[key][5] for key, k in self.counts.items())
         if self.counts:
@@ -135,39 +134,22 @@ class _Direction:
         else:
             self.spec, self.mults = np.ones(n // 2 + 1, dtype=complex), 0
 
-    def _grow(self, need: int) -> bool:
-        """Move to a longer grid; False when it would exceed :data:`FAST_MAX_N`.
+    @staticmethod
+    def _length(need: int, width: int) -> int:
+        """The grid length for a window of ``need`` points and PMFs of ``width``: the
+        power of two at least twice the larger (a margin for hypothetical steps)."""
+        return 1 << max(2 * max(need, width, 1) - 1, 1).bit_length()
 
-        The composition so far fits its own window, so it is carried over as one PMF
-        (one inverse and one forward FFT instead of one per cell): its l1 distance to
-        the exact composition of the cells -- twice the aliased mass, plus the
-        round-off bound of :func:`_spectral_error` -- is added to ``carried``, and every
-        later answer adds ``carried`` to its error (convolving with probability
-        measures and folding the window do not increase an l1 distance, and the
-        hockey-stick divergence moves by at most the l1 distance of the PMFs).
-        """
-        n = sp_fft.next_fast_len(max(int(need * self.GROWTH), self.width, 2), real=True)
+    def _fit(self, need: int, width: int) -> bool:
+        """Put the spectrum on the grid :meth:`_length` gives; False beyond
+        :data:`FAST_MAX_N`.  A longer grid is recomputed exactly from the cells."""
+        n = self._length(need, width)
         if n > FAST_MAX_N:
-            return False
-        if self.spec is None or self.total == 0:
+            if max(need, width) > FAST_MAX_N:
+                return False
+            n = FAST_MAX_N
+        if self.spec is None or n > self.n:
             self._rebuild_at(n)
-            return True
-        a_old, need_old = _window(self.step, self.lam_pos, self.lam_neg, self.alias_budget)
-        if need_old > self.n:  # pragma: no cover - the window always fits after a fold
-            self._rebuild_at(n)
-            return True
-        alias = _alias(self.step, self.lam_pos, self.lam_neg, a_old, self.n)
-        freq_l2, y, inv_l1 = _spectral_error(self.spec, self.n, self.mults, self.norms)
-        y = np.maximum(np.roll(y, -((a_old - self.origin) % self.n)), 0.0)
-        self.inverse += 1
-        self.carried += 2.0 * alias + freq_l2 + inv_l1
-        self.n = n
-        self._recent.clear()
-        self.spec = sp_fft.rfft(y, n=n, workers=-1)
-        self.forward += 1
-        self.mults = 0
-        self.norms = _l2(y)
-        self.origin = a_old
         return True
 
     def _reset_horizon(self, total: int) -> None:
@@ -177,62 +159,63 @@ class _Direction:
         self.__init__(self.delta, self.step, self.add, self.horizon)  # type: ignore[misc]
         self.fold(counts)
 
-    def _prepare(self, items: dict[tuple[float, float], int]) -> bool:
+    def _prepare(self, items: dict[tuple[float, float], int]) -> _Direction | None:
+        """The direction on a grid that holds it with ``items`` composed: itself when
+        the grid fits, else (for hypothetical steps) a copy on a longer grid, so what
+        is asked never changes the kept state; None when it cannot certify."""
         if self.total + sum(items.values()) > self.horizon:
             self._reset_horizon(self.total + sum(items.values()))
         self._discretise(list(items))
         lam_pos, lam_neg, _, _, _ = self._sums(items)
         _, need = _window(self.step, lam_pos, lam_neg, self.alias_budget)
-        if self.spec is None or need > self.n or self.width > self.n:
-            return self._grow(need)
-        return True
+        width = max([self.width] + [self.cells[key][1].size for key in items])
+        if self.spec is not None and need <= self.n and width <= self.n:
+            return self
+        other = copy.copy(self)
+        other.spec = None
+        return other if other._fit(need, width) else None
 
     def fold(self, items: dict[tuple[float, float], int]) -> bool:
         """Compose ``k`` more steps of each cell in ``items``; False if it cannot certify."""
-        if not self._prepare(items):
-            return False
+        if self.total + sum(items.values()) > self.horizon:
+            self._reset_horizon(self.total + sum(items.values()))
+        self._discretise(list(items))
         sums = self._sums(items)
+        _, need = _window(self.step, sums[0], sums[1], self.alias_budget)
+        width = max([self.width] + [self.cells[key][1].size for key in items])
+        if not self._fit(need, width):
+            return False
         with np.errstate(under="ignore", over="ignore", invalid="ignore"):
             for key, k in items.items():
                 pw, m = _power(self._transform(key), k)
-                self.spec *= pw
+                self.spec *= pw  # type: ignore[operator]
                 self.mults += m + 1
         for key, k in items.items():
             self.counts[key] = self.counts.get(key, 0) + k
         self.total += sum(items.values())
+        self.width = width
         self.lam_pos, self.lam_neg, self.norms, self.origin, self.log_fin = sums
         return True
 
     def pld(self, extra: dict[tuple[float, float], int] | None = None):
         """The composed pessimistic :class:`GridPLD` (with ``extra`` steps, not kept)."""
         extra = extra or {}
-        if not self._prepare(extra):
+        on = self._prepare(extra)
+        if on is None:
             return None
-        lam_pos, lam_neg, norms, origin, log_fin = self._sums(extra)
-        a_idx, _ = _window(self.step, lam_pos, lam_neg, self.alias_budget)
-        spec, mults = self.spec, self.mults
+        lam_pos, lam_neg, norms, origin, log_fin = on._sums(extra)
+        a_idx, _ = _window(on.step, lam_pos, lam_neg, on.alias_budget)
+        spec, mults = on.spec, on.mults
         if extra:
             spec = spec.copy()
             with np.errstate(under="ignore", over="ignore", invalid="ignore"):
                 for key, k in extra.items():
-                    pw, m = _power(self._transform(key), k)
+                    pw, m = _power(on._transform(key), k)
                     spec *= pw
                     mults += m + 1
-        alias = _alias(self.step, lam_pos, lam_neg, a_idx, self.n)
+        alias = _alias(on.step, lam_pos, lam_neg, a_idx, on.n)
         self.inverse += 1
-        out = _finish(
-            self.step,
-            spec,
-            self.n,
-            mults,
-            norms,
-            alias,
-            a_idx,
-            origin,
-            log_fin,
-            True,
-            carried=self.carried,
-        )
+        out = _finish(on.step, spec, on.n, mults, norms, alias, a_idx, origin, log_fin, True)
         return out[0]
 
 
@@ -278,28 +261,30 @@ class IncrementalEpsilon:
     def inverse_transforms(self) -> int:
         return self.remove.inverse + (0 if self.add is None else self.add.inverse)
 
-    def _cells(self, steps) -> dict[tuple[float, float], int]:
+    def _cells(self, steps, *, keep: bool = True) -> dict[tuple[float, float], int]:
         """The dominating cell of every step.  A coordinate value already kept exact,
-        or a new one while fewer than :data:`EXACT_VALUES` are kept (a constant q, a
-        step schedule's few sigmas), is used as it is; others are rounded up to the
-        grid (smaller sigma, larger q).  Both are dominating cells, so the choice
-        only trades merging for tightness, never soundness."""
+        or a new one of a folded step while fewer than :data:`EXACT_VALUES` are kept
+        (a constant q, a step schedule's few sigmas), is used as it is; others are
+        rounded up to the grid (smaller sigma, larger q).  Both are dominating cells,
+        so the choice only trades merging for tightness, never soundness.  Only folded
+        steps (``keep``) claim exact values, in the order they are recorded, so the
+        cell of a step never depends on what was asked hypothetically before."""
         out: dict[tuple[float, float], int] = {}
         for sigma, q, count in steps:
             sigma, q = float(sigma), float(q)
             cell_sigma, cell_q = _round(sigma, q, self.w, True)
             key = (
-                sigma if self._keep(self._exact_sigma, sigma) else cell_sigma,
-                q if self._keep(self._exact_q, q) else cell_q,
+                sigma if self._keep(self._exact_sigma, sigma, keep) else cell_sigma,
+                q if self._keep(self._exact_q, q, keep) else cell_q,
             )
             out[key] = out.get(key, 0) + int(count)
         return out
 
     @staticmethod
-    def _keep(kept: set[float], value: float) -> bool:
+    def _keep(kept: set[float], value: float, keep: bool) -> bool:
         if value in kept:
             return True
-        if len(kept) < EXACT_VALUES:
+        if keep and len(kept) < EXACT_VALUES:
             kept.add(value)
             return True
         return False
@@ -324,7 +309,7 @@ class IncrementalEpsilon:
         ``cap``: the add direction may be certified by the swapped curve anywhere up to
         ``cap``), a value ``> cap`` means the certified bound exceeds ``cap``.
         """
-        items = self._cells(extra)
+        items = self._cells(extra, keep=False)
         if not items and self._eps is not None:
             return self._eps
         if not self.ok:
