@@ -22,6 +22,7 @@ from .pld_fft import (
     _cell_lambdas,
     _l2,
     _power,
+    _spectral_error,
     _spectrum_product,
     _window,
 )
@@ -72,6 +73,8 @@ class _Direction:
         self.log_fin = 0.0
         #: the longest PMF among the folded cells
         self.width = 1
+        #: l1 error of a copy carried to a longer grid (:meth:`_carried_to`); 0 when kept
+        self.carried = 0.0
         #: cost counters: forward transforms of cells and inverse transforms
         self.forward = 0
         self.inverse = 0
@@ -171,9 +174,40 @@ class _Direction:
         width = max([self.width] + [self.cells[key][1].size for key in items])
         if self.spec is not None and need <= self.n and width <= self.n:
             return self
+        n = self._length(need, width)
+        if n > FAST_MAX_N:
+            if max(need, width) > FAST_MAX_N:
+                return None
+            n = FAST_MAX_N
+        return self._carried_to(n)
+
+    def _carried_to(self, n: int) -> _Direction:
+        """A copy on the longer grid ``n``, for hypothetical steps only.
+
+        The kept composition fits its own window, so it is carried over as one PMF
+        (one inverse and one forward FFT instead of one per cell): its l1 distance to
+        the exact composition of the cells -- twice the aliased mass, plus the
+        round-off bound of :func:`_spectral_error` -- is the copy's ``carried`` error,
+        added to its answer (convolving with probability measures and folding the
+        window do not increase an l1 distance, and the hockey-stick divergence moves by
+        at most the l1 distance of the PMFs).
+        """
         other = copy.copy(self)
-        other.spec = None
-        return other if other._fit(need, width) else None
+        other._recent = {}
+        if self.spec is None or self.total == 0:
+            other._rebuild_at(n)
+            return other
+        a_old, _ = _window(self.step, self.lam_pos, self.lam_neg, self.alias_budget)
+        alias = _alias(self.step, self.lam_pos, self.lam_neg, a_old, self.n)
+        freq_l2, y, inv_l1 = _spectral_error(self.spec, self.n, self.mults, self.norms)
+        y = np.maximum(np.roll(y, -((a_old - self.origin) % self.n)), 0.0)
+        other.carried = 2.0 * alias + freq_l2 + inv_l1
+        other.n = n
+        other.spec = sp_fft.rfft(y, n=n, workers=-1)
+        other.mults = 0
+        other.norms = _l2(y)
+        other.origin = a_old
+        return other
 
     def fold(self, items: dict[tuple[float, float], int]) -> bool:
         """Compose ``k`` more steps of each cell in ``items``; False if it cannot certify."""
@@ -215,7 +249,10 @@ class _Direction:
                     mults += m + 1
         alias = _alias(on.step, lam_pos, lam_neg, a_idx, on.n)
         self.inverse += 1
-        out = _finish(on.step, spec, on.n, mults, norms, alias, a_idx, origin, log_fin, True)
+        out = _finish(
+            on.step, spec, on.n, mults, norms, alias, a_idx, origin, log_fin, True,
+            carried=on.carried,
+        )
         return out[0]
 
 
