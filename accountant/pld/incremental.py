@@ -33,6 +33,14 @@ from .sgm_cells import _pessimistic_cells
 
 __all__ = ["IncrementalEpsilon"]
 
+#: folded steps wait, as hypothetical steps of every query, until a new distinct cell
+#: would make this many; then the block is composed into the kept spectra.  Blocks are
+#: cut by the steps alone, so the same steps are composed in the same order however
+#: they were batched or queried
+BLOCK_CELLS = 32
+#: transforms of recent cells kept per direction (bytes)
+RECENT_BYTES = 1 << 25
+
 
 class _Direction:
     """One direction's composition of DP-SGD cells, kept as its spectrum on ``n`` points.
@@ -87,15 +95,17 @@ class _Direction:
         sig = np.array([s for s, _ in new])
         qs = np.array([q for _, q in new])
         firsts, pmfs, infs = _pessimistic_cells(sig, qs, self.step, self.tau, self.add)
-        lp, ln = _cell_lambdas(self.step, firsts, pmfs)
         for i, key in enumerate(new):
             pmf = pmfs[i]
+            # one cell at a time: a batch's shared padding would change the sums'
+            # round-off, and a cell's numbers must not depend on what came with it
+            lp, ln = _cell_lambdas(self.step, firsts[i : i + 1], [pmf])
             self.cells[key] = (
                 int(firsts[i]),
                 pmf,
                 float(infs[i]),
-                lp[i],
-                ln[i],
+                lp[0],
+                ln[0],
                 _l2(pmf),
             )
 
@@ -104,7 +114,7 @@ class _Direction:
         if spec is None:
             spec = sp_fft.rfft(self.cells[key][1], n=self.n, workers=-1)
             self.forward += 1
-            if len(self._recent) >= 8:
+            while self._recent and (len(self._recent) + 1) * spec.nbytes > RECENT_BYTES:
                 self._recent.pop(next(iter(self._recent)))
             self._recent[key] = spec
         return spec
@@ -165,9 +175,9 @@ class _Direction:
     def _prepare(self, items: dict[tuple[float, float], int]) -> _Direction | None:
         """The direction on a grid that holds it with ``items`` composed: itself when
         the grid fits, else (for hypothetical steps) a copy on a longer grid, so what
-        is asked never changes the kept state; None when it cannot certify."""
-        if self.total + sum(items.values()) > self.horizon:
-            self._reset_horizon(self.total + sum(items.values()))
+        is asked never changes the kept state; None when it cannot certify.  Past the
+        horizon the cut tails of the hypothetical steps still go to +inf (sound, a
+        little looser): only folded steps re-discretise the cells."""
         self._discretise(list(items))
         lam_pos, lam_neg, _, _, _ = self._sums(items)
         _, need = _window(self.step, lam_pos, lam_neg, self.alias_budget)
@@ -293,6 +303,9 @@ class IncrementalEpsilon:
         #: coordinate values kept exact in the cells (see :meth:`_cells`)
         self._exact_sigma: set[float] = set()
         self._exact_q: set[float] = set()
+        #: folded steps not yet composed (cell -> count), and the composed blocks
+        self._pending: dict[tuple[float, float], int] = {}
+        self._blocks: list[dict[tuple[float, float], int]] = []
 
     @property
     def inverse_transforms(self) -> int:
@@ -327,14 +340,26 @@ class IncrementalEpsilon:
         return False
 
     def fold(self, steps: Iterable[tuple[float, float, int]]) -> None:
-        """Compose the steps ``(sigma, q, count)`` into the kept composition."""
-        items = self._cells(steps)
-        if not items:
-            return
-        self._eps = None
-        self.ok = self.ok and self.remove.fold(items)
+        """Add the steps ``(sigma, q, count)`` to the kept composition.
+
+        Steps wait in a block until a new distinct cell would make it
+        :data:`BLOCK_CELLS`; the block is then composed into both directions' spectra.
+        """
+        for step in steps:
+            ((key, count),) = self._cells([step]).items()
+            if count == 0:
+                continue
+            self._eps = None
+            if key not in self._pending and len(self._pending) >= BLOCK_CELLS:
+                self._commit()
+            self._pending[key] = self._pending.get(key, 0) + count
+
+    def _commit(self) -> None:
+        block, self._pending = self._pending, {}
+        self._blocks.append(block)
+        self.ok = self.ok and self.remove.fold(block)
         if self.add is not None:
-            self.ok = self.ok and self.add.fold(items)
+            self.ok = self.ok and self.add.fold(block)
 
     def epsilon(
         self, extra: Iterable[tuple[float, float, int]] = (), *, cap: float | None = None
@@ -346,9 +371,12 @@ class IncrementalEpsilon:
         ``cap``: the add direction may be certified by the swapped curve anywhere up to
         ``cap``), a value ``> cap`` means the certified bound exceeds ``cap``.
         """
-        items = self._cells(extra, keep=False)
-        if not items and self._eps is not None:
+        asked = self._cells(extra, keep=False)
+        if not asked and self._eps is not None:
             return self._eps
+        items = dict(self._pending)
+        for key, k in asked.items():
+            items[key] = items.get(key, 0) + k
         if not self.ok:
             return None
         if not items and self.remove.total == 0:
@@ -371,12 +399,15 @@ class IncrementalEpsilon:
                     self.add = _Direction(
                         self.delta, ADD_STEP_FACTOR * self.step, True, self.remove.horizon
                     )
-                    if self.remove.counts and not self.add.fold(dict(self.remove.counts)):
-                        return None
+                    # the same blocks in the same order as the remove direction
+                    for block in self._blocks:
+                        if not self.add.fold(block):
+                            self.ok = False
+                            return None
                 add = self.add.pld(items)
                 if add is None:
                     return None
                 eps = max(eps, float(add.epsilon(self.delta)))
-        if not items and cap is None:
+        if not asked and cap is None:
             self._eps = eps
         return eps
