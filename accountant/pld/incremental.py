@@ -53,8 +53,8 @@ class _Direction:
     composition alone (:meth:`_length`: the power of two at least twice its Chernoff
     window), never of when steps were folded or what was asked hypothetically, and
     when it changes the spectrum is recomputed exactly from the cell list, so the same
-    steps give the same grid and the same answer however they were batched.  The tails are cut at ``tau = 1e-4 delta / horizon`` per step
-    and the cut mass goes to +inf (sound for any number of steps; beyond ``horizon``
+    steps give the same grid and the same answer however they were batched.  The
+    tails are cut at ``tau = 1e-4 delta / horizon`` per step and the cut mass goes to +inf (sound for any number of steps; beyond ``horizon``
     steps every cell is re-discretised with a 16 times longer horizon).
     """
 
@@ -260,7 +260,16 @@ class _Direction:
         alias = _alias(on.step, lam_pos, lam_neg, a_idx, on.n)
         self.inverse += 1
         out = _finish(
-            on.step, spec, on.n, mults, norms, alias, a_idx, origin, log_fin, True,
+            on.step,
+            spec,
+            on.n,
+            mults,
+            norms,
+            alias,
+            a_idx,
+            origin,
+            log_fin,
+            True,
             carried=on.carried,
         )
         return out[0]
