@@ -54,8 +54,9 @@ class _Direction:
     window), never of when steps were folded or what was asked hypothetically, and
     when it changes the spectrum is recomputed exactly from the cell list, so the same
     steps give the same grid and the same answer however they were batched.  The
-    tails are cut at ``tau = 1e-4 delta / horizon`` per step and the cut mass goes to +inf (sound for any number of steps; beyond ``horizon``
-    steps every cell is re-discretised with a 16 times longer horizon).
+    tails are cut at ``tau = 1e-4 delta / horizon`` per step and the cut mass goes to
+    +inf (sound for any number of steps; beyond ``horizon`` steps every cell is
+    re-discretised with a 16 times longer horizon).
     """
 
     GROWTH = 2.0
