@@ -94,6 +94,9 @@ from .saving import LedgerFileMethods
 
 __all__ = ["PrivacyAccountant"]
 
+#: how many deltas (besides the budget's) keep a composed history for online queries
+ONLINE_DELTAS = 4
+
 
 class PrivacyAccountant(LedgerFileMethods):
     """A ledger of the mechanisms a training job ran, answering the epsilon spent so far.
@@ -239,8 +242,11 @@ class PrivacyAccountant(LedgerFileMethods):
         self._records = Records()
         self._filter: Filter | None = None
         self._history: BudgetHistory | None = None
+        #: the composed history at each delta asked (the budget's one is the filter's)
+        self._online: dict[float, BudgetHistory] = {}
         if self._budget is not None:
             self._history = BudgetHistory(self._records, self._budget, tol, grid, progress)
+            self._online[self._budget[1]] = self._history
             self._filter = (
                 RenyiFilter(self._budget, adaptive_order)
                 if adaptive
@@ -387,8 +393,9 @@ class PrivacyAccountant(LedgerFileMethods):
         if self._filter is not None:
             self._filter.admit(entry)
         self._records.append(entry)
+        for history in self._online.values():
+            history.charge(entry)
         if self._filter is not None:
-            self._history.charge(entry)  # type: ignore[union-attr]
             self._filter.charge(entry)
 
     # ------------------------------------------------------------------ queries
@@ -466,21 +473,13 @@ class PrivacyAccountant(LedgerFileMethods):
         key = (records.version, d)
         if key in self._eps_cache:
             return self._eps_cache[key]
-        if (
-            self._history is not None
-            and d == self._history.budget[1]
-            and records.many_phases()
-            and records.all_pld
-        ):
-            # the budget's composed history: incremental, never a recomposition
-            eps = self._history.epsilon()
+        if records.many_phases() and records.all_pld:
+            # the composed history at d, with or without a budget: incremental, never
+            # a recomposition, and the same route (hence the same answer) either way
+            eps = self._online_history(d).epsilon()
         else:
-            fast = self._fast_bounds(d, lower=False) if records.many_phases() else None
-            if fast is not None:
-                eps = fast[1]
-            else:
-                mech = self._accounted(upper=True)
-                eps = 0.0 if mech is None else float(mech.epsilon(d, tol=self._tol))
+            mech = self._accounted(upper=True)
+            eps = 0.0 if mech is None else float(mech.epsilon(d, tol=self._tol))
         certified = filt.certified(d) if isinstance(filt, PLDFilter) else None
         if certified is not None:
             eps = min(eps, certified)
@@ -488,6 +487,25 @@ class PrivacyAccountant(LedgerFileMethods):
             self._eps_cache.clear()
         self._eps_cache[key] = eps
         return eps
+
+    def _online_history(self, delta: float) -> BudgetHistory:
+        """The composed history at ``delta``, kept up to date by :meth:`record`.
+
+        Made on the first query at that delta from the records so far; at most
+        ``ONLINE_DELTAS`` are kept (the budget's always), the oldest other one dropped.
+        """
+        history = self._online.get(delta)
+        if history is None:
+            others = [d for d in self._online if self._budget is None or d != self._budget[1]]
+            if len(others) >= ONLINE_DELTAS:
+                del self._online[others[0]]
+            history = BudgetHistory(
+                self._records, (math.inf, delta), self._tol, self._grid, self._progress
+            )
+            for entry in self._records.entries:
+                history.restore(entry)
+            self._online[delta] = history
+        return history
 
     def delta(self, epsilon: float) -> float:
         """Delta spent so far at ``epsilon``: a sound upper bound (0 when empty).

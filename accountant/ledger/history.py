@@ -133,7 +133,7 @@ class _FastHistory:
     def epsilon_with(self, parts: list[Entry]) -> float | None:
         steps = phases_of(parts, upper=True)
         # decided against the budget: a value <= budget is certified, above means refuse
-        return None if steps is None else self.inc.epsilon(steps, cap=self.budget)
+        return None if steps is None else self.inc.epsilon(steps)
 
     def epsilon(self) -> float | None:
         return self.inc.epsilon()

@@ -8,6 +8,7 @@ inverse FFT, with aliasing and round-off inside the certificate
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Iterable
 
@@ -32,6 +33,14 @@ from .sgm_cells import _pessimistic_cells
 
 __all__ = ["IncrementalEpsilon"]
 
+#: folded steps wait, as hypothetical steps of every query, until a new distinct cell
+#: would make this many; then the block is composed into the kept spectra.  Blocks are
+#: cut by the steps alone, so the same steps are composed in the same order however
+#: they were batched or queried
+BLOCK_CELLS = 32
+#: transforms of recent cells kept per direction (bytes)
+RECENT_BYTES = 1 << 25
+
 
 class _Direction:
     """One direction's composition of DP-SGD cells, kept as its spectrum on ``n`` points.
@@ -40,11 +49,14 @@ class _Direction:
     composed cells and kept as running sums: the log-MGFs (aliasing window), the
     forward round-off (``sum_c k_c ||p_c||``), the number of complex products, the
     origin and the +inf mass.  Adding ``k`` steps of a cell multiplies the spectrum by
-    the cell's transform to the ``k``; when the Chernoff window outgrows ``n`` the
-    spectrum is recomputed from the cell list on a longer grid (with a margin, so
-    re-sizing is rare).  The tails are cut at ``tau = 1e-4 delta / horizon`` per step
-    and the cut mass goes to +inf (sound for any number of steps; beyond ``horizon``
-    steps every cell is re-discretised with a 16 times longer horizon).
+    the cell's transform to the ``k``.  The grid length is a function of the kept
+    composition alone (:meth:`_length`: the power of two at least twice its Chernoff
+    window), never of when steps were folded or what was asked hypothetically, and
+    when it changes the spectrum is recomputed exactly from the cell list, so the same
+    steps give the same grid and the same answer however they were batched.  The
+    tails are cut at ``tau = 1e-4 delta / horizon`` per step and the cut mass goes to
+    +inf (sound for any number of steps; beyond ``horizon`` steps every cell is
+    re-discretised with a 16 times longer horizon).
     """
 
     GROWTH = 2.0
@@ -68,8 +80,9 @@ class _Direction:
         self.norms = 0.0
         self.origin = 0
         self.log_fin = 0.0
+        #: the longest PMF among the folded cells
         self.width = 1
-        #: l1 error carried over from earlier grids (see :meth:`_grow`)
+        #: l1 error of a copy carried to a longer grid (:meth:`_carried_to`); 0 when kept
         self.carried = 0.0
         #: cost counters: forward transforms of cells and inverse transforms
         self.forward = 0
@@ -83,25 +96,26 @@ class _Direction:
         sig = np.array([s for s, _ in new])
         qs = np.array([q for _, q in new])
         firsts, pmfs, infs = _pessimistic_cells(sig, qs, self.step, self.tau, self.add)
-        lp, ln = _cell_lambdas(self.step, firsts, pmfs)
         for i, key in enumerate(new):
             pmf = pmfs[i]
+            # one cell at a time: a batch's shared padding would change the sums'
+            # round-off, and a cell's numbers must not depend on what came with it
+            lp, ln = _cell_lambdas(self.step, firsts[i : i + 1], [pmf])
             self.cells[key] = (
                 int(firsts[i]),
                 pmf,
                 float(infs[i]),
-                lp[i],
-                ln[i],
+                lp[0],
+                ln[0],
                 _l2(pmf),
             )
-            self.width = max(self.width, pmf.size)
 
     def _transform(self, key: tuple[float, float]) -> np.ndarray:
         spec = self._recent.get(key)
         if spec is None:
             spec = sp_fft.rfft(self.cells[key][1], n=self.n, workers=-1)
             self.forward += 1
-            if len(self._recent) >= 8:
+            while self._recent and (len(self._recent) + 1) * spec.nbytes > RECENT_BYTES:
                 self._recent.pop(next(iter(self._recent)))
             self._recent[key] = spec
         return spec
@@ -122,8 +136,7 @@ class _Direction:
     def _rebuild_at(self, n: int) -> None:
         """The spectrum of the cell list on ``n`` points, recomputed from the cells."""
         self.n = n
-        self._recent.clear()
-        self.carried = 0.0
+        self._recent = {}
         self.origin = sum(k * self.cells[key][0] for key, k in self.counts.items())
         self.norms = sum(k * self.cells[key][5] for key, k in self.counts.items())
         if self.counts:
@@ -135,39 +148,22 @@ class _Direction:
         else:
             self.spec, self.mults = np.ones(n // 2 + 1, dtype=complex), 0
 
-    def _grow(self, need: int) -> bool:
-        """Move to a longer grid; False when it would exceed :data:`FAST_MAX_N`.
+    @staticmethod
+    def _length(need: int, width: int) -> int:
+        """The grid length for a window of ``need`` points and PMFs of ``width``: the
+        power of two at least twice the larger (a margin for hypothetical steps)."""
+        return 1 << max(2 * max(need, width, 1) - 1, 1).bit_length()
 
-        The composition so far fits its own window, so it is carried over as one PMF
-        (one inverse and one forward FFT instead of one per cell): its l1 distance to
-        the exact composition of the cells -- twice the aliased mass, plus the
-        round-off bound of :func:`_spectral_error` -- is added to ``carried``, and every
-        later answer adds ``carried`` to its error (convolving with probability
-        measures and folding the window do not increase an l1 distance, and the
-        hockey-stick divergence moves by at most the l1 distance of the PMFs).
-        """
-        n = sp_fft.next_fast_len(max(int(need * self.GROWTH), self.width, 2), real=True)
+    def _fit(self, need: int, width: int) -> bool:
+        """Put the spectrum on the grid :meth:`_length` gives; False beyond
+        :data:`FAST_MAX_N`.  A longer grid is recomputed exactly from the cells."""
+        n = self._length(need, width)
         if n > FAST_MAX_N:
-            return False
-        if self.spec is None or self.total == 0:
+            if max(need, width) > FAST_MAX_N:
+                return False
+            n = FAST_MAX_N
+        if self.spec is None or n > self.n:
             self._rebuild_at(n)
-            return True
-        a_old, need_old = _window(self.step, self.lam_pos, self.lam_neg, self.alias_budget)
-        if need_old > self.n:  # pragma: no cover - the window always fits after a fold
-            self._rebuild_at(n)
-            return True
-        alias = _alias(self.step, self.lam_pos, self.lam_neg, a_old, self.n)
-        freq_l2, y, inv_l1 = _spectral_error(self.spec, self.n, self.mults, self.norms)
-        y = np.maximum(np.roll(y, -((a_old - self.origin) % self.n)), 0.0)
-        self.inverse += 1
-        self.carried += 2.0 * alias + freq_l2 + inv_l1
-        self.n = n
-        self._recent.clear()
-        self.spec = sp_fft.rfft(y, n=n, workers=-1)
-        self.forward += 1
-        self.mults = 0
-        self.norms = _l2(y)
-        self.origin = a_old
         return True
 
     def _reset_horizon(self, total: int) -> None:
@@ -177,53 +173,97 @@ class _Direction:
         self.__init__(self.delta, self.step, self.add, self.horizon)  # type: ignore[misc]
         self.fold(counts)
 
-    def _prepare(self, items: dict[tuple[float, float], int]) -> bool:
-        if self.total + sum(items.values()) > self.horizon:
-            self._reset_horizon(self.total + sum(items.values()))
+    def _prepare(self, items: dict[tuple[float, float], int]) -> _Direction | None:
+        """The direction on a grid that holds it with ``items`` composed: itself when
+        the grid fits, else (for hypothetical steps) a copy on a longer grid, so what
+        is asked never changes the kept state; None when it cannot certify.  Past the
+        horizon the cut tails of the hypothetical steps still go to +inf (sound, a
+        little looser): only folded steps re-discretise the cells."""
         self._discretise(list(items))
         lam_pos, lam_neg, _, _, _ = self._sums(items)
         _, need = _window(self.step, lam_pos, lam_neg, self.alias_budget)
-        if self.spec is None or need > self.n or self.width > self.n:
-            return self._grow(need)
-        return True
+        width = max([self.width] + [self.cells[key][1].size for key in items])
+        if self.spec is not None and need <= self.n and width <= self.n:
+            return self
+        n = self._length(need, width)
+        if n > FAST_MAX_N:
+            if max(need, width) > FAST_MAX_N:
+                return None
+            n = FAST_MAX_N
+        return self._carried_to(n)
+
+    def _carried_to(self, n: int) -> _Direction:
+        """A copy on the longer grid ``n``, for hypothetical steps only.
+
+        The kept composition fits its own window, so it is carried over as one PMF
+        (one inverse and one forward FFT instead of one per cell): its l1 distance to
+        the exact composition of the cells -- twice the aliased mass, plus the
+        round-off bound of :func:`_spectral_error` -- is the copy's ``carried`` error,
+        added to its answer (convolving with probability measures and folding the
+        window do not increase an l1 distance, and the hockey-stick divergence moves by
+        at most the l1 distance of the PMFs).
+        """
+        other = copy.copy(self)
+        other._recent = {}
+        if self.spec is None or self.total == 0:
+            other._rebuild_at(n)
+            return other
+        a_old, _ = _window(self.step, self.lam_pos, self.lam_neg, self.alias_budget)
+        alias = _alias(self.step, self.lam_pos, self.lam_neg, a_old, self.n)
+        freq_l2, y, inv_l1 = _spectral_error(self.spec, self.n, self.mults, self.norms)
+        y = np.maximum(np.roll(y, -((a_old - self.origin) % self.n)), 0.0)
+        other.carried = 2.0 * alias + freq_l2 + inv_l1
+        other.n = n
+        other.spec = sp_fft.rfft(y, n=n, workers=-1)
+        other.mults = 0
+        other.norms = _l2(y)
+        other.origin = a_old
+        return other
 
     def fold(self, items: dict[tuple[float, float], int]) -> bool:
         """Compose ``k`` more steps of each cell in ``items``; False if it cannot certify."""
-        if not self._prepare(items):
-            return False
+        if self.total + sum(items.values()) > self.horizon:
+            self._reset_horizon(self.total + sum(items.values()))
+        self._discretise(list(items))
         sums = self._sums(items)
+        _, need = _window(self.step, sums[0], sums[1], self.alias_budget)
+        width = max([self.width] + [self.cells[key][1].size for key in items])
+        if not self._fit(need, width):
+            return False
         with np.errstate(under="ignore", over="ignore", invalid="ignore"):
             for key, k in items.items():
                 pw, m = _power(self._transform(key), k)
-                self.spec *= pw
+                self.spec *= pw  # type: ignore[operator]
                 self.mults += m + 1
         for key, k in items.items():
             self.counts[key] = self.counts.get(key, 0) + k
         self.total += sum(items.values())
+        self.width = width
         self.lam_pos, self.lam_neg, self.norms, self.origin, self.log_fin = sums
         return True
 
     def pld(self, extra: dict[tuple[float, float], int] | None = None):
         """The composed pessimistic :class:`GridPLD` (with ``extra`` steps, not kept)."""
         extra = extra or {}
-        if not self._prepare(extra):
+        on = self._prepare(extra)
+        if on is None:
             return None
-        lam_pos, lam_neg, norms, origin, log_fin = self._sums(extra)
-        a_idx, _ = _window(self.step, lam_pos, lam_neg, self.alias_budget)
-        spec, mults = self.spec, self.mults
+        lam_pos, lam_neg, norms, origin, log_fin = on._sums(extra)
+        a_idx, _ = _window(on.step, lam_pos, lam_neg, on.alias_budget)
+        spec, mults = on.spec, on.mults
         if extra:
             spec = spec.copy()
             with np.errstate(under="ignore", over="ignore", invalid="ignore"):
                 for key, k in extra.items():
-                    pw, m = _power(self._transform(key), k)
+                    pw, m = _power(on._transform(key), k)
                     spec *= pw
                     mults += m + 1
-        alias = _alias(self.step, lam_pos, lam_neg, a_idx, self.n)
+        alias = _alias(on.step, lam_pos, lam_neg, a_idx, on.n)
         self.inverse += 1
         out = _finish(
-            self.step,
+            on.step,
             spec,
-            self.n,
+            on.n,
             mults,
             norms,
             alias,
@@ -231,7 +271,7 @@ class _Direction:
             origin,
             log_fin,
             True,
-            carried=self.carried,
+            carried=on.carried,
         )
         return out[0]
 
@@ -273,46 +313,63 @@ class IncrementalEpsilon:
         #: coordinate values kept exact in the cells (see :meth:`_cells`)
         self._exact_sigma: set[float] = set()
         self._exact_q: set[float] = set()
+        #: folded steps not yet composed (cell -> count), and the composed blocks
+        self._pending: dict[tuple[float, float], int] = {}
+        self._blocks: list[dict[tuple[float, float], int]] = []
 
     @property
     def inverse_transforms(self) -> int:
         return self.remove.inverse + (0 if self.add is None else self.add.inverse)
 
-    def _cells(self, steps) -> dict[tuple[float, float], int]:
+    def _cells(self, steps, *, keep: bool = True) -> dict[tuple[float, float], int]:
         """The dominating cell of every step.  A coordinate value already kept exact,
-        or a new one while fewer than :data:`EXACT_VALUES` are kept (a constant q, a
-        step schedule's few sigmas), is used as it is; others are rounded up to the
-        grid (smaller sigma, larger q).  Both are dominating cells, so the choice
-        only trades merging for tightness, never soundness."""
+        or a new one of a folded step while fewer than :data:`EXACT_VALUES` are kept
+        (a constant q, a step schedule's few sigmas), is used as it is; others are
+        rounded up to the grid (smaller sigma, larger q).  Both are dominating cells,
+        so the choice only trades merging for tightness, never soundness.  Only folded
+        steps (``keep``) claim exact values, in the order they are recorded, so the
+        cell of a step never depends on what was asked hypothetically before."""
         out: dict[tuple[float, float], int] = {}
         for sigma, q, count in steps:
             sigma, q = float(sigma), float(q)
             cell_sigma, cell_q = _round(sigma, q, self.w, True)
             key = (
-                sigma if self._keep(self._exact_sigma, sigma) else cell_sigma,
-                q if self._keep(self._exact_q, q) else cell_q,
+                sigma if self._keep(self._exact_sigma, sigma, keep) else cell_sigma,
+                q if self._keep(self._exact_q, q, keep) else cell_q,
             )
             out[key] = out.get(key, 0) + int(count)
         return out
 
     @staticmethod
-    def _keep(kept: set[float], value: float) -> bool:
+    def _keep(kept: set[float], value: float, keep: bool) -> bool:
         if value in kept:
             return True
-        if len(kept) < EXACT_VALUES:
+        if keep and len(kept) < EXACT_VALUES:
             kept.add(value)
             return True
         return False
 
     def fold(self, steps: Iterable[tuple[float, float, int]]) -> None:
-        """Compose the steps ``(sigma, q, count)`` into the kept composition."""
-        items = self._cells(steps)
-        if not items:
-            return
-        self._eps = None
-        self.ok = self.ok and self.remove.fold(items)
+        """Add the steps ``(sigma, q, count)`` to the kept composition.
+
+        Steps wait in a block until a new distinct cell would make it
+        :data:`BLOCK_CELLS`; the block is then composed into both directions' spectra.
+        """
+        for step in steps:
+            ((key, count),) = self._cells([step]).items()
+            if count == 0:
+                continue
+            self._eps = None
+            if key not in self._pending and len(self._pending) >= BLOCK_CELLS:
+                self._commit()
+            self._pending[key] = self._pending.get(key, 0) + count
+
+    def _commit(self) -> None:
+        block, self._pending = self._pending, {}
+        self._blocks.append(block)
+        self.ok = self.ok and self.remove.fold(block)
         if self.add is not None:
-            self.ok = self.ok and self.add.fold(items)
+            self.ok = self.ok and self.add.fold(block)
 
     def epsilon(
         self, extra: Iterable[tuple[float, float, int]] = (), *, cap: float | None = None
@@ -324,9 +381,12 @@ class IncrementalEpsilon:
         ``cap``: the add direction may be certified by the swapped curve anywhere up to
         ``cap``), a value ``> cap`` means the certified bound exceeds ``cap``.
         """
-        items = self._cells(extra)
-        if not items and self._eps is not None:
+        asked = self._cells(extra, keep=False)
+        if not asked and self._eps is not None:
             return self._eps
+        items = dict(self._pending)
+        for key, k in asked.items():
+            items[key] = items.get(key, 0) + k
         if not self.ok:
             return None
         if not items and self.remove.total == 0:
@@ -349,12 +409,15 @@ class IncrementalEpsilon:
                     self.add = _Direction(
                         self.delta, ADD_STEP_FACTOR * self.step, True, self.remove.horizon
                     )
-                    if self.remove.counts and not self.add.fold(dict(self.remove.counts)):
-                        return None
+                    # the same blocks in the same order as the remove direction
+                    for block in self._blocks:
+                        if not self.add.fold(block):
+                            self.ok = False
+                            return None
                 add = self.add.pld(items)
                 if add is None:
                     return None
                 eps = max(eps, float(add.epsilon(self.delta)))
-        if not items and cap is None:
+        if not asked and cap is None:
             self._eps = eps
         return eps

@@ -1,0 +1,113 @@
+"""The ledger's online queries (issue 25): one route per question.
+
+What must hold: a training loop that asks for epsilon as it goes gets, from the same
+history, the same answer with or without a budget and whatever the budget (the
+budget's filter and the queries share one composed history, cut into blocks by the
+steps alone); the answer is a certified upper bound -- at or above an independent
+lower bound (dp_accounting's optimistic PLD at a fine grid) and within a small margin
+of its pessimistic one -- and the filter still refuses the first step whose answer
+would pass the budget.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dpacct.accountant import BudgetExceededError, PrivacyAccountant
+
+DELTA = 1e-5
+Q = 0.01
+
+
+def _loop(sigmas, budget: float | None, every: int = 50) -> tuple[list[float], int]:
+    """Answers of ``epsilon(DELTA)`` every ``every`` accepted steps, and the steps taken."""
+    if budget is None:
+        acct = PrivacyAccountant(progress=False)
+    else:
+        acct = PrivacyAccountant(budget_epsilon=budget, budget_delta=DELTA, progress=False)
+    answers: list[float] = []
+    taken = 0
+    for sigma in sigmas:
+        try:
+            acct.step(noise_multiplier=sigma, sample_rate=Q)
+        except BudgetExceededError:
+            break
+        taken += 1
+        if taken % every == 0:
+            answers.append(acct.epsilon(DELTA))
+    return answers, taken
+
+
+def test_same_history_same_epsilon_with_and_without_a_budget():
+    # a decaying sigma: every step a new phase, so the many-phase route answers; the
+    # budgets are all above the final spend, so every loop records the same history
+    sigmas = (2.0 * 0.999 ** np.arange(600)).tolist()
+    plain, taken = _loop(sigmas, None)
+    assert taken == 600 and len(plain) == 12
+    for budget in (50.0, 20.0, 8.0, 1.1 * plain[-1]):
+        answers, taken = _loop(sigmas, budget)
+        assert taken == 600
+        assert answers == plain, budget  # the same numbers, not merely close ones
+
+
+def test_same_epsilon_whatever_the_query_times():
+    # the blocks are cut by the steps alone: asking more often changes nothing
+    sigmas = (1.5 * 0.998 ** np.arange(300)).tolist()
+    often, _ = _loop(sigmas, None, every=7)
+    rarely, _ = _loop(sigmas, 12.0, every=100)
+    acct = PrivacyAccountant(progress=False)
+    for sigma in sigmas:
+        acct.step(noise_multiplier=sigma, sample_rate=Q)
+    once = acct.epsilon(DELTA)
+    assert rarely[-1] == once
+    assert often[-1] <= once  # at step 294, fewer steps
+    acct6 = PrivacyAccountant(progress=False)
+    for sigma in sigmas[:294]:
+        acct6.step(noise_multiplier=sigma, sample_rate=Q)
+    assert often[-1] == acct6.epsilon(DELTA)
+
+
+def test_filter_refuses_the_first_step_whose_answer_passes_the_budget():
+    sigmas = (1.2 * 0.999 ** np.arange(400)).tolist()
+    plain, _ = _loop(sigmas, None, every=1)
+    budget = 0.5 * (plain[150] + plain[151])  # between two steps' answers
+    answers, taken = _loop(sigmas, budget, every=1)
+    assert answers == plain[:taken]
+    assert answers[-1] <= budget
+    # the refused step: its answer passes the budget (the filter asks about it as a
+    # hypothetical step rounded up to the grid, so it may refuse within a grid width)
+    assert plain[taken] > budget * (1 - 2.0**-9)
+    assert taken in (150, 151)
+
+
+def _dp_accounting_bracket(sigmas, interval: float) -> tuple[float, float]:
+    pld_mod = pytest.importorskip("dp_accounting.pld.privacy_loss_distribution")
+    out = []
+    for pessimistic in (False, True):
+        total = None
+        for sigma in sigmas:
+            one = pld_mod.from_gaussian_mechanism(
+                standard_deviation=sigma,
+                sampling_prob=Q,
+                pessimistic_estimate=pessimistic,
+                value_discretization_interval=interval,
+                use_connect_dots=True,
+            )
+            total = one if total is None else total.compose(one)
+        out.append(float(total.get_epsilon_for_delta(DELTA)))
+    return out[0], out[1]
+
+
+@pytest.mark.slow
+def test_online_answer_inside_dp_accountings_fine_bracket():
+    # an independent value: dp_accounting composes every unrounded step at a fine
+    # grid; its optimistic estimate is below the truth, its pessimistic one above
+    sigmas = (1.0 * 0.995 ** np.arange(40)).tolist()
+    answers, _ = _loop(sigmas, None, every=40)
+    ours = answers[-1]
+    low, high = _dp_accounting_bracket(sigmas, 1e-4)
+    assert low <= ours <= high * (1 + 2e-3), (low, ours, high)
+    # and a budget does not change it
+    budgeted, _ = _loop(sigmas, 2.0 * ours, every=40)
+    assert budgeted[-1] == ours
