@@ -528,8 +528,9 @@ class PrivacyAccountant(LedgerFileMethods):
         """``(lower, upper)`` bracket of the true epsilon spent, as the engine gives it.
 
         Beyond ``EXACT_PHASES`` distinct phases the lower end comes from the schedule
-        rounded down (larger sigma, smaller q) and the upper end from the schedule
-        rounded up, each certified by its own PLD; neither is clipped to the other.
+        rounded down (larger sigma, smaller q), certified by its own PLD, and the upper
+        end is the answer :meth:`epsilon` gives (the composed history), so the two
+        queries agree; neither end is clipped to the other.
 
         Parameters
         ----------
@@ -548,6 +549,10 @@ class PrivacyAccountant(LedgerFileMethods):
             return self.mechanism().epsilon_bounds(d, tol=self._tol)  # type: ignore[union-attr]
         fast = self._fast_bounds(d, lower=True)
         if fast is not None:
+            if self._records.all_pld:
+                # one route per question: the upper end is the answer epsilon() gives
+                # (the composed history), the lower end the fast path's certified one
+                return (fast[0], self.epsilon(d))
             return fast
         upper = float(self._accounted(upper=True).epsilon(d, tol=self._tol))  # type: ignore[union-attr]
         lower = self._accounted(upper=False).epsilon_bounds(d, tol=self._tol)[0]  # type: ignore[union-attr]
