@@ -240,7 +240,7 @@ SUB_LAP = {  # compose([poisson_subsample(LaplaceMechanism(b=1.0), 0.05)], count
     "tradeoff": (0.9999999998918627, 0.9520043646875438, 0.7347433911885027, 0.2579899122574564),
     "advantage": 0.2537035144650443,
 }
-RA_DECOMP = (  # random_allocation(GaussianMechanism(1.0), steps=100).decomposition_delta
+RA_DECOMP = (  # random_allocation(GaussianMechanism(1.0), steps=100).decomposition_delta_estimate
     (0.04352063124337508, 0.0015023231414887563, 1.29236955409409e-05),
     (0.040070507827879, 0.00019525376068780484, 3.198681980427882e-11),
 )
@@ -301,7 +301,7 @@ def test_subsampled_laplace_composition_regression_and_independent_pair():
 
 def test_random_allocation_regression_and_attack_lower_bound():
     ra = random_allocation(GaussianMechanism(sigma=1.0), steps=100)
-    d_rem, d_add = ra.decomposition_delta([0.1, 0.5, 1.0], both=False)
+    d_rem, d_add = ra.decomposition_delta_estimate([0.1, 0.5, 1.0], both=False)
     assert tuple(d_rem) == RA_DECOMP[0] and tuple(d_add) == RA_DECOMP[1]
     assert ra.epsilon(1e-5) == RA_EPS_1E5
     # independent: no epsilon below a concrete attack's certified lower bound

@@ -127,27 +127,29 @@ def test_decomposition_at_or_above_monte_carlo_in_both_directions(sigma, steps):
     assert ra.has_decomposition
     rng = np.random.default_rng(11)
     eps = np.array([0.0, 0.3, 1.0])
-    bound = ra.decomposition_delta(eps)
+    bound = ra.decomposition_delta_estimate(eps)
     for direction in ("remove", "add"):
         for e, b in zip(eps, bound, strict=True):
             _, lo, _ = random_allocation_delta_mc(sigma, steps, float(e), samples=40_000,
                                                   rng=rng, direction=direction)
             assert b >= lo
-    # the mechanism's delta is the smaller of its sound routes
+    # the certified answer (the PLD route) is below this estimate here
     assert ra.delta(0.3) <= bound[1] * (1 + 1e-9)
 
 
-def test_decomposition_is_used_for_one_epoch_only():
+def test_decomposition_estimate_is_for_one_epoch_only():
     g = GaussianMechanism(sigma=1.0)
     one = random_allocation(g, 1000)
     assert one.has_decomposition and not random_allocation(g, 1000, epochs=2).has_decomposition
     assert not random_allocation(g, 1000, k=2).has_decomposition
     with pytest.raises(ValueError, match="decomposition"):
-        random_allocation(g, 1000, epochs=2).decomposition_delta(1.0)
+        random_allocation(g, 1000, epochs=2).decomposition_delta_estimate(1.0)
     # the decomposition's epsilon is a point where its bound (same grid settings) was
     # checked; the mechanism's answer is at or below it (the PLD route is smaller here)
-    eps_dec = one._first_passing(lambda e: one.decomposition_delta(e, delta_hint=1e-6), 1e-6)
-    assert one.decomposition_delta(eps_dec, delta_hint=1e-6)[0] <= 1e-6
+    eps_dec = one._first_passing(
+        lambda e: one.decomposition_delta_estimate(e, delta_hint=1e-6), 1e-6
+    )
+    assert one.decomposition_delta_estimate(eps_dec, delta_hint=1e-6)[0] <= 1e-6
     assert eps_dec < Mechanism.epsilon(one, 1e-6)  # the decomposition beats the RDP route
     assert one.epsilon(1e-6) <= eps_dec
 
@@ -177,3 +179,116 @@ def test_epsilon_and_delta_agree_and_stay_below_the_unamplified_gaussian(sigma, 
         assert random_allocation_lower_epsilon(sigma, steps, d, epochs=epochs) <= eps
         # the delta route at that epsilon is at most a little above d (other grids)
         assert ra.delta(eps * (1 + 1e-6) + 1e-9) <= d * 1.05
+
+
+# --- Proposition 1 (docs/theory/allocation_shuffling.md): the reduction, checked ------
+
+
+def _mix_positive_part(a, b, h):
+    """Exact ``int (a phi(z) + b phi(z - h))_+ dz`` for the standard normal density."""
+    from scipy.special import ndtr
+
+    a, b, h = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (a, b, h)))
+    out = np.where((a >= 0) & (b >= 0), a + b, 0.0)
+    out = np.where(h == 0, np.maximum(a + b, 0.0), out)
+    mixed = (a * b < 0) & (h != 0)
+    hs = np.where(h == 0, 1.0, h)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        kappa = np.log(np.abs(a / b)) + hs * hs / 2  # b e^{hz - h^2/2} = -a at hz = kappa
+        c = kappa / hs
+    # b > 0 > a: positive where h z > kappa; a > 0 > b: where h z < kappa
+    upper = np.where(b > 0, hs > 0, hs < 0)  # the positive region is z > c
+    val = np.where(
+        upper,
+        a * ndtr(-c) + b * ndtr(-(c - hs)),
+        a * ndtr(c) + b * ndtr(c - hs),
+    )
+    return np.where(mixed, val, out)
+
+
+def _two_step_hockey(gamma, h1, h2, sigma):
+    """H_gamma of a T = 2 allocation whose second contribution depends on the first
+    output: P = (1/2)[N(h1,.) x N(0,.) + N(0,.) x N(h2(z1),.)], Q = N(0, sigma^2 I_2).
+
+    The inner integral over z2 is exact; the outer one is a fine trapezoid.
+    Returns (H(P||Q), H(Q||P))."""
+    z = np.linspace(-12.0, 12.0, 240_001)  # z1 / sigma
+    phi = np.exp(-z * z / 2) / math.sqrt(2 * math.pi)
+    g1 = h1 / sigma
+    r1 = np.exp(g1 * z - g1 * g1 / 2)  # phi(z1 - h1) / phi(z1)
+    g2 = np.asarray(h2(z * sigma), dtype=float) / sigma
+    pq = _mix_positive_part(0.5 * r1 - gamma, 0.5, g2)
+    qp = _mix_positive_part(1.0 - gamma * 0.5 * r1, -gamma * 0.5, g2)
+    return float(np.trapezoid(phi * pq, z)), float(np.trapezoid(phi * qp, z))
+
+
+STRATEGIES = {  # the record's second-step contribution as a function of the first output
+    "constant": lambda z1: np.ones_like(z1),
+    "sign": lambda z1: np.sign(z1) + (z1 == 0),
+    "jump": lambda z1: np.where(z1 > 0.5, 1.0, -1.0),
+    "smooth": lambda z1: np.tanh(3.0 * z1),
+    "small": lambda z1: 0.5 * np.cos(z1),
+    "off_when_large": lambda z1: (np.abs(z1) < 1.0).astype(float),
+}
+
+
+@pytest.mark.parametrize("sigma", [1.0, 0.7])
+@pytest.mark.parametrize("name", sorted(STRATEGIES))
+def test_adaptive_second_step_stays_below_the_pair(name, sigma):
+    # Proposition 1 at T = 2: whatever the second step does with the first output, both
+    # directions stay at or below the non-adaptive pair ((1/2) sum N(e_j), N(0)).
+    for gamma in (1.0, math.exp(0.5), math.exp(1.5)):
+        bound_pq, bound_qp = _two_step_hockey(gamma, 1.0, STRATEGIES["constant"], sigma)
+        for h1 in (1.0, 0.6):
+            pq, qp = _two_step_hockey(gamma, h1, STRATEGIES[name], sigma)
+            assert pq <= bound_pq + 1e-9
+            assert qp <= bound_qp + 1e-9
+    # the bound is attained (sign flips are a reflection of the second output)
+    if name == "sign":
+        assert pq == pytest.approx(_two_step_hockey(gamma, 0.6, STRATEGIES["constant"], sigma)[0])
+
+
+def test_two_step_quadrature_matches_the_closed_form_mixture():
+    # independent check of the quadrature: non-adaptive, H(P||Q) at gamma = 1 is the
+    # total variation of the pair, computed here by brute-force 2-D trapezoid
+    z = np.linspace(-10, 10, 2001)
+    x, y = np.meshgrid(z, z, indexing="ij")
+    phi = lambda t: np.exp(-t * t / 2) / math.sqrt(2 * math.pi)  # noqa: E731
+    p = 0.5 * (phi(x - 1) * phi(y) + phi(x) * phi(y - 1))
+    q = phi(x) * phi(y)
+    brute = float(np.trapezoid(np.trapezoid(np.maximum(p - q, 0), z), z))
+    assert _two_step_hockey(1.0, 1.0, STRATEGIES["constant"], 1.0)[0] == pytest.approx(
+        brute, rel=1e-5
+    )
+
+
+def test_blocks_of_the_reduction():
+    g = GaussianMechanism(sigma=1.0)
+    assert random_allocation(g, 10, k=3, epochs=2).blocks() == ((3, 4), (4, 2))
+    assert random_allocation(g, 12, k=3).blocks() == ((4, 3),)
+    assert random_allocation(g, 100).blocks() == ((100, 1),)
+
+
+def test_two_of_three_allocation_below_its_block_product():
+    # Proposition 1 at T = 3, k = 2 (blocks of 1 and 2 steps): the exact non-adaptive
+    # 2-of-3 pair, by 3-D quadrature, lies below the product N(1) x ((1/2) sum N(e_j))
+    z = np.linspace(-9.0, 9.0, 181)
+    w = np.exp(-z * z / 2)
+    w = w / np.trapezoid(w, z)
+    y1, y2, y3 = np.meshgrid(z, z, z, indexing="ij")
+    weight = w[:, None, None] * w[None, :, None] * w[None, None, :]
+    e = np.exp
+    ratio = (e(y1 + y2 - 1) + e(y1 + y3 - 1) + e(y2 + y3 - 1)) / 3.0
+    block = e(y1 - 0.5) * 0.5 * (e(y2 - 0.5) + e(y3 - 0.5))
+
+    def hockey(r, gamma, reverse):
+        f = np.maximum(1.0 - gamma * r, 0.0) if reverse else np.maximum(r - gamma, 0.0)
+        return float(np.trapezoid(np.trapezoid(np.trapezoid(weight * f, z), z), z))
+
+    mech = random_allocation(GaussianMechanism(sigma=1.0), 3, k=2)
+    for gamma in (1.0, math.exp(0.5), math.exp(1.0)):
+        for reverse in (False, True):
+            exact, bound = hockey(ratio, gamma, reverse), hockey(block, gamma, reverse)
+            assert exact <= bound + 1e-6
+        # and the library's answer covers the block product in the remove direction
+        assert mech.delta(math.log(gamma)) >= hockey(block, gamma, False) - 1e-6

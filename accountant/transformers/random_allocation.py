@@ -7,9 +7,11 @@ run a Gaussian mechanism on the records allocated to them, and epochs are compos
 
 What is certified here (Gaussian base mechanism with noise multiplier ``sigma``):
 
-* **Reduction to k = 1** (Feldman & Shenfeld 2025, Claim 6.4): allocating ``k`` of
-  ``T`` steps is bounded by ``k`` compositions of allocating one of
-  ``T' = floor(T / k)``.
+* **Reduction to one pair per block** (Proposition 1 of
+  docs/theory/allocation_shuffling.md, proved there by a simulation kernel): with
+  ``T = k m + r``, ``0 <= r < k``, an epoch of adaptive Gaussian steps under k-of-T
+  allocation is dominated, in both orders, by ``r`` one-of-``(m + 1)`` pairs and
+  ``k - r`` one-of-``m`` pairs (below, ``T'`` is the block's size); epochs compose.
 * **Remove direction (the mixture first)**, exact Renyi divergence at integer orders:
   with ``P = (1/T) sum_j N(e_j, sigma^2 I_T)`` and ``Q = N(0, sigma^2 I_T)``,
   ``E_Q[(P/Q)^a] = T^-a sum_{(j_1..j_a)} exp((sum_j n_j^2 - a) / (2 sigma^2))``, the sum
@@ -32,9 +34,11 @@ What is certified here (Gaussian base mechanism with noise multiplier ``sigma``)
   order).
 * **No amplification**: each record is in ``k`` Gaussian steps per epoch, so the run is
   never worse than ``k * epochs`` Gaussians (exact, composed in closed form).
-* **Decomposition (one epoch, k = 1)**: Feldman & Shenfeld 2025 (arXiv 2502.08202, their
-  "decomposition" bound; formulas checked against random-allocation 1.0.5's
-  ``decomposition.py``, theorem number not verified here) show that one allocation epoch
+* **Decomposition (one epoch, k = 1), an estimate not used in the answer**: Feldman &
+  Shenfeld 2025 (arXiv 2502.08202, their "decomposition" bound; formulas checked
+  against random-allocation 1.0.5's ``decomposition.py``; theorem number and proof not
+  checked here, hence :meth:`RandomAllocationMechanism.decomposition_delta_estimate`
+  and its absence from ``epsilon``/``delta``) state that one allocation epoch
   is dominated, in both orders, by ``(R, Q)`` with ``R`` the output of ``T`` Poisson-
   subsampled steps at rate ``1/T`` *conditioned on the record being sampled at least
   once*. The Poisson run's output is ``P = (1 - lam) Q + lam R``, ``lam = 1 - (1 -
@@ -55,12 +59,12 @@ What is certified here (Gaussian base mechanism with noise multiplier ``sigma``)
   :mod:`~dpacct.accountant.transformers.random_allocation_pld`), and ``k * epochs`` of them are
   composed by the certified PLD engine (:attr:`RandomAllocationMechanism.pld_route`).
 
-``epsilon(delta)`` is the least of: the PLD route; the largest over the two
-directions of each direction's least route -- the RDP conversion of that direction's
-curve (Canonne, Kamath, Steinke 2020), the one-epoch decomposition, and for the add
-direction the direct bound (the pointwise Gaussian-plus-constant argument above, with
-the exact Gaussian curve of Balle & Wang 2018 instead of its RDP); and the unamplified
-Gaussian.  Each is a sound upper bound, so the least is.  ``delta(epsilon)`` likewise.
+``epsilon(delta)`` is the least of: the PLD route; the largest over the two directions
+of each direction's least route -- the RDP conversion of that direction's curve
+(Canonne, Kamath, Steinke 2020), and for the add direction the direct bound (the
+pointwise Gaussian-plus-constant argument above, with the exact Gaussian curve of Balle
+& Wang 2018 instead of its RDP); and the unamplified Gaussian. Each is a sound upper
+bound, so the least is. ``delta(epsilon)`` likewise.
 **What is not used here**: Feldman & Shenfeld's "recursive" bound (Poisson
 subsampling at an inflated rate ``e^{2 gamma} / T`` plus a tail term; on the 36
 benchmark settings the PLD route is already below random-allocation 1.0.5's combined
@@ -69,11 +73,12 @@ bound as random-allocation 1.0.5 computes it, which pays the ``(1 - 1/T) / (2 si
 term once for all epochs -- the pointwise argument above pays it per composition, and
 the smaller value is not adopted without a proof.
 
-**The premise of every route** is that one epoch of random allocation with Gaussian
-steps is dominated by the pair ``P = (1/T) sum_j N(e_j, sigma^2 I_T)``,
-``Q = N(0, sigma^2 I_T)`` (Feldman & Shenfeld 2025, Section 6); its theorem number
-was not verified here.  The Monte Carlo checks in the suite test the bounds against
-this pair.
+**The premise of every route** -- that one epoch of adaptive Gaussian steps is
+dominated by the pair ``P = (1/T) sum_j N(e_j, sigma^2 I_T)``,
+``Q = N(0, sigma^2 I_T)`` (per block, for ``k > 1``) -- is Proposition 1 of
+docs/theory/allocation_shuffling.md, proved there (Feldman & Shenfeld 2025, Section 6,
+state the ``k = 1`` case); the suite checks it by quadrature against adaptive
+strategies, and the Monte Carlo checks test the bounds against the pair.
 
 A **certified lower bound** (:func:`random_allocation_lower_epsilon`) comes from one
 attack: the target's gradient is a unit vector, everyone else's is zero, and the
@@ -425,29 +430,44 @@ class RandomAllocationMechanism(Mechanism):
         """The certified bound without amplification: ``k * epochs`` Gaussian steps."""
         return compose([self.base], counts=[self.k * self.epochs])
 
+    def blocks(self) -> tuple[tuple[int, int], ...]:
+        """``(steps per block, blocks in the run)`` of the reduction (Proposition 1).
+
+        With ``T = k m + r``, ``0 <= r < k``, each epoch is bounded by ``r`` one-of-
+        ``(m + 1)`` and ``k - r`` one-of-``m`` allocations (docs/theory/
+        allocation_shuffling.md, Proposition 1, proved there).
+
+        Examples
+        --------
+        >>> from dpacct.mechanisms import GaussianMechanism
+        >>> random_allocation(GaussianMechanism(sigma=1.0), 10, k=3, epochs=2).blocks()
+        ((3, 4), (4, 2))
+        """
+        m, r = divmod(self.steps, self.k)
+        pairs = ((m, self.k - r), (m + 1, r))
+        return tuple((t, n * self.epochs) for t, n in pairs if n > 0)
+
     def _rdp_directions(self, alpha: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Upper bounds on the RDP of the remove and of the add direction (each capped
-        by the unamplified Gaussian, which bounds both)."""
+        by the unamplified Gaussian, which bounds both); RDP adds over the blocks."""
         a = np.asarray(alpha, dtype=float)
         s = self.sigma
-        t = self.steps // self.k  # Feldman & Shenfeld 2025, Claim 6.4
-        reps = self.k * self.epochs
-        out = reps * a / (2.0 * s * s)  # no amplification
-        add = reps * (a / (2.0 * t * s * s) + (1.0 - 1.0 / t) / (2.0 * s * s))
-        rem = np.full(a.shape, np.inf)
+        out = self.k * self.epochs * a / (2.0 * s * s)  # no amplification
+        rem, add = np.zeros(a.shape), np.zeros(a.shape)
         ceil = np.ceil(a - 1e-12)
         small = ceil <= MAX_ORDER
-        for order in np.unique(ceil[small]).astype(int):
-            o = max(order, 2)
-            rem[ceil == order] = reps * remove_rdp(o, s, t) * (1.0 + 1e-12)
-        # RDP is non-decreasing in the order: a bound at any order >= a holds at a (the
-        # suffix minimum over the evaluated orders keeps the curve monotone)
-        orders, suffix = _add_rdp_suffix_min(s, t)
-        idx = np.searchsorted(orders, a - 1e-12, side="left")
-        inside = idx < orders.size
-        add = np.where(
-            inside, np.minimum(add, reps * suffix[np.minimum(idx, orders.size - 1)]), add
-        )
+        for t, reps in self.blocks():
+            add_t = a / (2.0 * t * s * s) + (1.0 - 1.0 / t) / (2.0 * s * s)
+            # RDP is non-decreasing in the order: a bound at any order >= a holds at a
+            # (the suffix minimum over the evaluated orders keeps the curve monotone)
+            orders, suffix = _add_rdp_suffix_min(s, t)
+            idx = np.searchsorted(orders, a - 1e-12, side="left")
+            best = np.minimum(add_t, suffix[np.minimum(idx, orders.size - 1)])
+            add += reps * np.where(idx < orders.size, best, add_t)
+            rem_t = np.full(a.shape, np.inf)
+            for order in np.unique(ceil[small]).astype(int):
+                rem_t[ceil == order] = remove_rdp(max(order, 2), s, t) * (1.0 + 1e-12)
+            rem += reps * rem_t
         return np.minimum(out, rem), np.minimum(out, add)
 
     def _rdp(self, alpha: np.ndarray) -> np.ndarray:
@@ -457,19 +477,18 @@ class RandomAllocationMechanism(Mechanism):
     def _direct_add_delta(self, epsilon: np.ndarray) -> np.ndarray:
         """Add direction, pointwise: loss <= Gaussian loss + constant per composition.
 
-        Per 1-of-``T'`` composition the add-direction privacy loss is at most that of a
+        Per block of ``T'`` steps the add-direction privacy loss is at most that of a
         Gaussian with noise ``sigma sqrt(T')`` plus ``C = (1 - 1/T') / (2 sigma^2)``,
-        pointwise (module docstring; Feldman & Shenfeld 2025's direct add bound), so after
-        ``r = k * epochs`` compositions ``delta(eps) <= delta_G(eps - r C)`` for the
-        Gaussian of noise ``sigma sqrt(T' / r)``, whose curve is exact at every real
-        argument (Balle & Wang 2018, Theorem 8):
-        ``Phi(mu/2 - e/mu) - e^e Phi(-mu/2 - e/mu)``, ``mu = sqrt(r / T') / sigma``.
+        pointwise (module docstring; Feldman & Shenfeld 2025's direct add bound), so over
+        the blocks ``delta(eps) <= delta_G(eps - sum C)`` for the Gaussian with
+        ``mu^2 = sum 1 / (T' sigma^2)``, whose curve is exact at every real argument
+        (Balle & Wang 2018, Theorem 8): ``Phi(mu/2 - e/mu) - e^e Phi(-mu/2 - e/mu)``.
         """
         s = self.sigma
-        t = self.steps // self.k
-        reps = self.k * self.epochs
-        mu = math.sqrt(reps / t) / s
-        shifted = np.asarray(epsilon, dtype=float) - reps * (1.0 - 1.0 / t) / (2.0 * s * s)
+        blocks = self.blocks()
+        mu = math.sqrt(sum(n / t for t, n in blocks)) / s
+        shift = sum(n * (1.0 - 1.0 / t) for t, n in blocks) / (2.0 * s * s)
+        shifted = np.asarray(epsilon, dtype=float) - shift
         with np.errstate(over="ignore", invalid="ignore"):
             first = special.ndtr(mu / 2.0 - shifted / mu)
             second = np.exp(shifted + special.log_ndtr(-mu / 2.0 - shifted / mu))
@@ -516,7 +535,7 @@ class RandomAllocationMechanism(Mechanism):
             cache[key] = PLDPair(pair.remove, add, pair.symmetric, pair.swap_bounds_add)
         return cache[key]
 
-    def decomposition_delta(
+    def decomposition_delta_estimate(
         self,
         epsilon,
         *,
@@ -524,11 +543,14 @@ class RandomAllocationMechanism(Mechanism):
         delta_hint: float | None = None,
         both: bool = True,
     ):
-        """Sound upper bound on delta(epsilon) of one epoch by decomposition (k = 1).
+        """Delta(epsilon) of one epoch by decomposition (k = 1): an *estimate*.
 
-        ``max`` of the remove and add directions' bounds (module docstring,
+        ``max`` of the remove and add directions' values (module docstring,
         "Decomposition"), or the pair ``(remove, add)`` with ``both=False``; at most 1.
-        Only for ``k = 1`` and one epoch.
+        Only for ``k = 1`` and one epoch.  It rests on Feldman & Shenfeld 2025's
+        decomposition theorem, whose number and proof were not checked here, so it is
+        not part of :meth:`epsilon` or :meth:`delta`; where the PLD route is finite
+        it cannot be smaller than that route by more than its discretisation error.
 
         Parameters
         ----------
@@ -548,7 +570,7 @@ class RandomAllocationMechanism(Mechanism):
         --------
         >>> from dpacct.mechanisms import GaussianMechanism
         >>> ra = random_allocation(GaussianMechanism(sigma=1.0), steps=1000)
-        >>> d = ra.decomposition_delta([0.3, 1.0])
+        >>> d = ra.decomposition_delta_estimate([0.3, 1.0])
         >>> bool(d[0] > d[1] > 0)
         True
         """
@@ -603,8 +625,9 @@ class RandomAllocationMechanism(Mechanism):
 
         Each factor is
         :class:`~dpacct.accountant.transformers.random_allocation_pld.AllocationEpochPair`
-        for ``T' = floor(T / k)`` steps (Feldman & Shenfeld 2025, Claim 6.4, for
-        ``k > 1``), composed by the certified PLD engine: a sound upper bound in both
+        per block of ``T'`` steps (:meth:`blocks`; Proposition 1 of
+        docs/theory/allocation_shuffling.md), composed by the certified PLD engine: a
+        sound upper bound in both
         directions at once.  The lower end of its ``epsilon_bounds`` bounds that
         dominating pair, not the mechanism; the certified lower bound on the mechanism
         is :func:`random_allocation_lower_epsilon`.
@@ -612,15 +635,16 @@ class RandomAllocationMechanism(Mechanism):
         key = ("ra_pld_route",)
         cache = self._cache()
         if key not in cache:
-            pair = AllocationEpochPair(self.sigma, self.steps // self.k)
-            reps = self.k * self.epochs
-            cache[key] = compose([pair], counts=[reps]) if reps > 1 else pair
+            blocks = self.blocks()
+            pairs = [AllocationEpochPair(self.sigma, t) for t, _ in blocks]
+            counts = [n for _, n in blocks]
+            cache[key] = compose(pairs, counts=counts) if sum(counts) > 1 else pairs[0]
         return cache[key]
 
     def _epsilon_directions(self, delta: float, tol: float | None) -> tuple[float, float]:
         """Upper bounds on epsilon(delta) of the remove and of the add direction, each
-        the least over its routes (RDP conversion of its own curve, decomposition for
-        one epoch, the direct add bound)."""
+        the least over its routes (RDP conversion of its own curve, the direct add
+        bound)."""
         key = ("ra_eps_dirs", delta, tol)
         cache = self._cache()
         if key in cache:
@@ -630,15 +654,6 @@ class RandomAllocationMechanism(Mechanism):
             rdp_to_epsilon(lambda a: self._rdp_directions(a)[1], delta),
             self._direct_add_epsilon(delta),
         )
-        if self.has_decomposition:
-
-            def dec(i):
-                return lambda e: self.decomposition_delta(e, tol=tol, delta_hint=delta, both=False)[
-                    i
-                ]
-
-            rem = min(rem, self._first_passing(dec(0), delta))
-            add = min(add, self._first_passing(dec(1), delta))
         cache[key] = (rem, add)
         return rem, add
 
@@ -647,7 +662,7 @@ class RandomAllocationMechanism(Mechanism):
 
         The larger of the two directions' bounds (the pair must satisfy both), each the
         least of its sound routes: RDP conversion of that direction's curve, the
-        one-epoch decomposition (k = 1), and for the add direction the direct bound;
+        and for the add direction the direct bound;
         then the smaller of that and the unamplified Gaussian.  (Each direction's true
         hockey-stick curve is non-increasing, so a direction certified at a smaller
         epsilon is certified at the larger.)
@@ -702,9 +717,6 @@ class RandomAllocationMechanism(Mechanism):
         rem = np.array([rdp_to_delta(lambda a: self._rdp_directions(a)[0], float(e)) for e in flat])
         add = np.array([rdp_to_delta(lambda a: self._rdp_directions(a)[1], float(e)) for e in flat])
         add = np.minimum(add, self._direct_add_delta(flat))
-        if self.has_decomposition:
-            d_rem, d_add = self.decomposition_delta(flat, tol=tol, both=False)
-            rem, add = np.minimum(rem, d_rem), np.minimum(add, d_add)
         out = np.minimum(np.maximum(rem, add), np.asarray(self.unamplified.delta(flat)))
         if self.steps > self.k:
             out = np.minimum(out, np.asarray(self.pld_route.delta(flat, tol=tol), dtype=float))
