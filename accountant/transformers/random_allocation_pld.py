@@ -5,8 +5,8 @@ pair compared is ``P = (1/T) sum_j N(e_j, sigma^2 I_T)`` (record present) agains
 ``Q = N(0, sigma^2 I_T)`` (record absent) -- the pair on which every random-allocation
 route of dpacct rests (Feldman & Shenfeld 2025, arXiv 2502.08202, Section 6, state
 it; Proposition 1 of docs/theory/allocation_shuffling.md proves the reduction of an
-adaptive Gaussian run to this pair).  Its privacy loss is ``L = log(S / T)`` with ``S = sum_j X_j`` and
-``X_j = exp((y_j - 1/2) / sigma^2)``, i.i.d. log-normal under ``Q``
+adaptive Gaussian run to this pair).  Its privacy loss is ``L = log(S / T)`` with
+``S = sum_j X_j`` and ``X_j = exp((y_j - 1/2) / sigma^2)``, i.i.d. log-normal under ``Q``
 (``log X ~ N(-1/(2 sigma^2), 1/sigma^2)``, ``E X = 1``), and ``dP/dQ = S / T``: the
 "PLD realization" of random allocation of Feldman & Shenfeld 2026 (arXiv 2602.17284,
 ICML 2026, Algorithms 1 and 2 of Appendix C: both directions are read from the law of
