@@ -230,11 +230,8 @@ class DPTheilSen(Algorithm):
     (:class:`~dpacct.mechanisms.primitives.exponential.ExponentialMechanism`).  The
     privacy argument in full: docs/theory/algorithms.md, section 'DP Theil-Sen'.
 
-    One *added* pair per matching (OpenDP's Theil-Sen tutorial declares its pairing
-    1-stable, which would halve the sensitivity) is false without a bound on the number
-    of records: the true stability is 2 per matching (counterexample in the same
-    section).
-
+    Without a bound on the number of records the pairing is 2-stable per matching, not
+    1-stable as OpenDP's Theil-Sen tutorial declares (the counterexample: same section).
     A declared bound on the number of records restores 1-stability.  With
     ``max_records = N`` each matching is a *slot matching* (:func:`pair_predictions`):
     the sensitivity is ``k / 2``, and the guarantee holds only on datasets of at most
