@@ -29,11 +29,9 @@ shifts the two means by ``+-C``).  The halved mechanisms are the classes
 :class:`~dpacct.mechanisms.ReplaceOneGaussianMechanism` and
 :class:`~dpacct.mechanisms.ReplaceOneLaplaceMechanism` (what
 :func:`~dpacct.mechanisms.replace_one` returns), labelled
-``neighbouring == "replace-one"``: nothing is relabelled silently.  (dp_accounting's
-*RDP* accountant reads the noise multiplier of a ``GaussianDpEvent`` under
-``REPLACE_ONE``, and of a ``SampledWithoutReplacementDpEvent``'s Gaussian, as relative to
-the replace-one sensitivity instead, i.e. without the halving; its answers there are those
-for twice the noise.)
+``neighbouring == "replace-one"``: nothing is relabelled silently (how dp_accounting's
+RDP accountant reads the same events: docs/theory/algorithms.md, section
+'dp_accounting events').
 
 ``SampledWithoutReplacementDpEvent`` is defined under ``REPLACE_ONE`` only (a fixed batch
 size presumes a fixed dataset size), and dpacct's
@@ -47,33 +45,10 @@ input value, so it needs ``REPLACE_ONE`` (dp_accounting's accountants refuse it 
 
 What each further event is accounted as
 ---------------------------------------
-* ``DiscreteLaplaceDpEvent(a, k)``: the exact ``k + 1``-atom loss law of an integer shift
-  ``k`` (``2k`` under ``REPLACE_ONE``) of noise ``~ exp(-a|x|)``
-  (:meth:`~dpacct.mechanisms.DiscreteLaplaceMechanism.of_sensitivity`).
-* ``ZCDpEvent(rho, xi)``: :class:`~dpacct.mechanisms.ZCDPMechanism` with ``xi`` (RDP
-  ``xi + rho * alpha``); ``rho = 0`` is pure ``xi``-DP.
-* ``SingleEpochTreeAggregationDpEvent(s, steps)`` (Kairouz et al. 2021, "Practical and
-  private (deep) learning without sampling or shuffling", Appendix D): a record enters at
-  most ``ceil(log2(n + 1))`` completed nodes of the longest tree, each with noise ``s``
-  per unit of sensitivity, so the release is a Gaussian with noise multiplier
-  ``s / sqrt(depth)``.  dp_accounting states it under ``REPLACE_SPECIAL`` (the record
-  replaced by a null one, i.e. its contribution present or absent at fixed positions of
-  the stream): that pair is the add/remove Gaussian pair, accounted under
-  ``ADD_OR_REMOVE_ONE``; under ``REPLACE_ONE`` the shift doubles.
-* ``RepeatAndSelectDpEvent(event, mean, shape)``: Papernot & Steinke 2022, Theorems 2 and
-  6 (:func:`~dpacct.accountant.repeat_and_select`), on the repeated event's RDP curve.
-* ``EpsilonDeltaDpEvent``: the worst mechanism with that guarantee
-  (:func:`~dpacct.accountant.mechanism_from_epsilon_delta`); ``DiscreteGaussianDpEvent``:
-  the exact :class:`~dpacct.mechanisms.DiscreteGaussianMechanism` (one dimension, unit
-  sensitivity, add/remove), else ``Delta^2 / (2 sigma^2)``-zCDP (Canonne, Kamath, Steinke
-  2020, Proposition 5, added over independent coordinates);
-  ``ExponentialMechanismDpEvent``: :class:`~dpacct.mechanisms.ExponentialMechanism`
-  (``epsilon``-bounded range); ``PermuteAndFlipDpEvent``:
-  :class:`~dpacct.mechanisms.PermuteAndFlip`.  These classes are in dp_accounting's
-  repository after the 0.6.0 release; an installed version without them is served by
-  class name (an event of a class of that name).  dp_accounting's repository has no
-  ``RandomAllocationDpEvent`` (checked August 2026); dpacct's
-  :func:`~dpacct.accountant.random_allocation` accounts that sampler directly.
+Discrete Laplace, ``(xi, rho)``-zCDP, single-epoch tree aggregation, repeat-and-select,
+``EpsilonDeltaDpEvent``, discrete Gaussian, exponential-mechanism and permute-and-flip
+events each become the dpacct mechanism of the same law; the list, with the papers and
+theorems: docs/theory/algorithms.md, section 'dp_accounting events'.
 
 Refused with their reason (:class:`UnsupportedEventError`, naming the event and its
 place in the tree): ``SampledWithReplacementDpEvent`` (no bound dpacct can certify;

@@ -488,20 +488,11 @@ def audit(
 
     Built-in samplers (chosen from the mechanism's type) draw every output through the
     mechanism's own ``release`` -- the same code that algorithms run -- so an audit
-    tests the noise actually added, not a copy of it:
-
-    * ``GaussianMechanism``, ``LaplaceMechanism``, ``DiscreteLaplaceMechanism``,
-      ``DiscreteGaussianMechanism``: ``release(1)`` on ``D`` and ``release(0)`` on ``D'``
-      at sensitivity 1 (e.g. ``N(1, sigma^2)`` against ``N(0, sigma^2)``; the discrete
-      samplers are exact but pure Python, tens of microseconds per output);
-    * ``RandomizedResponse(p, k)``: true value 0 on ``D`` and 1 on ``D'``, reported as the
-      likelihood-ratio score of the answer (+1 for answer 0, -1 for answer 1, else 0);
-    * ``ExponentialMechanism``: two candidates with utilities ``(1, 0)`` on ``D`` and
-      ``(0, 1)`` on ``D'`` (sensitivity 1), reported as +1 / -1 (one release per output,
-      so slower);
-    * ``poisson_subsample(base, q)`` with one of the shift mechanisms as base: on ``D`` the
-      query is 1 with probability ``q`` (the record is sampled) and 0 otherwise, on
-      ``D'`` always 0.
+    tests the noise actually added, not a copy of it.
+    Gaussian, Laplace, discrete Laplace, discrete Gaussian, randomized response, the
+    exponential mechanism, and ``poisson_subsample`` of a shift mechanism have one; the
+    neighbouring inputs each uses and how outputs are scored: docs/theory/algorithms.md,
+    section 'Empirical audit'.
 
     Parameters
     ----------

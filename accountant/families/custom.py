@@ -17,35 +17,18 @@ neighbours), subsampling without replacement (replace-one neighbours), the ledge
 calibration, ``epsilon_bounds``, ``rdp`` and ``tradeoff`` -- by building, from the
 declaration, the representations the engine's routes consume:
 
-* **exact curve -> loss law.**  The curve is sampled on a grid of epsilons refined until
-  its chords are within a relative ``1e-7`` of it, and the connect-the-dots pair of
-  Doroshenko, Ghazi, Kamath, Kumar, Manurangsi 2022 ("Connect the dots: tighter
-  discrete approximations of privacy loss distributions", Section 3: a PLD whose
-  hockey-stick curve is the chord interpolation, in ``t = e^eps``, of the curve at the
-  grid points) is built on it, symmetric in the two directions.  A privacy curve is
-  convex in ``e^eps`` (a supremum of the affine functions ``P(S) - e^eps Q(S)``), so the
-  chords lie above it: the pair *dominates* (Zhu, Dong, Wang 2022, "Optimal accounting
-  of differential privacy via characteristic function", Section 3, for the existence
-  of a dominating pair of any privacy profile; the symmetric extension
-  ``delta(-eps) = 1 - e^-eps (1 - delta(eps))``).  See :func:`loss_law_from_delta_curve`.
-* **loss law -> RDP.**  The Renyi divergence of the dominating pair,
-  ``log E_P[e^{(alpha-1) L}] / (alpha - 1)`` (Mironov 2017, Definition 3), exactly for
-  atomic and Gaussian laws and otherwise by a certified (chord) quadrature over the
-  law's distribution functions; see :func:`loss_law_rdp`.  (The engine's fallback,
-  :meth:`dpacct.accountant.pld.grid.GridPLD.rdp` of the *pessimistic PLD*, is ``inf``
-  whenever the discretisation has moved tail mass to ``+inf``, i.e. for every law with
-  unbounded support.)
-* **pure epsilon -> randomized response.**  Every pure ``eps``-DP mechanism is a
-  post-processing of binary randomized response with ``p = e^eps / (1 + e^eps)``
-  (Kairouz, Oh, Viswanath 2015, Theorem 2.1), whose curve, RDP (Bun & Steinke 2016,
-  Proposition 3.3), loss law and trade-off are exact.
-* **(eps, delta) -> the four-point pair** of Kairouz, Oh, Viswanath 2015 (Theorem 2.1):
-  ``P = (delta, (1-delta) e^eps/(1+e^eps), (1-delta)/(1+e^eps), 0)`` and ``Q`` its
-  mirror image, which dominates every ``(eps, delta)``-DP mechanism.
-* **RDP curve -> RDP routes only** (composition by addition, Mironov 2017,
-  Proposition 1; subsampling by the general bounds of Zhu & Wang 2019 and Wang, Balle,
-  Kasiviswanathan 2019; conversion by Canonne, Kamath, Steinke 2020, Proposition 12).
-  An RDP curve gives no lower bound: ``epsilon_bounds`` returns ``(0, upper)``.
+* **exact curve -> loss law**: the connect-the-dots pair on a refined grid of the
+  curve (Doroshenko, Ghazi, Kamath, Kumar, Manurangsi 2022, Section 3), which
+  dominates; see :func:`loss_law_from_delta_curve`;
+* **loss law -> RDP**: the Renyi divergence of the dominating pair (Mironov 2017,
+  Definition 3); see :func:`loss_law_rdp`;
+* **pure epsilon -> randomized response** with ``p = e^eps / (1 + e^eps)`` (Kairouz,
+  Oh, Viswanath 2015, Theorem 2.1);
+* **(eps, delta) -> the four-point pair** of Kairouz, Oh, Viswanath 2015 (Theorem 2.1);
+* **RDP curve -> RDP routes only**; ``epsilon_bounds`` returns ``(0, upper)``.
+
+The derivations in full: docs/theory/pld.md, section 'Mechanisms declared by one
+capability'.
 
 When a representation cannot be derived soundly the query raises
 :class:`MissingCapabilityError`, naming the mechanism and what it lacks (an exact curve

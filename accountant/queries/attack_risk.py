@@ -34,31 +34,17 @@ With add/remove neighbours the remove pair ``(P_r, Q_r)`` and the add pair
 so ``delta_QP`` of the remove pair is the add direction's curve and vice versa, and
 ``f = min(T(P_r, Q_r), T(P_a, Q_a))``.
 
-* **Lower bound on f (the safe side: an upper bound on every attack's TPR).**  (*) is
-  monotone in both deltas, so upper bounds on them give a lower bound on ``T`` at every
-  ``u`` evaluated -- any set of ``u`` is sound.  The upper bounds are the pessimistic
-  (connect-the-dots) PLD of the remove direction and, for the add direction, that PLD
-  swapped (:meth:`~dpacct.accountant.pld.grid.GridPLD.swapped_delta_bound`), which is a
-  dominating pair of the add direction.  Evaluated at every grid node (the kinks of
-  the discrete curves), (*) is exactly the piecewise-linear Neyman-Pearson curve of the
-  discrete dominating pair that the pessimistic PLD defines (Kulynych et al. 2024,
-  Algorithm 1), which lies below the true curve (Doroshenko et al. 2022, Theorem 3.2:
-  the connect-the-dots pair dominates the true one).
-* **Upper bound on f.**  The optimistic PLDs give lower bounds on both directions'
-  ``delta(u)`` for ``u >= 0``; between grid nodes each is ``a - b e^u`` (linear in
-  ``e^u``), so both terms of (*) are linear in ``e^u`` (resp. ``e^{-u}``) between nodes
-  and the supremum over all ``u`` is attained on the nodes: evaluating (*) on every
-  node of the optimistic PLDs gives the exact supremum, an upper bound on ``T``.  This
-  end brackets the curve of the mechanism's dominating pairs (as
-  :meth:`Mechanism.epsilon_bounds` does): it is the mechanism's own curve when the pair
-  is tight, as for the Gaussian and its Poisson subsampling (Zhu, Dong, Wang 2022,
-  Theorem 11).
+The lower end of :func:`tradeoff_bounds` (the safe side) evaluates (*) with upper
+bounds on both deltas, from the pessimistic PLDs (Kulynych et al. 2024, Algorithm 1;
+Doroshenko et al. 2022, Theorem 3.2); the upper end evaluates it with the optimistic
+PLDs' lower bounds, an exact supremum over their nodes.
 
 Mechanisms with an exact trade-off curve (Gaussian, Laplace, randomized response, ...)
 answer exactly (both ends equal up to rounding).  Mechanisms known only through an
 RDP curve or an exact ``delta(epsilon)`` get the dual of their (epsilon, delta) curve on
 the safe side (:meth:`Mechanism.tradeoff`) and the trivial ``1 - alpha`` above.
-The argument in full: docs/theory/fdp.md.
+The argument in full: docs/theory/fdp.md, section 'Attack risk: the two ends of the
+bracket'.
 """
 
 from __future__ import annotations

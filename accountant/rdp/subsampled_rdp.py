@@ -375,15 +375,9 @@ def subsampled_gaussian_rdp(sample_rate: float, sigma: float, alpha: object) -> 
     curve is made non-decreasing in ``alpha`` (a bound at a larger order is a bound at a
     smaller one), see ``_monotone_envelope``.
 
-    Accuracy: integer orders agree with a 50-digit evaluation of the binomial sum to about
-    ``1e-13`` relative; real orders agree with numerical integration of the Renyi integral
-    to ``1e-13`` typically and ``1e-9`` at worst for ``q <= 1/2``, ``sigma <= 20``,
-    ``alpha >= 1.1``.  All round-off and truncation allowances are added, never
-    subtracted, so the error is always on the high side.  The two-series formula cancels
-    heavily for ``q > 1/2`` with ``sigma >> 1`` and as ``alpha -> 1``; the allowance then
-    grows (``5e-6`` relative at ``q = 0.95, sigma = 20, alpha = 1.001``) and at worst the
-    value falls back to the chord from the neighbouring integer orders (the value at
-    ``alpha = 2`` for ``1 < alpha < 2``), which is still an upper bound.
+    All round-off and truncation allowances are added, never subtracted, so the error is
+    always on the high side; the measured accuracy: docs/theory/subsampled_rdp.md,
+    section 'Accuracy of the Poisson-subsampled Gaussian RDP'.
 
     Examples
     --------

@@ -176,9 +176,7 @@ def amplified_bandmf(
     :class:`~dpacct.accountant.TruncatedPoissonGaussianMechanism` on the group that
     holds the record, the same as JAX Privacy's ``truncated_amplified_bandmf_event(...,
     largest_group_size=..., truncated_batch_size=...)``.  The banded argument is
-    unchanged: a participation still touches only its own ``num_bands`` rows, and a
-    cut batch changes one participation's sum by at most twice its column norm, which
-    the truncated pair already counts (sensitivity 2 in its cut components).
+    unchanged (docs/theory/algorithms.md, section 'BandMF').
 
     **Strategies that are not banded (BLT, dense).**  The amplified bound needs a
     ``b``-banded strategy (disjoint column supports) and is refused otherwise; the
@@ -186,19 +184,11 @@ def amplified_bandmf(
     2023, arXiv:2306.04713) is not implemented.  ``amplification=False`` accounts any
     lower-triangular strategy without amplification: an example of group ``g`` takes
     part at most at the steps ``P_g = {g, g + b, ...}`` (whatever the sampler draws),
-    so two neighbouring runs differ, given everything else, by the mean shift
-    ``D = sum_{j in S} C[:, j] g_j^T`` for some ``S`` within ``P_g`` and gradients
-    ``||g_j|| <= 1``, with ``||D||_F^2 = sum_{i, j in S} <C_i, C_j> <g_i, g_j> <=
-    sum_{i, j in P_g} |<C_i, C_j>| = Delta_g^2``.  Each such pair is a Gaussian of
-    shift at most ``Delta = max_g Delta_g``, so (joint convexity over the sampler's
-    draws) the run is at least as private as one Gaussian mechanism of noise
-    multiplier ``noise_multiplier / Delta``; adaptively chosen gradients do not change
-    this for a lower-triangular ``C`` (Denisov, McMahan, Rush, Smith, Thakurta 2022,
-    arXiv:2202.08312, Theorem 2.1).  For a ``b``-banded strategy ``Delta^2`` is the
-    sum of the squared column norms of a group: the ``ceil(iterations / num_bands)``
-    unamplified Gaussians of noise ``noise_multiplier / ||C[:, j]||`` composed.  The
-    sample rate is then unused (and truncation is refused: a cut batch can swap one
-    record's gradient for another's, doubling the shift).
+    so the run is at least as private as one Gaussian mechanism of noise multiplier
+    ``noise_multiplier / Delta``, ``Delta^2 = max_g sum_{i, j in P_g} |<C_i, C_j>|``
+    (Denisov, McMahan, Rush, Smith, Thakurta 2022, arXiv:2202.08312, Theorem 2.1).  The
+    sample rate is then unused and truncation is refused.  The argument in full:
+    docs/theory/algorithms.md, section 'BandMF'.
 
     Parameters
     ----------

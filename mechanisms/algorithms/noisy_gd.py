@@ -362,46 +362,21 @@ class NoisyGD(Algorithm):
       - with ``theta_bound`` the iterates are projected onto ``||theta|| <=
         theta_bound`` and ``Delta = B (theta_bound B + y_bound)`` is fixed;
       - without it (``adaptive``, the default then) step ``t`` uses
-        ``GS_t = B (B ||theta_t|| + y_bound)`` (the squared-loss gradient bound of the
-        NoisyGD-vs-AdaSSP comparison, ``||X||^2 ||theta_t|| + ||X|| ||Y||``).
-        ``theta_t`` is computed from earlier releases only, so it is public and
-        ``GS_t`` is a data-independent bound for step ``t``: the step releases
-        ``S / GS_t`` (sensitivity 1) through ``GaussianMechanism(sigma)`` and
-        multiplies back, noise std ``sigma * GS_t``.  The privacy is unchanged.
-        Caution: the noise then grows with the iterate, and when the noise per step
-        (about ``learning_rate * sigma * B^2 * sqrt(d) / n`` times ``||theta_t||``) is
-        not small the iterates can grow without bound; ``adaptive=True`` with a
-        ``theta_bound`` projects them and caps ``GS_t`` at the fixed bound.
+        ``GS_t = B (B ||theta_t|| + y_bound)``, a bound computed from earlier releases
+        only: the step releases ``S / GS_t`` through ``GaussianMechanism(sigma)`` and the
+        privacy is unchanged (the argument, and why the iterates may then grow:
+        docs/theory/algorithms.md, section 'NoisyGD').
 
       ``B = x_bound`` without an intercept, ``sqrt(x_bound^2 + 1)`` with one.
-
-    **Speed.**  For the squared loss with declared bounds the summed gradient is
-    ``Z^T Z theta - Z^T y``: the sufficient statistics are formed once and each
-    iteration costs ``O(d^2)``, whatever ``n``.  With clipping each iteration makes
-    one pass over the data (two matrix products; per-example gradient norms are
-    ``|r_i| ||x_i||`` with the row norms computed once).
 
     The returned model is the average of the iterates ``theta_1 .. theta_T``
     (``average=True``, default; Polyak-Ruppert averaging smooths the injected noise) or
     the last iterate (``average=False``).  The starting point is ``theta_0 = 0``.
     Both are post-processing of the same releases: the privacy is the same.
 
-    *Why the average is the default* (measured with ``python -m benchmarks.algorithms
-    --only regression census_noisy_gd``, medians over 100 noise seeds).  When the
-    learning rate is tuned for the run and the noise per step is small against ``n``,
-    the last iterate is slightly better: on autodp's AdaSSP-vs-NoisyGD task (California
-    housing, n = 20 640, epsilon 2, the tutorial's learning rate) its training MSE is
-    0.6533 against 0.6728 for the average (sigma 50, T = 502) and 0.6520 against 0.6608
-    (sigma 500, T = 50 251); on notebook 04's census task (n = 8 000, T = 200, learning
-    rate 16) its test AUC is 0.9294 against 0.9237 at epsilon 0.5, 0.9324 against 0.9256
-    at epsilon 1, and at parity at epsilon 0.1 (0.8752 against 0.8861).  When the noise
-    per step is large against ``n`` or the rate is not tuned, the last iterate can be
-    far worse: on the diabetes data (n = 309, epsilon 1, the set-ups of this module's
-    tests) its test MSE is 0.150 against 0.125 (clip 0.5, T = 100, rate 1) and 0.659
-    against 0.197 (declared bounds, T = 300, rate 1.8; predicting the mean gives 0.198).
-    The average loses a few per cent where the last iterate wins and never fails
-    badly, so it stays the default; pass ``average=False`` for a run whose learning
-    rate was tuned for its last iterate (as autodp's tutorial does).
+    The average is the default because it never fails badly, while the last iterate can
+    (pass ``average=False`` for a run whose learning rate was tuned for its last iterate);
+    the measurements behind this choice: docs/theory/algorithms.md, section 'NoisyGD'.
 
     Parameters
     ----------

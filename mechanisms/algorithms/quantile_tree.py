@@ -291,9 +291,7 @@ class TreeQuantiles(Algorithm):
     measured nor estimated: the counts are made consistent by the weighted
     least-squares estimate with the padding fixed at zero
     (:func:`~dpacct.mechanisms.algorithms.quantile_tree_fit.tree_least_squares`, which is Hay et
-    al.'s estimator when ``bins`` is a power of ``b``).  Measuring the padding, as this
-    class did before, put noise into the consistent counts of real nodes (at the OpenDP
-    tutorial's 70 bins and ``b = 25``, 555 of 625 leaves are padding).
+    al.'s estimator when ``bins`` is a power of ``b``).
 
     Privacy.  One record changes exactly one count per level by one, so each level is a
     sensitivity-1 histogram release and the algorithm is the composition of ``depth``
@@ -309,9 +307,8 @@ class TreeQuantiles(Algorithm):
     zero-concentrated budget) -- and the algorithm is the composition of these
     ``depth`` releases (:attr:`level_scales`).  ``"prefix"`` is
     :func:`~dpacct.mechanisms.algorithms.quantile_tree_fit.level_shares`, the split that minimises
-    the noise of a prefix count (a quantile's input); at the OpenDP tutorial's settings
-    (``b = 25``, root measured, 70 to 5 000 bins) it lowers the median quartile error by
-    15 to 35 % (``python -m benchmarks.algos.quantiles``).
+    the noise of a prefix count (a quantile's input; what it gains:
+    docs/theory/algorithms.md, section 'Tree quantiles').
 
     Parameters
     ----------

@@ -418,23 +418,10 @@ class AdaSSP(Algorithm):
     the composition is accounted exactly (see ``dpacct.calibrators.regression.calibrate_adassp``).
 
     Privacy of the ridge: ``lambda`` is a function of the released ``lambda_min~`` and
-    of public numbers only (``d``, ``std_xx``, ``rho``, ``shift`` and the ridge constant,
-    all fixed before the data are seen), so by post-processing every ridge constant gives
-    exactly the same ``(epsilon, delta)``: the three releases and their noise do not
-    change.  (Choosing the constant by comparing fits *on the private data* would be a
-    data-dependent selection that this accounting does not cover.)  What the constant
-    changes is the accuracy guarantee.  Wang's constant makes ``E + k_d std_xx I``
-    positive semi-definite with probability ``1 - rho``; with the private lower bound
-    ``lambda_min~ <= lambda_min`` (probability ``1 - rho`` for the default shift) the
-    matrix ``X^T X + E + lambda I`` is then positive definite, with probability at least
-    ``1 - 2 rho``: the event on which Wang's accuracy bounds for AdaSSP are proved.  The
-    tutorial's ``1.96 sqrt(d)`` is about the *typical* spectral norm of ``E``
-    (``~2 sqrt(d) std_xx`` for large ``d``), not a high-probability bound: at ``d = 8``
-    the smallest eigenvalue
-    of ``E`` falls below ``-1.96 sqrt(8) std_xx`` in about 8 % of draws (20 000 simulated
-    symmetric Gaussian matrices; Wang's constant: 0.02 %), and then the regularised
-    matrix may be indefinite and the solution arbitrarily bad.  The smaller ridge buys
-    less bias in the typical case (lower median MSE) at the price of that tail.
+    of public numbers only, so by post-processing every ridge constant gives exactly the
+    same ``(epsilon, delta)``; the constant changes only the accuracy guarantee (the
+    argument, and how often the tutorial's constant fails: docs/theory/algorithms.md,
+    section 'AdaSSP').
 
     Parameters
     ----------

@@ -222,82 +222,28 @@ class DPTheilSen(Algorithm):
     the atom have ranks 0 and ``m`` and the median is no better than a guess; noisy
     data, the case the method is for, do not have this problem.
 
-    Privacy (add/remove one record).  Fix neighbours ``D`` and ``D' = D + r``.  A
-    uniformly random maximal matching of ``D'`` can be coupled with one of ``D`` so that
-    they differ by one edit of the pair multiset: for ``|D|`` even, ``r`` is either left
-    unmatched (no change) or takes the place of the unmatched record of a pair
-    (``(a, u) -> (a, r)``) -- each matching of ``D`` has ``|D| + 1`` preimages, so the
-    coupled matching of ``D`` is uniform; for ``|D|`` odd, ``r`` is paired with the
-    unmatched record (one pair added).  Across ``k`` matchings the prediction multisets
-    differ by at most ``k`` single-point edits (add, remove or replace, dropped pairs
-    included), and the median utility ``-|rank(y) - m/2|`` changes by at most 1 per
-    edit (a replaced point moves the rank by at most 1 and leaves ``m`` alone; an added
-    or removed one moves ``rank - m/2`` by 1/2), i.e. has sensitivity ``k``.
-    Conditionally on the coupled matchings each
-    median is therefore an ``epsilon_j``-bounded-range exponential mechanism
-    (:class:`~dpacct.mechanisms.primitives.exponential.ExponentialMechanism`, see
-    :class:`~dpacct.mechanisms.ExponentialQuantile`) and the pair of medians is their
-    composition; hockey-stick divergences are jointly convex and Renyi divergences
-    jointly quasi-convex, so the bounds survive averaging over the coupling.  The
-    algorithm's privacy is ``compose([ExponentialMechanism(epsilon1),
-    ExponentialMechanism(epsilon2)])``.
+    Privacy (add/remove one record): ``compose([ExponentialMechanism(epsilon1),
+    ExponentialMechanism(epsilon2)])``.  The ``k`` matchings of neighbouring datasets can
+    be coupled so that the prediction multisets differ by at most ``k`` single-point
+    edits, so the median utility ``-|rank(y) - m/2|`` has sensitivity ``k`` and each
+    median is an ``epsilon_j``-bounded-range exponential mechanism
+    (:class:`~dpacct.mechanisms.primitives.exponential.ExponentialMechanism`).  The
+    privacy argument in full: docs/theory/algorithms.md, section 'DP Theil-Sen'.
 
-    Why not one *added* pair per matching (OpenDP's Theil-Sen tutorial declares its
-    pairing transformation 1-stable in the symmetric distance, which would halve the
-    exponent's sensitivity)?  For ``|D|`` even both datasets have ``|D|/2`` pairs, so
-    two pair multisets of equal size differ by an even number of pairs: under *any*
-    coupling the distance is 2 (a replaced pair) unless ``r`` is the unmatched record
-    of ``D'``, which has probability ``1/(|D| + 1)``.  No coupling gives distance 1, and
-    the claim is not merely unproven but false: on ``|D| = 100`` points on a horizontal
-    line (the tutorial's data size) and ``r`` above it, the tutorial's pipeline at its
-    own settings (permute-and-flip medians over 100 candidates, ``scale = 1``, for which
-    its maps claim ``epsilon = 2``) gives an output ``e^{2.99}`` times more likely after
-    adding ``r`` than before (``e^{3.00}`` with its positional truncation), a privacy
-    loss of 1.5 times the claim; the exact output laws are computed in
-    ``tests/test_theil_sen_stability.py`` (which also finds, by linear programming over
-    all matchings of up to 6 records, that no coupling does better), and notebook 08
-    shows it.  The tutorial also drops the *last* record by position
-    before shuffling when ``|D|`` is odd; then adding ``r`` at the end of an odd-size
-    dataset brings back the dropped record and ``r``, and every coupling needs
-    distance 3 with probability ``1 - 1/|D|``.  The true stability of this matching is
-    therefore 2 per matching (at most one replaced pair), which is what the sensitivity
-    ``k`` above accounts.
-
+    Without a bound on the number of records the pairing is 2-stable per matching, not
+    1-stable as OpenDP's Theil-Sen tutorial declares (the counterexample: same section).
     A declared bound on the number of records restores 1-stability.  With
     ``max_records = N`` each matching is a *slot matching* (:func:`pair_predictions`):
-    the records occupy uniformly random distinct slots among ``N``, paired slot by slot.
-    Couple ``D' = D + r`` with ``D`` by keeping every record's slot: the slots of ``D``
-    are then a uniformly random placement of ``D`` (a marginal of that of ``D'``), and
-    the pairs of ``D'`` are those of ``D`` plus, if the slot paired with ``r``'s is
-    occupied, that one pair: distance at most 1 per matching.  One added prediction
-    moves ``-|rank - m/2|`` by at most 1/2, so the sensitivity is ``k / 2`` and the
-    exponent doubles at the same epsilon.  The price: the guarantee holds only on
-    datasets of at most ``N`` records (more raise, as data outside the declared x range
-    do), and with ``n < N`` records only about ``n (n - 1) / (N - 1)`` of them are paired
-    (for ``N = n`` the law is exactly the maximal matching's).  This is the only coupling
-    argument behind a noise as small as the tutorial's.  Measured on the tutorial's data
-    (``n = 100``, ``epsilon = 1``, grid median, ``k = 10``, 300 seeds): median slope error
-    0.047 with ``max_records = 100``, 0.088 with 150, 0.155 with 200 and without a bound
-    (the tutorial, at its claimed and not proved epsilon: 0.088).
+    the sensitivity is ``k / 2``, and the guarantee holds only on datasets of at most
+    ``N`` records (more raise, as data outside the declared x range do).
 
     The median.  ``median="intervals"`` (default) is Smith's continuous exponential
     mechanism on ``[pred_lower, pred_upper]``; ``median="grid"`` selects one of
-    ``grid_size`` equally spaced candidates of that range (the tutorial's 100) by
-    permute-and-flip (:class:`~dpacct.mechanisms.PermuteAndFlip`, McKenna
-    & Sheldon 2020: the same exponent and the same pure ``epsilon_j``, never a worse
-    expected utility than the exponential mechanism), with the same utility and
-    sensitivity ``k``; its privacy is ``compose([PermuteAndFlip(epsilon1),
-    PermuteAndFlip(epsilon2)])``, accounted as generic pure-DP mechanisms.  Measured on
-    the tutorial's data (``x ~ N(0, 1)`` on ``[-3, 3]``, ``y = 2x + 1 + N(0, 0.25)``,
-    predictions on ``[-10, 10]``, ``k = 10``, 500 seeds; ``benchmarks/algos/theil_sen.py``):
-    at ``n = 100`` the grid is the more accurate (median slope error 0.155 against 0.192
-    at ``epsilon = 1``, intercept 0.192 against 0.274); from ``n = 300`` on the intervals
-    win (slope 0.037 against 0.047 at ``epsilon = 1``; 0.015 against 0.047 at ``n = 1000``),
-    the grid's spacing (0.2) setting a floor near 0.04 on the slope error.  So choose
-    ``median="grid"`` for a few hundred records or fewer; the default stays the
-    intervals, which need no grid size.  (The size of the data cannot choose for you:
-    it is private, and switching mechanisms on it would not be covered by either
-    mechanism's guarantee.)
+    ``grid_size`` equally spaced candidates of that range by permute-and-flip
+    (:class:`~dpacct.mechanisms.PermuteAndFlip`, McKenna & Sheldon 2020), with the same
+    utility and sensitivity; its privacy is ``compose([PermuteAndFlip(epsilon1),
+    PermuteAndFlip(epsilon2)])``.  Choose the grid for a few hundred records or fewer
+    (the measurements: docs/theory/algorithms.md, section 'DP Theil-Sen').
 
     Parameters
     ----------
