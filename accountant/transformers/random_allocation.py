@@ -12,7 +12,8 @@ What is certified here (Gaussian base mechanism with noise multiplier ``sigma``)
   ``T = k m + r``, ``0 <= r < k``, an epoch of adaptive Gaussian steps under k-of-T
   allocation is dominated, in both orders, by ``r`` one-of-``(m + 1)`` pairs and
   ``k - r`` one-of-``m`` pairs (below, ``T'`` is the block's size); epochs compose.
-* **Remove direction (the mixture first)**, exact Renyi divergence at integer orders:
+* **Remove direction (the mixture first)**, exact Renyi divergence of the dominating
+  pair (per block of ``T`` steps) at integer orders:
   with ``P = (1/T) sum_j N(e_j, sigma^2 I_T)`` and ``Q = N(0, sigma^2 I_T)``,
   ``E_Q[(P/Q)^a] = T^-a sum_{(j_1..j_a)} exp((sum_j n_j^2 - a) / (2 sigma^2))``, the sum
   over the ``T^a`` tuples of steps with ``n_j`` the multiplicity of step ``j``; grouped
@@ -22,9 +23,10 @@ What is certified here (Gaussian base mechanism with noise multiplier ``sigma``)
 * **Add direction (the Gaussian first)**, the smaller of two upper bounds at each
   order: (i) by concavity of the logarithm,
   ``log((1/T) sum_j e^{y_j}) >= (1/T) sum_j y_j``, so the privacy loss is at most the
-  loss of a Gaussian with noise ``sigma sqrt(T)`` plus ``(1 - 1/T) / (2 sigma^2)``,
+  loss of a Gaussian with noise multiplier ``sigma sqrt(T)`` plus ``(1 - 1/T) / (2 sigma^2)``,
   pointwise; hence RDP ``<= a / (2 T sigma^2) + (1 - 1/T) / (2 sigma^2)`` (the same
-  argument as Feldman & Shenfeld 2025's "direct" add bound, here per epoch); (ii)
+  argument as Feldman & Shenfeld 2025's "direct" add bound, here per block, ``T``
+  the block's size); (ii)
   :func:`add_rdp`, a bound on the negative moment ``E[M^{-(a-1)}]`` of the mean ``M``
   of ``T`` log-normal likelihood ratios (Taylor with remainder near 1, Chernoff /
   Maurer tail bounds below), which is ``O(a / T)`` for large ``T`` instead of
@@ -454,14 +456,14 @@ class RandomAllocationMechanism(Mechanism):
         s = self.sigma
         out = self.k * self.epochs * a / (2.0 * s * s)  # no amplification
         rem, add = np.zeros(a.shape), np.zeros(a.shape)
-        ceil = np.ceil(a - 1e-12)
+        ceil = np.ceil(a)  # exact: RDP is non-decreasing in the order
         small = ceil <= MAX_ORDER
         for t, reps in self.blocks():
             add_t = a / (2.0 * t * s * s) + (1.0 - 1.0 / t) / (2.0 * s * s)
             # RDP is non-decreasing in the order: a bound at any order >= a holds at a
             # (the suffix minimum over the evaluated orders keeps the curve monotone)
             orders, suffix = _add_rdp_suffix_min(s, t)
-            idx = np.searchsorted(orders, a - 1e-12, side="left")
+            idx = np.searchsorted(orders, a, side="left")
             best = np.minimum(add_t, suffix[np.minimum(idx, orders.size - 1)])
             add += reps * np.where(idx < orders.size, best, add_t)
             rem_t = np.full(a.shape, np.inf)
@@ -661,8 +663,8 @@ class RandomAllocationMechanism(Mechanism):
         """Sound upper bound on epsilon at ``delta``.
 
         The larger of the two directions' bounds (the pair must satisfy both), each the
-        least of its sound routes: RDP conversion of that direction's curve, the
-        and for the add direction the direct bound;
+        least of its sound routes: RDP conversion of that direction's curve and, for
+        the add direction, the direct bound;
         then the smaller of that and the unamplified Gaussian.  (Each direction's true
         hockey-stick curve is non-increasing, so a direction certified at a smaller
         epsilon is certified at the larger.)
