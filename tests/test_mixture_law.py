@@ -39,3 +39,34 @@ def test_revealed_mixture_law_averages_its_components():
     m_p, m_q = mix.bin_masses(edges)
     np.testing.assert_allclose(m_p, np.diff(mix.cdf_p(edges)), rtol=1e-9, atol=1e-15)
     np.testing.assert_allclose(m_q, np.diff(mix.cdf_q(edges)), rtol=1e-9, atol=1e-15)
+
+
+@pytest.mark.parametrize("steps_up", [1, 10**4, 10**12, 10**15, None])
+def test_inverse_converges_near_the_flat_left_end(steps_up):
+    # with a zero sensitivity the loss flattens to log p_0 on the left; the inverse must
+    # be the root there (bisection in mpmath at 60 digits), not a point Newton crept to
+    import math
+
+    import mpmath
+
+    law = GaussianMixtureLossLaw(
+        sigma=0.5, sensitivities=[0.0, 1.0, 3.0], probabilities=[0.5, 0.3, 0.2]
+    )
+    floor = math.log(0.5)
+    x = 3.0 if steps_up is None else floor + steps_up * math.ulp(floor)
+    mpmath.mp.dps = 60
+    a = [mpmath.mpf(0), mpmath.mpf(2), mpmath.mpf(6)]
+    # the law holds log p_i rounded to doubles; the reference uses those exact values
+    logp = [mpmath.mpf(float(v)) for v in np.log([0.5, 0.3, 0.2])]
+    target = mpmath.mpf(x)
+
+    def excess(t):
+        terms = [mpmath.exp(lp + ai * t - ai * ai / 2) for lp, ai in zip(logp, a, strict=True)]
+        return mpmath.log(sum(terms)) - target
+
+    lo, hi = mpmath.mpf(-400), mpmath.mpf(50)
+    for _ in range(300):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if excess(mid) < 0 else (lo, mid)
+    t = float(law._inverse(np.array([x]))[0])
+    assert t == pytest.approx(float(hi), rel=1e-9, abs=1e-9)

@@ -31,7 +31,7 @@ import numpy as np
 from scipy import special
 
 from ..validation import check_positive, real_array
-from .loss_law import PrivacyLossLaw, _split_differences
+from .loss_law import PrivacyLossLaw, _log_expm1, _split_differences
 
 __all__ = ["GaussianMixtureLossLaw", "MixtureLossLaw", "finite_law"]
 
@@ -148,15 +148,18 @@ class GaussianMixtureLossLaw(PrivacyLossLaw):
     # ------------------------------------------------------------------ the inverse
     def _loss(self, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``l(t)`` and ``l'(t)`` (the softmax-weighted mean of ``a_i``)."""
-        a = self._a
-        z = self._logp[None, :] + t[:, None] * a[None, :] - 0.5 * a[None, :] ** 2
-        top = np.max(z, axis=1, keepdims=True)
-        e = np.exp(z - top)
-        s = e.sum(axis=1)
-        return top[:, 0] + np.log(s), (e @ a) / s
+        return _lse_affine(t, self._logp - 0.5 * self._a**2, self._a)
 
     def _inverse(self, x: np.ndarray) -> np.ndarray:
-        """``t`` with ``l(t) = x`` (``-inf`` at or below ``log p_0``, ``+inf`` at ``+inf``)."""
+        """``t`` with ``l(t) = x`` (``-inf`` at or below ``log p_0``, ``+inf`` at ``+inf``).
+
+        ``l`` is a log-sum-exp of affine functions of ``t``.  With a zero sensitivity
+        ``a_0 = 0`` it flattens to ``log p_0`` on the left, where Newton's method creeps
+        (one ``1 / a_1`` per step); there ``l(t) = log p_0 + log1p(e^{g(t)})`` with
+        ``g`` the log-sum-exp of the other components shifted by ``-log p_0``, and
+        ``g(t) = log(e^{x - log p_0} - 1)`` is solved instead: ``g`` is convex with
+        slopes in ``[a_1, a_max]``, so Newton from the right converges in a few steps.
+        """
         x = np.asarray(x, dtype=float)
         flat = x.reshape(-1)
         out = np.full(flat.shape, np.nan)
@@ -166,19 +169,12 @@ class GaussianMixtureLossLaw(PrivacyLossLaw):
         out[np.isposinf(flat)] = np.inf
         todo = ~low & np.isfinite(flat)
         if np.any(todo):
-            xs = flat[todo]
-            a_max, logp_max = self._a[-1], self._logp[-1]
-            # l(t) >= log p_max + a_max t - a_max^2 / 2: a start with l(t0) >= x
-            t = (xs - logp_max + 0.5 * a_max**2) / a_max
-            for _ in range(_NEWTON_STEPS):
-                value, slope = self._loss(t)
-                step = (value - xs) / slope
-                step = np.where(np.isfinite(step), np.maximum(step, 0.0), 0.0)
-                t_new = t - step
-                if np.all(t_new == t):
-                    break
-                t = t_new
-            out[todo] = t
+            offsets = self._logp - 0.5 * self._a**2
+            if self._a[0] == 0.0:
+                targets = _log_expm1(flat[todo] - floor)
+                out[todo] = _solve_lse(targets, offsets[1:] - floor, self._a[1:])
+            else:
+                out[todo] = _solve_lse(flat[todo], offsets, self._a)
         return out.reshape(x.shape)
 
     # ------------------------------------------------------ distribution functions
@@ -301,3 +297,31 @@ class MixtureLossLaw(PrivacyLossLaw):
                 m_p += wj * p
                 m_q += wj * q
         return m_p, m_q
+
+
+def _lse_affine(t: np.ndarray, offsets: np.ndarray, slopes: np.ndarray):
+    """``log sum_i e^{offsets_i + slopes_i t}`` and its derivative in ``t``."""
+    z = offsets[None, :] + t[:, None] * slopes[None, :]
+    top = np.max(z, axis=1, keepdims=True)
+    e = np.exp(z - top)
+    s = e.sum(axis=1)
+    return top[:, 0] + np.log(s), (e @ slopes) / s
+
+
+def _solve_lse(y: np.ndarray, offsets: np.ndarray, slopes: np.ndarray) -> np.ndarray:
+    """``t`` with ``log sum_i e^{offsets_i + slopes_i t} = y`` (all slopes > 0).
+
+    The function is convex and increasing.  Each component alone is below it, so the
+    smallest of the components' own roots is a start at or right of the root, and
+    Newton's steps from there decrease monotonically to it (never past it).
+    """
+    t = np.min((y[:, None] - offsets[None, :]) / slopes[None, :], axis=1)
+    for _ in range(_NEWTON_STEPS):
+        value, slope = _lse_affine(t, offsets, slopes)
+        step = (value - y) / slope
+        step = np.where(np.isfinite(step), np.maximum(step, 0.0), 0.0)
+        t_new = t - step
+        if np.all(t_new == t):
+            break
+        t = t_new
+    return t
