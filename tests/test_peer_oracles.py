@@ -20,8 +20,9 @@ nothing with ours:
 A peer counts as an oracle only where it agrees with a closed form, so the first tests
 check both against the exact composed Gaussian (``mu = sqrt(k) / sigma``-GDP, Dong,
 Roth, Su 2019, Corollary 2.13, evaluated in mpmath), the exact Laplace curve and an
-exact binomial sum for randomized response.  The property tests then draw a few
-hundred workloads (DP-SGD, Laplace and Gaussian compositions, mixtures) and require
+exact binomial sum for randomized response.  The property tests then draw workloads
+(DP-SGD, Laplace and Gaussian compositions, mixtures; about 50 in the suite, 185 with
+``DPACCT_PEER_DRAWS=all``) and require
 
     peer lower bound  <=  ours (``epsilon`` and the upper end of ``epsilon_bounds``)
                       <=  peer lower bound + its known discretisation loss
@@ -41,6 +42,7 @@ one of them, its test fails and says so.
 from __future__ import annotations
 
 import math
+import os
 import warnings
 
 import dp_accounting as dpa
@@ -64,6 +66,17 @@ PROPS = settings(
     derandomize=True,  # seeded: the same workloads on every run
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
+
+#: the suite runs a quarter of each property test's draws (at least 5; the peers take
+#: about 0.7 s a draw); ``DPACCT_PEER_DRAWS=all`` runs them all (about three minutes,
+#: see benchmarks/README.md)
+ALL_DRAWS = os.environ.get("DPACCT_PEER_DRAWS", "") == "all"
+
+
+def draws(full: int) -> int:
+    """How many draws a property test runs: ``full`` or a quarter of it."""
+    return full if ALL_DRAWS else max(5, full // 4)
+
 
 #: relative room for floating-point round-off when comparing two sound answers
 ROUNDOFF = 1e-9
@@ -278,7 +291,7 @@ def dpa_interval(total_count: int) -> float:
     return min(1e-3, DPA_LOSS / total_count)
 
 
-@settings(PROPS, max_examples=60)
+@settings(PROPS, max_examples=draws(60))
 @given(q=rates, sigma=sigmas, k=st.integers(1, 100), delta=deltas)
 def test_dpsgd_never_below_dp_accounting_lower_bound(q, sigma, k, delta):
     h = dpa_interval(k)
@@ -287,7 +300,7 @@ def test_dpsgd_never_below_dp_accounting_lower_bound(q, sigma, k, delta):
     check_ours_against(run, delta, lower, slack=k * h + 1e-3 * lower + 1e-9)
 
 
-@settings(PROPS, max_examples=40)
+@settings(PROPS, max_examples=draws(40))
 @given(q=rates, sigma=sigmas, k=st.integers(1, 200), delta=deltas)
 def test_dpsgd_never_below_prv_accountant_lower_bound(q, sigma, k, delta):
     plo, phi = prv_bounds(
@@ -300,7 +313,7 @@ def test_dpsgd_never_below_prv_accountant_lower_bound(q, sigma, k, delta):
     check_ours_against(run, delta, plo, slack=(phi - plo) + 1e-3 * phi + 1e-9)
 
 
-@settings(PROPS, max_examples=30)
+@settings(PROPS, max_examples=draws(30))
 @given(
     parts=st.lists(st.tuples(st.floats(1.0, 20.0), st.integers(1, 30)), min_size=1, max_size=3),
     delta=deltas,
@@ -321,7 +334,7 @@ def test_gaussian_compositions_against_closed_form_and_both_peers(parts, delta):
     assert run.epsilon(delta) >= plo
 
 
-@settings(PROPS, max_examples=40)
+@settings(PROPS, max_examples=draws(40))
 @given(b=st.floats(0.5, 50.0), k=st.integers(1, 100), delta=deltas)
 def test_laplace_compositions_never_below_peer_lower_bounds(b, k, delta):
     h = dpa_interval(k)
@@ -332,7 +345,7 @@ def test_laplace_compositions_never_below_peer_lower_bounds(b, k, delta):
     check_ours_against(run, delta, plo, slack=(phi - plo) + 1e-3 * phi + 1e-9)
 
 
-@settings(PROPS, max_examples=15)
+@settings(PROPS, max_examples=draws(15))
 @given(
     s1=st.floats(1.0, 10.0),
     k1=st.integers(1, 30),

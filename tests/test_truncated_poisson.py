@@ -113,11 +113,13 @@ def test_no_truncation_is_the_poisson_subsampled_gaussian():
 def test_cutting_the_batch_costs_privacy_and_rdp_is_sound():
     mech = TruncatedPoissonGaussianMechanism(1.0, 0.01, dataset_size=10_000, max_batch_size=105)
     plain = poisson_subsample(GaussianMechanism(sigma=1.0), 0.01)
-    assert mech.epsilon(1e-5) > plain.epsilon(1e-5)
     a = np.array([2.0, 4.5, 16.0])
     assert np.all(mech.rdp(a) >= plain.rdp(a))
     run = compose([mech], counts=[50])
     lo, _ = run.epsilon_bounds(1e-5)
+    # the cut mechanism's certified lower end is above the plain one's answer (on 50
+    # steps: the one-step PLD is built on a finer grid and takes three times as long)
+    assert lo > compose([plain], counts=[50]).epsilon(1e-5)
     from dpacct.accountant.rdp.conversion import rdp_to_epsilon_at_orders
 
     orders = np.linspace(1.5, 64, 200)
@@ -144,29 +146,23 @@ dpa = pytest.importorskip("dp_accounting")
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(
-    ("sigma", "q", "n", "b", "count"),
-    [
-        (1.0, 0.01, 10_000, 110, 100),
-        (1.0, 0.01, 10_000, 100, 100),
-        (0.8, 0.005, 100_000, 500, 20),
-    ],
-)
-def test_against_dp_accounting_pld(sigma, q, n, b, count):
+def test_against_dp_accounting_pld():
+    # one case (the other cases and the grids 1e-4, 1e-5 are in benchmarks/oracle_grids.py);
+    # dp_accounting's interval 1e-3: its PLD here is within 3e-4 of ours, so the tightness
+    # check still bites, and it builds in under a second (1e-5: two minutes)
     from dp_accounting import dp_event as de
     from dp_accounting.pld import pld_privacy_accountant as pa
 
+    sigma, q, n, b, count = 0.8, 0.005, 100_000, 500, 20
     lo, hi = compose([TruncatedPoissonGaussianMechanism(sigma, q, n, b)], [count]).epsilon_bounds(
         1e-5
     )
     event = de.TruncatedSubsampledGaussianDpEvent(n, q, b, sigma)
-    grids = (1e-4, 1e-5) if count <= 20 else (1e-4,)
-    for grid in grids:  # dp_accounting's default (and 10x finer where it runs quickly)
-        acct = pa.PLDAccountant(value_discretization_interval=grid)
-        acct.compose(event, count)
-        theirs = acct.get_epsilon(1e-5)
-        assert lo <= theirs
-        assert hi <= theirs + (hi - lo)
+    acct = pa.PLDAccountant(value_discretization_interval=1e-3)
+    acct.compose(event, count)
+    theirs = acct.get_epsilon(1e-5)
+    assert lo <= theirs
+    assert hi <= theirs
     # the plain Poisson answer is below: the cut is what costs
     plain = compose([poisson_subsample(GaussianMechanism(sigma), q)], [count]).epsilon(1e-5)
     assert plain < lo
