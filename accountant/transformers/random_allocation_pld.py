@@ -31,20 +31,33 @@ What this module certifies (this project's argument, each step checked here):
    moment kept (connect-the-dots: a mean-preserving spread), and by repeated pairwise
    sums (independent sums of convex-order-dominating laws dominate) whose values are
    split the same way onto a coarser grid.  Each split only adds spread.
-3. **Absorption.**  A partial sum above the window top ``W`` (the event ``A``) is not
-   tracked further: with ``Z`` the un-absorbed process, ``(Z/T - gamma)_+ <= Z/T`` on
-   ``A``, so ``A`` goes to an atom of P'-mass ``E[Z/T; A]`` at loss ``+inf`` and
-   Q'-mass ``Q(A)`` at loss ``-inf``; both are computed exactly from the first moments
-   carried along (``E[A + B; A or B absorbed]`` splits over the independent halves).
-   The masses of ``P'`` and ``Q'`` still add up to one.
+3. **Absorption.**  A partial sum above the window top ``W``, or in one of the two end
+   runs of its grid that carry almost nothing (the event ``A``), is not tracked
+   further: with ``Z`` the un-absorbed process, ``(Z/T - gamma)_+ <= Z/T`` and
+   ``(1 - gamma Z/T)_+ <= 1`` on ``A`` whatever ``Z`` is there, so ``A`` goes to an atom
+   of P'-mass ``E[Z/T; A]`` at loss ``+inf`` and Q'-mass ``Q(A)`` at loss ``-inf``; both
+   are computed exactly from the first moments carried along (``E[A + B; A or B
+   absorbed]`` splits over the independent halves).  The masses of ``P'`` and ``Q'``
+   still add up to one.  The end runs cut are the longest whose mass ``q`` at ``s``
+   costs ``sum q (1 + s/T)`` below a fixed budget (about ``1e-15`` per sum, scaled by
+   ``m / T`` for a partial sum of ``m`` terms, which enters ``T / m`` times); one term
+   is carried up to where absorbing it in all ``T`` terms costs below ``1e-14``.
+
+Construction and speed.  Partial sums are arrays with an offset (their empty or
+trimmed ends are not stored), so the FFTs of the doubling (``floor(log2 T)`` squarings
+and at most as many further sums, the step doubling whenever the spread of the sum
+allows) run on the width the sum actually has, not on ``[0, W]``.
 
 Floating-point round-off is handled as in the engine (:mod:`~dpacct.accountant.pld.grid`):
 each pairwise sum is an FFT convolution recomputed under a few exponential tilts, so
-that small entries keep their relative precision; entries no tilt resolves are
-dropped, and the exact mass and first moment they (and the part above the window)
-carried join the absorbed atom (3.), so dropping is sound; the round-off of the kept
-entries (about ``1e-16`` of their size) is not in the certificate.  The law's total mass and
-mean are checked in the tests (exact: 1 and ``T``).
+that small entries keep their relative precision (each tilt only on the index range
+where its tilted inputs do not underflow, which is the whole product there); entries
+no tilt resolves are dropped, and a bound on their mass and first moment (twice the
+least round-off level over the tilts, entry by entry), with the part above the window,
+joins the absorbed atom (3.), so dropping is sound up to that round-off model; the
+round-off of the kept entries (about ``1e-16`` of their size) is not in the
+certificate.  The law's total mass and mean are checked in the tests (1 and ``T``, to
+round-off).
 
 The result feeds the engine as an :class:`~dpacct.accountant.laws.loss_law.AtomicLossLaw`
 pair (remove: loss ``log(s/T)`` under ``P'``; add: ``log(T/s)`` under ``Q'``).
@@ -263,10 +276,10 @@ def _fft_convolve(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]
         k = lo_a + lo_b + np.arange(c.size)
         sub = slice(k[0], k[-1] + 1)
         with np.errstate(over="ignore", under="ignore", invalid="ignore"):
-            log_scale = ma + mb - th * k
-            e = noise * np.exp(log_scale)
+            scale = np.exp(ma + mb - th * k)
+            e = noise * scale
             ok = (c > noise) & (e < err[sub])
-            best[sub] = np.where(ok, c * np.exp(log_scale), best[sub])
+            best[sub] = np.where(ok, c * scale, best[sub])
         err[sub] = np.where(ok, e, err[sub])
         levels.append((th, math.log(noise) + ma + mb if noise > 0 else -math.inf))
     resolved = np.isfinite(err) & np.isfinite(best)
@@ -294,12 +307,29 @@ def _tilted(la: np.ndarray, th: float) -> tuple[np.ndarray, float, int]:
     return np.exp(t[lo:hi] - m), m, lo
 
 
+def _above(
+    qa: np.ndarray, oa: int, qb: np.ndarray, ob: int, step: float, last: int
+) -> tuple[float, float]:
+    """Mass and first moment of ``A + B`` beyond local index ``last`` of the product.
+
+    ``sum_i a_i sum_{j > last - i} b_j (s_i + s_j)``, from tail sums of ``b`` taken
+    from its small end: no FFT round-off.
+    """
+    sb = (ob + np.arange(qb.size)) * step
+    tail = np.append(np.cumsum(qb[::-1])[::-1], 0.0)
+    tail_s = np.append(np.cumsum((qb * sb)[::-1])[::-1], 0.0)
+    j = np.clip(last + 1 - np.arange(qa.size), 0, qb.size)
+    sa = (oa + np.arange(qa.size)) * step
+    return float(qa @ tail[j]), float(qa @ (sa * tail[j] + tail_s[j]))
+
+
 def _add(a: _Part, b: _Part, step: float, top_index: int) -> _Part:
     """Law of the sum of two independent absorbed laws on one grid (module, 3.).
 
-    What the kept entries do not carry -- the entries above the window and those
-    dropped at the round-off level (bounded as in :func:`_fft_convolve`) -- joins the
-    absorbed atom, which only raises every hockey-stick divergence.  (Taken by
+    What the kept entries do not carry -- the part above the window (:func:`_above`)
+    and the entries dropped at the round-off level (bounded as in
+    :func:`_fft_convolve`) -- joins the absorbed atom, which only raises every
+    hockey-stick divergence.  (Taken by
     difference from the exact ``m_a m_b``, the missing mass would carry the FFT's
     round-off of the whole bulk, about ``1e-15``, into the atom at every sum.)
     """
@@ -312,9 +342,10 @@ def _add(a: _Part, b: _Part, step: float, top_index: int) -> _Part:
     c, dropped = _fft_convolve(qa, qa if b is a else qb)
     off = oa + ob
     keep = max(min(top_index + 1 - off, c.size), 1)
-    x = (off + np.arange(c.size)) * step
-    miss_q = float(c[keep:].sum() + dropped.sum())
-    miss_s = float(c[keep:] @ x[keep:] + dropped @ x)
+    x = (off + np.arange(keep)) * step
+    above_q, above_s = _above(qa, oa, qb, ob, step, keep - 1)
+    miss_q = above_q + float(dropped[:keep].sum())
+    miss_s = above_s + float(dropped[:keep] @ x)
     c = c[:keep]
     # E[A + B; A or B absorbed], split over the independent halves
     q_abs = qa_abs * mb + qb_abs * ma - qa_abs * qb_abs + miss_q
@@ -347,7 +378,7 @@ def allocation_sum_law(
     --------
     The law keeps the mean ``E S = T`` (absorbed part included):
 
-    >>> law = allocation_sum_law(1.0, 10)
+    >>> law = allocation_sum_law(1.0, 10, progress=False)
     >>> s = float(law.q @ (np.arange(law.q.size) * law.step)) + law.s_absorbed
     >>> abs(s - 10) < 1e-9
     True
@@ -427,23 +458,31 @@ class AllocationEpochPair(Mechanism):
         Steps per epoch ``T``, >= 1.
     resolution : float, default 1.0
         Grid refinement of the sum law.
+    progress : bool, default True
+        Progress bar while the sum law is built, as in :func:`allocation_sum_law`.
 
     Examples
     --------
-    >>> ep = AllocationEpochPair(1.0, 1000)
+    >>> ep = AllocationEpochPair(1.0, 1000, progress=False)
     >>> bool(0.15 < ep.epsilon(1e-6) < 0.2)
     True
     """
 
     declares = Capabilities(loss_laws=True)
 
-    def __init__(self, sigma: float, steps: int, resolution: float = 1.0) -> None:
+    def __init__(
+        self, sigma: float, steps: int, resolution: float = 1.0, *, progress: bool = True
+    ) -> None:
         self.sigma = check_positive("sigma", sigma)
         self.steps = check_count(steps, "steps")
         self.resolution = check_positive("resolution", resolution)
+        if not isinstance(progress, bool):
+            raise TypeError(f"progress must be True or False, got {progress!r}")
+        self.progress = progress
 
     def _loss_laws(self):
-        return allocation_sum_law(self.sigma, self.steps, self.resolution).pair_laws()
+        law = allocation_sum_law(self.sigma, self.steps, self.resolution, self.progress)
+        return law.pair_laws()
 
     def __repr__(self) -> str:
         return f"AllocationEpochPair(sigma={self.sigma}, steps={self.steps})"
