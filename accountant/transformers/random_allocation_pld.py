@@ -267,7 +267,8 @@ def _fft_convolve(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     err = np.full(size, np.inf)
     levels = []  # per tilt: (th, log of the round-off level at k = 0)
     for th in _TILTS:
-        (ta, ma, lo_a), (tb, mb, lo_b) = _tilted(la, th), _tilted(lb, th)
+        ta, ma, lo_a = _tilted(la, th)
+        tb, mb, lo_b = (ta, ma, lo_a) if b is a else _tilted(lb, th)
         nfft = sp_fft.next_fast_len(ta.size + tb.size - 1, real=True)
         fa = sp_fft.rfft(ta, nfft)
         fb = fa if b is a else sp_fft.rfft(tb, nfft)
@@ -276,7 +277,7 @@ def _fft_convolve(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]
         k = lo_a + lo_b + np.arange(c.size)
         sub = slice(k[0], k[-1] + 1)
         with np.errstate(over="ignore", under="ignore", invalid="ignore"):
-            scale = np.exp(ma + mb - th * k)
+            scale = np.exp(ma + mb - th * k) if th else np.full(c.size, math.exp(ma + mb))
             e = noise * scale
             ok = (c > noise) & (e < err[sub])
             best[sub] = np.where(ok, c * scale, best[sub])
@@ -300,10 +301,10 @@ def _tilted(la: np.ndarray, th: float) -> tuple[np.ndarray, float, int]:
     ``m`` is the largest exponent; outside the range returned every value is below
     ``e^-700`` of the largest (zero or subnormal: nothing an FFT resolves).
     """
-    t = la + th * np.arange(la.size)
+    t = la + th * np.arange(la.size) if th else la
     m = float(t.max())
-    live = np.nonzero(t > m - 700.0)[0]
-    lo, hi = int(live[0]), int(live[-1]) + 1
+    live = t > m - 700.0
+    lo, hi = int(np.argmax(live)), la.size - int(np.argmax(live[::-1]))
     return np.exp(t[lo:hi] - m), m, lo
 
 
@@ -338,7 +339,7 @@ def _add(a: _Part, b: _Part, step: float, top_index: int) -> _Part:
     na, nb = float(qa.sum()), float(qb.sum())
     ma, mb = na + qa_abs, nb + qb_abs
     fa = float(qa @ ((oa + np.arange(qa.size)) * step))
-    fb = float(qb @ ((ob + np.arange(qb.size)) * step))
+    fb = fa if b is a else float(qb @ ((ob + np.arange(qb.size)) * step))
     c, dropped = _fft_convolve(qa, qa if b is a else qb)
     off = oa + ob
     keep = max(min(top_index + 1 - off, c.size), 1)
