@@ -84,8 +84,8 @@ _STEP_PER_SD = 0.02
 #: the mass the absorbed event may carry is aimed at below this (it is computed and
 #: accounted exactly whatever it turns out to be)
 _TAIL_AIM = 1e-12
-#: most cells of the first grid; a wider window takes a coarser step (more spread:
-#: looser, never unsound) instead of more memory
+#: most cells of the first grid (one term's window); a wider window takes a coarser
+#: step (more spread: looser, never unsound) instead of more memory
 _MAX_CELLS = 2**21
 #: what trimming the ends of partial sums may move into the absorbed event, per trim of
 #: a sum used once (a partial sum of ``m`` terms that ``T / m`` copies of go into the
@@ -406,9 +406,9 @@ def _build(s: float, t: int, r: float, progress: bool) -> SumLaw:
     # plus a multiple of the spread
     top = t + _x_tail(s, t, _TAIL_AIM) + 12.0 * sd * math.sqrt(t) + 2.0
     target = _STEP_PER_SD * sd / r
-    step = max(target, top / _MAX_CELLS)
     # one term is carried up to _x_tail(_BASE_AIM) only; the trims keep what counts
     base_top = min(top, _x_tail(s, t, _BASE_AIM) + 12.0 * sd + 2.0)
+    step = max(target, base_top / _MAX_CELLS)
     power = _trim(_base_law(s, step, base_top), step, t, _TRIM / t)
     count, acc = 1, None
     remaining = t
