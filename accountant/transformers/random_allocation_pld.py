@@ -46,15 +46,18 @@ What this module certifies (this project's argument, each step checked here):
 Construction and speed.  Partial sums are arrays with an offset (their empty or
 trimmed ends are not stored), so the FFTs of the doubling (``floor(log2 T)`` squarings
 and at most as many further sums, the step doubling whenever the spread of the sum
-allows) run on the width the sum actually has, not on ``[0, W]``.
+allows) run on the width the sum actually has, not on ``[0, W]``.  A built law is kept
+per ``(sigma, T, resolution)``; a build longer than :data:`PROGRESS_DELAY` seconds
+shows a ``tqdm`` bar unless ``progress=False``.
 
 Floating-point round-off is handled as in the engine (:mod:`~dpacct.accountant.pld.grid`):
 each pairwise sum is an FFT convolution recomputed under a few exponential tilts, so
 that small entries keep their relative precision (each tilt only on the index range
 where its tilted inputs do not underflow, which is the whole product there); entries
 no tilt resolves are dropped, and a bound on their mass and first moment (twice the
-least round-off level over the tilts, entry by entry), with the part above the window,
-joins the absorbed atom (3.), so dropping is sound up to that round-off model; the
+least round-off level over the tilts, entry by entry), with the part above the window
+(computed from tail sums of one factor, not through the FFT), joins the absorbed atom
+(3.), so dropping is sound up to that round-off model; the
 round-off of the kept entries (about ``1e-16`` of their size) is not in the
 certificate.  The law's total mass and mean are checked in the tests (1 and ``T``, to
 round-off).
