@@ -15,6 +15,7 @@ from dpacct.accountant.transformers.random_allocation import (
 )
 from dpacct.accountant.transformers.random_allocation_pld import (
     AllocationEpochPair,
+    _above,
     allocation_sum_law,
 )
 from dpacct.mechanisms import GaussianMechanism
@@ -152,3 +153,36 @@ def test_bad_inputs_are_named():
         allocation_sum_law(-1.0, 10)
     with pytest.raises(ValueError, match="steps"):
         AllocationEpochPair(1.0, 0)
+    with pytest.raises(TypeError, match="progress"):
+        allocation_sum_law(1.0, 10, progress=1)
+    with pytest.raises(TypeError, match="progress"):
+        AllocationEpochPair(1.0, 10, progress="no")
+
+
+def test_progress_flag_does_not_change_the_law():
+    # the law is cached by (sigma, T, resolution): the bar is display only
+    assert allocation_sum_law(1.0, 7, progress=False) is allocation_sum_law(1.0, 7)
+
+
+@pytest.mark.parametrize("last", [0, 3, 9, 15, 40])
+def test_part_above_the_window_matches_a_double_loop(last):
+    rng = np.random.default_rng(3)
+    qa, qb = rng.random(12) ** 4, rng.random(9) ** 4
+    oa, ob, step = 5, 2, 0.25
+    mass = moment = 0.0
+    for i, j in itertools.product(range(qa.size), range(qb.size)):
+        if i + j > last:
+            mass += qa[i] * qb[j]
+            moment += qa[i] * qb[j] * (oa + i + ob + j) * step
+    got = _above(qa, oa, qb, ob, step, last)
+    assert got[0] == pytest.approx(mass, rel=1e-13, abs=1e-300)
+    assert got[1] == pytest.approx(moment, rel=1e-13, abs=1e-300)
+
+
+@pytest.mark.parametrize(("sigma", "steps"), [(1.0, 5), (2.0, 37), (0.8, 12)])
+def test_trimmed_law_keeps_both_totals_at_gamma_zero(sigma, steps):
+    # at gamma = 0 both divergences are totals: E[S'/T] (with the atom's moment) is
+    # E S / T = 1 and the Q'-mass is 1, whatever the trims moved into the atom
+    law = allocation_sum_law(sigma, steps)
+    rem, add = law.hockey_stick(np.array([0.0]))
+    assert rem[0] == pytest.approx(1.0, abs=1e-11) and add[0] == pytest.approx(1.0, abs=1e-11)

@@ -164,25 +164,39 @@ def _partitions(n: int):
 
 
 @cache
-def _partition_table(order: int, steps: int) -> tuple[np.ndarray, np.ndarray]:
-    """(log number of step tuples with each multiplicity profile, sum of squares)."""
-    logs, squares = [], []
+def _partition_shapes(order: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per partition of ``order``: its length, ``log(order! / prod(part_i!))``,
+    ``log prod(mult_m!)`` (the parts of the count that do not depend on ``steps``) and
+    the sum of squares of its parts."""
+    lengths, orderings, repeats, squares = [], [], [], []
     lgam = math.lgamma
     for part in _partitions(order):
-        length = len(part)
-        if length > steps:
-            continue
-        # order! / prod(part_i!) orderings of the tuple, times the ways to give the
-        # parts distinct steps: steps! / (steps - length)! / prod(mult_m!)
-        log_count = lgam(order + 1) - sum(lgam(x + 1) for x in part)
-        log_count += lgam(steps + 1) - lgam(steps - length + 1)
         mult: dict[int, int] = {}
         for x in part:
             mult[x] = mult.get(x, 0) + 1
-        log_count -= sum(lgam(m + 1) for m in mult.values())
-        logs.append(log_count)
+        lengths.append(len(part))
+        orderings.append(lgam(order + 1) - sum(lgam(x + 1) for x in part))
+        repeats.append(sum(lgam(m + 1) for m in mult.values()))
         squares.append(sum(x * x for x in part))
-    return np.array(logs), np.array(squares, dtype=float)
+    return (
+        np.array(lengths),
+        np.array(orderings),
+        np.array(repeats),
+        np.array(squares, dtype=float),
+    )
+
+
+@cache
+def _partition_table(order: int, steps: int) -> tuple[np.ndarray, np.ndarray]:
+    """(log number of step tuples with each multiplicity profile, sum of squares)."""
+    lengths, orderings, repeats, squares = _partition_shapes(order)
+    keep = lengths <= steps
+    # order! / prod(part_i!) orderings of the tuple, times the ways to give the parts
+    # distinct steps: steps! / (steps - length)! / prod(mult_m!)
+    top = math.lgamma(steps + 1)
+    distinct = np.array([top - math.lgamma(steps - n + 1) for n in range(min(order, steps) + 1)])
+    logs = (orderings[keep] + distinct[lengths[keep]]) - repeats[keep]
+    return logs, squares[keep]
 
 
 def remove_rdp(order: int, sigma: float, steps: int) -> float:

@@ -31,20 +31,36 @@ What this module certifies (this project's argument, each step checked here):
    moment kept (connect-the-dots: a mean-preserving spread), and by repeated pairwise
    sums (independent sums of convex-order-dominating laws dominate) whose values are
    split the same way onto a coarser grid.  Each split only adds spread.
-3. **Absorption.**  A partial sum above the window top ``W`` (the event ``A``) is not
-   tracked further: with ``Z`` the un-absorbed process, ``(Z/T - gamma)_+ <= Z/T`` on
-   ``A``, so ``A`` goes to an atom of P'-mass ``E[Z/T; A]`` at loss ``+inf`` and
-   Q'-mass ``Q(A)`` at loss ``-inf``; both are computed exactly from the first moments
-   carried along (``E[A + B; A or B absorbed]`` splits over the independent halves).
-   The masses of ``P'`` and ``Q'`` still add up to one.
+3. **Absorption.**  A partial sum above the window top ``W``, or in one of the two end
+   runs of its grid that carry almost nothing (the event ``A``), is not tracked
+   further: with ``Z`` the un-absorbed process, ``(Z/T - gamma)_+ <= Z/T`` and
+   ``(1 - gamma Z/T)_+ <= 1`` on ``A`` whatever ``Z`` is there, so ``A`` goes to an atom
+   of P'-mass ``E[Z/T; A]`` at loss ``+inf`` and Q'-mass ``Q(A)`` at loss ``-inf``; both
+   are computed exactly from the first moments carried along (``E[A + B; A or B
+   absorbed]`` splits over the independent halves).  The masses of ``P'`` and ``Q'``
+   still add up to one.  The end runs cut are the longest whose mass ``q`` at ``s``
+   costs ``sum q (1 + s/T)`` below a fixed budget (about ``1e-15`` per sum, scaled by
+   ``m / T`` for a partial sum of ``m`` terms, which enters ``T / m`` times); one term
+   is carried up to where absorbing it in all ``T`` terms costs below ``1e-14``.
+
+Construction and speed.  Partial sums are arrays with an offset (their empty or
+trimmed ends are not stored), so the FFTs of the doubling (``floor(log2 T)`` squarings
+and at most as many further sums, the step doubling whenever the spread of the sum
+allows) run on the width the sum actually has, not on ``[0, W]``.  A built law is kept
+per ``(sigma, T, resolution)``; a build longer than :data:`PROGRESS_DELAY` seconds
+shows a ``tqdm`` bar unless ``progress=False``.
 
 Floating-point round-off is handled as in the engine (:mod:`~dpacct.accountant.pld.grid`):
 each pairwise sum is an FFT convolution recomputed under a few exponential tilts, so
-that small entries keep their relative precision; entries no tilt resolves are
-dropped, and the exact mass and first moment they (and the part above the window)
-carried join the absorbed atom (3.), so dropping is sound; the round-off of the kept
-entries (about ``1e-16`` of their size) is not in the certificate.  The law's total mass and
-mean are checked in the tests (exact: 1 and ``T``).
+that small entries keep their relative precision (each tilt only on the index range
+where its tilted inputs do not underflow, which is the whole product there); entries
+no tilt resolves are dropped, and a bound on their mass and first moment (twice the
+least round-off level over the tilts, entry by entry), with the part above the window
+(computed from tail sums of one factor, not through the FFT), joins the absorbed atom
+(3.), so dropping is sound up to that round-off model; the
+round-off of the kept entries (about ``1e-16`` of their size) is not in the
+certificate.  The law's total mass and mean are checked in the tests (1 and ``T``, to
+round-off).
 
 The result feeds the engine as an :class:`~dpacct.accountant.laws.loss_law.AtomicLossLaw`
 pair (remove: loss ``log(s/T)`` under ``P'``; add: ``log(T/s)`` under ``Q'``).
@@ -54,7 +70,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import cache
 
 import numpy as np
 from scipy import fft as sp_fft
@@ -72,9 +87,23 @@ _STEP_PER_SD = 0.02
 #: the mass the absorbed event may carry is aimed at below this (it is computed and
 #: accounted exactly whatever it turns out to be)
 _TAIL_AIM = 1e-12
-#: most cells of the first grid; a wider window takes a coarser step (more spread:
-#: looser, never unsound) instead of more memory
+#: most cells of the first grid (one term's window); a wider window takes a coarser
+#: step (more spread: looser, never unsound) instead of more memory
 _MAX_CELLS = 2**21
+#: what trimming the ends of partial sums may move into the absorbed event, per trim of
+#: a sum used once (a partial sum of ``m`` terms that ``T / m`` copies of go into the
+#: total trims within ``m / T`` of it); at most ``2 log2 T`` trims,
+#: so they add at most a few ``1e-14`` in all
+_TRIM = 1e-15
+#: what absorbing one term above its window may cost (the window of a single term is
+#: much narrower than that of the whole sum, whose top is set by ``_TAIL_AIM``)
+_BASE_AIM = 1e-14
+#: seconds the law build runs before its progress bar appears
+PROGRESS_DELAY = 2.0
+
+#: a partial sum: masses ``q`` at ``(offset + i) * step``, the absorbed event's Q-mass
+#: and first moment
+_Part = tuple[np.ndarray, int, float, float]
 
 
 @dataclass(frozen=True)
@@ -149,7 +178,19 @@ def _tail_moments(sigma: float, x: float) -> tuple[float, float]:
     return float(special.ndtr(-sigma * (lx + c))), float(special.ndtr(-sigma * (lx - c)))
 
 
-def _base_law(sigma: float, step: float, top: float):
+def _x_tail(sigma: float, steps: int, aim: float) -> float:
+    """A value ``x`` past which absorbing a term in all ``T`` terms costs below ``aim``.
+
+    The cost (module, 3.) is ``E[X; X > x] + T P(X > x)``; each half is kept under
+    ``aim / 2``.
+    """
+    c = 0.5 / (sigma * sigma)
+    z_moment = -float(special.ndtri(0.5 * aim))
+    z_mass = -float(special.ndtri(0.5 * aim / steps))
+    return max(math.exp(c + z_moment / sigma), math.exp(-c + z_mass / sigma))
+
+
+def _base_law(sigma: float, step: float, top: float) -> _Part:
     """``X`` split onto ``0, step, 2 step, ...`` (mean kept per cell), absorbed above."""
     n = math.floor(top / step)
     edges = np.arange(n + 1) * step
@@ -160,18 +201,46 @@ def _base_law(sigma: float, step: float, top: float):
     q[:-1] += mass - right
     q[1:] += right
     q_abs, s_abs = _tail_moments(sigma, float(edges[-1]))
-    return q, q_abs, s_abs
+    return q, 0, q_abs, s_abs
 
 
-def _coarsen(q: np.ndarray) -> np.ndarray:
+def _coarsen(part: _Part) -> _Part:
     """Step doubled: even nodes stay, odd ones split half and half (mean kept)."""
+    q, off, q_abs, s_abs = part
+    if off % 2:  # start on an even node, so that even nodes are the kept ones
+        q, off = np.concatenate(([0.0], q)), off - 1
     n = q.size
     out = np.zeros(n // 2 + 1)
     out[: (n + 1) // 2] += q[0::2]
     half = 0.5 * q[1::2]
     out[: half.size] += half
     out[1 : half.size + 1] += half
-    return out
+    return out, off // 2, q_abs, s_abs
+
+
+def _trim(part: _Part, step: float, steps: int, budget: float) -> _Part:
+    """Both ends of a partial sum moved into its absorbed event, within ``budget``.
+
+    An entry of mass ``q`` at ``s`` costs at most ``q (1 + s / T)`` of either
+    direction's delta once absorbed (module, 3.: the other terms add ``q`` times their
+    mean, at most ``q T``); the longest end runs costing at most ``budget / 2`` each go,
+    their exact mass and first moment joining the absorbed event.  Sound whatever the
+    budget: it only decides how much is carried exactly.
+    """
+    q, off, q_abs, s_abs = part
+    n = q.size
+    s = (off + np.arange(n)) * step
+    cost = q * (1.0 + s / steps)
+    lo = int(np.searchsorted(np.cumsum(cost), 0.5 * budget, side="right"))
+    hi = int(np.searchsorted(np.cumsum(cost[::-1]), 0.5 * budget, side="right"))
+    lo = min(lo, n - 1)
+    hi = min(hi, n - 1 - lo)
+    if lo == 0 and hi == 0:
+        return part
+    keep = slice(lo, n - hi)
+    dq = float(q[:lo].sum() + q[n - hi :].sum())
+    ds = float(q[:lo] @ s[:lo] + q[n - hi :] @ s[n - hi :])
+    return q[keep], off + lo, q_abs + dq, s_abs + ds
 
 
 #: round-off of an FFT convolution per unit of its largest entry (the engine's
@@ -182,70 +251,115 @@ _FFT_NOISE = 8e-16
 _TILTS = (0.0, 3e-6, 1e-5, 3e-5, 1e-4, 1e-3, 1e-2, -1e-3, -1e-2, -1e-1)
 
 
-def _fft_convolve(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def _fft_convolve(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``a * b`` for non-negative arrays, small entries kept to relative precision.
 
     Tilting commutes with convolution, ``(a_i e^{th i}) * (b_j e^{th j}) = c_k e^{th k}``;
     under each tilt of :data:`_TILTS` an entry above the round-off level of that
     product (``_FFT_NOISE`` times its peak) is resolved, and each entry takes the
-    estimate with the smallest round-off.  Entries no tilt resolves are set to zero
-    (their mass goes to the absorbed atom, :func:`_add`).
+    estimate with the smallest round-off.  Entries no tilt resolves are set to zero;
+    the second array bounds them (twice the least round-off level over the tilts: an
+    unresolved entry is below it under every tilt), and is zero where resolved; their
+    mass goes to the absorbed atom (:func:`_add`).
     """
     size = a.size + b.size - 1
-    nfft = sp_fft.next_fast_len(size, real=True)
     with np.errstate(divide="ignore"):
-        la, lb = np.log(a), np.log(b)
-    ia, ib, k = np.arange(a.size), np.arange(b.size), np.arange(size)
+        la = np.log(a)
+        lb = la if b is a else np.log(b)
     best = np.zeros(size)
     err = np.full(size, np.inf)
+    levels = []  # per tilt: (th, log of the round-off level at k = 0)
     for th in _TILTS:
-        ta = la + th * ia
-        ma = float(ta.max())
-        fa = sp_fft.rfft(np.exp(ta - ma), nfft)
-        if b is a:
-            mb, fb = ma, fa
-        else:
-            tb = lb + th * ib
-            mb = float(tb.max())
-            fb = sp_fft.rfft(np.exp(tb - mb), nfft)
-        c = sp_fft.irfft(fa * fb, nfft)[:size]
+        ta, ma, lo_a = _tilted(la, th)
+        tb, mb, lo_b = (ta, ma, lo_a) if b is a else _tilted(lb, th)
+        nfft = sp_fft.next_fast_len(ta.size + tb.size - 1, real=True)
+        fa = sp_fft.rfft(ta, nfft)
+        fb = fa if b is a else sp_fft.rfft(tb, nfft)
+        c = sp_fft.irfft(fa * fb, nfft)[: ta.size + tb.size - 1]
         noise = _FFT_NOISE * float(np.abs(c).max())
+        k = lo_a + lo_b + np.arange(c.size)
+        sub = slice(k[0], k[-1] + 1)
         with np.errstate(over="ignore", under="ignore", invalid="ignore"):
-            log_scale = ma + mb - th * k
-            e = noise * np.exp(log_scale)
-            ok = (c > noise) & (e < err)
-            best = np.where(ok, c * np.exp(log_scale), best)
-        err = np.where(ok, e, err)
-    return np.where(np.isfinite(best), best, 0.0)
+            scale = np.exp(ma + mb - th * k) if th else np.full(c.size, math.exp(ma + mb))
+            e = noise * scale
+            ok = (c > noise) & (e < err[sub])
+            best[sub] = np.where(ok, c * scale, best[sub])
+        err[sub] = np.where(ok, e, err[sub])
+        levels.append((th, math.log(noise) + ma + mb if noise > 0 else -math.inf))
+    resolved = np.isfinite(err) & np.isfinite(best)
+    dropped = np.zeros(size)
+    idx = np.nonzero(~resolved)[0]
+    if idx.size:
+        # outside a tilt's range its product is below e^-700 of its peak: the level
+        # bounds it there too
+        with np.errstate(over="ignore"):
+            log_level = np.min([lv - th * idx for th, lv in levels], axis=0)
+            dropped[idx] = 2.0 * np.exp(log_level)
+    return np.where(resolved, best, 0.0), dropped
 
 
-def _add(a, b, step: float, top_index: int):
+def _tilted(la: np.ndarray, th: float) -> tuple[np.ndarray, float, int]:
+    """``exp(la_i + th i - m)`` on the range where it does not underflow, ``m``, start.
+
+    ``m`` is the largest exponent; outside the range returned every value is below
+    ``e^-700`` of the largest (zero or subnormal: nothing an FFT resolves).
+    """
+    t = la + th * np.arange(la.size) if th else la
+    m = float(t.max())
+    live = t > m - 700.0
+    lo, hi = int(np.argmax(live)), la.size - int(np.argmax(live[::-1]))
+    return np.exp(t[lo:hi] - m), m, lo
+
+
+def _above(
+    qa: np.ndarray, oa: int, qb: np.ndarray, ob: int, step: float, last: int
+) -> tuple[float, float]:
+    """Mass and first moment of ``A + B`` beyond local index ``last`` of the product.
+
+    ``sum_i a_i sum_{j > last - i} b_j (s_i + s_j)``, from tail sums of ``b`` taken
+    from its small end: no FFT round-off.
+    """
+    sb = (ob + np.arange(qb.size)) * step
+    tail = np.append(np.cumsum(qb[::-1])[::-1], 0.0)
+    tail_s = np.append(np.cumsum((qb * sb)[::-1])[::-1], 0.0)
+    j = np.clip(last + 1 - np.arange(qa.size), 0, qb.size)
+    sa = (oa + np.arange(qa.size)) * step
+    return float(qa @ tail[j]), float(qa @ (sa * tail[j] + tail_s[j]))
+
+
+def _add(a: _Part, b: _Part, step: float, top_index: int) -> _Part:
     """Law of the sum of two independent absorbed laws on one grid (module, 3.).
 
-    The finite x finite product's exact mass and first moment are known
-    (``m_a m_b`` and ``f_a m_b + f_b m_a``); whatever of them the kept entries do not
-    carry -- the part above the window and the entries dropped at the round-off level
-    -- joins the absorbed atom, which only raises every hockey-stick divergence.
+    What the kept entries do not carry -- the part above the window (:func:`_above`)
+    and the entries dropped at the round-off level (bounded as in
+    :func:`_fft_convolve`) -- joins the absorbed atom, which only raises every
+    hockey-stick divergence.  (Taken by
+    difference from the exact ``m_a m_b``, the missing mass would carry the FFT's
+    round-off of the whole bulk, about ``1e-15``, into the atom at every sum.)
     """
-    qa, qa_abs, sa_abs = a
-    qb, qb_abs, sb_abs = b
+    qa, oa, qa_abs, sa_abs = a
+    qb, ob, qb_abs, sb_abs = b
     na, nb = float(qa.sum()), float(qb.sum())
     ma, mb = na + qa_abs, nb + qb_abs
-    fa = float(qa @ (np.arange(qa.size) * step))
-    fb = float(qb @ (np.arange(qb.size) * step))
-    c = _fft_convolve(qa, qa if qb is qa else qb)
-    keep = min(top_index + 1, c.size)
+    fa = float(qa @ ((oa + np.arange(qa.size)) * step))
+    fb = fa if b is a else float(qb @ ((ob + np.arange(qb.size)) * step))
+    c, dropped = _fft_convolve(qa, qa if b is a else qb)
+    off = oa + ob
+    keep = max(min(top_index + 1 - off, c.size), 1)
+    x = (off + np.arange(keep)) * step
+    above_q, above_s = _above(qa, oa, qb, ob, step, keep - 1)
+    miss_q = above_q + float(dropped[:keep].sum())
+    miss_s = above_s + float(dropped[:keep] @ x)
     c = c[:keep]
-    miss_q = max(na * nb - float(c.sum()), 0.0)
-    miss_s = max(fa * nb + fb * na - float(c @ (np.arange(keep) * step)), 0.0)
     # E[A + B; A or B absorbed], split over the independent halves
     q_abs = qa_abs * mb + qb_abs * ma - qa_abs * qb_abs + miss_q
     s_abs = sa_abs * mb + fa * qb_abs + sb_abs * ma + fb * qa_abs + miss_s
-    return c, q_abs, s_abs
+    return c, off, q_abs, s_abs
 
 
-@cache
-def allocation_sum_law(sigma: float, steps: int, resolution: float = 1.0) -> SumLaw:
+def allocation_sum_law(
+    sigma: float, steps: int, resolution: float = 1.0, progress: bool = True
+) -> SumLaw:
     """Convex-order-dominating law of the sum behind one allocation epoch (k = 1).
 
     Parameters
@@ -256,6 +370,9 @@ def allocation_sum_law(sigma: float, steps: int, resolution: float = 1.0) -> Sum
         Steps per epoch ``T``, >= 1.
     resolution : float, default 1.0
         Grid refinement factor (> 0); the spread added shrinks like its square.
+    progress : bool, default True
+        Show a ``tqdm`` progress bar (stderr) if the build lasts more than
+        :data:`PROGRESS_DELAY` seconds (large ``T``); ``False`` never shows one.
 
     Returns
     -------
@@ -265,7 +382,7 @@ def allocation_sum_law(sigma: float, steps: int, resolution: float = 1.0) -> Sum
     --------
     The law keeps the mean ``E S = T`` (absorbed part included):
 
-    >>> law = allocation_sum_law(1.0, 10)
+    >>> law = allocation_sum_law(1.0, 10, progress=False)
     >>> s = float(law.q @ (np.arange(law.q.size) * law.step)) + law.s_absorbed
     >>> abs(s - 10) < 1e-9
     True
@@ -273,38 +390,61 @@ def allocation_sum_law(sigma: float, steps: int, resolution: float = 1.0) -> Sum
     s = check_positive("sigma", sigma)
     t = check_count(steps, "steps")
     r = check_positive("resolution", resolution)
+    if not isinstance(progress, bool):
+        raise TypeError(f"progress must be True or False, got {progress!r}")
+    key = (s, t, r)
+    if key not in _LAWS:
+        _LAWS[key] = _build(s, t, r, progress)
+    return _LAWS[key]
+
+
+#: built laws by (sigma, T, resolution); a law is a few hundred kB at most
+_LAWS: dict[tuple[float, int, float], SumLaw] = {}
+
+
+def _build(s: float, t: int, r: float, progress: bool) -> SumLaw:
+    """:func:`allocation_sum_law` without the checks and the cache."""
     sd = math.sqrt(math.expm1(1.0 / (s * s)))  # standard deviation of X
-    # window top: T, plus a single term x beyond which E[X; X > x] + T P(X > x) (what
-    # absorbing it costs, module 3.) is below _TAIL_AIM, plus a multiple of the spread
-    z_moment = -float(special.ndtri(0.5 * _TAIL_AIM))
-    z_mass = -float(special.ndtri(0.5 * _TAIL_AIM / t))
-    x_tail = max(math.exp(0.5 / (s * s) + z_moment / s), math.exp(-0.5 / (s * s) + z_mass / s))
-    top = t + x_tail + 12.0 * sd * math.sqrt(t) + 2.0
+    # window top of every partial sum: T, plus a single term beyond _x_tail(_TAIL_AIM),
+    # plus a multiple of the spread
+    top = t + _x_tail(s, t, _TAIL_AIM) + 12.0 * sd * math.sqrt(t) + 2.0
     target = _STEP_PER_SD * sd / r
-    step = max(target, top / _MAX_CELLS)
-    base = _base_law(s, step, top)
-    power, count, acc, acc_count = base, 1, None, 0
+    # one term is carried up to _x_tail(_BASE_AIM) only; the trims keep what counts
+    base_top = min(top, _x_tail(s, t, _BASE_AIM) + 12.0 * sd + 2.0)
+    step = max(target, base_top / _MAX_CELLS)
+    power = _trim(_base_law(s, step, base_top), step, t, _TRIM / t)
+    count, acc = 1, None
     remaining = t
-    while True:
-        if remaining & 1:
-            if acc is None:
-                acc, acc_count = power, count
-            else:
-                acc = _add(acc, power, step, int(top / step))
-                acc_count += count
-        remaining >>= 1
-        if not remaining:
-            break
-        power = _add(power, power, step, int(top / step))
-        count *= 2
-        # coarsen while the step is below its target for the current number of terms
-        while 2.0 * step <= target * math.sqrt(count):
-            step *= 2.0
-            power = (_coarsen(power[0]), power[1], power[2])
-            if acc is not None:
-                acc = (_coarsen(acc[0]), acc[1], acc[2])
-    q, q_abs, s_abs = acc
-    return SumLaw(t, step, q, q_abs, s_abs)
+    from tqdm.auto import tqdm
+
+    with tqdm(
+        total=t.bit_length() - 1 + bin(t).count("1"),
+        desc=f"random-allocation law (T={t})",
+        delay=PROGRESS_DELAY,
+        disable=not progress,
+        leave=False,
+    ) as bar:
+        while True:
+            if remaining & 1:
+                if acc is None:
+                    acc = power
+                else:
+                    acc = _trim(_add(acc, power, step, int(top / step)), step, t, _TRIM)
+                bar.update(1)
+            remaining >>= 1
+            if not remaining:
+                break
+            count *= 2
+            power = _trim(_add(power, power, step, int(top / step)), step, t, _TRIM * count / t)
+            bar.update(1)
+            # coarsen while the step is below its target for the current number of terms
+            while 2.0 * step <= target * math.sqrt(count):
+                step *= 2.0
+                power = _coarsen(power)
+                if acc is not None:
+                    acc = _coarsen(acc)
+    q, off, q_abs, s_abs = acc
+    return SumLaw(t, step, np.concatenate((np.zeros(off), q)), q_abs, s_abs)
 
 
 class AllocationEpochPair(Mechanism):
@@ -322,23 +462,31 @@ class AllocationEpochPair(Mechanism):
         Steps per epoch ``T``, >= 1.
     resolution : float, default 1.0
         Grid refinement of the sum law.
+    progress : bool, default True
+        Progress bar while the sum law is built, as in :func:`allocation_sum_law`.
 
     Examples
     --------
-    >>> ep = AllocationEpochPair(1.0, 1000)
+    >>> ep = AllocationEpochPair(1.0, 1000, progress=False)
     >>> bool(0.15 < ep.epsilon(1e-6) < 0.2)
     True
     """
 
     declares = Capabilities(loss_laws=True)
 
-    def __init__(self, sigma: float, steps: int, resolution: float = 1.0) -> None:
+    def __init__(
+        self, sigma: float, steps: int, resolution: float = 1.0, *, progress: bool = True
+    ) -> None:
         self.sigma = check_positive("sigma", sigma)
         self.steps = check_count(steps, "steps")
         self.resolution = check_positive("resolution", resolution)
+        if not isinstance(progress, bool):
+            raise TypeError(f"progress must be True or False, got {progress!r}")
+        self.progress = progress
 
     def _loss_laws(self):
-        return allocation_sum_law(self.sigma, self.steps, self.resolution).pair_laws()
+        law = allocation_sum_law(self.sigma, self.steps, self.resolution, self.progress)
+        return law.pair_laws()
 
     def __repr__(self) -> str:
         return f"AllocationEpochPair(sigma={self.sigma}, steps={self.steps})"
