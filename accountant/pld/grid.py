@@ -63,7 +63,7 @@ import numpy as np
 from ..laws.loss_law import AtomicLossLaw, PrivacyLossLaw
 from ..numerics import EXP_OVERFLOW, SUBNORMAL_FLOOR, TINY
 from ..validation import check_positive, check_probability
-from .pld_fft import _accurate_convolve, _tail_cuts
+from .pld_fft import _certified_convolve, _tail_cuts
 from .pld_hull import _decaying_sum, _lower_hull
 
 __all__ = ["GridPLD", "discretize"]
@@ -588,7 +588,7 @@ class GridPLD:
         if other.pessimistic != self.pessimistic:
             raise ValueError("cannot compose a pessimistic with an optimistic PLD")
         a, b = _common_grid(self, other)
-        pmf = _accurate_convolve(a.pmf, a.pmf if b is a else b.pmf, tail)
+        pmf = _certified_convolve(a.pmf, a.pmf if b is a else b.pmf, tail, self.pessimistic)
         # (a_fin + a_inf) x (b_fin + b_inf): every product with an infinite factor is
         # infinite; written for sub-probability measures (parts of a split PLD) too
         fin_a, fin_b = float(a.pmf.sum()), float(b.pmf.sum())
