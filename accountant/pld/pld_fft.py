@@ -17,8 +17,11 @@ counts).  It holds
   an inverse transform of a product spectrum (:func:`_spectral_error`; Higham 2002,
   Theorem 24.2).
 
-The certificate policy of the engine: discretisation, tail truncation, aliasing and
-floating-point round-off of the FFTs are all inside a certified bracket.
+Certificate policy: the schedule path puts discretisation, tail truncation, aliasing
+and the FFTs' round-off inside its bracket.  Pairwise products (:class:`GridPLD
+<dpacct.accountant.pld.grid.GridPLD>`) put their round-off in only with
+:data:`CERTIFY_ROUNDOFF` (off by default: docs/theory/pld.md gives the measured
+reason); without it only the total-mass drift is corrected.
 """
 
 from __future__ import annotations
