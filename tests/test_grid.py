@@ -5,12 +5,14 @@ The FFT kernel and tail cuts are tested in ``test_pld_fft.py``, the hulls in
 """
 
 import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
 from scipy import integrate
 
 from dpacct.accountant.laws.loss_law import AtomicLossLaw, GaussianLossLaw, PoissonSubsampledLossLaw
+from dpacct.accountant.pld import pld_fft
 from dpacct.accountant.pld.grid import GridPLD, discretize
 from dpacct.mechanisms import gaussian_delta
 
@@ -176,3 +178,58 @@ def test_as_law_is_the_atomic_law_of_the_grid():
     # the grid's own curve: the same, rounded up for floating point (a pessimistic PLD)
     d = pld.delta(eps)
     assert np.all(expected <= d) and np.all(d <= expected * (1 + 1e-9) + 1e-15)
+
+
+def _exact_convolution(a, b):
+    """Exact convolution of float arrays, in rationals."""
+    fa, fb = [Fraction(float(v)) for v in a], [Fraction(float(v)) for v in b]
+    out = [Fraction(0)] * (len(fa) + len(fb) - 1)
+    for i, x in enumerate(fa):
+        if x:
+            for j, y in enumerate(fb):
+                out[i + j] += x * y
+    return out
+
+
+def _wide_pmf(rng, n):
+    x = 10.0 ** (-rng.random(n) * 300)  # dynamic range down to 1e-300
+    x[rng.integers(0, n)] = 1.0
+    x[rng.random(n) < 0.1] = 1e-300
+    return x / x.sum()
+
+
+@pytest.mark.parametrize("pessimistic", [True, False])
+def test_certified_roundoff_brackets_the_exact_product_entrywise(monkeypatch, pessimistic):
+    # with the round-off in the certificate, a composed pessimistic (optimistic) PMF is
+    # entrywise at or above (below) the exact convolution of its inputs
+    monkeypatch.setattr(pld_fft, "CERTIFY_ROUNDOFF", True)
+    rng = np.random.default_rng(11)
+    for na, nb in [(40, 30), (120, 100), (300, 260)]:
+        a, b = _wide_pmf(rng, na), _wide_pmf(rng, nb)
+        pa = GridPLD(0.01, -5, a, 0.0, pessimistic)
+        pb = GridPLD(0.01, 3, b, 0.0, pessimistic)
+        got = pa.convolve(pb)
+        exact = _exact_convolution(a, b)
+        shift = got.offset - (-5 + 3)
+        full = np.zeros(len(exact))
+        full[shift : shift + got.pmf.size] = got.pmf
+        for g, x in zip(full, exact, strict=True):
+            assert (Fraction(float(g)) >= x) if pessimistic else (Fraction(float(g)) <= x)
+
+
+@pytest.mark.parametrize("pessimistic", [True, False])
+def test_certified_roundoff_survives_repeated_squaring(monkeypatch, pessimistic):
+    monkeypatch.setattr(pld_fft, "CERTIFY_ROUNDOFF", True)
+    rng = np.random.default_rng(12)
+    a = _wide_pmf(rng, 70)
+    pld = GridPLD(0.05, -20, a, 0.0, pessimistic)
+    got = pld.self_compose(6, tail=0.0, max_step=0.05)  # no coarsening: exact lattice
+    exact = _exact_convolution(a, a)
+    exact = _exact_convolution(_exact_convolution(exact, exact), exact)  # 2 * 2 + 2
+    shift = got.offset - 6 * (-20)
+    assert got.step == 0.05 and got.inf_mass == 0.0
+    full = [Fraction(0)] * len(exact)
+    for k, v in enumerate(got.pmf):
+        full[shift + k] = Fraction(float(v))
+    for g, x in zip(full, exact, strict=True):
+        assert (g >= x) if pessimistic else (g <= x)

@@ -9,6 +9,7 @@ Chernoff window.  The round-off bound is checked to cover the observed error.
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -246,3 +247,77 @@ def test_chernoff_window_bounds_the_mass_outside_it():
     for a_idx, n in [(mid - 50, 100), (mid - 200, 300), (origin + 10, total.size - 30)]:
         outside = float(total[(index < a_idx) | (index >= a_idx + n)].sum())
         assert 0 < outside <= pld_fft._alias(step, lam_pos, lam_neg, a_idx, n)
+
+
+# --- rigorous per-entry round-off bounds (the certificate of GridPLD composition) ---
+
+
+def _adversarial(rng, n, kind):
+    """Non-negative test arrays: flat, wide dynamic range, one-sided and two-sided
+    (Gaussian) tails, and entries at 1e-300 and 0."""
+    i = np.arange(n)
+    if kind == 0:
+        x = rng.random(n)
+    elif kind == 1:  # dynamic range down to e^-700 (1e-304)
+        x = np.exp(-rng.random(n) * 700)
+    elif kind == 2:  # a subsampled-mechanism shape: narrow peak, long right tail
+        x = np.exp(-0.5 * (i / 3.0) ** 2) + 1e-3 * np.exp(-i * rng.uniform(0.05, 0.5))
+    elif kind == 3:  # a Gaussian over +-14 sd (tails near 1e-43)
+        x = np.exp(-0.5 * ((i - n / 2) / (n / 28 + 1)) ** 2)
+    else:  # 1e-300 entries and zeros among others
+        x = 10.0 ** (-rng.random(n) * 300)
+        x[rng.random(n) < 0.2] = 1e-300
+        x[rng.random(n) < 0.1] = 0.0
+    return x / x.sum()
+
+
+def _exact(a, b):
+    """The exact convolution of two float arrays, in rationals."""
+    fa = [Fraction(float(v)) for v in a]
+    fb = [Fraction(float(v)) for v in b]
+    out = []
+    for k in range(len(fa) + len(fb) - 1):
+        lo, hi = max(0, k - len(fb) + 1), min(k, len(fa) - 1)
+        out.append(sum((fa[i] * fb[k - i] for i in range(lo, hi + 1)), Fraction(0)))
+    return out
+
+
+@pytest.mark.parametrize("kind", range(5))
+def test_bounded_convolve_bounds_every_entry_exactly(kind):
+    # sizes on both sides of the direct (64) and tilted-direct (192) thresholds
+    rng = np.random.default_rng(100 + kind)
+    for na, nb in [(5, 9), (70, 70), (150, 90), (250, 230), (400, 60)]:
+        a = _adversarial(rng, na, kind)
+        b = a if na == nb else _adversarial(rng, nb, kind)
+        est, err = pld_fft._bounded_convolve(a, b)
+        assert np.all(err >= 0) and np.all(np.isfinite(err))
+        for e, d, x in zip(est, err, _exact(a, b), strict=True):
+            assert abs(Fraction(float(e)) - x) <= Fraction(float(d))
+
+
+@pytest.mark.parametrize("kind", [1, 2, 3, 4])
+def test_bounded_convolve_bounds_mid_sizes_against_exact_sums(kind):
+    # references by math.fsum of the products (each off by at most u relative)
+    rng = np.random.default_rng(200 + kind)
+    a = _adversarial(rng, 1100, kind)
+    b = _adversarial(rng, 900, kind)
+    est, err = pld_fft._bounded_convolve(a, b)
+    u = 2.0**-53
+    for k in range(est.size):
+        lo, hi = max(0, k - b.size + 1), min(k, a.size - 1)
+        terms = a[lo : hi + 1] * b[k - hi : k - lo + 1][::-1]
+        ref = math.fsum(terms.tolist())
+        assert abs(est[k] - ref) <= err[k] + 2 * u * ref + 1e-320
+
+
+def test_bounded_convolve_takes_the_estimates_of_accurate_convolve_where_it_can():
+    # the rigorous bound is no estimate: it may pick other entries, never other values
+    # than an FFT, tilted or direct estimate would; both stay close to the exact sums
+    rng = np.random.default_rng(7)
+    a = _adversarial(rng, 3000, 3)
+    est, err = pld_fft._bounded_convolve(a, a)
+    want = np.convolve(a, a)
+    assert np.all(np.abs(est - want) <= err + 1e-15 * want)
+    # relative to each entry's own size, not the peak, in the tilted tails
+    big = want > 1e-30
+    assert np.all(err[big] <= 1e-6 * want[big])

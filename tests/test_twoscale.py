@@ -18,6 +18,7 @@ from scipy import optimize, stats
 from dpacct.accountant import Mechanism, compose
 from dpacct.accountant.families.gaussian import gaussian_delta
 from dpacct.accountant.laws.loss_law import GaussianLossLaw
+from dpacct.accountant.pld import pld_fft
 
 DELTA = 1e-5
 
@@ -62,7 +63,8 @@ def test_split_discretisation_coarsens_a_step_too_fine_for_its_bulk():
     assert np.all(merged.delta(np.array([0.5, 1.0, 2.0])) >= exact * (1 - 1e-12))
 
 
-def test_optimistic_tail_product_stays_below_the_pessimistic_one():
+@pytest.mark.parametrize("certify", [False, True])
+def test_optimistic_tail_product_stays_below_the_pessimistic_one(monkeypatch, certify):
     """Squarings of a very skewed split PLD (q = 4.1e-6, sigma = 0.5: the bulk is
     narrower than a tail step, so the optimistic tail products are discretised after
     the product): the optimistic curve stays below the pessimistic one everywhere,
@@ -71,6 +73,9 @@ def test_optimistic_tail_product_stays_below_the_pessimistic_one():
     from dpacct.accountant.transformers.subsample import poisson_subsample
     from dpacct.mechanisms import GaussianMechanism
 
+    # with the round-off in the certificate (pld_fft.CERTIFY_ROUNDOFF) too: the split
+    # optimistic products then take P-masses rounded down and Q-masses rounded up
+    monkeypatch.setattr(pld_fft, "CERTIFY_ROUNDOFF", certify)
     law = poisson_subsample(GaussianMechanism(sigma=0.5), 4.0937e-6)._loss_laws()[0]
     eps = np.array([0.0, 1e-4, 8e-4, 3e-3, 1e-2, 0.1])
     cap = 2.0**-16
@@ -85,3 +90,16 @@ def test_optimistic_tail_product_stays_below_the_pessimistic_one():
     # at 8e-4 (about 50 tail steps) the two agree to 5e-4 relative (measured 3.2e-4;
     # the optimistic re-grid of the bulk before each tail product gave 1.6e-3)
     assert curves[False][2] >= curves[True][2] * (1 - 5e-4)
+
+
+@pytest.mark.parametrize(("mu", "k"), [(0.5, 7), (0.05, 1_000)])
+def test_certified_roundoff_keeps_the_gdp_bracket_and_only_widens_it(monkeypatch, mu, k):
+    exact = gdp_epsilon(mu * math.sqrt(k))
+    brackets = {}
+    for certify in (False, True):
+        monkeypatch.setattr(pld_fft, "CERTIFY_ROUNDOFF", certify)
+        brackets[certify] = compose([law_only(mu)], counts=[k]).epsilon_bounds(DELTA)
+    lo, hi = brackets[True]
+    assert lo <= exact <= hi <= exact * (1 + 1e-3)
+    # the bound is far below the grid's own error: the bracket moves by under 1e-6
+    assert brackets[False][0] * (1 - 1e-6) <= lo and hi <= brackets[False][1] * (1 + 1e-6)

@@ -8,8 +8,8 @@ counts).  It holds
 
 * linear convolution of non-negative arrays by real FFTs, with the far tails
   recomputed under exponential tilting for relative precision
-  (:func:`_accurate_convolve`), and :func:`convolution_roundoff`, a rigorous l1 bound
-  on its floating-point error;
+  (:func:`_accurate_convolve`), and the same scheme with a rigorous bound on every
+  entry's floating-point error (:func:`_bounded_convolve`, :func:`_fft_roundoff`);
 * the exact tail masses of a convolution and the cuts they allow (:func:`_tail_cuts`);
 * spectra of many PMFs, their powers and products (:func:`_spectrum_product`), the
   Chernoff window that bounds wrap-around (aliasing) of a circular convolution
@@ -17,13 +17,17 @@ counts).  It holds
   an inverse transform of a product spectrum (:func:`_spectral_error`; Higham 2002,
   Theorem 24.2).
 
-The certificate policy of the engine: discretisation, tail truncation, aliasing and
-floating-point round-off of the FFTs are all inside a certified bracket.
+Certificate policy: the schedule path puts discretisation, tail truncation, aliasing
+and the FFTs' round-off inside its bracket.  Pairwise products (:class:`GridPLD
+<dpacct.accountant.pld.grid.GridPLD>`) put their round-off in only with
+:data:`CERTIFY_ROUNDOFF` (off by default: docs/theory/pld.md gives the measured
+reason); without it only the total-mass drift is corrected.
 """
 
 from __future__ import annotations
 
 import math
+import os
 from functools import lru_cache
 
 import numpy as np
@@ -32,6 +36,14 @@ from scipy import fft as sp_fft
 from ..numerics import TINY
 
 __all__: list[str] = []
+
+
+#: Switch of the round-off policy of :class:`~dpacct.accountant.pld.grid.GridPLD`
+#: composition.  True: every product's rigorous per-entry round-off bound
+#: (:func:`_bounded_convolve`) is put in the certificate (:func:`_certified_convolve`).
+#: False: the estimates choose the entries and only the total-mass drift is corrected.
+#: Set from the environment variable ``DPACCT_CERTIFY_FFT_ROUNDOFF`` (``1``: True).
+CERTIFY_ROUNDOFF = os.environ.get("DPACCT_CERTIFY_FFT_ROUNDOFF", "0") == "1"
 
 
 #: the plain FFT's estimate of an entry is kept when its error bound is below this
@@ -65,22 +77,65 @@ def _fft_convolve(a: np.ndarray, b: np.ndarray, square: bool = False) -> np.ndar
     return sp_fft.irfft(fa * fb, size)[:n]
 
 
+def _fft_roundoff(a: np.ndarray, b: np.ndarray) -> float:
+    """Rigorous bound on ``max_k |c_k - (a * b)_k|`` for ``c = _fft_convolve(a, b)``.
+
+    With ``rho`` Higham's relative l2 bound of one transform of the padded length
+    ``N`` (:func:`_fft_rel`, plus ``2u`` for the inverse's ``1/N`` scaling), and
+    ``A = F a``, ``B = F b`` (``||A||_2 = sqrt(N) ||a||_2``, ``||A||_inf <= ||a||_1``):
+    the computed spectra err by ``rho sqrt(N) ||a||_2`` and ``rho sqrt(N) ||b||_2``;
+    the product ``fl(A^ B^)`` by ``||A^ - A||_2 ||B^||_inf + ||A||_inf ||B^ - B||_2`` plus
+    its own rounding ``3u |A^| |B^|``; the inverse maps an l2 spectrum error ``E`` to
+    ``E / sqrt(N)`` and adds ``rho ||P^||_2 / sqrt(N)``.  With ``||a * b||_2 <=
+    min(||a||_2 ||b||_1, ||a||_1 ||b||_2)`` (Young) this gives the l2 bound below, which
+    bounds every entry.  Inputs must be non-negative.  A last term covers underflow
+    (Higham's model has none).  Derivation: docs/theory/pld.md.
+    """
+    n = a.size + b.size - 1
+    size = sp_fft.next_fast_len(n, real=True)
+    rho = _fft_rel(size) + 2 * _U
+    root = math.sqrt(size)
+    a1, a2 = float(a.sum()) * (1 + a.size * _U), _l2(a)
+    b1, b2 = (a1, a2) if b is a else (float(b.sum()) * (1 + b.size * _U), _l2(b))
+    g_b = b1 + rho * root * b2  # bounds max |B^|
+    spec = rho * (a2 * g_b + a1 * b2) + 3 * _U * (1 + rho) * a2 * g_b  # l2 / sqrt(N)
+    exact_l2 = min(a2 * b1, a1 * b2)
+    under = size * math.log2(size) * 2.0**-1040
+    return ((1 + rho) * spec + rho * exact_l2) * (1 + 1e-9) + under
+
+
+def _direct_error(c: np.ndarray, m: int) -> np.ndarray:
+    """Per-entry bound on the error of a direct convolution of non-negative arrays.
+
+    Each entry is a sum of at most ``m`` non-negative products, so its computed value
+    is within ``gamma_m`` (Higham 2002, Section 3.1) of the exact sum, which is itself
+    at most ``c / (1 - gamma_m)``; a last term covers underflow.
+    """
+    gamma = (m + 1) * _U / (1 - (m + 1) * _U)
+    return np.maximum(c, 0.0) * (gamma / (1 - gamma)) + (m + 1) * 2.0**-1074
+
+
 def _tilted_convolve(
-    a: np.ndarray, b: np.ndarray, square: bool, side: int
+    a: np.ndarray, b: np.ndarray, square: bool, side: int, rigorous: bool = False
 ) -> tuple[np.ndarray, np.ndarray]:
     """``a * b`` computed with the ``side`` tail tilted up to the level of the peak.
 
-    Returns the estimate and its per-entry absolute error bound.  Short inputs are
-    convolved directly: sums of non-negative terms, exact to rounding.
+    Returns the estimate and its per-entry absolute error: an estimate of order
+    ``4e-16`` times the tilted product's peak, or with ``rigorous`` a bound
+    (:func:`_fft_roundoff` of the tilted arrays, scaled back entry by entry, plus the
+    relative error of the computed tilt weights).  Short inputs are convolved
+    directly: sums of non-negative terms, exact to rounding.
     """
     n = a.size + b.size - 1
     if min(a.size, b.size) < _DIRECT_BELOW:
         c = np.convolve(a, b)
-        return c, 1e-15 * c
+        err = _direct_error(c, min(a.size, b.size)) if rigorous else 1e-15 * c
+        return c, err
     theta = side * min(max(_tilt_rate(a, side), _tilt_rate(b, side)), 600.0 / n)
     if theta == 0.0:
         c = _fft_convolve(a, b, square)
-        return np.maximum(c, 0.0), np.full(n, 4e-16 * float(np.abs(c).max()))
+        bound = _fft_roundoff(a, b) if rigorous else 4e-16 * float(np.abs(c).max())
+        return np.maximum(c, 0.0), np.full(n, bound)
     ia = np.arange(a.size) * theta
     sa = float(ia.max())
     ta = a * np.exp(ia - sa)
@@ -92,7 +147,18 @@ def _tilted_convolve(
         tb = b * np.exp(ib - sb)
     ct = _fft_convolve(ta, tb, square)
     scale = np.exp((sa + sb) - np.arange(n) * theta)  # un-tilts entry k
-    return np.maximum(ct * scale, 0.0), 4e-16 * float(np.abs(ct).max()) * scale
+    est = np.maximum(ct * scale, 0.0)
+    if not rigorous:
+        return est, 4e-16 * float(np.abs(ct).max()) * scale
+    # The computed weights are e^{i theta - s}, e^{j theta - s'} and e^{s + s' - k theta}
+    # up to the rounding of their arguments (u per operation, relative to the largest
+    # argument) and of exp (taken as 4u); with the three products' roundings the
+    # un-tilted term a_i b_j is off by a relative ``mis`` at most.
+    arg = abs(theta) * n + abs(sa) + abs(sb) + 1.0
+    mis = math.expm1(8 * _U * arg + 16 * _U) * (1 + 1e-9)
+    fft_err = _fft_roundoff(ta, tb)
+    err = (fft_err * (1 + 2 * _U) * scale + mis * est) / (1 - mis)
+    return est, err
 
 
 def _skewed_side(a: np.ndarray, b: np.ndarray) -> int:
@@ -113,40 +179,75 @@ def _accurate_convolve(a: np.ndarray, b: np.ndarray, tail: float = 0.0) -> np.nd
     entry, which swamps tail entries far below that.  Exponential tilting commutes
     with convolution -- ``(a e^{th i}) * (b e^{th j}) = (a * b) e^{th k}`` -- so the
     tails are recomputed with each tilted up to the level of its peak, and every entry
-    is taken from the estimate with the smaller error bound
-    (:func:`_plain_first_convolve`).
+    is taken from the estimate with the smaller error (:func:`_plain_first_convolve`).
 
     When both inputs peak at the same end (the one-step PLD of a subsampled
     mechanism and its first powers: a narrow peak and a long one-sided tail) a single
     pass tilted towards the tail settles nearly every entry to a relative error of
     ``PLAIN_RELATIVE_ERROR``; the few entries it leaves unsettled lie at the other
     end and are computed from the inputs' short prefixes (or suffixes) alone.
+    The errors used to choose are estimates; :func:`_bounded_convolve` makes the same
+    choice with rigorous bounds and returns them.
     """
+    return _convolve_choosing(a, b, tail, False)[0]
+
+
+def _bounded_convolve(
+    a: np.ndarray, b: np.ndarray, tail: float = 0.0
+) -> tuple[np.ndarray, np.ndarray]:
+    """``a * b`` of non-negative arrays and a rigorous bound on each entry's error.
+
+    The scheme of :func:`_accurate_convolve` with every entry's error bounded (plain
+    transform: :func:`_fft_roundoff`; tilted: the same on the tilted arrays, scaled
+    back; direct: :func:`_direct_error`): ``|c_k - (a * b)_k| <= err_k`` for every
+    ``k``, in floating point.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> a = np.exp(-0.5 * np.linspace(-8, 8, 300) ** 2)
+    >>> c, err = _bounded_convolve(a / a.sum(), a / a.sum())
+    >>> bool(np.all(err >= 0)) and float(err.max()) < 1e-12
+    True
+    """
+    return _convolve_choosing(a, b, tail, True)
+
+
+def _convolve_choosing(
+    a: np.ndarray, b: np.ndarray, tail: float, rigorous: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """The scheme of :func:`_accurate_convolve`; ``(estimate, per-entry error)``."""
     if min(a.size, b.size) < 64:
-        return np.maximum(np.convolve(a, b), 0.0)
+        c = np.convolve(a, b)
+        err = _direct_error(c, min(a.size, b.size)) if rigorous else 1e-15 * np.abs(c)
+        return np.maximum(c, 0.0), err
     square = a is b
     side = _skewed_side(a, b)
     if side != 0:
-        best, err = _tilted_convolve(a, b, square, side)
+        best, err = _tilted_convolve(a, b, square, side, rigorous)
         unsettled = np.flatnonzero(~(err <= PLAIN_RELATIVE_ERROR * best))
         if unsettled.size == 0:
-            return best
+            return best, err
         if side > 0 and 4 * (unsettled[-1] + 1) <= best.size:
             end = int(unsettled[-1]) + 1  # entry k < end depends on a[:end], b[:end]
             head = a[:end]
-            best[:end] = _plain_first_convolve(head, head if square else b[:end], tail)[:end]
-            return best
+            h, h_err = _plain_first_convolve(head, head if square else b[:end], tail, rigorous)
+            best[:end], err[:end] = h[:end], h_err[:end]
+            return best, err
         if side < 0 and 4 * (best.size - unsettled[0]) <= best.size:
             start = int(unsettled[0])  # entry k >= start needs a[i0:], b[j0:] only
             i0, j0 = max(0, start - b.size + 1), max(0, start - a.size + 1)
             end_a = a[i0:]
             end_b = end_a if square and i0 == j0 else b[j0:]
-            best[start:] = _plain_first_convolve(end_a, end_b, tail)[start - i0 - j0 :]
-            return best
-    return _plain_first_convolve(a, b, tail)
+            t, t_err = _plain_first_convolve(end_a, end_b, tail, rigorous)
+            best[start:], err[start:] = t[start - i0 - j0 :], t_err[start - i0 - j0 :]
+            return best, err
+    return _plain_first_convolve(a, b, tail, rigorous)
 
 
-def _plain_first_convolve(a: np.ndarray, b: np.ndarray, tail: float = 0.0) -> np.ndarray:
+def _plain_first_convolve(
+    a: np.ndarray, b: np.ndarray, tail: float = 0.0, rigorous: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
     """Plain FFT convolution, with its two tails recomputed tilted where needed.
 
     Entries the plain pass knows to a relative error of ``PLAIN_RELATIVE_ERROR`` keep
@@ -155,33 +256,59 @@ def _plain_first_convolve(a: np.ndarray, b: np.ndarray, tail: float = 0.0) -> np
     entry ``k >= K`` on ``a[K - len(b) + 1:]`` and ``b[K - len(a) + 1:]``, so each end
     costs a transform of its own length.  Nothing is recomputed when the plain pass's
     accumulated error is below a tenth of ``tail``, the mass the top cut may move anyway.
-    ``b is a`` marks a square (one forward transform).
+    ``b is a`` marks a square (one forward transform).  Returns ``(estimate, error)``,
+    the error an estimate or, with ``rigorous``, a bound.
     """
     if min(a.size, b.size) < 64:
-        return np.maximum(np.convolve(a, b), 0.0)
+        c = np.convolve(a, b)
+        err = _direct_error(c, min(a.size, b.size)) if rigorous else 1e-15 * np.abs(c)
+        return np.maximum(c, 0.0), err
     square = a is b
     c = _fft_convolve(a, b, square)
-    noise = 4e-16 * float(np.abs(c).max())
+    noise = _fft_roundoff(a, b) if rigorous else 4e-16 * float(np.abs(c).max())
     best = np.maximum(c, 0.0)
+    err = np.full(c.size, noise)
     if noise * c.size < 0.1 * tail:
-        return best
+        return best, err
     weak = best < noise / PLAIN_RELATIVE_ERROR
     peak = int(np.argmax(c))
     left = np.flatnonzero(weak[:peak])
     if left.size:
         end = int(left[-1]) + 1  # entries [0, end) are recomputed
-        est, err = _tilted_convolve(a[:end], b[:end], square, -1)
-        better = err[:end] < noise
+        est, e = _tilted_convolve(a[:end], b[:end], square, -1, rigorous)
+        better = e[:end] < noise
         best[:end] = np.where(better, est[:end], best[:end])
+        err[:end] = np.where(better, e[:end], noise)
     right = np.flatnonzero(weak[peak:])
     if right.size:
         start = peak + int(right[0])  # entries [start, n) are recomputed
         i0, j0 = max(0, start - b.size + 1), max(0, start - a.size + 1)
-        est, err = _tilted_convolve(a[i0:], b[j0:], square and i0 == j0, 1)
+        est, e = _tilted_convolve(a[i0:], b[j0:], square and i0 == j0, 1, rigorous)
         skip = start - i0 - j0
-        better = err[skip:] < noise
+        better = e[skip:] < noise
         best[start:] = np.where(better, est[skip:], best[start:])
-    return best
+        err[start:] = np.where(better, e[skip:], noise)
+    return best, err
+
+
+def _certified_side(est: np.ndarray, err: np.ndarray, upper: bool) -> np.ndarray:
+    """``est + err`` rounded up (``upper``) or ``max(est - err, 0)`` rounded down.
+
+    The ``4u`` factor absorbs the rounding of the sum and of the product itself, so
+    the result is entrywise above (below) every value within ``err`` of ``est``.
+    """
+    if upper:
+        return (est + err) * (1 + 4 * _U)
+    return np.maximum(est - err, 0.0) * (1 - 4 * _U)
+
+
+def _certified_convolve(a: np.ndarray, b: np.ndarray, tail: float, upper: bool) -> np.ndarray:
+    """``a * b`` for a composition: with :data:`CERTIFY_ROUNDOFF`, entrywise above
+    (``upper``) or below the exact product in floating point; else the estimate."""
+    if not CERTIFY_ROUNDOFF:
+        return _accurate_convolve(a, b, tail)
+    est, err = _bounded_convolve(a, b, tail)
+    return _certified_side(est, err, upper)
 
 
 def _top_index(c: np.ndarray, limit: float) -> int:

@@ -39,7 +39,7 @@ from .grid import (
     _from_bins,
     _trim,
 )
-from .pld_fft import _accurate_convolve, _tail_cuts
+from .pld_fft import _certified_convolve, _tail_cuts
 
 __all__ = ["SplitPLD", "compose_split", "discretize_split", "self_compose_split"]
 
@@ -255,8 +255,10 @@ def _optimistic_tail_product(
     parts: list[GridPLD] = []
     for f, w in fines:
         fb = _bins_from_grid(f, cstep)  # a GridPLD's bins have no tails
-        m = _accurate_convolve(cp, fb.m)
-        r = _accurate_convolve(cp, fb.r)
+        # P-masses rounded down, scaled Q-masses up (with CERTIFY_ROUNDOFF): every
+        # bin's merged atom then has less P-mass at a lower loss than the exact one's
+        m = _certified_convolve(cp, fb.m, 0.0, False)
+        r = _certified_convolve(cp, fb.r, 0.0, True)
         # the exact product's mass is fin_c * sum(fb.m): scale FFT excess away
         exact_mass, total = fin_c * float(fb.m.sum()), float(m.sum())
         if total > exact_mass > 0:
@@ -277,7 +279,7 @@ def _optimistic_tail_product(
         )
         parts.append(_from_bins(bins, False))
     for o in others:
-        x = _accurate_convolve(cp, o.pmf)
+        x = _certified_convolve(cp, o.pmf, 0.0, False)
         exact_mass, total = fin_c * float(o.pmf.sum()), float(x.sum())
         if total > exact_mass > 0:
             x = x * (exact_mass / total)
