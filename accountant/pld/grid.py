@@ -40,17 +40,13 @@ grows like ``log k``.  Truncated tail mass is never dropped from an upper bound:
 to ``+inf``.
 
 Floating-point round-off of the FFT products (:mod:`~dpacct.accountant.pld.pld_fft`)
-has one policy with a switch, ``pld_fft.CERTIFY_ROUNDOFF``.  Off (the default): the
-pointwise round-off (of order 1e-16 relative to the largest mass; estimated, not
-bounded) is not part of the certificate; only its one systematic effect, a drift of
-the total mass that compounds under repeated squaring, is removed after every product
-and optimistic re-grid, in the certificate's direction (see :meth:`GridPLD.convolve`).
-On: every product carries a rigorous per-entry bound (Higham 2002, Theorem 24.2, for
-the plain and the exponentially tilted transforms), added to a pessimistic PMF and
-subtracted from an optimistic one, so each is entrywise above (below) the exact
-product.  It stays off because, measured on the benchmarks, it moves the upper
-epsilon of a million-step DP-SGD run by up to 3.4e-6 relative and makes a bracket take
-1.3-1.9 times as long.  The argument and the measurements: docs/theory/pld.md.
+is inside the certificate, as everywhere in the engine: every product carries a
+rigorous per-entry bound (Higham 2002, Theorem 24.2, for the plain and the
+exponentially tilted transforms), added to a pessimistic PMF and subtracted from an
+optimistic one, so each is entrywise above (below) the exact product
+(``pld_fft.CERTIFY_ROUNDOFF``).  Measured on the benchmarks it moves the upper epsilon
+of a million-step DP-SGD run by up to 3.4e-6 relative and makes a bracket take 1.3-1.9
+times as long as leaving it out.  The argument and the measurements: docs/theory/pld.md.
 """
 
 from __future__ import annotations

@@ -17,17 +17,15 @@ counts).  It holds
   an inverse transform of a product spectrum (:func:`_spectral_error`; Higham 2002,
   Theorem 24.2).
 
-Certificate policy: the schedule path puts discretisation, tail truncation, aliasing
-and the FFTs' round-off inside its bracket.  Pairwise products (:class:`GridPLD
-<dpacct.accountant.pld.grid.GridPLD>`) put their round-off in only with
-:data:`CERTIFY_ROUNDOFF` (off by default: docs/theory/pld.md gives the measured
-reason); without it only the total-mass drift is corrected.
+Certificate policy (one for the engine): discretisation, tail truncation, aliasing and
+the FFTs' floating-point round-off are inside every certified bracket -- the schedule
+path's spectra and the pairwise products of :class:`GridPLD
+<dpacct.accountant.pld.grid.GridPLD>` alike (:data:`CERTIFY_ROUNDOFF`).
 """
 
 from __future__ import annotations
 
 import math
-import os
 from functools import lru_cache
 
 import numpy as np
@@ -38,12 +36,11 @@ from ..numerics import TINY
 __all__: list[str] = []
 
 
-#: Switch of the round-off policy of :class:`~dpacct.accountant.pld.grid.GridPLD`
-#: composition.  True: every product's rigorous per-entry round-off bound
-#: (:func:`_bounded_convolve`) is put in the certificate (:func:`_certified_convolve`).
-#: False: the estimates choose the entries and only the total-mass drift is corrected.
-#: Set from the environment variable ``DPACCT_CERTIFY_FFT_ROUNDOFF`` (``1``: True).
-CERTIFY_ROUNDOFF = os.environ.get("DPACCT_CERTIFY_FFT_ROUNDOFF", "0") == "1"
+#: The round-off policy of :class:`~dpacct.accountant.pld.grid.GridPLD` composition:
+#: every product's rigorous per-entry round-off bound (:func:`_bounded_convolve`) is
+#: put in the certificate (:func:`_certified_convolve`).  Always True in the library;
+#: the tests set it False to show that the entrywise checks fail without it.
+CERTIFY_ROUNDOFF = True
 
 
 #: the plain FFT's estimate of an entry is kept when its error bound is below this
