@@ -23,7 +23,6 @@ from .pld_fft import (
     _alias,
     _cell_lambdas,
     _chernoff_weights,
-    _dense,
     _l2,
     _spectral_error,
     _spectrum_product,
@@ -188,21 +187,17 @@ def _row_lambdas(step: float, firsts: np.ndarray, pmfs: list[np.ndarray]):
     width = 1 << max(int(lengths.max()) - 1, 1).bit_length()  # few sizes: weights cached
     _, w_neg = _chernoff_weights(width, step)
     t = _ORDERS
-    out_pos = np.empty((len(pmfs), t.size))
-    out_neg = np.empty((len(pmfs), t.size))
-    rows = max(1, (1 << 20) // width)
-    floor = 2.0**-1021
+    sums_pos = np.empty((len(pmfs), t.size))
+    sums_neg = np.empty((len(pmfs), t.size))
+    for i, p in enumerate(pmfs):  # each row on its own length: no padding
+        w = w_neg[: p.size]
+        sums_neg[i] = p @ w
+        sums_pos[i] = p[::-1] @ w
+    slack = (2.0 * (lengths + 8) * _U)[:, None]
+    tiny = (lengths * 2.0**-1021)[:, None]
     firsts = np.asarray(firsts)
-    for s0 in range(0, len(pmfs), rows):
-        blk, ln = pmfs[s0 : s0 + rows], lengths[s0 : s0 + rows]
-        slack = (2.0 * (ln + 8) * _U)[:, None]
-        tiny = (ln * floor)[:, None]
-        low = firsts[s0 : s0 + ln.size] * step
-        top = (firsts[s0 : s0 + ln.size] + ln - 1) * step
-        fwd = _dense(blk, ln, width) @ w_neg + tiny
-        out_neg[s0 : s0 + ln.size] = np.log(fwd) + slack - np.outer(low, t)
-        rev = _dense([p[::-1] for p in blk], ln, width) @ w_neg + tiny
-        out_pos[s0 : s0 + ln.size] = np.log(rev) + slack + np.outer(top, t)
+    out_neg = np.log(sums_neg + tiny) + slack - np.outer(firsts * step, t)
+    out_pos = np.log(sums_pos + tiny) + slack + np.outer((firsts + lengths - 1) * step, t)
     return out_pos, out_neg
 
 
