@@ -9,6 +9,7 @@ within its own certified error.
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -132,6 +133,6 @@ def test_tree_groups_cells_by_width_and_declines_like_the_flat_product(monkeypat
     monkeypatch.setattr(fast, "TREE_FANIN", 8)
     assert fast._compose_tree(step, cells, widths, cnt, 1e-4 * DELTA, True) is not None
     assert sum(w.size for w in seen) == 40
-    assert all(a.max() <= b.min() for a, b in zip(seen, seen[1:], strict=False))
+    assert all(a.max() <= b.min() for a, b in itertools.pairwise(seen))
     monkeypatch.setattr(fast, "FAST_MAX_N", 64)
     assert fast._compose_tree(step, cells, widths, cnt, 1e-4 * DELTA, True) is None
