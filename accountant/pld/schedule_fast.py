@@ -160,10 +160,13 @@ def _finish(
 
 
 #: beyond this many cells a composition goes through :func:`_compose_tree` (at most
-#: this many, the flat product of :func:`_compose_cells`: every cell transformed on the
-#: whole composition's window, whose length grows with the composition, so its cost
-#: grows faster than the number of cells)
-TREE_CELLS = 1024
+#: this many, the flat product of :func:`_compose_cells`).  The flat product
+#: transforms every cell on the whole composition's window, whose length grows with
+#: the composition, so its cost grows faster than the number of cells; the tree is
+#: also tighter (its last product has fewer factors, so a smaller round-off bound):
+#: measured on 1 000 random phases, the upper end 5.321375 -> 5.321300, the lower end
+#: 5.318162 -> 5.318246, the upper end's time 1.7-2.2 s -> 0.7-1.0 s (loaded machine)
+TREE_CELLS = 128
 #: cells (or group PMFs, higher up) composed together into one group PMF of the tree
 TREE_FANIN = 64
 #: the groups' aliasing windows share this fraction of the composition's aliasing budget
