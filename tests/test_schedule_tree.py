@@ -136,3 +136,19 @@ def test_tree_groups_cells_by_width_and_declines_like_the_flat_product(monkeypat
     assert all(a.max() <= b.min() for a, b in itertools.pairwise(seen))
     monkeypatch.setattr(fast, "FAST_MAX_N", 64)
     assert fast._compose_tree(step, cells, widths, cnt, 1e-4 * DELTA, True) is None
+
+
+def test_group_pmf_mass_stays_at_most_one():
+    # a factor of mass above 1 (as a group PMF with its round-off may be): the group
+    # PMF is scaled to mass at most 1 and the mass removed is inside its error
+    step = 1e-2
+    pmf = np.array([0.25, 0.5, 0.25 + 1e-9])
+    first, out, err = fast._compose_group(step, np.array([0]), [pmf], np.array([4.0]), 1e-12)
+    exact = np.convolve(np.convolve(pmf, pmf), np.convolve(pmf, pmf))
+    assert math.fsum(out) <= 1.0
+    assert err >= math.fsum(exact) - 1.0 > 0
+    lo, hi = min(first, 0), max(first + out.size, exact.size)
+    got, want = np.zeros(hi - lo), np.zeros(hi - lo)
+    got[first - lo : first - lo + out.size] = out
+    want[-lo : -lo + exact.size] = exact
+    assert np.sum(np.abs(got - want)) <= 2 * err

@@ -218,8 +218,11 @@ def _compose_group(
     the round-off of :func:`_compose_cells`: the signed measure ``pmf - exact`` (exact:
     the group's discrete composition on the whole line) has positive and negative
     parts of mass at most ``err`` each (the folded mass is moved, not created; clipping
-    at zero only moves an entry towards its exact, non-negative value).  ``None`` when
-    the window would exceed :data:`FAST_MAX_N`.
+    at zero only moves an entry towards its exact, non-negative value).  A PMF whose
+    mass may exceed 1 (by at most ``err``) is divided by ``s``, an upper bound on its
+    computed sum: that removes at most ``s - 1`` of mass, added to ``err``, and the
+    composition a level up may take every factor's transform as at most 1 in modulus.
+    ``None`` when the window would exceed :data:`FAST_MAX_N`.
     """
     counts = np.asarray(counts, dtype=float)
     raw = _compose_spectrum(step, firsts, pmfs, counts, alias_budget, _row_lambdas)
@@ -230,6 +233,10 @@ def _compose_group(
     del spec
     y = np.maximum(np.roll(y, -((a_idx - origin) % n)), 0.0)
     err = alias + freq_l2 + inv_l1 + TINY
+    mass = float(np.sum(y)) * (1 + y.size * _U) + TINY  # above the exact sum
+    if mass > 1.0:
+        y = y / mass
+        err += mass - 1.0
     nz = np.flatnonzero(y)
     if nz.size == 0:
         return a_idx, np.zeros(1), err
@@ -265,8 +272,10 @@ def _compose_tree(
     non-negative measures of mass at most ``1 + err``, so the hockey-stick value at
     every eps moves by at most ``sum_g err_g`` (times that mass), carried into the last
     composition's ``err``.  The last composition's aliasing and round-off are computed
-    on the very group PMFs it composes, as in :func:`_compose_cells`.  The groups' own
-    aliasing budgets share :data:`TREE_ALIAS_SHARE` of ``alias_budget``.
+    on the very group PMFs it composes, as in :func:`_compose_cells` (whose round-off
+    bound takes every factor's transform as at most 1 in modulus: each group PMF has
+    mass at most 1, see :func:`_compose_group`).  The groups' own aliasing budgets
+    share :data:`TREE_ALIAS_SHARE` of ``alias_budget``.
     """
     counts = np.asarray(counts, dtype=float)
     n_cells = counts.size
