@@ -3,7 +3,9 @@
 The subsampled-Gaussian cells (:mod:`~dpacct.accountant.pld.sgm_cells`) composed by the
 engine's FFT kernel (:mod:`~dpacct.accountant.pld.pld_fft`) on one shared loss grid, with
 aliasing and round-off inside the certificate (characteristic-function accounting:
-Zhu, Dong & Wang 2022, Section 4; Koskela et al. 2020, Section 4).
+Zhu, Dong & Wang 2022, Section 4; Koskela et al. 2020, Section 4).  Many cells are
+composed in a tree of groups, each on its own window (:func:`_compose_tree`), the
+groups' errors carried into the certificate.
 """
 
 from __future__ import annotations
@@ -439,8 +441,10 @@ def fast_epsilon_bounds(
     connect-the-dots (Doroshenko et al. 2022) for the upper bound and optimistically
     (the engine's dominated hull construction) for the lower bound; the cells are
     composed by :func:`_compose_cells` (one forward FFT per cell, powers, one inverse
-    FFT).  Every approximation is certified: tail mass cut at discretisation goes to
-    ``+inf`` (upper) or ``-inf`` (lower), aliasing and floating-point round-off of the
+    FFT; beyond :data:`TREE_CELLS` cells in a tree of groups, :func:`_compose_tree`,
+    whose cost and memory grow linearly with the cells).  Every approximation is
+    certified: tail mass cut at discretisation goes to ``+inf`` (upper) or ``-inf``
+    (lower), aliasing and floating-point round-off of the
     FFTs are bounded and added to (upper) or subtracted from (lower) delta.  Both
     add/remove directions are composed; epsilon is the larger.  (Ndtr evaluations of
     the bin masses are trusted to their last digits, as everywhere in the engine.)
