@@ -1,0 +1,154 @@
+"""The schedule fast path's tree of groups (``schedule_fast._compose_tree``).
+
+Many cells are composed in groups on the groups' own windows, and the group PMFs a
+level up; the flat product transforms every cell on the whole composition's window.
+Independent references: the exact linear convolution of the cells' PMFs (``np.convolve``:
+sums of non-negative terms), the log-MGF by ``logsumexp``, and the flat product, each
+within its own certified error.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+from scipy import special
+
+from dpacct.accountant.pld import schedule_fast as fast
+from dpacct.accountant.pld.sgm_cells import _cell_ranges, _pessimistic_cells
+
+DELTA = 1e-5
+
+
+def _cells(n, seed, count=10):
+    rng = np.random.default_rng(seed)
+    sig = rng.uniform(0.8, 2.0, n)
+    qs = rng.uniform(0.001, 0.02, n)
+    return sig, qs, np.full(n, float(count))
+
+
+def _finite_delta(first, pmf, step, eps):
+    """``sum_l p_l (1 - e^{eps - l})_+`` of a PMF from grid node ``first`` on."""
+    losses = (first + np.arange(pmf.size)) * step
+    return float(np.sum(pmf * np.maximum(-np.expm1(eps - losses), 0.0)))
+
+
+def _tree(monkeypatch, sig, qs, cnt, step, tau, budget, add=False, cells=4, fanin=3):
+    monkeypatch.setattr(fast, "TREE_CELLS", cells)
+    monkeypatch.setattr(fast, "TREE_FANIN", fanin)
+    return fast._pessimistic_tree(sig, qs, cnt, step, tau, budget, add)
+
+
+def test_row_lambdas_bound_the_log_mgf_of_pmfs_of_very_different_lengths():
+    # a short PMF beside one 60 loss units long: a table scaled by the long row's end
+    # weights the short row's mass by e^{-t * 60}, which underflows for t >= 16
+    rng = np.random.default_rng(0)
+    step = 1e-3
+    pmfs = [rng.uniform(0, 1, 50), rng.uniform(0, 1, 60_000) * np.exp(-np.arange(60_000) / 500)]
+    pmfs = [p / p.sum() for p in pmfs]
+    firsts = np.array([-20, -3000])
+    lp, ln = fast._row_lambdas(step, firsts, pmfs)
+    for i, p in enumerate(pmfs):
+        losses = (firsts[i] + np.arange(p.size)) * step
+        for k, t in enumerate(fast._ORDERS):
+            exact_pos = special.logsumexp(t * losses, b=p)
+            exact_neg = special.logsumexp(-t * losses, b=p)
+            # upper bounds, and tight (the slack is a few ulps times the length)
+            assert exact_pos <= lp[i, k] <= exact_pos + 1e-9 * (1 + abs(exact_pos))
+            assert exact_neg <= ln[i, k] <= exact_neg + 1e-9 * (1 + abs(exact_neg))
+
+
+def test_tree_is_within_its_error_of_the_exact_composition(monkeypatch):
+    # 9 cells, one step each, at a coarse step: the exact discrete composition by direct
+    # (non-negative) convolutions; the tree (groups of 3, then one level up) is within
+    # its certified error of it at every eps
+    step, delta = 1e-2, 1e-3
+    sig, qs, cnt = _cells(9, seed=1, count=1)
+    tau = 1e-4 * delta / cnt.sum()
+    firsts, pmfs, infs = _pessimistic_cells(sig, qs, step, tau, False)
+    exact = np.array([1.0])
+    for p in pmfs:
+        exact = np.convolve(exact, p)
+    first = int(firsts.sum())
+    pld, err = _tree(monkeypatch, sig, qs, cnt, step, tau, 1e-4 * delta, cells=4, fanin=3)
+    assert err < 1e-6
+    fin = float(np.prod(1 - infs))
+    assert pld.inf_mass >= 1 - fin  # the cut tails, then the error, at +inf
+    for eps in (0.0, 0.1, 0.3, 0.6, 1.0, 2.0):
+        want = _finite_delta(first, exact, step, eps)
+        got = _finite_delta(pld.offset, pld.pmf, step, eps)
+        assert abs(got - want) <= err
+        # the pessimistic PLD's curve (error at +inf) is at or above the exact one
+        assert pld.delta(eps) >= want + (1 - fin) * (1 - 1e-9)
+
+
+@pytest.mark.parametrize("add", [False, True])
+def test_tree_equals_the_flat_product_within_both_errors(monkeypatch, add):
+    step = 1e-3
+    sig, qs, cnt = _cells(200, seed=7)
+    tau = 1e-4 * DELTA / cnt.sum()
+    firsts, pmfs, infs = _pessimistic_cells(sig, qs, step, tau, add)
+    flat, err_flat = fast._compose_cells(step, firsts, pmfs, infs, cnt, 1e-4 * DELTA, True)
+    tree, err_tree = _tree(monkeypatch, sig, qs, cnt, step, tau, 1e-4 * DELTA, add, 16, 8)
+    assert 0 < err_tree < 1e-7 and 0 < err_flat < 1e-7
+    # the same finite composition up to the two certified errors, at every eps
+    for eps in np.linspace(0.0, 1.5 * flat.epsilon(DELTA), 12):
+        d_flat = _finite_delta(flat.offset, flat.pmf, step, eps)
+        d_tree = _finite_delta(tree.offset, tree.pmf, step, eps)
+        assert abs(d_flat - d_tree) <= err_flat + err_tree
+    # the same +inf mass from the cut tails
+    assert tree.inf_mass - err_tree == pytest.approx(flat.inf_mass - err_flat, rel=1e-9)
+
+
+def test_tree_bracket_holds_and_keeps_the_flat_answers(monkeypatch):
+    # 300 phases (beyond TREE_CELLS): the tree's upper bound is above the flat lower
+    # bound and its lower bound below the flat upper, each within 0.05 % of the flat one
+    rng = np.random.default_rng(3)
+    phases = [
+        (float(s), float(q), 10)
+        for s, q in zip(rng.uniform(0.8, 2.0, 300), rng.uniform(0.001, 0.02, 300), strict=True)
+    ]
+    lo_tree, hi_tree = fast.fast_epsilon_bounds(phases, DELTA)
+    monkeypatch.setattr(fast, "TREE_CELLS", 10**9)
+    lo_flat, hi_flat = fast.fast_epsilon_bounds(phases, DELTA)
+    assert lo_flat <= hi_tree and lo_tree <= hi_flat
+    assert lo_tree <= hi_tree
+    assert math.isclose(hi_tree, hi_flat, rel_tol=5e-4)
+    assert math.isclose(lo_tree, lo_flat, rel_tol=5e-4)
+
+
+def test_tree_groups_cells_by_width_and_declines_like_the_flat_product(monkeypatch):
+    sig, qs, cnt = _cells(40, seed=2)
+    step, tau = 1e-3, 1e-4 * DELTA / cnt.sum()
+    widths = _cell_ranges(sig, qs, step, tau, False)[1]
+    seen = []
+
+    def cells(ids):
+        seen.append(widths[ids])
+        return _pessimistic_cells(sig[ids], qs[ids], step, tau, False)
+
+    monkeypatch.setattr(fast, "TREE_CELLS", 8)
+    monkeypatch.setattr(fast, "TREE_FANIN", 8)
+    assert fast._compose_tree(step, cells, widths, cnt, 1e-4 * DELTA, True) is not None
+    assert sum(w.size for w in seen) == 40
+    assert all(a.max() <= b.min() for a, b in itertools.pairwise(seen))
+    monkeypatch.setattr(fast, "FAST_MAX_N", 64)
+    assert fast._compose_tree(step, cells, widths, cnt, 1e-4 * DELTA, True) is None
+
+
+def test_group_pmf_mass_stays_at_most_one():
+    # a factor of mass above 1 (as a group PMF with its round-off may be): the group
+    # PMF is scaled to mass at most 1 and the mass removed is inside its error
+    step = 1e-2
+    pmf = np.array([0.25, 0.5, 0.25 + 1e-9])
+    first, out, err = fast._compose_group(step, np.array([0]), [pmf], np.array([4.0]), 1e-12)
+    exact = np.convolve(np.convolve(pmf, pmf), np.convolve(pmf, pmf))
+    assert math.fsum(out) <= 1.0
+    assert err >= math.fsum(exact) - 1.0 > 0
+    lo, hi = min(first, 0), max(first + out.size, exact.size)
+    got, want = np.zeros(hi - lo), np.zeros(hi - lo)
+    got[first - lo : first - lo + out.size] = out
+    want[-lo : -lo + exact.size] = exact
+    assert np.sum(np.abs(got - want)) <= 2 * err
