@@ -244,7 +244,8 @@ RA_DECOMP = (  # random_allocation(GaussianMechanism(1.0), steps=100).decomposit
     (0.04352063124337508, 0.0015023231414887563, 1.29236955409409e-05),
     (0.040070507827879, 0.00019525376068780484, 3.198681980427882e-11),
 )
-RA_EPS_1E5 = 0.6209488783140676  # the PLD route (issue 24; 9e-12 lower since the law build trims its ends)
+# the PLD route (issue 24; 9e-12 lower since the law build trims its ends)
+RA_EPS_1E5 = 0.6209488783140676
 EPS = [0.0, 0.3, 1.0, 2.5]
 
 
