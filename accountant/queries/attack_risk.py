@@ -38,7 +38,7 @@ so ``delta_QP`` of the remove pair is the add direction's curve and vice versa, 
   monotone in both deltas, so upper bounds on them give a lower bound on ``T`` at every
   ``u`` evaluated -- any set of ``u`` is sound.  The upper bounds are the pessimistic
   (connect-the-dots) PLD of the remove direction and, for the add direction, that PLD
-  swapped (:meth:`~dpacct.accountant.pld.grid.GridPLD.swapped_delta_bound`), which is a
+  swapped (:func:`~dpacct.accountant.pld.pld_pair.swapped_delta`), which is a
   dominating pair of the add direction.  Evaluated at every grid node (the kinks of
   the discrete curves), (*) is exactly the piecewise-linear Neyman-Pearson curve of the
   discrete dominating pair that the pessimistic PLD defines (Kulynych et al. 2024,
