@@ -49,6 +49,7 @@ This module imports only :mod:`~dpacct.accountant.pld.grid` and
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -206,19 +207,37 @@ _EXP_REL = 8 * _U
 _LD_U = float(np.finfo(np.longdouble).eps) / 2
 
 
+#: block length of :func:`_blocked_cumsum`
+_BLOCK = 256
+
+
+def _blocked_cumsum(x: np.ndarray) -> np.ndarray:
+    """Prefix sums of non-negative ``x``, sequential within blocks of ``_BLOCK`` and
+    across the block totals: each is within ``(min(n, _BLOCK) + ceil(n / _BLOCK) + 2)
+    u`` of its value (``n = len(x)``, ``u = 2^-53``; plain sequential sums would allow
+    ``n u``)."""
+    n = x.size
+    m = -(-n // _BLOCK)
+    pad = np.zeros(m * _BLOCK)
+    pad[:n] = x
+    blocks = np.cumsum(pad.reshape(m, _BLOCK), axis=1)
+    before = np.concatenate([[0.0], np.cumsum(blocks[:-1, -1])])
+    return (blocks + before[:, None]).reshape(-1)[:n]
+
+
 class _SwappedCurve:
     """The tables of :func:`swapped_delta` for one PLD, built once per PLD.
 
     ``q_above[k]`` is the Q-mass ``sum_{i >= k} p_i e^{-l_i}`` of the losses from the
-    ``k``-th up and ``p_below[k]`` the P-mass of the ``k`` lowest losses, both summed
-    sequentially in extended precision (error at most ``m u`` of a sum of ``m``
-    terms); ``excess`` bounds ``max(sum p + inf_mass - 1, 0)`` from above.  Only
-    weights ``e^{-l} <= e^eps`` enter (the masses below ``-eps`` enter through their
-    P-mass), so FFT noise at very negative losses, whose Q-mass weights are huge,
-    never meets a cancellation.
+    ``k``-th up and ``p_below[k]`` the P-mass of the ``k`` lowest losses, both by
+    :func:`_blocked_cumsum` (error at most ``sum_err`` times ``u`` of the sum);
+    ``excess`` bounds ``max(sum p + inf_mass - 1, 0)`` from above (summed in extended
+    precision).  Only weights ``e^{-l} <= e^eps`` enter (the masses below ``-eps``
+    enter through their P-mass), so FFT noise at very negative losses, whose Q-mass
+    weights are huge, never meets a cancellation.
     """
 
-    __slots__ = ("excess", "losses", "n", "p_below", "q_above")
+    __slots__ = ("excess", "losses", "n", "p_below", "q_above", "sum_err")
 
     def __init__(self, pld: GridPLD) -> None:
         if not pld.pessimistic:
@@ -229,13 +248,13 @@ class _SwappedCurve:
         with np.errstate(over="ignore", under="ignore"):
             # a loss below -EXP_OVERFLOW is clipped: it is only ever read for
             # eps > EXP_OVERFLOW, which is evaluated at EXP_OVERFLOW
-            x = (pmf * np.exp(np.minimum(-self.losses, EXP_OVERFLOW))).astype(np.longdouble)
-        zero = np.zeros(1, dtype=np.longdouble)
-        self.q_above = np.concatenate([np.cumsum(x[::-1])[::-1], zero])
-        self.p_below = np.concatenate([zero, np.cumsum(pmf.astype(np.longdouble))])
-        total = self.p_below[-1] + np.longdouble(pld.inf_mass)
+            x = pmf * np.exp(np.minimum(-self.losses, EXP_OVERFLOW))
+        self.q_above = np.concatenate([_blocked_cumsum(x[::-1])[::-1], [0.0]])
+        self.p_below = np.concatenate([[0.0], _blocked_cumsum(pmf)])
+        self.sum_err = min(self.n, _BLOCK) + math.ceil(self.n / _BLOCK) + 2
+        total = np.sum(pmf.astype(np.longdouble)) + np.longdouble(pld.inf_mass)
         excess = float(total - 1)
-        err = (self.n + 3) * _LD_U * (float(total) + 1.0) + _U * abs(excess)
+        err = (math.log2(self.n + 1) + 22) * _LD_U * (float(total) + 1.0) + _U * abs(excess)
         self.excess = max(excess + err * (1 + 1e-6), 0.0)
 
     def __call__(self, epsilon: float | np.ndarray) -> float | np.ndarray:
@@ -248,18 +267,14 @@ class _SwappedCurve:
         t = np.exp(e)
         r, s2 = self.q_above[k], self.p_below[k]
         ts2 = t * s2
-        tx = t * np.longdouble(self.excess)
-        val = ((1 - r) - ts2) + tx
-        kf = k.astype(float)
-        rf, ts2f, txf = r.astype(float), ts2.astype(float), tx.astype(float)
+        tx = t * self.excess
+        v = ((1.0 - r) - ts2) + tx
         err = (
-            (_EXP_REL + _U + (self.n - kf + 1) * _LD_U) * rf
-            + (_EXP_REL + (kf + 2) * _LD_U) * ts2f
-            + (_EXP_REL + 2 * _LD_U) * txf
-            + 4 * _LD_U * (1.0 + rf + ts2f + txf)
+            (_EXP_REL + (self.sum_err + 1) * _U) * r
+            + (_EXP_REL + (self.sum_err + 1) * _U) * ts2
+            + (_EXP_REL + _U) * tx
+            + 5 * _U * (1.0 + r + ts2 + tx)
         )
-        v = val.astype(float)
-        err = err + 2 * _U * np.abs(v)  # the conversion to double and the sum below
         out = np.clip(v + err * (1 + 1e-6) + TINY, 0.0, 1.0)
         out = np.where(bad, 1.0, out)
         return float(out) if out.ndim == 0 else out
@@ -289,9 +304,10 @@ def swapped_delta(pld: GridPLD, epsilon: float | np.ndarray) -> float | np.ndarr
     the P-mass ``S`` of those below and ``X`` the excess (a negative excess is taken
     as 0, which only raises the bound), and made sound in floating point by adding a
     bound on every rounding: ``exp`` to 4 ulps, the products to one unit round-off
-    ``u = 2^-53``, the sums (sequential, in extended precision with unit round-off
-    ``u'``) to ``m u'`` of a sum of ``m`` terms, ``4 u'`` of the magnitudes for the
-    additions and ``2 u`` of the result for its conversion to double.  See
+    ``u = 2^-53``, the prefix sums of ``n`` terms (sequential within blocks of 256
+    and across the block totals) to ``(min(n, 256) + ceil(n / 256) + 2) u`` of their
+    value, ``X`` summed in extended precision, and ``6 u`` of the magnitudes for the
+    additions.  See
     docs/theory/pld.md ("Both neighbouring directions").
 
     Parameters
