@@ -39,7 +39,7 @@ A loss law must describe a dominating pair in the trade-off sense: its hockey-st
 curve bounds the mechanism's at every *real* epsilon, negative ones included (the
 mechanism's pair is a post-processing of it).  The exact pair of a mechanism always
 is; the engine relies on it when it reads the add direction off the swapped remove
-PLD (:meth:`dpacct.accountant.pld.grid.GridPLD.swapped_delta_bound`).
+PLD (:func:`dpacct.accountant.pld.pld_pair.swapped_delta`).
 
 Beside the contract: :mod:`~dpacct.accountant.routes` answers each query from the
 declared capabilities (exact curve, then PLD bracket, then RDP conversion; the smallest
@@ -352,8 +352,9 @@ class Mechanism:
         That holds when the remove PLD is a certified (connect-the-dots)
         discretisation of a loss law, or a composition of such: a loss law dominates
         at every real epsilon (the contract in the module docstring) and so do its
-        certified discretisations (:meth:`GridPLD.swapped_delta_bound`).  Mechanisms
-        that build their own PLDs do not claim it.
+        certified discretisations
+        (:func:`~dpacct.accountant.pld.pld_pair.swapped_delta`).  Mechanisms that
+        build their own PLDs do not claim it.
         """
         caps = self.capabilities
         return caps.loss_laws and not caps.own_pld

@@ -18,8 +18,8 @@ from scipy.stats import laplace, norm
 
 from dpacct.accountant import compose, poisson_subsample
 from dpacct.accountant.laws.loss_law import GaussianLossLaw, PoissonSubsampledLossLaw
-from dpacct.accountant.pld.grid import discretize
-from dpacct.accountant.pld.pld_pair import PLDPair, swapped_delta_identity, swapped_epsilon
+from dpacct.accountant.pld.grid import GridPLD, discretize
+from dpacct.accountant.pld.pld_pair import PLDPair, swapped_delta, swapped_epsilon
 from dpacct.accountant.transformers.random_allocation import (
     random_allocation,
     random_allocation_lower_epsilon,
@@ -142,7 +142,7 @@ def test_swapped_bound_used_only_where_it_certifies(order):
         loader = _Counting(add)
         pair = PLDPair(rem, None, symmetric=False, swap_bounds_add=True, loader=loader)
         d_rem = rem.delta(e)
-        certifies = bool(np.all(rem.swapped_delta_bound(e) <= d_rem))
+        certifies = bool(np.all(swapped_delta(rem, e) <= d_rem))
         got = pair.delta(e)
         seen[certifies] += 1
         if certifies:
@@ -170,7 +170,7 @@ def test_epsilon_coarse_add_first():
     add, rem = _subsampled_gaussian_pair(0.3, 0.7, 1, True)
     d = 1e-6
     e_rem, e_add = rem.epsilon(d), add.epsilon(d)
-    assert rem.swapped_delta_bound(e_rem) > d  # the swap does not certify here
+    assert swapped_delta(rem, e_rem) > d  # the swap does not certify here
     # a coarse add PLD below the remove epsilon decides without the fine one
     small = _subsampled_gaussian_pair(0.01, 0.7, 1, True)[1]
     assert small.epsilon(d) < e_rem
@@ -215,11 +215,13 @@ def test_swapped_identity_dominates_add_direction():
     rem = _subsampled_gaussian_pair(0.3, 0.7, 1, True)[0]
     lo_add = _subsampled_gaussian_pair(0.3, 0.7, 1, False)[1]
     for eps in (0.0, 0.5, 1.0, 2.0):
-        assert swapped_delta_identity(rem, eps) >= float(lo_add.delta(eps))
-    assert swapped_delta_identity(rem, math.inf) == 1.0
+        assert swapped_delta(rem, eps) >= float(lo_add.delta(eps))
+    # the add direction's delta does not increase: beyond EXP_OVERFLOW its value there
+    assert swapped_delta(rem, math.inf) == swapped_delta(rem, 700.0)
+    assert swapped_delta(rem, math.nan) == 1.0 and swapped_delta(rem, -800.0) == 1.0
     d = 1e-3
     found = swapped_epsilon(rem, d, rem.epsilon(d), hi=20.0)
-    assert found is not None and swapped_delta_identity(rem, found) <= d
+    assert found is not None and swapped_delta(rem, found) <= d
     assert found >= lo_add.epsilon(d)
 
 
@@ -231,18 +233,25 @@ SUB_LAP_1 = {  # poisson_subsample(LaplaceMechanism(b=0.5), 0.1)
     "eps_1e-5": 0.49393855749229004,
     "bounds_1e-2_tol1e-3": (0.40447349112572367, 0.40447420848200943),
     "delta": (0.06321205588917696, 0.021973232442394075, 0.0, 0.0),
-    "advantage_bounds": (0.06321199345313917, 0.0632120558840685),
+    # upper end since the one swapped-curve rule (pld_pair.swapped_delta): 3e-14 above
+    # the closed form q (1 - e^{-1/(2b)}) instead of 1.2e-12 (it was 0.0632120558840685)
+    "advantage_bounds": (0.06321199345313917, 0.06321205588288505),
 }
 SUB_LAP = {  # compose([poisson_subsample(LaplaceMechanism(b=1.0), 0.05)], counts=[200])
     "eps_1e-5": 2.793216247276712,
     "bounds_1e-5": (2.7884635998941967, 2.793216247276712),
     "delta": (0.25370351448253364, 0.15468850642181933, 0.02930964030503976, 5.408621224474399e-05),
-    "tradeoff": (0.9999999998918627, 0.9520043646875438, 0.7347433911885027, 0.2579899122574564),
-    "advantage": 0.2537035144650443,
+    # since the one swapped-curve rule (pld_pair.swapped_delta), which no longer adds
+    # 1e-15 per grid point and ten times the mass drift: beta(0) up by 7.8e-12 (it was
+    # 0.9999999998918627) and the advantage down by 7.8e-12 (it was 0.2537035144650443)
+    "tradeoff": (0.9999999998996918, 0.9520043646875438, 0.7347433911885027, 0.2579899122574564),
+    "advantage": 0.2537035144572058,
 }
 RA_DECOMP = (  # random_allocation(GaussianMechanism(1.0), steps=100).decomposition_delta_estimate
     (0.04352063124337508, 0.0015023231414887563, 1.29236955409409e-05),
-    (0.040070507827879, 0.00019525376068780484, 3.198681980427882e-11),
+    # first add value since the one swapped-curve rule (pld_pair.swapped_delta): 3.5e-12
+    # lower (it was 0.040070507827879), the swapped bound without its former slack
+    (0.04007050782440425, 0.00019525376068780484, 3.198681980427882e-11),
 )
 # the PLD route (issue 24; 9e-12 lower since the law build trims its ends)
 RA_EPS_1E5 = 0.6209488783140676
@@ -258,6 +267,8 @@ def test_subsampled_laplace_one_step_regression_and_quadrature():
     assert m.epsilon_bounds(1e-2, tol=1e-3) == SUB_LAP_1["bounds_1e-2_tol1e-3"]
     assert tuple(m.delta(EPS)) == SUB_LAP_1["delta"]
     assert advantage_bounds(m) == SUB_LAP_1["advantage_bounds"]
+    tv = q * -math.expm1(-1 / (2 * b))  # total variation, closed form
+    assert SUB_LAP_1["advantage_bounds"][0] <= tv <= SUB_LAP_1["advantage_bounds"][1]
 
     # independent: both directions' hockey-stick divergences by quadrature
     def mix(x):
@@ -338,3 +349,151 @@ def test_pair_module_imports_only_the_grid_and_numerics():
         if isinstance(node, ast.ImportFrom) and node.level == 0
     }
     assert absolute <= {"__future__", "math", "collections", "dataclasses", "numpy"}
+
+
+# ------------------------------------------------ the one swapped-curve rule, exactly
+def _exact_swapped(losses, p, q_missing, eps) -> float:
+    """``delta_{Q,P}(eps)`` of the finite pair with P-masses ``p`` at ``losses``,
+    Q-masses ``p e^{-l}`` there and ``q_missing`` where P has none (mpmath, 50 digits)."""
+    import mpmath
+
+    with mpmath.workdps(50):
+        t = mpmath.exp(mpmath.mpf(eps))
+        out = mpmath.mpf(q_missing)
+        for lv, pv in zip(losses, p, strict=True):
+            lv, pv = mpmath.mpf(float(lv)), mpmath.mpf(float(pv))
+            if -lv > eps:
+                out += pv * mpmath.exp(-lv) - t * pv
+        return out
+
+
+def _random_pair(rng: np.random.Generator, step: float = 0.125):
+    """A finite pair of probability measures on a loss grid: Q-masses ``w`` at grid
+    losses ``l`` (P-masses ``w e^l``), P-mass at +inf and Q-mass where P has none
+    making up the rest.  Returns the PLD and the Q-mass where P has none (mpmath)."""
+    import mpmath
+
+    n = int(rng.integers(3, 40))
+    offset = int(rng.integers(-60, 20))
+    w = rng.random(n) ** 3
+    w = w / w.sum() * (1.0 - float(rng.random()) * 1e-3)
+    p = w * np.exp((offset + np.arange(n)) * step)
+    if p.sum() > 1.0:
+        p = p / (p.sum() * (1 + 1e-15))
+    pld = GridPLD(step, offset, p, max(1.0 - float(p.sum()), 0.0), True)
+    with mpmath.workdps(50):
+        q_total = mpmath.fsum(
+            mpmath.mpf(float(pv)) * mpmath.exp(-mpmath.mpf(float(lv)))
+            for lv, pv in zip(pld.losses, p, strict=True)
+        )
+    assert q_total <= 1
+    return pld, 1 - q_total
+
+
+def test_swapped_delta_is_the_exact_add_curve_of_a_finite_pair():
+    """Pairs of probability measures given by their masses: the bound is above the
+    exact add-direction curve (mpmath) and within 1e-14 of it (times ``e^eps``: the
+    float P-masses sum to one only to about 1e-16)."""
+    rng = np.random.default_rng(20261125)
+    checked = 0
+    for _ in range(40):
+        pld, missing = _random_pair(rng)
+        eps_all = np.concatenate([[-1.0, 0.0], rng.uniform(0, 6, 6), -pld.losses[:3] + 1e-9])
+        got = swapped_delta(pld, eps_all)
+        for e, g in zip(eps_all, got, strict=True):
+            exact = float(_exact_swapped(pld.losses, pld.pmf, missing, float(e)))
+            assert exact <= g <= exact + 1e-14 * max(1.0, math.exp(e)), (e, g, exact)
+            checked += 1
+        # the array form is the scalar form, element by element
+        assert [swapped_delta(pld, float(e)) for e in eps_all] == got.tolist()
+    assert checked >= 400
+
+
+def test_swapped_delta_charges_excess_mass_at_e_eps():
+    """A PLD whose curve is certified by moving its error to +inf (as the fast paths
+    do) but whose error sits at the lowest loss, where the Q-mass formula weighs it by
+    ``e^eps``: the bound must still cover the ideal pair.  Ten times the mass drift
+    (the general engine's former charge) would not: it fails beyond ``eps = ln 20``."""
+    rng = np.random.default_rng(7)
+    pld, missing = _random_pair(rng, step=0.25)
+    while pld.losses[0] > -4.0:
+        pld, missing = _random_pair(rng, step=0.25)
+    eta = 1e-9
+    pmf = pld.pmf.copy()
+    pmf[0] += eta  # the error: excess mass at the lowest loss ...
+    noisy = GridPLD(pld.step, pld.offset, pmf, pld.inf_mass + eta, True)  # ... certified
+    # the noisy curve dominates the ideal one at every real argument
+    grid = np.linspace(-20, 20, 401)
+    assert np.all(noisy.delta(grid) >= pld.delta(grid))
+    eps = np.linspace(0.0, -float(pld.losses[0]) - 1e-6, 25)
+    for e in eps:
+        exact = float(_exact_swapped(pld.losses, pld.pmf, missing, float(e)))
+        assert swapped_delta(noisy, float(e)) >= exact
+    # the former Q-mass charge: 10 |drift| on the noisy masses' own formula
+    big = float(eps[-1])
+    assert big > math.log(20)
+    q_noisy = float(np.dot(pmf, np.exp(-noisy.losses)))
+    below = noisy.losses < -big
+    own = 1 - q_noisy + float(np.dot(pmf[below], np.exp(-noisy.losses[below]) - math.exp(big)))
+    exact = float(_exact_swapped(pld.losses, pld.pmf, missing, big))
+    assert own + 10 * 2 * eta < exact  # would have been unsound
+
+
+@pytest.mark.parametrize("mu", [0.3, 1.0, 3.0])
+def test_swapped_delta_of_the_gaussian_is_its_own_curve(mu):
+    """The Gaussian pair is symmetric: the swapped remove PLD bounds the closed form
+    (mpmath) from above and is as tight as the remove curve itself."""
+    import mpmath
+
+    pld = discretize(GaussianLossLaw(mu=mu), 1e-3, pessimistic=True)
+
+    def exact(e):
+        with mpmath.workdps(40):
+            e = mpmath.mpf(e)
+            hi, lo = mpmath.ncdf(-e / mu + mu / 2), mpmath.ncdf(-e / mu - mu / 2)
+            return float(hi - mpmath.exp(e) * lo)
+
+    eps = np.array([0.0, 0.05, 0.5, 1.0, 2.0, 4.0])
+    got = swapped_delta(pld, eps)
+    for e, g, r in zip(eps, got, pld.delta(eps), strict=True):
+        d = exact(float(e))
+        assert g >= d
+        assert g <= max(r, d) * (1 + 1e-3) + 1e-13
+
+
+@pytest.mark.parametrize(("q", "sigma"), [(0.01, 0.8), (0.2, 1.0), (0.5, 2.0)])
+def test_swapped_delta_of_subsampled_gaussian_bounds_its_add_law(q, sigma):
+    """Poisson-subsampled Gaussian: the add direction ``(N(0, s^2), (1-q) N(0, s^2) +
+    q N(1, s^2))`` in closed form (the likelihood ratio is monotone: the optimal set is
+    a half-line), with mpmath; the swapped remove PLD is above it and close."""
+    import mpmath
+
+    law = PoissonSubsampledLossLaw(GaussianLossLaw(mu=1.0 / sigma), q, "remove")
+    pld = discretize(law, 5e-4, pessimistic=True)
+
+    def exact(e):
+        with mpmath.workdps(40):
+            t = mpmath.exp(mpmath.mpf(e))
+            a = 1 - t * (1 - q)
+            if a <= 0:
+                return 0.0
+            x = sigma**2 * mpmath.log(a / (t * q)) + mpmath.mpf(1) / 2
+            z = x / sigma
+            return float(
+                mpmath.ncdf(z) - t * ((1 - q) * mpmath.ncdf(z) + q * mpmath.ncdf(z - 1 / sigma))
+            )
+
+    for e in (0.0, 0.01, 0.1, 0.5, 1.0, 2.0):
+        d = exact(e)
+        got = swapped_delta(pld, e)
+        assert d <= got <= d * (1 + 2e-3) + 1e-12, (e, got, d)
+
+
+def test_swapped_delta_is_no_looser_than_the_identity_through_delta():
+    """The rule is the complement identity ``1 - e^eps + e^eps delta(-eps)``; evaluated
+    on the masses it is never above the identity read through ``GridPLD.delta``
+    (whose own 1e-10 relative rounding is multiplied by ``e^eps``)."""
+    rem = _subsampled_gaussian_pair(0.3, 0.7, 4, True)[0]
+    for e in (0.0, 0.3, 1.0, 2.5, 5.0):
+        via_delta = -math.expm1(e) + math.exp(e) * float(rem.delta(-e))
+        assert swapped_delta(rem, e) <= via_delta

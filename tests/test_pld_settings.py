@@ -21,6 +21,7 @@ from dpacct.accountant.pld.pld_settings import (
     discretize_law,
     grid_step,
     tail_budget,
+    tail_budgets,
 )
 from dpacct.mechanisms.primitives._discrete_laplace_law import discrete_laplace_law
 
@@ -130,3 +131,56 @@ def test_discretised_laws_bracket_the_gaussian_curve(mu):
         lo = float(lower.delta(np.array([eps]))[0])
         assert lo <= exact * (1 + 1e-12) and exact <= hi * (1 + 1e-12)
         assert hi - lo <= 1e-2 * exact + 1e-12
+
+
+# ------------------------------------------------------------ one tail-budget policy
+@pytest.mark.parametrize("delta", [1e-3, 1e-5, 3e-9, 1e-12])
+@pytest.mark.parametrize("pieces", [1, 7, 10_000, 1 << 20])
+def test_tail_budgets_are_the_documented_shares(delta, pieces):
+    b = tail_budgets(delta, pieces)
+    assert b.engine == tail_budget(delta)
+    assert b.cut == pytest.approx(1e-4 * delta, rel=1e-15)
+    assert b.alias == b.cut
+    assert b.piece * pieces <= b.cut * (1 + 1e-15)
+    assert b.piece == pytest.approx(b.cut / pieces, rel=1e-15)
+
+
+@pytest.mark.parametrize("bad", [0, -3, 2.5, True, None])
+def test_tail_budgets_refuse_bad_pieces(bad):
+    with pytest.raises(ValueError, match="pieces"):
+        tail_budgets(1e-5, bad)
+
+
+def test_tail_budgets_refuse_a_bad_delta():
+    with pytest.raises(ValueError, match="delta"):
+        tail_budgets(0.0)
+
+
+def test_the_shared_grid_paths_take_their_budgets_from_the_policy(monkeypatch):
+    """Both fast paths read their tail and aliasing budgets from ``tail_budgets``
+    (with the target delta and the number of steps they spread the cut over)."""
+    import dpacct.accountant.pld.incremental as inc
+    import dpacct.accountant.pld.pld_settings as ps
+    import dpacct.accountant.pld.schedule_fast as sf
+
+    calls = []
+
+    def spy(delta, pieces=1):
+        calls.append((delta, pieces))
+        return ps.tail_budgets(delta, pieces)
+
+    monkeypatch.setattr(sf, "tail_budgets", spy)
+    monkeypatch.setattr(inc, "tail_budgets", spy)
+    phases = [(1.0, 0.01, 300), (0.8, 0.02, 200)]
+    sf.fast_epsilon_bounds(phases, 1e-5)
+    assert calls == [(1e-5, 500)]
+    calls.clear()
+    online = inc.IncrementalEpsilon(1e-6)
+    online.fold(phases)
+    online.epsilon()
+    assert calls and all(c[0] == 1e-6 for c in calls)
+    # the share is read when the budget is asked for, and any share certifies
+    monkeypatch.setattr(ps, "SHARED_GRID_SHARE", 1e-6)
+    assert ps.tail_budgets(1e-5, 500).cut == pytest.approx(1e-11, rel=1e-15)
+    lo, hi = sf.fast_epsilon_bounds(phases, 1e-5)
+    assert 0 < lo <= hi

@@ -468,59 +468,6 @@ class GridPLD:
         nudge = 1e-12 * abs(eps) + 1e-15
         return eps + nudge if self.pessimistic else max(eps - nudge, 0.0)
 
-    def swapped_delta_bound(self, epsilon: float | np.ndarray) -> float | np.ndarray:
-        """Upper bound on the hockey-stick divergence of the *swapped* pair at ``epsilon``.
-
-        A pessimistic PLD built by certified (connect-the-dots) discretisation is a
-        dominating pair ``(P', Q')`` in the trade-off sense: its hockey-stick curve lies
-        above the truth at every real epsilon, negative ones included.  The swapped
-        pair ``(Q', P')`` then dominates the swapped mechanism pair -- for add/remove
-        neighbours, the other direction -- because swapping a pair inverts its
-        trade-off function, and inversion keeps the order (Dong, Roth, Su 2022,
-        Section 2).  Its divergence follows from the same PLD:
-        ``Q'`` has mass ``e^{-l} p_l`` at each loss ``l`` and keeps the rest,
-        ``1 - sum_l e^{-l} p_l`` (Q-mass the certified roundings and tail cuts moved
-        away), where ``P'`` has none, so
-
-        ``delta_{Q',P'}(eps) = sum_{l < -eps} p_l (e^{-l} - e^{eps}) + 1 - sum_l e^{-l} p_l``
-
-        (equivalently ``1 - e^eps + e^eps delta_{P',Q'}(-eps)``).  The computed masses
-        carry floating-point error (the total P-mass drifts from 1 by the accumulated
-        relative error of the FFT products); ten times that drift is added to the
-        missing Q-mass, which is itself never taken below zero.
-
-        Parameters
-        ----------
-        epsilon : float or array_like
-            Real epsilon(s).
-
-        Examples
-        --------
-        >>> from dpacct.accountant.laws.loss_law import GaussianLossLaw
-        >>> pld = discretize(GaussianLossLaw(mu=1.0), 1e-3, pessimistic=True)
-        >>> # the Gaussian pair is symmetric: the swapped curve is the curve itself
-        >>> bool(abs(pld.swapped_delta_bound(1.0) - pld.delta(1.0)) < 1e-6)
-        True
-        """
-        if not self.pessimistic:
-            raise ValueError("only a pessimistic PLD bounds the swapped pair")
-        eps = np.asarray(epsilon, dtype=float)
-        losses, pmf = self.losses, self.pmf
-        with np.errstate(over="ignore"):
-            weight = np.exp(np.minimum(-losses, EXP_OVERFLOW))
-        q_mass = float(np.dot(pmf, weight))
-        drift = abs(float(pmf.sum()) + self.inf_mass - 1.0) + max(q_mass - 1.0, 0.0)
-        missing = max(1.0 - q_mass, 0.0) + 10.0 * drift + 1e-15 * pmf.size
-        # sum_{l < -eps} p_l (e^{-l} - e^eps) from prefix sums of p e^{-l} and of p
-        # (every term is positive; the difference loses at most 1e-16 of the Q-mass)
-        q_below = np.concatenate([[0.0], np.cumsum(pmf * weight)])
-        p_below = np.concatenate([[0.0], np.cumsum(pmf)])
-        k = np.searchsorted(losses, -eps, side="left")  # losses[:k] < -eps
-        with np.errstate(over="ignore"):
-            gap = q_below[k] - np.exp(np.minimum(eps, EXP_OVERFLOW)) * p_below[k]
-        out = np.minimum(missing + np.maximum(gap, 0.0), 1.0)
-        return float(out) if out.ndim == 0 else out
-
     def rdp(self, alpha: np.ndarray) -> np.ndarray:
         """Renyi divergence of the discrete pair, ``log E[e^{(a-1)L}] / (a-1)``.
 

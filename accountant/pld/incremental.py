@@ -26,7 +26,8 @@ from .pld_fft import (
     _spectrum_product,
     _window,
 )
-from .pld_pair import swapped_delta_identity, swapped_epsilon
+from .pld_pair import swapped_delta, swapped_epsilon
+from .pld_settings import tail_budgets
 from .schedule_fast import ADD_STEP_FACTOR, FAST_STEP, _finish
 from .schedule_grid import DEFAULT_GRID, EXACT_VALUES, _check_grid, _round
 from .sgm_cells import _pessimistic_cells
@@ -54,8 +55,9 @@ class _Direction:
     window), never of when steps were folded or what was asked hypothetically, and
     when it changes the spectrum is recomputed exactly from the cell list, so the same
     steps give the same grid and the same answer however they were batched.  The
-    tails are cut at ``tau = 1e-4 delta / horizon`` per step and the cut mass goes to
-    +inf (sound for any number of steps; beyond ``horizon`` steps every cell is
+    tails are cut at ``tau = tail_budgets(delta, horizon).piece`` per step
+    (:func:`~dpacct.accountant.pld.pld_settings.tail_budgets`) and the cut mass goes
+    to +inf (sound for any number of steps; beyond ``horizon`` steps every cell is
     re-discretised with a 16 times longer horizon).
     """
 
@@ -66,8 +68,8 @@ class _Direction:
         self.step = step
         self.add = add
         self.horizon = horizon
-        self.tau = 1e-4 * delta / horizon
-        self.alias_budget = 1e-4 * delta
+        budget = tail_budgets(delta, horizon)
+        self.tau, self.alias_budget = budget.piece, budget.alias
         self.counts: dict[tuple[float, float], int] = {}
         self.cells: dict[tuple[float, float], tuple] = {}
         self.total = 0
@@ -284,7 +286,7 @@ class IncrementalEpsilon:
     as its spectrum (:class:`_Direction`), so composing new steps multiplies spectra
     and a query costs one inverse FFT.  The add direction is composed only once the
     remove direction's swapped curve
-    (:func:`~dpacct.accountant.pld.pld_pair.swapped_delta_identity`) no longer certifies it,
+    (:func:`~dpacct.accountant.pld.pld_pair.swapped_delta`) no longer certifies it,
     on a loss grid :data:`ADD_STEP_FACTOR` times coarser; from then on both are kept.
     ``epsilon`` returns ``None`` when the window would exceed :data:`FAST_MAX_N` (the
     caller then uses the engine's route).
@@ -395,12 +397,12 @@ class IncrementalEpsilon:
         if rem is None:
             return None
         eps = float(rem.epsilon(self.delta))
-        if swapped_delta_identity(rem, eps) > self.delta:
+        if swapped_delta(rem, eps) > self.delta:
             # the add direction from the swapped curve first (no second composition)
             found = swapped_epsilon(rem, self.delta, eps)
             if found is None and cap is not None and eps > cap:
                 return eps  # the remove direction alone is over the cap
-            if found is None and cap is not None and swapped_delta_identity(rem, cap) <= self.delta:
+            if found is None and cap is not None and swapped_delta(rem, cap) <= self.delta:
                 found = swapped_epsilon(rem, self.delta, eps, cap)
             if found is not None:
                 eps = found

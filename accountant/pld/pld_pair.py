@@ -13,10 +13,10 @@ the mechanism (:meth:`~dpacct.accountant.mechanism.Mechanism._pair`):
   closed form says False, as before, and then reads the same PLD twice);
 * ``swap_bounds_add``: the pessimistic remove PLD is a certified (connect-the-dots)
   discretisation of a loss law or a composition of such, so its swap
-  (:meth:`GridPLD.swapped_delta_bound`) dominates the add direction
+  (:func:`swapped_delta`) dominates the add direction
   (Dong, Roth, Su 2022, Section 2).  Always False for an optimistic pair.
 
-The rules, each the one its site applied before this module (answers unchanged):
+The rules (one swapped-curve rule, :func:`swapped_delta`, at every site):
 
 * :meth:`PLDPair.delta` (``Mechanism.delta``): the remove curve; the add direction
   is composed only when the pair is not symmetric and the swapped bound is above the
@@ -35,16 +35,13 @@ The rules, each the one its site applied before this module (answers unchanged):
   the add PLD: any upper bound is sound in the envelope); symmetric pairs take the
   smaller of the two bounds for both; otherwise both PLDs' curves.
 * The fast DP-SGD paths (:mod:`~dpacct.accountant.pld.schedule_fast`,
-  :mod:`~dpacct.accountant.pld.incremental`) compose their own cells and use the
-  complement identity :func:`swapped_delta_identity` instead of
-  :meth:`GridPLD.swapped_delta_bound`; :func:`swapped_epsilon` searches the smallest
-  epsilon it certifies.  For a PLD whose P-mass (``pmf`` plus ``inf_mass``) is exactly
-  one the two are the same number; they differ in how a total mass ``1 + d`` is
-  charged.  The identity reads the certified curve at ``-eps`` and multiplies its error
-  by ``e^eps`` (so the fast paths' round-off, held at ``+inf``, costs
-  ``(e^eps - 1) d``); the Q-mass formula adds ``10 |d|`` to the missing Q-mass.  Either
-  one alone would loosen some answers (the identity above ``eps = ln 11``, the Q-mass
-  formula below it), so both are kept.
+  :mod:`~dpacct.accountant.pld.incremental`) compose their own cells and ask the
+  same :func:`swapped_delta` whether the add direction is needed;
+  :func:`swapped_epsilon` searches the smallest epsilon it certifies.  (Before,
+  they used the complement identity read through ``GridPLD.delta(-eps)``, and the
+  general engine a Q-mass formula with ten times the mass drift added: one
+  statement, two error treatments; :func:`swapped_delta` is the identity evaluated
+  as the Q-mass formula with every rounding bounded.)
 
 This module imports only :mod:`~dpacct.accountant.pld.grid` and
 :mod:`~dpacct.accountant.numerics` (no cycle through the mechanisms).
@@ -58,10 +55,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..numerics import TINY
+from ..numerics import EXP_OVERFLOW, TINY
 from .grid import GridPLD
 
-__all__ = ["PLDPair", "PairEpsilon", "pld_nodes", "swapped_delta_identity", "swapped_epsilon"]
+__all__ = ["PLDPair", "PairEpsilon", "pld_nodes", "swapped_delta", "swapped_epsilon"]
 
 
 @dataclass(frozen=True)
@@ -130,7 +127,7 @@ class PLDPair:
         ``epsilon`` to be at most ``delta`` (at every element of arrays)."""
         if not self.swap_bounds_add:
             return False
-        return bool(np.all(self.remove.swapped_delta_bound(epsilon) <= delta))
+        return bool(np.all(swapped_delta(self.remove, epsilon) <= delta))
 
     def delta(self, epsilon: np.ndarray) -> np.ndarray:
         """Upper (lower, for an optimistic pair) bound on delta, both directions."""
@@ -158,14 +155,14 @@ class PLDPair:
         swapped remove bound where that holds (the smaller)."""
         d = np.asarray(self.add_pld().delta(epsilon), dtype=float)
         if self.swap_bounds_add:
-            d = np.minimum(d, np.asarray(self.remove.swapped_delta_bound(epsilon), dtype=float))
+            d = np.minimum(d, np.asarray(swapped_delta(self.remove, epsilon), dtype=float))
         return d
 
     def advantage_upper(self) -> float:
         """Upper bound on ``delta(0)``, the total variation (the same both ways)."""
         upper = float(self.remove.delta(0.0))
         if self.swap_bounds_add:
-            upper = min(upper, float(self.remove.swapped_delta_bound(0.0)))
+            upper = min(upper, float(swapped_delta(self.remove, 0.0)))
         return upper
 
     def envelope_inputs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -175,7 +172,7 @@ class PLDPair:
         if self.remove.pessimistic and (self.symmetric or self.swap_bounds_add):
             u = pld_nodes(rem, swapped=True)
             d_r = np.asarray(rem.delta(u), dtype=float)
-            d_a = np.asarray(rem.swapped_delta_bound(u), dtype=float)
+            d_a = np.asarray(swapped_delta(rem, u), dtype=float)
             if self.symmetric:
                 d_a = d_r = np.minimum(d_r, d_a)  # one law, both orders: either bound holds
             return u, d_r, d_a
@@ -201,20 +198,141 @@ def pld_nodes(*plds: GridPLD, swapped: bool = False) -> np.ndarray:
     return np.concatenate([u, [float(u[-1]) + 40.0]])
 
 
-def swapped_delta_identity(pld: GridPLD, epsilon: float) -> float:
-    """Upper bound on the swapped pair's delta at ``epsilon`` (the add direction).
+#: unit round-off of a double
+_U = 2.0**-53
+#: relative error allowed for numpy's ``exp`` of a double (4 ulps; its kernels are
+#: within 1 ulp on the platforms measured)
+_EXP_REL = 8 * _U
+#: unit round-off of numpy's extended precision (equal to ``_U`` where it is a double)
+_LD_U = float(np.finfo(np.longdouble).eps) / 2
 
-    For any pair of probability measures ``delta_{Q,P}(eps) = 1 - e^eps + e^eps
-    delta_{P,Q}(-eps)`` (write ``sup_S Q(S) - e^eps P(S)`` through complements).  The
-    composed connect-the-dots pair dominates the true remove-direction pair, hence its
-    swap dominates the add direction (Dong, Roth & Su 2022, Section 2: inversion keeps
-    the trade-off order), and ``pld.delta(-eps)`` bounds its curve from above, errors
-    included; the map is increasing in it.
+
+#: block length of :func:`_blocked_cumsum`
+_BLOCK = 256
+
+
+def _blocked_cumsum(x: np.ndarray) -> np.ndarray:
+    """Prefix sums of non-negative ``x``, sequential within blocks of ``_BLOCK`` and
+    across the block totals: each is within ``(min(n, _BLOCK) + ceil(n / _BLOCK) + 2)
+    u`` of its value (``n = len(x)``, ``u = 2^-53``; plain sequential sums would allow
+    ``n u``)."""
+    n = x.size
+    m = -(-n // _BLOCK)
+    pad = np.zeros(m * _BLOCK)
+    pad[:n] = x
+    blocks = np.cumsum(pad.reshape(m, _BLOCK), axis=1)
+    before = np.concatenate([[0.0], np.cumsum(blocks[:-1, -1])])
+    return (blocks + before[:, None]).reshape(-1)[:n]
+
+
+class _SwappedCurve:
+    """The tables of :func:`swapped_delta` for one PLD, built once per PLD.
+
+    ``q_above[k]`` is the Q-mass ``sum_{i >= k} p_i e^{-l_i}`` of the losses from the
+    ``k``-th up and ``p_below[k]`` the P-mass of the ``k`` lowest losses, both by
+    :func:`_blocked_cumsum` (error at most ``sum_err`` times ``u`` of the sum);
+    ``excess`` bounds ``max(sum p + inf_mass - 1, 0)`` from above (summed in extended
+    precision).  Only weights ``e^{-l} <= e^eps`` enter (the masses below ``-eps``
+    enter through their P-mass), so FFT noise at very negative losses, whose Q-mass
+    weights are huge, never meets a cancellation.
     """
-    if not math.isfinite(epsilon):
-        return 1.0
-    d = float(pld.delta(-epsilon))
-    return float(-math.expm1(epsilon) + math.exp(epsilon) * d) * (1 + 1e-9) + TINY
+
+    __slots__ = ("excess", "losses", "n", "p_below", "q_above", "sum_err")
+
+    def __init__(self, pld: GridPLD) -> None:
+        if not pld.pessimistic:
+            raise ValueError("only a pessimistic PLD bounds the swapped pair")
+        self.losses = pld.losses
+        pmf = pld.pmf
+        self.n = pmf.size
+        with np.errstate(over="ignore", under="ignore"):
+            # a loss below -EXP_OVERFLOW is clipped: it is only ever read for
+            # eps > EXP_OVERFLOW, which is evaluated at EXP_OVERFLOW
+            x = pmf * np.exp(np.minimum(-self.losses, EXP_OVERFLOW))
+        self.q_above = np.concatenate([_blocked_cumsum(x[::-1])[::-1], [0.0]])
+        self.p_below = np.concatenate([[0.0], _blocked_cumsum(pmf)])
+        self.sum_err = min(self.n, _BLOCK) + math.ceil(self.n / _BLOCK) + 2
+        total = np.sum(pmf.astype(np.longdouble)) + np.longdouble(pld.inf_mass)
+        excess = float(total - 1)
+        err = (math.log2(self.n + 1) + 22) * _LD_U * (float(total) + 1.0) + _U * abs(excess)
+        self.excess = max(excess + err * (1 + 1e-6), 0.0)
+
+    def __call__(self, epsilon: float | np.ndarray) -> float | np.ndarray:
+        eps = np.asarray(epsilon, dtype=float)
+        bad = ~(eps >= -EXP_OVERFLOW)  # nan, or below: the bound 1
+        # the add direction's delta does not increase with eps: beyond EXP_OVERFLOW
+        # the value there bounds it
+        e = np.clip(np.where(bad, 0.0, eps), -EXP_OVERFLOW, EXP_OVERFLOW)
+        k = np.searchsorted(self.losses, -e, side="left")  # losses[:k] < -eps
+        t = np.exp(e)
+        r, s2 = self.q_above[k], self.p_below[k]
+        ts2 = t * s2
+        tx = t * self.excess
+        v = ((1.0 - r) - ts2) + tx
+        err = (
+            (_EXP_REL + (self.sum_err + 1) * _U) * r
+            + (_EXP_REL + (self.sum_err + 1) * _U) * ts2
+            + (_EXP_REL + _U) * tx
+            + 5 * _U * (1.0 + r + ts2 + tx)
+        )
+        out = np.clip(v + err * (1 + 1e-6) + TINY, 0.0, 1.0)
+        out = np.where(bad, 1.0, out)
+        return float(out) if out.ndim == 0 else out
+
+
+def swapped_delta(pld: GridPLD, epsilon: float | np.ndarray) -> float | np.ndarray:
+    """Upper bound on the add direction's delta at ``epsilon``, from the remove PLD.
+
+    For any pair of probability measures and real ``eps``,
+    ``delta_{Q,P}(eps) = 1 - e^eps + e^eps delta_{P,Q}(-eps)`` (write
+    ``sup_S Q(S) - e^eps P(S)`` through the complement of ``S``).  The curve of a
+    pessimistic PLD -- connect-the-dots discretisation, tail cuts, aliasing and the
+    round-off its route certifies all included -- lies above the remove direction's
+    curve at every real argument, negative ones included (its discrete pair
+    dominates the true one in the trade-off order; Dong, Roth & Su 2022, Section 2),
+    and the right-hand side increases with it, so the bound holds for the add
+    direction, whose pairs are the swapped remove pairs.
+
+    With the PLD's P-masses ``p_l`` at losses ``l`` and ``p_inf`` at ``+inf`` the
+    right-hand side is, exactly,
+
+    ``1 - sum_l p_l min(e^{-l}, e^eps) + e^eps (sum_l p_l + p_inf - 1)``,
+
+    the Q-mass formula (``Q`` has mass ``p_l e^{-l}`` at each loss and the rest where
+    ``P`` has none) plus ``e^eps`` times the PLD's excess P-mass.  It is evaluated as
+    ``1 - R - e^eps S + e^eps X`` with the Q-mass ``R`` of the losses ``>= -eps``,
+    the P-mass ``S`` of those below and ``X`` the excess (a negative excess is taken
+    as 0, which only raises the bound), and made sound in floating point by adding a
+    bound on every rounding: ``exp`` to 4 ulps, the products to one unit round-off
+    ``u = 2^-53``, the prefix sums of ``n`` terms (sequential within blocks of 256
+    and across the block totals) to ``(min(n, 256) + ceil(n / 256) + 2) u`` of their
+    value, ``X`` summed in extended precision, and ``6 u`` of the magnitudes for the
+    additions.  See
+    docs/theory/pld.md ("Both neighbouring directions").
+
+    Parameters
+    ----------
+    pld : GridPLD
+        A pessimistic PLD of the remove direction (a certified discretisation of a
+        loss law or a composition of such).
+    epsilon : float or array_like
+        Real epsilon(s); NaN or below ``-EXP_OVERFLOW`` gives the trivial bound 1.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        The bound, in [0, 1].
+
+    Examples
+    --------
+    >>> from dpacct.accountant.laws.loss_law import GaussianLossLaw
+    >>> from dpacct.accountant.pld.grid import discretize
+    >>> pld = discretize(GaussianLossLaw(mu=1.0), 1e-3, pessimistic=True)
+    >>> # the Gaussian pair is symmetric: the swapped curve is the curve itself
+    >>> bool(abs(swapped_delta(pld, 1.0) - pld.delta(1.0)) < 1e-6)
+    True
+    """
+    return _SwappedCurve(pld)(epsilon)
 
 
 def swapped_epsilon(
@@ -222,17 +340,18 @@ def swapped_epsilon(
 ) -> float | None:
     """An epsilon ``>= start`` at which the swapped curve certifies ``delta``, or None.
 
-    Every ``e`` with ``swapped_delta_identity(pld, e) <= delta`` bounds the add
-    direction's epsilon at ``delta``; the search only needs the curve to be checked at
-    the point returned, not to be monotone.  ``hi``: a point known to pass.  The
-    swapped curve of a connect-the-dots pair can be much looser than the add
-    direction's own composition, so without ``hi`` the search gives up (None) beyond a
-    small relative gap.
+    Every ``e`` with ``swapped_delta(pld, e) <= delta`` bounds the add direction's
+    epsilon at ``delta``; the search only needs the curve to be checked at the point
+    returned, not to be monotone.  ``hi``: a point known to pass.  The swapped curve
+    of a connect-the-dots pair can be much looser than the add direction's own
+    composition, so without ``hi`` the search gives up (None) beyond a small relative
+    gap.
     """
+    curve = _SwappedCurve(pld)
     lo, gap = start, max(1e-3, 1e-3 * abs(start))
     if hi is None:
         hi = start + gap
-    while swapped_delta_identity(pld, hi) > delta:
+    while curve(hi) > delta:
         lo, gap = hi, 2 * gap
         hi = start + gap
         if gap > 2.0**-8 * abs(start) + 1e-2:  # looser than the add direction itself
@@ -241,7 +360,7 @@ def swapped_epsilon(
         if hi - lo <= 1e-7 * max(1.0, abs(hi)):
             break
         mid = 0.5 * (lo + hi)
-        if swapped_delta_identity(pld, mid) <= delta:
+        if curve(mid) <= delta:
             hi = mid
         else:
             lo = mid

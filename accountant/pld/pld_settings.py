@@ -12,6 +12,9 @@ discretisation do the work.  The tuning of each constant is recorded in
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+
+import numpy as np
 
 from ..laws.loss_law import PrivacyLossLaw
 from ..validation import check_probability, check_tol
@@ -29,10 +32,13 @@ __all__ = [
     "MIN_CAP",
     "MIN_TOL",
     "REFINE_STEPS",
+    "SHARED_GRID_SHARE",
     "PLDSettings",
+    "TailBudget",
     "discretize_law",
     "grid_step",
     "tail_budget",
+    "tail_budgets",
 ]
 
 #: default grid points per robust standard deviation of the privacy loss (grid steps
@@ -56,6 +62,10 @@ DEFAULT_TAIL = 1e-14
 #: share of a PLD's tail budget that the discretisation of one law may cut (the rest
 #: goes to the compositions that follow it)
 LAW_TAIL_FRACTION = 1e-3
+#: share of the target delta that the shared-grid DP-SGD paths give to their tail cuts
+#: in total, and again to each side of their circular convolution's wrap-around
+#: (:func:`tail_budgets`)
+SHARED_GRID_SHARE = 1e-4
 
 
 class PLDSettings:
@@ -177,6 +187,80 @@ def tail_budget(delta: float | None) -> float:
     delta = check_probability("delta", delta, high_open=False)
     exponent = math.floor(math.log10(delta * 1e-6))
     return 10.0 ** min(max(exponent, -16), -12)
+
+
+@dataclass(frozen=True)
+class TailBudget:
+    """The probability mass a PLD computation may move into its certificate.
+
+    Every field is a P-mass whose move can only raise an upper bound on delta (a top
+    cut goes to ``+inf``) or lower a lower bound, so each is a slack of the
+    certificate, never a soundness condition; see :func:`tail_budgets`.
+
+    Attributes
+    ----------
+    engine : float
+        Total mass the general engine's top tail cuts may move
+        (:func:`tail_budget`; :class:`PLDSettings` scales it with the tolerance).
+    cut : float
+        Total mass the shared-grid paths' tail cuts may move, over all pieces.
+    piece : float
+        Each piece's share of ``cut`` (``cut / pieces``): the tail mass cut when one
+        step's loss is discretised.
+    alias : float
+        Mass, per side, that a circular convolution may fold into its window.
+    """
+
+    engine: float
+    cut: float
+    piece: float
+    alias: float
+
+
+def tail_budgets(delta: float, pieces: int = 1) -> TailBudget:
+    """The tail and aliasing budgets of every PLD route, for a target delta.
+
+    One policy for every route that cuts a PLD's tails:
+
+    * the general engine (law discretisation, two-scale grids, repeated squaring)
+      moves at most ``engine = tail_budget(delta)``, a millionth of delta rounded
+      down to a power of ten within [1e-16, 1e-12] (the rounding lets nearby deltas
+      share one cached PLD, the clip keeps the grids within their size guards);
+    * the shared-grid DP-SGD paths (:mod:`~dpacct.accountant.pld.schedule_fast`,
+      :mod:`~dpacct.accountant.pld.incremental`), which are not cached by delta,
+      give ``SHARED_GRID_SHARE = 1e-4`` of delta to their tail cuts in total
+      (``piece = cut / pieces`` per composed step, so the cuts stay within it for any
+      number of steps up to ``pieces``) and the same again to each side of the
+      wrap-around of their one circular convolution.  The Chernoff window grows
+      with ``log(1 / alias)`` and the cells with ``log(1 / piece)``, so a smaller
+      share is slower; a millionth instead moves their upper bounds by a few 1e-6
+      relative (docs/design.md, "PLD grid policy").
+
+    Each budget is added to delta inside the certificate, so any value is sound;
+    the values only trade tightness for speed.
+
+    Parameters
+    ----------
+    delta : float
+        The target delta, in (0, 1].
+    pieces : int, default 1
+        Number of composed steps the shared-grid cut is spread over, >= 1.
+
+    Returns
+    -------
+    TailBudget
+
+    Examples
+    --------
+    >>> b = tail_budgets(1e-5, pieces=1000)
+    >>> b.engine, b.alias, bool(b.piece * 1000 <= b.cut)
+    (1e-12, 1e-09, True)
+    """
+    engine = tail_budget(delta)
+    if isinstance(pieces, bool) or not isinstance(pieces, (int, np.integer)) or pieces < 1:
+        raise ValueError(f"pieces must be an integer >= 1, got {pieces!r}")
+    cut = SHARED_GRID_SHARE * delta
+    return TailBudget(engine=engine, cut=cut, piece=cut / int(pieces), alias=cut)
 
 
 #: The first discretisation needs fewer points per spread than later coarsenings: its

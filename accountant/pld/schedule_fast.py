@@ -30,7 +30,8 @@ from .pld_fft import (
     _spectrum_product,
     _window,
 )
-from .pld_pair import swapped_delta_identity
+from .pld_pair import swapped_delta
+from .pld_settings import tail_budgets
 from .sgm_cells import (
     _cell_ranges,
     _optimistic_cells,
@@ -481,10 +482,8 @@ def fast_epsilon_bounds(
     sig = np.array([float(s) for s, _, _ in phases])
     qs = np.array([float(q) for _, q, _ in phases])
     counts = np.array([int(c) for _, _, c in phases], dtype=np.int64)
-    total = float(counts.sum())
-    # budgets: cut tails 1e-4 delta in all, aliasing 1e-4 delta per side
-    tau = 1e-4 * delta / total
-    alias_budget = 1e-4 * delta
+    budget = tail_budgets(delta, max(int(counts.sum()), 1))
+    tau, alias_budget = budget.piece, budget.alias
     out = [math.nan, math.nan]
     cnt = counts.astype(float)
     if upper:
@@ -527,7 +526,7 @@ def _upper_end(
     if res is None:
         return math.nan
     eps = res[0].epsilon(delta)
-    if swapped_delta_identity(res[0], eps) > delta:
+    if swapped_delta(res[0], eps) > delta:
         # the add direction may be larger: compose it too, first on a coarser loss
         # grid (an upper bound on any grid); only when that is above the remove
         # direction is it composed on the fine grid
