@@ -321,3 +321,21 @@ def test_bounded_convolve_takes_the_estimates_of_accurate_convolve_where_it_can(
     # relative to each entry's own size, not the peak, in the tilted tails
     big = want > 1e-30
     assert np.all(err[big] <= 1e-6 * want[big])
+
+
+def test_cell_lambdas_stay_upper_bounds_when_a_short_row_underflows():
+    # a short cell beside a very long one: its weights (scaled by the long row's end)
+    # underflow at large orders; the bound must still be above the exact log-MGF
+    from scipy.special import logsumexp
+
+    from dpacct.accountant.pld.pld_fft import _ORDERS, _cell_lambdas
+
+    step = 1e-3
+    short, long_ = np.full(3, 1 / 3), np.full(200_000, 1 / 200_000)
+    firsts = np.array([5_000, 0])
+    lam_pos, lam_neg = _cell_lambdas(step, firsts, [short, long_])
+    for row, (pmf, first) in enumerate(zip([short, long_], firsts, strict=True)):
+        losses = (first + np.arange(pmf.size)) * step
+        for k, t in enumerate(_ORDERS):
+            assert lam_pos[row, k] >= logsumexp(t * losses, b=pmf) - 1e-12
+            assert lam_neg[row, k] >= logsumexp(-t * losses, b=pmf) - 1e-12

@@ -447,7 +447,9 @@ def _cell_lambdas(step: float, firsts: np.ndarray, pmfs: list[np.ndarray]):
     The sums are of non-negative terms: their computed value is within a relative
     ``(width + 8) u`` of the exact one (Higham 2002, Section 3.1; the exponentials to a
     few ulps), so adding ``2 (width + 8) u`` to the logarithm gives an upper bound.
-    Empty rows (all mass at +inf) get 0, an upper bound.
+    Where a weighted sum underflows to 0 the row's extreme loss bounds it instead
+    (``Lambda(+-t) <= +-t l_extreme + log(mass)``); empty rows (all mass at +inf) get 0,
+    an upper bound.
     """
     lengths = np.array([p.size for p in pmfs], dtype=np.int64)
     width = -(-int(lengths.max()) // 1024) * 1024  # padded: the weights are cached
@@ -468,6 +470,18 @@ def _cell_lambdas(step: float, firsts: np.ndarray, pmfs: list[np.ndarray]):
         off = firsts[s0 : s0 + block.shape[0]] * step
         lp = lp + np.outer(off + j[-1], t)
         ln = ln - np.outer(off, t)
+        # A row whose weighted sum underflowed to 0 (its mass far below the padded
+        # width's end, at a large order) still has Lambda(+-t) <= +-t l_extreme +
+        # log(mass): that bound, never -inf, stands in wherever it is smaller.
+        with np.errstate(divide="ignore"):
+            log_mass = np.log(block.sum(axis=1)) + slack
+        last = off + (lengths[s0 : s0 + block.shape[0]] - 1) * step
+        lp = np.minimum(
+            np.nan_to_num(lp, nan=np.inf, neginf=np.inf), log_mass[:, None] + np.outer(last, t)
+        )
+        ln = np.minimum(
+            np.nan_to_num(ln, nan=np.inf, neginf=np.inf), log_mass[:, None] - np.outer(off, t)
+        )
         out_pos[s0 : s0 + block.shape[0]] = np.where(np.isfinite(lp), lp, 0.0)
         out_neg[s0 : s0 + block.shape[0]] = np.where(np.isfinite(ln), ln, 0.0)
     return out_pos, out_neg
