@@ -473,16 +473,17 @@ class PrivacyAccountant(LedgerFileMethods):
         key = (records.version, d)
         if key in self._eps_cache:
             return self._eps_cache[key]
-        if records.many_phases() and records.all_pld:
+        if records.online():
             # the composed history at d, with or without a budget: incremental, never
-            # a recomposition, and the same route (hence the same answer) either way
+            # a recomposition, and the same route (hence the same answer) either way;
+            # the filter decides on this very answer
             eps = self._online_history(d).epsilon()
         else:
             mech = self._accounted(upper=True)
             eps = 0.0 if mech is None else float(mech.epsilon(d, tol=self._tol))
-        certified = filt.certified(d) if isinstance(filt, PLDFilter) else None
-        if certified is not None:
-            eps = min(eps, certified)
+            certified = filt.certified(d) if isinstance(filt, PLDFilter) else None
+            if certified is not None:
+                eps = min(eps, certified)
         if len(self._eps_cache) > 64:
             self._eps_cache.clear()
         self._eps_cache[key] = eps
@@ -546,7 +547,11 @@ class PrivacyAccountant(LedgerFileMethods):
         if not self._records.entries:
             return (0.0, 0.0)
         if d == 0 or not self._records.many_phases():
-            return self.mechanism().epsilon_bounds(d, tol=self._tol)  # type: ignore[union-attr]
+            low, high = self.mechanism().epsilon_bounds(d, tol=self._tol)  # type: ignore[union-attr]
+            if d > 0 and self._records.online():
+                # one phase on the online route: the upper end is epsilon()'s answer
+                return (float(low), self.epsilon(d))
+            return (low, high)
         fast = self._fast_bounds(d, lower=True)
         if fast is not None:
             if self._records.all_pld:

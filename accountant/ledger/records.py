@@ -221,6 +221,27 @@ class Records:
             n += 1
         return n > EXACT_PHASES
 
+    def online(self, extra: Entry | None = None) -> bool:
+        """True when the queries (and the filter's check of ``extra``) answer from the
+        composed history (:class:`~dpacct.accountant.ledger.history.BudgetHistory`).
+
+        That is, counting ``extra``: beyond :data:`EXACT_PHASES` distinct records, each
+        with a privacy loss distribution; or one distinct record, a Poisson-subsampled
+        DP-SGD step (``q < 1``; a constant-sigma training loop), whose history is the
+        incremental fast path: a query then costs one inverse FFT instead of a
+        self-composition.  A plain Gaussian (``q = 1``) keeps its closed form.
+        """
+        mech = None if extra is None else extra.mechanism
+        if self.many_phases(mech):
+            return self.all_pld and (extra is None or _pld_capable(mech, extra.step))  # type: ignore[arg-type]
+        n = len(self.distinct)
+        if extra is not None and key(extra.mechanism) not in self.distinct:
+            n += 1
+        if n != 1:
+            return False
+        step = self.entries[0].step if self.entries else extra.step  # type: ignore[union-attr]
+        return step is not None and step.q < 1.0
+
     def phases(self, *, upper: bool) -> list[tuple[float, float, int]] | None:
         """Every entry as a DP-SGD phase ``(sigma, q, count)``, or None if one is not."""
         return phases_of(self.entries, upper=upper)
