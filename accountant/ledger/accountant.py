@@ -24,7 +24,10 @@ cells on one shared loss grid (:class:`~dpacct.accountant.pld.schedule.Increment
 adding steps multiplies spectra, a check is one inverse FFT, every aliasing and
 round-off error bounded and added); otherwise as composed PLDs, convolving only the
 new block.  Checking a step costs about what adding it costs, never a recomposition
-of the whole history.
+of the whole history, and the filter decides on the very answer :meth:`epsilon` gives
+(a look-ahead certifies many steps far from the budget; near it, each step is folded
+and the answer read, rolled back on refusal).  A ledger of one Poisson-subsampled
+DP-SGD step (a constant-sigma loop) is kept on the same incremental route.
 
 Two kinds of filter, by what the training loop may do:
 

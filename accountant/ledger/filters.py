@@ -124,6 +124,9 @@ class _Credit:
     remaining: int
     epsilon: float
     version: int
+    #: whether it was granted on the online route (the composed history): a record
+    #: that moves the ledger to the other route is checked again
+    online: bool = False
 
     def covers(self, entry: Entry) -> bool:
         """True if ``entry`` is dominated by the certified record (the same one, or a
@@ -182,6 +185,7 @@ class PLDFilter:
             and credit.version == self.records.version
             and credit.covers(entry)
             and credit.remaining >= entry.count
+            and credit.online == self.records.online(entry)
         ):
             return
         if self.records.online(entry):
@@ -257,9 +261,14 @@ class PLDFilter:
         why = f"(spent so far: {spent:.6g})"
         raise _refusal(entry, eps, self.budget, f"epsilon to {eps:.6g}", why)
 
-    def _grant(self, candidate: Entry, eps: float) -> None:
+    def _grant(self, candidate: Entry, eps: float, online: bool = False) -> None:
         self.credit = _Credit(
-            candidate.mechanism, candidate.step, candidate.count, eps, self.records.version
+            candidate.mechanism,
+            candidate.step,
+            candidate.count,
+            eps,
+            self.records.version,
+            online,
         )
         self.lookahead = min(2 * candidate.count, 1 << 40)
 
@@ -277,7 +286,8 @@ class PLDFilter:
         Most records skip that fold: an accepted look-ahead certifies ``k >= count``
         future records, each dominated by a candidate (the record itself, or --
         when the schedule moved -- the record loosened by ``WIDE_SLACK``, else by
-        ``LOOKAHEAD_SLACK``, else not: smaller sigma, larger q; the subsampled Gaussian's profile is monotone in both, see
+        ``LOOKAHEAD_SLACK``, else not: smaller sigma, larger q; the subsampled
+        Gaussian's profile is monotone in both, see
         :mod:`dpacct.accountant.pld.schedule`), with ``k`` growing geometrically while
         look-aheads pass.  A look-ahead is one hypothetical query on the kept loss grid
         (none when the steps do not fit it: nothing is copied), and it certifies only
@@ -303,7 +313,7 @@ class PLDFilter:
                 candidate = Entry(one.mechanism, k, one.step)
                 eps = history.epsilon_with([candidate], fit_only=True)
                 if eps is not None and eps <= limit:
-                    self._grant(candidate, eps)
+                    self._grant(candidate, eps, online=True)
                     return
             k = max(count, k // 4)
         self.lookahead = 1
@@ -315,13 +325,6 @@ class PLDFilter:
         spent = self.history.epsilon()
         why = f"(spent so far: {spent:.6g})"
         raise _refusal(entry, eps, self.budget, f"epsilon to {eps:.6g}", why)
-
-
-def _has_pld(mechanism: Mechanism) -> bool:
-    try:
-        return bool(mechanism.has_pld)
-    except Exception:  # pragma: no cover - exotic mechanisms
-        return False
 
 
 def _rdp_epsilon(rdp: float, alpha: float, delta: float) -> float:

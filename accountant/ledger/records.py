@@ -40,6 +40,10 @@ __all__ = ["EXACT_PHASES", "Entry", "Records", "Step", "classify"]
 #: up to this many distinct mechanisms the ledger composes them exactly; beyond,
 #: DP-SGD steps are rounded to the grid and the filter becomes incremental
 EXACT_PHASES = 16
+#: a ledger of one Poisson-subsampled DP-SGD step takes the online route (its composed
+#: history) from this many steps on: a training loop's repeated queries then cost an
+#: inverse FFT each; shorter ledgers keep the exact composition
+ONLINE_STEPS = 256
 
 
 @dataclass(frozen=True)
@@ -227,9 +231,11 @@ class Records:
 
         That is, counting ``extra``: beyond :data:`EXACT_PHASES` distinct records, each
         with a privacy loss distribution; or one distinct record, a Poisson-subsampled
-        DP-SGD step (``q < 1``; a constant-sigma training loop), whose history is the
-        incremental fast path: a query then costs one inverse FFT instead of a
-        self-composition.  A plain Gaussian (``q = 1``) keeps its closed form.
+        DP-SGD step (``q < 1``) repeated at least :data:`ONLINE_STEPS` times (a
+        constant-sigma training loop), whose history is the incremental fast path: a
+        query then costs one inverse FFT instead of a self-composition.  A shorter
+        ledger keeps the exact composition (tighter, and as cheap for a few queries);
+        a plain Gaussian (``q = 1``) keeps its closed form.
         """
         mech = None if extra is None else extra.mechanism
         if self.many_phases(mech):
@@ -240,7 +246,8 @@ class Records:
         if n != 1:
             return False
         step = self.entries[0].step if self.entries else extra.step  # type: ignore[union-attr]
-        return step is not None and step.q < 1.0
+        total = sum(e.count for e in self.entries) + (0 if extra is None else extra.count)
+        return step is not None and step.q < 1.0 and total >= ONLINE_STEPS
 
     def phases(self, *, upper: bool) -> list[tuple[float, float, int]] | None:
         """Every entry as a DP-SGD phase ``(sigma, q, count)``, or None if one is not."""
