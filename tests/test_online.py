@@ -97,7 +97,7 @@ def _first_over(plain: list[float], budget: float) -> int:
 def test_filter_refuses_at_exactly_the_first_over_budget_step(sigmas):
     plain, _ = _loop(sigmas, None, every=1)  # the answer after every step, no budget
     assert plain == sorted(plain)
-    for j in (0, 37, 233):
+    for j in (0, 37, 233, 280):  # 280: past ONLINE_STEPS, one phase is online too
         for budget in (plain[j], 0.5 * (plain[j] + plain[j + 1]), np.nextafter(plain[j + 1], 0)):
             acct = PrivacyAccountant(budget_epsilon=float(budget), budget_delta=DELTA)
             taken = 0
