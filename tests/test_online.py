@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from dpacct.accountant import BudgetExceededError, PrivacyAccountant
+from dpacct.accountant.ledger import records as records_module
 
 DELTA = 1e-5
 Q = 0.01
@@ -86,6 +87,13 @@ def _first_over(plain: list[float], budget: float) -> int:
     return next(i for i, eps in enumerate(plain) if eps > budget)
 
 
+@pytest.fixture(params=[False, True], ids=["one-phase-exact", "one-phase-online"])
+def one_phase_online(request, monkeypatch):
+    """Both routes of a one-phase ledger (``records.ONE_PHASE_ONLINE`` off and on)."""
+    monkeypatch.setattr(records_module, "ONE_PHASE_ONLINE", request.param)
+    return request.param
+
+
 @pytest.mark.parametrize(
     "sigmas",
     [
@@ -94,10 +102,10 @@ def _first_over(plain: list[float], budget: float) -> int:
     ],
     ids=["decaying", "constant"],
 )
-def test_filter_refuses_at_exactly_the_first_over_budget_step(sigmas):
+def test_filter_refuses_at_exactly_the_first_over_budget_step(sigmas, one_phase_online):
     plain, _ = _loop(sigmas, None, every=1)  # the answer after every step, no budget
     assert plain == sorted(plain)
-    for j in (0, 37, 233, 280):  # 280: past ONLINE_STEPS, one phase is online too
+    for j in (0, 37, 233, 280):  # 280: past ONLINE_STEPS (256)
         for budget in (plain[j], 0.5 * (plain[j] + plain[j + 1]), np.nextafter(plain[j + 1], 0)):
             acct = PrivacyAccountant(budget_epsilon=float(budget), budget_delta=DELTA)
             taken = 0
@@ -109,8 +117,8 @@ def test_filter_refuses_at_exactly_the_first_over_budget_step(sigmas):
             assert acct.epsilon(DELTA) == plain[j]
 
 
-def test_constant_sigma_same_epsilon_with_and_without_a_budget():
-    # one phase: the online route too, so a budget changes nothing
+def test_constant_sigma_same_epsilon_with_and_without_a_budget(one_phase_online):
+    # one phase, on either route: a budget changes nothing
     sigmas = [1.0] * 1000
     plain, taken = _loop(sigmas, None)
     assert taken == 1000 and len(plain) == 20
@@ -120,9 +128,9 @@ def test_constant_sigma_same_epsilon_with_and_without_a_budget():
         assert answers == plain, budget
 
 
-def test_constant_sigma_answer_inside_the_exact_bracket():
-    # the one-phase online answer is a certified upper bound: at or above the exact
-    # composition's certified lower end, and within 0.1 % of its upper end
+def test_constant_sigma_answer_inside_the_exact_bracket(one_phase_online):
+    # the one-phase answer is a certified upper bound: at or above the exact
+    # composition's certified lower end, and (online) within 0.1 % of its upper end
     from dpacct.accountant import compose, poisson_subsample
     from dpacct.mechanisms import GaussianMechanism
 

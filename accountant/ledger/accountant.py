@@ -26,8 +26,7 @@ round-off error bounded and added); otherwise as composed PLDs, convolving only 
 new block.  Checking a step costs about what adding it costs, never a recomposition
 of the whole history, and the filter decides on the very answer :meth:`epsilon` gives
 (a look-ahead certifies many steps far from the budget; near it, each step is folded
-and the answer read, rolled back on refusal).  A ledger of one Poisson-subsampled
-DP-SGD step (a constant-sigma loop) is kept on the same incremental route.
+and the answer read, rolled back on refusal).
 
 Two kinds of filter, by what the training loop may do:
 
@@ -307,8 +306,9 @@ class PrivacyAccountant(LedgerFileMethods):
 
         ``"exact"``: at most ``EXACT_PHASES`` (16) distinct records, composed exactly by
         the engine.  ``"fast"``: more, every one a DP-SGD step (a mechanism declaring a
-        Gaussian-DP ``mu`` under add/remove, plain or Poisson-subsampled), or a single
-        Poisson-subsampled DP-SGD step (a constant-sigma loop): the
+        Gaussian-DP ``mu`` under add/remove, plain or Poisson-subsampled), or (when
+        ``records.ONE_PHASE_ONLINE`` is set) a single Poisson-subsampled DP-SGD step
+        of at least 256 steps: the
         characteristic-function path of the schedule engine, kept open as the
         ledger's composed history.  ``"rounded"``: more, not all DP-SGD steps: the
         steps rounded to the grid, composed with the other records by the engine.
@@ -317,9 +317,6 @@ class PrivacyAccountant(LedgerFileMethods):
         --------
         >>> acct = PrivacyAccountant()
         >>> acct.step(noise_multiplier=1.0, sample_rate=0.01, count=1000)
-        >>> acct.route
-        'fast'
-        >>> acct.step(noise_multiplier=2.0, sample_rate=0.01)
         >>> acct.route
         'exact'
         """
@@ -447,17 +444,16 @@ class PrivacyAccountant(LedgerFileMethods):
 
         One route per question, with or without a budget.  A ledger of more than
         ``EXACT_PHASES`` (16) distinct records, each with a privacy loss distribution,
-        or of one Poisson-subsampled DP-SGD step (a constant-sigma loop) answers from
-        its composed history at ``delta`` (incremental: a query costs about one
+        answers from its composed history at ``delta`` (incremental: a query costs about one
         inverse FFT, never a recomposition); at ``budget_delta`` that history is the
         filter's own, and the filter refuses exactly the first record whose answer
         here would pass ``budget_epsilon``, so ``epsilon(budget_delta) <=
         budget_epsilon`` always and a budget never changes an answer.  The history
         rounds a coordinate's values beyond the first 64 it sees up to the grid, so
         the answer can sit a little above the exact composition's (0.1 % on a loop
-        with a new random sigma at every step, about 0.06 % after 10 000 steps at one
-        sigma).  Other ledgers are composed by the engine, and in filter mode, for
-        ``delta >= budget_delta``, the filter's certified bound is used when smaller.
+        with a new random sigma at every step).  Other ledgers are composed by the
+        engine, and in filter mode, for ``delta >= budget_delta``, the filter's
+        certified bound is used when smaller.
 
         Parameters
         ----------
