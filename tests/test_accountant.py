@@ -45,7 +45,10 @@ def test_design_example():
     acct = PrivacyAccountant()
     acct.step(noise_multiplier=1.0, sample_rate=0.01)
     eps = acct.epsilon(delta=1e-5)
-    assert eps == pytest.approx(dpsgd(1.0, 0.01, 1).epsilon(1e-5), rel=1e-12)
+    # one DP-SGD phase: the online route, a certified upper bound inside the exact
+    # composition's bracket (up to the fast path's loss grid)
+    low, high = dpsgd(1.0, 0.01, 1).epsilon_bounds(1e-5)
+    assert low <= eps <= high * (1 + 1e-4)
 
 
 def test_identical_consecutive_steps_merge():

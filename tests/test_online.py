@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from dpacct.accountant import BudgetExceededError, PrivacyAccountant
+from dpacct.accountant.ledger import records as records_module
 
 DELTA = 1e-5
 Q = 0.01
@@ -75,10 +76,68 @@ def test_filter_refuses_the_first_step_whose_answer_passes_the_budget():
     answers, taken = _loop(sigmas, budget, every=1)
     assert answers == plain[:taken]
     assert answers[-1] <= budget
-    # the refused step: its answer passes the budget (the filter asks about it as a
-    # hypothetical step rounded up to the grid, so it may refuse within a grid width)
-    assert plain[taken] > budget * (1 - 2.0**-9)
-    assert taken in (150, 151)
+    # the refused step is the first whose answer passes the budget: the filter decides
+    # on the very answer the query gives
+    assert plain[taken] > budget
+    assert taken == 151
+
+
+def _first_over(plain: list[float], budget: float) -> int:
+    """Brute force: the number of steps before the first answer above ``budget``."""
+    return next(i for i, eps in enumerate(plain) if eps > budget)
+
+
+@pytest.fixture(params=[False, True], ids=["one-phase-exact", "one-phase-online"])
+def one_phase_online(request, monkeypatch):
+    """Both routes of a one-phase ledger (``records.ONE_PHASE_ONLINE`` off and on)."""
+    monkeypatch.setattr(records_module, "ONE_PHASE_ONLINE", request.param)
+    return request.param
+
+
+@pytest.mark.parametrize(
+    "sigmas",
+    [
+        (1.2 * 0.999 ** np.arange(300)).tolist(),  # every step a new phase
+        [0.9] * 300,  # one phase: a constant-sigma loop
+    ],
+    ids=["decaying", "constant"],
+)
+def test_filter_refuses_at_exactly_the_first_over_budget_step(sigmas, one_phase_online):
+    plain, _ = _loop(sigmas, None, every=1)  # the answer after every step, no budget
+    assert plain == sorted(plain)
+    for j in (0, 37, 233, 280):  # 280: past ONLINE_STEPS (256)
+        for budget in (plain[j], 0.5 * (plain[j] + plain[j + 1]), np.nextafter(plain[j + 1], 0)):
+            acct = PrivacyAccountant(budget_epsilon=float(budget), budget_delta=DELTA)
+            taken = 0
+            with pytest.raises(BudgetExceededError):
+                for sigma in sigmas:
+                    acct.step(noise_multiplier=sigma, sample_rate=Q)
+                    taken += 1
+            assert taken == _first_over(plain, budget) == j + 1, (j, budget)
+            assert acct.epsilon(DELTA) == plain[j]
+
+
+def test_constant_sigma_same_epsilon_with_and_without_a_budget(one_phase_online):
+    # one phase, on either route: a budget changes nothing
+    sigmas = [1.0] * 1000
+    plain, taken = _loop(sigmas, None)
+    assert taken == 1000 and len(plain) == 20
+    for budget in (50.0, 8.0, 1.01 * plain[-1]):
+        answers, taken = _loop(sigmas, budget)
+        assert taken == 1000
+        assert answers == plain, budget
+
+
+def test_constant_sigma_answer_inside_the_exact_bracket(one_phase_online):
+    # the one-phase answer is a certified upper bound: at or above the exact
+    # composition's certified lower end, and (online) within 0.1 % of its upper end
+    from dpacct.accountant import compose, poisson_subsample
+    from dpacct.mechanisms import GaussianMechanism
+
+    plain, _ = _loop([1.0] * 2000, None, every=2000)
+    exact = compose([poisson_subsample(GaussianMechanism(sigma=1.0), Q)], [2000])
+    low, high = exact.epsilon_bounds(DELTA)
+    assert low <= plain[-1] <= high * (1 + 1e-3), (low, plain[-1], high)
 
 
 def _dp_accounting_bracket(sigmas, interval: float) -> tuple[float, float]:

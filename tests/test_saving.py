@@ -76,7 +76,9 @@ def test_restarted_job_keeps_its_true_spent_budget(tmp_path):
     second = PrivacyAccountant.load(path)
     second.step(noise_multiplier=1.0, sample_rate=0.01, count=2_000)
     assert second.entries == ((poisson_subsample(GaussianMechanism(sigma=1.0), 0.01), 5_000),)
-    assert second.epsilon(DELTA) == pytest.approx(dpsgd(1.0, 0.01, 5_000).epsilon(DELTA))
+    # one long DP-SGD phase: the online route, inside the exact composition's bracket
+    low, high = dpsgd(1.0, 0.01, 5_000).epsilon_bounds(DELTA)
+    assert low <= second.epsilon(DELTA) <= high * (1 + 1e-3)
 
 
 def test_interrupted_save_leaves_the_previous_file_intact(tmp_path, monkeypatch):

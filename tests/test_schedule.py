@@ -164,9 +164,9 @@ def test_filter_check_is_incremental_on_the_fast_path(monkeypatch):
         folds.append(len(parts))
         return real_fold(self, parts)
 
-    def epsilon_with(self, parts):
+    def epsilon_with(self, parts, fit_only=False):
         checks.append(len(parts))
-        return real_with(self, parts)
+        return real_with(self, parts, fit_only)
 
     monkeypatch.setattr(ledger_module._FastHistory, "fold", fold)
     monkeypatch.setattr(ledger_module._FastHistory, "epsilon_with", epsilon_with)

@@ -24,7 +24,9 @@ cells on one shared loss grid (:class:`~dpacct.accountant.pld.schedule.Increment
 adding steps multiplies spectra, a check is one inverse FFT, every aliasing and
 round-off error bounded and added); otherwise as composed PLDs, convolving only the
 new block.  Checking a step costs about what adding it costs, never a recomposition
-of the whole history.
+of the whole history, and the filter decides on the very answer :meth:`epsilon` gives
+(a look-ahead certifies many steps far from the budget; near it, each step is folded
+and the answer read, rolled back on refusal).
 
 Two kinds of filter, by what the training loop may do:
 
@@ -304,21 +306,24 @@ class PrivacyAccountant(LedgerFileMethods):
 
         ``"exact"``: at most ``EXACT_PHASES`` (16) distinct records, composed exactly by
         the engine.  ``"fast"``: more, every one a DP-SGD step (a mechanism declaring a
-        Gaussian-DP ``mu`` under add/remove, plain or Poisson-subsampled): the
-        characteristic-function path of the schedule engine.  ``"rounded"``: more,
-        not all DP-SGD steps: the steps rounded to the grid, composed with the other
-        records by the engine.
+        Gaussian-DP ``mu`` under add/remove, plain or Poisson-subsampled), or (when
+        ``records.ONE_PHASE_ONLINE`` is set) a single Poisson-subsampled DP-SGD step
+        of at least 256 steps: the
+        characteristic-function path of the schedule engine, kept open as the
+        ledger's composed history.  ``"rounded"``: more, not all DP-SGD steps: the
+        steps rounded to the grid, composed with the other records by the engine.
 
         Examples
         --------
         >>> acct = PrivacyAccountant()
-        >>> acct.step(noise_multiplier=1.0, sample_rate=0.01)
+        >>> acct.step(noise_multiplier=1.0, sample_rate=0.01, count=1000)
         >>> acct.route
         'exact'
         """
-        if not self._records.many_phases():
-            return "exact"
-        return "fast" if self._records.all_steps else "rounded"
+        records = self._records
+        if not records.many_phases():
+            return "fast" if records.online() else "exact"
+        return "fast" if records.all_steps else "rounded"
 
     def __repr__(self) -> str:
         budget = "" if self._budget is None else f", budget={self._budget}"
@@ -437,14 +442,18 @@ class PrivacyAccountant(LedgerFileMethods):
         sum of the records', rounded up); a ledger holding a record without one
         (a Gaussian, a DP-SGD step) raises a :class:`ValueError` naming it.
 
-        In filter mode, for ``delta >= budget_delta`` the bound certified by the filter
-        is used when smaller, so ``epsilon(budget_delta) <= budget_epsilon`` always.  At
-        ``budget_delta`` itself a many-phase ledger answers from the filter's own
-        composed history (incremental, never a recomposition).  That history rounds a
-        coordinate's values beyond the first 64 it sees up to the grid, so the answer
-        can sit a little above the upper end of :meth:`epsilon_bounds`, which composes
-        the whole ledger at once (0.1 % on a loop with a new random sigma at every
-        step).  Both are certified upper bounds.
+        One route per question, with or without a budget.  A ledger of more than
+        ``EXACT_PHASES`` (16) distinct records, each with a privacy loss distribution,
+        answers from its composed history at ``delta`` (incremental: a query costs about one
+        inverse FFT, never a recomposition); at ``budget_delta`` that history is the
+        filter's own, and the filter refuses exactly the first record whose answer
+        here would pass ``budget_epsilon``, so ``epsilon(budget_delta) <=
+        budget_epsilon`` always and a budget never changes an answer.  The history
+        rounds a coordinate's values beyond the first 64 it sees up to the grid, so
+        the answer can sit a little above the exact composition's (0.1 % on a loop
+        with a new random sigma at every step).  Other ledgers are composed by the
+        engine, and in filter mode, for ``delta >= budget_delta``, the filter's
+        certified bound is used when smaller.
 
         Parameters
         ----------
@@ -473,16 +482,17 @@ class PrivacyAccountant(LedgerFileMethods):
         key = (records.version, d)
         if key in self._eps_cache:
             return self._eps_cache[key]
-        if records.many_phases() and records.all_pld:
+        if records.online():
             # the composed history at d, with or without a budget: incremental, never
-            # a recomposition, and the same route (hence the same answer) either way
+            # a recomposition, and the same route (hence the same answer) either way;
+            # the filter decides on this very answer
             eps = self._online_history(d).epsilon()
         else:
             mech = self._accounted(upper=True)
             eps = 0.0 if mech is None else float(mech.epsilon(d, tol=self._tol))
-        certified = filt.certified(d) if isinstance(filt, PLDFilter) else None
-        if certified is not None:
-            eps = min(eps, certified)
+            certified = filt.certified(d) if isinstance(filt, PLDFilter) else None
+            if certified is not None:
+                eps = min(eps, certified)
         if len(self._eps_cache) > 64:
             self._eps_cache.clear()
         self._eps_cache[key] = eps
@@ -546,7 +556,11 @@ class PrivacyAccountant(LedgerFileMethods):
         if not self._records.entries:
             return (0.0, 0.0)
         if d == 0 or not self._records.many_phases():
-            return self.mechanism().epsilon_bounds(d, tol=self._tol)  # type: ignore[union-attr]
+            low, high = self.mechanism().epsilon_bounds(d, tol=self._tol)  # type: ignore[union-attr]
+            if d > 0 and self._records.online():
+                # one phase on the online route: the upper end is epsilon()'s answer
+                return (float(low), self.epsilon(d))
+            return (low, high)
         fast = self._fast_bounds(d, lower=True)
         if fast is not None:
             if self._records.all_pld:

@@ -38,6 +38,13 @@ __all__ = ["BudgetExceededError", "Filter", "PLDFilter", "RenyiFilter"]
 #: relative amount (smaller sigma, larger q): a slowly changing schedule is covered by
 #: one certificate for many steps
 LOOKAHEAD_SLACK = 2.0**-6
+#: the incremental check tries this wider loosening first: a decaying schedule is
+#: then checked about once per 6 % of its sigma, not once per 1.6 %
+WIDE_SLACK = 2.0**-4
+#: a look-ahead certifies future records only when its epsilon is at most
+#: ``budget * (1 - CERTIFICATE_MARGIN)``; closer to the budget every record is checked
+#: on the queries' own answer (:meth:`PLDFilter._admit_incremental`)
+CERTIFICATE_MARGIN = 2.0**-16
 #: candidate orders for the adaptive (Renyi) filter's single, fixed order
 ADAPTIVE_ORDERS = np.concatenate(
     [1.0 + np.geomspace(0.05, 1.0, 12)[:-1], np.geomspace(2.0, 512.0, 49)]
@@ -117,6 +124,9 @@ class _Credit:
     remaining: int
     epsilon: float
     version: int
+    #: whether it was granted on the online route (the composed history): a record
+    #: that moves the ledger to the other route is checked again
+    online: bool = False
 
     def covers(self, entry: Entry) -> bool:
         """True if ``entry`` is dominated by the certified record (the same one, or a
@@ -175,11 +185,10 @@ class PLDFilter:
             and credit.version == self.records.version
             and credit.covers(entry)
             and credit.remaining >= entry.count
+            and credit.online == self.records.online(entry)
         ):
             return
-        records = self.records
-        pld_capable = entry.step is not None or _has_pld(entry.mechanism)
-        if records.many_phases(entry.mechanism) and records.all_pld and pld_capable:
+        if self.records.online(entry):
             self._admit_incremental(entry)
         else:
             self._admit_exact(entry)
@@ -252,61 +261,70 @@ class PLDFilter:
         why = f"(spent so far: {spent:.6g})"
         raise _refusal(entry, eps, self.budget, f"epsilon to {eps:.6g}", why)
 
-    def _grant(self, candidate: Entry, eps: float) -> None:
+    def _grant(self, candidate: Entry, eps: float, online: bool = False) -> None:
         self.credit = _Credit(
-            candidate.mechanism, candidate.step, candidate.count, eps, self.records.version
+            candidate.mechanism,
+            candidate.step,
+            candidate.count,
+            eps,
+            self.records.version,
+            online,
         )
         self.lookahead = min(2 * candidate.count, 1 << 40)
 
     # ------------------------------------------------------ incremental check
     def _admit_incremental(self, entry: Entry) -> None:
-        """Filter check that costs what the new records cost (many-phase ledgers).
+        """Filter check decided on the queries' own answer, at about one step's cost.
 
-        The filter keeps the composed pessimistic PLDs (both directions) of the history
-        it has checked (DP-SGD steps rounded up to the grid).  A check convolves them
-        with the PLD of the candidate records, never recomposing the history.  An
-        accepted check certifies ``k >= count`` future records, each dominated by the
-        candidate loosened by ``LOOKAHEAD_SLACK`` (smaller sigma, larger q; the
-        subsampled Gaussian's profile is monotone in both, see
+        The filter and the queries share one composed history
+        (:class:`~dpacct.accountant.ledger.history.BudgetHistory`).  A record is
+        refused exactly when the answer :meth:`PrivacyAccountant.epsilon` would give
+        with it recorded passes the budget: that answer is computed by folding the
+        record into the history as recording it does (:meth:`BudgetHistory.trial`,
+        rolled back on refusal), never by another route.
+
+        Most records skip that fold: an accepted look-ahead certifies ``k >= count``
+        future records, each dominated by a candidate (the record itself, or --
+        when the schedule moved -- the record loosened by ``WIDE_SLACK``, else by
+        ``LOOKAHEAD_SLACK``, else not: smaller sigma, larger q; the subsampled
+        Gaussian's profile is monotone in both, see
         :mod:`dpacct.accountant.pld.schedule`), with ``k`` growing geometrically while
-        checks pass.  Later records inside the certificate are admitted at no cost;
-        the first one outside it folds the admitted records into the history and
-        checks again.
+        look-aheads pass.  A look-ahead is one hypothetical query on the kept loss grid
+        (none when the steps do not fit it: nothing is copied), and it certifies only
+        when its epsilon is below the budget by the relative margin
+        ``CERTIFICATE_MARGIN``, which covers the round-off between composing the
+        candidates at once and folding the dominated records one block at a time.
         """
         budget_eps = self.budget[0]
         count = entry.count
         history = self.history.now()
+        credit = self.credit
+        # a DP-SGD step that is not the certified one (the schedule moved): certify
+        # steps dominated by it loosened first, so a slowly moving schedule is covered
+        loosen = entry.step is not None and (
+            credit is None or not same(credit.mechanism, entry.mechanism)
+        )
+        slacks = (WIDE_SLACK, LOOKAHEAD_SLACK, 0.0) if loosen else (0.0,)
+        ones = [_candidate(entry, slack) for slack in slacks]
+        limit = budget_eps * (1.0 - CERTIFICATE_MARGIN)
         k = max(count, self.lookahead)
-        eps = math.inf
-        for slack in (LOOKAHEAD_SLACK, 0.0):
-            if slack > 0 and entry.step is None:
-                continue  # other mechanisms: no loosening, the mechanism itself
-            one = _candidate(entry, slack)
-            while True:
+        while k > count:
+            for one in ones:
                 candidate = Entry(one.mechanism, k, one.step)
-                found = history.epsilon_with([candidate])
-                if found is None:  # the fast path cannot certify: the engine's route
-                    history = self.history.current = self.history.rebuild()
-                    found = history.epsilon_with([candidate])
-                eps = found
-                if eps <= budget_eps:
-                    self._grant(candidate, eps)
+                eps = history.epsilon_with([candidate], fit_only=True)
+                if eps is not None and eps <= limit:
+                    self._grant(candidate, eps, online=True)
                     return
-                if k == count:
-                    break
-                k = max(count, k // 4)
-                self.lookahead = max(1, k)
+            k = max(count, k // 4)
         self.lookahead = 1
-        spent = history.epsilon()
-        why = f"(spent so far: {math.nan if spent is None else spent:.6g})"
+        self.credit = None
+        eps = self.history.trial(entry)  # the answer with the record recorded
+        if eps <= budget_eps:
+            self.lookahead = 4
+            return
+        spent = self.history.epsilon()
+        why = f"(spent so far: {spent:.6g})"
         raise _refusal(entry, eps, self.budget, f"epsilon to {eps:.6g}", why)
-
-
-def _has_pld(mechanism: Mechanism) -> bool:
-    try:
-        return bool(mechanism.has_pld)
-    except Exception:  # pragma: no cover - exotic mechanisms
-        return False
 
 
 def _rdp_epsilon(rdp: float, alpha: float, delta: float) -> float:

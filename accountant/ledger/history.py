@@ -96,7 +96,7 @@ class _PLDHistory:
         self._eps = None
         return True
 
-    def epsilon_with(self, parts: list[Entry]) -> float:
+    def epsilon_with(self, parts: list[Entry], fit_only: bool = False) -> float:
         return self._with(self._block(parts)).epsilon(self.delta).epsilon
 
     def epsilon(self) -> float:
@@ -130,13 +130,20 @@ class _FastHistory:
         self.inc.fold(steps)
         return self.inc.ok
 
-    def epsilon_with(self, parts: list[Entry]) -> float | None:
+    def epsilon_with(self, parts: list[Entry], fit_only: bool = False) -> float | None:
         steps = phases_of(parts, upper=True)
-        # decided against the budget: a value <= budget is certified, above means refuse
-        return None if steps is None else self.inc.epsilon(steps)
+        if steps is None:
+            return None
+        try:
+            return self.inc.epsilon(steps, fit_only=fit_only)
+        except OverflowError:  # an epsilon beyond exp's range: the engine's route
+            return None
 
     def epsilon(self) -> float | None:
-        return self.inc.epsilon()
+        try:
+            return self.inc.epsilon()
+        except OverflowError:  # an epsilon beyond exp's range: the engine's route
+            return None
 
 
 class BudgetHistory:
@@ -172,6 +179,8 @@ class BudgetHistory:
         self.progress = progress
         self.current: _PLDHistory | _FastHistory | None = None
         self.pending: list[Entry] = []
+        #: the entry :meth:`trial` accepted and folded, until it is charged
+        self._folded: Entry | None = None
 
     @property
     def convolutions(self) -> int:
@@ -179,7 +188,12 @@ class BudgetHistory:
         return 0 if self.current is None else self.current.convolutions
 
     def charge(self, entry: Entry) -> None:
-        """``entry`` was recorded: pending, merged with the last pending one if the same."""
+        """``entry`` was recorded: pending, merged with the last pending one if the same
+        (nothing to do when :meth:`trial` has already folded it)."""
+        if self._folded is entry:
+            self._folded = None
+            return
+        self._folded = None
         if self.pending and same(self.pending[-1].mechanism, entry.mechanism):
             last = self.pending[-1]
             self.pending[-1] = Entry(last.mechanism, last.count + entry.count, last.step)
@@ -216,6 +230,35 @@ class BudgetHistory:
             history.fold([Entry(e.mechanism, e.count, e.step) for e in self.records.entries])
         self.pending = []
         return history
+
+    def trial(self, entry: Entry) -> float:
+        """The answer :meth:`epsilon` would give with ``entry`` recorded: the filter's
+        exact check, decided on the very number the queries give.
+
+        On the fast path ``entry`` is folded into the kept composition (its cell, its
+        block: what recording it does) and the answer read; above the budget the fold
+        is rolled back, else it is kept and :meth:`charge` of ``entry`` adds nothing.
+        On the PLD path the answer is the composition with ``entry`` as the next block,
+        which is what folding it as the next pending block gives.
+        """
+        current = self.now()
+        if isinstance(current, _FastHistory):
+            steps = phases_of([entry], upper=True)
+            if steps is not None:
+                state = current.inc.checkpoint()
+                current.inc.fold(steps)
+                found = current.epsilon() if current.inc.ok else None
+                if found is not None:
+                    if found <= self.budget[0]:
+                        self._folded = entry
+                    else:
+                        current.inc.rollback(state)
+                    return found
+                current.inc.rollback(state)
+            current = self.current = self.rebuild()
+        found = current.epsilon_with([entry])
+        assert found is not None  # a PLD history always answers
+        return found
 
     def epsilon(self) -> float:
         """Epsilon at the budget's delta of everything recorded (incremental)."""

@@ -40,6 +40,17 @@ __all__ = ["EXACT_PHASES", "Entry", "Records", "Step", "classify"]
 #: up to this many distinct mechanisms the ledger composes them exactly; beyond,
 #: DP-SGD steps are rounded to the grid and the filter becomes incremental
 EXACT_PHASES = 16
+#: a ledger of one Poisson-subsampled DP-SGD step takes the online route (its composed
+#: history) from this many steps on, when :data:`ONE_PHASE_ONLINE` is set: a training
+#: loop's repeated queries then cost an inverse FFT each; shorter ledgers keep the
+#: exact composition
+ONLINE_STEPS = 256
+#: off: the online history's loss grid (0.001 wide) puts a single phase up to about
+#: 0.1 % above the exact composition at epsilon near 1 (a run calibrated to epsilon = 1
+#: would report 1.001), so one-phase ledgers keep the exact route until that history
+#: gets a grid fine enough for them.  On, a constant-sigma loop asking every 100 of
+#: 10 000 steps runs about 8 times faster (0.30 s against 2.53 s, Opacus' RDP 2.39 s)
+ONE_PHASE_ONLINE = False
 
 
 @dataclass(frozen=True)
@@ -220,6 +231,31 @@ class Records:
         if extra is not None and key(extra) not in self.distinct:
             n += 1
         return n > EXACT_PHASES
+
+    def online(self, extra: Entry | None = None) -> bool:
+        """True when the queries (and the filter's check of ``extra``) answer from the
+        composed history (:class:`~dpacct.accountant.ledger.history.BudgetHistory`).
+
+        That is, counting ``extra``: beyond :data:`EXACT_PHASES` distinct records, each
+        with a privacy loss distribution; or (with :data:`ONE_PHASE_ONLINE`) one
+        distinct record, a Poisson-subsampled DP-SGD step (``q < 1``) repeated at
+        least :data:`ONLINE_STEPS` times (a constant-sigma training loop), whose
+        history is the incremental fast path: a query then costs one inverse FFT
+        instead of a self-composition.  A shorter
+        ledger keeps the exact composition (tighter, and as cheap for a few queries);
+        a plain Gaussian (``q = 1``) keeps its closed form.
+        """
+        mech = None if extra is None else extra.mechanism
+        if self.many_phases(mech):
+            return self.all_pld and (extra is None or _pld_capable(mech, extra.step))  # type: ignore[arg-type]
+        n = len(self.distinct)
+        if extra is not None and key(extra.mechanism) not in self.distinct:
+            n += 1
+        if n != 1 or not ONE_PHASE_ONLINE:
+            return False
+        step = self.entries[0].step if self.entries else extra.step  # type: ignore[union-attr]
+        total = sum(e.count for e in self.entries) + (0 if extra is None else extra.count)
+        return step is not None and step.q < 1.0 and total >= ONLINE_STEPS
 
     def phases(self, *, upper: bool) -> list[tuple[float, float, int]] | None:
         """Every entry as a DP-SGD phase ``(sigma, q, count)``, or None if one is not."""

@@ -175,10 +175,13 @@ class _Direction:
         self.__init__(self.delta, self.step, self.add, self.horizon)  # type: ignore[misc]
         self.fold(counts)
 
-    def _prepare(self, items: dict[tuple[float, float], int]) -> _Direction | None:
+    def _prepare(
+        self, items: dict[tuple[float, float], int], fit_only: bool = False
+    ) -> _Direction | None:
         """The direction on a grid that holds it with ``items`` composed: itself when
         the grid fits, else (for hypothetical steps) a copy on a longer grid, so what
-        is asked never changes the kept state; None when it cannot certify.  Past the
+        is asked never changes the kept state; None when it cannot certify, or (with
+        ``fit_only``) when the kept grid does not hold it.  Past the
         horizon the cut tails of the hypothetical steps still go to +inf (sound, a
         little looser): only folded steps re-discretise the cells."""
         self._discretise(list(items))
@@ -187,6 +190,8 @@ class _Direction:
         width = max([self.width] + [self.cells[key][1].size for key in items])
         if self.spec is not None and need <= self.n and width <= self.n:
             return self
+        if fit_only and self.spec is not None:
+            return None  # a longer copy of the kept spectrum: not for a look-ahead
         n = self._length(need, width)
         if n > FAST_MAX_N:
             if max(need, width) > FAST_MAX_N:
@@ -235,7 +240,9 @@ class _Direction:
         with np.errstate(under="ignore", over="ignore", invalid="ignore"):
             for key, k in items.items():
                 pw, m = _power(self._transform(key), k)
-                self.spec *= pw  # type: ignore[operator]
+                # out of place: a checkpoint (:meth:`IncrementalEpsilon.checkpoint`)
+                # keeps the previous spectrum
+                self.spec = self.spec * pw  # type: ignore[operator]
                 self.mults += m + 1
         for key, k in items.items():
             self.counts[key] = self.counts.get(key, 0) + k
@@ -244,10 +251,11 @@ class _Direction:
         self.lam_pos, self.lam_neg, self.norms, self.origin, self.log_fin = sums
         return True
 
-    def pld(self, extra: dict[tuple[float, float], int] | None = None):
-        """The composed pessimistic :class:`GridPLD` (with ``extra`` steps, not kept)."""
+    def pld(self, extra: dict[tuple[float, float], int] | None = None, fit_only: bool = False):
+        """The composed pessimistic :class:`GridPLD` (with ``extra`` steps, not kept);
+        None when it cannot certify or (``fit_only``) the kept grid does not hold it."""
         extra = extra or {}
-        on = self._prepare(extra)
+        on = self._prepare(extra, fit_only)
         if on is None:
             return None
         lam_pos, lam_neg, norms, origin, log_fin = on._sums(extra)
@@ -374,14 +382,13 @@ class IncrementalEpsilon:
             self.ok = self.ok and self.add.fold(block)
 
     def epsilon(
-        self, extra: Iterable[tuple[float, float, int]] = (), *, cap: float | None = None
+        self, extra: Iterable[tuple[float, float, int]] = (), *, fit_only: bool = False
     ) -> float | None:
         """Certified epsilon at ``delta`` of the composition (with ``extra``, not kept).
 
-        With ``cap`` (a filter's budget) the answer only has to decide against it: a
-        value ``<= cap`` is a certified upper bound (possibly looser than without
-        ``cap``: the add direction may be certified by the swapped curve anywhere up to
-        ``cap``), a value ``> cap`` means the certified bound exceeds ``cap``.
+        ``None`` when the fast path cannot certify, or (``fit_only``, for a filter's
+        cheap look-ahead) when the hypothetical ``extra`` steps do not fit the kept
+        loss grid: then nothing is copied to a longer grid.
         """
         asked = self._cells(extra, keep=False)
         if not asked and self._eps is not None:
@@ -393,17 +400,13 @@ class IncrementalEpsilon:
             return None
         if not items and self.remove.total == 0:
             return 0.0
-        rem = self.remove.pld(items)
+        rem = self.remove.pld(items, fit_only and bool(asked))
         if rem is None:
             return None
         eps = float(rem.epsilon(self.delta))
         if swapped_delta(rem, eps) > self.delta:
             # the add direction from the swapped curve first (no second composition)
             found = swapped_epsilon(rem, self.delta, eps)
-            if found is None and cap is not None and eps > cap:
-                return eps  # the remove direction alone is over the cap
-            if found is None and cap is not None and swapped_delta(rem, cap) <= self.delta:
-                found = swapped_epsilon(rem, self.delta, eps, cap)
             if found is not None:
                 eps = found
             else:
@@ -416,10 +419,45 @@ class IncrementalEpsilon:
                         if not self.add.fold(block):
                             self.ok = False
                             return None
-                add = self.add.pld(items)
+                add = self.add.pld(items, fit_only and bool(asked))
                 if add is None:
                     return None
                 eps = max(eps, float(add.epsilon(self.delta)))
-        if not asked and cap is None:
+        if not asked:
             self._eps = eps
         return eps
+
+    def checkpoint(self) -> tuple:
+        """The state :meth:`rollback` returns to (a filter's trial of a step it may
+        refuse).  Cheap: the spectra are shared, never changed in place."""
+
+        def kept(d: _Direction | None) -> _Direction | None:
+            if d is None:
+                return None
+            out = copy.copy(d)
+            out.counts = dict(d.counts)
+            return out
+
+        return (
+            kept(self.remove),
+            kept(self.add),
+            self._eps,
+            self.ok,
+            set(self._exact_sigma),
+            set(self._exact_q),
+            dict(self._pending),
+            list(self._blocks),
+        )
+
+    def rollback(self, state: tuple) -> None:
+        """Return to the state of :meth:`checkpoint` (the trial's steps forgotten)."""
+        (
+            self.remove,
+            self.add,
+            self._eps,
+            self.ok,
+            self._exact_sigma,
+            self._exact_q,
+            self._pending,
+            self._blocks,
+        ) = state
