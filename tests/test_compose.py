@@ -289,7 +289,9 @@ def test_swapped_remove_pld_brackets_the_composed_add_direction(q, sigma, steps)
     add_hi = run._pld_one(True, settings, 1)
     add_lo = run._pld_one(False, settings, 1)
     excess = max(math.fsum([*rem.pmf.tolist(), rem.inf_mass, -1.0]), 0.0)
-    assert excess < 1e-10
+    # the FFT round-off bounds added to the pessimistic products (the certificate):
+    # 1.5e-7 after 5000 steps at q = 0.004, 1.6e-8 after 1000 at q = 0.01
+    assert excess < 1e-6
     for eps in (0.5, 1.0, 2.0, 4.0):
         bound = swapped_delta(rem, eps)
         assert bound >= add_lo.delta(eps)
@@ -322,8 +324,9 @@ def test_epsilon_is_the_maximum_over_both_directions(q, sigma, steps, delta):
     )
     got = compose([poisson_subsample(GaussianMechanism(sigma=sigma), q)], counts=[steps]).delta(eps)
     np.testing.assert_array_equal(got, np.minimum(want, got))
-    # (tiny deltas trigger a recomputation with a smaller tail budget: 1e-14 lower)
-    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-13)
+    # (tiny deltas trigger a recomputation with a smaller tail budget: 1e-14 lower; the
+    # round-off bounds in the certificate differ by route in the 12th digit)
+    np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-13)
 
 
 def test_only_law_based_plds_claim_the_swap():
