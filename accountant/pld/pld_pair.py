@@ -354,7 +354,7 @@ def swapped_epsilon(
     while curve(hi) > delta:
         lo, gap = hi, 2 * gap
         hi = start + gap
-        if gap > 2.0**-8 * abs(start) + 1e-2:  # looser than the add direction itself
+        if gap > 2.0**-12 * abs(start) + 1e-4:  # looser than the add direction itself
             return None
     for _ in range(40):  # bisection to 1e-7 relative (the answer is checked at hi)
         if hi - lo <= 1e-7 * max(1.0, abs(hi)):
