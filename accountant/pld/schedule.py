@@ -363,7 +363,7 @@ class ScheduleMechanism(ComposedMechanism):
         resolution = settings.resolution_for(pessimistic)
         n_conv = max(len(chunks) - 1, 1)
         plds: list[GridPLD] = []
-        from tqdm.auto import tqdm
+        from tqdm import tqdm  # the text bar: tqdm.auto would want ipywidgets in notebooks
 
         label = f"composing {len(parts)} phases ({'upper' if pessimistic else 'lower'} bound)"
         with tqdm(

@@ -415,7 +415,7 @@ def _build(s: float, t: int, r: float, progress: bool) -> SumLaw:
     power = _trim(_base_law(s, step, base_top), step, t, _TRIM / t)
     count, acc = 1, None
     remaining = t
-    from tqdm.auto import tqdm
+    from tqdm import tqdm  # the text bar: tqdm.auto would want ipywidgets in notebooks
 
     with tqdm(
         total=t.bit_length() - 1 + bin(t).count("1"),
