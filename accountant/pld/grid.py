@@ -45,8 +45,9 @@ rigorous per-entry bound (Higham 2002, Theorem 24.2, for the plain and the
 exponentially tilted transforms), added to a pessimistic PMF and subtracted from an
 optimistic one, so each is entrywise above (below) the exact product
 (``pld_fft.CERTIFY_ROUNDOFF``).  Measured on the benchmarks it moves the upper epsilon
-of a million-step DP-SGD run by up to 3.4e-6 relative and makes a bracket take 1.3-1.9
-times as long as leaving it out.  The argument and the measurements: docs/theory/pld.md.
+of a million-step DP-SGD run by up to 3.4e-6 relative and makes the PLD workloads take
+1.2-2.3 times as long as leaving it out.  The argument and the measurements:
+docs/theory/pld.md.
 """
 
 from __future__ import annotations
