@@ -48,7 +48,7 @@ import numpy as np
 from scipy import stats
 
 from ..laws.loss_law_rdp import loss_law_rdp, swapped_loss_law
-from ..laws.mixture_law import GaussianMixtureLossLaw, finite_law
+from ..laws.mixture_law import GaussianMixtureLossLaw
 from ..mechanism import Capabilities, Mechanism
 from ..serialization import register_mechanism
 from ..validation import check_count, check_positive, check_sample_rate
@@ -99,18 +99,11 @@ class MixtureOfGaussiansMechanism(Mechanism):
     declares = Capabilities(rdp=True, loss_laws=True)
 
     def __post_init__(self) -> None:
-        s = check_positive("sigma", self.sigma)
-        c, p = finite_law(
-            self.sensitivities,
-            self.probabilities,
-            values_name="sensitivities",
-            probabilities_name="probabilities",
-        )
-        object.__setattr__(self, "sigma", s)
-        object.__setattr__(self, "sensitivities", c)
-        object.__setattr__(self, "probabilities", p)
-        # validates the rest (some sensitivity > 0)
-        law = GaussianMixtureLossLaw(s, c, p)
+        # the law validates every parameter (by name) and holds the normalised values
+        law = GaussianMixtureLossLaw(self.sigma, self.sensitivities, self.probabilities)
+        object.__setattr__(self, "sigma", law.sigma)
+        object.__setattr__(self, "sensitivities", law.sensitivities)
+        object.__setattr__(self, "probabilities", law.probabilities)
         self._cache()["laws"] = (law, swapped_loss_law(law))
 
     def _loss_laws(self):
