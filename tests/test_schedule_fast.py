@@ -14,6 +14,7 @@ import pytest
 from scipy import optimize, special
 
 from dpacct.accountant import PrivacyAccountant
+from dpacct.accountant.pld import groups
 from dpacct.accountant.pld import schedule_fast as fast
 from dpacct.accountant.pld.schedule import round_schedule, schedule_mechanism
 from dpacct.accountant.pld.schedule_fast import fast_epsilon_bounds
@@ -125,7 +126,7 @@ def test_fast_path_agrees_with_the_engine_route():
 
 
 def test_fast_path_declines_when_the_window_is_too_long(monkeypatch):
-    monkeypatch.setattr(fast, "FAST_MAX_N", 16)
+    monkeypatch.setattr(groups, "FAST_MAX_N", 16)
     assert fast.fast_epsilon_bounds([(1.0, 0.01, 1000)], DELTA) is None
     # the ledger then answers by the engine's route
     acct = PrivacyAccountant(progress=False)

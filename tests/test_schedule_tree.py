@@ -14,8 +14,8 @@ import math
 
 import numpy as np
 import pytest
-from scipy import special
 
+from dpacct.accountant.pld import groups
 from dpacct.accountant.pld import schedule_fast as fast
 from dpacct.accountant.pld.sgm_cells import _cell_ranges, _pessimistic_cells
 
@@ -39,25 +39,6 @@ def _tree(monkeypatch, sig, qs, cnt, step, tau, budget, add=False, cells=4, fani
     monkeypatch.setattr(fast, "TREE_CELLS", cells)
     monkeypatch.setattr(fast, "TREE_FANIN", fanin)
     return fast._pessimistic_tree(sig, qs, cnt, step, tau, budget, add)
-
-
-def test_row_lambdas_bound_the_log_mgf_of_pmfs_of_very_different_lengths():
-    # a short PMF beside one 60 loss units long: a table scaled by the long row's end
-    # weights the short row's mass by e^{-t * 60}, which underflows for t >= 16
-    rng = np.random.default_rng(0)
-    step = 1e-3
-    pmfs = [rng.uniform(0, 1, 50), rng.uniform(0, 1, 60_000) * np.exp(-np.arange(60_000) / 500)]
-    pmfs = [p / p.sum() for p in pmfs]
-    firsts = np.array([-20, -3000])
-    lp, ln = fast._row_lambdas(step, firsts, pmfs)
-    for i, p in enumerate(pmfs):
-        losses = (firsts[i] + np.arange(p.size)) * step
-        for k, t in enumerate(fast._ORDERS):
-            exact_pos = special.logsumexp(t * losses, b=p)
-            exact_neg = special.logsumexp(-t * losses, b=p)
-            # upper bounds, and tight (the slack is a few ulps times the length)
-            assert exact_pos <= lp[i, k] <= exact_pos + 1e-9 * (1 + abs(exact_pos))
-            assert exact_neg <= ln[i, k] <= exact_neg + 1e-9 * (1 + abs(exact_neg))
 
 
 def test_tree_is_within_its_error_of_the_exact_composition(monkeypatch):
@@ -134,21 +115,5 @@ def test_tree_groups_cells_by_width_and_declines_like_the_flat_product(monkeypat
     assert fast._compose_tree(step, cells, widths, cnt, 1e-4 * DELTA, True) is not None
     assert sum(w.size for w in seen) == 40
     assert all(a.max() <= b.min() for a, b in itertools.pairwise(seen))
-    monkeypatch.setattr(fast, "FAST_MAX_N", 64)
+    monkeypatch.setattr(groups, "FAST_MAX_N", 64)
     assert fast._compose_tree(step, cells, widths, cnt, 1e-4 * DELTA, True) is None
-
-
-def test_group_pmf_mass_stays_at_most_one():
-    # a factor of mass above 1 (as a group PMF with its round-off may be): the group
-    # PMF is scaled to mass at most 1 and the mass removed is inside its error
-    step = 1e-2
-    pmf = np.array([0.25, 0.5, 0.25 + 1e-9])
-    first, out, err = fast._compose_group(step, np.array([0]), [pmf], np.array([4.0]), 1e-12)
-    exact = np.convolve(np.convolve(pmf, pmf), np.convolve(pmf, pmf))
-    assert math.fsum(out) <= 1.0
-    assert err >= math.fsum(exact) - 1.0 > 0
-    lo, hi = min(first, 0), max(first + out.size, exact.size)
-    got, want = np.zeros(hi - lo), np.zeros(hi - lo)
-    got[first - lo : first - lo + out.size] = out
-    want[-lo : -lo + exact.size] = exact
-    assert np.sum(np.abs(got - want)) <= 2 * err

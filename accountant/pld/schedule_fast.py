@@ -14,22 +14,11 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
-from scipy import fft as sp_fft
 
 from ..numerics import TINY
 from .grid import GridPLD
-from .pld_fft import (
-    _ORDERS,
-    _U,
-    FAST_MAX_N,
-    _alias,
-    _cell_lambdas,
-    _chernoff_weights,
-    _l2,
-    _spectral_error,
-    _spectrum_product,
-    _window,
-)
+from .groups import _compose_group, _compose_spectrum, _row_lambdas
+from .pld_fft import _cell_lambdas, _spectral_error
 from .pld_pair import swapped_delta
 from .pld_settings import tail_budgets
 from .sgm_cells import (
@@ -97,35 +86,6 @@ def _compose_cells(
     return _finish(step, *raw, log_fin, pessimistic, carried=carried)
 
 
-def _compose_spectrum(
-    step: float,
-    firsts: np.ndarray,
-    pmfs: list[np.ndarray],
-    counts: np.ndarray,
-    alias_budget: float,
-    lambdas=_cell_lambdas,
-):
-    """The product spectrum of :func:`_compose_cells` on its Chernoff window, and what
-    its certificate needs: ``(spec, n, mults, norms, alias, a_idx, origin)``; ``None``
-    when the window would exceed :data:`FAST_MAX_N`.  ``counts`` are floats;
-    ``lambdas(step, firsts, pmfs)`` bounds the PMFs' log-MGFs (:func:`_cell_lambdas`,
-    or :func:`_row_lambdas` for PMFs of very different lengths)."""
-    lam_c_pos, lam_c_neg = lambdas(step, firsts, pmfs)
-    lam_pos = counts @ lam_c_pos
-    lam_neg = counts @ lam_c_neg
-    del lam_c_pos, lam_c_neg
-    width = max(p.size for p in pmfs)
-    a_idx, need = _window(step, lam_pos, lam_neg, alias_budget)
-    n = sp_fft.next_fast_len(max(need, width, 2), real=True)
-    if n > FAST_MAX_N:
-        return None
-    alias = _alias(step, lam_pos, lam_neg, a_idx, n)
-    spec, mults = _spectrum_product(pmfs, counts.astype(np.int64), n)
-    norms = float(counts @ np.array([_l2(p) for p in pmfs]))
-    origin = int(np.dot(counts.astype(np.int64), firsts))
-    return spec, n, mults, norms, alias, a_idx, origin
-
-
 def _finish(
     step: float,
     spec: np.ndarray,
@@ -174,76 +134,6 @@ TREE_CELLS = 128
 TREE_FANIN = 64
 #: the groups' aliasing windows share this fraction of the composition's aliasing budget
 TREE_ALIAS_SHARE = 1e-3
-
-
-def _row_lambdas(step: float, firsts: np.ndarray, pmfs: list[np.ndarray]):
-    """Upper bounds on every PMF's log-MGF at the Chernoff orders, as
-    :func:`_cell_lambdas` gives them, each row scaled by its own ends.
-
-    ``Lambda(t) = t l_last + log sum_j p_j e^{-t (l_last - l_j)}`` and ``Lambda(-t) =
-    -t l_first + log sum_j p_j e^{-t (l_j - l_first)}``: the largest weight of every
-    row is 1, so a row of PMFs of very different lengths (the tree's group PMFs, tens
-    of loss units long) never underflows to an empty sum, as a table scaled by its
-    widest row's end would.  The sums of non-negative terms are within a relative
-    ``(length + 8) u`` of the exact ones (Higham 2002, Section 3.1); a weight or a
-    product that underflows loses less than ``2^-1021`` a term, added back; so the
-    logarithm plus ``2 (length + 8) u`` is an upper bound.
-    """
-    lengths = np.array([p.size for p in pmfs], dtype=np.int64)
-    width = 1 << max(int(lengths.max()) - 1, 1).bit_length()  # few sizes: weights cached
-    _, w_neg = _chernoff_weights(width, step)
-    t = _ORDERS
-    sums_pos = np.empty((len(pmfs), t.size))
-    sums_neg = np.empty((len(pmfs), t.size))
-    for i, p in enumerate(pmfs):  # each row on its own length: no padding
-        w = w_neg[: p.size]
-        sums_neg[i] = p @ w
-        sums_pos[i] = p[::-1] @ w
-    slack = (2.0 * (lengths + 8) * _U)[:, None]
-    tiny = (lengths * 2.0**-1021)[:, None]
-    firsts = np.asarray(firsts)
-    out_neg = np.log(sums_neg + tiny) + slack - np.outer(firsts * step, t)
-    out_pos = np.log(sums_pos + tiny) + slack + np.outer((firsts + lengths - 1) * step, t)
-    return out_pos, out_neg
-
-
-def _compose_group(
-    step: float,
-    firsts: np.ndarray,
-    pmfs: list[np.ndarray],
-    counts: np.ndarray,
-    alias_budget: float,
-) -> tuple[int, np.ndarray, float] | None:
-    """One group of the tree: its cells composed on the group's own Chernoff window.
-
-    Returns ``(first, pmf, err)``: the composed finite PMF (clipped at zero, trimmed to
-    its positive entries) from grid node ``first`` on, and ``err``, the aliasing plus
-    the round-off of :func:`_compose_cells`: the signed measure ``pmf - exact`` (exact:
-    the group's discrete composition on the whole line) has positive and negative
-    parts of mass at most ``err`` each (the folded mass is moved, not created; clipping
-    at zero only moves an entry towards its exact, non-negative value).  A PMF whose
-    mass may exceed 1 (by at most ``err``) is divided by ``s``, an upper bound on its
-    computed sum: that removes at most ``s - 1`` of mass, added to ``err``, and the
-    composition a level up may take every factor's transform as at most 1 in modulus.
-    ``None`` when the window would exceed :data:`FAST_MAX_N`.
-    """
-    counts = np.asarray(counts, dtype=float)
-    raw = _compose_spectrum(step, firsts, pmfs, counts, alias_budget, _row_lambdas)
-    if raw is None:
-        return None
-    spec, n, mults, norms, alias, a_idx, origin = raw
-    freq_l2, y, inv_l1 = _spectral_error(spec, n, mults, norms)
-    del spec
-    y = np.maximum(np.roll(y, -((a_idx - origin) % n)), 0.0)
-    err = alias + freq_l2 + inv_l1 + TINY
-    mass = float(np.sum(y)) * (1 + y.size * _U) + TINY  # above the exact sum
-    if mass > 1.0:
-        y = y / mass
-        err += mass - 1.0
-    nz = np.flatnonzero(y)
-    if nz.size == 0:
-        return a_idx, np.zeros(1), err
-    return a_idx + int(nz[0]), y[nz[0] : nz[-1] + 1].copy(), err
 
 
 # long function: one pass over the groups with the per-level buffers of the tree and

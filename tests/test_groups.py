@@ -1,0 +1,116 @@
+"""A group of cells composed on a fine grid and coarsened once (``pld.groups``).
+
+Independent references: the closed-form hockey-stick curve of the Gaussian mechanism
+(``k`` steps of sigma are one of ``sigma / sqrt(k)``; Balle & Wang 2018, Theorem 8) and
+of one Poisson-subsampled Gaussian step (the loss is monotone in the output, so the
+curve is a difference of normal tails at the threshold), both in ``mpmath``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import mpmath
+import numpy as np
+import pytest
+from scipy import special
+
+from dpacct.accountant.pld import groups
+from dpacct.accountant.pld.grid import GridPLD
+from dpacct.accountant.pld.groups import compose_fine_group
+from dpacct.accountant.pld.pld_fft import _ORDERS
+
+mpmath.mp.dps = 40
+STEP = 1e-3
+
+
+def _gaussian_delta(mu, eps):
+    mu, eps = mpmath.mpf(mu), mpmath.mpf(eps)
+    return mpmath.ncdf(-eps / mu + mu / 2) - mpmath.exp(eps) * mpmath.ncdf(-eps / mu - mu / 2)
+
+
+def _sgm_delta(sigma, q, eps):
+    """One remove-direction step: P = (1-q) N(0, s^2) + q N(1, s^2), Q = N(0, s^2)."""
+    s, q, eps = mpmath.mpf(sigma), mpmath.mpf(q), mpmath.mpf(eps)
+    # loss log(1 - q + q e^{(2x - 1) / (2 s^2)}) > eps  <=>  x > x*
+    x = s**2 * mpmath.log((mpmath.exp(eps) - 1 + q) / q) + mpmath.mpf(1) / 2
+    tail = lambda z: mpmath.ncdf(-z)  # noqa: E731
+    return (1 - q) * tail(x / s) + q * tail((x - 1) / s) - mpmath.exp(eps) * tail(x / s)
+
+
+def _group_pld(sigma, q, count, factor):
+    first, pmf, err, log_fin = compose_fine_group(
+        np.array([sigma]), np.array([q]), np.array([count]), STEP, factor, 1e-15, False, 1e-13
+    )
+    return GridPLD(STEP, first, pmf, min(-math.expm1(log_fin) + err, 1.0), True)
+
+
+@pytest.mark.parametrize("factor", [1, 4, 16])
+@pytest.mark.parametrize(("sigma", "count"), [(2.0, 1), (4.0, 50), (8.0, 400)])
+def test_gaussian_steps_stay_above_the_closed_form(sigma, count, factor):
+    pld = _group_pld(sigma, 1.0, count, factor)
+    mu = math.sqrt(count) / sigma
+    for eps in (-0.5, 0.0, 0.1, 0.5, 1.0, 2.0):
+        exact = _gaussian_delta(mu, eps)
+        got = mpmath.mpf(float(pld.delta(eps))) * (1 + 1e-12)
+        assert got >= exact
+        # connect-the-dots is second order: the widening shrinks with the fine step
+        assert got - exact <= 5e-2 * (count * (STEP / factor) ** 2 + STEP**2) + 1e-12
+
+
+@pytest.mark.parametrize(("sigma", "q"), [(1.0, 0.01), (0.8, 0.1), (2.0, 0.3)])
+def test_one_subsampled_step_stays_above_the_closed_form(sigma, q):
+    pld = _group_pld(sigma, q, 1, 8)
+    for eps in (0.0, 0.01, 0.05, 0.2, 1.0):
+        exact = _sgm_delta(sigma, q, eps)
+        if exact < 1e-14:
+            continue
+        got = mpmath.mpf(float(pld.delta(eps))) * (1 + 1e-12)
+        assert exact <= got <= exact + 1e-6
+
+
+def test_the_fine_group_is_tighter_than_one_discretisation_per_step():
+    eps = [_group_pld(1.0, 0.01, 2000, f).epsilon(1e-5) for f in (1, 2, 8)]
+    assert eps[0] > eps[1] > eps[2]
+
+
+def test_factor_must_be_a_power_of_two():
+    with pytest.raises(ValueError, match="factor"):
+        compose_fine_group(
+            np.array([1.0]), np.array([0.1]), np.array([1]), STEP, 3, 1e-15, False, 1e-13
+        )
+
+
+def test_row_lambdas_bound_the_log_mgf_of_pmfs_of_very_different_lengths():
+    # a short PMF beside one 60 loss units long: a table scaled by the long row's end
+    # weights the short row's mass by e^{-t * 60}, which underflows for t >= 16
+    rng = np.random.default_rng(0)
+    step = 1e-3
+    pmfs = [rng.uniform(0, 1, 50), rng.uniform(0, 1, 60_000) * np.exp(-np.arange(60_000) / 500)]
+    pmfs = [p / p.sum() for p in pmfs]
+    firsts = np.array([-20, -3000])
+    lp, ln = groups._row_lambdas(step, firsts, pmfs)
+    for i, p in enumerate(pmfs):
+        losses = (firsts[i] + np.arange(p.size)) * step
+        for k, t in enumerate(_ORDERS):
+            exact_pos = special.logsumexp(t * losses, b=p)
+            exact_neg = special.logsumexp(-t * losses, b=p)
+            # upper bounds, and tight (the slack is a few ulps times the length)
+            assert exact_pos <= lp[i, k] <= exact_pos + 1e-9 * (1 + abs(exact_pos))
+            assert exact_neg <= ln[i, k] <= exact_neg + 1e-9 * (1 + abs(exact_neg))
+
+
+def test_group_pmf_mass_stays_at_most_one():
+    # a factor of mass above 1 (as a group PMF with its round-off may be): the group
+    # PMF is scaled to mass at most 1 and the mass removed is inside its error
+    step = 1e-2
+    pmf = np.array([0.25, 0.5, 0.25 + 1e-9])
+    first, out, err = groups._compose_group(step, np.array([0]), [pmf], np.array([4.0]), 1e-12)
+    exact = np.convolve(np.convolve(pmf, pmf), np.convolve(pmf, pmf))
+    assert math.fsum(out) <= 1.0
+    assert err >= math.fsum(exact) - 1.0 > 0
+    lo, hi = min(first, 0), max(first + out.size, exact.size)
+    got, want = np.zeros(hi - lo), np.zeros(hi - lo)
+    got[first - lo : first - lo + out.size] = out
+    want[-lo : -lo + exact.size] = exact
+    assert np.sum(np.abs(got - want)) <= 2 * err
