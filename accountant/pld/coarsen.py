@@ -9,29 +9,13 @@ re-discretising the block's composed loss onto the coarse grid once (:func:`coar
 makes the widening ``T (h / K)^2 / 4 + (T / B) h^2 / 4`` for blocks of ``B`` steps, at
 the cost of composing each block on a ``K`` times longer (but short) window.
 
-Why the re-discretisation is sound.  A privacy loss distribution ``P`` (the law of the
-loss ``L`` under the first distribution) with its hockey-stick curve
-``delta(eps) = E_P[(1 - e^{eps - L})_+]`` is the curve of the pair ``(P, Q)`` with
-``dQ = e^{-L} dP``.  Connect-the-dots moves an atom ``p`` at ``l in (a, a + H)`` to the
-coarse nodes ``a`` and ``b = a + H`` with masses ``p w_a`` and ``p w_b``,
-``w_a + w_b = 1`` and ``w_a e^{-a} + w_b e^{-b} = e^{-l}``: both the P-mass and the
-Q-mass are kept.  In ``y = e^{-l}`` the integrand ``(1 - e^eps y)_+`` is convex, and the
-move is a mean-preserving spread of ``y``, so by Jensen's inequality the curve can only
-rise, at every real ``eps``.  The coarse pair therefore dominates the fine one at every
-``eps`` (every ``alpha = e^eps > 0`` of the hockey-stick divergence), and dominating
-pairs compose (Zhu, Dong & Wang 2022, Theorem 10), so a coarsened block can be composed
-with anything in place of the block itself.  The same argument is the one for
-discretising a single step (Doroshenko et al. 2022, Theorem 4.4); it does not need the
-fine loss to be one step's.
-
-Floating point: every computed mass is rounded up by a relative slack that covers the
-weights' and the sums' round-off (adding P-mass at any loss only raises the curve,
-because the integrand is non-negative; raising ``w_b`` rather than ``w_a`` only moves
-mass to a larger loss, where the integrand is larger), and a PMF whose mass may then
-exceed one is divided by an upper bound on its mass, which is added to the error
-(:func:`coarsen`).  An error measure carried by the fine PMF (aliasing and round-off of
-its composition, an l1 bound) is mapped by the same linear, positive, mass-keeping
-move, so its l1 norm does not grow beyond the same slack.
+The re-discretisation keeps the P-mass and the Q-mass of every atom and is a
+mean-preserving spread of ``e^{-l}``, in which the hockey-stick integrand is convex, so
+the coarse PMF's curve is never below the fine one at any real epsilon (Jensen), and
+domination survives composition: a coarsened block can stand in for the block.  The
+proof, the floating-point slack and the tests: docs/theory/pld.md, "Coarsening a
+composed loss".  Connect-the-dots itself: Doroshenko, Ghazi, Kamath, Kumar, Manurangsi
+2022, Algorithm 1.
 """
 
 from __future__ import annotations
@@ -92,11 +76,11 @@ def coarsen(
     fine atom between two coarse nodes is split between them as
     :func:`coarsen_weights` says (an atom on a coarse node stays), so the P-mass and
     the Q-mass are kept and the hockey-stick curve can only rise at every real
-    epsilon (the module's docstring gives the argument; Doroshenko et al. 2022,
-    Theorem 4.4).  Masses are then rounded up by a relative ``(4 factor + 16) u``,
-    which covers the weights' and the sums' round-off; if the coarse mass may exceed
-    ``1`` it is divided by an upper bound ``s`` on its sum and ``s - 1`` is added to the
-    returned error (the removed part is non-negative with mass at most ``s - 1``).
+    epsilon (docs/theory/pld.md, "Coarsening a composed loss").  Masses are then
+    rounded up by a relative ``(4 factor + 16) u``, which covers the weights' and the
+    sums' round-off; if the coarse mass may exceed ``1`` it is divided by an upper
+    bound ``s`` on its sum and ``s - 1 + 4u`` is added to the returned error (the
+    removed part is non-negative with mass at most ``s - 1``).
 
     Parameters
     ----------
@@ -160,8 +144,8 @@ def coarsen(
     mass = float(np.sum(out)) * (1.0 + (out.size + 2) * _U) + TINY  # above the exact sum
     err = float(err) * slack
     if mass > 1.0:
-        out /= mass
-        err += mass - 1.0
+        out /= mass  # each quotient within a relative u of the exact one: 4u more
+        err += mass - 1.0 + 4 * _U
     nz = np.flatnonzero(out)
     if nz.size == 0:
         return int(cfirst), np.zeros(1), err
