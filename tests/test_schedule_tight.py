@@ -23,7 +23,7 @@ from dpacct.accountant.pld.schedule import (
     round_schedule,
     schedule_mechanism,
 )
-from dpacct.accountant.pld.schedule_fast import FAST_STEP, UPPER_CELL_BUDGET, _upper_step
+from dpacct.accountant.pld.schedule_fast import FAST_STEP, UPPER_MAX_FACTOR, _upper_factor
 
 DELTA = 1e-5
 
@@ -35,14 +35,16 @@ def _bracket(phases):
     return lo, hi
 
 
-def test_upper_step_refines_only_narrow_steps_within_the_cell_budget():
+def test_upper_factor_refines_only_narrow_steps_up_to_its_cap():
     # per-step loss variance q^2 (e^{1/sigma^2} - 1): 5.6e-5 at (1.5, 0.01), where the
-    # connect-the-dots inflation h^2 / 6 at h = 1e-3 is 0.3 % of it; 0.07 at (1, 0.2)
-    assert _upper_step([(1.5, 0.01, 100)]) == FAST_STEP / 4
-    assert _upper_step([(1.0, 0.2, 100)]) == FAST_STEP
-    many = [(1.5, 0.01 + 1e-6 * i, 1) for i in range(UPPER_CELL_BUDGET)]
-    assert _upper_step(many) == FAST_STEP  # refining would pass the work budget
-    assert _upper_step(many[: UPPER_CELL_BUDGET // 4]) == FAST_STEP / 4
+    # connect-the-dots inflation h^2 / 6 at h = 1e-3 is 0.3 % of it (8^2 = 64 times
+    # finer: 4.6e-5 of it, within the share); 0.07 at (1, 0.2): no refinement
+    assert _upper_factor([(1.5, 0.01, 100)]) == 8
+    assert _upper_factor([(1.0, 0.2, 100)]) == 1
+    # a tiny q would want more than the cap
+    assert _upper_factor([(1.5, 1e-4, 100)]) == UPPER_MAX_FACTOR
+    # a coarser step needs more refinement for the same steps
+    assert _upper_factor([(1.0, 0.05, 10)], FAST_STEP) < _upper_factor([(1.0, 0.05, 10)], 8e-3)
 
 
 @pytest.mark.parametrize(
