@@ -348,6 +348,7 @@ def fast_epsilon_bounds(
     step: float | None = None,
     upper: bool = True,
     lower: bool = True,
+    factor: int | None = None,
 ) -> tuple[float, float] | None:
     """Certified ``(lower, upper)`` epsilon of DP-SGD phases by one FFT per direction.
 
@@ -382,6 +383,9 @@ def fast_epsilon_bounds(
         ``step``; the lower end composes on ``step`` itself.
     upper, lower : bool
         Which ends to compute (the other is returned as ``nan``).
+    factor : int, optional
+        Refinement of the upper end's groups, a power of two; None (default):
+        :func:`_upper_factor` of the phases; 1: every cell discretised on ``step``.
 
     Returns
     -------
@@ -407,7 +411,10 @@ def fast_epsilon_bounds(
     cnt = counts.astype(float)
     if upper:
         up_step = FAST_STEP if step is None else step
-        factor = _upper_factor(phases, up_step)
+        if factor is None:
+            factor = _upper_factor(phases, up_step)
+        elif not (isinstance(factor, int) and factor >= 1 and factor & (factor - 1) == 0):
+            raise ValueError(f"factor must be a power of two >= 1, got {factor!r}")
         up_alias = alias_budget * ALIAS_SHARE
         out[1] = _upper_end(sig, qs, cnt, delta, up_step, tau, up_alias, factor)
         if math.isnan(out[1]):
