@@ -52,7 +52,7 @@ def _exact_curve(sigma, q, eps, add):
 def test_all_fine_split_is_the_uniform_fine_discretisation(monkeypatch, add):
     # with the bulk covering the whole range the nodes are the uniform fine grid's:
     # the PMFs are those of the uniform connect-the-dots code, bin for bin
-    monkeypatch.setattr(sc, "CORE_Z", 1e3)
+    monkeypatch.setattr(sc, "CORE_SHARE", 0.0)
     step, factor, tau = 1e-3, 8, 1e-12
     f0, p0, i0 = _pessimistic_cells(SIG, QS, step / factor, tau, add)
     f1, p1, i1 = sc.split_cells(SIG, QS, step, factor, tau, add)

@@ -9,10 +9,10 @@ consecutive nodes ``a < b`` sends its P-mass ``m`` and Q-mass ``n`` to ``a`` and
 with ``p_b = (m - e^a n) / (1 - e^{-(b - a)})``, ``p_a = m - p_b``, which keeps both
 masses and is a mean-preserving spread of ``e^{-loss}`` inside the bin (the argument of
 :mod:`~dpacct.accountant.pld.coarsen`) -- so the cells here take fine nodes
-(``h / K``) over their bulk, the losses of ``x`` in ``[-s z, 1 + s z_core]``, and coarse
+(``h / K``) over their bulk, the losses of ``x`` up to the bulk's end, and coarse
 nodes (``h``, every ``K``-th fine node) over the long tail beyond.  The widening of the
 loss is ``(h / K)^2 / 4`` per unit of mass in the bulk and ``h^2 / 4`` per unit of the
-tail's mass (at most ``ndtr(-z_core)`` of the P- and Q-components there), for a
+tail's mass (at most :data:`CORE_SHARE` ``/ K^2`` of the P- and Q-mass there), for a
 fraction of the fine cell's bins.  :func:`split_fine_group` composes such cells like
 :func:`~dpacct.accountant.pld.groups.compose_fine_group`.
 """
@@ -22,6 +22,7 @@ from __future__ import annotations
 import math  # noqa: F401 (doctest namespace)
 
 import numpy as np
+from scipy import special
 
 from .coarsen import coarsen
 from .groups import _compose_group
@@ -30,10 +31,26 @@ from .sgm_cells import _blocks, _cell_ranges, _loss_of_x, _normal_pair, _scaled_
 __all__: list[str] = []
 
 
-#: the fine nodes of a cell cover the losses of ``x <= 1 + CORE_Z sigma`` (remove
-#: direction; the add direction's mirror): a P- or Q-mass of at most ``ndtr(-CORE_Z)``
-#: (3e-5) per component lies beyond, on the coarse nodes
-CORE_Z = 4.0
+#: the fine nodes of a cell cover the losses of ``x <= x_c`` (remove direction; the add
+#: direction's mirror), ``x_c`` the smallest ``x`` beyond which the mixture ``(1 - q)
+#: N(0, s^2) + q N(1, s^2)`` (and so ``N(0, s^2)``) has at most ``CORE_SHARE / factor^2``
+#: of its mass: the coarse tail then widens the loss by at most ``CORE_SHARE`` times
+#: what the fine bulk does
+CORE_SHARE = 0.1
+
+
+def _core_x(sigma: np.ndarray, q: np.ndarray, share: float) -> np.ndarray:
+    """Smallest ``x`` (to bisection precision, from above) with ``(1 - q) ndtr(-x / s) +
+    q ndtr((1 - x) / s) <= share``: the end of a cell's fine bulk."""
+    lo = -10.0 * sigma
+    hi = 1.0 + 10.0 * sigma
+    for _ in range(40):
+        mid = 0.5 * (lo + hi)
+        tail = (1 - q) * special.ndtr(-mid / sigma) + q * special.ndtr((1 - mid) / sigma)
+        over = tail > share
+        lo = np.where(over, mid, lo)
+        hi = np.where(over, hi, mid)
+    return hi
 
 
 def _split_nodes(
@@ -50,7 +67,7 @@ def _split_nodes(
     fine = step / factor
     f_first, f_nb = _cell_ranges(sigma, q, fine, tau, add)
     f_last = f_first + f_nb
-    core_l = _loss_of_x(1.0 + CORE_Z * sigma, sigma, q)
+    core_l = _loss_of_x(_core_x(sigma, q, CORE_SHARE / factor**2), sigma, q)
     if not add:
         cut = np.ceil(core_l / step).astype(np.int64) * factor
         cut = np.clip(cut, f_first, f_last)
@@ -130,7 +147,7 @@ def split_cells(
     Same output as :func:`~dpacct.accountant.pld.sgm_cells._pessimistic_cells` at
     ``step / factor`` (``(first, pmfs, infs)``: fine node of each PMF's first entry, the
     PMFs, the P-mass cut beyond the last node, which goes to ``+inf``), and dominating
-    for the same reason; only the nodes beyond the bulk (:data:`CORE_Z`) are coarse.
+    for the same reason; only the nodes beyond the bulk (:data:`CORE_SHARE`) are coarse.
     Cells are discretised in blocks of bounded size.
 
     Examples
