@@ -469,11 +469,11 @@ def _upper_end(
     eps = res[0].epsilon(delta)
     if swapped_delta(res[0], eps) > delta:
         # the add direction may be larger: compose it too, first on a coarser loss
-        # grid (an upper bound on any grid); only when that is above the remove
-        # direction is it composed on the fine grid
+        # grid, cells on it (an upper bound on any grid); only when that is above the
+        # remove direction is it composed as the remove direction was
         add_eps = math.inf
-        for add_step in (ADD_STEP_FACTOR * step, step):
-            res = _pessimistic_tree(sig, qs, cnt, add_step, tau, alias_budget, True, factor)
+        for add_step, add_factor in ((ADD_STEP_FACTOR * step, 1), (step, factor)):
+            res = _pessimistic_tree(sig, qs, cnt, add_step, tau, alias_budget, True, add_factor)
             if res is not None:
                 add_eps = min(add_eps, res[0].epsilon(delta))
             if add_eps <= eps:

@@ -44,7 +44,7 @@ def _core_x(sigma: np.ndarray, q: np.ndarray, share: float) -> np.ndarray:
     q ndtr((1 - x) / s) <= share``: the end of a cell's fine bulk."""
     lo = -10.0 * sigma
     hi = 1.0 + 10.0 * sigma
-    for _ in range(40):
+    for _ in range(24):  # to 2^-24 of the bracket: far below a coarse bin
         mid = 0.5 * (lo + hi)
         tail = (1 - q) * special.ndtr(-mid / sigma) + q * special.ndtr((1 - mid) / sigma)
         over = tail > share
@@ -92,10 +92,11 @@ def _split_nodes(
     return first, count, cell, nodes
 
 
-def _split_block(sigma, q, step, factor, tau, add):
-    """:func:`split_cells` of one block of cells: ``(first, pmfs, infs)``."""
+def _split_block(sigma, q, step, factor, tau, add, split=None):
+    """:func:`split_cells` of one block of cells: ``(first, pmfs, infs)`` (``split``: its
+    :func:`_split_nodes`, if already computed)."""
     fine = step / factor
-    first, count, cell, nodes = _split_nodes(sigma, q, step, factor, tau, add)
+    first, count, cell, nodes = split or _split_nodes(sigma, q, step, factor, tau, add)
     a = nodes * fine
     s, qq = sigma[cell], q[cell]
     xx = _x_of_loss(-a if add else a, s, qq)
@@ -132,8 +133,10 @@ def _split_block(sigma, q, step, factor, tau, add):
     bin_cell = cell[:-1][keep]
     off = base[bin_cell] - first[bin_cell]
     pmf = np.zeros(int(lengths.sum()))
-    np.add.at(pmf, left_node + off, left)  # a node is the left end of one bin and the
-    np.add.at(pmf, right_node + off, right)  # right end of another
+    # every node is the left end of at most one bin and the right end of at most one:
+    # plain fancy-index sums, one per side
+    pmf[left_node + off] += left
+    pmf[right_node + off] += right
     pmf[base] += cum_p[starts]  # mass below the grid rounded up onto the first node
     return first, np.split(pmf, base[1:]), np.asarray(tail_p[ends], dtype=float)
 
@@ -170,9 +173,13 @@ def split_cells(
         raise ValueError(f"factor must be a power of two >= 1, got {factor!r}")
     sigma = np.asarray(sigma, dtype=float)
     q = np.asarray(q, dtype=float)
-    _, count, _, _ = _split_nodes(sigma, q, step, factor, tau, add)
+    split = _split_nodes(sigma, q, step, factor, tau, add)
+    blocks = _blocks(split[1])
+    if len(blocks) == 1:
+        f, p, i = _split_block(sigma, q, step, factor, tau, add, split)
+        return f, p, i
     firsts, pmfs, infs = [], [], []
-    for blk in _blocks(count):
+    for blk in blocks:
         f, p, i = _split_block(sigma[blk], q[blk], step, factor, tau, add)
         firsts.append(f)
         pmfs.extend(p)
