@@ -267,10 +267,10 @@ LOWER_VARIANCE_SHARE = 2.5e-4
 #: composition's loss variance ...
 UPPER_VARIANCE_SHARE = 3e-5
 #: ... up to this factor (the groups' cost grows with it: their windows are ``factor``
-#: times longer; measured on 1 000 random phases, 4 -> 8 -> 16: 0.6 -> 0.9 -> 1.6 s,
-#: the upper end 5.320612 -> 5.320455 -> 5.320423)
+#: times longer; measured on 1 000 random phases with groups of 64 cells, 4 -> 8 -> 16:
+#: 0.6 -> 0.9 -> 1.6 s, the upper end 5.320612 -> 5.320455 -> 5.320423)
 UPPER_MAX_FACTOR = 8
-#: share of the tail budgets' aliasing budget the fast path spends (the windows grow
+#: share of the tail budgets' aliasing budget the upper end spends (the windows grow
 #: only with its logarithm; a hundredth of it moves the upper end of 100 random phases
 #: by -1e-5 relative at no measured cost)
 ALIAS_SHARE = 1e-2
@@ -367,7 +367,7 @@ def fast_epsilon_bounds(
     composed by :func:`_compose_cells` (one forward FFT per cell, powers, one inverse
     FFT; beyond :data:`TREE_CELLS` cells in a tree of groups, :func:`_compose_tree`,
     whose cost and memory grow linearly with the cells).  The upper end's groups (of
-    :data:`TREE_FANIN` cells, however few the cells) are discretised and composed on a
+    :data:`FINE_GROUP_CELLS` cells, however few the cells) are discretised and composed on a
     finer grid and re-discretised once by connect-the-dots (:func:`_pessimistic_tree`),
     which keeps the bound certified and removes most of the per-step discretisation
     widening.  Every approximation is
@@ -496,7 +496,7 @@ def _pessimistic_tree(
 ) -> tuple[GridPLD, float] | None:
     """Connect-the-dots cells of one direction composed by :func:`_compose_tree`.
 
-    ``factor > 1``: every group of :data:`TREE_FANIN` cells is discretised and composed
+    ``factor > 1``: every group of :data:`FINE_GROUP_CELLS` cells is discretised and composed
     on the grid ``step / factor`` and re-discretised once onto ``step``
     (:func:`~dpacct.accountant.pld.split_cells.split_fine_group`; a group whose fine
     window would be too long is tried at half the factor, down to 1, the cells composed
