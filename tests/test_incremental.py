@@ -30,10 +30,12 @@ def test_incremental_epsilon_matches_the_one_shot_fast_path():
     # the grid grew on the way: the composition is rebuilt exactly, no error carried
     assert inc.remove.carried == 0.0
     # the one-shot answers on the same loss grid (FAST_STEP) as the online fold
-    one_shot = fast_epsilon_bounds(round_schedule(sched), DELTA, step=FAST_STEP, lower=False)[1]
+    one_shot = fast_epsilon_bounds(
+        round_schedule(sched), DELTA, step=FAST_STEP, lower=False, factor=1
+    )[1]
     # the constant q is kept exact (EXACT_VALUES): as the one-shot path that keeps it
     same_cells = fast_epsilon_bounds(
-        round_schedule(sched, exact_values=64), DELTA, step=FAST_STEP, lower=False
+        round_schedule(sched, exact_values=64), DELTA, step=FAST_STEP, lower=False, factor=1
     )[1]
     lower = fast_epsilon_bounds(
         round_schedule(sched, upper=False), DELTA, step=FAST_STEP / 4, upper=False
@@ -80,6 +82,7 @@ def test_folding_in_chunks_equals_the_one_shot_answer_on_the_same_cells():
         [(1.1, 0.02, 150), (1.3, 0.02, 150), (0.95, 0.02, 150), (1.2, 0.02, 150)],
         DELTA,
         step=FAST_STEP,
+        factor=1,  # every cell on the loss grid, as the online fold
     )
     assert answers == sorted(answers)  # more steps, more loss
     lower, upper = one_shot

@@ -203,3 +203,55 @@ def test_order_and_splitting_of_phases_do_not_change_the_bracket():
         merged[(s, q)] = merged.get((s, q), 0) + c
     again = fast_epsilon_bounds([(s, q, c) for (s, q), c in merged.items()], DELTA)
     np.testing.assert_allclose(again, base, rtol=1e-9)
+
+
+def _dp_accounting_optimistic(phases, delta, interval):
+    """dp_accounting's optimistic PLD of the unrounded phases (its own discretisation and
+    composition, both directions): an independent lower bound on the true epsilon."""
+    pytest.importorskip("dp_accounting")
+    import logging
+
+    from dp_accounting.pld import privacy_loss_distribution as pldm
+
+    logging.getLogger().setLevel(logging.ERROR)  # its optimistic connect-dots notice
+    out = None
+    for sigma, q, count in phases:
+        pld = pldm.from_gaussian_mechanism(
+            standard_deviation=sigma,
+            sampling_prob=q,
+            value_discretization_interval=interval,
+            pessimistic_estimate=False,
+        )
+        pld = pld.self_compose(count) if count > 1 else pld
+        out = pld if out is None else out.compose(pld)
+    return out.get_epsilon_for_delta(delta)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "phases",
+    [
+        # small q: the fine groups refine the most (factor 8)
+        [(1.4, 0.004, 80), (1.1, 0.01, 120), (0.9, 0.02, 60), (1.8, 0.008, 100)],
+        # large q, where the add direction is composed too (factor 1 or 2)
+        [(0.8, 0.3, 20), (1.2, 0.5, 30), (2.0, 0.1, 150)],
+        # one step per phase: many cells of count 1, in a tree of groups
+        [(1.3 * 0.99**t, 0.01 + 1e-4 * t, 1) for t in range(30)],
+    ],
+)
+def test_fine_group_upper_end_is_above_independent_lower_bounds(phases):
+    """The upper end (fine groups) is at or above the certified lower end and
+    dp_accounting's optimistic PLD at a fine interval, and no looser than the cells on
+    the coarse grid."""
+    lower, upper = fast_epsilon_bounds(phases, DELTA)
+    # (its composition of many distinct PLDs is slow at a finer interval)
+    peer_lo = _dp_accounting_optimistic(phases, DELTA, 5e-5 if len(phases) < 10 else 1e-4)
+    assert lower <= upper and peer_lo <= upper
+    coarse = fast_epsilon_bounds(phases, DELTA, lower=False, factor=1)[1]
+    assert upper <= coarse * (1 + 1e-9)
+    assert (upper - max(lower, peer_lo)) / upper <= 2e-3
+
+
+def test_bad_factor_is_refused():
+    with pytest.raises(ValueError, match="factor"):
+        fast_epsilon_bounds([(1.0, 0.01, 10)], DELTA, factor=3)

@@ -117,3 +117,59 @@ def test_tree_groups_cells_by_width_and_declines_like_the_flat_product(monkeypat
     assert all(a.max() <= b.min() for a, b in itertools.pairwise(seen))
     monkeypatch.setattr(groups, "FAST_MAX_N", 64)
     assert fast._compose_tree(step, cells, widths, cnt, 1e-4 * DELTA, True) is None
+
+
+def test_fine_tree_is_within_its_error_of_the_exact_fine_composition(monkeypatch):
+    # 9 one-step cells, groups of 3 composed on a grid 4x finer and coarsened once: the
+    # exact reference convolves each group's fine cells directly (non-negative sums),
+    # coarsens it (connect-the-dots, coarsen.coarsen) and convolves the group PMFs; the
+    # tree is within its certified error of it at every eps, and above the coarse
+    # tree's cells only by that error where the fine groups are tighter
+    from dpacct.accountant.pld.coarsen import coarsen
+    from dpacct.accountant.pld.split_cells import split_cells
+
+    step, factor, delta = 1e-2, 4, 1e-3
+    sig, qs, cnt = _cells(9, seed=5, count=1)
+    tau = 1e-4 * delta / cnt.sum()
+    monkeypatch.setattr(fast, "TREE_CELLS", 4)
+    monkeypatch.setattr(fast, "TREE_FANIN", 3)
+    monkeypatch.setattr(fast, "FINE_GROUP_CELLS", 3)
+    pld, err = fast._pessimistic_tree(sig, qs, cnt, step, tau, 1e-4 * delta, False, factor)
+    assert 0 < err < 1e-6
+    order = np.argsort(_cell_ranges(sig, qs, step, tau, False)[1], kind="stable")
+    exact, origin, fin = np.array([1.0]), 0, 1.0
+    for g in range(3):
+        ids = order[3 * g : 3 * g + 3]
+        firsts, pmfs, infs = split_cells(sig[ids], qs[ids], step, factor, tau, False)
+        group, g_first = np.array([1.0]), 0
+        for f, p in zip(firsts, pmfs, strict=True):
+            group, g_first = np.convolve(group, p), g_first + int(f)
+        fin *= float(np.prod(1 - infs))
+        c_first, c_pmf, _ = coarsen(g_first, group, factor, step / factor)
+        exact, origin = np.convolve(exact, c_pmf), origin + c_first
+    assert pld.inf_mass >= 1 - fin
+    coarse, _ = fast._pessimistic_tree(sig, qs, cnt, step, tau, 1e-4 * delta, False, 1)
+    for eps in (0.0, 0.1, 0.3, 0.6, 1.0, 2.0):
+        want = _finite_delta(origin, exact, step, eps)
+        got = _finite_delta(pld.offset, pld.pmf, step, eps)
+        assert abs(got - want) <= err
+        assert pld.delta(eps) >= want + (1 - fin) * (1 - 1e-9)
+        assert pld.delta(eps) <= coarse.delta(eps) + err
+
+
+@pytest.mark.parametrize("add", [False, True])
+def test_fine_groups_fall_back_to_coarser_factors_and_decline_at_the_end(monkeypatch, add):
+    # a fine window longer than the FFT limit: the group is retried at half the factor,
+    # down to the cells on the coarse grid, and the tree declines only when that fails
+    sig, qs, cnt = _cells(6, seed=4)
+    step, tau = 1e-3, 1e-4 * DELTA / cnt.sum()
+    want, _ = fast._pessimistic_tree(sig, qs, cnt, step, tau, 1e-4 * DELTA, add, 1)
+    n_coarse = want.pmf.size
+    monkeypatch.setattr(groups, "FAST_MAX_N", 2 * n_coarse)
+    got, _ = fast._pessimistic_tree(sig, qs, cnt, step, tau, 1e-4 * DELTA, add, 16)
+    assert got is not None
+    # at most the coarse cells' answer (a finer factor where it fit; at factor 1 the
+    # groups' extra composition level carries a little more round-off)
+    assert got.epsilon(DELTA) <= want.epsilon(DELTA) * (1 + 1e-6)
+    monkeypatch.setattr(groups, "FAST_MAX_N", 64)
+    assert fast._pessimistic_tree(sig, qs, cnt, step, tau, 1e-4 * DELTA, add, 16) is None

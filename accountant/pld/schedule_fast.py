@@ -5,7 +5,12 @@ engine's FFT kernel (:mod:`~dpacct.accountant.pld.pld_fft`) on one shared loss g
 aliasing and round-off inside the certificate (characteristic-function accounting:
 Zhu, Dong & Wang 2022, Section 4; Koskela et al. 2020, Section 4).  Many cells are
 composed in a tree of groups, each on its own window (:func:`_compose_tree`), the
-groups' errors carried into the certificate.
+groups' errors carried into the certificate.  The upper end composes every group of
+cells on a loss grid a power of two finer than the composition's and re-discretises the
+group's PMF once onto it (:func:`~dpacct.accountant.pld.split_cells.split_fine_group`,
+soundness in :mod:`~dpacct.accountant.pld.coarsen`), so a group of ``B`` steps widens
+the loss by ``B (h / K)^2 / 4 + h^2 / 4`` instead of ``B h^2 / 4`` (docs/theory/
+schedules.md, "Fine groups, one coarse discretisation per group").
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ import numpy as np
 from ..numerics import TINY
 from .grid import GridPLD
 from .groups import _compose_group, _compose_spectrum, _row_lambdas
-from .pld_fft import _cell_lambdas, _spectral_error
+from .pld_fft import _cell_lambdas, _chernoff_weights, _spectral_error
 from .pld_pair import swapped_delta
 from .pld_settings import tail_budgets
 from .sgm_cells import (
@@ -28,6 +33,7 @@ from .sgm_cells import (
     _pile_nodes,
     _pile_shift,
 )
+from .split_cells import split_fine_group
 
 __all__ = ["fast_epsilon_bounds"]
 
@@ -132,6 +138,12 @@ def _finish(
 TREE_CELLS = 128
 #: cells (or group PMFs, higher up) composed together into one group PMF of the tree
 TREE_FANIN = 64
+#: cells of one fine group (:func:`_pessimistic_tree` with ``factor > 1``), whose PMFs
+#: are held at once on the fine grid: fewer than :data:`TREE_FANIN` keep the memory
+#: down (measured on 1 000 random phases at factor 8, 64 -> 16 cells a group: the same
+#: time, the upper end 5.320461 -> 5.320469); the group PMFs are then composed
+#: :data:`TREE_FANIN` at a time on the coarse grid
+FINE_GROUP_CELLS = 16
 #: the groups' aliasing windows share this fraction of the composition's aliasing budget
 TREE_ALIAS_SHARE = 1e-3
 
@@ -145,13 +157,20 @@ def _compose_tree(
     counts: np.ndarray,
     alias_budget: float,
     pessimistic: bool,
+    *,
+    group=None,
 ) -> tuple[GridPLD, float] | None:
     """:func:`_compose_cells` of many cells, in a tree of groups, cells discretised as
     they are needed.
 
     ``cells(ids)`` discretises the cells ``ids`` (``(firsts, pmfs, infs)``), ``widths``
     are their bin counts (cells of similar width are grouped, so a group's window is
-    not set by one wide cell).  Up to :data:`TREE_CELLS` cells this is
+    not set by one wide cell).  With ``group``, ``group(ids, budget)`` makes a whole
+    group PMF of the cells ``ids`` at once (``(first, pmf, err, log_fin)`` on the
+    ``step`` grid, as :func:`~dpacct.accountant.pld.groups.compose_fine_group` returns
+    it, aliasing budget ``budget``; ``None``: cannot certify) in place of ``cells`` and
+    :func:`_compose_group`, whatever the number of cells.  Up to :data:`TREE_CELLS` cells
+    (without ``group``) this is
     :func:`_compose_cells`.  Beyond, :data:`TREE_FANIN` cells at a time are discretised,
     composed on their own (shorter) window by :func:`_compose_group` and freed; the
     group PMFs, :data:`TREE_FANIN` at a time, are composed the same way one level up,
@@ -172,13 +191,15 @@ def _compose_tree(
     """
     counts = np.asarray(counts, dtype=float)
     n_cells = counts.size
-    if n_cells <= TREE_CELLS:
+    if n_cells <= TREE_CELLS and group is None:
         firsts, pmfs, infs = cells(np.arange(n_cells))
         return _compose_cells(step, firsts, pmfs, infs, counts, alias_budget, pessimistic)
     # every group of every level gets the same share of the groups' budget; there are
     # at most n / F + n / F^2 + ... + (one partial group per level) of them
-    levels = math.ceil(math.log(n_cells) / math.log(TREE_FANIN)) + 1
-    n_groups = math.ceil(n_cells / (TREE_FANIN - 1)) + levels
+    fanin0 = TREE_FANIN if group is None else FINE_GROUP_CELLS
+    g0 = math.ceil(n_cells / fanin0)  # level-0 groups; each level up, 1 / TREE_FANIN
+    levels = math.ceil(math.log(max(g0, 2)) / math.log(TREE_FANIN)) + 1
+    n_groups = g0 + math.ceil(g0 / (TREE_FANIN - 1)) + levels
     group_budget = TREE_ALIAS_SHARE * alias_budget / n_groups
     order = np.argsort(widths, kind="stable")
     buffers: list[list[tuple[int, np.ndarray]]] = [[]]
@@ -199,15 +220,22 @@ def _compose_tree(
         carried += out[2]
         return push(level + 1, (out[0], out[1]))
 
-    for s0 in range(0, n_cells, TREE_FANIN):
-        ids = order[s0 : s0 + TREE_FANIN]
-        firsts, pmfs, infs = cells(ids)
-        with np.errstate(divide="ignore"):
-            log_fin += float(counts[ids] @ np.log1p(-np.minimum(infs, 1.0)))
-        out = _compose_group(step, firsts, pmfs, counts[ids], group_budget)
-        del pmfs
-        if out is None:
-            return None
+    for s0 in range(0, n_cells, fanin0):
+        ids = order[s0 : s0 + fanin0]
+        if group is not None:
+            fine = group(ids, group_budget)
+            if fine is None:
+                return None
+            log_fin += fine[3]
+            out = fine[:3]
+        else:
+            firsts, pmfs, infs = cells(ids)
+            with np.errstate(divide="ignore"):
+                log_fin += float(counts[ids] @ np.log1p(-np.minimum(infs, 1.0)))
+            out = _compose_group(step, firsts, pmfs, counts[ids], group_budget)
+            del pmfs
+            if out is None:
+                return None
         carried += out[2]
         if not push(1, (out[0], out[1])):
             return None
@@ -234,14 +262,18 @@ def _compose_tree(
 LOWER_VARIANCE_SHARE = 2.5e-4
 
 
-#: the upper end's loss step (:func:`_upper_step`) is refined while connect-the-dots
-#: would add more than this share to the composition's loss variance ...
-UPPER_VARIANCE_SHARE = 1e-4
-#: ... and while the cells times the refinement factor stay within this work budget
-#: (the cost of one FFT per cell grows with the window's length, ``1 / step``): 1 000
-#: phases get ``step / 2`` (measured on the loaded 2-core machine: 0.55 -> 0.8 s, the
-#: upper bound 0.05 % lower), up to 512 cells ``step / 4``
-UPPER_CELL_BUDGET = 2048
+#: the upper end's groups are composed ``factor`` times finer than the loss step
+#: (:func:`_upper_factor`) while connect-the-dots would add more than this share to the
+#: composition's loss variance ...
+UPPER_VARIANCE_SHARE = 3e-5
+#: ... up to this factor (the groups' cost grows with it: their windows are ``factor``
+#: times longer; measured on 1 000 random phases with groups of 64 cells, 4 -> 8 -> 16:
+#: 0.6 -> 0.9 -> 1.6 s, the upper end 5.320612 -> 5.320455 -> 5.320423)
+UPPER_MAX_FACTOR = 8
+#: share of the tail budgets' aliasing budget the upper end spends (the windows grow
+#: only with its logarithm; a hundredth of it moves the upper end of 100 random phases
+#: by -1e-5 relative at no measured cost)
+ALIAS_SHARE = 1e-2
 
 
 def _step_variance(phases: Sequence[tuple[float, float, int]]):
@@ -254,39 +286,39 @@ def _step_variance(phases: Sequence[tuple[float, float, int]]):
     return var, k
 
 
-def _upper_step(phases: Sequence[tuple[float, float, int]], base: float = FAST_STEP) -> float:
-    """Loss step for the upper end of a schedule's bracket (tightness and speed only).
+def _upper_factor(phases: Sequence[tuple[float, float, int]], step: float = FAST_STEP) -> int:
+    """Refinement of the upper end's fine groups (tightness and speed only).
 
     Connect-the-dots (Doroshenko et al. 2022) moves each loss to the two grid nodes
     around it, which adds up to ``h^2 / 4`` (``h^2 / 6`` on average) to every step's
-    loss variance: for steps whose whole loss spread is a few bins (a small ``q``)
-    that is a visible share of the composition's variance, and the upper bound is
-    that much loose.  The coarsest of ``base / 2^i`` (``i = 0, 1, 2``) whose added
-    variance ``sum_k k h^2 / 6`` is at most :data:`UPPER_VARIANCE_SHARE` of the total
-    is returned, refining only while ``cells * 2^i <= UPPER_CELL_BUDGET``.  Any step
-    gives a certified upper bound; this one only decides how tight and how fast.
+    loss variance; for steps whose whole loss spread is a few bins (a small ``q``)
+    that is a visible share of the composition's variance, and the upper bound is that
+    much loose.  The groups of the upper end are composed at ``step / factor`` and
+    re-discretised onto ``step`` once (:func:`~dpacct.accountant.pld.split_cells.
+    split_fine_group`), so each step adds ``(step / factor)^2 / 6``: the smallest power
+    of two ``factor <= UPPER_MAX_FACTOR`` whose added variance ``sum_k k (step /
+    factor)^2 / 6`` is at most :data:`UPPER_VARIANCE_SHARE` of the total is returned.
+    Any factor gives a certified upper bound; this one only decides how tight and how
+    fast.
 
     Examples
     --------
-    >>> _upper_step([(1.5, 0.01, 100)])
-    0.00025
-    >>> _upper_step([(1.0, 0.2, 100)])
-    0.001
-    >>> _upper_step([(1.5, 0.001 + 1e-6 * i, 10) for i in range(3000)])
-    0.001
+    >>> _upper_factor([(1.5, 0.01, 100)])  # variance 5.6e-5 a step
+    8
+    >>> _upper_factor([(1.0, 0.2, 100)])  # 0.07 a step: the coarse grid suffices
+    1
+    >>> _upper_factor([])
+    1
     """
     if not phases:
-        return base
+        return 1
     var, k = _step_variance(phases)
     total = float(k @ var)
-    added = float(k.sum()) / 6
-    for i in range(3):
-        h = base / 2**i
-        if added * h * h <= UPPER_VARIANCE_SHARE * total:
-            return h
-        if len(phases) * 2 ** (i + 1) > UPPER_CELL_BUDGET:
-            return h
-    return base / 4
+    added = float(k.sum()) * step * step / 6
+    factor = 1
+    while factor < UPPER_MAX_FACTOR and added / factor**2 > UPPER_VARIANCE_SHARE * total:
+        factor *= 2
+    return factor
 
 
 def _lower_step(phases: Sequence[tuple[float, float, int]], base: float = FAST_STEP) -> float:
@@ -324,6 +356,7 @@ def fast_epsilon_bounds(
     step: float | None = None,
     upper: bool = True,
     lower: bool = True,
+    factor: int | None = None,
 ) -> tuple[float, float] | None:
     """Certified ``(lower, upper)`` epsilon of DP-SGD phases by one FFT per direction.
 
@@ -333,7 +366,11 @@ def fast_epsilon_bounds(
     (the engine's dominated hull construction) for the lower bound; the cells are
     composed by :func:`_compose_cells` (one forward FFT per cell, powers, one inverse
     FFT; beyond :data:`TREE_CELLS` cells in a tree of groups, :func:`_compose_tree`,
-    whose cost and memory grow linearly with the cells).  Every approximation is
+    whose cost and memory grow linearly with the cells).  The upper end's groups (of
+    :data:`FINE_GROUP_CELLS` cells, however few the cells) are discretised and composed on a
+    finer grid and re-discretised once by connect-the-dots (:func:`_pessimistic_tree`),
+    which keeps the bound certified and removes most of the per-step discretisation
+    widening.  Every approximation is
     certified: tail mass cut at discretisation goes to ``+inf`` (upper) or ``-inf``
     (lower), aliasing and floating-point round-off of the
     FFTs are bounded and added to (upper) or subtracted from (lower) delta.  Both
@@ -349,10 +386,14 @@ def fast_epsilon_bounds(
         Target delta in (0, 1).
     step : float, optional
         Loss grid step (second-order discretisation error for smooth losses); None
-        (default): :func:`_upper_step` of the phases for the upper end (finer when
-        narrow steps need it and the cells are few), :data:`FAST_STEP` for the lower.
+        (default): :data:`FAST_STEP`.  The upper end composes its groups of cells
+        :func:`_upper_factor` times finer and re-discretises each group once onto
+        ``step``; the lower end composes on ``step`` itself.
     upper, lower : bool
         Which ends to compute (the other is returned as ``nan``).
+    factor : int, optional
+        Refinement of the upper end's groups, a power of two; None (default):
+        :func:`_upper_factor` of the phases; 1: every cell discretised on ``step``.
 
     Returns
     -------
@@ -377,8 +418,17 @@ def fast_epsilon_bounds(
     out = [math.nan, math.nan]
     cnt = counts.astype(float)
     if upper:
-        up_step = _upper_step(phases) if step is None else step
-        out[1] = _upper_end(sig, qs, cnt, delta, up_step, tau, alias_budget)
+        up_step = FAST_STEP if step is None else step
+        if factor is None:
+            factor = _upper_factor(phases, up_step)
+        elif not (isinstance(factor, int) and factor >= 1 and not factor & (factor - 1)):
+            raise ValueError(f"factor must be a power of two >= 1, got {factor!r}")
+        up_alias = alias_budget * ALIAS_SHARE
+        out[1] = _upper_end(sig, qs, cnt, delta, up_step, tau, up_alias, factor)
+        if factor > 1:
+            # the cached Chernoff weights of the fine steps, which nothing else uses: not
+            # held through the lower end (1 000 phases: both ends' peak 108 -> 76 MB)
+            _chernoff_weights.cache_clear()
         if math.isnan(out[1]):
             return None
     if lower:
@@ -409,20 +459,21 @@ def _upper_end(
     step: float,
     tau: float,
     alias_budget: float,
+    factor: int = 1,
 ) -> float:
     """Certified upper epsilon of the cells at loss step ``step``; ``nan`` if the fast
     path cannot certify (window too long)."""
-    res = _pessimistic_tree(sig, qs, cnt, step, tau, alias_budget, False)
+    res = _pessimistic_tree(sig, qs, cnt, step, tau, alias_budget, False, factor)
     if res is None:
         return math.nan
     eps = res[0].epsilon(delta)
     if swapped_delta(res[0], eps) > delta:
         # the add direction may be larger: compose it too, first on a coarser loss
-        # grid (an upper bound on any grid); only when that is above the remove
-        # direction is it composed on the fine grid
+        # grid, cells on it (an upper bound on any grid); only when that is above the
+        # remove direction is it composed as the remove direction was
         add_eps = math.inf
-        for add_step in (ADD_STEP_FACTOR * step, step):
-            res = _pessimistic_tree(sig, qs, cnt, add_step, tau, alias_budget, True)
+        for add_step, add_factor in ((ADD_STEP_FACTOR * step, 1), (step, factor)):
+            res = _pessimistic_tree(sig, qs, cnt, add_step, tau, alias_budget, True, add_factor)
             if res is not None:
                 add_eps = min(add_eps, res[0].epsilon(delta))
             if add_eps <= eps:
@@ -441,8 +492,26 @@ def _pessimistic_tree(
     tau: float,
     alias_budget: float,
     add: bool,
+    factor: int = 1,
 ) -> tuple[GridPLD, float] | None:
-    """Connect-the-dots cells of one direction composed by :func:`_compose_tree`."""
+    """Connect-the-dots cells of one direction composed by :func:`_compose_tree`.
+
+    ``factor > 1``: every group of :data:`FINE_GROUP_CELLS` cells is discretised and composed
+    on the grid ``step / factor`` and re-discretised once onto ``step``
+    (:func:`~dpacct.accountant.pld.split_cells.split_fine_group`; a group whose fine
+    window would be too long is tried at half the factor, down to 1, the cells composed
+    on ``step`` itself); ``factor == 1``: the cells are discretised on ``step``.
+    """
+
+    def group(ids: np.ndarray, budget: float):
+        k = factor
+        while k >= 1:
+            out = split_fine_group(sig[ids], qs[ids], cnt[ids], step, k, tau, add, budget)
+            if out is not None:
+                return out
+            k //= 2
+        return None
+
     return _compose_tree(
         step,
         lambda ids: _pessimistic_cells(sig[ids], qs[ids], step, tau, add),
@@ -450,6 +519,7 @@ def _pessimistic_tree(
         cnt,
         alias_budget,
         True,
+        group=group if factor > 1 else None,
     )
 
 
