@@ -30,20 +30,24 @@ from collections.abc import Iterable
 import numpy as np
 from scipy import fft as sp_fft
 
-from .groups import _row_lambdas, compose_fine_group
+from ..numerics import TINY
+from .coarsen import coarsen
+from .groups import _compose_group, _row_lambdas
 from .pld_fft import (
     _ORDERS,
+    _U,
     FAST_MAX_N,
     _alias,
     _l2,
+    _power,
     _spectral_error,
-    _spectrum_product,
     _window,
 )
 from .pld_pair import swapped_delta, swapped_epsilon
 from .pld_settings import tail_budgets
 from .schedule_fast import ADD_STEP_FACTOR, FAST_STEP, _finish
 from .schedule_grid import DEFAULT_GRID, EXACT_VALUES, _check_grid, _round
+from .sgm_cells import _pessimistic_cells
 
 __all__ = ["IncrementalEpsilon"]
 
@@ -54,22 +58,51 @@ __all__ = ["IncrementalEpsilon"]
 BLOCK_CELLS = 32
 #: ... and a block holds at most this many steps (a one-cell history, a constant-sigma
 #: loop, is committed in blocks of this many steps instead of staying pending)
-BLOCK_STEPS = 1024
+BLOCK_STEPS = 256
 #: a block of ``c`` distinct cells is composed on a loss grid ``K`` times finer than the
 #: history's, then re-discretised once onto it: ``K`` the largest power of two with
 #: ``c K <= FINE_BUDGET``, within ``[FINE_MIN, FINE_MAX]`` (the cost of a block grows
 #: with ``c K``: each cell is discretised and transformed on the fine grid)
 FINE_BUDGET = 64
 FINE_MIN = 2
-FINE_MAX = 16
+FINE_MAX = 8
 #: the blocks' aliasing windows: each gets this fraction of the history's aliasing
 #: budget divided by the horizon (there are at most ``horizon`` blocks)
 BLOCK_ALIAS_SHARE = 1e-3
-#: transforms of recent block PMFs kept per direction (bytes)
-RECENT_BYTES = 1 << 25
+#: a block PMF's end runs of mass up to this share of the per-step tail cut times its
+#: steps go to ``+inf`` (:func:`_trim`): shorter PMFs to keep, a shorter window
+TRIM_SHARE = 0.5
+#: transforms of recent block PMFs on the history's grid kept per direction (bytes): a
+#: repeated block (a constant-sigma loop) is transformed once
+RECENT_BYTES = 1 << 21
+#: fine discretisations of recent cells kept per direction (bytes): the pending steps
+#: of every query are composed again, mostly of the same cells
+FINE_CELL_BYTES = 1 << 22
 
 Items = dict[tuple[float, float], int]
 BlockKey = tuple[tuple[tuple[float, float], int], ...]
+
+
+def _trim(first: int, pmf: np.ndarray, cut: float) -> tuple[int, np.ndarray, float]:
+    """``pmf`` without its end runs of total mass at most ``cut / 2`` each, and an upper
+    bound on the mass removed (it goes to ``+inf``, which only raises the hockey-stick
+    curve: the integrand ``(1 - e^{eps - L})_+`` is at most its value 1 there).  The
+    computed partial sums of non-negative terms are within a relative ``size u`` of the
+    exact ones (Higham 2002, Section 3.1), so the bound is the computed sum times
+    ``1 + (size + 2) u``.  At least one entry is kept."""
+    if pmf.size < 2 or not cut > 0.0:
+        return first, pmf, 0.0
+    half = 0.5 * cut / (1.0 + (pmf.size + 2) * _U)
+    left = np.cumsum(pmf)
+    right = np.cumsum(pmf[::-1])
+    lo = int(np.searchsorted(left, half, side="right"))
+    hi = pmf.size - int(np.searchsorted(right, half, side="right"))
+    if hi <= lo:
+        return first, pmf, 0.0
+    moved = (left[lo - 1] if lo else 0.0) + (right[pmf.size - hi - 1] if hi < pmf.size else 0.0)
+    if moved == 0.0:
+        return first, pmf, 0.0
+    return first + lo, pmf[lo:hi].copy(), float(moved) * (1.0 + (pmf.size + 2) * _U) + TINY
 
 
 def _factor(cells: int) -> int:
@@ -133,19 +166,12 @@ class _Block:
 
     __slots__ = ("err", "first", "l2", "lam_neg", "lam_pos", "log_fin", "pmf", "steps")
 
-    def __init__(self, items: Items, step: float, tau: float, add: bool, alias: float):
-        factor = _factor(len(items))
-        sig = np.array([s for s, _ in items], dtype=float)
-        qs = np.array([q for _, q in items], dtype=float)
-        counts = np.array(list(items.values()), dtype=float)
-        out = compose_fine_group(sig, qs, counts, step, factor, tau, add, alias)
-        if out is None:
-            raise OverflowError("the block's fine window exceeds FAST_MAX_N")
+    def __init__(self, step: float, out: tuple[int, np.ndarray, float, float], steps: int):
         self.first, self.pmf, self.err, self.log_fin = int(out[0]), out[1], out[2], out[3]
         lp, ln = _row_lambdas(step, np.array([self.first]), [self.pmf])
         self.lam_pos, self.lam_neg = lp[0], ln[0]
         self.l2 = _l2(self.pmf)
-        self.steps = int(counts.sum())
+        self.steps = steps
 
 
 class _Direction:
@@ -199,13 +225,54 @@ class _Direction:
         self._recent: dict[BlockKey, np.ndarray] = {}
         #: committed blocks by content (a repeated block is composed once)
         self._known: dict[BlockKey, _Block] = {}
+        #: fine discretisations of recent cells (:meth:`_cell`) and their bytes
+        self._fine_cells: dict[tuple[float, float, float], tuple[int, np.ndarray, float]] = {}
+        self._fine_bytes = 0
 
     def _block(self, items: Items) -> tuple[BlockKey, _Block]:
         key = tuple(items.items())
         found = self._known.get(key)
         if found is None:
-            found = _Block(items, self.step, self.tau, self.add, self.block_alias)
+            found = _Block(self.step, self._compose(items), sum(items.values()))
         return key, found
+
+    def _cell(self, sigma: float, q: float, fine: float) -> tuple[int, np.ndarray, float]:
+        """One cell discretised on the fine grid ``fine`` (kept: the pending steps of
+        every query are composed again, mostly of the same cells)."""
+        key = (sigma, q, fine)
+        found = self._fine_cells.get(key)
+        if found is None:
+            firsts, pmfs, infs = _pessimistic_cells(
+                np.array([sigma]), np.array([q]), fine, self.tau, self.add
+            )
+            found = (int(firsts[0]), pmfs[0], float(infs[0]))
+            size = found[1].nbytes
+            while self._fine_cells and self._fine_bytes + size > FINE_CELL_BYTES:
+                self._fine_bytes -= self._fine_cells.pop(next(iter(self._fine_cells)))[1].nbytes
+            self._fine_cells[key] = found
+            self._fine_bytes += size
+        return found
+
+    def _compose(self, items: Items) -> tuple[int, np.ndarray, float, float]:
+        """The block ``items`` composed on the fine grid and coarsened onto the
+        history's: :func:`~dpacct.accountant.pld.groups.compose_fine_group`, with the
+        fine cells kept (:meth:`_cell`).  ``(first, pmf, err, log_fin)``; raises
+        OverflowError when the fine window would exceed :data:`FAST_MAX_N`."""
+        factor = _factor(len(items))
+        fine = self.step / factor
+        cells = [self._cell(s, q, fine) for s, q in items]
+        counts = np.array(list(items.values()), dtype=float)
+        with np.errstate(divide="ignore"):
+            log_fin = float(counts @ np.log1p(-np.minimum([c[2] for c in cells], 1.0)))
+        firsts = np.array([c[0] for c in cells], dtype=np.int64)
+        out = _compose_group(fine, firsts, [c[1] for c in cells], counts, self.block_alias)
+        if out is None:
+            raise OverflowError("the block's fine window exceeds FAST_MAX_N")
+        first, pmf, err = coarsen(int(out[0]), out[1], factor, fine, out[2])
+        first, pmf, moved = _trim(first, pmf, TRIM_SHARE * self.tau * float(counts.sum()))
+        if moved > 0.0:
+            log_fin += math.log1p(-min(moved, 1.0))
+        return first, pmf, err, log_fin
 
     def _transform(self, key: BlockKey, block: _Block) -> np.ndarray:
         spec = self._recent.get(key)
@@ -231,21 +298,22 @@ class _Direction:
 
     def _rebuild_at(self, n: int) -> None:
         """The spectrum of the kept blocks on ``n`` points, recomputed from their PMFs
-        (a repeated block raised to its count)."""
+        one transform at a time (a repeated block raised to its count)."""
         self.n = n
         self._recent = {}
-        if self.blocks:
-            counts: dict[BlockKey, int] = {}
-            pmfs: dict[BlockKey, np.ndarray] = {}
-            for key, b in self.blocks:
-                counts[key] = counts.get(key, 0) + 1
-                pmfs[key] = b.pmf
-            self.spec, self.mults = _spectrum_product(
-                list(pmfs.values()), np.array(list(counts.values()), dtype=np.int64), n
-            )
-            self.forward += len(pmfs)
-        else:
-            self.spec, self.mults = np.ones(n // 2 + 1, dtype=complex), 0
+        counts: dict[BlockKey, int] = {}
+        pmfs: dict[BlockKey, np.ndarray] = {}
+        for key, b in self.blocks:
+            counts[key] = counts.get(key, 0) + 1
+            pmfs[key] = b.pmf
+        spec, mults = np.ones(n // 2 + 1, dtype=complex), 0
+        with np.errstate(under="ignore", over="ignore", invalid="ignore"):
+            for key, pmf in pmfs.items():
+                pw, m = _power(sp_fft.rfft(pmf, n=n, workers=-1), counts[key])
+                spec *= pw
+                mults += m + 1
+        self.spec, self.mults = spec, mults
+        self.forward += len(pmfs)
 
     @staticmethod
     def _length(need: int, width: int) -> int:
