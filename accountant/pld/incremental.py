@@ -3,7 +3,8 @@
 The steps are cut into *blocks* by the steps alone (:data:`BLOCK_CELLS` distinct cells
 or :data:`BLOCK_STEPS` steps, whichever comes first), so the same steps make the same
 blocks however they were batched or queried.  A committed block is composed on a loss
-grid ``K`` times finer than the history's (:func:`_factor`: 2 to 16, more for blocks of few cells)
+grid ``K`` times finer than the history's (:func:`_factor`: 2 to 64, finer for blocks
+of few cells or of narrow losses)
 (:func:`~dpacct.accountant.pld.groups.compose_fine_group`, on the block's own short
 Chernoff window) and re-discretised once onto the history's grid by connect-the-dots
 (:func:`~dpacct.accountant.pld.coarsen.coarsen`: the coarse PMF dominates the fine one
@@ -60,12 +61,15 @@ BLOCK_CELLS = 32
 #: loop, is committed in blocks of this many steps instead of staying pending)
 BLOCK_STEPS = 256
 #: a block of ``c`` distinct cells is composed on a loss grid ``K`` times finer than the
-#: history's, then re-discretised once onto it: ``K`` the largest power of two with
-#: ``c K <= FINE_BUDGET``, within ``[FINE_MIN, FINE_MAX]`` (the cost of a block grows
-#: with ``c K``: each cell is discretised and transformed on the fine grid)
+#: history's, then re-discretised once onto it (:func:`_factor`): ``K`` a power of two
+#: in ``[FINE_MIN, FINE_MAX]`` with ``c K <= FINE_BUDGET`` (the cost of a block grows
+#: with ``c K``: each cell is discretised and transformed on the fine grid), the
+#: smallest at which the fine grid adds at most ``FINE_VARIANCE_SHARE`` to the block's
+#: loss variance
 FINE_BUDGET = 64
 FINE_MIN = 2
-FINE_MAX = 8
+FINE_MAX = 64
+FINE_VARIANCE_SHARE = 1e-4
 #: the blocks' aliasing windows: each gets this fraction of the history's aliasing
 #: budget divided by the horizon (there are at most ``horizon`` blocks)
 BLOCK_ALIAS_SHARE = 1e-3
@@ -105,10 +109,25 @@ def _trim(first: int, pmf: np.ndarray, cut: float) -> tuple[int, np.ndarray, flo
     return first + lo, pmf[lo:hi].copy(), float(moved) * (1.0 + (pmf.size + 2) * _U) + TINY
 
 
-def _factor(cells: int) -> int:
-    """The refinement of a block of ``cells`` distinct cells (see :data:`FINE_BUDGET`)."""
-    k = 1 << max(FINE_BUDGET // max(cells, 1), 1).bit_length() - 1
-    return min(max(k, FINE_MIN), FINE_MAX)
+def _factor(items: Items, step: float) -> int:
+    """The refinement ``K`` of a block (a power of two): the smallest from
+    :data:`FINE_MIN` at which connect-the-dots on the fine grid adds at most
+    :data:`FINE_VARIANCE_SHARE` to the block's loss variance (each step at most
+    ``(step / K)^2 / 4``; a step's variance is ``q^2 (e^{1/sigma^2} - 1)``), within the
+    cost budget ``c K <= FINE_BUDGET`` for ``c`` distinct cells and :data:`FINE_MAX`.
+    A function of the block alone (tightness and speed only: any ``K`` is sound)."""
+    sig = np.array([s for s, _ in items], dtype=float)
+    qs = np.array([q for _, q in items], dtype=float)
+    counts = np.array(list(items.values()), dtype=float)
+    with np.errstate(over="ignore"):
+        var = float(counts @ (qs**2 * np.expm1(np.minimum(1.0 / sig**2, 700.0))))
+    steps = float(counts.sum())
+    need = step * math.sqrt(steps / (4.0 * FINE_VARIANCE_SHARE * var)) if var > 0 else math.inf
+    cap = min(FINE_MAX, max(FINE_BUDGET // len(items), FINE_MIN))
+    k = FINE_MIN
+    while k < need and 2 * k <= cap:
+        k *= 2
+    return k
 
 
 Cell = tuple[float, float]
@@ -258,7 +277,7 @@ class _Direction:
         history's: :func:`~dpacct.accountant.pld.groups.compose_fine_group`, with the
         fine cells kept (:meth:`_cell`).  ``(first, pmf, err, log_fin)``; raises
         OverflowError when the fine window would exceed :data:`FAST_MAX_N`."""
-        factor = _factor(len(items))
+        factor = _factor(items, self.step)
         fine = self.step / factor
         cells = [self._cell(s, q, fine) for s, q in items]
         counts = np.array(list(items.values()), dtype=float)
