@@ -79,6 +79,8 @@ TRIM_SHARE = 0.5
 #: transforms of recent block PMFs on the history's grid kept per direction (bytes): a
 #: repeated block (a constant-sigma loop) is transformed once
 RECENT_BYTES = 1 << 21
+#: hypothetical blocks kept per direction (a filter's look-aheads repeat them)
+ASKED_BLOCKS = 8
 #: fine discretisations of recent cells kept per direction (bytes): the pending steps
 #: of every query are composed again, mostly of the same cells
 FINE_CELL_BYTES = 1 << 22
@@ -244,13 +246,15 @@ class _Direction:
         self._recent: dict[BlockKey, np.ndarray] = {}
         #: committed blocks by content (a repeated block is composed once)
         self._known: dict[BlockKey, _Block] = {}
+        #: recent hypothetical blocks (a filter's look-aheads ask the same again)
+        self._asked: dict[BlockKey, _Block] = {}
         #: fine discretisations of recent cells (:meth:`_cell`) and their bytes
         self._fine_cells: dict[tuple[float, float, float], tuple[int, np.ndarray, float]] = {}
         self._fine_bytes = 0
 
     def _block(self, items: Items) -> tuple[BlockKey, _Block]:
         key = tuple(items.items())
-        found = self._known.get(key)
+        found = self._known.get(key) or self._asked.get(key)
         if found is None:
             found = _Block(self.step, self._compose(items), sum(items.values()))
         return key, found
@@ -433,10 +437,24 @@ class _Direction:
         """The composed pessimistic :class:`GridPLD` with the blocks ``extra`` composed
         too (not kept); None when it cannot certify or (``fit_only``) the kept grid
         does not hold it."""
+        # a look-ahead's many steps of one candidate make many equal blocks: each
+        # distinct block is composed once and its transform raised to its count
+        counts: dict[BlockKey, int] = {}
+        for items in extra:
+            key = tuple(items.items())
+            counts[key] = counts.get(key, 0) + 1
+        distinct: dict[BlockKey, tuple[_Block, int]] = {}
         try:
-            blocks = [self._block(items)[1] for items in extra]
+            for key, k in counts.items():
+                distinct[key] = (self._block(dict(key))[1], k)
         except OverflowError:
             return None
+        for key, (block, _) in distinct.items():
+            if key not in self._known:
+                self._asked[key] = block
+                while len(self._asked) > ASKED_BLOCKS:
+                    self._asked.pop(next(iter(self._asked)))
+        blocks = [b for b, k in distinct.values() for _ in range(k)]
         on = self._prepare(blocks, fit_only)
         if on is None:
             return None
@@ -446,10 +464,11 @@ class _Direction:
         if blocks:
             spec = spec.copy()  # type: ignore[union-attr]
             with np.errstate(under="ignore", over="ignore", invalid="ignore"):
-                for b in blocks:
-                    spec *= sp_fft.rfft(b.pmf, n=on.n, workers=-1)
-                    mults += 1
-            self.forward += len(blocks)
+                for b, k in distinct.values():
+                    pw, m = _power(sp_fft.rfft(b.pmf, n=on.n, workers=-1), k)
+                    spec *= pw
+                    mults += m + 1
+            self.forward += len(distinct)
         alias = _alias(on.step, lam_pos, lam_neg, a_idx, on.n)
         self.inverse += 1
         out = _finish(
