@@ -19,7 +19,12 @@ fine block and costs one inverse FFT.  The certificate
 (:func:`~dpacct.accountant.pld.schedule_fast._finish`) adds to delta: every block's
 own l1 error (its fine composition's aliasing and round-off, the coarsening's slack),
 the aliasing and round-off of the history's product, and the error carried when a
-hypothetical query copies the history to a longer grid.
+hypothetical query copies the history to a longer grid.  A block's steps that share a
+rounding cell are composed at their own smallest sigma and largest q (a dominating step
+of each, no farther from them than the cell's grid point); the end runs of a block PMF
+of mass below half the per-step tail cut times its steps go to ``+inf``
+(:func:`_trim`).  The block PMFs are kept (a few thousand points each, not every cell's
+transform on the whole window), so a longer grid is rebuilt from them exactly.
 """
 
 from __future__ import annotations
