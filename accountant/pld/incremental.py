@@ -74,7 +74,17 @@ BLOCK_STEPS = 256
 FINE_BUDGET = 64
 FINE_MIN = 2
 FINE_MAX = 64
-FINE_VARIANCE_SHARE = 1e-4
+FINE_VARIANCE_SHARE = 1e-5
+#: the history's loss step (unless given): the coarsest of ``FAST_STEP / 2^i``
+#: (``i = 0..COARSE_LEVELS``) at which re-discretising a block onto it adds at
+#: most this share to the loss variance of a full block of steps like the first
+#: (:func:`_coarse_step`).  Every later block adds at most ``step^2 / 4`` too, so a
+#: history of full blocks like its first widens by about this share in all; with
+#: :data:`FINE_VARIANCE_SHARE` it keeps a one-phase run calibrated to its budget
+#: (the calibrators leave about ``3e-5`` of epsilon unused) inside it: measured on
+#: eps 1, 3, 8 at q 0.004-0.02, tests/test_online.py
+COARSE_VARIANCE_SHARE = 1e-4
+COARSE_LEVELS = 4
 #: the blocks' aliasing windows: each gets this fraction of the history's aliasing
 #: budget divided by the horizon (there are at most ``horizon`` blocks)
 BLOCK_ALIAS_SHARE = 1e-3
@@ -135,6 +145,36 @@ def _factor(items: Items, step: float) -> int:
     while k < need and 2 * k <= cap:
         k *= 2
     return k
+
+
+def _coarse_step(items: Items) -> float:
+    """The history's loss step chosen from its first block ``items`` (cell -> count):
+    the coarsest ``FAST_STEP / 2^i``, ``i <= COARSE_LEVELS``, whose connect-the-dots
+    widening ``step^2 / 4`` is at most :data:`COARSE_VARIANCE_SHARE` of the loss
+    variance of :data:`BLOCK_STEPS` steps like the block's (their mean variance
+    ``q^2 (e^{1/sigma^2} - 1)`` per step; a block cut early by its distinct cells is
+    not a measure of the loss scale).  A function of the steps alone (tightness and
+    speed only: any step is sound).
+
+    Examples
+    --------
+    >>> _coarse_step({(2.0, 0.1): 256})  # wide steps: the default grid
+    0.001
+    >>> _coarse_step({(3.8, 0.01): 256})  # a run calibrated to eps = 1: a finer one
+    0.0005
+    """
+    sig = np.array([s for s, _ in items], dtype=float)
+    qs = np.array([q for _, q in items], dtype=float)
+    counts = np.array(list(items.values()), dtype=float)
+    with np.errstate(over="ignore"):
+        var = float(counts @ (qs**2 * np.expm1(np.minimum(1.0 / sig**2, 700.0))))
+    var *= BLOCK_STEPS / max(float(counts.sum()), 1.0)
+    step = FAST_STEP
+    for _ in range(COARSE_LEVELS):
+        if step * step / 4.0 <= COARSE_VARIANCE_SHARE * var:
+            break
+        step /= 2.0
+    return step
 
 
 Cell = tuple[float, float]
@@ -522,8 +562,9 @@ class IncrementalEpsilon:
         The delta of every answer.
     grid : float, default DEFAULT_GRID
         Relative width of the rounding cells in sigma and q.
-    step : float, default FAST_STEP
-        The history's loss step (the blocks are composed at ``step / K``).
+    step : float, optional
+        The history's loss step (the blocks are composed at ``step / K``); default:
+        chosen from the first block's loss variance (:func:`_coarse_step`).
 
     Examples
     --------
@@ -536,13 +577,15 @@ class IncrementalEpsilon:
     """
 
     def __init__(
-        self, delta: float, *, grid: float = DEFAULT_GRID, step: float = FAST_STEP
+        self, delta: float, *, grid: float = DEFAULT_GRID, step: float | None = None
     ) -> None:
         self.delta = delta
         self.grid = _check_grid(grid)
         self.w = math.log1p(self.grid)
-        self.step = step
-        self.remove = _Direction(delta, step, False, 1 << 20)
+        #: the step is fixed when given, else by the first committed block
+        self._given_step = step is not None
+        self.step = FAST_STEP if step is None else float(step)
+        self.remove = _Direction(delta, self.step, False, 1 << 20)
         self.add: _Direction | None = None
         self._eps: float | None = 0.0
         self.ok = True
@@ -604,7 +647,21 @@ class IncrementalEpsilon:
         for block in blocks:
             self._commit(_composed(block))
 
+    def _use_step(self, first_block: Items) -> None:
+        """Before anything is committed: the loss step of a history whose first block
+        is ``first_block`` (:func:`_coarse_step`); the directions, still empty, are
+        made anew on it when it changes."""
+        if self._given_step or self._blocks:
+            return
+        step = _coarse_step(first_block)
+        if step != self.step:
+            self.step = step
+            self.remove = _Direction(self.delta, step, False, self.remove.horizon)
+            if self.add is not None:
+                self.add = _Direction(self.delta, ADD_STEP_FACTOR * step, True, self.add.horizon)
+
     def _commit(self, block: Items) -> None:
+        self._use_step(block)
         self._blocks.append(block)
         self.ok = self.ok and self.remove.fold(block)
         if self.add is not None:
@@ -636,6 +693,8 @@ class IncrementalEpsilon:
             return None
         if not blocks and self.remove.total == 0:
             return 0.0
+        if blocks:
+            self._use_step(blocks[0])
         rem = self.remove.pld(blocks, fit_only and asked)
         if rem is None:
             return None
@@ -687,6 +746,7 @@ class IncrementalEpsilon:
             {cell: dict(m) for cell, m in self._pending.items()},
             self._pending_steps,
             list(self._blocks),
+            self.step,
         )
 
     def rollback(self, state: tuple) -> None:
@@ -701,4 +761,5 @@ class IncrementalEpsilon:
             self._pending,
             self._pending_steps,
             self._blocks,
+            self.step,
         ) = state
