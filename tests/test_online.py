@@ -170,3 +170,21 @@ def test_online_answer_inside_dp_accountings_fine_bracket():
     # and a budget does not change it
     budgeted, _ = _loop(sigmas, 2.0 * ours, every=40)
     assert budgeted[-1] == ours
+
+
+@pytest.mark.parametrize(
+    ("target", "q", "steps"), [(1.0, 0.01, 10_000), (3.0, 0.01, 10_000), (8.0, 0.02, 2_000)]
+)
+def test_a_run_calibrated_to_its_budget_is_never_refused(target, q, steps):
+    # noise_multiplier lands within about 3e-5 below the target; the ledger's one-phase
+    # online route must not print more than that, or a budget set to the target would
+    # refuse the last steps of the very run it was calibrated for
+    from dpacct.calibrators import noise_multiplier
+
+    assert records_module.ONE_PHASE_ONLINE  # the route under test
+    sigma = noise_multiplier(epsilon=target, delta=DELTA, sample_rate=q, steps=steps)
+    acct = PrivacyAccountant(budget_epsilon=target, budget_delta=DELTA, progress=False)
+    for _ in range(steps // 100):
+        acct.step(noise_multiplier=sigma, sample_rate=q, count=100)
+        acct.epsilon(DELTA)
+    assert acct.epsilon(DELTA) <= target

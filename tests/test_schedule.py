@@ -181,9 +181,10 @@ def test_filter_check_is_incremental_on_the_fast_path(monkeypatch):
     assert isinstance(acct._history.current, ledger_module._FastHistory)
     inc = acct._history.current.inc
     assert acct.evaluations <= 2 * (len(checks) + len(folds))
-    cells = len(inc.remove.counts) + len(checks)
-    # forward transforms: new cells and the rare re-sizes (each re-transforms the cells)
-    assert inc.remove.forward <= cells * 8
+    # forward transforms on the history's grid: one per committed block, one per
+    # query for its pending block, and the rare re-sizes (each re-transforms the blocks)
+    blocks = len(inc.remove.blocks) + inc.remove.inverse
+    assert inc.remove.forward <= blocks * 8
 
 
 def test_adaptive_filter_is_an_rdp_filter():

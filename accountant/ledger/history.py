@@ -4,8 +4,10 @@ Two representations of the same thing, the pessimistic privacy loss distribution
 directions) of every record the filter has checked, so that a check costs what the
 new records cost and never a recomposition of the whole ledger:
 
-* :class:`_FastHistory` -- while every record is a DP-SGD step: the spectra of the grid
-  cells on one shared loss grid (:class:`~dpacct.accountant.pld.schedule.IncrementalEpsilon`);
+* :class:`_FastHistory` -- while every record is a DP-SGD step: the product of the
+  spectra of its blocks of steps, each block composed on a finer loss grid and
+  re-discretised once, on one shared loss grid
+  (:class:`~dpacct.accountant.pld.schedule.IncrementalEpsilon`);
 * :class:`_PLDHistory` -- otherwise: composed :class:`~dpacct.accountant.pld.grid.GridPLD`
   pairs, convolving only each new block.
 

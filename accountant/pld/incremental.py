@@ -1,9 +1,30 @@
 """Online certified epsilon of a growing DP-SGD ledger (the fast path kept open).
 
-Each direction's composition of subsampled-Gaussian cells is kept as its spectrum on
-one shared loss grid, so composing new steps multiplies spectra and a query costs one
-inverse FFT, with aliasing and round-off inside the certificate
-(:mod:`~dpacct.accountant.pld.pld_fft`).
+The steps are cut into *blocks* by the steps alone (:data:`BLOCK_CELLS` distinct cells
+or :data:`BLOCK_STEPS` steps, whichever comes first), so the same steps make the same
+blocks however they were batched or queried.  A committed block is composed on a loss
+grid ``K`` times finer than the history's (:func:`_factor`: 2 to 64, finer for blocks
+of few cells or of narrow losses)
+(:func:`~dpacct.accountant.pld.groups.compose_fine_group`, on the block's own short
+Chernoff window) and re-discretised once onto the history's grid by connect-the-dots
+(:func:`~dpacct.accountant.pld.coarsen.coarsen`: the coarse PMF dominates the fine one
+at every epsilon, and dominating pairs compose).  A block of ``B`` steps thus widens the
+loss by ``B (h / K)^2 / 4 + h^2 / 4`` of variance instead of ``B h^2 / 4`` (``h`` the
+history's step, ``K`` the factor).
+
+Each direction keeps the product of its blocks' spectra on one shared grid
+(:class:`_Direction`), so committing a block is one forward FFT and one product, and a
+query composes the steps still pending (and a filter's hypothetical ones) as one more
+fine block and costs one inverse FFT.  The certificate
+(:func:`~dpacct.accountant.pld.schedule_fast._finish`) adds to delta: every block's
+own l1 error (its fine composition's aliasing and round-off, the coarsening's slack),
+the aliasing and round-off of the history's product, and the error carried when a
+hypothetical query copies the history to a longer grid.  A block's steps that share a
+rounding cell are composed at their own smallest sigma and largest q (a dominating step
+of each, no farther from them than the cell's grid point); the end runs of a block PMF
+of mass below half the per-step tail cut times its steps go to ``+inf``
+(:func:`_trim`).  The block PMFs are kept (a few thousand points each, not every cell's
+transform on the whole window), so a longer grid is rebuilt from them exactly.
 """
 
 from __future__ import annotations
@@ -15,15 +36,17 @@ from collections.abc import Iterable
 import numpy as np
 from scipy import fft as sp_fft
 
+from ..numerics import TINY
+from .coarsen import coarsen
+from .groups import _compose_group, _row_lambdas
 from .pld_fft import (
     _ORDERS,
+    _U,
     FAST_MAX_N,
     _alias,
-    _cell_lambdas,
     _l2,
     _power,
     _spectral_error,
-    _spectrum_product,
     _window,
 )
 from .pld_pair import swapped_delta, swapped_epsilon
@@ -35,33 +58,206 @@ from .sgm_cells import _pessimistic_cells
 __all__ = ["IncrementalEpsilon"]
 
 #: folded steps wait, as hypothetical steps of every query, until a new distinct cell
-#: would make this many; then the block is composed into the kept spectra.  Blocks are
-#: cut by the steps alone, so the same steps are composed in the same order however
-#: they were batched or queried
+#: would make this many, or they number :data:`BLOCK_STEPS`; then the block is
+#: composed into the kept spectra.  Blocks are cut by the steps alone, so the same
+#: steps are composed in the same blocks however they were batched or queried
 BLOCK_CELLS = 32
-#: transforms of recent cells kept per direction (bytes)
-RECENT_BYTES = 1 << 25
+#: ... and a block holds at most this many steps (a one-cell history, a constant-sigma
+#: loop, is committed in blocks of this many steps instead of staying pending)
+BLOCK_STEPS = 256
+#: a block of ``c`` distinct cells is composed on a loss grid ``K`` times finer than the
+#: history's, then re-discretised once onto it (:func:`_factor`): ``K`` a power of two
+#: in ``[FINE_MIN, FINE_MAX]`` with ``c K <= FINE_BUDGET`` (the cost of a block grows
+#: with ``c K``: each cell is discretised and transformed on the fine grid), the
+#: smallest at which the fine grid adds at most ``FINE_VARIANCE_SHARE`` to the block's
+#: loss variance
+FINE_BUDGET = 64
+FINE_MIN = 2
+FINE_MAX = 64
+FINE_VARIANCE_SHARE = 1e-5
+#: the history's loss step (unless given): the coarsest of ``FAST_STEP / 2^i``
+#: (``i = 0..COARSE_LEVELS``) at which re-discretising a block onto it adds at
+#: most this share to the loss variance of a full block of steps like the first
+#: (:func:`_coarse_step`).  Every later block adds at most ``step^2 / 4`` too, so a
+#: history of full blocks like its first widens by about this share in all; with
+#: :data:`FINE_VARIANCE_SHARE` it keeps a one-phase run calibrated to its budget
+#: (the calibrators leave about ``3e-5`` of epsilon unused) inside it: measured on
+#: eps 1, 3, 8 at q 0.004-0.02, tests/test_online.py
+COARSE_VARIANCE_SHARE = 1e-4
+COARSE_LEVELS = 4
+#: the blocks' aliasing windows: each gets this fraction of the history's aliasing
+#: budget divided by the horizon (there are at most ``horizon`` blocks)
+BLOCK_ALIAS_SHARE = 1e-3
+#: a block PMF's end runs of mass up to this share of the per-step tail cut times its
+#: steps go to ``+inf`` (:func:`_trim`): shorter PMFs to keep, a shorter window
+TRIM_SHARE = 0.5
+#: transforms of recent block PMFs on the history's grid kept per direction (bytes): a
+#: repeated block (a constant-sigma loop) is transformed once
+RECENT_BYTES = 1 << 21
+#: hypothetical blocks kept per direction (a filter's look-aheads repeat them)
+ASKED_BLOCKS = 8
+#: fine discretisations of recent cells kept per direction (bytes): the pending steps
+#: of every query are composed again, mostly of the same cells
+FINE_CELL_BYTES = 1 << 22
+
+Items = dict[tuple[float, float], int]
+BlockKey = tuple[tuple[tuple[float, float], int], ...]
+
+
+def _trim(first: int, pmf: np.ndarray, cut: float) -> tuple[int, np.ndarray, float]:
+    """``pmf`` without its end runs of total mass at most ``cut / 2`` each, and an upper
+    bound on the mass removed (it goes to ``+inf``, which only raises the hockey-stick
+    curve: the integrand ``(1 - e^{eps - L})_+`` is at most its value 1 there).  The
+    computed partial sums of non-negative terms are within a relative ``size u`` of the
+    exact ones (Higham 2002, Section 3.1), so the bound is the computed sum times
+    ``1 + (size + 2) u``.  At least one entry is kept."""
+    if pmf.size < 2 or not cut > 0.0:
+        return first, pmf, 0.0
+    half = 0.5 * cut / (1.0 + (pmf.size + 2) * _U)
+    left = np.cumsum(pmf)
+    right = np.cumsum(pmf[::-1])
+    lo = int(np.searchsorted(left, half, side="right"))
+    hi = pmf.size - int(np.searchsorted(right, half, side="right"))
+    if hi <= lo:
+        return first, pmf, 0.0
+    moved = (left[lo - 1] if lo else 0.0) + (right[pmf.size - hi - 1] if hi < pmf.size else 0.0)
+    if moved == 0.0:
+        return first, pmf, 0.0
+    return first + lo, pmf[lo:hi].copy(), float(moved) * (1.0 + (pmf.size + 2) * _U) + TINY
+
+
+def _factor(items: Items, step: float) -> int:
+    """The refinement ``K`` of a block (a power of two): the smallest from
+    :data:`FINE_MIN` at which connect-the-dots on the fine grid adds at most
+    :data:`FINE_VARIANCE_SHARE` to the block's loss variance (each step at most
+    ``(step / K)^2 / 4``; a step's variance is ``q^2 (e^{1/sigma^2} - 1)``), within the
+    cost budget ``c K <= FINE_BUDGET`` for ``c`` distinct cells and :data:`FINE_MAX`.
+    A function of the block alone (tightness and speed only: any ``K`` is sound)."""
+    sig = np.array([s for s, _ in items], dtype=float)
+    qs = np.array([q for _, q in items], dtype=float)
+    counts = np.array(list(items.values()), dtype=float)
+    with np.errstate(over="ignore"):
+        var = float(counts @ (qs**2 * np.expm1(np.minimum(1.0 / sig**2, 700.0))))
+    steps = float(counts.sum())
+    need = step * math.sqrt(steps / (4.0 * FINE_VARIANCE_SHARE * var)) if var > 0 else math.inf
+    cap = min(FINE_MAX, max(FINE_BUDGET // len(items), FINE_MIN))
+    k = FINE_MIN
+    while k < need and 2 * k <= cap:
+        k *= 2
+    return k
+
+
+def _coarse_step(items: Items) -> float:
+    """The history's loss step chosen from its first block ``items`` (cell -> count):
+    the coarsest ``FAST_STEP / 2^i``, ``i <= COARSE_LEVELS``, whose connect-the-dots
+    widening ``step^2 / 4`` is at most :data:`COARSE_VARIANCE_SHARE` of the loss
+    variance of :data:`BLOCK_STEPS` steps like the block's (their mean variance
+    ``q^2 (e^{1/sigma^2} - 1)`` per step; a block cut early by its distinct cells is
+    not a measure of the loss scale).  A function of the steps alone (tightness and
+    speed only: any step is sound).
+
+    Examples
+    --------
+    >>> _coarse_step({(2.0, 0.1): 256})  # wide steps: the default grid
+    0.001
+    >>> _coarse_step({(3.8, 0.01): 256})  # a run calibrated to eps = 1: a finer one
+    0.0005
+    """
+    sig = np.array([s for s, _ in items], dtype=float)
+    qs = np.array([q for _, q in items], dtype=float)
+    counts = np.array(list(items.values()), dtype=float)
+    with np.errstate(over="ignore"):
+        var = float(counts @ (qs**2 * np.expm1(np.minimum(1.0 / sig**2, 700.0))))
+    var *= BLOCK_STEPS / max(float(counts.sum()), 1.0)
+    step = FAST_STEP
+    for _ in range(COARSE_LEVELS):
+        if step * step / 4.0 <= COARSE_VARIANCE_SHARE * var:
+            break
+        step /= 2.0
+    return step
+
+
+Cell = tuple[float, float]
+#: a block being cut: cell -> {the steps' own (sigma, q) -> count}
+Members = dict[Cell, dict[Cell, int]]
+
+
+def _cut(
+    pending: Members, pending_steps: int, steps: Iterable[tuple[Cell, Cell, int]]
+) -> tuple[list[Members], Members, int]:
+    """The blocks that folding ``steps`` (``(cell, (sigma, q), count)``) after
+    ``pending`` commits, and what is left pending: a block is committed before a new
+    distinct cell would make it :data:`BLOCK_CELLS` and as soon as it holds
+    :data:`BLOCK_STEPS` steps.  A function of the steps alone (a step of count ``k``
+    is ``k`` steps of count 1)."""
+    pending = {cell: dict(m) for cell, m in pending.items()}
+    blocks: list[Members] = []
+    for cell, own, count in steps:
+        while count > 0:
+            if cell not in pending and len(pending) >= BLOCK_CELLS:
+                blocks.append(pending)
+                pending, pending_steps = {}, 0
+            take = min(count, BLOCK_STEPS - pending_steps)
+            members = pending.setdefault(cell, {})
+            members[own] = members.get(own, 0) + take
+            pending_steps += take
+            count -= take
+            if pending_steps == BLOCK_STEPS:
+                blocks.append(pending)
+                pending, pending_steps = {}, 0
+    return blocks, pending, pending_steps
+
+
+def _composed(block: Members) -> Items:
+    """The cells a block composes: a cell holding steps of one ``(sigma, q)`` composes
+    them as they are; a cell holding several, all its steps at its members' smallest
+    sigma and largest q (a dominating step of each of them, at most as far from them
+    as the cell's grid point, which dominates them too)."""
+    out: Items = {}
+    for members in block.values():
+        if len(members) == 1:
+            ((own, count),) = members.items()
+        else:
+            own = (min(s for s, _ in members), max(q for _, q in members))
+            count = sum(members.values())
+        out[own] = out.get(own, 0) + count
+    return out
+
+
+class _Block:
+    """One block composed on the fine grid and coarsened onto the history's: its PMF
+    from node ``first`` on, its l1 error ``err``, log finite mass ``log_fin``, log-MGF
+    bounds ``lam_pos``/``lam_neg`` (:func:`~dpacct.accountant.pld.groups._row_lambdas`)
+    and l2 norm ``l2`` (the forward round-off of its transform)."""
+
+    __slots__ = ("err", "first", "l2", "lam_neg", "lam_pos", "log_fin", "pmf", "steps")
+
+    def __init__(self, step: float, out: tuple[int, np.ndarray, float, float], steps: int):
+        self.first, self.pmf, self.err, self.log_fin = int(out[0]), out[1], out[2], out[3]
+        lp, ln = _row_lambdas(step, np.array([self.first]), [self.pmf])
+        self.lam_pos, self.lam_neg = lp[0], ln[0]
+        self.l2 = _l2(self.pmf)
+        self.steps = steps
 
 
 class _Direction:
-    """One direction's composition of DP-SGD cells, kept as its spectrum on ``n`` points.
+    """One direction's composition of blocks, kept as its spectrum on ``n`` points.
 
-    Everything the certificate of :func:`_compose_cells` needs is additive over the
-    composed cells and kept as running sums: the log-MGFs (aliasing window), the
-    forward round-off (``sum_c k_c ||p_c||``), the number of complex products, the
-    origin and the +inf mass.  Adding ``k`` steps of a cell multiplies the spectrum by
-    the cell's transform to the ``k``.  The grid length is a function of the kept
-    composition alone (:meth:`_length`: the power of two at least twice its Chernoff
+    Everything the certificate needs is additive over the composed blocks and kept as
+    running sums: the log-MGF bounds (aliasing window), the forward round-off
+    (``sum_b ||p_b||``), the number of complex products, the origin, the log finite
+    mass and the blocks' own l1 errors (``errs``).  Committing a block multiplies the
+    spectrum by the block PMF's transform.  The grid length is a function of the kept
+    blocks alone (:meth:`_length`: the power of two at least twice their Chernoff
     window), never of when steps were folded or what was asked hypothetically, and
-    when it changes the spectrum is recomputed exactly from the cell list, so the same
-    steps give the same grid and the same answer however they were batched.  The
-    tails are cut at ``tau = tail_budgets(delta, horizon).piece`` per step
-    (:func:`~dpacct.accountant.pld.pld_settings.tail_budgets`) and the cut mass goes
-    to +inf (sound for any number of steps; beyond ``horizon`` steps every cell is
-    re-discretised with a 16 times longer horizon).
+    when it changes the spectrum is recomputed exactly from the kept block PMFs (small:
+    a block's composed loss is a few thousand points), so the same steps give the same
+    grid and the same answer however they were batched.  The tails are cut at
+    ``tau = tail_budgets(delta, horizon).piece`` per step
+    (:func:`~dpacct.accountant.pld.pld_settings.tail_budgets`) and the cut mass goes to
+    +inf (sound for any number of steps; beyond ``horizon`` steps every block is
+    recomposed with a 16 times longer horizon).
     """
-
-    GROWTH = 2.0
 
     def __init__(self, delta: float, step: float, add: bool, horizon: int) -> None:
         self.delta = delta
@@ -70,8 +266,9 @@ class _Direction:
         self.horizon = horizon
         budget = tail_budgets(delta, horizon)
         self.tau, self.alias_budget = budget.piece, budget.alias
-        self.counts: dict[tuple[float, float], int] = {}
-        self.cells: dict[tuple[float, float], tuple] = {}
+        self.block_alias = BLOCK_ALIAS_SHARE * budget.alias / horizon
+        #: the committed blocks, in order: (key, block)
+        self.blocks: list[tuple[BlockKey, _Block]] = []
         self.total = 0
         self.n = 0
         self.spec: np.ndarray | None = None
@@ -82,73 +279,109 @@ class _Direction:
         self.norms = 0.0
         self.origin = 0
         self.log_fin = 0.0
-        #: the longest PMF among the folded cells
+        #: the sum of the committed blocks' l1 errors
+        self.errs = 0.0
+        #: the longest block PMF
         self.width = 1
         #: l1 error of a copy carried to a longer grid (:meth:`_carried_to`); 0 when kept
         self.carried = 0.0
-        #: cost counters: forward transforms of cells and inverse transforms
+        #: cost counters: forward transforms of block PMFs and inverse transforms
         self.forward = 0
         self.inverse = 0
-        self._recent: dict[tuple[float, float], np.ndarray] = {}
+        self._recent: dict[BlockKey, np.ndarray] = {}
+        #: committed blocks by content (a repeated block is composed once)
+        self._known: dict[BlockKey, _Block] = {}
+        #: recent hypothetical blocks (a filter's look-aheads ask the same again)
+        self._asked: dict[BlockKey, _Block] = {}
+        #: fine discretisations of recent cells (:meth:`_cell`) and their bytes
+        self._fine_cells: dict[tuple[float, float, float], tuple[int, np.ndarray, float]] = {}
+        self._fine_bytes = 0
 
-    def _discretise(self, keys: list[tuple[float, float]]) -> None:
-        new = [k for k in dict.fromkeys(keys) if k not in self.cells]
-        if not new:
-            return
-        sig = np.array([s for s, _ in new])
-        qs = np.array([q for _, q in new])
-        firsts, pmfs, infs = _pessimistic_cells(sig, qs, self.step, self.tau, self.add)
-        for i, key in enumerate(new):
-            pmf = pmfs[i]
-            # one cell at a time: a batch's shared padding would change the sums'
-            # round-off, and a cell's numbers must not depend on what came with it
-            lp, ln = _cell_lambdas(self.step, firsts[i : i + 1], [pmf])
-            self.cells[key] = (
-                int(firsts[i]),
-                pmf,
-                float(infs[i]),
-                lp[0],
-                ln[0],
-                _l2(pmf),
+    def _block(self, items: Items) -> tuple[BlockKey, _Block]:
+        key = tuple(items.items())
+        found = self._known.get(key) or self._asked.get(key)
+        if found is None:
+            found = _Block(self.step, self._compose(items), sum(items.values()))
+        return key, found
+
+    def _cell(self, sigma: float, q: float, fine: float) -> tuple[int, np.ndarray, float]:
+        """One cell discretised on the fine grid ``fine`` (kept: the pending steps of
+        every query are composed again, mostly of the same cells)."""
+        key = (sigma, q, fine)
+        found = self._fine_cells.get(key)
+        if found is None:
+            firsts, pmfs, infs = _pessimistic_cells(
+                np.array([sigma]), np.array([q]), fine, self.tau, self.add
             )
+            found = (int(firsts[0]), pmfs[0], float(infs[0]))
+            size = found[1].nbytes
+            while self._fine_cells and self._fine_bytes + size > FINE_CELL_BYTES:
+                self._fine_bytes -= self._fine_cells.pop(next(iter(self._fine_cells)))[1].nbytes
+            self._fine_cells[key] = found
+            self._fine_bytes += size
+        return found
 
-    def _transform(self, key: tuple[float, float]) -> np.ndarray:
+    def _compose(self, items: Items) -> tuple[int, np.ndarray, float, float]:
+        """The block ``items`` composed on the fine grid and coarsened onto the
+        history's: :func:`~dpacct.accountant.pld.groups.compose_fine_group`, with the
+        fine cells kept (:meth:`_cell`).  ``(first, pmf, err, log_fin)``; raises
+        OverflowError when the fine window would exceed :data:`FAST_MAX_N`."""
+        factor = _factor(items, self.step)
+        fine = self.step / factor
+        cells = [self._cell(s, q, fine) for s, q in items]
+        counts = np.array(list(items.values()), dtype=float)
+        with np.errstate(divide="ignore"):
+            log_fin = float(counts @ np.log1p(-np.minimum([c[2] for c in cells], 1.0)))
+        firsts = np.array([c[0] for c in cells], dtype=np.int64)
+        out = _compose_group(fine, firsts, [c[1] for c in cells], counts, self.block_alias)
+        if out is None:
+            raise OverflowError("the block's fine window exceeds FAST_MAX_N")
+        first, pmf, err = coarsen(int(out[0]), out[1], factor, fine, out[2])
+        first, pmf, moved = _trim(first, pmf, TRIM_SHARE * self.tau * float(counts.sum()))
+        if moved > 0.0:
+            log_fin += math.log1p(-min(moved, 1.0))
+        return first, pmf, err, log_fin
+
+    def _transform(self, key: BlockKey, block: _Block) -> np.ndarray:
         spec = self._recent.get(key)
         if spec is None:
-            spec = sp_fft.rfft(self.cells[key][1], n=self.n, workers=-1)
+            spec = sp_fft.rfft(block.pmf, n=self.n, workers=-1)
             self.forward += 1
             while self._recent and (len(self._recent) + 1) * spec.nbytes > RECENT_BYTES:
                 self._recent.pop(next(iter(self._recent)))
             self._recent[key] = spec
         return spec
 
-    def _sums(self, items: dict[tuple[float, float], int]):
+    def _sums(self, blocks: list[_Block]):
         lam_pos, lam_neg = self.lam_pos.copy(), self.lam_neg.copy()
-        norms, origin, log_fin = self.norms, self.origin, self.log_fin
-        for key, k in items.items():
-            first, _, inf, lp, ln, nrm = self.cells[key]
-            lam_pos += k * lp
-            lam_neg += k * ln
-            norms += k * nrm
-            origin += k * first
-            with np.errstate(divide="ignore"):
-                log_fin += k * math.log1p(-min(inf, 1.0))
-        return lam_pos, lam_neg, norms, origin, log_fin
+        norms, origin, log_fin, errs = self.norms, self.origin, self.log_fin, self.errs
+        for b in blocks:
+            lam_pos += b.lam_pos
+            lam_neg += b.lam_neg
+            norms += b.l2
+            origin += b.first
+            log_fin += b.log_fin
+            errs += b.err
+        return lam_pos, lam_neg, norms, origin, log_fin, errs
 
     def _rebuild_at(self, n: int) -> None:
-        """The spectrum of the cell list on ``n`` points, recomputed from the cells."""
+        """The spectrum of the kept blocks on ``n`` points, recomputed from their PMFs
+        one transform at a time (a repeated block raised to its count)."""
         self.n = n
         self._recent = {}
-        self.origin = sum(k * self.cells[key][0] for key, k in self.counts.items())
-        self.norms = sum(k * self.cells[key][5] for key, k in self.counts.items())
-        if self.counts:
-            keys = list(self.counts)
-            pmfs = [self.cells[k][1] for k in keys]
-            counts = np.array([self.counts[k] for k in keys], dtype=np.int64)
-            self.spec, self.mults = _spectrum_product(pmfs, counts, n)
-            self.forward += len(keys)
-        else:
-            self.spec, self.mults = np.ones(n // 2 + 1, dtype=complex), 0
+        counts: dict[BlockKey, int] = {}
+        pmfs: dict[BlockKey, np.ndarray] = {}
+        for key, b in self.blocks:
+            counts[key] = counts.get(key, 0) + 1
+            pmfs[key] = b.pmf
+        spec, mults = np.ones(n // 2 + 1, dtype=complex), 0
+        with np.errstate(under="ignore", over="ignore", invalid="ignore"):
+            for key, pmf in pmfs.items():
+                pw, m = _power(sp_fft.rfft(pmf, n=n, workers=-1), counts[key])
+                spec *= pw
+                mults += m + 1
+        self.spec, self.mults = spec, mults
+        self.forward += len(pmfs)
 
     @staticmethod
     def _length(need: int, width: int) -> int:
@@ -156,38 +389,24 @@ class _Direction:
         power of two at least twice the larger (a margin for hypothetical steps)."""
         return 1 << max(2 * max(need, width, 1) - 1, 1).bit_length()
 
-    def _fit(self, need: int, width: int) -> bool:
-        """Put the spectrum on the grid :meth:`_length` gives; False beyond
-        :data:`FAST_MAX_N`.  A longer grid is recomputed exactly from the cells."""
-        n = self._length(need, width)
-        if n > FAST_MAX_N:
-            if max(need, width) > FAST_MAX_N:
-                return False
-            n = FAST_MAX_N
-        if self.spec is None or n > self.n:
-            self._rebuild_at(n)
-        return True
+    def _reset_horizon(self, total: int) -> bool:
+        """Recompose every kept block with a horizon of at least ``total`` steps
+        (16 times longer, as often as needed); False if it cannot certify."""
+        horizon = self.horizon
+        while horizon < total:
+            horizon *= 16
+        blocks = [dict(key) for key, _ in self.blocks]
+        self.__init__(self.delta, self.step, self.add, horizon)  # type: ignore[misc]
+        return all(self.fold(items) for items in blocks)
 
-    def _reset_horizon(self, total: int) -> None:
-        while self.horizon < total:
-            self.horizon *= 16
-        counts = self.counts
-        self.__init__(self.delta, self.step, self.add, self.horizon)  # type: ignore[misc]
-        self.fold(counts)
-
-    def _prepare(
-        self, items: dict[tuple[float, float], int], fit_only: bool = False
-    ) -> _Direction | None:
-        """The direction on a grid that holds it with ``items`` composed: itself when
+    def _prepare(self, blocks: list[_Block], fit_only: bool = False) -> _Direction | None:
+        """The direction on a grid that holds it with ``blocks`` composed: itself when
         the grid fits, else (for hypothetical steps) a copy on a longer grid, so what
         is asked never changes the kept state; None when it cannot certify, or (with
-        ``fit_only``) when the kept grid does not hold it.  Past the
-        horizon the cut tails of the hypothetical steps still go to +inf (sound, a
-        little looser): only folded steps re-discretise the cells."""
-        self._discretise(list(items))
-        lam_pos, lam_neg, _, _, _ = self._sums(items)
+        ``fit_only``) when the kept grid does not hold it."""
+        lam_pos, lam_neg = self._sums(blocks)[:2]
         _, need = _window(self.step, lam_pos, lam_neg, self.alias_budget)
-        width = max([self.width] + [self.cells[key][1].size for key in items])
+        width = max([self.width] + [b.pmf.size for b in blocks])
         if self.spec is not None and need <= self.n and width <= self.n:
             return self
         if fit_only and self.spec is not None:
@@ -203,8 +422,8 @@ class _Direction:
         """A copy on the longer grid ``n``, for hypothetical steps only.
 
         The kept composition fits its own window, so it is carried over as one PMF
-        (one inverse and one forward FFT instead of one per cell): its l1 distance to
-        the exact composition of the cells -- twice the aliased mass, plus the
+        (one inverse and one forward FFT instead of one per block): its l1 distance to
+        the exact composition of the blocks -- twice the aliased mass, plus the
         round-off bound of :func:`_spectral_error` -- is the copy's ``carried`` error,
         added to its answer (convolving with probability measures and folding the
         window do not increase an l1 distance, and the hockey-stick divergence moves by
@@ -212,7 +431,7 @@ class _Direction:
         """
         other = copy.copy(self)
         other._recent = {}
-        if self.spec is None or self.total == 0:
+        if self.spec is None or not self.blocks:
             other._rebuild_at(n)
             return other
         a_old, _ = _window(self.step, self.lam_pos, self.lam_neg, self.alias_budget)
@@ -227,47 +446,74 @@ class _Direction:
         other.origin = a_old
         return other
 
-    def fold(self, items: dict[tuple[float, float], int]) -> bool:
-        """Compose ``k`` more steps of each cell in ``items``; False if it cannot certify."""
-        if self.total + sum(items.values()) > self.horizon:
-            self._reset_horizon(self.total + sum(items.values()))
-        self._discretise(list(items))
-        sums = self._sums(items)
-        _, need = _window(self.step, sums[0], sums[1], self.alias_budget)
-        width = max([self.width] + [self.cells[key][1].size for key in items])
-        if not self._fit(need, width):
+    def fold(self, items: Items) -> bool:
+        """Commit one block (``k`` steps of each cell in ``items``); False if it
+        cannot certify."""
+        steps = sum(items.values())
+        if self.total + steps > self.horizon and not self._reset_horizon(self.total + steps):
             return False
+        try:
+            key, block = self._block(items)
+        except OverflowError:
+            return False
+        sums = self._sums([block])
+        _, need = _window(self.step, sums[0], sums[1], self.alias_budget)
+        width = max(self.width, block.pmf.size)
+        n = self._length(need, width)
+        if n > FAST_MAX_N:
+            if max(need, width) > FAST_MAX_N:
+                return False
+            n = FAST_MAX_N
+        if self.spec is None or n > self.n:
+            self._rebuild_at(n)
         with np.errstate(under="ignore", over="ignore", invalid="ignore"):
-            for key, k in items.items():
-                pw, m = _power(self._transform(key), k)
-                # out of place: a checkpoint (:meth:`IncrementalEpsilon.checkpoint`)
-                # keeps the previous spectrum
-                self.spec = self.spec * pw  # type: ignore[operator]
-                self.mults += m + 1
-        for key, k in items.items():
-            self.counts[key] = self.counts.get(key, 0) + k
-        self.total += sum(items.values())
+            # out of place: a checkpoint (:meth:`IncrementalEpsilon.checkpoint`)
+            # keeps the previous spectrum
+            self.spec = self.spec * self._transform(key, block)  # type: ignore[operator]
+        self.mults += 1
+        self.blocks.append((key, block))
+        self._known[key] = block
+        self.total += steps
         self.width = width
-        self.lam_pos, self.lam_neg, self.norms, self.origin, self.log_fin = sums
+        self.lam_pos, self.lam_neg, self.norms, self.origin, self.log_fin, self.errs = sums
         return True
 
-    def pld(self, extra: dict[tuple[float, float], int] | None = None, fit_only: bool = False):
-        """The composed pessimistic :class:`GridPLD` (with ``extra`` steps, not kept);
-        None when it cannot certify or (``fit_only``) the kept grid does not hold it."""
-        extra = extra or {}
-        on = self._prepare(extra, fit_only)
+    def pld(self, extra: list[Items], fit_only: bool = False):
+        """The composed pessimistic :class:`GridPLD` with the blocks ``extra`` composed
+        too (not kept); None when it cannot certify or (``fit_only``) the kept grid
+        does not hold it."""
+        # a look-ahead's many steps of one candidate make many equal blocks: each
+        # distinct block is composed once and its transform raised to its count
+        counts: dict[BlockKey, int] = {}
+        for items in extra:
+            key = tuple(items.items())
+            counts[key] = counts.get(key, 0) + 1
+        distinct: dict[BlockKey, tuple[_Block, int]] = {}
+        try:
+            for key, k in counts.items():
+                distinct[key] = (self._block(dict(key))[1], k)
+        except OverflowError:
+            return None
+        for key, (block, _) in distinct.items():
+            if key not in self._known:
+                self._asked[key] = block
+                while len(self._asked) > ASKED_BLOCKS:
+                    self._asked.pop(next(iter(self._asked)))
+        blocks = [b for b, k in distinct.values() for _ in range(k)]
+        on = self._prepare(blocks, fit_only)
         if on is None:
             return None
-        lam_pos, lam_neg, norms, origin, log_fin = on._sums(extra)
+        lam_pos, lam_neg, norms, origin, log_fin, errs = on._sums(blocks)
         a_idx, _ = _window(on.step, lam_pos, lam_neg, on.alias_budget)
         spec, mults = on.spec, on.mults
-        if extra:
-            spec = spec.copy()
+        if blocks:
+            spec = spec.copy()  # type: ignore[union-attr]
             with np.errstate(under="ignore", over="ignore", invalid="ignore"):
-                for key, k in extra.items():
-                    pw, m = _power(on._transform(key), k)
+                for b, k in distinct.values():
+                    pw, m = _power(sp_fft.rfft(b.pmf, n=on.n, workers=-1), k)
                     spec *= pw
                     mults += m + 1
+            self.forward += len(distinct)
         alias = _alias(on.step, lam_pos, lam_neg, a_idx, on.n)
         self.inverse += 1
         out = _finish(
@@ -281,7 +527,7 @@ class _Direction:
             origin,
             log_fin,
             True,
-            carried=on.carried,
+            carried=on.carried + errs,
         )
         return out[0]
 
@@ -289,15 +535,36 @@ class _Direction:
 class IncrementalEpsilon:
     """Certified upper bound on epsilon of a growing DP-SGD ledger, step by step.
 
-    The fast path of :func:`fast_epsilon_bounds` kept open: steps are rounded up to
-    their dominating cell (:func:`round_step`), each direction's composition is kept
-    as its spectrum (:class:`_Direction`), so composing new steps multiplies spectra
-    and a query costs one inverse FFT.  The add direction is composed only once the
-    remove direction's swapped curve
+    Steps are rounded up to their dominating cell (see :meth:`_cells`) and cut into
+    blocks by the steps alone (:data:`BLOCK_CELLS` distinct cells or
+    :data:`BLOCK_STEPS` steps).  A committed block is composed on a loss grid
+    ``K`` times finer than the history's (:func:`_factor`) and re-discretised once onto it
+    (:func:`~dpacct.accountant.pld.groups.compose_fine_group`), and enters each
+    direction's kept spectrum as one factor (:class:`_Direction`); the steps still
+    pending at a query, with any hypothetical ones, are composed the same way as the
+    blocks folding them would make, so a query costs those blocks and one inverse FFT.
+
+    Certificate: every block PMF dominates its steps' composition at every epsilon up
+    to its l1 error (connect-the-dots on the fine grid, then once on the coarse one:
+    :mod:`~dpacct.accountant.pld.coarsen`), and dominating pairs compose; the blocks'
+    errors, the aliasing and round-off of the history's product and the tails cut
+    (to ``+inf``) are all added to delta.
+
+    The add direction is composed only once the remove direction's swapped curve
     (:func:`~dpacct.accountant.pld.pld_pair.swapped_delta`) no longer certifies it,
     on a loss grid :data:`ADD_STEP_FACTOR` times coarser; from then on both are kept.
-    ``epsilon`` returns ``None`` when the window would exceed :data:`FAST_MAX_N` (the
+    ``epsilon`` returns ``None`` when a window would exceed :data:`FAST_MAX_N` (the
     caller then uses the engine's route).
+
+    Parameters
+    ----------
+    delta : float
+        The delta of every answer.
+    grid : float, default DEFAULT_GRID
+        Relative width of the rounding cells in sigma and q.
+    step : float, optional
+        The history's loss step (the blocks are composed at ``step / K``); default:
+        chosen from the first block's loss variance (:func:`_coarse_step`).
 
     Examples
     --------
@@ -310,36 +577,41 @@ class IncrementalEpsilon:
     """
 
     def __init__(
-        self, delta: float, *, grid: float = DEFAULT_GRID, step: float = FAST_STEP
+        self, delta: float, *, grid: float = DEFAULT_GRID, step: float | None = None
     ) -> None:
         self.delta = delta
         self.grid = _check_grid(grid)
         self.w = math.log1p(self.grid)
-        self.step = step
-        self.remove = _Direction(delta, step, False, 1 << 20)
+        #: the step is fixed when given, else by the first committed block
+        self._given_step = step is not None
+        self.step = FAST_STEP if step is None else float(step)
+        self.remove = _Direction(delta, self.step, False, 1 << 20)
         self.add: _Direction | None = None
         self._eps: float | None = 0.0
         self.ok = True
         #: coordinate values kept exact in the cells (see :meth:`_cells`)
         self._exact_sigma: set[float] = set()
         self._exact_q: set[float] = set()
-        #: folded steps not yet composed (cell -> count), and the composed blocks
-        self._pending: dict[tuple[float, float], int] = {}
-        self._blocks: list[dict[tuple[float, float], int]] = []
+        #: folded steps not yet composed (cell -> count, and their number), and the
+        #: committed blocks
+        self._pending: Members = {}
+        self._pending_steps = 0
+        self._blocks: list[Items] = []
 
     @property
     def inverse_transforms(self) -> int:
         return self.remove.inverse + (0 if self.add is None else self.add.inverse)
 
-    def _cells(self, steps, *, keep: bool = True) -> dict[tuple[float, float], int]:
-        """The dominating cell of every step.  A coordinate value already kept exact,
-        or a new one of a folded step while fewer than :data:`EXACT_VALUES` are kept
-        (a constant q, a step schedule's few sigmas), is used as it is; others are
-        rounded up to the grid (smaller sigma, larger q).  Both are dominating cells,
-        so the choice only trades merging for tightness, never soundness.  Only folded
-        steps (``keep``) claim exact values, in the order they are recorded, so the
-        cell of a step never depends on what was asked hypothetically before."""
-        out: dict[tuple[float, float], int] = {}
+    def _cells(self, steps, *, keep: bool = True) -> list[tuple[Cell, Cell, int]]:
+        """Every step with its cell, in order: ``(cell, (sigma, q), count)``.  The cells
+        group the steps of a block that are composed as one dominating step
+        (:func:`_composed`).  A coordinate value already kept exact, or a new one of a
+        folded step while fewer than :data:`EXACT_VALUES` are kept (a constant q, a step
+        schedule's few sigmas), is its own cell coordinate; others are rounded up to
+        the grid (smaller sigma, larger q).  Only folded steps (``keep``) claim exact
+        values, in the order they are recorded, so the cell of a step never depends on
+        what was asked hypothetically before."""
+        out: list[tuple[Cell, Cell, int]] = []
         for sigma, q, count in steps:
             sigma, q = float(sigma), float(q)
             cell_sigma, cell_q = _round(sigma, q, self.w, True)
@@ -347,7 +619,8 @@ class IncrementalEpsilon:
                 sigma if self._keep(self._exact_sigma, sigma, keep) else cell_sigma,
                 q if self._keep(self._exact_q, q, keep) else cell_q,
             )
-            out[key] = out.get(key, 0) + int(count)
+            if int(count) > 0:
+                out.append((key, (sigma, q), int(count)))
         return out
 
     @staticmethod
@@ -363,23 +636,46 @@ class IncrementalEpsilon:
         """Add the steps ``(sigma, q, count)`` to the kept composition.
 
         Steps wait in a block until a new distinct cell would make it
-        :data:`BLOCK_CELLS`; the block is then composed into both directions' spectra.
+        :data:`BLOCK_CELLS`, or it holds :data:`BLOCK_STEPS` steps; the block is then
+        composed into both directions' spectra.
         """
-        for step in steps:
-            ((key, count),) = self._cells([step]).items()
-            if count == 0:
-                continue
-            self._eps = None
-            if key not in self._pending and len(self._pending) >= BLOCK_CELLS:
-                self._commit()
-            self._pending[key] = self._pending.get(key, 0) + count
+        cells = self._cells(steps)
+        if not cells:
+            return
+        self._eps = None
+        blocks, self._pending, self._pending_steps = _cut(self._pending, self._pending_steps, cells)
+        for block in blocks:
+            self._commit(_composed(block))
 
-    def _commit(self) -> None:
-        block, self._pending = self._pending, {}
+    def _use_step(self, first_block: Items) -> None:
+        """Before anything is committed: the loss step of a history whose first block
+        is ``first_block`` (:func:`_coarse_step`); the directions, still empty, are
+        made anew on it when it changes."""
+        if self._given_step or self._blocks:
+            return
+        step = _coarse_step(first_block)
+        if step != self.step:
+            self.step = step
+            self.remove = _Direction(self.delta, step, False, self.remove.horizon)
+            if self.add is not None:
+                self.add = _Direction(self.delta, ADD_STEP_FACTOR * step, True, self.add.horizon)
+
+    def _commit(self, block: Items) -> None:
+        self._use_step(block)
         self._blocks.append(block)
         self.ok = self.ok and self.remove.fold(block)
         if self.add is not None:
             self.ok = self.ok and self.add.fold(block)
+
+    def _asked(self, extra: Iterable[tuple[float, float, int]]) -> tuple[list[Items], bool]:
+        """The blocks a query composes on top of the kept ones: the pending steps and
+        the hypothetical ``extra`` ones, cut as folding them would cut them (the last
+        block partial), and whether ``extra`` holds any step."""
+        asked = self._cells(extra, keep=False)
+        blocks, last, _ = _cut(self._pending, self._pending_steps, asked)
+        if last:
+            blocks.append(last)
+        return [_composed(b) for b in blocks], bool(asked)
 
     def epsilon(
         self, extra: Iterable[tuple[float, float, int]] = (), *, fit_only: bool = False
@@ -390,17 +686,16 @@ class IncrementalEpsilon:
         cheap look-ahead) when the hypothetical ``extra`` steps do not fit the kept
         loss grid: then nothing is copied to a longer grid.
         """
-        asked = self._cells(extra, keep=False)
+        blocks, asked = self._asked(extra)
         if not asked and self._eps is not None:
             return self._eps
-        items = dict(self._pending)
-        for key, k in asked.items():
-            items[key] = items.get(key, 0) + k
         if not self.ok:
             return None
-        if not items and self.remove.total == 0:
+        if not blocks and self.remove.total == 0:
             return 0.0
-        rem = self.remove.pld(items, fit_only and bool(asked))
+        if blocks:
+            self._use_step(blocks[0])
+        rem = self.remove.pld(blocks, fit_only and asked)
         if rem is None:
             return None
         eps = float(rem.epsilon(self.delta))
@@ -412,14 +707,17 @@ class IncrementalEpsilon:
             else:
                 if self.add is None:
                     self.add = _Direction(
-                        self.delta, ADD_STEP_FACTOR * self.step, True, self.remove.horizon
+                        self.delta,
+                        ADD_STEP_FACTOR * self.step,
+                        True,
+                        self.remove.horizon,
                     )
                     # the same blocks in the same order as the remove direction
                     for block in self._blocks:
                         if not self.add.fold(block):
                             self.ok = False
                             return None
-                add = self.add.pld(items, fit_only and bool(asked))
+                add = self.add.pld(blocks, fit_only and asked)
                 if add is None:
                     return None
                 eps = max(eps, float(add.epsilon(self.delta)))
@@ -435,7 +733,7 @@ class IncrementalEpsilon:
             if d is None:
                 return None
             out = copy.copy(d)
-            out.counts = dict(d.counts)
+            out.blocks = list(d.blocks)
             return out
 
         return (
@@ -445,8 +743,10 @@ class IncrementalEpsilon:
             self.ok,
             set(self._exact_sigma),
             set(self._exact_q),
-            dict(self._pending),
+            {cell: dict(m) for cell, m in self._pending.items()},
+            self._pending_steps,
             list(self._blocks),
+            self.step,
         )
 
     def rollback(self, state: tuple) -> None:
@@ -459,5 +759,7 @@ class IncrementalEpsilon:
             self._exact_sigma,
             self._exact_q,
             self._pending,
+            self._pending_steps,
             self._blocks,
+            self.step,
         ) = state
