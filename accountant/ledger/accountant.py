@@ -561,7 +561,9 @@ class PrivacyAccountant(LedgerFileMethods):
                 # one phase on the online route: the upper end is epsilon()'s answer
                 return (float(low), self.epsilon(d))
             return (low, high)
-        fast = self._fast_bounds(d, lower=True)
+        # one route per question: with every record a PLD the upper end is epsilon()'s
+        # answer, so the fast path's own upper end is not computed
+        fast = self._fast_bounds(d, lower=True, upper=not self._records.all_pld)
         if fast is not None:
             if self._records.all_pld:
                 # one route per question: the upper end is the answer epsilon() gives
@@ -572,7 +574,9 @@ class PrivacyAccountant(LedgerFileMethods):
         lower = self._accounted(upper=False).epsilon_bounds(d, tol=self._tol)[0]  # type: ignore[union-attr]
         return (float(lower), upper)
 
-    def _fast_bounds(self, delta: float, *, lower: bool) -> tuple[float, float] | None:
+    def _fast_bounds(
+        self, delta: float, *, lower: bool, upper: bool = True
+    ) -> tuple[float, float] | None:
         """The characteristic-function fast path of :func:`fast_epsilon_bounds`.
 
         Used when every record is a DP-SGD step (beyond ``EXACT_PHASES`` distinct
@@ -582,19 +586,22 @@ class PrivacyAccountant(LedgerFileMethods):
         steps need); neither is rounded when there are at most
         ``EXACT_CELLS`` distinct steps, and a coordinate with at most ``EXACT_VALUES``
         values keeps them.  ``None`` -- the engine's route -- when a
-        record is another mechanism or the fast path cannot certify.
+        record is another mechanism or the fast path cannot certify.  ``upper=False``
+        skips the upper end (returned as ``nan``).
         """
         steps = self._records.phases(upper=True)
         if steps is None:
             return None
-        key = ("fast", self._records.version, delta, lower)
+        key = ("fast", self._records.version, delta, lower, upper)
         if key in self._eps_cache:
             return self._eps_cache[key]  # type: ignore[return-value]
         # few distinct cells (or a coordinate with few values) stay unrounded
         exact = {"exact_cells": EXACT_CELLS, "exact_values": EXACT_VALUES}
-        up = fast_epsilon_bounds(
-            round_schedule(steps, self._grid, upper=True, **exact), delta, lower=False
-        )
+        up: tuple[float, float] | None = (math.nan, math.nan)
+        if upper:
+            up = fast_epsilon_bounds(
+                round_schedule(steps, self._grid, upper=True, **exact), delta, lower=False
+            )
         out: tuple[float, float] | None = None
         if up is not None:
             lo_val = math.nan
