@@ -64,7 +64,7 @@ def test_answer_inside_the_one_shot_bracket(name):
     # at least as tight as composing every step on the history's own grid (the
     # one-shot path on the same cells and step), up to the longer window's terms
     up = round_schedule(phases, upper=True, exact_values=64)
-    same_grid = fast_epsilon_bounds(up, DELTA, step=FAST_STEP, lower=False)[1]
+    same_grid = fast_epsilon_bounds(up, DELTA, step=FAST_STEP, lower=False, factor=1)[1]
     assert ours <= same_grid * (1 + 1e-5), (ours, same_grid)
 
 
