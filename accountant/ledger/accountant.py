@@ -316,9 +316,12 @@ class PrivacyAccountant(LedgerFileMethods):
         Examples
         --------
         >>> acct = PrivacyAccountant()
-        >>> acct.step(noise_multiplier=1.0, sample_rate=0.01, count=1000)
+        >>> acct.step(noise_multiplier=1.0, sample_rate=0.01, count=100)
         >>> acct.route
         'exact'
+        >>> acct.step(noise_multiplier=1.0, sample_rate=0.01, count=900)  # a training loop
+        >>> acct.route
+        'fast'
         """
         records = self._records
         if not records.many_phases():
