@@ -71,3 +71,30 @@ def rdp_epsilon_upper(
         eps = r + math.log1p(-1 / a) - (math.log(delta) + math.log(a)) / (a - 1)
         best = min(best, eps)
     return max(best, 0.0)
+
+
+def dp_accounting_epsilon(phases, delta: float, interval: float, pessimistic: bool) -> float:
+    """dp_accounting's PLD epsilon of DP-SGD phases ``(sigma, q, count)``, unrounded: its
+    own discretisation (connect-the-dots when pessimistic), self-composition and
+    composition, both directions.  Pessimistic is above the true epsilon, optimistic
+    below it (a peer's value, not dpacct's; skips the test without dp_accounting)."""
+    import logging
+
+    import pytest
+
+    pytest.importorskip("dp_accounting")
+    from dp_accounting.pld import privacy_loss_distribution as pldm
+
+    logging.getLogger().setLevel(logging.ERROR)  # its optimistic connect-dots notice
+    out = None
+    for sigma, q, count in phases:
+        pld = pldm.from_gaussian_mechanism(
+            standard_deviation=sigma,
+            sampling_prob=q,
+            value_discretization_interval=interval,
+            pessimistic_estimate=pessimistic,
+            use_connect_dots=pessimistic,
+        )
+        pld = pld.self_compose(count) if count > 1 else pld
+        out = pld if out is None else out.compose(pld)
+    return float(out.get_epsilon_for_delta(delta))

@@ -10,13 +10,13 @@ are cut by the steps alone, so batching, queries and a filter's trials change no
 
 from __future__ import annotations
 
-import logging
 import math
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from sgm_oracles import dp_accounting_epsilon
 
 from dpacct.accountant import PrivacyAccountant, compose, poisson_subsample
 from dpacct.accountant.ledger import records as records_module
@@ -68,32 +68,11 @@ def test_answer_inside_the_one_shot_bracket(name):
     assert ours <= same_grid * (1 + 1e-5), (ours, same_grid)
 
 
-def _dp_accounting(phases, interval: float, pessimistic: bool) -> float:
-    """dp_accounting's PLD of the unrounded phases (its own discretisation and
-    composition): optimistic is below the true epsilon, pessimistic above."""
-    pytest.importorskip("dp_accounting")
-    from dp_accounting.pld import privacy_loss_distribution as pldm
-
-    logging.getLogger().setLevel(logging.ERROR)  # its optimistic connect-dots notice
-    out = None
-    for sigma, q, count in phases:
-        pld = pldm.from_gaussian_mechanism(
-            standard_deviation=sigma,
-            sampling_prob=q,
-            value_discretization_interval=interval,
-            pessimistic_estimate=pessimistic,
-            use_connect_dots=pessimistic,
-        )
-        pld = pld.self_compose(count) if count > 1 else pld
-        out = pld if out is None else out.compose(pld)
-    return float(out.get_epsilon_for_delta(DELTA))
-
-
 @pytest.mark.slow
 def test_answer_at_or_above_dp_accountings_optimistic_pld():
     # a few hundred unrounded steps, an independent lower bound at a fine grid
     phases = _random_phases(20, 15, 11)
-    assert _dp_accounting(phases, 1e-4, pessimistic=False) <= _online(phases)
+    assert dp_accounting_epsilon(phases, DELTA, 1e-4, pessimistic=False) <= _online(phases)
 
 
 @pytest.mark.slow
@@ -106,7 +85,7 @@ def test_answer_within_1e4_of_dp_accountings_pessimistic_pld(phases):
     # tightness: the blocks' finer grid puts the online answer at dp_accounting's
     # pessimistic PLD at its fine 1e-4 interval (measured +0.7e-4 and -0.2e-4)
     ours = _online(phases)
-    assert ours <= _dp_accounting(phases, 1e-4, pessimistic=True) * (1 + 1e-4)
+    assert ours <= dp_accounting_epsilon(phases, DELTA, 1e-4, pessimistic=True) * (1 + 1e-4)
 
 
 @settings(max_examples=8, deadline=None)

@@ -12,6 +12,7 @@ import math
 import numpy as np
 import pytest
 from scipy import optimize, special
+from sgm_oracles import dp_accounting_epsilon
 
 from dpacct.accountant import PrivacyAccountant
 from dpacct.accountant.pld import groups
@@ -205,28 +206,6 @@ def test_order_and_splitting_of_phases_do_not_change_the_bracket():
     np.testing.assert_allclose(again, base, rtol=1e-9)
 
 
-def _dp_accounting_optimistic(phases, delta, interval):
-    """dp_accounting's optimistic PLD of the unrounded phases (its own discretisation and
-    composition, both directions): an independent lower bound on the true epsilon."""
-    pytest.importorskip("dp_accounting")
-    import logging
-
-    from dp_accounting.pld import privacy_loss_distribution as pldm
-
-    logging.getLogger().setLevel(logging.ERROR)  # its optimistic connect-dots notice
-    out = None
-    for sigma, q, count in phases:
-        pld = pldm.from_gaussian_mechanism(
-            standard_deviation=sigma,
-            sampling_prob=q,
-            value_discretization_interval=interval,
-            pessimistic_estimate=False,
-        )
-        pld = pld.self_compose(count) if count > 1 else pld
-        out = pld if out is None else out.compose(pld)
-    return out.get_epsilon_for_delta(delta)
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "phases",
@@ -245,7 +224,9 @@ def test_fine_group_upper_end_is_above_independent_lower_bounds(phases):
     the coarse grid."""
     lower, upper = fast_epsilon_bounds(phases, DELTA)
     # (its composition of many distinct PLDs is slow at a finer interval)
-    peer_lo = _dp_accounting_optimistic(phases, DELTA, 5e-5 if len(phases) < 10 else 1e-4)
+    peer_lo = dp_accounting_epsilon(
+        phases, DELTA, 5e-5 if len(phases) < 10 else 1e-4, pessimistic=False
+    )
     assert lower <= upper and peer_lo <= upper
     coarse = fast_epsilon_bounds(phases, DELTA, lower=False, factor=1)[1]
     assert upper <= coarse * (1 + 1e-9)

@@ -9,13 +9,13 @@ discretisation and composition of the unrounded phases) for changing ones.
 
 from __future__ import annotations
 
-import logging
 import math
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from sgm_oracles import dp_accounting_epsilon
 
 from dpacct.accountant.pld.schedule import (
     _lower_step,
@@ -113,27 +113,6 @@ def test_refined_rounding_narrows_the_bracket_and_keeps_it_certified():
     assert hi <= plain_hi
 
 
-def _dp_accounting_epsilon(phases, interval, pessimistic):
-    """dp_accounting's PLD of the unrounded phases (its own discretisation, its own
-    self-composition and composition)."""
-    pytest.importorskip("dp_accounting")
-    from dp_accounting.pld import privacy_loss_distribution as pldm
-
-    logging.getLogger().setLevel(logging.ERROR)  # its optimistic connect-dots notice
-    out = None
-    for sigma, q, count in phases:
-        pld = pldm.from_gaussian_mechanism(
-            standard_deviation=sigma,
-            sampling_prob=q,
-            value_discretization_interval=interval,
-            pessimistic_estimate=pessimistic,
-            use_connect_dots=pessimistic,
-        )
-        pld = pld.self_compose(count) if count > 1 else pld
-        out = pld if out is None else out.compose(pld)
-    return out.get_epsilon_for_delta(DELTA)
-
-
 @pytest.mark.slow
 def test_schedule_bracket_against_dp_accountings_composition_of_unrounded_steps():
     """320 steps in 8 phases (sigma 1.5 -> 1.2, q 0.01 -> 0.012): the fast bracket of
@@ -144,9 +123,9 @@ def test_schedule_bracket_against_dp_accountings_composition_of_unrounded_steps(
     certified round-off and aliasing are most of it; 4.7e-5 above with the whole grid
     refined to 2.5e-4; 6.7e-4 above at the fast path's former fixed loss step 1e-3)."""
     phases = [(1.5 * 0.97**t, 0.01 * 1.03**t, 40) for t in range(8)]
-    fine_hi = _dp_accounting_epsilon(phases, 2e-5, True)
-    fine_lo = _dp_accounting_epsilon(phases, 1e-4, False)
-    default_hi = _dp_accounting_epsilon(phases, 1e-4, True)
+    fine_hi = dp_accounting_epsilon(phases, DELTA, 2e-5, True)
+    fine_lo = dp_accounting_epsilon(phases, DELTA, 1e-4, False)
+    default_hi = dp_accounting_epsilon(phases, DELTA, 1e-4, True)
     lo, hi = _bracket(phases)
     assert lo <= fine_hi and fine_lo <= hi
     assert hi <= default_hi * (1 + 2e-5)

@@ -205,13 +205,32 @@ def compose_fine_group(
         raise ValueError(f"factor must be a power of two >= 1, got {factor!r}")
     sigma = np.asarray(sigma, dtype=float)
     q = np.asarray(q, dtype=float)
+    cells = _pessimistic_cells(sigma, q, step / factor, tau, add)
+    return coarsened_group(cells, counts, step, factor, alias_budget)
+
+
+def coarsened_group(
+    cells: tuple[np.ndarray, list[np.ndarray], np.ndarray],
+    counts: np.ndarray,
+    step: float,
+    factor: int,
+    alias_budget: float,
+) -> tuple[int, np.ndarray, float, float] | None:
+    """Cells already discretised at ``step / factor`` (``(firsts, pmfs, infs)``, each
+    PMF dominating its step), ``counts[i]`` steps each, composed by
+    :func:`_compose_group` and re-discretised once onto ``step``
+    (:func:`~dpacct.accountant.pld.coarsen.coarsen`): the second half of
+    :func:`compose_fine_group`, for any dominating fine cells (also those of
+    :func:`~dpacct.accountant.pld.split_cells.split_cells`).  Returns
+    ``(first, pmf, err, log_fin)`` as :func:`compose_fine_group` does, or ``None``.
+    """
+    firsts, pmfs, infs = cells
     counts = np.asarray(counts, dtype=float)
     fine = step / factor
-    firsts, pmfs, infs = _pessimistic_cells(sigma, q, fine, tau, add)
     with np.errstate(divide="ignore"):
         log_fin = float(counts @ np.log1p(-np.minimum(infs, 1.0)))
     out = _compose_group(fine, firsts, pmfs, counts, alias_budget)
-    del pmfs
+    del pmfs, cells
     if out is None:
         return None
     cfirst, cpmf, err = coarsen(int(out[0]), out[1], int(factor), fine, out[2])

@@ -24,8 +24,7 @@ import math  # noqa: F401 (doctest namespace)
 import numpy as np
 from scipy import special
 
-from .coarsen import coarsen
-from .groups import _compose_group
+from .groups import coarsened_group
 from .sgm_cells import _blocks, _cell_ranges, _loss_of_x, _normal_pair, _scaled_q, _x_of_loss
 
 __all__: list[str] = []
@@ -211,14 +210,5 @@ def split_fine_group(
     >>> bool(abs(pmf.sum() - math.exp(log_fin)) < 1e-9 and err < 1e-9)
     True
     """
-    counts = np.asarray(counts, dtype=float)
-    fine = step / factor
-    firsts, pmfs, infs = split_cells(sigma, q, step, factor, tau, add)
-    with np.errstate(divide="ignore"):
-        log_fin = float(counts @ np.log1p(-np.minimum(infs, 1.0)))
-    out = _compose_group(fine, firsts, pmfs, counts, alias_budget)
-    del pmfs
-    if out is None:
-        return None
-    cfirst, cpmf, err = coarsen(int(out[0]), out[1], int(factor), fine, out[2])
-    return cfirst, cpmf, err, log_fin
+    cells = split_cells(sigma, q, step, factor, tau, add)
+    return coarsened_group(cells, counts, step, factor, alias_budget)
