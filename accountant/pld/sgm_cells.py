@@ -176,6 +176,31 @@ def _normal_pair(u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.where(neg, small, big), np.where(neg, big, small)
 
 
+def _node_cdfs(a: np.ndarray, s: np.ndarray, qq: np.ndarray, add: bool):
+    """``(cum_p, tail_p, cum_q, tail_q)``: the P- and Q-probabilities of ``L <= a`` and
+    ``L > a`` at every node ``a`` (``s``, ``qq``: each node's cell), from both normal
+    tails (no cancellation).  Remove direction: ``L <= a`` iff ``x <= x(a)``, P the
+    mixture ``(1 - q) N(0, s^2) + q N(1, s^2)``, Q ``N(0, s^2)``; add direction: ``-L <=
+    a`` iff ``x >= x(-a)``, P ``N(0, s^2)``, Q the mixture."""
+    xx = _x_of_loss(-a if add else a, s, qq)
+    f0, s0 = _normal_pair(xx / s)
+    f1, s1 = _normal_pair((xx - 1) / s)
+    del xx
+    mix_cdf, mix_sf = (1 - qq) * f0 + qq * f1, (1 - qq) * s0 + qq * s1
+    if not add:
+        return mix_cdf, mix_sf, f0, s0
+    return s0, f0, mix_sf, mix_cdf
+
+
+def _bin_masses(cum: np.ndarray, tail: np.ndarray, keep: np.ndarray) -> np.ndarray:
+    """Mass of every bin between consecutive nodes, from the CDF below the median and
+    from the tail above it (the smaller of the two, so no cancellation), the bins
+    ``keep`` selects, clipped at zero."""
+    d_cum = cum[1:] - cum[:-1]
+    d_tail = tail[:-1] - tail[1:]
+    return np.maximum(np.where(cum[1:] < 0.5, d_cum, d_tail)[keep], 0.0)
+
+
 def _cell_bins(
     sigma: np.ndarray,
     q: np.ndarray,
@@ -214,18 +239,8 @@ def _cell_bins(
         if add:
             raise ValueError("pile nodes are for the remove direction")
         a = a + _pile_shift(pile, step)[cell]
-    s, qq = sigma[cell], q[cell]
-    xx = _x_of_loss(-a if add else a, s, qq)
+    cum_p, tail_p, cum_q, tail_q = _node_cdfs(a, sigma[cell], q[cell], add)
     del j, cell
-    f0, s0 = _normal_pair(xx / s)
-    f1, s1 = _normal_pair((xx - 1) / s)
-    del xx, s
-    mix_cdf, mix_sf = (1 - qq) * f0 + qq * f1, (1 - qq) * s0 + qq * s1
-    del f1, s1, qq
-    if not add:  # L <= a  <=>  x <= x(a)
-        cum_p, tail_p, cum_q, tail_q = mix_cdf, mix_sf, f0, s0
-    else:  # -L <= a  <=>  x >= x(-a); P' = N(0, s^2), Q' = the mixture
-        cum_p, tail_p, cum_q, tail_q = s0, f0, mix_sf, mix_cdf
     keep = np.ones(a.size - 1, dtype=bool)
     keep[starts[1:] - 1] = False  # drop the pseudo-bins between cells
     if pile is not None:  # pile cells: everything below the first node in the first bin
@@ -235,14 +250,8 @@ def _cell_bins(
         cum_p[at] = cum_q[at] = 0.0
         tail_p[at] = tail_q[at] = 1.0
 
-    def masses(cum, tail):
-        d_cum = cum[1:] - cum[:-1]
-        d_tail = tail[:-1] - tail[1:]
-        out = np.where(cum[1:] < 0.5, d_cum, d_tail)
-        return np.maximum(out[keep], 0.0)
-
-    m = masses(cum_p, tail_p)
-    n = masses(cum_q, tail_q)
+    m = _bin_masses(cum_p, tail_p, keep)
+    n = _bin_masses(cum_q, tail_q, keep)
     ends = starts + nb
     bottom = (cum_p[starts], cum_q[starts])
     top = (tail_p[ends], tail_q[ends])

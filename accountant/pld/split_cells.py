@@ -25,7 +25,14 @@ import numpy as np
 from scipy import special
 
 from .groups import coarsened_group
-from .sgm_cells import _blocks, _cell_ranges, _loss_of_x, _normal_pair, _scaled_q, _x_of_loss
+from .sgm_cells import (
+    _bin_masses,
+    _blocks,
+    _cell_ranges,
+    _loss_of_x,
+    _node_cdfs,
+    _scaled_q,
+)
 
 __all__: list[str] = []
 
@@ -97,29 +104,14 @@ def _split_block(sigma, q, step, factor, tau, add, split=None):
     fine = step / factor
     first, count, cell, nodes = split or _split_nodes(sigma, q, step, factor, tau, add)
     a = nodes * fine
-    s, qq = sigma[cell], q[cell]
-    xx = _x_of_loss(-a if add else a, s, qq)
-    f0, s0 = _normal_pair(xx / s)
-    f1, s1 = _normal_pair((xx - 1) / s)
-    del xx, s
-    mix_cdf, mix_sf = (1 - qq) * f0 + qq * f1, (1 - qq) * s0 + qq * s1
-    del f1, s1, qq
-    if not add:  # L <= a  <=>  x <= x(a)
-        cum_p, tail_p, cum_q, tail_q = mix_cdf, mix_sf, f0, s0
-    else:  # -L <= a  <=>  x >= x(-a); P' = N(0, s^2), Q' = the mixture
-        cum_p, tail_p, cum_q, tail_q = s0, f0, mix_sf, mix_cdf
+    cum_p, tail_p, cum_q, tail_q = _node_cdfs(a, sigma[cell], q[cell], add)
     starts = np.cumsum(count) - count
     ends = starts + count - 1
     keep = np.ones(a.size - 1, dtype=bool)
     keep[ends[:-1]] = False  # the pseudo-bins between cells
 
-    def masses(cum, tail):
-        d_cum = cum[1:] - cum[:-1]
-        d_tail = tail[:-1] - tail[1:]
-        return np.maximum(np.where(cum[1:] < 0.5, d_cum, d_tail)[keep], 0.0)
-
-    m = masses(cum_p, tail_p)
-    n = masses(cum_q, tail_q)
+    m = _bin_masses(cum_p, tail_p, keep)
+    n = _bin_masses(cum_q, tail_q, keep)
     left_node = nodes[:-1][keep]
     right_node = nodes[1:][keep]
     width = (right_node - left_node) * fine
