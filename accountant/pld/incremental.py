@@ -37,8 +37,7 @@ import numpy as np
 from scipy import fft as sp_fft
 
 from ..numerics import TINY
-from .coarsen import coarsen
-from .groups import _compose_group, _row_lambdas
+from .groups import _row_lambdas, coarsened_group
 from .pld_fft import (
     _ORDERS,
     _U,
@@ -51,7 +50,7 @@ from .pld_fft import (
 )
 from .pld_pair import swapped_delta, swapped_epsilon
 from .pld_settings import tail_budgets
-from .schedule_fast import ADD_STEP_FACTOR, FAST_STEP, _finish
+from .schedule_fast import ADD_STEP_FACTOR, FAST_STEP, _finish, _step_variance
 from .schedule_grid import DEFAULT_GRID, EXACT_VALUES, _check_grid, _round
 from .sgm_cells import _pessimistic_cells
 
@@ -126,6 +125,13 @@ def _trim(first: int, pmf: np.ndarray, cut: float) -> tuple[int, np.ndarray, flo
     return first + lo, pmf[lo:hi].copy(), float(moved) * (1.0 + (pmf.size + 2) * _U) + TINY
 
 
+def _variance(items: Items) -> tuple[float, float]:
+    """The loss variance of the steps ``items`` (cell -> count), by
+    :func:`~dpacct.accountant.pld.schedule_fast._step_variance`, and their number."""
+    var, k = _step_variance([(s, q, c) for (s, q), c in items.items()])
+    return float(k @ var), float(k.sum())
+
+
 def _factor(items: Items, step: float) -> int:
     """The refinement ``K`` of a block (a power of two): the smallest from
     :data:`FINE_MIN` at which connect-the-dots on the fine grid adds at most
@@ -133,12 +139,7 @@ def _factor(items: Items, step: float) -> int:
     ``(step / K)^2 / 4``; a step's variance is ``q^2 (e^{1/sigma^2} - 1)``), within the
     cost budget ``c K <= FINE_BUDGET`` for ``c`` distinct cells and :data:`FINE_MAX`.
     A function of the block alone (tightness and speed only: any ``K`` is sound)."""
-    sig = np.array([s for s, _ in items], dtype=float)
-    qs = np.array([q for _, q in items], dtype=float)
-    counts = np.array(list(items.values()), dtype=float)
-    with np.errstate(over="ignore"):
-        var = float(counts @ (qs**2 * np.expm1(np.minimum(1.0 / sig**2, 700.0))))
-    steps = float(counts.sum())
+    var, steps = _variance(items)
     need = step * math.sqrt(steps / (4.0 * FINE_VARIANCE_SHARE * var)) if var > 0 else math.inf
     cap = min(FINE_MAX, max(FINE_BUDGET // len(items), FINE_MIN))
     k = FINE_MIN
@@ -163,12 +164,8 @@ def _coarse_step(items: Items) -> float:
     >>> _coarse_step({(3.8, 0.01): 256})  # a run calibrated to eps = 1: a finer one
     0.0005
     """
-    sig = np.array([s for s, _ in items], dtype=float)
-    qs = np.array([q for _, q in items], dtype=float)
-    counts = np.array(list(items.values()), dtype=float)
-    with np.errstate(over="ignore"):
-        var = float(counts @ (qs**2 * np.expm1(np.minimum(1.0 / sig**2, 700.0))))
-    var *= BLOCK_STEPS / max(float(counts.sum()), 1.0)
+    var, steps = _variance(items)
+    var *= BLOCK_STEPS / max(steps, 1.0)
     step = FAST_STEP
     for _ in range(COARSE_LEVELS):
         if step * step / 4.0 <= COARSE_VARIANCE_SHARE * var:
@@ -329,18 +326,19 @@ class _Direction:
         factor = _factor(items, self.step)
         fine = self.step / factor
         cells = [self._cell(s, q, fine) for s, q in items]
-        counts = np.array(list(items.values()), dtype=float)
-        with np.errstate(divide="ignore"):
-            log_fin = float(counts @ np.log1p(-np.minimum([c[2] for c in cells], 1.0)))
         firsts = np.array([c[0] for c in cells], dtype=np.int64)
-        out = _compose_group(fine, firsts, [c[1] for c in cells], counts, self.block_alias)
+        infs = np.array([c[2] for c in cells])
+        counts = np.array(list(items.values()), dtype=float)
+        out = coarsened_group(
+            (firsts, [c[1] for c in cells], infs), counts, self.step, factor, self.block_alias
+        )
         if out is None:
             raise OverflowError("the block's fine window exceeds FAST_MAX_N")
-        first, pmf, err = coarsen(int(out[0]), out[1], factor, fine, out[2])
+        first, pmf, err, log_fin = out
+        # the trimmed end runs: removed mass, at most ``moved``, counted as error (it
+        # enters delta as +inf mass does)
         first, pmf, moved = _trim(first, pmf, TRIM_SHARE * self.tau * float(counts.sum()))
-        if moved > 0.0:
-            log_fin += math.log1p(-min(moved, 1.0))
-        return first, pmf, err, log_fin
+        return first, pmf, err + moved, log_fin
 
     def _transform(self, key: BlockKey, block: _Block) -> np.ndarray:
         spec = self._recent.get(key)
