@@ -4,13 +4,14 @@ The steps are cut into *blocks* by the steps alone (:data:`BLOCK_CELLS` distinct
 or :data:`BLOCK_STEPS` steps, whichever comes first), so the same steps make the same
 blocks however they were batched or queried.  A committed block is composed on a loss
 grid ``K`` times finer than the history's (:func:`_factor`: 2 to 64, finer for blocks
-of few cells or of narrow losses)
-(:func:`~dpacct.accountant.pld.groups.compose_fine_group`, on the block's own short
-Chernoff window) and re-discretised once onto the history's grid by connect-the-dots
-(:func:`~dpacct.accountant.pld.coarsen.coarsen`: the coarse PMF dominates the fine one
-at every epsilon, and dominating pairs compose).  A block of ``B`` steps thus widens the
-loss by ``B (h / K)^2 / 4 + h^2 / 4`` of variance instead of ``B h^2 / 4`` (``h`` the
-history's step, ``K`` the factor).
+of few cells or of narrow losses), its cells discretised with node spacing growing
+along their long tail (:func:`~dpacct.accountant.pld.graded_cells.graded_cells`),
+composed on the block's own short Chernoff window
+(:func:`~dpacct.accountant.pld.groups.coarsened_group`) and re-discretised once onto the
+history's grid by connect-the-dots (:func:`~dpacct.accountant.pld.coarsen.coarsen`: the
+coarse PMF dominates the fine one at every epsilon, and dominating pairs compose).  A
+block of ``B`` steps thus widens the loss by ``B (h / K)^2 / 4 + h^2 / 4`` of variance
+instead of ``B h^2 / 4`` (``h`` the history's step, ``K`` the factor).
 
 Each direction keeps the product of its blocks' spectra on one shared grid
 (:class:`_Direction`), so committing a block is one forward FFT and one product, and a
@@ -37,6 +38,7 @@ import numpy as np
 from scipy import fft as sp_fft
 
 from ..numerics import TINY
+from .graded_cells import graded_cells
 from .groups import _row_lambdas, coarsened_group
 from .pld_fft import (
     _ORDERS,
@@ -52,7 +54,6 @@ from .pld_pair import swapped_delta, swapped_epsilon
 from .pld_settings import tail_budgets
 from .schedule_fast import ADD_STEP_FACTOR, FAST_STEP, _finish, _step_variance
 from .schedule_grid import DEFAULT_GRID, EXACT_VALUES, _check_grid, _round
-from .sgm_cells import _pessimistic_cells
 
 __all__ = ["IncrementalEpsilon"]
 
@@ -290,7 +291,7 @@ class _Direction:
         self._known: dict[BlockKey, _Block] = {}
         #: recent hypothetical blocks (a filter's look-aheads ask the same again)
         self._asked: dict[BlockKey, _Block] = {}
-        #: fine discretisations of recent cells (:meth:`_cell`) and their bytes
+        #: fine discretisations of recent cells (:meth:`_cells`) and their bytes
         self._fine_cells: dict[tuple[float, float, float], tuple[int, np.ndarray, float]] = {}
         self._fine_bytes = 0
 
@@ -301,31 +302,41 @@ class _Direction:
             found = _Block(self.step, self._compose(items), sum(items.values()))
         return key, found
 
-    def _cell(self, sigma: float, q: float, fine: float) -> tuple[int, np.ndarray, float]:
-        """One cell discretised on the fine grid ``fine`` (kept: the pending steps of
-        every query are composed again, mostly of the same cells)."""
-        key = (sigma, q, fine)
-        found = self._fine_cells.get(key)
-        if found is None:
-            firsts, pmfs, infs = _pessimistic_cells(
-                np.array([sigma]), np.array([q]), fine, self.tau, self.add
+    def _cells(self, items: Items, factor: int) -> list[tuple[int, np.ndarray, float]]:
+        """The cells of ``items`` discretised on the fine grid ``step / factor``
+        (:func:`~dpacct.accountant.pld.graded_cells.graded_cells`, the missing ones in
+        one vectorised call), kept: the pending steps of every query are composed
+        again, mostly of the same cells."""
+        fine = self.step / factor
+        found = {c: self._fine_cells.get((c[0], c[1], fine)) for c in items}
+        missing = [c for c, v in found.items() if v is None]
+        if missing:
+            firsts, pmfs, infs = graded_cells(
+                np.array([s for s, _ in missing]),
+                np.array([q for _, q in missing]),
+                self.step,
+                factor,
+                self.tau,
+                self.add,
             )
-            found = (int(firsts[0]), pmfs[0], float(infs[0]))
-            size = found[1].nbytes
-            while self._fine_cells and self._fine_bytes + size > FINE_CELL_BYTES:
-                self._fine_bytes -= self._fine_cells.pop(next(iter(self._fine_cells)))[1].nbytes
-            self._fine_cells[key] = found
-            self._fine_bytes += size
-        return found
+            for (s, q), f, p, i in zip(missing, firsts, pmfs, infs, strict=True):
+                cell = (int(f), p.copy(), float(i))  # a copy: not a view of the flat array
+                found[(s, q)] = cell
+                while self._fine_cells and self._fine_bytes + p.nbytes > FINE_CELL_BYTES:
+                    old = self._fine_cells.pop(next(iter(self._fine_cells)))
+                    self._fine_bytes -= old[1].nbytes
+                self._fine_cells[(s, q, fine)] = cell
+                self._fine_bytes += p.nbytes
+        out = [found[c] for c in items]
+        return out  # type: ignore[return-value]
 
     def _compose(self, items: Items) -> tuple[int, np.ndarray, float, float]:
         """The block ``items`` composed on the fine grid and coarsened onto the
-        history's: :func:`~dpacct.accountant.pld.groups.compose_fine_group`, with the
-        fine cells kept (:meth:`_cell`).  ``(first, pmf, err, log_fin)``; raises
+        history's: :func:`~dpacct.accountant.pld.groups.coarsened_group` of the
+        graded fine cells, kept (:meth:`_cells`).  ``(first, pmf, err, log_fin)``; raises
         OverflowError when the fine window would exceed :data:`FAST_MAX_N`."""
         factor = _factor(items, self.step)
-        fine = self.step / factor
-        cells = [self._cell(s, q, fine) for s, q in items]
+        cells = self._cells(items, factor)
         firsts = np.array([c[0] for c in cells], dtype=np.int64)
         infs = np.array([c[2] for c in cells])
         counts = np.array(list(items.values()), dtype=float)
