@@ -66,6 +66,12 @@ def _compose_spectrum(
     return spec, n, mults, norms, alias, a_idx, origin
 
 
+#: :func:`_row_lambdas` sums only the nonzero entries of a row longer than this whose
+#: nonzero entries are fewer than :data:`SPARSE_SHARE` of its length
+SPARSE_ROW = 4096
+SPARSE_SHARE = 0.25
+
+
 def _row_lambdas(step: float, firsts: np.ndarray, pmfs: list[np.ndarray]):
     """Upper bounds on every PMF's log-MGF at the Chernoff orders, as
     :func:`_cell_lambdas` gives them, each row scaled by its own ends.
@@ -86,6 +92,13 @@ def _row_lambdas(step: float, firsts: np.ndarray, pmfs: list[np.ndarray]):
     sums_pos = np.empty((len(pmfs), t.size))
     sums_neg = np.empty((len(pmfs), t.size))
     for i, p in enumerate(pmfs):  # each row on its own length: no padding
+        nz = np.flatnonzero(p) if p.size > SPARSE_ROW else None
+        if nz is not None and nz.size < SPARSE_SHARE * p.size:
+            # a graded cell (:mod:`~dpacct.accountant.pld.graded_cells`): mostly zeros,
+            # which add nothing; the nonzero terms alone, in the same order
+            sums_neg[i] = p[nz] @ w_neg[nz]
+            sums_pos[i] = p[nz] @ w_neg[p.size - 1 - nz]
+            continue
         w = w_neg[: p.size]
         sums_neg[i] = p @ w
         sums_pos[i] = p[::-1] @ w
