@@ -176,6 +176,28 @@ def test_factor_refines_narrow_and_few_cell_blocks_within_the_budget():
     assert 256 * (FAST_STEP / narrow) ** 2 / 4 <= inc_mod.FINE_VARIANCE_SHARE * var
 
 
+def test_lookahead_blocks_use_the_smaller_budget_and_only_raise_the_answer(monkeypatch):
+    # a hypothetical query's blocks are composed at LOOKAHEAD_BUDGET: a coarser fine
+    # grid is a coarsening of the finer one (connect-the-dots keeps each bin's masses),
+    # so the answer is at or above the one at the fold's budget, and close to it
+    assert _factor({(2.0, 0.01): 256}, FAST_STEP, inc_mod.LOOKAHEAD_BUDGET) <= 8
+    assert _factor({(2.0, 0.01): 256}, FAST_STEP) > 8
+    history = [(2.0 * 0.999**t, 0.01, 1) for t in range(700)]
+    extra = [(1.7, 0.012, 900)]
+
+    def asked(budget):
+        monkeypatch.setattr(inc_mod, "LOOKAHEAD_BUDGET", budget)
+        inc = IncrementalEpsilon(DELTA)
+        inc.fold(history)
+        return inc.epsilon(extra), inc.epsilon()
+
+    cheap, kept = asked(8)
+    fine, kept_too = asked(inc_mod.FINE_BUDGET)
+    assert kept == kept_too  # what was asked never changes the kept answer
+    assert fine * (1 - 1e-9) <= cheap <= fine * (1 + 1e-3)
+    assert cheap > fine  # the budget is used: a coarser grid, a looser answer
+
+
 def test_trim_moves_at_most_the_cut_and_bounds_it_from_above():
     pmf = np.exp(-0.5 * ((np.arange(2001) - 1000) / 100.0) ** 2)
     pmf /= pmf.sum() * (1 + 1e-12)

@@ -75,6 +75,10 @@ FINE_BUDGET = 64
 FINE_MIN = 2
 FINE_MAX = 64
 FINE_VARIANCE_SHARE = 1e-5
+#: ... and ``FINE_BUDGET`` is this for the blocks of hypothetical steps (a filter's
+#: look-ahead): they only have to stay below the budget, never to match a fold, and a
+#: coarser fine grid only raises their answer (it stays a certified bound)
+LOOKAHEAD_BUDGET = 8
 #: the history's loss step (unless given): the coarsest of ``FAST_STEP / 2^i``
 #: (``i = 0..COARSE_LEVELS``) at which re-discretising a block onto it adds at
 #: most this share to the loss variance of a full block of steps like the first
@@ -133,16 +137,17 @@ def _variance(items: Items) -> tuple[float, float]:
     return float(k @ var), float(k.sum())
 
 
-def _factor(items: Items, step: float) -> int:
+def _factor(items: Items, step: float, budget: int = 0) -> int:
     """The refinement ``K`` of a block (a power of two): the smallest from
     :data:`FINE_MIN` at which connect-the-dots on the fine grid adds at most
     :data:`FINE_VARIANCE_SHARE` to the block's loss variance (each step at most
     ``(step / K)^2 / 4``; a step's variance is ``q^2 (e^{1/sigma^2} - 1)``), within the
-    cost budget ``c K <= FINE_BUDGET`` for ``c`` distinct cells and :data:`FINE_MAX`.
+    cost budget ``c K <= budget`` (default :data:`FINE_BUDGET`) for ``c`` distinct cells
+    and :data:`FINE_MAX`.
     A function of the block alone (tightness and speed only: any ``K`` is sound)."""
     var, steps = _variance(items)
     need = step * math.sqrt(steps / (4.0 * FINE_VARIANCE_SHARE * var)) if var > 0 else math.inf
-    cap = min(FINE_MAX, max(FINE_BUDGET // len(items), FINE_MIN))
+    cap = min(FINE_MAX, max((budget or FINE_BUDGET) // len(items), FINE_MIN))
     k = FINE_MIN
     while k < need and 2 * k <= cap:
         k *= 2
@@ -289,17 +294,21 @@ class _Direction:
         self._recent: dict[BlockKey, np.ndarray] = {}
         #: committed blocks by content (a repeated block is composed once)
         self._known: dict[BlockKey, _Block] = {}
-        #: recent hypothetical blocks (a filter's look-aheads ask the same again)
-        self._asked: dict[BlockKey, _Block] = {}
+        #: recent hypothetical blocks by content and budget (a filter's look-aheads ask
+        #: the same again)
+        self._asked: dict[tuple[BlockKey, int], _Block] = {}
         #: fine discretisations of recent cells (:meth:`_cells`) and their bytes
         self._fine_cells: dict[tuple[float, float, float], tuple[int, np.ndarray, float]] = {}
         self._fine_bytes = 0
 
-    def _block(self, items: Items) -> tuple[BlockKey, _Block]:
+    def _block(self, items: Items, budget: int = 0) -> tuple[BlockKey, _Block]:
+        """The block ``items`` composed (or found composed), at the fine-grid budget
+        ``budget`` (0: :data:`FINE_BUDGET`, what a fold uses; a committed block is
+        reused at any budget)."""
         key = tuple(items.items())
-        found = self._known.get(key) or self._asked.get(key)
+        found = self._known.get(key) or self._asked.get((key, budget))
         if found is None:
-            found = _Block(self.step, self._compose(items), sum(items.values()))
+            found = _Block(self.step, self._compose(items, budget), sum(items.values()))
         return key, found
 
     def _cells(self, items: Items, factor: int) -> list[tuple[int, np.ndarray, float]]:
@@ -330,12 +339,12 @@ class _Direction:
         out = [found[c] for c in items]
         return out  # type: ignore[return-value]
 
-    def _compose(self, items: Items) -> tuple[int, np.ndarray, float, float]:
+    def _compose(self, items: Items, budget: int = 0) -> tuple[int, np.ndarray, float, float]:
         """The block ``items`` composed on the fine grid and coarsened onto the
         history's: :func:`~dpacct.accountant.pld.groups.coarsened_group` of the
         graded fine cells, kept (:meth:`_cells`).  ``(first, pmf, err, log_fin)``; raises
         OverflowError when the fine window would exceed :data:`FAST_MAX_N`."""
-        factor = _factor(items, self.step)
+        factor = _factor(items, self.step, budget)
         cells = self._cells(items, factor)
         firsts = np.array([c[0] for c in cells], dtype=np.int64)
         infs = np.array([c[2] for c in cells])
@@ -487,10 +496,10 @@ class _Direction:
         self.lam_pos, self.lam_neg, self.norms, self.origin, self.log_fin, self.errs = sums
         return True
 
-    def pld(self, extra: list[Items], fit_only: bool = False):
+    def pld(self, extra: list[Items], fit_only: bool = False, budget: int = 0):
         """The composed pessimistic :class:`GridPLD` with the blocks ``extra`` composed
-        too (not kept); None when it cannot certify or (``fit_only``) the kept grid
-        does not hold it."""
+        too (not kept) at the fine-grid budget ``budget`` (see :meth:`_block`); None when
+        it cannot certify or (``fit_only``) the kept grid does not hold it."""
         # a look-ahead's many steps of one candidate make many equal blocks: each
         # distinct block is composed once and its transform raised to its count
         counts: dict[BlockKey, int] = {}
@@ -500,12 +509,12 @@ class _Direction:
         distinct: dict[BlockKey, tuple[_Block, int]] = {}
         try:
             for key, k in counts.items():
-                distinct[key] = (self._block(dict(key))[1], k)
+                distinct[key] = (self._block(dict(key), budget)[1], k)
         except OverflowError:
             return None
         for key, (block, _) in distinct.items():
             if key not in self._known:
-                self._asked[key] = block
+                self._asked[(key, budget)] = block
                 while len(self._asked) > ASKED_BLOCKS:
                     self._asked.pop(next(iter(self._asked)))
         blocks = [b for b, k in distinct.values() for _ in range(k)]
@@ -704,7 +713,10 @@ class IncrementalEpsilon:
             return 0.0
         if blocks:
             self._use_step(blocks[0])
-        rem = self.remove.pld(blocks, fit_only and asked)
+        # hypothetical steps: blocks on a coarser fine grid (a certified bound, at most
+        # as tight as folding them would give)
+        budget = LOOKAHEAD_BUDGET if asked else 0
+        rem = self.remove.pld(blocks, fit_only and asked, budget)
         if rem is None:
             return None
         eps = float(rem.epsilon(self.delta))
@@ -726,7 +738,7 @@ class IncrementalEpsilon:
                         if not self.add.fold(block):
                             self.ok = False
                             return None
-                add = self.add.pld(blocks, fit_only and asked)
+                add = self.add.pld(blocks, fit_only and asked, budget)
                 if add is None:
                     return None
                 eps = max(eps, float(add.epsilon(self.delta)))
