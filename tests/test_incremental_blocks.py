@@ -21,7 +21,7 @@ from sgm_oracles import dp_accounting_epsilon
 from dpacct.accountant import PrivacyAccountant, compose, poisson_subsample
 from dpacct.accountant.ledger import records as records_module
 from dpacct.accountant.pld import incremental as inc_mod
-from dpacct.accountant.pld.incremental import IncrementalEpsilon, _cut, _factor, _trim
+from dpacct.accountant.pld.incremental import IncrementalEpsilon, _factor
 from dpacct.accountant.pld.schedule import round_schedule
 from dpacct.accountant.pld.schedule_fast import FAST_STEP, fast_epsilon_bounds
 from dpacct.accountant.pld.schedule_grid import _round
@@ -114,19 +114,6 @@ def test_blocks_and_answer_do_not_depend_on_batching_or_queries(steps, cuts):
     assert batched.epsilon() == once.epsilon()
 
 
-def test_cut_commits_at_block_steps_and_at_block_cells():
-    # one cell of 2.5 blocks' steps: two full blocks, the rest pending
-    n = inc_mod.BLOCK_STEPS
-    cell = ((1.0, 0.01), (1.0, 0.01))
-    blocks, pending, left = _cut({}, 0, [(cell[0], cell[1], 2 * n + n // 2)])
-    assert [sum(m.values()) for b in blocks for m in b.values()] == [n, n]
-    assert left == n // 2 and sum(pending[cell[0]].values()) == n // 2
-    # BLOCK_CELLS distinct cells of one step each fill a block; the next one starts a new one
-    cells = [((1.0 + i, 0.01), (1.0 + i, 0.01), 1) for i in range(inc_mod.BLOCK_CELLS + 1)]
-    blocks, pending, left = _cut({}, 0, cells)
-    assert len(blocks) == 1 and len(blocks[0]) == inc_mod.BLOCK_CELLS and left == 1
-
-
 def test_a_cell_of_several_steps_is_composed_at_their_dominating_step():
     # two sigmas in one grid cell: composed at the smaller sigma (and the larger q),
     # which lies between them and the cell's grid point
@@ -165,17 +152,6 @@ def test_checkpoint_and_rollback_across_a_block_commit():
     assert fresh.epsilon() == after
 
 
-def test_factor_refines_narrow_and_few_cell_blocks_within_the_budget():
-    many = {(1.0 + i / 100, 0.01): 10 for i in range(32)}
-    assert _factor(many, FAST_STEP) == inc_mod.FINE_MIN  # the cost budget binds
-    narrow = _factor({(4.0, 0.01): 256}, FAST_STEP)
-    wide = _factor({(0.8, 0.05): 256}, FAST_STEP)
-    assert wide < narrow <= inc_mod.FINE_MAX
-    # the rule: the fine grid adds at most FINE_VARIANCE_SHARE of the block's variance
-    var = 256 * 0.01**2 * math.expm1(1 / 16)
-    assert 256 * (FAST_STEP / narrow) ** 2 / 4 <= inc_mod.FINE_VARIANCE_SHARE * var
-
-
 def test_lookahead_blocks_use_the_smaller_budget_and_only_raise_the_answer(monkeypatch):
     # a hypothetical query's blocks are composed at LOOKAHEAD_BUDGET: a coarser fine
     # grid is a coarsening of the finer one (connect-the-dots keeps each bin's masses),
@@ -198,19 +174,6 @@ def test_lookahead_blocks_use_the_smaller_budget_and_only_raise_the_answer(monke
     assert cheap > fine  # the budget is used: a coarser grid, a looser answer
 
 
-def test_trim_moves_at_most_the_cut_and_bounds_it_from_above():
-    pmf = np.exp(-0.5 * ((np.arange(2001) - 1000) / 100.0) ** 2)
-    pmf /= pmf.sum() * (1 + 1e-12)
-    first, kept, moved = _trim(-1000, pmf, 1e-12)
-    lo = first + 1000
-    removed = math.fsum(pmf[:lo]) + math.fsum(pmf[lo + kept.size :])
-    assert 0 < lo and kept.size < pmf.size
-    assert np.array_equal(kept, pmf[lo : lo + kept.size])
-    assert removed <= moved <= 1e-12 * (1 + 1e-9)
-    # nothing to trim: unchanged
-    assert _trim(3, np.array([0.5, 0.5]), 1e-12) == (3, pytest.approx(np.array([0.5, 0.5])), 0.0)
-
-
 @pytest.fixture
 def one_phase_online(monkeypatch):
     monkeypatch.setattr(records_module, "ONE_PHASE_ONLINE", True)
@@ -231,3 +194,22 @@ def test_one_phase_online_route_within_1e4_of_the_exact_route(
         [poisson_subsample(GaussianMechanism(sigma=sigma), q)], [steps]
     ).epsilon_bounds(DELTA)
     assert low <= online <= exact * (1 + 1e-4), (low, online, exact)
+
+
+def test_a_history_beyond_kept_bytes_is_carried_to_longer_grids(monkeypatch):
+    # with no block PMF kept every growth of the grid carries the composition as one
+    # PMF, its l1 error counted: the answer is at or above the exact rebuild's, close
+    # to it, and still a function of the steps alone
+    phases = _random_phases(800, 10, 7)
+    exact = _online(phases)
+    monkeypatch.setattr(inc_mod, "KEPT_BYTES", 0)
+    inc = IncrementalEpsilon(DELTA)
+    inc.fold(phases)
+    carried = inc.epsilon()
+    assert inc.remove.kept is None and inc.remove.carried > 0.0
+    assert exact <= carried <= exact * (1 + 1e-4)
+    again = IncrementalEpsilon(DELTA)
+    for i in range(0, len(phases), 7):
+        again.fold(phases[i : i + 7])
+        again.epsilon()
+    assert again.epsilon() == carried

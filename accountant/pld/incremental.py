@@ -25,7 +25,9 @@ rounding cell are composed at their own smallest sigma and largest q (a dominati
 of each, no farther from them than the cell's grid point); the end runs of a block PMF
 of mass below half the per-step tail cut times its steps go to ``+inf``
 (:func:`_trim`).  The block PMFs are kept (a few thousand points each, not every cell's
-transform on the whole window), so a longer grid is rebuilt from them exactly.
+transform on the whole window), so a longer grid is rebuilt from them exactly, up to
+:data:`KEPT_BYTES` of them; a longer history is carried to a longer grid as one PMF,
+its l1 error counted.
 """
 
 from __future__ import annotations
@@ -37,12 +39,32 @@ from collections.abc import Iterable
 import numpy as np
 from scipy import fft as sp_fft
 
-from ..numerics import TINY
+from .block_rules import (  # noqa: F401 (the rules' constants, read here and by tests)
+    BLOCK_ALIAS_SHARE,
+    BLOCK_CELLS,
+    BLOCK_STEPS,
+    COARSE_LEVELS,
+    COARSE_VARIANCE_SHARE,
+    FINE_BUDGET,
+    FINE_MAX,
+    FINE_MIN,
+    FINE_VARIANCE_SHARE,
+    TRIM_SHARE,
+    BlockKey,
+    Cell,
+    Items,
+    Members,
+    _coarse_step,
+    _composed,
+    _cut,
+    _factor,
+    _trim,
+    _variance,
+)
 from .graded_cells import graded_cells
 from .groups import _row_lambdas, coarsened_group
 from .pld_fft import (
     _ORDERS,
-    _U,
     FAST_MAX_N,
     _alias,
     _l2,
@@ -52,49 +74,17 @@ from .pld_fft import (
 )
 from .pld_pair import swapped_delta, swapped_epsilon
 from .pld_settings import tail_budgets
-from .schedule_fast import ADD_STEP_FACTOR, FAST_STEP, _finish, _step_variance
+from .schedule_fast import ADD_STEP_FACTOR, FAST_STEP, _finish
 from .schedule_grid import DEFAULT_GRID, EXACT_VALUES, _check_grid, _round
 
 __all__ = ["IncrementalEpsilon"]
 
-#: folded steps wait, as hypothetical steps of every query, until a new distinct cell
-#: would make this many, or they number :data:`BLOCK_STEPS`; then the block is
-#: composed into the kept spectra.  Blocks are cut by the steps alone, so the same
-#: steps are composed in the same blocks however they were batched or queried
-BLOCK_CELLS = 32
-#: ... and a block holds at most this many steps (a one-cell history, a constant-sigma
-#: loop, is committed in blocks of this many steps instead of staying pending)
-BLOCK_STEPS = 256
-#: a block of ``c`` distinct cells is composed on a loss grid ``K`` times finer than the
-#: history's, then re-discretised once onto it (:func:`_factor`): ``K`` a power of two
-#: in ``[FINE_MIN, FINE_MAX]`` with ``c K <= FINE_BUDGET`` (the cost of a block grows
-#: with ``c K``: each cell is discretised and transformed on the fine grid), the
-#: smallest at which the fine grid adds at most ``FINE_VARIANCE_SHARE`` to the block's
-#: loss variance
-FINE_BUDGET = 64
-FINE_MIN = 2
-FINE_MAX = 64
-FINE_VARIANCE_SHARE = 1e-5
-#: ... and ``FINE_BUDGET`` is this for the blocks of hypothetical steps (a filter's
-#: look-ahead): they only have to stay below the budget, never to match a fold, and a
-#: coarser fine grid only raises their answer (it stays a certified bound)
+#: the fine-grid cost budget (:data:`~dpacct.accountant.pld.block_rules.FINE_BUDGET`)
+#: of the blocks of hypothetical steps (a filter's look-ahead): they only have to stay
+#: below the budget, never to match a fold, and a coarser fine grid only raises their
+#: answer (it stays a certified bound)
 LOOKAHEAD_BUDGET = 8
-#: the history's loss step (unless given): the coarsest of ``FAST_STEP / 2^i``
-#: (``i = 0..COARSE_LEVELS``) at which re-discretising a block onto it adds at
-#: most this share to the loss variance of a full block of steps like the first
-#: (:func:`_coarse_step`).  Every later block adds at most ``step^2 / 4`` too, so a
-#: history of full blocks like its first widens by about this share in all; with
-#: :data:`FINE_VARIANCE_SHARE` it keeps a one-phase run calibrated to its budget
-#: (the calibrators leave about ``3e-5`` of epsilon unused) inside it: measured on
-#: eps 1, 3, 8 at q 0.004-0.02, tests/test_online.py
-COARSE_VARIANCE_SHARE = 1e-4
-COARSE_LEVELS = 4
-#: the blocks' aliasing windows: each gets this fraction of the history's aliasing
-#: budget divided by the horizon (there are at most ``horizon`` blocks)
-BLOCK_ALIAS_SHARE = 1e-3
-#: a block PMF's end runs of mass up to this share of the per-step tail cut times its
-#: steps go to ``+inf`` (:func:`_trim`): shorter PMFs to keep, a shorter window
-TRIM_SHARE = 0.5
+
 #: transforms of recent block PMFs on the history's grid kept per direction (bytes): a
 #: repeated block (a constant-sigma loop) is transformed once
 RECENT_BYTES = 1 << 21
@@ -103,128 +93,15 @@ ASKED_BLOCKS = 8
 #: fine discretisations of recent cells kept per direction (bytes): the pending steps
 #: of every query are composed again, mostly of the same cells
 FINE_CELL_BYTES = 1 << 22
-
-Items = dict[tuple[float, float], int]
-BlockKey = tuple[tuple[tuple[float, float], int], ...]
-
-
-def _trim(first: int, pmf: np.ndarray, cut: float) -> tuple[int, np.ndarray, float]:
-    """``pmf`` without its end runs of total mass at most ``cut / 2`` each, and an upper
-    bound on the mass removed (it goes to ``+inf``, which only raises the hockey-stick
-    curve: the integrand ``(1 - e^{eps - L})_+`` is at most its value 1 there).  The
-    computed partial sums of non-negative terms are within a relative ``size u`` of the
-    exact ones (Higham 2002, Section 3.1), so the bound is the computed sum times
-    ``1 + (size + 2) u``.  At least one entry is kept."""
-    if pmf.size < 2 or not cut > 0.0:
-        return first, pmf, 0.0
-    half = 0.5 * cut / (1.0 + (pmf.size + 2) * _U)
-    left = np.cumsum(pmf)
-    right = np.cumsum(pmf[::-1])
-    lo = int(np.searchsorted(left, half, side="right"))
-    hi = pmf.size - int(np.searchsorted(right, half, side="right"))
-    if hi <= lo:
-        return first, pmf, 0.0
-    moved = (left[lo - 1] if lo else 0.0) + (right[pmf.size - hi - 1] if hi < pmf.size else 0.0)
-    if moved == 0.0:
-        return first, pmf, 0.0
-    return first + lo, pmf[lo:hi].copy(), float(moved) * (1.0 + (pmf.size + 2) * _U) + TINY
-
-
-def _variance(items: Items) -> tuple[float, float]:
-    """The loss variance of the steps ``items`` (cell -> count), by
-    :func:`~dpacct.accountant.pld.schedule_fast._step_variance`, and their number."""
-    var, k = _step_variance([(s, q, c) for (s, q), c in items.items()])
-    return float(k @ var), float(k.sum())
-
-
-def _factor(items: Items, step: float, budget: int = 0) -> int:
-    """The refinement ``K`` of a block (a power of two): the smallest from
-    :data:`FINE_MIN` at which connect-the-dots on the fine grid adds at most
-    :data:`FINE_VARIANCE_SHARE` to the block's loss variance (each step at most
-    ``(step / K)^2 / 4``; a step's variance is ``q^2 (e^{1/sigma^2} - 1)``), within the
-    cost budget ``c K <= budget`` (default :data:`FINE_BUDGET`) for ``c`` distinct cells
-    and :data:`FINE_MAX`.
-    A function of the block alone (tightness and speed only: any ``K`` is sound)."""
-    var, steps = _variance(items)
-    need = step * math.sqrt(steps / (4.0 * FINE_VARIANCE_SHARE * var)) if var > 0 else math.inf
-    cap = min(FINE_MAX, max((budget or FINE_BUDGET) // len(items), FINE_MIN))
-    k = FINE_MIN
-    while k < need and 2 * k <= cap:
-        k *= 2
-    return k
-
-
-def _coarse_step(items: Items) -> float:
-    """The history's loss step chosen from its first block ``items`` (cell -> count):
-    the coarsest ``FAST_STEP / 2^i``, ``i <= COARSE_LEVELS``, whose connect-the-dots
-    widening ``step^2 / 4`` is at most :data:`COARSE_VARIANCE_SHARE` of the loss
-    variance of :data:`BLOCK_STEPS` steps like the block's (their mean variance
-    ``q^2 (e^{1/sigma^2} - 1)`` per step; a block cut early by its distinct cells is
-    not a measure of the loss scale).  A function of the steps alone (tightness and
-    speed only: any step is sound).
-
-    Examples
-    --------
-    >>> _coarse_step({(2.0, 0.1): 256})  # wide steps: the default grid
-    0.001
-    >>> _coarse_step({(3.8, 0.01): 256})  # a run calibrated to eps = 1: a finer one
-    0.0005
-    """
-    var, steps = _variance(items)
-    var *= BLOCK_STEPS / max(steps, 1.0)
-    step = FAST_STEP
-    for _ in range(COARSE_LEVELS):
-        if step * step / 4.0 <= COARSE_VARIANCE_SHARE * var:
-            break
-        step /= 2.0
-    return step
-
-
-Cell = tuple[float, float]
-#: a block being cut: cell -> {the steps' own (sigma, q) -> count}
-Members = dict[Cell, dict[Cell, int]]
-
-
-def _cut(
-    pending: Members, pending_steps: int, steps: Iterable[tuple[Cell, Cell, int]]
-) -> tuple[list[Members], Members, int]:
-    """The blocks that folding ``steps`` (``(cell, (sigma, q), count)``) after
-    ``pending`` commits, and what is left pending: a block is committed before a new
-    distinct cell would make it :data:`BLOCK_CELLS` and as soon as it holds
-    :data:`BLOCK_STEPS` steps.  A function of the steps alone (a step of count ``k``
-    is ``k`` steps of count 1)."""
-    pending = {cell: dict(m) for cell, m in pending.items()}
-    blocks: list[Members] = []
-    for cell, own, count in steps:
-        while count > 0:
-            if cell not in pending and len(pending) >= BLOCK_CELLS:
-                blocks.append(pending)
-                pending, pending_steps = {}, 0
-            take = min(count, BLOCK_STEPS - pending_steps)
-            members = pending.setdefault(cell, {})
-            members[own] = members.get(own, 0) + take
-            pending_steps += take
-            count -= take
-            if pending_steps == BLOCK_STEPS:
-                blocks.append(pending)
-                pending, pending_steps = {}, 0
-    return blocks, pending, pending_steps
-
-
-def _composed(block: Members) -> Items:
-    """The cells a block composes: a cell holding steps of one ``(sigma, q)`` composes
-    them as they are; a cell holding several, all its steps at its members' smallest
-    sigma and largest q (a dominating step of each of them, at most as far from them
-    as the cell's grid point, which dominates them too)."""
-    out: Items = {}
-    for members in block.values():
-        if len(members) == 1:
-            ((own, count),) = members.items()
-        else:
-            own = (min(s for s, _ in members), max(q for _, q in members))
-            count = sum(members.values())
-        out[own] = out.get(own, 0) + count
-    return out
+#: committed block PMFs kept per direction for reuse (bytes): a repeated block (a
+#: constant-sigma loop) is composed once
+KNOWN_BYTES = 1 << 24
+#: a direction keeps its committed block PMFs, to rebuild its spectrum exactly on a
+#: longer grid, while they take at most this (bytes; 10 000 random phases take 22 MB
+#: in both directions); beyond, the spectrum is carried to a longer grid as one PMF
+#: with its l1 error (:meth:`_Direction._carry`), so a long history's memory is its
+#: spectrum's, not its blocks'
+KEPT_BYTES = 48 << 20
 
 
 class _Block:
@@ -254,8 +131,9 @@ class _Direction:
     blocks alone (:meth:`_length`: the power of two at least twice their Chernoff
     window), never of when steps were folded or what was asked hypothetically, and
     when it changes the spectrum is recomputed exactly from the kept block PMFs (small:
-    a block's composed loss is a few thousand points), so the same steps give the same
-    grid and the same answer however they were batched.  The tails are cut at
+    a block's composed loss is a few thousand points; beyond :data:`KEPT_BYTES` of them,
+    carried as one PMF, :meth:`_carry`), so the same steps give the same grid and the
+    same answer however they were batched.  The tails are cut at
     ``tau = tail_budgets(delta, horizon).piece`` per step
     (:func:`~dpacct.accountant.pld.pld_settings.tail_budgets`) and the cut mass goes to
     +inf (sound for any number of steps; beyond ``horizon`` steps every block is
@@ -270,8 +148,12 @@ class _Direction:
         budget = tail_budgets(delta, horizon)
         self.tau, self.alias_budget = budget.piece, budget.alias
         self.block_alias = BLOCK_ALIAS_SHARE * budget.alias / horizon
-        #: the committed blocks, in order: (key, block)
-        self.blocks: list[tuple[BlockKey, _Block]] = []
+        #: the committed blocks' contents, in order
+        self.blocks: list[BlockKey] = []
+        #: ... and their PMFs while they take at most :data:`KEPT_BYTES` (a longer grid
+        #: is rebuilt from them exactly); None beyond (it is carried, :meth:`_carry`)
+        self.kept: list[tuple[BlockKey, np.ndarray]] | None = []
+        self.kept_bytes = 0
         self.total = 0
         self.n = 0
         self.spec: np.ndarray | None = None
@@ -286,13 +168,14 @@ class _Direction:
         self.errs = 0.0
         #: the longest block PMF
         self.width = 1
-        #: l1 error of a copy carried to a longer grid (:meth:`_carried_to`); 0 when kept
+        #: l1 error carried from shorter grids (:meth:`_carry`)
         self.carried = 0.0
         #: cost counters: forward transforms of block PMFs and inverse transforms
         self.forward = 0
         self.inverse = 0
         self._recent: dict[BlockKey, np.ndarray] = {}
-        #: committed blocks by content (a repeated block is composed once)
+        #: recent committed blocks by content (a repeated block is composed once),
+        #: :data:`KNOWN_BYTES` of PMFs
         self._known: dict[BlockKey, _Block] = {}
         #: recent hypothetical blocks by content and budget (a filter's look-aheads ask
         #: the same again)
@@ -389,9 +272,9 @@ class _Direction:
         self._recent = {}
         counts: dict[BlockKey, int] = {}
         pmfs: dict[BlockKey, np.ndarray] = {}
-        for key, b in self.blocks:
+        for key, pmf in self.kept or ():
             counts[key] = counts.get(key, 0) + 1
-            pmfs[key] = b.pmf
+            pmfs[key] = pmf
         spec, mults = np.ones(n // 2 + 1, dtype=complex), 0
         with np.errstate(under="ignore", over="ignore", invalid="ignore"):
             for key, pmf in pmfs.items():
@@ -400,6 +283,35 @@ class _Direction:
                 mults += m + 1
         self.spec, self.mults = spec, mults
         self.forward += len(pmfs)
+
+    def _carry(self, n: int) -> None:
+        """The kept composition carried to the longer grid ``n`` as one PMF (one inverse
+        and one forward FFT; the block PMFs are not kept).
+
+        Used once the block PMFs are no longer kept (:data:`KEPT_BYTES`; until then a
+        longer grid is rebuilt from them exactly).  The composition fits its own
+        window, so its inverse transform, rolled to the window's start and clipped at
+        zero, is within l1 distance ``2 alias + round-off``
+        (:func:`_spectral_error`) of the exact composition of the blocks; that distance
+        is added to ``carried``, which enters delta (convolving with probability
+        measures and folding a window do not increase an l1 distance, and the
+        hockey-stick divergence moves by at most the l1 distance of the PMFs).  The
+        grid grows only when the kept blocks' window does (:meth:`_length`), so the
+        carries, like the blocks, are a function of the steps alone.
+        """
+        a_old, _ = _window(self.step, self.lam_pos, self.lam_neg, self.alias_budget)
+        alias = _alias(self.step, self.lam_pos, self.lam_neg, a_old, self.n)
+        freq_l2, y, inv_l1 = _spectral_error(self.spec, self.n, self.mults, self.norms)
+        y = np.maximum(np.roll(y, -((a_old - self.origin) % self.n)), 0.0)
+        self.carried = self.carried + 2.0 * alias + freq_l2 + inv_l1
+        self.n = n
+        self._recent = {}
+        self.spec = sp_fft.rfft(y, n=n, workers=-1)
+        self.mults = 0
+        self.norms = _l2(y)
+        self.origin = a_old
+        self.forward += 1
+        self.inverse += 1
 
     @staticmethod
     def _length(need: int, width: int) -> int:
@@ -413,7 +325,7 @@ class _Direction:
         horizon = self.horizon
         while horizon < total:
             horizon *= 16
-        blocks = [dict(key) for key, _ in self.blocks]
+        blocks = [dict(key) for key in self.blocks]
         self.__init__(self.delta, self.step, self.add, horizon)  # type: ignore[misc]
         return all(self.fold(items) for items in blocks)
 
@@ -437,32 +349,25 @@ class _Direction:
         return self._carried_to(n)
 
     def _carried_to(self, n: int) -> _Direction:
-        """A copy on the longer grid ``n``, for hypothetical steps only.
-
-        The kept composition fits its own window, so it is carried over as one PMF
-        (one inverse and one forward FFT instead of one per block): its l1 distance to
-        the exact composition of the blocks -- twice the aliased mass, plus the
-        round-off bound of :func:`_spectral_error` -- is the copy's ``carried`` error,
-        added to its answer (convolving with probability measures and folding the
-        window do not increase an l1 distance, and the hockey-stick divergence moves by
-        at most the l1 distance of the PMFs).
-        """
+        """A copy on the longer grid ``n`` (:meth:`_carry`), for hypothetical steps: what
+        is asked never changes the kept state."""
         other = copy.copy(self)
-        other._recent = {}
         if self.spec is None or not self.blocks:
             other._rebuild_at(n)
-            return other
-        a_old, _ = _window(self.step, self.lam_pos, self.lam_neg, self.alias_budget)
-        alias = _alias(self.step, self.lam_pos, self.lam_neg, a_old, self.n)
-        freq_l2, y, inv_l1 = _spectral_error(self.spec, self.n, self.mults, self.norms)
-        y = np.maximum(np.roll(y, -((a_old - self.origin) % self.n)), 0.0)
-        other.carried = 2.0 * alias + freq_l2 + inv_l1
-        other.n = n
-        other.spec = sp_fft.rfft(y, n=n, workers=-1)
-        other.mults = 0
-        other.norms = _l2(y)
-        other.origin = a_old
+        else:
+            other._carry(n)
         return other
+
+    def _keep(self, key: BlockKey, block: _Block) -> None:
+        """Keep a committed block for reuse (a repeated block), :data:`KNOWN_BYTES` of
+        the most recent."""
+        if key in self._known:
+            return
+        # summed anew (a few hundred blocks): a checkpoint shares the dict
+        kept = sum(b.pmf.nbytes for b in self._known.values())
+        while self._known and kept + block.pmf.nbytes > KNOWN_BYTES:
+            kept -= self._known.pop(next(iter(self._known))).pmf.nbytes
+        self._known[key] = block
 
     def fold(self, items: Items) -> bool:
         """Commit one block (``k`` steps of each cell in ``items``); False if it
@@ -474,23 +379,31 @@ class _Direction:
             key, block = self._block(items)
         except OverflowError:
             return False
-        sums = self._sums([block])
-        _, need = _window(self.step, sums[0], sums[1], self.alias_budget)
+        lam_pos, lam_neg = self._sums([block])[:2]
+        _, need = _window(self.step, lam_pos, lam_neg, self.alias_budget)
         width = max(self.width, block.pmf.size)
         n = self._length(need, width)
         if n > FAST_MAX_N:
             if max(need, width) > FAST_MAX_N:
                 return False
             n = FAST_MAX_N
-        if self.spec is None or n > self.n:
+        if self.spec is None or (n > self.n and self.kept is not None):
             self._rebuild_at(n)
+        elif n > self.n:
+            self._carry(n)
+        sums = self._sums([block])  # after a carry: its origin and norm
         with np.errstate(under="ignore", over="ignore", invalid="ignore"):
             # out of place: a checkpoint (:meth:`IncrementalEpsilon.checkpoint`)
             # keeps the previous spectrum
             self.spec = self.spec * self._transform(key, block)  # type: ignore[operator]
         self.mults += 1
-        self.blocks.append((key, block))
-        self._known[key] = block
+        self.blocks.append(key)
+        self._keep(key, block)
+        if self.kept is not None:
+            self.kept = [*self.kept, (key, block.pmf)]  # a new list: checkpoints share it
+            self.kept_bytes += block.pmf.nbytes
+            if self.kept_bytes > KEPT_BYTES:
+                self.kept = None  # from now on a longer grid is carried (:meth:`_carry`)
         self.total += steps
         self.width = width
         self.lam_pos, self.lam_neg, self.norms, self.origin, self.log_fin, self.errs = sums

@@ -1,0 +1,178 @@
+"""The block rules of the online ledger (:mod:`~dpacct.accountant.pld.incremental`).
+
+How folded steps are cut into blocks (:func:`_cut`: by the steps alone), which step a
+cell of several steps is composed at (:func:`_composed`), how fine a block's grid is
+(:func:`_factor`) and the history's (:func:`_coarse_step`), and how much of a block
+PMF's ends goes to ``+inf`` (:func:`_trim`).  Each is a function of the steps alone
+(tightness and speed only: any block, factor or step gives a certified bound).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+import numpy as np
+
+from ..numerics import TINY
+from .pld_fft import _U
+from .schedule_fast import FAST_STEP, _step_variance
+
+__all__: list[str] = []
+
+#: folded steps wait, as hypothetical steps of every query, until a new distinct cell
+#: would make this many, or they number :data:`BLOCK_STEPS`; then the block is
+#: composed into the kept spectra.  Blocks are cut by the steps alone, so the same
+#: steps are composed in the same blocks however they were batched or queried
+BLOCK_CELLS = 32
+#: ... and a block holds at most this many steps (a one-cell history, a constant-sigma
+#: loop, is committed in blocks of this many steps instead of staying pending)
+BLOCK_STEPS = 256
+#: a block of ``c`` distinct cells is composed on a loss grid ``K`` times finer than the
+#: history's, then re-discretised once onto it (:func:`_factor`): ``K`` a power of two
+#: in ``[FINE_MIN, FINE_MAX]`` with ``c K <= FINE_BUDGET`` (the cost of a block grows
+#: with ``c K``: each cell is discretised and transformed on the fine grid), the
+#: smallest at which the fine grid adds at most ``FINE_VARIANCE_SHARE`` to the block's
+#: loss variance
+FINE_BUDGET = 64
+FINE_MIN = 2
+FINE_MAX = 64
+FINE_VARIANCE_SHARE = 1e-5
+#: the history's loss step (unless given): the coarsest of ``FAST_STEP / 2^i``
+#: (``i = 0..COARSE_LEVELS``) at which re-discretising a block onto it adds at
+#: most this share to the loss variance of a full block of steps like the first
+#: (:func:`_coarse_step`).  Every later block adds at most ``step^2 / 4`` too, so a
+#: history of full blocks like its first widens by about this share in all; with
+#: :data:`FINE_VARIANCE_SHARE` it keeps a one-phase run calibrated to its budget
+#: (the calibrators leave about ``3e-5`` of epsilon unused) inside it: measured on
+#: eps 1, 3, 8 at q 0.004-0.02, tests/test_online.py
+COARSE_VARIANCE_SHARE = 1e-4
+COARSE_LEVELS = 4
+#: the blocks' aliasing windows: each gets this fraction of the history's aliasing
+#: budget divided by the horizon (there are at most ``horizon`` blocks)
+BLOCK_ALIAS_SHARE = 1e-3
+#: a block PMF's end runs of mass up to this share of the per-step tail cut times its
+#: steps go to ``+inf`` (:func:`_trim`): shorter PMFs to keep, a shorter window
+TRIM_SHARE = 0.5
+
+Items = dict[tuple[float, float], int]
+BlockKey = tuple[tuple[tuple[float, float], int], ...]
+
+
+def _trim(first: int, pmf: np.ndarray, cut: float) -> tuple[int, np.ndarray, float]:
+    """``pmf`` without its end runs of total mass at most ``cut / 2`` each, and an upper
+    bound on the mass removed (it goes to ``+inf``, which only raises the hockey-stick
+    curve: the integrand ``(1 - e^{eps - L})_+`` is at most its value 1 there).  The
+    computed partial sums of non-negative terms are within a relative ``size u`` of the
+    exact ones (Higham 2002, Section 3.1), so the bound is the computed sum times
+    ``1 + (size + 2) u``.  At least one entry is kept."""
+    if pmf.size < 2 or not cut > 0.0:
+        return first, pmf, 0.0
+    half = 0.5 * cut / (1.0 + (pmf.size + 2) * _U)
+    left = np.cumsum(pmf)
+    right = np.cumsum(pmf[::-1])
+    lo = int(np.searchsorted(left, half, side="right"))
+    hi = pmf.size - int(np.searchsorted(right, half, side="right"))
+    if hi <= lo:
+        return first, pmf, 0.0
+    moved = (left[lo - 1] if lo else 0.0) + (right[pmf.size - hi - 1] if hi < pmf.size else 0.0)
+    if moved == 0.0:
+        return first, pmf, 0.0
+    return first + lo, pmf[lo:hi].copy(), float(moved) * (1.0 + (pmf.size + 2) * _U) + TINY
+
+
+def _variance(items: Items) -> tuple[float, float]:
+    """The loss variance of the steps ``items`` (cell -> count), by
+    :func:`~dpacct.accountant.pld.schedule_fast._step_variance`, and their number."""
+    var, k = _step_variance([(s, q, c) for (s, q), c in items.items()])
+    return float(k @ var), float(k.sum())
+
+
+def _factor(items: Items, step: float, budget: int = 0) -> int:
+    """The refinement ``K`` of a block (a power of two): the smallest from
+    :data:`FINE_MIN` at which connect-the-dots on the fine grid adds at most
+    :data:`FINE_VARIANCE_SHARE` to the block's loss variance (each step at most
+    ``(step / K)^2 / 4``; a step's variance is ``q^2 (e^{1/sigma^2} - 1)``), within the
+    cost budget ``c K <= budget`` (default :data:`FINE_BUDGET`) for ``c`` distinct cells
+    and :data:`FINE_MAX`.
+    A function of the block alone (tightness and speed only: any ``K`` is sound)."""
+    var, steps = _variance(items)
+    need = step * math.sqrt(steps / (4.0 * FINE_VARIANCE_SHARE * var)) if var > 0 else math.inf
+    cap = min(FINE_MAX, max((budget or FINE_BUDGET) // len(items), FINE_MIN))
+    k = FINE_MIN
+    while k < need and 2 * k <= cap:
+        k *= 2
+    return k
+
+
+def _coarse_step(items: Items) -> float:
+    """The history's loss step chosen from its first block ``items`` (cell -> count):
+    the coarsest ``FAST_STEP / 2^i``, ``i <= COARSE_LEVELS``, whose connect-the-dots
+    widening ``step^2 / 4`` is at most :data:`COARSE_VARIANCE_SHARE` of the loss
+    variance of :data:`BLOCK_STEPS` steps like the block's (their mean variance
+    ``q^2 (e^{1/sigma^2} - 1)`` per step; a block cut early by its distinct cells is
+    not a measure of the loss scale).  A function of the steps alone (tightness and
+    speed only: any step is sound).
+
+    Examples
+    --------
+    >>> _coarse_step({(2.0, 0.1): 256})  # wide steps: the default grid
+    0.001
+    >>> _coarse_step({(3.8, 0.01): 256})  # a run calibrated to eps = 1: a finer one
+    0.0005
+    """
+    var, steps = _variance(items)
+    var *= BLOCK_STEPS / max(steps, 1.0)
+    step = FAST_STEP
+    for _ in range(COARSE_LEVELS):
+        if step * step / 4.0 <= COARSE_VARIANCE_SHARE * var:
+            break
+        step /= 2.0
+    return step
+
+
+Cell = tuple[float, float]
+#: a block being cut: cell -> {the steps' own (sigma, q) -> count}
+Members = dict[Cell, dict[Cell, int]]
+
+
+def _cut(
+    pending: Members, pending_steps: int, steps: Iterable[tuple[Cell, Cell, int]]
+) -> tuple[list[Members], Members, int]:
+    """The blocks that folding ``steps`` (``(cell, (sigma, q), count)``) after
+    ``pending`` commits, and what is left pending: a block is committed before a new
+    distinct cell would make it :data:`BLOCK_CELLS` and as soon as it holds
+    :data:`BLOCK_STEPS` steps.  A function of the steps alone (a step of count ``k``
+    is ``k`` steps of count 1)."""
+    pending = {cell: dict(m) for cell, m in pending.items()}
+    blocks: list[Members] = []
+    for cell, own, count in steps:
+        while count > 0:
+            if cell not in pending and len(pending) >= BLOCK_CELLS:
+                blocks.append(pending)
+                pending, pending_steps = {}, 0
+            take = min(count, BLOCK_STEPS - pending_steps)
+            members = pending.setdefault(cell, {})
+            members[own] = members.get(own, 0) + take
+            pending_steps += take
+            count -= take
+            if pending_steps == BLOCK_STEPS:
+                blocks.append(pending)
+                pending, pending_steps = {}, 0
+    return blocks, pending, pending_steps
+
+
+def _composed(block: Members) -> Items:
+    """The cells a block composes: a cell holding steps of one ``(sigma, q)`` composes
+    them as they are; a cell holding several, all its steps at its members' smallest
+    sigma and largest q (a dominating step of each of them, at most as far from them
+    as the cell's grid point, which dominates them too)."""
+    out: Items = {}
+    for members in block.values():
+        if len(members) == 1:
+            ((own, count),) = members.items()
+        else:
+            own = (min(s for s, _ in members), max(q for _, q in members))
+            count = sum(members.values())
+        out[own] = out.get(own, 0) + count
+    return out

@@ -1,0 +1,75 @@
+"""The online ledger's block rules (``accountant/pld/block_rules.py``, issue 25).
+
+How steps are cut into blocks (by the steps alone), which step a cell of several steps
+is composed at, the refinement of a block's grid and the history's step, and the mass a
+trimmed block PMF sends to ``+inf``; checked against the rules' own definitions on
+hand-made inputs and exact sums (``math.fsum``).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from dpacct.accountant.pld import block_rules as inc_mod
+from dpacct.accountant.pld.block_rules import _coarse_step, _composed, _cut, _factor, _trim
+from dpacct.accountant.pld.schedule_fast import FAST_STEP
+
+
+def test_cut_commits_at_block_steps_and_at_block_cells():
+    # one cell of 2.5 blocks' steps: two full blocks, the rest pending
+    n = inc_mod.BLOCK_STEPS
+    cell = ((1.0, 0.01), (1.0, 0.01))
+    blocks, pending, left = _cut({}, 0, [(cell[0], cell[1], 2 * n + n // 2)])
+    assert [sum(m.values()) for b in blocks for m in b.values()] == [n, n]
+    assert left == n // 2 and sum(pending[cell[0]].values()) == n // 2
+    # BLOCK_CELLS distinct cells of one step each fill a block; the next one starts a new one
+    cells = [((1.0 + i, 0.01), (1.0 + i, 0.01), 1) for i in range(inc_mod.BLOCK_CELLS + 1)]
+    blocks, pending, left = _cut({}, 0, cells)
+    assert len(blocks) == 1 and len(blocks[0]) == inc_mod.BLOCK_CELLS and left == 1
+
+
+def test_factor_refines_narrow_and_few_cell_blocks_within_the_budget():
+    many = {(1.0 + i / 100, 0.01): 10 for i in range(32)}
+    assert _factor(many, FAST_STEP) == inc_mod.FINE_MIN  # the cost budget binds
+    narrow = _factor({(4.0, 0.01): 256}, FAST_STEP)
+    wide = _factor({(0.8, 0.05): 256}, FAST_STEP)
+    assert wide < narrow <= inc_mod.FINE_MAX
+    # the rule: the fine grid adds at most FINE_VARIANCE_SHARE of the block's variance
+    var = 256 * 0.01**2 * math.expm1(1 / 16)
+    assert 256 * (FAST_STEP / narrow) ** 2 / 4 <= inc_mod.FINE_VARIANCE_SHARE * var
+
+
+def test_trim_moves_at_most_the_cut_and_bounds_it_from_above():
+    pmf = np.exp(-0.5 * ((np.arange(2001) - 1000) / 100.0) ** 2)
+    pmf /= pmf.sum() * (1 + 1e-12)
+    first, kept, moved = _trim(-1000, pmf, 1e-12)
+    lo = first + 1000
+    removed = math.fsum(pmf[:lo]) + math.fsum(pmf[lo + kept.size :])
+    assert 0 < lo and kept.size < pmf.size
+    assert np.array_equal(kept, pmf[lo : lo + kept.size])
+    assert removed <= moved <= 1e-12 * (1 + 1e-9)
+    # nothing to trim: unchanged
+    assert _trim(3, np.array([0.5, 0.5]), 1e-12) == (3, pytest.approx(np.array([0.5, 0.5])), 0.0)
+
+
+def test_composed_takes_a_dominating_step_of_a_cell_of_several():
+    block = {
+        (1.0, 0.01): {(1.0, 0.01): 7},  # one member: itself
+        (1.2, 0.02): {(1.21, 0.019): 3, (1.205, 0.02): 2},  # two: smaller sigma, larger q
+    }
+    assert _composed(block) == {(1.0, 0.01): 7, (1.205, 0.02): 5}
+
+
+def test_coarse_step_is_the_coarsest_whose_widening_is_a_small_share():
+    for sigma, q in [(2.0, 0.1), (3.8, 0.01), (8.0, 0.001)]:
+        step = _coarse_step({(sigma, q): 256})
+        var = 256 * q**2 * math.expm1(1 / sigma**2)
+        coarsest = FAST_STEP / 2**inc_mod.COARSE_LEVELS
+        assert step == coarsest or step**2 / 4 <= inc_mod.COARSE_VARIANCE_SHARE * var
+        if step < FAST_STEP:  # twice as coarse would have been too wide
+            assert (2 * step) ** 2 / 4 > inc_mod.COARSE_VARIANCE_SHARE * var
+    # a block cut early by its cells measures the loss scale per step
+    assert _coarse_step({(3.8, 0.01): 10}) == _coarse_step({(3.8, 0.01): 256})
