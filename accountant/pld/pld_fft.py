@@ -425,10 +425,10 @@ def _fft_rel(n: int) -> float:
 def _dense(pmfs: list[np.ndarray], lengths: np.ndarray, width: int) -> np.ndarray:
     """The PMFs as the rows of a zero-padded table of ``width`` columns."""
     out = np.zeros((len(pmfs), width))
-    if pmfs:
-        row = np.repeat(np.arange(len(pmfs)), lengths)
-        col = np.arange(row.size) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-        out[row, col] = np.concatenate(pmfs)
+    # one contiguous copy a row: a fancy-indexed scatter of every entry costs index
+    # arrays of the whole table, mostly over the long zero tails of graded cells
+    for i, (p, k) in enumerate(zip(pmfs, lengths, strict=True)):
+        out[i, :k] = p
     return out
 
 
