@@ -14,7 +14,14 @@ import numpy as np
 import pytest
 
 from dpacct.accountant.pld import block_rules as inc_mod
-from dpacct.accountant.pld.block_rules import _coarse_step, _composed, _cut, _factor, _trim
+from dpacct.accountant.pld.block_rules import (
+    _budget,
+    _coarse_step,
+    _composed,
+    _cut,
+    _factor,
+    _trim,
+)
 from dpacct.accountant.pld.schedule_fast import FAST_STEP
 
 
@@ -73,3 +80,14 @@ def test_coarse_step_is_the_coarsest_whose_widening_is_a_small_share():
             assert (2 * step) ** 2 / 4 > inc_mod.COARSE_VARIANCE_SHARE * var
     # a block cut early by its cells measures the loss scale per step
     assert _coarse_step({(3.8, 0.01): 10}) == _coarse_step({(3.8, 0.01): 256})
+
+
+def test_budget_is_larger_only_for_blocks_that_merged_nothing():
+    exact = {(1.0 + i / 100, 0.01): {(1.0 + i / 100, 0.01): 10} for i in range(26)}
+    merged = dict(exact)
+    merged[(2.0, 0.01)] = {(2.001, 0.01): 4, (2.0015, 0.01): 4}
+    assert _budget(exact) == inc_mod.EXACT_BUDGET > inc_mod.FINE_BUDGET
+    assert _budget(merged) == inc_mod.FINE_BUDGET
+    # the larger budget buys a finer grid for the same cells
+    items = _composed(exact)
+    assert _factor(items, FAST_STEP, _budget(exact)) > _factor(items, FAST_STEP)

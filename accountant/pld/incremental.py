@@ -45,6 +45,7 @@ from .block_rules import (  # noqa: F401 (the rules' constants, read here and by
     BLOCK_STEPS,
     COARSE_LEVELS,
     COARSE_VARIANCE_SHARE,
+    EXACT_BUDGET,
     FINE_BUDGET,
     FINE_MAX,
     FINE_MIN,
@@ -54,6 +55,7 @@ from .block_rules import (  # noqa: F401 (the rules' constants, read here and by
     Cell,
     Items,
     Members,
+    _budget,
     _coarse_step,
     _composed,
     _cut,
@@ -149,10 +151,10 @@ class _Direction:
         self.tau, self.alias_budget = budget.piece, budget.alias
         self.block_alias = BLOCK_ALIAS_SHARE * budget.alias / horizon
         #: the committed blocks' contents, in order
-        self.blocks: list[BlockKey] = []
+        self.blocks: list[tuple[BlockKey, int]] = []
         #: ... and their PMFs while they take at most :data:`KEPT_BYTES` (a longer grid
         #: is rebuilt from them exactly); None beyond (it is carried, :meth:`_carry`)
-        self.kept: list[tuple[BlockKey, np.ndarray]] | None = []
+        self.kept: list[tuple[tuple[BlockKey, int], np.ndarray]] | None = []
         self.kept_bytes = 0
         self.total = 0
         self.n = 0
@@ -176,20 +178,19 @@ class _Direction:
         self._recent: dict[BlockKey, np.ndarray] = {}
         #: recent committed blocks by content (a repeated block is composed once),
         #: :data:`KNOWN_BYTES` of PMFs
-        self._known: dict[BlockKey, _Block] = {}
-        #: recent hypothetical blocks by content and budget (a filter's look-aheads ask
-        #: the same again)
+        self._known: dict[tuple[BlockKey, int], _Block] = {}
+        #: recent hypothetical and pending blocks by content and budget (a filter's
+        #: look-aheads ask the same again)
         self._asked: dict[tuple[BlockKey, int], _Block] = {}
         #: fine discretisations of recent cells (:meth:`_cells`) and their bytes
         self._fine_cells: dict[tuple[float, float, float], tuple[int, np.ndarray, float]] = {}
         self._fine_bytes = 0
 
-    def _block(self, items: Items, budget: int = 0) -> tuple[BlockKey, _Block]:
-        """The block ``items`` composed (or found composed), at the fine-grid budget
-        ``budget`` (0: :data:`FINE_BUDGET`, what a fold uses; a committed block is
-        reused at any budget)."""
-        key = tuple(items.items())
-        found = self._known.get(key) or self._asked.get((key, budget))
+    def _block(self, items: Items, budget: int) -> tuple[tuple[BlockKey, int], _Block]:
+        """The block ``items`` composed (or found composed) at the fine-grid cost budget
+        ``budget`` (:func:`~dpacct.accountant.pld.block_rules._factor`), and its key."""
+        key = (tuple(items.items()), budget)
+        found = self._known.get(key) or self._asked.get(key)
         if found is None:
             found = _Block(self.step, self._compose(items, budget), sum(items.values()))
         return key, found
@@ -222,7 +223,7 @@ class _Direction:
         out = [found[c] for c in items]
         return out  # type: ignore[return-value]
 
-    def _compose(self, items: Items, budget: int = 0) -> tuple[int, np.ndarray, float, float]:
+    def _compose(self, items: Items, budget: int) -> tuple[int, np.ndarray, float, float]:
         """The block ``items`` composed on the fine grid and coarsened onto the
         history's: :func:`~dpacct.accountant.pld.groups.coarsened_group` of the
         graded fine cells, kept (:meth:`_cells`).  ``(first, pmf, err, log_fin)``; raises
@@ -270,8 +271,8 @@ class _Direction:
         one transform at a time (a repeated block raised to its count)."""
         self.n = n
         self._recent = {}
-        counts: dict[BlockKey, int] = {}
-        pmfs: dict[BlockKey, np.ndarray] = {}
+        counts: dict[tuple[BlockKey, int], int] = {}
+        pmfs: dict[tuple[BlockKey, int], np.ndarray] = {}
         for key, pmf in self.kept or ():
             counts[key] = counts.get(key, 0) + 1
             pmfs[key] = pmf
@@ -325,9 +326,9 @@ class _Direction:
         horizon = self.horizon
         while horizon < total:
             horizon *= 16
-        blocks = [dict(key) for key in self.blocks]
+        blocks = [(dict(key), budget) for key, budget in self.blocks]
         self.__init__(self.delta, self.step, self.add, horizon)  # type: ignore[misc]
-        return all(self.fold(items) for items in blocks)
+        return all(self.fold(items, budget) for items, budget in blocks)
 
     def _prepare(self, blocks: list[_Block], fit_only: bool = False) -> _Direction | None:
         """The direction on a grid that holds it with ``blocks`` composed: itself when
@@ -358,7 +359,7 @@ class _Direction:
             other._carry(n)
         return other
 
-    def _keep(self, key: BlockKey, block: _Block) -> None:
+    def _keep(self, key: tuple[BlockKey, int], block: _Block) -> None:
         """Keep a committed block for reuse (a repeated block), :data:`KNOWN_BYTES` of
         the most recent."""
         if key in self._known:
@@ -369,14 +370,14 @@ class _Direction:
             kept -= self._known.pop(next(iter(self._known))).pmf.nbytes
         self._known[key] = block
 
-    def fold(self, items: Items) -> bool:
-        """Commit one block (``k`` steps of each cell in ``items``); False if it
-        cannot certify."""
+    def fold(self, items: Items, budget: int) -> bool:
+        """Commit one block (``k`` steps of each cell in ``items``, composed at the
+        fine-grid cost budget ``budget``); False if it cannot certify."""
         steps = sum(items.values())
         if self.total + steps > self.horizon and not self._reset_horizon(self.total + steps):
             return False
         try:
-            key, block = self._block(items)
+            key, block = self._block(items, budget)
         except OverflowError:
             return False
         lam_pos, lam_neg = self._sums([block])[:2]
@@ -409,25 +410,25 @@ class _Direction:
         self.lam_pos, self.lam_neg, self.norms, self.origin, self.log_fin, self.errs = sums
         return True
 
-    def pld(self, extra: list[Items], fit_only: bool = False, budget: int = 0):
-        """The composed pessimistic :class:`GridPLD` with the blocks ``extra`` composed
-        too (not kept) at the fine-grid budget ``budget`` (see :meth:`_block`); None when
-        it cannot certify or (``fit_only``) the kept grid does not hold it."""
+    def pld(self, extra: list[tuple[Items, int]], fit_only: bool = False):
+        """The composed pessimistic :class:`GridPLD` with the blocks ``extra`` (each
+        with its fine-grid cost budget, see :meth:`_block`) composed too (not kept);
+        None when it cannot certify or (``fit_only``) the kept grid does not hold it."""
         # a look-ahead's many steps of one candidate make many equal blocks: each
         # distinct block is composed once and its transform raised to its count
-        counts: dict[BlockKey, int] = {}
-        for items in extra:
-            key = tuple(items.items())
+        counts: dict[tuple[BlockKey, int], int] = {}
+        for items, budget in extra:
+            key = (tuple(items.items()), budget)
             counts[key] = counts.get(key, 0) + 1
-        distinct: dict[BlockKey, tuple[_Block, int]] = {}
+        distinct: dict[tuple[BlockKey, int], tuple[_Block, int]] = {}
         try:
             for key, k in counts.items():
-                distinct[key] = (self._block(dict(key), budget)[1], k)
+                distinct[key] = (self._block(dict(key[0]), key[1])[1], k)
         except OverflowError:
             return None
         for key, (block, _) in distinct.items():
             if key not in self._known:
-                self._asked[(key, budget)] = block
+                self._asked[key] = block
                 while len(self._asked) > ASKED_BLOCKS:
                     self._asked.pop(next(iter(self._asked)))
         blocks = [b for b, k in distinct.values() for _ in range(k)]
@@ -527,7 +528,7 @@ class IncrementalEpsilon:
         #: committed blocks
         self._pending: Members = {}
         self._pending_steps = 0
-        self._blocks: list[Items] = []
+        self._blocks: list[tuple[Items, int]] = []
 
     @property
     def inverse_transforms(self) -> int:
@@ -576,7 +577,7 @@ class IncrementalEpsilon:
         self._eps = None
         blocks, self._pending, self._pending_steps = _cut(self._pending, self._pending_steps, cells)
         for block in blocks:
-            self._commit(_composed(block))
+            self._commit(_composed(block), _budget(block))
 
     def _use_step(self, first_block: Items) -> None:
         """Before anything is committed: the loss step of a history whose first block
@@ -591,22 +592,30 @@ class IncrementalEpsilon:
             if self.add is not None:
                 self.add = _Direction(self.delta, ADD_STEP_FACTOR * step, True, self.add.horizon)
 
-    def _commit(self, block: Items) -> None:
+    def _commit(self, block: Items, budget: int) -> None:
         self._use_step(block)
-        self._blocks.append(block)
-        self.ok = self.ok and self.remove.fold(block)
+        self._blocks.append((block, budget))
+        self.ok = self.ok and self.remove.fold(block, budget)
         if self.add is not None:
-            self.ok = self.ok and self.add.fold(block)
+            self.ok = self.ok and self.add.fold(block, budget)
 
-    def _asked(self, extra: Iterable[tuple[float, float, int]]) -> tuple[list[Items], bool]:
-        """The blocks a query composes on top of the kept ones: the pending steps and
-        the hypothetical ``extra`` ones, cut as folding them would cut them (the last
-        block partial), and whether ``extra`` holds any step."""
+    def _asked(
+        self, extra: Iterable[tuple[float, float, int]]
+    ) -> tuple[list[tuple[Items, int]], bool]:
+        """The blocks a query composes on top of the kept ones, with their fine-grid
+        cost budgets: the pending steps and the hypothetical ``extra`` ones, cut as
+        folding them would cut them (the last block partial), and whether ``extra``
+        holds any step.  Pending steps alone are composed as their fold will compose
+        them; blocks holding hypothetical steps (a filter's look-ahead) at
+        :data:`LOOKAHEAD_BUDGET`: they only have to stay under a budget, and a coarser
+        fine grid only raises their certified answer."""
         asked = self._cells(extra, keep=False)
         blocks, last, _ = _cut(self._pending, self._pending_steps, asked)
         if last:
             blocks.append(last)
-        return [_composed(b) for b in blocks], bool(asked)
+        if asked:
+            return [(_composed(b), LOOKAHEAD_BUDGET) for b in blocks], True
+        return [(_composed(b), _budget(b)) for b in blocks], False
 
     def epsilon(
         self, extra: Iterable[tuple[float, float, int]] = (), *, fit_only: bool = False
@@ -625,11 +634,8 @@ class IncrementalEpsilon:
         if not blocks and self.remove.total == 0:
             return 0.0
         if blocks:
-            self._use_step(blocks[0])
-        # hypothetical steps: blocks on a coarser fine grid (a certified bound, at most
-        # as tight as folding them would give)
-        budget = LOOKAHEAD_BUDGET if asked else 0
-        rem = self.remove.pld(blocks, fit_only and asked, budget)
+            self._use_step(blocks[0][0])
+        rem = self.remove.pld(blocks, fit_only and asked)
         if rem is None:
             return None
         eps = float(rem.epsilon(self.delta))
@@ -647,11 +653,11 @@ class IncrementalEpsilon:
                         self.remove.horizon,
                     )
                     # the same blocks in the same order as the remove direction
-                    for block in self._blocks:
-                        if not self.add.fold(block):
+                    for block, budget in self._blocks:
+                        if not self.add.fold(block, budget):
                             self.ok = False
                             return None
-                add = self.add.pld(blocks, fit_only and asked, budget)
+                add = self.add.pld(blocks, fit_only and asked)
                 if add is None:
                     return None
                 eps = max(eps, float(add.epsilon(self.delta)))
