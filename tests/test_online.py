@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from sgm_oracles import dp_accounting_epsilon
 
 from dpacct.accountant import BudgetExceededError, PrivacyAccountant
 from dpacct.accountant.ledger import records as records_module
@@ -141,21 +142,9 @@ def test_constant_sigma_answer_inside_the_exact_bracket(one_phase_online):
 
 
 def _dp_accounting_bracket(sigmas, interval: float) -> tuple[float, float]:
-    pld_mod = pytest.importorskip("dp_accounting.pld.privacy_loss_distribution")
-    out = []
-    for pessimistic in (False, True):
-        total = None
-        for sigma in sigmas:
-            one = pld_mod.from_gaussian_mechanism(
-                standard_deviation=sigma,
-                sampling_prob=Q,
-                pessimistic_estimate=pessimistic,
-                value_discretization_interval=interval,
-                use_connect_dots=True,
-            )
-            total = one if total is None else total.compose(one)
-        out.append(float(total.get_epsilon_for_delta(DELTA)))
-    return out[0], out[1]
+    phases = [(sigma, Q, 1) for sigma in sigmas]
+    low = dp_accounting_epsilon(phases, DELTA, interval, pessimistic=False)
+    return low, dp_accounting_epsilon(phases, DELTA, interval, pessimistic=True)
 
 
 @pytest.mark.slow
