@@ -98,3 +98,29 @@ def test_graded_cells_are_sound_for_any_cell(sigma, q, factor, tau, add):
 def test_bad_factor_is_refused():
     with pytest.raises(ValueError, match="factor"):
         gc.graded_cells(SIG, QS, 1e-3, 3, 1e-12, False)
+
+
+@pytest.mark.parametrize(
+    "phases",
+    [
+        [(1.5 * 0.999**t, 0.01, 1) for t in range(600)],
+        [(1.0, 0.01, 3000)],
+        [(0.9 + 0.01 * i, 0.02, 20) for i in range(60)],
+    ],
+)
+def test_the_ledger_on_graded_cells_is_the_uniform_cells_answer_or_a_little_above(
+    monkeypatch, phases
+):
+    # every graded cell dominates its uniform fine cell, and domination survives
+    # composition and coarsening: the ledger's answer can only move up, and little
+    from dpacct.accountant.pld.incremental import IncrementalEpsilon
+
+    def answer():
+        inc = IncrementalEpsilon(1e-5)
+        inc.fold(phases)
+        return inc.epsilon()
+
+    graded = answer()
+    monkeypatch.setattr(gc, "LEVEL_SHARE", 0.0)  # the whole range fine: uniform cells
+    uniform = answer()
+    assert uniform * (1 - 1e-9) <= graded <= uniform * (1 + 1e-5)
