@@ -100,6 +100,45 @@ def test_row_lambdas_bound_the_log_mgf_of_pmfs_of_very_different_lengths():
             assert exact_neg <= ln[i, k] <= exact_neg + 1e-9 * (1 + abs(exact_neg))
 
 
+def test_row_lambdas_of_a_long_pmf_hold_one_uncached_table_of_its_length():
+    # the top of a 100 000-phase tree: PMFs hundreds of thousands of bins long.  One
+    # weight table of the longest row (80 bytes a bin), not the two power-of-two tables
+    # (and a temporary) of _chernoff_weights, and none of it kept after the call
+    import tracemalloc
+
+    from dpacct.accountant.pld import pld_fft
+
+    n = 3 * pld_fft.NEG_WEIGHTS_CACHED + 1  # the old width: 4 x the cached limit
+    pmf = np.exp(-(((np.arange(n) - n / 2) / (n / 8)) ** 2))
+    pmf /= pmf.sum()
+    pld_fft._neg_weights_cached.cache_clear()
+    tracemalloc.start()
+    try:
+        lp, ln = groups._row_lambdas(STEP, np.array([-n // 2]), [pmf])
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    table = n * _ORDERS.size * 8
+    assert peak < 1.5 * table  # 15.7 MB; before: 65 MB (w_pos, w_neg at 2^18 rows)
+    assert pld_fft._neg_weights_cached.cache_info().currsize == 0
+    losses = (-n // 2 + np.arange(n)) * STEP
+    for k, t in enumerate(_ORDERS):
+        for sign, got in ((1, lp[0, k]), (-1, ln[0, k])):
+            exact = special.logsumexp(sign * t * losses, b=pmf)
+            assert exact <= got <= exact + 1e-9 * (1 + abs(exact))
+
+
+def test_neg_weights_are_the_chernoff_tables_rows_bit_for_bit():
+    from dpacct.accountant.pld import pld_fft
+
+    for length in (1, 7, 1000, pld_fft.NEG_WEIGHTS_CACHED + 3):
+        width = 1 << max(length - 1, 1).bit_length()
+        want = pld_fft._chernoff_weights.__wrapped__(width, STEP)[1][:length]
+        got = pld_fft._neg_weights(length, STEP)
+        assert got.shape[0] >= length
+        assert np.array_equal(got[:length], want)
+
+
 def test_group_pmf_mass_stays_at_most_one():
     # a factor of mass above 1 (as a group PMF with its round-off may be): the group
     # PMF is scaled to mass at most 1 and the mass removed is inside its error

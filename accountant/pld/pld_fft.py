@@ -440,6 +440,51 @@ def _chernoff_weights(width: int, step: float) -> tuple[np.ndarray, np.ndarray]:
     return w_pos, w_neg
 
 
+#: :func:`_neg_weights` tables of at most this many rows (80 bytes a row) are cached;
+#: longer ones -- the top of a schedule's tree, hundreds of thousands of bins at 100 000
+#: phases -- are made for the one call that needs them, at the length it needs
+NEG_WEIGHTS_CACHED = 1 << 16
+
+
+@lru_cache(maxsize=8)
+def _neg_weights_cached(width: int, step: float) -> np.ndarray:
+    return _neg_weights_table(width, step)
+
+
+def _neg_weights_table(length: int, step: float) -> np.ndarray:
+    # exp(-t_k l_j) in place: j (-t) is -(j t) exactly, so the entries are
+    # _chernoff_weights' w_neg bit for bit, with one table of memory instead of three
+    w = np.outer(np.arange(length) * step, -_ORDERS)
+    return np.exp(w, out=w)
+
+
+def _clear_weights() -> None:
+    """Drop every cached Chernoff weight table (:func:`_chernoff_weights`,
+    :func:`_neg_weights`)."""
+    _chernoff_weights.cache_clear()
+    _neg_weights_cached.cache_clear()
+
+
+def _neg_weights(length: int, step: float) -> np.ndarray:
+    """``exp(-t_k j step)`` for ``j`` in ``0 .. length - 1`` (rows) and the Chernoff
+    orders ``t_k`` (columns), at least ``length`` rows: the rows of the second table of
+    :func:`_chernoff_weights` (the same entries), without the first.
+
+    Tables up to :data:`NEG_WEIGHTS_CACHED` rows are cached at a power-of-two width
+    (few sizes); longer ones are made at ``length`` and not kept.
+
+    Examples
+    --------
+    >>> w = _neg_weights(5, 0.5)
+    >>> bool(w.shape[0] >= 5 and np.array_equal(w[:5], _chernoff_weights(8, 0.5)[1][:5]))
+    True
+    """
+    width = 1 << max(int(length) - 1, 1).bit_length()
+    if width <= NEG_WEIGHTS_CACHED:
+        return _neg_weights_cached(width, step)
+    return _neg_weights_table(int(length), step)
+
+
 def _cell_lambdas(step: float, firsts: np.ndarray, pmfs: list[np.ndarray]):
     """Upper bounds on every cell's log-MGF ``Lambda_c(+-t) = log sum_j p_cj e^{+-t l_j}``
     at the Chernoff orders (rows: cells).

@@ -23,7 +23,7 @@ import numpy as np
 from ..numerics import TINY
 from .grid import GridPLD
 from .groups import _compose_group, _compose_spectrum, _row_lambdas
-from .pld_fft import _cell_lambdas, _chernoff_weights, _spectral_error
+from .pld_fft import _cell_lambdas, _clear_weights, _spectral_error
 from .pld_pair import swapped_delta
 from .pld_settings import tail_budgets
 from .sgm_cells import (
@@ -428,7 +428,7 @@ def fast_epsilon_bounds(
         if factor > 1:
             # the cached Chernoff weights of the fine steps, which nothing else uses: not
             # held through the lower end (1 000 phases: both ends' peak 108 -> 76 MB)
-            _chernoff_weights.cache_clear()
+            _clear_weights()
         if math.isnan(out[1]):
             return None
     if lower:
