@@ -144,8 +144,34 @@ TREE_FANIN = 64
 #: time, the upper end 5.320461 -> 5.320469); the group PMFs are then composed
 #: :data:`TREE_FANIN` at a time on the coarse grid
 FINE_GROUP_CELLS = 16
+#: ... at least: a group holds about this many steps (:func:`_fine_group_cells`), each
+#: group paying one coarse discretisation ``h^2 / 4``, so cells of few steps each are
+#: grouped more of them at a time ...
+FINE_GROUP_STEPS = 160
+#: ... up to this many cells (the fine PMFs held at once: measured on 1 000 decaying
+#: one-step cells, traced peak 13 / 41 / 75 MB at 16 / 64 / 128 cells a group; the upper
+#: end 0.989605 / 0.989548 / 0.989539 and 0.71 / 0.62 / 0.57 s, fewer groups being
+#: fewer transforms a level up)
+FINE_GROUP_MAX_CELLS = 64
 #: the groups' aliasing windows share this fraction of the composition's aliasing budget
 TREE_ALIAS_SHARE = 1e-3
+
+
+def _fine_group_cells(counts: np.ndarray) -> int:
+    """Cells of one fine group: :data:`FINE_GROUP_STEPS` over the mean count of steps a
+    cell, within ``[FINE_GROUP_CELLS, FINE_GROUP_MAX_CELLS]`` (tightness, time and
+    memory only: any grouping is certified).
+
+    Examples
+    --------
+    >>> _fine_group_cells(np.full(1000, 10.0))  # 1 000 phases of 10 steps
+    16
+    >>> _fine_group_cells(np.full(781, 1906 / 781))  # the 1 906 decaying steps' cells
+    64
+    """
+    mean = float(np.mean(counts)) if counts.size else 1.0
+    cells = int(FINE_GROUP_STEPS // max(mean, 1.0))
+    return min(FINE_GROUP_MAX_CELLS, max(FINE_GROUP_CELLS, cells))
 
 
 # long function: one pass over the groups with the per-level buffers of the tree and
@@ -169,7 +195,8 @@ def _compose_tree(
     group PMF of the cells ``ids`` at once (``(first, pmf, err, log_fin)`` on the
     ``step`` grid, as :func:`~dpacct.accountant.pld.groups.compose_fine_group` returns
     it, aliasing budget ``budget``; ``None``: cannot certify) in place of ``cells`` and
-    :func:`_compose_group`, whatever the number of cells.  Up to :data:`TREE_CELLS` cells
+    :func:`_compose_group`, whatever the number of cells, :func:`_fine_group_cells` cells
+    at a time.  Up to :data:`TREE_CELLS` cells
     (without ``group``) this is
     :func:`_compose_cells`.  Beyond, :data:`TREE_FANIN` cells at a time are discretised,
     composed on their own (shorter) window by :func:`_compose_group` and freed; the
@@ -196,7 +223,7 @@ def _compose_tree(
         return _compose_cells(step, firsts, pmfs, infs, counts, alias_budget, pessimistic)
     # every group of every level gets the same share of the groups' budget; there are
     # at most n / F + n / F^2 + ... + (one partial group per level) of them
-    fanin0 = TREE_FANIN if group is None else FINE_GROUP_CELLS
+    fanin0 = TREE_FANIN if group is None else _fine_group_cells(counts)
     g0 = math.ceil(n_cells / fanin0)  # level-0 groups; each level up, 1 / TREE_FANIN
     levels = math.ceil(math.log(max(g0, 2)) / math.log(TREE_FANIN)) + 1
     n_groups = g0 + math.ceil(g0 / (TREE_FANIN - 1)) + levels
@@ -422,7 +449,7 @@ def fast_epsilon_bounds(
     composed by :func:`_compose_cells` (one forward FFT per cell, powers, one inverse
     FFT; beyond :data:`TREE_CELLS` cells in a tree of groups, :func:`_compose_tree`,
     whose cost and memory grow linearly with the cells).  The upper end's groups (of
-    :data:`FINE_GROUP_CELLS` cells, however few the cells) are discretised and composed on a
+    :func:`_fine_group_cells` cells, however few the cells) are discretised and composed on a
     finer grid and re-discretised once by connect-the-dots (:func:`_pessimistic_tree`),
     which keeps the bound certified and removes most of the per-step discretisation
     widening.  Every approximation is
@@ -551,7 +578,7 @@ def _pessimistic_tree(
 ) -> tuple[GridPLD, float] | None:
     """Connect-the-dots cells of one direction composed by :func:`_compose_tree`.
 
-    ``factor > 1``: every group of :data:`FINE_GROUP_CELLS` cells is discretised and composed
+    ``factor > 1``: every group of :func:`_fine_group_cells` cells is discretised and composed
     on the grid ``step / factor`` and re-discretised once onto ``step``
     (:func:`~dpacct.accountant.pld.split_cells.split_fine_group`; a group whose fine
     window would be too long is tried at half the factor, down to 1, the cells composed
