@@ -153,3 +153,32 @@ def test_group_pmf_mass_stays_at_most_one():
     got[first - lo : first - lo + out.size] = out
     want[-lo : -lo + exact.size] = exact
     assert np.sum(np.abs(got - want)) <= 2 * err
+
+
+def test_spectrum_product_holds_at_most_two_block_sized_tables():
+    # 64 PMFs on a 65 536-point window: blocks of 32 rows (2^21 entries).  The product
+    # is the plain one, and the traced peak stays near a block and its spectrum (the
+    # scatter-built block, the previous block and its spectrum kept alive while the
+    # next were built: 83 MB here before)
+    import tracemalloc
+
+    from dpacct.accountant.pld import pld_fft
+
+    rng = np.random.default_rng(1)
+    n, length = 1 << 16, 30_000
+    pmfs = [rng.uniform(0, 1, length) for _ in range(64)]
+    pmfs = [p / p.sum() for p in pmfs]
+    counts = np.array([1, 2] * 32, dtype=np.int64)
+    tracemalloc.start()
+    try:
+        spec, mults = pld_fft._spectrum_product(pmfs, counts, n)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    block = 32 * n * 8
+    assert peak < 2.6 * block
+    want = np.ones(n // 2 + 1, dtype=complex)
+    for p, k in zip(pmfs, counts, strict=True):
+        want *= np.fft.rfft(p, n) ** int(k)
+    assert np.allclose(spec, want, rtol=1e-9, atol=1e-12)
+    assert mults >= 64

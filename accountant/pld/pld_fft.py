@@ -423,12 +423,16 @@ def _fft_rel(n: int) -> float:
 
 
 def _dense(pmfs: list[np.ndarray], lengths: np.ndarray, width: int) -> np.ndarray:
-    """The PMFs as the rows of a zero-padded table of ``width`` columns."""
+    """The PMFs as the rows of a zero-padded table of ``width`` columns.
+
+    Copied in row by row: a scatter through flat row and column indices (two int64
+    arrays and a concatenation, each as long as the PMFs together) took four times the
+    table's memory, the peak of a schedule's lower end (10 000 phases x 10: traced
+    78 -> 47 MB); the loop is over at most a few hundred rows of one block.
+    """
     out = np.zeros((len(pmfs), width))
-    if pmfs:
-        row = np.repeat(np.arange(len(pmfs)), lengths)
-        col = np.arange(row.size) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-        out[row, col] = np.concatenate(pmfs)
+    for i, (p, n) in enumerate(zip(pmfs, lengths.tolist(), strict=True)):
+        out[i, :n] = p
     return out
 
 
@@ -586,16 +590,22 @@ def _spectrum_product(pmfs: list[np.ndarray], counts: np.ndarray, n: int):
         nr = min(rows, n_cells - s0)
         block = _dense(pmfs[s0 : s0 + nr], lengths[s0 : s0 + nr], n)
         spec = sp_fft.rfft(block, axis=1, workers=-1)
+        # freed as soon as used, not when the next block replaces them: at most two
+        # block-sized tables at a time (10 000 phases x 10, the lower end's traced
+        # peak 78 -> 47 MB with the row-by-row _dense)
+        del block
         k = np.asarray(counts[s0 : s0 + nr], dtype=np.int64)
         for kk in np.unique(k):
             sel = spec[k == kk]
             prod = np.prod(sel, axis=0)
             mults += sel.shape[0]
+            del sel
             if int(kk) in groups:
                 groups[int(kk)] *= prod
                 mults += 1
             else:
                 groups[int(kk)] = prod
+        del spec
     spec = np.ones(n // 2 + 1, dtype=complex)
     with np.errstate(under="ignore", over="ignore", invalid="ignore"):
         for kk, prod in groups.items():
