@@ -149,7 +149,7 @@ FINE_GROUP_CELLS = 16
 #: grouped more of them at a time ...
 FINE_GROUP_STEPS = 160
 #: ... up to this many cells (the fine PMFs held at once: measured on 1 000 decaying
-#: one-step cells, traced peak 13 / 41 / 75 MB at 16 / 64 / 128 cells a group; the upper
+#: one-step cells, traced peak 10 / 30 / 43 MB at 16 / 64 / 128 cells a group; the upper
 #: end 0.989605 / 0.989548 / 0.989539 and 0.71 / 0.62 / 0.57 s, fewer groups being
 #: fewer transforms a level up)
 FINE_GROUP_MAX_CELLS = 64
