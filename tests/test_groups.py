@@ -100,6 +100,45 @@ def test_row_lambdas_bound_the_log_mgf_of_pmfs_of_very_different_lengths():
             assert exact_neg <= ln[i, k] <= exact_neg + 1e-9 * (1 + abs(exact_neg))
 
 
+def test_row_lambdas_of_a_long_pmf_hold_one_uncached_table_of_its_length():
+    # the top of a 100 000-phase tree: PMFs hundreds of thousands of bins long.  One
+    # weight table of the longest row (80 bytes a bin), not the two power-of-two tables
+    # (and a temporary) of _chernoff_weights, and none of it kept after the call
+    import tracemalloc
+
+    from dpacct.accountant.pld import pld_fft
+
+    n = 3 * pld_fft.NEG_WEIGHTS_CACHED + 1  # the old width: 4 x the cached limit
+    pmf = np.exp(-(((np.arange(n) - n / 2) / (n / 8)) ** 2))
+    pmf /= pmf.sum()
+    pld_fft._neg_weights_cached.cache_clear()
+    tracemalloc.start()
+    try:
+        lp, ln = groups._row_lambdas(STEP, np.array([-n // 2]), [pmf])
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    table = n * _ORDERS.size * 8
+    assert peak < 1.5 * table  # 15.7 MB; before: 65 MB (w_pos, w_neg at 2^18 rows)
+    assert pld_fft._neg_weights_cached.cache_info().currsize == 0
+    losses = (-n // 2 + np.arange(n)) * STEP
+    for k, t in enumerate(_ORDERS):
+        for sign, got in ((1, lp[0, k]), (-1, ln[0, k])):
+            exact = special.logsumexp(sign * t * losses, b=pmf)
+            assert exact <= got <= exact + 1e-9 * (1 + abs(exact))
+
+
+def test_neg_weights_are_the_chernoff_tables_rows_bit_for_bit():
+    from dpacct.accountant.pld import pld_fft
+
+    for length in (1, 7, 1000, pld_fft.NEG_WEIGHTS_CACHED + 3):
+        width = 1 << max(length - 1, 1).bit_length()
+        want = pld_fft._chernoff_weights.__wrapped__(width, STEP)[1][:length]
+        got = pld_fft._neg_weights(length, STEP)
+        assert got.shape[0] >= length
+        assert np.array_equal(got[:length], want)
+
+
 def test_group_pmf_mass_stays_at_most_one():
     # a factor of mass above 1 (as a group PMF with its round-off may be): the group
     # PMF is scaled to mass at most 1 and the mass removed is inside its error
@@ -114,3 +153,32 @@ def test_group_pmf_mass_stays_at_most_one():
     got[first - lo : first - lo + out.size] = out
     want[-lo : -lo + exact.size] = exact
     assert np.sum(np.abs(got - want)) <= 2 * err
+
+
+def test_spectrum_product_holds_at_most_two_block_sized_tables():
+    # 64 PMFs on a 65 536-point window: blocks of 32 rows (2^21 entries).  The product
+    # is the plain one, and the traced peak stays near a block and its spectrum (the
+    # scatter-built block, the previous block and its spectrum kept alive while the
+    # next were built: 83 MB here before)
+    import tracemalloc
+
+    from dpacct.accountant.pld import pld_fft
+
+    rng = np.random.default_rng(1)
+    n, length = 1 << 16, 30_000
+    pmfs = [rng.uniform(0, 1, length) for _ in range(64)]
+    pmfs = [p / p.sum() for p in pmfs]
+    counts = np.array([1, 2] * 32, dtype=np.int64)
+    tracemalloc.start()
+    try:
+        spec, mults = pld_fft._spectrum_product(pmfs, counts, n)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    block = 32 * n * 8
+    assert peak < 2.6 * block
+    want = np.ones(n // 2 + 1, dtype=complex)
+    for p, k in zip(pmfs, counts, strict=True):
+        want *= np.fft.rfft(p, n) ** int(k)
+    assert np.allclose(spec, want, rtol=1e-9, atol=1e-12)
+    assert mults >= 64

@@ -134,6 +134,7 @@ def test_fine_tree_is_within_its_error_of_the_exact_fine_composition(monkeypatch
     monkeypatch.setattr(fast, "TREE_CELLS", 4)
     monkeypatch.setattr(fast, "TREE_FANIN", 3)
     monkeypatch.setattr(fast, "FINE_GROUP_CELLS", 3)
+    monkeypatch.setattr(fast, "FINE_GROUP_MAX_CELLS", 3)
     pld, err = fast._pessimistic_tree(sig, qs, cnt, step, tau, 1e-4 * delta, False, factor)
     assert 0 < err < 1e-6
     order = np.argsort(_cell_ranges(sig, qs, step, tau, False)[1], kind="stable")

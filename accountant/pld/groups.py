@@ -26,8 +26,8 @@ from .pld_fft import (
     FAST_MAX_N,
     _alias,
     _cell_lambdas,
-    _chernoff_weights,
     _l2,
+    _neg_weights,
     _spectral_error,
     _spectrum_product,
     _window,
@@ -86,8 +86,7 @@ def _row_lambdas(step: float, firsts: np.ndarray, pmfs: list[np.ndarray]):
     logarithm plus ``2 (length + 8) u`` is an upper bound.
     """
     lengths = np.array([p.size for p in pmfs], dtype=np.int64)
-    width = 1 << max(int(lengths.max()) - 1, 1).bit_length()  # few sizes: weights cached
-    _, w_neg = _chernoff_weights(width, step)
+    w_neg = _neg_weights(int(lengths.max()), step)  # one table, the rows' longest
     t = _ORDERS
     sums_pos = np.empty((len(pmfs), t.size))
     sums_neg = np.empty((len(pmfs), t.size))

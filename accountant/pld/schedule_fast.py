@@ -23,7 +23,7 @@ import numpy as np
 from ..numerics import TINY
 from .grid import GridPLD
 from .groups import _compose_group, _compose_spectrum, _row_lambdas
-from .pld_fft import _cell_lambdas, _chernoff_weights, _spectral_error
+from .pld_fft import _cell_lambdas, _clear_weights, _spectral_error
 from .pld_pair import swapped_delta
 from .pld_settings import tail_budgets
 from .sgm_cells import (
@@ -144,8 +144,34 @@ TREE_FANIN = 64
 #: time, the upper end 5.320461 -> 5.320469); the group PMFs are then composed
 #: :data:`TREE_FANIN` at a time on the coarse grid
 FINE_GROUP_CELLS = 16
+#: ... at least: a group holds about this many steps (:func:`_fine_group_cells`), each
+#: group paying one coarse discretisation ``h^2 / 4``, so cells of few steps each are
+#: grouped more of them at a time ...
+FINE_GROUP_STEPS = 160
+#: ... up to this many cells (the fine PMFs held at once: measured on 1 000 decaying
+#: one-step cells, traced peak 10 / 30 / 43 MB at 16 / 64 / 128 cells a group; the upper
+#: end 0.989605 / 0.989548 / 0.989539 and 0.71 / 0.62 / 0.57 s, fewer groups being
+#: fewer transforms a level up)
+FINE_GROUP_MAX_CELLS = 64
 #: the groups' aliasing windows share this fraction of the composition's aliasing budget
 TREE_ALIAS_SHARE = 1e-3
+
+
+def _fine_group_cells(counts: np.ndarray) -> int:
+    """Cells of one fine group: :data:`FINE_GROUP_STEPS` over the mean count of steps a
+    cell, within ``[FINE_GROUP_CELLS, FINE_GROUP_MAX_CELLS]`` (tightness, time and
+    memory only: any grouping is certified).
+
+    Examples
+    --------
+    >>> _fine_group_cells(np.full(1000, 10.0))  # 1 000 phases of 10 steps
+    16
+    >>> _fine_group_cells(np.full(781, 1906 / 781))  # the 1 906 decaying steps' cells
+    64
+    """
+    mean = float(np.mean(counts)) if counts.size else 1.0
+    cells = int(FINE_GROUP_STEPS // max(mean, 1.0))
+    return min(FINE_GROUP_MAX_CELLS, max(FINE_GROUP_CELLS, cells))
 
 
 # long function: one pass over the groups with the per-level buffers of the tree and
@@ -169,7 +195,8 @@ def _compose_tree(
     group PMF of the cells ``ids`` at once (``(first, pmf, err, log_fin)`` on the
     ``step`` grid, as :func:`~dpacct.accountant.pld.groups.compose_fine_group` returns
     it, aliasing budget ``budget``; ``None``: cannot certify) in place of ``cells`` and
-    :func:`_compose_group`, whatever the number of cells.  Up to :data:`TREE_CELLS` cells
+    :func:`_compose_group`, whatever the number of cells, :func:`_fine_group_cells` cells
+    at a time.  Up to :data:`TREE_CELLS` cells
     (without ``group``) this is
     :func:`_compose_cells`.  Beyond, :data:`TREE_FANIN` cells at a time are discretised,
     composed on their own (shorter) window by :func:`_compose_group` and freed; the
@@ -196,7 +223,7 @@ def _compose_tree(
         return _compose_cells(step, firsts, pmfs, infs, counts, alias_budget, pessimistic)
     # every group of every level gets the same share of the groups' budget; there are
     # at most n / F + n / F^2 + ... + (one partial group per level) of them
-    fanin0 = TREE_FANIN if group is None else FINE_GROUP_CELLS
+    fanin0 = TREE_FANIN if group is None else _fine_group_cells(counts)
     g0 = math.ceil(n_cells / fanin0)  # level-0 groups; each level up, 1 / TREE_FANIN
     levels = math.ceil(math.log(max(g0, 2)) / math.log(TREE_FANIN)) + 1
     n_groups = g0 + math.ceil(g0 / (TREE_FANIN - 1)) + levels
@@ -321,6 +348,52 @@ def _upper_factor(phases: Sequence[tuple[float, float, int]], step: float = FAST
     return factor
 
 
+#: a schedule rounded onto a grid of cells at most this wide (relative; see
+#: :func:`_rounding_width`) has a bracket of a few hundredths of a percent from the
+#: rounding of its two ends, and its lower end is refined further
+#: (:data:`ROUNDED_VARIANCE_SHARE`); on a coarser grid the rounding's own share of the
+#: bracket is tenths of a percent and a finer lower step buys little (the 10 000
+#: decaying steps of sigma 1.5 * 0.9999^t on 1 026 cells at 2^-10: 0.33 %)
+ROUNDED_MAX_GRID = 2.0**-11
+#: ... for such a schedule the lower end's step is the coarsest of ``FAST_STEP / 2^i``
+#: (``i = 0 .. 3``) whose steps narrower than the grid carry at most this share of the
+#: loss variance.  Measured on the first 1 906 steps of sigma 1.5 * 0.9999^t, q 0.01
+#: (781 cells at 2^-12): the lower end 1.494394 at 2.5e-4 (share 7.2e-5), 1.494559 at
+#: 1.25e-4 (share 1.8e-5, twice the time), the bracket 0.058 % -> 0.047 %; the lower
+#: end's epsilon loses about 2.2 times the variance share (relative), here and on
+#: 1 000 random phases
+ROUNDED_VARIANCE_SHARE = 5e-5
+#: distinct sigmas a schedule needs before :func:`_rounding_width` calls it rounded
+ROUNDED_MIN_VALUES = 16
+
+
+def _rounding_width(phases: Sequence[tuple[float, float, int]]) -> float:
+    """Relative width ``e^w - 1`` of the geometric grid ``e^{k w}`` (integer ``k``) all
+    the phases' distinct sigmas lie on, ``w`` their smallest log-gap -- the cells of
+    :func:`~dpacct.accountant.pld.schedule.round_schedule` -- or 0 when they do not (or
+    are fewer than :data:`ROUNDED_MIN_VALUES`).  Speed only: it decides how fine the
+    lower end's step is.
+
+    Examples
+    --------
+    >>> w = math.log1p(2.0**-12)
+    >>> cells = [(math.exp(k * w), 0.01, 2) for k in range(1600, 1640)]
+    >>> round(_rounding_width(cells) * 2**12, 9)
+    1.0
+    >>> _rounding_width([(1.5 * 0.9999**t, 0.01, 1) for t in range(100)])
+    0.0
+    """
+    sig = np.unique(np.array([float(s) for s, _, _ in phases], dtype=float))
+    if sig.size < ROUNDED_MIN_VALUES or not np.all(sig > 0):
+        return 0.0
+    logs = np.log(sig)
+    w = float(np.min(np.diff(logs)))
+    k = logs / w
+    if not np.all(np.abs(k - np.round(k)) <= 1e-6 * np.maximum(np.abs(k), 1.0)):
+        return 0.0
+    return math.expm1(w)
+
+
 def _lower_step(phases: Sequence[tuple[float, float, int]], base: float = FAST_STEP) -> float:
     """Loss step for the lower end of a schedule's bracket (speed only, never soundness).
 
@@ -330,6 +403,9 @@ def _lower_step(phases: Sequence[tuple[float, float, int]], base: float = FAST_S
     ``q^2 (e^{1/sigma^2} - 1)``; a step ``h`` loses at most ``h^2 / 12`` of it per step.
     The coarsest of ``base``, ``base / 2``, ``base / 4`` whose loss, summed over the
     steps, is at most :data:`LOWER_VARIANCE_SHARE` of the total variance is returned.
+    A schedule rounded onto a grid of cells at most :data:`ROUNDED_MAX_GRID` wide
+    (:func:`_rounding_width`), whose bracket already holds both ends' rounding, gets
+    the coarsest of ``base`` .. ``base / 8`` within :data:`ROUNDED_VARIANCE_SHARE`.
 
     Examples
     --------
@@ -337,16 +413,22 @@ def _lower_step(phases: Sequence[tuple[float, float, int]], base: float = FAST_S
     0.001
     >>> _lower_step([(1.5, 0.001, 100)])
     0.00025
+    >>> w = math.log1p(2.0**-12)  # 40 cells of a rounded decaying schedule
+    >>> _lower_step([(math.exp((1660 - k) * w), 0.01, 2) for k in range(40)])
+    0.000125
     """
     if not phases:
         return base
     var, k = _step_variance(phases)
     total = float(k @ var)
-    for i in range(3):
+    levels, share = 3, LOWER_VARIANCE_SHARE
+    if 0.0 < _rounding_width(phases) <= ROUNDED_MAX_GRID * (1 + 1e-9):
+        levels, share = 4, ROUNDED_VARIANCE_SHARE
+    for i in range(levels):
         h = base / 2**i
-        if float(k @ np.minimum(var, h * h / 12)) <= LOWER_VARIANCE_SHARE * total:
+        if float(k @ np.minimum(var, h * h / 12)) <= share * total:
             return h
-    return base / 4
+    return base / 2 ** (levels - 1)
 
 
 def fast_epsilon_bounds(
@@ -367,7 +449,7 @@ def fast_epsilon_bounds(
     composed by :func:`_compose_cells` (one forward FFT per cell, powers, one inverse
     FFT; beyond :data:`TREE_CELLS` cells in a tree of groups, :func:`_compose_tree`,
     whose cost and memory grow linearly with the cells).  The upper end's groups (of
-    :data:`FINE_GROUP_CELLS` cells, however few the cells) are discretised and composed on a
+    :func:`_fine_group_cells` cells, however few the cells) are discretised and composed on a
     finer grid and re-discretised once by connect-the-dots (:func:`_pessimistic_tree`),
     which keeps the bound certified and removes most of the per-step discretisation
     widening.  Every approximation is
@@ -428,7 +510,7 @@ def fast_epsilon_bounds(
         if factor > 1:
             # the cached Chernoff weights of the fine steps, which nothing else uses: not
             # held through the lower end (1 000 phases: both ends' peak 108 -> 76 MB)
-            _chernoff_weights.cache_clear()
+            _clear_weights()
         if math.isnan(out[1]):
             return None
     if lower:
@@ -496,7 +578,7 @@ def _pessimistic_tree(
 ) -> tuple[GridPLD, float] | None:
     """Connect-the-dots cells of one direction composed by :func:`_compose_tree`.
 
-    ``factor > 1``: every group of :data:`FINE_GROUP_CELLS` cells is discretised and composed
+    ``factor > 1``: every group of :func:`_fine_group_cells` cells is discretised and composed
     on the grid ``step / factor`` and re-discretised once onto ``step``
     (:func:`~dpacct.accountant.pld.split_cells.split_fine_group`; a group whose fine
     window would be too long is tried at half the factor, down to 1, the cells composed
