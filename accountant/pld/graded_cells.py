@@ -37,6 +37,12 @@ LEVEL_SHARE = 1e-3
 #: of ``h``, holds any tail of mass below ``LEVEL_SHARE / 16^(LEVELS-1)``, far below
 #: any tail cut)
 LEVELS = 15
+#: ... but no spacing wider than this (loss units): connect-the-dots sends part of a
+#: bin's mass to its right node, and the Chernoff windows weigh mass at loss ``l`` by
+#: ``e^{t l}`` up to ``t = 64``; a bin of width ``w`` raises that weight by at most
+#: ``e^{64 w}``, at most ``e`` here (wider far-tail bins made the windows, and every FFT
+#: on them, up to 1.8 times longer)
+MAX_SPACING = 2.0**-6
 
 
 def _graded_nodes(
@@ -52,16 +58,18 @@ def _graded_nodes(
     f_last = f_first + f_nb
     # mirrored for the add direction: the long tail is then on the right too
     lo, hi = (-f_last, -f_first) if add else (f_first, f_last)
-    shares = LEVEL_SHARE / float(factor) ** 2 / 16.0 ** np.arange(LEVELS)
+    # the levels whose spacing 2^j step is at most MAX_SPACING (at least the first)
+    levels = min(LEVELS, max(1, 1 + int(np.floor(np.log2(MAX_SPACING / step)))))
+    shares = LEVEL_SHARE / float(factor) ** 2 / 16.0 ** np.arange(levels)
     x = _core_x(sigma[:, None], q[:, None], shares[None, :])
     loss = _loss_of_x(x, sigma[:, None], q[:, None])  # level boundaries, increasing
-    spacing = factor * 2 ** np.arange(LEVELS)  # level j + 1's spacing in fine steps
-    bound = np.ceil(loss / (step * 2.0 ** np.arange(LEVELS))).astype(np.int64) * spacing
-    counts = np.empty((sigma.size, LEVELS + 1), dtype=np.int64)
+    spacing = factor * 2 ** np.arange(levels)  # level j + 1's spacing in fine steps
+    bound = np.ceil(loss / (step * 2.0 ** np.arange(levels))).astype(np.int64) * spacing
+    counts = np.empty((sigma.size, levels + 1), dtype=np.int64)
     end = np.clip(bound[:, 0], lo, hi)
     counts[:, 0] = end - lo  # the fine bulk
-    for j in range(LEVELS):  # a handful of levels: vectorised over the cells
-        target = hi if j == LEVELS - 1 else np.minimum(bound[:, j + 1], hi)
+    for j in range(levels):  # a handful of levels: vectorised over the cells
+        target = hi if j == levels - 1 else np.minimum(bound[:, j + 1], hi)
         n = np.maximum(-((end - target) // spacing[j]), 0)
         counts[:, j + 1] = n
         end = end + n * spacing[j]

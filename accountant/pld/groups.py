@@ -86,19 +86,27 @@ def _row_lambdas(step: float, firsts: np.ndarray, pmfs: list[np.ndarray]):
     logarithm plus ``2 (length + 8) u`` is an upper bound.
     """
     lengths = np.array([p.size for p in pmfs], dtype=np.int64)
-    w_neg = _neg_weights(int(lengths.max()), step)  # one table, the rows' longest
     t = _ORDERS
+    # a graded cell (:mod:`~dpacct.accountant.pld.graded_cells`) is mostly zeros, which
+    # add nothing: its nonzero terms alone, their weights made where they are (the
+    # table's entries bit for bit); the other rows share one table, the longest's
+    nzs = [np.flatnonzero(p) if p.size > SPARSE_ROW else None for p in pmfs]
+    sparse = [
+        nz is not None and nz.size < SPARSE_SHARE * p.size for p, nz in zip(pmfs, nzs, strict=True)
+    ]
+    dense = [n for n, sp in zip(lengths.tolist(), sparse, strict=True) if not sp]
+    w_neg = _neg_weights(max(dense), step) if dense else None
     sums_pos = np.empty((len(pmfs), t.size))
     sums_neg = np.empty((len(pmfs), t.size))
     for i, p in enumerate(pmfs):  # each row on its own length: no padding
-        nz = np.flatnonzero(p) if p.size > SPARSE_ROW else None
-        if nz is not None and nz.size < SPARSE_SHARE * p.size:
-            # a graded cell (:mod:`~dpacct.accountant.pld.graded_cells`): mostly zeros,
-            # which add nothing; the nonzero terms alone, in the same order
-            sums_neg[i] = p[nz] @ w_neg[nz]
-            sums_pos[i] = p[nz] @ w_neg[p.size - 1 - nz]
+        nz = nzs[i]
+        if sparse[i]:
+            w = np.outer(nz * step, -t)
+            sums_neg[i] = p[nz] @ np.exp(w, out=w)
+            w = np.outer((p.size - 1 - nz) * step, -t)
+            sums_pos[i] = p[nz] @ np.exp(w, out=w)
             continue
-        w = w_neg[: p.size]
+        w = w_neg[: p.size]  # type: ignore[index]
         sums_neg[i] = p @ w
         sums_pos[i] = p[::-1] @ w
     slack = (2.0 * (lengths + 8) * _U)[:, None]
