@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from test_split_cells import _curve, _exact_curve
 
 from dpacct.accountant.pld import graded_cells as gc
+from dpacct.accountant.pld import sgm_cells
 from dpacct.accountant.pld.sgm_cells import _pessimistic_cells
 
 SIG = np.array([0.6, 0.8, 1.0, 1.7, 3.0, 1.2])
@@ -124,3 +125,17 @@ def test_the_ledger_on_graded_cells_is_the_uniform_cells_answer_or_a_little_abov
     monkeypatch.setattr(gc, "LEVEL_SHARE", 0.0)  # the whole range fine: uniform cells
     uniform = answer()
     assert uniform * (1 - 1e-9) <= graded <= uniform * (1 + 1e-5)
+
+
+def test_many_cells_are_discretised_in_blocks_as_one_by_one():
+    # more nodes than one block of the vectorised discretisation holds: the cells are
+    # cut into blocks, and each comes out as it does alone
+    rng = np.random.default_rng(5)
+    sig = rng.uniform(0.8, 2.0, 1500)
+    qs = rng.uniform(0.001, 0.02, 1500)
+    f, p, i = gc.graded_cells(sig, qs, 1e-3, 8, 1e-14, False)
+    assert len(p) == 1500 and sum(np.count_nonzero(x) for x in p) > sgm_cells.BIN_BLOCK
+    for k in (0, 777, 1499):
+        fk, pk, ik = gc.graded_cells(sig[k : k + 1], qs[k : k + 1], 1e-3, 8, 1e-14, False)
+        assert fk[0] == f[k] and ik[0] == i[k]
+        np.testing.assert_array_equal(pk[0], p[k])

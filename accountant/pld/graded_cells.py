@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .sgm_cells import _blocks, _cell_ranges, _loss_of_x
-from .split_cells import _core_x, _split_block
+from .sgm_cells import _cell_ranges, _loss_of_x
+from .split_cells import _by_blocks, _core_x
 
 __all__: list[str] = []
 
@@ -137,22 +137,4 @@ def graded_cells(
         raise ValueError(f"factor must be a power of two >= 1, got {factor!r}")
     sigma = np.atleast_1d(np.asarray(sigma, dtype=float))
     q = np.atleast_1d(np.asarray(q, dtype=float))
-    split = _graded_nodes(sigma, q, step, int(factor), tau, add)
-    blocks = _blocks(split[1])
-    if len(blocks) == 1:
-        return _split_block(sigma, q, step, factor, tau, add, split)
-    firsts, pmfs, infs = [], [], []
-    for blk in blocks:
-        f, p, i = _split_block(
-            sigma[blk],
-            q[blk],
-            step,
-            factor,
-            tau,
-            add,
-            _graded_nodes(sigma[blk], q[blk], step, int(factor), tau, add),
-        )
-        firsts.append(f)
-        pmfs.extend(p)
-        infs.append(i)
-    return np.concatenate(firsts), pmfs, np.concatenate(infs)
+    return _by_blocks(sigma, q, step, int(factor), tau, add, _graded_nodes)

@@ -164,14 +164,22 @@ def split_cells(
         raise ValueError(f"factor must be a power of two >= 1, got {factor!r}")
     sigma = np.asarray(sigma, dtype=float)
     q = np.asarray(q, dtype=float)
-    split = _split_nodes(sigma, q, step, factor, tau, add)
+    return _by_blocks(sigma, q, step, factor, tau, add, _split_nodes)
+
+
+def _by_blocks(sigma, q, step, factor, tau, add, nodes):
+    """The cells ``(sigma, q)`` discretised by connect-the-dots on the node sets
+    ``nodes(sigma, q, step, factor, tau, add)`` gives (:func:`_split_nodes`, or the
+    graded cells' levels), in blocks of at most :data:`~dpacct.accountant.pld.
+    sgm_cells.BIN_BLOCK` nodes: ``(first, pmfs, infs)``."""
+    split = nodes(sigma, q, step, factor, tau, add)
     blocks = _blocks(split[1])
     if len(blocks) == 1:
-        f, p, i = _split_block(sigma, q, step, factor, tau, add, split)
-        return f, p, i
+        return _split_block(sigma, q, step, factor, tau, add, split)
     firsts, pmfs, infs = [], [], []
     for blk in blocks:
-        f, p, i = _split_block(sigma[blk], q[blk], step, factor, tau, add)
+        sub = nodes(sigma[blk], q[blk], step, factor, tau, add)
+        f, p, i = _split_block(sigma[blk], q[blk], step, factor, tau, add, sub)
         firsts.append(f)
         pmfs.extend(p)
         infs.append(i)
