@@ -126,23 +126,6 @@ def test_decaying_1906_step_bracket_is_within_five_hundredths_of_a_percent():
     assert lo <= hi <= lo * (1 + 5e-4)
 
 
-def _dpa_schedule(steps, pessimistic):
-    dpa = pytest.importorskip("dp_accounting")
-    from dp_accounting.pld import privacy_loss_distribution as pld
-
-    total = None
-    for s, q, c in steps:
-        one = pld.from_gaussian_mechanism(
-            standard_deviation=s,
-            sampling_prob=q,
-            pessimistic_estimate=pessimistic,
-            value_discretization_interval=1e-4,
-            neighboring_relation=dpa.NeighboringRelation.ADD_OR_REMOVE_ONE,
-        ).self_compose(c)
-        total = one if total is None else total.compose(one)
-    return total.get_epsilon_for_delta(DELTA)
-
-
 def _random_steps(seed, n=12, count=25):
     rng = np.random.default_rng(seed)
     return [
@@ -158,8 +141,8 @@ def test_fast_path_brackets_dp_accounting(seed):
     _, upper = fast_epsilon_bounds(steps, DELTA, lower=False)
     lower, _ = fast_epsilon_bounds(steps, DELTA, step=2.5e-4, upper=False)
     # an independent lower oracle below our upper, an independent upper above our lower
-    assert _dpa_schedule(steps, pessimistic=False) <= upper
-    assert lower <= _dpa_schedule(steps, pessimistic=True)
+    assert dp_accounting_epsilon(steps, DELTA, 1e-4, pessimistic=False) <= upper
+    assert lower <= dp_accounting_epsilon(steps, DELTA, 1e-4, pessimistic=True)
     assert lower <= upper < lower * 1.02
 
 
