@@ -13,7 +13,7 @@ import math
 import numpy as np
 import pytest
 
-from dpacct.accountant.pld import block_rules as inc_mod
+from dpacct.accountant.pld import block_rules as rules
 from dpacct.accountant.pld.block_rules import (
     _budget,
     _coarse_step,
@@ -27,26 +27,26 @@ from dpacct.accountant.pld.schedule_fast import FAST_STEP
 
 def test_cut_commits_at_block_steps_and_at_block_cells():
     # one cell of 2.5 blocks' steps: two full blocks, the rest pending
-    n = inc_mod.BLOCK_STEPS
+    n = rules.BLOCK_STEPS
     cell = ((1.0, 0.01), (1.0, 0.01))
     blocks, pending, left = _cut({}, 0, [(cell[0], cell[1], 2 * n + n // 2)])
     assert [sum(m.values()) for b in blocks for m in b.values()] == [n, n]
     assert left == n // 2 and sum(pending[cell[0]].values()) == n // 2
     # BLOCK_CELLS distinct cells of one step each fill a block; the next one starts a new one
-    cells = [((1.0 + i, 0.01), (1.0 + i, 0.01), 1) for i in range(inc_mod.BLOCK_CELLS + 1)]
+    cells = [((1.0 + i, 0.01), (1.0 + i, 0.01), 1) for i in range(rules.BLOCK_CELLS + 1)]
     blocks, pending, left = _cut({}, 0, cells)
-    assert len(blocks) == 1 and len(blocks[0]) == inc_mod.BLOCK_CELLS and left == 1
+    assert len(blocks) == 1 and len(blocks[0]) == rules.BLOCK_CELLS and left == 1
 
 
 def test_factor_refines_narrow_and_few_cell_blocks_within_the_budget():
     many = {(1.0 + i / 100, 0.01): 10 for i in range(32)}
-    assert _factor(many, FAST_STEP) == inc_mod.FINE_MIN  # the cost budget binds
+    assert _factor(many, FAST_STEP) == rules.FINE_MIN  # the cost budget binds
     narrow = _factor({(4.0, 0.01): 256}, FAST_STEP)
     wide = _factor({(0.8, 0.05): 256}, FAST_STEP)
-    assert wide < narrow <= inc_mod.FINE_MAX
+    assert wide < narrow <= rules.FINE_MAX
     # the rule: the fine grid adds at most FINE_VARIANCE_SHARE of the block's variance
     var = 256 * 0.01**2 * math.expm1(1 / 16)
-    assert 256 * (FAST_STEP / narrow) ** 2 / 4 <= inc_mod.FINE_VARIANCE_SHARE * var
+    assert 256 * (FAST_STEP / narrow) ** 2 / 4 <= rules.FINE_VARIANCE_SHARE * var
 
 
 def test_trim_moves_at_most_the_cut_and_bounds_it_from_above():
@@ -74,10 +74,10 @@ def test_coarse_step_is_the_coarsest_whose_widening_is_a_small_share():
     for sigma, q in [(2.0, 0.1), (3.8, 0.01), (8.0, 0.001)]:
         step = _coarse_step({(sigma, q): 256})
         var = 256 * q**2 * math.expm1(1 / sigma**2)
-        coarsest = FAST_STEP / 2**inc_mod.COARSE_LEVELS
-        assert step == coarsest or step**2 / 4 <= inc_mod.COARSE_VARIANCE_SHARE * var
+        coarsest = FAST_STEP / 2**rules.COARSE_LEVELS
+        assert step == coarsest or step**2 / 4 <= rules.COARSE_VARIANCE_SHARE * var
         if step < FAST_STEP:  # twice as coarse would have been too wide
-            assert (2 * step) ** 2 / 4 > inc_mod.COARSE_VARIANCE_SHARE * var
+            assert (2 * step) ** 2 / 4 > rules.COARSE_VARIANCE_SHARE * var
     # a block cut early by its cells measures the loss scale per step
     assert _coarse_step({(3.8, 0.01): 10}) == _coarse_step({(3.8, 0.01): 256})
 
@@ -86,8 +86,8 @@ def test_budget_is_larger_only_for_blocks_that_merged_nothing():
     exact = {(1.0 + i / 100, 0.01): {(1.0 + i / 100, 0.01): 10} for i in range(26)}
     merged = dict(exact)
     merged[(2.0, 0.01)] = {(2.001, 0.01): 4, (2.0015, 0.01): 4}
-    assert _budget(exact) == inc_mod.EXACT_BUDGET > inc_mod.FINE_BUDGET
-    assert _budget(merged) == inc_mod.FINE_BUDGET
+    assert _budget(exact) == rules.EXACT_BUDGET > rules.FINE_BUDGET
+    assert _budget(merged) == rules.FINE_BUDGET
     # the larger budget buys a finer grid for the same cells
     items = _composed(exact)
     assert _factor(items, FAST_STEP, _budget(exact)) > _factor(items, FAST_STEP)

@@ -21,7 +21,8 @@ from sgm_oracles import dp_accounting_epsilon
 from dpacct.accountant import PrivacyAccountant, compose, poisson_subsample
 from dpacct.accountant.ledger import records as records_module
 from dpacct.accountant.pld import incremental as inc_mod
-from dpacct.accountant.pld.incremental import IncrementalEpsilon, _factor
+from dpacct.accountant.pld.block_rules import BLOCK_STEPS, FINE_BUDGET, _factor
+from dpacct.accountant.pld.incremental import IncrementalEpsilon
 from dpacct.accountant.pld.schedule import round_schedule
 from dpacct.accountant.pld.schedule_fast import FAST_STEP, fast_epsilon_bounds
 from dpacct.accountant.pld.schedule_grid import _round
@@ -134,7 +135,7 @@ def test_a_cell_of_several_steps_is_composed_at_their_dominating_step():
 
 
 def test_checkpoint_and_rollback_across_a_block_commit():
-    n = inc_mod.BLOCK_STEPS
+    n = BLOCK_STEPS
     inc = IncrementalEpsilon(DELTA)
     inc.fold([(1.1, 0.01, n - 5)])
     before = inc.epsilon()
@@ -168,7 +169,7 @@ def test_lookahead_blocks_use_the_smaller_budget_and_only_raise_the_answer(monke
         return inc.epsilon(extra), inc.epsilon()
 
     cheap, kept = asked(8)
-    fine, kept_too = asked(inc_mod.FINE_BUDGET)
+    fine, kept_too = asked(FINE_BUDGET)
     assert kept == kept_too  # what was asked never changes the kept answer
     assert fine * (1 - 1e-9) <= cheap <= fine * (1 + 1e-3)
     assert cheap > fine  # the budget is used: a coarser grid, a looser answer

@@ -39,17 +39,8 @@ from collections.abc import Iterable
 import numpy as np
 from scipy import fft as sp_fft
 
-from .block_rules import (  # noqa: F401 (the rules' constants, read here and by tests)
+from .block_rules import (
     BLOCK_ALIAS_SHARE,
-    BLOCK_CELLS,
-    BLOCK_STEPS,
-    COARSE_LEVELS,
-    COARSE_VARIANCE_SHARE,
-    EXACT_BUDGET,
-    FINE_BUDGET,
-    FINE_MAX,
-    FINE_MIN,
-    FINE_VARIANCE_SHARE,
     TRIM_SHARE,
     BlockKey,
     Cell,
@@ -61,7 +52,6 @@ from .block_rules import (  # noqa: F401 (the rules' constants, read here and by
     _cut,
     _factor,
     _trim,
-    _variance,
 )
 from .graded_cells import graded_cells
 from .groups import _row_lambdas, coarsened_group
