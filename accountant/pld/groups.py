@@ -90,17 +90,15 @@ def _row_lambdas(step: float, firsts: np.ndarray, pmfs: list[np.ndarray]):
     # a graded cell (:mod:`~dpacct.accountant.pld.graded_cells`) is mostly zeros, which
     # add nothing: its nonzero terms alone, their weights made where they are (the
     # table's entries bit for bit); the other rows share one table, the longest's
-    nzs = [np.flatnonzero(p) if p.size > SPARSE_ROW else None for p in pmfs]
-    sparse = [
-        nz is not None and nz.size < SPARSE_SHARE * p.size for p, nz in zip(pmfs, nzs, strict=True)
-    ]
+    # counted first: no index array for a long dense row (the tree's group PMFs)
+    sparse = [p.size > SPARSE_ROW and np.count_nonzero(p) < SPARSE_SHARE * p.size for p in pmfs]
     dense = [n for n, sp in zip(lengths.tolist(), sparse, strict=True) if not sp]
     w_neg = _neg_weights(max(dense), step) if dense else None
     sums_pos = np.empty((len(pmfs), t.size))
     sums_neg = np.empty((len(pmfs), t.size))
     for i, p in enumerate(pmfs):  # each row on its own length: no padding
-        nz = nzs[i]
         if sparse[i]:
+            nz = np.flatnonzero(p)
             w = np.outer(nz * step, -t)
             sums_neg[i] = p[nz] @ np.exp(w, out=w)
             w = np.outer((p.size - 1 - nz) * step, -t)
