@@ -165,7 +165,7 @@ class _Direction:
         #: cost counters: forward transforms of block PMFs and inverse transforms
         self.forward = 0
         self.inverse = 0
-        self._recent: dict[BlockKey, np.ndarray] = {}
+        self._recent: dict[tuple[BlockKey, int], np.ndarray] = {}
         #: recent committed blocks by content (a repeated block is composed once),
         #: :data:`KNOWN_BYTES` of PMFs
         self._known: dict[tuple[BlockKey, int], _Block] = {}
@@ -234,7 +234,7 @@ class _Direction:
         first, pmf, moved = _trim(first, pmf, TRIM_SHARE * self.tau * float(counts.sum()))
         return first, pmf, err + moved, log_fin
 
-    def _transform(self, key: BlockKey, block: _Block) -> np.ndarray:
+    def _transform(self, key: tuple[BlockKey, int], block: _Block) -> np.ndarray:
         spec = self._recent.get(key)
         if spec is None:
             spec = sp_fft.rfft(block.pmf, n=self.n, workers=-1)
@@ -461,10 +461,11 @@ class IncrementalEpsilon:
     blocks by the steps alone (:data:`BLOCK_CELLS` distinct cells or
     :data:`BLOCK_STEPS` steps).  A committed block is composed on a loss grid
     ``K`` times finer than the history's (:func:`_factor`) and re-discretised once onto it
-    (:func:`~dpacct.accountant.pld.groups.compose_fine_group`), and enters each
-    direction's kept spectrum as one factor (:class:`_Direction`); the steps still
-    pending at a query, with any hypothetical ones, are composed the same way as the
-    blocks folding them would make, so a query costs those blocks and one inverse FFT.
+    (:func:`~dpacct.accountant.pld.groups.coarsened_group` of graded cells), and enters
+    each direction's kept spectrum as one factor (:class:`_Direction`); the steps still
+    pending at a query, with any hypothetical ones, are cut into the blocks folding them
+    would make (those holding hypothetical steps composed on a coarser fine grid,
+    :data:`LOOKAHEAD_BUDGET`), so a query costs those blocks and one inverse FFT.
 
     Certificate: every block PMF dominates its steps' composition at every epsilon up
     to its l1 error (connect-the-dots on the fine grid, then once on the coarse one:
