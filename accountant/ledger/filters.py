@@ -30,6 +30,7 @@ from ..mechanism import Mechanism
 from ..pld.schedule import _cell_mechanism
 from ..transformers.compose import compose
 from .history import BudgetHistory
+from .rdp_credit import RdpCredit
 from .records import Entry, Records, Step, classify, key, same
 
 __all__ = ["BudgetExceededError", "Filter", "PLDFilter", "RenyiFilter"]
@@ -135,6 +136,9 @@ class _Credit:
     #: whether it was granted on the online route (the composed history): a record
     #: that moves the ledger to the other route is checked again
     online: bool = False
+    #: granted by the Renyi-DP running bound (:class:`RdpCredit`): ``epsilon`` is the
+    #: RDP conversion's, never an answer of the ledger
+    by_rdp: bool = False
 
     def covers(self, entry: Entry) -> bool:
         """True if ``entry`` is dominated by the certified record (the same one, or a
@@ -183,6 +187,8 @@ class PLDFilter:
         self.spent = spent
         self.credit: _Credit | None = None
         self.lookahead = 1
+        #: the records' Renyi DP, summed: admits far from the budget without a PLD check
+        self.rdp = RdpCredit(self.budget[1])
 
     # ------------------------------------------------------------------ interface
     def admit(self, entry: Entry) -> None:
@@ -195,6 +201,8 @@ class PLDFilter:
             and credit.remaining >= entry.count
             and credit.online == self.records.online(entry)
         ):
+            return
+        if self._admit_rdp(entry):
             return
         if self.records.online(entry):
             self._admit_incremental(entry)
@@ -209,9 +217,11 @@ class PLDFilter:
                 self.credit.version = self.records.version
             else:
                 self.credit = None
+        self.rdp.charge(entry)
 
     def restore(self, entry: Entry) -> None:
-        """An entry read from a file: nothing to do (no credit is saved)."""
+        """An entry read from a file: only its Renyi DP is summed (no credit is saved)."""
+        self.rdp.charge(entry)
 
     def options(self) -> dict[str, Any]:
         """No settings of its own (budget, tol and grid are the ledger's)."""
@@ -220,11 +230,55 @@ class PLDFilter:
     def certified(self, delta: float) -> float | None:
         """The certificate's epsilon when it holds for the current ledger at ``delta``."""
         credit = self.credit
-        if credit is None or credit.version != self.records.version:
+        if credit is None or credit.version != self.records.version or credit.by_rdp:
             return None
         if delta >= self.budget[1]:
             return credit.epsilon
         return None
+
+    # ------------------------------------------------------------ Renyi-DP check
+    def _admit_rdp(self, entry: Entry) -> bool:
+        """Admit ``entry`` by the records' summed Renyi DP when it is far from the budget.
+
+        The candidates are those of the PLD checks (the record itself or, when a
+        DP-SGD step moved, the record loosened by ``WIDE_SLACK`` or
+        ``LOOKAHEAD_SLACK``); each is given the most copies ``k >= count`` whose summed
+        RDP, with the records', converts to at most ``budget * (1 -
+        CERTIFICATE_MARGIN)`` (:meth:`RdpCredit.fits`).  The first loosened candidate
+        that covers at least as many copies as the record itself (or 1024 records)
+        is granted a credit for them: every ledger state up to there has a true
+        epsilon within the budget, since RDP composes by addition and each covered
+        record is dominated by the candidate.  False when even the record does not
+        fit: the PLD checks decide.
+        """
+        credit = self.credit
+        limit = self.budget[0] * (1.0 - CERTIFICATE_MARGIN)
+        k0, eps0 = self.rdp.fits(entry, limit)
+        if k0 == 0:
+            return False
+        best = (entry, k0, eps0)
+        moved = entry.step is not None and (
+            credit is None or not same(credit.mechanism, entry.mechanism)
+        )
+        if moved:
+            want = min(k0, 1024 * entry.count)
+            for slack in (WIDE_SLACK, LOOKAHEAD_SLACK):
+                one = _candidate(entry, slack)
+                k, eps = self.rdp.fits(Entry(one.mechanism, entry.count, one.step), limit)
+                if k >= want:
+                    best = (one, k, eps)
+                    break
+        one, k, eps = best
+        self.credit = _Credit(
+            one.mechanism,
+            one.step,
+            k,
+            eps,
+            self.records.version,
+            self.records.online(entry),
+            by_rdp=True,
+        )
+        return True
 
     # ------------------------------------------------------------ exact check
     def _bound_with(self, entry: Entry) -> float:
