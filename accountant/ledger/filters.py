@@ -10,7 +10,9 @@ state a saved ledger keeps.  A ledger without a budget has no filter.  Two strat
   recorded prefix a valid (epsilon, delta) guarantee.  An accepted check certifies a
   geometrically growing number of further records (adding mechanisms never lowers
   epsilon), and beyond ``EXACT_PHASES`` distinct mechanisms the check is incremental
-  (:mod:`dpacct.accountant.ledger.history`).
+  (:mod:`dpacct.accountant.ledger.history`).  Far from the budget no PLD check runs at
+  all: the records' summed Renyi DP certifies the next ones first
+  (:mod:`dpacct.accountant.ledger.rdp_credit`); answers and refusals stay the PLD's.
 * :class:`RenyiFilter` (``adaptive=True``): the fully adaptive composition theorem for
   Renyi DP (Feldman & Zrnic 2021, NeurIPS): at one order ``alpha`` fixed before the run,
   records whose summed RDP never exceeds ``B`` are ``(alpha, B)``-RDP together, with
