@@ -24,6 +24,7 @@ from .pld_fft import (
     _ORDERS,
     _U,
     FAST_MAX_N,
+    NEG_WEIGHTS_CACHED,
     _alias,
     _cell_lambdas,
     _l2,
@@ -91,12 +92,22 @@ def _row_lambdas(step: float, firsts: np.ndarray, pmfs: list[np.ndarray]):
     # add nothing: its nonzero terms alone, their weights made where they are (the
     # table's entries bit for bit); the other rows share one table, the longest's
     # counted first: no index array for a long dense row (the tree's group PMFs)
-    sparse = [p.size > SPARSE_ROW and np.count_nonzero(p) < SPARSE_SHARE * p.size for p in pmfs]
+    # rows up to NEG_WEIGHTS_CACHED long share one cached table, from which a row of
+    # few nonzero entries gathers their weights (the same entries)
+    longest = int(lengths.max())
+    shared = longest <= NEG_WEIGHTS_CACHED
+    least = 0 if shared else SPARSE_ROW
+    sparse = [p.size > least and np.count_nonzero(p) < SPARSE_SHARE * p.size for p in pmfs]
     dense = [n for n, sp in zip(lengths.tolist(), sparse, strict=True) if not sp]
-    w_neg = _neg_weights(max(dense), step) if dense else None
+    w_neg = _neg_weights(longest if shared else max(dense), step) if shared or dense else None
     sums_pos = np.empty((len(pmfs), t.size))
     sums_neg = np.empty((len(pmfs), t.size))
     for i, p in enumerate(pmfs):  # each row on its own length: no padding
+        if sparse[i] and shared:
+            nz = np.flatnonzero(p)
+            sums_neg[i] = p[nz] @ w_neg[nz]  # type: ignore[index]
+            sums_pos[i] = p[nz] @ w_neg[p.size - 1 - nz]  # type: ignore[index]
+            continue
         if sparse[i]:
             nz = np.flatnonzero(p)
             w = np.outer(nz * step, -t)
