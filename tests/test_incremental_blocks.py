@@ -214,3 +214,39 @@ def test_a_history_beyond_kept_bytes_is_carried_to_longer_grids(monkeypatch):
         again.fold(phases[i : i + 7])
         again.epsilon()
     assert again.epsilon() == carried
+
+
+@pytest.mark.parametrize(("sigma", "q"), [(1.0, 0.01), (3.0, 0.05)])
+def test_a_one_cell_pending_block_is_queried_in_binary_pieces(sigma, q, monkeypatch):
+    # the pending steps of a constant-sigma loop are composed in pieces of 2^j steps
+    # (each coarsened once): at a power of two the same block as the fold's, otherwise
+    # a slightly looser bound, inside the exact composition's bracket
+    assert inc_mod._pieces({(sigma, q): 200}, 64) == [
+        ({(sigma, q): 128}, 64),
+        ({(sigma, q): 64}, 64),
+        ({(sigma, q): 8}, 64),
+    ]
+    assert inc_mod._pieces({(sigma, q): 3, (sigma, 2 * q): 4}, 64) == [
+        ({(sigma, q): 3, (sigma, 2 * q): 4}, 64)
+    ]
+
+    def answers(counts):
+        inc = IncrementalEpsilon(DELTA)
+        out = []
+        done = 0
+        for n in counts:
+            inc.fold([(sigma, q, n - done)])
+            done = n
+            out.append(inc.epsilon())
+        return out
+
+    counts = [2 * BLOCK_STEPS + r for r in (64, 100, 200, 255)]
+    pieces = answers(counts)
+    monkeypatch.setattr(inc_mod, "_pieces", lambda items, budget: [(items, budget)])
+    whole = answers(counts)
+    assert pieces[0] == whole[0]  # 64 pending steps: one piece, the same block
+    for p, w, n in zip(pieces, whole, counts, strict=True):
+        low, _ = compose(
+            [poisson_subsample(GaussianMechanism(sigma=sigma), q)], [n]
+        ).epsilon_bounds(DELTA)
+        assert low <= w <= p <= w * (1 + 1e-5), (n, low, w, p)
