@@ -69,6 +69,8 @@ def show_value(value: object) -> str:
 
 
 def _as_real(name: str, value: object) -> float:
+    if type(value) is float:  # the common case, before the abstract-class checks
+        return value
     if isinstance(value, bool) or not isinstance(value, numbers.Real | np.floating | np.integer):
         if isinstance(value, np.ndarray) and value.ndim == 0:
             return _as_real(name, value.item())
