@@ -127,3 +127,18 @@ def test_replace_one_gaussian_is_refused_the_fast_route_and_accounted_under_its_
     eps = acct.epsilon(DELTA)
     assert _gdp_delta(mu, eps) <= DELTA * (1 + 1e-9)
     assert _gdp_delta(mu, eps * 0.99) > DELTA
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.floats(1e-3, 1e3, allow_nan=False, allow_infinity=False),
+    st.one_of(st.just(1.0), st.floats(1e-6, 1.0, allow_nan=False)),
+)
+def test_step_records_the_classification_of_its_mechanism(sigma, q):
+    # PrivacyAccountant.step builds its entry's Step without calling classify(): it
+    # must be exactly what classify finds
+    acct = PrivacyAccountant(progress=False)
+    acct.step(noise_multiplier=sigma, sample_rate=q, count=3)
+    (entry,) = acct._records.entries
+    assert entry.step == classify(entry.mechanism)
+    assert entry.count == 3

@@ -91,7 +91,7 @@ from ..validation import (
 )
 from .filters import Filter, PLDFilter, RenyiFilter
 from .history import BudgetHistory
-from .records import Entry, Records, rounded
+from .records import Entry, Records, Step, rounded
 from .saving import LedgerFileMethods
 
 __all__ = ["PrivacyAccountant"]
@@ -257,7 +257,7 @@ class PrivacyAccountant(LedgerFileMethods):
         self._rounded_cache: dict[bool, tuple[int, Mechanism]] = {}
         self._composed: tuple[int, Mechanism | None] = (-1, None)
         self._eps_cache: dict[Any, Any] = {}
-        self._last_step: tuple[float, float, Mechanism] | None = None
+        self._last_step: tuple[float, float, Mechanism, Step] | None = None
 
     # ---------------------------------------------------------------- properties
     @property
@@ -358,13 +358,15 @@ class PrivacyAccountant(LedgerFileMethods):
             and last[0] == noise_multiplier
             and last[1] == sample_rate
         ):
-            mech = last[2]
+            mech, step = last[2], last[3]
         else:
             sigma = check_positive("noise_multiplier", noise_multiplier)
             q = check_sample_rate(sample_rate)
             mech = poisson_subsample(GaussianMechanism(sigma=sigma), q)
-            self._last_step = (sigma, q, mech)
-        self.record(mech, count)
+            # what classify() finds for a Gaussian that stores its sigma, without asking
+            step = Step(sigma, sigma, q)
+            self._last_step = (sigma, q, mech, step)
+        self._record(Entry(mech, check_count(count, "count"), step))
 
     def record(self, mechanism: Mechanism, count: int = 1) -> None:
         """Record ``count`` runs of ``mechanism`` (any :class:`Mechanism`).
@@ -389,7 +391,11 @@ class PrivacyAccountant(LedgerFileMethods):
         """
         if not isinstance(mechanism, Mechanism):
             raise TypeError(f"mechanism must be a Mechanism, got {type(mechanism).__name__}")
-        count = check_count(count, "count")
+        self._record(Entry.of(mechanism, check_count(count, "count")))  # classified once
+
+    def _record(self, entry: Entry) -> None:
+        """Record a classified entry: the relation check, the filter, the histories."""
+        mechanism = entry.mechanism
         entries = self._records.entries
         if entries and mechanism.neighbouring != entries[0].mechanism.neighbouring:
             raise ValueError(
@@ -397,7 +403,6 @@ class PrivacyAccountant(LedgerFileMethods):
                 f"relation but this ledger holds {entries[0].mechanism.neighbouring!r} "
                 "records; one ledger tracks one relation (nothing was recorded)"
             )
-        entry = Entry.of(mechanism, count)  # classified once, here
         if self._filter is not None:
             self._filter.admit(entry)
         self._records.append(entry)
