@@ -11,8 +11,9 @@ state a saved ledger keeps.  A ledger without a budget has no filter.  Two strat
   geometrically growing number of further records (adding mechanisms never lowers
   epsilon), and beyond ``EXACT_PHASES`` distinct mechanisms the check is incremental
   (:mod:`dpacct.accountant.ledger.history`).  Far from the budget no PLD check runs at
-  all: the records' summed Renyi DP certifies the next ones first
-  (:mod:`dpacct.accountant.ledger.rdp_credit`); answers and refusals stay the PLD's.
+  all: on a ledger of DP-SGD steps, the steps' summed Renyi DP certifies the next ones
+  first (:mod:`dpacct.accountant.ledger.rdp_credit`); answers and refusals stay the
+  PLD's.
 * :class:`RenyiFilter` (``adaptive=True``): the fully adaptive composition theorem for
   Renyi DP (Feldman & Zrnic 2021, NeurIPS): at one order ``alpha`` fixed before the run,
   records whose summed RDP never exceeds ``B`` are ``(alpha, B)``-RDP together, with
@@ -251,7 +252,8 @@ class PLDFilter:
         is granted a credit for them: every ledger state up to there has a true
         epsilon within the budget, since RDP composes by addition and each covered
         record is dominated by the candidate.  False when even the record does not
-        fit: the PLD checks decide.
+        fit, or when a record other than a DP-SGD step was ever recorded (the RDP
+        check is then off, :class:`RdpCredit`): the PLD checks decide.
         """
         credit = self.credit
         limit = self.budget[0] * (1.0 - CERTIFICATE_MARGIN)
