@@ -227,12 +227,12 @@ def test_a_one_cell_pending_block_is_queried_in_binary_pieces(sigma, q, split, m
     # otherwise within 1e-4 of it (either side: the pieces' windows differ), inside the
     # exact composition's bracket; steps so small that a coarsening is a visible share
     # of their variance (sigma 20, q 0.001) are composed whole
-    assert inc_mod._pieces({(sigma, q): 200}, 64) == [
+    assert inc_mod._pieces({(sigma, q): 200}, 64, 1e-3, 1.0) == [
         ({(sigma, q): 128}, 64),
         ({(sigma, q): 64}, 64),
         ({(sigma, q): 8}, 64),
     ]
-    assert inc_mod._pieces({(sigma, q): 3, (sigma, 2 * q): 4}, 64) == [
+    assert inc_mod._pieces({(sigma, q): 3, (sigma, 2 * q): 4}, 64, 1e-3, 1.0) == [
         ({(sigma, q): 3, (sigma, 2 * q): 4}, 64)
     ]
 
@@ -248,7 +248,7 @@ def test_a_one_cell_pending_block_is_queried_in_binary_pieces(sigma, q, split, m
 
     counts = [4 * BLOCK_STEPS + r for r in (64, 100, 200, 255)]
     pieces = answers(counts)
-    monkeypatch.setattr(inc_mod, "_pieces", lambda items, budget: [(items, budget)])
+    monkeypatch.setattr(inc_mod, "_pieces", lambda items, budget, *_: [(items, budget)])
     whole = answers(counts)
     assert pieces[0] == whole[0]  # 64 pending steps: one piece, the same block
     assert (pieces[1:] != whole[1:]) == split

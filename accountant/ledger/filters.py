@@ -239,6 +239,14 @@ class PLDFilter:
             return credit.epsilon
         return None
 
+    def _moved(self, entry: Entry) -> bool:
+        """True if ``entry`` is a DP-SGD step other than the certified record (the
+        schedule moved): the checks then try candidates loosened from it first."""
+        credit = self.credit
+        return entry.step is not None and (
+            credit is None or not same(credit.mechanism, entry.mechanism)
+        )
+
     # ------------------------------------------------------------ Renyi-DP check
     def _admit_rdp(self, entry: Entry) -> bool:
         """Admit ``entry`` by the records' summed Renyi DP when it is far from the budget.
@@ -255,16 +263,12 @@ class PLDFilter:
         fit, or when a record other than a DP-SGD step was ever recorded (the RDP
         check is then off, :class:`RdpCredit`): the PLD checks decide.
         """
-        credit = self.credit
         limit = self.budget[0] * (1.0 - CERTIFICATE_MARGIN)
         k0, eps0 = self.rdp.fits(entry, limit)
         if k0 == 0:
             return False
         best = (entry, k0, eps0)
-        moved = entry.step is not None and (
-            credit is None or not same(credit.mechanism, entry.mechanism)
-        )
-        if moved:
+        if self._moved(entry):
             want = min(k0, 1024 * entry.count)
             for slack in (WIDE_SLACK, LOOKAHEAD_SLACK):
                 one = _candidate(entry, slack)
@@ -364,13 +368,9 @@ class PLDFilter:
         budget_eps = self.budget[0]
         count = entry.count
         history = self.history.now()
-        credit = self.credit
         # a DP-SGD step that is not the certified one (the schedule moved): certify
         # steps dominated by it loosened first, so a slowly moving schedule is covered
-        loosen = entry.step is not None and (
-            credit is None or not same(credit.mechanism, entry.mechanism)
-        )
-        slacks = (WIDE_SLACK, LOOKAHEAD_SLACK, 0.0) if loosen else (0.0,)
+        slacks = (WIDE_SLACK, LOOKAHEAD_SLACK, 0.0) if self._moved(entry) else (0.0,)
         ones = [_candidate(entry, slack) for slack in slacks]
         limit = budget_eps * (1.0 - CERTIFICATE_MARGIN)
         k = max(count, self.lookahead)

@@ -89,11 +89,11 @@ def _row_lambdas(step: float, firsts: np.ndarray, pmfs: list[np.ndarray]):
     lengths = np.array([p.size for p in pmfs], dtype=np.int64)
     t = _ORDERS
     # a graded cell (:mod:`~dpacct.accountant.pld.graded_cells`) is mostly zeros, which
-    # add nothing: its nonzero terms alone, their weights made where they are (the
-    # table's entries bit for bit); the other rows share one table, the longest's
-    # counted first: no index array for a long dense row (the tree's group PMFs)
-    # rows up to NEG_WEIGHTS_CACHED long share one cached table, from which a row of
-    # few nonzero entries gathers their weights (the same entries)
+    # add nothing: its nonzero terms alone.  Rows up to NEG_WEIGHTS_CACHED long share
+    # one cached table, from which such a row gathers its weights; beyond, a long
+    # sparse row makes them where they are (the table's entries bit for bit) and the
+    # other rows share the longest dense row's table, counted first: no index array for
+    # a long dense row (the tree's group PMFs)
     longest = int(lengths.max())
     shared = longest <= NEG_WEIGHTS_CACHED
     least = 0 if shared else SPARSE_ROW

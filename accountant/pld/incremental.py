@@ -438,11 +438,14 @@ class _Direction:
         spec, mults = on.spec, on.mults
         if blocks:
             spec = spec.copy()  # type: ignore[union-attr]
+            made = on.forward
             with np.errstate(under="ignore", over="ignore", invalid="ignore"):
                 for key, (b, k) in distinct.items():
                     pw, m = _power(on._transform(key, b), k)
                     spec *= pw
                     mults += m + 1
+            if on is not self:  # a copy on a longer grid: its transforms count here
+                self.forward += on.forward - made
         alias = _alias(on.step, lam_pos, lam_neg, a_idx, on.n)
         self.inverse += 1
         out = _finish(
@@ -461,7 +464,7 @@ class _Direction:
         return out[0]
 
 
-def _pieces(items: Items, budget: int) -> list[tuple[Items, int]]:
+def _pieces(items: Items, budget: int, step: float, var: float) -> list[tuple[Items, int]]:
     """The pending block ``items`` as a query composes it: a block of one cell (a
     constant-sigma loop) in pieces of ``2^j`` steps, one for each binary digit of its
     count (at most eight below :data:`~dpacct.accountant.pld.block_rules.BLOCK_STEPS`),
@@ -470,19 +473,26 @@ def _pieces(items: Items, budget: int) -> list[tuple[Items, int]]:
     function of the steps alone, so the same steps give the same answer however they
     were queried.  Each piece is coarsened onto the history's grid once, so a query pays
     up to eight coarsenings where the fold of the full block pays one: a slightly looser
-    bound on the pending steps, still certified, used only while those coarsenings add at
-    most :data:`PIECES_VARIANCE_SHARE` of the history's loss variance (measured at most
-    4.2e-5 relative in epsilon at sigma 2-4, q 0.001-0.004; the test allows 1e-4).
+    bound on the pending steps, still certified, used only while those coarsenings
+    (``step^2 / 4`` each beyond the first, ``step`` the history's) add at most
+    :data:`PIECES_VARIANCE_SHARE` of ``var``, the loss variance of the committed steps,
+    plus the block's (measured at most 4.2e-5 relative in epsilon at sigma 2-4, q
+    0.001-0.004; the test allows 1e-4).
 
     Examples
     --------
-    >>> _pieces({(1.0, 0.01): 200}, 128)
+    >>> _pieces({(1.0, 0.01): 200}, 128, 1e-3, 1.0)
     [({(1.0, 0.01): 128}, 128), ({(1.0, 0.01): 64}, 128), ({(1.0, 0.01): 8}, 128)]
+    >>> _pieces({(20.0, 0.001): 200}, 128, 1e-3, 0.0)  # tiny steps: the block whole
+    [({(20.0, 0.001): 200}, 128)]
     """
     if len(items) != 1:
         return [(items, budget)]
     ((cell, count),) = items.items()
     bits = [1 << j for j in range(count.bit_length() - 1, -1, -1) if count >> j & 1]
+    extra = (len(bits) - 1) * step * step / 4.0
+    if extra > PIECES_VARIANCE_SHARE * (var + _variance(items)[0]):
+        return [(items, budget)]
     return [({cell: k}, budget) for k in bits]
 
 
@@ -641,13 +651,8 @@ class IncrementalEpsilon:
             blocks.append(last)
         if asked:
             return [(_composed(b), LOOKAHEAD_BUDGET) for b in blocks], True
-        out = [(_composed(b), _budget(b)) for b in blocks]
-        if out:  # the last block is the partial one
-            items, budget = out[-1]
-            pieces = _pieces(items, budget)
-            extra = (len(pieces) - 1) * self.step * self.step / 4.0
-            if extra <= PIECES_VARIANCE_SHARE * (self._var + _variance(items)[0]):
-                out[-1:] = pieces
+        # pending steps alone: at most one block, the partial one
+        out = [p for b in blocks for p in _pieces(_composed(b), _budget(b), self.step, self._var)]
         return out, False
 
     def epsilon(
