@@ -56,7 +56,7 @@ def amplified_pure_up(q: float, eps: float) -> float:
     """
     if not math.isfinite(eps):
         return math.inf if eps > 0 else eps
-    if q >= 1.0:
+    if q >= 1.0 or eps == 0.0:  # log(1 + q (e^0 - 1)) = 0 is computed exactly
         return eps
     if eps < EXP_OVERFLOW:
         return next_up(math.log1p(q * math.expm1(eps)), 4)

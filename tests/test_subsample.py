@@ -8,6 +8,7 @@ neighbours (Balle, Barthe & Gaboardi 2018, Theorem 9)."""
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import pytest
@@ -85,3 +86,22 @@ def test_rate_one_is_the_mechanism_itself_and_bad_input_is_refused():
         poisson_subsample("gaussian", 0.5)
     with pytest.raises(ValueError, match="replace-one"):
         subsample_without_replacement(g, 0.1)
+
+
+@pytest.mark.parametrize("q", [1e-3, 0.05])
+def test_a_base_without_pld_gives_epsilon_monotone_in_delta_up_to_and_beyond_q(q):
+    # a zCDP base has no PLD: the Renyi route and the amplification of the base's own
+    # curve answer.  Independent value: a Poisson-subsampled pair differs only on the
+    # sampled event, so (0, q)-DP holds and epsilon is 0 at every delta >= q; below q
+    # a larger delta never needs a larger epsilon.  The amplification route used to
+    # decline at delta >= q, leaving the Renyi bound (0.255 at q = delta = 1e-3, against
+    # 0.0042 at delta = 1e-4).
+    from dpacct.mechanisms import ZCDPMechanism
+
+    step = poisson_subsample(ZCDPMechanism(rho=0.5), q)
+    deltas = [1e-7, 1e-5, q / 10, q * (1 - 1e-9), q, min(2 * q, 0.5), 0.5]
+    eps = [float(step.epsilon(d)) for d in deltas]
+    assert all(a >= b for a, b in itertools.pairwise(eps)), eps
+    assert eps[deltas.index(q)] == 0.0 and eps[-1] == 0.0
+    for d, e in zip(deltas, eps, strict=True):
+        assert float(step.delta(e)) <= d * (1 + 1e-9)

@@ -307,15 +307,33 @@ class _GridSafeSubsampledLaw(PoissonSubsampledLossLaw):
 _GENERAL_MAX_ORDER = 256.0
 
 
+#: the base delta amplified when ``delta >= q``: just below one, so ``q`` times it is
+#: below ``delta``
+_NEAR_ONE = 1.0 - 2.0**-20
+
+
 def _amplified_epsilon(base: Mechanism, q: float, delta: float, tol: float | None) -> float:
     """``log(1 + q (e^eps_b - 1))`` with ``eps_b`` the base's epsilon at ``delta / q``
     (rounded up): amplification of the base's ``(eps, delta)`` curve by Poisson
     subsampling (add/remove; Balle, Barthe, Gaboardi 2018, Theorem 8) and by sampling
-    without replacement (substitution; ibid., Table 1), the same expression.  ``inf``
-    when ``delta >= q`` (no base delta below one to amplify)."""
-    if delta >= q:
-        return math.inf
-    eps_base = float(base.epsilon(delta / q, tol=tol))
+    without replacement (substitution; ibid., Table 1), the same expression.
+
+    When ``delta >= q`` the base is read at :data:`_NEAR_ONE` instead: the amplified
+    guarantee then holds at ``q * _NEAR_ONE < delta``, hence at ``delta`` (a guarantee
+    at a smaller delta holds at every larger one).  Without this the route declined
+    there, and the answer at ``delta >= q`` could exceed the answer at a smaller delta.
+
+    Examples
+    --------
+    >>> from dpacct.mechanisms import ZCDPMechanism
+    >>> base = ZCDPMechanism(rho=0.5)
+    >>> at_q = _amplified_epsilon(base, 1e-3, 1e-3, None)
+    >>> below = _amplified_epsilon(base, 1e-3, 1e-4, None)
+    >>> at_q, bool(below > 0)  # (0, q)-DP: the sampled event has probability q
+    (0.0, True)
+    """
+    delta_b = delta / q if delta < q else _NEAR_ONE
+    eps_base = float(base.epsilon(delta_b, tol=tol))
     return amplified_pure_up(q, eps_base) if math.isfinite(eps_base) else math.inf
 
 
