@@ -210,6 +210,8 @@ MAX_COUNT = 2**63 - 1
 def check_count(value: object, name: str = "count", *, allow_zero: bool = False) -> int:
     """A repetition count: an integer >= 1 (>= 0 when ``allow_zero``)."""
     low = 0 if allow_zero else 1
+    if type(value) is int and low <= value <= MAX_COUNT:  # the common case, at once
+        return value
     given = value  # shown as given (1e308 stays a float) if it is out of range
     if isinstance(value, bool) or not isinstance(value, numbers.Integral | np.integer):
         if isinstance(value, float | np.floating) and not math.isfinite(value):
