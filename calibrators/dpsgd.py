@@ -177,7 +177,8 @@ def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1
     ``Phi(mu/2 - eps/mu) - e^eps Phi(-mu/2 - eps/mu) <= delta``.  The left side grows
     with ``mu``, so ``mu`` is found by Brent's method on ``log delta`` (instead of the
     paper's reparametrisation), to machine precision, and rounded so that the returned
-    sigma satisfies the inequality exactly in floating point.
+    sigma satisfies the inequality exactly (checked at 40 digits for the float returned,
+    at ``mu`` rounded up).
 
     Parameters
     ----------
@@ -231,7 +232,9 @@ def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1
         sigma = math.nextafter(sigma, math.inf)
     out = sigma * sens
     for step in range(4096):
-        if gaussian_delta_at_most_exact(sens / out, eps, delta):
+        # checked at a float at or above the exact ratio: sens / out rounds to nearest,
+        # possibly below it, and delta grows with mu
+        if gaussian_delta_at_most_exact(math.nextafter(sens / out, math.inf), eps, delta):
             return out
         out = math.nextafter(out, math.inf) if step < 64 else out * (1.0 + 1e-12)
     raise RuntimeError(  # pragma: no cover - the float solution is within 1e-13

@@ -50,3 +50,13 @@ def test_equals_the_40_digit_root(eps, delta):
     sigma = analytic_gaussian_sigma(eps, delta)
     assert sigma >= float(root) * (1 - 1e-15)
     assert sigma == pytest.approx(float(root), rel=1e-11)
+
+
+def test_certified_where_the_ratio_of_sensitivity_to_sigma_rounds_down():
+    """Found by a randomised run of the property test above: the 40-digit check was
+    made at the float ``0.37 / sigma``, which rounded below the exact ratio, and the
+    sigma returned missed the target by 6e-16 relative."""
+    eps, delta, sens = 9.670148198477788, 10.0**-9.067987732714926, 0.37
+    sigma = analytic_gaussian_sigma(eps, delta, sens)
+    assert exact_delta(sigma, eps, sens) <= delta
+    assert exact_delta(sigma * (1 - 1e-12), eps, sens) > delta
