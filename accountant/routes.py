@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .capabilities import MissingCapabilityError
+from .families.gaussian_dp import certified_gaussian_bracket
 from .laws.loss_law_rdp import loss_law_rdp
 from .mechanism_cache import PLDUpper, PLDUpperAt, pld_upper_key
 from .numerics import TINY, invert_decreasing
@@ -140,6 +141,24 @@ def pld_delta_follow(
     return out
 
 
+def exact_bracket(mech: Mechanism, delta: float) -> tuple[float, float]:
+    """The inversion of an exact curve at ``delta`` (cached): the bracket of
+    :func:`~dpacct.accountant.numerics.invert_decreasing`, and for a Gaussian-DP
+    mechanism its ends confirmed on the exact curve at 50 digits
+    (:func:`~dpacct.accountant.families.gaussian_dp.certified_gaussian_bracket`: the
+    float curve cancels at small ``mu``)."""
+    key = ("exact_bracket", delta)
+    cache = mech._cache()
+    if key in cache:
+        return cache[key]
+    lo, hi = invert_decreasing(mech._delta_exact, delta, mech._pure_epsilon())
+    mu = mech.gdp_mu()
+    if mu is not None:
+        lo, hi = certified_gaussian_bracket(float(mu), delta, lo, hi)
+    cache[key] = (lo, hi)
+    return lo, hi
+
+
 def epsilon_upper(mech: Mechanism, delta: float, tol: float | None) -> float:
     """The smallest certified upper bound on epsilon at ``delta`` (cached): the exact
     curve inverted, else the smaller of the PLD and RDP bounds, capped by the pure
@@ -149,7 +168,7 @@ def epsilon_upper(mech: Mechanism, delta: float, tol: float | None) -> float:
     if key in cache:
         return cache[key]
     if mech.has_exact_curve:
-        upper = invert_decreasing(mech._delta_exact, delta, mech._pure_epsilon())[1]
+        upper = exact_bracket(mech, delta)[1]
     else:
         upper = math.inf
         need_rdp = True
@@ -243,7 +262,7 @@ def epsilon_bracket(mech: Mechanism, delta: float, tol: float | None) -> tuple[f
     mechanism and both values.
     """
     if mech.has_exact_curve:
-        return invert_decreasing(mech._delta_exact, delta, mech._pure_epsilon())
+        return exact_bracket(mech, delta)
     upper = mech._epsilon_upper(delta, tol)
     lower = 0.0
     if mech.has_pld and math.isfinite(upper):

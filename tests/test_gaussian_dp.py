@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpacct.accountant.families.gaussian_dp import (
+    certified_gaussian_bracket,
     gaussian_delta,
     gaussian_delta_at_most_exact,
     gaussian_epsilon,
@@ -121,3 +122,38 @@ def test_sigma_below_is_at_most_one_over_the_exact_mu(mu):
 def test_bad_input_names_the_parameter(call, name):
     with pytest.raises(ValueError, match=name):
         call()
+
+
+def _exact_delta_60(sigma: float, eps: float):
+    import mpmath
+
+    with mpmath.workdps(60):
+        mu, e = 1 / mpmath.mpf(sigma), mpmath.mpf(eps)
+        return mpmath.ncdf(mu / 2 - e / mu) - mpmath.exp(e) * mpmath.ncdf(-mu / 2 - e / mu)
+
+
+def test_gaussian_bracket_is_certified_against_60_digits_where_the_float_curve_cancels():
+    """The float curve's relative error grows as mu shrinks (2e-14 at sigma 20, 4e-8 at
+    sigma 4 300 and delta 1e-277); inverted as it was, 231 upper and 239 lower ends of
+    1 500 such brackets were on the wrong side of the truth."""
+    from dpacct.mechanisms import GaussianMechanism
+
+    rng = np.random.default_rng(20261126)
+    for _ in range(150):
+        sigma = float(10 ** rng.uniform(-2, 3.7))
+        low = -300 if rng.random() < 0.3 else -14
+        delta = float(10 ** rng.uniform(low, -1))
+        lo, hi = GaussianMechanism(sigma=sigma).epsilon_bounds(delta)
+        assert hi == GaussianMechanism(sigma=sigma).epsilon(delta)
+        assert hi == 0.0 or _exact_delta_60(sigma, hi) <= delta, (sigma, delta, hi)
+        assert lo == 0.0 or _exact_delta_60(sigma, lo) >= delta, (sigma, delta, lo)
+        assert hi - lo <= 1e-10 * hi
+
+
+def test_certified_gaussian_bracket_moves_a_float_root_outwards():
+    # sigma 20.14, delta 1.28e-13: the float root 0.3299019562162755 is 2e-14 below the
+    # 60-digit root 0.32990195621628216
+    sigma, delta, root = 20.142713465865768, 1.2797679843643717e-13, 0.3299019562162755
+    lo, hi = certified_gaussian_bracket(1 / sigma, delta, root, root)
+    assert lo == root < 0.32990195621628216 < hi  # a lower end already below stays
+    assert _exact_delta_60(sigma, hi) <= delta <= _exact_delta_60(sigma, lo)
