@@ -61,6 +61,7 @@ import numpy as np
 from . import routes
 from .capabilities import Capabilities, MissingCapabilityError, check_declaration
 from .families.declared import DeltaCurveDeclaration, LossLawDeclaration, RDPCurveDeclaration
+from .families.gaussian_dp import certified_gaussian_delta
 from .families.pure import pure_epsilon_bounds
 from .families.worst_case import (
     EpsilonDeltaDeclaration,
@@ -417,7 +418,11 @@ class Mechanism:
         else:
             flat = np.array([check_epsilon(e) for e in eps_arr.reshape(-1)])
         if self.has_exact_curve:
-            out = np.clip(self._delta_exact(flat), 0.0, 1.0)
+            mu = self.gdp_mu()
+            if mu is None:
+                out = np.clip(self._delta_exact(flat), 0.0, 1.0)
+            else:  # the float Gaussian curve cancels at small mu: at 50 digits
+                out = certified_gaussian_delta(float(mu), flat)
         else:
             out = routes.derived_delta(self, flat, tol)
         # pure DP: no delta is needed at or beyond the pure epsilon
