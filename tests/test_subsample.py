@@ -105,3 +105,26 @@ def test_a_base_without_pld_gives_epsilon_monotone_in_delta_up_to_and_beyond_q(q
     assert eps[deltas.index(q)] == 0.0 and eps[-1] == 0.0
     for d, e in zip(deltas, eps, strict=True):
         assert float(step.delta(e)) <= d * (1 + 1e-9)
+
+
+def test_amplification_rounds_its_base_delta_and_base_epsilon_the_safe_way():
+    """The reviewer's cases: ``1e-7 / 0.1`` rounds up past ``1e-6``, so a base that is
+    ``(1, 1e-6)``-DP was read at delta 1e-6 and ``(0.1586, 1e-7)`` claimed, while in exact
+    arithmetic 1e-7 < 0.1 * 1e-6 and no finite epsilon follows; and the base epsilon
+    ``log1p(expm1(eps) / q)`` rounded up onto a pure base's epsilon read a delta of 0
+    where it is about 4.4e-18."""
+    from dpacct.accountant import mechanism_from_epsilon_delta, mechanism_from_pure_epsilon
+
+    w = subsample_without_replacement(
+        mechanism_from_epsilon_delta(1.0, 1e-6, neighbouring="replace-one"), 0.1
+    )
+    assert w.epsilon(1e-7) == math.inf
+    pure = subsample_without_replacement(
+        mechanism_from_pure_epsilon(1.0, neighbouring="replace-one"), 0.1
+    )
+    assert float(pure.delta(0.1585650787404291)) > 0.0
+    # at delta >= q every sampled mechanism is (0, q)-DP, whatever the base
+    from dpacct.mechanisms import ZCDPMechanism
+
+    p = poisson_subsample(ZCDPMechanism(rho=50.0), 1e-3)
+    assert p.epsilon(1e-3) == 0.0 < p.epsilon(1e-3 * (1 - 1e-7))

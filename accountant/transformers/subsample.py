@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 
@@ -307,21 +308,25 @@ class _GridSafeSubsampledLaw(PoissonSubsampledLossLaw):
 _GENERAL_MAX_ORDER = 256.0
 
 
-#: the base delta amplified when ``delta >= q``: just below one, so ``q`` times it is
-#: below ``delta``
-_NEAR_ONE = 1.0 - 2.0**-20
+def _base_delta_below(delta: float, q: float) -> float:
+    """The largest float ``t`` with ``q t <= delta`` in exact arithmetic (``delta < q``):
+    ``delta / q`` rounds to nearest, possibly up."""
+    t = delta / q
+    while t > 0.0 and Fraction(t) * Fraction(q) > Fraction(delta):
+        t = math.nextafter(t, 0.0)
+    return t
 
 
 def _amplified_epsilon(base: Mechanism, q: float, delta: float, tol: float | None) -> float:
     """``log(1 + q (e^eps_b - 1))`` with ``eps_b`` the base's epsilon at ``delta / q``
-    (rounded up): amplification of the base's ``(eps, delta)`` curve by Poisson
-    subsampling (add/remove; Balle, Barthe, Gaboardi 2018, Theorem 8) and by sampling
-    without replacement (substitution; ibid., Table 1), the same expression.
+    (rounded down, so that ``q`` times it is at most ``delta``): amplification of the
+    base's ``(eps, delta)`` curve by Poisson subsampling (add/remove; Balle, Barthe,
+    Gaboardi 2018, Theorem 8) and by sampling without replacement (substitution; ibid.,
+    Table 1), the same expression.
 
-    When ``delta >= q`` the base is read at :data:`_NEAR_ONE` instead: the amplified
-    guarantee then holds at ``q * _NEAR_ONE < delta``, hence at ``delta`` (a guarantee
-    at a smaller delta holds at every larger one).  Without this the route declined
-    there, and the answer at ``delta >= q`` could exceed the answer at a smaller delta.
+    At ``delta >= q`` the answer is 0 whatever the base: the two neighbouring inputs
+    give the same output unless the differing record is sampled, an event of
+    probability at most ``q``, so the pair is ``(0, q)``-DP.
 
     Examples
     --------
@@ -329,23 +334,31 @@ def _amplified_epsilon(base: Mechanism, q: float, delta: float, tol: float | Non
     >>> base = ZCDPMechanism(rho=0.5)
     >>> at_q = _amplified_epsilon(base, 1e-3, 1e-3, None)
     >>> below = _amplified_epsilon(base, 1e-3, 1e-4, None)
-    >>> at_q, bool(below > 0)  # (0, q)-DP: the sampled event has probability q
+    >>> at_q, bool(below > 0)
     (0.0, True)
     """
-    delta_b = delta / q if delta < q else _NEAR_ONE
-    eps_base = float(base.epsilon(delta_b, tol=tol))
+    if delta >= q:
+        return 0.0
+    eps_base = float(base.epsilon(_base_delta_below(delta, q), tol=tol))
     return amplified_pure_up(q, eps_base) if math.isfinite(eps_base) else math.inf
 
 
+#: relative amount by which the base epsilon ``log(1 + (e^eps - 1) / q)`` is lowered:
+#: ``expm1``, the division and ``log1p`` err by about three ulps in all, and a larger
+#: base epsilon would read a smaller base delta (across a step of the base's curve, 0)
+_BASE_EPS_DOWN = 2.0**-50
+
+
 def _amplified_delta(base: Mechanism, q: float, epsilon, found, tol: float | None):
-    """``min(found, q delta_base(eps_b))`` with ``eps_b = log(1 + (e^eps - 1) / q)``:
-    the delta that :func:`_amplified_epsilon` inverts, so ``delta(epsilon(d)) <= d``."""
+    """``min(found, q, q delta_base(eps_b))`` with ``eps_b = log(1 + (e^eps - 1) / q)``
+    rounded down: the delta that :func:`_amplified_epsilon` inverts, so
+    ``delta(epsilon(d)) <= d``, and the ``(0, q)`` guarantee of the sampling itself."""
     eps = np.asarray(epsilon, dtype=float)
     with np.errstate(over="ignore"):
-        eps_base = np.log1p(np.expm1(eps) / q)
+        eps_base = np.log1p(np.expm1(eps) / q) * (1.0 - _BASE_EPS_DOWN)
     eps_base = np.where(np.isfinite(eps_base), eps_base, np.finfo(float).max)
     base_delta = np.asarray(base.delta(eps_base, tol=tol))
-    amplified = np.minimum(1.0, q * base_delta * (1 + 1e-12))
+    amplified = np.minimum(q, q * base_delta * (1 + 1e-12))
     best = np.minimum(found, amplified)
     return float(best) if np.ndim(found) == 0 else best
 
