@@ -231,12 +231,17 @@ def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1
             break
         sigma = math.nextafter(sigma, math.inf)
     out = sigma * sens
-    for step in range(4096):
+    for step in range(200):
         # checked at a float at or above the exact ratio: sens / out rounds to nearest,
         # possibly below it, and delta grows with mu
         if gaussian_delta_at_most_exact(math.nextafter(sens / out, math.inf), eps, delta):
             return out
-        out = math.nextafter(out, math.inf) if step < 64 else out * (1.0 + 1e-12)
+        # ulp by ulp first, then by a relative step doubling from 1e-12: the float curve
+        # can be off by far more than an ulp where it cancels (small eps and delta)
+        if step < 64:
+            out = math.nextafter(out, math.inf)
+        else:
+            out *= 1.0 + 1e-12 * 2.0 ** (step - 64)
     raise RuntimeError(  # pragma: no cover - the float solution is within 1e-13
         f"analytic_gaussian_sigma could not certify sigma for epsilon={eps!r}, delta={delta!r}"
     )
