@@ -186,35 +186,44 @@ def certified_gaussian_bracket(
     """
     mu_up = mu * (1.0 + SIGMA_ROUND_DOWN)
     mu_down = mu * (1.0 - SIGMA_ROUND_DOWN)
-    if hi == 0.0 and _gaussian_delta_mp(mu_up, 0.0) > delta:
+    def hi_ok(e: float) -> bool:
+        return bool(_gaussian_delta_mp(mu_up, e) <= delta)
+
+    def lo_ok(e: float) -> bool:
+        return bool(_gaussian_delta_mp(mu_down, e) >= delta)
+
+    if hi == 0.0 and not hi_ok(0.0):
         # the float curve put delta(0) at or below delta, the exact one does not: search
-        # up from a tiny epsilon by doubling, then bisect down to the float grain
-        low, hi = 0.0, 2.0**-1000
-        while _gaussian_delta_mp(mu_up, hi) > delta:
-            low, hi = hi, 2.0 * hi
-        while hi - low > 2.0**-40 * hi:
-            mid = 0.5 * (low + hi)
-            if _gaussian_delta_mp(mu_up, mid) > delta:
-                low = mid
-            else:
-                hi = mid
-    elif math.isfinite(hi) and hi > 0.0:
+        # up from a tiny epsilon by doubling, then bisect
+        bad, hi = 0.0, 2.0**-1000
+        while not hi_ok(hi):
+            bad, hi = hi, 2.0 * hi
+        hi = _narrowed(hi_ok, bad, hi)
+    elif math.isfinite(hi) and hi > 0.0 and not hi_ok(hi):
         step = max(hi * 2.0**-44, 2.0**-1000)
-        for _ in range(200):
-            if _gaussian_delta_mp(mu_up, hi) <= delta:
-                break
-            hi, step = hi + step, 2.0 * step
-        else:  # pragma: no cover - the float inversion is within 1e-7 of the root
-            hi = math.inf
-    if lo > 0.0:
+        bad = hi
+        while not hi_ok(hi):
+            bad, hi, step = hi, hi + step, 2.0 * step
+        hi = _narrowed(hi_ok, bad, hi)
+    if lo > 0.0 and not lo_ok(lo):
         step = max(lo * 2.0**-44, 2.0**-1000)
-        for _ in range(200):
-            if _gaussian_delta_mp(mu_down, lo) >= delta:
-                break
-            lo, step = max(lo - step, 0.0), 2.0 * step
-            if lo == 0.0:
-                break
+        bad = lo
+        while lo > 0.0 and not lo_ok(lo):
+            bad, lo, step = lo, max(lo - step, 0.0), 2.0 * step
+        lo = _narrowed(lo_ok, bad, lo) if lo > 0.0 else 0.0
     return lo, hi
+
+
+def _narrowed(ok, bad: float, good: float) -> float:
+    """Bisect between a point where ``ok`` fails and one where it holds, down to ``2^-40``
+    of the latter; returns the last point where it holds."""
+    while abs(good - bad) > 2.0**-40 * abs(good):
+        mid = 0.5 * (bad + good)
+        if ok(mid):
+            good = mid
+        else:
+            bad = mid
+    return good
 
 
 #: relative margin by which a noise multiplier recovered from a Gaussian-DP ``mu`` is
