@@ -177,8 +177,8 @@ def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1
     ``Phi(mu/2 - eps/mu) - e^eps Phi(-mu/2 - eps/mu) <= delta``.  The left side grows
     with ``mu``, so ``mu`` is found by Brent's method on ``log delta`` (instead of the
     paper's reparametrisation), to machine precision, and rounded so that the returned
-    sigma satisfies the inequality exactly (checked at 40 digits for the float returned,
-    at ``mu`` rounded up).
+    sigma satisfies the inequality exactly (checked at 50 digits or more for the float
+    returned, at ``mu`` rounded up).
 
     Parameters
     ----------
@@ -222,7 +222,7 @@ def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1
             raise ValueError(f"epsilon={eps!r} at delta={delta!r} needs no noise (sigma -> 0)")
     log_mu = brentq(f, lo, hi, xtol=1e-15, rtol=4 * np.finfo(float).eps, maxiter=500)
     # Round to the side that meets the budget.  The float evaluation of the curve is
-    # itself off in the last digits, so the returned sigma is certified at 40 digits:
+    # itself off in the last digits, so the returned sigma is certified at 50 digits:
     # step up until delta(eps; sensitivity / sigma) <= delta holds in mpmath for the
     # float that is returned (sigma * sensitivity), not only for its float image.
     sigma = 1.0 / math.exp(log_mu)

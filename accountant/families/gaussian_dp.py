@@ -173,9 +173,11 @@ def certified_gaussian_bracket(
     sit below the truth.  Here ``hi`` is raised until ``delta(hi) <= delta`` holds for
     the exact curve at ``mu (1 + 2^-50)`` and ``lo`` lowered until ``delta(lo) >=
     delta`` at ``mu (1 - 2^-50)``: the real ``mu`` a float stands for (``1 / sigma``
-    rounded, or a declared float) lies between, and delta grows with ``mu``.  Each end
-    moves by ``2^-44`` of itself, doubling, so a confirmed end costs one 50-digit
-    evaluation (about 0.3 ms) and a moved one a few more.
+    rounded, or a declared float) lies between, and delta grows with ``mu``.  An end
+    that fails moves out by ``2^-44`` of itself, doubling, until it holds, and is then
+    bisected back to ``2^-40`` of itself; a float upper end of 0 is checked too.  A
+    confirmed end costs one 50-digit evaluation (about 0.3 ms), a moved one a few
+    dozen.
 
     Examples
     --------
@@ -186,6 +188,7 @@ def certified_gaussian_bracket(
     """
     mu_up = mu * (1.0 + SIGMA_ROUND_DOWN)
     mu_down = mu * (1.0 - SIGMA_ROUND_DOWN)
+
     def hi_ok(e: float) -> bool:
         return bool(_gaussian_delta_mp(mu_up, e) <= delta)
 
