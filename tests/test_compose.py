@@ -206,8 +206,8 @@ def test_pure_dp_caps_every_answer():
     assert run.pure_epsilon == pytest.approx(pure, rel=1e-15)
     for delta in (1e-3, 1e-6, 1e-12):
         lo, hi = run.epsilon_bounds(delta)
-        assert lo <= hi <= pure
-    assert run.delta(pure) == 0.0
+        assert lo <= hi <= run.pure_epsilon
+    assert run.delta(run.pure_epsilon) == 0.0
     assert run.delta(0.99 * pure) > 0.0
     assert compose([RandomizedResponse(p=0.75)], counts=[3]).pure_epsilon == pytest.approx(
         3 * math.log(3.0), rel=1e-14

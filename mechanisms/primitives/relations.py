@@ -66,8 +66,8 @@ def replace_one(mechanism: Mechanism, *, sensitivity_factor: float = 2.0) -> Mec
     --------
     >>> replace_one(GaussianMechanism(sigma=1.2))
     ReplaceOneGaussianMechanism(sigma=0.6)
-    >>> replace_one(LaplaceMechanism(b=3.0)).pure_epsilon   # 2 / 3: twice the sensitivity
-    0.6666666666666666
+    >>> replace_one(LaplaceMechanism(b=3.0)).pure_epsilon  # 2 / 3 rounded up: twice 1 / 3
+    0.6666666666666667
     """
     factor = check_finite("sensitivity_factor", sensitivity_factor)
     if not 1.0 <= factor <= 2.0:
