@@ -11,12 +11,13 @@ moved up by more ulps than their proven error.
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Iterable
 from fractions import Fraction
 
 from .numerics import EXP_OVERFLOW, next_up
 
-__all__ = ["amplified_pure_up", "next_up", "sum_up"]
+__all__ = ["amplified_pure_up", "next_up", "quotient_down", "quotient_up", "sum_up"]
 
 
 def sum_up(terms: Iterable[tuple[int, float]]) -> float:
@@ -43,6 +44,38 @@ def sum_up(terms: Iterable[tuple[int, float]]) -> float:
     out = float(exact)  # rounded to nearest
     if Fraction(out) < exact:
         out = math.nextafter(out, math.inf)
+    return out
+
+
+def quotient_up(a: float, b: float) -> float:
+    """``a / b`` (finite, ``b > 0``) rounded up: the float quotient, or the next float
+    when it lies below the real one (it rounds to nearest); ``inf`` beyond the range.
+
+    Examples
+    --------
+    >>> quotient_up(1.0, 2.0), quotient_up(1.0, 3.0) > 1 / 3
+    (0.5, True)
+    """
+    out = a / b
+    if math.isfinite(out) and Fraction(out) * Fraction(b) < Fraction(a):
+        out = math.nextafter(out, math.inf)
+    return out
+
+
+def quotient_down(a: float, b: float) -> float:
+    """``a / b`` (finite, ``b > 0``) rounded down: the largest float ``t`` with
+    ``t b <= a`` in exact arithmetic.
+
+    Examples
+    --------
+    >>> quotient_down(1e-7, 0.1) < 1e-6 == 1e-7 / 0.1  # the float quotient rounds up
+    True
+    """
+    out = a / b
+    if not math.isfinite(out):  # beyond the float range: the largest float is below
+        return math.copysign(sys.float_info.max, out)
+    if Fraction(out) * Fraction(b) > Fraction(a):
+        out = math.nextafter(out, -math.inf)
     return out
 
 

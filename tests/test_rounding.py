@@ -3,13 +3,22 @@
 from __future__ import annotations
 
 import math
+import sys
 from fractions import Fraction
 
 import mpmath as mp
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from dpacct.accountant import compose, poisson_subsample
-from dpacct.accountant._rounding import amplified_pure_up, next_up, sum_up
+from dpacct.accountant._rounding import (
+    amplified_pure_up,
+    next_up,
+    quotient_down,
+    quotient_up,
+    sum_up,
+)
 from dpacct.mechanisms import LaplaceMechanism, PureDPMechanism, RandomizedResponse
 
 
@@ -89,3 +98,19 @@ def test_rr_pure_epsilon_not_below_log_ratio():
         pp = mp.mpf(p)
         truth = mp.log(pp * (k - 1) / (1 - pp))
         assert mp.mpf(mech.pure_epsilon) >= truth
+
+
+@given(
+    a=st.floats(1e-300, 1e300, allow_nan=False, allow_infinity=False),
+    b=st.floats(1e-300, 1e300, allow_nan=False, allow_infinity=False),
+)
+def test_directed_quotients_are_the_nearest_floats_on_their_side(a, b):
+    up, down = quotient_up(a, b), quotient_down(a, b)
+    exact = Fraction(a) / Fraction(b)
+    if math.isfinite(up):
+        assert Fraction(up) >= exact and Fraction(math.nextafter(up, 0.0)) < exact
+    else:
+        assert exact > Fraction(sys.float_info.max)
+    assert Fraction(down) <= exact
+    if down < sys.float_info.max:
+        assert Fraction(math.nextafter(down, math.inf)) > exact

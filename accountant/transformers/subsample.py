@@ -19,11 +19,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from fractions import Fraction
 
 import numpy as np
 
-from .._rounding import amplified_pure_up
+from .._rounding import amplified_pure_up, quotient_down
 from ..families.gaussian import sigma_below
 from ..laws.loss_law import PoissonSubsampledLossLaw
 from ..mechanism import Capabilities, Mechanism
@@ -308,15 +307,6 @@ class _GridSafeSubsampledLaw(PoissonSubsampledLossLaw):
 _GENERAL_MAX_ORDER = 256.0
 
 
-def _base_delta_below(delta: float, q: float) -> float:
-    """The largest float ``t`` with ``q t <= delta`` in exact arithmetic (``delta < q``):
-    ``delta / q`` rounds to nearest, possibly up."""
-    t = delta / q
-    while t > 0.0 and Fraction(t) * Fraction(q) > Fraction(delta):
-        t = math.nextafter(t, 0.0)
-    return t
-
-
 def _amplified_epsilon(base: Mechanism, q: float, delta: float, tol: float | None) -> float:
     """``log(1 + q (e^eps_b - 1))`` with ``eps_b`` the base's epsilon at ``delta / q``
     (rounded down, so that ``q`` times it is at most ``delta``): amplification of the
@@ -339,7 +329,7 @@ def _amplified_epsilon(base: Mechanism, q: float, delta: float, tol: float | Non
     """
     if delta >= q:
         return 0.0
-    eps_base = float(base.epsilon(_base_delta_below(delta, q), tol=tol))
+    eps_base = float(base.epsilon(quotient_down(delta, q), tol=tol))
     return amplified_pure_up(q, eps_base) if math.isfinite(eps_base) else math.inf
 
 

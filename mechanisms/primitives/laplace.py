@@ -25,12 +25,11 @@ Exact curve (for ``0 <= eps < m``):
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
-from fractions import Fraction
 
 import numpy as np
 
+from dpacct.accountant._rounding import quotient_up
 from dpacct.accountant.laws.loss_law import PrivacyLossLaw
 from dpacct.accountant.mechanism import Capabilities, Mechanism
 from dpacct.accountant.numerics import SUBNORMAL_FLOOR
@@ -85,10 +84,7 @@ def laplace_epsilon0_up(b: float) -> float:
     >>> laplace_epsilon0_up(2.0), laplace_epsilon0_up(3.0) > 1 / 3
     (0.5, True)
     """
-    e = 1.0 / b
-    if Fraction(e) * Fraction(b) < 1:
-        e = math.nextafter(e, math.inf)
-    return e
+    return quotient_up(1.0, b)
 
 
 def laplace_delta_up(b: float, epsilon: np.ndarray) -> np.ndarray:
