@@ -103,9 +103,17 @@ def test_epsilon_grows_as_training_goes_on():
     assert lo <= previous == hi
 
 
+def test_step_without_sample_rate_is_refused_not_read_as_full_batch():
+    # a forgotten rate used to be recorded as a full batch (q = 1) in silence
+    acct = PrivacyAccountant()
+    with pytest.raises(TypeError, match=r"needs sample_rate.*sample_rate=1\.0"):
+        acct.step(noise_multiplier=1.0)
+    assert acct.steps == 0 and acct.epsilon(DELTA) == 0.0
+
+
 def test_record_any_mechanism_and_step_with_full_batches():
     acct = PrivacyAccountant()
-    acct.step(noise_multiplier=10.0, count=100)  # sample_rate=1: noisy GD
+    acct.step(noise_multiplier=10.0, sample_rate=1.0, count=100)  # noisy GD
     acct.record(GaussianMechanism(sigma=10.0), 100)  # the same mechanism: merges
     assert len(acct.entries) == 1 and acct.steps == 200
     want = GaussianMechanism(sigma=10.0 / math.sqrt(200)).epsilon(DELTA)
@@ -115,15 +123,15 @@ def test_record_any_mechanism_and_step_with_full_batches():
 @pytest.mark.parametrize(
     ("kwargs", "exc", "name"),
     [
-        ({"noise_multiplier": 0.0}, ValueError, "noise_multiplier"),
-        ({"noise_multiplier": -1.0}, ValueError, "noise_multiplier"),
-        ({"noise_multiplier": math.nan}, ValueError, "noise_multiplier"),
-        ({"noise_multiplier": "1.0"}, TypeError, "noise_multiplier"),
+        ({"noise_multiplier": 0.0, "sample_rate": 0.01}, ValueError, "noise_multiplier"),
+        ({"noise_multiplier": -1.0, "sample_rate": 0.01}, ValueError, "noise_multiplier"),
+        ({"noise_multiplier": math.nan, "sample_rate": 0.01}, ValueError, "noise_multiplier"),
+        ({"noise_multiplier": "1.0", "sample_rate": 0.01}, TypeError, "noise_multiplier"),
         ({"noise_multiplier": 1.0, "sample_rate": 0.0}, ValueError, "sample_rate"),
         ({"noise_multiplier": 1.0, "sample_rate": 1.5}, ValueError, "sample_rate"),
-        ({"noise_multiplier": 1.0, "count": 0}, ValueError, "count"),
-        ({"noise_multiplier": 1.0, "count": -3}, ValueError, "count"),
-        ({"noise_multiplier": 1.0, "count": 2.5}, TypeError, "count"),
+        ({"noise_multiplier": 1.0, "sample_rate": 0.01, "count": 0}, ValueError, "count"),
+        ({"noise_multiplier": 1.0, "sample_rate": 0.01, "count": -3}, ValueError, "count"),
+        ({"noise_multiplier": 1.0, "sample_rate": 0.01, "count": 2.5}, TypeError, "count"),
     ],
 )
 def test_step_rejects_bad_input_and_records_nothing(kwargs, exc, name):

@@ -172,8 +172,8 @@ class PrivacyAccountant(LedgerFileMethods):
     A privacy filter:
 
     >>> filt = PrivacyAccountant(budget_epsilon=1.0, budget_delta=1e-5)
-    >>> filt.step(noise_multiplier=10.0, count=7)
-    >>> filt.step(noise_multiplier=10.0)  # doctest: +ELLIPSIS
+    >>> filt.step(noise_multiplier=10.0, sample_rate=1.0, count=7)
+    >>> filt.step(noise_multiplier=10.0, sample_rate=1.0)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
     dpacct.accountant.ledger.BudgetExceededError: budget exceeded: ...
@@ -185,10 +185,10 @@ class PrivacyAccountant(LedgerFileMethods):
     one step fewer:
 
     >>> adaptive = PrivacyAccountant(budget_epsilon=1.0, budget_delta=1e-5, adaptive=True)
-    >>> adaptive.step(noise_multiplier=10.0, count=6)
+    >>> adaptive.step(noise_multiplier=10.0, sample_rate=1.0, count=6)
     >>> round(adaptive.adaptive_order, 2)
     17.96
-    >>> adaptive.step(noise_multiplier=10.0)  # doctest: +ELLIPSIS
+    >>> adaptive.step(noise_multiplier=10.0, sample_rate=1.0)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
     dpacct.accountant.ledger.BudgetExceededError: budget exceeded: ...
@@ -333,7 +333,9 @@ class PrivacyAccountant(LedgerFileMethods):
         return f"PrivacyAccountant(entries={len(self._records)}, steps={self.steps}{budget})"
 
     # ------------------------------------------------------------------ feeding
-    def step(self, *, noise_multiplier: float, sample_rate: float = 1.0, count: int = 1) -> None:
+    def step(
+        self, *, noise_multiplier: float, sample_rate: float | None = None, count: int = 1
+    ) -> None:
         """Record ``count`` DP-SGD steps: Poisson-subsampled Gaussian mechanisms.
 
         Parameters
@@ -342,14 +344,33 @@ class PrivacyAccountant(LedgerFileMethods):
             Noise standard deviation over the clipping norm, > 0.
         sample_rate : float
             Poisson sampling rate of the step, in (0, 1] (batch size over dataset size).
+            Required: a full-batch step (noisy gradient descent) says ``sample_rate=1.0``,
+            so that a forgotten rate is never read as a full batch in silence.
         count : int
             Number of identical steps, >= 1.
 
         Raises
         ------
+        TypeError
+            ``sample_rate`` not given.
         BudgetExceededError
             In filter mode, if the steps would exceed the budget (nothing recorded).
+
+        Examples
+        --------
+        >>> acct = PrivacyAccountant()
+        >>> acct.step(noise_multiplier=1.1, sample_rate=0.01, count=1000)
+        >>> acct.step(noise_multiplier=10.0)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        TypeError: PrivacyAccountant.step() needs sample_rate, ... sample_rate=1.0 for full-batch steps
         """
+        if sample_rate is None:
+            raise TypeError(
+                "PrivacyAccountant.step() needs sample_rate, the Poisson sampling rate in "
+                "(0, 1] (batch size over dataset size); pass sample_rate=1.0 for full-batch "
+                "steps"
+            )
         last = self._last_step
         if (
             last is not None

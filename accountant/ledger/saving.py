@@ -245,7 +245,7 @@ class LedgerFileMethods:
         >>> import os, secrets, tempfile
         >>> from dpacct.accountant import PrivacyAccountant
         >>> acct = PrivacyAccountant()
-        >>> acct.step(noise_multiplier=1.0, count=3)
+        >>> acct.step(noise_multiplier=1.0, sample_rate=1.0, count=3)
         >>> with tempfile.TemporaryDirectory() as tmp:
         ...     path = os.path.join(tmp, "ledger.json")
         ...     acct.save(path, key=secrets.token_bytes(32))
