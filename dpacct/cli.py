@@ -35,6 +35,7 @@ import re
 import sys
 import time
 from collections.abc import Sequence
+from fractions import Fraction
 from typing import Any
 
 from dpacct._cli_compare import cmd_compare
@@ -81,6 +82,23 @@ def _real(text: str) -> float:
         return float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+
+
+def _rate(text: str) -> float:
+    """A sampling rate as a number (0.0043) or as a fraction ``batch/dataset`` (256/60000).
+
+    The fraction is divided exactly and rounded once, so ``256/60000`` is the rate of the
+    run itself, not a rounded decimal (``0.0043`` is 0.8 % above 256 / 60 000).
+    """
+    if "/" not in text:
+        return _real(text)
+    num, _, den = text.partition("/")
+    try:
+        return float(Fraction(num.strip()) / Fraction(den.strip()))
+    except (ValueError, ZeroDivisionError):
+        raise argparse.ArgumentTypeError(
+            f"not a number or a fraction BATCH/DATASET with a nonzero denominator: {text!r}"
+        ) from None
 
 
 def _count(text: str) -> int | float:
@@ -431,10 +449,11 @@ def _dpsgd_args(p: argparse.ArgumentParser, *, required: bool) -> None:
         "--sample-rate",
         "-q",
         dest="sample_rate",
-        type=_real,
+        type=_rate,
         default=1.0 if required else None,
         metavar="Q",
-        help="Poisson sampling rate per step, batch size / dataset size (default 1: "
+        help="Poisson sampling rate per step, batch size / dataset size, as a number or a "
+        "fraction such as 256/60000 (default 1: "
         "full batches" + ("" if required else ", unless solved for") + ")",
     )
     group = p.add_mutually_exclusive_group(required=required)

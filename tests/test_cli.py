@@ -76,6 +76,24 @@ def test_epsilon_json_agrees_with_the_library():
     assert data["lower"] <= data["epsilon"] == data["upper"]
 
 
+def test_sample_rate_as_a_fraction_is_the_runs_own_rate(capsys):
+    # 0.0043 is 256/60000 rounded (0.8 % higher): the fraction gives the MNIST run's number
+    assert main(["epsilon", "-q", "256/60000", "--sigma", "1.1", "--steps", "14063",
+                 "--delta", "1e-5", "--json"]) == 0  # fmt: skip
+    data = json.loads(capsys.readouterr().out)
+    run = compose([poisson_subsample(GaussianMechanism(sigma=1.1), 256 / 60_000)], counts=[14_063])
+    assert data["sample_rate"] == 256 / 60_000
+    assert data["epsilon"] == pytest.approx(run.epsilon(1e-5), rel=1e-12)
+    rounded = compose([poisson_subsample(GaussianMechanism(sigma=1.1), 0.0043)], counts=[14_063])
+    assert data["epsilon"] < rounded.epsilon(1e-5)
+
+
+@pytest.mark.parametrize("text", ["1/0", "a/3", "3/x"])
+def test_sample_rate_fraction_errors_are_one_line(text):
+    out = dpacct("epsilon", "-q", text, "--sigma", "1", "--steps", "10", "--delta", "1e-5")
+    assert_one_line_error(out, "--sample-rate", "fraction")
+
+
 def test_calibrate_design_example_json():
     out = dpacct(
         "calibrate", "--epsilon", "3", "--delta", "1e-5", "--sample-rate", "0.01",

@@ -363,7 +363,7 @@ class PrivacyAccountant(LedgerFileMethods):
         >>> acct.step(noise_multiplier=10.0)  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        TypeError: PrivacyAccountant.step() needs sample_rate, ... sample_rate=1.0 for full-batch steps
+        TypeError: PrivacyAccountant.step() needs sample_rate, ... full-batch steps
         """
         if sample_rate is None:
             raise TypeError(
