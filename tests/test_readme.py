@@ -64,6 +64,18 @@ def test_install_line_names_extras_that_exist_and_cover_the_examples():
             assert dist in covered, f"README examples use {module}; the install lacks {dist}"
 
 
+def test_install_lines_take_torch_from_the_cpu_index():
+    # a plain "pip install torch==2.13.0" resolves to the CUDA wheels on Linux; the README
+    # gives PyTorch's CPU index (overridable, for CI, by TORCH_INDEX_URL)
+    cpu = '--index-url "${TORCH_INDEX_URL:-https://download.pytorch.org/whl/cpu}"'
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    lines = [ln for ln in text.splitlines() if "pip install torch==" in ln]
+    assert len(lines) >= 2 and all(cpu in ln for ln in lines), lines
+    assert cpu in install_command()
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert "--install-command" in ci and "TORCH_INDEX_URL" in ci
+
+
 @pytest.mark.parametrize("index", range(len(BLOCKS)))
 def test_readme_example_runs(index, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # the quickstart saves a ledger file
