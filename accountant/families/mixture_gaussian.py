@@ -45,7 +45,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 from ..laws.loss_law_rdp import loss_law_rdp, swapped_loss_law
 from ..laws.mixture_law import GaussianMixtureLossLaw
@@ -175,6 +174,8 @@ def user_level_dpsgd(
     if k > 10_000:
         raise ValueError(f"examples_per_user must be an integer in [1, 10000], got {k}")
     j = np.arange(k + 1)
+    from scipy import stats  # here, not at import: scipy.stats alone costs ~0.5 s
+
     pmf = stats.binom.pmf(j, k, q)
     pmf = pmf / pmf.sum()
     return MixtureOfGaussiansMechanism(s, j.astype(float), pmf)
