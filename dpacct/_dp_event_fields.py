@@ -1,0 +1,217 @@
+"""Reading the fields of a dp_accounting ``DpEvent``, and the replace-one sensitivity.
+
+Private helpers of :mod:`dpacct.dp_accounting` and :mod:`dpacct._dp_accounting_mixtures`.
+dp_accounting's events are ``attrs`` classes that check nothing, so every field dpacct
+reads passes through one of the readers here, which raise a :class:`TypeError` (not a
+number: ``None``, a string, a boolean, a complex number, an array of several values) or
+a :class:`ValueError` (NaN, infinite, beyond the float range such as ``10**400``, out of
+range) whose message names the field by its place in the tree (``event.events[1].count``)
+and the allowed range.  Counts follow :func:`~dpacct.accountant.validation.check_count`,
+the convention of every count in dpacct: an integer, or a float that is one (``2.0``).
+
+The second half states how a ``REPLACE_ONE`` event's noise parameter is read
+(:data:`REPLACE_ONE_SENSITIVITIES`, :func:`check_replace_one_sensitivity`,
+:func:`convention_note`).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Any
+
+import numpy as np
+
+from dpacct.accountant.validation import check_count, show_value
+
+__all__ = [
+    "REPLACE_ONE_SENSITIVITIES",
+    "check_replace_one_sensitivity",
+    "convention_note",
+    "count_field",
+    "is_infinite_field",
+    "real_field",
+    "real_sequence_field",
+    "step_counts_field",
+]
+
+
+def _scalar(value: object) -> object:
+    """A 0-d numpy array as the number it holds (anything else unchanged)."""
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        return value.item()
+    return value
+
+
+def _as_float(name: str, value: object) -> float:
+    """``value`` as a float: a real number that is not a boolean, within the float range."""
+    value = _scalar(value)
+    if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__} "
+                        f"{show_value(value)}")
+    try:
+        return float(value)
+    except OverflowError:  # a Python int beyond the float range, e.g. 10**400
+        raise ValueError(f"{name} must be a finite number within the float range (about "
+                         f"1.8e308), got {show_value(value)}") from None
+
+
+def real_field(
+    event: Any, path: str, field: str, *, upper: float = math.inf, allow_inf: bool = False
+) -> float:
+    """The real field ``event.<field>`` as a float in ``[0, upper]``.
+
+    Parameters
+    ----------
+    event : DpEvent
+        The event.
+    path : str
+        Its place in the tree (``"event.events[1]"``), for the message.
+    field : str
+        The field's name.
+    upper : float, default inf
+        The largest value allowed.
+    allow_inf : bool, default False
+        Whether ``inf`` is allowed (only where the event defines it, e.g. the Poisson
+        ``shape`` of ``RepeatAndSelectDpEvent``).
+
+    Examples
+    --------
+    >>> class Ev:
+    ...     noise_multiplier = 10**400
+    >>> real_field(Ev(), "event", "noise_multiplier")
+    Traceback (most recent call last):
+    ...
+    ValueError: event.noise_multiplier must be a finite number within the float range \
+(about 1.8e308), got an integer with 401 digits
+    """
+    name = f"{path}.{field}"
+    x = _as_float(name, getattr(event, field, None))
+    if math.isnan(x) or x < 0 or x > upper or (math.isinf(x) and not allow_inf):
+        top = ("inf]" if allow_inf else "inf)") if math.isinf(upper) else f"{upper:g}]"
+        raise ValueError(f"{name} must lie in [0, {top}, got {x!r}")
+    return x
+
+
+def is_infinite_field(event: Any, field: str) -> bool:
+    """Whether ``event.<field>`` is the real number ``+inf`` (no array comparison)."""
+    value = _scalar(getattr(event, field, None))
+    if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Real):
+        return False
+    try:
+        return float(value) == math.inf
+    except OverflowError:
+        return False
+
+
+def count_field(event: Any, path: str, field: str, *, allow_zero: bool = True) -> int:
+    """The count field ``event.<field>``, read by :func:`check_count` (``2.0`` is 2)."""
+    return check_count(_scalar(getattr(event, field, None)), f"{path}.{field}",
+                       allow_zero=allow_zero)
+
+
+def step_counts_field(event: Any, path: str) -> list[int]:
+    """``SingleEpochTreeAggregationDpEvent.step_counts``: a count or a non-empty list
+    (or 1-d array) of counts, each read by :func:`check_count`."""
+    name = f"{path}.step_counts"
+    raw = _scalar(event.step_counts)
+    if isinstance(raw, np.ndarray):
+        if raw.ndim != 1:
+            raise ValueError(f"{name} must be a count or a 1-d list of counts, got an array "
+                             f"of shape {raw.shape}")
+        raw = raw.tolist()
+    if isinstance(raw, list | tuple):
+        if not raw:
+            raise ValueError(f"{name} must be a count or a non-empty list of counts, got "
+                             f"{show_value(raw)}")
+        return [check_count(_scalar(c), f"{name}[{i}]", allow_zero=True)
+                for i, c in enumerate(raw)]
+    return [check_count(raw, name, allow_zero=True)]
+
+
+def real_sequence_field(event: Any, path: str, field: str) -> list[float]:
+    """A sequence-of-reals field (``sensitivities``, ``sampling_probs``) as finite floats;
+    the ranges are checked by the mechanism it feeds."""
+    name = f"{path}.{field}"
+    raw = getattr(event, field, None)
+    if isinstance(raw, np.ndarray):
+        if raw.ndim != 1:
+            raise ValueError(f"{name} must be a 1-d sequence of real numbers, got an array "
+                             f"of shape {raw.shape}")
+        raw = raw.tolist()
+    if isinstance(raw, str | bytes) or not isinstance(raw, list | tuple):
+        raise TypeError(f"{name} must be a list of real numbers, got {type(raw).__name__} "
+                        f"{show_value(raw)}")
+    out = [_as_float(f"{name}[{i}]", v) for i, v in enumerate(raw)]
+    for i, x in enumerate(out):
+        if not math.isfinite(x):
+            raise ValueError(f"{name}[{i}] must be a finite number, got {x!r}")
+    return out
+
+
+# ------------------------------------------------------------ the replace-one reading
+#: the readings of a ``REPLACE_ONE`` event's noise parameter that dpacct offers, by the
+#: L2 (L1 for Laplace) distance between neighbouring sums, in units of the per-record
+#: bound ``C`` the noise parameter is stated against
+REPLACE_ONE_SENSITIVITIES = {
+    2.0: "one record's clipped vector (norm <= C) swapped for another's moves the sum by "
+    "up to 2 C (the triangle inequality, attained by opposite vectors); dpacct's default",
+    1.0: "the two neighbouring sums are taken to differ by at most C, as dp_accounting's "
+    "RDP accountant reads a GaussianDpEvent under REPLACE_ONE; half the physical swap",
+}
+
+
+def check_replace_one_sensitivity(value: object) -> float:
+    """``replace_one_sensitivity``: 2 (default, the physical swap) or 1 (dp_accounting's
+    reading); nothing else.
+
+    Examples
+    --------
+    >>> check_replace_one_sensitivity(2), check_replace_one_sensitivity(1.0)
+    (2.0, 1.0)
+    >>> check_replace_one_sensitivity(0.5)
+    Traceback (most recent call last):
+    ...
+    ValueError: replace_one_sensitivity must be 2 (a clipped record swapped for another, \
+dpacct's default) or 1 (dp_accounting's reading), got 0.5
+    """
+    x = _as_float("replace_one_sensitivity", value)
+    if x not in REPLACE_ONE_SENSITIVITIES:
+        raise ValueError(
+            "replace_one_sensitivity must be 2 (a clipped record swapped for another, "
+            f"dpacct's default) or 1 (dp_accounting's reading), got {x!r}"
+        )
+    return x
+
+
+def convention_note(sensitivity: float) -> str:
+    """The sentence a summary prints about the ``REPLACE_ONE`` reading in force.
+
+    Examples
+    --------
+    >>> print(convention_note(2.0))  # doctest: +NORMALIZE_WHITESPACE
+    REPLACE_ONE read with sensitivity 2 C: one record's clipped vector (norm <= C) swapped
+    for another's moves the sum by up to 2 C (the triangle inequality, attained by
+    opposite vectors); dpacct's default. A GaussianDpEvent(s) is the Gaussian of noise
+    multiplier s / 2 per unit shift (LaplaceDpEvent: b / 2). dp_accounting's RDP
+    accountant reads s against C (sensitivity 1), so its epsilon for the same event is
+    that of noise s, not s / 2; DpEventAccountant(REPLACE_ONE, replace_one_sensitivity=1)
+    gives that reading.
+    """
+    if sensitivity == 2.0:
+        return (
+            f"REPLACE_ONE read with sensitivity 2 C: {REPLACE_ONE_SENSITIVITIES[2.0]}. "
+            "A GaussianDpEvent(s) is the Gaussian of noise multiplier s / 2 per unit shift "
+            "(LaplaceDpEvent: b / 2). dp_accounting's RDP accountant reads s against C "
+            "(sensitivity 1), so its epsilon for the same event is that of noise s, not "
+            "s / 2; DpEventAccountant(REPLACE_ONE, replace_one_sensitivity=1) gives that "
+            "reading."
+        )
+    return (
+        f"REPLACE_ONE read with sensitivity 1 C (chosen: replace_one_sensitivity=1): "
+        f"{REPLACE_ONE_SENSITIVITIES[1.0]}. A GaussianDpEvent(s) is the Gaussian of noise "
+        "multiplier s per unit shift. This holds only if the neighbouring sums really "
+        "differ by at most C (e.g. clipping to C / 2); for a record's clipped vector "
+        "swapped for another's it is not a sound bound: use the default "
+        "replace_one_sensitivity=2."
+    )
