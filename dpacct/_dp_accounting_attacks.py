@@ -18,6 +18,13 @@ from dpacct.accountant.validation import check_fpr
 __all__ = ["AttackBounds"]
 
 
+def _check_ignored_deltas(deltas: object) -> None:
+    """dp_accounting's ``deltas`` grid, not needed here: refused if it is not numbers in
+    [0, 1] (a garbage argument is a mistake, even when it would be ignored)."""
+    if deltas is not None:
+        check_fpr(deltas, "deltas")
+
+
 class AttackBounds:
     """Mixin: certified TPR bounds and a Gaussian-DP estimate from the composed mechanism.
 
@@ -50,7 +57,8 @@ class AttackBounds:
         false_positive_rates : float or numpy.ndarray
             FPR(s), in [0, 1].
         deltas : numpy.ndarray, optional
-            Accepted for dp_accounting's interface and ignored: no delta grid is needed.
+            Accepted for dp_accounting's interface and ignored (no delta grid is
+            needed); checked to be numbers in [0, 1] all the same.
 
         Returns
         -------
@@ -66,6 +74,7 @@ class AttackBounds:
         0.0924
         """
         fpr = check_fpr(false_positive_rates, "false_positive_rates")
+        _check_ignored_deltas(deltas)
         if self._non_private:
             out = np.ones_like(fpr)
         else:
@@ -91,7 +100,8 @@ class AttackBounds:
             FPRs in (0, 1); default ``numpy.logspace(-12, log10(0.5), 500)``, as
             dp_accounting.
         deltas : numpy.ndarray, optional
-            Accepted for dp_accounting's interface and ignored.
+            Accepted for dp_accounting's interface and ignored; checked to be numbers
+            in [0, 1] all the same.
 
         Returns
         -------
@@ -106,6 +116,7 @@ class AttackBounds:
         >>> round(acct.get_gdp_parameter_estimate(), 4)   # 1/sigma
         0.5
         """
+        _check_ignored_deltas(deltas)
         if false_positive_rates is None:
             fpr = np.logspace(-12, np.log10(0.5), 500)
         else:
