@@ -185,33 +185,32 @@ dpacct's default) or 1 (dp_accounting's reading), got 0.5
 
 
 def convention_note(sensitivity: float) -> str:
-    """The sentence a summary prints about the ``REPLACE_ONE`` reading in force.
+    """The paragraph a summary prints about the ``REPLACE_ONE`` reading in force.
 
     Examples
     --------
     >>> print(convention_note(2.0))  # doctest: +NORMALIZE_WHITESPACE
     REPLACE_ONE read with sensitivity 2 C: one record's clipped vector (norm <= C) swapped
     for another's moves the sum by up to 2 C (the triangle inequality, attained by
-    opposite vectors); dpacct's default. A GaussianDpEvent(s) is the Gaussian of noise
-    multiplier s / 2 per unit shift (LaplaceDpEvent: b / 2). dp_accounting's RDP
-    accountant reads s against C (sensitivity 1), so its epsilon for the same event is
-    that of noise s, not s / 2; DpEventAccountant(REPLACE_ONE, replace_one_sensitivity=1)
-    gives that reading.
+    opposite vectors); dpacct's default. GaussianDpEvent(s) is the Gaussian of noise
+    multiplier s / 2 per unit shift (LaplaceDpEvent: b / 2), as dp_accounting's PLD
+    accountant reads it. dp_accounting's RDP accountant (the one it has for
+    SampledWithoutReplacementDpEvent) reads s against C, a far smaller epsilon for the
+    same event; replace_one_sensitivity=1 gives that reading.
     """
     if sensitivity == 2.0:
         return (
             f"REPLACE_ONE read with sensitivity 2 C: {REPLACE_ONE_SENSITIVITIES[2.0]}. "
-            "A GaussianDpEvent(s) is the Gaussian of noise multiplier s / 2 per unit shift "
-            "(LaplaceDpEvent: b / 2). dp_accounting's RDP accountant reads s against C "
-            "(sensitivity 1), so its epsilon for the same event is that of noise s, not "
-            "s / 2; DpEventAccountant(REPLACE_ONE, replace_one_sensitivity=1) gives that "
-            "reading."
+            "GaussianDpEvent(s) is the Gaussian of noise multiplier s / 2 per unit shift "
+            "(LaplaceDpEvent: b / 2), as dp_accounting's PLD accountant reads it. "
+            "dp_accounting's RDP accountant (the one it has for "
+            "SampledWithoutReplacementDpEvent) reads s against C, a far smaller epsilon "
+            "for the same event; replace_one_sensitivity=1 gives that reading."
         )
     return (
-        f"REPLACE_ONE read with sensitivity 1 C (chosen: replace_one_sensitivity=1): "
-        f"{REPLACE_ONE_SENSITIVITIES[1.0]}. A GaussianDpEvent(s) is the Gaussian of noise "
-        "multiplier s per unit shift. This holds only if the neighbouring sums really "
-        "differ by at most C (e.g. clipping to C / 2); for a record's clipped vector "
-        "swapped for another's it is not a sound bound: use the default "
-        "replace_one_sensitivity=2."
+        "REPLACE_ONE read with sensitivity 1 C (chosen: replace_one_sensitivity=1): "
+        f"{REPLACE_ONE_SENSITIVITIES[1.0]}. GaussianDpEvent(s) is the Gaussian of noise "
+        "multiplier s per unit shift. Sound only if neighbouring sums really differ by at "
+        "most C (e.g. vectors clipped to C / 2); for one record's clipped vector swapped "
+        "for another's it is not: the default replace_one_sensitivity=2 is."
     )

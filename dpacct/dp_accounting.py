@@ -65,6 +65,7 @@ from __future__ import annotations
 
 import contextvars
 import math
+import textwrap
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -748,7 +749,9 @@ parts=0, non_private=False)
         >>> print(acct.compose(dpa.GaussianDpEvent(2.0)).summary())  # doctest: +ELLIPSIS
         DpEventAccountant: REPLACE_ONE, 1 mechanism(s)
           ReplaceOneGaussianMechanism(sigma=1.0) x 1
-          REPLACE_ONE read with sensitivity 2 C: one record's clipped vector ... reading.
+          REPLACE_ONE read with sensitivity 2 C: one record's clipped vector (norm <= C)
+          ...
+          replace_one_sensitivity=1 gives that reading.
         """
         relation = self.neighboring_relation.name
         lines = [f"DpEventAccountant: {relation}, {len(self._parts)} mechanism(s)"]
@@ -756,7 +759,8 @@ parts=0, non_private=False)
         if self._non_private:
             lines.append("  a NonPrivateDpEvent: epsilon = inf")
         if self.neighboring_relation is _REPLACE:
-            lines.append("  " + convention_note(self._sensitivity))
+            note = convention_note(self._sensitivity)
+            lines.append(textwrap.fill(note, 88, initial_indent="  ", subsequent_indent="  "))
         if target_delta is not None:
             d = check_delta(target_delta, "target_delta")
             eps = self.get_epsilon(d)
