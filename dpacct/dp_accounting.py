@@ -29,9 +29,11 @@ shifts the two means by ``+-C``).  The halved mechanisms are the classes
 :class:`~dpacct.mechanisms.ReplaceOneGaussianMechanism` and
 :class:`~dpacct.mechanisms.ReplaceOneLaplaceMechanism` (what
 :func:`~dpacct.mechanisms.replace_one` returns), labelled
-``neighbouring == "replace-one"``: nothing is relabelled silently (how dp_accounting's
-RDP accountant reads the same events: docs/theory/algorithms.md, section
-'dp_accounting events').
+``neighbouring == "replace-one"``: nothing is relabelled silently.  dp_accounting's
+RDP accountant reads the same events against ``C`` (no halving); that reading is
+offered as a named choice, ``replace_one_sensitivity=1``, and
+:meth:`DpEventAccountant.summary` says which reading is in force (the argument:
+docs/theory/algorithms.md, section 'The replace-one convention').
 
 ``SampledWithoutReplacementDpEvent`` is defined under ``REPLACE_ONE`` only (a fixed batch
 size presumes a fixed dataset size), and dpacct's
