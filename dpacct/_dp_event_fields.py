@@ -22,14 +22,16 @@ from typing import Any
 
 import numpy as np
 
-from dpacct.accountant.validation import check_count, show_value
+from dpacct.accountant.validation import MAX_COUNT, check_count, show_value
 
 __all__ = [
     "REPLACE_ONE_SENSITIVITIES",
     "check_replace_one_sensitivity",
+    "check_runs",
     "convention_note",
     "count_field",
     "is_infinite_field",
+    "ledger_compose",
     "real_field",
     "real_sequence_field",
     "step_counts_field",
@@ -147,6 +149,51 @@ def real_sequence_field(event: Any, path: str, field: str) -> list[float]:
         if not math.isfinite(x):
             raise ValueError(f"{name}[{i}] must be a finite number, got {x!r}")
     return out
+
+
+def check_runs(parts: list, count: int, name: str, already: dict | None = None) -> None:
+    """Refuse ``count`` repetitions of ``parts`` (``(mechanism, runs)`` pairs) that would
+    take a mechanism past ``MAX_COUNT`` runs, with those ``already`` recorded: found when
+    composed, not by a later query naming a ``counts[0]`` the user never passed.
+
+    Examples
+    --------
+    >>> check_runs([("G", 2**40)], 2**40, "event.count")
+    Traceback (most recent call last):
+    ...
+    ValueError: event.count=1099511627776 makes 1208925819614629174706176 runs of 'G', \
+more than 2**63 - 1 (about 9.2e18)
+    """
+    for mech, runs in parts:
+        total = runs * count + (already or {}).get(mech, 0)
+        if total > MAX_COUNT:
+            raise ValueError(
+                f"{name}={count} makes {show_value(total)} runs of {mech!r}, more than "
+                "2**63 - 1 (about 9.2e18)"
+            )
+
+
+def ledger_compose(ledger: Any, event: Any, count: int, self_composed: type) -> None:
+    """Record ``count`` runs of ``event`` in dp_accounting's ledger (a ``DpEventBuilder``).
+
+    The builder unrolls a ``SelfComposedDpEvent`` (the class ``self_composed``) and wants
+    a Python ``int`` count >= 1; dpacct reads counts by :func:`check_count` (``2.0`` is 2,
+    ``0`` records nothing), so the self-compositions are unrolled here, counts read.
+
+    Examples
+    --------
+    >>> class Ledger:
+    ...     def compose(self, event, count): print(event, count)
+    >>> class Self:
+    ...     event, count = "G", 3.0
+    >>> ledger_compose(Ledger(), Self(), 2, Self)
+    G 6
+    """
+    while isinstance(event, self_composed):
+        count *= check_count(event.count, "event.count", allow_zero=True)
+        event = event.event
+    if count:
+        ledger.compose(event, count)
 
 
 # ------------------------------------------------------------ the replace-one reading

@@ -87,9 +87,11 @@ from dpacct._dp_accounting_attacks import AttackBounds
 from dpacct._dp_accounting_mixtures import with_mixture_events
 from dpacct._dp_event_fields import (
     check_replace_one_sensitivity,
+    check_runs,
     convention_note,
     count_field,
     is_infinite_field,
+    ledger_compose,
     real_field,
     step_counts_field,
 )
@@ -261,6 +263,7 @@ def _convert(event: Any, relation: NeighboringRelation, path: str) -> _Converted
     if isinstance(event, dp_event.SelfComposedDpEvent):
         count = _count(event, path, "count")
         inner = _convert(event.event, relation, f"{path}.event")
+        check_runs(inner.parts, count, f"{path}.count")
         return inner.times(count) if count else _Converted([])
     if isinstance(event, dp_event.ComposedDpEvent):
         events = event.events
@@ -466,19 +469,6 @@ def _as_mechanism(parts: list[tuple[Mechanism, int]], relation: NeighboringRelat
     return compose([m for m, _ in parts], [c for _, c in parts])
 
 
-def _ledger_compose(ledger: Any, event: dp_event.DpEvent, count: int) -> None:
-    """Record ``count`` runs of ``event`` in dp_accounting's ledger (a ``DpEventBuilder``).
-
-    The builder unrolls a ``SelfComposedDpEvent`` and requires a Python ``int`` count
-    >= 1; dpacct reads counts by :func:`check_count` (``2.0`` is 2, ``0`` records
-    nothing), so the self-compositions are unrolled here with the counts already read."""
-    while isinstance(event, dp_event.SelfComposedDpEvent):
-        count *= check_count(event.count, "event.count", allow_zero=True)
-        event = event.event
-    if count:
-        ledger.compose(event, count)
-
-
 def from_dp_event(
     event: dp_event.DpEvent,
     *,
@@ -666,7 +656,8 @@ parts=0, non_private=False)
         n = check_count(count, "count", allow_zero=True)
         with _reading(self._sensitivity):
             converted = _convert(event, self.neighboring_relation, "event")
-        _ledger_compose(self._ledger, event, n)
+        check_runs(converted.parts, n, "count", already=self._parts)
+        ledger_compose(self._ledger, event, n, dp_event.SelfComposedDpEvent)
         self._record(converted, n)
         return self
 

@@ -50,6 +50,7 @@ try:  # the dp_accounting extra: its events and DpEventAccountant are fuzzed whe
     import dp_accounting as dpa
     from dp_accounting import dp_event as de
 
+    import dpacct.dp_accounting as DA
     from dpacct.dp_accounting import DpEventAccountant, UnsupportedEventError
 except ImportError:  # pragma: no cover - the extra is part of the test environment
     dpa = None
@@ -408,6 +409,18 @@ if dpa is not None:
                 lambda: DpEventAccountant,
                 {"tol": 1e-3, "replace_one_sensitivity": 2.0},
             ),
+            "from_dp_event": (
+                lambda: DA.from_dp_event,
+                {
+                    "event": dpa.GaussianDpEvent(2.0),
+                    "neighboring_relation": dpa.NeighboringRelation.REPLACE_ONE,
+                    "replace_one_sensitivity": 1.0,
+                },
+            ),
+            "ReplaceOneZCDPMechanism": (
+                lambda: DA.ReplaceOneZCDPMechanism,
+                {"rho": 0.5, "xi": 0.1},
+            ),
             "DpEventAccountant.compose": (
                 lambda: _dp_events_accountant().compose,
                 {"event": dpa.GaussianDpEvent(2.0), "count": 2},
@@ -469,6 +482,8 @@ NOT_FUZZED: dict[str, str] = {
         ],
         "an exception class: its numbers are a report, not an input",
     ),
+    "NeighboringRelation": "dp_accounting's enum, re-exported (DpEventAccountant checks it)",
+    "UnsupportedEventError": "an exception class: its numbers are a report, not an input",
     "GridPLD": "the engine's discretised distribution, built in the FFT composition loop "
     "from validated laws; checking every construction would cost that loop (discretize, "
     "which users call, is fuzzed)",
@@ -531,7 +546,7 @@ ARRAY_PARAMS: dict[str, set[str]] = {
 
 def _public_callables() -> dict[str, object]:
     found = {}
-    for mod in (dpacct, A, M, C):
+    for mod in (dpacct, A, M, C) + (() if dpa is None else (DA,)):
         for name in mod.__all__:
             obj = getattr(mod, name)
             if callable(obj) and not inspect.ismodule(obj):
@@ -1109,3 +1124,20 @@ def test_extreme_noise_scales_are_refused_before_a_query_divides_by_zero(call, p
 def test_extreme_but_legal_noise_scales_still_answer():
     assert M.Transformation(abs, 1.0, "l2").then_gaussian(1e150).epsilon(1e-5) == 0.0
     assert 0.0 < M.MST(COLS, rho=1e-300).epsilon(1e-6) < 1e-10
+
+
+@needs_dp_accounting
+def test_runs_beyond_int64_are_refused_when_composed():
+    """2**40 x 2**40 runs were recorded, and the next get_epsilon named a ``counts[0]``
+    the user never passed; now the compose refuses, naming the count, and records nothing."""
+    g = dpa.GaussianDpEvent(1.0)
+    nested = dpa.SelfComposedDpEvent(dpa.SelfComposedDpEvent(g, 2**40), 2**40)
+    acct = DpEventAccountant()
+    with pytest.raises(ValueError, match=r"event\.count=1099511627776 makes"):
+        acct.compose(nested)
+    with pytest.raises(ValueError, match=r"^count=1099511627776 makes"):
+        acct.compose(dpa.SelfComposedDpEvent(g, 2**40), 2**40)
+    acct.compose(g, 2**62)
+    with pytest.raises(ValueError, match=r"^count=4611686018427387904 makes 9223372036854775808"):
+        acct.compose(g, 2**62)
+    assert acct.ledger == dpa.SelfComposedDpEvent(g, 2**62) and not acct.supports(nested)
