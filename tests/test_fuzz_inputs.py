@@ -433,6 +433,10 @@ if dpa is not None:
                 lambda: _dp_events_accountant().get_delta,
                 {"target_epsilon": 1.0},
             ),
+            "DpEventAccountant.summary": (
+                lambda: _dp_events_accountant().summary,
+                {"target_delta": 1e-5},
+            ),
             "DpEventAccountant.epsilon_bounds": (
                 lambda: _dp_events_accountant().epsilon_bounds,
                 {"target_delta": 1e-5},
