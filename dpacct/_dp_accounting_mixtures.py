@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ._dp_event_fields import count_field, real_field, real_sequence_field
+from ._dp_event_fields import count_field, noise_field, real_field, real_sequence_field
 from .accountant.families.mixture_gaussian import MixtureOfGaussiansMechanism
 from .accountant.mechanism import Mechanism
 from .accountant.transformers.truncated_poisson import TruncatedPoissonGaussianMechanism
@@ -71,7 +71,7 @@ def convert_mixture_event(
             "neighboring_relation=NeighboringRelation.ADD_OR_REMOVE_ONE",
         )
     if name == "MixtureOfGaussiansDpEvent":
-        s = real_field(event, path, "standard_deviation")
+        s = noise_field(event, path, "standard_deviation")
         sens = real_sequence_field(event, path, "sensitivities")
         probs = real_sequence_field(event, path, "sampling_probs")
         if len(sens) == len(probs) and all(c == 0.0 for c in sens):
@@ -87,7 +87,7 @@ def convert_mixture_event(
     n = count_field(event, path, "dataset_size")
     q = real_field(event, path, "sampling_probability", upper=1.0)
     b = count_field(event, path, "truncated_batch_size")
-    s = real_field(event, path, "noise_multiplier")
+    s = noise_field(event, path, "noise_multiplier")
     if n == 0 or q == 0.0 or b == 0:
         return [], False  # no record is ever used
     if s == 0.0:

@@ -25,6 +25,7 @@ import numpy as np
 from dpacct.accountant.validation import MAX_COUNT, check_count, show_value
 
 __all__ = [
+    "MIN_NOISE",
     "REPLACE_ONE_SENSITIVITIES",
     "check_replace_one_sensitivity",
     "check_runs",
@@ -32,6 +33,7 @@ __all__ = [
     "count_field",
     "is_infinite_field",
     "ledger_compose",
+    "noise_field",
     "real_field",
     "real_sequence_field",
     "step_counts_field",
@@ -92,6 +94,30 @@ def real_field(
     if math.isnan(x) or x < 0 or x > upper or (math.isinf(x) and not allow_inf):
         top = ("inf]" if allow_inf else "inf)") if math.isinf(upper) else f"{upper:g}]"
         raise ValueError(f"{name} must lie in [0, {top}, got {x!r}")
+    return x
+
+
+#: the smallest positive noise scale (per unit of sensitivity) of a Gaussian-type event
+#: that dpacct evaluates: below it ``1 / sigma**2`` leaves the float range, and the
+#: epsilon (about ``1 / (2 sigma^2)``) exceeds 1e199 anyway
+MIN_NOISE = 1e-100
+
+
+def noise_field(event: Any, path: str, field: str) -> float:
+    """A noise scale: 0 (no noise: the event is non-private) or in ``[1e-100, inf)``.
+
+    Examples
+    --------
+    >>> class Ev:
+    ...     noise_multiplier = 1e-300
+    >>> noise_field(Ev(), "event", "noise_multiplier")
+    Traceback (most recent call last):
+    ...
+    ValueError: event.noise_multiplier must be 0 (no noise) or at least 1e-100, got 1e-300
+    """
+    x = real_field(event, path, field)
+    if 0.0 < x < MIN_NOISE:
+        raise ValueError(f"{path}.{field} must be 0 (no noise) or at least 1e-100, got {x!r}")
     return x
 
 

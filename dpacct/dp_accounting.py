@@ -86,12 +86,14 @@ from dpacct import _dp_event_mapping as _mapping
 from dpacct._dp_accounting_attacks import AttackBounds
 from dpacct._dp_accounting_mixtures import with_mixture_events
 from dpacct._dp_event_fields import (
+    MIN_NOISE,
     check_replace_one_sensitivity,
     check_runs,
     convention_note,
     count_field,
     is_infinite_field,
     ledger_compose,
+    noise_field,
     real_field,
     step_counts_field,
 )
@@ -247,6 +249,9 @@ def _reading(sensitivity: float) -> Iterator[None]:
 #: the largest noise scale of a discrete Gaussian event dpacct evaluates (its law's
 #: tails are summed in floats; beyond it sigma**2 leaves the float range)
 _MAX_DISCRETE_SIGMA = 1e100
+#: the smallest discrete-Laplace parameter ``a`` (noise ``~ exp(-a |x|)``) evaluated: the
+#: privacy-loss grid cannot resolve the losses ``+-a k`` far below it
+_MIN_DISCRETE_LAPLACE = 1e-50
 
 
 # long function: one dispatch branch per dp_accounting event class, each a few lines; the
@@ -276,7 +281,7 @@ def _convert(event: Any, relation: NeighboringRelation, path: str) -> _Converted
             out.non_private |= part.non_private
         return out
     if isinstance(event, dp_event.GaussianDpEvent):
-        s = _nonneg(event, path, "noise_multiplier")
+        s = noise_field(event, path, "noise_multiplier")
         if s == 0.0:
             return _Converted([], non_private=True)
         # replace-one: the sum moves by up to 2 C (default), so half the noise per unit
@@ -293,6 +298,11 @@ def _convert(event: Any, relation: NeighboringRelation, path: str) -> _Converted
         return _Converted([(mech, 1)])
     if isinstance(event, dp_event.DiscreteLaplaceDpEvent):
         a = _nonneg(event, path, "noise_parameter")
+        if 0.0 < a < _MIN_DISCRETE_LAPLACE:
+            raise ValueError(
+                f"{path}.noise_parameter must be 0 (no noise) or at least 1e-50 (a noise "
+                f"scale 1 / a of at most 1e50, what dpacct's grid resolves), got {a!r}"
+            )
         sens = _count(event, path, "sensitivity")
         if sens == 0:
             return _Converted([])
@@ -323,11 +333,11 @@ def _convert(event: Any, relation: NeighboringRelation, path: str) -> _Converted
             )
         if k == 1 or r == 1.0:  # the output does not depend on the input
             return _Converted([])
-        if r == 0.0:
-            return _Converted([], non_private=True)
         # dp_accounting: "with probability r answer uniformly among all k values"; dpacct:
         # "the truth with probability p": p = 1 - r + r / k (mechanisms.randomized_response)
         p = 1.0 - r * (k - 1) / k
+        if p >= 1.0:  # r = 0, or so small that p rounds to 1: epsilon inf is sound
+            return _Converted([], non_private=True)
         return _Converted([(RandomizedResponse(p=p, k=k), 1)])
     if isinstance(event, dp_event.ZCDpEvent):
         if is_infinite_field(event, "rho"):  # JAX Privacy's zCDP event at sigma = 0
@@ -385,7 +395,7 @@ def _convert_more(event: Any, relation: NeighboringRelation, path: str) -> _Conv
     """Tree aggregation, repeat-and-select and the events newer than dp_accounting 0.6."""
     replace = relation is _REPLACE
     if _is(event, "SingleEpochTreeAggregationDpEvent"):
-        s = _nonneg(event, path, "noise_multiplier")
+        s = noise_field(event, path, "noise_multiplier")
         depth = _mapping.tree_depth(step_counts_field(event, path))
         if depth == 0:
             return _Converted([])
@@ -422,6 +432,11 @@ def _convert_more(event: Any, relation: NeighboringRelation, path: str) -> _Conv
     if _is(event, "DiscreteGaussianDpEvent"):
         sigma = real_field(event, path, "sigma", upper=_MAX_DISCRETE_SIGMA)
         sens = real_field(event, path, "sensitivity", upper=_MAX_DISCRETE_SIGMA)
+        if sigma > 0.0 and 0.0 < sens < sigma * MIN_NOISE:
+            raise ValueError(
+                f"{path}.sensitivity / {path}.sigma must be 0 or at least 1e-100 (else "
+                f"Delta^2 / (2 sigma^2) underflows), got {sens!r} / {sigma!r}"
+            )
         dim = None if getattr(event, "dimension", None) is None else _count(
             event, path, "dimension", allow_zero=False
         )
@@ -510,7 +525,8 @@ def from_dp_event(
         epsilon; :class:`DpEventAccountant` reports ``inf`` for it).
     ValueError
         A tree with no privacy cost at all (only no-ops), or an event field out of
-        range (named, e.g. ``event.events[1].count``).
+        range (named, e.g. ``event.events[1].count``; a Gaussian-type noise scale must
+        be 0 or at least 1e-100, counts and sizes at most ``2**63 - 1``).
     TypeError
         Not a ``DpEvent``, a wrong ``neighboring_relation`` type, or a field of the
         wrong type.

@@ -106,3 +106,13 @@ def test_replace_one_sensitivity_is_one_of_two_named_readings():
             check_replace_one_sensitivity(bad)
     assert "2 C" in convention_note(2.0) and "replace_one_sensitivity=1" in convention_note(2.0)
     assert "Sound only if" in convention_note(1.0)
+
+
+def test_noise_scales_are_zero_or_evaluable():
+    from dpacct._dp_event_fields import MIN_NOISE, noise_field
+
+    assert noise_field(ev(s=0), "e", "s") == 0.0
+    assert noise_field(ev(s=MIN_NOISE), "e", "s") == 1e-100
+    for tiny in (5e-324, 1e-300, 9.9e-101):
+        with pytest.raises(ValueError, match=r"e\.s must be 0 \(no noise\) or at least 1e-100"):
+            noise_field(ev(s=tiny), "e", "s")

@@ -947,10 +947,12 @@ EVENT_VALUES: dict[str, Callable[[], object]] = {
     "'1'": lambda: "1",
     "np.nan": lambda: np.float64(math.nan),
     "2.0": lambda: 2.0,
+    "5e-324": lambda: 5e-324,
+    "1e-300": lambda: 1e-300,
 }
-#: values a field may accept: 1e308 and 0 are in range for many fields; 2.0 is a count
-#: (check_count's convention) or a real in range
-MAY_ACCEPT = {"1e308", "0", "2.0"}
+#: values a field may accept: 1e308, 0 and the tiny positive floats are in range for
+#: many fields; 2.0 is a count (check_count's convention) or a real in range
+MAY_ACCEPT = {"1e308", "0", "2.0", "5e-324", "1e-300"}
 #: field -> further kinds it may accept, with the reason
 FIELD_ACCEPTS: dict[tuple[str, str], set[str]] = {
     ("ZCDpEvent", "rho"): {"inf"},  # JAX Privacy's zCDP event at sigma = 0: epsilon inf
@@ -1011,6 +1013,9 @@ def check_event_field(name: str, field: str, kind: str) -> None:
         assert eps == AT_ZERO[(name, field)], f"{name}.{field}=0: epsilon {eps!r}"
     if kind == "inf" and field in ("rho", "epsilon"):
         assert eps == math.inf, f"{name}.{field}=inf: epsilon {eps!r}"
+    if kind in ("5e-324", "1e-300") and AT_ZERO.get((name, field)) == math.inf:
+        # (almost) no noise: never a small epsilon (a mixture at sigma 1e-200 gave 0)
+        assert eps > 1e6, f"{name}.{field}={kind}: epsilon {eps!r}"
 
 
 @needs_dp_accounting
@@ -1145,3 +1150,15 @@ def test_runs_beyond_int64_are_refused_when_composed():
     with pytest.raises(ValueError, match=r"^count=4611686018427387904 makes 9223372036854775808"):
         acct.compose(g, 2**62)
     assert acct.ledger == dpa.SelfComposedDpEvent(g, 2**62) and not acct.supports(nested)
+
+
+@pytest.mark.xfail(
+    strict=False,
+    reason="open (reported to the lead): MixtureOfGaussiansMechanism at sigma <= 1e-200 "
+    "answers epsilon 0; accountant/families/mixture_gaussian.py is outside this branch",
+)
+def test_a_mixture_with_almost_no_noise_is_not_private():
+    """With probability 1/2 the record shifts the output by 1 under noise 1e-200: delta(eps)
+    >= 1/2 at every finite eps, so epsilon at delta = 1e-6 is (at least) enormous."""
+    mech = A.MixtureOfGaussiansMechanism(1e-200, [0.0, 1.0], [0.5, 0.5])
+    assert mech.epsilon(1e-6) > 1e6
