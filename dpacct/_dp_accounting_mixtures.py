@@ -12,32 +12,22 @@ Events are recognised by class name, so this module never imports dp_accounting.
 
 from __future__ import annotations
 
-import math
-import numbers
 from collections.abc import Callable
 from typing import Any
 
+from ._dp_event_fields import count_field, noise_field, real_field, real_sequence_field
 from .accountant.families.mixture_gaussian import MixtureOfGaussiansMechanism
 from .accountant.mechanism import Mechanism
 from .accountant.transformers.truncated_poisson import TruncatedPoissonGaussianMechanism
-from .accountant.validation import check_count
 
 __all__ = ["convert_mixture_event", "with_mixture_events"]
 
 _NAMES = ("MixtureOfGaussiansDpEvent", "TruncatedSubsampledGaussianDpEvent")
 
 
-def _real(event: Any, path: str, field: str, upper: float = math.inf) -> float:
-    value = getattr(event, field)
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(
-            f"{path}.{field} must be a real number, got {type(value).__name__} {value!r}"
-        )
-    x = float(value)
-    if not (0.0 <= x <= upper) or math.isinf(x):
-        interval = "[0, inf)" if math.isinf(upper) else f"[0, {upper:g}]"
-        raise ValueError(f"{path}.{field} must lie in {interval}, got {value!r}")
-    return x
+#: the mixture mechanism's parameter names -> the event's field names (for messages)
+_FIELDS = {"probabilities": "sampling_probs", "sensitivities": "sensitivities",
+           "sigma": "standard_deviation"}
 
 
 def convert_mixture_event(
@@ -81,22 +71,23 @@ def convert_mixture_event(
             "neighboring_relation=NeighboringRelation.ADD_OR_REMOVE_ONE",
         )
     if name == "MixtureOfGaussiansDpEvent":
-        s = _real(event, path, "standard_deviation")
-        sens, probs = list(event.sensitivities), list(event.sampling_probs)
-        if len(sens) == len(probs) and all(
-            isinstance(c, numbers.Real) and float(c) == 0.0 for c in sens
-        ):
+        s = noise_field(event, path, "standard_deviation")
+        sens = real_sequence_field(event, path, "sensitivities")
+        probs = real_sequence_field(event, path, "sampling_probs")
+        if len(sens) == len(probs) and all(c == 0.0 for c in sens):
             return [], False  # the sensitivity is always 0: nothing is revealed
         if s == 0.0:
             return [], True
         try:
             return [(MixtureOfGaussiansMechanism(s, sens, probs), 1)], False
         except (TypeError, ValueError) as exc:
-            raise type(exc)(f"{path}: {exc}") from exc
-    n = check_count(event.dataset_size, f"{path}.dataset_size", allow_zero=True)
-    q = _real(event, path, "sampling_probability", upper=1.0)
-    b = check_count(event.truncated_batch_size, f"{path}.truncated_batch_size", allow_zero=True)
-    s = _real(event, path, "noise_multiplier")
+            msg = str(exc)
+            named = [f for p, f in _FIELDS.items() if msg.startswith(p)] or ["fields"]
+            raise type(exc)(f"{path}.{named[0]}: {msg}") from exc
+    n = count_field(event, path, "dataset_size")
+    q = real_field(event, path, "sampling_probability", upper=1.0)
+    b = count_field(event, path, "truncated_batch_size")
+    s = noise_field(event, path, "noise_multiplier")
     if n == 0 or q == 0.0 or b == 0:
         return [], False  # no record is ever used
     if s == 0.0:

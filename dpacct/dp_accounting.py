@@ -29,9 +29,11 @@ shifts the two means by ``+-C``).  The halved mechanisms are the classes
 :class:`~dpacct.mechanisms.ReplaceOneGaussianMechanism` and
 :class:`~dpacct.mechanisms.ReplaceOneLaplaceMechanism` (what
 :func:`~dpacct.mechanisms.replace_one` returns), labelled
-``neighbouring == "replace-one"``: nothing is relabelled silently (how dp_accounting's
-RDP accountant reads the same events: docs/theory/algorithms.md, section
-'dp_accounting events').
+``neighbouring == "replace-one"``: nothing is relabelled silently.  dp_accounting's
+RDP accountant reads the same events against ``C`` (no halving); that reading is
+offered as a named choice, ``replace_one_sensitivity=1``, and
+:meth:`DpEventAccountant.summary` says which reading is in force (the argument:
+docs/theory/algorithms.md, section 'The replace-one convention').
 
 ``SampledWithoutReplacementDpEvent`` is defined under ``REPLACE_ONE`` only (a fixed batch
 size presumes a fixed dataset size), and dpacct's
@@ -63,13 +65,13 @@ This module is an optional extra: ``import dpacct`` never imports it or dp_accou
 
 from __future__ import annotations
 
+import contextvars
 import math
-import numbers
+import textwrap
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
-
-import numpy as np
-from scipy import special
 
 from dpacct.accountant.extras import missing_extra
 
@@ -81,7 +83,20 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     raise missing_extra("dpacct.dp_accounting", "dp_accounting", exc) from exc
 
 from dpacct import _dp_event_mapping as _mapping
+from dpacct._dp_accounting_attacks import AttackBounds
 from dpacct._dp_accounting_mixtures import with_mixture_events
+from dpacct._dp_event_fields import (
+    MIN_NOISE,
+    check_replace_one_sensitivity,
+    check_runs,
+    convention_note,
+    count_field,
+    is_infinite_field,
+    ledger_compose,
+    noise_field,
+    real_field,
+    step_counts_field,
+)
 from dpacct.accountant import (
     REPLACE_ONE,
     Mechanism,
@@ -94,8 +109,8 @@ from dpacct.accountant.validation import (
     check_count,
     check_delta,
     check_epsilon,
-    check_fpr,
     check_tol,
+    show_value,
 )
 from dpacct.mechanisms import (
     GaussianMechanism,
@@ -105,6 +120,7 @@ from dpacct.mechanisms import (
     ReplaceOneLaplaceMechanism,
     ZCDPMechanism,
 )
+from dpacct.mechanisms.primitives._discrete_laplace_law import discrete_laplace_law
 
 __all__ = [
     "DpEventAccountant",
@@ -188,7 +204,7 @@ def _relation(value: object) -> NeighboringRelation:
     if not isinstance(value, NeighboringRelation):
         raise TypeError(
             "neighboring_relation must be a dp_accounting.NeighboringRelation, got "
-            f"{type(value).__name__} {value!r}"
+            f"{type(value).__name__} {show_value(value)}"
         )
     if value not in (_ADD_REMOVE, _REPLACE):
         raise ValueError(
@@ -207,20 +223,35 @@ def _unsupported(event: Any, path: str, why: str) -> UnsupportedEventError:
 
 
 def _nonneg(event: Any, path: str, field: str, *, upper: float = math.inf) -> float:
-    value = getattr(event, field)
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(
-            f"{path}.{field} must be a real number, got {type(value).__name__} {value!r}"
-        )
-    x = float(value)
-    if not (0.0 <= x <= upper) or (math.isinf(x) and math.isinf(upper)):
-        interval = "[0, inf)" if math.isinf(upper) else f"[0, {upper:g}]"
-        raise ValueError(f"{path}.{field} must lie in {interval}, got {value!r}")
-    return x
+    return real_field(event, path, field, upper=upper)
 
 
 def _count(event: Any, path: str, field: str, *, allow_zero: bool = True) -> int:
-    return check_count(getattr(event, field), f"{path}.{field}", allow_zero=allow_zero)
+    return count_field(event, path, field, allow_zero=allow_zero)
+
+
+#: how a REPLACE_ONE event's noise parameter is read (``replace_one_sensitivity``): set
+#: by :func:`from_dp_event` and :class:`DpEventAccountant` around each conversion
+_SENSITIVITY: contextvars.ContextVar[float] = contextvars.ContextVar(
+    "replace_one_sensitivity", default=2.0
+)
+
+
+@contextmanager
+def _reading(sensitivity: float) -> Iterator[None]:
+    token = _SENSITIVITY.set(sensitivity)
+    try:
+        yield
+    finally:
+        _SENSITIVITY.reset(token)
+
+
+#: the largest noise scale of a discrete Gaussian event dpacct evaluates (its law's
+#: tails are summed in floats; beyond it sigma**2 leaves the float range)
+_MAX_DISCRETE_SIGMA = 1e100
+#: the smallest discrete-Laplace parameter ``a`` (noise ``~ exp(-a |x|)``) evaluated: the
+#: privacy-loss grid cannot resolve the losses ``+-a k`` far below it
+_MIN_DISCRETE_LAPLACE = 1e-50
 
 
 # long function: one dispatch branch per dp_accounting event class, each a few lines; the
@@ -237,6 +268,7 @@ def _convert(event: Any, relation: NeighboringRelation, path: str) -> _Converted
     if isinstance(event, dp_event.SelfComposedDpEvent):
         count = _count(event, path, "count")
         inner = _convert(event.event, relation, f"{path}.event")
+        check_runs(inner.parts, count, f"{path}.count")
         return inner.times(count) if count else _Converted([])
     if isinstance(event, dp_event.ComposedDpEvent):
         events = event.events
@@ -249,26 +281,45 @@ def _convert(event: Any, relation: NeighboringRelation, path: str) -> _Converted
             out.non_private |= part.non_private
         return out
     if isinstance(event, dp_event.GaussianDpEvent):
-        s = _nonneg(event, path, "noise_multiplier")
+        s = noise_field(event, path, "noise_multiplier")
         if s == 0.0:
             return _Converted([], non_private=True)
-        # replace-one: the sum moves by up to 2 C, so half the noise per unit sensitivity
-        mech = ReplaceOneGaussianMechanism(sigma=s / 2) if replace else GaussianMechanism(sigma=s)
+        # replace-one: the sum moves by up to 2 C (default), so half the noise per unit
+        # sensitivity; replace_one_sensitivity=1 reads it against C, as dp_accounting's RDP
+        k = _SENSITIVITY.get()
+        mech = ReplaceOneGaussianMechanism(sigma=s / k) if replace else GaussianMechanism(sigma=s)
         return _Converted([(mech, 1)])
     if isinstance(event, dp_event.LaplaceDpEvent):
         b = _nonneg(event, path, "noise_multiplier")
         if b == 0.0:
             return _Converted([], non_private=True)
-        mech = ReplaceOneLaplaceMechanism(b=b / 2) if replace else LaplaceMechanism(b=b)
+        k = _SENSITIVITY.get()
+        mech = ReplaceOneLaplaceMechanism(b=b / k) if replace else LaplaceMechanism(b=b)
         return _Converted([(mech, 1)])
     if isinstance(event, dp_event.DiscreteLaplaceDpEvent):
         a = _nonneg(event, path, "noise_parameter")
+        if 0.0 < a < _MIN_DISCRETE_LAPLACE:
+            raise ValueError(
+                f"{path}.noise_parameter must be 0 (no noise) or at least 1e-50 (a noise "
+                f"scale 1 / a of at most 1e50, what dpacct's grid resolves), got {a!r}"
+            )
         sens = _count(event, path, "sensitivity")
         if sens == 0:
             return _Converted([])
         if a == 0.0:
             return _Converted([], non_private=True)
+        shift = sens * (2 if replace and _SENSITIVITY.get() == 2.0 else 1)
+        if not math.isfinite(a * shift):
+            raise ValueError(
+                f"{path}.noise_parameter * shift (the pure epsilon a * {shift}) must be "
+                f"finite, got {path}.noise_parameter={a!r}"
+            )
         # pmf ~ exp(-a |x|): dpacct's scale t has pmf ~ exp(-|x| / t); shift k (2k replace)
+        if replace and shift == sens:  # replace_one_sensitivity=1: the shift k itself
+            law = discrete_laplace_law(1.0 / a, sens)
+            name = f"discrete Laplace scale={1.0 / a!r} shift={sens}"
+            mech = Mechanism.from_loss_laws(law, name=name, neighbouring=REPLACE_ONE)
+            return _Converted([(mech, 1)])
         return _Converted([(_mapping.discrete_laplace(a, sens, replace), 1)])
     if isinstance(event, dp_event.RandomizedResponseDpEvent):
         r = _nonneg(event, path, "noise_parameter", upper=1.0)
@@ -282,14 +333,14 @@ def _convert(event: Any, relation: NeighboringRelation, path: str) -> _Converted
             )
         if k == 1 or r == 1.0:  # the output does not depend on the input
             return _Converted([])
-        if r == 0.0:
-            return _Converted([], non_private=True)
         # dp_accounting: "with probability r answer uniformly among all k values"; dpacct:
         # "the truth with probability p": p = 1 - r + r / k (mechanisms.randomized_response)
         p = 1.0 - r * (k - 1) / k
+        if p >= 1.0:  # r = 0, or so small that p rounds to 1: epsilon inf is sound
+            return _Converted([], non_private=True)
         return _Converted([(RandomizedResponse(p=p, k=k), 1)])
     if isinstance(event, dp_event.ZCDpEvent):
-        if getattr(event, "rho", None) == math.inf:  # JAX Privacy's zCDP event at sigma = 0
+        if is_infinite_field(event, "rho"):  # JAX Privacy's zCDP event at sigma = 0
             return _Converted([], non_private=True)
         rho = _nonneg(event, path, "rho")
         xi = _nonneg(event, path, "xi")
@@ -344,30 +395,18 @@ def _convert_more(event: Any, relation: NeighboringRelation, path: str) -> _Conv
     """Tree aggregation, repeat-and-select and the events newer than dp_accounting 0.6."""
     replace = relation is _REPLACE
     if _is(event, "SingleEpochTreeAggregationDpEvent"):
-        s = _nonneg(event, path, "noise_multiplier")
-        counts = event.step_counts
-        if isinstance(counts, numbers.Integral) and not isinstance(counts, bool):
-            counts = [counts]
-        if isinstance(counts, str | bytes) or not hasattr(counts, "__iter__") or not counts:
-            raise ValueError(
-                f"{path}.step_counts must be an integer >= 0 or a non-empty list of them, "
-                f"got {event.step_counts!r}"
-            )
-        steps = [
-            check_count(c, f"{path}.step_counts[{i}]", allow_zero=True)
-            for i, c in enumerate(counts)
-        ]
-        depth = _mapping.tree_depth(steps)
+        s = noise_field(event, path, "noise_multiplier")
+        depth = _mapping.tree_depth(step_counts_field(event, path))
         if depth == 0:
             return _Converted([])
         if s == 0.0:
             return _Converted([], non_private=True)
+        if replace and _SENSITIVITY.get() == 1.0:
+            return _Converted([(ReplaceOneGaussianMechanism(sigma=s / math.sqrt(depth)), 1)])
         return _Converted([(_mapping.tree_aggregation(s, depth, replace), 1)])
     if _is(event, "RepeatAndSelectDpEvent"):
         mean = _nonneg(event, path, "mean")
-        shape = getattr(event, "shape", None)
-        if isinstance(shape, bool) or not isinstance(shape, numbers.Real) or not shape >= 0:
-            raise ValueError(f"{path}.shape must lie in [0, inf] (inf: Poisson), got {shape!r}")
+        shape = real_field(event, path, "shape", allow_inf=True)  # inf: Poisson
         if mean < 1.0:
             raise ValueError(f"{path}.mean must be >= 1 (the mean number of runs), got {mean!r}")
         inner = _convert(event.event, relation, f"{path}.event")
@@ -381,9 +420,9 @@ def _convert_more(event: Any, relation: NeighboringRelation, path: str) -> _Conv
                 f"the repeated event has no Renyi-DP curve ({base!r}), which the "
                 "Papernot & Steinke 2022 bound needs",
             )
-        return _Converted([(repeat_and_select(base, mean, float(shape)), 1)])
+        return _Converted([(repeat_and_select(base, mean, shape), 1)])
     if _is(event, "EpsilonDeltaDpEvent"):
-        inf = getattr(event, "epsilon", None) == math.inf  # no guarantee at all
+        inf = is_infinite_field(event, "epsilon")  # no guarantee at all
         eps = math.inf if inf else _nonneg(event, path, "epsilon")
         delta = _nonneg(event, path, "delta", upper=1.0)
         if math.isinf(eps) or delta == 1.0:
@@ -391,13 +430,22 @@ def _convert_more(event: Any, relation: NeighboringRelation, path: str) -> _Conv
         mech = _mapping.epsilon_delta(eps, delta, replace)
         return _Converted([] if mech is None else [(mech, 1)])
     if _is(event, "DiscreteGaussianDpEvent"):
-        sigma = _nonneg(event, path, "sigma")
-        sens = _nonneg(event, path, "sensitivity")
-        dim = getattr(event, "dimension", None)
-        if dim is not None:
-            dim = check_count(dim, f"{path}.dimension")
-        if sigma == 0.0 and sens > 0.0:
+        sigma = real_field(event, path, "sigma", upper=_MAX_DISCRETE_SIGMA)
+        sens = real_field(event, path, "sensitivity", upper=_MAX_DISCRETE_SIGMA)
+        if sigma > 0.0 and 0.0 < sens < sigma * MIN_NOISE:
+            raise ValueError(
+                f"{path}.sensitivity / {path}.sigma must be 0 or at least 1e-100 (else "
+                f"Delta^2 / (2 sigma^2) underflows), got {sens!r} / {sigma!r}"
+            )
+        dim = None if getattr(event, "dimension", None) is None else _count(
+            event, path, "dimension", allow_zero=False
+        )
+        if sens > 0.0 and sigma < sens / _MAX_DISCRETE_SIGMA:
+            # sigma = 0, or so small that Delta^2 / (2 sigma^2) leaves the float range:
+            # epsilon = inf is a sound answer (the noise is almost surely 0)
             return _Converted([], non_private=True)
+        if replace and _SENSITIVITY.get() == 1.0:
+            sens = sens / 2  # read against 1 C: the mapping doubles it under REPLACE_ONE
         mech = _mapping.discrete_gaussian(sigma, sens, dim, replace, ReplaceOneZCDPMechanism)
         return _Converted([] if mech is None else [(mech, 1)])
     for name in ("ExponentialMechanismDpEvent", "PermuteAndFlipDpEvent"):
@@ -440,6 +488,7 @@ def from_dp_event(
     event: dp_event.DpEvent,
     *,
     neighboring_relation: NeighboringRelation = _ADD_REMOVE,
+    replace_one_sensitivity: float = 2.0,
 ) -> Mechanism:
     """The dpacct mechanism of a dp_accounting ``DpEvent`` tree.
 
@@ -455,6 +504,12 @@ def from_dp_event(
     neighboring_relation : dp_accounting.NeighboringRelation
         ``ADD_OR_REMOVE_ONE`` (default) or ``REPLACE_ONE``; under the latter Gaussian
         and Laplace noise multipliers are halved (module docstring).
+    replace_one_sensitivity : {2.0, 1.0}
+        Under ``REPLACE_ONE``: how far apart neighbouring sums are, in units of the
+        per-record bound ``C`` an event's noise parameter is stated against.  2
+        (default): one record's clipped vector swapped for another's, the noise
+        multiplier is halved.  1: dp_accounting's RDP reading (the sums differ by at
+        most ``C``), sound only if that holds.  Ignored under ``ADD_OR_REMOVE_ONE``.
 
     Returns
     -------
@@ -470,7 +525,8 @@ def from_dp_event(
         epsilon; :class:`DpEventAccountant` reports ``inf`` for it).
     ValueError
         A tree with no privacy cost at all (only no-ops), or an event field out of
-        range (named, e.g. ``event.events[1].count``).
+        range (named, e.g. ``event.events[1].count``; a Gaussian-type noise scale must
+        be 0 or at least 1e-100, counts and sizes at most ``2**63 - 1``).
     TypeError
         Not a ``DpEvent``, a wrong ``neighboring_relation`` type, or a field of the
         wrong type.
@@ -486,9 +542,13 @@ def from_dp_event(
     >>> from_dp_event(dpa.GaussianDpEvent(2.0),
     ...               neighboring_relation=dpa.NeighboringRelation.REPLACE_ONE)
     ReplaceOneGaussianMechanism(sigma=1.0)
+    >>> from_dp_event(dpa.GaussianDpEvent(2.0), replace_one_sensitivity=1,  # dp_accounting's
+    ...               neighboring_relation=dpa.NeighboringRelation.REPLACE_ONE)
+    ReplaceOneGaussianMechanism(sigma=2.0)
     """
     relation = _relation(neighboring_relation)
-    converted = _convert(event, relation, "event")
+    with _reading(check_replace_one_sensitivity(replace_one_sensitivity)):
+        converted = _convert(event, relation, "event")
     if converted.non_private:
         raise UnsupportedEventError(
             "the event contains a NonPrivateDpEvent: no finite privacy guarantee "
@@ -504,7 +564,7 @@ def from_dp_event(
 
 
 # ---------------------------------------------------------------------- accountant
-class DpEventAccountant(dp_accounting.PrivacyAccountant):
+class DpEventAccountant(AttackBounds, dp_accounting.PrivacyAccountant):
     """A ``dp_accounting.PrivacyAccountant`` whose answers are dpacct's.
 
     Drop-in for ``dp_accounting.pld.PLDAccountant`` (and ``rdp.RdpAccountant``):
@@ -520,6 +580,26 @@ class DpEventAccountant(dp_accounting.PrivacyAccountant):
         ``ADD_OR_REMOVE_ONE`` (default) or ``REPLACE_ONE``.
     tol : float, optional
         Relative accuracy of the epsilon answers (dpacct's default if None).
+    replace_one_sensitivity : {2.0, 1.0}
+        Under ``REPLACE_ONE``, the distance between neighbouring sums in units of the
+        per-record bound ``C`` that a ``GaussianDpEvent``'s noise multiplier (and a
+        Laplace, discrete Laplace, discrete Gaussian or tree-aggregation event's noise
+        parameter) is stated against.  **2** (default): one record's clipped vector
+        swapped for another's moves the sum by up to ``2 C``, so ``GaussianDpEvent(s)``
+        is the Gaussian of noise multiplier ``s / 2`` per unit shift.  **1**:
+        dp_accounting's RDP accountant's reading (the sums differ by at most ``C``),
+        the same event at noise multiplier ``s``; its epsilon is far smaller and sound
+        only if that bound holds.  :meth:`summary` says which is in force (argument:
+        docs/theory/algorithms.md, section 'The replace-one convention').
+
+    Notes
+    -----
+    On JAX Privacy's ``fixed_dpsgd_event(1.0, 1000, dataset_size=10000,
+    batch_size=100)`` under ``REPLACE_ONE``, the default prints 20.99 at ``delta =
+    1e-5`` and dp_accounting's RDP accountant 3.58, which is dpacct's answer with
+    ``replace_one_sensitivity=1`` (and dp_accounting's own at noise multiplier 0.5
+    is 20.99): the two differ by the reading of the noise multiplier, not by the
+    accounting.
 
     Examples
     --------
@@ -533,6 +613,9 @@ class DpEventAccountant(dp_accounting.PrivacyAccountant):
     6.193
     >>> acct.supports(dpa.SampledWithReplacementDpEvent(100, 10, dpa.GaussianDpEvent(1.0)))
     False
+    >>> DpEventAccountant(dpa.NeighboringRelation.REPLACE_ONE, replace_one_sensitivity=1)
+    DpEventAccountant(neighboring_relation=REPLACE_ONE, replace_one_sensitivity=1.0, \
+parts=0, non_private=False)
     """
 
     def __init__(
@@ -540,9 +623,11 @@ class DpEventAccountant(dp_accounting.PrivacyAccountant):
         neighboring_relation: NeighboringRelation = _ADD_REMOVE,
         *,
         tol: float | None = None,
+        replace_one_sensitivity: float = 2.0,
     ) -> None:
         super().__init__(_relation(neighboring_relation))
         self._tol = check_tol(tol)
+        self._sensitivity = check_replace_one_sensitivity(replace_one_sensitivity)
         self._parts: dict[Mechanism, int] = {}
         self._non_private = False
         self._mechanism: Mechanism | None = None
@@ -552,7 +637,8 @@ class DpEventAccountant(dp_accounting.PrivacyAccountant):
         self, event: dp_event.DpEvent, count: int, do_compose: bool
     ) -> dp_accounting.PrivacyAccountant.CompositionErrorDetails | None:
         try:
-            converted = _convert(event, self.neighboring_relation, "event")
+            with _reading(self._sensitivity):
+                converted = _convert(event, self.neighboring_relation, "event")
         except UnsupportedEventError as exc:
             return self.CompositionErrorDetails(invalid_event=exc.event, error_message=str(exc))
         except (TypeError, ValueError) as exc:
@@ -584,8 +670,10 @@ class DpEventAccountant(dp_accounting.PrivacyAccountant):
         if not isinstance(event, dp_event.DpEvent):
             raise TypeError(f"event must be a dp_accounting DpEvent, got {type(event).__name__}")
         n = check_count(count, "count", allow_zero=True)
-        converted = _convert(event, self.neighboring_relation, "event")
-        self._ledger.compose(event, n)
+        with _reading(self._sensitivity):
+            converted = _convert(event, self.neighboring_relation, "event")
+        check_runs(converted.parts, n, "count", already=self._parts)
+        ledger_compose(self._ledger, event, n, dp_event.SelfComposedDpEvent)
         self._record(converted, n)
         return self
 
@@ -600,12 +688,12 @@ class DpEventAccountant(dp_accounting.PrivacyAccountant):
         target_delta : float
             Target delta, in [0, 1).
         """
+        d = check_delta(target_delta, "target_delta", allow_zero=True)
         if self._non_private:
             return math.inf
         mech = self.mechanism()
-        if target_delta == 0:
+        if d == 0:
             return 0.0 if mech is None else float(mech.pure_epsilon)
-        d = check_delta(target_delta, "target_delta")
         return 0.0 if mech is None else float(mech.epsilon(d, tol=self._tol))
 
     def get_delta(self, target_epsilon: float) -> float:
@@ -637,100 +725,67 @@ class DpEventAccountant(dp_accounting.PrivacyAccountant):
         mech = self.mechanism()
         return (0.0, 0.0) if mech is None else mech.epsilon_bounds(d, tol=self._tol)
 
-    def get_true_positive_rates(
-        self, false_positive_rates: float | np.ndarray, deltas: np.ndarray | None = None
-    ) -> float | np.ndarray:
-        """Certified upper bound on any membership-inference attack's TPR at given FPRs.
-
-        dp_accounting's ``PLDAccountant.get_true_positive_rates`` (added in 2026) bounds
-        the TPR through the ``(epsilon, delta)`` pairs at a grid of deltas; here it is
-        ``1 - f(fpr)`` with ``f`` the safe-side trade-off curve of everything composed
-        (:meth:`~dpacct.accountant.Mechanism.tradeoff`: exact where known, else the
-        pessimistic PLDs' Neyman-Pearson curve; Kulynych et al. 2024, Eq. (3)), which is
-        at least as tight: every ``(epsilon, delta)`` bound is implied by it.
-
-        Parameters
-        ----------
-        false_positive_rates : float or numpy.ndarray
-            FPR(s), in [0, 1].
-        deltas : numpy.ndarray, optional
-            Accepted for dp_accounting's interface and ignored: no delta grid is needed.
-
-        Returns
-        -------
-        float or numpy.ndarray
-            The TPR bound(s), shaped like ``false_positive_rates``.
-
-        Examples
-        --------
-        >>> import dp_accounting as dpa
-        >>> acct = DpEventAccountant().compose(dpa.GaussianDpEvent(1.0))
-        >>> round(float(acct.get_true_positive_rates(0.01)), 4)  # 1 - Phi(Phi^-1(0.99) - 1)
-        0.0924
-        """
-        fpr = check_fpr(false_positive_rates, "false_positive_rates")
-        if self._non_private:
-            out = np.ones_like(fpr)
-        else:
-            mech = self.mechanism()
-            beta = None if mech is None else mech.tradeoff(fpr, tol=self._tol)
-            out = fpr.copy() if beta is None else 1.0 - np.asarray(beta, dtype=float)
-        return float(out) if np.ndim(false_positive_rates) == 0 else out.reshape(fpr.shape)
-
-    def get_gdp_parameter_estimate(
-        self, false_positive_rates: np.ndarray | None = None, deltas: np.ndarray | None = None
-    ) -> float:
-        """The smallest Gaussian-DP ``mu`` whose TPR curve is above the certified TPR
-        bounds at the given FPRs (dp_accounting's ``get_gdp_parameter_estimate``).
-
-        ``mu = max over fpr of Phi^-1(TPR(fpr)) - Phi^-1(fpr)`` (Dong, Roth, Su 2019,
-        the ``mu``-GDP trade-off ``Phi(Phi^-1(1 - a) - mu)``), with ``TPR`` from
-        :meth:`get_true_positive_rates`.  An estimate, as there: pessimistic at each FPR
-        (certified TPR bounds), optimistic between the FPRs of the grid.
-
-        Parameters
-        ----------
-        false_positive_rates : numpy.ndarray, optional
-            FPRs in (0, 1); default ``numpy.logspace(-12, log10(0.5), 500)``, as
-            dp_accounting.
-        deltas : numpy.ndarray, optional
-            Accepted for dp_accounting's interface and ignored.
-
-        Returns
-        -------
-        float
-            The estimate (``inf`` for a non-private event, 0 when nothing was composed).
-
-        Examples
-        --------
-        >>> import dp_accounting as dpa
-        >>> acct = DpEventAccountant().compose(dpa.GaussianDpEvent(2.0))
-        >>> round(acct.get_gdp_parameter_estimate(), 4)   # 1/sigma
-        0.5
-        """
-        if false_positive_rates is None:
-            fpr = np.logspace(-12, np.log10(0.5), 500)
-        else:
-            fpr = check_fpr(false_positive_rates, "false_positive_rates").reshape(-1)
-            if fpr.size == 0 or np.any((fpr <= 0) | (fpr >= 1)):
-                raise ValueError("false_positive_rates must be a non-empty array in (0, 1)")
-        if self._non_private:
-            return math.inf
-        tpr = np.asarray(self.get_true_positive_rates(fpr)).reshape(-1)
-        with np.errstate(divide="ignore"):
-            mu = special.ndtri(tpr) - special.ndtri(fpr)
-        return max(float(np.max(mu)), 0.0)
-
     def mechanism(self) -> Mechanism | None:
         """The dpacct mechanism of everything composed (None when nothing costs privacy)."""
         if self._mechanism is None and self._parts:
             self._mechanism = _as_mechanism(list(self._parts.items()), self.neighboring_relation)
         return self._mechanism
 
+    @property
+    def replace_one_sensitivity(self) -> float:
+        """The reading of a ``REPLACE_ONE`` event's noise parameter: 2.0 (default) or 1.0."""
+        return self._sensitivity
+
+    def summary(self, target_delta: float | None = None) -> str:
+        """What is accounted, under which reading of the neighbouring relation, and (with
+        ``target_delta``) the epsilon and its bracket.
+
+        Parameters
+        ----------
+        target_delta : float, optional
+            A delta in (0, 1) at which to print epsilon.
+
+        Returns
+        -------
+        str
+            Lines of text: the relation and, under ``REPLACE_ONE``, the sensitivity a
+            noise multiplier is read against and how dp_accounting reads it.
+
+        Examples
+        --------
+        >>> import dp_accounting as dpa
+        >>> acct = DpEventAccountant(dpa.NeighboringRelation.REPLACE_ONE)
+        >>> print(acct.compose(dpa.GaussianDpEvent(2.0)).summary())  # doctest: +ELLIPSIS
+        DpEventAccountant: REPLACE_ONE, 1 mechanism(s)
+          ReplaceOneGaussianMechanism(sigma=1.0) x 1
+          REPLACE_ONE read with sensitivity 2 C: one record's clipped vector (norm <= C)
+          ...
+          replace_one_sensitivity=1 gives that reading.
+        """
+        relation = self.neighboring_relation.name
+        lines = [f"DpEventAccountant: {relation}, {len(self._parts)} mechanism(s)"]
+        lines += [f"  {mech!r} x {count}" for mech, count in self._parts.items()]
+        if self._non_private:
+            lines.append("  a NonPrivateDpEvent: epsilon = inf")
+        if self.neighboring_relation is _REPLACE:
+            note = convention_note(self._sensitivity)
+            lines.append(textwrap.fill(note, 88, initial_indent="  ", subsequent_indent="  "))
+        if target_delta is not None:
+            d = check_delta(target_delta, "target_delta")
+            eps = self.get_epsilon(d)
+            lo, hi = self.epsilon_bounds(d)
+            lines.append(f"  epsilon = {eps:.6g} at delta = {d:g} (bracket [{lo:.6g}, {hi:.6g}])")
+        return "\n".join(lines)
+
     def __repr__(self) -> str:
+        reading = (
+            f"replace_one_sensitivity={self._sensitivity}, "
+            if self.neighboring_relation is _REPLACE
+            else ""
+        )
         return (
             f"DpEventAccountant(neighboring_relation={self.neighboring_relation.name}, "
-            f"parts={len(self._parts)}, non_private={self._non_private})"
+            f"{reading}parts={len(self._parts)}, non_private={self._non_private})"
         )
 
     def _record(self, converted: _Converted, count: int) -> None:

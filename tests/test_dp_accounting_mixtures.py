@@ -36,7 +36,7 @@ def test_mixture_event_maps_to_the_mechanism():
     assert math.isinf(DpEventAccountant().compose(ev_zero).get_epsilon(1e-5))
     replace = DpEventAccountant(neighboring_relation=dpa.NeighboringRelation.REPLACE_ONE)
     assert not replace.supports(ev)
-    with pytest.raises(ValueError, match=r"event: .*sensitivities"):
+    with pytest.raises(ValueError, match=r"event.sensitivities: .*sensitivities"):
         from_dp_event(de.MixtureOfGaussiansDpEvent(1.0, [-1.0, 1.0], [0.5, 0.5]))
 
 

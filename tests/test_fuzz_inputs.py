@@ -45,6 +45,16 @@ import dpacct.mechanisms as M
 from dpacct.accountant.laws.loss_law import GaussianLossLaw
 from dpacct.accountant.pld.schedule import round_schedule, round_step
 
+try:  # the dp_accounting extra: its events and DpEventAccountant are fuzzed when present
+    import attr
+    import dp_accounting as dpa
+    from dp_accounting import dp_event as de
+
+    import dpacct.dp_accounting as DA
+    from dpacct.dp_accounting import DpEventAccountant, UnsupportedEventError
+except ImportError:  # pragma: no cover - the extra is part of the test environment
+    dpa = None
+
 RNG = np.random.default_rng(0)
 G = M.GaussianMechanism(sigma=1.0)
 LAP = M.LaplaceMechanism(b=1.0)
@@ -383,6 +393,65 @@ BASE: dict[str, tuple[Callable[[], Callable], dict[str, Any]]] = {
     ),
 }
 
+def _dp_events_accountant() -> DpEventAccountant:
+    step = dpa.PoissonSampledDpEvent(0.01, dpa.GaussianDpEvent(1.0))
+    return DpEventAccountant().compose(step, 100)
+
+
+BASE["Transformation.then_gaussian"] = (
+    lambda: M.Transformation(abs, 1.0, "l2").then_gaussian,
+    {"scale": 2.0},
+)
+if dpa is not None:
+    BASE.update(
+        {
+            "DpEventAccountant": (
+                lambda: DpEventAccountant,
+                {"tol": 1e-3, "replace_one_sensitivity": 2.0},
+            ),
+            "from_dp_event": (
+                lambda: DA.from_dp_event,
+                {
+                    "event": dpa.GaussianDpEvent(2.0),
+                    "neighboring_relation": dpa.NeighboringRelation.REPLACE_ONE,
+                    "replace_one_sensitivity": 1.0,
+                },
+            ),
+            "ReplaceOneZCDPMechanism": (
+                lambda: DA.ReplaceOneZCDPMechanism,
+                {"rho": 0.5, "xi": 0.1},
+            ),
+            "DpEventAccountant.compose": (
+                lambda: _dp_events_accountant().compose,
+                {"event": dpa.GaussianDpEvent(2.0), "count": 2},
+            ),
+            "DpEventAccountant.get_epsilon": (
+                lambda: _dp_events_accountant().get_epsilon,
+                {"target_delta": 1e-5},
+            ),
+            "DpEventAccountant.get_delta": (
+                lambda: _dp_events_accountant().get_delta,
+                {"target_epsilon": 1.0},
+            ),
+            "DpEventAccountant.summary": (
+                lambda: _dp_events_accountant().summary,
+                {"target_delta": 1e-5},
+            ),
+            "DpEventAccountant.epsilon_bounds": (
+                lambda: _dp_events_accountant().epsilon_bounds,
+                {"target_delta": 1e-5},
+            ),
+            "DpEventAccountant.get_true_positive_rates": (
+                lambda: _dp_events_accountant().get_true_positive_rates,
+                {"false_positive_rates": 0.01, "deltas": np.array([1e-6, 1e-5])},
+            ),
+            "DpEventAccountant.get_gdp_parameter_estimate": (
+                lambda: _dp_events_accountant().get_gdp_parameter_estimate,
+                {"false_positive_rates": np.array([0.01, 0.1]), "deltas": None},
+            ),
+        }
+    )
+
 #: public names deliberately not fuzzed, with the reason (reviewed)
 NOT_FUZZED: dict[str, str] = {
     **dict.fromkeys(
@@ -417,6 +486,8 @@ NOT_FUZZED: dict[str, str] = {
         ],
         "an exception class: its numbers are a report, not an input",
     ),
+    "NeighboringRelation": "dp_accounting's enum, re-exported (DpEventAccountant checks it)",
+    "UnsupportedEventError": "an exception class: its numbers are a report, not an input",
     "GridPLD": "the engine's discretised distribution, built in the FFT composition loop "
     "from validated laws; checking every construction would cost that loop (discretize, "
     "which users call, is fuzzed)",
@@ -472,12 +543,14 @@ ARRAY_PARAMS: dict[str, set[str]] = {
     "discrete_gaussian_delta_bounds": {"epsilon"},
     "pure_dp_rdp": {"alpha"},
     "zcdp_rdp": {"alpha"},
+    "DpEventAccountant.get_true_positive_rates": {"false_positive_rates", "deltas"},
+    "DpEventAccountant.get_gdp_parameter_estimate": {"false_positive_rates", "deltas"},
 }
 
 
 def _public_callables() -> dict[str, object]:
     found = {}
-    for mod in (dpacct, A, M, C):
+    for mod in (dpacct, A, M, C) + (() if dpa is None else (DA,)):
         for name in mod.__all__:
             obj = getattr(mod, name)
             if callable(obj) and not inspect.ismodule(obj):
@@ -711,3 +784,381 @@ def test_round_schedule_refuses_a_merged_count_beyond_int64():
     # two phases in one cell whose counts sum past 2**63 - 1 (int64 would wrap silently)
     with pytest.raises(ValueError, match=r"merged count must be an integer <= 2\*\*63 - 1"):
         round_schedule([(1.0, 0.01, 2**62), (1.0, 0.01, 2**62)])
+
+
+# -------------------------------------------------------- the largest float, 1e308
+#: (callable, parameter) pairs where 1e308 still fails, reviewed: each belongs to
+#: another part of the work on issue 35 or is reported to the lead (xfail, not strict)
+HUGE_FLOAT_OPEN: dict[tuple[str, str], str] = {
+    ("random_allocation_lower_epsilon", "sigma"): "fixed on branch ws-lower",
+    ("sampler_report", "noise_multiplier"): "fixed on branch ws-lower",
+    **dict.fromkeys(
+        [
+            ("gaussian_epsilon", "mu"),
+            ("discrete_gaussian_delta_bounds", "sigma"),
+            ("DPSGD", "epochs"),
+            ("get_noise_multiplier", "target_epsilon"),
+            ("max_steps", "noise_multiplier"),
+            ("max_sample_rate", "noise_multiplier"),
+            ("steps_from_epochs", "epochs"),
+            ("analytic_gaussian_sigma", "sensitivity"),
+            ("calibrate_noisy_gd", "epsilon"),
+            ("calibrate_dp_sgd", "epochs"),
+            ("calibrate_ssp", "x_bound"),
+            ("calibrate_ssp", "y_bound"),
+            ("calibrate_adassp", "x_bound"),
+            ("calibrate_adassp", "y_bound"),
+            ("calibrate_mst", "epsilon"),
+            ("risk_max_sample_rate", "noise_multiplier"),
+        ],
+        "open: found by this probe (issue 35, inputs), outside the inputs branch's files",
+    ),
+}
+HUGE_CASES = [
+    pytest.param(
+        name,
+        param,
+        marks=pytest.mark.xfail(strict=False, reason=HUGE_FLOAT_OPEN[(name, param)])
+        if (name, param) in HUGE_FLOAT_OPEN
+        else (),
+        id=f"{name}-{param}",
+    )
+    for name, param in CASES
+]
+
+
+@pytest.mark.parametrize(("name", "param"), HUGE_CASES)
+def test_the_largest_float_is_answered_or_refused_clearly(name, param):
+    """1e308 is a legal float: a callable may accept it (a huge noise multiplier is
+    legitimate) or refuse it naming the parameter, but never raise OverflowError or
+    ZeroDivisionError on the way (``then_gaussian(1e308)``, ``MST(rho=1e308)``)."""
+    for value in (1e308, np.float64(1e308)):
+        factory, base = BASE[name]
+        kwargs = {**base, param: value}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                factory()(**kwargs)
+            except (ValueError, TypeError) as exc:
+                assert re.search(NAMED.format(re.escape(param)), str(exc)), (
+                    f"{name}({param}=1e308): {type(exc).__name__} does not name {param!r}: {exc}"
+                )
+
+
+# --------------------------------------------------- every field of every DpEvent
+needs_dp_accounting = pytest.mark.skipif(dpa is None, reason="dp_accounting is not installed")
+
+if dpa is not None:
+
+    def _newer(name: str, **fields: Any) -> Any:
+        """An event of dp_accounting's repository after 0.6.0: the installed class, or
+        a stand-in with the same fields (dpacct recognises them by class name)."""
+        cls = getattr(de, name, None)
+        if cls is None:
+            cls = attr.make_class(name, list(fields), bases=(de.DpEvent,), frozen=True)
+        return cls(**fields)
+
+    G2 = de.GaussianDpEvent(2.0)
+    #: one valid instance of every event with fields, and the relation it is read under
+    EVENTS: dict[str, tuple[Any, Any]] = {
+        "GaussianDpEvent": (G2, dpa.NeighboringRelation.ADD_OR_REMOVE_ONE),
+        "LaplaceDpEvent": (de.LaplaceDpEvent(2.0), dpa.NeighboringRelation.ADD_OR_REMOVE_ONE),
+        "DiscreteLaplaceDpEvent": (
+            de.DiscreteLaplaceDpEvent(0.5, 3),
+            dpa.NeighboringRelation.ADD_OR_REMOVE_ONE,
+        ),
+        "RandomizedResponseDpEvent": (
+            de.RandomizedResponseDpEvent(0.5, 4),
+            dpa.NeighboringRelation.REPLACE_ONE,
+        ),
+        "ZCDpEvent": (de.ZCDpEvent(0.1, 0.05), dpa.NeighboringRelation.ADD_OR_REMOVE_ONE),
+        "SelfComposedDpEvent": (
+            de.SelfComposedDpEvent(G2, 3),
+            dpa.NeighboringRelation.ADD_OR_REMOVE_ONE,
+        ),
+        "PoissonSampledDpEvent": (
+            de.PoissonSampledDpEvent(0.1, G2),
+            dpa.NeighboringRelation.ADD_OR_REMOVE_ONE,
+        ),
+        "SampledWithoutReplacementDpEvent": (
+            de.SampledWithoutReplacementDpEvent(100, 10, G2),
+            dpa.NeighboringRelation.REPLACE_ONE,
+        ),
+        "SampledWithReplacementDpEvent": (
+            de.SampledWithReplacementDpEvent(100, 10, G2),
+            dpa.NeighboringRelation.REPLACE_ONE,
+        ),
+        "SingleEpochTreeAggregationDpEvent": (
+            de.SingleEpochTreeAggregationDpEvent(2.0, 8),
+            dpa.NeighboringRelation.ADD_OR_REMOVE_ONE,
+        ),
+        "RepeatAndSelectDpEvent": (
+            de.RepeatAndSelectDpEvent(G2, 3.0, 1.0),
+            dpa.NeighboringRelation.ADD_OR_REMOVE_ONE,
+        ),
+        "MixtureOfGaussiansDpEvent": (
+            de.MixtureOfGaussiansDpEvent(2.0, [0.0, 1.0], [0.5, 0.5]),
+            dpa.NeighboringRelation.ADD_OR_REMOVE_ONE,
+        ),
+        "TruncatedSubsampledGaussianDpEvent": (
+            de.TruncatedSubsampledGaussianDpEvent(20, 0.1, 3, 1.0),
+            dpa.NeighboringRelation.ADD_OR_REMOVE_ONE,
+        ),
+        "EpsilonDeltaDpEvent": (
+            _newer("EpsilonDeltaDpEvent", epsilon=1.0, delta=1e-7),
+            dpa.NeighboringRelation.ADD_OR_REMOVE_ONE,
+        ),
+        "DiscreteGaussianDpEvent": (
+            _newer("DiscreteGaussianDpEvent", sigma=3.0, sensitivity=1.0, dimension=1),
+            dpa.NeighboringRelation.ADD_OR_REMOVE_ONE,
+        ),
+        "ExponentialMechanismDpEvent": (
+            _newer("ExponentialMechanismDpEvent", epsilon=1.0),
+            dpa.NeighboringRelation.ADD_OR_REMOVE_ONE,
+        ),
+        "PermuteAndFlipDpEvent": (
+            _newer("PermuteAndFlipDpEvent", epsilon=1.0),
+            dpa.NeighboringRelation.ADD_OR_REMOVE_ONE,
+        ),
+    }
+    #: the fields dpacct reads (an inner ``event`` / ``events`` is walked, not fuzzed)
+    EVENT_FIELDS = [
+        (name, f.name)
+        for name, (event, _) in EVENTS.items()
+        for f in attr.fields(type(event))
+        if f.name not in ("event", "events")
+    ]
+else:  # pragma: no cover
+    EVENTS, EVENT_FIELDS = {}, []
+
+#: the values every field gets
+EVENT_VALUES: dict[str, Callable[[], object]] = {
+    "nan": lambda: math.nan,
+    "inf": lambda: math.inf,
+    "-inf": lambda: -math.inf,
+    "1e308": lambda: 1e308,
+    "10**400": lambda: 10**400,
+    "-1": lambda: -1,
+    "0": lambda: 0,
+    "True": lambda: True,
+    "1+0j": lambda: 1 + 0j,
+    "array": lambda: np.array([1.0, 2.0]),
+    "None": lambda: None,
+    "'1'": lambda: "1",
+    "np.nan": lambda: np.float64(math.nan),
+    "2.0": lambda: 2.0,
+    "5e-324": lambda: 5e-324,
+    "1e-300": lambda: 1e-300,
+}
+#: values a field may accept: 1e308, 0 and the tiny positive floats are in range for
+#: many fields; 2.0 is a count (check_count's convention) or a real in range
+MAY_ACCEPT = {"1e308", "0", "2.0", "5e-324", "1e-300"}
+#: field -> further kinds it may accept, with the reason
+FIELD_ACCEPTS: dict[tuple[str, str], set[str]] = {
+    ("ZCDpEvent", "rho"): {"inf"},  # JAX Privacy's zCDP event at sigma = 0: epsilon inf
+    ("EpsilonDeltaDpEvent", "epsilon"): {"inf"},  # no guarantee: epsilon inf
+    ("RepeatAndSelectDpEvent", "shape"): {"inf"},  # the Poisson law of the number of runs
+    ("MixtureOfGaussiansDpEvent", "sensitivities"): {"array"},  # a 1-d array of reals
+    ("SingleEpochTreeAggregationDpEvent", "step_counts"): {"array"},  # counts 1.0, 2.0
+    ("DiscreteGaussianDpEvent", "dimension"): {"None"},  # its default: any dimension
+}
+#: (event, field) whose 0 makes the event non-private (epsilon inf) or free (epsilon 0)
+AT_ZERO: dict[tuple[str, str], float] = {
+    ("GaussianDpEvent", "noise_multiplier"): math.inf,
+    ("LaplaceDpEvent", "noise_multiplier"): math.inf,
+    ("DiscreteLaplaceDpEvent", "noise_parameter"): math.inf,
+    ("DiscreteLaplaceDpEvent", "sensitivity"): 0.0,
+    ("RandomizedResponseDpEvent", "noise_parameter"): math.inf,
+    ("SelfComposedDpEvent", "count"): 0.0,
+    ("PoissonSampledDpEvent", "sampling_probability"): 0.0,
+    ("SampledWithoutReplacementDpEvent", "sample_size"): 0.0,
+    ("SingleEpochTreeAggregationDpEvent", "noise_multiplier"): math.inf,
+    ("SingleEpochTreeAggregationDpEvent", "step_counts"): 0.0,
+    ("MixtureOfGaussiansDpEvent", "standard_deviation"): math.inf,
+    ("TruncatedSubsampledGaussianDpEvent", "dataset_size"): 0.0,
+    ("TruncatedSubsampledGaussianDpEvent", "sampling_probability"): 0.0,
+    ("TruncatedSubsampledGaussianDpEvent", "truncated_batch_size"): 0.0,
+    ("TruncatedSubsampledGaussianDpEvent", "noise_multiplier"): math.inf,
+    ("DiscreteGaussianDpEvent", "sigma"): math.inf,
+    ("DiscreteGaussianDpEvent", "sensitivity"): 0.0,
+    ("ExponentialMechanismDpEvent", "epsilon"): 0.0,
+    ("PermuteAndFlipDpEvent", "epsilon"): 0.0,
+}
+
+
+def check_event_field(name: str, field: str, kind: str) -> None:
+    """Put the value of ``kind`` in ``field`` of the event ``name``; compose it and ask
+    for epsilon.  A refusal must be a ValueError / TypeError naming ``event.<field>``;
+    an answer must be a float in [0, inf], and the one AT_ZERO states where it is known."""
+    event, relation = EVENTS[name]
+    bad = attr.evolve(event, **{field: EVENT_VALUES[kind]()})
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            eps = DpEventAccountant(relation).compose(bad).get_epsilon(1e-6)
+    except (ValueError, TypeError) as exc:
+        msg = str(exc)
+        if isinstance(exc, UnsupportedEventError) and name == "SampledWithReplacementDpEvent":
+            return  # refused whatever its fields hold (no bound dpacct can certify)
+        assert f"event.{field}" in msg, f"{name}.{field}={kind}: does not name the field: {msg}"
+        assert "np.float" not in msg and "np.int" not in msg, msg
+        return
+    except Exception as exc:  # OverflowError, ZeroDivisionError, IndexError, ...
+        pytest.fail(f"{name}.{field}={kind} raised {type(exc).__name__}: {exc}")
+    assert kind in MAY_ACCEPT | FIELD_ACCEPTS.get((name, field), set()), (
+        f"{name}.{field}={kind} was accepted (epsilon {eps!r})"
+    )
+    assert isinstance(eps, float) and eps >= 0.0, f"{name}.{field}={kind}: epsilon {eps!r}"
+    if kind == "0" and (name, field) in AT_ZERO:
+        assert eps == AT_ZERO[(name, field)], f"{name}.{field}=0: epsilon {eps!r}"
+    if kind == "inf" and field in ("rho", "epsilon"):
+        assert eps == math.inf, f"{name}.{field}=inf: epsilon {eps!r}"
+    if kind in ("5e-324", "1e-300") and AT_ZERO.get((name, field)) == math.inf:
+        # (almost) no noise: never a small epsilon (a mixture at sigma 1e-200 gave 0)
+        assert eps > 1e6, f"{name}.{field}={kind}: epsilon {eps!r}"
+
+
+@needs_dp_accounting
+def test_every_event_field_is_fuzzed():
+    """Every field of every event class of the installed dp_accounting is in EVENTS."""
+    classes = {
+        c.__name__: c
+        for c in vars(de).values()
+        if isinstance(c, type) and issubclass(c, de.DpEvent) and attr.has(c)
+    }
+    fielded = {n for n, c in classes.items() if any(
+        f.name not in ("event", "events") for f in attr.fields(c)
+    )}
+    assert fielded <= set(EVENTS), sorted(fielded - set(EVENTS))
+    assert len(EVENT_FIELDS) >= 30
+
+
+@needs_dp_accounting
+@pytest.mark.parametrize(("name", "field"), EVENT_FIELDS, ids=[f"{n}-{f}" for n, f in EVENT_FIELDS])
+def test_bad_event_field_is_refused_clearly(name, field):
+    failures = []
+    for kind in EVENT_VALUES:
+        try:
+            check_event_field(name, field, kind)
+        except (AssertionError, pytest.fail.Exception) as exc:
+            failures.append(str(exc).splitlines()[0])
+    assert not failures, "\n".join(failures)
+
+
+@needs_dp_accounting
+@pytest.mark.parametrize(
+    ("call", "param"),
+    [
+        (lambda: de.ZCDpEvent(np.array([0.5, 0.6]), 0), "event.rho"),
+        (lambda: de.MixtureOfGaussiansDpEvent(1, None, None), "event.sensitivities"),
+        (lambda: de.MixtureOfGaussiansDpEvent(1, [0, 1], None), "event.sampling_probs"),
+        (lambda: de.MixtureOfGaussiansDpEvent(1, [0, 1], [0.5, 0.6]), "event.sampling_probs"),
+        (lambda: de.MixtureOfGaussiansDpEvent(1, [0, 10**400], [0.5, 0.5]), "sensitivities[1]"),
+        (lambda: dpa.GaussianDpEvent(10**400), "event.noise_multiplier"),
+        (
+            lambda: de.SingleEpochTreeAggregationDpEvent(1.0, np.ones((2, 2))),
+            "event.step_counts",
+        ),
+    ],
+    ids=["zcdp-array", "mixture-none", "mixture-probs-none", "mixture-sum", "mixture-huge",
+         "gaussian-huge", "tree-2d"],
+)
+def test_reported_event_messages_name_the_field(call, param):
+    with pytest.raises((ValueError, TypeError)) as info:
+        DpEventAccountant().compose(call())
+    assert param in str(info.value), str(info.value)
+
+
+@needs_dp_accounting
+def test_event_counts_accept_integral_floats_as_every_count_does():
+    """check_count's convention (2.0 is the count 2) holds for every count field of an
+    event, and dp_accounting's own ledger (which wants an int) is fed the count read."""
+    inner = dpa.PoissonSampledDpEvent(0.01, dpa.GaussianDpEvent(1.0))
+    want = DpEventAccountant().compose(dpa.SelfComposedDpEvent(inner, 2)).get_epsilon(1e-5)
+    acct = DpEventAccountant().compose(dpa.SelfComposedDpEvent(inner, 2.0))
+    assert acct.get_epsilon(1e-5) == want
+    assert acct.ledger == dpa.SelfComposedDpEvent(inner, 2)
+    assert DpEventAccountant().compose(inner, 2.0).get_epsilon(1e-5) == want
+    tree = [dpa.SingleEpochTreeAggregationDpEvent(1.0, c) for c in (8, 8.0, [8.0], np.array([8]))]
+    eps = {DpEventAccountant().compose(t).get_epsilon(1e-5) for t in tree}
+    assert len(eps) == 1
+    wor = [dpa.SampledWithoutReplacementDpEvent(n, m, dpa.GaussianDpEvent(2.0))
+           for n, m in ((100, 10), (100.0, 10.0))]
+    rel = dpa.NeighboringRelation.REPLACE_ONE
+    assert len({DpEventAccountant(rel).compose(w).get_epsilon(1e-5) for w in wor}) == 1
+    # a count of 0 records nothing (dp_accounting's builder refuses 0; dpacct documents it)
+    empty = DpEventAccountant().compose(inner, 0).compose(dpa.SelfComposedDpEvent(inner, 0))
+    assert empty.get_epsilon(1e-5) == 0.0 and empty.ledger == dpa.NoOpDpEvent()
+
+
+@needs_dp_accounting
+def test_get_delta_at_the_largest_float():
+    """``get_delta(1e308)`` raised OverflowError in mpmath's erfc; the answer is the least
+    positive float (an upper bound: delta <= Phi(-40) < 1e-349 there) and 0 never."""
+    acct = DpEventAccountant().compose(dpa.GaussianDpEvent(1.0), 3)
+    for eps in (1e308, 1e200, 1e20):
+        assert acct.get_delta(eps) == math.nextafter(0.0, 1.0)
+    assert math.isinf(DpEventAccountant().compose(dpa.GaussianDpEvent(1.0)).get_epsilon(0))
+
+
+# ------------------------------------ counts of the random-allocation family (ws-lower)
+@pytest.mark.xfail(strict=False, reason="fixed on branch ws-lower")
+def test_random_allocation_counts_read_integral_floats_as_counts():
+    """``random_allocation(G, 2.0)`` keeps the count 2 as an int, as check_count does;
+    ``samples=2.0`` is 2 samples, and an upper confidence end from 2 samples is not 0."""
+    assert type(A.random_allocation(G, 2.0).steps) is int
+    got = A.random_allocation_delta_mc(1.0, 10, 1.0, samples=2.0, rng=np.random.default_rng(0))
+    want = A.random_allocation_delta_mc(1.0, 10, 1.0, samples=2, rng=np.random.default_rng(0))
+    assert got == want and got[2] > 0.0
+
+
+@pytest.mark.parametrize(
+    ("call", "param"),
+    [
+        (lambda: M.Transformation(abs, 1.0, "l2").then_gaussian(1e308).epsilon(1e-5), "scale"),
+        (lambda: M.Transformation(abs, 1.0, "l2").then_gaussian(5e-324).epsilon(1e-5), "scale"),
+        (lambda: M.MST(COLS, rho=1e308).epsilon(1e-6), "rho"),
+        (lambda: M.MST(COLS, rho=5e-324).epsilon(1e-6), "rho"),
+    ],
+    ids=["then_gaussian-1e308", "then_gaussian-tiny", "MST-1e308", "MST-tiny"],
+)
+def test_extreme_noise_scales_are_refused_before_a_query_divides_by_zero(call, param):
+    """``then_gaussian(1e308)`` and ``MST(rho=1e308)`` were built, and their epsilon then
+    raised ZeroDivisionError (the inverse square of the noise underflowed to 0); the
+    tiny ends raised a ValueError naming ``sigma``, which the caller never passed."""
+    with pytest.raises(ValueError, match=NAMED.format(param)):
+        call()
+
+
+def test_extreme_but_legal_noise_scales_still_answer():
+    assert M.Transformation(abs, 1.0, "l2").then_gaussian(1e150).epsilon(1e-5) == 0.0
+    assert 0.0 < M.MST(COLS, rho=1e-300).epsilon(1e-6) < 1e-10
+
+
+@needs_dp_accounting
+def test_runs_beyond_int64_are_refused_when_composed():
+    """2**40 x 2**40 runs were recorded, and the next get_epsilon named a ``counts[0]``
+    the user never passed; now the compose refuses, naming the count, and records nothing."""
+    g = dpa.GaussianDpEvent(1.0)
+    nested = dpa.SelfComposedDpEvent(dpa.SelfComposedDpEvent(g, 2**40), 2**40)
+    acct = DpEventAccountant()
+    with pytest.raises(ValueError, match=r"event\.count=1099511627776 makes"):
+        acct.compose(nested)
+    with pytest.raises(ValueError, match=r"^count=1099511627776 makes"):
+        acct.compose(dpa.SelfComposedDpEvent(g, 2**40), 2**40)
+    acct.compose(g, 2**62)
+    with pytest.raises(ValueError, match=r"^count=4611686018427387904 makes 9223372036854775808"):
+        acct.compose(g, 2**62)
+    assert acct.ledger == dpa.SelfComposedDpEvent(g, 2**62) and not acct.supports(nested)
+
+
+@pytest.mark.xfail(
+    strict=False,
+    reason="open (reported to the lead): MixtureOfGaussiansMechanism at sigma <= 1e-200 "
+    "answers epsilon 0; accountant/families/mixture_gaussian.py is outside this branch",
+)
+def test_a_mixture_with_almost_no_noise_is_not_private():
+    """With probability 1/2 the record shifts the output by 1 under noise 1e-200: delta(eps)
+    >= 1/2 at every finite eps, so epsilon at delta = 1e-6 is (at least) enormous."""
+    mech = A.MixtureOfGaussiansMechanism(1e-200, [0.0, 1.0], [0.5, 0.5])
+    assert mech.epsilon(1e-6) > 1e6

@@ -155,6 +155,11 @@ def certified_gaussian_delta(mu: float, epsilon: np.ndarray) -> np.ndarray:
     mu_up = mu * (1.0 + SIGMA_ROUND_DOWN)
     out = np.empty(epsilon.size)
     for i, e in enumerate(epsilon.tolist()):
+        if e / mu_up - mu_up / 2 >= 40.0:
+            # delta <= Phi(mu/2 - eps/mu) <= Phi(-40) < 1e-349, below the least positive
+            # float, which bounds it (mpmath's erfc overflows near eps/mu ~ 1e154)
+            out[i] = math.nextafter(0.0, 1.0)
+            continue
         exact = _gaussian_delta_mp(mu_up, e)
         value = float(exact)
         out[i] = min(math.nextafter(value, math.inf) if value < exact else value, 1.0)

@@ -85,8 +85,8 @@ class MST(Algorithm):
     columns : sequence of CategoricalColumn or BinnedNumericColumn
         At least two columns; their domains are public.
     rho : float
-        Total zCDP budget, > 0, split in thirds between the 1-way measurements, the
-        selection and the pair measurements (the paper's split).
+        Total zCDP budget, in [1e-300, 1e300], split in thirds between the 1-way
+        measurements, the selection and the pair measurements (the paper's split).
 
     Examples
     --------
@@ -112,7 +112,12 @@ class MST(Algorithm):
         if len(cols) < 2:
             raise ValueError(f"MST needs at least 2 columns, got {len(cols)}")
         object.__setattr__(self, "columns", cols)
-        object.__setattr__(self, "rho", check_positive("rho", self.rho))
+        rho = check_positive("rho", self.rho)
+        if not 1e-300 <= rho <= 1e300:
+            # the noise scales sqrt(3 d / (2 rho)) and the inverse squares that composition
+            # adds up must stay floats (rho = 1e308 made them 0 and divided by it)
+            raise ValueError(f"rho must lie in [1e-300, 1e300], got {rho!r}")
+        object.__setattr__(self, "rho", rho)
 
     # ------------------------------------------------------------------ privacy
     @property

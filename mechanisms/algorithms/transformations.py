@@ -81,6 +81,10 @@ __all__ = [
 #: the output metrics a transformation can declare its stability in
 METRICS = ("l1", "l2", "symmetric")
 
+#: the noise multipliers ``then_gaussian`` accepts: ``1 / sigma**2`` (what composition adds
+#: up, Dong, Roth, Su 2019, Corollary 3.3) must neither overflow nor underflow to 0
+_MIN_NOISE_MULTIPLIER, _MAX_NOISE_MULTIPLIER = 1e-150, 1e150
+
 
 def _check_stability(stability: object, metric: str) -> float:
     try:
@@ -215,7 +219,8 @@ class Transformation:
         Parameters
         ----------
         scale : float
-            The standard deviation of the noise actually added, > 0.
+            The standard deviation of the noise actually added, > 0, with
+            ``scale / stability`` (the noise multiplier) in ``[1e-150, 1e150]``.
 
         Examples
         --------
@@ -227,7 +232,14 @@ class Transformation:
             raise ValueError(f"Gaussian noise needs an L2 (or L1) stability; {self.name} "
                              f"declares {self.metric}")
         s = check_positive("scale", scale)
-        return TransformedMechanism(self, GaussianMechanism(sigma=s / self.stability))
+        sigma = s / self.stability
+        if not _MIN_NOISE_MULTIPLIER <= sigma <= _MAX_NOISE_MULTIPLIER:
+            raise ValueError(
+                f"scale / stability (the noise multiplier) must lie in [1e-150, 1e150], so "
+                f"that its squared inverse, which composition adds up, is a float; got "
+                f"scale={s!r} / stability={self.stability!r} = {sigma!r}"
+            )
+        return TransformedMechanism(self, GaussianMechanism(sigma=sigma))
 
     def then(self, mechanism: Mechanism, method: str, *, delta: float | None = None,
              **kwargs: Any) -> TransformedMechanism:
