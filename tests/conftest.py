@@ -2,8 +2,22 @@
 
 from __future__ import annotations
 
+import mpmath
 import numpy as np
 import pytest
+
+
+@pytest.fixture(autouse=True)
+def _mpmath_precision_restored():
+    """Undo a test's change of mpmath's global precision when it ends.
+
+    Reference values set ``mpmath.mp.dps`` at module level or inside a test; a test that
+    raised it to 60 made a later module's ``findroot`` miss its (dps-scaled) tolerance
+    when both ran in one process, so whether a test passed depended on xdist's split.
+    """
+    prec = mpmath.mp.prec
+    yield
+    mpmath.mp.prec = prec
 
 
 @pytest.fixture(scope="session")

@@ -1152,13 +1152,11 @@ def test_runs_beyond_int64_are_refused_when_composed():
     assert acct.ledger == dpa.SelfComposedDpEvent(g, 2**62) and not acct.supports(nested)
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="open (reported to the lead): MixtureOfGaussiansMechanism at sigma <= 1e-200 "
-    "answers epsilon 0; accountant/families/mixture_gaussian.py is outside this branch",
-)
 def test_a_mixture_with_almost_no_noise_is_not_private():
-    """With probability 1/2 the record shifts the output by 1 under noise 1e-200: delta(eps)
-    >= 1/2 at every finite eps, so epsilon at delta = 1e-6 is (at least) enormous."""
-    mech = A.MixtureOfGaussiansMechanism(1e-200, [0.0, 1.0], [0.5, 0.5])
-    assert mech.epsilon(1e-6) > 1e6
+    """With probability 1/2 the record shifts the output by 1 under noise sigma: delta(eps)
+    >= 1/2 at every finite eps once sigma is tiny, so epsilon at delta = 1e-6 is enormous;
+    where (1/sigma)^2 leaves the float range the mechanism is refused, naming sigma (it
+    answered epsilon 0 at sigma 1e-200)."""
+    assert A.MixtureOfGaussiansMechanism(1e-150, [0.0, 1.0], [0.5, 0.5]).epsilon(1e-6) > 1e6
+    with pytest.raises(ValueError, match="sigma"):
+        A.MixtureOfGaussiansMechanism(1e-200, [0.0, 1.0], [0.5, 0.5])

@@ -84,6 +84,10 @@ def finite_law(
     return tuple(values_kept.tolist()), tuple(probs.tolist())
 
 
+#: largest sensitivity / sigma a Gaussian mixture law takes: (c / sigma)^2 / 2 stays finite
+_MAX_RATIO = 1e150
+
+
 @dataclass(frozen=True, eq=False)
 class GaussianMixtureLossLaw(PrivacyLossLaw):
     """Privacy loss of ``(sum_i p_i N(c_i, s^2), N(0, s^2))``, the mixture-of-Gaussians pair.
@@ -130,6 +134,14 @@ class GaussianMixtureLossLaw(PrivacyLossLaw):
             raise ValueError(
                 "sensitivities must have a positive value with positive probability "
                 f"(a sensitivity that is always 0 leaks nothing), got {list(c)}"
+            )
+        if c[-1] / s > _MAX_RATIO:
+            # the loss (c/sigma)^2 / 2 overflows a float past this: the curve would read
+            # nan, and a nan read as 0 claimed epsilon 0 for an essentially noiseless release
+            raise ValueError(
+                f"sigma must be at least max(sensitivities) / {_MAX_RATIO:g} (got sigma "
+                f"{s!r} for a largest sensitivity {c[-1]!r}): the privacy loss "
+                "(sensitivity / sigma)^2 / 2 leaves the float range"
             )
         object.__setattr__(self, "sigma", s)
         object.__setattr__(self, "sensitivities", c)
