@@ -3,7 +3,7 @@
 Independent references only:
 
 * the exact small-T oracle: the symmetric pair ``S`` of docs/theory/fixed_size.md
-  composed T = 1 (closed form: Balle, Barthe, Gaboardi 2018, Theorem 10 on the
+  composed T = 1 (closed form: Balle, Barthe, Gaboardi 2018, Table 1, on the
   analytic Gaussian curve), T = 2 (40-digit mpmath quadrature of the T = 1 curve
   against the loss law of S, split at the kink the atom at 0 puts in the curve) and
   T = 3 (the same, nested, in double precision by scipy);
@@ -41,7 +41,7 @@ def _gauss_delta(mu, eps):
 
 def _s_delta(mu, q, eps):
     """delta of S at any real eps: q delta_G(log(1 + (e^eps - 1)/q)) for eps >= 0
-    (BBG 2018, Thm 10); for eps < 0 the symmetric duality."""
+    (BBG 2018, Table 1); for eps < 0 the symmetric duality."""
     if eps >= 0:
         return q * _gauss_delta(mu, mp.log(1 + mp.expm1(eps) / q))
     return 1 - mp.e**eps * (1 - _s_delta(mu, q, -eps))

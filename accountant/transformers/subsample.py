@@ -9,7 +9,7 @@
   records (replace-one neighbours, the relation under which a fixed batch size is well
   defined).  For a Gaussian base the privacy loss distribution of the symmetrised
   pair of Dong, Roth & Su 2019 (Theorem 4.2) with the one-step curve of Balle, Barthe
-  & Gaboardi 2018 (Theorem 10) feeds the PLD engine
+  & Gaboardi 2018 (Table 1, without replacement) feeds the PLD engine
   (:class:`~dpacct.accountant.laws.symmetrised_law.SymmetrisedLossLaw`,
   ``docs/theory/fixed_size.md``); every base also has the RDP bound of Wang, Balle &
   Kasiviswanathan 2019 (Theorem 9), and the smaller answer wins.  The base mechanism
@@ -170,7 +170,7 @@ class WithoutReplacementSubsampledMechanism(Mechanism):
     pair (a Gaussian-DP ``mu``, e.g. :class:`~dpacct.mechanisms.ReplaceOneGaussianMechanism`)
     also by the PLD engine on one symmetric dominating pair per step: the mixture
     ``((1 - q) N(0, 1) + q N(mu, 1), N(0, 1))`` for ``eps >= 0``, mirrored for
-    ``eps < 0`` (Balle, Barthe, Gaboardi 2018, Theorem 10; Dong, Roth, Su 2019,
+    ``eps < 0`` (Balle, Barthe, Gaboardi 2018, Table 1; Dong, Roth, Su 2019,
     Theorem 4.2; :class:`~dpacct.accountant.laws.symmetrised_law.SymmetrisedLossLaw`).
     The composition of that pair is a certified bracket of a pair that *dominates*
     the run; the true epsilon of the run lies between the composed one-directional
@@ -232,7 +232,7 @@ class WithoutReplacementSubsampledMechanism(Mechanism):
         parameter per unit of replace-one sensitivity; sampling a fixed batch of
         rate ``q`` makes the one-step curve at ``eps >= 0`` that of
         ``((1 - q) N(0, 1) + q N(mu, 1), N(0, 1))`` (Balle, Barthe, Gaboardi 2018,
-        Theorem 10: ``delta' = q delta(eps)`` at ``eps' = log(1 + q (e^eps - 1))``).
+        Table 1: ``delta' = q delta(eps)`` at ``eps' = log(1 + q (e^eps - 1))``).
         """
         cache = self._cache()
         if "wor_law" not in cache:
