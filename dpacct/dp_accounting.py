@@ -35,9 +35,12 @@ RDP accountant reads the same events: docs/theory/algorithms.md, section
 
 ``SampledWithoutReplacementDpEvent`` is defined under ``REPLACE_ONE`` only (a fixed batch
 size presumes a fixed dataset size), and dpacct's
-:func:`~dpacct.accountant.subsample_without_replacement` takes a replace-one base (Wang,
-Balle, Kasiviswanathan 2019, Theorem 9): its inner event is converted under
-``REPLACE_ONE`` with the halving above.  ``PoissonSampledDpEvent`` is accounted under
+:func:`~dpacct.accountant.subsample_without_replacement` takes a replace-one base: its
+inner event is converted under ``REPLACE_ONE`` with the halving above.  A Gaussian inner
+event gets a PLD bracket of one symmetric pair per step that dominates both orders
+(docs/theory/fixed_size.md; the bracket of that dominating pair), where dp_accounting
+has RDP only (Wang, Balle, Kasiviswanathan 2019, Theorem 9, which dpacct also computes:
+the smaller wins).  ``PoissonSampledDpEvent`` is accounted under
 ``ADD_OR_REMOVE_ONE`` only (dpacct's :func:`~dpacct.accountant.poisson_subsample`).
 Randomized response (``RandomizedResponseDpEvent``) is a replace-one statement about one
 input value, so it needs ``REPLACE_ONE`` (dp_accounting's accountants refuse it under
