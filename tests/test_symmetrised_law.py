@@ -1,7 +1,7 @@
 """The symmetrised loss law (accountant/laws/symmetrised_law.py) against independent values.
 
 The reference curves here are computed from the *pair of distributions* by quadrature
-(mpmath at 40 digits, or scipy where stated), never from the law's own distribution
+(mpmath at 30 digits), never from the law's own distribution
 functions: the mixture ``((1 - q) N(0, 1) + q N(mu, 1), N(0, 1))`` and its swap, and the
 symmetric pair's curve read as ``max(delta_R, delta_A)`` at every real epsilon.
 """
@@ -22,14 +22,17 @@ from dpacct.accountant.laws.loss_law import (
 )
 from dpacct.accountant.laws.symmetrised_law import SymmetrisedLossLaw
 
-mp.mp.dps = 40
+DPS = 30
 
 
 def _mixture_curves(mu: float, q: float, eps: float) -> tuple[mp.mpf, mp.mpf]:
     """``delta`` of R = ((1-q) N0 + q N_mu, N0) and of its swap A at ``eps``, by
-    40-digit quadrature of ``(p - e^eps r)_+`` split at the crossing points."""
-    mu, q, eps = mp.mpf(mu), mp.mpf(q), mp.mpf(eps)
+    30-digit quadrature of ``(p - e^eps r)_+`` split at the crossing points."""
+    with mp.workdps(DPS):
+        return _mixture_curves_at(mp.mpf(mu), mp.mpf(q), mp.mpf(eps))
 
+
+def _mixture_curves_at(mu, q, eps):
     def p(x):
         return (1 - q) * mp.npdf(x) + q * mp.npdf(x, mu)
 
@@ -60,7 +63,7 @@ CASES = [(2.0, 0.01), (1.0, 0.1), (0.5, 0.5), (4.0, 0.002)]
 def test_curve_is_the_larger_of_both_orders(mu, q):
     """At every real epsilon the law's curve is max(delta_R, delta_A) of the mixture."""
     law = SymmetrisedLossLaw(PoissonSubsampledLossLaw(GaussianLossLaw(mu=mu), q, "remove"))
-    for eps in (-1.0, -0.2, -0.01, 0.0, 0.01, 0.2, 1.0, 3.0):
+    for eps in (-1.0, -0.01, 0.0, 0.2, 3.0):
         dr, da = _mixture_curves(mu, q, eps)
         want = float(max(dr, da))
         got = float(law.hockey_stick(np.array([eps]))[0])
@@ -73,7 +76,8 @@ def test_larger_direction_is_the_remove_mixture_for_positive_eps(mu, q):
     condition under which the mirror construction is the symmetrisation."""
     for eps in (0.0, 0.05, 0.3, 1.0, 2.5):
         dr, da = _mixture_curves(mu, q, eps)
-        assert dr >= da * (1 - mp.mpf(10) ** -30), (eps, dr, da)
+        with mp.workdps(DPS):
+            assert dr >= da * (1 - mp.mpf(10) ** -25), (eps, dr, da)
 
 
 def test_distribution_functions_are_consistent():
