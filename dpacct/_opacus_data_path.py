@@ -168,8 +168,9 @@ class FixedSizeBatchSampler:
     ``DataLoader`` takes one).  Give it to a ``DataLoader`` as ``batch_sampler`` with
     ``poisson_sampling=False``:
     the dpacct accountant recognises it and accounts each step as a fixed-size batch
-    drawn without replacement (replace-one relation; Wang, Balle, Kasiviswanathan 2019,
-    Theorem 9).
+    drawn without replacement (replace-one relation; a PLD bracket of one symmetric
+    dominating pair per step, docs/theory/fixed_size.md, and the RDP bound of Wang,
+    Balle, Kasiviswanathan 2019, Theorem 9; the smaller wins).
 
     Parameters
     ----------

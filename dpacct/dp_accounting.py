@@ -37,9 +37,12 @@ docs/theory/algorithms.md, section 'The replace-one convention').
 
 ``SampledWithoutReplacementDpEvent`` is defined under ``REPLACE_ONE`` only (a fixed batch
 size presumes a fixed dataset size), and dpacct's
-:func:`~dpacct.accountant.subsample_without_replacement` takes a replace-one base (Wang,
-Balle, Kasiviswanathan 2019, Theorem 9): its inner event is converted under
-``REPLACE_ONE`` with the halving above.  ``PoissonSampledDpEvent`` is accounted under
+:func:`~dpacct.accountant.subsample_without_replacement` takes a replace-one base: its
+inner event is converted under ``REPLACE_ONE`` with the halving above.  A Gaussian inner
+event gets a PLD bracket of one symmetric pair per step that dominates both orders
+(docs/theory/fixed_size.md; the bracket of that dominating pair), where dp_accounting
+has RDP only (Wang, Balle, Kasiviswanathan 2019, Theorem 9, which dpacct also computes:
+the smaller wins).  ``PoissonSampledDpEvent`` is accounted under
 ``ADD_OR_REMOVE_ONE`` only (dpacct's :func:`~dpacct.accountant.poisson_subsample`).
 Randomized response (``RandomizedResponseDpEvent``) is a replace-one statement about one
 input value, so it needs ``REPLACE_ONE`` (dp_accounting's accountants refuse it under
@@ -595,11 +598,11 @@ class DpEventAccountant(AttackBounds, dp_accounting.PrivacyAccountant):
     Notes
     -----
     On JAX Privacy's ``fixed_dpsgd_event(1.0, 1000, dataset_size=10000,
-    batch_size=100)`` under ``REPLACE_ONE``, the default prints 20.99 at ``delta =
-    1e-5`` and dp_accounting's RDP accountant 3.58, which is dpacct's answer with
-    ``replace_one_sensitivity=1`` (and dp_accounting's own at noise multiplier 0.5
-    is 20.99): the two differ by the reading of the noise multiplier, not by the
-    accounting.
+    batch_size=100)`` under ``REPLACE_ONE``, dp_accounting's RDP accountant prints
+    3.58 at ``delta = 1e-5``, and 20.99 at noise multiplier 0.5, which is the default
+    reading here; dpacct's PLD prints 14.82 by default and 2.20 with
+    ``replace_one_sensitivity=1``: the readings differ by the sensitivity (a factor
+    of about 6), the accountants by the PLD's margin over RDP.
 
     Examples
     --------

@@ -130,10 +130,16 @@ def test_sample_rate_one_is_identity():
     assert poisson_subsample(g, 1.0) is g
 
 
-def test_without_replacement_uses_rdp():
+def test_without_replacement_uses_pld_for_a_gaussian_and_rdp_otherwise():
     step = subsample_without_replacement(ReplaceOneGaussianMechanism(sigma=2.0), 0.01)
-    assert step.route == "rdp"
+    assert step.route == "pld"
     lo, hi = compose([step], counts=[100]).epsilon_bounds(1e-5)
+    assert 0.0 < lo <= hi < math.inf
+    from dpacct.mechanisms import LaplaceMechanism, replace_one
+
+    lap = subsample_without_replacement(replace_one(LaplaceMechanism(b=4.0)), 0.01)
+    assert lap.route == "rdp"
+    lo, hi = compose([lap], counts=[100]).epsilon_bounds(1e-5)
     assert lo == 0.0 and math.isfinite(hi)
 
 

@@ -233,3 +233,18 @@ def test_certified_roundoff_survives_repeated_squaring(monkeypatch, pessimistic)
         full[shift + k] = Fraction(float(v))
     for g, x in zip(full, exact, strict=True):
         assert (g >= x) if pessimistic else (g <= x)
+
+
+def test_optimistic_grid_with_a_step_whose_exponential_overflows():
+    """A grid step above ~709 (epsilons of order 1e7) made ``math.exp(step)`` raise
+    OverflowError in the optimistic discretisation; it now falls back to the plain
+    round-down lower bound, and the bracket is ordered."""
+    from dpacct.accountant import compose, poisson_subsample, subsample_without_replacement
+    from dpacct.mechanisms import GaussianMechanism, ReplaceOneGaussianMechanism
+
+    for step in (
+        poisson_subsample(GaussianMechanism(sigma=1e-3), 0.01),
+        subsample_without_replacement(ReplaceOneGaussianMechanism(sigma=1e-3), 0.01),
+    ):
+        lo, hi = compose([step], [1000]).epsilon_bounds(1e-5)
+        assert 0.0 < lo <= hi < float("inf")

@@ -238,6 +238,11 @@ def _node_deltas(
     return inf_mass + top_excess + tail, big_f
 
 
+#: largest grid step whose ``e^step`` the optimistic chords evaluate (``exp`` overflows
+#: past about 709.78)
+_MAX_EXP_STEP = 700.0
+
+
 def _lower_from_bins(b: _Bins) -> tuple[int, np.ndarray, float]:
     """A grid pair dominated by the true pair (see module docstring)."""
     step = b.step
@@ -249,6 +254,8 @@ def _lower_from_bins(b: _Bins) -> tuple[int, np.ndarray, float]:
     m_top = b.top[0]
     if n >= 1:
         r[-1] = m[-1]
+    if step > _MAX_EXP_STEP:  # e^step overflows (epsilons of order 1e8): plain lower bound
+        return _round_down_from_bins(b)
     e_step = math.exp(step)
 
     def gaps(m, r):

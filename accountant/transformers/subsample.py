@@ -7,8 +7,13 @@
   Talwar & Zhang 2019 for a Gaussian base and Zhu & Wang 2019 otherwise.
 * :func:`subsample_without_replacement` -- a batch of fixed size ``m`` out of ``n``
   records (replace-one neighbours, the relation under which a fixed batch size is well
-  defined), accounted with the RDP bound of Wang, Balle & Kasiviswanathan 2019
-  (Theorem 9).  The base mechanism must be described for the replace-one relation.
+  defined).  For a Gaussian base the privacy loss distribution of the symmetrised
+  pair of Dong, Roth & Su 2019 (Theorem 4.2) with the one-step curve of Balle, Barthe
+  & Gaboardi 2018 (Table 1, without replacement) feeds the PLD engine
+  (:class:`~dpacct.accountant.laws.symmetrised_law.SymmetrisedLossLaw`,
+  ``docs/theory/fixed_size.md``); every base also has the RDP bound of Wang, Balle &
+  Kasiviswanathan 2019 (Theorem 9), and the smaller answer wins.  The base mechanism
+  must be described for the replace-one relation.
 
 Each transformer checks the relation its theorem is proved for and refuses any other
 (:mod:`dpacct.accountant.relations`): a change of relation is an explicit conversion
@@ -24,7 +29,8 @@ import numpy as np
 
 from .._rounding import amplified_pure_up, quotient_down
 from ..families.gaussian import sigma_below
-from ..laws.loss_law import PoissonSubsampledLossLaw
+from ..laws.loss_law import GaussianLossLaw, PoissonSubsampledLossLaw
+from ..laws.symmetrised_law import SymmetrisedLossLaw
 from ..mechanism import Capabilities, Mechanism
 from ..relations import ADD_REMOVE, REPLACE_ONE, require_relation
 from ..validation import check_sample_rate
@@ -160,7 +166,16 @@ class WithoutReplacementSubsampledMechanism(Mechanism):
     """``base`` run on a uniformly random batch of ``sample_rate * n`` records.
 
     The neighbouring relation is replace-one.  Accounted by RDP (Wang, Balle,
-    Kasiviswanathan 2019, Theorem 9).  Built by :func:`subsample_without_replacement`.
+    Kasiviswanathan 2019, Theorem 9) for every base, and for a base with the Gaussian
+    pair (a Gaussian-DP ``mu``, e.g. :class:`~dpacct.mechanisms.ReplaceOneGaussianMechanism`)
+    also by the PLD engine on one symmetric dominating pair per step: the mixture
+    ``((1 - q) N(0, 1) + q N(mu, 1), N(0, 1))`` for ``eps >= 0``, mirrored for
+    ``eps < 0`` (Balle, Barthe, Gaboardi 2018, Table 1; Dong, Roth, Su 2019,
+    Theorem 4.2; :class:`~dpacct.accountant.laws.symmetrised_law.SymmetrisedLossLaw`).
+    The composition of that pair is a certified bracket of a pair that *dominates*
+    the run; the true epsilon of the run lies between the composed one-directional
+    mixture (which a dataset attains) and the upper end.  The smaller of the PLD and
+    RDP upper bounds wins.  Built by :func:`subsample_without_replacement`.
 
     Parameters
     ----------
@@ -176,13 +191,19 @@ class WithoutReplacementSubsampledMechanism(Mechanism):
     >>> step = subsample_without_replacement(base, sample_rate=0.01)
     >>> bool(step.epsilon(1e-5) < base.epsilon(1e-5))
     True
+    >>> step.route                  # a Gaussian base: the PLD bracket
+    'pld'
+    >>> lo, hi = step.epsilon_bounds(1e-5)
+    >>> bool(lo <= hi == step.epsilon(1e-5))
+    True
     """
 
     base: Mechanism
     sample_rate: float
     neighbouring = REPLACE_ONE
 
-    declares = Capabilities(rdp=True)
+    #: the most it can know; :attr:`capabilities` says what the base allows
+    declares = Capabilities(rdp=True, loss_laws=True)
 
     def __post_init__(self) -> None:
         if not isinstance(self.base, Mechanism):
@@ -195,12 +216,33 @@ class WithoutReplacementSubsampledMechanism(Mechanism):
 
     @property
     def capabilities(self) -> Capabilities:
-        """An RDP curve if the base has one.
+        """An RDP curve if the base has one; loss laws if the base has the Gaussian pair.
 
         Whatever the base declares, epsilon and delta also come from the amplification
         of its (eps, delta) curve.
         """
-        return Capabilities(rdp=self._view.has_rdp)
+        return Capabilities(rdp=self._view.has_rdp, loss_laws=self._view.gdp_mu() is not None)
+
+    def _loss_laws(self):
+        """One symmetric law for both orders (replace-one is symmetric): see
+        :class:`~dpacct.accountant.laws.symmetrised_law.SymmetrisedLossLaw` and
+        ``docs/theory/fixed_size.md``.
+
+        The base's pair is ``(N(mu, 1), N(0, 1))`` with ``mu`` its Gaussian-DP
+        parameter per unit of replace-one sensitivity; sampling a fixed batch of
+        rate ``q`` makes the one-step curve at ``eps >= 0`` that of
+        ``((1 - q) N(0, 1) + q N(mu, 1), N(0, 1))`` (Balle, Barthe, Gaboardi 2018,
+        Table 1: ``delta' = q delta(eps)`` at ``eps' = log(1 + q (e^eps - 1))``).
+        """
+        cache = self._cache()
+        if "wor_law" not in cache:
+            mu = self._view.gdp_mu()
+            if mu is None:  # pragma: no cover - capabilities exclude it
+                raise NotImplementedError(f"{self!r} has no loss law (its base is no Gaussian)")
+            half = _GridSafeSubsampledLaw(GaussianLossLaw(mu=mu), self.sample_rate, "remove")
+            cache["wor_law"] = SymmetrisedLossLaw(half)
+        law = cache["wor_law"]
+        return law, law
 
     def _pure_epsilon(self) -> float:
         # sampling without replacement under substitution (Balle, Barthe, Gaboardi
@@ -209,13 +251,15 @@ class WithoutReplacementSubsampledMechanism(Mechanism):
         return amplified_pure_up(self.sample_rate, eps) if math.isfinite(eps) else math.inf
 
     def _epsilon_upper(self, delta: float, tol: float | None) -> float:
-        """The RDP bound (Wang, Balle, Kasiviswanathan 2019) when the base has an RDP
-        curve, and the amplification of the base's own curve (Balle, Barthe, Gaboardi
-        2018, Table 1: without replacement, substitution relation: the base's
-        ``(eps, delta')`` gives ``(log(1 + q (e^eps - 1)), q delta')``); the smaller
-        wins.  So a base known only by its ``delta(eps)``, its pure epsilon or an
-        ``(epsilon, delta)`` pair is subsampled too."""
-        upper = super()._epsilon_upper(delta, tol) if self.has_rdp else math.inf
+        """The PLD bound (Gaussian base), the RDP bound (Wang, Balle, Kasiviswanathan
+        2019) when the base has an RDP curve, and the amplification of the base's own
+        curve (Balle, Barthe, Gaboardi 2018, Table 1: without replacement,
+        substitution relation: the base's ``(eps, delta')`` gives
+        ``(log(1 + q (e^eps - 1)), q delta')``); the smallest wins.  So a base known
+        only by its ``delta(eps)``, its pure epsilon or an ``(epsilon, delta)`` pair is
+        subsampled too."""
+        known = self.has_rdp or self.has_pld
+        upper = super()._epsilon_upper(delta, tol) if known else math.inf
         return min(upper, _amplified_epsilon(self.base, self.sample_rate, delta, tol))
 
     def delta(self, epsilon, *, tol: float | None = None):

@@ -101,8 +101,11 @@ def fixed_size_gaussian_step(noise_multiplier: float, sample_rate: float) -> Mec
     drawn uniformly without replacement.  That relation is replace-one (the batch size
     is public), under which the clipped sum moves by up to ``2C``, so the step is
     ``subsample_without_replacement(ReplaceOneGaussianMechanism(noise_multiplier / 2),
-    sample_rate)`` (Wang, Balle, Kasiviswanathan 2019, Theorem 9 for the
-    amplification).  A ledger of these composes only with other replace-one entries.
+    sample_rate)``: a PLD bracket on one symmetric dominating pair per step (Balle,
+    Barthe, Gaboardi 2018, Table 1; Dong, Roth, Su 2019, Theorem 4.2; the argument in
+    ``docs/theory/fixed_size.md``), and the RDP bound of Wang, Balle, Kasiviswanathan
+    2019, Theorem 9; the smaller wins.  The bracket is that of a pair that dominates the
+    run.  A ledger of these composes only with other replace-one entries.
 
     This is for batches drawn independently at every step.  Shuffling the dataset once
     per epoch and cutting it into batches is another scheme (each record in exactly one
@@ -120,8 +123,8 @@ def fixed_size_gaussian_step(noise_multiplier: float, sample_rate: float) -> Mec
     >>> step = fixed_size_gaussian_step(noise_multiplier=1.0, sample_rate=0.01)
     >>> step.base, step.sample_rate
     (ReplaceOneGaussianMechanism(sigma=0.5), 0.01)
-    >>> step.neighbouring
-    'replace-one'
+    >>> step.neighbouring, step.route
+    ('replace-one', 'pld')
     """
     sigma = check_positive("noise_multiplier", noise_multiplier)
     base = replace_one(GaussianMechanism(sigma=sigma))
