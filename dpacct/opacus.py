@@ -36,7 +36,7 @@ Without them, importing it raises an :class:`ImportError` saying what to install
 from __future__ import annotations
 
 import math
-import numbers
+import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -64,13 +64,24 @@ from dpacct._opacus_data_path import (
     UnaccountedSamplerError,
     batch_sizes,
     data_path_from_state,
+    draws_poisson,
     identify,
     opacus_call,
+    replaced_sampler,
     shuffled_mu2,
+    signature,
 )
+from dpacct._opacus_rates import (
+    check_history,
+    check_step,
+    hook_rate,
+    rate_note,
+    resolve_history,
+    step_rate,
+)
+from dpacct._opacus_watch import BatchWatch, watch
 from dpacct.accountant.ledger import BudgetExceededError, PrivacyAccountant
 from dpacct.accountant.validation import (
-    check_count,
     check_delta,
     check_epsilon,
     check_flag,
@@ -164,6 +175,9 @@ class OpacusAccountant(IAccountant):
         self._path: DataPath | None = None
         self._refused: str | None = None  # why the data path has no guarantee
         self._unseen = False  # hooked outside make_private, no loader attached
+        self._watch: BatchWatch | None = None  # checks what the run iterates
+        self._passed: float | None = None  # the rate Opacus' hook was given
+        self._replaced: str | None = None  # the sampler poisson_sampling=True dropped
         self.history: list[tuple[float, float, int]] = []
         # the PrivacyAccountant validates the budget (both or neither, ranges)
         self._options: dict[str, Any] = {
@@ -172,7 +186,7 @@ class OpacusAccountant(IAccountant):
             "tol": check_tol(tol),
         }
         self._ledger = PrivacyAccountant(**self._options)
-        self._synced: list[tuple[float, float, int]] = []
+        self._synced: list[tuple[float, float, int]] | None = []
         self._non_private = 0  # steps recorded with noise_multiplier == 0
         call = opacus_call()
         if call is not None and call[0] == "make_private_with_epsilon":
@@ -204,11 +218,17 @@ class OpacusAccountant(IAccountant):
         Raises
         ------
         ValueError, TypeError
-            A parameter out of range or not a number (nothing recorded).
+            A parameter out of range or not a number, or a ``sample_rate`` that differs
+            from the rate of a verified Poisson data path (both are named; nothing
+            recorded).
         BudgetExceededError
             With a budget, the step would exceed it (nothing recorded).
         """
-        sigma, q = _check_step(noise_multiplier, sample_rate, "")
+        sigma, q = check_step(noise_multiplier, sample_rate, "")
+        self._record(sigma, step_rate(self._path, q))
+
+    def _record(self, sigma: float, q: float) -> None:
+        """Record one step at the rate already resolved against the data path."""
         ledger = self._sync()
         if sigma > 0.0:
             ledger.step(noise_multiplier=sigma, sample_rate=q)
@@ -297,10 +317,16 @@ class OpacusAccountant(IAccountant):
         UnaccountedSamplerError
             The data loader's sampler has no proved guarantee (and no override).
         """
-        _, q = _check_step(1.0, sample_rate, "")
+        _, q = check_step(1.0, sample_rate, "")
+        self._passed = q
         call = opacus_call()
         if call is not None and call[0] == "make_private":
-            self._adopt(call[1].get("data_loader"), call[1].get("poisson_sampling", True))
+            loader, poisson = call[1].get("data_loader"), call[1].get("poisson_sampling", True)
+            self._adopt(loader, poisson, watch_loader=True)
+            name = replaced_sampler(loader) if poisson and loader is not None else None
+            if name is not None:
+                self._replaced = name
+                warnings.warn(self._replaced_text(), UserWarning, stacklevel=3)
         elif self._path is None and self._refused is None:
             if self._assume_poisson:
                 self._path = DataPath(POISSON, "unknown", max(1, round(1.0 / q)), q, None, True)
@@ -310,7 +336,10 @@ class OpacusAccountant(IAccountant):
         def hook(optimizer: Any) -> None:
             k = optimizer.accumulated_iterations
             self._check_batches(optimizer, k)
-            self.step(noise_multiplier=optimizer.noise_multiplier, sample_rate=q * k)
+            if self._watch is not None:
+                self._watch.check_step(optimizer, k)  # before anything is recorded
+            sigma, _ = check_step(optimizer.noise_multiplier, q, "")
+            self._record(sigma, hook_rate(self._path, q, k))
 
         return hook
 
@@ -369,8 +398,9 @@ class OpacusAccountant(IAccountant):
                 f"state_dict of mechanism {mechanism!r} cannot be loaded into the dpacct "
                 f"accountant (accepted: {sorted(_COMPATIBLE_MECHANISMS)})"
             )
-        history = _check_history(state_dict["history"], "state_dict['history']")
+        history = check_history(state_dict["history"], "state_dict['history']")
         path = data_path_from_state(state_dict.get("data_path"), self._path)
+        history = resolve_history(path or self._path, history)
         ledger, non_private = self._build(history)
         self.history = history
         self._ledger, self._non_private, self._synced = ledger, non_private, list(history)
@@ -442,7 +472,9 @@ class OpacusAccountant(IAccountant):
         ValueError
             The data path differs from the one the recorded steps used.
         """
-        self._adopt(data_loader, check_flag("poisson_sampling", poisson_sampling))
+        self._adopt(
+            data_loader, check_flag("poisson_sampling", poisson_sampling), watch_loader=True
+        )
 
     def poisson_epsilon(self, delta: float) -> float:
         """Epsilon of the history as Poisson sampling: what is usually reported.
@@ -483,6 +515,11 @@ class OpacusAccountant(IAccountant):
             else path.describe()
         )
         lines = [f"data path: {where}"]
+        if self._replaced is not None:
+            lines.append(self._replaced_text())
+        note = rate_note(path, self._passed)
+        if note is not None:
+            lines.append(note)
         lower, upper = (None, self.get_epsilon(d)) if self._is_poisson() else self.epsilon_bounds(d)
         steps = len(self)
         tail = f" at delta = {d:g} ({steps} step{'' if steps == 1 else 's'})"
@@ -520,11 +557,33 @@ class OpacusAccountant(IAccountant):
         return f"OpacusAccountant(steps={len(self)}, entries={len(self.history)}{scheme})"
 
     # ------------------------------------------------------------ internals
-    def _adopt(self, data_loader: Any, poisson_sampling: object, soft: bool = False) -> None:
+    def _replaced_text(self) -> str:
+        """What ``make_private(poisson_sampling=True)`` did to the user's sampler."""
+        path = self._path
+        rate = "" if path is None else f" at rate {path.sample_rate:.6g}"
+        return (
+            f"Opacus replaced the data loader's {self._replaced} by its uniform Poisson "
+            f"sampler{rate} (make_private(poisson_sampling=True)): every record is drawn "
+            f"with the same probability, and the sampling of {self._replaced} (a "
+            "WeightedRandomSampler's weighting, a DistributedSampler's shard) is not "
+            "applied; dpacct accounts the Poisson sampling that runs. Pass "
+            "poisson_sampling=False to keep your sampler (dpacct refuses it unless it "
+            "can account it)"
+        )
+
+    def _adopt(
+        self,
+        data_loader: Any,
+        poisson_sampling: object,
+        soft: bool = False,
+        *,
+        watch_loader: bool = False,
+    ) -> None:
         """Identify ``data_loader``'s scheme and make it the run's data path.
 
         ``soft`` (Opacus' trial accountants): keep a refusal for :meth:`get_epsilon`
-        instead of raising it here.
+        instead of raising it here.  ``watch_loader``: the run iterates this loader,
+        so watch its batches (:mod:`dpacct._opacus_watch`).
         """
         try:
             path = identify(data_loader, poisson_sampling=bool(poisson_sampling))
@@ -558,6 +617,11 @@ class OpacusAccountant(IAccountant):
                 "loader and compose the two ledgers)"
             )
         self._path, self._refused, self._unseen = path, None, False
+        self._synced = None  # recorded rates are resolved against the new path
+        if watch_loader:
+            replaced = path.scheme == POISSON and not path.assumed
+            replaced = replaced and not draws_poisson(data_loader)
+            self._watch = watch(data_loader, path, signature, replaced=replaced)
 
     def _is_poisson(self) -> bool:
         """Whether the history is Poisson sampling; raises if no guarantee follows."""
@@ -663,7 +727,7 @@ class OpacusAccountant(IAccountant):
     def _sync(self) -> PrivacyAccountant:
         """The ledger of the current ``history`` (rebuilt if it was reassigned)."""
         if self.history != self._synced:
-            history = _check_history(self.history, "history")
+            history = resolve_history(self._path, check_history(self.history, "history"))
             ledger, non_private = self._build(history)
             self.history = history
             self._ledger, self._non_private, self._synced = ledger, non_private, list(history)
@@ -686,47 +750,6 @@ class OpacusAccountant(IAccountant):
                 budget_delta=ledger.budget[1],
             )
         return ledger, non_private
-
-
-def _check_step(noise_multiplier: object, sample_rate: object, where: str) -> tuple[float, float]:
-    """Validate one step's parameters; ``where`` prefixes the parameter names."""
-    sigma = _real(f"{where}noise_multiplier", noise_multiplier)
-    if not (math.isfinite(sigma) and sigma >= 0.0):
-        raise ValueError(f"{where}noise_multiplier must lie in [0, inf), got {sigma!r}")
-    q = _real(f"{where}sample_rate", sample_rate)
-    if not 0.0 < q <= 1.0:
-        raise ValueError(f"{where}sample_rate must lie in (0, 1], got {q!r}")
-    return sigma, q
-
-
-def _real(name: str, value: object) -> float:
-    if isinstance(value, bool):
-        raise TypeError(f"{name} must be a real number, got bool {value!r}")
-    if isinstance(value, numbers.Real):
-        return float(value)
-    item = getattr(value, "item", None)  # numpy / torch scalars
-    if callable(item) and getattr(value, "ndim", 1) == 0:
-        return _real(name, item())
-    raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r}")
-
-
-def _check_history(history: object, name: str) -> list[tuple[float, float, int]]:
-    """Opacus' history as a validated list of ``(sigma, q, steps)`` tuples."""
-    if isinstance(history, str | bytes) or not isinstance(history, list | tuple):
-        raise ValueError(
-            f"{name} must be a list of (noise_multiplier, sample_rate, steps), "
-            f"got {type(history).__name__}"
-        )
-    out: list[tuple[float, float, int]] = []
-    for i, entry in enumerate(history):
-        if not isinstance(entry, list | tuple) or len(entry) != 3:
-            raise ValueError(
-                f"{name}[{i}] must be a (noise_multiplier, sample_rate, steps) triple, "
-                f"got {entry!r}"
-            )
-        sigma, q = _check_step(entry[0], entry[1], f"{name}[{i}].")
-        out.append((sigma, q, check_count(entry[2], f"{name}[{i}].steps")))
-    return out
 
 
 def register(*, force: bool = False) -> None:
