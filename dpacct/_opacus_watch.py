@@ -127,7 +127,10 @@ batch size 2, 2 batches per epoch): each record must be in one batch per epoch
                     "independent"
                 )
                 return
-        if self.stepped_pass != self.passes:  # a pass no step used (a peek, an evaluation)
+        if not self.once or self.stepped_pass != self.passes:
+            # batches of the last pass no step will use: independent steps (Poisson,
+            # fixed-size) never span two passes, and a pass no step used was a peek or
+            # an evaluation; a shuffled pass's last batches can open the next step
             self.pending = deque(e for e in self.pending if e[0] != self.passes)
         self.passes += 1
         self.drawn = 0

@@ -335,9 +335,9 @@ class OpacusAccountant(IAccountant):
 
         def hook(optimizer: Any) -> None:
             k = optimizer.accumulated_iterations
-            self._check_batches(optimizer, k)
             if self._watch is not None:
                 self._watch.check_step(optimizer, k)  # before anything is recorded
+            self._check_batches(optimizer, k)
             sigma, _ = check_step(optimizer.noise_multiplier, q, "")
             self._record(sigma, hook_rate(self._path, q, k))
 
