@@ -81,6 +81,7 @@ __all__ = [
     "identify",
     "opacus_call",
     "replaced_sampler",
+    "replaced_text",
     "shuffled_mu2",
     "signature",
 ]
@@ -435,6 +436,26 @@ def replaced_sampler(prepared: Any) -> str | None:
             return None
         return _name(inner)
     return _name(batch_sampler)
+
+
+def replaced_text(name: str, path: DataPath | None) -> str:
+    """What ``make_private(poisson_sampling=True)`` did to the sampler ``name``.
+
+    Examples
+    --------
+    >>> replaced_text("WeightedRandomSampler", None).split(":")[0]
+    "Opacus replaced the data loader's WeightedRandomSampler by its uniform Poisson sampler \
+(make_private(poisson_sampling=True))"
+    """
+    rate = "" if path is None else f" at rate {path.sample_rate:.6g}"
+    return (
+        f"Opacus replaced the data loader's {name} by its uniform Poisson sampler{rate} "
+        "(make_private(poisson_sampling=True)): every record is drawn with the same "
+        f"probability, and the sampling of {name} (a WeightedRandomSampler's "
+        "weighting, a DistributedSampler's shard) is not applied; dpacct accounts the "
+        "Poisson sampling that runs. Pass poisson_sampling=False to keep your sampler "
+        "(dpacct refuses it unless it can account it)"
+    )
 
 
 def shuffled_mu2(sigmas: np.ndarray, batches: np.ndarray, steps_per_epoch: int) -> float:

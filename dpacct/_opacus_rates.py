@@ -36,6 +36,7 @@ __all__ = [
     "check_history",
     "check_step",
     "hook_rate",
+    "normaliser_note",
     "rate_note",
     "resolve_history",
     "step_rate",
@@ -202,4 +203,46 @@ def rate_note(path: DataPath | None, passed: float | None) -> str | None:
     return (
         f"Opacus' hook passed sample_rate {passed:.6g} (1/len(data_loader)); "
         f"{what} {recorded:.6g} is recorded"
+    )
+
+
+def normaliser_note(dataset_size: int, sample_rate: float, normaliser: int) -> str | None:
+    """Why a Poisson run's guarantee is read for zero-out neighbours, or None (add/remove).
+
+    Opacus divides the noisy sum of clipped gradients by ``normaliser =
+    int(len(dataset) * sample_rate)`` (``expected_batch_size``), a function of the
+    dataset size (Opacus issue #819).  Where it is the same for ``n - 1``, ``n`` and
+    ``n + 1`` records, the division is one fixed post-processing and the add/remove
+    guarantee of the noisy sum holds for the released gradients; where it differs, the
+    two neighbours' outputs are scaled differently (distinguishable in high dimension),
+    and the guarantee holds for zero-out neighbours only (a record's gradient replaced
+    by zero, the dataset size public), whose privacy profile for the Poisson-subsampled
+    Gaussian is the same pair of distributions (docs/theory/opacus_normalisation.md).
+
+    Parameters
+    ----------
+    dataset_size : int
+        ``len(dataset)``.
+    sample_rate : float
+        The rate Opacus derived the normaliser from (``1 / len(data_loader)``).
+    normaliser : int
+        Opacus' ``expected_batch_size``.
+
+    Examples
+    --------
+    >>> normaliser_note(250, 0.1, 25) is None      # 24.9, 25.1: floor 24 and 25
+    False
+    >>> normaliser_note(255, 0.1, 25) is None      # 25.4 and 25.6: floor 25 both
+    True
+    """
+    others = {int((dataset_size + d) * sample_rate) for d in (-1, 1)}
+    if others == {normaliser}:
+        return None
+    low, high = min(others | {normaliser}), max(others | {normaliser})
+    return (
+        f"Opacus divides the noisy gradient sum by int(len(dataset) * sample_rate) = "
+        f"{normaliser}, which is {low if low != normaliser else high} for a dataset one "
+        "record smaller or larger (Opacus issue #819): the add/remove guarantee does not "
+        "hold for the released gradients; the number holds for zero-out neighbours (a "
+        "record's gradient replaced by zero, the dataset size public)"
     )

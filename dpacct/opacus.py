@@ -68,6 +68,7 @@ from dpacct._opacus_data_path import (
     identify,
     opacus_call,
     replaced_sampler,
+    replaced_text,
     shuffled_mu2,
     signature,
 )
@@ -75,6 +76,7 @@ from dpacct._opacus_rates import (
     check_history,
     check_step,
     hook_rate,
+    normaliser_note,
     rate_note,
     resolve_history,
     step_rate,
@@ -178,6 +180,7 @@ class OpacusAccountant(IAccountant):
         self._watch: BatchWatch | None = None  # checks what the run iterates
         self._passed: float | None = None  # the rate Opacus' hook was given
         self._replaced: str | None = None  # the sampler poisson_sampling=True dropped
+        self._normaliser: str | None = None  # Opacus' normalisation differs (#819)
         self.history: list[tuple[float, float, int]] = []
         # the PrivacyAccountant validates the budget (both or neither, ranges)
         self._options: dict[str, Any] = {
@@ -323,10 +326,14 @@ class OpacusAccountant(IAccountant):
         if call is not None and call[0] == "make_private":
             loader, poisson = call[1].get("data_loader"), call[1].get("poisson_sampling", True)
             self._adopt(loader, poisson, watch_loader=True)
+            dataset = getattr(loader, "dataset", None)
+            normaliser = call[1].get("expected_batch_size")
+            if isinstance(normaliser, int) and hasattr(dataset, "__len__"):
+                self._normaliser = normaliser_note(len(dataset), q, normaliser)
             name = replaced_sampler(loader) if poisson and loader is not None else None
             if name is not None:
                 self._replaced = name
-                warnings.warn(self._replaced_text(), UserWarning, stacklevel=3)
+                warnings.warn(replaced_text(self._replaced, self._path), UserWarning, stacklevel=3)
         elif self._path is None and self._refused is None:
             if self._assume_poisson:
                 self._path = DataPath(POISSON, "unknown", max(1, round(1.0 / q)), q, None, True)
@@ -516,7 +523,7 @@ class OpacusAccountant(IAccountant):
         )
         lines = [f"data path: {where}"]
         if self._replaced is not None:
-            lines.append(self._replaced_text())
+            lines.append(replaced_text(self._replaced, self._path))
         note = rate_note(path, self._passed)
         if note is not None:
             lines.append(note)
@@ -525,6 +532,9 @@ class OpacusAccountant(IAccountant):
         tail = f" at delta = {d:g} ({steps} step{'' if steps == 1 else 's'})"
         if not lower:  # Poisson (the ledger's bound), or no lower bound computed
             relation = "add/remove" if path is None else path.relation
+            if self._normaliser is not None and relation == "add/remove":
+                relation = "zero-out"
+                lines.append(self._normaliser)
             lines.append(f"epsilon <= {upper:.4g} ({relation} neighbours){tail}")
             if lower is not None:
                 lines.append(
@@ -557,20 +567,6 @@ class OpacusAccountant(IAccountant):
         return f"OpacusAccountant(steps={len(self)}, entries={len(self.history)}{scheme})"
 
     # ------------------------------------------------------------ internals
-    def _replaced_text(self) -> str:
-        """What ``make_private(poisson_sampling=True)`` did to the user's sampler."""
-        path = self._path
-        rate = "" if path is None else f" at rate {path.sample_rate:.6g}"
-        return (
-            f"Opacus replaced the data loader's {self._replaced} by its uniform Poisson "
-            f"sampler{rate} (make_private(poisson_sampling=True)): every record is drawn "
-            f"with the same probability, and the sampling of {self._replaced} (a "
-            "WeightedRandomSampler's weighting, a DistributedSampler's shard) is not "
-            "applied; dpacct accounts the Poisson sampling that runs. Pass "
-            "poisson_sampling=False to keep your sampler (dpacct refuses it unless it "
-            "can account it)"
-        )
-
     def _adopt(
         self,
         data_loader: Any,

@@ -155,6 +155,19 @@ def test_row_opacus_default_poisson_loader():
     acct = engine.accountant
     assert acct.data_path.scheme == "poisson" and acct.history == [(SIGMA, 0.1, steps)]
     assert engine.get_epsilon(DELTA) == pytest.approx(_poisson_pld(0.1, steps), rel=2e-3)
+    # Opacus divides by int(240 * 0.1) = 24, which is 23 for 239 records (Opacus #819)
+    text = acct.summary(DELTA)
+    assert "= 24, which is 23" in text and "(zero-out neighbours)" in text
+
+
+def test_row_opacus_default_poisson_loader_whose_normaliser_is_fixed():
+    # 250 records, batches of 24: q = 1/11, int(249/11) = int(250/11) = int(251/11) = 22
+    engine, model, opt, loader, _ = _private(DataLoader(_data(250), batch_size=BATCH),
+                                             poisson_sampling=True)  # fmt: skip
+    steps = _train(model, opt, loader, 1)
+    text = engine.accountant.summary(DELTA)
+    assert "(add/remove neighbours)" in text and "#819" not in text
+    assert engine.get_epsilon(DELTA) == pytest.approx(_poisson_pld(1 / 11, steps), rel=2e-3)
 
 
 def test_row_dp_data_loader_given_with_poisson_sampling_false():

@@ -27,6 +27,7 @@ from dpacct._opacus_rates import (  # noqa: E402
     check_history,
     check_step,
     hook_rate,
+    normaliser_note,
     rate_note,
     resolve_history,
     step_rate,
@@ -121,3 +122,15 @@ def test_a_hand_step_on_the_accounted_poisson_loader_is_refused():
     acct.history = [(1.0, 0.05, 3)]  # as Opacus' noise search assigns it
     assert acct.get_epsilon(DELTA) == pytest.approx(_pld(0.5, 1.0, 3), rel=2e-3)
     assert acct.history == [(1.0, 0.5, 3)]
+
+
+def test_the_normaliser_note_follows_the_floor_of_n_q_for_each_neighbour():
+    for n in range(20, 400, 7):
+        for steps in (3, 7, 10, 11):
+            q = 1 / steps
+            m = int(n * q)
+            moves = int((n - 1) * q) != m or int((n + 1) * q) != m  # written out
+            note = normaliser_note(n, q, m)
+            assert (note is not None) == moves
+            if note is not None:
+                assert f"= {m}, which is" in note and "#819" in note
