@@ -11,10 +11,13 @@ Opacus 1.6 three ways, in the same process, alternating, for a few rounds:
   sampler put back, no step check): what the accountant cost before issue 35;
 * ``opacus rdp``: Opacus' own ``RDPAccountant`` (the peer: no data-path checks).
 
-Each cell is the CPU time (``time.process_time``) per optimiser step, the best of the
-rounds; ``overhead`` is watched / unwatched - 1 (the budget is 5 %).  The watch's own
-work is also timed alone (``see`` + ``check_step`` on a batch of 32 indices, 20 000
-times), which machine load disturbs far less than a training step.
+Each cell is the CPU time (``time.process_time``) per optimiser step of one epoch, the
+best of ``rounds * epochs`` epochs run interleaved (one epoch of each setting in turn,
+so that load drifts hit all three alike); ``overhead`` is watched / unwatched - 1 (the
+budget is 5 %).  The watch's own work is also timed alone (``see`` + ``check_step``
+on a batch of 32 indices, 20 000 times), which load disturbs far less than a step.
+torch runs on one thread: on a shared machine its idle intra-op threads spin and
+their CPU time swamps the comparison.
 
 Run from the repository root::
 
@@ -69,21 +72,21 @@ def _setup(kind: str, poisson: bool, seed: int = 0) -> tuple[Any, Any, Any, Any]
     return engine, model, optimizer, loader
 
 
-def _cpu_per_step(kind: str, poisson: bool, epochs: int) -> float:
+def _epoch_cpu(setup: tuple[Any, Any, Any, Any]) -> float:
+    """CPU seconds per optimiser step over one pass of the loader."""
     import torch
 
-    _, model, optimizer, loader = _setup(kind, poisson)
+    _, model, optimizer, loader = setup
     loss_fn = torch.nn.BCEWithLogitsLoss()
     steps = 0
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         start = time.process_time()
-        for _ in range(epochs):
-            for xb, yb in loader:
-                optimizer.zero_grad()
-                loss_fn(model(xb).squeeze(-1), yb).backward()
-                optimizer.step()
-                steps += 1
+        for xb, yb in loader:
+            optimizer.zero_grad()
+            loss_fn(model(xb).squeeze(-1), yb).backward()
+            optimizer.step()
+            steps += 1
         return (time.process_time() - start) / steps
 
 
@@ -117,15 +120,19 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--epochs", type=int, default=5)
     args = parser.parse_args(argv)
+    import torch
+
+    torch.set_num_threads(1)  # CPU time of spinning intra-op threads is load, not work
     kinds = ("watched", "unwatched", "opacus rdp")
     print("| loader | watched ms/step | unwatched ms/step | overhead | opacus rdp ms/step "
           "| watched / opacus rdp |")  # fmt: skip
     print("| --- | --- | --- | --- | --- | --- |")
     for poisson in (True, False):
+        setups = {k: _setup(k, poisson) for k in kinds}
         best = {k: float("inf") for k in kinds}
-        for _ in range(args.rounds):
+        for _ in range(args.rounds * args.epochs):  # one epoch of each, interleaved
             for kind in kinds:
-                best[kind] = min(best[kind], _cpu_per_step(kind, poisson, args.epochs))
+                best[kind] = min(best[kind], _epoch_cpu(setups[kind]))
         name = "Poisson (Opacus default)" if poisson else "shuffle, poisson_sampling=False"
         w, u, r = (best[k] * 1e3 for k in kinds)
         print(f"| {name} | {w:.3f} | {u:.3f} | {w / u - 1:+.1%} | {r:.3f} | {w / r:.2f} |")

@@ -137,29 +137,38 @@ batch size 2, 2 batches per epoch): each record must be in one batch per epoch
         self.counts[:] = 0
 
     def see(self, batch: Any) -> None:
-        """One batch drawn in the current pass: count it and check the promise."""
+        """One batch drawn in the current pass: count it and check the promise.
+
+        Three array operations on the batch in the common case (a range test, the
+        counts before, ``np.add.at``); the counts after are read only to find a
+        repeat, which the sums reveal: without one, the counts of the batch's indices
+        rise by exactly its size.
+        """
         idx = np.asarray(batch)
+        size = int(idx.size)
         self.drawn += 1
-        self.pending.append((self.passes, int(idx.size)))
-        if self.broken is not None or idx.size == 0 or self.replaced:
+        self.pending.append((self.passes, size))
+        if self.broken is not None or size == 0 or self.replaced:
             return
-        path = self.path
         if idx.ndim != 1 or idx.dtype.kind not in "iu":
             self.broken = f"a batch of indices of shape {idx.shape} and dtype {idx.dtype}"
             return
-        low, high = int(idx.min()), int(idx.max())
-        if low < 0 or high >= self.n:
-            bad = low if low < 0 else high
+        if idx.dtype != np.int64:
+            idx = idx.astype(np.int64)
+        if int(idx.view(np.uint64).max()) >= self.n:  # negatives wrap to huge values
+            low, high = int(idx.min()), int(idx.max())
             self.broken = (
-                f"index {bad} drawn, outside the dataset of {self.n} records (a sampler over "
-                "another index range): records are chosen otherwise than identified"
+                f"index {low if low < 0 else high} drawn, outside the dataset of {self.n} "
+                "records (a sampler over another index range): records are chosen "
+                "otherwise than identified"
             )
             return
         before = self.counts[idx]
         np.add.at(self.counts, idx, 1)
-        after = self.counts[idx]
+        path = self.path
         if self.once:
-            if int(after.max()) > 1:
+            if before.any() or int(self.counts[idx].sum()) != size:
+                after = self.counts[idx]
                 i = int(idx[np.argmax(after)])
                 self.broken = (
                     f"index {i} drawn {int(self.counts[i])} times in one pass of the "
@@ -170,22 +179,22 @@ batch size 2, 2 batches per epoch): each record must be in one batch per epoch
                     f"{self.drawn} batches in one pass, but len(data_loader) was "
                     f"{path.steps_per_epoch} when identified ({path.describe()})"
                 )
-            elif idx.size > (path.batch_size or idx.size):
+            elif size > (path.batch_size or size):
                 self.broken = (
-                    f"a batch of {idx.size} records from {path.describe()}: the batch size "
+                    f"a batch of {size} records from {path.describe()}: the batch size "
                     "changed"
                 )
             return
         if path.assumed:
             return
-        if int((after - before).max()) > 1:
-            i = int(idx[np.argmax(after - before)])
-            self.broken = f"index {i} drawn twice in one batch of {path.describe()}"
-        elif path.scheme == FIXED_SIZE and idx.size != path.batch_size:
+        if path.scheme == FIXED_SIZE and size != path.batch_size:
             self.broken = (
-                f"a batch of {idx.size} records from {path.describe()}: a fixed-size "
+                f"a batch of {size} records from {path.describe()}: a fixed-size "
                 "batch of another size"
             )
+        elif int((rise := self.counts[idx] - before).max()) > 1:
+            i = int(idx[np.argmax(rise)])
+            self.broken = f"index {i} drawn twice in one batch of {path.describe()}"
 
     # ------------------------------------------------------------ step side
     def check_step(self, optimizer: Any, k: int) -> None:
