@@ -21,9 +21,12 @@ user attaches later, and accounts the scheme it implements:
   with :class:`UnaccountedSamplerError` unless the accountant was built with the
   explicit override ``assume_poisson=True``.
 
-Epochs are counted as consecutive runs of ``len(data_loader)`` batches, so iterate the
-loader to its end every epoch (a loop that breaks out of an epoch and restarts the
-loader starts a new permutation early; attach the loader again to start counting anew).
+Samplers are recognised by their exact class, never by inheritance (a subclass can
+draw its batches any way it likes).  Epochs are counted as consecutive runs of
+``len(data_loader)`` batches, so a shuffled or sequential loader must be iterated to its
+end every epoch: the watch on the iterated loader (:mod:`dpacct._opacus_watch`) refuses
+the step after a pass left early, as it refuses every other break of the identified
+scheme's promise.
 """
 
 from __future__ import annotations

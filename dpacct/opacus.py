@@ -123,7 +123,15 @@ class OpacusAccountant(IAccountant):
     :func:`~dpacct.accountant.shuffled_batches` (the Poisson number stays available as
     :meth:`poisson_epsilon`, not a guarantee for such a run); a
     :class:`FixedSizeBatchSampler` by the replace-one accounting of fixed-size batches;
-    any other sampler is refused with :class:`UnaccountedSamplerError`.
+    any other sampler (a subclass of a recognised one included: samplers are recognised
+    by exact class) is refused with :class:`UnaccountedSamplerError`.  The data path is
+    the one source of the recorded rate: a Poisson sampler's own ``sample_rate`` is
+    recorded, and the ``1 / len(data_loader)`` Opacus' hook passes is only compared
+    with it (:meth:`summary` names both when they differ).  The loader the run iterates
+    is watched (:mod:`dpacct._opacus_watch`): a step whose batches break the identified
+    scheme (an index twice in a shuffled epoch, a fixed-size batch of another size, an
+    index outside the dataset, a loader that is not the one accounted) is refused inside
+    ``optimizer.step()`` before it is recorded.
 
     Parameters
     ----------
@@ -302,12 +310,14 @@ class OpacusAccountant(IAccountant):
         Called by ``PrivacyEngine.make_private``, whose data loader it reads (the
         refusal of a sampler dpacct cannot account is raised here, before training).
         The hook records a step with the optimiser's *current* ``noise_multiplier`` (so
-        noise schedulers are followed) and sampling rate ``sample_rate`` times the number
-        of accumulated micro-batches (gradient accumulation over several batches is one
-        logical step).  It checks the batches against the data path: accumulation over
-        Poisson batches (a record could be in several) or over independently drawn
-        fixed-size batches, and a fixed-size batch larger than the loader's, raise
-        ``ValueError`` from inside
+        noise schedulers are followed) and the data path's rate -- a Poisson sampler's own
+        rate, or the accumulated batches over the batches per epoch (gradient
+        accumulation over several batches is one logical step) -- ``sample_rate`` being
+        only compared with it.  Before recording, the watch on the iterated loader checks
+        that the step's batches came from the accounted loader and kept its scheme, and
+        the hook checks them against the data path: accumulation over Poisson batches (a
+        record could be in several) or over independently drawn fixed-size batches, and
+        a batch larger than the loader's, raise ``ValueError`` from inside
         ``optimizer.step()`` before the parameters move, and nothing is recorded.
 
         Parameters

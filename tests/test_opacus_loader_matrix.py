@@ -35,6 +35,7 @@ from torch.utils.data import (  # noqa: E402
     DataLoader,
     DistributedSampler,
     RandomSampler,
+    SequentialSampler,
     TensorDataset,
     WeightedRandomSampler,
 )
@@ -346,6 +347,10 @@ class _MyRandom(RandomSampler):
     pass
 
 
+class _MySequential(SequentialSampler):
+    pass
+
+
 @pytest.mark.parametrize(
     ("make", "named"),
     [
@@ -355,6 +360,8 @@ class _MyRandom(RandomSampler):
          "_SameBatch (a subclass of FixedSizeBatchSampler"),
         (lambda d: DataLoader(d, batch_size=BATCH, sampler=_MyRandom(d)),
          "_MyRandom inside a BatchSampler of batch size 24 (a subclass of RandomSampler"),
+        (lambda d: DataLoader(d, batch_size=BATCH, sampler=_MySequential(d)),
+         "_MySequential inside a BatchSampler of batch size 24 (a subclass of Sequential"),
         (lambda d: DataLoader(d, batch_sampler=type("MyBatches", (BatchSampler,), {})(
             RandomSampler(d), BATCH, False)), "MyBatches (a subclass of BatchSampler"),
     ],
@@ -430,8 +437,8 @@ def test_row_assume_poisson_override_takes_responsibility_for_a_subclass():
     from dpacct.opacus import OpacusAccountant
 
     loader = DataLoader(_data(), batch_sampler=_SameBatch(N, BATCH, steps=10))
-    engine, model, opt, loader, _ = _private(loader, poisson_sampling=False,
-                                             accountant=OpacusAccountant(assume_poisson=True))  # fmt: skip
+    override = OpacusAccountant(assume_poisson=True)
+    engine, model, opt, loader, _ = _private(loader, poisson_sampling=False, accountant=override)
     steps = _train(model, opt, loader, 1)
     acct = engine.accountant
     assert acct.data_path.assumed and acct.data_path.sampler == "_SameBatch"

@@ -30,7 +30,8 @@ FIXED = DataPath("fixed-size", "FixedSizeBatchSampler", 4, 0.25, 3)
 class _Opt:
     """What the check reads from a DPOptimizer: no per-sample gradients kept."""
 
-    params: list = []
+    def __init__(self) -> None:
+        self.params: list = []
 
 
 def _brute_force_once(passes: list[list[list[int]]], n: int, b: int, t: int) -> bool:
