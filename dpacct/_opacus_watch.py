@@ -355,6 +355,7 @@ def watch(
     if batch_sampler is None or dataset is None or not hasattr(dataset, "__len__"):
         return None
     state = BatchWatch(path, len(dataset), signature, replaced)
+    state.expected = signature(batch_sampler)  # as identified, before any pass
     if type(batch_sampler) is WatchedBatchSampler:
         batch_sampler._watch = state
     else:

@@ -407,6 +407,18 @@ def test_row_index_range_longer_than_the_dataset():
     longer = DataLoader(data, batch_size=BATCH, sampler=RandomSampler(range(N + 60)))
     message = _refused("RandomSampler", lambda: _private(longer, poisson_sampling=False))
     assert f"drawing from {N + 60} indices for a dataset of {N} records" in message
+    # the range made longer in place after make_private, over a dataset that wraps its
+    # indices around (nothing fails in torch): refused at the first step
+    class Wrapping(TensorDataset):
+        def __getitem__(self, i):
+            return super().__getitem__(i % N)
+
+    loader = DataLoader(Wrapping(*data.tensors), batch_size=BATCH, shuffle=True,
+                        generator=_gen())  # fmt: skip
+    engine, model, opt, loader, _ = _private(loader, poisson_sampling=False)
+    loader.batch_sampler.sampler.data_source = range(N + 60)
+    message = _refused("batch sampler changed", lambda: _train(model, opt, loader, 1))
+    assert f"{N + 60}" in message and engine.accountant.history == []
     # a Poisson sampler over a longer range: refused the same way
     wide = UniformWithReplacementSampler(num_samples=N + 60, sample_rate=0.1)
     message = _refused("over 300 indices",

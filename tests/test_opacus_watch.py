@@ -160,3 +160,12 @@ def test_watching_a_loader_keeps_its_batches_length_and_attributes():
         "BatchSampler"
     )
     assert watch(DataLoader(data, batch_size=None), path, signature) is None
+
+
+def test_a_change_before_the_first_pass_is_seen():
+    data = TensorDataset(torch.arange(12.0).reshape(12, 1))
+    loader = DataLoader(data, batch_size=3)
+    state = watch(loader, identify(loader), signature)
+    loader.batch_sampler.batch_size = 4  # between make_private and the first epoch
+    list(loader)
+    assert "batch sampler changed" in state.broken and "3" in state.broken
