@@ -50,7 +50,7 @@ from dpacct._opacus_data_path import (
     batch_sizes,
 )
 
-__all__ = ["BatchWatch", "WatchedBatchSampler", "watch"]
+__all__ = ["BatchWatch", "WatchedBatchSampler", "check_batches", "watch"]
 
 _NOTHING = "nothing was recorded; the steps before it stay accounted"
 
@@ -267,6 +267,56 @@ batch size 2, 2 batches per epoch): each record must be in one batch per epoch
             "given to make_private(poisson_sampling=True), which Opacus replaced: the "
             f"run is accounted as {self.path.describe()}, but the loop iterates the "
             "original loader; iterate the loader make_private returned"
+        )
+
+
+def check_batches(path: DataPath | None, optimizer: Any, k: int) -> None:
+    """Refuse a step whose accumulated batches do not fit the data path.
+
+    Gradient accumulation over ``k > 1`` Poisson batches (a record can be in several)
+    or over independently drawn fixed-size batches, and a batch larger than the
+    loader's (a fixed-size batch of another size), raise ``ValueError``.
+
+    Parameters
+    ----------
+    path : DataPath or None
+        The identified data path (None: nothing to check).
+    optimizer : opacus.optimizers.DPOptimizer
+        Its per-sample gradients give the batch sizes.
+    k : int
+        Batches accumulated into the step.
+
+    Examples
+    --------
+    >>> check_batches(DataPath("poisson", "UniformWithReplacementSampler", 10, 0.1), None, 1)
+    """
+    if path is not None and path.scheme == POISSON and not path.assumed and k > 1:
+        raise ValueError(
+            f"gradient accumulation over {k} Poisson batches: a record can be sampled "
+            f"into several of them (up to {k} clipping norms in one step), which "
+            "Poisson accounting at one rate does not cover; use Opacus' "
+            "BatchMemoryManager, which splits one Poisson batch (nothing was recorded)"
+        )
+    if path is None or path.scheme == POISSON or path.batch_size is None:
+        return
+    if path.scheme == FIXED_SIZE and k != 1:
+        raise ValueError(
+            f"gradient accumulation over {k} fixed-size batches drawn independently: "
+            "a record can be in several of them, which the replace-one accounting of "
+            "one batch does not cover; take one batch per optimizer step (nothing "
+            "was recorded)"
+        )
+    sizes = batch_sizes(optimizer)
+    if sizes is None:
+        return
+    b = path.batch_size
+    bad = [n for n in sizes if (n != b if path.scheme == FIXED_SIZE else n > b)]
+    if bad:
+        raise ValueError(
+            f"the batch size changed during training: a batch of {bad[0]} records, "
+            f"but the data path is {path.describe()}, and its accounting holds for "
+            "that loader only; keep the batch size, or account the new loader with a "
+            "new accountant (nothing was recorded)"
         )
 
 

@@ -62,7 +62,6 @@ from dpacct._opacus_data_path import (
     DataPath,
     FixedSizeBatchSampler,
     UnaccountedSamplerError,
-    batch_sizes,
     data_path_from_state,
     draws_poisson,
     identify,
@@ -81,7 +80,7 @@ from dpacct._opacus_rates import (
     resolve_history,
     step_rate,
 )
-from dpacct._opacus_watch import BatchWatch, watch
+from dpacct._opacus_watch import BatchWatch, check_batches, watch
 from dpacct.accountant.ledger import BudgetExceededError, PrivacyAccountant
 from dpacct.accountant.validation import (
     check_delta,
@@ -354,7 +353,7 @@ class OpacusAccountant(IAccountant):
             k = optimizer.accumulated_iterations
             if self._watch is not None:
                 self._watch.check_step(optimizer, k)  # before anything is recorded
-            self._check_batches(optimizer, k)
+            check_batches(self._path, optimizer, k)
             sigma, _ = check_step(optimizer.noise_multiplier, q, "")
             self._record(sigma, hook_rate(self._path, q, k))
 
@@ -642,38 +641,6 @@ class OpacusAccountant(IAccountant):
                 "with OpacusAccountant(assume_poisson=True)"
             )
         return self._path is None or self._path.scheme == POISSON
-
-    def _check_batches(self, optimizer: Any, k: int) -> None:
-        """Refuse a step whose batches do not fit the fixed-size data path."""
-        path = self._path
-        if path is not None and path.scheme == POISSON and not path.assumed and k > 1:
-            raise ValueError(
-                f"gradient accumulation over {k} Poisson batches: a record can be sampled "
-                f"into several of them (up to {k} clipping norms in one step), which "
-                "Poisson accounting at one rate does not cover; use Opacus' "
-                "BatchMemoryManager, which splits one Poisson batch (nothing was recorded)"
-            )
-        if path is None or path.scheme == POISSON or path.batch_size is None:
-            return
-        if path.scheme == FIXED_SIZE and k != 1:
-            raise ValueError(
-                f"gradient accumulation over {k} fixed-size batches drawn independently: "
-                "a record can be in several of them, which the replace-one accounting of "
-                "one batch does not cover; take one batch per optimizer step (nothing "
-                "was recorded)"
-            )
-        sizes = batch_sizes(optimizer)
-        if sizes is None:
-            return
-        b = path.batch_size
-        bad = [n for n in sizes if (n != b if path.scheme == FIXED_SIZE else n > b)]
-        if bad:
-            raise ValueError(
-                f"the batch size changed during training: a batch of {bad[0]} records, "
-                f"but the data path is {path.describe()}, and its accounting holds for "
-                "that loader only; keep the batch size, or account the new loader with a "
-                "new accountant (nothing was recorded)"
-            )
 
     def _per_step(self) -> tuple[np.ndarray, np.ndarray]:
         """Noise multiplier and accumulated batches of every recorded step."""
