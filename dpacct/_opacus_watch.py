@@ -29,7 +29,7 @@ batch (``np.add.at`` on a per-pass count of each index), a few microseconds a ba
 
 The watch follows one pass at a time: a second iterator over the accounted loader
 opened while the first is still in use (an evaluation inside a training epoch) starts
-a new pass, and the steps after it are refused (the safe reading).  With
+a new pass, and the steps after it can be refused (the safe reading).  With
 ``num_workers > 0`` the loader draws batches ahead of the loop; the watch keeps
 them in order (first drawn, first stepped on), so prefetching is accounted, but a pass
 left early after its sampler was exhausted by prefetching is not seen as left early.
