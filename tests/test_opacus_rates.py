@@ -134,3 +134,16 @@ def test_the_normaliser_note_follows_the_floor_of_n_q_for_each_neighbour():
             assert (note is not None) == moves
             if note is not None:
                 assert f"= {m}, which is" in note and "#819" in note
+
+
+def test_a_checkpoint_recorded_at_opacus_rate_is_restored_at_the_sampler_rate():
+    """A checkpoint of the 9x run saved before issue 35: history at 0.05, data path 0.5."""
+    state = {
+        "history": [(1.2, 0.05, 20)],
+        "mechanism": MECHANISM,
+        "data_path": dict(POISSON.as_dict()),
+    }
+    acct = OpacusAccountant()
+    acct.load_state_dict(state)
+    assert acct.history == [(1.2, 0.5, 20)]
+    assert acct.get_epsilon(DELTA) == pytest.approx(_pld(0.5, 1.2, 20), rel=2e-3)  # ~11.53
