@@ -243,7 +243,7 @@ def _source_size(sampler: Any) -> int | None:
         return None
 
 
-def identify(loader: Any, *, poisson_sampling: bool = False) -> DataPath:
+def identify(loader: Any, *, poisson_sampling: bool = False, replaced: bool = False) -> DataPath:
     """The :class:`DataPath` of ``loader``, or :class:`UnaccountedSamplerError`.
 
     Samplers are recognised by their exact class (``type(x) is ...``), never by
@@ -258,6 +258,17 @@ def identify(loader: Any, *, poisson_sampling: bool = False) -> DataPath:
     poisson_sampling : bool
         Opacus' flag: True means Opacus replaces the loader's sampler by its Poisson
         sampler at rate ``1 / len(loader)``.
+    replaced : bool, default False
+        With ``poisson_sampling``: ``loader`` is the one Opacus *will* replace (as
+        ``make_private_with_epsilon`` holds it), so its own sampler does not run, even
+        when it is a Poisson sampler of another rate.
+
+    Examples
+    --------
+    >>> import torch
+    >>> data = torch.utils.data.TensorDataset(torch.zeros(10, 1))
+    >>> identify(torch.utils.data.DataLoader(data, batch_size=5, shuffle=True)).scheme
+    'shuffle'
     """
     try:
         steps = len(loader)
@@ -269,6 +280,8 @@ def identify(loader: Any, *, poisson_sampling: bool = False) -> DataPath:
         batch_sampler = _unwatched(batch_sampler.sampler)
     dataset = getattr(loader, "dataset", None)
     n = len(dataset) if dataset is not None and hasattr(dataset, "__len__") else 0
+    if poisson_sampling and replaced and steps > 0:
+        return DataPath(POISSON, "UniformWithReplacementSampler", steps, 1.0 / steps)
     if type(batch_sampler) in lib.poisson:
         q = float(batch_sampler.sample_rate)
         if getattr(batch_sampler, "total_size", batch_sampler.num_samples) != n:

@@ -206,7 +206,8 @@ class OpacusAccountant(IAccountant):
                 getattr(getattr(engine, "accountant", None), "_assume_poisson", False)
             )
             self._assume_poisson = assume
-            self._adopt(call[1].get("data_loader"), call[1].get("poisson_sampling", True), True)
+            poisson = call[1].get("poisson_sampling", True)
+            self._adopt(call[1].get("data_loader"), poisson, True, replaced=bool(poisson))
 
     # ------------------------------------------------------------ IAccountant
     @classmethod
@@ -583,15 +584,19 @@ class OpacusAccountant(IAccountant):
         soft: bool = False,
         *,
         watch_loader: bool = False,
+        replaced: bool = False,
     ) -> None:
         """Identify ``data_loader``'s scheme and make it the run's data path.
 
         ``soft`` (Opacus' trial accountants): keep a refusal for :meth:`get_epsilon`
         instead of raising it here.  ``watch_loader``: the run iterates this loader,
-        so watch its batches (:mod:`dpacct._opacus_watch`).
+        so watch its batches (:mod:`dpacct._opacus_watch`).  ``replaced``: Opacus will
+        replace this loader's sampler (``make_private_with_epsilon``'s argument).
         """
         try:
-            path = identify(data_loader, poisson_sampling=bool(poisson_sampling))
+            path = identify(
+                data_loader, poisson_sampling=bool(poisson_sampling), replaced=replaced
+            )
         except UnaccountedSamplerError as exc:
             if not self._assume_poisson:
                 if soft:

@@ -147,3 +147,26 @@ def test_a_checkpoint_recorded_at_opacus_rate_is_restored_at_the_sampler_rate():
     acct.load_state_dict(state)
     assert acct.history == [(1.2, 0.5, 20)]
     assert acct.get_epsilon(DELTA) == pytest.approx(_pld(0.5, 1.2, 20), rel=2e-3)  # ~11.53
+
+
+def test_the_noise_search_calibrates_for_opacus_rate_when_opacus_replaces_the_sampler():
+    """poisson_sampling=True: Opacus swaps the 0.5-rate sampler for its own at 1/20."""
+    model = torch.nn.Linear(5, 1)
+    engine = PrivacyEngine(accountant=MECHANISM)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        _, optimizer, loader = engine.make_private_with_epsilon(
+            module=model,
+            optimizer=torch.optim.SGD(model.parameters(), lr=0.1),
+            data_loader=_nine_times_loader(),
+            target_epsilon=3.0,
+            target_delta=DELTA,
+            epochs=2,
+            max_grad_norm=1.0,
+            poisson_sampling=True,
+        )
+    assert any("replaced the data loader's UniformWithReplacementSampler" in str(w.message)
+               for w in caught)  # fmt: skip
+    assert loader.batch_sampler.sample_rate == pytest.approx(0.05, rel=1e-12)
+    eps = _pld(0.05, optimizer.noise_multiplier, 40)
+    assert 2.9 <= eps <= 3.0 * (1 + 2e-3)  # calibrated for the rate that runs, not 0.5
