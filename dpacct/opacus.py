@@ -629,9 +629,11 @@ class OpacusAccountant(IAccountant):
         self._path, self._refused, self._unseen = path, None, False
         self._synced = None  # recorded rates are resolved against the new path
         if watch_loader:
-            replaced = path.scheme == POISSON and not path.assumed
-            replaced = replaced and not draws_poisson(data_loader)
-            self._watch = watch(data_loader, path, signature, replaced=replaced)
+            # a Poisson path read from the flag over a loader that does not draw Poisson
+            # batches itself: Opacus' loader runs, this one must not be stepped on
+            forbid = path.scheme == POISSON and not path.assumed
+            forbid = forbid and not draws_poisson(data_loader)
+            self._watch = watch(data_loader, path, signature, replaced=forbid)
 
     def _is_poisson(self) -> bool:
         """Whether the history is Poisson sampling; raises if no guarantee follows."""
