@@ -313,6 +313,18 @@ def test_row_batch_memory_manager():
     acct = engine.accountant
     assert physical > 10 and acct.history == [(SIGMA, 0.1, 10)]
     assert engine.get_epsilon(DELTA) == pytest.approx(_poisson_pld(0.1, 10), rel=2e-3)
+    # over shuffled batches: each logical batch of 24 split in 3, one step each
+    loader = DataLoader(_data(), batch_size=BATCH, shuffle=True, generator=_gen())
+    engine, model, opt, loader, _ = _private(loader, poisson_sampling=False)
+    with BatchMemoryManager(data_loader=loader, max_physical_batch_size=8,
+                            optimizer=opt) as memory_safe:  # fmt: skip
+        for xb, yb in memory_safe:
+            opt.zero_grad()
+            loss_fn(model(xb).squeeze(-1), yb).backward()
+            opt.step()
+    assert engine.accountant.history == [(SIGMA, 0.1, 10)]
+    expected = _gdp_epsilon(1 / SIGMA, DELTA)
+    assert engine.get_epsilon(DELTA) == pytest.approx(expected, rel=1e-6)
 
 
 def test_row_batch_size_changes_in_place():
