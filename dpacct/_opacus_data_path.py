@@ -21,9 +21,12 @@ user attaches later, and accounts the scheme it implements:
   with :class:`UnaccountedSamplerError` unless the accountant was built with the
   explicit override ``assume_poisson=True``.
 
-Epochs are counted as consecutive runs of ``len(data_loader)`` batches, so iterate the
-loader to its end every epoch (a loop that breaks out of an epoch and restarts the
-loader starts a new permutation early; attach the loader again to start counting anew).
+Samplers are recognised by their exact class, never by inheritance (a subclass can
+draw its batches any way it likes).  Epochs are counted as consecutive runs of
+``len(data_loader)`` batches, so a shuffled or sequential loader must be iterated to its
+end every epoch: the watch on the iterated loader (:mod:`dpacct._opacus_watch`) refuses
+the step after a pass left early, as it refuses every other break of the identified
+scheme's promise.
 """
 
 from __future__ import annotations
@@ -59,9 +62,11 @@ def _lib() -> SimpleNamespace:
         torch=import_optional("torch", extra="opacus", feature=_FEATURE),
         PrivacyEngine=opacus.PrivacyEngine,
         BatchSplittingSampler=memory.BatchSplittingSampler,
-        poisson=(
-            uniform.UniformWithReplacementSampler,
-            uniform.DistributedUniformWithReplacementSampler,
+        poisson=frozenset(
+            {
+                uniform.UniformWithReplacementSampler,
+                uniform.DistributedUniformWithReplacementSampler,
+            }
         ),
         BatchSampler=data.BatchSampler,
         RandomSampler=data.RandomSampler,
@@ -75,9 +80,13 @@ __all__ = [
     "UnaccountedSamplerError",
     "batch_sizes",
     "data_path_from_state",
+    "draws_poisson",
     "identify",
     "opacus_call",
+    "replaced_sampler",
+    "replaced_text",
     "shuffled_mu2",
+    "signature",
 ]
 
 POISSON = "poisson"
@@ -219,8 +228,28 @@ def _name(obj: object) -> str:
     return type(obj).__name__
 
 
-def identify(loader: Any, *, poisson_sampling: bool = False) -> DataPath:
+def _unwatched(batch_sampler: Any) -> Any:
+    """The batch sampler beneath dpacct's own watch (:mod:`dpacct._opacus_watch`), if any."""
+    cls = type(batch_sampler)
+    if cls.__name__ == "WatchedBatchSampler" and cls.__module__ == "dpacct._opacus_watch":
+        return object.__getattribute__(batch_sampler, "_inner")
+    return batch_sampler
+
+
+def _source_size(sampler: Any) -> int | None:
+    """``len(sampler.data_source)``: the index range a torch sampler draws from."""
+    try:
+        return len(sampler.data_source)
+    except (AttributeError, TypeError):
+        return None
+
+
+def identify(loader: Any, *, poisson_sampling: bool = False, replaced: bool = False) -> DataPath:
     """The :class:`DataPath` of ``loader``, or :class:`UnaccountedSamplerError`.
+
+    Samplers are recognised by their exact class (``type(x) is ...``), never by
+    inheritance: a subclass can draw its batches any way it likes, so it is refused like
+    any other sampler dpacct has no proof for.
 
     Parameters
     ----------
@@ -230,48 +259,115 @@ def identify(loader: Any, *, poisson_sampling: bool = False) -> DataPath:
     poisson_sampling : bool
         Opacus' flag: True means Opacus replaces the loader's sampler by its Poisson
         sampler at rate ``1 / len(loader)``.
+    replaced : bool, default False
+        With ``poisson_sampling``: ``loader`` is the one Opacus *will* replace (as
+        ``make_private_with_epsilon`` holds it), so its own sampler does not run, even
+        when it is a Poisson sampler of another rate.
+
+    Examples
+    --------
+    >>> import torch
+    >>> data = torch.utils.data.TensorDataset(torch.zeros(10, 1))
+    >>> identify(torch.utils.data.DataLoader(data, batch_size=5, shuffle=True)).scheme
+    'shuffle'
     """
     try:
         steps = len(loader)
     except TypeError:
         steps = 0
     lib = _lib()
-    batch_sampler = getattr(loader, "batch_sampler", None)
-    if isinstance(batch_sampler, lib.BatchSplittingSampler):  # BatchMemoryManager's wrapper
-        batch_sampler = batch_sampler.sampler
-    if isinstance(batch_sampler, lib.poisson):
+    batch_sampler = _unwatched(getattr(loader, "batch_sampler", None))
+    if type(batch_sampler) is lib.BatchSplittingSampler:  # BatchMemoryManager's wrapper
+        batch_sampler = _unwatched(batch_sampler.sampler)
+    dataset = getattr(loader, "dataset", None)
+    n = len(dataset) if dataset is not None and hasattr(dataset, "__len__") else 0
+    if poisson_sampling and replaced and steps > 0:
+        return DataPath(POISSON, "UniformWithReplacementSampler", steps, 1.0 / steps)
+    if type(batch_sampler) in lib.poisson:
         q = float(batch_sampler.sample_rate)
+        if getattr(batch_sampler, "total_size", batch_sampler.num_samples) != n:
+            raise UnaccountedSamplerError(_refusal(loader, batch_sampler, n))
         return DataPath(POISSON, _name(batch_sampler), len(batch_sampler), q)
     if poisson_sampling and steps > 0:
         return DataPath(POISSON, "UniformWithReplacementSampler", steps, 1.0 / steps)
-    dataset = getattr(loader, "dataset", None)
-    n = len(dataset) if dataset is not None and hasattr(dataset, "__len__") else 0
-    if isinstance(batch_sampler, FixedSizeBatchSampler) and batch_sampler.num_samples == n:
+    if type(batch_sampler) is FixedSizeBatchSampler and batch_sampler.num_samples == n:
         b = batch_sampler.batch_size
         return DataPath(FIXED_SIZE, _name(batch_sampler), len(batch_sampler), b / n, b)
     if type(batch_sampler) is lib.BatchSampler and n > 0 and steps > 0:
         inner, b = batch_sampler.sampler, batch_sampler.batch_size
-        if type(inner) is lib.SequentialSampler:
+        if type(inner) is lib.SequentialSampler and _source_size(inner) == n:
             return DataPath(SEQUENTIAL, "SequentialSampler", steps, b / n, b)
         if (
             type(inner) is lib.RandomSampler
             and not inner.replacement
+            and _source_size(inner) == n
             and (inner._num_samples is None or inner._num_samples <= n)
         ):
             return DataPath(SHUFFLE, "RandomSampler", steps, b / n, b)
-    raise UnaccountedSamplerError(_refusal(loader, batch_sampler))
+    raise UnaccountedSamplerError(_refusal(loader, batch_sampler, n))
 
 
-def _refusal(loader: Any, batch_sampler: Any) -> str:
+def draws_poisson(loader: Any) -> bool:
+    """Whether ``loader`` itself draws with one of Opacus' Poisson samplers (exact class)."""
+    batch_sampler = _unwatched(getattr(loader, "batch_sampler", None))
+    if type(batch_sampler) is _lib().BatchSplittingSampler:
+        batch_sampler = _unwatched(batch_sampler.sampler)
+    return type(batch_sampler) in _lib().poisson
+
+
+def signature(batch_sampler: Any) -> tuple:
+    """What identification read from a batch sampler: classes, sizes, rates.
+
+    The watch (:mod:`dpacct._opacus_watch`) compares it at every pass with the value
+    at identification, so a sampler changed in place after ``make_private`` is seen.
+
+    Examples
+    --------
+    >>> signature(FixedSizeBatchSampler(10, 3))
+    ('FixedSizeBatchSampler', 10, 3)
+    """
+    bs = _unwatched(batch_sampler)
+    if type(bs) is _lib().BatchSplittingSampler:
+        bs = _unwatched(bs.sampler)
+    inner = getattr(bs, "sampler", None)
+    parts: list[Any] = [_name(bs)]
+    if inner is not None:
+        parts += [_name(inner), _source_size(inner), getattr(inner, "replacement", None)]
+        parts.append(getattr(inner, "_num_samples", None))
+    for attr in ("num_samples", "total_size", "sample_rate", "batch_size", "drop_last"):
+        if hasattr(bs, attr):
+            parts.append(getattr(bs, attr))
+    return tuple(parts)
+
+
+def _refusal(loader: Any, batch_sampler: Any, n: int = 0) -> str:
+    lib = _lib()
+    known = (*lib.poisson, FixedSizeBatchSampler, lib.BatchSampler)
     if batch_sampler is None:
         found = f"a {_name(loader)} without a batch sampler (batch_size=None)"
-    elif type(batch_sampler) is _lib().BatchSampler:
+    elif type(batch_sampler) is lib.BatchSampler:
         inner = batch_sampler.sampler
         extra = " with replacement" if getattr(inner, "replacement", False) else ""
         size = batch_sampler.batch_size
         found = f"{_name(inner)}{extra} inside a BatchSampler of batch size {size}"
+        source = _source_size(inner)
+        if source is not None and source != n:
+            found += f", drawing from {source} indices for a dataset of {n} records"
+        parent = next((c for c in (lib.RandomSampler, lib.SequentialSampler)
+                       if isinstance(inner, c) and type(inner) is not c), None)  # fmt: skip
+        if parent is not None:
+            found += f" (a subclass of {parent.__name__}; samplers are recognised by exact class)"
     else:
         found = f"the batch sampler {_name(batch_sampler)}"
+        parent = next((c for c in known if isinstance(batch_sampler, c)), None)
+        if parent is not None and type(batch_sampler) is not parent:
+            found += (
+                f" (a subclass of {parent.__name__}; samplers are recognised by exact "
+                "class, as a subclass can draw its batches any way it likes)"
+            )
+        size = getattr(batch_sampler, "total_size", getattr(batch_sampler, "num_samples", n))
+        if type(batch_sampler) in lib.poisson and size != n:
+            found += f" over {size} indices for a dataset of {n} records"
     return (
         f"the data loader samples with {found}: dpacct cannot account this data path. "
         "Amplification by sampling is proved for Poisson sampling, for shuffled or "
@@ -307,6 +403,76 @@ def opacus_call() -> tuple[str, dict[str, Any]] | None:
             return name, dict(frame.f_locals)
         frame = frame.f_back
     return None
+
+
+def replaced_sampler(prepared: Any) -> str | None:
+    """The sampler ``make_private(poisson_sampling=True)`` replaced, if it was not plain.
+
+    Opacus builds a new ``DPDataLoader`` with its uniform Poisson sampler and drops the
+    loader it was given; when that loader used a sampler of its own (weighted,
+    distributed, a user's), its sampling is silently gone.  The loader given is read
+    from the caller of ``make_private`` (``make_private_with_epsilon``'s argument, or the
+    one loader over the same dataset among the caller's local variables); None when it
+    cannot be found or was a plain shuffled or sequential loader.
+
+    Parameters
+    ----------
+    prepared : torch.utils.data.DataLoader
+        The loader ``make_private`` returns.
+    """
+    lib = _lib()
+    codes = (lib.PrivacyEngine.make_private.__code__,
+             lib.PrivacyEngine.make_private_with_epsilon.__code__)  # fmt: skip
+    frame = sys._getframe(1)
+    for _ in range(_MAX_DEPTH):
+        if frame is None:
+            return None
+        if frame.f_code is codes[0]:
+            break
+        frame = frame.f_back
+    else:
+        return None
+    outer = frame.f_back
+    if outer is None:
+        return None
+    dataset = getattr(prepared, "dataset", None)
+    if outer.f_code is codes[1]:
+        found = [outer.f_locals.get("data_loader")]
+    else:
+        found = list({id(v): v for v in outer.f_locals.values()
+                      if v is not prepared and hasattr(v, "batch_sampler")
+                      and getattr(v, "dataset", None) is dataset}.values())  # fmt: skip
+    if len(found) != 1 or found[0] is None:
+        return None
+    batch_sampler = _unwatched(found[0].batch_sampler)
+    if batch_sampler is None:
+        return None
+    if type(batch_sampler) is lib.BatchSampler:
+        inner = batch_sampler.sampler
+        if type(inner) in (lib.RandomSampler, lib.SequentialSampler):
+            return None
+        return _name(inner)
+    return _name(batch_sampler)
+
+
+def replaced_text(name: str, path: DataPath | None) -> str:
+    """What ``make_private(poisson_sampling=True)`` did to the sampler ``name``.
+
+    Examples
+    --------
+    >>> replaced_text("WeightedRandomSampler", None).split(":")[0]
+    "Opacus replaced the data loader's WeightedRandomSampler by its uniform Poisson sampler \
+(make_private(poisson_sampling=True))"
+    """
+    rate = "" if path is None else f" at rate {path.sample_rate:.6g}"
+    return (
+        f"Opacus replaced the data loader's {name} by its uniform Poisson sampler{rate} "
+        "(make_private(poisson_sampling=True)): every record is drawn with the same "
+        f"probability, and the sampling of {name} (a WeightedRandomSampler's "
+        "weighting, a DistributedSampler's shard) is not applied; dpacct accounts the "
+        "Poisson sampling that runs. Pass poisson_sampling=False to keep your sampler "
+        "(dpacct refuses it unless it can account it)"
+    )
 
 
 def shuffled_mu2(sigmas: np.ndarray, batches: np.ndarray, steps_per_epoch: int) -> float:

@@ -36,7 +36,7 @@ Without them, importing it raises an :class:`ImportError` saying what to install
 from __future__ import annotations
 
 import math
-import numbers
+import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -62,15 +62,27 @@ from dpacct._opacus_data_path import (
     DataPath,
     FixedSizeBatchSampler,
     UnaccountedSamplerError,
-    batch_sizes,
     data_path_from_state,
+    draws_poisson,
     identify,
     opacus_call,
+    replaced_sampler,
+    replaced_text,
     shuffled_mu2,
+    signature,
 )
+from dpacct._opacus_rates import (
+    check_history,
+    check_step,
+    hook_rate,
+    normaliser_note,
+    rate_note,
+    resolve_history,
+    step_rate,
+)
+from dpacct._opacus_watch import BatchWatch, check_batches, watch
 from dpacct.accountant.ledger import BudgetExceededError, PrivacyAccountant
 from dpacct.accountant.validation import (
-    check_count,
     check_delta,
     check_epsilon,
     check_flag,
@@ -110,7 +122,15 @@ class OpacusAccountant(IAccountant):
     :func:`~dpacct.accountant.shuffled_batches` (the Poisson number stays available as
     :meth:`poisson_epsilon`, not a guarantee for such a run); a
     :class:`FixedSizeBatchSampler` by the replace-one accounting of fixed-size batches;
-    any other sampler is refused with :class:`UnaccountedSamplerError`.
+    any other sampler (a subclass of a recognised one included: samplers are recognised
+    by exact class) is refused with :class:`UnaccountedSamplerError`.  The data path is
+    the one source of the recorded rate: a Poisson sampler's own ``sample_rate`` is
+    recorded, and the ``1 / len(data_loader)`` Opacus' hook passes is only compared
+    with it (:meth:`summary` names both when they differ).  The loader the run iterates
+    is watched (:mod:`dpacct._opacus_watch`): a step whose batches break the identified
+    scheme (an index twice in a shuffled epoch, a fixed-size batch of another size, an
+    index outside the dataset, a loader that is not the one accounted) is refused inside
+    ``optimizer.step()`` before it is recorded.
 
     Parameters
     ----------
@@ -164,6 +184,10 @@ class OpacusAccountant(IAccountant):
         self._path: DataPath | None = None
         self._refused: str | None = None  # why the data path has no guarantee
         self._unseen = False  # hooked outside make_private, no loader attached
+        self._watch: BatchWatch | None = None  # checks what the run iterates
+        self._passed: float | None = None  # the rate Opacus' hook was given
+        self._replaced: str | None = None  # the sampler poisson_sampling=True dropped
+        self._normaliser: str | None = None  # Opacus' normalisation differs (#819)
         self.history: list[tuple[float, float, int]] = []
         # the PrivacyAccountant validates the budget (both or neither, ranges)
         self._options: dict[str, Any] = {
@@ -172,7 +196,7 @@ class OpacusAccountant(IAccountant):
             "tol": check_tol(tol),
         }
         self._ledger = PrivacyAccountant(**self._options)
-        self._synced: list[tuple[float, float, int]] = []
+        self._synced: list[tuple[float, float, int]] | None = []
         self._non_private = 0  # steps recorded with noise_multiplier == 0
         call = opacus_call()
         if call is not None and call[0] == "make_private_with_epsilon":
@@ -182,7 +206,8 @@ class OpacusAccountant(IAccountant):
                 getattr(getattr(engine, "accountant", None), "_assume_poisson", False)
             )
             self._assume_poisson = assume
-            self._adopt(call[1].get("data_loader"), call[1].get("poisson_sampling", True), True)
+            poisson = call[1].get("poisson_sampling", True)
+            self._adopt(call[1].get("data_loader"), poisson, True, replaced=bool(poisson))
 
     # ------------------------------------------------------------ IAccountant
     @classmethod
@@ -204,11 +229,17 @@ class OpacusAccountant(IAccountant):
         Raises
         ------
         ValueError, TypeError
-            A parameter out of range or not a number (nothing recorded).
+            A parameter out of range or not a number, or a ``sample_rate`` that differs
+            from the rate of a verified Poisson data path (both are named; nothing
+            recorded).
         BudgetExceededError
             With a budget, the step would exceed it (nothing recorded).
         """
-        sigma, q = _check_step(noise_multiplier, sample_rate, "")
+        sigma, q = check_step(noise_multiplier, sample_rate, "")
+        self._record(sigma, step_rate(self._path, q))
+
+    def _record(self, sigma: float, q: float) -> None:
+        """Record one step at the rate already resolved against the data path."""
         ledger = self._sync()
         if sigma > 0.0:
             ledger.step(noise_multiplier=sigma, sample_rate=q)
@@ -279,12 +310,14 @@ class OpacusAccountant(IAccountant):
         Called by ``PrivacyEngine.make_private``, whose data loader it reads (the
         refusal of a sampler dpacct cannot account is raised here, before training).
         The hook records a step with the optimiser's *current* ``noise_multiplier`` (so
-        noise schedulers are followed) and sampling rate ``sample_rate`` times the number
-        of accumulated micro-batches (gradient accumulation over several batches is one
-        logical step).  It checks the batches against the data path: accumulation over
-        Poisson batches (a record could be in several) or over independently drawn
-        fixed-size batches, and a fixed-size batch larger than the loader's, raise
-        ``ValueError`` from inside
+        noise schedulers are followed) and the data path's rate -- a Poisson sampler's own
+        rate, or the accumulated batches over the batches per epoch (gradient
+        accumulation over several batches is one logical step) -- ``sample_rate`` being
+        only compared with it.  Before recording, the watch on the iterated loader checks
+        that the step's batches came from the accounted loader and kept its scheme, and
+        the hook checks them against the data path: accumulation over Poisson batches (a
+        record could be in several) or over independently drawn fixed-size batches, and
+        a batch larger than the loader's, raise ``ValueError`` from inside
         ``optimizer.step()`` before the parameters move, and nothing is recorded.
 
         Parameters
@@ -297,10 +330,20 @@ class OpacusAccountant(IAccountant):
         UnaccountedSamplerError
             The data loader's sampler has no proved guarantee (and no override).
         """
-        _, q = _check_step(1.0, sample_rate, "")
+        _, q = check_step(1.0, sample_rate, "")
+        self._passed = q
         call = opacus_call()
         if call is not None and call[0] == "make_private":
-            self._adopt(call[1].get("data_loader"), call[1].get("poisson_sampling", True))
+            loader, poisson = call[1].get("data_loader"), call[1].get("poisson_sampling", True)
+            self._adopt(loader, poisson, watch_loader=True)
+            dataset = getattr(loader, "dataset", None)
+            normaliser = call[1].get("expected_batch_size")
+            if isinstance(normaliser, int) and hasattr(dataset, "__len__"):
+                self._normaliser = normaliser_note(len(dataset), q, normaliser)
+            name = replaced_sampler(loader) if poisson and loader is not None else None
+            if name is not None:
+                self._replaced = name
+                warnings.warn(replaced_text(self._replaced, self._path), UserWarning, stacklevel=3)
         elif self._path is None and self._refused is None:
             if self._assume_poisson:
                 self._path = DataPath(POISSON, "unknown", max(1, round(1.0 / q)), q, None, True)
@@ -309,8 +352,11 @@ class OpacusAccountant(IAccountant):
 
         def hook(optimizer: Any) -> None:
             k = optimizer.accumulated_iterations
-            self._check_batches(optimizer, k)
-            self.step(noise_multiplier=optimizer.noise_multiplier, sample_rate=q * k)
+            if self._watch is not None:
+                self._watch.check_step(optimizer, k)  # before anything is recorded
+            check_batches(self._path, optimizer, k)
+            sigma, _ = check_step(optimizer.noise_multiplier, q, "")
+            self._record(sigma, hook_rate(self._path, q, k))
 
         return hook
 
@@ -369,8 +415,9 @@ class OpacusAccountant(IAccountant):
                 f"state_dict of mechanism {mechanism!r} cannot be loaded into the dpacct "
                 f"accountant (accepted: {sorted(_COMPATIBLE_MECHANISMS)})"
             )
-        history = _check_history(state_dict["history"], "state_dict['history']")
+        history = check_history(state_dict["history"], "state_dict['history']")
         path = data_path_from_state(state_dict.get("data_path"), self._path)
+        history = resolve_history(path or self._path, history)
         ledger, non_private = self._build(history)
         self.history = history
         self._ledger, self._non_private, self._synced = ledger, non_private, list(history)
@@ -442,7 +489,9 @@ class OpacusAccountant(IAccountant):
         ValueError
             The data path differs from the one the recorded steps used.
         """
-        self._adopt(data_loader, check_flag("poisson_sampling", poisson_sampling))
+        self._adopt(
+            data_loader, check_flag("poisson_sampling", poisson_sampling), watch_loader=True
+        )
 
     def poisson_epsilon(self, delta: float) -> float:
         """Epsilon of the history as Poisson sampling: what is usually reported.
@@ -483,11 +532,19 @@ class OpacusAccountant(IAccountant):
             else path.describe()
         )
         lines = [f"data path: {where}"]
+        if self._replaced is not None:
+            lines.append(replaced_text(self._replaced, self._path))
+        note = rate_note(path, self._passed)
+        if note is not None:
+            lines.append(note)
         lower, upper = (None, self.get_epsilon(d)) if self._is_poisson() else self.epsilon_bounds(d)
         steps = len(self)
         tail = f" at delta = {d:g} ({steps} step{'' if steps == 1 else 's'})"
         if not lower:  # Poisson (the ledger's bound), or no lower bound computed
             relation = "add/remove" if path is None else path.relation
+            if self._normaliser is not None and relation == "add/remove":
+                relation = "zero-out"
+                lines.append(self._normaliser)
             lines.append(f"epsilon <= {upper:.4g} ({relation} neighbours){tail}")
             if lower is not None:
                 lines.append(
@@ -520,14 +577,26 @@ class OpacusAccountant(IAccountant):
         return f"OpacusAccountant(steps={len(self)}, entries={len(self.history)}{scheme})"
 
     # ------------------------------------------------------------ internals
-    def _adopt(self, data_loader: Any, poisson_sampling: object, soft: bool = False) -> None:
+    def _adopt(
+        self,
+        data_loader: Any,
+        poisson_sampling: object,
+        soft: bool = False,
+        *,
+        watch_loader: bool = False,
+        replaced: bool = False,
+    ) -> None:
         """Identify ``data_loader``'s scheme and make it the run's data path.
 
         ``soft`` (Opacus' trial accountants): keep a refusal for :meth:`get_epsilon`
-        instead of raising it here.
+        instead of raising it here.  ``watch_loader``: the run iterates this loader,
+        so watch its batches (:mod:`dpacct._opacus_watch`).  ``replaced``: Opacus will
+        replace this loader's sampler (``make_private_with_epsilon``'s argument).
         """
         try:
-            path = identify(data_loader, poisson_sampling=bool(poisson_sampling))
+            path = identify(
+                data_loader, poisson_sampling=bool(poisson_sampling), replaced=replaced
+            )
         except UnaccountedSamplerError as exc:
             if not self._assume_poisson:
                 if soft:
@@ -558,6 +627,13 @@ class OpacusAccountant(IAccountant):
                 "loader and compose the two ledgers)"
             )
         self._path, self._refused, self._unseen = path, None, False
+        self._synced = None  # recorded rates are resolved against the new path
+        if watch_loader:
+            # a Poisson path read from the flag over a loader that does not draw Poisson
+            # batches itself: Opacus' loader runs, this one must not be stepped on
+            forbid = path.scheme == POISSON and not path.assumed
+            forbid = forbid and not draws_poisson(data_loader)
+            self._watch = watch(data_loader, path, signature, replaced=forbid)
 
     def _is_poisson(self) -> bool:
         """Whether the history is Poisson sampling; raises if no guarantee follows."""
@@ -572,38 +648,6 @@ class OpacusAccountant(IAccountant):
                 "with OpacusAccountant(assume_poisson=True)"
             )
         return self._path is None or self._path.scheme == POISSON
-
-    def _check_batches(self, optimizer: Any, k: int) -> None:
-        """Refuse a step whose batches do not fit the fixed-size data path."""
-        path = self._path
-        if path is not None and path.scheme == POISSON and not path.assumed and k > 1:
-            raise ValueError(
-                f"gradient accumulation over {k} Poisson batches: a record can be sampled "
-                f"into several of them (up to {k} clipping norms in one step), which "
-                "Poisson accounting at one rate does not cover; use Opacus' "
-                "BatchMemoryManager, which splits one Poisson batch (nothing was recorded)"
-            )
-        if path is None or path.scheme == POISSON or path.batch_size is None:
-            return
-        if path.scheme == FIXED_SIZE and k != 1:
-            raise ValueError(
-                f"gradient accumulation over {k} fixed-size batches drawn independently: "
-                "a record can be in several of them, which the replace-one accounting of "
-                "one batch does not cover; take one batch per optimizer step (nothing "
-                "was recorded)"
-            )
-        sizes = batch_sizes(optimizer)
-        if sizes is None:
-            return
-        b = path.batch_size
-        bad = [n for n in sizes if (n != b if path.scheme == FIXED_SIZE else n > b)]
-        if bad:
-            raise ValueError(
-                f"the batch size changed during training: a batch of {bad[0]} records, "
-                f"but the data path is {path.describe()}, and its accounting holds for "
-                "that loader only; keep the batch size, or account the new loader with a "
-                "new accountant (nothing was recorded)"
-            )
 
     def _per_step(self) -> tuple[np.ndarray, np.ndarray]:
         """Noise multiplier and accumulated batches of every recorded step."""
@@ -663,7 +707,7 @@ class OpacusAccountant(IAccountant):
     def _sync(self) -> PrivacyAccountant:
         """The ledger of the current ``history`` (rebuilt if it was reassigned)."""
         if self.history != self._synced:
-            history = _check_history(self.history, "history")
+            history = resolve_history(self._path, check_history(self.history, "history"))
             ledger, non_private = self._build(history)
             self.history = history
             self._ledger, self._non_private, self._synced = ledger, non_private, list(history)
@@ -686,47 +730,6 @@ class OpacusAccountant(IAccountant):
                 budget_delta=ledger.budget[1],
             )
         return ledger, non_private
-
-
-def _check_step(noise_multiplier: object, sample_rate: object, where: str) -> tuple[float, float]:
-    """Validate one step's parameters; ``where`` prefixes the parameter names."""
-    sigma = _real(f"{where}noise_multiplier", noise_multiplier)
-    if not (math.isfinite(sigma) and sigma >= 0.0):
-        raise ValueError(f"{where}noise_multiplier must lie in [0, inf), got {sigma!r}")
-    q = _real(f"{where}sample_rate", sample_rate)
-    if not 0.0 < q <= 1.0:
-        raise ValueError(f"{where}sample_rate must lie in (0, 1], got {q!r}")
-    return sigma, q
-
-
-def _real(name: str, value: object) -> float:
-    if isinstance(value, bool):
-        raise TypeError(f"{name} must be a real number, got bool {value!r}")
-    if isinstance(value, numbers.Real):
-        return float(value)
-    item = getattr(value, "item", None)  # numpy / torch scalars
-    if callable(item) and getattr(value, "ndim", 1) == 0:
-        return _real(name, item())
-    raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r}")
-
-
-def _check_history(history: object, name: str) -> list[tuple[float, float, int]]:
-    """Opacus' history as a validated list of ``(sigma, q, steps)`` tuples."""
-    if isinstance(history, str | bytes) or not isinstance(history, list | tuple):
-        raise ValueError(
-            f"{name} must be a list of (noise_multiplier, sample_rate, steps), "
-            f"got {type(history).__name__}"
-        )
-    out: list[tuple[float, float, int]] = []
-    for i, entry in enumerate(history):
-        if not isinstance(entry, list | tuple) or len(entry) != 3:
-            raise ValueError(
-                f"{name}[{i}] must be a (noise_multiplier, sample_rate, steps) triple, "
-                f"got {entry!r}"
-            )
-        sigma, q = _check_step(entry[0], entry[1], f"{name}[{i}].")
-        out.append((sigma, q, check_count(entry[2], f"{name}[{i}].steps")))
-    return out
 
 
 def register(*, force: bool = False) -> None:

@@ -289,7 +289,7 @@ def test_shuffled_accumulation_and_a_batch_size_that_changes():
     optimizer.zero_grad()
     torch.nn.BCEWithLogitsLoss()(model(xb).squeeze(-1), yb).backward()
     before = [p.detach().clone() for p in model.parameters()]
-    with pytest.raises(ValueError, match="batch size changed"):
+    with pytest.raises(UnaccountedSamplerError, match="not the one accounted"):
         optimizer.step()
     assert acct.history == [(SIGMA, 0.2, 10)]
     for p, b in zip(model.parameters(), before, strict=True):
