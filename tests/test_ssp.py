@@ -475,3 +475,20 @@ def test_adassp_ridge_constant_survives_serialization(constant):
     back = from_dict(to_dict(alg))
     assert back.ridge_constant == constant
     assert back.ridge_multiplier(5) == alg.ridge_multiplier(5)
+
+
+# ----------------------------------------------------------------------------------
+# tables: columns read by name (the reordered-DataFrame case)
+# ----------------------------------------------------------------------------------
+@pytest.mark.parametrize("cls", ["ssp", "adassp"])
+def test_table_is_read_by_name(cls):
+    """Fitted on a DataFrame, predicting on its columns in another order gives the same
+    predictions (before: read by position, silently wrong)."""
+    from test_regression_data import check_reads_table_by_name
+
+    alg = (SufficientStatisticsPerturbation(noise_scale=0.5, x_bound=1.0, y_bound=1.0)
+           if cls == "ssp" else AdaSSP(noise_scale=0.5, x_bound=1.0, y_bound=1.0))
+    model = check_reads_table_by_name(lambda X, y: alg.fit(X, y, rng=np.random.default_rng(3)))
+    check_reads_table_by_name(lambda X, y: alg.fit(X, y, rng=np.random.default_rng(3)),
+                              methods=("mse",), y_arg=True)
+    assert model.feature_names_in_.tolist() == ["age", "income", "score"]
