@@ -15,8 +15,8 @@ KEYS = {"workflow": str, "metric": str, "dpacct": float, "dpacct_spread": str, "
 
 def test_quick_rows_have_the_runner_schema():
     rows = bench.rows(seeds=3, quick=True)
-    assert len(rows) >= 7
-    assert sum("exponential quantile" in r["workflow"] for r in rows) == 2
+    assert len(rows) >= 8
+    assert sum("exponential quantile" in r["workflow"] for r in rows) == 3
     for row in rows:
         assert set(row) == set(KEYS)
         for key, kind in KEYS.items():
