@@ -474,9 +474,15 @@ class AdaSSP(Algorithm):
         the eigenvalue by ``1.96 std_eig``: pass ``shift=1.96`` for that).  A float
         ``c > 0``: ``c sqrt(d)``.  Accuracy only, never privacy (see *Privacy of the
         ridge* above).
-    fit_intercept : bool
-        Append a constant column ``intercept_scaling`` (then
-        ``B = sqrt(x_bound^2 + intercept_scaling^2)``; the intercept is penalised too).
+    fit_intercept : bool, default True
+        Append a constant column ``intercept_scaling`` and fit an intercept (True, as
+        scikit-learn's ``LinearRegression``).  Its privacy cost: every row ``(x, c)``
+        then has norm ``<= B = sqrt(x_bound^2 + c^2)`` (:func:`row_bound`), and ``B``
+        replaces ``x_bound`` in all three sensitivities (``B^2`` for the eigenvalue and
+        ``X^T X``, ``B * y_bound`` for ``X^T y``): at equal noise multipliers (the
+        default ratios) the privacy is unchanged and the stds grow by ``B^2 /
+        x_bound^2`` (twice at ``x_bound = 1``); the intercept is penalised by the ridge
+        too.  False: no intercept, ``B = x_bound`` (Wang 2018's setting, centred data).
     intercept_scaling : float
         Value of the constant column, > 0 (default 1).
     out_of_range : {'raise', 'clip'}
@@ -506,7 +512,7 @@ class AdaSSP(Algorithm):
     ratios: tuple[float, float, float] | None = None
     failure_probability: float = 0.05
     shift: float | None = None
-    fit_intercept: bool = False
+    fit_intercept: bool = True
     intercept_scaling: float = 1.0
     out_of_range: str = "raise"
     ridge_constant: float | str | None = None
