@@ -83,7 +83,7 @@ class DPSGDFit(FittedLinearModel):
         The delta of ``epsilon_per_epoch``.
     accountant : PrivacyAccountant
         The ledger the fit fed, one entry per merged run of identical steps.
-    label_coding, history
+    label_coding, history, feature_names_in_
         Keyword-only, as :class:`~dpacct.mechanisms.algorithms.noisy_gd.FittedLinearModel`.
 
     Examples

@@ -628,18 +628,7 @@ class NoisyGD(Algorithm):
         recording = any(v is not None for v in (delta, record_every, eval_set, callback))
         every = (max(1, self.iterations // 100) if record_every is None
                  else check_count(record_every, "record_every"))
-        if eval_set is not None:
-            try:
-                Xe, ye = eval_set
-            except (TypeError, ValueError) as exc:
-                raise TypeError("eval_set must be a pair (X_eval, y_eval)") from exc
-            Xe = select_features(Xe, names, "fit's training data")
-            Xe, ye = _check_data(Xe, ye, self.loss, n_classes=self.n_classes)
-            if Xe.shape[1] != X.shape[1]:
-                raise ValueError(f"eval_set X must have {X.shape[1]} columns, got "
-                                 f"{Xe.shape[1]}")
-        else:
-            Xe, ye = X, yy
+        Xe, ye = (X, yy) if eval_set is None else self._eval_set(eval_set, X.shape[1], names)
         Xe_aug = _augment(Xe, self.fit_intercept)
 
         Xa = _augment(X, self.fit_intercept)
@@ -675,6 +664,19 @@ class NoisyGD(Algorithm):
             )
         return _to_model(final, self.fit_intercept, self.loss, coding, history=history,
                          names=names)
+
+    def _eval_set(self, eval_set: object, d: int, names: np.ndarray | None
+                  ) -> tuple[np.ndarray, np.ndarray]:
+        """The validated ``(X_eval, y_eval)``, a table read by the training columns' names."""
+        try:
+            Xe, ye = eval_set  # type: ignore[misc]
+        except (TypeError, ValueError) as exc:
+            raise TypeError("eval_set must be a pair (X_eval, y_eval)") from exc
+        Xe = select_features(Xe, names, "fit's training data")
+        Xe, ye = _check_data(Xe, ye, self.loss, n_classes=self.n_classes)
+        if Xe.shape[1] != d:
+            raise ValueError(f"eval_set X must have {d} columns, got {Xe.shape[1]}")
+        return Xe, ye
 
     def _descend(
         self,

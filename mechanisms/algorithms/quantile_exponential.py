@@ -197,9 +197,12 @@ class ExponentialQuantile(Algorithm):
                              "selects among finitely many candidates)")
 
     def planned_releases(self) -> tuple[PlannedRelease, ...]:
-        """One ``epsilon0``-bounded-range exponential mechanism (or ``epsilon0``-DP
-        permute-and-flip) of the utility normalised by its sensitivity ``max(q, 1 - q)``
-        (sensitivity 1)."""
+        """One ``epsilon0``-bounded-range exponential mechanism or ``epsilon0``-DP
+        permute-and-flip.
+
+        Its utility is Smith's divided by its sensitivity ``max(q, 1 - q)``, so the
+        planned sensitivity is 1.
+        """
         select = (PermuteAndFlip if self.selection == "permute_and_flip"
                   else ExponentialMechanism)
         return (PlannedRelease("quantile", select(epsilon=self.epsilon0), 1),)

@@ -281,9 +281,11 @@ class FittedSynthesizer:
 
     @property
     def columns(self) -> tuple[Column, ...]:
-        """The synthesizer's column specifications, with the column types of the fitted
-        data (``BinnedNumericColumn(integer=None)`` resolved by
-        :func:`~dpacct.mechanisms.algorithms.synthesis_columns.with_data_types`)."""
+        """The synthesizer's column specifications, typed by the fitted data.
+
+        ``BinnedNumericColumn(integer=None)`` resolved by
+        :func:`~dpacct.mechanisms.algorithms.synthesis_columns.with_data_types`.
+        """
         return self.data_columns or self.synthesizer.columns
 
     @property
