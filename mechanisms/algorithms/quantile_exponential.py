@@ -126,8 +126,10 @@ class ExponentialQuantile(Algorithm):
     monotone in the dataset (adding a record raises the utility of some outputs and
     lowers that of others), so the one-sided ``epsilon0 u / Delta`` exponent does not
     apply.  The exact privacy loss on small neighbouring datasets is computed in
-    ``tests/test_quantile_exponential.py`` and reaches ``epsilon0`` up to a few percent
-    (docs/theory/algorithms.md, section 'Exponential quantile').
+    ``tests/test_quantile_exponential.py``: at ``epsilon0 = 1``, on datasets of up to 3
+    records, the loss range ``max L - min L`` equals ``epsilon0`` at ``q = 1/2`` and
+    ``1/4`` and ``max |L|`` reaches 0.82 to 0.95 (docs/theory/algorithms.md, section
+    'Exponential quantile').
     :class:`~dpacct.mechanisms.ExponentialMechanism` accounts the release by the
     tight curves of the bounded-range class.  That is never looser than
     :class:`~dpacct.mechanisms.primitives.generic.PureDPMechanism` (also sound, as the mechanism is
