@@ -134,7 +134,7 @@ def calibrate_adassp(
     ratios: tuple[float, float, float] | None = None,
     failure_probability: float = 0.05,
     shift: float | None = None,
-    fit_intercept: bool = False,
+    fit_intercept: bool = True,
     intercept_scaling: float = 1.0,
     rtol: float = DEFAULT_RTOL,
     out_of_range: str = "raise",
@@ -163,7 +163,9 @@ def calibrate_adassp(
         Eigenvalue lower-bound shift in units of its noise std (accuracy only).  Default:
         Wang 2018's ``sqrt(log(6 / delta))`` (Algorithm 2, line 2).
     fit_intercept, intercept_scaling
-        Passed to AdaSSP (the intercept column enlarges the row bound).
+        Passed to AdaSSP (default: fit an intercept, as AdaSSP; the intercept column
+        enlarges the row bound to ``sqrt(x_bound^2 + intercept_scaling^2)``, which scales
+        the stds, not the noise multipliers the calibration searches).
     rtol : float
         The composed epsilon lies in ``[epsilon (1 - rtol), epsilon]``.
     out_of_range : {'raise', 'clip'}

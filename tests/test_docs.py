@@ -144,7 +144,20 @@ PAGES_WITH_CODE = sorted(
 
 
 def test_the_guide_has_examples():
-    assert {"user_guide/ml_engineer.md", "user_guide/researcher.md"} <= set(PAGES_WITH_CODE)
+    assert {"user_guide/ml_engineer.md", "user_guide/researcher.md",
+            "user_guide/analyst.md"} <= set(PAGES_WITH_CODE)
+
+
+def test_the_analyst_guide_runs_a_histogram_a_dataframe_and_mst():
+    """The analyst's page has (and test_page_examples_run runs) a private histogram, a
+    DataFrame read by column name and an MST synthesis."""
+    blocks = re.findall(r"```python\n(.*?)```", (DOCS / "user_guide/analyst.md").read_text(
+        encoding="utf-8"), re.S)
+    code = "\n".join(blocks)
+    assert "LaplaceMechanism" in code and "counts" in code                  # histogram
+    assert "pd.DataFrame" in code or "as_frame=True" in code               # DataFrame
+    assert "feature_names_in_" in code
+    assert "calibrate_mst" in code and ".sample(" in code                  # MST
 
 
 @pytest.mark.parametrize("page", PAGES_WITH_CODE)

@@ -250,3 +250,12 @@ def test_softmax_and_plus_minus_one_labels(cancer):
     np.testing.assert_array_equal(f01.coef, fpm.coef)
     assert fpm.accuracy(Xte2, 2 * yte2 - 1) == f01.accuracy(Xte2, yte2)
     assert set(np.unique(fpm.predict(Xte2))) <= {-1.0, 1.0}
+
+
+def test_table_is_read_by_name():
+    """The reordered-DataFrame case for DP-SGD's model (a FittedLinearModel)."""
+    from test_regression_data import check_reads_table_by_name
+
+    sgd = DPSGD(sigma=2.0, sample_rate=0.1, steps=20, loss="linear")
+    model = check_reads_table_by_name(lambda X, y: sgd.fit(X, y, rng=np.random.default_rng(5)))
+    assert model.feature_names_in_.tolist() == ["age", "income", "score"]

@@ -72,3 +72,69 @@ def test_target_vector_must_match_the_rows():
         as_target_vector("y", [1.0, 2.0], 3)
     with pytest.raises(ValueError, match="1-D"):
         as_target_vector("y", [[1.0], [2.0]], 2)
+
+
+# ----------------------------------------------------------------------------------
+# tables: feature names recorded at fit, columns read by name afterwards
+# ----------------------------------------------------------------------------------
+def regression_table(n=400, seed=0, names=("age", "income", "score")):
+    """A DataFrame of ``n`` rows with unit-bounded rows and a linear target in [-1, 1]."""
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-1, 1, size=(n, len(names))) / np.sqrt(len(names))
+    y = np.clip(X @ np.array([1.0, -2.0, 0.5][: len(names)]) + 0.3, -1.0, 1.0)
+    return pd.DataFrame(X, columns=list(names)), y
+
+
+def check_reads_table_by_name(fit, methods=("predict",), y=None, y_arg=False):
+    """The reordered-table case for one estimator, as scikit-learn users expect it.
+
+    ``fit(X, y)`` returns a model.  The model records ``feature_names_in_``; every method
+    in ``methods`` (``predict``, or ``score(X, y)``-like with ``y_arg``) gives on the
+    columns in another order exactly what it gives on the fit's order and on the array
+    (the array with a ``UserWarning``); a missing or an extra column raises; a table at
+    prediction after an array at fit is read by position with a ``UserWarning``.
+    """
+    df, target = regression_table()
+    target = target if y is None else y(target)
+    model = fit(df, target)
+    assert list(model.feature_names_in_) == ["age", "income", "score"]
+    assert model.n_features_in_ == 3
+    reordered = df[["score", "age", "income"]]
+
+    def call(m, name, X):
+        return getattr(m, name)(X, target) if y_arg else getattr(m, name)(X)
+
+    for name in methods:
+        want = call(model, name, df)
+        np.testing.assert_array_equal(call(model, name, reordered), want)
+        with pytest.warns(UserWarning, match="no feature names"):
+            np.testing.assert_array_equal(call(model, name, df.to_numpy()), want)
+        with pytest.raises(ValueError, match=r"missing \['income'\], unexpected \[\]"):
+            call(model, name, df[["age", "score"]])
+        with pytest.raises(ValueError, match=r"missing \[\], unexpected \['extra'\]"):
+            call(model, name, df.assign(extra=1.0))
+    on_array = fit(df.to_numpy(), target)
+    assert on_array.feature_names_in_ is None
+    by_position = call(on_array, methods[0], df.to_numpy())
+    with pytest.warns(UserWarning, match="fitted without feature names"):
+        np.testing.assert_array_equal(call(on_array, methods[0], reordered),
+                                      call(on_array, methods[0], reordered.to_numpy()))
+    with pytest.warns(UserWarning, match="fitted without feature names"):
+        np.testing.assert_array_equal(call(on_array, methods[0], df), by_position)
+    return model
+
+
+def test_feature_names_follow_scikit_learn():
+    pd = pytest.importorskip("pandas")
+    from dpacct.mechanisms.algorithms._regression_data import feature_names, select_features
+
+    assert feature_names(np.zeros((2, 2))) is None
+    assert feature_names(pd.DataFrame(np.zeros((2, 2)))) is None  # integer names: ignored
+    with pytest.raises(TypeError, match="all be strings"):
+        feature_names(pd.DataFrame({"a": [1.0], 0: [2.0]}))
+    with pytest.raises(ValueError, match="unique"):
+        feature_names(pd.DataFrame([[1.0, 2.0]], columns=["a", "a"]))
+    fitted = np.array(["a", "b"], dtype=object)
+    out = select_features(pd.DataFrame({"b": [2.0], "a": [1.0]}), fitted)
+    assert out.to_numpy().tolist() == [[1.0, 2.0]]

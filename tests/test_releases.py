@@ -213,12 +213,20 @@ def test_ssp(recorder, fit_intercept):
         assert rec.mechanism.sigma * rec.sensitivity == pytest.approx(std, rel=1e-12)
 
 
-def test_adassp(recorder):
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_adassp(recorder, fit_intercept):
+    """The default fits an intercept: the constant column 1 makes every row's norm at most
+    sqrt(1^2 + 1^2), so the releases' sensitivities are 2, 2 and 2 sqrt(2) (y_bound 2)
+    and the released X^T X has the 4 x 4 upper triangle (10 entries)."""
     X, y = regression_data(5)
-    alg = AdaSSP(noise_scale=0.5, x_bound=1.0, y_bound=2.0)
+    alg = AdaSSP(noise_scale=0.5, x_bound=1.0, y_bound=2.0, fit_intercept=fit_intercept)
+    assert AdaSSP(noise_scale=0.5, x_bound=1.0, y_bound=2.0).fit_intercept is True
     alg.fit(X, y, rng=np.random.default_rng(6))
-    lines = check_claim(alg, recorder, sensitivities=[1.0, 1.0, 2.0], counts=[1, 1, 1])
-    assert [lines[i][0].size for i in range(3)] == [1, 6, 3]
+    b2 = 2.0 if fit_intercept else 1.0          # ||(x, 1)||^2 <= 1 + 1
+    lines = check_claim(alg, recorder, sensitivities=[b2, b2, 2.0 * math.sqrt(b2)],
+                        counts=[1, 1, 1])
+    sizes = [1, 10, 4] if fit_intercept else [1, 6, 3]
+    assert [lines[i][0].size for i in range(3)] == sizes
 
 
 @pytest.mark.parametrize("noise", ["laplace", "gaussian"])

@@ -199,7 +199,8 @@ def test_adassp_ridge_on_collinear_data_follows_line_3():
     x = rng.uniform(-0.5, 0.5, size=(500, 1))
     X = np.hstack([x, x, rng.uniform(-0.5, 0.5, size=(500, 1))])
     y = X @ np.array([0.5, 0.5, -1.0]) * 0.5
-    alg = AdaSSP(noise_scale=0.2, x_bound=1.0, y_bound=1.0, failure_probability=0.1)
+    alg = AdaSSP(noise_scale=0.2, x_bound=1.0, y_bound=1.0, failure_probability=0.1,
+                 fit_intercept=False)  # d = 3 columns
     std_xx = alg.stds[1]
     expected = math.sqrt(3 * math.log(2 * 9 / 0.1)) * std_xx
     ridges = [alg.fit(X, y, rng=np.random.default_rng(s)).ridge for s in range(20)]
@@ -475,3 +476,57 @@ def test_adassp_ridge_constant_survives_serialization(constant):
     back = from_dict(to_dict(alg))
     assert back.ridge_constant == constant
     assert back.ridge_multiplier(5) == alg.ridge_multiplier(5)
+
+
+# ----------------------------------------------------------------------------------
+# tables: columns read by name (the reordered-DataFrame case)
+# ----------------------------------------------------------------------------------
+@pytest.mark.parametrize("cls", ["ssp", "adassp"])
+def test_table_is_read_by_name(cls):
+    """Fitted on a DataFrame, predicting on its columns in another order gives the same
+    predictions (before: read by position, silently wrong)."""
+    from test_regression_data import check_reads_table_by_name
+
+    alg = (SufficientStatisticsPerturbation(noise_scale=0.5, x_bound=1.0, y_bound=1.0)
+           if cls == "ssp" else AdaSSP(noise_scale=0.5, x_bound=1.0, y_bound=1.0))
+    model = check_reads_table_by_name(lambda X, y: alg.fit(X, y, rng=np.random.default_rng(3)))
+    check_reads_table_by_name(lambda X, y: alg.fit(X, y, rng=np.random.default_rng(3)),
+                              methods=("mse",), y_arg=True)
+    assert model.feature_names_in_.tolist() == ["age", "income", "score"]
+
+
+def test_default_intercept_is_accounted_like_an_analytic_gaussian():
+    """AdaSSP fits an intercept by default.  Independent account: the constant column 1
+    makes the worst record ``z = (x, 1)`` with ``||x|| = x_bound`` (the bound is attained
+    by it, measured here on data), so the three releases have sensitivities ``||z||^2``,
+    ``||z||^2`` and ``||z|| y_bound`` against the documented stds ``ratio * noise_scale``;
+    three Gaussians compose to one Gaussian with ``mu^2 = sum (Delta_i / std_i)^2``, whose
+    exact curve is Balle & Wang 2018, Theorem 8 (computed with mpmath)."""
+    import mpmath as mp
+
+    xb, yb, s, r = 0.8, 1.5, 2.0, (1.0, 2.0, 0.5)
+    alg = AdaSSP(noise_scale=s, x_bound=xb, y_bound=yb, ratios=r)
+    assert alg.fit_intercept and alg.row_bound == pytest.approx(math.hypot(xb, 1.0))
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(50, 3))
+    X *= xb * rng.uniform(size=(50, 1)) / np.linalg.norm(X, axis=1, keepdims=True)
+    y = rng.uniform(-yb, yb, size=50)
+    x_new = np.array([0.6, 0.0, 0.0]) * xb / 0.6          # a record on the bound
+    Z = np.hstack([X, np.ones((50, 1))])
+    Z2 = np.vstack([Z, np.append(x_new, 1.0)])
+    y2 = np.append(y, yb)
+    d_gram = np.linalg.norm(Z2.T @ Z2 - Z.T @ Z)          # Frobenius: ||z||^2
+    d_xy = np.linalg.norm(Z2.T @ y2 - Z.T @ y)             # ||z|| y_bound
+    d_eig = np.linalg.eigvalsh(Z2.T @ Z2)[0] - np.linalg.eigvalsh(Z.T @ Z)[0]
+    assert d_gram == pytest.approx(xb**2 + 1.0, rel=1e-12)
+    assert d_xy == pytest.approx(math.hypot(xb, 1.0) * yb, rel=1e-12)
+    assert 0.0 <= d_eig <= d_gram                          # Weyl
+    stds = [ri * s for ri in r]
+    mu = mp.sqrt(sum((mp.mpf(dv) / sd) ** 2 for dv, sd in
+                     zip((d_gram, d_gram, d_xy), stds, strict=True)))
+    for eps in (0.1, 0.5, 1.0, 2.0):
+        e = mp.mpf(eps)
+        exact = mp.ncdf(-e / mu + mu / 2) - mp.exp(e) * mp.ncdf(-e / mu - mu / 2)
+        got = float(alg.delta(eps))
+        assert got >= float(exact) * (1 - 1e-9)            # sound
+        assert got == pytest.approx(float(exact), rel=1e-6)  # and tight

@@ -222,3 +222,52 @@ def test_binned_column_out_of_range_clip():
     assert clip.encode([-1.0, 0.5, 3.0]).tolist() == [0, 0, 1]
     with pytest.raises(ValueError, match="out_of_range"):
         BinnedNumericColumn("x", [0, 1], out_of_range="drop")
+
+
+def test_integer_data_come_back_as_integers_by_default():
+    """``BinnedNumericColumn`` without ``integer``: integer ages sample as integers (before:
+    continuous values inside the bins, age 21.73), float data stay real, and a declared
+    ``integer=False`` is kept.  DataFrame, mapping and 2-D array inputs alike."""
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(2)
+    ages = rng.integers(18, 90, size=3000)
+    bmi = rng.uniform(15, 45, size=3000)
+    cols = [BinnedNumericColumn("age", list(range(18, 91, 8))),
+            BinnedNumericColumn("bmi", [15, 25, 35, 45])]
+    syn = MarginalSynthesizer(cols, marginals="2-way", scale=0.1)
+    for data in (pd.DataFrame({"bmi": bmi, "age": ages}), {"age": ages, "bmi": bmi},
+                 pd.DataFrame({"age": pd.array(ages, dtype="Int64"), "bmi": bmi})):
+        out = syn.fit(data, rng=rng).sample(2000, rng=rng)
+        age = out.column("age")
+        assert age.dtype == np.int64 and age.min() >= 18 and age.max() <= 90
+        assert out.column("bmi").dtype == np.float64
+        assert not np.array_equal(out.column("bmi"), np.round(out.column("bmi")))
+    # a 2-D float array has float columns: real values, as declared by the data's type
+    arr = np.column_stack([ages, bmi])
+    assert syn.fit(arr, rng=rng).sample(50, rng=rng).column("age").dtype == np.float64
+    # an explicit declaration wins over the data's type
+    real = MarginalSynthesizer([BinnedNumericColumn("age", [18, 50, 90], integer=False)],
+                               marginals="1-way", scale=0.1)
+    assert real.fit({"age": ages}, rng=rng).sample(50, rng=rng).column("age").dtype.kind == "f"
+    # the model's range queries count integers for the resolved column too
+    model = syn.fit({"age": ages, "bmi": bmi}, rng=rng)
+    assert model.columns[0].integer is True and model.synthesizer.columns[0].integer is None
+
+
+def test_with_data_types_reads_the_type_only():
+    from dpacct.mechanisms.algorithms.synthesis_columns import with_data_types
+
+    cols = [BinnedNumericColumn("a", [0, 5, 10]), BinnedNumericColumn("b", [0.1, 0.6, 0.9]),
+            CategoricalColumn("c", ["x", "y"])]
+    data = {"a": np.array([1, 7]), "b": np.array([0, 1]) + 0.2, "c": ["x", "y"]}
+    a, b, c = with_data_types(cols, data)
+    assert a.integer is True and b.integer is False and c is cols[2]
+    # whole numbers in a float column: still real (the values are not inspected)
+    (f,) = with_data_types(cols[:1], {"a": np.array([1.0, 7.0])})
+    assert f.integer is False
+    # an integer column whose bins hold no integer stays real instead of failing
+    (g,) = with_data_types([BinnedNumericColumn("g", [0.2, 0.7])], {"g": np.array([0, 1])})
+    assert g.integer is False
+    t = Table.from_data(cols[:1], {"a": np.array([1, 7])})
+    assert t.column("a").dtype == np.int64
+    assert BinnedNumericColumn("x", [0, 1]).integer is None

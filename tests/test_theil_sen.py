@@ -387,3 +387,17 @@ def test_slot_matching_pairs_about_n_squared_over_n_slots():
     loose, _ = pair_predictions(x, y, 200, (0.25, 0.75), np.random.default_rng(0), slots=200)
     expected = 200 * 100 * 99 / (2 * 199)                # n (n - 1) / (2 (N - 1)) pairs
     assert abs(loose.size - expected) < 0.02 * expected
+
+
+def test_a_table_is_refused_not_read_by_position():
+    """DP Theil-Sen regresses on one column: a table (even of one column) raises at fit
+    and at predict instead of being read by position (the estimators that take a table
+    read it by name: tests/test_regression_data.py::check_reads_table_by_name)."""
+    pd = pytest.importorskip("pandas")
+    alg = DPTheilSen(epsilon=2.0, x_lower=0, x_upper=1, pred_lower=-5, pred_upper=5)
+    table = pd.DataFrame({"x": np.linspace(0, 1, 20), "w": np.zeros(20)})
+    with pytest.raises(ValueError, match="x must be a 1-D array"):
+        alg.fit(table, np.zeros(20), rng=np.random.default_rng(0))
+    fit = alg.fit(table["x"], np.zeros(20), rng=np.random.default_rng(0))  # a Series
+    with pytest.raises(ValueError, match="x must be a 1-D array"):
+        fit.predict(table[["x"]])

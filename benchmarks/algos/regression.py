@@ -166,7 +166,7 @@ def _adassp_rows(X, y, seeds, epsilons, peer) -> list[dict]:
     metric = "training MSE (lower is better)"
     for eps in epsilons:
         scale = autodp_adassp_scale(eps, DELTA)
-        kw = dict(x_bound=X_BOUND, y_bound=Y_BOUND)
+        kw = dict(x_bound=X_BOUND, y_bound=Y_BOUND, fit_intercept=False)  # as the tutorial
         ours = {
             "tutorial": calibrate_adassp(eps, DELTA, **kw, ratios=tut_ratios, shift=Z975,
                                          ridge_constant="tutorial", rtol=1e-6),

@@ -7,6 +7,8 @@ silently.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from dpacct.accountant.numerics import TINY
@@ -17,7 +19,10 @@ __all__ = [
     "as_target_vector",
     "binary_coding",
     "check_class_labels",
+    "check_feature_names",
     "check_regression_data",
+    "feature_names",
+    "select_features",
 ]
 
 #: relative slack allowed when checking declared bounds (floating-point rounding of
@@ -62,6 +67,123 @@ def as_design_matrix(name: str, value: object, n_features: int | None = None) ->
     if not np.isfinite(arr).all():
         raise ValueError(f"{name} must not contain NaN or infinite values (finite numbers only)")
     return arr
+
+
+def feature_names(X: object) -> np.ndarray | None:
+    """The column names of a table ``X`` (a pandas DataFrame), as scikit-learn reads them.
+
+    ``None`` for an array, or for a table whose column names are none of them strings
+    (a DataFrame built from an array has integer names: scikit-learn ignores them too);
+    otherwise the names as an object array, as scikit-learn's ``feature_names_in_``.
+
+    Raises
+    ------
+    TypeError
+        Column names that mix strings and other types.
+    ValueError
+        Repeated column names (a column could not be read by its name).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> feature_names(pd.DataFrame({"age": [30], "income": [1.0]})).tolist()
+    ['age', 'income']
+    >>> feature_names(np.zeros((1, 2))) is None
+    True
+    """
+    columns = getattr(X, "columns", None)
+    if columns is None or isinstance(X, np.ndarray):
+        return None
+    names = list(columns)
+    is_str = [isinstance(c, str) for c in names]
+    if not any(is_str):
+        return None
+    if not all(is_str):
+        kinds = sorted({type(c).__name__ for c in names})
+        raise TypeError(
+            f"X's column names must all be strings (or none of them), got types {kinds}: "
+            "convert them with X.columns = X.columns.astype(str)")
+    if len(set(names)) != len(names):
+        repeated = sorted({c for c in names if names.count(c) > 1})
+        raise ValueError(f"X's column names must be unique, got {repeated} more than once")
+    return np.asarray(names, dtype=object)
+
+
+def check_feature_names(names: object, n_features: int) -> np.ndarray | None:
+    """A model's ``feature_names_in_``: None, or ``n_features`` distinct strings.
+
+    Examples
+    --------
+    >>> check_feature_names(["a", "b"], 2).tolist()
+    ['a', 'b']
+    >>> check_feature_names(["a"], 2)
+    Traceback (most recent call last):
+    ...
+    ValueError: feature_names_in_ must hold 2 distinct strings (one per feature), got ['a']
+    """
+    if names is None:
+        return None
+    arr = np.asarray(list(names), dtype=object)  # type: ignore[call-overload]
+    ok = (arr.ndim == 1 and arr.size == n_features and len(set(arr.tolist())) == arr.size
+          and all(isinstance(c, str) for c in arr))
+    if not ok:
+        raise ValueError(f"feature_names_in_ must hold {n_features} distinct strings (one "
+                         f"per feature), got {show_value(names)}")
+    arr.setflags(write=False)
+    return arr
+
+
+def select_features(X: object, fitted: np.ndarray | None, owner: str = "model") -> object:
+    """``X`` with its columns in the order of the fitted feature names (read by name).
+
+    A model fitted on a table records its column names (``feature_names_in_``, as
+    scikit-learn).  At prediction a table is read by name: its columns are reordered to
+    the fitted order, and a missing or an unexpected name raises ``ValueError``.  An
+    array (no names) is read by position, with a ``UserWarning`` if the model was fitted
+    on a table; a table given to a model fitted on an array is also read by position,
+    with a ``UserWarning`` (scikit-learn warns in both cases).
+
+    Parameters
+    ----------
+    X : array_like or pandas.DataFrame
+        The data at prediction.
+    fitted : numpy.ndarray or None
+        The model's ``feature_names_in_`` (None: fitted on an array).
+    owner : str
+        Named in the messages.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> X = pd.DataFrame({"b": [2.0], "a": [1.0]})
+    >>> select_features(X, np.array(["a", "b"], dtype=object)).columns.tolist()
+    ['a', 'b']
+    >>> select_features(X, np.array(["a", "c"], dtype=object))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: X's columns must be the model's fitted feature names ['a', 'c']: missing ...
+    """
+    given = feature_names(X)
+    if fitted is None:
+        if given is not None:
+            warnings.warn(
+                f"X has feature names, but the {owner} was fitted without feature names: "
+                "its columns are read by position", UserWarning, stacklevel=3)
+        return X
+    if given is None:
+        warnings.warn(
+            f"X has no feature names, but the {owner} was fitted with feature names "
+            f"{list(fitted)}: its columns are read by position in that order",
+            UserWarning, stacklevel=3)
+        return X
+    want = set(fitted)
+    missing = [c for c in fitted if c not in set(given)]
+    extra = [c for c in given if c not in want]
+    if missing or extra:
+        raise ValueError(
+            f"X's columns must be the {owner}'s fitted feature names {list(fitted)}: "
+            f"missing {missing}, unexpected {extra}")
+    return X[list(fitted)]
 
 
 def as_target_vector(name: str, value: object, n_rows: int) -> np.ndarray:

@@ -33,7 +33,7 @@ from dpacct.accountant.validation import (
     check_sample_rate,
     show_value,
 )
-from dpacct.mechanisms.algorithms._regression_data import binary_coding
+from dpacct.mechanisms.algorithms._regression_data import binary_coding, feature_names
 from dpacct.mechanisms.algorithms.algorithm import Algorithm, PlannedRelease
 from dpacct.mechanisms.algorithms.noisy_gd import (
     FittedLinearModel,
@@ -83,7 +83,7 @@ class DPSGDFit(FittedLinearModel):
         The delta of ``epsilon_per_epoch``.
     accountant : PrivacyAccountant
         The ledger the fit fed, one entry per merged run of identical steps.
-    label_coding, history
+    label_coding, history, feature_names_in_
         Keyword-only, as :class:`~dpacct.mechanisms.algorithms.noisy_gd.FittedLinearModel`.
 
     Examples
@@ -274,6 +274,7 @@ class DPSGD(Algorithm):
             The averaged (or last) iterate, the accountant and ``epsilon_per_epoch``.
         """
         rng = check_rng(rng)
+        names = feature_names(X)
         X, yy = _check_data(X, y, self.loss, n_classes=self.n_classes)
         coding = binary_coding(y) if self.loss == "logistic" else "01"
         if delta is not None:
@@ -328,4 +329,5 @@ class DPSGD(Algorithm):
             epsilon_per_epoch=None if delta is None else np.array(eps_path),
             delta=delta,
             accountant=accountant,
+            feature_names_in_=names,
         )

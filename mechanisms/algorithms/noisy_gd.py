@@ -40,6 +40,9 @@ from dpacct.mechanisms.algorithms._regression_data import (
     as_design_matrix,
     binary_coding,
     check_class_labels,
+    check_feature_names,
+    feature_names,
+    select_features,
 )
 from dpacct.mechanisms.algorithms._training_common import (  # noqa: F401 (re-exported for dp_sgd)
     _LOSSES,
@@ -133,6 +136,12 @@ class FittedLinearModel:
         {-1, +1} accordingly (logistic only; keyword-only, default "01").
     history : TrainingHistory or None
         What the fit recorded along the way (keyword-only; None if nothing was asked).
+    feature_names_in_ : numpy.ndarray or None
+        The column names of the table the model was fitted on (keyword-only, as
+        scikit-learn), or None (fitted on an array).  A table given to any method below
+        is then read by name (reordered to this order; a missing or unexpected column
+        raises ``ValueError``; ``select_features`` in
+        :mod:`dpacct.mechanisms.algorithms._regression_data`).
 
     Examples
     --------
@@ -153,10 +162,13 @@ class FittedLinearModel:
     loss: Literal["linear", "logistic", "softmax"]
     label_coding: str = field(default="01", kw_only=True)
     history: TrainingHistory | None = field(default=None, kw_only=True, repr=False)
+    feature_names_in_: np.ndarray | None = field(default=None, kw_only=True, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "loss", _check_loss(self.loss))
         coef = np.asarray(self.coef, dtype=float)
+        object.__setattr__(self, "feature_names_in_",
+                           check_feature_names(self.feature_names_in_, coef.shape[0]))
         if self.loss == "softmax":
             if coef.ndim != 2 or not np.isfinite(coef).all():
                 raise ValueError("coef must be a finite 2-d array (d, n_classes) for softmax")
@@ -182,14 +194,20 @@ class FittedLinearModel:
             return int(self.coef.shape[1])
         return 2 if self.loss == "logistic" else None
 
+    @property
+    def n_features_in_(self) -> int:
+        """Number of features seen at fit (as scikit-learn)."""
+        return int(self.coef.shape[0])
+
     def _X(self, X: object) -> np.ndarray:
+        X = select_features(X, self.feature_names_in_)
         return as_design_matrix("X", X, n_features=self.coef.shape[0])
 
     def _labels(self, X: object, y: object) -> tuple[np.ndarray, np.ndarray]:
+        Xa = self._X(X)
         if self.loss == "softmax":
-            Xa = self._X(X)
             return Xa, check_class_labels(y, Xa.shape[0], int(self.coef.shape[1]))
-        return _check_data(X, y, self.loss)
+        return _check_data(Xa, y, self.loss)
 
     def decision_function(self, X: object) -> np.ndarray:
         """The linear score ``X @ coef + intercept``, shape ``(n,)`` or ``(n, K)``.
@@ -264,8 +282,9 @@ class FittedLinearModel:
         """
         if self.loss == "softmax":
             raise ValueError("mse is not defined for loss='softmax': use accuracy or log_loss")
-        X, yy = _check_data(X, y, self.loss)
-        pred = self.predict_proba(X) if self.loss == "logistic" else self.predict(X)
+        X, yy = self._labels(X, y)
+        z = X @ self.coef + self.intercept
+        pred = special.expit(z) if self.loss == "logistic" else z
         return float(np.mean((pred - yy) ** 2))
 
     def log_loss(self, X: object, y: object) -> float:
@@ -297,8 +316,8 @@ class FittedLinearModel:
         """
         if self.loss != "linear":
             return self.accuracy(X, y)
-        X, yy = _check_data(X, y, "linear")
-        ss_res = float(np.sum((self.predict(X) - yy) ** 2))
+        X, yy = self._labels(X, y)
+        ss_res = float(np.sum((X @ self.coef + self.intercept - yy) ** 2))
         ss_tot = float(np.sum((yy - yy.mean()) ** 2))
         return 1.0 - ss_res / ss_tot if ss_tot > 0 else (1.0 if ss_res == 0 else -math.inf)
 
@@ -598,6 +617,7 @@ class NoisyGD(Algorithm):
             ``callback`` was given.
         """
         rng = check_rng(rng)
+        names = feature_names(X)
         X, yy = _check_data(X, y, self.loss, x_bound=self.x_bound, y_bound=self.y_bound,
                             n_classes=self.n_classes, out_of_range=self.out_of_range)
         coding = binary_coding(y) if self.loss == "logistic" else "01"
@@ -608,17 +628,7 @@ class NoisyGD(Algorithm):
         recording = any(v is not None for v in (delta, record_every, eval_set, callback))
         every = (max(1, self.iterations // 100) if record_every is None
                  else check_count(record_every, "record_every"))
-        if eval_set is not None:
-            try:
-                Xe, ye = eval_set
-            except (TypeError, ValueError) as exc:
-                raise TypeError("eval_set must be a pair (X_eval, y_eval)") from exc
-            Xe, ye = _check_data(Xe, ye, self.loss, n_classes=self.n_classes)
-            if Xe.shape[1] != X.shape[1]:
-                raise ValueError(f"eval_set X must have {X.shape[1]} columns, got "
-                                 f"{Xe.shape[1]}")
-        else:
-            Xe, ye = X, yy
+        Xe, ye = (X, yy) if eval_set is None else self._eval_set(eval_set, X.shape[1], names)
         Xe_aug = _augment(Xe, self.fit_intercept)
 
         Xa = _augment(X, self.fit_intercept)
@@ -636,7 +646,8 @@ class NoisyGD(Algorithm):
             hist["loss"].append(_mean_loss(Xe_aug, ye, current, self.loss))
             hist["std"].append(self.sigma * gs if adaptive else fixed_std)
             if callback is not None:
-                callback(t, _to_model(current, self.fit_intercept, self.loss, coding), eps)
+                callback(t, _to_model(current, self.fit_intercept, self.loss, coding,
+                                      names=names), eps)
 
         session = self.releases(rng)
         theta, total = self._descend(Xa, yy, session, record if recording else None, every)
@@ -651,7 +662,21 @@ class NoisyGD(Algorithm):
                 noise_std=np.array(hist["std"], dtype=float),
                 delta=delta,
             )
-        return _to_model(final, self.fit_intercept, self.loss, coding, history=history)
+        return _to_model(final, self.fit_intercept, self.loss, coding, history=history,
+                         names=names)
+
+    def _eval_set(self, eval_set: object, d: int, names: np.ndarray | None
+                  ) -> tuple[np.ndarray, np.ndarray]:
+        """The validated ``(X_eval, y_eval)``, a table read by the training columns' names."""
+        try:
+            Xe, ye = eval_set  # type: ignore[misc]
+        except (TypeError, ValueError) as exc:
+            raise TypeError("eval_set must be a pair (X_eval, y_eval)") from exc
+        Xe = select_features(Xe, names, "fit's training data")
+        Xe, ye = _check_data(Xe, ye, self.loss, n_classes=self.n_classes)
+        if Xe.shape[1] != d:
+            raise ValueError(f"eval_set X must have {d} columns, got {Xe.shape[1]}")
+        return Xe, ye
 
     def _descend(
         self,
@@ -716,11 +741,13 @@ class NoisyGD(Algorithm):
         return theta, total
 
 def _to_model(theta: np.ndarray, fit_intercept: bool, loss: str, coding: str = "01",
-              history: TrainingHistory | None = None) -> FittedLinearModel:
+              history: TrainingHistory | None = None,
+              names: np.ndarray | None = None) -> FittedLinearModel:
     if fit_intercept:
         icpt = theta[-1].copy() if theta.ndim == 2 else float(theta[-1])
         return FittedLinearModel(coef=theta[:-1].copy(), intercept=icpt, loss=loss,
-                                 label_coding=coding, history=history)
+                                 label_coding=coding, history=history,
+                                 feature_names_in_=names)
     icpt = np.zeros(theta.shape[1]) if theta.ndim == 2 else 0.0
     return FittedLinearModel(coef=theta.copy(), intercept=icpt, loss=loss,
-                             label_coding=coding, history=history)
+                             label_coding=coding, history=history, feature_names_in_=names)

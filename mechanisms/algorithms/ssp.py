@@ -34,7 +34,7 @@ when ``fit_intercept=True``, see :func:`row_bound`):
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -50,7 +50,14 @@ from dpacct.accountant.validation import (
 )
 
 from ..primitives.gaussian import GaussianMechanism
-from ._regression_data import as_design_matrix, as_target_vector, check_regression_data
+from ._regression_data import (
+    as_design_matrix,
+    as_target_vector,
+    check_feature_names,
+    check_regression_data,
+    feature_names,
+    select_features,
+)
 from .algorithm import Algorithm, PlannedRelease, ReleaseSession
 
 __all__ = [
@@ -152,10 +159,12 @@ def _check_ridge_constant(value: object) -> float | str | None:
     return check_positive("ridge_constant", value)
 
 
-def _to_model(theta: np.ndarray, fit_intercept: bool, c: float, ridge: float) -> LinearModel:
+def _to_model(theta: np.ndarray, fit_intercept: bool, c: float, ridge: float,
+              names: np.ndarray | None = None) -> LinearModel:
     if fit_intercept:
-        return LinearModel(coef=theta[:-1], intercept=float(theta[-1] * c), ridge=ridge)
-    return LinearModel(coef=theta, intercept=0.0, ridge=ridge)
+        return LinearModel(coef=theta[:-1], intercept=float(theta[-1] * c), ridge=ridge,
+                           feature_names_in_=names)
+    return LinearModel(coef=theta, intercept=0.0, ridge=ridge, feature_names_in_=names)
 
 
 # ----------------------------------------------------------------------------------
@@ -178,6 +187,11 @@ class LinearModel:
     ridge : float, default 0.0
         The ridge penalty ``lambda`` added to the noisy ``X^T X`` (AdaSSP's adaptive one,
         or SSP's fixed one).
+    feature_names_in_ : numpy.ndarray or None, keyword-only
+        The column names of the table the model was fitted on (as scikit-learn), or
+        None (fitted on an array).  A table at :meth:`predict` is then read by name
+        (reordered to this order; a missing or unexpected column raises ``ValueError``;
+        ``select_features`` in :mod:`dpacct.mechanisms.algorithms._regression_data`).
 
     Examples
     --------
@@ -191,6 +205,7 @@ class LinearModel:
     coef: np.ndarray
     intercept: float = 0.0
     ridge: float = 0.0
+    feature_names_in_: np.ndarray | None = field(default=None, kw_only=True, repr=False)
 
     def __post_init__(self) -> None:
         coef = np.array(self.coef, dtype=float).reshape(-1)
@@ -198,6 +213,13 @@ class LinearModel:
         object.__setattr__(self, "coef", coef)
         object.__setattr__(self, "intercept", float(self.intercept))
         object.__setattr__(self, "ridge", float(self.ridge))
+        object.__setattr__(self, "feature_names_in_",
+                           check_feature_names(self.feature_names_in_, coef.shape[0]))
+
+    @property
+    def n_features_in_(self) -> int:
+        """Number of features seen at fit (as scikit-learn)."""
+        return int(self.coef.shape[0])
 
     def predict(self, X: object) -> np.ndarray:
         """Predictions ``X @ coef + intercept`` for ``X`` of shape ``(n, n_features)``.
@@ -207,6 +229,7 @@ class LinearModel:
         X : array_like
             Design matrix, shape ``(n, n_features)``, finite.
         """
+        X = select_features(X, self.feature_names_in_)
         Xa = as_design_matrix("X", X, n_features=self.coef.shape[0])
         return Xa @ self.coef + self.intercept
 
@@ -364,6 +387,7 @@ class SufficientStatisticsPerturbation(Algorithm):
         LinearModel
         """
         rng = check_rng(rng)
+        names = feature_names(X)
         Xa, ya = check_regression_data(X, y, x_bound=self.x_bound, y_bound=self.y_bound,
                                        out_of_range=self.out_of_range)
         Z = _design(Xa, self.fit_intercept, self.intercept_scaling)
@@ -373,7 +397,7 @@ class SufficientStatisticsPerturbation(Algorithm):
         xy = session.release("X^T y", Z.T @ ya)
         session.finish()
         theta = _solve(xx + self.ridge * np.eye(d), xy)
-        return _to_model(theta, self.fit_intercept, self.intercept_scaling, self.ridge)
+        return _to_model(theta, self.fit_intercept, self.intercept_scaling, self.ridge, names)
 
 
 #: short alias
@@ -450,9 +474,15 @@ class AdaSSP(Algorithm):
         the eigenvalue by ``1.96 std_eig``: pass ``shift=1.96`` for that).  A float
         ``c > 0``: ``c sqrt(d)``.  Accuracy only, never privacy (see *Privacy of the
         ridge* above).
-    fit_intercept : bool
-        Append a constant column ``intercept_scaling`` (then
-        ``B = sqrt(x_bound^2 + intercept_scaling^2)``; the intercept is penalised too).
+    fit_intercept : bool, default True
+        Append a constant column ``intercept_scaling`` and fit an intercept (True, as
+        scikit-learn's ``LinearRegression``).  Its privacy cost: every row ``(x, c)``
+        then has norm ``<= B = sqrt(x_bound^2 + c^2)`` (:func:`row_bound`), and ``B``
+        replaces ``x_bound`` in all three sensitivities (``B^2`` for the eigenvalue and
+        ``X^T X``, ``B * y_bound`` for ``X^T y``): at equal noise multipliers (the
+        default ratios) the privacy is unchanged and the stds grow by ``B^2 /
+        x_bound^2`` (twice at ``x_bound = 1``); the intercept is penalised by the ridge
+        too.  False: no intercept, ``B = x_bound`` (Wang 2018's setting, centred data).
     intercept_scaling : float
         Value of the constant column, > 0 (default 1).
     out_of_range : {'raise', 'clip'}
@@ -482,7 +512,7 @@ class AdaSSP(Algorithm):
     ratios: tuple[float, float, float] | None = None
     failure_probability: float = 0.05
     shift: float | None = None
-    fit_intercept: bool = False
+    fit_intercept: bool = True
     intercept_scaling: float = 1.0
     out_of_range: str = "raise"
     ridge_constant: float | str | None = None
@@ -597,6 +627,7 @@ class AdaSSP(Algorithm):
             ``ridge`` holds the adaptive ``lambda`` of step 3.
         """
         rng = check_rng(rng)
+        names = feature_names(X)
         Xa, ya = check_regression_data(X, y, x_bound=self.x_bound, y_bound=self.y_bound,
                                        out_of_range=self.out_of_range)
         Z = _design(Xa, self.fit_intercept, self.intercept_scaling)
@@ -617,4 +648,4 @@ class AdaSSP(Algorithm):
         session.finish()
         # line 6
         theta = _solve(xx + lam * np.eye(d), xy)
-        return _to_model(theta, self.fit_intercept, self.intercept_scaling, lam)
+        return _to_model(theta, self.fit_intercept, self.intercept_scaling, lam, names)

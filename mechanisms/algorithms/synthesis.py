@@ -85,6 +85,7 @@ from .synthesis_columns import (  # noqa: F401
     _check_columns,
     _column_arrays,
     encode,
+    with_data_types,
 )
 from .synthesis_estimate import (  # noqa: F401
     _Layout,
@@ -327,7 +328,10 @@ class MarginalSynthesizer(Algorithm):
             shape = tuple(self.sizes[a] for a in c)
             flat = np.ravel_multi_index(tuple(codes[:, a] for a in c), shape)
             tables.append(np.bincount(flat, minlength=int(np.prod(shape))).reshape(shape))
-        return self._fit_tables(tables, codes.shape[0], rng, generator)
+        fitted = self._fit_tables(tables, codes.shape[0], rng, generator)
+        # integer columns of the data come back as integers (the dtype: schema, not values)
+        object.__setattr__(fitted, "data_columns", with_data_types(self.columns, data))
+        return fitted
 
     def fit_counts(
         self, counts: object, *, rng: np.random.Generator, generator: str = "auto"

@@ -24,6 +24,7 @@ __all__ = [
     "CategoricalColumn",
     "Column",
     "encode",
+    "with_data_types",
 ]
 
 
@@ -192,11 +193,17 @@ class BinnedNumericColumn:
         Column name (non-empty).
     edges : sequence of float
         At least two finite, strictly increasing bin edges.
-    integer : bool
-        The column holds integers (default False): synthetic values are drawn
-        uniformly among the integers of a bin (``ceil(edges[k]) .. ceil(edges[k+1]) -
-        1``, the last bin up to ``floor(edges[-1])``), and range weights count
-        integers; every bin must contain one.
+    integer : bool or None
+        The column holds integers: synthetic values are drawn uniformly among the
+        integers of a bin (``ceil(edges[k]) .. ceil(edges[k+1]) - 1``, the last bin up
+        to ``floor(edges[-1])``) and returned as ``int64``, and range weights count
+        integers; every bin must contain one.  ``False``: real numbers, drawn uniformly
+        inside the bin.  ``None`` (default): as the data's column type when the
+        synthesizer is fitted (:func:`with_data_types`): an integer dtype (numpy
+        ``int``/``uint``, pandas ``Int64``) makes it an integer column, so integer ages
+        come back as integers, not as 21.73.  The dtype is the table's schema, not its
+        values (a float column of whole numbers stays real: declare ``integer=True``);
+        left unresolved (no data seen) it behaves as ``False``.
     out_of_range : {'raise', 'clip'}
         Values outside the edges: raise (default) or clip to the domain.
 
@@ -214,11 +221,14 @@ class BinnedNumericColumn:
     'i'
     >>> ages.weights((18, 24)).tolist()[0]   # 18..23 of the 12 ages 18..29
     0.5
+    >>> auto = BinnedNumericColumn("age", [18, 30, 60, 91])    # integer=None: as the data
+    >>> with_data_types([auto], {"age": np.array([25, 40])})[0].integer
+    True
     """
 
     name: str
     edges: tuple[float, ...]
-    integer: bool = False
+    integer: bool | None = None
     out_of_range: str = "raise"
 
     def __post_init__(self) -> None:
@@ -235,10 +245,11 @@ class BinnedNumericColumn:
         if not (np.diff(e) > 0).all():
             raise ValueError(f"{what} must be strictly increasing, got {show_value(self.edges)}")
         object.__setattr__(self, "edges", tuple(float(x) for x in e))
-        if not isinstance(self.integer, bool | np.bool_):
-            raise TypeError(f"integer of column {self.name!r} must be a bool, got "
+        if self.integer is not None and not isinstance(self.integer, bool | np.bool_):
+            raise TypeError(f"integer of column {self.name!r} must be a bool or None, got "
                             f"{self.integer!r}")
-        object.__setattr__(self, "integer", bool(self.integer))
+        if self.integer is not None:
+            object.__setattr__(self, "integer", bool(self.integer))
         if self.out_of_range not in ("raise", "clip"):
             raise ValueError(f"out_of_range of column {self.name!r} must be 'raise' or 'clip', "
                              f"got {self.out_of_range!r}")
@@ -258,11 +269,7 @@ class BinnedNumericColumn:
 
     def _integer_ranges(self) -> tuple[np.ndarray, np.ndarray]:
         """First and last integer of every bin (the last bin is closed on the right)."""
-        e = np.asarray(self.edges)
-        lo = np.ceil(e[:-1])
-        hi = np.ceil(e[1:]) - 1.0
-        hi[-1] = np.floor(e[-1])
-        return lo, hi
+        return _integer_ranges(self.edges)
 
     def encode(self, values: object) -> np.ndarray:
         """Bin index of each value; NaN or values outside the edges raise ``ValueError``.
@@ -455,6 +462,68 @@ def _column_arrays(columns: tuple[Column, ...], data: object) -> list[np.ndarray
             f"data has {arr.shape[1]} columns but {len(columns)} column specifications were given"
         )
     return [arr[:, j] for j in range(arr.shape[1])]
+
+
+def _column_dtypes(columns: tuple[Column, ...], data: object) -> list[Any]:
+    """The dtype of every declared column in ``data`` (read as :func:`encode` reads it),
+    without converting the values (a pandas ``Int64`` column keeps its dtype)."""
+    names = [c.name for c in columns]
+    if _named_columns(data) is not None:
+        if isinstance(data, np.ndarray):       # structured array
+            return [data.dtype[n] for n in names]
+        return [getattr(data[n], "dtype", None) or np.asarray(data[n]).dtype  # type: ignore[index]
+                for n in names]
+    return [a.dtype for a in _column_arrays(columns, data)]
+
+
+def with_data_types(columns: Sequence[Column], data: object) -> tuple[Column, ...]:
+    """The columns with every ``BinnedNumericColumn(integer=None)`` resolved from ``data``.
+
+    ``integer=True`` when the data's column has an integer dtype (numpy ``int``/``uint``,
+    pandas nullable ``Int64``; its ``dtype.kind`` is ``"i"`` or ``"u"``) and every bin
+    contains an integer, else ``False``.  Only the column's *type* is read -- the
+    table's schema, which does not depend on the records' values -- so the choice
+    leaks nothing about them; a float column of whole numbers stays real.  Declared
+    ``True`` / ``False`` are kept.  Other columns are returned unchanged.
+
+    Parameters
+    ----------
+    columns : sequence of CategoricalColumn or BinnedNumericColumn
+        The column specifications.
+    data : mapping, DataFrame or 2-D array
+        The table, as :func:`encode` reads it.
+
+    Examples
+    --------
+    >>> cols = [BinnedNumericColumn("age", [0, 50, 100]), BinnedNumericColumn("bmi", [15, 45])]
+    >>> [c.integer for c in with_data_types(cols, {"age": [20, 70], "bmi": [21.5, 30.0]})]
+    [True, False]
+    """
+    cols = _check_columns(columns)
+    if not any(isinstance(c, BinnedNumericColumn) and c.integer is None for c in cols):
+        return cols
+    out = []
+    for c, dtype in zip(cols, _column_dtypes(cols, data), strict=True):
+        if isinstance(c, BinnedNumericColumn) and c.integer is None:
+            integral = (getattr(dtype, "kind", None) in ("i", "u")
+                        and _every_bin_has_integer(c.edges))
+            c = BinnedNumericColumn(c.name, c.edges, integral, c.out_of_range)
+        out.append(c)
+    return tuple(out)
+
+
+def _every_bin_has_integer(edges: tuple[float, ...]) -> bool:
+    lo, hi = _integer_ranges(edges)
+    return bool((hi >= lo).all())
+
+
+def _integer_ranges(edges: tuple[float, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """First and last integer of every bin (the last bin is closed on the right)."""
+    e = np.asarray(edges)
+    lo = np.ceil(e[:-1])
+    hi = np.ceil(e[1:]) - 1.0
+    hi[-1] = np.floor(e[-1])
+    return lo, hi
 
 
 def _encode_arrays(cols: tuple[Column, ...], arrays: list[np.ndarray]) -> np.ndarray:

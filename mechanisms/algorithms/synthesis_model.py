@@ -161,6 +161,10 @@ class FittedSynthesizer:
         ``'ipf'`` or ``'tree'``.
     joint : ndarray or None
         The IPF joint distribution over all columns (``generator='ipf'`` only).
+    data_columns : tuple of column specifications or None
+        The synthesizer's columns with the fitted data's column types resolved (an
+        integer dtype makes ``BinnedNumericColumn(integer=None)`` an integer column,
+        sampled as integers); None: the synthesizer's columns as declared.
 
     Examples
     --------
@@ -187,6 +191,7 @@ class FittedSynthesizer:
     joint: np.ndarray | None = field(default=None, repr=False)
     noisy_tables: Mapping[tuple[str, ...], np.ndarray] = field(default_factory=dict, repr=False)
     selected: tuple[tuple[str, ...], ...] = ()
+    data_columns: tuple[Column, ...] | None = field(default=None, repr=False)
 
     @classmethod
     def _build(
@@ -276,8 +281,12 @@ class FittedSynthesizer:
 
     @property
     def columns(self) -> tuple[Column, ...]:
-        """The synthesizer's column specifications."""
-        return self.synthesizer.columns
+        """The synthesizer's column specifications, typed by the fitted data.
+
+        ``BinnedNumericColumn(integer=None)`` resolved by
+        :func:`~dpacct.mechanisms.algorithms.synthesis_columns.with_data_types`.
+        """
+        return self.data_columns or self.synthesizer.columns
 
     @property
     def n_rows(self) -> int:

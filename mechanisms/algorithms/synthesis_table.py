@@ -15,9 +15,9 @@ from .synthesis_columns import (
     BinnedNumericColumn,
     CategoricalColumn,
     Column,
-    _check_columns,
     _column_arrays,
     _encode_arrays,
+    with_data_types,
 )
 
 __all__ = ["Table"]
@@ -46,6 +46,14 @@ def _resolve(columns: tuple[Column, ...], names: object, what: str = "columns") 
     return tuple(out)
 
 
+def _numeric_values(col: BinnedNumericColumn, values: np.ndarray) -> np.ndarray:
+    """Floats, or ``int64`` for an integer column holding whole numbers."""
+    v = np.asarray(values, dtype=float)
+    if col.integer and np.array_equal(v, np.round(v)):
+        return v.astype(np.int64)
+    return v
+
+
 def _check_conditions(conditions: object) -> Mapping[str, object]:
     if not isinstance(conditions, Mapping):
         raise TypeError(
@@ -59,7 +67,10 @@ class Table:
     """A table of rows over declared columns: integer codes plus the values they stand for.
 
     Built from real data with :meth:`from_data`, or returned by
-    :meth:`FittedSynthesizer.sample`.  Answers counting queries empirically.
+    :meth:`FittedSynthesizer.sample`.  Answers counting queries empirically.  The values
+    of an integer column (declared ``integer=True``, or ``integer=None`` on data of an
+    integer dtype: :func:`~dpacct.mechanisms.algorithms.synthesis_columns.with_data_types`)
+    are ``int64``, of other numeric columns ``float``.
 
     Parameters
     ----------
@@ -95,13 +106,11 @@ class Table:
         data : object
             The table, as accepted by :func:`encode`.
         """
-        cols = _check_columns(columns)
+        cols = with_data_types(columns, data)
         arrays = _column_arrays(cols, data)
         codes = _encode_arrays(cols, arrays)
-        values = {
-            c.name: (np.asarray(a, dtype=float) if isinstance(c, BinnedNumericColumn) else a)
-            for c, a in zip(cols, arrays, strict=True)
-        }
+        values = {c.name: _numeric_values(c, a) if isinstance(c, BinnedNumericColumn) else a
+                  for c, a in zip(cols, arrays, strict=True)}
         return cls(cols, codes, values)
 
     @property
