@@ -196,3 +196,17 @@ def test_validation():
         {"x": [0.5, 1.5] * 50, "y": ["a", "b"] * 50}, rng=np.random.default_rng(0)
     )
     assert model.selected == (("x", "y"),)
+
+
+def test_an_integer_dtype_column_comes_back_as_integers():
+    # MST read the column's dtype like MarginalSynthesizer only after the merge of the
+    # integer-column change: integer ages came back as 21.73
+    rng = np.random.default_rng(7)
+    data = {"age": rng.integers(18, 90, 500), "flag": rng.integers(0, 2, 500)}
+    cols = [BinnedNumericColumn("age", [18, 40, 65, 90]), CategoricalColumn("flag", [0, 1])]
+    synthetic = MST(cols, rho=0.5).fit(data, rng=rng).sample(200, rng=rng)
+    ages = synthetic.column("age")
+    assert ages.dtype.kind == "i" and 18 <= ages.min() and ages.max() <= 90
+    floats = {"age": data["age"].astype(float), "flag": data["flag"]}
+    again = MST(cols, rho=0.5).fit(floats, rng=rng).sample(200, rng=rng).column("age")
+    assert again.dtype.kind == "f"  # the dtype decides, not the values

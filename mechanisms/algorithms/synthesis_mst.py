@@ -59,7 +59,7 @@ from dpacct.accountant.validation import check_positive, check_rng
 from ..primitives.exponential import ExponentialMechanism
 from ..primitives.gaussian import GaussianMechanism
 from .algorithm import Algorithm, PlannedRelease
-from .synthesis_columns import Column, _check_columns, encode
+from .synthesis_columns import Column, _check_columns, encode, with_data_types
 from .synthesis_estimate import project_marginals, project_simplex
 from .synthesis_model import FittedSynthesizer
 
@@ -250,4 +250,6 @@ class MST(Algorithm):
             "selected",
             tuple((self.columns[a].name, self.columns[b].name) for a, b in selected),
         )
+        # integer columns of the data come back as integers (the dtype: schema, not values)
+        object.__setattr__(fitted, "data_columns", with_data_types(self.columns, data))
         return fitted
