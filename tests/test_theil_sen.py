@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy.stats import theilslopes
 
 from dpacct.accountant import compose
@@ -630,3 +632,24 @@ def test_balanced_transformation_and_fit_recover_the_line():
     x, y, rng = line_data(5, n=2000)
     fit = make(eps=2.0, pairing="balanced").fit(x, y, rng=rng)
     assert abs(fit.slope - 2.0) < 0.1 and abs(fit.intercept - 1.0) < 0.1
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(0, 30), k=st.integers(1, 7), seed=st.integers(0, 2 ** 32 - 1))
+def test_balanced_rows_are_matchings_of_the_stated_sizes(n, k, seed):
+    """Every balanced row is a matching (no record twice) with floor(n/2) pairs (even
+    rows) or floor((n-1)/2) pairs (odd rows), read back from the predictions of points
+    on a parabola (a pair {a, b} predicts -a b at 0 and a + b - a b at 1)."""
+    x = np.arange(float(n))
+    p1, p2 = pair_predictions(x, x ** 2, k, (0.0, 1.0), np.random.default_rng(seed),
+                              balanced=True)
+    total, prod = np.rint(p2 - p1).astype(int), np.rint(-p1).astype(int)
+    disc = np.rint(np.sqrt(np.maximum(total ** 2 - 4 * prod, 0))).astype(int)
+    a, b = (total - disc) // 2, (total + disc) // 2
+    sizes = [n // 2 if j % 2 == 0 else max(n - 1, 0) // 2 for j in range(k)]
+    assert p1.size == sum(sizes)
+    start = 0
+    for size in sizes:
+        row = np.concatenate([a[start:start + size], b[start:start + size]])
+        assert np.unique(row).size == row.size and np.all((row >= 0) & (row < n))
+        start += size
