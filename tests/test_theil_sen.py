@@ -9,10 +9,18 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy.stats import theilslopes
 
 from dpacct.accountant import compose
-from dpacct.mechanisms.algorithms.theil_sen import DPTheilSen, TheilSenFit, pair_predictions
+from dpacct.mechanisms.algorithms.theil_sen import (
+    DPTheilSen,
+    TheilSenFit,
+    matching_transformation,
+    pair_predictions,
+    pairing_stability,
+)
 from dpacct.mechanisms.primitives.exponential import ExponentialMechanism
 
 
@@ -401,3 +409,247 @@ def test_a_table_is_refused_not_read_by_position():
     fit = alg.fit(table["x"], np.zeros(20), rng=np.random.default_rng(0))  # a Series
     with pytest.raises(ValueError, match="x must be a 1-D array"):
         fit.predict(table[["x"]])
+
+
+# ----------------------------------------------------------------------------------
+# the pairings' stability, by brute force over the implementation's own randomness
+# ----------------------------------------------------------------------------------
+class _FixedPermutation:
+    """Stands in for the generator: ``permuted`` applies one given permutation to every
+    row, so enumerating the permutations enumerates the pairing's whole law."""
+
+    def __init__(self, perm):
+        self.perm = np.asarray(perm, dtype=int)
+
+    def permuted(self, arr, axis):
+        assert axis == 1
+        return np.asarray(arr)[:, self.perm]
+
+
+def _row_laws(n, k, *, slots=None, balanced=False):
+    """The law of each matching's pair set, read off ``pair_predictions`` itself.
+
+    Record ``i`` is the point ``(i, i^2)`` (no three on a line); with cut points 0 and 1
+    a pair ``{a, b}`` predicts ``-a b`` and ``a + b - a b``, from which it is recovered.
+    The rows come out in order, row ``j`` with ``n // 2`` pairs (one fewer for a one-short
+    row), so every row's pairs are read separately."""
+    from collections import Counter
+    from itertools import permutations
+
+    x = np.arange(float(n))
+    size = n if slots is None else slots + slots % 2
+    laws = [Counter() for _ in range(k)]
+    perms = list(permutations(range(size)))
+    for perm in perms:
+        p1, p2 = pair_predictions(x, x ** 2, k, (0.0, 1.0), _FixedPermutation(perm),
+                                  slots=slots, balanced=balanced)
+        total, prod = np.rint(p2 - p1).astype(int), np.rint(-p1).astype(int)
+        disc = np.sqrt(np.maximum(total ** 2 - 4 * prod, 0))
+        a, b = np.rint((total - disc) / 2).astype(int), np.rint((total + disc) / 2).astype(int)
+        np.testing.assert_allclose(a * b, prod)
+        pairs = [frozenset((int(u), int(v))) for u, v in zip(a, b, strict=True)]
+        if slots is not None:                  # one row: every recovered pair is row 0's
+            rows = [pairs]
+        else:
+            sizes = [n // 2 - (balanced and j % 2 == 1 and n % 2 == 0 and n >= 2)
+                     for j in range(k)]
+            cuts = np.cumsum([0, *sizes])
+            rows = [pairs[cuts[j]:cuts[j + 1]] for j in range(k)]
+            assert cuts[-1] == len(pairs)
+        for j, row in enumerate(rows):
+            laws[j][frozenset(row)] += 1
+    return [{key: v / len(perms) for key, v in law.items()} for law in laws]
+
+
+def _coupling_reaches(law_a, law_b, d):
+    """Whether some coupling of two laws of pair sets keeps them within symmetric
+    distance ``d`` with probability one (a transport LP: the largest mass on the pairs
+    of outcomes within distance ``d``)."""
+    from scipy.optimize import linprog
+
+    a, b = list(law_a), list(law_b)
+    edges = [(i, j) for i, sa in enumerate(a) for j, sb in enumerate(b)
+             if len(sa ^ sb) <= d]
+    if not edges:
+        return False
+    rows = np.zeros((len(a) + len(b), len(edges)))
+    for e, (i, j) in enumerate(edges):
+        rows[i, e] = rows[len(a) + j, e] = 1.0
+    caps = np.array([law_a[s] for s in a] + [law_b[s] for s in b])
+    res = linprog(-np.ones(len(edges)), A_ub=rows, b_ub=caps, bounds=(0, None),
+                  method="highs")
+    assert res.status == 0
+    return -res.fun > 1.0 - 1e-9
+
+
+def _best_distance(law_a, law_b):
+    """The smallest worst-case symmetric distance over all couplings of the two laws."""
+    return next(d for d in range(8) if _coupling_reaches(law_a, law_b, d))
+
+
+def _product(laws):
+    """The joint law of independent matchings (pair sets tagged by their row)."""
+    joint = {frozenset(): 1.0}
+    for j, law in enumerate(laws):
+        joint = {key | frozenset((j, pair) for pair in s): p * q
+                 for key, p in joint.items() for s, q in law.items()}
+    return joint
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 5])
+def test_row_laws_are_the_uniform_matchings(n):
+    """The enumeration reads the implementation right: the maximal row is uniform over
+    the maximal matchings (n! / (2^m m! (n - 2m)!) of them)."""
+    from math import factorial
+
+    law = _row_laws(n, 1)[0]
+    m = n // 2
+    count = factorial(n) // (2 ** m * factorial(m) * factorial(n - 2 * m))
+    assert len(law) == count and all(abs(p - 1 / count) < 1e-12 for p in law.values())
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 3, 4, 5])
+def test_balanced_rows_replace_pairs_on_opposite_parities(n):
+    """The lemma of the balanced pairing: adding a record costs a maximal matching a
+    replaced pair (distance 2) exactly when n is even (n >= 2), and a one-short matching
+    exactly when n is odd (n >= 3); otherwise distance 1 (0 from the empty set)."""
+    before = _row_laws(n, 2, balanced=True)
+    after = _row_laws(n + 1, 2, balanced=True)
+    found = [_best_distance(before[j], after[j]) for j in range(2)]
+    expect_maximal = 0 if n == 0 else 2 if n % 2 == 0 else 1
+    expect_short = 0 if n <= 1 else 1 if n % 2 == 0 else 2
+    assert found == [expect_maximal, expect_short]
+
+
+@pytest.mark.parametrize("n", [2, 3, 4])
+def test_balanced_pairing_stability_is_exact_and_a_smaller_claim_is_caught(n):
+    """Two balanced matchings (one maximal, one one-short): every coupling of the joint
+    laws, not only the product of the rows' couplings, needs distance 3 =
+    pairing_stability(2, 'balanced'); a claim of 2 (what 'slots' would give, or 'k' for
+    the maximal pairing of OpenDP's tutorial) is refused by the LP, and 3 is reached."""
+    claim = pairing_stability(2, "balanced")
+    joint_d = _product(_row_laws(n, 2, balanced=True))
+    joint_d2 = _product(_row_laws(n + 1, 2, balanced=True))
+    assert claim == 3
+    assert _coupling_reaches(joint_d, joint_d2, claim)
+    assert not _coupling_reaches(joint_d, joint_d2, claim - 1)
+    # the unbalanced pairing needs 4 at even n: the balance is what saves one
+    if n % 2 == 0:
+        maximal = _product(_row_laws(n, 2)), _product(_row_laws(n + 1, 2))
+        assert not _coupling_reaches(*maximal, 3)
+        assert _coupling_reaches(*maximal, pairing_stability(2, "maximal"))
+
+
+@pytest.mark.parametrize("k", [1, 2, 3, 4, 5, 10, 11])
+def test_balanced_claim_is_the_worst_parity_of_the_row_bounds(k):
+    """pairing_stability(k, 'balanced') against the rows' exact distances (from the LP
+    above, n = 4 and 5): the maximal rows (even index) and the one-short rows (odd
+    index) summed at each parity of n, the worse parity taken."""
+    per_row = {}
+    for n in (4, 5):
+        before = _row_laws(n, 2, balanced=True)
+        after = _row_laws(n + 1, 2, balanced=True)
+        per_row[n] = [_best_distance(before[j], after[j]) for j in range(2)]
+    worst = max(sum(per_row[n][j % 2] for j in range(k)) for n in (4, 5))
+    assert pairing_stability(k, "balanced") == worst
+    assert pairing_stability(k, "maximal") == 2 * k
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 3, 4, 5])
+def test_slot_rows_are_one_stable_up_to_the_bound(n):
+    """Slot matchings over N = 6 slots: distance at most 1 for every n + 1 <= N (the
+    claim 'slots' = k), read off the implementation's placements."""
+    before = _row_laws(n, 1, slots=6)[0]
+    after = _row_laws(n + 1, 1, slots=6)[0]
+    assert _best_distance(before, after) == (0 if n == 0 else 1)
+    assert pairing_stability(1, "slots") == 1
+
+
+def test_balanced_sensitivity_reaches_the_exponent(monkeypatch):
+    seen = []
+    orig = ExponentialMechanism.release
+
+    def spy(self, scores, *, sensitivity, rng, edges=None):
+        seen.append(sensitivity)
+        return orig(self, scores, sensitivity=sensitivity, rng=rng, edges=edges)
+
+    monkeypatch.setattr(ExponentialMechanism, "release", spy)
+    x, y, _ = line_data(3, n=50)
+    make(k=4, pairing="balanced").fit(x, y, rng=np.random.default_rng(0))
+    make(k=5, pairing="balanced").fit(x, y, rng=np.random.default_rng(0))
+    make(k=4, pairing="balanced", max_records=60).fit(x, y, rng=np.random.default_rng(0))
+    assert seen == [3.0, 3.0, 4.0, 4.0, 3.0, 3.0]
+    assert make(pairing="balanced").epsilon(1e-6) == make().epsilon(1e-6)
+
+
+def test_balanced_pairs_about_n_over_two_per_matching():
+    x = np.arange(100.0)
+    p1, _ = pair_predictions(x, x, 10, (0.25, 0.75), np.random.default_rng(0),
+                             balanced=True)
+    assert p1.size == 5 * 50 + 5 * 49
+    p1, _ = pair_predictions(x[:99], x[:99], 10, (0.25, 0.75), np.random.default_rng(0),
+                             balanced=True)
+    assert p1.size == 10 * 49
+
+
+def test_pairing_parameter_is_validated():
+    assert make().resolved_pairing == "maximal"
+    assert make(max_records=80).resolved_pairing == "slots"
+    assert make(max_records=80, pairing="balanced").sensitivity == 7.5
+    for bad in ("random", None, 3, "Balanced"):
+        with pytest.raises(ValueError, match="pairing"):
+            make(pairing=bad)
+    with pytest.raises(ValueError, match="max_records"):
+        make(pairing="slots")
+    with pytest.raises(ValueError, match="pairing"):
+        pairing_stability(3, "auto")
+    with pytest.raises(ValueError, match="slots or balanced"):
+        pair_predictions(np.arange(4.0), np.arange(4.0), 2, (0.0, 1.0),
+                         np.random.default_rng(0), slots=4, balanced=True)
+    x, y, _ = line_data(4, n=51)
+    with pytest.raises(ValueError, match="max_records"):        # the bound holds for all
+        make(max_records=50, pairing="balanced").fit(x, y, rng=np.random.default_rng(0))
+
+
+def test_balanced_round_trips_through_json():
+    from dpacct.accountant.serialization import from_dict, to_dict
+
+    alg = make(k=6, pairing="balanced", max_records=500)
+    d = to_dict(alg)
+    back = from_dict(d)
+    assert back.pairing == "balanced" and back.sensitivity == alg.sensitivity == 4.5
+    # a file written before the pairing existed loads with the behaviour it had then
+    del d["params"]["pairing"]
+    assert from_dict(d).resolved_pairing == "slots"
+
+
+def test_balanced_transformation_and_fit_recover_the_line():
+    t = matching_transformation(4, (0.25, 0.75), pairing="balanced")
+    assert t.stability == 6
+    with pytest.raises(ValueError, match="max_records"):
+        matching_transformation(4, (0.25, 0.75), max_records=10)(
+            np.zeros((11, 2)), np.random.default_rng(0))
+    x, y, rng = line_data(5, n=2000)
+    fit = make(eps=2.0, pairing="balanced").fit(x, y, rng=rng)
+    assert abs(fit.slope - 2.0) < 0.1 and abs(fit.intercept - 1.0) < 0.1
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(0, 30), k=st.integers(1, 7), seed=st.integers(0, 2 ** 32 - 1))
+def test_balanced_rows_are_matchings_of_the_stated_sizes(n, k, seed):
+    """Every balanced row is a matching (no record twice) with floor(n/2) pairs (even
+    rows) or floor((n-1)/2) pairs (odd rows), read back from the predictions of points
+    on a parabola (a pair {a, b} predicts -a b at 0 and a + b - a b at 1)."""
+    x = np.arange(float(n))
+    p1, p2 = pair_predictions(x, x ** 2, k, (0.0, 1.0), np.random.default_rng(seed),
+                              balanced=True)
+    total, prod = np.rint(p2 - p1).astype(int), np.rint(-p1).astype(int)
+    disc = np.rint(np.sqrt(np.maximum(total ** 2 - 4 * prod, 0))).astype(int)
+    a, b = (total - disc) // 2, (total + disc) // 2
+    sizes = [n // 2 if j % 2 == 0 else max(n - 1, 0) // 2 for j in range(k)]
+    assert p1.size == sum(sizes)
+    start = 0
+    for size in sizes:
+        row = np.concatenate([a[start:start + size], b[start:start + size]])
+        assert np.unique(row).size == row.size and np.all((row >= 0) & (row < n))
+        start += size

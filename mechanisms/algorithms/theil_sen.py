@@ -31,16 +31,71 @@ from .algorithm import Algorithm, PlannedRelease
 from .quantiles import check_data, check_out_of_range, check_range, check_rng, smith_pieces
 from .transformations import Transformation
 
-__all__ = ["MEDIANS", "DPTheilSen", "TheilSenFit", "matching_transformation",
-           "pair_predictions"]
+__all__ = ["MEDIANS", "PAIRINGS", "DPTheilSen", "TheilSenFit", "matching_transformation",
+           "pair_predictions", "pairing_stability"]
 
 #: the private medians :class:`DPTheilSen` offers
 MEDIANS = ("intervals", "grid")
+#: the pairings :class:`DPTheilSen` offers: ``"maximal"`` (``k`` uniformly random maximal
+#: matchings, stability ``2 k``), ``"balanced"`` (parity-balanced: ``ceil(k / 2)`` maximal
+#: and ``floor(k / 2)`` one-short matchings, stability ``k + ceil(k / 2)``, no bound on
+#: ``n`` needed), ``"slots"`` (slot matchings over a declared ``max_records = N`` slots,
+#: stability ``k`` for datasets of at most ``N`` records); ``"auto"`` is ``"slots"``
+#: with a declared ``max_records`` and ``"maximal"`` without (the behaviour before
+#: ``pairing`` existed).  The theorem: docs/theory/algorithms.md, 'Stability of the
+#: pairings and the slack of a record bound'.
+PAIRINGS = ("auto", "maximal", "balanced", "slots")
+
+
+def pairing_stability(k: int, pairing: str) -> int:
+    """Stability of the pairing of ``k`` matchings in the symmetric distance.
+
+    The largest number of pair predictions (counting a replaced one twice) by which the
+    coupled outputs on add/remove neighbours can differ: ``2 k`` for ``"maximal"``,
+    ``k + ceil(k / 2)`` for ``"balanced"``, ``k`` for ``"slots"`` (datasets within the
+    declared bound); the medians' utility sensitivity is half of it.  Proof:
+    docs/theory/algorithms.md, 'Stability of the pairings and the slack of a record
+    bound' (checked by brute force over all matchings in ``tests/test_theil_sen.py``).
+
+    Parameters
+    ----------
+    k : int
+        Number of matchings, >= 1.
+    pairing : {'maximal', 'balanced', 'slots'}
+        The pairing (``"auto"`` must be resolved first: it depends on ``max_records``).
+
+    Examples
+    --------
+    >>> [pairing_stability(10, p) for p in ("maximal", "balanced", "slots")]
+    [20, 15, 10]
+    >>> pairing_stability(1, "balanced")          # one matching: nothing to balance
+    2
+    """
+    k = check_count(k, "k")
+    if pairing == "maximal":
+        return 2 * k
+    if pairing == "balanced":
+        return k + (k + 1) // 2
+    if pairing == "slots":
+        return k
+    raise ValueError(f"pairing must be one of ('maximal', 'balanced', 'slots') here, got "
+                     f"{pairing!r}")
+
+
+def _resolve_pairing(pairing: object, max_records: int | None) -> str:
+    if not isinstance(pairing, str) or pairing not in PAIRINGS:
+        raise ValueError(f"pairing must be one of {PAIRINGS}, got {show_value(pairing)}")
+    if pairing == "auto":
+        return "slots" if max_records is not None else "maximal"
+    if pairing == "slots" and max_records is None:
+        raise ValueError("pairing='slots' needs a declared max_records (a public upper "
+                         "bound on the number of records, an integer >= 2)")
+    return pairing
 
 
 def pair_predictions(x: np.ndarray, y: np.ndarray, k: int, cut_points: tuple[float, float],
-                     rng: np.random.Generator, *, slots: int | None = None
-                     ) -> tuple[np.ndarray, np.ndarray]:
+                     rng: np.random.Generator, *, slots: int | None = None,
+                     balanced: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Predictions at the cut points of the lines through ``k`` random matchings' pairs.
 
     Each matching is a uniformly random maximal matching of the ``n`` records (a random
@@ -49,7 +104,11 @@ def pair_predictions(x: np.ndarray, y: np.ndarray, k: int, cut_points: tuple[flo
     even) it is the *slot matching*: the records are placed in ``n`` uniformly random
     distinct slots among ``N``, the slots are paired ``(0, 1), (2, 3), ...``, and two
     records form a pair when they sit in the two slots of a slot pair (for ``N = n``
-    or ``n + 1`` the same law as the maximal matching).  Pair ``(i, j)`` predicts
+    or ``n + 1`` the same law as the maximal matching).  With ``balanced=True`` (and no
+    ``slots``) the matchings of odd index ``j = 1, 3, ...`` are *one-short*: uniformly
+    random matchings with ``floor((n - 1) / 2)`` pairs (a random permutation paired two
+    by two, the last two records left out when ``n`` is even); those of even index stay
+    maximal (the *parity-balanced* matchings of :data:`PAIRINGS`).  Pair ``(i, j)`` predicts
     ``y_i + (y_j - y_i) (x_c - x_i) / (x_j - x_i)`` at ``x_c``; pairs with ``x_i = x_j``
     (no slope) are dropped.  Vectorised over all pairs.
 
@@ -69,11 +128,19 @@ def pair_predictions(x: np.ndarray, y: np.ndarray, k: int, cut_points: tuple[flo
     True
     """
     n = x.size
+    if slots is not None and balanced:
+        raise ValueError("pair_predictions takes slots or balanced=True, not both")
     if slots is None:
         m = n // 2
         perms = rng.permuted(np.tile(np.arange(n), (k, 1)), axis=1)
-        a = perms[:, 0: 2 * m: 2].ravel()
-        b = perms[:, 1: 2 * m: 2].ravel()
+        a = perms[:, 0: 2 * m: 2]
+        b = perms[:, 1: 2 * m: 2]
+        if balanced and n % 2 == 0 and m >= 1:
+            # one-short matchings (odd rows) leave their last pair out: floor((n-1)/2) pairs
+            keep = np.ones((k, m), dtype=bool)
+            keep[1::2, m - 1] = False
+            a, b = a[keep], b[keep]
+        a, b = a.ravel(), b.ravel()
     else:
         size = slots + slots % 2
         if n > size:
@@ -94,9 +161,10 @@ def pair_predictions(x: np.ndarray, y: np.ndarray, k: int, cut_points: tuple[flo
 
 
 def matching_transformation(k: int, cut_points: tuple[float, float], *,
-                            max_records: int | None = None) -> Transformation:
+                            max_records: int | None = None,
+                            pairing: str = "auto") -> Transformation:
     """The pairing step of DP Theil-Sen as a transformation: stability ``2 k`` (``k``
-    with a declared ``max_records``).
+    with a declared ``max_records``; :func:`pairing_stability` for every pairing).
 
     Maps a dataset of ``(x, y)`` rows (an ``(n, 2)`` array) to the multiset of the
     rows ``(prediction at x1, prediction at x2)`` of :func:`pair_predictions` over ``k``
@@ -107,7 +175,10 @@ def matching_transformation(k: int, cut_points: tuple[float, float], *,
     counterexample), so ``k`` (OpenDP's tutorial) would be unsound.  With a declared
     ``max_records`` the matchings are slot matchings (:func:`pair_predictions`), for
     which one added record adds at most one pair per matching: stability ``k``, for
-    datasets of at most ``max_records`` records (more raise ``ValueError``).
+    datasets of at most ``max_records`` records (more raise ``ValueError``).  With
+    ``pairing="balanced"`` the matchings alternate maximal and one-short
+    (:func:`pair_predictions`) and the stability is ``k + ceil(k / 2)`` with no bound
+    on the number of records.
 
     Parameters
     ----------
@@ -117,9 +188,14 @@ def matching_transformation(k: int, cut_points: tuple[float, float], *,
         ``(x1, x2)``.
     max_records : int, optional
         A public upper bound on the number of records, >= 2.
+    pairing : {'auto', 'maximal', 'balanced', 'slots'}
+        See :data:`PAIRINGS` (default ``"auto"``: slots with ``max_records``, maximal
+        without).
 
     Examples
     --------
+    >>> matching_transformation(10, (0.25, 0.75), pairing="balanced").stability
+    15.0
     >>> t = matching_transformation(3, (0.25, 0.75))
     >>> t.stability, t.metric, t.randomized
     (6.0, 'symmetric', True)
@@ -128,7 +204,9 @@ def matching_transformation(k: int, cut_points: tuple[float, float], *,
     (9, 2)
     """
     k = check_count(k, "k")
-    slots = _check_max_records(max_records)
+    bound = _check_max_records(max_records)
+    mode = _resolve_pairing(pairing, bound)
+    slots = bound if mode == "slots" else None
     try:
         c1, c2 = (check_finite("cut_points[0]", cut_points[0]),
                   check_finite("cut_points[1]", cut_points[1]))
@@ -141,10 +219,14 @@ def matching_transformation(k: int, cut_points: tuple[float, float], *,
         if arr.ndim != 2 or arr.shape[1] != 2:
             raise ValueError(f"data must be an (n, 2) array of (x, y) rows, got shape "
                              f"{arr.shape}")
+        if bound is not None and arr.shape[0] > bound:
+            raise ValueError(f"the data have {arr.shape[0]} records, more than the "
+                             f"declared max_records = {bound}")
         return np.column_stack(pair_predictions(arr[:, 0], arr[:, 1], k, (c1, c2), rng,
-                                                 slots=slots))
+                                                 slots=slots,
+                                                 balanced=mode == "balanced"))
 
-    return Transformation(predict, k if slots else 2 * k, "symmetric",
+    return Transformation(predict, pairing_stability(k, mode), "symmetric",
                           name="pair predictions", randomized=True)
 
 
@@ -237,6 +319,18 @@ class DPTheilSen(Algorithm):
     the sensitivity is ``k / 2``, and the guarantee holds only on datasets of at most
     ``N`` records (more raise, as data outside the declared x range do).
 
+    The pairing and a loose bound.  Slot matchings pair only about ``n (n - 1) / (N -
+    1)`` of ``n`` records, so a bound ``N = 2 n`` gives back all that halving the
+    sensitivity won.  ``pairing="balanced"`` needs no bound: ``ceil(k / 2)`` maximal
+    and ``floor(k / 2)`` one-short matchings (:func:`pair_predictions`), whose
+    replaced pairs fall on opposite parities of ``n``, give sensitivity ``(k + ceil(k /
+    2)) / 2`` (``3 k / 4`` for even ``k``) with about ``n / 2`` pairs per matching.
+    Counted as sensitivity per paired record, the medians' noise relative to an exact
+    ``N = n`` is about ``N / n`` with slots and ``3 / 2`` balanced (``2`` maximal):
+    choose slots when ``N <= 1.5 n``, balanced otherwise or when no bound is known
+    (:func:`pairing_stability`; the theorem and the measurements:
+    docs/theory/algorithms.md, section 'DP Theil-Sen').
+
     The median.  ``median="intervals"`` (default) is Smith's continuous exponential
     mechanism on ``[pred_lower, pred_upper]``; ``median="grid"`` selects one of
     ``grid_size`` equally spaced candidates of that range by permute-and-flip
@@ -276,7 +370,13 @@ class DPTheilSen(Algorithm):
         A public upper bound on the number of records, >= 2: the matchings become slot
         matchings and the medians' sensitivity halves (see "A declared bound" above).
         The guarantee then covers datasets of at most ``max_records`` records; ``fit``
-        raises ``ValueError`` on more.
+        raises ``ValueError`` on more (with any pairing).
+    pairing : {'auto', 'maximal', 'balanced', 'slots'}
+        How the records are paired (:data:`PAIRINGS`, "The pairing and a loose bound"
+        above): ``"auto"`` (default) is ``"slots"`` with ``max_records`` and
+        ``"maximal"`` without; ``"balanced"`` lowers the sensitivity from ``k`` to
+        ``(k + ceil(k / 2)) / 2`` without any bound; ``"slots"`` needs
+        ``max_records``.
     out_of_range : {'raise', 'clip'}
         An ``x`` outside ``[x_lower, x_upper]``: raise ``ValueError`` (default) or clip
         it to the range.  Clipping maps each record ``(x_i, y_i)`` to ``(clip(x_i),
@@ -304,6 +404,11 @@ class DPTheilSen(Algorithm):
 
     >>> alg.sensitivity, DPTheilSen(1.0, 0, 1, -10, 10, max_records=5000).sensitivity
     (10.0, 5.0)
+
+    and the parity-balanced pairing lowers it without any bound:
+
+    >>> DPTheilSen(1.0, 0, 1, -10, 10, pairing="balanced").sensitivity
+    7.5
     """
 
     #: the total pure-DP budget, stored as ``epsilon0`` because ``epsilon`` is the
@@ -320,6 +425,7 @@ class DPTheilSen(Algorithm):
     median: str = "intervals"
     grid_size: int = 100
     max_records: int | None = None
+    pairing: str = "auto"
 
     def __init__(
         self,
@@ -335,6 +441,7 @@ class DPTheilSen(Algorithm):
         median: str = "intervals",
         grid_size: int = 100,
         max_records: int | None = None,
+        pairing: str = "auto",
         *,
         epsilon0: float | None = None,
     ) -> None:
@@ -360,7 +467,7 @@ class DPTheilSen(Algorithm):
         for name, value in (*given.items(), ("k", k), ("split", split),
                             ("cut_points", cut_points), ("out_of_range", out_of_range),
                             ("median", median), ("grid_size", grid_size),
-                            ("max_records", max_records)):
+                            ("max_records", max_records), ("pairing", pairing)):
             object.__setattr__(self, "epsilon0" if name == "epsilon" else name, value)
         self.__post_init__()
 
@@ -398,6 +505,7 @@ class DPTheilSen(Algorithm):
                 f"grid_size must be an integer >= 2, got {show_value(self.grid_size)}")
         object.__setattr__(self, "grid_size", g)
         object.__setattr__(self, "max_records", _check_max_records(self.max_records))
+        _resolve_pairing(self.pairing, self.max_records)
 
     def __repr__(self) -> str:
         args = [f"epsilon={self.epsilon0!r}"] + [
@@ -425,8 +533,17 @@ class DPTheilSen(Algorithm):
 
     @property
     def sensitivity(self) -> float:
-        """The medians' utility sensitivity: ``k``, or ``k / 2`` with ``max_records``."""
-        return self.k / 2 if self.max_records is not None else float(self.k)
+        """The medians' utility sensitivity: half of :func:`pairing_stability` (``k``
+        maximal, ``(k + ceil(k / 2)) / 2`` balanced, ``k / 2`` slots).
+        """
+        return pairing_stability(self.k, self.resolved_pairing) / 2
+
+    @property
+    def resolved_pairing(self) -> str:
+        """The pairing used: ``pairing`` with ``"auto"`` resolved (``"slots"`` with a
+        declared ``max_records``, ``"maximal"`` without).
+        """
+        return _resolve_pairing(self.pairing, self.max_records)
 
     def fit(self, x: object, y: object, *, rng: np.random.Generator) -> TheilSenFit:
         """Release the private line for data ``(x, y)``.
@@ -458,7 +575,13 @@ class DPTheilSen(Algorithm):
         x1, x2 = self.cut_points
         # the matchings are part of the algorithm (their randomness is what the coupling
         # argument of the class docstring averages over), not noise of a primitive
-        p1, p2 = pair_predictions(xa, ya, self.k, (x1, x2), rng, slots=self.max_records)
+        mode = self.resolved_pairing
+        if self.max_records is not None and xa.size > self.max_records:
+            raise ValueError(f"the data have {xa.size} records, more than the declared "
+                             f"max_records = {self.max_records}")
+        p1, p2 = pair_predictions(xa, ya, self.k, (x1, x2), rng,
+                                  slots=self.max_records if mode == "slots" else None,
+                                  balanced=mode == "balanced")
         lo, hi = self.pred_lower, self.pred_upper
         session = self.releases(rng)
         medians = []
