@@ -87,9 +87,14 @@ def row_bound(x_bound: float, fit_intercept: bool, intercept_scaling: float) -> 
     >>> round(row_bound(1.0, True, 1.0), 6)
     1.414214
     """
-    if fit_intercept:
-        return math.hypot(x_bound, intercept_scaling)
-    return float(x_bound)
+    bound = math.hypot(x_bound, intercept_scaling) if fit_intercept else float(x_bound)
+    if not math.isfinite(bound * bound):
+        names = "x_bound and intercept_scaling" if fit_intercept else "x_bound"
+        raise ValueError(
+            f"{names} must keep the squared row bound finite (the row bound at most "
+            f"1e154), got a row bound of {bound!r}"
+        )
+    return bound
 
 
 def _design(X: np.ndarray, fit_intercept: bool, intercept_scaling: float) -> np.ndarray:
