@@ -26,26 +26,104 @@ from .compose import compose
 __all__ = ["random_allocation_delta_mc", "random_allocation_lower_epsilon"]
 
 
+#: relative error allowed per unit of a log-CDF value (a few hundred ulps: scipy's
+#: ``log_ndtr`` is accurate to a few ulps, the products and ``log1mexp`` add a few more)
+_LOG_ULPS = 1e-13
+
+
+def _log1mexp(x: np.ndarray) -> np.ndarray:
+    """``log(1 - e^x)`` for ``x <= 0``, accurate near 0 and for very negative ``x``."""
+    x = np.minimum(x, 0.0)
+    with np.errstate(divide="ignore"):
+        return np.where(x > -math.log(2.0), np.log(-np.expm1(x)), np.log1p(-np.exp(x)))
+
+
+def _log_max_cdf_sf(z: np.ndarray, shifts: tuple[float, ...], counts: tuple[int, ...]):
+    """``log F`` and ``log(1 - F)`` of ``max`` of independent ``N(shift_j, 1)``, ``counts_j`` each.
+
+    ``1 - F`` comes from the survival functions, not from ``1 - F``: where every factor's
+    upper tail is below ``1e-200`` it is their sum (relative error below ``1e-190``,
+    the inclusion-exclusion remainder), elsewhere ``log(1 - exp(log F))`` with ``log F``
+    built from ``log_ndtr`` (accurate, since then ``1 - F`` is not below ``1e-200``).
+    """
+    log_f = sum(c * special.log_ndtr(z - s) for s, c in zip(shifts, counts, strict=True))
+    log_tails = [math.log(c) + special.log_ndtr(s - z) for s, c in zip(shifts, counts, strict=True)]
+    tail_sum = special.logsumexp(np.stack(log_tails), axis=0)
+    log_sf = np.where(tail_sum < -460.0, tail_sum, _log1mexp(log_f))
+    return log_f, log_sf
+
+
+def _log_bin_masses(log_f: np.ndarray, log_sf: np.ndarray):
+    """Log-masses of ``(-inf, z_0], (z_0, z_1], ..., (z_B, inf)`` and their error bounds.
+
+    A bin's mass is ``F(b) - F(a)`` where ``F(b) <= 1/2`` and ``S(a) - S(b)`` otherwise
+    (``S = 1 - F``), each as ``log`` of the larger plus ``log1mexp`` of the difference of
+    logs: no cancellation near 1, no underflow in the tails.  The returned bound ``eta``
+    on the absolute error of each log-mass is ``_LOG_ULPS (1 + |log a| + |log b|)`` for
+    the two logs, plus that error over ``|log a - log b|`` for ``log1mexp`` (its
+    derivative is at most ``1 / |x|``).
+    """
+    lf_a, lf_b = log_f[:-1], log_f[1:]
+    ls_a, ls_b = log_sf[:-1], log_sf[1:]
+    use_cdf = lf_b <= -math.log(2.0)
+    hi = np.where(use_cdf, lf_b, ls_a)
+    lo = np.where(use_cdf, lf_a, ls_b)
+    gap = lo - hi  # <= 0
+    err = _LOG_ULPS * (1.0 + np.abs(hi) + np.where(np.isfinite(lo), np.abs(lo), 0.0))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        inner = hi + _log1mexp(gap)
+        eta = err + np.where(gap < 0, 2.0 * err / np.abs(gap), np.inf)
+    log_m = np.concatenate([[log_f[0]], inner, [log_sf[-1]]])
+    e0 = _LOG_ULPS * (1.0 + abs(log_f[0]))
+    e1 = _LOG_ULPS * (1.0 + abs(log_sf[-1]))
+    eta = np.concatenate([[e0], eta, [e1]])
+    return log_m, eta
+
+
+def max_test_laws(sigma: float, steps: int, bins: int = 4000):
+    """Loss laws ``(remove, add)`` of the binned largest coordinate, rounded to lower-bound.
+
+    The statistic is ``max_j x_j / sigma`` of one epoch's ``T`` coordinates, binned at
+    ``bins + 1`` edges in ``[-1, 9 + 1/sigma]``; ``Q`` (record absent) is the law of the
+    largest of ``T`` standard normals, ``P`` (record in one uniform step) of the largest
+    of ``N(1/sigma, 1)`` and ``T - 1`` standard normals.  Masses are computed in log
+    space (:func:`_log_bin_masses`) and rounded outward by their error bound ``eta``:
+    in each direction the numerator's masses down (``e^{-eta}``), the denominator's up
+    (``e^{+eta}``).  This is the safe way for a lower bound: pointwise
+    ``(p'_i - e^eps q'_i)_+ <= (p_i - e^eps q_i)_+`` when ``p' <= p`` and ``q' >= q``, so
+    every hockey-stick divergence, and hence epsilon, of the rounded pair is at most the
+    binned pair's; products of such measures keep both inequalities, so composed epochs do
+    too.  Losses are differences of log-masses, so no mass underflows into an infinite
+    loss; an atom whose numerator underflows to 0 is dropped (rounded down to 0).
+    """
+    mu = 1.0 / sigma  # the record's mean in units of sigma (0 when sigma is huge)
+    z = np.linspace(-1.0, 9.0 + mu, bins + 1)
+    lq_f, lq_s = _log_max_cdf_sf(z, (0.0,), (steps,))
+    if steps > 1:
+        lp_f, lp_s = _log_max_cdf_sf(z, (mu, 0.0), (1, steps - 1))
+    else:
+        lp_f, lp_s = _log_max_cdf_sf(z, (mu,), (1,))
+    log_q, eta_q = _log_bin_masses(lq_f, lq_s)
+    log_p, eta_p = _log_bin_masses(lp_f, lp_s)
+
+    def law(log_num, eta_num, log_den, eta_den):
+        num = log_num - eta_num  # rounded down
+        den = log_den + eta_den  # rounded up
+        mass = np.exp(num)
+        keep = (mass > 0) & np.isfinite(den)
+        return AtomicLossLaw(losses=num[keep] - den[keep], p=mass[keep])
+
+    return law(log_p, eta_p, log_q, eta_q), law(log_q, eta_q, log_p, eta_p)
+
+
 class _MaxTestPair(Mechanism):
-    """The binned largest-coordinate statistic of one allocation epoch (k = 1)."""
+    """The binned largest-coordinate statistic of one allocation epoch (k = 1),
+    with masses rounded for a lower bound (:func:`max_test_laws`)."""
 
     declares = Capabilities(loss_laws=True)
 
     def __init__(self, sigma: float, steps: int, bins: int = 4000) -> None:
-        lo = -1.0 * sigma
-        hi = 1.0 + 9.0 * sigma
-        edges = np.linspace(lo, hi, bins + 1)
-        log_phi = special.log_ndtr(edges / sigma)
-        log_phi1 = special.log_ndtr((edges - 1.0) / sigma)
-        # CDFs of the maximum: Q (record absent) and P (record in one uniform step)
-        log_fq = steps * log_phi
-        log_fp = log_phi1 + (steps - 1) * log_phi
-        fq = np.exp(log_fq)
-        fp = np.exp(log_fp)
-        q = np.concatenate([[fq[0]], np.diff(fq), [-math.expm1(log_fq[-1])]])
-        p = np.concatenate([[fp[0]], np.diff(fp), [-math.expm1(log_fp[-1])]])
-        q, p = np.maximum(q, 0.0), np.maximum(p, 0.0)
-        self._laws = (AtomicLossLaw.from_pair(p, q), AtomicLossLaw.from_pair(q, p))
+        self._laws = max_test_laws(sigma, steps, bins)
 
     def _loss_laws(self):
         return self._laws
