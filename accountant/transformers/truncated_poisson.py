@@ -169,6 +169,8 @@ class TruncatedPoissonGaussianMechanism(Mechanism):
     max_batch_size: int
 
     declares = Capabilities(rdp=True, loss_laws=True)
+    #: its PLDs are those of the revealed mixture, which only dominates the step
+    brackets_dominating_pair = True
 
     def __post_init__(self) -> None:
         object.__setattr__(
