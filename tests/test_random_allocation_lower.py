@@ -311,3 +311,18 @@ def test_huge_sigma_gives_a_tiny_lower_bound_at_once(sigma):
     # 2 Phi(1 / (2 sigma)) - 1 < 1e-6 already: its epsilon at delta = 1e-6 is 0
     assert 2 * stats.norm.cdf(0.5 / sigma) - 1 < 1e-6
     assert random_allocation_lower_epsilon(sigma, 10, 1e-6) == 0.0
+
+
+@pytest.mark.parametrize("samples", [2, 2.0, 100])
+def test_monte_carlo_never_claims_a_zero_width_interval(samples):
+    # main at 4230a13 returned (0.0, 0.0, 0.0) for samples=2.0: an interval that claims
+    # certainty; with every sample 0 the exact bound 1 - (1 - confidence)^(1/n) is used
+    est, lo, hi = random_allocation_delta_mc(
+        1.0, 100, 3.0, samples=samples, rng=np.random.default_rng(0), confidence=0.9
+    )
+    assert est == lo == 0.0 and hi == pytest.approx(1 - 0.1 ** (1 / int(samples)))
+
+
+def test_monte_carlo_needs_two_samples():
+    with pytest.raises(ValueError, match="samples"):
+        random_allocation_delta_mc(1.0, 10, 1.0, samples=1, rng=np.random.default_rng(0))

@@ -149,6 +149,24 @@ def _gaussian_sigma(mechanism: object) -> float:
     return sigma_below(mu)
 
 
+def gaussian_epsilon_is_zero(mu: float, delta: float) -> bool:
+    """True when ``N(mu, 1)`` against ``N(0, 1)`` has epsilon 0 at ``delta``.
+
+    That is when ``delta`` is at least the pair's total variation
+    ``2 Phi(mu / 2) - 1 = erf(mu / (2 sqrt 2))`` (its delta at epsilon 0), taken
+    ``1e-9`` relative above the float ``erf``.  Any run dominated by that pair (at most
+    ``mu^2 sigma^2`` unamplified unit steps) then has epsilon 0 too, which answers
+    ``sigma = 1e6`` or ``1e308`` at once, where the amplification routes would take
+    seconds or overflow.
+
+    Examples
+    --------
+    >>> gaussian_epsilon_is_zero(1e-7, 1e-6), gaussian_epsilon_is_zero(1.0, 1e-6)
+    (True, False)
+    """
+    return math.erf(mu / (2.0 * math.sqrt(2.0))) * (1.0 + 1e-9) <= delta
+
+
 def _partitions(n: int):
     """All partitions of ``n`` as tuples of parts in non-increasing order."""
 
@@ -430,9 +448,9 @@ class RandomAllocationMechanism(Mechanism):
 
     def __post_init__(self) -> None:
         _gaussian_sigma(self.base)
-        check_count(self.steps, "steps")
-        check_count(self.k, "k")
-        check_count(self.epochs, "epochs")
+        # counts accept integral floats (2.0) as everywhere else, stored as ints
+        for name in ("steps", "k", "epochs"):
+            object.__setattr__(self, name, check_count(getattr(self, name), name))
         if self.k > self.steps:
             raise ValueError(f"k must be <= steps ({self.steps}), got {self.k}")
 
@@ -702,17 +720,22 @@ class RandomAllocationMechanism(Mechanism):
         flat = [check_delta(d, allow_zero=True) for d in d_arr.reshape(-1)]
         if 0.0 in flat:  # pure DP: a Gaussian has none, and this names pure_epsilon
             pure_epsilon_at_zero_delta(self)
-        out = np.array(
-            [
-                min(
-                    max(self._epsilon_directions(d, tol)),
-                    float(self.unamplified.epsilon(d)),
-                    float(self.pld_route.epsilon(d, tol=tol)) if self.steps > self.k else math.inf,
-                )
-                for d in flat
-            ]
-        )
+        out = np.array([self._epsilon_at(d, tol) for d in flat])
         return float(out[0]) if d_arr.ndim == 0 else out.reshape(d_arr.shape)
+
+    def _epsilon_at(self, delta: float, tol: float | None) -> float:
+        """:meth:`epsilon` at one delta; 0 at once when the unamplified Gaussian is 0
+        there (every route is >= 0: nothing is left to amplify, e.g. sigma = 1e6)."""
+        if gaussian_epsilon_is_zero(math.sqrt(self.k * self.epochs) / self.sigma, delta):
+            return 0.0  # (the composed Gaussian itself overflows at sigma = 1e308)
+        unamplified = float(self.unamplified.epsilon(delta))
+        if unamplified == 0.0:
+            return 0.0
+        return min(
+            max(self._epsilon_directions(delta, tol)),
+            unamplified,
+            float(self.pld_route.epsilon(delta, tol=tol)) if self.steps > self.k else math.inf,
+        )
 
     def delta(self, epsilon, *, tol: float | None = None):
         """Sound upper bound on delta at ``epsilon``.

@@ -80,7 +80,7 @@ def _log_bin_masses(log_f: np.ndarray, log_sf: np.ndarray):
     return log_m, eta
 
 
-def max_test_laws(sigma: float, steps: int, bins: int = 4000):
+def _max_test_laws(sigma: float, steps: int, bins: int = 4000):
     """Loss laws ``(remove, add)`` of the binned largest coordinate, rounded to lower-bound.
 
     The statistic is ``max_j x_j / sigma`` of one epoch's ``T`` coordinates, binned at
@@ -118,12 +118,12 @@ def max_test_laws(sigma: float, steps: int, bins: int = 4000):
 
 class _MaxTestPair(Mechanism):
     """The binned largest-coordinate statistic of one allocation epoch (k = 1),
-    with masses rounded for a lower bound (:func:`max_test_laws`)."""
+    with masses rounded for a lower bound (:func:`_max_test_laws`)."""
 
     declares = Capabilities(loss_laws=True)
 
     def __init__(self, sigma: float, steps: int, bins: int = 4000) -> None:
-        self._laws = max_test_laws(sigma, steps, bins)
+        self._laws = _max_test_laws(sigma, steps, bins)
 
     def _loss_laws(self):
         return self._laws
@@ -138,7 +138,11 @@ def random_allocation_lower_epsilon(
     a unit gradient for the target, zero for everyone else) observes, per epoch, the
     largest of the ``T`` noisy coordinates, binned.  Its pair is a post-processing of
     the mechanism's, so its epsilon -- taken at the lower end of the engine's certified
-    bracket after composing the epochs -- is below the mechanism's.
+    bracket after composing the epochs -- is below the mechanism's.  The bins' masses
+    are computed in log space (upper tails from survival functions) and rounded by
+    their error bound in the safe direction for a lower bound: the numerator of each
+    direction down, the denominator up (:func:`_max_test_laws`), so every
+    hockey-stick divergence of the rounded pair is at most the binned pair's.
 
     Parameters
     ----------
@@ -198,7 +202,10 @@ def random_allocation_delta_mc(
     epochs : int, default 1
         Epochs composed, >= 1.
     samples : int, default 200_000
-        Monte Carlo samples, >= 1; the interval narrows like ``1/sqrt(samples)``.
+        Monte Carlo samples, >= 2 (an integral float such as ``2.0`` is accepted); the
+        interval narrows like ``1/sqrt(samples)``.  When every sample is 0 the normal
+        interval would be ``[0, 0]``: its upper end is then ``1 - (1 - confidence)^(1/n)``
+        instead (exact for any variable in ``[0, 1]``, since ``P(X = 0) <= 1 - E X``).
     rng : numpy.random.Generator
         The source of randomness (required: the estimate is reproducible only from a
         seeded generator).
@@ -220,6 +227,8 @@ def random_allocation_delta_mc(
     e = check_count(epochs, "epochs")
     eps = check_epsilon(epsilon)
     n = check_count(samples, "samples")
+    if n < 2:
+        raise ValueError(f"samples must be an integer >= 2 (the interval needs a spread), got {n}")
     confidence = check_probability("confidence", confidence)
     if not isinstance(rng, np.random.Generator):
         raise TypeError(f"rng must be a numpy.random.Generator, got {rng!r}")
@@ -239,4 +248,7 @@ def random_allocation_delta_mc(
     est = float(vals.mean())
     se = float(vals.std(ddof=1)) / math.sqrt(n)
     z = float(special.ndtri(0.5 + 0.5 * confidence))
-    return est, max(est - z * se, 0.0), est + z * se
+    low, high = max(est - z * se, 0.0), est + z * se
+    if float(vals.max()) == 0.0:  # no spread to estimate: the exact all-zero bound
+        high = -math.expm1(math.log1p(-confidence) / n)
+    return est, low, high
