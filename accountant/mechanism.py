@@ -203,8 +203,10 @@ class Mechanism:
 
     @property
     def bracket_bounds(self) -> str:
-        """What :meth:`epsilon_bounds` brackets: ``"mechanism"`` or ``"dominating pair"``
-        (:func:`~dpacct.accountant.bracket.bracket_subject`)."""
+        """What :meth:`epsilon_bounds` brackets: ``"mechanism"`` or ``"dominating pair"``.
+
+        See :func:`~dpacct.accountant.bracket.bracket_subject`.
+        """
         return bracket_subject(self)
 
     @property

@@ -46,7 +46,7 @@ from dpacct.accountant import (
 )
 from dpacct.accountant.extras import import_optional
 from dpacct.accountant.families.gaussian import GaussianMechanism
-from dpacct.accountant.transformers.random_allocation import gaussian_epsilon_is_zero
+from dpacct.accountant.transformers.random_allocation_lower import gaussian_epsilon_is_zero
 from dpacct.accountant.validation import (
     check_count,
     check_delta,

@@ -116,7 +116,11 @@ from ..validation import (
     show_value,
 )
 from .compose import compose
-from .random_allocation_lower import random_allocation_delta_mc, random_allocation_lower_epsilon
+from .random_allocation_lower import (
+    gaussian_epsilon_is_zero,
+    random_allocation_delta_mc,
+    random_allocation_lower_epsilon,
+)
 from .random_allocation_pld import AllocationEpochPair
 from .subsample import poisson_subsample
 
@@ -147,24 +151,6 @@ def _gaussian_sigma(mechanism: object) -> float:
     if type(mechanism) is GaussianMechanism:
         return float(mechanism.sigma)
     return sigma_below(mu)
-
-
-def gaussian_epsilon_is_zero(mu: float, delta: float) -> bool:
-    """True when ``N(mu, 1)`` against ``N(0, 1)`` has epsilon 0 at ``delta``.
-
-    That is when ``delta`` is at least the pair's total variation
-    ``2 Phi(mu / 2) - 1 = erf(mu / (2 sqrt 2))`` (its delta at epsilon 0), taken
-    ``1e-9`` relative above the float ``erf``.  Any run dominated by that pair (at most
-    ``mu^2 sigma^2`` unamplified unit steps) then has epsilon 0 too, which answers
-    ``sigma = 1e6`` or ``1e308`` at once, where the amplification routes would take
-    seconds or overflow.
-
-    Examples
-    --------
-    >>> gaussian_epsilon_is_zero(1e-7, 1e-6), gaussian_epsilon_is_zero(1.0, 1e-6)
-    (True, False)
-    """
-    return math.erf(mu / (2.0 * math.sqrt(2.0))) * (1.0 + 1e-9) <= delta
 
 
 def _partitions(n: int):

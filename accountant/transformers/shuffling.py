@@ -40,11 +40,8 @@ from dataclasses import dataclass
 from ..mechanism import Mechanism
 from ..validation import check_count, check_delta
 from .compose import compose
-from .random_allocation import (
-    _gaussian_sigma,
-    gaussian_epsilon_is_zero,
-    random_allocation_lower_epsilon,
-)
+from .random_allocation import _gaussian_sigma
+from .random_allocation_lower import gaussian_epsilon_is_zero, random_allocation_lower_epsilon
 from .subsample import poisson_subsample
 
 __all__ = ["ShufflingReport", "shuffled_batches"]
