@@ -86,3 +86,14 @@ def test_the_reported_dp_accounting_event_says_dominating_pair():
     assert b.bounds == DOMINATING_PAIR
     # the reason: dp_accounting's PLD answer for the mechanism (0.751274) is below it
     assert b[0] > 0.7513
+
+
+def test_a_ledger_holding_a_truncated_poisson_step_says_so():
+    from dpacct.accountant import PrivacyAccountant
+
+    acct = PrivacyAccountant()
+    acct.step(noise_multiplier=1.0, sample_rate=0.01, count=10)
+    assert acct.epsilon_bounds(1e-5).bounds == MECHANISM
+    acct.record(CUT, count=3)
+    b = acct.epsilon_bounds(1e-5)
+    assert b.bounds == DOMINATING_PAIR and b[0] <= b[1]
