@@ -97,3 +97,14 @@ def test_a_ledger_holding_a_truncated_poisson_step_says_so():
     acct.record(CUT, count=3)
     b = acct.epsilon_bounds(1e-5)
     assert b.bounds == DOMINATING_PAIR and b[0] <= b[1]
+
+
+def test_the_random_allocation_pld_route_is_a_dominating_pair():
+    from dpacct.accountant import random_allocation
+
+    ra = random_allocation(GaussianMechanism(sigma=1.0), steps=100, epochs=2)
+    assert ra.pld_route.bracket_bounds == DOMINATING_PAIR
+    # the mechanism's own bracket has lower end 0 (RDP and the routes give no lower
+    # bound): true of the mechanism
+    b = ra.epsilon_bounds(1e-6)
+    assert b.bounds == MECHANISM and b[0] == 0.0 < b[1]
