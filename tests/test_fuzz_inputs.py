@@ -397,6 +397,7 @@ NOT_FUZZED: dict[str, str] = {
             "TreeRelease",
             "TrainingHistory",
             "ShufflingReport",
+            "Bracket",
             "SamplerReport",
             "SchemeEpsilon",
             "TheilSenFit",
