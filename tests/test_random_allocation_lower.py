@@ -326,3 +326,21 @@ def test_monte_carlo_never_claims_a_zero_width_interval(samples):
 def test_monte_carlo_needs_two_samples():
     with pytest.raises(ValueError, match="samples"):
         random_allocation_delta_mc(1.0, 10, 1.0, samples=1, rng=np.random.default_rng(0))
+
+
+@pytest.mark.parametrize(("steps", "sigma", "delta"), sorted({k[:3] for k in BINNED_REFERENCE}))
+def test_one_epoch_is_read_exactly_from_its_atoms(steps, sigma, delta):
+    # one epoch skips the PLD grid: the rounded atoms' own epsilon, just below the
+    # binned pair's exact one (50-digit reference)
+    exact = max(BINNED_REFERENCE[steps, sigma, delta, d] for d in ("remove", "add"))
+    lo = random_allocation_lower_epsilon(sigma, steps, delta)
+    assert exact * (1 - 1e-8) <= lo <= exact
+
+
+@pytest.mark.parametrize("sigma", [1e-5, 1e-10, 1e-100])
+def test_tiny_sigma_is_bounded_without_a_grid(sigma):
+    # main at 4230a13 ran out of memory at 1e-10 (a PLD grid over losses ~ 1 / sigma^2)
+    upper = GaussianMechanism(sigma=sigma / math.sqrt(3)).epsilon(1e-6)  # unamplified
+    one_step = GaussianMechanism(sigma=sigma).epsilon(1e-6)  # ~ one epoch at tiny sigma
+    lo = random_allocation_lower_epsilon(sigma, 10, 1e-6, epochs=3)
+    assert 0.9 * one_step <= lo <= upper

@@ -90,9 +90,9 @@ def _log_bin_masses(log_f: np.ndarray, log_sf: np.ndarray):
     use_cdf = lf_b <= -math.log(2.0)
     hi = np.where(use_cdf, lf_b, ls_a)
     lo = np.where(use_cdf, lf_a, ls_b)
-    gap = lo - hi  # <= 0
-    err = _LOG_ULPS * (1.0 + np.abs(hi) + np.where(np.isfinite(lo), np.abs(lo), 0.0))
     with np.errstate(divide="ignore", invalid="ignore"):
+        gap = lo - hi  # <= 0 (NaN where both are -inf: an empty bin, eta = inf below)
+        err = _LOG_ULPS * (1.0 + np.abs(hi) + np.where(np.isfinite(lo), np.abs(lo), 0.0))
         inner = hi + _log1mexp(gap)
         eta = err + np.where(gap < 0, 2.0 * err / np.abs(gap), np.inf)
     log_m = np.concatenate([[log_f[0]], inner, [log_sf[-1]]])
@@ -129,8 +129,9 @@ def _max_test_laws(sigma: float, steps: int, bins: int = 4000):
     log_p, eta_p = _log_bin_masses(lp_f, lp_s)
 
     def law(log_num, eta_num, log_den, eta_den):
-        num = log_num - eta_num  # rounded down
-        den = log_den + eta_den  # rounded up
+        with np.errstate(invalid="ignore"):
+            num = log_num - eta_num  # rounded down
+            den = log_den + eta_den  # rounded up (NaN where unknown: the atom is dropped)
         mass = np.exp(num)
         keep = (mass > 0) & np.isfinite(den)
         return AtomicLossLaw(losses=num[keep] - den[keep], p=mass[keep])
@@ -164,7 +165,10 @@ def random_allocation_lower_epsilon(
     are computed in log space (upper tails from survival functions) and rounded by
     their error bound in the safe direction for a lower bound: the numerator of each
     direction down, the denominator up (:func:`_max_test_laws`), so every
-    hockey-stick divergence of the rounded pair is at most the binned pair's.
+    hockey-stick divergence of the rounded pair is at most the binned pair's.  One
+    epoch (and any ``sigma < 1e-4``, whose losses are too wide for a grid: then one
+    epoch bounds them all) is read exactly off the rounded atoms
+    (:func:`_atomic_epsilon_lower`); several epochs are composed by the PLD engine.
 
     Parameters
     ----------
@@ -187,9 +191,50 @@ def random_allocation_lower_epsilon(
     t = check_count(steps, "steps")
     e = check_count(epochs, "epochs")
     d = check_delta(delta)
+    if e == 1 or s < _ENGINE_SIGMA:
+        # one epoch's pair read exactly (no PLD grid: tighter, and below _ENGINE_SIGMA
+        # the losses reach ~1 / sigma^2, too wide for a grid); with several epochs it is
+        # a lower bound on all of them (the other epochs only add loss)
+        return max(_atomic_epsilon_lower(law, d) for law in _max_test_laws(s, t))
     pair = _MaxTestPair(s, t)
     run = compose([pair], counts=[e]) if e > 1 else pair
     return float(run.epsilon_bounds(d)[0])
+
+
+#: below this sigma the lower bound reads one epoch's atoms directly (no PLD grid)
+_ENGINE_SIGMA = 1e-4
+
+
+def _atomic_epsilon_lower(law: AtomicLossLaw, delta: float) -> float:
+    """A lower bound on the epsilon at ``delta`` of one direction of a finite pair.
+
+    With the atoms sorted by loss, ``delta(eps) = P_k - e^eps Q_k`` between the
+    ``k``-th and ``k+1``-th largest losses (``P_k``, ``Q_k`` the masses above), so
+    ``eps = log(P_k - delta) - log Q_k`` on the first interval where it falls.  That
+    float is then lowered until ``delta(eps)``, evaluated directly, exceeds ``delta``
+    by more than its rounding error (``1e-9`` relative): then the true epsilon, the
+    least ``eps`` with ``delta(eps) <= delta``, is above it.  0 if none is found.
+    """
+    order = np.argsort(law.losses)[::-1]
+    loss, p = law.losses[order], law.p[order]
+    big_p = np.cumsum(p)
+    log_q = np.logaddexp.accumulate(np.log(p) - loss)  # log Q_k, no underflow
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cand = np.log(big_p - delta) - log_q
+    below = np.concatenate([loss[1:], [-np.inf]])
+    ok = np.flatnonzero((cand >= below) & (cand <= loss) & (big_p > delta))
+    if ok.size == 0:
+        return 0.0
+    eps = float(cand[ok[0]])
+    for _ in range(60):
+        if eps <= 0.0:
+            return 0.0
+        above = loss > eps
+        value = float(np.sum(-p[above] * np.expm1(eps - loss[above])))
+        if value * (1.0 - 1e-9) > delta:
+            return eps
+        eps -= max(abs(eps) * 1e-9, 1e-300) * 2.0 ** _
+    return 0.0
 
 
 def random_allocation_delta_mc(
