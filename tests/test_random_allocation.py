@@ -309,3 +309,11 @@ def test_huge_noise_is_zero_at_once():
     g = GaussianMechanism(sigma=1e308)
     assert random_allocation(g, 100, epochs=10).epsilon(1e-5) == 0.0
     assert random_allocation(GaussianMechanism(sigma=1e6), 100, epochs=10).epsilon(1e-5) == 0.0
+
+
+@pytest.mark.parametrize("sigma", [1e-3, 0.05, 0.15])
+def test_small_sigma_has_a_finite_bound(sigma):
+    # main at 4230a13 overflowed in add_rdp (e^{1/sigma^2}) and in the epoch law
+    ra = random_allocation(GaussianMechanism(sigma=sigma), 60, epochs=10)
+    eps = ra.epsilon(1e-5)
+    assert 0 < eps <= ra.unamplified.epsilon(1e-5)

@@ -168,3 +168,18 @@ def test_huge_noise_reports_zero_where_the_unamplified_run_is_free(sigma):
             assert row.epsilon == 0.0
         assert row.lower is None or row.lower <= row.epsilon
     assert r["balls-in-bins"].epsilon == 0.0  # 10 unamplified steps are already free
+
+
+@pytest.mark.parametrize("sigma", [1e-10, 1e-3, 0.05, 0.3])
+def test_tiny_noise_reports_every_row(sigma):
+    # main at 4230a13: OverflowError at 1e-3 and 0.05 (the add-direction RDP's
+    # e^{1/sigma^2}, the epoch law's variance), out of memory at 1e-10 (the lower bound's
+    # grid), and 20-40 s for an infinite PLD route at 0.3
+    r = dp.sampler_report(
+        sigma, 1e-5, scheme="poisson", dataset_size=6000, batch_size=100, epochs=10
+    )
+    unamplified = dp.GaussianMechanism(sigma=sigma / math.sqrt(10)).epsilon(1e-5)
+    for row in r.rows:
+        assert 0 < row.epsilon < math.inf
+        assert row.lower is None or row.lower <= row.epsilon
+    assert r["balls-in-bins"].epsilon <= unamplified * (1 + 1e-9)
