@@ -6,6 +6,7 @@ The public entry points are the :class:`Mechanism` contract and the transformers
 
 from dpacct import _exports
 
+from .bracket import Bracket
 from .families.custom import (
     GaussianDPMechanism,
     MissingCapabilityError,

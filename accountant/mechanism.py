@@ -59,6 +59,7 @@ from typing import ClassVar
 import numpy as np
 
 from . import routes
+from .bracket import Bracket, bracket_subject
 from .capabilities import Capabilities, MissingCapabilityError, check_declaration
 from .families.declared import DeltaCurveDeclaration, LossLawDeclaration, RDPCurveDeclaration
 from .families.gaussian_dp import certified_gaussian_delta
@@ -196,6 +197,17 @@ class Mechanism:
         """
         privacy = self.privacy
         return type(self).declares if privacy is self else privacy.capabilities
+
+    #: True for a class whose PLDs are of a pair that only dominates it
+    brackets_dominating_pair: ClassVar[bool] = False
+
+    @property
+    def bracket_bounds(self) -> str:
+        """What :meth:`epsilon_bounds` brackets: ``"mechanism"`` or ``"dominating pair"``.
+
+        See :func:`~dpacct.accountant.bracket.bracket_subject`.
+        """
+        return bracket_subject(self)
 
     @property
     def privacy(self) -> Mechanism:
@@ -479,13 +491,17 @@ class Mechanism:
         (:func:`~dpacct.accountant.routes.epsilon_upper`)."""
         return routes.epsilon_upper(self, delta, tol)
 
-    def epsilon_bounds(self, delta: float, *, tol: float | None = None) -> tuple[float, float]:
-        """A certified bracket ``(lower, upper)`` of the true epsilon at ``delta``.
+    def epsilon_bounds(self, delta: float, *, tol: float | None = None) -> Bracket:
+        """A certified bracket ``(lower, upper)`` of epsilon at ``delta``.
 
         For exact curves the bracket is the numerical inversion interval; for PLDs it
         comes from the optimistic and pessimistic discretisations; with only an RDP
         curve the lower end is 0 (RDP gives no lower bound).  ``delta = 0`` brackets the
         pure epsilon (:func:`~dpacct.accountant.families.pure.pure_epsilon_bounds`).
+        The result is a :class:`~dpacct.accountant.bracket.Bracket` (a 2-tuple) whose
+        ``bounds`` says what it brackets: ``"mechanism"`` -- the true epsilon is inside
+        -- or ``"dominating pair"`` (:attr:`bracket_bounds`, e.g. truncated Poisson):
+        then only ``upper`` bounds the mechanism, ``lower`` bounds the pair's epsilon.
 
         Parameters
         ----------
@@ -507,9 +523,8 @@ class Mechanism:
         if self.privacy is not self:
             return self.privacy.epsilon_bounds(delta, tol=tol)
         d, tol = check_delta(delta, allow_zero=True), check_tol(tol)
-        if d == 0:  # pure DP
-            return pure_epsilon_bounds(self, tol)
-        return self._epsilon_bounds(d, tol)
+        lo, hi = pure_epsilon_bounds(self, tol) if d == 0 else self._epsilon_bounds(d, tol)
+        return Bracket(lo, hi, self.bracket_bounds)
 
     def _epsilon_bounds(self, delta: float, tol: float | None) -> tuple[float, float]:
         """The certified bracket at one delta > 0

@@ -46,6 +46,7 @@ from dpacct.accountant import (
 )
 from dpacct.accountant.extras import import_optional
 from dpacct.accountant.families.gaussian import GaussianMechanism
+from dpacct.accountant.transformers.random_allocation_lower import gaussian_epsilon_is_zero
 from dpacct.accountant.validation import (
     check_count,
     check_delta,
@@ -74,6 +75,17 @@ _WHAT = {
     "random-allocation": "each record in k random steps of k epochs (random allocation)",
     "fixed-size": "fresh fixed-size batch each step, without replacement (replace-one)",
 }
+
+#: each row's neighbouring relation (as in the rows :func:`sampler_report` computes)
+_RELATION = {
+    "poisson": "add/remove",
+    "shuffle": "zero-out",
+    "balls-in-bins": "add/remove",
+    "random-allocation": "add/remove",
+    "fixed-size": "replace-one",
+}
+#: the rows that carry a certified lower bound
+_HAS_LOWER = ("shuffle", "balls-in-bins")
 
 
 @dataclass(frozen=True)
@@ -374,6 +386,16 @@ def sampler_report(
         raise ValueError(f"k must divide epochs ({e}), got {kk}")
     q, t = _steps_per_epoch(sample_rate, dataset_size, batch_size)
     steps = t * e
+    if gaussian_epsilon_is_zero(2.0 * math.sqrt(steps) / sigma, d):
+        # every row is at most all steps unamplified at sensitivity 2 (replace-one):
+        # epsilon 0 there, so 0 in every row (at once, also where sigma = 1e308 overflows)
+        rows = tuple(
+            SchemeEpsilon(
+                name, 0.0, 0.0 if name in _HAS_LOWER else None, _RELATION[name], _WHAT[name]
+            )
+            for name in SCHEMES
+        )
+        return SamplerReport(rows, scheme, sigma, d, t, e, q, kk)
     gauss = GaussianMechanism(sigma=sigma)
     shuffled = shuffled_batches(gauss, t, e, d)
     bib = float(random_allocation(gauss, steps=t, k=1, epochs=e).epsilon(d))

@@ -16,6 +16,7 @@ ACCOUNTANT: tuple[str, ...] = (
     "ADD_REMOVE",
     "REPLACE_ONE",
     "AtomicLossLaw",
+    "Bracket",
     "BudgetExceededError",
     "Capabilities",
     "ComposedMechanism",

@@ -292,3 +292,28 @@ def test_two_of_three_allocation_below_its_block_product():
             assert exact <= bound + 1e-6
         # and the library's answer covers the block product in the remove direction
         assert mech.delta(math.log(gamma)) >= hockey(block, gamma, False) - 1e-6
+
+
+def test_counts_accept_integral_floats_like_everywhere_else():
+    # main at 4230a13 refused random_allocation(G, 2.0) (a TypeError deep in the RDP)
+    g = GaussianMechanism(sigma=1.0)
+    a = random_allocation(g, 2.0, k=1.0, epochs=3.0)
+    assert (a.steps, a.k, a.epochs) == (2, 1, 3) and type(a.steps) is int
+    assert a.epsilon(1e-5) == random_allocation(g, 2, epochs=3).epsilon(1e-5)
+    with pytest.raises(TypeError, match="steps"):
+        random_allocation(g, 2.5)
+
+
+def test_huge_noise_is_zero_at_once():
+    # main at 4230a13 raised ZeroDivisionError (the composed Gaussian's 1 / mu)
+    g = GaussianMechanism(sigma=1e308)
+    assert random_allocation(g, 100, epochs=10).epsilon(1e-5) == 0.0
+    assert random_allocation(GaussianMechanism(sigma=1e6), 100, epochs=10).epsilon(1e-5) == 0.0
+
+
+@pytest.mark.parametrize("sigma", [1e-3, 0.05, 0.15])
+def test_small_sigma_has_a_finite_bound(sigma):
+    # main at 4230a13 overflowed in add_rdp (e^{1/sigma^2}) and in the epoch law
+    ra = random_allocation(GaussianMechanism(sigma=sigma), 60, epochs=10)
+    eps = ra.epsilon(1e-5)
+    assert 0 < eps <= ra.unamplified.epsilon(1e-5)

@@ -151,3 +151,35 @@ def test_plot_draws_one_bar_per_scheme(report):
 def test_bad_descriptions_say_what_is_wrong(kwargs, error, match):
     with pytest.raises(error, match=match):
         dp.sampler_report(1.0, DELTA, **kwargs)
+
+
+# ------------------------------------------------------------------ extreme noise
+@pytest.mark.parametrize("sigma", [1e6, 1e308])
+def test_huge_noise_reports_zero_where_the_unamplified_run_is_free(sigma):
+    # main at 4230a13 raised OverflowError at 1e308 and took 41 s (loaded) at 1e6; the
+    # unamplified run (600 steps at sensitivity 2) has total variation
+    # erf(2 sqrt(600) / sigma / (2 sqrt 2)) -- below delta at 1e308, so every row is 0
+    r = dp.sampler_report(
+        sigma, 1e-5, scheme="poisson", dataset_size=6000, batch_size=100, epochs=10
+    )
+    tv = math.erf(2 * math.sqrt(600) / sigma / (2 * math.sqrt(2)))
+    for row in r.rows:
+        if tv < 1e-5:
+            assert row.epsilon == 0.0
+        assert row.lower is None or row.lower <= row.epsilon
+    assert r["balls-in-bins"].epsilon == 0.0  # 10 unamplified steps are already free
+
+
+@pytest.mark.parametrize("sigma", [1e-10, 1e-3, 0.05, 0.3])
+def test_tiny_noise_reports_every_row(sigma):
+    # main at 4230a13: OverflowError at 1e-3 and 0.05 (the add-direction RDP's
+    # e^{1/sigma^2}, the epoch law's variance), out of memory at 1e-10 (the lower bound's
+    # grid), and 20-40 s for an infinite PLD route at 0.3
+    r = dp.sampler_report(
+        sigma, 1e-5, scheme="poisson", dataset_size=6000, batch_size=100, epochs=10
+    )
+    unamplified = dp.GaussianMechanism(sigma=sigma / math.sqrt(10)).epsilon(1e-5)
+    for row in r.rows:
+        assert 0 < row.epsilon < math.inf
+        assert row.lower is None or row.lower <= row.epsilon
+    assert r["balls-in-bins"].epsilon <= unamplified * (1 + 1e-9)

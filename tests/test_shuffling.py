@@ -30,3 +30,12 @@ def test_bad_inputs():
         shuffled_batches(None, 10, 1, 1e-5)
     with pytest.raises(ValueError, match="delta"):
         shuffled_batches(GaussianMechanism(sigma=1.0), 10, 1, 2.0)
+
+
+@pytest.mark.parametrize("sigma", [1e6, 1e308])
+def test_huge_noise_gives_zeros_at_once(sigma):
+    # main at 4230a13 raised ZeroDivisionError at 1e308; 100 * 10 unamplified steps have
+    # total variation erf(sqrt(1000) / sigma / (2 sqrt 2)) < 1e-4 = delta: all three are 0
+    assert math.erf(math.sqrt(1000) / sigma / (2 * math.sqrt(2))) < 1e-4
+    r = shuffled_batches(GaussianMechanism(sigma=sigma), 100, 10, 1e-4)
+    assert (r.upper, r.lower, r.poisson) == (0.0, 0.0, 0.0)

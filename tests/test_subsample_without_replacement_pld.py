@@ -263,3 +263,13 @@ def test_fixed_size_step_and_dp_event_route_by_pld():
 
     lap = subsample_without_replacement(replace_one(LaplaceMechanism(b=2.0)), 0.01)
     assert not lap.capabilities.loss_laws
+
+
+def test_the_bracket_says_it_is_the_symmetric_pairs():
+    # the composed symmetric pair dominates the run; its lower end need not bound the run
+    from dpacct.mechanisms import LaplaceMechanism, fixed_size_gaussian_step, replace_one
+
+    run = compose([fixed_size_gaussian_step(1.0, 0.01)], counts=[100])
+    assert run.epsilon_bounds(1e-5).bounds == "dominating pair"
+    laplace = subsample_without_replacement(replace_one(LaplaceMechanism(b=2.0)), 0.01)
+    assert laplace.epsilon_bounds(1e-5).bounds == "mechanism"

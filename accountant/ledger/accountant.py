@@ -66,6 +66,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from ..bracket import Bracket
 from ..families.gaussian import GaussianMechanism
 from ..mechanism import Mechanism
 from ..pld.schedule import (
@@ -563,7 +564,7 @@ class PrivacyAccountant(LedgerFileMethods):
         mech = self._accounted(upper=True)
         return 0.0 if mech is None else float(mech.delta(e, tol=self._tol))
 
-    def epsilon_bounds(self, delta: float) -> tuple[float, float]:
+    def epsilon_bounds(self, delta: float) -> Bracket:
         """``(lower, upper)`` bracket of the true epsilon spent, as the engine gives it.
 
         Beyond ``EXACT_PHASES`` distinct phases the lower end comes from the schedule
@@ -578,18 +579,20 @@ class PrivacyAccountant(LedgerFileMethods):
 
         Returns
         -------
-        (float, float)
-            ``(lower, upper)``; ``(0.0, 0.0)`` for an empty ledger.
+        Bracket
+            ``(lower, upper)``; ``(0.0, 0.0)`` for an empty ledger.  Its ``bounds`` is
+            ``"dominating pair"`` when a recorded mechanism's bracket is of a pair
+            that only dominates it (truncated Poisson): then only ``upper`` bounds it.
         """
         d = check_delta(delta, allow_zero=True)
         if not self._records.entries:
-            return (0.0, 0.0)
+            return Bracket(0.0, 0.0)
         if d == 0 or not self._records.many_phases():
-            low, high = self.mechanism().epsilon_bounds(d, tol=self._tol)  # type: ignore[union-attr]
+            bracket = self.mechanism().epsilon_bounds(d, tol=self._tol)  # type: ignore[union-attr]
             if d > 0 and self._records.online():
                 # one phase on the online route: the upper end is epsilon()'s answer
-                return (float(low), self.epsilon(d))
-            return (low, high)
+                return Bracket(float(bracket[0]), self.epsilon(d), bracket.bounds)
+            return bracket
         # one route per question: with every record a PLD the upper end is epsilon()'s
         # answer, so the fast path's own upper end is not computed
         fast = self._fast_bounds(d, lower=True, upper=not self._records.all_pld)
@@ -597,11 +600,11 @@ class PrivacyAccountant(LedgerFileMethods):
             if self._records.all_pld:
                 # one route per question: the upper end is the answer epsilon() gives
                 # (the composed history), the lower end the fast path's certified one
-                return (fast[0], self.epsilon(d))
-            return fast
+                return Bracket(fast[0], self.epsilon(d))
+            return Bracket(*fast)  # DP-SGD steps only: the mechanism's own bracket
         upper = float(self._accounted(upper=True).epsilon(d, tol=self._tol))  # type: ignore[union-attr]
-        lower = self._accounted(upper=False).epsilon_bounds(d, tol=self._tol)[0]  # type: ignore[union-attr]
-        return (float(lower), upper)
+        lower = self._accounted(upper=False).epsilon_bounds(d, tol=self._tol)  # type: ignore[union-attr]
+        return Bracket(float(lower[0]), upper, lower.bounds)
 
     def _fast_bounds(
         self, delta: float, *, lower: bool, upper: bool = True

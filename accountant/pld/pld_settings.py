@@ -310,7 +310,13 @@ def discretize_law(law: PrivacyLossLaw, pessimistic: bool, settings: PLDSettings
         while cap is not None and step > cap:
             step /= 2.0  # still a binary fraction of any anchor
         lo, hi = law.quantile_bounds(tail)
-        if (hi - lo) / step + 2 > MAX_GRID:
+        # a law may ask for the split earlier (``split_grid_above``, e.g. one evaluated
+        # per point over many components); its tail then gets at least a quarter as many
+        # points as that threshold, so the answer stays close to the single-scale one
+        early = getattr(law, "split_grid_above", None)
+        if (hi - lo) / step + 2 > (early or MAX_GRID):
+            if early is not None:
+                cap = min(cap if cap is not None else math.inf, 4.0 * (hi - lo) / early)
             split = discretize_split(law, step, pessimistic=pessimistic, tail=tail, coarse_cap=cap)
             return split.merged(MAX_GRID >> 2)
     return discretize(law, step, pessimistic=pessimistic, tail=tail)

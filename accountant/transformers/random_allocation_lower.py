@@ -23,29 +23,130 @@ from ..mechanism import Capabilities, Mechanism
 from ..validation import check_count, check_delta, check_epsilon, check_positive, check_probability
 from .compose import compose
 
-__all__ = ["random_allocation_delta_mc", "random_allocation_lower_epsilon"]
+__all__ = [
+    "gaussian_epsilon_is_zero",
+    "random_allocation_delta_mc",
+    "random_allocation_lower_epsilon",
+]
+
+
+def gaussian_epsilon_is_zero(mu: float, delta: float) -> bool:
+    """True when ``N(mu, 1)`` against ``N(0, 1)`` has epsilon 0 at ``delta``.
+
+    That is when ``delta`` is at least the pair's total variation
+    ``2 Phi(mu / 2) - 1 = erf(mu / (2 sqrt 2))`` (its delta at epsilon 0), taken
+    ``1e-9`` relative above the float ``erf``.  Any run dominated by that pair (at most
+    ``mu^2 sigma^2`` unamplified unit steps) then has epsilon 0 too, which answers
+    ``sigma = 1e6`` or ``1e308`` at once, where the amplification routes would take
+    seconds or overflow.
+
+    Examples
+    --------
+    >>> gaussian_epsilon_is_zero(1e-7, 1e-6), gaussian_epsilon_is_zero(1.0, 1e-6)
+    (True, False)
+    """
+    return math.erf(mu / (2.0 * math.sqrt(2.0))) * (1.0 + 1e-9) <= delta
+
+
+#: relative error allowed per unit of a log-CDF value (a few hundred ulps: scipy's
+#: ``log_ndtr`` is accurate to a few ulps, the products and ``log1mexp`` add a few more)
+_LOG_ULPS = 1e-13
+
+
+def _log1mexp(x: np.ndarray) -> np.ndarray:
+    """``log(1 - e^x)`` for ``x <= 0``, accurate near 0 and for very negative ``x``."""
+    x = np.minimum(x, 0.0)
+    with np.errstate(divide="ignore"):
+        return np.where(x > -math.log(2.0), np.log(-np.expm1(x)), np.log1p(-np.exp(x)))
+
+
+def _log_max_cdf_sf(z: np.ndarray, shifts: tuple[float, ...], counts: tuple[int, ...]):
+    """``log F`` and ``log(1 - F)`` of ``max`` of independent ``N(shift_j, 1)``, ``counts_j`` each.
+
+    ``1 - F`` comes from the survival functions, not from ``1 - F``: where every factor's
+    upper tail is below ``1e-200`` it is their sum (relative error below ``1e-190``,
+    the inclusion-exclusion remainder), elsewhere ``log(1 - exp(log F))`` with ``log F``
+    built from ``log_ndtr`` (accurate, since then ``1 - F`` is not below ``1e-200``).
+    """
+    log_f = sum(c * special.log_ndtr(z - s) for s, c in zip(shifts, counts, strict=True))
+    log_tails = [math.log(c) + special.log_ndtr(s - z) for s, c in zip(shifts, counts, strict=True)]
+    tail_sum = special.logsumexp(np.stack(log_tails), axis=0)
+    log_sf = np.where(tail_sum < -460.0, tail_sum, _log1mexp(log_f))
+    return log_f, log_sf
+
+
+def _log_bin_masses(log_f: np.ndarray, log_sf: np.ndarray):
+    """Log-masses of ``(-inf, z_0], (z_0, z_1], ..., (z_B, inf)`` and their error bounds.
+
+    A bin's mass is ``F(b) - F(a)`` where ``F(b) <= 1/2`` and ``S(a) - S(b)`` otherwise
+    (``S = 1 - F``), each as ``log`` of the larger plus ``log1mexp`` of the difference of
+    logs: no cancellation near 1, no underflow in the tails.  The returned bound ``eta``
+    on the absolute error of each log-mass is ``_LOG_ULPS (1 + |log a| + |log b|)`` for
+    the two logs, plus that error over ``|log a - log b|`` for ``log1mexp`` (its
+    derivative is at most ``1 / |x|``).
+    """
+    lf_a, lf_b = log_f[:-1], log_f[1:]
+    ls_a, ls_b = log_sf[:-1], log_sf[1:]
+    use_cdf = lf_b <= -math.log(2.0)
+    hi = np.where(use_cdf, lf_b, ls_a)
+    lo = np.where(use_cdf, lf_a, ls_b)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        gap = lo - hi  # <= 0 (NaN where both are -inf: an empty bin, eta = inf below)
+        err = _LOG_ULPS * (1.0 + np.abs(hi) + np.where(np.isfinite(lo), np.abs(lo), 0.0))
+        inner = hi + _log1mexp(gap)
+        eta = err + np.where(gap < 0, 2.0 * err / np.abs(gap), np.inf)
+    log_m = np.concatenate([[log_f[0]], inner, [log_sf[-1]]])
+    e0 = _LOG_ULPS * (1.0 + abs(log_f[0]))
+    e1 = _LOG_ULPS * (1.0 + abs(log_sf[-1]))
+    eta = np.concatenate([[e0], eta, [e1]])
+    return log_m, eta
+
+
+def _max_test_laws(sigma: float, steps: int, bins: int = 4000):
+    """Loss laws ``(remove, add)`` of the binned largest coordinate, rounded to lower-bound.
+
+    The statistic is ``max_j x_j / sigma`` of one epoch's ``T`` coordinates, binned at
+    ``bins + 1`` edges in ``[-1, 9 + 1/sigma]``; ``Q`` (record absent) is the law of the
+    largest of ``T`` standard normals, ``P`` (record in one uniform step) of the largest
+    of ``N(1/sigma, 1)`` and ``T - 1`` standard normals.  Masses are computed in log
+    space (:func:`_log_bin_masses`) and rounded outward by their error bound ``eta``:
+    in each direction the numerator's masses down (``e^{-eta}``), the denominator's up
+    (``e^{+eta}``).  This is the safe way for a lower bound: pointwise
+    ``(p'_i - e^eps q'_i)_+ <= (p_i - e^eps q_i)_+`` when ``p' <= p`` and ``q' >= q``, so
+    every hockey-stick divergence, and hence epsilon, of the rounded pair is at most the
+    binned pair's; products of such measures keep both inequalities, so composed epochs do
+    too.  Losses are differences of log-masses, so no mass underflows into an infinite
+    loss; an atom whose numerator underflows to 0 is dropped (rounded down to 0).
+    """
+    mu = 1.0 / sigma  # the record's mean in units of sigma (0 when sigma is huge)
+    z = np.linspace(-1.0, 9.0 + mu, bins + 1)
+    lq_f, lq_s = _log_max_cdf_sf(z, (0.0,), (steps,))
+    if steps > 1:
+        lp_f, lp_s = _log_max_cdf_sf(z, (mu, 0.0), (1, steps - 1))
+    else:
+        lp_f, lp_s = _log_max_cdf_sf(z, (mu,), (1,))
+    log_q, eta_q = _log_bin_masses(lq_f, lq_s)
+    log_p, eta_p = _log_bin_masses(lp_f, lp_s)
+
+    def law(log_num, eta_num, log_den, eta_den):
+        with np.errstate(invalid="ignore"):
+            num = log_num - eta_num  # rounded down
+            den = log_den + eta_den  # rounded up (NaN where unknown: the atom is dropped)
+        mass = np.exp(num)
+        keep = (mass > 0) & np.isfinite(den)
+        return AtomicLossLaw(losses=num[keep] - den[keep], p=mass[keep])
+
+    return law(log_p, eta_p, log_q, eta_q), law(log_q, eta_q, log_p, eta_p)
 
 
 class _MaxTestPair(Mechanism):
-    """The binned largest-coordinate statistic of one allocation epoch (k = 1)."""
+    """The binned largest-coordinate statistic of one allocation epoch (k = 1),
+    with masses rounded for a lower bound (:func:`_max_test_laws`)."""
 
     declares = Capabilities(loss_laws=True)
 
     def __init__(self, sigma: float, steps: int, bins: int = 4000) -> None:
-        lo = -1.0 * sigma
-        hi = 1.0 + 9.0 * sigma
-        edges = np.linspace(lo, hi, bins + 1)
-        log_phi = special.log_ndtr(edges / sigma)
-        log_phi1 = special.log_ndtr((edges - 1.0) / sigma)
-        # CDFs of the maximum: Q (record absent) and P (record in one uniform step)
-        log_fq = steps * log_phi
-        log_fp = log_phi1 + (steps - 1) * log_phi
-        fq = np.exp(log_fq)
-        fp = np.exp(log_fp)
-        q = np.concatenate([[fq[0]], np.diff(fq), [-math.expm1(log_fq[-1])]])
-        p = np.concatenate([[fp[0]], np.diff(fp), [-math.expm1(log_fp[-1])]])
-        q, p = np.maximum(q, 0.0), np.maximum(p, 0.0)
-        self._laws = (AtomicLossLaw.from_pair(p, q), AtomicLossLaw.from_pair(q, p))
+        self._laws = _max_test_laws(sigma, steps, bins)
 
     def _loss_laws(self):
         return self._laws
@@ -60,7 +161,14 @@ def random_allocation_lower_epsilon(
     a unit gradient for the target, zero for everyone else) observes, per epoch, the
     largest of the ``T`` noisy coordinates, binned.  Its pair is a post-processing of
     the mechanism's, so its epsilon -- taken at the lower end of the engine's certified
-    bracket after composing the epochs -- is below the mechanism's.
+    bracket after composing the epochs -- is below the mechanism's.  The bins' masses
+    are computed in log space (upper tails from survival functions) and rounded by
+    their error bound in the safe direction for a lower bound: the numerator of each
+    direction down, the denominator up (:func:`_max_test_laws`), so every
+    hockey-stick divergence of the rounded pair is at most the binned pair's.  One
+    epoch (and any ``sigma < 1e-4``, whose losses are too wide for a grid: then one
+    epoch bounds them all) is read exactly off the rounded atoms
+    (:func:`_atomic_epsilon_lower`); several epochs are composed by the PLD engine.
 
     Parameters
     ----------
@@ -83,9 +191,50 @@ def random_allocation_lower_epsilon(
     t = check_count(steps, "steps")
     e = check_count(epochs, "epochs")
     d = check_delta(delta)
+    if e == 1 or s < _ENGINE_SIGMA:
+        # one epoch's pair read exactly (no PLD grid: tighter, and below _ENGINE_SIGMA
+        # the losses reach ~1 / sigma^2, too wide for a grid); with several epochs it is
+        # a lower bound on all of them (the other epochs only add loss)
+        return max(_atomic_epsilon_lower(law, d) for law in _max_test_laws(s, t))
     pair = _MaxTestPair(s, t)
     run = compose([pair], counts=[e]) if e > 1 else pair
     return float(run.epsilon_bounds(d)[0])
+
+
+#: below this sigma the lower bound reads one epoch's atoms directly (no PLD grid)
+_ENGINE_SIGMA = 1e-4
+
+
+def _atomic_epsilon_lower(law: AtomicLossLaw, delta: float) -> float:
+    """A lower bound on the epsilon at ``delta`` of one direction of a finite pair.
+
+    With the atoms sorted by loss, ``delta(eps) = P_k - e^eps Q_k`` between the
+    ``k``-th and ``k+1``-th largest losses (``P_k``, ``Q_k`` the masses above), so
+    ``eps = log(P_k - delta) - log Q_k`` on the first interval where it falls.  That
+    float is then lowered until ``delta(eps)``, evaluated directly, exceeds ``delta``
+    by more than its rounding error (``1e-9`` relative): then the true epsilon, the
+    least ``eps`` with ``delta(eps) <= delta``, is above it.  0 if none is found.
+    """
+    order = np.argsort(law.losses)[::-1]
+    loss, p = law.losses[order], law.p[order]
+    big_p = np.cumsum(p)
+    log_q = np.logaddexp.accumulate(np.log(p) - loss)  # log Q_k, no underflow
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cand = np.log(big_p - delta) - log_q
+    below = np.concatenate([loss[1:], [-np.inf]])
+    ok = np.flatnonzero((cand >= below) & (cand <= loss) & (big_p > delta))
+    if ok.size == 0:
+        return 0.0
+    eps = float(cand[ok[0]])
+    for _ in range(60):
+        if eps <= 0.0:
+            return 0.0
+        above = loss > eps
+        value = float(np.sum(-p[above] * np.expm1(eps - loss[above])))
+        if value * (1.0 - 1e-9) > delta:
+            return eps
+        eps -= max(abs(eps) * 1e-9, 1e-300) * 2.0 ** _
+    return 0.0
 
 
 def random_allocation_delta_mc(
@@ -120,7 +269,10 @@ def random_allocation_delta_mc(
     epochs : int, default 1
         Epochs composed, >= 1.
     samples : int, default 200_000
-        Monte Carlo samples, >= 1; the interval narrows like ``1/sqrt(samples)``.
+        Monte Carlo samples, >= 2 (an integral float such as ``2.0`` is accepted); the
+        interval narrows like ``1/sqrt(samples)``.  When every sample is 0 the normal
+        interval would be ``[0, 0]``: its upper end is then ``1 - (1 - confidence)^(1/n)``
+        instead (exact for any variable in ``[0, 1]``, since ``P(X = 0) <= 1 - E X``).
     rng : numpy.random.Generator
         The source of randomness (required: the estimate is reproducible only from a
         seeded generator).
@@ -142,6 +294,8 @@ def random_allocation_delta_mc(
     e = check_count(epochs, "epochs")
     eps = check_epsilon(epsilon)
     n = check_count(samples, "samples")
+    if n < 2:
+        raise ValueError(f"samples must be an integer >= 2 (the interval needs a spread), got {n}")
     confidence = check_probability("confidence", confidence)
     if not isinstance(rng, np.random.Generator):
         raise TypeError(f"rng must be a numpy.random.Generator, got {rng!r}")
@@ -161,4 +315,7 @@ def random_allocation_delta_mc(
     est = float(vals.mean())
     se = float(vals.std(ddof=1)) / math.sqrt(n)
     z = float(special.ndtri(0.5 + 0.5 * confidence))
-    return est, max(est - z * se, 0.0), est + z * se
+    low, high = max(est - z * se, 0.0), est + z * se
+    if float(vals.max()) == 0.0:  # no spread to estimate: the exact all-zero bound
+        high = -math.expm1(math.log1p(-confidence) / n)
+    return est, low, high

@@ -473,6 +473,8 @@ class AllocationEpochPair(Mechanism):
     """
 
     declares = Capabilities(loss_laws=True)
+    #: its bracket is of the pair (P', Q'), which dominates the epoch in convex order
+    brackets_dominating_pair = True
 
     def __init__(
         self, sigma: float, steps: int, resolution: float = 1.0, *, progress: bool = True

@@ -34,12 +34,14 @@ docs/theory/allocation_shuffling.md.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from ..mechanism import Mechanism
 from ..validation import check_count, check_delta
 from .compose import compose
-from .random_allocation import _gaussian_sigma, random_allocation_lower_epsilon
+from .random_allocation import _gaussian_sigma
+from .random_allocation_lower import gaussian_epsilon_is_zero, random_allocation_lower_epsilon
 from .subsample import poisson_subsample
 
 __all__ = ["ShufflingReport", "shuffled_batches"]
@@ -119,6 +121,9 @@ def shuffled_batches(
     t = check_count(steps_per_epoch, "steps_per_epoch")
     e = check_count(epochs, "epochs")
     d = check_delta(delta, what="a shuffled Gaussian")
+    if gaussian_epsilon_is_zero(math.sqrt(t * e) / sigma, d):
+        # all t * e steps unamplified have epsilon 0 here: so do all three numbers
+        return ShufflingReport(0.0, 0.0, 0.0, d, sigma, t, e)
     upper = float(compose([mechanism], counts=[e]).epsilon(d))
     lower = min(random_allocation_lower_epsilon(sigma, t, d, epochs=e), upper)
     poisson = float(compose([poisson_subsample(mechanism, 1.0 / t)], counts=[t * e]).epsilon(d))

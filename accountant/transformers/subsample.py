@@ -223,6 +223,15 @@ class WithoutReplacementSubsampledMechanism(Mechanism):
         """
         return Capabilities(rdp=self._view.has_rdp, loss_laws=self._view.gdp_mu() is not None)
 
+    @property
+    def brackets_dominating_pair(self) -> bool:  # type: ignore[override]
+        """True with a Gaussian base: the PLD is that of the symmetric pair.
+
+        That pair dominates every step in both orders, and its T-fold composition may
+        lie above what any pair of datasets reaches (``docs/theory/fixed_size.md``).
+        """
+        return self._view.gdp_mu() is not None
+
     def _loss_laws(self):
         """One symmetric law for both orders (replace-one is symmetric): see
         :class:`~dpacct.accountant.laws.symmetrised_law.SymmetrisedLossLaw` and

@@ -29,8 +29,13 @@ dominated by its one-dimensional subsampled-Gaussian pair (Mironov, Talwar, Zhan
 Section 3; Zhu, Dong, Wang 2022, Theorem 11).  A larger rate dominates a smaller one,
 so the ``k >= b`` components are grouped into at most ``TRUNCATION_BINS`` bins of ``k``
 (each with the rate of its smallest ``k``, the largest in the bin).  The resulting
-:class:`~dpacct.accountant.laws.mixture_law.MixtureLossLaw` feeds the one PLD engine; both
-directions are accounted (the add direction mixes the swapped components).
+revealed mixture (the law of
+:class:`~dpacct.accountant.laws.mixture_law.MixtureLossLaw`, evaluated for all
+components at once as one array law, :class:`TruncatedPoissonLossLaw`) feeds the one
+PLD engine; both directions are accounted (the add direction mixes the swapped
+components).  Its certified bracket is that of this *dominating pair*: the upper end
+bounds the mechanism, the lower end only the pair (``epsilon_bounds(...).bounds ==
+"dominating pair"``, :mod:`~dpacct.accountant.bracket`).
 
 dp_accounting's ``from_truncated_subsampled_gaussian_mechanism`` (version 0.6.0) instead
 merges the ``k >= b`` components into one at the average rate and bounds it by a
@@ -42,18 +47,26 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 from scipy import special, stats
 
-from ..laws.loss_law import GaussianLossLaw, PoissonSubsampledLossLaw
-from ..laws.mixture_law import MixtureLossLaw
+from ..laws.loss_law import (
+    GaussianLossLaw,
+    PoissonSubsampledLossLaw,
+    PrivacyLossLaw,
+)
 from ..mechanism import Capabilities, Mechanism
 from ..rdp.subsampled_rdp import subsampled_gaussian_rdp
 from ..serialization import register_mechanism
 from ..validation import check_count, check_positive, check_sample_rate
 
-__all__ = ["TruncatedPoissonGaussianMechanism", "truncated_poisson_components"]
+__all__ = [
+    "TruncatedPoissonGaussianMechanism",
+    "TruncatedPoissonLossLaw",
+    "truncated_poisson_components",
+]
 
 #: most bins of the count ``K >= b`` (each at the largest rate it holds)
 TRUNCATION_BINS = 256
@@ -125,6 +138,161 @@ def truncated_poisson_components(
     )
 
 
+#: rows of edges evaluated at once by :class:`TruncatedPoissonLossLaw` (memory: rows x components)
+_CHUNK = 2048
+
+
+@dataclass(frozen=True, eq=False)
+class TruncatedPoissonLossLaw(PrivacyLossLaw):
+    """The revealed mixture of Poisson-subsampled Gaussians, evaluated as one array law.
+
+    Component ``j`` (weight ``w_j``) is the Poisson-subsampled Gaussian pair of
+    Gaussian-DP parameter ``mu_j = c_j / sigma`` at rate ``r_j`` in ``direction``
+    (:class:`~dpacct.accountant.laws.loss_law.PoissonSubsampledLossLaw`: the loss
+    ``log(1 - r + r e^L)`` of the Gaussian loss ``L``, Zhu, Dong, Wang 2022, Theorem 11),
+    and the distribution functions are the ``w``-averages of the components'
+    (:class:`~dpacct.accountant.laws.mixture_law.MixtureLossLaw`, same law).  Here
+    every component is evaluated at once on an ``(edges, components)`` array instead of
+    one law object per component; bin masses take, per component and bin, the CDF
+    difference left of the component's median and the survival difference right of
+    it, as each component's own law does, before averaging.
+
+    Parameters
+    ----------
+    sigma : float
+        Noise multiplier, > 0.
+    weights, rates, sensitivities : numpy.ndarray
+        The components (:func:`truncated_poisson_components`).
+    direction : {"remove", "add"}
+        The neighbouring direction.
+
+    Examples
+    --------
+    >>> w, r, c = truncated_poisson_components(0.01, 10_000, 100)
+    >>> law = TruncatedPoissonLossLaw(1.0, w, r, c, "remove")
+    >>> bool(0 < law.hockey_stick(np.array([0.1]))[0] < 1)
+    True
+    """
+
+    sigma: float
+    weights: np.ndarray
+    rates: np.ndarray
+    sensitivities: np.ndarray
+    direction: str
+
+    #: discretised two-scale above this many grid points (``pld_settings.discretize_law``):
+    #: each point costs one Gaussian evaluation per component, and a small cut ``b``
+    #: gives a skewed loss (a bulk within ``q`` of 0 sets the step, a tail to ~12 the
+    #: range), whose single-scale grid of up to ``MAX_GRID`` points took minutes
+    split_grid_above: ClassVar[int] = 1 << 16
+
+    def __post_init__(self) -> None:
+        if self.direction not in ("remove", "add"):
+            raise ValueError(f"direction must be 'remove' or 'add', got {self.direction!r}")
+        w = np.asarray(self.weights, dtype=float)
+        keep = w > 0
+        mu = np.asarray(self.sensitivities, dtype=float)[keep] / self.sigma
+        r = np.asarray(self.rates, dtype=float)[keep]
+        object.__setattr__(self, "weights", w[keep])
+        object.__setattr__(self, "rates", r)
+        object.__setattr__(self, "sensitivities", np.asarray(self.sensitivities)[keep])
+        object.__setattr__(self, "_mu", mu)
+        full = r >= 1.0
+        rr = np.where(full, 0.5, r)  # placeholders where r = 1 (the identity map)
+        object.__setattr__(self, "_full", full)
+        object.__setattr__(self, "_log1mr", np.where(full, -np.inf, np.log1p(-rr)))
+        object.__setattr__(self, "_c", np.log1p(-rr) - np.log(rr))
+
+    def _preimage(self, y: np.ndarray) -> np.ndarray:
+        """Gaussian losses ``x`` (edges x components) that component ``j`` maps to ``y``.
+
+        ``remove``: ``y = log(1 - r + r e^x)``, so with ``d = y - log(1 - r) > 0``,
+        ``x = log((1 - r) / r) + d + log(1 - e^{-d})``; ``add``: ``y = -log(1 - r + r e^{-x})``
+        and ``x = -(log((1 - r) / r) + d + log(1 - e^{-d}))`` with ``d = -y - log(1 - r)``.
+        Below (above) the range of the map ``x = -inf`` (``+inf``): the distribution
+        functions are then 0 and 1 as they must be.  ``r = 1`` maps ``x`` to itself.
+        """
+        y = np.asarray(y, dtype=float)[:, None]
+        sign = 1.0 if self.direction == "remove" else -1.0
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            d = sign * y - self._log1mr
+            x = self._c + d + np.log(-np.expm1(-d))
+            x = sign * np.where(d > 0, x, -np.inf)
+            return np.where(self._full, y, x)
+
+    def _tails(self, y: np.ndarray):
+        """Standardised Gaussian losses under the base P and Q, and their tails ``Phi(-|z|)``."""
+        x = self._preimage(y)
+        mu = self._mu
+        with np.errstate(invalid="ignore"):
+            zp = x / mu - 0.5 * mu
+            zq = x / mu + 0.5 * mu
+        return zp, zq, special.ndtr(-np.abs(zp)), special.ndtr(-np.abs(zq))
+
+    def _mix(self, base_p: np.ndarray, base_q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The component's (P, Q) from the Gaussian's: remove ``((1-r) Q + r P, Q)``, add
+        ``(P, (1-r) P + r Q)`` (the Gaussian pair is symmetric, so its swap is itself)."""
+        r = self.rates
+        if self.direction == "remove":
+            return (1.0 - r) * base_q + r * base_p, base_q
+        return base_p, (1.0 - r) * base_p + r * base_q
+
+    def _mixed(self, which: int, y) -> np.ndarray:
+        """``which`` = 0..3: ``cdf_p``, ``sf_p``, ``cdf_q``, ``sf_q`` at ``y``."""
+        y = np.asarray(y, dtype=float)
+        flat = y.reshape(-1)
+        out = np.zeros(flat.size)
+        upper = which in (1, 3)
+        for i in range(0, flat.size, _CHUNK):
+            zp, zq, tp, tq = self._tails(flat[i : i + _CHUNK])
+            # Phi(z) = T where z <= 0 else 1 - T; the survival function the other way
+            fp = np.where((zp > 0) == upper, tp, 1.0 - tp)
+            fq = np.where((zq > 0) == upper, tq, 1.0 - tq)
+            out[i : i + _CHUNK] = self._mix(fp, fq)[which >= 2] @ self.weights
+        return out.reshape(y.shape)
+
+    def cdf_p(self, x):
+        return self._mixed(0, x)
+
+    def sf_p(self, x):
+        return self._mixed(1, x)
+
+    def cdf_q(self, x):
+        return self._mixed(2, x)
+
+    def sf_q(self, x):
+        return self._mixed(3, x)
+
+    def bin_masses(self, edges: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """P- and Q-masses of the bins ``(edges[j], edges[j+1]]``, all components at once.
+
+        Each component's Gaussian masses are differences of tails ``Phi(-|z|)``: of the
+        CDF left of the Gaussian's median, of the survival function right of it, and
+        ``1 - T(a) - T(b)`` for a bin across it -- never a difference of two numbers
+        near 1 -- then mixed (:meth:`_mix`) and averaged with the weights.
+
+        Parameters
+        ----------
+        edges : array_like
+            Increasing bin edges (``-inf`` and ``+inf`` allowed).
+        """
+        e = np.asarray(edges, dtype=float)
+        n = max(e.size - 1, 0)
+        m_p, m_q = np.zeros(n), np.zeros(n)
+        for i in range(0, n, _CHUNK):
+            zp, zq, tp, tq = self._tails(e[i : i + _CHUNK + 1])
+            masses = []
+            for z, t in ((zp, tp), (zq, tq)):
+                za, zb, ta, tb = z[:-1], z[1:], t[:-1], t[1:]
+                with np.errstate(invalid="ignore"):
+                    m = np.where(zb <= 0, tb - ta, np.where(za > 0, ta - tb, 1.0 - ta - tb))
+                masses.append(np.maximum(np.nan_to_num(m), 0.0))
+            mp_, mq_ = self._mix(*masses)
+            m_p[i : i + zp.shape[0] - 1] = mp_ @ self.weights
+            m_q[i : i + zp.shape[0] - 1] = mq_ @ self.weights
+        return m_p, m_q
+
+
 @register_mechanism("truncated_poisson_gaussian")
 @dataclass(frozen=True)
 class TruncatedPoissonGaussianMechanism(Mechanism):
@@ -139,9 +307,10 @@ class TruncatedPoissonGaussianMechanism(Mechanism):
     records drawn, the step is the Poisson-subsampled Gaussian of sensitivity 1 when
     ``K < b`` and of sensitivity 2 at rate ``q b / (K + 1)`` when ``K >= b``, revealed
     (Mironov, Talwar, Zhang 2019, Section 3; Zhu, Dong, Wang 2022, Theorem 11).  Both
-    directions, a certified PLD bracket, RDP (the weighted moments of the components'
-    subsampled-Gaussian RDP, every cut one at the largest cut rate: an upper bound)
-    and the trade-off curve.
+    directions, a certified PLD bracket of that dominating pair (its ``bounds`` says
+    ``"dominating pair"``: the lower end need not bound the step), RDP (the weighted
+    moments of the components' subsampled-Gaussian RDP, every cut one at the largest
+    cut rate: an upper bound) and the trade-off curve.
 
     Parameters
     ----------
@@ -169,6 +338,8 @@ class TruncatedPoissonGaussianMechanism(Mechanism):
     max_batch_size: int
 
     declares = Capabilities(rdp=True, loss_laws=True)
+    #: its PLDs are those of the revealed mixture, which only dominates the step
+    brackets_dominating_pair = True
 
     def __post_init__(self) -> None:
         object.__setattr__(
@@ -188,13 +359,11 @@ class TruncatedPoissonGaussianMechanism(Mechanism):
         if "laws" not in cache:
             w, r, c = cache["components"]
             s = self.noise_multiplier
-            laws = []
-            for direction in ("remove", "add"):
-                parts = tuple(
-                    PoissonSubsampledLossLaw(GaussianLossLaw(mu=cj / s), float(rj), direction)
-                    for rj, cj in zip(r, c, strict=True)
-                )
-                laws.append(parts[0] if len(parts) == 1 else MixtureLossLaw(parts, tuple(w)))
+            if len(w) == 1:  # no cut: the plain subsampled Gaussian
+                base = GaussianLossLaw(mu=float(c[0]) / s)
+                laws = [PoissonSubsampledLossLaw(base, float(r[0]), d) for d in ("remove", "add")]
+            else:  # one array law over every component (not one object per component)
+                laws = [TruncatedPoissonLossLaw(s, w, r, c, d) for d in ("remove", "add")]
             cache["laws"] = tuple(laws)
         return cache["laws"]
 
