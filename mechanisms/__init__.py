@@ -39,6 +39,22 @@ from .algorithms.synthesis import (
 from .algorithms.synthesis_mst import MST
 from .algorithms.theil_sen import DPTheilSen, TheilSenFit, matching_transformation
 from .algorithms.transformations import Transformation, TransformedMechanism, group_privacy
+from .algorithms.transforms_proved import (
+    ProvedTransformation,
+    bounded_mean,
+    bounded_sum,
+    bounded_variance,
+    cast_float,
+    clamp,
+    count,
+    count_by_categories,
+    impute_constant,
+    pairwise_sum,
+    pairwise_sum_error,
+    resize,
+    select_column,
+    select_columns,
+)
 from .audit import AuditResult, audit
 from .primitives.discrete import (
     DiscreteGaussianMechanism,
