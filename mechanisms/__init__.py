@@ -6,7 +6,8 @@ privacy is the composition of the primitives it runs): NoisyGD, DP-SGD, SSP and
 AdaSSP regression, marginal-based synthetic data (fixed marginals, or MST's selection),
 histogram and tree quantiles, the exponential-mechanism quantile, DP Theil-Sen.  Your own
 transformations: a function with a declared stability, followed by a primitive
-(:class:`Transformation`).
+(:class:`Transformation`); and transformations whose stability the library derives,
+float round-off included (:func:`bounded_sum`, :func:`bounded_mean`, :func:`clamp`, ...).
 
 Every primitive adds its own noise (``release``), and every algorithm draws its noise
 only through the releases of the primitives its privacy is composed of

@@ -144,6 +144,17 @@ def pairwise_sum_error(max_records: int, magnitude: float) -> float:
     Higham 2002, Section 4.2, (4.6): a summation tree of depth ``h`` errs by at most
     ``gamma_h sum |x_i|``; here ``h = ceil(log2 N)`` and ``sum |x_i| <= N magnitude``.
 
+    Parameters
+    ----------
+    max_records : int
+        ``N``, >= 1.
+    magnitude : float
+        A bound on every ``|x_i|``.
+
+    Returns
+    -------
+    float
+
     Examples
     --------
     >>> float(pairwise_sum_error(2**20, 1.0) * 2**33)      # gamma_20 * 2**20 = 20 / 2**33 (+)
@@ -171,6 +182,17 @@ class ProvedTransformation(Transformation):
     1-stable under either and keeps it); ``output_relation`` (dataset outputs only) is
     the relation its output stability is counted in: ``stability`` added/removed
     records, or ``stability`` replaced records.  ``derivation`` is the formula.
+
+    Parameters
+    ----------
+    function, stability, metric, name, randomized
+        As :class:`~dpacct.mechanisms.Transformation`.
+    relation : {'add/remove', 'replace-one'} or None
+        The input relation of ``stability`` (``None``: row-wise, either).
+    output_relation : {'add/remove', 'replace-one'} or None
+        For dataset outputs: what ``stability`` counts (``None``: as ``relation``).
+    derivation : str
+        The formula of the stability, for the record.
 
     Examples
     --------
@@ -227,6 +249,15 @@ class ProvedTransformation(Transformation):
     def then_laplace(self, scale: float) -> TransformedMechanism:
         """Laplace noise of ``scale``: pure ``stability / scale``-DP under ``relation``.
 
+        Parameters
+        ----------
+        scale : float
+            The Laplace scale actually added, > 0.
+
+        Returns
+        -------
+        TransformedMechanism
+
         Examples
         --------
         >>> count().then_laplace(scale=2.0).pure_epsilon
@@ -237,6 +268,15 @@ class ProvedTransformation(Transformation):
     def then_gaussian(self, scale: float) -> TransformedMechanism:
         """Gaussian noise of standard deviation ``scale``: noise multiplier
         ``scale / stability`` under ``relation``.
+
+        Parameters
+        ----------
+        scale : float
+            The standard deviation actually added, > 0.
+
+        Returns
+        -------
+        TransformedMechanism
 
         Examples
         --------
@@ -250,7 +290,23 @@ class ProvedTransformation(Transformation):
     def then(self, mechanism: Mechanism, method: str, *, delta: float | None = None,
              **kwargs: Any) -> TransformedMechanism:
         """A dataset mechanism (add/remove) on the output: group privacy at distance
-        ``stability`` (``2 stability`` when the output moves by replaced records)."""
+        ``stability`` (``2 stability`` when the output moves by replaced records).
+
+        Parameters
+        ----------
+        mechanism : Mechanism
+            Under add/remove.
+        method : str
+            Its method that runs on data.
+        delta : float, optional
+            For a mechanism without a pure epsilon (:func:`group_privacy`).
+        **kwargs
+            Passed on to ``method``.
+
+        Returns
+        -------
+        TransformedMechanism
+        """
         if self.relation == REPLACE_ONE:
             raise ValueError("group privacy chains add/remove steps; this transformation "
                              "is stated for replace-one neighbours")
@@ -277,6 +333,11 @@ def select_column(name: str) -> ProvedTransformation:
     Row ``i`` of the output is a function of row ``i`` of the input alone, so an added,
     removed or replaced record adds, removes or replaces one output record.
 
+    Parameters
+    ----------
+    name : str
+        The column's key.
+
     Examples
     --------
     >>> select_column("x")({"x": [1, 2], "y": [3, 4]}).tolist()
@@ -297,6 +358,11 @@ def select_column(name: str) -> ProvedTransformation:
 def select_columns(names: Sequence[str]) -> ProvedTransformation:
     """The columns ``names`` of a table, as the rows of an ``(n, len(names))`` array:
     1-stable (row-wise).
+
+    Parameters
+    ----------
+    names : sequence of str
+        The columns' keys, in the output's column order.
 
     Examples
     --------
@@ -340,6 +406,11 @@ def cast_float() -> ProvedTransformation:
 def impute_constant(value: float) -> ProvedTransformation:
     """Replace NaN by ``value``: 1-stable (row-wise).
 
+    Parameters
+    ----------
+    value : float
+        Finite.
+
     Examples
     --------
     >>> impute_constant(0.0)([1.0, np.nan]).tolist()
@@ -355,6 +426,11 @@ def clamp(lower: Any, upper: Any) -> ProvedTransformation:
 
     Clipping returns an input or a bound: exact in floats.  NaN is refused (impute
     first); infinite bounds leave that side open.
+
+    Parameters
+    ----------
+    lower, upper : float or array_like
+        Bounds, ``lower <= upper``, broadcast over the columns.
 
     Examples
     --------
@@ -384,6 +460,15 @@ def resize(size: int, fill: Any, *, relation: str = ADD_REMOVE) -> ProvedTransfo
     replace-one.  This is how a mean or a variance, which needs a public size, takes
     data whose size is private (OpenDP's ``make_resize``; it counts the replacement
     as symmetric distance 2).
+
+    Parameters
+    ----------
+    size : int
+        The output's number of records, >= 1.
+    fill : float or array_like
+        The padding record (public).
+    relation : {'add/remove', 'replace-one'}
+        The neighbouring relation the stability is stated for.
 
     Examples
     --------
@@ -489,6 +574,11 @@ def count(*, relation: str = ADD_REMOVE) -> ProvedTransformation:
 
     Under replace-one the count does not change: it is public, and this refuses.
 
+    Parameters
+    ----------
+    relation : {'add/remove', 'replace-one'}
+        The neighbouring relation the stability is stated for.
+
     Examples
     --------
     >>> count()(np.zeros(7)), count().stability
@@ -510,6 +600,17 @@ def count_by_categories(categories: Sequence[Any], *, null_category: bool = True
     replaced record moves at most two counts by 1 each (L1 2, L2 ``sqrt 2``).  The
     counts are exact integers.  With ``null_category=False`` values outside the
     categories are dropped (the same stabilities bound it).
+
+    Parameters
+    ----------
+    categories : sequence
+        Distinct public categories.
+    null_category : bool
+        Whether to count the values outside ``categories`` in a last bin.
+    metric : {'l1', 'l2'}
+        The output metric.
+    relation : {'add/remove', 'replace-one'}
+        The neighbouring relation the stability is stated for.
 
     Examples
     --------
@@ -574,6 +675,15 @@ def bounded_mean(bounds: tuple[float, float], size: int, *,
     Computed as ``pairwise_sum(x) / n``; ``e_mean = e / n + u (M + e / n)`` bounds its
     round-off (``e`` the sum's, ``u = 2**-53``, ``M = max(|L|, |U|)``).
 
+    Parameters
+    ----------
+    bounds : (float, float)
+        ``(L, U)``, finite.
+    size : int
+        The public number of records.
+    relation : {'replace-one'}
+        Add/remove is refused (chain :func:`resize`).
+
     Examples
     --------
     >>> m = bounded_mean((0.0, 10.0), 4)
@@ -602,6 +712,17 @@ def bounded_variance(bounds: tuple[float, float], size: int, *, ddof: int = 1,
     Replacing one record moves the sum of squared deviations by at most
     ``(1 - 1/n)(U - L)^2`` (docs/theory/transformations.md); ``e_var`` bounds the
     round-off, the inexact centre included.
+
+    Parameters
+    ----------
+    bounds : (float, float)
+        ``(L, U)``, finite.
+    size : int
+        The public number of records, >= 2.
+    ddof : int
+        Divide by ``size - ddof``; ``0 <= ddof < size``.
+    relation : {'replace-one'}
+        Add/remove is refused (chain :func:`resize`).
 
     Examples
     --------
