@@ -278,6 +278,7 @@ def test_search_catches_sum_claimed_at_width_under_add_remove():
         run()
 
 
+@pytest.mark.slow
 def test_search_catches_sum_with_float_error_dropped():
     """The real-number sensitivity ``max(|L|, |U|)`` is exceeded by the float sum."""
     run = _search(lambda b, n: _wrong(bounded_sum(b, max_records=16),
@@ -296,6 +297,45 @@ def test_search_catches_mean_with_float_error_dropped():
 def test_search_catches_variance_with_float_error_dropped():
     run = _search(lambda b, n: _wrong(bounded_variance(b, n, ddof=0),
                                       (b[1] - b[0]) ** 2 * (n - 1) / n / n), RO, sized=True)
+    with pytest.raises(AssertionError):
+        run()
+
+
+def test_search_catches_a_step_that_is_not_row_wise():
+    """Imputing the column mean (not a row-wise step) claimed 1-stable like impute_constant:
+    one added record moves every imputed value, and the search finds it."""
+    def impute_mean(x):
+        x = np.asarray(x, dtype=float)
+        return np.where(np.isnan(x), np.nanmean(x) if (~np.isnan(x)).any() else 0.0, x)
+
+    @CATCH
+    @given(neighbours(st.sampled_from([np.nan, 0.0, 1.0, 2.0]), AR))
+    def run(pair):
+        a, b = (impute_mean(z) for z in pair)
+        assert symmetric_distance(a.tolist(), b.tolist()) <= 1
+    with pytest.raises(AssertionError):
+        run()
+
+
+def test_search_catches_count_claimed_below_one():
+    run = _search(lambda b, n: _wrong(count(), 0.5), AR)
+    with pytest.raises(AssertionError):
+        run()
+
+
+def test_search_catches_resize_claimed_to_keep_add_remove():
+    """Padding turns an added record into a *replaced* fill (symmetric distance 2): a
+    claim that resize keeps add/remove distance 1 is caught."""
+    t = resize(8, 0.25)
+
+    @CATCH
+    @given(neighbours(_values(0.0, 1.0), AR, max_size=7))
+    def run(pair):
+        d, nb = pair
+        if max(len(d), len(nb)) > 8:
+            return
+        a, b = (t(np.array(z), np.random.default_rng(0)) for z in (d, nb))
+        assert symmetric_distance(a, b) <= 1
     with pytest.raises(AssertionError):
         run()
 
@@ -339,6 +379,17 @@ def test_refusals_name_the_parameter():
         resize(4, 0.0) >> count()
     with pytest.raises(ValueError, match="column"):
         select_column("z")({"x": [1]})
+    # the bounds an aggregate needs are checked when the chain is built, not on the data
+    with pytest.raises(ValueError, match="clamp"):
+        cast_float() >> bounded_sum((0.0, 1.0))
+    with pytest.raises(ValueError, match="clamp"):
+        clamp(0.0, 2.0) >> bounded_sum((0.0, 1.0))
+    with pytest.raises(ValueError, match="fill"):
+        clamp(0.0, 1.0) >> resize(5, 3.0) >> bounded_mean((0.0, 1.0), 5)
+    with pytest.raises(ValueError, match="clamp"):
+        clamp([0.0, 0.0], [1.0, 1.0]) >> bounded_sum((0.0, 1.0))
+    ok = clamp(0.2, 0.8) >> impute_constant(0.5) >> clamp(0.0, 1.0) >> resize(5, 0.5)
+    assert (ok >> bounded_mean((0.0, 1.0), 5)).input_bounds is None
 
 
 # ---------------------------------------------------------------- chains and privacy

@@ -193,6 +193,11 @@ class ProvedTransformation(Transformation):
         For dataset outputs: what ``stability`` counts (``None``: as ``relation``).
     derivation : str
         The formula of the stability, for the record.
+    bounds_map : callable, optional
+        Dataset outputs: ``(lo, hi)`` guaranteed on the input values (or ``None``) ->
+        ``(lo, hi)`` guaranteed on the output values (or ``None``).
+    input_bounds : (float, float), optional
+        Aggregates: the values they need; a chain must guarantee them (clamp first).
 
     Examples
     --------
@@ -206,6 +211,11 @@ class ProvedTransformation(Transformation):
     relation: str | None = None
     output_relation: str | None = None
     derivation: str = ""
+    bounds_map: Any = None
+    input_bounds: tuple[float, float] | None = None
+
+    def _guaranteed(self, bounds: tuple[float, float] | None = None) -> Any:
+        return self.bounds_map(bounds) if self.bounds_map is not None else None
 
     def _mid(self) -> str | None:
         return self.output_relation or self.relation
@@ -227,6 +237,13 @@ class ProvedTransformation(Transformation):
         plain = Transformation.__rshift__(self, other)
         if not isinstance(other, ProvedTransformation):
             return plain
+        if other.input_bounds is not None:
+            lo, hi = other.input_bounds
+            got = self._guaranteed()
+            if got is None or not lo <= got[0] <= got[1] <= hi:
+                raise ValueError(
+                    f"{other.name} needs values in [{lo}, {hi}], which {self.name} does not "
+                    f"guarantee: chain clamp({lo}, {hi}) (and a resize fill inside) first")
         relation = self.relation or need
         out_rel = None
         if other.metric == "symmetric":
@@ -234,7 +251,9 @@ class ProvedTransformation(Transformation):
         return ProvedTransformation(
             plain.function, plain.stability, plain.metric, name=plain.name,
             randomized=plain.randomized, relation=relation, output_relation=out_rel,
-            derivation=f"({self.derivation or 1}) * ({other.derivation or 1})")
+            derivation=f"({self.derivation or 1}) * ({other.derivation or 1})",
+            bounds_map=lambda b: other._guaranteed(self._guaranteed(b)),
+            input_bounds=self.input_bounds)
 
     def _noise(self, mech: TransformedMechanism, replace_cls: type) -> TransformedMechanism:
         if self.relation is None:
@@ -322,8 +341,9 @@ def _check_relation(relation: object) -> str:
     return str(relation)
 
 
-def _row(fn: Any, name: str, doc: str) -> ProvedTransformation:
-    return ProvedTransformation(fn, 1, "symmetric", name=name, derivation=doc)
+def _row(fn: Any, name: str, doc: str, bounds_map: Any = None) -> ProvedTransformation:
+    return ProvedTransformation(fn, 1, "symmetric", name=name, derivation=doc,
+                                bounds_map=bounds_map)
 
 
 # ------------------------------------------------------------------ row-wise steps
@@ -449,7 +469,8 @@ def clamp(lower: Any, upper: Any) -> ProvedTransformation:
             raise ValueError("clamp received NaN: chain impute_constant first")
         return np.clip(d, lo, hi)
 
-    return _row(clip, f"clamp [{lower}, {upper}]", "1 (row-wise)")
+    scalar = (float(lo), float(hi)) if lo.ndim == hi.ndim == 0 else None
+    return _row(clip, f"clamp [{lower}, {upper}]", "1 (row-wise)", lambda b: scalar)
 
 
 def resize(size: int, fill: Any, *, relation: str = ADD_REMOVE) -> ProvedTransformation:
@@ -492,6 +513,8 @@ def resize(size: int, fill: Any, *, relation: str = ADD_REMOVE) -> ProvedTransfo
 
     return ProvedTransformation(fit, 1, "symmetric", name=f"resize {size}", randomized=True,
                                 relation=relation, output_relation=REPLACE_ONE,
+                                bounds_map=lambda b: b if b is not None and fill_row.ndim == 0
+                                and b[0] <= float(fill_row) <= b[1] else None,
                                 derivation="1 replaced record (coupling)")
 
 
@@ -565,7 +588,7 @@ def bounded_sum(bounds: tuple[float, float], *, max_records: int = DEFAULT_MAX_R
         raise ValueError("bounded_sum with L = U = 0 under replace-one is constant")
     return ProvedTransformation(
         lambda data: pairwise_sum(_in_bounds(data, lo, hi, n, "bounded_sum")), c, "l1",
-        name=f"sum [{lo}, {hi}]", relation=relation,
+        name=f"sum [{lo}, {hi}]", relation=relation, input_bounds=(lo, hi),
         derivation=("max(|L|,|U|)" if relation == ADD_REMOVE else "U-L") + " + 2 gamma_h N M")
 
 
@@ -699,7 +722,7 @@ def bounded_mean(bounds: tuple[float, float], size: int, *,
         raise ValueError("bounded_mean with L = U is constant")
     return ProvedTransformation(
         lambda data: pairwise_sum(_sized_values(data, lo, hi, n, "bounded_mean")) / n, c,
-        "l1", name=f"mean [{lo}, {hi}] of {n}", relation=REPLACE_ONE,
+        "l1", name=f"mean [{lo}, {hi}] of {n}", relation=REPLACE_ONE, input_bounds=(lo, hi),
         derivation="(U-L)/n + 2 e_mean")
 
 
@@ -753,5 +776,5 @@ def bounded_variance(bounds: tuple[float, float], size: int, *, ddof: int = 1,
         return pairwise_sum(dev * dev) / (n - ddof)
 
     return ProvedTransformation(variance, c, "l1", name=f"variance [{lo}, {hi}] of {n}",
-                                relation=REPLACE_ONE,
+                                relation=REPLACE_ONE, input_bounds=(lo, hi),
                                 derivation="(U-L)^2 (n-1)/(n (n-ddof)) + 2 e_var")
