@@ -86,6 +86,9 @@ DEFAULT_MAX_RECORDS = 2**20
 _U = Fraction(1, 2**53)
 #: sums whose worst case n * max|x| exceeds this are refused (no overflow can occur)
 _OVERFLOW = Fraction(2) ** 1000
+#: a multiplication or division that underflows errs by an absolute amount at most this
+#: (Higham 2002, (2.8)); additions and subtractions that underflow are exact
+_ETA = Fraction(1, 2**1074)
 _RELATIONS = (ADD_REMOVE, REPLACE_ONE)
 
 
@@ -687,7 +690,7 @@ def _sized_values(data: Any, lo: float, hi: float, n: int, what: str) -> np.ndar
 
 def _mean_error(n: int, mag: Fraction) -> Fraction:
     e_sum = _gamma(_depth(n)) * n * mag
-    return e_sum / n + _U * (mag + e_sum / n)
+    return e_sum / n + _U * (mag + e_sum / n) + _ETA
 
 
 def bounded_mean(bounds: tuple[float, float], size: int, *,
@@ -763,8 +766,8 @@ def bounded_variance(bounds: tuple[float, float], size: int, *, ddof: int = 1,
     w = Fraction(hi) - Fraction(lo)
     _check_magnitude(n, max(mag, w * w), "bounded_variance")
     e_c = _mean_error(n, mag)
-    e_q = n * e_c * e_c + _gamma(_depth(n) + 3) * n * (w + e_c) ** 2
-    e_v = (e_q + _U * (n * w * w / 4 + e_q)) / (n - ddof)
+    e_q = n * e_c * e_c + _gamma(_depth(n) + 3) * n * (w + e_c) ** 2 + 2 * n * _ETA
+    e_v = (e_q + _U * (n * w * w / 4 + e_q)) / (n - ddof) + _ETA
     c = _up(w * w * (n - 1) / n / (n - ddof) + 2 * e_v)
     if w == 0:
         raise ValueError("bounded_variance with L = U is constant")
