@@ -354,7 +354,8 @@ def select_column(name: str) -> ProvedTransformation:
     """The column ``name`` of a table (a mapping of columns, e.g. a DataFrame): 1-stable.
 
     Row ``i`` of the output is a function of row ``i`` of the input alone, so an added,
-    removed or replaced record adds, removes or replaces one output record.
+    removed or replaced record adds, removes or replaces one output record.  A list
+    column is kept value by value (dtype object), never coerced to a common type.
 
     Parameters
     ----------
@@ -371,9 +372,16 @@ def select_column(name: str) -> ProvedTransformation:
 
     def select(data: Any) -> np.ndarray:
         try:
-            return np.asarray(data[name])
+            col = data[name]
         except (KeyError, IndexError) as exc:
             raise ValueError(f"the data have no column {name!r}") from exc
+        if hasattr(col, "dtype"):            # a typed column: its type is the schema's
+            return np.asarray(col)
+        # a list: each value kept as it is (np.asarray would turn 0.0 into '0.0' when
+        # another record is a string: a record's output would depend on the others)
+        out = np.empty(len(col), dtype=object)
+        out[:] = list(col)
+        return out
 
     return _row(select, f"select {name!r}", "1 (row-wise)")
 
