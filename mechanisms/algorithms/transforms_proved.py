@@ -664,12 +664,18 @@ def count_by_categories(categories: Sequence[Any], *, null_category: bool = True
     k = len(cats)
 
     def histogram(data: Any) -> np.ndarray:
-        d = np.asarray(data)
-        if d.size == 0:
+        if len(data) == 0:
             return np.zeros(k + null_category, dtype=np.int64)
-        uniq, inv = np.unique(d, return_inverse=True)
-        slot = np.array([index.get(v.item() if hasattr(v, "item") else v, k) for v in uniq])
-        counts = np.bincount(slot[inv.ravel()], minlength=k + 1)
+        if hasattr(data, "dtype") and np.asarray(data).dtype.kind in "biufUS":
+            # a typed column: one lookup per distinct value
+            uniq, inv = np.unique(np.asarray(data), return_inverse=True)
+            slot = np.array([index.get(v.item(), k) for v in uniq])[inv.ravel()]
+        else:
+            # a list or objects: each value looked up as it is (no coercion to a common
+            # type, which would make a record's bin depend on the other records)
+            slot = np.fromiter((index.get(v, k) for v in data), dtype=np.int64,
+                               count=len(data))
+        counts = np.bincount(slot, minlength=k + 1)
         return counts if null_category else counts[:k]
 
     c = 1.0 if relation == ADD_REMOVE else (2.0 if metric == "l1"
