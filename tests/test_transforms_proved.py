@@ -20,6 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from dpacct.accountant import compose
 from dpacct.mechanisms import (
     Algorithm,
     DPTheilSen,
@@ -433,6 +434,10 @@ def test_chain_relations_and_privacy():
     rng = np.random.default_rng(3)
     value = mm.release(np.full(25, 1.0), rng=rng)
     assert np.isfinite(value)
+    # a sum and a count released together: pure epsilons add (basic composition)
+    both = compose([m, count().then_laplace(scale=4.0)])
+    assert both.pure_epsilon == pytest.approx(m.pure_epsilon + 0.25, rel=1e-12)
+    assert both.epsilon(1e-6) <= m.pure_epsilon + 0.25 + 1e-9
 
 
 def _opendp():
