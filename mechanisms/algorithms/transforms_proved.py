@@ -596,7 +596,8 @@ def bounded_sum(bounds: tuple[float, float], *, max_records: int = DEFAULT_MAX_R
     ideal = mag if relation == ADD_REMOVE else Fraction(hi) - Fraction(lo)
     c = _up(ideal + 2 * err)
     if c == 0.0:
-        raise ValueError("bounded_sum with L = U = 0 under replace-one is constant")
+        raise ValueError(f"bounded_sum with bounds {bounds!r} is constant under {relation}: "
+                         "release it without noise")
     return ProvedTransformation(
         lambda data: pairwise_sum(_in_bounds(data, lo, hi, n, "bounded_sum")), c, "l1",
         name=f"sum [{lo}, {hi}]", relation=relation, input_bounds=(lo, hi),
