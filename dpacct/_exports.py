@@ -119,6 +119,21 @@ MECHANISMS: tuple[str, ...] = (
     "matching_transformation",
     "zcdp_delta",
     "zcdp_epsilon",
+    # transformations whose stability the library derives (transforms_proved.py)
+    "ProvedTransformation",
+    "bounded_mean",
+    "bounded_sum",
+    "bounded_variance",
+    "cast_float",
+    "clamp",
+    "count",
+    "count_by_categories",
+    "impute_constant",
+    "pairwise_sum",
+    "pairwise_sum_error",
+    "resize",
+    "select_column",
+    "select_columns",
 )
 
 #: :mod:`dpacct.calibrators`

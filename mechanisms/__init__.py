@@ -6,7 +6,8 @@ privacy is the composition of the primitives it runs): NoisyGD, DP-SGD, SSP and
 AdaSSP regression, marginal-based synthetic data (fixed marginals, or MST's selection),
 histogram and tree quantiles, the exponential-mechanism quantile, DP Theil-Sen.  Your own
 transformations: a function with a declared stability, followed by a primitive
-(:class:`Transformation`).
+(:class:`Transformation`); and transformations whose stability the library derives,
+float round-off included (:func:`bounded_sum`, :func:`bounded_mean`, :func:`clamp`, ...).
 
 Every primitive adds its own noise (``release``), and every algorithm draws its noise
 only through the releases of the primitives its privacy is composed of
@@ -39,6 +40,22 @@ from .algorithms.synthesis import (
 from .algorithms.synthesis_mst import MST
 from .algorithms.theil_sen import DPTheilSen, TheilSenFit, matching_transformation
 from .algorithms.transformations import Transformation, TransformedMechanism, group_privacy
+from .algorithms.transforms_proved import (
+    ProvedTransformation,
+    bounded_mean,
+    bounded_sum,
+    bounded_variance,
+    cast_float,
+    clamp,
+    count,
+    count_by_categories,
+    impute_constant,
+    pairwise_sum,
+    pairwise_sum_error,
+    resize,
+    select_column,
+    select_columns,
+)
 from .audit import AuditResult, audit
 from .primitives.discrete import (
     DiscreteGaussianMechanism,

@@ -6,7 +6,9 @@ its distance is the symmetric distance, the number of records added or removed).
 *stability* ``c`` is the promise that when one record is added to or removed from the
 input, the output moves by at most ``c`` in that metric.  The promise is the user's, and
 the privacy of everything that follows rests on it: this module cannot check it (a test
-helper, :func:`max_observed_distance`, can only look for violations).
+helper, :func:`max_observed_distance`, can only look for violations).  For the everyday
+steps (select, cast, impute, clamp, resize, sum, count, mean, variance, histogram)
+:mod:`dpacct.mechanisms.algorithms.transforms_proved` derives the stability instead.
 
 Composed with a mechanism, the stability turns into privacy:
 
