@@ -466,3 +466,18 @@ def test_joint_ladder_agrees_with_composing_each_part_alone(schedule):
     lower, _ = run.epsilon_bounds(delta)
     assert lower <= joint
     assert joint == pytest.approx(separate, rel=2e-5)
+
+
+@pytest.mark.parametrize("sigma", [1e300, 1e308])
+def test_gaussians_with_huge_sigma_compose_without_underflow(sigma):
+    """mu^2 = 1e-600 underflows: the closed form's sum of mu^2 was 0 and composing two
+    copies raised ZeroDivisionError (found by fuzzing). The composed mu is sqrt(2) / sigma,
+    whose delta(0) = 2 Phi(mu / 2) - 1 = mu / sqrt(2 pi) (1 + O(mu^2)) must be bounded."""
+    run = compose([GaussianMechanism(sigma=sigma)], [2])
+    assert run.epsilon(1e-5) == 0.0
+    assert run.epsilon_bounds(1e-5) == (0.0, 0.0)
+    mu = math.sqrt(2.0) / sigma
+    assert run.delta(0.0) >= mu / math.sqrt(2.0 * math.pi)
+    # a huge-sigma part next to an ordinary one leaves the ordinary one's epsilon
+    both = compose([GaussianMechanism(sigma=sigma), GaussianMechanism(sigma=1.0)], [2, 1])
+    assert both.epsilon(1e-5) >= GaussianMechanism(sigma=1.0).epsilon(1e-5)
