@@ -39,10 +39,12 @@ from dpacct.accountant.mechanism import Mechanism
 from dpacct.accountant.numerics import EXP_OVERFLOW, brentq
 from dpacct.accountant.rdp.conversion import rdp_to_epsilon_at_orders
 from dpacct.accountant.validation import (
+    MAX_COUNT,
     check_count,
     check_delta,
     check_positive,
     check_sample_rate,
+    show_value,
 )
 
 from .calibrate import Calibration, calibrate
@@ -120,6 +122,11 @@ def steps_from_epochs(epochs: float, sample_rate: float) -> int:
     e = check_positive("epochs", epochs)
     q = check_sample_rate(sample_rate)
     raw = e / q
+    if not raw * (1.0 + 1e-12) < MAX_COUNT:
+        raise ValueError(
+            "epochs must give at most 2**63 - 1 steps (epochs / sample_rate below "
+            f"about 9.2e18), got epochs={show_value(e)} at sample_rate={show_value(q)}"
+        )
     steps = math.floor(raw * (1.0 + 1e-12))
     if steps < 1:
         raise ValueError(f"epochs must give at least one step: epochs / sample_rate = {raw:g} < 1")
