@@ -21,6 +21,7 @@ engine's accountant, typically in two or three evaluations of the full compositi
 from __future__ import annotations
 
 import math
+import sys
 import time
 from collections.abc import Callable
 from functools import partial
@@ -238,6 +239,15 @@ def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1
             break
         sigma = math.nextafter(sigma, math.inf)
     out = sigma * sens
+    if not math.isfinite(out * (1.0 + 1e-9)):
+        # the std (noise multiplier times sensitivity) is not a float: mpmath's erfc then
+        # overflowed at mu = sens / inf (OverflowError at sensitivity 1e308)
+        raise ValueError(
+            f"sensitivity must lie in (0, {sys.float_info.max / (sigma * (1.0 + 1e-9)):.6g}] "
+            f"at epsilon={eps!r}, delta={delta!r} (the noise multiplier there is "
+            f"{sigma:.6g} and the std, their product, must be a finite float), "
+            f"got {sens!r}"
+        )
     for step in range(200):
         # checked at a float at or above the exact ratio: sens / out rounds to nearest,
         # possibly below it, and delta grows with mu

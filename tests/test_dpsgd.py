@@ -269,3 +269,19 @@ def test_max_steps_without_subsampling_is_the_gaussian_closed_form(target, sigma
     k = (sigma / star) ** 2
     assert abs(k - round(k)) > 1e-6
     assert max_steps(target, DELTA, sigma, 1.0) == math.floor(k)
+
+
+@pytest.mark.parametrize("epochs", [1e308, 1e19])
+def test_epochs_beyond_the_largest_step_count_are_refused_naming_epochs(epochs):
+    """epochs = 1e308 gave epochs / sample_rate = inf and math.floor raised
+    OverflowError; a step count must be at most 2**63 - 1, as steps= requires."""
+    from dpacct.calibrators import calibrate_dp_sgd, steps_from_epochs
+    from dpacct.mechanisms import DPSGD
+
+    with pytest.raises(ValueError, match=r"epochs must give at most 2\*\*63 - 1 steps"):
+        steps_from_epochs(epochs, 0.1)
+    with pytest.raises(ValueError, match=r"epochs must give at most 2\*\*63 - 1 steps"):
+        DPSGD(sigma=1.0, sample_rate=0.05, epochs=epochs, loss="logistic", clip=1.0)
+    with pytest.raises(ValueError, match=r"epochs must give at most 2\*\*63 - 1 steps"):
+        calibrate_dp_sgd(2.0, 1e-5, sample_rate=0.05, epochs=epochs, loss="logistic", clip=1.0)
+    assert 9 * 10**18 <= steps_from_epochs(9e17, 0.1) < 2**63
