@@ -49,7 +49,12 @@ from dpacct.accountant.validation import (
 )
 
 from .calibrate import Calibration, calibrate
-from .search import DEFAULT_RTOL
+from .search import DEFAULT_RTOL, CalibrationError, UnreachableTargetError
+
+#: the smallest noise multiplier :func:`noise_multiplier` returns (the edge of its
+#: search): a budget every larger one meets, such as epsilon = 1e308, is answered by it
+#: (``Calibration.at_domain_edge``); DP-SGD at this sigma costs epsilon above 1e20
+NOISE_MULTIPLIER_MIN = 1e-12
 
 __all__ = [
     "analytic_gaussian_sigma",
@@ -427,6 +432,7 @@ def noise_multiplier(
         delta,
         interval=(0.5, 2.0),
         rtol=rtol,
+        domain=(NOISE_MULTIPLIER_MIN, math.inf),
         increasing=False,
         estimate=_estimate_sigma(q, n, delta, eps),
         tol=tol,
@@ -445,7 +451,12 @@ def _exact_gaussian(
     relative steps until the engine's epsilon (which rounds up) meets the target.
     """
     t0 = time.perf_counter()
-    sigma = math.sqrt(steps) * analytic_gaussian_sigma(eps, delta)
+    try:
+        sigma = math.sqrt(steps) * analytic_gaussian_sigma(eps, delta)
+    except ValueError:  # a budget no noise is needed for: the search's domain edge answers
+        return None
+    if not sigma >= NOISE_MULTIPLIER_MIN:
+        return None
     for i in range(40):
         mech = family(sigma)
         achieved = float(mech.epsilon(delta, tol=tol))
@@ -495,6 +506,9 @@ def max_steps(
     ------
     UnreachableTargetError
         Even one step exceeds the budget (the message gives epsilon of one step).
+    CalibrationError
+        Every count the search reaches (1e13) meets the budget (a huge
+        ``noise_multiplier``); the message names it.
 
     Examples
     --------
@@ -507,18 +521,32 @@ def max_steps(
     q = check_sample_rate(sample_rate)
     step = poisson_subsample(GaussianMechanism(sigma=sigma), q)
 
-    res = calibrate(
-        lambda n: compose([step], counts=[n]),
-        eps,
-        delta,
-        interval=(1, 10),
-        integer=True,
-        increasing=True,
-        estimate=_estimate_steps(sigma, q, delta),
-        tol=tol,
-        name="steps",
-        progress=progress,
-    )
+    try:
+        res = calibrate(
+            lambda n: compose([step], counts=[n]),
+            eps,
+            delta,
+            interval=(1, 10),
+            integer=True,
+            increasing=True,
+            estimate=_estimate_steps(sigma, q, delta),
+            tol=tol,
+            name="steps",
+            progress=progress,
+        )
+    except UnreachableTargetError:
+        raise
+    except CalibrationError as exc:
+        # every count the search reaches meets the budget: say which parameter makes
+        # the run that cheap (the generic 'pass a wider interval' is not an option here)
+        raise CalibrationError(
+            f"noise_multiplier={sigma!r} at sample_rate={q!r} keeps every step count up to "
+            f"{exc.searched[1]:.6g} within epsilon={eps!r} at delta={delta!r}: the largest "
+            "count lies beyond the search (use a smaller noise_multiplier or a budget "
+            "that binds)",
+            reachable=exc.reachable,
+            searched=exc.searched,
+        ) from None
     return res if full_output else int(res.parameter)
 
 
