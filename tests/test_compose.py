@@ -481,3 +481,31 @@ def test_gaussians_with_huge_sigma_compose_without_underflow(sigma):
     # a huge-sigma part next to an ordinary one leaves the ordinary one's epsilon
     both = compose([GaussianMechanism(sigma=sigma), GaussianMechanism(sigma=1.0)], [2, 1])
     assert both.epsilon(1e-5) >= GaussianMechanism(sigma=1.0).epsilon(1e-5)
+
+
+def _gaussian_epsilon_mp(sigma: float, delta: float) -> float:
+    """Epsilon of N(0, sigma^2) vs N(1, sigma^2) at delta (Balle & Wang 2018, Theorem 8),
+    solved at 30 digits."""
+    import mpmath
+
+    with mpmath.workdps(30):
+        mu = 1 / mpmath.mpf(sigma)
+        lo, hi = mpmath.mpf(0), mpmath.mpf(50)
+        for _ in range(120):  # bisection: delta(eps) decreases in eps
+            e = (lo + hi) / 2
+            d = mpmath.ncdf(mu / 2 - e / mu) - mpmath.exp(e) * mpmath.ncdf(-mu / 2 - e / mu)
+            lo, hi = (e, hi) if d > delta else (lo, e)
+        return float(hi)
+
+
+@pytest.mark.parametrize("b", [1e10, 1e20])
+def test_a_part_far_below_the_grid_step_does_not_blow_up_the_grid(b):
+    """Laplace with b = 1e20 has losses within +-1e-20, discretised on a step near 1e-22;
+    meeting a Gaussian's step 2^-7 re-gridded it through 5e19 columns ('Maximum allowed
+    dimension exceeded'; 37 GiB at b = 1e10). The truth lies in [g, g + 3/b] (g the
+    Gaussian's epsilon; basic composition adds the Laplace parts' pure 1/b each)."""
+    run = compose([LaplaceMechanism(b=b), GaussianMechanism(sigma=1.0)], [3, 1])
+    g = _gaussian_epsilon_mp(1.0, 1e-6)
+    lo, hi = run.epsilon_bounds(1e-6)
+    assert lo <= g + 3.0 / b and hi >= g
+    assert run.epsilon(1e-6) == hi and hi - g < 1e-4
