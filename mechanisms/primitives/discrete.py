@@ -464,8 +464,7 @@ def discrete_gaussian_delta_bounds(
     Parameters
     ----------
     sigma : float
-        The discrete Gaussian's scale parameter, >= 1 (see above) and at most
-        ``DISCRETE_GAUSSIAN_MAX_SIGMA`` (1e50).
+        The discrete Gaussian's scale parameter, in [1, 1e50] (see above).
     epsilon : numpy.ndarray
         Epsilons, >= 0.
 
@@ -477,12 +476,9 @@ def discrete_gaussian_delta_bounds(
     """
     sigma = _check_dg_sigma(sigma)
     eps_given = check_real_values("epsilon", epsilon)[0]  # finite reals (no strings, no bools)
-    # delta is nonincreasing in eps: above eps_cap (where sigma^2 eps would overflow the
-    # terms below, and delta < Phi(-40) already) the bounds at eps_cap bound it above
-    # and 0 below
-    eps_cap = 40.0 / sigma + 1.0
-    beyond = eps_given > eps_cap
-    eps = np.minimum(eps_given, eps_cap)
+    # delta decreases in eps: past 40/sigma + 1 (< Phi(-40)) the bounds there and 0 hold
+    eps = np.minimum(eps_given, 40.0 / sigma + 1.0)
+    beyond = eps < eps_given
     s2 = sigma * sigma
     root2pi = math.sqrt(2.0 * math.pi)
     factor_lo = 1.0 / (1.0 + 3.0 * math.exp(-2.0 * math.pi**2 * min(sigma, 10.0) ** 2))
