@@ -21,6 +21,7 @@ engine's accountant, typically in two or three evaluations of the full compositi
 from __future__ import annotations
 
 import math
+import sys
 import time
 from collections.abc import Callable
 from functools import partial
@@ -39,14 +40,21 @@ from dpacct.accountant.mechanism import Mechanism
 from dpacct.accountant.numerics import EXP_OVERFLOW, brentq
 from dpacct.accountant.rdp.conversion import rdp_to_epsilon_at_orders
 from dpacct.accountant.validation import (
+    MAX_COUNT,
     check_count,
     check_delta,
     check_positive,
     check_sample_rate,
+    show_value,
 )
 
 from .calibrate import Calibration, calibrate
-from .search import DEFAULT_RTOL
+from .search import DEFAULT_RTOL, CalibrationError, UnreachableTargetError
+
+#: the smallest noise multiplier :func:`noise_multiplier` returns (the edge of its
+#: search): a budget every larger one meets, such as epsilon = 1e308, is answered by it
+#: (``Calibration.at_domain_edge``); DP-SGD at this sigma costs epsilon above 1e20
+NOISE_MULTIPLIER_MIN = 1e-12
 
 __all__ = [
     "analytic_gaussian_sigma",
@@ -120,6 +128,11 @@ def steps_from_epochs(epochs: float, sample_rate: float) -> int:
     e = check_positive("epochs", epochs)
     q = check_sample_rate(sample_rate)
     raw = e / q
+    if not raw * (1.0 + 1e-12) < MAX_COUNT:
+        raise ValueError(
+            "epochs must give at most 2**63 - 1 steps (epochs / sample_rate below "
+            f"about 9.2e18), got epochs={show_value(e)} at sample_rate={show_value(q)}"
+        )
     steps = math.floor(raw * (1.0 + 1e-12))
     if steps < 1:
         raise ValueError(f"epochs must give at least one step: epochs / sample_rate = {raw:g} < 1")
@@ -231,6 +244,15 @@ def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1
             break
         sigma = math.nextafter(sigma, math.inf)
     out = sigma * sens
+    if not math.isfinite(out * (1.0 + 1e-9)):
+        # the std (noise multiplier times sensitivity) is not a float: mpmath's erfc then
+        # overflowed at mu = sens / inf (OverflowError at sensitivity 1e308)
+        raise ValueError(
+            f"sensitivity must lie in (0, {sys.float_info.max / (sigma * (1.0 + 1e-9)):.6g}] "
+            f"at epsilon={eps!r}, delta={delta!r} (the noise multiplier there is "
+            f"{sigma:.6g} and the std, their product, must be a finite float), "
+            f"got {sens!r}"
+        )
     for step in range(200):
         # checked at a float at or above the exact ratio: sens / out rounds to nearest,
         # possibly below it, and delta grows with mu
@@ -410,6 +432,7 @@ def noise_multiplier(
         delta,
         interval=(0.5, 2.0),
         rtol=rtol,
+        domain=(NOISE_MULTIPLIER_MIN, math.inf),
         increasing=False,
         estimate=_estimate_sigma(q, n, delta, eps),
         tol=tol,
@@ -428,7 +451,12 @@ def _exact_gaussian(
     relative steps until the engine's epsilon (which rounds up) meets the target.
     """
     t0 = time.perf_counter()
-    sigma = math.sqrt(steps) * analytic_gaussian_sigma(eps, delta)
+    try:
+        sigma = math.sqrt(steps) * analytic_gaussian_sigma(eps, delta)
+    except ValueError:  # a budget no noise is needed for: the search's domain edge answers
+        return None
+    if not sigma >= NOISE_MULTIPLIER_MIN:
+        return None
     for i in range(40):
         mech = family(sigma)
         achieved = float(mech.epsilon(delta, tol=tol))
@@ -478,6 +506,9 @@ def max_steps(
     ------
     UnreachableTargetError
         Even one step exceeds the budget (the message gives epsilon of one step).
+    CalibrationError
+        Every count the search reaches (1e13) meets the budget (a huge
+        ``noise_multiplier``); the message names it.
 
     Examples
     --------
@@ -490,18 +521,32 @@ def max_steps(
     q = check_sample_rate(sample_rate)
     step = poisson_subsample(GaussianMechanism(sigma=sigma), q)
 
-    res = calibrate(
-        lambda n: compose([step], counts=[n]),
-        eps,
-        delta,
-        interval=(1, 10),
-        integer=True,
-        increasing=True,
-        estimate=_estimate_steps(sigma, q, delta),
-        tol=tol,
-        name="steps",
-        progress=progress,
-    )
+    try:
+        res = calibrate(
+            lambda n: compose([step], counts=[n]),
+            eps,
+            delta,
+            interval=(1, 10),
+            integer=True,
+            increasing=True,
+            estimate=_estimate_steps(sigma, q, delta),
+            tol=tol,
+            name="steps",
+            progress=progress,
+        )
+    except UnreachableTargetError:
+        raise
+    except CalibrationError as exc:
+        # every count the search reaches meets the budget: say which parameter makes
+        # the run that cheap (the generic 'pass a wider interval' is not an option here)
+        raise CalibrationError(
+            f"noise_multiplier={sigma!r} at sample_rate={q!r} keeps every step count up to "
+            f"{exc.searched[1]:.6g} within epsilon={eps!r} at delta={delta!r}: the largest "
+            "count lies beyond the search (use a smaller noise_multiplier or a budget "
+            "that binds)",
+            reachable=exc.reachable,
+            searched=exc.searched,
+        ) from None
     return res if full_output else int(res.parameter)
 
 

@@ -31,6 +31,8 @@ _XTOL = 1e-12
 DEFAULT_RTOL = 5e-5
 #: a bracket this narrow in log(parameter) is refined by interpolating between its ends
 _NARROW = 1e-3
+#: a parameter this close (relative) to a domain edge is the edge (exp/log round-off)
+_EDGE_RTOL = 1e-12
 
 
 class CalibrationError(ValueError):
@@ -129,7 +131,14 @@ class _Search:
         if self.integer:
             n = max(round(p), math.ceil(self.dom_lo))
             return n if math.isinf(self.dom_hi) else min(n, math.floor(self.dom_hi))
-        return min(max(p, self.dom_lo), self.dom_hi)
+        # exp(log(edge)) can miss a domain edge by 1e-13 relative (1e300 comes back as
+        # 9.99999999999976e299): a point that close is the edge itself, so that a budget
+        # every parameter meets stops there (at_domain_edge) instead of failing
+        if p >= self.dom_hi * (1.0 - _EDGE_RTOL):
+            return self.dom_hi
+        if p <= self.dom_lo * (1.0 + _EDGE_RTOL):
+            return self.dom_lo
+        return p
 
     def snap(self, x: float) -> float:
         """Map x to the x of the parameter actually evaluated (integers, domain edges)."""

@@ -172,6 +172,10 @@ def _zcdp_rho_for(epsilon: float, delta: float) -> float:
     return (math.sqrt(log_inv + epsilon) - math.sqrt(log_inv)) ** 2
 
 
+#: the range of ``rho`` that :class:`~dpacct.mechanisms.MST` accepts
+MST_RHO_RANGE = (1e-300, 1e300)
+
+
 def calibrate_mst(
     epsilon: float,
     delta: float,
@@ -221,7 +225,9 @@ def calibrate_mst(
     delta = check_delta(delta, what="MST (its measurements are Gaussian)")
     probe = MST(columns, rho=1.0)
     cols = probe.columns
-    start = _zcdp_rho_for(epsilon, delta)
+    # MST's rho lies in [1e-300, 1e300]: the search stays there, and a budget every rho
+    # meets (epsilon = 1e308) is answered by the largest (at_domain_edge)
+    start = min(max(_zcdp_rho_for(epsilon, delta), MST_RHO_RANGE[0]), MST_RHO_RANGE[1] / 4.0)
     res = calibrate(
         lambda rho: MST(cols, rho=rho),
         epsilon,
@@ -230,6 +236,7 @@ def calibrate_mst(
         rtol=rtol,
         tol=tol,
         interval=(start, 4.0 * start),
+        domain=MST_RHO_RANGE,
         name="rho",
     )
     return res.mechanism  # type: ignore[return-value]

@@ -74,3 +74,12 @@ def test_certified_on_300_seeded_targets():
         sens = float(rng.choice([1.0, 0.37, 12.5, float(10 ** rng.uniform(-2, 2))]))
         sigma = analytic_gaussian_sigma(eps, delta, sens)
         assert exact_delta(sigma, eps, sens) <= delta, (eps, delta, sens, sigma)
+
+
+def test_a_sensitivity_whose_std_overflows_is_refused_naming_it():
+    """sensitivity = 1e308 made the std inf and the 50-digit check raised mpmath's
+    OverflowError; the largest sensitivity accepted still certifies."""
+    with pytest.raises(ValueError, match=r"sensitivity must lie in \(0, 4\.8\d+e\+307\]"):
+        analytic_gaussian_sigma(1.0, 1e-5, sensitivity=1e308)
+    sigma = analytic_gaussian_sigma(1.0, 1e-5, sensitivity=1e307)
+    assert sigma / 1e307 == pytest.approx(analytic_gaussian_sigma(1.0, 1e-5), rel=1e-12)

@@ -466,3 +466,79 @@ def test_joint_ladder_agrees_with_composing_each_part_alone(schedule):
     lower, _ = run.epsilon_bounds(delta)
     assert lower <= joint
     assert joint == pytest.approx(separate, rel=2e-5)
+
+
+@pytest.mark.parametrize("sigma", [1e300, 1e308])
+def test_gaussians_with_huge_sigma_compose_without_underflow(sigma):
+    """mu^2 = 1e-600 underflows: the closed form's sum of mu^2 was 0 and composing two
+    copies raised ZeroDivisionError (found by fuzzing). The composed mu is sqrt(2) / sigma,
+    whose delta(0) = 2 Phi(mu / 2) - 1 = mu / sqrt(2 pi) (1 + O(mu^2)) must be bounded."""
+    run = compose([GaussianMechanism(sigma=sigma)], [2])
+    assert run.epsilon(1e-5) == 0.0
+    assert run.epsilon_bounds(1e-5) == (0.0, 0.0)
+    mu = math.sqrt(2.0) / sigma
+    assert run.delta(0.0) >= mu / math.sqrt(2.0 * math.pi)
+    # a huge-sigma part next to an ordinary one leaves the ordinary one's epsilon
+    both = compose([GaussianMechanism(sigma=sigma), GaussianMechanism(sigma=1.0)], [2, 1])
+    assert both.epsilon(1e-5) >= GaussianMechanism(sigma=1.0).epsilon(1e-5)
+
+
+def _gaussian_epsilon_mp(sigma: float, delta: float) -> float:
+    """Epsilon of N(0, sigma^2) vs N(1, sigma^2) at delta (Balle & Wang 2018, Theorem 8),
+    solved at 30 digits."""
+    import mpmath
+
+    with mpmath.workdps(30):
+        mu = 1 / mpmath.mpf(sigma)
+        lo, hi = mpmath.mpf(0), mpmath.mpf(50)
+        for _ in range(120):  # bisection: delta(eps) decreases in eps
+            e = (lo + hi) / 2
+            d = mpmath.ncdf(mu / 2 - e / mu) - mpmath.exp(e) * mpmath.ncdf(-mu / 2 - e / mu)
+            lo, hi = (e, hi) if d > delta else (lo, e)
+        return float(hi)
+
+
+@pytest.mark.parametrize("b", [1e10, 1e20])
+def test_a_part_far_below_the_grid_step_does_not_blow_up_the_grid(b):
+    """Laplace with b = 1e20 has losses within +-1e-20, discretised on a step near 1e-22;
+    meeting a Gaussian's step 2^-7 re-gridded it through 5e19 columns ('Maximum allowed
+    dimension exceeded'; 37 GiB at b = 1e10). The truth lies in [g, g + 3/b] (g the
+    Gaussian's epsilon; basic composition adds the Laplace parts' pure 1/b each)."""
+    run = compose([LaplaceMechanism(b=b), GaussianMechanism(sigma=1.0)], [3, 1])
+    g = _gaussian_epsilon_mp(1.0, 1e-6)
+    lo, hi = run.epsilon_bounds(1e-6)
+    assert lo <= g + 3.0 / b and hi >= g
+    assert run.epsilon(1e-6) == hi and hi - g < 1e-4
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="open (found by the extremes branch, reported to the lead): the subsampled "
+    "Gaussian's delta(0) at a huge sigma is below its exact total variation (probably the "
+    "round-off of bin masses taken near the median, not in the certificate); at "
+    "sigma = 1e15 it is the 1e-300 floor",
+)
+@pytest.mark.parametrize("sigma", [1e8, 1e10, 1e15])
+def test_subsampled_gaussian_with_huge_sigma_bounds_its_total_variation(sigma):
+    """delta(0) of the remove pair ((1-q) N(0, s^2) + q N(1, s^2), N(0, s^2)) is its total
+    variation, q (2 Phi(1 / (2 s)) - 1) = q erf(1 / (2 sqrt(2) s)), at 40 digits."""
+    import mpmath
+
+    with mpmath.workdps(40):
+        truth = float(0.01 * mpmath.erf(mpmath.mpf(0.5) / sigma / mpmath.sqrt(2)))
+    step = poisson_subsample(GaussianMechanism(sigma=sigma), 0.01)
+    assert float(step.delta(0.0)) >= truth
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="open (found by the extremes branch, reported to the lead): a subsampled "
+    "Gaussian at sigma 1e20 composed 2e18 times returns epsilon = nan (1e18 times: 0.0)",
+)
+def test_a_huge_count_of_a_negligible_step_does_not_answer_nan():
+    """Composed mu is about q sqrt(n) / sigma = 1.4e-13, so epsilon at 1e-5 is 0 (the
+    composed Gaussian's delta(0) is ~6e-14 < 1e-5); any finite upper bound >= 0 is sound,
+    NaN is not an answer."""
+    run = compose([poisson_subsample(GaussianMechanism(sigma=1e20), 0.01)], [2 * 10**18])
+    eps = run.epsilon(1e-5)
+    assert math.isfinite(eps) and eps >= 0.0

@@ -234,3 +234,28 @@ def test_delta_on_the_grid_is_sound_and_above_the_refined_delta():
     refined = np.array([rdp_to_delta(lambda a: a / (2 * sigma**2), float(e)) for e in eps])
     assert np.all(grid >= refined * (1 - 1e-12)) and np.all(refined >= exact)
     assert np.all(np.diff(grid) < 0)
+
+
+def test_a_log_delta_above_709_is_the_trivial_delta_one():
+    """rdp(a) = 1e4 a at epsilon 1: log delta = (a - 1)(1e4 a - 1 + log(1 - 1/a)) - log a
+    is far above 0 at every order, so every bound here is >= 1 and the answer is 1 (the
+    overflow itself is reached through a composed curve, in the next test)."""
+    from dpacct.accountant.rdp.conversion import rdp_to_delta, rdp_to_delta_grid
+
+    assert rdp_to_delta(lambda a: 1e4 * np.asarray(a, dtype=float), 1.0) == 1.0
+    grid = rdp_to_delta_grid(lambda a: 1e6 * np.asarray(a, dtype=float), np.array([0.5, 1.0]))
+    assert np.all(grid == 1.0)
+
+
+def test_a_long_replace_one_without_replacement_run_answers_delta():
+    """compose([subsample_without_replacement(replace_one(Laplace), 0.5)], [10**7]).delta(1)
+    raised OverflowError in the RDP conversion; its epsilon at 1e-5 is in the millions,
+    so delta(1) is 1."""
+    from dpacct.accountant import compose, subsample_without_replacement
+    from dpacct.mechanisms import LaplaceMechanism
+    from dpacct.mechanisms.primitives.relations import replace_one
+
+    run = compose([subsample_without_replacement(replace_one(LaplaceMechanism(b=1.0)), 0.5)],
+                  [10**7])
+    assert run.epsilon(1e-5) > 1e6
+    assert run.delta(1.0) == 1.0

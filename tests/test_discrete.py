@@ -325,3 +325,27 @@ def test_extreme_parameters_stay_finite():
         assert np.all(np.isfinite(m.tradeoff(np.array([0.0, 0.5, 1.0]))))
     expected = 1000.0 + math.log1p(-1e-5)  # (1 - e^{eps - 1000}) / (1 + e^{-1000}) = 1e-5
     assert DiscreteLaplaceMechanism(1e-3).epsilon(1e-5) == pytest.approx(expected, rel=1e-12, abs=0)
+
+
+@pytest.mark.parametrize("sigma", [1e4, 1e20])
+def test_a_huge_epsilon_gives_a_bounded_delta_not_nan(sigma):
+    """Above sigma = 2000 delta comes from the O(1) bracket, whose sigma^2 eps overflowed
+    at eps = 1e150 and returned NaN. delta <= P(X >= sigma^2 eps + 1/2) under
+    N_Z(1, sigma^2), far below the least float here."""
+    from dpacct.mechanisms.primitives.discrete import discrete_gaussian_delta_bounds
+
+    d = DiscreteGaussianMechanism(sigma=sigma).delta(np.array([1e20, 1e150, 1e300]))
+    assert np.all(np.isfinite(d)) and np.all((0.0 <= d) & (d <= 1e-300))
+    lo, hi = discrete_gaussian_delta_bounds(sigma, np.array([1e150, 1e300]))
+    assert np.all(lo == 0.0) and np.all(np.isfinite(hi)) and np.all(hi <= 1e-300)
+
+
+@pytest.mark.parametrize("sigma", [1e51, 1e308])
+def test_a_scale_beyond_the_bounds_reach_is_refused_naming_sigma(sigma):
+    """sigma^3 overflowed (OverflowError at sigma = 1e308)."""
+    from dpacct.mechanisms.primitives.discrete import discrete_gaussian_delta_bounds
+
+    with pytest.raises(ValueError, match=r"sigma must lie in \(0, 1e50\]"):
+        DiscreteGaussianMechanism(sigma=sigma)
+    with pytest.raises(ValueError, match=r"sigma must lie in \(0, 1e50\]"):
+        discrete_gaussian_delta_bounds(sigma, np.array([1.0]))

@@ -269,3 +269,40 @@ def test_max_steps_without_subsampling_is_the_gaussian_closed_form(target, sigma
     k = (sigma / star) ** 2
     assert abs(k - round(k)) > 1e-6
     assert max_steps(target, DELTA, sigma, 1.0) == math.floor(k)
+
+
+@pytest.mark.parametrize("epochs", [1e308, 1e19])
+def test_epochs_beyond_the_largest_step_count_are_refused_naming_epochs(epochs):
+    """epochs = 1e308 gave epochs / sample_rate = inf and math.floor raised
+    OverflowError; a step count must be at most 2**63 - 1, as steps= requires."""
+    from dpacct.calibrators import calibrate_dp_sgd, steps_from_epochs
+    from dpacct.mechanisms import DPSGD
+
+    with pytest.raises(ValueError, match=r"epochs must give at most 2\*\*63 - 1 steps"):
+        steps_from_epochs(epochs, 0.1)
+    with pytest.raises(ValueError, match=r"epochs must give at most 2\*\*63 - 1 steps"):
+        DPSGD(sigma=1.0, sample_rate=0.05, epochs=epochs, loss="logistic", clip=1.0)
+    with pytest.raises(ValueError, match=r"epochs must give at most 2\*\*63 - 1 steps"):
+        calibrate_dp_sgd(2.0, 1e-5, sample_rate=0.05, epochs=epochs, loss="logistic", clip=1.0)
+    assert 9 * 10**18 <= steps_from_epochs(9e17, 0.1) < 2**63
+
+
+def test_a_budget_every_noise_multiplier_meets_returns_the_smallest_searched():
+    """target_epsilon = 1e308: every sigma down to the search's limit meets it, which
+    raised 'pass a wider interval or a domain' (an interval get_noise_multiplier does not
+    take). The answer is the edge NOISE_MULTIPLIER_MIN, flagged, and it meets the budget."""
+    from dpacct.calibrators import get_noise_multiplier
+    from dpacct.calibrators.dpsgd import NOISE_MULTIPLIER_MIN
+
+    assert get_noise_multiplier(1e308, 1e-5, 0.01, steps=100) == NOISE_MULTIPLIER_MIN
+    res = noise_multiplier(1e308, 1e-5, 0.01, 100, full_output=True)
+    assert res.at_domain_edge and res.parameter == NOISE_MULTIPLIER_MIN
+    assert res.epsilon <= 1e308
+    assert noise_multiplier(1e308, 1e-5, 1.0, 100) == NOISE_MULTIPLIER_MIN  # full batch
+
+
+def test_a_noise_multiplier_every_step_count_meets_is_named():
+    """noise_multiplier = 1e308: no count up to 1e13 spends epsilon = 1; the refusal names
+    the noise multiplier instead of asking for an interval max_steps does not take."""
+    with pytest.raises(ValueError, match=r"noise_multiplier=1e\+308 .* every step count"):
+        max_steps(1.0, 1e-5, noise_multiplier=1e308, sample_rate=0.01)

@@ -790,27 +790,7 @@ def test_round_schedule_refuses_a_merged_count_beyond_int64():
 # -------------------------------------------------------- the largest float, 1e308
 #: (callable, parameter) pairs where 1e308 still fails, reviewed: each belongs to
 #: another part of the work on issue 35 or is reported to the lead (xfail, not strict)
-HUGE_FLOAT_OPEN: dict[tuple[str, str], str] = {
-    **dict.fromkeys(
-        [
-            ("gaussian_epsilon", "mu"),
-            ("discrete_gaussian_delta_bounds", "sigma"),
-            ("DPSGD", "epochs"),
-            ("get_noise_multiplier", "target_epsilon"),
-            ("max_steps", "noise_multiplier"),
-            ("max_sample_rate", "noise_multiplier"),
-            ("steps_from_epochs", "epochs"),
-            ("analytic_gaussian_sigma", "sensitivity"),
-            ("calibrate_noisy_gd", "epsilon"),
-            ("calibrate_dp_sgd", "epochs"),
-            ("calibrate_ssp", "y_bound"),
-            ("calibrate_adassp", "y_bound"),
-            ("calibrate_mst", "epsilon"),
-            ("risk_max_sample_rate", "noise_multiplier"),
-        ],
-        "open: found by this probe (issue 35, inputs), outside the inputs branch's files",
-    ),
-}
+HUGE_FLOAT_OPEN: dict[tuple[str, str], str] = {}  # every case found by this probe is fixed
 HUGE_CASES = [
     pytest.param(
         name,

@@ -183,3 +183,42 @@ def test_a_float_zero_epsilon_is_checked_too(sigma, delta):
     lo, hi = GaussianMechanism(sigma=sigma).epsilon_bounds(delta)
     assert _exact_delta_60(sigma, hi) <= delta
     assert lo == 0.0 or _exact_delta_60(sigma, lo) >= delta
+
+
+def _delta_at_400_digits(mu: float, eps: float) -> mpmath.mpf:
+    """The exact curve (Balle & Wang 2018, Theorem 8) at 400 digits: eps ~ mu^2 / 2 needs
+    about 2 log10(mu) digits before a = mu/2 - eps/mu has any."""
+    with mpmath.workdps(400):
+        m, e = mpmath.mpf(mu), mpmath.mpf(eps)
+        return mpmath.ncdf(m / 2 - e / m) - mpmath.exp(e) * mpmath.ncdf(-m / 2 - e / m)
+
+
+@pytest.mark.parametrize("sigma", [1e-151, 1e-152, 1e-153])
+@pytest.mark.parametrize("delta", [1e-5, 1e-12])
+def test_a_tiny_sigma_is_bracketed_by_the_closed_form_bounds(sigma, delta):
+    """A noise multiplier below 1e-150 is outside the 50-digit check (mpmath's erfc
+    overflowed near 1e154: sigma 1e-160 raised OverflowError); the closed-form bracket
+    must still hold the root of the exact curve, checked here at 400 digits."""
+    from dpacct.mechanisms import GaussianMechanism
+
+    g = GaussianMechanism(sigma=sigma)
+    lo, hi = g.epsilon_bounds(delta)
+    assert g.epsilon(delta) == hi
+    assert _delta_at_400_digits(1.0 / sigma, hi) <= delta
+    assert _delta_at_400_digits(1.0 / sigma, lo) >= delta
+    assert hi / lo < 1.0 + 1e-12
+    for eps in (lo, 0.5 * lo, 1.5 * hi):
+        assert float(g.delta(eps)) >= _delta_at_400_digits(1.0 / sigma, eps)
+
+
+@pytest.mark.parametrize("sigma", [1e-155, 1e-160, 1e-300])
+def test_a_sigma_whose_epsilon_overflows_is_answered_with_inf(sigma):
+    """mu^2 / 2 exceeds the largest float: the upper bound is inf, the lower end the
+    largest float (the truth is above it), and delta(eps) stays a bound."""
+    from dpacct.mechanisms import GaussianMechanism
+
+    g = GaussianMechanism(sigma=sigma)
+    assert g.epsilon(1e-5) == math.inf
+    assert g.epsilon_bounds(1e-5) == (np.finfo(float).max, math.inf)
+    assert gaussian_epsilon(1.0 / sigma, 1e-5) == math.inf
+    assert float(g.delta(1e300)) == 1.0

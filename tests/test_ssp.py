@@ -530,3 +530,11 @@ def test_default_intercept_is_accounted_like_an_analytic_gaussian():
         got = float(alg.delta(eps))
         assert got >= float(exact) * (1 - 1e-9)            # sound
         assert got == pytest.approx(float(exact), rel=1e-6)  # and tight
+
+
+@pytest.mark.parametrize("calibrator", [calibrate_ssp, calibrate_adassp])
+def test_a_label_bound_whose_noise_std_overflows_is_refused_naming_it(calibrator):
+    """y_bound = 1e308 made B * y_bound * noise_scale an infinite std, refused only as
+    'sigma must lie in (0, inf), got inf' (no parameter of the call named)."""
+    with pytest.raises(ValueError, match=r"y_bound.*noise_scale.*finite"):
+        calibrator(epsilon=1.0, delta=1e-5, x_bound=1.0, y_bound=1e308)

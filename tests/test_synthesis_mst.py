@@ -210,3 +210,16 @@ def test_an_integer_dtype_column_comes_back_as_integers():
     floats = {"age": data["age"].astype(float), "flag": data["flag"]}
     again = MST(cols, rho=0.5).fit(floats, rng=rng).sample(200, rng=rng).column("age")
     assert again.dtype.kind == "f"  # the dtype decides, not the values
+
+
+def test_a_budget_every_rho_meets_returns_the_largest_rho():
+    """epsilon = 1e308: the zCDP start was inf ('interval[1] must lie in (0, inf)'). MST's
+    rho lies in [1e-300, 1e300] and rho = 1e300 meets the budget, so the answer is
+    that edge, not an error."""
+    cols = columns(3)
+    mst = calibrate_mst(1e308, DELTA, cols)
+    assert mst.rho == 1e300
+    assert mst.epsilon(DELTA) <= 1e308
+    # the largest epsilon below the edge is still calibrated inside the range
+    inner = calibrate_mst(1e299, DELTA, cols)
+    assert inner.rho < 1e300 and 0.99995e299 <= inner.epsilon(DELTA) <= 1e299

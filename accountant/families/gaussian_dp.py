@@ -11,6 +11,7 @@ imports no mechanism, so each of them can (:mod:`dpacct.accountant.families.gaus
 from __future__ import annotations
 
 import math
+import sys
 
 import numpy as np
 from scipy import special
@@ -27,6 +28,7 @@ __all__ = [
     "gaussian_epsilon",
     "gaussian_log_delta",
     "gaussian_tradeoff",
+    "huge_mu_bracket",
     "sigma_below",
 ]
 
@@ -99,6 +101,10 @@ def gaussian_epsilon(mu: float, delta: float) -> float:
     log_d = math.log(delta)
     if gaussian_log_delta(mu, 0.0) <= log_d:
         return 0.0
+    if mu > HUGE_MU:
+        # beyond mpmath's and the float curve's reach: the closed-form upper end of
+        # huge_mu_bracket (about mu^2 / 2, inf once that overflows)
+        return huge_mu_bracket(mu, delta)[1]
     hi = max(1.0, mu * mu)
     while gaussian_log_delta(mu, hi) > log_d:
         hi *= 2.0
@@ -154,6 +160,8 @@ def certified_gaussian_delta(mu: float, epsilon: np.ndarray) -> np.ndarray:
     """
     mu_up = mu * (1.0 + SIGMA_ROUND_DOWN)
     out = np.empty(epsilon.size)
+    if mu > HUGE_MU:
+        return _huge_mu_delta_up(mu_up, epsilon)
     for i, e in enumerate(epsilon.tolist()):
         if e / mu_up - mu_up / 2 >= 40.0:
             # delta <= Phi(mu/2 - eps/mu) <= Phi(-40) < 1e-349, below the least positive
@@ -191,6 +199,8 @@ def certified_gaussian_bracket(
     >>> bool(lo < 0.32990195621628216 < hi)  # the root at 60 digits lies inside
     True
     """
+    if mu > HUGE_MU:
+        return huge_mu_bracket(mu, delta)
     mu_up = mu * (1.0 + SIGMA_ROUND_DOWN)
     mu_down = mu * (1.0 - SIGMA_ROUND_DOWN)
 
@@ -220,6 +230,70 @@ def certified_gaussian_bracket(
             bad, lo, step = lo, max(lo - step, 0.0), 2.0 * step
         lo = _narrowed(lo_ok, bad, lo) if lo > 0.0 else 0.0
     return lo, hi
+
+
+#: above this ``mu`` (a noise multiplier below 1e-150) the 50-digit curve is not
+#: evaluated (mpmath's ``erfc`` overflows for arguments near 1e154) and the closed-form
+#: bounds of :func:`huge_mu_bracket` answer instead
+HUGE_MU = 1e150
+
+
+def huge_mu_bracket(mu: float, delta: float) -> tuple[float, float]:
+    """A certified ``(lower, upper)`` bracket of the epsilon of ``mu``-GDP at ``delta``
+    for ``mu > 1e150``, from two closed-form bounds on the exact curve of Balle & Wang
+    2018 (Theorem 8), ``delta(eps) = Phi(a) - e^eps Phi(b)`` with ``a = mu/2 - eps/mu``,
+    ``b = -mu/2 - eps/mu``.
+
+    Upper end: the subtracted term is nonnegative, so ``delta(eps) <= Phi(a)``, which
+    is at most ``delta`` once ``a <= Phi^-1(delta)``: ``eps = mu (mu/2 + z)`` with ``z
+    >= -Phi^-1(delta)``.  Lower end: Mills' inequality ``Phi(b) <= phi(b) / |b|`` and
+    the identity ``e^eps phi(b) = phi(a)`` give ``delta(eps) >= Phi(a) - phi(a) / |b|
+    >= Phi(a) - 0.4 / (mu / 2)``; at ``a = -s`` with ``Phi(-s) = 2 delta + 1e-100``
+    this exceeds ``delta`` (``0.8 / mu < 1e-150``), so ``eps = mu (mu/2 + s)`` is at
+    most the truth.  Both use ``mu (1 -+ 2^-50)`` (the real ``mu`` a float stands for)
+    and round outwards; an upper end beyond the largest float is ``inf``, a lower end
+    there is the largest float (the truth exceeds it).  The relative width is about
+    ``4 |Phi^-1(delta)| / mu``.
+
+    Examples
+    --------
+    >>> lo, hi = huge_mu_bracket(1e160, 1e-5)
+    >>> lo, hi
+    (1.7976931348623157e+308, inf)
+    >>> lo, hi = huge_mu_bracket(1e152, 1e-5)
+    >>> bool(lo <= 0.5e304 <= hi) and hi / lo < 1 + 1e-12
+    True
+    """
+    mu_up = mu * (1.0 + SIGMA_ROUND_DOWN)
+    mu_down = mu * (1.0 - SIGMA_ROUND_DOWN)
+    z = float(-special.ndtri(delta))
+    z = math.nextafter(z + 1e-9 * (1.0 + abs(z)), math.inf)
+    with np.errstate(over="ignore"):
+        upper = math.nextafter(math.nextafter(mu_up / 2.0 + z, math.inf) * mu_up, math.inf)
+        p = 2.0 * delta + 1e-100
+        if p >= 1.0:
+            lower = 0.0
+        else:
+            s = float(-special.ndtri(p))
+            s = s - 1e-9 * (1.0 + abs(s))
+            lower = math.nextafter(
+                math.nextafter(mu_down / 2.0 + s, 0.0) * mu_down * (1.0 - 1e-15), 0.0
+            )
+    if math.isinf(upper):
+        upper = math.inf
+    lower = min(max(lower, 0.0), sys.float_info.max)
+    return lower, upper
+
+
+def _huge_mu_delta_up(mu_up: float, epsilon: np.ndarray) -> np.ndarray:
+    """``Phi(mu/2 - eps/mu)``, an upper bound on the ``mu``-GDP curve (its subtracted
+    term is nonnegative; Balle & Wang 2018, Theorem 8), with the argument rounded up and
+    the normal CDF's relative error (below 1e-14) covered by ``1 + 1e-12``."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        ratio = np.nextafter(np.asarray(epsilon, dtype=float) / mu_up, -np.inf)
+        a = np.nextafter(mu_up / 2.0 - ratio, np.inf)
+        out = np.minimum(special.ndtr(a) * (1.0 + 1e-12), 1.0)
+    return np.where(out > 0.0, out, math.nextafter(0.0, 1.0))
 
 
 def _narrowed(ok, bad: float, good: float) -> float:

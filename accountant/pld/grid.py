@@ -150,7 +150,10 @@ def _bins_from_grid(pld: GridPLD, step: float) -> _Bins:
     """Bins of a coarser grid (``step`` an integer multiple of ``pld.step``)."""
     ratio = step / pld.step
     f = round(ratio)
-    if f < 1 or abs(ratio - f) > 1e-9 * ratio:
+    if f < 1 or abs(ratio - f) > 1e-9 * ratio or f > pld.pmf.size:
+        # unrelated steps; or a coarse step wider than the whole fine PLD (a Laplace part
+        # with b = 1e20 beside a Gaussian: f = 5e19 columns of padding exhausted memory),
+        # where summing atom by atom costs O(n log n) instead of O(f)
         return _bins_from_atoms(pld, step)
     # atom at absolute index i lies in coarse bin j = ceil(i/f) - 1, at distance
     # rem = i - f*j in [1, f] fine steps above the bin's left node: padded to whole

@@ -308,7 +308,9 @@ def rdp_to_delta(rdp: RdpCurve, epsilon: float) -> float:
     if not math.isfinite(log_d):
         _no_finite_order(rdp)
         return 1.0
-    return min(1.0, math.exp(log_d) * (1.0 + 1e-12))
+    # a log delta >= 0 is the trivial delta = 1 (exp overflowed above 709: a replace-one
+    # subsampled mechanism run 10**7 times at epsilon = 1)
+    return min(1.0, math.exp(min(log_d, 0.0)) * (1.0 + 1e-12))
 
 
 def rdp_to_delta_grid(rdp: RdpCurve, epsilons: np.ndarray) -> np.ndarray:
@@ -329,7 +331,7 @@ def rdp_to_delta_grid(rdp: RdpCurve, epsilons: np.ndarray) -> np.ndarray:
         return np.ones(eps.shape)
     log_d = _log_delta_from(r[None, :], a[None, :], eps.reshape(-1)[:, None])
     log_d = log_d.reshape(eps.shape + a.shape)
-    return np.minimum(1.0, np.exp(np.min(log_d, axis=-1)) * (1.0 + 1e-12))
+    return np.minimum(1.0, np.exp(np.minimum(np.min(log_d, axis=-1), 0.0)) * (1.0 + 1e-12))
 
 
 def _log_expm1(x: np.ndarray) -> np.ndarray:

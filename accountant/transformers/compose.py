@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -405,9 +406,15 @@ def _gaussian_equivalent(parts) -> Mechanism | None:
             return None
         mus.append(float(mu))
         counts.append(count)
-    precision = math.fsum(c * mu * mu for mu, c in zip(mus, counts, strict=True))
-    # rounded down: a smaller sigma dominates, so the closed form stays an upper bound
-    return GaussianMechanism(sigma=sigma_below(math.sqrt(precision)))
+    # scaled by the largest mu, so that mu^2 of a huge sigma (1e300) does not underflow
+    # to a zero sum; a ratio squared that underflows is below 1e-308 of the sum, far
+    # inside the 2^-50 by which sigma_below rounds down
+    top = max(mus)
+    scaled = math.fsum(c * (mu / top) ** 2 for mu, c in zip(mus, counts, strict=True))
+    # rounded down: a smaller sigma dominates, so the closed form stays an upper bound;
+    # a sigma beyond the largest float is replaced by the largest float (also smaller)
+    sigma = min(sigma_below(top * math.sqrt(scaled)), sys.float_info.max)
+    return GaussianMechanism(sigma=sigma)
 
 
 #: the binomial closed form is used up to this many composed copies (counts are exact

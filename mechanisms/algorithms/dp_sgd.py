@@ -25,6 +25,7 @@ from dpacct.accountant.mechanism import Mechanism
 from dpacct.accountant.serialization import register_mechanism
 from dpacct.accountant.transformers.subsample import poisson_subsample
 from dpacct.accountant.validation import (
+    MAX_COUNT,
     check_count,
     check_delta,
     check_flag,
@@ -207,6 +208,11 @@ class DPSGD(Algorithm):
             epochs = check_positive("epochs", self.epochs)
             object.__setattr__(self, "epochs", epochs)
             raw = epochs / q
+            if not raw * (1.0 + 1e-12) < MAX_COUNT:
+                raise ValueError(
+                    "epochs must give at most 2**63 - 1 steps (epochs / sample_rate below "
+                    f"about 9.2e18), got epochs={show_value(epochs)} at sample_rate={show_value(q)}"
+                )
             from_epochs = math.floor(raw * (1.0 + 1e-12))
             if from_epochs < 1:
                 raise ValueError(

@@ -97,6 +97,19 @@ def row_bound(x_bound: float, fit_intercept: bool, intercept_scaling: float) -> 
     return bound
 
 
+def _finite_stds(stds: tuple[float, ...], noise_scale: float) -> tuple[float, ...]:
+    """``stds`` if each is finite, else a ValueError naming the bounds and the scale (a
+    label bound of 1e308 made ``B * y_bound * noise_scale`` overflow to an infinite
+    noise std, refused as 'sigma must lie in (0, inf)')."""
+    if not all(math.isfinite(x) for x in stds):
+        raise ValueError(
+            "x_bound, y_bound (or ratios) times noise_scale must keep each noise std "
+            f"finite (at most about 1.8e308), got noise_scale={noise_scale!r} and stds "
+            f"{tuple(float(x) for x in stds)!r}: rescale the data to smaller bounds"
+        )
+    return stds
+
+
 def _design(X: np.ndarray, fit_intercept: bool, intercept_scaling: float) -> np.ndarray:
     if not fit_intercept:
         return X
@@ -354,7 +367,7 @@ class SufficientStatisticsPerturbation(Algorithm):
     def stds(self) -> tuple[float, float]:
         """Noise standard deviations ``(std_xx, std_xy)``."""
         ratios = self.ratios if self.ratios is not None else self.sensitivities
-        return (ratios[0] * self.noise_scale, ratios[1] * self.noise_scale)
+        return _finite_stds(tuple(r * self.noise_scale for r in ratios), self.noise_scale)  # type: ignore[return-value]
 
     @property
     def noise_multipliers(self) -> tuple[float, float]:
@@ -557,7 +570,7 @@ class AdaSSP(Algorithm):
     def stds(self) -> tuple[float, float, float]:
         """Noise standard deviations ``(std_eig, std_xx, std_xy)``."""
         ratios = self.ratios if self.ratios is not None else self.sensitivities
-        return tuple(r * self.noise_scale for r in ratios)  # type: ignore[return-value]
+        return _finite_stds(tuple(r * self.noise_scale for r in ratios), self.noise_scale)  # type: ignore[return-value]
 
     @property
     def noise_multipliers(self) -> tuple[float, float, float]:

@@ -413,6 +413,19 @@ def _variation_to_inf(f, a: np.ndarray, breaks: tuple[float, ...]) -> np.ndarray
     return tv + np.abs(prev)
 
 
+#: the largest scale the bounds below evaluate (``sigma^3`` and ``(sigma^2 eps)^2`` stay
+#: finite); a discrete Gaussian above it is refused naming ``sigma``
+DISCRETE_GAUSSIAN_MAX_SIGMA = 1e50
+
+
+def _check_dg_sigma(sigma: object) -> float:
+    """``sigma`` in ``(0, DISCRETE_GAUSSIAN_MAX_SIGMA]``, or a ValueError naming it."""
+    x = check_positive("sigma", sigma)
+    if x > DISCRETE_GAUSSIAN_MAX_SIGMA:
+        raise ValueError(f"sigma must lie in (0, 1e50] for a discrete Gaussian, got {x!r}")
+    return x
+
+
 def discrete_gaussian_delta_bounds(
     sigma: float, epsilon: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -451,7 +464,7 @@ def discrete_gaussian_delta_bounds(
     Parameters
     ----------
     sigma : float
-        The discrete Gaussian's scale parameter, >= 1 (see above).
+        The discrete Gaussian's scale parameter, in [1, 1e50] (see above).
     epsilon : numpy.ndarray
         Epsilons, >= 0.
 
@@ -461,8 +474,11 @@ def discrete_gaussian_delta_bounds(
     >>> bool(np.all(0 < lo) and np.all(lo <= hi) and np.all(hi <= lo * (1 + 1e-5)))
     True
     """
-    sigma = check_positive("sigma", sigma)
-    eps = check_real_values("epsilon", epsilon)[0]  # finite reals (no strings, no bools)
+    sigma = _check_dg_sigma(sigma)
+    eps_given = check_real_values("epsilon", epsilon)[0]  # finite reals (no strings, no bools)
+    # delta decreases in eps: past 40/sigma + 1 (< Phi(-40)) the bounds there and 0 hold
+    eps = np.minimum(eps_given, 40.0 / sigma + 1.0)
+    beyond = eps < eps_given
     s2 = sigma * sigma
     root2pi = math.sqrt(2.0 * math.pi)
     factor_lo = 1.0 / (1.0 + 3.0 * math.exp(-2.0 * math.pi**2 * min(sigma, 10.0) ** 2))
@@ -508,6 +524,7 @@ def discrete_gaussian_delta_bounds(
         lo_uni = d_g * factor_lo - err_g - m_bound * (1.0 + 1e-12)
     upper = np.minimum(np.minimum(np.where(np.isnan(up_mid), 1.0, up_mid), up_uni), 1.0)
     lower = np.maximum(np.maximum(np.where(np.isnan(lo_mid), 0.0, lo_mid), lo_uni), 0.0)
+    lower = np.where(beyond, 0.0, lower)
     return lower.reshape(eps.shape), upper.reshape(eps.shape)
 
 
@@ -646,7 +663,8 @@ class DiscreteGaussianMechanism(Mechanism):
     declares = Capabilities(exact_curve=True, rdp=True, loss_laws=True, own_pld=True)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "sigma", check_positive("sigma", self.sigma))
+        sigma = _check_dg_sigma(self.sigma)
+        object.__setattr__(self, "sigma", sigma)
 
     def _delta_exact(self, epsilon: np.ndarray) -> np.ndarray:
         return discrete_gaussian_delta(self.sigma, epsilon)
