@@ -398,6 +398,24 @@ def _dp_events_accountant() -> DpEventAccountant:
     return DpEventAccountant().compose(step, 100)
 
 
+# transformations whose stability the library derives (transforms_proved.py)
+BASE.update(
+    {
+        "clamp": (lambda: M.clamp, {"lower": 0.0, "upper": 10.0}),
+        "impute_constant": (lambda: M.impute_constant, {"value": 1.0}),
+        "resize": (lambda: M.resize, {"size": 100, "fill": 0.0}),
+        "bounded_sum": (lambda: M.bounded_sum, {"bounds": (0.0, 10.0), "max_records": 1000}),
+        "bounded_mean": (lambda: M.bounded_mean, {"bounds": (0.0, 10.0), "size": 100}),
+        "bounded_variance": (
+            lambda: M.bounded_variance,
+            {"bounds": (0.0, 10.0), "size": 100, "ddof": 1},
+        ),
+        "pairwise_sum_error": (
+            lambda: M.pairwise_sum_error,
+            {"max_records": 1000, "magnitude": 10.0},
+        ),
+    }
+)
 BASE["Transformation.then_gaussian"] = (
     lambda: M.Transformation(abs, 1.0, "l2").then_gaussian,
     {"scale": 2.0},
@@ -488,6 +506,8 @@ NOT_FUZZED: dict[str, str] = {
         "an exception class: its numbers are a report, not an input",
     ),
     "NeighboringRelation": "dp_accounting's enum, re-exported (DpEventAccountant checks it)",
+    "pairwise_sum": "sums the data it is given (nan in, nan out, as np.sum); its error "
+    "bound pairwise_sum_error is fuzzed",
     "UnsupportedEventError": "an exception class: its numbers are a report, not an input",
     "GridPLD": "the engine's discretised distribution, built in the FFT composition loop "
     "from validated laws; checking every construction would cost that loop (discretize, "
@@ -503,6 +523,12 @@ NOT_FUZZED: dict[str, str] = {
             "mechanism_from_loss_laws",
             "CategoricalColumn",
             "TransformedMechanism",
+            "select_column",
+            "select_columns",
+            "cast_float",
+            "count",
+            "count_by_categories",
+            "ProvedTransformation",
         ],
         "no numeric parameter (names, callables, laws, categories)",
     ),
@@ -512,6 +538,11 @@ NOT_FUZZED: dict[str, str] = {
 _ALPHA_INF = "alpha = inf is the max-divergence order (check_alpha allows it by design)"
 _EXTENDED = "the hockey-stick curve is defined on the extended reals: delta(-inf)=1, delta(inf)=0"
 ALLOWED: dict[tuple[str, str, str], str] = {
+    **{
+        ("clamp", side, k): "an infinite bound leaves that side of the clamp open"
+        for side, kinds in (("lower", ("-inf",)), ("upper", ("inf", "np_inf")))
+        for k in kinds
+    },
     **{
         (f, "alpha", k): _ALPHA_INF
         for f in ("Gaussian.rdp", "pure_dp_rdp", "zcdp_rdp")
@@ -527,6 +558,8 @@ ALLOWED: dict[tuple[str, str, str], str] = {
 
 #: parameters that take arrays (vectorised queries), beyond those annotated ndarray
 ARRAY_PARAMS: dict[str, set[str]] = {
+    "clamp": {"lower", "upper"},  # bounds per column
+    "resize": {"fill"},  # a padding record of several columns
     "Gaussian.epsilon": {"delta"},
     "Gaussian.delta": {"epsilon"},
     "Gaussian.rdp": {"alpha"},

@@ -19,17 +19,11 @@ cover what the computer outputs, not only the real-number function:
   stability is computed in exact rational arithmetic and rounded *up* to a float.
 
 The float error needs a public bound on the number of records: ``max_records`` (a sum,
-default ``2**20``, OpenDP's default size limit) or the exact ``size`` (a mean or a
-variance: OpenDP's known-size convention).  A mean or a variance of a dataset whose
-size is not public has no bounded sensitivity; chain :func:`resize` first, which maps
-an add/remove neighbour to a one-record replacement, or use :func:`bounded_sum` and
-:func:`count` separately.
-
-Row-wise steps (:func:`select_column`, :func:`select_columns`, :func:`cast_float`,
-:func:`impute_constant`, :func:`clamp`) map one input record to one output record,
-so they are 1-stable in records under either relation and keep it.  ``a >> b`` chains
-two of them, or a row step and an aggregate; the stabilities multiply (triangle
-inequality along the changed records) and the relations must agree.
+default ``2**20``, OpenDP's) or the exact ``size`` (a mean or a variance, OpenDP's
+known-size convention; for a private size chain :func:`resize` first, which maps an
+add/remove neighbour to a one-record replacement).  Row-wise steps (select, cast,
+impute, clamp) map one record to one record: 1-stable under either relation.  ``a >> b``
+chains steps; the stabilities multiply and the relations must agree.
 
 Examples
 --------
@@ -56,7 +50,13 @@ import numpy as np
 
 from dpacct.accountant.mechanism import Mechanism
 from dpacct.accountant.relations import ADD_REMOVE, REPLACE_ONE
-from dpacct.accountant.validation import check_count, check_finite, show_value
+from dpacct.accountant.validation import (
+    as_float_array,
+    check_count,
+    check_finite,
+    check_real_values,
+    show_value,
+)
 
 from ..primitives.gaussian import ReplaceOneGaussianMechanism
 from ..primitives.laplace import ReplaceOneLaplaceMechanism
@@ -470,9 +470,10 @@ def clamp(lower: Any, upper: Any) -> ProvedTransformation:
     >>> clamp([-3.0, -np.inf], [3.0, np.inf])([[5.0, 9.0]]).tolist()
     [[3.0, 9.0]]
     """
-    lo, hi = np.asarray(lower, dtype=np.float64), np.asarray(upper, dtype=np.float64)
-    if np.isnan(lo).any() or np.isnan(hi).any() or not np.all(lo <= hi):
-        raise ValueError(f"clamp needs lower <= upper, no NaN; got {lower!r}, {upper!r}")
+    lo, hi = as_float_array("lower", lower), as_float_array("upper", upper)
+    if not np.all(lo <= hi):
+        raise ValueError(f"clamp needs lower <= upper, got {show_value(lower)}, "
+                         f"{show_value(upper)}")
 
     def clip(data: Any) -> np.ndarray:
         d = np.asarray(data, dtype=np.float64)
@@ -512,7 +513,7 @@ def resize(size: int, fill: Any, *, relation: str = ADD_REMOVE) -> ProvedTransfo
     """
     size = check_count(size, "size")
     relation = _check_relation(relation)
-    fill_row = np.asarray(fill, dtype=np.float64)
+    fill_row = check_real_values("fill", fill)[0]
 
     def fit(data: Any, rng: np.random.Generator) -> np.ndarray:
         d = np.asarray(data, dtype=np.float64)
