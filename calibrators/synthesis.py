@@ -40,13 +40,14 @@ from dpacct.accountant.validation import (
     check_tol,
 )
 from dpacct.mechanisms.algorithms.synthesis import Column, MarginalSynthesizer
+from dpacct.mechanisms.algorithms.synthesis_aim import AIM
 from dpacct.mechanisms.algorithms.synthesis_mst import MST
 from dpacct.mechanisms.primitives.noise import NOISES
 
 from .calibrate import calibrate
 from .search import DEFAULT_RTOL
 
-__all__ = ["calibrate_mst", "calibrate_synthesizer"]
+__all__ = ["calibrate_aim", "calibrate_mst", "calibrate_synthesizer"]
 
 
 # long function: 43 lines are the docstring; the body is 70 lines
@@ -224,6 +225,71 @@ def calibrate_mst(
     start = _zcdp_rho_for(epsilon, delta)
     res = calibrate(
         lambda rho: MST(cols, rho=rho),
+        epsilon,
+        delta,
+        increasing=True,
+        rtol=rtol,
+        tol=tol,
+        interval=(start, 4.0 * start),
+        name="rho",
+    )
+    return res.mechanism  # type: ignore[return-value]
+
+
+def calibrate_aim(
+    epsilon: float,
+    delta: float,
+    columns: Sequence[Column],
+    workload: str | Sequence[Sequence[str]] = "2-way",
+    *,
+    rounds: int | None = None,
+    rtol: float = DEFAULT_RTOL,
+    tol: float | None = None,
+) -> AIM:
+    """An :class:`~dpacct.mechanisms.AIM` whose every run meets ``(epsilon, delta)``.
+
+    AIM's run is ``rho``-zCDP however its rounds turn out (its zCDP filter), so its
+    ``(epsilon, delta)`` is the engine's conversion of ``rho``-zCDP (Canonne, Kamath,
+    Steinke 2020, Proposition 12, optimised over all orders); the largest ``rho``
+    meeting the target is found by :func:`dpacct.calibrators.calibrate`.
+
+    Parameters
+    ----------
+    epsilon : float
+        Target epsilon, > 0.
+    delta : float
+        Target delta, in (0, 1) (zCDP has no pure-DP guarantee).
+    columns : sequence of column specifications
+        At least two.
+    workload : '2-way', '1-way' or sequence of column-name tuples
+        As :class:`~dpacct.mechanisms.AIM`.
+    rounds : int, optional
+        As :class:`~dpacct.mechanisms.AIM` (default ``16 d``).
+    rtol : float
+        The run's epsilon at ``delta`` lies in ``[epsilon (1 - rtol), epsilon]``.
+    tol : float, optional
+        Accuracy passed to the accountant.
+
+    Returns
+    -------
+    AIM
+
+    Examples
+    --------
+    >>> from dpacct.mechanisms.algorithms.synthesis import CategoricalColumn
+    >>> cols = [CategoricalColumn(n, [0, 1, 2]) for n in "abcd"]
+    >>> aim = calibrate_aim(1.0, 1e-6, cols)
+    >>> bool(0.999 <= aim.epsilon(1e-6) <= 1.0)
+    True
+    >>> bool(aim.rho >= _zcdp_rho_for(1.0, 1e-6))    # at least the classical conversion
+    True
+    """
+    epsilon = check_positive("epsilon", epsilon)
+    delta = check_delta(delta, what="AIM (it is zCDP: its measurements are Gaussian)")
+    probe = AIM(columns, rho=1.0, workload=workload, rounds=rounds)  # validates the rest
+    start = _zcdp_rho_for(epsilon, delta)
+    res = calibrate(
+        lambda rho: AIM(probe.columns, rho=rho, workload=probe.workload, rounds=rounds),
         epsilon,
         delta,
         increasing=True,
