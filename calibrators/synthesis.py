@@ -50,13 +50,16 @@ from .search import DEFAULT_RTOL
 __all__ = ["calibrate_aim", "calibrate_mst", "calibrate_synthesizer"]
 
 
-# long function: 43 lines are the docstring; the body is 70 lines
+#: the choices of ``noise`` in :func:`calibrate_synthesizer`
+_NOISE_CHOICES = ("auto", *NOISES)
+
+
 def calibrate_synthesizer(
     epsilon: float,
     delta: float,
     columns: Sequence[Column],
     marginals: str | Sequence[Sequence[str]] = "2-way",
-    noise: str = "laplace",
+    noise: str = "auto",
     count_fraction: float = 0.1,
     *,
     rtol: float = DEFAULT_RTOL,
@@ -64,6 +67,14 @@ def calibrate_synthesizer(
     count: str | int | None = "measure",
 ) -> MarginalSynthesizer:
     """A :class:`MarginalSynthesizer` whose whole run meets ``(epsilon, delta)``.
+
+    ``noise='auto'`` (the default) chooses the noise, and the returned object's
+    ``noise`` says which: Laplace at ``delta = 0`` (the only pure-DP option); at
+    ``delta > 0`` both are calibrated to the target and the one with the smaller noise
+    variance per marginal cell (``2 b^2`` for Laplace, ``sigma^2`` for Gaussian) is
+    returned -- Gaussian unless very few marginals are measured, since Gaussians compose
+    in ``1/sigma^2`` (issue 38 measured Laplace 11 % and 32 % worse than Gaussian on two
+    tables at ``delta > 0``; both noises are unbiased, so the variance ranks them).
 
     Parameters
     ----------
@@ -75,8 +86,9 @@ def calibrate_synthesizer(
         The public columns (see :class:`MarginalSynthesizer`).
     marginals : '1-way', '2-way' or sequence of column-name tuples
         What to measure (see :class:`MarginalSynthesizer`).
-    noise : 'laplace' or 'gaussian'
-        The noise of every release; ``delta = 0`` needs ``'laplace'``.
+    noise : 'auto', 'laplace' or 'gaussian'
+        The noise of every release; ``delta = 0`` needs ``'laplace'`` (which ``'auto'``
+        picks there); ``'auto'`` at ``delta > 0``: the smaller noise variance (above).
     count_fraction : float
         Share of the budget spent on the row count, in ``(0, 1)`` (of epsilon for pure
         Laplace, of ``1/sigma^2`` otherwise); unused unless ``count='measure'``.
@@ -105,7 +117,36 @@ def calibrate_synthesizer(
     True
     >>> calibrate_synthesizer(1.0, 0.0, cols, "2-way", "laplace", count=None).scale
     3.0
+    >>> calibrate_synthesizer(1.0, 0.0, cols).noise, calibrate_synthesizer(1.0, 1e-6, cols).noise
+    ('laplace', 'gaussian')
     """
+    if noise not in _NOISE_CHOICES:
+        raise ValueError(f"noise must be one of {_NOISE_CHOICES!r}, got {noise!r}")
+    args = (epsilon, delta, columns, marginals)
+    kwargs = {"count_fraction": count_fraction, "rtol": rtol, "tol": tol, "count": count}
+    if noise != "auto":
+        return _calibrate_synthesizer(*args, noise, **kwargs)  # type: ignore[arg-type]
+    delta = check_delta(delta, allow_zero=True)
+    laplace = _calibrate_synthesizer(*args, "laplace", **kwargs)  # type: ignore[arg-type]
+    if delta == 0:
+        return laplace
+    gaussian = _calibrate_synthesizer(*args, "gaussian", **kwargs)  # type: ignore[arg-type]
+    return gaussian if gaussian.scale**2 <= 2.0 * laplace.scale**2 else laplace
+
+
+# long function: the body is 70 lines
+def _calibrate_synthesizer(
+    epsilon: float,
+    delta: float,
+    columns: Sequence[Column],
+    marginals: str | Sequence[Sequence[str]],
+    noise: str,
+    count_fraction: float,
+    *,
+    rtol: float,
+    tol: float | None,
+    count: str | int | None,
+) -> MarginalSynthesizer:
     epsilon = check_positive("epsilon", epsilon)
     f = check_probability("count_fraction", count_fraction)
     check_tol(tol)
@@ -288,6 +329,10 @@ def calibrate_aim(
     delta = check_delta(delta, what="AIM (it is zCDP: its measurements are Gaussian)")
     probe = AIM(columns, rho=1.0, workload=workload, rounds=rounds)  # validates the rest
     start = _zcdp_rho_for(epsilon, delta)
+    if not 4.0 * start <= 1e300:
+        raise ValueError(
+            f"epsilon={epsilon!r} at delta={delta!r} needs rho above AIM's largest, 1e300"
+        )
     res = calibrate(
         lambda rho: AIM(probe.columns, rho=rho, workload=probe.workload, rounds=rounds),
         epsilon,
