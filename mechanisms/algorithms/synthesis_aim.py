@@ -409,9 +409,9 @@ class AIM(Algorithm):
             self, model.probs, None, model.rows, model.iterations, "ipf", cliques=model.cliques
         )
         names = [c.name for c in self.columns]
+        # a marginal measured more than once: the inverse-variance combination
         object.__setattr__(fitted, "noisy_tables", {
-            tuple(names[a] for a in c): np.mean(ys, axis=0) if len(ys) > 1 else ys[0]
-            for c, ys in noisy.items()
+            tuple(names[a] for a in c): model.sums[c] / model.precision[c] for c in noisy
         })
         object.__setattr__(fitted, "selected", tuple(tuple(names[a] for a in c) for c in selected))
         object.__setattr__(fitted, "data_columns", with_data_types(self.columns, data))
