@@ -167,6 +167,7 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=20)
     parser.add_argument("--peer-seeds", type=int, default=3)
     parser.add_argument("--peer", action="store_true", help="rerun the peer and cache it")
+    parser.add_argument("--peer-seed-start", type=int, default=1000)
     parser.add_argument("--eps", type=float, nargs="*", default=list(EPSILONS))
     parser.add_argument("--cache", type=Path, default=CACHE, help="the peer's cache file")
     args = parser.parse_args()
@@ -180,14 +181,16 @@ def main() -> None:
     if args.peer:
         if _mbi() is None:
             raise SystemExit("mbi is not installed (pip install mbi==2.0.0)")
-        cache = {"command": "python -m benchmarks.algos.aim " + " ".join(sys.argv[1:]),
+        cache = {"commands": ["python -m benchmarks.algos.aim " + " ".join(sys.argv[1:])],
                  "mbi": _mbi()[2], "rows": N_ROWS, "delta": DELTA, "runs": {}}
         for eps in args.eps:
             cache["runs"][str(eps)] = []
-            for s in range(args.peer_seeds):  # written after every run
-                e, t = peer(eps, 1000 + s, codes, names, sizes)
-                cache["runs"][str(eps)].append({"seed": 1000 + s, "error": e, "cpu_seconds": t})
+            for s in range(args.peer_seed_start, args.peer_seed_start + args.peer_seeds):
+                e, t = peer(eps, s, codes, names, sizes)  # the cache is written after every run
+                cache["runs"][str(eps)].append({"seed": s, "error": e, "cpu_seconds": t})
                 args.cache.write_text(json.dumps(cache, indent=1) + "\n")
+    if args.seeds < 1:
+        return
     print(f"{'eps':>4} {'dpacct error':>28} {'dpacct CPU s':>24} | "
           f"{'Private-PGM AIM error':>28} {'CPU s':>24}")
     for eps in args.eps:
