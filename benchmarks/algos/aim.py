@@ -151,11 +151,16 @@ def rows(seeds: int = 100, quick: bool = False) -> list[dict]:
     for eps in EPSILONS:
         res = [ours(eps, s, cols, data, codes, sizes) for s in range(3 if quick else seeds)]
         runs = cache.get("runs", {}).get(str(eps))
-        why = "" if not runs else f"peer: {len(runs)} seeds (minutes a run), cached"
         for k, metric in ((0, "2-way workload TVD of the model"), (1, "CPU seconds per run")):
+            mine = [r[k] for r in res]
             theirs = None if not runs else [r["error" if k == 0 else "cpu_seconds"] for r in runs]
-            out.append(_row(f"AIM eps {eps:g}", metric, [r[k] for r in res], name, theirs,
-                            why=why))
+            why = ""
+            if theirs:
+                q1, q3 = np.quantile(theirs, [0.25, 0.75])
+                inside = "inside" if q1 <= np.median(mine) <= q3 else "outside"
+                why = (f"peer: {len(theirs)} cached seeds (minutes a run); dpacct's median "
+                       f"{inside} the peer's IQR")
+            out.append(_row(f"AIM eps {eps:g}", metric, mine, name, theirs, why=why))
     return out
 
 
