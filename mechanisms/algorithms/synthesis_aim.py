@@ -30,7 +30,7 @@ would take the exactly summed (rational arithmetic) zCDP costs above ``rho``.  A
 Renyi order ``a`` the costs' RDP ``a rho_t`` then sums to at most ``a rho`` on every
 run, so by the Renyi filter (Feldman & Zrnic 2021, Theorem 3.1; Whitehouse, Ramdas,
 Rogers, Wu 2023 for zCDP filters) the run is ``(a, a rho)``-RDP at every ``a``, i.e.
-``rho``-zCDP: the paper's Theorem 1 (privacy of AIM).  Its ``(epsilon, delta)`` is the
+``rho``-zCDP: the paper's privacy theorem (AIM is ``rho``-zCDP).  Its ``(epsilon, delta)`` is the
 engine's conversion of ``rho``-zCDP (:class:`~dpacct.mechanisms.ZCDPMechanism`, the
 Canonne-Kamath-Steinke bound optimised over all orders): :meth:`AIM.primitives` is that
 one mechanism.
