@@ -23,7 +23,7 @@ from .risk import (
     risk_noise_multiplier,
 )
 from .sampler import SamplerReport, SchemeEpsilon, sampler_report
-from .synthesis import calibrate_mst, calibrate_synthesizer
+from .synthesis import calibrate_aim, calibrate_mst, calibrate_synthesizer
 from .training import calibrate_dp_sgd, calibrate_noisy_gd, naive_split_sigma
 
 # the names come from the one export table (dpacct/_exports.py)

@@ -3,11 +3,12 @@
 Primitives: Gaussian, Laplace, randomized response, discrete Laplace and Gaussian,
 exponential, generic pure-DP and zCDP.  Algorithms (each an :class:`Algorithm`, whose
 privacy is the composition of the primitives it runs): NoisyGD, DP-SGD, SSP and
-AdaSSP regression, marginal-based synthetic data (fixed marginals, or MST's selection),
-histogram and tree quantiles, the exponential-mechanism quantile, DP Theil-Sen.  Your own
-transformations: a function with a declared stability, followed by a primitive
-(:class:`Transformation`); and transformations whose stability the library derives,
-float round-off included (:func:`bounded_sum`, :func:`bounded_mean`, :func:`clamp`, ...).
+AdaSSP regression, marginal-based synthetic data (fixed marginals, MST's selection,
+AIM's adaptive rounds), histogram and tree quantiles, the exponential-mechanism
+quantile, DP Theil-Sen.  Your own transformations: a function with a declared
+stability, followed by a primitive (:class:`Transformation`); and transformations whose
+stability the library derives, float round-off included (:func:`bounded_sum`,
+:func:`bounded_mean`, :func:`clamp`, ...).
 
 Every primitive adds its own noise (``release``), and every algorithm draws its noise
 only through the releases of the primitives its privacy is composed of
@@ -37,6 +38,7 @@ from .algorithms.synthesis import (
     MarginalSynthesizer,
     Table,
 )
+from .algorithms.synthesis_aim import AIM
 from .algorithms.synthesis_mst import MST
 from .algorithms.theil_sen import DPTheilSen, TheilSenFit, matching_transformation
 from .algorithms.transformations import Transformation, TransformedMechanism, group_privacy

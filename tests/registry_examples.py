@@ -87,6 +87,8 @@ EXAMPLES = {
     "marginal_synthesizer": [_synth],
     "mst": [lambda: M.MST((M.CategoricalColumn("a", [0, 1]), M.CategoricalColumn("b", [0, 1, 2])),
                           rho=0.5)],
+    "aim": [lambda: M.AIM((M.CategoricalColumn("a", [0, 1]), M.CategoricalColumn("b", [0, 1, 2])),
+                          rho=0.5)],
     "test_loss_law_only": [lambda: LossLawOnly(mu=0.8)],
     "gaussian_dp": [lambda: Mechanism.from_gdp(0.7)],
     "pure_epsilon": [lambda: Mechanism.from_pure_epsilon(0.8)],

@@ -375,6 +375,10 @@ BASE: dict[str, tuple[Callable[[], Callable], dict[str, Any]]] = {
         lambda: C.calibrate_mst,
         {"epsilon": 1.0, "delta": 1e-6, "columns": COLS},
     ),
+    "calibrate_aim": (
+        lambda: C.calibrate_aim,
+        {"epsilon": 1.0, "delta": 1e-6, "columns": COLS},
+    ),
     "calibrate_risk": (
         lambda: C.calibrate_risk,
         {"family": lambda s: M.GaussianMechanism(sigma=s), "advantage": 0.2, "increasing": False},

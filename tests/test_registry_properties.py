@@ -136,6 +136,12 @@ FAMILIES.update(
                 rho=r,
             )
         ),
+        "aim": st.floats(0.05, 5.0).map(
+            lambda r: M.AIM(
+                (M.CategoricalColumn("a", [0, 1]), M.CategoricalColumn("b", [0, 1, 2])),
+                rho=r,
+            )
+        ),
     }
 )
 NAMES = sorted(REGISTERED)

@@ -478,3 +478,20 @@ def test_count_options_and_raw_noisy_tables(monkeypatch):
     assert 0.999 <= gauss.epsilon(1e-6) <= 1.0 and len(gauss.primitives()[0]) == 1
 
 
+
+
+def test_calibrate_synthesizer_auto_noise():
+    """noise='auto': Laplace at delta = 0, else the noise with the smaller cell variance."""
+    cols = [CategoricalColumn(n, [0, 1, 2]) for n in "abcde"]
+    assert calibrate_synthesizer(1.0, 0.0, cols).noise == "laplace"
+    # ten 2-way marginals at delta = 1e-6: Gaussian (Laplace's variance 2 b^2 is larger)
+    auto = calibrate_synthesizer(1.0, 1e-6, cols)
+    lap = calibrate_synthesizer(1.0, 1e-6, cols, noise="laplace")
+    gau = calibrate_synthesizer(1.0, 1e-6, cols, noise="gaussian")
+    assert auto.noise == "gaussian" and gau.scale**2 < 2 * lap.scale**2
+    assert auto.scale == gau.scale and 0.999 <= auto.epsilon(1e-6) <= 1.0
+    # one marginal, no count, tiny delta: Laplace b = 1/eps (variance 2) beats Gaussian
+    one = calibrate_synthesizer(1.0, 1e-10, cols[:1], "1-way", count=None)
+    assert one.noise == "laplace" and one.epsilon(1e-10) <= 1.0
+    with pytest.raises(ValueError, match="noise"):
+        calibrate_synthesizer(1.0, 1e-6, cols, noise="uniform")

@@ -91,7 +91,7 @@ class _Layout:
                 per.append(self.ncells[t] // sizes[a])
             self.groups.append(
                 (np.concatenate(cells), np.concatenate(grp), np.array(per, float), len(tabs),
-                 sizes[a])
+                 sizes[a], np.array(tabs))
             )
 
     def split(self, x: np.ndarray) -> list[np.ndarray]:
@@ -101,7 +101,9 @@ class _Layout:
         ]
 
 
-def _project_consistent(x: np.ndarray, lay: _Layout) -> np.ndarray:
+def _project_consistent(
+    x: np.ndarray, lay: _Layout, weights: np.ndarray | None = None
+) -> np.ndarray:
     """Euclidean projection onto {every table sums to 1, shared columns agree}.
 
     For column ``a`` shared by tables ``C`` with ``k_C`` cells per value of ``a``, the
@@ -112,12 +114,18 @@ def _project_consistent(x: np.ndarray, lay: _Layout) -> np.ndarray:
     directions of different columns are mutually orthogonal (zero-sum row-constant
     against zero-sum column-constant), so one pass over the columns is the exact
     projection onto the intersection.
+
+    With ``weights`` ``w_C`` (the norm ``sum_C w_C ||x_C||^2``) the same argument holds
+    table by table (a weight scales a table's inner product, so the orthogonality is
+    kept) and the common marginal is ``mu = sum_C (w_C m_C / k_C) / sum_C (w_C / k_C)``,
+    the minimiser of ``sum_C w_C (mu - m_C)^2 / k_C``.
     """
     sums = np.bincount(lay.table_of_cell, weights=x, minlength=len(lay.cliques))
     x = x + ((1.0 - sums) / lay.ncells)[lay.table_of_cell]
-    for cells, grp, per, ntab, size in lay.groups:
+    for cells, grp, per, ntab, size, tabs in lay.groups:
         m = np.bincount(grp, weights=x[cells], minlength=ntab * size).reshape(ntab, size)
-        mu = (m / per[:, None]).sum(axis=0) / (1.0 / per).sum()
+        w = 1.0 / per if weights is None else weights[tabs] / per
+        mu = (w[:, None] * m).sum(axis=0) / w.sum()
         x[cells] += ((mu[None, :] - m) / per[:, None]).ravel()[grp]
     return x
 
@@ -135,6 +143,7 @@ def project_marginals(
     *,
     max_iter: int = 2000,
     tol: float = 1e-9,
+    weights: Sequence[float] | None = None,
 ) -> tuple[list[np.ndarray], int]:
     """Least-squares projection of noisy proportion tables onto the local polytope.
 
@@ -158,6 +167,10 @@ def project_marginals(
         Maximum number of Dykstra iterations.
     tol : float
         Stop when the simplex iterate is within ``tol`` (max-norm) of the consistent one.
+    weights : sequence of float, optional
+        Positive weight ``w_C`` of every table in the objective ``sum_C w_C ||P_C -
+        Z_C||^2`` (the inverse noise variance: the weighted least-squares estimate);
+        ``None``: equal weights.
 
     Returns
     -------
@@ -181,12 +194,17 @@ def project_marginals(
     z = np.concatenate([np.asarray(t, dtype=float).ravel() for t in tables])
     if not np.isfinite(z).all():
         raise ValueError("tables must be finite")
+    w = None
+    if weights is not None:
+        w = np.asarray(weights, dtype=float)
+        if w.shape != (len(tables),) or not (np.isfinite(w).all() and (w > 0).all()):
+            raise ValueError("weights must be one finite positive number per table")
     x = z.copy()
     p = np.zeros_like(z)
     q = np.zeros_like(z)
     it = 0
     for it in range(1, max_iter + 1):  # noqa: B007
-        y = _project_consistent(x + p, lay)
+        y = _project_consistent(x + p, lay, w)
         p = x + p - y
         x_new = _project_simplices(y + q, lay)
         q = y + q - x_new

@@ -165,6 +165,12 @@ class FittedSynthesizer:
         The synthesizer's columns with the fitted data's column types resolved (an
         integer dtype makes ``BinnedNumericColumn(integer=None)`` an integer column,
         sampled as integers); None: the synthesizer's columns as declared.
+    spent_rho : float or None
+        :class:`~dpacct.mechanisms.AIM` only: the zCDP its privacy filter summed over
+        the releases actually made (at most its ``rho``); None otherwise.
+    privacy_log : tuple
+        :class:`~dpacct.mechanisms.AIM` only: every release ``(kind, parameter, zCDP
+        cost rounded up)`` in order.
 
     Examples
     --------
@@ -192,6 +198,8 @@ class FittedSynthesizer:
     noisy_tables: Mapping[tuple[str, ...], np.ndarray] = field(default_factory=dict, repr=False)
     selected: tuple[tuple[str, ...], ...] = ()
     data_columns: tuple[Column, ...] | None = field(default=None, repr=False)
+    spent_rho: float | None = None
+    privacy_log: tuple[tuple[str, float, float], ...] = field(default=(), repr=False)
 
     @classmethod
     def _build(
