@@ -62,6 +62,7 @@ from dpacct._opacus_data_path import (
     DataPath,
     FixedSizeBatchSampler,
     UnaccountedSamplerError,
+    accounted_alike,
     data_path_from_state,
     draws_poisson,
     identify,
@@ -617,8 +618,7 @@ class OpacusAccountant(IAccountant):
         if (
             self.history
             and old is not None
-            and (old.scheme, old.steps_per_epoch, old.batch_size)
-            != (path.scheme, path.steps_per_epoch, path.batch_size)
+            and not accounted_alike(old, path)
         ):
             raise ValueError(
                 f"the data path changed during the run: the recorded steps used "

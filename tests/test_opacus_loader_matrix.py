@@ -601,10 +601,6 @@ def _fixed_size_attained(q: float, steps: int, sigma: float = SIGMA) -> float:
     return pld.self_compose(steps).get_epsilon_for_delta(DELTA)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="review: attach_data_loader of a fixed-size loader at another rate re-prices old steps",
-)
 def test_attaching_a_fixed_size_loader_of_another_rate_never_lowers_the_recorded_steps():
     # 10 steps at q = 24/240, then a loader with the same batch size and batches per
     # epoch over 2400 records (q = 0.01) is attached: the recorded steps were taken at
@@ -622,10 +618,6 @@ def test_attaching_a_fixed_size_loader_of_another_rate_never_lowers_the_recorded
     assert engine.get_epsilon(DELTA) >= truth
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="review: a checkpoint's Poisson rate replaces the running sampler's own rate",
-)
 def test_checkpoint_of_another_poisson_rate_does_not_price_the_new_steps():
     # A checkpoint of a run whose Poisson sampler drew at 0.01 (10 batches per epoch)
     # restored into a run on Opacus' default loader at 1/len(loader) = 0.1: the new steps
@@ -647,10 +639,6 @@ def test_checkpoint_of_another_poisson_rate_does_not_price_the_new_steps():
     assert eps >= _poisson_pld(1.0 / len(loader), steps)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="review: a checkpoint's fixed-size rate replaces the running sampler's own rate",
-)
 def test_checkpoint_of_another_fixed_size_rate_does_not_price_the_new_steps():
     # the same with fixed-size batches: checkpoint at 24 of 2400, run on 24 of 240
     # (main: 2.90 printed, the 10 new steps alone cost at least 8.34)
