@@ -659,10 +659,6 @@ def test_checkpoint_of_another_fixed_size_rate_does_not_price_the_new_steps():
     assert eps >= _fixed_size_attained(BATCH / N, steps)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="review: the fixed-size path's epsilon_bounds is a dominating pair's, unlabelled",
-)
 def test_fixed_size_bracket_is_a_lower_bound_on_the_run_or_says_it_is_a_dominating_pairs():
     # The fixed-size bracket is that of S^T, a pair that dominates the run; the run's own
     # worst case is only known to lie above R^T (attained, docs/theory/fixed_size.md).
