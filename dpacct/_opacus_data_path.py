@@ -78,6 +78,7 @@ __all__ = [
     "DataPath",
     "FixedSizeBatchSampler",
     "UnaccountedSamplerError",
+    "accounted_alike",
     "batch_sizes",
     "data_path_from_state",
     "draws_poisson",
@@ -515,6 +516,29 @@ def shuffled_mu2(sigmas: np.ndarray, batches: np.ndarray, steps_per_epoch: int) 
     return math.inf if not math.isfinite(total) else total
 
 
+def accounted_alike(a: DataPath, b: DataPath) -> bool:
+    """Whether steps recorded under data path ``a`` may be accounted under ``b``.
+
+    The scheme, batches per epoch, batch size *and sample rate* must agree: a Poisson
+    sampler's rate, or a fixed-size batch's ``b / n``, is what each step is priced at,
+    so a loader of the same shape over another dataset size (or a checkpoint of such a
+    run) would re-price the recorded steps, or price the new ones, at the wrong rate.
+
+    Examples
+    --------
+    >>> a = DataPath("fixed-size", "FixedSizeBatchSampler", 10, 0.1, 24)
+    >>> accounted_alike(a, DataPath("fixed-size", "FixedSizeBatchSampler", 10, 0.01, 24))
+    False
+    >>> accounted_alike(a, a)
+    True
+    """
+    return (a.scheme, a.steps_per_epoch, a.batch_size) == (
+        b.scheme,
+        b.steps_per_epoch,
+        b.batch_size,
+    ) and math.isclose(a.sample_rate, b.sample_rate, rel_tol=1e-12, abs_tol=0.0)
+
+
 def data_path_from_state(saved: object, current: DataPath | None) -> DataPath | None:
     """The checkpoint's ``data_path`` as a :class:`DataPath` (None if it has none)."""
     if saved is None:
@@ -528,11 +552,7 @@ def data_path_from_state(saved: object, current: DataPath | None) -> DataPath | 
     if saved["scheme"] not in {POISSON, FIXED_SIZE, "shuffle", "sequential"}:
         raise ValueError(f"state_dict['data_path'] has an unknown scheme {saved['scheme']!r}")
     path = DataPath(**saved)
-    if current is not None and (current.scheme, current.steps_per_epoch, current.batch_size) != (
-        path.scheme,
-        path.steps_per_epoch,
-        path.batch_size,
-    ):
+    if current is not None and not accounted_alike(current, path):
         raise ValueError(
             f"the checkpoint's data path ({path.describe()}) differs from this run's "
             f"({current.describe()}); not loaded"

@@ -62,6 +62,7 @@ from dpacct._opacus_data_path import (
     DataPath,
     FixedSizeBatchSampler,
     UnaccountedSamplerError,
+    accounted_alike,
     data_path_from_state,
     draws_poisson,
     identify,
@@ -81,6 +82,8 @@ from dpacct._opacus_rates import (
     step_rate,
 )
 from dpacct._opacus_watch import BatchWatch, check_batches, watch
+from dpacct.accountant.bracket import DOMINATING_PAIR, Bracket
+from dpacct.accountant.bracket import MECHANISM as MECHANISM_BRACKET
 from dpacct.accountant.ledger import BudgetExceededError, PrivacyAccountant
 from dpacct.accountant.validation import (
     check_delta,
@@ -428,6 +431,10 @@ class OpacusAccountant(IAccountant):
     def epsilon_bounds(self, delta: float) -> tuple[float, float]:
         """``(lower, upper)`` bracket of the true epsilon spent so far (dpacct's PLD).
 
+        A :class:`~dpacct.accountant.bracket.Bracket`: its ``bounds`` is ``"dominating
+        pair"`` for fixed-size batches (and truncated-Poisson records), whose bracket is
+        that of a pair dominating the run, so that only the upper end bounds it.
+
         Parameters
         ----------
         delta : float
@@ -435,7 +442,12 @@ class OpacusAccountant(IAccountant):
         """
         d = check_delta(delta)
         if not self._is_poisson():
-            return self._scheme_bounds(d, need_lower=True)
+            lower, upper = self._scheme_bounds(d, need_lower=True)
+            # fixed-size batches: the bracket of S^T, a pair dominating every step
+            # (docs/theory/fixed_size.md); only its upper end bounds the run
+            assert self._path is not None
+            subject = DOMINATING_PAIR if self._path.scheme == FIXED_SIZE else MECHANISM_BRACKET
+            return Bracket(lower, upper, subject)
         ledger = self._sync()
         if self._non_private:
             return (math.inf, math.inf)
@@ -537,7 +549,8 @@ class OpacusAccountant(IAccountant):
         note = rate_note(path, self._passed)
         if note is not None:
             lines.append(note)
-        lower, upper = (None, self.get_epsilon(d)) if self._is_poisson() else self.epsilon_bounds(d)
+        lower_upper = (None, self.get_epsilon(d)) if self._is_poisson() else self.epsilon_bounds(d)
+        lower, upper = lower_upper
         steps = len(self)
         tail = f" at delta = {d:g} ({steps} step{'' if steps == 1 else 's'})"
         if not lower:  # Poisson (the ledger's bound), or no lower bound computed
@@ -551,6 +564,16 @@ class OpacusAccountant(IAccountant):
                     f"Poisson sampling would give {self.poisson_epsilon(d):.4g}: "
                     "not a guarantee for this run"
                 )
+        elif getattr(lower_upper, "bounds", MECHANISM_BRACKET) == DOMINATING_PAIR:
+            lines.append(
+                f"epsilon <= {upper:.4g} ({path.relation} neighbours){tail}; "
+                f"[{lower:.4g}, {upper:.4g}] brackets a dominating pair of the run, "
+                "not the run itself"
+            )
+            lines.append(
+                f"Poisson sampling would give {self.poisson_epsilon(d):.4g}: "
+                "not a guarantee for this run"
+            )
         else:
             lines.append(
                 f"epsilon in [{lower:.4g}, {upper:.4g}] (proved bracket, "
@@ -617,8 +640,7 @@ class OpacusAccountant(IAccountant):
         if (
             self.history
             and old is not None
-            and (old.scheme, old.steps_per_epoch, old.batch_size)
-            != (path.scheme, path.steps_per_epoch, path.batch_size)
+            and not accounted_alike(old, path)
         ):
             raise ValueError(
                 f"the data path changed during the run: the recorded steps used "
