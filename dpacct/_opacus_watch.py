@@ -11,7 +11,9 @@ kept the scheme's promise:
 
 * every index lies in ``[0, len(dataset))``;
 * Poisson and fixed-size batches hold no index twice; a fixed-size batch has exactly the
-  identified size;
+  identified size; a batch that repeats the one at its place in the first or the
+  previous pass, where fresh draws would repeat it with probability below 1e-12, shows
+  a sampler whose draws are not fresh (a generator reseeded every epoch);
 * a shuffled or sequential pass draws each index at most once and at most
   ``len(data_loader)`` batches, and is not left early once a step used it (the
   accounting counts each record once per ``len(data_loader)`` consecutive batches);
@@ -42,6 +44,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
+from scipy.special import gammaln
 
 from dpacct._opacus_data_path import (
     FIXED_SIZE,
@@ -56,6 +59,9 @@ from dpacct._opacus_data_path import (
 __all__ = ["BatchWatch", "WatchedBatchSampler", "check_batches", "watch"]
 
 _NOTHING = "nothing was recorded; the steps before it stay accounted"
+#: a batch that repeats its place in an earlier pass is refused when fresh draws would
+#: repeat it with a probability below this (a false refusal errs on the safe side)
+_REPEAT_CHANCE = 1e-12
 
 
 class BatchWatch:
@@ -103,6 +109,12 @@ batch size 2, 2 batches per epoch): each record must be in one batch per epoch
         self.stepped_pass = -1  # the last pass a step used a batch of
         self.counts = np.zeros(self.n, dtype=np.int64)
         self.once = path.scheme in (SHUFFLE, SEQUENTIAL) and not path.assumed
+        # independent draws: each batch's fingerprint beside the batch at its place in
+        # the first and in the previous pass (a sampler reseeded every epoch repeats them)
+        self.fresh = path.scheme in (POISSON, FIXED_SIZE) and not path.assumed
+        t = max(int(path.steps_per_epoch), 1) if self.fresh else 0
+        self.prints = np.zeros((3, t), dtype=np.int64)  # first, previous, current pass
+        self.printed = np.zeros((3, t), dtype=bool)
 
     # ------------------------------------------------------------ draw side
     def start(self, batch_sampler: Any) -> None:
@@ -135,6 +147,11 @@ batch size 2, 2 batches per epoch): each record must be in one batch per epoch
             # fixed-size) never span two passes, and a pass no step used was a peek or
             # an evaluation; a shuffled pass's last batches can open the next step
             self.pending = deque(e for e in self.pending if e[0] != self.passes)
+        if self.fresh and self.passes:
+            if self.passes == 1:
+                self.prints[0], self.printed[0] = self.prints[2], self.printed[2]
+            self.prints[1], self.printed[1] = self.prints[2], self.printed[2]
+            self.prints[2], self.printed[2] = 0, False
         self.passes += 1
         self.drawn = 0
         self.counts[:] = 0
@@ -190,6 +207,10 @@ batch size 2, 2 batches per epoch): each record must be in one batch per epoch
             return
         if path.assumed:
             return
+        if self.fresh and self.drawn <= self.prints.shape[1]:
+            self.broken = self._repeat(idx, size)
+            if self.broken is not None:
+                return
         if path.scheme == FIXED_SIZE and size != path.batch_size:
             self.broken = (
                 f"a batch of {size} records from {path.describe()}: a fixed-size "
@@ -198,6 +219,38 @@ batch size 2, 2 batches per epoch): each record must be in one batch per epoch
         elif int((rise := self.counts[idx] - before).max()) > 1:
             i = int(idx[np.argmax(rise)])
             self.broken = f"index {i} drawn twice in one batch of {path.describe()}"
+
+    def _repeat(self, idx: np.ndarray, size: int) -> str | None:
+        """The batch repeats the one at its place in the first or the previous pass, and
+        fresh draws of the scheme would repeat it with probability below
+        :data:`_REPEAT_CHANCE`: the sampler's draws are not fresh (e.g. its generator,
+        or torch's global one, reseeded every epoch), and accounting them as fresh
+        steps would under-report (repeated draws of one batch are one step at less
+        noise)."""
+        j = self.drawn - 1
+        fp = hash(np.sort(idx).tobytes())
+        self.prints[2, j], self.printed[2, j] = fp, True
+        for row, which in ((0, "first"), (1, "previous")):
+            if not (self.printed[row, j] and self.prints[row, j] == fp):
+                continue
+            path = self.path
+            if path.scheme == POISSON:
+                q = path.sample_rate
+                log_chance = size * np.log(q) + (self.n - size) * np.log1p(-q) if q < 1 else 0.0
+            else:  # a fixed-size batch: one of C(n, b) equally likely sets
+                log_chance = -(
+                    gammaln(self.n + 1) - gammaln(size + 1) - gammaln(self.n - size + 1)
+                )
+            if log_chance < np.log(_REPEAT_CHANCE):
+                return (
+                    f"batch {j + 1} of pass {self.passes} holds the same {size} records as "
+                    f"batch {j + 1} of the {which} pass, which fresh draws of "
+                    f"{path.describe()} repeat with probability {np.exp(log_chance):.1e}: "
+                    "the sampler repeats its draws (a generator reseeded every epoch?), "
+                    "and repeated batches are not independent steps; seed once, before "
+                    "training"
+                )
+        return None
 
     # ------------------------------------------------------------ step side
     def check_step(self, optimizer: Any, k: int) -> None:

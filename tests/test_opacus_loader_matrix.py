@@ -505,10 +505,6 @@ def _same_batches(seen) -> bool:
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="review: a global reseed per epoch repeats the Poisson batches; accounted as fresh",
-)
 def test_row_poisson_batches_repeated_every_epoch_are_refused_or_accounted():
     # torch.manual_seed(...) inside the epoch loop (a common reproducibility slip) makes
     # Opacus' Poisson sampler (global RNG, generator=None) draw the same batches every
@@ -550,10 +546,6 @@ def _fixed_size_one_step_epsilon(sigma: float, q: float, delta: float) -> float:
     return optimize.brentq(excess, 0.0, 500.0, xtol=1e-12)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="review: a FixedSizeBatchSampler whose generator is reseeded per epoch repeats batches",
-)
 def test_row_fixed_size_batches_repeated_every_epoch_are_refused_or_accounted():
     # the generator given to FixedSizeBatchSampler reseeded at every epoch: the same T
     # batches each epoch.  Step j of every epoch is then one fixed-size step at noise

@@ -169,3 +169,35 @@ def test_a_change_before_the_first_pass_is_seen():
     loader.batch_sampler.batch_size = 4  # between make_private and the first epoch
     list(loader)
     assert "batch sampler changed" in state.broken and "3" in state.broken
+
+
+@pytest.mark.parametrize(
+    ("scheme", "q", "size"),
+    [("poisson", 0.1, None), ("fixed-size", 0.1, 24)],
+)
+def test_a_pass_that_repeats_an_earlier_one_is_refused(scheme, q, size):
+    # a sampler reseeded every epoch draws the same batches: not fresh, independent steps
+    rng = np.random.default_rng(3)
+    n, steps = 240, 10
+    draws = [np.sort(rng.choice(n, size=24, replace=False)) for _ in range(steps)]
+    w = BatchWatch(DataPath(scheme, "sampler", steps, q, size), n, lambda s: ())
+    w.start(None)
+    for b in draws:
+        w.see(b)
+    assert w.broken is None
+    w.start(None)
+    w.see(rng.choice(n, size=24, replace=False))  # a fresh first batch: fine
+    assert w.broken is None
+    w.see(draws[1])  # the second batch repeats the first pass's second batch
+    assert w.broken is not None and "batch 2 of pass 2" in w.broken
+    assert "probability" in w.broken
+
+
+def test_a_repeat_that_fresh_draws_make_likely_is_not_evidence():
+    # four records at rate 0.5: every subset has probability 1/16, repeats happen by chance
+    w = BatchWatch(DataPath("poisson", "sampler", 2, 0.5, None), 4, lambda s: ())
+    for _ in range(3):
+        w.start(None)
+        w.see([0, 2])
+        w.see([1])
+    assert w.broken is None
