@@ -261,6 +261,7 @@ BASE: dict[str, tuple[Callable[[], Callable], dict[str, Any]]] = {
         {"columns": COLS, "scale": 4.0, "count": 100},
     ),
     "MST": (lambda: M.MST, {"columns": COLS, "rho": 0.5}),
+    "AIM": (lambda: M.AIM, {"columns": COLS, "rho": 0.5}),
     "BinnedNumericColumn": (lambda: M.BinnedNumericColumn, {"name": "x", "edges": (0.0, 0.5, 1.0)}),
     "choose_branching": (lambda: M.choose_branching, {"bins": 64, "max_branching": 8}),
     "hay_consistency": (

@@ -54,7 +54,12 @@ from itertools import combinations
 import numpy as np
 
 from dpacct.accountant.serialization import register_mechanism
-from dpacct.accountant.validation import check_count, check_positive, check_rng
+from dpacct.accountant.validation import (
+    check_count,
+    check_positive,
+    check_probability,
+    check_rng,
+)
 
 from ..primitives.exponential import ExponentialMechanism
 from ..primitives.gaussian import GaussianMechanism
@@ -301,10 +306,7 @@ class AIM(Algorithm):
                 raise ValueError(f"rounds must be at least the number of columns {len(cols)}, "
                                  f"got {t}")
             object.__setattr__(self, "rounds", t)
-        a = float(self.alpha)
-        if not 0.0 < a < 1.0:
-            raise ValueError(f"alpha must lie in (0, 1), got {self.alpha!r}")
-        object.__setattr__(self, "alpha", a)
+        object.__setattr__(self, "alpha", check_probability("alpha", self.alpha))
 
     # ------------------------------------------------------------------ privacy
     @property

@@ -124,8 +124,11 @@ def _project_consistent(
     x = x + ((1.0 - sums) / lay.ncells)[lay.table_of_cell]
     for cells, grp, per, ntab, size, tabs in lay.groups:
         m = np.bincount(grp, weights=x[cells], minlength=ntab * size).reshape(ntab, size)
-        w = 1.0 / per if weights is None else weights[tabs] / per
-        mu = (w[:, None] * m).sum(axis=0) / w.sum()
+        if weights is None:  # the unweighted expression, kept as it was: same digits
+            mu = (m / per[:, None]).sum(axis=0) / (1.0 / per).sum()
+        else:
+            w = weights[tabs] / per
+            mu = (w[:, None] * m).sum(axis=0) / w.sum()
         x[cells] += ((mu[None, :] - m) / per[:, None]).ravel()[grp]
     return x
 
