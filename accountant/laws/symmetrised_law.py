@@ -113,38 +113,33 @@ class SymmetrisedLossLaw(PrivacyLossLaw):
     # P_S(L <= x) = Q_R(L >= -x) for x < 0 (no atoms of half off 0); 1 - inf - sf_p^R(x)
     # for x >= 0.  Q_S(L <= x) = inf_R + sf_p^R(-x) for x < 0; 1 - sf_q^R(x) for x >= 0.
     def cdf_p(self, x):
-        x = np.asarray(x, dtype=float)
-        neg = x < 0
-        with np.errstate(invalid="ignore"):
-            left = self.half.sf_q(np.where(neg, -x, 0.0))
-            right = 1.0 - self.inf_mass - self.half.sf_p(np.where(neg, 0.0, x))
-        return np.where(neg, left, right)
+        return _mirrored(x, lambda m: self.half.sf_q(m),
+                         lambda y: 1.0 - self.inf_mass - self.half.sf_p(y))
 
     def sf_p(self, x):
-        x = np.asarray(x, dtype=float)
-        neg = x < 0
-        with np.errstate(invalid="ignore"):
-            left = 1.0 - self.inf_mass - self.half.sf_q(np.where(neg, -x, 0.0))
-            right = self.half.sf_p(np.where(neg, 0.0, x))
-        return np.where(neg, left, right)
+        return _mirrored(x, lambda m: 1.0 - self.inf_mass - self.half.sf_q(m),
+                         lambda y: self.half.sf_p(y))
 
     def cdf_q(self, x):
-        x = np.asarray(x, dtype=float)
-        neg = x < 0
-        with np.errstate(invalid="ignore"):
-            left = self.inf_mass + self.half.sf_p(np.where(neg, -x, 0.0))
-            right = 1.0 - self.half.sf_q(np.where(neg, 0.0, x))
-        return np.where(neg, left, right)
+        return _mirrored(x, lambda m: self.inf_mass + self.half.sf_p(m),
+                         lambda y: 1.0 - self.half.sf_q(y))
 
     def sf_q(self, x):
-        x = np.asarray(x, dtype=float)
-        neg = x < 0
-        with np.errstate(invalid="ignore"):
-            left = 1.0 - self.inf_mass - self.half.sf_p(np.where(neg, -x, 0.0))
-            right = self.half.sf_q(np.where(neg, 0.0, x))
-        return np.where(neg, left, right)
+        return _mirrored(x, lambda m: 1.0 - self.inf_mass - self.half.sf_p(m),
+                         lambda y: self.half.sf_q(y))
 
     def spread(self) -> float:
         """The scale of ``half`` (its grid-safety floors included): the mirrored law
         spans the same losses, reflected."""
         return self.half.spread()
+
+
+def _mirrored(x, below, above) -> np.ndarray:
+    """``below(-x)`` where ``x < 0`` (the mirror image of ``half``), ``above(x)`` elsewhere;
+    each side is evaluated at 0 where the other applies (no spurious overflow)."""
+    x = np.asarray(x, dtype=float)
+    neg = x < 0
+    with np.errstate(invalid="ignore"):
+        left = below(np.where(neg, -x, 0.0))
+        right = above(np.where(neg, 0.0, x))
+    return np.where(neg, left, right)
