@@ -18,6 +18,7 @@ import math
 import numpy as np
 from scipy import special
 
+from ..families.gaussian_dp import certified_gaussian_delta
 from ..laws.loss_law import AtomicLossLaw
 from ..mechanism import Capabilities, Mechanism
 from ..validation import check_count, check_delta, check_epsilon, check_positive, check_probability
@@ -34,8 +35,9 @@ def gaussian_epsilon_is_zero(mu: float, delta: float) -> bool:
     """True when ``N(mu, 1)`` against ``N(0, 1)`` has epsilon 0 at ``delta``.
 
     That is when ``delta`` is at least the pair's total variation
-    ``2 Phi(mu / 2) - 1 = erf(mu / (2 sqrt 2))`` (its delta at epsilon 0), taken
-    ``1e-9`` relative above the float ``erf``.  Any run dominated by that pair (at most
+    ``2 Phi(mu / 2) - 1 = erf(mu / (2 sqrt 2))`` (its delta at epsilon 0), bounded above
+    by :func:`~dpacct.accountant.families.gaussian_dp.certified_gaussian_delta` (the
+    curve every Gaussian's ``delta()`` answers).  Any run dominated by that pair (at most
     ``mu^2 sigma^2`` unamplified unit steps) then has epsilon 0 too, which answers
     ``sigma = 1e6`` or ``1e308`` at once, where the amplification routes would take
     seconds or overflow.
@@ -45,7 +47,7 @@ def gaussian_epsilon_is_zero(mu: float, delta: float) -> bool:
     >>> gaussian_epsilon_is_zero(1e-7, 1e-6), gaussian_epsilon_is_zero(1.0, 1e-6)
     (True, False)
     """
-    return math.erf(mu / (2.0 * math.sqrt(2.0))) * (1.0 + 1e-9) <= delta
+    return bool(certified_gaussian_delta(mu, np.zeros(1))[0] <= delta)
 
 
 #: relative error allowed per unit of a log-CDF value (a few hundred ulps: scipy's
