@@ -616,39 +616,39 @@ def test_checkpoint_of_another_poisson_rate_does_not_price_the_new_steps():
     # are drawn at 0.1 and must cost at least their own Poisson number (main: 0.253
     # printed, the 10 new steps alone cost 1.98).
     sampler = UniformWithReplacementSampler(num_samples=2400, sample_rate=0.01, steps=10)
-    engine, model, opt, loader, _ = _private(DataLoader(_data(2400), batch_sampler=sampler),
-                                             poisson_sampling=False)  # fmt: skip
+    found = _checkpoint_then_run(DataLoader(_data(2400), batch_sampler=sampler),
+                                 DataLoader(_data(), batch_size=BATCH), poisson_sampling=True)
+    if found is not None:  # None: refused, the checkpoint's data path is not this run's
+        eps, steps, loader = found
+        assert eps >= _poisson_pld(1.0 / len(loader), steps)
+
+
+def _checkpoint_then_run(first, second, *, poisson_sampling=False):
+    """One epoch on ``first``, its accountant's state loaded into a run on ``second``,
+    one epoch there: ``(epsilon, steps of the second run, its loader)``, or None if the
+    checkpoint or a step was refused."""
+    engine, model, opt, loader, _ = _private(first, poisson_sampling=False)
     _train(model, opt, loader, 1)
     state = engine.accountant.state_dict()
-    engine, model, opt, loader, _ = _private(DataLoader(_data(), batch_size=BATCH),
-                                             poisson_sampling=True)  # fmt: skip
+    engine, model, opt, loader, _ = _private(second, poisson_sampling=poisson_sampling)
     try:
         engine.accountant.load_state_dict(state)
         steps = _train(model, opt, loader, 1)
-        eps = engine.get_epsilon(DELTA)
+        return engine.get_epsilon(DELTA), steps, loader
     except (ValueError, UnaccountedSamplerError):
-        return  # refused: the checkpoint's data path is not this run's
-    assert eps >= _poisson_pld(1.0 / len(loader), steps)
+        return None
 
 
 def test_checkpoint_of_another_fixed_size_rate_does_not_price_the_new_steps():
     # the same with fixed-size batches: checkpoint at 24 of 2400, run on 24 of 240
     # (main: 2.90 printed, the 10 new steps alone cost at least 8.34)
     big = FixedSizeBatchSampler(2400, BATCH, steps=10, generator=_gen())
-    engine, model, opt, loader, _ = _private(DataLoader(_data(2400), batch_sampler=big),
-                                             poisson_sampling=False)  # fmt: skip
-    _train(model, opt, loader, 1)
-    state = engine.accountant.state_dict()
     small = FixedSizeBatchSampler(N, BATCH, generator=_gen())
-    engine, model, opt, loader, _ = _private(DataLoader(_data(), batch_sampler=small),
-                                             poisson_sampling=False)  # fmt: skip
-    try:
-        engine.accountant.load_state_dict(state)
-        steps = _train(model, opt, loader, 1)
-        eps = engine.get_epsilon(DELTA)
-    except (ValueError, UnaccountedSamplerError):
-        return
-    assert eps >= _fixed_size_attained(BATCH / N, steps)
+    found = _checkpoint_then_run(DataLoader(_data(2400), batch_sampler=big),
+                                 DataLoader(_data(), batch_sampler=small))
+    if found is not None:
+        eps, steps, _ = found
+        assert eps >= _fixed_size_attained(BATCH / N, steps)
 
 
 def test_fixed_size_bracket_is_a_lower_bound_on_the_run_or_says_it_is_a_dominating_pairs():

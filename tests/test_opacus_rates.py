@@ -92,22 +92,29 @@ def _nine_times_loader():
     return DataLoader(TensorDataset(X, (X[:, 0] > 0).float()), batch_sampler=sampler)
 
 
-def test_the_noise_search_calibrates_for_the_rate_that_runs():
-    """make_private_with_epsilon asks for epsilon 3 over 2 epochs of the 0.5-rate sampler."""
+def _noise_search(*, poisson_sampling):
+    """Opacus' make_private_with_epsilon for epsilon 3 over 2 epochs of the 0.5-rate
+    sampler: ``(optimizer, loader)``."""
     model = torch.nn.Linear(5, 1)
     engine = PrivacyEngine(accountant=MECHANISM)
+    _, optimizer, loader = engine.make_private_with_epsilon(
+        module=model,
+        optimizer=torch.optim.SGD(model.parameters(), lr=0.1),
+        data_loader=_nine_times_loader(),
+        target_epsilon=3.0,
+        target_delta=DELTA,
+        epochs=2,
+        max_grad_norm=1.0,
+        poisson_sampling=poisson_sampling,
+    )
+    return optimizer, loader
+
+
+def test_the_noise_search_calibrates_for_the_rate_that_runs():
+    """make_private_with_epsilon asks for epsilon 3 over 2 epochs of the 0.5-rate sampler."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        _, optimizer, _ = engine.make_private_with_epsilon(
-            module=model,
-            optimizer=torch.optim.SGD(model.parameters(), lr=0.1),
-            data_loader=_nine_times_loader(),
-            target_epsilon=3.0,
-            target_delta=DELTA,
-            epochs=2,
-            max_grad_norm=1.0,
-            poisson_sampling=False,
-        )
+        optimizer, _ = _noise_search(poisson_sampling=False)
     sigma = optimizer.noise_multiplier
     assert _pld(0.5, sigma, 40) <= 3.0 * (1 + 2e-3)  # the target holds at the real rate
     assert _pld(0.5, sigma, 40) >= 2.9  # and is nearly met
@@ -151,20 +158,9 @@ def test_a_checkpoint_recorded_at_opacus_rate_is_restored_at_the_sampler_rate():
 
 def test_the_noise_search_calibrates_for_opacus_rate_when_opacus_replaces_the_sampler():
     """poisson_sampling=True: Opacus swaps the 0.5-rate sampler for its own at 1/20."""
-    model = torch.nn.Linear(5, 1)
-    engine = PrivacyEngine(accountant=MECHANISM)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        _, optimizer, loader = engine.make_private_with_epsilon(
-            module=model,
-            optimizer=torch.optim.SGD(model.parameters(), lr=0.1),
-            data_loader=_nine_times_loader(),
-            target_epsilon=3.0,
-            target_delta=DELTA,
-            epochs=2,
-            max_grad_norm=1.0,
-            poisson_sampling=True,
-        )
+        optimizer, loader = _noise_search(poisson_sampling=True)
     assert any("replaced the data loader's UniformWithReplacementSampler" in str(w.message)
                for w in caught)  # fmt: skip
     assert loader.batch_sampler.sample_rate == pytest.approx(0.05, rel=1e-12)
