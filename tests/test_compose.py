@@ -4,6 +4,7 @@ import math
 
 import numpy as np
 import pytest
+from oracles import gaussian_epsilon
 from sgm_oracles import rdp_epsilon_upper, sum_statistic_epsilon_lower
 
 from dpacct.accountant import (
@@ -248,7 +249,6 @@ def test_a_tighter_tolerance_nests_a_narrower_certified_bracket():
     assert hi - lo > 3 * (hi5 - lo5)
 
 
-
 def test_tolerances_below_the_grid_limit_are_answered_at_the_limit():
     """Below MIN_TOL the grids would outgrow the size guards and loosen the bounds;
     such tolerances get exactly the MIN_TOL answer, never a wider bracket."""
@@ -483,21 +483,6 @@ def test_gaussians_with_huge_sigma_compose_without_underflow(sigma):
     assert both.epsilon(1e-5) >= GaussianMechanism(sigma=1.0).epsilon(1e-5)
 
 
-def _gaussian_epsilon_mp(sigma: float, delta: float) -> float:
-    """Epsilon of N(0, sigma^2) vs N(1, sigma^2) at delta (Balle & Wang 2018, Theorem 8),
-    solved at 30 digits."""
-    import mpmath
-
-    with mpmath.workdps(30):
-        mu = 1 / mpmath.mpf(sigma)
-        lo, hi = mpmath.mpf(0), mpmath.mpf(50)
-        for _ in range(120):  # bisection: delta(eps) decreases in eps
-            e = (lo + hi) / 2
-            d = mpmath.ncdf(mu / 2 - e / mu) - mpmath.exp(e) * mpmath.ncdf(-mu / 2 - e / mu)
-            lo, hi = (e, hi) if d > delta else (lo, e)
-        return float(hi)
-
-
 @pytest.mark.parametrize("b", [1e10, 1e20])
 def test_a_part_far_below_the_grid_step_does_not_blow_up_the_grid(b):
     """Laplace with b = 1e20 has losses within +-1e-20, discretised on a step near 1e-22;
@@ -505,7 +490,7 @@ def test_a_part_far_below_the_grid_step_does_not_blow_up_the_grid(b):
     dimension exceeded'; 37 GiB at b = 1e10). The truth lies in [g, g + 3/b] (g the
     Gaussian's epsilon; basic composition adds the Laplace parts' pure 1/b each)."""
     run = compose([LaplaceMechanism(b=b), GaussianMechanism(sigma=1.0)], [3, 1])
-    g = _gaussian_epsilon_mp(1.0, 1e-6)
+    g = gaussian_epsilon(1.0, 1e-6)
     lo, hi = run.epsilon_bounds(1e-6)
     assert lo <= g + 3.0 / b and hi >= g
     assert run.epsilon(1e-6) == hi and hi - g < 1e-4

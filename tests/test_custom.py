@@ -27,8 +27,14 @@ from functools import partial
 import mpmath
 import numpy as np
 import pytest
+from oracles import (
+    gaussian_delta_curve,
+    gaussian_epsilon,
+    gaussian_mu,
+    invert_delta,
+    laplace_delta_curve,
+)
 from scipy import optimize
-from scipy.stats import norm
 
 from dpacct.accountant import (
     ADD_REMOVE,
@@ -59,25 +65,10 @@ DELTA = 1e-5
 # ----------------------------------------------------------------------------------
 # independent references
 # ----------------------------------------------------------------------------------
-def gaussian_curve(eps, mu=1.0):
-    """Exact curve of a mu-GDP Gaussian (Balle & Wang 2018, Theorem 8)."""
-    eps = np.asarray(eps, dtype=float)
-    return norm.cdf(mu / 2 - eps / mu) - np.exp(eps) * norm.cdf(-mu / 2 - eps / mu)
+gaussian_curve = gaussian_delta_curve
 
 
-def gaussian_epsilon(mu: float, delta: float) -> float:
-    """Exact epsilon of a mu-GDP Gaussian, by brentq on the closed form."""
-    return optimize.brentq(lambda e: float(gaussian_curve(e, mu)) - delta, 0.0, 200.0, xtol=1e-13)
-
-
-def gaussian_mu_for(epsilon: float, delta: float) -> float:
-    """The mu at which a mu-GDP Gaussian is exactly (epsilon, delta)-DP."""
-    return optimize.brentq(lambda m: float(gaussian_curve(epsilon, m)) - delta, 1e-3, 50.0)
-
-
-def laplace_curve(eps, b=1.0):
-    """Exact curve of the Laplace mechanism with scale b (sensitivity 1)."""
-    return np.maximum(0.0, -np.expm1((np.asarray(eps, dtype=float) - 1.0 / b) / 2.0))
+laplace_curve = laplace_delta_curve
 
 
 def pair_composed_delta(p, q, count: int, eps: float) -> mpmath.mpf:
@@ -109,11 +100,6 @@ def subsampled_pairs(p, q, rate):
     Theorem 11): ``((1-r) Q + r P, Q)`` and ``(Q, (1-r) Q + r P)``."""
     mix = [(1 - rate) * b + rate * a for a, b in zip(p, q, strict=True)]
     return (mix, list(q)), (list(q), mix)
-
-
-def exact_epsilon(delta_fn, delta, hi=60.0):
-    """Smallest eps with delta_fn(eps) <= delta (bisection on a decreasing curve)."""
-    return optimize.brentq(lambda e: float(delta_fn(e)) - delta, 0.0, hi, xtol=1e-12)
 
 
 # ----------------------------------------------------------------------------------
@@ -167,7 +153,7 @@ def test_delta_curve_calibrates():
         return compose([m], counts=[10])
 
     cal = calibrate(family, epsilon=2.0, delta=DELTA, interval=(0.1, 0.5))
-    mu_star = gaussian_mu_for(2.0, DELTA) / math.sqrt(10)
+    mu_star = gaussian_mu(2.0, DELTA) / math.sqrt(10)
     assert cal.epsilon <= 2.0
     assert cal.parameter <= mu_star * (1 + 1e-9)  # the budget is met for the true curve
     assert cal.parameter == pytest.approx(mu_star, rel=2e-3)
@@ -340,7 +326,7 @@ def test_loss_law_five_lines():
         delta=DELTA,
         interval=(0.1, 0.5),
     )
-    mu_star = gaussian_mu_for(2.0, DELTA) / math.sqrt(10)
+    mu_star = gaussian_mu(2.0, DELTA) / math.sqrt(10)
     assert cal.parameter <= mu_star * (1 + 1e-9)
     assert cal.parameter == pytest.approx(mu_star, rel=2e-3)
 
@@ -397,7 +383,7 @@ def test_pure_epsilon_five_lines():
     cal = calibrate(lambda e: compose([mechanism_from_pure_epsilon(e)], [20]), 3.0, DELTA)
     assert cal.epsilon <= 3.0
     P, Q = rr_pair(cal.parameter)
-    exact = exact_epsilon(lambda x: pair_composed_delta(P, Q, 20, x), DELTA)
+    exact = invert_delta(lambda x: pair_composed_delta(P, Q, 20, x), DELTA)
     assert exact <= 3.0 * (1 + 1e-9)
     assert exact >= 3.0 * (1 - 2e-3)
 
@@ -462,7 +448,7 @@ def test_epsilon_delta_five_lines_against_dp_accounting():
     cal = calibrate(lambda e: compose([mechanism_from_epsilon_delta(e, 1e-7)], [10]), 3.0, 1e-4)
     assert cal.epsilon <= 3.0
     P, Q = kov_pair(cal.parameter, 1e-7)
-    exact = exact_epsilon(lambda x: pair_composed_delta(P, Q, 10, x), 1e-4)
+    exact = invert_delta(lambda x: pair_composed_delta(P, Q, 10, x), 1e-4)
     assert 3.0 * (1 - 2e-3) <= exact <= 3.0 * (1 + 1e-9)
 
 
@@ -516,7 +502,7 @@ def test_gdp_five_lines():
     assert acct.epsilon(DELTA) == pytest.approx(ref.epsilon(DELTA), rel=1e-9)
     # calibrates: the mu of 10 compositions at (1, 1e-5) is the exact Gaussian's / sqrt(10)
     cal = calibrate(lambda mu: compose([Mechanism.from_gdp(mu)], [10]), 1.0, DELTA)
-    want = gaussian_mu_for(1.0, DELTA) / math.sqrt(10)
+    want = gaussian_mu(1.0, DELTA) / math.sqrt(10)
     assert cal.parameter <= want * (1 + 1e-9)  # the budget is met for the true curve
     assert cal.parameter == pytest.approx(want, rel=2e-3)
 

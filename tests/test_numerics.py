@@ -6,10 +6,9 @@ from __future__ import annotations
 import math
 import sys
 
-import mpmath as mp
 import numpy as np
 import pytest
-from scipy import stats
+from oracles import gaussian_delta_curve, gaussian_epsilon
 
 from dpacct.accountant.numerics import (
     EXP_MAX,
@@ -51,38 +50,17 @@ def test_next_up_leaves_non_finite_values_alone():
     assert math.isnan(next_up(math.nan))
 
 
-def _gaussian_delta(eps: np.ndarray, sigma: float) -> np.ndarray:
-    """Balle & Wang 2018, Theorem 8, written out with scipy (not the library's code)."""
-    a = 1.0 / (2.0 * sigma)
-    return stats.norm.cdf(a - eps * sigma) - np.exp(eps) * stats.norm.cdf(-a - eps * sigma)
-
-
-def _mp_gaussian_epsilon(delta: float, sigma: float) -> float:
-    """The same curve inverted by bisection in mpmath at 30 digits."""
-    with mp.workdps(30):
-        s = mp.mpf(sigma)
-
-        def f(e):
-            return mp.ncdf(1 / (2 * s) - e * s) - mp.exp(e) * mp.ncdf(-1 / (2 * s) - e * s) - delta
-
-        lo, hi = mp.mpf(0), mp.mpf(50)  # f decreases from f(0) > 0 to f(50) < 0
-        for _ in range(120):
-            mid = (lo + hi) / 2
-            lo, hi = (mid, hi) if f(mid) > 0 else (lo, mid)
-        return float(hi)
-
-
 @pytest.mark.parametrize("sigma, delta", [(1.0, 1e-5), (0.5, 1e-9), (3.0, 1e-3)])
 def test_invert_decreasing_brackets_the_gaussian_epsilon(sigma, delta):
-    lo, hi = invert_decreasing(lambda e: _gaussian_delta(e, sigma), delta)
-    want = _mp_gaussian_epsilon(delta, sigma)
+    lo, hi = invert_decreasing(lambda e: gaussian_delta_curve(e, 1 / sigma), delta)
+    want = gaussian_epsilon(1 / sigma, delta)
     assert lo <= want * (1 + 1e-12) and want <= hi * (1 + 1e-12)
     assert hi - lo <= 1e-13 * hi
     # the documented invariant: above the target at lo, at or below it at hi
     assert (
-        _gaussian_delta(np.array([lo]), sigma)[0]
+        gaussian_delta_curve(np.array([lo]), 1 / sigma)[0]
         > delta
-        >= _gaussian_delta(np.array([hi]), sigma)[0]
+        >= gaussian_delta_curve(np.array([hi]), 1 / sigma)[0]
     )
 
 

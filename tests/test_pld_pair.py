@@ -12,8 +12,8 @@ import math
 
 import numpy as np
 import pytest
+from oracles import gaussian_delta_curve, gaussian_epsilon
 from scipy import integrate
-from scipy.optimize import brentq
 from scipy.stats import laplace, norm
 
 from dpacct.accountant import compose, poisson_subsample
@@ -29,10 +29,7 @@ from dpacct.mechanisms import GaussianMechanism, LaplaceMechanism
 STEP = 2e-3
 
 
-def gaussian_delta(eps, mu):
-    """Closed form of the mu-GDP curve (Balle & Wang 2018, Theorem 8)."""
-    eps = np.asarray(eps, dtype=float)
-    return norm.cdf(-eps / mu + mu / 2) - np.exp(eps) * norm.cdf(-eps / mu - mu / 2)
+gaussian_delta = gaussian_delta_curve
 
 
 def hockey_stick(p_pdf, q_pdf, eps, lo, hi, points):
@@ -124,7 +121,7 @@ def test_gaussian_pair_brackets_closed_form(count):
     assert np.all(upper <= truth * (1 + 1e-3) + 1e-10)
     # epsilon at delta: the closed form's root lies in the pair's bracket
     d = 1e-5
-    e_true = brentq(lambda e: float(gaussian_delta(e, mu_k)) - d, 0.0, 50.0, xtol=1e-14)
+    e_true = gaussian_epsilon(mu_k, d)
     res = PLDPair(up, None, symmetric=True, swap_bounds_add=True).epsilon(d)
     assert res.deciding == [0] and res.plds == [up]
     assert lo.epsilon(d) <= e_true <= res.epsilon <= e_true * (1 + 1e-3)
