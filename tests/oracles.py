@@ -278,23 +278,36 @@ def subsampled_gaussian_epsilon(q, sigma, delta, *, direction: str = "max") -> f
     )
 
 
-def subsampled_gaussian_rdp(q, sigma, order: int, *, dps: int = 40) -> float:
-    """RDP of one Poisson-subsampled Gaussian step at an integer order ``>= 2``, in mpmath.
+def subsampled_gaussian_rdp(q, sigma, order, *, dps: int = 40) -> float:
+    """RDP of one Poisson-subsampled Gaussian step at an order ``> 1``, in mpmath.
 
-    ``log(sum_k C(a, k) (1-q)^(a-k) q^k exp((k^2 - k) / (2 sigma^2))) / (a - 1)``: the
-    binomial expansion of Mironov, Talwar & Zhang 2019 (Section 3.3), remove direction,
-    which dominates the add direction (their Theorem 5).
+    ``D_a((1-q) N(0, s^2) + q N(1, s^2) || N(0, s^2))``, the remove direction, which
+    dominates the add direction (Mironov, Talwar & Zhang 2019, Theorem 5).  Integer
+    orders: their binomial expansion (Section 3.3),
+    ``log(sum_k C(a, k) (1-q)^(a-k) q^k exp((k^2 - k) / (2 s^2))) / (a - 1)``; other
+    orders: the defining integral by quadrature.
     """
-    if int(order) != order or order < 2:
-        raise ValueError(f"order must be an integer >= 2, got {order!r}")
-    a = int(order)
+    if not order > 1:
+        raise ValueError(f"order must be > 1, got {order!r}")
     with mpmath.workdps(dps):
         qq, s = _mpf(q), _mpf(sigma)
-        total = mpmath.fsum(
-            mpmath.binomial(a, k)
-            * (1 - qq) ** (a - k)
-            * qq**k
-            * mpmath.exp((k * k - k) / (2 * s * s))
-            for k in range(a + 1)
-        )
+        if float(order).is_integer():
+            a = int(order)
+            total = mpmath.fsum(
+                mpmath.binomial(a, k)
+                * (1 - qq) ** (a - k)
+                * qq**k
+                * mpmath.exp((k * k - k) / (2 * s * s))
+                for k in range(a + 1)
+            )
+        else:
+            a = _mpf(order)
+
+            def integrand(x):  # N(0, s^2) density times (mixture / N(0, s^2))^a
+                return (
+                    mpmath.npdf(x, 0, s)
+                    * ((1 - qq) + qq * mpmath.exp((2 * x - 1) / (2 * s * s))) ** a
+                )
+
+            total = mpmath.quad(integrand, [-mpmath.inf, 0, 0.5, 1, 10 * s, mpmath.inf])
         return float(mpmath.log(total) / (a - 1))

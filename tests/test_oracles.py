@@ -205,8 +205,11 @@ def test_subsampled_gaussian_rdp_is_the_renyi_integral(q, sigma, order):
     assert subsampled_gaussian_rdp(1.0, sigma, order) == pytest.approx(
         order / (2 * sigma**2), rel=1e-14
     )
+    # the real-order path (quadrature) meets the binomial sum at the integer
+    near = subsampled_gaussian_rdp(q, sigma, order + 1e-9)
+    assert near == pytest.approx(want, rel=1e-7)
     with pytest.raises(ValueError, match="order"):
-        subsampled_gaussian_rdp(q, sigma, 2.5)
+        subsampled_gaussian_rdp(q, sigma, 1.0)
 
 
 def test_invert_delta_on_a_closed_form():
