@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import sys
 
+import mpmath as mp
 import numpy as np
 import pytest
 from oracles import gaussian_delta_curve, gaussian_epsilon
@@ -15,6 +16,8 @@ from dpacct.accountant.numerics import (
     EXP_OVERFLOW,
     SUBNORMAL_FLOOR,
     TINY,
+    _bar_disabled,
+    _log_expm1,
     brentq,
     invert_decreasing,
     next_up,
@@ -88,3 +91,41 @@ def test_brentq_finds_the_dottie_number():
     # the unique real root of cos(x) = x, 0.739085133215160641655312... (OEIS A003957)
     root = brentq(lambda x: math.cos(x) - x, 0.0, 1.0, xtol=1e-15, rtol=1e-15)
     assert root == pytest.approx(0.7390851332151607, abs=4e-16)
+
+
+@pytest.mark.parametrize(
+    "x", [0.0, 1e-300, 1e-20, 1e-8, 0.5, 1.0, 1.0 + 2**-52, 2.0, 30.0, 31.0, 700.0, 1e5]
+)
+def test_log_expm1_against_mpmath(x):
+    got = float(_log_expm1(x))
+    if x == 0.0:
+        assert got == -math.inf
+        return
+    with mp.workdps(50):
+        want = float(mp.log(mp.expm1(mp.mpf(x))))
+    assert got == pytest.approx(want, rel=4e-16, abs=0)
+
+
+def test_log_expm1_ends_and_arrays():
+    out = _log_expm1(np.array([0.0, math.inf, 2.0]))
+    assert out[0] == -math.inf and out[1] == math.inf and out.shape == (3,)
+    assert math.isnan(float(_log_expm1(-1.0)))  # outside the domain: nan, never a number
+
+
+def test_progress_bars_follow_tqdm_disable(monkeypatch, capsys):
+    """A bar the caller asked for is hidden when TQDM_DISABLE is set (tqdm's own switch,
+    which an explicit ``disable=`` would otherwise override): the notebooks and any
+    load-independent run rely on it."""
+    from dpacct.accountant.transformers import random_allocation_pld as rap
+
+    monkeypatch.delenv("TQDM_DISABLE", raising=False)
+    assert _bar_disabled(True) is False and _bar_disabled(False) is True
+    monkeypatch.setattr(rap, "PROGRESS_DELAY", 0.0)  # show at once, load or not
+    monkeypatch.setattr(rap, "_LAWS", {})
+    rap.allocation_sum_law(1.0, 64, progress=True)
+    assert "random-allocation law" in capsys.readouterr().err
+    monkeypatch.setenv("TQDM_DISABLE", "1")
+    assert _bar_disabled(True) is True
+    monkeypatch.setattr(rap, "_LAWS", {})
+    rap.allocation_sum_law(1.0, 64, progress=True)
+    assert capsys.readouterr().err == ""

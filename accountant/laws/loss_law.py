@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import special
 
-from ..numerics import TINY
+from ..numerics import TINY, _log_expm1
 from ..validation import check_positive, check_probability, check_sample_rate, real_array
 
 __all__ = [
@@ -41,15 +41,6 @@ __all__ = [
     "PoissonSubsampledLossLaw",
     "PrivacyLossLaw",
 ]
-
-
-def _log_expm1(x: np.ndarray) -> np.ndarray:
-    """``log(exp(x) - 1)`` for ``x > 0`` without overflow or cancellation."""
-    x = np.asarray(x, dtype=float)
-    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-        small = np.log(np.expm1(np.minimum(x, 30.0)))
-        large = x + np.log1p(-np.exp(-np.maximum(x, 30.0)))
-    return np.where(x > 30.0, large, small)
 
 
 def _differences(n: int, cdf, sf, total: float) -> np.ndarray:

@@ -30,8 +30,9 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import special
 
+from ..numerics import _log_expm1
 from ..validation import check_positive, real_array
-from .loss_law import PrivacyLossLaw, _log_expm1, _split_differences
+from .loss_law import PrivacyLossLaw, _split_differences
 
 __all__ = ["GaussianMixtureLossLaw", "MixtureLossLaw", "finite_law"]
 
