@@ -90,14 +90,14 @@ def test_amplification_rounds_its_base_delta_and_base_epsilon_the_safe_way():
     arithmetic 1e-7 < 0.1 * 1e-6 and no finite epsilon follows; and the base epsilon
     ``log1p(expm1(eps) / q)`` rounded up onto a pure base's epsilon read a delta of 0
     where it is about 4.4e-18."""
-    from dpacct.accountant import mechanism_from_epsilon_delta, mechanism_from_pure_epsilon
+    from dpacct.accountant import Mechanism
 
     w = subsample_without_replacement(
-        mechanism_from_epsilon_delta(1.0, 1e-6, neighbouring="replace-one"), 0.1
+        Mechanism.from_epsilon_delta(1.0, 1e-6, neighbouring="replace-one"), 0.1
     )
     assert w.epsilon(1e-7) == math.inf
     pure = subsample_without_replacement(
-        mechanism_from_pure_epsilon(1.0, neighbouring="replace-one"), 0.1
+        Mechanism.from_pure_epsilon(1.0, neighbouring="replace-one"), 0.1
     )
     assert float(pure.delta(0.1585650787404291)) > 0.0
     # at delta >= q every sampled mechanism is (0, q)-DP, whatever the base
