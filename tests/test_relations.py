@@ -110,3 +110,20 @@ def test_relations_are_named_constants():
     )
     lo, hi = mixed.epsilon_bounds(1e-6)
     assert 0 < lo <= hi and np.isfinite(hi)
+
+
+def test_replace_one_reads_the_declared_noise_parameter_which_subclasses_lose():
+    """replace_one converts a family that declares its noise parameter for itself
+    (``noise_parameter``); a subclass, which may change the curve, does not inherit the
+    declaration and is refused, as the exact-type test it replaces did."""
+    from dpacct.mechanisms import GaussianMechanism, LaplaceMechanism
+
+    class Tweaked(GaussianMechanism):
+        pass
+
+    assert GaussianMechanism(sigma=1.0).noise_parameter == "sigma"
+    assert LaplaceMechanism(b=1.0).noise_parameter == "b"
+    assert Tweaked(sigma=1.0).noise_parameter is None
+    assert ReplaceOneGaussianMechanism(sigma=1.0).noise_parameter is None
+    with pytest.raises(TypeError, match="replace_one converts GaussianMechanism"):
+        replace_one(Tweaked(sigma=1.0))

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import special
 
+from ..capabilities import _DeclaredHere
 from ..numerics import TINY, _log_expm1
 from ..validation import check_positive, check_probability, check_sample_rate, real_array
 
@@ -125,6 +126,11 @@ class PrivacyLossLaw(ABC):
     #: composition shares it, otherwise the law gets a binary grid nested with the
     #: others' (see :func:`dpacct.accountant.transformers.compose._anchors_agree`)
     weak_anchor: bool = False
+    #: the closed form the engine may use for this law's swap and Renyi divergence
+    #: (``"gaussian"``, ``"atomic"``) or None (generic routes): declared by the family
+    #: for itself (:class:`~dpacct.accountant.capabilities._DeclaredHere`), so a
+    #: subclass, which may change the law, does not inherit it
+    closed_form: str | None = None
 
     @abstractmethod
     def cdf_p(self, x: np.ndarray) -> np.ndarray:
@@ -303,6 +309,8 @@ class GaussianLossLaw(PrivacyLossLaw):
     0.126937
     """
 
+    closed_form = _DeclaredHere("gaussian")
+
     mu: float
 
     def __post_init__(self) -> None:
@@ -354,6 +362,8 @@ class AtomicLossLaw(PrivacyLossLaw):
     >>> float(law.hockey_stick(np.array([0.0]))[0])
     0.5
     """
+
+    closed_form = _DeclaredHere("atomic")
 
     losses: np.ndarray
     p: np.ndarray
