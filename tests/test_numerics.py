@@ -104,6 +104,7 @@ def test_log_expm1_against_mpmath(x):
     with mp.workdps(50):
         want = float(mp.log(mp.expm1(mp.mpf(x))))
     assert got == pytest.approx(want, rel=4e-16, abs=0)
+    assert float(_log_expm1(x, 30.0)) == pytest.approx(want, rel=4e-16, abs=0)
 
 
 def test_log_expm1_ends_and_arrays():

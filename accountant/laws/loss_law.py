@@ -534,14 +534,14 @@ class PoissonSubsampledLossLaw(PrivacyLossLaw):
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             if self.direction == "remove":
                 d = y - log1mq
-                x = c + _log_expm1(np.maximum(d, 0.0))
+                x = c + _log_expm1(np.maximum(d, 0.0), 30.0)
                 below = d < 0  # y below the minimum log(1-q): no base loss maps there
                 at_floor = d == 0
                 x = np.where(at_floor, -np.inf, x)
                 above = np.isposinf(y)
             else:
                 d = -y - log1mq
-                x = -(c + _log_expm1(np.maximum(d, 0.0)))
+                x = -(c + _log_expm1(np.maximum(d, 0.0), 30.0))
                 above = d < 0  # y above the maximum -log(1-q)
                 at_ceiling = d == 0
                 x = np.where(at_ceiling, np.inf, x)

@@ -184,7 +184,7 @@ class GaussianMixtureLossLaw(PrivacyLossLaw):
         if np.any(todo):
             offsets = self._logp - 0.5 * self._a**2
             if self._a[0] == 0.0:
-                targets = _log_expm1(flat[todo] - floor)
+                targets = _log_expm1(flat[todo] - floor, 30.0)
                 out[todo] = _solve_lse(targets, offsets[1:] - floor, self._a[1:])
             else:
                 out[todo] = _solve_lse(flat[todo], offsets, self._a)
