@@ -20,7 +20,6 @@ import warnings
 
 import numpy as np
 import pytest
-from scipy import optimize, stats
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("opacus")
@@ -30,7 +29,7 @@ from opacus import PrivacyEngine  # noqa: E402
 from opacus.data_loader import DPDataLoader  # noqa: E402
 from opacus.utils.batch_memory_manager import BatchMemoryManager  # noqa: E402
 from opacus.utils.uniform_sampler import UniformWithReplacementSampler  # noqa: E402
-from oracles import gaussian_epsilon  # noqa: E402
+from oracles import gaussian_epsilon, subsampled_gaussian_epsilon  # noqa: E402
 from torch.utils.data import (  # noqa: E402
     BatchSampler,
     DataLoader,
@@ -525,15 +524,9 @@ def test_row_poisson_batches_repeated_every_epoch_are_refused_or_accounted():
 def _fixed_size_one_step_epsilon(sigma: float, q: float, delta: float) -> float:
     """Epsilon of one fixed-size step at noise ``sigma`` (replace-one, so mu = 2 / sigma),
     attained by a dataset pair: ``q delta_N(log(1 + (e^eps - 1) / q))`` (Balle, Barthe,
-    Gaboardi 2018, Table 1; the Gaussian curve of Balle & Wang 2018, Theorem 8)."""
-    mu = 2.0 / sigma
-
-    def excess(eps: float) -> float:
-        e0 = math.log1p(math.expm1(eps) / q)
-        d = stats.norm.cdf(-e0 / mu + mu / 2) - math.exp(e0) * stats.norm.cdf(-e0 / mu - mu / 2)
-        return q * d - delta
-
-    return optimize.brentq(excess, 0.0, 500.0, xtol=1e-12)
+    Gaboardi 2018, Table 1), the remove direction of the Poisson-subsampled Gaussian at
+    noise sigma / 2."""
+    return subsampled_gaussian_epsilon(q, sigma / 2.0, delta, direction="remove")
 
 
 def test_row_fixed_size_batches_repeated_every_epoch_are_refused_or_accounted():

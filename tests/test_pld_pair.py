@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import oracles
 import pytest
 from oracles import gaussian_delta_curve, gaussian_epsilon
 from scipy import integrate
@@ -439,15 +440,10 @@ def test_swapped_delta_charges_excess_mass_at_e_eps():
 def test_swapped_delta_of_the_gaussian_is_its_own_curve(mu):
     """The Gaussian pair is symmetric: the swapped remove PLD bounds the closed form
     (mpmath) from above and is as tight as the remove curve itself."""
-    import mpmath
-
     pld = discretize(GaussianLossLaw(mu=mu), 1e-3, pessimistic=True)
 
     def exact(e):
-        with mpmath.workdps(40):
-            e = mpmath.mpf(e)
-            hi, lo = mpmath.ncdf(-e / mu + mu / 2), mpmath.ncdf(-e / mu - mu / 2)
-            return float(hi - mpmath.exp(e) * lo)
+        return float(oracles.gaussian_delta(mu, e))
 
     eps = np.array([0.0, 0.05, 0.5, 1.0, 2.0, 4.0])
     got = swapped_delta(pld, eps)
@@ -462,22 +458,11 @@ def test_swapped_delta_of_subsampled_gaussian_bounds_its_add_law(q, sigma):
     """Poisson-subsampled Gaussian: the add direction ``(N(0, s^2), (1-q) N(0, s^2) +
     q N(1, s^2))`` in closed form (the likelihood ratio is monotone: the optimal set is
     a half-line), with mpmath; the swapped remove PLD is above it and close."""
-    import mpmath
-
     law = PoissonSubsampledLossLaw(GaussianLossLaw(mu=1.0 / sigma), q, "remove")
     pld = discretize(law, 5e-4, pessimistic=True)
 
     def exact(e):
-        with mpmath.workdps(40):
-            t = mpmath.exp(mpmath.mpf(e))
-            a = 1 - t * (1 - q)
-            if a <= 0:
-                return 0.0
-            x = sigma**2 * mpmath.log(a / (t * q)) + mpmath.mpf(1) / 2
-            z = x / sigma
-            return float(
-                mpmath.ncdf(z) - t * ((1 - q) * mpmath.ncdf(z) + q * mpmath.ncdf(z - 1 / sigma))
-            )
+        return float(oracles.subsampled_gaussian_delta(q, sigma, e, direction="add"))
 
     for e in (0.0, 0.01, 0.1, 0.5, 1.0, 2.0):
         d = exact(e)
