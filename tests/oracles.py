@@ -278,20 +278,23 @@ def subsampled_gaussian_epsilon(q, sigma, delta, *, direction: str = "max") -> f
     )
 
 
-def subsampled_gaussian_rdp(q, sigma, order, *, dps: int = 40) -> float:
+def subsampled_gaussian_rdp(q, sigma, order, *, direction: str = "remove", dps: int = 40) -> float:
     """RDP of one Poisson-subsampled Gaussian step at an order ``> 1``, in mpmath.
 
-    ``D_a((1-q) N(0, s^2) + q N(1, s^2) || N(0, s^2))``, the remove direction, which
-    dominates the add direction (Mironov, Talwar & Zhang 2019, Theorem 5).  Integer
-    orders: their binomial expansion (Section 3.3),
-    ``log(sum_k C(a, k) (1-q)^(a-k) q^k exp((k^2 - k) / (2 s^2))) / (a - 1)``; other
-    orders: the defining integral by quadrature.
+    ``remove``: ``D_a((1-q) N(0, s^2) + q N(1, s^2) || N(0, s^2))``, which dominates the
+    other direction (Mironov, Talwar & Zhang 2019, Theorem 5); ``add``: the swapped pair.
+    Integer orders of the remove direction: their binomial expansion (Section 3.3),
+    ``log(sum_k C(a, k) (1-q)^(a-k) q^k exp((k^2 - k) / (2 s^2))) / (a - 1)``; otherwise
+    the defining integral by quadrature, split where the mass sits (near 0, 1/2, 1 and
+    the order, and where the two densities cross).
     """
     if not order > 1:
         raise ValueError(f"order must be > 1, got {order!r}")
+    if direction not in ("remove", "add"):
+        raise ValueError(f"direction must be 'remove' or 'add', got {direction!r}")
     with mpmath.workdps(dps):
         qq, s = _mpf(q), _mpf(sigma)
-        if float(order).is_integer():
+        if direction == "remove" and float(order).is_integer():
             a = int(order)
             total = mpmath.fsum(
                 mpmath.binomial(a, k)
@@ -300,14 +303,18 @@ def subsampled_gaussian_rdp(q, sigma, order, *, dps: int = 40) -> float:
                 * mpmath.exp((k * k - k) / (2 * s * s))
                 for k in range(a + 1)
             )
-        else:
-            a = _mpf(order)
+            return float(mpmath.log(total) / (a - 1))
+        a = _mpf(order)
 
-            def integrand(x):  # N(0, s^2) density times (mixture / N(0, s^2))^a
-                return (
-                    mpmath.npdf(x, 0, s)
-                    * ((1 - qq) + qq * mpmath.exp((2 * x - 1) / (2 * s * s))) ** a
-                )
+        def integrand(x):
+            p0 = mpmath.npdf(x, 0, s)
+            mix = (1 - qq) * p0 + qq * mpmath.npdf(x, 1, s)
+            return mix**a * p0 ** (1 - a) if direction == "remove" else p0**a * mix ** (1 - a)
 
-            total = mpmath.quad(integrand, [-mpmath.inf, 0, 0.5, 1, 10 * s, mpmath.inf])
+        breaks = {-12 * s, mpmath.mpf(0), mpmath.mpf(1) / 2, mpmath.mpf(1), a, a + 12 * s}
+        if qq < 1:
+            z0 = s * s * mpmath.log(1 / qq - 1) + mpmath.mpf(1) / 2
+            if -12 * s < z0 < a + 12 * s:
+                breaks.add(z0)
+        total = mpmath.quad(integrand, [-mpmath.inf, *sorted(breaks), mpmath.inf])
         return float(mpmath.log(total) / (a - 1))

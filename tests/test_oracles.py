@@ -208,6 +208,9 @@ def test_subsampled_gaussian_rdp_is_the_renyi_integral(q, sigma, order):
     # the real-order path (quadrature) meets the binomial sum at the integer
     near = subsampled_gaussian_rdp(q, sigma, order + 1e-9)
     assert near == pytest.approx(want, rel=1e-7)
+    # the add direction is dominated by the remove one (Mironov, Talwar & Zhang 2019)
+    add = subsampled_gaussian_rdp(q, sigma, order + 0.5, direction="add")
+    assert add <= subsampled_gaussian_rdp(q, sigma, order + 0.5) * (1 + 1e-12)
     with pytest.raises(ValueError, match="order"):
         subsampled_gaussian_rdp(q, sigma, 1.0)
 
