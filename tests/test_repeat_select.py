@@ -15,8 +15,8 @@ import pytest
 
 from dpacct.accountant import (
     GaussianMechanism,
+    Mechanism,
     compose,
-    mechanism_from_epsilon_delta,
     rdp_to_epsilon,
     repeat_and_select,
 )
@@ -86,4 +86,4 @@ def test_bad_input_names_the_parameter():
     with pytest.raises(TypeError, match="mechanism"):
         repeat_and_select("gaussian", 2.0, 1.0)
     with pytest.raises(ValueError, match="Renyi"):
-        repeat_and_select(mechanism_from_epsilon_delta(1.0, 1e-6), 2.0, 1.0)
+        repeat_and_select(Mechanism.from_epsilon_delta(1.0, 1e-6), 2.0, 1.0)

@@ -100,7 +100,7 @@ from functools import cache
 import numpy as np
 from scipy import special
 
-from ..families.gaussian import GaussianMechanism, sigma_below
+from ..families.gaussian import sigma_below
 from ..mechanism import Capabilities, Mechanism, PLDSettings
 from ..numerics import EXP_OVERFLOW
 from ..pld.pld_pair import PLDPair
@@ -148,7 +148,7 @@ def _gaussian_sigma(mechanism: object) -> float:
             "GaussianMechanism (the random-allocation bounds are for Gaussian steps), "
             f"got {mechanism!r}"
         )
-    if type(mechanism) is GaussianMechanism:
+    if mechanism.noise_parameter == "sigma":  # a GaussianMechanism itself
         return float(mechanism.sigma)
     return sigma_below(mu)
 

@@ -77,6 +77,7 @@ from scipy import special
 
 from ..laws.loss_law import AtomicLossLaw
 from ..mechanism import Capabilities, Mechanism
+from ..numerics import _bar_disabled
 from ..validation import check_count, check_positive
 
 __all__: list[str] = []
@@ -421,7 +422,7 @@ def _build(s: float, t: int, r: float, progress: bool) -> SumLaw:
         total=t.bit_length() - 1 + bin(t).count("1"),
         desc=f"random-allocation law (T={t})",
         delay=PROGRESS_DELAY,
-        disable=not progress,
+        disable=_bar_disabled(progress),
         leave=False,
     ) as bar:
         while True:
