@@ -142,6 +142,29 @@ def test_log_ndtr_and_erfcx_errors_stay_within_the_allowed_constants():
     assert worst < gc.ERFCX_REL / 3
 
 
+def _mp_at_most(mu: float, eps: float, delta: float) -> bool:
+    """Whether the exact curve at (mu, eps) is at most delta (mpmath, 60+ digits)."""
+    exact = mp_log_delta(mu, eps)
+    return exact is None or exact <= mpmath.log(mpmath.mpf(delta))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    log_mu=st.floats(min_value=-4.0, max_value=2.5),
+    log_delta=st.floats(min_value=-250.0, max_value=-0.4),
+)
+def test_certified_epsilon_ends_hold_on_the_exact_curve(log_mu, log_delta):
+    """The upper end meets delta on the exact curve (at mu itself: the bracket is for
+    the real mu a float stands for, whose curve lies between mu (1 -+ 2^-50)), and
+    the lower end does not, unless it is 0."""
+    mu, delta = 10.0**log_mu, 10.0**log_delta
+    lo, hi = certified_gaussian_epsilon(mu, delta)
+    assert 0.0 <= lo <= hi
+    assert _mp_at_most(mu, hi, delta)
+    if lo > 0.0:
+        assert not _mp_at_most(mu, math.nextafter(lo, 0.0), delta)
+
+
 @pytest.mark.parametrize(
     ("mu", "delta"),
     [(1.0, 1e-5), (0.3, 1e-10), (2.0, 1e-100), (1 / 1.1, 0.3), (10.0, 1e-5),
