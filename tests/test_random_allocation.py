@@ -319,44 +319,6 @@ def test_small_sigma_has_a_finite_bound(sigma):
     assert 0 < eps <= ra.unamplified.epsilon(1e-5)
 
 
-@pytest.mark.parametrize(("sigma", "steps"), [(2.0, 10_000), (0.8, 1000), (1.0, 100), (3.0, 2**15)])
-def test_remove_rdp_at_order_two_is_at_or_above_the_closed_form(sigma, steps):
-    # order 2: E_Q[(P/Q)^2] = 1 + (e^{1/sigma^2} - 1) / T (the T diagonal tuples), in
-    # mpmath; the partition sum minus 2 log T lost 5e-7 of it at sigma 2, T 1e4 (below)
-    import mpmath as mp
-
-    mp.mp.dps = 40
-    exact = float(mp.log(1 + mp.expm1(1 / mp.mpf(sigma) ** 2) / steps))
-    got = remove_rdp(2, sigma, steps)
-    assert exact <= got <= exact * (1 + 1e-7)
-
-
-def test_remove_rdp_high_orders_against_tuples_sum_by_counts():
-    # orders up to 32 at T = 40: the sum over tuples grouped by multiplicity vectors
-    # (T^-a sum over compositions n of a: a!/prod n_j! exp((sum n^2 - a)/(2 s^2))),
-    # enumerated as partitions with their arrangements, in mpmath
-    import mpmath as mp
-    from sympy.utilities.iterables import partitions
-
-    mp.mp.dps = 50
-    sigma, steps = 0.9, 40
-    for order in (7, 20, 32):
-        total = mp.mpf(0)
-        for part in partitions(order):
-            length = sum(part.values())
-            if length > steps:
-                continue
-            ways = mp.factorial(order)
-            for size, mult in part.items():
-                ways /= mp.factorial(size) ** mult * mp.factorial(mult)
-            ways *= mp.factorial(steps) / mp.factorial(steps - length)
-            sq = sum(size * size * mult for size, mult in part.items())
-            total += ways * mp.e ** (mp.mpf(sq - order) / (2 * mp.mpf(sigma) ** 2))
-        exact = float(mp.log(total / mp.mpf(steps) ** order) / (order - 1))
-        got = remove_rdp(order, sigma, steps)
-        assert exact <= got <= exact * (1 + 1e-12)
-
-
 @pytest.mark.parametrize(("sigma", "steps"), [(0.8, 1000), (1.0, 10_000), (2.0, 100)])
 def test_epsilon_bounds_bracket_the_mechanism_with_its_epsilon_on_top(sigma, steps):
     # upper: the least of every route (epsilon), not the RDP curve's alone; lower: the
