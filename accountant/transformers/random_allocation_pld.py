@@ -272,35 +272,49 @@ def _product(
 ) -> np.ndarray:
     """Entrywise upper bound on ``(qa * qb)[:keep]``, round-off included.
 
-    Each pass is the engine's certified convolution
-    (:func:`~dpacct.accountant.pld.pld_fft._bounded_convolve`: an estimate and a
-    rigorous bound on each entry's error), which tilts one tail up to the level of the
-    peak.  A log-normal sum has a tail too long for one tilt, so the entries left
-    unsettled (bound above :data:`_SETTLED` of the entry, and above ``_TRIM / keep``
-    once weighted by ``1 + s / T``, the most an entry can add to either divergence) are
-    recomputed from the inputs' prefixes -- entry ``k < K`` of the product reads
-    ``qa[:K]`` and ``qb[:K]`` only, and the prefix's tilt aims at ``K`` -- until none
-    is left or a pass settles nothing new.  Each entry keeps the least upper bound of
+    Each pass is the engine's certified kernel (:mod:`~dpacct.accountant.pld.pld_fft`:
+    an estimate and a rigorous bound on each entry's error): first its product tilted
+    towards the right tail (``_tilted_convolve``, which lifts the tail's end to the
+    level of the peak).  A log-normal sum has a tail too long for one tilt, so the
+    entries left unsettled (bound above :data:`_SETTLED` of the entry, and above
+    ``_TRIM / keep`` once weighted by ``1 + s / T``, the most an entry can add to
+    either divergence) are recomputed from the inputs' prefixes -- entry ``k < K`` of
+    the product reads ``qa[:K]`` and ``qb[:K]`` only, and the prefix's tilt aims at
+    ``K`` -- until a prefix settles nothing new; what is left then (the short left end,
+    far below every right tilt's peak) gets the kernel's full scheme
+    (``_bounded_convolve``) on its prefix.  Each entry keeps the least upper bound of
     the passes that computed it.
     """
     a = qa[:keep]
     b = a if square else qb[:keep]
-    est, err = pld_fft._bounded_convolve(a, b)
+    # the long right tail first: one pass tilted towards it per prefix (the kernel's
+    # tilted product with its certified per-entry bound); the short left end, where
+    # every right tilt is far below its peak, last, by the kernel's full scheme
+    est, err = pld_fft._tilted_convolve(a, b, square, 1, rigorous=True)
     est, err = est[:keep], err[:keep]
     weight = 1.0 + (off + np.arange(keep)) * (step / steps)
     floor = _TRIM / keep
-    last = keep + 1
+    last, full = keep + 1, False
     while True:
         bad = np.flatnonzero((err > _SETTLED * est) & (err * weight > floor))
-        if bad.size == 0 or int(bad[-1]) + 1 >= last:
+        if bad.size == 0:
             break
-        last = int(bad[-1]) + 1
-        pa = a[:last]
-        e2, r2 = pld_fft._bounded_convolve(pa, pa if square else b[:last])
-        e2, r2 = e2[:last], r2[:last]
-        better = e2 + r2 < est[:last] + err[:last]
-        est[:last] = np.where(better, e2, est[:last])
-        err[:last] = np.where(better, r2, err[:last])
+        end = int(bad[-1]) + 1
+        if end >= last:
+            if full:  # the kernel's full scheme settled nothing more: keep the bounds
+                break
+            full = True  # right tilts make no progress: the left end is what is left
+        last = end
+        pa = a[:end]
+        pb = pa if square else b[:end]
+        if full:
+            e2, r2 = pld_fft._bounded_convolve(pa, pb)
+        else:
+            e2, r2 = pld_fft._tilted_convolve(pa, pb, square, 1, rigorous=True)
+        e2, r2 = e2[:end], r2[:end]
+        better = e2 + r2 < est[:end] + err[:end]
+        est[:end] = np.where(better, e2, est[:end])
+        err[:end] = np.where(better, r2, err[:end])
     if not pld_fft.CERTIFY_ROUNDOFF:  # the tests' switch: the estimate alone
         return est
     return pld_fft._certified_side(est, err, True)
