@@ -168,7 +168,7 @@ def test_progress_flag_does_not_change_the_law():
     assert allocation_sum_law(1.0, 7, progress=False) is allocation_sum_law(1.0, 7)
 
 
-@pytest.mark.parametrize("last", [0, 3, 9, 15, 40])
+@pytest.mark.parametrize("last", [-1, 0, 3, 8, 9, 11, 15, 19, 20, 40])
 def test_part_above_the_window_matches_a_double_loop(last):
     rng = np.random.default_rng(3)
     qa, qb = rng.random(12) ** 4, rng.random(9) ** 4

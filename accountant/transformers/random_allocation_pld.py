@@ -253,12 +253,35 @@ def _above(
     ``sum_i a_i sum_{j > last - i} b_j (s_i + s_j)``, from tail sums of ``b`` taken
     from its small end: no FFT round-off.
     """
-    sb = (ob + np.arange(qb.size)) * step
-    tail = np.append(np.cumsum(qb[::-1])[::-1], 0.0)
-    tail_s = np.append(np.cumsum((qb * sb)[::-1])[::-1], 0.0)
-    j = np.clip(last + 1 - np.arange(qa.size), 0, qb.size)
-    sa = (oa + np.arange(qa.size)) * step
-    return float(qa @ tail[j]), float(qa @ (sa * tail[j] + tail_s[j]))
+    na, nb = qa.size, qb.size
+    i0 = max(0, last + 2 - nb)  # rows below i0 have every b_j at or below the window
+    if i0 >= na:
+        return 0.0, 0.0
+    # rows i0 .. i1 - 1 take the tail of b from j = last + 1 - i (down to 1); rows from
+    # i1 on take the whole of b (j = 0)
+    i1 = min(na, last + 2)
+    jlo = last + 2 - i1  # smallest j read by a partial row (>= 1 when any)
+    sb = (ob + jlo + np.arange(nb - jlo)) * step
+    tail = np.cumsum(qb[jlo:][::-1])[::-1]  # tail[j - jlo] = sum_{j' >= j} b_j'
+    tail_s = np.cumsum((qb[jlo:] * sb)[::-1])[::-1]
+    mass = moment = 0.0
+    if i1 > i0:
+        # j = last + 1 - i runs from last + 1 - i0 down to jlo: a reversed slice
+        top = last + 1 - i0 - jlo  # >= 0: i1 > i0 puts i0 at or below last + 1
+        t = tail[top::-1][: i1 - i0]
+        ts = tail_s[top::-1][: i1 - i0]
+        q = qa[i0:i1]
+        sa = (oa + np.arange(i0, i1)) * step
+        mass += float(q @ t)
+        moment += float(q @ (sa * t + ts))
+    if i1 < na:
+        q = qa[i1:]
+        total_b = float(qb.sum())
+        first_b = float(qb @ ((ob + np.arange(nb)) * step))
+        sa = (oa + np.arange(i1, na)) * step
+        mass += float(q.sum()) * total_b
+        moment += float(q @ sa) * total_b + float(q.sum()) * first_b
+    return mass, moment
 
 
 #: an entry of a product is settled once its round-off bound is below this fraction of
