@@ -16,10 +16,12 @@ What is certified here (Gaussian base mechanism with noise multiplier ``sigma``)
   pair (per block of ``T`` steps) at integer orders:
   with ``P = (1/T) sum_j N(e_j, sigma^2 I_T)`` and ``Q = N(0, sigma^2 I_T)``,
   ``E_Q[(P/Q)^a] = T^-a sum_{(j_1..j_a)} exp((sum_j n_j^2 - a) / (2 sigma^2))``, the sum
-  over the ``T^a`` tuples of steps with ``n_j`` the multiplicity of step ``j``; grouped
-  by the partition of ``a`` the multiplicities form (Feldman & Shenfeld 2025,
-  Corollary 6.2, first part).  RDP is non-decreasing in the order, so a real order is
-  answered by the next integer up.  Orders up to ``MAX_ORDER``.
+  over the ``T^a`` tuples of steps with ``n_j`` the multiplicity of step ``j``
+  (Feldman & Shenfeld 2025, Corollary 6.2, first part), summed as a coefficient of a
+  power series, every order at once, round-off bounded
+  (:mod:`~dpacct.accountant.transformers.random_allocation_rdp`).  RDP is
+  non-decreasing in the order, so a real order is answered by the next integer up.
+  Orders up to ``MAX_ORDER``.
 * **Add direction (the Gaussian first)**, the smaller of two upper bounds at each
   order: (i) by concavity of the logarithm,
   ``log((1/T) sum_j e^{y_j}) >= (1/T) sum_j y_j``, so the privacy loss is at most the
