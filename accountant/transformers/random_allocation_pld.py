@@ -314,7 +314,7 @@ def _product(
     # tilted product with its certified per-entry bound); the short left end, where
     # every right tilt is far below its peak, last, by the kernel's full scheme
     est, err = pld_fft._tilted_convolve(a, b, square, 1, rigorous=True)
-    est, err = est[:keep], err[:keep]
+    est, err = est[:keep].copy(), err[:keep].copy()  # the full-length products go
     weight = 1.0 + (off + np.arange(keep)) * (step / steps)
     floor = _TRIM / keep
     last, full = keep + 1, False
