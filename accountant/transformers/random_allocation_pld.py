@@ -165,10 +165,14 @@ def _lognormal_cells(sigma: float, edges: np.ndarray) -> tuple[np.ndarray, np.nd
     c = 0.5 / (sigma * sigma)
 
     def cell_diff(z: np.ndarray) -> np.ndarray:
+        # z increases with the edges: the cells left of the median come first, and
+        # each side is evaluated only where it is used
         lo, hi = z[:-1], z[1:]
-        left = special.ndtr(hi) - special.ndtr(lo)
-        right = special.ndtr(-lo) - special.ndtr(-hi)
-        return np.maximum(np.where(lo < 0, left, right), 0.0)
+        k = int(np.searchsorted(lo, 0.0, side="left"))  # cells with lo < 0
+        out = np.empty(lo.size)
+        out[:k] = special.ndtr(hi[:k]) - special.ndtr(lo[:k])
+        out[k:] = special.ndtr(-lo[k:]) - special.ndtr(-hi[k:])
+        return np.maximum(out, 0.0)
 
     return cell_diff(sigma * (lx + c)), cell_diff(sigma * (lx - c))
 
