@@ -186,3 +186,13 @@ def test_a_base_curve_that_collapses_at_large_orders_is_not_trusted_there():
     # collapse on changes nothing, while trusting them would make lamhat's term vanish
     assert broken.epsilon(DELTA) == pytest.approx(honest.epsilon(DELTA), rel=1e-12)
     assert broken.epsilon(DELTA) >= honest.epsilon(DELTA) * (1 - 1e-12)
+
+
+def test_the_fixed_orders_contain_dp_accountings_default_orders():
+    # so that the envelope and the lamhat search see every order dp_accounting's RDP
+    # accountant uses (the comparison itself: tests/test_dp_accounting_events.py)
+    from dp_accounting.rdp.rdp_privacy_accountant import DEFAULT_RDP_ORDERS
+
+    from dpacct.accountant.transformers.repeat_select import ORDERS
+
+    assert set(np.asarray(DEFAULT_RDP_ORDERS, dtype=float)) <= set(ORDERS)
