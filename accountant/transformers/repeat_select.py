@@ -20,13 +20,15 @@ about 180 of them, integers above 64 so that series-based curves stay cheap), an
 its trusted part (:func:`~dpacct.accountant.rdp.conversion.trusted_prefix`: up to its
 first decrease) is used.  ``lamhat`` is minimised over those orders, then over two
 finer vectorised grids around the best one and a parabolic step (every ``lamhat`` gives
-a valid bound, so the search affects tightness only); ``gamma`` is rounded down (the bound grows
-as ``gamma`` falls) and the constant term is rounded up.  As RDP is non-decreasing in the
-order, a bound at an order ``>= lam`` also holds at ``lam``: the curve returned at the
-orders of one call is the running minimum, from the top, of the bounds at those orders
-and at :data:`ORDERS` (for the negative binomial laws; the Poisson law's bound needs the
-base's delta at each order, so there only the bounds at :data:`ORDERS` are used, a
-non-decreasing step function).  The curve is therefore non-decreasing over every call.
+a valid bound, so the search affects tightness only); ``gamma`` is rounded down (the
+bound grows as ``gamma`` falls) and the computed bounds are rounded up by ``2^-48``
+relative.  ``deltahat`` (Theorem 6) is the smaller of two sound upper bounds on the
+base's delta: its own (exact curve, or pessimistic privacy-loss distribution) and the
+RDP conversion of its values at :data:`ORDERS`.  As RDP is non-decreasing in the order,
+a bound at an order ``>= lam`` also holds at ``lam``: the curve returned at the orders
+of one call is the running minimum, from the top, of the bounds at those orders and at
+:data:`ORDERS`, so it is non-decreasing over every call.  The argument in full:
+docs/theory/algorithms.md, section 'dp_accounting events'.
 """
 
 from __future__ import annotations
@@ -192,7 +194,8 @@ def repeat_and_select(mechanism: Mechanism, mean: float, shape: float) -> Mechan
     base mechanism's RDP curve; epsilon and delta follow by the RDP conversion.  This is
     dp_accounting's ``RepeatAndSelectDpEvent(event, mean, shape)``.  The base curve is
     evaluated once, here, at about 180 orders; the returned curve then costs one base
-    evaluation per call (none for the Poisson law).
+    evaluation per call (and, for the Poisson law, one read of the base's PLD, built on
+    the first).
 
     Parameters
     ----------
