@@ -194,8 +194,8 @@ def repeat_and_select(mechanism: Mechanism, mean: float, shape: float) -> Mechan
     base mechanism's RDP curve; epsilon and delta follow by the RDP conversion.  This is
     dp_accounting's ``RepeatAndSelectDpEvent(event, mean, shape)``.  The base curve is
     evaluated once, here, at about 180 orders; the returned curve then costs one base
-    evaluation per call (and, for the Poisson law, one read of the base's PLD, built on
-    the first).
+    evaluation per call (and, for the Poisson law, one read of the base's PLD, built at
+    construction).
 
     Parameters
     ----------
