@@ -131,7 +131,10 @@ def _all_subclasses(cls) -> set[type]:
 
 
 INSTALLED = sorted(
-    {c for c in _all_subclasses(de.DpEvent) if c.__module__ == de.__name__},
+    # attrs' slotted classes replace the class they decorate; the replaced one lingers
+    # in __subclasses__() until the garbage collector runs, so keep only the module's own
+    # (otherwise xdist workers can collect different duplicates)
+    {c for c in _all_subclasses(de.DpEvent) if getattr(de, c.__name__, None) is c},
     key=lambda c: c.__name__,
 )
 
