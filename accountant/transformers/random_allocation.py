@@ -494,7 +494,7 @@ class RandomAllocationMechanism(Mechanism):
         0); both bound the mechanism itself."""
         hi = self._epsilon_at(delta, tol)
         lo = 0.0
-        if self.k == 1 and isinstance(self.base, GaussianMechanism) and hi > 0.0:
+        if self.k == 1 and self.base.noise_parameter == "sigma" and hi > 0.0:
             # the exact sigma: a lower bound at a smaller one would not be one
             lo = random_allocation_lower_epsilon(
                 float(self.base.sigma), self.steps, delta, epochs=self.epochs
