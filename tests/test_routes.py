@@ -9,6 +9,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import optimize, stats
 
 from dpacct.accountant import (
@@ -212,3 +214,30 @@ def test_a_calibrated_run_is_admitted_by_a_filter_of_its_budget(eps, q, steps):
 )
 def test_a_calibrated_run_is_admitted_by_a_filter_of_its_budget_grid(eps, q, steps):
     _calibrate_then_train(eps, q, steps)
+
+
+@settings(max_examples=4, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.floats(0.6, 4.0), st.sampled_from([0.002, 0.01, 0.05, 1.0]), st.integers(1, 3000)
+        ),
+        min_size=1,
+        max_size=3,
+    )
+)
+def test_a_ledger_and_its_composition_take_one_way_down(phases):
+    # up to EXACT_PHASES distinct records the router answers a ledger as its composition:
+    # epsilon, delta and the bracket are the composition's numbers, bit for bit
+    from dpacct.accountant import PrivacyAccountant
+
+    ledger = PrivacyAccountant(progress=False)
+    for sigma, q, count in phases:
+        ledger.step(noise_multiplier=sigma, sample_rate=q, count=count)
+    steps = [poisson_subsample(GaussianMechanism(sigma=s), q) for s, q, _ in phases]
+    run = compose(steps, counts=[c for _, _, c in phases])
+    assert ledger.route == "exact"
+    eps = ledger.epsilon(1e-5)
+    assert eps == run.epsilon(1e-5)
+    assert tuple(ledger.epsilon_bounds(1e-5)) == tuple(run.epsilon_bounds(1e-5))
+    assert ledger.delta(eps) == run.delta(eps)
