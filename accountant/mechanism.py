@@ -41,9 +41,10 @@ mechanism's pair is a post-processing of it).  The exact pair of a mechanism alw
 is; the engine relies on it when it reads the add direction off the swapped remove
 PLD (:func:`dpacct.accountant.pld.pld_pair.swapped_delta`).
 
-Beside the contract: :mod:`~dpacct.accountant.routes` answers each query from the
-declared capabilities (exact curve, then PLD bracket, then RDP conversion; the smallest
-sound bound wins, both neighbouring directions accounted),
+Beside the contract: the router, :mod:`~dpacct.accountant.routes`, answers each query
+from the declared capabilities (exact curve, then PLD bracket, then RDP conversion; the
+smallest sound bound wins, both neighbouring directions accounted; its docstring holds
+the decision table for mechanisms, compositions and ledgers),
 :mod:`~dpacct.accountant.pld.pld_settings` holds the grid policy and
 :mod:`~dpacct.accountant.mechanism_cache` the per-instance caches and their named
 results.  The mechanisms the factories build join a declaration
@@ -382,8 +383,15 @@ class Mechanism:
     def _pair(
         self, pessimistic: bool, settings: PLDSettings, coarse: PLDSettings | None = None
     ) -> PLDPair:
-        """The PLD pair on ``settings`` (:func:`~dpacct.accountant.routes.pld_pair`)."""
-        return routes.pld_pair(self, pessimistic, settings, coarse)
+        """The PLD pair on ``settings`` (a representation; the router reads it), its add
+        direction composed on demand (on ``coarse`` for :meth:`PLDPair.epsilon`'s first try)."""
+
+        def load(use_coarse: bool) -> GridPLD:
+            return self._pld_one(pessimistic, (coarse or settings) if use_coarse else settings, 1)
+
+        remove = self._pld_one(pessimistic, settings, 0)
+        swap = pessimistic and self._swap_bounds_add()
+        return PLDPair(remove, None, self._directions_equal(), swap, load)
 
     def _pld_cached(self, pessimistic: bool, settings: PLDSettings) -> tuple[GridPLD, GridPLD]:
         key = pld_key(pessimistic, settings)
@@ -490,8 +498,7 @@ class Mechanism:
         return _scalar_or_array(out.reshape(d_arr.shape), d_arr)
 
     def _epsilon_upper(self, delta: float, tol: float | None) -> float:
-        """The certified upper bound at one delta > 0
-        (:func:`~dpacct.accountant.routes.epsilon_upper`)."""
+        """The certified upper bound at one delta > 0 (the router's)."""
         return routes.epsilon_upper(self, delta, tol)
 
     def epsilon_bounds(self, delta: float, *, tol: float | None = None) -> Bracket:
@@ -530,13 +537,11 @@ class Mechanism:
         return Bracket(lo, hi, self.bracket_bounds)
 
     def _epsilon_bounds(self, delta: float, tol: float | None) -> tuple[float, float]:
-        """The certified bracket at one delta > 0
-        (:func:`~dpacct.accountant.routes.epsilon_bracket`)."""
+        """The certified bracket at one delta > 0 (the router's)."""
         return routes.epsilon_bracket(self, delta, tol)
 
     def _rdp_curve(self, alpha: np.ndarray) -> np.ndarray:
-        """The declared Renyi curve, else the loss laws'
-        (:func:`~dpacct.accountant.routes.rdp_curve`)."""
+        """The declared Renyi curve, else the loss laws' (the router's)."""
         return routes.rdp_curve(self, alpha)
 
     def rdp(self, alpha):

@@ -1,17 +1,65 @@
-"""Routing: which representation answers a mechanism's query, and how.
+"""The router: one module decides how every privacy question is answered.
 
 :class:`~dpacct.accountant.mechanism.Mechanism` states the contract (the queries, their
-arguments, what they promise); the functions here answer them from the capabilities a
-mechanism declares, in order of preference: the exact curve, the privacy loss
-distribution (PLD) built from the loss laws (pessimistic and optimistic discretisations
-give a certified bracket), the RDP conversion.  When several sound upper bounds exist
-the smallest wins; both neighbouring directions are accounted and the worse is
-reported.  Each function takes the mechanism and calls back only its hooks and its
-engine-facing methods (``_epsilon_upper``, ``_pld_one``, ``_rdp_curve``, ...), so a
-subclass that overrides one of those is routed through its override.
+arguments, what they promise) and its subclasses declare capabilities; this module
+chooses, from those declarations alone, which engine answers each question -- a
+mechanism's, a composition's (a composition is a mechanism) and a ledger's
+(:class:`~dpacct.accountant.ledger.PrivacyAccountant` asks :func:`ledger_route` and then
+the representation it names, like everyone else).  Nothing else in the package picks an
+engine; the engines (the exact curve's inversion, the PLD pair of
+:mod:`~dpacct.accountant.pld`, its DP-SGD schedule wing, the RDP conversion) only
+compute.
 
-The refinement policy (when a small answer has its grids recomputed, how far) is
-explained in ``docs/theory/pld.md`` and ``docs/design.md``.
+Decision table (first matching row wins; "smaller wins" means both sound upper bounds
+are computed and the smaller is returned):
+
+============================  ==============================  ==================================
+question, of                  declared capabilities / state   engine
+============================  ==============================  ==================================
+epsilon(delta), a mechanism   ``exact_curve``                 the curve inverted
+                                                              (:func:`exact_bracket`)
+epsilon(delta), a mechanism   ``loss_laws`` or ``own_pld``    the PLD pair (:func:`pld_upper`),
+                                                              and RDP when ``rdp`` and the PLD's
+                                                              truncated mass is not negligible;
+                                                              the smaller wins
+epsilon(delta), a mechanism   ``rdp`` only                    the RDP conversion
+delta(epsilon), a mechanism   ``exact_curve``                 the curve (Gaussian-DP: 50 digits)
+delta(epsilon), a mechanism   PLD and/or RDP                  the PLD pair on epsilon()'s grids
+                                                              and RDP; the smaller wins
+                                                              (:func:`derived_delta`)
+epsilon_bounds(delta)         ``exact_curve`` / PLD / RDP     inversion bracket / optimistic PLD
+                                                              below, epsilon() above /
+                                                              ``(0, epsilon())``
+rdp(alpha)                    ``rdp`` / ``loss_laws`` / PLD   declared curve / the laws'
+                                                              divergence / pessimistic PLD
+tradeoff(fpr)                 ``exact_tradeoff`` / PLD /      exact / Neyman-Pearson curve of
+                              otherwise                       the pessimistic PLDs / dual of
+                                                              delta(eps)
+any question, a ledger        at most ``EXACT_PHASES``        ``"exact"``: the composition of
+                              distinct records                the records, by the rows above
+epsilon(delta), a ledger      more, every record with a PLD   ``"online"``: the composed history
+                                                              at that delta (incremental; the
+                                                              filter decides on this answer)
+delta, bounds, a ledger       more, every record with a PLD   the schedule rounded up to the
+                                                              grid, by the rows above (upper end
+                                                              of the bounds: epsilon()'s answer)
+any question, a ledger        more, a record without a PLD    ``"rounded"``: the schedule rounded
+                                                              up (down for a lower end), by the
+                                                              rows above
+============================  ==============================  ==================================
+
+So the same question asked of a mechanism, of its composition and of a ledger that
+recorded it prints the same number, and a calibrator (which asks the composition) plans
+against the very answer a privacy filter of the same budget decides on.  A ledger of one
+repeated DP-SGD step is an ``"exact"`` ledger however long it runs: its answer is the
+composition's (issue 36).
+
+Both neighbouring directions are accounted and the worse is reported.  Each mechanism
+function takes the mechanism and calls back only its hooks and its engine-facing
+methods (``_epsilon_upper``, ``_pld_one``, ``_pair``, ``_rdp_curve``, ...), so a
+subclass that overrides one of those is routed through its override.  The refinement
+policy (when a small answer has its grids recomputed, how far) is explained in
+``docs/theory/pld.md`` and ``docs/design.md``.
 """
 
 from __future__ import annotations
@@ -27,7 +75,6 @@ from .families.gaussian_dp import certified_gaussian_epsilon
 from .laws.loss_law_rdp import loss_law_rdp
 from .mechanism_cache import PLDUpper, PLDUpperAt, pld_upper_key
 from .numerics import TINY, invert_decreasing
-from .pld.pld_pair import PLDPair
 from .pld.pld_settings import (
     CAP_STEPS,
     DEFAULT_TAIL,
@@ -42,18 +89,19 @@ from .rdp.conversion import rdp_to_delta, rdp_to_delta_grid, rdp_to_epsilon
 
 if TYPE_CHECKING:  # pragma: no cover - typing only (mechanism imports this module)
     from .mechanism import Mechanism
-    from .pld.grid import GridPLD
 
 __all__ = [
+    "EXACT_PHASES",
     "FOLLOW_MAX_POINTS",
     "FOLLOW_ROUNDS",
+    "LEDGER_ROUTES",
     "RDP_SKIP_MASS_FRACTION",
     "derived_delta",
     "derived_rdp",
     "epsilon_bracket",
     "epsilon_upper",
+    "ledger_route",
     "pld_delta_follow",
-    "pld_pair",
     "pld_upper",
     "pld_upper_at",
     "rdp_curve",
@@ -69,20 +117,12 @@ RDP_SKIP_MASS_FRACTION = 1e-3
 #: answer at most this many rounds
 FOLLOW_MAX_POINTS = 8
 FOLLOW_ROUNDS = 3
-
-
-def pld_pair(
-    mech: Mechanism, pessimistic: bool, settings: PLDSettings, coarse: PLDSettings | None = None
-) -> PLDPair:
-    """The PLD pair of ``mech`` on ``settings``, its add direction composed on demand (on
-    ``coarse`` for the first try of :meth:`PLDPair.epsilon`)."""
-
-    def load(use_coarse: bool) -> GridPLD:
-        return mech._pld_one(pessimistic, (coarse or settings) if use_coarse else settings, 1)
-
-    rem = mech._pld_one(pessimistic, settings, 0)
-    swap = pessimistic and mech._swap_bounds_add()
-    return PLDPair(rem, None, mech._directions_equal(), swap, load)
+#: a ledger with up to this many distinct records is answered as their composition
+#: (``"exact"``); beyond, DP-SGD steps are rounded to the grid and epsilon is read off
+#: the composed history
+EXACT_PHASES = 16
+#: the names :func:`ledger_route` returns
+LEDGER_ROUTES = ("exact", "online", "rounded")
 
 
 def derived_delta(mech: Mechanism, flat: np.ndarray, tol: float | None) -> np.ndarray:
@@ -321,3 +361,36 @@ def tradeoff_curve(mech: Mechanism, fpr: np.ndarray, tol: float | None) -> np.nd
     if pld_route(mech):
         return pld_tradeoff_lower(mech, fpr, PLDSettings(tol))
     return tradeoff_from_delta(partial(mech.delta, tol=tol), fpr)
+
+
+def ledger_route(distinct: int, all_pld: bool) -> str:
+    """Which representation answers a ledger's questions (the decision table above).
+
+    Parameters
+    ----------
+    distinct : int
+        Distinct records in the ledger (counting a record a filter is checking).
+    all_pld : bool
+        Whether every record has a privacy loss distribution (a DP-SGD step always
+        has one).
+
+    Returns
+    -------
+    str
+        ``"exact"``: at most :data:`EXACT_PHASES` distinct records, answered as their
+        composition, a mechanism like any other (so a ledger of one repeated step
+        prints what :func:`~dpacct.accountant.transformers.compose.compose` prints).
+        ``"online"``: more, every one with a PLD: ``epsilon`` is read off the composed
+        history at that delta (the one the fixed-schedule filter checks), the other
+        questions off the schedule rounded up to the grid.  ``"rounded"``: more, one
+        without a PLD: the schedule rounded to the grid (up for upper bounds, down for
+        lower ones), composed with the other records.
+
+    Examples
+    --------
+    >>> ledger_route(1, True), ledger_route(17, True), ledger_route(17, False)
+    ('exact', 'online', 'rounded')
+    """
+    if distinct <= EXACT_PHASES:
+        return "exact"
+    return "online" if all_pld else "rounded"

@@ -50,7 +50,7 @@ def test_from_gdp_under_poisson_is_a_dpsgd_step():
 def test_from_gdp_takes_the_gaussian_fast_route_with_equal_answers():
     gdp, gauss = _ledgers()
     assert len(gdp.entries) > EXACT_PHASES
-    assert gdp.route == gauss.route == "fast"
+    assert gdp.route == gauss.route == "online"
     assert gdp.epsilon(DELTA) == gauss.epsilon(DELTA)
     assert gdp.epsilon_bounds(DELTA) == gauss.epsilon_bounds(DELTA)
     assert gdp.delta(2.0) == gauss.delta(2.0)
@@ -79,7 +79,7 @@ def test_from_gdp_filter_refuses_at_the_same_step_as_gaussian():
 
     n_gdp, eps_gdp, gdp = run(lambda: Mechanism.from_gdp(0.5))
     n_gauss, eps_gauss, _ = run(lambda: GaussianMechanism(sigma=2.0))
-    assert n_gdp > EXACT_PHASES and gdp.route == "fast"
+    assert n_gdp > EXACT_PHASES and gdp.route == "online"
     assert (n_gdp, eps_gdp) == (n_gauss, eps_gauss)
     assert isinstance(gdp._history.current, _FastHistory)
 
@@ -112,7 +112,9 @@ def test_replace_one_gaussian_is_refused_the_fast_route_and_accounted_under_its_
     sigmas = [2.0 + 0.1 * i for i in range(20)]
     for s in sigmas:
         acct.record(ReplaceOneGaussianMechanism(sigma=s), 3)
-    assert acct.route == "rounded"
+    # not steps, but each with a PLD: epsilon off the composed PLD history (the old
+    # route property said "rounded" while epsilon() read the history; issue 36)
+    assert acct.route == "online"
     assert acct.mechanism().neighbouring == "replace-one"
     # independent value: the composition is mu-GDP with mu^2 = sum 3 / sigma^2
     mu = math.sqrt(sum(3.0 / s**2 for s in sigmas))

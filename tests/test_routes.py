@@ -9,6 +9,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from oracles import gaussian_delta_curve, gaussian_epsilon
 from scipy import stats
 
@@ -144,3 +146,98 @@ def test_a_mechanism_without_a_route_names_what_it_lacks():
         routes.epsilon_upper(Nothing(), 1e-5, None)
     with pytest.raises(MissingCapabilityError):
         routes.derived_rdp(Nothing(), np.array([2.0]))
+
+
+# ---------------------------------------------------------------- issue 36: one router
+# Calibrate, then train under a filter of the same budget: the calibrator asks the
+# composition, the ledger asks the router for the same representation, so the number a
+# user calibrates to is the number the filter decides on, and every planned step is
+# admitted.  (Before the router, a one-phase ledger of >= 256 steps answered from its
+# incremental history: noise_multiplier(8, 1e-5, 0.01, 10 000) = 0.8825405 gave 7.999793
+# by the composition and 8.000038 by the ledger, refused at step 10 000 of 10 000.)
+CALIBRATE_DELTA = 1e-5
+CALIBRATE_GRID = [
+    (eps, q, steps)
+    for eps in (1.0, 3.0, 8.0)
+    for q in (0.001, 0.01, 0.05)
+    for steps in (1_000, 10_000, 100_000)
+]
+CALIBRATE_FAST = {(1.0, 0.01, 1_000), (3.0, 0.05, 1_000), (8.0, 0.05, 1_000)}
+
+
+def _calibrate_then_train(eps: float, q: float, steps: int) -> None:
+    from dpacct.accountant import PrivacyAccountant
+    from dpacct.calibrators import noise_multiplier
+
+    found = noise_multiplier(
+        epsilon=eps,
+        delta=CALIBRATE_DELTA,
+        sample_rate=q,
+        steps=steps,
+        full_output=True,
+        progress=False,
+    )
+    sigma = float(found.parameter)
+    # the same question three ways: the calibrated mechanism, the composition a user
+    # writes, the ledger of a training loop (no budget): one number
+    run = compose([poisson_subsample(GaussianMechanism(sigma=sigma), q)], counts=[steps])
+    ledger = PrivacyAccountant(progress=False)
+    ledger.step(noise_multiplier=sigma, sample_rate=q, count=steps)
+    answers = {
+        "mechanism": float(found.mechanism.epsilon(CALIBRATE_DELTA)),
+        "composition": float(run.epsilon(CALIBRATE_DELTA)),
+        "composition bracket's upper end": float(run.epsilon_bounds(CALIBRATE_DELTA)[1]),
+        "ledger": ledger.epsilon(CALIBRATE_DELTA),
+        "ledger bracket's upper end": float(ledger.epsilon_bounds(CALIBRATE_DELTA)[1]),
+        "calibration": float(found.epsilon),
+    }
+    assert len(set(answers.values())) == 1, answers
+    assert answers["ledger"] <= eps
+    # the delta of the same ledger takes the same way down as the composition's
+    assert ledger.delta(eps) == run.delta(eps) <= CALIBRATE_DELTA
+    # a training loop under a filter of the same budget, one step() per step
+    filt = PrivacyAccountant(budget_epsilon=eps, budget_delta=CALIBRATE_DELTA, progress=False)
+    for _ in range(steps):
+        filt.step(noise_multiplier=sigma, sample_rate=q)  # raises if refused
+    assert filt.steps == steps
+    assert filt.epsilon(CALIBRATE_DELTA) == answers["ledger"]
+
+
+@pytest.mark.parametrize(("eps", "q", "steps"), sorted(CALIBRATE_FAST))
+def test_a_calibrated_run_is_admitted_by_a_filter_of_its_budget(eps, q, steps):
+    _calibrate_then_train(eps, q, steps)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("eps", "q", "steps"), [c for c in CALIBRATE_GRID if c not in CALIBRATE_FAST]
+)
+def test_a_calibrated_run_is_admitted_by_a_filter_of_its_budget_grid(eps, q, steps):
+    _calibrate_then_train(eps, q, steps)
+
+
+@settings(max_examples=4, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.floats(0.6, 4.0), st.sampled_from([0.002, 0.01, 0.05, 1.0]), st.integers(1, 3000)
+        ),
+        min_size=1,
+        max_size=3,
+    )
+)
+def test_a_ledger_and_its_composition_take_one_way_down(phases):
+    # up to EXACT_PHASES distinct records the router answers a ledger as its composition:
+    # epsilon, delta and the bracket are the composition's numbers, bit for bit
+    from dpacct.accountant import PrivacyAccountant
+
+    ledger = PrivacyAccountant(progress=False)
+    for sigma, q, count in phases:
+        ledger.step(noise_multiplier=sigma, sample_rate=q, count=count)
+    steps = [poisson_subsample(GaussianMechanism(sigma=s), q) for s, q, _ in phases]
+    run = compose(steps, counts=[c for _, _, c in phases])
+    assert ledger.route == "exact"
+    eps = ledger.epsilon(1e-5)
+    assert eps == run.epsilon(1e-5)
+    assert tuple(ledger.epsilon_bounds(1e-5)) == tuple(run.epsilon_bounds(1e-5))
+    assert ledger.delta(eps) == run.delta(eps)

@@ -303,31 +303,30 @@ class PrivacyAccountant(LedgerFileMethods):
 
     @property
     def route(self) -> str:
-        """How the queries answer now, from the records' classification.
+        """How the queries answer now: the router's choice from the records'
+        classification (:func:`~dpacct.accountant.routes.ledger_route`).
 
-        ``"exact"``: at most ``EXACT_PHASES`` (16) distinct records, composed exactly by
-        the engine.  ``"fast"``: more, every one a DP-SGD step (a mechanism declaring a
-        Gaussian-DP ``mu`` under add/remove, plain or Poisson-subsampled), or (when
-        ``records.ONE_PHASE_ONLINE`` is set) a single Poisson-subsampled DP-SGD step
-        of at least 256 steps: the
-        characteristic-function path of the schedule engine, kept open as the
-        ledger's composed history.  ``"rounded"``: more, not all DP-SGD steps: the
-        steps rounded to the grid, composed with the other records by the engine.
+        ``"exact"``: at most ``EXACT_PHASES`` (16) distinct records, answered as their
+        composition, a mechanism like any other -- however many steps they count, so
+        a ledger of one repeated DP-SGD step prints what its composition prints.
+        ``"online"``: more, each with a privacy loss distribution: epsilon is read off
+        the composed history (incremental; the fixed-schedule filter decides on the
+        same answer), the other questions off the schedule rounded to the grid.
+        ``"rounded"``: more, one without: the DP-SGD steps rounded to the grid,
+        composed with the other records by the engine.
 
         Examples
         --------
         >>> acct = PrivacyAccountant()
-        >>> acct.step(noise_multiplier=1.0, sample_rate=0.01, count=100)
-        >>> acct.route
+        >>> acct.step(noise_multiplier=1.0, sample_rate=0.01, count=10_000)
+        >>> acct.route                      # one repeated step: its composition
         'exact'
-        >>> acct.step(noise_multiplier=1.0, sample_rate=0.01, count=900)  # a training loop
+        >>> for t in range(20):             # a noise schedule: a new phase per step
+        ...     acct.step(noise_multiplier=1.0 + t / 100, sample_rate=0.01)
         >>> acct.route
-        'fast'
+        'online'
         """
-        records = self._records
-        if not records.many_phases():
-            return "fast" if records.online() else "exact"
-        return "fast" if records.all_steps else "rounded"
+        return self._records.route()
 
     def __repr__(self) -> str:
         budget = "" if self._budget is None else f", budget={self._budget}"
@@ -444,7 +443,7 @@ class PrivacyAccountant(LedgerFileMethods):
         records = self._records
         if not records.entries:
             return None
-        if not records.many_phases():
+        if records.route() == "exact":
             return self.mechanism()
         cached = self._rounded_cache.get(upper)
         if cached is not None and cached[0] == records.version:
@@ -512,7 +511,7 @@ class PrivacyAccountant(LedgerFileMethods):
         key = (records.version, d)
         if key in self._eps_cache:
             return self._eps_cache[key]
-        if records.online():
+        if records.route() == "online":
             # the composed history at d, with or without a budget: incremental, never
             # a recomposition, and the same route (hence the same answer) either way;
             # the filter decides on this very answer
@@ -587,22 +586,19 @@ class PrivacyAccountant(LedgerFileMethods):
         d = check_delta(delta, allow_zero=True)
         if not self._records.entries:
             return Bracket(0.0, 0.0)
-        if d == 0 or not self._records.many_phases():
-            bracket = self.mechanism().epsilon_bounds(d, tol=self._tol)  # type: ignore[union-attr]
-            if d > 0 and self._records.online():
-                # one phase on the online route: the upper end is epsilon()'s answer
-                return Bracket(float(bracket[0]), self.epsilon(d), bracket.bounds)
-            return bracket
-        # one route per question: with every record a PLD the upper end is epsilon()'s
-        # answer, so the fast path's own upper end is not computed
-        fast = self._fast_bounds(d, lower=True, upper=not self._records.all_pld)
-        if fast is not None:
-            if self._records.all_pld:
-                # one route per question: the upper end is the answer epsilon() gives
-                # (the composed history), the lower end the fast path's certified one
+        route = self._records.route()
+        if d == 0 or route == "exact":
+            return self.mechanism().epsilon_bounds(d, tol=self._tol)  # type: ignore[union-attr]
+        if route == "online":
+            # one route per question: the upper end is the answer epsilon() gives (the
+            # composed history); the lower end the fast path's certified one when every
+            # record is a DP-SGD step
+            fast = self._fast_bounds(d, lower=True, upper=False)
+            if fast is not None:
                 return Bracket(fast[0], self.epsilon(d))
-            return Bracket(*fast)  # DP-SGD steps only: the mechanism's own bracket
-        upper = float(self._accounted(upper=True).epsilon(d, tol=self._tol))  # type: ignore[union-attr]
+            upper = self.epsilon(d)
+        else:
+            upper = float(self._accounted(upper=True).epsilon(d, tol=self._tol))  # type: ignore[union-attr]
         lower = self._accounted(upper=False).epsilon_bounds(d, tol=self._tol)  # type: ignore[union-attr]
         return Bracket(float(lower[0]), upper, lower.bounds)
 

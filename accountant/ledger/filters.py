@@ -202,12 +202,12 @@ class PLDFilter:
             and credit.version == self.records.version
             and credit.covers(entry)
             and credit.remaining >= entry.count
-            and credit.online == self.records.online(entry)
+            and credit.online == (self.records.route(entry) == "online")
         ):
             return
         if self._admit_rdp(entry):
             return
-        if self.records.online(entry):
+        if self.records.route(entry) == "online":
             self._admit_incremental(entry)
         else:
             self._admit_exact(entry)
@@ -283,7 +283,7 @@ class PLDFilter:
             k,
             eps,
             self.records.version,
-            self.records.online(entry),
+            self.records.route(entry) == "online",
             by_rdp=True,
         )
         return True

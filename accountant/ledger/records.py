@@ -33,27 +33,10 @@ from ..families.gaussian import GaussianMechanism
 from ..mechanism import Mechanism
 from ..pld.schedule import EXACT_VALUES, round_schedule, schedule_mechanism
 from ..relations import ADD_REMOVE
+from ..routes import EXACT_PHASES, ledger_route
 from ..transformers.subsample import PoissonSubsampledMechanism
 
 __all__ = ["EXACT_PHASES", "Entry", "Records", "Step", "classify"]
-
-#: up to this many distinct mechanisms the ledger composes them exactly; beyond,
-#: DP-SGD steps are rounded to the grid and the filter becomes incremental
-EXACT_PHASES = 16
-#: a ledger of one Poisson-subsampled DP-SGD step takes the online route (its composed
-#: history) from this many steps on, when :data:`ONE_PHASE_ONLINE` is set: a training
-#: loop's repeated queries then cost an inverse FFT each; shorter ledgers keep the
-#: exact composition
-ONLINE_STEPS = 256
-#: on: the online history composes its blocks on a loss grid fine enough for a
-#: single phase (:mod:`~dpacct.accountant.pld.incremental`), within 1e-4 relative of
-#: the exact composition (measured 0.7e-5 to 5e-5 from sigma 0.8 to 5, q 0.01 to 0.1,
-#: 300 to 10 000 steps; a run calibrated to epsilon = 1 over 10 000 steps reports
-#: 1.00002), and a constant-sigma loop asking every 100 of 10 000 steps runs about 8
-#: times faster than the exact route (0.55 s against 4.5 s, Opacus' RDPAccountant
-#: 5.9 s, one run on a loaded machine)
-ONE_PHASE_ONLINE = True
-
 
 @dataclass(frozen=True)
 class Step:
@@ -187,7 +170,7 @@ class Entry:
 
 
 class Records:
-    """The ledger's entries in the order recorded, with what the routes need to know.
+    """The ledger's entries in the order recorded, with the facts the router decides on.
 
     Identical consecutive records merge into one entry.  ``version`` counts changes
     (caches key on it); ``all_steps`` and ``all_pld`` say whether every entry is a
@@ -227,37 +210,17 @@ class Records:
         self.all_steps = self.all_steps and entry.step is not None
         self.version = 1
 
-    def many_phases(self, extra: Mechanism | None = None) -> bool:
-        """True beyond :data:`EXACT_PHASES` distinct mechanisms (counting ``extra``)."""
-        n = len(self.distinct)
-        if extra is not None and key(extra) not in self.distinct:
-            n += 1
-        return n > EXACT_PHASES
-
-    def online(self, extra: Entry | None = None) -> bool:
-        """True when the queries (and the filter's check of ``extra``) answer from the
-        composed history (:class:`~dpacct.accountant.ledger.history.BudgetHistory`).
-
-        That is, counting ``extra``: beyond :data:`EXACT_PHASES` distinct records, each
-        with a privacy loss distribution; or (with :data:`ONE_PHASE_ONLINE`) one
-        distinct record, a Poisson-subsampled DP-SGD step (``q < 1``) repeated at
-        least :data:`ONLINE_STEPS` times (a constant-sigma training loop), whose
-        history is the incremental fast path: a query then costs one inverse FFT
-        instead of a self-composition.  A shorter
-        ledger keeps the exact composition (tighter, and as cheap for a few queries);
-        a plain Gaussian (``q = 1``) keeps its closed form.
-        """
-        mech = None if extra is None else extra.mechanism
-        if self.many_phases(mech):
-            return self.all_pld and (extra is None or _pld_capable(mech, extra.step))  # type: ignore[arg-type]
-        n = len(self.distinct)
-        if extra is not None and key(extra.mechanism) not in self.distinct:
-            n += 1
-        if n != 1 or not ONE_PHASE_ONLINE:
-            return False
-        step = self.entries[0].step if self.entries else extra.step  # type: ignore[union-attr]
-        total = sum(e.count for e in self.entries) + (0 if extra is None else extra.count)
-        return step is not None and step.q < 1.0 and total >= ONLINE_STEPS
+    def route(self, extra: Entry | None = None) -> str:
+        """The router's choice for this ledger (counting ``extra``, a record being
+        checked): ``"exact"``, ``"online"`` or ``"rounded"``
+        (:func:`~dpacct.accountant.routes.ledger_route`; the records only supply the
+        facts it decides on)."""
+        n, all_pld = len(self.distinct), self.all_pld
+        if extra is not None:
+            if key(extra.mechanism) not in self.distinct:
+                n += 1
+            all_pld = all_pld and _pld_capable(extra.mechanism, extra.step)
+        return ledger_route(n, all_pld)
 
     def phases(self, *, upper: bool) -> list[tuple[float, float, int]] | None:
         """Every entry as a DP-SGD phase ``(sigma, q, count)``, or None if one is not."""
