@@ -761,27 +761,23 @@ class Mechanism:
 # declarations import no mechanism, and the contract's factories need no later module.
 # ----------------------------------------------------------------------------------
 class DeltaCurveMechanism(DeltaCurveDeclaration, Mechanism):
-    """A mechanism declared by its exact privacy curve ``delta(eps)``; see
-    :func:`~dpacct.accountant.families.custom.mechanism_from_delta_curve`."""
+    """A mechanism declared by its exact curve ``delta(eps)`` (:meth:`Mechanism.from_delta_curve`)."""
 
 
 class RDPCurveMechanism(RDPCurveDeclaration, Mechanism):
-    """A mechanism declared by a Renyi-DP curve; see
-    :func:`~dpacct.accountant.families.custom.mechanism_from_rdp`."""
+    """A mechanism declared by a Renyi-DP curve (:meth:`Mechanism.from_rdp`)."""
 
 
 class LossLawMechanism(LossLawDeclaration, Mechanism):
-    """A mechanism declared by privacy-loss laws; see
-    :func:`~dpacct.accountant.families.custom.mechanism_from_loss_laws`."""
+    """A mechanism declared by privacy-loss laws (:meth:`Mechanism.from_loss_laws`)."""
 
 
 class PureEpsilonMechanism(PureEpsilonDeclaration, Mechanism):
-    """Any pure ``epsilon``-DP mechanism; see
-    :func:`~dpacct.accountant.families.custom.mechanism_from_pure_epsilon`."""
+    """Any pure ``epsilon``-DP mechanism (:meth:`Mechanism.from_pure_epsilon`)."""
 
 
 class GaussianDPMechanism(GaussianDPDeclaration, Mechanism):
-    """Any ``mu``-GDP mechanism; see :func:`~dpacct.accountant.families.custom.mechanism_from_gdp`.
+    """Any ``mu``-GDP mechanism (:meth:`Mechanism.from_gdp`).
 
     Parameters
     ----------
@@ -799,5 +795,4 @@ class GaussianDPMechanism(GaussianDPDeclaration, Mechanism):
 
 
 class EpsilonDeltaMechanism(EpsilonDeltaDeclaration, Mechanism):
-    """Any ``(epsilon, delta)``-DP mechanism; see
-    :func:`~dpacct.accountant.families.custom.mechanism_from_epsilon_delta`."""
+    """Any ``(epsilon, delta)``-DP mechanism (:meth:`Mechanism.from_epsilon_delta`)."""
