@@ -346,9 +346,13 @@ def _plain_first_convolve(
     end.  Entry ``k < K`` of ``a * b`` depends on ``a[:K]`` and ``b[:K]`` alone, and
     entry ``k >= K`` on ``a[K - len(b) + 1:]`` and ``b[K - len(a) + 1:]``, so each end
     costs a transform of its own length.  Nothing is recomputed when the plain pass's
-    accumulated error is below a tenth of ``tail``, the mass the top cut may move anyway.
-    ``b is a`` marks a square (one forward transform).  Returns ``(estimate, error)``,
-    the error an estimate or, with ``rigorous``, a bound.
+    accumulated error is below a tenth of ``tail``, the mass the top cut may move anyway
+    (with ``rigorous``: when its bound is below ``tail``; the bound is about a hundred
+    times the estimate and is carried into the certificate whole).  The entries to
+    recompute are chosen by the estimate, with or without ``rigorous``: the bound then
+    decides, entry by entry, which value is kept.  ``b is a`` marks a square (one
+    forward transform).  Returns ``(estimate, error)``, the error an estimate or, with
+    ``rigorous``, a bound.
     """
     if min(a.size, b.size) < 64:
         c = np.convolve(a, b)
@@ -360,7 +364,7 @@ def _plain_first_convolve(
     noise = _fft_roundoff(a, b) if rigorous else guess
     best = np.maximum(c, 0.0)
     err = np.full(c.size, noise)
-    if noise * c.size < 0.1 * tail:
+    if noise * c.size < (1.0 if rigorous else 0.1) * tail:
         return best, err
     weak = best < guess / PLAIN_RELATIVE_ERROR
     peak = int(np.argmax(c))
