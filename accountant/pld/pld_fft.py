@@ -347,8 +347,9 @@ def _plain_first_convolve(
     entry ``k >= K`` on ``a[K - len(b) + 1:]`` and ``b[K - len(a) + 1:]``, so each end
     costs a transform of its own length.  Nothing is recomputed when the plain pass's
     accumulated error is below a tenth of ``tail``, the mass the top cut may move anyway
-    (with ``rigorous``: when its bound is below ``tail``; the bound is about a hundred
-    times the estimate and is carried into the certificate whole).  The entries to
+    (with ``rigorous``: when its bound is below ``10 tail``; the bound is 100-200 times
+    the estimate, so about where the estimate is below a tenth of ``tail``, and it is
+    carried into the certificate whole).  The entries to
     recompute are chosen by the estimate, with or without ``rigorous``: the bound then
     decides, entry by entry, which value is kept.  ``b is a`` marks a square (one
     forward transform).  Returns ``(estimate, error)``, the error an estimate or, with
@@ -364,7 +365,7 @@ def _plain_first_convolve(
     noise = _fft_roundoff(a, b) if rigorous else guess
     best = np.maximum(c, 0.0)
     err = np.full(c.size, noise)
-    if noise * c.size < (1.0 if rigorous else 0.1) * tail:
+    if noise * c.size < (10.0 if rigorous else 0.1) * tail:
         return best, err
     weak = best < guess / PLAIN_RELATIVE_ERROR
     peak = int(np.argmax(c))
