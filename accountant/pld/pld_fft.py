@@ -9,7 +9,9 @@ counts).  It holds
 * linear convolution of non-negative arrays by real FFTs, with the far tails
   recomputed under exponential tilting for relative precision
   (:func:`_accurate_convolve`), and the same scheme with a rigorous bound on every
-  entry's floating-point error (:func:`_bounded_convolve`, :func:`_fft_roundoff`);
+  entry's floating-point error (:func:`_bounded_convolve`, :func:`_fft_roundoff`: a
+  constant of pocketfft's passes for the length used, :func:`_pass_model`, times
+  ``||a||_2 ||b||_2``);
 * the exact tail masses of a convolution and the cuts they allow (:func:`_tail_cuts`);
 * spectra of many PMFs, their powers and products (:func:`_spectrum_product`), the
   Chernoff window that bounds wrap-around (aliasing) of a circular convolution
