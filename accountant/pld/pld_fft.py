@@ -349,11 +349,11 @@ def _plain_first_convolve(
     entry ``k >= K`` on ``a[K - len(b) + 1:]`` and ``b[K - len(a) + 1:]``, so each end
     costs a transform of its own length.  Nothing is recomputed when the plain pass's
     accumulated error is below a tenth of ``tail``, the mass the top cut may move anyway
-    (with ``rigorous``: when its bound is below ``10 tail``; the bound is 100-200 times
-    the estimate, so about where the estimate is below a tenth of ``tail``, and it is
-    carried into the certificate whole).  The entries to
-    recompute are chosen by the estimate, with or without ``rigorous``: the bound then
-    decides, entry by entry, which value is kept.  ``b is a`` marks a square (one
+    (with ``rigorous``: when its bound is below ``tail``; the bound, 100-200 times the
+    estimate, is carried into the certificate whole).  The bottom tail's entries to
+    recompute are chosen by the estimate, with or without ``rigorous``; the top tail's
+    (the large losses, which decide delta) by the error attached, bound or estimate.
+    The bound then decides, entry by entry, which value is kept.  ``b is a`` marks a square (one
     forward transform).  Returns ``(estimate, error)``, the error an estimate or, with
     ``rigorous``, a bound.
     """
@@ -367,9 +367,11 @@ def _plain_first_convolve(
     noise = _fft_roundoff(a, b) if rigorous else guess
     best = np.maximum(c, 0.0)
     err = np.full(c.size, noise)
-    if noise * c.size < (10.0 if rigorous else 0.1) * tail:
+    if noise * c.size < (1.0 if rigorous else 0.1) * tail:
         return best, err
+    # the top tail by the bound (it decides delta), the bottom one by the estimate
     weak = best < guess / PLAIN_RELATIVE_ERROR
+    weak_top = best < noise / PLAIN_RELATIVE_ERROR
     peak = int(np.argmax(c))
     left = np.flatnonzero(weak[:peak])
     if left.size:
@@ -378,7 +380,7 @@ def _plain_first_convolve(
         better = e[:end] < noise
         best[:end] = np.where(better, est[:end], best[:end])
         err[:end] = np.where(better, e[:end], noise)
-    right = np.flatnonzero(weak[peak:])
+    right = np.flatnonzero(weak_top[peak:])
     if right.size:
         start = peak + int(right[0])  # entries [start, n) are recomputed
         i0, j0 = max(0, start - b.size + 1), max(0, start - a.size + 1)
