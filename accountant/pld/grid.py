@@ -45,8 +45,8 @@ rigorous per-entry bound (the transforms' error analysis pass by pass, after Hig
 2002, Theorem 24.2, componentwise for the inverse; for the plain and the
 exponentially tilted transforms), added to a pessimistic PMF and subtracted from an
 optimistic one, so each is entrywise above (below) the exact product
-(``pld_fft.CERTIFY_ROUNDOFF``).  Measured on DP-SGD it moves the upper epsilon by 1.4e-9
-(T 1e4) and 5e-8 (T 1e6) relative and takes 1.06-1.15 times as long as leaving it
+(``pld_fft.CERTIFY_ROUNDOFF``).  Measured on DP-SGD it moves the upper epsilon by 3e-10
+(T 1e4) and 4e-8 (T 1e6) relative and takes 1.06-1.3 times as long as leaving it
 out (``python -m benchmarks.roundoff``).  The argument and the measurements:
 docs/theory/pld.md.
 """
