@@ -339,3 +339,89 @@ def test_cell_lambdas_stay_upper_bounds_when_a_short_row_underflows():
         for k, t in enumerate(_ORDERS):
             assert lam_pos[row, k] >= logsumexp(t * losses, b=pmf) - 1e-12
             assert lam_neg[row, k] >= logsumexp(-t * losses, b=pmf) - 1e-12
+
+
+# --- the plain transform's bound itself (pld_fft._fft_roundoff, pld_fft._pass_model) ---
+
+
+def _exact_float_convolution(a, b):
+    """``a * b`` in extended precision with a rigorous bound on its own error.
+
+    ``numpy.convolve`` in ``longdouble`` (64-bit significand on x86-64): each entry is a
+    sum of at most ``m`` products of doubles, so its error is at most ``gamma_{m+1}`` of
+    the sum of the products' moduli (Higham 2002, Section 3.1), with ``u = 2^-64``.
+    """
+    if np.finfo(np.longdouble).nmant < 63:
+        pytest.skip("needs an 80-bit long double")
+    la, lb = a.astype(np.longdouble), b.astype(np.longdouble)
+    ref = np.convolve(la, lb)
+    mags = np.convolve(np.abs(la), np.abs(lb))
+    m = min(a.size, b.size) + 1
+    u64 = np.longdouble(2.0) ** -64
+    slack = mags * (m * u64 / (1 - m * u64)) * 1.01
+    return ref, slack
+
+
+@pytest.mark.parametrize(
+    ("na", "nb"),
+    [(300, 301), (3281, 3281), (5000, 3101), (1350, 1351), (2048, 2049)],
+    ids=["600=2^3*3*5^2", "6561=3^8", "8100=2^2*3^4*5^2", "2700=2^2*3^3*5^2", "4096=2^12"],
+)
+@pytest.mark.parametrize("kind", ["gauss", "signed", "spiky", "alternating"])
+def test_fft_roundoff_bounds_the_plain_convolution_on_mixed_radix_lengths(na, nb, kind):
+    """The plain transform's bound covers its error on each radix pocketfft uses (the
+    lengths are their own ``next_fast_len``: radices 4, 2, 3 and 5), against an
+    extended-precision reference with its own error added.  The bound uses only norms,
+    so it also holds for signed inputs, whose error is largest relative to them."""
+    rng = np.random.default_rng(na + nb)
+    n = na + nb - 1
+    assert pld_fft.sp_fft.next_fast_len(n, real=True) == n
+    if kind == "gauss":
+        a = np.exp(-0.5 * ((np.arange(na) - na / 2) / (na / 12)) ** 2)
+        b = np.exp(-0.5 * ((np.arange(nb) - nb / 3) / (nb / 20)) ** 2)
+    elif kind == "signed":
+        a, b = rng.normal(size=na), rng.normal(size=nb)
+    elif kind == "spiky":
+        a, b = rng.random(na) ** 40, rng.random(nb) ** 40
+    else:
+        a = (-1.0) ** np.arange(na) * (1 + rng.random(na))
+        b = (-1.0) ** np.arange(nb) * (1 + rng.random(nb))
+    got = pld_fft._fft_convolve(a, b)
+    ref, slack = _exact_float_convolution(a, b)
+    err = np.abs(got.astype(np.longdouble) - ref) - slack
+    bound = pld_fft._fft_roundoff(a, b)
+    assert float(err.max()) <= bound
+    sq = pld_fft._fft_convolve(a, a, square=True)
+    ref2, slack2 = _exact_float_convolution(a, a)
+    assert float((np.abs(sq.astype(np.longdouble) - ref2) - slack2).max()) <= (
+        pld_fft._fft_roundoff(a, a)
+    )
+
+
+@pytest.mark.parametrize("width", [20.0, 200.0, 1500.0, 8000.0])
+def test_fft_roundoff_is_within_a_few_hundred_estimates_on_gaussian_squares(width):
+    """The bound is relative to the product's own scale, ``||a||_2 ||b||_2``, not to
+    ``||a||_1 ||b||_2``: on the square of a sampled Gaussian it is at most 300 times the
+    ``4u max|c|`` estimate at every width (the normwise bound it replaced was 500 times
+    at width 20 and 18 000 times at 8 000, growing like the square root of the width)."""
+    n = int(12 * width) + 1
+    a = np.exp(-0.5 * ((np.arange(n) - n / 2) / width) ** 2)
+    a /= a.sum()
+    c = pld_fft._fft_convolve(a, a, square=True)
+    estimate = 4 * 2.0**-53 * float(np.abs(c).max())
+    assert pld_fft._fft_roundoff(a, a) <= 300 * estimate
+
+
+def test_pass_model_of_lengths():
+    # a power of four: only radix-4 passes, the componentwise constant of the inverse
+    # is (1 + eta_4)^t (1 + u)^2 - 1 with eta_4 = (1 + u)^2 (1 + sqrt5 u)(1 + 8u) - 1
+    u = 2.0**-53
+    eta4 = (1 + u) ** 2 * (1 + math.sqrt(5) * u) * (1 + 8 * u) - 1
+    rho, kappa = pld_fft._pass_model(4**8)
+    assert kappa == pytest.approx((1 + eta4) ** 8 * (1 + u) ** 2 - 1, rel=1e-6)
+    assert rho == pytest.approx((1 + 2 * eta4) ** 8 - 1, rel=1e-6)
+    # more passes, larger constants; 3s and 5s cost more than their share of log2 n
+    assert pld_fft._pass_model(2**12)[1] < pld_fft._pass_model(2**13)[1]
+    assert pld_fft._pass_model(3**8)[1] / math.log2(3**8) > kappa / 16
+    with pytest.raises(ValueError, match="5-smooth"):
+        pld_fft._pass_model(7 * 64)

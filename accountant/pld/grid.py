@@ -41,12 +41,13 @@ to ``+inf``.
 
 Floating-point round-off of the FFT products (:mod:`~dpacct.accountant.pld.pld_fft`)
 is inside the certificate, as everywhere in the engine: every product carries a
-rigorous per-entry bound (Higham 2002, Theorem 24.2, for the plain and the
+rigorous per-entry bound (the transforms' error analysis pass by pass, after Higham
+2002, Theorem 24.2, componentwise for the inverse; for the plain and the
 exponentially tilted transforms), added to a pessimistic PMF and subtracted from an
 optimistic one, so each is entrywise above (below) the exact product
-(``pld_fft.CERTIFY_ROUNDOFF``).  Measured on the benchmarks it moves the upper epsilon
-of a million-step DP-SGD run by up to 3.4e-6 relative and makes the PLD workloads take
-1.2-2.3 times as long as leaving it out.  The argument and the measurements:
+(``pld_fft.CERTIFY_ROUNDOFF``).  Measured on DP-SGD it moves the upper epsilon by 3e-10
+(T 1e4) and 4e-8 (T 1e6) relative and takes 1.06-1.3 times as long as leaving it
+out (``python -m benchmarks.roundoff``).  The argument and the measurements:
 docs/theory/pld.md.
 """
 

@@ -9,7 +9,9 @@ counts).  It holds
 * linear convolution of non-negative arrays by real FFTs, with the far tails
   recomputed under exponential tilting for relative precision
   (:func:`_accurate_convolve`), and the same scheme with a rigorous bound on every
-  entry's floating-point error (:func:`_bounded_convolve`, :func:`_fft_roundoff`);
+  entry's floating-point error (:func:`_bounded_convolve`, :func:`_fft_roundoff`: a
+  constant of pocketfft's passes for the length used, :func:`_pass_model`, times
+  ``||a||_2 ||b||_2``);
 * the exact tail masses of a convolution and the cuts they allow (:func:`_tail_cuts`);
 * spectra of many PMFs, their powers and products (:func:`_spectrum_product`), the
   Chernoff window that bounds wrap-around (aliasing) of a circular convolution
@@ -77,28 +79,103 @@ def _fft_convolve(a: np.ndarray, b: np.ndarray, square: bool = False) -> np.ndar
 def _fft_roundoff(a: np.ndarray, b: np.ndarray) -> float:
     """Rigorous bound on ``max_k |c_k - (a * b)_k|`` for ``c = _fft_convolve(a, b)``.
 
-    With ``rho`` Higham's relative l2 bound of one transform of the padded length
-    ``N`` (:func:`_fft_rel`, plus ``2u`` for the inverse's ``1/N`` scaling), and
-    ``A = F a``, ``B = F b`` (``||A||_2 = sqrt(N) ||a||_2``, ``||A||_inf <= ||a||_1``):
-    the computed spectra err by ``rho sqrt(N) ||a||_2`` and ``rho sqrt(N) ||b||_2``;
-    the product ``fl(A^ B^)`` by ``||A^ - A||_2 ||B^||_inf + ||A||_inf ||B^ - B||_2`` plus
-    its own rounding ``3u |A^| |B^|``; the inverse maps an l2 spectrum error ``E`` to
-    ``E / sqrt(N)`` and adds ``rho ||P^||_2 / sqrt(N)``.  With ``||a * b||_2 <=
-    min(||a||_2 ||b||_1, ||a||_1 ||b||_2)`` (Young) this gives the l2 bound below, which
-    bounds every entry.  Inputs must be non-negative.  A last term covers underflow
-    (Higham's model has none).  Derivation: docs/theory/pld.md.
+    With ``N`` the padded length, ``A = F a`` and ``B = F b`` (``||A||_2 = sqrt(N)
+    ||a||_2``), ``rho`` the relative l2 error of one forward transform and ``kappa`` the
+    componentwise error of the inverse relative to the l1 norm of its input
+    (:func:`_pass_model`: pocketfft's passes for this ``N``):
+
+    * entry ``k`` of the exact inverse of a spectrum error ``E`` is at most
+      ``||E||_1 / N``, and by Cauchy-Schwarz the error of the computed product spectrum
+      ``fl(A^ B^)`` has ``||E||_1 <= ||A^ - A||_2 ||B^||_2 + ||A||_2 ||B^ - B||_2 +
+      sqrt(5) u ||A^||_2 ||B^||_2`` (Brent, Percival & Zimmermann 2007 for the complex
+      product), i.e. ``N ||a||_2 ||b||_2 (2 rho + rho^2 + sqrt(5) u (1 + rho)^2)``;
+    * the computed inverse transform errs entrywise by at most ``kappa ||P^||_1 / N``
+      with ``||P^||_1 <= (1 + sqrt(5) u) ||A^||_2 ||B^||_2`` (Cauchy-Schwarz again).
+
+    So the bound is ``||a||_2 ||b||_2`` times a constant of order ``(2 rho + kappa)``:
+    relative to the product's own scale (for a square, ``||a||_2^2`` is its largest
+    entry when ``a`` is symmetric), not to ``||a||_1 ||b||_2`` as a normwise bound on
+    the output is.  Inputs must be non-negative (or any real; only norms are used).
+    A last term covers underflow (the model has none).  Derivation, and what it
+    assumes about pocketfft: docs/theory/pld.md.
     """
     n = a.size + b.size - 1
     size = sp_fft.next_fast_len(n, real=True)
-    rho = _fft_rel(size) + 2 * _U
-    root = math.sqrt(size)
-    a1, a2 = float(a.sum()) * (1 + a.size * _U), _l2(a)
-    b1, b2 = (a1, a2) if b is a else (float(b.sum()) * (1 + b.size * _U), _l2(b))
-    g_b = b1 + rho * root * b2  # bounds max |B^|
-    spec = rho * (a2 * g_b + a1 * b2) + 3 * _U * (1 + rho) * a2 * g_b  # l2 / sqrt(N)
-    exact_l2 = min(a2 * b1, a1 * b2)
+    rho, kappa = _pass_model(size)
+    ab = _l2(a) * (_l2(a) if b is a else _l2(b))
+    prod = 2.2360679775 * _U  # sqrt(5) u, rounded up
+    grow = (1 + rho) * (1 + rho)
+    const = rho * (2 + rho) + prod * grow + kappa * (1 + prod) * grow
     under = size * math.log2(size) * 2.0**-1040
-    return ((1 + rho) * spec + rho * exact_l2) * (1 + 1e-9) + under
+    return ab * const * (1 + 1e-9) + under
+
+
+#: bound on the error of pocketfft's computed twiddle factors, ``|w^ - w| <= _MU``
+#: (``sincos_2pibyn``: each factor is a product of two table entries, each a libm
+#: cos/sin of an argument within a relative ``2u``, an octant from 0; with libm within
+#: 1 ulp, ``2.7 u`` per entry and ``sqrt(5) u`` for the product; an assumption about
+#: the library, docs/theory/pld.md)
+_MU = 8.0 * 2.0**-53
+
+#: per radix of a pocketfft real pass: roundings along one input-to-output path
+#: (besides the twiddle product), the largest sum of |coefficients| over the paths
+#: from one input to one output (the butterfly's formulas, radf*/radb*), and the
+#: l2 norm of that path matrix over ``sqrt(radix)``
+_PASSES = {
+    2: (1, 1.0, math.sqrt(2.0)),
+    4: (2, 1.0, 2.0),
+    3: (4, 1.3660254037844388, 2.0347550506166806),
+    5: (6, 1.3968022466674208, 2.833868923912859),
+}
+
+
+@lru_cache(maxsize=256)
+def _pass_model(n: int) -> tuple[float, float]:
+    """``(rho, kappa)`` of pocketfft's real transforms of the 5-smooth length ``n``.
+
+    pocketfft's ``rfftp`` takes factors of 4 first, then one 2, then 3s and 5s; each
+    pass is a butterfly of its radix with twiddle products.  With each operation's
+    rounding relative to its own result (``u`` for a sum or a real product, ``sqrt(5)
+    u`` for a complex product) and twiddles within ``_MU``, a pass of radix ``r`` errs
+    by at most ``eta_r = (1 + u)^d_r (1 + sqrt(5) u)(1 + _MU) - 1`` times the sum over
+    computation paths of ``|coefficient| |input|``.  Then (Higham 2002, proof of
+    Theorem 24.2, pass by pass):
+
+    * ``rho = prod_s (1 + eta_s nu_s) - 1`` bounds ``||y^ - y||_2 / ||y||_2``, ``nu_r``
+      the path matrix's l2 norm over the pass's own ``sqrt(r)``;
+    * ``kappa = prod_s (1 + eta_s g_s) (1 + u)^2 - 1`` bounds ``|y^_k - y_k| / ||x||_1``
+      of the inverse scaled by ``1 / n`` (the last two roundings), ``g_r`` the largest
+      sum of |coefficients| over the computation paths from one input of a butterfly
+      to one output (1 for radices 2 and 4).  Every input reaches output ``k`` through
+      one intermediate entry per pass (the index path of a Cooley-Tukey FFT is
+      unique), so the intermediates that output ``k`` depends on after any pass are
+      exact DFT sums of disjoint sets of inputs: their moduli add up to at most
+      ``||x||_1``, and the error a pass makes, carried exactly to output ``k``, is at
+      most ``eta_s g_s`` times that sum (plus the errors already made).
+    """
+    m, counts = int(n), {2: 0, 3: 0, 4: 0, 5: 0}
+    while m % 4 == 0:
+        counts[4] += 1
+        m //= 4
+    while m % 2 == 0:
+        counts[2] += 1
+        m //= 2
+    for r in (3, 5):
+        while m % r == 0:
+            counts[r] += 1
+            m //= r
+    if m != 1:
+        raise ValueError(f"FFT length {n} is not 5-smooth")
+    prod = 2.2360679775 * _U
+    log_norm, log_comp = 0.0, 0.0
+    for r, k in counts.items():
+        d, g, nu = _PASSES[r]
+        eta = math.expm1(d * math.log1p(_U) + math.log1p(prod) + math.log1p(_MU))
+        log_norm += k * math.log1p(eta * nu)
+        log_comp += k * math.log1p(eta * g)
+    rho = math.expm1(log_norm) * (1 + 1e-12)
+    kappa = math.expm1(log_comp + 2 * math.log1p(_U)) * (1 + 1e-12)
+    return rho, kappa
 
 
 def _direct_error(c: np.ndarray, m: int) -> np.ndarray:
@@ -222,14 +299,19 @@ def _convolve_choosing(
     side = _skewed_side(a, b)
     if side != 0:
         best, err = _tilted_convolve(a, b, square, side, rigorous)
-        unsettled = np.flatnonzero(~(err <= PLAIN_RELATIVE_ERROR * best))
+        # settled: known to PLAIN_RELATIVE_ERROR, or (rigorous) to within the bound a
+        # plain pass would attach (far-end entries no transform resolves better)
+        bar = PLAIN_RELATIVE_ERROR * best
+        if rigorous:
+            bar = np.maximum(bar, _fft_roundoff(a, b))
+        unsettled = np.flatnonzero(~(err <= bar))
         if unsettled.size == 0:
             return best, err
         if side > 0 and 4 * (unsettled[-1] + 1) <= best.size:
             end = int(unsettled[-1]) + 1  # entry k < end depends on a[:end], b[:end]
             head = a[:end]
             h, h_err = _plain_first_convolve(head, head if square else b[:end], tail, rigorous)
-            best[:end], err[:end] = h[:end], h_err[:end]
+            _take(best, err, slice(0, end), h[:end], h_err[:end], rigorous)
             return best, err
         if side < 0 and 4 * (best.size - unsettled[0]) <= best.size:
             start = int(unsettled[0])  # entry k >= start needs a[i0:], b[j0:] only
@@ -237,9 +319,23 @@ def _convolve_choosing(
             end_a = a[i0:]
             end_b = end_a if square and i0 == j0 else b[j0:]
             t, t_err = _plain_first_convolve(end_a, end_b, tail, rigorous)
-            best[start:], err[start:] = t[start - i0 - j0 :], t_err[start - i0 - j0 :]
+            skip = start - i0 - j0
+            _take(best, err, slice(start, None), t[skip:], t_err[skip:], rigorous)
             return best, err
     return _plain_first_convolve(a, b, tail, rigorous)
+
+
+def _take(
+    best: np.ndarray, err: np.ndarray, part: slice, est: np.ndarray, e: np.ndarray, pick: bool
+) -> None:
+    """Put ``(est, e)`` into ``best[part], err[part]``: everywhere, or with ``pick`` only
+    where ``e`` is the smaller error (both are rigorous bounds: the smaller one wins)."""
+    if pick:
+        better = e < err[part]
+        best[part] = np.where(better, est, best[part])
+        err[part] = np.where(better, e, err[part])
+    else:
+        best[part], err[part] = est, e
 
 
 def _plain_first_convolve(
@@ -252,9 +348,14 @@ def _plain_first_convolve(
     end.  Entry ``k < K`` of ``a * b`` depends on ``a[:K]`` and ``b[:K]`` alone, and
     entry ``k >= K`` on ``a[K - len(b) + 1:]`` and ``b[K - len(a) + 1:]``, so each end
     costs a transform of its own length.  Nothing is recomputed when the plain pass's
-    accumulated error is below a tenth of ``tail``, the mass the top cut may move anyway.
-    ``b is a`` marks a square (one forward transform).  Returns ``(estimate, error)``,
-    the error an estimate or, with ``rigorous``, a bound.
+    accumulated error is below a tenth of ``tail``, the mass the top cut may move anyway
+    (with ``rigorous``: when its bound is below ``tail``; the bound, 100-200 times the
+    estimate, is carried into the certificate whole).  The bottom tail's entries to
+    recompute are chosen by the estimate, with or without ``rigorous``; the top tail's
+    (the large losses, which decide delta) by the error attached, bound or estimate.
+    The bound then decides, entry by entry, which value is kept.  ``b is a`` marks a square (one
+    forward transform).  Returns ``(estimate, error)``, the error an estimate or, with
+    ``rigorous``, a bound.
     """
     if min(a.size, b.size) < 64:
         c = np.convolve(a, b)
@@ -262,12 +363,15 @@ def _plain_first_convolve(
         return np.maximum(c, 0.0), err
     square = a is b
     c = _fft_convolve(a, b, square)
-    noise = _fft_roundoff(a, b) if rigorous else 4e-16 * float(np.abs(c).max())
+    guess = 4e-16 * float(np.abs(c).max())
+    noise = _fft_roundoff(a, b) if rigorous else guess
     best = np.maximum(c, 0.0)
     err = np.full(c.size, noise)
-    if noise * c.size < 0.1 * tail:
+    if noise * c.size < (1.0 if rigorous else 0.1) * tail:
         return best, err
-    weak = best < noise / PLAIN_RELATIVE_ERROR
+    # the top tail by the bound (it decides delta), the bottom one by the estimate
+    weak = best < guess / PLAIN_RELATIVE_ERROR
+    weak_top = best < noise / PLAIN_RELATIVE_ERROR
     peak = int(np.argmax(c))
     left = np.flatnonzero(weak[:peak])
     if left.size:
@@ -276,7 +380,7 @@ def _plain_first_convolve(
         better = e[:end] < noise
         best[:end] = np.where(better, est[:end], best[:end])
         err[:end] = np.where(better, e[:end], noise)
-    right = np.flatnonzero(weak[peak:])
+    right = np.flatnonzero(weak_top[peak:])
     if right.size:
         start = peak + int(right[0])  # entries [start, n) are recomputed
         i0, j0 = max(0, start - b.size + 1), max(0, start - a.size + 1)
