@@ -507,7 +507,7 @@ def _tail_cuts(
 
 #: relative error bound per entry class of one FFT pass (Higham 2002, Theorem 24.2:
 #: ``||fl(FFT x) - FFT x||_2 <= log2(N) eta / (1 - log2(N) eta) ||FFT x||_2`` with
-#: ``eta = mu + gamma_4 (sqrt 2 + mu)``; ``mu`` the twiddle error, taken as 2 u here)
+#: ``eta = mu + gamma_4 (sqrt 2 + mu)``; ``mu`` the twiddle error :data:`_MU`)
 _U = 2.0**-53
 
 
@@ -520,10 +520,21 @@ _ORDERS = np.array([0.125, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0])
 
 
 def _fft_rel(n: int) -> float:
+    """Normwise relative error bound of one FFT of length ``n``.
+
+    The larger of Higham's radix-2 bound with the twiddle error :data:`_MU` and, for a
+    5-smooth ``n`` (every length the engine passes), :func:`_pass_model`'s bound for
+    pocketfft's actual radix-4/2/3/5 passes.  (Until issue 37 the twiddle error was
+    taken as ``2 u``; pocketfft's table products may err by up to ``_MU``.)
+    """
     lg = math.ceil(math.log2(max(n, 2)))
-    mu = 2 * _U
+    mu = _MU
     eta = mu + (4 * _U / (1 - 4 * _U)) * (math.sqrt(2.0) + mu)
-    return lg * eta / (1 - lg * eta)
+    higham = lg * eta / (1 - lg * eta)
+    try:
+        return max(higham, _pass_model(n)[0])
+    except ValueError:  # not 5-smooth: pocketfft's own passes are not modelled
+        return higham
 
 
 def _dense(pmfs: list[np.ndarray], lengths: np.ndarray, width: int) -> np.ndarray:
