@@ -104,6 +104,14 @@ PIECES_VARIANCE_SHARE = 1e-4
 KEPT_BYTES = 48 << 20
 
 
+class _Known(dict):
+    """Committed blocks by content with the running size of their PMFs (``nbytes``):
+    a checkpoint shares the dict, so the count lives with it, not with a direction
+    (summing the PMFs anew at every commit made folding quadratic in the blocks)."""
+
+    nbytes = 0
+
+
 class _Block:
     """One block composed on the fine grid and coarsened onto the history's: its PMF
     from node ``first`` on, its l1 error ``err``, log finite mass ``log_fin``, log-MGF
@@ -176,7 +184,7 @@ class _Direction:
         self._recent: dict[tuple[BlockKey, int], np.ndarray] = {}
         #: recent committed blocks by content (a repeated block is composed once),
         #: :data:`KNOWN_BYTES` of PMFs
-        self._known: dict[tuple[BlockKey, int], _Block] = {}
+        self._known: _Known = _Known()
         #: recent hypothetical and pending blocks by content and budget (a filter's
         #: look-aheads ask the same again)
         self._asked: dict[tuple[BlockKey, int], _Block] = {}
@@ -360,13 +368,13 @@ class _Direction:
     def _keep(self, key: tuple[BlockKey, int], block: _Block) -> None:
         """Keep a committed block for reuse (a repeated block), :data:`KNOWN_BYTES` of
         the most recent."""
-        if key in self._known:
+        known = self._known
+        if key in known:
             return
-        # summed anew (a few hundred blocks): a checkpoint shares the dict
-        kept = sum(b.pmf.nbytes for b in self._known.values())
-        while self._known and kept + block.pmf.nbytes > KNOWN_BYTES:
-            kept -= self._known.pop(next(iter(self._known))).pmf.nbytes
-        self._known[key] = block
+        while known and known.nbytes + block.pmf.nbytes > KNOWN_BYTES:
+            known.nbytes -= known.pop(next(iter(known))).pmf.nbytes
+        known[key] = block
+        known.nbytes += block.pmf.nbytes
 
     def fold(self, items: Items, budget: int) -> bool:
         """Commit one block (``k`` steps of each cell in ``items``, composed at the
