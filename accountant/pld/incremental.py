@@ -55,7 +55,7 @@ from .block_rules import (
     _variance,
 )
 from .graded_cells import graded_cells
-from .groups import _compose_group, _row_lambdas, coarsened_group
+from .groups import Segment, _compose_group, _row_lambdas, coarsened_group
 from .pld_fft import (
     _ORDERS,
     FAST_MAX_N,
@@ -127,15 +127,17 @@ class _Known(dict):
 
 
 class _Block:
-    """One block composed on the fine grid and coarsened onto the history's: its PMF
-    from node ``first`` on, its l1 error ``err``, log finite mass ``log_fin``, log-MGF
-    bounds ``lam_pos``/``lam_neg`` (:func:`~dpacct.accountant.pld.groups._row_lambdas`)
-    and l2 norm ``l2`` (the forward round-off of its transform)."""
+    """One block (or group of blocks) on the history's grid: its
+    :class:`~dpacct.accountant.pld.groups.Segment` (the PMF from node ``first`` on, its
+    l1 error ``err``, log finite mass ``log_fin``) with what the history's certificate
+    needs of it: log-MGF bounds ``lam_pos``/``lam_neg``
+    (:func:`~dpacct.accountant.pld.groups._row_lambdas`) and l2 norm ``l2`` (the
+    forward round-off of its transform), and its number of ``steps``."""
 
     __slots__ = ("err", "first", "l2", "lam_neg", "lam_pos", "log_fin", "pmf", "steps")
 
-    def __init__(self, step: float, out: tuple[int, np.ndarray, float, float], steps: int):
-        self.first, self.pmf, self.err, self.log_fin = int(out[0]), out[1], out[2], out[3]
+    def __init__(self, step: float, seg: Segment, steps: int):
+        self.first, self.pmf, self.err, self.log_fin = int(seg.first), seg.pmf, seg.err, seg.log_fin
         lp, ln = _row_lambdas(step, np.array([self.first]), [self.pmf])
         self.lam_pos, self.lam_neg = lp[0], ln[0]
         self.l2 = _l2(self.pmf)
@@ -251,10 +253,10 @@ class _Direction:
         out = [found[c] for c in items]
         return out  # type: ignore[return-value]
 
-    def _compose(self, items: Items, budget: int) -> tuple[int, np.ndarray, float, float]:
+    def _compose(self, items: Items, budget: int) -> Segment:
         """The block ``items`` composed on the fine grid and coarsened onto the
         history's: :func:`~dpacct.accountant.pld.groups.coarsened_group` of the
-        graded fine cells, kept (:meth:`_cells`).  ``(first, pmf, err, log_fin)``; raises
+        graded fine cells, kept (:meth:`_cells`), as a :class:`Segment`; raises
         OverflowError when the fine window would exceed :data:`FAST_MAX_N`."""
         factor = _factor(items, self.step, budget)
         cells = self._cells(items, factor)
@@ -266,11 +268,10 @@ class _Direction:
         )
         if out is None:
             raise OverflowError("the block's fine window exceeds FAST_MAX_N")
-        first, pmf, err, log_fin = out
         # the trimmed end runs: removed mass, at most ``moved``, counted as error (it
         # enters delta as +inf mass does)
-        first, pmf, moved = _trim(first, pmf, TRIM_SHARE * self.tau * float(counts.sum()))
-        return first, pmf, err + moved, log_fin
+        first, pmf, moved = _trim(out.first, out.pmf, TRIM_SHARE * self.tau * float(counts.sum()))
+        return Segment(first, pmf, out.err + moved, out.log_fin)
 
     def _transform(self, key: tuple[BlockKey, int], block: _Block) -> np.ndarray:
         spec = self._recent.get(key)
@@ -486,10 +487,13 @@ class _Direction:
         )
         if out is None:
             return None
-        first, pmf, err = out
-        err += math.fsum(b.err for b in blocks)
-        log_fin = math.fsum(b.log_fin for b in blocks)
-        return _Block(self.step, (first, pmf, err, log_fin), sum(b.steps for b in blocks))
+        seg = Segment(
+            out.first,
+            out.pmf,
+            out.err + math.fsum(b.err for b in blocks),
+            math.fsum(b.log_fin for b in blocks),
+        )
+        return _Block(self.step, seg, sum(b.steps for b in blocks))
 
     def _partial_product(self) -> tuple[np.ndarray | None, int]:
         """The product of the partial group's transforms on the current grid and its
