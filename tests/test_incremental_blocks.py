@@ -21,6 +21,7 @@ from sgm_oracles import dp_accounting_epsilon
 from dpacct.accountant import PrivacyAccountant, compose, poisson_subsample
 from dpacct.accountant.ledger import records as records_module
 from dpacct.accountant.pld import incremental as inc_mod
+from dpacct.accountant.pld import online_direction as direction_mod
 from dpacct.accountant.pld.block_rules import BLOCK_STEPS, FINE_BUDGET, _factor
 from dpacct.accountant.pld.incremental import IncrementalEpsilon
 from dpacct.accountant.pld.schedule import round_schedule
@@ -203,9 +204,9 @@ def test_a_history_beyond_kept_bytes_is_carried_to_longer_grids(monkeypatch):
     # to it, and still a function of the steps alone
     phases = _random_phases(800, 10, 7)
     exact = _online(phases)
-    monkeypatch.setattr(inc_mod, "KEPT_BYTES", 0)
+    monkeypatch.setattr(direction_mod, "KEPT_BYTES", 0)
     # groups of two blocks: the first group is committed early, so the grid grows after
-    monkeypatch.setattr(inc_mod, "GROUP_BLOCKS", 2)
+    monkeypatch.setattr(direction_mod, "GROUP_BLOCKS", 2)
     inc = IncrementalEpsilon(DELTA)
     inc.fold(phases)
     carried = inc.epsilon()

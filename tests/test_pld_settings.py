@@ -139,9 +139,7 @@ def test_discretised_laws_bracket_the_gaussian_curve(mu):
 def test_tail_budgets_are_the_documented_shares(delta, pieces):
     b = tail_budgets(delta, pieces)
     assert b.engine == tail_budget(delta)
-    # a ten-thousandth of delta, or a hundred-thousandth while that is at least 1e-10
-    share = 1e-5 if 1e-5 * delta >= 1e-10 else min(1e-4, 1e-10 / delta)
-    assert b.cut == pytest.approx(share * delta, rel=1e-15)
+    assert b.cut == pytest.approx(1e-4 * delta, rel=1e-15)
     assert b.alias == b.cut
     assert b.piece * pieces <= b.cut * (1 + 1e-15)
     assert b.piece == pytest.approx(b.cut / pieces, rel=1e-15)
@@ -162,6 +160,7 @@ def test_the_shared_grid_paths_take_their_budgets_from_the_policy(monkeypatch):
     """Both fast paths read their tail and aliasing budgets from ``tail_budgets``
     (with the target delta and the number of steps they spread the cut over)."""
     import dpacct.accountant.pld.incremental as inc
+    import dpacct.accountant.pld.online_direction as online_direction
     import dpacct.accountant.pld.pld_settings as ps
     import dpacct.accountant.pld.schedule_fast as sf
 
@@ -172,7 +171,7 @@ def test_the_shared_grid_paths_take_their_budgets_from_the_policy(monkeypatch):
         return ps.tail_budgets(delta, pieces)
 
     monkeypatch.setattr(sf, "tail_budgets", spy)
-    monkeypatch.setattr(inc, "tail_budgets", spy)
+    monkeypatch.setattr(online_direction, "tail_budgets", spy)
     phases = [(1.0, 0.01, 300), (0.8, 0.02, 200)]
     sf.fast_epsilon_bounds(phases, 1e-5)
     assert calls == [(1e-5, 500)]
@@ -183,16 +182,6 @@ def test_the_shared_grid_paths_take_their_budgets_from_the_policy(monkeypatch):
     assert calls and all(c[0] == 1e-6 for c in calls)
     # the share is read when the budget is asked for, and any share certifies
     monkeypatch.setattr(ps, "SHARED_GRID_SHARE", 1e-6)
-    monkeypatch.setattr(ps, "SHARED_GRID_SHARE_MIN", 1e-6)
     assert ps.tail_budgets(1e-5, 500).cut == pytest.approx(1e-11, rel=1e-15)
     lo, hi = sf.fast_epsilon_bounds(phases, 1e-5)
     assert 0 < lo <= hi
-
-
-def test_shared_grid_cut_takes_the_smaller_share_only_above_its_floor():
-    # delta 1e-5: a hundred-thousandth of delta (1e-10, at the floor); delta 1e-3: the
-    # same share (1e-8); delta 1e-8: the ten-thousandth (1e-12), below the floor
-    assert tail_budgets(1e-5).cut == pytest.approx(1e-10, rel=1e-12)
-    assert tail_budgets(1e-3).cut == pytest.approx(1e-8, rel=1e-12)
-    assert tail_budgets(1e-8).cut == pytest.approx(1e-12, rel=1e-12)
-    assert tail_budgets(1e-6).cut == pytest.approx(1e-10, rel=1e-12)

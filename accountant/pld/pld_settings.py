@@ -32,9 +32,7 @@ __all__ = [
     "MIN_CAP",
     "MIN_TOL",
     "REFINE_STEPS",
-    "SHARED_GRID_FLOOR",
     "SHARED_GRID_SHARE",
-    "SHARED_GRID_SHARE_MIN",
     "PLDSettings",
     "TailBudget",
     "discretize_law",
@@ -68,14 +66,6 @@ LAW_TAIL_FRACTION = 1e-3
 #: in total, and again to each side of their circular convolution's wrap-around
 #: (:func:`tail_budgets`)
 SHARED_GRID_SHARE = 1e-4
-#: ... but down to this share while it still gives at least :data:`SHARED_GRID_FLOOR`
-#: (:func:`tail_budgets`): at delta 1e-5 the cuts and the wrap-around then take a
-#: tenth as much of delta (100 random phases x 10: 1.842894474 -> 1.842876660, 1000:
-#: 5.320705636 -> 5.320681240, the same time); smaller budgets lengthen the windows,
-#: whose round-off bound grows with them, so below the floor they cost more than they
-#: save (at delta 1e-7 the tenth moved those bounds up by 3e-9 and 5e-5 relative)
-SHARED_GRID_SHARE_MIN = 1e-5
-SHARED_GRID_FLOOR = 1e-10
 
 
 class PLDSettings:
@@ -238,9 +228,7 @@ def tail_budgets(delta: float, pieces: int = 1) -> TailBudget:
       share one cached PLD, the clip keeps the grids within their size guards);
     * the shared-grid DP-SGD paths (:mod:`~dpacct.accountant.pld.schedule_fast`,
       :mod:`~dpacct.accountant.pld.incremental`), which are not cached by delta,
-      give ``SHARED_GRID_SHARE = 1e-4`` of delta, or less while at least
-      ``SHARED_GRID_FLOOR = 1e-10`` (down to ``SHARED_GRID_SHARE_MIN = 1e-5`` of
-      delta), to their tail cuts in total
+      give ``SHARED_GRID_SHARE = 1e-4`` of delta to their tail cuts in total
       (``piece = cut / pieces`` per composed step, so the cuts stay within it for any
       number of steps up to ``pieces``) and the same again to each side of the
       wrap-around of their one circular convolution.  The Chernoff window grows
@@ -265,15 +253,13 @@ def tail_budgets(delta: float, pieces: int = 1) -> TailBudget:
     Examples
     --------
     >>> b = tail_budgets(1e-5, pieces=1000)
-    >>> b.engine, float(f"{b.alias:.6g}"), bool(b.piece * 1000 <= b.cut)
-    (1e-12, 1e-10, True)
-    >>> tail_budgets(1e-8).cut  # a ten-thousandth of delta below the floor
-    1e-12
+    >>> b.engine, b.alias, bool(b.piece * 1000 <= b.cut)
+    (1e-12, 1e-09, True)
     """
     engine = tail_budget(delta)
     if isinstance(pieces, bool) or not isinstance(pieces, (int, np.integer)) or pieces < 1:
         raise ValueError(f"pieces must be an integer >= 1, got {pieces!r}")
-    cut = max(SHARED_GRID_SHARE_MIN * delta, min(SHARED_GRID_SHARE * delta, SHARED_GRID_FLOOR))
+    cut = SHARED_GRID_SHARE * delta
     return TailBudget(engine=engine, cut=cut, piece=cut / int(pieces), alias=cut)
 
 
