@@ -67,9 +67,9 @@ LOOKAHEAD_BUDGET = 8
 PIECES_VARIANCE_SHARE = 1e-4
 #: the swapped curve of the remove direction stands for the add direction only when it
 #: certifies delta within this relative distance of the remove direction's epsilon;
-#: beyond, the add direction is composed (its own composition is tighter: sigma 5,
-#: q 1, 50 steps, whose directions are equal, the swapped curve gave 3.7e-4 above
-#: both once the tail cuts were a tenth as large)
+#: beyond, the add direction is composed too and the smaller bound taken (its own
+#: composition can be tighter: sigma 5, q 1, 50 steps, whose directions are equal, the
+#: swapped curve gave 3.7e-4 above both with the tail cuts a tenth as large)
 SWAPPED_SLACK = 2.0**-16
 #: where the swapped curve does not certify it, the add direction is first composed on
 #: a grid this many times the history's step, its blocks at the look-ahead's fine-grid
@@ -308,32 +308,37 @@ class IncrementalEpsilon:
             if found is not None and found <= eps * (1.0 + SWAPPED_SLACK):
                 eps = found
             else:
-                coarse = self._coarse_add_epsilon(blocks, fit_only and asked)
-                if coarse is not None and coarse <= eps:
-                    if not asked:
-                        self._eps = eps
-                    return eps
-                if not self.ok:
+                add_eps = self._add_epsilon(blocks, fit_only and asked, eps)
+                if add_eps is None and found is None:
                     return None
-                if self.add is None:
-                    self.add = _Direction(
-                        self.delta,
-                        ADD_STEP_FACTOR * self.step,
-                        True,
-                        self.remove.horizon,
-                    )
-                    # the same blocks in the same order as the remove direction
-                    for block, budget in self._blocks:
-                        if not self.add.fold(block, budget):
-                            self.ok = False
-                            return None
-                add = self.add.pld(blocks, fit_only and asked)
-                if add is None:
-                    return None
-                eps = max(eps, float(add.epsilon(self.delta)))
+                # each certifies the add side: the smaller
+                eps = min(e for e in (found, add_eps) if e is not None)
         if not asked:
             self._eps = eps
         return eps
+
+    def _add_epsilon(
+        self, blocks: list[tuple[Items, int]], fit_only: bool, eps: float
+    ) -> float | None:
+        """``max(eps, add)``, ``add`` the add direction's epsilon: ``eps`` when the
+        coarse add direction is already at most ``eps`` (:data:`ADD_COARSE_FACTOR`),
+        else from the add direction composed at ``ADD_STEP_FACTOR`` (made on first use
+        from the committed blocks); None when it cannot certify."""
+        coarse = self._coarse_add_epsilon(blocks, fit_only)
+        if coarse is not None and coarse <= eps:
+            return eps
+        if not self.ok:
+            return None
+        if self.add is None:
+            step = ADD_STEP_FACTOR * self.step
+            self.add = _Direction(self.delta, step, True, self.remove.horizon)
+            # the same blocks in the same order as the remove direction
+            for block, budget in self._blocks:
+                if not self.add.fold(block, budget):
+                    self.ok = False
+                    return None
+        add = self.add.pld(blocks, fit_only)
+        return None if add is None else max(eps, float(add.epsilon(self.delta)))
 
     def _coarse_add_epsilon(self, blocks: list[tuple[Items, int]], fit_only: bool) -> float | None:
         """The add direction's epsilon on the coarse grid (:data:`ADD_COARSE_FACTOR`,
