@@ -26,10 +26,10 @@ STEP = 1e-3
 
 
 def _group_pld(sigma, q, count, factor):
-    first, pmf, err, log_fin = compose_fine_group(
+    seg = compose_fine_group(
         np.array([sigma]), np.array([q]), np.array([count]), STEP, factor, 1e-15, False, 1e-13
     )
-    return GridPLD(STEP, first, pmf, min(-math.expm1(log_fin) + err, 1.0), True)
+    return GridPLD(STEP, seg.first, seg.pmf, min(-math.expm1(seg.log_fin) + seg.err, 1.0), True)
 
 
 @pytest.mark.parametrize("factor", [1, 4, 16])
@@ -131,7 +131,8 @@ def test_group_pmf_mass_stays_at_most_one():
     # PMF is scaled to mass at most 1 and the mass removed is inside its error
     step = 1e-2
     pmf = np.array([0.25, 0.5, 0.25 + 1e-9])
-    first, out, err = groups._compose_group(step, np.array([0]), [pmf], np.array([4.0]), 1e-12)
+    seg = groups._compose_group(step, np.array([0]), [pmf], np.array([4.0]), 1e-12)
+    first, out, err = seg.first, seg.pmf, seg.err
     exact = np.convolve(np.convolve(pmf, pmf), np.convolve(pmf, pmf))
     assert math.fsum(out) <= 1.0
     assert err >= math.fsum(exact) - 1.0 > 0

@@ -20,6 +20,7 @@ from sgm_oracles import dp_accounting_epsilon
 
 from dpacct.accountant import compose, poisson_subsample
 from dpacct.accountant.pld import incremental as inc_mod
+from dpacct.accountant.pld import online_direction as direction_mod
 from dpacct.accountant.pld.block_rules import BLOCK_STEPS, FINE_BUDGET, _factor
 from dpacct.accountant.pld.incremental import IncrementalEpsilon
 from dpacct.accountant.pld.schedule import round_schedule
@@ -193,7 +194,9 @@ def test_a_history_beyond_kept_bytes_is_carried_to_longer_grids(monkeypatch):
     # to it, and still a function of the steps alone
     phases = _random_phases(800, 10, 7)
     exact = _online(phases)
-    monkeypatch.setattr(inc_mod, "KEPT_BYTES", 0)
+    monkeypatch.setattr(direction_mod, "KEPT_BYTES", 0)
+    # groups of two blocks: the first group is committed early, so the grid grows after
+    monkeypatch.setattr(direction_mod, "GROUP_BLOCKS", 2)
     inc = IncrementalEpsilon(DELTA)
     inc.fold(phases)
     carried = inc.epsilon()
@@ -247,3 +250,20 @@ def test_a_one_cell_pending_block_is_queried_in_binary_pieces(sigma, q, split, m
             [poisson_subsample(GaussianMechanism(sigma=sigma), q)], [n]
         ).epsilon_bounds(DELTA)
         assert low <= p and abs(p / w - 1) <= 1e-4, (n, low, w, p)
+
+
+@pytest.mark.slow
+def test_ledger_bracket_contains_dp_accountings_pessimistic_pld_at_a_tenfold_finer_interval():
+    # issue 37: 300 unrounded steps in 3 phases through the ledger; dp_accounting's
+    # pessimistic PLD at interval 1e-5 (ten times finer than its default; an upper
+    # bound of the truth up to its round-off) lies inside the ledger's certified
+    # bracket, and its optimistic PLD (a lower bound) below the upper end
+    phases = [(1.5, 0.01, 100), (1.3, 0.012, 100), (1.2, 0.015, 100)]
+    acct = PrivacyAccountant(progress=False)
+    for sigma, q, count in phases:
+        acct.step(noise_multiplier=sigma, sample_rate=q, count=count)
+    lo, hi = acct.epsilon_bounds(DELTA)
+    fine_hi = dp_accounting_epsilon(phases, DELTA, 1e-5, pessimistic=True)
+    fine_lo = dp_accounting_epsilon(phases, DELTA, 1e-5, pessimistic=False)
+    assert lo <= fine_hi <= hi, (lo, fine_hi, hi)
+    assert lo <= hi and fine_lo <= hi

@@ -160,6 +160,7 @@ def test_the_shared_grid_paths_take_their_budgets_from_the_policy(monkeypatch):
     """Both fast paths read their tail and aliasing budgets from ``tail_budgets``
     (with the target delta and the number of steps they spread the cut over)."""
     import dpacct.accountant.pld.incremental as inc
+    import dpacct.accountant.pld.online_direction as online_direction
     import dpacct.accountant.pld.pld_settings as ps
     import dpacct.accountant.pld.schedule_fast as sf
 
@@ -170,7 +171,7 @@ def test_the_shared_grid_paths_take_their_budgets_from_the_policy(monkeypatch):
         return ps.tail_budgets(delta, pieces)
 
     monkeypatch.setattr(sf, "tail_budgets", spy)
-    monkeypatch.setattr(inc, "tail_budgets", spy)
+    monkeypatch.setattr(online_direction, "tail_budgets", spy)
     phases = [(1.0, 0.01, 300), (0.8, 0.02, 200)]
     sf.fast_epsilon_bounds(phases, 1e-5)
     assert calls == [(1e-5, 500)]

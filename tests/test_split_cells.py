@@ -109,7 +109,7 @@ def test_split_group_is_the_exact_composition_within_its_error():
     e_first, e_pmf, _ = coarsen(origin, exact, factor, step / factor)
     out = sc.split_fine_group(sig, qs, counts, step, factor, tau, False, 1e-12)
     assert out is not None
-    g_first, g_pmf, err, log_fin = out
+    g_first, g_pmf, err, log_fin = out.first, out.pmf, out.err, out.log_fin
     assert err < 1e-9
     assert log_fin == pytest.approx(float(counts @ np.log1p(-infs)), rel=1e-12)
     for eps in (0.0, 0.05, 0.2, 0.6, 1.2):
@@ -126,7 +126,7 @@ def test_split_group_is_the_fine_group_up_to_the_tail_widening():
     args = (np.array([1.0, 1.4]), np.array([0.01, 0.02]), np.array([200.0, 100.0]), 1e-3, 8)
 
     def eps(out):
-        first, pmf, err, log_fin = out
+        first, pmf, err, log_fin = out.first, out.pmf, out.err, out.log_fin
         return GridPLD(1e-3, first, pmf, -math.expm1(log_fin) + err, True).epsilon(1e-5)
 
     split = eps(sc.split_fine_group(*args, 1e-14, False, 1e-12))

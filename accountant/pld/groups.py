@@ -14,6 +14,7 @@ discretisation instead of one per step.
 from __future__ import annotations
 
 import math  # noqa: F401 (doctest namespace)
+from dataclasses import dataclass
 
 import numpy as np
 from scipy import fft as sp_fft
@@ -35,7 +36,39 @@ from .pld_fft import (
 )
 from .sgm_cells import _pessimistic_cells
 
-__all__ = ["compose_fine_group"]
+__all__ = ["Segment", "compose_fine_group"]
+
+
+@dataclass(frozen=True, eq=False)
+class Segment:
+    """A composed stretch of DP-SGD steps on a loss grid: the unit the schedule fast
+    path's tree and the online ledger's blocks and groups pass along.
+
+    Attributes
+    ----------
+    first : int
+        Grid node (multiple of the grid step) of ``pmf[0]``.
+    pmf : numpy.ndarray
+        The finite P-masses from node ``first`` on (non-negative, total at most 1).
+    err : float
+        An l1 bound on ``pmf`` minus the exact discrete composition it stands for
+        (aliasing, round-off, normalisation, trimmed runs): added to delta at every
+        epsilon.
+    log_fin : float
+        Log of the finite mass of the composed steps' discretisations, ``sum_i k_i
+        log(1 - inf_i)`` (the rest lies at ``+inf``); 0 when not tracked.
+
+    Examples
+    --------
+    >>> seg = Segment(3, np.array([0.25, 0.75]), 1e-12, -1e-9)
+    >>> seg.first, seg.pmf.size, seg.err
+    (3, 2, 1e-12)
+    """
+
+    first: int
+    pmf: np.ndarray
+    err: float
+    log_fin: float = 0.0
 
 
 def _compose_spectrum(
@@ -132,18 +165,19 @@ def _compose_group(
     pmfs: list[np.ndarray],
     counts: np.ndarray,
     alias_budget: float,
-) -> tuple[int, np.ndarray, float] | None:
+) -> Segment | None:
     """One group of the tree: its cells composed on the group's own Chernoff window.
 
-    Returns ``(first, pmf, err)``: the composed finite PMF (clipped at zero, trimmed to
-    its positive entries) from grid node ``first`` on, and ``err``, the aliasing plus
-    the round-off of :func:`_compose_cells`: the signed measure ``pmf - exact`` (exact:
-    the group's discrete composition on the whole line) has positive and negative
-    parts of mass at most ``err`` each (the folded mass is moved, not created; clipping
-    at zero only moves an entry towards its exact, non-negative value).  A PMF whose
-    mass may exceed 1 (by at most ``err``) is divided by ``s``, an upper bound on its
-    computed sum: that removes at most ``s - 1`` of mass, added to ``err``, and the
-    composition a level up may take every factor's transform as at most 1 in modulus.
+    Returns a :class:`Segment` ``(first, pmf, err)``: the composed finite PMF (clipped
+    at zero, trimmed to its positive entries) from grid node ``first`` on, and ``err``,
+    the aliasing plus the round-off of :func:`_compose_cells`: the signed measure
+    ``pmf - exact`` (exact: the group's discrete composition on the whole line) has positive
+    and negative parts of mass at most ``err`` each (the folded mass is moved, not
+    created; clipping at zero only moves an entry towards its exact, non-negative
+    value). A PMF whose mass may exceed 1 (by at most ``err``) is divided by ``s``, an
+    upper bound on its computed sum: that removes at most ``s - 1`` of mass, added to
+    ``err``, and the composition a level up may take every factor's transform as at most
+    1 in modulus.
     ``None`` when the window would exceed :data:`FAST_MAX_N`.
     """
     counts = np.asarray(counts, dtype=float)
@@ -161,8 +195,8 @@ def _compose_group(
         err += mass - 1.0
     nz = np.flatnonzero(y)
     if nz.size == 0:
-        return a_idx, np.zeros(1), err
-    return a_idx + int(nz[0]), y[nz[0] : nz[-1] + 1].copy(), err
+        return Segment(a_idx, np.zeros(1), err)
+    return Segment(a_idx + int(nz[0]), y[nz[0] : nz[-1] + 1].copy(), err)
 
 
 def compose_fine_group(
@@ -174,7 +208,7 @@ def compose_fine_group(
     tau: float,
     add: bool,
     alias_budget: float,
-) -> tuple[int, np.ndarray, float, float] | None:
+) -> Segment | None:
     """Subsampled-Gaussian cells composed on a grid ``factor`` times finer than ``step``,
     re-discretised once onto ``step``: a dominating (pessimistic) group PMF.
 
@@ -207,7 +241,7 @@ def compose_fine_group(
 
     Returns
     -------
-    (int, numpy.ndarray, float, float) or None
+    Segment or None
         ``(first, pmf, err, log_fin)``: the group's finite PMF from node ``first`` of the
         ``step`` grid on, an l1 bound ``err`` on its error measure (aliasing, round-off,
         normalisation: add it to delta at every epsilon), and ``log_fin``, the log of the
@@ -222,11 +256,12 @@ def compose_fine_group(
 
     >>> from dpacct.accountant.pld.grid import GridPLD
     >>> def eps(factor):
-    ...     first, pmf, err, log_fin = compose_fine_group(
+    ...     seg = compose_fine_group(
     ...         np.array([1.0]), np.array([0.01]), np.array([300]), 1e-3, factor,
     ...         1e-14, False, 1e-12)
-    ...     assert abs(pmf.sum() - math.exp(log_fin)) < 1e-9
-    ...     return GridPLD(1e-3, first, pmf, -math.expm1(log_fin) + err, True).epsilon(1e-5)
+    ...     assert abs(seg.pmf.sum() - math.exp(seg.log_fin)) < 1e-9
+    ...     inf = -math.expm1(seg.log_fin) + seg.err
+    ...     return GridPLD(1e-3, seg.first, seg.pmf, inf, True).epsilon(1e-5)
     >>> bool(eps(8) < eps(1))
     True
     """
@@ -244,14 +279,15 @@ def coarsened_group(
     step: float,
     factor: int,
     alias_budget: float,
-) -> tuple[int, np.ndarray, float, float] | None:
+) -> Segment | None:
     """Cells already discretised at ``step / factor`` (``(firsts, pmfs, infs)``, each
     PMF dominating its step), ``counts[i]`` steps each, composed by
     :func:`_compose_group` and re-discretised once onto ``step``
     (:func:`~dpacct.accountant.pld.coarsen.coarsen`): the second half of
     :func:`compose_fine_group`, for any dominating fine cells (also those of
     :func:`~dpacct.accountant.pld.split_cells.split_cells`).  Returns
-    ``(first, pmf, err, log_fin)`` as :func:`compose_fine_group` does, or ``None``.
+    the :class:`Segment` ``(first, pmf, err, log_fin)`` as :func:`compose_fine_group`
+    does, or ``None``.
     """
     firsts, pmfs, infs = cells
     counts = np.asarray(counts, dtype=float)
@@ -262,5 +298,5 @@ def coarsened_group(
     del pmfs, cells
     if out is None:
         return None
-    cfirst, cpmf, err = coarsen(int(out[0]), out[1], int(factor), fine, out[2])
-    return cfirst, cpmf, err, log_fin
+    cfirst, cpmf, err = coarsen(int(out.first), out.pmf, int(factor), fine, out.err)
+    return Segment(cfirst, cpmf, err, log_fin)

@@ -192,9 +192,10 @@ def _compose_tree(
     ``cells(ids)`` discretises the cells ``ids`` (``(firsts, pmfs, infs)``), ``widths``
     are their bin counts (cells of similar width are grouped, so a group's window is
     not set by one wide cell).  With ``group``, ``group(ids, budget)`` makes a whole
-    group PMF of the cells ``ids`` at once (``(first, pmf, err, log_fin)`` on the
-    ``step`` grid, as :func:`~dpacct.accountant.pld.groups.compose_fine_group` returns
-    it, aliasing budget ``budget``; ``None``: cannot certify) in place of ``cells`` and
+    group PMF of the cells ``ids`` at once (a :class:`~dpacct.accountant.pld.groups.
+    Segment` on the ``step`` grid, as :func:`~dpacct.accountant.pld.groups.
+    compose_fine_group` returns it, aliasing budget ``budget``; ``None``: cannot
+    certify) in place of ``cells`` and
     :func:`_compose_group`, whatever the number of cells, :func:`_fine_group_cells` cells
     at a time.  Up to :data:`TREE_CELLS` cells
     (without ``group``) this is
@@ -244,17 +245,16 @@ def _compose_tree(
         out = _compose_group(step, firsts, [p for _, p in items], np.ones(len(items)), group_budget)
         if out is None:
             return False
-        carried += out[2]
-        return push(level + 1, (out[0], out[1]))
+        carried += out.err
+        return push(level + 1, (out.first, out.pmf))
 
     for s0 in range(0, n_cells, fanin0):
         ids = order[s0 : s0 + fanin0]
         if group is not None:
-            fine = group(ids, group_budget)
-            if fine is None:
+            out = group(ids, group_budget)
+            if out is None:
                 return None
-            log_fin += fine[3]
-            out = fine[:3]
+            log_fin += out.log_fin
         else:
             firsts, pmfs, infs = cells(ids)
             with np.errstate(divide="ignore"):
@@ -263,8 +263,8 @@ def _compose_tree(
             del pmfs
             if out is None:
                 return None
-        carried += out[2]
-        if not push(1, (out[0], out[1])):
+        carried += out.err
+        if not push(1, (out.first, out.pmf)):
             return None
     left = [item for level in buffers for item in level]
     firsts = np.array([f for f, _ in left], dtype=np.int64)

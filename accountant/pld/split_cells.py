@@ -24,7 +24,7 @@ import math  # noqa: F401 (doctest namespace)
 import numpy as np
 from scipy import special
 
-from .groups import coarsened_group
+from .groups import Segment, coarsened_group
 from .sgm_cells import (
     _bin_masses,
     _blocks,
@@ -195,19 +195,20 @@ def split_fine_group(
     tau: float,
     add: bool,
     alias_budget: float,
-) -> tuple[int, np.ndarray, float, float] | None:
+) -> Segment | None:
     """:func:`~dpacct.accountant.pld.groups.compose_fine_group` with the cells of
     :func:`split_cells`: composed at ``step / factor`` on the group's own Chernoff
     window, re-discretised once onto ``step`` (:func:`~dpacct.accountant.pld.coarsen.
-    coarsen`).  Returns ``(first, pmf, err, log_fin)`` on the ``step`` grid, or ``None``
+    coarsen`).  Returns the :class:`~dpacct.accountant.pld.groups.Segment` ``(first,
+    pmf, err, log_fin)`` on the ``step`` grid, or ``None``
     when the fine window would be too long.
 
     Examples
     --------
-    >>> first, pmf, err, log_fin = split_fine_group(
+    >>> seg = split_fine_group(
     ...     np.array([1.0]), np.array([0.01]), np.array([300.0]), 1e-3, 8, 1e-14, False,
     ...     1e-12)
-    >>> bool(abs(pmf.sum() - math.exp(log_fin)) < 1e-9 and err < 1e-9)
+    >>> bool(abs(seg.pmf.sum() - math.exp(seg.log_fin)) < 1e-9 and seg.err < 1e-9)
     True
     """
     cells = split_cells(sigma, q, step, factor, tau, add)

@@ -1,0 +1,94 @@
+"""One direction of the online ledger (``accountant/pld/online_direction.py``): blocks
+composed in groups on their own window before one transform on the history's grid.
+
+Independent references: the Gaussian-DP closed form (q = 1: Gaussians compose exactly,
+Dong, Roth & Su 2022, Corollary 2.13) and the same history composed without groups.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import optimize, special
+
+from dpacct.accountant.pld import online_direction as direction_mod
+from dpacct.accountant.pld.incremental import IncrementalEpsilon
+
+DELTA = 1e-5
+
+
+def _gdp_epsilon(mu: float, delta: float) -> float:
+    def gap(eps):
+        return special.ndtr(-eps / mu + mu / 2) - math.exp(eps) * special.ndtr(-eps / mu - mu / 2)
+
+    return optimize.brentq(lambda e: gap(e) - delta, 0.0, 200.0, xtol=1e-14)
+
+
+def _phases(n: int, seed: int) -> list[tuple[float, float, int]]:
+    rng = np.random.default_rng(seed)
+    return [
+        (float(s), float(q), 10)
+        for s, q in zip(rng.uniform(0.8, 2.0, n), rng.uniform(0.001, 0.02, n), strict=True)
+    ]
+
+
+@pytest.mark.parametrize("group", [2, 3])
+def test_grouped_full_batch_history_is_above_the_gdp_closed_form(group, monkeypatch):
+    # sigma 8, q = 1: 3 000 steps, 11 blocks and 184 pending steps, composed in groups
+    # of `group` blocks (the last group partial, in the queries' product): certified
+    # above the exact mu = sqrt(3000) / 8 GDP curve and close to it
+    monkeypatch.setattr(direction_mod, "GROUP_BLOCKS", group)
+    inc = IncrementalEpsilon(DELTA)
+    inc.fold([(8.0, 1.0, 3000)])
+    eps = inc.epsilon()
+    exact = _gdp_epsilon(math.sqrt(3000) / 8.0, DELTA)
+    assert exact <= eps <= exact * (1 + 2e-3), (exact, eps)
+    # the committed groups are in the kept spectrum, the rest in the partial group
+    assert len(inc.remove.blocks) == 11  # 11 full blocks of 256, 184 steps pending
+    assert len(inc.remove.partial) == 11 % group
+
+
+def test_groups_change_the_answer_only_by_their_certified_errors(monkeypatch):
+    # 120 random phases (about five blocks): composed in groups of two (two groups and
+    # a partial block) and with no group committed (every block in the partial
+    # product): the same steps, the same answer up to the groups' own certified error
+    phases = _phases(120, 3)
+    monkeypatch.setattr(direction_mod, "GROUP_BLOCKS", 1000)
+    ungrouped = IncrementalEpsilon(DELTA)
+    ungrouped.fold(phases)
+    plain = ungrouped.epsilon()
+    assert len(ungrouped.remove.partial) == len(ungrouped.remove.blocks) >= 4
+    monkeypatch.setattr(direction_mod, "GROUP_BLOCKS", 2)
+    grouped = IncrementalEpsilon(DELTA)
+    grouped.fold(phases)
+    eps = grouped.epsilon()
+    assert len(grouped.remove.partial) < 2
+    assert grouped.remove.errs >= ungrouped.remove.errs
+    assert plain * (1 - 1e-6) <= eps <= plain * (1 + 1e-6), (plain, eps)
+
+
+def test_queries_between_blocks_do_not_change_the_grouped_answer(monkeypatch):
+    # the partial group's product is a cache the queries extend: asking after every
+    # phase or only at the end gives the same answer
+    monkeypatch.setattr(direction_mod, "GROUP_BLOCKS", 2)
+    phases = _phases(80, 5)
+    once = IncrementalEpsilon(DELTA)
+    once.fold(phases)
+    often = IncrementalEpsilon(DELTA)
+    for p in phases:
+        often.fold([p])
+        often.epsilon()
+    assert often.epsilon() == once.epsilon()
+
+
+def test_known_blocks_keep_their_byte_count(monkeypatch):
+    # the running byte count of the committed blocks kept for reuse equals their PMFs'
+    # bytes and stays within KNOWN_BYTES (it used to be summed anew at every commit)
+    monkeypatch.setattr(direction_mod, "KNOWN_BYTES", 200_000)
+    inc = IncrementalEpsilon(DELTA)
+    inc.fold(_phases(200, 9))
+    known = inc.remove._known
+    assert known.nbytes == sum(b.pmf.nbytes for b in known.values())
+    assert 0 < known.nbytes <= 200_000
