@@ -26,7 +26,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import optimize
 
 from ..mechanism import Mechanism
 from ..validation import _as_real
@@ -131,6 +130,8 @@ def repeat_and_select(mechanism: Mechanism, mean: float, shape: float) -> Mechan
             np.log(_GRID[max(best - 1, 0)] - 1.0),
             np.log(_GRID[min(best + 1, _GRID.size - 1)] - 1.0),
         )
+        from scipy import optimize  # here, not at import: start-up (issue 37)
+
         fine = optimize.minimize_scalar(
             lambda u: float(hat(np.array([1.0 + math.exp(u)]))[0]),
             bounds=(lo, hi),
