@@ -59,7 +59,6 @@ from ..laws.loss_law import (
 )
 from ..mechanism import Capabilities, Mechanism
 from ..rdp.subsampled_rdp import subsampled_gaussian_rdp
-from ..serialization import register_mechanism
 from ..validation import check_count, check_positive, check_sample_rate
 
 __all__ = [
@@ -295,7 +294,6 @@ class TruncatedPoissonLossLaw(PrivacyLossLaw):
         return m_p, m_q
 
 
-@register_mechanism("truncated_poisson_gaussian")
 @dataclass(frozen=True)
 class TruncatedPoissonGaussianMechanism(Mechanism):
     """One DP-SGD step on a Poisson batch cut at ``max_batch_size`` records.
