@@ -52,8 +52,24 @@ def test_one_gaussian_epsilon_loads_no_heavy_module():
     assert _loaded(modules, HEAVY) == []
 
 
-def test_importing_the_engine_loads_no_heavy_module():
-    assert _loaded(_modules_after("import dpacct.accountant"), HEAVY) == []
+@pytest.mark.parametrize("layer", ["accountant", "mechanisms", "calibrators"])
+def test_importing_a_layer_loads_no_heavy_module(layer):
+    assert _loaded(_modules_after(f"import dpacct.{layer}"), HEAVY) == []
+
+
+def test_the_engine_loads_only_what_the_question_needs():
+    """The engine's names load on first use: a Gaussian's epsilon needs neither the
+    ledger nor the samplers."""
+    modules = _modules_after("import dpacct as dp\ndp.GaussianMechanism(1.0).epsilon(1e-5)\n")
+    unused = (
+        "dpacct.accountant.ledger",
+        "dpacct.accountant.transformers.random_allocation",
+        "dpacct.accountant.transformers.repeat_select",
+        "dpacct.accountant.pld.schedule",
+        "dpacct.mechanisms",
+        "dpacct.calibrators",
+    )
+    assert _loaded(modules, unused) == []
 
 
 @pytest.mark.parametrize("argv", [["--help"], ["--version"], ["epsilon", "--help"]])
