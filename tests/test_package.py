@@ -77,6 +77,11 @@ def test_each_layer_keeps_its_own_export_list():
         assert not unlisted, f"dpacct.{layer} imports {unlisted}: add them to its __all__"
     engine = importlib.import_module("dpacct.accountant")
     assert list(engine._EXPORTS) == engine.__all__
+    # a lazy package cannot export a name that is also one of its submodules: importing
+    # the submodule would bind the name to the module
+    here = (ROOT / "accountant").iterdir()
+    submodules = {p.stem for p in here if p.suffix == ".py" or p.is_dir()}
+    assert not submodules & set(engine.__all__)
     for name, home in engine._EXPORTS.items():
         defining = importlib.import_module(f"dpacct.accountant.{home}")
         assert getattr(engine, name) is getattr(defining, name), name
