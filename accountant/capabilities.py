@@ -92,6 +92,43 @@ def _defines(cls: type, hook: str, base: type) -> bool:
     return any(hook in vars(k) for k in cls.__mro__ if k is not base and k is not object)
 
 
+class _DeclaredHere:
+    """A class attribute that its subclasses do not inherit: a capability a family
+    declares for itself alone.
+
+    Read on the declaring class or an instance of it, the attribute is ``value``; read
+    on a subclass (or an instance of one) it is ``default`` unless the subclass
+    declares it again.  A subclass may change the curve the declaration is about (a
+    closed form, a noise parameter), so it must say so itself: it loses the
+    declaration automatically, and an engine that reads the attribute instead of
+    testing ``type(x) is Family`` keeps that subclass-safety without naming the family.
+
+    Examples
+    --------
+    >>> class Family:
+    ...     closed_form = _DeclaredHere("family")
+    >>> class Variant(Family):
+    ...     pass
+    >>> Family().closed_form, Variant().closed_form
+    ('family', None)
+    """
+
+    def __init__(self, value: object, default: object = None) -> None:
+        self.value, self.default = value, default
+        self.owner: type | None = None
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.owner = owner
+
+    def __get__(self, obj: object, objtype: type | None = None) -> object:
+        cls = type(obj) if obj is not None else objtype
+        return self.value if cls is self.owner else self.default
+
+    def __repr__(self) -> str:
+        owner = self.owner.__name__ if self.owner is not None else "?"
+        return f"_DeclaredHere({self.value!r}, declared by {owner})"
+
+
 def _implements(cls: type, hook: str, base: type) -> bool:
     """True if ``cls`` itself, or a mixin it adds (a base that is not a subclass of
     ``base``), defines ``hook``."""

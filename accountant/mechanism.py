@@ -200,6 +200,9 @@ class Mechanism:
 
     #: True for a class whose PLDs are of a pair that only dominates it
     brackets_dominating_pair: ClassVar[bool] = False
+    #: the noise attribute a family's curve is a function of (``"sigma"``, ``"b"``),
+    #: declared for itself: subclasses do not inherit it (capabilities._DeclaredHere)
+    noise_parameter: ClassVar[str | None] = None
 
     @property
     def bracket_bounds(self) -> str:

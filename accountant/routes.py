@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .capabilities import MissingCapabilityError
-from .families.gaussian_dp import certified_gaussian_bracket
+from .families.gaussian_dp import certified_gaussian_epsilon
 from .laws.loss_law_rdp import loss_law_rdp
 from .mechanism_cache import PLDUpper, PLDUpperAt, pld_upper_key
 from .numerics import TINY, invert_decreasing
@@ -144,17 +144,18 @@ def pld_delta_follow(
 def exact_bracket(mech: Mechanism, delta: float) -> tuple[float, float]:
     """The inversion of an exact curve at ``delta`` (cached): the bracket of
     :func:`~dpacct.accountant.numerics.invert_decreasing`, and for a Gaussian-DP
-    mechanism its ends confirmed on the exact curve at 50 digits
-    (:func:`~dpacct.accountant.families.gaussian_dp.certified_gaussian_bracket`: the
-    float curve cancels at small ``mu``)."""
+    mechanism the certified inversion of its curve
+    (:func:`~dpacct.accountant.families.gaussian_dp.certified_gaussian_epsilon`: float
+    bounds with a proved error, 50 digits where they cannot decide)."""
     key = ("exact_bracket", delta)
     cache = mech._cache()
     if key in cache:
         return cache[key]
-    lo, hi = invert_decreasing(mech._delta_exact, delta, mech._pure_epsilon())
     mu = mech.gdp_mu()
-    if mu is not None:
-        lo, hi = certified_gaussian_bracket(float(mu), delta, lo, hi)
+    if mu is not None:  # the mu-GDP curve's own certified inversion
+        lo, hi = certified_gaussian_epsilon(float(mu), delta)
+    else:
+        lo, hi = invert_decreasing(mech._delta_exact, delta, mech._pure_epsilon())
     cache[key] = (lo, hi)
     return lo, hi
 

@@ -12,6 +12,7 @@ and :mod:`dpacct.calibrators`.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -124,6 +125,8 @@ class _Search:
         self._model_cache: dict[float, float] = {}
         self._bar = None
         self._progress = progress
+        self._ticks = 0
+        self._first_tick = 0.0
 
     # -------------------------------------------------------------- evaluations
     def param(self, x: float) -> float | int:
@@ -184,17 +187,21 @@ class _Search:
     def _tick(self) -> None:
         if self._progress is False:
             return
+        self._ticks += 1
         if self._bar is None:
+            # shown only if the search runs longer than a few seconds (or when asked);
+            # tqdm (about 15 ms to import) is imported only then, not on every search
+            now = time.monotonic()
+            if self._ticks == 1:
+                self._first_tick = now
+            if not self._progress and now - self._first_tick < 3.0:
+                return
             # the text bar: tqdm.auto would want ipywidgets inside notebooks
             from tqdm import tqdm
 
-            # shown only if the search runs longer than a few seconds (or when asked)
-            self._bar = tqdm(
-                desc=f"calibrating {self.name}",
-                unit="eval",
-                delay=0 if self._progress else 3.0,
-                leave=False,
-            )
+            self._bar = tqdm(desc=f"calibrating {self.name}", unit="eval", leave=False)
+            self._bar.update(self._ticks)
+            return
         self._bar.update(1)
 
     def close(self) -> None:

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import math
 
-import mpmath as mp
 import numpy as np
+from oracles import subsampled_gaussian_rdp
 from scipy import stats
 
 
@@ -41,32 +41,13 @@ def sum_statistic_epsilon_lower(q: float, sigma: float, steps: int, delta: float
     return float(np.max(np.log(p_tail[ok] - delta) - log_q_tail[ok]))
 
 
-def subsampled_gaussian_rdp_integer(q: float, sigma: float, order: int) -> float:
-    """RDP of one Poisson-subsampled Gaussian step at an integer order (mpmath, 40 digits).
-
-    ``log(sum_k C(a, k) (1-q)^(a-k) q^k exp((k^2 - k) / (2 sigma^2))) / (a - 1)``, the
-    remove direction, which dominates the add direction for this pair (Mironov, Talwar
-    & Zhang 2019, Theorem 5).
-    """
-    with mp.workdps(40):
-        q_, s = mp.mpf(q), mp.mpf(sigma)
-        total = mp.fsum(
-            mp.binomial(order, j)
-            * (1 - q_) ** (order - j)
-            * q_**j
-            * mp.exp((j * j - j) / (2 * s * s))
-            for j in range(order + 1)
-        )
-        return float(mp.log(total) / (order - 1))
-
-
 def rdp_epsilon_upper(
     q: float, sigma: float, steps: int, delta: float, max_order: int = 256
 ) -> float:
     """Epsilon from the integer-order RDP curve of ``steps`` compositions (an upper bound)."""
     best = math.inf
     for a in range(2, max_order + 1):
-        r = steps * subsampled_gaussian_rdp_integer(q, sigma, a)
+        r = steps * subsampled_gaussian_rdp(q, sigma, a)
         # Canonne, Kamath & Steinke 2020, Proposition 12
         eps = r + math.log1p(-1 / a) - (math.log(delta) + math.log(a)) / (a - 1)
         best = min(best, eps)

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
+from oracles import gaussian_delta
 
 from dpacct.mechanisms import GaussianMechanism, LaplaceMechanism, NoisyGD, PlannedRelease
 from dpacct.mechanisms.algorithms.algorithm import Algorithm, ReleaseSession
@@ -126,7 +127,7 @@ def test_an_algorithm_is_described_by_its_planned_releases():
     # Gaussians of multipliers s_i compose to mu-GDP with mu^2 = sum 1 / s_i^2
     mu = math.sqrt(4 / 2.0**2 + 1 / 3.0**2)
     eps = 1.0
-    exact = _gaussian_delta(mu, eps)
+    exact = float(gaussian_delta(mu, eps))
     got = float(alg.delta(eps))
     assert got == pytest.approx(exact, rel=1e-9)
     # the release draws: the session hands out the planned mechanism's noise
@@ -137,10 +138,3 @@ def test_an_algorithm_is_described_by_its_planned_releases():
     assert len(draws) == 4 and all(np.isfinite(draws))
 
 
-def _gaussian_delta(mu: float, eps: float) -> float:
-    """delta(eps) of mu-GDP (Balle & Wang 2018, Theorem 8)."""
-    from scipy import stats
-
-    return float(
-        stats.norm.cdf(-eps / mu + mu / 2) - math.exp(eps) * stats.norm.cdf(-eps / mu - mu / 2)
-    )

@@ -8,15 +8,13 @@ import mpmath
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from oracles import gaussian_delta_sigma
 
 from dpacct.calibrators import analytic_gaussian_sigma
 
 
 def exact_delta(sigma: float, eps: float, sensitivity: float = 1.0) -> mpmath.mpf:
-    with mpmath.workdps(60):
-        mu = mpmath.mpf(sensitivity) / mpmath.mpf(sigma)
-        e = mpmath.mpf(eps)
-        return mpmath.ncdf(mu / 2 - e / mu) - mpmath.exp(e) * mpmath.ncdf(-mu / 2 - e / mu)
+    return gaussian_delta_sigma(sigma, eps, sensitivity=sensitivity, dps=60)
 
 
 def test_reported_last_digit_case():

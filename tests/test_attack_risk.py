@@ -5,6 +5,7 @@ from __future__ import annotations
 import mpmath
 import numpy as np
 import pytest
+from oracles import gdp_tradeoff
 from scipy.stats import norm
 
 from dpacct.accountant import compose, poisson_subsample
@@ -184,7 +185,7 @@ def _laplace_tradeoff(mu: float, a: np.ndarray) -> np.ndarray:
 
 
 def _gdp(mu: float, a: np.ndarray) -> np.ndarray:
-    return norm.cdf(norm.isf(a) - mu)  # mu-GDP (Dong, Roth, Su 2022, Eq. (6))
+    return np.array([float(gdp_tradeoff(mu, x)) for x in np.asarray(a, dtype=float)])
 
 
 _TRADEOFF_CASES = {

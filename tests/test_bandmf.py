@@ -13,6 +13,7 @@ import math
 
 import numpy as np
 import pytest
+from oracles import gaussian_delta
 
 from dpacct.accountant import GaussianMechanism, compose, poisson_subsample
 from dpacct.calibrators import bandmf_noise_multiplier, noise_multiplier
@@ -267,8 +268,6 @@ def test_without_amplification_bad_input():
 
 
 def test_calibration_without_amplification_meets_the_closed_form_gaussian():
-    from scipy.stats import norm
-
     lags = np.subtract.outer(np.arange(12), np.arange(12))
     blt = np.tril(0.5 ** lags.clip(0))
     sigma = bandmf_noise_multiplier(
@@ -276,10 +275,7 @@ def test_calibration_without_amplification_meets_the_closed_form_gaussian():
     )
     mu = brute_force_sensitivity(blt, 3) / sigma  # the run's Gaussian, in GDP terms
 
-    def gaussian_delta(eps):  # Balle & Wang 2018, Theorem 8
-        return norm.cdf(mu / 2 - eps / mu) - math.exp(eps) * norm.cdf(-mu / 2 - eps / mu)
-
-    assert gaussian_delta(1.0) <= DELTA * (1 + 1e-9)  # meets (1, delta)
-    assert gaussian_delta(1.0 * (1 - 1e-3)) >= DELTA  # and is not loose beyond rtol
+    assert gaussian_delta(mu, 1.0) <= DELTA * (1 + 1e-9)  # meets (1, delta)
+    assert gaussian_delta(mu, 1.0 * (1 - 1e-3)) >= DELTA  # and is not loose beyond rtol
     with pytest.raises(TypeError, match="amplification"):
         bandmf_noise_multiplier(1.0, DELTA, 12, num_bands=3, sample_rate=0.1, amplification=1)

@@ -104,7 +104,12 @@ def test_the_random_allocation_pld_route_is_a_dominating_pair():
 
     ra = random_allocation(GaussianMechanism(sigma=1.0), steps=100, epochs=2)
     assert ra.pld_route.bracket_bounds == DOMINATING_PAIR
-    # the mechanism's own bracket has lower end 0 (RDP and the routes give no lower
-    # bound): true of the mechanism
+    # the mechanism's own bracket: its epsilon on top, the max-test attack's certified
+    # lower bound below -- both true of the mechanism
+    from dpacct.accountant.transformers.random_allocation import (
+        random_allocation_lower_epsilon,
+    )
+
     b = ra.epsilon_bounds(1e-6)
-    assert b.bounds == MECHANISM and b[0] == 0.0 < b[1]
+    assert b.bounds == MECHANISM and b[1] == ra.epsilon(1e-6)
+    assert 0.0 < b[0] == random_allocation_lower_epsilon(1.0, 100, 1e-6, epochs=2) <= b[1]

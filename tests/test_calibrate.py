@@ -73,6 +73,23 @@ def test_progress_bar_is_silent_for_fast_searches(capsys):
     assert captured.out == "" and captured.err == ""
 
 
+def test_fast_search_does_not_import_the_progress_bar():
+    """tqdm (about 15 ms) is imported only once a search has run for seconds, not on
+    the first evaluation of every search (a fresh process, so nothing imported it)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from dpacct.calibrators import noise_multiplier\n"
+        "noise_multiplier(epsilon=3.0, delta=1e-5, sample_rate=0.01, steps=1000)\n"
+        "print('tqdm' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == "False"
+
+
 # ----------------------------------------------------------------------------------
 # input validation
 # ----------------------------------------------------------------------------------

@@ -4,6 +4,7 @@ import math
 
 import numpy as np
 import pytest
+from oracles import gaussian_epsilon, subsampled_gaussian_rdp
 from sgm_oracles import rdp_epsilon_upper, sum_statistic_epsilon_lower
 
 from dpacct.accountant import (
@@ -91,37 +92,10 @@ def test_heterogeneous_composition_is_between_parts():
     assert hi > only_g
 
 
-def _mp_subsampled_gaussian_rdp(q, sigma, alpha):
-    """Renyi divergence D_alpha((1-q) N(0, s^2) + q N(1, s^2) || N(0, s^2)) in mpmath.
-
-    Integer orders: the binomial expansion of Mironov, Talwar, Zhang 2019 (Section 3.3);
-    real orders: the defining integral, by quadrature at 30 digits.
-    """
-    import mpmath as mp
-
-    with mp.workdps(30):
-        q, s = mp.mpf(q), mp.mpf(sigma)
-        if float(alpha).is_integer():
-            a = int(alpha)
-            total = mp.fsum(
-                mp.binomial(a, k) * (1 - q) ** (a - k) * q**k * mp.exp((k * k - k) / (2 * s * s))
-                for k in range(a + 1)
-            )
-        else:
-            a = mp.mpf(alpha)
-
-            def integrand(x):
-                mix = (1 - q) + q * mp.exp((2 * x - 1) / (2 * s * s))  # mixture / N(0, s^2)
-                return mp.npdf(x, 0, s) * mix**a
-
-            total = mp.quad(integrand, [-mp.inf, 0, 0.5, 1, 10 * s, mp.inf])
-        return float(mp.log(total) / (a - 1))
-
-
 def test_subsampled_rdp_matches_an_independent_mpmath_evaluation():
     step = poisson_subsample(GaussianMechanism(sigma=1.5), 0.05)
     a = np.array([2.0, 3.5, 32.0])
-    want = np.array([_mp_subsampled_gaussian_rdp(0.05, 1.5, x) for x in a])
+    want = np.array([subsampled_gaussian_rdp(0.05, 1.5, x) for x in a])
     np.testing.assert_allclose(step.rdp(a), want, rtol=1e-9)
 
 
@@ -246,7 +220,6 @@ def test_a_tighter_tolerance_nests_a_narrower_certified_bracket():
     assert lo <= lo5 <= hi5 <= hi
     assert hi5 - lo5 <= 1e-5 * hi5
     assert hi - lo > 3 * (hi5 - lo5)
-
 
 
 def test_tolerances_below_the_grid_limit_are_answered_at_the_limit():
@@ -483,21 +456,6 @@ def test_gaussians_with_huge_sigma_compose_without_underflow(sigma):
     assert both.epsilon(1e-5) >= GaussianMechanism(sigma=1.0).epsilon(1e-5)
 
 
-def _gaussian_epsilon_mp(sigma: float, delta: float) -> float:
-    """Epsilon of N(0, sigma^2) vs N(1, sigma^2) at delta (Balle & Wang 2018, Theorem 8),
-    solved at 30 digits."""
-    import mpmath
-
-    with mpmath.workdps(30):
-        mu = 1 / mpmath.mpf(sigma)
-        lo, hi = mpmath.mpf(0), mpmath.mpf(50)
-        for _ in range(120):  # bisection: delta(eps) decreases in eps
-            e = (lo + hi) / 2
-            d = mpmath.ncdf(mu / 2 - e / mu) - mpmath.exp(e) * mpmath.ncdf(-mu / 2 - e / mu)
-            lo, hi = (e, hi) if d > delta else (lo, e)
-        return float(hi)
-
-
 @pytest.mark.parametrize("b", [1e10, 1e20])
 def test_a_part_far_below_the_grid_step_does_not_blow_up_the_grid(b):
     """Laplace with b = 1e20 has losses within +-1e-20, discretised on a step near 1e-22;
@@ -505,7 +463,7 @@ def test_a_part_far_below_the_grid_step_does_not_blow_up_the_grid(b):
     dimension exceeded'; 37 GiB at b = 1e10). The truth lies in [g, g + 3/b] (g the
     Gaussian's epsilon; basic composition adds the Laplace parts' pure 1/b each)."""
     run = compose([LaplaceMechanism(b=b), GaussianMechanism(sigma=1.0)], [3, 1])
-    g = _gaussian_epsilon_mp(1.0, 1e-6)
+    g = gaussian_epsilon(1.0, 1e-6)
     lo, hi = run.epsilon_bounds(1e-6)
     assert lo <= g + 3.0 / b and hi >= g
     assert run.epsilon(1e-6) == hi and hi - g < 1e-4

@@ -10,7 +10,7 @@ from functools import partial
 import mpmath
 import numpy as np
 import pytest
-from scipy.stats import norm
+from oracles import gaussian_delta_curve, laplace_delta_curve
 
 from dpacct.accountant.laws.delta_curve_law import (
     CURVE_MAX_EPSILON,
@@ -20,16 +20,10 @@ from dpacct.accountant.laws.delta_curve_law import (
 )
 from dpacct.accountant.laws.loss_law_rdp import swapped_loss_law
 
-
-def gaussian_curve(eps, mu=1.0):
-    """Exact curve of a mu-GDP Gaussian (Balle & Wang 2018, Theorem 8)."""
-    eps = np.asarray(eps, dtype=float)
-    return norm.cdf(mu / 2 - eps / mu) - np.exp(eps) * norm.cdf(-mu / 2 - eps / mu)
+gaussian_curve = gaussian_delta_curve
 
 
-def laplace_curve(eps, b=1.0):
-    """Exact curve of the Laplace mechanism with scale b (sensitivity 1)."""
-    return np.maximum(0.0, -np.expm1((np.asarray(eps, dtype=float) - 1.0 / b) / 2.0))
+laplace_curve = laplace_delta_curve
 
 
 def rr_curve(eps, eps0=1.0):

@@ -14,7 +14,6 @@ import math
 
 import numpy as np
 import pytest
-from scipy import optimize, stats
 
 dpa = pytest.importorskip("dp_accounting")
 
@@ -22,6 +21,7 @@ from dp_accounting import NeighboringRelation as Rel  # noqa: E402
 from dp_accounting import dp_event as de  # noqa: E402
 from dp_accounting.pld import PLDAccountant  # noqa: E402
 from dp_accounting.rdp import RdpAccountant  # noqa: E402
+from oracles import gaussian_epsilon  # noqa: E402
 
 from dpacct.dp_accounting import DpEventAccountant, from_dp_event  # noqa: E402
 from dpacct.mechanisms import ReplaceOneGaussianMechanism, ReplaceOneLaplaceMechanism  # noqa: E402
@@ -46,17 +46,6 @@ def rdp_epsilon(event, delta: float = DELTA) -> float:
     acct = RdpAccountant(neighboring_relation=Rel.REPLACE_ONE)
     acct.compose(event)
     return float(acct.get_epsilon(delta))
-
-
-def gdp_epsilon(mu: float, delta: float) -> float:
-    """epsilon of mu-GDP at delta: the root of Phi(-e/mu + mu/2) - e^e Phi(-e/mu - mu/2)."""
-
-    def f(e):
-        return (
-            stats.norm.cdf(-e / mu + mu / 2) - math.exp(e) * stats.norm.cdf(-e / mu - mu / 2)
-        ) - delta
-
-    return optimize.brentq(f, 0.0, 100.0, xtol=1e-13, rtol=1e-13)
 
 
 def test_jax_privacy_fixed_batches_both_readings():
@@ -122,9 +111,9 @@ def test_both_readings_against_the_closed_form_and_dp_accountings_pld(sigma):
     event = de.SelfComposedDpEvent(de.GaussianDpEvent(sigma), 10)
     default = DpEventAccountant(Rel.REPLACE_ONE).compose(event).get_epsilon(DELTA)
     chosen = DpEventAccountant(Rel.REPLACE_ONE, replace_one_sensitivity=1).compose(event)
-    assert default == pytest.approx(gdp_epsilon(math.sqrt(10) * 2 / sigma, DELTA), rel=1e-6)
+    assert default == pytest.approx(gaussian_epsilon(math.sqrt(10) * 2 / sigma, DELTA), rel=1e-6)
     assert chosen.get_epsilon(DELTA) == pytest.approx(
-        gdp_epsilon(math.sqrt(10) / sigma, DELTA), rel=1e-6
+        gaussian_epsilon(math.sqrt(10) / sigma, DELTA), rel=1e-6
     )
     pld = PLDAccountant(Rel.REPLACE_ONE).compose(event).get_epsilon(DELTA)
     assert default == pytest.approx(pld, rel=1e-4)

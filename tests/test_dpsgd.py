@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import math
 
-import mpmath as mp
 import pytest
+from oracles import gaussian_delta_sigma
 
 from dpacct.accountant import compose, poisson_subsample
 from dpacct.calibrators import (
@@ -200,11 +200,6 @@ def test_max_sample_rate_is_one_when_full_batches_fit():
 # ----------------------------------------------------------------------------------
 # analytic Gaussian (Balle & Wang 2018) against mpmath
 # ----------------------------------------------------------------------------------
-def mp_gaussian_delta(sigma: float, eps: float) -> mp.mpf:
-    with mp.workdps(50):
-        mu = 1 / mp.mpf(sigma)
-        e = mp.mpf(eps)
-        return mp.ncdf(mu / 2 - e / mu) - mp.exp(e) * mp.ncdf(-mu / 2 - e / mu)
 
 
 @pytest.mark.parametrize(
@@ -212,11 +207,11 @@ def mp_gaussian_delta(sigma: float, eps: float) -> mp.mpf:
 )
 def test_analytic_gaussian_sigma_is_exact(eps, delta):
     sigma = analytic_gaussian_sigma(eps, delta)
-    d = mp_gaussian_delta(sigma, eps)
+    d = gaussian_delta_sigma(sigma, eps)
     # meets delta, and is the smallest such sigma to ~1e-9 relative
     assert d <= delta * (1 + 1e-12)
     assert d >= delta * (1 - 1e-8)
-    assert mp_gaussian_delta(sigma * (1 - 1e-7), eps) > delta
+    assert gaussian_delta_sigma(sigma * (1 - 1e-7), eps) > delta
 
 
 def test_analytic_gaussian_scales_with_sensitivity_and_beats_classical():

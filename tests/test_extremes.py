@@ -10,6 +10,13 @@ import warnings
 import mpmath as mp
 import numpy as np
 import pytest
+from oracles import (
+    gaussian_delta,
+    gaussian_epsilon,
+    invert_delta,
+    laplace_delta,
+    subsampled_gaussian_rdp,
+)
 
 from dpacct.accountant import compose, poisson_subsample
 from dpacct.accountant.rdp.conversion import rdp_to_epsilon
@@ -58,19 +65,6 @@ def test_subsampling_a_composition_uses_the_general_bound_and_never_hurts():
 # ----------------------------------------------------------------------------------
 # extremes of the other mechanisms, checked against closed forms where one exists
 # ----------------------------------------------------------------------------------
-def _gauss_eps(mu: float, delta: float) -> float:
-    """Exact epsilon of mu-GDP (Dong, Roth, Su 2019, Cor. 2.13), scipy in log space."""
-    from scipy import optimize, stats
-
-    def log_delta_gap(eps):
-        a = stats.norm.logcdf(mu / 2 - eps / mu)
-        b = eps + stats.norm.logcdf(-mu / 2 - eps / mu)
-        return a + math.log(-math.expm1(b - a)) - math.log(delta) if b < a else -math.inf
-
-    hi = mu * mu / 2 + mu * math.sqrt(2 * math.log(1 / delta)) + 1.0
-    if log_delta_gap(0.0) <= 0:
-        return 0.0
-    return optimize.brentq(log_delta_gap, 0.0, hi, xtol=1e-14, rtol=1e-14)
 
 
 def _pure_eps(eps0: float, delta: float) -> float:
@@ -83,12 +77,16 @@ P_NEAR_ONE = 1 - 1e-12
 
 OTHER_CASES = {
     # name: (mechanism factory, delta, exact epsilon or None)
-    "gaussian_tiny_sigma": (lambda: GaussianMechanism(sigma=1e-3), 1e-15, _gauss_eps(1e3, 1e-15)),
-    "gaussian_huge_sigma": (lambda: GaussianMechanism(sigma=1e8), 1e-15, _gauss_eps(1e-8, 1e-15)),
+    "gaussian_tiny_sigma": (
+        lambda: GaussianMechanism(sigma=1e-3), 1e-15, gaussian_epsilon(1e3, 1e-15)
+    ),
+    "gaussian_huge_sigma": (
+        lambda: GaussianMechanism(sigma=1e8), 1e-15, gaussian_epsilon(1e-8, 1e-15)
+    ),
     "gaussian_1e12_compositions": (
         lambda: compose([GaussianMechanism(sigma=1e6)], counts=[10**12]),
         1e-10,
-        _gauss_eps(1.0, 1e-10),
+        gaussian_epsilon(1.0, 1e-10),
     ),
     "laplace_huge_b": (lambda: _laplace(1e12), 1e-10, 0.0),
     "laplace_1e6_compositions": (
@@ -174,16 +172,6 @@ def test_extremes_of_other_mechanisms(name):
 # ----------------------------------------------------------------------------------
 # library gaps found at the extremes, now fixed (each against an independent reference)
 # ----------------------------------------------------------------------------------
-def _mp_gauss_delta(mu, eps):
-    """Exact delta of the Gaussian mechanism (Balle & Wang 2018, Theorem 8), mpmath."""
-    mu, eps = mp.mpf(mu), mp.mpf(eps)
-    return mp.ncdf(mu / 2 - eps / mu) - mp.exp(eps) * mp.ncdf(-mu / 2 - eps / mu)
-
-
-def _mp_laplace_delta(b, eps):
-    """Exact delta of the Laplace mechanism: 1 - e^{(eps - 1/b)/2} below 1/b, else 0."""
-    eps, b = mp.mpf(eps), mp.mpf(b)
-    return max(mp.mpf(0), 1 - mp.exp((eps - 1 / b) / 2))
 
 
 def _mp_subsampled_delta(q, eps, base_delta):
@@ -200,30 +188,14 @@ def _mp_subsampled_delta(q, eps, base_delta):
     return max(remove, add)
 
 
-def _mp_invert(delta_fn, delta):
-    """Smallest eps >= 0 with delta_fn(eps) <= delta, by bisection in mpmath."""
-    if delta_fn(0) <= delta:
-        return 0.0
-    lo, hi = mp.mpf(0), mp.mpf(1e-20)
-    while delta_fn(hi) > delta:
-        lo, hi = hi, hi * 4
-    for _ in range(200):
-        mid = (lo + hi) / 2
-        if delta_fn(mid) > delta:
-            lo = mid
-        else:
-            hi = mid
-    return float(hi)
-
-
 @pytest.mark.parametrize("q", [1e-14, 1e-15, 1e-16])
 @pytest.mark.parametrize("base", ["gaussian", "laplace"])
 def test_tiny_sample_rate(q, base):
     """q <= 1e-14 once made the grid step so small that exp(-step) == 1.0 (a division by
     log(1) = 0 in pld._decaying_sum, NaN in the optimistic construction)."""
     mech = GaussianMechanism(sigma=1.0) if base == "gaussian" else _laplace(1.0)
-    base_delta = (lambda e: _mp_gauss_delta(1, e)) if base == "gaussian" else (
-        lambda e: _mp_laplace_delta(1, e)
+    base_delta = (lambda e: gaussian_delta(1, e)) if base == "gaussian" else (
+        lambda e: laplace_delta(1, e)
     )
     run = poisson_subsample(mech, q)
     for delta in (1e-5, q / 10):
@@ -231,7 +203,7 @@ def test_tiny_sample_rate(q, base):
             warnings.simplefilter("error")
             lo, hi = run.epsilon_bounds(delta)
             eps = run.epsilon(delta)
-        exact = _mp_invert(lambda e, d=base_delta: _mp_subsampled_delta(q, e, d), delta)
+        exact = invert_delta(lambda e, d=base_delta: _mp_subsampled_delta(q, e, d), delta)
         assert 0.0 <= lo <= exact * (1 + 1e-9) and hi >= exact * (1 - 1e-9)
         assert eps == hi
         # the grid step is floored at about 2^-36 (a certified, coarser grid)
@@ -381,12 +353,12 @@ def test_discrete_gaussian_huge_sigma_is_close_to_the_continuous_one():
         d = m.delta(np.array([0.0, 3e-8]))
         sub = poisson_subsample(m, 0.01).epsilon(1e-12)
         run = compose([m], counts=[100]).epsilon(1e-12)
-    gauss = _gauss_eps(1e-8, 1e-12)
+    gauss = gaussian_epsilon(1e-8, 1e-12)
     assert 0 < lo <= hi and hi == pytest.approx(gauss, rel=1e-4)
     assert eps5 == 0.0  # delta(0) ~ 0.4 / sigma = 4e-9 < 1e-5
     mu = 1e-8
     for e, got in zip([0.0, 3e-8], d, strict=True):
-        assert got == pytest.approx(float(_mp_gauss_delta(mu, e)), rel=1e-4)
+        assert got == pytest.approx(float(gaussian_delta(mu, e)), rel=1e-4)
     assert not m.has_pld and math.isfinite(sub) and math.isfinite(run)
     assert sub <= hi * (1 + 1e-9)  # amplification never hurts
 
@@ -409,7 +381,7 @@ def test_max_sample_rate_for_a_tight_budget_and_small_noise():
     assert q >= 1e-9
 
     def single_step_delta(rate):
-        return _mp_subsampled_delta(rate, 0.1, lambda e: _mp_gauss_delta(1 / 0.3, e))
+        return _mp_subsampled_delta(rate, 0.1, lambda e: gaussian_delta(1 / 0.3, e))
 
     lo, hi = mp.mpf(1e-12), mp.mpf(1e-2)
     for _ in range(60):
@@ -419,14 +391,6 @@ def test_max_sample_rate_for_a_tight_budget_and_small_noise():
 
 
 # ---------------------------------------------------------------- huge Renyi orders
-def _mp_sgm_rdp(q, sigma, alpha):
-    """MTZ 2019 integer-order binomial sum for the sampled Gaussian, in mpmath."""
-    q, s2 = mp.mpf(q), 2 * mp.mpf(sigma) ** 2
-    total = mp.fsum(
-        mp.binomial(alpha, k) * (1 - q) ** (alpha - k) * q**k * mp.exp((k * k - k) / s2)
-        for k in range(alpha + 1)
-    )
-    return mp.log(total) / (alpha - 1)
 
 
 def test_subsampled_rdp_at_huge_orders():
@@ -447,7 +411,7 @@ def test_subsampled_rdp_at_huge_orders():
     assert 1000 * 1e12 / 2 <= single <= 1000 * 1e12 / 2 * (1 + 1e-14)
     assert vals[3] == single and vals[2] == pytest.approx(1000 * alphas[2] / 2, rel=1e-14)
     assert np.all(np.diff(vals) >= 0)
-    ref = float(_mp_sgm_rdp(0.01, 1.0, 10_000)) * 1000
+    ref = subsampled_gaussian_rdp(0.01, 1.0, 10_000) * 1000
     assert ref * (1 - 1e-12) <= vals[0] <= ref * (1 + 1e-9)
     # below the limit the expansion is kept, and it is at most alpha log(1/q)/(alpha-1)
     # below the base curve (its k = alpha term alone gives that)

@@ -6,6 +6,7 @@ import math
 import mpmath as mp
 import numpy as np
 import pytest
+from oracles import gaussian_delta_sigma, gaussian_epsilon
 
 from dpacct.mechanisms import GaussianMechanism
 
@@ -13,16 +14,7 @@ mp.mp.dps = 40
 
 
 def mp_delta(sigma: float, eps: float) -> mp.mpf:
-    """Hockey-stick divergence of N(1, s^2) vs N(0, s^2) by direct integration.
-
-    The optimal set is {x : log p(x)/q(x) > eps} = {x > x0}, x0 = s^2 eps + 1/2; the
-    divergence is int_{x0}^inf p - e^eps q, evaluated with mpmath's erfc.
-    """
-    s = mp.mpf(sigma)
-    x0 = s**2 * eps + mp.mpf(1) / 2
-    tail_p = mp.erfc((x0 - 1) / (s * mp.sqrt(2))) / 2
-    tail_q = mp.erfc(x0 / (s * mp.sqrt(2))) / 2
-    return tail_p - mp.e**eps * tail_q
+    return gaussian_delta_sigma(sigma, eps, dps=40)
 
 
 @pytest.mark.parametrize("sigma", [0.5, 1.0, 3.7, 40.0])
@@ -37,11 +29,7 @@ def test_exact_delta_matches_mpmath(sigma, eps):
 @pytest.mark.parametrize("delta", [1e-3, 1e-5, 1e-10, 1e-15])
 def test_epsilon_is_the_analytic_value(sigma, delta):
     """epsilon(delta) equals the root of the mpmath curve to 1e-9, never below it."""
-    lo, hi = mp.mpf(0), mp.mpf(400)
-    for _ in range(200):  # plain bisection in mpmath: delta(eps) is decreasing
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if mp_delta(sigma, mid) > delta else (lo, mid)
-    want = hi
+    want = gaussian_epsilon(1 / mp.mpf(sigma), delta)
     got = GaussianMechanism(sigma=sigma).epsilon(delta)
     assert got == pytest.approx(float(want), rel=1e-9)
     assert mp_delta(sigma, got) <= delta * (1 + 1e-12)

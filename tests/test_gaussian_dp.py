@@ -9,6 +9,7 @@ from fractions import Fraction
 
 import mpmath
 import numpy as np
+import oracles
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -25,19 +26,9 @@ from dpacct.accountant.families.gaussian_dp import (
 
 
 def mp_hockey_stick(mu: float, eps: float) -> mpmath.mpf:
-    """int max(p(x) - e^eps q(x), 0) dx for p = N(mu, 1), q = N(0, 1), by quadrature:
-    the integrand is positive exactly for x > eps / mu + mu / 2, and decays there at
-    rate about that crossing point, so the pieces are that fine."""
-    with mpmath.workdps(40):
-        m, e = mpmath.mpf(mu), mpmath.mpf(eps)
-        cross = e / m + m / 2
-
-        def integrand(x):
-            return mpmath.npdf(x, m, 1) - mpmath.exp(e) * mpmath.npdf(x, 0, 1)
-
-        width = 1 / max(cross, 1)
-        pieces = [cross + k * width for k in range(31)]
-        return mpmath.quad(integrand, [*pieces, mpmath.inf])
+    """The hockey-stick divergence of N(mu, 1) against N(0, 1) (the shared oracle's
+    closed form at 50 digits; tests/test_oracles.py checks it against quadrature)."""
+    return oracles.gaussian_delta(mu, eps)
 
 
 @pytest.mark.parametrize("mu", [0.05, 1.0, 12.0])
@@ -125,11 +116,7 @@ def test_bad_input_names_the_parameter(call, name):
 
 
 def _exact_delta_60(sigma: float, eps: float):
-    import mpmath
-
-    with mpmath.workdps(60):
-        mu, e = 1 / mpmath.mpf(sigma), mpmath.mpf(eps)
-        return mpmath.ncdf(mu / 2 - e / mu) - mpmath.exp(e) * mpmath.ncdf(-mu / 2 - e / mu)
+    return oracles.gaussian_delta_sigma(sigma, eps, dps=60)
 
 
 def test_gaussian_bracket_is_certified_against_60_digits_where_the_float_curve_cancels():
@@ -186,11 +173,9 @@ def test_a_float_zero_epsilon_is_checked_too(sigma, delta):
 
 
 def _delta_at_400_digits(mu: float, eps: float) -> mpmath.mpf:
-    """The exact curve (Balle & Wang 2018, Theorem 8) at 400 digits: eps ~ mu^2 / 2 needs
-    about 2 log10(mu) digits before a = mu/2 - eps/mu has any."""
-    with mpmath.workdps(400):
-        m, e = mpmath.mpf(mu), mpmath.mpf(eps)
-        return mpmath.ncdf(m / 2 - e / m) - mpmath.exp(e) * mpmath.ncdf(-m / 2 - e / m)
+    """The exact curve at 400 digits: eps ~ mu^2 / 2 needs about 2 log10(mu) digits
+    before a = mu/2 - eps/mu has any."""
+    return oracles.gaussian_delta(mu, eps, dps=400)
 
 
 @pytest.mark.parametrize("sigma", [1e-151, 1e-152, 1e-153])

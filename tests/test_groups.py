@@ -13,6 +13,7 @@ import math
 import mpmath
 import numpy as np
 import pytest
+from oracles import gaussian_delta, subsampled_gaussian_delta
 from scipy import special
 
 from dpacct.accountant.pld import groups
@@ -22,20 +23,6 @@ from dpacct.accountant.pld.pld_fft import _ORDERS
 
 mpmath.mp.dps = 40
 STEP = 1e-3
-
-
-def _gaussian_delta(mu, eps):
-    mu, eps = mpmath.mpf(mu), mpmath.mpf(eps)
-    return mpmath.ncdf(-eps / mu + mu / 2) - mpmath.exp(eps) * mpmath.ncdf(-eps / mu - mu / 2)
-
-
-def _sgm_delta(sigma, q, eps):
-    """One remove-direction step: P = (1-q) N(0, s^2) + q N(1, s^2), Q = N(0, s^2)."""
-    s, q, eps = mpmath.mpf(sigma), mpmath.mpf(q), mpmath.mpf(eps)
-    # loss log(1 - q + q e^{(2x - 1) / (2 s^2)}) > eps  <=>  x > x*
-    x = s**2 * mpmath.log((mpmath.exp(eps) - 1 + q) / q) + mpmath.mpf(1) / 2
-    tail = lambda z: mpmath.ncdf(-z)  # noqa: E731
-    return (1 - q) * tail(x / s) + q * tail((x - 1) / s) - mpmath.exp(eps) * tail(x / s)
 
 
 def _group_pld(sigma, q, count, factor):
@@ -51,7 +38,7 @@ def test_gaussian_steps_stay_above_the_closed_form(sigma, count, factor):
     pld = _group_pld(sigma, 1.0, count, factor)
     mu = math.sqrt(count) / sigma
     for eps in (-0.5, 0.0, 0.1, 0.5, 1.0, 2.0):
-        exact = _gaussian_delta(mu, eps)
+        exact = gaussian_delta(mu, eps)
         got = mpmath.mpf(float(pld.delta(eps))) * (1 + 1e-12)
         assert got >= exact
         # connect-the-dots is second order: the widening shrinks with the fine step
@@ -62,7 +49,7 @@ def test_gaussian_steps_stay_above_the_closed_form(sigma, count, factor):
 def test_one_subsampled_step_stays_above_the_closed_form(sigma, q):
     pld = _group_pld(sigma, q, 1, 8)
     for eps in (0.0, 0.01, 0.05, 0.2, 1.0):
-        exact = _sgm_delta(sigma, q, eps)
+        exact = subsampled_gaussian_delta(q, sigma, eps, direction="remove")
         if exact < 1e-14:
             continue
         got = mpmath.mpf(float(pld.delta(eps))) * (1 + 1e-12)

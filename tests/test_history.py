@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 import pytest
-from scipy import optimize, stats
+from oracles import gaussian_epsilon
 
 from dpacct.accountant import PrivacyAccountant, poisson_subsample
 from dpacct.accountant.ledger import _FastHistory, _PLDHistory
@@ -26,16 +26,6 @@ GRID = 2.0**-10
 
 def _entry(mechanism, count=1):
     return Entry(mechanism, count, classify(mechanism))
-
-
-def _gaussian_epsilon(mu: float, delta: float) -> float:
-    """The exact epsilon of mu-GDP at ``delta`` (Balle & Wang 2018, Theorem 8)."""
-
-    def excess(eps: float) -> float:
-        d = stats.norm.cdf(-eps / mu + mu / 2) - math.exp(eps) * stats.norm.cdf(-eps / mu - mu / 2)
-        return d - delta
-
-    return optimize.brentq(excess, 0.0, 50.0, xtol=1e-14, rtol=1e-14)
 
 
 def test_symmetric_blocks_keep_one_pld_and_one_convolution_per_block():
@@ -70,7 +60,7 @@ def test_gaussian_blocks_bound_the_closed_form_from_above():
     for s in sigmas:
         history.fold([_entry(GaussianMechanism(sigma=s))])
     mu = math.sqrt(sum(1.0 / s**2 for s in sigmas))
-    exact = _gaussian_epsilon(mu, DELTA)
+    exact = gaussian_epsilon(mu, DELTA)
     eps = history.epsilon()
     # sound (the grid rounds sigma down, never up) and tight to the grid's 0.1 %
     assert exact <= eps <= exact * 1.01

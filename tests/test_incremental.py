@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 
 import pytest
+from oracles import gaussian_epsilon
 
 from dpacct.accountant.pld.incremental import IncrementalEpsilon
 from dpacct.accountant.pld.schedule import FAST_STEP, round_schedule
@@ -47,23 +48,13 @@ def test_incremental_epsilon_matches_the_one_shot_fast_path():
     assert upper <= same_cells * (1 + 1e-4)
 
 
-def _gdp_epsilon(mu: float, delta: float) -> float:
-    """Epsilon of mu-GDP at delta (Dong, Roth & Su 2022, Corollary 2.13), by brentq."""
-    from scipy import optimize, special
-
-    def gap(eps):
-        return special.ndtr(-eps / mu + mu / 2) - math.exp(eps) * special.ndtr(-eps / mu - mu / 2)
-
-    return optimize.brentq(lambda e: gap(e) - delta, 0.0, 200.0, xtol=1e-14)
-
-
 def test_full_batch_history_is_above_the_gdp_closed_form():
     # q = 1: Gaussians compose exactly to mu-GDP with mu^2 = sum 1 / sigma_t^2
     sigmas = [4.0 * 0.995**t for t in range(120)]
     inc = IncrementalEpsilon(DELTA)
     for b in range(0, 120, 40):
         inc.fold([(s, 1.0, 1) for s in sigmas[b : b + 40]])
-    exact = _gdp_epsilon(math.sqrt(sum(s**-2 for s in sigmas)), DELTA)
+    exact = gaussian_epsilon(math.sqrt(sum(s**-2 for s in sigmas)), DELTA)
     eps = inc.epsilon()
     assert exact <= eps <= exact * 1.01
 

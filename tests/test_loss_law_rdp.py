@@ -10,7 +10,7 @@ import mpmath
 import numpy as np
 import pytest
 
-from dpacct.accountant import mechanism_from_loss_laws
+from dpacct.accountant import Mechanism
 from dpacct.accountant.laws.loss_law import AtomicLossLaw, GaussianLossLaw, PoissonSubsampledLossLaw
 from dpacct.accountant.laws.loss_law_rdp import loss_law_rdp, swapped_loss_law
 
@@ -72,7 +72,7 @@ def test_loss_law_rdp_of_atomic_law_is_exact():
     for a in (1.5, 2.0, 7.0):
         exact = math.log(float(np.sum(p**a * q ** (1 - a)))) / (a - 1)
         assert float(loss_law_rdp(law, a)) == pytest.approx(exact, rel=1e-12)
-    m = mechanism_from_loss_laws(law)
+    m = Mechanism.from_loss_laws(law)
     # both directions: the add direction is the swapped pair (Q, P)
     a = 3.0
     rev = math.log(float(np.sum(q**a * p ** (1 - a)))) / (a - 1)
@@ -94,3 +94,23 @@ def test_swapped_law_is_the_other_direction(generic):
     expected = 1.0 - np.exp(eps) + np.exp(eps) * law.hockey_stick(-eps)
     assert np.allclose(swapped.hockey_stick(eps), np.clip(expected, 0, 1), atol=1e-12)
     assert swapped_loss_law(swapped).hockey_stick(eps) == pytest.approx(law.hockey_stick(eps))
+
+
+def test_closed_forms_are_declared_by_the_family_for_itself():
+    """The engine takes a law's closed forms from ``closed_form``, which a subclass does
+    not inherit (it may change the law) but may declare again."""
+    from dpacct.accountant.capabilities import _DeclaredHere
+
+    class Opaque(GaussianLossLaw):
+        pass
+
+    class Vouched(GaussianLossLaw):
+        closed_form = _DeclaredHere("gaussian")
+
+    law = AtomicLossLaw.from_pair(np.array([0.5, 0.5]), np.array([0.25, 0.75]))
+    assert GaussianLossLaw(mu=1.0).closed_form == "gaussian" and law.closed_form == "atomic"
+    assert Opaque(mu=1.0).closed_form is None
+    assert swapped_loss_law(Opaque(mu=1.0)) is not Opaque(mu=1.0)  # wrapped, not trusted
+    v = Vouched(mu=1.0)
+    assert swapped_loss_law(v) is v
+    np.testing.assert_array_equal(loss_law_rdp(v, [2.0, 3.0]), [1.0, 1.5])

@@ -13,6 +13,7 @@ import math
 
 import numpy as np
 import pytest
+from oracles import gaussian_delta_curve, gaussian_epsilon
 from scipy import optimize, stats
 
 from dpacct.accountant import Capabilities, Mechanism
@@ -23,12 +24,11 @@ DELTAS = [1e-3, 1e-5, 1e-9]
 
 
 def gdp_delta(eps, mu=MU):
-    eps = np.asarray(eps, dtype=float)
-    return stats.norm.cdf(-eps / mu + mu / 2) - np.exp(eps) * stats.norm.cdf(-eps / mu - mu / 2)
+    return gaussian_delta_curve(eps, mu)
 
 
 def gdp_epsilon(delta, mu=MU):
-    return optimize.brentq(lambda e: float(gdp_delta(e, mu)) - delta, 0.0, 60.0, xtol=1e-14)
+    return gaussian_epsilon(mu, delta)
 
 
 class CurveOnly(Mechanism):

@@ -9,13 +9,15 @@ import sys
 import mpmath as mp
 import numpy as np
 import pytest
-from scipy import stats
+from oracles import gaussian_delta_curve, gaussian_epsilon
 
 from dpacct.accountant.numerics import (
     EXP_MAX,
     EXP_OVERFLOW,
     SUBNORMAL_FLOOR,
     TINY,
+    _bar_disabled,
+    _log_expm1,
     brentq,
     invert_decreasing,
     next_up,
@@ -51,38 +53,17 @@ def test_next_up_leaves_non_finite_values_alone():
     assert math.isnan(next_up(math.nan))
 
 
-def _gaussian_delta(eps: np.ndarray, sigma: float) -> np.ndarray:
-    """Balle & Wang 2018, Theorem 8, written out with scipy (not the library's code)."""
-    a = 1.0 / (2.0 * sigma)
-    return stats.norm.cdf(a - eps * sigma) - np.exp(eps) * stats.norm.cdf(-a - eps * sigma)
-
-
-def _mp_gaussian_epsilon(delta: float, sigma: float) -> float:
-    """The same curve inverted by bisection in mpmath at 30 digits."""
-    with mp.workdps(30):
-        s = mp.mpf(sigma)
-
-        def f(e):
-            return mp.ncdf(1 / (2 * s) - e * s) - mp.exp(e) * mp.ncdf(-1 / (2 * s) - e * s) - delta
-
-        lo, hi = mp.mpf(0), mp.mpf(50)  # f decreases from f(0) > 0 to f(50) < 0
-        for _ in range(120):
-            mid = (lo + hi) / 2
-            lo, hi = (mid, hi) if f(mid) > 0 else (lo, mid)
-        return float(hi)
-
-
 @pytest.mark.parametrize("sigma, delta", [(1.0, 1e-5), (0.5, 1e-9), (3.0, 1e-3)])
 def test_invert_decreasing_brackets_the_gaussian_epsilon(sigma, delta):
-    lo, hi = invert_decreasing(lambda e: _gaussian_delta(e, sigma), delta)
-    want = _mp_gaussian_epsilon(delta, sigma)
+    lo, hi = invert_decreasing(lambda e: gaussian_delta_curve(e, 1 / sigma), delta)
+    want = gaussian_epsilon(1 / sigma, delta)
     assert lo <= want * (1 + 1e-12) and want <= hi * (1 + 1e-12)
     assert hi - lo <= 1e-13 * hi
     # the documented invariant: above the target at lo, at or below it at hi
     assert (
-        _gaussian_delta(np.array([lo]), sigma)[0]
+        gaussian_delta_curve(np.array([lo]), 1 / sigma)[0]
         > delta
-        >= _gaussian_delta(np.array([hi]), sigma)[0]
+        >= gaussian_delta_curve(np.array([hi]), 1 / sigma)[0]
     )
 
 
@@ -110,3 +91,42 @@ def test_brentq_finds_the_dottie_number():
     # the unique real root of cos(x) = x, 0.739085133215160641655312... (OEIS A003957)
     root = brentq(lambda x: math.cos(x) - x, 0.0, 1.0, xtol=1e-15, rtol=1e-15)
     assert root == pytest.approx(0.7390851332151607, abs=4e-16)
+
+
+@pytest.mark.parametrize(
+    "x", [0.0, 1e-300, 1e-20, 1e-8, 0.5, 1.0, 1.0 + 2**-52, 2.0, 30.0, 31.0, 700.0, 1e5]
+)
+def test_log_expm1_against_mpmath(x):
+    got = float(_log_expm1(x))
+    if x == 0.0:
+        assert got == -math.inf
+        return
+    with mp.workdps(50):
+        want = float(mp.log(mp.expm1(mp.mpf(x))))
+    assert got == pytest.approx(want, rel=4e-16, abs=0)
+    assert float(_log_expm1(x, 30.0)) == pytest.approx(want, rel=4e-16, abs=0)
+
+
+def test_log_expm1_ends_and_arrays():
+    out = _log_expm1(np.array([0.0, math.inf, 2.0]))
+    assert out[0] == -math.inf and out[1] == math.inf and out.shape == (3,)
+    assert math.isnan(float(_log_expm1(-1.0)))  # outside the domain: nan, never a number
+
+
+def test_progress_bars_follow_tqdm_disable(monkeypatch, capsys):
+    """A bar the caller asked for is hidden when TQDM_DISABLE is set (tqdm's own switch,
+    which an explicit ``disable=`` would otherwise override): the notebooks and any
+    load-independent run rely on it."""
+    from dpacct.accountant.transformers import random_allocation_pld as rap
+
+    monkeypatch.delenv("TQDM_DISABLE", raising=False)
+    assert _bar_disabled(True) is False and _bar_disabled(False) is True
+    monkeypatch.setattr(rap, "PROGRESS_DELAY", 0.0)  # show at once, load or not
+    monkeypatch.setattr(rap, "_LAWS", {})
+    rap.allocation_sum_law(1.0, 64, progress=True)
+    assert "random-allocation law" in capsys.readouterr().err
+    monkeypatch.setenv("TQDM_DISABLE", "1")
+    assert _bar_disabled(True) is True
+    monkeypatch.setattr(rap, "_LAWS", {})
+    rap.allocation_sum_law(1.0, 64, progress=True)
+    assert capsys.readouterr().err == ""

@@ -21,12 +21,12 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scipy import optimize, stats
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("opacus")
 
 from opacus import PrivacyEngine  # noqa: E402
+from oracles import gaussian_epsilon  # noqa: E402
 from torch.utils.data import DataLoader, TensorDataset, WeightedRandomSampler  # noqa: E402
 
 import dpacct as dp  # noqa: E402
@@ -45,17 +45,6 @@ SIGMA = 1.2
 EPOCHS = 3
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
-
-
-def _gdp_epsilon(mu: float, delta: float) -> float:
-    """Epsilon of mu-GDP at delta (Dong, Roth, Su 2019, Corollary 2.13), by root finding."""
-
-    def excess(eps: float) -> float:
-        return (
-            stats.norm.cdf(-eps / mu + mu / 2) - math.exp(eps) * stats.norm.cdf(-eps / mu - mu / 2)
-        ) - delta
-
-    return optimize.brentq(excess, 0.0, 500.0, xtol=1e-12)
 
 
 def _data():
@@ -183,7 +172,8 @@ def test_shuffled_path_without_opacus_edges():
     assert acct.get_delta(1.0) == 0.0
     for _ in range(25):  # two full epochs and half of a third: three Gaussians
         acct.step(noise_multiplier=2.0, sample_rate=0.1)
-    assert acct.get_epsilon(DELTA) == pytest.approx(_gdp_epsilon(math.sqrt(3) / 2, DELTA), rel=1e-6)
+    expected = gaussian_epsilon(math.sqrt(3) / 2, DELTA)
+    assert acct.get_epsilon(DELTA) == pytest.approx(expected, rel=1e-6)
     acct.step(noise_multiplier=0.0, sample_rate=0.1)  # a non-private step
     assert acct.epsilon_bounds(DELTA) == (math.inf, math.inf)
     assert acct.get_delta(1.0) == 1.0
@@ -243,7 +233,7 @@ def test_shuffled_run_reports_the_proved_bound_with_poisson_beside_it():
     acct = engine.accountant
     assert acct.data_path.scheme == "shuffle" and acct.data_path.batch_size == BATCH
     upper = engine.get_epsilon(DELTA)
-    assert upper == pytest.approx(_gdp_epsilon(math.sqrt(EPOCHS) / SIGMA, DELTA), rel=1e-6)
+    assert upper == pytest.approx(gaussian_epsilon(math.sqrt(EPOCHS) / SIGMA, DELTA), rel=1e-6)
     lower, upper2 = acct.epsilon_bounds(DELTA)
     assert upper2 == upper and 0.0 < lower < upper
     report = dp.sampler_report(
@@ -268,7 +258,7 @@ def test_shuffled_calibration_meets_the_target_for_the_shuffled_run():
         loader, poisson_sampling=False, target_epsilon=4.0, target_delta=DELTA, epochs=EPOCHS
     )
     sigma = optimizer.noise_multiplier
-    eps = _gdp_epsilon(math.sqrt(EPOCHS) / sigma, DELTA)  # the proved bound at that sigma
+    eps = gaussian_epsilon(math.sqrt(EPOCHS) / sigma, DELTA)  # the proved bound at that sigma
     assert 4.0 - 0.02 <= eps <= 4.0 * (1 + 1e-9)
     _train(model, optimizer, loader, EPOCHS)
     assert engine.get_epsilon(DELTA) == pytest.approx(eps, rel=1e-6)
@@ -281,7 +271,7 @@ def test_shuffled_accumulation_and_a_batch_size_that_changes():
     _train(model, optimizer, loader, 2, accumulate=2)  # 5 logical steps per epoch
     acct = engine.accountant
     assert acct.history == [(SIGMA, 0.2, 10)]
-    expected = _gdp_epsilon(math.sqrt(2) / SIGMA, DELTA)
+    expected = gaussian_epsilon(math.sqrt(2) / SIGMA, DELTA)
     assert engine.get_epsilon(DELTA) == pytest.approx(expected, rel=1e-6)
     # a larger batch from another loader: refused before the parameters move
     bigger = DataLoader(_data(), batch_size=2 * BATCH, shuffle=True)

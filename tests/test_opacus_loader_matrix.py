@@ -20,7 +20,6 @@ import warnings
 
 import numpy as np
 import pytest
-from scipy import optimize, stats
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("opacus")
@@ -30,6 +29,7 @@ from opacus import PrivacyEngine  # noqa: E402
 from opacus.data_loader import DPDataLoader  # noqa: E402
 from opacus.utils.batch_memory_manager import BatchMemoryManager  # noqa: E402
 from opacus.utils.uniform_sampler import UniformWithReplacementSampler  # noqa: E402
+from oracles import gaussian_epsilon, subsampled_gaussian_epsilon  # noqa: E402
 from torch.utils.data import (  # noqa: E402
     BatchSampler,
     DataLoader,
@@ -63,17 +63,6 @@ pytestmark = [
 # ----------------------------------------------------------------------------------
 # independent references
 # ----------------------------------------------------------------------------------
-
-
-def _gdp_epsilon(mu: float, delta: float) -> float:
-    """Epsilon of mu-GDP at delta (Dong, Roth, Su 2019, Corollary 2.13), by root finding."""
-
-    def excess(eps: float) -> float:
-        return (
-            stats.norm.cdf(-eps / mu + mu / 2) - math.exp(eps) * stats.norm.cdf(-eps / mu - mu / 2)
-        ) - delta
-
-    return optimize.brentq(excess, 0.0, 500.0, xtol=1e-12)
 
 
 def _poisson_pld(q: float, steps: int, sigma: float = SIGMA) -> float:
@@ -202,7 +191,7 @@ def test_row_shuffle():
     engine, model, opt, loader, _ = _private(loader, poisson_sampling=False)
     _train(model, opt, loader, 2)
     assert engine.accountant.data_path.scheme == "shuffle"
-    expected = _gdp_epsilon(math.sqrt(2) / SIGMA, DELTA)
+    expected = gaussian_epsilon(math.sqrt(2) / SIGMA, DELTA)
     assert engine.get_epsilon(DELTA) == pytest.approx(expected, rel=1e-6)
 
 
@@ -211,7 +200,7 @@ def test_row_sequential():
                                              poisson_sampling=False)  # fmt: skip
     _train(model, opt, loader, 3)
     assert engine.accountant.data_path.scheme == "sequential"
-    expected = _gdp_epsilon(math.sqrt(3) / SIGMA, DELTA)
+    expected = gaussian_epsilon(math.sqrt(3) / SIGMA, DELTA)
     assert engine.get_epsilon(DELTA) == pytest.approx(expected, rel=1e-6)
 
 
@@ -277,7 +266,7 @@ def test_row_drop_last(drop_last):
     _train(model, opt, loader, 2)
     acct = engine.accountant
     assert acct.data_path.scheme == "shuffle" and len(acct) == 2 * len(loader)
-    expected = _gdp_epsilon(math.sqrt(2) / SIGMA, DELTA)
+    expected = gaussian_epsilon(math.sqrt(2) / SIGMA, DELTA)
     assert engine.get_epsilon(DELTA) == pytest.approx(expected, rel=1e-6)
 
 
@@ -286,7 +275,7 @@ def test_row_gradient_accumulation():
     engine, model, opt, loader, _ = _private(loader, poisson_sampling=False)
     _train(model, opt, loader, 2, accumulate=2)
     assert engine.accountant.history == [(SIGMA, 0.2, 10)]
-    expected = _gdp_epsilon(math.sqrt(2) / SIGMA, DELTA)
+    expected = gaussian_epsilon(math.sqrt(2) / SIGMA, DELTA)
     assert engine.get_epsilon(DELTA) == pytest.approx(expected, rel=1e-6)
     # over Poisson batches a record can be in several of them: refused (Opacus refuses
     # it itself for poisson_sampling=True; dpacct for its Poisson sampler given as is)
@@ -323,7 +312,7 @@ def test_row_batch_memory_manager():
             loss_fn(model(xb).squeeze(-1), yb).backward()
             opt.step()
     assert engine.accountant.history == [(SIGMA, 0.1, 10)]
-    expected = _gdp_epsilon(1 / SIGMA, DELTA)
+    expected = gaussian_epsilon(1 / SIGMA, DELTA)
     assert engine.get_epsilon(DELTA) == pytest.approx(expected, rel=1e-6)
 
 
@@ -535,15 +524,9 @@ def test_row_poisson_batches_repeated_every_epoch_are_refused_or_accounted():
 def _fixed_size_one_step_epsilon(sigma: float, q: float, delta: float) -> float:
     """Epsilon of one fixed-size step at noise ``sigma`` (replace-one, so mu = 2 / sigma),
     attained by a dataset pair: ``q delta_N(log(1 + (e^eps - 1) / q))`` (Balle, Barthe,
-    Gaboardi 2018, Table 1; the Gaussian curve of Balle & Wang 2018, Theorem 8)."""
-    mu = 2.0 / sigma
-
-    def excess(eps: float) -> float:
-        e0 = math.log1p(math.expm1(eps) / q)
-        d = stats.norm.cdf(-e0 / mu + mu / 2) - math.exp(e0) * stats.norm.cdf(-e0 / mu - mu / 2)
-        return q * d - delta
-
-    return optimize.brentq(excess, 0.0, 500.0, xtol=1e-12)
+    Gaboardi 2018, Table 1), the remove direction of the Poisson-subsampled Gaussian at
+    noise sigma / 2."""
+    return subsampled_gaussian_epsilon(q, sigma / 2.0, delta, direction="remove")
 
 
 def test_row_fixed_size_batches_repeated_every_epoch_are_refused_or_accounted():

@@ -54,6 +54,7 @@ from dp_accounting.pld import PLDAccountant
 from dp_accounting.pld import privacy_loss_distribution as dpa_pld
 from hypothesis import HealthCheck, given, reject, settings
 from hypothesis import strategies as st
+from oracles import gaussian_epsilon, laplace_epsilon
 
 from dpacct.accountant import compose, poisson_subsample
 from dpacct.mechanisms import GaussianMechanism, LaplaceMechanism, RandomizedResponse
@@ -85,26 +86,6 @@ PRV_EPS_ERROR = 0.05
 
 
 # ------------------------------------------------------------------------ exact values
-def exact_gaussian_epsilon(mu: float, delta: float) -> float:
-    """Exact epsilon of mu-GDP at ``delta`` (Dong, Roth, Su 2019, Cor. 2.13), in mpmath."""
-    with mpmath.workdps(40):
-        m = mpmath.mpf(mu)
-        d = mpmath.mpf(delta)
-
-        def curve(eps):
-            return mpmath.ncdf(m / 2 - eps / m) - mpmath.exp(eps) * mpmath.ncdf(-m / 2 - eps / m)
-
-        if curve(0) <= d:
-            return 0.0
-        hi = mpmath.mpf(1)
-        while curve(hi) > d:
-            hi *= 2
-        lo = hi / 2 if hi > 1 else mpmath.mpf(0)
-        # the curve decreases in eps: plain bisection to 1e-30, robust and plenty
-        while hi - lo > mpmath.mpf("1e-30") * (1 + hi):
-            mid = (lo + hi) / 2
-            lo, hi = (mid, hi) if curve(mid) > d else (lo, mid)
-        return float((lo + hi) / 2)
 
 
 def exact_rr_epsilon(p: float, count: int, delta: float) -> float:
@@ -132,22 +113,17 @@ def exact_rr_epsilon(p: float, count: int, delta: float) -> float:
         return float(mpmath.findroot(lambda e: curve(e) - d, (0, top), solver="bisect"))
 
 
-def exact_laplace_epsilon(b: float, delta: float) -> float:
-    """Exact epsilon of one Laplace(b) at sensitivity 1: ``delta = 1 - exp((eps - 1/b)/2)``."""
-    return max(0.0, 1.0 / b + 2.0 * math.log1p(-delta))
-
-
 def test_exact_helpers_against_independent_facts():
     # one Gaussian at sigma = 1, delta = 1e-5: epsilon = 4.4...; cross-check the
     # helper by plugging its answer back into scipy's normal CDF
     from scipy import stats
 
-    eps = exact_gaussian_epsilon(1.0, 1e-5)
+    eps = gaussian_epsilon(1.0, 1e-5)
     d = stats.norm.cdf(0.5 - eps) - math.exp(eps) * stats.norm.cdf(-0.5 - eps)
     assert d == pytest.approx(1e-5, rel=1e-9)
     # one randomized response is pure log(p / (1 - p))-DP: delta(eps) = p - e^eps (1 - p)
     assert exact_rr_epsilon(0.75, 1, 0.1) == pytest.approx(math.log(0.65 / 0.25), rel=1e-12)
-    assert exact_laplace_epsilon(1.0, 1e-300) == pytest.approx(1.0)
+    assert laplace_epsilon(1.0, 1e-300) == pytest.approx(1.0)
 
 
 # ------------------------------------------------------------------------ peer calls
@@ -232,7 +208,7 @@ def test_oracles_agree_with_closed_form_gaussian_composition(sigma, k, delta):
     10.9078725 on one machine (dp-accounting 0.6.0) against the exact 10.9079020,
     and 10.9079052 on another; its answer depends on the FFT's round-off.
     """
-    exact = exact_gaussian_epsilon(math.sqrt(k) / sigma, delta)
+    exact = gaussian_epsilon(math.sqrt(k) / sigma, delta)
     # ours: the exact route (Gaussians compose in closed form) and its bracket
     run = compose([GaussianMechanism(sigma=sigma)], counts=[k])
     elo, ehi = run.epsilon_bounds(delta)
@@ -252,7 +228,7 @@ def test_oracles_agree_with_closed_form_gaussian_composition(sigma, k, delta):
 
 @pytest.mark.parametrize("b, delta", [(1.0, 1e-5), (0.25, 1e-3), (4.0, 1e-8)])
 def test_oracles_agree_with_closed_form_laplace(b, delta):
-    exact = exact_laplace_epsilon(b, delta)
+    exact = laplace_epsilon(b, delta)
     assert LaplaceMechanism(b=b).epsilon(delta) == pytest.approx(exact, rel=1e-9)
     # the oracles' lower bounds are below the truth
     assert dpa_lower([(dpa_laplace(b, 1e-3), 1)], delta) <= exact * (1 + ROUNDOFF)
@@ -320,7 +296,7 @@ def test_dpsgd_never_below_prv_accountant_lower_bound(q, sigma, k, delta):
 )
 def test_gaussian_compositions_against_closed_form_and_both_peers(parts, delta):
     mu = math.sqrt(sum(k / s**2 for s, k in parts))
-    exact = exact_gaussian_epsilon(mu, delta)
+    exact = gaussian_epsilon(mu, delta)
     total = sum(k for _, k in parts)
     h = dpa_interval(total)
     lower = dpa_lower([(dpa_gaussian(s, h), k) for s, k in parts], delta)

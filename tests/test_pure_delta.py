@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 
 from dpacct.accountant import (
+    Mechanism,
     PrivacyAccountant,
     compose,
-    mechanism_from_pure_epsilon,
     poisson_subsample,
     random_allocation,
     subsample_without_replacement,
@@ -88,7 +88,7 @@ def test_randomized_response_pure_epsilon(p, k):
 @pytest.mark.parametrize("eps", [0.1, 1.0, 3.7])
 def test_generic_pure_dp(eps):
     assert PureDPMechanism(epsilon=eps).epsilon(0) == eps
-    assert mechanism_from_pure_epsilon(eps).epsilon(0) == eps
+    assert Mechanism.from_pure_epsilon(eps).epsilon(0) == eps
     assert ExponentialMechanism(epsilon=eps, bounded_range=False).epsilon(0) >= eps * (1 - 1e-15)
 
 

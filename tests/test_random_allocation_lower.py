@@ -14,7 +14,8 @@ import math
 
 import numpy as np
 import pytest
-from scipy import optimize, stats
+from oracles import gaussian_delta, gaussian_epsilon
+from scipy import stats
 
 from dpacct.accountant import Mechanism
 from dpacct.accountant.transformers.random_allocation import random_allocation
@@ -26,20 +27,10 @@ from dpacct.accountant.transformers.random_allocation_lower import (
 from dpacct.mechanisms import GaussianMechanism
 
 
-def gdp_delta(mu: float, eps: float) -> float:
-    return float(
-        stats.norm.cdf(-eps / mu + mu / 2) - math.exp(eps) * stats.norm.cdf(-eps / mu - mu / 2)
-    )
-
-
-def gdp_epsilon(mu: float, delta: float) -> float:
-    return optimize.brentq(lambda e: gdp_delta(mu, e) - delta, 0.0, 100.0, xtol=1e-13)
-
-
 @pytest.mark.parametrize(("sigma", "epochs"), [(1.0, 1), (2.0, 4)])
 def test_lower_bound_of_one_step_is_below_and_near_the_gaussian(sigma, epochs):
     delta = 1e-6
-    exact = gdp_epsilon(math.sqrt(epochs) / sigma, delta)
+    exact = gaussian_epsilon(math.sqrt(epochs) / sigma, delta)
     lo = random_allocation_lower_epsilon(sigma, 1, delta, epochs=epochs)
     assert exact * (1 - 1e-3) <= lo <= exact
 
@@ -62,7 +53,7 @@ def test_monte_carlo_of_one_step_covers_the_gaussian_delta(direction):
         direction=direction,
         confidence=0.9999,
     )
-    assert lo <= gdp_delta(1.0 / sigma, eps) <= hi
+    assert lo <= gaussian_delta(1.0 / sigma, eps) <= hi
     assert lo <= est <= hi
 
 

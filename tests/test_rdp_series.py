@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dpacct.accountant.numerics import _log_expm1
 from dpacct.accountant.rdp.rdp_series import (
     _cgf_chord,
-    _log_expm1,
     _monotone_envelope,
     _needed_integers,
     _segment_logsumexp,

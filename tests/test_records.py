@@ -11,11 +11,10 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
-import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scipy import stats
+from oracles import gaussian_delta
 
 from dpacct.accountant import Mechanism, PrivacyAccountant, poisson_subsample
 from dpacct.accountant.ledger import BudgetExceededError, _FastHistory
@@ -102,13 +101,6 @@ def test_other_mechanisms_are_not_steps():
     assert classify(poisson_subsample(LaplaceMechanism(b=1.0), 0.1)) is None
 
 
-def _gdp_delta(mu: float, eps: float) -> float:
-    """Dong, Roth & Su 2019, Corollary 2.13: delta(eps) of mu-GDP."""
-    return float(
-        stats.norm.cdf(-eps / mu + mu / 2) - np.exp(eps) * stats.norm.cdf(-eps / mu - mu / 2)
-    )
-
-
 def test_replace_one_gaussian_is_refused_the_fast_route_and_accounted_under_its_relation():
     # the fast route's cells are add/remove subsampled Gaussians: a replace-one record
     # is not a step (Poisson sampling of it is refused by the engine anyway), so the
@@ -125,8 +117,8 @@ def test_replace_one_gaussian_is_refused_the_fast_route_and_accounted_under_its_
     # independent value: the composition is mu-GDP with mu^2 = sum 3 / sigma^2
     mu = math.sqrt(sum(3.0 / s**2 for s in sigmas))
     eps = acct.epsilon(DELTA)
-    assert _gdp_delta(mu, eps) <= DELTA * (1 + 1e-9)
-    assert _gdp_delta(mu, eps * 0.99) > DELTA
+    assert gaussian_delta(mu, eps) <= DELTA * (1 + 1e-9)
+    assert gaussian_delta(mu, eps * 0.99) > DELTA
 
 
 @settings(max_examples=200, deadline=None)

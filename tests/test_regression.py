@@ -11,26 +11,15 @@ from __future__ import annotations
 
 import math
 
-import mpmath as mp
 import pytest
+from oracles import gaussian_mu
 
 from dpacct.calibrators.regression import calibrate_adassp, calibrate_ssp
 
 
 def analytic_multiplier(eps: float, delta: float) -> float:
-    """The smallest sigma with delta_Gaussian(eps) <= delta, by mpmath at 40 digits."""
-    with mp.workdps(40):
-        e = mp.mpf(eps)
-
-        def excess(s):
-            mu = 1 / s
-            return mp.ncdf(mu / 2 - e / mu) - mp.exp(e) * mp.ncdf(-mu / 2 - e / mu) - delta
-
-        lo, hi = mp.mpf("0.01"), mp.mpf(1000)  # excess decreases in s: bisect
-        for _ in range(120):
-            mid = mp.sqrt(lo * hi)
-            lo, hi = (lo, mid) if excess(mid) <= 0 else (mid, hi)
-        return float(hi)
+    """The smallest sigma with delta_Gaussian(eps) <= delta: 1 / the exact mu."""
+    return 1.0 / gaussian_mu(eps, delta)
 
 
 def combined(multipliers) -> float:

@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 import pytest
+from oracles import gaussian_delta
 
 import dpacct as dp
 from dpacct.accountant import (
@@ -26,15 +27,6 @@ from dpacct.mechanisms import (
     fixed_size_gaussian_step,
     replace_one,
 )
-
-
-def _phi(x: float) -> float:
-    return 0.5 * math.erfc(-x / math.sqrt(2.0))
-
-
-def _gdp_delta(mu: float, eps: float) -> float:
-    """Exact delta(eps) of mu-GDP (Dong, Roth, Su 2019, Corollary 2.13)."""
-    return _phi(-eps / mu + mu / 2) - math.exp(eps) * _phi(-eps / mu - mu / 2)
 
 
 def test_poisson_subsampling_refuses_a_replace_one_base():
@@ -67,7 +59,7 @@ def test_replace_one_gaussian_against_the_closed_form(sigma):
     assert conv == ReplaceOneGaussianMechanism(sigma=sigma / 2)
     assert conv.neighbouring == REPLACE_ONE
     eps = conv.epsilon(1e-6)
-    assert _gdp_delta(2.0 / sigma, eps) == pytest.approx(1e-6, rel=1e-7)
+    assert gaussian_delta(2.0 / sigma, eps) == pytest.approx(1e-6, rel=1e-7)
     # the attaining pair: clipped gradients g = +C and g' = -C, noise sigma * C
     c = 1.0
     mu_attained = abs(c - (-c)) / (sigma * c)
@@ -118,3 +110,20 @@ def test_relations_are_named_constants():
     )
     lo, hi = mixed.epsilon_bounds(1e-6)
     assert 0 < lo <= hi and np.isfinite(hi)
+
+
+def test_replace_one_reads_the_declared_noise_parameter_which_subclasses_lose():
+    """replace_one converts a family that declares its noise parameter for itself
+    (``noise_parameter``); a subclass, which may change the curve, does not inherit the
+    declaration and is refused, as the exact-type test it replaces did."""
+    from dpacct.mechanisms import GaussianMechanism, LaplaceMechanism
+
+    class Tweaked(GaussianMechanism):
+        pass
+
+    assert GaussianMechanism(sigma=1.0).noise_parameter == "sigma"
+    assert LaplaceMechanism(b=1.0).noise_parameter == "b"
+    assert Tweaked(sigma=1.0).noise_parameter is None
+    assert ReplaceOneGaussianMechanism(sigma=1.0).noise_parameter is None
+    with pytest.raises(TypeError, match="replace_one converts GaussianMechanism"):
+        replace_one(Tweaked(sigma=1.0))

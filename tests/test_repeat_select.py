@@ -11,12 +11,14 @@ import math
 
 import mpmath as mp
 import numpy as np
+import oracles
 import pytest
+from scipy import optimize
 
 from dpacct.accountant import (
     GaussianMechanism,
+    Mechanism,
     compose,
-    mechanism_from_epsilon_delta,
     rdp_to_epsilon,
     repeat_and_select,
 )
@@ -86,4 +88,104 @@ def test_bad_input_names_the_parameter():
     with pytest.raises(TypeError, match="mechanism"):
         repeat_and_select("gaussian", 2.0, 1.0)
     with pytest.raises(ValueError, match="Renyi"):
-        repeat_and_select(mechanism_from_epsilon_delta(1.0, 1e-6), 2.0, 1.0)
+        repeat_and_select(Mechanism.from_epsilon_delta(1.0, 1e-6), 2.0, 1.0)
+
+
+# ----------------------------------------------------- the theorems against closed forms
+def gaussian_theorem2(sigma: float, mean: float, shape: float, lam: np.ndarray) -> np.ndarray:
+    """Papernot & Steinke 2022, Theorem 2, for a Gaussian base (rdp = a / (2 s^2)), with
+    lamhat minimised in closed form: (1 - 1/l) l/(2 s^2) + L/l = (l - 1)/(2 s^2) + L/l
+    is smallest at l* = s sqrt(2 L) (if l* > 1), L = log(1/gamma) from the brute-force
+    mean of the law (tnb_mean_brute)."""
+    gamma = optimize.brentq(lambda g: tnb_mean_brute(g, shape) - mean, 1e-6, 1.0 - 1e-9, xtol=1e-15)
+    big_l = -math.log(gamma)
+    lstar = max(sigma * math.sqrt(2.0 * big_l), 1.0 + 1e-9)
+    const = (1.0 + shape) * ((lstar - 1.0) / (2.0 * sigma**2) + big_l / lstar)
+    return lam / (2.0 * sigma**2) + math.log(mean) / (lam - 1.0) + const
+
+
+@pytest.mark.parametrize(
+    ("sigma", "mean", "shape"), [(4.0, 10.0, 1.0), (2.0, 3.0, 3.0), (8.0, 40.0, 2.0)]
+)
+def test_theorem2_on_a_gaussian_matches_the_closed_form(sigma, mean, shape):
+    lam = np.array([1.5, 2.0, 3.7, 8.0, 20.0, 55.5, 300.0])
+    ours = repeat_and_select(GaussianMechanism(sigma=sigma), mean, shape).rdp(lam)
+    # the theorem at every order >= lam, on a fine grid: the envelope ours may take
+    fine = np.concatenate([np.geomspace(1.0 + 1e-6, 1e5, 200_001)])
+    exact = gaussian_theorem2(sigma, mean, shape, fine)
+    env = np.minimum.accumulate(exact[::-1])[::-1]
+    at_lam = gaussian_theorem2(sigma, mean, shape, lam)
+    floor = np.minimum(env[np.searchsorted(fine, lam)], at_lam)
+    # sound: never below the theorem's infimum over orders >= lam (up to the rounding
+    # of gamma in the oracle's root finding), and tight: at most the theorem at lam
+    assert np.all(ours >= floor * (1 - 1e-9))
+    assert np.all(ours <= at_lam * (1 + 1e-9))
+
+
+def test_theorem6_on_a_gaussian_matches_the_closed_form():
+    sigma, mean = 3.0, 5.0
+    lam = np.array([1.3, 2.0, 4.0, 9.0, 17.5, 40.0])
+    ours = repeat_and_select(GaussianMechanism(sigma=sigma), mean, math.inf).rdp(lam)
+
+    def theorem6(a: float) -> float:
+        epshat = math.log1p(1.0 / (a - 1.0))
+        delta = float(oracles.gaussian_delta_sigma(sigma, epshat))
+        return a / (2 * sigma**2) + mean * delta + math.log(mean) / (a - 1)
+
+    fine = np.geomspace(1.0 + 1e-3, 2e3, 3000)
+    exact = np.array([theorem6(a) for a in fine])
+    env = np.minimum.accumulate(exact[::-1])[::-1]
+    for a, v in zip(lam, ours, strict=True):
+        # sound: at or above the theorem's infimum over orders >= a (on the fine grid
+        # and at a), tight: at most the theorem at a itself
+        at_a = theorem6(float(a))
+        assert v >= min(env[np.searchsorted(fine, a)], at_a) * (1 - 1e-9)
+        assert v <= at_a * (1 + 1e-9)
+
+
+# ------------------------------------------------------------- cost and trust of the base
+class _Counting:
+    """An RDP curve that records every order it is asked (a Gaussian's, sigma = 4, up
+    to ``collapse``, and 0 beyond it: a curve that fails at large orders)."""
+
+    def __init__(self, collapse: float = math.inf) -> None:
+        self.calls: list[np.ndarray] = []
+        self.collapse = collapse
+
+    def __call__(self, alpha):
+        a = np.asarray(alpha, dtype=float)
+        self.calls.append(a.reshape(-1).copy())
+        return np.where(a < self.collapse, a / 32.0, 0.0)
+
+
+def test_the_base_curve_is_evaluated_a_few_times_at_moderate_orders():
+    curve = _Counting()
+    tuned = repeat_and_select(Mechanism.from_rdp(curve), 3.0, 1.0)
+    built = list(curve.calls)
+    # construction: one call at the fixed orders and three refinement calls
+    assert len(built) <= 4
+    assert sum(c.size for c in built) <= 300
+    assert max(float(c.max()) for c in built) <= 4096
+    curve.calls.clear()
+    tuned.epsilon(DELTA)
+    # then one call of the base per call of the tuned curve (the conversion's seven)
+    assert len(curve.calls) <= 7
+
+
+def test_a_base_curve_that_collapses_at_large_orders_is_not_trusted_there():
+    honest = repeat_and_select(Mechanism.from_rdp(lambda a: np.asarray(a) / 32.0), 3.0, 1.0)
+    broken = repeat_and_select(Mechanism.from_rdp(_Counting(collapse=1000.0)), 3.0, 1.0)
+    # the honest optimum sits at small orders (sigma = 4): dropping the orders from the
+    # collapse on changes nothing, while trusting them would make lamhat's term vanish
+    assert broken.epsilon(DELTA) == pytest.approx(honest.epsilon(DELTA), rel=1e-12)
+    assert broken.epsilon(DELTA) >= honest.epsilon(DELTA) * (1 - 1e-12)
+
+
+def test_the_fixed_orders_contain_dp_accountings_default_orders():
+    # so that the envelope and the lamhat search see every order dp_accounting's RDP
+    # accountant uses (the comparison itself: tests/test_dp_accounting_events.py)
+    from dp_accounting.rdp.rdp_privacy_accountant import DEFAULT_RDP_ORDERS
+
+    from dpacct.accountant.transformers.repeat_select import ORDERS
+
+    assert set(np.asarray(DEFAULT_RDP_ORDERS, dtype=float)) <= set(ORDERS)

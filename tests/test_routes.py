@@ -9,7 +9,8 @@ import math
 
 import numpy as np
 import pytest
-from scipy import optimize, stats
+from oracles import gaussian_delta_curve, gaussian_epsilon
+from scipy import stats
 
 from dpacct.accountant import (
     Capabilities,
@@ -27,12 +28,11 @@ DELTAS = [1e-3, 1e-6, 1e-10]
 
 
 def gdp_delta(eps, mu):
-    eps = np.asarray(eps, dtype=float)
-    return stats.norm.cdf(mu / 2 - eps / mu) - np.exp(eps) * stats.norm.cdf(-mu / 2 - eps / mu)
+    return gaussian_delta_curve(eps, mu)
 
 
 def gdp_epsilon(delta, mu):
-    return optimize.brentq(lambda e: float(gdp_delta(e, mu)) - delta, 0.0, 200.0, xtol=1e-14)
+    return gaussian_epsilon(mu, delta)
 
 
 class LawOnly(Mechanism):

@@ -13,23 +13,12 @@ import math
 
 import numpy as np
 import pytest
-from scipy import optimize, stats
+from oracles import gaussian_epsilon
 
 import dpacct as dp
 from dpacct.calibrators.sampler import SCHEMES
 
 DELTA = 1e-5
-
-
-def _gdp_epsilon(mu: float, delta: float) -> float:
-    """Epsilon of mu-GDP at delta, by root finding on the closed-form delta(eps)."""
-
-    def excess(eps: float) -> float:
-        return (
-            stats.norm.cdf(-eps / mu + mu / 2) - math.exp(eps) * stats.norm.cdf(-eps / mu - mu / 2)
-        ) - delta
-
-    return optimize.brentq(excess, 0.0, 200.0, xtol=1e-12)
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +39,7 @@ def test_rows_are_the_schemes_in_order_and_one_matches(report):
 
 
 def test_shuffled_upper_is_one_gaussian_per_epoch(report):
-    expected = _gdp_epsilon(math.sqrt(4) / 1.0, DELTA)
+    expected = gaussian_epsilon(math.sqrt(4) / 1.0, DELTA)
     assert report["shuffle"].epsilon == pytest.approx(expected, rel=1e-6, abs=0)
 
 

@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 import pytest
-from scipy import optimize, special
+from oracles import gaussian_epsilon, subsampled_gaussian_epsilon
 from sgm_oracles import dp_accounting_epsilon
 
 from dpacct.accountant import PrivacyAccountant
@@ -150,10 +150,7 @@ def test_fast_path_q1_closed_form_inside_the_bracket():
     sigmas = [5.0 * 0.99**t for t in range(100)]
     mu = math.sqrt(sum(s**-2 for s in sigmas))  # Gaussians compose exactly: mu-GDP
 
-    def gdp_delta(eps):  # Dong, Roth & Su 2022, Corollary 2.13
-        return special.ndtr(-eps / mu + mu / 2) - math.exp(eps) * special.ndtr(-eps / mu - mu / 2)
-
-    exact = optimize.brentq(lambda e: gdp_delta(e) - DELTA, 0.0, 100.0, xtol=1e-13)
+    exact = gaussian_epsilon(mu, DELTA)
     steps = [(s, 1.0, 1) for s in sigmas]
     lower, upper = fast_epsilon_bounds(steps, DELTA)
     assert lower <= exact <= upper
@@ -202,28 +199,10 @@ def test_tiny_per_step_tail_budget_declines_instead_of_failing():
     assert math.isfinite(hi) and hi <= 1.01 * e_hi
 
 
-def _one_step_delta(sigma, q, eps):
-    """Exact delta(eps) of one Poisson-subsampled Gaussian step, the larger of the two
-    directions, in closed form: with ``L(x) = log(1 - q + q e^{(2x-1)/(2 s^2)})`` and
-    ``x(a) = s^2 log((e^a - 1 + q)/q) + 1/2``, remove is ``P(L > eps) - e^eps Q(L > eps)``
-    and add is ``Q(L < -eps) - e^eps P(L < -eps)`` (``P`` the mixture, ``Q = N(0, s^2)``)."""
-
-    def mix_sf(x):
-        return (1 - q) * special.ndtr(-x / sigma) + q * special.ndtr((1 - x) / sigma)
-
-    x = sigma**2 * (math.log(math.expm1(eps) + q) - math.log(q)) + 0.5
-    remove = mix_sf(x) - math.exp(eps) * special.ndtr(-x / sigma)
-    add = 0.0
-    if q == 1 or -eps > math.log1p(-q):
-        y = sigma**2 * (math.log(math.exp(-eps) - 1 + q) - math.log(q)) + 0.5
-        add = special.ndtr(y / sigma) - math.exp(eps) * (1 - mix_sf(y))
-    return max(remove, add)
-
-
 @pytest.mark.parametrize(("sigma", "q"), [(0.7, 0.05), (1.0, 0.01), (2.0, 0.3), (0.5, 0.002)])
 def test_one_step_bracket_contains_the_closed_form(sigma, q):
     delta = 1e-4
-    exact = optimize.brentq(lambda e: _one_step_delta(sigma, q, e) - delta, 1e-9, 60.0, xtol=1e-14)
+    exact = subsampled_gaussian_epsilon(q, sigma, delta)
     lower, upper = fast_epsilon_bounds([(sigma, q, 1)], delta)
     assert lower <= exact <= upper
     assert upper - lower <= 0.02 * exact + 2e-3

@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 import pytest
-from scipy import special
+from oracles import subsampled_gaussian_delta
 
 from dpacct.accountant.pld import sgm_cells as cells
 from dpacct.accountant.pld.grid import _Bins, _from_bins
@@ -86,17 +86,8 @@ def test_pessimistic_cells_keep_both_masses(add, monkeypatch):
 
 def _exact_remove_delta(sigma, q, eps):
     """delta(eps) of the remove-direction pair P = (1-q) N(0,s^2) + q N(1,s^2),
-    Q = N(0,s^2), in closed form: P(L > eps) - e^eps Q(L > eps) (1 - e^eps below the
-    loss's floor log(1 - q))."""
-    out = []
-    for e in eps:
-        if q < 1 and e <= math.log1p(-q):
-            out.append(-math.expm1(e))
-            continue
-        x = sigma**2 * (math.log(math.exp(e) - 1 + q) - math.log(q)) + 0.5
-        p_tail = (1 - q) * special.ndtr(-x / sigma) + q * special.ndtr((1 - x) / sigma)
-        out.append(p_tail - math.exp(e) * special.ndtr(-x / sigma))
-    return np.array(out)
+    Q = N(0,s^2) (the shared closed form)."""
+    return _exact_delta(sigma, q, eps, False)
 
 
 @pytest.mark.parametrize("step", [1e-3, 2.5e-4])
@@ -144,22 +135,9 @@ def test_pile_node_atom_sits_on_the_node():
 
 
 def _exact_delta(sigma, q, eps, add):
-    """Closed-form hockey-stick curve of the Poisson-subsampled Gaussian pair:
-    remove ``P = (1-q) N(0,s^2) + q N(1,s^2)`` vs ``Q = N(0,s^2)`` (loss increasing in
-    x, preimage ``x(a) = s^2 log((e^a - 1 + q)/q) + 1/2``), add the swapped pair
-    ``P' = Q``, ``Q' = P`` (loss ``-L``; ``-L > eps`` iff ``x < x(-eps)``)."""
-    if not add:
-        return _exact_remove_delta(sigma, q, eps)
-    out = []
-    for e in eps:
-        if q < 1 and -e <= math.log1p(-q):
-            out.append(0.0)  # -L <= -log(1 - q) < e everywhere
-            continue
-        x = sigma**2 * (math.log(math.exp(-e) - 1 + q) - math.log(q)) + 0.5
-        p_head = special.ndtr(x / sigma)
-        q_head = (1 - q) * special.ndtr(x / sigma) + q * special.ndtr((x - 1) / sigma)
-        out.append(max(p_head - math.exp(e) * q_head, 0.0))
-    return np.array(out)
+    """The hockey-stick curve of the Poisson-subsampled Gaussian pair, one direction."""
+    way = "add" if add else "remove"
+    return np.array([float(subsampled_gaussian_delta(q, sigma, e, direction=way)) for e in eps])
 
 
 def _grid_delta(first, pmf, inf, step, eps):

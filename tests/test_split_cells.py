@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scipy import special
+from oracles import subsampled_gaussian_delta
 
 from dpacct.accountant.pld import split_cells as sc
 from dpacct.accountant.pld.coarsen import coarsen
@@ -32,20 +32,9 @@ def _curve(first, pmf, step, eps, inf=0.0):
 
 
 def _exact_curve(sigma, q, eps, add):
-    """Closed-form delta(eps) of one step, one direction (remove: ``P(L > eps) - e^eps
-    Q(L > eps)`` with ``P = (1 - q) N(0, s^2) + q N(1, s^2)``, ``Q = N(0, s^2)``; add:
-    the swapped pair)."""
-
-    def mix_sf(x):
-        return (1 - q) * special.ndtr(-x / sigma) + q * special.ndtr((1 - x) / sigma)
-
-    if not add:
-        x = sigma**2 * (math.log(math.expm1(eps) + q) - math.log(q)) + 0.5
-        return mix_sf(x) - math.exp(eps) * special.ndtr(-x / sigma)
-    if q < 1 and not -eps > math.log1p(-q):
-        return 0.0
-    y = sigma**2 * (math.log(math.exp(-eps) - 1 + q) - math.log(q)) + 0.5
-    return special.ndtr(y / sigma) - math.exp(eps) * (1 - mix_sf(y))
+    """delta(eps) of one step, one direction (the shared closed form)."""
+    way = "add" if add else "remove"
+    return float(subsampled_gaussian_delta(q, sigma, eps, direction=way))
 
 
 @pytest.mark.parametrize("add", [False, True])

@@ -21,6 +21,7 @@ import math
 import mpmath as mp
 import numpy as np
 import pytest
+from oracles import gaussian_delta, subsampled_gaussian_epsilon
 from scipy import integrate, optimize, special
 
 from dpacct.accountant import compose, poisson_subsample, subsample_without_replacement
@@ -34,16 +35,13 @@ DPS = 40
 
 
 # ----------------------------------------------------------------- the oracle
-def _gauss_delta(mu, eps):
-    """Analytic Gaussian curve (Balle & Wang 2018, Theorem 8), mpmath."""
-    return mp.ncdf(-eps / mu + mu / 2) - mp.e**eps * mp.ncdf(-eps / mu - mu / 2)
 
 
 def _s_delta(mu, q, eps):
     """delta of S at any real eps: q delta_G(log(1 + (e^eps - 1)/q)) for eps >= 0
     (BBG 2018, Table 1); for eps < 0 the symmetric duality."""
     if eps >= 0:
-        return q * _gauss_delta(mu, mp.log(1 + mp.expm1(eps) / q))
+        return q * gaussian_delta(mu, mp.log(1 + mp.expm1(eps) / q), dps=DPS)
     return 1 - mp.e**eps * (1 - _s_delta(mu, q, -eps))
 
 
@@ -277,20 +275,11 @@ def test_the_bracket_says_it_is_the_symmetric_pairs():
 
 def _one_step_epsilon_mp(mu: float, q: float, delta: float) -> float:
     """Exact epsilon of one step of S (= R for eps >= 0): ``q delta_N(log(1 + (e^eps -
-    1) / q)) = delta`` (Balle, Barthe, Gaboardi 2018, Table 1), by 80-digit bisection."""
+    1) / q)) = delta`` (Balle, Barthe, Gaboardi 2018, Table 1), the remove direction of
+    the Poisson-subsampled Gaussian at sigma = 1 / mu."""
     with mp.workdps(80):
-        mu_, q_, d_ = mp.mpf(mu), mp.mpf(q), mp.mpf(delta)
-
-        def excess(e):
-            e0 = mp.log(1 + (mp.exp(e) - 1) / q_)
-            curve = mp.ncdf(-e0 / mu_ + mu_ / 2) - mp.exp(e0) * mp.ncdf(-e0 / mu_ - mu_ / 2)
-            return q_ * curve - d_
-
-        lo, hi = mp.mpf(0), mp.mpf(5000)
-        for _ in range(120):
-            mid = (lo + hi) / 2
-            lo, hi = (mid, hi) if excess(mid) > 0 else (lo, mid)
-        return float(hi)
+        sigma = 1 / mp.mpf(mu)
+    return subsampled_gaussian_epsilon(q, sigma, delta, direction="remove")
 
 
 @pytest.mark.xfail(

@@ -12,6 +12,7 @@ import math
 
 import mpmath as mp
 import numpy as np
+import oracles
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -42,25 +43,9 @@ def mp_binomial_rdp(q: float, sigma: float, alpha: int) -> float:
 
 
 def mp_quad_rdp(q: float, sigma: float, alpha: float, *, remove: bool = True) -> float:
-    """Renyi divergence between N(0, s^2) and (1-q) N(0, s^2) + q N(1, s^2) by quadrature.
-
-    ``remove=True`` is D_alpha(mixture || N(0, s^2)), the other direction otherwise.
-    """
-    with mp.workdps(30):
-        qm, s, a = mp.mpf(q), mp.mpf(sigma), mp.mpf(alpha)
-
-        def integrand(x):
-            p0 = mp.npdf(x, 0, s)
-            mix = (1 - qm) * p0 + qm * mp.npdf(x, 1, s)
-            return mix**a * p0 ** (1 - a) if remove else p0**a * mix ** (1 - a)
-
-        # the mass sits near 0, near 1 and (for the remove direction) near alpha
-        breaks = {-12 * s, mp.mpf(0), mp.mpf(1) / 2, mp.mpf(1), a, a + 12 * s}
-        z0 = s * s * mp.log(1 / qm - 1) + mp.mpf(1) / 2
-        if -12 * s < z0 < a + 12 * s:
-            breaks.add(z0)
-        points = [-mp.inf, *sorted(breaks), mp.inf]
-        return float(mp.log(mp.quad(integrand, points)) / (a - 1))
+    """Renyi divergence of the pair by quadrature (the shared oracle's real-order path)."""
+    way = "remove" if remove else "add"
+    return oracles.subsampled_gaussian_rdp(q, sigma, alpha, direction=way, dps=30)
 
 
 def gaussian_rdp(sigma: float):

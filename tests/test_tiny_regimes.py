@@ -15,6 +15,7 @@ import itertools
 
 import mpmath as mp
 import pytest
+from oracles import subsampled_gaussian_delta, subsampled_gaussian_epsilon
 
 from dpacct.accountant import compose, poisson_subsample
 from dpacct.mechanisms import GaussianMechanism
@@ -22,43 +23,9 @@ from dpacct.mechanisms import GaussianMechanism
 mp.mp.dps = 50
 
 
-def _sf(x):
-    return mp.erfc(x / mp.sqrt(2)) / 2
-
-
-def _exact_delta(q, sigma, eps):
-    """delta(eps) of one Poisson-subsampled Gaussian step, both directions' maximum.
-
-    Remove: P = (1 - q) N(0, s^2) + q N(1, s^2) against Q = N(0, s^2); add: the swap.
-    The likelihood ratio is monotone in x, so each hockey-stick integral is a sum of
-    normal tail probabilities at the threshold where dP/dQ = e^eps (Zhu, Dong, Wang
-    2022, Theorem 11 for the pair).
-    """
-    q, s, eps = mp.mpf(q), mp.mpf(sigma), mp.mpf(eps)
-    t = mp.e**eps
-    # remove: P/Q = (1 - q) + q exp((2x - 1) / (2 s^2)) > t  <=>  x > x_r
-    x_r = s**2 * mp.log((t - 1 + q) / q) + mp.mpf(1) / 2
-    rem = (1 - q) * _sf(x_r / s) + q * _sf((x_r - 1) / s) - t * _sf(x_r / s)
-    # add: Q/P... here P = N(0), Q = mixture: P/Q > t <=> exp((2x-1)/(2 s^2)) < (1/t - 1 + q)/q
-    arg = (1 / t - 1 + q) / q
-    add = mp.mpf(0)
-    if arg > 0:
-        x_a = s**2 * mp.log(arg) + mp.mpf(1) / 2
-        add = _sf(-x_a / s) - t * ((1 - q) * _sf(-x_a / s) + q * _sf(-(x_a - 1) / s))
-    return max(rem, add, mp.mpf(0))
-
-
 def _exact_epsilon(q, sigma, delta):
-    lo, hi = mp.mpf(0), mp.mpf(1)
-    while _exact_delta(q, sigma, hi) > delta:
-        lo, hi = hi, 2 * hi
-    for _ in range(80):
-        mid = (lo + hi) / 2
-        if _exact_delta(q, sigma, mid) > delta:
-            lo = mid
-        else:
-            hi = mid
-    return float(hi), float(lo)
+    e = subsampled_gaussian_epsilon(q, sigma, delta)
+    return e, e
 
 
 @pytest.mark.parametrize(
@@ -81,7 +48,7 @@ def test_one_skewed_step_is_answered_and_bracketed(sigma, q):
     # narrow: about the requested tolerance (1e-4 relative; measured up to 1.2e-4)
     assert hi - lo <= 2e-4 * hi + 1e-12
     # delta(eps) is an upper bound too
-    assert step.delta(exact_hi) >= float(_exact_delta(q, sigma, exact_hi)) * (1 - 1e-9)
+    assert step.delta(exact_hi) >= float(subsampled_gaussian_delta(q, sigma, exact_hi)) * (1 - 1e-9)
 
 
 #: dp_accounting 0.6.0, ``from_gaussian_mechanism(0.5, sampling_prob=q,

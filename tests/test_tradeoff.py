@@ -9,6 +9,7 @@ import math
 
 import numpy as np
 import pytest
+from oracles import gaussian_delta_curve
 from scipy import stats
 
 from dpacct.accountant.queries.tradeoff import (
@@ -46,11 +47,8 @@ def test_the_envelope_of_the_rr_curve_is_below_and_close_to_the_closed_form():
 
 @pytest.mark.parametrize("mu", [0.5, 1.0, 3.0])
 def test_the_gaussian_envelope_is_below_and_close_to_g_mu(mu):
-    def delta(eps):  # Balle & Wang 2018, Theorem 8 (sigma = 1/mu), written with scipy
-        return stats.norm.cdf(-eps / mu + mu / 2) - np.exp(eps) * stats.norm.cdf(-eps / mu - mu / 2)
-
     a = np.concatenate([[0.0], np.geomspace(1e-6, 1.0, 400)])
-    got = tradeoff_from_delta(delta, a)
+    got = tradeoff_from_delta(lambda eps: gaussian_delta_curve(eps, mu), a)
     want = stats.norm.cdf(stats.norm.isf(a) - mu)
     assert np.all(got <= want + 1e-12)
     assert np.max(want - got) < 5e-3

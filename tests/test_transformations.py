@@ -12,8 +12,7 @@ import math
 
 import numpy as np
 import pytest
-from scipy.optimize import brentq
-from scipy.stats import norm
+from oracles import gaussian_delta_sigma, gaussian_epsilon
 
 from dpacct.accountant import compose
 from dpacct.mechanisms import (
@@ -47,12 +46,6 @@ def clipped_vector_sum(bound):
     return Transformation(f, bound, "l2", name="clipped vector sum")
 
 
-def analytic_gaussian_delta(sigma, eps):
-    """Balle & Wang 2018, Theorem 8, sensitivity 1 and noise multiplier sigma."""
-    return (norm.cdf(0.5 / sigma - eps * sigma)
-            - math.exp(eps) * norm.cdf(-0.5 / sigma - eps * sigma))
-
-
 # ----------------------------------------------------------------------------------
 # scaled sensitivity: Laplace and Gaussian
 # ----------------------------------------------------------------------------------
@@ -72,10 +65,9 @@ def test_gaussian_epsilon_is_the_analytic_gaussian_at_s_over_c(c, s):
     m = clipped_vector_sum(c).then_gaussian(scale=s)
     sigma = s / c
     for delta in (1e-3, 1e-6):
-        expected = brentq(lambda e, d=delta: analytic_gaussian_delta(sigma, e) - d, 0.0,
-                          200.0, xtol=1e-12)
+        expected = gaussian_epsilon(1 / sigma, delta)
         assert m.epsilon(delta) == pytest.approx(expected, rel=1e-4)
-    assert m.delta(1.0) == pytest.approx(analytic_gaussian_delta(sigma, 1.0), rel=1e-6)
+    assert m.delta(1.0) == pytest.approx(float(gaussian_delta_sigma(sigma, 1.0)), rel=1e-6)
 
 
 def test_release_draws_the_asked_noise_through_the_primitive():

@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 import pytest
-from scipy import optimize, stats
+from oracles import gaussian_epsilon
 
 from dpacct.accountant import Mechanism, compose
 from dpacct.accountant.families.gaussian import gaussian_delta
@@ -24,10 +24,7 @@ DELTA = 1e-5
 
 
 def gdp_epsilon(mu: float, delta: float = DELTA) -> float:
-    def excess(e):
-        return stats.norm.cdf(-e / mu + mu / 2) - math.exp(e) * stats.norm.cdf(-e / mu - mu / 2)
-
-    return optimize.brentq(lambda e: excess(e) - delta, 0.0, 200.0, xtol=1e-13)
+    return gaussian_epsilon(mu, delta)
 
 
 def law_only(mu: float) -> Mechanism:

@@ -2,15 +2,16 @@
 
 A new mechanism states *one* of
 
-=================================  ================================================
-constructor                        what is declared
-=================================  ================================================
-:func:`mechanism_from_delta_curve`  its exact privacy curve ``delta(eps)``, ``eps >= 0``
-:func:`mechanism_from_rdp`          a Renyi-DP curve ``alpha -> eps_alpha``
-:func:`mechanism_from_loss_laws`    privacy-loss laws of dominating pairs
-:func:`mechanism_from_pure_epsilon` a pure-DP epsilon
-:func:`mechanism_from_epsilon_delta` a fixed ``(epsilon, delta)`` guarantee
-=================================  ================================================
+====================================  ================================================
+constructor                           what is declared
+====================================  ================================================
+``Mechanism.from_delta_curve``        its exact privacy curve ``delta(eps)``, ``eps >= 0``
+``Mechanism.from_rdp``                a Renyi-DP curve ``alpha -> eps_alpha``
+``Mechanism.from_loss_laws``          privacy-loss laws of dominating pairs
+``Mechanism.from_pure_epsilon``       a pure-DP epsilon
+``Mechanism.from_gdp``                a ``mu``-GDP guarantee
+``Mechanism.from_epsilon_delta``      a fixed ``(epsilon, delta)`` guarantee
+====================================  ================================================
 
 and the engine derives the rest -- composition, Poisson subsampling (add/remove
 neighbours), subsampling without replacement (replace-one neighbours), the ledger,
@@ -28,7 +29,9 @@ declaration, the representations the engine's routes consume:
 * **RDP curve -> RDP routes only**; ``epsilon_bounds`` returns ``(0, upper)``.
 
 The derivations in full: docs/theory/pld.md, section 'Mechanisms declared by one
-capability'.
+capability'.  The functions below document each declaration; their spelling
+``mechanism_from_*`` is deprecated (one spelling per factory: ``Mechanism.from_*``) and
+warns with a ``DeprecationWarning`` until it is removed in the next release.
 
 When a representation cannot be derived soundly the query raises
 :class:`MissingCapabilityError`, naming the mechanism and what it lacks (an exact curve
@@ -42,7 +45,8 @@ Examples
 >>> from dpacct.accountant import compose, poisson_subsample
 >>> def gaussian_curve(eps, mu=1.0):   # Balle & Wang 2018, Theorem 8
 ...     return norm.cdf(mu / 2 - eps / mu) - np.exp(eps) * norm.cdf(-mu / 2 - eps / mu)
->>> m = mechanism_from_delta_curve(gaussian_curve, name="gaussian mu=1")
+>>> from dpacct.accountant import Mechanism
+>>> m = Mechanism.from_delta_curve(gaussian_curve, name="gaussian mu=1")
 >>> m
 DeltaCurveMechanism(name='gaussian mu=1')
 >>> round(compose([m], counts=[4]).epsilon(1e-5), 3)   # the mu = 2 Gaussian: 9.99726
@@ -51,6 +55,7 @@ DeltaCurveMechanism(name='gaussian mu=1')
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 
 import numpy as np
@@ -93,6 +98,16 @@ __all__ = [
 # ----------------------------------------------------------------------------------
 # the constructors
 # ----------------------------------------------------------------------------------
+def _deprecated(name: str) -> None:
+    """Warn that ``mechanism_from_<name>`` is the deprecated spelling (since 0.2.0)."""
+    warnings.warn(
+        f"mechanism_from_{name} is deprecated and will be removed in the next release; "
+        f"use Mechanism.from_{name} (the same mechanism, one spelling per factory)",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+
+
 def mechanism_from_delta_curve(
     delta_curve: Callable[[np.ndarray], np.ndarray],
     *,
@@ -100,6 +115,10 @@ def mechanism_from_delta_curve(
     neighbouring: str = ADD_REMOVE,
 ) -> DeltaCurveMechanism:
     """A mechanism declared by its exact privacy curve ``delta(eps)``.
+
+    .. deprecated:: 0.2.0
+       Use ``Mechanism.from_delta_curve``, the one spelling of this factory; this one warns
+       with a ``DeprecationWarning`` and goes in the next release.
 
     The curve answers ``delta``/``epsilon``/``epsilon_bounds`` of the mechanism itself
     exactly (bisection).  Composition, Poisson subsampling, the ledger and calibration
@@ -128,13 +147,14 @@ def mechanism_from_delta_curve(
     >>> from scipy.stats import norm
     >>> from dpacct.accountant import compose
     >>> curve = lambda e: norm.cdf(0.5 - e) - np.exp(e) * norm.cdf(-0.5 - e)  # mu = 1
-    >>> m = mechanism_from_delta_curve(curve, name="gaussian")
+    >>> m = Mechanism.from_delta_curve(curve, name="gaussian")
     >>> round(m.epsilon(1e-5), 4)          # the exact curve, inverted
     4.3772
     >>> run = compose([m], counts=[10])    # through the connect-the-dots law
     >>> 17.8565 < run.epsilon(1e-5) < 17.8569  # exact: the mu = sqrt(10) Gaussian, 17.85659
     True
     """
+    _deprecated("delta_curve")
     return Mechanism.from_delta_curve(delta_curve, name=name, neighbouring=neighbouring)
 
 
@@ -146,6 +166,10 @@ def mechanism_from_rdp(
     neighbouring: str = ADD_REMOVE,
 ) -> RDPCurveMechanism:
     """A mechanism declared by a Renyi-DP curve (and optionally a pure epsilon).
+
+    .. deprecated:: 0.2.0
+       Use ``Mechanism.from_rdp``, the one spelling of this factory; this one warns
+       with a ``DeprecationWarning`` and goes in the next release.
 
     Composition adds the curves (Mironov 2017, Proposition 1); Poisson subsampling uses
     the general bound of Zhu & Wang 2019 (orders up to 256), sampling without
@@ -169,7 +193,7 @@ def mechanism_from_rdp(
 
     Examples
     --------
-    >>> m = mechanism_from_rdp(lambda a: a / 2.0, name="gaussian sigma=1")
+    >>> m = Mechanism.from_rdp(lambda a: a / 2.0, name="gaussian sigma=1")
     >>> m
     RDPCurveMechanism(name='gaussian sigma=1')
     >>> round(m.epsilon(1e-5), 4)
@@ -177,6 +201,7 @@ def mechanism_from_rdp(
     >>> m.epsilon_bounds(1e-5)[0]
     0.0
     """
+    _deprecated("rdp")
     return Mechanism.from_rdp(
         rdp_curve, name=name, pure_epsilon=pure_epsilon, neighbouring=neighbouring
     )
@@ -190,6 +215,10 @@ def mechanism_from_loss_laws(
     neighbouring: str = ADD_REMOVE,
 ) -> LossLawMechanism:
     """A mechanism declared by the privacy-loss laws of dominating pairs.
+
+    .. deprecated:: 0.2.0
+       Use ``Mechanism.from_loss_laws``, the one spelling of this factory; this one warns
+       with a ``DeprecationWarning`` and goes in the next release.
 
     The Renyi-DP curve is the larger Renyi divergence of the two laws
     (:func:`loss_law_rdp`), finite unless a law puts mass at ``+inf``.
@@ -212,7 +241,7 @@ def mechanism_from_loss_laws(
     Examples
     --------
     >>> from dpacct.accountant.laws.loss_law import GaussianLossLaw
-    >>> m = mechanism_from_loss_laws(GaussianLossLaw(mu=1.0))
+    >>> m = Mechanism.from_loss_laws(GaussianLossLaw(mu=1.0))
     >>> m
     LossLawMechanism(law=GaussianLossLaw(mu=1.0))
     >>> m.rdp([2.0, 4.0])
@@ -220,6 +249,7 @@ def mechanism_from_loss_laws(
     >>> round(m.epsilon(1e-5), 3)
     4.377
     """
+    _deprecated("loss_laws")
     return Mechanism.from_loss_laws(remove, add, name=name, neighbouring=neighbouring)
 
 
@@ -227,6 +257,10 @@ def mechanism_from_pure_epsilon(
     epsilon: float, *, neighbouring: str = ADD_REMOVE
 ) -> PureEpsilonMechanism:
     """Any pure ``epsilon``-DP mechanism, accounted by its worst case.
+
+    .. deprecated:: 0.2.0
+       Use ``Mechanism.from_pure_epsilon``, the one spelling of this factory; this one warns
+       with a ``DeprecationWarning`` and goes in the next release.
 
     Binary randomized response with ``p = e^eps / (1 + e^eps)`` dominates every
     ``eps``-DP mechanism (Kairouz, Oh, Viswanath 2015, Theorem 2.1); its curve
@@ -244,7 +278,7 @@ def mechanism_from_pure_epsilon(
 
     Examples
     --------
-    >>> m = mechanism_from_pure_epsilon(1.0)
+    >>> m = Mechanism.from_pure_epsilon(1.0)
     >>> m
     PureEpsilonMechanism(epsilon=1.0)
     >>> round(m.delta(0.0), 6)       # tanh(1/2)
@@ -252,11 +286,16 @@ def mechanism_from_pure_epsilon(
     >>> round(float(m.rdp(2.0)), 6)  # log((e^2 + e^-1) / (1 + e))
     0.735326
     """
+    _deprecated("pure_epsilon")
     return Mechanism.from_pure_epsilon(epsilon, neighbouring=neighbouring)
 
 
 def mechanism_from_gdp(mu: float, *, neighbouring: str = ADD_REMOVE) -> GaussianDPMechanism:
     """Any ``mu``-GDP mechanism (Gaussian differential privacy, Dong, Roth, Su 2019).
+
+    .. deprecated:: 0.2.0
+       Use ``Mechanism.from_gdp``, the one spelling of this factory; this one warns
+       with a ``DeprecationWarning`` and goes in the next release.
 
     ``mu``-GDP means the trade-off curve is at least ``Phi(Phi^-1(1 - a) - mu)``, which
     is the pair ``N(0, 1)``, ``N(mu, 1)``: the Gaussian mechanism with noise multiplier
@@ -279,13 +318,14 @@ def mechanism_from_gdp(mu: float, *, neighbouring: str = ADD_REMOVE) -> Gaussian
     Examples
     --------
     >>> from dpacct.accountant import compose
-    >>> m = mechanism_from_gdp(0.5)
+    >>> m = Mechanism.from_gdp(0.5)
     >>> run = compose([m], counts=[4])           # sqrt(4 * 0.25) = 1
     >>> run.route, run.gdp_mu()
     ('exact', 1.0)
     >>> round(run.epsilon(1e-5), 4)
     4.3772
     """
+    _deprecated("gdp")
     return Mechanism.from_gdp(mu, neighbouring=neighbouring)
 
 
@@ -293,6 +333,10 @@ def mechanism_from_epsilon_delta(
     epsilon: float, delta: float, *, neighbouring: str = ADD_REMOVE
 ) -> EpsilonDeltaMechanism:
     """Any ``(epsilon, delta)``-DP mechanism, accounted by its worst case.
+
+    .. deprecated:: 0.2.0
+       Use ``Mechanism.from_epsilon_delta``, the one spelling of this factory; this one warns
+       with a ``DeprecationWarning`` and goes in the next release.
 
     The pair ``P = (delta, (1-delta) e^eps/(1+e^eps), (1-delta)/(1+e^eps), 0)`` and
     ``Q`` its mirror image dominates every ``(eps, delta)``-DP mechanism in both
@@ -314,7 +358,7 @@ def mechanism_from_epsilon_delta(
 
     Examples
     --------
-    >>> m = mechanism_from_epsilon_delta(1.0, 1e-6)
+    >>> m = Mechanism.from_epsilon_delta(1.0, 1e-6)
     >>> m
     EpsilonDeltaMechanism(epsilon=1.0, delta=1e-06)
     >>> m.epsilon(1e-6)
@@ -324,4 +368,5 @@ def mechanism_from_epsilon_delta(
     ...
     dpacct.accountant.capabilities.MissingCapabilityError: EpsilonDeltaMechanism(epsilon=1.0, ...
     """
+    _deprecated("epsilon_delta")
     return Mechanism.from_epsilon_delta(epsilon, delta, neighbouring=neighbouring)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..capabilities import _DeclaredHere
 from ..laws.loss_law import GaussianLossLaw
 from ..mechanism import Capabilities, Mechanism
 from ..validation import check_positive, check_real_values, check_release_args
@@ -65,6 +66,10 @@ class GaussianMechanism(Mechanism):
     """
 
     sigma: float
+
+    #: the curve is a function of ``sigma`` alone (read by ``replace_one`` and the
+    #: random-allocation bounds; not inherited by subclasses)
+    noise_parameter = _DeclaredHere("sigma")
 
     declares = Capabilities(
         exact_curve=True, rdp=True, loss_laws=True, exact_tradeoff=True, gdp=True

@@ -32,7 +32,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import special
 
-from ..numerics import TINY
+from ..capabilities import _DeclaredHere
+from ..numerics import TINY, _log_expm1
 from ..validation import check_positive, check_probability, check_sample_rate, real_array
 
 __all__ = [
@@ -41,15 +42,6 @@ __all__ = [
     "PoissonSubsampledLossLaw",
     "PrivacyLossLaw",
 ]
-
-
-def _log_expm1(x: np.ndarray) -> np.ndarray:
-    """``log(exp(x) - 1)`` for ``x > 0`` without overflow or cancellation."""
-    x = np.asarray(x, dtype=float)
-    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-        small = np.log(np.expm1(np.minimum(x, 30.0)))
-        large = x + np.log1p(-np.exp(-np.maximum(x, 30.0)))
-    return np.where(x > 30.0, large, small)
 
 
 def _differences(n: int, cdf, sf, total: float) -> np.ndarray:
@@ -134,6 +126,11 @@ class PrivacyLossLaw(ABC):
     #: composition shares it, otherwise the law gets a binary grid nested with the
     #: others' (see :func:`dpacct.accountant.transformers.compose._anchors_agree`)
     weak_anchor: bool = False
+    #: the closed form the engine may use for this law's swap and Renyi divergence
+    #: (``"gaussian"``, ``"atomic"``) or None (generic routes): declared by the family
+    #: for itself (:class:`~dpacct.accountant.capabilities._DeclaredHere`), so a
+    #: subclass, which may change the law, does not inherit it
+    closed_form: str | None = None
 
     @abstractmethod
     def cdf_p(self, x: np.ndarray) -> np.ndarray:
@@ -312,6 +309,8 @@ class GaussianLossLaw(PrivacyLossLaw):
     0.126937
     """
 
+    closed_form = _DeclaredHere("gaussian")
+
     mu: float
 
     def __post_init__(self) -> None:
@@ -363,6 +362,8 @@ class AtomicLossLaw(PrivacyLossLaw):
     >>> float(law.hockey_stick(np.array([0.0]))[0])
     0.5
     """
+
+    closed_form = _DeclaredHere("atomic")
 
     losses: np.ndarray
     p: np.ndarray
@@ -533,14 +534,14 @@ class PoissonSubsampledLossLaw(PrivacyLossLaw):
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             if self.direction == "remove":
                 d = y - log1mq
-                x = c + _log_expm1(np.maximum(d, 0.0))
+                x = c + _log_expm1(np.maximum(d, 0.0), 30.0)
                 below = d < 0  # y below the minimum log(1-q): no base loss maps there
                 at_floor = d == 0
                 x = np.where(at_floor, -np.inf, x)
                 above = np.isposinf(y)
             else:
                 d = -y - log1mq
-                x = -(c + _log_expm1(np.maximum(d, 0.0)))
+                x = -(c + _log_expm1(np.maximum(d, 0.0), 30.0))
                 above = d < 0  # y above the maximum -log(1-q)
                 at_ceiling = d == 0
                 x = np.where(at_ceiling, np.inf, x)

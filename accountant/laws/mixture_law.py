@@ -30,8 +30,9 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import special
 
+from ..numerics import _log_expm1
 from ..validation import check_positive, real_array
-from .loss_law import PrivacyLossLaw, _log_expm1, _split_differences
+from .loss_law import PrivacyLossLaw, _split_differences
 
 __all__ = ["GaussianMixtureLossLaw", "MixtureLossLaw", "finite_law"]
 
@@ -183,7 +184,7 @@ class GaussianMixtureLossLaw(PrivacyLossLaw):
         if np.any(todo):
             offsets = self._logp - 0.5 * self._a**2
             if self._a[0] == 0.0:
-                targets = _log_expm1(flat[todo] - floor)
+                targets = _log_expm1(flat[todo] - floor, 30.0)
                 out[todo] = _solve_lse(targets, offsets[1:] - floor, self._a[1:])
             else:
                 out[todo] = _solve_lse(flat[todo], offsets, self._a)

@@ -66,6 +66,7 @@ from functools import lru_cache
 import numpy as np
 
 from ..mechanism import Mechanism, PLDSettings
+from ..numerics import _bar_disabled
 from ..transformers.compose import ComposedMechanism
 from ..validation import (
     check_count,
@@ -370,7 +371,7 @@ class ScheduleMechanism(ComposedMechanism):
             total=2 * len(chunks) - 1,
             desc=label,
             delay=PROGRESS_DELAY,
-            disable=not self.progress,
+            disable=_bar_disabled(self.progress),
             leave=False,
         ) as bar:
             for chunk in chunks:

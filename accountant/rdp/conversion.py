@@ -25,6 +25,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ..numerics import _log_expm1
 from ..validation import check_alpha, check_delta, check_epsilon, check_positive
 
 __all__ = [
@@ -332,14 +333,6 @@ def rdp_to_delta_grid(rdp: RdpCurve, epsilons: np.ndarray) -> np.ndarray:
     log_d = _log_delta_from(r[None, :], a[None, :], eps.reshape(-1)[:, None])
     log_d = log_d.reshape(eps.shape + a.shape)
     return np.minimum(1.0, np.exp(np.minimum(np.min(log_d, axis=-1), 0.0)) * (1.0 + 1e-12))
-
-
-def _log_expm1(x: np.ndarray) -> np.ndarray:
-    """``log(e^x - 1)`` for ``x >= 0``, without overflow or loss of precision."""
-    x = np.asarray(x, dtype=float)
-    big = x > 1.0
-    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-        return np.where(big, x + np.log1p(-np.exp(-np.where(big, x, 1.0))), np.log(np.expm1(x)))
 
 
 def randomized_response_rdp(epsilon: float, log_q: float, alpha: np.ndarray) -> np.ndarray:

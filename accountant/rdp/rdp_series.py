@@ -38,18 +38,6 @@ _CHUNK_TERMS = 1 << 20
 # ----------------------------------------------------------------------------------
 
 
-def _log_expm1(x: np.ndarray) -> np.ndarray:
-    """``log(exp(x) - 1)`` for ``x >= 0`` without overflow (``-inf`` at 0, ``inf`` at inf)."""
-    x = np.asarray(x, dtype=float)
-    out = np.empty_like(x)
-    big = x > 1.0
-    out[big] = x[big] + np.log1p(-np.exp(-x[big]))
-    small = ~big
-    with np.errstate(divide="ignore"):
-        out[small] = np.log(np.expm1(x[small]))
-    return out
-
-
 def _segment_logsumexp(values: np.ndarray, starts: np.ndarray) -> np.ndarray:
     """Log-sum-exp of ``values`` over contiguous, non-empty segments beginning at ``starts``.
 

@@ -32,6 +32,7 @@ import math
 import numpy as np
 from scipy import special
 
+from ..numerics import _log_expm1
 from ..validation import check_alpha, check_positive, check_sample_rate
 from .rdp_series import (
     _CVZ_TERMS,
@@ -39,7 +40,6 @@ from .rdp_series import (
     MAX_EXPANSION_ORDER,
     _cgf_chord,
     _chunked,
-    _log_expm1,
     _monotone_envelope,
     _needed_integers,
     _segment_logsumexp,

@@ -16,13 +16,12 @@ from collections.abc import Callable
 import numpy as np
 from scipy import special
 
-from ..numerics import EXP_OVERFLOW
+from ..numerics import EXP_OVERFLOW, _log_expm1
 from ..validation import check_alpha, check_sample_rate
 from .rdp_series import (
     MAX_EXPANSION_ORDER,
     _cgf_chord,
     _chunked,
-    _log_expm1,
     _monotone_envelope,
     _needed_integers,
     _segment_logsumexp_up,

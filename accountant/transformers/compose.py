@@ -139,8 +139,8 @@ class ComposedMechanism(Mechanism):
 
         Examples
         --------
-        >>> from dpacct.accountant import mechanism_from_loss_laws, GaussianLossLaw
-        >>> run = compose([mechanism_from_loss_laws(GaussianLossLaw(mu=1.0))], [4])
+        >>> from dpacct.accountant import Mechanism, GaussianLossLaw
+        >>> run = compose([Mechanism.from_loss_laws(GaussianLossLaw(mu=1.0))], [4])
         >>> float(run.rdp(2.0))                 # 4 * 2 * 1 / 2
         4.0
         """

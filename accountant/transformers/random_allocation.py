@@ -16,10 +16,12 @@ What is certified here (Gaussian base mechanism with noise multiplier ``sigma``)
   pair (per block of ``T`` steps) at integer orders:
   with ``P = (1/T) sum_j N(e_j, sigma^2 I_T)`` and ``Q = N(0, sigma^2 I_T)``,
   ``E_Q[(P/Q)^a] = T^-a sum_{(j_1..j_a)} exp((sum_j n_j^2 - a) / (2 sigma^2))``, the sum
-  over the ``T^a`` tuples of steps with ``n_j`` the multiplicity of step ``j``; grouped
-  by the partition of ``a`` the multiplicities form (Feldman & Shenfeld 2025,
-  Corollary 6.2, first part).  RDP is non-decreasing in the order, so a real order is
-  answered by the next integer up.  Orders up to ``MAX_ORDER``.
+  over the ``T^a`` tuples of steps with ``n_j`` the multiplicity of step ``j``
+  (Feldman & Shenfeld 2025, Corollary 6.2, first part), summed as a coefficient of a
+  power series, every order at once, round-off bounded
+  (:mod:`~dpacct.accountant.transformers.random_allocation_rdp`).  RDP is
+  non-decreasing in the order, so a real order is answered by the next integer up.
+  Orders up to ``MAX_ORDER``.
 * **Add direction (the Gaussian first)**, the smaller of two upper bounds at each
   order: (i) by concavity of the logarithm,
   ``log((1/T) sum_j e^{y_j}) >= (1/T) sum_j y_j``, so the privacy loss is at most the
@@ -95,14 +97,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import cache
 
 import numpy as np
 from scipy import special
 
-from ..families.gaussian import GaussianMechanism, sigma_below
+from ..families.gaussian import sigma_below
 from ..mechanism import Capabilities, Mechanism, PLDSettings
-from ..numerics import EXP_OVERFLOW
 from ..pld.pld_pair import PLDPair
 from ..rdp.conversion import rdp_to_delta, rdp_to_epsilon
 from ..relations import ADD_REMOVE
@@ -113,7 +113,6 @@ from ..validation import (
     check_epsilon,
     check_tol,
     pure_epsilon_at_zero_delta,
-    show_value,
 )
 from .compose import compose
 from .random_allocation_lower import (
@@ -122,6 +121,13 @@ from .random_allocation_lower import (
     random_allocation_lower_epsilon,
 )
 from .random_allocation_pld import AllocationEpochPair
+from .random_allocation_rdp import (
+    MAX_ORDER,
+    _add_rdp_suffix_min,
+    add_rdp,
+    remove_rdp,  # noqa: F401  (re-exported: its home before the split)
+    remove_rdp_orders,
+)
 from .subsample import poisson_subsample
 
 __all__ = [
@@ -131,9 +137,6 @@ __all__ = [
     "random_allocation_delta_mc",
     "random_allocation_lower_epsilon",
 ]
-
-#: largest integer Renyi order evaluated exactly (partitions of 32: 8349)
-MAX_ORDER = 32
 
 
 def _gaussian_sigma(mechanism: object) -> float:
@@ -148,257 +151,9 @@ def _gaussian_sigma(mechanism: object) -> float:
             "GaussianMechanism (the random-allocation bounds are for Gaussian steps), "
             f"got {mechanism!r}"
         )
-    if type(mechanism) is GaussianMechanism:
+    if mechanism.noise_parameter == "sigma":  # a GaussianMechanism itself
         return float(mechanism.sigma)
     return sigma_below(mu)
-
-
-def _partitions(n: int):
-    """All partitions of ``n`` as tuples of parts in non-increasing order."""
-
-    def rec(n: int, largest: int):
-        if n == 0:
-            yield ()
-            return
-        for first in range(min(n, largest), 0, -1):
-            for rest in rec(n - first, first):
-                yield (first, *rest)
-
-    return list(rec(n, n))
-
-
-@cache
-def _partition_shapes(order: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Per partition of ``order``: its length, ``log(order! / prod(part_i!))``,
-    ``log prod(mult_m!)`` (the parts of the count that do not depend on ``steps``) and
-    the sum of squares of its parts."""
-    lengths, orderings, repeats, squares = [], [], [], []
-    lgam = math.lgamma
-    for part in _partitions(order):
-        mult: dict[int, int] = {}
-        for x in part:
-            mult[x] = mult.get(x, 0) + 1
-        lengths.append(len(part))
-        orderings.append(lgam(order + 1) - sum(lgam(x + 1) for x in part))
-        repeats.append(sum(lgam(m + 1) for m in mult.values()))
-        squares.append(sum(x * x for x in part))
-    return (
-        np.array(lengths),
-        np.array(orderings),
-        np.array(repeats),
-        np.array(squares, dtype=float),
-    )
-
-
-@cache
-def _partition_table(order: int, steps: int) -> tuple[np.ndarray, np.ndarray]:
-    """(log number of step tuples with each multiplicity profile, sum of squares)."""
-    lengths, orderings, repeats, squares = _partition_shapes(order)
-    keep = lengths <= steps
-    # order! / prod(part_i!) orderings of the tuple, times the ways to give the parts
-    # distinct steps: steps! / (steps - length)! / prod(mult_m!)
-    top = math.lgamma(steps + 1)
-    distinct = np.array([top - math.lgamma(steps - n + 1) for n in range(min(order, steps) + 1)])
-    logs = (orderings[keep] + distinct[lengths[keep]]) - repeats[keep]
-    return logs, squares[keep]
-
-
-def remove_rdp(order: int, sigma: float, steps: int) -> float:
-    """Exact Renyi divergence ``D_order(P || Q)`` of one allocation epoch (k = 1).
-
-    Feldman & Shenfeld 2025, Corollary 6.2 (first part); see the module docstring.
-
-    Examples
-    --------
-    One step (T = 1) is the Gaussian mechanism: ``order / (2 sigma^2)``.
-
-    >>> round(remove_rdp(4, 2.0, 1), 12)
-    0.5
-    """
-    logs, squares = _partition_table(order, steps)
-    terms = logs + (squares - order) / (2.0 * sigma * sigma)
-    log_mgf = float(special.logsumexp(terms)) - order * math.log(steps)
-    return max(log_mgf, 0.0) / (order - 1)
-
-
-#: cells of the grids behind :func:`add_rdp` (u = -log m; standardised log-normal)
-_ADD_U_CELLS = 4000
-_ADD_W_CELLS = 4000
-#: Chernoff parameters theta tried for the lower tail of the mean
-_ADD_THETAS = np.geomspace(1e-2, 1e5, 240)
-
-
-@cache
-def _log_phi_upper(sigma: float) -> np.ndarray:
-    """Upper bounds on ``log E[exp(-theta X)]`` at every ``_ADD_THETAS``.
-
-    ``X = exp((y - 1/2) / sigma^2)``, ``y ~ N(0, sigma^2)``: ``log X = mu + w / sigma``
-    with ``mu = -1 / (2 sigma^2)``, ``w ~ N(0, 1)``.  ``exp(-theta e^z)`` decreases in
-    ``z``, so on each cell of a ``w`` grid it is at most its value at the left end;
-    below the grid it is at most 1, above it at most its value at the grid's end.  The
-    cells' Gaussian masses are exact differences of ``Phi``.
-    """
-    w = np.linspace(-14.0, 14.0, _ADD_W_CELLS + 1)
-    cdf = special.ndtr(w)
-    mass = np.concatenate([[cdf[0]], np.diff(cdf), [special.ndtr(-w[-1])]])
-    z = -0.5 / (sigma * sigma) + np.concatenate([[-np.inf], w]) / sigma
-    x = np.exp(z)  # value of X at the left end of each cell (0 for the lowest one)
-    with np.errstate(divide="ignore"):
-        log_mass = np.log(np.maximum(mass, 0.0))
-    terms = log_mass[None, :] - _ADD_THETAS[:, None] * x[None, :]
-    return special.logsumexp(terms, axis=1) * (1.0 + 1e-12) + 1e-15
-
-
-# long function: 66 lines are the docstring (the bound, its theorem and the premise it rests
-# on); the body is 61 lines
-@cache
-def add_rdp(order: float, sigma: float, steps: int) -> float:
-    """Upper bound on the add-direction Renyi divergence of one allocation epoch (k = 1).
-
-    The add direction compares ``Q = N(0, sigma^2 I_T)`` (record absent) with the mixture
-    ``P = (1/T) sum_j N(e_j, sigma^2 I_T)``: ``D_a(Q || P) = log E_Q[M^{-b}] / b`` with
-    ``b = a - 1`` and ``M = (1/T) sum_j X_j``, ``X_j = exp((y_j - 1/2) / sigma^2)``
-    i.i.d. log-normal with ``E X = 1`` and ``Var X = e^{1/sigma^2} - 1``
-    (the likelihood ratio of Feldman & Shenfeld 2025, Section 6, in the other order).
-    This project's derivation, each step an inequality in the safe direction:
-
-    1. for ``0 < m0 < 1`` and ``m >= m0``, Taylor's theorem with Lagrange remainder at
-       1 gives ``m^{-b} <= 1 - b (m - 1) + c (m - 1)^2``, ``c = b (b + 1) m0^{-b-2} / 2``
-       (the second derivative is largest at ``m0``); the right side is positive for
-       ``m < 1``, so ``E[M^{-b}] <= 1 + c Var(M) + E[M^{-b}; M < m0]`` with
-       ``Var(M) = (e^{1/sigma^2} - 1) / T``;
-    2. ``E[M^{-b}; M < m0] = m0^{-b} P(M < m0) + int_0^{m0} b m^{-b-1} P(M < m) dm``
-       (layer cake);
-    3. ``P(M < m)`` is at most the least of: Chernoff,
-       ``inf_theta e^{theta T m} E[e^{-theta X}]^T`` (the Laplace transform bounded from
-       above cell by cell, :func:`_log_phi_upper`); Maurer 2003 (Theorem 1, a
-       non-negative variable's lower tail), ``exp(-T (1 - m)^2 / (2 E X^2))``; and
-       ``P(max_j X_j < T m) = F_X(T m)^T`` (``M >= max_j X_j / T``).  Each is
-       non-decreasing in ``m``, so the integral of step 2 is bounded by an upper
-       Riemann sum on a grid in ``u = -log m`` (the power integrated exactly per cell);
-       beyond the grid, ``F_X(T m)^T <= exp(-T sigma^2 (u - u0)^2 / 2)``
-       (``Phi(-x) <= e^{-x^2/2}``, ``u0 = log T + 1 / (2 sigma^2)``) integrates in closed
-       form;
-    4. the bound is minimised over ``m0`` on the grid's nodes;
-    5. a second bound needs no ``m0``: with ``c(m) = b (b + 1) min(m, 1)^{-b-2} / 2``
-       the Taylor bound holds for every ``m > 0``, so
-       ``E[M^{-b}] <= 1 + c(1) Var(M) + E[h(M); M < 1]``,
-       ``h(m) = (c(m) - c(1)) (1 - m)^2`` (decreasing on (0, 1), zero at 1), and
-       ``E[h(M); M < 1] = int_0^1 (-h'(m)) P(M < m) dm`` is bounded cell by cell by the
-       tail bound at the cell's right end times the exact rise of ``h``; the smaller
-       of the two bounds is returned, rounded up.
-
-    For large ``T`` this is about ``a (a / (a - 1)) (e^{1/sigma^2} - 1) / (2 T)`` --
-    the leading term of the true divergence -- instead of the ``1 / (2 sigma^2)`` that
-    the concavity bound pays; for small ``T`` and large orders the concavity bound
-    (module docstring) is smaller, and the mechanism takes the smaller of the two.
-
-    Parameters
-    ----------
-    order : float
-        Renyi order ``a > 1`` (real).
-    sigma : float
-        Noise multiplier, > 0.
-    steps : int
-        Steps per epoch ``T``, >= 1.
-
-    Returns
-    -------
-    float
-        An upper bound on ``D_order(Q || P)`` (``inf`` if no finite bound is found).
-
-    Examples
-    --------
-    One step is the Gaussian mechanism, ``order / (2 sigma^2)`` exactly:
-
-    >>> round(add_rdp(4, 2.0, 1), 6) >= 0.5
-    True
-
-    Large ``T``: far below the concavity bound's ``1 / (2 sigma^2) = 0.5``:
-
-    >>> bool(add_rdp(8, 1.0, 1000) < 0.05)
-    True
-    """
-    a = float(order)
-    if not a > 1.0:
-        raise ValueError(f"order must be > 1, got {show_value(order)}")
-    s = float(sigma)
-    t = int(steps)
-    beta = a - 1.0
-    s2 = s * s
-    if t == 1:
-        return a / (2.0 * s2)
-    if 1.0 / s2 > 700.0:  # e^{1/sigma^2} overflows: no finite bound from this route
-        return math.inf
-    var = math.expm1(1.0 / s2) / t
-    u0 = math.log(t) + 0.5 / s2
-    prec = t * s2
-    umax = u0 + beta / prec + 14.0 / math.sqrt(prec) + 1.0
-    half = _ADD_U_CELLS // 2
-    u = np.concatenate([np.geomspace(1e-6, 1.0, half), np.linspace(1.0, umax, half + 1)[1:]])
-    m = np.exp(-u)
-    # log P(M < m): the least of the three bounds of step 3
-    maurer = -t * (1.0 - m) ** 2 / (2.0 * math.exp(1.0 / s2))
-    largest = t * special.log_ndtr(s * (math.log(t) - u + 0.5 / s2))
-    log_phi = _log_phi_upper(s)
-    chernoff = (t * (_ADD_THETAS[None, :] * m[:, None] + log_phi[None, :])).min(axis=1)
-    log_b = np.minimum(np.minimum(maurer, largest), np.minimum(chernoff, 0.0))
-    with np.errstate(over="ignore", invalid="ignore"):
-        cells = np.exp(log_b[:-1] + beta * u[1:] + np.log(-np.expm1(-beta * np.diff(u))))
-        far = (
-            beta
-            * math.exp(min(beta * u0 + beta * beta / (2.0 * prec), EXP_OVERFLOW))
-            * math.sqrt(2.0 * math.pi / prec)
-            * float(special.ndtr(-(umax - u0 - beta / prec) * math.sqrt(prec)))
-        )
-        below = np.concatenate([np.cumsum(cells[::-1])[::-1], [0.0]])
-        tails = below + far + np.exp(log_b + beta * u)
-        growth = np.exp(np.minimum((beta + 2.0) * u, EXP_OVERFLOW))
-        main = 1.0 + 0.5 * beta * (beta + 1.0) * growth * var
-        total = main + tails
-        # step 1' (no m0): with c(m) = b (b+1) min(m,1)^{-b-2} / 2 the Taylor bound holds
-        # for every m > 0, so E[M^{-b}] <= 1 + c(1) Var(M) + E[h(M); M < 1] with
-        # h(m) = (c(m) - c(1)) (1 - m)^2, decreasing on (0, 1) and 0 at 1; layer cake:
-        # E[h(M); M < 1] = int_0^1 (-h'(m)) P(M < m) dm <= sum over cells of
-        # P-bound at the cell's right end times the exact rise of h across the cell
-        c1 = 0.5 * beta * (beta + 1.0)
-        h = c1 * np.expm1(np.minimum((beta + 2.0) * u, EXP_OVERFLOW)) * (-np.expm1(-u)) ** 2
-        rise = np.diff(h)  # h(m_{i+1}) - h(m_i) >= 0 (u increasing, m decreasing)
-        # (the first cell, m in (e^{-u_0}, 1), is taken with P(M < m) <= 1)
-        inner = float(h[0] + np.sum(np.exp(log_b[:-1]) * rise))
-        # beyond the grid: dh/du <= (b + 4) c(m) and P(M < m) <= e^{-prec (u - u0)^2 / 2}
-        b2 = beta + 2.0
-        far2 = (
-            (beta + 4.0)
-            * c1
-            * math.exp(min(b2 * u0 + b2 * b2 / (2.0 * prec), EXP_OVERFLOW))
-            * math.sqrt(2.0 * math.pi / prec)
-            * float(special.ndtr(-(umax - u0 - b2 / prec) * math.sqrt(prec)))
-        )
-        layered = 1.0 + c1 * var + inner + far2
-    total = np.append(total[np.isfinite(total)], layered if math.isfinite(layered) else [])
-    if total.size == 0:
-        return math.inf
-    best = float(total.min()) * (1.0 + 1e-9)
-    return math.log(best) / beta
-
-
-#: integer orders at which :func:`add_rdp` is evaluated (the add direction has no
-#: partition sum, so it goes beyond ``MAX_ORDER``, sparsely)
-ADD_ORDERS = (*range(2, MAX_ORDER + 1), 40, 48, 64, 80, 96, 128, 160, 192, 256)
-
-
-@cache
-def _add_rdp_suffix_min(sigma: float, steps: int) -> tuple[np.ndarray, np.ndarray]:
-    """``(orders, min_{o' >= o} add_rdp(o'))`` over :data:`ADD_ORDERS`.
-
-    The true divergence is non-decreasing in the order (van Erven & Harremoes 2014,
-    Theorem 3), so a bound at a larger order holds at a smaller one; the suffix minimum
-    is the tightest such bound and is itself non-decreasing.
-    """
-    orders = np.array(ADD_ORDERS, dtype=float)
-    vals = np.array([add_rdp(float(o), sigma, steps) for o in orders])
-    return orders, np.minimum.accumulate(vals[::-1])[::-1]
 
 
 @dataclass(frozen=True, repr=False)
@@ -487,8 +242,8 @@ class RandomAllocationMechanism(Mechanism):
             best = np.minimum(add_t, suffix[np.minimum(idx, orders.size - 1)])
             add += reps * np.where(idx < orders.size, best, add_t)
             rem_t = np.full(a.shape, np.inf)
-            for order in np.unique(ceil[small]).astype(int):
-                rem_t[ceil == order] = remove_rdp(max(order, 2), s, t) * (1.0 + 1e-12)
+            orders_small = np.maximum(ceil[small], 2.0).astype(int)
+            rem_t[small] = remove_rdp_orders(s, t)[orders_small] * (1.0 + 1e-12)
             rem += reps * rem_t
         return np.minimum(out, rem), np.minimum(out, add)
 
@@ -731,6 +486,20 @@ class RandomAllocationMechanism(Mechanism):
             unamplified,
             float(self.pld_route.epsilon(delta, tol=tol)) if self._has_pld_route else math.inf,
         )
+
+    def _epsilon_bounds(self, delta: float, tol: float | None) -> tuple[float, float]:
+        """The bracket at one delta > 0: :meth:`epsilon` above (the least of every
+        route, not only the RDP curve's) and, for ``k = 1`` Gaussian steps, the
+        certified lower bound of :func:`random_allocation_lower_epsilon` below (else
+        0); both bound the mechanism itself."""
+        hi = self._epsilon_at(delta, tol)
+        lo = 0.0
+        if self.k == 1 and isinstance(self.base, GaussianMechanism) and hi > 0.0:
+            # the exact sigma: a lower bound at a smaller one would not be one
+            lo = random_allocation_lower_epsilon(
+                float(self.base.sigma), self.steps, delta, epochs=self.epochs
+            )
+        return min(lo, hi), hi
 
     def delta(self, epsilon, *, tol: float | None = None):
         """Sound upper bound on delta at ``epsilon``.

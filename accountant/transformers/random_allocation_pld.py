@@ -38,10 +38,11 @@ What this module certifies (this project's argument, each step checked here):
    of P'-mass ``E[Z/T; A]`` at loss ``+inf`` and Q'-mass ``Q(A)`` at loss ``-inf``; both
    are computed exactly from the first moments carried along (``E[A + B; A or B
    absorbed]`` splits over the independent halves).  The masses of ``P'`` and ``Q'``
-   still add up to one.  The end runs cut are the longest whose mass ``q`` at ``s``
-   costs ``sum q (1 + s/T)`` below a fixed budget (about ``1e-15`` per sum, scaled by
-   ``m / T`` for a partial sum of ``m`` terms, which enters ``T / m`` times); one term
-   is carried up to where absorbing it in all ``T`` terms costs below ``1e-14``.
+   still add up to one (before round-off, below).  The end runs cut are the longest
+   whose mass ``q`` at ``s`` costs ``sum q (1 + s/T)`` below a fixed budget (about
+   ``1e-15`` per sum, scaled by ``m / T`` for a partial sum of ``m`` terms, which enters
+   ``T / m`` times); one term is carried up to where absorbing it in all ``T`` terms
+   costs below ``1e-14``.
 
 Construction and speed.  Partial sums are arrays with an offset (their empty or
 trimmed ends are not stored), so the FFTs of the doubling (``floor(log2 T)`` squarings
@@ -50,17 +51,18 @@ allows) run on the width the sum actually has, not on ``[0, W]``.  A built law i
 per ``(sigma, T, resolution)``; a build longer than :data:`PROGRESS_DELAY` seconds
 shows a ``tqdm`` bar unless ``progress=False``.
 
-Floating-point round-off is handled as in the engine (:mod:`~dpacct.accountant.pld.grid`):
-each pairwise sum is an FFT convolution recomputed under a few exponential tilts, so
-that small entries keep their relative precision (each tilt only on the index range
-where its tilted inputs do not underflow, which is the whole product there); entries
-no tilt resolves are dropped, and a bound on their mass and first moment (twice the
-least round-off level over the tilts, entry by entry), with the part above the window
-(computed from tail sums of one factor, not through the FFT), joins the absorbed atom
-(3.), so dropping is sound up to that round-off model; the
-round-off of the kept entries (about ``1e-16`` of their size) is not in the
-certificate.  The law's total mass and mean are checked in the tests (1 and ``T``, to
-round-off).
+Floating-point round-off is certified by the engine's one composition kernel
+(:mod:`~dpacct.accountant.pld.pld_fft`, :func:`_product`): each pairwise sum is its
+certified convolution -- an estimate and a rigorous bound on each entry's error, the
+far tails recomputed under exponential tilts -- and the law keeps the upper side,
+``estimate + bound``, entry by entry.  Every later step (sums, trims, splits, both
+divergences) is a positive linear map of the entries plus the atom, so entrywise
+upper bounds stay upper bounds; the masses of ``P'`` and ``Q'`` may then exceed one by
+the round-off, which only raises both divergences (the engine composes such
+measures, :meth:`GridPLD.convolve <dpacct.accountant.pld.grid.GridPLD.convolve>`).
+The part of a sum above the window is computed from tail sums of one factor (no FFT)
+and joins the absorbed atom.  The law's total mass and mean are checked in the tests
+(1 and ``T``, to round-off).
 
 The result feeds the engine as an :class:`~dpacct.accountant.laws.loss_law.AtomicLossLaw`
 pair (remove: loss ``log(s/T)`` under ``P'``; add: ``log(T/s)`` under ``Q'``).
@@ -72,11 +74,12 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import fft as sp_fft
 from scipy import special
 
 from ..laws.loss_law import AtomicLossLaw
 from ..mechanism import Capabilities, Mechanism
+from ..numerics import _bar_disabled
+from ..pld import pld_fft
 from ..validation import check_count, check_positive
 
 __all__: list[str] = []
@@ -163,10 +166,14 @@ def _lognormal_cells(sigma: float, edges: np.ndarray) -> tuple[np.ndarray, np.nd
     c = 0.5 / (sigma * sigma)
 
     def cell_diff(z: np.ndarray) -> np.ndarray:
+        # z increases with the edges: the cells left of the median come first, and
+        # each side is evaluated only where it is used
         lo, hi = z[:-1], z[1:]
-        left = special.ndtr(hi) - special.ndtr(lo)
-        right = special.ndtr(-lo) - special.ndtr(-hi)
-        return np.maximum(np.where(lo < 0, left, right), 0.0)
+        k = int(np.searchsorted(lo, 0.0, side="left"))  # cells with lo < 0
+        out = np.empty(lo.size)
+        out[:k] = special.ndtr(hi[:k]) - special.ndtr(lo[:k])
+        out[k:] = special.ndtr(-lo[k:]) - special.ndtr(-hi[k:])
+        return np.maximum(out, 0.0)
 
     return cell_diff(sigma * (lx + c)), cell_diff(sigma * (lx - c))
 
@@ -243,74 +250,6 @@ def _trim(part: _Part, step: float, steps: int, budget: float) -> _Part:
     return q[keep], off + lo, q_abs + dq, s_abs + ds
 
 
-#: round-off of an FFT convolution per unit of its largest entry (the engine's
-#: figure, :mod:`~dpacct.accountant.pld.grid`, doubled)
-_FFT_NOISE = 8e-16
-#: exponential tilts (per grid index) under which each convolution is recomputed: the
-#: log-normal tail decays by about 1e-5 per index, the left end of a sum much faster
-_TILTS = (0.0, 3e-6, 1e-5, 3e-5, 1e-4, 1e-3, 1e-2, -1e-3, -1e-2, -1e-1)
-
-
-def _fft_convolve(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``a * b`` for non-negative arrays, small entries kept to relative precision.
-
-    Tilting commutes with convolution, ``(a_i e^{th i}) * (b_j e^{th j}) = c_k e^{th k}``;
-    under each tilt of :data:`_TILTS` an entry above the round-off level of that
-    product (``_FFT_NOISE`` times its peak) is resolved, and each entry takes the
-    estimate with the smallest round-off.  Entries no tilt resolves are set to zero;
-    the second array bounds them (twice the least round-off level over the tilts: an
-    unresolved entry is below it under every tilt), and is zero where resolved; their
-    mass goes to the absorbed atom (:func:`_add`).
-    """
-    size = a.size + b.size - 1
-    with np.errstate(divide="ignore"):
-        la = np.log(a)
-        lb = la if b is a else np.log(b)
-    best = np.zeros(size)
-    err = np.full(size, np.inf)
-    levels = []  # per tilt: (th, log of the round-off level at k = 0)
-    for th in _TILTS:
-        ta, ma, lo_a = _tilted(la, th)
-        tb, mb, lo_b = (ta, ma, lo_a) if b is a else _tilted(lb, th)
-        nfft = sp_fft.next_fast_len(ta.size + tb.size - 1, real=True)
-        fa = sp_fft.rfft(ta, nfft)
-        fb = fa if b is a else sp_fft.rfft(tb, nfft)
-        c = sp_fft.irfft(fa * fb, nfft)[: ta.size + tb.size - 1]
-        noise = _FFT_NOISE * float(np.abs(c).max())
-        k = lo_a + lo_b + np.arange(c.size)
-        sub = slice(k[0], k[-1] + 1)
-        with np.errstate(over="ignore", under="ignore", invalid="ignore"):
-            scale = np.exp(ma + mb - th * k) if th else np.full(c.size, math.exp(ma + mb))
-            e = noise * scale
-            ok = (c > noise) & (e < err[sub])
-            best[sub] = np.where(ok, c * scale, best[sub])
-        err[sub] = np.where(ok, e, err[sub])
-        levels.append((th, math.log(noise) + ma + mb if noise > 0 else -math.inf))
-    resolved = np.isfinite(err) & np.isfinite(best)
-    dropped = np.zeros(size)
-    idx = np.nonzero(~resolved)[0]
-    if idx.size:
-        # outside a tilt's range its product is below e^-700 of its peak: the level
-        # bounds it there too
-        with np.errstate(over="ignore"):
-            log_level = np.min([lv - th * idx for th, lv in levels], axis=0)
-            dropped[idx] = 2.0 * np.exp(log_level)
-    return np.where(resolved, best, 0.0), dropped
-
-
-def _tilted(la: np.ndarray, th: float) -> tuple[np.ndarray, float, int]:
-    """``exp(la_i + th i - m)`` on the range where it does not underflow, ``m``, start.
-
-    ``m`` is the largest exponent; outside the range returned every value is below
-    ``e^-700`` of the largest (zero or subnormal: nothing an FFT resolves).
-    """
-    t = la + th * np.arange(la.size) if th else la
-    m = float(t.max())
-    live = t > m - 700.0
-    lo, hi = int(np.argmax(live)), la.size - int(np.argmax(live[::-1]))
-    return np.exp(t[lo:hi] - m), m, lo
-
-
 def _above(
     qa: np.ndarray, oa: int, qb: np.ndarray, ob: int, step: float, last: int
 ) -> tuple[float, float]:
@@ -319,41 +258,120 @@ def _above(
     ``sum_i a_i sum_{j > last - i} b_j (s_i + s_j)``, from tail sums of ``b`` taken
     from its small end: no FFT round-off.
     """
-    sb = (ob + np.arange(qb.size)) * step
-    tail = np.append(np.cumsum(qb[::-1])[::-1], 0.0)
-    tail_s = np.append(np.cumsum((qb * sb)[::-1])[::-1], 0.0)
-    j = np.clip(last + 1 - np.arange(qa.size), 0, qb.size)
-    sa = (oa + np.arange(qa.size)) * step
-    return float(qa @ tail[j]), float(qa @ (sa * tail[j] + tail_s[j]))
+    na, nb = qa.size, qb.size
+    i0 = max(0, last + 2 - nb)  # rows below i0 have every b_j at or below the window
+    if i0 >= na:
+        return 0.0, 0.0
+    # rows i0 .. i1 - 1 take the tail of b from j = last + 1 - i (down to 1); rows from
+    # i1 on take the whole of b (j = 0)
+    i1 = min(na, last + 2)
+    jlo = last + 2 - i1  # smallest j read by a partial row (>= 1 when any)
+    sb = (ob + jlo + np.arange(nb - jlo)) * step
+    tail = np.cumsum(qb[jlo:][::-1])[::-1]  # tail[j - jlo] = sum_{j' >= j} b_j'
+    tail_s = np.cumsum((qb[jlo:] * sb)[::-1])[::-1]
+    mass = moment = 0.0
+    if i1 > i0:
+        # j = last + 1 - i runs from last + 1 - i0 down to jlo: a reversed slice
+        top = last + 1 - i0 - jlo  # >= 0: i1 > i0 puts i0 at or below last + 1
+        t = tail[top::-1][: i1 - i0]
+        ts = tail_s[top::-1][: i1 - i0]
+        q = qa[i0:i1]
+        sa = (oa + np.arange(i0, i1)) * step
+        mass += float(q @ t)
+        moment += float(q @ (sa * t + ts))
+    if i1 < na:
+        q = qa[i1:]
+        total_b = float(qb.sum())
+        first_b = float(qb @ ((ob + np.arange(nb)) * step))
+        sa = (oa + np.arange(i1, na)) * step
+        mass += float(q.sum()) * total_b
+        moment += float(q @ sa) * total_b + float(q.sum()) * first_b
+    return mass, moment
 
 
-def _add(a: _Part, b: _Part, step: float, top_index: int) -> _Part:
+#: an entry of a product is settled once its round-off bound is below this fraction of
+#: it: what the unsettled entries still add to either divergence is then at most this
+#: fraction of the divergence (every later step is a positive linear map)
+_SETTLED = 1e-9
+
+
+def _product(
+    qa: np.ndarray, qb: np.ndarray, square: bool, off: int, keep: int, step: float, steps: int
+) -> np.ndarray:
+    """Entrywise upper bound on ``(qa * qb)[:keep]``, round-off included.
+
+    Each pass is the engine's certified kernel (:mod:`~dpacct.accountant.pld.pld_fft`:
+    an estimate and a rigorous bound on each entry's error): first its product tilted
+    towards the right tail (``_tilted_convolve``, which lifts the tail's end to the
+    level of the peak).  A log-normal sum has a tail too long for one tilt, so the
+    entries left unsettled (bound above :data:`_SETTLED` of the entry, and above
+    ``_TRIM / keep`` once weighted by ``1 + s / T``, the most an entry can add to
+    either divergence) are recomputed from the inputs' prefixes -- entry ``k < K`` of
+    the product reads ``qa[:K]`` and ``qb[:K]`` only, and the prefix's tilt aims at
+    ``K`` -- until a prefix settles nothing new; what is left then (the short left end,
+    far below every right tilt's peak) gets the kernel's full scheme
+    (``_bounded_convolve``) on its prefix.  Each entry keeps the least upper bound of
+    the passes that computed it.
+    """
+    a = qa[:keep]
+    b = a if square else qb[:keep]
+    # the long right tail first: one pass tilted towards it per prefix (the kernel's
+    # tilted product with its certified per-entry bound); the short left end, where
+    # every right tilt is far below its peak, last, by the kernel's full scheme
+    est, err = pld_fft._tilted_convolve(a, b, square, 1, rigorous=True)
+    est, err = est[:keep].copy(), err[:keep].copy()  # the full-length products go
+    weight = 1.0 + (off + np.arange(keep)) * (step / steps)
+    floor = _TRIM / keep
+    last, full = keep + 1, False
+    while True:
+        bad = np.flatnonzero((err > _SETTLED * est) & (err * weight > floor))
+        if bad.size == 0:
+            break
+        end = int(bad[-1]) + 1
+        if end >= last:
+            if full:  # the kernel's full scheme settled nothing more: keep the bounds
+                break
+            full = True  # right tilts make no progress: the left end is what is left
+        last = end
+        pa = a[:end]
+        pb = pa if square else b[:end]
+        if full:
+            e2, r2 = pld_fft._bounded_convolve(pa, pb)
+        else:
+            e2, r2 = pld_fft._tilted_convolve(pa, pb, square, 1, rigorous=True)
+        e2, r2 = e2[:end], r2[:end]
+        better = e2 + r2 < est[:end] + err[:end]
+        est[:end] = np.where(better, e2, est[:end])
+        err[:end] = np.where(better, r2, err[:end])
+    if not pld_fft.CERTIFY_ROUNDOFF:  # the tests' switch: the estimate alone
+        return est
+    return pld_fft._certified_side(est, err, True)
+
+
+def _add(a: _Part, b: _Part, step: float, steps: int, top_index: int) -> _Part:
     """Law of the sum of two independent absorbed laws on one grid (module, 3.).
 
-    What the kept entries do not carry -- the part above the window (:func:`_above`)
-    and the entries dropped at the round-off level (bounded as in
-    :func:`_fft_convolve`) -- joins the absorbed atom, which only raises every
-    hockey-stick divergence.  (Taken by
-    difference from the exact ``m_a m_b``, the missing mass would carry the FFT's
-    round-off of the whole bulk, about ``1e-15``, into the atom at every sum.)
+    The product is an entrywise upper bound on the exact product of the two arrays,
+    floating-point round-off included (:func:`_product`, the engine's certified
+    kernel); the part above the window (:func:`_above`, exact tail sums, no FFT) joins
+    the absorbed atom.  Every quantity downstream -- both hockey-stick divergences, the
+    next sums, trims and splits -- is non-decreasing in each entry and in the atom's
+    mass and moment, so an entrywise upper bound stays sound.
     """
     qa, oa, qa_abs, sa_abs = a
     qb, ob, qb_abs, sb_abs = b
-    na, nb = float(qa.sum()), float(qb.sum())
-    ma, mb = na + qa_abs, nb + qb_abs
+    square = b is a
+    na = float(qa.sum())
+    nb = na if square else float(qb.sum())
     fa = float(qa @ ((oa + np.arange(qa.size)) * step))
-    fb = fa if b is a else float(qb @ ((ob + np.arange(qb.size)) * step))
-    c, dropped = _fft_convolve(qa, qa if b is a else qb)
+    fb = fa if square else float(qb @ ((ob + np.arange(qb.size)) * step))
     off = oa + ob
-    keep = max(min(top_index + 1 - off, c.size), 1)
-    x = (off + np.arange(keep)) * step
+    keep = max(min(top_index + 1 - off, qa.size + qb.size - 1), 1)
     above_q, above_s = _above(qa, oa, qb, ob, step, keep - 1)
-    miss_q = above_q + float(dropped[:keep].sum())
-    miss_s = above_s + float(dropped[:keep] @ x)
-    c = c[:keep]
-    # E[A + B; A or B absorbed], split over the independent halves
-    q_abs = qa_abs * mb + qb_abs * ma - qa_abs * qb_abs + miss_q
-    s_abs = sa_abs * mb + fa * qb_abs + sb_abs * ma + fb * qa_abs + miss_s
+    c = _product(qa, qb, square, off, keep, step, steps)
+    # E[A + B; A or B absorbed], split over the independent halves (each term >= 0)
+    q_abs = qa_abs * nb + qb_abs * na + qa_abs * qb_abs + above_q
+    s_abs = sa_abs * (nb + qb_abs) + fa * qb_abs + sb_abs * (na + qa_abs) + fb * qa_abs + above_s
     return c, off, q_abs, s_abs
 
 
@@ -380,11 +398,12 @@ def allocation_sum_law(
 
     Examples
     --------
-    The law keeps the mean ``E S = T`` (absorbed part included):
+    The law keeps the mean ``E S = T`` (absorbed part included), its entries being
+    upper bounds by at most the certified round-off:
 
     >>> law = allocation_sum_law(1.0, 10, progress=False)
     >>> s = float(law.q @ (np.arange(law.q.size) * law.step)) + law.s_absorbed
-    >>> abs(s - 10) < 1e-9
+    >>> bool(10 - 1e-12 < s < 10 * (1 + 1e-8))
     True
     """
     s = check_positive("sigma", sigma)
@@ -421,7 +440,7 @@ def _build(s: float, t: int, r: float, progress: bool) -> SumLaw:
         total=t.bit_length() - 1 + bin(t).count("1"),
         desc=f"random-allocation law (T={t})",
         delay=PROGRESS_DELAY,
-        disable=not progress,
+        disable=_bar_disabled(progress),
         leave=False,
     ) as bar:
         while True:
@@ -429,13 +448,13 @@ def _build(s: float, t: int, r: float, progress: bool) -> SumLaw:
                 if acc is None:
                     acc = power
                 else:
-                    acc = _trim(_add(acc, power, step, int(top / step)), step, t, _TRIM)
+                    acc = _trim(_add(acc, power, step, t, int(top / step)), step, t, _TRIM)
                 bar.update(1)
             remaining >>= 1
             if not remaining:
                 break
             count *= 2
-            power = _trim(_add(power, power, step, int(top / step)), step, t, _TRIM * count / t)
+            power = _trim(_add(power, power, step, t, int(top / step)), step, t, _TRIM * count / t)
             bar.update(1)
             # coarsen while the step is below its target for the current number of terms
             while 2.0 * step <= target * math.sqrt(count):

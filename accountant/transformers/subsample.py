@@ -286,8 +286,8 @@ class WithoutReplacementSubsampledMechanism(Mechanism):
 
         Examples
         --------
-        >>> from dpacct.accountant import mechanism_from_epsilon_delta
-        >>> local = mechanism_from_epsilon_delta(1.0, 1e-6, neighbouring="replace-one")
+        >>> from dpacct.accountant import Mechanism
+        >>> local = Mechanism.from_epsilon_delta(1.0, 1e-6, neighbouring="replace-one")
         >>> step = subsample_without_replacement(local, 0.01)
         >>> bool(step.delta(step.epsilon(1e-7)) <= 1e-7 * (1 + 1e-9))
         True

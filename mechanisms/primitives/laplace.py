@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dpacct.accountant._rounding import quotient_up
+from dpacct.accountant.capabilities import _DeclaredHere
 from dpacct.accountant.laws.loss_law import PrivacyLossLaw
 from dpacct.accountant.mechanism import Capabilities, Mechanism
 from dpacct.accountant.numerics import SUBNORMAL_FLOOR
@@ -274,6 +275,10 @@ class LaplaceMechanism(Mechanism):
     """
 
     b: float
+
+    #: the curve is a function of ``b`` alone (read by ``replace_one``; not inherited
+    #: by subclasses)
+    noise_parameter = _DeclaredHere("b")
 
     declares = Capabilities(exact_curve=True, rdp=True, loss_laws=True, exact_tradeoff=True)
 

@@ -30,7 +30,7 @@ from dpacct.accountant.validation import (
 )
 
 from .gaussian import GaussianMechanism, ReplaceOneGaussianMechanism
-from .laplace import LaplaceMechanism, ReplaceOneLaplaceMechanism
+from .laplace import LaplaceMechanism, ReplaceOneLaplaceMechanism  # noqa: F401 (doctests)
 
 __all__ = ["fixed_size_gaussian_step", "replace_one"]
 
@@ -82,9 +82,9 @@ def replace_one(mechanism: Mechanism, *, sensitivity_factor: float = 2.0) -> Mec
             f"replace_one converts an add/remove mechanism; {mechanism!r} is already "
             f"accounted under {mechanism.neighbouring!r}"
         )
-    if type(mechanism) is GaussianMechanism:
+    if mechanism.noise_parameter == "sigma":  # declared by GaussianMechanism, not inherited
         return ReplaceOneGaussianMechanism(sigma=mechanism.sigma / factor)
-    if type(mechanism) is LaplaceMechanism:
+    if mechanism.noise_parameter == "b":  # declared by LaplaceMechanism, not inherited
         return ReplaceOneLaplaceMechanism(b=mechanism.b / factor)
     raise TypeError(
         f"replace_one converts GaussianMechanism and LaplaceMechanism (noise per unit of "

@@ -1,0 +1,286 @@
+"""Issue 37's everyday queries, cold, beside the fastest sound peer in one run.
+
+Each row is one question asked once in a fresh process, after its imports (the
+libraries are imported before the clock starts; nothing is warmed up):
+
+* DP-SGD epsilon at constant sigma (q 0.01, sigma 1.1, T 1e4; q 0.004, sigma 0.8,
+  T 1e6), ``epsilon`` and ``epsilon_bounds``, beside Opacus' ``RDPAccountant``;
+* the noise-multiplier calibration (epsilon 3 and 8, delta 1e-5, q 0.01, T 1e4) beside
+  Opacus' ``get_noise_multiplier(accountant="rdp")``;
+* a NoisyGD trajectory: 59 ``epsilon(1e-5)`` queries of compositions of ``k`` Gaussians
+  of sigma 50, ``k = 100, 200, ..., 5 900`` (the privacy after every 100 iterations),
+  beside autodp's exact Gaussian composition (``ComposeGaussian`` of
+  ``ExactGaussianMechanism``: the same exact answer) and its RDP composition; and the
+  first 59 iterations (``k = 1..59``: small ``mu``, where the float certificate often
+  cannot decide and the 50-digit curve answers).
+
+For each: the answer (the sum of the 59 epsilons for the trajectory), CPU seconds
+(``time.process_time``) and wall seconds of the call, the peak resident memory the call
+added (``VmHWM``, reset before the call), and the ratio ``peer CPU / dpacct CPU`` (above
+1: dpacct is faster).  Each side runs ``--rounds`` times, alternated, and the medians
+are printed.
+
+``--old PYTHON`` adds, alternated with the new code, the same dpacct rows run by another
+interpreter (e.g. the system ``python``, which imports the main checkout): the answers of
+old and new side by side and the CPU ratio ``old / new``.
+
+Run from the repository root::
+
+    python -m benchmarks.everyday                         # 3 rounds
+    python -m benchmarks.everyday --old python --rounds 5 # old main alternated with this tree
+    python -m benchmarks.everyday --only 'dpsgd*' --json out.json
+
+Timings depend on the machine and its load: compare the rows of one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import json
+import os
+import statistics
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+#: the subprocesses run here (``python -c`` puts its working directory first on the
+#: path; a checkout's root would shadow the installed package)
+NEUTRAL_CWD = Path(os.environ.get("TMPDIR", "/tmp"))
+
+#: the subprocess side: imports, then one timed call; prints one JSON line
+_HARNESS = r'''
+import json, os, resource, sys, time, warnings
+warnings.simplefilter("ignore")
+
+def _kb(field):
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        return None
+
+{imports}
+
+def run():
+{body}
+
+before = _kb("VmRSS")
+try:
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")  # reset VmHWM to the current RSS
+except OSError:
+    pass
+c0, w0 = time.process_time(), time.perf_counter()
+answer, note = run()
+values = None
+if isinstance(answer, list):
+    values, answer = answer, float(sum(answer))
+cpu, wall = time.process_time() - c0, time.perf_counter() - w0
+peak = _kb("VmHWM")
+mb = None if peak is None or before is None else max(0, peak - before) / 1024
+print(json.dumps({{"answer": answer, "values": values, "note": note, "cpu": cpu, "wall": wall,
+                  "peak_mb": mb}}))
+'''
+
+_DPACCT_IMPORTS = """
+from dpacct.accountant import compose, poisson_subsample
+from dpacct.calibrators import noise_multiplier
+from dpacct.mechanisms import GaussianMechanism
+"""
+
+_OPACUS_IMPORTS = """
+from opacus.accountants import RDPAccountant
+from opacus.accountants.utils import get_noise_multiplier
+"""
+
+_AUTODP_IMPORTS = """
+from autodp import mechanism_zoo, transformer_zoo
+"""
+
+_TRAJECTORY = "range(100, 5901, 100)"
+
+WORKLOADS: dict[str, dict] = {}
+
+
+def _row(name: str, question: str, dpacct: str, peer_name: str, peer_imports: str,
+         peer: str) -> None:
+    WORKLOADS[name] = {
+        "question": question,
+        "dpacct": dpacct,
+        "peer_name": peer_name,
+        "peer_imports": peer_imports,
+        "peer": peer,
+    }
+
+
+for _q, _s, _t, _tag in ((0.01, 1.1, 10_000, "1e4"), (0.004, 0.8, 1_000_000, "1e6")):
+    _mech = (f"compose([poisson_subsample(GaussianMechanism(sigma={_s}), "
+             f"sample_rate={_q})], counts=[{_t}])")
+    _opacus = (f"a = RDPAccountant(); a.history = [({_s}, {_q}, {_t})]\n"
+               "return a.get_epsilon(1e-5), None")
+    _row(f"dpsgd epsilon T {_tag}", f"DP-SGD epsilon(1e-5), q {_q}, sigma {_s}, T {_tag}",
+         f"return {_mech}.epsilon(1e-5), None", "opacus RDPAccountant", _OPACUS_IMPORTS,
+         _opacus)
+    _row(f"dpsgd bounds T {_tag}",
+         f"DP-SGD epsilon_bounds(1e-5), q {_q}, sigma {_s}, T {_tag}",
+         f"lo, hi = {_mech}.epsilon_bounds(1e-5)\nreturn hi, f'lower {{lo:.9f}}'",
+         "opacus RDPAccountant", _OPACUS_IMPORTS, _opacus)
+
+for _e in (3.0, 8.0):
+    _row(f"calibrate eps {_e:g}", f"noise multiplier for eps {_e:g}, delta 1e-5, q 0.01, T 1e4",
+         f"return noise_multiplier(epsilon={_e}, delta=1e-5, sample_rate=0.01, "
+         "steps=10_000), None",
+         "opacus get_noise_multiplier (rdp)", _OPACUS_IMPORTS,
+         f"return get_noise_multiplier(target_epsilon={_e}, target_delta=1e-5, "
+         "sample_rate=0.01, steps=10_000, accountant='rdp'), None")
+
+_row("trajectory exact", "NoisyGD trajectory: 59 epsilon(1e-5) of k Gaussians, sigma 50",
+     f"eps = [compose([GaussianMechanism(sigma=50.0)], counts=[k]).epsilon(1e-5) "
+     f"for k in {_TRAJECTORY}]\nreturn [float(e) for e in eps], f'last {{eps[-1]:.12f}}'",
+     "autodp ComposeGaussian(ExactGaussianMechanism)", _AUTODP_IMPORTS,
+     "eps = [transformer_zoo.ComposeGaussian()([mechanism_zoo.ExactGaussianMechanism("
+     f"sigma=50.0)], [k]).get_approxDP(1e-5) for k in {_TRAJECTORY}]\n"
+     "return float(sum(eps)), f'last {eps[-1]:.12f}'")
+_row("trajectory rdp", "the same trajectory; peer: autodp RDP composition",
+     WORKLOADS["trajectory exact"]["dpacct"], "autodp Composition (RDP)", _AUTODP_IMPORTS,
+     "eps = [transformer_zoo.Composition()([mechanism_zoo.GaussianMechanism(sigma=50.0)], "
+     f"[k]).get_approxDP(1e-5) for k in {_TRAJECTORY}]\n"
+     "return float(sum(eps)), f'last {eps[-1]:.12f}'")
+
+
+_row("trajectory from 1", "59 epsilon(1e-5) of k = 1..59 Gaussians, sigma 50 (mu 0.02-0.15)",
+     WORKLOADS["trajectory exact"]["dpacct"].replace(_TRAJECTORY, "range(1, 60)"),
+     "autodp ComposeGaussian(ExactGaussianMechanism)", _AUTODP_IMPORTS,
+     WORKLOADS["trajectory exact"]["peer"].replace(_TRAJECTORY, "range(1, 60)"))
+
+
+def _script(imports: str, body: str) -> str:
+    return _HARNESS.format(imports=imports, body=textwrap.indent(body, "    "))
+
+
+def measure(python: str, imports: str, body: str, cwd: Path = NEUTRAL_CWD,
+            timeout: float = 600.0) -> dict:
+    """One cold call in a fresh ``python`` process (run in ``cwd``)."""
+    env = dict(os.environ)
+    env.pop("PYTHONPATH", None)
+    proc = subprocess.run([python, "-c", _script(imports, body)], capture_output=True,
+                          text=True, cwd=cwd, env=env, timeout=timeout, check=False)
+    for line in reversed(proc.stdout.strip().splitlines()):
+        if line.startswith("{"):
+            return json.loads(line)
+    tail = " | ".join(proc.stderr.strip().splitlines()[-3:])
+    return {"answer": None, "note": f"error: {tail}", "cpu": None, "wall": None,
+            "peak_mb": None}
+
+
+def _median(values):
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+
+def run(only: str = "*", rounds: int = 3, old: str | None = None,
+        old_cwd: Path | None = None) -> list[dict]:
+    rows = []
+    for name, w in WORKLOADS.items():
+        if not fnmatch.fnmatch(name, only):
+            continue
+        sides: dict[str, list[dict]] = {"new": [], "peer": [], "old": []}
+        for _ in range(rounds):
+            sides["new"].append(measure(sys.executable, _DPACCT_IMPORTS, w["dpacct"]))
+            sides["peer"].append(measure(sys.executable, w["peer_imports"], w["peer"]))
+            if old:
+                sides["old"].append(measure(old, _DPACCT_IMPORTS, w["dpacct"],
+                                            cwd=old_cwd or NEUTRAL_CWD))
+        row = {"workload": name, "question": w["question"], "peer_name": w["peer_name"]}
+        for side, runs in sides.items():
+            if not runs:
+                continue
+            row[side] = {
+                "answer": runs[0]["answer"],
+                "values": runs[0].get("values"),
+                "note": runs[0]["note"],
+                "answers_equal_across_rounds": len({r["answer"] for r in runs}) == 1,
+                "cpu": _median([r["cpu"] for r in runs]),
+                "wall": _median([r["wall"] for r in runs]),
+                "peak_mb": _median([r["peak_mb"] for r in runs]),
+                "cpu_all": [r["cpu"] for r in runs],
+            }
+        new_cpu, peer_cpu = row["new"]["cpu"], row["peer"]["cpu"]
+        row["peer_over_new_cpu"] = peer_cpu / new_cpu if new_cpu and peer_cpu else None
+        if old:
+            old_cpu = row["old"]["cpu"]
+            row["old_over_new_cpu"] = old_cpu / new_cpu if old_cpu and new_cpu else None
+        rows.append(row)
+        print(_format_row(row), flush=True)
+    return rows
+
+
+def _f(x, spec):
+    return "-" if x is None else format(x, spec)
+
+
+def _format_row(row: dict) -> str:
+    new, peer = row["new"], row["peer"]
+    text = (
+        f"| {row['workload']} | {_f(new['answer'], '.9f')} | {_f(new['cpu'], '.4f')} | "
+        f"{_f(new['wall'], '.4f')} | {_f(new['peak_mb'], '.1f')} | {row['peer_name']} | "
+        f"{_f(peer['answer'], '.9f')} | {_f(peer['cpu'], '.4f')} | {_f(peer['wall'], '.4f')} | "
+        f"{_f(peer['peak_mb'], '.1f')} | {_f(row['peer_over_new_cpu'], '.2f')} |"
+    )
+    if "old" in row:
+        old = row["old"]
+        same = _compare(old, new)
+        text += (f" {_f(old['answer'], '.12g')} | {_f(new['answer'], '.12g')} | {same} | "
+                 f"{_f(old['cpu'], '.4f')} | {_f(row['old_over_new_cpu'], '.2f')} |")
+    return text
+
+
+def _compare(old: dict, new: dict) -> str:
+    """Equal, tighter, or the largest relative excess of new over old (per query for
+    the trajectory's 59 answers)."""
+    a = old.get("values") or [old["answer"]]
+    b = new.get("values") or [new["answer"]]
+    if None in a or None in b or len(a) != len(b):
+        return "?"
+    if a == b:
+        return "equal"
+    worse = [(y - x) / x for x, y in zip(a, b, strict=True) if y > x]
+    tighter = sum(y < x for x, y in zip(a, b, strict=True))
+    if not worse:
+        return f"tighter ({tighter}/{len(a)})"
+    return f"{tighter}/{len(a)} tighter, {len(worse)} looser by <= {max(worse):.1e} rel"
+
+
+HEADER = (
+    "| workload | dpacct | CPU s | wall s | MB | peer | peer answer | CPU s | wall s | MB | "
+    "peer CPU / dpacct CPU |"
+)
+HEADER_OLD = " old answer | new answer | new vs old | old CPU s | old CPU / new CPU |"
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", default="*", help="fnmatch pattern on the workload names")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--old", default=None,
+                        help="an interpreter that imports the old dpacct (e.g. python)")
+    parser.add_argument("--old-cwd", default=None,
+                        help="working directory for --old (default: $TMPDIR or /tmp)")
+    parser.add_argument("--json", default=None)
+    args = parser.parse_args(argv)
+    print(HEADER + (HEADER_OLD if args.old else ""))
+    print("|" + " --- |" * (HEADER.count("|") - 1 + (HEADER_OLD.count("|") if args.old else 0)))
+    rows = run(args.only, args.rounds, args.old,
+               Path(args.old_cwd) if args.old_cwd else None)
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
