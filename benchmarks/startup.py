@@ -21,6 +21,10 @@ Rows:
 * ``opacus``: ``from opacus.accountants import RDPAccountant``, one step of sigma 1 at
   sample rate 1 (a plain Gaussian), ``get_epsilon(1e-5)`` (Opacus' RDP bound, looser).
 
+With ``--more``, two more rows: ``cli-epsilon`` (``dpacct epsilon --noise-multiplier 1.1
+--sample-rate 0.0043 --steps 14063 --delta 1e-5``) and ``calibrate``
+(``dp.noise_multiplier(epsilon=3.0, delta=1e-5, sample_rate=0.01, steps=10_000)``).
+
 Goals (issue 37, on an idle machine): ``help`` under 0.3 s, ``gaussian`` under 0.5 s.
 """
 
@@ -56,6 +60,16 @@ OPACUS = (
     "acct.step(noise_multiplier=1.0, sample_rate=1.0)\n"
     "print(repr(acct.get_epsilon(1e-5)))\n"
 )
+#: with ``--more``: the command line's everyday subcommand and the README's calibration
+CLI_EPSILON = (
+    "from dpacct.cli import main\n"
+    "main(['epsilon', '--noise-multiplier', '1.1', '--sample-rate', '0.0043',"
+    " '--steps', '14063', '--delta', '1e-5'])\n"
+)
+CALIBRATE = (
+    "import dpacct as dp\n"
+    "print(repr(dp.noise_multiplier(epsilon=3.0, delta=1e-5, sample_rate=0.01, steps=10_000)))\n"
+)
 GOALS = {"help": 0.3, "gaussian": 0.5}
 
 
@@ -74,14 +88,13 @@ def run_once(code: str, env: dict[str, str]) -> dict:
     return {"cpu": cpu, "wall": wall, "answer": out.stdout.strip().splitlines()[-1]}
 
 
-def measure(old: Path, new: Path, rounds: int) -> dict[str, dict[str, list]]:
+def measure(old: Path, new: Path, rounds: int, more: bool = False) -> dict[str, dict[str, list]]:
     """Every row on every side, alternately, ``rounds`` times (after one warm-up each)."""
     sides = {"old": checkout_env(old), "new": checkout_env(new)}
-    jobs = [
-        (f"{row} {side}", code, sides[side])
-        for row, code in (("help", HELP), ("gaussian", GAUSSIAN))
-        for side in ("old", "new")
-    ]
+    rows = [("help", HELP), ("gaussian", GAUSSIAN)]
+    if more:
+        rows += [("cli-epsilon", CLI_EPSILON), ("calibrate", CALIBRATE)]
+    jobs = [(f"{row} {side}", code, sides[side]) for row, code in rows for side in ("old", "new")]
     jobs.append(("opacus", OPACUS, sides["new"]))
     for _, code, env in jobs:  # warm-up: byte-code caches, the file system's cache
         run_once(code, env)
@@ -100,20 +113,21 @@ def table(results: dict[str, dict[str, list]]) -> str:
     med = {
         k: (statistics.median(v["cpu"]), statistics.median(v["wall"])) for k, v in results.items()
     }
-    lines = [f"{'row':<14} {'CPU s':>7} {'wall s':>7}  answer(s)"]
+    lines = [f"{'row':<16} {'CPU s':>7} {'wall s':>7}  answer(s)"]
     for label, v in results.items():
         answers = sorted(set(v["answer"]))
         lines.append(
-            f"{label:<14} {med[label][0]:7.3f} {med[label][1]:7.3f}  {' | '.join(answers)}"
+            f"{label:<16} {med[label][0]:7.3f} {med[label][1]:7.3f}  {' | '.join(answers)}"
         )
     lines.append("")
-    for row in ("help", "gaussian"):
+    for row in dict.fromkeys(k.rsplit(" ", 1)[0] for k in results if k != "opacus"):
         new, old = med[f"{row} new"][0], med[f"{row} old"][0]
-        goal = GOALS[row]
-        lines.append(
-            f"{row}: new / old CPU = {new / old:.2f}  (new {new:.3f} s; goal < {goal} s idle:"
-            f" {'met' if new < goal else 'NOT met'} at this load)"
-        )
+        goal = GOALS.get(row)
+        verdict = ""
+        if goal is not None:
+            met = "met" if new < goal else "NOT met"
+            verdict = f"; goal < {goal} s idle: {met} at this load"
+        lines.append(f"{row}: new / old CPU = {new / old:.2f}  (new {new:.3f} s{verdict})")
     opa = med["opacus"][0]
     lines.append(
         f"gaussian: new / Opacus CPU = {med['gaussian new'][0] / opa:.2f}"
@@ -130,8 +144,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--new", type=Path, default=ROOT, help="new checkout (default: this one)")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--json", type=Path, help="write the raw measurements here")
+    parser.add_argument(
+        "--more", action="store_true", help="also `dpacct epsilon ...` and dp.noise_multiplier"
+    )
     args = parser.parse_args(argv)
-    results = measure(args.old, args.new, args.rounds)
+    results = measure(args.old, args.new, args.rounds, args.more)
     with open("/proc/loadavg") as f:
         load = f.read().split()[:3]
     print(f"start-up, {args.rounds} rounds alternated, medians; load average {' '.join(load)}")
