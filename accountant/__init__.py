@@ -2,47 +2,89 @@
 
 The public entry points are the :class:`Mechanism` contract and the transformers
 :func:`compose`, :func:`poisson_subsample` and :func:`subsample_without_replacement`.
+
+The names below are this layer's export list (``__all__``), each with the submodule that
+defines it.  They load on first use (PEP 562), so that ``import dpacct.accountant`` and
+one Gaussian's epsilon load the modules that answer it and not the whole engine (issue
+37: start-up).  Adding a public name: add it here with its module (tests/test_package.py
+checks that every name is the module's own).
 """
 
-from dpacct import _exports
+from __future__ import annotations
 
-from .bracket import Bracket
-from .families.custom import (
-    GaussianDPMechanism,
-    MissingCapabilityError,
-    mechanism_from_delta_curve,
-    mechanism_from_epsilon_delta,
-    mechanism_from_gdp,
-    mechanism_from_loss_laws,
-    mechanism_from_pure_epsilon,
-    mechanism_from_rdp,
-)
-from .families.gaussian import GaussianMechanism
-from .families.mixture_gaussian import MixtureOfGaussiansMechanism, user_level_dpsgd
-from .laws.loss_law import AtomicLossLaw, GaussianLossLaw, PoissonSubsampledLossLaw, PrivacyLossLaw
-from .ledger import BudgetExceededError, LedgerFileError, PrivacyAccountant
-from .mechanism import Capabilities, Mechanism, PLDSettings
-from .pld.grid import GridPLD, discretize
-from .queries.attack_risk import advantage, advantage_bounds, tpr_at, tpr_bounds, tradeoff_bounds
-from .rdp.conversion import pure_dp_rdp, rdp_to_delta, rdp_to_epsilon, zcdp_rdp
-from .relations import ADD_REMOVE, REPLACE_ONE
-from .serialization import register_mechanism
-from .transformers.compose import ComposedMechanism, compose
-from .transformers.random_allocation import (
-    RandomAllocationMechanism,
-    random_allocation,
-    random_allocation_delta_mc,
-    random_allocation_lower_epsilon,
-)
-from .transformers.repeat_select import repeat_and_select
-from .transformers.shuffling import ShufflingReport, shuffled_batches
-from .transformers.subsample import (
-    PoissonSubsampledMechanism,
-    WithoutReplacementSubsampledMechanism,
-    poisson_subsample,
-    subsample_without_replacement,
-)
-from .transformers.truncated_poisson import TruncatedPoissonGaussianMechanism
+import importlib
+import importlib.util
+from typing import Any
 
-# the names come from the one export table (dpacct/_exports.py)
-__all__ = list(_exports.ACCOUNTANT)
+#: public name -> the submodule (relative to this package) that defines it
+_EXPORTS: dict[str, str] = {
+    "ADD_REMOVE": "relations",
+    "REPLACE_ONE": "relations",
+    "AtomicLossLaw": "laws.loss_law",
+    "Bracket": "bracket",
+    "BudgetExceededError": "ledger",
+    "Capabilities": "mechanism",
+    "ComposedMechanism": "transformers.compose",
+    "GaussianDPMechanism": "families.custom",
+    "GaussianLossLaw": "laws.loss_law",
+    "GaussianMechanism": "families.gaussian",
+    "GridPLD": "pld.grid",
+    "LedgerFileError": "ledger",
+    "Mechanism": "mechanism",
+    "MissingCapabilityError": "families.custom",
+    "MixtureOfGaussiansMechanism": "families.mixture_gaussian",
+    "PLDSettings": "mechanism",
+    "PoissonSubsampledLossLaw": "laws.loss_law",
+    "PoissonSubsampledMechanism": "transformers.subsample",
+    "PrivacyAccountant": "ledger",
+    "PrivacyLossLaw": "laws.loss_law",
+    "RandomAllocationMechanism": "transformers.random_allocation",
+    "ShufflingReport": "transformers.shuffling",
+    "WithoutReplacementSubsampledMechanism": "transformers.subsample",
+    "advantage": "queries.attack_risk",
+    "advantage_bounds": "queries.attack_risk",
+    "compose": "transformers.compose",
+    "discretize": "pld.grid",
+    "mechanism_from_delta_curve": "families.custom",
+    "mechanism_from_epsilon_delta": "families.custom",
+    "mechanism_from_gdp": "families.custom",
+    "mechanism_from_loss_laws": "families.custom",
+    "mechanism_from_pure_epsilon": "families.custom",
+    "mechanism_from_rdp": "families.custom",
+    "poisson_subsample": "transformers.subsample",
+    "pure_dp_rdp": "rdp.conversion",
+    "random_allocation": "transformers.random_allocation",
+    "random_allocation_delta_mc": "transformers.random_allocation",
+    "random_allocation_lower_epsilon": "transformers.random_allocation",
+    "repeat_and_select": "transformers.repeat_select",
+    "rdp_to_delta": "rdp.conversion",
+    "rdp_to_epsilon": "rdp.conversion",
+    "register_mechanism": "serialization",
+    "shuffled_batches": "transformers.shuffling",
+    "subsample_without_replacement": "transformers.subsample",
+    "tpr_at": "queries.attack_risk",
+    "tpr_bounds": "queries.attack_risk",
+    "tradeoff_bounds": "queries.attack_risk",
+    "TruncatedPoissonGaussianMechanism": "transformers.truncated_poisson",
+    "user_level_dpsgd": "families.mixture_gaussian",
+    "zcdp_rdp": "rdp.conversion",
+}
+
+__all__ = list(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    home = _EXPORTS.get(name)
+    if home is None:
+        # a subpackage or module by attribute (``dpacct.accountant.ledger``), as an eager
+        # package has them
+        if not name.startswith("_") and importlib.util.find_spec(f"{__name__}.{name}"):
+            return importlib.import_module(f"{__name__}.{name}")
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value  # later lookups skip this hook
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

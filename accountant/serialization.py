@@ -53,12 +53,14 @@ import numpy as np
 
 from .families.custom import EpsilonDeltaMechanism, GaussianDPMechanism, PureEpsilonMechanism
 from .families.gaussian import GaussianMechanism
+from .families.mixture_gaussian import MixtureOfGaussiansMechanism
 from .mechanism import Mechanism
 from .transformers.compose import ComposedMechanism, compose
 from .transformers.subsample import (
     PoissonSubsampledMechanism,
     WithoutReplacementSubsampledMechanism,
 )
+from .transformers.truncated_poisson import TruncatedPoissonGaussianMechanism
 
 __all__ = [
     "canonical_json",
@@ -432,3 +434,7 @@ register_mechanism("epsilon_delta", EpsilonDeltaMechanism)
 register_mechanism("poisson_subsample", PoissonSubsampledMechanism)
 register_mechanism("subsample_without_replacement", WithoutReplacementSubsampledMechanism)
 register_mechanism("compose", ComposedMechanism, encode=_encode_compose, decode=_decode_compose)
+# registered here, where the file format lives, rather than where they are defined, so
+# that reading a file finds them although the engine loads its modules lazily (issue 37)
+register_mechanism("mixture_of_gaussians", MixtureOfGaussiansMechanism)
+register_mechanism("truncated_poisson_gaussian", TruncatedPoissonGaussianMechanism)

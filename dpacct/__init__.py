@@ -28,31 +28,42 @@ from typing import Any
 
 __version__ = "0.2.0"
 
-from ._exports import LAYERS
+#: the layers, in the order a name is looked up: each keeps its own export list
+#: (its ``__all__``), and a name exported by two layers is the first one's
+#: (``GaussianMechanism``, listed by the engine and re-exported by the zoo, is the
+#: engine's).  The engine's ``__init__`` is lazy (PEP 562), so asking it is cheap.
+_SUBPACKAGES = ("accountant", "mechanisms", "calibrators")
 
-#: public name -> the subpackage that defines it (loaded lazily by ``__getattr__``),
-#: from the one export table: the first layer listing a name is its home
-_EXPORTS: dict[str, str] = {}
-for _layer, _names in LAYERS.items():
-    for _name in _names:
-        _EXPORTS.setdefault(_name, _layer)
-del _layer, _names, _name
 
-_SUBPACKAGES = tuple(LAYERS)
+def _home(name: str) -> Any:
+    """The first layer whose ``__all__`` lists ``name``, or None."""
+    for layer in _SUBPACKAGES:
+        module = importlib.import_module(f"{__name__}.{layer}")
+        if name in module.__all__:
+            return module
+    return None
 
-__all__ = ["__version__", *_SUBPACKAGES, *sorted(_EXPORTS)]
+
+def _all() -> list[str]:
+    names: set[str] = set()
+    for layer in _SUBPACKAGES:
+        names.update(importlib.import_module(f"{__name__}.{layer}").__all__)
+    return ["__version__", *_SUBPACKAGES, *sorted(names)]
 
 
 def __getattr__(name: str) -> Any:
     if name in _SUBPACKAGES:
         return importlib.import_module(f"{__name__}.{name}")
-    home = _EXPORTS.get(name)
-    if home is None:
-        raise AttributeError(f"module 'dpacct' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    if name == "__all__":  # the layers' lists, read when asked (``import dpacct`` stays light)
+        value: Any = _all()
+    else:
+        home = _home(name) if not name.startswith("__") else None
+        if home is None:
+            raise AttributeError(f"module 'dpacct' has no attribute {name!r}")
+        value = getattr(home, name)
     globals()[name] = value  # later lookups skip this hook
     return value
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+    return sorted(set(globals()) | set(__getattr__("__all__")))

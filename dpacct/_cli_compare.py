@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from dpacct._cli_output import emit_json, fmt, json_float, table
 from dpacct._cli_spec import parse_mechanism_spec
-from dpacct.accountant.extras import import_optional
+
+if TYPE_CHECKING:  # numpy is imported where it is used: ``dpacct --help`` needs none
+    import numpy as np
 
 #: delta of the table's epsilon column and of the plot's RDP markers by default
 DEFAULT_DELTA = 1e-5
@@ -33,16 +34,21 @@ def tradeoff(mech, fpr: np.ndarray) -> np.ndarray:
 
     Examples
     --------
+    >>> import numpy as np
     >>> from dpacct.mechanisms import GaussianMechanism
     >>> beta = tradeoff(GaussianMechanism(sigma=1.0), np.array([0.0, 1.0]))
     >>> [round(float(b), 6) for b in beta]
     [1.0, 0.0]
     """
+    import numpy as np
+
     return np.atleast_1d(np.asarray(mech.tradeoff(fpr), dtype=float))
 
 
 def rdp_or_none(mech, alphas: Sequence[float] | np.ndarray) -> np.ndarray | None:
     """The RDP curve at ``alphas`` (validated by the library), or None when it has none."""
+    import numpy as np
+
     try:
         return np.atleast_1d(np.asarray(mech.rdp(alphas), dtype=float))
     except NotImplementedError:
@@ -121,10 +127,13 @@ def best_order(alphas: np.ndarray, rdp: np.ndarray, delta: float) -> int | None:
 
     Examples
     --------
+    >>> import numpy as np
     >>> a = np.array([2.0, 8.0, 16.0, 32.0])
     >>> int(best_order(a, a / 2.0, 1e-5))  # Gaussian, sigma = 1: optimum near alpha = 5.8
     1
     """
+    import numpy as np
+
     from dpacct.accountant.rdp.conversion import rdp_to_epsilon_at_orders
 
     eps = np.array(
@@ -141,10 +150,13 @@ def steep_rise(alphas: np.ndarray, rdp: np.ndarray) -> int | None:
 
     Examples
     --------
+    >>> import numpy as np
     >>> a = np.geomspace(2.0, 64.0, 11)
     >>> steep_rise(a, a / 2.0) is None  # the Gaussian: slope 1
     True
     """
+    import numpy as np
+
     ok = np.isfinite(rdp) & (rdp > 0)
     if ok.sum() < 2:
         return None
@@ -155,6 +167,8 @@ def steep_rise(alphas: np.ndarray, rdp: np.ndarray) -> int | None:
 
 
 def _plot(path: str, specs: list[str], mechs: list) -> str:
+    from dpacct.accountant.extras import import_optional
+
     fig = figure(specs, mechs)
     fig.savefig(path, dpi=120)
     import_optional("matplotlib.pyplot", extra="plot", feature="dpacct compare --plot").close(fig)
@@ -168,6 +182,10 @@ def figure(specs: list[str], mechs: list):
     curve that rises steeper than ``STEEP_SLOPE`` (a subsampled mechanism where
     amplification ends) is annotated there and explained under the panel.
     """
+    import numpy as np
+
+    from dpacct.accountant.extras import import_optional
+
     feature = "dpacct compare --plot"
     import_optional("matplotlib", extra="plot", feature=feature).use("Agg")
     plt = import_optional("matplotlib.pyplot", extra="plot", feature=feature)

@@ -8,14 +8,13 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-
 
 def fmt(x: float | None, digits: int = 5) -> str:
     """A number for a table: ``digits`` significant digits, ``-`` for None.
 
     Examples
     --------
+    >>> import numpy as np
     >>> fmt(np.float64(0.5)), fmt(float("inf")), fmt(None), fmt(1234567.0)
     ('0.5', 'inf', '-', '1.2346e+06')
     """
@@ -80,6 +79,8 @@ def emit_json(data: Any) -> None:
 
 
 def _json_default(obj: Any) -> Any:
+    import numpy as np  # here, not at import: ``dpacct --help`` needs no numpy
+
     if isinstance(obj, np.generic):
         return obj.item()
     if isinstance(obj, np.ndarray):

@@ -11,7 +11,6 @@ from collections.abc import Callable
 from typing import Any
 
 from dpacct._cli_output import emit_json, json_float
-from dpacct.accountant.extras import import_optional
 
 _FEATURE = "dpacct sampler --plot"
 
@@ -60,6 +59,7 @@ def add_parser(sub: Any, real: Callable[[str], float], count: Callable[[str], An
 
 def cmd_sampler(args: argparse.Namespace) -> int:
     """Run ``dpacct sampler`` (table, ``--json``, ``--plot``)."""
+    from dpacct.accountant.extras import import_optional
     from dpacct.calibrators.sampler import sampler_report
 
     report = sampler_report(

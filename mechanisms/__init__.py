@@ -15,8 +15,6 @@ only through the releases of the primitives its privacy is composed of
 (:class:`PlannedRelease`, :class:`ReleaseSession`).
 """
 
-from dpacct import _exports
-
 from .algorithms.algorithm import Algorithm, PlannedRelease, ReleaseSession
 from .algorithms.bandmf import amplified_bandmf, bandmf_sensitivity
 from .algorithms.dp_sgd import DPSGD, DPSGDFit
@@ -72,5 +70,74 @@ from .primitives.permute_and_flip import PermuteAndFlip
 from .primitives.randomized_response import RandomizedResponse
 from .primitives.relations import fixed_size_gaussian_step, replace_one
 
-# the names come from the one export table (dpacct/_exports.py)
-__all__ = list(_exports.MECHANISMS)
+# this layer's export list (dpacct re-exports it; tests/test_package.py checks it
+# against the names imported above)
+__all__ = [
+    "AIM",
+    "DPSGD",
+    "MST",
+    "SSP",
+    "AdaSSP",
+    "Algorithm",
+    "AuditResult",
+    "BinnedNumericColumn",
+    "CategoricalColumn",
+    "DPSGDFit",
+    "DPTheilSen",
+    "DiscreteGaussianMechanism",
+    "DiscreteLaplaceMechanism",
+    "ExponentialMechanism",
+    "ExponentialQuantile",
+    "FittedLinearModel",
+    "FittedSynthesizer",
+    "GaussianMechanism",
+    "HistogramQuantiles",
+    "HistogramRelease",
+    "LaplaceMechanism",
+    "LinearModel",
+    "MarginalSynthesizer",
+    "NoisyGD",
+    "PermuteAndFlip",
+    "PlannedRelease",
+    "ProvedTransformation",
+    "PureDPMechanism",
+    "RandomizedResponse",
+    "ReleaseSession",
+    "ReplaceOneGaussianMechanism",
+    "ReplaceOneLaplaceMechanism",
+    "SufficientStatisticsPerturbation",
+    "Table",
+    "TheilSenFit",
+    "TrainingHistory",
+    "Transformation",
+    "TransformedMechanism",
+    "TreeQuantiles",
+    "TreeRelease",
+    "ZCDPMechanism",
+    "amplified_bandmf",
+    "audit",
+    "bandmf_sensitivity",
+    "bounded_mean",
+    "bounded_sum",
+    "bounded_variance",
+    "cast_float",
+    "choose_branching",
+    "clamp",
+    "count",
+    "count_by_categories",
+    "discrete_gaussian_delta_bounds",
+    "fixed_size_gaussian_step",
+    "gaussian_delta",
+    "group_privacy",
+    "hay_consistency",
+    "impute_constant",
+    "matching_transformation",
+    "pairwise_sum",
+    "pairwise_sum_error",
+    "replace_one",
+    "resize",
+    "select_column",
+    "select_columns",
+    "zcdp_delta",
+    "zcdp_epsilon",
+]

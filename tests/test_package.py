@@ -43,37 +43,63 @@ def test_every_layer_name_is_exported_from_the_top():
     assert dpacct.accountant is importlib.import_module("dpacct.accountant")
 
 
-def test_the_export_table_and_the_layers_agree():
-    """``dpacct/_exports.py`` is the one export table: every layer's ``__all__`` is its
-    tuple, every name in it is importable from the layer, and every public name the
-    layer's ``__init__.py`` imports (other than a submodule) is in the table."""
+def test_each_layer_keeps_its_own_export_list():
+    """Each layer's ``__init__.py`` holds its own ``__all__`` (issue 36: no layer imports
+    the top package): every name in it is importable from the layer, and every public
+    name the ``__init__.py`` imports (other than a submodule) is listed.  The engine's
+    list maps each name to the submodule that defines it (loaded lazily, issue 37)."""
+    import ast
     import importlib
     import types
 
-    from dpacct import _exports
-
-    assert _imports(ROOT / "dpacct" / "_exports.py") == [("__future__", ["annotations"])]
-    assert tuple(_exports.LAYERS) == LAYERS
-    for layer, names in _exports.LAYERS.items():
+    for layer in LAYERS:
+        init = ROOT / layer / "__init__.py"
+        assert not any(m == "dpacct" or m.startswith("dpacct._") for m, _ in _imports(init)), (
+            f"{layer}/__init__.py imports the top package"
+        )
         module = importlib.import_module(f"dpacct.{layer}")
-        assert module.__all__ == list(names)
+        names = module.__all__
         assert len(set(names)) == len(names), f"a name is listed twice for {layer}"
         missing = [n for n in names if not hasattr(module, n)]
-        assert not missing, f"dpacct.{layer} lacks {missing} listed in dpacct/_exports.py"
+        assert not missing, f"dpacct.{layer} lacks {missing} listed in its __all__"
+        imported = {
+            alias.asname or alias.name
+            for node in ast.parse(init.read_text()).body
+            if isinstance(node, ast.ImportFrom) and node.level
+            for alias in node.names
+        }
         public = {
             n
-            for n, v in vars(module).items()
-            if not n.startswith("_") and not isinstance(v, types.ModuleType)
+            for n in imported
+            if not n.startswith("_") and not isinstance(getattr(module, n), types.ModuleType)
         }
         unlisted = sorted(public - set(names))
-        assert not unlisted, f"dpacct.{layer} imports {unlisted}: add them to dpacct/_exports.py"
-    # the top level: every name once, from the first layer listing it
+        assert not unlisted, f"dpacct.{layer} imports {unlisted}: add them to its __all__"
+    engine = importlib.import_module("dpacct.accountant")
+    assert list(engine._EXPORTS) == engine.__all__
+    # a lazy package cannot export a name that is also one of its submodules: importing
+    # the submodule would bind the name to the module
+    here = (ROOT / "accountant").iterdir()
+    submodules = {p.stem for p in here if p.suffix == ".py" or p.is_dir()}
+    assert not submodules & set(engine.__all__)
+    for name, home in engine._EXPORTS.items():
+        defining = importlib.import_module(f"dpacct.accountant.{home}")
+        assert getattr(engine, name) is getattr(defining, name), name
+
+
+def test_the_top_level_reexports_the_layers_lists():
+    """``dp.X`` is the first layer's ``X`` (the engine before the zoo), every name once."""
+    import importlib
+
     homes = {}
-    for layer, names in _exports.LAYERS.items():
-        for n in names:
+    for layer in LAYERS:
+        for n in importlib.import_module(f"dpacct.{layer}").__all__:
             homes.setdefault(n, layer)
-    assert dpacct._EXPORTS == homes
     assert dpacct.__all__ == ["__version__", *LAYERS, *sorted(homes)]
+    for name, layer in homes.items():
+        assert getattr(dpacct, name) is getattr(importlib.import_module(f"dpacct.{layer}"), name)
+    engine = importlib.import_module("dpacct.accountant")
+    assert dpacct.GaussianMechanism is engine.GaussianMechanism
 
 
 def test_unknown_attribute_is_an_attribute_error():
@@ -179,9 +205,8 @@ def test_layers_import_one_way_and_no_private_name_crosses(layer):
                 f"{path.relative_to(ROOT)} imports {module}, a layer above {layer}"
             )
             other_layer = module.startswith("dpacct") and _layer_of(module) != layer
-            # the one export table, dpacct/_exports.py, is data that imports nothing: each
-            # layer reads its own __all__ from it
-            allowed = {"__version__", "_exports"} if module == "dpacct" else {"__version__"}
+            # each layer keeps its own export list: nothing private from the top package
+            allowed = {"__version__"}
             private = [n for n in names if n.startswith("_") and n not in allowed]
             assert not (other_layer and private), (
                 f"{path.relative_to(ROOT)} imports private {private} from {module}"

@@ -49,13 +49,11 @@ import numpy as np
 from ..laws.loss_law_rdp import loss_law_rdp, swapped_loss_law
 from ..laws.mixture_law import GaussianMixtureLossLaw
 from ..mechanism import Capabilities, Mechanism
-from ..serialization import register_mechanism
 from ..validation import check_count, check_positive, check_sample_rate
 
 __all__ = ["MixtureOfGaussiansMechanism", "user_level_dpsgd"]
 
 
-@register_mechanism("mixture_of_gaussians")
 @dataclass(frozen=True)
 class MixtureOfGaussiansMechanism(Mechanism):
     """Gaussian noise ``N(0, sigma^2)`` on a sensitivity drawn from ``{(c_i, p_i)}``.

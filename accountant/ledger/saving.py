@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, Self
 
 from ..pld.schedule import DEFAULT_GRID
 from ..serialization import to_dict
@@ -26,9 +26,6 @@ from .ledger_file import (
     write_atomic,
 )
 from .records import Entry
-
-if TYPE_CHECKING:
-    from .accountant import PrivacyAccountant
 
 __all__ = ["LedgerFileMethods"]
 
@@ -93,7 +90,7 @@ class LedgerFileMethods:
         source: str = "ledger data",
         key: bytes | str | None = None,
         allow_unsigned: bool = False,
-    ) -> PrivacyAccountant:
+    ) -> Self:
         """Rebuild a ledger from :meth:`to_dict` output, verifying everything.
 
         Parameters
@@ -199,7 +196,7 @@ class LedgerFileMethods:
         *,
         key: bytes | str | None = None,
         allow_unsigned: bool = False,
-    ) -> PrivacyAccountant:
+    ) -> Self:
         """Read a ledger written by :meth:`save`, verifying its checksum or signature.
 
         Parameters

@@ -10,7 +10,6 @@ convention").
 from __future__ import annotations
 
 import numpy as np
-from scipy import optimize
 
 from dpacct.accountant.mechanism import Mechanism
 from dpacct.accountant.validation import (
@@ -281,6 +280,8 @@ def isotonic_counts(noisy: object) -> np.ndarray:
         raise ValueError(f"noisy must be a non-empty 1-D array, got shape {c.shape}")
     if not np.isfinite(c).all():
         raise ValueError("noisy must contain only finite numbers")
+    from scipy import optimize  # here, not at import: start-up (issue 37)
+
     fit = optimize.isotonic_regression(np.cumsum(c), increasing=True).x
     cum = np.maximum(fit, 0.0)
     return np.maximum(np.diff(cum, prepend=0.0), 0.0)

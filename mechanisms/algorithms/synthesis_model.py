@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -22,9 +22,20 @@ from .synthesis_columns import Column
 from .synthesis_estimate import ipf
 from .synthesis_table import Table, _check_conditions, _resolve
 
-if TYPE_CHECKING:
-    from .synthesis import MarginalSynthesizer
-    from .synthesis_mst import MST
+
+class SynthesizerLike(Protocol):
+    """What a fitted model reads from the synthesizer that measured it
+    (:class:`~dpacct.mechanisms.MarginalSynthesizer`, :class:`~dpacct.mechanisms.MST`,
+    :class:`~dpacct.mechanisms.AIM`): its columns, their sizes, and its ``cliques`` when
+    :meth:`FittedSynthesizer._build` is not given them.  A protocol rather than those
+    classes, which import this module: no import circle (issue 36)."""
+
+    @property
+    def columns(self) -> tuple[Column, ...]: ...
+
+    @property
+    def sizes(self) -> tuple[int, ...]: ...
+
 
 __all__ = ["FittedSynthesizer", "round_counts"]
 
@@ -130,7 +141,7 @@ class FittedSynthesizer:
 
     Parameters
     ----------
-    synthesizer : MarginalSynthesizer or MST
+    synthesizer : MarginalSynthesizer, MST or AIM
         The synthesizer that was fitted.
     tables : dict
         Estimated probability table of every measured marginal (keyed by column names).
@@ -184,7 +195,7 @@ class FittedSynthesizer:
     [0.4, 0.6]
     """
 
-    synthesizer: MarginalSynthesizer | MST
+    synthesizer: SynthesizerLike
     tables: Mapping[tuple[str, ...], np.ndarray]
     one_way: Mapping[str, np.ndarray]
     parents: Mapping[str, str | None]
@@ -204,7 +215,7 @@ class FittedSynthesizer:
     @classmethod
     def _build(
         cls,
-        syn: MarginalSynthesizer | MST,
+        syn: SynthesizerLike,
         probs: list[np.ndarray],
         noisy_count: float | None,
         row_estimate: float,

@@ -1,0 +1,95 @@
+"""Run Python code against a chosen dpacct checkout, in fresh subprocesses.
+
+dpacct's repository maps its folders into one namespace (``accountant/`` installs as
+``dpacct.accountant``, and so on: ``[tool.setuptools.package-dir]`` in pyproject.toml), so
+putting a checkout on ``PYTHONPATH`` is not enough to import it.  :func:`checkout_env`
+writes a ``sitecustomize.py`` into a private directory that installs an import hook
+mapping ``dpacct``, ``dpacct.accountant``, ``dpacct.mechanisms`` and
+``dpacct.calibrators`` to the checkout's folders, and returns an environment whose
+``PYTHONPATH`` starts with that directory.  Every subprocess started with it (and every
+subprocess *they* start with the inherited environment, as ``benchmarks.run`` does)
+imports dpacct from that checkout, whatever the interpreter's own install says.  One
+interpreter can thus run old and new code on the same numpy, scipy and peers.
+
+Byte-code goes to a private cache (``PYTHONPYCACHEPREFIX``) per checkout, written as a
+normal install has it (this machine sets ``PYTHONDONTWRITEBYTECODE``, which would make
+every start-up compile the library again); the checkouts themselves are never written.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+#: installed package -> the checkout's folder (pyproject.toml's package-dir)
+FOLDERS = {
+    "dpacct": "dpacct",
+    "dpacct.accountant": "accountant",
+    "dpacct.mechanisms": "mechanisms",
+    "dpacct.calibrators": "calibrators",
+}
+
+_HOOK = '''\
+"""Written by benchmarks/checkouts.py: import dpacct from {root!r}."""
+import importlib.abc
+import importlib.util
+import os
+import sys
+
+_ROOT = {root!r}
+_FOLDERS = {folders!r}
+
+
+class _CheckoutFinder(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        folder = _FOLDERS.get(name)
+        if folder is None:
+            return None
+        base = os.path.join(_ROOT, folder)
+        return importlib.util.spec_from_file_location(
+            name, os.path.join(base, "__init__.py"), submodule_search_locations=[base]
+        )
+
+
+sys.meta_path.insert(0, _CheckoutFinder())
+'''
+
+
+def checkout_env(
+    root: str | os.PathLike,
+    *,
+    extra_path: list[str] | None = None,
+    base: dict[str, str] | None = None,
+) -> dict[str, str]:
+    """The environment of a subprocess that imports dpacct from checkout ``root``.
+
+    Parameters
+    ----------
+    root : path
+        A dpacct repository checkout (the folder holding ``dpacct/`` and ``accountant/``).
+    extra_path : list of str, optional
+        More ``PYTHONPATH`` entries after the hook's directory (e.g. the checkout whose
+        ``benchmarks`` package should run).
+    base : dict, optional
+        The environment to start from (default: this process's).
+
+    Returns
+    -------
+    dict
+        The environment for :func:`subprocess.run`.
+    """
+    root = Path(root).resolve()
+    if not (root / "dpacct" / "__init__.py").is_file():
+        raise ValueError(f"root must be a dpacct checkout (with dpacct/__init__.py), got {root}")
+    slug = str(root).strip("/").replace("/", "+")
+    hook_dir = Path(tempfile.gettempdir()) / "dpacct-checkout" / slug
+    hook_dir.mkdir(parents=True, exist_ok=True)
+    (hook_dir / "sitecustomize.py").write_text(
+        _HOOK.format(root=str(root), folders=FOLDERS), encoding="utf-8"
+    )
+    env = dict(os.environ if base is None else base)
+    env["PYTHONPATH"] = os.pathsep.join([str(hook_dir), *(extra_path or [])])
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env["PYTHONPYCACHEPREFIX"] = str(Path(tempfile.gettempdir()) / "dpacct-pycache" / slug)
+    return env

@@ -1,0 +1,88 @@
+"""Start-up (issue 37): what a fresh process imports for ``dpacct --help`` and for the
+everyday first question, one Gaussian's epsilon.
+
+The checks are on ``sys.modules`` in a fresh interpreter, not on the clock, so they hold
+on a loaded machine; ``benchmarks/startup.py`` measures the seconds.  A heavy module
+named here may be imported where it is *used* (inside the function that needs it), never
+at a module's import.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+#: never needed to import the package or to answer a Gaussian's epsilon
+HEAVY = (
+    "scipy.stats",
+    "scipy.optimize",
+    "scipy.integrate",
+    "scipy.interpolate",
+    "scipy.linalg",
+    "tqdm",
+    "matplotlib",
+    "pandas",
+    "torch",
+)
+
+
+def _modules_after(code: str) -> list[str]:
+    """``sys.modules`` of a fresh interpreter (run outside the repository) after ``code``."""
+    probe = f"{code}\nimport json, sys\nprint(json.dumps(sorted(sys.modules)))\n"
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, cwd="/", timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _loaded(modules: list[str], names: tuple[str, ...]) -> list[str]:
+    return [n for n in names if any(m == n or m.startswith(n + ".") for m in modules)]
+
+
+def test_one_gaussian_epsilon_loads_no_heavy_module():
+    modules = _modules_after(
+        "import math, dpacct as dp\n"
+        "eps = dp.GaussianMechanism(1.0).epsilon(1e-5)\n"
+        "assert math.isfinite(eps) and 4.0 < eps < 5.0, eps\n"
+    )
+    assert _loaded(modules, HEAVY) == []
+
+
+@pytest.mark.parametrize("layer", ["accountant", "mechanisms", "calibrators"])
+def test_importing_a_layer_loads_no_heavy_module(layer):
+    assert _loaded(_modules_after(f"import dpacct.{layer}"), HEAVY) == []
+
+
+def test_the_engine_loads_only_what_the_question_needs():
+    """The engine's names load on first use: a Gaussian's epsilon needs neither the
+    ledger nor the samplers."""
+    modules = _modules_after("import dpacct as dp\ndp.GaussianMechanism(1.0).epsilon(1e-5)\n")
+    unused = (
+        "dpacct.accountant.ledger",
+        "dpacct.accountant.transformers.random_allocation",
+        "dpacct.accountant.transformers.repeat_select",
+        "dpacct.accountant.pld.schedule",
+        "dpacct.mechanisms",
+        "dpacct.calibrators",
+    )
+    assert _loaded(modules, unused) == []
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["--version"], ["epsilon", "--help"]])
+def test_the_command_lines_help_loads_no_numerical_library(argv):
+    """``dpacct --help`` parses arguments only: no numpy, no scipy, no layer."""
+    code = (
+        "import contextlib, io\n"
+        "from dpacct.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    try:\n"
+        f"        main({argv!r})\n"
+        "    except SystemExit:\n"
+        "        pass\n"
+    )
+    names = ("numpy", "scipy", "mpmath", "dpacct.accountant", "dpacct.mechanisms")
+    assert _loaded(_modules_after(code), names + HEAVY) == []
