@@ -761,7 +761,7 @@ class Mechanism:
 # declarations import no mechanism, and the contract's factories need no later module.
 # ----------------------------------------------------------------------------------
 class DeltaCurveMechanism(DeltaCurveDeclaration, Mechanism):
-    """A mechanism declared by its exact curve ``delta(eps)`` (:meth:`Mechanism.from_delta_curve`)."""
+    """A mechanism declared by its exact ``delta(eps)`` (:meth:`Mechanism.from_delta_curve`)."""
 
 
 class RDPCurveMechanism(RDPCurveDeclaration, Mechanism):

@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sgm_oracles import dp_accounting_epsilon
 
-from dpacct.accountant import compose, poisson_subsample
+from dpacct.accountant import PrivacyAccountant, compose, poisson_subsample
 from dpacct.accountant.pld import incremental as inc_mod
 from dpacct.accountant.pld import online_direction as direction_mod
 from dpacct.accountant.pld.block_rules import BLOCK_STEPS, FINE_BUDGET, _factor
