@@ -228,14 +228,9 @@ def certified_gaussian_bracket(
         return bool(_gaussian_delta_mp(mu_up, e) <= delta)
 
     def lo_ok(e: float) -> bool:
-        bounds = log_delta_bounds(mu_down, e)
-        if bounds is not None:
-            log_d = math.log(delta)
-            margin = 4.0 * 2.0**-53 * (abs(log_d) + 1.0)
-            if bounds[0] >= log_d + margin:
-                return True
-            if bounds[1] < log_d - margin:
-                return False
+        decided = _at_least(mu_down, e, delta)
+        if decided is not None:
+            return decided
         return bool(_gaussian_delta_mp(mu_down, e) >= delta)
 
     if hi == 0.0 and not hi_ok(0.0):
