@@ -101,7 +101,7 @@ class _DeclaredHere:
     declares it again.  A subclass may change the curve the declaration is about (a
     closed form, a noise parameter), so it must say so itself: it loses the
     declaration automatically, and an engine that reads the attribute instead of
-    testing ``type(x) is Family`` keeps that subclass-safety without naming the family.
+    testing for the exact class keeps that subclass-safety without naming the family.
 
     Examples
     --------

@@ -462,7 +462,7 @@ def watch(
         return None
     state = BatchWatch(path, len(dataset), signature, replaced)
     state.expected = signature(batch_sampler)  # as identified, before any pass
-    if type(batch_sampler) is WatchedBatchSampler:
+    if isinstance(batch_sampler, WatchedBatchSampler):
         batch_sampler._watch = state
     else:
         object.__setattr__(loader, "batch_sampler", WatchedBatchSampler(batch_sampler, state))
