@@ -93,3 +93,33 @@ def checkout_env(
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     env["PYTHONPYCACHEPREFIX"] = str(Path(tempfile.gettempdir()) / "dpacct-pycache" / slug)
     return env
+
+
+def old_new_sides(old: str | None) -> dict[str, tuple[str, str]]:
+    """``{"old": (root, python), "new": (cwd, this interpreter)}`` from an ``--old
+    ROOT:PYTHON`` option (``None``: the new side alone)."""
+    import sys
+
+    sides: dict[str, tuple[str, str]] = {}
+    if old:
+        root, sep, python = old.partition(":")
+        if not sep or not root or not python:
+            raise ValueError(f"--old must be ROOT:PYTHON, got {old!r}")
+        sides["old"] = (root, python)
+    sides["new"] = (os.getcwd(), sys.executable)
+    return sides
+
+
+def write_json(path: str, records: object) -> None:
+    """Write ``records`` as JSON to ``path`` atomically (a temporary file, then a rename)."""
+    import json
+
+    target = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=target.parent or ".", prefix=f".{target.name}.")
+    try:
+        with os.fdopen(fd, "w") as fh:
+            json.dump(records, fh, indent=1)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -33,6 +33,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from benchmarks.checkouts import old_new_sides, write_json
+
 #: name -> (kind, arguments)
 TIME_ROWS = {
     "DP-SGD epsilon, q 0.01, sigma 1.1, T 1e4": ("dpsgd", [0.01, 1.1, 10_000, False]),
@@ -191,19 +193,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--json", help="write the records to this file")
     args = p.parse_args(argv)
-    sides: dict[str, tuple[str, str]] = {}
-    if args.old:
-        root, python = args.old.split(":", 1)
-        sides["old"] = (root, python)
-    sides["new"] = (os.getcwd(), sys.executable)
+    sides = old_new_sides(args.old)
     size = measure_size(sides)
     print(format_size(size), flush=True)
     cost = measure_cost(sides, args.rows, args.rounds)
     print()
     print(format_cost(cost))
     if args.json:
-        with open(args.json, "w") as fh:
-            json.dump({"size": size, "cost": cost}, fh, indent=1)
+        write_json(args.json, {"size": size, "cost": cost})
     return 0
 
 

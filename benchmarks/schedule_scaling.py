@@ -30,6 +30,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from benchmarks.checkouts import old_new_sides, write_json
+
 ROWS = {
     "100 phases x 10": ("random_phases", 100),
     "1000 phases x 10": ("random_phases", 1000),
@@ -161,15 +163,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--timeout", type=float, default=600.0, help="seconds per call")
     p.add_argument("--json", help="write the records to this file")
     args = p.parse_args(argv)
-    sides: dict[str, tuple[str, str]] = {}
-    if args.old:
-        root, python = args.old.split(":", 1)
-        sides["old"] = (root, python)
-    sides["new"] = (os.getcwd(), sys.executable)
+    sides = old_new_sides(args.old)
     results = measure(sides, args.rows, args.rounds, args.timeout)
     if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(results, fh, indent=1)
+        write_json(args.json, results)
     print(format_table(results))
     return 0
 
