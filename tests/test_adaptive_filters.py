@@ -363,3 +363,56 @@ def test_accountant_filters_follow_the_core_on_an_adaptive_path():
         assert admitted == bool(ok)
         if ok:
             spent = trial
+
+
+# ----------------------------------------------------------------------------------
+# why adaptive=False claims nothing: the natural PLD filter fails an adaptive adversary
+# ----------------------------------------------------------------------------------
+def _hockey(loss: float, eps: float) -> float:
+    return 1.0 if loss == math.inf else max(0.0, -math.expm1(eps - loss))
+
+
+def _logistic(e: float) -> float:
+    return 1.0 / (1.0 + math.exp(-e))
+
+
+def test_natural_pld_filter_fails_a_two_step_adaptive_adversary_the_adaptive_ones_do_not():
+    """Step 1 is eps0-randomized response; its output shows the sign of the loss.  After
+    "+" the adversary asks for the largest eps1-RR the filter admits; after "-" the
+    largest pi of a mechanism that reveals the record with probability pi.  Each choice
+    passes the natural filter (the composition of the path's mechanisms at the budget),
+    but each check charges the branch that did not happen, so the realised divergence --
+    summed here exactly over the four outcomes -- is (2 - p0) delta_B for adaptive=False.
+    The Renyi filters refuse the second mechanism (no RDP curve) and stay within delta_B.
+    """
+    eb, db, e0 = 1.0, 0.1, 0.5
+
+    def admits(kind, mech) -> bool:
+        acct = PrivacyAccountant(budget_epsilon=eb, budget_delta=db, adaptive=kind)
+        acct.record(Mechanism.from_pure_epsilon(e0))
+        try:
+            acct.record(mech)
+        except (BudgetExceededError, ValueError):
+            return False
+        return True
+
+    def largest(ok, lo, hi):
+        if not ok(lo):
+            return 0.0
+        for _ in range(30):
+            mid = 0.5 * (lo + hi)
+            lo, hi = (mid, hi) if ok(mid) else (lo, mid)
+        return lo
+
+    p0 = _logistic(e0)
+    realised = {}
+    for kind in (False, True, "renyi_orders"):
+        e1 = largest(lambda e, k=kind: admits(k, Mechanism.from_pure_epsilon(e)), 1e-3, eb + e0)
+        pi = largest(lambda x, k=kind: admits(k, Mechanism.from_epsilon_delta(0.0, x)), 1e-9, 0.99)
+        p1 = _logistic(e1) if e1 else 0.5
+        plus = p0 * (p1 * _hockey(e0 + e1, eb) + (1 - p1) * _hockey(e0 - e1, eb))
+        minus = (1 - p0) * (pi * 1.0 + (1 - pi) * _hockey(-e0, eb))
+        realised[kind] = plus + minus
+    assert realised[False] > 1.3 * db  # (2 - p0) delta_B = 1.378 delta_B
+    assert realised[False] == pytest.approx((2 - p0) * db, rel=1e-6)
+    assert realised[True] <= db and realised["renyi_orders"] <= db
