@@ -46,9 +46,11 @@ Two kinds of filter, by what the training loop may do:
   ``(alpha, B)``-RDP converts to the budget ``(budget_epsilon, budget_delta)`` by
   Canonne, Kamath & Steinke 2020, Proposition 12 (Balle et al. 2020, Theorem 21):
   ``eps = B + log(1 - 1/alpha) - (log delta + log alpha) / (alpha - 1)``.  A step is
-  refused when the summed RDP would cross ``B``.  (Gaussian-DP filters are the other
-  proven fully adaptive route -- Smith & Thakurta 2022; Koskela, Tobaben & Honkela
-  2022 -- but a subsampled step is not exactly Gaussian-DP, so they are not used.)
+  refused when the summed RDP would cross ``B``.  ``adaptive="renyi_orders"`` tracks
+  every order at once (a mixture of the orders' supermartingales, weights fixed at
+  the first record), and ``adaptive="gdp"`` is the Gaussian-DP filter of Smith &
+  Thakurta 2022 for full-batch Gaussian records (a subsampled step is not Gaussian-DP,
+  so it refuses them); see :mod:`~dpacct.accountant.ledger.adaptive_filters`.
 
 The ledger saves to and loads from JSON (:meth:`~PrivacyAccountant.save`,
 :meth:`~PrivacyAccountant.load`): the write is atomic (temporary file in the same
@@ -318,8 +320,7 @@ class PrivacyAccountant(LedgerFileMethods):
 
     @property
     def adaptive_filter(self) -> str | None:
-        """``"renyi"``, ``"renyi_orders"`` or ``"gdp"`` for a fully adaptive filter, else
-        None."""
+        """The fully adaptive filter: ``"renyi"``, ``"renyi_orders"``, ``"gdp"`` or None."""
         if isinstance(self._filter, RenyiFilter):
             return "renyi"
         if isinstance(self._filter, RenyiOrdersFilter | GDPFilter):
@@ -333,8 +334,10 @@ class PrivacyAccountant(LedgerFileMethods):
 
     @property
     def adaptive_order(self) -> float | None:
-        """The adaptive filter's Renyi order (fixed at the first record; for
-        ``"renyi_orders"`` the order holding most weight), else None."""
+        """The adaptive filter's Renyi order (fixed at the first record), else None.
+
+        For ``adaptive="renyi_orders"``: the order holding most weight.
+        """
         if isinstance(self._filter, RenyiFilter | RenyiOrdersFilter):
             return self._filter.order
         return None
