@@ -173,6 +173,19 @@ def test_mixture_core_is_vectorised_over_ledgers():
     for j in range(7):
         one = renyi_mixture_log_ratio(spent[:, j], alphas, lw, (3.0, DELTA))
         np.testing.assert_allclose(got[j], one, rtol=1e-13)
+    # the filter's own per-record check is the same function
+    filt = RenyiOrdersFilter((3.0, DELTA), float(alphas[20]))
+    for j in range(7):
+        one = renyi_mixture_log_ratio(spent[:, j], alphas, filt.log_weights, (3.0, DELTA))
+        np.testing.assert_allclose(filt._log_ratio(spent[:, j]), one, rtol=1e-12, atol=1e-12)
+    # one weight vector per ledger (per-record filters centred on their own order)
+    centres = [5, 20, 40, 20, 5, 59, 0]
+    lws = np.stack([renyi_orders_weights(alphas, c) for c in centres], axis=1)
+    got = renyi_mixture_log_ratio(spent, alphas, lws, (3.0, DELTA))
+    for j, c in enumerate(centres):
+        lw_j = renyi_orders_weights(alphas, c)
+        one = renyi_mixture_log_ratio(spent[:, j], alphas, lw_j, (3.0, DELTA))
+        np.testing.assert_allclose(got[j], one, rtol=1e-13)
 
 
 def _steps(kind, schedule, eps, q=0.01):

@@ -115,8 +115,8 @@ def renyi_mixture_log_ratio(
     orders : numpy.ndarray
         The ``k`` Renyi orders (> 1).
     log_weights : numpy.ndarray
-        ``log w_a`` (``k`` values, ``sum w_a <= 1``; ``-inf`` for no weight), fixed
-        before anything was released.
+        ``log w_a`` (shape ``(k,)``, or ``(k, n)``: one weight vector per ledger;
+        ``sum w_a <= 1``; ``-inf`` for no weight), fixed before anything was released.
     budget : (float, float)
         ``(epsilon, delta)``.
 
@@ -137,7 +137,7 @@ def renyi_mixture_log_ratio(
     eps, delta = budget
     s = np.asarray(spent, dtype=float) * (1.0 + _SUM_SLACK)
     lw = np.asarray(log_weights, dtype=float)
-    if s.ndim == 2:
+    if s.ndim == 2 and lw.ndim == 1:
         lw = lw[:, None]
     terms = lw + math.log(delta) - renyi_log_delta(orders, s, eps)
     return logsumexp(terms, axis=0)
@@ -217,6 +217,23 @@ class RenyiOrdersFilter:
         i = int(np.argmin(np.abs(np.log(self.orders) - math.log(order))))
         self.order = float(self.orders[i])
         self.log_weights = renyi_orders_weights(self.orders, i)
+        # renyi_mixture_log_ratio's terms as  const - slope * spent  (one record's check
+        # is then a handful of length-k array operations)
+        a = self.orders
+        eps, delta = self.budget
+        self._slope = (a - 1.0) * (1.0 + _SUM_SLACK)
+        self._const = (
+            self.log_weights + math.log(delta) + (a - 1.0) * eps
+            - (a - 1.0) * np.log1p(-1.0 / a) + np.log(a)
+        )
+
+    def _log_ratio(self, spent: np.ndarray) -> float:
+        """:func:`renyi_mixture_log_ratio` of ``spent`` at the budget, for this filter."""
+        terms = self._const - self._slope * spent
+        top = float(terms.max())
+        if not math.isfinite(top):
+            return top
+        return top + math.log(float(np.exp(terms - top).sum()))
 
     def rdp_at(self, mechanism: Mechanism) -> np.ndarray:
         """RDP of ``mechanism`` at every order (cached)."""
@@ -239,8 +256,7 @@ class RenyiOrdersFilter:
         if self.order is None:
             self._centre(RenyiFilter(self.budget, None)._choose_order(entry.mechanism))
         total = self.spent + entry.count * self.rdp_at(entry.mechanism)
-        ratio = float(renyi_mixture_log_ratio(total, self.orders, self.log_weights, self.budget))
-        if ratio >= 0.0:
+        if self._log_ratio(total) >= 0.0:
             return
         eps = self.epsilon_of(total)
         detail = f"the Renyi-orders mixture to epsilon {eps:.6g}"
