@@ -67,7 +67,7 @@ _U = 2.0**-53
 def renyi_log_delta(orders: np.ndarray, spent: np.ndarray, epsilon: float) -> np.ndarray:
     """``log delta`` that ``(alpha, spent)``-RDP converts to at ``epsilon``, per order.
 
-    Canonne, Kamath & Steinke 2020, Proposition 12 (with Asoodeh et al. 2021):
+    Canonne, Kamath & Steinke 2020, Proposition 12 (Balle et al. 2020, Theorem 21):
     ``delta = exp((alpha - 1) (spent - epsilon)) (1 - 1/alpha)^(alpha - 1) / alpha``,
     the supremum over ``L`` of ``(1 - e^(epsilon - L))_+ e^(-(alpha - 1) L)`` times
     ``E[e^((alpha - 1) L)] <= e^((alpha - 1) spent)``.
