@@ -20,9 +20,14 @@ loop makes) until :class:`BudgetExceededError`, and prints the steps admitted:
 
 Table 1: q = 0.01, sigma 0.8, 1.0, 1.5 held constant, then three schedules that move
 after the first step ("1.5 then 0.8": one step at 1.5, then 0.8 until refused).
-Table 2: full batch (q = 1), sigma 5, 10, 20 constant, where the GDP filter applies.
-The CPU seconds (``time.process_time``) of each row's four runs are printed; the
-machine is shared, so they are indicative only.
+Table 2: full batch (q = 1), sigma 5, 10, 20 constant, where the GDP filter applies, with
+the peer: OpenDP's privacy filter over its fully adaptive composition in zCDP
+(``make_privacy_filter(make_fully_adaptive_composition(..., zCDP), 1, rho)``, Gaussian
+queries ``make_gaussian(scale=sigma)``), ``rho`` the largest whose OpenDP conversion
+``make_zCDP_to_approxDP`` gives at most the budget's epsilon at its delta (bisected).
+OpenDP has no subsampled Gaussian, so no peer in table 1.  The CPU seconds
+(``time.process_time``) of each row's dpacct runs and of the peer's filter loop are
+printed; the machine is shared, so they are indicative only.
 """
 
 from __future__ import annotations
@@ -63,6 +68,39 @@ def admitted(kind, schedule, q: float, eps: float) -> int | None:
     raise RuntimeError(f"{kind} admitted {LIMIT} steps: raise LIMIT")
 
 
+def opendp_admitted(sigma: float, eps: float) -> tuple[int, float] | None:
+    """Gaussian queries OpenDP's zCDP privacy filter admits, and the loop's CPU seconds
+    (None without OpenDP)."""
+    try:
+        import opendp.prelude as dp
+    except ImportError:  # pragma: no cover - the bench extra is not installed
+        return None
+    dp.enable_features("contrib")
+    space = dp.vector_domain(dp.atom_domain(T=float, nan=False)), dp.l2_distance(T=float)
+
+    def eps_of(rho: float) -> float:
+        gauss = dp.m.make_gaussian(*space, scale=(2.0 * rho) ** -0.5)
+        return dp.c.make_zCDP_to_approxDP(gauss).map(1.0).epsilon(DELTA)
+
+    lo, hi = 0.0, 1.0
+    while eps_of(hi) <= eps:
+        lo, hi = hi, 2.0 * hi
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if eps_of(mid) <= eps else (lo, mid)
+    odometer = dp.c.make_fully_adaptive_composition(*space, dp.zero_concentrated_divergence())
+    queryable = dp.c.make_privacy_filter(odometer, d_in=1.0, d_out=lo)([0.0])
+    query = dp.m.make_gaussian(*space, scale=sigma)
+    n, t0 = 0, time.process_time()
+    while n < LIMIT:
+        try:
+            queryable(query)
+        except dp.OpenDPException:
+            break
+        n += 1
+    return n, time.process_time() - t0
+
+
 def table(rows, q: float) -> list[dict]:
     out = []
     for name, schedule in rows:
@@ -72,6 +110,9 @@ def table(rows, q: float) -> list[dict]:
             for label, kind in KINDS:
                 row[label] = admitted(kind, schedule, q, eps)
             row["cpu_s"] = time.process_time() - t0
+            if q == 1.0:
+                peer = opendp_admitted(schedule(0), eps)
+                row["opendp_zcdp"], row["opendp_cpu_s"] = peer if peer else (None, None)
             out.append(row)
             _print_row(row)
     return out
@@ -89,16 +130,19 @@ def _print_header(q: float) -> None:
     print(f"\nq = {q:g}, delta = {DELTA:g}: steps admitted before refusal")
     print(
         "| sigma | eps | renyi (today) | renyi_orders | orders/today | gdp | pld ceiling "
-        "| orders/pld | cpu s |"
+        "| orders/pld | cpu s | opendp zCDP filter | gdp/opendp | opendp cpu s |"
     )
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
 
 
 def _print_row(r: dict) -> None:
+    peer = r.get("opendp_zcdp")
+    peer_cpu = r.get("opendp_cpu_s")
     print(
         f"| {r['sigma']} | {r['epsilon']:g} | {_cell(r['renyi'])} | {_cell(r['renyi_orders'])} "
         f"| {_ratio(r['renyi_orders'], r['renyi'])} | {_cell(r['gdp'])} | {_cell(r['pld'])} "
-        f"| {_ratio(r['renyi_orders'], r['pld'])} | {r['cpu_s']:.1f} |",
+        f"| {_ratio(r['renyi_orders'], r['pld'])} | {r['cpu_s']:.1f} | {_cell(peer)} "
+        f"| {_ratio(r['gdp'], peer)} | {'' if peer_cpu is None else f'{peer_cpu:.2f}'} |",
         flush=True,
     )
 
