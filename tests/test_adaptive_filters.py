@@ -20,6 +20,8 @@ import math
 import mpmath
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dpacct.accountant import Mechanism, PrivacyAccountant, poisson_subsample
 from dpacct.accountant.ledger import ADAPTIVE_ORDERS, BudgetExceededError
@@ -27,6 +29,7 @@ from dpacct.accountant.ledger.adaptive_filters import (
     GDPFilter,
     RenyiOrdersFilter,
     gdp_budget,
+    renyi_log_delta,
     renyi_mixture_log_ratio,
     renyi_orders_weights,
 )
@@ -430,3 +433,37 @@ def test_natural_pld_filter_fails_a_two_step_adaptive_adversary_the_adaptive_one
     assert realised[False] > 1.3 * db  # (2 - p0) delta_B = 1.378 delta_B
     assert realised[False] == pytest.approx((2 - p0) * db, rel=1e-6)
     assert realised[True] <= db and realised["renyi_orders"] <= db
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(0, len(ADAPTIVE_ORDERS) - 1),
+    st.floats(0.0, 1.0),
+    st.lists(st.floats(0.0, 3.0), min_size=len(ADAPTIVE_ORDERS), max_size=len(ADAPTIVE_ORDERS)),
+    st.floats(0.0, 1.0),
+)
+def test_mixture_ratio_is_at_least_each_weighted_order_and_falls_as_rdp_is_spent(
+    center, spread, scale, more
+):
+    # sum >= each term: the mixture admits whatever one order within its weighted share
+    # admits; and spending RDP never raises the ratio, so a refused state stays refused
+    alphas = np.asarray(ADAPTIVE_ORDERS, dtype=float)
+    lw = renyi_orders_weights(alphas, center, spread=spread)
+    spent = np.asarray(scale) * alphas / 50.0
+    budget = (3.0, DELTA)
+    got = float(renyi_mixture_log_ratio(spent, alphas, lw, budget))
+    terms = lw + math.log(DELTA) - renyi_log_delta(alphas, spent * (1 + 1e-12), 3.0)
+    assert got >= float(np.max(terms)) - 1e-12
+    later = float(renyi_mixture_log_ratio(spent + more * alphas / 50.0, alphas, lw, budget))
+    assert later <= got + 1e-12
+
+
+def test_adaptive_order_sets_the_centre_of_the_every_order_filter():
+    acct = PrivacyAccountant(
+        budget_epsilon=3.0, budget_delta=DELTA, adaptive="renyi_orders", adaptive_order=7.0
+    )
+    alphas = np.asarray(ADAPTIVE_ORDERS, dtype=float)
+    nearest = float(alphas[np.argmin(abs(np.log(alphas) - math.log(7.0)))])
+    assert acct.adaptive_order == nearest
+    acct.step(noise_multiplier=1.0, sample_rate=0.01)  # the first record does not move it
+    assert acct.adaptive_order == nearest
