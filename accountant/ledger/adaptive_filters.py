@@ -55,7 +55,11 @@ __all__ = [
 ]
 
 #: share of the multi-order filter's weight spread over ``ADAPTIVE_ORDERS`` around the
-#: order the first record favours (the one-order filter's choice), which keeps the rest
+#: order the first record favours (the one-order filter's choice), which keeps the rest.
+#: These two constants and the order grid define the weights of a saved
+#: ``adaptive="renyi_orders"`` ledger (only its centre order is written): the weights
+#: must not change once anything is released, so changing any of them needs a new
+#: filter name, never an edit under this one
 ORDERS_SPREAD = 0.25
 #: width of that spread: a Gaussian kernel in ``log(order)`` (0.25: a factor 1.28)
 ORDERS_WIDTH = 0.25
