@@ -137,6 +137,12 @@ def renyi_mixture_log_ratio(
     True
     >>> bool(renyi_mixture_log_ratio(np.array([0.5, 2.0]), a, w, (1.0, 1e-5)) >= 0)
     False
+
+    Three ledgers (records) at once, orders on the first axis:
+
+    >>> spent = np.array([[0.1, 0.5, 0.1], [0.4, 2.0, 3.0]])
+    >>> renyi_mixture_log_ratio(spent, a, w, (1.0, 1e-5)) >= 0
+    array([ True, False,  True])
     """
     eps, delta = budget
     s = np.asarray(spent, dtype=float) * (1.0 + _SUM_SLACK)
