@@ -14,6 +14,8 @@ The parts, one concept a module:
   the query routes (``epsilon``, ``delta``, ``epsilon_bounds``), saving and loading;
 * :mod:`~dpacct.accountant.ledger.filters` -- the filter strategies: the
   fixed-schedule PLD filter and the Renyi filter of Feldman & Zrnic 2021;
+* :mod:`~dpacct.accountant.ledger.adaptive_filters` -- the fully adaptive filters
+  over every Renyi order (a mixture) and for Gaussian DP (Smith & Thakurta 2022);
 * :mod:`~dpacct.accountant.ledger.history` -- the filter's composed history;
 * :mod:`dpacct.accountant.ledger.ledger_file` -- the file format (schema, seal, atomic write,
   validated read).

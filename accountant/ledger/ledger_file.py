@@ -105,6 +105,8 @@ MIN_KEY_BYTES = 16
 _HMAC = "hmac-sha256:"
 _CONTENT_KEYS = frozenset({"format", "schema_version", "budget", "tol", "entries"})
 _OPTION_KEYS = frozenset({"grid", "adaptive", "adaptive_order"})
+#: the adaptive filters a saved ledger may name (``True`` is ``"renyi"``)
+_ADAPTIVE_NAMES = ("renyi", "renyi_orders", "gdp")
 
 
 class LedgerFileError(ValueError):
@@ -434,8 +436,13 @@ def parse_content(payload: Mapping[str, Any], *, source: str = "ledger data") ->
                 "invalid budget or tol: options must be a non-empty object with keys among "
                 f"{sorted(_OPTION_KEYS)}"
             )
-        if "adaptive" in options and options["adaptive"] is not True:
-            raise fail("invalid budget or tol: options.adaptive must be true when present")
+        if "adaptive" in options and not (
+            options["adaptive"] is True or options["adaptive"] in _ADAPTIVE_NAMES
+        ):
+            raise fail(
+                "invalid budget or tol: options.adaptive must be true or one of "
+                f"{sorted(_ADAPTIVE_NAMES)} when present"
+            )
         for name in ("grid", "adaptive_order"):
             value = options.get(name, 0.0)
             if name == "adaptive_order" and value is None:

@@ -15,6 +15,7 @@ from typing import Any, Self
 
 from ..pld.schedule import DEFAULT_GRID
 from ..serialization import to_dict
+from .adaptive_filters import RenyiOrdersFilter
 from .filters import RenyiFilter
 from .ledger_file import (
     FORMAT,
@@ -124,7 +125,11 @@ class LedgerFileMethods:
         except (TypeError, ValueError) as exc:
             raise LedgerFileError(f"{source}: invalid budget or tol: {exc}") from exc
         filt = acct._filter
-        if isinstance(filt, RenyiFilter) and filt.order is None and content.entries:
+        if (
+            isinstance(filt, RenyiFilter | RenyiOrdersFilter)
+            and filt.order is None
+            and content.entries
+        ):
             raise LedgerFileError(
                 f"{source}: an adaptive filter with records must state its adaptive_order"
             )
