@@ -287,7 +287,9 @@ def _guess_counts(guesses: Any, m: int) -> np.ndarray:
 class OneRunAuditResult:
     """A one-run audit: the lower bound, how it was obtained, and the certified upper one.
 
-    Attributes
+    Each parameter is an attribute of the same name.
+
+    Parameters
     ----------
     epsilon_lower : float
         Lower bound on the run's epsilon at ``delta``, holding with probability at least
@@ -313,6 +315,12 @@ class OneRunAuditResult:
         threshold was chosen from the scores).
     epsilon_upper : float or None
         The run's certified epsilon at ``delta``, when given.
+
+    Examples
+    --------
+    >>> res = audit_one_run(np.ones(20), np.zeros(20), delta=0.0, threshold=0.5, upper=8.0)
+    >>> round(res.epsilon_lower, 4), res.guesses, res.correct, round(res.ratio, 4)
+    (2.8034, 20, 20, 0.3504)
     """
 
     epsilon_lower: float
@@ -330,8 +338,11 @@ class OneRunAuditResult:
 
     @property
     def ratio(self) -> float | None:
-        """``epsilon_lower / epsilon_upper`` (None without an upper bound): the share of
-        the certified epsilon that the audit demonstrates; 1 would be a tight analysis."""
+        """``epsilon_lower / epsilon_upper`` (None without an upper bound).
+
+        The share of the certified epsilon that the audit demonstrates; 1 would be a
+        tight analysis.
+        """
         if self.epsilon_upper is None:
             return None
         if self.epsilon_upper == 0.0:
@@ -359,6 +370,85 @@ def _upper_epsilon(upper: Any, delta: float) -> float | None:
     if not value >= 0.0:
         raise ValueError(f"upper must be a mechanism or an epsilon >= 0, got {upper!r}")
     return value
+
+
+def _search(
+    m: int,
+    n_guess: np.ndarray,
+    n_correct: np.ndarray,
+    level: float,
+    delta: float,
+    estimator: str,
+    family: str,
+) -> tuple[float, int]:
+    """The largest level (epsilon, or mu for Gaussian f-DP) that any guess set rejects,
+    and that set's index (-1 if none rejects anything)."""
+
+    # the statistic each guess set is tested with, as a function of the privacy level
+    def tester(k: int, c: int) -> Callable[[float], bool]:
+        if estimator == "steinke":
+            return lambda eps: _steinke_rejects(m, k, c, eps, delta, level)
+        if family == "gaussian":
+            return lambda mu: fdp_rejects(m, k, c, level, _gaussian_blowup_inverse(mu))
+        return lambda eps: fdp_rejects(m, k, c, level, _eps_delta_blowup_inverse(eps, delta))
+
+    best, best_j = 0.0, -1
+    # most precise guess sets first, so that later ones are mostly settled by one test
+    order = np.lexsort((-n_correct, -(n_correct / np.maximum(n_guess, 1))))
+    for j in order.tolist():
+        k, c = int(n_guess[j]), int(n_correct[j])
+        if c == 0:
+            continue
+        rejects = tester(k, c)
+        if best_j >= 0 and not rejects(best):
+            continue  # not searched further (only rejected levels are ever reported)
+        found = _largest_rejected(rejects, best)
+        if found > best or (best_j < 0 and rejects(found)):
+            best, best_j = found, j
+    return best, best_j
+
+
+def _check_inputs(
+    scores_in: Any, scores_out: Any, delta: Any, confidence: Any, estimator: str, family: str
+) -> tuple[np.ndarray, np.ndarray, float, float]:
+    """Validated scores (flat float arrays), delta and confidence."""
+    if estimator not in ESTIMATORS:
+        raise ValueError(f"estimator must be one of {ESTIMATORS}, got {estimator!r}")
+    if estimator == "fdp" and family not in FAMILIES:
+        raise ValueError(f"family must be one of {FAMILIES}, got {family!r}")
+    confidence = check_probability("confidence", confidence)
+    if estimator == "steinke":
+        delta = check_delta(delta, allow_zero=True)
+    else:
+        delta = check_delta(delta, what="the f-DP audit (its families need delta > 0)")
+    s_in = as_float_array("scores_in", scores_in).ravel()
+    s_out = as_float_array("scores_out", scores_out).ravel()
+    if s_in.size + s_out.size == 0:
+        raise ValueError("scores_in and scores_out are both empty: no canaries to audit")
+    if not (np.all(np.isfinite(s_in)) and np.all(np.isfinite(s_out))):
+        raise ValueError("scores_in and scores_out must be finite")
+    return s_in, s_out, delta, confidence
+
+
+def _guess_thresholds(
+    s_in: np.ndarray, s_out: np.ndarray, guesses: Any, threshold: Any, significance: float
+) -> tuple[np.ndarray, float]:
+    """The thresholds of the guess sets tried, and the level each is tested at."""
+    m = s_in.size + s_out.size
+    if threshold is not None and guesses is not None:
+        raise ValueError("give threshold or guesses, not both")
+    if threshold is not None:
+        t = float(threshold)
+        if math.isnan(t):
+            raise ValueError("threshold must be a number, got nan")
+        values = np.array([t])
+        level = significance
+    else:
+        counts = _guess_counts(guesses, m)
+        # the threshold of "the top k": the k-th highest score (ties at it included)
+        values = np.sort(np.concatenate([s_in, s_out]))[::-1][counts - 1]
+        level = significance / counts.size
+    return values, level
 
 
 def audit_one_run(
@@ -430,83 +520,29 @@ def audit_one_run(
     >>> 0.5 < res.epsilon_lower < 20.0  # 4-GDP has epsilon 20.2 at delta 1e-5
     True
     """
-    if estimator not in ESTIMATORS:
-        raise ValueError(f"estimator must be one of {ESTIMATORS}, got {estimator!r}")
-    if estimator == "fdp" and family not in FAMILIES:
-        raise ValueError(f"family must be one of {FAMILIES}, got {family!r}")
-    confidence = check_probability("confidence", confidence)
-    if estimator == "steinke":
-        delta = check_delta(delta, allow_zero=True)
-    else:
-        delta = check_delta(delta, what="the f-DP audit (its families need delta > 0)")
-    s_in = as_float_array("scores_in", scores_in).ravel()
-    s_out = as_float_array("scores_out", scores_out).ravel()
-    if s_in.size + s_out.size == 0:
-        raise ValueError("scores_in and scores_out are both empty: no canaries to audit")
-    if not (np.all(np.isfinite(s_in)) and np.all(np.isfinite(s_out))):
-        raise ValueError("scores_in and scores_out must be finite")
+    s_in, s_out, delta, confidence = _check_inputs(
+        scores_in, scores_out, delta, confidence, estimator, family
+    )
     m = s_in.size + s_out.size
-    significance = 1.0 - confidence
-
-    if threshold is not None and guesses is not None:
-        raise ValueError("give threshold or guesses, not both")
-    if threshold is not None:
-        t = float(threshold)
-        if math.isnan(t):
-            raise ValueError("threshold must be a number, got nan")
-        values = np.array([t])
-        level = significance
-    else:
-        counts = _guess_counts(guesses, m)
-        # the threshold of "the top k": the k-th highest score (ties at it included)
-        values = np.sort(np.concatenate([s_in, s_out]))[::-1][counts - 1]
-        level = significance / counts.size
+    values, level = _guess_thresholds(s_in, s_out, guesses, threshold, 1.0 - confidence)
     n_guess, n_correct = _counts_at(s_in, s_out, values)
-
-    # the statistic each guess set is tested with, as a function of the privacy level
-    def tester(k: int, c: int) -> Callable[[float], bool]:
-        if estimator == "steinke":
-            return lambda eps: _steinke_rejects(m, k, c, eps, delta, level)
-        if family == "gaussian":
-            return lambda mu: fdp_rejects(m, k, c, level, _gaussian_blowup_inverse(mu))
-        return lambda eps: fdp_rejects(m, k, c, level, _eps_delta_blowup_inverse(eps, delta))
-
-    best, best_j = 0.0, -1
-    # most precise guess sets first, so that later ones are mostly settled by one test
-    order = np.lexsort((-n_correct, -(n_correct / np.maximum(n_guess, 1))))
-    for j in order.tolist():
-        k, c = int(n_guess[j]), int(n_correct[j])
-        if c == 0:
-            continue
-        rejects = tester(k, c)
-        if best_j >= 0 and not rejects(best):
-            continue  # cannot improve (the nulls are nested in the level)
-        found = _largest_rejected(rejects, best)
-        if found > best or (best_j < 0 and rejects(found)):
-            best, best_j = found, j
-
-    mu_lower = None
-    if estimator == "fdp" and family == "gaussian":
-        mu_lower = best
-        eps_lower = _gaussian_epsilon_below(best, delta) if best_j >= 0 else 0.0
+    best, j = _search(m, n_guess, n_correct, level, delta, estimator, family)
+    gaussian = estimator == "fdp" and family == "gaussian"
+    if j < 0:  # nothing rejected: no evidence
+        best, k, c, t = 0.0, 0, 0, math.inf
     else:
-        eps_lower = best if best_j >= 0 else 0.0
-    if best_j < 0:
-        k_best, c_best, t_best = 0, 0, math.inf
-    else:
-        k_best, c_best = int(n_guess[best_j]), int(n_correct[best_j])
-        t_best = float(values[best_j])
+        k, c, t = int(n_guess[j]), int(n_correct[j]), float(values[j])
     return OneRunAuditResult(
-        epsilon_lower=float(eps_lower),
+        epsilon_lower=float(_gaussian_epsilon_below(best, delta) if gaussian else best),
         confidence=confidence,
         delta=delta,
         estimator=estimator,
         family=family if estimator == "fdp" else None,
-        mu_lower=None if mu_lower is None else float(mu_lower),
+        mu_lower=float(best) if gaussian else None,
         canaries=m,
-        guesses=k_best,
-        correct=c_best,
-        threshold=t_best,
+        guesses=k,
+        correct=c,
+        threshold=t,
         level=level,
         epsilon_upper=_upper_epsilon(upper, delta),
     )
