@@ -72,7 +72,12 @@ from dpacct.accountant.families.gaussian_dp import (
     gaussian_delta_at_most_exact,
     gaussian_epsilon,
 )
-from dpacct.accountant.validation import as_float_array, check_delta, check_probability
+from dpacct.accountant.validation import (
+    as_float_array,
+    check_delta,
+    check_finite,
+    check_probability,
+)
 
 __all__ = ["OneRunAuditResult", "audit_one_run"]
 
@@ -421,8 +426,11 @@ def _check_inputs(
         delta = check_delta(delta, allow_zero=True)
     else:
         delta = check_delta(delta, what="the f-DP audit (its families need delta > 0)")
-    s_in = as_float_array("scores_in", scores_in).ravel()
-    s_out = as_float_array("scores_out", scores_out).ravel()
+    s_in = as_float_array("scores_in", scores_in)
+    s_out = as_float_array("scores_out", scores_out)
+    for name, arr in (("scores_in", s_in), ("scores_out", s_out)):
+        if arr.ndim != 1:
+            raise ValueError(f"{name} must be a 1-d array of scores, got shape {arr.shape}")
     if s_in.size + s_out.size == 0:
         raise ValueError("scores_in and scores_out are both empty: no canaries to audit")
     if not (np.all(np.isfinite(s_in)) and np.all(np.isfinite(s_out))):
@@ -438,9 +446,7 @@ def _guess_thresholds(
     if threshold is not None and guesses is not None:
         raise ValueError("give threshold or guesses, not both")
     if threshold is not None:
-        t = float(threshold)
-        if math.isnan(t):
-            raise ValueError("threshold must be a number, got nan")
+        t = check_finite("threshold", threshold)
         values = np.array([t])
         level = significance
     else:

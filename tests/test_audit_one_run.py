@@ -244,7 +244,9 @@ def test_bad_input(kwargs, match):
         audit_one_run([1.0, 2.0], [0.0], **args)
 
 
-@pytest.mark.parametrize(("s_in", "s_out"), [([], []), ([np.nan], [0.0]), ([1.0], [np.inf])])
+@pytest.mark.parametrize(
+    ("s_in", "s_out"), [([], []), ([np.nan], [0.0]), ([1.0], [np.inf]), ([[1.0]], [0.0])]
+)
 def test_bad_scores(s_in, s_out):
     with pytest.raises(ValueError, match="scores"):
         audit_one_run(s_in, s_out, delta=1e-5)
