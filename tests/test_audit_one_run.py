@@ -250,3 +250,17 @@ def test_bad_input(kwargs, match):
 def test_bad_scores(s_in, s_out):
     with pytest.raises(ValueError, match="scores"):
         audit_one_run(s_in, s_out, delta=1e-5)
+
+
+def test_guess_counts_and_their_union_bound():
+    rng = np.random.default_rng(5)
+    inserted = rng.random(100) < 0.5
+    s = rng.normal(3.0 * inserted, 1.0)
+    grid = audit_one_run(s[inserted], s[~inserted], delta=1e-5)
+    assert grid.level == pytest.approx(0.05 / 7)  # 50, 25, 13, 7, 4, 2, 1
+    every = audit_one_run(s[inserted], s[~inserted], delta=1e-5, guesses="all")
+    assert every.level == pytest.approx(0.05 / 100)
+    one = audit_one_run(s[inserted], s[~inserted], delta=1e-5, guesses=grid.guesses)
+    assert one.level == pytest.approx(0.05) and one.guesses == grid.guesses
+    # a single pre-registered count pays no union bound, so it can only be tighter
+    assert one.epsilon_lower >= grid.epsilon_lower
