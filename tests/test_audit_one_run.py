@@ -264,3 +264,22 @@ def test_guess_counts_and_their_union_bound():
     assert one.level == pytest.approx(0.05) and one.guesses == grid.guesses
     # a single pre-registered count pays no union bound, so it can only be tighter
     assert one.epsilon_lower >= grid.epsilon_lower
+
+
+def test_delta_term_covers_an_approximate_dp_mechanism():
+    # randomized response with eps0 that reveals the coin outright with probability
+    # delta0 is (eps0, delta0)-DP per canary; the bound with the delta term stays below
+    # eps0, the same counts read at delta = 0 (the term dropped) do not
+    eps0, delta0, m = 1.0, 0.2, 1000
+    keep = math.exp(eps0) / (1 + math.exp(eps0))
+    rng = np.random.default_rng(11)
+    over = {0.0: 0, delta0: 0}
+    for _ in range(100):
+        inserted = rng.random(m) < 0.5
+        answer = np.where(rng.random(m) < keep, inserted, ~inserted)
+        answer = np.where(rng.random(m) < delta0, inserted, answer).astype(float)
+        for d in over:
+            res = audit_one_run(answer[inserted], answer[~inserted], delta=d, threshold=0.5)
+            over[d] += res.epsilon_lower > eps0
+    assert over[delta0] <= 5 + 3 * math.sqrt(5), over
+    assert over[0.0] > 50, over
