@@ -105,7 +105,7 @@ def test_fdp_rejects_is_monotone_in_mu():
 # ----------------------------------------------------------------------------------
 # soundness on mechanisms whose privacy is known; the check can fail
 # ----------------------------------------------------------------------------------
-RUNS = 300
+RUNS = 200
 
 
 def _exceed_rate(estimate, rng, eps0, m=1000):
@@ -128,6 +128,19 @@ def _wrong_level(s_in, s_out):  # confidence and significance swapped
     return audit_one_run(s_in, s_out, delta=0.0, confidence=0.05, threshold=0.5).epsilon_lower
 
 
+def _ours_fdp(s_in, s_out):  # the f-DP recursion on the (eps, delta) curve, tiny delta
+    return audit_one_run(
+        s_in, s_out, delta=1e-9, estimator="fdp", family="eps_delta", threshold=0.5
+    ).epsilon_lower
+
+
+def _wrong_level_fdp(s_in, s_out):
+    return audit_one_run(
+        s_in, s_out, delta=1e-9, estimator="fdp", family="eps_delta", threshold=0.5,
+        confidence=0.05,
+    ).epsilon_lower
+
+
 def _point_estimate(s_in, s_out):  # the precision's logit, no confidence at all
     c, k = np.sum(s_in >= 0.5), np.sum(s_in >= 0.5) + np.sum(s_out >= 0.5)
     return math.log(c / (k - c))
@@ -142,11 +155,13 @@ def _rate_check(rate, confidence=0.95):
 def test_lower_bound_stays_below_known_epsilon():
     rates = {
         f.__name__: _exceed_rate(f, np.random.default_rng(20261128), eps0=1.0)
-        for f in (_ours, _wrong_level, _point_estimate)
+        for f in (_ours, _ours_fdp, _wrong_level, _wrong_level_fdp, _point_estimate)
     }
     assert _rate_check(rates["_ours"]), rates
-    # the audit is tight on this mechanism, so wrong estimators are caught
+    assert _rate_check(rates["_ours_fdp"]), rates
+    # the audits are tight on this mechanism, so wrong estimators are caught
     assert not _rate_check(rates["_wrong_level"]), rates
+    assert not _rate_check(rates["_wrong_level_fdp"]), rates
     assert not _rate_check(rates["_point_estimate"]), rates
 
 
