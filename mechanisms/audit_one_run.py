@@ -14,7 +14,7 @@ Two estimators of that statistic are implemented in full:
 
 ``"steinke"``
     The (epsilon, delta) bound of Steinke, Nasr & Jagielski 2023, main theorem (their
-    Theorem 3.1 with its delta term; the p-value their Algorithm 2 searches): with ``r``
+    Theorem 3.1, with its delta term): with ``r``
     guesses of which ``v`` are correct and ``W' ~ Binomial(r, e^eps / (1 + e^eps))``,
     an (eps, delta)-DP run gives
     ``P[W >= v] <= P[W' >= v] + 2 m delta max_{1 <= i <= v} P[v - i <= W' < v] / i``.
@@ -422,10 +422,10 @@ def _check_inputs(
     if estimator == "fdp" and family not in FAMILIES:
         raise ValueError(f"family must be one of {FAMILIES}, got {family!r}")
     confidence = check_probability("confidence", confidence)
-    if estimator == "steinke":
+    if estimator == "steinke" or family == "eps_delta":
         delta = check_delta(delta, allow_zero=True)
     else:
-        delta = check_delta(delta, what="the f-DP audit (its families need delta > 0)")
+        delta = check_delta(delta, what="Gaussian DP (the f-DP audit's default family)")
     s_in = as_float_array("scores_in", scores_in)
     s_out = as_float_array("scores_out", scores_out)
     for name, arr in (("scores_in", s_in), ("scores_out", s_out)):
@@ -487,7 +487,8 @@ def audit_one_run(
         e.g. minus the loss, or the alignment of a gradient canary with the update).
         Which canary is inserted must have been decided by independent fair coins.
     delta : float
-        The run's delta, in [0, 1) (0 only for ``estimator="steinke"``).
+        The run's delta, in [0, 1) (0 not for the Gaussian family, whose epsilon at
+        delta 0 is infinite).
     confidence : float
         Probability with which the bound holds, in (0, 1).
     estimator : {"steinke", "fdp"}

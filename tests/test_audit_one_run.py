@@ -1,7 +1,7 @@
 """Tests for ``dpacct.mechanisms.audit_one_run``: one-run audits from canary scores.
 
 Independent values: the Steinke-Nasr-Jagielski p-value against a brute-force binomial
-sum in mpmath, its pure-DP all-correct case against the closed form
+sum in mpmath, the pure-DP all-correct case of both estimators against the closed form
 ``logit(beta ** (1 / r))``, the (eps, delta) curve's inverse against the curve, and
 both estimators against JAX Privacy's ``CanaryScoreAuditor`` on identical scores and
 thresholds (a hypothesis property, run live when jax-privacy is installed).  Soundness:
@@ -63,13 +63,16 @@ def test_steinke_p_value_matches_mpmath(m, r, v, eps, delta):
 
 
 @pytest.mark.parametrize(("r", "confidence"), [(10, 0.95), (40, 0.9), (200, 0.99)])
-def test_steinke_pure_all_correct_closed_form(r, confidence):
+@pytest.mark.parametrize("estimator", ["steinke", "fdp"])
+def test_pure_all_correct_closed_form(r, confidence, estimator):
     # r guesses, all correct, delta = 0: P[W' >= r] = q^r, so the bound is the eps with
-    # expit(eps)^r = 1 - confidence, eps = logit((1 - confidence)^(1/r))
+    # expit(eps)^r = 1 - confidence, eps = logit((1 - confidence)^(1/r)); the f-DP
+    # recursion on the pure (eps, 0) curve must reach the same worst case
     q = (1.0 - confidence) ** (1.0 / r)
     exact = math.log(q / (1.0 - q))
     res = audit_one_run(
-        np.ones(r), np.zeros(25), delta=0.0, confidence=confidence, threshold=0.5
+        np.ones(r), np.zeros(25), delta=0.0, confidence=confidence, threshold=0.5,
+        estimator=estimator, family="eps_delta",
     )
     assert (res.guesses, res.correct, res.canaries) == (r, r, r + 25)
     assert res.epsilon_lower <= exact
