@@ -301,3 +301,119 @@ def test_delta_term_covers_an_approximate_dp_mechanism():
             over[d] += res.epsilon_lower > eps0
     assert over[delta0] <= 5 + 3 * math.sqrt(5), over
     assert over[0.0] > 50, over
+
+
+# ----------------------------------------------------------------------------------
+# the threshold search under the null (true epsilon 0): ours holds its level, invalid
+# searches (best-of-all-counts at the grid's level; JAX Privacy's hull count) do not
+# ----------------------------------------------------------------------------------
+def _null_labels_by_rank(rng, games, m):
+    """Under the null the scores are independent of the coins, so the coins read in the
+    order of decreasing score are i.i.d. fair bits: row g, column k is 1 if the canary
+    ranked k + 1 in game g was inserted."""
+    return rng.random((games, m)) < 0.5
+
+
+def _grid_search_rejects(bits, confidence=0.95):
+    """audit_one_run's default search at epsilon 0, delta 0, on ranked coins: some count
+    of the halving grid rejects at level (1 - confidence) / len(grid)."""
+    from scipy import stats
+
+    m = bits.shape[1]
+    grid = np.array(sorted({-(-m // 2**j) for j in range(1, math.ceil(math.log2(m)) + 1)}))
+    correct = np.cumsum(bits, axis=1)[:, grid - 1]
+    p = stats.binom.sf(correct - 1, grid, 0.5)
+    return np.any(p <= (1 - confidence) / grid.size, axis=1)
+
+
+def _every_count_p_values(bits):
+    """The epsilon-0 p-value of every count 1..m (the top-k sets of all thresholds)."""
+    from scipy import stats
+
+    k = np.arange(1, bits.shape[1] + 1)
+    return stats.binom.sf(np.cumsum(bits, axis=1) - 1, k, 0.5)
+
+
+def _every_count_at_grid_level(p_all, confidence=0.95):
+    """A deliberately invalid search: the best of *every* count 1..m, paid for only with
+    the grid's union bound (the label-dependent choice is not covered)."""
+    m = p_all.shape[1]
+    n_grid = len({-(-m // 2**j) for j in range(1, math.ceil(math.log2(m)) + 1)})
+    return np.any(p_all <= (1 - confidence) / n_grid, axis=1)
+
+
+def _every_count_uncorrected(p_all, confidence=0.95):
+    """The classic mistake: the best of every count, each at the full level."""
+    return np.any(p_all <= 1 - confidence, axis=1)
+
+
+def test_threshold_search_holds_its_level_under_the_null():
+    m, games = 3000, 1000
+    bits = _null_labels_by_rank(np.random.default_rng(20261128 + m), games, m)
+    p_all = _every_count_p_values(bits)
+    rates = {"_grid_search_rejects": _grid_search_rejects(bits).mean()} | {
+        f.__name__: f(p_all).mean() for f in (_every_count_at_grid_level, _every_count_uncorrected)
+    }
+    limit = 0.05 + 3 * math.sqrt(0.05 * 0.95 / games)
+    # ours 2.7 %; the two invalid searches 8.1 % and 38.8 % at this seed
+    assert rates["_grid_search_rejects"] <= limit, rates
+    assert rates["_every_count_at_grid_level"] > limit, rates  # the check can fail
+    assert rates["_every_count_uncorrected"] > limit, rates
+    # the vectorised reading above is the library's own search: spot-check 40 games
+    s = -np.arange(m, dtype=float)  # the scores in rank order
+    for g in range(40):
+        res = audit_one_run(s[bits[g]], s[~bits[g]], delta=0.0)
+        assert (res.epsilon_lower > 0) == bool(_grid_search_rejects(bits[g : g + 1])[0])
+
+
+@pytest.mark.slow
+def test_jax_privacy_hull_search_exceeds_its_level_under_the_null():
+    # JAX Privacy's default (Bonferroni over the ROC hull's thresholds, a label-dependent
+    # count) reports epsilon > 0 in 8.2 % of null games at m = 10 000 at nominal 5 %
+    # (seeded below); ours in the same games, even at delta 0, stays under 5 %.  No
+    # sound search can be pointwise above JAX's: it would reject the null as often.
+    auditing = pytest.importorskip("jax_privacy.auditing")
+    rng = np.random.default_rng(6)
+    m, games, jax_over, our_over = 10_000, 2000, 0, 0
+    for _ in range(games):
+        inserted = rng.random(m) < 0.5
+        s = rng.normal(0.0, 1.0, m)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            jax = auditing.CanaryScoreAuditor(s[inserted], s[~inserted])
+            jax_over += jax.epsilon_one_run(0.05, 1e-6) > 0
+        our_over += audit_one_run(s[inserted], s[~inserted], delta=0.0).epsilon_lower > 0
+    limit = 0.05 + 3 * math.sqrt(0.05 * 0.95 / games)
+    assert our_over / games <= limit, (our_over, jax_over)
+    assert jax_over / games > limit, (our_over, jax_over)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    n_in=st.integers(1, 40),
+    n_out=st.integers(1, 40),
+    shift=st.floats(0.0, 5.0),
+    seed=st.integers(0, 2**32 - 1),
+    delta=st.sampled_from([1e-6, 1e-5, 1e-3]),
+)
+def test_own_search_never_below_jax_search_made_valid(n_in, n_out, shift, seed, delta):
+    # JAX's own search over the ROC hull, at significance divided by the number of
+    # *all* candidate thresholds (m + 1: every distinct score and +inf) instead of the
+    # hull's -- the union bound that makes it valid -- against ours over every count
+    # (level divided by m): ours tests every top-k set, a superset of the hull's, at a
+    # higher level, so it must never be lower
+    auditing = pytest.importorskip("jax_privacy.auditing")
+    rng = np.random.default_rng(seed)
+    s_in = np.round(rng.normal(shift, 1.0, n_in), 1)  # rounded: ties occur
+    s_out = np.round(rng.normal(0.0, 1.0, n_out), 1)
+    m = n_in + n_out
+    jax = auditing.CanaryScoreAuditor(s_in, s_out)
+    hull = len(jax._fn_counts)  # JAX 2.0.0 divides its significance by this count
+    sig = 0.05 * hull / (m + 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        theirs = {"steinke": jax.epsilon_one_run(sig, delta),
+                  "fdp": jax.epsilon_one_run_fdp(sig, delta)}
+    for est, value in theirs.items():
+        ours = audit_one_run(s_in, s_out, delta=delta, estimator=est, guesses="all")
+        assert ours.epsilon_lower >= value - JAX_XTOL, (est, ours, value)
