@@ -4,11 +4,16 @@ between an audit and the certified epsilon on a worked DP-SGD run.
 Part 1 (peer table): fixed generated canary scores (every canary's score a ``mu``-GDP
 release of its coin), audited by dpacct and by JAX Privacy's ``CanaryScoreAuditor``
 (jax-privacy 2.0.0, live) in the same run; the lower bounds, their ratio and CPU time.
-Two rows per estimator: the *same test* (one threshold fixed in advance, JAX's
-``Explicit``), where dpacct must never be below JAX; and each library's own threshold
+Four rows per estimator: the *same test* (one threshold fixed in advance, JAX's
+``Explicit``), where dpacct must never be below JAX; each library's own threshold
 search (dpacct: a union bound over the halving grid of guess counts; JAX: its
 ``Bonferroni`` strategy, which divides by the number of ROC-hull thresholds, a
-label-dependent count).
+label-dependent count); dpacct's own search beside JAX's search made valid (its
+significance divided by all m + 1 candidate thresholds); and dpacct over every count
+(``guesses="all"``) beside that valid JAX search, where dpacct must never be below.
+Then null games (true epsilon 0): how often each library's own search reports epsilon
+> 0 at nominal 5 % -- JAX's exceeds it at large m, so no valid search can be
+pointwise above JAX's own.
 
 Part 2 (worked example): DP-SGD in numpy on the suite's small model (the MLP
 30-16-1 of tests/test_opacus.py, on scikit-learn's breast-cancer data), Poisson
@@ -18,7 +23,10 @@ Nasr & Jagielski 2023, Section 6; Nasr et al. 2023): canary ``j`` is a record wh
 clipped gradient is ``C e_j`` on its own coordinate, inserted by a fair coin and then
 sampled like every record; its score is the sum over steps of the released noisy
 gradient's coordinate ``j`` ("sum"), or the per-step log-likelihood ratio of "a
-Poisson-sampled ``C e_j`` was added" summed over steps ("lr").  The audit's lower
+Poisson-sampled ``C e_j`` was added" summed over steps ("lr"), or that ratio on the
+residual after the auditor subtracts the clipped gradients of the other records, which it
+computed itself ("res": each canary is then seen through exactly the accounted
+subsampled-Gaussian step).  The audit's lower
 bound is set beside the certified epsilon of the same run.
 
 Run: ``python -m benchmarks.audit_one_run`` (a few CPU seconds).
@@ -67,17 +75,48 @@ def peer_table(seed: int = 20261128) -> list[dict]:
                 j_fix, tj_fix = _cpu(jfun, 1 - CONFIDENCE, DELTA,
                                      threshold_strategy=Explicit(t_fixed))
                 j_own, tj_own = _cpu(jfun, 1 - CONFIDENCE, DELTA)
+                # JAX's search made valid: its hull count replaced by all m + 1
+                # candidate thresholds (it divides its significance by the hull count)
+                sig_valid = (1 - CONFIDENCE) * len(jax._fn_counts) / (m + 1)
+                j_val, tj_val = _cpu(jfun, sig_valid, DELTA)
             ours = {"delta": DELTA, "confidence": CONFIDENCE, "estimator": est}
             o_fix, to_fix = _cpu(audit_one_run, s_in, s_out, threshold=t_fixed, **ours)
             o_own, to_own = _cpu(audit_one_run, s_in, s_out, **ours)
+            o_all, to_all = _cpu(audit_one_run, s_in, s_out, guesses="all", **ours)
             for mode, o, j, to, tj in (("fixed threshold", o_fix, j_fix, to_fix, tj_fix),
-                                       ("own search", o_own, j_own, to_own, tj_own)):
+                                       ("own search", o_own, j_own, to_own, tj_own),
+                                       ("valid vs own", o_own, j_val, to_own, tj_val),
+                                       ("all vs valid", o_all, j_val, to_all, tj_val)):
                 rows.append({
                     "mu": mu, "m": m, "estimator": est, "mode": mode,
                     "dpacct": o.epsilon_lower, "jax": float(j),
                     "ratio": o.epsilon_lower / float(j) if j > 0 else float("nan"),
                     "dpacct_s": to, "jax_s": tj,
                 })
+    return rows
+
+
+def null_rates(games: int = 1000, seed: int = 6) -> list[dict]:
+    """Share of null games (scores independent of the coins: true epsilon 0) in which each
+    library's own threshold search reports epsilon > 0, at nominal 1 - CONFIDENCE.  A
+    valid search stays at or below it; JAX's ROC-hull Bonferroni does not at large m."""
+    from jax_privacy.auditing import CanaryScoreAuditor
+
+    rng = np.random.default_rng(seed)
+    rows = []
+    for m in (100, 1000, 10_000):
+        over_j = over_o = 0
+        for _ in range(games):
+            inserted = rng.random(m) < 0.5
+            s = rng.normal(0.0, 1.0, m)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                jax = CanaryScoreAuditor(s[inserted], s[~inserted])
+                over_j += jax.epsilon_one_run(1 - CONFIDENCE, 1e-6) > 0
+            over_o += audit_one_run(s[inserted], s[~inserted], delta=0.0).epsilon_lower > 0
+        se = np.sqrt(CONFIDENCE * (1 - CONFIDENCE) / games)
+        rows.append({"m": m, "games": games, "dpacct": over_o / games, "jax": over_j / games,
+                     "se": se})
     return rows
 
 
@@ -115,6 +154,7 @@ def worked_dpsgd(
     coords = rng.choice(dim, size=canaries, replace=False)  # one coordinate each
     inserted = rng.random(canaries) < 0.5
     per_step = np.empty((steps, canaries))
+    residual = np.empty((steps, canaries))
     expected_batch = sample_rate * (x.shape[0] + inserted.sum())
     t0 = time.process_time()
     for t in range(steps):
@@ -122,22 +162,33 @@ def worked_dpsgd(
         g = _mlp_per_sample_grads(theta, x[take], y[take])
         norms = np.linalg.norm(g, axis=1, keepdims=True)
         total = (g / np.maximum(1.0, norms / clip)).sum(0)
+        known = total[coords]  # the non-canary records' clipped sum on the canary axes
         sampled = inserted & (rng.random(canaries) < sample_rate)
         np.add.at(total, coords[sampled], clip)  # the Dirac canaries' clipped gradients
         noisy = total + rng.normal(0.0, sigma * clip, dim)
         per_step[t] = noisy[coords]  # white-box: the released update on each canary's axis
+        residual[t] = noisy[coords] - known  # minus what the auditor's own records put there
         theta -= lr * noisy / expected_batch
     train_s = time.process_time() - t0
     acc = float(np.mean(((_mlp_per_sample_grads(theta, x, y)[:, 512] + y) > 0.5) == y))
     out = {"sigma": sigma, "certified": certified.epsilon(DELTA), "train_cpu_s": train_s,
            "train_accuracy": acc, "canaries": canaries, "steps": steps,
            "sample_rate": sample_rate}
-    # two white-box scores: the sum of the canary's coordinate over the steps, and the
+    # three white-box scores: the sum of the canary's coordinate over the steps; the
     # log-likelihood ratio of "a Poisson(q)-sampled C e_j was added" per step (the
-    # Neyman-Pearson statistic of the subsampled Gaussian, ignoring the other records)
-    z = per_step / (sigma * clip)
-    lr = np.logaddexp(np.log1p(-sample_rate), np.log(sample_rate) + z / sigma - 0.5 / sigma**2)
-    for score_name, scores in (("sum", per_step.sum(0)), ("lr", lr.sum(0))):
+    # Neyman-Pearson statistic of the subsampled Gaussian, ignoring the other records);
+    # the same ratio on the residual after subtracting the other records' clipped
+    # gradients, which the auditor computed itself ("res").  DP holds against an
+    # adversary who knows every other record, so the residual score is legitimate; it
+    # sees each canary through exactly the accounted step, a Poisson(q)-sampled
+    # Gaussian, and its per-step ratio is that step's Neyman-Pearson statistic.
+    def llr(values):
+        z = values / (sigma * clip)
+        return np.logaddexp(np.log1p(-sample_rate),
+                            np.log(sample_rate) + z / sigma - 0.5 / sigma**2).sum(0)
+
+    for score_name, scores in (("sum", per_step.sum(0)), ("lr", llr(per_step)),
+                               ("res", llr(residual))):
         for est, fam in (("steinke", None), ("fdp", "gaussian"), ("fdp", "eps_delta")):
             kw = {"family": fam} if fam else {}
             res, cpu = _cpu(audit_one_run, scores[inserted], scores[~inserted], delta=DELTA,
@@ -155,7 +206,13 @@ def main() -> None:
         print(f"{r['mu']:4.1f} {r['m']:5d} {r['estimator']:>8} {r['mode']:>16} "
               f"{r['dpacct']:9.5f} {r['jax']:9.5f} {r['ratio']:7.4f} {r['dpacct_s']:9.3f} "
               f"{r['jax_s']:7.3f}")
-    names = tuple(f"{sc}: {e}" for sc in ("sum", "lr")
+    print("\nNull games (scores independent of the coins, true epsilon 0): share reporting "
+          f"epsilon > 0 with each library's own search, nominal {1 - CONFIDENCE:.2f} "
+          "(dpacct at delta 0, JAX at delta 1e-6)")
+    for r in null_rates():
+        print(f"  m={r['m']:6d}, {r['games']} games: dpacct {r['dpacct']:.4f}, JAX "
+              f"{r['jax']:.4f} (standard error at the nominal level {r['se']:.4f})")
+    names = tuple(f"{sc}: {e}" for sc in ("sum", "lr", "res")
                   for e in ("steinke", "fdp/gaussian", "fdp/eps_delta"))
     ratios: dict[str, list[float]] = {n: [] for n in names}
     for seed in range(5):
