@@ -417,3 +417,26 @@ def test_own_search_never_below_jax_search_made_valid(n_in, n_out, shift, seed, 
     for est, value in theirs.items():
         ours = audit_one_run(s_in, s_out, delta=delta, estimator=est, guesses="all")
         assert ours.epsilon_lower >= value - JAX_XTOL, (est, ours, value)
+
+
+def test_threshold_search_stays_below_a_known_epsilon():
+    # every canary's score is its coin plus Laplace noise of scale 1: exactly 1-DP per
+    # canary, and above the location the likelihood ratio is exactly e, so the top-k
+    # tests are tight there and a search that does not pay for the choice is caught
+    from scipy import stats
+
+    eps0, m, games = 1.0, 2000, 400
+    rng = np.random.default_rng(404)
+    q0 = math.exp(eps0) / (1 + math.exp(eps0))
+    ours = 0
+    bits = np.empty((games, m), dtype=bool)
+    for g in range(games):
+        inserted = rng.random(m) < 0.5
+        s = inserted + rng.laplace(0.0, 1.0 / eps0, m)
+        ours += audit_one_run(s[inserted], s[~inserted], delta=0.0).epsilon_lower > eps0
+        bits[g] = inserted[np.argsort(-s, kind="stable")]
+    p_all = stats.binom.sf(np.cumsum(bits, axis=1) - 1, np.arange(1, m + 1), q0)
+    uncorrected = np.any(p_all <= 0.05, axis=1).mean()
+    limit = 0.05 + 3 * math.sqrt(0.05 * 0.95 / games)
+    assert ours / games <= limit, (ours, uncorrected)  # 1.0 % at this seed
+    assert uncorrected > limit, (ours, uncorrected)  # 33.5 %: the check can fail
