@@ -57,6 +57,7 @@ from .algorithms.transforms_proved import (
     select_columns,
 )
 from .audit import AuditResult, audit
+from .audit_one_run import OneRunAuditResult, audit_one_run
 from .primitives.discrete import (
     DiscreteGaussianMechanism,
     DiscreteLaplaceMechanism,
@@ -97,6 +98,7 @@ __all__ = [
     "LinearModel",
     "MarginalSynthesizer",
     "NoisyGD",
+    "OneRunAuditResult",
     "PermuteAndFlip",
     "PlannedRelease",
     "ProvedTransformation",
@@ -116,6 +118,7 @@ __all__ = [
     "ZCDPMechanism",
     "amplified_bandmf",
     "audit",
+    "audit_one_run",
     "bandmf_sensitivity",
     "bounded_mean",
     "bounded_sum",

@@ -276,6 +276,11 @@ BASE: dict[str, tuple[Callable[[], Callable], dict[str, Any]]] = {
         lambda: M.audit,
         {"mechanism": LAP, "rng": RNG, "samples": 2000, "confidence": 0.9},
     ),
+    "audit_one_run": (
+        lambda: M.audit_one_run,
+        {"scores_in": np.array([2.0, 1.5, 0.3]), "scores_out": np.array([0.1, -1.0]),
+         "delta": 1e-5, "confidence": 0.9},
+    ),
     "repeat_and_select": (
         lambda: A.repeat_and_select,
         {"mechanism": G, "mean": 2.0, "shape": 1.0},
@@ -480,6 +485,7 @@ NOT_FUZZED: dict[str, str] = {
     **dict.fromkeys(
         [
             "AuditResult",
+            "OneRunAuditResult",
             "Calibration",
             "RiskCalibration",
             "DPSGDFit",
