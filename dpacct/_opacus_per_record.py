@@ -1,0 +1,436 @@
+"""Per-record privacy accounting for Opacus training: individual Renyi filters.
+
+Every record of the training set gets its own privacy account (Feldman & Zrnic 2021,
+"Individual privacy accounting via a Renyi filter", NeurIPS), kept by a
+:class:`~dpacct.accountant.ledger.per_record.PerRecordFilter`:
+
+* each record ``i`` has a clipping threshold ``C_i = r_i * C`` (``C`` is Opacus'
+  ``max_grad_norm``), set from what the filter may use -- the released model and the
+  record itself -- by :meth:`PerRecordAccounting.refresh`, which computes every active
+  record's per-sample gradient norm at the current (released) parameters through the
+  ``GradSampleModule`` Opacus trains with (Opacus' per-sample gradients), or given by
+  the user (:meth:`PerRecordAccounting.set_ratios`);
+* at each step the record's per-sample gradient is clipped at ``C_i`` (before Opacus'
+  own clipping at ``C``, which then changes nothing), so the step is, for record ``i``, a
+  Poisson-subsampled Gaussian of noise multiplier ``sigma * C / C_i``: it costs
+  according to its own threshold, fixed before the step's randomness, sampled or not;
+* :class:`PerRecordPoissonSampler` draws Poisson batches at rate ``q`` among the records
+  whose filter still admits the step; a record whose budget is spent is never drawn
+  again.  Every record is in a batch with probability ``q`` or 0, independently, so the
+  run stays a Poisson-sampled run for dpacct's (worst-case) :class:`OpacusAccountant`,
+  which recognises this sampler by its exact class.
+
+Why the observed norms of a sampled batch are *not* used to charge a record (they would
+make its cost depend on whether it was sampled, which breaks the filter's theorem), and
+the proofs: ``docs/theory/per_record.md``.
+
+Usage::
+
+    acct = PerRecordAccounting(len(train), sample_rate=256 / len(train),
+                               budget_epsilon=8.0, budget_delta=1e-5)
+    loader = acct.data_loader(train)
+    model, optimizer, loader = PrivacyEngine(accountant="dpacct").make_private(
+        module=model, optimizer=optimizer, data_loader=loader,
+        noise_multiplier=1.0, max_grad_norm=1.0, poisson_sampling=False)
+    acct.attach(optimizer)
+    for epoch in range(epochs):
+        acct.refresh(model, train, loss_fn)      # thresholds from the released model
+        for x, y in loader: ...                  # the usual loop
+    report = acct.report(delta=1e-5, certified=engine.get_epsilon(1e-5))
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from dpacct.accountant.extras import import_optional
+from dpacct.accountant.ledger.per_record import LEVELS, PerRecordFilter
+from dpacct.accountant.validation import check_count, check_delta, check_positive
+
+__all__ = ["PerRecordAccounting", "PerRecordPoissonSampler", "PerRecordReport"]
+
+_FEATURE = "dpacct.opacus per-record accounting"
+
+
+def _torch() -> Any:
+    return import_optional("torch", extra="opacus", feature=_FEATURE)
+
+
+class PerRecordPoissonSampler:
+    """Poisson batches at rate ``q`` over the records a per-record filter admits.
+
+    Before each batch is drawn, the filter charges the step to every admitted record
+    (:meth:`~dpacct.accountant.ledger.per_record.PerRecordFilter.begin_step`, with the
+    optimiser's current noise multiplier); then each admitted record is included
+    independently with probability ``q`` (``torch.rand`` on ``generator``, as Opacus'
+    ``UniformWithReplacementSampler`` draws).  Records refused by their filter are never
+    included again.  Iterating yields ``steps`` batches (lists of indices).
+
+    Parameters
+    ----------
+    filter : PerRecordFilter
+    sample_rate : float
+        In (0, 1].
+    steps : int, optional
+        Batches per pass (default ``round(1 / sample_rate)``).
+    generator : torch.Generator, optional
+    """
+
+    def __init__(
+        self,
+        filter: PerRecordFilter,
+        sample_rate: float,
+        *,
+        steps: int | None = None,
+        generator: Any = None,
+    ) -> None:
+        q = float(sample_rate)
+        if not 0.0 < q <= 1.0:
+            raise ValueError(f"sample_rate must be in (0, 1], got {sample_rate!r}")
+        self.filter = filter
+        self.sample_rate = q
+        self.num_samples = filter.n
+        self.steps = max(1, round(1.0 / q)) if steps is None else check_count(steps, "steps")
+        self.generator = generator
+        self.noise: Callable[[], float] | None = None  # set by PerRecordAccounting.attach
+        self.last_batch: np.ndarray | None = None
+        self.last_sigma: float | None = None
+
+    def __len__(self) -> int:
+        return self.steps
+
+    def __iter__(self) -> Iterator[list[int]]:
+        for _ in range(self.steps):
+            yield self.draw()
+
+    def draw(self) -> list[int]:
+        """Charge one step to the admitted records and draw its batch."""
+        if self.noise is None:
+            raise RuntimeError(
+                "the per-record sampler has no optimiser: call PerRecordAccounting.attach"
+                "(optimizer) after make_private, before iterating the loader"
+            )
+        sigma = float(self.noise())
+        mask = self.filter.begin_step(sigma=sigma, sample_rate=self.sample_rate)
+        torch = _torch()
+        u = torch.rand(self.num_samples, generator=self.generator).numpy()
+        idx = np.flatnonzero((u < self.sample_rate) & mask)
+        self.last_batch, self.last_sigma = idx, sigma
+        return idx.tolist()
+
+
+class PerRecordAccounting:
+    """Per-record Renyi filters for an Opacus run: thresholds, clipping, the report.
+
+    Parameters
+    ----------
+    n : int
+        Number of training records (``len(dataset)``).
+    sample_rate : float
+        Poisson sampling rate, in (0, 1].
+    budget_epsilon, budget_delta : float, optional
+        Each record's budget (both or neither): a record is dropped from later batches
+        before the first step that would take it past it.
+    order : float, optional
+        The filters' Renyi order (default: chosen at the first step from its
+        ``(sigma, q)``).
+    steps : int, optional
+        Batches per epoch (default ``round(1 / sample_rate)``).
+    generator : torch.Generator, optional
+        The sampler's random source.
+
+    Examples
+    --------
+    >>> acct = PerRecordAccounting(1000, sample_rate=0.01, budget_epsilon=2.0,
+    ...                            budget_delta=1e-5)
+    >>> len(acct.sampler), acct.filter.n
+    (100, 1000)
+    """
+
+    def __init__(
+        self,
+        n: int,
+        *,
+        sample_rate: float,
+        budget_epsilon: float | None = None,
+        budget_delta: float | None = None,
+        order: float | None = None,
+        steps: int | None = None,
+        generator: Any = None,
+    ) -> None:
+        self.filter = PerRecordFilter(
+            n, budget_epsilon=budget_epsilon, budget_delta=budget_delta, order=order
+        )
+        self.sampler = PerRecordPoissonSampler(
+            self.filter, sample_rate, steps=steps, generator=generator
+        )
+        self.optimizer: Any = None
+        self._clip_norm: float | None = None
+
+    def data_loader(self, dataset: Any, **kwargs: Any) -> Any:
+        """A ``DataLoader`` over ``dataset`` drawing its batches with :attr:`sampler`.
+
+        Empty batches (possible under Poisson sampling) are collated as Opacus'
+        ``DPDataLoader`` does.  Pass it to ``make_private(..., poisson_sampling=False)``.
+        """
+        torch = _torch()
+        loader_mod = import_optional("opacus.data_loader", extra="opacus", feature=_FEATURE)
+        collate = loader_mod.wrap_collate_with_empty(
+            collate_fn=kwargs.pop("collate_fn", torch.utils.data.default_collate)
+        )
+        return torch.utils.data.DataLoader(
+            dataset, batch_sampler=self.sampler, collate_fn=collate, **kwargs
+        )
+
+    def attach(self, optimizer: Any) -> None:
+        """Clip each sampled record at its own threshold inside ``optimizer``.
+
+        ``optimizer`` is Opacus' ``DPOptimizer`` (from ``make_private``).  Its
+        ``clip_and_accumulate`` first scales record ``i``'s per-sample gradient to norm
+        at most ``r_i * max_grad_norm``, then runs as before.  It also checks that the
+        step's batch is the sampler's last one (so gradient accumulation over several
+        batches is refused), and that the noise multiplier and clipping norm are those
+        the filter charged; otherwise it raises before noise is added.
+        """
+        if not callable(getattr(optimizer, "clip_and_accumulate", None)):
+            raise TypeError("optimizer must be Opacus' DPOptimizer (from make_private)")
+        self.optimizer = optimizer
+        self._clip_norm = float(optimizer.max_grad_norm)
+        self.sampler.noise = lambda: optimizer.noise_multiplier
+        original = optimizer.clip_and_accumulate
+
+        def clip_and_accumulate() -> None:
+            self._clip_own(optimizer)
+            original()
+
+        optimizer.clip_and_accumulate = clip_and_accumulate
+
+    def _clip_own(self, optimizer: Any) -> None:
+        """Scale each sampled record's per-sample gradient to its own threshold."""
+        torch = _torch()
+        idx = self.sampler.last_batch
+        grads = optimizer.grad_samples
+        if idx is None or grads is None:
+            raise ValueError("a step without a batch drawn by the per-record sampler")
+        if float(optimizer.max_grad_norm) != self._clip_norm:
+            raise ValueError(
+                f"max_grad_norm changed from {self._clip_norm} to {optimizer.max_grad_norm}:"
+                " the per-record costs assume the clipping norm of attach()"
+            )
+        sigma = float(optimizer.noise_multiplier)
+        if self.sampler.last_sigma is None or sigma < self.sampler.last_sigma:
+            raise ValueError(
+                f"noise_multiplier {sigma} is below the {self.sampler.last_sigma} the "
+                "records were charged for when the batch was drawn"
+            )
+        if len(grads[0]) != len(idx):
+            raise ValueError(
+                f"the step has {len(grads[0])} per-sample gradients for a batch of "
+                f"{len(idx)} records: one optimiser step per drawn batch (no gradient "
+                "accumulation) with per-record accounting"
+            )
+        if len(idx) == 0:
+            return
+        norms = torch.stack([g.reshape(len(g), -1).norm(2, dim=-1) for g in grads], 1).norm(
+            2, dim=1
+        )
+        limit = torch.as_tensor(self.filter.ratios[idx] * self._clip_norm, dtype=norms.dtype)
+        factor = (limit / (norms + 1e-6)).clamp(max=1.0)
+        for p in optimizer.params:
+            gs = p.grad_sample
+            if not torch.is_tensor(gs):
+                raise ValueError("per-record clipping needs one grad_sample tensor per parameter")
+            gs.mul_(factor.to(gs.dtype).view(-1, *([1] * (gs.dim() - 1))))
+
+    def set_ratios(self, ratios: object, *, indices: object = None) -> None:
+        """Set clipping ratios ``C_i / C`` directly (from released outputs and the records
+        only); see :meth:`PerRecordFilter.set_ratios`."""
+        self.filter.set_ratios(ratios, indices=indices)
+
+    def refresh(
+        self,
+        model: Any,
+        dataset: Any,
+        loss_fn: Callable[[Any, Any], Any],
+        *,
+        batch_size: int = 1024,
+        slack: float = 0.0,
+    ) -> np.ndarray:
+        """Set every active record's threshold from its gradient norm at the current model.
+
+        The norms are Opacus' per-sample gradients (``model`` is the ``GradSampleModule``
+        of ``make_private``) at the current parameters -- released outputs -- for every
+        active record, sampled or not, so the thresholds depend only on what the filter
+        may use.  ``r_i = min(1, (1 + slack) * norm_i / max_grad_norm)``, rounded up to the
+        grid.  Costs one pass of per-sample gradients over the active records (no
+        optimiser step, no noise); parameters and optimiser state are unchanged.
+
+        Parameters
+        ----------
+        model : opacus.GradSampleModule
+        dataset : torch Dataset
+            The training records, indexable by a tensor of indices (a ``TensorDataset``)
+            or by an int.
+        loss_fn : callable
+            ``loss_fn(model, batch) -> loss``, the training loss of a collated batch with
+            the reduction Opacus was told (``loss_reduction``).
+        batch_size : int, default 1024
+        slack : float, default 0
+            Relative headroom over the measured norm (>= 0).
+
+        Returns
+        -------
+        ndarray
+            The measured norms of the active records (NaN for dropped ones).
+        """
+        torch = _torch()
+        if self._clip_norm is None:
+            raise RuntimeError("call attach(optimizer) before refresh")
+        b = check_count(batch_size, "batch_size")
+        s = float(slack)
+        if not 0.0 <= s < math.inf:
+            raise ValueError(f"slack must be >= 0 and finite, got {slack!r}")
+        active = np.flatnonzero(self.filter.state().active)
+        norms = np.full(self.filter.n, np.nan)
+        params = [p for p in model.parameters() if p.requires_grad]
+        saved = [(p.grad, getattr(p, "grad_sample", None)) for p in params]
+        for start in range(0, len(active), b):
+            chunk = active[start : start + b]
+            batch = _collate(dataset, chunk, torch)
+            for p in params:
+                p.grad, p.grad_sample = None, None
+            loss_fn(model, batch).backward()
+            sq = sum(
+                p.grad_sample.reshape(len(chunk), -1).pow(2).sum(1) for p in params
+            )
+            norms[chunk] = torch.sqrt(sq).detach().numpy()
+        for p, (g, gs) in zip(params, saved, strict=True):
+            p.grad, p.grad_sample = g, gs
+        if len(active):
+            ratios = np.minimum(1.0, (1.0 + s) * norms[active] / self._clip_norm)
+            ratios = np.maximum(ratios, LEVELS[-1])
+            self.filter.set_ratios(ratios, indices=active)
+        return norms
+
+    def report(self, delta: float, *, certified: float | None = None) -> PerRecordReport:
+        """Each record's epsilon at ``delta`` (:class:`PerRecordReport`).
+
+        Parameters
+        ----------
+        delta : float
+            In (0, 1).
+        certified : float, optional
+            The run's certified (worst-case) epsilon at ``delta``, e.g.
+            ``engine.get_epsilon(delta)`` of dpacct's Opacus accountant: every record
+            also has it, and it caps the report.
+        """
+        return PerRecordReport.from_filter(self.filter, delta, certified)
+
+
+def _collate(dataset: Any, idx: np.ndarray, torch: Any) -> Any:
+    """The records ``idx`` of ``dataset`` as one batch."""
+    tensors = getattr(dataset, "tensors", None)
+    if tensors is not None:
+        t = torch.as_tensor(idx)
+        return tuple(x[t] for x in tensors)
+    return torch.utils.data.default_collate([dataset[int(i)] for i in idx])
+
+
+@dataclass(frozen=True)
+class PerRecordReport:
+    """Per-record epsilons of a run: the distribution, the top records, a plot.
+
+    Attributes
+    ----------
+    delta : float
+    epsilon : ndarray, shape (n,)
+        Each record's epsilon: the smallest of its Renyi odometer (``odometer``), the
+        filter's budget (every record's certified guarantee when ``delta`` is at least
+        the budget's) and the run's certified epsilon (``certified``), each a sound
+        statement about that record.
+    odometer : ndarray, shape (n,)
+        :meth:`PerRecordFilter.epsilons`: with probability >= 1 - delta the record's
+        realised privacy loss never exceeded it.
+    certified : float or None
+        The run's worst-case epsilon as given.
+    budget : (float, float) or None
+    steps, active, ratios : ndarray
+        Steps charged, still in the run, clipping ratio ``C_i / C``.
+    """
+
+    delta: float
+    epsilon: np.ndarray
+    odometer: np.ndarray
+    certified: float | None
+    budget: tuple[float, float] | None
+    steps: np.ndarray
+    active: np.ndarray
+    ratios: np.ndarray
+
+    @classmethod
+    def from_filter(
+        cls, filt: PerRecordFilter, delta: float, certified: float | None = None
+    ) -> PerRecordReport:
+        """The report of ``filt`` at ``delta``, capped by ``certified`` if given."""
+        d = check_delta(delta)
+        odometer = filt.epsilons(d)
+        eps = odometer.copy()
+        if filt.budget is not None and d >= filt.budget[1]:
+            eps = np.minimum(eps, filt.budget[0])
+        if certified is not None:
+            cert = check_positive("certified", certified, allow_inf=True)
+            eps = np.minimum(eps, cert)
+        st = filt.state()
+        return cls(d, eps, odometer, certified, filt.budget, st.steps, st.active, st.ratios)
+
+    def top(self, k: int = 10) -> list[tuple[int, float]]:
+        """The ``k`` records of largest epsilon, as ``(index, epsilon)``, largest first."""
+        k = min(check_count(k, "k"), self.epsilon.size)
+        part = np.argpartition(-self.epsilon, k - 1)[:k]
+        order = part[np.argsort(-self.epsilon[part], kind="stable")]
+        return [(int(i), float(self.epsilon[i])) for i in order]
+
+    def quantiles(self, qs: object = (0.0, 0.5, 0.9, 0.99, 1.0)) -> np.ndarray:
+        """Quantiles of the per-record epsilons."""
+        return np.quantile(self.epsilon, np.asarray(qs, dtype=float))
+
+    def summary(self, k: int = 5) -> str:
+        """A few lines: the distribution, the certified numbers, the top records."""
+        q = self.quantiles()
+        lines = [
+            f"per-record epsilon at delta = {self.delta:g} over {self.epsilon.size} records: "
+            f"min {q[0]:.4g}, median {q[1]:.4g}, 90% {q[2]:.4g}, 99% {q[3]:.4g}, "
+            f"max {q[4]:.4g}",
+        ]
+        if self.certified is not None:
+            lines.append(f"run's certified (worst-case) epsilon: {self.certified:.4g}")
+        if self.budget is not None:
+            dropped = int(self.epsilon.size - self.active.sum())
+            lines.append(
+                f"per-record budget ({self.budget[0]:g}, {self.budget[1]:g}): "
+                f"{dropped} record(s) dropped"
+            )
+        tops = ", ".join(f"#{i}: {e:.4g}" for i, e in self.top(k))
+        lines.append(f"top records: {tops}")
+        return "\n".join(lines)
+
+    def plot(self, ax: Any = None, bins: int = 50) -> Any:
+        """Histogram of the per-record epsilons, the certified epsilon marked.
+
+        Needs matplotlib (the ``plot`` extra).  Returns the axes.
+        """
+        plt = import_optional("matplotlib.pyplot", extra="plot", feature="PerRecordReport.plot")
+        if ax is None:
+            _, ax = plt.subplots(figsize=(6, 3.5))
+        ax.hist(self.epsilon, bins=bins, color="tab:blue", alpha=0.8)
+        if self.certified is not None:
+            ax.axvline(self.certified, color="tab:red", ls="--", label="run's certified epsilon")
+            ax.legend()
+        ax.set_xlabel(f"per-record epsilon (delta = {self.delta:g})")
+        ax.set_ylabel("records")
+        return ax
