@@ -190,28 +190,42 @@ class PerRecordAccounting:
     def attach(self, optimizer: Any) -> None:
         """Clip each sampled record at its own threshold inside ``optimizer``.
 
-        ``optimizer`` is Opacus' ``DPOptimizer`` (from ``make_private``).  Its
-        ``clip_and_accumulate`` first scales record ``i``'s per-sample gradient to norm
-        at most ``r_i * max_grad_norm``, then runs as before.  It also checks that the
-        step's batch is the sampler's last one (so gradient accumulation over several
-        batches is refused), and that the noise multiplier and clipping norm are those
-        the filter charged; otherwise it raises before noise is added.
+        ``optimizer`` is Opacus' ``DPOptimizer`` (exact class, from ``make_private``
+        with flat clipping).  During its ``clip_and_accumulate`` the clipping norm is the
+        vector of the batch's thresholds ``r_i * max_grad_norm``: Opacus' clipping
+        factor ``min(1, max_grad_norm / (norm_i + 1e-6))`` is then record ``i``'s own,
+        with no second pass over the per-sample gradients; ``max_grad_norm`` is put back
+        before the noise is drawn.  The wrapper also checks that the step's gradients are
+        those of the sampler's last batch (so gradient accumulation over several batches
+        is refused) and that the noise multiplier and clipping norm are those the filter
+        charged; otherwise it raises before noise is added.
         """
-        if not callable(getattr(optimizer, "clip_and_accumulate", None)):
-            raise TypeError("optimizer must be Opacus' DPOptimizer (from make_private)")
+        optimizers = import_optional("opacus.optimizers", extra="opacus", feature=_FEATURE)
+        if type(optimizer) is not optimizers.DPOptimizer:
+            raise TypeError(
+                "optimizer must be Opacus' DPOptimizer (make_private with flat clipping), "
+                f"got {type(optimizer).__name__}"
+            )
+        self._wrap(optimizer)
+
+    def _wrap(self, optimizer: Any) -> None:
         self.optimizer = optimizer
         self._clip_norm = float(optimizer.max_grad_norm)
         self.sampler.noise = lambda: optimizer.noise_multiplier
         original = optimizer.clip_and_accumulate
 
         def clip_and_accumulate() -> None:
-            self._clip_own(optimizer)
-            original()
+            limits = self._limits(optimizer)
+            optimizer.max_grad_norm = limits
+            try:
+                original()
+            finally:
+                optimizer.max_grad_norm = self._clip_norm
 
         optimizer.clip_and_accumulate = clip_and_accumulate
 
-    def _clip_own(self, optimizer: Any) -> None:
-        """Scale each sampled record's per-sample gradient to its own threshold."""
+    def _limits(self, optimizer: Any) -> Any:
+        """The batch's clipping thresholds ``r_i * C``, after checking the step."""
         torch = _torch()
         idx = self.sampler.last_batch
         grads = optimizer.grad_samples
@@ -234,18 +248,8 @@ class PerRecordAccounting:
                 f"{len(idx)} records: one optimiser step per drawn batch (no gradient "
                 "accumulation) with per-record accounting"
             )
-        if len(idx) == 0:
-            return
-        norms = torch.stack([g.reshape(len(g), -1).norm(2, dim=-1) for g in grads], 1).norm(
-            2, dim=1
-        )
-        limit = torch.as_tensor(self.filter.ratios[idx] * self._clip_norm, dtype=norms.dtype)
-        factor = (limit / (norms + 1e-6)).clamp(max=1.0)
-        for p in optimizer.params:
-            gs = p.grad_sample
-            if not torch.is_tensor(gs):
-                raise ValueError("per-record clipping needs one grad_sample tensor per parameter")
-            gs.mul_(factor.to(gs.dtype).view(-1, *([1] * (gs.dim() - 1))))
+        limits = LEVELS[self.filter.level[idx]] * self._clip_norm
+        return torch.as_tensor(limits, dtype=grads[0].dtype, device=grads[0].device)
 
     def set_ratios(self, ratios: object, *, indices: object = None) -> None:
         """Set clipping ratios ``C_i / C`` directly (from released outputs and the records

@@ -171,42 +171,82 @@ def test_a_planted_canarys_audited_lower_bound_is_below_its_per_record_epsilon(r
     assert lower <= claim.epsilon(DELTA) <= rep.odometer[c]
 
 
-def test_per_record_clipping_scales_each_gradient_to_its_own_threshold():
-    """The clipping wrapper on a stand-in optimiser: per-sample norms after it are
-    min(norm, r_i * C) for the batch's records."""
+def test_per_record_clipping_in_a_real_dp_optimizer_step():
+    """One step of Opacus' DPOptimizer with per-record accounting: the summed gradient it
+    accumulates equals sum_i min(1, r_i C / |g_i|) g_i, each g_i computed here by plain
+    autograd on record i alone."""
+    torch.manual_seed(0)
+    n = 8
+    X, y = torch.randn(n, 5), torch.randn(n)
+    data = torch.utils.data.TensorDataset(X, y)
+    model = torch.nn.Sequential(torch.nn.Linear(5, 3), torch.nn.Tanh(), torch.nn.Linear(3, 1))
+    ref = [p.detach().clone() for p in model.parameters()]
+    acct = PerRecordAccounting(n, sample_rate=1.0, steps=1)
+    ratios = np.array([1.0, 0.5, 0.25, 0.125, 2**-0.25, 0.0625, 1.0, 0.5])
+    acct.set_ratios(ratios)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        engine = PrivacyEngine(accountant="dpacct")
+        model, optimizer, loader = engine.make_private(
+            module=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.0),
+            data_loader=acct.data_loader(data), noise_multiplier=1.0, max_grad_norm=0.3,
+            poisson_sampling=False, loss_reduction="sum",
+        )
+    acct.attach(optimizer)
+    loss = torch.nn.MSELoss(reduction="sum")
+    (xb, yb), = list(loader)
+    optimizer.zero_grad()
+    loss(model(xb).squeeze(-1), yb).backward()
+    optimizer.step()
+    assert optimizer.max_grad_norm == 0.3
+    plain = torch.nn.Sequential(torch.nn.Linear(5, 3), torch.nn.Tanh(), torch.nn.Linear(3, 1))
+    with torch.no_grad():
+        for p, r in zip(plain.parameters(), ref, strict=True):
+            p.copy_(r)
+    want = [torch.zeros_like(r) for r in ref]
+    for i in range(n):
+        plain.zero_grad()
+        loss(plain(X[i : i + 1]).squeeze(-1), y[i : i + 1]).backward()
+        g = [p.grad.clone() for p in plain.parameters()]
+        norm = torch.sqrt(sum((t**2).sum() for t in g))
+        factor = min(1.0, ratios[i] * 0.3 / (float(norm) + 1e-6))
+        want = [w + factor * t for w, t in zip(want, g, strict=True)]
+    got = [p.summed_grad for p in optimizer.params]
+    for a, b in zip(got, want, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_the_clipping_wrapper_refuses_a_step_it_did_not_charge():
     acct = PerRecordAccounting(6, sample_rate=0.5)
-    acct.set_ratios([1.0, 0.5, 0.25, 0.125, 1.0, 0.5])
-    g1 = torch.arange(1.0, 13.0).reshape(4, 3)
-    g2 = torch.ones(4, 2) * 2.0
-    params = [SimpleNamespace(grad_sample=g1.clone()), SimpleNamespace(grad_sample=g2.clone())]
-    seen = []
+    params = [SimpleNamespace(grad_sample=torch.ones(4, 3))]
 
     class StandIn:  # the attributes of Opacus' DPOptimizer that the wrapper reads
         max_grad_norm, noise_multiplier = 3.0, 1.0
 
-        def __init__(self):
-            self.params = params
-
         @property
         def grad_samples(self):
-            return [p.grad_sample for p in self.params]
+            return [p.grad_sample for p in params]
 
         def clip_and_accumulate(self):
-            seen.append(True)
+            pass
 
+    with pytest.raises(TypeError, match="DPOptimizer"):
+        acct.attach(StandIn())
     opt = StandIn()
-    acct.attach(opt)
+    acct._wrap(opt)
+    with pytest.raises(ValueError, match="without a batch"):
+        opt.clip_and_accumulate()
     acct.sampler.last_batch, acct.sampler.last_sigma = np.array([0, 1, 2, 3]), 1.0
     opt.clip_and_accumulate()
-    before = torch.sqrt((g1**2).sum(1) + (g2**2).sum(1))
-    after = torch.sqrt((params[0].grad_sample ** 2).sum(1) + (params[1].grad_sample ** 2).sum(1))
-    want = torch.minimum(before, torch.tensor([1.0, 0.5, 0.25, 0.125]) * 3.0)
-    torch.testing.assert_close(after, want, rtol=1e-5, atol=1e-5)
-    assert seen == [True]
+    assert opt.max_grad_norm == 3.0
     opt.noise_multiplier = 0.5  # below what the records were charged for
     with pytest.raises(ValueError, match="noise_multiplier"):
         opt.clip_and_accumulate()
     opt.noise_multiplier = 1.0
+    opt.max_grad_norm = 2.0
+    with pytest.raises(ValueError, match="max_grad_norm"):
+        opt.clip_and_accumulate()
+    opt.max_grad_norm = 3.0
     acct.sampler.last_batch = np.array([0, 1])  # 4 gradients for 2 records
     with pytest.raises(ValueError, match="accumulation"):
         opt.clip_and_accumulate()
