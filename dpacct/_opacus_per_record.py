@@ -74,11 +74,21 @@ class PerRecordPoissonSampler:
     Parameters
     ----------
     filter : PerRecordFilter
+        The records' filters (one per record of the dataset).
     sample_rate : float
         In (0, 1].
     steps : int, optional
         Batches per pass (default ``round(1 / sample_rate)``).
     generator : torch.Generator, optional
+        The random source of the draws (torch's global one if None).
+
+    Examples
+    --------
+    >>> from dpacct.accountant.ledger.per_record import PerRecordFilter
+    >>> sampler = PerRecordPoissonSampler(PerRecordFilter(100), 0.1)
+    >>> sampler.noise = lambda: 1.0          # attach() reads the optimiser's
+    >>> len(sampler), all(0 <= i < 100 for i in sampler.draw())
+    (10, True)
     """
 
     def __init__(
@@ -177,6 +187,18 @@ class PerRecordAccounting:
 
         Empty batches (possible under Poisson sampling) are collated as Opacus'
         ``DPDataLoader`` does.  Pass it to ``make_private(..., poisson_sampling=False)``.
+
+        Parameters
+        ----------
+        dataset : torch.utils.data.Dataset
+            The training records, ``n`` of them.
+        **kwargs
+            Further ``DataLoader`` arguments (``collate_fn`` is wrapped for empty
+            batches; ``batch_size``, ``shuffle`` and ``sampler`` are not allowed).
+
+        Returns
+        -------
+        torch.utils.data.DataLoader
         """
         torch = _torch()
         loader_mod = import_optional("opacus.data_loader", extra="opacus", feature=_FEATURE)
@@ -199,6 +221,16 @@ class PerRecordAccounting:
         those of the sampler's last batch (so gradient accumulation over several batches
         is refused) and that the noise multiplier and clipping norm are those the filter
         charged; otherwise it raises before noise is added.
+
+        Parameters
+        ----------
+        optimizer : opacus.optimizers.DPOptimizer
+            The optimiser ``make_private`` returned.
+
+        Raises
+        ------
+        TypeError
+            ``optimizer`` is not exactly Opacus' ``DPOptimizer``.
         """
         optimizers = import_optional("opacus.optimizers", extra="opacus", feature=_FEATURE)
         if type(optimizer) is not optimizers.DPOptimizer:
@@ -252,8 +284,18 @@ class PerRecordAccounting:
         return torch.as_tensor(limits, dtype=grads[0].dtype, device=grads[0].device)
 
     def set_ratios(self, ratios: object, *, indices: object = None) -> None:
-        """Set clipping ratios ``C_i / C`` directly (from released outputs and the records
-        only); see :meth:`PerRecordFilter.set_ratios`."""
+        """Set clipping ratios ``C_i / C`` directly.
+
+        From released outputs and the records only, never from the sampling; see
+        :meth:`~dpacct.accountant.ledger.per_record.PerRecordFilter.set_ratios`.
+
+        Parameters
+        ----------
+        ratios : array_like of float
+            In (0, 1]; rounded up to the grid.
+        indices : array_like of int, optional
+            The records they belong to (default: all, in order).
+        """
         self.filter.set_ratios(ratios, indices=indices)
 
     def refresh(
@@ -277,6 +319,7 @@ class PerRecordAccounting:
         Parameters
         ----------
         model : opacus.GradSampleModule
+            The model ``make_private`` returned.
         dataset : torch Dataset
             The training records, indexable by a tensor of indices (a ``TensorDataset``)
             or by an int.
@@ -284,6 +327,7 @@ class PerRecordAccounting:
             ``loss_fn(model, batch) -> loss``, the training loss of a collated batch with
             the reduction Opacus was told (``loss_reduction``).
         batch_size : int, default 1024
+            Records per backward pass.
         slack : float, default 0
             Relative headroom over the measured norm (>= 0).
 
@@ -349,9 +393,10 @@ def _collate(dataset: Any, idx: np.ndarray, torch: Any) -> Any:
 class PerRecordReport:
     """Per-record epsilons of a run: the distribution, the top records, a plot.
 
-    Attributes
+    Parameters
     ----------
     delta : float
+        The delta of every number of the report.
     epsilon : ndarray, shape (n,)
         Each record's epsilon: the smallest of its Renyi odometer (``odometer``), the
         filter's budget (every record's certified guarantee when ``delta`` is at least
@@ -363,8 +408,24 @@ class PerRecordReport:
     certified : float or None
         The run's worst-case epsilon as given.
     budget : (float, float) or None
-    steps, active, ratios : ndarray
-        Steps charged, still in the run, clipping ratio ``C_i / C``.
+        The filter's per-record budget.
+    steps : ndarray of int, shape (n,)
+        Steps charged to each record (sampled or not).
+    active : ndarray of bool, shape (n,)
+        Records still in the run.
+    ratios : ndarray, shape (n,)
+        Each record's clipping ratio ``C_i / C``.
+
+    Examples
+    --------
+    >>> from dpacct.accountant.ledger.per_record import PerRecordFilter
+    >>> f = PerRecordFilter(3)
+    >>> f.set_ratios([1.0, 0.5, 0.01])
+    >>> for _ in range(100):
+    ...     _ = f.begin_step(sigma=1.0, sample_rate=0.01)
+    >>> rep = PerRecordReport.from_filter(f, 1e-5, certified=1.0)
+    >>> rep.top(2)[0][0], bool(rep.epsilon[2] < 0.1)
+    (0, True)
     """
 
     delta: float
@@ -380,7 +441,21 @@ class PerRecordReport:
     def from_filter(
         cls, filt: PerRecordFilter, delta: float, certified: float | None = None
     ) -> PerRecordReport:
-        """The report of ``filt`` at ``delta``, capped by ``certified`` if given."""
+        """The report of ``filt`` at ``delta``, capped by ``certified`` if given.
+
+        Parameters
+        ----------
+        filt : PerRecordFilter
+            The run's per-record filters.
+        delta : float
+            In (0, 1).
+        certified : float, optional
+            The run's certified epsilon at ``delta``.
+
+        Returns
+        -------
+        PerRecordReport
+        """
         d = check_delta(delta)
         odometer = filt.epsilons(d)
         eps = odometer.copy()
@@ -393,18 +468,48 @@ class PerRecordReport:
         return cls(d, eps, odometer, certified, filt.budget, st.steps, st.active, st.ratios)
 
     def top(self, k: int = 10) -> list[tuple[int, float]]:
-        """The ``k`` records of largest epsilon, as ``(index, epsilon)``, largest first."""
+        """The ``k`` records of largest epsilon, as ``(index, epsilon)``, largest first.
+
+        Parameters
+        ----------
+        k : int, default 10
+            How many.
+
+        Returns
+        -------
+        list of (int, float)
+        """
         k = min(check_count(k, "k"), self.epsilon.size)
         part = np.argpartition(-self.epsilon, k - 1)[:k]
         order = part[np.argsort(-self.epsilon[part], kind="stable")]
         return [(int(i), float(self.epsilon[i])) for i in order]
 
     def quantiles(self, qs: object = (0.0, 0.5, 0.9, 0.99, 1.0)) -> np.ndarray:
-        """Quantiles of the per-record epsilons."""
+        """Quantiles of the per-record epsilons.
+
+        Parameters
+        ----------
+        qs : array_like of float
+            Probabilities in [0, 1].
+
+        Returns
+        -------
+        ndarray
+        """
         return np.quantile(self.epsilon, np.asarray(qs, dtype=float))
 
     def summary(self, k: int = 5) -> str:
-        """A few lines: the distribution, the certified numbers, the top records."""
+        """A few lines: the distribution, the certified numbers, the top records.
+
+        Parameters
+        ----------
+        k : int, default 5
+            How many top records to name.
+
+        Returns
+        -------
+        str
+        """
         q = self.quantiles()
         lines = [
             f"per-record epsilon at delta = {self.delta:g} over {self.epsilon.size} records: "
@@ -426,7 +531,18 @@ class PerRecordReport:
     def plot(self, ax: Any = None, bins: int = 50) -> Any:
         """Histogram of the per-record epsilons, the certified epsilon marked.
 
-        Needs matplotlib (the ``plot`` extra).  Returns the axes.
+        Needs matplotlib (the ``plot`` extra).
+
+        Parameters
+        ----------
+        ax : matplotlib.axes.Axes, optional
+            Where to draw (a new figure if None).
+        bins : int, default 50
+            Histogram bins.
+
+        Returns
+        -------
+        matplotlib.axes.Axes
         """
         plt = import_optional("matplotlib.pyplot", extra="plot", feature="PerRecordReport.plot")
         if ax is None:
