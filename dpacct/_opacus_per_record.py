@@ -306,6 +306,7 @@ class PerRecordAccounting:
         *,
         batch_size: int = 1024,
         slack: float = 0.0,
+        indices: object = None,
     ) -> np.ndarray:
         """Set every active record's threshold from its gradient norm at the current model.
 
@@ -330,11 +331,15 @@ class PerRecordAccounting:
             Records per backward pass.
         slack : float, default 0
             Relative headroom over the measured norm (>= 0).
+        indices : array_like of int, optional
+            Refresh only these records (the active ones among them); the others keep
+            their thresholds.  A rotating slice on a fixed schedule spreads the cost
+            over several epochs; the choice must not depend on the sampling.
 
         Returns
         -------
         ndarray
-            The measured norms of the active records (NaN for dropped ones).
+            The measured norms of the refreshed records (NaN for the others).
         """
         torch = _torch()
         if self._clip_norm is None:
@@ -343,7 +348,15 @@ class PerRecordAccounting:
         s = float(slack)
         if not 0.0 <= s < math.inf:
             raise ValueError(f"slack must be >= 0 and finite, got {slack!r}")
-        active = np.flatnonzero(self.filter.state().active)
+        alive = self.filter.state().active
+        if indices is not None:
+            pick = np.asarray(indices, dtype=np.int64).reshape(-1)
+            if pick.size and (pick.min() < 0 or pick.max() >= self.filter.n):
+                raise ValueError(f"indices must lie in [0, {self.filter.n})")
+            chosen = np.zeros(self.filter.n, dtype=bool)
+            chosen[pick] = True
+            alive &= chosen
+        active = np.flatnonzero(alive)
         norms = np.full(self.filter.n, np.nan)
         params = [p for p in model.parameters() if p.requires_grad]
         saved = [(p.grad, getattr(p, "grad_sample", None)) for p in params]

@@ -216,6 +216,47 @@ def test_per_record_clipping_in_a_real_dp_optimizer_step():
         torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
 
 
+def test_refresh_sets_thresholds_from_per_sample_norms_at_the_current_model():
+    """refresh: r_i = min(1, norm_i / C) rounded up to the grid, norm_i computed here by
+    plain autograd on record i alone; only the chosen records change."""
+    torch.manual_seed(1)
+    n = 6
+    X, y = torch.randn(n, 4), torch.randn(n)
+    data = torch.utils.data.TensorDataset(X, y)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 2), torch.nn.Tanh(), torch.nn.Linear(2, 1))
+    plain = [p.detach().clone() for p in model.parameters()]
+    acct = PerRecordAccounting(n, sample_rate=0.5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model, optimizer, _ = PrivacyEngine(accountant="dpacct").make_private(
+            module=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.1),
+            data_loader=acct.data_loader(data), noise_multiplier=1.0, max_grad_norm=5.0,
+            poisson_sampling=False, loss_reduction="mean",
+        )
+    acct.attach(optimizer)
+    mse = torch.nn.MSELoss()
+    norms = acct.refresh(model, data, lambda m, b: mse(m(b[0]).squeeze(-1), b[1]),
+                         batch_size=4, indices=[0, 2, 3, 5])
+    ref = torch.nn.Sequential(torch.nn.Linear(4, 2), torch.nn.Tanh(), torch.nn.Linear(2, 1))
+    with torch.no_grad():
+        for p, v in zip(ref.parameters(), plain, strict=True):
+            p.copy_(v)
+    want = np.full(n, np.nan)
+    for i in (0, 2, 3, 5):
+        ref.zero_grad()
+        mse(ref(X[i : i + 1]).squeeze(-1), y[i : i + 1]).backward()
+        want[i] = float(torch.sqrt(sum((p.grad**2).sum() for p in ref.parameters())))
+    np.testing.assert_allclose(norms, want, rtol=1e-5)
+    got = acct.filter.ratios
+    done = np.array([0, 2, 3, 5])
+    r = np.minimum(1.0, want[done] / 5.0)
+    assert np.all(got[done] >= r) and np.all(got[done] < r * 2**0.25 + 1e-12)
+    assert got[1] == got[4] == 1.0  # not refreshed
+    assert all(getattr(p, "grad_sample", None) is None for p in model.parameters())
+    with pytest.raises(ValueError, match="indices"):
+        acct.refresh(model, data, lambda m, b: mse(m(b[0]).squeeze(-1), b[1]), indices=[6])
+
+
 def test_the_clipping_wrapper_refuses_a_step_it_did_not_charge():
     acct = PerRecordAccounting(6, sample_rate=0.5)
     params = [SimpleNamespace(grad_sample=torch.ones(4, 3))]
