@@ -110,6 +110,7 @@ class PerRecordPoissonSampler:
         self.noise: Callable[[], float] | None = None  # set by PerRecordAccounting.attach
         self.last_batch: np.ndarray | None = None
         self.last_sigma: float | None = None
+        self.unstepped = 0  # batches drawn since the last optimiser step
 
     def __len__(self) -> int:
         return self.steps
@@ -131,6 +132,7 @@ class PerRecordPoissonSampler:
         u = torch.rand(self.num_samples, generator=self.generator).numpy()
         idx = np.flatnonzero((u < self.sample_rate) & mask)
         self.last_batch, self.last_sigma = idx, sigma
+        self.unstepped += 1
         return idx.tolist()
 
 
@@ -187,6 +189,8 @@ class PerRecordAccounting:
 
         Empty batches (possible under Poisson sampling) are collated as Opacus'
         ``DPDataLoader`` does.  Pass it to ``make_private(..., poisson_sampling=False)``.
+        Loader workers (``num_workers > 0``) are refused: they draw batches ahead of the
+        steps, and each step must clip the records of the batch it trains on.
 
         Parameters
         ----------
@@ -201,6 +205,11 @@ class PerRecordAccounting:
         torch.utils.data.DataLoader
         """
         torch = _torch()
+        if kwargs.get("num_workers", 0):
+            raise ValueError(
+                "num_workers must be 0 with per-record accounting (workers draw batches "
+                "ahead of the optimiser steps)"
+            )
         loader_mod = import_optional("opacus.data_loader", extra="opacus", feature=_FEATURE)
         collate = loader_mod.wrap_collate_with_empty(
             collate_fn=kwargs.pop("collate_fn", torch.utils.data.default_collate)
@@ -263,6 +272,14 @@ class PerRecordAccounting:
         grads = optimizer.grad_samples
         if idx is None or grads is None:
             raise ValueError("a step without a batch drawn by the per-record sampler")
+        drawn, self.sampler.unstepped = self.sampler.unstepped, 0
+        if drawn != 1:
+            raise ValueError(
+                f"{drawn} batches were drawn since the last optimiser step: with "
+                "per-record accounting each drawn batch is stepped on once, in order (no "
+                "prefetching loader workers, no skipped or peeked batches), so that each "
+                "record is clipped at its own threshold"
+            )
         if float(optimizer.max_grad_norm) != self._clip_norm:
             raise ValueError(
                 f"max_grad_norm changed from {self._clip_norm} to {optimizer.max_grad_norm}:"

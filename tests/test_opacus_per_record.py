@@ -277,20 +277,35 @@ def test_the_clipping_wrapper_refuses_a_step_it_did_not_charge():
     acct._wrap(opt)
     with pytest.raises(ValueError, match="without a batch"):
         opt.clip_and_accumulate()
-    acct.sampler.last_batch, acct.sampler.last_sigma = np.array([0, 1, 2, 3]), 1.0
+    sampler = acct.sampler
+
+    def drawn(idx):
+        sampler.last_batch, sampler.last_sigma, sampler.unstepped = np.array(idx), 1.0, 1
+
+    drawn([0, 1, 2, 3])
     opt.clip_and_accumulate()
     assert opt.max_grad_norm == 3.0
+    with pytest.raises(ValueError, match="0 batches were drawn"):
+        opt.clip_and_accumulate()  # a second step on the same batch
+    drawn([0, 1, 2, 3])
+    sampler.unstepped = 2  # a batch drawn ahead (a loader worker) or skipped
+    with pytest.raises(ValueError, match="2 batches were drawn"):
+        opt.clip_and_accumulate()
+    drawn([0, 1, 2, 3])
     opt.noise_multiplier = 0.5  # below what the records were charged for
     with pytest.raises(ValueError, match="noise_multiplier"):
         opt.clip_and_accumulate()
     opt.noise_multiplier = 1.0
+    drawn([0, 1, 2, 3])
     opt.max_grad_norm = 2.0
     with pytest.raises(ValueError, match="max_grad_norm"):
         opt.clip_and_accumulate()
     opt.max_grad_norm = 3.0
-    acct.sampler.last_batch = np.array([0, 1])  # 4 gradients for 2 records
+    drawn([0, 1])  # 4 gradients for 2 records
     with pytest.raises(ValueError, match="accumulation"):
         opt.clip_and_accumulate()
+    with pytest.raises(ValueError, match="num_workers"):
+        acct.data_loader(torch.utils.data.TensorDataset(torch.zeros(6, 1)), num_workers=2)
 
 
 def test_sampler_draws_only_admitted_records_and_needs_an_optimiser():
