@@ -395,6 +395,28 @@ class PerRecordAccounting:
             self.filter.set_ratios(ratios, indices=active)
         return norms
 
+    def state_dict(self) -> dict[str, Any]:
+        """The per-record filters' state, for a checkpoint beside Opacus' own.
+
+        A resumed run must :meth:`load_state_dict` it: a fresh accounting would readmit
+        every record with nothing spent.
+
+        Returns
+        -------
+        dict
+        """
+        return self.filter.state_dict()
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`state_dict` output (same number of records and budget).
+
+        Parameters
+        ----------
+        state : dict
+            From :meth:`state_dict`.
+        """
+        self.filter.load_state_dict(state)
+
     def report(self, delta: float, *, certified: float | None = None) -> PerRecordReport:
         """Each record's epsilon at ``delta`` (:class:`PerRecordReport`).
 

@@ -225,3 +225,24 @@ def test_adaptive_thresholds_keep_the_realised_loss_under_the_odometer():
         exceed = float(np.mean(peak > bound))
         assert exceed <= delta
         assert np.quantile(peak, 0.99) > bound.mean() / 3
+
+
+def test_a_restored_filter_continues_where_the_saved_one_stopped():
+    kw = {"budget_epsilon": 2.0, "budget_delta": 1e-5}
+    a, b = PerRecordFilter(5, **kw), PerRecordFilter(5, **kw)
+    ratios = [1.0, 0.5, 0.25, 0.1, 0.01]
+    a.set_ratios(ratios)
+    masks_a = [a.begin_step(sigma=1.5, sample_rate=0.05).copy() for _ in range(400)]
+    b.load_state_dict(a.state_dict())
+    for _ in range(600):
+        got_a = a.begin_step(sigma=1.5, sample_rate=0.05)
+        got_b = b.begin_step(sigma=1.5, sample_rate=0.05)
+        assert np.array_equal(got_a, got_b)
+    np.testing.assert_array_equal(a.state().rdp, b.state().rdp)
+    assert not masks_a[-1][0]  # the unclipped record was dropped before the save
+    with pytest.raises(ValueError, match="n=5"):
+        PerRecordFilter(6, **kw).load_state_dict(a.state_dict())
+    bad = a.state_dict()
+    bad["rdp"] = -bad["rdp"]
+    with pytest.raises(ValueError, match="wrong shape"):
+        PerRecordFilter(5, **kw).load_state_dict(bad)

@@ -331,6 +331,54 @@ class PerRecordFilter:
         extra = (math.log(len(a)) - math.log(d)) / (a - 1.0)
         return np.min(st.rdp + extra[None, :], axis=1)
 
+    def state_dict(self) -> dict[str, object]:
+        """Everything a resumed run needs: sums, steps, status, thresholds, order, budget.
+
+        A run restarted from a checkpoint must restore it (:meth:`load_state_dict`):
+        a fresh filter would readmit every record with nothing spent.
+        """
+        st = self.state()
+        return {
+            "n": self.n, "budget": self.budget, "order": self.order,
+            "orders": st.orders, "rdp": st.rdp, "steps": st.steps, "active": st.active,
+            "level": self.level.copy(),
+        }
+
+    def load_state_dict(self, state: dict[str, object]) -> None:
+        """Restore :meth:`state_dict` output (same ``n`` and budget; validated first).
+
+        Parameters
+        ----------
+        state : dict
+            From :meth:`state_dict`.
+        """
+        if state.get("n") != self.n or state.get("budget") != self.budget:
+            raise ValueError(
+                f"state of a filter for n={state.get('n')}, budget={state.get('budget')}; "
+                f"this one has n={self.n}, budget={self.budget}"
+            )
+        orders = np.asarray(state["orders"], dtype=float)
+        rdp = np.asarray(state["rdp"], dtype=float)
+        steps = np.asarray(state["steps"], dtype=np.int64)
+        active = np.asarray(state["active"], dtype=bool)
+        level = np.asarray(state["level"], dtype=np.int16)
+        k = len(orders)
+        if (
+            rdp.shape != (self.n, k) or steps.shape != (self.n,) or active.shape != (self.n,)
+            or level.shape != (self.n,) or not np.all(np.isfinite(rdp) & (rdp >= 0))
+            or level.min(initial=0) < 0 or level.max(initial=0) >= len(LEVELS)
+        ):
+            raise ValueError("state has arrays of the wrong shape or values out of range")
+        order = state.get("order")
+        self._seg, self._done = None, 0
+        self.orders, self.rdp, self.steps = orders.copy(), rdp.copy(), steps.copy()
+        self.active, self.level = active.copy(), level.copy()
+        self.order = None if order is None else float(order)
+        self._k = -1 if order is None else int(np.flatnonzero(orders == self.order)[0])
+        if self.budget is not None and self.order is not None:
+            self._limit = float(_rdp_budget(self.budget, self.order)) * (1 - 2.0**-40)
+        self._start_active = self.active.copy()
+
     def budget_epsilon(self) -> float | None:
         """The certified per-record epsilon of the filter (at ``budget_delta``), if any."""
         return None if self.budget is None else self.budget[0]
