@@ -58,6 +58,9 @@ def _lib() -> SimpleNamespace:
     opacus = import_optional("opacus", extra="opacus", feature=_FEATURE)
     memory = import_optional("opacus.utils.batch_memory_manager", extra="opacus", feature=_FEATURE)
     uniform = import_optional("opacus.utils.uniform_sampler", extra="opacus", feature=_FEATURE)
+    # per-record accounting's sampler: Poisson at its rate among the records whose
+    # filters admit the step (rate q or 0 for each record, independently)
+    from dpacct._opacus_per_record import PerRecordPoissonSampler
     return SimpleNamespace(
         torch=import_optional("torch", extra="opacus", feature=_FEATURE),
         PrivacyEngine=opacus.PrivacyEngine,
@@ -66,6 +69,7 @@ def _lib() -> SimpleNamespace:
             {
                 uniform.UniformWithReplacementSampler,
                 uniform.DistributedUniformWithReplacementSampler,
+                PerRecordPoissonSampler,
             }
         ),
         BatchSampler=data.BatchSampler,

@@ -72,6 +72,11 @@ from dpacct._opacus_data_path import (
     shuffled_mu2,
     signature,
 )
+from dpacct._opacus_per_record import (
+    PerRecordAccounting,
+    PerRecordPoissonSampler,
+    PerRecordReport,
+)
 from dpacct._opacus_rates import (
     check_history,
     check_step,
@@ -97,6 +102,9 @@ __all__ = [
     "DataPath",
     "FixedSizeBatchSampler",
     "OpacusAccountant",
+    "PerRecordAccounting",
+    "PerRecordPoissonSampler",
+    "PerRecordReport",
     "UnaccountedSamplerError",
     "register",
 ]
