@@ -12,7 +12,10 @@ libraries are imported before the clock starts; nothing is warmed up):
   beside autodp's exact Gaussian composition (``ComposeGaussian`` of
   ``ExactGaussianMechanism``: the same exact answer) and its RDP composition; and the
   first 59 iterations (``k = 1..59``: small ``mu``, where the float certificate often
-  cannot decide and the 50-digit curve answers).
+  cannot decide and the 50-digit curve answers);
+* the online loops: a ``PrivacyAccountant`` stepping 10 000 times at q 0.01 and asked
+  ``epsilon(1e-5)`` every 100 steps, at sigma 1.0 and at sigma ``2 * 0.9999^t``, beside
+  Opacus' ``RDPAccountant`` on the constant loop (the issue's target for both).
 
 For each: the answer (the sum of the 59 epsilons for the trajectory), CPU seconds
 (``time.process_time``) and wall seconds of the call, the peak resident memory the call
@@ -88,7 +91,7 @@ print(json.dumps({{"answer": answer, "values": values, "note": note, "cpu": cpu,
 '''
 
 _DPACCT_IMPORTS = """
-from dpacct.accountant import compose, poisson_subsample
+from dpacct.accountant import PrivacyAccountant, compose, poisson_subsample
 from dpacct.calibrators import noise_multiplier
 from dpacct.mechanisms import GaussianMechanism
 """
@@ -157,6 +160,25 @@ _row("trajectory from 1", "59 epsilon(1e-5) of k = 1..59 Gaussians, sigma 50 (mu
      WORKLOADS["trajectory exact"]["dpacct"].replace(_TRAJECTORY, "range(1, 60)"),
      "autodp ComposeGaussian(ExactGaussianMechanism)", _AUTODP_IMPORTS,
      WORKLOADS["trajectory exact"]["peer"].replace(_TRAJECTORY, "range(1, 60)"))
+
+
+_LOOP = """acct = {make}
+eps = []
+for t in range(10_000):
+    acct.step({step})
+    if (t + 1) % 100 == 0:
+        eps.append(float(acct.{ask}(1e-5)))
+return eps, f'last {{eps[-1]:.9f}}'"""
+_OPACUS_CONSTANT_LOOP = _LOOP.format(make="RDPAccountant()", ask="get_epsilon",
+                                     step="noise_multiplier=1.0, sample_rate=0.01")
+_row("online constant", "PrivacyAccountant, sigma 1.0, q 0.01: epsilon every 100 of 1e4 steps",
+     _LOOP.format(make="PrivacyAccountant(progress=False)", ask="epsilon",
+                  step="noise_multiplier=1.0, sample_rate=0.01"),
+     "opacus RDPAccountant, the same loop", _OPACUS_IMPORTS, _OPACUS_CONSTANT_LOOP)
+_row("online decaying", "the same loop with sigma 2 * 0.9999^t (peer: Opacus' constant loop)",
+     _LOOP.format(make="PrivacyAccountant(progress=False)", ask="epsilon",
+                  step="noise_multiplier=2.0 * 0.9999**t, sample_rate=0.01"),
+     "opacus RDPAccountant, constant loop", _OPACUS_IMPORTS, _OPACUS_CONSTANT_LOOP)
 
 
 def _script(imports: str, body: str) -> str:
