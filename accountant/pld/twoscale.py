@@ -430,27 +430,59 @@ def self_compose_split(
     max_step: float | None = None,
     refine: int = 1,
     coarse_cap: float | None = None,
+    memo: dict | None = None,
 ) -> GridPLD:
     """``count``-fold composition of a split PLD by repeated squaring.
 
-    Same budget rule as :meth:`GridPLD.self_compose`: a tail cut made on the
-    ``2^m``-fold PLD is given ``tail * 2^m / (count * levels)``.
+    The powers ``base^(2^m)`` are formed by squaring, then the ones of the set bits of
+    ``count`` are multiplied, the lowest first.  Tail budget, as in
+    :meth:`GridPLD.self_compose` but with ``span = 2^count.bit_length()`` (> ``count``)
+    in place of ``count``: a cut made on the ``2^m``-fold power is given ``tail * 2^m /
+    (span * levels)`` and is repeated at most ``count / 2^m`` times, so each of the
+    ``levels = bit_length + 1`` levels (the squarings, and the products at
+    ``tail / levels`` each) moves at most ``tail / levels``.  A smaller budget only cuts
+    less, so the bound holds as before; and the powers now depend on ``count`` only
+    through its bit length (a canonical self-composition).
+
+    ``memo`` (a dict the caller keeps for this ``base``: its owner must key it by the
+    base's law, grid and discretisation) keeps the powers of the newest two budgets, so
+    every count of one bit length shares the squarings: an online ledger asked every
+    100 steps pays about one product per set bit of the count per query.  The answer is
+    the same with or without ``memo``.  (Multiplying the highest bit first would let
+    consecutive counts share partial products too, but it came out looser: 7e-7
+    relative at q 0.01, sigma 1.1, T 1e4, the small powers re-gridded onto the big
+    one's coarse grid one by one.)
     """
     if count < 1:
         raise ValueError(f"count must be >= 1, got {count}")
-    levels = count.bit_length() + 1
+    bits = count.bit_length()
+    levels = bits + 1
+    span = 1 << bits
+    params = (tail, points_per_scale, max_step, refine, coarse_cap, bits)
+    powers = memo.get(("powers", params)) if memo is not None else None
+    if powers is None:
+        powers = [base]
+        if memo is not None:
+            memo[("powers", params)] = powers
+    while len(powers) < bits:
+        m = len(powers)  # form base^(2^m) from base^(2^(m-1))
+        prev = powers[-1]
+        squared = _convolve(prev, prev, tail * 2.0**m / (span * levels))
+        powers.append(_rebalance(squared, points_per_scale, max_step, refine, coarse_cap))
     result: SplitPLD | None = None
-    k, power = count, 1
-    while True:
-        if k & 1:
-            result = base if result is None else _convolve(result, base, tail / levels)
-            result = _rebalance(result, points_per_scale, max_step, refine, coarse_cap)
-        k >>= 1
-        if k == 0:
-            break
-        base = _convolve(base, base, tail * 2 * power / (count * levels))
-        power *= 2
-        base = _rebalance(base, points_per_scale, max_step, refine, coarse_cap)
+    for m in range(bits):  # lowest bit first (measured tighter than highest first)
+        if not (count >> m) & 1:
+            continue
+        if result is None:
+            result = _rebalance(powers[m], points_per_scale, max_step, refine, coarse_cap)
+        else:
+            product = _convolve(result, powers[m], tail / levels)
+            result = _rebalance(product, points_per_scale, max_step, refine, coarse_cap)
+    if memo is not None:
+        # the newest two budgets' powers are kept (another bit length, another tail)
+        memo[("powers", params)] = memo.pop(("powers", params))
+        for k in [k for k in memo if k[0] == "powers"][:-2]:
+            del memo[k]
     assert result is not None
     if not result.pessimistic:
         # the optimistic re-grid of a concentrated bulk onto the tail's grid rounds it
