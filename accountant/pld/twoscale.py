@@ -438,11 +438,11 @@ def self_compose_split(
     ``count`` are multiplied, the lowest first.  Tail budget, as in
     :meth:`GridPLD.self_compose` but with ``span = 2^count.bit_length()`` (> ``count``)
     in place of ``count``: a cut made on the ``2^m``-fold power is given ``tail * 2^m /
-    (span * levels)`` and is repeated at most ``count / 2^m`` times, so each of the
-    ``levels = bit_length + 1`` levels (the squarings, and the products at
-    ``tail / levels`` each) moves at most ``tail / levels``.  A smaller budget only cuts
-    less, so the bound holds as before; and the powers now depend on ``count`` only
-    through its bit length (a canonical self-composition).
+    (span * levels)`` and is repeated at most ``count / 2^m`` times, so a squaring level
+    moves at most ``tail / levels`` in all, and so does each product.  A cut moves mass
+    in the certified direction (to ``+inf``, or dropped when optimistic), so any budget
+    is sound and a smaller one only cuts less; these depend on ``count`` only through
+    its bit length (a canonical self-composition, docs/theory/pld.md).
 
     ``memo`` (a dict the caller keeps for this ``base``: its owner must key it by the
     base's law, grid and discretisation) keeps the powers of the newest two budgets, so
