@@ -445,7 +445,7 @@ def self_compose_split(
     its bit length (a canonical self-composition, docs/theory/pld.md).
 
     ``memo`` (a dict the caller keeps for this ``base``: its owner must key it by the
-    base's law, grid and discretisation) keeps the powers of the newest two budgets, so
+    base's law, grid and discretisation) keeps the powers of the newest budget, so
     every count of one bit length shares the squarings: an online ledger asked every
     100 steps pays about one product per set bit of the count per query.  The answer is
     the same with or without ``memo``.  (Multiplying the highest bit first would let
@@ -479,9 +479,8 @@ def self_compose_split(
             product = _convolve(result, powers[m], tail / levels)
             result = _rebalance(product, points_per_scale, max_step, refine, coarse_cap)
     if memo is not None:
-        # the newest two budgets' powers are kept (another bit length, another tail)
-        memo[("powers", params)] = memo.pop(("powers", params))
-        for k in [k for k in memo if k[0] == "powers"][:-2]:
+        # only the newest budget's powers are kept (memory: up to a few MB each)
+        for k in [k for k in memo if k != ("powers", params)]:
             del memo[k]
     assert result is not None
     if not result.pessimistic:
