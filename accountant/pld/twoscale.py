@@ -421,6 +421,16 @@ def _rebalance(
     return SplitPLD(bulk, coarse)
 
 
+#: the most a memo of :func:`self_compose_split` keeps (bytes of its powers' arrays);
+#: beyond it (fine tolerances, long counts) nothing is kept and the peak memory is as
+#: without a memo
+MEMO_BYTES = 16 << 20
+
+
+def _nbytes(p: SplitPLD) -> int:
+    return p.fine.pmf.nbytes + (0 if p.coarse is None else p.coarse.pmf.nbytes)
+
+
 def self_compose_split(
     base: SplitPLD,
     count: int,
@@ -445,9 +455,10 @@ def self_compose_split(
     its bit length (a canonical self-composition, docs/theory/pld.md).
 
     ``memo`` (a dict the caller keeps for this ``base``: its owner must key it by the
-    base's law, grid and discretisation) keeps the powers of the newest budget, so
-    every count of one bit length shares the squarings: an online ledger asked every
-    100 steps pays about one product per set bit of the count per query.  The answer is
+    base's law, grid and discretisation) keeps the powers of the newest budget (up to
+    :data:`MEMO_BYTES`), so every count of one bit length shares the squarings: an
+    online ledger asked every 100 steps pays about one product per set bit of the count
+    per query.  The answer is
     the same with or without ``memo``.  (Multiplying the highest bit first would let
     consecutive counts share partial products too, but it came out looser: 7e-7
     relative at q 0.01, sigma 1.1, T 1e4, the small powers re-gridded onto the big
@@ -459,29 +470,37 @@ def self_compose_split(
     levels = bits + 1
     span = 1 << bits
     params = (tail, points_per_scale, max_step, refine, coarse_cap, bits)
-    powers = memo.get(("powers", params)) if memo is not None else None
-    if powers is None:
-        powers = [base]
-        if memo is not None:
-            memo[("powers", params)] = powers
-    while len(powers) < bits:
-        m = len(powers)  # form base^(2^m) from base^(2^(m-1))
-        prev = powers[-1]
-        squared = _convolve(prev, prev, tail * 2.0**m / (span * levels))
-        powers.append(_rebalance(squared, points_per_scale, max_step, refine, coarse_cap))
+    key = ("powers", params)
+    kept = memo.get(key) if memo is not None else None
+    if memo is not None:
+        memo.clear()  # only the newest budget's powers are kept (memory)
+        kept = kept if kept is not None else [base]
+        memo[key] = kept
+    size = sum(_nbytes(p) for p in kept) if kept is not None else 0
+    power = base
     result: SplitPLD | None = None
-    for m in range(bits):  # lowest bit first (measured tighter than highest first)
+    # lowest bit first (measured tighter than highest first); a power not kept is
+    # dropped once squared, as without a memo
+    for m in range(bits):
+        if m > 0:
+            if kept is not None and m < len(kept):
+                power = kept[m]
+            else:
+                squared = _convolve(power, power, tail * 2.0**m / (span * levels))
+                power = _rebalance(squared, points_per_scale, max_step, refine, coarse_cap)
+                if kept is not None:
+                    kept.append(power)
+                    size += _nbytes(power)
+                    if size > MEMO_BYTES:  # too large to keep: computed as without
+                        kept = None
+                        memo.clear()
         if not (count >> m) & 1:
             continue
         if result is None:
-            result = _rebalance(powers[m], points_per_scale, max_step, refine, coarse_cap)
+            result = _rebalance(power, points_per_scale, max_step, refine, coarse_cap)
         else:
-            product = _convolve(result, powers[m], tail / levels)
+            product = _convolve(result, power, tail / levels)
             result = _rebalance(product, points_per_scale, max_step, refine, coarse_cap)
-    if memo is not None:
-        # only the newest budget's powers are kept (memory: up to a few MB each)
-        for k in [k for k in memo if k != ("powers", params)]:
-            del memo[k]
     assert result is not None
     if not result.pessimistic:
         # the optimistic re-grid of a concentrated bulk onto the tail's grid rounds it
