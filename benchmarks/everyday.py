@@ -24,8 +24,9 @@ added (``VmHWM``, reset before the call), and the ratio ``peer CPU / dpacct CPU`
 are printed.
 
 ``--old PYTHON`` adds, alternated with the new code, the same dpacct rows run by another
-interpreter (e.g. the system ``python``, which imports the main checkout): the answers of
-old and new side by side and the CPU ratio ``old / new``.
+interpreter (e.g. the system ``python``, which imports the main checkout), or by this one
+importing an old checkout's folder (``--old /tmp/old794``, e.g. from ``git archive``): the
+answers of old and new side by side and the CPU ratio ``old / new``.
 
 Run from the repository root::
 
@@ -187,11 +188,17 @@ def _script(imports: str, body: str) -> str:
 
 def measure(python: str, imports: str, body: str, cwd: Path = NEUTRAL_CWD,
             timeout: float = 600.0) -> dict:
-    """One cold call in a fresh ``python`` process (run in ``cwd``)."""
+    """One cold call in a fresh ``python`` process (run in ``cwd``); ``python`` may be a
+    checkout's root folder instead, imported by this interpreter
+    (:func:`benchmarks.checkouts.checkout_env`)."""
     # the inherited PYTHONPATH is kept: under benchmarks.alternate it holds the import
     # hook that maps dpacct to the checkout being measured (popping it measured the
     # installed dpacct on both sides)
     env = dict(os.environ)
+    if Path(python).is_dir():
+        from benchmarks.checkouts import checkout_env
+
+        env, python = checkout_env(python), sys.executable
     proc = subprocess.run([python, "-c", _script(imports, body)], capture_output=True,
                           text=True, cwd=cwd, env=env, timeout=timeout, check=False)
     for line in reversed(proc.stdout.strip().splitlines()):
@@ -314,7 +321,8 @@ def main(argv=None) -> int:
     parser.add_argument("--only", default="*", help="fnmatch pattern on the workload names")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--old", default=None,
-                        help="an interpreter that imports the old dpacct (e.g. python)")
+                        help="an interpreter that imports the old dpacct (e.g. python), "
+                             "or an old checkout's root folder")
     parser.add_argument("--old-cwd", default=None,
                         help="working directory for --old (default: $TMPDIR or /tmp)")
     parser.add_argument("--json", default=None)
