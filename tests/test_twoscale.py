@@ -146,3 +146,18 @@ def test_a_kept_power_answers_as_a_fresh_part(count):
     again = compose([used], counts=[count]).epsilon_bounds(DELTA)
     fresh = compose([_dpsgd_step(sigma=1.3, q=0.02)], counts=[count]).epsilon_bounds(DELTA)
     assert again == fresh
+
+
+def test_threads_sharing_a_part_answer_as_fresh_parts():
+    """The kept powers are tuples replaced whole, so threads asking one part for several
+    counts of one bit length at once each read a complete prefix of the same powers
+    (a shared list extended by two threads could hold a power twice, shifting every
+    later one)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    counts = [1_100, 1_200, 1_300, 1_400, 1_500, 1_600]
+    shared = _dpsgd_step(sigma=1.2)
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        got = list(pool.map(lambda c: compose([shared], counts=[c]).epsilon(DELTA), counts))
+    fresh = [compose([_dpsgd_step(sigma=1.2)], counts=[c]).epsilon(DELTA) for c in counts]
+    assert got == fresh

@@ -471,29 +471,34 @@ def self_compose_split(
     span = 1 << bits
     params = (tail, points_per_scale, max_step, refine, coarse_cap, bits)
     key = ("powers", params)
-    kept = memo.get(key) if memo is not None else None
+    # The memo holds tuples: a thread extends its own list and stores a new tuple, so
+    # another thread sharing the part only ever reads a complete prefix of the powers
+    kept: tuple = ()
+    local: list | None = None
     if memo is not None:
-        memo.clear()  # only the newest budget's powers are kept (memory)
-        kept = kept if kept is not None else [base]
-        memo[key] = kept
-    size = sum(_nbytes(p) for p in kept) if kept is not None else 0
+        kept = memo.get(key, ())
+        for k in list(memo):
+            if k != key:
+                memo.pop(k, None)  # only the newest budget's powers are kept (memory)
+        local = list(kept) if kept else [base]
+    size = sum(_nbytes(p) for p in local) if local else 0
     power = base
     result: SplitPLD | None = None
     # lowest bit first (measured tighter than highest first); a power not kept is
     # dropped once squared, as without a memo
     for m in range(bits):
         if m > 0:
-            if kept is not None and m < len(kept):
-                power = kept[m]
+            if local is not None and m < len(local):
+                power = local[m]
             else:
                 squared = _convolve(power, power, tail * 2.0**m / (span * levels))
                 power = _rebalance(squared, points_per_scale, max_step, refine, coarse_cap)
-                if kept is not None:
-                    kept.append(power)
+                if local is not None:
+                    local.append(power)
                     size += _nbytes(power)
                     if size > MEMO_BYTES:  # too large to keep: computed as without
-                        kept = None
-                        memo.clear()
+                        local = None
+                        memo.pop(key, None)
         if not (count >> m) & 1:
             continue
         if result is None:
@@ -501,6 +506,8 @@ def self_compose_split(
         else:
             product = _convolve(result, power, tail / levels)
             result = _rebalance(product, points_per_scale, max_step, refine, coarse_cap)
+    if memo is not None and local is not None and len(local) > len(kept):
+        memo[key] = tuple(local)
     assert result is not None
     if not result.pessimistic:
         # the optimistic re-grid of a concentrated bulk onto the tail's grid rounds it

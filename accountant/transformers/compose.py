@@ -293,9 +293,9 @@ def _self_composed(
             )
             kept = {"split": split, "memo": {}}
         memo[base_key] = kept  # the newest; only the newest few are kept (memory)
-        bases = [k for k in memo if k[0] == "base"]
+        bases = [k for k in list(memo) if k[0] == "base"]
         for k in bases[: max(0, len(bases) - _MEMO_BASES)]:
-            del memo[k]
+            memo.pop(k, None)
         split = kept["split"]
         return self_compose_split(
             split,
