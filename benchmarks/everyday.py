@@ -12,7 +12,10 @@ libraries are imported before the clock starts; nothing is warmed up):
   beside autodp's exact Gaussian composition (``ComposeGaussian`` of
   ``ExactGaussianMechanism``: the same exact answer) and its RDP composition; and the
   first 59 iterations (``k = 1..59``: small ``mu``, where the float certificate often
-  cannot decide and the 50-digit curve answers).
+  cannot decide and the 50-digit curve answers);
+* the online loops: a ``PrivacyAccountant`` stepping 10 000 times at q 0.01 and asked
+  ``epsilon(1e-5)`` every 100 steps, at sigma 1.0 and at sigma ``2 * 0.9999^t``, beside
+  Opacus' ``RDPAccountant`` on the constant loop (the issue's target for both).
 
 For each: the answer (the sum of the 59 epsilons for the trajectory), CPU seconds
 (``time.process_time``) and wall seconds of the call, the peak resident memory the call
@@ -21,8 +24,9 @@ added (``VmHWM``, reset before the call), and the ratio ``peer CPU / dpacct CPU`
 are printed.
 
 ``--old PYTHON`` adds, alternated with the new code, the same dpacct rows run by another
-interpreter (e.g. the system ``python``, which imports the main checkout): the answers of
-old and new side by side and the CPU ratio ``old / new``.
+interpreter (e.g. the system ``python``, which imports the main checkout), or by this one
+importing an old checkout's folder (``--old /tmp/old794``, e.g. from ``git archive``): the
+answers of old and new side by side and the CPU ratio ``old / new``.
 
 Run from the repository root::
 
@@ -88,7 +92,7 @@ print(json.dumps({{"answer": answer, "values": values, "note": note, "cpu": cpu,
 '''
 
 _DPACCT_IMPORTS = """
-from dpacct.accountant import compose, poisson_subsample
+from dpacct.accountant import PrivacyAccountant, compose, poisson_subsample
 from dpacct.calibrators import noise_multiplier
 from dpacct.mechanisms import GaussianMechanism
 """
@@ -128,7 +132,7 @@ for _q, _s, _t, _tag in ((0.01, 1.1, 10_000, "1e4"), (0.004, 0.8, 1_000_000, "1e
          _opacus)
     _row(f"dpsgd bounds T {_tag}",
          f"DP-SGD epsilon_bounds(1e-5), q {_q}, sigma {_s}, T {_tag}",
-         f"lo, hi = {_mech}.epsilon_bounds(1e-5)\nreturn hi, f'lower {{lo:.9f}}'",
+         f"lo, hi = {_mech}.epsilon_bounds(1e-5)\nreturn hi, f'lower {{lo!r}}'",
          "opacus RDPAccountant", _OPACUS_IMPORTS, _opacus)
 
 for _e in (3.0, 8.0):
@@ -159,15 +163,42 @@ _row("trajectory from 1", "59 epsilon(1e-5) of k = 1..59 Gaussians, sigma 50 (mu
      WORKLOADS["trajectory exact"]["peer"].replace(_TRAJECTORY, "range(1, 60)"))
 
 
+_LOOP = """acct = {make}
+eps = []
+for t in range(10_000):
+    acct.step({step})
+    if (t + 1) % 100 == 0:
+        eps.append(float(acct.{ask}(1e-5)))
+return eps, f'last {{eps[-1]:.9f}}'"""
+_OPACUS_CONSTANT_LOOP = _LOOP.format(make="RDPAccountant()", ask="get_epsilon",
+                                     step="noise_multiplier=1.0, sample_rate=0.01")
+_row("online constant", "PrivacyAccountant, sigma 1.0, q 0.01: epsilon every 100 of 1e4 steps",
+     _LOOP.format(make="PrivacyAccountant(progress=False)", ask="epsilon",
+                  step="noise_multiplier=1.0, sample_rate=0.01"),
+     "opacus RDPAccountant, the same loop", _OPACUS_IMPORTS, _OPACUS_CONSTANT_LOOP)
+_row("online decaying", "the same loop with sigma 2 * 0.9999^t (peer: Opacus' constant loop)",
+     _LOOP.format(make="PrivacyAccountant(progress=False)", ask="epsilon",
+                  step="noise_multiplier=2.0 * 0.9999**t, sample_rate=0.01"),
+     "opacus RDPAccountant, constant loop", _OPACUS_IMPORTS, _OPACUS_CONSTANT_LOOP)
+
+
 def _script(imports: str, body: str) -> str:
     return _HARNESS.format(imports=imports, body=textwrap.indent(body, "    "))
 
 
 def measure(python: str, imports: str, body: str, cwd: Path = NEUTRAL_CWD,
             timeout: float = 600.0) -> dict:
-    """One cold call in a fresh ``python`` process (run in ``cwd``)."""
+    """One cold call in a fresh ``python`` process (run in ``cwd``); ``python`` may be a
+    checkout's root folder instead, imported by this interpreter
+    (:func:`benchmarks.checkouts.checkout_env`)."""
+    # the inherited PYTHONPATH is kept: under benchmarks.alternate it holds the import
+    # hook that maps dpacct to the checkout being measured (popping it measured the
+    # installed dpacct on both sides)
     env = dict(os.environ)
-    env.pop("PYTHONPATH", None)
+    if Path(python).is_dir():
+        from benchmarks.checkouts import checkout_env
+
+        env, python = checkout_env(python), sys.executable
     proc = subprocess.run([python, "-c", _script(imports, body)], capture_output=True,
                           text=True, cwd=cwd, env=env, timeout=timeout, check=False)
     for line in reversed(proc.stdout.strip().splitlines()):
@@ -184,7 +215,7 @@ def _median(values):
 
 
 def run(only: str = "*", rounds: int = 3, old: str | None = None,
-        old_cwd: Path | None = None) -> list[dict]:
+        old_cwd: Path | None = None, peers: bool = True) -> list[dict]:
     rows = []
     for name, w in WORKLOADS.items():
         if not fnmatch.fnmatch(name, only):
@@ -192,7 +223,8 @@ def run(only: str = "*", rounds: int = 3, old: str | None = None,
         sides: dict[str, list[dict]] = {"new": [], "peer": [], "old": []}
         for _ in range(rounds):
             sides["new"].append(measure(sys.executable, _DPACCT_IMPORTS, w["dpacct"]))
-            sides["peer"].append(measure(sys.executable, w["peer_imports"], w["peer"]))
+            if peers:
+                sides["peer"].append(measure(sys.executable, w["peer_imports"], w["peer"]))
             if old:
                 sides["old"].append(measure(old, _DPACCT_IMPORTS, w["dpacct"],
                                             cwd=old_cwd or NEUTRAL_CWD))
@@ -210,7 +242,9 @@ def run(only: str = "*", rounds: int = 3, old: str | None = None,
                 "peak_mb": _median([r["peak_mb"] for r in runs]),
                 "cpu_all": [r["cpu"] for r in runs],
             }
-        new_cpu, peer_cpu = row["new"]["cpu"], row["peer"]["cpu"]
+        row.update(_flat(name, row["new"]))
+        new_cpu = row["new"]["cpu"]
+        peer_cpu = row["peer"]["cpu"] if peers else None
         row["peer_over_new_cpu"] = peer_cpu / new_cpu if new_cpu and peer_cpu else None
         if old:
             old_cpu = row["old"]["cpu"]
@@ -220,12 +254,31 @@ def run(only: str = "*", rounds: int = 3, old: str | None = None,
     return rows
 
 
+def _flat(name: str, new: dict) -> dict:
+    """The new side's answer and timings as top-level fields, named as
+    :mod:`benchmarks.alternate` reads them (``epsilon``/``upper``/``lower``/``sigma`` are
+    answers, ``seconds`` and ``peak_mb`` timings)."""
+    out: dict = {"seconds": new["cpu"], "wall_s": new["wall"], "peak_mb": new["peak_mb"]}
+    answer = new["answer"]
+    if name.startswith("calibrate"):
+        out["sigma"] = answer
+    elif name.startswith("dpsgd bounds"):
+        out["upper"] = answer
+        note = new.get("note") or ""
+        if note.startswith("lower "):
+            out["lower"] = float(note.split()[1])
+    else:
+        out["epsilon"] = answer  # the trajectory's: the sum of its 59 upper bounds
+    return out
+
+
 def _f(x, spec):
     return "-" if x is None else format(x, spec)
 
 
 def _format_row(row: dict) -> str:
-    new, peer = row["new"], row["peer"]
+    new = row["new"]
+    peer = row.get("peer") or {"answer": None, "cpu": None, "wall": None, "peak_mb": None}
     text = (
         f"| {row['workload']} | {_f(new['answer'], '.9f')} | {_f(new['cpu'], '.4f')} | "
         f"{_f(new['wall'], '.4f')} | {_f(new['peak_mb'], '.1f')} | {row['peer_name']} | "
@@ -268,15 +321,18 @@ def main(argv=None) -> int:
     parser.add_argument("--only", default="*", help="fnmatch pattern on the workload names")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--old", default=None,
-                        help="an interpreter that imports the old dpacct (e.g. python)")
+                        help="an interpreter that imports the old dpacct (e.g. python), "
+                             "or an old checkout's root folder")
     parser.add_argument("--old-cwd", default=None,
                         help="working directory for --old (default: $TMPDIR or /tmp)")
     parser.add_argument("--json", default=None)
+    parser.add_argument("--no-peers", action="store_true",
+                        help="dpacct only (e.g. under benchmarks.alternate)")
     args = parser.parse_args(argv)
     print(HEADER + (HEADER_OLD if args.old else ""))
     print("|" + " --- |" * (HEADER.count("|") - 1 + (HEADER_OLD.count("|") if args.old else 0)))
     rows = run(args.only, args.rounds, args.old,
-               Path(args.old_cwd) if args.old_cwd else None)
+               Path(args.old_cwd) if args.old_cwd else None, not args.no_peers)
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))
     return 0

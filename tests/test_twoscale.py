@@ -100,3 +100,64 @@ def test_certified_roundoff_keeps_the_gdp_bracket_and_only_widens_it(monkeypatch
     assert lo <= exact <= hi <= exact * (1 + 1e-3)
     # the bound is far below the grid's own error: the bracket moves by under 1e-6
     assert brackets[False][0] * (1 - 1e-6) <= lo and hi <= brackets[False][1] * (1 + 1e-6)
+
+
+def _dpsgd_step(sigma: float = 1.0, q: float = 0.01):
+    from dpacct.accountant import poisson_subsample
+    from dpacct.mechanisms import GaussianMechanism
+
+    return poisson_subsample(GaussianMechanism(sigma=sigma), sample_rate=q)
+
+
+def test_counts_of_one_bit_length_share_the_squarings(monkeypatch):
+    """A part keeps its powers (the canonical self-composition): a second count of the
+    same bit length -- an online ledger asked again 100 steps later -- only multiplies
+    the powers of its set bits and squares nothing (before: every query squared
+    ``bit_length - 1`` times), and answers as a fresh part does."""
+    from dpacct.accountant.pld import twoscale
+
+    calls = []
+    real = twoscale._convolve
+
+    def counting(a, b, tail):
+        calls.append(a is b)
+        return real(a, b, tail)
+
+    monkeypatch.setattr(twoscale, "_convolve", counting)
+    step = _dpsgd_step()
+    first = compose([step], counts=[1_200]).epsilon(DELTA)
+    squarings_first = sum(calls)
+    calls.clear()
+    second = compose([step], counts=[1_300]).epsilon(DELTA)
+    assert squarings_first >= 1_200 .bit_length() - 1
+    assert sum(calls) == 0
+    assert len(calls) <= bin(1_300).count("1") - 1
+    fresh = compose([_dpsgd_step()], counts=[1_300]).epsilon(DELTA)
+    assert second == fresh and first < second
+
+
+@pytest.mark.parametrize("count", [1, 6, 1_000, 1_024, 4_097])
+def test_a_kept_power_answers_as_a_fresh_part(count):
+    """Whatever a part computed before (other counts, both bounds), the bracket at
+    ``count`` is bit for bit the one of a part that never answered anything."""
+    used = _dpsgd_step(sigma=1.3, q=0.02)
+    for other in (count + 1, 2 * count + 1, max(count - 1, 1)):
+        compose([used], counts=[other]).epsilon_bounds(DELTA)
+    again = compose([used], counts=[count]).epsilon_bounds(DELTA)
+    fresh = compose([_dpsgd_step(sigma=1.3, q=0.02)], counts=[count]).epsilon_bounds(DELTA)
+    assert again == fresh
+
+
+def test_threads_sharing_a_part_answer_as_fresh_parts():
+    """The kept powers are tuples replaced whole, so threads asking one part for several
+    counts of one bit length at once each read a complete prefix of the same powers
+    (a shared list extended by two threads could hold a power twice, shifting every
+    later one)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    counts = [1_100, 1_200, 1_300, 1_400, 1_500, 1_600]
+    shared = _dpsgd_step(sigma=1.2)
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        got = list(pool.map(lambda c: compose([shared], counts=[c]).epsilon(DELTA), counts))
+    fresh = [compose([_dpsgd_step(sigma=1.2)], counts=[c]).epsilon(DELTA) for c in counts]
+    assert got == fresh

@@ -263,17 +263,40 @@ def _self_composed(
     resolution = settings.resolution_for(pessimistic)
     tail = settings.tail * count / total_count
     if _law_based(mech):
-        law = mech._loss_laws()[which]
-        step = grid_step(law, pessimistic, step_settings, use_anchor=use_anchor)
+        # The one-step discretisation and the powers of the squaring are kept on the
+        # part (a mechanism is immutable), keyed by everything they depend on.  The
+        # one-step tail is the one of the next power of two at or above total_count
+        # (smaller, so it moves less mass: still within the budget), which makes it,
+        # like the squarings' budgets (self_compose_split), depend on the count only
+        # through its bit length: every count of one bit length shares them, and a
+        # ledger asked every 100 steps reuses them.
+        step_settings = _part_settings(settings, 1 << total_count.bit_length())
+        disc_tail = step_settings.tail * LAW_TAIL_FRACTION
         refine = _refine(settings)
-        split = discretize_split(
-            law,
-            step,
-            pessimistic=pessimistic,
-            tail=step_settings.tail * LAW_TAIL_FRACTION,
-            refine=refine,
-            coarse_cap=settings.coarse_cap,
-        )
+        memo = mech._cache().setdefault("self_compose_split", {})
+        law = mech._loss_laws()[which]
+        step_key = ("step", which, pessimistic, step_settings.key(), use_anchor)
+        step = memo.get(step_key)
+        if step is None:
+            step = memo[step_key] = grid_step(law, pessimistic, step_settings,
+                                              use_anchor=use_anchor)
+        base_key = ("base", which, pessimistic, step, disc_tail, refine, settings.coarse_cap)
+        kept = memo.pop(base_key, None)
+        if kept is None:
+            split = discretize_split(
+                law,
+                step,
+                pessimistic=pessimistic,
+                tail=disc_tail,
+                refine=refine,
+                coarse_cap=settings.coarse_cap,
+            )
+            kept = {"split": split, "memo": {}}
+        memo[base_key] = kept  # the newest; only the newest few are kept (memory)
+        bases = [k for k in list(memo) if k[0] == "base"]
+        for k in bases[: max(0, len(bases) - _MEMO_BASES)]:
+            memo.pop(k, None)
+        split = kept["split"]
         return self_compose_split(
             split,
             count,
@@ -282,10 +305,15 @@ def _self_composed(
             max_step=law.lattice,
             refine=refine,
             coarse_cap=settings.coarse_cap,
+            memo=kept["memo"],
         )
     pld = mech._pld_one(pessimistic, step_settings, which)
     lattice = pld.step if _is_lattice(mech) else None
     return pld.self_compose(count, tail=tail, points_per_scale=resolution, max_step=lattice)
+
+
+#: one-step discretisations (with their powers and partial products) a part keeps
+_MEMO_BASES = 3
 
 
 def _split_ready(mech: Mechanism, use_anchor: bool = True) -> bool:
