@@ -56,15 +56,20 @@ from ..pld import pld_fft
 from ..validation import check_count, check_delta, check_positive
 from .compose import compose
 
-__all__: list[str] = []
+__all__ = ["SUM_MIN_SIGMA", "sum_statistic_laws", "sum_statistic_lower_epsilon"]
 
 #: lattice step of one term, as a fraction of the term's spread
 _CELLS_PER_SD = 12.0
 #: the candidates for ``c``, in units of ``k / T`` (each gives a lower bound; the
-#: largest is kept)
-C_FACTORS = (0.7,)
+#: largest is kept); the second only up to :data:`_SMALL_T` steps, where it is cheap and
+#: often better (measured: T 10, k 2, sigma 1: 4.05 against 3.89 at 1e-6)
+C_FACTORS = (0.7, 0.3)
+_SMALL_T = 300
 #: the largest fold length (memory: a few arrays of this many floats)
 _MAX_FOLD = 2**21
+#: the smallest noise multiplier the statistic is built for (below it the terms'
+#: log-normal spread, ``e^{1/sigma^2}``, leaves floating point)
+SUM_MIN_SIGMA = 0.3
 #: relative error per unit of a CDF value allowed to scipy's ndtr (a few ulps)
 _NDTR_ULPS = 1e-15
 #: each term is capped where log z is this many sd above the shifted law's mean (a
@@ -147,7 +152,7 @@ def sum_statistic_laws(
     Parameters
     ----------
     sigma : float
-        Noise multiplier, > 0.
+        Noise multiplier, >= :data:`SUM_MIN_SIGMA`.
     steps : int
         Steps per epoch ``T``, >= 2.
     k : int
@@ -166,6 +171,8 @@ def sum_statistic_laws(
     True
     """
     s = check_positive("sigma", sigma)
+    if s < SUM_MIN_SIGMA:
+        raise ValueError(f"sigma must be >= {SUM_MIN_SIGMA} for the sum statistic, got {s}")
     t = check_count(steps, "steps")
     kk = check_count(k, "k")
     if not kk < t:
@@ -222,7 +229,7 @@ def sum_statistic_lower_epsilon(
     *,
     k: int = 1,
     epochs: int = 1,
-    c_factors: tuple[float, ...] = C_FACTORS,
+    c_factors: tuple[float, ...] | None = None,
 ) -> float:
     """Certified lower bound on epsilon of k-of-T random allocation (Gaussian steps).
 
@@ -234,7 +241,7 @@ def sum_statistic_lower_epsilon(
     Parameters
     ----------
     sigma : float
-        Noise multiplier of each step, > 0.
+        Noise multiplier of each step, >= :data:`SUM_MIN_SIGMA`.
     steps : int
         Steps per epoch ``T``, >= 2.
     delta : float
@@ -243,8 +250,9 @@ def sum_statistic_lower_epsilon(
         Steps per record per epoch, ``1 <= k < T``.
     epochs : int, default 1
         Epochs composed, >= 1.
-    c_factors : tuple of float
-        The statistic's parameters tried, in units of ``k / T``.
+    c_factors : tuple of float, optional
+        The statistic's parameters tried, in units of ``k / T``; default
+        :data:`C_FACTORS` (its first entry only above 300 steps).
 
     Examples
     --------
@@ -261,6 +269,8 @@ def sum_statistic_lower_epsilon(
     d = check_delta(delta)
     if not kk < t:
         raise ValueError(f"k must be < steps ({t}), got {kk}")
+    if c_factors is None:
+        c_factors = C_FACTORS if t <= _SMALL_T else C_FACTORS[:1]
     if not c_factors:
         raise ValueError("c_factors must name at least one factor")
     best = 0.0
