@@ -84,6 +84,12 @@ docs/theory/allocation_shuffling.md, proved there (Feldman & Shenfeld 2025, Sect
 state the ``k = 1`` case); the suite checks it by quadrature against adaptive
 strategies, and the Monte Carlo checks test the bounds against the pair.
 
+At every ``k`` the lower end of ``epsilon_bounds`` is certified for the mechanism
+itself: the larger of the attack below (with ``k`` shifted coordinates) and the
+sum-statistic attack of
+:mod:`~dpacct.accountant.transformers.random_allocation_sum_lower`
+(docs/theory/allocation_k_of_t.md, Proposition 2); ``epsilon`` is the upper end.
+
 A **certified lower bound** (:func:`random_allocation_lower_epsilon`) comes from one
 attack: the target's gradient is a unit vector, everyone else's is zero, and the
 adversary looks at the largest noisy coordinate of the epoch -- a post-processing of
@@ -494,7 +500,7 @@ class RandomAllocationMechanism(Mechanism):
         certified lower bounds below: the largest-coordinate attack
         (:func:`random_allocation_lower_epsilon`) and the sum-statistic attack
         (:func:`~dpacct.accountant.transformers.random_allocation_sum_lower.sum_statistic_lower_epsilon`,
-        docs/theory/allocation_kofT.md), at every ``k``; ``k = steps`` is the
+        docs/theory/allocation_k_of_t.md), at every ``k``; ``k = steps`` is the
         unamplified Gaussian, whose own bracket is used.  Both ends bound the
         mechanism itself."""
         hi = self._epsilon_at(delta, tol)

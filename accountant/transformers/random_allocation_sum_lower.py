@@ -10,7 +10,7 @@ private are DP-SGD implementations?", Section 4) releases ``x in R^T`` with
 Every function of ``x`` is a post-processing of that pair, so its pair of push-forward
 laws has hockey-stick divergences at most the mechanism's, in both orders (data
 processing), and its epsilon is a lower bound on the mechanism's.  The statistic here
-(docs/theory/allocation_kofT.md, Proposition 2) is
+(docs/theory/allocation_k_of_t.md, Proposition 2) is
 
     ``U = sum_t floor(log(1 + c z_t) / h)  (mod N)``,
     ``z_t = exp(x_t / sigma^2 - 1 / (2 sigma^2))``,
