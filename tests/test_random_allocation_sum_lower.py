@@ -3,7 +3,7 @@ checked against Monte Carlo of the exact pair (both directions) and a quadrature
 
 The exact pair of one epoch is ``Q = N(0, s^2 I_T)`` against ``P_k = mean over k-subsets
 S of N(1_S, s^2 I_T)``; its likelihood ratio is ``e_k(z) / C(T, k)`` with
-``z_t = exp(x_t / s^2 - 1 / (2 s^2))`` (docs/theory/allocation_kofT.md), computed here by
+``z_t = exp(x_t / s^2 - 1 / (2 s^2))`` (docs/theory/allocation_k_of_t.md), computed here by
 the elementary-symmetric recursion, independently of the code under test.
 """
 
