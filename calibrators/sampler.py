@@ -401,10 +401,7 @@ def sampler_report(
     shuffled = shuffled_batches(gauss, t, e, d)
     bib = float(random_allocation(gauss, steps=t, k=1, epochs=e).epsilon(d))
     bib_low = min(random_allocation_lower_epsilon(sigma, t, d, epochs=e), bib)
-    # one bracket: its upper end is epsilon(); its lower end certified at every k
-    # (docs/theory/allocation_k_of_t.md)
-    ra_run = random_allocation(gauss, steps=kk * t, k=kk, epochs=e // kk)
-    ra_low, ra = (float(v) for v in ra_run.epsilon_bounds(d))
+    ra_low, ra = map(float, random_allocation(gauss, kk * t, k=kk, epochs=e//kk).epsilon_bounds(d))
     fixed = float(compose([fixed_size_gaussian_step(sigma, q)], counts=[steps]).epsilon(d))
     values = {
         "poisson": (float(dpsgd_mechanism(sigma, q, steps).epsilon(d)), None, "add/remove"),

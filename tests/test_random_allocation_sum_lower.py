@@ -109,3 +109,4 @@ def test_bad_input_is_named():
         sum_statistic_lower_epsilon(0.1, 30, 1e-6, k=2)
     with pytest.raises(ValueError, match="c_factors"):
         sum_statistic_lower_epsilon(1.0, 30, 1e-6, k=2, c_factors=())
+

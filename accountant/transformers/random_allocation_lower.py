@@ -23,6 +23,11 @@ from ..laws.loss_law import AtomicLossLaw
 from ..mechanism import Capabilities, Mechanism
 from ..validation import check_count, check_delta, check_epsilon, check_positive, check_probability
 from .compose import compose
+from .random_allocation_sum_lower import (
+    SUM_MIN_SIGMA,
+    _atomic_epsilon_lower,
+    sum_statistic_lower_epsilon,
+)
 
 __all__ = [
     "gaussian_epsilon_is_zero",
@@ -201,8 +206,6 @@ def random_allocation_lower_epsilon(
         raise ValueError(f"k must be <= steps ({t}), got {kk}")
     if kk > 1:
         best = _max_test_lower(s, t, d, e, kk)
-        from .random_allocation_sum_lower import SUM_MIN_SIGMA, sum_statistic_lower_epsilon
-
         if kk < t and s >= SUM_MIN_SIGMA:
             best = max(best, sum_statistic_lower_epsilon(s, t, d, k=kk, epochs=e))
         return best
@@ -223,38 +226,6 @@ def _max_test_lower(s: float, t: int, d: float, e: int, k: int) -> float:
 
 #: below this sigma the lower bound reads one epoch's atoms directly (no PLD grid)
 _ENGINE_SIGMA = 1e-4
-
-
-def _atomic_epsilon_lower(law: AtomicLossLaw, delta: float) -> float:
-    """A lower bound on the epsilon at ``delta`` of one direction of a finite pair.
-
-    With the atoms sorted by loss, ``delta(eps) = P_k - e^eps Q_k`` between the
-    ``k``-th and ``k+1``-th largest losses (``P_k``, ``Q_k`` the masses above), so
-    ``eps = log(P_k - delta) - log Q_k`` on the first interval where it falls.  That
-    float is then lowered until ``delta(eps)``, evaluated directly, exceeds ``delta``
-    by more than its rounding error (``1e-9`` relative): then the true epsilon, the
-    least ``eps`` with ``delta(eps) <= delta``, is above it.  0 if none is found.
-    """
-    order = np.argsort(law.losses)[::-1]
-    loss, p = law.losses[order], law.p[order]
-    big_p = np.cumsum(p)
-    log_q = np.logaddexp.accumulate(np.log(p) - loss)  # log Q_k, no underflow
-    with np.errstate(divide="ignore", invalid="ignore"):
-        cand = np.log(big_p - delta) - log_q
-    below = np.concatenate([loss[1:], [-np.inf]])
-    ok = np.flatnonzero((cand >= below) & (cand <= loss) & (big_p > delta))
-    if ok.size == 0:
-        return 0.0
-    eps = float(cand[ok[0]])
-    for _ in range(60):
-        if eps <= 0.0:
-            return 0.0
-        above = loss > eps
-        value = float(np.sum(-p[above] * np.expm1(eps - loss[above])))
-        if value * (1.0 - 1e-9) > delta:
-            return eps
-        eps -= max(abs(eps) * 1e-9, 1e-300) * 2.0 ** _
-    return 0.0
 
 
 def random_allocation_delta_mc(

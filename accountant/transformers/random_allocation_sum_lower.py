@@ -210,6 +210,38 @@ def _law(num: np.ndarray, den: np.ndarray) -> AtomicLossLaw:
     )
 
 
+def _atomic_epsilon_lower(law: AtomicLossLaw, delta: float) -> float:
+    """A lower bound on the epsilon at ``delta`` of one direction of a finite pair.
+
+    With the atoms sorted by loss, ``delta(eps) = P_k - e^eps Q_k`` between the
+    ``k``-th and ``k+1``-th largest losses (``P_k``, ``Q_k`` the masses above), so
+    ``eps = log(P_k - delta) - log Q_k`` on the first interval where it falls.  That
+    float is then lowered until ``delta(eps)``, evaluated directly, exceeds ``delta``
+    by more than its rounding error (``1e-9`` relative): then the true epsilon, the
+    least ``eps`` with ``delta(eps) <= delta``, is above it.  0 if none is found.
+    """
+    order = np.argsort(law.losses)[::-1]
+    loss, p = law.losses[order], law.p[order]
+    big_p = np.cumsum(p)
+    log_q = np.logaddexp.accumulate(np.log(p) - loss)  # log Q_k, no underflow
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cand = np.log(big_p - delta) - log_q
+    below = np.concatenate([loss[1:], [-np.inf]])
+    ok = np.flatnonzero((cand >= below) & (cand <= loss) & (big_p > delta))
+    if ok.size == 0:
+        return 0.0
+    eps = float(cand[ok[0]])
+    for _ in range(60):
+        if eps <= 0.0:
+            return 0.0
+        above = loss > eps
+        value = float(np.sum(-p[above] * np.expm1(eps - loss[above])))
+        if value * (1.0 - 1e-9) > delta:
+            return eps
+        eps -= max(abs(eps) * 1e-9, 1e-300) * 2.0 ** _
+    return 0.0
+
+
 class _SumStatisticPair(Mechanism):
     """The sum statistic's rounded pair of one epoch, for the engine to compose."""
 
@@ -260,8 +292,6 @@ def sum_statistic_lower_epsilon(
     >>> bool(2.0 < lo < 2.2)
     True
     """
-    from .random_allocation_lower import _atomic_epsilon_lower
-
     s = check_positive("sigma", sigma)
     t = check_count(steps, "steps")
     kk = check_count(k, "k")
