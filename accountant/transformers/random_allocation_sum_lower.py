@@ -28,9 +28,10 @@ lattice laws, folded modulo ``N`` (the ``mod N`` is part of the statistic, so fo
 loses nothing in soundness).  Nothing is approximated but floating point:
 
 * each term's lattice masses are differences of normal CDFs taken on the side of the
-  median where they do not cancel, with an error bound of a few ulps of the value at
-  the cell's near edge plus ``1e-15`` relative (scipy's ``ndtr`` is accurate to a few
-  ulps), and rounded outward: lower and upper entrywise bounds;
+  median where they do not cancel, with an error bound of ``(4 + 1 + x^2) 1e-15``
+  times the value at the cell's near edge ``x`` (scipy's ``ndtr`` is accurate to a few
+  ulps; the rounding of ``x`` moves ``Phi`` by at most ``x^2 Phi(x)`` ulps in the tail),
+  and rounded outward: lower and upper entrywise bounds;
 * every convolution is the engine's certified kernel
   (:func:`~dpacct.accountant.pld.pld_fft._bounded_convolve`: an estimate and a rigorous
   per-entry error bound), applied to the lower bounds (then rounded down) and to the
@@ -104,7 +105,12 @@ def _term_bounds(
         mass[k:] = special.ndtr(-lo[k:]) - special.ndtr(-hi[k:])
         near[k:] = special.ndtr(-lo[k:])
         mass = np.maximum(mass, 0.0)
-        err = 4.0 * _NDTR_ULPS * (near + mass)
+        # ndtr's own error (a few ulps) and the rounding of its argument x (relative
+        # 1e-16 moves Phi by phi(x) |x| 1e-16 <= x^2 Phi(x) 1e-16 in the tails; the two
+        # laws' edges are rounded separately, so this is not a common shift of edges)
+        x = np.where(np.arange(lo.size) < k, hi, -lo)
+        x2 = np.where(np.isfinite(x), x * x, 0.0)
+        err = (4.0 * _NDTR_ULPS + 1e-15 * (1.0 + x2)) * (near + mass)
         return np.maximum(mass - err, 0.0), mass + err
 
     a_lo, a_hi = cells_of(sigma * (lz + half))
