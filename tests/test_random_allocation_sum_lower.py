@@ -70,9 +70,10 @@ def test_bracket_holds_against_monte_carlo_of_both_directions(steps, k):
     assert not _below_truth_by_mc(1.6 * hi, sigma, steps, k, delta, rng)
 
 
-def test_lower_bound_below_a_quadrature_of_the_exact_pair_at_three_steps():
-    # T = 3, k = 2: delta(eps) of the exact pair by a product midpoint rule in 3-D
-    # (remove direction), against the certified lower end: delta_true(lo) >= delta
+def test_bracket_against_a_quadrature_of_the_exact_pair_at_three_steps():
+    # T = 3, k = 2: delta(eps) of the exact pair by a product midpoint rule in 3-D,
+    # against the certified lower end (delta_true(lo) >= delta, remove direction) and
+    # the upper end (delta_true(hi) <= delta, both directions)
     sigma, steps, k, delta = 1.0, 3, 2, 1e-3
     lo = sum_statistic_lower_epsilon(sigma, steps, delta, k=k)
     u = np.linspace(-7.0, 8.0, 141)
@@ -85,6 +86,11 @@ def test_lower_bound_below_a_quadrature_of_the_exact_pair_at_three_steps():
     value = float(wq @ np.maximum(lam - math.exp(lo), 0.0))
     assert value >= delta * (1 - 1e-3)
     assert float(wq @ np.maximum(lam - math.exp(1.3 * lo), 0.0)) < delta  # can fail
+    # and the upper end: both directions' delta at it are at most delta
+    hi = random_allocation(GaussianMechanism(sigma), steps, k=k).epsilon(delta)
+    assert float(wq @ np.maximum(lam - math.exp(hi), 0.0)) <= delta * (1 + 1e-3)
+    assert float(wq @ np.maximum(1.0 - math.exp(hi) * lam, 0.0)) <= delta * (1 + 1e-3)
+    assert float(wq @ np.maximum(lam - math.exp(0.8 * hi), 0.0)) > delta  # can fail
 
 
 def test_new_lower_end_is_within_one_percent_at_t1000_k2():
