@@ -88,6 +88,19 @@ def test_sampler_puts_each_record_in_k_distinct_batches_per_pass():
         RandomAllocationBatchSampler(N, 3, k=4)
 
 
+def test_each_k_subset_of_the_steps_is_equally_likely():
+    # one record, 2 of 4 steps: the 6 subsets within 5 standard deviations of 1/6
+    sampler = RandomAllocationBatchSampler(1, 4, k=2, generator=torch.Generator().manual_seed(3))
+    passes = 6000
+    seen = {}
+    for _ in range(passes):
+        key = tuple(j for j, b in enumerate(sampler) if b)
+        seen[key] = seen.get(key, 0) + 1
+    assert len(seen) == 6
+    sd = (passes * (1 / 6) * (5 / 6)) ** 0.5
+    assert all(abs(c - passes / 6) < 5 * sd for c in seen.values())
+
+
 def test_identify_recognises_the_allocation_sampler_by_exact_class():
     path = identify(_loader())
     assert (path.scheme, path.steps_per_epoch, path.sample_rate) == (
