@@ -78,9 +78,18 @@ class RandomAllocationBatchSampler:
         import torch
 
         n, t, k = self.num_samples, self.steps, self.k
-        # a uniform k-subset per record: the first k of a random permutation of the steps
-        keys = torch.rand(n, t, generator=self.generator)
-        chosen = torch.argsort(keys, dim=1)[:, :k].reshape(-1)
+        # a uniform k-subset per record, drawn without replacement one element at a
+        # time: each next step uniform among those not yet taken (a draw that repeats
+        # one is redrawn, which makes it uniform on the rest); memory n k, not n T
+        picks = torch.empty(n, k, dtype=torch.long)
+        for j in range(k):
+            col = torch.randint(t, (n,), generator=self.generator)
+            bad = (picks[:, :j] == col[:, None]).any(dim=1)
+            while bool(bad.any()):
+                col[bad] = torch.randint(t, (int(bad.sum()),), generator=self.generator)
+                bad = (picks[:, :j] == col[:, None]).any(dim=1)
+            picks[:, j] = col
+        chosen = picks.reshape(-1)
         records = torch.arange(n).repeat_interleave(k)
         order = torch.argsort(chosen, stable=True)
         counts = torch.bincount(chosen, minlength=t).tolist()
