@@ -1,5 +1,6 @@
 """Calibrators: search a family of mechanisms for the parameter that meets a target."""
 
+from .allocation import random_allocation_noise_multiplier
 from .bandmf import bandmf_noise_multiplier
 from .calibrate import Calibration, CalibrationError, UnreachableTargetError, calibrate
 from .dpsgd import (
@@ -51,6 +52,7 @@ __all__ = [
     "max_steps",
     "naive_split_sigma",
     "noise_multiplier",
+    "random_allocation_noise_multiplier",
     "risk_max_sample_rate",
     "risk_max_steps",
     "risk_noise_multiplier",

@@ -22,7 +22,8 @@ description:
   (:func:`~dpacct.accountant.transformers.random_allocation`), with its certified lower bound.
 * ``"random-allocation"``: each record goes into ``k`` uniformly chosen steps of a block
   of ``k`` epochs (Feldman & Shenfeld 2025; ``k = epochs``: one allocation for the whole
-  run); the same number of steps and participations as the other rows.
+  run); the same number of steps and participations as the other rows; with its
+  certified lower bound at every ``k`` (docs/theory/allocation_k_of_t.md).
 * ``"fixed-size"``: every step draws a fresh batch of fixed size without replacement;
   accounted under the **replace-one** relation
   (:func:`~dpacct.mechanisms.fixed_size_gaussian_step`), so its epsilon is about a
@@ -85,7 +86,7 @@ _RELATION = {
     "fixed-size": "replace-one",
 }
 #: the rows that carry a certified lower bound
-_HAS_LOWER = ("shuffle", "balls-in-bins")
+_HAS_LOWER = ("shuffle", "balls-in-bins", "random-allocation")
 
 
 @dataclass(frozen=True)
@@ -400,13 +401,13 @@ def sampler_report(
     shuffled = shuffled_batches(gauss, t, e, d)
     bib = float(random_allocation(gauss, steps=t, k=1, epochs=e).epsilon(d))
     bib_low = min(random_allocation_lower_epsilon(sigma, t, d, epochs=e), bib)
-    ra = float(random_allocation(gauss, steps=kk * t, k=kk, epochs=e // kk).epsilon(d))
+    ra_low, ra = map(float, random_allocation(gauss, kk * t, k=kk, epochs=e//kk).epsilon_bounds(d))
     fixed = float(compose([fixed_size_gaussian_step(sigma, q)], counts=[steps]).epsilon(d))
     values = {
         "poisson": (float(dpsgd_mechanism(sigma, q, steps).epsilon(d)), None, "add/remove"),
         "shuffle": (float(shuffled.upper), float(shuffled.lower), "zero-out"),
         "balls-in-bins": (bib, float(bib_low), "add/remove"),
-        "random-allocation": (ra, None, "add/remove"),
+        "random-allocation": (ra, ra_low, "add/remove"),
         "fixed-size": (fixed, None, "replace-one"),
     }
     rows = tuple(

@@ -16,6 +16,9 @@ user attaches later, and accounts the scheme it implements:
 * :class:`FixedSizeBatchSampler` -- a fresh batch of fixed size drawn without
   replacement at every step: replace-one accounting
   (:func:`~dpacct.mechanisms.fixed_size_gaussian_step`);
+* :class:`~dpacct._opacus_allocation.RandomAllocationBatchSampler` -- each record in
+  ``k`` uniformly chosen batches of every pass: random allocation
+  (:mod:`dpacct._opacus_allocation`, docs/theory/allocation_k_of_t.md);
 * anything else (``WeightedRandomSampler``, ``SubsetRandomSampler``, sampling with
   replacement, a user-defined sampler): no guarantee follows, and the run is refused
   with :class:`UnaccountedSamplerError` unless the accountant was built with the
@@ -41,6 +44,7 @@ from typing import Any
 
 import numpy as np
 
+from dpacct._opacus_allocation import RANDOM_ALLOCATION, RandomAllocationBatchSampler
 from dpacct.accountant.extras import import_optional
 
 _FEATURE = "dpacct.opacus"
@@ -81,6 +85,7 @@ def _lib() -> SimpleNamespace:
 __all__ = [
     "DataPath",
     "FixedSizeBatchSampler",
+    "RandomAllocationBatchSampler",
     "UnaccountedSamplerError",
     "accounted_alike",
     "batch_sizes",
@@ -152,6 +157,8 @@ class DataPath:
             SHUFFLE: "shuffled fixed-size batches",
             SEQUENTIAL: "fixed-size batches in a fixed order",
             FIXED_SIZE: "fixed-size batches drawn without replacement at every step",
+            RANDOM_ALLOCATION: "random allocation of each record to "
+            f"{max(1, round(self.sample_rate * self.steps_per_epoch))} batch(es) per pass",
         }[self.scheme]
         size = (
             f"rate {self.sample_rate:.6g}"
@@ -298,6 +305,9 @@ def identify(loader: Any, *, poisson_sampling: bool = False, replaced: bool = Fa
     if type(batch_sampler) is FixedSizeBatchSampler and batch_sampler.num_samples == n:
         b = batch_sampler.batch_size
         return DataPath(FIXED_SIZE, _name(batch_sampler), len(batch_sampler), b / n, b)
+    if type(batch_sampler) is RandomAllocationBatchSampler and batch_sampler.num_samples == n:
+        t = len(batch_sampler)
+        return DataPath(RANDOM_ALLOCATION, _name(batch_sampler), t, batch_sampler.k / t)
     if type(batch_sampler) is lib.BatchSampler and n > 0 and steps > 0:
         inner, b = batch_sampler.sampler, batch_sampler.batch_size
         if type(inner) is lib.SequentialSampler and _source_size(inner) == n:
@@ -342,12 +352,14 @@ def signature(batch_sampler: Any) -> tuple:
     for attr in ("num_samples", "total_size", "sample_rate", "batch_size", "drop_last"):
         if hasattr(bs, attr):
             parts.append(getattr(bs, attr))
+    if type(bs) is RandomAllocationBatchSampler:  # its batches per pass and per record
+        parts += [bs.steps, bs.k]
     return tuple(parts)
 
 
 def _refusal(loader: Any, batch_sampler: Any, n: int = 0) -> str:
     lib = _lib()
-    known = (*lib.poisson, FixedSizeBatchSampler, lib.BatchSampler)
+    known = (*lib.poisson, FixedSizeBatchSampler, RandomAllocationBatchSampler, lib.BatchSampler)
     if batch_sampler is None:
         found = f"a {_name(loader)} without a batch sampler (batch_size=None)"
     elif type(batch_sampler) is lib.BatchSampler:
@@ -377,7 +389,8 @@ def _refusal(loader: Any, batch_sampler: Any, n: int = 0) -> str:
         f"the data loader samples with {found}: dpacct cannot account this data path. "
         "Amplification by sampling is proved for Poisson sampling, for shuffled or "
         "sequential fixed-size batches (each record once per epoch) and for fixed-size "
-        "batches drawn without replacement; a weighted or user-defined sampler gives "
+        "batches drawn without replacement (and for RandomAllocationBatchSampler's "
+        "allocation of each record to k batches); a weighted or user-defined sampler gives "
         "records unequal (possibly data-dependent) chances or repeats them, and "
         "Opacus' sample rate 1/len(data_loader) does not describe it, so no "
         "(epsilon, delta) guarantee follows for this run. Switch to Poisson sampling: "
@@ -553,7 +566,7 @@ def data_path_from_state(saved: object, current: DataPath | None) -> DataPath | 
             f"state_dict['data_path'] must be a mapping with the keys {sorted(fields)}, "
             f"got {saved!r}"
         )
-    if saved["scheme"] not in {POISSON, FIXED_SIZE, "shuffle", "sequential"}:
+    if saved["scheme"] not in {POISSON, FIXED_SIZE, "shuffle", "sequential", RANDOM_ALLOCATION}:
         raise ValueError(f"state_dict['data_path'] has an unknown scheme {saved['scheme']!r}")
     path = DataPath(**saved)
     if current is not None and not accounted_alike(current, path):

@@ -46,6 +46,8 @@ from typing import Any
 import numpy as np
 from scipy.special import gammaln
 
+from dpacct._opacus_allocation import RANDOM_ALLOCATION
+from dpacct._opacus_allocation import see_problem as allocation_see_problem
 from dpacct._opacus_data_path import (
     FIXED_SIZE,
     POISSON,
@@ -109,6 +111,8 @@ batch size 2, 2 batches per epoch): each record must be in one batch per epoch
         self.stepped_pass = -1  # the last pass a step used a batch of
         self.counts = np.zeros(self.n, dtype=np.int64)
         self.once = path.scheme in (SHUFFLE, SEQUENTIAL) and not path.assumed
+        # random allocation: each record in at most k batches of a pass, and whole passes
+        self.allocated = path.scheme == RANDOM_ALLOCATION
         # independent draws: each batch's fingerprint beside the batch at its place in
         # the first and in the previous pass (a sampler reseeded every epoch repeats them)
         self.fresh = path.scheme in (POISSON, FIXED_SIZE) and not path.assumed
@@ -130,7 +134,8 @@ batch size 2, 2 batches per epoch): each record must be in one batch per epoch
                 f"it was {_show(self.expected)}, it is now {_show(sig)}"
             )
             return
-        if self.passes and self.once and self.stepped_pass == self.passes:
+        whole = self.once or self.allocated
+        if self.passes and whole and self.stepped_pass == self.passes:
             t = self.path.steps_per_epoch
             if self.drawn < t:
                 self.broken = (
@@ -204,6 +209,9 @@ batch size 2, 2 batches per epoch): each record must be in one batch per epoch
                     f"a batch of {size} records from {path.describe()}: the batch size "
                     "changed"
                 )
+            return
+        if self.allocated:
+            self.broken = allocation_see_problem(path, self.counts, idx, before, self.drawn)
             return
         if path.assumed:
             return
@@ -352,6 +360,12 @@ def check_batches(path: DataPath | None, optimizer: Any, k: int) -> None:
             f"into several of them (up to {k} clipping norms in one step), which "
             "Poisson accounting at one rate does not cover; use Opacus' "
             "BatchMemoryManager, which splits one Poisson batch (nothing was recorded)"
+        )
+    if path is not None and path.scheme == RANDOM_ALLOCATION and k != 1:
+        raise ValueError(
+            f"gradient accumulation over {k} batches of a random-allocation sampler: a "
+            "record can be in several of them, which the allocation accounting does not "
+            "cover; take one batch per optimizer step (nothing was recorded)"
         )
     if path is None or path.scheme == POISSON or path.batch_size is None:
         return

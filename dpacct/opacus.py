@@ -56,6 +56,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 
 import numpy as np
 
+from dpacct._opacus_allocation import RANDOM_ALLOCATION, RandomAllocationBatchSampler, allocation_bounds
 from dpacct._opacus_data_path import (
     FIXED_SIZE,
     POISSON,
@@ -72,11 +73,7 @@ from dpacct._opacus_data_path import (
     shuffled_mu2,
     signature,
 )
-from dpacct._opacus_per_record import (
-    PerRecordAccounting,
-    PerRecordPoissonSampler,
-    PerRecordReport,
-)
+from dpacct._opacus_per_record import PerRecordAccounting, PerRecordPoissonSampler, PerRecordReport
 from dpacct._opacus_rates import (
     check_history,
     check_step,
@@ -105,6 +102,7 @@ __all__ = [
     "PerRecordAccounting",
     "PerRecordPoissonSampler",
     "PerRecordReport",
+    "RandomAllocationBatchSampler",
     "UnaccountedSamplerError",
     "register",
 ]
@@ -704,6 +702,8 @@ class OpacusAccountant(IAccountant):
             steps = [fixed_size_gaussian_step(s, path.sample_rate) for s, _, _ in self.history]
             return compose(steps, counts=[n for _, _, n in self.history])
         sigmas, batches = self._per_step()
+        if path.scheme == RANDOM_ALLOCATION:  # dpacct._opacus_allocation
+            return allocation_bounds(path, sigmas, batches, 0.5, False)[0]
         mu2 = shuffled_mu2(sigmas, batches, path.steps_per_epoch)
         return GaussianMechanism(sigma=1.0 / math.sqrt(mu2))
 
@@ -723,6 +723,8 @@ class OpacusAccountant(IAccountant):
         assert path is not None
         if need_lower and path.scheme == FIXED_SIZE:
             lower = float(mech.epsilon_bounds(delta)[0])
+        elif need_lower and path.scheme == RANDOM_ALLOCATION:
+            lower = min(allocation_bounds(path, *self._per_step(), delta, True)[1], upper)
         elif need_lower:
             # the largest-coordinate attack (Chua et al. 2024) on the full epochs at the
             # largest noise: more noise and fewer steps are post-processings of the run

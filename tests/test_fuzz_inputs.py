@@ -309,6 +309,10 @@ BASE: dict[str, tuple[Callable[[], Callable], dict[str, Any]]] = {
         },
     ),
     "calibrate": (lambda: C.calibrate, {"family": _family, "epsilon": 1.0, "delta": 0.0}),
+    "random_allocation_noise_multiplier": (
+        lambda: C.random_allocation_noise_multiplier,
+        {"epsilon": 3.0, "delta": 1e-5, "steps": 10, "k": 2, "epochs": 2, "tol": 1e-3},
+    ),
     "noise_multiplier": (
         lambda: C.noise_multiplier,
         {"epsilon": 3.0, "delta": 1e-5, "sample_rate": 0.01, "steps": 100, "tol": 1e-3},

@@ -172,3 +172,11 @@ def test_tiny_noise_reports_every_row(sigma):
         assert 0 < row.epsilon < math.inf
         assert row.lower is None or row.lower <= row.epsilon
     assert r["balls-in-bins"].epsilon <= unamplified * (1 + 1e-9)
+
+
+def test_random_allocation_row_carries_its_certified_lower_bound():
+    # k = 2 of 2 x 50 steps: main printed no lower bound (None) for this row
+    r = dp.sampler_report(1.0, 1e-6, scheme="random-allocation", sample_rate=0.02, epochs=2)
+    row = r["random-allocation"]
+    assert row.lower is not None
+    assert 0.9 * row.epsilon < row.lower <= row.epsilon

@@ -84,6 +84,12 @@ docs/theory/allocation_shuffling.md, proved there (Feldman & Shenfeld 2025, Sect
 state the ``k = 1`` case); the suite checks it by quadrature against adaptive
 strategies, and the Monte Carlo checks test the bounds against the pair.
 
+At every ``k`` the lower end of ``epsilon_bounds`` is certified for the mechanism
+itself: the larger of the attack below (with ``k`` shifted coordinates) and the
+sum-statistic attack of
+:mod:`~dpacct.accountant.transformers.random_allocation_sum_lower`
+(docs/theory/allocation_k_of_t.md, Proposition 2); ``epsilon`` is the upper end.
+
 A **certified lower bound** (:func:`random_allocation_lower_epsilon`) comes from one
 attack: the target's gradient is a unit vector, everyone else's is zero, and the
 adversary looks at the largest noisy coordinate of the epoch -- a post-processing of
@@ -128,6 +134,7 @@ from .random_allocation_rdp import (
     remove_rdp,  # noqa: F401  (re-exported: its home before the split)
     remove_rdp_orders,
 )
+from .random_allocation_sum_lower import SUM_MIN_SIGMA, sum_statistic_lower_epsilon
 from .subsample import poisson_subsample
 
 __all__ = [
@@ -489,16 +496,27 @@ class RandomAllocationMechanism(Mechanism):
 
     def _epsilon_bounds(self, delta: float, tol: float | None) -> tuple[float, float]:
         """The bracket at one delta > 0: :meth:`epsilon` above (the least of every
-        route, not only the RDP curve's) and, for ``k = 1`` Gaussian steps, the
-        certified lower bound of :func:`random_allocation_lower_epsilon` below (else
-        0); both bound the mechanism itself."""
+        route, not only the RDP curve's) and, for Gaussian steps, the larger of two
+        certified lower bounds below: the largest-coordinate attack
+        (:func:`random_allocation_lower_epsilon`) and the sum-statistic attack
+        (:func:`~dpacct.accountant.transformers.random_allocation_sum_lower.sum_statistic_lower_epsilon`,
+        docs/theory/allocation_k_of_t.md), at every ``k``; ``k = steps`` is the
+        unamplified Gaussian, whose own bracket is used.  Both ends bound the
+        mechanism itself."""
         hi = self._epsilon_at(delta, tol)
         lo = 0.0
-        if self.k == 1 and self.base.noise_parameter == "sigma" and hi > 0.0:
+        if self.base.noise_parameter == "sigma" and hi > 0.0:
             # the exact sigma: a lower bound at a smaller one would not be one
-            lo = random_allocation_lower_epsilon(
-                float(self.base.sigma), self.steps, delta, epochs=self.epochs
-            )
+            s = float(self.base.sigma)
+            if self.k == self.steps:
+                lo = float(self.unamplified.epsilon_bounds(delta)[0])
+            else:
+                lo = random_allocation_lower_epsilon(
+                    s, self.steps, delta, epochs=self.epochs, k=self.k
+                )
+                if self.k == 1 and s >= SUM_MIN_SIGMA:
+                    lo = max(lo, sum_statistic_lower_epsilon(s, self.steps, delta, k=1,
+                                                             epochs=self.epochs))
         return min(lo, hi), hi
 
     def delta(self, epsilon, *, tol: float | None = None):

@@ -23,6 +23,11 @@ from ..laws.loss_law import AtomicLossLaw
 from ..mechanism import Capabilities, Mechanism
 from ..validation import check_count, check_delta, check_epsilon, check_positive, check_probability
 from .compose import compose
+from .random_allocation_sum_lower import (
+    SUM_MIN_SIGMA,
+    _atomic_epsilon_lower,
+    sum_statistic_lower_epsilon,
+)
 
 __all__ = [
     "gaussian_epsilon_is_zero",
@@ -104,13 +109,14 @@ def _log_bin_masses(log_f: np.ndarray, log_sf: np.ndarray):
     return log_m, eta
 
 
-def _max_test_laws(sigma: float, steps: int, bins: int = 4000):
+def _max_test_laws(sigma: float, steps: int, bins: int = 4000, k: int = 1):
     """Loss laws ``(remove, add)`` of the binned largest coordinate, rounded to lower-bound.
 
     The statistic is ``max_j x_j / sigma`` of one epoch's ``T`` coordinates, binned at
     ``bins + 1`` edges in ``[-1, 9 + 1/sigma]``; ``Q`` (record absent) is the law of the
     largest of ``T`` standard normals, ``P`` (record in one uniform step) of the largest
-    of ``N(1/sigma, 1)`` and ``T - 1`` standard normals.  Masses are computed in log
+    of ``N(1/sigma, 1)`` and ``T - 1`` standard normals (``k`` of ``N(1/sigma, 1)`` and
+    ``T - k`` standard normals when the record is in ``k`` steps).  Masses are computed in log
     space (:func:`_log_bin_masses`) and rounded outward by their error bound ``eta``:
     in each direction the numerator's masses down (``e^{-eta}``), the denominator's up
     (``e^{+eta}``).  This is the safe way for a lower bound: pointwise
@@ -123,10 +129,10 @@ def _max_test_laws(sigma: float, steps: int, bins: int = 4000):
     mu = 1.0 / sigma  # the record's mean in units of sigma (0 when sigma is huge)
     z = np.linspace(-1.0, 9.0 + mu, bins + 1)
     lq_f, lq_s = _log_max_cdf_sf(z, (0.0,), (steps,))
-    if steps > 1:
-        lp_f, lp_s = _log_max_cdf_sf(z, (mu, 0.0), (1, steps - 1))
+    if steps > k:
+        lp_f, lp_s = _log_max_cdf_sf(z, (mu, 0.0), (k, steps - k))
     else:
-        lp_f, lp_s = _log_max_cdf_sf(z, (mu,), (1,))
+        lp_f, lp_s = _log_max_cdf_sf(z, (mu,), (k,))
     log_q, eta_q = _log_bin_masses(lq_f, lq_s)
     log_p, eta_p = _log_bin_masses(lp_f, lp_s)
 
@@ -147,17 +153,17 @@ class _MaxTestPair(Mechanism):
 
     declares = Capabilities(loss_laws=True)
 
-    def __init__(self, sigma: float, steps: int, bins: int = 4000) -> None:
-        self._laws = _max_test_laws(sigma, steps, bins)
+    def __init__(self, sigma: float, steps: int, bins: int = 4000, k: int = 1) -> None:
+        self._laws = _max_test_laws(sigma, steps, bins, k)
 
     def _loss_laws(self):
         return self._laws
 
 
 def random_allocation_lower_epsilon(
-    sigma: float, steps: int, delta: float, *, epochs: int = 1
+    sigma: float, steps: int, delta: float, *, epochs: int = 1, k: int = 1
 ) -> float:
-    """Certified lower bound on epsilon of random allocation (k = 1), from one attack.
+    """Certified lower bound on epsilon of random allocation, from one attack.
 
     The attack (Chua et al. 2024, "How private are DP-SGD implementations?", Section 4:
     a unit gradient for the target, zero for everyone else) observes, per epoch, the
@@ -182,6 +188,8 @@ def random_allocation_lower_epsilon(
         Target delta, in (0, 1).
     epochs : int, default 1
         Epochs composed, >= 1.
+    k : int, default 1
+        Steps per record per epoch, ``1 <= k <= steps``.
 
     Examples
     --------
@@ -193,50 +201,31 @@ def random_allocation_lower_epsilon(
     t = check_count(steps, "steps")
     e = check_count(epochs, "epochs")
     d = check_delta(delta)
+    kk = check_count(k, "k")
+    if kk > t:
+        raise ValueError(f"k must be <= steps ({t}), got {kk}")
+    if kk > 1:
+        best = _max_test_lower(s, t, d, e, kk)
+        if kk < t and s >= SUM_MIN_SIGMA:
+            best = max(best, sum_statistic_lower_epsilon(s, t, d, k=kk, epochs=e))
+        return best
+    return _max_test_lower(s, t, d, e, 1)
+
+
+def _max_test_lower(s: float, t: int, d: float, e: int, k: int) -> float:
+    """The largest-coordinate attack's certified lower bound (checked arguments)."""
     if e == 1 or s < _ENGINE_SIGMA:
         # one epoch's pair read exactly (no PLD grid: tighter, and below _ENGINE_SIGMA
         # the losses reach ~1 / sigma^2, too wide for a grid); with several epochs it is
         # a lower bound on all of them (the other epochs only add loss)
-        return max(_atomic_epsilon_lower(law, d) for law in _max_test_laws(s, t))
-    pair = _MaxTestPair(s, t)
+        return max(_atomic_epsilon_lower(law, d) for law in _max_test_laws(s, t, k=k))
+    pair = _MaxTestPair(s, t, k=k)
     run = compose([pair], counts=[e]) if e > 1 else pair
     return float(run.epsilon_bounds(d)[0])
 
 
 #: below this sigma the lower bound reads one epoch's atoms directly (no PLD grid)
 _ENGINE_SIGMA = 1e-4
-
-
-def _atomic_epsilon_lower(law: AtomicLossLaw, delta: float) -> float:
-    """A lower bound on the epsilon at ``delta`` of one direction of a finite pair.
-
-    With the atoms sorted by loss, ``delta(eps) = P_k - e^eps Q_k`` between the
-    ``k``-th and ``k+1``-th largest losses (``P_k``, ``Q_k`` the masses above), so
-    ``eps = log(P_k - delta) - log Q_k`` on the first interval where it falls.  That
-    float is then lowered until ``delta(eps)``, evaluated directly, exceeds ``delta``
-    by more than its rounding error (``1e-9`` relative): then the true epsilon, the
-    least ``eps`` with ``delta(eps) <= delta``, is above it.  0 if none is found.
-    """
-    order = np.argsort(law.losses)[::-1]
-    loss, p = law.losses[order], law.p[order]
-    big_p = np.cumsum(p)
-    log_q = np.logaddexp.accumulate(np.log(p) - loss)  # log Q_k, no underflow
-    with np.errstate(divide="ignore", invalid="ignore"):
-        cand = np.log(big_p - delta) - log_q
-    below = np.concatenate([loss[1:], [-np.inf]])
-    ok = np.flatnonzero((cand >= below) & (cand <= loss) & (big_p > delta))
-    if ok.size == 0:
-        return 0.0
-    eps = float(cand[ok[0]])
-    for _ in range(60):
-        if eps <= 0.0:
-            return 0.0
-        above = loss > eps
-        value = float(np.sum(-p[above] * np.expm1(eps - loss[above])))
-        if value * (1.0 - 1e-9) > delta:
-            return eps
-        eps -= max(abs(eps) * 1e-9, 1e-300) * 2.0 ** _
-    return 0.0
 
 
 def random_allocation_delta_mc(

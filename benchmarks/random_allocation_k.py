@@ -1,0 +1,119 @@
+"""Random allocation at every k: dpacct's certified bracket beside random-allocation 1.0.5.
+
+    python -m benchmarks.random_allocation_k              # every row, peer included
+    python -m benchmarks.random_allocation_k --no-peer    # dpacct alone
+    python -m benchmarks.random_allocation_k --json out.json
+
+Each row (sigma, T, k, epochs, delta) runs in a fresh child process: dpacct's
+``epsilon_bounds(delta)`` of ``random_allocation(GaussianMechanism(sigma), T, k=k,
+epochs=E)`` (upper end = ``epsilon()``; lower end certified for the mechanism,
+docs/theory/allocation_k_of_t.md), its width relative to the upper end, the CPU
+seconds of the call (``time.process_time``, imports excluded) and the child's peak
+resident memory (MB, imports included); beside it, in the same run, random-allocation
+1.0.5's ``allocation_epsilon_combined`` (``num_selected = k``; orders 2..32; its k > 1
+answer is its own reduction) in a child capped at ``--cap`` seconds, and the ratio
+ours / theirs.  The machine may be loaded: CPU seconds, not wall.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+
+#: (sigma, T, k, epochs): the issue's two settings, then DP-SGD-like ones
+ROWS = (
+    (1.0, 1000, 2, 1),
+    (1.0, 100, 3, 1),
+    (1.0, 1000, 1, 1),
+    (0.8, 1000, 2, 10),
+    (1.0, 10_000, 4, 1),
+    (2.0, 1000, 4, 10),
+    (0.8, 10_000, 4, 1),
+    (2.0, 100, 2, 10),
+    (1.0, 100, 1, 10),
+)
+DELTA = 1e-6
+
+_OURS = """
+import json, resource, sys, time
+sigma, t, k, e, d = (f(a) for f, a in zip((float, int, int, int, float), sys.argv[1:6]))
+from dpacct.accountant import random_allocation
+from dpacct.mechanisms import GaussianMechanism
+mech = random_allocation(GaussianMechanism(sigma), t, k=k, epochs=e)
+c0 = time.process_time()
+lo, hi = mech.epsilon_bounds(d)
+cpu = time.process_time() - c0
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print(json.dumps({"lo": float(lo), "hi": float(hi), "cpu": cpu, "mb": peak}))
+"""
+
+_PEER = """
+import json, sys, time
+sigma, t, k, e, d = (f(a) for f, a in zip((float, int, int, int, float), sys.argv[1:6]))
+from random_allocation.comparisons.definitions import Direction, PrivacyParams, SchemeConfig
+from random_allocation.random_allocation_scheme.combined import allocation_epsilon_combined
+cfg = SchemeConfig(allocation_direct_alpha_orders=list(range(2, 33)))
+p = PrivacyParams(sigma=sigma, num_steps=t, num_selected=k, num_epochs=e, epsilon=None, delta=d)
+c0 = time.process_time()
+v = float(allocation_epsilon_combined(p, cfg, direction=Direction.BOTH))
+print(json.dumps({"eps": v, "cpu": time.process_time() - c0}))
+"""
+
+
+def _child(code: str, args: tuple, cap: float | None) -> dict:
+    try:
+        out = subprocess.run(
+            [sys.executable, "-c", code, *map(str, args)],
+            capture_output=True,
+            text=True,
+            timeout=cap,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        return {"status": f"not measured (> {cap:.0f} s)"}
+    if out.returncode != 0:
+        return {"status": "failed: " + out.stderr.strip().splitlines()[-1][:80]}
+    return {"status": "ok", **json.loads(out.stdout.strip().splitlines()[-1])}
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--no-peer", action="store_true")
+    ap.add_argument("--cap", type=float, default=300.0)
+    ap.add_argument("--json")
+    args = ap.parse_args(argv)
+    print(
+        "| sigma | T | k | epochs | dpacct lower | dpacct upper | width % | CPU s | peak MB "
+        "| random-allocation 1.0.5 | their CPU s | ours / theirs |"
+    )
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    rows = []
+    for sigma, t, k, e in ROWS:
+        ours = _child(_OURS, (sigma, t, k, e, DELTA), None)
+        peer = {"status": "skipped"} if args.no_peer else _child(_PEER, (sigma, t, k, e, DELTA),
+                                                                  args.cap)
+        row = {"sigma": sigma, "T": t, "k": k, "epochs": e, "delta": DELTA, "ours": ours,
+               "peer": peer}
+        rows.append(row)
+        if ours["status"] != "ok":
+            print(f"| {sigma:g} | {t} | {k} | {e} | {ours['status']} |")
+            continue
+        width = 100.0 * (ours["hi"] - ours["lo"]) / ours["hi"]
+        if peer["status"] == "ok":
+            theirs = f"{peer['eps']:.4f} | {peer['cpu']:.2f} | {ours['hi'] / peer['eps']:.3f}"
+        else:
+            theirs = f"{peer['status']} | | "
+        print(
+            f"| {sigma:g} | {t} | {k} | {e} | {ours['lo']:.5f} | {ours['hi']:.5f} | "
+            f"{width:.2f} | {ours['cpu']:.2f} | {ours['mb']:.0f} | {theirs} |"
+        )
+    if args.json:
+        from benchmarks.checkouts import write_json
+
+        write_json(args.json, {"delta": DELTA, "rows": rows})
+
+
+if __name__ == "__main__":
+    main()

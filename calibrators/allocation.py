@@ -1,0 +1,110 @@
+"""The noise multiplier of a random-allocation run (each record in k of T steps per epoch).
+
+:func:`random_allocation_noise_multiplier` searches the noise multiplier at which
+:func:`~dpacct.accountant.transformers.random_allocation` (the certified upper end of its
+bracket, docs/theory/allocation_k_of_t.md) meets ``(epsilon, delta)``, with the generic
+:func:`~dpacct.calibrators.calibrate`; a Poisson central-limit estimate at rate ``k / T``
+only steers the search.
+"""
+
+from __future__ import annotations
+
+import math
+
+from dpacct.accountant import random_allocation
+from dpacct.accountant.families.gaussian import GaussianMechanism
+from dpacct.accountant.validation import check_count, check_delta, check_positive
+
+from .calibrate import Calibration, calibrate
+from .dpsgd import _clt_epsilon
+
+__all__ = ["random_allocation_noise_multiplier"]
+
+
+def random_allocation_noise_multiplier(
+    epsilon: float,
+    delta: float,
+    steps: int,
+    *,
+    k: int = 1,
+    epochs: int = 1,
+    rtol: float = 1e-3,
+    tol: float | None = None,
+    full_output: bool = False,
+) -> float | Calibration:
+    """The noise multiplier at which k-of-T random allocation meets ``(epsilon, delta)``.
+
+    Every epoch allocates each record to ``k`` of its ``steps`` Gaussian steps, chosen
+    uniformly; ``epochs`` epochs are composed.  The epsilon checked is
+    :meth:`RandomAllocationMechanism.epsilon
+    <dpacct.accountant.RandomAllocationMechanism.epsilon>`, a sound upper bound, so the
+    returned sigma is sufficient; its ``epsilon_bounds`` says how much smaller the
+    truth can be.
+
+    Parameters
+    ----------
+    epsilon : float
+        Target epsilon, > 0.
+    delta : float
+        Target delta, in (0, 1).
+    steps : int
+        Steps per epoch ``T``, >= 1.
+    k : int, default 1
+        Steps per record per epoch, ``1 <= k <= steps``.
+    epochs : int, default 1
+        Epochs, >= 1.
+    rtol : float, default 1e-3
+        The epsilon reached lies in ``[epsilon * (1 - rtol), epsilon]``.
+    tol : float, optional
+        Accuracy of the engine's epsilon.
+    full_output : bool, default False
+        Return the :class:`~dpacct.calibrators.Calibration` instead of the number.
+
+    Returns
+    -------
+    float or Calibration
+
+    Raises
+    ------
+    ValueError
+        A parameter out of range (named), or ``k > steps``.
+
+    Examples
+    --------
+    >>> from dpacct.accountant import random_allocation
+    >>> from dpacct.mechanisms import GaussianMechanism
+    >>> s = random_allocation_noise_multiplier(1.0, 1e-6, 100, k=2, epochs=2)
+    >>> run = random_allocation(GaussianMechanism(s), 100, k=2, epochs=2)
+    >>> bool(1.0 * (1 - 1e-3) <= run.epsilon(1e-6) <= 1.0)
+    True
+    """
+    eps = check_positive("epsilon", epsilon)
+    d = check_delta(delta)
+    t = check_count(steps, "steps")
+    kk = check_count(k, "k")
+    e = check_count(epochs, "epochs")
+    if kk > t:
+        raise ValueError(f"k must be <= steps ({t}), got {kk}")
+    if not isinstance(full_output, bool):
+        raise TypeError(f"full_output must be True or False, got {full_output!r}")
+
+    def family(sigma: float):
+        return random_allocation(GaussianMechanism(sigma=sigma), t, k=kk, epochs=e)
+
+    # steering only: Poisson at rate k / T over T * epochs steps (Bu et al. 2020's CLT)
+    def estimate(sigma: float) -> float:
+        return _clt_epsilon(sigma, kk / t, t * e, d)
+
+    start = math.sqrt(kk * e) / eps  # about the unamplified Gaussian's scale
+    cal = calibrate(
+        family,
+        eps,
+        d,
+        interval=(0.55, max(1.0, start)),
+        rtol=rtol,
+        increasing=False,
+        estimate=estimate,
+        tol=tol,
+        name="noise_multiplier",
+    )
+    return cal if full_output else float(cal.parameter)

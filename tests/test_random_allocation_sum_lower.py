@@ -1,0 +1,118 @@
+"""The k-of-T random-allocation bracket: the sum-statistic lower bound and the upper end,
+checked against Monte Carlo of the exact pair (both directions) and a quadrature at T 3.
+
+The exact pair of one epoch is ``Q = N(0, s^2 I_T)`` against ``P_k = mean over k-subsets
+S of N(1_S, s^2 I_T)``; its likelihood ratio is ``e_k(z) / C(T, k)`` with
+``z_t = exp(x_t / s^2 - 1 / (2 s^2))`` (docs/theory/allocation_k_of_t.md), computed here by
+the elementary-symmetric recursion, independently of the code under test.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import special
+
+from dpacct.accountant import random_allocation
+from dpacct.accountant.transformers.random_allocation_sum_lower import (
+    sum_statistic_laws,
+    sum_statistic_lower_epsilon,
+)
+from dpacct.mechanisms import GaussianMechanism
+
+
+def _likelihood_ratio(x: np.ndarray, sigma: float, k: int) -> np.ndarray:
+    """``e_k(z) / C(T, k)`` row by row (the recursion ``e_j += z_t e_{j-1}``)."""
+    z = np.exp(x / sigma**2 - 0.5 / sigma**2)
+    e = np.zeros((x.shape[0], k + 1))
+    e[:, 0] = 1.0
+    for t in range(x.shape[1]):
+        e[:, 1:] = e[:, 1:] + z[:, t : t + 1] * e[:, :-1]
+    return e[:, k] / math.comb(x.shape[1], k)
+
+
+def _mc_delta(sigma, steps, k, eps, n, rng):
+    """Monte Carlo means and standard errors of both directions' delta at ``eps``:
+    remove ``E_P[(1 - e^eps / L)_+]``, add ``E_Q[(1 - e^eps L)_+]``."""
+    xq = rng.normal(0.0, sigma, (n, steps))
+    xp = rng.normal(0.0, sigma, (n, steps))
+    xp[:, :k] += 1.0  # by symmetry, S = the first k steps
+    rem = np.maximum(1.0 - math.exp(eps) / _likelihood_ratio(xp, sigma, k), 0.0)
+    add = np.maximum(1.0 - math.exp(eps) * _likelihood_ratio(xq, sigma, k), 0.0)
+    return [(float(v.mean()), float(v.std()) / math.sqrt(n)) for v in (rem, add)]
+
+
+def _certified_by_mc(eps, sigma, steps, k, delta, rng, n=200_000):
+    """True unless Monte Carlo shows, at 5 standard errors, delta(eps) > delta in a
+    direction (an upper bound ``eps`` that is not one)."""
+    return all(m - 5 * se <= delta for m, se in _mc_delta(sigma, steps, k, eps, n, rng))
+
+
+def _below_truth_by_mc(eps, sigma, steps, k, delta, rng, n=200_000):
+    """True unless Monte Carlo shows, at 5 standard errors, delta(eps) < delta in both
+    directions (a lower bound ``eps`` above the true epsilon)."""
+    return any(m + 5 * se >= delta for m, se in _mc_delta(sigma, steps, k, eps, n, rng))
+
+
+@pytest.mark.parametrize(("steps", "k"), [(2, 1), (3, 2), (10, 2), (10, 3)])
+def test_bracket_holds_against_monte_carlo_of_both_directions(steps, k):
+    sigma, delta = 1.0, 1e-2
+    rng = np.random.default_rng(20261128 + 10 * steps + k)
+    lo, hi = random_allocation(GaussianMechanism(sigma), steps, k=k).epsilon_bounds(delta)
+    assert 0.0 < lo <= hi
+    assert _certified_by_mc(hi, sigma, steps, k, delta, rng)
+    assert _below_truth_by_mc(lo, sigma, steps, k, delta, rng)
+    # the checks can fail: a bound moved past the truth is caught (here the true
+    # epsilon is within the bracket, whose width is below 40 %)
+    assert not _certified_by_mc(0.6 * lo, sigma, steps, k, delta, rng)
+    assert not _below_truth_by_mc(1.6 * hi, sigma, steps, k, delta, rng)
+
+
+def test_bracket_against_a_quadrature_of_the_exact_pair_at_three_steps():
+    # T = 3, k = 2: delta(eps) of the exact pair by a product midpoint rule in 3-D,
+    # against the certified lower end (delta_true(lo) >= delta, remove direction) and
+    # the upper end (delta_true(hi) <= delta, both directions)
+    sigma, steps, k, delta = 1.0, 3, 2, 1e-3
+    lo = sum_statistic_lower_epsilon(sigma, steps, delta, k=k)
+    u = np.linspace(-7.0, 8.0, 141)
+    h = u[1] - u[0]
+    w = special.ndtr(u + h / 2) - special.ndtr(u - h / 2)  # N(0, 1) cell masses
+    g = np.stack(np.meshgrid(u, u, u, indexing="ij"), axis=-1).reshape(-1, 3) * sigma
+    wq = np.einsum("i,j,k->ijk", w, w, w).reshape(-1)
+    lam = _likelihood_ratio(g, sigma, k)
+    # E_P[(1 - e^eps / L)_+] = E_Q[(L - e^eps)_+]
+    value = float(wq @ np.maximum(lam - math.exp(lo), 0.0))
+    assert value >= delta * (1 - 1e-3)
+    assert float(wq @ np.maximum(lam - math.exp(1.3 * lo), 0.0)) < delta  # can fail
+    # and the upper end: both directions' delta at it are at most delta
+    hi = random_allocation(GaussianMechanism(sigma), steps, k=k).epsilon(delta)
+    assert float(wq @ np.maximum(lam - math.exp(hi), 0.0)) <= delta * (1 + 1e-3)
+    assert float(wq @ np.maximum(1.0 - math.exp(hi) * lam, 0.0)) <= delta * (1 + 1e-3)
+    assert float(wq @ np.maximum(lam - math.exp(0.8 * hi), 0.0)) > delta  # can fail
+
+
+def test_new_lower_end_is_within_one_percent_at_t1000_k2():
+    # main had no lower bound at k > 1: epsilon_bounds was (0.0, 0.3620)
+    ra = random_allocation(GaussianMechanism(1.0), 1000, k=2)
+    lo, hi = ra.epsilon_bounds(1e-6)
+    assert hi == ra.epsilon(1e-6)
+    assert 0.99 * hi <= lo <= hi
+
+
+def test_laws_are_rounded_down_in_the_numerator():
+    rem, add = sum_statistic_laws(1.0, 10, 2, 0.2)
+    for law in (rem, add):
+        assert float(law.p.sum()) + law.inf_mass <= 1.0
+        assert float(law.p.sum()) > 1.0 - 1e-9
+
+
+def test_bad_input_is_named():
+    with pytest.raises(ValueError, match="k must be < steps"):
+        sum_statistic_lower_epsilon(1.0, 3, 1e-6, k=3)
+    with pytest.raises(ValueError, match="sigma"):
+        sum_statistic_lower_epsilon(0.1, 30, 1e-6, k=2)
+    with pytest.raises(ValueError, match="c_factors"):
+        sum_statistic_lower_epsilon(1.0, 30, 1e-6, k=2, c_factors=())
+
