@@ -56,7 +56,11 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 
 import numpy as np
 
-from dpacct._opacus_allocation import RANDOM_ALLOCATION, RandomAllocationBatchSampler, allocation_bounds
+from dpacct._opacus_allocation import (
+    RANDOM_ALLOCATION,
+    RandomAllocationBatchSampler,
+    allocation_bounds,
+)
 from dpacct._opacus_data_path import (
     FIXED_SIZE,
     POISSON,
