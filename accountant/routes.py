@@ -3,9 +3,13 @@
 :class:`~dpacct.accountant.mechanism.Mechanism` states the contract (the queries, their
 arguments, what they promise) and its subclasses declare capabilities; this module
 chooses, from those declarations alone, which engine answers each question -- a
-mechanism's, a composition's (a composition is a mechanism) and a ledger's
-(:class:`~dpacct.accountant.ledger.PrivacyAccountant` asks :func:`ledger_route` and then
-the representation it names, like everyone else).  Nothing else in the package picks an
+mechanism's, a composition's (a composition is a mechanism) and a ledger's (a ledger
+is a mechanism over its history,
+:class:`~dpacct.accountant.ledger.ledger_mechanism.LedgerMechanism`; every query of a
+:class:`~dpacct.accountant.ledger.PrivacyAccountant` is its ledger's, answered by the
+ledger rows :func:`ledger_epsilon`, :func:`ledger_delta`, :func:`ledger_bracket`,
+:func:`ledger_rdp` and :func:`ledger_tradeoff` from the representation
+:func:`ledger_route` names).  Nothing else in the package picks an
 engine; the engines (the exact curve's inversion, the PLD pair of
 :mod:`~dpacct.accountant.pld`, its DP-SGD schedule wing, the RDP conversion) only
 compute.
