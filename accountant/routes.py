@@ -451,8 +451,10 @@ def ledger_bracket(ledger: RoutedLedger, delta: float, tol: float | None) -> Bra
     if delta == 0 or route == "exact":
         return ledger.composition().epsilon_bounds(delta, tol=tol)
     if route == "online":
-        upper = ledger.epsilon(delta, tol=tol)
+        # the lower end first: its fast path's arrays are freed before the composed
+        # history (kept for later queries) is built, as before the router held them
         fast = ledger.fast_lower(delta)
+        upper = ledger.epsilon(delta, tol=tol)
         if fast is not None:
             return Bracket(fast, upper)
     else:
