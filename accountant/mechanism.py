@@ -48,7 +48,7 @@ the decision table for mechanisms, compositions and ledgers),
 :mod:`~dpacct.accountant.pld.pld_settings` holds the grid policy and
 :mod:`~dpacct.accountant.mechanism_cache` the per-instance caches and their named
 results.  The mechanisms the factories build join a declaration
-(:mod:`~dpacct.accountant.families.declared`, :mod:`~dpacct.accountant.families.worst_case`) to the
+(:mod:`~dpacct.accountant.declared`, :mod:`~dpacct.accountant.worst_case`) to the
 contract at the end of this module.
 """
 
@@ -62,14 +62,8 @@ import numpy as np
 from . import routes
 from .bracket import Bracket, bracket_subject
 from .capabilities import Capabilities, MissingCapabilityError, check_declaration
-from .families.declared import DeltaCurveDeclaration, LossLawDeclaration, RDPCurveDeclaration
+from .declared import DeltaCurveDeclaration, LossLawDeclaration, RDPCurveDeclaration
 from .families.gaussian_dp import certified_gaussian_delta
-from .families.pure import pure_epsilon_bounds
-from .families.worst_case import (
-    EpsilonDeltaDeclaration,
-    GaussianDPDeclaration,
-    PureEpsilonDeclaration,
-)
 from .laws.loss_law import PrivacyLossLaw
 from .laws.loss_law_rdp import swapped_loss_law
 from .mechanism_cache import instance_cache, pld_key
@@ -90,6 +84,7 @@ from .pld.pld_settings import (  # noqa: F401
     grid_step,
     tail_budget,
 )
+from .pure import pure_epsilon_bounds
 from .validation import (
     as_real_array,
     check_alpha,
@@ -100,6 +95,11 @@ from .validation import (
     check_tol,
     pure_epsilon_at_zero_delta,
     show_value,
+)
+from .worst_case import (
+    EpsilonDeltaDeclaration,
+    GaussianDPDeclaration,
+    PureEpsilonDeclaration,
 )
 
 __all__ = [
@@ -507,7 +507,7 @@ class Mechanism:
         For exact curves the bracket is the numerical inversion interval; for PLDs it
         comes from the optimistic and pessimistic discretisations; with only an RDP
         curve the lower end is 0 (RDP gives no lower bound).  ``delta = 0`` brackets the
-        pure epsilon (:func:`~dpacct.accountant.families.pure.pure_epsilon_bounds`).
+        pure epsilon (:func:`~dpacct.accountant.pure.pure_epsilon_bounds`).
         The result is a :class:`~dpacct.accountant.bracket.Bracket` (a 2-tuple) whose
         ``bounds`` says what it brackets: ``"mechanism"`` -- the true epsilon is inside
         -- or ``"dominating pair"`` (:attr:`bracket_bounds`, e.g. truncated Poisson):
@@ -756,7 +756,7 @@ class Mechanism:
 
 # ----------------------------------------------------------------------------------
 # the mechanisms the factories build: each joins a declaration (what was stated, and
-# the hooks that follow from it; dpacct.accountant.families.declared / worst_case) to the
+# the hooks that follow from it; dpacct.accountant.declared / worst_case) to the
 # contract.  They are defined here so that the dependency runs one way: the
 # declarations import no mechanism, and the contract's factories need no later module.
 # ----------------------------------------------------------------------------------

@@ -3,9 +3,13 @@
 :class:`~dpacct.accountant.mechanism.Mechanism` states the contract (the queries, their
 arguments, what they promise) and its subclasses declare capabilities; this module
 chooses, from those declarations alone, which engine answers each question -- a
-mechanism's, a composition's (a composition is a mechanism) and a ledger's
-(:class:`~dpacct.accountant.ledger.PrivacyAccountant` asks :func:`ledger_route` and then
-the representation it names, like everyone else).  Nothing else in the package picks an
+mechanism's, a composition's (a composition is a mechanism) and a ledger's (a ledger
+is a mechanism over its history,
+:class:`~dpacct.accountant.ledger.ledger_mechanism.LedgerMechanism`; every query of a
+:class:`~dpacct.accountant.ledger.PrivacyAccountant` is its ledger's, answered by the
+ledger rows :func:`ledger_epsilon`, :func:`ledger_delta`, :func:`ledger_bracket`,
+:func:`ledger_rdp` and :func:`ledger_tradeoff` from the representation
+:func:`ledger_route` names).  Nothing else in the package picks an
 engine; the engines (the exact curve's inversion, the PLD pair of
 :mod:`~dpacct.accountant.pld`, its DP-SGD schedule wing, the RDP conversion) only
 compute.
@@ -66,12 +70,13 @@ from __future__ import annotations
 
 import math
 from functools import partial
-from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .bracket import Bracket
 from .capabilities import MissingCapabilityError
 from .families.gaussian_dp import certified_gaussian_epsilon
+from .interface import Routed, RoutedLedger
 from .laws.loss_law_rdp import loss_law_rdp
 from .mechanism_cache import PLDUpper, PLDUpperAt, pld_upper_key
 from .numerics import TINY, invert_decreasing
@@ -87,9 +92,6 @@ from .pld.pld_settings import (
 from .queries.tradeoff import pld_route, pld_tradeoff_lower, tradeoff_from_delta
 from .rdp.conversion import rdp_to_delta, rdp_to_delta_grid, rdp_to_epsilon
 
-if TYPE_CHECKING:  # pragma: no cover - typing only (mechanism imports this module)
-    from .mechanism import Mechanism
-
 __all__ = [
     "EXACT_PHASES",
     "FOLLOW_MAX_POINTS",
@@ -100,7 +102,12 @@ __all__ = [
     "derived_rdp",
     "epsilon_bracket",
     "epsilon_upper",
+    "ledger_bracket",
+    "ledger_delta",
+    "ledger_epsilon",
+    "ledger_rdp",
     "ledger_route",
+    "ledger_tradeoff",
     "pld_delta_follow",
     "pld_upper",
     "pld_upper_at",
@@ -125,7 +132,7 @@ EXACT_PHASES = 16
 LEDGER_ROUTES = ("exact", "online", "rounded")
 
 
-def derived_delta(mech: Mechanism, flat: np.ndarray, tol: float | None) -> np.ndarray:
+def derived_delta(mech: Routed, flat: np.ndarray, tol: float | None) -> np.ndarray:
     """delta at the epsilons ``flat`` for a mechanism without an exact curve: the
     smaller of the PLD and RDP bounds (1 when neither route exists)."""
     out = np.ones(flat.shape)
@@ -149,7 +156,7 @@ def derived_delta(mech: Mechanism, flat: np.ndarray, tol: float | None) -> np.nd
 
 
 def pld_delta_follow(
-    mech: Mechanism, epsilon: np.ndarray, found: np.ndarray, tol: float | None
+    mech: Routed, epsilon: np.ndarray, found: np.ndarray, tol: float | None
 ) -> np.ndarray:
     """Second pass of :meth:`Mechanism.delta`: the grids :meth:`Mechanism.epsilon` would use.
 
@@ -181,7 +188,7 @@ def pld_delta_follow(
     return out
 
 
-def exact_bracket(mech: Mechanism, delta: float) -> tuple[float, float]:
+def exact_bracket(mech: Routed, delta: float) -> tuple[float, float]:
     """The inversion of an exact curve at ``delta`` (cached): the bracket of
     :func:`~dpacct.accountant.numerics.invert_decreasing`, and for a Gaussian-DP
     mechanism the certified inversion of its curve
@@ -200,7 +207,7 @@ def exact_bracket(mech: Mechanism, delta: float) -> tuple[float, float]:
     return lo, hi
 
 
-def epsilon_upper(mech: Mechanism, delta: float, tol: float | None) -> float:
+def epsilon_upper(mech: Routed, delta: float, tol: float | None) -> float:
     """The smallest certified upper bound on epsilon at ``delta`` (cached): the exact
     curve inverted, else the smaller of the PLD and RDP bounds, capped by the pure
     epsilon."""
@@ -231,7 +238,7 @@ def epsilon_upper(mech: Mechanism, delta: float, tol: float | None) -> float:
     return upper
 
 
-def pld_upper(mech: Mechanism, delta: float, tol: float | None) -> PLDUpper:
+def pld_upper(mech: Routed, delta: float, tol: float | None) -> PLDUpper:
     """PLD upper bound on epsilon and the pessimistic PLDs that decided it (cached).
 
     The grids are first chosen from the loss's spread (:class:`PLDSettings`).  When the
@@ -276,7 +283,7 @@ def pld_upper(mech: Mechanism, delta: float, tol: float | None) -> PLDUpper:
 
 
 def pld_upper_at(
-    mech: Mechanism, delta: float, tol: float | None, settings: PLDSettings
+    mech: Routed, delta: float, tol: float | None, settings: PLDSettings
 ) -> PLDUpperAt:
     """Upper bound at fixed grid settings: the epsilon, the PLDs, the deciding directions
     (:meth:`PLDPair.epsilon`; its coarse add PLD has tol 0.1, a fraction of the cost)."""
@@ -287,7 +294,7 @@ def pld_upper_at(
     return PLDUpperAt(out.epsilon, out.plds, out.deciding)
 
 
-def epsilon_bracket(mech: Mechanism, delta: float, tol: float | None) -> tuple[float, float]:
+def epsilon_bracket(mech: Routed, delta: float, tol: float | None) -> tuple[float, float]:
     """Certified bracket: the upper bound and the optimistic PLDs' lower bound.
 
     epsilon is the maximum over directions, so the lower bound of any one direction is
@@ -322,7 +329,7 @@ def epsilon_bracket(mech: Mechanism, delta: float, tol: float | None) -> tuple[f
     return (lower, upper)
 
 
-def rdp_curve(mech: Mechanism, alpha: np.ndarray) -> np.ndarray:
+def rdp_curve(mech: Routed, alpha: np.ndarray) -> np.ndarray:
     """The declared Renyi curve, else the one derived from the declared loss laws
     (:func:`~dpacct.accountant.laws.loss_law_rdp.loss_law_rdp`: exact for Gaussian and
     atomic laws, a chord-bounded quadrature otherwise, ``inf`` at orders it cannot
@@ -335,7 +342,7 @@ def rdp_curve(mech: Mechanism, alpha: np.ndarray) -> np.ndarray:
     return out if add is remove else np.maximum(out, loss_law_rdp(add, a))
 
 
-def derived_rdp(mech: Mechanism, flat: np.ndarray) -> np.ndarray:
+def derived_rdp(mech: Routed, flat: np.ndarray) -> np.ndarray:
     """Renyi epsilons at the orders ``flat``: the Renyi curve (declared or from the loss
     laws), else the pessimistic PLD's (an upper bound by the data-processing
     inequality); :class:`MissingCapabilityError` when only ``inf`` could be given."""
@@ -353,7 +360,7 @@ def derived_rdp(mech: Mechanism, flat: np.ndarray) -> np.ndarray:
     raise MissingCapabilityError(mech._lacking("rdp()", "rdp"))
 
 
-def tradeoff_curve(mech: Mechanism, fpr: np.ndarray, tol: float | None) -> np.ndarray:
+def tradeoff_curve(mech: Routed, fpr: np.ndarray, tol: float | None) -> np.ndarray:
     """beta at the false-positive rates ``fpr``: the exact curve, else the Neyman-Pearson
     curve of the pessimistic PLDs, else the dual of the (eps, delta) curve."""
     if mech.capabilities.exact_tradeoff:
@@ -394,3 +401,82 @@ def ledger_route(distinct: int, all_pld: bool) -> str:
     if distinct <= EXACT_PHASES:
         return "exact"
     return "online" if all_pld else "rounded"
+
+
+# ----------------------------------------------------------------------- a ledger
+# A ledger is a mechanism over its history
+# (:class:`~dpacct.accountant.ledger.ledger_mechanism.LedgerMechanism`): its queries come
+# here, and each takes the row of the decision table :func:`ledger_route` picks.  The
+# ledger supplies the representations (``composition()``, ``accounted(upper)``,
+# ``online(delta)``, ``fast_lower(delta)``, ``certified(delta)``); this module chooses.
+
+
+def ledger_epsilon(ledger: RoutedLedger, delta: float, tol: float | None) -> float:
+    """epsilon(delta > 0) of a ledger: 0 when empty; ``"online"``: the composed history
+    at ``delta`` (the answer the fixed-schedule filter decides on); otherwise the
+    composition (``"exact"``) or the schedule rounded up (``"rounded"``), by the
+    mechanism rows, and a filter's certified bound when smaller."""
+    if ledger.empty:
+        return 0.0
+    if ledger.route == "online":
+        return float(ledger.online(delta).epsilon())
+    eps = float(ledger.accounted(True).epsilon(delta, tol=tol))
+    certified = ledger.certified(delta)
+    return eps if certified is None else min(eps, certified)
+
+
+def ledger_delta(ledger: RoutedLedger, flat: np.ndarray, tol: float | None) -> np.ndarray:
+    """delta at the epsilons ``flat`` of a ledger: 0 when empty; otherwise the
+    composition (``"exact"``) or the schedule rounded up to the grid (the composed
+    history answers one delta at a time, not delta(eps)), by the mechanism rows."""
+    if ledger.empty:
+        return np.zeros(flat.shape)
+    out = ledger.accounted(True).delta(flat, tol=tol)
+    return np.asarray(out, dtype=float).reshape(flat.shape)
+
+
+def ledger_bracket(ledger: RoutedLedger, delta: float, tol: float | None) -> Bracket:
+    """The bracket of a ledger's epsilon at ``delta >= 0``.
+
+    ``(0, 0)`` when empty; ``delta = 0`` or ``"exact"``: the composition's bracket.
+    ``"online"``: the upper end is :func:`ledger_epsilon`'s answer (the composed
+    history) and the lower end the fast path's certified one when every record is a
+    DP-SGD step, else the schedule rounded down's; ``"rounded"``: the schedule rounded
+    up's epsilon over the schedule rounded down's lower end.  Neither end is clipped
+    to the other.
+    """
+    if ledger.empty:
+        return Bracket(0.0, 0.0)
+    route = ledger.route
+    if delta == 0 or route == "exact":
+        return ledger.composition().epsilon_bounds(delta, tol=tol)
+    if route == "online":
+        # the lower end first: its fast path's arrays are freed before the composed
+        # history (kept for later queries) is built, as before the router held them
+        fast = ledger.fast_lower(delta)
+        upper = ledger.epsilon(delta, tol=tol)
+        if fast is not None:
+            return Bracket(fast, upper)
+    else:
+        upper = float(ledger.accounted(True).epsilon(delta, tol=tol))
+    lower = ledger.accounted(False).epsilon_bounds(delta, tol=tol)
+    return Bracket(float(lower[0]), upper, lower.bounds)
+
+
+def ledger_rdp(ledger: RoutedLedger, flat: np.ndarray) -> np.ndarray:
+    """Renyi epsilons of a ledger at the orders ``flat``: 0 when empty, else those of
+    the composition (``"exact"``) or of the schedule rounded up (an upper bound: every
+    rounded step dominates its record)."""
+    if ledger.empty:
+        return np.zeros(flat.shape)
+    return np.asarray(ledger.accounted(True).rdp(flat), dtype=float).reshape(flat.shape)
+
+
+def ledger_tradeoff(ledger: RoutedLedger, fpr: np.ndarray, tol: float | None) -> np.ndarray:
+    """The safe-side trade-off of a ledger at ``fpr``: ``1 - fpr`` when empty, else
+    the composition's (``"exact"``) or the schedule rounded up's (a lower bound: the
+    rounded schedule dominates the records)."""
+    if ledger.empty:
+        return 1.0 - fpr
+    out = ledger.accounted(True).tradeoff(fpr, tol=tol)
+    return np.asarray(out, dtype=float).reshape(fpr.shape)

@@ -185,22 +185,9 @@ def test_the_import_graph_has_no_new_cycle():
 
 #: import cycles when ``if TYPE_CHECKING:`` imports count too (issue 36: "No import
 #: circle, counting TYPE_CHECKING imports"), each a strongly connected set of modules;
-#: delete an entry when the cycle is gone, never add one.  The first is the base class's
-#: contract turning back on itself (mechanism -> routes -> ... -> mechanism): it goes
-#: with the one router.
-KNOWN_TYPING_CYCLES: list[frozenset[str]] = [
-    frozenset(
-        f"dpacct.accountant.{m}"
-        for m in (
-            "mechanism",
-            "routes",
-            "families.declared",
-            "families.pure",
-            "families.worst_case",
-            "queries.tradeoff",
-        )
-    ),
-]
+#: never add one.  The last (mechanism -> routes -> ... -> mechanism) went when the
+#: router and the declarations were typed against :mod:`dpacct.accountant.interface`.
+KNOWN_TYPING_CYCLES: list[frozenset[str]] = []
 
 
 def test_no_new_cycle_counting_type_checking_imports():

@@ -10,8 +10,11 @@ The parts, one concept a module:
 
 * :mod:`~dpacct.accountant.ledger.records` -- the entries, each classified once when
   recorded (a DP-SGD step, by its Gaussian-DP capability, or another mechanism);
-* :mod:`~dpacct.accountant.ledger.accountant` -- :class:`PrivacyAccountant`: feeding,
-  the query routes (``epsilon``, ``delta``, ``epsilon_bounds``), saving and loading;
+* :mod:`~dpacct.accountant.ledger.accountant` -- :class:`PrivacyAccountant`: the state
+  (feeding, the filter), the budget, saving and loading;
+* :mod:`~dpacct.accountant.ledger.ledger_mechanism` -- the records as a mechanism
+  (``PrivacyAccountant.ledger``): every query (``epsilon``, ``delta``,
+  ``epsilon_bounds``, ``rdp``, ``tradeoff``) answered by the router's ledger rows;
 * :mod:`~dpacct.accountant.ledger.filters` -- the filter strategies: the
   fixed-schedule PLD filter and the Renyi filter of Feldman & Zrnic 2021;
 * :mod:`~dpacct.accountant.ledger.adaptive_filters` -- the fully adaptive filters

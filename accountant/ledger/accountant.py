@@ -66,21 +66,11 @@ registry of :mod:`dpacct.accountant.serialization`; nothing is pickled.
 from __future__ import annotations
 
 import math
-from typing import Any
 
 from ..bracket import Bracket
 from ..families.gaussian import GaussianMechanism
 from ..mechanism import Mechanism
-from ..pld.schedule import (
-    DEFAULT_GRID,
-    EXACT_CELLS,
-    EXACT_VALUES,
-    _check_grid,
-    _lower_step,
-    fast_epsilon_bounds,
-    round_schedule,
-)
-from ..transformers.compose import compose
+from ..pld.schedule import DEFAULT_GRID, _check_grid
 from ..transformers.subsample import poisson_subsample
 from ..validation import (
     check_count,
@@ -89,21 +79,19 @@ from ..validation import (
     check_positive,
     check_sample_rate,
     check_tol,
-    pure_epsilon_at_zero_delta,
     show_value,
 )
 from .adaptive_filters import GDPFilter, RenyiOrdersFilter
 from .filters import Filter, PLDFilter, RenyiFilter
 from .history import BudgetHistory
-from .records import Entry, Records, Step, rounded
+from .ledger_mechanism import LedgerMechanism
+from .records import Entry, Records, Step
 from .saving import LedgerFileMethods
 
 __all__ = ["PrivacyAccountant"]
 
 #: the fully adaptive filters by name (``adaptive=True`` is ``"renyi"``)
 ADAPTIVE_FILTERS = frozenset({"renyi", "renyi_orders", "gdp"})
-#: how many deltas (besides the budget's) keep a composed history for online queries
-ONLINE_DELTAS = 4
 
 
 class PrivacyAccountant(LedgerFileMethods):
@@ -274,11 +262,8 @@ class PrivacyAccountant(LedgerFileMethods):
         self._records = Records()
         self._filter: Filter | None = None
         self._history: BudgetHistory | None = None
-        #: the composed history at each delta asked (the budget's one is the filter's)
-        self._online: dict[float, BudgetHistory] = {}
         if self._budget is not None:
             self._history = BudgetHistory(self._records, self._budget, tol, grid, progress)
-            self._online[self._budget[1]] = self._history
             if kind == "renyi":
                 self._filter = RenyiFilter(self._budget, adaptive_order)
             elif kind == "renyi_orders":
@@ -287,9 +272,16 @@ class PrivacyAccountant(LedgerFileMethods):
                 self._filter = GDPFilter(self._budget)
             else:
                 self._filter = PLDFilter(self._records, self._history, tol, self.epsilon)
-        self._rounded_cache: dict[bool, tuple[int, Mechanism]] = {}
-        self._composed: tuple[int, Mechanism | None] = (-1, None)
-        self._eps_cache: dict[Any, Any] = {}
+        filt = self._filter
+        #: the records as a mechanism: every query asks it (and it asks the router)
+        self._ledger = LedgerMechanism(
+            self._records,
+            tol=tol,
+            grid=grid,
+            progress=progress,
+            budget_history=self._history,
+            certified=filt.certified if isinstance(filt, PLDFilter) else None,
+        )
         self._last_step: tuple[float, float, Mechanism, Step] | None = None
 
     # ---------------------------------------------------------------- properties
@@ -473,42 +465,32 @@ class PrivacyAccountant(LedgerFileMethods):
         if self._filter is not None:
             self._filter.admit(entry)
         self._records.append(entry)
-        for history in self._online.values():
-            history.charge(entry)
+        self._ledger.charge(entry)
         if self._filter is not None:
             self._filter.charge(entry)
 
     # ------------------------------------------------------------------ queries
-    def _accounted(self, upper: bool) -> Mechanism | None:
-        """What the queries evaluate: the exact composition, or the rounded schedule.
+    @property
+    def ledger(self) -> LedgerMechanism:
+        """The records as a mechanism
+        (:class:`~dpacct.accountant.ledger.ledger_mechanism.LedgerMechanism`).
 
-        Up to ``EXACT_PHASES`` distinct mechanisms: the exact composition.  Beyond,
-        DP-SGD steps are rounded to the grid -- up for upper bounds, down for lower
-        bounds (:mod:`dpacct.accountant.pld.schedule`) -- and the other records are kept.
+        Every query of the accountant is this mechanism's, routed by
+        :mod:`~dpacct.accountant.routes` like any mechanism's; it also takes ``tol``
+        and answers :meth:`~LedgerMechanism.rdp` and :meth:`~LedgerMechanism.tradeoff`.
+
+        Examples
+        --------
+        >>> acct = PrivacyAccountant()
+        >>> acct.step(noise_multiplier=1.0, sample_rate=0.01, count=100)
+        >>> acct.ledger.epsilon(1e-5) == acct.epsilon(1e-5)
+        True
         """
-        records = self._records
-        if not records.entries:
-            return None
-        if records.route() == "exact":
-            return self.mechanism()
-        cached = self._rounded_cache.get(upper)
-        if cached is not None and cached[0] == records.version:
-            return cached[1]
-        mech = rounded(records.entries, self._grid, upper, self._progress)
-        self._rounded_cache[upper] = (records.version, mech)
-        return mech
+        return self._ledger
 
     def mechanism(self) -> Mechanism | None:
         """The composition of everything recorded so far (None when empty)."""
-        version, mech = self._composed
-        records = self._records
-        if version != records.version:
-            mech = None
-            if records.entries:
-                pairs = records.pairs()
-                mech = compose([m for m, _ in pairs], [c for _, c in pairs])
-            self._composed = (records.version, mech)
-        return mech
+        return self._ledger.composition()
 
     def epsilon(self, delta: float) -> float:
         """Epsilon spent so far at ``delta``: a sound upper bound (0 for an empty ledger).
@@ -517,18 +499,19 @@ class PrivacyAccountant(LedgerFileMethods):
         sum of the records', rounded up); a ledger holding a record without one
         (a Gaussian, a DP-SGD step) raises a :class:`ValueError` naming it.
 
-        One route per question, with or without a budget.  A ledger of more than
-        ``EXACT_PHASES`` (16) distinct records, each with a privacy loss distribution,
-        answers from its composed history at ``delta`` (incremental: a query costs about one
-        inverse FFT, never a recomposition); at ``budget_delta`` that history is the
-        filter's own, and the filter refuses exactly the first record whose answer
-        here would pass ``budget_epsilon``, so ``epsilon(budget_delta) <=
-        budget_epsilon`` always and a budget never changes an answer.  The history
-        rounds a coordinate's values beyond the first 64 it sees up to the grid, so
-        the answer can sit a little above the exact composition's (0.1 % on a loop
-        with a new random sigma at every step).  Other ledgers are composed by the
-        engine, and in filter mode, for ``delta >= budget_delta``, the filter's
-        certified bound is used when smaller.
+        One route per question, with or without a budget, chosen by the router
+        (:func:`~dpacct.accountant.routes.ledger_epsilon`) for :attr:`ledger`.  A ledger
+        of more than ``EXACT_PHASES`` (16) distinct records, each with a privacy loss
+        distribution, answers from its composed history at ``delta`` (incremental: a
+        query costs about one inverse FFT, never a recomposition); at
+        ``budget_delta`` that history is the filter's own, and the filter refuses
+        exactly the first record whose answer here would pass ``budget_epsilon``, so
+        ``epsilon(budget_delta) <= budget_epsilon`` always and a budget never changes
+        an answer.  The history rounds a coordinate's values beyond the first 64 it
+        sees up to the grid, so the answer can sit a little above the exact
+        composition's (0.1 % on a loop with a new random sigma at every step).  Other
+        ledgers are composed by the engine, and in filter mode, for ``delta >=
+        budget_delta``, the filter's certified bound is used when smaller.
 
         Parameters
         ----------
@@ -549,51 +532,12 @@ class PrivacyAccountant(LedgerFileMethods):
         >>> bool(0 < acct.epsilon(1e-5) < 1)
         True
         """
-        d = check_delta(delta, allow_zero=True)
-        if d == 0:  # pure DP: the recorded composition's pure epsilon, or a clear refusal
-            mech = self.mechanism()
-            return 0.0 if mech is None else pure_epsilon_at_zero_delta(mech)
-        records, filt = self._records, self._filter
-        key = (records.version, d)
-        if key in self._eps_cache:
-            return self._eps_cache[key]
-        if records.route() == "online":
-            # the composed history at d, with or without a budget: incremental, never
-            # a recomposition, and the same route (hence the same answer) either way;
-            # the filter decides on this very answer
-            eps = self._online_history(d).epsilon()
-        else:
-            mech = self._accounted(upper=True)
-            eps = 0.0 if mech is None else float(mech.epsilon(d, tol=self._tol))
-            certified = filt.certified(d) if isinstance(filt, PLDFilter) else None
-            if certified is not None:
-                eps = min(eps, certified)
-        if len(self._eps_cache) > 64:
-            self._eps_cache.clear()
-        self._eps_cache[key] = eps
-        return eps
-
-    def _online_history(self, delta: float) -> BudgetHistory:
-        """The composed history at ``delta``, kept up to date by :meth:`record`.
-
-        Made on the first query at that delta from the records so far; at most
-        ``ONLINE_DELTAS`` are kept (the budget's always), the oldest other one dropped.
-        """
-        history = self._online.get(delta)
-        if history is None:
-            others = [d for d in self._online if self._budget is None or d != self._budget[1]]
-            if len(others) >= ONLINE_DELTAS:
-                del self._online[others[0]]
-            history = BudgetHistory(
-                self._records, (math.inf, delta), self._tol, self._grid, self._progress
-            )
-            for entry in self._records.entries:
-                history.restore(entry)
-            self._online[delta] = history
-        return history
+        return float(self._ledger.epsilon(check_delta(delta, allow_zero=True)))
 
     def delta(self, epsilon: float) -> float:
         """Delta spent so far at ``epsilon``: a sound upper bound (0 when empty).
+
+        Routed like :meth:`epsilon` (:func:`~dpacct.accountant.routes.ledger_delta`).
 
         Parameters
         ----------
@@ -605,9 +549,7 @@ class PrivacyAccountant(LedgerFileMethods):
         float
             Delta, in [0, 1].
         """
-        e = check_epsilon(epsilon)
-        mech = self._accounted(upper=True)
-        return 0.0 if mech is None else float(mech.delta(e, tol=self._tol))
+        return float(self._ledger.delta(check_epsilon(epsilon)))
 
     def epsilon_bounds(self, delta: float) -> Bracket:
         """``(lower, upper)`` bracket of the true epsilon spent, as the engine gives it.
@@ -615,7 +557,8 @@ class PrivacyAccountant(LedgerFileMethods):
         Beyond ``EXACT_PHASES`` distinct phases the lower end comes from the schedule
         rounded down (larger sigma, smaller q), certified by its own PLD, and the upper
         end is the answer :meth:`epsilon` gives (the composed history), so the two
-        queries agree; neither end is clipped to the other.
+        queries agree; neither end is clipped to the other
+        (:func:`~dpacct.accountant.routes.ledger_bracket`).
 
         Parameters
         ----------
@@ -629,63 +572,4 @@ class PrivacyAccountant(LedgerFileMethods):
             ``"dominating pair"`` when a recorded mechanism's bracket is of a pair
             that only dominates it (truncated Poisson): then only ``upper`` bounds it.
         """
-        d = check_delta(delta, allow_zero=True)
-        if not self._records.entries:
-            return Bracket(0.0, 0.0)
-        route = self._records.route()
-        if d == 0 or route == "exact":
-            return self.mechanism().epsilon_bounds(d, tol=self._tol)  # type: ignore[union-attr]
-        if route == "online":
-            # one route per question: the upper end is the answer epsilon() gives (the
-            # composed history); the lower end the fast path's certified one when every
-            # record is a DP-SGD step
-            fast = self._fast_bounds(d, lower=True, upper=False)
-            if fast is not None:
-                return Bracket(fast[0], self.epsilon(d))
-            upper = self.epsilon(d)
-        else:
-            upper = float(self._accounted(upper=True).epsilon(d, tol=self._tol))  # type: ignore[union-attr]
-        lower = self._accounted(upper=False).epsilon_bounds(d, tol=self._tol)  # type: ignore[union-attr]
-        return Bracket(float(lower[0]), upper, lower.bounds)
-
-    def _fast_bounds(
-        self, delta: float, *, lower: bool, upper: bool = True
-    ) -> tuple[float, float] | None:
-        """The characteristic-function fast path of :func:`fast_epsilon_bounds`.
-
-        Used when every record is a DP-SGD step (beyond ``EXACT_PHASES`` distinct
-        ones): the upper bound from the steps rounded up to the grid, the lower bound
-        from the steps rounded down (on the loss grid of
-        :func:`~dpacct.accountant.pld.schedule._lower_step`: as fine as the narrowest
-        steps need); neither is rounded when there are at most
-        ``EXACT_CELLS`` distinct steps, and a coordinate with at most ``EXACT_VALUES``
-        values keeps them.  ``None`` -- the engine's route -- when a
-        record is another mechanism or the fast path cannot certify.  ``upper=False``
-        skips the upper end (returned as ``nan``).
-        """
-        steps = self._records.phases(upper=True)
-        if steps is None:
-            return None
-        key = ("fast", self._records.version, delta, lower, upper)
-        if key in self._eps_cache:
-            return self._eps_cache[key]  # type: ignore[return-value]
-        # few distinct cells (or a coordinate with few values) stay unrounded
-        exact = {"exact_cells": EXACT_CELLS, "exact_values": EXACT_VALUES}
-        up: tuple[float, float] | None = (math.nan, math.nan)
-        if upper:
-            up = fast_epsilon_bounds(
-                round_schedule(steps, self._grid, upper=True, **exact), delta, lower=False
-            )
-        out: tuple[float, float] | None = None
-        if up is not None:
-            lo_val = math.nan
-            if lower:
-                below = self._records.phases(upper=False)
-                down = round_schedule(below, self._grid, upper=False, **exact)  # type: ignore[arg-type]
-                lo = fast_epsilon_bounds(down, delta, step=_lower_step(down), upper=False)
-                if lo is None:
-                    return None
-                lo_val = float(lo[0])
-            out = (lo_val, float(up[1]))
-        self._eps_cache[key] = out  # type: ignore[assignment]
-        return out
+        return self._ledger.epsilon_bounds(delta)

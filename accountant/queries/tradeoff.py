@@ -19,10 +19,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..interface import Routed
 from ..numerics import EXP_OVERFLOW
 
-if TYPE_CHECKING:  # pragma: no cover - typing only (mechanism imports this module)
-    from ..mechanism import Mechanism, PLDSettings
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from ..pld.pld_settings import PLDSettings
 
 __all__ = [
     "ROUND_ABS",
@@ -133,12 +134,12 @@ def tradeoff_envelope(
 # docstring of :mod:`~dpacct.accountant.queries.attack_risk` for the argument).
 
 
-def pld_route(mech: Mechanism) -> bool:
+def pld_route(mech: Routed) -> bool:
     """Whether ``mech``'s trade-off curve is read off its privacy loss distributions.
 
     Parameters
     ----------
-    mech : Mechanism
+    mech : Routed
         The mechanism that describes the privacy (``mechanism.privacy``).
 
     Returns
@@ -159,7 +160,7 @@ def pld_route(mech: Mechanism) -> bool:
     return mech.has_pld and not (mech.has_exact_curve or mech.capabilities.exact_tradeoff)
 
 
-def pld_tradeoff_lower(mech: Mechanism, alpha: np.ndarray, settings: PLDSettings) -> np.ndarray:
+def pld_tradeoff_lower(mech: Routed, alpha: np.ndarray, settings: PLDSettings) -> np.ndarray:
     """Certified lower bound on the trade-off curve from the pessimistic PLDs.
 
     The envelope evaluated on every node of the pessimistic PLDs (the Neyman-Pearson
@@ -171,7 +172,7 @@ def pld_tradeoff_lower(mech: Mechanism, alpha: np.ndarray, settings: PLDSettings
 
     Parameters
     ----------
-    mech : Mechanism
+    mech : Routed
         A mechanism on the PLD route (:func:`pld_route`).
     alpha : numpy.ndarray
         False-positive rates in [0, 1], 1-D.
@@ -201,7 +202,7 @@ def pld_tradeoff_lower(mech: Mechanism, alpha: np.ndarray, settings: PLDSettings
     return np.clip(low, 0.0, 1.0 - alpha)
 
 
-def pld_tradeoff_upper(mech: Mechanism, alpha: np.ndarray, settings: PLDSettings) -> np.ndarray:
+def pld_tradeoff_upper(mech: Routed, alpha: np.ndarray, settings: PLDSettings) -> np.ndarray:
     """Upper bound on the trade-off curve from the optimistic PLDs.
 
     The exact supremum of the envelope over the optimistic PLDs' nodes, rounded up by
@@ -210,7 +211,7 @@ def pld_tradeoff_upper(mech: Mechanism, alpha: np.ndarray, settings: PLDSettings
 
     Parameters
     ----------
-    mech : Mechanism
+    mech : Routed
         A mechanism on the PLD route (:func:`pld_route`).
     alpha : numpy.ndarray
         False-positive rates in [0, 1], 1-D.

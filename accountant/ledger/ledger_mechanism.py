@@ -1,0 +1,309 @@
+"""A ledger's history as a mechanism: the records behind the contract every mechanism keeps.
+
+:class:`LedgerMechanism` is what a :class:`~dpacct.accountant.ledger.PrivacyAccountant`
+has recorded, seen as one mechanism: its ``epsilon``, ``delta``, ``epsilon_bounds``,
+``rdp`` and ``tradeoff`` are validated like any mechanism's and answered by the router
+(:func:`~dpacct.accountant.routes.ledger_epsilon` and its siblings, from the row of the
+decision table that :func:`~dpacct.accountant.routes.ledger_route` picks), so every
+question of one ledger takes the same way down: accountant -> this mechanism -> the
+router -> the representation the route names.  The accountant keeps only the state
+(the records, the filter) and the budget, and asks this object.
+
+The representations it holds for the router, each cached on the records' version:
+
+* the composition of the records (:meth:`LedgerMechanism.composition`; the ``"exact"``
+  route's answer, and :meth:`~dpacct.accountant.ledger.PrivacyAccountant.mechanism`);
+* the schedule rounded up or down to the grid (:meth:`LedgerMechanism.accounted`;
+  :func:`~dpacct.accountant.ledger.records.rounded`);
+* the composed history at each delta asked
+  (:meth:`LedgerMechanism.online`; :class:`~dpacct.accountant.ledger.history.BudgetHistory`,
+  the budget's one shared with the fixed-schedule filter).
+
+Wrapped by another mechanism (composed, subsampled), a ledger is described by
+:attr:`LedgerMechanism.privacy`: its composition on the ``"exact"`` route, else the
+schedule rounded up to the grid, which dominates every record.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+import numpy as np
+
+from .. import routes
+from ..bracket import Bracket
+from ..capabilities import Capabilities
+from ..mechanism import Mechanism
+from ..pld.schedule import (
+    EXACT_CELLS,
+    EXACT_VALUES,
+    _lower_step,
+    fast_epsilon_bounds,
+    round_schedule,
+)
+from ..transformers.compose import compose
+from ..validation import (
+    as_real_array,
+    check_alpha,
+    check_delta,
+    check_epsilon,
+    check_fpr,
+    check_tol,
+    pure_epsilon_at_zero_delta,
+)
+from .history import BudgetHistory
+from .records import Records, rounded
+
+__all__ = ["ONLINE_DELTAS", "LedgerMechanism"]
+
+#: how many deltas (besides the budget's) keep a composed history for online queries
+ONLINE_DELTAS = 4
+
+
+class LedgerMechanism(Mechanism):
+    """The records of a ledger as one mechanism, answered by the router.
+
+    Parameters
+    ----------
+    records : Records
+        The ledger's records (read, never written here).
+    tol : float or None
+        The ledger's accuracy: what ``tol=None`` means in the queries.
+    grid : float
+        Relative width of the rounding cells for DP-SGD schedules.
+    progress : bool
+        Whether a long composition of a rounded schedule shows a progress bar.
+    budget_history : BudgetHistory, optional
+        The composed history at the budget's delta, shared with the filter.
+    certified : callable, optional
+        ``delta -> float or None``: a filter's certified epsilon for the current
+        records at ``delta`` (used when smaller, off the ``"online"`` route).
+
+    Examples
+    --------
+    >>> from dpacct.accountant import PrivacyAccountant, compose, poisson_subsample
+    >>> from dpacct.mechanisms import GaussianMechanism
+    >>> acct = PrivacyAccountant()
+    >>> acct.step(noise_multiplier=1.0, sample_rate=0.01, count=1000)
+    >>> ledger = acct.ledger
+    >>> ledger.route, ledger.epsilon(1e-5) == acct.epsilon(1e-5)
+    ('exact', True)
+    >>> run = compose([poisson_subsample(GaussianMechanism(sigma=1.0), 0.01)], [1000])
+    >>> ledger.epsilon(1e-5) == run.epsilon(1e-5), ledger.delta(2.0) == run.delta(2.0)
+    (True, True)
+    """
+
+    def __init__(
+        self,
+        records: Records,
+        *,
+        tol: float | None,
+        grid: float,
+        progress: bool,
+        budget_history: BudgetHistory | None = None,
+        certified: Callable[[float], float | None] | None = None,
+    ) -> None:
+        self._records = records
+        self._tol = tol
+        self._grid = grid
+        self._progress = progress
+        self._certified = certified
+        self._budget_history = budget_history
+        #: the composed history at each delta asked (the budget's one is the filter's)
+        self._online: dict[float, BudgetHistory] = {}
+        if budget_history is not None:
+            self._online[budget_history.budget[1]] = budget_history
+        self._rounded_cache: dict[bool, tuple[int, Mechanism]] = {}
+        self._composed: tuple[int, Mechanism | None] = (-1, None)
+        self._eps_cache: dict[Any, Any] = {}
+
+    # ------------------------------------------------------------ what it is
+    @property
+    def route(self) -> str:  # type: ignore[override]
+        """The router's choice for this ledger: ``"exact"``, ``"online"`` or
+        ``"rounded"`` (:func:`~dpacct.accountant.routes.ledger_route`)."""
+        return self._records.route()
+
+    @property
+    def empty(self) -> bool:
+        """True when nothing has been recorded."""
+        return not self._records.entries
+
+    @property
+    def neighbouring(self) -> str:  # type: ignore[override]
+        """The records' neighbouring relation (add/remove for an empty ledger)."""
+        entries = self._records.entries
+        return entries[0].mechanism.neighbouring if entries else "add/remove"
+
+    @property
+    def privacy(self) -> Mechanism:
+        """What describes the ledger to a wrapper (composition, subsampling): the
+        composition of the records on the ``"exact"`` route, else the schedule rounded
+        up to the grid (a dominating mechanism); itself when empty."""
+        mech = self.accounted(upper=True)
+        return self if mech is None else mech
+
+    @property
+    def capabilities(self) -> Capabilities:
+        """The capabilities of :attr:`privacy` (none for an empty ledger)."""
+        privacy = self.privacy
+        return Capabilities() if privacy is self else privacy.capabilities
+
+    def __repr__(self) -> str:
+        steps = sum(e.count for e in self._records.entries)
+        return f"LedgerMechanism(entries={len(self._records)}, steps={steps})"
+
+    # ------------------------------------------------- representations (router's)
+    def composition(self) -> Mechanism | None:
+        """The composition of everything recorded so far (None when empty)."""
+        version, mech = self._composed
+        records = self._records
+        if version != records.version:
+            mech = None
+            if records.entries:
+                pairs = records.pairs()
+                mech = compose([m for m, _ in pairs], [c for _, c in pairs])
+            self._composed = (records.version, mech)
+        return mech
+
+    def accounted(self, upper: bool) -> Mechanism | None:
+        """The composition (``"exact"`` route), else the schedule rounded up (``upper``)
+        or down to the grid, other records kept (None when empty)."""
+        records = self._records
+        if not records.entries:
+            return None
+        if records.route() == "exact":
+            return self.composition()
+        cached = self._rounded_cache.get(upper)
+        if cached is not None and cached[0] == records.version:
+            return cached[1]
+        mech = rounded(records.entries, self._grid, upper, self._progress)
+        self._rounded_cache[upper] = (records.version, mech)
+        return mech
+
+    def online(self, delta: float) -> BudgetHistory:
+        """The composed history at ``delta``, kept up to date by :meth:`charge`.
+
+        Made on the first query at that delta from the records so far; at most
+        ``ONLINE_DELTAS`` are kept (the budget's always), the oldest other one dropped.
+        """
+        history = self._online.get(delta)
+        if history is None:
+            budget = self._budget_history
+            others = [d for d in self._online if budget is None or d != budget.budget[1]]
+            if len(others) >= ONLINE_DELTAS:
+                del self._online[others[0]]
+            history = BudgetHistory(
+                self._records, (math.inf, delta), self._tol, self._grid, self._progress
+            )
+            for entry in self._records.entries:
+                history.restore(entry)
+            self._online[delta] = history
+        return history
+
+    def charge(self, entry: Any) -> None:
+        """``entry`` was recorded: every composed history takes it."""
+        for history in self._online.values():
+            history.charge(entry)
+
+    def certified(self, delta: float) -> float | None:
+        """A filter's certified epsilon at ``delta`` for the current records, or None."""
+        return None if self._certified is None else self._certified(delta)
+
+    def fast_lower(self, delta: float) -> float | None:
+        """The certified lower end of the characteristic-function fast path
+        (:func:`~dpacct.accountant.pld.schedule.fast_epsilon_bounds`), or None.
+
+        Used when every record is a DP-SGD step: the steps rounded down (on the loss
+        grid of :func:`~dpacct.accountant.pld.schedule._lower_step`, as fine as the
+        narrowest steps need); not rounded with at most ``EXACT_CELLS`` distinct steps,
+        and a coordinate with at most ``EXACT_VALUES`` values keeps them.  ``None`` --
+        the engine's route -- when a record is another mechanism or the fast path
+        cannot certify.
+        """
+        below = self._records.phases(upper=False)
+        if below is None:
+            return None
+
+        def compute() -> float | None:
+            down = round_schedule(
+                below, self._grid, upper=False, exact_cells=EXACT_CELLS, exact_values=EXACT_VALUES
+            )
+            lo = fast_epsilon_bounds(down, delta, step=_lower_step(down), upper=False)
+            return None if lo is None else float(lo[0])
+
+        return self.cached(("fast_lower", delta), compute)
+
+    def cached(self, key: Any, compute: Callable[[], Any]) -> Any:
+        """``compute()``, kept for the records' current version under ``key``."""
+        full = (self._records.version, key)
+        if full in self._eps_cache:
+            return self._eps_cache[full]
+        value = compute()
+        if len(self._eps_cache) > 64:
+            self._eps_cache.clear()
+        self._eps_cache[full] = value
+        return value
+
+    # ------------------------------------------------------------------ queries
+    def _tol_of(self, tol: float | None) -> float | None:
+        return self._tol if tol is None else check_tol(tol)
+
+    def epsilon(self, delta, *, tol: float | None = None):
+        """Epsilon spent at ``delta`` (scalar or array): a sound upper bound, 0 when empty.
+
+        ``delta = 0`` asks for pure DP (the composition's ``pure_epsilon``).  ``tol``:
+        None is the ledger's; the composed history of the ``"online"`` route keeps the
+        ledger's.  See :func:`~dpacct.accountant.routes.ledger_epsilon`.
+        """
+        tol = self._tol_of(tol)
+        d_arr = as_real_array("delta", delta)
+        out = []
+        for d in d_arr.reshape(-1):
+            d = check_delta(d, allow_zero=True)
+            if d == 0:
+                mech = self.composition()
+                out.append(0.0 if mech is None else pure_epsilon_at_zero_delta(mech))
+            else:
+                ask = partial(routes.ledger_epsilon, self, d, tol)
+                out.append(self.cached(("eps", d, tol), ask))
+        arr = np.array(out, dtype=float).reshape(d_arr.shape)
+        return float(arr) if np.ndim(d_arr) == 0 else arr
+
+    def delta(self, epsilon, *, tol: float | None = None):
+        """Delta spent at ``epsilon`` (scalar or array): a sound upper bound, 0 when empty.
+
+        See :func:`~dpacct.accountant.routes.ledger_delta`.
+        """
+        tol = self._tol_of(tol)
+        e_arr = as_real_array("epsilon", epsilon)
+        flat = np.array([check_epsilon(e) for e in e_arr.reshape(-1)], dtype=float)
+        out = routes.ledger_delta(self, flat, tol).reshape(e_arr.shape)
+        return float(out) if np.ndim(e_arr) == 0 else out
+
+    def epsilon_bounds(self, delta: float, *, tol: float | None = None) -> Bracket:
+        """``(lower, upper)`` bracket of the epsilon spent at ``delta``.
+
+        See :func:`~dpacct.accountant.routes.ledger_bracket`.
+        """
+        d = check_delta(delta, allow_zero=True)
+        return routes.ledger_bracket(self, d, self._tol_of(tol))
+
+    def rdp(self, alpha):
+        """Renyi-DP epsilon of the records at order(s) ``alpha`` (0 when empty).
+
+        See :func:`~dpacct.accountant.routes.ledger_rdp`.
+        """
+        a = check_alpha(alpha)
+        out = routes.ledger_rdp(self, a.reshape(-1)).reshape(a.shape)
+        return float(out) if np.ndim(a) == 0 else out
+
+    def tradeoff(self, fpr, *, tol: float | None = None):
+        """f-DP trade-off of the records: a lower bound on beta at ``fpr`` (``1 - fpr``
+        when empty).  See :func:`~dpacct.accountant.routes.ledger_tradeoff`."""
+        a = check_fpr(fpr)
+        out = routes.ledger_tradeoff(self, a.reshape(-1), self._tol_of(tol)).reshape(a.shape)
+        return float(out) if np.ndim(a) == 0 else out
