@@ -348,7 +348,8 @@ def _lower_from_bins(b: _Bins) -> tuple[int, np.ndarray, float]:
     after = np.concatenate([slopes[1:], [0.0 if last_slope is None else last_slope]])
     masses = tk[1:] * (after - slopes)
     pmf = np.zeros(n + 1)
-    np.add.at(pmf, nodes[1:], np.maximum(masses, 0.0))
+    # hull vertices are distinct nodes: a plain store is the scattered add onto zeros
+    pmf[nodes[1:]] = np.maximum(masses, 0.0)
     if extra_mass > 0 and 0 <= j_c <= n:  # (below the grid it is dropped: lower bound)
         pmf[j_c] += extra_mass
     return b.first, pmf, inf_low
