@@ -292,7 +292,13 @@ def _lower_from_bins(b: _Bins) -> tuple[int, np.ndarray, float]:
             break
         # round the bin's continuous part down onto its lower node; its atom (if
         # any) stays exactly on the upper node
-        r = np.where(bad, (m - atoms) + atoms * decay, r)
+        rounded = np.where(bad, (m - atoms) + atoms * decay, r)
+        if np.array_equal(rounded, r):
+            # already rounded down (its gap is round-off of m - r): every further pass
+            # would recompute the same state, so stop with it.  Measured on DP-SGD
+            # (q 0.01, sigma 1.1, T 1e4): 35 of the 61 repeats were such no-ops.
+            break
+        r = rounded
         delta, big_f = _node_deltas(m, r, step, 0.0, m_top, b.inf_mass)
         g = gaps_of(m, r)
     if n * step > 1200.0:  # e^(span/2) would overflow: use the plain lower bound
@@ -342,7 +348,8 @@ def _lower_from_bins(b: _Bins) -> tuple[int, np.ndarray, float]:
     after = np.concatenate([slopes[1:], [0.0 if last_slope is None else last_slope]])
     masses = tk[1:] * (after - slopes)
     pmf = np.zeros(n + 1)
-    np.add.at(pmf, nodes[1:], np.maximum(masses, 0.0))
+    # hull vertices are distinct nodes: a plain store is the scattered add onto zeros
+    pmf[nodes[1:]] = np.maximum(masses, 0.0)
     if extra_mass > 0 and 0 <= j_c <= n:  # (below the grid it is dropped: lower bound)
         pmf[j_c] += extra_mass
     return b.first, pmf, inf_low

@@ -45,6 +45,7 @@ def _lower_hull(x: np.ndarray, y: np.ndarray, seg: np.ndarray | None = None) -> 
             dirty[cand] = False  # tested now; re-marked below if a neighbour goes
         drop = np.zeros(n, dtype=bool)
         strides = ((d, d),) if d == 1 else ((d, d), (1, d), (d, 1))
+        removed = 0
         for left, right in strides:
             i = cand[(cand >= left) & (cand < n - right)]
             a, b, c = keep[i - left], keep[i], keep[i + right]
@@ -53,16 +54,22 @@ def _lower_hull(x: np.ndarray, y: np.ndarray, seg: np.ndarray | None = None) -> 
                 i, a, b, c = i[same], a[same], b[same], c[same]
             # point b is removed when it lies strictly above the chord from a to c
             above = (y[b] - y[a]) * (x[c] - x[a]) > (y[c] - y[a]) * (x[b] - x[a])
-            drop[i[above]] = True
-        if drop.any():
+            gone = i[above]
+            removed += gone.size
+            drop[gone] = True
+        if removed:
             survivors = ~drop
-            # position (among the survivors) just after each removed point
-            after = np.cumsum(survivors)[drop]
+            # position (among the survivors) just after each removed point: the
+            # removed position less the number of removed points before it
+            gone = np.flatnonzero(drop)
+            after = gone - np.arange(gone.size)
             keep, dirty = keep[survivors], dirty[survivors]
             reach = 2 * d + 1
-            mark = np.zeros(keep.size + 1, dtype=np.int64)
-            np.add.at(mark, np.clip(after - reach, 0, keep.size), 1)
-            np.add.at(mark, np.clip(after + reach, 0, keep.size), -1)
+            size = keep.size
+            # survivors within reach of a removal are tested again: +1 at the start of
+            # each range [after - reach, after + reach), -1 past its end
+            mark = np.bincount(np.clip(after - reach, 0, size), minlength=size + 1)
+            mark -= np.bincount(np.clip(after + reach, 0, size), minlength=size + 1)
             dirty |= np.cumsum(mark)[:-1] > 0
             d *= 2
         elif d == 1:
