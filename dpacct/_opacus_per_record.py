@@ -109,6 +109,8 @@ class PerRecordPoissonSampler:
         self.generator = generator
         self.noise: Callable[[], float] | None = None  # set by PerRecordAccounting.attach
         self.last_batch: np.ndarray | None = None
+        #: the drawn records' threshold levels at the draw, the ones they were charged for
+        self.last_levels: np.ndarray | None = None
         self.last_sigma: float | None = None
         self.unstepped = 0  # batches drawn since the last optimiser step
 
@@ -131,6 +133,9 @@ class PerRecordPoissonSampler:
         torch = _torch()
         u = torch.rand(self.num_samples, generator=self.generator).numpy()
         idx = np.flatnonzero((u < self.sample_rate) & mask)
+        # the levels the step was charged at: a threshold changed before the optimiser
+        # step (set_ratios, refresh) must not reach this batch's clipping
+        self.last_levels = self.filter.level[idx].copy()
         self.last_batch, self.last_sigma = idx, sigma
         self.unstepped += 1
         return idx.tolist()
@@ -270,7 +275,7 @@ class PerRecordAccounting:
         torch = _torch()
         idx = self.sampler.last_batch
         grads = optimizer.grad_samples
-        if idx is None or grads is None:
+        if idx is None or grads is None or self.sampler.last_levels is None:
             raise ValueError("a step without a batch drawn by the per-record sampler")
         drawn, self.sampler.unstepped = self.sampler.unstepped, 0
         if drawn != 1:
@@ -297,7 +302,9 @@ class PerRecordAccounting:
                 f"{len(idx)} records: one optimiser step per drawn batch (no gradient "
                 "accumulation) with per-record accounting"
             )
-        limits = LEVELS[self.filter.level[idx]] * self._clip_norm
+        # the thresholds charged when the batch was drawn, not the current ones: a ratio
+        # raised in between (set_ratios, refresh) would clip above what was paid for
+        limits = LEVELS[self.sampler.last_levels] * self._clip_norm
         return torch.as_tensor(limits, dtype=grads[0].dtype, device=grads[0].device)
 
     def set_ratios(self, ratios: object, *, indices: object = None) -> None:
@@ -414,7 +421,18 @@ class PerRecordAccounting:
         ----------
         state : dict
             From :meth:`state_dict`.
+
+        Raises
+        ------
+        ValueError
+            A batch was drawn (and charged) but not yet stepped on: restoring now would
+            drop that charge while the batch is still to be trained on.
         """
+        if self.sampler.unstepped:
+            raise ValueError(
+                "load_state_dict between a batch's draw and its optimiser step: the "
+                "restored state would not hold the charge of the drawn batch"
+            )
         self.filter.load_state_dict(state)
 
     def report(self, delta: float, *, certified: float | None = None) -> PerRecordReport:

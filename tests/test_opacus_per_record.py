@@ -281,6 +281,7 @@ def test_the_clipping_wrapper_refuses_a_step_it_did_not_charge():
 
     def drawn(idx):
         sampler.last_batch, sampler.last_sigma, sampler.unstepped = np.array(idx), 1.0, 1
+        sampler.last_levels = acct.filter.level[np.array(idx)]
 
     drawn([0, 1, 2, 3])
     opt.clip_and_accumulate()
@@ -306,6 +307,48 @@ def test_the_clipping_wrapper_refuses_a_step_it_did_not_charge():
         opt.clip_and_accumulate()
     with pytest.raises(ValueError, match="num_workers"):
         acct.data_loader(torch.utils.data.TensorDataset(torch.zeros(6, 1)), num_workers=2)
+
+
+def test_thresholds_raised_between_draw_and_step_are_not_used_unpaid():
+    """Records charged at C/16 when the batch was drawn are clipped at C/16, not at C.
+
+    review40: the wrapper read ``filter.level`` at step time, so a ``set_ratios`` (or a
+    ``refresh``) between the draw and ``optimizer.step()`` clipped at the new, larger
+    threshold while the filter had charged the old one.  The clipped sum Opacus
+    accumulates (``summed_grad``) is recomputed here from the per-sample gradients with
+    Opacus' clipping factor at the charged thresholds.
+    """
+    torch.manual_seed(0)
+    n, clip, sigma = 4, 1.0, 1.0
+    x, y = 10 * torch.randn(n, 5), 10 * torch.randn(n)  # gradient norms far above C
+    data = torch.utils.data.TensorDataset(x, y)
+    model = torch.nn.Sequential(torch.nn.Linear(5, 1))
+    acct = PerRecordAccounting(n, sample_rate=1.0, steps=1)
+    acct.set_ratios(np.full(n, 1 / 16))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model, opt, loader = PrivacyEngine(accountant="dpacct").make_private(
+            module=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.0),
+            data_loader=acct.data_loader(data), noise_multiplier=sigma,
+            max_grad_norm=clip, poisson_sampling=False, loss_reduction="sum",
+        )
+    acct.attach(opt)
+    loss = torch.nn.MSELoss(reduction="sum")
+    for xb, yb in loader:  # every record charged at ratio 1/16 by the draw
+        acct.set_ratios(np.ones(n))  # a refresh inside the loop
+        with pytest.raises(ValueError, match="between a batch's draw"):
+            acct.load_state_dict(acct.state_dict())  # would drop the draw's charge
+        opt.zero_grad()
+        loss(model(xb).squeeze(-1), yb).backward()
+        opt.step()
+    gs = [p.grad_sample.detach().double() for p in opt.params]
+    norms = torch.stack([g.reshape(n, -1).norm(dim=1) for g in gs], 1).norm(dim=1)
+    charged = clip / 16  # what the draw charged every record for
+    factor = torch.clamp(charged / (norms + 1e-6), max=1.0)
+    for p, g in zip(opt.params, gs, strict=True):
+        expected = torch.einsum("i,i...", factor, g)
+        assert torch.allclose(p.summed_grad.double(), expected, rtol=1e-5, atol=1e-7)
+    assert acct.filter.state().ratios.tolist() == [1.0] * n  # the new ratios, for later
 
 
 def test_sampler_draws_only_admitted_records_and_needs_an_optimiser():
