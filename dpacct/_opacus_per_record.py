@@ -67,8 +67,12 @@ class PerRecordPoissonSampler:
     Before each batch is drawn, the filter charges the step to every admitted record
     (:meth:`~dpacct.accountant.ledger.per_record.PerRecordFilter.begin_step`, with the
     optimiser's current noise multiplier); then each admitted record is included
-    independently with probability ``q`` (``torch.rand`` on ``generator``, as Opacus'
-    ``UniformWithReplacementSampler`` draws).  Records refused by their filter are never
+    independently with probability at most ``q`` (a float64 ``torch.rand`` on
+    ``generator``, whose values are the multiples ``k 2^-53`` in [0, 1): the record is
+    included iff ``u + 2^-53 <= q``, which ``floor(q 2^53)`` of the ``2^53`` values
+    meet, so the rate is ``floor(q 2^53) / 2^53 <= q``, below ``q`` by less than
+    ``2^-53``; a float32 draw, as Opacus' ``UniformWithReplacementSampler`` makes, has
+    the rate ``ceil(q 2^24) / 2^24``, above ``q``).  Records refused by their filter are never
     included again.  Iterating yields ``steps`` batches (lists of indices).
 
     Parameters
@@ -131,8 +135,10 @@ class PerRecordPoissonSampler:
         sigma = float(self.noise())
         mask = self.filter.begin_step(sigma=sigma, sample_rate=self.sample_rate)
         torch = _torch()
-        u = torch.rand(self.num_samples, generator=self.generator).numpy()
-        idx = np.flatnonzero((u < self.sample_rate) & mask)
+        u = torch.rand(self.num_samples, dtype=torch.float64, generator=self.generator)
+        # u = k 2^-53 exactly; (k + 1) 2^-53 <= q for floor(q 2^53) values of k: the
+        # inclusion probability never exceeds the q the filters charge
+        idx = np.flatnonzero((u.numpy() + 2.0**-53 <= self.sample_rate) & mask)
         # the levels the step was charged at: a threshold changed before the optimiser
         # step (set_ratios, refresh) must not reach this batch's clipping
         self.last_levels = self.filter.level[idx].copy()

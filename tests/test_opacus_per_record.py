@@ -29,6 +29,7 @@ from dpacct._opacus_per_record import (  # noqa: E402
     PerRecordReport,
 )
 from dpacct.accountant import compose, poisson_subsample  # noqa: E402
+from dpacct.accountant.ledger.per_record import PerRecordFilter  # noqa: E402
 from dpacct.accountant.rdp.subsampled_rdp import subsampled_gaussian_rdp  # noqa: E402
 from dpacct.mechanisms import GaussianMechanism  # noqa: E402
 from dpacct.mechanisms.audit import audit  # noqa: E402
@@ -349,6 +350,41 @@ def test_thresholds_raised_between_draw_and_step_are_not_used_unpaid():
         expected = torch.einsum("i,i...", factor, g)
         assert torch.allclose(p.summed_grad.double(), expected, rtol=1e-5, atol=1e-7)
     assert acct.filter.state().ratios.tolist() == [1.0] * n  # the new ratios, for later
+
+
+@pytest.mark.parametrize("q", [1e-6, 0.3, 1.0 - 2.0**-40])
+def test_per_record_sampler_inclusion_probability_is_at_most_q(monkeypatch, q):
+    """review40: a float32 ``torch.rand`` below ``q`` includes a record with probability
+    ``ceil(q 2^24) / 2^24 > q`` (+1.3 % at q = 1e-6), while the filters charge ``q``.
+
+    ``torch.rand`` of a dtype returns multiples of ``2^-bits`` (checked on the real
+    generator), each with probability ``2^-bits``; the fake below returns the values of
+    that support around ``q``, so the largest included value ``k 2^-bits`` gives the
+    sampler's inclusion probability ``(k + 1) 2^-bits``.
+    """
+    bits = {torch.float32: 24, torch.float64: 53}
+    gen = torch.Generator().manual_seed(0)
+    for dtype, b in bits.items():
+        probe = torch.rand(100_000, dtype=dtype, generator=gen).double()
+        assert torch.all(probe * 2.0**b == torch.round(probe * 2.0**b))
+    n, asked = 64, []
+
+    def fake_rand(size, *, dtype=torch.float32, generator=None):
+        b = bits[dtype]
+        k0 = math.floor(q * 2.0**b)
+        ks = np.arange(k0 - n // 2, k0 + n // 2, dtype=np.float64)
+        ks = np.resize(ks[(ks >= 0) & (ks < 2.0**b)], size)
+        asked.append((b, ks))
+        return torch.as_tensor(ks * 2.0**-b, dtype=dtype)
+
+    monkeypatch.setattr(torch, "rand", fake_rand)
+    sampler = PerRecordPoissonSampler(PerRecordFilter(n), q, steps=1)
+    sampler.noise = lambda: 1.0
+    batch = sampler.draw()
+    b, ks = asked[-1]
+    assert batch and max(ks[batch]) < ks.max()  # the support around q, both sides
+    k_max = max(ks[batch])
+    assert (k_max + 1) * 2.0**-b <= q  # the inclusion probability
 
 
 def test_sampler_draws_only_admitted_records_and_needs_an_optimiser():
