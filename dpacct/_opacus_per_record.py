@@ -311,7 +311,7 @@ class PerRecordAccounting:
         # the thresholds charged when the batch was drawn, not the current ones: a ratio
         # raised in between (set_ratios, refresh) would clip above what was paid for
         limits = LEVELS[self.sampler.last_levels] * self._clip_norm
-        return torch.as_tensor(limits, dtype=grads[0].dtype, device=grads[0].device)
+        return _round_down(torch, limits, grads[0].dtype).to(grads[0].device)
 
     def set_ratios(self, ratios: object, *, indices: object = None) -> None:
         """Set clipping ratios ``C_i / C`` directly.
@@ -454,6 +454,19 @@ class PerRecordAccounting:
             also has it, and it caps the report.
         """
         return PerRecordReport.from_filter(self.filter, delta, certified)
+
+
+def _round_down(torch: Any, values: np.ndarray, dtype: Any) -> Any:
+    """``values`` (float64) in ``dtype``, each rounded *down* where the cast rounded up.
+
+    The thresholds clip in the gradients' dtype (float32 in most runs), and a cast to
+    nearest rounds 12 of the 49 threshold levels up: the record would be clipped a hair
+    above the threshold it is charged for.  One step toward 0 fixes that.
+    """
+    exact = torch.as_tensor(values, dtype=torch.float64)
+    cast = exact.to(dtype)
+    up = cast.to(torch.float64) > exact
+    return torch.where(up, torch.nextafter(cast, torch.zeros_like(cast)), cast)
 
 
 def _collate(dataset: Any, idx: np.ndarray, torch: Any) -> Any:

@@ -387,6 +387,37 @@ def test_per_record_sampler_inclusion_probability_is_at_most_q(monkeypatch, q):
     assert (k_max + 1) * 2.0**-b <= q  # the inclusion probability
 
 
+@pytest.mark.parametrize("clip", [1.0, 0.7, 3.0])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16])
+def test_clipping_limits_in_the_gradients_dtype_never_exceed_the_charged_ones(clip, dtype):
+    """review40: the float64 thresholds ``LEVELS * C`` cast to float32 to nearest round
+    12 of the 49 levels up, so a record was clipped above what it was charged for."""
+    from dpacct.accountant.ledger.per_record import LEVELS
+
+    n = len(LEVELS)
+    acct = PerRecordAccounting(n, sample_rate=0.5)
+    grads = [torch.ones(n, 3, dtype=dtype)]
+
+    class StandIn:  # the attributes of Opacus' DPOptimizer that the wrapper reads
+        max_grad_norm, noise_multiplier, grad_samples = clip, 1.0, grads
+
+        def clip_and_accumulate(self):
+            pass
+
+    opt = StandIn()
+    acct._wrap(opt)
+    acct.filter.level[:] = np.arange(n)
+    s = acct.sampler
+    s.last_batch, s.last_sigma, s.unstepped = np.arange(n), 1.0, 1
+    s.last_levels = acct.filter.level.copy()
+    limits = acct._limits(opt)
+    assert limits.dtype == dtype
+    charged = LEVELS * clip
+    got = limits.double().numpy()
+    assert np.all(got <= charged)  # never above the charged threshold
+    assert np.all(got >= charged * (1 - 2.0 * float(torch.finfo(dtype).eps)))  # one step
+
+
 def test_sampler_draws_only_admitted_records_and_needs_an_optimiser():
     acct = PerRecordAccounting(50, sample_rate=0.5, budget_epsilon=1.0, budget_delta=1e-5,
                                generator=torch.Generator().manual_seed(0))
