@@ -80,6 +80,8 @@ def peer_table(seed: int = 20261128) -> list[dict]:
                 sig_valid = (1 - CONFIDENCE) * len(jax._fn_counts) / (m + 1)
                 j_val, tj_val = _cpu(jfun, sig_valid, DELTA)
             ours = {"delta": DELTA, "confidence": CONFIDENCE, "estimator": est}
+            if est == "fdp":  # JAX Privacy's f-DP audit is the Gaussian family's
+                ours["family"] = "gaussian"
             o_fix, to_fix = _cpu(audit_one_run, s_in, s_out, threshold=t_fixed, **ours)
             o_own, to_own = _cpu(audit_one_run, s_in, s_out, **ours)
             o_all, to_all = _cpu(audit_one_run, s_in, s_out, guesses="all", **ours)

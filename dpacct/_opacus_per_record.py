@@ -67,8 +67,12 @@ class PerRecordPoissonSampler:
     Before each batch is drawn, the filter charges the step to every admitted record
     (:meth:`~dpacct.accountant.ledger.per_record.PerRecordFilter.begin_step`, with the
     optimiser's current noise multiplier); then each admitted record is included
-    independently with probability ``q`` (``torch.rand`` on ``generator``, as Opacus'
-    ``UniformWithReplacementSampler`` draws).  Records refused by their filter are never
+    independently with probability at most ``q`` (a float64 ``torch.rand`` on
+    ``generator``, whose values are the multiples ``k 2^-53`` in [0, 1): the record is
+    included iff ``u + 2^-53 <= q``, which ``floor(q 2^53)`` of the ``2^53`` values
+    meet, so the rate is ``floor(q 2^53) / 2^53 <= q``, below ``q`` by less than
+    ``2^-53``; a float32 draw, as Opacus' ``UniformWithReplacementSampler`` makes, has
+    the rate ``ceil(q 2^24) / 2^24``, above ``q``).  Records refused by their filter are never
     included again.  Iterating yields ``steps`` batches (lists of indices).
 
     Parameters
@@ -109,6 +113,8 @@ class PerRecordPoissonSampler:
         self.generator = generator
         self.noise: Callable[[], float] | None = None  # set by PerRecordAccounting.attach
         self.last_batch: np.ndarray | None = None
+        #: the drawn records' threshold levels at the draw, the ones they were charged for
+        self.last_levels: np.ndarray | None = None
         self.last_sigma: float | None = None
         self.unstepped = 0  # batches drawn since the last optimiser step
 
@@ -129,8 +135,13 @@ class PerRecordPoissonSampler:
         sigma = float(self.noise())
         mask = self.filter.begin_step(sigma=sigma, sample_rate=self.sample_rate)
         torch = _torch()
-        u = torch.rand(self.num_samples, generator=self.generator).numpy()
-        idx = np.flatnonzero((u < self.sample_rate) & mask)
+        u = torch.rand(self.num_samples, dtype=torch.float64, generator=self.generator)
+        # u = k 2^-53 exactly; (k + 1) 2^-53 <= q for floor(q 2^53) values of k: the
+        # inclusion probability never exceeds the q the filters charge
+        idx = np.flatnonzero((u.numpy() + 2.0**-53 <= self.sample_rate) & mask)
+        # the levels the step was charged at: a threshold changed before the optimiser
+        # step (set_ratios, refresh) must not reach this batch's clipping
+        self.last_levels = self.filter.level[idx].copy()
         self.last_batch, self.last_sigma = idx, sigma
         self.unstepped += 1
         return idx.tolist()
@@ -270,7 +281,7 @@ class PerRecordAccounting:
         torch = _torch()
         idx = self.sampler.last_batch
         grads = optimizer.grad_samples
-        if idx is None or grads is None:
+        if idx is None or grads is None or self.sampler.last_levels is None:
             raise ValueError("a step without a batch drawn by the per-record sampler")
         drawn, self.sampler.unstepped = self.sampler.unstepped, 0
         if drawn != 1:
@@ -297,8 +308,10 @@ class PerRecordAccounting:
                 f"{len(idx)} records: one optimiser step per drawn batch (no gradient "
                 "accumulation) with per-record accounting"
             )
-        limits = LEVELS[self.filter.level[idx]] * self._clip_norm
-        return torch.as_tensor(limits, dtype=grads[0].dtype, device=grads[0].device)
+        # the thresholds charged when the batch was drawn, not the current ones: a ratio
+        # raised in between (set_ratios, refresh) would clip above what was paid for
+        limits = LEVELS[self.sampler.last_levels] * self._clip_norm
+        return _round_down(torch, limits, grads[0].dtype).to(grads[0].device)
 
     def set_ratios(self, ratios: object, *, indices: object = None) -> None:
         """Set clipping ratios ``C_i / C`` directly.
@@ -414,7 +427,18 @@ class PerRecordAccounting:
         ----------
         state : dict
             From :meth:`state_dict`.
+
+        Raises
+        ------
+        ValueError
+            A batch was drawn (and charged) but not yet stepped on: restoring now would
+            drop that charge while the batch is still to be trained on.
         """
+        if self.sampler.unstepped:
+            raise ValueError(
+                "load_state_dict between a batch's draw and its optimiser step: the "
+                "restored state would not hold the charge of the drawn batch"
+            )
         self.filter.load_state_dict(state)
 
     def report(self, delta: float, *, certified: float | None = None) -> PerRecordReport:
@@ -430,6 +454,19 @@ class PerRecordAccounting:
             also has it, and it caps the report.
         """
         return PerRecordReport.from_filter(self.filter, delta, certified)
+
+
+def _round_down(torch: Any, values: np.ndarray, dtype: Any) -> Any:
+    """``values`` (float64) in ``dtype``, each rounded *down* where the cast rounded up.
+
+    The thresholds clip in the gradients' dtype (float32 in most runs), and a cast to
+    nearest rounds 12 of the 49 threshold levels up: the record would be clipped a hair
+    above the threshold it is charged for.  One step toward 0 fixes that.
+    """
+    exact = torch.as_tensor(values, dtype=torch.float64)
+    cast = exact.to(dtype)
+    up = cast.to(torch.float64) > exact
+    return torch.where(up, torch.nextafter(cast, torch.zeros_like(cast)), cast)
 
 
 def _collate(dataset: Any, idx: np.ndarray, torch: Any) -> Any:

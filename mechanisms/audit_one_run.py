@@ -27,12 +27,14 @@ Two estimators of that statistic are implemented in full:
     ``h_{i} = max(h_{i+1}, g^{-1}(r_{i+1}))``,
     ``r_i = min(1, r_{i+1} + i / (k - i) (h_i - h_{i+1}))`` with ``g = 1 - f``) shows
     ``P[>= c correct of k guesses] <= tau`` whenever ``r_0 + h_0 > k / m``.  Two
-    families of ``f`` are audited: Gaussian DP (``family="gaussian"``: the report is the
+    families of ``f`` are audited: the (eps, delta) curve itself (``family="eps_delta"``,
+    the default: a lower bound on epsilon at ``delta`` for any mechanism, with no
+    Gaussian assumption) and Gaussian DP (``family="gaussian"``: the report is the
     largest rejected ``mu`` and the epsilon of ``mu``-GDP at ``delta``, a lower bound on
-    the run's epsilon *if its trade-off curve is Gaussian*, the assumption under which
-    JAX Privacy reports the same number) and the (eps, delta) curve itself
-    (``family="eps_delta"``: a lower bound on epsilon at ``delta`` for any mechanism,
-    with no Gaussian assumption).
+    the run's epsilon *only if its trade-off curve is Gaussian*, the assumption under
+    which JAX Privacy reports the same number; the result is marked
+    ``assumes_gaussian=True``.  For a non-Gaussian run it can exceed the truth: on
+    randomized response at epsilon 2 it reports 2.21).
 
 The third estimator the issue names, the Gaussian estimator of Agrawal, Wei, Singh,
 Magdon-Ismail & Zikas 2026 ("Let's Ask Gauss: Improved One-Run Privacy Auditing", arXiv
@@ -300,8 +302,9 @@ class OneRunAuditResult:
     epsilon_lower : float
         Lower bound on the run's epsilon at ``delta``, holding with probability at least
         ``confidence`` over the canaries' coins and the run (0 when nothing is rejected).
-        For ``estimator="fdp"`` with ``family="gaussian"``, under the hypothesis that the
-        run's trade-off curve is Gaussian.
+        For ``estimator="fdp"`` with ``family="gaussian"``, only under the hypothesis
+        that the run's trade-off curve is Gaussian (``assumes_gaussian``): not a
+        certified lower bound for other mechanisms.
     confidence : float
         The stated confidence.
     delta : float
@@ -317,10 +320,14 @@ class OneRunAuditResult:
     threshold : float
         That threshold (``inf`` when no guess set rejected anything).
     level : float
-        The level each test was run at (``1 - confidence``, divided by ``m`` when the
-        threshold was chosen from the scores).
+        The level each test was run at (``1 - confidence``, divided by the number of
+        guess counts tried when the threshold was chosen from the scores).
     epsilon_upper : float or None
         The run's certified epsilon at ``delta``, when given.
+    assumes_gaussian : bool
+        True for ``estimator="fdp"`` with ``family="gaussian"``: ``epsilon_lower`` and
+        ``ratio`` then hold only if the run's trade-off curve is Gaussian (said in
+        ``str``).
 
     Examples
     --------
@@ -341,13 +348,15 @@ class OneRunAuditResult:
     threshold: float
     level: float
     epsilon_upper: float | None = None
+    assumes_gaussian: bool = False
 
     @property
     def ratio(self) -> float | None:
         """``epsilon_lower / epsilon_upper`` (None without an upper bound).
 
         The share of the certified epsilon that the audit demonstrates; 1 would be a
-        tight analysis.
+        tight analysis.  With ``assumes_gaussian`` it is the share under the Gaussian
+        hypothesis only (it can exceed 1 for a non-Gaussian run).
         """
         if self.epsilon_upper is None:
             return None
@@ -362,8 +371,15 @@ class OneRunAuditResult:
             f"{self.delta:g} with confidence {self.confidence:g} ({self.correct} of "
             f"{self.guesses} guesses correct, {self.canaries} canaries)"
         )
+        if self.assumes_gaussian:
+            text += (
+                " ASSUMING a Gaussian trade-off curve (not a certified lower bound for "
+                "other mechanisms)"
+            )
         if self.epsilon_upper is not None:
             text += f"; certified epsilon <= {self.epsilon_upper:.4f}, ratio {self.ratio:.3f}"
+            if self.assumes_gaussian:
+                text += " (under the Gaussian assumption)"
         return text
 
 
@@ -426,7 +442,7 @@ def _check_inputs(
     if estimator == "steinke" or family == "eps_delta":
         delta = check_delta(delta, allow_zero=True)
     else:
-        delta = check_delta(delta, what="Gaussian DP (the f-DP audit's default family)")
+        delta = check_delta(delta, what="Gaussian DP (family='gaussian' of the f-DP audit)")
     s_in = as_float_array("scores_in", scores_in)
     s_out = as_float_array("scores_out", scores_out)
     for name, arr in (("scores_in", s_in), ("scores_out", s_out)):
@@ -465,7 +481,7 @@ def audit_one_run(
     delta: float,
     confidence: float = 0.95,
     estimator: str = "steinke",
-    family: str = "gaussian",
+    family: str = "eps_delta",
     guesses: Any = None,
     threshold: float | None = None,
     upper: Any = None,
@@ -477,9 +493,10 @@ def audit_one_run(
     "inserted", the rest abstained on, and the count of correct guesses is tested against
     every privacy level by the ``estimator``'s bound (see the module docstring):
     ``"steinke"`` (their main theorem, exact binomial tail with the delta term) or
-    ``"fdp"`` (Mahloujifar, Melis & Chaudhuri 2024's f-DP recursion, for Gaussian DP or
-    the (eps, delta) curve).  The report is the largest rejected level; it is below the
-    truth with probability at least ``confidence``.
+    ``"fdp"`` (Mahloujifar, Melis & Chaudhuri 2024's f-DP recursion, for the (eps, delta)
+    curve or, assuming a Gaussian trade-off curve, Gaussian DP).  The report is the
+    largest rejected level; it is below the truth with probability at least
+    ``confidence`` (for ``family="gaussian"``, if the run's trade-off curve is Gaussian).
 
     Parameters
     ----------
@@ -488,14 +505,16 @@ def audit_one_run(
         e.g. minus the loss, or the alignment of a gradient canary with the update).
         Which canary is inserted must have been decided by independent fair coins.
     delta : float
-        The run's delta, in [0, 1) (0 not for the Gaussian family, whose epsilon at
+        The run's delta, in [0, 1) (0 not for ``family="gaussian"``, whose epsilon at
         delta 0 is infinite).
     confidence : float
         Probability with which the bound holds, in (0, 1).
     estimator : {"steinke", "fdp"}
         The bound on the number of correct guesses.
-    family : {"gaussian", "eps_delta"}
-        For ``estimator="fdp"``: the trade-off family audited.
+    family : {"eps_delta", "gaussian"}
+        For ``estimator="fdp"``: the trade-off family audited.  ``"eps_delta"``
+        (default) holds for any mechanism; ``"gaussian"`` only if the run's trade-off
+        curve is Gaussian (the result is marked ``assumes_gaussian=True``).
     guesses : int, sequence of int or "all", optional
         The numbers ``k`` of guesses tried, fixed before the scores were seen: the
         canaries scoring at least the ``k``-th highest score are guessed "inserted".
@@ -553,4 +572,5 @@ def audit_one_run(
         threshold=t,
         level=level,
         epsilon_upper=_upper_epsilon(upper, delta),
+        assumes_gaussian=gaussian,
     )

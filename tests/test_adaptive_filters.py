@@ -467,3 +467,34 @@ def test_adaptive_order_sets_the_centre_of_the_every_order_filter():
     assert acct.adaptive_order == nearest
     acct.step(noise_multiplier=1.0, sample_rate=0.01)  # the first record does not move it
     assert acct.adaptive_order == nearest
+
+
+def test_renyi_orders_filter_admits_only_states_meeting_the_exact_condition():
+    """review40: ``spent`` is a running float sum; with a fixed 1e-12 relative slack,
+    400 000 sequential additions fell 1e-11 short of the exact sum and the filter
+    admitted a state whose exact mixture condition fails (log R = -4.9e-11).  The state
+    it admits must meet the condition for the exact sum (50-digit arithmetic on the
+    exact rationals of the float costs); refusing is sound too.
+    """
+    from fractions import Fraction
+
+    n, eps, delta = 400_000, 0.7665103702342018, 1e-5
+    entry = Entry.of(poisson_subsample(GaussianMechanism(sigma=11.7), 0.001), 1)
+    # weights centred on an order given up front (adaptive_order=), as a user may
+    f = RenyiOrdersFilter((eps, delta), 7.127189745122715)
+    for _ in range(n - 1):
+        f.charge(entry)
+    try:
+        f.admit(entry)
+    except BudgetExceededError:
+        return  # refused: sound
+    c = f.rdp_at(entry.mechanism)
+    with mpmath.workdps(60):
+        terms = []
+        for a, w, x in zip(f.orders, f.log_weights, c, strict=True):
+            a, s = mpmath.mpf(float(a)), Fraction(float(x)) * n
+            s = mpmath.mpf(s.numerator) / s.denominator
+            terms.append(mpmath.mpf(float(w)) + mpmath.log(mpmath.mpf(delta)) - (
+                (a - 1) * (s - eps) + (a - 1) * mpmath.log(1 - 1 / a) - mpmath.log(a)))
+        log_r = mpmath.log(mpmath.fsum(mpmath.e**t for t in terms))
+    assert log_r >= 0

@@ -175,7 +175,8 @@ def test_fdp_gaussian_lower_bound_stays_below_mu():
     for _ in range(runs):
         inserted = rng.random(m) < 0.5
         s = rng.normal(mu * inserted, 1.0)  # every canary's score is a mu-GDP release
-        res = audit_one_run(s[inserted], s[~inserted], delta=1e-5, estimator="fdp")
+        res = audit_one_run(s[inserted], s[~inserted], delta=1e-5, estimator="fdp",
+                            family="gaussian")
         over += res.mu_lower > mu
         bounds.append(res.mu_lower)
     assert over <= 3 + 0.05 * runs  # expected <= 3 with 95 % confidence
@@ -215,7 +216,8 @@ def test_never_below_jax_privacy(n_in, n_out, shift, seed, pick, delta):
             "fdp": jax.epsilon_one_run_fdp(0.05, delta, threshold_strategy=strategy),
         }
     for est, value in theirs.items():
-        ours = audit_one_run(s_in, s_out, delta=delta, estimator=est, threshold=t)
+        fam = {"family": "gaussian"} if est == "fdp" else {}  # JAX's f-DP is Gaussian
+        ours = audit_one_run(s_in, s_out, delta=delta, estimator=est, threshold=t, **fam)
         assert ours.epsilon_lower >= value - JAX_XTOL, (est, ours, value)
 
 
@@ -235,6 +237,37 @@ def test_result_sets_audit_beside_upper_bound():
     assert audit_one_run(s[inserted], s[~inserted], delta=1e-5, upper=4.0).epsilon_upper == 4.0
 
 
+def test_fdp_default_family_stays_below_a_non_gaussian_runs_epsilon():
+    """review40: the f-DP audit's default assumed a Gaussian trade-off curve.
+
+    Each canary is released by randomized response at epsilon 2 (exactly (2, 0)-DP, so
+    its epsilon at every delta is 2) and the score is the released bit.  The Gaussian
+    family's number is 2.21 here, above the truth; the default (the (eps, delta) curve)
+    must stay below 2, and the Gaussian one must carry its assumption.
+    """
+    rng = np.random.default_rng(1)
+    eps0, m = 2.0, 4000
+    coins = rng.random(m) < 0.5
+    truthful = rng.random(m) < math.exp(eps0) / (1 + math.exp(eps0))
+    score = np.where(truthful, coins, ~coins).astype(float)
+    s_in, s_out = score[coins], score[~coins]
+    res = audit_one_run(s_in, s_out, delta=1e-5, estimator="fdp", upper=eps0)
+    assert res.family == "eps_delta" and not res.assumes_gaussian
+    assert 1.5 < res.epsilon_lower <= eps0 and res.ratio <= 1.0
+    assert "ASSUMING" not in str(res)
+    gauss = audit_one_run(s_in, s_out, delta=1e-5, estimator="fdp", family="gaussian",
+                          upper=eps0)
+    assert gauss.assumes_gaussian and gauss.epsilon_lower > eps0  # why it is marked
+    assert "ASSUMING a Gaussian trade-off curve" in str(gauss)
+    assert "under the Gaussian assumption" in str(gauss)
+
+
+def test_level_is_the_significance_over_the_number_of_guess_counts():
+    s_in, s_out = np.arange(10.0) + 5, np.arange(10.0)
+    res = audit_one_run(s_in, s_out, delta=1e-5, guesses=[1, 2, 4, 8], confidence=0.9)
+    assert res.level == pytest.approx(0.1 / 4, rel=1e-12)
+
+
 def test_no_evidence_gives_zero():
     res = audit_one_run([0.0, 0.0], [1.0, 1.0], delta=1e-5)
     assert res.epsilon_lower == 0.0 and res.threshold == math.inf
@@ -247,7 +280,7 @@ def test_no_evidence_gives_zero():
         ({"estimator": "fdp", "family": "laplace"}, "family"),
         ({"confidence": 1.0}, "confidence"),
         ({"delta": 1.0}, "delta"),
-        ({"delta": 0.0, "estimator": "fdp"}, "delta"),
+        ({"delta": 0.0, "estimator": "fdp", "family": "gaussian"}, "delta"),
         ({"guesses": 0}, "guesses"),
         ({"guesses": 99}, "guesses"),
         ({"guesses": "most"}, "guesses"),
@@ -415,7 +448,8 @@ def test_own_search_never_below_jax_search_made_valid(n_in, n_out, shift, seed, 
         theirs = {"steinke": jax.epsilon_one_run(sig, delta),
                   "fdp": jax.epsilon_one_run_fdp(sig, delta)}
     for est, value in theirs.items():
-        ours = audit_one_run(s_in, s_out, delta=delta, estimator=est, guesses="all")
+        fam = {"family": "gaussian"} if est == "fdp" else {}  # JAX's f-DP is Gaussian
+        ours = audit_one_run(s_in, s_out, delta=delta, estimator=est, guesses="all", **fam)
         assert ours.epsilon_lower >= value - JAX_XTOL, (est, ours, value)
 
 

@@ -29,6 +29,7 @@ from dpacct._opacus_per_record import (  # noqa: E402
     PerRecordReport,
 )
 from dpacct.accountant import compose, poisson_subsample  # noqa: E402
+from dpacct.accountant.ledger.per_record import PerRecordFilter  # noqa: E402
 from dpacct.accountant.rdp.subsampled_rdp import subsampled_gaussian_rdp  # noqa: E402
 from dpacct.mechanisms import GaussianMechanism  # noqa: E402
 from dpacct.mechanisms.audit import audit  # noqa: E402
@@ -281,6 +282,7 @@ def test_the_clipping_wrapper_refuses_a_step_it_did_not_charge():
 
     def drawn(idx):
         sampler.last_batch, sampler.last_sigma, sampler.unstepped = np.array(idx), 1.0, 1
+        sampler.last_levels = acct.filter.level[np.array(idx)]
 
     drawn([0, 1, 2, 3])
     opt.clip_and_accumulate()
@@ -306,6 +308,114 @@ def test_the_clipping_wrapper_refuses_a_step_it_did_not_charge():
         opt.clip_and_accumulate()
     with pytest.raises(ValueError, match="num_workers"):
         acct.data_loader(torch.utils.data.TensorDataset(torch.zeros(6, 1)), num_workers=2)
+
+
+def test_thresholds_raised_between_draw_and_step_are_not_used_unpaid():
+    """Records charged at C/16 when the batch was drawn are clipped at C/16, not at C.
+
+    review40: the wrapper read ``filter.level`` at step time, so a ``set_ratios`` (or a
+    ``refresh``) between the draw and ``optimizer.step()`` clipped at the new, larger
+    threshold while the filter had charged the old one.  The clipped sum Opacus
+    accumulates (``summed_grad``) is recomputed here from the per-sample gradients with
+    Opacus' clipping factor at the charged thresholds.
+    """
+    torch.manual_seed(0)
+    n, clip, sigma = 4, 1.0, 1.0
+    x, y = 10 * torch.randn(n, 5), 10 * torch.randn(n)  # gradient norms far above C
+    data = torch.utils.data.TensorDataset(x, y)
+    model = torch.nn.Sequential(torch.nn.Linear(5, 1))
+    acct = PerRecordAccounting(n, sample_rate=1.0, steps=1)
+    acct.set_ratios(np.full(n, 1 / 16))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model, opt, loader = PrivacyEngine(accountant="dpacct").make_private(
+            module=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.0),
+            data_loader=acct.data_loader(data), noise_multiplier=sigma,
+            max_grad_norm=clip, poisson_sampling=False, loss_reduction="sum",
+        )
+    acct.attach(opt)
+    loss = torch.nn.MSELoss(reduction="sum")
+    for xb, yb in loader:  # every record charged at ratio 1/16 by the draw
+        acct.set_ratios(np.ones(n))  # a refresh inside the loop
+        with pytest.raises(ValueError, match="between a batch's draw"):
+            acct.load_state_dict(acct.state_dict())  # would drop the draw's charge
+        opt.zero_grad()
+        loss(model(xb).squeeze(-1), yb).backward()
+        opt.step()
+    gs = [p.grad_sample.detach().double() for p in opt.params]
+    norms = torch.stack([g.reshape(n, -1).norm(dim=1) for g in gs], 1).norm(dim=1)
+    charged = clip / 16  # what the draw charged every record for
+    factor = torch.clamp(charged / (norms + 1e-6), max=1.0)
+    for p, g in zip(opt.params, gs, strict=True):
+        expected = torch.einsum("i,i...", factor, g)
+        assert torch.allclose(p.summed_grad.double(), expected, rtol=1e-5, atol=1e-7)
+    assert acct.filter.state().ratios.tolist() == [1.0] * n  # the new ratios, for later
+
+
+@pytest.mark.parametrize("q", [1e-6, 0.3, 1.0 - 2.0**-40])
+def test_per_record_sampler_inclusion_probability_is_at_most_q(monkeypatch, q):
+    """review40: a float32 ``torch.rand`` below ``q`` includes a record with probability
+    ``ceil(q 2^24) / 2^24 > q`` (+1.3 % at q = 1e-6), while the filters charge ``q``.
+
+    ``torch.rand`` of a dtype returns multiples of ``2^-bits`` (checked on the real
+    generator), each with probability ``2^-bits``; the fake below returns the values of
+    that support around ``q``, so the largest included value ``k 2^-bits`` gives the
+    sampler's inclusion probability ``(k + 1) 2^-bits``.
+    """
+    bits = {torch.float32: 24, torch.float64: 53}
+    gen = torch.Generator().manual_seed(0)
+    for dtype, b in bits.items():
+        probe = torch.rand(100_000, dtype=dtype, generator=gen).double()
+        assert torch.all(probe * 2.0**b == torch.round(probe * 2.0**b))
+    n, asked = 64, []
+
+    def fake_rand(size, *, dtype=torch.float32, generator=None):
+        b = bits[dtype]
+        k0 = math.floor(q * 2.0**b)
+        ks = np.arange(k0 - n // 2, k0 + n // 2, dtype=np.float64)
+        ks = np.resize(ks[(ks >= 0) & (ks < 2.0**b)], size)
+        asked.append((b, ks))
+        return torch.as_tensor(ks * 2.0**-b, dtype=dtype)
+
+    monkeypatch.setattr(torch, "rand", fake_rand)
+    sampler = PerRecordPoissonSampler(PerRecordFilter(n), q, steps=1)
+    sampler.noise = lambda: 1.0
+    batch = sampler.draw()
+    b, ks = asked[-1]
+    assert batch and max(ks[batch]) < ks.max()  # the support around q, both sides
+    k_max = max(ks[batch])
+    assert (k_max + 1) * 2.0**-b <= q  # the inclusion probability
+
+
+@pytest.mark.parametrize("clip", [1.0, 0.7, 3.0])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16])
+def test_clipping_limits_in_the_gradients_dtype_never_exceed_the_charged_ones(clip, dtype):
+    """review40: the float64 thresholds ``LEVELS * C`` cast to float32 to nearest round
+    12 of the 49 levels up, so a record was clipped above what it was charged for."""
+    from dpacct.accountant.ledger.per_record import LEVELS
+
+    n = len(LEVELS)
+    acct = PerRecordAccounting(n, sample_rate=0.5)
+    grads = [torch.ones(n, 3, dtype=dtype)]
+
+    class StandIn:  # the attributes of Opacus' DPOptimizer that the wrapper reads
+        max_grad_norm, noise_multiplier, grad_samples = clip, 1.0, grads
+
+        def clip_and_accumulate(self):
+            pass
+
+    opt = StandIn()
+    acct._wrap(opt)
+    acct.filter.level[:] = np.arange(n)
+    s = acct.sampler
+    s.last_batch, s.last_sigma, s.unstepped = np.arange(n), 1.0, 1
+    s.last_levels = acct.filter.level.copy()
+    limits = acct._limits(opt)
+    assert limits.dtype == dtype
+    charged = LEVELS * clip
+    got = limits.double().numpy()
+    assert np.all(got <= charged)  # never above the charged threshold
+    assert np.all(got >= charged * (1 - 2.0 * float(torch.finfo(dtype).eps)))  # one step
 
 
 def test_sampler_draws_only_admitted_records_and_needs_an_optimiser():

@@ -63,8 +63,18 @@ __all__ = [
 ORDERS_SPREAD = 0.25
 #: width of that spread: a Gaussian kernel in ``log(order)`` (0.25: a factor 1.28)
 ORDERS_WIDTH = 0.25
-#: relative slack on the summed RDP (float sums of at most a few million terms)
+#: relative slack on the summed RDP for the round-off of the check itself (the running
+#: sum's own round-off is covered by :func:`_sum_margin`, which grows with its length)
 _SUM_SLACK = 1e-12
+
+
+def _sum_margin(adds: int) -> float:
+    """``1 + (adds + 1) 2^-52``: a float sum of ``adds`` non-negative products
+    ``count * rdp`` is at least ``(1 - gamma_adds)`` times the exact one (Higham 2002,
+    "Accuracy and Stability of Numerical Algorithms", eq. (4.4): each term passes
+    through at most ``adds`` roundings of relative size ``2^-53``), and
+    ``1 / (1 - gamma_n) <= 1 + (n + 1) 2^-52`` while ``n 2^-53 <= 1/4``."""
+    return 1.0 + (adds + 1) * 2.0**-52
 _U = 2.0**-53
 
 
@@ -217,6 +227,7 @@ class RenyiOrdersFilter:
         self.budget = budget
         self.orders = np.asarray(ADAPTIVE_ORDERS, dtype=float)
         self.spent = np.zeros(self.orders.size)
+        self._adds = 0  # additions into spent, for the round-off margin of the sum
         self.order: float | None = None
         self.log_weights: np.ndarray | None = None
         self._cache: dict[Any, np.ndarray] = {}
@@ -266,6 +277,8 @@ class RenyiOrdersFilter:
         if self.order is None:
             self._centre(RenyiFilter(self.budget, None)._choose_order(entry.mechanism))
         total = self.spent + entry.count * self.rdp_at(entry.mechanism)
+        # the float sum may sit below the exact one by its round-off: check an upper bound
+        total = total * _sum_margin(self._adds + 1)
         if self._log_ratio(total) >= 0.0:
             return
         eps = self.epsilon_of(total)
@@ -277,6 +290,7 @@ class RenyiOrdersFilter:
         if self.order is None:
             self._centre(RenyiFilter(self.budget, None)._choose_order(entry.mechanism))
         self.spent = self.spent + entry.count * self.rdp_at(entry.mechanism)
+        self._adds += 1
 
     restore = charge
 
