@@ -108,3 +108,26 @@ def test_renyi_filter_admits_gaussians_up_to_the_converted_budget(sigma, budget)
             admitted += 1
     assert acct.adaptive_order == alphas[i]
     assert admitted == expected
+
+
+def test_renyi_filter_pays_for_the_round_off_of_its_running_sum():
+    # a float running sum of n non-negative terms can lie (n - 1) u below the exact sum
+    # (Higham 2002, section 4.2): a sum that reaches the limit exactly in floats after a
+    # million charges is refused, while the same float sum after no charges is admitted
+    from dpacct.accountant.ledger.filters import RenyiFilter
+    from dpacct.accountant.ledger.records import Entry
+
+    order = 8.0
+    entry = Entry.of(GaussianMechanism(sigma=4.0), 1)
+    fresh = RenyiFilter((2.0, DELTA), order)
+    rho = fresh.rdp_at(entry.mechanism)
+    limit = float(fresh._rdp_budget(order))
+    # the safe limit is below the computed one by a few ulps of the terms, no more
+    assert 0 < limit - fresh._safe_rdp_budget(order) < 1e-13 * max(1.0, limit)
+    fresh.spent = fresh._safe_rdp_budget(order) * (1 - 2.0**-40) - rho
+    fresh.admit(entry)  # far from the round-off: admitted
+    worn = RenyiFilter((2.0, DELTA), order)
+    worn.spent = limit - rho
+    worn.adds = 10**6
+    with pytest.raises(BudgetExceededError):
+        worn.admit(entry)

@@ -416,16 +416,25 @@ class RenyiFilter:
         self.budget = budget
         self.order = order
         self.spent = 0.0
+        #: float additions made to ``spent``: the sum's round-off bound grows with them
+        self.adds = 0
         self._cache: dict[Any, float] = {}
 
     def admit(self, entry: Entry) -> None:
-        """Raise :class:`BudgetExceededError` if the summed RDP would cross the budget."""
+        """Raise :class:`BudgetExceededError` if the summed RDP would cross the budget.
+
+        The running sum is a float: after ``n`` additions of non-negative terms it is at
+        most ``(n - 1) u`` relatively below the exact sum (Higham 2002, "Accuracy and
+        Stability of Numerical Algorithms", section 4.2, with ``u = 2**-53``), so it is
+        raised by that much (and the product ``count * rdp`` by one more rounding) before
+        it is compared; the budget's own few roundings are taken off the limit.
+        """
         budget_delta = self.budget[1]
         if self.order is None:
             self.order = self._choose_order(entry.mechanism)
         total = self.spent + entry.count * self.rdp_at(entry.mechanism)
-        limit = float(self._rdp_budget(self.order))
-        if total <= limit:
+        limit = self._safe_rdp_budget(self.order)
+        if total * (1.0 + (self.adds + 3) * 2.0**-52) <= limit:
             return
         eps = float(_rdp_epsilon(total, self.order, budget_delta))
         detail = (
@@ -437,6 +446,7 @@ class RenyiFilter:
     def charge(self, entry: Entry) -> None:
         """Add the record's RDP at the filter's order to the running sum."""
         self.spent += entry.count * self.rdp_at(entry.mechanism)
+        self.adds += 1
 
     restore = charge
 
@@ -469,6 +479,16 @@ class RenyiFilter:
         eps, delta = self.budget
         a = np.asarray(alpha, dtype=float)
         return eps - np.log1p(-1.0 / a) + (math.log(delta) + np.log(a)) / (a - 1.0)
+
+    def _safe_rdp_budget(self, alpha: float) -> float:
+        """:meth:`_rdp_budget` at one order, lowered by a bound on its float round-off.
+
+        Its three terms are each within a few ulps; ``16 u`` of their summed magnitudes
+        covers them and the sum's two roundings.
+        """
+        eps, delta = self.budget
+        terms = (eps, math.log1p(-1.0 / alpha), (math.log(delta) + math.log(alpha)) / (alpha - 1.0))
+        return float(self._rdp_budget(alpha)) - 16 * 2.0**-53 * math.fsum(abs(t) for t in terms)
 
     def _choose_order(self, mechanism: Mechanism) -> float:
         """The order at which the most copies of the first record fit the budget.
