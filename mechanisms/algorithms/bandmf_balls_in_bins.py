@@ -130,7 +130,7 @@ def balls_in_bins_gram(strategy: object, iterations: int, cycle_length: int) -> 
     --------
     >>> g = balls_in_bins_gram([1.0, 0.5], iterations=4, cycle_length=2)
     >>> g.tolist()      # bin 0: steps 0, 2; bin 1: steps 1, 3 (the last column is cut)
-    [[2.5, 1.0], [1.0, 2.25]]
+    [[2.5, 1.5], [1.5, 2.25]]
     """
     n = check_count(iterations, "iterations")
     k = check_count(cycle_length, "cycle_length")
