@@ -56,6 +56,7 @@ from dpacct.accountant.validation import check_count, check_delta, check_epsilon
 
 __all__ = [
     "BandMFBallsInBins",
+    "balls_in_bins_candidates",
     "balls_in_bins_gram",
     "bandmf_balls_in_bins",
     "bandmf_balls_in_bins_delta_mc",
@@ -380,14 +381,30 @@ def bandmf_balls_in_bins(
     True
     """
     sigma = check_positive("noise_multiplier", noise_multiplier)
+    candidates = balls_in_bins_candidates(iterations, cycle_length, strategy, max_classes)
+    return BandMFBallsInBins(sigma, candidates)
+
+
+def balls_in_bins_candidates(
+    iterations: int, cycle_length: int, strategy: object, max_classes: int = MAX_CLASSES
+) -> tuple:
+    """The :attr:`BandMFBallsInBins.candidates` of a run (they do not depend on the noise).
+
+    Parameters and checks as in :func:`bandmf_balls_in_bins`; a calibration builds
+    them once and varies only the noise multiplier.
+
+    Examples
+    --------
+    >>> [g for g, _ in balls_in_bins_candidates(8, 4, [1.0, 0.5], max_classes=2)]
+    [1, 2, 4]
+    """
     g_max = check_count(max_classes, "max_classes")
     n = check_count(iterations, "iterations")
     gram = balls_in_bins_gram(strategy, n, cycle_length)
     k = gram.shape[0]
     terms = n + k
     counts = sorted({*range(1, min(g_max, k) + 1), k})
-    candidates = tuple((g, _class_pairs(gram, g, terms)) for g in counts)
-    return BandMFBallsInBins(sigma, candidates)
+    return tuple((g, _class_pairs(gram, g, terms)) for g in counts)
 
 
 def bandmf_balls_in_bins_delta_mc(
