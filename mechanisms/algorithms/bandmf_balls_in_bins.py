@@ -194,6 +194,10 @@ def _lambda_max_upper(a: np.ndarray) -> float:
     return (top * (1.0 + orth) + resid) * (1.0 + 4.0 * k * _U)
 
 
+#: a candidate whose splits all have a smaller noise multiplier is skipped when others
+#: exist (see :meth:`BandMFBallsInBins._options`)
+SLOW_SIGMA = 0.6
+
 #: fractions of ``(lambda_1 - lambda_2) / size`` tried as the shared component ``beta``
 BETA_FRACTIONS = (0.0, 0.5, 1.0, 1.5)
 
@@ -265,16 +269,31 @@ class BandMFBallsInBins(Mechanism):
     declares = Capabilities(rdp=True)
 
     def _options(self) -> list[list[list[Mechanism]]]:
+        """Per candidate ``g``, per size, the dominating mechanisms of the splits.
+
+        Candidates are visited from the largest ``g`` down (the cheap, usually best ones
+        first, so that the running least stops the others early), and a candidate
+        below ``g = k`` whose splits all have ``noise_multiplier / sqrt(alpha) <``
+        :data:`SLOW_SIGMA` is left out when another one is not (its random allocation
+        costs seconds and is never the least there); dropping candidates only drops
+        upper bounds, so the least of the rest is still one.
+        """
         cache = self._cache()
         if "options" not in cache:
             sigma = self.noise_multiplier
-            cache["options"] = [
-                [
-                    [m for b, a in splits if (m := _option(sigma, size, b, a)) is not None]
-                    for size, splits in per_size
-                ]
-                for _, per_size in self.candidates
-            ]
+            kept = []
+            for _g, per_size in sorted(self.candidates, key=lambda c: -c[0]):
+                worst_alpha = max(a for _, splits in per_size for _, a in splits)
+                slow = sigma / math.sqrt(worst_alpha) < SLOW_SIGMA
+                if slow and len(kept) > 1:
+                    continue
+                kept.append(
+                    [
+                        [m for b, a in splits if (m := _option(sigma, size, b, a)) is not None]
+                        for size, splits in per_size
+                    ]
+                )
+            cache["options"] = kept
         return cache["options"]
 
     def _rdp(self, alpha: np.ndarray) -> np.ndarray:
