@@ -1,6 +1,6 @@
 """Calibrators: search a family of mechanisms for the parameter that meets a target."""
 
-from .bandmf import bandmf_noise_multiplier
+from .bandmf import bandmf_balls_in_bins_noise_multiplier, bandmf_noise_multiplier
 from .calibrate import Calibration, CalibrationError, UnreachableTargetError, calibrate
 from .dpsgd import (
     analytic_gaussian_sigma,
@@ -34,6 +34,7 @@ __all__ = [
     "SchemeEpsilon",
     "UnreachableTargetError",
     "analytic_gaussian_sigma",
+    "bandmf_balls_in_bins_noise_multiplier",
     "bandmf_noise_multiplier",
     "calibrate",
     "calibrate_adassp",

@@ -255,6 +255,14 @@ class BandMFBallsInBins(Mechanism):
     ``delta`` are upper bounds; ``epsilon_bounds`` has lower end 0 (no lower bound of
     the balls-in-bins pair is certified here).
 
+    Parameters
+    ----------
+    noise_multiplier : float
+        Noise standard deviation per unit of clipping norm, > 0.
+    candidates : tuple
+        ``((g, ((size, ((beta, alpha), ...)), ...)), ...)`` from
+        :func:`balls_in_bins_candidates`.
+
     Examples
     --------
     >>> m = bandmf_balls_in_bins(2.0, 8, cycle_length=4, strategy=[1.0, 0.5])
@@ -321,7 +329,21 @@ class BandMFBallsInBins(Mechanism):
         return cache[key]
 
     def epsilon(self, delta, *, tol: float | None = None):
-        """Sound upper bound on epsilon at ``delta`` (scalar or array, in (0, 1))."""
+        """Sound upper bound on epsilon at ``delta`` (Theorem 1 of the theory page).
+
+        Parameters
+        ----------
+        delta : float or array_like
+            Target delta(s), in (0, 1).
+        tol : float, optional
+            Relative accuracy of the PLD routes, as in :meth:`Mechanism.epsilon`.
+
+        Returns
+        -------
+        float or numpy.ndarray
+            The least over the class counts of the largest over the sizes of the least
+            over the splits.
+        """
         d = np.asarray(delta, dtype=float)
         out = np.array([self._epsilon_one(check_delta(float(x)), tol) for x in d.reshape(-1)])
         return float(out[0]) if d.ndim == 0 else out.reshape(d.shape)
@@ -330,7 +352,21 @@ class BandMFBallsInBins(Mechanism):
         return 0.0, self._epsilon_one(delta, tol)
 
     def delta(self, epsilon, *, tol: float | None = None):
-        """Sound upper bound on delta at ``epsilon`` (scalar or array, >= 0)."""
+        """Sound upper bound on delta at ``epsilon`` (Theorem 1 of the theory page).
+
+        Parameters
+        ----------
+        epsilon : float or array_like
+            Epsilon(s), >= 0.
+        tol : float, optional
+            Relative accuracy of the PLD routes, as in :meth:`Mechanism.epsilon`.
+
+        Returns
+        -------
+        float or numpy.ndarray
+            The least over the class counts of the largest over the sizes of the least
+            over the splits, at each epsilon.
+        """
         e = np.asarray(epsilon, dtype=float)
         flat = np.array([check_epsilon(float(x)) for x in e.reshape(-1)])
         per_g = [
