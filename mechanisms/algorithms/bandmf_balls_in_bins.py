@@ -268,7 +268,7 @@ class BandMFBallsInBins(Mechanism):
     >>> m = bandmf_balls_in_bins(2.0, 8, cycle_length=4, strategy=[1.0, 0.5])
     >>> g, per_size = m.candidates[0]
     >>> g, per_size[0][0], round(per_size[0][1][0][1], 6)   # 4 bins, alpha = rho(G)
-    (1, 4, 2.75)
+    (1, 4, 4.237942)
     """
 
     noise_multiplier: float
