@@ -171,3 +171,17 @@ def test_bad_input_is_refused_by_name():
         bandmf_balls_in_bins(1.0, 2, cycle_length=2, strategy=[1.0, 0.5, 0.2])
     with pytest.raises(ValueError, match="shape"):
         bandmf_balls_in_bins(1.0, 3, cycle_length=2, strategy=np.eye(2))
+
+
+def test_calibration_meets_the_target_from_below():
+    from dpacct.calibrators import bandmf_balls_in_bins_noise_multiplier
+
+    sigma = bandmf_balls_in_bins_noise_multiplier(
+        2.0, 1e-5, 8, cycle_length=4, strategy=TWO_BANDS, rtol=1e-2
+    )
+    eps = bandmf_balls_in_bins(sigma, 8, cycle_length=4, strategy=TWO_BANDS).epsilon(1e-5)
+    assert 2.0 * (1 - 1e-2) <= eps <= 2.0
+    # less noise than the run without amplification needs, more than orthogonal modes
+    gram = balls_in_bins_gram(TWO_BANDS, 8, 4)
+    assert _wrong(sigma, gram).epsilon(1e-5) < eps
+    assert GaussianMechanism(sigma / math.sqrt(gram.diagonal().max())).epsilon(1e-5) > eps
