@@ -52,7 +52,13 @@ from dpacct.accountant import GaussianMechanism, Mechanism, compose
 from dpacct.accountant.capabilities import Capabilities
 from dpacct.accountant.transformers.random_allocation import random_allocation
 from dpacct.accountant.transformers.random_allocation_pld import AllocationEpochPair
-from dpacct.accountant.validation import check_count, check_delta, check_epsilon, check_positive
+from dpacct.accountant.validation import (
+    check_count,
+    check_delta,
+    check_epsilon,
+    check_positive,
+    check_probability,
+)
 
 __all__ = [
     "BandMFBallsInBins",
@@ -513,6 +519,7 @@ def bandmf_balls_in_bins_delta_mc(
     from scipy import special
 
     sigma = check_positive("noise_multiplier", noise_multiplier)
+    eps = check_epsilon(epsilon)
     n_samples = check_count(samples, "samples")
     if n_samples < 2:
         raise ValueError(f"samples must be an integer >= 2, got {n_samples}")
@@ -520,8 +527,7 @@ def bandmf_balls_in_bins_delta_mc(
         raise TypeError(f"rng must be a numpy.random.Generator, got {rng!r}")
     if direction not in ("remove", "add"):
         raise ValueError(f"direction must be 'remove' or 'add', got {direction!r}")
-    if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
+    confidence = check_probability("confidence", confidence)
     gram = balls_in_bins_gram(strategy, iterations, cycle_length)
     k = gram.shape[0]
     vals_eig, vecs = np.linalg.eigh(gram)
@@ -536,7 +542,7 @@ def bandmf_balls_in_bins_delta_mc(
             v += gram[:, rng.integers(k, size=m)].T / (sigma * sigma)
         loss = special.logsumexp(v - half, axis=1) - math.log(k)
         out[start : start + m] = loss if direction == "remove" else -loss
-    vals = -np.expm1(np.minimum(float(epsilon) - out, 0.0))
+    vals = -np.expm1(np.minimum(eps - out, 0.0))
     est = float(vals.mean())
     se = float(vals.std(ddof=1)) / math.sqrt(n_samples)
     z = float(special.ndtri(0.5 + 0.5 * confidence))
