@@ -1,7 +1,7 @@
 """Calibrators: search a family of mechanisms for the parameter that meets a target."""
 
 from .allocation import random_allocation_noise_multiplier
-from .bandmf import bandmf_noise_multiplier
+from .bandmf import bandmf_balls_in_bins_noise_multiplier, bandmf_noise_multiplier
 from .calibrate import Calibration, CalibrationError, UnreachableTargetError, calibrate
 from .dpsgd import (
     analytic_gaussian_sigma,
@@ -35,6 +35,7 @@ __all__ = [
     "SchemeEpsilon",
     "UnreachableTargetError",
     "analytic_gaussian_sigma",
+    "bandmf_balls_in_bins_noise_multiplier",
     "bandmf_noise_multiplier",
     "calibrate",
     "calibrate_adassp",

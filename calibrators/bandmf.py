@@ -16,11 +16,15 @@ from dpacct.mechanisms.algorithms.bandmf import (
     checked_strategy,
     unamplified_scale,
 )
+from dpacct.mechanisms.algorithms.bandmf_balls_in_bins import (
+    BandMFBallsInBins,
+    balls_in_bins_candidates,
+)
 
 from .calibrate import Calibration, calibrate
 from .dpsgd import noise_multiplier
 
-__all__ = ["bandmf_noise_multiplier"]
+__all__ = ["bandmf_balls_in_bins_noise_multiplier", "bandmf_noise_multiplier"]
 
 
 @overload
@@ -187,3 +191,82 @@ def bandmf_noise_multiplier(
             progress=False,
         )
     return res if full_output else scale * float(res.parameter)
+
+
+def bandmf_balls_in_bins_noise_multiplier(
+    epsilon: float,
+    delta: float,
+    iterations: int,
+    *,
+    cycle_length: int,
+    strategy: object,
+    max_classes: int = 16,
+    rtol: float = 1e-3,
+    tol: float | None = None,
+    full_output: bool = False,
+) -> float | Calibration:
+    """The noise multiplier for which DP-MF under balls-in-bins meets ``(epsilon, delta)``.
+
+    Calibrates the certified bound of
+    :func:`~dpacct.mechanisms.algorithms.bandmf_balls_in_bins.bandmf_balls_in_bins`
+    (docs/theory/dpmf_balls_in_bins.md, Theorem 1) by :func:`calibrate`: the smallest
+    noise multiplier (to ``rtol``) whose certified epsilon is at most ``epsilon``.  The
+    search starts from the run without amplification (a Gaussian of sensitivity the
+    largest mode norm, always feasible) and goes down.
+
+    Parameters
+    ----------
+    epsilon : float
+        Target epsilon, > 0.
+    delta : float
+        Target delta, in (0, 1).
+    iterations : int
+        Steps ``n``, >= 1.
+    cycle_length : int
+        Bins ``k`` of balls-in-bins, ``1 <= k <= n``.
+    strategy : array_like
+        ``n x n`` non-negative lower-triangular strategy, or the first column of a
+        banded Toeplitz one (JAX Privacy's ``c_col``).
+    max_classes : int
+        As in :func:`~dpacct.mechanisms.algorithms.bandmf_balls_in_bins.bandmf_balls_in_bins`.
+    rtol : float
+        The epsilon reached lies in ``[epsilon * (1 - rtol), epsilon]``.
+    tol : float, optional
+        Accuracy of the engine's epsilon.
+    full_output : bool
+        Return the :class:`~dpacct.calibrators.Calibration` instead of the number.
+
+    Returns
+    -------
+    float or Calibration
+
+    Examples
+    --------
+    >>> from dpacct.mechanisms.algorithms.bandmf_balls_in_bins import bandmf_balls_in_bins
+    >>> s = bandmf_balls_in_bins_noise_multiplier(2.0, 1e-5, 8, cycle_length=4,
+    ...                                           strategy=[1.0, 0.5], rtol=1e-2)
+    >>> eps = bandmf_balls_in_bins(s, 8, cycle_length=4, strategy=[1.0, 0.5]).epsilon(1e-5)
+    >>> bool(2.0 * (1 - 1e-2) <= eps <= 2.0)
+    True
+    """
+    candidates = balls_in_bins_candidates(iterations, cycle_length, strategy, max_classes)
+    # the g = k candidate is the Gaussian of the largest mode norm (no amplification)
+    norm = math.sqrt(max(alpha for size, splits in candidates[-1][1] for _, alpha in splits))
+    gaussian = calibrate(
+        lambda s: GaussianMechanism(sigma=s), epsilon, delta, increasing=False, rtol=rtol,
+        tol=tol, name="noise_multiplier", progress=False,
+    )
+    top = norm * float(gaussian.parameter) * (1.0 + 1e-9)
+    res = calibrate(
+        lambda s: BandMFBallsInBins(s, candidates),
+        epsilon,
+        delta,
+        interval=(top / 2.0, top),
+        domain=(0.0, math.inf),
+        increasing=False,
+        rtol=rtol,
+        tol=tol,
+        name="noise_multiplier",
+        progress=False,
+    )
+    return res if full_output else float(res.parameter)

@@ -17,6 +17,11 @@ only through the releases of the primitives its privacy is composed of
 
 from .algorithms.algorithm import Algorithm, PlannedRelease, ReleaseSession
 from .algorithms.bandmf import amplified_bandmf, bandmf_sensitivity
+from .algorithms.bandmf_balls_in_bins import (
+    BandMFBallsInBins,
+    bandmf_balls_in_bins,
+    bandmf_balls_in_bins_delta_mc,
+)
 from .algorithms.dp_sgd import DPSGD, DPSGDFit
 from .algorithms.noisy_gd import FittedLinearModel, NoisyGD, TrainingHistory
 from .algorithms.quantiles import (
@@ -81,6 +86,7 @@ __all__ = [
     "AdaSSP",
     "Algorithm",
     "AuditResult",
+    "BandMFBallsInBins",
     "BinnedNumericColumn",
     "CategoricalColumn",
     "DPSGDFit",
@@ -119,6 +125,8 @@ __all__ = [
     "amplified_bandmf",
     "audit",
     "audit_one_run",
+    "bandmf_balls_in_bins",
+    "bandmf_balls_in_bins_delta_mc",
     "bandmf_sensitivity",
     "bounded_mean",
     "bounded_sum",

@@ -296,6 +296,22 @@ BASE: dict[str, tuple[Callable[[], Callable], dict[str, Any]]] = {
         },
     ),
     "bandmf_sensitivity": (lambda: M.bandmf_sensitivity, {"strategy": np.eye(4), "num_bands": 2}),
+    "bandmf_balls_in_bins": (
+        lambda: M.bandmf_balls_in_bins,
+        {"noise_multiplier": 2.0, "iterations": 4, "cycle_length": 2, "strategy": np.eye(4)},
+    ),
+    "bandmf_balls_in_bins_delta_mc": (
+        lambda: M.bandmf_balls_in_bins_delta_mc,
+        {
+            "noise_multiplier": 2.0,
+            "iterations": 4,
+            "epsilon": 1.0,
+            "cycle_length": 2,
+            "strategy": np.eye(4),
+            "samples": 1000,
+            "rng": RNG,
+        },
+    ),
     # ---------------------------------------------------------------- calibrators
     "bandmf_noise_multiplier": (
         lambda: C.bandmf_noise_multiplier,
@@ -486,6 +502,11 @@ if dpa is not None:
 
 #: public names deliberately not fuzzed, with the reason (reviewed)
 NOT_FUZZED: dict[str, str] = {
+    "BandMFBallsInBins": "built by bandmf_balls_in_bins (fuzzed), which validates every input",
+    "bandmf_balls_in_bins_noise_multiplier": (
+        "each call is a calibration; its run inputs go through balls_in_bins_candidates "
+        "(fuzzed via bandmf_balls_in_bins) and its target through calibrate (fuzzed)"
+    ),
     **dict.fromkeys(
         [
             "AuditResult",

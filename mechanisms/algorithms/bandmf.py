@@ -19,7 +19,10 @@ column norm normalised to one).
 A strategy that is not ``b``-banded (a BLT or a dense optimised strategy) has
 overlapping column supports; this argument does not cover it, and such a matrix is
 refused (the mixture-of-Gaussians MMCC bound of Choquette-Choo et al. 2023, "Privacy
-amplification for matrix mechanisms", is the route for those).
+amplification for matrix mechanisms", is the route for those).  Under *balls-in-bins*
+batches instead (JAX Privacy's ``BallsInBinsSampling``) any non-negative
+lower-triangular strategy, BLT included, has a certified bound:
+:func:`~dpacct.mechanisms.algorithms.bandmf_balls_in_bins.bandmf_balls_in_bins`.
 """
 
 from __future__ import annotations
