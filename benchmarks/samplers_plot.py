@@ -17,22 +17,35 @@ moves its curve):
   not on the plot: another neighbouring relation);
 * ``amplified_bandmf(sigma, 1000, num_bands=4, sample_rate=0.04)``: DP-MF (BandMF, 4
   bands, a strategy of column norm one) under cyclic Poisson sampling (the records in 4
-  groups, each step samples its group at rate 0.04: the same expected batch of 600).
+  groups, each step samples its group at rate 0.04: the same expected batch of 600);
+* JAX Privacy's ``BallsInBinsSampling`` run over 10 cycles keeps each record's bin
+  (steps ``j, j + T, ...``): not the per-epoch balls-in-bins above.  Bracketed here
+  by 10 unamplified Gaussians above (``GaussianMechanism(sigma / sqrt(10))``) and,
+  below, the query that sums a record's 10 steps: one allocation of 1 of ``T`` at
+  noise multiplier ``sigma / sqrt(10)`` (``random_allocation_lower_epsilon``).
 
-The docs build never runs this; tests/test_batch_samplers_page.py checks that the
-page's table is the JSON's and recomputes its cheap rows.
+It also writes the table of the page (between its marker comments).  The docs build
+never runs this; tests/test_batch_samplers_page.py checks that the page's table is the
+JSON's and recomputes the numbers.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import time
 from pathlib import Path
 
 DOCS_STATIC = Path(__file__).resolve().parent.parent / "docs" / "_static"
 PNG = DOCS_STATIC / "batch_samplers.png"
 JSON = DOCS_STATIC / "batch_samplers.json"
+PAGE = DOCS_STATIC.parent / "user_guide" / "batch_samplers.md"
+#: the page's generated table sits between these two lines
+TABLE_START = "<!-- samplers-table: generated from docs/_static/batch_samplers.json -->"
+TABLE_END = "<!-- end samplers-table -->"
+#: the noise multiplier of the page's table
+TABLE_SIGMA = 1.0
 
 #: the run: records, expected batch size, epochs, delta, BandMF bands
 DATASET, BATCH, EPOCHS, DELTA, BANDS = 60_000, 600, 10, 1e-5, 4
@@ -42,20 +55,25 @@ SIGMAS = (0.6, 0.7, 0.8, 0.9, 1.0, 1.2, 1.5, 2.0)
 #: curve name -> (label on the plot, style)
 CURVES = {
     "poisson": ("Poisson (Opacus default)", dict(color="C0", marker="o")),
-    "shuffle": ("shuffling, proved upper bound", dict(color="C3", marker="s")),
-    "shuffle_lower": ("shuffling, lower bound (Chua et al.)", dict(color="C3", ls="--")),
+    "shuffle": ("shuffling, proved upper bound (10 unamplified Gaussians)",
+                dict(color="C3", marker="s")),
+    "shuffle_lower": ("shuffling, certified lower bound", dict(color="C3", ls="--")),
     "balls-in-bins": ("balls-in-bins (random allocation, k = 1 per epoch)",
                       dict(color="C2", marker="^")),
-    "random-allocation": (f"random allocation, k = {EPOCHS} of {EPOCHS} epochs' steps",
+    "random-allocation": (f"random allocation, k = {EPOCHS} of the {EPOCHS * DATASET // BATCH} "
+                          "steps (today: the reduction)",
                           dict(color="C4", marker="v", ls=":")),
     "bandmf": (f"DP-MF: BandMF ({BANDS} bands), cyclic Poisson", dict(color="C1", marker="D")),
+    "fixed_bins_lower": ("JAX BallsInBinsSampling over 10 cycles (fixed bins): lower bound",
+                         dict(color="0.4", ls="--")),
 }
 
 
 def epsilons(sigma: float) -> dict[str, float]:
     """Every scheme's epsilon at ``sigma`` for the run (public API only)."""
     import dpacct as dp
-    from dpacct.mechanisms import amplified_bandmf
+    from dpacct.accountant import random_allocation_lower_epsilon
+    from dpacct.mechanisms import GaussianMechanism, amplified_bandmf
 
     rep = dp.sampler_report(
         sigma, DELTA, scheme="poisson", dataset_size=DATASET, batch_size=BATCH, epochs=EPOCHS
@@ -68,6 +86,15 @@ def epsilons(sigma: float) -> dict[str, float]:
         sigma, steps, num_bands=BANDS, sample_rate=min(1.0, BANDS * BATCH / DATASET)
     )
     out["bandmf"] = float(run.epsilon(DELTA))
+    # JAX Privacy's BallsInBinsSampling(iterations=10 T, cycle_length=T) keeps a record's
+    # bin in every cycle: above, E unamplified Gaussians (each record is in exactly E
+    # steps); below, the linear query that sums a record's E steps, which is one
+    # allocation of 1 of T at noise multiplier sigma / sqrt(E) (max-test lower bound)
+    fixed = GaussianMechanism(sigma=sigma / math.sqrt(EPOCHS))
+    out["fixed_bins"] = float(fixed.epsilon(DELTA))
+    out["fixed_bins_lower"] = float(
+        random_allocation_lower_epsilon(sigma / math.sqrt(EPOCHS), rep.steps_per_epoch, DELTA)
+    )
     return out
 
 
@@ -91,6 +118,48 @@ def compute() -> dict:
     }
 
 
+#: the page's table: (label, upper key, lower key or None, relation, loader / library)
+TABLE_ROWS = (
+    ("Poisson", "poisson", None, "add/remove",
+     "Opacus default (`poisson_sampling=True`); JAX Privacy `CyclicPoissonSampling`"),
+    ("shuffling", "shuffle", "shuffle_lower", "zero-out",
+     "`DataLoader(shuffle=True)`; Opacus `poisson_sampling=False`"),
+    ("balls-in-bins (k = 1 per epoch, fresh bins each epoch)", "balls-in-bins",
+     "balls-in-bins_lower", "add/remove",
+     "a loader that puts each record in one random batch per epoch; JAX Privacy "
+     "`BallsInBinsSampling` for one cycle"),
+    (f"random allocation, k = {EPOCHS} of the {EPOCHS * DATASET // BATCH} steps",
+     "random-allocation", None, "add/remove", "`dp.sampler_report(..., k=10)`"),
+    (f"DP-MF: BandMF, {BANDS} bands, cyclic Poisson", "bandmf", None, "add/remove",
+     f"JAX Privacy `CyclicPoissonSampling(cycle_length={BANDS})` + `amplified_bandmf_event`"),
+    (f"JAX `BallsInBinsSampling` over {EPOCHS} cycles (fixed bins)", "fixed_bins",
+     "fixed_bins_lower", "add/remove", "not accounted today: a bracket only"),
+    ("fixed-size batches without replacement", "fixed-size", None, "replace-one",
+     "a fresh fixed-size batch each step"),
+)
+
+
+def page_table(data: dict) -> str:
+    """The page's markdown table at :data:`TABLE_SIGMA`, from the JSON's numbers."""
+    row = next(r for r in data["rows"] if r["sigma"] == TABLE_SIGMA)
+    lines = [
+        "| sampler | epsilon (upper bound) | certified lower bound | relation | loader |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for label, up, low, relation, loader in TABLE_ROWS:
+        lower = "-" if low is None else f"{row[low]:.3f}"
+        lines.append(f"| {label} | {row[up]:.3f} | {lower} | {relation} | {loader} |")
+    return "\n".join(lines)
+
+
+def write_page_table(data: dict, page: Path = PAGE) -> None:
+    """Replace the table between the page's markers by :func:`page_table`."""
+    text = page.read_text(encoding="utf-8")
+    head, rest = text.split(TABLE_START + "\n", 1)
+    _, tail = rest.split(TABLE_END, 1)
+    page.write_text(f"{head}{TABLE_START}\n{page_table(data)}\n{TABLE_END}{tail}", "utf-8")
+
+
 def plot(data: dict, path: Path) -> None:
     """Epsilon against the noise multiplier, one curve per sampler, log y."""
     import matplotlib
@@ -100,19 +169,19 @@ def plot(data: dict, path: Path) -> None:
 
     rows = data["rows"]
     xs = [r["sigma"] for r in rows]
-    fig, ax = plt.subplots(figsize=(7.5, 4.6), layout="constrained")
+    fig, ax = plt.subplots(figsize=(7.5, 6.8), layout="constrained")
     for key, (label, style) in CURVES.items():
         ax.plot(xs, [r[key] for r in rows], label=label, **style)
     ax.set_yscale("log")
     ax.set_xlabel("noise multiplier sigma")
     ax.set_ylabel(f"epsilon at delta = {DELTA:g}")
     ax.set_title(
-        f"{DATASET:,} records, batch {BATCH}, {EPOCHS} epochs "
-        f"({DATASET // BATCH * EPOCHS:,} steps)".replace(",", " "),
+        f"{DATASET:_} records, expected batch {BATCH}, {EPOCHS} epochs "
+        f"({DATASET // BATCH * EPOCHS:_} steps)".replace("_", " "),
         fontsize="medium",
     )
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize="small")
+    fig.legend(loc="outside lower center", fontsize="small", ncols=1)
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
@@ -129,7 +198,8 @@ def main(argv: list[str] | None = None) -> int:
 
         write_json(str(JSON), data)
     plot(data, PNG)
-    print(f"wrote {PNG} and {JSON} ({data['cpu_s']:.0f} CPU s)")
+    write_page_table(data)
+    print(f"wrote {PNG}, {JSON} and the table of {PAGE.name} ({data['cpu_s']:.0f} CPU s)")
     return 0
 
 
