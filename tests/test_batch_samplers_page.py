@@ -26,6 +26,13 @@ def test_the_page_table_is_the_json():
     assert table == sp.page_table(DATA)
 
 
+def test_the_prose_numbers_are_the_json():
+    """The fixed-bin paragraph quotes two numbers of the sigma = 1 row."""
+    text = " ".join(sp.PAGE.read_text(encoding="utf-8").split())
+    assert f"{ROW['fixed_bins_lower']:.2f} at $\\sigma = 1$" in text
+    assert f"per-epoch number ({ROW['balls-in-bins']:.2f})" in text
+
+
 def test_the_page_shows_the_plot_and_the_index_links_it():
     assert "../_static/batch_samplers.png" in sp.PAGE.read_text(encoding="utf-8")
     assert sp.PNG.stat().st_size > 10_000
