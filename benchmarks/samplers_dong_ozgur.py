@@ -35,7 +35,8 @@ Columns, per configuration (T, k, epsilon, delta):
   certified k-of-T bracket of issue 39 is merged behind the same call.
 * **recovered %**: ``(Poisson - dpacct) / (Poisson - MC)``, the share of the Monte
   Carlo noise reduction against Poisson that the certified sigma keeps (target >= 90).
-* **dpacct s**: CPU seconds of dpacct's calibration (``time.process_time``).
+* **dpacct s**: CPU seconds of dpacct's calibration (``time.process_time``); ``*``: the
+  sigma and seconds of an earlier run of this table (``--reuse PATH``, its ``--json``).
 
 The configurations: the two the peer's repository runs (``run_example.sh``: T 391, k 5,
 epsilon 8, delta 1.25e-5; ``submit_bis_calibration.sbatch``: T 10 000, k 205, epsilon
@@ -171,12 +172,17 @@ def mc_sigma(
     return {"sigma_mc": hi, "rel_se": rel_se, "dominant": side, "evals": evals}
 
 
-def run_mc(bis_root: str, only: list[str] | None, samples: int | None, seed: int) -> None:
+def run_mc(
+    bis_root: str, only: list[str] | None, samples: int | None, seed: int, path: Path = CACHE
+) -> None:
     """Re-run the peer's Monte Carlo for the configurations and update the cache."""
     sys.path.insert(0, bis_root)
     from benchmarks.checkouts import write_json
 
-    cache = json.loads(CACHE.read_text()) if CACHE.exists() else {"rows": {}}
+    def load() -> dict:
+        return json.loads(path.read_text()) if path.exists() else {"rows": {}}
+
+    cache = load()
     cache.update(
         {
             "peer": PEER,
@@ -207,17 +213,24 @@ def run_mc(bis_root: str, only: list[str] | None, samples: int | None, seed: int
                 + f" --seed {seed}",
             }
         )
+        cache = {**load(), **{k: v for k, v in cache.items() if k != "rows"}}
         cache["rows"][name] = r
-        write_json(str(CACHE), cache)
+        write_json(str(path), cache)  # re-read first: another --mc run may have written
         print(f"  MC sigma {r['sigma_mc']:.5f} (rel se {r['rel_se']:.2f})", flush=True)
 
 
-def table(only: list[str] | None, json_out: str | None) -> list[dict]:
-    """Print the table: Poisson, MC (cache), dpacct certified, recovered %, time."""
-    cache = json.loads(CACHE.read_text()) if CACHE.exists() else {"rows": {}}
+def table(only: list[str] | None, json_out: str | None, reuse: str | None = None) -> list[dict]:
+    """Print the table: Poisson, MC (cache), dpacct certified, recovered %, time.
+
+    ``reuse``: a ``--json`` file of an earlier run of this table, whose dpacct sigma and
+    seconds are printed instead of calibrating again (marked ``*``).
+    """
+    earlier = {}
+    if reuse:
+        earlier = {r["config"]: r for r in json.loads(Path(reuse).read_text())}
     print(
-        f"Monte Carlo: {cache.get('peer', PEER)} @ {cache.get('peer_commit', PEER_COMMIT)} "
-        f"(cached in {CACHE.name}); dpacct live.  CPU seconds; the machine was shared."
+        f"Monte Carlo: {PEER} @ {PEER_COMMIT} (cached in {CACHE.name}); dpacct live.  "
+        "CPU seconds; the machine was shared."
     )
     print(
         "| config | T | k | eps | delta | Poisson sigma | MC sigma | MC se | MC N | "
@@ -229,7 +242,12 @@ def table(only: list[str] | None, json_out: str | None) -> list[dict]:
         if only and name not in only:
             continue
         sp = poisson_sigma(t, k, eps, delta)
-        ours, sec = dpacct_sigma(t, k, eps, delta, sp)
+        if name in earlier:
+            ours, sec, mark = earlier[name]["dpacct"], earlier[name]["dpacct_s"], "*"
+        else:
+            (ours, sec), mark = dpacct_sigma(t, k, eps, delta, sp), ""
+        # read now: a --mc run may be filling the cache meanwhile
+        cache = json.loads(CACHE.read_text()) if CACHE.exists() else {"rows": {}}
         mc = cache["rows"].get(name)
         row = {
             "config": name,
@@ -255,18 +273,19 @@ def table(only: list[str] | None, json_out: str | None) -> list[dict]:
         else:
             mc_cells = f"- | - | - | {ours:.4f} | - | {ours_red:.2f} | -"
         rows.append(row)
+        if json_out:  # after every row: a long run can be stopped and --reuse'd
+            from benchmarks.checkouts import write_json
+
+            write_json(json_out, rows)
         print(
-            f"| {name} | {t} | {k} | {eps:g} | {delta:g} | {sp:.4f} | {mc_cells} | {sec:.1f} |",
+            f"| {name} | {t} | {k} | {eps:g} | {delta:g} | {sp:.4f} | {mc_cells} "
+            f"| {sec:.1f}{mark} |",
             flush=True,
         )
     done = [r for r in rows if "recovered" in r]
     if done:
         ok = sum(r["recovered"] >= 90 for r in done)
         print(f"\nrecovered >= 90 % on {ok} of {len(done)} configurations with an MC sigma.")
-    if json_out:
-        from benchmarks.checkouts import write_json
-
-        write_json(json_out, rows)
     return rows
 
 
@@ -274,6 +293,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="*", help="configuration names (default: all)")
     parser.add_argument("--json", metavar="PATH", help="write the table's rows to this file")
+    parser.add_argument(
+        "--reuse", metavar="PATH", help="dpacct's sigmas from an earlier --json (marked *)"
+    )
     parser.add_argument("--mc", action="store_true", help="re-run the peer's Monte Carlo")
     parser.add_argument(
         "--bis-root",
@@ -282,13 +304,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--samples", type=int, help="--mc: draws per direction and sigma")
     parser.add_argument("--seed", type=int, default=20260507, help="--mc: the common seed")
+    parser.add_argument("--cache", default=str(CACHE), help="--mc: the JSON cache to update")
     args = parser.parse_args(argv)
     if args.mc:
         if not args.bis_root:
             parser.error("--mc needs --bis-root (a checkout of bis-mc-accountant)")
-        run_mc(args.bis_root, args.only, args.samples, args.seed)
+        run_mc(args.bis_root, args.only, args.samples, args.seed, Path(args.cache))
         return 0
-    table(args.only, args.json)
+    table(args.only, args.json, args.reuse)
     return 0
 
 
