@@ -247,6 +247,8 @@ def _node_deltas(
 _MAX_EXP_STEP = 700.0
 
 
+# long function: one certified construction (round the top down, repair the chord gaps,
+# take the lower hull, read its masses) whose steps share a dozen arrays; see issue 37
 def _lower_from_bins(b: _Bins) -> tuple[int, np.ndarray, float]:
     """A grid pair dominated by the true pair (see module docstring)."""
     step = b.step
