@@ -133,6 +133,36 @@ def peer(epsilon: float, seed: int, codes, names, sizes) -> tuple[float, float]:
     return _error({c: answers[c] for c in work}, model_tables), elapsed
 
 
+def _peer_runs(path: Path, epsilons, start: int, count: int, command: str,
+               codes, names, sizes) -> dict:
+    """Run the peer on seeds ``start .. start + count - 1`` at each epsilon, merged into the
+    cache at ``path``: seeds already cached are kept and skipped, the epsilons take turns
+    seed by seed (a stopped run leaves both balanced), and the file is rewritten atomically
+    after every run, so an interrupted run keeps every finished seed."""
+    from benchmarks.checkouts import write_json
+
+    cache = json.loads(path.read_text()) if path.exists() else {}
+    version = _mbi()[2]
+    if cache and (cache.get("mbi") != version or cache.get("rows") != N_ROWS
+                  or cache.get("delta") != DELTA):
+        raise SystemExit(f"{path} was made with mbi {cache.get('mbi')}, {cache.get('rows')} "
+                         f"rows, delta {cache.get('delta')}; this run is mbi {version}, "
+                         f"{N_ROWS} rows, delta {DELTA}: use another --cache")
+    cache.setdefault("commands", []).append(command)
+    cache.update({"mbi": version, "rows": N_ROWS, "delta": DELTA})
+    cache.setdefault("runs", {})
+    for s in range(start, start + count):
+        for eps in epsilons:
+            runs = cache["runs"].setdefault(str(eps), [])
+            if any(r["seed"] == s for r in runs):
+                continue
+            e, t = peer(eps, s, codes, names, sizes)
+            runs.append({"seed": s, "error": e, "cpu_seconds": t})
+            runs.sort(key=lambda r: r["seed"])
+            write_json(str(path), cache)
+    return cache
+
+
 def _summary(values) -> str:
     q1, med, q3 = np.quantile(np.asarray(values, float), [0.25, 0.5, 0.75])
     return f"{med:.5f} [{q1:.5f}-{q3:.5f}]"
@@ -186,14 +216,9 @@ def main() -> None:
     if args.peer:
         if _mbi() is None:
             raise SystemExit("mbi is not installed (pip install mbi==2.0.0)")
-        cache = {"commands": ["python -m benchmarks.algos.aim " + " ".join(sys.argv[1:])],
-                 "mbi": _mbi()[2], "rows": N_ROWS, "delta": DELTA, "runs": {}}
-        for eps in args.eps:
-            cache["runs"][str(eps)] = []
-            for s in range(args.peer_seed_start, args.peer_seed_start + args.peer_seeds):
-                e, t = peer(eps, s, codes, names, sizes)  # the cache is written after every run
-                cache["runs"][str(eps)].append({"seed": s, "error": e, "cpu_seconds": t})
-                args.cache.write_text(json.dumps(cache, indent=1) + "\n")
+        cache = _peer_runs(args.cache, args.eps, args.peer_seed_start, args.peer_seeds,
+                           "python -m benchmarks.algos.aim " + " ".join(sys.argv[1:]),
+                           codes, names, sizes)
     if args.seeds < 1:
         return
     print(f"{'eps':>4} {'dpacct error':>28} {'dpacct CPU s':>24} | "
