@@ -552,13 +552,13 @@ def test_theil_sen_pipeline_with_proved_front_matches_dpacct_and_opendp():
     cuts = tuple(cut_points())
     front = (select_columns(["x", "y"]) >> cast_float() >> impute_constant(0.0)
              >> clamp([-3.0, -np.inf], [3.0, np.inf]))
-    pairing = front >> matching_transformation(k, cuts)
+    pairing = front >> matching_transformation(k, cuts, pairing="maximal")
     assert isinstance(pairing, Transformation) and pairing.stability == 2 * k
     medians = _grid_medians_cls()(epsilon_each=eps / 2 / pairing.stability,
                                   lower=Y_BOUNDS[0], upper=Y_BOUNDS[1])
     pipeline = pairing.then(medians, "medians")
     alg = DPTheilSen(epsilon=eps, x_lower=-3, x_upper=3, pred_lower=-10, pred_upper=10,
-                     k=k, median="grid")
+                     k=k, median="grid", pairing="maximal")
     assert pipeline.pure_epsilon == pytest.approx(alg.pure_epsilon, rel=1e-12)
     assert pipeline.pure_epsilon == pytest.approx(eps, rel=1e-12)
 
