@@ -163,6 +163,58 @@ def _peer_runs(path: Path, epsilons, start: int, count: int, command: str,
     return cache
 
 
+def estimator_check(epsilon: float, seeds: int, iters=(1000, 10000)) -> list[tuple]:
+    """Where a utility gap could come from: the estimate.  For each seed, dpacct's AIM is
+    run, and ``mbi`` 2.0's estimator (``MirrorDescent`` from a cold start, ``iters``
+    iterations) is fitted to exactly the measurements dpacct's run made (each marginal's
+    inverse-variance combination, with its standard deviation).  Returns ``(seed,
+    dpacct's error, [mbi's error at each iters])``: equal errors at convergence mean the
+    two estimators agree and a gap lies elsewhere (selection, budget, or the seeds)."""
+    import warnings
+
+    import dpacct.mechanisms.algorithms.synthesis_aim as sa
+    from dpacct.calibrators import calibrate_aim
+    from dpacct.mechanisms.algorithms.synthesis import encode
+
+    mbi, MirrorDescent, _ = _mbi()
+    cols, data = adult_like(N_ROWS)
+    codes = encode(cols, data)
+    sizes = tuple(c.size for c in cols)
+    names = [c.name for c in cols]
+    work = list(combinations(range(len(cols)), 2))
+    real = _tables(codes, sizes, work)
+    domain = mbi.Domain.fromdict(dict(zip(names, sizes, strict=True)))
+    last: dict = {}
+    fit = sa._Model.fit
+
+    def spy(model):                   # keep the run's final model (its measurements)
+        fit(model)
+        last["model"] = model
+
+    out = []
+    sa._Model.fit = spy
+    try:
+        for seed in range(seeds):
+            calibrate_aim(epsilon, DELTA, cols).fit(data, rng=np.random.default_rng(seed))
+            m = last["model"]
+            mine = _error(real, {c: m.marginal(c) for c in work})
+            meas = [mbi.LinearMeasurement((m.sums[c] / m.precision[c]).ravel(),
+                                          tuple(names[a] for a in c),
+                                          stddev=1.0 / math.sqrt(m.precision[c]))
+                    for c in m.sums]
+            theirs = []
+            for it in iters:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    est = MirrorDescent().estimate(domain, meas, iters=it)
+                theirs.append(_error(real, {c: np.asarray(est.project(
+                    tuple(names[a] for a in c)).datavector(flatten=False)) for c in work}))
+            out.append((seed, mine, theirs))
+    finally:
+        sa._Model.fit = fit
+    return out
+
+
 def _summary(values) -> str:
     q1, med, q3 = np.quantile(np.asarray(values, float), [0.25, 0.5, 0.75])
     return f"{med:.5f} [{q1:.5f}-{q3:.5f}]"
@@ -205,7 +257,20 @@ def main() -> None:
     parser.add_argument("--peer-seed-start", type=int, default=1000)
     parser.add_argument("--eps", type=float, nargs="*", default=list(EPSILONS))
     parser.add_argument("--cache", type=Path, default=CACHE, help="the peer's cache file")
+    parser.add_argument("--estimator-check", type=int, default=0, metavar="SEEDS",
+                        help="fit mbi's estimator to dpacct's measurements on SEEDS seeds")
     args = parser.parse_args()
+    if args.estimator_check:
+        for eps in args.eps:
+            rows_ = estimator_check(eps, args.estimator_check)
+            print(f"eps {eps:g}: seed, dpacct error, mbi MirrorDescent (cold) at 1000 / 10000 "
+                  "iterations on the same measurements")
+            for seed, mine, theirs in rows_:
+                print(f"  {seed:3d} {mine:.5f}  " + " / ".join(f"{t:.5f}" for t in theirs))
+            rel = np.array([[t / r[1] - 1 for t in r[2]] for r in rows_])
+            print("  median relative difference mbi / dpacct - 1: "
+                  + " / ".join(f"{v:+.2%}" for v in np.median(rel, axis=0)))
+        return
     cols, data = adult_like(N_ROWS)
     names = [c.name for c in cols]
     from dpacct.mechanisms.algorithms.synthesis import encode
@@ -230,7 +295,15 @@ def main() -> None:
         theirs = ("(not run)" if not runs else
                   f"{_summary([r['error'] for r in runs])} "
                   f"{_summary([r['cpu_seconds'] for r in runs])} ({len(runs)} seeds)")
-        print(f"{eps:>4} {mine} | {theirs}   dpacct {args.seeds} seeds")
+        gap = ""
+        if runs:
+            err_ratio = (np.median([e for e, _ in res])
+                         / np.median([r["error"] for r in runs]))
+            cpu_ratio = (np.median([r["cpu_seconds"] for r in runs])
+                         / np.median([t for _, t in res]))
+            gap = (f"   dpacct median / peer median - 1 = {err_ratio - 1:+.1%}, "
+                   f"peer CPU / dpacct CPU = {cpu_ratio:.0f}x")
+        print(f"{eps:>4} {mine} | {theirs}   dpacct {args.seeds} seeds{gap}")
 
 
 if __name__ == "__main__":  # pragma: no cover - a manual run
