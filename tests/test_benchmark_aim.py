@@ -40,7 +40,7 @@ def test_peer_runs_merge_into_the_cache_seed_by_seed(tmp_path, monkeypatch):
     finished; a cache made with another mbi version is refused, not overwritten."""
     calls = []
 
-    def fake_peer(eps, seed, codes, names, sizes):
+    def fake_peer(eps, seed, codes, names, sizes, info=None):
         calls.append((eps, seed))
         if len(calls) == 3:
             raise KeyboardInterrupt                      # stopped during the third run

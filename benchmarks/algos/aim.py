@@ -69,8 +69,12 @@ def ours(epsilon: float, seed: int, cols, data, codes, sizes) -> tuple[float, fl
     return _error(_tables(codes, sizes, pairs), model), elapsed
 
 
-def peer(epsilon: float, seed: int, codes, names, sizes) -> tuple[float, float]:
-    """AIM after Private-PGM's reference ``mechanisms/aim.py``, on ``mbi`` 2.0."""
+def peer(epsilon: float, seed: int, codes, names, sizes, info: dict | None = None
+         ) -> tuple[float, float]:
+    """AIM after Private-PGM's reference ``mechanisms/aim.py``, on ``mbi`` 2.0.
+
+    ``(error, CPU seconds)``; ``info``, when given, receives the number of adaptive
+    rounds and of annealing steps (what the refits' movement decided)."""
     import warnings
 
     mbi, MirrorDescent, _ = _mbi()
@@ -104,6 +108,7 @@ def peer(epsilon: float, seed: int, codes, names, sizes) -> tuple[float, float]:
 
     model = fit(None)
     terminate = False
+    rounds = anneals = 0
     while not terminate:
         if rho - rho_used < 2 * (0.5 / sigma**2 + epsilon_t**2 / 8):
             remaining = rho - rho_used
@@ -124,12 +129,16 @@ def peer(epsilon: float, seed: int, codes, names, sizes) -> tuple[float, float]:
         z = proj(model, r)
         model = fit(model)
         w = proj(model, r)
+        rounds += 1
         if np.abs(w - z).sum() <= sigma * math.sqrt(2 / math.pi) * answers[r].size:
             sigma /= 2
             epsilon_t *= 2
+            anneals += 1
     model = fit(model)
     elapsed = time.process_time() - start
     model_tables = {c: proj(model, c) for c in work}
+    if info is not None:
+        info.update(rounds=rounds, anneals=anneals)
     return _error({c: answers[c] for c in work}, model_tables), elapsed
 
 
@@ -156,8 +165,9 @@ def _peer_runs(path: Path, epsilons, start: int, count: int, command: str,
             runs = cache["runs"].setdefault(str(eps), [])
             if any(r["seed"] == s for r in runs):
                 continue
-            e, t = peer(eps, s, codes, names, sizes)
-            runs.append({"seed": s, "error": e, "cpu_seconds": t})
+            info: dict = {}
+            e, t = peer(eps, s, codes, names, sizes, info)
+            runs.append({"seed": s, "error": e, "cpu_seconds": t, **info})
             runs.sort(key=lambda r: r["seed"])
             write_json(str(path), cache)
     return cache
