@@ -177,3 +177,16 @@ def test_thinned_is_the_default_with_a_bound_and_recovers_the_line():
     assert t.stability == 4
     with pytest.raises(ValueError, match="max_records"):
         t(np.zeros((11, 2)), np.random.default_rng(0))
+
+
+def test_files_written_before_the_new_defaults_keep_their_pairing():
+    """A saved DPTheilSen without a 'pairing' field was fitted with the old 'auto'
+    (slots with a bound, maximal without): it loads with that pairing, not the new
+    default."""
+    from dpacct.accountant.serialization import from_dict, to_dict
+
+    for bound, old in ((None, "maximal"), (500, "slots")):
+        d = to_dict(make(max_records=bound))
+        assert from_dict(d).resolved_pairing == ("balanced" if bound is None else "thinned")
+        del d["params"]["pairing"]
+        assert from_dict(d).resolved_pairing == old
