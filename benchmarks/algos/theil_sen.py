@@ -29,14 +29,15 @@ permute-and-flip), and with a declared public bound ``max_records = n`` (slot ma
 1-stable, half the sensitivity: a guarantee for datasets of at most ``n`` records).
 
 **The slack of the bound** (:func:`slack_rows`, :func:`slack_table`): the same data and
-claimed epsilon, ``n`` known exactly (slots, ``N = n``), within a factor ``N / n`` of
-1.1, 1.5, 2 and 4 (slots over ``N`` slots), and unknown (``pairing="maximal"``, the
-stability ``2 k``, and ``pairing="balanced"``, ``k + ceil(k / 2)``, which needs no bound
-and is the choice beyond ``N = 1.5 n``): docs/theory/algorithms.md, 'Stability of the
-pairings and the slack of a record bound'.  Each row is compared with OpenDP's tutorial
-pipeline with its matching corrected and accounted at the true stability 2 (the peer
-of equal true guarantee); the tutorial as written, at its claimed epsilon, is printed
-by :func:`slack_table` beside them.
+claimed epsilon, ``n`` known exactly (``N = n``), within a factor ``N / n`` of 1.1, 1.5,
+2 and 4 (the thinned matchings, the default with a bound, stability ``k``; the slot
+matchings beside them at 1.5 and 2), and unknown (``pairing="balanced"``, the default
+without a bound, ``k + ceil(k / 2)``; ``pairing="maximal"``, ``2 k``):
+docs/theory/algorithms.md, 'Stability of the pairings and the slack of a record bound'
+and 'A pairing that degrades gracefully with the slack'.  Each row is compared with
+OpenDP's tutorial pipeline with its matching corrected and accounted at the true
+stability 2 (the peer of equal true guarantee); the tutorial as written, at its
+claimed epsilon, is printed by :func:`slack_table` beside them.
 """
 
 from __future__ import annotations
@@ -177,7 +178,8 @@ def _row(n, eps, median, bound, comparison, metric, ours, theirs, version, seeds
                 f"stability 2 (= {4 / eps:g})" if comparison == "true" else
                 f"OpenDP {version}, tutorial as written, scale {2 / eps:g}")
     verdict = _verdict(med, peer_med)
-    config = f"dpacct k = {K}, {median} median" + (
+    pairing = "thinned" if bound is not None else "balanced"      # the defaults
+    config = f"dpacct k = {K}, {median} median, {pairing} pairing" + (
         f", max_records = {bound}" if bound is not None else "")
     if comparison == "true":
         workflow = f"Theil-Sen n = {n}, eps {eps:g}, equal true guarantee; {config}"
@@ -191,8 +193,8 @@ def _row(n, eps, median, bound, comparison, metric, ours, theirs, version, seeds
                "of 3.0, computed exactly (tests/test_theil_sen_stability.py)")
     if bound is not None:
         why = (f"dpacct's guarantee covers datasets of at most {bound} records (a declared "
-               "public bound): its slot matchings are then 1-stable, proved by a coupling "
-               "(DPTheilSen docstring), which halves the noise soundly; " + why)
+               "public bound): its thinned matchings are then 1-stable, proved by a "
+               "coupling (DPTheilSen docstring), which halves the noise soundly; " + why)
     if verdict == "worse" and median == "intervals" and n <= 100:
         why = ("at n = 100 the interval median is the less accurate of dpacct's two; "
                "DPTheilSen(median='grid') is at or better than the peer (the grid rows); "
@@ -217,13 +219,15 @@ def _row(n, eps, median, bound, comparison, metric, ours, theirs, version, seeds
 
 #: the slack configurations: (label, pairing, max_records as a multiple of n or None)
 SLACK = (
-    ("n known exactly (slots, N = n)", "slots", 1.0),
-    ("N = 1.1 n (slots)", "slots", 1.1),
+    ("n known exactly (N = n, thinned)", "thinned", 1.0),
+    ("N = 1.1 n (thinned)", "thinned", 1.1),
+    ("N = 1.5 n (thinned)", "thinned", 1.5),
+    ("N = 2 n (thinned)", "thinned", 2.0),
+    ("N = 4 n (thinned)", "thinned", 4.0),
     ("N = 1.5 n (slots)", "slots", 1.5),
     ("N = 2 n (slots)", "slots", 2.0),
-    ("N = 4 n (slots)", "slots", 4.0),
+    ("n unknown, balanced (stability 3k/2)", "balanced", None),
     ("n unknown, maximal (stability 2k)", "maximal", None),
-    ("n unknown or N >= 1.5 n, balanced (stability 3k/2)", "balanced", None),
 )
 
 
@@ -284,9 +288,13 @@ def slack_rows(seeds: int = 100, quick: bool = False) -> list[dict]:
                            "row); " + why)
                 elif verdict == "worse":
                     why = (f"a slack of {factor:g}x leaves only about n/N of the records "
-                           "paired by the slot matchings (the cost grows like N/n); "
-                           "pairing='balanced' is the choice beyond N = 1.5 n (its row); "
+                           "paired by the slot matchings (the cost grows like N/n); the "
+                           "thinned matchings (the default with a bound) keep n/3 + "
+                           "n/(6 c^3) pairs (their row); "
                            if pairing == "slots" else
+                           f"a slack of {factor:g}x: the thinned matchings keep about "
+                           f"n/3 + n/(6 c^3) pairs (cost 3c^3/(2c^3+1) of the exact "
+                           "case, at most 3/2); " if pairing == "thinned" else
                            "the 2k-stable pairing of the peer's own argument, a draw "
                            "within the seeds' spread; ") + why
                 out.append({
@@ -307,7 +315,8 @@ def slack_table(n: int = 100, eps: float = 1.0, median: str = "grid",
     lines = [f"| configuration (n = {n}, eps {eps:g}, {median} median, k = {K}) | "
              r"medians' sensitivity | \|slope - 2\| | \|intercept - 1\| |",
              "| --- | ---: | --- | --- |"]
-    sens = {"slots": K / 2, "maximal": float(K), "balanced": (K + (K + 1) // 2) / 2}
+    sens = {"slots": K / 2, "thinned": K / 2, "maximal": float(K),
+            "balanced": (K + (K + 1) // 2) / 2}
     for label, values in errs.items():
         pairing = next((p for name, p, _ in SLACK if name == label), None)
         cells = []

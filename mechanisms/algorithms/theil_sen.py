@@ -32,7 +32,7 @@ from .quantiles import check_data, check_out_of_range, check_range, check_rng, s
 from .transformations import Transformation
 
 __all__ = ["MEDIANS", "PAIRINGS", "DPTheilSen", "TheilSenFit", "matching_transformation",
-           "pair_predictions", "pairing_stability"]
+           "pair_predictions", "pairing_stability", "thinned_sizes"]
 
 #: the private medians :class:`DPTheilSen` offers
 MEDIANS = ("intervals", "grid")
@@ -40,11 +40,14 @@ MEDIANS = ("intervals", "grid")
 #: matchings, stability ``2 k``), ``"balanced"`` (parity-balanced: ``ceil(k / 2)`` maximal
 #: and ``floor(k / 2)`` one-short matchings, stability ``k + ceil(k / 2)``, no bound on
 #: ``n`` needed), ``"slots"`` (slot matchings over a declared ``max_records = N`` slots,
-#: stability ``k`` for datasets of at most ``N`` records); ``"auto"`` is ``"slots"``
-#: with a declared ``max_records`` and ``"maximal"`` without (the behaviour before
-#: ``pairing`` existed).  The theorem: docs/theory/algorithms.md, 'Stability of the
-#: pairings and the slack of a record bound'.
-PAIRINGS = ("auto", "maximal", "balanced", "slots")
+#: stability ``k`` for datasets of at most ``N`` records), ``"thinned"`` (the maximal
+#: matching of ``N`` records thinned one record at a time down to ``n``,
+#: :func:`thinned_sizes`: stability ``k`` for datasets of at most ``N`` records, with
+#: more pairs than slots at every ``n < N``); ``"auto"`` is ``"thinned"`` with a declared
+#: ``max_records`` and ``"balanced"`` without (the better pairing of each guarantee).
+#: The theorems: docs/theory/algorithms.md, 'Stability of the pairings and the slack of a
+#: record bound' and 'A pairing that degrades gracefully with the slack'.
+PAIRINGS = ("auto", "maximal", "balanced", "slots", "thinned")
 
 
 def pairing_stability(k: int, pairing: str) -> int:
@@ -52,8 +55,8 @@ def pairing_stability(k: int, pairing: str) -> int:
 
     The largest number of pair predictions (counting a replaced one twice) by which the
     coupled outputs on add/remove neighbours can differ: ``2 k`` for ``"maximal"``,
-    ``k + ceil(k / 2)`` for ``"balanced"``, ``k`` for ``"slots"`` (datasets within the
-    declared bound); the medians' utility sensitivity is half of it.  Proof:
+    ``k + ceil(k / 2)`` for ``"balanced"``, ``k`` for ``"slots"`` and ``"thinned"``
+    (datasets within the declared bound); the medians' utility sensitivity is half of it.  Proof:
     docs/theory/algorithms.md, 'Stability of the pairings and the slack of a record
     bound' (checked by brute force over all matchings in ``tests/test_theil_sen.py``).
 
@@ -61,7 +64,7 @@ def pairing_stability(k: int, pairing: str) -> int:
     ----------
     k : int
         Number of matchings, >= 1.
-    pairing : {'maximal', 'balanced', 'slots'}
+    pairing : {'maximal', 'balanced', 'slots', 'thinned'}
         The pairing (``"auto"`` must be resolved first: it depends on ``max_records``).
 
     Examples
@@ -76,26 +79,84 @@ def pairing_stability(k: int, pairing: str) -> int:
         return 2 * k
     if pairing == "balanced":
         return k + (k + 1) // 2
-    if pairing == "slots":
+    if pairing in ("slots", "thinned"):
         return k
-    raise ValueError(f"pairing must be one of ('maximal', 'balanced', 'slots') here, got "
-                     f"{pairing!r}")
+    raise ValueError(f"pairing must be one of ('maximal', 'balanced', 'slots', 'thinned') "
+                     f"here, got {pairing!r}")
 
 
 def _resolve_pairing(pairing: object, max_records: int | None) -> str:
     if not isinstance(pairing, str) or pairing not in PAIRINGS:
         raise ValueError(f"pairing must be one of {PAIRINGS}, got {show_value(pairing)}")
     if pairing == "auto":
-        return "slots" if max_records is not None else "maximal"
-    if pairing == "slots" and max_records is None:
-        raise ValueError("pairing='slots' needs a declared max_records (a public upper "
+        return "thinned" if max_records is not None else "balanced"
+    if pairing in ("slots", "thinned") and max_records is None:
+        raise ValueError(f"pairing={pairing!r} needs a declared max_records (a public upper "
                          "bound on the number of records, an integer >= 2)")
     return pairing
 
 
+def thinned_sizes(n: int, bound: int, k: int, rng: np.random.Generator) -> np.ndarray:
+    """Numbers of pairs of ``k`` independent *thinned* matchings of ``n <= bound`` records.
+
+    The law of one size is that of the number of pairs left when a uniformly random
+    maximal matching of ``bound`` records (``floor(bound / 2)`` pairs) loses records one
+    at a time, each removal a uniformly random record, down to ``n``: with ``m + 1``
+    records and ``j`` pairs, the removed record is paired with probability ``2 j / (m +
+    1)`` and its pair is lost (``j - 1``); otherwise it was unpaired and two of the
+    unpaired records left are paired (``j + 1``), when at least two are (``2 j + 2 <=
+    m``; else ``j``).  Each step draws one integer uniform on ``{0, ..., m}`` (an exact
+    rational probability); cost ``O((bound - n) k)``, about 1 s of CPU for ``bound - n =
+    500 000`` at ``k = 10`` (a loop over the steps: each depends on the last).  Given its
+    size the matching is
+    uniform (:func:`pair_predictions`); the coupling that makes the pairing 1-stable:
+    docs/theory/algorithms.md, 'A pairing that degrades gracefully with the slack'.
+
+    Parameters
+    ----------
+    n : int
+        Number of records, ``0 <= n <= bound``.
+    bound : int
+        The public bound ``N`` on the number of records, >= 2.
+    k : int
+        Number of matchings, >= 1.
+    rng : numpy.random.Generator
+
+    Returns
+    -------
+    numpy.ndarray
+        ``k`` integers in ``[0, floor(n / 2)]``; all ``floor(n / 2)`` when ``n = bound``.
+
+    Examples
+    --------
+    >>> thinned_sizes(10, 10, 3, np.random.default_rng(0)).tolist()
+    [5, 5, 5]
+    >>> sizes = thinned_sizes(1000, 2000, 200, np.random.default_rng(0))
+    >>> bool(340 < sizes.mean() < 370)    # about n/3 + n/(6 c^3) = 354 pairs at c = 2
+    True
+    """
+    if not 0 <= n <= bound:
+        raise ValueError(f"the data have {n} records, more than the declared "
+                         f"max_records = {bound}")
+    sizes = [bound // 2] * k
+    block = max(1, 2 ** 20 // k)
+    for top in range(bound - 1, n - 1, -block):      # from m + 1 records to m
+        m = np.arange(top, max(top - block, n - 1), -1)
+        draws = rng.integers(0, m[:, None] + 1, size=(m.size, k))
+        for mm, row in zip(m.tolist(), draws.tolist(), strict=True):
+            for i, u in enumerate(row):
+                j = sizes[i]
+                if u < 2 * j:
+                    sizes[i] = j - 1
+                elif 2 * j + 2 <= mm:
+                    sizes[i] = j + 1
+    return np.array(sizes, dtype=np.int64)
+
+
 def pair_predictions(x: np.ndarray, y: np.ndarray, k: int, cut_points: tuple[float, float],
                      rng: np.random.Generator, *, slots: int | None = None,
-                     balanced: bool = False) -> tuple[np.ndarray, np.ndarray]:
+                     balanced: bool = False,
+                     thinned: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Predictions at the cut points of the lines through ``k`` random matchings' pairs.
 
     Each matching is a uniformly random maximal matching of the ``n`` records (a random
@@ -108,7 +169,10 @@ def pair_predictions(x: np.ndarray, y: np.ndarray, k: int, cut_points: tuple[flo
     ``slots``) the matchings of odd index ``j = 1, 3, ...`` are *one-short*: uniformly
     random matchings with ``floor((n - 1) / 2)`` pairs (a random permutation paired two
     by two, the last two records left out when ``n`` is even); those of even index stay
-    maximal (the *parity-balanced* matchings of :data:`PAIRINGS`).  Pair ``(i, j)`` predicts
+    maximal (the *parity-balanced* matchings of :data:`PAIRINGS`).  With ``thinned = N``
+    (``N >= n``) matching ``j`` has :func:`thinned_sizes`' random number ``J_j`` of pairs
+    and is uniform given it: a random permutation whose first ``2 J_j`` records are
+    paired two by two (for ``N = n`` the maximal matching).  Pair ``(i, j)`` predicts
     ``y_i + (y_j - y_i) (x_c - x_i) / (x_j - x_i)`` at ``x_c``; pairs with ``x_i = x_j``
     (no slope) are dropped.  Vectorised over all pairs.
 
@@ -128,9 +192,15 @@ def pair_predictions(x: np.ndarray, y: np.ndarray, k: int, cut_points: tuple[flo
     True
     """
     n = x.size
-    if slots is not None and balanced:
-        raise ValueError("pair_predictions takes slots or balanced=True, not both")
-    if slots is None:
+    if (slots is not None) + balanced + (thinned is not None) > 1:
+        raise ValueError("pair_predictions takes one of slots, balanced=True or thinned")
+    if thinned is not None:
+        sizes = thinned_sizes(n, thinned, k, rng)
+        m = n // 2
+        perms = rng.permuted(np.tile(np.arange(n), (k, 1)), axis=1)
+        keep = np.arange(m)[None, :] < sizes[:, None]
+        a, b = perms[:, 0: 2 * m: 2][keep], perms[:, 1: 2 * m: 2][keep]
+    elif slots is None:
         m = n // 2
         perms = rng.permuted(np.tile(np.arange(n), (k, 1)), axis=1)
         a = perms[:, 0: 2 * m: 2]
@@ -163,8 +233,9 @@ def pair_predictions(x: np.ndarray, y: np.ndarray, k: int, cut_points: tuple[flo
 def matching_transformation(k: int, cut_points: tuple[float, float], *,
                             max_records: int | None = None,
                             pairing: str = "auto") -> Transformation:
-    """The pairing step of DP Theil-Sen as a transformation: stability ``2 k`` (``k``
-    with a declared ``max_records``; :func:`pairing_stability` for every pairing).
+    """The pairing step of DP Theil-Sen as a transformation: stability ``2 k`` for the
+    maximal matchings (``k`` with a declared ``max_records``; :func:`pairing_stability`
+    for every pairing).
 
     Maps a dataset of ``(x, y)`` rows (an ``(n, 2)`` array) to the multiset of the
     rows ``(prediction at x1, prediction at x2)`` of :func:`pair_predictions` over ``k``
@@ -173,12 +244,12 @@ def matching_transformation(k: int, cut_points: tuple[float, float], *,
     most one pair per matching, a replaced pair being one removed and one added row;
     no coupling does better when the smaller dataset has an even size (the docstring's
     counterexample), so ``k`` (OpenDP's tutorial) would be unsound.  With a declared
-    ``max_records`` the matchings are slot matchings (:func:`pair_predictions`), for
-    which one added record adds at most one pair per matching: stability ``k``, for
-    datasets of at most ``max_records`` records (more raise ``ValueError``).  With
-    ``pairing="balanced"`` the matchings alternate maximal and one-short
-    (:func:`pair_predictions`) and the stability is ``k + ceil(k / 2)`` with no bound
-    on the number of records.
+    ``max_records`` the matchings are thinned (or slot) matchings
+    (:func:`pair_predictions`), for which one added record adds or removes at most one
+    pair per matching: stability ``k``, for datasets of at most ``max_records`` records
+    (more raise ``ValueError``).  With ``pairing="balanced"`` (the default without a
+    bound) the matchings alternate maximal and one-short (:func:`pair_predictions`) and
+    the stability is ``k + ceil(k / 2)`` with no bound on the number of records.
 
     Parameters
     ----------
@@ -188,15 +259,15 @@ def matching_transformation(k: int, cut_points: tuple[float, float], *,
         ``(x1, x2)``.
     max_records : int, optional
         A public upper bound on the number of records, >= 2.
-    pairing : {'auto', 'maximal', 'balanced', 'slots'}
-        See :data:`PAIRINGS` (default ``"auto"``: slots with ``max_records``, maximal
+    pairing : {'auto', 'maximal', 'balanced', 'slots', 'thinned'}
+        See :data:`PAIRINGS` (default ``"auto"``: thinned with ``max_records``, balanced
         without).
 
     Examples
     --------
-    >>> matching_transformation(10, (0.25, 0.75), pairing="balanced").stability
+    >>> matching_transformation(10, (0.25, 0.75)).stability        # balanced
     15.0
-    >>> t = matching_transformation(3, (0.25, 0.75))
+    >>> t = matching_transformation(3, (0.25, 0.75), pairing="maximal")
     >>> t.stability, t.metric, t.randomized
     (6.0, 'symmetric', True)
     >>> data = np.column_stack([np.arange(6.0), 2 * np.arange(6.0)])
@@ -207,6 +278,7 @@ def matching_transformation(k: int, cut_points: tuple[float, float], *,
     bound = _check_max_records(max_records)
     mode = _resolve_pairing(pairing, bound)
     slots = bound if mode == "slots" else None
+    thinned = bound if mode == "thinned" else None
     try:
         c1, c2 = (check_finite("cut_points[0]", cut_points[0]),
                   check_finite("cut_points[1]", cut_points[1]))
@@ -224,7 +296,8 @@ def matching_transformation(k: int, cut_points: tuple[float, float], *,
                              f"declared max_records = {bound}")
         return np.column_stack(pair_predictions(arr[:, 0], arr[:, 1], k, (c1, c2), rng,
                                                  slots=slots,
-                                                 balanced=mode == "balanced"))
+                                                 balanced=mode == "balanced",
+                                                 thinned=thinned))
 
     return Transformation(predict, pairing_stability(k, mode), "symmetric",
                           name="pair predictions", randomized=True)
@@ -286,16 +359,18 @@ class TheilSenFit:
 class DPTheilSen(Algorithm):
     """DP Theil-Sen with ``k`` matchings (Alabi et al. 2020, DPTheilSenkMatch).
 
-    1. Draw ``k`` independent uniformly random maximal matchings of the records
-       (:func:`pair_predictions`); ``k = 1`` is their DPTheilSenMatch.
+    1. Draw ``k`` independent random matchings of the records (:func:`pair_predictions`;
+       uniformly random maximal matchings in the paper, ``pairing="maximal"``; ``k = 1``
+       is their DPTheilSenMatch; the default pairing is below).
     2. For every pair, the prediction of its line at ``x1`` and at ``x2`` (by default the
        25th and 75th percentiles of the declared x range).
     3. A private median of each set of predictions on ``[pred_lower, pred_upper]`` by
        the exponential mechanism of Smith 2011
        (:func:`~dpacct.mechanisms.algorithms.quantiles.smith_quantile`)
        with budgets ``epsilon1 = split * epsilon`` and ``epsilon2 = (1 - split) *
-       epsilon`` and utility sensitivity ``k``: density ``∝ exp(-epsilon_j |rank - m/2|
-       / (2 k))`` over ``m`` predictions.  A prediction outside the declared range
+       epsilon`` and utility sensitivity ``Delta`` (:attr:`sensitivity`; ``k`` for
+       maximal matchings): density ``∝ exp(-epsilon_j |rank - m/2| / (2 Delta))`` over
+       ``m`` predictions.  A prediction outside the declared range
        counts below (above) every output; the median itself always lies in the range.
     4. ``slope = (p2 - p1) / (x2 - x1)``, ``intercept = p1 - slope x1`` (post-processing).
 
@@ -315,21 +390,24 @@ class DPTheilSen(Algorithm):
     Without a bound on the number of records the pairing is 2-stable per matching, not
     1-stable as OpenDP's Theil-Sen tutorial declares (the counterexample: same section).
     A declared bound on the number of records restores 1-stability.  With
-    ``max_records = N`` each matching is a *slot matching* (:func:`pair_predictions`):
-    the sensitivity is ``k / 2``, and the guarantee holds only on datasets of at most
-    ``N`` records (more raise, as data outside the declared x range do).
+    ``max_records = N`` each matching is a *thinned matching* (:func:`thinned_sizes`,
+    :func:`pair_predictions`; or a *slot matching* with ``pairing="slots"``): the
+    sensitivity is ``k / 2``, and the guarantee holds only on datasets of at most ``N``
+    records (more raise, as data outside the declared x range do).
 
-    The pairing and a loose bound.  Slot matchings pair only about ``n (n - 1) / (N -
-    1)`` of ``n`` records, so a bound ``N = 2 n`` gives back all that halving the
-    sensitivity won.  ``pairing="balanced"`` needs no bound: ``ceil(k / 2)`` maximal
-    and ``floor(k / 2)`` one-short matchings (:func:`pair_predictions`), whose
-    replaced pairs fall on opposite parities of ``n``, give sensitivity ``(k + ceil(k /
-    2)) / 2`` (``3 k / 4`` for even ``k``) with about ``n / 2`` pairs per matching.
-    Counted as sensitivity per paired record, the medians' noise relative to an exact
-    ``N = n`` is about ``N / n`` with slots and ``3 / 2`` balanced (``2`` maximal):
-    choose slots when ``N <= 1.5 n``, balanced otherwise or when no bound is known
-    (:func:`pairing_stability`; the theorem and the measurements:
-    docs/theory/algorithms.md, section 'DP Theil-Sen').
+    The pairing and a loose bound.  Without a bound the default is
+    ``pairing="balanced"``: ``ceil(k / 2)`` maximal and ``floor(k / 2)`` one-short
+    matchings (:func:`pair_predictions`), whose replaced pairs fall on opposite parities
+    of ``n``, give sensitivity ``(k + ceil(k / 2)) / 2`` (``3 k / 4`` for even ``k``)
+    with about ``n / 2`` pairs per matching (``pairing="maximal"``, sensitivity ``k``,
+    was the default before).  With ``max_records = N`` the thinned matchings keep
+    about ``n / 3 + n / (6 c^3)`` pairs at the slack ``c = N / n``, so, counted as
+    sensitivity per paired record, the medians' noise relative to an exact ``N = n``
+    is about ``3 c^3 / (2 c^3 + 1)``: 1 at ``c = 1``, 1.31 at 1.5, 1.41 at 2, never
+    above the balanced pairing's 3/2, and below the slot matchings' ``(N - 1) / (n -
+    1)`` at every ``n < N`` -- no choice that needs ``n`` (:func:`pairing_stability`;
+    the theorems and the measurements: docs/theory/algorithms.md, section 'DP
+    Theil-Sen').
 
     The median.  ``median="intervals"`` (default) is Smith's continuous exponential
     mechanism on ``[pred_lower, pred_upper]``; ``median="grid"`` selects one of
@@ -367,16 +445,16 @@ class DPTheilSen(Algorithm):
         Number of equally spaced candidates on ``[pred_lower, pred_upper]`` for
         ``median="grid"``, >= 2 (default 100, as in OpenDP's tutorial).
     max_records : int, optional
-        A public upper bound on the number of records, >= 2: the matchings become slot
-        matchings and the medians' sensitivity halves (see "A declared bound" above).
+        A public upper bound on the number of records, >= 2: the matchings become
+        thinned matchings and the medians' sensitivity is ``k / 2`` (see "A declared
+        bound" above; drawing the thinned sizes costs ``O((N - n) k)``).
         The guarantee then covers datasets of at most ``max_records`` records; ``fit``
         raises ``ValueError`` on more (with any pairing).
-    pairing : {'auto', 'maximal', 'balanced', 'slots'}
+    pairing : {'auto', 'maximal', 'balanced', 'slots', 'thinned'}
         How the records are paired (:data:`PAIRINGS`, "The pairing and a loose bound"
-        above): ``"auto"`` (default) is ``"slots"`` with ``max_records`` and
-        ``"maximal"`` without; ``"balanced"`` lowers the sensitivity from ``k`` to
-        ``(k + ceil(k / 2)) / 2`` without any bound; ``"slots"`` needs
-        ``max_records``.
+        above): ``"auto"`` (default) is ``"thinned"`` with ``max_records`` and
+        ``"balanced"`` without (sensitivity ``(k + ceil(k / 2)) / 2`` instead of the
+        maximal matchings' ``k``); ``"slots"`` and ``"thinned"`` need ``max_records``.
     out_of_range : {'raise', 'clip'}
         An ``x`` outside ``[x_lower, x_upper]``: raise ``ValueError`` (default) or clip
         it to the range.  Clipping maps each record ``(x_i, y_i)`` to ``(clip(x_i),
@@ -400,15 +478,14 @@ class DPTheilSen(Algorithm):
     >>> round(fit.slope, 1), round(fit.intercept, 1)
     (2.0, 1.0)
 
-    A public bound on the number of records halves the medians' sensitivity:
+    The default pairing without a bound is the parity-balanced one (sensitivity ``3 k /
+    4``, ``k`` for the maximal matchings); a public bound on the number of records
+    lowers it to ``k / 2``:
 
-    >>> alg.sensitivity, DPTheilSen(1.0, 0, 1, -10, 10, max_records=5000).sensitivity
-    (10.0, 5.0)
-
-    and the parity-balanced pairing lowers it without any bound:
-
-    >>> DPTheilSen(1.0, 0, 1, -10, 10, pairing="balanced").sensitivity
-    7.5
+    >>> alg.sensitivity, DPTheilSen(1.0, 0, 1, -10, 10, pairing="maximal").sensitivity
+    (7.5, 10.0)
+    >>> DPTheilSen(1.0, 0, 1, -10, 10, max_records=5000).sensitivity
+    5.0
     """
 
     #: the total pure-DP budget, stored as ``epsilon0`` because ``epsilon`` is the
@@ -534,14 +611,14 @@ class DPTheilSen(Algorithm):
     @property
     def sensitivity(self) -> float:
         """The medians' utility sensitivity: half of :func:`pairing_stability` (``k``
-        maximal, ``(k + ceil(k / 2)) / 2`` balanced, ``k / 2`` slots).
+        maximal, ``(k + ceil(k / 2)) / 2`` balanced, ``k / 2`` slots or thinned).
         """
         return pairing_stability(self.k, self.resolved_pairing) / 2
 
     @property
     def resolved_pairing(self) -> str:
-        """The pairing used: ``pairing`` with ``"auto"`` resolved (``"slots"`` with a
-        declared ``max_records``, ``"maximal"`` without).
+        """The pairing used: ``pairing`` with ``"auto"`` resolved (``"thinned"`` with a
+        declared ``max_records``, ``"balanced"`` without).
         """
         return _resolve_pairing(self.pairing, self.max_records)
 
@@ -581,7 +658,8 @@ class DPTheilSen(Algorithm):
                              f"max_records = {self.max_records}")
         p1, p2 = pair_predictions(xa, ya, self.k, (x1, x2), rng,
                                   slots=self.max_records if mode == "slots" else None,
-                                  balanced=mode == "balanced")
+                                  balanced=mode == "balanced",
+                                  thinned=self.max_records if mode == "thinned" else None)
         lo, hi = self.pred_lower, self.pred_upper
         session = self.releases(rng)
         medians = []
@@ -608,6 +686,8 @@ def _decode_theil_sen(params: dict) -> DPTheilSen:
     params = dict(params)
     if "epsilon0" in params and "epsilon" not in params:  # written before the rename
         params["epsilon"] = params.pop("epsilon0")
+    if "pairing" not in params:  # written before the pairing existed: its behaviour then
+        params["pairing"] = "slots" if params.get("max_records") is not None else "maximal"
     return DPTheilSen(**params)
 
 
