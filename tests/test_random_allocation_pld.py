@@ -228,3 +228,34 @@ def test_product_is_an_entrywise_upper_bound(sigma, steps):
         # and close: what the bound adds is round-off, not a loss of the tails
         big = exact > 1e-200
         assert np.all(got[big] <= exact[big] * (1 + 1e-6) + 1e-17)
+
+
+@pytest.mark.slow
+def test_small_sigma_answers_between_the_lower_bound_and_the_rdp_route():
+    # sigma 0.46, T 100: the cell cap once coarsened the first grid to a step of ~29
+    # against a sum of mean 100, leaving an atom of 0.063 at s = 0 (delta 0.063 at every
+    # eps, epsilon inf).  The cut of one term is now placed so both floors are small.
+    from dpacct.accountant.transformers.random_allocation_lower import (
+        random_allocation_lower_epsilon,
+    )
+
+    sigma, steps, delta = 0.46, 100, 1e-5
+    ra = random_allocation(GaussianMechanism(sigma=sigma), steps=steps)
+    ours = float(ra.pld_route.epsilon(delta))
+    lower = random_allocation_lower_epsilon(sigma, steps, delta, epochs=1, k=1)
+    assert math.isfinite(ours)
+    assert lower <= ours <= lower * (1 + 1e-3)  # the certified attack, computed apart
+    assert ours < max(ra._epsilon_directions(delta, None)) - 1.0  # RDP route: about 7.9
+    law = allocation_sum_law(sigma, steps)
+    s = np.arange(law.q.size) * law.step
+    assert abs(float(law.q.sum()) + law.q_absorbed - 1.0) < 1e-9
+    assert abs(float(law.q @ s) + law.s_absorbed - steps) < 1e-6 * steps
+    rng = np.random.default_rng(20261128)
+    for eps in (0.5, 2.0):
+        rem, add = (float(v[0]) for v in law.hockey_stick(math.exp(eps)))
+        for direction, value in (("remove", rem), ("add", add)):
+            _, lo, _ = random_allocation_delta_mc(
+                sigma, steps, eps, samples=100_000, rng=rng, direction=direction
+            )
+            assert lo <= value, (direction, eps, value)
+            assert value <= 2.0 * lo + 1e-4, (direction, eps, value)

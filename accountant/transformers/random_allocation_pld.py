@@ -42,7 +42,10 @@ What this module certifies (this project's argument, each step checked here):
    whose mass ``q`` at ``s`` costs ``sum q (1 + s/T)`` below a fixed budget (about
    ``1e-15`` per sum, scaled by ``m / T`` for a partial sum of ``m`` terms, which enters
    ``T / m`` times); one term is carried up to where absorbing it in all ``T`` terms
-   costs below ``1e-14``.
+   costs below ``1e-14`` -- unless the cell cap would then coarsen the step past its
+   target (sigma below ~0.65: one term's log-normal tail is long), where the cut is
+   lowered to balance the absorbed mass against the atom the coarse first cell puts
+   at ``s = 0`` (:func:`_coarse_cut`); either is certified exactly.
 
 Construction and speed.  Partial sums are arrays with an offset (their empty or
 trimmed ends are not stored), so the FFTs of the doubling (``floor(log2 T)`` squarings
@@ -101,6 +104,8 @@ _TRIM = 1e-15
 #: what absorbing one term above its window may cost (the window of a single term is
 #: much narrower than that of the whole sum, whose top is set by ``_TAIL_AIM``)
 _BASE_AIM = 1e-14
+#: a cut of one term whose two floors (:func:`_coarse_cut`) are below this is kept
+_FLOOR_OK = 1e-12
 #: seconds the law build runs before its progress bar appears
 PROGRESS_DELAY = 2.0
 
@@ -195,6 +200,37 @@ def _x_tail(sigma: float, steps: int, aim: float) -> float:
     z_moment = -float(special.ndtri(0.5 * aim))
     z_mass = -float(special.ndtri(0.5 * aim / steps))
     return max(math.exp(c + z_moment / sigma), math.exp(-c + z_mass / sigma))
+
+
+def _coarse_cut(sigma: float, steps: int, target: float, base_top: float) -> float:
+    """Where to cut one term when the cell cap coarsens its step past ``target``.
+
+    With step ``h`` the split of the first cell puts ``P(X <= h) - E[X; X <= h] / h``
+    at 0, so the sum has about that to the power ``T`` at ``s = 0``: a floor under the
+    add direction's delta (loss ``+inf``).  Cutting one term at ``x = h N`` (``N`` the
+    cell cap) puts about ``E[X; X > x] + T P(X > x)`` into the absorbed atom: a floor
+    under the remove direction's delta.  Below sigma ~ 0.6 both cannot be small at
+    ``x = base_top``; the cut is kept if its floors are below :data:`_FLOOR_OK`, else
+    the step ``h`` (down to ``target``, in quarter-octaves) with the least larger
+    floor is taken.  Only tightness depends on this choice: whatever the cut, its
+    absorbed mass and moment are computed exactly and certified (module, 3.).
+    """
+    c = 0.5 / (sigma * sigma)
+    h_max = base_top / _MAX_CELLS
+    j = np.arange(int(4.0 * math.log2(h_max / target)) + 1)
+    h = np.append(h_max * 2.0 ** (-j / 4.0), target)
+    lh = np.log(h)
+    at_zero = np.maximum(
+        special.ndtr(sigma * (lh + c)) - special.ndtr(sigma * (lh - c)) / h, 0.0
+    )
+    with np.errstate(divide="ignore"):
+        add_floor = np.exp(steps * np.log(at_zero))
+    lx = np.log(h * _MAX_CELLS)
+    rem_floor = special.ndtr(-sigma * (lx - c)) + steps * special.ndtr(-sigma * (lx + c))
+    worst = np.maximum(add_floor, rem_floor)
+    if worst[0] <= _FLOOR_OK:
+        return base_top
+    return float(h[int(np.argmin(worst))] * _MAX_CELLS)
 
 
 def _base_law(sigma: float, step: float, top: float) -> _Part:
@@ -430,6 +466,11 @@ def _build(s: float, t: int, r: float, progress: bool) -> SumLaw:
     target = _STEP_PER_SD * sd / r
     # one term is carried up to _x_tail(_BASE_AIM) only; the trims keep what counts
     base_top = min(top, _x_tail(s, t, _BASE_AIM) + 12.0 * sd + 2.0)
+    if base_top > _MAX_CELLS * target:
+        base_top = _coarse_cut(s, t, target, base_top)
+        # partial sums of terms cut at base_top pass base_top + T only when two of them
+        # are large: the sum's window need not reach further
+        top = min(top, base_top + t + 12.0 * sd * math.sqrt(t) + 2.0)
     step = max(target, base_top / _MAX_CELLS)
     power = _trim(_base_law(s, step, base_top), step, t, _TRIM / t)
     count, acc = 1, None
