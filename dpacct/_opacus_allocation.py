@@ -27,6 +27,8 @@ from typing import Any
 
 import numpy as np
 
+from dpacct.accountant.extras import import_optional
+
 __all__ = ["RANDOM_ALLOCATION", "RandomAllocationBatchSampler", "allocation_bounds"]
 
 #: the data path's scheme name
@@ -75,7 +77,9 @@ class RandomAllocationBatchSampler:
         return self.steps
 
     def __iter__(self):
-        import torch
+        torch = import_optional(
+            "torch", extra="opacus", feature="RandomAllocationBatchSampler"
+        )
 
         n, t, k = self.num_samples, self.steps, self.k
         # a uniform k-subset per record, drawn without replacement one element at a

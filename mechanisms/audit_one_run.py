@@ -69,7 +69,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import special, stats
+from scipy import special
 
 from dpacct.accountant.families.gaussian_dp import (
     gaussian_delta_at_most_exact,
@@ -136,6 +136,8 @@ def steinke_p_value(m: int, r: int, v: int, epsilon: float, delta: float) -> flo
         raise ValueError(f"need 0 <= v <= r <= m, got m={m}, r={r}, v={v}")
     if v == 0:
         return 1.0
+    from scipy import stats  # scipy.stats costs ~0.3 s at import: only where it is used
+
     q = float(special.expit(epsilon))
     tail = float(stats.binom.sf(v - 1, r, q))
     if delta == 0.0:
