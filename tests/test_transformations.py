@@ -232,8 +232,10 @@ def test_symmetric_distance():
 
 
 def test_matching_transformation_declares_two_per_matching():
-    t = matching_transformation(4, (0.25, 0.75))
+    t = matching_transformation(4, (0.25, 0.75), pairing="maximal")
     assert t.stability == 8 and t.metric == "symmetric" and t.randomized
+    # the default without a bound on n is the balanced pairing: k + ceil(k / 2)
+    assert matching_transformation(4, (0.25, 0.75)).stability == 4 + 2
     with pytest.raises(ValueError, match=r"randomized|deterministic"):
         max_observed_distance(t, [np.ones((4, 2))], rng=np.random.default_rng(0))
     with pytest.raises(ValueError, match="cut_points"):
