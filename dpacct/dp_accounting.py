@@ -467,16 +467,16 @@ _convert = with_mixture_events(_convert, _Converted, _unsupported)
 def _merge_gaussians(
     parts: list[tuple[Mechanism, int]], relation: NeighboringRelation
 ) -> list[tuple[Mechanism, int]]:
-    """Replace-one Gaussians compose in closed form, as dpacct's compose does for
-    add/remove ones: ``k_i`` runs at ``sigma_i`` are one Gaussian with
-    ``sigma^-2 = sum k_i sigma_i^-2`` (Dong, Roth, Su 2019, Corollary 3.3)."""
+    """Replace-one Gaussians in closed form, as compose does for add/remove ones: ``k_i``
+    runs at ``sigma_i`` are one with ``sigma^-2 = sum k_i sigma_i^-2`` (DRS 2019, Cor. 3.3)."""
     if relation is not _REPLACE:
         return parts
-    gauss = [(m, c) for m, c in parts if type(m) is ReplaceOneGaussianMechanism]
+    merges = [getattr(m, "replace_one_closed_form", None) == "gaussian" for m, _ in parts]
+    gauss = [p for p, ok in zip(parts, merges, strict=True) if ok]
     if len(gauss) == 0 or (len(gauss) == 1 and gauss[0][1] == 1):
         return parts
     precision = math.fsum(c / m.sigma**2 for m, c in gauss)  # type: ignore[attr-defined]
-    rest = [(m, c) for m, c in parts if type(m) is not ReplaceOneGaussianMechanism]
+    rest = [p for p, ok in zip(parts, merges, strict=True) if not ok]
     return [(ReplaceOneGaussianMechanism(sigma=1.0 / math.sqrt(precision)), 1), *rest]
 
 
