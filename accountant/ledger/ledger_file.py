@@ -106,7 +106,7 @@ _HMAC = "hmac-sha256:"
 _CONTENT_KEYS = frozenset({"format", "schema_version", "budget", "tol", "entries"})
 _OPTION_KEYS = frozenset({"grid", "adaptive", "adaptive_order"})
 #: the adaptive filters a saved ledger may name (``True`` is ``"renyi"``)
-_ADAPTIVE_NAMES = ("renyi", "renyi_orders", "gdp")
+_ADAPTIVE_NAMES = ("renyi", "renyi_orders", "renyi_orders_wide", "gdp")
 
 
 class LedgerFileError(ValueError):
