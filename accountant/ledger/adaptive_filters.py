@@ -72,9 +72,14 @@ ORDERS_WIDTH = 0.1
 #: the orders: ``centre * exp(ORDERS_STEP * j)`` for ``|j| <= ORDERS_HALF`` (and > 1)
 ORDERS_STEP = 0.01
 ORDERS_HALF = 12
-#: relative slack on the first record's summed RDP when the spread is chosen: covers the
-#: running sum's round-off and the filter's margins up to ~10^7 additions
-_TARGET_SLACK = 1e-8
+
+
+def _target_slack(copies: float) -> float:
+    """Relative slack on ``copies`` times the first record's RDP when the spread is
+    chosen: at least what the filter's own check adds to that state when it is reached
+    in at most ``copies`` records (the sum's round-off ``(n + 1) 2^-53``, the margin
+    ``(n + 1) 2^-52`` and two more roundings), plus the check's ``_SUM_SLACK``."""
+    return 4.0 * (copies + 2.0) * 2.0**-52 + 2.0 * _SUM_SLACK
 #: relative slack on the summed RDP for the round-off of the check itself (the running
 #: sum's own round-off is covered by :func:`_sum_margin`, which grows with its length)
 _SUM_SLACK = 1e-12
@@ -237,10 +242,11 @@ def renyi_orders_spread(
     With weights ``(1 - s) [centre] + s k`` (``k`` the kernel of
     :func:`renyi_orders_weights`) the mixture ratio at a fixed state is linear in ``s``:
     ``(1 - s) r_c + s K``, ``r_c = delta / delta_c`` at the centre and ``K = sum_a k_a
-    delta / delta_a``.  It is at least 1 for every ``s`` up to ``(r_c - 1) / (r_c -
-    K)`` when ``K < 1 <= r_c``, for every ``s`` when ``K >= 1``, and for none when
-    ``r_c < 1``.  The state is ``copies`` times the first record's RDP, raised by
-    ``_TARGET_SLACK``; the answer is rounded down to a multiple of ``2^-40``.
+    delta / delta_a``.  The answer is ``cap`` if the ratio is at least 1 there, else
+    ``(r_c - 1) / (r_c - K)`` (the ratio is at least 1 on ``[0, s]``) when ``r_c >=
+    1``, else 0 (no share keeps the count; the filter is then the centre order
+    alone).  The state is ``copies`` times the first record's RDP, raised by
+    ``_target_slack(copies)``; the answer is rounded down to a multiple of ``2^-40``.
 
     Parameters
     ----------
@@ -270,18 +276,19 @@ def renyi_orders_spread(
     if copies <= 0:
         return float(cap)
     eps, delta = budget
-    spent = copies * np.asarray(first_rdp, dtype=float) * (1.0 + _TARGET_SLACK)
+    spent = copies * np.asarray(first_rdp, dtype=float) * (1.0 + _target_slack(copies))
     log_r = math.log(delta) - renyi_log_delta(orders, spent * (1.0 + _SUM_SLACK), eps)
     la = np.log(np.asarray(orders, dtype=float))
     kernel = np.exp(-0.5 * ((la - la[center]) / width) ** 2)
     kernel /= kernel.sum()
     log_rc = float(log_r[center])
     log_k = float(logsumexp(log_r, b=kernel))
+    if cap > 0.0 and np.logaddexp(math.log1p(-cap) if cap < 1.0 else -math.inf,
+                                  math.log(cap) + log_k) >= 0.0:
+        return float(cap)  # the ratio is linear in s: at least 1 at the cap
     if log_rc < 0.0:
         return 0.0
-    if log_k >= 0.0:
-        return float(cap)
-    # (r_c - 1) / (r_c - K), from the logs without overflow
+    # K < 1 <= r_c here: (r_c - 1) / (r_c - K), from the logs without overflow
     top = -math.expm1(-log_rc)  # (r_c - 1) / r_c
     bottom = -math.expm1(log_k - log_rc)  # (r_c - K) / r_c
     s = min(float(cap), top / bottom * (1.0 - 1e-9))
