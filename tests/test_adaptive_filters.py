@@ -544,6 +544,14 @@ def test_adaptive_order_sets_the_centre_of_the_every_order_filter():
     assert acct.adaptive_order == 7.0  # any order > 1: the grid is built around it
     acct.step(noise_multiplier=1.0, sample_rate=0.01)  # the first record does not move it
     assert acct.adaptive_order == 7.0 and acct._filter.orders[ORDERS_HALF] == 7.0
+    low = PrivacyAccountant(
+        budget_epsilon=3.0, budget_delta=DELTA, adaptive="renyi_orders", adaptive_order=1.01
+    )
+    with pytest.raises(BudgetExceededError):  # nothing fits at order 1.01, but the
+        low.step(noise_multiplier=1.0, sample_rate=0.01)  # weights are fixed from it
+    orders = low._filter.orders
+    assert orders.min() > 1.0 and 1.01 in orders  # the centre is kept, orders <= 1 are not
+    assert low._filter.log_weights[list(orders).index(1.01)] == low._filter.log_weights.max()
     wide = PrivacyAccountant(
         budget_epsilon=3.0, budget_delta=DELTA, adaptive="renyi_orders_wide", adaptive_order=7.0
     )

@@ -213,7 +213,7 @@ def renyi_orders_weights(
 
 def renyi_orders_grid(centre: float) -> np.ndarray:
     """The every-order filter's orders: ``centre * exp(ORDERS_STEP * j)``, ``|j| <=
-    ORDERS_HALF``, those above 1 (``centre`` itself is one of them, exactly).
+    ORDERS_HALF``, those above 1 (``centre`` itself is always one of them, exactly).
 
     Examples
     --------
@@ -224,7 +224,7 @@ def renyi_orders_grid(centre: float) -> np.ndarray:
     j = np.arange(-ORDERS_HALF, ORDERS_HALF + 1)
     grid = centre * np.exp(ORDERS_STEP * j)
     grid[ORDERS_HALF] = centre
-    return grid[grid > 1.0 + 1e-9]
+    return grid[(grid > 1.0 + 1e-9) | (j == 0)]
 
 
 def renyi_orders_spread(
