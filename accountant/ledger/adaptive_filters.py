@@ -82,8 +82,9 @@ def _target_slack(copies: float) -> float:
     """Relative slack on ``copies`` times the first record's RDP when the spread is
     chosen: at least what the filter's own check adds to that state when it is reached
     in at most ``copies`` records (the sum's round-off ``(n + 1) 2^-53``, the margin
-    ``(n + 1) 2^-52`` and two more roundings), plus the check's ``_SUM_SLACK``."""
-    return 4.0 * (copies + 2.0) * 2.0**-52 + 2.0 * _SUM_SLACK
+    ``(n + 1) 2^-52`` and two more roundings), plus the check's ``_SUM_SLACK``; for
+    runs of at most 10^7 records (beyond, the slack would swamp the state)."""
+    return 4.0 * (min(copies, 1e7) + 2.0) * 2.0**-52 + 2.0 * _SUM_SLACK
 #: relative slack on the summed RDP for the round-off of the check itself (the running
 #: sum's own round-off is covered by :func:`_sum_margin`, which grows with its length)
 _SUM_SLACK = 1e-12
