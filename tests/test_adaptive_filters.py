@@ -591,3 +591,26 @@ def test_renyi_orders_filter_admits_only_states_meeting_the_exact_condition():
                 (a - 1) * (s - eps) + (a - 1) * mpmath.log(1 - 1 / a) - mpmath.log(a)))
         log_r = mpmath.log(mpmath.fsum(mpmath.e**t for t in terms))
     assert log_r >= 0
+
+
+def test_a_renyi_orders_ledger_saved_before_the_per_record_weights_reads_back_wide():
+    """A file naming ``renyi_orders`` without ``renyi_weights`` was written with the old
+    weights (now ``renyi_orders_wide``): it must resume under those, not the new ones."""
+    from dpacct.accountant.ledger.ledger_file import LedgerFileError, seal, unseal
+
+    acct = PrivacyAccountant(budget_epsilon=3.0, budget_delta=DELTA, adaptive="renyi_orders")
+    acct.step(noise_multiplier=1.0, sample_rate=0.01, count=100)
+    data = acct.to_dict()
+    assert data["options"]["renyi_weights"] == 2
+    assert PrivacyAccountant.from_dict(data).adaptive_filter == "renyi_orders"
+
+    payload = dict(unseal(data, source="test"))
+    payload.pop("schema_version", None)
+    old = dict(payload["options"])
+    old.pop("renyi_weights")
+    restored = PrivacyAccountant.from_dict(seal({**payload, "options": old}))
+    assert restored.adaptive_filter == "renyi_orders_wide"
+
+    forged = dict(payload["options"], renyi_weights=3)
+    with pytest.raises(LedgerFileError, match="renyi_weights"):
+        PrivacyAccountant.from_dict(seal({**payload, "options": forged}))

@@ -461,9 +461,22 @@ class RenyiOrdersFilter:
         return hi
 
     def options(self) -> dict[str, Any]:
-        """``adaptive`` and the centre order."""
-        return {"adaptive": self.name, "adaptive_order": self.order}
+        """``adaptive``, the centre order and, for ``"renyi_orders"``, the weights' version.
 
+        Ledgers saved before the weights were chosen per first record name
+        ``"renyi_orders"`` without ``renyi_weights``; they are read back as
+        ``"renyi_orders_wide"`` (those weights exactly), since switching a run's
+        mixture weights part-way would void the filter's guarantee.
+        """
+        out: dict[str, Any] = {"adaptive": self.name, "adaptive_order": self.order}
+        if self.name == "renyi_orders":
+            out["renyi_weights"] = RENYI_WEIGHTS_VERSION
+        return out
+
+
+#: the version of ``adaptive="renyi_orders"``'s weights a saved ledger records (2: chosen
+#: per first record; files without it hold version 1, today's ``"renyi_orders_wide"``)
+RENYI_WEIGHTS_VERSION = 2
 
 #: the weights of ``adaptive="renyi_orders_wide"``, fixed (they are part of its saved
 #: ledgers, which write only the centre): a quarter of the weight spread over
