@@ -47,9 +47,11 @@ Two kinds of filter, by what the training loop may do:
   Canonne, Kamath & Steinke 2020, Proposition 12 (Balle et al. 2020, Theorem 21):
   ``eps = B + log(1 - 1/alpha) - (log delta + log alpha) / (alpha - 1)``.  A step is
   refused when the summed RDP would cross ``B``.  ``adaptive="renyi_orders"`` tracks
-  every order at once (a mixture of the orders' supermartingales, weights fixed at
-  the first record), and ``adaptive="gdp"`` is the Gaussian-DP filter of Smith &
-  Thakurta 2022 for full-batch Gaussian records (a subsampled step is not Gaussian-DP,
+  many orders at once (a mixture of the orders' supermartingales, weights fixed at
+  the first record so that it never admits fewer copies of the first record than
+  ``True``; ``"renyi_orders_wide"`` spreads more weight, for schedules that move),
+  and ``adaptive="gdp"`` is the Gaussian-DP filter of Smith & Thakurta 2022 for
+  full-batch Gaussian records (a subsampled step is not Gaussian-DP,
   so it refuses them); see :mod:`~dpacct.accountant.ledger.adaptive_filters`.
 
 The ledger saves to and loads from JSON (:meth:`~PrivacyAccountant.save`,
@@ -81,7 +83,7 @@ from ..validation import (
     check_tol,
     show_value,
 )
-from .adaptive_filters import GDPFilter, RenyiOrdersFilter
+from .adaptive_filters import GDPFilter, RenyiOrdersFilter, RenyiOrdersWideFilter
 from .filters import Filter, PLDFilter, RenyiFilter
 from .history import BudgetHistory
 from .ledger_mechanism import LedgerMechanism
@@ -91,7 +93,7 @@ from .saving import LedgerFileMethods
 __all__ = ["PrivacyAccountant"]
 
 #: the fully adaptive filters by name (``adaptive=True`` is ``"renyi"``)
-ADAPTIVE_FILTERS = frozenset({"renyi", "renyi_orders", "gdp"})
+ADAPTIVE_FILTERS = frozenset({"renyi", "renyi_orders", "renyi_orders_wide", "gdp"})
 
 
 class PrivacyAccountant(LedgerFileMethods):
@@ -137,12 +139,15 @@ class PrivacyAccountant(LedgerFileMethods):
         the whole adaptive run is ``(budget_epsilon, budget_delta)``-DP.  The Renyi
         filter costs O(1) per record but is looser, so it admits fewer steps; every
         record needs a Renyi curve.  ``"renyi"`` is ``True``.  ``"renyi_orders"``:
-        fully adaptive too, tracking the summed Renyi DP at every order of the grid
-        and admitting while a mixture of the orders (weights fixed at the first
-        record, 3/4 on the order ``True`` would fix) converts to the budget
-        (:class:`~dpacct.accountant.ledger.adaptive_filters.RenyiOrdersFilter`): within
-        1-6 % of ``True`` on a constant schedule, and more steps (up to 20 times at
-        epsilon 3) when the schedule moves away from the first record.  ``"gdp"``:
+        fully adaptive too, tracking the summed Renyi DP at orders within 13 % of the
+        one ``True`` would fix and admitting while a mixture of them (weights fixed at
+        the first record) converts to the budget
+        (:class:`~dpacct.accountant.ledger.adaptive_filters.RenyiOrdersFilter`): never
+        fewer steps than ``True`` on a schedule that repeats the first record, a few
+        more when it moves.  ``"renyi_orders_wide"``: every order of the grid with a
+        quarter of the weight spread (up to 20 times the steps of ``True`` at epsilon
+        3 when the schedule moves far from the first record, 1-6 % fewer on a
+        constant one).  ``"gdp"``:
         fully adaptive, full-batch Gaussian records only (Smith & Thakurta 2022):
         ``sum mu_t^2`` up to the ``mu`` of the budget, the parameters of non-adaptive
         composition (:class:`~dpacct.accountant.ledger.adaptive_filters.GDPFilter`).  The queries
@@ -152,11 +157,11 @@ class PrivacyAccountant(LedgerFileMethods):
     adaptive_order : float, optional
         The Renyi order of the adaptive filter, finite and > 1; only with
         ``adaptive=True`` (or ``"renyi"``; with ``"renyi_orders"``: the order holding
-        most weight, moved to the nearest grid order).  None (default): chosen at the
-        first record, from its parameters alone (fixed before anything is released,
-        so data-independent), as the order on a grid from about 1.05 to 512 at which
-        the most copies of the first record fit the budget.  It cannot change
-        afterwards.
+        most weight; ``"renyi_orders_wide"``: the same, moved to the nearest grid
+        order).  None (default): chosen at the first record, from its parameters
+        alone (fixed before anything is released, so data-independent), as the order
+        on a grid from about 1.05 to 512 at which the most copies of the first
+        record fit the budget.  It cannot change afterwards.
     progress : bool, default True
         Show a ``tqdm`` progress bar (on stderr, "composing N phases (upper bound)")
         while a query or filter check composes a rounded many-phase schedule and the
@@ -246,9 +251,10 @@ class PrivacyAccountant(LedgerFileMethods):
                 "budget_epsilon and budget_delta too"
             )
         if adaptive_order is not None:
-            if kind not in ("renyi", "renyi_orders"):
+            if kind not in ("renyi", "renyi_orders", "renyi_orders_wide"):
                 raise ValueError(
-                    "adaptive_order is used only with adaptive=True, 'renyi' or 'renyi_orders'"
+                    "adaptive_order is used only with adaptive=True, 'renyi', 'renyi_orders' "
+                    "or 'renyi_orders_wide'"
                 )
             adaptive_order = check_positive("adaptive_order", adaptive_order)
             if not 1.0 < adaptive_order < math.inf:
@@ -268,6 +274,8 @@ class PrivacyAccountant(LedgerFileMethods):
                 self._filter = RenyiFilter(self._budget, adaptive_order)
             elif kind == "renyi_orders":
                 self._filter = RenyiOrdersFilter(self._budget, adaptive_order)
+            elif kind == "renyi_orders_wide":
+                self._filter = RenyiOrdersWideFilter(self._budget, adaptive_order)
             elif kind == "gdp":
                 self._filter = GDPFilter(self._budget)
             else:
@@ -312,7 +320,10 @@ class PrivacyAccountant(LedgerFileMethods):
 
     @property
     def adaptive_filter(self) -> str | None:
-        """The fully adaptive filter: ``"renyi"``, ``"renyi_orders"``, ``"gdp"`` or None."""
+        """The fully adaptive filter's name, or None.
+
+        One of ``"renyi"``, ``"renyi_orders"``, ``"renyi_orders_wide"``, ``"gdp"``.
+        """
         if isinstance(self._filter, RenyiFilter):
             return "renyi"
         if isinstance(self._filter, RenyiOrdersFilter | GDPFilter):

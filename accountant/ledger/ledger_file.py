@@ -104,9 +104,9 @@ MIN_KEY_BYTES = 16
 
 _HMAC = "hmac-sha256:"
 _CONTENT_KEYS = frozenset({"format", "schema_version", "budget", "tol", "entries"})
-_OPTION_KEYS = frozenset({"grid", "adaptive", "adaptive_order"})
+_OPTION_KEYS = frozenset({"grid", "adaptive", "adaptive_order", "renyi_weights"})
 #: the adaptive filters a saved ledger may name (``True`` is ``"renyi"``)
-_ADAPTIVE_NAMES = ("renyi", "renyi_orders", "gdp")
+_ADAPTIVE_NAMES = ("renyi", "renyi_orders", "renyi_orders_wide", "gdp")
 
 
 class LedgerFileError(ValueError):
@@ -443,6 +443,17 @@ def parse_content(payload: Mapping[str, Any], *, source: str = "ledger data") ->
                 "invalid budget or tol: options.adaptive must be true or one of "
                 f"{sorted(_ADAPTIVE_NAMES)} when present"
             )
+        options = dict(options)
+        weights = options.pop("renyi_weights", None)
+        if weights is not None and (options.get("adaptive") != "renyi_orders" or weights != 2):
+            raise fail(
+                "invalid budget or tol: options.renyi_weights must be 2, and only with "
+                "adaptive 'renyi_orders'"
+            )
+        if options.get("adaptive") == "renyi_orders" and weights is None:
+            # saved before renyi_orders' weights were chosen per first record: those
+            # weights are renyi_orders_wide's, and a run keeps its weights throughout
+            options["adaptive"] = "renyi_orders_wide"
         for name in ("grid", "adaptive_order"):
             value = options.get(name, 0.0)
             if name == "adaptive_order" and value is None:
