@@ -52,6 +52,20 @@ def test_one_gaussian_epsilon_loads_no_heavy_module():
     assert _loaded(modules, HEAVY) == []
 
 
+def test_one_gaussian_epsilon_needs_no_fft_and_no_mpmath():
+    """A Gaussian's epsilon is its certified closed form: ``scipy.fft`` (the PLD
+    engine's kernel) and ``mpmath`` (the 50-digit fallback) load where they are used."""
+    modules = _modules_after("import dpacct as dp\ndp.GaussianMechanism(1.0).epsilon(1e-5)\n")
+    assert _loaded(modules, ("scipy.fft", "mpmath")) == []
+    # and the kernel still finds scipy.fft when a composition needs it
+    modules = _modules_after(
+        "import dpacct as dp\n"
+        "run = dp.compose([dp.poisson_subsample(dp.GaussianMechanism(1.0), 0.01)], [100])\n"
+        "assert 0.0 < run.epsilon(1e-5) < 5.0\n"
+    )
+    assert _loaded(modules, ("scipy.fft",)) == ["scipy.fft"]
+
+
 @pytest.mark.parametrize("layer", ["accountant", "mechanisms", "calibrators"])
 def test_importing_a_layer_loads_no_heavy_module(layer):
     assert _loaded(_modules_after(f"import dpacct.{layer}"), HEAVY) == []
