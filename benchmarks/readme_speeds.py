@@ -5,12 +5,13 @@ measured by a benchmark row that prints it, and true").
     python -m benchmarks.readme_speeds --only 'dpsgd*' --repeats 5 --json out.json
 
 One row per claim: where the README states it, what it claims, and what this checkout
-measures.  Each row runs in a fresh interpreter (cwd outside the repository, so the
-installed dpacct is imported; run it from the venv of the checkout under test): the
+measures.  Each row runs in a fresh interpreter importing dpacct from this checkout
+(``--checkout`` for another; byte-code cached as installed, :mod:`benchmarks.checkouts`): the
 imports before the clock, then the question asked ``--repeats`` times, each time on a
 freshly built object (instance caches cold; module-level caches such as the FFT plan
 and the random-allocation law warm after the first).  Columns: the first call's CPU
-seconds (``time.process_time``), the least CPU of the repeats (the README's tables
+seconds (``time.process_time``; ``import dpacct`` loads nothing numerical, so numpy,
+scipy and the engine's modules load inside it), the least CPU of the repeats (the README's tables
 report the best of five), the claim, measured / claim, and ``holds`` when the best
 repeat is within 1.25x of the claim's upper end ("about") -- the README's times are for
 an idle machine, so a loaded one (the load average is printed) can miss them without
@@ -168,6 +169,9 @@ CLAIMS: tuple[tuple[str, str, float, str], ...] = (
     ),
 )
 
+#: this repository (its ``benchmarks`` package is the one the child imports)
+_BENCH_ROOT = str(__import__("pathlib").Path(__file__).resolve().parents[1])
+
 _CHILD = """
 import json, sys, time
 import dpacct as dp
@@ -197,10 +201,16 @@ print(json.dumps({"answer": answer, "first": cpu[0], "best": min(cpu[1:] or cpu)
 
 
 def measure(code: str, repeats: int, root: str) -> dict:
-    """One fresh interpreter: ``code`` once cold, then ``repeats`` times (best kept)."""
+    """One fresh interpreter: ``code`` once cold, then ``repeats`` times (best kept).
+
+    dpacct is imported from the checkout ``root`` with byte-code cached as an installed
+    package has it (:func:`benchmarks.checkouts.checkout_env`), so the first call's
+    lazy imports cost what a user's do."""
+    from benchmarks.checkouts import checkout_env
+
     done = subprocess.run(
-        [sys.executable, "-c", f"import sys; sys.path.insert(0, {root!r})\n" + _CHILD,
-         code, str(repeats)],
+        [sys.executable, "-c", _CHILD, code, str(repeats)],
+        env=checkout_env(root, extra_path=[_BENCH_ROOT]),  # benchmarks.peers: this one
         capture_output=True,
         text=True,
         cwd=tempfile.gettempdir(),
@@ -218,8 +228,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", default="*", help="glob over the row names")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--json", type=Path, help="write the rows here")
+    parser.add_argument(
+        "--checkout", type=Path, default=Path(__file__).resolve().parents[1],
+        help="the dpacct checkout measured (default: this one)",
+    )
     args = parser.parse_args(argv)
-    root = str(Path(__file__).resolve().parents[1])  # for benchmarks.peers in the child
+    root = str(args.checkout)
     with open("/proc/loadavg") as f:
         load = " ".join(f.read().split()[:3])
     print(f"README speed claims; CPU seconds; load average {load} (claims are for idle)")
