@@ -86,6 +86,30 @@ def test_the_engine_loads_only_what_the_question_needs():
     assert _loaded(modules, unused) == []
 
 
+def test_the_zoo_and_the_calibrators_load_by_name():
+    """``dp.noise_multiplier`` loads the DP-SGD calibrator, not every calibrator and the
+    whole zoo behind them; ``dp.LaplaceMechanism`` loads its primitive, not the
+    algorithms (the layers' names load on first use, as the engine's do)."""
+    modules = _modules_after(
+        "import dpacct as dp\n"
+        "assert 0.3 < dp.noise_multiplier(epsilon=3.0, delta=1e-5, sample_rate=0.01,"
+        " steps=1_000) < 5.0\n"
+    )
+    unused = (
+        "dpacct.mechanisms.algorithms",
+        "dpacct.calibrators.bandmf",
+        "dpacct.calibrators.synthesis",
+        "dpacct.calibrators.sampler",
+        "dpacct.accountant.ledger",
+    )
+    assert _loaded(modules, unused) == []
+    modules = _modules_after(
+        "import dpacct as dp\n"
+        "assert 4.0 < dp.compose([dp.LaplaceMechanism(10.0)], counts=[100]).epsilon(1e-6) < 5.0\n"
+    )
+    assert _loaded(modules, ("dpacct.mechanisms.algorithms", "dpacct.calibrators")) == []
+
+
 @pytest.mark.parametrize("argv", [["--help"], ["--version"], ["epsilon", "--help"]])
 def test_the_command_lines_help_loads_no_numerical_library(argv):
     """``dpacct --help`` parses arguments only: no numpy, no scipy, no layer."""
