@@ -110,6 +110,26 @@ def test_the_zoo_and_the_calibrators_load_by_name():
     assert _loaded(modules, ("dpacct.mechanisms.algorithms", "dpacct.calibrators")) == []
 
 
+def test_a_fresh_process_reads_back_every_zoo_type():
+    """With the zoo loading by name, reading a saved algorithm in a fresh process still
+    finds its type: the registry's plugin load resolves the zoo's whole export list."""
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from dpacct.accountant.serialization import registered_mechanisms\n"
+            "print(sorted(registered_mechanisms()))\n",
+        ],
+        capture_output=True,
+        text=True,
+        cwd="/",
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    names = set(json.loads(out.stdout.strip().splitlines()[-1].replace("'", '"')))
+    assert {"noisy_gd", "dp_sgd", "ssp", "adassp", "aim", "mst", "tree_quantiles"} <= names
+
+
 @pytest.mark.parametrize("argv", [["--help"], ["--version"], ["epsilon", "--help"]])
 def test_the_command_lines_help_loads_no_numerical_library(argv):
     """``dpacct --help`` parses arguments only: no numpy, no scipy, no layer."""
