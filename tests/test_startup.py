@@ -110,6 +110,27 @@ def test_the_zoo_and_the_calibrators_load_by_name():
     assert _loaded(modules, ("dpacct.mechanisms.algorithms", "dpacct.calibrators")) == []
 
 
+@pytest.mark.parametrize("layer", ["mechanisms", "calibrators"])
+def test_a_lazy_layer_binds_its_submodule_named_exports_at_import(layer):
+    """A name that is both an export and a submodule (``audit``, ``calibrate``) must be
+    imported by the layer's ``__init__``: loaded lazily, importing the submodule first
+    would bind the name to the module.  Every other export is in the layer's map."""
+    import importlib
+    import types
+    from pathlib import Path
+
+    module = importlib.import_module(f"dpacct.{layer}")
+    folder = Path(module.__file__).parent
+    submodules = {p.stem for p in folder.iterdir() if p.suffix == ".py" or p.is_dir()}
+    for name in sorted(submodules & set(module.__all__)):
+        assert name in vars(module), f"dpacct.{layer}.{name}: import it in __init__"
+        assert not isinstance(getattr(module, name), types.ModuleType), name
+    assert set(module._EXPORTS) == set(module.__all__)
+    for name, home in module._EXPORTS.items():
+        defining = importlib.import_module(f"dpacct.{layer}.{home}")
+        assert getattr(module, name) is getattr(defining, name), name
+
+
 def test_a_fresh_process_reads_back_every_zoo_type():
     """With the zoo loading by name, reading a saved algorithm in a fresh process still
     finds its type: the registry's plugin load resolves the zoo's whole export list."""
