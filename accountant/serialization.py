@@ -204,7 +204,11 @@ def _load_plugins_once() -> None:
     for point in entry_points(group=PLUGIN_GROUP):
         _PLUGIN_NAMES.append(point.name)
         try:
-            point.load()
+            plugin = point.load()
+            # a package that loads its names on first use (PEP 562, as dpacct's zoo
+            # does) has registered only what was used so far: load every name it exports
+            for name in getattr(plugin, "__all__", ()):
+                getattr(plugin, name)
         except Exception as exc:  # a broken plugin must not hide the others
             _PLUGIN_FAILED[point.name] = f"{point.value} cannot be loaded ({exc})"
 

@@ -1,62 +1,72 @@
-"""Calibrators: search a family of mechanisms for the parameter that meets a target."""
+"""Calibrators: search a family of mechanisms for the parameter that meets a target.
 
-from .allocation import random_allocation_noise_multiplier
-from .bandmf import bandmf_balls_in_bins_noise_multiplier, bandmf_noise_multiplier
-from .calibrate import Calibration, CalibrationError, UnreachableTargetError, calibrate
-from .dpsgd import (
-    analytic_gaussian_sigma,
-    dpsgd_mechanism,
-    gaussian_epsilon,
-    get_noise_multiplier,
-    max_sample_rate,
-    max_steps,
-    noise_multiplier,
-    steps_from_epochs,
-)
-from .regression import calibrate_adassp, calibrate_ssp
-from .risk import (
-    RiskCalibration,
-    calibrate_risk,
-    risk_max_sample_rate,
-    risk_max_steps,
-    risk_noise_multiplier,
-)
-from .sampler import SamplerReport, SchemeEpsilon, sampler_report
-from .synthesis import calibrate_aim, calibrate_mst, calibrate_synthesizer
-from .training import calibrate_dp_sgd, calibrate_noisy_gd, naive_split_sigma
+The names below are this layer's export list (``__all__``), each with the submodule that
+defines it.  They load on first use (PEP 562, as in :mod:`dpacct.accountant`), so that
+``dp.noise_multiplier`` or ``dpacct epsilon`` loads the DP-SGD calibrator and not every
+calibrator with the whole mechanism zoo (issue 37: start-up).  ``calibrate`` names both a
+function and its submodule: it is imported here, so that importing the submodule later
+never rebinds the name to the module.  Adding a public name: add it to ``_EXPORTS`` with
+its module.
+"""
 
-# this layer's export list (dpacct re-exports it; tests/test_package.py checks it
-# against the names imported above)
-__all__ = [
-    "Calibration",
-    "CalibrationError",
-    "RiskCalibration",
-    "SamplerReport",
-    "SchemeEpsilon",
-    "UnreachableTargetError",
-    "analytic_gaussian_sigma",
-    "bandmf_balls_in_bins_noise_multiplier",
-    "bandmf_noise_multiplier",
-    "calibrate",
-    "calibrate_adassp",
-    "calibrate_aim",
-    "calibrate_dp_sgd",
-    "calibrate_mst",
-    "calibrate_noisy_gd",
-    "calibrate_risk",
-    "calibrate_ssp",
-    "calibrate_synthesizer",
-    "dpsgd_mechanism",
-    "gaussian_epsilon",
-    "get_noise_multiplier",
-    "max_sample_rate",
-    "max_steps",
-    "naive_split_sigma",
-    "noise_multiplier",
-    "random_allocation_noise_multiplier",
-    "risk_max_sample_rate",
-    "risk_max_steps",
-    "risk_noise_multiplier",
-    "sampler_report",
-    "steps_from_epochs",
-]
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from typing import Any
+
+from .calibrate import calibrate
+
+#: public name -> the submodule (relative to this package) that defines it
+_EXPORTS: dict[str, str] = {
+    "Calibration": "calibrate",
+    "CalibrationError": "search",
+    "RiskCalibration": "risk",
+    "SamplerReport": "sampler",
+    "SchemeEpsilon": "sampler",
+    "UnreachableTargetError": "search",
+    "analytic_gaussian_sigma": "dpsgd",
+    "bandmf_balls_in_bins_noise_multiplier": "bandmf",
+    "bandmf_noise_multiplier": "bandmf",
+    "calibrate": "calibrate",
+    "calibrate_adassp": "regression",
+    "calibrate_aim": "synthesis",
+    "calibrate_dp_sgd": "training",
+    "calibrate_mst": "synthesis",
+    "calibrate_noisy_gd": "training",
+    "calibrate_risk": "risk",
+    "calibrate_ssp": "regression",
+    "calibrate_synthesizer": "synthesis",
+    "dpsgd_mechanism": "dpsgd",
+    "gaussian_epsilon": "dpsgd",
+    "get_noise_multiplier": "dpsgd",
+    "max_sample_rate": "dpsgd",
+    "max_steps": "dpsgd",
+    "naive_split_sigma": "training",
+    "noise_multiplier": "dpsgd",
+    "random_allocation_noise_multiplier": "allocation",
+    "risk_max_sample_rate": "risk",
+    "risk_max_steps": "risk",
+    "risk_noise_multiplier": "risk",
+    "sampler_report": "sampler",
+    "steps_from_epochs": "dpsgd",
+}
+
+# this layer's export list (dpacct re-exports it; tests/test_package.py checks it)
+__all__ = list(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    home = _EXPORTS.get(name)
+    if home is None:
+        # a submodule by attribute (``dpacct.calibrators.dpsgd``), as an eager package has it
+        if not name.startswith("_") and importlib.util.find_spec(f"{__name__}.{name}"):
+            return importlib.import_module(f"{__name__}.{name}")
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value  # later lookups skip this hook
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

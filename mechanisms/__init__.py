@@ -13,142 +13,115 @@ stability the library derives, float round-off included (:func:`bounded_sum`,
 Every primitive adds its own noise (``release``), and every algorithm draws its noise
 only through the releases of the primitives its privacy is composed of
 (:class:`PlannedRelease`, :class:`ReleaseSession`).
+
+The names below load on first use (PEP 562, as in :mod:`dpacct.accountant`):
+``dp.LaplaceMechanism`` loads the Laplace primitive, not the whole zoo (issue 37:
+start-up).  ``audit`` and ``audit_one_run`` name both a function and its submodule:
+they are imported here, so that importing the submodule later never rebinds the name to
+the module.  Adding a public name: add it to ``_EXPORTS`` with its module.
 """
 
-from .algorithms.algorithm import Algorithm, PlannedRelease, ReleaseSession
-from .algorithms.bandmf import amplified_bandmf, bandmf_sensitivity
-from .algorithms.bandmf_balls_in_bins import (
-    BandMFBallsInBins,
-    bandmf_balls_in_bins,
-    bandmf_balls_in_bins_delta_mc,
-)
-from .algorithms.dp_sgd import DPSGD, DPSGDFit
-from .algorithms.noisy_gd import FittedLinearModel, NoisyGD, TrainingHistory
-from .algorithms.quantiles import (
-    ExponentialQuantile,
-    HistogramQuantiles,
-    HistogramRelease,
-    TreeQuantiles,
-    TreeRelease,
-    choose_branching,
-    hay_consistency,
-)
-from .algorithms.ssp import SSP, AdaSSP, LinearModel, SufficientStatisticsPerturbation
-from .algorithms.synthesis import (
-    BinnedNumericColumn,
-    CategoricalColumn,
-    FittedSynthesizer,
-    MarginalSynthesizer,
-    Table,
-)
-from .algorithms.synthesis_aim import AIM
-from .algorithms.synthesis_mst import MST
-from .algorithms.theil_sen import DPTheilSen, TheilSenFit, matching_transformation
-from .algorithms.transformations import Transformation, TransformedMechanism, group_privacy
-from .algorithms.transforms_proved import (
-    ProvedTransformation,
-    bounded_mean,
-    bounded_sum,
-    bounded_variance,
-    cast_float,
-    clamp,
-    count,
-    count_by_categories,
-    impute_constant,
-    pairwise_sum,
-    pairwise_sum_error,
-    resize,
-    select_column,
-    select_columns,
-)
-from .audit import AuditResult, audit
-from .audit_one_run import OneRunAuditResult, audit_one_run
-from .primitives.discrete import (
-    DiscreteGaussianMechanism,
-    DiscreteLaplaceMechanism,
-    discrete_gaussian_delta_bounds,
-)
-from .primitives.exponential import ExponentialMechanism
-from .primitives.gaussian import GaussianMechanism, ReplaceOneGaussianMechanism, gaussian_delta
-from .primitives.generic import PureDPMechanism, ZCDPMechanism, zcdp_delta, zcdp_epsilon
-from .primitives.laplace import LaplaceMechanism, ReplaceOneLaplaceMechanism
-from .primitives.permute_and_flip import PermuteAndFlip
-from .primitives.randomized_response import RandomizedResponse
-from .primitives.relations import fixed_size_gaussian_step, replace_one
+from __future__ import annotations
 
-# this layer's export list (dpacct re-exports it; tests/test_package.py checks it
-# against the names imported above)
-__all__ = [
-    "AIM",
-    "DPSGD",
-    "MST",
-    "SSP",
-    "AdaSSP",
-    "Algorithm",
-    "AuditResult",
-    "BandMFBallsInBins",
-    "BinnedNumericColumn",
-    "CategoricalColumn",
-    "DPSGDFit",
-    "DPTheilSen",
-    "DiscreteGaussianMechanism",
-    "DiscreteLaplaceMechanism",
-    "ExponentialMechanism",
-    "ExponentialQuantile",
-    "FittedLinearModel",
-    "FittedSynthesizer",
-    "GaussianMechanism",
-    "HistogramQuantiles",
-    "HistogramRelease",
-    "LaplaceMechanism",
-    "LinearModel",
-    "MarginalSynthesizer",
-    "NoisyGD",
-    "OneRunAuditResult",
-    "PermuteAndFlip",
-    "PlannedRelease",
-    "ProvedTransformation",
-    "PureDPMechanism",
-    "RandomizedResponse",
-    "ReleaseSession",
-    "ReplaceOneGaussianMechanism",
-    "ReplaceOneLaplaceMechanism",
-    "SufficientStatisticsPerturbation",
-    "Table",
-    "TheilSenFit",
-    "TrainingHistory",
-    "Transformation",
-    "TransformedMechanism",
-    "TreeQuantiles",
-    "TreeRelease",
-    "ZCDPMechanism",
-    "amplified_bandmf",
-    "audit",
-    "audit_one_run",
-    "bandmf_balls_in_bins",
-    "bandmf_balls_in_bins_delta_mc",
-    "bandmf_sensitivity",
-    "bounded_mean",
-    "bounded_sum",
-    "bounded_variance",
-    "cast_float",
-    "choose_branching",
-    "clamp",
-    "count",
-    "count_by_categories",
-    "discrete_gaussian_delta_bounds",
-    "fixed_size_gaussian_step",
-    "gaussian_delta",
-    "group_privacy",
-    "hay_consistency",
-    "impute_constant",
-    "matching_transformation",
-    "pairwise_sum",
-    "pairwise_sum_error",
-    "replace_one",
-    "resize",
-    "select_column",
-    "select_columns",
-    "zcdp_delta",
-    "zcdp_epsilon",
-]
+import importlib
+import importlib.util
+from typing import Any
+
+from .audit import audit
+from .audit_one_run import audit_one_run
+
+#: public name -> the submodule (relative to this package) that defines it
+_EXPORTS: dict[str, str] = {
+    "AIM": "algorithms.synthesis_aim",
+    "DPSGD": "algorithms.dp_sgd",
+    "MST": "algorithms.synthesis_mst",
+    "SSP": "algorithms.ssp",
+    "AdaSSP": "algorithms.ssp",
+    "Algorithm": "algorithms.algorithm",
+    "AuditResult": "audit",
+    "BandMFBallsInBins": "algorithms.bandmf_balls_in_bins",
+    "BinnedNumericColumn": "algorithms.synthesis",
+    "CategoricalColumn": "algorithms.synthesis",
+    "DPSGDFit": "algorithms.dp_sgd",
+    "DPTheilSen": "algorithms.theil_sen",
+    "DiscreteGaussianMechanism": "primitives.discrete",
+    "DiscreteLaplaceMechanism": "primitives.discrete",
+    "ExponentialMechanism": "primitives.exponential",
+    "ExponentialQuantile": "algorithms.quantiles",
+    "FittedLinearModel": "algorithms.noisy_gd",
+    "FittedSynthesizer": "algorithms.synthesis",
+    "GaussianMechanism": "primitives.gaussian",
+    "HistogramQuantiles": "algorithms.quantiles",
+    "HistogramRelease": "algorithms.quantiles",
+    "LaplaceMechanism": "primitives.laplace",
+    "LinearModel": "algorithms.ssp",
+    "MarginalSynthesizer": "algorithms.synthesis",
+    "NoisyGD": "algorithms.noisy_gd",
+    "OneRunAuditResult": "audit_one_run",
+    "PermuteAndFlip": "primitives.permute_and_flip",
+    "PlannedRelease": "algorithms.algorithm",
+    "ProvedTransformation": "algorithms.transforms_proved",
+    "PureDPMechanism": "primitives.generic",
+    "RandomizedResponse": "primitives.randomized_response",
+    "ReleaseSession": "algorithms.algorithm",
+    "ReplaceOneGaussianMechanism": "primitives.gaussian",
+    "ReplaceOneLaplaceMechanism": "primitives.laplace",
+    "SufficientStatisticsPerturbation": "algorithms.ssp",
+    "Table": "algorithms.synthesis",
+    "TheilSenFit": "algorithms.theil_sen",
+    "TrainingHistory": "algorithms.noisy_gd",
+    "Transformation": "algorithms.transformations",
+    "TransformedMechanism": "algorithms.transformations",
+    "TreeQuantiles": "algorithms.quantiles",
+    "TreeRelease": "algorithms.quantiles",
+    "ZCDPMechanism": "primitives.generic",
+    "amplified_bandmf": "algorithms.bandmf",
+    "audit": "audit",
+    "audit_one_run": "audit_one_run",
+    "bandmf_balls_in_bins": "algorithms.bandmf_balls_in_bins",
+    "bandmf_balls_in_bins_delta_mc": "algorithms.bandmf_balls_in_bins",
+    "bandmf_sensitivity": "algorithms.bandmf",
+    "bounded_mean": "algorithms.transforms_proved",
+    "bounded_sum": "algorithms.transforms_proved",
+    "bounded_variance": "algorithms.transforms_proved",
+    "cast_float": "algorithms.transforms_proved",
+    "choose_branching": "algorithms.quantiles",
+    "clamp": "algorithms.transforms_proved",
+    "count": "algorithms.transforms_proved",
+    "count_by_categories": "algorithms.transforms_proved",
+    "discrete_gaussian_delta_bounds": "primitives.discrete",
+    "fixed_size_gaussian_step": "primitives.relations",
+    "gaussian_delta": "primitives.gaussian",
+    "group_privacy": "algorithms.transformations",
+    "hay_consistency": "algorithms.quantiles",
+    "impute_constant": "algorithms.transforms_proved",
+    "matching_transformation": "algorithms.theil_sen",
+    "pairwise_sum": "algorithms.transforms_proved",
+    "pairwise_sum_error": "algorithms.transforms_proved",
+    "replace_one": "primitives.relations",
+    "resize": "algorithms.transforms_proved",
+    "select_column": "algorithms.transforms_proved",
+    "select_columns": "algorithms.transforms_proved",
+    "zcdp_delta": "primitives.generic",
+    "zcdp_epsilon": "primitives.generic",
+}
+
+# this layer's export list (dpacct re-exports it; tests/test_package.py checks it)
+__all__ = list(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    home = _EXPORTS.get(name)
+    if home is None:
+        # a subpackage or module by attribute (``dpacct.mechanisms.primitives``), as an
+        # eager package has it
+        if not name.startswith("_") and importlib.util.find_spec(f"{__name__}.{name}"):
+            return importlib.import_module(f"{__name__}.{name}")
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value  # later lookups skip this hook
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -52,6 +52,20 @@ def test_one_gaussian_epsilon_loads_no_heavy_module():
     assert _loaded(modules, HEAVY) == []
 
 
+def test_one_gaussian_epsilon_needs_no_fft_and_no_mpmath():
+    """A Gaussian's epsilon is its certified closed form: ``scipy.fft`` (the PLD
+    engine's kernel) and ``mpmath`` (the 50-digit fallback) load where they are used."""
+    modules = _modules_after("import dpacct as dp\ndp.GaussianMechanism(1.0).epsilon(1e-5)\n")
+    assert _loaded(modules, ("scipy.fft", "mpmath")) == []
+    # and the kernel still finds scipy.fft when a composition needs it
+    modules = _modules_after(
+        "import dpacct as dp\n"
+        "run = dp.compose([dp.poisson_subsample(dp.GaussianMechanism(1.0), 0.01)], [100])\n"
+        "assert 0.0 < run.epsilon(1e-5) < 5.0\n"
+    )
+    assert _loaded(modules, ("scipy.fft",)) == ["scipy.fft"]
+
+
 @pytest.mark.parametrize("layer", ["accountant", "mechanisms", "calibrators"])
 def test_importing_a_layer_loads_no_heavy_module(layer):
     assert _loaded(_modules_after(f"import dpacct.{layer}"), HEAVY) == []
@@ -70,6 +84,71 @@ def test_the_engine_loads_only_what_the_question_needs():
         "dpacct.calibrators",
     )
     assert _loaded(modules, unused) == []
+
+
+def test_the_zoo_and_the_calibrators_load_by_name():
+    """``dp.noise_multiplier`` loads the DP-SGD calibrator, not every calibrator and the
+    whole zoo behind them; ``dp.LaplaceMechanism`` loads its primitive, not the
+    algorithms (the layers' names load on first use, as the engine's do)."""
+    modules = _modules_after(
+        "import dpacct as dp\n"
+        "assert 0.3 < dp.noise_multiplier(epsilon=3.0, delta=1e-5, sample_rate=0.01,"
+        " steps=1_000) < 5.0\n"
+    )
+    unused = (
+        "dpacct.mechanisms.algorithms",
+        "dpacct.calibrators.bandmf",
+        "dpacct.calibrators.synthesis",
+        "dpacct.calibrators.sampler",
+        "dpacct.accountant.ledger",
+    )
+    assert _loaded(modules, unused) == []
+    modules = _modules_after(
+        "import dpacct as dp\n"
+        "assert 4.0 < dp.compose([dp.LaplaceMechanism(10.0)], counts=[100]).epsilon(1e-6) < 5.0\n"
+    )
+    assert _loaded(modules, ("dpacct.mechanisms.algorithms", "dpacct.calibrators")) == []
+
+
+@pytest.mark.parametrize("layer", ["mechanisms", "calibrators"])
+def test_a_lazy_layer_binds_its_submodule_named_exports_at_import(layer):
+    """A name that is both an export and a submodule (``audit``, ``calibrate``) must be
+    imported by the layer's ``__init__``: loaded lazily, importing the submodule first
+    would bind the name to the module.  Every other export is in the layer's map."""
+    import importlib
+    import types
+    from pathlib import Path
+
+    module = importlib.import_module(f"dpacct.{layer}")
+    folder = Path(module.__file__).parent
+    submodules = {p.stem for p in folder.iterdir() if p.suffix == ".py" or p.is_dir()}
+    for name in sorted(submodules & set(module.__all__)):
+        assert name in vars(module), f"dpacct.{layer}.{name}: import it in __init__"
+        assert not isinstance(getattr(module, name), types.ModuleType), name
+    assert set(module._EXPORTS) == set(module.__all__)
+    for name, home in module._EXPORTS.items():
+        defining = importlib.import_module(f"dpacct.{layer}.{home}")
+        assert getattr(module, name) is getattr(defining, name), name
+
+
+def test_a_fresh_process_reads_back_every_zoo_type():
+    """With the zoo loading by name, reading a saved algorithm in a fresh process still
+    finds its type: the registry's plugin load resolves the zoo's whole export list."""
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from dpacct.accountant.serialization import registered_mechanisms\n"
+            "print(sorted(registered_mechanisms()))\n",
+        ],
+        capture_output=True,
+        text=True,
+        cwd="/",
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    names = set(json.loads(out.stdout.strip().splitlines()[-1].replace("'", '"')))
+    assert {"noisy_gd", "dp_sgd", "ssp", "adassp", "aim", "mst", "tree_quantiles"} <= names
 
 
 @pytest.mark.parametrize("argv", [["--help"], ["--version"], ["epsilon", "--help"]])

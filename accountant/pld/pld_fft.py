@@ -31,11 +31,25 @@ import math
 from functools import lru_cache
 
 import numpy as np
-from scipy import fft as sp_fft
 
 from ..numerics import TINY
 
 __all__: list[str] = []
+
+
+class _LazyFFT:
+    """``scipy.fft``, imported on first use: a Gaussian's epsilon (closed form) needs
+    no FFT, and importing ``scipy.fft`` is ~7 % of ``import dpacct`` + that epsilon
+    (issue 37).  The first attribute read replaces this stand-in by the module."""
+
+    def __getattr__(self, name: str):
+        from scipy import fft
+
+        globals()["sp_fft"] = fft
+        return getattr(fft, name)
+
+
+sp_fft = _LazyFFT()
 
 
 #: The round-off policy of :class:`~dpacct.accountant.pld.grid.GridPLD` composition:

@@ -1,0 +1,267 @@
+"""Every speed the README states, measured (issue 37: "every speed the README states,
+measured by a benchmark row that prints it, and true").
+
+    python -m benchmarks.readme_speeds                 # every row, 3 repeats
+    python -m benchmarks.readme_speeds --only 'dpsgd*' --repeats 5 --json out.json
+
+One row per claim: where the README states it, what it claims, and what this checkout
+measures.  Each row runs in a fresh interpreter importing dpacct from this checkout
+(``--checkout`` for another; byte-code cached as installed, :mod:`benchmarks.checkouts`): the
+imports before the clock, then the question asked ``--repeats`` times, each time on a
+freshly built object (instance caches cold; module-level caches such as the FFT plan
+and the random-allocation law warm after the first).  Columns: the first call's CPU
+seconds (``time.process_time``; ``import dpacct`` loads nothing numerical, so numpy,
+scipy and the engine's modules load inside it), the least CPU of the repeats (the README's tables
+report the best of five), the claim, measured / claim, and ``holds`` when the best
+repeat is within 1.25x of the claim's upper end ("about") -- the README's times are for
+an idle machine, so a loaded one (the load average is printed) can miss them without
+the claim being false.  The answer is printed too, to check the row asks what the
+README's sentence is about.
+
+The start-up claims (``dpacct --help``, ``import dpacct`` + one Gaussian epsilon) are
+measured by ``python -m benchmarks.startup`` (whole interpreter, old against new), and
+random allocation's first calls by ``python -m benchmarks.random_allocation
+--first-call``; the online loops by ``python -m benchmarks.everyday --only 'online*'``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import json
+import subprocess
+import sys
+import tempfile
+
+#: (name, README anchor (the words it is stated in), claimed seconds (upper end), code
+#: returning the answer; ``make()`` builds a fresh object each repeat)
+CLAIMS: tuple[tuple[str, str, float, str], ...] = (
+    (
+        "dpsgd 1e6",
+        "intro + side-by-side table: a million DP-SGD steps in about 0.06 s "
+        "(q 0.001, sigma 0.8, delta 1e-6; 0.062 s)",
+        0.062,
+        "dp.compose([dp.poisson_subsample(dp.GaussianMechanism(0.8), 0.001)],"
+        " counts=[1_000_000]).epsilon(1e-6)",
+    ),
+    (
+        "dpsgd q0.01",
+        "side-by-side table: DP-SGD q 0.01, sigma 1, 10k steps, delta 1e-5: 0.035 s",
+        0.035,
+        "dp.compose([dp.poisson_subsample(dp.GaussianMechanism(1.0), 0.01)],"
+        " counts=[10_000]).epsilon(1e-5)",
+    ),
+    (
+        "dpsgd mnist",
+        "side-by-side table: MNIST q 256/60k, sigma 1.1, 14 063 steps: 0.038 s",
+        0.038,
+        "dp.compose([dp.poisson_subsample(dp.GaussianMechanism(1.1), 256 / 60_000)],"
+        " counts=[14_063]).epsilon(1e-5)",
+    ),
+    (
+        "laplace100",
+        "side-by-side table: 100 x Laplace(10), delta 1e-6: 0.004 s",
+        0.004,
+        "dp.compose([dp.LaplaceMechanism(10.0)], counts=[100]).epsilon(1e-6)",
+    ),
+    (
+        "ledger 100k",
+        "side-by-side table: ledger, 100k steps, 3 schedule changes, delta 1e-5: 0.071 s",
+        0.071,
+        "_ledger([(1.0, 0.01, 25000), (1.2, 0.01, 25000), (1.2, 0.02, 25000),"
+        " (0.9, 0.02, 25000)]).epsilon(1e-5)",
+    ),
+    (
+        "dpsgd q0.01 tol1e-3",
+        "'With tol=1e-3 the DP-SGD answers take 0.012 / 0.019 / 0.038 s': q 0.01",
+        0.012,
+        "dp.compose([dp.poisson_subsample(dp.GaussianMechanism(1.0), 0.01)],"
+        " counts=[10_000]).epsilon(1e-5, tol=1e-3)",
+    ),
+    (
+        "dpsgd mnist tol1e-3",
+        "the same sentence: MNIST, 0.019 s",
+        0.019,
+        "dp.compose([dp.poisson_subsample(dp.GaussianMechanism(1.1), 256 / 60_000)],"
+        " counts=[14_063]).epsilon(1e-5, tol=1e-3)",
+    ),
+    (
+        "dpsgd 1e6 tol1e-3",
+        "the same sentence: 10^6 steps, 0.038 s",
+        0.038,
+        "dp.compose([dp.poisson_subsample(dp.GaussianMechanism(0.8), 0.001)],"
+        " counts=[1_000_000]).epsilon(1e-6, tol=1e-3)",
+    ),
+    (
+        "dpsgd q0.01 tol3e-7",
+        "'the most precise answer (tol=3e-7) ... in 0.55 / 0.84 / 0.93 / 0.82 s': q 0.01",
+        0.55,
+        "dp.compose([dp.poisson_subsample(dp.GaussianMechanism(1.0), 0.01)],"
+        " counts=[10_000]).epsilon(1e-5, tol=3e-7)",
+    ),
+    (
+        "calibrate eps1",
+        "intro + 'Calibrating sigma for eps in {1, 3, 8} ... takes 0.04 / 0.07 / 0.17 s': eps 1",
+        0.04,
+        "dp.noise_multiplier(epsilon=1.0, delta=1e-5, sample_rate=0.01, steps=10_000)",
+    ),
+    (
+        "calibrate eps3",
+        "the same sentence: eps 3, 0.07 s",
+        0.07,
+        "dp.noise_multiplier(epsilon=3.0, delta=1e-5, sample_rate=0.01, steps=10_000)",
+    ),
+    (
+        "calibrate eps8",
+        "the same sentence: eps 8, 0.17 s",
+        0.17,
+        "dp.noise_multiplier(epsilon=8.0, delta=1e-5, sample_rate=0.01, steps=10_000)",
+    ),
+    (
+        "ledger two phases",
+        "Known limits: 'the ledger composes them exactly (0.04 s for two ...)'",
+        0.04,
+        "_ledger([(1.0, 0.01, 5000), (1.5, 0.02, 5000)]).epsilon(1e-5)",
+    ),
+    (
+        "ledger ten phases",
+        "the same sentence: '... about 0.3 s for ten'",
+        0.3,
+        "_ledger([(0.8 + 0.1 * i, 0.01, 1000) for i in range(10)]).epsilon(1e-5)",
+    ),
+    (
+        "schedule 1000 phases",
+        "Known limits: '1 000 random phases x 10 steps answer in 0.6 s'",
+        0.6,
+        "_schedule('schedule_phases1000').epsilon(1e-5)",
+    ),
+    (
+        "schedule decay 10k",
+        "Known limits: '10 000 steps with a per-step decaying sigma in 0.8-1.2 s'",
+        1.2,
+        "_schedule('schedule_decay10k').epsilon(1e-5)",
+    ),
+    (
+        "schedule 1000 phases bounds",
+        "Known limits: 'epsilon_bounds brackets the random phases ... in 1.8 s'",
+        1.8,
+        "_schedule('schedule_phases1000').epsilon_bounds(1e-5)",
+    ),
+    (
+        "schedule decay 10k bounds",
+        "the same sentence: '10 000 decaying steps in 2.8 s'",
+        2.8,
+        "_schedule('schedule_decay10k').epsilon_bounds(1e-5)",
+    ),
+    (
+        "skewed epsilon",
+        "Known limits: 'q = 1e-4, sigma = 0.6, 10^5 steps: the answer takes about 0.08 s'",
+        0.08,
+        "dp.compose([dp.poisson_subsample(dp.GaussianMechanism(0.6), 1e-4)],"
+        " counts=[100_000]).epsilon(1e-5)",
+    ),
+    (
+        "skewed bounds",
+        "the same sentence: '... and the bracket 0.7 s'",
+        0.7,
+        "dp.compose([dp.poisson_subsample(dp.GaussianMechanism(0.6), 1e-4)],"
+        " counts=[100_000]).epsilon_bounds(1e-5)",
+    ),
+)
+
+#: this repository (its ``benchmarks`` package is the one the child imports)
+_BENCH_ROOT = str(__import__("pathlib").Path(__file__).resolve().parents[1])
+
+_CHILD = """
+import json, sys, time
+import dpacct as dp
+
+def _ledger(schedule):
+    acct = dp.PrivacyAccountant(progress=False)
+    for sigma, q, count in schedule:
+        acct.step(noise_multiplier=sigma, sample_rate=q, count=count)
+    return acct
+
+def _schedule(name):
+    from benchmarks.peers import WORKLOADS, schedule_of
+    acct = dp.PrivacyAccountant(progress=False)
+    for sigma, q, count in schedule_of(WORKLOADS[name]):
+        acct.step(noise_multiplier=sigma, sample_rate=q, count=count)
+    return acct
+
+code, repeats = sys.argv[1], int(sys.argv[2])
+cpu = []
+for _ in range(repeats + 1):
+    c0 = time.process_time()
+    answer = eval(code)
+    cpu.append(time.process_time() - c0)
+answer = [float(a) for a in answer] if isinstance(answer, tuple) else float(answer)
+print(json.dumps({"answer": answer, "first": cpu[0], "best": min(cpu[1:] or cpu)}))
+"""
+
+
+def measure(code: str, repeats: int, root: str) -> dict:
+    """One fresh interpreter: ``code`` once cold, then ``repeats`` times (best kept).
+
+    dpacct is imported from the checkout ``root`` with byte-code cached as an installed
+    package has it (:func:`benchmarks.checkouts.checkout_env`), so the first call's
+    lazy imports cost what a user's do."""
+    from benchmarks.checkouts import checkout_env
+
+    done = subprocess.run(
+        [sys.executable, "-c", _CHILD, code, str(repeats)],
+        env=checkout_env(root, extra_path=[_BENCH_ROOT]),  # benchmarks.peers: this one
+        capture_output=True,
+        text=True,
+        cwd=tempfile.gettempdir(),
+        check=False,
+    )
+    if done.returncode != 0:
+        return {"error": (done.stderr.strip().splitlines() or ["?"])[-1]}
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main(argv: list[str] | None = None) -> int:
+    from pathlib import Path
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", default="*", help="glob over the row names")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--json", type=Path, help="write the rows here")
+    parser.add_argument(
+        "--checkout", type=Path, default=Path(__file__).resolve().parents[1],
+        help="the dpacct checkout measured (default: this one)",
+    )
+    args = parser.parse_args(argv)
+    root = str(args.checkout)
+    with open("/proc/loadavg") as f:
+        load = " ".join(f.read().split()[:3])
+    print(f"README speed claims; CPU seconds; load average {load} (claims are for idle)")
+    print("| row | answer | first CPU s | best CPU s | claim s | best / claim | verdict | README |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    rows = []
+    for name, where, claim, code in CLAIMS:
+        if not fnmatch.fnmatch(name, args.only):
+            continue
+        r = measure(code, args.repeats, root)
+        rec = {"row": name, "readme": where, "claim_s": claim, **r}
+        rows.append(rec)
+        if "error" in r:
+            print(f"| {name} | error: {r['error']} | | | {claim} | | | {where} |", flush=True)
+            continue
+        ans = r["answer"]
+        shown = ", ".join(f"{a:.6f}" for a in ans) if isinstance(ans, list) else f"{ans:.6f}"
+        ratio = r["best"] / claim
+        verdict = "holds" if ratio <= 1.25 else "NOT at this load"
+        print(
+            f"| {name} | {shown} | {r['first']:.3f} | {r['best']:.3f} | {claim} "
+            f"| {ratio:.2f} | {verdict} | {where} |",
+            flush=True,
+        )
+    if args.json:
+        args.json.write_text(json.dumps({"load": load, "rows": rows}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
