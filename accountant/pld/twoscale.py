@@ -27,7 +27,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import fft as sp_fft
 
 from ..laws.loss_law import PrivacyLossLaw
 from ..numerics import TINY
@@ -45,6 +44,7 @@ from .pld_fft import (
     _alias,
     _cell_lambdas,
     _certified_convolve,
+    _fft_rel,
     _l2,
     _spectral_error,
     _spectrum_product,
@@ -450,6 +450,12 @@ MEMO_BYTES = 16 << 20
 #: ladder's cheap coarse squarings, hence the window limit.
 SPECTRAL_FROM = 8
 SPECTRAL_MAX_N = 1 << 16
+#: ... and when its certificate (aliasing plus round-off, which grows with the power
+#: and goes to ``+inf``) is at most this many times the composition's tail budget (a
+#: millionth of the target delta): the ladder's tilted products keep tiny deltas
+#: (``delta(eps)`` without a target, ``epsilon(1e-14)``) to relative precision, where
+#: the spectral power's absolute round-off (5.9e-12 at T 1e4) would dominate them
+SPECTRAL_ERR_TAILS = 10.0
 
 
 def _nbytes(p: SplitPLD) -> int:
@@ -535,7 +541,10 @@ def self_compose_split(
             # the levels left (their squarings' and products' tail shares) become the
             # aliasing budget of one spectral power
             alias_budget = tail * (bits - m) / levels
-            top = _spectral_top(power, result, count >> m, power.fine.step, alias_budget)
+            top = _spectral_top(
+                power, result, count >> m, power.fine.step, alias_budget,
+                SPECTRAL_ERR_TAILS * tail,
+            )
             if top is not None:
                 if memo is not None and local is not None and len(local) > len(kept):
                     memo[key] = tuple(local)
@@ -567,7 +576,12 @@ def _on_grid(p: SplitPLD, step: float) -> GridPLD:
 
 
 def _spectral_top(
-    power: SplitPLD, low: SplitPLD | None, high: int, step: float, alias_budget: float
+    power: SplitPLD,
+    low: SplitPLD | None,
+    high: int,
+    step: float,
+    alias_budget: float,
+    max_err: float,
 ) -> GridPLD | None:
     """Pessimistic ``power^high * low`` by one spectral power on the grid ``step``.
 
@@ -587,8 +601,11 @@ def _spectral_top(
     ``err`` of its curve at every epsilon, so the sum of the three is added to the mass
     at ``+inf``: the result is an upper bound (entries clipped at zero only move
     towards their exact, non-negative values).  Returns ``None`` when the window would
-    exceed :data:`SPECTRAL_MAX_N` points (the caller keeps squaring).
+    exceed :data:`SPECTRAL_MAX_N` points, or the certificate ``max_err`` (checked
+    before the transforms on the forward round-off alone): the caller keeps squaring.
     """
+    from scipy import fft as sp_fft  # on first use (start-up: a closed form needs none)
+
     cells = [_on_grid(power, step)]
     if low is not None:
         cells.append(_on_grid(low, step))
@@ -602,11 +619,15 @@ def _spectral_top(
     if n > SPECTRAL_MAX_N:
         return None
     alias = _alias(step, lam_pos, lam_neg, a_idx, n)
+    norms = float(counts @ np.array([_l2(p) for p in pmfs]))
+    if alias + norms * _fft_rel(n) * math.sqrt(n) > max_err:
+        return None  # the forward transforms' share of _spectral_error alone
     whole = counts.astype(np.int64)
     spec, mults = _spectrum_product(pmfs, whole, n)
-    norms = float(counts @ np.array([_l2(p) for p in pmfs]))
     freq_l2, y, inv_l1 = _spectral_error(spec, n, mults, norms)
     err = alias + freq_l2 + inv_l1 + TINY
+    if err > max_err:
+        return None
     origin = int(np.dot(whole, firsts))
     y = np.maximum(np.roll(y, -((a_idx - origin) % n)), 0.0)
     # +inf: 1 - prod (1 - inf_c)^{k_c}, rounded up
