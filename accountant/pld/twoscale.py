@@ -438,16 +438,18 @@ def _rebalance(
 MEMO_BYTES = 16 << 20
 
 #: a pessimistic self-composition whose count has more than ``SPECTRAL_FROM + 2`` bits
-#: squares only up to the ``2^SPECTRAL_FROM``-fold power and composes the rest by one
-#: spectral power (:func:`_spectral_top`) on that power's bulk grid, when its Chernoff
-#: window has at most ``SPECTRAL_MAX_N`` points.  Measured (issue 37, CPU, loaded
-#: machine) at q 0.01, sigma 1.1, T 1e4: the upper epsilon 5.1926115047 -> 5.1926053228
-#: (tighter: one discretisation per 256 steps instead of one per squaring level above)
-#: and 12 products of ~1.5 ms replaced by one transform of 36 864 points; levels 4-6
-#: were looser than the ladder (the round-off bound grows with the power, the grid's
-#: widening with the number of blocks).  At q 0.004, sigma 0.8, T 1e6 the window at
-#: that grid is about 2.4e5 points and the spectral power was no faster than the
-#: ladder's cheap coarse squarings, hence the window limit.
+#: squares up to the ``2^m``-fold power, ``m >= SPECTRAL_FROM``, and composes the rest
+#: by one spectral power (:func:`_spectral_top`) on that power's bulk grid: the first
+#: ``m`` (at most ``bits - 3``) at which the Chernoff window has at most
+#: ``SPECTRAL_MAX_N`` points and the certificate is within ``SPECTRAL_ERR_TAILS`` tail
+#: budgets.  Measured (issue 37, CPU, loaded machine, ``python -m
+#: benchmarks.spectral_power``): q 0.01, sigma 1.1, T 1e4 at m = 8: the upper epsilon
+#: 5.1926115047 -> 5.1926053228 (one discretisation per 256 steps instead of one per
+#: squaring level above) and 0.036 -> 0.030 s, 12 products replaced by one transform of
+#: 36 864 points; from m = 6 it is tighter still (5.1926035) but slower (0.033 s: a
+#: finer grid, a longer window).  q 0.004, sigma 0.8, T 1e6 at m = 15: 61.838275743 ->
+#: 61.838172142, 0.075 -> 0.069 s; from m = 8 the certificate is 2.3e-9 (it grows with
+#: ``T / 2^m``) and the answer looser (61.838385), from m = 12 7e-11 (70 budgets).
 SPECTRAL_FROM = 8
 SPECTRAL_MAX_N = 1 << 16
 #: ... and when its certificate (aliasing plus round-off, which grows with the power
@@ -537,7 +539,7 @@ def self_compose_split(
                     if size > MEMO_BYTES:  # too large to keep: computed as without
                         local = None
                         memo.pop(key, None)
-        if spectral and m == SPECTRAL_FROM:
+        if spectral and SPECTRAL_FROM <= m <= bits - 3:
             # the levels left (their squarings' and products' tail shares) become the
             # aliasing budget of one spectral power
             alias_budget = tail * (bits - m) / levels
