@@ -627,6 +627,17 @@ def _spectral_top(
     alias = _alias(step, lam_pos, lam_neg, a_idx, n)
     if alias + norms * _fft_rel(n) * math.sqrt(n) > max_err:
         return None  # the forward transforms' share of _spectral_error alone
+    # _spectral_error propagates the forward round-off through the powers with |a^k -
+    # b^k| <= k |a - b| max(|a|, |b|)^(k-1) for transforms of modulus at most 1; the
+    # ladder's pessimistic PMFs carry their products' round-off bounds as extra mass
+    # (measured up to 2.3e-8 above 1), so their transforms may exceed 1 in modulus by
+    # that much: the forward term is scaled by prod_c M_c^{k_c}, M_c >= 1 an upper
+    # bound on the cell's mass (a sum of non-negative terms, within n u of the exact)
+    log_grow = 0.0
+    for p, k in zip(pmfs, counts.tolist(), strict=True):
+        mass = float(np.sum(p)) * (1.0 + (p.size + 2) * 2.0**-53)
+        log_grow += k * math.log(max(mass, 1.0))
+    norms *= math.exp(log_grow) * (1.0 + 1e-12)
     whole = counts.astype(np.int64)
     spec, mults = _spectrum_product(pmfs, whole, n)
     freq_l2, y, inv_l1 = _spectral_error(spec, n, mults, norms)
