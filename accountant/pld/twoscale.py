@@ -496,6 +496,13 @@ def self_compose_split(
     consecutive counts share partial products too, but it came out looser: 7e-7
     relative at q 0.01, sigma 1.1, T 1e4, the small powers re-gridded onto the big
     one's coarse grid one by one.)
+
+    A pessimistic composition of a count of more than ``SPECTRAL_FROM + 2`` bits (at the
+    default tolerance, on a free grid) stops squaring at the first level ``m >=
+    SPECTRAL_FROM`` where one certified spectral power composes ``base^(2^m)`` taken
+    ``count >> m`` times with the product of the lower set bits
+    (:func:`_spectral_top`; its certificate goes to ``+inf``); the powers kept are then
+    those up to ``m``.
     """
     if count < 1:
         raise ValueError(f"count must be >= 1, got {count}")
