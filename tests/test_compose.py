@@ -305,8 +305,11 @@ def test_epsilon_is_the_maximum_over_both_directions(q, sigma, steps, delta):
     np.testing.assert_array_equal(got, np.minimum(want, got))
     # (tiny deltas trigger a recomputation with a smaller tail budget: 1e-14 lower; the
     # round-off bounds in the certificate differ by route: the top tails are recomputed
-    # where the bound asks, and the routes' tail budgets differ; 2.8e-10 measured)
-    np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-13)
+    # where the bound asks, and the routes' tail budgets differ; 2.8e-10 measured.  Since
+    # issue 37 a long count's top levels are one spectral power on the grid of its
+    # 256-fold power, which depends on the tail budget through the first step's grid:
+    # the route's grids gave up to 6.5e-6 relative below the default-settings ones)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-13)
 
 
 def test_only_law_based_plds_claim_the_swap():
