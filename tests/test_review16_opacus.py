@@ -35,12 +35,6 @@ pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="review16 HIGH: the allocation watch skips the repeated-pass check that "
-    "Poisson/fixed-size get, so a RandomAllocationBatchSampler reseeded every epoch "
-    "(the same k-subsets each pass) is accounted as independent epochs",
-)
 def test_allocation_sampler_reseeded_every_epoch_is_refused_or_accounted():
     # Same allocation S in every epoch: summing each step's outputs over the E epochs is
     # a sufficient statistic, so the run is ONE k-of-T epoch at noise sigma / sqrt(E).
@@ -86,12 +80,6 @@ def test_allocation_sampler_reseeded_every_epoch_is_refused_or_accounted():
     assert eps >= truth_at_least
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="review16 HIGH (watch level of the test above): BatchWatch returns from the "
-    "allocation branch before its fingerprint check, so a pass identical to the first "
-    "is not seen",
-)
 def test_allocation_watch_sees_a_pass_that_repeats_the_first():
     rng = np.random.default_rng(0)
     n, t, k = 240, 10, 2
