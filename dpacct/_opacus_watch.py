@@ -111,6 +111,7 @@ batch size 2, 2 batches per epoch): each record must be in one batch per epoch
         self.passes = 0
         self.drawn = 0  # batches drawn in the current pass
         self.stepped_pass = -1  # the last pass a step used a batch of
+        self.step_passes: list[int] = []  # the pass of each batch of the last step
         self.counts = np.zeros(self.n, dtype=np.int64)
         self.once = path.scheme in (SHUFFLE, SEQUENTIAL) and not path.assumed
         # random allocation: each record in at most k batches of a pass, and whole passes
@@ -305,6 +306,7 @@ batch size 2, 2 batches per epoch): each record must be in one batch per epoch
             )
         drawn = [self.pending.popleft() for _ in range(k)]
         self.stepped_pass = drawn[-1][0]
+        self.step_passes = [p for p, _ in drawn]  # the passes the step's batches came from
         sizes = batch_sizes(optimizer)
         if sizes is None or (self.path.scheme == POISSON and self.path.assumed):
             return None

@@ -115,13 +115,6 @@ def _private_allocation_run(seed: int, sigma: float, steps: int, k: int):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="review16 HIGH: allocation_bounds counts epochs as ceil(steps / T) from the "
-    "history alone; a run resumed from a mid-pass checkpoint starts a fresh allocation, "
-    "so T one-step chunks are T Poisson steps at rate k/T (worse than one allocation "
-    "epoch), yet one epoch of random allocation is printed",
-)
 def test_allocation_resumed_mid_pass_is_refused_or_accounted():
     from dpacct.accountant import compose, poisson_subsample
     from dpacct.mechanisms import GaussianMechanism
