@@ -12,9 +12,12 @@ as :func:`~dpacct.accountant.transformers.random_allocation` of Gaussian steps
 Accounting, step by step: every recorded step is one batch (gradient accumulation over
 several batches is refused: a record could be in two of them); a started pass counts as
 a whole epoch (the steps run are a prefix of the epoch's, a post-processing of its
-output); the upper end is taken at the smallest noise multiplier recorded (a step with
-more noise is a post-processing of one with less: add independent noise), the lower
-end over the full passes at the largest one.  The relation is the integration's
+output), and a run resumed from a mid-pass checkpoint begins a fresh pass, so its
+passes are counted as begun, not as ``ceil(steps / T)`` (:mod:`dpacct._opacus_passes`;
+the lower end counts only the passes run to their end); the upper end is taken at the
+smallest noise multiplier recorded (a step with more noise is a post-processing of one
+with less: add independent noise), the lower end over the full passes at the largest
+one.  The relation is the integration's
 zero-out (a record's gradient replaced by zero; Opacus divides by a batch size that
 depends on the dataset size, docs/theory/opacus_normalisation.md); the k-of-T pair
 bounds it as it bounds add/remove (docs/theory/allocation_shuffling.md, Proposition 1).
@@ -136,11 +139,20 @@ def see_problem(path: Any, counts: np.ndarray, idx: np.ndarray, before: np.ndarr
 
 
 def allocation_bounds(
-    path: Any, sigmas: np.ndarray, batches: np.ndarray, delta: float, need_lower: bool
+    path: Any,
+    sigmas: np.ndarray,
+    batches: np.ndarray,
+    delta: float,
+    need_lower: bool,
+    passes: Any = None,
 ) -> tuple[Any, float]:
     """``(mechanism, lower)``: the run as random allocation, and its certified lower end.
 
-    See the module docstring.  ``sigmas`` and ``batches`` are per recorded step.
+    See the module docstring.  ``sigmas`` and ``batches`` are per recorded step;
+    ``passes`` is the run's :class:`dpacct._opacus_passes.PassLog`: every pass begun
+    is a whole epoch of the upper end (a run resumed from a mid-pass checkpoint begins
+    a fresh allocation), the passes run to their end are the lower end's epochs; None:
+    consecutive passes of ``steps_per_epoch`` steps.
 
     Raises
     ------
@@ -157,10 +169,14 @@ def allocation_bounds(
             "cover; take one batch per optimizer step"
         )
     t, k = path.steps_per_epoch, allocation_k(path)
-    epochs = max(1, math.ceil(len(sigmas) / t))
+    if passes is None:
+        begun, full = -(-len(sigmas) // t), len(sigmas) // t
+    else:
+        begun, full = passes.of_run(path, batches)[1:]
+    epochs = max(1, math.ceil(len(sigmas) / t), begun)
     mech = random_allocation(GaussianMechanism(float(sigmas.min())), t, k=k, epochs=epochs)
     lower = 0.0
-    full = len(sigmas) // t
+    full = min(full, len(sigmas) // t)
     if need_lower and full >= 1:
         ref = random_allocation(GaussianMechanism(float(sigmas.max())), t, k=k, epochs=full)
         lower = float(ref.epsilon_bounds(delta)[0])

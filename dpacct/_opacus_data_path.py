@@ -493,7 +493,12 @@ def replaced_text(name: str, path: DataPath | None) -> str:
     )
 
 
-def shuffled_mu2(sigmas: np.ndarray, batches: np.ndarray, steps_per_epoch: int) -> float:
+def shuffled_mu2(
+    sigmas: np.ndarray,
+    batches: np.ndarray,
+    steps_per_epoch: int,
+    starts: np.ndarray | None = None,
+) -> float:
     """Gaussian-DP ``mu^2`` bounding steps where each record is in one batch per epoch.
 
     Step ``j`` adds noise ``sigmas[j]`` to the sum of ``batches[j]`` consecutive
@@ -506,6 +511,9 @@ def shuffled_mu2(sigmas: np.ndarray, batches: np.ndarray, steps_per_epoch: int) 
     most ``w_e``, and one met by epochs ``e, e + 1`` at most
     ``4 / sigma_j^2 <= 2 w_e + 2 w_{e + 1}``; doubling ``w_e`` for every epoch that
     shares a step with a neighbour therefore bounds every placement of the record.
+    ``starts`` (increasing batch offsets, the first 0): where the passes began, when a
+    run resumed from a mid-pass checkpoint made them shorter than ``steps_per_epoch``
+    (:mod:`dpacct._opacus_passes`); an epoch is then a pass.
 
     Examples
     --------
@@ -520,8 +528,17 @@ def shuffled_mu2(sigmas: np.ndarray, batches: np.ndarray, steps_per_epoch: int) 
             "or more; not accounted"
         )
     end = np.cumsum(batches)
-    first = (end - batches) // steps_per_epoch
-    last = (end - 1) // steps_per_epoch
+    if starts is None:
+        first = (end - batches) // steps_per_epoch
+        last = (end - 1) // steps_per_epoch
+    else:
+        first = np.searchsorted(starts, end - batches, side="right") - 1
+        last = np.searchsorted(starts, end - 1, side="right") - 1
+        if np.any(last - first > 1):
+            raise ValueError(
+                "a step accumulates batches of three or more passes: a record could be "
+                "in it three times or more; not accounted"
+            )
     w = np.zeros(int(last[-1]) + 1)
     np.maximum.at(w, first, inv2)
     np.maximum.at(w, last, inv2)

@@ -13,7 +13,9 @@ kept the scheme's promise:
 * Poisson and fixed-size batches hold no index twice; a fixed-size batch has exactly the
   identified size; a batch that repeats the one at its place in the first or the
   previous pass, where fresh draws would repeat it with probability below 1e-12, shows
-  a sampler whose draws are not fresh (a generator reseeded every epoch);
+  a sampler whose draws are not fresh (a generator reseeded every epoch); the same
+  check runs on random-allocation passes, whose batch ``j`` holds each record with
+  probability ``k / T`` independently of the others (the Poisson chance of a repeat);
 * a shuffled or sequential pass draws each index at most once and at most
   ``len(data_loader)`` batches, and is not left early once a step used it (the
   accounting counts each record once per ``len(data_loader)`` consecutive batches);
@@ -109,13 +111,17 @@ batch size 2, 2 batches per epoch): each record must be in one batch per epoch
         self.passes = 0
         self.drawn = 0  # batches drawn in the current pass
         self.stepped_pass = -1  # the last pass a step used a batch of
+        self.step_passes: list[int] = []  # the pass of each batch of the last step
         self.counts = np.zeros(self.n, dtype=np.int64)
         self.once = path.scheme in (SHUFFLE, SEQUENTIAL) and not path.assumed
         # random allocation: each record in at most k batches of a pass, and whole passes
         self.allocated = path.scheme == RANDOM_ALLOCATION
         # independent draws: each batch's fingerprint beside the batch at its place in
         # the first and in the previous pass (a sampler reseeded every epoch repeats them)
-        self.fresh = path.scheme in (POISSON, FIXED_SIZE) and not path.assumed
+        # (random allocation too: batch j of a fresh allocation holds each record with
+        # probability k / T independently of the others, so it repeats a given batch of
+        # s records with probability (k/T)^s (1 - k/T)^(n - s), as a Poisson batch)
+        self.fresh = path.scheme in (POISSON, FIXED_SIZE, RANDOM_ALLOCATION) and not path.assumed
         t = max(int(path.steps_per_epoch), 1) if self.fresh else 0
         self.prints = np.zeros((3, t), dtype=np.int64)  # first, previous, current pass
         self.printed = np.zeros((3, t), dtype=bool)
@@ -212,6 +218,8 @@ batch size 2, 2 batches per epoch): each record must be in one batch per epoch
             return
         if self.allocated:
             self.broken = allocation_see_problem(path, self.counts, idx, before, self.drawn)
+            if self.broken is None and self.fresh and self.drawn <= self.prints.shape[1]:
+                self.broken = self._repeat(idx, size)
             return
         if path.assumed:
             return
@@ -242,7 +250,7 @@ batch size 2, 2 batches per epoch): each record must be in one batch per epoch
             if not (self.printed[row, j] and self.prints[row, j] == fp):
                 continue
             path = self.path
-            if path.scheme == POISSON:
+            if path.scheme in (POISSON, RANDOM_ALLOCATION):  # independent k/T per record
                 q = path.sample_rate
                 log_chance = size * np.log(q) + (self.n - size) * np.log1p(-q) if q < 1 else 0.0
             else:  # a fixed-size batch: one of C(n, b) equally likely sets
@@ -298,6 +306,7 @@ batch size 2, 2 batches per epoch): each record must be in one batch per epoch
             )
         drawn = [self.pending.popleft() for _ in range(k)]
         self.stepped_pass = drawn[-1][0]
+        self.step_passes = [p for p, _ in drawn]  # the passes the step's batches came from
         sizes = batch_sizes(optimizer)
         if sizes is None or (self.path.scheme == POISSON and self.path.assumed):
             return None

@@ -77,6 +77,7 @@ from dpacct._opacus_data_path import (
     shuffled_mu2,
     signature,
 )
+from dpacct._opacus_passes import PassLog
 from dpacct._opacus_per_record import PerRecordAccounting, PerRecordPoissonSampler, PerRecordReport
 from dpacct._opacus_rates import (
     check_history,
@@ -91,12 +92,7 @@ from dpacct._opacus_watch import BatchWatch, check_batches, watch
 from dpacct.accountant.bracket import DOMINATING_PAIR, Bracket
 from dpacct.accountant.bracket import MECHANISM as MECHANISM_BRACKET
 from dpacct.accountant.ledger import BudgetExceededError, PrivacyAccountant
-from dpacct.accountant.validation import (
-    check_delta,
-    check_epsilon,
-    check_flag,
-    check_tol,
-)
+from dpacct.accountant.validation import check_delta, check_epsilon, check_flag, check_tol
 
 __all__ = [
     "MECHANISM",
@@ -198,6 +194,7 @@ class OpacusAccountant(IAccountant):
         self._refused: str | None = None  # why the data path has no guarantee
         self._unseen = False  # hooked outside make_private, no loader attached
         self._watch: BatchWatch | None = None  # checks what the run iterates
+        self._passes = PassLog()  # where the passes of a whole-pass run began
         self._passed: float | None = None  # the rate Opacus' hook was given
         self._replaced: str | None = None  # the sampler poisson_sampling=True dropped
         self._normaliser: str | None = None  # Opacus' normalisation differs (#819)
@@ -370,6 +367,7 @@ class OpacusAccountant(IAccountant):
             check_batches(self._path, optimizer, k)
             sigma, _ = check_step(optimizer.noise_multiplier, q, "")
             self._record(sigma, hook_rate(self._path, q, k))
+            self._passes.note_step(self._watch, self._path, self.history)
 
         return hook
 
@@ -378,7 +376,8 @@ class OpacusAccountant(IAccountant):
 
         The layout is Opacus' (``PrivacyEngine.save_checkpoint`` stores it), plus
         ``data_path`` (plain values) once a data loader was identified, so that a
-        restored accountant accounts the same scheme; the budget and ``tol`` are
+        restored accountant accounts the same scheme, with ``pass_starts`` (where its
+        passes began, :mod:`dpacct._opacus_passes`); the budget and ``tol`` are
         configuration, not state, and are not saved.
 
         Parameters
@@ -392,6 +391,7 @@ class OpacusAccountant(IAccountant):
         destination["mechanism"] = self.mechanism()
         if self._path is not None:
             destination["data_path"] = self._path.as_dict()
+            destination["pass_starts"] = self._passes.state()
         return destination
 
     def load_state_dict(self, state_dict: Mapping[str, Any]) -> None:
@@ -399,7 +399,9 @@ class OpacusAccountant(IAccountant):
 
         Checkpoints of Opacus' ``rdp``, ``prv`` and ``gdp`` accountants are accepted
         too: their history records the same steps.  A saved ``data_path`` is restored
-        (and must agree with the loader this accountant already read, if any).
+        (and must agree with the loader this accountant already read, if any); the
+        next step begins a new pass (:mod:`dpacct._opacus_passes`: without
+        ``pass_starts``, a whole-pass history must be a whole number of passes).
 
         Parameters
         ----------
@@ -432,6 +434,7 @@ class OpacusAccountant(IAccountant):
         path = data_path_from_state(state_dict.get("data_path"), self._path)
         history = resolve_history(path or self._path, history)
         ledger, non_private = self._build(history)
+        self._passes.load_state(state_dict, path or self._path, history)
         self.history = history
         self._ledger, self._non_private, self._synced = ledger, non_private, list(history)
         if path is not None:
@@ -647,11 +650,7 @@ class OpacusAccountant(IAccountant):
                 "get_epsilon() after each epoch instead, or use Poisson sampling"
             )
         old = self._path
-        if (
-            self.history
-            and old is not None
-            and not accounted_alike(old, path)
-        ):
+        if self.history and old is not None and not accounted_alike(old, path):
             raise ValueError(
                 f"the data path changed during the run: the recorded steps used "
                 f"{old.describe()}, the new loader has {path.describe()}; a run whose "
@@ -707,8 +706,9 @@ class OpacusAccountant(IAccountant):
             return compose(steps, counts=[n for _, _, n in self.history])
         sigmas, batches = self._per_step()
         if path.scheme == RANDOM_ALLOCATION:  # dpacct._opacus_allocation
-            return allocation_bounds(path, sigmas, batches, 0.5, False)[0]
-        mu2 = shuffled_mu2(sigmas, batches, path.steps_per_epoch)
+            return allocation_bounds(path, sigmas, batches, 0.5, False, self._passes)[0]
+        starts = self._passes.of_run(path, batches)[0]  # dpacct._opacus_passes
+        mu2 = shuffled_mu2(sigmas, batches, path.steps_per_epoch, starts)
         return GaussianMechanism(sigma=1.0 / math.sqrt(mu2))
 
     def _scheme_bounds(self, delta: float, *, need_lower: bool) -> tuple[float, float]:
@@ -728,13 +728,14 @@ class OpacusAccountant(IAccountant):
         if need_lower and path.scheme == FIXED_SIZE:
             lower = float(mech.epsilon_bounds(delta)[0])
         elif need_lower and path.scheme == RANDOM_ALLOCATION:
-            lower = min(allocation_bounds(path, *self._per_step(), delta, True)[1], upper)
+            lower = allocation_bounds(path, *self._per_step(), delta, True, self._passes)[1]
+            lower = min(lower, upper)
         elif need_lower:
             # the largest-coordinate attack (Chua et al. 2024) on the full epochs at the
             # largest noise: more noise and fewer steps are post-processings of the run
             sigmas, batches = self._per_step()
             t = path.steps_per_epoch
-            full = len(sigmas) // t
+            full = min(len(sigmas) // t, self._passes.of_run(path, batches)[2])
             if full >= 1 and bool(np.all(batches == 1)):
                 found = random_allocation_lower_epsilon(float(sigmas.max()), t, delta, epochs=full)
                 lower = min(float(found), upper)

@@ -246,3 +246,27 @@ def test_a_restored_filter_continues_where_the_saved_one_stopped():
     bad["rdp"] = -bad["rdp"]
     with pytest.raises(ValueError, match="wrong shape"):
         PerRecordFilter(5, **kw).load_state_dict(bad)
+
+
+@pytest.mark.parametrize(
+    ("field", "forge"),
+    [
+        ("steps", lambda st: st["steps"].astype(float) + 0.5),  # not integers
+        ("orders", lambda st: np.where(st["orders"] == st["order"], st["orders"], 0.5)),
+        ("orders", lambda st: np.where(st["orders"] == st["order"], st["orders"], np.nan)),
+        ("orders", lambda st: st["orders"][None, :]),  # not 1-D
+        ("order", lambda st: 1.0 + st["order"] / 3.0),  # not one of the orders
+    ],
+)
+def test_a_forged_state_is_refused_and_nothing_changes(field, forge):
+    # review16 (LOW): negative step counts readmitted spent records; the other fields
+    # are checked with them (orders finite and > 1, the order one of them)
+    kw = {"budget_epsilon": 2.0, "budget_delta": 1e-5}
+    a = PerRecordFilter(3, **kw)
+    for _ in range(50):
+        a.begin_step(sigma=3.0, sample_rate=0.05)
+    st = a.state_dict()
+    b = PerRecordFilter(3, **kw)
+    with pytest.raises(ValueError, match="state"):
+        b.load_state_dict({**st, field: forge(st)})
+    assert b.state().steps.sum() == 0

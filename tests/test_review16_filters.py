@@ -6,7 +6,6 @@ Each test is a strict xfail: it fails because of the finding and passes once fix
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 from dpacct.accountant.ledger.per_record import PerRecordFilter
 
@@ -18,13 +17,6 @@ def _spent_filter() -> PerRecordFilter:
     return f
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="review16 LOW: PerRecordFilter.load_state_dict checks rdp >= 0 and the "
-    "levels' range but not steps >= 0; a negative step count turns _sum_up's "
-    "round-off margin into a factor < 0, so a spent record is readmitted without "
-    "limit and reported with a negative epsilon",
-)
 def test_per_record_state_with_negative_steps_is_refused():
     st = _spent_filter().state_dict()
     assert not st["active"].any()

@@ -35,12 +35,6 @@ pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="review16 HIGH: the allocation watch skips the repeated-pass check that "
-    "Poisson/fixed-size get, so a RandomAllocationBatchSampler reseeded every epoch "
-    "(the same k-subsets each pass) is accounted as independent epochs",
-)
 def test_allocation_sampler_reseeded_every_epoch_is_refused_or_accounted():
     # Same allocation S in every epoch: summing each step's outputs over the E epochs is
     # a sufficient statistic, so the run is ONE k-of-T epoch at noise sigma / sqrt(E).
@@ -86,12 +80,6 @@ def test_allocation_sampler_reseeded_every_epoch_is_refused_or_accounted():
     assert eps >= truth_at_least
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="review16 HIGH (watch level of the test above): BatchWatch returns from the "
-    "allocation branch before its fingerprint check, so a pass identical to the first "
-    "is not seen",
-)
 def test_allocation_watch_sees_a_pass_that_repeats_the_first():
     rng = np.random.default_rng(0)
     n, t, k = 240, 10, 2
@@ -127,13 +115,6 @@ def _private_allocation_run(seed: int, sigma: float, steps: int, k: int):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="review16 HIGH: allocation_bounds counts epochs as ceil(steps / T) from the "
-    "history alone; a run resumed from a mid-pass checkpoint starts a fresh allocation, "
-    "so T one-step chunks are T Poisson steps at rate k/T (worse than one allocation "
-    "epoch), yet one epoch of random allocation is printed",
-)
 def test_allocation_resumed_mid_pass_is_refused_or_accounted():
     from dpacct.accountant import compose, poisson_subsample
     from dpacct.mechanisms import GaussianMechanism

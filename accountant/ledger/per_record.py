@@ -363,6 +363,14 @@ class PerRecordFilter:
         ----------
         state : dict
             From :meth:`state_dict`.
+
+        Raises
+        ------
+        ValueError
+            Another filter's state, or arrays of the wrong shape or out of range: the
+            orders finite and > 1 (one row of ``rdp`` each, finite and >= 0), ``order``
+            one of them, ``steps`` integers >= 0 (a negative count would make a spent
+            record's bound negative and readmit it), levels in range (nothing changed).
         """
         if state.get("n") != self.n or state.get("budget") != self.budget:
             raise ValueError(
@@ -371,7 +379,18 @@ class PerRecordFilter:
             )
         orders = np.asarray(state["orders"], dtype=float)
         rdp = np.asarray(state["rdp"], dtype=float)
-        steps = np.asarray(state["steps"], dtype=np.int64)
+        raw_steps = np.asarray(state["steps"])
+        if raw_steps.dtype.kind not in "iu" or raw_steps.min(initial=0) < 0:
+            raise ValueError(
+                f"state['steps'] must be integers >= 0, got dtype {raw_steps.dtype} "
+                f"with minimum {raw_steps.min(initial=0)}"
+            )
+        order = state.get("order")
+        if orders.ndim != 1 or not np.all(np.isfinite(orders) & (orders > 1)):
+            raise ValueError("state['orders'] must be a 1-D array of finite orders > 1")
+        if order is not None and not np.any(orders == float(order)):
+            raise ValueError(f"state['order'] {order!r} is not one of state['orders']")
+        steps = raw_steps.astype(np.int64)
         active = np.asarray(state["active"], dtype=bool)
         level = np.asarray(state["level"], dtype=np.int16)
         k = len(orders)
@@ -381,7 +400,6 @@ class PerRecordFilter:
             or level.min(initial=0) < 0 or level.max(initial=0) >= len(LEVELS)
         ):
             raise ValueError("state has arrays of the wrong shape or values out of range")
-        order = state.get("order")
         self._seg, self._done = None, 0
         self.orders, self.rdp, self.steps = orders.copy(), rdp.copy(), steps.copy()
         self.active, self.level = active.copy(), level.copy()
