@@ -261,3 +261,21 @@ def test_small_sigma_answers_between_the_lower_bound_and_the_rdp_route():
             )
             assert lo <= value, (direction, eps, value)
             assert value <= 2.0 * lo + 1e-4, (direction, eps, value)
+
+
+@pytest.mark.slow
+def test_small_sigma_is_routed_and_near_the_lower_bound():
+    # issue 39: below sigma 0.55 random_allocation() answered by RDP only (main 07eb4cb:
+    # 9.06 here); the small-sigma law (high event, 2^19 cells) is routed from 0.4 and
+    # lands within 1e-3 of the certified lower bound (the largest-coordinate attack)
+    from dpacct.accountant.transformers.random_allocation_lower import (
+        random_allocation_lower_epsilon,
+    )
+
+    sigma, steps, delta = 0.42, 100, 1e-5
+    ours = float(random_allocation(GaussianMechanism(sigma=sigma), steps=steps).epsilon(delta))
+    lower = random_allocation_lower_epsilon(sigma, steps, delta)
+    assert lower <= ours <= lower * (1 + 1e-3)
+    law = allocation_sum_law(sigma, steps)
+    assert law.q.size <= 2**19 + 2**12  # the cell cap, plus the window's last sums
+    assert law.high_at >= steps * math.exp(9.0) - 2 * law.step
