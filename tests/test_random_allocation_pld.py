@@ -265,8 +265,8 @@ def test_small_sigma_answers_between_the_lower_bound_and_the_rdp_route():
 
 @pytest.mark.slow
 def test_small_sigma_is_routed_and_near_the_lower_bound():
-    # issue 39: below sigma 0.55 random_allocation() answered by RDP only (main 07eb4cb:
-    # 9.06 here); the small-sigma law (high event, 2^19 cells) is routed from 0.4 and
+    # issue 39: below sigma 0.55 random_allocation() answered by RDP only (main 07eb4cb: 8.70
+    # here, lower 7.814); the small-sigma law (high event, 2^19 cells) is routed from 0.4 and
     # lands within 1e-3 of the certified lower bound (the largest-coordinate attack)
     from dpacct.accountant.transformers.random_allocation_lower import (
         random_allocation_lower_epsilon,
