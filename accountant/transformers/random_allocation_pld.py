@@ -392,7 +392,14 @@ _DIRECT = 192
 
 
 def _product(
-    qa: np.ndarray, qb: np.ndarray, square: bool, off: int, keep: int, step: float, steps: int
+    qa: np.ndarray,
+    qb: np.ndarray,
+    square: bool,
+    off: int,
+    keep: int,
+    step: float,
+    steps: int,
+    below_top: bool = False,
 ) -> np.ndarray:
     """Entrywise upper bound on ``(qa * qb)[:keep]``, round-off included.
 
@@ -406,8 +413,11 @@ def _product(
     the product reads ``qa[:K]`` and ``qb[:K]`` only, and the prefix's tilt aims at
     ``K`` -- until a prefix settles nothing new; what is left then (the short left end,
     far below every right tilt's peak) gets the kernel's full scheme
-    (``_bounded_convolve``) on its prefix.  Each entry keeps the least upper bound of
-    the passes that computed it.
+    (``_bounded_convolve``) on its prefix.  With ``below_top`` (the small-sigma law,
+    whose window cuts a long tail: the product's own top stays unsettled), a prefix
+    whose top no pass settles keeps those bounds and the passes go on below it
+    (shortened by :data:`_SHRINK` at least) instead of stopping.  Each entry keeps the
+    least upper bound of the passes that computed it.
     """
     a = qa[:keep]
     b = a if square else qb[:keep]
@@ -427,7 +437,7 @@ def _product(
             break
         end = int(bad[-1]) + 1
         if end >= last:
-            if full or 4 * end > keep:
+            if below_top and (full or 4 * end > keep):
                 # the top of this prefix stays unsettled (the product's own far end,
                 # when the window cuts a long tail; the kernel's full scheme is for the
                 # short left end): those bounds are kept (sound) and the tilted passes
@@ -437,8 +447,10 @@ def _product(
                 if bad.size == 0 or bad[-1] < _DIRECT:
                     break
                 end, full = int(bad[-1]) + 1, False
+            elif full:  # the kernel's full scheme settled nothing more: keep the bounds
+                break
             else:
-                full = True  # right tilts make no progress: try the kernel's full scheme
+                full = True  # right tilts make no progress: the left end is what is left
         last = end
         pa = a[:end]
         pb = pa if square else b[:end]
@@ -455,7 +467,9 @@ def _product(
     return pld_fft._certified_side(est, err, True)
 
 
-def _add(a: _Part, b: _Part, step: float, steps: int, top_index: int) -> _Part:
+def _add(
+    a: _Part, b: _Part, step: float, steps: int, top_index: int, below_top: bool = False
+) -> _Part:
     """Law of the sum of two independent absorbed laws on one grid (module, 3.).
 
     The product is an entrywise upper bound on the exact product of the two arrays,
@@ -475,7 +489,7 @@ def _add(a: _Part, b: _Part, step: float, steps: int, top_index: int) -> _Part:
     off = oa + ob
     keep = max(min(top_index + 1 - off, qa.size + qb.size - 1), 1)
     above_q, above_s = _above(qa, oa, qb, ob, step, keep - 1)
-    c = _product(qa, qb, square, off, keep, step, steps)
+    c = _product(qa, qb, square, off, keep, step, steps, below_top)
     # the high event of A + B: A high or B high, or the tracked sum above the window (on
     # each, A + B is at least the smaller threshold: module, 4.); the absorbed event:
     # the rest of (A or B absorbed).  Mass and E[A + B; event] split over the
@@ -544,7 +558,8 @@ def _build(s: float, t: int, r: float, progress: bool) -> SumLaw:
     target = _STEP_PER_SD * sd / r
     # one term is carried up to _x_tail(_BASE_AIM) only; the trims keep what counts
     base_top = min(top, _x_tail(s, t, _BASE_AIM) + 12.0 * sd + 2.0)
-    if s < _SMALL_SIGMA and base_top > _SMALL_CELLS * target:
+    small = s < _SMALL_SIGMA and base_top > _SMALL_CELLS * target
+    if small:
         base_top = _small_cut(t, target, base_top)
         top = min(top, base_top + t + 12.0 * sd * math.sqrt(t) + 2.0)
         step = max(target, base_top / _SMALL_CELLS)
@@ -576,14 +591,16 @@ def _build(s: float, t: int, r: float, progress: bool) -> SumLaw:
                 if acc is None:
                     acc = power
                 else:
-                    acc = _trim(_add(acc, power, step, t, int(top / step)), step, t, _TRIM)
+                    acc = _add(acc, power, step, t, int(top / step), small)
+                    acc = _trim(acc, step, t, _TRIM)
                     high = min(high, (int(top / step) + 1) * step)
                 bar.update(1)
             remaining >>= 1
             if not remaining:
                 break
             count *= 2
-            power = _trim(_add(power, power, step, t, int(top / step)), step, t, _TRIM * count / t)
+            power = _add(power, power, step, t, int(top / step), small)
+            power = _trim(power, step, t, _TRIM * count / t)
             high = min(high, (int(top / step) + 1) * step)
             bar.update(1)
             # coarsen while the step is below its target for the current number of terms
