@@ -152,12 +152,21 @@ class SumLaw:
     s_high: float = 0.0
     high_at: float = 0.0
 
-    def _high_split(self) -> tuple[float, float]:
+    def _high_split(self) -> tuple[float, float, float]:
         """The high event spread onto ``{high_at, +inf}`` (module, 4.): the Q-mass at
-        ``high_at`` and the P-mass at infinite loss, ``(E[S; high] - L Q(high)) / T``."""
-        if self.q_high <= 0.0 or self.high_at <= 0.0:
-            return 0.0, self.s_high / self.steps
-        return self.q_high, max(self.s_high - self.high_at * self.q_high, 0.0) / self.steps
+        ``high_at``, the P-mass at infinite loss, ``(E[S; high] - L Q(high)) / T``, and
+        the Q-mass left at ``s = 0`` (loss ``-inf``).
+
+        Where ``high_at`` lies below the law's least positive node (a short cut of one
+        term, at large sigma) the atom would only widen the engine's loss grid: the
+        event is then spread onto ``{0, +inf}`` like the absorbed one (as sound, and
+        what it cost before)."""
+        pos = np.flatnonzero(self.q > 0)
+        least = (pos[pos > 0][0] if np.any(pos > 0) else self.q.size) * self.step
+        if self.q_high <= 0.0 or self.high_at <= 0.0 or self.high_at < least:
+            return 0.0, self.s_high / self.steps, self.q_high
+        split = max(self.s_high - self.high_at * self.q_high, 0.0) / self.steps
+        return self.q_high, split, 0.0
 
     def pair_laws(self) -> tuple[AtomicLossLaw, AtomicLossLaw]:
         """(remove, add) loss laws of the dominating pair ``(P', Q')``."""
@@ -168,8 +177,8 @@ class SumLaw:
         q = self.q[idx]
         loss = np.log(s[pos] / t)
         p = s[pos] / t * q[pos]
-        q_zero = float(q[~pos].sum())
-        q_hi, p_hi_inf = self._high_split()
+        q_hi, p_hi_inf, q_hi_zero = self._high_split()
+        q_zero = float(q[~pos].sum()) + q_hi_zero
         if q_hi > 0.0:  # the high event's atom at s = high_at (module, 4.)
             loss = np.append(loss, math.log(self.high_at / t))
             p = np.append(p, self.high_at / t * q_hi)
@@ -192,12 +201,12 @@ class SumLaw:
         """``(H_gamma(P'||Q'), H_gamma(Q'||P'))`` read from the law directly."""
         g = np.atleast_1d(np.asarray(gamma, dtype=float))
         s = np.arange(self.q.size) * self.step / self.steps
-        q_hi, p_hi_inf = self._high_split()
+        q_hi, p_hi_inf, q_hi_zero = self._high_split()
         at = self.high_at / self.steps
         rem = np.maximum(s[None, :] - g[:, None], 0.0) @ self.q + self.s_absorbed / self.steps
         rem = rem + q_hi * np.maximum(at - g, 0.0) + p_hi_inf
         add = np.maximum(1.0 - g[:, None] * s[None, :], 0.0) @ self.q + self.q_absorbed
-        add = add + q_hi * np.maximum(1.0 - g * at, 0.0)
+        add = add + q_hi * np.maximum(1.0 - g * at, 0.0) + q_hi_zero
         return rem, add
 
 
