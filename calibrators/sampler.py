@@ -404,8 +404,7 @@ def sampler_report(
         return SamplerReport(rows, scheme, sigma, d, t, e, q, kk)
     gauss = GaussianMechanism(sigma=sigma)
     shuffled = shuffled_batches(gauss, t, e, d)
-    # the bracket's lower end: the larger of the largest-coordinate and sum-statistic
-    # attacks (docs/theory/allocation_k_of_t.md)
+    # lower end: the larger of the largest-coordinate and sum-statistic attacks
     bib_low, bib = map(float, random_allocation(gauss, t, k=1, epochs=e).epsilon_bounds(d))
     ra_low, ra = map(float, random_allocation(gauss, kk * t, k=kk, epochs=e//kk).epsilon_bounds(d))
     fixed = float(compose([fixed_size_gaussian_step(sigma, q)], counts=[steps]).epsilon(d))
