@@ -279,3 +279,21 @@ def test_small_sigma_is_routed_and_near_the_lower_bound():
     law = allocation_sum_law(sigma, steps)
     assert law.q.size <= 2**19 + 2**12  # the cell cap, plus the window's last sums
     assert law.high_at >= steps * math.exp(9.0) - 2 * law.step
+
+
+@pytest.mark.parametrize(("sigma", "steps"), [(2.0, 10_000), (0.46, 100)])
+def test_high_event_never_widens_the_loss_range(sigma, steps):
+    # the high event's atom sits at s = high_at only inside the law's support: at sigma 2,
+    # T 10 000 one term is cut at ~80 << T, and an atom at loss log(80 / T) widened the
+    # engine's loss grid (10 epochs, delta 1e-10: 0.091319 against main's 0.091139); its
+    # Q-mass then goes to s = 0, and both totals are kept either way
+    law = allocation_sum_law(sigma, steps)
+    remove, add = law.pair_laws()
+    pos = np.flatnonzero(law.q > 0)
+    least = pos[pos > 0][0] * law.step
+    assert remove.losses.min() >= math.log(least / steps) - 1e-12
+    assert add.losses.max() <= -math.log(least / steps) + 1e-12
+    q_total = float(np.sum(remove.p * np.exp(-remove.losses))) + remove.q_neg_inf_mass
+    # (entries are upper bounds: the certified round-off, here up to ~1e-7)
+    assert 1.0 - 1e-12 <= q_total <= 1.0 + 1e-6
+    assert 1.0 - 1e-12 <= float(remove.p.sum()) + remove.inf_mass <= 1.0 + 1e-6

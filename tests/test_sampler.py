@@ -184,8 +184,9 @@ def test_random_allocation_row_carries_its_certified_lower_bound():
 
 def test_shuffle_and_balls_in_bins_lower_ends_read_the_sum_statistic():
     # issue 39: both rows' lower ends used the largest-coordinate attack only (main
-    # 07eb4cb: 0.1235 at sigma 1, T 1000; here 0.1974 where the sum statistic gives 0.2979).  The sum statistic is a
-    # post-processing of the same pair, and tighter.  Soundness against Monte Carlo of
+    # 07eb4cb: 0.1235 at sigma 1, T 1000; here 0.1974, where the sum statistic gives
+    # 0.2979).  The sum statistic is a post-processing of the same pair, and tighter.
+    # Soundness against Monte Carlo of
     # the exact pair: at eps = lower the true delta of the larger direction is >= delta,
     # so its upper confidence end cannot fall below delta (a lower end set too high by
     # 10 % fails here: checked by hand)
