@@ -250,7 +250,15 @@ def main(argv: list[str] | None = None) -> int:
         for t in RA_STEPS:
             for e in RA_EPOCHS:
                 for delta in RA_DELTAS:
-                    row = {"sigma": s, "T": t, "epochs": e, "delta": delta, **_ours(s, t, e, delta)}
+                    row = {
+                        # a string field: benchmarks.alternate keys rows by them
+                        "setting": f"sigma {s:g}, T {t}, epochs {e}, delta {delta:g}",
+                        "sigma": s,
+                        "T": t,
+                        "epochs": e,
+                        "delta": delta,
+                        **_ours(s, t, e, delta),
+                    }
                     theirs, their_s, diff = "-", "-", "-"
                     if have_peer:
                         status, val, sec = _capped(_peer_allocation, (s, t, e, delta), args.cap)

@@ -137,6 +137,10 @@ from .random_allocation_rdp import (
 from .random_allocation_sum_lower import SUM_MIN_SIGMA, sum_statistic_lower_epsilon
 from .subsample import poisson_subsample
 
+#: the least noise multiplier at which the PLD route is tried
+#: (:attr:`RandomAllocationMechanism.pld_route`)
+PLD_MIN_SIGMA = 0.35
+
 __all__ = [
     "RandomAllocationMechanism",
     "add_rdp",
@@ -475,10 +479,14 @@ class RandomAllocationMechanism(Mechanism):
 
     @property
     def _has_pld_route(self) -> bool:
-        """Whether :attr:`pld_route` is tried: ``k < T`` and sigma >= 0.55 (the epoch law
-        has variance ``e^{1/sigma^2} - 1``: measured inf after 20-40 s at sigma 0.5,
-        T 60 and 1000; an overflow below 0.15; the other routes are sound)."""
-        return self.steps > self.k and self.sigma >= 0.55
+        """Whether :attr:`pld_route` is tried: ``k < T`` and sigma >= :data:`PLD_MIN_SIGMA`
+        (the epoch law has variance ``e^{1/sigma^2} - 1``; below sigma 0.55 it is built
+        on at most 2^19 cells with its tail exact up to loss 9, a few CPU seconds a law:
+        at 0.4 it is still within 1e-3 of the certified lower bound where its epsilon is
+        below 9 (T 100: 8.6043 against 8.6017, RDP 9.57; 0.35, T 1000: 8.7705 against
+        8.7505, RDP 10.14), and infinite (the other routes answer) where the epsilon is
+        above; an overflow below 0.15)."""
+        return self.steps > self.k and self.sigma >= PLD_MIN_SIGMA
 
     def _epsilon_at(self, delta: float, tol: float | None) -> float:
         """:meth:`epsilon` at one delta; 0 at once when the unamplified Gaussian is 0

@@ -46,6 +46,18 @@ What this module certifies (this project's argument, each step checked here):
    target (sigma below ~0.65: one term's log-normal tail is long), where the cut is
    lowered to balance the absorbed mass against the atom the coarse first cell puts
    at ``s = 0`` (:func:`_coarse_cut`); either is certified exactly.
+4. **The high event.**  The part absorbed because it is large -- one term above its
+   cut, or a partial sum above the window -- is kept apart: on it the un-absorbed
+   process is at least ``L``, the least such threshold less the final step (later
+   coarsenings move a value by less than that; the other terms are >= 0).  For a
+   convex ``f`` with slope ``f'(inf)`` at infinity, ``f(z) <= f(L) + f'(inf) (z - L)``
+   for ``z >= L``, so the event is spread onto ``{L, +inf}`` with its mass and first
+   moment kept: Q'-mass ``Q(high)`` at ``s = L`` and P'-mass ``(E[Z; high] - L
+   Q(high)) / T`` at loss ``+inf``.  Both divergences are then exact on that event at
+   every ``gamma <= L / T`` (remove: ``E[Z/T - gamma; high]``; add: 0) instead of
+   paying ``E[Z/T; high]`` and ``Q(high)``.  Below sigma 0.55 this lets the cut stop at
+   ``T e^9`` (:func:`_small_cut`) on at most :data:`_SMALL_CELLS` cells: a few seconds
+   where the full window took 20.
 
 Construction and speed.  Partial sums are arrays with an offset (their empty or
 trimmed ends are not stored), so the FFTs of the doubling (``floor(log2 T)`` squarings
@@ -106,6 +118,13 @@ _TRIM = 1e-15
 _BASE_AIM = 1e-14
 #: a cut of one term whose two floors (:func:`_coarse_cut`) are below this is kept
 _FLOOR_OK = 1e-12
+#: below this sigma the law is built on at most :data:`_SMALL_CELLS` cells (:func:`_small_cut`)
+_SMALL_SIGMA = 0.55
+#: the cell cap below :data:`_SMALL_SIGMA`
+_SMALL_CELLS = 2**19
+#: below :data:`_SMALL_SIGMA`, the high event starts at ``T e^{_COVER}`` or above: the
+#: remove direction's tail is then exact at every ``epsilon <= _COVER`` (module, 4.)
+_COVER = 9.0
 #: seconds the law build runs before its progress bar appears
 PROGRESS_DELAY = 2.0
 
@@ -122,8 +141,8 @@ def _dot(a: np.ndarray, b: np.ndarray) -> float:
 
 
 #: a partial sum: masses ``q`` at ``(offset + i) * step``, the absorbed event's Q-mass
-#: and first moment
-_Part = tuple[np.ndarray, int, float, float]
+#: and first moment, and those of the high absorbed event (module, 4.)
+_Part = tuple[np.ndarray, int, float, float, float, float]
 
 
 @dataclass(frozen=True)
@@ -131,7 +150,9 @@ class SumLaw:
     """A convex-order-dominating law of ``S = sum of T log-normal terms`` (see module).
 
     ``q[i]`` is the mass at ``S = i * step``; the absorbed event has Q-mass
-    ``q_absorbed`` and carries ``E[S; absorbed] = s_absorbed``.
+    ``q_absorbed`` and carries ``E[S; absorbed] = s_absorbed``; the high absorbed
+    event, on which ``S >= high_at`` (module, 4.), has Q-mass ``q_high`` and carries
+    ``E[S; high] = s_high``.
     """
 
     steps: int
@@ -139,6 +160,25 @@ class SumLaw:
     q: np.ndarray
     q_absorbed: float
     s_absorbed: float
+    q_high: float = 0.0
+    s_high: float = 0.0
+    high_at: float = 0.0
+
+    def _high_split(self) -> tuple[float, float, float]:
+        """The high event spread onto ``{high_at, +inf}`` (module, 4.): the Q-mass at
+        ``high_at``, the P-mass at infinite loss, ``(E[S; high] - L Q(high)) / T``, and
+        the Q-mass left at ``s = 0`` (loss ``-inf``).
+
+        Where ``high_at`` lies below the law's least positive node (a short cut of one
+        term, at large sigma) the atom would only widen the engine's loss grid: the
+        event is then spread onto ``{0, +inf}`` like the absorbed one (as sound, and
+        what it cost before)."""
+        pos = np.flatnonzero(self.q > 0)
+        least = (pos[pos > 0][0] if np.any(pos > 0) else self.q.size) * self.step
+        if self.q_high <= 0.0 or self.high_at <= 0.0 or self.high_at < least:
+            return 0.0, self.s_high / self.steps, self.q_high
+        split = max(self.s_high - self.high_at * self.q_high, 0.0) / self.steps
+        return self.q_high, split, 0.0
 
     def pair_laws(self) -> tuple[AtomicLossLaw, AtomicLossLaw]:
         """(remove, add) loss laws of the dominating pair ``(P', Q')``."""
@@ -149,14 +189,21 @@ class SumLaw:
         q = self.q[idx]
         loss = np.log(s[pos] / t)
         p = s[pos] / t * q[pos]
-        q_zero = float(q[~pos].sum())
-        p_inf = min(self.s_absorbed / t, 1.0)
+        q_hi, p_hi_inf, q_hi_zero = self._high_split()
+        q_zero = float(q[~pos].sum()) + q_hi_zero
+        if q_hi > 0.0:  # the high event's atom at s = high_at (module, 4.)
+            loss = np.append(loss, math.log(self.high_at / t))
+            p = np.append(p, self.high_at / t * q_hi)
+            qpos = np.append(q[pos], q_hi)
+        else:
+            qpos = q[pos]
+        p_inf = min(self.s_absorbed / t + p_hi_inf, 1.0)
         remove = AtomicLossLaw(
             losses=loss, p=p, inf_mass=p_inf, q_neg_inf_mass=min(q_zero + self.q_absorbed, 1.0)
         )
         add = AtomicLossLaw(
             losses=-loss,
-            p=q[pos],
+            p=qpos,
             inf_mass=min(q_zero + self.q_absorbed, 1.0),
             q_neg_inf_mass=p_inf,
         )
@@ -166,8 +213,12 @@ class SumLaw:
         """``(H_gamma(P'||Q'), H_gamma(Q'||P'))`` read from the law directly."""
         g = np.atleast_1d(np.asarray(gamma, dtype=float))
         s = np.arange(self.q.size) * self.step / self.steps
+        q_hi, p_hi_inf, q_hi_zero = self._high_split()
+        at = self.high_at / self.steps
         rem = np.maximum(s[None, :] - g[:, None], 0.0) @ self.q + self.s_absorbed / self.steps
+        rem = rem + q_hi * np.maximum(at - g, 0.0) + p_hi_inf
         add = np.maximum(1.0 - g[:, None] * s[None, :], 0.0) @ self.q + self.q_absorbed
+        add = add + q_hi * np.maximum(1.0 - g * at, 0.0) + q_hi_zero
         return rem, add
 
 
@@ -245,6 +296,18 @@ def _coarse_cut(sigma: float, steps: int, target: float, base_top: float) -> flo
     return float(h[int(np.argmin(worst))] * _MAX_CELLS)
 
 
+def _small_cut(steps: int, target: float, base_top: float) -> float:
+    """Where to cut one term below :data:`_SMALL_SIGMA` (at most :data:`_SMALL_CELLS` cells).
+
+    The high event (module, 4.) makes the remove direction's tail exact at every
+    ``e^epsilon <= high_at / T``, so the cut need only reach ``T e^{_COVER}``; the step
+    is then as fine as the cell cap allows, which keeps the add direction's floor (the
+    first cell's atom at ``s = 0``, :func:`_coarse_cut`) small.  Only tightness depends
+    on this choice.
+    """
+    return min(base_top, max(steps * math.exp(_COVER), _SMALL_CELLS * target))
+
+
 def _base_law(sigma: float, step: float, top: float) -> _Part:
     """``X`` split onto ``0, step, 2 step, ...`` (mean kept per cell), absorbed above."""
     n = math.floor(top / step)
@@ -255,13 +318,13 @@ def _base_law(sigma: float, step: float, top: float) -> _Part:
     q = np.zeros(n + 1)
     q[:-1] += mass - right
     q[1:] += right
-    q_abs, s_abs = _tail_moments(sigma, float(edges[-1]))
-    return q, 0, q_abs, s_abs
+    q_hi, s_hi = _tail_moments(sigma, float(edges[-1]))  # X > edges[-1]: high (module, 4.)
+    return q, 0, 0.0, 0.0, q_hi, s_hi
 
 
 def _coarsen(part: _Part) -> _Part:
     """Step doubled: even nodes stay, odd ones split half and half (mean kept)."""
-    q, off, q_abs, s_abs = part
+    q, off, q_abs, s_abs, q_hi, s_hi = part
     if off % 2:  # start on an even node, so that even nodes are the kept ones
         q, off = np.concatenate(([0.0], q)), off - 1
     n = q.size
@@ -270,7 +333,7 @@ def _coarsen(part: _Part) -> _Part:
     half = 0.5 * q[1::2]
     out[: half.size] += half
     out[1 : half.size + 1] += half
-    return out, off // 2, q_abs, s_abs
+    return out, off // 2, q_abs, s_abs, q_hi, s_hi
 
 
 def _trim(part: _Part, step: float, steps: int, budget: float) -> _Part:
@@ -282,7 +345,7 @@ def _trim(part: _Part, step: float, steps: int, budget: float) -> _Part:
     their exact mass and first moment joining the absorbed event.  Sound whatever the
     budget: it only decides how much is carried exactly.
     """
-    q, off, q_abs, s_abs = part
+    q, off, q_abs, s_abs, q_hi, s_hi = part
     n = q.size
     s = (off + np.arange(n)) * step
     cost = q * (1.0 + s / steps)
@@ -295,7 +358,7 @@ def _trim(part: _Part, step: float, steps: int, budget: float) -> _Part:
     keep = slice(lo, n - hi)
     dq = float(q[:lo].sum() + q[n - hi :].sum())
     ds = _dot(q[:lo], s[:lo]) + _dot(q[n - hi :], s[n - hi :])
-    return q[keep], off + lo, q_abs + dq, s_abs + ds
+    return q[keep], off + lo, q_abs + dq, s_abs + ds, q_hi, s_hi
 
 
 def _above(
@@ -343,8 +406,21 @@ def _above(
 _SETTLED = 1e-9
 
 
+#: a prefix whose top stays unsettled is shortened at least by this factor
+_SHRINK = 0.8
+#: prefixes shorter than this are not recomputed once their top stays unsettled
+_DIRECT = 192
+
+
 def _product(
-    qa: np.ndarray, qb: np.ndarray, square: bool, off: int, keep: int, step: float, steps: int
+    qa: np.ndarray,
+    qb: np.ndarray,
+    square: bool,
+    off: int,
+    keep: int,
+    step: float,
+    steps: int,
+    below_top: bool = False,
 ) -> np.ndarray:
     """Entrywise upper bound on ``(qa * qb)[:keep]``, round-off included.
 
@@ -358,8 +434,11 @@ def _product(
     the product reads ``qa[:K]`` and ``qb[:K]`` only, and the prefix's tilt aims at
     ``K`` -- until a prefix settles nothing new; what is left then (the short left end,
     far below every right tilt's peak) gets the kernel's full scheme
-    (``_bounded_convolve``) on its prefix.  Each entry keeps the least upper bound of
-    the passes that computed it.
+    (``_bounded_convolve``) on its prefix.  With ``below_top`` (the small-sigma law,
+    whose window cuts a long tail: the product's own top stays unsettled), a prefix
+    whose top no pass settles keeps those bounds and the passes go on below it
+    (shortened by :data:`_SHRINK` at least) instead of stopping.  Each entry keeps the
+    least upper bound of the passes that computed it.
     """
     a = qa[:keep]
     b = a if square else qb[:keep]
@@ -370,16 +449,29 @@ def _product(
     est, err = est[:keep].copy(), err[:keep].copy()  # the full-length products go
     weight = 1.0 + (off + np.arange(keep)) * (step / steps)
     floor = _TRIM / keep
-    last, full = keep + 1, False
+    # a prefix at least as long as both inputs would repeat the first pass
+    last, full, ceiling = max(a.size, b.size), False, keep
     while True:
-        bad = np.flatnonzero((err > _SETTLED * est) & (err * weight > floor))
+        bad = np.flatnonzero((err[:ceiling] > _SETTLED * est[:ceiling])
+                             & (err[:ceiling] * weight[:ceiling] > floor))
         if bad.size == 0:
             break
         end = int(bad[-1]) + 1
         if end >= last:
-            if full:  # the kernel's full scheme settled nothing more: keep the bounds
+            if below_top and (full or 4 * end > keep):
+                # the top of this prefix stays unsettled (the product's own far end,
+                # when the window cuts a long tail; the kernel's full scheme is for the
+                # short left end): those bounds are kept (sound) and the tilted passes
+                # go on below them
+                ceiling = int(_SHRINK * last)
+                bad = bad[bad < ceiling]
+                if bad.size == 0 or bad[-1] < _DIRECT:
+                    break
+                end, full = int(bad[-1]) + 1, False
+            elif full:  # the kernel's full scheme settled nothing more: keep the bounds
                 break
-            full = True  # right tilts make no progress: the left end is what is left
+            else:
+                full = True  # right tilts make no progress: the left end is what is left
         last = end
         pa = a[:end]
         pb = pa if square else b[:end]
@@ -396,7 +488,9 @@ def _product(
     return pld_fft._certified_side(est, err, True)
 
 
-def _add(a: _Part, b: _Part, step: float, steps: int, top_index: int) -> _Part:
+def _add(
+    a: _Part, b: _Part, step: float, steps: int, top_index: int, below_top: bool = False
+) -> _Part:
     """Law of the sum of two independent absorbed laws on one grid (module, 3.).
 
     The product is an entrywise upper bound on the exact product of the two arrays,
@@ -406,8 +500,8 @@ def _add(a: _Part, b: _Part, step: float, steps: int, top_index: int) -> _Part:
     next sums, trims and splits -- is non-decreasing in each entry and in the atom's
     mass and moment, so an entrywise upper bound stays sound.
     """
-    qa, oa, qa_abs, sa_abs = a
-    qb, ob, qb_abs, sb_abs = b
+    qa, oa, qa_abs, sa_abs, qa_hi, sa_hi = a
+    qb, ob, qb_abs, sb_abs, qb_hi, sb_hi = b
     square = b is a
     na = float(qa.sum())
     nb = na if square else float(qb.sum())
@@ -416,11 +510,18 @@ def _add(a: _Part, b: _Part, step: float, steps: int, top_index: int) -> _Part:
     off = oa + ob
     keep = max(min(top_index + 1 - off, qa.size + qb.size - 1), 1)
     above_q, above_s = _above(qa, oa, qb, ob, step, keep - 1)
-    c = _product(qa, qb, square, off, keep, step, steps)
-    # E[A + B; A or B absorbed], split over the independent halves (each term >= 0)
-    q_abs = qa_abs * nb + qb_abs * na + qa_abs * qb_abs + above_q
-    s_abs = sa_abs * (nb + qb_abs) + fa * qb_abs + sb_abs * (na + qa_abs) + fb * qa_abs + above_s
-    return c, off, q_abs, s_abs
+    c = _product(qa, qb, square, off, keep, step, steps, below_top)
+    # the high event of A + B: A high or B high, or the tracked sum above the window (on
+    # each, A + B is at least the smaller threshold: module, 4.); the absorbed event:
+    # the rest of (A or B absorbed).  Mass and E[A + B; event] split over the
+    # independent halves (each term >= 0)
+    ta, tb = na + qa_abs, nb + qb_abs  # not high
+    fta, ftb = fa + sa_abs, fb + sb_abs
+    q_hi = qa_hi * (tb + qb_hi) + qb_hi * ta + above_q
+    s_hi = sa_hi * (tb + qb_hi) + qa_hi * (ftb + sb_hi) + sb_hi * ta + qb_hi * fta + above_s
+    q_abs = qa_abs * nb + qb_abs * na + qa_abs * qb_abs
+    s_abs = sa_abs * (nb + qb_abs) + fa * qb_abs + sb_abs * (na + qa_abs) + fb * qa_abs
+    return c, off, q_abs, s_abs, q_hi, s_hi
 
 
 def allocation_sum_law(
@@ -478,13 +579,23 @@ def _build(s: float, t: int, r: float, progress: bool) -> SumLaw:
     target = _STEP_PER_SD * sd / r
     # one term is carried up to _x_tail(_BASE_AIM) only; the trims keep what counts
     base_top = min(top, _x_tail(s, t, _BASE_AIM) + 12.0 * sd + 2.0)
-    if base_top > _MAX_CELLS * target:
+    small = s < _SMALL_SIGMA and base_top > _SMALL_CELLS * target
+    if small:
+        base_top = _small_cut(t, target, base_top)
+        top = min(top, base_top + t + 12.0 * sd * math.sqrt(t) + 2.0)
+        step = max(target, base_top / _SMALL_CELLS)
+    elif base_top > _MAX_CELLS * target:
         base_top = _coarse_cut(s, t, target, base_top)
         # partial sums of terms cut at base_top pass base_top + T only when two of them
         # are large: the sum's window need not reach further
         top = min(top, base_top + t + 12.0 * sd * math.sqrt(t) + 2.0)
-    step = max(target, base_top / _MAX_CELLS)
+        step = max(target, base_top / _MAX_CELLS)
+    else:
+        step = target
     power = _trim(_base_law(s, step, base_top), step, t, _TRIM / t)
+    # the least value the high event's sum can take (module, 4.): the base cut, then
+    # every window top; later coarsenings move a value by less than the final step
+    high = math.floor(base_top / step) * step
     count, acc = 1, None
     remaining = t
     from tqdm import tqdm  # the text bar: tqdm.auto would want ipywidgets in notebooks
@@ -501,13 +612,17 @@ def _build(s: float, t: int, r: float, progress: bool) -> SumLaw:
                 if acc is None:
                     acc = power
                 else:
-                    acc = _trim(_add(acc, power, step, t, int(top / step)), step, t, _TRIM)
+                    acc = _add(acc, power, step, t, int(top / step), small)
+                    acc = _trim(acc, step, t, _TRIM)
+                    high = min(high, (int(top / step) + 1) * step)
                 bar.update(1)
             remaining >>= 1
             if not remaining:
                 break
             count *= 2
-            power = _trim(_add(power, power, step, t, int(top / step)), step, t, _TRIM * count / t)
+            power = _add(power, power, step, t, int(top / step), small)
+            power = _trim(power, step, t, _TRIM * count / t)
+            high = min(high, (int(top / step) + 1) * step)
             bar.update(1)
             # coarsen while the step is below its target for the current number of terms
             while 2.0 * step <= target * math.sqrt(count):
@@ -515,8 +630,9 @@ def _build(s: float, t: int, r: float, progress: bool) -> SumLaw:
                 power = _coarsen(power)
                 if acc is not None:
                     acc = _coarsen(acc)
-    q, off, q_abs, s_abs = acc
-    return SumLaw(t, step, np.concatenate((np.zeros(off), q)), q_abs, s_abs)
+    q, off, q_abs, s_abs, q_hi, s_hi = acc
+    high = max(high - 2.0 * step, 0.0)
+    return SumLaw(t, step, np.concatenate((np.zeros(off), q)), q_abs, s_abs, q_hi, s_hi, high)
 
 
 class AllocationEpochPair(Mechanism):

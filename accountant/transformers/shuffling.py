@@ -12,11 +12,16 @@ covers adaptive DP-SGD with shuffled batches.  :func:`shuffled_batches` reports:
   amplification), and ``epochs`` epochs compose to a Gaussian with
   ``sigma / sqrt(epochs)`` -- exact, closed form (Balle & Wang 2018).  Nothing tighter
   is proved for shuffling with adaptive steps, to our knowledge.
-* **lower** (proved, from one attack): the target's gradient is a unit vector and every
-  other record's is zero (Chua et al. 2024, Section 4), so the epoch's output is the
-  ``k = 1`` random-allocation pair; the adversary's largest-coordinate test
-  (:func:`~dpacct.accountant.transformers.random_allocation.random_allocation_lower_epsilon`) is a
-  post-processing of it, and its epsilon is a lower bound on the truth.
+* **lower** (proved, from two attacks): the target's gradient is a unit vector and every
+  other record's is zero (Chua et al. 2024, Section 4), so the epoch's output, with its
+  coordinates permuted uniformly at random (a post-processing that makes the target's
+  batch uniform even when the last batch is shorter), is the ``k = 1``
+  random-allocation pair; the adversary's largest-coordinate test
+  (:func:`~dpacct.accountant.transformers.random_allocation.random_allocation_lower_epsilon`)
+  and sum statistic
+  (:func:`~dpacct.accountant.transformers.random_allocation_sum_lower.sum_statistic_lower_epsilon`)
+  are post-processings of it, and the larger epsilon is a lower bound on the truth
+  (docs/theory/allocation_shuffling.md).
 * **poisson** (not a bound for shuffling): the epsilon of Poisson subsampling at rate
   ``1 / steps_per_epoch`` -- what is usually reported -- for comparison.
 
@@ -42,6 +47,7 @@ from ..validation import check_count, check_delta
 from .compose import compose
 from .random_allocation import _gaussian_sigma
 from .random_allocation_lower import gaussian_epsilon_is_zero, random_allocation_lower_epsilon
+from .random_allocation_sum_lower import SUM_MIN_SIGMA, sum_statistic_lower_epsilon
 from .subsample import poisson_subsample
 
 __all__ = ["ShufflingReport", "shuffled_batches"]
@@ -58,7 +64,8 @@ class ShufflingReport:
     upper : float
         Proved upper bound (one unamplified Gaussian per epoch).
     lower : float
-        Proved lower bound (the largest-coordinate attack).
+        Proved lower bound (the larger of the largest-coordinate and the
+        sum-statistic attacks).
     poisson : float
         Poisson subsampling at rate ``1 / steps_per_epoch`` for the same number of
         steps (a sound bound for Poisson batches, not for shuffled ones).
@@ -125,6 +132,10 @@ def shuffled_batches(
         # all t * e steps unamplified have epsilon 0 here: so do all three numbers
         return ShufflingReport(0.0, 0.0, 0.0, d, sigma, t, e)
     upper = float(compose([mechanism], counts=[e]).epsilon(d))
-    lower = min(random_allocation_lower_epsilon(sigma, t, d, epochs=e), upper)
+    lower = random_allocation_lower_epsilon(sigma, t, d, epochs=e)
+    if t >= 2 and mechanism.noise_parameter == "sigma" and sigma >= SUM_MIN_SIGMA:
+        # the exact sigma only: a lower bound at a smaller one would not be one
+        lower = max(lower, sum_statistic_lower_epsilon(sigma, t, d, epochs=e))
+    lower = min(lower, upper)
     poisson = float(compose([poisson_subsample(mechanism, 1.0 / t)], counts=[t * e]).epsilon(d))
     return ShufflingReport(upper, lower, poisson, d, sigma, t, e)
