@@ -425,3 +425,17 @@ def test_pass_model_of_lengths():
     assert pld_fft._pass_model(3**8)[1] / math.log2(3**8) > kappa / 16
     with pytest.raises(ValueError, match="5-smooth"):
         pld_fft._pass_model(7 * 64)
+
+
+def test_tilt_rate_of_a_denormal_end_is_inf_without_an_overflow_warning():
+    """A PMF whose last entry is denormal overflows peak / end; the rate is inf (the
+    caller caps it) and no RuntimeWarning reaches the user."""
+    import warnings
+
+    from dpacct.accountant.pld.pld_fft import _tilt_rate
+
+    p = np.array([1.0, 0.5, 5e-324])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert _tilt_rate(p, 1) == np.inf
+        assert _tilt_rate(p[::-1].copy(), -1) == np.inf

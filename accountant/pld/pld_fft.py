@@ -78,7 +78,10 @@ def _tilt_rate(p: np.ndarray, side: int) -> float:
     dist = abs(end - peak)
     if dist == 0:
         return 0.0
-    return max(math.log(p[peak] / p[end]), 0.0) / dist
+    # a denormal end overflows the ratio to inf; the caller caps the rate
+    with np.errstate(over="ignore"):
+        ratio = p[peak] / p[end]
+    return max(math.log(ratio), 0.0) / dist
 
 
 def _fft_convolve(a: np.ndarray, b: np.ndarray, square: bool = False) -> np.ndarray:
