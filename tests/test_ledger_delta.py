@@ -101,8 +101,9 @@ def test_delta_and_epsilon_of_a_constant_ledger_agree():
     _agree(acct, (1e-5, 1e-6), (1.0,))
 
 
+# 10 000 distinct records: benchmarks/ledger_delta.py (165 s here under load)
 @pytest.mark.slow
-@pytest.mark.parametrize("n", [100, 1_000, 10_000])
+@pytest.mark.parametrize("n", [100, 1_000])
 def test_delta_and_epsilon_agree_on_long_ledgers(n):
     acct = _ledger(_distinct(n, max(1, 4_000 // n)))
     assert acct.route == "online"
