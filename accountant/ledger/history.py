@@ -20,6 +20,8 @@ entry's classification; neither looks at a mechanism's type.
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..mechanism import PLDSettings
 from ..pld.grid import GridPLD
 from ..pld.pld_pair import PLDPair
@@ -106,6 +108,18 @@ class _PLDHistory:
             self._eps = 0.0 if self.plds is None else self.plds.epsilon(self.delta).epsilon
         return self._eps
 
+    def delta(self, epsilon: np.ndarray) -> tuple[np.ndarray, float]:
+        """Delta at ``epsilon`` of the composed pair (both directions' own curves, as
+        :meth:`epsilon` reads them), and the floor of the readings (the larger mass
+        at ``+inf``)."""
+        if self.plds is None:
+            return np.zeros(np.shape(epsilon)), 0.0
+        out = np.asarray(self.plds.delta(np.asarray(epsilon, dtype=float)), dtype=float)
+        floor = self.plds.remove.inf_mass
+        if not self.plds.symmetric:
+            floor = max(floor, self.plds.add_pld().inf_mass)
+        return out, float(floor)
+
 
 class _FastHistory:
     """The filter's history of DP-SGD steps on the incremental fast path.
@@ -145,6 +159,12 @@ class _FastHistory:
         try:
             return self.inc.epsilon()
         except OverflowError:  # an epsilon beyond exp's range: the engine's route
+            return None
+
+    def delta(self, epsilon: np.ndarray) -> tuple[np.ndarray, float] | None:
+        try:
+            return self.inc.delta_at(epsilon)
+        except OverflowError:  # beyond exp's range: the engine's route
             return None
 
 
@@ -269,3 +289,11 @@ class BudgetHistory:
             self.current = self.rebuild()
             found = self.current.epsilon()
         return found
+
+    def delta(self, epsilon: np.ndarray) -> tuple[np.ndarray, float] | None:
+        """Delta at ``epsilon`` (array) of everything recorded, read off the same
+        composed history (and certificate) as :meth:`epsilon`, and the floor of the
+        readings (their mass at ``+inf``); its tails were cut for the budget's delta
+        (sound at every epsilon).  ``None`` when the fast path cannot certify (no PLD
+        history is composed for a delta query: the caller takes another route)."""
+        return self.now().delta(epsilon)

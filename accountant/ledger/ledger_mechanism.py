@@ -17,7 +17,9 @@ The representations it holds for the router, each cached on the records' version
   :func:`~dpacct.accountant.ledger.records.rounded`);
 * the composed history at each delta asked
   (:meth:`LedgerMechanism.online`; :class:`~dpacct.accountant.ledger.history.BudgetHistory`,
-  the budget's one shared with the fixed-schedule filter).
+  the budget's one shared with the fixed-schedule filter): on the ``"online"`` route
+  both ``epsilon`` and ``delta`` read it
+  (:func:`~dpacct.accountant.routes.online_delta`).
 
 Wrapped by another mechanism (composed, subsampled), a ledger is described by
 :attr:`LedgerMechanism.privacy`: its composition on the ``"exact"`` route, else the
@@ -203,6 +205,10 @@ class LedgerMechanism(Mechanism):
                 history.restore(entry)
             self._online[delta] = history
         return history
+
+    def online_deltas(self) -> list[float]:
+        """The deltas of the composed histories kept (:meth:`online`), oldest first."""
+        return list(self._online)
 
     def charge(self, entry: Any) -> None:
         """``entry`` was recorded: every composed history takes it."""

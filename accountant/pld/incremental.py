@@ -36,6 +36,8 @@ import copy
 import math
 from collections.abc import Iterable
 
+import numpy as np
+
 from .block_rules import (
     Cell,
     Items,
@@ -324,9 +326,16 @@ class IncrementalEpsilon:
         coarse add direction is already at most ``eps`` (:data:`ADD_COARSE_FACTOR`),
         else from the add direction composed at ``ADD_STEP_FACTOR`` (made on first use
         from the committed blocks); None when it cannot certify."""
-        coarse = self._coarse_add_epsilon(blocks, fit_only)
-        if coarse is not None and coarse <= eps:
+        coarse = self._coarse_add_pld(blocks, fit_only)
+        if coarse is not None and float(coarse.epsilon(self.delta)) <= eps:
             return eps
+        add = self._add_pld(blocks, fit_only)
+        return None if add is None else max(eps, float(add.epsilon(self.delta)))
+
+    def _add_pld(self, blocks: list[tuple[Items, int]], fit_only: bool):
+        """The add direction's pessimistic PLD at ``ADD_STEP_FACTOR`` times the
+        history's step with ``blocks`` composed too (the direction made on first use
+        from the committed blocks); None when it cannot certify."""
         if not self.ok:
             return None
         if self.add is None:
@@ -337,13 +346,13 @@ class IncrementalEpsilon:
                 if not self.add.fold(block, budget):
                     self.ok = False
                     return None
-        add = self.add.pld(blocks, fit_only)
-        return None if add is None else max(eps, float(add.epsilon(self.delta)))
+        return self.add.pld(blocks, fit_only)
 
-    def _coarse_add_epsilon(self, blocks: list[tuple[Items, int]], fit_only: bool) -> float | None:
-        """The add direction's epsilon on the coarse grid (:data:`ADD_COARSE_FACTOR`,
-        blocks at :data:`LOOKAHEAD_BUDGET`), made on first use from the committed blocks;
-        None when it cannot certify (the caller then composes the fine one)."""
+    def _coarse_add_pld(self, blocks: list[tuple[Items, int]], fit_only: bool):
+        """The add direction's pessimistic PLD on the coarse grid
+        (:data:`ADD_COARSE_FACTOR`, blocks at :data:`LOOKAHEAD_BUDGET`), made on first
+        use from the committed blocks; None when it cannot certify (the caller then
+        composes the fine one)."""
         if self.add_coarse is None:
             self.add_coarse = _Direction(
                 self.delta, ADD_COARSE_FACTOR * self.step, True, self.remove.horizon
@@ -352,8 +361,64 @@ class IncrementalEpsilon:
                 if not self.add_coarse.fold(block, LOOKAHEAD_BUDGET):
                     self.ok = False
                     return None
-        pld = self.add_coarse.pld([(items, LOOKAHEAD_BUDGET) for items, _ in blocks], fit_only)
-        return None if pld is None else float(pld.epsilon(self.delta))
+        return self.add_coarse.pld([(items, LOOKAHEAD_BUDGET) for items, _ in blocks], fit_only)
+
+    def delta_at(self, epsilon) -> tuple[np.ndarray, float] | None:
+        """Certified delta at ``epsilon`` (array) of the composition so far, and the
+        floor of those readings: the history's own ``delta(eps)`` reader, on the
+        representation :meth:`epsilon` reads.
+
+        The same certificate as :meth:`epsilon`: the remove direction's pessimistic
+        PLD (every block's l1 error, the aliasing and round-off of the history's
+        product and the tails cut, all in its mass at ``+inf``, so its curve lies
+        above the true one at every epsilon: :func:`_finish
+        <dpacct.accountant.pld.schedule_fast._finish>`), and for the add direction
+        the smallest of the bounds :meth:`epsilon` may read -- the remove PLD's
+        swapped curve (:func:`~dpacct.accountant.pld.pld_pair.swapped_delta`), the
+        coarse and the fine add direction, each composed only where the ones before
+        leave the add side above the remove one.  The answer is the larger of the
+        two directions'.  The tails were cut for this history's ``delta`` (a share of
+        it, :func:`~dpacct.accountant.pld.pld_settings.tail_budgets`): sound at every
+        epsilon, tight where the answer is not far below ``delta`` (the caller
+        chooses the history, :func:`~dpacct.accountant.routes.online_delta`).  The
+        floor is the remove PLD's mass at ``+inf`` (no reading is below it: the
+        certificate's share of an answer).  ``None`` when the fast path cannot
+        certify.
+
+        Examples
+        --------
+        >>> inc = IncrementalEpsilon(1e-5)
+        >>> inc.fold([(1.0 * 0.999**t, 0.01, 1) for t in range(500)])
+        >>> e = inc.epsilon()
+        >>> got, floor = inc.delta_at(np.array([e]))
+        >>> bool(floor < got[0] <= 1e-5 * (1 + 1e-9))
+        True
+        """
+        eps = np.asarray(epsilon, dtype=float)
+        blocks, _ = self._asked(())
+        if not self.ok:
+            return None
+        if not blocks and self.remove.total == 0:
+            return np.zeros(eps.shape), 0.0
+        if blocks:
+            self._use_step(blocks[0][0])
+        rem = self.remove.pld(blocks)
+        if rem is None:
+            return None
+        out = np.asarray(rem.delta(eps), dtype=float)
+        add = np.asarray(swapped_delta(rem, eps), dtype=float)
+        open_ = add > out  # where the swapped curve leaves the add side above
+        if open_.any():
+            coarse = self._coarse_add_pld(blocks, False)
+            if coarse is not None:
+                add = np.minimum(add, np.asarray(coarse.delta(eps), dtype=float))
+            if np.any(open_ & (add > out)):
+                fine = self._add_pld(blocks, False)
+                if fine is not None:
+                    add = np.minimum(add, np.asarray(fine.delta(eps), dtype=float))
+            # each bound certifies the add side: the smallest, against the remove one
+            out = np.where(open_, np.maximum(out, add), out)
+        return out, float(rem.inf_mass)
 
     def checkpoint(self) -> tuple:
         """The state :meth:`rollback` returns to (a filter's trial of a step it may
