@@ -54,6 +54,8 @@ TINY = 1e-300
 SUBNORMAL_FLOOR = 1e-320
 
 
+# long function: 42 lines are the docstring (the contract and scipy's tolerance rule it
+# keeps); the body is Brent's method in one loop
 def brentq(
     f: Callable[[float], float],
     a: float,

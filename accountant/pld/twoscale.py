@@ -464,6 +464,9 @@ def _nbytes(p: SplitPLD) -> int:
     return p.fine.pmf.nbytes + (0 if p.coarse is None else p.coarse.pmf.nbytes)
 
 
+# long function: 29 lines are the docstring; the body is one squaring ladder whose top
+# levels may hand over to the spectral power (_spectral_top), kept together so the
+# certificate's order of operations reads in one place
 def self_compose_split(
     base: SplitPLD,
     count: int,
