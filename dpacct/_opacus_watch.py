@@ -444,7 +444,7 @@ def fingerprint(idx: np.ndarray) -> int:
     >>> fingerprint(np.array([3, 1])) == fingerprint(np.array([1, 3]))
     True
     """
-    data = np.sort(np.asarray(idx, dtype=np.int64)).astype("<i8").tobytes()
+    data = np.sort(np.asarray(idx, dtype="<i8")).tobytes()
     digest = hashlib.blake2b(data, digest_size=8).digest()
     return int.from_bytes(digest, "little", signed=True)
 
