@@ -37,6 +37,14 @@ a new pass, and the steps after it can be refused (the safe reading).  With
 ``num_workers > 0`` the loader draws batches ahead of the loop; the watch keeps
 them in order (first drawn, first stepped on), so prefetching is accounted, but a pass
 left early after its sampler was exhausted by prefetching is not seen as left early.
+
+Across a checkpoint: the fingerprints the repeated-pass check compares with (the first
+pass's and the latest batch at each place; one 64-bit :func:`fingerprint` per batch of
+a pass, the same in every process) are saved in the accountant's ``state_dict`` as
+``pass_prints`` (:meth:`BatchWatch.prints_state`) and restored into the watch
+(:func:`check_prints`, :meth:`BatchWatch.seed`), so a job restarted with the seed the
+run began with, which draws the first pass again, is refused.  A checkpoint saved
+without them cannot show such a repeat of the passes before it.
 """
 
 from __future__ import annotations
