@@ -160,7 +160,7 @@ class PassLog:
         """``pass_starts`` and, where the scheme has the repeated-pass check,
         ``pass_prints`` (:meth:`BatchWatch.prints_state`; the restored ones while no
         loader is watched) for the accountant's ``state_dict``."""
-        prints = self.prints if watch is None else watch.prints_state()
+        prints = self._seen(watch)
         out: dict[str, Any] = {"pass_starts": self.state()}
         if prints is not None:
             out["pass_prints"] = prints
@@ -169,9 +169,15 @@ class PassLog:
     def rewatch(self, old: Any, new: Any) -> None:
         """A new ``watch`` replaces ``old``: it compares its passes with what ``old``
         (or the restored checkpoint) saw."""
-        prints = old.prints_state() if old is not None else None
         if new is not None:
-            new.seed(prints if prints is not None else self.prints)
+            new.seed(self._seen(old))
+
+    def _seen(self, watch: Any) -> dict[str, list[int | None]] | None:
+        """``watch``'s fingerprints, or the restored ones if it saw no batch."""
+        prints = None if watch is None else watch.prints_state()
+        if prints is None or not any(v is not None for row in prints.values() for v in row):
+            return self.prints if watch is None or watch.fresh else None
+        return prints
 
     def of_run(self, path: Any, batches: np.ndarray) -> tuple[np.ndarray, int, int]:
         """``(starts, begun, whole)`` for steps of ``batches`` batches each."""

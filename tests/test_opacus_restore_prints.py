@@ -150,16 +150,24 @@ def test_allocation_jobs_restarted_from_their_seed_are_refused_or_accounted():
     assert eps >= truth_at_least
 
 
-def test_prints_restored_before_make_private_reach_the_watch():
+@pytest.mark.parametrize("poisson", [False, True])
+def test_prints_restored_before_make_private_reach_the_watch(poisson):
+    # Poisson: make_private watches the given loader, then the one it returns; the
+    # restored fingerprints must reach the watch of the loader the run iterates
+    def loader():
+        return DataLoader(_data(), batch_size=N // STEPS) if poisson else _allocation_loader(5)
+
     engine = PrivacyEngine(accountant=MECHANISM)
-    model, opt, loader = _private(engine, _allocation_loader(5), False)
-    _train(model, opt, loader, 3)  # a mid-pass checkpoint
+    model, opt, run = _private(engine, loader(), poisson)
+    torch.manual_seed(11)
+    _train(model, opt, run, 3)  # a mid-pass checkpoint
     state = engine.accountant.state_dict()
     engine = PrivacyEngine(accountant=MECHANISM)
     engine.accountant.load_state_dict(state)  # restored first, then make_private
-    model, opt, loader = _private(engine, _allocation_loader(5), False)
+    model, opt, run = _private(engine, loader(), poisson)
+    torch.manual_seed(11)
     with pytest.raises(UnaccountedSamplerError, match="first pass"):
-        _train(model, opt, loader, 1)
+        _train(model, opt, run, 1)
     fresh = OpacusAccountant()
     fresh.load_state_dict(state)
     assert fresh.state_dict()["pass_prints"] == state["pass_prints"]  # kept unwatched
