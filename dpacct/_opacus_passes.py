@@ -34,6 +34,7 @@ import numpy as np
 
 from dpacct._opacus_allocation import RANDOM_ALLOCATION
 from dpacct._opacus_data_path import SEQUENTIAL, SHUFFLE
+from dpacct._opacus_watch import check_prints
 
 __all__ = ["PassLog"]
 
@@ -58,6 +59,7 @@ class PassLog:
     def __init__(self) -> None:
         self.recorded: list[int] = []
         self._last: tuple[int, int] | None = None  # (id of the watch, pass) of the last batch
+        self.prints: dict[str, list[int | None]] | None = None  # restored pass_prints
 
     def note(self, watch: Any, passes: list[int], offset: int) -> None:
         """A step was recorded on batches of ``passes`` (one id per batch, in order),
@@ -139,11 +141,43 @@ class PassLog:
         self.note(watch, passes, history_batches(path, history) - len(passes))
 
     def load_state(self, state: Mapping[str, Any], path: Any,
-                   history: list[tuple[float, float, int]]) -> None:
-        """:meth:`load` for the accountant's restored ``history`` under ``path``."""
+                   history: list[tuple[float, float, int]], watch: Any = None) -> None:
+        """:meth:`load` for the accountant's restored ``history`` under ``path``, and
+        the checkpoint's ``pass_prints`` (validated first) handed to ``watch``.
+
+        A checkpoint without ``pass_prints`` (saved before this version) loads, but
+        the repeated-pass check then cannot see a restored sampler repeat the passes
+        run before the checkpoint (only the passes run after it are compared)."""
+        prints = check_prints(state.get("pass_prints"), path)
         whole = path is not None and path.scheme in WHOLE_PASS
         total = history_batches(path, history) if whole else 0
         self.load(state if whole else {}, total, path.steps_per_epoch if whole else None)
+        self.prints = prints
+        if watch is not None:
+            watch.seed(prints)
+
+    def saved(self, watch: Any) -> dict[str, Any]:
+        """``pass_starts`` and, where the scheme has the repeated-pass check,
+        ``pass_prints`` (:meth:`BatchWatch.prints_state`; the restored ones while no
+        loader is watched) for the accountant's ``state_dict``."""
+        prints = self._seen(watch)
+        out: dict[str, Any] = {"pass_starts": self.state()}
+        if prints is not None:
+            out["pass_prints"] = prints
+        return out
+
+    def rewatch(self, old: Any, new: Any) -> None:
+        """A new ``watch`` replaces ``old``: it compares its passes with what ``old``
+        (or the restored checkpoint) saw."""
+        if new is not None:
+            new.seed(self._seen(old))
+
+    def _seen(self, watch: Any) -> dict[str, list[int | None]] | None:
+        """``watch``'s fingerprints, or the restored ones if it saw no batch."""
+        prints = None if watch is None else watch.prints_state()
+        if prints is None or not any(v is not None for row in prints.values() for v in row):
+            return self.prints if watch is None or watch.fresh else None
+        return prints
 
     def of_run(self, path: Any, batches: np.ndarray) -> tuple[np.ndarray, int, int]:
         """``(starts, begun, whole)`` for steps of ``batches`` batches each."""

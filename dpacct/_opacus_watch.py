@@ -37,12 +37,21 @@ a new pass, and the steps after it can be refused (the safe reading).  With
 ``num_workers > 0`` the loader draws batches ahead of the loop; the watch keeps
 them in order (first drawn, first stepped on), so prefetching is accounted, but a pass
 left early after its sampler was exhausted by prefetching is not seen as left early.
+
+Across a checkpoint: the fingerprints the repeated-pass check compares with (the first
+pass's and the latest batch at each place; one 64-bit :func:`fingerprint` per batch of
+a pass, the same in every process) are saved in the accountant's ``state_dict`` as
+``pass_prints`` (:meth:`BatchWatch.prints_state`) and restored into the watch
+(:func:`check_prints`, :meth:`BatchWatch.seed`), so a job restarted with the seed the
+run began with, which draws the first pass again, is refused.  A checkpoint saved
+without them cannot show such a repeat of the passes before it.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -60,7 +69,7 @@ from dpacct._opacus_data_path import (
     batch_sizes,
 )
 
-__all__ = ["BatchWatch", "WatchedBatchSampler", "check_batches", "watch"]
+__all__ = ["BatchWatch", "WatchedBatchSampler", "check_batches", "check_prints", "watch"]
 
 _NOTHING = "nothing was recorded; the steps before it stay accounted"
 #: a batch that repeats its place in an earlier pass is refused when fresh draws would
@@ -125,6 +134,7 @@ batch size 2, 2 batches per epoch): each record must be in one batch per epoch
         t = max(int(path.steps_per_epoch), 1) if self.fresh else 0
         self.prints = np.zeros((3, t), dtype=np.int64)  # first, previous, current pass
         self.printed = np.zeros((3, t), dtype=bool)
+        self.seeded = False  # the first row came from a checkpoint (:meth:`seed`)
 
     # ------------------------------------------------------------ draw side
     def start(self, batch_sampler: Any) -> None:
@@ -159,7 +169,7 @@ batch size 2, 2 batches per epoch): each record must be in one batch per epoch
             # an evaluation; a shuffled pass's last batches can open the next step
             self.pending = deque(e for e in self.pending if e[0] != self.passes)
         if self.fresh and self.passes:
-            if self.passes == 1:
+            if self.passes == 1 and not self.seeded:
                 self.prints[0], self.printed[0] = self.prints[2], self.printed[2]
             self.prints[1], self.printed[1] = self.prints[2], self.printed[2]
             self.prints[2], self.printed[2] = 0, False
@@ -244,7 +254,7 @@ batch size 2, 2 batches per epoch): each record must be in one batch per epoch
         steps would under-report (repeated draws of one batch are one step at less
         noise)."""
         j = self.drawn - 1
-        fp = hash(np.sort(idx).tobytes())
+        fp = fingerprint(idx)
         self.prints[2, j], self.printed[2, j] = fp, True
         for row, which in ((0, "first"), (1, "previous")):
             if not (self.printed[row, j] and self.prints[row, j] == fp):
@@ -267,6 +277,39 @@ batch size 2, 2 batches per epoch): each record must be in one batch per epoch
                     "training"
                 )
         return None
+
+    # ------------------------------------------------------------ checkpoint side
+    def prints_state(self) -> dict[str, list[int | None]] | None:
+        """What the repeated-pass check compares against, for a checkpoint (None if
+        the scheme has no such check): the fingerprints of the run's first pass and of
+        its latest batch at each place (``None`` where no batch was seen), one 64-bit
+        integer per batch of a pass."""
+        if not self.fresh:
+            return None
+        first = 0 if self.seeded or self.passes > 1 else 2
+        now = self.printed[2]
+        latest = np.where(now, self.prints[2], self.prints[1])
+        rows = (
+            (self.prints[first], self.printed[first]),
+            (latest, now | self.printed[1]),
+        )
+        first_row, latest_row = (
+            [int(v) if ok else None for v, ok in zip(p, m, strict=True)] for p, m in rows
+        )
+        return {"first": first_row, "previous": latest_row}
+
+    def seed(self, saved: Mapping[str, list[int | None]] | None) -> None:
+        """Compare the coming passes with a checkpoint's :meth:`prints_state` as with
+        the first and the previous pass of this run (validated by :func:`check_prints`):
+        a sampler restored with the seed it started from repeats the first pass."""
+        t = self.prints.shape[1]
+        if saved is None or not self.fresh or len(saved["first"]) != t:
+            return
+        for row, key in ((0, "first"), (1, "previous")):
+            ok = np.array([v is not None for v in saved[key]], dtype=bool)
+            self.prints[row] = [0 if v is None else v for v in saved[key]]
+            self.printed[row] = ok
+        self.seeded = True
 
     # ------------------------------------------------------------ step side
     def check_step(self, optimizer: Any, k: int) -> None:
@@ -397,6 +440,80 @@ def check_batches(path: DataPath | None, optimizer: Any, k: int) -> None:
             "that loader only; keep the batch size, or account the new loader with a "
             "new accountant (nothing was recorded)"
         )
+
+
+def fingerprint(idx: np.ndarray) -> int:
+    """A batch's 64-bit fingerprint: the same set of indices gives the same signed
+    integer in every process (a checkpoint holds it; Python's ``hash`` of bytes is
+    salted per process).
+
+    Examples
+    --------
+    >>> fingerprint(np.array([3, 1])) == fingerprint(np.array([1, 3]))
+    True
+    """
+    data = np.sort(np.asarray(idx, dtype="<i8")).tobytes()
+    digest = hashlib.blake2b(data, digest_size=8).digest()
+    return int.from_bytes(digest, "little", signed=True)
+
+
+def check_prints(saved: object, path: DataPath | None) -> dict[str, list[int | None]] | None:
+    """A checkpoint's ``pass_prints`` (:meth:`BatchWatch.prints_state`), validated.
+
+    Parameters
+    ----------
+    saved : object
+        ``state_dict.get("pass_prints")``; None (a checkpoint without it) gives None.
+    path : DataPath or None
+        The restored data path: its scheme must have the repeated-pass check (Poisson,
+        fixed-size, random allocation, not assumed) and ``steps_per_epoch`` entries.
+
+    Raises
+    ------
+    ValueError
+        Not a mapping with exactly ``first`` and ``previous``, each a list of
+        ``steps_per_epoch`` entries that are None or integers in the signed 64-bit
+        range (a bool, a float or a string is refused); or a data path without
+        the check.
+
+    Examples
+    --------
+    >>> p = DataPath("poisson", "UniformWithReplacementSampler", 2, 0.5)
+    >>> check_prints({"first": [7, None], "previous": [None, -3]}, p)
+    {'first': [7, None], 'previous': [None, -3]}
+    """
+    if saved is None:
+        return None
+    fresh = (POISSON, FIXED_SIZE, RANDOM_ALLOCATION)
+    if path is None or path.scheme not in fresh or path.assumed:
+        shown = "no data path" if path is None else path.describe()
+        raise ValueError(
+            f"state_dict['pass_prints'] given for {shown}, which has no repeated-pass "
+            "check: it cannot come from this accountant's state_dict"
+        )
+    t = int(path.steps_per_epoch)
+    if not isinstance(saved, Mapping) or set(saved) != {"first", "previous"}:
+        raise ValueError(
+            "state_dict['pass_prints'] must be a mapping with keys 'first' and "
+            f"'previous', got {saved!r:.200}"
+        )
+    out: dict[str, list[int | None]] = {}
+    for key in ("first", "previous"):
+        row = saved[key]
+        bad = not isinstance(row, (list, tuple)) or len(row) != t or any(
+            v is not None
+            and (type(v) is bool or not isinstance(v, (int, np.integer))
+                 or not -(2**63) <= int(v) < 2**63)
+            for v in row
+        )
+        if bad:
+            raise ValueError(
+                f"state_dict['pass_prints'][{key!r}] must be a list of {t} entries "
+                f"(one per batch of a pass), each None or a signed 64-bit integer, got "
+                f"{row!r:.200}"
+            )
+        out[key] = [None if v is None else int(v) for v in row]
+    return out
 
 
 def _empty_poisson(sizes: list[int], expect: list[int]) -> bool:

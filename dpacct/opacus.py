@@ -377,8 +377,8 @@ class OpacusAccountant(IAccountant):
         The layout is Opacus' (``PrivacyEngine.save_checkpoint`` stores it), plus
         ``data_path`` (plain values) once a data loader was identified, so that a
         restored accountant accounts the same scheme, with ``pass_starts`` (where its
-        passes began, :mod:`dpacct._opacus_passes`); the budget and ``tol`` are
-        configuration, not state, and are not saved.
+        passes began, :mod:`dpacct._opacus_passes`) and ``pass_prints`` (what the watch's
+        repeated-pass check compares with); the budget and ``tol`` are not saved.
 
         Parameters
         ----------
@@ -391,7 +391,7 @@ class OpacusAccountant(IAccountant):
         destination["mechanism"] = self.mechanism()
         if self._path is not None:
             destination["data_path"] = self._path.as_dict()
-            destination["pass_starts"] = self._passes.state()
+            destination.update(self._passes.saved(self._watch))
         return destination
 
     def load_state_dict(self, state_dict: Mapping[str, Any]) -> None:
@@ -401,7 +401,9 @@ class OpacusAccountant(IAccountant):
         too: their history records the same steps.  A saved ``data_path`` is restored
         (and must agree with the loader this accountant already read, if any); the
         next step begins a new pass (:mod:`dpacct._opacus_passes`: without
-        ``pass_starts``, a whole-pass history must be a whole number of passes).
+        ``pass_starts``, a whole-pass history must be a whole number of passes); new passes
+        are compared with the saved ``pass_prints`` (a checkpoint without them loads, but a
+        sampler restored with its first seed then repeats the earlier passes unseen).
 
         Parameters
         ----------
@@ -434,7 +436,7 @@ class OpacusAccountant(IAccountant):
         path = data_path_from_state(state_dict.get("data_path"), self._path)
         history = resolve_history(path or self._path, history)
         ledger, non_private = self._build(history)
-        self._passes.load_state(state_dict, path or self._path, history)
+        self._passes.load_state(state_dict, path or self._path, history, self._watch)
         self.history = history
         self._ledger, self._non_private, self._synced = ledger, non_private, list(history)
         if path is not None:
@@ -662,9 +664,9 @@ class OpacusAccountant(IAccountant):
         if watch_loader:
             # a Poisson path read from the flag over a loader that does not draw Poisson
             # batches itself: Opacus' loader runs, this one must not be stepped on
-            forbid = path.scheme == POISSON and not path.assumed
-            forbid = forbid and not draws_poisson(data_loader)
-            self._watch = watch(data_loader, path, signature, replaced=forbid)
+            forbid = path.scheme == POISSON and not path.assumed and not draws_poisson(data_loader)
+            old, self._watch = self._watch, watch(data_loader, path, signature, replaced=forbid)
+            self._passes.rewatch(old, self._watch)
 
     def _is_poisson(self) -> bool:
         """Whether the history is Poisson sampling; raises if no guarantee follows."""
