@@ -12,6 +12,8 @@ import their ``__init__.py`` under the top-level name too).
 from __future__ import annotations
 
 import importlib
+import json
+import os
 from pathlib import Path
 
 import pytest
@@ -103,3 +105,76 @@ def pytest_collect_directory(path: Path, parent):
     if rel.parts and rel.parts[0] in LAYERS:
         return pytest.Dir.from_parent(parent, path=path)
     return None
+
+
+# ----------------------------------------------------------------------------------
+# pytest-xdist: work stealing, the long tests first
+# ----------------------------------------------------------------------------------
+# With two workers the run ends when the last long test ends.  ``-n`` alone means
+# ``--dist load``, which sends consecutive runs of tests in collection order, so a long
+# test collected late (or two long tests sent to one worker) decides the wall time.
+# Here ``-n N`` without an explicit ``--dist`` uses ``worksteal``: each worker starts
+# with an equal block of the collection, and one that runs dry takes half of another's
+# remaining block.  The items are laid out for that: the tests that ``tests/durations.json``
+# records as long start the workers' blocks (dealt longest first to the block with the
+# least recorded time), the rest follow in collection order, so the long tests run
+# first and stealing balances the cheap end.  ``--dist load`` (or any other) on the
+# command line is left alone, and so is a run without xdist.
+
+#: recorded seconds of the suite's long tests, ``{node id: seconds}``; refresh with
+#: ``python tests/durations.py JUNIT.xml`` after a run with ``--junitxml``
+DURATIONS = ROOT / "tests" / "durations.json"
+
+
+def _dist_given(config) -> bool:
+    args = [*config.invocation_params.args, *os.environ.get("PYTEST_ADDOPTS", "").split()]
+    return any(a == "-d" or a == "--dist" or a.startswith("--dist=") for a in args)
+
+
+def pytest_cmdline_main(config):
+    # after xdist's own (tryfirst) hook has turned ``-n N`` into ``--dist load``, before
+    # pytest's main loop (a conftest's plain hook runs ahead of the built-in one)
+    if getattr(config.option, "dist", "no") == "load" and not _dist_given(config):
+        config.option.dist = "worksteal"
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node):
+    """(xdist, controller) Tell each worker how the tests will be distributed."""
+    node.workerinput["dpacct_dist"] = node.config.option.dist
+
+
+def _layout(items: list, workers: int, seconds: dict[str, float]) -> list:
+    """Reorder ``items`` for ``worksteal`` with ``workers`` workers (see above)."""
+    # worksteal's first distribution: worker i gets the next remaining // (workers - i)
+    sizes, left = [], len(items)
+    for i in range(workers):
+        sizes.append(left // (workers - i))
+        left -= sizes[-1]
+    long = sorted((it for it in items if it.nodeid in seconds), key=lambda it: -seconds[it.nodeid])
+    heads: list[list] = [[] for _ in range(workers)]
+    load = [0.0] * workers
+    for it in long:
+        # the block with the least recorded time that still has room for it
+        free = [i for i in range(workers) if len(heads[i]) < sizes[i]]
+        i = min(free, key=lambda j: load[j])
+        heads[i].append(it)
+        load[i] += seconds[it.nodeid]
+    taken = {id(it) for it in long}
+    rest = iter([it for it in items if id(it) not in taken])
+    out = []
+    for i in range(workers):
+        out += heads[i]
+        out += [next(rest) for _ in range(sizes[i] - len(heads[i]))]
+    return out
+
+
+def pytest_collection_modifyitems(config, items):
+    workerinput = getattr(config, "workerinput", None)
+    if not workerinput or workerinput.get("dpacct_dist") != "worksteal":
+        return
+    workers = int(workerinput.get("workercount", 1))
+    if workers < 2 or not DURATIONS.is_file():
+        return
+    seconds = {k: float(v) for k, v in json.loads(DURATIONS.read_text()).items()}
+    items[:] = _layout(items, workers, seconds)

@@ -2,9 +2,27 @@
 
 from __future__ import annotations
 
+import os
+
 import mpmath
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, settings
+
+# Hypothesis profiles.  Neither lets a test's outcome depend on the machine's load: no
+# per-example deadline (200 ms by default, which a loaded 2-core machine exceeds) and no
+# ``too_slow`` health check (it times the data generation).  Each test's own
+# ``@settings(max_examples=...)`` still decides how many examples it draws.
+#
+# * ``ci`` (the default, what ``python -m pytest -n auto`` runs): a fresh random search on
+#   every run, so that CI keeps exploring new examples;
+# * ``repro`` (``HYPOTHESIS_PROFILE=repro``): derandomised and without the example
+#   database, so that two runs (or old and new code) draw the same examples.
+settings.register_profile(
+    "ci", deadline=None, suppress_health_check=[HealthCheck.too_slow], print_blob=True
+)
+settings.register_profile("repro", settings.get_profile("ci"), derandomize=True, database=None)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
 @pytest.fixture(autouse=True)

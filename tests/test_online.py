@@ -141,12 +141,20 @@ def _dp_accounting_bracket(sigmas, interval: float) -> tuple[float, float]:
 @pytest.mark.slow
 def test_online_answer_inside_dp_accountings_fine_bracket():
     # an independent value: dp_accounting composes every unrounded step at a fine
-    # grid; its optimistic estimate is below the truth, its pessimistic one above
-    sigmas = (1.0 * 0.995 ** np.arange(40)).tolist()
-    answers, _ = _loop(sigmas, None, every=40)
+    # grid; its optimistic estimate is below the truth, its pessimistic one above.
+    # 24 distinct sigmas (more than the router's EXACT_PHASES = 16, so the online route
+    # answers: checked below); the peer's 2 x 24 compositions at 1e-4 are the cost
+    # (about 0.35 s each; 40 steps took 29 s).  Measured: ours is 2.4e-5 above the
+    # pessimistic end and 0.2 % above the optimistic one (40 steps: 2.3e-5, 0.2 %).
+    sigmas = (1.0 * 0.995 ** np.arange(24)).tolist()
+    answers, _ = _loop(sigmas, None, every=24)
     ours = answers[-1]
+    routed = PrivacyAccountant(progress=False)
+    for sigma in sigmas:
+        routed.step(noise_multiplier=sigma, sample_rate=Q)
+    assert routed.route == "online" and routed.epsilon(DELTA) == ours
     low, high = _dp_accounting_bracket(sigmas, 1e-4)
     assert low <= ours <= high * (1 + 2e-3), (low, ours, high)
     # and a budget does not change it
-    budgeted, _ = _loop(sigmas, 2.0 * ours, every=40)
+    budgeted, _ = _loop(sigmas, 2.0 * ours, every=24)
     assert budgeted[-1] == ours
