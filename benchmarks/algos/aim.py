@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import math
 import time
-from itertools import combinations
+from itertools import combinations, pairwise
 from pathlib import Path
 
 import numpy as np
@@ -225,6 +225,11 @@ def estimator_check(epsilon: float, seeds: int, iters=(1000, 10000)) -> list[tup
     return out
 
 
+def _halvings(sigmas) -> int:
+    """Annealing steps in a run's round noise scales (each halves the previous one)."""
+    return sum(b == a / 2 for a, b in pairwise(sigmas))
+
+
 def in_loop(epsilon: float, seeds, iters: int = 1000, warm: bool = True,
             final_iters: int = 1000) -> list[dict]:
     """Which part of the estimate decides the utility: dpacct's AIM with ``mbi`` 2.0's
@@ -296,7 +301,8 @@ def in_loop(epsilon: float, seeds, iters: int = 1000, warm: bool = True,
             m = last["model"]
             final = est(m.meas, final_iters, m.est) if final_iters else m.est
             t_loop = time.process_time() - start
-            sigmas = [p for k, p, _ in fitted.privacy_log if k == "gaussian"]
+            sigmas = [p for k, p, _ in fitted.privacy_log if k == "gaussian"][len(cols):]
+            own = [p for k, p, _ in plain.privacy_log if k == "gaussian"][len(cols):]
             out.append({
                 "seed": seed, "dpacct": mine, "dpacct_rounds": len(plain.selected),
                 "dpacct_cpu": t_mine,
@@ -304,7 +310,8 @@ def in_loop(epsilon: float, seeds, iters: int = 1000, warm: bool = True,
                 "loop_dpacct_final": _error(real, {c: fitted.probability(
                     [names[a] for a in c]) for c in work}),
                 "loop_rounds": len(fitted.selected),
-                "loop_anneals": len(set(sigmas[len(cols):])) - 1, "loop_cpu": t_loop,
+                "loop_anneals": _halvings(sigmas), "dpacct_anneals": _halvings(own),
+                "loop_cpu": t_loop, "loop_sigmas": sigmas, "dpacct_sigmas": own,
                 "dpacct_selected": [list(c) for c in plain.selected],
                 "loop_selected": [list(c) for c in fitted.selected],
             })
@@ -372,7 +379,8 @@ def main() -> None:
                 res = in_loop(eps, [seed], iters=args.iters, warm=not args.cold)
                 r = res[0]
                 print(f"eps {eps:g} seed {r['seed']:3d} dpacct {r['dpacct']:.5f} "
-                      f"({r['dpacct_rounds']} rounds)  in-loop mbi: {r['loop_mbi_final']:.5f}"
+                      f"({r['dpacct_rounds']} rounds, {r['dpacct_anneals']} anneals)  "
+                      f"in-loop mbi: {r['loop_mbi_final']:.5f}"
                       f" / dpacct's estimate {r['loop_dpacct_final']:.5f} "
                       f"({r['loop_rounds']} rounds, {r['loop_anneals']} anneals, "
                       f"{r['loop_cpu']:.0f} s)", flush=True)
