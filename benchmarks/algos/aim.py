@@ -19,6 +19,11 @@ on a loaded machine (2 cores shared with other work): read the ratio, not the di
   ``benchmarks/data/aim_pgm.json`` with the command that made them; ``--peer`` reruns it.
 
 Run: ``python -m benchmarks.algos.aim [--seeds 20] [--peer-seeds 3] [--peer]``.
+``--in-loop SEEDS --eps 3 --out FILE`` runs dpacct's AIM with ``mbi``'s estimator as the
+model every round reads (:func:`in_loop`; results cached in
+``benchmarks/data/aim_inloop.json``): on the seeds run it picks the same marginals as
+dpacct's own estimator for the first 13 to all rounds, so the estimator is not where a
+gap to the peer would come from.
 """
 
 from __future__ import annotations
