@@ -19,6 +19,11 @@ on a loaded machine (2 cores shared with other work): read the ratio, not the di
   ``benchmarks/data/aim_pgm.json`` with the command that made them; ``--peer`` reruns it.
 
 Run: ``python -m benchmarks.algos.aim [--seeds 20] [--peer-seeds 3] [--peer]``.
+``--in-loop SEEDS --eps 3 --out FILE`` runs dpacct's AIM with ``mbi``'s estimator as the
+model every round reads (:func:`in_loop`; results cached in
+``benchmarks/data/aim_inloop.json``): on the seeds run it picks the same marginals as
+dpacct's own estimator for the first 13 to all rounds, so the estimator is not where a
+gap to the peer would come from.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ from __future__ import annotations
 import json
 import math
 import time
-from itertools import combinations
+from itertools import combinations, pairwise
 from pathlib import Path
 
 import numpy as np
@@ -225,6 +230,101 @@ def estimator_check(epsilon: float, seeds: int, iters=(1000, 10000)) -> list[tup
     return out
 
 
+def _halvings(sigmas) -> int:
+    """Annealing steps in a run's round noise scales (each halves the previous one)."""
+    return sum(b == a / 2 for a, b in pairwise(sigmas))
+
+
+def in_loop(epsilon: float, seeds, iters: int = 1000, warm: bool = True,
+            final_iters: int = 1000) -> list[dict]:
+    """Which part of the estimate decides the utility: dpacct's AIM with ``mbi`` 2.0's
+    estimator *inside* the loop.  Every round of dpacct's run (its filter, sigma, epsilon,
+    candidates, scores and annealing rule, unchanged) reads the model of ``mbi``'s
+    ``MirrorDescent`` (``iters`` iterations, warm-started from the previous round's model
+    when ``warm``, as the reference does) fitted to the same measurements, instead of
+    dpacct's projection + IPF.  Per seed (paired: the same ``rng`` seed as dpacct's own
+    run) it returns dpacct's own error, and for the in-loop run the error of ``mbi``'s
+    last model refitted ``final_iters`` more iterations (as the peer ends) and of
+    dpacct's estimator on the same final measurements, with the rounds and annealings."""
+    import warnings
+
+    import dpacct.mechanisms.algorithms.synthesis_aim as sa
+    from dpacct.calibrators import calibrate_aim
+    from dpacct.mechanisms.algorithms.synthesis import encode
+
+    mbi, MirrorDescent, _ = _mbi()
+    cols, data = adult_like(N_ROWS)
+    codes = encode(cols, data)
+    sizes = tuple(c.size for c in cols)
+    names = [c.name for c in cols]
+    work = list(combinations(range(len(cols)), 2))
+    real = _tables(codes, sizes, work)
+    domain = mbi.Domain.fromdict(dict(zip(names, sizes, strict=True)))
+    engine = MirrorDescent()
+    last: dict = {}
+
+    def est(meas, n, start):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return engine.estimate(domain, list(meas), iters=n, warm_start=start)
+
+    def proj(model, c):
+        return np.asarray(model.project(tuple(names[a] for a in c)).datavector(flatten=False))
+
+    class MbiModel(sa._Model):
+        def __init__(self, sizes_):
+            super().__init__(sizes_)
+            self.meas: list = []
+            self.est = None
+            last["model"] = self
+
+        def add(self, clique, y, sigma):
+            super().add(clique, y, sigma)
+            self.meas.append(mbi.LinearMeasurement(
+                np.asarray(y, float).ravel(), tuple(names[a] for a in clique), stddev=sigma))
+
+        def fit(self):
+            super().fit()          # dpacct's estimate too (the fitted synthesizer's)
+            self.est = est(self.meas, iters, self.est if warm else None)
+
+        def marginal(self, clique):
+            return proj(self.est, clique)
+
+    out = []
+    keep = sa._Model
+    try:
+        for seed in seeds:
+            start = time.process_time()
+            plain = calibrate_aim(epsilon, DELTA, cols).fit(data, rng=np.random.default_rng(seed))
+            mine = _error(real, {c: plain.probability([names[a] for a in c]) for c in work})
+            t_mine = time.process_time() - start
+            sa._Model = MbiModel
+            start = time.process_time()
+            fitted = calibrate_aim(epsilon, DELTA, cols).fit(data,
+                                                              rng=np.random.default_rng(seed))
+            sa._Model = keep
+            m = last["model"]
+            final = est(m.meas, final_iters, m.est) if final_iters else m.est
+            t_loop = time.process_time() - start
+            sigmas = [p for k, p, _ in fitted.privacy_log if k == "gaussian"][len(cols):]
+            own = [p for k, p, _ in plain.privacy_log if k == "gaussian"][len(cols):]
+            out.append({
+                "seed": seed, "dpacct": mine, "dpacct_rounds": len(plain.selected),
+                "dpacct_cpu": t_mine,
+                "loop_mbi_final": _error(real, {c: proj(final, c) for c in work}),
+                "loop_dpacct_final": _error(real, {c: fitted.probability(
+                    [names[a] for a in c]) for c in work}),
+                "loop_rounds": len(fitted.selected),
+                "loop_anneals": _halvings(sigmas), "dpacct_anneals": _halvings(own),
+                "loop_cpu": t_loop, "loop_sigmas": sigmas, "dpacct_sigmas": own,
+                "dpacct_selected": [list(c) for c in plain.selected],
+                "loop_selected": [list(c) for c in fitted.selected],
+            })
+    finally:
+        sa._Model = keep
+    return out
+
+
 def _summary(values) -> str:
     q1, med, q3 = np.quantile(np.asarray(values, float), [0.25, 0.5, 0.75])
     return f"{med:.5f} [{q1:.5f}-{q3:.5f}]"
@@ -269,7 +369,34 @@ def main() -> None:
     parser.add_argument("--cache", type=Path, default=CACHE, help="the peer's cache file")
     parser.add_argument("--estimator-check", type=int, default=0, metavar="SEEDS",
                         help="fit mbi's estimator to dpacct's measurements on SEEDS seeds")
+    parser.add_argument("--in-loop", type=int, default=0, metavar="SEEDS",
+                        help="dpacct's AIM with mbi's estimator in the loop on SEEDS seeds")
+    parser.add_argument("--seed-start", type=int, default=0)
+    parser.add_argument("--iters", type=int, default=1000)
+    parser.add_argument("--cold", action="store_true", help="in-loop fits without warm start")
+    parser.add_argument("--out", type=Path, help="merge the --in-loop results into this JSON")
     args = parser.parse_args()
+    if args.in_loop:
+        from benchmarks.checkouts import write_json
+
+        for eps in args.eps:
+            for seed in range(args.seed_start, args.seed_start + args.in_loop):
+                res = in_loop(eps, [seed], iters=args.iters, warm=not args.cold)
+                r = res[0]
+                print(f"eps {eps:g} seed {r['seed']:3d} dpacct {r['dpacct']:.5f} "
+                      f"({r['dpacct_rounds']} rounds, {r['dpacct_anneals']} anneals)  "
+                      f"in-loop mbi: {r['loop_mbi_final']:.5f}"
+                      f" / dpacct's estimate {r['loop_dpacct_final']:.5f} "
+                      f"({r['loop_rounds']} rounds, {r['loop_anneals']} anneals, "
+                      f"{r['loop_cpu']:.0f} s)", flush=True)
+                if args.out:           # merged after every seed (an interrupted run keeps it)
+                    old = json.loads(args.out.read_text()) if args.out.exists() else {}
+                    key = f"eps {eps:g} iters {args.iters} {'cold' if args.cold else 'warm'}"
+                    done = {x["seed"]: x for x in old.get(key, [])}
+                    done[r["seed"]] = r
+                    old[key] = [done[k] for k in sorted(done)]
+                    write_json(str(args.out), old)
+        return
     if args.estimator_check:
         for eps in args.eps:
             rows_ = estimator_check(eps, args.estimator_check)
