@@ -715,7 +715,7 @@ class OpacusAccountant(IAccountant):
 
     def _scheme_bounds(self, delta: float, *, need_lower: bool) -> tuple[float, float]:
         """``(lower, upper)`` epsilon of the run under its (non-Poisson) data path."""
-        from dpacct.accountant.transformers.random_allocation import random_allocation_lower_epsilon
+        from dpacct.accountant import GaussianMechanism, shuffled_batches
 
         self._sync()
         if not self.history:
@@ -733,13 +733,14 @@ class OpacusAccountant(IAccountant):
             lower = allocation_bounds(path, *self._per_step(), delta, True, self._passes)[1]
             lower = min(lower, upper)
         elif need_lower:
-            # the largest-coordinate attack (Chua et al. 2024) on the full epochs at the
-            # largest noise: more noise and fewer steps are post-processings of the run
+            # shuffled_batches' lower end (the larger of two attacks) on the full epochs at
+            # the largest noise: more noise and fewer steps are post-processings of the run
             sigmas, batches = self._per_step()
             t = path.steps_per_epoch
             full = min(len(sigmas) // t, self._passes.of_run(path, batches)[2])
             if full >= 1 and bool(np.all(batches == 1)):
-                found = random_allocation_lower_epsilon(float(sigmas.max()), t, delta, epochs=full)
+                largest = GaussianMechanism(sigma=float(sigmas.max()))
+                found = shuffled_batches(largest, t, full, delta).lower
                 lower = min(float(found), upper)
         return (lower, upper)
 
