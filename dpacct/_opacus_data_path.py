@@ -10,7 +10,7 @@ user attaches later, and accounts the scheme it implements:
   ``SequentialSampler`` (``shuffle=False``), with ``poisson_sampling=False`` -- every
   record in exactly one batch per pass: the proved bracket of
   :func:`~dpacct.accountant.shuffled_batches` (one unamplified Gaussian per epoch above;
-  the largest-coordinate attack below), for zero-out neighbours (a record's gradient
+  the larger of two attacks below), for zero-out neighbours (a record's gradient
   replaced by zero, the batches unchanged: removing a record from fixed-size batches
   would move every later record);
 * :class:`FixedSizeBatchSampler` -- a fresh batch of fixed size drawn without
