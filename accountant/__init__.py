@@ -12,9 +12,7 @@ checks that every name is the module's own).
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
-from typing import Any
+from .extras import lazy_exports as _lazy_exports
 
 #: public name -> the submodule (relative to this package) that defines it
 _EXPORTS: dict[str, str] = {
@@ -73,18 +71,4 @@ _EXPORTS: dict[str, str] = {
 __all__ = list(_EXPORTS)
 
 
-def __getattr__(name: str) -> Any:
-    home = _EXPORTS.get(name)
-    if home is None:
-        # a subpackage or module by attribute (``dpacct.accountant.ledger``), as an eager
-        # package has them
-        if not name.startswith("_") and importlib.util.find_spec(f"{__name__}.{name}"):
-            return importlib.import_module(f"{__name__}.{name}")
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
-    globals()[name] = value  # later lookups skip this hook
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS, globals())

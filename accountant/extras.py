@@ -11,9 +11,12 @@ without it gets an :class:`ImportError` naming the command that fixes it,
 from __future__ import annotations
 
 import importlib
+import importlib.util
+from collections.abc import Callable, Mapping
 from types import ModuleType
+from typing import Any
 
-__all__ = ["EXTRAS", "import_optional", "missing_extra"]
+__all__ = ["EXTRAS", "import_optional", "lazy_exports", "missing_extra"]
 
 #: the extras and what each installs (keep in step with pyproject.toml)
 EXTRAS = {
@@ -119,3 +122,54 @@ def import_optional(module: str, *, extra: str, feature: str) -> ModuleType:
         return importlib.import_module(module)
     except ImportError as exc:
         raise missing_extra(feature, extra, exc) from exc
+
+
+def lazy_exports(
+    package: str, exports: Mapping[str, str], namespace: dict[str, Any]
+) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+    """A package's ``__getattr__`` and ``__dir__`` that load its names on first use (PEP 562).
+
+    Each layer (``accountant``, ``mechanisms``, ``calibrators``) keeps an ``_EXPORTS``
+    map of name to submodule and binds these two hooks, so that ``import dpacct`` loads
+    only what a call needs.  A name is imported from ``package.<exports[name]>`` the
+    first time it is asked for and then stored in ``namespace`` (later lookups skip the
+    hook); a submodule asked for by attribute is imported as an eager package has it.
+
+    Parameters
+    ----------
+    package : str
+        The package's ``__name__``.
+    exports : mapping
+        Exported name -> submodule path relative to the package.
+    namespace : dict
+        The package's ``globals()``.
+
+    Returns
+    -------
+    (callable, callable)
+        ``__getattr__`` and ``__dir__`` for the package.
+
+    Examples
+    --------
+    >>> ns = {}
+    >>> get, names = lazy_exports("email", {"Parser": "parser"}, ns)
+    >>> get("Parser")().parsestr("Subject: hi")["Subject"], "Parser" in ns, names()
+    ('hi', True, ['Parser'])
+    """
+
+    def __getattr__(name: str) -> Any:
+        home = exports.get(name)
+        if home is None:
+            # a submodule by attribute (``dpacct.calibrators.dpsgd``), as an eager
+            # package has it
+            if not name.startswith("_") and importlib.util.find_spec(f"{package}.{name}"):
+                return importlib.import_module(f"{package}.{name}")
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(f"{package}.{home}"), name)
+        namespace[name] = value  # later lookups skip this hook
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted(set(namespace) | set(exports))
+
+    return __getattr__, __dir__

@@ -23,9 +23,7 @@ the module.  Adding a public name: add it to ``_EXPORTS`` with its module.
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
-from typing import Any
+from dpacct.accountant.extras import lazy_exports as _lazy_exports
 
 from .audit import audit
 from .audit_one_run import audit_one_run
@@ -110,18 +108,4 @@ _EXPORTS: dict[str, str] = {
 __all__ = list(_EXPORTS)
 
 
-def __getattr__(name: str) -> Any:
-    home = _EXPORTS.get(name)
-    if home is None:
-        # a subpackage or module by attribute (``dpacct.mechanisms.primitives``), as an
-        # eager package has it
-        if not name.startswith("_") and importlib.util.find_spec(f"{__name__}.{name}"):
-            return importlib.import_module(f"{__name__}.{name}")
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
-    globals()[name] = value  # later lookups skip this hook
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS, globals())

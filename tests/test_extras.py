@@ -91,3 +91,22 @@ def test_library_imports_optional_packages_only_through_the_helper():
                     continue
                 offenders.append(f"{path.relative_to(ROOT)}:{line}")
     assert not offenders, offenders
+
+
+def test_lazy_exports_load_on_first_use_and_refuse_unknown_names():
+    import sys
+
+    import pytest
+
+    from dpacct.accountant.extras import lazy_exports
+
+    ns: dict = {}
+    get, names = lazy_exports("email", {"Parser": "parser"}, ns)
+    assert names() == ["Parser"]
+    assert get("Parser") is sys.modules["email.parser"].Parser
+    assert "Parser" in ns  # cached: later lookups skip the hook
+    assert get("charset") is sys.modules["email.charset"]  # a submodule by attribute
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        get("nope")
+    with pytest.raises(AttributeError):
+        get("_private")
