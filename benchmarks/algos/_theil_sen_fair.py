@@ -93,8 +93,9 @@ def fair_errors(n: int, eps: float, median: str, seeds: int, variant: str,
                 configs: tuple | None = None) -> dict:
     """``{label: (slope errors, intercept errors)}`` for every configuration ``(label,
     pairing, max_records / n or None)`` of ``configs`` (default ``theil_sen.SLACK``, with
-    ``median``; a 4th entry overrides the median) and ``"OpenDP corrected"`` (when OpenDP
-    is installed), per seed, as arrays."""
+    ``median``; a 4th entry, a dict, overrides DPTheilSen's keywords: ``median``,
+    ``grid_size``, ``split``) and ``"OpenDP corrected"`` (when OpenDP is installed), per
+    seed, as arrays."""
     from benchmarks.algos.theil_sen import SLACK, K, _opendp_version
     from dpacct.mechanisms import DPTheilSen
 
@@ -108,12 +109,11 @@ def fair_errors(n: int, eps: float, median: str, seeds: int, variant: str,
         lo, hi = Y_BOUNDS[0] + offset, Y_BOUNDS[1] + offset
         for label, pairing, factor, *over in configs:
             rng, x, y, *_ = seed_data(seed, n, variant)
+            keywords = {"median": median, **(over[0] if over else {})}
             alg = DPTheilSen(epsilon=eps, x_lower=X_BOUNDS[0], x_upper=X_BOUNDS[1],
-                             pred_lower=lo, pred_upper=hi, k=K,
-                             median=over[0] if over else median,
-                             out_of_range="clip",
+                             pred_lower=lo, pred_upper=hi, k=K, out_of_range="clip",
                              max_records=None if factor is None else round(factor * n),
-                             pairing=pairing)
+                             pairing=pairing, **keywords)
             fit = alg.fit(x, y, rng=rng)
             out[label][0][seed] = abs(fit.slope - a)
             out[label][1][seed] = abs(fit.intercept - b)
@@ -275,4 +275,49 @@ def fair_table(variant: str = "shifted grid", seeds: int = 100) -> str:
                               f"{t['mean']:.3g} / {t['p90']:.3g}",
                               f"{w:.2f} [{lo:.2f}-{hi:.2f}]", fair_verdict(lo, hi)]
                 lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+#: the diagnosis of :func:`diagnosis_table`: the median mechanism at each pairing, and
+#: the budget split (the cut points are symmetric about the x range's centre)
+DIAGNOSIS = (
+    ("balanced, intervals", "balanced", None, {"median": "intervals"}),
+    ("balanced, grid 100", "balanced", None, {"median": "grid"}),
+    ("balanced, grid 2000", "balanced", None, {"median": "grid", "grid_size": 2000}),
+    ("balanced, intervals, split 0.35", "balanced", None, {"split": 0.35}),
+    ("balanced, intervals, split 0.65", "balanced", None, {"split": 0.65}),
+    ("maximal, intervals", "maximal", None, {"median": "intervals"}),
+    ("maximal, grid 100", "maximal", None, {"median": "grid"}),
+    ("thinned N = n, intervals", "thinned", 1.0, {"median": "intervals"}),
+    ("thinned N = n, grid 100", "thinned", 1.0, {"median": "grid"}),
+    ("thinned N = n, grid 2000", "thinned", 1.0, {"median": "grid", "grid_size": 2000}),
+)
+
+
+def diagnosis_table(seeds: int = 300) -> str:
+    """Where dpacct's defaults lose ground on the fair variant, and why: median [mean] of
+    |error| and the win rate against OpenDP for :data:`DIAGNOSIS` at every cell."""
+    from benchmarks.algos.theil_sen import SLACK_SETTINGS
+
+    lines = [f"| cell (fair, {seeds} seeds) | dpacct configuration | slope: median "
+             "[mean], win rate [95 % CI] | intercept: median [mean], win rate [95 % CI] |",
+             "| --- | --- | --- | --- |"]
+    for n, eps, _ in SLACK_SETTINGS:
+        errs = fair_errors(n, eps, "intervals", seeds, "fair", DIAGNOSIS)
+        peer = errs.pop("OpenDP corrected", None)
+        for label, values in errs.items():
+            cells = []
+            for j in range(2):
+                m = summary(values[j])
+                cell = f"{m['median']:.4f} [{m['mean']:.4f}]"
+                if peer is not None:
+                    w, lo, hi = win_rate(values[j], peer[j])
+                    cell += f", {w:.2f} [{lo:.2f}-{hi:.2f}]"
+                cells.append(cell)
+            lines.append(f"| n = {n}, eps {eps:g} | {label} | {cells[0]} | {cells[1]} |")
+        if peer is not None:
+            cells = [f"{summary(peer[j])['median']:.4f} [{summary(peer[j])['mean']:.4f}]"
+                     for j in range(2)]
+            lines.append(f"| n = {n}, eps {eps:g} | OpenDP corrected | {cells[0]} | "
+                         f"{cells[1]} |")
     return "\n".join(lines)

@@ -46,7 +46,13 @@ import importlib.metadata
 
 import numpy as np
 
-from benchmarks.algos._theil_sen_fair import VARIANTS, fair_rows, fair_table, relative_noise
+from benchmarks.algos._theil_sen_fair import (
+    VARIANTS,
+    diagnosis_table,
+    fair_rows,
+    fair_table,
+    relative_noise,
+)
 from benchmarks.algos._theil_sen_tutorial import (
     X_BOUNDS,
     Y_BOUNDS,
@@ -362,7 +368,11 @@ if __name__ == "__main__":
     import sys
     import time
 
-    if sys.argv[1:2] == ["--fair"]:
+    if sys.argv[1:2] == ["--diagnose"]:
+        start = time.process_time()
+        print(diagnosis_table(int(sys.argv[2]) if len(sys.argv) > 2 else 300))
+        print(f"CPU {time.process_time() - start:.1f} s\n")
+    elif sys.argv[1:2] == ["--fair"]:
         for variant in VARIANTS:
             start = time.process_time()
             print(fair_table(variant, seeds=int(sys.argv[2]) if len(sys.argv) > 2 else 100))
