@@ -38,6 +38,15 @@ and 'A pairing that degrades gracefully with the slack'.  Each row is compared w
 OpenDP's tutorial pipeline with its matching corrected and accounted at the true
 stability 2 (the peer of equal true guarantee); the tutorial as written, at its
 claimed epsilon, is printed by :func:`slack_table` beside them.
+
+**The FAIR rows** (issue 38; ``benchmarks/algos/_theil_sen_fair.py``): the peer's answers
+are grid points, whose slope and intercept lattices pass 0.0202 / 0.0101 from the
+tutorial's fixed truth, so the rows above can reward the grid's luck.  The fair rows draw
+the truth and a grid offset per seed, shift both libraries' ranges alike, and decide by
+the paired per-seed win rate's bootstrap interval; each worse row above that has a fair
+twin names its verdict.  ``python -m benchmarks.algos.theil_sen --fair 300`` prints the
+fair and the shifted-grid-only tables, ``--diagnose 300`` the median-mechanism and
+budget-split diagnosis.
 """
 
 from __future__ import annotations
