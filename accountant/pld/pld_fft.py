@@ -38,9 +38,8 @@ __all__: list[str] = []
 
 
 class _LazyFFT:
-    """``scipy.fft``, imported on first use: a Gaussian's epsilon (closed form) needs
-    no FFT, and importing ``scipy.fft`` is ~7 % of ``import dpacct`` + that epsilon
-    (issue 37).  The first attribute read replaces this stand-in by the module."""
+    """``scipy.fft``, imported on first use, for the multi-row transforms only (its
+    ``workers`` spread the rows over threads); see :func:`_rfft`."""
 
     def __getattr__(self, name: str):
         from scipy import fft
@@ -50,6 +49,52 @@ class _LazyFFT:
 
 
 sp_fft = _LazyFFT()
+
+
+#: blocks of at least this many rows are transformed by ``scipy.fft`` on all cores
+_THREADED_ROWS = 8
+
+
+def _rfft(x: np.ndarray, n: int) -> np.ndarray:
+    """Real forward transform of ``x`` zero-padded to ``n`` (along the last axis).
+
+    ``numpy.fft``: numpy (>= 2.0) runs the same C++ pocketfft as ``scipy.fft``
+    (``pocketfft::detail::pocketfft_r``: ``rfftp`` passes for a 5-smooth length, the
+    error model of :func:`_pass_model`; bit for bit the same output, checked in
+    tests/test_pld_fft.py), but is loaded with numpy, while importing ``scipy.fft`` cost
+    18-35 ms CPU of a cold DP-SGD epsilon of about 30 ms (issue 37).  A block of many
+    rows (at least :data:`_THREADED_ROWS`) goes to ``scipy.fft`` with ``workers=-1``
+    (threads over the rows; the same transforms).
+    """
+    if x.ndim > 1 and x.shape[0] >= _THREADED_ROWS:
+        return sp_fft.rfft(x, n, axis=-1, workers=-1)
+    return np.fft.rfft(x, n)
+
+
+def _irfft(x: np.ndarray, n: int) -> np.ndarray:
+    """Real inverse transform of length ``n`` (numpy's pocketfft, see :func:`_rfft`)."""
+    return np.fft.irfft(x, n)
+
+
+@lru_cache(maxsize=512)
+def _next_fast_len(n: int) -> int:
+    """The smallest 5-smooth integer ``>= n`` (``scipy.fft.next_fast_len(n, real=True)``,
+    without importing ``scipy.fft``): pocketfft's real transform of such a length is
+    a product of radix-2, 3, 4 and 5 passes (never Bluestein)."""
+    if n <= 6:
+        return max(int(n), 1)
+    best = 1 << (int(n) - 1).bit_length()
+    p5 = 1
+    while p5 < best:
+        p35 = p5
+        while p35 < best:
+            # the smallest power of two times p35 that is >= n
+            q = -(-n // p35)
+            m = p35 * (1 << (q - 1).bit_length())
+            best = min(best, m)
+            p35 *= 3
+        p5 *= 5
+    return best
 
 
 #: The round-off policy of :class:`~dpacct.accountant.pld.grid.GridPLD` composition:
@@ -87,10 +132,10 @@ def _tilt_rate(p: np.ndarray, side: int) -> float:
 def _fft_convolve(a: np.ndarray, b: np.ndarray, square: bool = False) -> np.ndarray:
     """Linear convolution by real FFTs; one transform when squaring."""
     n = a.size + b.size - 1
-    size = sp_fft.next_fast_len(n, real=True)
-    fa = sp_fft.rfft(a, size)
-    fb = fa if square or b is a else sp_fft.rfft(b, size)
-    return sp_fft.irfft(fa * fb, size)[:n]
+    size = _next_fast_len(n)
+    fa = _rfft(a, size)
+    fb = fa if square or b is a else _rfft(b, size)
+    return _irfft(fa * fb, size)[:n]
 
 
 def _fft_roundoff(a: np.ndarray, b: np.ndarray) -> float:
@@ -117,7 +162,7 @@ def _fft_roundoff(a: np.ndarray, b: np.ndarray) -> float:
     assumes about pocketfft: docs/theory/pld.md.
     """
     n = a.size + b.size - 1
-    size = sp_fft.next_fast_len(n, real=True)
+    size = _next_fast_len(n)
     rho, kappa = _pass_model(size)
     ab = _l2(a) * (_l2(a) if b is a else _l2(b))
     prod = 2.2360679775 * _U  # sqrt(5) u, rounded up
@@ -722,7 +767,7 @@ def _spectrum_product(pmfs: list[np.ndarray], counts: np.ndarray, n: int):
     for s0 in range(0, n_cells, rows):
         nr = min(rows, n_cells - s0)
         block = _dense(pmfs[s0 : s0 + nr], lengths[s0 : s0 + nr], n)
-        spec = sp_fft.rfft(block, axis=1, workers=-1)
+        spec = _rfft(block, n)
         # freed as soon as used, not when the next block replaces them: at most two
         # block-sized tables at a time (64 PMFs on a 65 536-point window, blocks of 32
         # rows: traced 83 -> under 44 MB with the row-by-row _dense)
@@ -773,6 +818,6 @@ def _spectral_error(spec: np.ndarray, n: int, mults: int, norms: float):
     # forward errors through the powers: |a^k - b^k| <= k |a - b| max(|a|, |b|)^(k-1),
     # |FFT p| <= 1 up to its own round-off (the 1e-6 slack covers (1 + e)^k)
     freq_l2 = (fwd_l2 + sum_l2) * (1 + 1e-6)
-    y = sp_fft.irfft(spec, n=n, workers=-1)
+    y = _irfft(spec, n)
     inv_l1 = math.sqrt(n) * rho * (1 + freq_l2 / math.sqrt(n)) * (_l2(y) + TINY)
     return freq_l2, y, inv_l1

@@ -46,6 +46,7 @@ from .pld_fft import (
     _certified_convolve,
     _fft_rel,
     _l2,
+    _next_fast_len,
     _spectral_error,
     _spectrum_product,
     _tail_cuts,
@@ -616,8 +617,6 @@ def _spectral_top(
     exceed :data:`SPECTRAL_MAX_N` points, or the certificate ``max_err`` (checked
     before the transforms on the forward round-off alone): the caller keeps squaring.
     """
-    from scipy import fft as sp_fft  # on first use (start-up: a closed form needs none)
-
     cells = [_on_grid(power, step)]
     if low is not None:
         cells.append(_on_grid(low, step))
@@ -625,13 +624,13 @@ def _spectral_top(
     firsts = np.array([c.offset for c in cells], dtype=np.int64)
     pmfs = [c.pmf for c in cells]
     norms = float(counts @ np.array([_l2(p) for p in pmfs]))
-    n0 = sp_fft.next_fast_len(max(p.size for p in pmfs), real=True)  # the shortest window
+    n0 = _next_fast_len(max(p.size for p in pmfs))  # the shortest window
     if norms * _fft_rel(n0) * math.sqrt(n0) > max_err:
         return None  # declined before the Chernoff tables (a million steps: 4 MB, 3 ms)
     lam_c_pos, lam_c_neg = _cell_lambdas(step, firsts, pmfs)
     lam_pos, lam_neg = counts @ lam_c_pos, counts @ lam_c_neg
     a_idx, need = _window(step, lam_pos, lam_neg, alias_budget)
-    n = sp_fft.next_fast_len(max(need, max(p.size for p in pmfs), 2), real=True)
+    n = _next_fast_len(max(need, max(p.size for p in pmfs), 2))
     if n > SPECTRAL_MAX_N:
         return None
     alias = _alias(step, lam_pos, lam_neg, a_idx, n)
