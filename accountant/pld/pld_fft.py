@@ -38,8 +38,7 @@ __all__: list[str] = []
 
 
 class _LazyFFT:
-    """``scipy.fft``, imported on first use, for the multi-row transforms only (its
-    ``workers`` spread the rows over threads); see :func:`_rfft`."""
+    """``scipy.fft`` on first use: only many-row blocks need it (:func:`_rfft`)."""
 
     def __getattr__(self, name: str):
         from scipy import fft
@@ -49,51 +48,29 @@ class _LazyFFT:
 
 
 sp_fft = _LazyFFT()
-
-
-#: blocks of at least this many rows are transformed by ``scipy.fft`` on all cores
-_THREADED_ROWS = 8
+_THREADED_ROWS = 8  # blocks of this many rows or more: scipy.fft on all cores
 
 
 def _rfft(x: np.ndarray, n: int) -> np.ndarray:
-    """Real forward transform of ``x`` zero-padded to ``n`` (along the last axis).
-
-    ``numpy.fft``: numpy (>= 2.0) runs the same C++ pocketfft as ``scipy.fft``
-    (``pocketfft::detail::pocketfft_r``: ``rfftp`` passes for a 5-smooth length, the
-    error model of :func:`_pass_model`; bit for bit the same output, checked in
-    tests/test_pld_fft.py), but is loaded with numpy, while importing ``scipy.fft`` cost
-    18-35 ms CPU of a cold DP-SGD epsilon of about 30 ms (issue 37).  A block of many
-    rows (at least :data:`_THREADED_ROWS`) goes to ``scipy.fft`` with ``workers=-1``
-    (threads over the rows; the same transforms).
-    """
+    """Real FFT of ``x`` padded to ``n`` by numpy 2's copy of scipy's C++ pocketfft (bit
+    for bit the same; :func:`_pass_model`), sparing the ``scipy.fft`` import (18-35 ms
+    CPU of a cold DP-SGD epsilon of ~30 ms, issue 37); many rows use scipy's threads."""
     if x.ndim > 1 and x.shape[0] >= _THREADED_ROWS:
         return sp_fft.rfft(x, n, axis=-1, workers=-1)
     return np.fft.rfft(x, n)
 
 
 def _irfft(x: np.ndarray, n: int) -> np.ndarray:
-    """Real inverse transform of length ``n`` (numpy's pocketfft, see :func:`_rfft`)."""
     return np.fft.irfft(x, n)
 
 
 @lru_cache(maxsize=512)
 def _next_fast_len(n: int) -> int:
-    """The smallest 5-smooth integer ``>= n`` (``scipy.fft.next_fast_len(n, real=True)``,
-    without importing ``scipy.fft``): pocketfft's real transform of such a length is
-    a product of radix-2, 3, 4 and 5 passes (never Bluestein)."""
-    if n <= 6:
-        return max(int(n), 1)
-    best = 1 << (int(n) - 1).bit_length()
-    p5 = 1
-    while p5 < best:
-        p35 = p5
-        while p35 < best:
-            # the smallest power of two times p35 that is >= n
-            q = -(-n // p35)
-            m = p35 * (1 << (q - 1).bit_length())
-            best = min(best, m)
-            p35 *= 3
-        p5 *= 5
+    """The least 5-smooth integer ``>= n``: ``scipy.fft.next_fast_len(n, real=True)``."""
+    best = 1 << max(int(n) - 1, 0).bit_length()
+    p35 = [5**i * 3**j for i in range(24) for j in range(36) if 5**i * 3**j < best]
+    for p in p35:  # the least power of two times p that is >= n
+        best = min(best, p << max(-(-int(n) // p) - 1, 0).bit_length())
     return best
 
 
