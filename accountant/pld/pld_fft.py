@@ -27,6 +27,7 @@ path's spectra and the pairwise products of :class:`GridPLD
 
 from __future__ import annotations
 
+import bisect
 import math
 from functools import lru_cache
 
@@ -37,18 +38,8 @@ from ..numerics import TINY
 __all__: list[str] = []
 
 
-class _LazyFFT:
-    """``scipy.fft`` on first use: only many-row blocks need it (:func:`_rfft`)."""
-
-    def __getattr__(self, name: str):
-        from scipy import fft
-
-        globals()["sp_fft"] = fft
-        return getattr(fft, name)
-
-
-sp_fft = _LazyFFT()
-_THREADED_ROWS = 8  # blocks of this many rows or more: scipy.fft on all cores
+#: blocks of this many rows or more go to ``scipy.fft``, on all cores
+_THREADED_ROWS = 8
 
 
 def _rfft(x: np.ndarray, n: int) -> np.ndarray:
@@ -56,22 +47,24 @@ def _rfft(x: np.ndarray, n: int) -> np.ndarray:
     for bit the same; :func:`_pass_model`), sparing the ``scipy.fft`` import (18-35 ms
     CPU of a cold DP-SGD epsilon of ~30 ms, issue 37); many rows use scipy's threads."""
     if x.ndim > 1 and x.shape[0] >= _THREADED_ROWS:
-        return sp_fft.rfft(x, n, axis=-1, workers=-1)
+        from scipy import fft
+
+        return fft.rfft(x, n, axis=-1, workers=-1)
     return np.fft.rfft(x, n)
 
 
-def _irfft(x: np.ndarray, n: int) -> np.ndarray:
-    return np.fft.irfft(x, n)
+_irfft = np.fft.irfft  # the inverse, (spectrum, n): numpy's pocketfft as in _rfft
 
 
-@lru_cache(maxsize=512)
+@lru_cache(maxsize=1)
+def _smooth() -> list[int]:  # the 5-smooth integers up to 2^34, ascending
+    odd = (5**i * 3**j for i in range(15) for j in range(22))
+    return sorted(p << k for p in odd for k in range(36 - p.bit_length()) if p << k <= 1 << 34)
+
+
 def _next_fast_len(n: int) -> int:
     """The least 5-smooth integer ``>= n``: ``scipy.fft.next_fast_len(n, real=True)``."""
-    best = 1 << max(int(n) - 1, 0).bit_length()
-    p35 = [5**i * 3**j for i in range(24) for j in range(36) if 5**i * 3**j < best]
-    for p in p35:  # the least power of two times p that is >= n
-        best = min(best, p << max(-(-int(n) // p) - 1, 0).bit_length())
-    return best
+    return _smooth()[bisect.bisect_left(_smooth(), max(int(n), 1))]
 
 
 #: The round-off policy of :class:`~dpacct.accountant.pld.grid.GridPLD` composition:
