@@ -58,8 +58,10 @@ _irfft = np.fft.irfft  # the inverse, (spectrum, n): numpy's pocketfft as in _rf
 
 @lru_cache(maxsize=1)
 def _smooth() -> list[int]:  # the 5-smooth integers up to 2^34, ascending
-    odd = (5**i * 3**j for i in range(15) for j in range(22))
-    return sorted(p << k for p in odd for k in range(36 - p.bit_length()) if p << k <= 1 << 34)
+    # in floats: exact below 2^53, and no product kept is above 2^34
+    odd = np.outer(5.0 ** np.arange(15), 3.0 ** np.arange(22)).ravel()
+    all_ = np.outer(odd[odd <= 2.0**34], 2.0 ** np.arange(35)).ravel()
+    return np.unique(all_[all_ <= 2.0**34]).astype(np.int64).tolist()
 
 
 def _next_fast_len(n: int) -> int:
