@@ -442,3 +442,14 @@ def test_tilt_rate_of_a_denormal_end_is_inf_without_an_overflow_warning():
         warnings.simplefilter("error")
         assert _tilt_rate(p, 1) == np.inf
         assert _tilt_rate(p[::-1].copy(), -1) == np.inf
+
+
+def test_next_fast_len_is_scipys_without_importing_it():
+    """The kernel's own ``next_fast_len`` (it spares the ``scipy.fft`` import) is scipy's
+    real one: on every length up to 5 000, around powers of 2, 3 and 5, and beyond its
+    table (a Chernoff window test asks for 1.2e11 points before it declines)."""
+    ns = list(range(1, 5001)) + [b**k + d for b in (2, 3, 5) for k in range(5, 16)
+                                 for d in (-1, 0, 1)]
+    ns += [2**34 - 1, 2**34, 2**34 + 1, 122_609_770_777]
+    got = [pld_fft._next_fast_len(n) for n in ns]
+    assert got == [sp_fft.next_fast_len(n, real=True) for n in ns]
