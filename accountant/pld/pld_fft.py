@@ -778,14 +778,15 @@ def _l2(x: np.ndarray) -> float:
     return math.sqrt(sq) * (1 + 1e-12 + x.size * _U)
 
 
-def _spectral_error(spec: np.ndarray, n: int, mults: int, norms: float):
+def _spectral_error(spec: np.ndarray, n: int, mults: int, norms: float, fwd: float = math.inf):
     """Inverse FFT of a product spectrum and its round-off: ``(freq_l2, y, inv_l1)``.
 
     ``freq_l2`` bounds the l2 error of the spectrum, ``inv_l1`` that of the inverse
-    transform in l1; together an l1 bound on ``y`` minus the exact circular PMF.
+    transform in l1; together an l1 bound on ``y`` minus the exact circular PMF.  ``fwd``:
+    another bound on the forward errors carried through the powers (the smaller is used).
     """
     rho = _fft_rel(n)
-    fwd_l2 = norms * rho * math.sqrt(n)
+    fwd_l2 = min(norms * rho * math.sqrt(n), fwd)
     spec = np.where(np.isfinite(spec), spec, 0.0)
     # every complex product carries a relative error below sqrt(5) u (Brent, Percival
     # & Zimmermann 2007); M products compound to at most (1 + 3u)^M - 1
