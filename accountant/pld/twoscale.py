@@ -538,6 +538,7 @@ def self_compose_split(
         and refine == 1
         and coarse_cap is None
     )
+    seen: dict = {}  # the spectral attempts' window width in loss units
     for m in range(bits):
         if m > 0:
             if local is not None and m < len(local):
@@ -557,7 +558,7 @@ def self_compose_split(
             alias_budget = tail * (bits - m) / levels
             top = _spectral_top(
                 power, result, count >> m, power.fine.step, alias_budget,
-                SPECTRAL_ERR_TAILS * tail,
+                SPECTRAL_ERR_TAILS * tail, seen,
             )
             if top is not None:
                 if memo is not None and local is not None and len(local) > len(kept):
@@ -596,6 +597,7 @@ def _spectral_top(
     step: float,
     alias_budget: float,
     max_err: float,
+    seen: dict | None = None,
 ) -> GridPLD | None:
     """Pessimistic ``power^high * low`` by one spectral power on the grid ``step``.
 
@@ -617,6 +619,9 @@ def _spectral_top(
     towards their exact, non-negative values).  Returns ``None`` when the window would
     exceed :data:`SPECTRAL_MAX_N` points, or the certificate ``max_err`` (checked
     before the transforms on the forward round-off alone): the caller keeps squaring.
+    ``seen`` (the ladder's) keeps the window's width in loss units, about the same at
+    every level (the whole composition's): a level whose step would need 1.1 times
+    :data:`SPECTRAL_MAX_N` points for it declines before the Chernoff tables.
     """
     cells = [_on_grid(power, step)]
     if low is not None:
@@ -631,9 +636,13 @@ def _spectral_top(
     if high * _pass_model(n0)[1] * masses[0] ** high > max_err:
         # the componentwise forward term at frequency 0 alone (about high * kappa)
         return None  # declined before the Chernoff tables (a million steps: 4 MB, 3 ms)
+    if seen is not None and seen.get("width", 0.0) > 1.1 * SPECTRAL_MAX_N * step:
+        return None  # (declining is always sound: the ladder goes on)
     lam_c_pos, lam_c_neg = _cell_lambdas(step, firsts, pmfs)
     lam_pos, lam_neg = counts @ lam_c_pos, counts @ lam_c_neg
     a_idx, need = _window(step, lam_pos, lam_neg, alias_budget)
+    if seen is not None:
+        seen["width"] = need * step
     n = _next_fast_len(max(need, max(p.size for p in pmfs), 2))
     if n > SPECTRAL_MAX_N:
         return None
