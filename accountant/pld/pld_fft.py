@@ -27,6 +27,7 @@ path's spectra and the pairwise products of :class:`GridPLD
 
 from __future__ import annotations
 
+import bisect
 import math
 from functools import lru_cache
 
@@ -37,19 +38,39 @@ from ..numerics import TINY
 __all__: list[str] = []
 
 
-class _LazyFFT:
-    """``scipy.fft``, imported on first use: a Gaussian's epsilon (closed form) needs
-    no FFT, and importing ``scipy.fft`` is ~7 % of ``import dpacct`` + that epsilon
-    (issue 37).  The first attribute read replaces this stand-in by the module."""
+#: blocks of this many rows or more go to ``scipy.fft``, on all cores
+_THREADED_ROWS = 8
 
-    def __getattr__(self, name: str):
+
+def _rfft(x: np.ndarray, n: int) -> np.ndarray:
+    """Real FFT of ``x`` padded to ``n`` by numpy 2's copy of scipy's C++ pocketfft (bit
+    for bit the same; :func:`_pass_model`), sparing the ``scipy.fft`` import (18-35 ms
+    CPU of a cold DP-SGD epsilon of ~30 ms, issue 37); many rows use scipy's threads."""
+    if x.ndim > 1 and x.shape[0] >= _THREADED_ROWS:
         from scipy import fft
 
-        globals()["sp_fft"] = fft
-        return getattr(fft, name)
+        return fft.rfft(x, n, axis=-1, workers=-1)
+    return np.fft.rfft(x, n)
 
 
-sp_fft = _LazyFFT()
+_irfft = np.fft.irfft  # the inverse, (spectrum, n): numpy's pocketfft as in _rfft
+
+
+@lru_cache(maxsize=1)
+def _smooth() -> list[int]:  # the 5-smooth integers up to 2^34, ascending
+    # in floats: exact below 2^53, and no product kept is above 2^34
+    odd = np.outer(5.0 ** np.arange(15), 3.0 ** np.arange(22)).ravel()
+    all_ = np.outer(odd[odd <= 2.0**34], 2.0 ** np.arange(35)).ravel()
+    return np.unique(all_[all_ <= 2.0**34]).astype(np.int64).tolist()
+
+
+def _next_fast_len(n: int) -> int:
+    """The least 5-smooth integer ``>= n``: ``scipy.fft.next_fast_len(n, real=True)``."""
+    if n > 1 << 34:  # no transform is that long; a window test may ask (and decline)
+        from scipy import fft
+
+        return int(fft.next_fast_len(int(n), real=True))
+    return _smooth()[bisect.bisect_left(_smooth(), max(int(n), 1))]
 
 
 #: The round-off policy of :class:`~dpacct.accountant.pld.grid.GridPLD` composition:
@@ -87,10 +108,10 @@ def _tilt_rate(p: np.ndarray, side: int) -> float:
 def _fft_convolve(a: np.ndarray, b: np.ndarray, square: bool = False) -> np.ndarray:
     """Linear convolution by real FFTs; one transform when squaring."""
     n = a.size + b.size - 1
-    size = sp_fft.next_fast_len(n, real=True)
-    fa = sp_fft.rfft(a, size)
-    fb = fa if square or b is a else sp_fft.rfft(b, size)
-    return sp_fft.irfft(fa * fb, size)[:n]
+    size = _next_fast_len(n)
+    fa = _rfft(a, size)
+    fb = fa if square or b is a else _rfft(b, size)
+    return _irfft(fa * fb, size)[:n]
 
 
 def _fft_roundoff(a: np.ndarray, b: np.ndarray) -> float:
@@ -117,7 +138,7 @@ def _fft_roundoff(a: np.ndarray, b: np.ndarray) -> float:
     assumes about pocketfft: docs/theory/pld.md.
     """
     n = a.size + b.size - 1
-    size = sp_fft.next_fast_len(n, real=True)
+    size = _next_fast_len(n)
     rho, kappa = _pass_model(size)
     ab = _l2(a) * (_l2(a) if b is a else _l2(b))
     prod = 2.2360679775 * _U  # sqrt(5) u, rounded up
@@ -722,7 +743,7 @@ def _spectrum_product(pmfs: list[np.ndarray], counts: np.ndarray, n: int):
     for s0 in range(0, n_cells, rows):
         nr = min(rows, n_cells - s0)
         block = _dense(pmfs[s0 : s0 + nr], lengths[s0 : s0 + nr], n)
-        spec = sp_fft.rfft(block, axis=1, workers=-1)
+        spec = _rfft(block, n)
         # freed as soon as used, not when the next block replaces them: at most two
         # block-sized tables at a time (64 PMFs on a 65 536-point window, blocks of 32
         # rows: traced 83 -> under 44 MB with the row-by-row _dense)
@@ -757,14 +778,15 @@ def _l2(x: np.ndarray) -> float:
     return math.sqrt(sq) * (1 + 1e-12 + x.size * _U)
 
 
-def _spectral_error(spec: np.ndarray, n: int, mults: int, norms: float):
+def _spectral_error(spec: np.ndarray, n: int, mults: int, norms: float, fwd: float = math.inf):
     """Inverse FFT of a product spectrum and its round-off: ``(freq_l2, y, inv_l1)``.
 
     ``freq_l2`` bounds the l2 error of the spectrum, ``inv_l1`` that of the inverse
-    transform in l1; together an l1 bound on ``y`` minus the exact circular PMF.
+    transform in l1; together an l1 bound on ``y`` minus the exact circular PMF.  ``fwd``:
+    another bound on the forward errors carried through the powers (the smaller is used).
     """
     rho = _fft_rel(n)
-    fwd_l2 = norms * rho * math.sqrt(n)
+    fwd_l2 = min(norms * rho * math.sqrt(n), fwd)
     spec = np.where(np.isfinite(spec), spec, 0.0)
     # every complex product carries a relative error below sqrt(5) u (Brent, Percival
     # & Zimmermann 2007); M products compound to at most (1 + 3u)^M - 1
@@ -773,6 +795,6 @@ def _spectral_error(spec: np.ndarray, n: int, mults: int, norms: float):
     # forward errors through the powers: |a^k - b^k| <= k |a - b| max(|a|, |b|)^(k-1),
     # |FFT p| <= 1 up to its own round-off (the 1e-6 slack covers (1 + e)^k)
     freq_l2 = (fwd_l2 + sum_l2) * (1 + 1e-6)
-    y = sp_fft.irfft(spec, n=n, workers=-1)
+    y = _irfft(spec, n)
     inv_l1 = math.sqrt(n) * rho * (1 + freq_l2 / math.sqrt(n)) * (_l2(y) + TINY)
     return freq_l2, y, inv_l1
