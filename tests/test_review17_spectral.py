@@ -10,9 +10,10 @@ With the forward transforms' error set to zero (``norms = 0``) the returned
 of the same input spectrum (mpmath, 40 digits); here it is exceeded 137 times.
 
 Severity low: in :func:`~dpacct.accountant.pld.twoscale._spectral_top` the forward
-term ``sum_c k_c ||p_c||_2 rho sqrt(n)`` is also linear in ``k`` and, since ``rho >=
-5.6 u``, at least about 2.5 times the true product round-off, so the total stays a
-bound unless the forward transforms reach most of their worst case; no printed number
+term ``sum_c k_c ||p_c||_2 rho sqrt(n)`` is also linear in ``k`` and, since ``rho =
+_fft_rel(n) >= 41 u`` (n >= 8), about 18 times the true product round-off (at most
+``k sqrt(5) u ||spectrum||_2``), so the total stays a bound unless the forward
+transforms reach most of their worst case together; no printed number
 was found below the truth (sweeps of mu-GDP and DP-SGD compositions, counts 1 025 to
 1e9, deltas 1e-3 to 1e-12, all bracketed).  The proof in docs/theory/pld.md should
 carry ``k_c`` (e.g. ``(1 + sqrt(5) u)^(sum_c k_c) - 1``) instead of the product count.
