@@ -131,6 +131,14 @@ class DataPath:
         Fixed batch size (None for Poisson batches).
     assumed : bool
         True when the scheme was not verified but assumed by the override.
+    every_record : bool
+        True when every record is in one batch of every pass (shuffling a
+        ``RandomSampler`` over all ``n`` records, keeping the last batch). A subset
+        sampler (``num_samples < n``) or ``drop_last`` with ``n % batch_size != 0`` puts a
+        record in a pass only with probability ``< 1``: the upper end stays sound (a
+        mixture with the record absent is a post-processing), but the shuffled attacks'
+        lower end does not apply, so it is 0. A checkpoint saved without this field
+        loads as False.
 
     Examples
     --------
@@ -144,6 +152,7 @@ class DataPath:
     sample_rate: float
     batch_size: int | None = None
     assumed: bool = False
+    every_record: bool = True
 
     def describe(self) -> str:
         """One line saying what the run does."""
@@ -318,7 +327,8 @@ def identify(loader: Any, *, poisson_sampling: bool = False, replaced: bool = Fa
             and _source_size(inner) == n
             and (inner._num_samples is None or inner._num_samples <= n)
         ):
-            return DataPath(SHUFFLE, "RandomSampler", steps, b / n, b)
+            every = inner._num_samples in (None, n) and not (batch_sampler.drop_last and n % b)
+            return DataPath(SHUFFLE, "RandomSampler", steps, b / n, b, every_record=every)
     raise UnaccountedSamplerError(_refusal(loader, batch_sampler, n))
 
 
@@ -578,6 +588,8 @@ def data_path_from_state(saved: object, current: DataPath | None) -> DataPath | 
     if saved is None:
         return None
     fields = set(DataPath.__dataclass_fields__)
+    if isinstance(saved, Mapping) and set(saved) == fields - {"every_record"}:
+        saved = {**saved, "every_record": False}  # saved before the field: no lower end
     if not isinstance(saved, Mapping) or set(saved) != fields:
         raise ValueError(
             f"state_dict['data_path'] must be a mapping with the keys {sorted(fields)}, "
@@ -585,6 +597,8 @@ def data_path_from_state(saved: object, current: DataPath | None) -> DataPath | 
         )
     if saved["scheme"] not in {POISSON, FIXED_SIZE, "shuffle", "sequential", RANDOM_ALLOCATION}:
         raise ValueError(f"state_dict['data_path'] has an unknown scheme {saved['scheme']!r}")
+    if not isinstance(saved["every_record"], bool):
+        raise ValueError("state_dict['data_path']['every_record'] must be a bool")
     path = DataPath(**saved)
     if current is not None and not accounted_alike(current, path):
         raise ValueError(

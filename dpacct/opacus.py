@@ -732,7 +732,7 @@ class OpacusAccountant(IAccountant):
         elif need_lower and path.scheme == RANDOM_ALLOCATION:
             lower = allocation_bounds(path, *self._per_step(), delta, True, self._passes)[1]
             lower = min(lower, upper)
-        elif need_lower:
+        elif need_lower and path.every_record:  # a subset per pass: no lower end (0)
             # shuffled_batches' lower end (the larger of two attacks) on the full epochs at
             # the largest noise: more noise and fewer steps are post-processings of the run
             sigmas, batches = self._per_step()

@@ -30,12 +30,6 @@ from dpacct.opacus import MECHANISM  # noqa: E402
 
 
 @pytest.mark.filterwarnings("ignore::UserWarning")
-@pytest.mark.xfail(
-    strict=True,
-    reason="review17 MEDIUM: the shuffled lower end assumes every record is in every "
-    "pass; RandomSampler(num_samples < n) is accepted as 'shuffle' (record in a pass w.p. "
-    "m/n) and the printed lower end exceeds the truth",
-)
 def test_shuffled_lower_end_with_a_subset_sampler_is_below_the_truth():
     n, m, batch, sigma, delta = 1000, 10, 5, 1.0, 1e-5
     g = torch.Generator().manual_seed(0)
@@ -63,3 +57,20 @@ def test_shuffled_lower_end_with_a_subset_sampler_is_below_the_truth():
     truth_at_most = gaussian_epsilon(1.0 / sigma, delta * n / m)
     assert truth_at_most < upper
     assert lower <= truth_at_most
+
+
+@pytest.mark.parametrize(
+    ("num_samples", "drop_last", "batch", "every"),
+    [(None, False, 7, True), (None, True, 5, True), (None, True, 7, False), (50, False, 5, False)],
+)
+def test_a_shuffled_path_says_whether_every_record_is_in_every_pass(
+    num_samples, drop_last, batch, every
+):
+    from dpacct._opacus_data_path import identify
+
+    data = TensorDataset(torch.zeros(100, 2))
+    sampler = RandomSampler(data, num_samples=num_samples)
+    loader = DataLoader(data, batch_size=batch, sampler=sampler, drop_last=drop_last)
+    path = identify(loader)
+    assert path.scheme == "shuffle"
+    assert path.every_record is every
