@@ -96,7 +96,8 @@ def test_known_blocks_keep_their_byte_count(monkeypatch):
 
 def _gdp_delta(mu: float, eps: float) -> float:
     """delta(eps) of mu-GDP (Dong, Roth & Su 2022, Corollary 2.13)."""
-    return float(special.ndtr(-eps / mu + mu / 2) - math.exp(eps) * special.ndtr(-eps / mu - mu / 2))
+    upper = special.ndtr(-eps / mu + mu / 2)
+    return float(upper - math.exp(eps) * special.ndtr(-eps / mu - mu / 2))
 
 
 @pytest.mark.parametrize("eps", [2.0, 8.0])
@@ -127,7 +128,8 @@ def test_the_placed_window_covers_the_chernoff_window_and_minimises_its_bound():
     n = 3 * need
     a = direction_mod._placed(step, lam_pos, lam_neg, budget, n)
     assert a <= bottom and a + n - 1 >= bottom + need - 1
-    every = [direction_mod._alias(step, lam_pos, lam_neg, b, n) for b in range(bottom - (n - need), bottom + 1)]
+    firsts = range(bottom - (n - need), bottom + 1)
+    every = [direction_mod._alias(step, lam_pos, lam_neg, b, n) for b in firsts]
     best = min(every)
     assert direction_mod._alias(step, lam_pos, lam_neg, a, n) <= max(best * 1e3, 1e-300)
     assert direction_mod._alias(step, lam_pos, lam_neg, bottom, n) > 1e6 * best
