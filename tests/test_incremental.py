@@ -161,3 +161,16 @@ def test_swapped_curve_is_taken_only_when_it_is_as_tight_as_the_add_direction():
     inc.fold([(5.0, 1.0, 50)])
     lo, hi = compose([GaussianMechanism(sigma=5.0)], counts=[50]).epsilon_bounds(1e-5)
     assert lo <= inc.epsilon() <= hi * (1 + 1e-4)
+
+
+def test_below_the_historys_floor_epsilon_is_left_to_the_engine():
+    # issue 36: a history composed for a delta below its own floor (its certificate's
+    # round-off, a few 1e-12 here, 9e-9 for 100 distinct records) certifies no finite
+    # epsilon.  The add direction's search then started on the swapped curve from
+    # epsilon = inf and never returned (a 100-record ledger's epsilon(1e-9)); now the
+    # fast path declines (None: the ledger's engine route answers)
+    inc = IncrementalEpsilon(1e-14)
+    inc.fold([(1.0, 0.01, 300)])
+    _, floor = inc.delta_at(np.array([50.0]))
+    assert floor > 1e-14
+    assert inc.epsilon() is None

@@ -129,3 +129,22 @@ def test_verified_answer_is_its_own_historys():
     assert found is not None
     got, floor = found
     assert floor < got[0] <= d * ROUND_TRIP
+
+
+#: benchmarks/ledger_delta.py's 17-record ledger
+SEVENTEEN_250 = [(1.0 + t / 20, 0.01, 250) for t in range(17)]
+
+
+@pytest.mark.parametrize("eps", [1.0, 2.0])
+def test_online_delta_is_no_looser_than_the_rounded_schedule(eps):
+    # issue 36: read off the composed history, delta(1) and delta(2) of the benchmark's
+    # 17-record ledger were 9.8e-5 and 9.2e-5 (relative) above the schedule rounded up
+    # to the grid (the engine's route, what main printed before the history answered):
+    # the history's lower-tail aliasing bound (1e-4 of its delta) sat in every
+    # reading's certificate.  Now no looser than that route, the round trip exact
+    acct = _ledger(SEVENTEEN_250)
+    assert acct.route == "online"
+    got = acct.delta(eps)
+    rounded = float(acct.ledger.accounted(True).delta(np.array([eps]))[0])
+    assert got <= rounded, (got, rounded)
+    assert acct.epsilon(got) <= eps * ROUND_TRIP

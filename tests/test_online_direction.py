@@ -92,3 +92,45 @@ def test_known_blocks_keep_their_byte_count(monkeypatch):
     known = inc.remove._known
     assert known.nbytes == sum(b.pmf.nbytes for b in known.values())
     assert 0 < known.nbytes <= 200_000
+
+
+def _gdp_delta(mu: float, eps: float) -> float:
+    """delta(eps) of mu-GDP (Dong, Roth & Su 2022, Corollary 2.13)."""
+    upper = special.ndtr(-eps / mu + mu / 2)
+    return float(upper - math.exp(eps) * special.ndtr(-eps / mu - mu / 2))
+
+
+@pytest.mark.parametrize("eps", [2.0, 8.0])
+def test_the_historys_window_leaves_no_aliasing_in_its_delta(eps):
+    # issue 36: the history's grid began at its Chernoff window's first node, so the
+    # lower tail's aliasing bound stood at its full budget (1e-4 delta) in every
+    # reading's certificate: 1 000 steps at sigma 8, q = 1 read delta(2) 1.09e-4
+    # above the exact GDP curve (mu = sqrt(1000) / 8).  Placed in the grid's slack
+    # (_placed) the bound is negligible: the reading is certified above the closed
+    # form and within 1e-5 of it, and the certificate's share is below 1e-6
+    mu = math.sqrt(1000) / 8.0
+    exact = _gdp_delta(mu, eps)
+    inc = IncrementalEpsilon(exact)
+    inc.fold([(8.0, 1.0, 1000)])
+    got, floor = inc.delta_at(np.array([eps]))
+    assert exact <= got[0] <= exact * (1 + 1e-5), (exact, got[0])
+    assert floor <= 1e-6 * exact
+
+
+def test_the_placed_window_covers_the_chernoff_window_and_minimises_its_bound():
+    # any first node is sound (its own bound enters the certificate); _placed picks,
+    # among placements covering the budget's window, the smallest bound: checked
+    # against every first node of the slack (brute force)
+    lam_pos = 0.5 * direction_mod._ORDERS**2 + 0.3 * direction_mod._ORDERS
+    lam_neg = 0.5 * direction_mod._ORDERS**2 - 0.3 * direction_mod._ORDERS
+    step, budget = 0.01, 1e-6
+    bottom, need = direction_mod._window(step, lam_pos, lam_neg, budget)
+    n = 3 * need
+    a = direction_mod._placed(step, lam_pos, lam_neg, budget, n)
+    assert a <= bottom and a + n - 1 >= bottom + need - 1
+    firsts = range(bottom - (n - need), bottom + 1)
+    every = [direction_mod._alias(step, lam_pos, lam_neg, b, n) for b in firsts]
+    best = min(every)
+    assert direction_mod._alias(step, lam_pos, lam_neg, a, n) <= max(best * 1e3, 1e-300)
+    assert direction_mod._alias(step, lam_pos, lam_neg, bottom, n) > 1e6 * best
+    assert direction_mod._placed(step, lam_pos, lam_neg, budget, need) == bottom  # no slack

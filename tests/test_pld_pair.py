@@ -504,3 +504,13 @@ def test_swapped_delta_is_no_looser_than_the_identity_through_delta():
     for e in (0.0, 0.3, 1.0, 2.5, 5.0):
         via_delta = -math.expm1(e) + math.exp(e) * float(rem.delta(-e))
         assert swapped_delta(rem, e) <= via_delta
+
+
+def test_swapped_epsilon_declines_an_infinite_start():
+    # issue 36: from start = inf the doubling gap never exceeded its limit (inf > inf
+    # + 1e-4 is False) and the search never returned
+    from dpacct.accountant.pld.grid import GridPLD
+    from dpacct.accountant.pld.pld_pair import swapped_epsilon
+
+    pld = GridPLD(1e-3, 0, np.array([0.5]), 0.5, True)
+    assert swapped_epsilon(pld, 1e-3, math.inf) is None

@@ -304,6 +304,10 @@ class IncrementalEpsilon:
         if rem is None:
             return None
         eps = float(rem.epsilon(self.delta))
+        if not math.isfinite(eps):
+            # the certificate's mass at +inf (its round-off floor) is above delta: no
+            # epsilon certifies it here; the caller takes the engine's route
+            return None
         if swapped_delta(rem, eps) > self.delta:
             # the add direction from the swapped curve first (no second composition)
             found = swapped_epsilon(rem, self.delta, eps)

@@ -74,6 +74,49 @@ GROUP_BLOCKS = 16
 #: thousands of steps) moved 1 000 random phases' answer by 1e-8 relative
 GROUP_TRIM = 1.0
 
+
+#: candidate placements of the history's window tried by :func:`_placed` (the slack of a
+#: grid longer than the window needs, split between the two tails)
+PLACEMENTS = 65
+
+
+def _placed(step: float, lam_pos: np.ndarray, lam_neg: np.ndarray, budget: float, n: int) -> int:
+    """First node of the ``n``-point circular window of the history's product: the one,
+    among :data:`PLACEMENTS` evenly spread over the slack ``n - need``, whose Chernoff
+    bound on the mass outside (:func:`~dpacct.accountant.pld.pld_fft._alias`, both
+    tails) is smallest.
+
+    :func:`~dpacct.accountant.pld.pld_fft._window` sizes a window of ``need`` points
+    with each tail at most ``budget``; the grid is longer (at least twice that,
+    :meth:`_Direction._length`), and starting it at the window's first node left the
+    lower tail's aliasing at the full budget (a share of delta: ``1e-4 delta`` in the
+    certificate of every reading).  Any first node is sound, the aliasing at the one
+    chosen being what enters the certificate; every candidate still covers the
+    window (``a <= bottom``, ``a + n - 1 >= top``), and the choice is a function of the
+    composed blocks alone (docs/theory/schedules.md, "The history's window").
+
+    Examples
+    --------
+    >>> lam = 0.5 * _ORDERS**2  # a standard normal loss: Lambda(t) = t^2 / 2 both ways
+    >>> bottom, need = _window(0.01, lam, lam, 1e-6)
+    >>> a = _placed(0.01, lam, lam, 1e-6, 4 * need)
+    >>> bool(a < bottom and _alias(0.01, lam, lam, a, 4 * need) < 1e-30)
+    True
+    """
+    bottom, need = _window(step, lam_pos, lam_neg, budget)
+    slack = n - need
+    if slack <= 0:
+        return bottom
+    a = bottom - np.unique(np.round(np.linspace(0.0, slack, PLACEMENTS)).astype(np.int64))
+    t = _ORDERS[None, :]
+    lp = (lam_pos + 1e-12 * np.abs(lam_pos))[None, :]
+    ln = (lam_neg + 1e-12 * np.abs(lam_neg))[None, :]
+    # log of each tail's bound, as _alias computes it, for every candidate
+    above = np.min(lp - t * ((a + n) * step)[:, None], axis=1)
+    below = np.min(ln + t * ((a - 1) * step)[:, None], axis=1)
+    return int(a[int(np.argmin(np.logaddexp(above, below)))])
+
+
 class _Known(dict):
     """Committed blocks by content with the running size of their PMFs (``nbytes``):
     a checkpoint shares the dict, so the count lives with it, not with a direction
@@ -286,7 +329,7 @@ class _Direction:
         grid grows only when the kept blocks' window does (:meth:`_length`), so the
         carries, like the blocks, are a function of the steps alone.
         """
-        a_old, _ = _window(self.step, self.lam_pos, self.lam_neg, self.alias_budget)
+        a_old = _placed(self.step, self.lam_pos, self.lam_neg, self.alias_budget, self.n)
         alias = _alias(self.step, self.lam_pos, self.lam_neg, a_old, self.n)
         freq_l2, y, inv_l1 = _spectral_error(self.spec, self.n, self.mults, self.norms)
         y = np.maximum(np.roll(y, -((a_old - self.origin) % self.n)), 0.0)
@@ -498,7 +541,7 @@ class _Direction:
         lam_pos, lam_neg, norms, origin, log_fin, errs = on._sums(
             [b for _, b in on.partial] + blocks
         )
-        a_idx, _ = _window(on.step, lam_pos, lam_neg, on.alias_budget)
+        a_idx = _placed(on.step, lam_pos, lam_neg, on.alias_budget, on.n)
         spec, mults = on.spec, on.mults
         partial, p_mults = on._partial_product()
         if partial is not None:

@@ -347,6 +347,8 @@ def swapped_epsilon(
     composition, so without ``hi`` the search gives up (None) beyond a small relative
     gap.
     """
+    if not math.isfinite(start):  # nothing >= start to search (the gap would never close)
+        return None
     curve = _SwappedCurve(pld)
     lo, gap = start, max(1e-3, 1e-3 * abs(start))
     if hi is None:
