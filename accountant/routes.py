@@ -475,6 +475,16 @@ def ledger_delta(ledger: RoutedLedger, flat: np.ndarray, tol: float | None) -> n
     return np.asarray(out, dtype=float).reshape(flat.shape)
 
 
+def _own_or_reading(ledger: RoutedLedger, e: float, d: float, got: float) -> float:
+    """``d`` where it is certified at ``e`` -- the history at ``d`` reads at most ``d``
+    there, or ``e`` is at least that history's ``epsilon(d)`` (the delta curve falls) --
+    else the reading ``got`` (within :data:`ONLINE_DELTA_SLACK` above ``d``): the answer
+    is never below what the history certifies."""
+    if got <= d or e >= float(ledger.online(d).epsilon()):
+        return d
+    return got
+
+
 def _verified(ledger: RoutedLedger, e: float, cand: float) -> tuple[float, float] | None:
     """The smallest delta found, starting from the sound reading ``cand``, whose own
     history reads at most it at ``e`` (so :func:`ledger_epsilon` at it is at most
@@ -491,7 +501,7 @@ def _verified(ledger: RoutedLedger, e: float, cand: float) -> tuple[float, float
             break
         got = float(found[0][0])
         if got <= cand * (1.0 + ONLINE_DELTA_SLACK):
-            verified = (cand, float(found[1]))
+            verified = (_own_or_reading(ledger, e, cand, got), float(found[1]))
             if got >= cand * (1.0 - ONLINE_DELTA_TIGHTEN):
                 break
         elif verified is not None:
@@ -539,7 +549,7 @@ def online_delta(ledger: RoutedLedger, flat: np.ndarray, tol: float | None) -> n
     rounded: list[int] = []
     for i, e in enumerate(flat.tolist()):
         own = [
-            d
+            _own_or_reading(ledger, e, d, float(got[i]))
             for d, got in readings
             if got[i] <= d * (1.0 + ONLINE_DELTA_SLACK)
             and d <= got[i] * (1.0 + ONLINE_DELTA_TIGHTEN)

@@ -21,11 +21,6 @@ from dpacct.accountant import PrivacyAccountant
 SEVENTEEN = [(1.0 + t / 20, 0.01, 100) for t in range(17)]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="review17 LOW: online_delta answers a history's d when its reading is up to "
-    "1e-9 relative above d (ONLINE_DELTA_SLACK): below the certified reading",
-)
 def test_online_delta_is_never_below_its_historys_certified_reading():
     acct = PrivacyAccountant(progress=False)
     for sigma, q, count in SEVENTEEN:
