@@ -127,7 +127,7 @@ class _Direction:
         self.horizon = horizon
         budget = tail_budgets(delta, horizon)
         self.tau, self.alias_budget = budget.piece, budget.alias
-        self.block_alias = BLOCK_ALIAS_SHARE * budget.alias / horizon
+        self.block_alias = BLOCK_ALIAS_SHARE * budget.alias
         #: the committed blocks' contents, in order
         self.blocks: list[tuple[BlockKey, int]] = []
         #: ... and their PMFs while they take at most :data:`KEPT_BYTES` (a longer grid
