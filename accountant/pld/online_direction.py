@@ -20,6 +20,7 @@ from scipy import fft as sp_fft
 
 from .block_rules import (
     BLOCK_ALIAS_SHARE,
+    BLOCK_ALIAS_TRIES,
     TRIM_SHARE,
     BlockKey,
     Items,
@@ -220,7 +221,12 @@ class _Direction:
         infs = np.array([c[2] for c in cells])
         counts = np.array(list(items.values()), dtype=float)
         out = coarsened_group(
-            (firsts, [c[1] for c in cells], infs), counts, self.step, factor, self.block_alias
+            (firsts, [c[1] for c in cells], infs),
+            counts,
+            self.step,
+            factor,
+            self.block_alias,
+            BLOCK_ALIAS_TRIES,
         )
         if out is None:
             raise OverflowError("the block's fine window exceeds FAST_MAX_N")
@@ -440,6 +446,7 @@ class _Direction:
             [b.pmf for b in blocks],
             np.ones(len(blocks)),
             self.block_alias,
+            BLOCK_ALIAS_TRIES,
         )
         if out is None:
             return None
