@@ -170,3 +170,49 @@ def test_spectrum_product_holds_at_most_two_block_sized_tables():
         want *= np.fft.rfft(p, n) ** int(k)
     assert np.allclose(spec, want, rtol=1e-9, atol=1e-12)
     assert mults >= 64
+
+
+@pytest.mark.parametrize("m", [1000, 4097, 36_001, 46_000, 46_875, 47_000, 100_003, 262_145])
+def test_quiet_len_holds_the_window_with_no_larger_roundoff_bound(m):
+    """Issue 37: the group's transform length holds ``m`` points, stays within the
+    slack of the fastest length, is 5-smooth (pocketfft's modelled passes), and its
+    round-off bound ``rho(n) sqrt(n)`` is at most the fastest length's."""
+    from scipy import fft as sp_fft
+
+    from dpacct.accountant.pld.pld_fft import _fft_rel, _pass_model
+
+    fast = sp_fft.next_fast_len(m, real=True)
+    n = groups._quiet_len(m)
+    assert m <= n <= groups.QUIET_SLACK * fast
+    _pass_model(n)  # raises unless 5-smooth
+    assert _fft_rel(n) * math.sqrt(n) <= _fft_rel(fast) * math.sqrt(fast)
+
+
+def test_quiet_len_leaves_radix_five_lengths_for_radix_four_ones():
+    # 46 875 = 3 5^6 (the fastest above 46 000 is 46 080 = 2^10 45): 49 152 = 3 2^14
+    # carries a bound 0.73 times 46 875's (pocketfft's radix-5 passes err more)
+    assert groups._quiet_len(46_875) == 49_152
+
+
+def test_a_block_window_chosen_among_budgets_has_no_larger_error():
+    """Issue 37: a ledger block (256 steps of 26 random cells on a fine grid) composed
+    with its window chosen among three aliasing budgets (the largest 1e-12) carries an
+    l1 error bound (aliasing + round-off) no larger than at the former budget alone
+    (1e-12 * 2^-20), and the two PMFs agree within the two bounds."""
+    from dpacct.accountant.pld.graded_cells import graded_cells
+
+    rng = np.random.default_rng(37)
+    sigma, q = rng.uniform(0.8, 2.0, 26), rng.uniform(0.001, 0.02, 26)
+    counts = np.full(26, 10.0)
+    counts[-1] = 6.0
+    firsts, pmfs, _ = graded_cells(sigma, q, STEP, 4, 1e-15, False)
+    fine = STEP / 4
+    new = groups._compose_group(fine, firsts, pmfs, counts, 1e-12, 3)
+    old = groups._compose_group(fine, firsts, pmfs, counts, 1e-12 * 2.0**-20, 1)
+    assert new.err <= old.err
+    lo = max(new.first, old.first)
+    hi = min(new.first + new.pmf.size, old.first + old.pmf.size)
+    a, b = new.pmf[lo - new.first : hi - new.first], old.pmf[lo - old.first : hi - old.first]
+    outside = (new.pmf.sum() - a.sum()) + (old.pmf.sum() - b.sum())
+    diff = np.abs(a - b)
+    assert diff.sum() + outside <= new.err + old.err + 1e-15

@@ -20,6 +20,7 @@ from scipy import fft as sp_fft
 
 from .block_rules import (
     BLOCK_ALIAS_SHARE,
+    BLOCK_ALIAS_TRIES,
     TRIM_SHARE,
     BlockKey,
     Items,
@@ -170,7 +171,7 @@ class _Direction:
         self.horizon = horizon
         budget = tail_budgets(delta, horizon)
         self.tau, self.alias_budget = budget.piece, budget.alias
-        self.block_alias = BLOCK_ALIAS_SHARE * budget.alias / horizon
+        self.block_alias = BLOCK_ALIAS_SHARE * budget.alias
         #: the committed blocks' contents, in order
         self.blocks: list[tuple[BlockKey, int]] = []
         #: ... and their PMFs while they take at most :data:`KEPT_BYTES` (a longer grid
@@ -263,7 +264,12 @@ class _Direction:
         infs = np.array([c[2] for c in cells])
         counts = np.array(list(items.values()), dtype=float)
         out = coarsened_group(
-            (firsts, [c[1] for c in cells], infs), counts, self.step, factor, self.block_alias
+            (firsts, [c[1] for c in cells], infs),
+            counts,
+            self.step,
+            factor,
+            self.block_alias,
+            BLOCK_ALIAS_TRIES,
         )
         if out is None:
             raise OverflowError("the block's fine window exceeds FAST_MAX_N")
@@ -483,6 +489,7 @@ class _Direction:
             [b.pmf for b in blocks],
             np.ones(len(blocks)),
             self.block_alias,
+            BLOCK_ALIAS_TRIES,
         )
         if out is None:
             return None
