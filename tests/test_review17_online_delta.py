@@ -14,7 +14,6 @@ bound is never below what the library can prove.
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 from dpacct.accountant import PrivacyAccountant
 

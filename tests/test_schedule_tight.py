@@ -189,6 +189,12 @@ def test_ledger_bracket_contains_dp_accountings_pessimistic_pld_at_a_tenth_inter
         acct.step(noise_multiplier=s, sample_rate=q, count=c)
     lo, hi = acct.epsilon_bounds(DELTA)
     assert hi == acct.epsilon(DELTA)
-    fine_hi = dp_accounting_epsilon(phases, DELTA, 1e-5, True)
+    # dp_accounting 0.6.0 at interval 1e-5 costs 28 s CPU (17 PLDs built at 1e-5), so its
+    # value is pinned: `dp_accounting_epsilon(phases, DELTA, 1e-5, True)` of
+    # tests/sgm_oracles.py on these phases gave 0.261762618494979 (a peer's number);
+    # the default interval is computed live, and the pin must sit below it
+    fine_hi = 0.261762618494979
+    default_hi = dp_accounting_epsilon(phases, DELTA, 1e-4, True)
+    assert fine_hi <= default_hi <= fine_hi * (1 + 1e-4)
     assert lo <= fine_hi <= hi
-    assert hi <= dp_accounting_epsilon(phases, DELTA, 1e-4, True) * (1 + 3e-4)
+    assert hi <= default_hi * (1 + 3e-4)
