@@ -21,11 +21,6 @@ from dpacct.accountant import PrivacyAccountant
 from dpacct.accountant.ledger.filters import BudgetExceededError
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="review17 MEDIUM: a refused first record fixes renyi_orders' weights; the "
-    "restored file rebuilds them from the first recorded entry (weights switch part-way)",
-)
 def test_renyi_orders_weights_survive_a_restore_after_a_refused_first_record():
     acct = PrivacyAccountant(
         budget_epsilon=3.0, budget_delta=1e-5, adaptive="renyi_orders", progress=False

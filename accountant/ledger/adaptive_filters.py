@@ -416,8 +416,23 @@ class RenyiOrdersFilter:
         """Raise :class:`BudgetExceededError` if the mixture condition would fail."""
         if not entry.mechanism.has_rdp:
             self.rdp_at(entry.mechanism)  # raises, before anything is fixed
-        if self.log_weights is None:
-            self._fix_weights(entry)
+        if self.log_weights is not None:
+            return self._check(entry)
+        # weights tried on this first record are kept only if it is admitted (it is then
+        # the first recorded entry, the one a saved file rebuilds them from); a refused
+        # record releases nothing, so the next one chooses them afresh
+        fresh = self.order is None
+        self._fix_weights(entry)
+        try:
+            self._check(entry)
+        except Exception:
+            self.log_weights = self.spread = None
+            if fresh:
+                self.order = self.orders = self.spent = None
+                self._cache.clear()
+            raise
+
+    def _check(self, entry: Entry) -> None:
         total = self.spent + entry.count * self.rdp_at(entry.mechanism)
         # the float sum may sit below the exact one by its round-off: check an upper bound
         total = total * _sum_margin(self._adds + 1)
