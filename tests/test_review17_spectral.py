@@ -25,16 +25,10 @@ import math
 
 import mpmath
 import numpy as np
-import pytest
 
 from dpacct.accountant.pld import pld_fft
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="review17 LOW: _spectral_error's product round-off grows with log2(k), the "
-    "true one of repeated squaring with k",
-)
 def test_spectral_error_bounds_the_round_off_of_a_power_by_squaring():
     n, k = 256, 2**16
     p = np.array([1.0 - 1e-6, 1e-6])

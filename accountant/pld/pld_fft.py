@@ -713,9 +713,9 @@ def _alias(step: float, lam_pos: np.ndarray, lam_neg: np.ndarray, a_idx: int, n:
 
 
 def _power(x: np.ndarray, k: int) -> tuple[np.ndarray, int]:
-    """``x ** k`` by repeated squaring, with the number of complex products made."""
+    """``x ** k`` by repeated squaring, and the ``k - 1`` rounded products it carries."""
     out: np.ndarray | None = None
-    mults = 0
+    mults = max(int(k) - 1, 0)
     cur = x
     with np.errstate(under="ignore", over="ignore", invalid="ignore"):
         while k:
@@ -724,11 +724,9 @@ def _power(x: np.ndarray, k: int) -> tuple[np.ndarray, int]:
                     out = cur.copy()
                 else:
                     out *= cur
-                    mults += 1
             k >>= 1
             if k:
                 cur = cur * cur
-                mults += 1
     return (np.ones_like(x) if out is None else out), mults
 
 
@@ -738,6 +736,7 @@ def _spectrum_product(pmfs: list[np.ndarray], counts: np.ndarray, n: int):
     n_cells = len(pmfs)
     lengths = np.array([p.size for p in pmfs], dtype=np.int64)
     groups: dict[int, np.ndarray] = {}
+    factors: dict[int, int] = {}  # rounded products each group's product carries
     mults = 0
     rows = max(1, min(n_cells, (1 << 21) // n))
     for s0 in range(0, n_cells, rows):
@@ -752,20 +751,21 @@ def _spectrum_product(pmfs: list[np.ndarray], counts: np.ndarray, n: int):
         for kk in np.unique(k):
             sel = spec[k == kk]
             prod = np.prod(sel, axis=0)
-            mults += sel.shape[0]
+            f = sel.shape[0]
             del sel
             if int(kk) in groups:
                 groups[int(kk)] *= prod
-                mults += 1
+                factors[int(kk)] += f + 1
             else:
                 groups[int(kk)] = prod
+                factors[int(kk)] = f
         del spec
     spec = np.ones(n // 2 + 1, dtype=complex)
     with np.errstate(under="ignore", over="ignore", invalid="ignore"):
         for kk, prod in groups.items():
             pw, m = _power(prod, kk)
             spec *= pw
-            mults += m + 1
+            mults += kk * factors[kk] + m + 1  # the power multiplies what prod carries
     return spec, mults
 
 
@@ -788,8 +788,8 @@ def _spectral_error(spec: np.ndarray, n: int, mults: int, norms: float, fwd: flo
     rho = _fft_rel(n)
     fwd_l2 = min(norms * rho * math.sqrt(n), fwd)
     spec = np.where(np.isfinite(spec), spec, 0.0)
-    # every complex product carries a relative error below sqrt(5) u (Brent, Percival
-    # & Zimmermann 2007); M products compound to at most (1 + 3u)^M - 1
+    # a complex product's relative error is below sqrt(5) u (Brent, Percival & Zimmermann
+    # 2007): M rounded products carried (x^k: k - 1) compound to at most (1 + 3u)^M - 1
     rel = math.expm1(mults * math.log1p(3 * _U))
     sum_l2 = math.sqrt(2.0) * _l2(spec) * rel
     # forward errors through the powers: |a^k - b^k| <= k |a - b| max(|a|, |b|)^(k-1),
