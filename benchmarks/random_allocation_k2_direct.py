@@ -2,10 +2,12 @@
 
     python -m benchmarks.random_allocation_k2_direct            # T 2, 3, 10 checks + T 100 rows
     python -m benchmarks.random_allocation_k2_direct --quick    # fewer Monte Carlo samples
+    python -m benchmarks.random_allocation_k2_direct --pointwise  # each inequality's own cost
 
-A research prototype in numpy, NOT a library route and NOT certified (the FFT
-round-off, the cyclic wrap of the convolution and the cell masses' round-off are not
-bounded here; the discretisation itself is on the safe side, see below).
+A research prototype in numpy, NOT a library route and NOT yet certified: the
+discretisation is on the safe side, the convolution power is the engine's rigorous
+kernel (rounded up, no wrap: the second-largest event is charged), but the cell masses
+and moments (scipy's ``ndtr``) and ``F(m)^T`` are not rounded outward.
 
 One epoch's exact pair at ``k = 2`` (docs/theory/allocation_k_of_t.md):
 ``Q = N(0, sigma^2 I_T)``, ``P = mean over 2-subsets S of N(1_S, sigma^2 I_T)``,
