@@ -10,6 +10,12 @@ alone at the end of ``python -m pytest -n auto``.  After a run with
 writes every test that took at least ``--min`` seconds (default 1.5).  Only the order
 and the rough proportions matter: a missing or stale entry changes the order of the
 run, never its outcome.
+
+A partial run (a few modules, or a full run stopped early) updates the file instead
+with ``--merge``: the tests it timed replace their entries (or are added), every other
+entry is kept, and the new times are put on the file's scale first (multiplied by the
+median ratio recorded / measured over the tests both hold, so a run on a more or less
+loaded machine does not reorder the rest).
 """
 
 from __future__ import annotations
@@ -42,15 +48,29 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("junit", type=Path)
     parser.add_argument("--min", type=float, default=1.5, help="seconds (default 1.5)")
+    parser.add_argument(
+        "--merge", action="store_true", help="update the file from a partial run (see above)"
+    )
     args = parser.parse_args(argv)
-    seconds: dict[str, float] = {}
+    timed: dict[str, float] = {}
     for case in ET.parse(args.junit).getroot().iter("testcase"):
-        t = float(case.get("time", 0.0))
-        if t >= args.min and case.find("skipped") is None:
-            seconds[node_id(case)] = round(t, 1)
+        if case.find("skipped") is None:
+            timed[node_id(case)] = float(case.get("time", 0.0))
+    scale, seconds = 1.0, {}
+    if args.merge and OUT.is_file():
+        seconds = {k: float(v) for k, v in json.loads(OUT.read_text()).items()}
+        ratios = sorted(seconds[k] / t for k, t in timed.items() if k in seconds and t > 0)
+        if ratios:
+            scale = ratios[len(ratios) // 2]
+        for k in timed:
+            seconds.pop(k, None)
+    for k, t in timed.items():
+        if t * scale >= args.min:
+            seconds[k] = round(t * scale, 1)
     ordered = dict(sorted(seconds.items(), key=lambda kv: (-kv[1], kv[0])))
     OUT.write_text(json.dumps(ordered, indent=0) + "\n", encoding="utf-8")
-    print(f"{len(ordered)} tests, {sum(ordered.values()):.0f} s -> {OUT}")
+    note = f" (merged; the run's times x {scale:.3g})" if args.merge else ""
+    print(f"{len(ordered)} tests, {sum(ordered.values()):.0f} s -> {OUT}{note}")
 
 
 if __name__ == "__main__":

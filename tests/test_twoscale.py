@@ -327,3 +327,25 @@ def test_spectral_power_certificate_covers_its_error_against_long_double(high):
     assert err - slack <= freq_l2 + inv_l1
     normwise = norms * pld_fft._fft_rel(n) * math.sqrt(n)
     assert fwd < normwise / 3
+
+def test_spectral_top_declines_a_factor_wider_than_its_window_before_building_it(
+    monkeypatch,
+):
+    """A factor whose coarse tail spans more than ``SPECTRAL_MAX_N`` fine steps cannot
+    fit the window: it is declined from the parts' ends, never put on the fine grid
+    (near sampling rate 1e-7 each attempt built ~1e8 points, 0.8 GB, to decline them:
+    max_sample_rate(0.1, 1e-5, 0.3, 10**4) cost 32 s CPU instead of 5).  A narrow
+    factor is still built."""
+    from dpacct.accountant.pld import twoscale
+    from dpacct.accountant.pld.grid import GridPLD as grid
+    from dpacct.accountant.pld.twoscale import SplitPLD, _spectral_top
+
+    step = 2.0**-10
+    fine = grid(step, 0, np.full(5, 0.2), 0.0, True)
+    built = []
+    monkeypatch.setattr(twoscale, "_on_grid", lambda p, s: built.append(p) or p.fine)
+    for nodes, declined in ((twoscale.SPECTRAL_MAX_N // 1024 + 2, True), (16, False)):
+        coarse = grid(1024 * step, 0, np.r_[np.zeros(nodes - 1), 1e-3], 0.0, True)
+        built.clear()
+        _spectral_top(SplitPLD(fine, coarse), None, 300, step, 1e-12, 1e-9)
+        assert (built == []) == declined

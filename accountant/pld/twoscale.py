@@ -592,6 +592,16 @@ def _on_grid(p: SplitPLD, step: float) -> GridPLD:
     return out if p.coarse is None else _add(out, _onto_finer(p.coarse, step))
 
 
+def _span_points(p: SplitPLD, step: float) -> float:
+    """Steps of ``step`` from the lowest to the highest node of ``p``'s parts: what
+    :func:`_on_grid` spans (its length minus one, up to a node at each end when a
+    finer part is regridded), from the parts' ends alone."""
+    parts = (p.fine,) if p.coarse is None else (p.fine, p.coarse)
+    lo = min(q.offset * q.step for q in parts)
+    hi = max((q.offset + q.pmf.size - 1) * q.step for q in parts)
+    return (hi - lo) / step
+
+
 def _spectral_top(
     power: SplitPLD,
     low: SplitPLD | None,
@@ -625,6 +635,11 @@ def _spectral_top(
     every level (the whole composition's): a level whose step would need 1.1 times
     :data:`SPECTRAL_MAX_N` points for it declines before the Chernoff tables.
     """
+    # the window holds every point of both factors on ``step``: a factor spanning more
+    # than SPECTRAL_MAX_N of them is declined before it is built (near sampling rate
+    # 1e-7 the tail's grid is 2^15 bulk steps and one factor ~1e8 points, 0.8 GB)
+    if max(_span_points(p, step) for p in (power, low) if p is not None) > SPECTRAL_MAX_N + 2:
+        return None
     cells = [_on_grid(power, step)]
     if low is not None:
         cells.append(_on_grid(low, step))
