@@ -26,14 +26,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
 from collections.abc import Sequence
 from typing import Any
 
-from benchmarks.checkouts import old_new_sides, write_json
+from benchmarks.checkouts import checkout_env, old_new_sides, write_json
 
 #: name -> (kind, arguments)
 TIME_ROWS = {
@@ -98,7 +97,9 @@ print(json.dumps({"n": int(c.size), "bound": pld_fft._fft_roundoff(a, b), "error
 
 
 def _run(root: str, python: str, child: str, spec: dict[str, Any]) -> dict[str, Any]:
-    env = dict(os.environ, PYTHONPATH=root, OMP_NUM_THREADS="1")
+    # the checkout's own dpacct (PYTHONPATH=root alone would import the interpreter's
+    # install for dpacct.accountant etc.: the folders map into one namespace)
+    env = dict(checkout_env(root, extra_path=[root]), OMP_NUM_THREADS="1")
     res = subprocess.run(
         [python, "-c", child, json.dumps(spec)],
         cwd=root,

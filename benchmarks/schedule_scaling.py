@@ -24,13 +24,12 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import subprocess
 import sys
 from collections.abc import Sequence
 from typing import Any
 
-from benchmarks.checkouts import old_new_sides, write_json
+from benchmarks.checkouts import checkout_env, old_new_sides, write_json
 
 ROWS = {
     "100 phases x 10": ("random_phases", 100),
@@ -84,7 +83,9 @@ print(json.dumps(out))
 
 def _run(root: str, python: str, row: tuple[str, int], trace: bool, timeout: float):
     spec = json.dumps({"row": list(row), "trace": trace})
-    env = dict(os.environ, PYTHONPATH=root, OMP_NUM_THREADS="1")
+    # the checkout's own dpacct (PYTHONPATH=root alone would import the interpreter's
+    # install for dpacct.accountant etc.: the folders map into one namespace)
+    env = dict(checkout_env(root, extra_path=[root]), OMP_NUM_THREADS="1")
     try:
         res = subprocess.run(
             [python, "-c", _CHILD, spec],
