@@ -237,28 +237,34 @@ def mc_delta(sigma, t, eps, n, rng, chunk=200_000):
     return mean, np.sqrt(np.maximum(ss / n - mean**2, 0) / n)
 
 
+def _proposal_draw(sigma, t, b, rng, wts, shifts):
+    """``b`` draws of the proposal ``R = w_0 P + sum_a w_a P_a`` (``P_a``: one uniform
+    coordinate shifted by ``a``, another by 1, an ordered pair), with ``Y = exp((x -
+    1/2)/sigma^2)``, the exact ``L`` and the density ``dR/dQ`` at each draw."""
+    x = rng.normal(0.0, sigma, (b, t))
+    comp = rng.choice(len(wts), size=b, p=wts)
+    i = rng.integers(0, t, b)
+    j = (i + rng.integers(1, t, b)) % t
+    x[np.arange(b), i] += np.take((1.0, *shifts), comp)
+    x[np.arange(b), j] += 1.0
+    y1 = np.exp((x - 0.5) / sigma**2)
+    ex = exact_L(x, sigma)
+    dens = wts[0] * ex
+    for wa, a in zip(wts[1:], shifts, strict=True):
+        ya = np.exp((a * x - 0.5 * a * a) / sigma**2)
+        dens = dens + wa * (ya.sum(1) * y1.sum(1) - (ya * y1).sum(1)) / (t * (t - 1))
+    return y1, ex, dens
+
+
 def is_delta(sigma, t, eps, n, rng, shifts=(4.0, 5.5), chunk=20_000):
-    """Importance-sampled ``E_Q[(L - e^eps)_+]``: proposal ``R = 0.3 P + sum_a 0.35 P_a``,
-    ``P_a`` = one uniform coordinate shifted by ``a``, another by 1 (ordered pair)."""
+    """Importance-sampled ``E_Q[(L - e^eps)_+]``: proposal ``R = 0.3 P + sum_a 0.35 P_a``
+    (:func:`_proposal_draw`)."""
     g = np.exp(np.asarray(eps))
     wts = (0.3,) + (0.7 / len(shifts),) * len(shifts)
     s, ss, done = np.zeros(g.size), np.zeros(g.size), 0
     while done < n:
         b = min(chunk, n - done)
-        x = rng.normal(0.0, sigma, (b, t))
-        comp = rng.choice(len(wts), size=b, p=wts)
-        i = rng.integers(0, t, b)
-        j = (i + rng.integers(1, t, b)) % t
-        amp = np.where(comp == 0, 1.0, np.take((1.0, *shifts), comp))
-        x[np.arange(b), i] += amp
-        x[np.arange(b), j] += 1.0
-        L = exact_L(x, sigma)
-        dens = wts[0] * L
-        y1 = np.exp((x - 0.5) / sigma**2)
-        for wa, a in zip(wts[1:], shifts, strict=True):
-            ya = np.exp((a * x - 0.5 * a * a) / sigma**2)
-            la = (ya.sum(1) * y1.sum(1) - (ya * y1).sum(1)) / (t * (t - 1))
-            dens = dens + wa * la
+        _, L, dens = _proposal_draw(sigma, t, b, rng, wts, shifts)
         v = np.maximum(L[:, None] - g[None, :], 0.0) / dens[:, None]
         s += v.sum(0)
         ss += (v * v).sum(0)
@@ -277,18 +283,7 @@ def pointwise_is(sigma, t, eps, n, rng, shifts, chunk=20_000):
     done = 0
     while done < n:
         b = min(chunk, n - done)
-        x = rng.normal(0.0, sigma, (b, t))
-        comp = rng.choice(len(wts), size=b, p=wts)
-        i = rng.integers(0, t, b)
-        j = (i + rng.integers(1, t, b)) % t
-        x[np.arange(b), i] += np.take((1.0, *shifts), comp)
-        x[np.arange(b), j] += 1.0
-        y1 = np.exp((x - 0.5) / sigma**2)
-        ex = exact_L(x, sigma)
-        dens = wts[0] * ex
-        for wa, a in zip(wts[1:], shifts, strict=True):
-            ya = np.exp((a * x - 0.5 * a * a) / sigma**2)
-            dens = dens + wa * (ya.sum(1) * y1.sum(1) - (ya * y1).sum(1)) / (t * (t - 1))
+        y1, ex, dens = _proposal_draw(sigma, t, b, rng, wts, shifts)
         ys = np.sort(y1, axis=1)
         big, second = ys[:, -1], ys[:, -2]
         rest = y1.sum(1) - big
