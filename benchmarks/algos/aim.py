@@ -178,6 +178,22 @@ def _peer_runs(path: Path, epsilons, start: int, count: int, command: str,
     return cache
 
 
+def _paired_setup():
+    """What the two paired diagnostics share: ``mbi``, its estimator, the data set, its
+    codes, sizes and names, the 2-way workload, its real tables and ``mbi``'s domain."""
+    from dpacct.mechanisms.algorithms.synthesis import encode
+
+    mbi, MirrorDescent, _ = _mbi()
+    cols, data = adult_like(N_ROWS)
+    codes = encode(cols, data)
+    sizes = tuple(c.size for c in cols)
+    names = [c.name for c in cols]
+    work = list(combinations(range(len(cols)), 2))
+    real = _tables(codes, sizes, work)
+    domain = mbi.Domain.fromdict(dict(zip(names, sizes, strict=True)))
+    return mbi, MirrorDescent, cols, data, codes, sizes, names, work, real, domain
+
+
 def estimator_check(epsilon: float, seeds: int, iters=(1000, 10000)) -> list[tuple]:
     """Where a utility gap could come from: the estimate.  For each seed, dpacct's AIM is
     run, and ``mbi`` 2.0's estimator (``MirrorDescent`` from a cold start, ``iters``
@@ -189,16 +205,8 @@ def estimator_check(epsilon: float, seeds: int, iters=(1000, 10000)) -> list[tup
 
     import dpacct.mechanisms.algorithms.synthesis_aim as sa
     from dpacct.calibrators import calibrate_aim
-    from dpacct.mechanisms.algorithms.synthesis import encode
 
-    mbi, MirrorDescent, _ = _mbi()
-    cols, data = adult_like(N_ROWS)
-    codes = encode(cols, data)
-    sizes = tuple(c.size for c in cols)
-    names = [c.name for c in cols]
-    work = list(combinations(range(len(cols)), 2))
-    real = _tables(codes, sizes, work)
-    domain = mbi.Domain.fromdict(dict(zip(names, sizes, strict=True)))
+    mbi, MirrorDescent, cols, data, _, _, names, work, real, domain = _paired_setup()
     last: dict = {}
     fit = sa._Model.fit
 
@@ -250,16 +258,8 @@ def in_loop(epsilon: float, seeds, iters: int = 1000, warm: bool = True,
 
     import dpacct.mechanisms.algorithms.synthesis_aim as sa
     from dpacct.calibrators import calibrate_aim
-    from dpacct.mechanisms.algorithms.synthesis import encode
 
-    mbi, MirrorDescent, _ = _mbi()
-    cols, data = adult_like(N_ROWS)
-    codes = encode(cols, data)
-    sizes = tuple(c.size for c in cols)
-    names = [c.name for c in cols]
-    work = list(combinations(range(len(cols)), 2))
-    real = _tables(codes, sizes, work)
-    domain = mbi.Domain.fromdict(dict(zip(names, sizes, strict=True)))
+    mbi, MirrorDescent, cols, data, _, _, names, work, real, domain = _paired_setup()
     engine = MirrorDescent()
     last: dict = {}
 
