@@ -8,22 +8,19 @@ docs/theory/allocation_k_of_t.md), and refuse a run that breaks the sampler's pr
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("opacus")
 
-from opacus import PrivacyEngine  # noqa: E402
-from torch.utils.data import DataLoader, TensorDataset  # noqa: E402
+from opacus_runs import make_private, toy_data  # noqa: E402
+from torch.utils.data import DataLoader  # noqa: E402
 
 from dpacct._opacus_data_path import identify  # noqa: E402
 from dpacct.accountant import random_allocation  # noqa: E402
 from dpacct.mechanisms import GaussianMechanism  # noqa: E402
 from dpacct.opacus import (  # noqa: E402
-    MECHANISM,
     RandomAllocationBatchSampler,
     UnaccountedSamplerError,
 )
@@ -34,9 +31,7 @@ pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
 
 def _data():
-    g = torch.Generator().manual_seed(0)
-    x = torch.randn(N, 4, generator=g)
-    return TensorDataset(x, (x[:, 0] > 0).float())
+    return toy_data(N)
 
 
 def _loader(k=K):
@@ -46,20 +41,7 @@ def _loader(k=K):
 
 
 def _private(loader):
-    torch.manual_seed(0)
-    model = torch.nn.Linear(4, 1)
-    engine = PrivacyEngine(accountant=MECHANISM)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        model, opt, loader = engine.make_private(
-            module=model,
-            optimizer=torch.optim.SGD(model.parameters(), lr=0.5),
-            data_loader=loader,
-            noise_multiplier=SIGMA,
-            max_grad_norm=1.0,
-            poisson_sampling=False,
-        )
-    return engine, model, opt, loader
+    return make_private(loader, SIGMA)
 
 
 def _train(model, opt, loader, epochs):

@@ -8,7 +8,6 @@ one batch of each.
 from __future__ import annotations
 
 import itertools
-import warnings
 
 import numpy as np
 import pytest
@@ -16,8 +15,8 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("opacus")
 
-from opacus import PrivacyEngine  # noqa: E402
-from torch.utils.data import DataLoader, TensorDataset  # noqa: E402
+from opacus_runs import make_private, toy_data  # noqa: E402
+from torch.utils.data import DataLoader  # noqa: E402
 
 from dpacct._opacus_data_path import DataPath, shuffled_mu2  # noqa: E402
 from dpacct._opacus_passes import PassLog  # noqa: E402
@@ -30,22 +29,9 @@ SHUFFLE = DataPath("shuffle", "RandomSampler", 10, 0.1, 12)
 
 
 def _shuffled_run(seed: int, sigma: float, steps: int):
-    g = torch.Generator().manual_seed(0)
-    x = torch.randn(N, 4, generator=g)
-    data = TensorDataset(x, (x[:, 0] > 0).float())
-    loader = DataLoader(data, batch_size=N // steps, shuffle=True,
-                        generator=torch.Generator().manual_seed(seed))
-    torch.manual_seed(0)
-    model = torch.nn.Linear(4, 1)
-    engine = PrivacyEngine(accountant=MECHANISM)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        model, opt, loader = engine.make_private(
-            module=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.5),
-            data_loader=loader, noise_multiplier=sigma, max_grad_norm=1.0,
-            poisson_sampling=False,
-        )  # fmt: skip
-    return engine, model, opt, loader
+    loader = DataLoader(toy_data(N), batch_size=N // steps, shuffle=True,
+                        generator=torch.Generator().manual_seed(seed))  # fmt: skip
+    return make_private(loader, sigma)
 
 
 @pytest.mark.filterwarnings("ignore::UserWarning")

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import warnings
 
 import numpy as np
 import pytest
@@ -15,8 +14,8 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("opacus")
 
-from opacus import PrivacyEngine  # noqa: E402
-from torch.utils.data import DataLoader, TensorDataset  # noqa: E402
+from opacus_runs import make_private, toy_data  # noqa: E402
+from torch.utils.data import DataLoader  # noqa: E402
 
 from dpacct._opacus_data_path import DataPath  # noqa: E402
 from dpacct._opacus_watch import BatchWatch  # noqa: E402
@@ -24,7 +23,6 @@ from dpacct.accountant.transformers.random_allocation_lower import (  # noqa: E4
     random_allocation_lower_epsilon,
 )
 from dpacct.opacus import (  # noqa: E402
-    MECHANISM,
     RandomAllocationBatchSampler,
     UnaccountedSamplerError,
 )
@@ -39,22 +37,10 @@ def test_allocation_sampler_reseeded_every_epoch_is_refused_or_accounted():
     # Same allocation S in every epoch: summing each step's outputs over the E epochs is
     # a sufficient statistic, so the run is ONE k-of-T epoch at noise sigma / sqrt(E).
     # Its certified lower bound (a post-processing attack) is the truth's floor.
-    g = torch.Generator().manual_seed(0)
-    x = torch.randn(N, 4, generator=g)
-    data = TensorDataset(x, (x[:, 0] > 0).float())
     gen = torch.Generator()
-    loader = DataLoader(data, batch_sampler=RandomAllocationBatchSampler(N, STEPS, k=K,
-                                                                         generator=gen))
-    torch.manual_seed(0)
-    model = torch.nn.Linear(4, 1)
-    engine = PrivacyEngine(accountant=MECHANISM)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        model, opt, loader = engine.make_private(
-            module=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.5),
-            data_loader=loader, noise_multiplier=SIGMA, max_grad_norm=1.0,
-            poisson_sampling=False,
-        )  # fmt: skip
+    loader = DataLoader(toy_data(N), batch_sampler=RandomAllocationBatchSampler(N, STEPS, k=K,
+                                                                               generator=gen))
+    engine, model, opt, loader = make_private(loader, SIGMA)
     loss_fn = torch.nn.BCEWithLogitsLoss()
     seen = []
     try:
@@ -96,22 +82,9 @@ def test_allocation_watch_sees_a_pass_that_repeats_the_first():
 
 
 def _private_allocation_run(seed: int, sigma: float, steps: int, k: int):
-    g = torch.Generator().manual_seed(0)
-    x = torch.randn(N, 4, generator=g)
-    data = TensorDataset(x, (x[:, 0] > 0).float())
     sampler = RandomAllocationBatchSampler(N, steps, k=k,
                                            generator=torch.Generator().manual_seed(seed))
-    torch.manual_seed(0)
-    model = torch.nn.Linear(4, 1)
-    engine = PrivacyEngine(accountant=MECHANISM)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        model, opt, loader = engine.make_private(
-            module=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.5),
-            data_loader=DataLoader(data, batch_sampler=sampler), noise_multiplier=sigma,
-            max_grad_norm=1.0, poisson_sampling=False,
-        )  # fmt: skip
-    return engine, model, opt, loader
+    return make_private(DataLoader(toy_data(N), batch_sampler=sampler), sigma)
 
 
 @pytest.mark.slow

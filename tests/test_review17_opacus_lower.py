@@ -15,37 +15,23 @@ printed lower end is 3.6965 and the truth at most 3.139.
 
 from __future__ import annotations
 
-import warnings
-
 import pytest
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("opacus")
 
-from opacus import PrivacyEngine  # noqa: E402
+from opacus_runs import make_private, toy_data  # noqa: E402
 from oracles import gaussian_epsilon  # noqa: E402
 from torch.utils.data import DataLoader, RandomSampler, TensorDataset  # noqa: E402
-
-from dpacct.opacus import MECHANISM  # noqa: E402
 
 
 @pytest.mark.filterwarnings("ignore::UserWarning")
 def test_shuffled_lower_end_with_a_subset_sampler_is_below_the_truth():
     n, m, batch, sigma, delta = 1000, 10, 5, 1.0, 1e-5
-    g = torch.Generator().manual_seed(0)
-    x = torch.randn(n, 4, generator=g)
-    data = TensorDataset(x, (x[:, 0] > 0).float())
+    data = toy_data(n)
     sampler = RandomSampler(data, num_samples=m, generator=torch.Generator().manual_seed(1))
     loader = DataLoader(data, batch_size=batch, sampler=sampler)
-    model = torch.nn.Linear(4, 1)
-    engine = PrivacyEngine(accountant=MECHANISM)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        model, opt, loader = engine.make_private(
-            module=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.1),
-            data_loader=loader, noise_multiplier=sigma, max_grad_norm=1.0,
-            poisson_sampling=False,
-        )  # fmt: skip
+    engine, model, opt, loader = make_private(loader, sigma, lr=0.1)
     assert engine.accountant.data_path.scheme == "shuffle"
     loss_fn = torch.nn.BCEWithLogitsLoss()
     for xb, yb in loader:  # one whole pass: len(loader) == 2 steps
