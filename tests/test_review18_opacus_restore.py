@@ -64,10 +64,10 @@ def test_restored_full_sampler_path_does_not_give_a_subset_run_a_lower_end():
     assert len(acct) == 2 * (passes + 1)
     lower, upper = acct.epsilon_bounds(delta)
     one = dpa_pld.from_gaussian_mechanism(
-        sigma, pessimistic_estimate=True, value_discretization_interval=1e-4
+        sigma, pessimistic_estimate=True, value_discretization_interval=1e-3
     )
     sub = dpa_pld.from_gaussian_mechanism(
-        sigma, sampling_prob=m / n, pessimistic_estimate=True, value_discretization_interval=1e-4
+        sigma, sampling_prob=m / n, pessimistic_estimate=True, value_discretization_interval=1e-3
     )
     truth_at_most = one.compose(sub.self_compose(passes)).get_epsilon_for_delta(delta)
     assert truth_at_most == pytest.approx(11.7525, abs=1e-3)
@@ -95,7 +95,7 @@ def test_attaching_a_full_sampler_after_subset_passes_gives_no_lower_end():
     acct.attach_data_loader(full, poisson_sampling=False)  # no step taken under it
     lower, _ = acct.epsilon_bounds(delta)
     sub = dpa_pld.from_gaussian_mechanism(
-        sigma, sampling_prob=m / n, pessimistic_estimate=True, value_discretization_interval=1e-4
+        sigma, sampling_prob=m / n, pessimistic_estimate=True, value_discretization_interval=1e-3
     )
     truth_at_most = sub.self_compose(passes).get_epsilon_for_delta(delta)
     assert lower <= truth_at_most
