@@ -68,6 +68,7 @@ from dpacct._opacus_data_path import (
     FixedSizeBatchSampler,
     UnaccountedSamplerError,
     accounted_alike,
+    carried,
     data_path_from_state,
     draws_poisson,
     identify,
@@ -440,6 +441,7 @@ class OpacusAccountant(IAccountant):
         self.history = history
         self._ledger, self._non_private, self._synced = ledger, non_private, list(history)
         if path is not None:
+            path = carried(self._path, path)  # steps to come run under the current loader
             self._path, self._refused, self._unseen = path, None, False
 
     # ------------------------------------------------------------ dpacct extras
@@ -659,6 +661,8 @@ class OpacusAccountant(IAccountant):
                 "data path changes is not accounted (use a new accountant for the new "
                 "loader and compose the two ledgers)"
             )
+        if self.history:
+            path = carried(old, path)  # the recorded steps ran under the old path
         self._path, self._refused, self._unseen = path, None, False
         self._synced = None  # recorded rates are resolved against the new path
         if watch_loader:

@@ -28,12 +28,6 @@ def _ledger() -> PrivacyAccountant:
     return acct
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=TypeError,
-    reason="review18 medium: _PLDHistory.__init__ sets self.delta (a float) over its delta "
-    "method, so delta() raises TypeError once epsilon() below the floor rebuilt the history",
-)
 def test_delta_still_answers_after_epsilon_below_the_history_floor():
     fresh = _ledger().delta(1.0)
     acct = _ledger()

@@ -42,12 +42,6 @@ def _train(loader, sigma, passes, state=None):
     return engine.accountant
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="review18 medium: accounted_alike ignores every_record, so a full-sampler "
-    "checkpoint restored under a subset sampler keeps the shuffled lower end (14.04 > "
-    "truth <= 11.75)",
-)
 @pytest.mark.filterwarnings("ignore::UserWarning")
 def test_restored_full_sampler_path_does_not_give_a_subset_run_a_lower_end():
     n, batch, m, sigma, delta, passes = 1000, 500, 501, 1.0, 1e-5, 10
@@ -75,12 +69,6 @@ def test_restored_full_sampler_path_does_not_give_a_subset_run_a_lower_end():
     assert lower <= truth_at_most
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="review18 medium (same cause): attach_data_loader of a full sampler after "
-    "subset passes is accounted_alike, so every_record turns True (lower 13.24 > truth "
-    "<= 10.48)",
-)
 @pytest.mark.filterwarnings("ignore::UserWarning")
 def test_attaching_a_full_sampler_after_subset_passes_gives_no_lower_end():
     n, batch, m, sigma, delta, passes = 1000, 500, 501, 1.0, 1e-5, 10

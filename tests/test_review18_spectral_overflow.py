@@ -25,12 +25,6 @@ from dpacct.mechanisms import GaussianMechanism
 dpa = pytest.importorskip("dp_accounting")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=OverflowError,
-    reason="review18 low: masses[0] ** high in _spectral_top's decline test raises "
-    "OverflowError at 2e15 steps (old main answered)",
-)
 def test_a_huge_count_is_answered_not_overflowed():
     sigma, q, steps, delta = 2.0, 1e-7, 2 * 10**15, 1e-5
     rdp = dpa.rdp.RdpAccountant()

@@ -650,7 +650,10 @@ def _spectral_top(
     # an upper bound on each cell's mass (a sum of non-negative terms, within n u)
     masses = [float(np.sum(p)) * (1.0 + (p.size + 2) * 2.0**-53) for p in pmfs]
     n0 = _next_fast_len(max(p.size for p in pmfs))  # the shortest window
-    if high * _pass_model(n0)[1] * masses[0] ** high > max_err:
+    # in logs: a pessimistic mass is a little above 1, and its power at a huge count
+    # (2e15 steps) overflows a Python float (inf there means decline, as it should)
+    log_mass = high * math.log(masses[0]) if masses[0] > 0.0 else -math.inf
+    if log_mass > 700.0 or high * _pass_model(n0)[1] * math.exp(log_mass) > max_err:
         # the componentwise forward term at frequency 0 alone (about high * kappa)
         return None  # declined before the Chernoff tables (a million steps: 4 MB, 3 ms)
     if seen is not None and seen.get("width", 0.0) > 1.1 * SPECTRAL_MAX_N * step:
