@@ -71,7 +71,7 @@ def _patterns(n: int, k: int, c0: float, c1: float):
     pb[0] = c0
     cols.append(pb)
     counts.append(1)
-    gram = sum(nr * np.outer(p, p) for nr, p in zip(counts, cols))
+    gram = sum(nr * np.outer(p, p) for nr, p in zip(counts, cols, strict=True))
     ref = balls_in_bins_gram([c0, c1], n, k)
     assert np.allclose(gram, ref, rtol=1e-12, atol=1e-12), (gram, ref)
     return counts, cols, ref
@@ -163,7 +163,7 @@ def delta_curve(n, k, c, sigma, eps_grid, *, points=41, width=8.0, rho=0.02, the
     # the partial-sum grid: 0, then theta * e^(rho j) up to above the largest sum
     smax = sum(float(term(s, grids[s][0][-1], grids[(s + 1) % k][0][-1],
                           c0 * grids[k][0][-1] if s == 0 else 0.0)) for s in range(k))
-    m = int(math.ceil(math.log(smax * 2 / theta) / rho)) + 2
+    m = math.ceil(math.log(smax * 2 / theta) / rho) + 2
     g = np.concatenate([[0.0], theta * np.exp(rho * np.arange(m))])
     gam = np.exp(np.asarray(eps_grid, dtype=float))
     gam = np.nextafter(np.nextafter(gam, -np.inf if up else np.inf), -np.inf if up else np.inf)
@@ -172,7 +172,7 @@ def delta_curve(n, k, c, sigma, eps_grid, *, points=41, width=8.0, rho=0.02, the
     t0s, w0s = grids[0]
     tb, wb = grids[k]
     t1, w1 = grids[1]
-    for x0, wx0 in zip(t0s, w0s):
+    for x0, wx0 in zip(t0s, w0s, strict=True):
         if wx0 == 0.0:
             continue
         # term 0 from (B, T_1) given T_0 = x0: state (T_1 point, partial sum)
