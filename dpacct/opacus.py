@@ -384,7 +384,7 @@ class OpacusAccountant(IAccountant):
         destination["mechanism"] = self.mechanism()
         if self._path is not None:
             destination["data_path"] = self._path.as_dict()
-            destination.update(self._passes.saved(self._watch))
+            destination.update(self._passes.saved(self._watch, self._path, self.history))
         return destination
 
     def load_state_dict(self, state_dict: Mapping[str, Any]) -> None:
