@@ -121,6 +121,9 @@ class LedgerMechanism(Mechanism):
         self._rounded_cache: dict[bool, tuple[int, Mechanism]] = {}
         self._composed: tuple[int, Mechanism | None] = (-1, None)
         self._eps_cache: dict[Any, Any] = {}
+        #: delta answers given off the "exact" route, per tol: (records version, the
+        #: epsilons asked, sorted, and the running minimum of their answers)
+        self._delta_seen: dict[Any, tuple[int, np.ndarray, np.ndarray]] = {}
 
     # ------------------------------------------------------------ what it is
     @property
@@ -282,13 +285,43 @@ class LedgerMechanism(Mechanism):
     def delta(self, epsilon, *, tol: float | None = None):
         """Delta spent at ``epsilon`` (scalar or array): a sound upper bound, 0 when empty.
 
-        See :func:`~dpacct.accountant.routes.ledger_delta`.
+        See :func:`~dpacct.accountant.routes.ledger_delta`.  Off the ``"exact"`` route
+        the answers do not increase with epsilon (:meth:`_non_increasing`).
         """
         tol = self._tol_of(tol)
         e_arr = as_real_array("epsilon", epsilon)
         flat = np.array([check_epsilon(e) for e in e_arr.reshape(-1)], dtype=float)
-        out = routes.ledger_delta(self, flat, tol).reshape(e_arr.shape)
+        out = routes.ledger_delta(self, flat, tol)
+        if self._records.entries and self.route != "exact":
+            out = self._non_increasing(flat, out, tol)
+        out = out.reshape(e_arr.shape)
         return float(out) if np.ndim(e_arr) == 0 else out
+
+    def _non_increasing(self, flat: np.ndarray, out: np.ndarray, tol: float | None) -> np.ndarray:
+        """Each answer lowered to the smallest answer at an epsilon at most its own, among
+        this call's and the earlier calls' on the same records (and ``tol``).
+
+        Sound: the true ``delta(eps) = sup_S P(S) - e^eps Q(S)`` of every pair does not
+        increase with ``eps``, so a sound upper bound at ``eps' <= eps`` is one at
+        ``eps`` too, and the smallest of several sound bounds is sound.  Free: the
+        answers are the ones already computed (the composed histories near their floor
+        and the rounded schedule can each read a little higher at a larger epsilon;
+        this keeps every value one of them).  The ``"exact"`` route keeps the
+        composition's answers, equal to those of the same question asked of it.
+        """
+        version = self._records.version
+        seen = self._delta_seen.get(tol)
+        e_all, d_all = flat, out
+        if seen is not None and seen[0] == version:
+            e_all, d_all = np.concatenate([seen[1], flat]), np.concatenate([seen[2], out])
+        order = np.lexsort((d_all, e_all))
+        e_sorted = e_all[order]
+        running = np.minimum.accumulate(d_all[order])
+        at = np.searchsorted(e_sorted, flat, side="right") - 1  # every epsilon of flat is in
+        if len(self._delta_seen) > 8:
+            self._delta_seen.clear()
+        self._delta_seen[tol] = (version, e_sorted[-1024:], running[-1024:])
+        return np.minimum(out, running[at])
 
     def epsilon_bounds(self, delta: float, *, tol: float | None = None) -> Bracket:
         """``(lower, upper)`` bracket of the epsilon spent at ``delta``.
