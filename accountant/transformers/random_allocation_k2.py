@@ -68,8 +68,9 @@ _CHARGE = 1e-9
 _DLOG = 1e-4
 #: lattice entries and M cells below this mass are charged in full
 _DROP = 1e-25
-#: the smallest T and sigma the direct bound is built for
-K2_MIN_STEPS = 3
+#: the smallest T and sigma the direct bound is built for (the route of
+#: :class:`~dpacct.accountant.RandomAllocationMechanism` needs T > k = 2)
+K2_MIN_STEPS = 2
 K2_MIN_SIGMA = 0.45
 #: the largest T the route of :class:`~dpacct.accountant.RandomAllocationMechanism` tries
 K2_MAX_STEPS = 300
@@ -195,7 +196,7 @@ def _settings(sigma: float, t: int) -> tuple[float, float, float, float]:
     var = math.expm1(1.0 / sigma**2)
     if sigma < 0.6:
         return 2e-3, 0.25, 4.0 * max(1.0, var / 58.6), 1e-8
-    return 1e-3, (0.25 if t >= 50 else 0.05), 0.05 * max(1.0, var / 2.0), _CHARGE
+    return 1e-3, (0.25 if t >= 50 else 0.05), 0.15 * max(1.0, var / 2.0), _CHARGE
 
 
 def k2_remove_atoms(
@@ -211,7 +212,8 @@ def k2_remove_atoms(
     sigma : float
         Noise multiplier, > 0.
     steps : int
-        Steps per epoch ``T``, >= 3.
+        Steps per epoch ``T``, >= 2 (at ``T = 2`` the bound is the exact pair, a
+        Gaussian: no amplification).
     progress : bool, default False
         Show a ``tqdm`` bar after :data:`PROGRESS_DELAY` seconds.
 
@@ -355,7 +357,7 @@ class AllocationK2Remove(Mechanism):
     sigma : float
         Noise multiplier, > 0.
     steps : int
-        Steps per epoch ``T``, >= 3.
+        Steps per epoch ``T``, >= 2.
     progress : bool, default True
         Progress bar while the law is built.
 
