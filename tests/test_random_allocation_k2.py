@@ -110,6 +110,17 @@ def test_bracket_width_at_sigma_1_t_100():
     assert (hi - lo) / hi < 0.011
 
 
+@pytest.mark.slow
+def test_calibration_with_the_direct_route_meets_the_target_from_below():
+    from dpacct.calibrators import random_allocation_noise_multiplier
+
+    s_blocks = random_allocation_noise_multiplier(1.5, 1e-6, 100, k=2, direct=False)
+    s = random_allocation_noise_multiplier(1.5, 1e-6, 100, k=2)
+    assert s < s_blocks
+    eps = float(random_allocation(GaussianMechanism(s), 100, k=2).epsilon(1e-6))
+    assert 1.5 * (1 - 1e-3) <= eps <= 1.5
+
+
 def test_bad_input():
     with pytest.raises(ValueError, match="steps"):
         k2_remove_atoms(1.0, 1)
