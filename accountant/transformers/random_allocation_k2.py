@@ -258,7 +258,9 @@ def _build(sigma: float, t: int, progress: bool) -> tuple[np.ndarray, np.ndarray
     top_charge = 2.0 * special.ndtr(-zs) * (1 + _err(np.array([zs]))[0])
     top_charge += (t - 2) * special.ndtr(-zu) * (1 + _err(np.array([zu]))[0])
     tail += float(top_charge)
-    cuts = np.arange(lmin + coarse, lmax + coarse, coarse)
+    cuts = np.arange(lmin + coarse, levels[-1] + coarse, coarse)
+    if cuts[-1] < levels[-1]:  # every M cell must be taken by a cut
+        cuts = np.append(cuts, levels[-1])
     nbin = math.ceil((math.log(2 * m[-1] * n * h + (n * h) ** 2) + 40.0) / _DLOG) + 2
     off = math.ceil(40.0 / _DLOG)  # log-grid index 0 is e^{-40}; values below go up to it
     hist = np.zeros(nbin)
@@ -311,6 +313,8 @@ def _build(sigma: float, t: int, progress: bool) -> tuple[np.ndarray, np.ndarray
                 hist += np.bincount(
                     ix.ravel(), weights=(wj[:, None] * pr[None, :]).ravel(), minlength=nbin
                 )
+    if c_lo < levels[-1]:
+        raise ArithmeticError("an M cell was left out of the k = 2 law")
     # bincount's float sums: a few ulps per entry added, relative
     hist *= 1.0 + _OPS
     nz = np.flatnonzero(hist > 0)
