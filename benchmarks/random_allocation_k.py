@@ -11,7 +11,8 @@ docs/theory/allocation_k_of_t.md), its width relative to the upper end, the CPU
 seconds of the call (``time.process_time``, imports excluded) and the child's peak
 resident memory (MB, imports included), and the upper end of the blocks alone
 (``direct=False``; differs at k = 2, 3 <= T <= 300, where the direct route of
-``random_allocation_k2`` is also tried) with its CPU seconds; beside it, in the same
+``random_allocation_k2`` is also tried) with its CPU seconds (computed first; the
+bracket's CPU seconds include them, as the bracket computes the blocks too); beside it, in the same
 run, random-allocation 1.0.5's ``allocation_epsilon_combined`` (``num_selected = k``;
 orders 2..32; its k > 1 answer is its own reduction) in a child capped at ``--cap``
 seconds, and the ratio ours / theirs.  The machine may be loaded: CPU seconds, not wall.
@@ -50,14 +51,15 @@ sigma, t, k, e, d = (f(a) for f, a in zip((float, int, int, int, float), sys.arg
 from dpacct.accountant import random_allocation
 from dpacct.mechanisms import GaussianMechanism
 mech = random_allocation(GaussianMechanism(sigma), t, k=k, epochs=e)
-c0 = time.process_time()
-lo, hi = mech.epsilon_bounds(d)
-cpu = time.process_time() - c0
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 blocks = random_allocation(GaussianMechanism(sigma), t, k=k, epochs=e, direct=False)
 c1 = time.process_time()
-b = float(blocks.epsilon(d)) if mech._has_k2_route else float(hi)
-cpu_b = time.process_time() - c1 if mech._has_k2_route else cpu
+b = float(blocks.epsilon(d)) if mech._has_k2_route else None  # first: its laws built here
+cpu_b = time.process_time() - c1
+c0 = time.process_time()
+lo, hi = mech.epsilon_bounds(d)
+cpu = time.process_time() - c0 + (cpu_b if b is not None else 0.0)
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+b, cpu_b = (float(hi), cpu) if b is None else (b, cpu_b)
 print(json.dumps({"lo": float(lo), "hi": float(hi), "cpu": cpu, "mb": peak, "blocks": b,
                   "cpu_blocks": cpu_b}))
 """

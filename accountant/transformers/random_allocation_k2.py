@@ -224,7 +224,7 @@ def k2_remove_atoms(
 
     Examples
     --------
-    >>> v, q, c = k2_remove_atoms(1.0, 10)
+    >>> v, q, c = k2_remove_atoms(1.0, 3)
     >>> bool(float(q @ v) + c >= 1.0)
     True
     """
@@ -367,7 +367,7 @@ class AllocationK2Remove(Mechanism):
 
     Examples
     --------
-    >>> bool(AllocationK2Remove(1.0, 10, progress=False).epsilon(1e-3) > 0)
+    >>> bool(AllocationK2Remove(1.0, 3, progress=False).epsilon(1e-3) > 0)
     True
     """
 
@@ -441,7 +441,7 @@ def allocation_k2_pair(sigma: float, steps: int, epochs: int = 1, *, progress: b
 
     Examples
     --------
-    >>> run = allocation_k2_pair(1.0, 10, progress=False)
+    >>> run = allocation_k2_pair(1.0, 3, progress=False)
     >>> bool(0 < run.epsilon(1e-3) < 10)
     True
     """
