@@ -118,18 +118,24 @@ def random_allocation_noise_multiplier(
         name="noise_multiplier",
     )
     if direct and family(float(cal.parameter), True)._has_k2_route:
-        # the direct route is below the blocks (it takes the smaller of the two): the
-        # sigma it needs is at most the blocks', and at least 0.95 of it wherever measured
-        # (docs/theory/allocation_k_of_t.md); calibrate() widens the interval if not
-        top = float(cal.parameter)
-        cal = calibrate(
-            lambda s: family(s, True),
-            eps,
-            d,
-            interval=(0.95 * top, top),
-            rtol=rtol,
-            increasing=False,
-            tol=tol,
-            name="noise_multiplier",
-        )
+        cal = _refine_direct(lambda s: family(s, True), float(cal.parameter), eps, d, rtol, tol)
     return cal if full_output else float(cal.parameter)
+
+
+def _refine_direct(family, top: float, eps: float, d: float, rtol: float, tol) -> Calibration:
+    """The calibration again with the direct k = 2 route, below the blocks' sigma ``top``.
+
+    The route takes the smaller of itself and the blocks, so the sigma it needs is at
+    most ``top``, and at least 0.95 of it wherever measured (docs/theory/
+    allocation_k_of_t.md); :func:`calibrate` widens the interval if not.
+    """
+    return calibrate(
+        family,
+        eps,
+        d,
+        interval=(0.95 * top, top),
+        rtol=rtol,
+        increasing=False,
+        tol=tol,
+        name="noise_multiplier",
+    )
