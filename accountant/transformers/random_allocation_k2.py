@@ -9,7 +9,7 @@ shows that this pair dominates the adaptive epoch).  This module certifies an up
 bound on the *remove* direction ``H_gamma(P_2 || Q) = E_Q[(Lambda - gamma)_+]`` at every
 ``gamma >= 0`` and turns it into a dominating pair of probability measures for the PLD
 engine; the add direction is left to the blocks of Proposition 1
-(:class:`AllocationK2Pair` composes them).  Every step is proved in
+(:func:`allocation_k2_pair` composes them).  Every step is proved in
 docs/theory/allocation_k_of_t.md, section "The direct k = 2 remove direction":
 
 1. **Pointwise.**  ``M = max_t Y_t``, ``R`` the sum of the others: Cauchy-Schwarz on the
@@ -353,8 +353,9 @@ def _identity() -> AtomicLossLaw:
 class AllocationK2Remove(Mechanism):
     """The remove direction of one 2-of-T allocation epoch, bounded directly (module).
 
-    Its add direction is the identity (no loss): compose it with :class:`AddDirectionOnly`
-    of the blocks for a pair bounding both directions (:class:`AllocationK2Pair`).
+    Its add direction is the identity; the engine also reads the add direction off the
+    swapped remove law (valid: module, 4.), which is loose (the atom at ``v = 0``), so
+    :func:`allocation_k2_pair` composes it with the blocks' add laws.
 
     Parameters
     ----------
@@ -389,20 +390,14 @@ class AllocationK2Remove(Mechanism):
         return f"AllocationK2Remove(sigma={self.sigma}, steps={self.steps})"
 
 
-class AddDirectionOnly(Mechanism):
+class _AddDirectionOnly(Mechanism):
     """``inner``'s add direction with the identity as its remove direction.
 
-    Parameters
-    ----------
-    inner : Mechanism
-        A mechanism with loss laws (e.g. an
-        :class:`~dpacct.accountant.transformers.random_allocation_pld.AllocationEpochPair`).
-
-    Examples
-    --------
-    >>> a = AddDirectionOnly(AllocationEpochPair(1.0, 5, progress=False))
-    >>> float(a._loss_laws()[0].hockey_stick(np.array([1.0]))[0])
-    0.0
+    Only a factor of :func:`allocation_k2_pair`, **not a bound on its own**: the engine
+    also bounds a mechanism's add direction by its swapped remove law (a loss law must
+    dominate at every real epsilon), which for the identity is 0.  In the route the
+    composed remove law is :class:`AllocationK2Remove`'s, which does dominate at every
+    ``gamma >= 0`` (module, 4.), so both readings of the composition are bounds.
     """
 
     declares = Capabilities(loss_laws=True)
@@ -415,7 +410,7 @@ class AddDirectionOnly(Mechanism):
         return _identity(), self.inner._loss_laws()[1]
 
     def __repr__(self) -> str:
-        return f"AddDirectionOnly({self.inner!r})"
+        return f"_AddDirectionOnly({self.inner!r})"
 
 
 def allocation_k2_pair(sigma: float, steps: int, epochs: int = 1, *, progress: bool = True):
@@ -458,6 +453,6 @@ def allocation_k2_pair(sigma: float, steps: int, epochs: int = 1, *, progress: b
     blocks = [(half, 2 - rest), (half + 1, rest)]
     for size, count in blocks:
         if count:
-            parts.append(AddDirectionOnly(AllocationEpochPair(s, size, progress=progress)))
+            parts.append(_AddDirectionOnly(AllocationEpochPair(s, size, progress=progress)))
             counts.append(count * e)
     return compose(parts, counts=counts)
