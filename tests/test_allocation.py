@@ -10,8 +10,8 @@ from dpacct.mechanisms import GaussianMechanism
 
 
 def test_noise_multiplier_calibration_meets_the_target_from_below():
-    # the blocks alone (direct=False): the direct k = 2 route's calibration is
-    # tests/test_random_allocation_k2.py's (slow: a law of a few CPU s per sigma)
+    # the blocks alone (direct=False): the direct k = 2 route costs a law of a few CPU s
+    # per sigma tried; its calibration is measured by benchmarks.samplers_dong_ozgur
     s = random_allocation_noise_multiplier(1.0, 1e-6, 100, k=2, epochs=2, direct=False)
     run = random_allocation(GaussianMechanism(s), 100, k=2, epochs=2, direct=False)
     assert 1.0 * (1 - 1e-3) <= run.epsilon(1e-6) <= 1.0
