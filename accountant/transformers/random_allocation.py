@@ -459,7 +459,8 @@ class RandomAllocationMechanism(Mechanism):
         """The direct k = 2 route: per epoch, the (max, sum) remove direction of
         docs/theory/allocation_k_of_t.md and the blocks' add direction, composed by the
         engine (:func:`~dpacct.accountant.transformers.random_allocation_k2.allocation_k2_pair`).
-        Only where :attr:`_has_k2_route`."""
+        Only where :attr:`_has_k2_route`.
+        """
         if not self._has_k2_route:
             raise ValueError("the direct route is for k = 2, 3 <= steps <= "
                              f"{K2_MAX_STEPS} and sigma >= {K2_MIN_SIGMA}")
