@@ -255,6 +255,102 @@ def test_spectral_top_is_above_the_direct_composition():
     assert top.inf_mass < 1e-11
 
 
+def test_optimistic_spectral_top_is_below_the_direct_composition():
+    """The lower end's spectral power (issue 37, session 18) against an independent
+    product: the optimistic PLD of a coarse Gaussian law, its 4-fold power taken 9
+    times times a 3-fold one, by plain direct convolution (no FFT).  The spectral
+    result's curve is at or below the direct one at every epsilon (negative ones too),
+    and within a few certificates of it where delta is above 1e-9.  (Before, the spectral
+    power served upper bounds only; given optimistic factors it returned a pessimistic
+    PLD above the product.)"""
+    from dpacct.accountant.pld.grid import discretize
+    from dpacct.accountant.pld.twoscale import SplitPLD, _spectral_top
+
+    base = discretize(GaussianLossLaw(mu=0.2), step=2.0**-6, pessimistic=False)
+    p = base.pmf
+
+    def direct(x: np.ndarray, times: int) -> np.ndarray:
+        out = np.array([1.0])
+        for _ in range(times):
+            out = np.convolve(out, x)
+        return out
+
+    p4, p3 = direct(p, 4), direct(p, 3)
+    power = SplitPLD(type(base)(base.step, 4 * base.offset, p4, 0.0, False), None)
+    low = SplitPLD(type(base)(base.step, 3 * base.offset, p3, 0.0, False), None)
+    top = _spectral_top(power, low, 9, base.step, 1e-14, 1e-9)
+    assert top is not None and not top.pessimistic
+    exact = type(base)(base.step, 9 * 4 * base.offset + 3 * base.offset,
+                       np.convolve(direct(p4, 9), p3), 0.0, False)
+    eps = np.linspace(-1.0, 8.0, 73)
+    got, want = top.delta(eps), exact.delta(eps)
+    assert np.all(got <= want)
+    assert np.all(got >= want - 1e-11)
+
+
+def _hockey(losses: np.ndarray, p: np.ndarray, inf_mass: float, t: np.ndarray) -> np.ndarray:
+    """delta(t) = inf_mass + sum_i p_i (1 - e^{t - l_i})_+, term by term (brute force)."""
+    w = np.clip(-np.expm1(t[:, None] - losses[None, :]), 0.0, None)
+    return inf_mass + w @ p
+
+
+@pytest.mark.parametrize("inf_mass", [0.0, 3e-10, 2e-8])
+@pytest.mark.parametrize("err", [1e-12, 1e-9, 1e-6])
+def test_optimistic_settle_is_below_every_measure_within_err(inf_mass, err):
+    """:func:`_optimistic_settle`: for a measure ``y`` (with mass at ``+inf``) and an
+    l1 radius ``err``, the result's curve is at or below ``max(delta_y - err, 0)`` at
+    every ``t`` (the lowest curve any measure within ``err`` of ``y`` can have, up to
+    the factor ``1 - e^{t - l}`` of far atoms), by a brute-force sum (to 1e-13 relative,
+    its own rounding); and it costs
+    little: within ``50 err`` of ``delta_y - err`` where ``delta_y`` is above ``1e3
+    err``.  ``y`` itself (no settling) fails the first check."""
+    from dpacct.accountant.pld.spectral_parts import _optimistic_settle
+
+    rng = np.random.default_rng(37)
+    step, first = 2.0**-7, -300
+    x = np.arange(1500)
+    y = np.exp(-0.5 * ((x - 400) / 90.0) ** 2) * rng.uniform(0.5, 1.5, x.size)
+    y = y / y.sum() * (1.0 - inf_mass)
+    out = _optimistic_settle(step, first, y, inf_mass, err)
+    assert not out.pessimistic
+    t = np.linspace(-2.0, 12.0, 2001)
+    d_y = _hockey((first + x) * step, y, inf_mass, t)
+    floor = np.maximum(d_y - err, 0.0)
+    got = _hockey(out.losses, out.pmf, out.inf_mass, t)
+    slack = 1e-13 * d_y  # the two brute-force sums' own rounding (err >= 1e-12)
+    assert np.all(got <= floor + slack)
+    assert np.all(out.delta(t) <= floor + slack)
+    assert not np.all(d_y <= floor + slack)  # the unsettled measure is above it
+    big = d_y > 1e3 * err
+    assert np.all(got[big] >= floor[big] - 50 * err)
+
+
+@pytest.mark.parametrize(("mu", "k"), [(0.02, 3_000)])
+def test_lower_end_by_the_spectral_power_brackets_the_gdp_closed_form(monkeypatch, mu, k):
+    """``epsilon_bounds`` of a count past 2^10: both ends now take the spectral power
+    (the optimistic one settled, :func:`_optimistic_settle`); the bracket holds
+    ``sqrt(k) mu``-GDP's closed form, the lower curve is below the mpmath oracle at
+    every epsilon tried, and the lower end is at least the old squaring ladder's (the
+    optimistic one composed level by level, each regrid lowering it)."""
+    from oracles import gaussian_delta as oracle_delta
+
+    from dpacct.accountant.mechanism import PLDSettings
+    from dpacct.accountant.pld import twoscale
+
+    seen = _spectral_calls(monkeypatch)
+    run = compose([law_only(mu)], counts=[k])
+    lo, hi = run.epsilon_bounds(DELTA)
+    assert any(s is not None and not s.pessimistic for s in seen)
+    mu_k = mu * math.sqrt(k)
+    exact = gdp_epsilon(mu_k)
+    assert lo <= exact <= hi
+    curve = run._pld_one(False, PLDSettings(None, DELTA), 0).delta(np.array([0.0, 0.5, 2.0, 4.0]))
+    for e, d in zip([0.0, 0.5, 2.0, 4.0], curve, strict=True):
+        assert d <= float(oracle_delta(mu_k, e))
+    monkeypatch.setattr(twoscale, "SPECTRAL_FROM", 64)  # the ladder all the way
+    assert lo >= compose([law_only(mu)], counts=[k]).epsilon_bounds(DELTA)[0]
+
+
 @pytest.mark.parametrize("n", [600, 2700, 4096, 6561])
 @pytest.mark.parametrize("kind", ["gauss", "spiky", "point"])
 def test_forward_transform_errs_by_kappa_times_the_mass_at_every_frequency(n, kind):
