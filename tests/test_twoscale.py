@@ -288,43 +288,6 @@ def test_optimistic_spectral_top_is_below_the_direct_composition():
     assert np.all(got >= want - 1e-11)
 
 
-def _hockey(losses: np.ndarray, p: np.ndarray, inf_mass: float, t: np.ndarray) -> np.ndarray:
-    """delta(t) = inf_mass + sum_i p_i (1 - e^{t - l_i})_+, term by term (brute force)."""
-    w = np.clip(-np.expm1(t[:, None] - losses[None, :]), 0.0, None)
-    return inf_mass + w @ p
-
-
-@pytest.mark.parametrize("inf_mass", [0.0, 3e-10, 2e-8])
-@pytest.mark.parametrize("err", [1e-12, 1e-9, 1e-6])
-def test_optimistic_settle_is_below_every_measure_within_err(inf_mass, err):
-    """:func:`_optimistic_settle`: for a measure ``y`` (with mass at ``+inf``) and an
-    l1 radius ``err``, the result's curve is at or below ``max(delta_y - err, 0)`` at
-    every ``t`` (the lowest curve any measure within ``err`` of ``y`` can have, up to
-    the factor ``1 - e^{t - l}`` of far atoms), by a brute-force sum (to 1e-13 relative,
-    its own rounding); and it costs
-    little: within ``50 err`` of ``delta_y - err`` where ``delta_y`` is above ``1e3
-    err``.  ``y`` itself (no settling) fails the first check."""
-    from dpacct.accountant.pld.spectral_parts import _optimistic_settle
-
-    rng = np.random.default_rng(37)
-    step, first = 2.0**-7, -300
-    x = np.arange(1500)
-    y = np.exp(-0.5 * ((x - 400) / 90.0) ** 2) * rng.uniform(0.5, 1.5, x.size)
-    y = y / y.sum() * (1.0 - inf_mass)
-    out = _optimistic_settle(step, first, y, inf_mass, err)
-    assert not out.pessimistic
-    t = np.linspace(-2.0, 12.0, 2001)
-    d_y = _hockey((first + x) * step, y, inf_mass, t)
-    floor = np.maximum(d_y - err, 0.0)
-    got = _hockey(out.losses, out.pmf, out.inf_mass, t)
-    slack = 1e-13 * d_y  # the two brute-force sums' own rounding (err >= 1e-12)
-    assert np.all(got <= floor + slack)
-    assert np.all(out.delta(t) <= floor + slack)
-    assert not np.all(d_y <= floor + slack)  # the unsettled measure is above it
-    big = d_y > 1e3 * err
-    assert np.all(got[big] >= floor[big] - 50 * err)
-
-
 @pytest.mark.parametrize(("mu", "k"), [(0.02, 3_000)])
 def test_lower_end_by_the_spectral_power_brackets_the_gdp_closed_form(monkeypatch, mu, k):
     """``epsilon_bounds`` of a count past 2^10: both ends now take the spectral power
