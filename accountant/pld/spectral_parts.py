@@ -36,10 +36,10 @@ def _optimistic_settle(
     delta_y(l_k) >= err``, so the rest's curve ``delta_y - delta_rho`` is at most
     ``delta_y - err <= delta_Y`` (the mass at ``+inf`` is always in ``rho``).  (When
     the mass at ``+inf`` is at least ``err``, ``err`` is taken off it instead: that
-    lowers every delta by exactly ``err``.)  What it
-    costs at a target ``t``: ``delta_rho(t)``, at most the P-mass above ``l_k``, a few
-    ``err`` (about 2e-11 against delta 1e-5 on DP-SGD).  The node deltas are sums of
-    non-negative terms, trusted to ``1e-9`` relative.
+    lowers every delta by exactly ``err``.)  What it costs at a target ``t``:
+    ``delta_rho(t)``, at most the P-mass above ``l_k``, a few ``err`` (about 2e-11
+    against delta 1e-5 on DP-SGD).  The node deltas are sums of non-negative terms,
+    trusted to ``1e-9`` relative.
     """
     if inf_mass - err >= 1e-12 * inf_mass:
         # the mass at +inf lowers every delta by itself: take err off it
