@@ -547,6 +547,7 @@ def online_delta(ledger: RoutedLedger, flat: np.ndarray, tol: float | None) -> n
             readings.append((d, np.asarray(found[0], dtype=float).reshape(flat.shape)))
             floors.append(float(found[1]))
     rounded: list[int] = []
+    asked: dict[int, float] = {}  # the rounded schedule's answer, where already read
     for i, e in enumerate(flat.tolist()):
         own = [
             _own_or_reading(ledger, e, d, float(got[i]))
@@ -567,6 +568,7 @@ def online_delta(ledger: RoutedLedger, flat: np.ndarray, tol: float | None) -> n
             # below ONLINE_DELTA_FLOOR_GAP of that floor no history can read as low
             # (a reading is at least its floor), so none is composed to verify
             other = float(ledger.accounted(True).delta(np.array([e]), tol=tol)[0])
+            asked[i] = other
             if other < ONLINE_DELTA_FLOOR_GAP * min(floors):
                 out[i] = min(out[i], other)
                 continue
@@ -575,7 +577,9 @@ def online_delta(ledger: RoutedLedger, flat: np.ndarray, tol: float | None) -> n
             out[i] = found[0]
         if found is None or found[1] > ONLINE_DELTA_FLOOR_SHARE * found[0]:
             rounded.append(i)
-    if rounded:
+    if len(rounded) == 1 and rounded == list(asked):  # read above: not asked twice
+        out[rounded[0]] = min(out[rounded[0]], asked[rounded[0]])
+    elif rounded:
         idx = np.array(rounded)
         other = np.asarray(ledger.accounted(True).delta(flat[idx], tol=tol), dtype=float)
         out[idx] = np.minimum(out[idx], other)  # both sound: the smaller

@@ -284,6 +284,26 @@ def _flat(name: str, new: dict) -> dict:
     return out
 
 
+def bounds_over_epsilon(rows: list[dict]) -> list[str]:
+    """Issue 37's ``epsilon_bounds`` target (at most 2x ``epsilon``): the CPU ratio of
+    the bounds row to the epsilon row of each T measured in this run (and old's)."""
+    by_name = {r["workload"]: r for r in rows}
+    out = []
+    for name, row in by_name.items():
+        if not name.startswith("dpsgd bounds"):
+            continue
+        eps = by_name.get(name.replace("bounds", "epsilon"))
+        if eps is None:
+            continue
+        text = f"{name}: epsilon_bounds / epsilon CPU"
+        for side in ("new", "old"):
+            a, b = (row.get(side) or {}).get("cpu"), (eps.get(side) or {}).get("cpu")
+            if a and b:
+                text += f" {side} {a / b:.2f}x"
+        out.append(text)
+    return out
+
+
 def _f(x, spec):
     return "-" if x is None else format(x, spec)
 
@@ -345,6 +365,8 @@ def main(argv=None) -> int:
     print("|" + " --- |" * (HEADER.count("|") - 1 + (HEADER_OLD.count("|") if args.old else 0)))
     rows = run(args.only, args.rounds, args.old,
                Path(args.old_cwd) if args.old_cwd else None, not args.no_peers)
+    for line in bounds_over_epsilon(rows):
+        print(line)
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))
     return 0

@@ -9,8 +9,10 @@ compare with::
 
     python -m benchmarks.alternate --old /tmp/old --new . -- benchmarks.ledger_delta
 
-(``LOOSER`` there: a delta answer went up).  ``--only NAME`` runs one ledger.  CPU time
-is ``time.process_time`` (the machine may be loaded).
+(``LOOSER`` there: a delta answer went up).  ``--only NAME`` runs one ledger; ``--eps E``
+(repeatable) asks at those epsilons instead of :data:`EPSILONS` (e.g. ``--only
+distinct100 --eps 7.25``: just above the history's floor, where the rounded schedule
+answers too).  CPU time is ``time.process_time`` (the machine may be loaded).
 """
 
 from __future__ import annotations
@@ -67,12 +69,14 @@ def _timed(fn) -> tuple[Any, float]:
     return out, time.process_time() - t
 
 
-def rows(name: str, phases: list[tuple[float, float, int]]) -> list[dict[str, Any]]:
-    """The answers for one ledger: delta at :data:`EPSILONS` and the two round trips."""
+def rows(
+    name: str, phases: list[tuple[float, float, int]], epsilons: tuple[float, ...] = EPSILONS
+) -> list[dict[str, Any]]:
+    """The answers for one ledger: delta at ``epsilons`` and the two round trips."""
     out: list[dict[str, Any]] = []
     acct = _ledger(phases)
     route = acct.route
-    for e in EPSILONS:
+    for e in epsilons:
         d, t = _timed(lambda e=e: acct.delta(e))
         back = acct.epsilon(d) if d >= BACK_MIN_DELTA else None
         out.append(
@@ -107,12 +111,13 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks.ledger_delta")
     p.add_argument("--json", help="write the rows to this file")
     p.add_argument("--only", action="append", help="run only this ledger (repeatable)")
+    p.add_argument("--eps", action="append", type=float, help="ask delta at this epsilon")
     args = p.parse_args(argv)
     results: list[dict[str, Any]] = []
     for name, phases in _schedules().items():
         if args.only and name not in args.only:
             continue
-        for row in rows(name, phases):
+        for row in rows(name, phases, tuple(args.eps or EPSILONS)):
             results.append(row)
             print(
                 f"{row['ledger']:14} {row['route']:7} {row['query']:24} "

@@ -7,7 +7,8 @@ and the CPU seconds (``time.process_time``) of the loop and the query, their ran
 over the rounds, and the peak resident memory; ``growth`` is the time at ``10 N``
 phases over the time at ``N``.  The schedules: N random phases x 10 (sigma uniform in
 [0.8, 2], q in [0.001, 0.02], seed 0, as :mod:`benchmarks.shapes`) and per-step
-decaying sigmas ``s0 * 0.9999^t`` at q 0.01.
+decaying sigmas ``s0 * 0.9999^t`` at q 0.01, and 1 000 phases x 10 with sigma uniform in
+[1, 2] and q log-uniform in [1e-3, 1e-2] (seed 0).
 
 Run from the repository root::
 
@@ -30,6 +31,7 @@ from benchmarks.checkouts import checkout_env, old_new_sides, write_json
 ROWS = {
     "100 phases x 10": ("phases", 2.0, 100),
     "1000 phases x 10": ("phases", 2.0, 1000),
+    "1000 phases x 10, sigma 1-2, q log-uniform": ("phases_log", 2.0, 1000),
     "decaying 1.5, 1906 steps": ("decay", 1.5, 1906),
     "decaying 2.0, 10000 steps": ("decay", 2.0, 10_000),
     "10000 phases x 10": ("phases", 2.0, 10_000),
@@ -45,6 +47,11 @@ if kind == "phases":
     rng = np.random.default_rng(0)
     sig, q = rng.uniform(0.8, 2.0, n), rng.uniform(0.001, 0.02, n)
     sched = [(float(a), float(b), 10) for a, b in zip(sig, q)]
+elif kind == "phases_log":
+    rng = np.random.default_rng(0)
+    sig = rng.uniform(1.0, 2.0, n)
+    q = np.exp(rng.uniform(np.log(1e-3), np.log(1e-2), n))
+    sched = [(float(a), float(b), 10) for a, b in zip(sig, q)]
 else:
     sched = [(s0 * 0.9999**t, 0.01, 1) for t in range(n)]
 acct = PrivacyAccountant(progress=False)
@@ -54,17 +61,37 @@ for s, qq, k in sched:
 eps = acct.epsilon(1e-5)
 cpu = time.process_time() - t0
 mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-print(json.dumps({"epsilon": eps, "cpu": cpu, "peak_mb": mb}))
+out = {"epsilon": eps, "cpu": cpu, "peak_mb": mb}
+if len(sys.argv) > 2 and sys.argv[2] == "dpa":  # dp_accounting's default PLD instead
+    import dp_accounting as dpa
+    from dp_accounting.pld import PLDAccountant
+    t0 = time.process_time()
+    peer = PLDAccountant(value_discretization_interval=1e-4)
+    for s, qq, k in sched:
+        peer.compose(dpa.PoissonSampledDpEvent(qq, dpa.GaussianDpEvent(s)), k)
+    out = {"epsilon": peer.get_epsilon(1e-5), "cpu": time.process_time() - t0,
+           "version": dpa.__version__ if hasattr(dpa, "__version__") else "?"}
+elif len(sys.argv) > 2 and sys.argv[2] == "bounds":
+    t0 = time.process_time()
+    out["lower"] = acct.epsilon_bounds(1e-5)[0]
+    out["bounds_cpu"] = time.process_time() - t0
+print(json.dumps(out))
 """
 
+#: dp_accounting's answers (its default pessimistic PLD, interval 1e-4), cached: each
+#: takes minutes (100 phases: 20 s CPU)
+PEER_CACHE = "benchmarks/data/ledger_phases_dp_accounting.json"
 
-def _run(root: str, python: str, row: tuple, timeout: float) -> dict[str, Any]:
+
+def _run(
+    root: str, python: str, row: tuple, timeout: float, mode: str = ""
+) -> dict[str, Any]:
     # the checkout's own dpacct (PYTHONPATH=root alone would import the interpreter's
     # install for dpacct.accountant etc.: the folders map into one namespace)
     env = dict(checkout_env(root, extra_path=[root]), OMP_NUM_THREADS="1")
     try:
         res = subprocess.run(
-            [python, "-c", _CHILD, json.dumps(list(row))],
+            [python, "-c", _CHILD, json.dumps(list(row)), mode],
             cwd=root,
             env=env,
             capture_output=True,
@@ -78,25 +105,54 @@ def _run(root: str, python: str, row: tuple, timeout: float) -> dict[str, Any]:
     return {"status": "ok", **json.loads(res.stdout.strip().splitlines()[-1])}
 
 
-def measure(sides, rows: Sequence[str], rounds: int, timeout: float) -> dict[str, Any]:
+def peer_answers(rows: Sequence[str], timeout: float) -> dict[str, Any]:
+    """dp_accounting's default pessimistic PLD on each row, from :data:`PEER_CACHE` or
+    computed (in this interpreter, its installed dp_accounting) and written there."""
+    import os
+
+    cache: dict[str, Any] = {}
+    if os.path.exists(PEER_CACHE):
+        with open(PEER_CACHE) as fh:
+            cache = json.load(fh)
+    for name in rows:
+        if name not in cache:
+            rec = _run(".", sys.executable, ROWS[name], timeout, "dpa")
+            if rec.get("status") == "ok":
+                rec["command"] = "python -m benchmarks.ledger_phases --peer"
+                cache[name] = rec
+                write_json(PEER_CACHE, cache)
+    return cache
+
+
+def measure(
+    sides, rows: Sequence[str], rounds: int, timeout: float, mode: str = ""
+) -> dict[str, Any]:
     """``{row: {side: [record per round]}}``, the sides alternated within each round."""
     out: dict[str, Any] = {name: {side: [] for side in sides} for name in rows}
     for _ in range(rounds):
         for name in rows:
             for side, (root, python) in sides.items():
-                rec = _run(root, python, ROWS[name], timeout)
+                rec = _run(root, python, ROWS[name], timeout, mode)
                 out[name][side].append(rec)
                 print(name, side, json.dumps(rec), file=sys.stderr, flush=True)
     return out
 
 
-def format_table(results: dict[str, Any]) -> str:
-    """A markdown table: per row and side, the answer, the CPU range and peak MB."""
+def format_table(results: dict[str, Any], peer: dict[str, Any] | None = None) -> str:
+    """A markdown table: per row and side, the answer, the CPU range and peak MB (and
+    the lower end and its relative width with ``--bounds``); with ``peer``,
+    dp_accounting's answer and each side's relative gap to it."""
     sides = list(next(iter(results.values())))
-    head = "| schedule |" + "".join(f" {s} epsilon | {s} CPU s | {s} MB |" for s in sides)
-    lines = [head, "|" + " --- |" * (1 + 3 * len(sides))]
+    cols = " epsilon | {} CPU s | {} MB |"
+    head = "| schedule |" + "".join(f" {s}" + cols.format(s, s) for s in sides)
+    extra = [s for s in sides if any("lower" in r for r in next(iter(results.values()))[s])]
+    head += "".join(f" {s} lower | {s} width |" for s in extra)
+    if peer is not None:
+        head += " dp_accounting |" + "".join(f" {s} gap |" for s in sides)
+    lines = [head, "|" + " --- |" * (head.count("|") - 1)]
     for name, recs in results.items():
         line = f"| {name} |"
+        best: dict[str, float] = {}
         for side in sides:
             ok = [r for r in recs[side] if r.get("status") == "ok"]
             if not ok:
@@ -104,7 +160,21 @@ def format_table(results: dict[str, Any]) -> str:
                 continue
             cpu = sorted(r["cpu"] for r in ok)
             span = f"{cpu[0]:.3g}" if len(cpu) == 1 else f"{cpu[0]:.3g}-{cpu[-1]:.3g}"
+            best[side] = ok[0]["epsilon"]
             line += f" {ok[0]['epsilon']:.9f} | {span} | {max(r['peak_mb'] for r in ok):.0f} |"
+        for side in extra:
+            ok = [r for r in recs[side] if "lower" in r]
+            if ok:
+                lo, hi = ok[0]["lower"], ok[0]["epsilon"]
+                line += f" {lo:.9f} | {(hi - lo) / hi:.2e} |"
+            else:
+                line += " | |"
+        if peer is not None:
+            ref = peer.get(name, {}).get("epsilon")
+            line += f" {ref:.9f} |" if ref else " |"
+            for side in sides:
+                gap = (best[side] - ref) / ref if ref and side in best else None
+                line += f" {gap:+.2e} |" if gap is not None else " |"
         lines.append(line)
     return "\n".join(lines)
 
@@ -116,11 +186,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--timeout", type=float, default=900.0, help="seconds per call")
     p.add_argument("--json", help="write the records to this file")
+    p.add_argument("--bounds", action="store_true", help="also epsilon_bounds' lower end")
+    p.add_argument(
+        "--peer", action="store_true", help=f"dp_accounting's answers too (cached: {PEER_CACHE})"
+    )
     args = p.parse_args(argv)
-    results = measure(old_new_sides(args.old), args.rows, args.rounds, args.timeout)
+    mode = "bounds" if args.bounds else ""
+    results = measure(old_new_sides(args.old), args.rows, args.rounds, args.timeout, mode)
     if args.json:
         write_json(args.json, results)
-    print(format_table(results))
+    print(format_table(results, peer_answers(args.rows, args.timeout) if args.peer else None))
     return 0
 
 

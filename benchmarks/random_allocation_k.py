@@ -9,10 +9,13 @@ Each row (sigma, T, k, epochs, delta) runs in a fresh child process: dpacct's
 epochs=E)`` (upper end = ``epsilon()``; lower end certified for the mechanism,
 docs/theory/allocation_k_of_t.md), its width relative to the upper end, the CPU
 seconds of the call (``time.process_time``, imports excluded) and the child's peak
-resident memory (MB, imports included); beside it, in the same run, random-allocation
-1.0.5's ``allocation_epsilon_combined`` (``num_selected = k``; orders 2..32; its k > 1
-answer is its own reduction) in a child capped at ``--cap`` seconds, and the ratio
-ours / theirs.  The machine may be loaded: CPU seconds, not wall.
+resident memory (MB, imports included), and the upper end of the blocks alone
+(``direct=False``; differs at k = 2, 3 <= T <= 300, where the direct route of
+``random_allocation_k2`` is also tried) with its CPU seconds (computed first; the
+bracket's CPU seconds include them, as the bracket computes the blocks too); beside it, in the same
+run, random-allocation 1.0.5's ``allocation_epsilon_combined`` (``num_selected = k``;
+orders 2..32; its k > 1 answer is its own reduction) in a child capped at ``--cap``
+seconds, and the ratio ours / theirs.  The machine may be loaded: CPU seconds, not wall.
 """
 
 from __future__ import annotations
@@ -33,6 +36,12 @@ ROWS = (
     (0.8, 10_000, 4, 1),
     (2.0, 100, 2, 10),
     (1.0, 100, 1, 10),
+    # issue 39, the direct k = 2 route (random_allocation_k2.py) against the blocks
+    (1.0, 100, 2, 1),
+    (1.0, 10, 2, 1),
+    (0.8, 100, 2, 1),
+    (0.6, 100, 2, 1),
+    (1.0, 100, 2, 5),
 )
 DELTA = 1e-6
 
@@ -42,11 +51,17 @@ sigma, t, k, e, d = (f(a) for f, a in zip((float, int, int, int, float), sys.arg
 from dpacct.accountant import random_allocation
 from dpacct.mechanisms import GaussianMechanism
 mech = random_allocation(GaussianMechanism(sigma), t, k=k, epochs=e)
+blocks = random_allocation(GaussianMechanism(sigma), t, k=k, epochs=e, direct=False)
+c1 = time.process_time()
+b = float(blocks.epsilon(d)) if mech._has_k2_route else None  # first: its laws built here
+cpu_b = time.process_time() - c1
 c0 = time.process_time()
 lo, hi = mech.epsilon_bounds(d)
-cpu = time.process_time() - c0
+cpu = time.process_time() - c0 + (cpu_b if b is not None else 0.0)
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-print(json.dumps({"lo": float(lo), "hi": float(hi), "cpu": cpu, "mb": peak}))
+b, cpu_b = (float(hi), cpu) if b is None else (b, cpu_b)
+print(json.dumps({"lo": float(lo), "hi": float(hi), "cpu": cpu, "mb": peak, "blocks": b,
+                  "cpu_blocks": cpu_b}))
 """
 
 _PEER = """
@@ -86,9 +101,10 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     print(
         "| sigma | T | k | epochs | dpacct lower | dpacct upper | width % | CPU s | peak MB "
+        "| blocks upper | blocks width % | blocks CPU s "
         "| random-allocation 1.0.5 | their CPU s | ours / theirs |"
     )
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("| --- " * 15 + "|")
     rows = []
     for sigma, t, k, e in ROWS:
         ours = _child(_OURS, (sigma, t, k, e, DELTA), None)
@@ -107,7 +123,9 @@ def main(argv: list[str] | None = None) -> None:
             theirs = f"{peer['status']} | | "
         print(
             f"| {sigma:g} | {t} | {k} | {e} | {ours['lo']:.5f} | {ours['hi']:.5f} | "
-            f"{width:.2f} | {ours['cpu']:.2f} | {ours['mb']:.0f} | {theirs} |"
+            f"{width:.2f} | {ours['cpu']:.2f} | {ours['mb']:.0f} | {ours['blocks']:.5f} | "
+            f"{100.0 * (ours['blocks'] - ours['lo']) / ours['blocks']:.2f} | "
+            f"{ours['cpu_blocks']:.2f} | {theirs} |"
         )
     if args.json:
         from benchmarks.checkouts import write_json

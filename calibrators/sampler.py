@@ -29,7 +29,9 @@ description:
 * ``"random-allocation"``: each record goes into ``k`` uniformly chosen steps of a block
   of ``k`` epochs (Feldman & Shenfeld 2025; ``k = epochs``: one allocation for the whole
   run); the same number of steps and participations as the other rows; with its
-  certified lower bound at every ``k`` (docs/theory/allocation_k_of_t.md).
+  certified lower bound at every ``k`` (docs/theory/allocation_k_of_t.md).  At
+  ``k = 2`` and ``k * T <= 300`` its upper end also tries the direct (max, sum) route
+  (Proposition 3 there; a law of a few CPU seconds at sigma 1).
 * ``"fixed-size"``: every step draws a fresh batch of fixed size without replacement;
   accounted under the **replace-one** relation
   (:func:`~dpacct.mechanisms.fixed_size_gaussian_step`), so its epsilon is about a

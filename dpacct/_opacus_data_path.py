@@ -37,7 +37,7 @@ from __future__ import annotations
 import math
 import sys
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from functools import cache
 from types import SimpleNamespace
 from typing import Any
@@ -581,6 +581,28 @@ def accounted_alike(a: DataPath, b: DataPath) -> bool:
         b.steps_per_epoch,
         b.batch_size,
     ) and math.isclose(a.sample_rate, b.sample_rate, rel_tol=1e-12, abs_tol=0.0)
+
+
+def carried(old: DataPath | None, new: DataPath) -> DataPath:
+    """``new`` as the path of a run whose earlier steps ran under ``old``.
+
+    The shuffled attacks' lower end holds only if every record was in every pass of
+    the *whole* run, so ``every_record`` is kept only where both paths have it
+    (:func:`accounted_alike` does not compare it: the upper end prices the two alike).
+    Without ``old`` (no steps recorded under another path) ``new`` is returned as is.
+
+    Examples
+    --------
+    >>> full = DataPath("shuffle", "RandomSampler", 2, 0.5, 500, every_record=True)
+    >>> part = DataPath("shuffle", "RandomSampler", 2, 0.5, 500, every_record=False)
+    >>> carried(part, full).every_record
+    False
+    >>> carried(None, full).every_record
+    True
+    """
+    if old is None or old.every_record or not new.every_record:
+        return new
+    return replace(new, every_record=False)
 
 
 def data_path_from_state(saved: object, current: DataPath | None) -> DataPath | None:

@@ -82,8 +82,10 @@ class PassLog:
         ------
         ValueError
             ``pass_starts`` is not a strictly increasing list of integers in
-            ``[0, total)``; or it is absent, the scheme is accounted per pass and
-            ``total`` is not a whole number of passes (nothing is changed).
+            ``[0, total)``, or is empty while the history holds batches (the first batch
+            begins a pass: a log saved with its history holds it, :meth:`saved`); or it
+            is absent, the scheme is accounted per pass and ``total`` is not a whole
+            number of passes (nothing is changed).
         """
         saved = state.get("pass_starts")
         if saved is None:
@@ -102,6 +104,15 @@ class PassLog:
             if arr.ndim != 1 or (arr.size and arr.dtype.kind not in "iu"):
                 raise ValueError(
                     f"state_dict['pass_starts'] must be a list of integers, got {saved!r}"
+                )
+            if arr.size == 0 and total > 0:
+                # an empty log reads as consecutive whole passes, as an absent one does,
+                # but would skip the whole-number check an absent one gets
+                raise ValueError(
+                    f"state_dict['pass_starts'] is empty, but the history holds {total} "
+                    "batches and its first batch begins a pass: a log saved with a history "
+                    "holds at least that start (0); remove the key to load a checkpoint "
+                    "without a log (it must then hold a whole number of passes)"
                 )
             arr = arr.astype(np.int64)
             if arr.size and (arr[0] < 0 or arr[-1] >= total or np.any(np.diff(arr) <= 0)):
@@ -156,12 +167,23 @@ class PassLog:
         if watch is not None:
             watch.seed(prints)
 
-    def saved(self, watch: Any) -> dict[str, Any]:
+    def saved(
+        self, watch: Any, path: Any = None, history: list[tuple[float, float, int]] | None = None
+    ) -> dict[str, Any]:
         """``pass_starts`` and, where the scheme has the repeated-pass check,
         ``pass_prints`` (:meth:`BatchWatch.prints_state`; the restored ones while no
-        loader is watched) for the accountant's ``state_dict``."""
+        loader is watched) for the accountant's ``state_dict``.
+
+        A whole-pass ``history`` with batches but no recorded start (its steps recorded
+        unwatched, or restored from a checkpoint without a log) saves the start ``[0]``
+        its first batch begins, which :meth:`starts` reads as it reads ``[]``.
+        """
         prints = self._seen(watch)
-        out: dict[str, Any] = {"pass_starts": self.state()}
+        starts = self.state()
+        whole = path is not None and path.scheme in WHOLE_PASS and history is not None
+        if not starts and whole and history_batches(path, history) > 0:
+            starts = [0]
+        out: dict[str, Any] = {"pass_starts": starts}
         if prints is not None:
             out["pass_prints"] = prints
         return out

@@ -63,18 +63,15 @@ under ``ADD_OR_REMOVE_ONE`` (:class:`~dpacct.accountant.MixtureOfGaussiansMechan
 :class:`~dpacct.accountant.TruncatedPoissonGaussianMechanism`) and refused under
 ``REPLACE_ONE``.
 
+The conversion itself (one branch per event class) is :mod:`dpacct._dp_event_convert`.
+
 This module is an optional extra: ``import dpacct`` never imports it or dp_accounting.
 """
 
 from __future__ import annotations
 
-import contextvars
 import math
 import textwrap
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import Any
 
 from dpacct.accountant.extras import missing_extra
 
@@ -85,45 +82,25 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise missing_extra("dpacct.dp_accounting", "dp_accounting", exc) from exc
 
-from dpacct import _dp_event_mapping as _mapping
 from dpacct._dp_accounting_attacks import AttackBounds
-from dpacct._dp_accounting_mixtures import with_mixture_events
+from dpacct._dp_event_convert import (
+    REPLACE_ONE_LABEL,  # noqa: F401 - dpacct's replace-one label, kept at this address
+    Converted,
+    ReplaceOneZCDPMechanism,
+    UnsupportedEventError,
+    as_mechanism,
+    check_relation,
+    convert,
+    reading,
+)
 from dpacct._dp_event_fields import (
-    MIN_NOISE,
     check_replace_one_sensitivity,
     check_runs,
     convention_note,
-    count_field,
-    is_infinite_field,
     ledger_compose,
-    noise_field,
-    real_field,
-    step_counts_field,
 )
-from dpacct.accountant import (
-    REPLACE_ONE,
-    Mechanism,
-    compose,
-    poisson_subsample,
-    subsample_without_replacement,
-)
-from dpacct.accountant.transformers.repeat_select import repeat_and_select
-from dpacct.accountant.validation import (
-    check_count,
-    check_delta,
-    check_epsilon,
-    check_tol,
-    show_value,
-)
-from dpacct.mechanisms import (
-    GaussianMechanism,
-    LaplaceMechanism,
-    RandomizedResponse,
-    ReplaceOneGaussianMechanism,
-    ReplaceOneLaplaceMechanism,
-    ZCDPMechanism,
-)
-from dpacct.mechanisms.primitives._discrete_laplace_law import discrete_laplace_law
+from dpacct.accountant import Mechanism
+from dpacct.accountant.validation import check_count, check_delta, check_epsilon, check_tol
 
 __all__ = [
     "DpEventAccountant",
@@ -133,358 +110,8 @@ __all__ = [
     "from_dp_event",
 ]
 
-#: dpacct's label of the replace-one relation (that of sampling without replacement)
-REPLACE_ONE_LABEL = REPLACE_ONE
-
 _ADD_REMOVE = NeighboringRelation.ADD_OR_REMOVE_ONE
 _REPLACE = NeighboringRelation.REPLACE_ONE
-
-
-class UnsupportedEventError(dp_accounting.UnsupportedEventError, ValueError):
-    """A ``DpEvent`` that dpacct cannot account (soundly) under the chosen relation.
-
-    Also a ``dp_accounting.UnsupportedEventError`` (what dp_accounting's accountants
-    raise) and a :class:`ValueError`.
-
-    Parameters
-    ----------
-    message : str
-        The explanation shown to the user.
-    event : DpEvent
-        The offending (sub)event.
-    path : str
-        Where it sits in the tree, e.g. ``"event.events[2].event"``.
-
-    Attributes
-    ----------
-    event, path
-        The parameters of the same names.
-    """
-
-    def __init__(self, message: str, *, event: Any, path: str) -> None:
-        super().__init__(message)
-        self.event = event
-        self.path = path
-
-
-# --------------------------------------------------------------- replace-one mechanisms
-@dataclass(frozen=True, repr=False)
-class ReplaceOneZCDPMechanism(ZCDPMechanism):
-    """A ``rho``-zCDP (or ``(xi, rho)``-zCDP) guarantee stated for the replace-one relation.
-
-    Parameters
-    ----------
-    rho : float
-        The zCDP parameter, > 0.
-    xi : float, default 0.0
-        The additive constant of ``(xi, rho)``-zCDP, >= 0.
-
-    Examples
-    --------
-    >>> ReplaceOneZCDPMechanism(rho=0.5).rdp(2.0)
-    1.0
-    >>> ReplaceOneZCDPMechanism(rho=0.5, xi=0.25).rdp(2.0)
-    1.25
-    """
-
-    neighbouring = REPLACE_ONE_LABEL
-
-
-# --------------------------------------------------------------------- conversion
-@dataclass
-class _Converted:
-    """An event tree as dpacct parts: ``(mechanism, count)`` pairs, plus a flag set by a
-    non-private event (infinite epsilon)."""
-
-    parts: list[tuple[Mechanism, int]]
-    non_private: bool = False
-
-    def times(self, count: int) -> _Converted:
-        return _Converted([(m, c * count) for m, c in self.parts], self.non_private)
-
-
-def _relation(value: object) -> NeighboringRelation:
-    if not isinstance(value, NeighboringRelation):
-        raise TypeError(
-            "neighboring_relation must be a dp_accounting.NeighboringRelation, got "
-            f"{type(value).__name__} {show_value(value)}"
-        )
-    if value not in (_ADD_REMOVE, _REPLACE):
-        raise ValueError(
-            f"neighboring_relation={value} is not supported by dpacct; use "
-            "NeighboringRelation.ADD_OR_REMOVE_ONE or NeighboringRelation.REPLACE_ONE"
-        )
-    return value
-
-
-def _unsupported(event: Any, path: str, why: str) -> UnsupportedEventError:
-    return UnsupportedEventError(
-        f"{type(event).__name__} at {path} is not supported: {why} (event: {event!r})",
-        event=event,
-        path=path,
-    )
-
-
-def _nonneg(event: Any, path: str, field: str, *, upper: float = math.inf) -> float:
-    return real_field(event, path, field, upper=upper)
-
-
-def _count(event: Any, path: str, field: str, *, allow_zero: bool = True) -> int:
-    return count_field(event, path, field, allow_zero=allow_zero)
-
-
-#: how a REPLACE_ONE event's noise parameter is read (``replace_one_sensitivity``): set
-#: by :func:`from_dp_event` and :class:`DpEventAccountant` around each conversion
-_SENSITIVITY: contextvars.ContextVar[float] = contextvars.ContextVar(
-    "replace_one_sensitivity", default=2.0
-)
-
-
-@contextmanager
-def _reading(sensitivity: float) -> Iterator[None]:
-    token = _SENSITIVITY.set(sensitivity)
-    try:
-        yield
-    finally:
-        _SENSITIVITY.reset(token)
-
-
-#: the largest noise scale of a discrete Gaussian event dpacct evaluates (its law's
-#: tails are summed in floats; beyond it sigma**2 leaves the float range)
-_MAX_DISCRETE_SIGMA = 1e100
-#: the smallest discrete-Laplace parameter ``a`` (noise ``~ exp(-a |x|)``) evaluated: the
-#: privacy-loss grid cannot resolve the losses ``+-a k`` far below it
-_MIN_DISCRETE_LAPLACE = 1e-50
-
-
-# long function: one dispatch branch per dp_accounting event class, each a few lines; the
-# events newer than 0.6 are already in _convert_more
-def _convert(event: Any, relation: NeighboringRelation, path: str) -> _Converted:
-    """Validate and convert one event tree (nothing is recorded anywhere)."""
-    replace = relation is _REPLACE
-    if not isinstance(event, dp_event.DpEvent):
-        raise TypeError(f"{path} must be a dp_accounting DpEvent, got {type(event).__name__}")
-    if isinstance(event, dp_event.NoOpDpEvent):
-        return _Converted([])
-    if isinstance(event, dp_event.NonPrivateDpEvent):
-        return _Converted([], non_private=True)
-    if isinstance(event, dp_event.SelfComposedDpEvent):
-        count = _count(event, path, "count")
-        inner = _convert(event.event, relation, f"{path}.event")
-        check_runs(inner.parts, count, f"{path}.count")
-        return inner.times(count) if count else _Converted([])
-    if isinstance(event, dp_event.ComposedDpEvent):
-        events = event.events
-        if isinstance(events, str | bytes) or not hasattr(events, "__iter__"):
-            raise TypeError(f"{path}.events must be a list of DpEvents, got {events!r}")
-        out = _Converted([])
-        for i, sub in enumerate(events):
-            part = _convert(sub, relation, f"{path}.events[{i}]")
-            out.parts.extend(part.parts)
-            out.non_private |= part.non_private
-        return out
-    if isinstance(event, dp_event.GaussianDpEvent):
-        s = noise_field(event, path, "noise_multiplier")
-        if s == 0.0:
-            return _Converted([], non_private=True)
-        # replace-one: the sum moves by up to 2 C (default), so half the noise per unit
-        # sensitivity; replace_one_sensitivity=1 reads it against C, as dp_accounting's RDP
-        k = _SENSITIVITY.get()
-        mech = ReplaceOneGaussianMechanism(sigma=s / k) if replace else GaussianMechanism(sigma=s)
-        return _Converted([(mech, 1)])
-    if isinstance(event, dp_event.LaplaceDpEvent):
-        b = _nonneg(event, path, "noise_multiplier")
-        if b == 0.0:
-            return _Converted([], non_private=True)
-        k = _SENSITIVITY.get()
-        mech = ReplaceOneLaplaceMechanism(b=b / k) if replace else LaplaceMechanism(b=b)
-        return _Converted([(mech, 1)])
-    if isinstance(event, dp_event.DiscreteLaplaceDpEvent):
-        a = _nonneg(event, path, "noise_parameter")
-        if 0.0 < a < _MIN_DISCRETE_LAPLACE:
-            raise ValueError(
-                f"{path}.noise_parameter must be 0 (no noise) or at least 1e-50 (a noise "
-                f"scale 1 / a of at most 1e50, what dpacct's grid resolves), got {a!r}"
-            )
-        sens = _count(event, path, "sensitivity")
-        if sens == 0:
-            return _Converted([])
-        if a == 0.0:
-            return _Converted([], non_private=True)
-        shift = sens * (2 if replace and _SENSITIVITY.get() == 2.0 else 1)
-        if not math.isfinite(a * shift):
-            raise ValueError(
-                f"{path}.noise_parameter * shift (the pure epsilon a * {shift}) must be "
-                f"finite, got {path}.noise_parameter={a!r}"
-            )
-        # pmf ~ exp(-a |x|): dpacct's scale t has pmf ~ exp(-|x| / t); shift k (2k replace)
-        if replace and shift == sens:  # replace_one_sensitivity=1: the shift k itself
-            law = discrete_laplace_law(1.0 / a, sens)
-            name = f"discrete Laplace scale={1.0 / a!r} shift={sens}"
-            mech = Mechanism.from_loss_laws(law, name=name, neighbouring=REPLACE_ONE)
-            return _Converted([(mech, 1)])
-        return _Converted([(_mapping.discrete_laplace(a, sens, replace), 1)])
-    if isinstance(event, dp_event.RandomizedResponseDpEvent):
-        r = _nonneg(event, path, "noise_parameter", upper=1.0)
-        k = _count(event, path, "num_buckets", allow_zero=False)
-        if not replace:
-            raise _unsupported(
-                event,
-                path,
-                "randomized response is a replace-one guarantee on one input value; "
-                "account it with neighboring_relation=NeighboringRelation.REPLACE_ONE",
-            )
-        if k == 1 or r == 1.0:  # the output does not depend on the input
-            return _Converted([])
-        # dp_accounting: "with probability r answer uniformly among all k values"; dpacct:
-        # "the truth with probability p": p = 1 - r + r / k (mechanisms.randomized_response)
-        p = 1.0 - r * (k - 1) / k
-        if p >= 1.0:  # r = 0, or so small that p rounds to 1: epsilon inf is sound
-            return _Converted([], non_private=True)
-        return _Converted([(RandomizedResponse(p=p, k=k), 1)])
-    if isinstance(event, dp_event.ZCDpEvent):
-        if is_infinite_field(event, "rho"):  # JAX Privacy's zCDP event at sigma = 0
-            return _Converted([], non_private=True)
-        rho = _nonneg(event, path, "rho")
-        xi = _nonneg(event, path, "xi")
-        mech = _mapping.zcdp(rho, xi, replace, ReplaceOneZCDPMechanism)
-        return _Converted([] if mech is None else [(mech, 1)])
-    if isinstance(event, dp_event.PoissonSampledDpEvent):
-        q = _nonneg(event, path, "sampling_probability", upper=1.0)
-        if replace:
-            raise _unsupported(
-                event,
-                path,
-                "dpacct accounts Poisson subsampling under ADD_OR_REMOVE_ONE only; use "
-                "neighboring_relation=NeighboringRelation.ADD_OR_REMOVE_ONE",
-            )
-        inner = _convert(event.event, relation, f"{path}.event")
-        if q == 0.0 or (not inner.parts and not inner.non_private):
-            return _Converted([])
-        if inner.non_private:
-            raise _unsupported(event, path, "a Poisson-subsampled non-private event")
-        return _Converted([(poisson_subsample(_as_mechanism(inner.parts, relation), q), 1)])
-    if isinstance(event, dp_event.SampledWithoutReplacementDpEvent):
-        n = _count(event, path, "source_dataset_size", allow_zero=False)
-        m = _count(event, path, "sample_size")
-        if m > n:
-            raise ValueError(f"{path}.sample_size={m} exceeds {path}.source_dataset_size={n}")
-        if not replace:
-            raise _unsupported(
-                event,
-                path,
-                "sampling without replacement is defined under REPLACE_ONE (a fixed batch "
-                "size presumes a fixed dataset size); use "
-                "neighboring_relation=NeighboringRelation.REPLACE_ONE",
-            )
-        inner = _convert(event.event, relation, f"{path}.event")
-        if m == 0 or (not inner.parts and not inner.non_private):
-            return _Converted([])
-        if inner.non_private:
-            raise _unsupported(event, path, "a subsampled non-private event")
-        base = _as_mechanism(inner.parts, relation)
-        return _Converted([(subsample_without_replacement(base, m / n), 1)])
-    return _convert_more(event, relation, path)
-
-
-def _is(event: Any, name: str) -> bool:
-    """``event`` is dp_accounting's class ``name``, or (for a class the installed version
-    lacks) an event of a class of that name."""
-    cls = getattr(dp_event, name, None)
-    return isinstance(event, cls) if cls is not None else type(event).__name__ == name
-
-
-def _convert_more(event: Any, relation: NeighboringRelation, path: str) -> _Converted:
-    """Tree aggregation, repeat-and-select and the events newer than dp_accounting 0.6."""
-    replace = relation is _REPLACE
-    if _is(event, "SingleEpochTreeAggregationDpEvent"):
-        s = noise_field(event, path, "noise_multiplier")
-        depth = _mapping.tree_depth(step_counts_field(event, path))
-        if depth == 0:
-            return _Converted([])
-        if s == 0.0:
-            return _Converted([], non_private=True)
-        if replace and _SENSITIVITY.get() == 1.0:
-            return _Converted([(ReplaceOneGaussianMechanism(sigma=s / math.sqrt(depth)), 1)])
-        return _Converted([(_mapping.tree_aggregation(s, depth, replace), 1)])
-    if _is(event, "RepeatAndSelectDpEvent"):
-        mean = _nonneg(event, path, "mean")
-        shape = real_field(event, path, "shape", allow_inf=True)  # inf: Poisson
-        if mean < 1.0:
-            raise ValueError(f"{path}.mean must be >= 1 (the mean number of runs), got {mean!r}")
-        inner = _convert(event.event, relation, f"{path}.event")
-        if inner.non_private or not inner.parts:
-            return inner
-        base = _as_mechanism(inner.parts, relation)
-        if not base.has_rdp:
-            raise _unsupported(
-                event,
-                path,
-                f"the repeated event has no Renyi-DP curve ({base!r}), which the "
-                "Papernot & Steinke 2022 bound needs",
-            )
-        return _Converted([(repeat_and_select(base, mean, shape), 1)])
-    if _is(event, "EpsilonDeltaDpEvent"):
-        inf = is_infinite_field(event, "epsilon")  # no guarantee at all
-        eps = math.inf if inf else _nonneg(event, path, "epsilon")
-        delta = _nonneg(event, path, "delta", upper=1.0)
-        if math.isinf(eps) or delta == 1.0:
-            return _Converted([], non_private=True)
-        mech = _mapping.epsilon_delta(eps, delta, replace)
-        return _Converted([] if mech is None else [(mech, 1)])
-    if _is(event, "DiscreteGaussianDpEvent"):
-        sigma = real_field(event, path, "sigma", upper=_MAX_DISCRETE_SIGMA)
-        sens = real_field(event, path, "sensitivity", upper=_MAX_DISCRETE_SIGMA)
-        if sigma > 0.0 and 0.0 < sens < sigma * MIN_NOISE:
-            raise ValueError(
-                f"{path}.sensitivity / {path}.sigma must be 0 or at least 1e-100 (else "
-                f"Delta^2 / (2 sigma^2) underflows), got {sens!r} / {sigma!r}"
-            )
-        dim = None if getattr(event, "dimension", None) is None else _count(
-            event, path, "dimension", allow_zero=False
-        )
-        if sens > 0.0 and sigma < sens / _MAX_DISCRETE_SIGMA:
-            # sigma = 0, or so small that Delta^2 / (2 sigma^2) leaves the float range:
-            # epsilon = inf is a sound answer (the noise is almost surely 0)
-            return _Converted([], non_private=True)
-        if replace and _SENSITIVITY.get() == 1.0:
-            sens = sens / 2  # read against 1 C: the mapping doubles it under REPLACE_ONE
-        mech = _mapping.discrete_gaussian(sigma, sens, dim, replace, ReplaceOneZCDPMechanism)
-        return _Converted([] if mech is None else [(mech, 1)])
-    for name in ("ExponentialMechanismDpEvent", "PermuteAndFlipDpEvent"):
-        if _is(event, name):
-            eps = _nonneg(event, path, "epsilon")
-            mech = _mapping.pure_selection(eps, name, replace)
-            return _Converted([] if mech is None else [(mech, 1)])
-    why = _mapping.REFUSED.get(type(event).__name__, "dpacct has no mechanism for it")
-    raise _unsupported(event, path, why)
-
-
-# the mixture events (MixtureOfGaussians, TruncatedSubsampledGaussian): issue 23
-_convert = with_mixture_events(_convert, _Converted, _unsupported)
-
-
-def _merge_gaussians(
-    parts: list[tuple[Mechanism, int]], relation: NeighboringRelation
-) -> list[tuple[Mechanism, int]]:
-    """Replace-one Gaussians in closed form, as compose does for add/remove ones: ``k_i``
-    runs at ``sigma_i`` are one with ``sigma^-2 = sum k_i sigma_i^-2`` (DRS 2019, Cor. 3.3)."""
-    if relation is not _REPLACE:
-        return parts
-    merges = [getattr(m, "replace_one_closed_form", None) == "gaussian" for m, _ in parts]
-    gauss = [p for p, ok in zip(parts, merges, strict=True) if ok]
-    if len(gauss) == 0 or (len(gauss) == 1 and gauss[0][1] == 1):
-        return parts
-    precision = math.fsum(c / m.sigma**2 for m, c in gauss)  # type: ignore[attr-defined]
-    rest = [p for p, ok in zip(parts, merges, strict=True) if not ok]
-    return [(ReplaceOneGaussianMechanism(sigma=1.0 / math.sqrt(precision)), 1), *rest]
-
-
-def _as_mechanism(parts: list[tuple[Mechanism, int]], relation: NeighboringRelation) -> Mechanism:
-    parts = _merge_gaussians(parts, relation)
-    if len(parts) == 1 and parts[0][1] == 1:
-        return parts[0][0]
-    return compose([m for m, _ in parts], [c for _, c in parts])
 
 
 def from_dp_event(
@@ -549,9 +176,9 @@ def from_dp_event(
     ...               neighboring_relation=dpa.NeighboringRelation.REPLACE_ONE)
     ReplaceOneGaussianMechanism(sigma=2.0)
     """
-    relation = _relation(neighboring_relation)
-    with _reading(check_replace_one_sensitivity(replace_one_sensitivity)):
-        converted = _convert(event, relation, "event")
+    relation = check_relation(neighboring_relation)
+    with reading(check_replace_one_sensitivity(replace_one_sensitivity)):
+        converted = convert(event, relation, "event")
     if converted.non_private:
         raise UnsupportedEventError(
             "the event contains a NonPrivateDpEvent: no finite privacy guarantee "
@@ -563,7 +190,7 @@ def from_dp_event(
         raise ValueError(
             "the event has no privacy cost (only no-ops); there is no mechanism to return"
         )
-    return _as_mechanism(converted.parts, relation)
+    return as_mechanism(converted.parts, relation)
 
 
 # ---------------------------------------------------------------------- accountant
@@ -628,7 +255,7 @@ parts=0, non_private=False)
         tol: float | None = None,
         replace_one_sensitivity: float = 2.0,
     ) -> None:
-        super().__init__(_relation(neighboring_relation))
+        super().__init__(check_relation(neighboring_relation))
         self._tol = check_tol(tol)
         self._sensitivity = check_replace_one_sensitivity(replace_one_sensitivity)
         self._parts: dict[Mechanism, int] = {}
@@ -640,8 +267,8 @@ parts=0, non_private=False)
         self, event: dp_event.DpEvent, count: int, do_compose: bool
     ) -> dp_accounting.PrivacyAccountant.CompositionErrorDetails | None:
         try:
-            with _reading(self._sensitivity):
-                converted = _convert(event, self.neighboring_relation, "event")
+            with reading(self._sensitivity):
+                converted = convert(event, self.neighboring_relation, "event")
         except UnsupportedEventError as exc:
             return self.CompositionErrorDetails(invalid_event=exc.event, error_message=str(exc))
         except (TypeError, ValueError) as exc:
@@ -673,8 +300,8 @@ parts=0, non_private=False)
         if not isinstance(event, dp_event.DpEvent):
             raise TypeError(f"event must be a dp_accounting DpEvent, got {type(event).__name__}")
         n = check_count(count, "count", allow_zero=True)
-        with _reading(self._sensitivity):
-            converted = _convert(event, self.neighboring_relation, "event")
+        with reading(self._sensitivity):
+            converted = convert(event, self.neighboring_relation, "event")
         check_runs(converted.parts, n, "count", already=self._parts)
         ledger_compose(self._ledger, event, n, dp_event.SelfComposedDpEvent)
         self._record(converted, n)
@@ -731,7 +358,7 @@ parts=0, non_private=False)
     def mechanism(self) -> Mechanism | None:
         """The dpacct mechanism of everything composed (None when nothing costs privacy)."""
         if self._mechanism is None and self._parts:
-            self._mechanism = _as_mechanism(list(self._parts.items()), self.neighboring_relation)
+            self._mechanism = as_mechanism(list(self._parts.items()), self.neighboring_relation)
         return self._mechanism
 
     @property
@@ -791,7 +418,7 @@ parts=0, non_private=False)
             f"{reading}parts={len(self._parts)}, non_private={self._non_private})"
         )
 
-    def _record(self, converted: _Converted, count: int) -> None:
+    def _record(self, converted: Converted, count: int) -> None:
         if count == 0:
             return
         for mech, c in converted.parts:

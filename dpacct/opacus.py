@@ -54,27 +54,19 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
         note='or any torch build, then pip install "dpacct[opacus]"',
     ) from exc
 
-import numpy as np
-
-from dpacct._opacus_allocation import (
-    RANDOM_ALLOCATION,
-    RandomAllocationBatchSampler,
-    allocation_bounds,
-)
+from dpacct._opacus_allocation import RandomAllocationBatchSampler
 from dpacct._opacus_data_path import (
     FIXED_SIZE,
     POISSON,
     DataPath,
     FixedSizeBatchSampler,
     UnaccountedSamplerError,
-    accounted_alike,
+    carried,
     data_path_from_state,
     draws_poisson,
-    identify,
     opacus_call,
     replaced_sampler,
     replaced_text,
-    shuffled_mu2,
     signature,
 )
 from dpacct._opacus_passes import PassLog
@@ -88,6 +80,8 @@ from dpacct._opacus_rates import (
     resolve_history,
     step_rate,
 )
+from dpacct._opacus_scheme import epsilon_lines, scheme_bounds, scheme_mechanism
+from dpacct._opacus_state import adopted_path, build_ledger, check_adopted, state_history
 from dpacct._opacus_watch import BatchWatch, check_batches, watch
 from dpacct.accountant.bracket import DOMINATING_PAIR, Bracket
 from dpacct.accountant.bracket import MECHANISM as MECHANISM_BRACKET
@@ -391,7 +385,7 @@ class OpacusAccountant(IAccountant):
         destination["mechanism"] = self.mechanism()
         if self._path is not None:
             destination["data_path"] = self._path.as_dict()
-            destination.update(self._passes.saved(self._watch))
+            destination.update(self._passes.saved(self._watch, self._path, self.history))
         return destination
 
     def load_state_dict(self, state_dict: Mapping[str, Any]) -> None:
@@ -418,28 +412,15 @@ class OpacusAccountant(IAccountant):
         BudgetExceededError
             With a budget, the restored history already exceeds it (nothing changed).
         """
-        if not isinstance(state_dict, Mapping) or not state_dict:
-            raise ValueError(
-                "state_dict is empty or not a mapping; cannot be loaded into the dpacct "
-                f"accountant (got {type(state_dict).__name__})"
-            )
-        for key in ("history", "mechanism"):
-            if key not in state_dict:
-                raise ValueError(f"state_dict has no key {key!r}; cannot be loaded")
-        mechanism = state_dict["mechanism"]
-        if mechanism not in _COMPATIBLE_MECHANISMS:
-            raise ValueError(
-                f"state_dict of mechanism {mechanism!r} cannot be loaded into the dpacct "
-                f"accountant (accepted: {sorted(_COMPATIBLE_MECHANISMS)})"
-            )
-        history = check_history(state_dict["history"], "state_dict['history']")
+        history = state_history(state_dict, _COMPATIBLE_MECHANISMS)  # _opacus_state
         path = data_path_from_state(state_dict.get("data_path"), self._path)
         history = resolve_history(path or self._path, history)
-        ledger, non_private = self._build(history)
+        ledger, non_private = build_ledger(self._options, history)
         self._passes.load_state(state_dict, path or self._path, history, self._watch)
         self.history = history
         self._ledger, self._non_private, self._synced = ledger, non_private, list(history)
         if path is not None:
+            path = carried(self._path, path)  # steps to come run under the current loader
             self._path, self._refused, self._unseen = path, None, False
 
     # ------------------------------------------------------------ dpacct extras
@@ -565,39 +546,11 @@ class OpacusAccountant(IAccountant):
         if note is not None:
             lines.append(note)
         lower_upper = (None, self.get_epsilon(d)) if self._is_poisson() else self.epsilon_bounds(d)
-        lower, upper = lower_upper
         steps = len(self)
         tail = f" at delta = {d:g} ({steps} step{'' if steps == 1 else 's'})"
-        if not lower:  # Poisson (the ledger's bound), or no lower bound computed
-            relation = "add/remove" if path is None else path.relation
-            if self._normaliser is not None and relation == "add/remove":
-                relation = "zero-out"
-                lines.append(self._normaliser)
-            lines.append(f"epsilon <= {upper:.4g} ({relation} neighbours){tail}")
-            if lower is not None:
-                lines.append(
-                    f"Poisson sampling would give {self.poisson_epsilon(d):.4g}: "
-                    "not a guarantee for this run"
-                )
-        elif getattr(lower_upper, "bounds", MECHANISM_BRACKET) == DOMINATING_PAIR:
-            lines.append(
-                f"epsilon <= {upper:.4g} ({path.relation} neighbours){tail}; "
-                f"[{lower:.4g}, {upper:.4g}] brackets a dominating pair of the run, "
-                "not the run itself"
-            )
-            lines.append(
-                f"Poisson sampling would give {self.poisson_epsilon(d):.4g}: "
-                "not a guarantee for this run"
-            )
-        else:
-            lines.append(
-                f"epsilon in [{lower:.4g}, {upper:.4g}] (proved bracket, "
-                f"{path.relation} neighbours){tail}"
-            )
-            lines.append(
-                f"Poisson sampling would give {self.poisson_epsilon(d):.4g}: "
-                "not a guarantee for this run"
-            )
+        lines += epsilon_lines(
+            path, lower_upper, tail, self._normaliser, lambda: self.poisson_epsilon(d)
+        )
         return "\n".join(lines)
 
     @property
@@ -631,34 +584,16 @@ class OpacusAccountant(IAccountant):
         so watch its batches (:mod:`dpacct._opacus_watch`).  ``replaced``: Opacus will
         replace this loader's sampler (``make_private_with_epsilon``'s argument).
         """
-        try:
-            path = identify(
-                data_loader, poisson_sampling=bool(poisson_sampling), replaced=replaced
-            )
+        try:  # dpacct._opacus_state
+            path = adopted_path(data_loader, bool(poisson_sampling), replaced, self._assume_poisson)
         except UnaccountedSamplerError as exc:
-            if not self._assume_poisson:
-                if soft:
-                    self._refused = str(exc)
-                    return
+            if not soft:
                 raise
-            steps = len(data_loader)
-            batch_sampler = getattr(data_loader, "batch_sampler", None)
-            found = getattr(batch_sampler, "sampler", batch_sampler)
-            path = DataPath(POISSON, type(found).__name__, steps, 1.0 / steps, None, True)
-        if path.scheme != POISSON and self._ledger.budget is not None:
-            raise ValueError(
-                f"the data path is {path.describe()}: a privacy budget (budget_epsilon, "
-                "budget_delta) is enforced for Poisson sampling only; check "
-                "get_epsilon() after each epoch instead, or use Poisson sampling"
-            )
-        old = self._path
-        if self.history and old is not None and not accounted_alike(old, path):
-            raise ValueError(
-                f"the data path changed during the run: the recorded steps used "
-                f"{old.describe()}, the new loader has {path.describe()}; a run whose "
-                "data path changes is not accounted (use a new accountant for the new "
-                "loader and compose the two ledgers)"
-            )
+            self._refused = str(exc)
+            return
+        check_adopted(path, self._path, bool(self.history), self._ledger.budget is not None)
+        if self.history:
+            path = carried(self._path, path)  # the recorded steps ran under the old path
         self._path, self._refused, self._unseen = path, None, False
         self._synced = None  # recorded rates are resolved against the new path
         if watch_loader:
@@ -682,94 +617,30 @@ class OpacusAccountant(IAccountant):
             )
         return self._path is None or self._path.scheme == POISSON
 
-    def _per_step(self) -> tuple[np.ndarray, np.ndarray]:
-        """Noise multiplier and accumulated batches of every recorded step."""
-        assert self._path is not None
-        hist = self.history
-        counts = [n for _, _, n in hist]
-        sigmas = np.repeat(np.array([h[0] for h in hist], dtype=float), counts)
-        rates = np.repeat(np.array([h[1] for h in hist], dtype=float), counts)
-        batches = np.maximum(1, np.ceil(rates * self._path.steps_per_epoch - 1e-9))
-        return sigmas, batches.astype(np.int64)
-
     def _scheme_mechanism(self) -> Any:
         """The run as a dpacct mechanism under its (non-Poisson) data path."""
-        from dpacct.accountant.families.gaussian import GaussianMechanism
-        from dpacct.accountant.transformers.compose import compose
-        from dpacct.mechanisms.primitives.relations import fixed_size_gaussian_step
-
         self._sync()
-        path = self._path
-        assert path is not None
-        if not self.history:
-            return None
-        if path.scheme == FIXED_SIZE:
-            steps = [fixed_size_gaussian_step(s, path.sample_rate) for s, _, _ in self.history]
-            return compose(steps, counts=[n for _, _, n in self.history])
-        sigmas, batches = self._per_step()
-        if path.scheme == RANDOM_ALLOCATION:  # dpacct._opacus_allocation
-            return allocation_bounds(path, sigmas, batches, 0.5, False, self._passes)[0]
-        starts = self._passes.of_run(path, batches)[0]  # dpacct._opacus_passes
-        mu2 = shuffled_mu2(sigmas, batches, path.steps_per_epoch, starts)
-        return GaussianMechanism(sigma=1.0 / math.sqrt(mu2))
+        assert self._path is not None
+        return scheme_mechanism(self._path, self.history, self._passes)  # _opacus_scheme
 
     def _scheme_bounds(self, delta: float, *, need_lower: bool) -> tuple[float, float]:
         """``(lower, upper)`` epsilon of the run under its (non-Poisson) data path."""
-        from dpacct.accountant import GaussianMechanism, shuffled_batches
-
         self._sync()
         if not self.history:
             return (0.0, 0.0)
         if self._non_private:
             return (math.inf, math.inf)
-        mech = self._scheme_mechanism()
-        upper = float(mech.epsilon(delta))
-        lower = 0.0
-        path = self._path
-        assert path is not None
-        if need_lower and path.scheme == FIXED_SIZE:
-            lower = float(mech.epsilon_bounds(delta)[0])
-        elif need_lower and path.scheme == RANDOM_ALLOCATION:
-            lower = allocation_bounds(path, *self._per_step(), delta, True, self._passes)[1]
-            lower = min(lower, upper)
-        elif need_lower and path.every_record:  # a subset per pass: no lower end (0)
-            # shuffled_batches' lower end (the larger of two attacks) on the full epochs at
-            # the largest noise: more noise and fewer steps are post-processings of the run
-            sigmas, batches = self._per_step()
-            t = path.steps_per_epoch
-            full = min(len(sigmas) // t, self._passes.of_run(path, batches)[2])
-            if full >= 1 and bool(np.all(batches == 1)):
-                largest = GaussianMechanism(sigma=float(sigmas.max()))
-                found = shuffled_batches(largest, t, full, delta).lower
-                lower = min(float(found), upper)
-        return (lower, upper)
+        assert self._path is not None
+        return scheme_bounds(self._path, self.history, self._passes, delta, need_lower=need_lower)
 
     def _sync(self) -> PrivacyAccountant:
         """The ledger of the current ``history`` (rebuilt if it was reassigned)."""
         if self.history != self._synced:
             history = resolve_history(self._path, check_history(self.history, "history"))
-            ledger, non_private = self._build(history)
+            ledger, non_private = build_ledger(self._options, history)
             self.history = history
             self._ledger, self._non_private, self._synced = ledger, non_private, list(history)
         return self._ledger
-
-    def _build(self, history: list[tuple[float, float, int]]) -> tuple[PrivacyAccountant, int]:
-        ledger = PrivacyAccountant(**self._options)
-        non_private = 0
-        for sigma, q, n in history:
-            if sigma > 0.0:
-                ledger.step(noise_multiplier=sigma, sample_rate=q, count=n)
-            else:
-                non_private += n
-        if non_private and ledger.budget is not None:
-            raise BudgetExceededError(
-                f"budget exceeded: the history holds {non_private} step(s) with "
-                "noise_multiplier=0 (not differentially private)",
-                epsilon=math.inf,
-                budget_epsilon=ledger.budget[0],
-                budget_delta=ledger.budget[1],
-            )
-        return ledger, non_private
 
 
 def register(*, force: bool = False) -> None:

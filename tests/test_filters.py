@@ -11,10 +11,13 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dpacct.accountant import PrivacyAccountant, compose, poisson_subsample
 from dpacct.accountant.ledger import ADAPTIVE_ORDERS, BudgetExceededError
-from dpacct.mechanisms import GaussianMechanism
+from dpacct.accountant.ledger.filters import MAX_COVER, PLDFilter, _largest_count
+from dpacct.mechanisms import GaussianMechanism, LaplaceMechanism
 
 DELTA = 1e-5
 
@@ -81,6 +84,107 @@ def test_filter_survives_save_and_load(tmp_path):
     with pytest.raises(BudgetExceededError):
         restored.record(GaussianMechanism(sigma=10.0))
     assert restored.steps == 7
+
+
+def _to_refusal(budget: float, feed) -> tuple[int, float]:
+    """Feed records (``feed(acct, i)``) to a filter until one is refused: the records
+    admitted and the ledger's answer then."""
+    acct = PrivacyAccountant(budget_epsilon=budget, budget_delta=DELTA, progress=False)
+    with pytest.raises(BudgetExceededError):
+        for i in range(10**6):
+            feed(acct, i)
+    return acct.steps, acct.epsilon(DELTA)
+
+
+# what old main (60d1fff, whose filter certified 1, 2, 4, ... further records per
+# composition) admitted before its first refusal, and its answer then, on the same
+# feeds (python -c "..." stepping each feed to refusal, as _to_refusal does)
+OLD_MAIN_ADMITTED = {
+    "constant": (1725, 1.9998426747664066),
+    "seven per call": (1722, 1.9980411807796044),
+    "two phases": (601, 2.9993851144868366),
+    "laplace": (118, 0.9989185617784532),
+}
+FEEDS = {
+    "constant": (2.0, lambda a, i: a.step(noise_multiplier=1.1, sample_rate=0.01)),
+    "seven per call": (2.0, lambda a, i: a.step(noise_multiplier=1.1, sample_rate=0.01, count=7)),
+    "two phases": (
+        3.0,
+        lambda a, i: a.step(noise_multiplier=1.5 if i < 300 else 0.9, sample_rate=0.02),
+    ),
+    "laplace": (1.0, lambda a, i: a.record(LaplaceMechanism(b=40.0))),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FEEDS))
+def test_a_repeated_record_is_certified_to_the_largest_count_that_fits(name, monkeypatch):
+    # a record repeating the last one is certified for the largest number of copies
+    # that fits, found by a bracketed search: the same records are admitted as by old
+    # main's doubling look-ahead, with the same answer, in a few compositions
+    calls = []
+    bound_with = PLDFilter._bound_with
+
+    def counted(self, entry):
+        calls.append(entry.count)
+        return bound_with(self, entry)
+
+    monkeypatch.setattr(PLDFilter, "_bound_with", counted)
+    budget, feed = FEEDS[name]
+    admitted, answer = _to_refusal(budget, feed)
+    assert (admitted, answer) == OLD_MAIN_ADMITTED[name]
+    assert len(calls) <= 10  # old main: 17 or more on these feeds (19-40 on the routes grid)
+
+
+def test_a_constant_schedule_is_admitted_up_to_the_largest_step_count_that_fits():
+    # the count admitted is the largest whose composition fits, composed independently
+    # at that count and one more
+    admitted, _ = _to_refusal(2.0, FEEDS["constant"][1])
+    assert dpsgd(1.1, 0.01, admitted).epsilon(DELTA) <= 2.0
+    assert dpsgd(1.1, 0.01, admitted + 1).epsilon(DELTA) > 2.0
+
+
+def _bisection(bound, count: int, budget: float) -> int:
+    """The largest k >= count with bound(k) <= budget, by plain bisection (0: none)."""
+    if bound(count) > budget:
+        return 0
+    lo, hi = count, count + 1
+    while bound(hi) <= budget and hi < MAX_COVER:
+        lo, hi = hi, min(2 * hi, MAX_COVER)
+    if bound(hi) <= budget:
+        return hi
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if bound(mid) <= budget else (lo, mid)
+    return lo
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.floats(0.05, 3.0),  # power
+    st.integers(1, 10**5),  # plateau width (a step function)
+    st.integers(0, 10**6),  # records already counted
+    st.integers(1, 50),  # copies asked for
+    st.floats(1.0, 1e7),  # where the budget is reached, in records
+    st.integers(0, 10**8),  # beyond this count: infinite
+)
+def test_largest_count_is_the_largest_that_fits_in_logarithmically_many_steps(
+    power, width, base, count, reach, infinite
+):
+    def bound(k: int) -> float:  # non-decreasing in k
+        if k > infinite:
+            return math.inf
+        return ((base + k) // width * width / reach) ** power
+
+    calls: list[int] = []
+    k, eps = _largest_count(lambda j: calls.append(j) or bound(j), count, 1.0, base)
+    assert k == _bisection(bound, count, 1.0)
+    if k:
+        assert eps == bound(k) <= 1.0
+        assert k == MAX_COVER or k + 1 in calls  # the next count was composed: it fails
+    else:
+        assert eps > 1.0 and calls == [count]
+    # O(log n) evaluations: a secant guess, else the bracket halves
+    assert len(calls) < 4 * math.log2(k + base + 2) + 8
 
 
 # ----------------------------------------------------------------------------------

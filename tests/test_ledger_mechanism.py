@@ -125,3 +125,29 @@ def test_a_ledger_inside_a_composition_is_its_records_or_a_dominating_schedule()
             assert e_wrapped == pytest.approx(e_exact, rel=1e-5)
         else:  # the schedule rounded up to the grid: sound, within the grid's width
             assert e_exact * (1 - 1e-4) <= e_wrapped <= e_exact * 1.01
+
+
+def test_delta_off_the_exact_route_does_not_increase_with_epsilon(monkeypatch):
+    """The router's answers near a history's floor can rise a little with epsilon (each
+    one sound).  The ledger returns, at each epsilon of one call, the smallest answer of
+    that call at an epsilon at most that one -- sound because the true delta does not
+    increase -- and never mixes in earlier calls' answers (reproducible).  The
+    router is replaced by a curve ``e^-eps`` raised by half at every other epsilon (no
+    composition: the rule, not the engine, is under test)."""
+
+    def rising(ledger, flat, tol):
+        return np.exp(-flat) * np.where(np.round(flat * 4) % 2 == 1, 1.5, 1.0)
+
+    monkeypatch.setattr(routes, "ledger_delta", rising)
+    acct = _ledger(SCHEDULE)
+    ledger = acct.ledger
+    assert ledger.route == "online"
+    eps = np.array([1.0, 1.25, 1.5, 1.75])
+    got = ledger.delta(eps)
+    np.testing.assert_array_equal(got, np.exp(-eps[[0, 0, 2, 2]]))
+    # asked one by one: each its own answer, whatever was asked before (reproducible)
+    assert acct.delta(1.25) == 1.5 * math.exp(-1.25) > got[1]
+    assert ledger.delta(eps[::-1])[::-1].tolist() == got.tolist()  # any order of the array
+    exact = _ledger(SCHEDULE[:3])
+    assert exact.route == "exact" and exact.delta(1.0) == math.exp(-1.0)
+    assert exact.delta(1.25) == 1.5 * math.exp(-1.25)  # the composition's own answer

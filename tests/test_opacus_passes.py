@@ -72,9 +72,15 @@ def test_a_checkpoint_without_pass_starts_must_hold_whole_passes():
     acct = OpacusAccountant()
     acct.load_state_dict(_legacy(20))  # saved at an epoch's end: two whole passes
     assert len(acct) == 20
+    # saved again, the first batch's pass start is written (an empty log is refused)
+    state = acct.state_dict()
+    assert state["pass_starts"] == [0]
+    again = OpacusAccountant()
+    again.load_state_dict(state)
+    assert again.get_epsilon(DELTA) == acct.get_epsilon(DELTA)
 
 
-@pytest.mark.parametrize("starts", [[-1, 3], [0, 0], [3, 1], [0, 20], [0.5], [[0]]])
+@pytest.mark.parametrize("starts", [[-1, 3], [0, 0], [3, 1], [0, 20], [0.5], [[0]], []])
 def test_forged_pass_starts_are_refused(starts):
     acct = OpacusAccountant()
     with pytest.raises(ValueError, match="pass_starts"):

@@ -9,6 +9,7 @@ values (marked as such) were recorded from the code before the pair type existed
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import oracles
@@ -514,3 +515,21 @@ def test_swapped_epsilon_declines_an_infinite_start():
 
     pld = GridPLD(1e-3, 0, np.array([0.5]), 0.5, True)
     assert swapped_epsilon(pld, 1e-3, math.inf) is None
+
+
+def test_swapped_delta_beyond_the_float_range_is_the_trivial_bound_without_warning():
+    """``e^eps S`` and ``e^eps X`` overflow near ``EXP_OVERFLOW`` for a PLD whose
+    certified mass is far above 1 (the remove PLD of 2**40 + 1 steps at q 1e-6, sigma
+    0.5 sums to 6e64): the bound is 1, the trivial bound on any delta, with no overflow
+    warning -- not nan (inf - inf when both overflow, as before).  For ``heavy`` 1 is
+    the exact value (``e^eps X`` alone is far above 1); for ``garbage`` it is sound."""
+    pmf = np.zeros(21)
+    pmf[0], pmf[-1] = 1e10, 0.5  # losses -710 (both products overflow) and -690
+    garbage = GridPLD(1.0, -710, pmf, 0.0, True)
+    heavy = GridPLD(1.0, 0, np.array([1e65, 1.0]), 2.0, True)  # only e^eps X overflows
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        assert swapped_delta(garbage, 705.0) == 1.0
+        assert swapped_delta(heavy, math.inf) == 1.0
+        got = swapped_delta(garbage, np.array([705.0, math.inf, math.nan]))
+    assert got.tolist() == [1.0, 1.0, 1.0]

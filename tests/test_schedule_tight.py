@@ -123,9 +123,14 @@ def test_schedule_bracket_against_dp_accountings_composition_of_unrounded_steps(
     certified round-off and aliasing are most of it; 4.7e-5 above with the whole grid
     refined to 2.5e-4; 6.7e-4 above at the fast path's former fixed loss step 1e-3)."""
     phases = [(1.5 * 0.97**t, 0.01 * 1.03**t, 40) for t in range(8)]
-    fine_hi = dp_accounting_epsilon(phases, DELTA, 2e-5, True)
+    # dp_accounting 0.6.0 at interval 2e-5 costs about 8 s CPU (8 PLDs built at 2e-5), so
+    # its value is pinned: `dp_accounting_epsilon(phases, DELTA, 2e-5, True)` of
+    # tests/sgm_oracles.py on these phases gave 0.7105396347743818 (a peer's number); the
+    # default interval is computed live, and the pin must sit just below it
+    fine_hi = 0.7105396347743818
     fine_lo = dp_accounting_epsilon(phases, DELTA, 1e-4, False)
     default_hi = dp_accounting_epsilon(phases, DELTA, 1e-4, True)
+    assert fine_hi <= default_hi <= fine_hi * (1 + 1e-4)
     lo, hi = _bracket(phases)
     assert lo <= fine_hi and fine_lo <= hi
     assert hi <= default_hi * (1 + 2e-5)
@@ -175,9 +180,11 @@ def test_ledger_bracket_contains_dp_accountings_pessimistic_pld_at_a_tenth_inter
     distinct records) brackets dp_accounting's pessimistic epsilon of the unrounded
     steps at interval 1e-5, ten times finer than its default (an upper bound of the
     truth, within its own discretisation of it), and the ledger's upper end is within
-    3e-4 relative of dp_accounting's default (measured 0.26181970 against 0.26177099
-    at 1e-4 and 0.26176262 at 1e-5: these narrow steps, sigma >= 1.2 and q <= 0.01,
-    are where the ledger's fine grid is coarsest against the steps' spread)."""
+    1e-4 relative of dp_accounting's default (measured 0.26177971 against 0.26177099
+    at 1e-4 and 0.26176262 at 1e-5; 0.26181970, 1.9e-4 above, before session 18's
+    componentwise round-off bound and finer grid for blocks of exact cells: these narrow
+    steps, sigma >= 1.2 and q <= 0.01, are where the ledger's fine grid is coarsest
+    against the steps' spread)."""
     from dpacct.accountant import PrivacyAccountant
 
     rng = np.random.default_rng(37)
@@ -198,4 +205,4 @@ def test_ledger_bracket_contains_dp_accountings_pessimistic_pld_at_a_tenth_inter
     default_hi = dp_accounting_epsilon(phases, DELTA, 1e-4, True)
     assert fine_hi <= default_hi <= fine_hi * (1 + 1e-4)
     assert lo <= fine_hi <= hi
-    assert hi <= default_hi * (1 + 3e-4)
+    assert hi <= default_hi * (1 + 1e-4)

@@ -255,6 +255,65 @@ def test_spectral_top_is_above_the_direct_composition():
     assert top.inf_mass < 1e-11
 
 
+def test_optimistic_spectral_top_is_below_the_direct_composition():
+    """The lower end's spectral power (issue 37, session 18) against an independent
+    product: the optimistic PLD of a coarse Gaussian law, its 4-fold power taken 9
+    times times a 3-fold one, by plain direct convolution (no FFT).  The spectral
+    result's curve is at or below the direct one at every epsilon (negative ones too),
+    and within a few certificates of it where delta is above 1e-9.  (Before, the spectral
+    power served upper bounds only; given optimistic factors it returned a pessimistic
+    PLD above the product.)"""
+    from dpacct.accountant.pld.grid import discretize
+    from dpacct.accountant.pld.twoscale import SplitPLD, _spectral_top
+
+    base = discretize(GaussianLossLaw(mu=0.2), step=2.0**-6, pessimistic=False)
+    p = base.pmf
+
+    def direct(x: np.ndarray, times: int) -> np.ndarray:
+        out = np.array([1.0])
+        for _ in range(times):
+            out = np.convolve(out, x)
+        return out
+
+    p4, p3 = direct(p, 4), direct(p, 3)
+    power = SplitPLD(type(base)(base.step, 4 * base.offset, p4, 0.0, False), None)
+    low = SplitPLD(type(base)(base.step, 3 * base.offset, p3, 0.0, False), None)
+    top = _spectral_top(power, low, 9, base.step, 1e-14, 1e-9)
+    assert top is not None and not top.pessimistic
+    exact = type(base)(base.step, 9 * 4 * base.offset + 3 * base.offset,
+                       np.convolve(direct(p4, 9), p3), 0.0, False)
+    eps = np.linspace(-1.0, 8.0, 73)
+    got, want = top.delta(eps), exact.delta(eps)
+    assert np.all(got <= want)
+    assert np.all(got >= want - 1e-11)
+
+
+@pytest.mark.parametrize(("mu", "k"), [(0.02, 3_000)])
+def test_lower_end_by_the_spectral_power_brackets_the_gdp_closed_form(monkeypatch, mu, k):
+    """``epsilon_bounds`` of a count past 2^10: both ends now take the spectral power
+    (the optimistic one settled, :func:`_optimistic_settle`); the bracket holds
+    ``sqrt(k) mu``-GDP's closed form, the lower curve is below the mpmath oracle at
+    every epsilon tried, and the lower end is at least the old squaring ladder's (the
+    optimistic one composed level by level, each regrid lowering it)."""
+    from oracles import gaussian_delta as oracle_delta
+
+    from dpacct.accountant.mechanism import PLDSettings
+    from dpacct.accountant.pld import twoscale
+
+    seen = _spectral_calls(monkeypatch)
+    run = compose([law_only(mu)], counts=[k])
+    lo, hi = run.epsilon_bounds(DELTA)
+    assert any(s is not None and not s.pessimistic for s in seen)
+    mu_k = mu * math.sqrt(k)
+    exact = gdp_epsilon(mu_k)
+    assert lo <= exact <= hi
+    curve = run._pld_one(False, PLDSettings(None, DELTA), 0).delta(np.array([0.0, 0.5, 2.0, 4.0]))
+    for e, d in zip([0.0, 0.5, 2.0, 4.0], curve, strict=True):
+        assert d <= float(oracle_delta(mu_k, e))
+    monkeypatch.setattr(twoscale, "SPECTRAL_FROM", 64)  # the ladder all the way
+    assert lo >= compose([law_only(mu)], counts=[k]).epsilon_bounds(DELTA)[0]
+
+
 @pytest.mark.parametrize("n", [600, 2700, 4096, 6561])
 @pytest.mark.parametrize("kind", ["gauss", "spiky", "point"])
 def test_forward_transform_errs_by_kappa_times_the_mass_at_every_frequency(n, kind):

@@ -9,7 +9,9 @@ state a saved ledger keeps.  A ledger without a budget has no filter.  Two strat
   advance, so stopping it at a data-independent point keeps the PLD bound of the
   recorded prefix a valid (epsilon, delta) guarantee.  An accepted check certifies a
   geometrically growing number of further records (adding mechanisms never lowers
-  epsilon), and beyond ``EXACT_PHASES`` distinct mechanisms the check is incremental
+  epsilon); a record that repeats the last one is certified for the largest number of
+  copies that fits (:func:`_largest_count`, O(log n) compositions); beyond
+  ``EXACT_PHASES`` distinct mechanisms the check is incremental
   (:mod:`dpacct.accountant.ledger.history`).  Far from the budget no PLD check runs at
   all: on a ledger of DP-SGD steps, the steps' summed Renyi DP certifies the next ones
   first (:mod:`dpacct.accountant.ledger.rdp_credit`); answers and refusals stay the
@@ -57,6 +59,11 @@ WIDE_SLACK = 2.0**-4
 #: the look-ahead's by a few 1e-4 relative at most.  An engineering margin from those
 #: shares, not a proof; 2^-16 was enough while every step was discretised alike
 CERTIFICATE_MARGIN = 2.0**-11
+#: the most records one certificate covers
+MAX_COVER = 1 << 40
+#: the search for the largest admissible count stops guessing (and halves its
+#: bracket) after this many evaluations that did not halve it
+_STALL = 2
 #: candidate orders for the adaptive (Renyi) filter's single, fixed order
 ADAPTIVE_ORDERS = np.concatenate(
     [1.0 + np.geomspace(0.05, 1.0, 12)[:-1], np.geomspace(2.0, 512.0, 49)]
@@ -159,6 +166,87 @@ def _candidate(entry: Entry, slack: float) -> Entry:
         return entry
     cell = _cell_mechanism(step.sigma_upper * (1.0 - slack), min(step.q * (1.0 + slack), 1.0))
     return Entry(cell, 1, classify(cell))
+
+
+def _guess(a: tuple[int, float], b: tuple[int, float] | None, budget: float, base: int) -> float:
+    """Where ``eps(k) = budget`` by a straight line through ``a`` and ``b`` (or, without
+    ``b``, through ``a`` and the origin) in ``(log(base + k), log eps)``: epsilon of a
+    composition grows about like a power of the number of records, between its square
+    root and linear.  A guess only (nan when the points do not allow one); the search
+    that uses it is bracketed."""
+    (ka, ea), slope = a, 1.0
+    if not (0.0 < ea < math.inf and budget > 0.0):
+        return math.nan
+    xa = math.log(base + ka)
+    if b is not None:
+        kb, eb = b
+        if not (0.0 < eb < math.inf) or eb == ea:
+            return math.nan
+        slope = (math.log(eb) - math.log(ea)) / (math.log(base + kb) - xa)
+        if not slope > 0.0:
+            return math.nan
+    return math.exp(min(xa + (math.log(budget) - math.log(ea)) / slope, 700.0)) - base
+
+
+def _largest_count(
+    bound: Callable[[int], float], count: int, budget: float, base: int = 0
+) -> tuple[int, float]:
+    """The largest ``k`` in ``[count, MAX_COVER]`` with ``bound(k) <= budget``.
+
+    ``bound(k)`` is epsilon of the ledger with ``k`` more copies of a record, which
+    never falls as ``k`` grows (adding mechanisms never lowers epsilon).  ``count`` is
+    evaluated first: when it does not fit, ``(0, bound(count))``.  Otherwise the
+    search brackets the answer between a fitting and a failing count and narrows it
+    to adjacent counts, so ``bound(k + 1) > budget`` was evaluated for the ``k``
+    returned (unless ``k`` is the cap).  The points are placed by a secant through the
+    last two (:func:`_guess`, ``base`` being the records already counted) and by
+    halving the bracket when the secant stalls: O(log n) evaluations, about six on a
+    constant DP-SGD schedule.
+
+    Returns
+    -------
+    (int, float)
+        ``k`` and ``bound(k)``.
+
+    Examples
+    --------
+    >>> _largest_count(lambda k: 0.1 * k**0.5, 1, 1.0)
+    (100, 1.0)
+    >>> _largest_count(lambda k: 0.1 * k**0.5, 101, 1.0)[0]
+    0
+    """
+    eps = bound(count)
+    if not eps <= budget:
+        return 0, eps
+    lo: tuple[int, float] = (count, eps)
+    hi: tuple[int, float] | None = None
+    points = [lo]
+    while hi is None:  # a failing count: at least double, at most 16-fold in base + k
+        if lo[0] >= MAX_COVER:
+            return lo
+        guess = _guess(points[-1], points[-2] if len(points) > 1 else None, budget, base)
+        k = 2 * lo[0] if math.isnan(guess) else max(int(min(guess, MAX_COVER)), 2 * lo[0])
+        k = min(k, 16 * (base + lo[0]) - base, MAX_COVER)
+        points.append((k, bound(k)))
+        if points[-1][1] <= budget:
+            lo = points[-1]
+        else:
+            hi = points[-1]
+    stall = 0
+    while hi[0] - lo[0] > 1:  # narrow the bracket to adjacent counts
+        width = hi[0] - lo[0]
+        guess = _guess(points[-2], points[-1], budget, base) if stall < _STALL else math.nan
+        if math.isnan(guess):
+            k = lo[0] + width // 2
+        else:
+            k = int(min(max(math.floor(guess), lo[0] + 1), hi[0] - 1))
+        points.append((k, bound(k)))
+        if points[-1][1] <= budget:
+            lo = points[-1]
+        else:
+            hi = points[-1]
+        stall = 0 if 2 * (hi[0] - lo[0]) <= width else stall + 1
+    return lo
 
 
 class PLDFilter:
@@ -297,12 +385,33 @@ class PLDFilter:
     def _admit_exact(self, entry: Entry) -> None:
         """Raise if recording ``entry`` would exceed the budget (exact composition).
 
-        Accepting grants a credit: the accountant checks ``ledger + k`` records with
-        ``k >= count`` growing geometrically while checks succeed (and shrinking when
-        one fails), so a long run of identical steps costs O(log steps) evaluations.
+        Accepting grants a credit.  A record that repeats the last one recorded (the
+        schedule is not moving) is checked for ``count`` copies and, when they fit,
+        certified for the largest number of copies that fits
+        (:func:`_largest_count`): a long run of identical steps costs O(log steps)
+        compositions in all, and the step after the certified ones is refused by the
+        same check as before.  Otherwise the accountant checks ``ledger + k`` records
+        with ``k >= count`` growing geometrically while checks succeed (and shrinking
+        when one fails).
         """
         budget_eps, budget_delta = self.budget
         credit, count = self.credit, entry.count
+        entries = self.records.entries
+        if entries and same(entries[-1].mechanism, entry.mechanism):
+            base = sum(e.count for e in entries)
+            k, eps = _largest_count(
+                lambda n: self._bound_with(Entry(entry.mechanism, n, entry.step)),
+                count,
+                budget_eps,
+                base,
+            )
+            if k:
+                self._grant(Entry(entry.mechanism, k, entry.step), eps)
+                return
+            self.lookahead = 1
+            spent = self.spent(budget_delta)
+            why = f"(spent so far: {spent:.6g})"
+            raise _refusal(entry, eps, self.budget, f"epsilon to {eps:.6g}", why)
         k = max(count, self.lookahead)
         # a DP-SGD step whose sigma or q changed: certify steps dominated by it loosened
         # by LOOKAHEAD_SLACK first (as the incremental check does), so a slowly changing
@@ -340,7 +449,7 @@ class PLDFilter:
             self.records.version,
             online,
         )
-        self.lookahead = min(2 * candidate.count, 1 << 40)
+        self.lookahead = min(2 * candidate.count, MAX_COVER)
 
     # ------------------------------------------------------ incremental check
     def _admit_incremental(self, entry: Entry) -> None:

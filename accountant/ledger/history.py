@@ -49,7 +49,7 @@ class _PLDHistory:
     """
 
     def __init__(self, delta: float, tol: float | None, grid: float, progress: bool) -> None:
-        self.delta = delta
+        self.target_delta = delta  # (not ``delta``: that is the method below)
         self.tol = tol
         self.grid = grid
         self.progress = progress
@@ -101,11 +101,11 @@ class _PLDHistory:
         return True
 
     def epsilon_with(self, parts: list[Entry], fit_only: bool = False) -> float:
-        return self._with(self._block(parts)).epsilon(self.delta).epsilon
+        return self._with(self._block(parts)).epsilon(self.target_delta).epsilon
 
     def epsilon(self) -> float:
         if self._eps is None:
-            self._eps = 0.0 if self.plds is None else self.plds.epsilon(self.delta).epsilon
+            self._eps = 0.0 if self.plds is None else self.plds.epsilon(self.target_delta).epsilon
         return self._eps
 
     def delta(self, epsilon: np.ndarray) -> tuple[np.ndarray, float]:

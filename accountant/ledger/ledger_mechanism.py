@@ -282,13 +282,36 @@ class LedgerMechanism(Mechanism):
     def delta(self, epsilon, *, tol: float | None = None):
         """Delta spent at ``epsilon`` (scalar or array): a sound upper bound, 0 when empty.
 
-        See :func:`~dpacct.accountant.routes.ledger_delta`.
+        See :func:`~dpacct.accountant.routes.ledger_delta`.  Off the ``"exact"`` route
+        the answers do not increase with epsilon (:meth:`_non_increasing`).
         """
         tol = self._tol_of(tol)
         e_arr = as_real_array("epsilon", epsilon)
         flat = np.array([check_epsilon(e) for e in e_arr.reshape(-1)], dtype=float)
-        out = routes.ledger_delta(self, flat, tol).reshape(e_arr.shape)
+        out = routes.ledger_delta(self, flat, tol)
+        if self._records.entries and self.route != "exact":
+            out = self._non_increasing(flat, out)
+        out = out.reshape(e_arr.shape)
         return float(out) if np.ndim(e_arr) == 0 else out
+
+    @staticmethod
+    def _non_increasing(flat: np.ndarray, out: np.ndarray) -> np.ndarray:
+        """Each answer lowered to the smallest answer of the same call at an epsilon at
+        most its own.
+
+        Sound: the true ``delta(eps) = sup_S P(S) - e^eps Q(S)`` of every pair does not
+        increase with ``eps``, so a sound upper bound at ``eps' <= eps`` is one at
+        ``eps`` too, and the smallest of several sound bounds is sound.  Free: the
+        answers are the ones already computed (the composed histories near their floor
+        and the rounded schedule can each read a little higher at a larger epsilon).
+        Only the call's own answers are compared, so an answer never depends on the
+        questions asked before it: a curve asked as one array is non-increasing, and the
+        same question always gets the same number.
+        """
+        order = np.lexsort((out, flat))
+        running = np.empty_like(out)
+        running[order] = np.minimum.accumulate(out[order])
+        return running
 
     def epsilon_bounds(self, delta: float, *, tol: float | None = None) -> Bracket:
         """``(lower, upper)`` bracket of the epsilon spent at ``delta``.

@@ -44,8 +44,12 @@ FINE_VARIANCE_SHARE = 1e-5
 #: answer 5.321342 -> 5.320706, 0.47 -> 0.74 s); a block that merged steps of several
 #: values into a cell keeps ``FINE_BUDGET`` (its rounding, up to a cell's width of
 #: sigma, outweighs the fine grid's widening: 10 000 decaying sigmas move 12.339087 ->
-#: 12.338748 at 1.7x the time)
-EXACT_BUDGET = 128
+#: 12.338748 at 1.7x the time).  128 -> 256 once the blocks' round-off bound became
+#: componentwise (issue 37, session 18: it no longer dominates the fine grid's widening):
+#: 1 000 random phases 5.320563 -> 5.320406 (dp_accounting's default 5.320348) at 1.4-1.6x
+#: the time, 100 phases 1.842867 -> 1.842843 (0.09 -> 0.2 s), 10 000 phases 22.446176 ->
+#: 22.445496 at 1.7x (CPU, loaded machine)
+EXACT_BUDGET = 256
 #: the history's loss step (unless given): the coarsest of ``FAST_STEP / 2^i``
 #: (``i = 0..COARSE_LEVELS``) at which re-discretising a block onto it adds at
 #: most this share to the loss variance of a full block of steps like the first

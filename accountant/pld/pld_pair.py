@@ -266,16 +266,21 @@ class _SwappedCurve:
         k = np.searchsorted(self.losses, -e, side="left")  # losses[:k] < -eps
         t = np.exp(e)
         r, s2 = self.q_above[k], self.p_below[k]
-        ts2 = t * s2
-        tx = t * self.excess
-        v = ((1.0 - r) - ts2) + tx
-        err = (
-            (_EXP_REL + (self.sum_err + 1) * _U) * r
-            + (_EXP_REL + (self.sum_err + 1) * _U) * ts2
-            + (_EXP_REL + _U) * tx
-            + 5 * _U * (1.0 + r + ts2 + tx)
-        )
-        out = np.clip(v + err * (1 + 1e-6) + TINY, 0.0, 1.0)
+        # e^eps S or e^eps X can leave the float range (eps near EXP_OVERFLOW, e.g. eps
+        # = inf asked of a PLD whose certified mass far exceeds 1): the bound is then
+        # inf or nan (inf - inf), and 1, the trivial bound on any delta, is returned
+        with np.errstate(over="ignore", invalid="ignore"):
+            ts2 = t * s2
+            tx = t * self.excess
+            v = ((1.0 - r) - ts2) + tx
+            err = (
+                (_EXP_REL + (self.sum_err + 1) * _U) * r
+                + (_EXP_REL + (self.sum_err + 1) * _U) * ts2
+                + (_EXP_REL + _U) * tx
+                + 5 * _U * (1.0 + r + ts2 + tx)
+            )
+            bound = v + err * (1 + 1e-6) + TINY
+        out = np.clip(np.where(np.isfinite(bound), bound, 1.0), 0.0, 1.0)
         out = np.where(bad, 1.0, out)
         return float(out) if out.ndim == 0 else out
 

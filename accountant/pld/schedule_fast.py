@@ -72,9 +72,11 @@ def _compose_cells(
       composed; the window is sized so that both are below ``alias_budget``;
     * round-off: forward FFT of each cell with the l2 bound of Higham (2002, Theorem
       24.2), propagated through the ``k_c``-th powers (``|a^k - b^k| <= k |a - b|`` for
-      ``|a|, |b| <= 1``), the a-posteriori bound of the summed logarithms, and the
-      inverse FFT; the l1 error of the output is at most the l2 error of the full
-      spectrum (Parseval) plus ``sqrt(N)`` times the inverse transform's l2 error.
+      ``|a|, |b| <= 1``), or frequency by frequency where that is smaller
+      (:func:`~dpacct.accountant.pld.groups._bounded_product`), the a-posteriori
+      bound of the summed logarithms, and the inverse FFT; the l1 error of the
+      output is at most the l2 error of the full spectrum (Parseval) plus
+      ``sqrt(N)`` times the inverse transform's l2 error.
 
     ``log_fin`` (default: from ``infs``) is the log of the finite mass,
     ``sum_c k_c log(1 - inf_c)``; ``carried`` an error already made upstream (the
@@ -83,13 +85,15 @@ def _compose_cells(
     :data:`FAST_MAX_N`.
     """
     counts = np.asarray(counts, dtype=float)
-    raw = _compose_spectrum(step, firsts, pmfs, counts, alias_budget, lambdas)
+    raw = _compose_spectrum(
+        step, firsts, pmfs, counts, alias_budget, lambdas, componentwise=True
+    )
     if raw is None:
         return None
     if log_fin is None:
         with np.errstate(divide="ignore"):
             log_fin = float(counts @ np.log1p(-np.minimum(infs, 1.0)))
-    return _finish(step, *raw, log_fin, pessimistic, carried=carried)
+    return _finish(step, *raw[:-1], log_fin, pessimistic, carried=carried, fwd=raw[-1])
 
 
 def _finish(
@@ -105,13 +109,16 @@ def _finish(
     pessimistic: bool,
     *,
     carried: float = 0.0,
+    fwd: float = math.inf,
 ) -> tuple[GridPLD, float]:
     """The composed PMF from its spectrum by one inverse FFT, with its error bound.
 
     ``norms = sum_c k_c ||p_c||_2`` bounds the forward round-off, ``mults`` counts the
-    complex products that formed ``spec``; see :func:`_compose_cells`.
+    complex products that formed ``spec``; ``fwd``, another bound on that forward
+    round-off (the componentwise one of :func:`~dpacct.accountant.pld.groups.
+    _bounded_product`; the smaller is used); see :func:`_compose_cells`.
     """
-    freq_l2, y, inv_l1 = _spectral_error(spec, n, mults, norms)
+    freq_l2, y, inv_l1 = _spectral_error(spec, n, mults, norms, fwd)
     err = alias + freq_l2 + inv_l1 + carried + TINY
     y = np.roll(y, -((a_idx - origin) % n))
     y = np.maximum(y, 0.0)

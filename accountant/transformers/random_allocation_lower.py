@@ -231,14 +231,14 @@ _ENGINE_SIGMA = 1e-4
 def random_allocation_delta_mc(
     sigma: float,
     steps: int,
-    epsilon: float,
+    epsilon: float | list[float] | np.ndarray,
     *,
     epochs: int = 1,
     samples: int = 200_000,
     rng: np.random.Generator,
     confidence: float = 0.99,
     direction: str = "remove",
-) -> tuple[float, float, float]:
+) -> tuple[float, float, float] | tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Monte Carlo *estimate* of delta(epsilon) of one direction (k = 1); no guarantee.
 
     ``direction="remove"`` samples the exact privacy loss
@@ -247,7 +247,7 @@ def random_allocation_delta_mc(
     ``L = -sum_epochs log((1/T) sum_j e^{(x_j - 1/2)/sigma^2})`` under ``Q`` (record
     absent).  Either way the estimate averages ``(1 - e^{epsilon - L})_+``.  Returns
     ``(estimate, low, high)``, the interval from the normal approximation at
-    ``confidence``.
+    ``confidence``; for several epsilons, one array each, from the same draws.
 
     Parameters
     ----------
@@ -255,8 +255,9 @@ def random_allocation_delta_mc(
         Noise multiplier of each step, > 0.
     steps : int
         Steps per epoch ``T``, >= 1.
-    epsilon : float
-        The epsilon at which delta is estimated, >= 0.
+    epsilon : float or 1-D array of float
+        The epsilon(s) at which delta is estimated, each >= 0; several are estimated
+        from one set of draws.
     epochs : int, default 1
         Epochs composed, >= 1.
     samples : int, default 200_000
@@ -279,11 +280,22 @@ def random_allocation_delta_mc(
     ...                                          rng=np.random.default_rng(0))
     >>> bool(0 <= lo <= est <= hi)
     True
+    >>> est, lo, hi = random_allocation_delta_mc(1.0, 100, [0.5, 1.0], samples=20_000,
+    ...                                          rng=np.random.default_rng(0))
+    >>> bool(est[0] >= est[1])
+    True
     """
     s = check_positive("sigma", sigma)
     t = check_count(steps, "steps")
     e = check_count(epochs, "epochs")
-    eps = check_epsilon(epsilon)
+    several = isinstance(epsilon, list | tuple | np.ndarray)
+    if several and np.ndim(epsilon) != 1:
+        raise ValueError(f"epsilon must be a number or a 1-D array, got shape {np.shape(epsilon)}")
+    epsilons = np.array(
+        [check_epsilon(x, f"epsilon[{i}]") for i, x in enumerate(epsilon)]
+        if several
+        else [check_epsilon(epsilon)]
+    )
     n = check_count(samples, "samples")
     if n < 2:
         raise ValueError(f"samples must be an integer >= 2 (the interval needs a spread), got {n}")
@@ -302,11 +314,17 @@ def random_allocation_delta_mc(
             x[:, 0] += shift  # by symmetry the record's step can be the first
             y = (x - 0.5) / (s * s)
             total[start : start + m] += sign * (special.logsumexp(y, axis=1) - math.log(t))
-    vals = -np.expm1(np.minimum(eps - total, 0.0))
-    est = float(vals.mean())
-    se = float(vals.std(ddof=1)) / math.sqrt(n)
     z = float(special.ndtri(0.5 + 0.5 * confidence))
-    low, high = max(est - z * se, 0.0), est + z * se
-    if float(vals.max()) == 0.0:  # no spread to estimate: the exact all-zero bound
-        high = -math.expm1(math.log1p(-confidence) / n)
-    return est, low, high
+    out = []
+    for eps in epsilons:
+        vals = -np.expm1(np.minimum(eps - total, 0.0))
+        est = float(vals.mean())
+        se = float(vals.std(ddof=1)) / math.sqrt(n)
+        low, high = max(est - z * se, 0.0), est + z * se
+        if float(vals.max()) == 0.0:  # no spread to estimate: the exact all-zero bound
+            high = -math.expm1(math.log1p(-confidence) / n)
+        out.append((est, low, high))
+    if not several:
+        return out[0]
+    est_a, low_a, high_a = (np.array(col) for col in zip(*out, strict=True))
+    return est_a, low_a, high_a

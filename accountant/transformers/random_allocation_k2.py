@@ -1,0 +1,461 @@
+"""A direct upper bound for 2-of-T random allocation: the (max, sum) remove direction.
+
+One epoch allocates the record to a uniform 2-subset of ``T`` Gaussian steps (noise
+multiplier ``sigma``).  With ``Y_t = exp((x_t - 1/2) / sigma^2)`` i.i.d. log-normal under
+``Q = N(0, sigma^2 I_T)`` (``log Y ~ N(-1/(2 sigma^2), 1/sigma^2)``, ``E Y = 1``) the
+likelihood ratio of the exact pair is ``Lambda = e_2(Y) / C(T, 2)``
+(docs/theory/allocation_k_of_t.md, "The exact pair of one epoch"; Proposition 1' there
+shows that this pair dominates the adaptive epoch).  This module certifies an upper
+bound on the *remove* direction ``H_gamma(P_2 || Q) = E_Q[(Lambda - gamma)_+]`` at every
+``gamma >= 0`` and turns it into a dominating pair of probability measures for the PLD
+engine; the add direction is left to the blocks of Proposition 1
+(:func:`allocation_k2_pair` composes them).  Every step is proved in
+docs/theory/allocation_k_of_t.md, section "The direct k = 2 remove direction":
+
+1. **Pointwise.**  ``M = max_t Y_t``, ``R`` the sum of the others: Cauchy-Schwarz on the
+   others' squares gives ``Lambda <= L'(M, R) = (2 M R + R^2 (T-2)/(T-1)) / (T (T-1))``,
+   increasing in ``M`` and increasing convex in ``R``.
+2. **Conditioning.**  ``A`` = two coordinates above ``b``; ``(Lambda - gamma)_+ <= Lambda``
+   on ``A`` and ``E_Q[Lambda; A] = P_2(A)`` (a union bound over pairs, charged).  Given
+   ``M`` in the cell ``(m_{j-1}, m_j]`` and off ``A``, the others are i.i.d. and
+   stochastically below ``Y | Y <= c`` for any cut ``c >= min(m_j, b)``.  The cell masses
+   ``F(m_j)^T - F(m_{j-1})^T`` are computed without cancellation and rounded up.
+3. **Lattice.**  ``Y | Y <= c`` is split onto a lattice of step ``h`` with each cell's
+   first moment kept (chord of an increasing convex function), from entrywise upper
+   bounds of the cell masses and moments; its ``(T-1)``-fold power is the engine's
+   rigorous convolution kernel, rounded up; off ``A`` the sum is ``<= (T-1) b``, inside
+   the FFT length (no wrap; entries beyond the exact support are 0).
+4. **A probability pair.**  The resulting atoms ``(v_i, q_i)`` (values rounded up onto a
+   log grid) and the charged mass ``c`` satisfy ``sum q_i v_i + c >= 1`` and
+   ``E_Q[(Lambda - gamma)_+] <= sum q_i (v_i - gamma)_+ + c``.  Keeping the highest atoms
+   until their P-mass ``sum q_i v_i`` is ``1 - c`` (the last one in part) and sending the
+   rest of Q's mass to ``v = 0`` gives a pair of probability measures ``(P', Q')`` whose
+   ``H_gamma(P' || Q')`` equals the bound above the cut and is the chord from
+   ``(0, 1)`` below it, hence ``>= H_gamma(P_2 || Q)`` at every ``gamma >= 0`` (that curve
+   is convex with value 1 at 0): a dominating pair in the remove direction, which the
+   engine composes over epochs.
+
+The remove direction's law is built once per ``(sigma, T)`` and kept; a build longer
+than :data:`~dpacct.accountant.transformers.random_allocation_pld.PROGRESS_DELAY`
+seconds shows a ``tqdm`` bar unless ``progress=False``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import special
+
+from ..laws.loss_law import AtomicLossLaw
+from ..mechanism import Capabilities, Mechanism
+from ..numerics import _bar_disabled
+from ..validation import check_count, check_positive
+from .random_allocation_pld import PROGRESS_DELAY, AllocationEpochPair
+from .random_allocation_sum_lower import _power
+
+__all__: list[str] = []
+
+#: relative error allowed to scipy's ndtr / log_ndtr per unit of (5 + x^2) (a few ulps,
+#: and the rounding of the argument x: as in the sum statistic's ``_term_bounds``)
+_ETA = 1e-15
+#: relative margin for the float operations after the special functions (each a few
+#: ulps; at most a few hundred of them compound on any entry)
+_OPS = 1e-12
+#: the union bound on P_2(two coordinates above b) is aimed at this
+_CHARGE = 1e-9
+#: log-grid step of the atoms' values (rounded up onto it)
+_DLOG = 1e-4
+#: lattice entries and M cells below this mass are charged in full
+_DROP = 1e-25
+#: the smallest T and sigma the direct bound is built for (the route of
+#: :class:`~dpacct.accountant.RandomAllocationMechanism` needs T > k = 2)
+K2_MIN_STEPS = 2
+K2_MIN_SIGMA = 0.45
+#: the largest T the route of :class:`~dpacct.accountant.RandomAllocationMechanism` tries
+K2_MAX_STEPS = 300
+
+
+def _err(z: np.ndarray) -> np.ndarray:
+    """Relative error bound of ndtr at argument ``z`` (the error model, module 2.)."""
+    zz = np.where(np.isfinite(z), z * z, 0.0)
+    return _ETA * (5.0 + zz)
+
+
+def _cells_upper(zlo: np.ndarray, zhi: np.ndarray) -> np.ndarray:
+    """Upper bounds on ``Phi(zhi) - Phi(zlo)`` (``zlo <= zhi``): the difference taken on
+    the side of the median where it does not cancel, plus the error of both ends (each
+    at most ``_err`` relative to the CDF at the near end)."""
+    left = zhi <= 0.0
+    with np.errstate(invalid="ignore"):
+        near = np.where(left, special.ndtr(zhi), special.ndtr(-zlo))
+        mass = np.where(
+            left, special.ndtr(zhi) - special.ndtr(zlo), special.ndtr(-zlo) - special.ndtr(-zhi)
+        )
+    x = np.where(left, zhi, -zlo)
+    return np.maximum(mass, 0.0) + 2.0 * _err(x) * near + 1e-300
+
+
+def _cells_lower(zlo: np.ndarray, zhi: np.ndarray) -> np.ndarray:
+    """Lower bounds on ``Phi(zhi) - Phi(zlo)``, as :func:`_cells_upper`."""
+    up = _cells_upper(zlo, zhi) - 1e-300
+    left = zhi <= 0.0
+    near = np.where(left, special.ndtr(zhi), special.ndtr(-zlo))
+    x = np.where(left, zhi, -zlo)
+    return np.maximum(up - 4.0 * _err(x) * near, 0.0)
+
+
+def _max_cell_weights(sigma: float, t: int, levels: np.ndarray) -> np.ndarray:
+    """Upper bounds on ``Q(M in (e^{l_{j-1}}, e^{l_j}])`` (the first cell: ``M <= e^{l_0}``).
+
+    ``F(m)^T - F(m')^T = F^T (1 - (1 - c / F)^T)`` with ``c = F(m) - F(m')`` the one-term
+    cell mass (no cancellation); increasing in ``F`` and in ``c``, so evaluated at upper
+    bounds of both and rounded up."""
+    s0, mu0 = 1.0 / sigma, -0.5 / sigma**2
+    z = (levels - mu0) / s0
+    log_f = special.log_ndtr(z) * (1.0 - _err(z))  # log F <= 0, moved towards 0
+    f_up = np.exp(log_f)
+    c = np.empty(levels.size)
+    c[0] = f_up[0]
+    c[1:] = _cells_upper(z[:-1], z[1:])
+    c = np.minimum(c, f_up)
+    with np.errstate(divide="ignore"):
+        w = f_up**t * -np.expm1(t * np.log1p(-c / f_up))
+    w[0] = f_up[0] ** t
+    return w * (1.0 + _OPS)
+
+
+def _term_law(sigma: float, cut: float, h: float, n: int) -> np.ndarray:
+    """Entrywise upper bound of a law on ``{0, h, ..., (n-1) h}`` above ``Y | Y <= cut`` in
+    the increasing convex order: each cell ``[a, a + h]``'s mass goes to its two ends
+    with the upper node's share ``u = (E[Y; cell] - a P(cell)) / h`` bounded above (the
+    chord of an increasing convex function; all its mass at the upper node when the
+    bound on ``u`` exceeds the bound on the mass); the last cell ends at ``cut``."""
+    s0, mu0 = 1.0 / sigma, -0.5 / sigma**2
+    top = min(math.ceil(cut / h), n - 1)
+    edges = np.arange(top + 1) * h
+    edges[-1] = cut
+    with np.errstate(divide="ignore"):
+        z = (np.log(edges) - mu0) / s0
+    zc = (math.log(cut) - mu0) / s0
+    norm_lo = float(special.ndtr(zc)) * (1.0 - float(_err(np.array([zc]))[0]) - 1e-15)
+    mass_up = _cells_upper(z[:-1], z[1:]) / norm_lo
+    mass_lo = _cells_lower(z[:-1], z[1:]) / (norm_lo * (1.0 + 1e-13))
+    # E[Y; Y in cell] = Phi(z_hi - s0) - Phi(z_lo - s0)  (E Y = 1)
+    mom_up = _cells_upper(z[:-1] - s0, z[1:] - s0) / norm_lo
+    width = np.diff(edges)
+    a = edges[:-1]
+    u = (mom_up - a * mass_lo) / width
+    u = u + 1e-15 * (mom_up + a * mass_lo) / width  # the subtraction's own round-off
+    u = np.clip(u, 0.0, mass_up)
+    out = np.zeros(n)
+    out[:top] += mass_up - u
+    out[1 : top + 1] += u
+    return out * (1.0 + _OPS)
+
+
+def _sum_power(law: np.ndarray, m: int) -> np.ndarray:
+    """Entrywise upper bound on the ``m``-fold convolution power of ``law`` (the
+    engine's rigorous kernel, via the sum statistic's ``_power``); entries beyond the
+    exact support ``m (top - 1)`` are 0 and set so (the kernel's absolute error bounds
+    there would otherwise be weighted by ``L' ~ r^2``)."""
+    top = int(np.flatnonzero(law)[-1]) + 1
+    with np.errstate(all="ignore"):
+        out = _power(law[:top], m, law.size, True)
+    out = np.concatenate((out, np.zeros(law.size - out.size)))
+    out[m * (top - 1) + 1 :] = 0.0
+    return out
+
+
+def _pair_charge(sigma: float, t: int, log_b: float) -> float:
+    """Upper bound on ``P_2(two coordinates above e^{log_b})``: a union over pairs (both
+    in the record's 2-subset, one, none)."""
+    s0, mu0 = 1.0 / sigma, -0.5 / sigma**2
+    zs = -(log_b - mu0 - 1.0 / sigma**2) / s0
+    zu = -(log_b - mu0) / s0
+    ps = float(special.ndtr(zs)) * (1.0 + float(_err(np.array([zs]))[0]))
+    pu = float(special.ndtr(zu)) * (1.0 + float(_err(np.array([zu]))[0]))
+    return (ps * ps + 2 * (t - 2) * ps * pu + (t - 2) * (t - 3) / 2 * pu * pu) * (1 + _OPS)
+
+
+def _second_cut(sigma: float, t: int, charge: float) -> tuple[float, float]:
+    """``(log b, charge)``: the least ``b`` (bisection) whose :func:`_pair_charge` is
+    ``<= charge``, and that charge."""
+    mu0, s0 = -0.5 / sigma**2, 1.0 / sigma
+    lo, hi = mu0, mu0 + 40.0 * s0
+    for _ in range(80):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if _pair_charge(sigma, t, mid) > charge else (lo, mid)
+    return hi, _pair_charge(sigma, t, hi)
+
+
+def _settings(sigma: float, t: int) -> tuple[float, float, float, float]:
+    """``(dl, coarse, h, charge)``: the M cells' log step, the log step of the cuts the
+    others' law is rebuilt at, the lattice step and the pair charge (measured:
+    docs/theory/allocation_k_of_t.md)."""
+    var = math.expm1(1.0 / sigma**2)
+    # below 0.65 a coarse lattice and a larger pair charge (sigma 0.6, T 100, delta 1e-6:
+    # 5.6961 in 4.9 CPU s against 5.7146 in 39 s with the settings below; the charge
+    # 1e-8 leaves delta <= 1e-8 to the blocks)
+    if sigma < 0.65:
+        return 2e-3, 0.25, 4.0 * max(1.0, var / 58.6), 1e-8
+    return 1e-3, (0.25 if t >= 50 else 0.05), 0.15 * max(1.0, var / 2.0), _CHARGE
+
+
+def k2_remove_atoms(
+    sigma: float, steps: int, *, progress: bool = False
+) -> tuple[np.ndarray, np.ndarray, float]:
+    """``(values, q, charge)``: atoms of an upper bound on the remove direction.
+
+    For every ``gamma >= 0``,
+    ``H_gamma(P_2 || Q) <= sum_i q_i (values_i - gamma)_+ + charge`` (module, 1.-3.).
+
+    Parameters
+    ----------
+    sigma : float
+        Noise multiplier, > 0.
+    steps : int
+        Steps per epoch ``T``, >= 2 (at ``T = 2`` the bound is the exact pair, a
+        Gaussian: no amplification).
+    progress : bool, default False
+        Show a ``tqdm`` bar after :data:`PROGRESS_DELAY` seconds.
+
+    Returns
+    -------
+    tuple
+        Values (sorted, rounded up onto a log grid), their Q-masses and the charge.
+
+    Examples
+    --------
+    >>> v, q, c = k2_remove_atoms(1.0, 3)
+    >>> bool(float(q @ v) + c >= 1.0)
+    True
+    """
+    sigma = check_positive("sigma", sigma)
+    t = check_count(steps, "steps")
+    if t < K2_MIN_STEPS:
+        raise ValueError(f"steps must be >= {K2_MIN_STEPS} for the direct k = 2 bound, got {t}")
+    key = (sigma, t)
+    if key not in _ATOMS:
+        _ATOMS[key] = _build(sigma, t, progress)
+    return _ATOMS[key]
+
+
+#: built atoms by (sigma, T)
+_ATOMS: dict[tuple[float, int], tuple[np.ndarray, np.ndarray, float]] = {}
+
+
+def _build(sigma: float, t: int, progress: bool) -> tuple[np.ndarray, np.ndarray, float]:
+    s0, mu0 = 1.0 / sigma, -0.5 / sigma**2
+    dl, coarse, h, charge = _settings(sigma, t)
+    lmax = 0.5 / sigma**2 + 8.0 / sigma  # shifted log Y 8 sd above its mean
+    lb, tail = _second_cut(sigma, t, charge)
+    n = 1 << math.ceil(math.log2((t - 1) * math.exp(lb) / h + t + 2))
+    lmin = mu0 + s0 * float(special.ndtri(1e-18 ** (1.0 / t)))  # Q(M <= e^lmin) ~ 1e-18
+    levels = np.arange(lmin, lmax + dl, dl)
+    w = _max_cell_weights(sigma, t, levels)
+    m = np.exp(levels) * (1.0 + 1e-15)  # each cell's upper end, rounded up
+    # P_2(M > e^lmax) <= 2 P(shifted > .) + (T - 2) P(unshifted > .)
+    zs = (lmax - (mu0 + 1.0 / sigma**2)) / s0
+    zu = (lmax - mu0) / s0
+    top_charge = 2.0 * special.ndtr(-zs) * (1 + _err(np.array([zs]))[0])
+    top_charge += (t - 2) * special.ndtr(-zu) * (1 + _err(np.array([zu]))[0])
+    tail += float(top_charge)
+    cuts = np.arange(lmin + coarse, levels[-1] + coarse, coarse)
+    if cuts[-1] < levels[-1]:  # every M cell must be taken by a cut
+        cuts = np.append(cuts, levels[-1])
+    nbin = math.ceil((math.log(2 * m[-1] * n * h + (n * h) ** 2) + 40.0) / _DLOG) + 2
+    off = math.ceil(40.0 / _DLOG)  # log-grid index 0 is e^{-40}; values below go up to it
+    hist = np.zeros(nbin)
+    r = np.arange(n) * h
+    c_lo = -np.inf
+    cache: dict[float, np.ndarray] = {}
+    tt = t * (t - 1)
+    ratio = (t - 2) / (t - 1)
+    from tqdm import tqdm
+
+    with tqdm(
+        total=cuts.size,
+        desc=f"random-allocation k=2 law (T={t})",
+        delay=PROGRESS_DELAY,
+        disable=_bar_disabled(progress),
+        leave=False,
+    ) as bar:
+        for c in cuts:
+            bar.update(1)
+            sel = (levels > c_lo) & (levels <= c + 1e-12)
+            c_lo = c + 1e-12
+            if not sel.any():
+                continue
+            cut = min(c, lb)
+            if cut not in cache:
+                cache.clear()
+                cache[cut] = _sum_power(_term_law(sigma, math.exp(cut), h, n), t - 1)
+            law = cache[cut]
+            er, er2 = float(law @ r), float(law @ (r * r))
+            # M cells of tiny mass: charged E[L'(m_j, R)] in full
+            tiny = sel & (w < _DROP)
+            tail += (2 * float(w[tiny] @ m[tiny]) * er + float(w[tiny].sum()) * er2 * ratio) / tt
+            sel = sel & ~tiny
+            if not sel.any():
+                continue
+            keep = law > _DROP
+            rr, pr = r[keep], law[keep]
+            pd, rd = law[~keep], r[~keep]
+            tail += (
+                2 * float(w[sel] @ m[sel]) * float(pd @ rd)
+                + float(w[sel].sum()) * float(pd @ (rd * rd)) * ratio
+            ) / tt
+            idx = np.flatnonzero(sel)
+            for ch in np.array_split(idx, max(1, idx.size * rr.size // 4_000_000)):
+                mj, wj = m[ch], w[ch]
+                lv = (2.0 * mj[:, None] * rr[None, :] + (rr * rr * ratio)[None, :]) / tt
+                lv = np.maximum(lv * (1.0 + _OPS), 1e-300)  # 0 goes up to the grid's least
+                ix = np.ceil(np.log(lv) / _DLOG).astype(np.int64) + off
+                ix = np.clip(ix, 0, nbin - 1)
+                hist += np.bincount(
+                    ix.ravel(), weights=(wj[:, None] * pr[None, :]).ravel(), minlength=nbin
+                )
+    if c_lo < levels[-1]:
+        raise ArithmeticError("an M cell was left out of the k = 2 law")
+    # bincount's float sums: a few ulps per entry added, relative
+    hist *= 1.0 + _OPS
+    nz = np.flatnonzero(hist > 0)
+    vals = np.exp((nz - off) * _DLOG)
+    return vals, hist[nz], float(tail) * (1.0 + _OPS)
+
+
+def _truncated_remove(vals: np.ndarray, q: np.ndarray, charge: float) -> AtomicLossLaw:
+    """The remove law of the probability pair of module 4.: the highest atoms until their
+    P-mass is ``1 - charge`` (the last in part, rounded up), the rest of Q's mass at
+    loss ``-inf``, the charge at ``+inf``."""
+    need = 1.0 - min(charge, 1.0)
+    pm = q * vals
+    order = np.argsort(vals)[::-1]
+    cum = np.cumsum(pm[order])
+    if cum[-1] < need * (1.0 + 1e-9):
+        raise ArithmeticError("the k = 2 atoms carry less than the exact pair's mass")
+    j = int(np.searchsorted(cum, need, side="left"))
+    before = float(cum[j - 1]) if j > 0 else 0.0
+    frac = min(1.0, (need - before) / float(pm[order[j]]) * (1.0 + 1e-9))
+    keep = order[: j + 1]
+    p = pm[keep].copy()
+    p[-1] *= frac
+    qk = float(q[keep[:-1]].sum()) + frac * float(q[keep[-1]])
+    return AtomicLossLaw(
+        losses=np.log(vals[keep]), p=p, inf_mass=min(charge, 1.0),
+        q_neg_inf_mass=max(0.0, 1.0 - qk),
+    )
+
+
+def _identity() -> AtomicLossLaw:
+    """The law of a pair of equal measures (no privacy loss)."""
+    return AtomicLossLaw(losses=np.zeros(1), p=np.ones(1))
+
+
+class AllocationK2Remove(Mechanism):
+    """The remove direction of one 2-of-T allocation epoch, bounded directly (module).
+
+    Its add direction is the identity; the engine also reads the add direction off the
+    swapped remove law (valid: module, 4.), which is loose (the atom at ``v = 0``), so
+    :func:`allocation_k2_pair` composes it with the blocks' add laws.
+
+    Parameters
+    ----------
+    sigma : float
+        Noise multiplier, > 0.
+    steps : int
+        Steps per epoch ``T``, >= 2.
+    progress : bool, default True
+        Progress bar while the law is built.
+
+    Examples
+    --------
+    >>> bool(AllocationK2Remove(1.0, 3, progress=False).epsilon(1e-3) > 0)
+    True
+    """
+
+    declares = Capabilities(loss_laws=True)
+    brackets_dominating_pair = True
+
+    def __init__(self, sigma: float, steps: int, *, progress: bool = True) -> None:
+        self.sigma = check_positive("sigma", sigma)
+        self.steps = check_count(steps, "steps")
+        if not isinstance(progress, bool):
+            raise TypeError(f"progress must be True or False, got {progress!r}")
+        self.progress = progress
+
+    def _loss_laws(self):
+        vals, q, charge = k2_remove_atoms(self.sigma, self.steps, progress=self.progress)
+        return _truncated_remove(vals, q, charge), _identity()
+
+    def __repr__(self) -> str:
+        return f"AllocationK2Remove(sigma={self.sigma}, steps={self.steps})"
+
+
+class _AddDirectionOnly(Mechanism):
+    """``inner``'s add direction with the identity as its remove direction.
+
+    Only a factor of :func:`allocation_k2_pair`, **not a bound on its own**: the engine
+    also bounds a mechanism's add direction by its swapped remove law (a loss law must
+    dominate at every real epsilon), which for the identity is 0.  In the route the
+    composed remove law is :class:`AllocationK2Remove`'s, which does dominate at every
+    ``gamma >= 0`` (module, 4.), so both readings of the composition are bounds.
+    """
+
+    declares = Capabilities(loss_laws=True)
+    brackets_dominating_pair = True
+
+    def __init__(self, inner: Mechanism) -> None:
+        self.inner = inner
+
+    def _loss_laws(self):
+        return _identity(), self.inner._loss_laws()[1]
+
+    def __repr__(self) -> str:
+        return f"_AddDirectionOnly({self.inner!r})"
+
+
+def allocation_k2_pair(sigma: float, steps: int, epochs: int = 1, *, progress: bool = True):
+    """The direct k = 2 route: per epoch, :class:`AllocationK2Remove` (remove direction)
+    and the add directions of Proposition 1's two blocks, composed over ``epochs`` by
+    the engine.
+
+    Parameters
+    ----------
+    sigma : float
+        Noise multiplier, >= :data:`K2_MIN_SIGMA`.
+    steps : int
+        Steps per epoch ``T``, >= 3.
+    epochs : int, default 1
+        Epochs, >= 1.
+    progress : bool, default True
+        Progress bars while the laws are built.
+
+    Returns
+    -------
+    Mechanism
+        A composition whose ``epsilon`` / ``delta`` are sound upper bounds.
+
+    Examples
+    --------
+    >>> run = allocation_k2_pair(1.0, 3, progress=False)
+    >>> bool(0 < run.epsilon(1e-3) < 10)
+    True
+    """
+    from .compose import compose
+
+    s = check_positive("sigma", sigma)
+    t = check_count(steps, "steps")
+    e = check_count(epochs, "epochs")
+    if t < K2_MIN_STEPS:
+        raise ValueError(f"steps must be >= {K2_MIN_STEPS} for the direct k = 2 bound, got {t}")
+    half, rest = divmod(t, 2)
+    parts = [AllocationK2Remove(s, t, progress=progress)]
+    counts = [e]
+    blocks = [(half, 2 - rest), (half + 1, rest)]
+    for size, count in blocks:
+        if count:
+            parts.append(_AddDirectionOnly(AllocationEpochPair(s, size, progress=progress)))
+            counts.append(count * e)
+    return compose(parts, counts=counts)

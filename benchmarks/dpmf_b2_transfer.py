@@ -1,0 +1,314 @@
+"""Prototype (issue #39): a certified delta(eps) for two-band DP-MF under balls-in-bins by a
+transfer operator over the cycle, beside today's Gram-domination bound and Monte Carlo.
+
+    python -m benchmarks.dpmf_b2_transfer                 # n 4/8 rows, default grids
+    python -m benchmarks.dpmf_b2_transfer --points 61 --rho 0.01 --mc 2e6
+
+The argument (docs/theory/dpmf_balls_in_bins.md, "Two bands: a transfer operator"):
+
+* For a 2-banded Toeplitz ``C = (c0, c1) >= 0`` and cycle ``k >= 2``, group the rows of
+  ``M = [C x_0, ..., C x_{k-1}]`` by their pattern: row 0 has ``c0`` in column 0 only
+  (variable ``B``), every row ``i >= 1`` with ``i = r (mod k)`` has ``c0`` in column ``r``
+  and ``c1`` in column ``r - 1`` (variable ``T_r``, the sum of those rows' noise / sigma,
+  ``N(0, N_r)`` under ``P``, ``N_r`` = number of such rows: the partial last cycle is in
+  ``N_r``).  Then ``v_s = (c0 T_s + c1 T_{s+1} + [s = 0] c0 B) / sigma`` and
+  ``Z = (1/k) sum_s exp(v_s - G_ss / (2 sigma^2))`` is the likelihood ratio ``dQ/dP``;
+  remove: ``E_P[(Z - e^eps)_+]``; add: ``E_P[(1 - e^eps Z)_+]``.
+* Remove: ``(Z - g)_+`` is convex in each ``T_r`` (and ``B``) separately; replacing each
+  independent coordinate by the "hat masses" of its law on a grid (a mean-preserving
+  spread: the chord of a convex function lies above it) can only increase the
+  expectation (Edmundson-Madansky, coordinate by coordinate).  The mass above the grid
+  is bounded by ``E_P[Z 1{T_r > t_max}] = Q(T_r > t_max)``; the mass below is moved up to
+  the grid's first point (``Z`` is increasing in every coordinate since ``C >= 0``).
+* Add: ``(1 - g Z)_+`` is convex in each ``X_r = exp(lam T_r)``, ``lam = max(c) / sigma``
+  (every term is ``X_r^{c_j / (sigma lam)}``, exponent in ``[0, 1]``: concave), so the
+  hats are taken linear in ``X_r``; the mass below the grid is bounded by ``P(T_r <
+  t_min)`` (the integrand is at most 1), the mass above is moved down to the last point.
+* The sum over the cycle is a chain in ``T_1, ..., T_{k-1}`` given ``T_0`` (and ``B``):
+  the state is ``(T_{s+1} point, partial sum)``; the partial sum is put on a grid
+  ``{0} u {theta r^j}`` by an unbiased random rounding to its two neighbours (a
+  martingale difference given all the ``T``'s, so Jensen on the convex final integrand
+  makes the law of the rounded sum an upper bound); the last term is added exactly.
+* Round-off: each term is enlarged (remove) or reduced (add) by 1e-12 relative; every
+  rounded partial sum and rounding probability is moved one ulp in the safe direction
+  (the differences are exact by Sterbenz); the weights are computed in mpmath (40
+  digits) and rounded up; the non-negative sums are enlarged by 1e-8 relative and the
+  final cancellation by its computed error bound.
+
+A prototype to measure, not a library route; it prints per row: today's certified
+epsilon, this bound's, the Monte Carlo estimate, the grid sizes and CPU seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import time
+
+import mpmath as mp
+import numpy as np
+
+U = 2.0**-53
+
+
+def _patterns(n: int, k: int, c0: float, c1: float):
+    """Variables (name, count N, column coefficients) of the two-band pair (checked
+    against the Gram matrix of the library)."""
+    from dpacct.mechanisms.algorithms.bandmf_balls_in_bins import balls_in_bins_gram
+
+    if k < 2:
+        raise ValueError("k >= 2")
+    counts = [sum(1 for i in range(1, n) if i % k == r) for r in range(k)]
+    if min(counts) < 1:
+        raise ValueError("every residue needs a row i >= 1 (n > k)")
+    cols = []
+    for r in range(k):
+        p = np.zeros(k)
+        p[r] += c0
+        p[(r - 1) % k] += c1
+        cols.append(p)
+    pb = np.zeros(k)
+    pb[0] = c0
+    cols.append(pb)
+    counts.append(1)
+    gram = sum(nr * np.outer(p, p) for nr, p in zip(counts, cols, strict=True))
+    ref = balls_in_bins_gram([c0, c1], n, k)
+    assert np.allclose(gram, ref, rtol=1e-12, atol=1e-12), (gram, ref)
+    return counts, cols, ref
+
+
+def _weights(count: int, points: int, width: float, sigma_lam: float | None, tail_side: str):
+    """Grid points of ``T ~ N(0, count)`` and their hat masses (mpmath, rounded up).
+
+    ``sigma_lam`` None: hats linear in ``T`` (remove); else hats linear in ``exp(lam T)``
+    with ``lam = sigma_lam`` (add).  ``tail_side``: the tail moved onto the grid
+    ("low" for remove, "high" for add); the other tail is left to the caller's bound.
+    """
+    mp.mp.dps = 40
+    sd = math.sqrt(count)
+    t = np.linspace(-width * sd, width * sd, points)
+    sdm = mp.sqrt(count)
+
+    def cdf(x):
+        return mp.ncdf(mp.mpf(x) / sdm)
+
+    def mass(a, b):
+        return cdf(b) - cdf(a)
+
+    if sigma_lam is None:
+        def lin(a, b):  # int_a^b t dmu
+            return sdm * (mp.npdf(mp.mpf(a) / sdm) - mp.npdf(mp.mpf(b) / sdm))
+        f = [mp.mpf(x) for x in t]
+    else:
+        lam = mp.mpf(sigma_lam)
+        shift = lam * count
+
+        def lin(a, b):  # int_a^b exp(lam t) dmu
+            return mp.exp(lam * lam * count / 2) * (
+                mp.ncdf((mp.mpf(b) - shift) / sdm) - mp.ncdf((mp.mpf(a) - shift) / sdm))
+        f = [mp.exp(lam * mp.mpf(x)) for x in t]
+    w = [mp.mpf(0)] * points
+    for j in range(points - 1):
+        a, b = t[j], t[j + 1]
+        m, l1 = mass(a, b), lin(a, b)
+        d = f[j + 1] - f[j]
+        w[j] += (f[j + 1] * m - l1) / d      # falling hat of point j on [a, b]
+        w[j + 1] += (l1 - f[j] * m) / d      # rising hat of point j + 1
+    if tail_side == "low":
+        w[0] += cdf(t[0])
+    else:
+        w[-1] += 1 - cdf(t[-1])
+    out = np.array([float(x * (1 + mp.mpf(2) ** -60)) for x in w])
+    out = np.nextafter(out, np.inf)
+    return t, np.maximum(out, 0.0)
+
+
+def _spread(y: np.ndarray, g: np.ndarray, up: bool):
+    """Unbiased two-point rounding of ``y`` onto the grid ``g`` (``g[0] = 0``), the upper
+    neighbour's probability moved one ulp toward the safe side."""
+    j = np.searchsorted(g, y, side="right") - 1
+    if np.any(j >= g.size - 1):
+        raise ValueError("partial sum above the grid")
+    lo, hi = g[j], g[j + 1]
+    p = (y - lo) / (hi - lo)
+    p = np.nextafter(p, np.inf if up else -np.inf)
+    return j, np.clip(p, 0.0, 1.0)
+
+
+def delta_curve(n, k, c, sigma, eps_grid, *, points=41, width=8.0, rho=0.02, theta=1e-10,
+                direction="remove"):
+    """Certified upper bound on one direction's delta at every eps of ``eps_grid``."""
+    c0, c1 = (float(x) for x in c)
+    counts, cols, gram = _patterns(n, k, c0, c1)
+    half = np.diag(gram) / (2 * sigma * sigma)
+    up = direction == "remove"
+    lam = max(c0, c1) / sigma
+    grids = []
+    tail = 0.0
+    for r, cnt in enumerate(counts):
+        t, w = _weights(cnt, points, width, None if up else lam, "low" if up else "high")
+        grids.append((t, w))
+        sd = mp.sqrt(cnt)
+        if up:  # Q(T_r > t_max): under Q_s, T_r ~ N(cnt * col_r[s] / sigma, cnt)
+            q = sum(mp.ncdf(-(mp.mpf(t[-1]) - cnt * mp.mpf(cols[r][s]) / sigma) / sd)
+                    for s in range(k)) / k
+        else:
+            q = mp.ncdf(mp.mpf(t[0]) / sd)
+        tail += float(q * (1 + mp.mpf(2) ** -50))
+    fac = (1 + 1e-12) if up else (1 - 1e-12)
+
+    def term(s, a, b, extra=0.0):
+        return np.exp(-half[s] + (c0 * a + c1 * b + extra) / sigma) / k * fac
+
+    # the partial-sum grid: 0, then theta * e^(rho j) up to above the largest sum
+    smax = sum(float(term(s, grids[s][0][-1], grids[(s + 1) % k][0][-1],
+                          c0 * grids[k][0][-1] if s == 0 else 0.0)) for s in range(k))
+    m = math.ceil(math.log(smax * 2 / theta) / rho) + 2
+    g = np.concatenate([[0.0], theta * np.exp(rho * np.arange(m))])
+    gam = np.exp(np.asarray(eps_grid, dtype=float))
+    gam = np.nextafter(np.nextafter(gam, -np.inf if up else np.inf), -np.inf if up else np.inf)
+    acc = np.zeros(gam.size)
+    err = np.zeros(gam.size)
+    t0s, w0s = grids[0]
+    tb, wb = grids[k]
+    t1, w1 = grids[1]
+    for x0, wx0 in zip(t0s, w0s, strict=True):
+        if wx0 == 0.0:
+            continue
+        # term 0 from (B, T_1) given T_0 = x0: state (T_1 point, partial sum)
+        y = term(0, x0, t1[None, :], c0 * tb[:, None])          # (B, T_1)
+        y = np.nextafter(y, np.inf if up else -np.inf)
+        j, p = _spread(y, g, up)
+        wt = wb[:, None] * w1[None, :]
+        idx = np.broadcast_to(np.arange(t1.size)[None, :], y.shape) * g.size
+        d = np.bincount((idx + j).ravel(), (wt * (1 - p)).ravel(), minlength=t1.size * g.size)
+        d += np.bincount((idx + j + 1).ravel(), (wt * p).ravel(), minlength=t1.size * g.size)
+        d = d.reshape(t1.size, g.size)
+        for s in range(1, k - 1):
+            ta, _ = grids[s]
+            tb2, wb2 = grids[s + 1]
+            live = np.nonzero(d.sum(axis=1) > 0)[0]
+            top = int(np.nonzero(d.sum(axis=0) > 0)[0][-1]) + 1  # cells with mass
+            tt = term(s, ta[live][:, None], tb2[None, :])        # (a, b)
+            y = g[None, None, :top] + tt[:, :, None]
+            y = np.nextafter(y, np.inf if up else -np.inf)
+            if not up:
+                y = np.maximum(y, 0.0)
+            j, p = _spread(y, g, up)
+            wt = d[live][:, None, :top] * wb2[None, :, None]
+            idx = np.arange(tb2.size)[None, :, None] * g.size
+            nd = np.bincount((idx + j).ravel(), (wt * (1 - p)).ravel(),
+                             minlength=tb2.size * g.size)
+            nd += np.bincount((idx + j + 1).ravel(), (wt * p).ravel(),
+                              minlength=tb2.size * g.size)
+            d = nd.reshape(tb2.size, g.size)
+        # the last term, added exactly, and the integrand at every eps
+        tl, _ = grids[k - 1]
+        yl = g[None, :] + term(k - 1, tl, x0)[:, None]
+        yl = np.nextafter(yl, np.inf if up else -np.inf)
+        if not up:
+            yl = np.maximum(yl, 0.0)
+        keep = d > 0
+        yv, wv = yl[keep], d[keep] * wx0
+        order = np.argsort(yv)
+        yv, wv = yv[order], wv[order]
+        cw = np.cumsum(wv)
+        cwy = np.cumsum(wv * yv)
+        if up:  # sum over y > gamma of w (y - gamma)
+            i = np.searchsorted(yv, gam, side="right")
+            sw = cw[-1] - np.where(i > 0, cw[np.maximum(i - 1, 0)], 0.0)
+            swy = cwy[-1] - np.where(i > 0, cwy[np.maximum(i - 1, 0)], 0.0)
+            val = swy - gam * sw
+            # cumsum round-off (cw[-1] and the prefix, each <= size * u relative)
+            err += 4 * yv.size * U * (cwy[-1] + gam * cw[-1])
+        else:  # sum over y < 1 / gamma of w (1 - gamma y)
+            i = np.searchsorted(yv, 1.0 / gam, side="left")
+            sw = np.where(i > 0, cw[np.maximum(i - 1, 0)], 0.0)
+            swy = np.where(i > 0, cwy[np.maximum(i - 1, 0)], 0.0)
+            val = sw - gam * swy
+            err += 4 * yv.size * U * (sw + gam * swy) + 4 * U * cw[-1]
+        acc += np.maximum(val, 0.0)
+    total = acc * (1 + 1e-8) + err + tail
+    return total, {"cells_T": points, "cells_S": g.size, "tail": tail}
+
+
+def epsilon_upper(deltas: np.ndarray, eps_grid: np.ndarray, delta: float) -> float:
+    ok = np.nonzero(deltas <= delta)[0]
+    return float(eps_grid[ok[0]]) if ok.size else math.inf
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--points", type=int, default=41)
+    ap.add_argument("--rho", type=float, default=0.02)
+    ap.add_argument("--width", type=float, default=8.0)
+    ap.add_argument("--mc", type=float, default=0.0)
+    ap.add_argument("--rows", default="n4k2,n8k2,n8k4,n8k4_norm")
+    args = ap.parse_args(argv)
+    from dpacct.mechanisms.algorithms.bandmf_balls_in_bins import bandmf_balls_in_bins
+
+    rows = {
+        "n4k2": (4, 2, (1.0, 0.5), 2.0),
+        "n8k2": (8, 2, (1.0, 0.5), 2.0),
+        "n8k4": (8, 4, (1.0, 0.5), 2.0),
+        "n8k4_norm": (8, 4, tuple(np.array([1.0, 0.5]) / math.sqrt(1.25)), 2.0),
+    }
+    delta = 1e-5
+    print("machine loaded (7 helpers on 2 cores): CPU seconds (process_time)")
+    print(f"{'row':10} {'today':>8} {'s':>6} {'transfer':>9} {'s':>6} {'cells T,S':>10} "
+          f"{'MC est':>8} {'today/MC':>8} {'new/MC':>7}")
+    for name in args.rows.split(","):
+        n, k, c, sigma = rows[name]
+        t0 = time.process_time()
+        today = float(bandmf_balls_in_bins(sigma, n, cycle_length=k, strategy=list(c))
+                      .epsilon(delta))
+        t_today = time.process_time() - t0
+        t0 = time.process_time()
+        eps_grid = np.round(np.arange(0.0, 8.0, 0.001), 6)
+        rem, info = delta_curve(n, k, c, sigma, eps_grid, points=args.points,
+                                width=args.width, rho=args.rho, direction="remove")
+        add, _ = delta_curve(n, k, c, sigma, eps_grid, points=args.points,
+                             width=args.width, rho=args.rho, direction="add")
+        new = epsilon_upper(np.maximum(rem, add), eps_grid, delta)
+        t_new = time.process_time() - t0
+        mc = math.nan
+        if args.mc:
+            mc = own_mc(n, k, c, sigma, delta, int(args.mc))
+        print(f"{name:10} {today:8.4f} {t_today:6.1f} {new:9.4f} {t_new:6.1f} "
+              f"{info['cells_T']:>4},{info['cells_S']:<5} {mc:8.4f} {today / mc:8.3f} "
+              f"{new / mc:7.3f}", flush=True)
+
+
+def own_mc(n, k, c, sigma, delta, samples, seed=2026):
+    """Monte Carlo estimate (not a bound) of the larger direction's epsilon."""
+    from scipy import optimize, special
+
+    from dpacct.mechanisms.algorithms.bandmf_balls_in_bins import balls_in_bins_gram
+
+    gram = balls_in_bins_gram(list(c), n, k)
+    w, v = np.linalg.eigh(gram)
+    root = v * np.sqrt(np.clip(w, 0.0, None))
+    half = np.diag(gram) / (2 * sigma**2)
+    rng = np.random.default_rng(seed)
+    out = 0.0
+    for direction in ("remove", "add"):
+        losses = []
+        for start in range(0, samples, 500_000):
+            m = min(500_000, samples - start)
+            x = rng.standard_normal((m, k)) @ root.T / sigma
+            if direction == "remove":
+                x += gram[:, rng.integers(k, size=m)].T / sigma**2
+            loss = special.logsumexp(x - half, axis=1) - math.log(k)
+            losses.append(loss if direction == "remove" else -loss)
+        loss = np.concatenate(losses)
+
+        def f(e, loss=loss):
+            return float(np.mean(-np.expm1(np.minimum(e - loss, 0.0)))) - delta
+
+        if f(0.0) > 0:
+            out = max(out, optimize.brentq(f, 0.0, 20.0, xtol=1e-4))
+    return out
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,78 @@
+"""Tests of mechanisms/algorithms/bandmf_two_band.py: the two-band transfer bound.
+
+Independent values: an exact two-dimensional quadrature of both directions (n = 4,
+k = 2, from tests/test_bandmf_balls_in_bins.py) and Monte Carlo estimates (n = 8, k = 4,
+both directions).  Each check is shown able to fail: the bound moved 5 % down (in delta
+against the quadrature, in epsilon against the Monte Carlo) falls below the reference.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from test_bandmf_balls_in_bins import TWO_BANDS, _exact_deltas
+
+from dpacct.mechanisms.algorithms.bandmf_balls_in_bins import (
+    balls_in_bins_gram,
+    bandmf_balls_in_bins,
+    bandmf_balls_in_bins_delta_mc,
+)
+from dpacct.mechanisms.algorithms.bandmf_two_band import (
+    _law_delta,
+    bandmf_two_band_balls_in_bins,
+    two_band_delta_law,
+)
+
+
+def test_each_direction_is_above_quadrature_and_within_5_percent():
+    sigma = 2.0
+    gram = balls_in_bins_gram(TWO_BANDS, 4, 2)
+    laws = {d: two_band_delta_law(sigma, 4, 2, TWO_BANDS, d, points=81, rho=0.01)
+            for d in ("remove", "add")}
+    for eps in (0.5, 1.0):
+        exact = dict(zip(("remove", "add"), _exact_deltas(sigma, gram, eps), strict=True))
+        for d, (z, w, tail) in laws.items():
+            bound = float(_law_delta(z, w, tail, d == "remove", np.array([eps]))[0])
+            assert exact[d] <= bound, (d, eps, exact[d], bound)
+            assert 0.95 * bound < exact[d], (d, eps, exact[d], bound)  # able to fail
+
+
+@pytest.mark.slow
+def test_n8_k4_above_monte_carlo_and_a_5_percent_lower_epsilon_fails():
+    sigma, delta = 2.0, 1e-3
+    run = bandmf_two_band_balls_in_bins(sigma, 8, cycle_length=4, strategy=TWO_BANDS)
+    eps = run.epsilon(delta)
+    old = bandmf_balls_in_bins(sigma, 8, cycle_length=4, strategy=TWO_BANDS).epsilon(delta)
+    assert eps < 0.95 * old  # clearly tighter than the Gram domination
+    rng = np.random.default_rng(39_2)
+    worst_at_eps, worst_below = 0.0, 0.0
+    for direction in ("remove", "add"):
+        _, lo, _ = bandmf_balls_in_bins_delta_mc(
+            sigma, 8, eps, cycle_length=4, strategy=TWO_BANDS, samples=400_000, rng=rng,
+            direction=direction, confidence=0.9999)
+        worst_at_eps = max(worst_at_eps, lo)
+        _, lo, _ = bandmf_balls_in_bins_delta_mc(
+            sigma, 8, 0.95 * eps, cycle_length=4, strategy=TWO_BANDS, samples=400_000,
+            rng=rng, direction=direction, confidence=0.9999)
+        worst_below = max(worst_below, lo)
+    assert worst_at_eps <= delta and run.delta(eps) <= delta
+    assert worst_below > delta  # an epsilon 5 % lower is refuted: the check can fail
+
+
+def test_least_of_both_bounds_and_bad_input():
+    run = bandmf_two_band_balls_in_bins(2.0, 4, cycle_length=2, strategy=TWO_BANDS, points=21)
+    old = bandmf_balls_in_bins(2.0, 4, cycle_length=2, strategy=TWO_BANDS)
+    e = np.array([0.5, 2.0, 4.0])
+    assert np.all(run.delta(e) <= old.delta(e) * (1 + 1e-12))
+    assert run.epsilon(1e-5) <= old.epsilon(1e-5) * (1 + 1e-12)
+    assert run.epsilon_bounds(1e-5)[0] == 0.0
+    with pytest.raises(ValueError, match="cycle_length"):
+        bandmf_two_band_balls_in_bins(1.0, 4, cycle_length=4, strategy=TWO_BANDS)
+    with pytest.raises(ValueError, match="strategy"):
+        bandmf_two_band_balls_in_bins(1.0, 4, cycle_length=2, strategy=[1.0, 0.5, 0.2])
+    with pytest.raises(ValueError, match="strategy"):
+        bandmf_two_band_balls_in_bins(1.0, 4, cycle_length=2, strategy=[1.0, -0.5])
+    with pytest.raises(ValueError, match="points"):
+        two_band_delta_law(1.0, 4, 2, TWO_BANDS, "remove", points=2)
+    with pytest.raises(ValueError, match="direction"):
+        two_band_delta_law(1.0, 4, 2, TWO_BANDS, "both")
