@@ -18,9 +18,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-import dp_accounting
-from dp_accounting import dp_event
-from dp_accounting.privacy_accountant import NeighboringRelation
+from dpacct.accountant.extras import missing_extra
+
+try:
+    import dp_accounting
+    from dp_accounting import dp_event
+    from dp_accounting.privacy_accountant import NeighboringRelation
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise missing_extra("dpacct.dp_accounting", "dp_accounting", exc) from exc
 
 from dpacct import _dp_event_mapping as _mapping
 from dpacct._dp_accounting_mixtures import with_mixture_events

@@ -87,7 +87,10 @@ def test_library_imports_optional_packages_only_through_the_helper():
             for m in pattern.finditer(text):
                 line = text[: m.start()].count("\n") + 1
                 # the integrations' guarded top-level imports
-                if path.name in ("opacus.py", "dp_accounting.py") and "missing_extra" in text:
+                if (
+                    path.name in ("opacus.py", "dp_accounting.py", "_dp_event_convert.py")
+                    and "missing_extra" in text
+                ):
                     continue
                 offenders.append(f"{path.relative_to(ROOT)}:{line}")
     assert not offenders, offenders

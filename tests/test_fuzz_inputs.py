@@ -300,6 +300,17 @@ BASE: dict[str, tuple[Callable[[], Callable], dict[str, Any]]] = {
         lambda: M.bandmf_balls_in_bins,
         {"noise_multiplier": 2.0, "iterations": 4, "cycle_length": 2, "strategy": np.eye(4)},
     ),
+    "bandmf_two_band_balls_in_bins": (
+        lambda: M.bandmf_two_band_balls_in_bins,
+        {
+            "noise_multiplier": 2.0,
+            "iterations": 4,
+            "cycle_length": 2,
+            "strategy": [1.0, 0.5],
+            "points": 21,
+            "rho": 0.02,
+        },
+    ),
     "bandmf_balls_in_bins_delta_mc": (
         lambda: M.bandmf_balls_in_bins_delta_mc,
         {
@@ -503,6 +514,9 @@ if dpa is not None:
 #: public names deliberately not fuzzed, with the reason (reviewed)
 NOT_FUZZED: dict[str, str] = {
     "BandMFBallsInBins": "built by bandmf_balls_in_bins (fuzzed), which validates every input",
+    "BandMFTwoBandBallsInBins": (
+        "built by bandmf_two_band_balls_in_bins (fuzzed), which validates every input"
+    ),
     "bandmf_balls_in_bins_noise_multiplier": (
         "each call is a calibration; its run inputs go through balls_in_bins_candidates "
         "(fuzzed via bandmf_balls_in_bins) and its target through calibrate (fuzzed)"
