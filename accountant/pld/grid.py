@@ -62,7 +62,7 @@ from ..laws.loss_law import AtomicLossLaw, PrivacyLossLaw
 from ..numerics import EXP_OVERFLOW, SUBNORMAL_FLOOR, TINY
 from ..validation import check_positive, check_probability
 from .pld_fft import _certified_convolve, _tail_cuts
-from .pld_hull import _decaying_sum, _lower_hull
+from .pld_hull import _decaying_sum, _lower_hull_to_min
 
 __all__ = ["GridPLD", "discretize"]
 
@@ -318,7 +318,8 @@ def _lower_from_bins(b: _Bins) -> tuple[int, np.ndarray, float]:
     y = np.concatenate([[total_p], v])
     # differences of order 1e-16 are round-off, not signal
     y = np.where(np.abs(y) < 1e-15, 0.0, y)
-    keep = _lower_hull(t, y)
+    # only the hull up to its (first) lowest point is used below (issue 37)
+    keep = _lower_hull_to_min(t, y)
     tk, yk = t[keep], y[keep]
     nodes = keep - 1  # node index of each hull vertex (-1 for the point t = 0)
     inf_low = b.inf_mass
