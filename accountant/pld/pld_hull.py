@@ -119,7 +119,14 @@ def _lower_hull_to_min(x: np.ndarray, y: np.ndarray) -> np.ndarray:
         mid = np.arange(1, j_out)
         on = (ys[mid] - ys[0]) * (xs[j_out] - xs[0]) <= (ys[j_out] - ys[0]) * (xs[mid] - xs[0])
         idx = np.concatenate([idx[:1], idx[mid[on]], idx[j_out:]])
-    return idx[_lower_hull(x[idx], y[idx])]
+    xs, ys = x[idx], y[idx]
+    if idx.size >= 3:
+        # the passes' first test (every point against its neighbours' chord) on
+        # slices: when it removes nothing the chain is already the hull
+        lhs = (ys[1:-1] - ys[:-2]) * (xs[2:] - xs[:-2])
+        if not (lhs > (ys[2:] - ys[:-2]) * (xs[1:-1] - xs[:-2])).any():
+            return idx
+    return idx[_lower_hull(xs, ys)]
 
 
 def _lower_hull_chain(x: np.ndarray, y: np.ndarray) -> np.ndarray:
