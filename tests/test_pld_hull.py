@@ -141,6 +141,12 @@ def test_hull_to_the_first_minimum_is_the_brute_force_hull_cut_there(seed):
     two = np.array([0.0, 1.0])
     assert _lower_hull_to_min(two, np.array([3.0, 1.0])).tolist() == [0, 1]
     assert _lower_hull_to_min(two, np.array([3.0, 5.0])).tolist() == [0]
+    # equal abscissae (tiny grid steps): the passes, cut at the first minimum
+    flat_x = np.array([0.0, 1.0, 1.0, 1.0, 2.0, 3.0])
+    flat_y = np.array([9.0, 4.0, 3.0, 5.0, 1.0, 2.0])
+    hull = _lower_hull(flat_x, flat_y)
+    want = hull[: int(np.argmin(flat_y[hull])) + 1].tolist()
+    assert _lower_hull_to_min(flat_x, flat_y).tolist() == want
 
 
 def test_lower_hull_of_few_points_keeps_them():
