@@ -71,7 +71,7 @@ def test_sigma_3_both_directions_and_the_bracket_hold_the_exact_values():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("sigma", [0.45, 0.6, 1.0])
+@pytest.mark.parametrize("sigma", [0.45, 1.0])  # 0.6 (24 s CPU) measured sound, left out
 def test_small_sigma_settings_hold_the_exact_values(sigma):
     # below sigma 0.65 the law is built on a coarse lattice with a larger pair charge
     # (_settings): the least-tested branch; measured sound at eps 0..8, deltas to 1e-12
