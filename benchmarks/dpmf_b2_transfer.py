@@ -45,116 +45,24 @@ import argparse
 import math
 import time
 
-import mpmath as mp
 import numpy as np
 
 U = 2.0**-53
 
 
-def _patterns(n: int, k: int, c0: float, c1: float):
-    """Variables (name, count N, column coefficients) of the two-band pair (checked
-    against the Gram matrix of the library)."""
-    from dpacct.mechanisms.algorithms.bandmf_balls_in_bins import balls_in_bins_gram
-
-    if k < 2:
-        raise ValueError("k >= 2")
-    counts = [sum(1 for i in range(1, n) if i % k == r) for r in range(k)]
-    if min(counts) < 1:
-        raise ValueError("every residue needs a row i >= 1 (n > k)")
-    cols = []
-    for r in range(k):
-        p = np.zeros(k)
-        p[r] += c0
-        p[(r - 1) % k] += c1
-        cols.append(p)
-    pb = np.zeros(k)
-    pb[0] = c0
-    cols.append(pb)
-    counts.append(1)
-    gram = sum(nr * np.outer(p, p) for nr, p in zip(counts, cols, strict=True))
-    ref = balls_in_bins_gram([c0, c1], n, k)
-    assert np.allclose(gram, ref, rtol=1e-12, atol=1e-12), (gram, ref)
-    return counts, cols, ref
-
-
-def _weights(count: int, points: int, width: float, sigma_lam: float | None, tail_side: str):
-    """Grid points of ``T ~ N(0, count)`` and their hat masses (mpmath, rounded up).
-
-    ``sigma_lam`` None: hats linear in ``T`` (remove); else hats linear in ``exp(lam T)``
-    with ``lam = sigma_lam`` (add).  ``tail_side``: the tail moved onto the grid
-    ("low" for remove, "high" for add); the other tail is left to the caller's bound.
-    """
-    mp.mp.dps = 40
-    sd = math.sqrt(count)
-    t = np.linspace(-width * sd, width * sd, points)
-    sdm = mp.sqrt(count)
-
-    def cdf(x):
-        return mp.ncdf(mp.mpf(x) / sdm)
-
-    def mass(a, b):
-        return cdf(b) - cdf(a)
-
-    if sigma_lam is None:
-        def lin(a, b):  # int_a^b t dmu
-            return sdm * (mp.npdf(mp.mpf(a) / sdm) - mp.npdf(mp.mpf(b) / sdm))
-        f = [mp.mpf(x) for x in t]
-    else:
-        lam = mp.mpf(sigma_lam)
-        shift = lam * count
-
-        def lin(a, b):  # int_a^b exp(lam t) dmu
-            return mp.exp(lam * lam * count / 2) * (
-                mp.ncdf((mp.mpf(b) - shift) / sdm) - mp.ncdf((mp.mpf(a) - shift) / sdm))
-        f = [mp.exp(lam * mp.mpf(x)) for x in t]
-    w = [mp.mpf(0)] * points
-    for j in range(points - 1):
-        a, b = t[j], t[j + 1]
-        m, l1 = mass(a, b), lin(a, b)
-        d = f[j + 1] - f[j]
-        w[j] += (f[j + 1] * m - l1) / d      # falling hat of point j on [a, b]
-        w[j + 1] += (l1 - f[j] * m) / d      # rising hat of point j + 1
-    if tail_side == "low":
-        w[0] += cdf(t[0])
-    else:
-        w[-1] += 1 - cdf(t[-1])
-    out = np.array([float(x * (1 + mp.mpf(2) ** -60)) for x in w])
-    out = np.nextafter(out, np.inf)
-    return t, np.maximum(out, 0.0)
-
-
-def _spread(y: np.ndarray, g: np.ndarray, up: bool):
-    """Unbiased two-point rounding of ``y`` onto the grid ``g`` (``g[0] = 0``), the upper
-    neighbour's probability moved one ulp toward the safe side."""
-    j = np.searchsorted(g, y, side="right") - 1
-    if np.any(j >= g.size - 1):
-        raise ValueError("partial sum above the grid")
-    lo, hi = g[j], g[j + 1]
-    p = (y - lo) / (hi - lo)
-    p = np.nextafter(p, np.inf if up else -np.inf)
-    return j, np.clip(p, 0.0, 1.0)
-
-
 def delta_curve(n, k, c, sigma, eps_grid, *, points=41, width=8.0, rho=0.02, theta=1e-10,
                 direction="remove"):
-    """Certified upper bound on one direction's delta at every eps of ``eps_grid``."""
+    """Certified upper bound on one direction's delta at every eps of ``eps_grid``.
+
+    The grids, hat masses, tail bound and transfer steps are the library's
+    (:mod:`dpacct.mechanisms.algorithms.bandmf_two_band`, built from this prototype);
+    what stays here is the final step: the integrand summed over the exact last terms
+    per ``T_0`` point, without the library's rounding of the law onto a log grid."""
+    from dpacct.mechanisms.algorithms.bandmf_two_band import _grids, _step
+
     c0, c1 = (float(x) for x in c)
-    counts, cols, gram = _patterns(n, k, c0, c1)
-    half = np.diag(gram) / (2 * sigma * sigma)
     up = direction == "remove"
-    lam = max(c0, c1) / sigma
-    grids = []
-    tail = 0.0
-    for r, cnt in enumerate(counts):
-        t, w = _weights(cnt, points, width, None if up else lam, "low" if up else "high")
-        grids.append((t, w))
-        sd = mp.sqrt(cnt)
-        if up:  # Q(T_r > t_max): under Q_s, T_r ~ N(cnt * col_r[s] / sigma, cnt)
-            q = sum(mp.ncdf(-(mp.mpf(t[-1]) - cnt * mp.mpf(cols[r][s]) / sigma) / sd)
-                    for s in range(k)) / k
-        else:
-            q = mp.ncdf(mp.mpf(t[0]) / sd)
-        tail += float(q * (1 + mp.mpf(2) ** -50))
+    grids, half, tail = _grids(n, k, c0, c1, sigma, up, points, width)
     fac = (1 + 1e-12) if up else (1 - 1e-12)
 
     def term(s, a, b, extra=0.0):
@@ -172,36 +80,23 @@ def delta_curve(n, k, c, sigma, eps_grid, *, points=41, width=8.0, rho=0.02, the
     t0s, w0s = grids[0]
     tb, wb = grids[k]
     t1, w1 = grids[1]
+    toward = np.inf if up else -np.inf
     for x0, wx0 in zip(t0s, w0s, strict=True):
         if wx0 == 0.0:
             continue
         # term 0 from (B, T_1) given T_0 = x0: state (T_1 point, partial sum)
-        y = term(0, x0, t1[None, :], c0 * tb[:, None])          # (B, T_1)
-        y = np.nextafter(y, np.inf if up else -np.inf)
-        j, p = _spread(y, g, up)
-        wt = wb[:, None] * w1[None, :]
-        idx = np.broadcast_to(np.arange(t1.size)[None, :], y.shape) * g.size
-        d = np.bincount((idx + j).ravel(), (wt * (1 - p)).ravel(), minlength=t1.size * g.size)
-        d += np.bincount((idx + j + 1).ravel(), (wt * p).ravel(), minlength=t1.size * g.size)
-        d = d.reshape(t1.size, g.size)
+        y = np.nextafter(term(0, x0, t1[None, :], c0 * tb[:, None]), toward)[:, :, None]
+        d = _step(wb[:, None], g, y, w1, up)
         for s in range(1, k - 1):
             ta, _ = grids[s]
             tb2, wb2 = grids[s + 1]
-            live = np.nonzero(d.sum(axis=1) > 0)[0]
-            top = int(np.nonzero(d.sum(axis=0) > 0)[0][-1]) + 1  # cells with mass
+            live = np.nonzero(d.any(axis=1))[0]
+            top = int(np.nonzero(d.any(axis=0))[0][-1]) + 1  # cells with mass
             tt = term(s, ta[live][:, None], tb2[None, :])        # (a, b)
-            y = g[None, None, :top] + tt[:, :, None]
-            y = np.nextafter(y, np.inf if up else -np.inf)
+            y = np.nextafter(g[None, None, :top] + tt[:, :, None], toward)
             if not up:
                 y = np.maximum(y, 0.0)
-            j, p = _spread(y, g, up)
-            wt = d[live][:, None, :top] * wb2[None, :, None]
-            idx = np.arange(tb2.size)[None, :, None] * g.size
-            nd = np.bincount((idx + j).ravel(), (wt * (1 - p)).ravel(),
-                             minlength=tb2.size * g.size)
-            nd += np.bincount((idx + j + 1).ravel(), (wt * p).ravel(),
-                              minlength=tb2.size * g.size)
-            d = nd.reshape(tb2.size, g.size)
+            d = _step(d[live, :top], g, y, wb2, up)
         # the last term, added exactly, and the integrand at every eps
         tl, _ = grids[k - 1]
         yl = g[None, :] + term(k - 1, tl, x0)[:, None]

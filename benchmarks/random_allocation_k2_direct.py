@@ -51,6 +51,12 @@ import time
 import numpy as np
 from scipy import special
 
+# the library route built from this prototype: its rigorous convolution power, and its
+# binning of L'(m_j, r) with the charges of the dropped cells (here without its outward
+# rounding: ops=0)
+from dpacct.accountant.transformers.random_allocation_k2 import _bin_cells
+from dpacct.accountant.transformers.random_allocation_k2 import _sum_power as _power
+
 
 def _log_ndtr_diff(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``Phi(b) - Phi(a)`` for ``a <= b``, on the side of the median where it does not cancel."""
@@ -76,23 +82,6 @@ def _term_law(sigma: float, cut: float, h: float, n: int) -> np.ndarray:
     out = np.zeros(n)
     out[:top] += mass - up
     out[1 : top + 1] += up  # the last cell's upper end is cut <= top h: moved up to it
-    return out
-
-
-def _power(law: np.ndarray, m: int) -> np.ndarray:
-    """Entrywise upper bound on the ``m``-fold convolution power (the engine's rigorous
-    kernel: tilted FFTs with a per-entry round-off bound, as the sum statistic uses);
-    the support ``m * top`` fits ``law.size``, so its fold modulo the size is a no-op
-    (and any error mass folded down only adds to an upper bound)."""
-    from dpacct.accountant.transformers.random_allocation_sum_lower import _power as cpow
-
-    top = int(np.flatnonzero(law)[-1]) + 1
-    with np.errstate(all="ignore"):
-        out = cpow(law[:top], m, law.size, True)
-    out = np.concatenate((out, np.zeros(law.size - out.size)))
-    # beyond the exact support m (top - 1) the true entries are 0: the kernel's error
-    # bounds there are dropped (they are absolute, ~1e-17, and weighted by r^2 below)
-    out[m * (top - 1) + 1 :] = 0.0
     return out
 
 
@@ -152,7 +141,6 @@ def summax_law(
     r = np.arange(n) * h
     c_lo = -np.inf
     cache: dict[float, np.ndarray] = {}
-    tt = t * (t - 1)
     for c in cuts:
         sel = (levels > c_lo) & (levels <= c + 1e-12)
         c_lo = c + 1e-12
@@ -163,29 +151,8 @@ def summax_law(
             cache.clear()
             cache[cut] = _power(_term_law(sigma, math.exp(cut), h, n), t - 1)
         law = cache[cut]
-        er, er2 = float(law @ r), float(law @ r**2)
-        # M cells of tiny mass: charged E[L'(m_j, R)] in full
-        tiny = sel & (w < drop)
-        tail += (2 * float(w[tiny] @ m[tiny]) * er
-                 + float(w[tiny].sum()) * er2 * (t - 2) / (t - 1)) / tt
-        sel = sel & ~tiny
-        if not sel.any():
-            continue
-        keep = law > drop
-        rr, pr = r[keep], law[keep]
-        idx_sel = np.flatnonzero(sel)
-        # lattice cells dropped: charged E_Q[L'; dropped] in full
-        pd, rd = law[~keep], r[~keep]
-        tail += (2 * float(w[sel] @ m[sel]) * float(pd @ rd)
-                 + float(w[sel].sum()) * float(pd @ rd**2) * (t - 2) / (t - 1)) / tt
-        for ch in np.array_split(idx_sel, max(1, idx_sel.size * rr.size // 4_000_000)):
-            mj, wj = m[ch], w[ch]
-            lv = (2 * mj[:, None] * rr[None, :] + rr[None, :] ** 2 * (t - 2) / (t - 1)) / tt
-            with np.errstate(divide="ignore", invalid="ignore"):
-                ix = np.ceil(np.log(lv) / dlog).astype(np.int64) + off
-            ix = np.clip(ix, 0, nbin - 1)
-            hist += np.bincount(ix.ravel(), weights=(wj[:, None] * pr[None, :]).ravel(),
-                                minlength=nbin)
+        tail = _bin_cells(tail, hist, law, r, m, w, sel, t, off, drop=drop, ops=0.0,
+                          dlog=dlog)
     vals = np.exp((np.arange(nbin) - off) * dlog)
     nz = hist > 0
     return vals[nz], hist[nz], float(tail)

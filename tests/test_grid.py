@@ -125,6 +125,28 @@ def test_regrid_keeps_certificates():
     assert np.all(lo.delta(EPS) <= exact * (1 + 1e-12))
 
 
+def test_optimistic_regrid_of_a_support_with_a_hole_stays_below_its_exact_curve():
+    # two far parts with nothing between them (what a spill re-grids): the nodes
+    # inside the hole are dropped before the hull (grid._lower_from_bins); the curve
+    # must stay below the exact curve of the atoms, at negative epsilons too, and as
+    # close as the hull of all points (main at 891e401, the same PMF bit for bit:
+    # within 1.9 % where delta > 1e-9, 0.44 % where delta > 1e-2)
+    step = 2.0**-9
+    losses = np.arange(-3000, 3001) * step
+    pmf = np.exp(-0.5 * ((losses - 0.4) / 0.8) ** 2)
+    pmf[(losses > -1.0) & (losses < 2.2)] = 0.0
+    pmf /= pmf.sum()
+    fine = GridPLD(step, -3000, pmf, 0.0, False)
+    lo = fine.regrid(2.0**-5)
+    eps = np.linspace(-6.0, 6.0, 241)
+    exact = np.array([np.sum(pmf * -np.expm1(np.minimum(e - losses, 0.0))) for e in eps])
+    got = lo.delta(eps)
+    assert np.all(got <= exact * (1 + 1e-12) + 1e-300)
+    for floor, loss in ((1e-9, 0.02), (1e-2, 0.005)):
+        big = exact > floor
+        assert np.all(got[big] >= exact[big] * (1 - loss))
+
+
 def test_lattice_law_is_exact():
     p = 0.75
     c = math.log(3.0)

@@ -15,6 +15,7 @@ from dpacct.accountant.pld.pld_hull import (
     _decaying_sum,
     _lower_hull,
     _lower_hull_chain,
+    _lower_hull_to_min,
 )
 
 
@@ -114,6 +115,38 @@ def test_lower_hull_is_the_brute_force_hull_on_integer_points(seed):
     assert np.all(np.diff(got) > 0)
     # the monotone chain keeps the vertices only (collinear points dropped)
     assert set(_lower_hull_chain(x, y).tolist()) <= want
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_hull_to_the_first_minimum_is_the_brute_force_hull_cut_there(seed):
+    # integer points (exact cross products): a falling, roughly convex run with dips
+    # (nodes lowered by a chord gap), bumps, a concave run into a low last point (the
+    # tangent into the minimum), ties at the minimum and a rise after it; the hull up
+    # to the first minimum is the O(n^2) brute-force hull of *all* points cut there
+    rng = np.random.default_rng(100 + seed)
+    n = int(rng.integers(3, 60))
+    x = np.sort(rng.choice(4 * n, size=n, replace=False)).astype(float)
+    y = (x - 3 * n) ** 2 // max(n // 3, 1) + rng.integers(0, [1, 6, 60][seed % 3] + 1, n)
+    y = y - (rng.random(n) < 0.15) * rng.integers(0, 30, n)
+    if seed % 4 == 1:
+        y[int(rng.integers(0, n)) :] = y.min()  # a flat run at the minimum
+    if seed % 4 == 2:
+        y[-1] = y.min() - 50  # a low last point below a concave run
+    if seed % 4 == 3:
+        y[0] = y.max() + 500  # a high first point (the point t = 0)
+    k = int(np.argmin(y))
+    want = sorted(i for i in _brute_hull(x, y) if i <= k)
+    got = _lower_hull_to_min(x, y)
+    assert got.tolist() == want
+    two = np.array([0.0, 1.0])
+    assert _lower_hull_to_min(two, np.array([3.0, 1.0])).tolist() == [0, 1]
+    assert _lower_hull_to_min(two, np.array([3.0, 5.0])).tolist() == [0]
+    # equal abscissae (tiny grid steps): the passes, cut at the first minimum
+    flat_x = np.array([0.0, 1.0, 1.0, 1.0, 2.0, 3.0])
+    flat_y = np.array([9.0, 4.0, 3.0, 5.0, 1.0, 2.0])
+    hull = _lower_hull(flat_x, flat_y)
+    want = hull[: int(np.argmin(flat_y[hull])) + 1].tolist()
+    assert _lower_hull_to_min(flat_x, flat_y).tolist() == want
 
 
 def test_lower_hull_of_few_points_keeps_them():

@@ -311,3 +311,16 @@ def test_high_event_never_widens_the_loss_range(sigma, steps):
     # (entries are upper bounds: the certified round-off, here up to ~1e-7)
     assert 1.0 - 1e-12 <= q_total <= 1.0 + 1e-6
     assert 1.0 - 1e-12 <= float(remove.p.sum()) + remove.inf_mass <= 1.0 + 1e-6
+
+
+def test_huge_sigma_answers_about_zero():
+    # 1 / sigma^2 underflows to 0 above sigma ~ 1e154: the grid's target step was 0 and
+    # _coarse_cut divided by it (ZeroDivisionError, also through DP-MF's split pairs).
+    # The pair is then identical to every digit: the true epsilon is below the single
+    # unamplified Gaussian's, ~1e-299; the answer must be >= 0 and about 0.
+    from dpacct.mechanisms import bandmf_balls_in_bins
+
+    eps = AllocationEpochPair(1e300, 10, progress=False).epsilon(1e-5)
+    assert 0.0 <= eps < 1e-3
+    run = bandmf_balls_in_bins(1e300, 4, cycle_length=2, strategy=[1.0, 0.5])
+    assert 0.0 <= run.epsilon(1e-5) < 1e-3

@@ -62,7 +62,7 @@ from ..laws.loss_law import AtomicLossLaw, PrivacyLossLaw
 from ..numerics import EXP_OVERFLOW, SUBNORMAL_FLOOR, TINY
 from ..validation import check_positive, check_probability
 from .pld_fft import _certified_convolve, _tail_cuts
-from .pld_hull import _decaying_sum, _lower_hull
+from .pld_hull import _decaying_sum, _lower_hull_to_min
 
 __all__ = ["GridPLD", "discretize"]
 
@@ -315,10 +315,24 @@ def _lower_from_bins(b: _Bins) -> tuple[int, np.ndarray, float]:
     v[0] = min(v[0], total_p - (b.bottom[1] + big_f[0]))
     a_ref = (b.first + 0.5 * n) * step
     t = np.concatenate([[0.0], np.exp((b.first + np.arange(n + 1)) * step - a_ref)])
-    y = np.concatenate([[total_p], v])
+    y_raw = np.concatenate([[total_p], v])
     # differences of order 1e-16 are round-off, not signal
-    y = np.where(np.abs(y) < 1e-15, 0.0, y)
-    keep = _lower_hull(t, y)
+    y = np.where(np.abs(y_raw) < 1e-15, 0.0, y_raw)
+    # a node inside a run of empty bins (no atom on either side, so no chord gap) is
+    # on the chord of the run's ends (the curve is affine in t there): not a vertex,
+    # unless the round-off cut above lowered it.  The passes removed these points a
+    # few at a time (issue 37: 2/3 of the points of the spill's re-grids); dropped
+    # first, with the points past the hull's lowest one (_lower_hull_to_min), whose
+    # part up to there is all that is used below
+    inner = np.zeros(n + 2, dtype=bool)
+    if n >= 2:
+        inner[2 : n + 1] = (m[:-1] == 0.0) & (m[1:] == 0.0)
+    inner &= y == y_raw
+    if inner.any():
+        pts = np.flatnonzero(~inner)
+        keep = pts[_lower_hull_to_min(t[pts], y[pts])]
+    else:
+        keep = _lower_hull_to_min(t, y)
     tk, yk = t[keep], y[keep]
     nodes = keep - 1  # node index of each hull vertex (-1 for the point t = 0)
     inf_low = b.inf_mass

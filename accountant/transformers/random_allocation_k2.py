@@ -245,6 +245,45 @@ def k2_remove_atoms(
 _ATOMS: dict[tuple[float, int], tuple[np.ndarray, np.ndarray, float]] = {}
 
 
+def _bin_cells(
+    tail: float, hist: np.ndarray, law: np.ndarray, r: np.ndarray, m: np.ndarray,
+    w: np.ndarray, sel: np.ndarray, t: int, off: int, *, drop: float = _DROP,
+    ops: float = _OPS, dlog: float = _DLOG,
+) -> float:
+    """The M cells ``sel`` (upper ends ``m``, Q-masses ``w``) against the others' lattice
+    law ``law`` on the values ``r``: ``L'(m_j, r)`` binned into ``hist`` (log grid of
+    step ``dlog``, index ``off`` at 1, rounded up by ``1 + ops``), and ``tail`` plus the
+    charge for the M cells and lattice entries of mass below ``drop`` (module, 2.-3.)."""
+    tt = t * (t - 1)
+    ratio = (t - 2) / (t - 1)
+    nbin = hist.size
+    er, er2 = float(law @ r), float(law @ (r * r))
+    # M cells of tiny mass: charged E[L'(m_j, R)] in full
+    tiny = sel & (w < drop)
+    tail += (2 * float(w[tiny] @ m[tiny]) * er + float(w[tiny].sum()) * er2 * ratio) / tt
+    sel = sel & ~tiny
+    if not sel.any():
+        return tail
+    keep = law > drop
+    rr, pr = r[keep], law[keep]
+    pd, rd = law[~keep], r[~keep]
+    tail += (
+        2 * float(w[sel] @ m[sel]) * float(pd @ rd)
+        + float(w[sel].sum()) * float(pd @ (rd * rd)) * ratio
+    ) / tt
+    idx = np.flatnonzero(sel)
+    for ch in np.array_split(idx, max(1, idx.size * rr.size // 4_000_000)):
+        mj, wj = m[ch], w[ch]
+        lv = (2.0 * mj[:, None] * rr[None, :] + (rr * rr * ratio)[None, :]) / tt
+        lv = np.maximum(lv * (1.0 + ops), 1e-300)  # 0 goes up to the grid's least
+        ix = np.ceil(np.log(lv) / dlog).astype(np.int64) + off
+        ix = np.clip(ix, 0, nbin - 1)
+        hist += np.bincount(
+            ix.ravel(), weights=(wj[:, None] * pr[None, :]).ravel(), minlength=nbin
+        )
+    return tail
+
+
 def _build(sigma: float, t: int, progress: bool) -> tuple[np.ndarray, np.ndarray, float]:
     s0, mu0 = 1.0 / sigma, -0.5 / sigma**2
     dl, coarse, h, charge = _settings(sigma, t)
@@ -270,8 +309,6 @@ def _build(sigma: float, t: int, progress: bool) -> tuple[np.ndarray, np.ndarray
     r = np.arange(n) * h
     c_lo = -np.inf
     cache: dict[float, np.ndarray] = {}
-    tt = t * (t - 1)
-    ratio = (t - 2) / (t - 1)
     from tqdm import tqdm
 
     with tqdm(
@@ -292,30 +329,7 @@ def _build(sigma: float, t: int, progress: bool) -> tuple[np.ndarray, np.ndarray
                 cache.clear()
                 cache[cut] = _sum_power(_term_law(sigma, math.exp(cut), h, n), t - 1)
             law = cache[cut]
-            er, er2 = float(law @ r), float(law @ (r * r))
-            # M cells of tiny mass: charged E[L'(m_j, R)] in full
-            tiny = sel & (w < _DROP)
-            tail += (2 * float(w[tiny] @ m[tiny]) * er + float(w[tiny].sum()) * er2 * ratio) / tt
-            sel = sel & ~tiny
-            if not sel.any():
-                continue
-            keep = law > _DROP
-            rr, pr = r[keep], law[keep]
-            pd, rd = law[~keep], r[~keep]
-            tail += (
-                2 * float(w[sel] @ m[sel]) * float(pd @ rd)
-                + float(w[sel].sum()) * float(pd @ (rd * rd)) * ratio
-            ) / tt
-            idx = np.flatnonzero(sel)
-            for ch in np.array_split(idx, max(1, idx.size * rr.size // 4_000_000)):
-                mj, wj = m[ch], w[ch]
-                lv = (2.0 * mj[:, None] * rr[None, :] + (rr * rr * ratio)[None, :]) / tt
-                lv = np.maximum(lv * (1.0 + _OPS), 1e-300)  # 0 goes up to the grid's least
-                ix = np.ceil(np.log(lv) / _DLOG).astype(np.int64) + off
-                ix = np.clip(ix, 0, nbin - 1)
-                hist += np.bincount(
-                    ix.ravel(), weights=(wj[:, None] * pr[None, :]).ravel(), minlength=nbin
-                )
+            tail = _bin_cells(tail, hist, law, r, m, w, sel, t, off)
     if c_lo < levels[-1]:
         raise ArithmeticError("an M cell was left out of the k = 2 law")
     # bincount's float sums: a few ulps per entry added, relative

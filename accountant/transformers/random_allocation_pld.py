@@ -280,20 +280,27 @@ def _coarse_cut(sigma: float, steps: int, target: float, base_top: float) -> flo
     """
     c = 0.5 / (sigma * sigma)
     h_max = base_top / _MAX_CELLS
-    j = np.arange(int(4.0 * math.log2(h_max / target)) + 1)
-    h = np.append(h_max * 2.0 ** (-j / 4.0), target)
-    lh = np.log(h)
-    at_zero = np.maximum(
-        special.ndtr(sigma * (lh + c)) - special.ndtr(sigma * (lh - c)) / h, 0.0
-    )
-    with np.errstate(divide="ignore"):
-        add_floor = np.exp(steps * np.log(at_zero))
-    lx = np.log(h * _MAX_CELLS)
-    rem_floor = special.ndtr(-sigma * (lx - c)) + steps * special.ndtr(-sigma * (lx + c))
-    worst = np.maximum(add_floor, rem_floor)
-    if worst[0] <= _FLOOR_OK:
+
+    def worst(h: np.ndarray) -> np.ndarray:
+        lh = np.log(h)
+        at_zero = np.maximum(
+            special.ndtr(sigma * (lh + c)) - special.ndtr(sigma * (lh - c)) / h, 0.0
+        )
+        with np.errstate(divide="ignore"):
+            add_floor = np.exp(steps * np.log(at_zero))
+        lx = np.log(h * _MAX_CELLS)
+        rem_floor = special.ndtr(-sigma * (lx - c)) + steps * special.ndtr(-sigma * (lx + c))
+        return np.maximum(add_floor, rem_floor)
+
+    if worst(np.array([h_max]))[0] <= _FLOOR_OK:
         return base_top
-    return float(h[int(np.argmin(worst))] * _MAX_CELLS)
+    # the steps tried stop at the target, or 2^-64 below h_max where the target is
+    # smaller or 0 (sigma above ~1e154: 1 / sigma^2 underflows; X is then 1 to every
+    # digit and the first cut is kept above)
+    low = max(target, h_max * 2.0**-64)
+    j = np.arange(int(4.0 * math.log2(h_max / low)) + 1)
+    h = np.append(h_max * 2.0 ** (-j / 4.0), low)
+    return float(h[int(np.argmin(worst(h)))] * _MAX_CELLS)
 
 
 def _small_cut(steps: int, target: float, base_top: float) -> float:
