@@ -47,6 +47,8 @@ import time
 
 import numpy as np
 
+from benchmarks.dpmf_balls_in_bins import mc_epsilon
+
 U = 2.0**-53
 
 
@@ -168,41 +170,12 @@ def main(argv=None):
         t_new = time.process_time() - t0
         mc = math.nan
         if args.mc:
-            mc = own_mc(n, k, c, sigma, delta, int(args.mc))
+            mc = mc_epsilon(c, n, k, sigma, delta, int(args.mc))
         print(f"{name:10} {today:8.4f} {t_today:6.1f} {new:9.4f} {t_new:6.1f} "
               f"{info['cells_T']:>4},{info['cells_S']:<5} {mc:8.4f} {today / mc:8.3f} "
               f"{new / mc:7.3f}", flush=True)
 
 
-def own_mc(n, k, c, sigma, delta, samples, seed=2026):
-    """Monte Carlo estimate (not a bound) of the larger direction's epsilon."""
-    from scipy import optimize, special
-
-    from dpacct.mechanisms.algorithms.bandmf_balls_in_bins import balls_in_bins_gram
-
-    gram = balls_in_bins_gram(list(c), n, k)
-    w, v = np.linalg.eigh(gram)
-    root = v * np.sqrt(np.clip(w, 0.0, None))
-    half = np.diag(gram) / (2 * sigma**2)
-    rng = np.random.default_rng(seed)
-    out = 0.0
-    for direction in ("remove", "add"):
-        losses = []
-        for start in range(0, samples, 500_000):
-            m = min(500_000, samples - start)
-            x = rng.standard_normal((m, k)) @ root.T / sigma
-            if direction == "remove":
-                x += gram[:, rng.integers(k, size=m)].T / sigma**2
-            loss = special.logsumexp(x - half, axis=1) - math.log(k)
-            losses.append(loss if direction == "remove" else -loss)
-        loss = np.concatenate(losses)
-
-        def f(e, loss=loss):
-            return float(np.mean(-np.expm1(np.minimum(e - loss, 0.0)))) - delta
-
-        if f(0.0) > 0:
-            out = max(out, optimize.brentq(f, 0.0, 20.0, xtol=1e-4))
-    return out
 
 
 if __name__ == "__main__":

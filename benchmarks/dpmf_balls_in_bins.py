@@ -136,19 +136,27 @@ def ours_two_band(name: str, delta: float) -> tuple[float, float]:
 
 
 def own_mc(name: str, delta: float, samples: int) -> float:
-    """dpacct's k-dimensional Monte Carlo estimate of the same pair (an estimate): the
-    losses sampled once per direction as in ``bandmf_balls_in_bins_delta_mc``, then
-    the epsilon where the larger direction's mean of ``(1 - e^{eps - L})_+`` is delta."""
+    """dpacct's k-dimensional Monte Carlo estimate of the same pair (an estimate) for the
+    configuration ``name``: :func:`mc_epsilon`."""
+    n, k, spec, sigma = CONFIGS[name]
+    return mc_epsilon(c_col(spec), n, k, sigma, delta, samples)
+
+
+def mc_epsilon(c, n: int, k: int, sigma: float, delta: float, samples: int,
+               seed: int = 2026) -> float:
+    """Monte Carlo estimate (not a bound) of the balls-in-bins pair of strategy column
+    ``c``: the losses sampled once per direction as in ``bandmf_balls_in_bins_delta_mc``,
+    then the epsilon where the larger direction's mean of ``(1 - e^{eps - L})_+`` is
+    delta."""
     from scipy import optimize, special
 
     from dpacct.mechanisms.algorithms.bandmf_balls_in_bins import balls_in_bins_gram
 
-    n, k, spec, sigma = CONFIGS[name]
-    gram = balls_in_bins_gram(c_col(spec), n, k)
+    gram = balls_in_bins_gram(list(c), n, k)
     w, v = np.linalg.eigh(gram)
     root = v * np.sqrt(np.clip(w, 0.0, None))
     half = np.diag(gram) / (2 * sigma**2)
-    rng = np.random.default_rng(2026)
+    rng = np.random.default_rng(seed)
     out = 0.0
     for direction in ("remove", "add"):
         losses = []
