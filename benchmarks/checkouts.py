@@ -110,6 +110,29 @@ def old_new_sides(old: str | None) -> dict[str, tuple[str, str]]:
     return sides
 
 
+def run_in_checkout(
+    root: str, python: str, args: list[str], timeout: float
+) -> dict[str, object]:
+    """Run ``python -c CHILD ARGS...`` (``args``) in checkout ``root`` with its own dpacct
+    (:func:`checkout_env`, one BLAS thread) and read the JSON object the child prints on
+    its last line: ``{"status": "ok", **that}``, or ``{"status": "error", "error": [last
+    stderr line]}``, or ``{"status": "over T s"}`` past ``timeout`` seconds."""
+    import json
+    import subprocess
+
+    env = dict(checkout_env(root, extra_path=[root]), OMP_NUM_THREADS="1")
+    try:
+        res = subprocess.run(
+            [python, "-c", *args], cwd=root, env=env, capture_output=True, text=True,
+            timeout=timeout,
+        )
+    except subprocess.TimeoutExpired:
+        return {"status": f"over {timeout:g} s"}
+    if res.returncode != 0:
+        return {"status": "error", "error": res.stderr.strip().splitlines()[-1:]}
+    return {"status": "ok", **json.loads(res.stdout.strip().splitlines()[-1])}
+
+
 def write_json(path: str, records: object) -> None:
     """Write ``records`` as JSON to ``path`` atomically (a temporary file, then a rename)."""
     import json

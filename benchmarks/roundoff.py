@@ -27,12 +27,11 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
 import sys
 from collections.abc import Sequence
 from typing import Any
 
-from benchmarks.checkouts import checkout_env, old_new_sides, write_json
+from benchmarks.checkouts import old_new_sides, run_in_checkout, write_json
 
 #: name -> (kind, arguments)
 TIME_ROWS = {
@@ -97,20 +96,7 @@ print(json.dumps({"n": int(c.size), "bound": pld_fft._fft_roundoff(a, b), "error
 
 
 def _run(root: str, python: str, child: str, spec: dict[str, Any]) -> dict[str, Any]:
-    # the checkout's own dpacct (PYTHONPATH=root alone would import the interpreter's
-    # install for dpacct.accountant etc.: the folders map into one namespace)
-    env = dict(checkout_env(root, extra_path=[root]), OMP_NUM_THREADS="1")
-    res = subprocess.run(
-        [python, "-c", child, json.dumps(spec)],
-        cwd=root,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    if res.returncode != 0:
-        return {"status": "error", "error": res.stderr.strip().splitlines()[-1:]}
-    return {"status": "ok", **json.loads(res.stdout.strip().splitlines()[-1])}
+    return run_in_checkout(root, python, [child, json.dumps(spec)], 900)
 
 
 def measure_cost(

@@ -24,12 +24,11 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import subprocess
 import sys
 from collections.abc import Sequence
 from typing import Any
 
-from benchmarks.checkouts import checkout_env, old_new_sides, write_json
+from benchmarks.checkouts import old_new_sides, run_in_checkout, write_json
 
 ROWS = {
     "100 phases x 10": ("random_phases", 100),
@@ -83,23 +82,7 @@ print(json.dumps(out))
 
 def _run(root: str, python: str, row: tuple[str, int], trace: bool, timeout: float):
     spec = json.dumps({"row": list(row), "trace": trace})
-    # the checkout's own dpacct (PYTHONPATH=root alone would import the interpreter's
-    # install for dpacct.accountant etc.: the folders map into one namespace)
-    env = dict(checkout_env(root, extra_path=[root]), OMP_NUM_THREADS="1")
-    try:
-        res = subprocess.run(
-            [python, "-c", _CHILD, spec],
-            cwd=root,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
-    except subprocess.TimeoutExpired:
-        return {"status": f"over {timeout:g} s"}
-    if res.returncode != 0:
-        return {"status": "error", "error": res.stderr.strip().splitlines()[-1:]}
-    return {"status": "ok", **json.loads(res.stdout.strip().splitlines()[-1])}
+    return run_in_checkout(root, python, [_CHILD, spec], timeout)
 
 
 def measure(
