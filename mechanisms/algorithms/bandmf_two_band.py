@@ -107,26 +107,47 @@ def _hat_weights(count: int, t: np.ndarray, lam: float | None, low_tail: bool) -
 
 
 def _spread(y: np.ndarray, g: np.ndarray, up: bool) -> tuple[np.ndarray, np.ndarray]:
-    """Unbiased two-point rounding of ``y`` onto ``g`` (``g[0] = 0``, ratio < 2): lower
-    index and upper probability, moved one ulp to the safe side (the differences are
-    exact by Sterbenz's lemma, the quotient is correctly rounded)."""
-    j = np.searchsorted(g, y, side="right") - 1
-    if np.any(j >= g.size - 1):  # pragma: no cover - the grid is sized above the sums
-        raise RuntimeError("partial sum above the grid")
-    p = (y - g[j]) / (g[j + 1] - g[j])
-    return j, np.clip(np.nextafter(p, np.inf if up else -np.inf), 0.0, 1.0)
+    """Unbiased two-point rounding of ``y`` onto ``g`` (``g[0] = 0``, ``g[1:]`` the
+    geometric grid ``theta e^(rho i)``, ratio < 2): lower index and upper probability,
+    moved one ulp to the safe side (the differences are exact by Sterbenz's lemma, the
+    quotient is correctly rounded).
+
+    The index is read off ``log(y / theta) / rho`` (off by at most one: its error is
+    ~1e-13 of a cell) and then corrected against the stored grid, so the bracket
+    ``g[j] <= y < g[j + 1]`` is exact; values at or above ``g[-1]`` (the add direction's
+    absorbing top, see :func:`_transfer`) get ``j = size - 1``, probability 0.
+    """
+    size = g.size
+    theta, ratio = g[1], g[2] / g[1]
+    lg = np.log(np.maximum(y, 0.5 * theta) * (1.0 / theta)) * (1.0 / math.log(ratio))
+    j = np.clip(np.floor(lg).astype(np.int64) + 1, 0, size - 2)
+    j -= g[j] > y
+    j += g[j + 1] <= y
+    top = j >= size - 1
+    jj = np.minimum(j, size - 2)
+    p = (y - g[jj]) / (g[jj + 1] - g[jj])
+    p = np.clip(np.nextafter(p, np.inf if up else -np.inf), 0.0, 1.0)
+    if top.any():
+        if up:  # pragma: no cover - the remove grid is sized above the sums
+            raise RuntimeError("partial sum above the grid")
+        p[top] = 0.0
+    return j, p
 
 
-def _step(d: np.ndarray, g: np.ndarray, y: np.ndarray, wb: np.ndarray, up: bool) -> np.ndarray:
-    """One transfer: mass ``d[a, cell]`` moves to ``(b, round(g[cell] + term[a, b]))``
-    (``y[a, b, cell]`` the sums), weighted by ``wb[b]``."""
+def _step(d: np.ndarray, lo: int, g: np.ndarray, y: np.ndarray, wb: np.ndarray,
+          up: bool) -> np.ndarray:
+    """One transfer: mass ``d[a, cell]`` (cells ``lo, lo + 1, ...``) moves to
+    ``(b, round(g[cell] + term[a, b]))`` (``y[a, b, cell]`` the sums), weighted by
+    ``wb[b]``; returns the new ``(b, cell)`` masses over the whole grid."""
     nb, size = wb.size, g.size
     j, p = _spread(y, g, up)
     wt = d[:, None, :] * wb[None, :, None]
-    idx = np.arange(nb)[None, :, None] * size + j
-    out = np.bincount(idx.ravel(), (wt * (1 - p)).ravel(), minlength=nb * size)
-    out += np.bincount((idx + 1).ravel(), (wt * p).ravel(), minlength=nb * size)
-    return out.reshape(nb, size)
+    idx = np.arange(nb)[None, :, None] * (size + 1) + j
+    hi = wt * p
+    wt -= hi
+    out = np.bincount(idx.ravel(), wt.ravel(), minlength=nb * (size + 1))
+    out += np.bincount((idx + 1).ravel(), hi.ravel(), minlength=nb * (size + 1))
+    return out.reshape(nb, size + 1)[:, :size]
 
 
 def two_band_delta_law(
@@ -232,7 +253,15 @@ def _grids(n: int, k: int, c0: float, c1: float, sigma: float, up: bool, points:
 
 def _transfer(grids: list, half: np.ndarray, c0: float, c1: float, sigma: float, up: bool,
               rho: float, theta: float) -> tuple[np.ndarray, np.ndarray]:
-    """The law of the rounded sum over the cycle (Theorem 2, (iii), and the transfer)."""
+    """The law of the rounded sum over the cycle (Theorem 2, (iii), and the transfer).
+
+    Only the occupied cells ``[bot, top)`` of the partial-sum grid are moved at each
+    step.  The add direction's grid stops at its first value ``>= 1`` and holds there
+    every larger partial sum (an absorbing cell): the later terms are non-negative, so
+    such a path ends with ``Z >= 1``, where the add integrand ``(1 - e^eps Z)_+`` is 0 for
+    every ``eps >= 0``; its mass is stored as one atom at ``z = 1`` (a value at most the
+    true one, which the decreasing integrand allows).
+    """
     k = half.size
     fac = 1 + _TERM_SLACK if up else 1 - _TERM_SLACK
     toward = np.inf if up else -np.inf
@@ -240,32 +269,49 @@ def _transfer(grids: list, half: np.ndarray, c0: float, c1: float, sigma: float,
     def term(s: int, a, b, extra=0.0):
         return np.exp(-half[s] + (c0 * a + c1 * b + extra) / sigma) / k * fac
 
-    tops = [t[-1] for t, _ in grids]
-    smax = sum(float(term(s, tops[s], tops[(s + 1) % k], c0 * tops[k] if s == 0 else 0.0))
-               for s in range(k))
-    cells = math.ceil(math.log(2 * smax / theta) / rho) + 2
+    if up:
+        tops = [t[-1] for t, _ in grids]
+        smax = sum(float(term(s, tops[s], tops[(s + 1) % k], c0 * tops[k] if s == 0 else 0.0))
+                   for s in range(k))
+        cells = math.ceil(math.log(2 * smax / theta) / rho) + 2
+    else:
+        cells = math.ceil(math.log(1.0 / theta) / rho) + 2
     g = np.concatenate([[0.0], theta * np.exp(rho * np.arange(cells))])
+    if not up:  # the absorbing top: the first grid value >= 1
+        g = g[: int(np.searchsorted(g, 1.0, side="left")) + 1]
     (t0, w0), (t1, w1), (tb, wb) = grids[0], grids[1], grids[k]
-    zs, ws = [], []
+    zs, ws, absorbed = [], [], 0.0
     for x0, wx0 in zip(t0, w0, strict=True):
         # term 0 from (B, T_1) given T_0 = x0: the state is (T_1 point, partial sum)
         y = np.nextafter(term(0, x0, t1[None, :], c0 * tb[:, None]), toward)[:, :, None]
-        d = _step(wb[:, None], g, y, w1, up)
+        if not up:
+            y = np.maximum(y, 0.0)
+        d = _step(wb[:, None], 0, g, y, w1, up)
         for s in range(1, k - 1):
             ta, _ = grids[s]
+            if not up:  # the absorbed mass leaves the chain
+                absorbed += float(d[:, -1].sum()) * wx0
+                d[:, -1] = 0.0
             live = np.nonzero(d.any(axis=1))[0]
-            top = int(np.nonzero(d.any(axis=0))[0][-1]) + 1
+            occ = np.nonzero(d.any(axis=0))[0]
+            bot, top = int(occ[0]), int(occ[-1]) + 1
             tt = term(s, ta[live][:, None], grids[s + 1][0][None, :])
-            y = g[None, None, :top] + tt[:, :, None]
+            y = g[None, None, bot:top] + tt[:, :, None]
             y = np.nextafter(y, toward)
             if not up:
                 y = np.maximum(y, 0.0)
-            d = _step(d[live, :top], g, y, grids[s + 1][1], up)
+            d = _step(d[np.ix_(live, np.arange(bot, top))], bot, g, y, grids[s + 1][1], up)
+        if not up:
+            absorbed += float(d[:, -1].sum()) * wx0
+            d[:, -1] = 0.0
         tl = grids[k - 1][0]
         z = np.nextafter(g[None, :] + term(k - 1, tl, x0)[:, None], toward)
         keep = d > 0
         zs.append(np.maximum(z[keep], 0.0))
         ws.append(d[keep] * wx0)
+    if absorbed > 0.0:
+        zs.append(np.array([1.0]))
+        ws.append(np.array([absorbed]))
     z, w = _compact(np.concatenate(zs), np.concatenate(ws), up)
     return z, w
 
