@@ -105,7 +105,7 @@ def _wrong(sigma: float, gram: np.ndarray):
 def test_bound_is_above_exact_quadrature_at_n4(sigma):
     gram = balls_in_bins_gram(TWO_BANDS, 4, 2)
     np.testing.assert_allclose(gram, [[2.5, 1.5], [1.5, 2.25]], rtol=1e-15)
-    run = bandmf_balls_in_bins(sigma, 4, cycle_length=2, strategy=TWO_BANDS)
+    run = bandmf_balls_in_bins(sigma, 4, cycle_length=2, strategy=TWO_BANDS, two_band=False)
     wrong = _wrong(sigma, gram)
     for eps in (0.5, 1.0, 2.0):
         rem, add = _exact_deltas(sigma, gram, eps)
@@ -119,7 +119,7 @@ def test_bound_is_above_exact_quadrature_at_n4(sigma):
 def test_bound_is_above_monte_carlo_both_directions(n, k):
     sigma = 2.0
     gram = balls_in_bins_gram(TWO_BANDS, n, k)
-    run = bandmf_balls_in_bins(sigma, n, cycle_length=k, strategy=TWO_BANDS)
+    run = bandmf_balls_in_bins(sigma, n, cycle_length=k, strategy=TWO_BANDS, two_band=False)
     wrong = _wrong(sigma, gram)
     rng = np.random.default_rng(20260_39 + 10 * n + k)
     for eps in (0.5, 1.0):
@@ -177,11 +177,33 @@ def test_calibration_meets_the_target_from_below():
     from dpacct.calibrators import bandmf_balls_in_bins_noise_multiplier
 
     sigma = bandmf_balls_in_bins_noise_multiplier(
-        2.0, 1e-5, 8, cycle_length=4, strategy=TWO_BANDS, rtol=1e-2
+        2.0, 1e-5, 8, cycle_length=4, strategy=TWO_BANDS, rtol=1e-2, two_band=False
     )
-    eps = bandmf_balls_in_bins(sigma, 8, cycle_length=4, strategy=TWO_BANDS).epsilon(1e-5)
+    eps = bandmf_balls_in_bins(sigma, 8, cycle_length=4, strategy=TWO_BANDS,
+                               two_band=False).epsilon(1e-5)
     assert 2.0 * (1 - 1e-2) <= eps <= 2.0
     # less noise than the run without amplification needs, more than orthogonal modes
     gram = balls_in_bins_gram(TWO_BANDS, 8, 4)
     assert _wrong(sigma, gram).epsilon(1e-5) < eps
     assert GaussianMechanism(sigma / math.sqrt(gram.diagonal().max())).epsilon(1e-5) > eps
+
+
+def test_two_band_calibration_brackets_the_target_and_holds_against_quadrature():
+    """The default calibration refines Theorem 1's noise with Theorem 2 (n 4, k 2): the
+    answer meets the target on the library's bound and on the exact quadrature, the
+    answer / (1 + rtol) does not meet it on the bound, and the exact pair at 0.9 times
+    the answer breaks delta (the check can fail: a calibration 10 % too generous)."""
+    from dpacct.calibrators import bandmf_balls_in_bins_noise_multiplier
+    from dpacct.mechanisms.algorithms.bandmf_two_band import BandMFTwoBandBallsInBins
+
+    eps, delta, rtol = 2.0, 1e-5, 1e-2
+    res = bandmf_balls_in_bins_noise_multiplier(eps, delta, 4, cycle_length=2,
+                                                strategy=TWO_BANDS, rtol=rtol, full_output=True)
+    sigma = float(res.parameter)
+    assert isinstance(res.mechanism, BandMFTwoBandBallsInBins)
+    assert res.epsilon == res.mechanism.epsilon(delta) <= eps
+    below = bandmf_balls_in_bins(sigma / (1 + rtol), 4, cycle_length=2, strategy=TWO_BANDS)
+    assert below.epsilon(delta) > eps
+    gram = balls_in_bins_gram(TWO_BANDS, 4, 2)
+    assert max(_exact_deltas(sigma, gram, eps)) <= delta
+    assert max(_exact_deltas(0.9 * sigma, gram, eps)) > delta

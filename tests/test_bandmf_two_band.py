@@ -42,7 +42,8 @@ def test_n8_k4_above_monte_carlo_and_a_5_percent_lower_epsilon_fails():
     sigma, delta = 2.0, 1e-3
     run = bandmf_two_band_balls_in_bins(sigma, 8, cycle_length=4, strategy=TWO_BANDS)
     eps = run.epsilon(delta)
-    old = bandmf_balls_in_bins(sigma, 8, cycle_length=4, strategy=TWO_BANDS).epsilon(delta)
+    old = bandmf_balls_in_bins(sigma, 8, cycle_length=4, strategy=TWO_BANDS,
+                               two_band=False).epsilon(delta)
     assert eps < 0.95 * old  # clearly tighter than the Gram domination
     rng = np.random.default_rng(39_2)
     worst_at_eps, worst_below = 0.0, 0.0
@@ -61,7 +62,7 @@ def test_n8_k4_above_monte_carlo_and_a_5_percent_lower_epsilon_fails():
 
 def test_least_of_both_bounds_and_bad_input():
     run = bandmf_two_band_balls_in_bins(2.0, 4, cycle_length=2, strategy=TWO_BANDS, points=21)
-    old = bandmf_balls_in_bins(2.0, 4, cycle_length=2, strategy=TWO_BANDS)
+    old = bandmf_balls_in_bins(2.0, 4, cycle_length=2, strategy=TWO_BANDS, two_band=False)
     e = np.array([0.5, 2.0, 4.0])
     assert np.all(run.delta(e) <= old.delta(e) * (1 + 1e-12))
     assert run.epsilon(1e-5) <= old.epsilon(1e-5) * (1 + 1e-12)

@@ -271,7 +271,7 @@ class BandMFBallsInBins(Mechanism):
 
     Examples
     --------
-    >>> m = bandmf_balls_in_bins(2.0, 8, cycle_length=4, strategy=[1.0, 0.5])
+    >>> m = bandmf_balls_in_bins(2.0, 8, cycle_length=4, strategy=[1.0, 0.5], two_band=False)
     >>> g, per_size = m.candidates[0]
     >>> g, per_size[0][0], round(per_size[0][1][0][1], 6)   # 4 bins, alpha = rho(G)
     (1, 4, 4.237942)
@@ -402,6 +402,7 @@ def bandmf_balls_in_bins(
     cycle_length: int,
     strategy: object,
     max_classes: int = MAX_CLASSES,
+    two_band: bool | None = None,
 ) -> BandMFBallsInBins:
     """Certified privacy of DP-MF (BandMF, BLT, ...) under balls-in-bins batches.
 
@@ -425,25 +426,90 @@ def bandmf_balls_in_bins(
     max_classes : int
         Largest residue-class count tried besides ``k``, >= 1 (default 16: the most
         bands the bound is built for; more only costs time).
+    two_band : bool, optional
+        For a two-band first column ``(c0, c1)``, ``c0, c1 > 0``, ``2 <= k < n``: also
+        Theorem 2 (the transfer operator of
+        :func:`~dpacct.mechanisms.algorithms.bandmf_two_band.bandmf_two_band_balls_in_bins`,
+        1.5-4 % above Monte Carlo where Theorem 1 is 10-20 %) and answer the least of
+        the two.  ``None`` (default): when affordable, at the most grid points of
+        (41, 31, 21) whose estimated CPU time
+        (:func:`~dpacct.mechanisms.algorithms.bandmf_two_band._two_band_cost`) is at most
+        :data:`TWO_BAND_BUDGET` seconds, else Theorem 1 alone.  ``True``: Theorem 2 at
+        41 points whatever it costs (a ``ValueError`` for another strategy).  ``False``:
+        Theorem 1 alone.
 
     Returns
     -------
     BandMFBallsInBins
-        Query ``epsilon``, ``delta``, ``epsilon_bounds`` (lower end 0), ``rdp``.
+        Query ``epsilon``, ``delta``, ``epsilon_bounds`` (lower end 0), ``rdp``
+        (a :class:`~dpacct.mechanisms.algorithms.bandmf_two_band.BandMFTwoBandBallsInBins`
+        when Theorem 2 is used).
 
     Examples
     --------
     >>> import numpy as np
     >>> c = np.array([1.0, 0.5]) / np.sqrt(1.25)          # 2 bands, column norm 1
-    >>> run = bandmf_balls_in_bins(2.0, 8, cycle_length=4, strategy=c)
+    >>> run = bandmf_balls_in_bins(2.0, 8, cycle_length=4, strategy=c, two_band=False)
     >>> eps = run.epsilon(1e-5)
     >>> from dpacct.accountant import GaussianMechanism   # no amplification: sqrt(2) norm
     >>> bool(eps < GaussianMechanism(2.0 / np.sqrt(2.0)).epsilon(1e-5))
     True
+
+    Two bands, short cycle: Theorem 2 is affordable and is taken when smaller.
+
+    >>> both = bandmf_balls_in_bins(2.0, 4, cycle_length=2, strategy=c)
+    >>> one = bandmf_balls_in_bins(2.0, 4, cycle_length=2, strategy=c, two_band=False)
+    >>> type(both).__name__, bool(both.epsilon(1e-5) <= one.epsilon(1e-5))
+    ('BandMFTwoBandBallsInBins', True)
     """
     sigma = check_positive("noise_multiplier", noise_multiplier)
     candidates = balls_in_bins_candidates(iterations, cycle_length, strategy, max_classes)
-    return BandMFBallsInBins(sigma, candidates)
+    if two_band is not None and not isinstance(two_band, (bool, np.bool_)):
+        raise TypeError(f"two_band must be None, True or False, got {two_band!r}")
+    if two_band is False:
+        return BandMFBallsInBins(sigma, candidates)
+    points = _two_band_points(sigma, iterations, cycle_length, strategy,
+                             force=two_band is True)
+    if points is None:
+        return BandMFBallsInBins(sigma, candidates)
+    from dpacct.mechanisms.algorithms.bandmf_two_band import bandmf_two_band_balls_in_bins
+
+    return bandmf_two_band_balls_in_bins(sigma, iterations, cycle_length=cycle_length,
+                                         strategy=strategy, points=points,
+                                         candidates=candidates)
+
+
+#: estimated CPU seconds up to which :func:`bandmf_balls_in_bins` adds Theorem 2 by default
+TWO_BAND_BUDGET = 10.0
+
+
+def _two_band_points(sigma: float, iterations: int, cycle_length: int, strategy: object, *,
+                    force: bool = False) -> int | None:
+    """Grid points for Theorem 2 by default (None: Theorem 1 alone); see the
+    ``two_band`` parameter of :func:`bandmf_balls_in_bins` (inputs checked there).
+
+    Examples
+    --------
+    >>> _two_band_points(2.0, 8, 4, [1.0, 0.5]), _two_band_points(2.0, 8, 4, [1.0])
+    (41, None)
+    """
+    c = np.asarray(strategy, dtype=float)
+    fits = (c.shape == (2,) and c[0] > 0 and c[1] > 0 and 2 <= cycle_length < iterations)
+    if force:
+        if not (c.shape == (2,) and c[0] > 0 and 2 <= cycle_length < iterations):
+            raise ValueError(
+                "two_band=True needs a two-band first column (c0 > 0, c1 >= 0) and "
+                f"2 <= cycle_length < iterations, got strategy shape {c.shape}, "
+                f"cycle_length {cycle_length}, iterations {iterations}")
+        return 41
+    if not fits:
+        return None
+    from dpacct.mechanisms.algorithms.bandmf_two_band import _two_band_cost
+
+    for points in (41, 31, 21):
+        if _two_band_cost(sigma, iterations, cycle_length, c, points=points) <= TWO_BAND_BUDGET:
+            return points
+    return None
 
 
 def balls_in_bins_candidates(
