@@ -246,7 +246,7 @@ def bandmf_balls_in_bins_noise_multiplier(
         Return the :class:`~dpacct.calibrators.Calibration` instead of the number.
     two_band : bool, optional
         ``None`` (default): refine with Theorem 2 when affordable; ``True``: always
-        (41 points; two-band strategies only); ``False``: Theorem 1 alone.
+        (51 points; two-band strategies only); ``False``: Theorem 1 alone.
 
     Returns
     -------

@@ -432,10 +432,10 @@ def bandmf_balls_in_bins(
         :func:`~dpacct.mechanisms.algorithms.bandmf_two_band.bandmf_two_band_balls_in_bins`,
         1.5-4 % above Monte Carlo where Theorem 1 is 10-20 %) and answer the least of
         the two.  ``None`` (default): when affordable, at the most grid points of
-        (41, 31, 21) whose estimated CPU time
+        (51, 41, 31, 21) whose estimated CPU time
         (:func:`~dpacct.mechanisms.algorithms.bandmf_two_band._two_band_cost`) is at most
         :data:`TWO_BAND_BUDGET` seconds, else Theorem 1 alone.  ``True``: Theorem 2 at
-        41 points whatever it costs (a ``ValueError`` for another strategy).  ``False``:
+        51 points whatever it costs (a ``ValueError`` for another strategy).  ``False``:
         Theorem 1 alone.
 
     Returns
@@ -491,7 +491,7 @@ def _two_band_points(sigma: float, iterations: int, cycle_length: int, strategy:
     Examples
     --------
     >>> _two_band_points(2.0, 8, 4, [1.0, 0.5]), _two_band_points(2.0, 8, 4, [1.0])
-    (41, None)
+    (51, None)
     """
     c = np.asarray(strategy, dtype=float)
     fits = (c.shape == (2,) and c[0] > 0 and c[1] > 0 and 2 <= cycle_length < iterations)
@@ -501,12 +501,12 @@ def _two_band_points(sigma: float, iterations: int, cycle_length: int, strategy:
                 "two_band=True needs a two-band first column (c0 > 0, c1 >= 0) and "
                 f"2 <= cycle_length < iterations, got strategy shape {c.shape}, "
                 f"cycle_length {cycle_length}, iterations {iterations}")
-        return 41
+        return 51
     if not fits:
         return None
     from dpacct.mechanisms.algorithms.bandmf_two_band import _two_band_cost
 
-    for points in (41, 31, 21):
+    for points in (51, 41, 31, 21):
         if _two_band_cost(sigma, iterations, cycle_length, c, points=points) <= TWO_BAND_BUDGET:
             return points
     return None
