@@ -130,10 +130,10 @@ def ours(name: str, delta: float) -> tuple[float, float]:
 
 def default_route(name: str) -> str:
     """What ``bandmf_balls_in_bins`` uses by default: Theorem 2's grid points or "T1"."""
-    from dpacct.mechanisms.algorithms.bandmf_balls_in_bins import _two_band_points
+    from dpacct.mechanisms.algorithms.bandmf_balls_in_bins import two_band_points
 
     n, k, spec, sigma = CONFIGS[name]
-    points = _two_band_points(sigma, n, k, c_col(spec))
+    points = two_band_points(sigma, n, k, c_col(spec))
     return "T1" if points is None else f"T2@{points}"
 
 

@@ -18,8 +18,8 @@ from dpacct.mechanisms.algorithms.bandmf import (
 )
 from dpacct.mechanisms.algorithms.bandmf_balls_in_bins import (
     BandMFBallsInBins,
-    _two_band_points,
     balls_in_bins_candidates,
+    two_band_points,
 )
 
 from .calibrate import Calibration, calibrate
@@ -288,7 +288,7 @@ def bandmf_balls_in_bins_noise_multiplier(
     if two_band is not None and not isinstance(two_band, (bool, np.bool_)):
         raise TypeError(f"two_band must be None, True or False, got {two_band!r}")
     sigma1 = float(res.parameter)
-    points = None if two_band is False else _two_band_points(
+    points = None if two_band is False else two_band_points(
         0.8 * sigma1, iterations, cycle_length, strategy, force=two_band is True)
     if points is not None:
         res = _refine_two_band(res, iterations, cycle_length, strategy, candidates, points,

@@ -13,10 +13,10 @@ import pytest
 from test_bandmf_balls_in_bins import TWO_BANDS, _exact_deltas
 
 from dpacct.mechanisms.algorithms.bandmf_balls_in_bins import (
-    _two_band_points,
     balls_in_bins_gram,
     bandmf_balls_in_bins,
     bandmf_balls_in_bins_delta_mc,
+    two_band_points,
 )
 from dpacct.mechanisms.algorithms.bandmf_two_band import (
     _law_delta,
@@ -79,9 +79,9 @@ def test_least_of_both_bounds_and_bad_input():
     with pytest.raises(TypeError, match="two_band"):
         bandmf_balls_in_bins(1.0, 4, cycle_length=2, strategy=TWO_BANDS, two_band="yes")
     # the default: Theorem 2 when its estimated cost is within budget, else Theorem 1
-    assert _two_band_points(2.0, 8, 4, TWO_BANDS) == 51
-    assert _two_band_points(0.01, 8, 4, TWO_BANDS) is None
-    assert _two_band_points(2.0, 8, 4, [1.0, 0.0]) is None
+    assert two_band_points(2.0, 8, 4, TWO_BANDS) == 51
+    assert two_band_points(0.01, 8, 4, TWO_BANDS) is None
+    assert two_band_points(2.0, 8, 4, [1.0, 0.0]) is None
     with pytest.raises(ValueError, match="points"):
         two_band_delta_law(1.0, 4, 2, TWO_BANDS, "remove", points=2)
     with pytest.raises(ValueError, match="direction"):

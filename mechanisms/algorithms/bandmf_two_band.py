@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from dpacct.accountant.validation import check_count, check_epsilon, check_positive
-from dpacct.mechanisms.algorithms.bandmf_balls_in_bins import (
+from dpacct.mechanisms.algorithms.bandmf_balls_in_bins_core import (
     BandMFBallsInBins,
     balls_in_bins_candidates,
     balls_in_bins_gram,
