@@ -23,7 +23,7 @@ noise / sigma, ``N(0, N_r)``; the partial last cycle is in the counts ``N_r``). 
 
 :func:`bandmf_two_band_balls_in_bins` returns the least of this bound and Theorem 1's.
 Its cost grows as ``points^3 * k`` times the occupied partial-sum cells (about 6 s CPU
-at ``n = 8, k = 4`` and 25 s at ``n = 100, k = 10`` with the default 51 points and
+at ``n = 8, k = 4`` and 20 s at ``n = 100, k = 10`` with the default 51 points and
 ``rho = 0.05``; :func:`_two_band_cost` estimates it).  The partial-sum spacing costs
 little tightness (``rho`` 0.02 -> 0.05: +0.08 % of epsilon at ``n = 8, k = 4``, +0.3 %
 at ``n = 100, k = 10``) and the grid points much (41 -> 51: -0.8 %), so the defaults
