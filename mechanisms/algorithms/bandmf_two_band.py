@@ -138,11 +138,10 @@ def _spread(y: np.ndarray, g: np.ndarray, up: bool) -> tuple[np.ndarray, np.ndar
     return j, p
 
 
-def _step(d: np.ndarray, lo: int, g: np.ndarray, y: np.ndarray, wb: np.ndarray,
-          up: bool) -> np.ndarray:
-    """One transfer: mass ``d[a, cell]`` (cells ``lo, lo + 1, ...``) moves to
-    ``(b, round(g[cell] + term[a, b]))`` (``y[a, b, cell]`` the sums), weighted by
-    ``wb[b]``; returns the new ``(b, cell)`` masses over the whole grid."""
+def _step(d: np.ndarray, g: np.ndarray, y: np.ndarray, wb: np.ndarray, up: bool) -> np.ndarray:
+    """One transfer: mass ``d[a, c]`` moves to ``(b, round(y[a, b, c]))`` (``y`` the sums
+    ``g[cell] + term[a, b]`` of the occupied cells), weighted by ``wb[b]``; returns the
+    new ``(b, cell)`` masses over the whole grid."""
     nb, size = wb.size, g.size
     j, p = _spread(y, g, up)
     wt = d[:, None, :] * wb[None, :, None]
@@ -334,7 +333,7 @@ def _transfer(grids: list, half: np.ndarray, c0: float, c1: float, sigma: float,
         y = np.nextafter(term(0, x0, t1[None, :], c0 * tb[:, None]), toward)[:, :, None]
         if not up:
             y = np.maximum(y, 0.0)
-        d = _step(wb[:, None], 0, g, y, w1, up)
+        d = _step(wb[:, None], g, y, w1, up)
         for s in range(1, k - 1):
             ta, _ = grids[s]
             if not up:  # the absorbed mass leaves the chain
@@ -348,7 +347,7 @@ def _transfer(grids: list, half: np.ndarray, c0: float, c1: float, sigma: float,
             y = np.nextafter(y, toward)
             if not up:
                 y = np.maximum(y, 0.0)
-            d = _step(d[np.ix_(live, np.arange(bot, top))], bot, g, y, grids[s + 1][1], up)
+            d = _step(d[np.ix_(live, np.arange(bot, top))], g, y, grids[s + 1][1], up)
         if not up:
             absorbed += float(d[:, -1].sum()) * wx0
             d[:, -1] = 0.0
