@@ -110,6 +110,16 @@ def _hat_weights(count: int, t: np.ndarray, lam: float | None, low_tail: bool) -
     return np.nextafter(out, np.inf)
 
 
+def _away(x: np.ndarray, up: bool) -> np.ndarray:
+    """``x >= 0`` moved at least one ulp up (``up``) or down: ``fl(x (1 + 2^-52)) + 2^-1074``
+    is above ``x`` for every non-negative double (``x 2^-52`` is at least one ulp of a
+    normal ``x``, and the added subnormal covers the rest), and symmetrically below;
+    an eighth of the cost of ``numpy.nextafter``."""
+    if up:
+        return x * (1.0 + 2.0**-52) + 5e-324
+    return x * (1.0 - 2.0**-52) - 5e-324
+
+
 def _spread(y: np.ndarray, g: np.ndarray, up: bool) -> tuple[np.ndarray, np.ndarray]:
     """Unbiased two-point rounding of ``y`` onto ``g`` (``g[0] = 0``, ``g[1:]`` the
     geometric grid ``theta e^(rho i)``, ratio < 2): lower index and upper probability,
@@ -124,13 +134,15 @@ def _spread(y: np.ndarray, g: np.ndarray, up: bool) -> tuple[np.ndarray, np.ndar
     size = g.size
     theta, ratio = g[1], g[2] / g[1]
     lg = np.log(np.maximum(y, 0.5 * theta) * (1.0 / theta)) * (1.0 / math.log(ratio))
-    j = np.clip(np.floor(lg).astype(np.int64) + 1, 0, size - 2)
+    # truncation is the floor for lg >= 0; for lg < 0 it is one too high at most, which
+    # the correction below (or the clip at 0) undoes
+    j = np.clip(lg.astype(np.int64) + 1, 0, size - 2)
     j -= g[j] > y
     j += g[j + 1] <= y
     top = j >= size - 1
     jj = np.minimum(j, size - 2)
     p = (y - g[jj]) / (g[jj + 1] - g[jj])
-    p = np.clip(np.nextafter(p, np.inf if up else -np.inf), 0.0, 1.0)
+    p = np.clip(_away(p, up), 0.0, 1.0)
     if top.any():
         if up:  # pragma: no cover - the remove grid is sized above the sums
             raise RuntimeError("partial sum above the grid")
@@ -330,7 +342,7 @@ def _transfer(grids: list, half: np.ndarray, c0: float, c1: float, sigma: float,
     zs, ws, absorbed = [], [], 0.0
     for x0, wx0 in zip(t0, w0, strict=True):
         # term 0 from (B, T_1) given T_0 = x0: the state is (T_1 point, partial sum)
-        y = np.nextafter(term(0, x0, t1[None, :], c0 * tb[:, None]), toward)[:, :, None]
+        y = _away(term(0, x0, t1[None, :], c0 * tb[:, None]), up)[:, :, None]
         if not up:
             y = np.maximum(y, 0.0)
         d = _step(wb[:, None], g, y, w1, up)
@@ -344,7 +356,7 @@ def _transfer(grids: list, half: np.ndarray, c0: float, c1: float, sigma: float,
             bot, top = int(occ[0]), int(occ[-1]) + 1
             tt = term(s, ta[live][:, None], grids[s + 1][0][None, :])
             y = g[None, None, bot:top] + tt[:, :, None]
-            y = np.nextafter(y, toward)
+            y = _away(y, up)
             if not up:
                 y = np.maximum(y, 0.0)
             d = _step(d[np.ix_(live, np.arange(bot, top))], g, y, grids[s + 1][1], up)
