@@ -23,7 +23,7 @@ noise / sigma, ``N(0, N_r)``; the partial last cycle is in the counts ``N_r``). 
 
 :func:`bandmf_two_band_balls_in_bins` returns the least of this bound and Theorem 1's.
 Its cost grows as ``points^3 * k`` times the occupied partial-sum cells (about 6 s CPU
-at ``n = 8, k = 4`` and 20 s at ``n = 100, k = 10`` with the default 51 points and
+at ``n = 8, k = 4`` and 11 s at ``n = 100, k = 10`` with the default 51 points and
 ``rho = 0.05``; :func:`_two_band_cost` estimates it).  The partial-sum spacing costs
 little tightness (``rho`` 0.02 -> 0.05: +0.08 % of epsilon at ``n = 8, k = 4``, +0.3 %
 at ``n = 100, k = 10``) and the grid points much (41 -> 51: -0.8 %), so the defaults
@@ -240,9 +240,10 @@ def two_band_delta_law(
     return z, w, tail_f
 
 
-#: CPU seconds per unit of :func:`_two_band_cost`'s work count (fitted to n 8, k 4 and
-#: n 100, k 10 at 21 and 31 points on the shared 2-core development machine, loaded)
-_SECONDS_PER_UNIT = 4e-8
+#: CPU seconds per unit of :func:`_two_band_cost`'s work count, on the shared 2-core
+#: development machine, loaded (51 points: n 8, k 4 estimated 4.3 s, measured 3.9-5.9 s;
+#: n 100, k 10 estimated 19.3 s, measured 11.2 s: the occupied cells are fewer there)
+_SECONDS_PER_UNIT = 3e-8
 
 
 def _two_band_cost(noise_multiplier: float, iterations: int, cycle_length: int,
