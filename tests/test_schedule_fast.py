@@ -104,8 +104,12 @@ def test_finely_rounded_decaying_bracket_contains_dp_accounting():
     assert h == fast.FAST_STEP / 8
     lo = fast_epsilon_bounds(down, DELTA, step=h, upper=False)[0]
     hi = fast_epsilon_bounds(up, DELTA, lower=False)[1]
-    pess = dp_accounting_epsilon(steps, DELTA, 1e-4, True)
-    opt = dp_accounting_epsilon(steps, DELTA, 1e-4, False)
+    # dp_accounting 0.6.0's pessimistic and optimistic epsilons at interval 1e-4, pinned (a
+    # peer's numbers, 7.4 s CPU to rebuild by `dp_accounting_epsilon(steps, DELTA, 1e-4,
+    # pessimistic)` of tests/sgm_oracles.py); asked live at 1e-3 (1.1 s), which is looser
+    pess, opt = 0.25296575647715436, 0.2493645254440455
+    assert pess <= dp_accounting_epsilon(steps, DELTA, 1e-3, True)
+    assert dp_accounting_epsilon(steps, DELTA, 1e-3, False) <= opt
     assert lo <= pess and opt <= hi
     # the refinement is what narrows it (measured 0.086 % -> 0.077 %: at this size the
     # rest is the rounding of the two ends)
