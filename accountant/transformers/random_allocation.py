@@ -115,6 +115,7 @@ from ..mechanism import Capabilities, Mechanism, PLDSettings
 from ..pld.pld_pair import PLDPair
 from ..rdp.conversion import rdp_to_delta, rdp_to_epsilon
 from ..relations import ADD_REMOVE
+from ..serialization import register_mechanism
 from ..validation import (
     as_real_array,
     check_count,
@@ -642,3 +643,8 @@ def random_allocation(
     0.172
     """
     return RandomAllocationMechanism(mechanism, steps, k, epochs, direct)
+
+
+# saved as {"type": "random_allocation", "params": {"base", "steps", "k", "epochs",
+# "direct"}}; serialization._ENGINE_MODULES imports this module when a file names the type
+register_mechanism("random_allocation", RandomAllocationMechanism)
