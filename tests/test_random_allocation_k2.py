@@ -126,8 +126,8 @@ def test_atoms_carry_the_exact_pairs_mass():
 
 
 def test_small_t_route_takes_the_other_add_bounds_and_holds_the_exact_pair():
-    # issue 39 (a): at T 3 the route's own add direction (the blocks' laws, finite only
-    # up to a loss) made it infinite, so epsilon was the blocks' 10.1225; its remove
+    # issue 39 (a): at T 3 the route's own add direction (the blocks' laws, with mass
+    # above delta at loss +inf) made it infinite, so epsilon was the blocks' 10.1225; its remove
     # direction with the mechanism's other add bounds gives 9.1768 (delta 1e-5,
     # sigma 0.7).  The exact 2-of-3 pair (quadrature, tests/test_review18b_*) is at
     # delta 7.6e-6 there, and at 2.1e-5 > 1e-5 at 0.95 times it: a bound 5 % low fails.

@@ -491,10 +491,10 @@ class RandomAllocationMechanism(Mechanism):
     def _k2_split_epsilon(self, delta: float, tol: float | None) -> float:
         """The direct route's remove direction with the add direction of the other
         routes: ``max(remove, add)``, each a sound bound on its own direction (the pair
-        meets ``delta`` at an epsilon where both do).  Where the blocks' add law gives
-        out (below sigma 0.55 it is exact only up to loss 9, then infinite) the route's
-        own composition is infinite, this is not (sigma 0.5, T 5, delta 1e-5: 13.36
-        against the blocks' 15.01)."""
+        meets ``delta`` at an epsilon where both do).  Where the blocks' add laws put
+        more than ``delta`` at loss +inf (beyond their grid: the one-step block of T 3,
+        small sigma) the route's own composition is infinite, this is not (sigma 0.5,
+        T 5, delta 1e-5: 13.36 against the blocks' 15.01)."""
         rem = float(self._k2_remove_pld(tol).epsilon(delta))
         return max(rem, self._epsilon_directions(delta, tol)[1])
 
