@@ -62,9 +62,9 @@ def random_allocation_noise_multiplier(
         Return the :class:`~dpacct.calibrators.Calibration` instead of the number.
     direct : bool, default True
         Passed to :func:`~dpacct.accountant.transformers.random_allocation`: at ``k = 2``
-        the search first runs on the blocks alone, then again below their sigma with the
-        direct route (a law of a few CPU seconds per sigma tried, about 30 below
-        sigma 0.6).
+        the search first runs on the blocks alone, then, where the direct route's
+        epsilon at their sigma is below ``epsilon * (1 - rtol)``, again below it with the
+        route (a law of a few CPU seconds per sigma tried, about 30 below sigma 0.6).
 
     Returns
     -------
@@ -117,7 +117,11 @@ def random_allocation_noise_multiplier(
         tol=tol,
         name="noise_multiplier",
     )
-    if direct and family(float(cal.parameter), True)._has_k2_route:
+    top = family(float(cal.parameter), direct)
+    # the direct route is searched only where it gains at the blocks' sigma: below
+    # eps (1 - rtol) there (one law built; otherwise the search would build one per
+    # sigma tried and return within rtol of the blocks' answer)
+    if top._has_k2_route and float(top.epsilon(d, tol=tol)) < eps * (1.0 - rtol):
         cal = _refine_direct(lambda s: family(s, True), float(cal.parameter), eps, d, rtol, tol)
     return cal if full_output else float(cal.parameter)
 
