@@ -21,6 +21,22 @@ from .dpsgd import _clt_epsilon
 __all__ = ["random_allocation_noise_multiplier"]
 
 
+def _checked(epsilon, delta, steps, k, epochs, full_output, direct):
+    """The calibrator's arguments, validated: ``(epsilon, delta, steps, k, epochs)``."""
+    eps = check_positive("epsilon", epsilon)
+    d = check_delta(delta)
+    t = check_count(steps, "steps")
+    kk = check_count(k, "k")
+    e = check_count(epochs, "epochs")
+    if kk > t:
+        raise ValueError(f"k must be <= steps ({t}), got {kk}")
+    if not isinstance(full_output, bool):
+        raise TypeError(f"full_output must be True or False, got {full_output!r}")
+    if not isinstance(direct, bool):
+        raise TypeError(f"direct must be True or False, got {direct!r}")
+    return eps, d, t, kk, e
+
+
 def random_allocation_noise_multiplier(
     epsilon: float,
     delta: float,
@@ -84,17 +100,7 @@ def random_allocation_noise_multiplier(
     >>> bool(1.0 * (1 - 1e-3) <= run.epsilon(1e-6) <= 1.0)
     True
     """
-    eps = check_positive("epsilon", epsilon)
-    d = check_delta(delta)
-    t = check_count(steps, "steps")
-    kk = check_count(k, "k")
-    e = check_count(epochs, "epochs")
-    if kk > t:
-        raise ValueError(f"k must be <= steps ({t}), got {kk}")
-    if not isinstance(full_output, bool):
-        raise TypeError(f"full_output must be True or False, got {full_output!r}")
-    if not isinstance(direct, bool):
-        raise TypeError(f"direct must be True or False, got {direct!r}")
+    eps, d, t, kk, e = _checked(epsilon, delta, steps, k, epochs, full_output, direct)
 
     def family(sigma: float, use_direct: bool = False):
         return random_allocation(
