@@ -98,8 +98,12 @@ def test_at_or_below_dp_accountings_pld_on_the_same_event(interval):
     from dp_accounting.pld import PLDAccountant
 
     event = jax_privacy_bandmf_event(dpa, 1.0, 2_000, 4, 0.004)
-    acct = PLDAccountant(value_discretization_interval=interval)
-    theirs = acct.compose(event).get_epsilon(DELTA)
+    live = PLDAccountant(value_discretization_interval=1e-4).compose(event).get_epsilon(DELTA)
+    # dp_accounting 0.6.0 at interval 1e-5, pinned (a peer's number, 3.7 s CPU to rebuild
+    # with PLDAccountant(value_discretization_interval=1e-5) on this event); the live
+    # answer at 1e-4 (0.4 s), a coarser pessimistic grid, is at or above it
+    theirs = {1e-4: live, 1e-5: 0.622191555003191}[interval]
+    assert live >= theirs
     lo, hi = amplified_bandmf(1.0, 2_000, num_bands=4, sample_rate=0.004).epsilon_bounds(DELTA)
     assert lo <= theirs and hi <= theirs + (hi - lo) + 1e-12
 

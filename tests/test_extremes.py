@@ -4,6 +4,7 @@ Each case was a regression at some point of development (a 21-second run, an upp
 bound inflated to 32 by round-off feeding the grid window, a too-fine grid).
 """
 
+import functools
 import math
 import warnings
 
@@ -305,14 +306,23 @@ def test_zcdp_delta_is_the_exact_optimum_for_tiny_rho():
 
 
 # ---------------------------------------------------------------- discrete Gaussian
-def _np_dgauss_delta(sigma, eps):
-    """CKS 2020 Theorem 7 summed directly over |x| <= 40 sigma (independent numpy code)."""
+@functools.lru_cache(maxsize=2)
+def _np_dgauss_pair(sigma):
+    """Losses and P-weights of the discrete Gaussian pair over ``|x| <= 40 sigma``,
+    built once per sigma (the exact ``math.fsum`` normaliser alone takes 0.35 s at
+    sigma 1e4), not once per epsilon."""
     half = int(40 * sigma) + 2
     x = np.arange(-half, half + 1, dtype=float)
     log_w = -(x**2) / (2 * sigma**2)
     z = math.fsum(np.exp(log_w))
     loss = (2 * x - 1) / (2 * sigma**2)  # at output x: P = N_Z(1), Q = N_Z(0)
     p = np.exp(-((x - 1) ** 2) / (2 * sigma**2)) / z
+    return loss, p
+
+
+def _np_dgauss_delta(sigma, eps):
+    """CKS 2020 Theorem 7 summed directly over |x| <= 40 sigma (independent numpy code)."""
+    loss, p = _np_dgauss_pair(sigma)
     sel = loss > eps
     return math.fsum(p[sel] * -np.expm1(eps - loss[sel]))
 
