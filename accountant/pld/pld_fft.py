@@ -548,10 +548,8 @@ def _tail_cuts(
 #: ``eta = mu + gamma_4 (sqrt 2 + mu)``; ``mu`` the twiddle error :data:`_MU`)
 _U = 2.0**-53
 
-
 #: longest FFT the fast path uses; beyond, it declines and the engine's route is used
 FAST_MAX_N = 1 << 22
-
 
 #: Chernoff orders for the window (both tails)
 _ORDERS = np.array([0.125, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0])
@@ -593,9 +591,11 @@ def _dense(pmfs: list[np.ndarray], lengths: np.ndarray, width: int) -> np.ndarra
 @lru_cache(maxsize=8)
 def _chernoff_weights(width: int, step: float) -> tuple[np.ndarray, np.ndarray]:
     j = np.arange(width) * step
-    w_pos = np.exp(np.outer(j - j[-1], _ORDERS))  # shifted by the last node: no overflow
     w_neg = np.exp(-np.outer(j, _ORDERS))
-    return w_pos, w_neg
+    if math.frexp(step)[0] != 0.5:  # w_pos shifted by the last node: no overflow
+        return np.exp(np.outer(j - j[-1], _ORDERS)), w_neg
+    # power-of-two steps: j_i - j_last = -j_(last-i), times the orders exactly: w_neg reversed
+    return np.ascontiguousarray(w_neg[::-1]), w_neg  # bit for bit, half the exps (issue 37)
 
 
 #: :func:`_neg_weights` tables of at most this many rows (80 bytes a row) are cached;
