@@ -99,10 +99,9 @@ def _tilt_rate(p: np.ndarray, side: int) -> float:
     dist = abs(end - peak)
     if dist == 0:
         return 0.0
-    # a denormal end overflows the ratio to inf; the caller caps the rate
-    with np.errstate(over="ignore"):
-        ratio = p[peak] / p[end]
-    return max(math.log(ratio), 0.0) / dist
+    # a denormal end overflows the ratio to inf (Python floats: no warning, no errstate
+    # context, the same IEEE quotient); the caller caps the rate
+    return max(math.log(float(p[peak]) / float(p[end])), 0.0) / dist
 
 
 def _fft_convolve(a: np.ndarray, b: np.ndarray, square: bool = False) -> np.ndarray:
@@ -140,7 +139,8 @@ def _fft_roundoff(a: np.ndarray, b: np.ndarray) -> float:
     n = a.size + b.size - 1
     size = _next_fast_len(n)
     rho, kappa = _pass_model(size)
-    ab = _l2(a) * (_l2(a) if b is a else _l2(b))
+    l2a = _l2(a)  # once for a square (the ladder's squarings, their tilted tails)
+    ab = l2a * (l2a if b is a else _l2(b))
     prod = 2.2360679775 * _U  # sqrt(5) u, rounded up
     grow = (1 + rho) * (1 + rho)
     const = rho * (2 + rho) + prod * grow + kappa * (1 + prod) * grow
