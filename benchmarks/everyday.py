@@ -33,6 +33,12 @@ Run from the repository root::
     python -m benchmarks.everyday                         # 3 rounds
     python -m benchmarks.everyday --old python --rounds 5 # old main alternated with this tree
     python -m benchmarks.everyday --only 'dpsgd*' --json out.json
+    python -m benchmarks.everyday --only 'dpsgd*' --split --no-peers  # first use, certificate
+
+``--split`` times each dpacct row twice more, in the same rounds: warm (the question asked
+once before in the same process: what of a cold call is first use) and uncertified
+(``CERTIFY_ROUNDOFF = False``, an experiment whose answers are not bounds: what the FFT
+products' round-off certificate costs), and prints the per-round ratios to the cold row.
 
 Timings depend on the machine and its load: compare the rows of one run.
 """
