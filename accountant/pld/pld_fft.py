@@ -590,9 +590,9 @@ def _dense(pmfs: list[np.ndarray], lengths: np.ndarray, width: int) -> np.ndarra
 
 @lru_cache(maxsize=8)
 def _chernoff_weights(width: int, step: float) -> tuple[np.ndarray, np.ndarray]:
-    j = np.arange(width) * step
-    w_neg = np.exp(-np.outer(j, _ORDERS))
+    w_neg = _neg_weights_table(width, step)  # exp in place: one array, no temporaries
     if math.frexp(step)[0] != 0.5:  # w_pos shifted by the last node: no overflow
+        j = np.arange(width) * step
         return np.exp(np.outer(j - j[-1], _ORDERS)), w_neg
     # power-of-two steps: j_i - j_last = -j_(last-i), times the orders exactly: w_neg reversed
     return np.ascontiguousarray(w_neg[::-1]), w_neg  # bit for bit, half the exps (issue 37)
