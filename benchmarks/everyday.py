@@ -33,6 +33,12 @@ Run from the repository root::
     python -m benchmarks.everyday                         # 3 rounds
     python -m benchmarks.everyday --old python --rounds 5 # old main alternated with this tree
     python -m benchmarks.everyday --only 'dpsgd*' --json out.json
+    python -m benchmarks.everyday --only 'dpsgd*' --split --no-peers  # first use, certificate
+
+``--split`` times each dpacct row twice more, in the same rounds: warm (the question asked
+once before in the same process: what of a cold call is first use) and uncertified
+(``CERTIFY_ROUNDOFF = False``, an experiment whose answers are not bounds: what the FFT
+products' round-off certificate costs), and prints the per-round ratios to the cold row.
 
 Timings depend on the machine and its load: compare the rows of one run.
 """
@@ -73,6 +79,7 @@ def _kb(field):
 def run():
 {body}
 
+{warmup}
 before = _kb("VmRSS")
 try:
     with open("/proc/self/clear_refs", "w") as f:
@@ -194,15 +201,29 @@ _row("online decaying", "the same loop with sigma 2 * 0.9999^t (peer: Opacus' co
      "opacus RDPAccountant, constant loop", _OPACUS_IMPORTS, _OPACUS_CONSTANT_LOOP)
 
 
-def _script(imports: str, body: str) -> str:
-    return _HARNESS.format(imports=imports, body=textwrap.indent(body, "    "))
+def _script(imports: str, body: str, warm: bool = False) -> str:
+    return _HARNESS.format(imports=imports, body=textwrap.indent(body, "    "),
+                           warmup="run()  # warm: the question asked once before" if warm else "")
+
+
+#: ``--split``'s variants of the new side: the same call after the same question was asked
+#: once in the process (module-level caches, FFT plans and lazy imports warm; the
+#: mechanism objects are new), and the same cold call with the FFT products' round-off
+#: left out of the certificate (an experiment: ``CERTIFY_ROUNDOFF = False``; the spectral
+#: power's certificate stays)
+SPLIT_SIDES = {
+    "warm": ("", True),
+    "uncertified": ("import dpacct.accountant.pld.pld_fft as _f; _f.CERTIFY_ROUNDOFF = False\n",
+                    False),
+}
 
 
 def measure(python: str, imports: str, body: str, cwd: Path = NEUTRAL_CWD,
-            timeout: float = 600.0) -> dict:
+            timeout: float = 600.0, warm: bool = False) -> dict:
     """One cold call in a fresh ``python`` process (run in ``cwd``); ``python`` may be a
     checkout's root folder instead, imported by this interpreter
-    (:func:`benchmarks.checkouts.checkout_env`)."""
+    (:func:`benchmarks.checkouts.checkout_env`).  ``warm``: the call is made once
+    before the timed one, in the same process."""
     # the inherited PYTHONPATH is kept: under benchmarks.alternate it holds the import
     # hook that maps dpacct to the checkout being measured (popping it measured the
     # installed dpacct on both sides)
@@ -211,7 +232,7 @@ def measure(python: str, imports: str, body: str, cwd: Path = NEUTRAL_CWD,
         from benchmarks.checkouts import checkout_env
 
         env, python = checkout_env(python), sys.executable
-    proc = subprocess.run([python, "-c", _script(imports, body)], capture_output=True,
+    proc = subprocess.run([python, "-c", _script(imports, body, warm)], capture_output=True,
                           text=True, cwd=cwd, env=env, timeout=timeout, check=False)
     for line in reversed(proc.stdout.strip().splitlines()):
         if line.startswith("{"):
@@ -227,11 +248,12 @@ def _median(values):
 
 
 def run(only: str = "*", rounds: int = 3, old: str | None = None,
-        old_cwd: Path | None = None, peers: bool = True) -> list[dict]:
+        old_cwd: Path | None = None, peers: bool = True, split: bool = False) -> list[dict]:
     rows = []
     chosen = {name: w for name, w in WORKLOADS.items() if fnmatch.fnmatch(name, only)}
     measured: dict[str, dict[str, list[dict]]] = {
-        name: {"new": [], "peer": [], "old": []} for name in chosen
+        name: {"new": [], "peer": [], "old": [], **{k: [] for k in SPLIT_SIDES}}
+        for name in chosen
     }
     # the rounds are the outer loop: every workload (and side) once per round, so a
     # change of the machine's load spreads over all rows instead of biasing one (the
@@ -245,6 +267,10 @@ def run(only: str = "*", rounds: int = 3, old: str | None = None,
             if old:
                 sides["old"].append(measure(old, w["dpacct_imports"], w["dpacct"],
                                             cwd=old_cwd or NEUTRAL_CWD))
+            if split:
+                for side, (extra, warm) in SPLIT_SIDES.items():
+                    sides[side].append(measure(sys.executable, w["dpacct_imports"] + extra,
+                                               w["dpacct"], warm=warm))
     for name, w in chosen.items():
         sides = measured[name]
         row = {"workload": name, "question": w["question"], "peer_name": w["peer_name"]}
@@ -317,6 +343,32 @@ def bounds_over_epsilon(rows: list[dict]) -> list[str]:
     return out
 
 
+def split_lines(rows: list[dict]) -> list[str]:
+    """``--split``: each row's cold CPU against its warm and its uncertified CPU (medians
+    of the per-round ratios: the sides ran in the same rounds), and whether the
+    uncertified answer differs (it may be lower: it is not a bound)."""
+    out = []
+    for row in rows:
+        new = row.get("new") or {}
+        parts = []
+        for side in SPLIT_SIDES:
+            other = row.get(side)
+            if not other or not other.get("cpu"):
+                continue
+            pairs = zip(new.get("cpu_all", []), other.get("cpu_all", []), strict=False)
+            ratios = [a / b for a, b in pairs if a and b]
+            text = f"{side} {other['cpu']:.4f} s"
+            if ratios:
+                text += f" (cold / {side} per round {statistics.median(ratios):.2f}x)"
+            if other.get("answer") != new.get("answer"):
+                text += f", answer {_f(other.get('answer'), '.12g')}"
+            parts.append(text)
+        if parts:
+            cold = _f(new.get("cpu"), ".4f")
+            out.append(f"{row['workload']}: cold {cold} s; " + "; ".join(parts))
+    return out
+
+
 def _f(x, spec):
     return "-" if x is None else format(x, spec)
 
@@ -370,6 +422,9 @@ def main(argv=None) -> int:
                              "or an old checkout's root folder")
     parser.add_argument("--old-cwd", default=None,
                         help="working directory for --old (default: $TMPDIR or /tmp)")
+    parser.add_argument("--split", action="store_true",
+                        help="also time each new row warm (asked once before, in the same "
+                             "process) and uncertified (CERTIFY_ROUNDOFF = False), alternated")
     parser.add_argument("--json", default=None)
     parser.add_argument("--no-peers", action="store_true",
                         help="dpacct only (e.g. under benchmarks.alternate)")
@@ -377,8 +432,10 @@ def main(argv=None) -> int:
     print(HEADER + (HEADER_OLD if args.old else ""))
     print("|" + " --- |" * (HEADER.count("|") - 1 + (HEADER_OLD.count("|") if args.old else 0)))
     rows = run(args.only, args.rounds, args.old,
-               Path(args.old_cwd) if args.old_cwd else None, not args.no_peers)
+               Path(args.old_cwd) if args.old_cwd else None, not args.no_peers, args.split)
     for line in bounds_over_epsilon(rows):
+        print(line)
+    for line in split_lines(rows):
         print(line)
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))

@@ -47,3 +47,19 @@ def test_rows_print_fields_alternate_compares():
     answers, timings = split([{"workload": "w", **_flat("dpsgd epsilon T 1e4", new)}])
     assert answers == {(("workload", "w"),): {"epsilon": 5.19}}
     assert set(timings[(("workload", "w"),)]) == {"seconds", "wall_s", "peak_mb"}
+
+
+def test_split_times_the_same_call_warm_and_uncertified():
+    """``--split``: the warm side asks the question once before the timed call, in the same
+    process; the lines report each side's CPU against the cold one's, per round."""
+    from benchmarks.everyday import _script, split_lines
+
+    cold, warm = _script("", "return 1.0, None"), _script("", "return 1.0, None", warm=True)
+    assert "run()  # warm" in warm and "run()  # warm" not in cold
+    assert warm.index("run()  # warm") < warm.index("c0, w0 = time.process_time()")
+    row = {"workload": "w", "new": {"answer": 5.0, "cpu": 0.03, "cpu_all": [0.03, 0.04]},
+           "warm": {"answer": 5.0, "cpu": 0.02, "cpu_all": [0.02, 0.02]},
+           "uncertified": {"answer": 4.9, "cpu": 0.025, "cpu_all": [0.025, 0.04]}}
+    (line,) = split_lines([row])
+    assert "cold / warm per round 1.75x" in line and "answer 4.9" in line
+    assert "cold / uncertified per round 1.10x" in line

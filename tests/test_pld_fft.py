@@ -455,3 +455,17 @@ def test_next_fast_len_is_scipys_without_importing_it():
     ns += [2**34 - 1, 2**34, 2**34 + 1, 122_609_770_777]
     got = [pld_fft._next_fast_len(n) for n in ns]
     assert got == [sp_fft.next_fast_len(n, real=True) for n in ns]
+
+
+@pytest.mark.parametrize("width, step", [(9216, 2.0**-11), (1024, 2.0**-30), (3000, 0.5),
+                                         (2048, 0.0013)])
+def test_chernoff_weights_are_the_exponentials_of_their_formulas_bit_for_bit(width, step):
+    """``w_pos`` is ``w_neg`` reversed on a power-of-two step (issue 37: half the
+    exponentials of a cold spectral power): both tables are still exactly
+    ``exp((l_j - l_last) t)`` and ``exp(-l_j t)``, computed here directly; another step
+    computes ``w_pos`` itself."""
+    j = np.arange(width) * step
+    w_pos, w_neg = pld_fft._chernoff_weights.__wrapped__(width, step)
+    assert np.array_equal(w_pos, np.exp(np.outer(j - j[-1], pld_fft._ORDERS)))
+    assert np.array_equal(w_neg, np.exp(-np.outer(j, pld_fft._ORDERS)))
+    assert w_pos.flags.c_contiguous and w_pos.shape == (width, pld_fft._ORDERS.size)

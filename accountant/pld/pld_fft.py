@@ -99,10 +99,9 @@ def _tilt_rate(p: np.ndarray, side: int) -> float:
     dist = abs(end - peak)
     if dist == 0:
         return 0.0
-    # a denormal end overflows the ratio to inf; the caller caps the rate
-    with np.errstate(over="ignore"):
-        ratio = p[peak] / p[end]
-    return max(math.log(ratio), 0.0) / dist
+    # a denormal end overflows the ratio to inf (Python floats: no warning, no errstate
+    # context, the same IEEE quotient); the caller caps the rate
+    return max(math.log(float(p[peak]) / float(p[end])), 0.0) / dist
 
 
 def _fft_convolve(a: np.ndarray, b: np.ndarray, square: bool = False) -> np.ndarray:
@@ -140,7 +139,8 @@ def _fft_roundoff(a: np.ndarray, b: np.ndarray) -> float:
     n = a.size + b.size - 1
     size = _next_fast_len(n)
     rho, kappa = _pass_model(size)
-    ab = _l2(a) * (_l2(a) if b is a else _l2(b))
+    l2a = _l2(a)  # once for a square (the ladder's squarings, their tilted tails)
+    ab = l2a * (l2a if b is a else _l2(b))
     prod = 2.2360679775 * _U  # sqrt(5) u, rounded up
     grow = (1 + rho) * (1 + rho)
     const = rho * (2 + rho) + prod * grow + kappa * (1 + prod) * grow
@@ -548,10 +548,8 @@ def _tail_cuts(
 #: ``eta = mu + gamma_4 (sqrt 2 + mu)``; ``mu`` the twiddle error :data:`_MU`)
 _U = 2.0**-53
 
-
 #: longest FFT the fast path uses; beyond, it declines and the engine's route is used
 FAST_MAX_N = 1 << 22
-
 
 #: Chernoff orders for the window (both tails)
 _ORDERS = np.array([0.125, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0])
@@ -592,10 +590,12 @@ def _dense(pmfs: list[np.ndarray], lengths: np.ndarray, width: int) -> np.ndarra
 
 @lru_cache(maxsize=8)
 def _chernoff_weights(width: int, step: float) -> tuple[np.ndarray, np.ndarray]:
-    j = np.arange(width) * step
-    w_pos = np.exp(np.outer(j - j[-1], _ORDERS))  # shifted by the last node: no overflow
-    w_neg = np.exp(-np.outer(j, _ORDERS))
-    return w_pos, w_neg
+    w_neg = _neg_weights_table(width, step)  # exp in place: one array, no temporaries
+    if math.frexp(step)[0] != 0.5:  # w_pos shifted by the last node: no overflow
+        j = np.arange(width) * step
+        return np.exp(np.outer(j - j[-1], _ORDERS)), w_neg
+    # power-of-two steps: j_i - j_last = -j_(last-i), times the orders exactly: w_neg reversed
+    return np.ascontiguousarray(w_neg[::-1]), w_neg  # bit for bit, half the exps (issue 37)
 
 
 #: :func:`_neg_weights` tables of at most this many rows (80 bytes a row) are cached;
