@@ -273,6 +273,9 @@ def bandmf_balls_in_bins_noise_multiplier(
         tol=tol, name="noise_multiplier", progress=False,
     )
     top = norm * float(gaussian.parameter) * (1.0 + 1e-9)
+    # steered by the same bound on the splits' certified lower bounds (microseconds):
+    # the first evaluation lands near the answer, and a Theorem 1 evaluation costs
+    # only the candidates whose lower bound can still win (docs/theory, "Calibration")
     res = calibrate(
         lambda s: BandMFBallsInBins(s, candidates),
         epsilon,
@@ -280,6 +283,7 @@ def bandmf_balls_in_bins_noise_multiplier(
         interval=(top / 2.0, top),
         domain=(0.0, math.inf),
         increasing=False,
+        estimate=lambda s: BandMFBallsInBins(s, candidates).floor(delta),
         rtol=rtol,
         tol=tol,
         name="noise_multiplier",

@@ -288,6 +288,24 @@ class BandMFBallsInBins(Mechanism):
                 cache[key] = float(random_allocation_lower_epsilon(s, size, delta))
         return cache[key]
 
+    def floor(self, delta: float) -> float:
+        """The same least-largest-least with each split's certified *lower* bound
+        (:meth:`_split_lower`): at most :meth:`epsilon` (each term is), microseconds to
+        compute; the calibration steers its search with it.  Not a lower bound on the
+        pair itself (the splits dominate it).
+
+        Examples
+        --------
+        >>> run = BandMFBallsInBins(2.0, balls_in_bins_candidates(8, 4, [1.0, 0.5]))
+        >>> bool(0 < run.floor(1e-5) <= run.epsilon(1e-5))
+        True
+        """
+        d = check_delta(float(delta))
+        return min(
+            max(min(self._split_lower(d, size, a) for _, a in splits) for size, splits in per_size)
+            for _, per_size in self.candidates
+        )
+
     def _split_epsilon(self, delta: float, tol: float | None, size: int, beta: float,
                        alpha: float) -> float:
         key = ("split", delta, tol, size, beta, alpha)
