@@ -21,10 +21,12 @@ The rows ``*_diag`` switch the cause of the gap off: a diagonal strategy (DP-SGD
 orthogonal modes, where the Gram domination of docs/theory/dpmf_balls_in_bins.md costs
 nothing, and the certified bound meets the estimate (``--mc`` prints dpacct's own
 k-dimensional Monte Carlo of the same pair beside it, validated against JAX's on the
-rows both have).  The ``2-band`` column is Theorem 2 of the same page (a transfer
-operator over the cycle, two-band strategies only, 41 points; ``nan`` for more bands;
-the least of it and Theorem 1's); ``default`` is what ``bandmf_balls_in_bins`` uses
-without ``two_band`` (``T2@points`` when Theorem 2's estimated cost is within budget).
+rows both have).  The ``Thm 2/3`` column is Theorem 2 of the same page (a transfer
+operator over the cycle, two-band strategies, 51 points) or Theorem 3 (three bands or
+more: residue classes each dominated by a two-band transfer, at the default's points),
+each the least of it and Theorem 1's; ``default`` is what ``bandmf_balls_in_bins`` uses
+without ``two_band`` (``T2@points``/``T3@points`` when the estimated cost is within
+budget).
 ``--calibrate [NAMES]`` adds the calibrations of ``CALIBRATIONS`` (the reviewer's n 6, k 3
 case; n 8 and 100): Theorem 1's noise multiplier beside the default calibrator's (refined
 on Theorem 2 for two bands), each in a fresh process, with the Monte Carlo epsilon at it.
@@ -130,10 +132,13 @@ def ours(name: str, delta: float) -> tuple[float, float]:
 
 
 def default_route(name: str) -> str:
-    """What ``bandmf_balls_in_bins`` uses by default: Theorem 2's grid points or "T1"."""
-    from dpacct.mechanisms.algorithms.bandmf_balls_in_bins import two_band_points
+    """What ``bandmf_balls_in_bins`` uses by default: Theorem 2's or 3's grid points or
+    "T1"."""
+    from dpacct.mechanisms.algorithms.bandmf_balls_in_bins import banded_points, two_band_points
 
     n, k, spec, sigma = CONFIGS[name]
+    if (found := banded_points(sigma, n, k, c_col(spec))) is not None:
+        return f"T3@{found[1]}"
     points = two_band_points(sigma, n, k, c_col(spec))
     return "T1" if points is None else f"T2@{points}"
 
@@ -188,16 +193,23 @@ def calibration_rows(names: list[str], samples: int = 1_000_000) -> None:
 
 
 def ours_two_band(name: str, delta: float) -> tuple[float, float]:
-    """Theorem 2's bound (two-band strategies only; the least of it and Theorem 1's) and
-    its CPU seconds, or ``(nan, 0)`` for more bands."""
+    """Theorem 2's bound (two bands, 51 points) or Theorem 3's (three bands or more, at the
+    default's classes and points; docs/theory/dpmf_balls_in_bins.md), each the least of
+    it and Theorem 1's, and its CPU seconds; ``(nan, 0)`` where neither applies."""
+    from dpacct.mechanisms.algorithms.bandmf_balls_in_bins import banded_points
+    from dpacct.mechanisms.algorithms.bandmf_banded import bandmf_banded_balls_in_bins
     from dpacct.mechanisms.algorithms.bandmf_two_band import bandmf_two_band_balls_in_bins
 
     n, k, spec, sigma = CONFIGS[name]
     c = c_col(spec)
-    if c.size != 2:
-        return math.nan, 0.0
     t0 = time.process_time()
-    run = bandmf_two_band_balls_in_bins(sigma, n, cycle_length=k, strategy=c)
+    if c.size == 2:
+        run = bandmf_two_band_balls_in_bins(sigma, n, cycle_length=k, strategy=c)
+    elif (found := banded_points(sigma, n, k, c)) is not None:
+        run = bandmf_banded_balls_in_bins(sigma, n, cycle_length=k, strategy=c,
+                                          classes=found[0], points=found[1])
+    else:
+        return math.nan, 0.0
     return float(run.epsilon(delta)), time.process_time() - t0
 
 
@@ -259,9 +271,9 @@ def main(argv: list[str] | None = None) -> None:
         cache[args.jax] = run_jax(args.jax, int(args.samples))
         write_json(str(CACHE), cache)
     print("machine loaded (8 helpers on 2 cores): CPU seconds, not wall")
-    print(f"{'config':20} {'Thm 1':>7} {'cpu s':>6} {'Thm 2':>7} {'cpu s':>6} {'default':>7} "
-          f"{'JAX MC eps':>10} {'samples':>9} {'T1/JAX':>6} {'T2/JAX':>6} {'own MC':>7} "
-          f"{'T1/own':>6} {'T2/own':>6}")
+    print(f"{'config':20} {'Thm 1':>7} {'cpu s':>6} {'Thm 2/3':>7} {'cpu s':>6} {'default':>7} "
+          f"{'JAX MC eps':>10} {'samples':>9} {'T1/JAX':>6} {'T23/JAX':>7} {'own MC':>7} "
+          f"{'T1/own':>6} {'T23/own':>7}")
     for name in args.rows.split(","):
         eps, sec = ours(name, DELTA)
         row = cache.get(name)
@@ -273,8 +285,8 @@ def main(argv: list[str] | None = None) -> None:
         mc = own_mc(name, DELTA, int(args.mc)) if args.mc else math.nan
         two, sec2 = ours_two_band(name, DELTA)
         print(f"{name:20} {eps:7.4f} {sec:6.1f} {two:7.4f} {sec2:6.1f} {default_route(name):>7} "
-              f"{jax:10.4f} {n_s:>9} {eps / jax:6.3f} {two / jax:6.3f} {mc:7.4f} "
-              f"{eps / mc:6.3f} {two / mc:6.3f}", flush=True)
+              f"{jax:10.4f} {n_s:>9} {eps / jax:6.3f} {two / jax:7.3f} {mc:7.4f} "
+              f"{eps / mc:6.3f} {two / mc:7.3f}", flush=True)
     if args.calibrate:
         calibration_rows(args.calibrate.split(","))
     sys.stdout.flush()

@@ -210,11 +210,11 @@ def bandmf_banded_balls_in_bins(
 
     Examples
     --------
-    >>> c = [1.0, 0.5, 0.25]
-    >>> run = bandmf_banded_balls_in_bins(2.0, 16, cycle_length=8, strategy=c, points=21)
+    >>> c = [1.0, 0.6, 0.3]                               # three bands, 2 classes of 2 bins
+    >>> run = bandmf_banded_balls_in_bins(1.5, 8, cycle_length=4, strategy=c, points=21)
     >>> from dpacct.mechanisms.algorithms.bandmf_balls_in_bins import bandmf_balls_in_bins
-    >>> bool(run.epsilon(1e-5) <= bandmf_balls_in_bins(2.0, 16, cycle_length=8,
-    ...                                                strategy=c).epsilon(1e-5))
+    >>> one = bandmf_balls_in_bins(1.5, 8, cycle_length=4, strategy=c, two_band=False)
+    >>> bool(run.epsilon(1e-3) <= one.epsilon(1e-3))      # the least of Theorems 1 and 3
     True
     """
     sigma = check_positive("noise_multiplier", noise_multiplier)
