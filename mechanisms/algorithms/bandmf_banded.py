@@ -40,8 +40,11 @@ from dpacct.mechanisms.algorithms.bandmf_two_band import (
 __all__ = ["BandMFBandedBallsInBins", "bandmf_banded_balls_in_bins", "class_two_band_instances"]
 
 #: rows per bin of the two-band stand-in (row 0's extra ``c0'^2`` on bin 0 is ``a / m``
-#: at most: 0.4 %)
+#: at most: 0.4 %), fewer when the stand-in would pass :data:`MAX_STEPS` steps
 ROWS_PER_BIN = 256
+#: the stand-in's steps are at most this (its Gram matrix is built, and checked, from
+#: the ``n' x n'`` strategy: 2048 steps are 32 MB)
+MAX_STEPS = 2049
 
 
 def _shift_sum(t: int) -> np.ndarray:
@@ -96,8 +99,8 @@ def _instances(strategy: np.ndarray, n: int, k: int, g: int) -> tuple:
         idx = np.arange(r, k, g)
         by_size.setdefault(idx.size, []).append(gram[np.ix_(idx, idx)])
     out = []
-    m = ROWS_PER_BIN
     for t, blocks in sorted(by_size.items()):
+        m = max(2, min(ROWS_PER_BIN, (MAX_STEPS - 1) // t))
         if t == 1:
             out.append((1, 0, (math.sqrt(max(float(b[0, 0]) for b in blocks)), 0.0)))
             continue
