@@ -294,6 +294,16 @@ class BandMFBallsInBins(Mechanism):
         compute; the calibration steers its search with it.  Not a lower bound on the
         pair itself (the splits dominate it).
 
+        Parameters
+        ----------
+        delta : float
+            Target delta, in (0, 1).
+
+        Returns
+        -------
+        float
+            At most :meth:`epsilon` at ``delta``.
+
         Examples
         --------
         >>> run = BandMFBallsInBins(2.0, balls_in_bins_candidates(8, 4, [1.0, 0.5]))
