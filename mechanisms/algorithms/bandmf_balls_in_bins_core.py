@@ -282,10 +282,14 @@ class BandMFBallsInBins(Mechanism):
         cache = self._cache()
         if key not in cache:
             s = self.noise_multiplier / math.sqrt(alpha)
-            if size == 1:
-                cache[key] = float(GaussianMechanism(s).epsilon_bounds(delta)[0])
-            else:
-                cache[key] = float(random_allocation_lower_epsilon(s, size, delta))
+            try:
+                if size == 1:
+                    low = float(GaussianMechanism(s).epsilon_bounds(delta)[0])
+                else:
+                    low = float(random_allocation_lower_epsilon(s, size, delta))
+            except (ValueError, OverflowError, ZeroDivisionError, FloatingPointError):
+                low = 0.0  # out of the lower bound's range: 0 is one (prunes nothing)
+            cache[key] = low if math.isfinite(low) or low == math.inf else 0.0
         return cache[key]
 
     def floor(self, delta: float) -> float:

@@ -42,6 +42,11 @@ __all__ = ["BandMFBandedBallsInBins", "bandmf_banded_balls_in_bins", "class_two_
 #: rows per bin of the two-band stand-in (row 0's extra ``c0'^2`` on bin 0 is ``a / m``
 #: at most: 0.4 %), fewer when the stand-in would pass :data:`MAX_STEPS` steps
 ROWS_PER_BIN = 256
+#: Theorem 3 is used only where Theorem 2's exponents (the squared mode norm over
+#: 2 sigma^2 plus the grid's reach, 8 standard deviations) stay below this: their
+#: round-off, at most |argument| * 4u = 1e-12 relative there, is what Theorem 2's term
+#: slack of 1e-12 covers
+_MAX_EXPONENT = 1000.0
 #: the stand-in's steps are at most this (its Gram matrix is built, and checked, from
 #: the ``n' x n'`` strategy: 2048 steps are 32 MB)
 MAX_STEPS = 2049
@@ -235,10 +240,17 @@ def bandmf_banded_balls_in_bins(
             if t == 1:
                 laws.append((c0, None))
                 continue
+            m = (n2 - 1) // t
+            reach = ((m * (c0 * c0 + c1 * c1) + c0 * c0) / (2 * sigma * sigma)
+                     + 8.0 * ((c0 + c1) * math.sqrt(m) + c0) / sigma)
+            if reach > _MAX_EXPONENT:
+                raise OverflowError  # Theorem 2's term round-off is proved below this
             laws.append(tuple(
                 two_band_delta_law(sigma, n2, t, [c0, c1], d, points=points)
                 for d in ("remove", "add")))
-    except ZeroDivisionError:  # noise too large for the add grid (see Theorem 2)
+    except (ZeroDivisionError, IndexError, OverflowError, FloatingPointError):
+        # noise too large for the add grid (see Theorem 2), or so small that a term's
+        # exponent leaves the partial-sum grid (sigma 0.05): Theorem 1 alone
         laws = []
     return BandMFBandedBallsInBins(sigma, candidates, tuple(laws))
 
