@@ -158,6 +158,13 @@ class BandMFBandedBallsInBins(BandMFTwoBandBallsInBins):
         Theorem 1's candidates.
     laws : tuple
         Per class size: ``((z, w, tail) remove, (z, w, tail) add)`` or ``(norm, None)``.
+
+    Examples
+    --------
+    >>> run = bandmf_banded_balls_in_bins(1.5, 8, cycle_length=4, strategy=[1.0, 0.6, 0.3],
+    ...                                   points=21)
+    >>> type(run).__name__, len(run.laws)                  # one class size (2 bins)
+    ('BandMFBandedBallsInBins', 1)
     """
 
     def _transfer_delta(self, eps: np.ndarray) -> np.ndarray:
@@ -226,13 +233,24 @@ def bandmf_banded_balls_in_bins(
     True
     """
     sigma = check_positive("noise_multiplier", noise_multiplier)
-    col = np.asarray(strategy, dtype=float)
+    try:
+        col = np.asarray(strategy, dtype=float)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise TypeError(f"strategy must be a real array, got {strategy!r}") from exc
     if col.ndim != 1:
-        raise ValueError("strategy must be the first column of a banded Toeplitz strategy")
+        raise ValueError("strategy must be the first column of a banded Toeplitz strategy "
+                         f"(one dimension), got shape {col.shape}")
     b = col.size
     g = max(1, math.ceil(b / 2)) if classes is None else check_count(classes, "classes")
-    if candidates is None:
-        candidates = balls_in_bins_candidates(iterations, cycle_length, list(col), MAX_CLASSES)
+    points = check_count(points, "points")
+    if points < 3:
+        raise ValueError(f"points must be an integer >= 3, got {points}")
+    full = balls_in_bins_candidates(iterations, cycle_length, list(col), MAX_CLASSES)
+    if candidates is None:  # (built anyway: it checks every run input by name)
+        candidates = full
+    if not 2 <= check_count(cycle_length, "cycle_length") < check_count(iterations,
+                                                                        "iterations"):
+        raise ValueError(f"cycle_length must be in [2, iterations - 1], got {cycle_length}")
     laws = []
     try:
         for t, n2, (c0, c1) in class_two_band_instances(list(col), iterations,
