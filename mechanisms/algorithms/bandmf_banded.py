@@ -162,7 +162,7 @@ class BandMFBandedBallsInBins(BandMFTwoBandBallsInBins):
     Examples
     --------
     >>> run = bandmf_banded_balls_in_bins(1.5, 8, cycle_length=4, strategy=[1.0, 0.6, 0.3],
-    ...                                   points=21)
+    ...                                   points=5)       # coarse: looser, still a bound
     >>> type(run).__name__, len(run.laws)                  # one class size (2 bins)
     ('BandMFBandedBallsInBins', 1)
     """
@@ -226,7 +226,7 @@ def bandmf_banded_balls_in_bins(
     Examples
     --------
     >>> c = [1.0, 0.6, 0.3]                               # three bands, 2 classes of 2 bins
-    >>> run = bandmf_banded_balls_in_bins(1.5, 8, cycle_length=4, strategy=c, points=21)
+    >>> run = bandmf_banded_balls_in_bins(1.5, 8, cycle_length=4, strategy=c, points=11)
     >>> from dpacct.mechanisms.algorithms.bandmf_balls_in_bins import bandmf_balls_in_bins
     >>> one = bandmf_balls_in_bins(1.5, 8, cycle_length=4, strategy=c, two_band=False)
     >>> bool(run.epsilon(1e-3) <= one.epsilon(1e-3))      # the least of Theorems 1 and 3
