@@ -21,12 +21,15 @@ The rows ``*_diag`` switch the cause of the gap off: a diagonal strategy (DP-SGD
 orthogonal modes, where the Gram domination of docs/theory/dpmf_balls_in_bins.md costs
 nothing, and the certified bound meets the estimate (``--mc`` prints dpacct's own
 k-dimensional Monte Carlo of the same pair beside it, validated against JAX's on the
-rows both have).  The ``2-band`` column is Theorem 2 of the same page (a transfer
-operator over the cycle, two-band strategies only, 41 points; ``nan`` for more bands;
-the least of it and Theorem 1's); ``default`` is what ``bandmf_balls_in_bins`` uses
-without ``two_band`` (``T2@points`` when Theorem 2's estimated cost is within budget).
-``--calibrate`` adds the noise multiplier for epsilon 2 at ``b2_n8_k4``, Theorem 1's
-beside the default calibrator's (refined on Theorem 2).
+rows both have).  The ``Thm 2/3`` column is Theorem 2 of the same page (a transfer
+operator over the cycle, two-band strategies, 51 points) or Theorem 3 (three bands or
+more: residue classes each dominated by a two-band transfer, at the default's points),
+each the least of it and Theorem 1's; ``default`` is what ``bandmf_balls_in_bins`` uses
+without ``two_band`` (``T2@points``/``T3@points`` when the estimated cost is within
+budget).
+``--calibrate [NAMES]`` adds the calibrations of ``CALIBRATIONS`` (the reviewer's n 6, k 3
+case; n 8 and 100): Theorem 1's noise multiplier beside the default calibrator's (refined
+on Theorem 2 for two bands), each in a fresh process, with the Monte Carlo epsilon at it.
 """
 
 from __future__ import annotations
@@ -129,45 +132,84 @@ def ours(name: str, delta: float) -> tuple[float, float]:
 
 
 def default_route(name: str) -> str:
-    """What ``bandmf_balls_in_bins`` uses by default: Theorem 2's grid points or "T1"."""
-    from dpacct.mechanisms.algorithms.bandmf_balls_in_bins import two_band_points
+    """What ``bandmf_balls_in_bins`` uses by default: Theorem 2's or 3's grid points or
+    "T1"."""
+    from dpacct.mechanisms.algorithms.bandmf_balls_in_bins import banded_points, two_band_points
 
     n, k, spec, sigma = CONFIGS[name]
+    if (found := banded_points(sigma, n, k, c_col(spec))) is not None:
+        return f"T3@{found[1]}"
     points = two_band_points(sigma, n, k, c_col(spec))
     return "T1" if points is None else f"T2@{points}"
 
 
-def calibration_row(epsilon: float = 2.0) -> None:
-    """The noise multiplier for ``epsilon`` at b2_n8_k4: Theorem 1's and the default
-    (refined on Theorem 2), with their CPU seconds and the Monte Carlo epsilon there."""
+#: calibrations of ``--calibrate``: name -> (n, k, c_col as given (not normalised), target
+#: epsilon, delta); ``rev_n6_k3`` is the reviewer's case of session 19 (600 s, unfinished)
+CALIBRATIONS = {
+    "rev_n6_k3": (6, 3, (1.0, 1.0), 4.0, 1e-3),
+    "b2_n8_k4": (8, 4, (1.0, 0.5), 2.0, DELTA),
+    "b2_n100_k10": (100, 10, (1.0, 0.5), 2.0, DELTA),
+    "b4_n100_k10": (100, 10, (1.0, 0.5, 0.25, 0.125), 2.0, DELTA),
+}
+
+
+def calibration_one(name: str, two_band: bool | None) -> dict:
+    """One calibration (rtol 1e-2) and its CPU seconds, in this process."""
     from dpacct.calibrators import bandmf_balls_in_bins_noise_multiplier as cal
 
-    n, k, spec, _ = CONFIGS["b2_n8_k4"]
-    c = c_col(spec)
+    n, k, spec, eps, delta = CALIBRATIONS[name]
+    c = np.asarray(spec, dtype=float) if name.startswith("rev") else c_col(spec)
     t0 = time.process_time()
-    one = cal(epsilon, DELTA, n, cycle_length=k, strategy=c, rtol=1e-2, full_output=True,
-              two_band=False)
-    t1 = time.process_time()
-    two = cal(epsilon, DELTA, n, cycle_length=k, strategy=c, rtol=1e-2, full_output=True)
-    t2 = time.process_time()
-    mc = mc_epsilon(c, n, k, float(two.parameter), DELTA, 1_000_000)
-    print(f"calibration b2_n8_k4 eps {epsilon}: Theorem 1 sigma {one.parameter:.4f} "
-          f"({t1 - t0:.1f} s); default sigma {two.parameter:.4f} (eps {two.epsilon:.4f}, "
-          f"{two.evaluations} evaluations, {t2 - t1:.1f} s); MC eps at it {mc:.4f} "
-          f"(1e6 per direction, an estimate)")
+    res = cal(eps, delta, n, cycle_length=k, strategy=c, rtol=1e-2, full_output=True,
+              two_band=two_band)
+    return {"sigma": float(res.parameter), "epsilon": float(res.epsilon),
+            "evaluations": int(res.evaluations), "cpu": time.process_time() - t0}
+
+
+def calibration_rows(names: list[str], samples: int = 1_000_000) -> None:
+    """Theorem 1's and the default calibration of each ``CALIBRATIONS`` row, each in a
+    fresh process (CPU seconds of the calibration alone), with dpacct's Monte Carlo
+    epsilon (an estimate) at the default's noise multiplier."""
+    import subprocess
+
+    for name in names:
+        n, k, spec, eps, delta = CALIBRATIONS[name]
+        out = {}
+        for label, flag in (("T1", "False"), ("default", "None")):
+            code = ("import json, os; os.environ['TQDM_DISABLE'] = '1'; "
+                    "from benchmarks.dpmf_balls_in_bins import calibration_one; "
+                    f"print(json.dumps(calibration_one({name!r}, {flag})))")
+            run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                 check=True, cwd=str(Path(__file__).parent.parent))
+            out[label] = json.loads(run.stdout.strip().splitlines()[-1])
+        c = np.asarray(spec, dtype=float) if name.startswith("rev") else c_col(spec)
+        mc = mc_epsilon(c, n, k, out["default"]["sigma"], delta, samples)
+        one, two = out["T1"], out["default"]
+        print(f"calibration {name} (eps {eps}, delta {delta:g}): Theorem 1 sigma "
+              f"{one['sigma']:.4f} ({one['evaluations']} evaluations, {one['cpu']:.1f} s); "
+              f"default sigma {two['sigma']:.4f} (bound {two['epsilon']:.4f}, "
+              f"{two['evaluations']} evaluations, {two['cpu']:.1f} s); MC eps at it {mc:.4f} "
+              f"({samples:.0e} per direction, an estimate)", flush=True)
 
 
 def ours_two_band(name: str, delta: float) -> tuple[float, float]:
-    """Theorem 2's bound (two-band strategies only; the least of it and Theorem 1's) and
-    its CPU seconds, or ``(nan, 0)`` for more bands."""
+    """Theorem 2's bound (two bands, 51 points) or Theorem 3's (three bands or more, at the
+    default's classes and points; docs/theory/dpmf_balls_in_bins.md), each the least of
+    it and Theorem 1's, and its CPU seconds; ``(nan, 0)`` where neither applies."""
+    from dpacct.mechanisms.algorithms.bandmf_balls_in_bins import banded_points
+    from dpacct.mechanisms.algorithms.bandmf_banded import bandmf_banded_balls_in_bins
     from dpacct.mechanisms.algorithms.bandmf_two_band import bandmf_two_band_balls_in_bins
 
     n, k, spec, sigma = CONFIGS[name]
     c = c_col(spec)
-    if c.size != 2:
-        return math.nan, 0.0
     t0 = time.process_time()
-    run = bandmf_two_band_balls_in_bins(sigma, n, cycle_length=k, strategy=c)
+    if c.size == 2:
+        run = bandmf_two_band_balls_in_bins(sigma, n, cycle_length=k, strategy=c)
+    elif (found := banded_points(sigma, n, k, c)) is not None:
+        run = bandmf_banded_balls_in_bins(sigma, n, cycle_length=k, strategy=c,
+                                          classes=found[0], points=found[1])
+    else:
+        return math.nan, 0.0
     return float(run.epsilon(delta)), time.process_time() - t0
 
 
@@ -219,7 +261,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--samples", type=float, default=1e7)
     ap.add_argument("--mc", type=float, default=0.0, help="own MC samples (0: skip)")
     ap.add_argument("--rows", default=",".join(CONFIGS), help="configurations, comma-separated")
-    ap.add_argument("--calibrate", action="store_true", help="also the calibration row")
+    ap.add_argument("--calibrate", nargs="?", const=",".join(CALIBRATIONS), default="",
+                    help="also the calibrations (comma-separated CALIBRATIONS names; all)")
     args = ap.parse_args(argv)
     cache = json.loads(CACHE.read_text()) if CACHE.exists() else {}
     if args.jax:
@@ -228,9 +271,9 @@ def main(argv: list[str] | None = None) -> None:
         cache[args.jax] = run_jax(args.jax, int(args.samples))
         write_json(str(CACHE), cache)
     print("machine loaded (8 helpers on 2 cores): CPU seconds, not wall")
-    print(f"{'config':20} {'Thm 1':>7} {'cpu s':>6} {'Thm 2':>7} {'cpu s':>6} {'default':>7} "
-          f"{'JAX MC eps':>10} {'samples':>9} {'T1/JAX':>6} {'T2/JAX':>6} {'own MC':>7} "
-          f"{'T1/own':>6} {'T2/own':>6}")
+    print(f"{'config':20} {'Thm 1':>7} {'cpu s':>6} {'Thm 2/3':>7} {'cpu s':>6} {'default':>7} "
+          f"{'JAX MC eps':>10} {'samples':>9} {'T1/JAX':>6} {'T23/JAX':>7} {'own MC':>7} "
+          f"{'T1/own':>6} {'T23/own':>7}")
     for name in args.rows.split(","):
         eps, sec = ours(name, DELTA)
         row = cache.get(name)
@@ -242,10 +285,10 @@ def main(argv: list[str] | None = None) -> None:
         mc = own_mc(name, DELTA, int(args.mc)) if args.mc else math.nan
         two, sec2 = ours_two_band(name, DELTA)
         print(f"{name:20} {eps:7.4f} {sec:6.1f} {two:7.4f} {sec2:6.1f} {default_route(name):>7} "
-              f"{jax:10.4f} {n_s:>9} {eps / jax:6.3f} {two / jax:6.3f} {mc:7.4f} "
-              f"{eps / mc:6.3f} {two / mc:6.3f}", flush=True)
+              f"{jax:10.4f} {n_s:>9} {eps / jax:6.3f} {two / jax:7.3f} {mc:7.4f} "
+              f"{eps / mc:6.3f} {two / mc:7.3f}", flush=True)
     if args.calibrate:
-        calibration_row()
+        calibration_rows(args.calibrate.split(","))
     sys.stdout.flush()
 
 

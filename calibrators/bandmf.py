@@ -19,6 +19,7 @@ from dpacct.mechanisms.algorithms.bandmf import (
 from dpacct.mechanisms.algorithms.bandmf_balls_in_bins import (
     BandMFBallsInBins,
     balls_in_bins_candidates,
+    banded_points,
     two_band_points,
 )
 
@@ -194,6 +195,7 @@ def bandmf_noise_multiplier(
     return res if full_output else scale * float(res.parameter)
 
 
+# long function: most of its lines are the numpydoc docstring (three theorems, one search)
 def bandmf_balls_in_bins_noise_multiplier(
     epsilon: float,
     delta: float,
@@ -221,7 +223,12 @@ def bandmf_balls_in_bins_noise_multiplier(
     of the two bounds (three evaluations at n 8, k 4, rtol 0.01): it returns a noise
     multiplier whose least epsilon is at most ``epsilon`` (evaluated),
     and ``sigma / (1 + rtol)`` or more has been evaluated above ``epsilon`` (so ``rtol``
-    is then relative in the noise multiplier).
+    is then relative in the noise multiplier).  For three bands or more (``two_band``
+    None) the same search runs on the least of Theorems 1 and 3 where Theorem 3 is
+    affordable (:func:`~dpacct.mechanisms.algorithms.bandmf_balls_in_bins.banded_points`).
+    A Theorem 1 evaluation visits its candidates by their certified lower bounds and
+    skips those that cannot win; the search is steered by that lower-bound floor
+    (:meth:`~dpacct.mechanisms.algorithms.bandmf_balls_in_bins.BandMFBallsInBins.floor`).
 
     Parameters
     ----------
@@ -273,6 +280,9 @@ def bandmf_balls_in_bins_noise_multiplier(
         tol=tol, name="noise_multiplier", progress=False,
     )
     top = norm * float(gaussian.parameter) * (1.0 + 1e-9)
+    # steered by the same bound on the splits' certified lower bounds (microseconds):
+    # the first evaluation lands near the answer, and a Theorem 1 evaluation costs
+    # only the candidates whose lower bound can still win (docs/theory, "Calibration")
     res = calibrate(
         lambda s: BandMFBallsInBins(s, candidates),
         epsilon,
@@ -280,6 +290,7 @@ def bandmf_balls_in_bins_noise_multiplier(
         interval=(top / 2.0, top),
         domain=(0.0, math.inf),
         increasing=False,
+        estimate=lambda s: BandMFBallsInBins(s, candidates).floor(delta),
         rtol=rtol,
         tol=tol,
         name="noise_multiplier",
@@ -288,6 +299,12 @@ def bandmf_balls_in_bins_noise_multiplier(
     if two_band is not None and not isinstance(two_band, (bool, np.bool_)):
         raise TypeError(f"two_band must be None, True or False, got {two_band!r}")
     sigma1 = float(res.parameter)
+    banded = None if two_band is not None else banded_points(
+        0.8 * sigma1, iterations, cycle_length, strategy)
+    if banded is not None:  # three bands or more: Theorem 3 (its own builder)
+        res = _refine_two_band(res, iterations, cycle_length, strategy, candidates,
+                               banded[1], rtol, tol, classes=banded[0])
+        return res if full_output else float(res.parameter)
     points = None if two_band is False else two_band_points(
         0.8 * sigma1, iterations, cycle_length, strategy, force=two_band is True)
     if points is not None:
@@ -332,14 +349,25 @@ def _secant(eps_at, target: float, hi: float, e_hi: float, lo: float | None,
 
 def _refine_two_band(res: Calibration, iterations: int, cycle_length: int, strategy: object,
                      candidates: tuple, points: int, rtol: float,
-                     tol: float | None) -> Calibration:
+                     tol: float | None, classes: int | None = None) -> Calibration:
     """Lower Theorem 1's calibrated noise with the least of Theorems 1 and 2 (see
     :func:`bandmf_balls_in_bins_noise_multiplier`): ``points``-point grids, from
     Theorem 1's answer down, the first secant slope Theorem 1's (a first pass on
-    21-point grids saved no fine evaluation at n 8, k 4 and was dropped)."""
+    21-point grids saved no fine evaluation at n 8, k 4 and was dropped).  With
+    ``classes``, Theorem 3 (b >= 3 bands) instead of Theorem 2."""
     import time
 
+    from dpacct.mechanisms.algorithms.bandmf_banded import bandmf_banded_balls_in_bins
     from dpacct.mechanisms.algorithms.bandmf_two_band import bandmf_two_band_balls_in_bins
+
+    def build(s: float, pts: int):
+        if classes is not None:
+            return bandmf_banded_balls_in_bins(s, iterations, cycle_length=cycle_length,
+                                               strategy=strategy, classes=classes,
+                                               points=pts, candidates=candidates)
+        return bandmf_two_band_balls_in_bins(s, iterations, cycle_length=cycle_length,
+                                             strategy=strategy, points=pts,
+                                             candidates=candidates)
 
     start = time.perf_counter()
     target, delta = float(res.target_epsilon), float(res.delta)
@@ -348,9 +376,7 @@ def _refine_two_band(res: Calibration, iterations: int, cycle_length: int, strat
     def make(pts: int):
         def eps_at(s: float) -> float:
             if (s, pts) not in built:
-                m = bandmf_two_band_balls_in_bins(s, iterations, cycle_length=cycle_length,
-                                                  strategy=strategy, points=pts,
-                                                  candidates=candidates)
+                m = build(s, pts)
                 built[(s, pts)] = (float(m.epsilon(delta, tol=tol)), m)
             return built[(s, pts)][0]
         return eps_at

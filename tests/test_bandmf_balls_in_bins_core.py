@@ -56,3 +56,33 @@ def test_eigenvalue_bounds_are_above_and_close():
         h = g - 0.3  # not non-negative any more
         mu = np.linalg.eigvalsh(h)[-1]
         assert mu <= _lambda_max_upper(h) <= mu + 1e-9 * np.abs(h).max()
+
+
+def test_the_least_is_at_most_every_split_and_pruning_changes_nothing():
+    """Theorem 1 is the least over the candidates of the largest over the sizes of the
+    least over the splits.  (i) At n 6, k 3, c (1, 1), sigma 1.59 (the reviewer's
+    calibration crossed this point) the answer is at most the g = 1 candidate's split
+    beta = 1.5168: before session 20 that candidate was dropped whenever its *largest*
+    alpha gave sigma / sqrt(alpha) < 0.6, and the answer jumped to 4.14 (fails on the
+    old code).  (ii) The pruned evaluation (candidates by their certified lower bounds)
+    equals the least-largest-least over every split, evaluated one by one (n 4, k 2, sigma 2)."""
+    from dpacct.mechanisms.algorithms.bandmf_balls_in_bins_core import (
+        BandMFBallsInBins,
+        _option,
+        balls_in_bins_candidates,
+    )
+
+    cands = balls_in_bins_candidates(6, 3, [1.0, 1.0])
+    run = BandMFBallsInBins(1.59, cands)
+    (size, splits), = dict(cands)[1]
+    beta, alpha = sorted(splits)[2]  # beta = 1.5168
+    one = _option(1.59, size, beta, alpha).epsilon(1e-3)
+    assert run.epsilon(1e-3) <= one < 3.6
+    cands = balls_in_bins_candidates(4, 2, [1.0, 0.5])
+    run = BandMFBallsInBins(2.0, cands)
+    full = min(
+        max(min(_option(2.0, size, b, a).epsilon(1e-3) for b, a in splits)
+            for size, splits in per_size)
+        for _, per_size in cands
+    )
+    assert run.epsilon(1e-3) == full

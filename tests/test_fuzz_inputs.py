@@ -311,6 +311,16 @@ BASE: dict[str, tuple[Callable[[], Callable], dict[str, Any]]] = {
             "rho": 0.02,
         },
     ),
+    "bandmf_banded_balls_in_bins": (
+        lambda: M.bandmf_banded_balls_in_bins,
+        {
+            "noise_multiplier": 1.5,
+            "iterations": 8,
+            "cycle_length": 4,
+            "strategy": [1.0, 0.6, 0.3],
+            "points": 5,
+        },
+    ),
     "bandmf_balls_in_bins_delta_mc": (
         lambda: M.bandmf_balls_in_bins_delta_mc,
         {
@@ -514,6 +524,9 @@ if dpa is not None:
 #: public names deliberately not fuzzed, with the reason (reviewed)
 NOT_FUZZED: dict[str, str] = {
     "BandMFBallsInBins": "built by bandmf_balls_in_bins (fuzzed), which validates every input",
+    "BandMFBandedBallsInBins": (
+        "built by bandmf_banded_balls_in_bins (fuzzed), which validates every input"
+    ),
     "BandMFTwoBandBallsInBins": (
         "built by bandmf_two_band_balls_in_bins (fuzzed), which validates every input"
     ),

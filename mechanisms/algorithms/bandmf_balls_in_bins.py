@@ -58,6 +58,11 @@ from dpacct.mechanisms.algorithms.bandmf_balls_in_bins_core import (
     balls_in_bins_gram,
     bandmf_balls_in_bins_delta_mc,
 )
+from dpacct.mechanisms.algorithms.bandmf_banded import (
+    banded_classes,
+    banded_cost,
+    bandmf_banded_balls_in_bins,
+)
 from dpacct.mechanisms.algorithms.bandmf_two_band import (
     _two_band_cost,
     bandmf_two_band_balls_in_bins,
@@ -67,6 +72,7 @@ __all__ = [
     "BandMFBallsInBins",
     "balls_in_bins_candidates",
     "balls_in_bins_gram",
+    "banded_points",
     "bandmf_balls_in_bins",
     "bandmf_balls_in_bins_delta_mc",
     "two_band_points",
@@ -114,7 +120,10 @@ def bandmf_balls_in_bins(
         (:func:`~dpacct.mechanisms.algorithms.bandmf_two_band._two_band_cost`) is at most
         :data:`TWO_BAND_BUDGET` seconds, else Theorem 1 alone.  ``True``: Theorem 2 at
         51 points whatever it costs (a ``ValueError`` for another strategy).  ``False``:
-        Theorem 1 alone.
+        Theorem 1 alone.  For a first column of ``b >= 3`` bands, ``None`` also takes
+        Theorem 3 of the same page (residue classes, each dominated by a two-band
+        transfer: :func:`~dpacct.mechanisms.algorithms.bandmf_banded.bandmf_banded_balls_in_bins`)
+        when affordable (:func:`banded_points`), and the least of it and Theorem 1.
 
     Returns
     -------
@@ -144,6 +153,11 @@ def bandmf_balls_in_bins(
         raise TypeError(f"two_band must be None, True or False, got {two_band!r}")
     if two_band is False:
         return BandMFBallsInBins(sigma, candidates)
+    if two_band is None and (found := banded_points(sigma, iterations, cycle_length,
+                                                    strategy)) is not None:
+        return bandmf_banded_balls_in_bins(sigma, iterations, cycle_length=cycle_length,
+                                           strategy=strategy, classes=found[0],
+                                           points=found[1], candidates=candidates)
     points = two_band_points(sigma, iterations, cycle_length, strategy,
                              force=two_band is True)
     if points is None:
@@ -155,6 +169,27 @@ def bandmf_balls_in_bins(
 
 #: estimated CPU seconds up to which :func:`bandmf_balls_in_bins` adds Theorem 2 by default
 TWO_BAND_BUDGET = 10.0
+
+
+def banded_points(sigma: float, iterations: int, cycle_length: int,
+                  strategy: object) -> tuple[int, int] | None:
+    """``(classes, points)`` of Theorem 3 by default for three bands or more (None:
+    Theorem 1 alone): ``classes`` from
+    :func:`~dpacct.mechanisms.algorithms.bandmf_banded.banded_classes`, ``points`` the most of
+    (51, 41, 31, 21) whose estimated CPU time is within :data:`TWO_BAND_BUDGET`.
+
+    Examples
+    --------
+    >>> banded_points(4.0, 100, 10, [1.0, 0.5, 0.25, 0.125])
+    (2, 51)
+    """
+    g = banded_classes(strategy, iterations, cycle_length)
+    if g is None:
+        return None
+    for points in (51, 41, 31, 21):
+        if banded_cost(sigma, iterations, cycle_length, strategy, g, points) <= TWO_BAND_BUDGET:
+            return g, points
+    return None
 
 
 def two_band_points(sigma: float, iterations: int, cycle_length: int, strategy: object, *,

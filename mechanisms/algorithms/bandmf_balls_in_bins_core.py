@@ -18,6 +18,7 @@ import numpy as np
 from dpacct.accountant import GaussianMechanism, Mechanism, compose
 from dpacct.accountant.capabilities import Capabilities
 from dpacct.accountant.transformers.random_allocation import random_allocation
+from dpacct.accountant.transformers.random_allocation_lower import random_allocation_lower_epsilon
 from dpacct.accountant.transformers.random_allocation_pld import AllocationEpochPair
 from dpacct.accountant.validation import (
     check_count,
@@ -166,10 +167,6 @@ def _lambda_max_upper(a: np.ndarray) -> float:
     return (top * (1.0 + orth) + resid) * (1.0 + 4.0 * k * _U)
 
 
-#: a candidate whose splits all have a smaller noise multiplier is skipped when others
-#: exist (see :meth:`BandMFBallsInBins._options`)
-SLOW_SIGMA = 0.6
-
 #: fractions of ``(lambda_1 - lambda_2) / size`` tried as the shared component ``beta``
 BETA_FRACTIONS = (0.0, 0.5, 1.0, 1.5)
 
@@ -250,31 +247,18 @@ class BandMFBallsInBins(Mechanism):
     declares = Capabilities(rdp=True)
 
     def _options(self) -> list[list[list[Mechanism]]]:
-        """Per candidate ``g``, per size, the dominating mechanisms of the splits.
-
-        Candidates are visited from the largest ``g`` down (the cheap, usually best ones
-        first, so that the running least stops the others early), and a candidate
-        below ``g = k`` whose splits all have ``noise_multiplier / sqrt(alpha) <``
-        :data:`SLOW_SIGMA` is left out when another one is not (its random allocation
-        costs seconds and is never the least there); dropping candidates only drops
-        upper bounds, so the least of the rest is still one.
-        """
+        """Per candidate ``g``, per size, the dominating mechanisms of the splits (every
+        split whose route exists; used by ``rdp`` and ``delta``)."""
         cache = self._cache()
         if "options" not in cache:
             sigma = self.noise_multiplier
-            kept = []
-            for _g, per_size in sorted(self.candidates, key=lambda c: -c[0]):
-                worst_alpha = max(a for _, splits in per_size for _, a in splits)
-                slow = sigma / math.sqrt(worst_alpha) < SLOW_SIGMA
-                if slow and len(kept) > 1:
-                    continue
-                kept.append(
-                    [
-                        [m for b, a in splits if (m := _option(sigma, size, b, a)) is not None]
-                        for size, splits in per_size
-                    ]
-                )
-            cache["options"] = kept
+            cache["options"] = [
+                [
+                    [m for b, a in splits if (m := _option(sigma, size, b, a)) is not None]
+                    for size, splits in per_size
+                ]
+                for _g, per_size in self.candidates
+            ]
         return cache["options"]
 
     def _rdp(self, alpha: np.ndarray) -> np.ndarray:
@@ -286,15 +270,96 @@ class BandMFBallsInBins(Mechanism):
         ]
         return np.min(per_g, axis=0)
 
+    def _split_lower(self, delta: float, size: int, alpha: float) -> float:
+        """A lower bound on every split's certified epsilon with this ``size`` and
+        ``alpha``: the certified lower bound of random allocation of one of ``size``
+        Gaussian steps of noise multiplier ``sigma / sqrt(alpha)``
+        (:func:`~dpacct.accountant.transformers.random_allocation_lower.random_allocation_lower_epsilon`;
+        the exact Gaussian for ``size = 1``).  A split's pair composes that random
+        allocation with a Gaussian (or nothing), and composing only raises the true
+        curve, which the certified bound is above."""
+        key = ("lower", delta, size, alpha)
+        cache = self._cache()
+        if key not in cache:
+            s = self.noise_multiplier / math.sqrt(alpha)
+            try:
+                if size == 1:
+                    low = float(GaussianMechanism(s).epsilon_bounds(delta)[0])
+                else:
+                    low = float(random_allocation_lower_epsilon(s, size, delta))
+            except (ValueError, OverflowError, ZeroDivisionError, FloatingPointError):
+                low = 0.0  # out of the lower bound's range: 0 is one (prunes nothing)
+            cache[key] = low if math.isfinite(low) or low == math.inf else 0.0
+        return cache[key]
+
+    def floor(self, delta: float) -> float:
+        """The same least-largest-least with each split's certified *lower* bound
+        (:meth:`_split_lower`): at most :meth:`epsilon` (each term is), microseconds to
+        compute; the calibration steers its search with it.  Not a lower bound on the
+        pair itself (the splits dominate it).
+
+        Parameters
+        ----------
+        delta : float
+            Target delta, in (0, 1).
+
+        Returns
+        -------
+        float
+            At most :meth:`epsilon` at ``delta``.
+
+        Examples
+        --------
+        >>> run = BandMFBallsInBins(2.0, balls_in_bins_candidates(8, 4, [1.0, 0.5]))
+        >>> bool(0 < run.floor(1e-5) <= run.epsilon(1e-5))
+        True
+        """
+        d = check_delta(float(delta))
+        return min(
+            max(min(self._split_lower(d, size, a) for _, a in splits) for size, splits in per_size)
+            for _, per_size in self.candidates
+        )
+
+    def _split_epsilon(self, delta: float, tol: float | None, size: int, beta: float,
+                       alpha: float) -> float:
+        key = ("split", delta, tol, size, beta, alpha)
+        cache = self._cache()
+        if key not in cache:
+            m = _option(self.noise_multiplier, size, beta, alpha)
+            cache[key] = math.inf if m is None else float(m.epsilon(delta, tol=tol))
+        return cache[key]
+
     def _epsilon_one(self, delta: float, tol: float | None) -> float:
+        """The least over ``g`` of the largest over the sizes of the least over the
+        splits, pruned without changing it: candidates are visited by increasing
+        certified *lower* bound (of their splits' random allocations, cheap), and a
+        candidate, size or split whose lower bound is already at or above the running
+        least is not evaluated (its certified epsilon, at or above the lower bound,
+        cannot lower the least)."""
         key = ("eps", delta, tol)
         cache = self._cache()
         if key not in cache:
+            plans = []
+            for _g, per_size in self.candidates:
+                sizes = []
+                for size, splits in per_size:
+                    ranked = sorted((self._split_lower(delta, size, a), b, a) for b, a in splits)
+                    sizes.append((ranked[0][0], size, ranked))
+                sizes.sort(key=lambda x: -x[0])
+                plans.append((max(lo for lo, _, _ in sizes), sizes))
+            plans.sort(key=lambda p: p[0])
             best = math.inf
-            for sizes in self._options():
+            for lower, sizes in plans:
+                if lower >= best:
+                    break
                 worst = 0.0
-                for opts in sizes:
-                    worst = max(worst, min(float(m.epsilon(delta, tol=tol)) for m in opts))
+                for _, size, ranked in sizes:
+                    least = math.inf
+                    for lo, b, a in ranked:
+                        if lo >= min(least, best):
+                            break
+                        least = min(least, self._split_epsilon(delta, tol, size, b, a))
+                    worst = max(worst, least)
                     if worst >= best:
                         break
                 best = min(best, worst)

@@ -354,6 +354,9 @@ def _transfer(grids: list, half: np.ndarray, c0: float, c1: float, sigma: float,
                 d[:, -1] = 0.0
             live = np.nonzero(d.any(axis=1))[0]
             occ = np.nonzero(d.any(axis=0))[0]
+            if occ.size == 0:  # every path absorbed (add direction): nothing left
+                d = None
+                break
             bot, top = int(occ[0]), int(occ[-1]) + 1
             tt = term(s, ta[live][:, None], grids[s + 1][0][None, :])
             y = g[None, None, bot:top] + tt[:, :, None]
@@ -361,6 +364,8 @@ def _transfer(grids: list, half: np.ndarray, c0: float, c1: float, sigma: float,
             if not up:
                 y = np.maximum(y, 0.0)
             d = _step(d[np.ix_(live, np.arange(bot, top))], g, y, grids[s + 1][1], up)
+        if d is None:
+            continue
         if not up:
             absorbed += float(d[:, -1].sum()) * wx0
             d[:, -1] = 0.0
@@ -409,11 +414,14 @@ def _law_delta(z: np.ndarray, w: np.ndarray, tail: float, up: bool, eps: np.ndar
     gam = np.nextafter(np.nextafter(gam, -np.inf if up else np.inf), -np.inf if up else np.inf)
     cw, cwz = np.cumsum(w), np.cumsum(w * z)
     if up:
+        # suffix sums (from the top), so that each tail's round-off is relative to the
+        # tail itself: a difference of prefix sums would carry gamma times the whole
+        # sum's round-off, which swamps the bound at large epsilon (e^50 * 1e-13)
+        rw = np.concatenate((np.cumsum(w[::-1])[::-1], [0.0]))
+        rwz = np.concatenate((np.cumsum((w * z)[::-1])[::-1], [0.0]))
         i = np.searchsorted(z, gam, side="right")
-        before_w = np.where(i > 0, cw[np.maximum(i - 1, 0)], 0.0)
-        before_z = np.where(i > 0, cwz[np.maximum(i - 1, 0)], 0.0)
-        val = (cwz[-1] - before_z) - gam * (cw[-1] - before_w)
-        err = 4 * z.size * _U * (cwz[-1] + gam * cw[-1])
+        val = rwz[i] - gam * rw[i]
+        err = 4 * z.size * _U * (rwz[i] + gam * rw[i])
     else:
         i = np.searchsorted(z, 1.0 / gam, side="left")
         sw = np.where(i > 0, cw[np.maximum(i - 1, 0)], 0.0)
