@@ -214,3 +214,19 @@ def test_envelope_law_bounds_the_exact_pair_below_both_bounds():
     one = _curve(ve, qe, law.inf_mass, np.array([0.77, 3.5]))
     assert abs(one[0] - _curve(vc, qc, 0.0, [0.77])[0]) < 1e-12
     assert one[1] < 1e-12 < _curve(va, qa, 0.0, [3.5])[0]
+
+
+def test_one_step_block_is_the_gaussian():
+    # a one-of-1 block (k = 2 at T 2 and 3) is the Gaussian step itself; its sum law put
+    # 1.8e-4 of its laws at +inf at sigma 1 (main: epsilon(1e-6) = inf) and, at sigma
+    # 0.7, 1.4e6 atoms (about 290 MB).  Against the exact Gaussian curve (Balle & Wang
+    # 2018, Theorem 8, closed form here): at or above it, within the engine's tol 1e-4
+    from dpacct.accountant.transformers.random_allocation_pld import AllocationEpochPair
+
+    for s in (0.7, 1.0):
+        block = AllocationEpochPair(s, 1, progress=False)
+        eps = float(block.epsilon(1e-6))
+        exact = _gaussian_delta(1.0 / s, np.array([eps, 0.999 * eps]))
+        assert exact[0] <= 1e-6 < exact[1]
+        d = float(block.delta(3.0))
+        assert _gaussian_delta(1.0 / s, 3.0) <= d <= (1 + 1e-4) * _gaussian_delta(1.0 / s, 3.0)

@@ -34,9 +34,11 @@ pair's mass at loss ``+inf`` (both are linear between the vertices).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from ..laws.loss_law import AtomicLossLaw
+from ..laws.loss_law import AtomicLossLaw, GaussianLossLaw
 from ..pld.pld_fft import _bounded_convolve
 
 __all__: list[str] = []
@@ -50,9 +52,27 @@ _SUM_MARGIN = 1e-15
 _LOW_LOSS = -12.0
 
 
-def _grid_up(law: AtomicLossLaw, dlog: float) -> tuple[int, np.ndarray, float]:
+def _gaussian_grid_up(mu: float, dlog: float) -> tuple[int, np.ndarray, float]:
+    """:func:`_grid_up` of the Gaussian pair's remove law (one-step block): under ``P`` the
+    loss is ``N(mu^2/2, mu^2)``; each cell ``(l_{i-1}, l_i]`` of the grid's 12 standard
+    deviations either side (from :data:`_LOW_LOSS` up) takes an upper bound on its mass
+    at ``l_i``, everything below at the first node, everything above at ``+inf``."""
+    from .random_allocation_k2 import _cells_upper
+
+    mean, sd = 0.5 * mu * mu, mu
+    lo = math.ceil(max(_LOW_LOSS, mean - 12.0 * sd) / dlog)
+    hi = math.ceil((mean + 12.0 * sd) / dlog)
+    nodes = (lo + np.arange(hi - lo + 1)) * dlog
+    z = np.concatenate(([-np.inf], (nodes - mean) / sd, [np.inf]))
+    mass = _cells_upper(z[:-1], z[1:]) * (1.0 + 1e-12)  # nodes' rounding: below 1e-12
+    return lo, mass[:-1], float(min(1.0, mass[-1]))
+
+
+def _grid_up(law, dlog: float) -> tuple[int, np.ndarray, float]:
     """``(first index, P-masses, P(+inf))`` of ``law``'s remove direction with every loss
     rounded up onto ``dlog * Z`` (and to at least :data:`_LOW_LOSS`)."""
+    if isinstance(law, GaussianLossLaw):
+        return _gaussian_grid_up(law.mu, dlog)
     keep = law.p > 0
     loss = np.maximum(law.losses[keep], _LOW_LOSS)
     idx = np.ceil(loss / dlog + 1e-6).astype(np.int64)  # + 1e-6: float error of the ratio
