@@ -204,8 +204,10 @@ def envelope_remove_law(
     short = float(np.max(y - _curve_down(xv, p, inf, x)))
     inf = min(1.0, inf + max(short, 0.0) * (1.0 + 1e-6))
     q_used = float(qv.sum())
+    # losses rounded up by an ulp: exp(log x) may fall an ulp below x
+    losses = np.nextafter(np.log(xv), np.inf)
     return AtomicLossLaw(
-        losses=np.log(xv), p=p, inf_mass=inf, q_neg_inf_mass=min(1.0, max(0.0, 1.0 - q_used))
+        losses=losses, p=p, inf_mass=inf, q_neg_inf_mass=min(1.0, max(0.0, 1.0 - q_used))
     )
 
 
