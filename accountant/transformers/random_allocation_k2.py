@@ -51,14 +51,12 @@ from ..laws.loss_law import AtomicLossLaw
 from ..mechanism import Capabilities, Mechanism
 from ..numerics import _bar_disabled
 from ..validation import check_count, check_positive
+from .random_allocation_k2_hull import _cells_lower, _cells_upper, _err, k2_envelope_law
 from .random_allocation_pld import PROGRESS_DELAY, AllocationEpochPair
 from .random_allocation_sum_lower import _power
 
 __all__: list[str] = []
 
-#: relative error allowed to scipy's ndtr / log_ndtr per unit of (5 + x^2) (a few ulps,
-#: and the rounding of the argument x: as in the sum statistic's ``_term_bounds``)
-_ETA = 1e-15
 #: relative margin for the float operations after the special functions (each a few
 #: ulps; at most a few hundred of them compound on any entry)
 _OPS = 1e-12
@@ -74,35 +72,6 @@ K2_MIN_STEPS = 2
 K2_MIN_SIGMA = 0.45
 #: the largest T the route of :class:`~dpacct.accountant.RandomAllocationMechanism` tries
 K2_MAX_STEPS = 300
-
-
-def _err(z: np.ndarray) -> np.ndarray:
-    """Relative error bound of ndtr at argument ``z`` (the error model, module 2.)."""
-    zz = np.where(np.isfinite(z), z * z, 0.0)
-    return _ETA * (5.0 + zz)
-
-
-def _cells_upper(zlo: np.ndarray, zhi: np.ndarray) -> np.ndarray:
-    """Upper bounds on ``Phi(zhi) - Phi(zlo)`` (``zlo <= zhi``): the difference taken on
-    the side of the median where it does not cancel, plus the error of both ends (each
-    at most ``_err`` relative to the CDF at the near end)."""
-    left = zhi <= 0.0
-    with np.errstate(invalid="ignore"):
-        near = np.where(left, special.ndtr(zhi), special.ndtr(-zlo))
-        mass = np.where(
-            left, special.ndtr(zhi) - special.ndtr(zlo), special.ndtr(-zlo) - special.ndtr(-zhi)
-        )
-    x = np.where(left, zhi, -zlo)
-    return np.maximum(mass, 0.0) + 2.0 * _err(x) * near + 1e-300
-
-
-def _cells_lower(zlo: np.ndarray, zhi: np.ndarray) -> np.ndarray:
-    """Lower bounds on ``Phi(zhi) - Phi(zlo)``, as :func:`_cells_upper`."""
-    up = _cells_upper(zlo, zhi) - 1e-300
-    left = zhi <= 0.0
-    near = np.where(left, special.ndtr(zhi), special.ndtr(-zlo))
-    x = np.where(left, zhi, -zlo)
-    return np.maximum(up - 4.0 * _err(x) * near, 0.0)
 
 
 def _max_cell_weights(sigma: float, t: int, levels: np.ndarray) -> np.ndarray:
@@ -487,8 +456,6 @@ class AllocationK2Remove(Mechanism):
     def _loss_laws(self):
         cache = self._cache()  # kept: built once, not once per grid the engine tries
         if "laws" not in cache:
-            from .random_allocation_k2_hull import k2_envelope_law
-
             atoms = k2_remove_atoms(self.sigma, self.steps, progress=self.progress)
             # the envelope of these atoms and the blocks (Proposition 5): below both,
             # and below the truncated atoms of module, 4. (equal to them in the tail,
@@ -496,7 +463,7 @@ class AllocationK2Remove(Mechanism):
             # 5e-6 relative at sigma 0.6, T 5), so only several epochs use it (sigma 1,
             # T 100, E 5: 2.9024 against 3.0003)
             if self.envelope:
-                law = k2_envelope_law(self.sigma, self.steps, atoms, self.progress)
+                law = k2_envelope_law(self.sigma, self.steps, atoms, _DLOG, self.progress)
             else:
                 law = _truncated_remove(*atoms)
             cache["laws"] = law, _identity()

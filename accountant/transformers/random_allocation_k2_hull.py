@@ -21,6 +21,9 @@ Proposition 5).  One epoch gains nothing at small delta (``psi = g_B`` there); s
 do: sigma 1, T 100, E 5, delta 1e-6: 2.9024 against the blocks' 2.9068 and the direct
 atoms' 3.0003.
 
+The normal-CDF cell bounds with their error model (``_err``, ``_cells_upper``,
+``_cells_lower``) live here and serve :mod:`.random_allocation_k2` too.
+
 Numerics, each on the safe side: the blocks' losses are rounded up onto the atoms' log
 grid (``H_gamma = sum p (1 - gamma e^{-l})_+`` grows with ``l``) and convolved with the
 engine's rigorous kernel (estimate plus per-entry error bound); both curves are
@@ -37,9 +40,11 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from scipy import special
 
 from ..laws.loss_law import AtomicLossLaw, GaussianLossLaw
 from ..pld.pld_fft import _bounded_convolve
+from .random_allocation_pld import AllocationEpochPair
 
 __all__: list[str] = []
 
@@ -51,14 +56,46 @@ _SUM_MARGIN = 1e-15
 #: rounded up only raises every hockey-stick value), which bounds the grid's length
 _LOW_LOSS = -12.0
 
+#: relative error allowed to scipy's ndtr / log_ndtr per unit of (5 + x^2) (a few ulps,
+#: and the rounding of the argument x: as in the sum statistic's ``_term_bounds``)
+_ETA = 1e-15
+
+
+def _err(z: np.ndarray) -> np.ndarray:
+    """Relative error bound of ndtr at argument ``z`` (the error model of
+    :mod:`.random_allocation_k2`, 2.)."""
+    zz = np.where(np.isfinite(z), z * z, 0.0)
+    return _ETA * (5.0 + zz)
+
+
+def _cells_upper(zlo: np.ndarray, zhi: np.ndarray) -> np.ndarray:
+    """Upper bounds on ``Phi(zhi) - Phi(zlo)`` (``zlo <= zhi``): the difference taken on
+    the side of the median where it does not cancel, plus the error of both ends (each
+    at most ``_err`` relative to the CDF at the near end)."""
+    left = zhi <= 0.0
+    with np.errstate(invalid="ignore"):
+        near = np.where(left, special.ndtr(zhi), special.ndtr(-zlo))
+        mass = np.where(
+            left, special.ndtr(zhi) - special.ndtr(zlo), special.ndtr(-zlo) - special.ndtr(-zhi)
+        )
+    x = np.where(left, zhi, -zlo)
+    return np.maximum(mass, 0.0) + 2.0 * _err(x) * near + 1e-300
+
+
+def _cells_lower(zlo: np.ndarray, zhi: np.ndarray) -> np.ndarray:
+    """Lower bounds on ``Phi(zhi) - Phi(zlo)``, as :func:`_cells_upper`."""
+    up = _cells_upper(zlo, zhi) - 1e-300
+    left = zhi <= 0.0
+    near = np.where(left, special.ndtr(zhi), special.ndtr(-zlo))
+    x = np.where(left, zhi, -zlo)
+    return np.maximum(up - 4.0 * _err(x) * near, 0.0)
+
 
 def _gaussian_grid_up(mu: float, dlog: float) -> tuple[int, np.ndarray, float]:
     """:func:`_grid_up` of the Gaussian pair's remove law (one-step block): under ``P`` the
     loss is ``N(mu^2/2, mu^2)``; each cell ``(l_{i-1}, l_i]`` of the grid's 12 standard
     deviations either side (from :data:`_LOW_LOSS` up) takes an upper bound on its mass
     at ``l_i``, everything below at the first node, everything above at ``+inf``."""
-    from .random_allocation_k2 import _cells_upper
-
     mean, sd = 0.5 * mu * mu, mu
     lo = math.ceil(max(_LOW_LOSS, mean - 12.0 * sd) / dlog)
     hi = math.ceil((mean + 12.0 * sd) / dlog)
@@ -211,14 +248,14 @@ def envelope_remove_law(
     )
 
 
-def k2_envelope_law(sigma: float, t: int, direct, progress: bool = False) -> AtomicLossLaw:
+def k2_envelope_law(
+    sigma: float, t: int, direct, dlog: float, progress: bool = False
+) -> AtomicLossLaw:
     """The envelope law of one 2-of-``t`` epoch from the direct atoms ``direct`` and the
-    blocks of Proposition 1 (module docstring)."""
-    from .random_allocation_k2 import _DLOG
-    from .random_allocation_pld import AllocationEpochPair
+    blocks of Proposition 1 (module docstring), on the log grid of step ``dlog``."""
 
     half, rest = divmod(t, 2)
     sizes = [half] * (2 - rest) + [half + 1] * rest
     laws = [AllocationEpochPair(sigma, m, progress=progress)._loss_laws()[0] for m in sizes]
-    return envelope_remove_law(direct, blocks_remove_atoms(laws, _DLOG))
+    return envelope_remove_law(direct, blocks_remove_atoms(laws, dlog))
 
