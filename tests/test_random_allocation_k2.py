@@ -50,6 +50,8 @@ def test_t2_is_the_exact_gaussian_pair_from_above():
     exact2 = _gaussian_delta(2.0 / s, eps)
     d2 = np.asarray(two.delta(eps))
     assert np.all(d2 >= exact2) and np.all(d2 <= 1.05 * exact2)
+    e2 = float(two.epsilon(1e-6))  # sound, and a 5 % smaller epsilon would not be
+    assert _gaussian_delta(2.0 / s, e2) <= 1e-6 < _gaussian_delta(2.0 / s, 0.95 * e2)
 
 
 def _mc(sigma, t, eps, n, rng, epochs=1, chunk=250_000):
