@@ -3,6 +3,8 @@
     python -m benchmarks.random_allocation_k              # every row, peer included
     python -m benchmarks.random_allocation_k --no-peer    # dpacct alone
     python -m benchmarks.random_allocation_k --json out.json
+    python -m benchmarks.random_allocation_k --no-peer --only-k 2 --old /work/main:python
+                                      # old and new dpacct side by side, same run
 
 Each row (sigma, T, k, epochs, delta) runs in a fresh child process: dpacct's
 ``epsilon_bounds(delta)`` of ``random_allocation(GaussianMechanism(sigma), T, k=k,
@@ -16,6 +18,8 @@ bracket's CPU seconds include them, as the bracket computes the blocks too); bes
 run, random-allocation 1.0.5's ``allocation_epsilon_combined`` (``num_selected = k``;
 orders 2..32; its k > 1 answer is its own reduction) in a child capped at ``--cap``
 seconds, and the ratio ours / theirs.  The machine may be loaded: CPU seconds, not wall.
+With ``--old ROOT:PYTHON`` each row also runs the same child against another checkout
+(``benchmarks.checkouts``) and prints both brackets, CPU seconds and peak MB.
 """
 
 from __future__ import annotations
@@ -46,6 +50,12 @@ ROWS = (
     (0.7, 3, 2, 1),
     (0.6, 5, 2, 1),
     (0.5, 10, 2, 1),
+    # issue 39, several epochs (the envelope of the direct atoms and the blocks)
+    (1.0, 100, 2, 2),
+    (1.0, 100, 2, 10),
+    (0.8, 100, 2, 5),
+    (1.0, 10, 2, 5),
+    (0.7, 3, 2, 3),
 )
 DELTA = 1e-6
 
@@ -97,12 +107,48 @@ def _child(code: str, args: tuple, cap: float | None) -> dict:
     return {"status": "ok", **json.loads(out.stdout.strip().splitlines()[-1])}
 
 
+def _old_new(args, rows) -> None:
+    """Old and new dpacct's brackets side by side (``--old``), each row in fresh children."""
+    from benchmarks.checkouts import old_new_sides, run_in_checkout, write_json
+
+    sides = old_new_sides(args.old)
+    print("| sigma | T | k | epochs | old lower | old upper | old width % | old CPU s | old MB "
+          "| new lower | new upper | new width % | new CPU s | new MB | upper new/old |")
+    print("| --- " * 15 + "|")
+    out = []
+    for sigma, t, k, e in rows:
+        res = {name: run_in_checkout(root, py, [_OURS, *map(str, (sigma, t, k, e, DELTA))],
+                                     args.cap)
+               for name, (root, py) in sides.items()}
+        out.append({"sigma": sigma, "T": t, "k": k, "epochs": e, "delta": DELTA, **res})
+        cells = []
+        for name in ("old", "new"):
+            r = res[name]
+            if r["status"] != "ok":
+                cells.append(f"{r['status']} | | | |")
+                continue
+            w = 100.0 * (r["hi"] - r["lo"]) / r["hi"]
+            cells.append(f"{r['lo']:.5f} | {r['hi']:.5f} | {w:.2f} | {r['cpu']:.1f} | "
+                         f"{r['mb']:.0f}")
+        ratio = (f"{res['new']['hi'] / res['old']['hi']:.5f}"
+                 if all(res[n]["status"] == "ok" for n in ("old", "new")) else "")
+        print(f"| {sigma:g} | {t} | {k} | {e} | {cells[0]} | {cells[1]} | {ratio} |", flush=True)
+    if args.json:
+        write_json(args.json, {"delta": DELTA, "command": " ".join(sys.argv), "rows": out})
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--no-peer", action="store_true")
     ap.add_argument("--cap", type=float, default=300.0)
     ap.add_argument("--json")
+    ap.add_argument("--only-k", type=int, help="only the rows with this k")
+    ap.add_argument("--old", help="ROOT:PYTHON of the checkout to compare with (no peer)")
     args = ap.parse_args(argv)
+    rows = [r for r in ROWS if args.only_k is None or r[2] == args.only_k]
+    if args.old:
+        _old_new(args, rows)
+        return
     print(
         "| sigma | T | k | epochs | dpacct lower | dpacct upper | width % | CPU s | peak MB "
         "| blocks upper | blocks width % | blocks CPU s "
@@ -110,7 +156,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     print("| --- " * 15 + "|")
     rows = []
-    for sigma, t, k, e in ROWS:
+    for sigma, t, k, e in rows:
         ours = _child(_OURS, (sigma, t, k, e, DELTA), None)
         peer = {"status": "skipped"} if args.no_peer else _child(_PEER, (sigma, t, k, e, DELTA),
                                                                   args.cap)

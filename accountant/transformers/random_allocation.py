@@ -483,7 +483,8 @@ class RandomAllocationMechanism(Mechanism):
         key = ("ra_k2_remove", tol)
         cache = self._cache()
         if key not in cache:
-            part = AllocationK2Remove(float(self.base.sigma), self.steps)
+            part = AllocationK2Remove(float(self.base.sigma), self.steps,
+                                      envelope=self.epochs > 1)
             run = compose([part], counts=[self.epochs]) if self.epochs > 1 else part
             cache[key] = run._pld_one(True, PLDSettings(tol), 0)
         return cache[key]

@@ -51,14 +51,12 @@ from ..laws.loss_law import AtomicLossLaw
 from ..mechanism import Capabilities, Mechanism
 from ..numerics import _bar_disabled
 from ..validation import check_count, check_positive
+from .random_allocation_k2_hull import _cells_lower, _cells_upper, _err, k2_envelope_law
 from .random_allocation_pld import PROGRESS_DELAY, AllocationEpochPair
 from .random_allocation_sum_lower import _power
 
 __all__: list[str] = []
 
-#: relative error allowed to scipy's ndtr / log_ndtr per unit of (5 + x^2) (a few ulps,
-#: and the rounding of the argument x: as in the sum statistic's ``_term_bounds``)
-_ETA = 1e-15
 #: relative margin for the float operations after the special functions (each a few
 #: ulps; at most a few hundred of them compound on any entry)
 _OPS = 1e-12
@@ -74,35 +72,6 @@ K2_MIN_STEPS = 2
 K2_MIN_SIGMA = 0.45
 #: the largest T the route of :class:`~dpacct.accountant.RandomAllocationMechanism` tries
 K2_MAX_STEPS = 300
-
-
-def _err(z: np.ndarray) -> np.ndarray:
-    """Relative error bound of ndtr at argument ``z`` (the error model, module 2.)."""
-    zz = np.where(np.isfinite(z), z * z, 0.0)
-    return _ETA * (5.0 + zz)
-
-
-def _cells_upper(zlo: np.ndarray, zhi: np.ndarray) -> np.ndarray:
-    """Upper bounds on ``Phi(zhi) - Phi(zlo)`` (``zlo <= zhi``): the difference taken on
-    the side of the median where it does not cancel, plus the error of both ends (each
-    at most ``_err`` relative to the CDF at the near end)."""
-    left = zhi <= 0.0
-    with np.errstate(invalid="ignore"):
-        near = np.where(left, special.ndtr(zhi), special.ndtr(-zlo))
-        mass = np.where(
-            left, special.ndtr(zhi) - special.ndtr(zlo), special.ndtr(-zlo) - special.ndtr(-zhi)
-        )
-    x = np.where(left, zhi, -zlo)
-    return np.maximum(mass, 0.0) + 2.0 * _err(x) * near + 1e-300
-
-
-def _cells_lower(zlo: np.ndarray, zhi: np.ndarray) -> np.ndarray:
-    """Lower bounds on ``Phi(zhi) - Phi(zlo)``, as :func:`_cells_upper`."""
-    up = _cells_upper(zlo, zhi) - 1e-300
-    left = zhi <= 0.0
-    near = np.where(left, special.ndtr(zhi), special.ndtr(-zlo))
-    x = np.where(left, zhi, -zlo)
-    return np.maximum(up - 4.0 * _err(x) * near, 0.0)
 
 
 def _max_cell_weights(sigma: float, t: int, levels: np.ndarray) -> np.ndarray:
@@ -196,9 +165,11 @@ def _settings(sigma: float, t: int) -> tuple[float, float, float, float, float]:
     var = math.expm1(1.0 / sigma**2)
     # below 0.65 a coarse lattice and a larger pair charge (sigma 0.6, T 100, delta 1e-6:
     # 5.6961 in 4.9 CPU s against 5.7146 in 39 s with the settings below; the charge
-    # 1e-8 leaves delta <= 1e-8 to the blocks)
+    # 1e-8 leaves delta <= 1e-8 to the blocks); cuts every 0.1 above the median of M
+    # (session 20: 5.6854 against 5.6960 at 0.25, +13 % CPU; T 5: 11.3326 against
+    # 11.3547; sigma 0.5, T 10: 13.2681 against 13.2918)
     if sigma < 0.65:
-        return 2e-3, 0.25, 0.25, 4.0 * max(1.0, var / 58.6), 1e-8
+        return 2e-3, 0.25, 0.1, 4.0 * max(1.0, var / 58.6), 1e-8
     if t < 50:
         return 1e-3, 0.05, 0.05, 0.15 * max(1.0, var / 2.0), _CHARGE
     # sigma 1, T 100, delta 1e-6: cuts 0.1 above the median of M give 1.53204 (0.97 %
@@ -459,6 +430,10 @@ class AllocationK2Remove(Mechanism):
         Steps per epoch ``T``, >= 2.
     progress : bool, default True
         Progress bar while the law is built.
+    envelope : bool, default False
+        True: the law is the envelope of these atoms and the blocks (Proposition 5,
+        :mod:`.random_allocation_k2_hull`), for several epochs; False: the truncated
+        atoms (module, 4.), which one epoch reads identically in the tail.
 
     Examples
     --------
@@ -469,22 +444,36 @@ class AllocationK2Remove(Mechanism):
     declares = Capabilities(loss_laws=True)
     brackets_dominating_pair = True
 
-    def __init__(self, sigma: float, steps: int, *, progress: bool = True) -> None:
+    def __init__(
+        self, sigma: float, steps: int, *, progress: bool = True, envelope: bool = False
+    ) -> None:
         self.sigma = check_positive("sigma", sigma)
         self.steps = check_count(steps, "steps")
-        if not isinstance(progress, bool):
-            raise TypeError(f"progress must be True or False, got {progress!r}")
+        for name, value in (("progress", progress), ("envelope", envelope)):
+            if not isinstance(value, bool):
+                raise TypeError(f"{name} must be True or False, got {value!r}")
         self.progress = progress
+        self.envelope = envelope
 
     def _loss_laws(self):
         cache = self._cache()  # kept: built once, not once per grid the engine tries
         if "laws" not in cache:
-            vals, q, charge = k2_remove_atoms(self.sigma, self.steps, progress=self.progress)
-            cache["laws"] = _truncated_remove(vals, q, charge), _identity()
+            atoms = k2_remove_atoms(self.sigma, self.steps, progress=self.progress)
+            # the envelope of these atoms and the blocks (Proposition 5): below both,
+            # and below the truncated atoms of module, 4. (equal to them in the tail,
+            # which is all one epoch reads; the engine's grid for it differs, by up to
+            # 5e-6 relative at sigma 0.6, T 5), so only several epochs use it (sigma 1,
+            # T 100, E 5: 2.9024 against 3.0003)
+            if self.envelope:
+                law = k2_envelope_law(self.sigma, self.steps, atoms, _DLOG, self.progress)
+            else:
+                law = _truncated_remove(*atoms)
+            cache["laws"] = law, _identity()
         return cache["laws"]
 
     def __repr__(self) -> str:
-        return f"AllocationK2Remove(sigma={self.sigma}, steps={self.steps})"
+        extra = ", envelope=True" if self.envelope else ""
+        return f"AllocationK2Remove(sigma={self.sigma}, steps={self.steps}{extra})"
 
 
 class _AddDirectionOnly(Mechanism):
@@ -545,7 +534,7 @@ def allocation_k2_pair(sigma: float, steps: int, epochs: int = 1, *, progress: b
     if t < K2_MIN_STEPS:
         raise ValueError(f"steps must be >= {K2_MIN_STEPS} for the direct k = 2 bound, got {t}")
     half, rest = divmod(t, 2)
-    parts = [AllocationK2Remove(s, t, progress=progress)]
+    parts = [AllocationK2Remove(s, t, progress=progress, envelope=e > 1)]
     counts = [e]
     blocks = [(half, 2 - rest), (half + 1, rest)]
     for size, count in blocks:
