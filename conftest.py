@@ -124,6 +124,17 @@ def pytest_collect_directory(path: Path, parent):
 #: recorded seconds of the suite's long tests, ``{node id: seconds}``; refresh with
 #: ``python tests/durations.py JUNIT.xml`` after a run with ``--junitxml``
 DURATIONS = ROOT / "tests" / "durations.json"
+#: tests that build the same costly value, which the library keeps per process: each
+#: group is dealt to one worker, its tests one after the other at the head of the block
+#: (stealing takes from the tail), so only the first builds it.  The k = 2
+#: random-allocation law at sigma 1, T 100 (``random_allocation_k2._ATOMS``, 6-7 s CPU)
+#: is built by both of these.
+TOGETHER = (
+    (
+        "tests/test_random_allocation_k2.py::test_bracket_width_at_sigma_1_t_100",
+        "tests/test_sampler.py::test_random_allocation_row_carries_its_certified_lower_bound",
+    ),
+)
 
 
 def _dist_given(config) -> bool:
@@ -144,22 +155,33 @@ def pytest_configure_node(node):
     node.workerinput["dpacct_dist"] = node.config.option.dist
 
 
-def _layout(items: list, workers: int, seconds: dict[str, float]) -> list:
-    """Reorder ``items`` for ``worksteal`` with ``workers`` workers (see above)."""
+def _layout(
+    items: list, workers: int, seconds: dict[str, float], together: tuple = ()
+) -> list:
+    """Reorder ``items`` for ``worksteal`` with ``workers`` workers (see above); the
+    collected tests of each group in ``together`` go to one block, one after another."""
     # worksteal's first distribution: worker i gets the next remaining // (workers - i)
     sizes, left = [], len(items)
     for i in range(workers):
         sizes.append(left // (workers - i))
         left -= sizes[-1]
-    long = sorted((it for it in items if it.nodeid in seconds), key=lambda it: -seconds[it.nodeid])
+    by_id = {it.nodeid: it for it in items}
+    units = [[by_id[n] for n in group if n in by_id] for group in together]
+    units = [u for u in units if len(u) > 1]
+    grouped = {id(it) for u in units for it in u}
+    units += [[it] for it in items if it.nodeid in seconds and id(it) not in grouped]
+    cost = {id(u): sum(seconds.get(it.nodeid, 0.0) for it in u) for u in units}
     heads: list[list] = [[] for _ in range(workers)]
     load = [0.0] * workers
-    for it in long:
+    for unit in sorted(units, key=lambda u: -cost[id(u)]):
         # the block with the least recorded time that still has room for it
-        free = [i for i in range(workers) if len(heads[i]) < sizes[i]]
+        free = [i for i in range(workers) if len(heads[i]) + len(unit) <= sizes[i]]
+        if not free:
+            continue
         i = min(free, key=lambda j: load[j])
-        heads[i].append(it)
-        load[i] += seconds[it.nodeid]
+        heads[i] += unit
+        load[i] += cost[id(unit)]
+    long = [it for h in heads for it in h]
     taken = {id(it) for it in long}
     rest = iter([it for it in items if id(it) not in taken])
     out = []
@@ -177,4 +199,4 @@ def pytest_collection_modifyitems(config, items):
     if workers < 2 or not DURATIONS.is_file():
         return
     seconds = {k: float(v) for k, v in json.loads(DURATIONS.read_text()).items()}
-    items[:] = _layout(items, workers, seconds)
+    items[:] = _layout(items, workers, seconds, TOGETHER)

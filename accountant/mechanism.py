@@ -20,20 +20,19 @@ hook                          meaning                          declared as
 ============================  ===============================  ====================
 
 A subclass *declares* what it knows in a class attribute, ``declares =
-Capabilities(rdp=True, ...)``, and implements the matching hooks; a declaration
-without its hook, or a hook without its declaration, is a ``TypeError`` when the
-class is defined, and so is a class that implements a hook under a declaration it
-inherits (a subclass that changes the curves states them anew).  The engine decides
-every route from :attr:`Mechanism.capabilities` (the declaration, unless a wrapper
-describes itself from its children), never from which methods a class happens to
-override.  A Gaussian-DP ``mu`` (:meth:`Mechanism.gdp_mu`: the curves are exactly the
-Gaussian mechanism's with noise multiplier ``1 / mu``) lets compositions answer in
-closed form.  A pure epsilon (``_pure_epsilon``, ``inf`` when none is known) caps
-every answer; a mechanism known by nothing else is
-:meth:`Mechanism.from_pure_epsilon`.  For the common cases no subclass is needed:
-``Mechanism.from_delta_curve``, ``from_rdp``, ``from_loss_laws``,
-``from_pure_epsilon``, ``from_epsilon_delta`` and ``from_gdp`` build a mechanism from
-what is known.
+Capabilities(rdp=True, ...)``, and implements the matching hooks; a declaration without
+its hook, or a hook without its declaration, is a ``TypeError`` when the class is defined,
+and so is a class that implements a hook under a declaration it inherits (a subclass that
+changes the curves states them anew).  The engine decides every route from
+:attr:`Mechanism.capabilities` (the declaration, unless a wrapper describes itself from
+its children), never from which methods a class happens to override.  A Gaussian-DP ``mu``
+(:meth:`Mechanism.gdp_mu`: the curves are exactly the Gaussian mechanism's with noise
+multiplier ``1 / mu``) lets compositions answer in closed form.  A pure epsilon
+(``_pure_epsilon``, ``inf`` when none is known) caps every answer; a mechanism known by
+nothing else is :meth:`Mechanism.from_pure_epsilon`.  For the common cases no subclass is
+needed: ``Mechanism.from_delta_curve``, ``from_rdp``, ``from_loss_laws``,
+``from_pure_epsilon``, ``from_epsilon_delta`` and ``from_gdp`` build a mechanism from what
+is known.
 
 A loss law must describe a dominating pair in the trade-off sense: its hockey-stick
 curve bounds the mechanism's at every *real* epsilon, negative ones included (the
@@ -394,8 +393,7 @@ class Mechanism:
         return PLDPair(remove, None, self._directions_equal(), swap, load)
 
     def _pld_cached(self, pessimistic: bool, settings: PLDSettings) -> tuple[GridPLD, GridPLD]:
-        key = pld_key(pessimistic, settings)
-        cache = self._cache()
+        key, cache = pld_key(pessimistic, settings), self._cache()
         if key not in cache:
             cache[key] = self._pld_pair(pessimistic, settings)
         return cache[key]
@@ -504,14 +502,14 @@ class Mechanism:
     def epsilon_bounds(self, delta: float, *, tol: float | None = None) -> Bracket:
         """A certified bracket ``(lower, upper)`` of epsilon at ``delta``.
 
-        For exact curves the bracket is the numerical inversion interval; for PLDs it
-        comes from the optimistic and pessimistic discretisations; with only an RDP
-        curve the lower end is 0 (RDP gives no lower bound).  ``delta = 0`` brackets the
-        pure epsilon (:func:`~dpacct.accountant.pure.pure_epsilon_bounds`).
-        The result is a :class:`~dpacct.accountant.bracket.Bracket` (a 2-tuple) whose
-        ``bounds`` says what it brackets: ``"mechanism"`` -- the true epsilon is inside
-        -- or ``"dominating pair"`` (:attr:`bracket_bounds`, e.g. truncated Poisson):
-        then only ``upper`` bounds the mechanism, ``lower`` bounds the pair's epsilon.
+        For exact curves the bracket is the numerical inversion interval; for PLDs it comes
+        from the optimistic and pessimistic discretisations; with only an RDP curve the lower
+        end is 0 (RDP gives no lower bound).  ``delta = 0`` brackets the pure epsilon
+        (:func:`~dpacct.accountant.pure.pure_epsilon_bounds`).  The result is an immutable
+        :class:`~dpacct.accountant.bracket.Bracket` (a 2-tuple, kept like :meth:`epsilon`'s)
+        whose ``bounds`` says what it brackets: ``"mechanism"`` -- the true epsilon is inside
+        -- or ``"dominating pair"`` (:attr:`bracket_bounds`, e.g. truncated Poisson): then
+        only ``upper`` bounds the mechanism, ``lower`` bounds the pair's epsilon.
 
         Parameters
         ----------
@@ -533,8 +531,11 @@ class Mechanism:
         if self.privacy is not self:
             return self.privacy.epsilon_bounds(delta, tol=tol)
         d, tol = check_delta(delta, allow_zero=True), check_tol(tol)
-        lo, hi = pure_epsilon_bounds(self, tol) if d == 0 else self._epsilon_bounds(d, tol)
-        return Bracket(lo, hi, self.bracket_bounds)
+        key, cache = ("eps_bounds", d, tol), self._cache()  # keyed as epsilon's ("eps_up")
+        if key not in cache:
+            lo, hi = pure_epsilon_bounds(self, tol) if d == 0 else self._epsilon_bounds(d, tol)
+            cache[key] = Bracket(lo, hi, self.bracket_bounds)
+        return cache[key]
 
     def _epsilon_bounds(self, delta: float, tol: float | None) -> tuple[float, float]:
         """The certified bracket at one delta > 0 (the router's)."""

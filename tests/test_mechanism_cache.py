@@ -55,3 +55,28 @@ def test_the_routes_store_their_named_result_under_its_key():
     assert found.settings is found.tried[-1]
     assert all(0 <= d <= 1 for d in found.deciding)
     assert found.epsilon == pytest.approx(max(found.plds[d].epsilon(1e-5) for d in found.deciding))
+
+
+def test_epsilon_bounds_is_kept_like_epsilon_and_asked_again_does_no_work(monkeypatch):
+    calls = []
+    bracket = routes.epsilon_bracket
+
+    def counted(mech, delta, tol):
+        calls.append((delta, tol))
+        return bracket(mech, delta, tol)
+
+    monkeypatch.setattr(routes, "epsilon_bracket", counted)
+    run = compose([poisson_subsample(GaussianMechanism(sigma=1.0), 0.02)], [50])
+    first = run.epsilon_bounds(1e-5)
+    assert run.epsilon_bounds(1e-5) is first  # the kept (immutable) Bracket, no work
+    assert calls == [(1e-5, None)]
+    assert instance_cache(run)[("eps_bounds", 1e-5, None)] is first
+    # keyed like epsilon's cache: another delta or tol is another question
+    assert run.epsilon_bounds(1e-6) != first and run.epsilon_bounds(1e-5, tol=1e-3) != first
+    assert calls == [(1e-5, None), (1e-6, None), (1e-5, 1e-3)]
+    assert first[1] == run.epsilon(1e-5) and 0 < first[0] <= first[1]
+    # a fresh equal object asks afresh
+    assert compose([poisson_subsample(GaussianMechanism(sigma=1.0), 0.02)], [50]).epsilon_bounds(
+        1e-5
+    ) == first
+    assert len(calls) == 4

@@ -334,7 +334,7 @@ def test_epsilon_bounds_bracket_the_mechanism_with_its_epsilon_on_top(sigma, ste
     )
 
     ra = random_allocation(GaussianMechanism(sigma=sigma), steps=steps)
-    bracket = ra.epsilon_bounds(1e-6)  # asked once: the bracket is not cached
+    bracket = ra.epsilon_bounds(1e-6)  # kept on the instance: asking again is free
     lo, hi = bracket
     assert hi == ra.epsilon(1e-6)
     assert lo == max(

@@ -47,9 +47,15 @@ from dpacct.mechanisms.algorithms.transformations import symmetric_distance
 
 U = 2.0**-53
 AR, RO = "add/remove", "replace-one"
-SEARCH = settings(max_examples=400, deadline=None, derandomize=True, database=None,
+#: The budgets.  Each wrong claim below is searched with the budget of the searches it
+#: vouches for and must be caught.  Over 20 hypothesis seeds (not derandomised) the
+#: unsized ones were first caught within 54 examples (sum 5-54, count 2, the row step
+#: 5-35, resize 2, histogram 4-7): 150 examples, down from 400 (about 7 s of CPU).  The
+#: mean's float error, on sized replace-one pairs, took 12 to over 1000 (median about
+#: 390): the sized searches (mean, variance) keep 400.
+SEARCH = settings(max_examples=150, deadline=None, derandomize=True, database=None,
                   suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
-#: the wrong claims are searched with the same budget and must be caught
+SIZED_SEARCH = settings(SEARCH, max_examples=400)
 CATCH = SEARCH
 BOUNDS = [(0.0, 1.0), (2.0, 3.0), (-1.0, 1.0), (-5.0, 0.5), (0.0, 100.0), (-1e3, 1e3)]
 
@@ -102,8 +108,11 @@ def _violates(t, pair, claim) -> bool:
 
 def _search(make, relation, *, sized=False):
     """A hypothesis search for a neighbouring pair on which ``make(bounds, n)``'s output
-    moves by more than its claimed stability ``make(...)[1]``."""
-    @SEARCH
+    moves by more than its claimed stability ``make(...)[1]`` (with the sized budget for
+    a fixed number of records ``n``)."""
+    budget = SIZED_SEARCH if sized else SEARCH
+
+    @budget
     @given(st.data())
     def run(data):
         lo, hi = data.draw(st.sampled_from(BOUNDS))
