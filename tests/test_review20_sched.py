@@ -1,9 +1,10 @@
 """Review 20 (issue 37): the ledger's exact blocks from kept runs and ``epsilon_bounds(width=)``.
 
 Session 20 (ws20-sched3) composes a block of exact cells (a step's own ``(sigma, q)``,
-the first ``EXACT_STEPS`` = 256 distinct) on its fine grid in runs of ``RUN_CELLS`` = 32,
-keeps each run's fine PMF, and joins them before one coarsening; a query composes its
-pending block's full runs the same way and the partial run apart; and
+the first ``EXACT_STEPS`` distinct: 256, then 128 at bf29a0b) on its fine grid in runs
+of ``RUN_CELLS`` = 32, keeps each run's fine PMF, and joins them before one
+coarsening; a query composes its pending block's full runs the same way and the
+partial run apart; and
 ``epsilon_bounds(delta, width=w)`` refines the lower end only when a width is asked.
 With ``q = 1`` every step is a Gaussian, so a schedule of distinct ``sigma_t`` is exactly
 ``mu``-GDP with ``mu^2 = sum_t sigma_t^-2`` (Dong, Roth & Su 2019, Corollary 2.5), whose
@@ -62,9 +63,10 @@ def test_width_out_of_range_is_refused_naming_it(width):
 
 
 def test_exact_blocks_from_runs_hold_the_exact_gdp_epsilon():
-    # 270 distinct steps: one block of 256 exact cells (8 runs of 32 joined) committed,
-    # then 14 pending; asked first at 40 steps (a pending block of a full run and a
-    # partial one) and at 257 (the block's runs kept across queries)
+    # 270 distinct steps: the first EXACT_STEPS are exact cells (256 at f1ad2d6: one
+    # block of 8 runs of 32 joined, then 14 pending; 128 at bf29a0b, the rest rounded);
+    # asked first at 40 steps (a pending block of a full run and a partial one) and at
+    # 257 (the runs kept across queries)
     sigmas = [9.0 * 0.998**t for t in range(270)]
     acct = PrivacyAccountant(progress=False)
     inv = 0.0
@@ -76,7 +78,7 @@ def test_exact_blocks_from_runs_hold_the_exact_gdp_epsilon():
     low, high = _gdp_epsilon(math.sqrt(inv), 1e-5)  # the truth is in [low, high]
     lo, hi = map(float, acct.epsilon_bounds(1e-5))
     assert float(acct.epsilon(1e-5)) == hi >= low and lo <= high, (lo, low, hi)
-    # not vacuous: measured +1.6e-6 and -1.5e-5 relative at 256 steps
+    # not vacuous: measured +3.5e-6 and -1.8e-5 relative (bf29a0b)
     assert hi <= low * (1 + 1e-4) and lo >= high * (1 - 1e-4), (lo, low, hi)
 
 
