@@ -11,6 +11,11 @@ or lower ... than main's".  128 DP-SGD steps of sigma ``1.2 * 0.995^t`` at ``q =
   lower ends equal main's.  At delta 1e-5 the same schedule is +1.1e-5 (20 steps) and
   +4.3e-6 (60 steps) above main's.
 
+Causes (switching one thing in the sched3 venv): at 128 steps the exact cells --
+``EXACT_STEPS = 0`` gives 6.720733 (main's to 1.2e-6); at 20 and 60 steps, delta 1e-5,
+the query's partial run at ``QUERY_FACTOR = 2`` -- at 8 the answers are main's to the
+last digit (0.6127014, 1.2490908), but then the 1e-9 gains go (1.635427 = main's).
+
 Reproduce: ``cd /work/wt/review && /work/venvs/sched3/bin/python -m pytest -q
 tests/test_review20_sched_main_bar.py`` (fails; passes with main's install).  The pin
 is main's own number (an old-code bar, not a reference value of the truth).
