@@ -107,3 +107,11 @@ def test_least_of_theorems_1_and_3_and_bad_input():
     assert run._epsilon_one(1e-5, None) <= super(type(run), run)._epsilon_one(1e-5, None)
     with pytest.raises(ValueError, match="first column"):
         bandmf_banded_balls_in_bins(2.0, 16, cycle_length=8, strategy=np.eye(16))
+    # review 20: more classes than bins, and a zero strategy, are refused by name
+    with pytest.raises(ValueError, match="classes must be in"):
+        bandmf_banded_balls_in_bins(1.5, 8, cycle_length=4, strategy=[1.0, 0.6, 0.3],
+                                    classes=6)
+    with pytest.raises(ValueError, match="positive entry"):
+        bandmf_banded_balls_in_bins(1.5, 8, cycle_length=4, strategy=[0.0, 0.0, 0.0])
+    with pytest.raises(ValueError, match="positive entry"):
+        bandmf_balls_in_bins(1.5, 8, cycle_length=4, strategy=[0.0, 0.0])

@@ -53,6 +53,8 @@ def _strategy_matrix(strategy: object, n: int) -> np.ndarray:
             "strategy must be non-negative (the balls-in-bins dominating pair of "
             "arXiv:2410.06266, Lemma 3.2, needs C >= 0 entrywise)"
         )
+    if not np.any(c > 0):
+        raise ValueError("strategy must have a positive entry (C = 0 releases only noise)")
     if c.ndim == 1:  # the non-zero entries of the first column of a Toeplitz strategy
         if c.size == 0 or c.size > n:
             raise ValueError(

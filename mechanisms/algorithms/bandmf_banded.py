@@ -213,7 +213,8 @@ def bandmf_banded_balls_in_bins(
         The first column of a banded Toeplitz strategy (``b`` entries), non-negative.
     classes : int, optional
         Residue classes ``g``; default ``ceil(b / 2)`` (the least making each class
-        block cyclic tridiagonal).  Every class must hold at least 2 bins or 1.
+        block cyclic tridiagonal), in ``[1, cycle_length]`` so that every class holds
+        at least one bin.
     points : int
         Grid points of Theorem 2, >= 3.
     candidates : tuple, optional
@@ -251,6 +252,9 @@ def bandmf_banded_balls_in_bins(
     if not 2 <= check_count(cycle_length, "cycle_length") < check_count(iterations,
                                                                         "iterations"):
         raise ValueError(f"cycle_length must be in [2, iterations - 1], got {cycle_length}")
+    if g > cycle_length:
+        raise ValueError(f"classes must be in [1, cycle_length = {cycle_length}] (each "
+                         f"class holds at least one bin), got {classes}")
     laws = []
     try:
         for t, n2, (c0, c1) in class_two_band_instances(list(col), iterations,
