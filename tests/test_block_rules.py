@@ -44,7 +44,7 @@ def test_cut_commits_at_block_steps_and_at_block_cells():
     exact = [((1.0 + i, 0.01), (1.0 + i, 0.01), 1) for i in range(m + 1)]
     blocks, pending, left = _cut({}, 0, exact)
     assert [len(b) for b in blocks] == [m] and left == 1
-    blocks, pending, left = _cut({}, 0, exact[:40] + [((99.0, 0.01), (99.001, 0.01), 1)])
+    blocks, pending, left = _cut({}, 0, [*exact[:40], ((99.0, 0.01), (99.001, 0.01), 1)])
     assert [len(b) for b in blocks] == [40] and left == 1
 
 

@@ -206,3 +206,6 @@ def test_ledger_bracket_contains_dp_accountings_pessimistic_pld_at_a_tenth_inter
     assert fine_hi <= default_hi <= fine_hi * (1 + 1e-4)
     assert lo <= fine_hi <= hi
     assert hi <= default_hi * (1 + 1e-4)
+    # issue 37, session 19: the lower end refined on a finer step until the bracket is
+    # at most 1e-4 wide (measured 8.2e-5, lower end 0.26175824; 5.2e-4 before)
+    assert hi - lo <= 1e-4 * hi, (lo, hi)

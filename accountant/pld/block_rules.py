@@ -50,11 +50,14 @@ FINE_VARIANCE_SHARE = 1e-5
 #: the time, 100 phases 1.842867 -> 1.842843 (0.09 -> 0.2 s), 10 000 phases 22.446176 ->
 #: 22.445496 at 1.7x (CPU, loaded machine)
 EXACT_BUDGET = 256
-#: ... and at least this factor for a block of cells of one ``(sigma, q)`` each
-#: (:func:`_budget`: the budget is raised to ``EXACT_FACTOR`` times its cells): a block
-#: of :data:`EXACT_BLOCK_CELLS` distinct steps (a decaying sigma kept exact, see
-#: :data:`EXACT_STEPS`) would otherwise fall to :data:`FINE_MIN`
-EXACT_FACTOR = 16
+#: ... and at least this factor times its cells for a block of cells of one ``(sigma,
+#: q)`` each (:func:`_budget`), so that a block of :data:`EXACT_BLOCK_CELLS` distinct
+#: steps (a decaying sigma kept exact, :data:`EXACT_STEPS`) is composed at ``K = 8``,
+#: not :data:`FINE_MIN`.  16 would take the first 1 906 steps of sigma 1.5 * 0.9999^t
+#: from 1.494943 to 1.494924 (dp_accounting's default 1.494924) and 1 000 phases of
+#: log-uniform q from 1.483893 to 1.483790 (1.483801), at twice the exact blocks' cost
+#: (the per-step budget-filter tests 1.3x -> 2-4x main's time); CPU, loaded machine
+EXACT_FACTOR = 8
 #: a folded step's own ``(sigma, q)`` is its cell (no rounding) while fewer than this
 #: many distinct pairs were kept so, in the order the steps are folded
 #: (:meth:`~dpacct.accountant.pld.incremental.IncrementalEpsilon._cells`): a schedule
@@ -160,7 +163,7 @@ def _budget(block: Members) -> int:
     >>> _budget({(1.0, 0.01): {(1.0, 0.01): 5}, (1.25, 0.01): {(1.25, 0.01): 5}})
     256
     >>> _budget({(0.9 + k / 1e3, 0.01): {(0.9 + k / 1e3, 0.01): 1} for k in range(100)})
-    1600
+    800
     >>> _budget({(1.0, 0.01): {(1.0, 0.01): 5, (1.0005, 0.01): 5}})
     64
     """
