@@ -198,6 +198,7 @@ def test_a_history_beyond_kept_bytes_is_carried_to_longer_grids(monkeypatch):
     # pinned at 128 (session 18 made it 256): at 256 these 800 phases' first grid
     # already holds the whole history, so nothing would be carried
     monkeypatch.setattr(rules, "EXACT_BUDGET", 128)
+    monkeypatch.setattr(rules, "EXACT_FACTOR", 1)  # session 19's floor of 8 a cell, off
     phases = _random_phases(800, 10, 7)
     exact = _online(phases)
     monkeypatch.setattr(direction_mod, "KEPT_BYTES", 0)
