@@ -289,8 +289,13 @@ def _refined_lower(
         lo = fast_epsilon_bounds(down, delta, step=step, upper=False)
         if lo is None:
             break
+        gap = upper - best
         best = max(best, float(lo[0]))
         if upper - best <= BRACKET_WIDTH * upper or step <= LOWER_MIN_STEP:
+            break
+        if upper - best > 0.5 * gap:
+            # the lower end no longer holds the bracket (the upper end's own excess
+            # does: a short schedule), so a finer step would not narrow it much
             break
         step = max(step / 2, LOWER_MIN_STEP)
     return best
