@@ -8,7 +8,8 @@ types are ever constructed when reading data back.
 One registry, filled where each class is defined: the engine registers its own types
 here (``"gaussian"``, ``"poisson_subsample"``, ``"subsample_without_replacement"``,
 ``"compose"``, and the declared mechanisms ``"gaussian_dp"``, ``"pure_epsilon"``,
-``"epsilon_delta"``), and every other class registers itself with the
+``"epsilon_delta"``; ``"random_allocation"`` is registered by its own module, which
+this one imports when a file names it), and every other class registers itself with the
 :func:`register_mechanism` decorator in its own module -- the zoo's mechanisms
 (``"laplace"``, ``"randomized_response"``, ...) and algorithms (``"noisy_gd"``,
 ``"ssp"``, ...; the synthesizer's column objects are not JSON values, so writing one
@@ -94,6 +95,11 @@ _PLUGIN_FAILED: dict[str, str] = {}
 #: names of the entry points found (empty: none declared, e.g. a stale install)
 _PLUGIN_NAMES: list[str] = []
 _PLUGINS_LOADED = False
+#: engine types whose modules are heavy to import: type name -> the module (relative to
+#: this package) that registers it when imported, loaded when the name is first read
+_ENGINE_MODULES: dict[str, str] = {
+    "random_allocation": ".transformers.random_allocation",
+}
 
 
 # ----------------------------------------------------------------------------------
@@ -188,8 +194,20 @@ def registered_mechanisms() -> dict[str, type]:
     >>> types["gaussian"].__name__, types["compose"].__name__, types["laplace"].__name__
     ('GaussianMechanism', 'ComposedMechanism', 'LaplaceMechanism')
     """
+    for type_name in _ENGINE_MODULES:
+        _load_engine_module(type_name)
     _load_plugins_once()
     return {name: e.cls for name, e in _BY_NAME.items()}
+
+
+def _load_engine_module(name: str) -> None:
+    """Import the engine module that registers type ``name`` on import, if it is one of
+    :data:`_ENGINE_MODULES` (loaded lazily: not at this module's import)."""
+    module = _ENGINE_MODULES.get(name)
+    if module is not None:
+        import importlib
+
+        importlib.import_module(module, __package__)
 
 
 def _load_plugins_once() -> None:
@@ -333,6 +351,8 @@ def from_dict(data: Mapping[str, Any]) -> Mechanism:
     name, params = data["type"], data["params"]
     if not isinstance(name, str):
         raise ValueError(f"mechanism type must be a string, got {name!r}")
+    if name not in _BY_NAME:
+        _load_engine_module(name)
     if name not in _BY_NAME:
         _load_plugins_once()
     entry = _BY_NAME.get(name)

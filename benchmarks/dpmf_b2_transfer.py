@@ -157,8 +157,8 @@ def main(argv=None):
     for name in args.rows.split(","):
         n, k, c, sigma = rows[name]
         t0 = time.process_time()
-        today = float(bandmf_balls_in_bins(sigma, n, cycle_length=k, strategy=list(c))
-                      .epsilon(delta))
+        today = float(bandmf_balls_in_bins(sigma, n, cycle_length=k, strategy=list(c),
+                                           two_band=False).epsilon(delta))
         t_today = time.process_time() - t0
         t0 = time.process_time()
         eps_grid = np.round(np.arange(0.0, 8.0, 0.001), 6)

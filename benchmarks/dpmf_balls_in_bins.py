@@ -3,6 +3,7 @@
     python -m benchmarks.dpmf_balls_in_bins                  # rows from the cache + live dpacct
     python -m benchmarks.dpmf_balls_in_bins --mc 1e6         # also dpacct's own MC estimate
     python -m benchmarks.dpmf_balls_in_bins --jax NAME --samples 1e7   # refresh one cache row
+    python -m benchmarks.dpmf_balls_in_bins --rows b2_n8_k4,b2_n100_k10 --mc 2e6 --calibrate
 
 Each row: a configuration (steps ``n``, cycle length ``k``, the strategy's first column
 ``c_col`` normalised to norm 1, noise multiplier, delta), dpacct's certified
@@ -21,7 +22,11 @@ orthogonal modes, where the Gram domination of docs/theory/dpmf_balls_in_bins.md
 nothing, and the certified bound meets the estimate (``--mc`` prints dpacct's own
 k-dimensional Monte Carlo of the same pair beside it, validated against JAX's on the
 rows both have).  The ``2-band`` column is Theorem 2 of the same page (a transfer
-operator over the cycle, two-band strategies only; ``nan`` for more bands).
+operator over the cycle, two-band strategies only, 41 points; ``nan`` for more bands;
+the least of it and Theorem 1's); ``default`` is what ``bandmf_balls_in_bins`` uses
+without ``two_band`` (``T2@points`` when Theorem 2's estimated cost is within budget).
+``--calibrate`` adds the noise multiplier for epsilon 2 at ``b2_n8_k4``, Theorem 1's
+beside the default calibrator's (refined on Theorem 2).
 """
 
 from __future__ import annotations
@@ -43,6 +48,7 @@ CONFIGS = {
     "b2_n8_k4": (8, 4, (1.0, 0.5), 2.0),
     "b4_n100_k10": (100, 10, (1.0, 0.5, 0.25, 0.125), 4.0),
     "b4_n100_k10_diag": (100, 10, (1.0,), 4.0),
+    "b2_n100_k10": (100, 10, (1.0, 0.5), 4.0),
     "b16_n2000_k100": (2000, 100, "sqrt", 8.0),
 }
 
@@ -112,13 +118,43 @@ def run_jax(name: str, samples: int, chunk: int = 200_000) -> dict:
 
 
 def ours(name: str, delta: float) -> tuple[float, float]:
-    """dpacct's certified epsilon and its CPU seconds (a fresh mechanism)."""
+    """dpacct's Theorem 1 epsilon and its CPU seconds (a fresh mechanism)."""
     from dpacct.mechanisms.algorithms.bandmf_balls_in_bins import bandmf_balls_in_bins
 
     n, k, spec, sigma = CONFIGS[name]
     t0 = time.process_time()
-    eps = float(bandmf_balls_in_bins(sigma, n, cycle_length=k, strategy=c_col(spec)).epsilon(delta))
+    eps = float(bandmf_balls_in_bins(sigma, n, cycle_length=k, strategy=c_col(spec),
+                                     two_band=False).epsilon(delta))
     return eps, time.process_time() - t0
+
+
+def default_route(name: str) -> str:
+    """What ``bandmf_balls_in_bins`` uses by default: Theorem 2's grid points or "T1"."""
+    from dpacct.mechanisms.algorithms.bandmf_balls_in_bins import two_band_points
+
+    n, k, spec, sigma = CONFIGS[name]
+    points = two_band_points(sigma, n, k, c_col(spec))
+    return "T1" if points is None else f"T2@{points}"
+
+
+def calibration_row(epsilon: float = 2.0) -> None:
+    """The noise multiplier for ``epsilon`` at b2_n8_k4: Theorem 1's and the default
+    (refined on Theorem 2), with their CPU seconds and the Monte Carlo epsilon there."""
+    from dpacct.calibrators import bandmf_balls_in_bins_noise_multiplier as cal
+
+    n, k, spec, _ = CONFIGS["b2_n8_k4"]
+    c = c_col(spec)
+    t0 = time.process_time()
+    one = cal(epsilon, DELTA, n, cycle_length=k, strategy=c, rtol=1e-2, full_output=True,
+              two_band=False)
+    t1 = time.process_time()
+    two = cal(epsilon, DELTA, n, cycle_length=k, strategy=c, rtol=1e-2, full_output=True)
+    t2 = time.process_time()
+    mc = mc_epsilon(c, n, k, float(two.parameter), DELTA, 1_000_000)
+    print(f"calibration b2_n8_k4 eps {epsilon}: Theorem 1 sigma {one.parameter:.4f} "
+          f"({t1 - t0:.1f} s); default sigma {two.parameter:.4f} (eps {two.epsilon:.4f}, "
+          f"{two.evaluations} evaluations, {t2 - t1:.1f} s); MC eps at it {mc:.4f} "
+          f"(1e6 per direction, an estimate)")
 
 
 def ours_two_band(name: str, delta: float) -> tuple[float, float]:
@@ -182,6 +218,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--jax", help="refresh JAX Privacy's cached row NAME")
     ap.add_argument("--samples", type=float, default=1e7)
     ap.add_argument("--mc", type=float, default=0.0, help="own MC samples (0: skip)")
+    ap.add_argument("--rows", default=",".join(CONFIGS), help="configurations, comma-separated")
+    ap.add_argument("--calibrate", action="store_true", help="also the calibration row")
     args = ap.parse_args(argv)
     cache = json.loads(CACHE.read_text()) if CACHE.exists() else {}
     if args.jax:
@@ -190,9 +228,10 @@ def main(argv: list[str] | None = None) -> None:
         cache[args.jax] = run_jax(args.jax, int(args.samples))
         write_json(str(CACHE), cache)
     print("machine loaded (8 helpers on 2 cores): CPU seconds, not wall")
-    print(f"{'config':20} {'dpacct eps':>10} {'cpu s':>7} {'2-band':>7} {'cpu s':>6} "
-          f"{'JAX MC eps':>10} {'samples':>9} {'ratio':>6} {'2b ratio':>8} {'own MC':>7}")
-    for name in CONFIGS:
+    print(f"{'config':20} {'Thm 1':>7} {'cpu s':>6} {'Thm 2':>7} {'cpu s':>6} {'default':>7} "
+          f"{'JAX MC eps':>10} {'samples':>9} {'T1/JAX':>6} {'T2/JAX':>6} {'own MC':>7} "
+          f"{'T1/own':>6} {'T2/own':>6}")
+    for name in args.rows.split(","):
         eps, sec = ours(name, DELTA)
         row = cache.get(name)
         jax = (
@@ -200,10 +239,13 @@ def main(argv: list[str] | None = None) -> None:
             if row else math.nan
         )
         n_s = f"{row['samples']:.1e}" if row else "-"
-        mc = f"{own_mc(name, DELTA, int(args.mc)):7.3f}" if args.mc else "-"
+        mc = own_mc(name, DELTA, int(args.mc)) if args.mc else math.nan
         two, sec2 = ours_two_band(name, DELTA)
-        print(f"{name:20} {eps:10.4f} {sec:7.2f} {two:7.4f} {sec2:6.1f} {jax:10.4f} {n_s:>9} "
-              f"{eps / jax:6.3f} {two / jax:8.3f} {mc:>7}")
+        print(f"{name:20} {eps:7.4f} {sec:6.1f} {two:7.4f} {sec2:6.1f} {default_route(name):>7} "
+              f"{jax:10.4f} {n_s:>9} {eps / jax:6.3f} {two / jax:6.3f} {mc:7.4f} "
+              f"{eps / mc:6.3f} {two / mc:6.3f}", flush=True)
+    if args.calibrate:
+        calibration_row()
     sys.stdout.flush()
 
 

@@ -20,8 +20,8 @@ libraries are imported before the clock starts; nothing is warmed up):
 For each: the answer (the sum of the 59 epsilons for the trajectory), CPU seconds
 (``time.process_time``) and wall seconds of the call, the peak resident memory the call
 added (``VmHWM``, reset before the call), and the ratio ``peer CPU / dpacct CPU`` (above
-1: dpacct is faster).  Each side runs ``--rounds`` times, alternated, and the medians
-are printed.
+1: dpacct is faster).  Each side runs ``--rounds`` times, alternated (every row once per
+round), and the medians are printed.
 
 ``--old PYTHON`` adds, alternated with the new code, the same dpacct rows run by another
 interpreter (e.g. the system ``python``, which imports the main checkout), or by this one
@@ -229,17 +229,24 @@ def _median(values):
 def run(only: str = "*", rounds: int = 3, old: str | None = None,
         old_cwd: Path | None = None, peers: bool = True) -> list[dict]:
     rows = []
-    for name, w in WORKLOADS.items():
-        if not fnmatch.fnmatch(name, only):
-            continue
-        sides: dict[str, list[dict]] = {"new": [], "peer": [], "old": []}
-        for _ in range(rounds):
+    chosen = {name: w for name, w in WORKLOADS.items() if fnmatch.fnmatch(name, only)}
+    measured: dict[str, dict[str, list[dict]]] = {
+        name: {"new": [], "peer": [], "old": []} for name in chosen
+    }
+    # the rounds are the outer loop: every workload (and side) once per round, so a
+    # change of the machine's load spreads over all rows instead of biasing one (the
+    # bounds / epsilon ratio compares two rows)
+    for _ in range(rounds):
+        for name, w in chosen.items():
+            sides = measured[name]
             sides["new"].append(measure(sys.executable, w["dpacct_imports"], w["dpacct"]))
             if peers:
                 sides["peer"].append(measure(sys.executable, w["peer_imports"], w["peer"]))
             if old:
                 sides["old"].append(measure(old, w["dpacct_imports"], w["dpacct"],
                                             cwd=old_cwd or NEUTRAL_CWD))
+    for name, w in chosen.items():
+        sides = measured[name]
         row = {"workload": name, "question": w["question"], "peer_name": w["peer_name"]}
         for side, runs in sides.items():
             if not runs:
@@ -300,6 +307,12 @@ def bounds_over_epsilon(rows: list[dict]) -> list[str]:
             a, b = (row.get(side) or {}).get("cpu"), (eps.get(side) or {}).get("cpu")
             if a and b:
                 text += f" {side} {a / b:.2f}x"
+                # the same rounds ran both rows: the median of the per-round ratios too
+                pairs = zip((row.get(side) or {}).get("cpu_all", []),
+                            (eps.get(side) or {}).get("cpu_all", []), strict=False)
+                ratios = [x / y for x, y in pairs if x and y]
+                if ratios:
+                    text += f" (per round {statistics.median(ratios):.2f}x)"
         out.append(text)
     return out
 

@@ -42,6 +42,10 @@ ROWS = (
     (0.8, 100, 2, 1),
     (0.6, 100, 2, 1),
     (1.0, 100, 2, 5),
+    # issue 39 (a): small T, where the route's own add direction was infinite
+    (0.7, 3, 2, 1),
+    (0.6, 5, 2, 1),
+    (0.5, 10, 2, 1),
 )
 DELTA = 1e-6
 

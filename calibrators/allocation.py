@@ -21,6 +21,22 @@ from .dpsgd import _clt_epsilon
 __all__ = ["random_allocation_noise_multiplier"]
 
 
+def _checked(epsilon, delta, steps, k, epochs, full_output, direct):
+    """The calibrator's arguments, validated: ``(epsilon, delta, steps, k, epochs)``."""
+    eps = check_positive("epsilon", epsilon)
+    d = check_delta(delta)
+    t = check_count(steps, "steps")
+    kk = check_count(k, "k")
+    e = check_count(epochs, "epochs")
+    if kk > t:
+        raise ValueError(f"k must be <= steps ({t}), got {kk}")
+    if not isinstance(full_output, bool):
+        raise TypeError(f"full_output must be True or False, got {full_output!r}")
+    if not isinstance(direct, bool):
+        raise TypeError(f"direct must be True or False, got {direct!r}")
+    return eps, d, t, kk, e
+
+
 def random_allocation_noise_multiplier(
     epsilon: float,
     delta: float,
@@ -62,9 +78,9 @@ def random_allocation_noise_multiplier(
         Return the :class:`~dpacct.calibrators.Calibration` instead of the number.
     direct : bool, default True
         Passed to :func:`~dpacct.accountant.transformers.random_allocation`: at ``k = 2``
-        the search first runs on the blocks alone, then again below their sigma with the
-        direct route (a law of a few CPU seconds per sigma tried, about 30 below
-        sigma 0.6).
+        the search first runs on the blocks alone, then, where the direct route's
+        epsilon at their sigma is below ``epsilon * (1 - rtol)``, again below it with the
+        route (a law of a few CPU seconds per sigma tried, about 30 below sigma 0.6).
 
     Returns
     -------
@@ -84,17 +100,7 @@ def random_allocation_noise_multiplier(
     >>> bool(1.0 * (1 - 1e-3) <= run.epsilon(1e-6) <= 1.0)
     True
     """
-    eps = check_positive("epsilon", epsilon)
-    d = check_delta(delta)
-    t = check_count(steps, "steps")
-    kk = check_count(k, "k")
-    e = check_count(epochs, "epochs")
-    if kk > t:
-        raise ValueError(f"k must be <= steps ({t}), got {kk}")
-    if not isinstance(full_output, bool):
-        raise TypeError(f"full_output must be True or False, got {full_output!r}")
-    if not isinstance(direct, bool):
-        raise TypeError(f"direct must be True or False, got {direct!r}")
+    eps, d, t, kk, e = _checked(epsilon, delta, steps, k, epochs, full_output, direct)
 
     def family(sigma: float, use_direct: bool = False):
         return random_allocation(
@@ -117,7 +123,11 @@ def random_allocation_noise_multiplier(
         tol=tol,
         name="noise_multiplier",
     )
-    if direct and family(float(cal.parameter), True)._has_k2_route:
+    top = family(float(cal.parameter), direct)
+    # the direct route is searched only where it gains at the blocks' sigma: below
+    # eps (1 - rtol) there (one law built; otherwise the search would build one per
+    # sigma tried and return within rtol of the blocks' answer)
+    if top._has_k2_route and float(top.epsilon(d, tol=tol)) < eps * (1.0 - rtol):
         cal = _refine_direct(lambda s: family(s, True), float(cal.parameter), eps, d, rtol, tol)
     return cal if full_output else float(cal.parameter)
 

@@ -97,6 +97,9 @@ EXAMPLES = {
         lambda: A.MixtureOfGaussiansMechanism(2.0, [0.0, 1.0, 2.0], [0.5, 0.4, 0.1]),
         lambda: A.user_level_dpsgd(noise_multiplier=1.5, sample_rate=0.05, examples_per_user=2),
     ],
+    "random_allocation": [
+        lambda: A.random_allocation(M.GaussianMechanism(sigma=2.0), 3, k=2),  # direct route
+    ],
     "truncated_poisson_gaussian": [
         lambda: A.TruncatedPoissonGaussianMechanism(1.5, 0.05, dataset_size=400, max_batch_size=22)
     ],

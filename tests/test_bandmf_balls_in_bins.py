@@ -1,10 +1,11 @@
 """Tests of mechanisms/algorithms/bandmf_balls_in_bins.py: DP-MF under balls-in-bins.
 
-Independent values: the Gram matrix from the modes built step by step; an exact
-two-dimensional quadrature of the pair's hockey-stick divergences (n = 4, k = 2); Monte
-Carlo estimates of both directions (n = 4 and 8, two bands), each shown able to fail
-by a deliberately wrong bound (orthogonal modes of the true norm: the correlation of the
-modes dropped) that lies below them.
+Independent values (the Gram matrix and the eigenvalue bounds are tested in
+tests/test_bandmf_balls_in_bins_core.py): an exact two-dimensional quadrature of the
+pair's hockey-stick divergences (n = 4, k = 2); Monte Carlo estimates of both
+directions (n = 4 and 8, two bands), each shown able to fail by a deliberately wrong
+bound (orthogonal modes of the true norm: the correlation of the modes dropped) that
+lies below them.
 """
 
 from __future__ import annotations
@@ -17,56 +18,12 @@ import pytest
 from dpacct.accountant import GaussianMechanism
 from dpacct.accountant.transformers.random_allocation import random_allocation
 from dpacct.mechanisms.algorithms.bandmf_balls_in_bins import (
-    _lambda_max_upper,
-    _perron_upper,
     balls_in_bins_gram,
     bandmf_balls_in_bins,
     bandmf_balls_in_bins_delta_mc,
 )
 
 TWO_BANDS = [1.0, 0.5]
-
-
-def _modes(c: np.ndarray, k: int) -> np.ndarray:
-    """The modes ``C x_s`` built from the sampler's participation vectors, one by one."""
-    n = c.shape[0]
-    out = np.zeros((n, k))
-    for s in range(k):
-        x = np.zeros(n)
-        x[s::k] = 1.0
-        out[:, s] = c @ x
-    return out
-
-
-def _toeplitz(col, n: int) -> np.ndarray:
-    c = np.zeros((n, n))
-    for i in range(n):
-        for lag, v in enumerate(col):
-            if i + lag < n:
-                c[i + lag, i] = v
-    return c
-
-
-def test_gram_matches_modes_built_step_by_step():
-    rng = np.random.default_rng(7)
-    c = np.tril(rng.uniform(0, 1, size=(7, 7)))
-    m = _modes(c, 3)
-    np.testing.assert_allclose(balls_in_bins_gram(c, 7, 3), m.T @ m, rtol=1e-13, atol=0)
-    col = [1.0, 0.5, 0.25]
-    m = _modes(_toeplitz(col, 9), 4)
-    np.testing.assert_allclose(balls_in_bins_gram(col, 9, 4), m.T @ m, rtol=1e-13, atol=0)
-
-
-def test_eigenvalue_bounds_are_above_and_close():
-    rng = np.random.default_rng(1)
-    for _ in range(5):
-        a = rng.uniform(0, 1, size=(6, 6))
-        g = a @ a.T
-        lam = np.linalg.eigvalsh(g)[-1]
-        assert lam <= _perron_upper(g, 12) <= lam * (1 + 1e-9)
-        h = g - 0.3  # not non-negative any more
-        mu = np.linalg.eigvalsh(h)[-1]
-        assert mu <= _lambda_max_upper(h) <= mu + 1e-9 * np.abs(h).max()
 
 
 def _exact_deltas(sigma: float, gram: np.ndarray, eps: float) -> tuple[float, float]:
@@ -105,7 +62,7 @@ def _wrong(sigma: float, gram: np.ndarray):
 def test_bound_is_above_exact_quadrature_at_n4(sigma):
     gram = balls_in_bins_gram(TWO_BANDS, 4, 2)
     np.testing.assert_allclose(gram, [[2.5, 1.5], [1.5, 2.25]], rtol=1e-15)
-    run = bandmf_balls_in_bins(sigma, 4, cycle_length=2, strategy=TWO_BANDS)
+    run = bandmf_balls_in_bins(sigma, 4, cycle_length=2, strategy=TWO_BANDS, two_band=False)
     wrong = _wrong(sigma, gram)
     for eps in (0.5, 1.0, 2.0):
         rem, add = _exact_deltas(sigma, gram, eps)
@@ -119,7 +76,7 @@ def test_bound_is_above_exact_quadrature_at_n4(sigma):
 def test_bound_is_above_monte_carlo_both_directions(n, k):
     sigma = 2.0
     gram = balls_in_bins_gram(TWO_BANDS, n, k)
-    run = bandmf_balls_in_bins(sigma, n, cycle_length=k, strategy=TWO_BANDS)
+    run = bandmf_balls_in_bins(sigma, n, cycle_length=k, strategy=TWO_BANDS, two_band=False)
     wrong = _wrong(sigma, gram)
     rng = np.random.default_rng(20260_39 + 10 * n + k)
     for eps in (0.5, 1.0):
@@ -177,11 +134,33 @@ def test_calibration_meets_the_target_from_below():
     from dpacct.calibrators import bandmf_balls_in_bins_noise_multiplier
 
     sigma = bandmf_balls_in_bins_noise_multiplier(
-        2.0, 1e-5, 8, cycle_length=4, strategy=TWO_BANDS, rtol=1e-2
+        2.0, 1e-5, 8, cycle_length=4, strategy=TWO_BANDS, rtol=1e-2, two_band=False
     )
-    eps = bandmf_balls_in_bins(sigma, 8, cycle_length=4, strategy=TWO_BANDS).epsilon(1e-5)
+    eps = bandmf_balls_in_bins(sigma, 8, cycle_length=4, strategy=TWO_BANDS,
+                               two_band=False).epsilon(1e-5)
     assert 2.0 * (1 - 1e-2) <= eps <= 2.0
     # less noise than the run without amplification needs, more than orthogonal modes
     gram = balls_in_bins_gram(TWO_BANDS, 8, 4)
     assert _wrong(sigma, gram).epsilon(1e-5) < eps
     assert GaussianMechanism(sigma / math.sqrt(gram.diagonal().max())).epsilon(1e-5) > eps
+
+
+def test_two_band_calibration_brackets_the_target_and_holds_against_quadrature():
+    """The default calibration refines Theorem 1's noise with Theorem 2 (n 4, k 2): the
+    answer meets the target on the library's bound and on the exact quadrature, the
+    answer / (1 + rtol) does not meet it on the bound, and the exact pair at 0.9 times
+    the answer breaks delta (the check can fail: a calibration 10 % too generous)."""
+    from dpacct.calibrators import bandmf_balls_in_bins_noise_multiplier
+    from dpacct.mechanisms.algorithms.bandmf_two_band import BandMFTwoBandBallsInBins
+
+    eps, delta, rtol = 2.0, 1e-5, 1e-2
+    res = bandmf_balls_in_bins_noise_multiplier(eps, delta, 4, cycle_length=2,
+                                                strategy=TWO_BANDS, rtol=rtol, full_output=True)
+    sigma = float(res.parameter)
+    assert isinstance(res.mechanism, BandMFTwoBandBallsInBins)
+    assert res.epsilon == res.mechanism.epsilon(delta) <= eps
+    below = bandmf_balls_in_bins(sigma / (1 + rtol), 4, cycle_length=2, strategy=TWO_BANDS)
+    assert below.epsilon(delta) > eps
+    gram = balls_in_bins_gram(TWO_BANDS, 4, 2)
+    assert max(_exact_deltas(sigma, gram, eps)) <= delta
+    assert max(_exact_deltas(0.9 * sigma, gram, eps)) > delta

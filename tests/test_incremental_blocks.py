@@ -70,11 +70,21 @@ def test_answer_inside_the_one_shot_bracket(name):
     assert ours <= same_grid * (1 + 1e-5), (ours, same_grid)
 
 
+#: dp_accounting 0.6.0's epsilon at interval 1e-4 of many distinct phases (a peer's
+#: numbers, pinned: 5-6 s CPU each to rebuild): `dp_accounting_epsilon(phases, DELTA,
+#: 1e-4, pessimistic)` of tests/sgm_oracles.py; the peer is asked live beside each at
+#: 1e-3 (under 1 s), whose coarser grid is looser: lower when optimistic, higher when
+#: pessimistic
+PINNED_OPTIMISTIC_1E4 = 1.2142884838896364  # _random_phases(20, 15, 11)
+PINNED_PESSIMISTIC_1E4 = {30: 0.9541466840680962}  # number of phases: _random_phases(30, 10, 7)
+
+
 @pytest.mark.slow
 def test_answer_at_or_above_dp_accountings_optimistic_pld():
     # a few hundred unrounded steps, an independent lower bound at a fine grid
     phases = _random_phases(20, 15, 11)
-    assert dp_accounting_epsilon(phases, DELTA, 1e-4, pessimistic=False) <= _online(phases)
+    live = dp_accounting_epsilon(phases, DELTA, 1e-3, pessimistic=False)
+    assert live <= PINNED_OPTIMISTIC_1E4 <= _online(phases)
 
 
 @pytest.mark.slow
@@ -87,7 +97,12 @@ def test_answer_within_1e4_of_dp_accountings_pessimistic_pld(phases):
     # tightness: the blocks' finer grid puts the online answer at dp_accounting's
     # pessimistic PLD at its fine 1e-4 interval (measured +0.7e-4 and -0.2e-4)
     ours = _online(phases)
-    assert ours <= dp_accounting_epsilon(phases, DELTA, 1e-4, pessimistic=True) * (1 + 1e-4)
+    peer = PINNED_PESSIMISTIC_1E4.get(len(phases))
+    if peer is None:  # one phase, self-composed: 0.4 s live
+        peer = dp_accounting_epsilon(phases, DELTA, 1e-4, pessimistic=True)
+    else:
+        assert peer <= dp_accounting_epsilon(phases, DELTA, 1e-3, pessimistic=True)
+    assert ours <= peer * (1 + 1e-4)
 
 
 @settings(max_examples=8, deadline=None)

@@ -97,6 +97,26 @@ def test_quantile_bounds_guarantee(tail):
     assert lo < hi
 
 
+def test_quantiles_and_spread_are_searched_once_per_law():
+    # both ends of epsilon_bounds plan their grids from one law (issue 37): the
+    # bisections run once per tail, and the kept answers are a fresh law's, bit for bit
+    calls = []
+
+    class Counting(PoissonSubsampledLossLaw):
+        def sf_p(self, x):
+            calls.append(1)
+            return super().sf_p(x)
+
+    law = Counting(GaussianLossLaw(mu=1 / 1.1), 0.01, "remove")
+    first = (law.quantile_bounds(1e-20), law.quantile_bounds(1e-6), law.spread())
+    asked = len(calls)
+    again = (law.quantile_bounds(1e-20), law.quantile_bounds(1e-6), law.spread())
+    assert len(calls) == asked > 0
+    fresh = PoissonSubsampledLossLaw(GaussianLossLaw(mu=1 / 1.1), 0.01, "remove")
+    assert first == again == (fresh.quantile_bounds(1e-20), fresh.quantile_bounds(1e-6),
+                              fresh.spread())
+
+
 @pytest.mark.parametrize("edge", [-3.7e12, -2.5, -1e-7, 0.0, 4e-9, 0.37, 12.5, 8e13])
 def test_boundary_search_finds_the_flip_point_anywhere(edge):
     """The vectorised bracket covers +-1e-3 * 2^47; beyond it the scalar doubling

@@ -33,6 +33,7 @@ from dpacct.accountant import (
     TruncatedPoissonGaussianMechanism,
     compose,
     poisson_subsample,
+    random_allocation,
     subsample_without_replacement,
 )
 
@@ -136,6 +137,13 @@ FAMILIES.update(
                 rho=r,
             )
         ),
+        # k = 1 only: the k = 2 direct route builds its law in seconds (its own tests,
+        # tests/test_random_allocation_k2.py, check it against quadrature and Monte Carlo)
+        "random_allocation": st.builds(
+            lambda s, t: random_allocation(M.GaussianMechanism(sigma=s), t),
+            st.floats(1.0, 4.0),
+            st.integers(2, 20),
+        ),
         "aim": st.floats(0.05, 5.0).map(
             lambda r: M.AIM(
                 (M.CategoricalColumn("a", [0, 1]), M.CategoricalColumn("b", [0, 1, 2])),
@@ -159,7 +167,7 @@ def _count(name):
 #: families whose one-step PLD takes seconds to build (the mixture law's grid over a wide
 #: loss range: 45 s for one bracket at sigma 0.7, c 3; 254 s for 16 draws), drawn fewer
 #: times here; ``DPACCT_PEER_DRAWS=all`` draws them 16 times too
-FEW_DRAWS = {"mixture_of_gaussians": 4, "truncated_poisson_gaussian": 6}
+FEW_DRAWS = {"mixture_of_gaussians": 4, "truncated_poisson_gaussian": 6, "random_allocation": 4}
 ALL_DRAWS = os.environ.get("DPACCT_PEER_DRAWS", "") == "all"
 
 

@@ -21,6 +21,15 @@ from dpacct.mechanisms.primitives._release import (
 LEVEL = 1e-6
 
 
+def test_uniform_below_draws_numpys_bounded_uint64_stream():
+    # the exact samplers' outputs (and notebook 06's stored numbers) rest on this stream:
+    # the int64 fast path below 2**63 must draw what rng.integers(0, d, uint64) draws
+    sizes = [2, 3, 7, 1000, 2**31, 2**32, 2**32 + 1, 2**53 + 5, 2**62, 2**63 - 1, 2**63, 2**64]
+    mine, numpys = np.random.default_rng(5), np.random.default_rng(5)
+    for d in sizes * 50:
+        assert uniform_below(mine, d) == int(numpys.integers(0, d, dtype=np.uint64))
+
+
 @pytest.mark.parametrize("d", [1, 2, 7, 2**64 + 3])
 def test_uniform_below_is_uniform(d):
     rng = np.random.default_rng(11)

@@ -75,8 +75,12 @@ def test_subsampled_schedule_brackets_independent_oracles():
         acct.step(noise_multiplier=s, sample_rate=q, count=c)
     assert len(acct.entries) > ledger_module.EXACT_PHASES  # the rounded route
     lower, upper = acct.epsilon_bounds(DELTA)
-    # dp_accounting, optimistic (a lower estimate of the truth) must not exceed our upper
-    optimistic = dp_accounting_epsilon(steps, DELTA, 1e-4, pessimistic=False)
+    # dp_accounting, optimistic (a lower estimate of the truth) must not exceed our upper:
+    # dp_accounting 0.6.0's value at interval 1e-4, pinned (a peer's number, 6.5 s CPU to
+    # rebuild by `dp_accounting_epsilon(steps, DELTA, 1e-4, pessimistic=False)` of
+    # tests/sgm_oracles.py); asked live at 1e-3 (0.8 s), whose coarser grid is lower
+    optimistic = 1.3268567768894513
+    assert dp_accounting_epsilon(steps, DELTA, 1e-3, pessimistic=False) <= optimistic
     assert optimistic <= upper
     # and the exact per-step composition (no rounding) lies inside our bracket
     from dpacct.accountant import compose

@@ -170,7 +170,11 @@ def test_larger_groups_of_few_step_cells_are_tighter_and_stay_certified(monkeypa
     monkeypatch.setattr(fast, "FINE_GROUP_MAX_CELLS", fast.FINE_GROUP_CELLS)
     hi16 = fast_epsilon_bounds(phases, DELTA, lower=False)[1]
     lo = fast_epsilon_bounds(phases, DELTA, step=_lower_step(phases), upper=False)[0]
-    opt = dp_accounting_epsilon(phases, DELTA, 1e-4, False)
+    # dp_accounting 0.6.0's optimistic epsilon at interval 1e-4, pinned (a peer's number,
+    # 11.8 s CPU to rebuild by `dp_accounting_epsilon(phases, DELTA, 1e-4, False)` of
+    # tests/sgm_oracles.py); asked live at 1e-3 (1.5 s), whose coarser grid is lower
+    opt = 0.3824292247922767
+    assert dp_accounting_epsilon(phases, DELTA, 1e-3, False) <= opt
     assert max(lo, opt) <= hi < hi16
 
 

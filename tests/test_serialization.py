@@ -19,6 +19,7 @@ from dpacct.accountant import (
     Mechanism,
     compose,
     poisson_subsample,
+    random_allocation,
     subsample_without_replacement,
 )
 from dpacct.accountant.serialization import (
@@ -65,6 +66,22 @@ def test_serialization_round_trips_the_engine_types():
         back = from_dict(json.loads(text))
         assert back == mech and type(back) is type(mech)
         assert back.epsilon(DELTA) == mech.epsilon(DELTA)
+
+
+def test_random_allocation_round_trips_with_its_direct_flag():
+    # issue 39 (c): the class was not registered (to_dict raised TypeError), and the
+    # flag decides the answer (2-of-3, delta 1e-5: 2.5224 direct, 2.5473 without)
+    for direct in (True, False):
+        mech = random_allocation(GaussianMechanism(sigma=2.0), 3, k=2, direct=direct)
+        data = json.loads(canonical_json(to_dict(mech)))
+        assert data["type"] == "random_allocation" and data["params"]["direct"] is direct
+        back = from_dict(data)
+        assert back == mech and back.direct is direct
+        assert back.epsilon(DELTA) == mech.epsilon(DELTA)
+    on, off = (
+        random_allocation(GaussianMechanism(sigma=2.0), 3, k=2, direct=d) for d in (True, False)
+    )
+    assert on.epsilon(DELTA) < off.epsilon(DELTA) - 0.02
 
 
 @pytest.mark.parametrize(

@@ -152,6 +152,7 @@ def test_a_fresh_process_reads_back_every_zoo_type():
     assert out.returncode == 0, out.stderr
     names = set(json.loads(out.stdout.strip().splitlines()[-1].replace("'", '"')))
     assert {"noisy_gd", "dp_sgd", "ssp", "adassp", "aim", "mst", "tree_quantiles"} <= names
+    assert "random_allocation" in names  # an engine type loaded on first read (issue 39)
 
 
 @pytest.mark.parametrize("argv", [["--help"], ["--version"], ["epsilon", "--help"]])

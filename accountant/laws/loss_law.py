@@ -218,9 +218,14 @@ class PrivacyLossLaw(ABC):
         tail : float
             The P-mass allowed beyond each end, in (0, 1).
         """
-        lo = -_boundary(lambda x: self.cdf_p(-x) <= tail)
-        hi = _boundary(lambda x: self.sf_p(x) <= tail)
-        return lo, hi
+        # a law is immutable: both ends of a bracket (and every grid) ask the same
+        # tails of one law, so the bisection runs once per tail (issue 37)
+        memo = self.__dict__.setdefault("_quantile_memo", {})
+        if tail not in memo:
+            lo = -_boundary(lambda x: self.cdf_p(-x) <= tail)
+            hi = _boundary(lambda x: self.sf_p(x) <= tail)
+            memo[tail] = (lo, hi)
+        return memo[tail]
 
     def spread(self) -> float:
         """A robust scale of ``L`` under ``P``: the interquartile range over 1.349.
@@ -228,6 +233,12 @@ class PrivacyLossLaw(ABC):
         When both quartiles sit on one atom the range between the 1% quantiles is used
         instead, and 0 is returned only for a point mass.
         """
+        memo = self.__dict__.setdefault("_quantile_memo", {})
+        if "spread" not in memo:
+            memo["spread"] = self._spread()
+        return memo["spread"]
+
+    def _spread(self) -> float:
         for level in (0.25, 0.01, 1e-6):
             lo = -_boundary(lambda x, t=level: self.cdf_p(-x) < t)
             hi = _boundary(lambda x, t=level: self.sf_p(x) < t)

@@ -641,6 +641,10 @@ def _spectral_top(
     # 1e-7 the tail's grid is 2^15 bulk steps and one factor ~1e8 points, 0.8 GB)
     if max(_span_points(p, step) for p in (power, low) if p is not None) > SPECTRAL_MAX_N + 2:
         return None
+    if seen is not None and seen.get("width", 0.0) > 1.1 * SPECTRAL_MAX_N * step:
+        # (checked before the factors are put on the grid: at T 1e6 a declined level
+        # spent 1-3 ms building them; declining is always sound: the ladder goes on)
+        return None
     cells = [_on_grid(power, step)]
     if low is not None:
         cells.append(_on_grid(low, step))
@@ -657,8 +661,6 @@ def _spectral_top(
     if log_mass > 700.0 or high * _pass_model(n0)[1] * math.exp(log_mass) > max_err:
         # the componentwise forward term at frequency 0 alone (about high * kappa)
         return None  # declined before the Chernoff tables (a million steps: 4 MB, 3 ms)
-    if seen is not None and seen.get("width", 0.0) > 1.1 * SPECTRAL_MAX_N * step:
-        return None  # (declining is always sound: the ladder goes on)
     lam_c_pos, lam_c_neg = _cell_lambdas(step, firsts, pmfs)
     lam_pos, lam_neg = counts @ lam_c_pos, counts @ lam_c_neg
     a_idx, need = _window(step, lam_pos, lam_neg, alias_budget)

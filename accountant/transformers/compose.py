@@ -274,7 +274,13 @@ def _self_composed(
         disc_tail = step_settings.tail * LAW_TAIL_FRACTION
         refine = _refine(settings)
         memo = mech._cache().setdefault("self_compose_split", {})
-        law = mech._loss_laws()[which]
+        # one law object per direction for every grid and both ends of a bracket: a law
+        # keeps its quantiles and spread (the grid plan), which the pessimistic and the
+        # optimistic discretisation both ask for (issue 37: 4 of the 45 ms of a lower end)
+        laws = memo.get(("laws",))
+        if laws is None:
+            laws = memo[("laws",)] = mech._loss_laws()
+        law = laws[which]
         step_key = ("step", which, pessimistic, step_settings.key(), use_anchor)
         step = memo.get(step_key)
         if step is None:

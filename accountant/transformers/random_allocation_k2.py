@@ -189,17 +189,22 @@ def _second_cut(sigma: float, t: int, charge: float) -> tuple[float, float]:
     return hi, _pair_charge(sigma, t, hi)
 
 
-def _settings(sigma: float, t: int) -> tuple[float, float, float, float]:
-    """``(dl, coarse, h, charge)``: the M cells' log step, the log step of the cuts the
-    others' law is rebuilt at, the lattice step and the pair charge (measured:
-    docs/theory/allocation_k_of_t.md)."""
+def _settings(sigma: float, t: int) -> tuple[float, float, float, float, float]:
+    """``(dl, coarse, fine, h, charge)``: the M cells' log step, the log step of the cuts
+    the others' law is rebuilt at (``fine`` above the median of M), the lattice step and
+    the pair charge (measured: docs/theory/allocation_k_of_t.md)."""
     var = math.expm1(1.0 / sigma**2)
     # below 0.65 a coarse lattice and a larger pair charge (sigma 0.6, T 100, delta 1e-6:
     # 5.6961 in 4.9 CPU s against 5.7146 in 39 s with the settings below; the charge
     # 1e-8 leaves delta <= 1e-8 to the blocks)
     if sigma < 0.65:
-        return 2e-3, 0.25, 4.0 * max(1.0, var / 58.6), 1e-8
-    return 1e-3, (0.25 if t >= 50 else 0.05), 0.15 * max(1.0, var / 2.0), _CHARGE
+        return 2e-3, 0.25, 0.25, 4.0 * max(1.0, var / 58.6), 1e-8
+    if t < 50:
+        return 1e-3, 0.05, 0.05, 0.15 * max(1.0, var / 2.0), _CHARGE
+    # sigma 1, T 100, delta 1e-6: cuts 0.1 above the median of M give 1.53204 (0.97 %
+    # above the lower end) in 8.4 CPU s, against 1.53330 (1.05 %) in 4.9 s at 0.25
+    # everywhere and 1.53204 in 10.3 s at 0.1 everywhere (issue 39 (b))
+    return 1e-3, 0.25, 0.1, 0.15 * max(1.0, var / 2.0), _CHARGE
 
 
 def k2_remove_atoms(
@@ -284,9 +289,12 @@ def _bin_cells(
     return tail
 
 
-def _build(sigma: float, t: int, progress: bool) -> tuple[np.ndarray, np.ndarray, float]:
+def _layout(sigma: float, t: int) -> tuple:
+    """``(levels, w, m, cuts, lb, tail, n, h)``: the M cells (log upper ends, Q-mass
+    bounds, upper ends rounded up), the cuts the others' law is rebuilt at, the second
+    cut, the charges so far, the lattice length and step (module, 2.-3.)."""
     s0, mu0 = 1.0 / sigma, -0.5 / sigma**2
-    dl, coarse, h, charge = _settings(sigma, t)
+    dl, coarse, fine, h, charge = _settings(sigma, t)
     lmax = 0.5 / sigma**2 + 8.0 / sigma  # shifted log Y 8 sd above its mean
     lb, tail = _second_cut(sigma, t, charge)
     n = 1 << math.ceil(math.log2((t - 1) * math.exp(lb) / h + t + 2))
@@ -301,13 +309,87 @@ def _build(sigma: float, t: int, progress: bool) -> tuple[np.ndarray, np.ndarray
     top_charge += (t - 2) * special.ndtr(-zu) * (1 + _err(np.array([zu]))[0])
     tail += float(top_charge)
     cuts = np.arange(lmin + coarse, levels[-1] + coarse, coarse)
+    if fine < coarse:  # finer above the median of M (Q(M <= e^l) = 1/2)
+        cuts = cuts[cuts < mu0 + s0 * float(special.ndtri(0.5 ** (1.0 / t)))]
+        cuts = np.concatenate((cuts, np.arange(cuts[-1] + fine, levels[-1] + fine, fine)))
     if cuts[-1] < levels[-1]:  # every M cell must be taken by a cut
         cuts = np.append(cuts, levels[-1])
+    return levels, w, m, cuts, lb, tail, n, h
+
+
+def _cut_cells(levels: np.ndarray, cuts: np.ndarray, lb: float):
+    """``(sel, cut)`` per cut: the M cells it takes and the others' cut ``min(c, lb)``."""
+    c_lo = -np.inf
+    for c in cuts:
+        sel = (levels > c_lo) & (levels <= c + 1e-12)
+        c_lo = c + 1e-12
+        yield sel, min(c, lb)
+    if c_lo < levels[-1]:
+        raise ArithmeticError("an M cell was left out of the k = 2 law")
+
+
+def k2_atoms_mass(sigma: float, steps: int, *, stop: float = math.inf) -> float:
+    """The P-mass ``sum_i q_i v_i + charge`` that :func:`k2_remove_atoms` would carry,
+    predicted without building the law (a fraction of a CPU second).
+
+    The exact pair's P-mass is ``E_Q[Lambda] = 1``; the atoms carry ``E[L'(M, R)]`` over
+    the same M cells and lattice laws (module, 1.-3.), which needs only each lattice
+    law's mean and variance (``E[R] = (T-1) mu``, ``E[R^2] = (T-1) var + (T-1)^2 mu^2``),
+    not its convolution power.  Above 1 it is the Cauchy-Schwarz excess
+    ``(T-2) E[Var(Y | Y <= M)] / (T (T-1))`` plus the lattice's (below sigma 0.65 mostly
+    the lattice's: sigma 0.5, T 5 carries 1.85, of which Cauchy-Schwarz 0.07);
+    truncating the atoms back to mass 1 (module, 4.) keeps the highest values.  A
+    diagnostic, an estimate of the built law's mass (its outward roundings and dropped
+    cells left out): a large mass did not make the route lose (docs/theory/
+    allocation_k_of_t.md, "Below sigma 0.65 at small T").
+
+    Parameters
+    ----------
+    sigma : float
+        Noise multiplier, > 0.
+    steps : int
+        Steps per epoch ``T``, >= 2.
+    stop : float, default inf
+        Return as soon as the running sum exceeds this.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> bool(1.0 < k2_atoms_mass(1.0, 100) < 1.1)
+    True
+    """
+    sigma = check_positive("sigma", sigma)
+    t = check_count(steps, "steps")
+    if t < K2_MIN_STEPS:
+        raise ValueError(f"steps must be >= {K2_MIN_STEPS} for the direct k = 2 bound, got {t}")
+    levels, w, m, cuts, lb, total, n, h = _layout(sigma, t)
+    r = np.arange(n) * h
+    moments: dict[float, tuple[float, float]] = {}
+    # the top cells carry most of the excess: take them first, so that `stop` cuts early
+    for sel, cut in reversed(list(_cut_cells(levels, cuts, lb))):
+        if not sel.any():
+            continue
+        if cut not in moments:
+            law = _term_law(sigma, math.exp(cut), h, n)
+            mu = float(law @ r)
+            var = max(float(law @ (r * r)) - mu * mu, 0.0)
+            moments[cut] = ((t - 1) * mu, (t - 1) * var + ((t - 1) * mu) ** 2)
+        er, er2 = moments[cut]
+        total += float(w[sel] @ (2 * m[sel] * er + er2 * (t - 2) / (t - 1))) / (t * (t - 1))
+        if total > stop:
+            break
+    return total
+
+
+def _build(sigma: float, t: int, progress: bool) -> tuple[np.ndarray, np.ndarray, float]:
+    levels, w, m, cuts, lb, tail, n, h = _layout(sigma, t)
     nbin = math.ceil((math.log(2 * m[-1] * n * h + (n * h) ** 2) + 40.0) / _DLOG) + 2
     off = math.ceil(40.0 / _DLOG)  # log-grid index 0 is e^{-40}; values below go up to it
     hist = np.zeros(nbin)
     r = np.arange(n) * h
-    c_lo = -np.inf
     cache: dict[float, np.ndarray] = {}
     from tqdm import tqdm
 
@@ -318,20 +400,15 @@ def _build(sigma: float, t: int, progress: bool) -> tuple[np.ndarray, np.ndarray
         disable=_bar_disabled(progress),
         leave=False,
     ) as bar:
-        for c in cuts:
+        for sel, cut in _cut_cells(levels, cuts, lb):
             bar.update(1)
-            sel = (levels > c_lo) & (levels <= c + 1e-12)
-            c_lo = c + 1e-12
             if not sel.any():
                 continue
-            cut = min(c, lb)
             if cut not in cache:
                 cache.clear()
                 cache[cut] = _sum_power(_term_law(sigma, math.exp(cut), h, n), t - 1)
             law = cache[cut]
             tail = _bin_cells(tail, hist, law, r, m, w, sel, t, off)
-    if c_lo < levels[-1]:
-        raise ArithmeticError("an M cell was left out of the k = 2 law")
     # bincount's float sums: a few ulps per entry added, relative
     hist *= 1.0 + _OPS
     nz = np.flatnonzero(hist > 0)
@@ -400,8 +477,11 @@ class AllocationK2Remove(Mechanism):
         self.progress = progress
 
     def _loss_laws(self):
-        vals, q, charge = k2_remove_atoms(self.sigma, self.steps, progress=self.progress)
-        return _truncated_remove(vals, q, charge), _identity()
+        cache = self._cache()  # kept: built once, not once per grid the engine tries
+        if "laws" not in cache:
+            vals, q, charge = k2_remove_atoms(self.sigma, self.steps, progress=self.progress)
+            cache["laws"] = _truncated_remove(vals, q, charge), _identity()
+        return cache["laws"]
 
     def __repr__(self) -> str:
         return f"AllocationK2Remove(sigma={self.sigma}, steps={self.steps})"

@@ -682,8 +682,13 @@ class AllocationEpochPair(Mechanism):
         self.progress = progress
 
     def _loss_laws(self):
-        law = allocation_sum_law(self.sigma, self.steps, self.resolution, self.progress)
-        return law.pair_laws()
+        # kept: the engine asks for the laws once per grid tried, and each
+        # AtomicLossLaw's construction costs ~0.2 CPU s at sigma 0.7 (issue 39 (a))
+        cache = self._cache()
+        if "pair_laws" not in cache:
+            law = allocation_sum_law(self.sigma, self.steps, self.resolution, self.progress)
+            cache["pair_laws"] = law.pair_laws()
+        return cache["pair_laws"]
 
     def __repr__(self) -> str:
         return f"AllocationEpochPair(sigma={self.sigma}, steps={self.steps})"

@@ -39,25 +39,28 @@ least is.  It is *not* tight: the Gram domination replaces the correlated modes 
 orthogonal ones of a larger norm (the benchmark ``benchmarks/dpmf_balls_in_bins.py``
 measures the gap to JAX Privacy's Monte Carlo estimate, and how it moves with the
 correlation switched off).
+
+For two-band strategies :func:`bandmf_balls_in_bins` also takes Theorem 2 of the same
+page (:mod:`.bandmf_two_band`, a transfer operator over the cycle, within a few percent
+of the estimate) when its estimated cost is within :data:`TWO_BAND_BUDGET`.  The Theorem 1
+machinery lives in :mod:`.bandmf_balls_in_bins_core` (re-exported here).
 """
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
-
 import numpy as np
 
-from dpacct.accountant import GaussianMechanism, Mechanism, compose
-from dpacct.accountant.capabilities import Capabilities
-from dpacct.accountant.transformers.random_allocation import random_allocation
-from dpacct.accountant.transformers.random_allocation_pld import AllocationEpochPair
-from dpacct.accountant.validation import (
-    check_count,
-    check_delta,
-    check_epsilon,
-    check_positive,
-    check_probability,
+from dpacct.accountant.validation import check_positive
+from dpacct.mechanisms.algorithms.bandmf_balls_in_bins_core import (
+    MAX_CLASSES,
+    BandMFBallsInBins,
+    balls_in_bins_candidates,
+    balls_in_bins_gram,
+    bandmf_balls_in_bins_delta_mc,
+)
+from dpacct.mechanisms.algorithms.bandmf_two_band import (
+    _two_band_cost,
+    bandmf_two_band_balls_in_bins,
 )
 
 __all__ = [
@@ -66,333 +69,8 @@ __all__ = [
     "balls_in_bins_gram",
     "bandmf_balls_in_bins",
     "bandmf_balls_in_bins_delta_mc",
+    "two_band_points",
 ]
-
-_U = 2.0**-53
-#: class counts tried beyond 1 are at most this (and the cycle length k, always)
-MAX_CLASSES = 16
-
-
-def _strategy_matrix(strategy: object, n: int) -> np.ndarray:
-    """The ``n x n`` strategy from a matrix or a banded Toeplitz first column (checked)."""
-    try:
-        c = np.asarray(strategy, dtype=float)
-    except (TypeError, ValueError, OverflowError) as exc:
-        raise TypeError(f"strategy must be a real array, got {strategy!r}") from exc
-    if not np.all(np.isfinite(c)):
-        raise ValueError("strategy must contain only finite numbers")
-    if np.any(c < 0):
-        raise ValueError(
-            "strategy must be non-negative (the balls-in-bins dominating pair of "
-            "arXiv:2410.06266, Lemma 3.2, needs C >= 0 entrywise)"
-        )
-    if c.ndim == 1:  # the non-zero entries of the first column of a Toeplitz strategy
-        if c.size == 0 or c.size > n:
-            raise ValueError(
-                f"strategy as a first column must have 1..iterations = {n} entries, "
-                f"got {c.size}"
-            )
-        full = np.zeros((n, n))
-        for lag, value in enumerate(c):
-            full += value * np.eye(n, k=-lag)
-        return full
-    if c.shape != (n, n):
-        raise ValueError(
-            f"strategy must be a first column or iterations x iterations = {n} x {n}, "
-            f"got shape {c.shape}"
-        )
-    upper = np.triu(c, k=1)
-    if np.any(upper != 0.0):
-        r, s = (int(v[0]) for v in np.nonzero(upper))
-        raise ValueError(f"strategy must be lower triangular; C[{r}, {s}] = {c[r, s]!r}")
-    if not np.any(c):
-        raise ValueError("strategy must not be all zero")
-    return c
-
-
-def balls_in_bins_gram(strategy: object, iterations: int, cycle_length: int) -> np.ndarray:
-    """Gram matrix ``G[s, t] = <C x_s, C x_t>`` of the balls-in-bins modes.
-
-    ``x_s`` is the indicator of the steps ``s, s + k, ...`` (``k = cycle_length``) of a
-    record in bin ``s``; ``C x_s`` is the record's contribution to the release (module
-    docstring).  Only ``G`` enters the privacy of the pair (Lemma 1 of
-    docs/theory/dpmf_balls_in_bins.md).
-
-    Parameters
-    ----------
-    strategy : array_like
-        ``iterations x iterations`` non-negative lower-triangular ``C``, or the non-zero
-        entries of the first column of a banded Toeplitz ``C`` (JAX Privacy's ``c_col``).
-    iterations : int
-        Steps ``n``, >= 1.
-    cycle_length : int
-        Bins ``k`` (steps between two participations of a record), ``1 <= k <= n``.
-
-    Returns
-    -------
-    numpy.ndarray
-        The ``k x k`` Gram matrix (non-negative, symmetric).
-
-    Examples
-    --------
-    >>> g = balls_in_bins_gram([1.0, 0.5], iterations=4, cycle_length=2)
-    >>> g.tolist()      # bin 0: steps 0, 2; bin 1: steps 1, 3 (the last column is cut)
-    [[2.5, 1.5], [1.5, 2.25]]
-    """
-    n = check_count(iterations, "iterations")
-    k = check_count(cycle_length, "cycle_length")
-    if k > n:
-        raise ValueError(f"cycle_length must be in [1, iterations = {n}], got {k}")
-    c = _strategy_matrix(strategy, n)
-    epochs = -(-n // k)
-    padded = np.zeros((n, epochs * k))
-    padded[:, :n] = c
-    modes = padded.reshape(n, epochs, k).sum(axis=1)  # column s: C x_s
-    return modes.T @ modes
-
-
-def _perron_upper(block: np.ndarray, terms: int) -> float:
-    """A rigorous upper bound on the largest eigenvalue of a non-negative symmetric block.
-
-    Collatz-Wielandt: for ``A >= 0`` and ``v > 0``, ``rho(A) <= max_i (A v)_i / v_i``
-    (Horn & Johnson, Matrix Analysis, 2nd ed., Corollary 8.1.29), with ``v`` from a
-    power iteration (any positive ``v`` is valid; a good one is tight).  The ratio is
-    inflated by the round-off of the products (non-negative sums of ``<= terms``
-    products: relative error ``<= terms * u`` each, Higham 2002, eq. (3.5)) and of the
-    Gram entries themselves (``terms`` covers both).
-    """
-    if block.shape[0] == 1:
-        return float(block[0, 0]) * (1.0 + 4.0 * terms * _U)
-    v = np.ones(block.shape[0])
-    for _ in range(200):
-        w = block @ v
-        top = float(w.max())
-        if top == 0.0:
-            return 0.0
-        w = w / top + 1e-12  # stays positive
-        if np.allclose(w, v, rtol=1e-12, atol=0.0):
-            v = w
-            break
-        v = w
-    ratio = float(np.max((block @ v) / v))
-    return ratio * (1.0 + 4.0 * (terms + block.shape[0]) * _U)
-
-
-def _lambda_max_upper(a: np.ndarray) -> float:
-    """A rigorous upper bound on the largest eigenvalue of a symmetric matrix ``a``.
-
-    With ``a ~ V diag(w) V^T`` from ``numpy.linalg.eigh``: ``V diag(w) V^T <=
-    max(w, 0) V V^T`` and ``||V V^T||_2 <= 1 + ||V^T V - I||_F``, so by Weyl's inequality
-    (Horn & Johnson, Matrix Analysis, 2nd ed., Theorem 4.3.1)
-    ``lambda_max(a) <= max(w, 0) (1 + ||V^T V - I||_F) + ||a - V diag(w) V^T||_F``.  Both
-    norms are evaluated in floating point and enlarged by the round-off of the products
-    (``|fl(XY) - XY| <= gamma_k |X||Y|`` entrywise, Higham 2002, eq. (3.13)).
-    """
-    k = a.shape[0]
-    w, v = np.linalg.eigh(a)
-    gam = (k + 4) * _U / (1.0 - (k + 4) * _U)
-    recon = (v * w) @ v.T
-    resid = float(np.linalg.norm(recon - a)) * (1.0 + 4.0 * _U)
-    resid += gam * float(np.linalg.norm((np.abs(v) * np.abs(w)) @ np.abs(v).T))
-    orth = float(np.linalg.norm(v.T @ v - np.eye(k))) * (1.0 + 4.0 * _U)
-    orth += gam * float(np.linalg.norm(np.abs(v).T @ np.abs(v)))
-    top = max(float(w[-1]), 0.0)
-    return (top * (1.0 + orth) + resid) * (1.0 + 4.0 * k * _U)
-
-
-#: a candidate whose splits all have a smaller noise multiplier is skipped when others
-#: exist (see :meth:`BandMFBallsInBins._options`)
-SLOW_SIGMA = 0.6
-
-#: fractions of ``(lambda_1 - lambda_2) / size`` tried as the shared component ``beta``
-BETA_FRACTIONS = (0.0, 0.5, 1.0, 1.5)
-
-
-def _class_pairs(gram: np.ndarray, classes: int, terms: int) -> tuple:
-    """For ``classes`` residue classes of the bins: per class size, the ``(beta, alpha)``
-    splits ``G_r <= alpha I + beta J`` valid for every class of that size (Lemma 2 of
-    docs/theory/dpmf_balls_in_bins.md with a shared component): ``beta = 0`` with
-    ``alpha`` the Collatz-Wielandt bound, and ``beta > 0`` on a grid below the gap of
-    the two top eigenvalues with ``alpha >= lambda_max(G_r - beta J)``."""
-    k = gram.shape[0]
-    by_size: dict[int, list[np.ndarray]] = {}
-    for r in range(classes):
-        idx = np.arange(r, k, classes)
-        by_size.setdefault(idx.size, []).append(gram[np.ix_(idx, idx)])
-    out = []
-    for size, blocks in sorted(by_size.items()):
-        splits = [(0.0, max(_perron_upper(b, terms) for b in blocks))]
-        if size > 1:
-            gap = min(float(np.diff(np.linalg.eigvalsh(b)[-2:])[0]) for b in blocks)
-            for frac in BETA_FRACTIONS[1:]:
-                beta = frac * gap / size
-                if beta > 0.0:
-                    alpha = max(_lambda_max_upper(b - beta) for b in blocks)
-                    splits.append((beta, alpha))
-        out.append((size, tuple(splits)))
-    return tuple(out)
-
-
-def _option(sigma: float, size: int, beta: float, alpha: float) -> Mechanism | None:
-    """The dominating mechanism of one split: random allocation of one of ``size`` steps
-    of noise multiplier ``sigma / sqrt(alpha)``, composed with a Gaussian of noise
-    multiplier ``sigma / sqrt(beta)`` for the shared component (None when that PLD
-    route is out of the random-allocation law's range, ``sigma / sqrt(alpha) < 0.55``)."""
-    step = GaussianMechanism(sigma / math.sqrt(alpha))
-    if beta == 0.0:
-        return step if size == 1 else random_allocation(step, size)
-    if sigma / math.sqrt(alpha) < 0.55:
-        return None
-    return compose([AllocationEpochPair(sigma / math.sqrt(alpha), size, progress=False),
-                    GaussianMechanism(sigma / math.sqrt(beta))])
-
-
-@dataclass(frozen=True, repr=False)
-class BandMFBallsInBins(Mechanism):
-    """The certified upper bound of :func:`bandmf_balls_in_bins` (build it there).
-
-    ``candidates`` holds, per residue-class count ``g`` tried, per class size, the
-    splits ``(beta, alpha)`` with ``G_r <= alpha I + beta J`` for every class of that
-    size; each split's dominating pair is a random allocation of one of ``size``
-    Gaussian steps of noise multiplier ``noise_multiplier / sqrt(alpha)`` composed with
-    a Gaussian of noise multiplier ``noise_multiplier / sqrt(beta)``.  Every query
-    answers the least over ``g`` of the largest over the sizes of the least over the
-    splits (docs/theory/dpmf_balls_in_bins.md, Theorem 1).  ``rdp``, ``epsilon`` and
-    ``delta`` are upper bounds; ``epsilon_bounds`` has lower end 0 (no lower bound of
-    the balls-in-bins pair is certified here).
-
-    Parameters
-    ----------
-    noise_multiplier : float
-        Noise standard deviation per unit of clipping norm, > 0.
-    candidates : tuple
-        ``((g, ((size, ((beta, alpha), ...)), ...)), ...)`` from
-        :func:`balls_in_bins_candidates`.
-
-    Examples
-    --------
-    >>> m = bandmf_balls_in_bins(2.0, 8, cycle_length=4, strategy=[1.0, 0.5])
-    >>> g, per_size = m.candidates[0]
-    >>> g, per_size[0][0], round(per_size[0][1][0][1], 6)   # 4 bins, alpha = rho(G)
-    (1, 4, 4.237942)
-    """
-
-    noise_multiplier: float
-    candidates: tuple
-
-    declares = Capabilities(rdp=True)
-
-    def _options(self) -> list[list[list[Mechanism]]]:
-        """Per candidate ``g``, per size, the dominating mechanisms of the splits.
-
-        Candidates are visited from the largest ``g`` down (the cheap, usually best ones
-        first, so that the running least stops the others early), and a candidate
-        below ``g = k`` whose splits all have ``noise_multiplier / sqrt(alpha) <``
-        :data:`SLOW_SIGMA` is left out when another one is not (its random allocation
-        costs seconds and is never the least there); dropping candidates only drops
-        upper bounds, so the least of the rest is still one.
-        """
-        cache = self._cache()
-        if "options" not in cache:
-            sigma = self.noise_multiplier
-            kept = []
-            for _g, per_size in sorted(self.candidates, key=lambda c: -c[0]):
-                worst_alpha = max(a for _, splits in per_size for _, a in splits)
-                slow = sigma / math.sqrt(worst_alpha) < SLOW_SIGMA
-                if slow and len(kept) > 1:
-                    continue
-                kept.append(
-                    [
-                        [m for b, a in splits if (m := _option(sigma, size, b, a)) is not None]
-                        for size, splits in per_size
-                    ]
-                )
-            cache["options"] = kept
-        return cache["options"]
-
-    def _rdp(self, alpha: np.ndarray) -> np.ndarray:
-        # the beta = 0 splits only (each a random allocation with an RDP curve): the
-        # least over fewer upper bounds is still an upper bound
-        per_g = [
-            np.max([np.asarray(opts[0].rdp(alpha)) for opts in sizes], axis=0)
-            for sizes in self._options()
-        ]
-        return np.min(per_g, axis=0)
-
-    def _epsilon_one(self, delta: float, tol: float | None) -> float:
-        key = ("eps", delta, tol)
-        cache = self._cache()
-        if key not in cache:
-            best = math.inf
-            for sizes in self._options():
-                worst = 0.0
-                for opts in sizes:
-                    worst = max(worst, min(float(m.epsilon(delta, tol=tol)) for m in opts))
-                    if worst >= best:
-                        break
-                best = min(best, worst)
-            cache[key] = best
-        return cache[key]
-
-    def epsilon(self, delta, *, tol: float | None = None):
-        """Sound upper bound on epsilon at ``delta`` (Theorem 1 of the theory page).
-
-        Parameters
-        ----------
-        delta : float or array_like
-            Target delta(s), in (0, 1).
-        tol : float, optional
-            Relative accuracy of the PLD routes, as in :meth:`Mechanism.epsilon`.
-
-        Returns
-        -------
-        float or numpy.ndarray
-            The least over the class counts of the largest over the sizes of the least
-            over the splits.
-        """
-        d = np.asarray(delta, dtype=float)
-        out = np.array([self._epsilon_one(check_delta(float(x)), tol) for x in d.reshape(-1)])
-        return float(out[0]) if d.ndim == 0 else out.reshape(d.shape)
-
-    def _epsilon_bounds(self, delta: float, tol: float | None) -> tuple[float, float]:
-        return 0.0, self._epsilon_one(delta, tol)
-
-    def delta(self, epsilon, *, tol: float | None = None):
-        """Sound upper bound on delta at ``epsilon`` (Theorem 1 of the theory page).
-
-        Parameters
-        ----------
-        epsilon : float or array_like
-            Epsilon(s), >= 0.
-        tol : float, optional
-            Relative accuracy of the PLD routes, as in :meth:`Mechanism.epsilon`.
-
-        Returns
-        -------
-        float or numpy.ndarray
-            The least over the class counts of the largest over the sizes of the least
-            over the splits, at each epsilon.
-        """
-        e = np.asarray(epsilon, dtype=float)
-        flat = np.array([check_epsilon(float(x)) for x in e.reshape(-1)])
-        per_g = [
-            np.max(
-                [
-                    np.min([np.asarray(m.delta(flat, tol=tol)) for m in opts], axis=0)
-                    for opts in sizes
-                ],
-                axis=0,
-            )
-            for sizes in self._options()
-        ]
-        out = np.min(per_g, axis=0)
-        return float(out[0]) if e.ndim == 0 else out.reshape(e.shape)
-
-    def __repr__(self) -> str:
-        return (
-            f"BandMFBallsInBins(noise_multiplier={self.noise_multiplier!r}, "
-            f"candidates={self.candidates!r})"
-        )
 
 
 def bandmf_balls_in_bins(
@@ -402,6 +80,7 @@ def bandmf_balls_in_bins(
     cycle_length: int,
     strategy: object,
     max_classes: int = MAX_CLASSES,
+    two_band: bool | None = None,
 ) -> BandMFBallsInBins:
     """Certified privacy of DP-MF (BandMF, BLT, ...) under balls-in-bins batches.
 
@@ -425,125 +104,83 @@ def bandmf_balls_in_bins(
     max_classes : int
         Largest residue-class count tried besides ``k``, >= 1 (default 16: the most
         bands the bound is built for; more only costs time).
+    two_band : bool, optional
+        For a two-band first column ``(c0, c1)``, ``c0, c1 > 0``, ``2 <= k < n``: also
+        Theorem 2 (the transfer operator of
+        :func:`~dpacct.mechanisms.algorithms.bandmf_two_band.bandmf_two_band_balls_in_bins`,
+        1.5-4 % above Monte Carlo where Theorem 1 is 10-20 %) and answer the least of
+        the two.  ``None`` (default): when affordable, at the most grid points of
+        (51, 41, 31, 21) whose estimated CPU time
+        (:func:`~dpacct.mechanisms.algorithms.bandmf_two_band._two_band_cost`) is at most
+        :data:`TWO_BAND_BUDGET` seconds, else Theorem 1 alone.  ``True``: Theorem 2 at
+        51 points whatever it costs (a ``ValueError`` for another strategy).  ``False``:
+        Theorem 1 alone.
 
     Returns
     -------
     BandMFBallsInBins
-        Query ``epsilon``, ``delta``, ``epsilon_bounds`` (lower end 0), ``rdp``.
+        Query ``epsilon``, ``delta``, ``epsilon_bounds`` (lower end 0), ``rdp``
+        (a :class:`~dpacct.mechanisms.algorithms.bandmf_two_band.BandMFTwoBandBallsInBins`
+        when Theorem 2 is used).
 
     Examples
     --------
     >>> import numpy as np
     >>> c = np.array([1.0, 0.5]) / np.sqrt(1.25)          # 2 bands, column norm 1
-    >>> run = bandmf_balls_in_bins(2.0, 8, cycle_length=4, strategy=c)
+    >>> run = bandmf_balls_in_bins(2.0, 8, cycle_length=4, strategy=c, two_band=False)
     >>> eps = run.epsilon(1e-5)
     >>> from dpacct.accountant import GaussianMechanism   # no amplification: sqrt(2) norm
     >>> bool(eps < GaussianMechanism(2.0 / np.sqrt(2.0)).epsilon(1e-5))
     True
+
+    Two bands, short cycle: Theorem 2 is affordable, and the least of the two is taken.
+
+    >>> type(bandmf_balls_in_bins(2.0, 4, cycle_length=2, strategy=c)).__name__
+    'BandMFTwoBandBallsInBins'
     """
     sigma = check_positive("noise_multiplier", noise_multiplier)
     candidates = balls_in_bins_candidates(iterations, cycle_length, strategy, max_classes)
-    return BandMFBallsInBins(sigma, candidates)
+    if two_band is not None and not isinstance(two_band, (bool, np.bool_)):
+        raise TypeError(f"two_band must be None, True or False, got {two_band!r}")
+    if two_band is False:
+        return BandMFBallsInBins(sigma, candidates)
+    points = two_band_points(sigma, iterations, cycle_length, strategy,
+                             force=two_band is True)
+    if points is None:
+        return BandMFBallsInBins(sigma, candidates)
+    return bandmf_two_band_balls_in_bins(sigma, iterations, cycle_length=cycle_length,
+                                         strategy=strategy, points=points,
+                                         candidates=candidates)
 
 
-def balls_in_bins_candidates(
-    iterations: int, cycle_length: int, strategy: object, max_classes: int = MAX_CLASSES
-) -> tuple:
-    """The :attr:`BandMFBallsInBins.candidates` of a run (they do not depend on the noise).
-
-    Parameters and checks as in :func:`bandmf_balls_in_bins`; a calibration builds
-    them once and varies only the noise multiplier.
-
-    Examples
-    --------
-    >>> [g for g, _ in balls_in_bins_candidates(8, 4, [1.0, 0.5], max_classes=2)]
-    [1, 2, 4]
-    """
-    g_max = check_count(max_classes, "max_classes")
-    n = check_count(iterations, "iterations")
-    gram = balls_in_bins_gram(strategy, n, cycle_length)
-    k = gram.shape[0]
-    terms = n + k
-    counts = sorted({*range(1, min(g_max, k) + 1), k})
-    return tuple((g, _class_pairs(gram, g, terms)) for g in counts)
+#: estimated CPU seconds up to which :func:`bandmf_balls_in_bins` adds Theorem 2 by default
+TWO_BAND_BUDGET = 10.0
 
 
-def bandmf_balls_in_bins_delta_mc(
-    noise_multiplier: float,
-    iterations: int,
-    epsilon: float,
-    *,
-    cycle_length: int,
-    strategy: object,
-    samples: int = 200_000,
-    rng: np.random.Generator,
-    confidence: float = 0.99,
-    direction: str = "remove",
-) -> tuple[float, float, float]:
-    """Monte Carlo *estimate* of one direction's delta(epsilon) of the pair; no guarantee.
-
-    The pair of :func:`bandmf_balls_in_bins` (module docstring) in the coordinates
-    ``v_s = <m_s, y> / sigma^2``: under ``P`` (record absent) ``v ~ N(0, G / sigma^2)``,
-    under ``Q`` with bin ``s`` also shifted by ``G[:, s] / sigma^2``; the privacy loss
-    is ``L = log((1/k) sum_s exp(v_s - G[s, s] / (2 sigma^2)))`` (the log-likelihood
-    ratio of the mixture, Lemma 1 of docs/theory/dpmf_balls_in_bins.md).
-    ``direction="remove"`` averages ``(1 - e^{epsilon - L})_+`` under ``Q``, ``"add"``
-    averages ``(1 - e^{epsilon + L})_+`` under ``P``: JAX Privacy's
-    ``get_privacy_loss_sample`` with ``positive_sample`` True and False, sampled in
-    ``k`` dimensions instead of ``n``.  Returns ``(estimate, low, high)``, the normal
-    interval at ``confidence``.
-
-    Parameters
-    ----------
-    noise_multiplier, iterations, cycle_length, strategy
-        As in :func:`bandmf_balls_in_bins`.
-    epsilon : float
-        The epsilon at which delta is estimated.
-    samples : int
-        Monte Carlo samples, >= 2.
-    rng : numpy.random.Generator
-        The source of randomness (required).
-    confidence : float
-        Coverage of the normal interval, in (0, 1).
-    direction : {"remove", "add"}
-        The direction sampled.
+def two_band_points(sigma: float, iterations: int, cycle_length: int, strategy: object, *,
+                    force: bool = False) -> int | None:
+    """Grid points for Theorem 2 by default (None: Theorem 1 alone); see the
+    ``two_band`` parameter of :func:`bandmf_balls_in_bins` (inputs checked there).
 
     Examples
     --------
-    >>> est, lo, hi = bandmf_balls_in_bins_delta_mc(
-    ...     2.0, 8, 1.0, cycle_length=4, strategy=[1.0, 0.5], samples=20_000,
-    ...     rng=np.random.default_rng(0))
-    >>> bool(0 <= lo <= est <= hi)
-    True
+    >>> two_band_points(2.0, 8, 4, [1.0, 0.5]), two_band_points(2.0, 8, 4, [1.0])
+    (51, None)
     """
-    from scipy import special
+    c = np.asarray(strategy, dtype=float)
+    fits = (c.shape == (2,) and c[0] > 0 and c[1] > 0 and 2 <= cycle_length < iterations)
+    if force:
+        if not (c.shape == (2,) and c[0] > 0 and 2 <= cycle_length < iterations):
+            raise ValueError(
+                "two_band=True needs a two-band first column (c0 > 0, c1 >= 0) and "
+                f"2 <= cycle_length < iterations, got strategy shape {c.shape}, "
+                f"cycle_length {cycle_length}, iterations {iterations}")
+        return 51
+    if not fits:
+        return None
+    for points in (51, 41, 31, 21):
+        if _two_band_cost(sigma, iterations, cycle_length, c, points=points) <= TWO_BAND_BUDGET:
+            return points
+    return None
 
-    sigma = check_positive("noise_multiplier", noise_multiplier)
-    eps = check_epsilon(epsilon)
-    n_samples = check_count(samples, "samples")
-    if n_samples < 2:
-        raise ValueError(f"samples must be an integer >= 2, got {n_samples}")
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError(f"rng must be a numpy.random.Generator, got {rng!r}")
-    if direction not in ("remove", "add"):
-        raise ValueError(f"direction must be 'remove' or 'add', got {direction!r}")
-    confidence = check_probability("confidence", confidence)
-    gram = balls_in_bins_gram(strategy, iterations, cycle_length)
-    k = gram.shape[0]
-    vals_eig, vecs = np.linalg.eigh(gram)
-    root = vecs * np.sqrt(np.clip(vals_eig, 0.0, None))  # root @ root.T = G
-    half = np.diag(gram) / (2.0 * sigma * sigma)
-    out = np.empty(n_samples)
-    chunk = max(1, 2_000_000 // k)
-    for start in range(0, n_samples, chunk):
-        m = min(chunk, n_samples - start)
-        v = rng.standard_normal((m, k)) @ root.T / sigma
-        if direction == "remove":
-            v += gram[:, rng.integers(k, size=m)].T / (sigma * sigma)
-        loss = special.logsumexp(v - half, axis=1) - math.log(k)
-        out[start : start + m] = loss if direction == "remove" else -loss
-    vals = -np.expm1(np.minimum(eps - out, 0.0))
-    est = float(vals.mean())
-    se = float(vals.std(ddof=1)) / math.sqrt(n_samples)
-    z = float(special.ndtri(0.5 + 0.5 * confidence))
-    return est, max(est - z * se, 0.0), est + z * se
+

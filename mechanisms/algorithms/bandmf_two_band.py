@@ -22,8 +22,12 @@ noise / sigma, ``N(0, N_r)``; the partial last cycle is in the counts ``N_r``). 
 * round-off is pushed to the safe side at every step.
 
 :func:`bandmf_two_band_balls_in_bins` returns the least of this bound and Theorem 1's.
-Its cost grows as ``points^3 * k`` times the partial-sum cells (20 s CPU at ``k = 4``,
-41 points); ``k`` in the tens is minutes (``benchmarks/dpmf_b2_transfer.py``).
+Its cost grows as ``points^3 * k`` times the occupied partial-sum cells (about 6 s CPU
+at ``n = 8, k = 4`` and 11 s at ``n = 100, k = 10`` with the default 51 points and
+``rho = 0.05``; :func:`_two_band_cost` estimates it).  The partial-sum spacing costs
+little tightness (``rho`` 0.02 -> 0.05: +0.08 % of epsilon at ``n = 8, k = 4``, +0.3 %
+at ``n = 100, k = 10``) and the grid points much (41 -> 51: -0.8 %), so the defaults
+spend the time on points.
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from dpacct.accountant.validation import check_count, check_epsilon, check_positive
-from dpacct.mechanisms.algorithms.bandmf_balls_in_bins import (
+from dpacct.mechanisms.algorithms.bandmf_balls_in_bins_core import (
     BandMFBallsInBins,
     balls_in_bins_candidates,
     balls_in_bins_gram,
@@ -106,27 +110,59 @@ def _hat_weights(count: int, t: np.ndarray, lam: float | None, low_tail: bool) -
     return np.nextafter(out, np.inf)
 
 
+def _away(x: np.ndarray, up: bool) -> np.ndarray:
+    """``x >= 0`` moved at least one ulp up (``up``) or down: ``fl(x (1 + 2^-52)) + 2^-1074``
+    is above ``x`` for every non-negative double (``x 2^-52`` is at least one ulp of a
+    normal ``x``, and the added subnormal covers the rest), and symmetrically below;
+    an eighth of the cost of ``numpy.nextafter``."""
+    if up:
+        return x * (1.0 + 2.0**-52) + 5e-324
+    return x * (1.0 - 2.0**-52) - 5e-324
+
+
 def _spread(y: np.ndarray, g: np.ndarray, up: bool) -> tuple[np.ndarray, np.ndarray]:
-    """Unbiased two-point rounding of ``y`` onto ``g`` (``g[0] = 0``, ratio < 2): lower
-    index and upper probability, moved one ulp to the safe side (the differences are
-    exact by Sterbenz's lemma, the quotient is correctly rounded)."""
-    j = np.searchsorted(g, y, side="right") - 1
-    if np.any(j >= g.size - 1):  # pragma: no cover - the grid is sized above the sums
-        raise RuntimeError("partial sum above the grid")
-    p = (y - g[j]) / (g[j + 1] - g[j])
-    return j, np.clip(np.nextafter(p, np.inf if up else -np.inf), 0.0, 1.0)
+    """Unbiased two-point rounding of ``y`` onto ``g`` (``g[0] = 0``, ``g[1:]`` the
+    geometric grid ``theta e^(rho i)``, ratio < 2): lower index and upper probability,
+    moved one ulp to the safe side (the differences are exact by Sterbenz's lemma, the
+    quotient is correctly rounded).
+
+    The index is read off ``log(y / theta) / rho`` (off by at most one: its error is
+    ~1e-13 of a cell) and then corrected against the stored grid, so the bracket
+    ``g[j] <= y < g[j + 1]`` is exact; values at or above ``g[-1]`` (the add direction's
+    absorbing top, see :func:`_transfer`) get ``j = size - 1``, probability 0.
+    """
+    size = g.size
+    theta, ratio = g[1], g[2] / g[1]
+    lg = np.log(np.maximum(y, 0.5 * theta) * (1.0 / theta)) * (1.0 / math.log(ratio))
+    # truncation is the floor for lg >= 0; for lg < 0 it is one too high at most, which
+    # the correction below (or the clip at 0) undoes
+    j = np.clip(lg.astype(np.int64) + 1, 0, size - 2)
+    j -= g[j] > y
+    j += g[j + 1] <= y
+    top = j >= size - 1
+    jj = np.minimum(j, size - 2)
+    p = (y - g[jj]) / (g[jj + 1] - g[jj])
+    p = np.clip(_away(p, up), 0.0, 1.0)
+    if top.any():
+        if up:  # pragma: no cover - the remove grid is sized above the sums
+            raise RuntimeError("partial sum above the grid")
+        p[top] = 0.0
+    return j, p
 
 
 def _step(d: np.ndarray, g: np.ndarray, y: np.ndarray, wb: np.ndarray, up: bool) -> np.ndarray:
-    """One transfer: mass ``d[a, cell]`` moves to ``(b, round(g[cell] + term[a, b]))``
-    (``y[a, b, cell]`` the sums), weighted by ``wb[b]``."""
+    """One transfer: mass ``d[a, c]`` moves to ``(b, round(y[a, b, c]))`` (``y`` the sums
+    ``g[cell] + term[a, b]`` of the occupied cells), weighted by ``wb[b]``; returns the
+    new ``(b, cell)`` masses over the whole grid."""
     nb, size = wb.size, g.size
     j, p = _spread(y, g, up)
     wt = d[:, None, :] * wb[None, :, None]
-    idx = np.arange(nb)[None, :, None] * size + j
-    out = np.bincount(idx.ravel(), (wt * (1 - p)).ravel(), minlength=nb * size)
-    out += np.bincount((idx + 1).ravel(), (wt * p).ravel(), minlength=nb * size)
-    return out.reshape(nb, size)
+    idx = np.arange(nb)[None, :, None] * (size + 1) + j
+    hi = wt * p
+    wt -= hi
+    out = np.bincount(idx.ravel(), wt.ravel(), minlength=nb * (size + 1))
+    out += np.bincount((idx + 1).ravel(), hi.ravel(), minlength=nb * (size + 1))
+    return out.reshape(nb, size + 1)[:, :size]
 
 
 def two_band_delta_law(
@@ -136,9 +172,9 @@ def two_band_delta_law(
     strategy: object,
     direction: str,
     *,
-    points: int = 41,
+    points: int = 51,
     width: float = 8.0,
-    rho: float = 0.02,
+    rho: float = 0.05,
     theta: float = 1e-10,
 ) -> tuple[np.ndarray, np.ndarray, float]:
     """A law dominating ``Z = dQ/dP`` under ``P`` for one direction's delta (Theorem 2 of
@@ -204,6 +240,51 @@ def two_band_delta_law(
     return z, w, tail_f
 
 
+#: CPU seconds per unit of :func:`_two_band_cost`'s work count, on the shared 2-core
+#: development machine, loaded (51 points: n 8, k 4 estimated 4.3 s, measured 3.9-5.9 s;
+#: n 100, k 10 estimated 19.3 s, measured 11.2 s: the occupied cells are fewer there)
+_SECONDS_PER_UNIT = 3e-8
+
+
+def _two_band_cost(noise_multiplier: float, iterations: int, cycle_length: int,
+                  strategy: object, *, points: int = 51, width: float = 8.0,
+                  rho: float = 0.05) -> float:
+    """Estimated CPU seconds of :func:`bandmf_two_band_balls_in_bins` (both laws).
+
+    The transfer moves ``points^2`` states times the occupied partial-sum cells per
+    point of ``T_0`` and per middle term (``k - 2`` of them), so the work count is
+    ``points^3 ((k - 2) cells + points)``, ``cells`` the log range of the partial sums
+    over ``rho`` (the remove direction's from the smallest to the largest term sum, the
+    add direction's up to 1).  An estimate for choosing a route (it is within a factor
+    of 2 of the times measured), never part of a bound.
+
+    Parameters
+    ----------
+    noise_multiplier, iterations, cycle_length, strategy, points
+        As in :func:`bandmf_two_band_balls_in_bins` (checked there, not here).
+    width, rho
+        As in :func:`two_band_delta_law`.
+
+    Returns
+    -------
+    float
+        Estimated CPU seconds.
+
+    Examples
+    --------
+    >>> _two_band_cost(2.0, 8, 4, [1.0, 0.5], points=21) < _two_band_cost(
+    ...     2.0, 8, 4, [1.0, 0.5], points=41)
+    True
+    """
+    c0, c1 = (float(x) for x in np.asarray(strategy, dtype=float))
+    k = int(cycle_length)
+    sd = math.sqrt(math.ceil(int(iterations) / k))
+    reach = width * sd * (c0 + c1) / noise_multiplier  # half the log range of one term
+    # partial sums: remove from the least term to k times the largest, add up to 1
+    cells = (3 * reach + 2 * math.log(k)) / rho
+    return _SECONDS_PER_UNIT * points**3 * (max(k - 2, 0) * cells + points)
+
+
 def _grids(n: int, k: int, c0: float, c1: float, sigma: float, up: bool, points: int,
            width: float) -> tuple[list, np.ndarray, float]:
     """Per variable (``T_0..T_{k-1}, B``) its grid and hat masses; the halved squared
@@ -232,7 +313,15 @@ def _grids(n: int, k: int, c0: float, c1: float, sigma: float, up: bool, points:
 
 def _transfer(grids: list, half: np.ndarray, c0: float, c1: float, sigma: float, up: bool,
               rho: float, theta: float) -> tuple[np.ndarray, np.ndarray]:
-    """The law of the rounded sum over the cycle (Theorem 2, (iii), and the transfer)."""
+    """The law of the rounded sum over the cycle (Theorem 2, (iii), and the transfer).
+
+    Only the occupied cells ``[bot, top)`` of the partial-sum grid are moved at each
+    step.  The add direction's grid stops at its first value ``>= 1`` and holds there
+    every larger partial sum (an absorbing cell): the later terms are non-negative, so
+    such a path ends with ``Z >= 1``, where the add integrand ``(1 - e^eps Z)_+`` is 0 for
+    every ``eps >= 0``; its mass is stored as one atom at ``z = 1`` (a value at most the
+    true one, which the decreasing integrand allows).
+    """
     k = half.size
     fac = 1 + _TERM_SLACK if up else 1 - _TERM_SLACK
     toward = np.inf if up else -np.inf
@@ -240,32 +329,49 @@ def _transfer(grids: list, half: np.ndarray, c0: float, c1: float, sigma: float,
     def term(s: int, a, b, extra=0.0):
         return np.exp(-half[s] + (c0 * a + c1 * b + extra) / sigma) / k * fac
 
-    tops = [t[-1] for t, _ in grids]
-    smax = sum(float(term(s, tops[s], tops[(s + 1) % k], c0 * tops[k] if s == 0 else 0.0))
-               for s in range(k))
-    cells = math.ceil(math.log(2 * smax / theta) / rho) + 2
+    if up:
+        tops = [t[-1] for t, _ in grids]
+        smax = sum(float(term(s, tops[s], tops[(s + 1) % k], c0 * tops[k] if s == 0 else 0.0))
+                   for s in range(k))
+        cells = math.ceil(math.log(2 * smax / theta) / rho) + 2
+    else:
+        cells = math.ceil(math.log(1.0 / theta) / rho) + 2
     g = np.concatenate([[0.0], theta * np.exp(rho * np.arange(cells))])
+    if not up:  # the absorbing top: the first grid value >= 1
+        g = g[: int(np.searchsorted(g, 1.0, side="left")) + 1]
     (t0, w0), (t1, w1), (tb, wb) = grids[0], grids[1], grids[k]
-    zs, ws = [], []
+    zs, ws, absorbed = [], [], 0.0
     for x0, wx0 in zip(t0, w0, strict=True):
         # term 0 from (B, T_1) given T_0 = x0: the state is (T_1 point, partial sum)
-        y = np.nextafter(term(0, x0, t1[None, :], c0 * tb[:, None]), toward)[:, :, None]
+        y = _away(term(0, x0, t1[None, :], c0 * tb[:, None]), up)[:, :, None]
+        if not up:
+            y = np.maximum(y, 0.0)
         d = _step(wb[:, None], g, y, w1, up)
         for s in range(1, k - 1):
             ta, _ = grids[s]
+            if not up:  # the absorbed mass leaves the chain
+                absorbed += float(d[:, -1].sum()) * wx0
+                d[:, -1] = 0.0
             live = np.nonzero(d.any(axis=1))[0]
-            top = int(np.nonzero(d.any(axis=0))[0][-1]) + 1
+            occ = np.nonzero(d.any(axis=0))[0]
+            bot, top = int(occ[0]), int(occ[-1]) + 1
             tt = term(s, ta[live][:, None], grids[s + 1][0][None, :])
-            y = g[None, None, :top] + tt[:, :, None]
-            y = np.nextafter(y, toward)
+            y = g[None, None, bot:top] + tt[:, :, None]
+            y = _away(y, up)
             if not up:
                 y = np.maximum(y, 0.0)
-            d = _step(d[live, :top], g, y, grids[s + 1][1], up)
+            d = _step(d[np.ix_(live, np.arange(bot, top))], g, y, grids[s + 1][1], up)
+        if not up:
+            absorbed += float(d[:, -1].sum()) * wx0
+            d[:, -1] = 0.0
         tl = grids[k - 1][0]
         z = np.nextafter(g[None, :] + term(k - 1, tl, x0)[:, None], toward)
         keep = d > 0
         zs.append(np.maximum(z[keep], 0.0))
         ws.append(d[keep] * wx0)
+    if absorbed > 0.0:
+        zs.append(np.array([1.0]))
+        ws.append(np.array([absorbed]))
     z, w = _compact(np.concatenate(zs), np.concatenate(ws), up)
     return z, w
 
@@ -406,8 +512,9 @@ def bandmf_two_band_balls_in_bins(
     *,
     cycle_length: int,
     strategy: object,
-    points: int = 41,
-    rho: float = 0.02,
+    points: int = 51,
+    rho: float = 0.05,
+    candidates: tuple | None = None,
 ) -> BandMFTwoBandBallsInBins:
     """Certified privacy of two-band DP-MF (BandMF) under balls-in-bins, by a transfer
     operator over the cycle, at most :func:`.bandmf_balls_in_bins`'s bound.
@@ -424,9 +531,13 @@ def bandmf_two_band_balls_in_bins(
         The first column ``(c0, c1)`` of the two-band Toeplitz strategy, ``c0 > 0``,
         ``c1 >= 0`` (JAX Privacy's ``c_col``).
     points : int
-        Grid points per Gaussian, >= 3 (default 41: within 2 % of epsilon at ``n = 8``).
+        Grid points per Gaussian, >= 3 (default 51: within 1 % of the Monte Carlo
+        epsilon at ``n = 8``).
     rho : float
         Log spacing of the partial-sum grid, in (0, 0.5].
+    candidates : tuple, optional
+        Theorem 1's :func:`.balls_in_bins_candidates` of the run, when already built
+        (they do not depend on the noise).
 
     Returns
     -------
@@ -438,7 +549,7 @@ def bandmf_two_band_balls_in_bins(
     >>> from dpacct.mechanisms.algorithms.bandmf_balls_in_bins import bandmf_balls_in_bins
     >>> c = [1.0, 0.5]
     >>> new = bandmf_two_band_balls_in_bins(2.0, 4, cycle_length=2, strategy=c, points=21)
-    >>> old = bandmf_balls_in_bins(2.0, 4, cycle_length=2, strategy=c)
+    >>> old = bandmf_balls_in_bins(2.0, 4, cycle_length=2, strategy=c, two_band=False)
     >>> bool(new.epsilon(1e-5) <= old.epsilon(1e-5))
     True
     """
@@ -453,5 +564,7 @@ def bandmf_two_band_balls_in_bins(
         # in exp(max c T / sigma) is one point at 40 digits: Theorem 1 alone, which is
         # then about 0 anyway
         laws = ()
-    candidates = balls_in_bins_candidates(iterations, cycle_length, list(np.asarray(strategy)))
+    if candidates is None:
+        candidates = balls_in_bins_candidates(iterations, cycle_length,
+                                              list(np.asarray(strategy)))
     return BandMFTwoBandBallsInBins(sigma, candidates, laws)

@@ -57,9 +57,14 @@ def uniform_below(rng: np.random.Generator, d: int) -> int:
 
     Up to ``2**64`` numpy's unbiased bounded integers (Lemire's rejection method); beyond,
     rejection sampling of ``bit_length(d - 1)`` random bits taken from ``rng.bytes``.
+    Below ``2**63`` the default ``int64`` call draws exactly what the ``uint64`` one does
+    (the same bounded draw of range ``d - 1``) at about 3/4 of the cost per call; the
+    exact samplers of :mod:`.discrete` make millions of these calls.
     """
+    if d < 2**63:
+        return int(rng.integers(d)) if d > 1 else 0
     if d <= 2**64:
-        return int(rng.integers(0, d, dtype=np.uint64)) if d > 1 else 0
+        return int(rng.integers(0, d, dtype=np.uint64))
     bits = (d - 1).bit_length()
     nbytes = (bits + 7) // 8
     while True:
