@@ -41,12 +41,8 @@ from ..capabilities import Capabilities
 from ..mechanism import Mechanism
 from ..pld.schedule import (
     BRACKET_WIDTH,
-    EXACT_CELLS,
-    EXACT_VALUES,
-    _lower_step,
+    _first_lower,
     _refined_lower,
-    fast_epsilon_bounds,
-    round_schedule,
 )
 from ..transformers.compose import compose
 from ..validation import (
@@ -238,14 +234,7 @@ class LedgerMechanism(Mechanism):
         if below is None:
             return None
 
-        def compute() -> float | None:
-            down = round_schedule(
-                below, self._grid, upper=False, exact_cells=EXACT_CELLS, exact_values=EXACT_VALUES
-            )
-            lo = fast_epsilon_bounds(down, delta, step=_lower_step(down), upper=False)
-            return None if lo is None else float(lo[0])
-
-        lo = self.cached(("fast_lower", delta), compute)
+        lo = self.cached(("fast_lower", delta), partial(_first_lower, below, delta, self._grid))
         if lo is None or upper is None or upper - lo <= BRACKET_WIDTH * upper:
             return lo
         return self.cached(
