@@ -297,7 +297,7 @@ def _refined_lower(
     at most :data:`LOWER_REFINE_STEPS` distinct steps, unrounded, by
     :func:`~dpacct.accountant.pld.schedule_fast.fast_epsilon_bounds` (``upper=False``)
     on :func:`_lower_step`'s step halved as often as the width asks
-    (:data:`LOWER_HALVING_GAIN`; at least twice, once more than :func:`_first_lower`),
+    (:data:`LOWER_HALVING_GAIN`; at least three times, twice more than :func:`_first_lower`),
     at most :data:`LOWER_REFINES` times.  Every attempt is a certified lower bound, so
     the largest of them and ``lower`` is returned (the lower end only rises).  Speed
     and tightness only.
@@ -319,7 +319,7 @@ def _refined_lower(
         steps, grid, upper=False, exact_cells=EXACT_CELLS, exact_values=EXACT_VALUES
     )
     width = (upper - lower) / upper
-    halvings = 1 + max(1, math.ceil(math.log(width / BRACKET_WIDTH) / math.log(LOWER_HALVING_GAIN)))
+    halvings = 2 + max(1, math.ceil(math.log(width / BRACKET_WIDTH) / math.log(LOWER_HALVING_GAIN)))
     step = max(_lower_step(down) / 2**halvings, LOWER_MIN_STEP)
     best = lower
     for _ in range(LOWER_REFINES):
