@@ -87,12 +87,6 @@ SWAPPED_SLACK = 2.0**-16
 ADD_COARSE_FACTOR = 16
 
 
-#: only the steps of a ledger's first fold (its first query: a schedule asked once) claim
-#: exact pairs (:data:`~dpacct.accountant.pld.block_rules.EXACT_STEPS`): each exact
-#: cell is discretised on its own, so a ledger asked every 100 steps paid for 2 048 of
-#: them (the decaying online loop, sigma 2 * 0.9999^t, 10 000 steps: 1.3 -> 2.2 s CPU
-#: with them, main's cost without); False: every fold claims them
-EXACT_FIRST_FOLD = True
 #: a query composes a pending block of exact cells in runs of this many (:func:`_chunks`)
 QUERY_RUN_CELLS = 32
 #: ... the last, partial run at a fine grid this many times the history's (at least
@@ -232,9 +226,6 @@ class IncrementalEpsilon:
         #: ``(sigma, q)`` pairs kept as their own cells, in the order folded (see
         #: :meth:`_cells`; :meth:`rollback` drops the last ones claimed)
         self._exact_pairs: dict[Cell, None] = {}
-        #: whether folded steps may still claim new exact pairs: only the first fold
-        #: does (:data:`EXACT_FIRST_FOLD`)
-        self._claiming = True
         #: folded steps not yet composed (cell -> count, and their number), and the
         #: committed blocks
         self._pending: Members = {}
@@ -262,8 +253,7 @@ class IncrementalEpsilon:
         pairs = self._exact_pairs
         for sigma, q, count in steps:
             sigma, q = float(sigma), float(q)
-            claim = keep and self._claiming and len(pairs) < EXACT_STEPS and count > 0
-            if (sigma, q) in pairs or claim:
+            if (sigma, q) in pairs or (keep and len(pairs) < EXACT_STEPS and count > 0):
                 pairs[(sigma, q)] = None
                 if int(count) > 0:
                     out.append(((sigma, q), (sigma, q), int(count)))
@@ -296,9 +286,6 @@ class IncrementalEpsilon:
         cells = self._cells(steps)
         if not cells:
             return
-        # a ledger folded again (asked again: an online loop, a budget filter) claims
-        # no more exact pairs; the first fold's stay exact
-        self._claiming = not EXACT_FIRST_FOLD
         self._eps = None
         blocks, self._pending, self._pending_steps = _cut(self._pending, self._pending_steps, cells)
         for block in blocks:
@@ -513,7 +500,6 @@ class IncrementalEpsilon:
             set(self._exact_sigma),
             set(self._exact_q),
             len(self._exact_pairs),
-            self._claiming,
             {cell: dict(m) for cell, m in self._pending.items()},
             self._pending_steps,
             list(self._blocks),
@@ -532,7 +518,6 @@ class IncrementalEpsilon:
             self._exact_sigma,
             self._exact_q,
             claimed,
-            self._claiming,
             self._pending,
             self._pending_steps,
             self._blocks,
