@@ -61,10 +61,17 @@ EXACT_FACTOR = 8
 #: a folded step's own ``(sigma, q)`` is its cell (no rounding) while fewer than this
 #: many distinct pairs were kept so, in the order the steps are folded
 #: (:meth:`~dpacct.accountant.pld.incremental.IncrementalEpsilon._cells`): a schedule
-#: of a few thousand distinct steps is composed as it is.  Rounding them is what held a
+#: of a few hundred distinct steps is composed as it is.  Rounding them is what held a
 #: decaying sigma above dp_accounting's default PLD (issue 37, session 19: the first
-#: 1 906 steps of sigma 1.5 * 0.9999^t, +9.0e-4 relative rounded on the 2^-10 grid)
-EXACT_STEPS = 2048
+#: 1 906 steps of sigma 1.5 * 0.9999^t, +9.0e-4 relative rounded on the 2^-10 grid,
+#: +1.3e-5 at 2048).  Each exact cell is discretised and composed on its own, and an
+#: online ledger pays for them at every query: the decaying online loop (sigma 2 *
+#: 0.9999^t, epsilon every 100 of 10 000 steps) takes 1.7x main's CPU at 2048, 1.4x at
+#: 1024, 1.1-1.2x at 512 and 256, 1.0x at 0, while the 1 906 steps gain only once all
+#: are exact (1.496273 at 0, 1.496120 at 256, 1.495960 at 512, 1.494943 at 2048;
+#: dp_accounting 1.494924).  256 keeps short schedules exact (200 decaying steps within
+#: 1e-4 of dp_accounting) at about a tenth of the online cost (session 19, sched2)
+EXACT_STEPS = 256
 #: ... and a block whose cells are all exact, so each composed as it is, takes up to
 #: this many of them instead of :data:`BLOCK_CELLS`: every block pays one coarsening
 #: ``h^2 / 4`` onto the history's grid, which at :data:`BLOCK_CELLS` a block would
