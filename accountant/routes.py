@@ -607,7 +607,8 @@ def ledger_bracket(ledger: RoutedLedger, delta: float, tol: float | None) -> Bra
         fast = ledger.fast_lower(delta)
         upper = ledger.epsilon(delta, tol=tol)
         if fast is not None:
-            return Bracket(fast, upper)
+            # refined on a finer step when wider than BRACKET_WIDTH (issue 37)
+            return Bracket(ledger.fast_lower(delta, upper) or fast, upper)
     else:
         upper = float(ledger.accounted(True).epsilon(delta, tol=tol))
     lower = ledger.accounted(False).epsilon_bounds(delta, tol=tol)

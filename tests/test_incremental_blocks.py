@@ -135,7 +135,9 @@ def test_a_cell_of_several_steps_is_composed_at_their_dominating_step():
     # two sigmas in one grid cell: composed at the smaller sigma (and the larger q),
     # which lies between them and the cell's grid point
     inc = IncrementalEpsilon(DELTA)
-    inc._exact_sigma = set(range(64))  # no exact slot left: values are rounded
+    # no exact slot left (pairs, sigma values): values are rounded
+    inc._exact_pairs = dict.fromkeys((float(k), 1.0) for k in range(rules.EXACT_STEPS))
+    inc._exact_sigma = set(range(64))
     inc._exact_q = {0.01}
     w = math.log1p(inc.grid)
     node = math.exp(round(math.log(1.2) / w) * w)
@@ -211,6 +213,7 @@ def test_a_history_beyond_kept_bytes_is_carried_to_longer_grids(monkeypatch):
     # pinned at 128 (session 18 made it 256): at 256 these 800 phases' first grid
     # already holds the whole history, so nothing would be carried
     monkeypatch.setattr(rules, "EXACT_BUDGET", 128)
+    monkeypatch.setattr(rules, "EXACT_FACTOR", 1)  # session 19's floor of 8 a cell, off
     phases = _random_phases(800, 10, 7)
     exact = _online(phases)
     monkeypatch.setattr(direction_mod, "KEPT_BYTES", 0)

@@ -84,8 +84,9 @@ def test_ledger_bracket_contains_the_general_route():
 
 
 def test_brackets_at_different_grids_intersect():
-    # more distinct steps than EXACT_CELLS: the steps are rounded, sigma only (q constant)
-    n = sch.EXACT_CELLS + 200
+    # more distinct steps than EXACT_CELLS and EXACT_STEPS: the steps are rounded, sigma
+    # only (q constant); with fewer, both brackets are of the steps unrounded and equal
+    n = max(sch.EXACT_CELLS, sch.EXACT_STEPS) + 200
     sched = [(1.4 * 0.9995**t, 0.02, 1) for t in range(n)]
     brackets = []
     for grid in (2**-7, 2**-10):

@@ -40,11 +40,9 @@ from ..bracket import Bracket
 from ..capabilities import Capabilities
 from ..mechanism import Mechanism
 from ..pld.schedule import (
-    EXACT_CELLS,
-    EXACT_VALUES,
-    _lower_step,
-    fast_epsilon_bounds,
-    round_schedule,
+    BRACKET_WIDTH,
+    _first_lower,
+    _refined_lower,
 )
 from ..transformers.compose import compose
 from ..validation import (
@@ -219,7 +217,7 @@ class LedgerMechanism(Mechanism):
         """A filter's certified epsilon at ``delta`` for the current records, or None."""
         return None if self._certified is None else self._certified(delta)
 
-    def fast_lower(self, delta: float) -> float | None:
+    def fast_lower(self, delta: float, upper: float | None = None) -> float | None:
         """The certified lower end of the characteristic-function fast path
         (:func:`~dpacct.accountant.pld.schedule.fast_epsilon_bounds`), or None.
 
@@ -228,20 +226,21 @@ class LedgerMechanism(Mechanism):
         narrowest steps need); not rounded with at most ``EXACT_CELLS`` distinct steps,
         and a coordinate with at most ``EXACT_VALUES`` values keeps them.  ``None`` --
         the engine's route -- when a record is another mechanism or the fast path
-        cannot certify.
+        cannot certify.  With ``upper`` (the bracket's upper end), a lower end more than
+        :data:`~dpacct.accountant.pld.schedule.BRACKET_WIDTH` below it is refined on a
+        finer step (:func:`~dpacct.accountant.pld.schedule._refined_lower`).
         """
         below = self._records.phases(upper=False)
         if below is None:
             return None
 
-        def compute() -> float | None:
-            down = round_schedule(
-                below, self._grid, upper=False, exact_cells=EXACT_CELLS, exact_values=EXACT_VALUES
-            )
-            lo = fast_epsilon_bounds(down, delta, step=_lower_step(down), upper=False)
-            return None if lo is None else float(lo[0])
-
-        return self.cached(("fast_lower", delta), compute)
+        lo = self.cached(("fast_lower", delta), partial(_first_lower, below, delta, self._grid))
+        if lo is None or upper is None or upper - lo <= BRACKET_WIDTH * upper:
+            return lo
+        return self.cached(
+            ("fast_lower", delta, upper),
+            partial(_refined_lower, below, delta, lo, upper, self._grid),
+        )
 
     def cached(self, key: Any, compute: Callable[[], Any]) -> Any:
         """``compute()``, kept for the records' current version under ``key``."""
