@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 
 from dpacct.accountant import PrivacyAccountant, compose, poisson_subsample
 from dpacct.accountant.pld import schedule as sch
@@ -113,3 +114,10 @@ def test_ledger_bracket_with_small_rates_contains_the_general_route():
     assert lo <= e_hi and e_lo <= hi
     assert lo <= e_lo * (1 + 1e-9) and e_hi <= hi * (1 + 1e-9)
     assert hi <= lo * 1.005
+    # a width asked: the lower end refined (issue 37), still below the general route's
+    # upper end, the upper end unchanged; a width outside (0, 0.5) is refused by name
+    lo_w, hi_w = acct.epsilon_bounds(DELTA, width=1e-4)
+    assert lo <= lo_w <= e_hi and hi_w == hi
+    for bad in (0.0, 0.7, float("nan")):
+        with pytest.raises(ValueError, match="width"):
+            acct.epsilon_bounds(DELTA, width=bad)

@@ -231,8 +231,11 @@ def round_schedule(
     ]
 
 
-#: a ledger's bracket whose lower end lies further below its upper end than this
-#: (relative) has its lower end recomputed on a finer loss step (:func:`_refined_lower`)
+#: the bracket width (relative to its upper end) a ledger's ``epsilon_bounds`` is
+#: refined to when the caller asks for one without a number (``width=True``); a bracket
+#: is refined only when asked (:func:`_first_lower`, :func:`_refined_lower`): each
+#: halving of the lower end's loss step costs about twice the last, and a ledger's
+#: ``epsilon_bounds`` refined by default took 2-10x main's time (issue 37, session 20)
 BRACKET_WIDTH = 1e-4
 #: ... by this many halvings of :func:`_lower_step`'s step per factor of this in the
 #: width (measured: each halving narrows a bracket 1.6-3.6 times, less as it narrows;
@@ -242,42 +245,43 @@ LOWER_HALVING_GAIN = 2.5
 LOWER_MIN_STEP = FAST_STEP / 32
 #: ... and at most this many attempts (each a halving finer than the last)
 LOWER_REFINES = 2
-#: ... and only for a schedule of at most this many distinct steps: each attempt costs
-#: about twice the last, and beyond a few hundred distinct steps that is seconds for a
-#: bracket already narrowed by :func:`_first_lower` (issue 37, session 19: 1 000 random
-#: phases x 10 refined twice, 7.0 s for ``epsilon_bounds`` against main's 1.5 s)
-LOWER_REFINE_STEPS = 256
 
 
 def _first_lower(
-    steps: Sequence[tuple[float, float, int]], delta: float, grid: float = DEFAULT_GRID
+    steps: Sequence[tuple[float, float, int]],
+    delta: float,
+    grid: float = DEFAULT_GRID,
+    fine: bool = False,
 ) -> float | None:
     """The certified lower end of a ledger's DP-SGD schedule ``steps`` (its records
     rounded down, ``(sigma, q, count)``) at ``delta``, by one call of
     :func:`~dpacct.accountant.pld.schedule_fast.fast_epsilon_bounds` (``upper=False``),
-    or None when it cannot certify.  With at most ``EXACT_CELLS`` distinct steps (kept
-    as they are), on :func:`_lower_step`'s step halved once (1 000 random phases x 10:
-    width 3.9e-4 -> 1.1e-4 for 1.8x the time); with at most
-    :data:`~dpacct.accountant.pld.block_rules.EXACT_STEPS`, the steps unrounded on
-    :func:`_lower_step`'s step (their rounding held the bracket: 1 906 steps of sigma
-    1.5 * 0.9999^t, 1.1e-3 -> 1.8e-4 wide for 1.5x the time); beyond, the steps rounded
-    on ``grid`` (a coordinate with at most ``EXACT_VALUES`` values keeps them) on
-    :func:`_lower_step`'s step.  One computation, not a coarse one refined: a bracket at
-    most twice the time of the coarse one alone.  Speed and tightness only.
+    or None when it cannot certify: the steps rounded on ``grid`` beyond ``EXACT_CELLS``
+    distinct ones (a coordinate with at most ``EXACT_VALUES`` values keeps them), on
+    :func:`_lower_step`'s step.  With ``fine`` (a caller asked for a bracket width): with
+    at most ``EXACT_CELLS`` distinct steps, on that step halved once (1 000 random
+    phases x 10: width 3.9e-4 -> 1.1e-4 for 1.8x the time); with at most
+    :data:`~dpacct.accountant.pld.block_rules.EXACT_STEPS`, the steps unrounded (their
+    rounding held the bracket: 1 906 steps of sigma 1.5 * 0.9999^t at EXACT_STEPS 2048,
+    1.1e-3 -> 1.8e-4 wide for 1.5x the time).  Speed and tightness only: every setting
+    is a certified lower bound.
 
     Examples
     --------
     >>> steps = [(1.0, 0.01, 20)]
-    >>> lo = fast_epsilon_bounds(steps, 1e-5, upper=False)[0]
-    >>> _first_lower(steps, 1e-5) >= lo
+    >>> lo = fast_epsilon_bounds(steps, 1e-5, step=_lower_step(steps), upper=False)[0]
+    >>> _first_lower(steps, 1e-5) == lo
+    True
+    >>> _first_lower(steps, 1e-5, fine=True) >= lo
     True
     """
     distinct = len({(s, q) for s, q, _ in steps})
-    exact = max(EXACT_CELLS, EXACT_STEPS)
-    cells = exact if EXACT_CELLS < distinct <= exact else EXACT_CELLS
+    cells = EXACT_CELLS
+    if fine and EXACT_CELLS < distinct <= EXACT_STEPS:
+        cells = EXACT_STEPS
     down = round_schedule(steps, grid, upper=False, exact_cells=cells, exact_values=EXACT_VALUES)
     step = _lower_step(down)
-    if distinct <= EXACT_CELLS:
+    if fine and distinct <= EXACT_CELLS:
         step = max(step / 2, LOWER_MIN_STEP)
     lo = fast_epsilon_bounds(down, delta, step=step, upper=False)
     return None if lo is None else float(lo[0])
@@ -289,18 +293,20 @@ def _refined_lower(
     lower: float,
     upper: float,
     grid: float = DEFAULT_GRID,
+    width: float = BRACKET_WIDTH,
 ) -> float:
     """The certified lower end of a DP-SGD schedule ``steps`` (its records rounded down,
     ``(sigma, q, count)``) at ``delta``, refined from the bracket ``(lower, upper)``
-    (``lower`` :func:`_first_lower`'s) until it is at most :data:`BRACKET_WIDTH` wide
+    (``lower`` :func:`_first_lower`'s with ``fine``) until it is at most ``width`` wide
     (relative to ``upper``) or the step reaches :data:`LOWER_MIN_STEP`: a schedule of
-    at most :data:`LOWER_REFINE_STEPS` distinct steps, unrounded, by
+    at most ``EXACT_CELLS`` distinct steps (beyond, the steps' rounding holds the
+    bracket: 10 000 decaying steps, 2.5e-3 -> 2.1e-3 wide for 14 s), unrounded, by
     :func:`~dpacct.accountant.pld.schedule_fast.fast_epsilon_bounds` (``upper=False``)
     on :func:`_lower_step`'s step halved as often as the width asks
-    (:data:`LOWER_HALVING_GAIN`; at least three times, twice more than :func:`_first_lower`),
-    at most :data:`LOWER_REFINES` times.  Every attempt is a certified lower bound, so
-    the largest of them and ``lower`` is returned (the lower end only rises).  Speed
-    and tightness only.
+    (:data:`LOWER_HALVING_GAIN`; at least three times, twice more than
+    :func:`_first_lower`), at most :data:`LOWER_REFINES` times.  Every attempt is a
+    certified lower bound, so the largest of them and ``lower`` is returned (the lower
+    end only rises).  Speed and tightness only.
 
     Examples
     --------
@@ -310,16 +316,13 @@ def _refined_lower(
     True
     """
     distinct = len({(s, q) for s, q, _ in steps})
-    if distinct > min(LOWER_REFINE_STEPS, EXACT_CELLS):
-        # the first lower end stands: a finer step costs seconds here (1 000 phases x
-        # 10: 1.1e-4 -> 4.7e-5 wide for 4 s more CPU; 10 000 decaying steps, rounded:
-        # 2.5e-3 -> 2.1e-3 for 14 s)
+    if distinct > EXACT_CELLS or upper - lower <= width * upper:
         return lower
     down = round_schedule(
         steps, grid, upper=False, exact_cells=EXACT_CELLS, exact_values=EXACT_VALUES
     )
-    width = (upper - lower) / upper
-    halvings = 2 + max(1, math.ceil(math.log(width / BRACKET_WIDTH) / math.log(LOWER_HALVING_GAIN)))
+    wide = (upper - lower) / upper
+    halvings = 2 + max(1, math.ceil(math.log(wide / width) / math.log(LOWER_HALVING_GAIN)))
     step = max(_lower_step(down) / 2**halvings, LOWER_MIN_STEP)
     best = lower
     for _ in range(LOWER_REFINES):
@@ -328,7 +331,7 @@ def _refined_lower(
             break
         gap = upper - best
         best = max(best, float(lo[0]))
-        if upper - best <= BRACKET_WIDTH * upper or step <= LOWER_MIN_STEP:
+        if upper - best <= width * upper or step <= LOWER_MIN_STEP:
             break
         if upper - best > 0.5 * gap:
             # the lower end no longer holds the bracket (the upper end's own excess
