@@ -43,6 +43,7 @@ from .block_rules import (
     EXACT_FACTOR,
     EXACT_STEPS,
     FINE_BUDGET,
+    RUN_CELLS,
     Cell,
     Items,
     Members,
@@ -87,9 +88,8 @@ SWAPPED_SLACK = 2.0**-16
 ADD_COARSE_FACTOR = 16
 
 
-#: a query composes a pending block of exact cells in runs of this many (:func:`_chunks`)
-QUERY_RUN_CELLS = 32
-#: ... the last, partial run at a fine grid this many times its steps (at most
+#: a query composes the last, partial run of a pending block of exact cells
+#: (:func:`_chunks`) at a fine grid this many times its steps (at most
 #: :data:`~dpacct.accountant.pld.block_rules.EXACT_FACTOR` times its cells, at least
 #: :data:`~dpacct.accountant.pld.block_rules.FINE_BUDGET`: a run of a few cells of many
 #: steps each keeps the finer grid its steps' coarsening needs).  A filter
@@ -133,38 +133,41 @@ def _pieces(items: Items, budget: int, step: float, var: float) -> list[tuple[It
 
 def _chunks(items: Items, budget: int, step: float, var: float) -> list[tuple[Items, int]]:
     """A pending block of exact cells (``budget`` that of exact cells, :func:`~dpacct.
-    accountant.pld.block_rules._budget`) as a query composes it: in runs of
-    :data:`QUERY_RUN_CELLS` consecutive cells, each full run at its own exact budget and
-    the last, partial one at :data:`QUERY_FACTOR` times its steps (at most
-    ``EXACT_FACTOR`` times its cells, at least
-    :data:`~dpacct.accountant.pld.block_rules.FINE_BUDGET`).  The next query's pending
-    block begins with the same full runs and finds them composed, so a query composes at
-    most ``QUERY_RUN_CELLS - 1`` new cells (a budget filter asks at every step; composed
-    whole at the exact budget, the per-step filter test of 300 decaying steps took 2-5x
-    as long).  Each run beyond the first pays one more coarsening, ``step^2 / 4``, far
-    less than the block whole at ``FINE_BUDGET`` would (``K = 2`` beyond 32 cells:
-    ``step^2 / 16`` a step; 200 decaying steps asked once: 0.412765 whole, 0.412667 in
-    runs, dp_accounting's default 0.412647), so always.  A looser bound on the pending
-    steps than their fold's, still certified (the first 1 906 steps of sigma
-    1.5 * 0.9999^t asked once, at EXACT_FACTOR 16: 1.4949212 whole at the exact budget,
-    1.4949242 in runs); a function of the steps alone.
+    accountant.pld.block_rules._budget`) as a query composes it: its full runs of
+    :data:`~dpacct.accountant.pld.block_rules.RUN_CELLS` consecutive cells as one block
+    at the exact budget (the runs composed on its fine grid, each kept, and joined
+    before one coarsening: :meth:`~dpacct.accountant.pld.online_direction._Direction.
+    _compose`, as the block's fold will compose them), and the last, partial run apart
+    at :data:`QUERY_FACTOR` times its steps (at most ``EXACT_FACTOR`` times its cells, at
+    least :data:`~dpacct.accountant.pld.block_rules.FINE_BUDGET`).  The next query finds
+    the full runs composed (and the block of them, until a run fills), so a query
+    composes at most ``RUN_CELLS - 1`` new cells (a budget filter asks at every step;
+    the partial run at the exact budget made the per-step filter test of 300 decaying
+    steps 1.3x as long).  Two coarsenings where the fold pays one, so a slightly looser
+    bound on the pending steps than their fold's, still certified (session 19 coarsened
+    every run apart: the first 1 906 steps of sigma 1.5 * 0.9999^t asked once, at
+    EXACT_FACTOR 16, 1.4949212 whole, 1.4949242 in runs); a function of the steps alone.
 
     Examples
     --------
     >>> items = {(1 + k / 1e3, 0.01): 1 for k in range(100)}
     >>> [(len(i), b) for i, b in _chunks(items, 800, 1e-3, 1.0)]
-    [(32, 256), (32, 256), (32, 256), (4, 64)]
+    [(96, 768), (4, 64)]
+    >>> [(len(i), b) for i, b in _chunks(dict(list(items.items())[:64]), 512, 1e-3, 1.0)]
+    [(64, 512)]
     """
     if budget < EXACT_FACTOR * len(items):
         return [(items, budget)]
     cells = list(items.items())
-    runs = [dict(cells[i : i + QUERY_RUN_CELLS]) for i in range(0, len(cells), QUERY_RUN_CELLS)]
-    full = max(EXACT_BUDGET, EXACT_FACTOR * QUERY_RUN_CELLS)
-    tail = runs[-1]
-    last = max(FINE_BUDGET, min(EXACT_FACTOR * len(tail), QUERY_FACTOR * sum(tail.values())))
-    if len(runs[-1]) == QUERY_RUN_CELLS:
-        last = full
-    return [(run, full) for run in runs[:-1]] + [(runs[-1], last)]
+    cut = len(cells) - len(cells) % RUN_CELLS
+    out: list[tuple[Items, int]] = []
+    if cut:
+        out.append((dict(cells[:cut]), max(EXACT_BUDGET, EXACT_FACTOR * cut)))
+    if cut < len(cells):
+        tail = dict(cells[cut:])
+        last = max(FINE_BUDGET, min(EXACT_FACTOR * len(tail), QUERY_FACTOR * sum(tail.values())))
+        out.append((tail, last))
+    return out
 
 
 class IncrementalEpsilon:

@@ -21,14 +21,16 @@ from scipy import fft as sp_fft
 from .block_rules import (
     BLOCK_ALIAS_SHARE,
     BLOCK_ALIAS_TRIES,
+    RUN_CELLS,
     TRIM_SHARE,
     BlockKey,
     Items,
     _factor,
     _trim,
 )
+from .coarsen import coarsen
 from .graded_cells import graded_cells
-from .groups import Segment, _compose_group, _row_lambdas, coarsened_group
+from .groups import Segment, _compose_group, _row_lambdas
 from .pld_fft import (
     _ORDERS,
     FAST_MAX_N,
@@ -52,6 +54,8 @@ ASKED_BLOCKS = 16
 #: fine discretisations of recent cells kept per direction (bytes): the pending steps
 #: of every query are composed again, mostly of the same cells
 FINE_CELL_BYTES = 1 << 22
+#: fine PMFs of recent runs kept per direction (bytes)
+FINE_RUN_BYTES = 1 << 23
 #: committed block PMFs kept per direction for reuse (bytes): a repeated block (a
 #: constant-sigma loop) is composed once
 KNOWN_BYTES = 1 << 24
@@ -207,6 +211,9 @@ class _Direction:
         #: fine discretisations of recent cells (:meth:`_cells`) and their bytes
         self._fine_cells: dict[tuple[float, float, float], tuple[int, np.ndarray, float]] = {}
         self._fine_bytes = 0
+        #: fine PMFs of recent runs of cells (:meth:`_fine_run`) and their bytes
+        self._fine_runs: dict[tuple, Segment] = {}
+        self._fine_run_bytes = 0
         #: committed blocks of the group being filled (:data:`GROUP_BLOCKS`), not yet in
         #: ``spec``; the product of the first ``partial_in`` of their transforms on the
         #: current grid (a cache the queries extend, never changed in place) and its
@@ -253,30 +260,84 @@ class _Direction:
         out = [found[c] for c in items]
         return out  # type: ignore[return-value]
 
-    def _compose(self, items: Items, budget: int) -> Segment:
-        """The block ``items`` composed on the fine grid and coarsened onto the
-        history's: :func:`~dpacct.accountant.pld.groups.coarsened_group` of the
-        graded fine cells, kept (:meth:`_cells`), as a :class:`Segment`; raises
-        OverflowError when the fine window would exceed :data:`FAST_MAX_N`."""
-        factor = _factor(items, self.step, budget)
+    def _fine_run(self, items: Items, factor: int) -> Segment | None:
+        """The cells ``items`` composed on the fine grid ``step / factor``
+        (:func:`~dpacct.accountant.pld.groups._compose_group` of their graded cells,
+        :meth:`_cells`), not coarsened, kept (:data:`FINE_RUN_BYTES`); its ``log_fin``
+        is the cells' log finite mass.  None when the window exceeds
+        :data:`FAST_MAX_N`."""
+        key = (tuple(items.items()), factor)
+        found = self._fine_runs.get(key)
+        if found is not None:
+            return found
         cells = self._cells(items, factor)
-        firsts = np.array([c[0] for c in cells], dtype=np.int64)
-        infs = np.array([c[2] for c in cells])
         counts = np.array(list(items.values()), dtype=float)
-        out = coarsened_group(
-            (firsts, [c[1] for c in cells], infs),
+        infs = np.array([c[2] for c in cells])
+        out = _compose_group(
+            self.step / factor,
+            np.array([c[0] for c in cells], dtype=np.int64),
+            [c[1] for c in cells],
             counts,
-            self.step,
-            factor,
             self.block_alias,
             BLOCK_ALIAS_TRIES,
         )
         if out is None:
+            return None
+        with np.errstate(divide="ignore"):
+            log_fin = float(counts @ np.log1p(-np.minimum(infs, 1.0)))
+        # its end runs (round-off's crumbs across the run's window) trimmed as a
+        # block's are, the mass removed counted as error: a shorter PMF to keep and join
+        first, pmf, moved = _trim(out.first, out.pmf, TRIM_SHARE * self.tau * float(counts.sum()))
+        seg = Segment(first, pmf, out.err + moved, log_fin)
+        while self._fine_runs and self._fine_run_bytes + seg.pmf.nbytes > FINE_RUN_BYTES:
+            old = self._fine_runs.pop(next(iter(self._fine_runs)))
+            self._fine_run_bytes -= old.pmf.nbytes
+        self._fine_runs[key] = seg
+        self._fine_run_bytes += seg.pmf.nbytes
+        return seg
+
+    def _compose(self, items: Items, budget: int) -> Segment:
+        """The block ``items`` composed on the fine grid and coarsened onto the
+        history's: the graded fine cells (:meth:`_cells`) composed on the fine grid
+        (:meth:`_fine_run`; a block of more than :data:`RUN_CELLS` cells in runs of
+        that many, the runs' fine PMFs composed by one more product,
+        :func:`~dpacct.accountant.pld.groups._compose_group`, their l1 errors added:
+        convolving with a measure of mass at most 1 does not increase an l1 distance),
+        then coarsened once (:func:`~dpacct.accountant.pld.coarsen.coarsen`), as a
+        :class:`Segment`; raises OverflowError when a fine window would exceed
+        :data:`FAST_MAX_N`."""
+        factor = _factor(items, self.step, budget)
+        cells = list(items.items())
+        runs = [dict(cells[i : i + RUN_CELLS]) for i in range(0, len(cells), RUN_CELLS)]
+        segs = [self._fine_run(run, factor) for run in runs]
+        if any(seg is None for seg in segs):
             raise OverflowError("the block's fine window exceeds FAST_MAX_N")
+        fine = self.step / factor
+        if len(segs) == 1:
+            out = segs[0]
+        else:
+            joined = _compose_group(
+                fine,
+                np.array([g.first for g in segs], dtype=np.int64),
+                [g.pmf for g in segs],
+                np.ones(len(segs)),
+                self.block_alias,
+                BLOCK_ALIAS_TRIES,
+            )
+            if joined is None:
+                raise OverflowError("the block's fine window exceeds FAST_MAX_N")
+            out = Segment(
+                joined.first,
+                joined.pmf,
+                joined.err + math.fsum(g.err for g in segs),
+                math.fsum(g.log_fin for g in segs),
+            )
+        cfirst, cpmf, err = coarsen(int(out.first), out.pmf, int(factor), fine, out.err)
+        counts = sum(items.values())
         # the trimmed end runs: removed mass, at most ``moved``, counted as error (it
         # enters delta as +inf mass does)
-        first, pmf, moved = _trim(out.first, out.pmf, TRIM_SHARE * self.tau * float(counts.sum()))
-        return Segment(first, pmf, out.err + moved, out.log_fin)
+        first, pmf, moved = _trim(cfirst, cpmf, TRIM_SHARE * self.tau * float(counts))
+        return Segment(first, pmf, err + moved, out.log_fin)
 
     def _transform(self, key: tuple[BlockKey, int], block: _Block) -> np.ndarray:
         spec = self._recent.get(key)
