@@ -263,8 +263,8 @@ def _first_lower(
     phases x 10: width 3.9e-4 -> 1.1e-4 for 1.8x the time); with at most
     :data:`~dpacct.accountant.pld.block_rules.EXACT_STEPS`, the steps unrounded (their
     rounding held the bracket: 1 906 steps of sigma 1.5 * 0.9999^t at EXACT_STEPS 2048,
-    1.1e-3 -> 1.8e-4 wide for 1.5x the time).  Speed and tightness only: every setting
-    is a certified lower bound.
+    1.1e-3 -> 1.8e-4 wide for 1.5x the time); beyond both, None (nothing finer than the
+    default).  Speed and tightness only: every setting is a certified lower bound.
 
     Examples
     --------
@@ -279,6 +279,8 @@ def _first_lower(
     cells = EXACT_CELLS
     if fine and EXACT_CELLS < distinct <= EXACT_STEPS:
         cells = EXACT_STEPS
+    elif fine and distinct > EXACT_CELLS:
+        return None  # nothing finer than the default here
     down = round_schedule(steps, grid, upper=False, exact_cells=cells, exact_values=EXACT_VALUES)
     step = _lower_step(down)
     if fine and distinct <= EXACT_CELLS:
