@@ -54,8 +54,9 @@ ASKED_BLOCKS = 16
 #: fine discretisations of recent cells kept per direction (bytes): the pending steps
 #: of every query are composed again, mostly of the same cells
 FINE_CELL_BYTES = 1 << 22
-#: fine PMFs of recent runs kept per direction (bytes)
-FINE_RUN_BYTES = 1 << 23
+#: fine PMFs of recent full runs (:data:`~dpacct.accountant.pld.block_rules.RUN_CELLS`
+#: cells) kept per direction (bytes; a block of 256 exact cells takes about 1.3 MB)
+FINE_RUN_BYTES = 1 << 22
 #: committed block PMFs kept per direction for reuse (bytes): a repeated block (a
 #: constant-sigma loop) is composed once
 KNOWN_BYTES = 1 << 24
@@ -289,6 +290,8 @@ class _Direction:
         # block's are, the mass removed counted as error: a shorter PMF to keep and join
         first, pmf, moved = _trim(out.first, out.pmf, TRIM_SHARE * self.tau * float(counts.sum()))
         seg = Segment(first, pmf, out.err + moved, log_fin)
+        if len(items) != RUN_CELLS:
+            return seg  # a partial run or a block of few cells: not asked again
         while self._fine_runs and self._fine_run_bytes + seg.pmf.nbytes > FINE_RUN_BYTES:
             old = self._fine_runs.pop(next(iter(self._fine_runs)))
             self._fine_run_bytes -= old.pmf.nbytes
