@@ -55,8 +55,8 @@ ASKED_BLOCKS = 16
 #: of every query are composed again, mostly of the same cells
 FINE_CELL_BYTES = 1 << 22
 #: fine PMFs of recent full runs (:data:`~dpacct.accountant.pld.block_rules.RUN_CELLS`
-#: cells) kept per direction (bytes; a block of 256 exact cells takes about 1.3 MB)
-FINE_RUN_BYTES = 1 << 22
+#: cells) kept per direction (bytes; a block of 256 exact cells takes about 2.4 MB)
+FINE_RUN_BYTES = 1 << 23
 #: committed block PMFs kept per direction for reuse (bytes): a repeated block (a
 #: constant-sigma loop) is composed once
 KNOWN_BYTES = 1 << 24
@@ -286,10 +286,7 @@ class _Direction:
             return None
         with np.errstate(divide="ignore"):
             log_fin = float(counts @ np.log1p(-np.minimum(infs, 1.0)))
-        # its end runs (round-off's crumbs across the run's window) trimmed as a
-        # block's are, the mass removed counted as error: a shorter PMF to keep and join
-        first, pmf, moved = _trim(out.first, out.pmf, TRIM_SHARE * self.tau * float(counts.sum()))
-        seg = Segment(first, pmf, out.err + moved, log_fin)
+        seg = Segment(out.first, out.pmf, out.err, log_fin)
         if len(items) != RUN_CELLS:
             return seg  # a partial run or a block of few cells: not asked again
         while self._fine_runs and self._fine_run_bytes + seg.pmf.nbytes > FINE_RUN_BYTES:
@@ -298,6 +295,15 @@ class _Direction:
         self._fine_runs[key] = seg
         self._fine_run_bytes += seg.pmf.nbytes
         return seg
+
+    def _trimmed(self, seg: Segment, items: Items) -> Segment:
+        """``seg`` (the run ``items``) without its end runs of mass at most
+        :data:`TRIM_SHARE` times the per-step tail cut times its steps
+        (:func:`~dpacct.accountant.pld.block_rules._trim`), the mass removed added to
+        its error (it enters delta as ``+inf`` mass does)."""
+        cut = TRIM_SHARE * self.tau * float(sum(items.values()))
+        first, pmf, moved = _trim(seg.first, seg.pmf, cut)
+        return Segment(first, pmf, seg.err + moved, seg.log_fin)
 
     def _compose(self, items: Items, budget: int) -> Segment:
         """The block ``items`` composed on the fine grid and coarsened onto the
@@ -319,6 +325,9 @@ class _Direction:
         if len(segs) == 1:
             out = segs[0]
         else:
+            # each run's end runs (round-off's crumbs across its window) trimmed as a
+            # block's are, the mass removed counted as error: shorter PMFs to join
+            segs = [self._trimmed(g, run) for g, run in zip(segs, runs, strict=True)]
             joined = _compose_group(
                 fine,
                 np.array([g.first for g in segs], dtype=np.int64),
