@@ -42,7 +42,6 @@ from .block_rules import (
     EXACT_BUDGET,
     EXACT_FACTOR,
     EXACT_STEPS,
-    FINE_BUDGET,
     RUN_CELLS,
     Cell,
     Items,
@@ -88,15 +87,6 @@ SWAPPED_SLACK = 2.0**-16
 ADD_COARSE_FACTOR = 16
 
 
-#: a query composes the last, partial run of a pending block of exact cells
-#: (:func:`_chunks`) at a fine grid this many times its steps (at most
-#: :data:`~dpacct.accountant.pld.block_rules.EXACT_FACTOR` times its cells, at least
-#: :data:`~dpacct.accountant.pld.block_rules.FINE_BUDGET`: a run of a few cells of many
-#: steps each keeps the finer grid its steps' coarsening needs).  A filter
-#: asking at every step composes it anew each time: at 8, 300 decaying steps asked at
-#: every step took 10.0 s CPU (main 7.9), at 2 6.3 s, with the same answers to 5e-7
-#: relative and 200 decaying steps asked once unchanged (0.4126672; session 19, sched2)
-QUERY_FACTOR = 2
 
 
 def _pieces(items: Items, budget: int, step: float, var: float) -> list[tuple[Items, int]]:
@@ -135,26 +125,26 @@ def _chunks(items: Items, budget: int, step: float, var: float) -> list[tuple[It
     """A pending block of exact cells (``budget`` that of exact cells, :func:`~dpacct.
     accountant.pld.block_rules._budget`) as a query composes it: its full runs of
     :data:`~dpacct.accountant.pld.block_rules.RUN_CELLS` consecutive cells as one block
-    at the exact budget (the runs composed on its fine grid, each kept, and joined
-    before one coarsening: :meth:`~dpacct.accountant.pld.online_direction._Direction.
-    _compose`, as the block's fold will compose them), and the last, partial run apart
-    at :data:`QUERY_FACTOR` times its steps (at most ``EXACT_FACTOR`` times its cells, at
-    least :data:`~dpacct.accountant.pld.block_rules.FINE_BUDGET`).  The next query finds
-    the full runs composed (and the block of them, until a run fills), so a query
-    composes at most ``RUN_CELLS - 1`` new cells (a budget filter asks at every step;
-    the partial run at the exact budget made the per-step filter test of 300 decaying
-    steps 1.3x as long).  Two coarsenings where the fold pays one, so a slightly looser
-    bound on the pending steps than their fold's, still certified (session 19 coarsened
-    every run apart: the first 1 906 steps of sigma 1.5 * 0.9999^t asked once, at
-    EXACT_FACTOR 16, 1.4949212 whole, 1.4949242 in runs); a function of the steps alone.
+    at the exact budget, marked ``-budget`` (composed in runs: each run composed on the
+    fine grid and kept, the runs joined before one coarsening,
+    :meth:`~dpacct.accountant.pld.online_direction._Direction._compose`), and the last,
+    partial run apart at the exact budget (main's budget for those cells).  The next
+    query finds the full runs composed (and the block of them, until a run fills), so a
+    query composes at most ``RUN_CELLS - 1`` new cells.  The mark keeps the block's fold
+    apart: it composes the block whole (its runs' l1 errors added made it looser than
+    main's at delta 1e-5, issue 37 session 20), so a fold never depends on what was
+    asked.  The partial run was composed at twice its steps (``QUERY_FACTOR`` 2, for a
+    budget filter asking at every step), which put 17, 25 and 50 decaying steps 1.1e-5,
+    1.1e-5 and 3.7e-6 above main's at delta 1e-5.  Two coarsenings where the fold pays
+    one, still certified; a function of the steps alone.
 
     Examples
     --------
     >>> items = {(1 + k / 1e3, 0.01): 1 for k in range(100)}
     >>> [(len(i), b) for i, b in _chunks(items, 800, 1e-3, 1.0)]
-    [(96, 768), (4, 64)]
+    [(96, -768), (4, 256)]
     >>> [(len(i), b) for i, b in _chunks(dict(list(items.items())[:64]), 512, 1e-3, 1.0)]
-    [(64, 512)]
+    [(64, -512)]
     """
     if budget < EXACT_FACTOR * len(items):
         return [(items, budget)]
@@ -162,11 +152,10 @@ def _chunks(items: Items, budget: int, step: float, var: float) -> list[tuple[It
     cut = len(cells) - len(cells) % RUN_CELLS
     out: list[tuple[Items, int]] = []
     if cut:
-        out.append((dict(cells[:cut]), max(EXACT_BUDGET, EXACT_FACTOR * cut)))
+        out.append((dict(cells[:cut]), -max(EXACT_BUDGET, EXACT_FACTOR * cut)))
     if cut < len(cells):
         tail = dict(cells[cut:])
-        last = max(FINE_BUDGET, min(EXACT_FACTOR * len(tail), QUERY_FACTOR * sum(tail.values())))
-        out.append((tail, last))
+        out.append((tail, max(EXACT_BUDGET, EXACT_FACTOR * len(tail))))
     return out
 
 

@@ -25,6 +25,7 @@ from .block_rules import (
     TRIM_SHARE,
     BlockKey,
     Items,
+    _delta_factor,
     _factor,
     _trim,
 )
@@ -308,16 +309,23 @@ class _Direction:
     def _compose(self, items: Items, budget: int) -> Segment:
         """The block ``items`` composed on the fine grid and coarsened onto the
         history's: the graded fine cells (:meth:`_cells`) composed on the fine grid
-        (:meth:`_fine_run`; a block of more than :data:`RUN_CELLS` cells in runs of
-        that many, the runs' fine PMFs composed by one more product,
-        :func:`~dpacct.accountant.pld.groups._compose_group`, their l1 errors added:
-        convolving with a measure of mass at most 1 does not increase an l1 distance),
-        then coarsened once (:func:`~dpacct.accountant.pld.coarsen.coarsen`), as a
-        :class:`Segment`; raises OverflowError when a fine window would exceed
-        :data:`FAST_MAX_N`."""
-        factor = _factor(items, self.step, budget)
+        (:meth:`_fine_run`) and coarsened once (:func:`~dpacct.accountant.pld.coarsen.
+        coarsen`), as a :class:`Segment`.  A negative ``budget`` (a query's pending
+        exact cells, :func:`~dpacct.accountant.pld.incremental._chunks`) composes them
+        in runs of :data:`RUN_CELLS` cells, each kept, their fine PMFs joined by one more
+        product (:func:`~dpacct.accountant.pld.groups._compose_group`, their l1 errors
+        added: convolving with a measure of mass at most 1 does not increase an l1
+        distance); a fold composes its block whole.  Below :data:`~dpacct.accountant.
+        pld.block_rules.SMALL_DELTA` a block at the exact budget is composed at most
+        :data:`~dpacct.accountant.pld.block_rules.SMALL_DELTA_FACTOR` times finer
+        (:func:`~dpacct.accountant.pld.block_rules._delta_factor`).  Raises
+        OverflowError when a fine window would exceed :data:`FAST_MAX_N`."""
+        in_runs = budget < 0
+        budget = abs(budget)
+        factor = _delta_factor(_factor(items, self.step, budget), budget, self.delta)
         cells = list(items.items())
-        runs = [dict(cells[i : i + RUN_CELLS]) for i in range(0, len(cells), RUN_CELLS)]
+        size = RUN_CELLS if in_runs else len(cells)
+        runs = [dict(cells[i : i + size]) for i in range(0, len(cells), size)]
         segs = [self._fine_run(run, factor) for run in runs]
         if any(seg is None for seg in segs):
             raise OverflowError("the block's fine window exceeds FAST_MAX_N")
