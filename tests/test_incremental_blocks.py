@@ -299,11 +299,10 @@ def test_ledger_bracket_contains_dp_accountings_pessimistic_pld_at_a_tenfold_fin
     assert hi <= default_hi * (1 + 1e-4)
 
 
-def test_exact_blocks_composed_from_runs_bracket_the_exact_gdp_epsilon():
+def test_exact_blocks_bracket_the_exact_gdp_epsilon():
     """Issue 37, session 20: 300 steps of sigma 20 * 0.998^t at q 1; the first
     ``EXACT_STEPS`` (128) pairs, then ``EXACT_VALUES`` (64) sigmas, are each their own
-    exact cell and make one block of 192 cells composed in runs of ``RUN_CELLS`` (each
-    run's fine PMF joined before one coarsening), the rest rounded.  With q = 1 the
+    exact cell and make one block of 192 cells composed whole, the rest rounded.  With q = 1 the
     schedule is exactly mu-GDP, mu^2 = sum sigma_t^-2 (Dong, Roth & Su 2019, Corollary
     2.5), whose delta(eps) (their Corollary 2.13) is evaluated with mpmath and inverted
     by bisection; measured: the upper end +1.5e-5 relative (5.431662 against 5.431581)."""
@@ -325,6 +324,6 @@ def test_exact_blocks_composed_from_runs_bracket_the_exact_gdp_epsilon():
     inc = IncrementalEpsilon(DELTA)
     inc.fold([(s, 1.0, 1) for s in sigmas])
     # the first block: the exact pairs and the next EXACT_VALUES sigmas kept exact
-    assert len(inc._blocks[0][0]) > 2 * rules.RUN_CELLS
+    assert len(inc._blocks[0][0]) > rules.EXACT_STEPS
     hi = inc.epsilon()
     assert truth * (1 - 1e-12) <= hi <= truth * (1 + 5e-5), (truth, hi)

@@ -83,25 +83,17 @@ EXACT_STEPS = 128
 #: dominate a decaying schedule's widening (1 906 decaying steps: blocks of 31 steps
 #: 1.494988, of 256 steps 1.494940, dp_accounting 1.494924)
 EXACT_BLOCK_CELLS = 256
-#: a block of more than this many cells (an exact block) is composed on its fine grid
-#: in runs of this many consecutive cells, each run's fine PMF kept, and the runs' PMFs
-#: joined by one more product before the block's one coarsening
-#: (:meth:`~dpacct.accountant.pld.online_direction._Direction._compose`): a query
-#: composes the same runs of its pending exact block
-#: (:func:`~dpacct.accountant.pld.incremental._chunks`, the same cells in the same
-#: order), so the block's fold finds them composed instead of transforming each of its
-#: cells again on the block's window (issue 37, session 20: the decaying online loop
-#: at EXACT_STEPS 2048, 3.1 -> 2.35 s CPU)
-RUN_CELLS = 32
 #: below this delta a block at the exact budget (:data:`EXACT_BUDGET`: cells of one
 #: ``(sigma, q)`` each) is composed at most :data:`SMALL_DELTA_FACTOR` times finer than
 #: the history (:func:`_delta_factor`).  A block's l1 error (its window's round-off and
 #: aliasing) is added to delta, and it grows with the fine window's length, so with
-#: ``K``: 128 decaying steps (sigma 1.2 * 0.995^t, q 0.02) in runs at ``K = 8`` carried
-#: 5.6e-11, 5.6 % of delta 1e-9, and their epsilon(1e-9) was 6.724677 against main
-#: d5508ca's 6.720725; at ``K <= 2`` 6.711644.  At delta 1e-5 the same error is
-#: negligible and the finer grid is what gains (issue 37, session 20)
-SMALL_DELTA = 1e-7
+#: ``K`` (128 decaying steps, sigma 1.2 * 0.995^t, q 0.02, at delta 5e-8: 2.95e-11 at
+#: ``K = 8``, 1.24e-11 at ``K = 2``).  Measured on 6 shapes (25-200 decaying steps, 20
+#: and 40 phases) at delta 2e-8 .. 1e-9, every answer at or below main d5508ca's either
+#: way; ``K <= 2`` is tighter on all six at 3e-9 and 1e-9 (128 decaying steps at 1e-9:
+#: 6.715141 at ``K = 8``, 6.709286 at ``K <= 2``, main 6.720725) but up to 2.6e-5
+#: above main at 2e-8 (20 phases x 10), so it applies below 5e-9 (issue 37, session 20)
+SMALL_DELTA = 5e-9
 SMALL_DELTA_FACTOR = 2
 #: the history's loss step (unless given): the coarsest of ``FAST_STEP / 2^i``
 #: (``i = 0..COARSE_LEVELS``) at which re-discretising a block onto it adds at

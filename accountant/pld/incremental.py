@@ -39,10 +39,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from .block_rules import (
-    EXACT_BUDGET,
-    EXACT_FACTOR,
     EXACT_STEPS,
-    RUN_CELLS,
     Cell,
     Items,
     Members,
@@ -112,51 +109,13 @@ def _pieces(items: Items, budget: int, step: float, var: float) -> list[tuple[It
     [({(20.0, 0.001): 200}, 128)]
     """
     if len(items) != 1:
-        return _chunks(items, budget, step, var)
+        return [(items, budget)]
     ((cell, count),) = items.items()
     bits = [1 << j for j in range(count.bit_length() - 1, -1, -1) if count >> j & 1]
     extra = (len(bits) - 1) * step * step / 4.0
     if extra > PIECES_VARIANCE_SHARE * (var + _variance(items)[0]):
         return [(items, budget)]
     return [({cell: k}, budget) for k in bits]
-
-
-def _chunks(items: Items, budget: int, step: float, var: float) -> list[tuple[Items, int]]:
-    """A pending block of exact cells (``budget`` that of exact cells, :func:`~dpacct.
-    accountant.pld.block_rules._budget`) as a query composes it: its full runs of
-    :data:`~dpacct.accountant.pld.block_rules.RUN_CELLS` consecutive cells as one block
-    at the exact budget, marked ``-budget`` (composed in runs: each run composed on the
-    fine grid and kept, the runs joined before one coarsening,
-    :meth:`~dpacct.accountant.pld.online_direction._Direction._compose`), and the last,
-    partial run apart at the exact budget (main's budget for those cells).  The next
-    query finds the full runs composed (and the block of them, until a run fills), so a
-    query composes at most ``RUN_CELLS - 1`` new cells.  The mark keeps the block's fold
-    apart: it composes the block whole (its runs' l1 errors added made it looser than
-    main's at delta 1e-5, issue 37 session 20), so a fold never depends on what was
-    asked.  The partial run was composed at twice its steps (``QUERY_FACTOR`` 2, for a
-    budget filter asking at every step), which put 17, 25 and 50 decaying steps 1.1e-5,
-    1.1e-5 and 3.7e-6 above main's at delta 1e-5.  Two coarsenings where the fold pays
-    one, still certified; a function of the steps alone.
-
-    Examples
-    --------
-    >>> items = {(1 + k / 1e3, 0.01): 1 for k in range(100)}
-    >>> [(len(i), b) for i, b in _chunks(items, 800, 1e-3, 1.0)]
-    [(96, -768), (4, 256)]
-    >>> [(len(i), b) for i, b in _chunks(dict(list(items.items())[:64]), 512, 1e-3, 1.0)]
-    [(64, -512)]
-    """
-    if budget < EXACT_FACTOR * len(items):
-        return [(items, budget)]
-    cells = list(items.items())
-    cut = len(cells) - len(cells) % RUN_CELLS
-    out: list[tuple[Items, int]] = []
-    if cut:
-        out.append((dict(cells[:cut]), -max(EXACT_BUDGET, EXACT_FACTOR * cut)))
-    if cut < len(cells):
-        tail = dict(cells[cut:])
-        out.append((tail, max(EXACT_BUDGET, EXACT_FACTOR * len(tail))))
-    return out
 
 
 class IncrementalEpsilon:

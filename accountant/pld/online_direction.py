@@ -21,7 +21,6 @@ from scipy import fft as sp_fft
 from .block_rules import (
     BLOCK_ALIAS_SHARE,
     BLOCK_ALIAS_TRIES,
-    RUN_CELLS,
     TRIM_SHARE,
     BlockKey,
     Items,
@@ -55,9 +54,6 @@ ASKED_BLOCKS = 16
 #: fine discretisations of recent cells kept per direction (bytes): the pending steps
 #: of every query are composed again, mostly of the same cells
 FINE_CELL_BYTES = 1 << 22
-#: fine PMFs of recent full runs (:data:`~dpacct.accountant.pld.block_rules.RUN_CELLS`
-#: cells) kept per direction (bytes; a block of 256 exact cells takes about 2.4 MB)
-FINE_RUN_BYTES = 1 << 23
 #: committed block PMFs kept per direction for reuse (bytes): a repeated block (a
 #: constant-sigma loop) is composed once
 KNOWN_BYTES = 1 << 24
@@ -213,9 +209,6 @@ class _Direction:
         #: fine discretisations of recent cells (:meth:`_cells`) and their bytes
         self._fine_cells: dict[tuple[float, float, float], tuple[int, np.ndarray, float]] = {}
         self._fine_bytes = 0
-        #: fine PMFs of recent runs of cells (:meth:`_fine_run`) and their bytes
-        self._fine_runs: dict[tuple, Segment] = {}
-        self._fine_run_bytes = 0
         #: committed blocks of the group being filled (:data:`GROUP_BLOCKS`), not yet in
         #: ``spec``; the product of the first ``partial_in`` of their transforms on the
         #: current grid (a cache the queries extend, never changed in place) and its
@@ -262,21 +255,28 @@ class _Direction:
         out = [found[c] for c in items]
         return out  # type: ignore[return-value]
 
-    def _fine_run(self, items: Items, factor: int) -> Segment | None:
-        """The cells ``items`` composed on the fine grid ``step / factor``
-        (:func:`~dpacct.accountant.pld.groups._compose_group` of their graded cells,
-        :meth:`_cells`), not coarsened, kept (:data:`FINE_RUN_BYTES`); its ``log_fin``
-        is the cells' log finite mass.  None when the window exceeds
-        :data:`FAST_MAX_N`."""
-        key = (tuple(items.items()), factor)
-        found = self._fine_runs.get(key)
-        if found is not None:
-            return found
+    def _compose(self, items: Items, budget: int) -> Segment:
+        """The block ``items`` composed on the fine grid and coarsened onto the
+        history's: the graded fine cells (:meth:`_cells`) composed on the fine grid
+        ``step / K`` by one product (:func:`~dpacct.accountant.pld.groups.
+        _compose_group`), coarsened once (:func:`~dpacct.accountant.pld.coarsen.
+        coarsen`) and its end runs trimmed (:func:`~dpacct.accountant.pld.block_rules.
+        _trim`), as a :class:`Segment`.  ``K`` is :func:`~dpacct.accountant.pld.
+        block_rules._factor`'s, at most :data:`~dpacct.accountant.pld.block_rules.
+        SMALL_DELTA_FACTOR` below :data:`~dpacct.accountant.pld.block_rules.SMALL_DELTA`
+        for a block at the exact budget (:func:`~dpacct.accountant.pld.block_rules.
+        _delta_factor`).  A block is composed whole: composing it in runs of 32 cells
+        whose fine PMFs were kept and joined (issue 37, session 20, first round) added
+        the runs' l1 errors, which put answers above main's at small delta (128 decaying
+        steps +5.9e-4 at 1e-9, 260 steps +4e-9 at 1e-5).  Raises OverflowError when
+        the fine window would exceed :data:`FAST_MAX_N`."""
+        factor = _delta_factor(_factor(items, self.step, budget), budget, self.delta)
+        fine = self.step / factor
         cells = self._cells(items, factor)
         counts = np.array(list(items.values()), dtype=float)
         infs = np.array([c[2] for c in cells])
         out = _compose_group(
-            self.step / factor,
+            fine,
             np.array([c[0] for c in cells], dtype=np.int64),
             [c[1] for c in cells],
             counts,
@@ -284,80 +284,14 @@ class _Direction:
             BLOCK_ALIAS_TRIES,
         )
         if out is None:
-            return None
+            raise OverflowError("the block's fine window exceeds FAST_MAX_N")
         with np.errstate(divide="ignore"):
             log_fin = float(counts @ np.log1p(-np.minimum(infs, 1.0)))
-        seg = Segment(out.first, out.pmf, out.err, log_fin)
-        if len(items) != RUN_CELLS:
-            return seg  # a partial run or a block of few cells: not asked again
-        while self._fine_runs and self._fine_run_bytes + seg.pmf.nbytes > FINE_RUN_BYTES:
-            old = self._fine_runs.pop(next(iter(self._fine_runs)))
-            self._fine_run_bytes -= old.pmf.nbytes
-        self._fine_runs[key] = seg
-        self._fine_run_bytes += seg.pmf.nbytes
-        return seg
-
-    def _trimmed(self, seg: Segment, items: Items) -> Segment:
-        """``seg`` (the run ``items``) without its end runs of mass at most
-        :data:`TRIM_SHARE` times the per-step tail cut times its steps
-        (:func:`~dpacct.accountant.pld.block_rules._trim`), the mass removed added to
-        its error (it enters delta as ``+inf`` mass does)."""
-        cut = TRIM_SHARE * self.tau * float(sum(items.values()))
-        first, pmf, moved = _trim(seg.first, seg.pmf, cut)
-        return Segment(first, pmf, seg.err + moved, seg.log_fin)
-
-    def _compose(self, items: Items, budget: int) -> Segment:
-        """The block ``items`` composed on the fine grid and coarsened onto the
-        history's: the graded fine cells (:meth:`_cells`) composed on the fine grid
-        (:meth:`_fine_run`) and coarsened once (:func:`~dpacct.accountant.pld.coarsen.
-        coarsen`), as a :class:`Segment`.  A negative ``budget`` (a query's pending
-        exact cells, :func:`~dpacct.accountant.pld.incremental._chunks`) composes them
-        in runs of :data:`RUN_CELLS` cells, each kept, their fine PMFs joined by one more
-        product (:func:`~dpacct.accountant.pld.groups._compose_group`, their l1 errors
-        added: convolving with a measure of mass at most 1 does not increase an l1
-        distance); a fold composes its block whole.  Below :data:`~dpacct.accountant.
-        pld.block_rules.SMALL_DELTA` a block at the exact budget is composed at most
-        :data:`~dpacct.accountant.pld.block_rules.SMALL_DELTA_FACTOR` times finer
-        (:func:`~dpacct.accountant.pld.block_rules._delta_factor`).  Raises
-        OverflowError when a fine window would exceed :data:`FAST_MAX_N`."""
-        in_runs = budget < 0
-        budget = abs(budget)
-        factor = _delta_factor(_factor(items, self.step, budget), budget, self.delta)
-        cells = list(items.items())
-        size = RUN_CELLS if in_runs else len(cells)
-        runs = [dict(cells[i : i + size]) for i in range(0, len(cells), size)]
-        segs = [self._fine_run(run, factor) for run in runs]
-        if any(seg is None for seg in segs):
-            raise OverflowError("the block's fine window exceeds FAST_MAX_N")
-        fine = self.step / factor
-        if len(segs) == 1:
-            out = segs[0]
-        else:
-            # each run's end runs (round-off's crumbs across its window) trimmed as a
-            # block's are, the mass removed counted as error: shorter PMFs to join
-            segs = [self._trimmed(g, run) for g, run in zip(segs, runs, strict=True)]
-            joined = _compose_group(
-                fine,
-                np.array([g.first for g in segs], dtype=np.int64),
-                [g.pmf for g in segs],
-                np.ones(len(segs)),
-                self.block_alias,
-                BLOCK_ALIAS_TRIES,
-            )
-            if joined is None:
-                raise OverflowError("the block's fine window exceeds FAST_MAX_N")
-            out = Segment(
-                joined.first,
-                joined.pmf,
-                joined.err + math.fsum(g.err for g in segs),
-                math.fsum(g.log_fin for g in segs),
-            )
         cfirst, cpmf, err = coarsen(int(out.first), out.pmf, int(factor), fine, out.err)
-        counts = sum(items.values())
         # the trimmed end runs: removed mass, at most ``moved``, counted as error (it
         # enters delta as +inf mass does)
-        first, pmf, moved = _trim(cfirst, cpmf, TRIM_SHARE * self.tau * float(counts))
-        return Segment(first, pmf, err + moved, out.log_fin)
+        first, pmf, moved = _trim(cfirst, cpmf, TRIM_SHARE * self.tau * float(counts.sum()))
+        return Segment(first, pmf, err + moved, log_fin)
 
     def _transform(self, key: tuple[BlockKey, int], block: _Block) -> np.ndarray:
         spec = self._recent.get(key)
