@@ -237,14 +237,18 @@ def round_schedule(
 #: halving of the lower end's loss step costs about twice the last, and a ledger's
 #: ``epsilon_bounds`` refined by default took 2-10x main's time (issue 37, session 20)
 BRACKET_WIDTH = 1e-4
-#: ... by this many halvings of :func:`_lower_step`'s step per factor of this in the
-#: width (measured: each halving narrows a bracket 1.6-3.6 times, less as it narrows;
-#: 1 000 random phases x 10, steps 5e-4 .. 6.25e-5: widths 3.9e-4, 1.1e-4, 4.2e-5, 2.6e-5)
-LOWER_HALVING_GAIN = 2.5
+#: ... from :func:`_lower_step`'s step halved this many times (one more than the fine
+#: first lower end, :func:`_first_lower`), whatever the width: each halving narrows a
+#: bracket 1.6-3.6 times, less as it narrows (1 000 random phases x 10, steps 5e-4 ..
+#: 6.25e-5: widths 3.9e-4, 1.1e-4, 4.2e-5, 2.6e-5).  It jumped to as many halvings as
+#: the width asked (2.5 a factor of the width), and a finer window's larger round-off
+#: bound made width 1e-6 on 300 decaying steps end lower than 1e-5 after 4x the CPU
+#: (issue 37, session 20 review)
+LOWER_FIRST_HALVINGS = 2
 #: ... on a step no finer than this
 LOWER_MIN_STEP = FAST_STEP / 32
 #: ... and at most this many attempts (each a halving finer than the last)
-LOWER_REFINES = 2
+LOWER_REFINES = 4
 
 
 def _first_lower(
@@ -304,9 +308,10 @@ def _refined_lower(
     at most ``EXACT_CELLS`` distinct steps (beyond, the steps' rounding holds the
     bracket: 10 000 decaying steps, 2.5e-3 -> 2.1e-3 wide for 14 s), unrounded, by
     :func:`~dpacct.accountant.pld.schedule_fast.fast_epsilon_bounds` (``upper=False``)
-    on :func:`_lower_step`'s step halved as often as the width asks
-    (:data:`LOWER_HALVING_GAIN`; at least three times, twice more than
-    :func:`_first_lower`), at most :data:`LOWER_REFINES` times.  Every attempt is a
+    on :func:`_lower_step`'s step halved :data:`LOWER_FIRST_HALVINGS` times, then once
+    more an attempt, at most :data:`LOWER_REFINES` attempts, stopping once an attempt
+    narrows the bracket by less than half.  The steps do not depend on ``width``, so a
+    smaller width only goes on further and never ends lower.  Every attempt is a
     certified lower bound, so the largest of them and ``lower`` is returned (the lower
     end only rises).  Speed and tightness only.
 
@@ -323,9 +328,10 @@ def _refined_lower(
     down = round_schedule(
         steps, grid, upper=False, exact_cells=EXACT_CELLS, exact_values=EXACT_VALUES
     )
-    wide = (upper - lower) / upper
-    halvings = 2 + max(1, math.ceil(math.log(wide / width) / math.log(LOWER_HALVING_GAIN)))
-    step = max(_lower_step(down) / 2**halvings, LOWER_MIN_STEP)
+    # the same steps for every width (a smaller width only goes on further), so a
+    # smaller width never ends lower: one halving finer than the fine first lower end,
+    # then one more an attempt
+    step = max(_lower_step(down) / 2**LOWER_FIRST_HALVINGS, LOWER_MIN_STEP)
     best = lower
     for _ in range(LOWER_REFINES):
         lo = fast_epsilon_bounds(down, delta, step=step, upper=False)
@@ -336,8 +342,9 @@ def _refined_lower(
         if upper - best <= width * upper or step <= LOWER_MIN_STEP:
             break
         if upper - best > 0.5 * gap:
-            # the lower end no longer holds the bracket (the upper end's own excess
-            # does: a short schedule), so a finer step would not narrow it much
+            # refining no longer narrows by half (the upper end's own excess holds the
+            # bracket, or a finer window's round-off bound outweighs the finer step):
+            # each attempt costs about twice the last
             break
         step = max(step / 2, LOWER_MIN_STEP)
     return best
