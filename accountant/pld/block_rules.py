@@ -71,7 +71,7 @@ EXACT_FACTOR = 8
 #: are exact (1.496273 at 0, 1.496120 at 256, 1.495960 at 512, 1.494943 at 2048;
 #: dp_accounting 1.494924).  256 kept short schedules exact (200 decaying steps within
 #: 1e-4 of dp_accounting) at about a tenth of the online cost (session 19, sched2).
-#: Session 20 (exact blocks from kept runs, :data:`RUN_CELLS`): the online loop's median
+#: Session 20 (first round, exact blocks from kept runs): the online loop's median
 #: CPU over 5 paired rounds, main 1.377 s, 0: 1.380, 128: 1.362, 256: 1.411 (1.025x;
 #: 4 more pairs 1.00-1.12x), 2048: 1.6x; the issue's target is "no slower than main", so
 #: 128: 200 decaying steps +4.3e-5 over dp_accounting (256: +2.1e-5; main +5.3e-4), the

@@ -247,8 +247,11 @@ BRACKET_WIDTH = 1e-4
 LOWER_FIRST_HALVINGS = 2
 #: ... on a step no finer than this
 LOWER_MIN_STEP = FAST_STEP / 32
-#: ... and at most this many attempts (each a halving finer than the last)
+#: ... and at most this many attempts (each a halving finer than the last), stopping
+#: once an attempt narrows the bracket by less than this share (at a half, 17 phases x
+#: 15 stopped at 1.01e-4 wide asked for 1e-4)
 LOWER_REFINES = 4
+LOWER_MIN_NARROW = 0.25
 
 
 def _first_lower(
@@ -310,10 +313,10 @@ def _refined_lower(
     :func:`~dpacct.accountant.pld.schedule_fast.fast_epsilon_bounds` (``upper=False``)
     on :func:`_lower_step`'s step halved :data:`LOWER_FIRST_HALVINGS` times, then once
     more an attempt, at most :data:`LOWER_REFINES` attempts, stopping once an attempt
-    narrows the bracket by less than half.  The steps do not depend on ``width``, so a
-    smaller width only goes on further and never ends lower.  Every attempt is a
-    certified lower bound, so the largest of them and ``lower`` is returned (the lower
-    end only rises).  Speed and tightness only.
+    narrows the bracket by less than :data:`LOWER_MIN_NARROW`.  The steps do not
+    depend on ``width``, so a smaller width only goes on further and never ends lower.
+    Every attempt is a certified lower bound, so the largest of them and ``lower`` is
+    returned (the lower end only rises).  Speed and tightness only.
 
     Examples
     --------
@@ -341,10 +344,10 @@ def _refined_lower(
         best = max(best, float(lo[0]))
         if upper - best <= width * upper or step <= LOWER_MIN_STEP:
             break
-        if upper - best > 0.5 * gap:
-            # refining no longer narrows by half (the upper end's own excess holds the
-            # bracket, or a finer window's round-off bound outweighs the finer step):
-            # each attempt costs about twice the last
+        if upper - best > (1.0 - LOWER_MIN_NARROW) * gap:
+            # refining no longer narrows (the upper end's own excess holds the bracket,
+            # or a finer window's round-off bound outweighs the finer step): each
+            # attempt costs about twice the last
             break
         step = max(step / 2, LOWER_MIN_STEP)
     return best
