@@ -586,7 +586,9 @@ def online_delta(ledger: RoutedLedger, flat: np.ndarray, tol: float | None) -> n
     return out
 
 
-def ledger_bracket(ledger: RoutedLedger, delta: float, tol: float | None) -> Bracket:
+def ledger_bracket(
+    ledger: RoutedLedger, delta: float, tol: float | None, width: float | None = None
+) -> Bracket:
     """The bracket of a ledger's epsilon at ``delta >= 0``.
 
     ``(0, 0)`` when empty; ``delta = 0`` or ``"exact"``: the composition's bracket.
@@ -594,7 +596,9 @@ def ledger_bracket(ledger: RoutedLedger, delta: float, tol: float | None) -> Bra
     history) and the lower end the fast path's certified one when every record is a
     DP-SGD step, else the schedule rounded down's; ``"rounded"``: the schedule rounded
     up's epsilon over the schedule rounded down's lower end.  Neither end is clipped
-    to the other.
+    to the other.  ``width`` (relative, or None): the fast path's lower end is refined
+    while the bracket is wider (:meth:`~dpacct.accountant.ledger.ledger_mechanism.
+    LedgerMechanism.fast_lower`); only when asked, as it costs a few times the bracket.
     """
     if ledger.empty:
         return Bracket(0.0, 0.0)
@@ -607,7 +611,8 @@ def ledger_bracket(ledger: RoutedLedger, delta: float, tol: float | None) -> Bra
         fast = ledger.fast_lower(delta)
         upper = ledger.epsilon(delta, tol=tol)
         if fast is not None:
-            return Bracket(fast, upper)
+            # refined on a finer step when wider than ``width``, if asked (issue 37)
+            return Bracket(ledger.fast_lower(delta, upper, width) or fast, upper)
     else:
         upper = float(ledger.accounted(True).epsilon(delta, tol=tol))
     lower = ledger.accounted(False).epsilon_bounds(delta, tol=tol)

@@ -8,7 +8,9 @@ over the rounds, and the peak resident memory; ``growth`` is the time at ``10 N`
 phases over the time at ``N``.  The schedules: N random phases x 10 (sigma uniform in
 [0.8, 2], q in [0.001, 0.02], seed 0, as :mod:`benchmarks.shapes`) and per-step
 decaying sigmas ``s0 * 0.9999^t`` at q 0.01, and 1 000 phases x 10 with sigma uniform in
-[1, 2] and q log-uniform in [1e-3, 1e-2] (seed 0).
+[1, 2] and q log-uniform in [1e-3, 1e-2] (seed 0).  ``--bounds`` also times
+``epsilon_bounds(1e-5)`` after the query (its lower end, width and CPU), ``--width W``
+asks it for ``width=W`` (a checkout without that keyword gives its default bracket).
 
 Run from the repository root::
 
@@ -31,6 +33,7 @@ ROWS = {
     "100 phases x 10": ("phases", 2.0, 100),
     "1000 phases x 10": ("phases", 2.0, 1000),
     "1000 phases x 10, sigma 1-2, q log-uniform": ("phases_log", 2.0, 1000),
+    "decaying 1.5, 200 steps": ("decay", 1.5, 200),
     "decaying 1.5, 1906 steps": ("decay", 1.5, 1906),
     "decaying 2.0, 10000 steps": ("decay", 2.0, 10_000),
     "10000 phases x 10": ("phases", 2.0, 10_000),
@@ -70,9 +73,13 @@ if len(sys.argv) > 2 and sys.argv[2] == "dpa":  # dp_accounting's default PLD in
         peer.compose(dpa.PoissonSampledDpEvent(qq, dpa.GaussianDpEvent(s)), k)
     out = {"epsilon": peer.get_epsilon(1e-5), "cpu": time.process_time() - t0,
            "version": dpa.__version__ if hasattr(dpa, "__version__") else "?"}
-elif len(sys.argv) > 2 and sys.argv[2] == "bounds":
+elif len(sys.argv) > 2 and sys.argv[2].startswith("bounds"):
+    width = float(sys.argv[2][6:]) if len(sys.argv[2]) > 6 else None
     t0 = time.process_time()
-    out["lower"] = acct.epsilon_bounds(1e-5)[0]
+    try:  # a checkout without epsilon_bounds(width=) gives its default bracket
+        out["lower"] = acct.epsilon_bounds(1e-5, **({} if width is None else {"width": width}))[0]
+    except TypeError:
+        out["lower"] = acct.epsilon_bounds(1e-5)[0]
     out["bounds_cpu"] = time.process_time() - t0
 print(json.dumps(out))
 """
@@ -129,7 +136,7 @@ def format_table(results: dict[str, Any], peer: dict[str, Any] | None = None) ->
     cols = " epsilon | {} CPU s | {} MB |"
     head = "| schedule |" + "".join(f" {s}" + cols.format(s, s) for s in sides)
     extra = [s for s in sides if any("lower" in r for r in next(iter(results.values()))[s])]
-    head += "".join(f" {s} lower | {s} width |" for s in extra)
+    head += "".join(f" {s} lower | {s} width | {s} bounds CPU s |" for s in extra)
     if peer is not None:
         head += " dp_accounting |" + "".join(f" {s} gap |" for s in sides)
     lines = [head, "|" + " --- |" * (head.count("|") - 1)]
@@ -149,9 +156,11 @@ def format_table(results: dict[str, Any], peer: dict[str, Any] | None = None) ->
             ok = [r for r in recs[side] if "lower" in r]
             if ok:
                 lo, hi = ok[0]["lower"], ok[0]["epsilon"]
-                line += f" {lo:.9f} | {(hi - lo) / hi:.2e} |"
+                bc = sorted(r["bounds_cpu"] for r in ok)
+                span = f"{bc[0]:.3g}" if len(bc) == 1 else f"{bc[0]:.3g}-{bc[-1]:.3g}"
+                line += f" {lo:.9f} | {(hi - lo) / hi:.2e} | {span} |"
             else:
-                line += " | |"
+                line += " | | |"
         if peer is not None:
             ref = peer.get(name, {}).get("epsilon")
             line += f" {ref:.9f} |" if ref else " |"
@@ -171,10 +180,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--json", help="write the records to this file")
     p.add_argument("--bounds", action="store_true", help="also epsilon_bounds' lower end")
     p.add_argument(
+        "--width",
+        type=float,
+        help="with --bounds: epsilon_bounds(width=) (a checkout without it: its default)",
+    )
+    p.add_argument(
         "--peer", action="store_true", help=f"dp_accounting's answers too (cached: {PEER_CACHE})"
     )
     args = p.parse_args(argv)
     mode = "bounds" if args.bounds else ""
+    if args.bounds and args.width is not None:
+        mode += repr(args.width)
     results = measure(old_new_sides(args.old), args.rows, args.rounds, args.timeout, mode)
     if args.json:
         write_json(args.json, results)

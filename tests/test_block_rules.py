@@ -32,10 +32,20 @@ def test_cut_commits_at_block_steps_and_at_block_cells():
     blocks, pending, left = _cut({}, 0, [(cell[0], cell[1], 2 * n + n // 2)])
     assert [sum(m.values()) for b in blocks for m in b.values()] == [n, n]
     assert left == n // 2 and sum(pending[cell[0]].values()) == n // 2
-    # BLOCK_CELLS distinct cells of one step each fill a block; the next one starts a new one
-    cells = [((1.0 + i, 0.01), (1.0 + i, 0.01), 1) for i in range(rules.BLOCK_CELLS + 1)]
+    # BLOCK_CELLS distinct rounded cells (a cell other than its step's own value) of
+    # one step each fill a block; the next one starts a new one
+    cells = [((1.0 + i, 0.01), (1.0 + i + 1e-4, 0.01), 1) for i in range(rules.BLOCK_CELLS + 1)]
     blocks, pending, left = _cut({}, 0, cells)
     assert len(blocks) == 1 and len(blocks[0]) == rules.BLOCK_CELLS and left == 1
+    # exact cells (each its own step's value) fill EXACT_BLOCK_CELLS; a rounded one
+    # arriving after BLOCK_CELLS of them commits the block at once
+    m = rules.EXACT_BLOCK_CELLS
+    assert rules.BLOCK_CELLS < m <= rules.BLOCK_STEPS
+    exact = [((1.0 + i, 0.01), (1.0 + i, 0.01), 1) for i in range(m + 1)]
+    blocks, pending, left = _cut({}, 0, exact)
+    assert [len(b) for b in blocks] == [m] and left == 1
+    blocks, pending, left = _cut({}, 0, [*exact[:40], ((99.0, 0.01), (99.001, 0.01), 1)])
+    assert [len(b) for b in blocks] == [40] and left == 1
 
 
 def test_factor_refines_narrow_and_few_cell_blocks_within_the_budget():
@@ -86,7 +96,7 @@ def test_budget_is_larger_only_for_blocks_that_merged_nothing():
     exact = {(1.0 + i / 100, 0.01): {(1.0 + i / 100, 0.01): 10} for i in range(26)}
     merged = dict(exact)
     merged[(2.0, 0.01)] = {(2.001, 0.01): 4, (2.0015, 0.01): 4}
-    assert _budget(exact) == rules.EXACT_BUDGET > rules.FINE_BUDGET
+    assert _budget(exact) == max(rules.EXACT_BUDGET, 26 * rules.EXACT_FACTOR) > rules.FINE_BUDGET
     assert _budget(merged) == rules.FINE_BUDGET
     # the larger budget buys a finer grid for the same cells
     items = _composed(exact)

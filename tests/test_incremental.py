@@ -116,7 +116,7 @@ def test_hypothetical_steps_are_not_kept_and_empty_history_is_zero():
     # within the grid's width
     inc.fold([(0.8, 0.05, 50)])
     assert after >= inc.epsilon() >= after * (1 - 4 * 2.0**-10)
-    assert inc._exact_sigma == {1.0, 0.8}
+    assert list(inc._exact_pairs) == [(1.0, 0.01), (0.8, 0.05)]
 
 
 def test_hypothetical_steps_do_not_change_later_answers():

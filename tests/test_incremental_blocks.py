@@ -135,7 +135,9 @@ def test_a_cell_of_several_steps_is_composed_at_their_dominating_step():
     # two sigmas in one grid cell: composed at the smaller sigma (and the larger q),
     # which lies between them and the cell's grid point
     inc = IncrementalEpsilon(DELTA)
-    inc._exact_sigma = set(range(64))  # no exact slot left: values are rounded
+    # no exact slot left (pairs, sigma values): values are rounded
+    inc._exact_pairs = dict.fromkeys((float(k), 1.0) for k in range(rules.EXACT_STEPS))
+    inc._exact_sigma = set(range(64))
     inc._exact_q = {0.01}
     w = math.log1p(inc.grid)
     node = math.exp(round(math.log(1.2) / w) * w)
@@ -211,6 +213,7 @@ def test_a_history_beyond_kept_bytes_is_carried_to_longer_grids(monkeypatch):
     # pinned at 128 (session 18 made it 256): at 256 these 800 phases' first grid
     # already holds the whole history, so nothing would be carried
     monkeypatch.setattr(rules, "EXACT_BUDGET", 128)
+    monkeypatch.setattr(rules, "EXACT_FACTOR", 1)  # session 19's floor of 8 a cell, off
     phases = _random_phases(800, 10, 7)
     exact = _online(phases)
     monkeypatch.setattr(direction_mod, "KEPT_BYTES", 0)
@@ -294,3 +297,33 @@ def test_ledger_bracket_contains_dp_accountings_pessimistic_pld_at_a_tenfold_fin
     assert lo <= fine_hi <= hi, (lo, fine_hi, hi)
     assert lo <= hi and fine_lo <= hi
     assert hi <= default_hi * (1 + 1e-4)
+
+
+def test_exact_blocks_bracket_the_exact_gdp_epsilon():
+    """Issue 37, session 20: 300 steps of sigma 20 * 0.998^t at q 1; the first
+    ``EXACT_STEPS`` (128) pairs, then ``EXACT_VALUES`` (64) sigmas, are each their own
+    exact cell and make one block of 192 cells composed whole, the rest rounded.  With q = 1 the
+    schedule is exactly mu-GDP, mu^2 = sum sigma_t^-2 (Dong, Roth & Su 2019, Corollary
+    2.5), whose delta(eps) (their Corollary 2.13) is evaluated with mpmath and inverted
+    by bisection; measured: the upper end +1.5e-5 relative (5.431662 against 5.431581)."""
+    import mpmath as mp
+
+    sigmas = [20.0 * 0.998**t for t in range(300)]
+    mu = math.sqrt(sum(s**-2 for s in sigmas))
+
+    def gdp_delta(eps: float) -> float:
+        with mp.workdps(30):
+            m, e = mp.mpf(mu), mp.mpf(eps)
+            return float(mp.ncdf(-e / m + m / 2) - mp.exp(e) * mp.ncdf(-e / m - m / 2))
+
+    lo_t, hi_t = 0.0, 50.0
+    for _ in range(60):  # delta(eps) decreases in eps
+        mid = 0.5 * (lo_t + hi_t)
+        lo_t, hi_t = (mid, hi_t) if gdp_delta(mid) > DELTA else (lo_t, mid)
+    truth = hi_t
+    inc = IncrementalEpsilon(DELTA)
+    inc.fold([(s, 1.0, 1) for s in sigmas])
+    # the first block: the exact pairs and the next EXACT_VALUES sigmas kept exact
+    assert len(inc._blocks[0][0]) > rules.EXACT_STEPS
+    hi = inc.epsilon()
+    assert truth * (1 - 1e-12) <= hi <= truth * (1 + 5e-5), (truth, hi)

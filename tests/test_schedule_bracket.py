@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 
 from dpacct.accountant import PrivacyAccountant, compose, poisson_subsample
 from dpacct.accountant.pld import schedule as sch
@@ -84,8 +85,9 @@ def test_ledger_bracket_contains_the_general_route():
 
 
 def test_brackets_at_different_grids_intersect():
-    # more distinct steps than EXACT_CELLS: the steps are rounded, sigma only (q constant)
-    n = sch.EXACT_CELLS + 200
+    # more distinct steps than EXACT_CELLS and EXACT_STEPS: the steps are rounded, sigma
+    # only (q constant); with fewer, both brackets are of the steps unrounded and equal
+    n = max(sch.EXACT_CELLS, sch.EXACT_STEPS) + 200
     sched = [(1.4 * 0.9995**t, 0.02, 1) for t in range(n)]
     brackets = []
     for grid in (2**-7, 2**-10):
@@ -112,3 +114,39 @@ def test_ledger_bracket_with_small_rates_contains_the_general_route():
     assert lo <= e_hi and e_lo <= hi
     assert lo <= e_lo * (1 + 1e-9) and e_hi <= hi * (1 + 1e-9)
     assert hi <= lo * 1.005
+    # a width asked: the lower end refined (issue 37), still below the general route's
+    # upper end, the upper end unchanged; a width outside (0, 0.5) is refused by name
+    lo_w, hi_w = acct.epsilon_bounds(DELTA, width=1e-4)
+    assert lo <= lo_w <= e_hi and hi_w == hi
+    for bad in (0.0, 0.7, float("nan")):
+        with pytest.raises(ValueError, match="width"):
+            acct.epsilon_bounds(DELTA, width=bad)
+
+
+def test_a_smaller_width_refines_on_the_same_steps_and_never_ends_lower(monkeypatch):
+    """Issue 37, session 20 review: ``_refined_lower`` jumped to as many halvings as the
+    width asked, so ``width=1e-6`` on 300 decaying steps (sigma 1.2 * 0.998^t, q 0.02)
+    ended at 3.9677679, below ``width=1e-5``'s 3.9677704, after 4x its CPU.  The steps
+    tried must not depend on the width (a smaller width only goes on further), so its
+    lower end is never below a larger width's.  Steps recorded from the fast path; the
+    bracket given is the ledger's upper end and a lower end 1e-3 below it."""
+    steps = [(1.2 * 0.998**t, 0.02, 1) for t in range(20)]
+    tried: list[float] = []
+    real = sch.fast_epsilon_bounds
+
+    def record(down, delta, step=None, upper=True):
+        tried.append(step)
+        return real(down, delta, step=step, upper=upper)
+
+    acct = PrivacyAccountant(progress=False)
+    for s, q, c in steps:
+        acct.step(noise_multiplier=s, sample_rate=q, count=c)
+    upper = float(acct.epsilon(DELTA))
+    monkeypatch.setattr(sch, "fast_epsilon_bounds", record)
+    lows, runs = [], []
+    for width in (5e-4, 1e-6):
+        tried.clear()
+        lows.append(sch._refined_lower(steps, DELTA, upper * (1 - 1e-3), upper, width=width))
+        runs.append(list(tried))
+    assert runs[0] and runs[1][: len(runs[0])] == runs[0], runs
+    assert lows[1] >= lows[0] >= upper * (1 - 1e-3)

@@ -562,7 +562,7 @@ class PrivacyAccountant(LedgerFileMethods):
         """
         return float(self._ledger.delta(check_epsilon(epsilon)))
 
-    def epsilon_bounds(self, delta: float) -> Bracket:
+    def epsilon_bounds(self, delta: float, *, width: float | None = None) -> Bracket:
         """``(lower, upper)`` bracket of the true epsilon spent, as the engine gives it.
 
         Beyond ``EXACT_PHASES`` distinct phases the lower end comes from the schedule
@@ -575,6 +575,13 @@ class PrivacyAccountant(LedgerFileMethods):
         ----------
         delta : float
             Target delta, in (0, 1).
+        width : float, optional
+            A bracket width to aim for, relative to the upper end, in (0, 0.5): when
+            every step is a DP-SGD step and the bracket is wider, its lower end is
+            recomputed on a finer loss step (a few times the cost of the default
+            bracket; it stops at the fast path's finest step, and beyond
+            ``EXACT_CELLS`` distinct steps the steps' rounding holds the bracket).
+            None (default): the bracket as first computed.
 
         Returns
         -------
@@ -582,5 +589,15 @@ class PrivacyAccountant(LedgerFileMethods):
             ``(lower, upper)``; ``(0.0, 0.0)`` for an empty ledger.  Its ``bounds`` is
             ``"dominating pair"`` when a recorded mechanism's bracket is of a pair
             that only dominates it (truncated Poisson): then only ``upper`` bounds it.
+
+        Examples
+        --------
+        >>> acct = PrivacyAccountant(progress=False)
+        >>> for t in range(50):
+        ...     acct.step(noise_multiplier=1.5 * 0.99**t, sample_rate=0.02)
+        >>> lo, hi = acct.epsilon_bounds(1e-5)
+        >>> lo2, hi2 = acct.epsilon_bounds(1e-5, width=1e-4)
+        >>> bool(lo <= lo2 <= hi2 == hi)
+        True
         """
-        return self._ledger.epsilon_bounds(delta)
+        return self._ledger.epsilon_bounds(delta, width=width)

@@ -40,11 +40,8 @@ from ..bracket import Bracket
 from ..capabilities import Capabilities
 from ..mechanism import Mechanism
 from ..pld.schedule import (
-    EXACT_CELLS,
-    EXACT_VALUES,
-    _lower_step,
-    fast_epsilon_bounds,
-    round_schedule,
+    _first_lower,
+    _refined_lower,
 )
 from ..transformers.compose import compose
 from ..validation import (
@@ -219,7 +216,9 @@ class LedgerMechanism(Mechanism):
         """A filter's certified epsilon at ``delta`` for the current records, or None."""
         return None if self._certified is None else self._certified(delta)
 
-    def fast_lower(self, delta: float) -> float | None:
+    def fast_lower(
+        self, delta: float, upper: float | None = None, width: float | None = None
+    ) -> float | None:
         """The certified lower end of the characteristic-function fast path
         (:func:`~dpacct.accountant.pld.schedule.fast_epsilon_bounds`), or None.
 
@@ -228,20 +227,28 @@ class LedgerMechanism(Mechanism):
         narrowest steps need); not rounded with at most ``EXACT_CELLS`` distinct steps,
         and a coordinate with at most ``EXACT_VALUES`` values keeps them.  ``None`` --
         the engine's route -- when a record is another mechanism or the fast path
-        cannot certify.
+        cannot certify.  With ``upper`` (the bracket's upper end) and ``width`` (asked
+        by the caller), a lower end more than ``width`` (relative) below ``upper`` is
+        recomputed on a finer step (:func:`~dpacct.accountant.pld.schedule._first_lower`
+        with ``fine``, then :func:`~dpacct.accountant.pld.schedule._refined_lower`); the
+        largest of the certified lower ends is returned.
         """
         below = self._records.phases(upper=False)
         if below is None:
             return None
 
-        def compute() -> float | None:
-            down = round_schedule(
-                below, self._grid, upper=False, exact_cells=EXACT_CELLS, exact_values=EXACT_VALUES
-            )
-            lo = fast_epsilon_bounds(down, delta, step=_lower_step(down), upper=False)
-            return None if lo is None else float(lo[0])
-
-        return self.cached(("fast_lower", delta), compute)
+        lo = self.cached(("fast_lower", delta), partial(_first_lower, below, delta, self._grid))
+        if lo is None or upper is None or width is None or upper - lo <= width * upper:
+            return lo
+        fine = self.cached(
+            ("fast_lower", delta, "fine"),
+            partial(_first_lower, below, delta, self._grid, True),
+        )
+        lo = lo if fine is None else max(lo, fine)
+        return self.cached(
+            ("fast_lower", delta, upper, width),
+            partial(_refined_lower, below, delta, lo, upper, self._grid, width),
+        )
 
     def cached(self, key: Any, compute: Callable[[], Any]) -> Any:
         """``compute()``, kept for the records' current version under ``key``."""
@@ -313,13 +320,18 @@ class LedgerMechanism(Mechanism):
         running[order] = np.minimum.accumulate(out[order])
         return running
 
-    def epsilon_bounds(self, delta: float, *, tol: float | None = None) -> Bracket:
-        """``(lower, upper)`` bracket of the epsilon spent at ``delta``.
+    def epsilon_bounds(
+        self, delta: float, *, tol: float | None = None, width: float | None = None
+    ) -> Bracket:
+        """``(lower, upper)`` bracket of the epsilon spent at ``delta``; with ``width``
+        (relative, in (0, 0.5)) a DP-SGD ledger's lower end is refined on a finer loss
+        step while the bracket is wider (at a few times the cost, as far as the fast
+        path's finest step and the steps' rounding allow).
 
         See :func:`~dpacct.accountant.routes.ledger_bracket`.
         """
         d = check_delta(delta, allow_zero=True)
-        return routes.ledger_bracket(self, d, self._tol_of(tol))
+        return routes.ledger_bracket(self, d, self._tol_of(tol), check_tol(width, "width"))
 
     def rdp(self, alpha):
         """Renyi-DP epsilon of the records at order(s) ``alpha`` (0 when empty).

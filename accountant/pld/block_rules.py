@@ -50,6 +50,51 @@ FINE_VARIANCE_SHARE = 1e-5
 #: the time, 100 phases 1.842867 -> 1.842843 (0.09 -> 0.2 s), 10 000 phases 22.446176 ->
 #: 22.445496 at 1.7x (CPU, loaded machine)
 EXACT_BUDGET = 256
+#: ... and at least this factor times its cells for a block of cells of one ``(sigma,
+#: q)`` each (:func:`_budget`), so that a block of :data:`EXACT_BLOCK_CELLS` distinct
+#: steps (a decaying sigma kept exact, :data:`EXACT_STEPS`) is composed at ``K = 8``,
+#: not :data:`FINE_MIN`.  16 would take the first 1 906 steps of sigma 1.5 * 0.9999^t
+#: from 1.494943 to 1.494924 (dp_accounting's default 1.494924) and 1 000 phases of
+#: log-uniform q from 1.483893 to 1.483790 (1.483801), at twice the exact blocks' cost
+#: (the per-step budget-filter tests 1.3x -> 2-4x main's time); CPU, loaded machine
+EXACT_FACTOR = 8
+#: a folded step's own ``(sigma, q)`` is its cell (no rounding) while fewer than this
+#: many distinct pairs were kept so, in the order the steps are folded
+#: (:meth:`~dpacct.accountant.pld.incremental.IncrementalEpsilon._cells`): a schedule
+#: of a few hundred distinct steps is composed as it is.  Rounding them is what held a
+#: decaying sigma above dp_accounting's default PLD (issue 37, session 19: the first
+#: 1 906 steps of sigma 1.5 * 0.9999^t, +9.0e-4 relative rounded on the 2^-10 grid,
+#: +1.3e-5 at 2048).  Each exact cell is discretised and composed on its own, and an
+#: online ledger pays for them at every query: the decaying online loop (sigma 2 *
+#: 0.9999^t, epsilon every 100 of 10 000 steps) takes 1.7x main's CPU at 2048, 1.4x at
+#: 1024, 1.1-1.2x at 512 and 256, 1.0x at 0, while the 1 906 steps gain only once all
+#: are exact (1.496273 at 0, 1.496120 at 256, 1.495960 at 512, 1.494943 at 2048;
+#: dp_accounting 1.494924).  256 kept short schedules exact (200 decaying steps within
+#: 1e-4 of dp_accounting) at about a tenth of the online cost (session 19, sched2).
+#: Session 20 (first round, exact blocks from kept runs): the online loop's median
+#: CPU over 5 paired rounds, main 1.377 s, 0: 1.380, 128: 1.362, 256: 1.411 (1.025x;
+#: 4 more pairs 1.00-1.12x), 2048: 1.6x; the issue's target is "no slower than main", so
+#: 128: 200 decaying steps +4.3e-5 over dp_accounting (256: +2.1e-5; main +5.3e-4), the
+#: 1906 steps 1.496208 (256: 1.496121; main 1.496273)
+EXACT_STEPS = 128
+#: ... and a block whose cells are all exact, so each composed as it is, takes up to
+#: this many of them instead of :data:`BLOCK_CELLS`: every block pays one coarsening
+#: ``h^2 / 4`` onto the history's grid, which at :data:`BLOCK_CELLS` a block would
+#: dominate a decaying schedule's widening (1 906 decaying steps: blocks of 31 steps
+#: 1.494988, of 256 steps 1.494940, dp_accounting 1.494924)
+EXACT_BLOCK_CELLS = 256
+#: below this delta a block at the exact budget (:data:`EXACT_BUDGET`: cells of one
+#: ``(sigma, q)`` each) is composed at most :data:`SMALL_DELTA_FACTOR` times finer than
+#: the history (:func:`_delta_factor`).  A block's l1 error (its window's round-off and
+#: aliasing) is added to delta, and it grows with the fine window's length, so with
+#: ``K`` (128 decaying steps, sigma 1.2 * 0.995^t, q 0.02, at delta 5e-8: 2.95e-11 at
+#: ``K = 8``, 1.24e-11 at ``K = 2``).  Measured on 6 shapes (25-200 decaying steps, 20
+#: and 40 phases) at delta 2e-8 .. 1e-9, every answer at or below main d5508ca's either
+#: way; ``K <= 2`` is tighter on all six at 3e-9 and 1e-9 (128 decaying steps at 1e-9:
+#: 6.715141 at ``K = 8``, 6.709286 at ``K <= 2``, main 6.720725) but up to 2.6e-5
+#: above main at 2e-8 (20 phases x 10), so it applies below 5e-9 (issue 37, session 20)
+SMALL_DELTA = 5e-9
+SMALL_DELTA_FACTOR = 2
 #: the history's loss step (unless given): the coarsest of ``FAST_STEP / 2^i``
 #: (``i = 0..COARSE_LEVELS``) at which re-discretising a block onto it adds at
 #: most this share to the loss variance of a full block of steps like the first
@@ -131,11 +176,39 @@ def _factor(items: Items, step: float, budget: int = 0) -> int:
     return k
 
 
+def _delta_factor(factor: int, budget: int, delta: float) -> int:
+    """``factor`` (:func:`_factor`) at most :data:`SMALL_DELTA_FACTOR` for a block at the
+    exact budget (``budget >= EXACT_BUDGET``) below :data:`SMALL_DELTA`, else itself.
+    A function of the block and the ledger's delta (tightness only: any factor is sound).
+
+    Examples
+    --------
+    >>> _delta_factor(8, 1024, 1e-9), _delta_factor(8, 1024, 1e-5), _delta_factor(8, 64, 1e-9)
+    (2, 8, 8)
+    """
+    if delta < SMALL_DELTA and budget >= EXACT_BUDGET:
+        return min(factor, SMALL_DELTA_FACTOR)
+    return factor
+
+
 def _budget(block: Members) -> int:
     """The fine-grid cost budget of a block being cut (cell -> its steps' own values):
-    :data:`EXACT_BUDGET` when every cell holds steps of one ``(sigma, q)``, else
-    :data:`FINE_BUDGET`.  A function of the steps alone."""
-    return EXACT_BUDGET if all(len(m) == 1 for m in block.values()) else FINE_BUDGET
+    :data:`EXACT_BUDGET`, at least :data:`EXACT_FACTOR` times its cells, when every
+    cell holds steps of one ``(sigma, q)``, else :data:`FINE_BUDGET`.  A function of the
+    steps alone.
+
+    Examples
+    --------
+    >>> _budget({(1.0, 0.01): {(1.0, 0.01): 5}, (1.25, 0.01): {(1.25, 0.01): 5}})
+    256
+    >>> _budget({(0.9 + k / 1e3, 0.01): {(0.9 + k / 1e3, 0.01): 1} for k in range(100)})
+    800
+    >>> _budget({(1.0, 0.01): {(1.0, 0.01): 5, (1.0005, 0.01): 5}})
+    64
+    """
+    if all(len(m) == 1 for m in block.values()):
+        return max(EXACT_BUDGET, EXACT_FACTOR * len(block))
+    return FINE_BUDGET
 
 
 def _coarse_step(items: Items) -> float:
@@ -174,24 +247,41 @@ def _cut(
 ) -> tuple[list[Members], Members, int]:
     """The blocks that folding ``steps`` (``(cell, (sigma, q), count)``) after
     ``pending`` commits, and what is left pending: a block is committed before a new
-    distinct cell would make it :data:`BLOCK_CELLS` and as soon as it holds
-    :data:`BLOCK_STEPS` steps.  A function of the steps alone (a step of count ``k``
-    is ``k`` steps of count 1)."""
+    distinct cell would make it :data:`BLOCK_CELLS` (:data:`EXACT_BLOCK_CELLS` while
+    every cell, the new one too, is a step's own ``(sigma, q)``) and as soon as it
+    holds :data:`BLOCK_STEPS` steps.  A function of the steps alone (a step of count
+    ``k`` is ``k`` steps of count 1).
+
+    Examples
+    --------
+    >>> steps = [((1 + k / 1e3, 0.01),) * 2 + (1,) for k in range(300)]
+    >>> blocks, pending, n = _cut({}, 0, steps)  # exact cells: 256 a block
+    >>> [len(b) for b in blocks], len(pending), n
+    ([256], 44, 44)
+    >>> rounded = [((1.0 + k // 2 / 1e3, 0.01), (1 + k / 2e3, 0.01), 1) for k in range(100)]
+    >>> [len(b) for b in _cut({}, 0, rounded)[0]]  # merged cells: 32 a block
+    [32]
+    """
     pending = {cell: dict(m) for cell, m in pending.items()}
     blocks: list[Members] = []
+    # cells holding steps other than their own value (none in an all-exact block)
+    mixed = sum(1 for cell, m in pending.items() if set(m) != {cell})
     for cell, own, count in steps:
         while count > 0:
-            if cell not in pending and len(pending) >= BLOCK_CELLS:
+            limit = EXACT_BLOCK_CELLS if mixed == 0 and cell == own else BLOCK_CELLS
+            if cell not in pending and len(pending) >= limit:
                 blocks.append(pending)
-                pending, pending_steps = {}, 0
+                pending, pending_steps, mixed = {}, 0, 0
             take = min(count, BLOCK_STEPS - pending_steps)
             members = pending.setdefault(cell, {})
+            was_exact = set(members) <= {cell}
             members[own] = members.get(own, 0) + take
+            mixed += was_exact and own != cell
             pending_steps += take
             count -= take
             if pending_steps == BLOCK_STEPS:
                 blocks.append(pending)
-                pending, pending_steps = {}, 0
+                pending, pending_steps, mixed = {}, 0, 0
     return blocks, pending, pending_steps
 
 

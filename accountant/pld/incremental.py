@@ -39,6 +39,10 @@ from collections.abc import Iterable
 import numpy as np
 
 from .block_rules import (
+    BLOCK_CELLS,
+    EXACT_BUDGET,
+    EXACT_FACTOR,
+    EXACT_STEPS,
     Cell,
     Items,
     Members,
@@ -81,6 +85,15 @@ SWAPPED_SLACK = 2.0**-16
 #: (10 000 random phases x 10: the add direction, 6 % below the remove one, cost a
 #: third of the fold)
 ADD_COARSE_FACTOR = 16
+#: a query composes a pending block of exact cells in two parts: its first multiple of
+#: this many cells and the rest (:func:`_chunks`) ...
+QUERY_CELLS = BLOCK_CELLS
+#: ... when it holds more than this many (the per-step budget-filter tests of
+#: tests/test_online.py: 23.8 s CPU at 64, 41.9 s whole at every size, main 20.2 s,
+#: loaded machine)
+QUERY_WHOLE = 64
+
+
 
 
 def _pieces(items: Items, budget: int, step: float, var: float) -> list[tuple[Items, int]]:
@@ -106,13 +119,50 @@ def _pieces(items: Items, budget: int, step: float, var: float) -> list[tuple[It
     [({(20.0, 0.001): 200}, 128)]
     """
     if len(items) != 1:
-        return [(items, budget)]
+        return _chunks(items, budget)
     ((cell, count),) = items.items()
     bits = [1 << j for j in range(count.bit_length() - 1, -1, -1) if count >> j & 1]
     extra = (len(bits) - 1) * step * step / 4.0
     if extra > PIECES_VARIANCE_SHARE * (var + _variance(items)[0]):
         return [(items, budget)]
     return [({cell: k}, budget) for k in bits]
+
+
+def _chunks(items: Items, budget: int) -> list[tuple[Items, int]]:
+    """A pending block of cells as a query composes it: a block of more than
+    :data:`QUERY_WHOLE` exact cells (``budget`` at least :data:`~dpacct.accountant.pld.
+    block_rules.EXACT_FACTOR` times its cells, :func:`~dpacct.accountant.pld.
+    block_rules._budget`) as its first :data:`QUERY_CELLS` times ``k`` cells, whole, at
+    their exact budget, and the rest (fewer than ``QUERY_CELLS``) apart at theirs; any
+    other block whole (up to ``QUERY_WHOLE`` cells: 50 decaying steps as 32 + 18 were
+    up to 3e-6 above main at delta 1e-7 .. 5e-9, whole 5.6e-6 .. 4.4e-5 below).  A
+    budget filter asks at every step: the first part changes only every ``QUERY_CELLS`` steps (found
+    composed in between, and by the block's fold when it is the whole block), so a
+    query composes at most ``QUERY_CELLS - 1`` new cells, as main's blocks of
+    :data:`~dpacct.accountant.pld.block_rules.BLOCK_CELLS` did; the pending block whole
+    at every step made the per-step filter tests 2x main's CPU.  Both parts are
+    composed whole: composing the first in runs whose fine PMFs were kept and joined
+    added the runs' l1 errors (128 decaying steps at delta 1e-9 +5.9e-4 over main,
+    issue 37, session 20).  A function of the steps alone.
+
+    Examples
+    --------
+    >>> items = {(1 + k / 1e3, 0.01): 1 for k in range(100)}
+    >>> [(len(i), b) for i, b in _chunks(items, 800)]
+    [(96, 768), (4, 256)]
+    >>> [(len(i), b) for i, b in _chunks(dict(list(items.items())[:70]), 560)]
+    [(64, 512), (6, 256)]
+    """
+    if budget < EXACT_FACTOR * len(items) or len(items) <= QUERY_WHOLE:
+        return [(items, budget)]
+    cells = list(items.items())
+    cut = len(cells) - len(cells) % QUERY_CELLS
+    out: list[tuple[Items, int]] = []
+    if cut:
+        out.append((dict(cells[:cut]), max(EXACT_BUDGET, EXACT_FACTOR * cut)))
+    if cut < len(cells):
+        out.append((dict(cells[cut:]), max(EXACT_BUDGET, EXACT_FACTOR * (len(cells) - cut))))
+    return out
 
 
 class IncrementalEpsilon:
@@ -178,6 +228,9 @@ class IncrementalEpsilon:
         #: coordinate values kept exact in the cells (see :meth:`_cells`)
         self._exact_sigma: set[float] = set()
         self._exact_q: set[float] = set()
+        #: ``(sigma, q)`` pairs kept as their own cells, in the order folded (see
+        #: :meth:`_cells`; :meth:`rollback` drops the last ones claimed)
+        self._exact_pairs: dict[Cell, None] = {}
         #: folded steps not yet composed (cell -> count, and their number), and the
         #: committed blocks
         self._pending: Members = {}
@@ -198,10 +251,18 @@ class IncrementalEpsilon:
         schedule's few sigmas), is its own cell coordinate; others are rounded up to
         the grid (smaller sigma, larger q).  Only folded steps (``keep``) claim exact
         values, in the order they are recorded, so the cell of a step never depends on
-        what was asked hypothetically before."""
+        what was asked hypothetically before.  Before both, a folded step whose
+        ``(sigma, q)`` is among the first :data:`EXACT_STEPS` distinct pairs folded is
+        its own cell (a decaying sigma of a few thousand steps, composed unrounded)."""
         out: list[tuple[Cell, Cell, int]] = []
+        pairs = self._exact_pairs
         for sigma, q, count in steps:
             sigma, q = float(sigma), float(q)
+            if (sigma, q) in pairs or (keep and len(pairs) < EXACT_STEPS and count > 0):
+                pairs[(sigma, q)] = None
+                if int(count) > 0:
+                    out.append(((sigma, q), (sigma, q), int(count)))
+                continue
             cell_sigma, cell_q = _round(sigma, q, self.w, True)
             key = (
                 sigma if self._keep(self._exact_sigma, sigma, keep) else cell_sigma,
@@ -277,7 +338,17 @@ class IncrementalEpsilon:
         if last:
             blocks.append(last)
         if asked:
-            return [(_composed(b), LOOKAHEAD_BUDGET) for b in blocks], True
+            # the pending steps cut off whole (a look-ahead's new cell closed their
+            # block) are composed as a plain query composes them: a pending block of
+            # exact cells in its runs, found composed (anew at every step of a budget
+            # filter it was the filter's main cost)
+            out = []
+            for b in blocks:
+                if b == self._pending:
+                    out += _pieces(_composed(b), _budget(b), self.step, self._var)
+                else:
+                    out.append((_composed(b), LOOKAHEAD_BUDGET))
+            return out, True
         # pending steps alone: at most one block, the partial one
         out = [p for b in blocks for p in _pieces(_composed(b), _budget(b), self.step, self._var)]
         return out, False
@@ -443,6 +514,7 @@ class IncrementalEpsilon:
             self.ok,
             set(self._exact_sigma),
             set(self._exact_q),
+            len(self._exact_pairs),
             {cell: dict(m) for cell, m in self._pending.items()},
             self._pending_steps,
             list(self._blocks),
@@ -460,9 +532,14 @@ class IncrementalEpsilon:
             self.ok,
             self._exact_sigma,
             self._exact_q,
+            claimed,
             self._pending,
             self._pending_steps,
             self._blocks,
             self.step,
             self._var,
         ) = state
+        # the pairs claimed since the checkpoint are the last ones of the dict (a
+        # checkpoint is rolled back to before any earlier one is)
+        while len(self._exact_pairs) > claimed:
+            self._exact_pairs.popitem()

@@ -24,11 +24,13 @@ from .block_rules import (
     TRIM_SHARE,
     BlockKey,
     Items,
+    _delta_factor,
     _factor,
     _trim,
 )
+from .coarsen import coarsen
 from .graded_cells import graded_cells
-from .groups import Segment, _compose_group, _row_lambdas, coarsened_group
+from .groups import Segment, _compose_group, _row_lambdas
 from .pld_fft import (
     _ORDERS,
     FAST_MAX_N,
@@ -255,28 +257,41 @@ class _Direction:
 
     def _compose(self, items: Items, budget: int) -> Segment:
         """The block ``items`` composed on the fine grid and coarsened onto the
-        history's: :func:`~dpacct.accountant.pld.groups.coarsened_group` of the
-        graded fine cells, kept (:meth:`_cells`), as a :class:`Segment`; raises
-        OverflowError when the fine window would exceed :data:`FAST_MAX_N`."""
-        factor = _factor(items, self.step, budget)
+        history's: the graded fine cells (:meth:`_cells`) composed on the fine grid
+        ``step / K`` by one product (:func:`~dpacct.accountant.pld.groups.
+        _compose_group`), coarsened once (:func:`~dpacct.accountant.pld.coarsen.
+        coarsen`) and its end runs trimmed (:func:`~dpacct.accountant.pld.block_rules.
+        _trim`), as a :class:`Segment`.  ``K`` is :func:`~dpacct.accountant.pld.
+        block_rules._factor`'s, at most :data:`~dpacct.accountant.pld.block_rules.
+        SMALL_DELTA_FACTOR` below :data:`~dpacct.accountant.pld.block_rules.SMALL_DELTA`
+        for a block at the exact budget (:func:`~dpacct.accountant.pld.block_rules.
+        _delta_factor`).  A block is composed whole: composing it in runs of 32 cells
+        whose fine PMFs were kept and joined (issue 37, session 20, first round) added
+        the runs' l1 errors, which put answers above main's at small delta (128 decaying
+        steps +5.9e-4 at 1e-9, 260 steps +4e-9 at 1e-5).  Raises OverflowError when
+        the fine window would exceed :data:`FAST_MAX_N`."""
+        factor = _delta_factor(_factor(items, self.step, budget), budget, self.delta)
+        fine = self.step / factor
         cells = self._cells(items, factor)
-        firsts = np.array([c[0] for c in cells], dtype=np.int64)
-        infs = np.array([c[2] for c in cells])
         counts = np.array(list(items.values()), dtype=float)
-        out = coarsened_group(
-            (firsts, [c[1] for c in cells], infs),
+        infs = np.array([c[2] for c in cells])
+        out = _compose_group(
+            fine,
+            np.array([c[0] for c in cells], dtype=np.int64),
+            [c[1] for c in cells],
             counts,
-            self.step,
-            factor,
             self.block_alias,
             BLOCK_ALIAS_TRIES,
         )
         if out is None:
             raise OverflowError("the block's fine window exceeds FAST_MAX_N")
+        with np.errstate(divide="ignore"):
+            log_fin = float(counts @ np.log1p(-np.minimum(infs, 1.0)))
+        cfirst, cpmf, err = coarsen(int(out.first), out.pmf, int(factor), fine, out.err)
         # the trimmed end runs: removed mass, at most ``moved``, counted as error (it
         # enters delta as +inf mass does)
-        first, pmf, moved = _trim(out.first, out.pmf, TRIM_SHARE * self.tau * float(counts.sum()))
-        return Segment(first, pmf, out.err + moved, out.log_fin)
+        first, pmf, moved = _trim(cfirst, cpmf, TRIM_SHARE * self.tau * float(counts.sum()))
+        return Segment(first, pmf, err + moved, log_fin)
 
     def _transform(self, key: tuple[BlockKey, int], block: _Block) -> np.ndarray:
         spec = self._recent.get(key)

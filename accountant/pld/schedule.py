@@ -75,6 +75,7 @@ from ..validation import (
     is_real_type,
     show_value,
 )
+from .block_rules import EXACT_STEPS
 from .grid import GridPLD
 from .incremental import IncrementalEpsilon
 
@@ -228,6 +229,128 @@ def round_schedule(
         (float(s), float(q), int(c))
         for (s, q), c in zip(pairs.tolist(), total.tolist(), strict=True)
     ]
+
+
+#: the bracket width (relative to its upper end) a ledger's ``epsilon_bounds`` is
+#: refined to when the caller asks for one without a number (``width=True``); a bracket
+#: is refined only when asked (:func:`_first_lower`, :func:`_refined_lower`): each
+#: halving of the lower end's loss step costs about twice the last, and a ledger's
+#: ``epsilon_bounds`` refined by default took 2-10x main's time (issue 37, session 20)
+BRACKET_WIDTH = 1e-4
+#: ... from :func:`_lower_step`'s step halved this many times (one more than the fine
+#: first lower end, :func:`_first_lower`), whatever the width: each halving narrows a
+#: bracket 1.6-3.6 times, less as it narrows (1 000 random phases x 10, steps 5e-4 ..
+#: 6.25e-5: widths 3.9e-4, 1.1e-4, 4.2e-5, 2.6e-5).  It jumped to as many halvings as
+#: the width asked (2.5 a factor of the width), and a finer window's larger round-off
+#: bound made width 1e-6 on 300 decaying steps end lower than 1e-5 after 4x the CPU
+#: (issue 37, session 20 review)
+LOWER_FIRST_HALVINGS = 2
+#: ... on a step no finer than this
+LOWER_MIN_STEP = FAST_STEP / 32
+#: ... and at most this many attempts (each a halving finer than the last), stopping
+#: once an attempt narrows the bracket by less than this share (at a half, 17 phases x
+#: 15 stopped at 1.01e-4 wide asked for 1e-4)
+LOWER_REFINES = 4
+LOWER_MIN_NARROW = 0.25
+
+
+def _first_lower(
+    steps: Sequence[tuple[float, float, int]],
+    delta: float,
+    grid: float = DEFAULT_GRID,
+    fine: bool = False,
+) -> float | None:
+    """The certified lower end of a ledger's DP-SGD schedule ``steps`` (its records
+    rounded down, ``(sigma, q, count)``) at ``delta``, by one call of
+    :func:`~dpacct.accountant.pld.schedule_fast.fast_epsilon_bounds` (``upper=False``),
+    or None when it cannot certify: the steps rounded on ``grid`` beyond ``EXACT_CELLS``
+    distinct ones (a coordinate with at most ``EXACT_VALUES`` values keeps them), on
+    :func:`_lower_step`'s step.  With ``fine`` (a caller asked for a bracket width): with
+    at most ``EXACT_CELLS`` distinct steps, on that step halved once (1 000 random
+    phases x 10: width 3.9e-4 -> 1.1e-4 for 1.8x the time); with at most
+    :data:`~dpacct.accountant.pld.block_rules.EXACT_STEPS`, the steps unrounded (their
+    rounding held the bracket: 1 906 steps of sigma 1.5 * 0.9999^t at EXACT_STEPS 2048,
+    1.1e-3 -> 1.8e-4 wide for 1.5x the time); beyond both, None (nothing finer than the
+    default).  Speed and tightness only: every setting is a certified lower bound.
+
+    Examples
+    --------
+    >>> steps = [(1.0, 0.01, 20)]
+    >>> lo = fast_epsilon_bounds(steps, 1e-5, step=_lower_step(steps), upper=False)[0]
+    >>> _first_lower(steps, 1e-5) == lo
+    True
+    >>> _first_lower(steps, 1e-5, fine=True) >= lo
+    True
+    """
+    distinct = len({(s, q) for s, q, _ in steps})
+    cells = EXACT_CELLS
+    if fine and EXACT_CELLS < distinct <= EXACT_STEPS:
+        cells = EXACT_STEPS
+    elif fine and distinct > EXACT_CELLS:
+        return None  # nothing finer than the default here
+    down = round_schedule(steps, grid, upper=False, exact_cells=cells, exact_values=EXACT_VALUES)
+    step = _lower_step(down)
+    if fine and distinct <= EXACT_CELLS:
+        step = max(step / 2, LOWER_MIN_STEP)
+    lo = fast_epsilon_bounds(down, delta, step=step, upper=False)
+    return None if lo is None else float(lo[0])
+
+
+def _refined_lower(
+    steps: Sequence[tuple[float, float, int]],
+    delta: float,
+    lower: float,
+    upper: float,
+    grid: float = DEFAULT_GRID,
+    width: float = BRACKET_WIDTH,
+) -> float:
+    """The certified lower end of a DP-SGD schedule ``steps`` (its records rounded down,
+    ``(sigma, q, count)``) at ``delta``, refined from the bracket ``(lower, upper)``
+    (``lower`` :func:`_first_lower`'s with ``fine``) until it is at most ``width`` wide
+    (relative to ``upper``) or the step reaches :data:`LOWER_MIN_STEP`: a schedule of
+    at most ``EXACT_CELLS`` distinct steps (beyond, the steps' rounding holds the
+    bracket: 10 000 decaying steps, 2.5e-3 -> 2.1e-3 wide for 14 s), unrounded, by
+    :func:`~dpacct.accountant.pld.schedule_fast.fast_epsilon_bounds` (``upper=False``)
+    on :func:`_lower_step`'s step halved :data:`LOWER_FIRST_HALVINGS` times, then once
+    more an attempt, at most :data:`LOWER_REFINES` attempts, stopping once an attempt
+    narrows the bracket by less than :data:`LOWER_MIN_NARROW`.  The steps do not
+    depend on ``width``, so a smaller width only goes on further and never ends lower.
+    Every attempt is a certified lower bound, so the largest of them and ``lower`` is
+    returned (the lower end only rises).  Speed and tightness only.
+
+    Examples
+    --------
+    >>> steps = [(1.0, 0.01, 20)]
+    >>> lo = fast_epsilon_bounds(steps, 1e-5, upper=False)[0]
+    >>> _refined_lower(steps, 1e-5, lo, lo * 1.01) > lo
+    True
+    """
+    distinct = len({(s, q) for s, q, _ in steps})
+    if distinct > EXACT_CELLS or upper - lower <= width * upper:
+        return lower
+    down = round_schedule(
+        steps, grid, upper=False, exact_cells=EXACT_CELLS, exact_values=EXACT_VALUES
+    )
+    # the same steps for every width (a smaller width only goes on further), so a
+    # smaller width never ends lower: one halving finer than the fine first lower end,
+    # then one more an attempt
+    step = max(_lower_step(down) / 2**LOWER_FIRST_HALVINGS, LOWER_MIN_STEP)
+    best = lower
+    for _ in range(LOWER_REFINES):
+        lo = fast_epsilon_bounds(down, delta, step=step, upper=False)
+        if lo is None:
+            break
+        gap = upper - best
+        best = max(best, float(lo[0]))
+        if upper - best <= width * upper or step <= LOWER_MIN_STEP:
+            break
+        if upper - best > (1.0 - LOWER_MIN_NARROW) * gap:
+            # refining no longer narrows (the upper end's own excess holds the bracket,
+            # or a finer window's round-off bound outweighs the finer step): each
+            # attempt costs about twice the last
+            break
+        step = max(step / 2, LOWER_MIN_STEP)
+    return best
 
 
 def _schedule_arrays(steps: Iterable[tuple[float, float, int]]):
