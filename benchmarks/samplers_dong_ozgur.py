@@ -184,6 +184,14 @@ def mc_sigma(
         print(f"    sigma {s:.5f}: forward {r['forward']:.3e}, reverse {r['reverse']:.3e}")
         return max(r["forward"], r["reverse"])
 
+    return bisect_sigma(worst, evals, delta, lo, hi)
+
+
+def bisect_sigma(worst, evals: list, delta: float, lo: float, hi: float) -> dict:
+    """The smallest sigma (to a relative width of 2e-3) whose ``worst(sigma)`` estimate
+    is at most ``delta``, widening ``[lo, hi]`` first; ``evals`` holds the records that
+    ``worst`` appended (each with ``sigma`` and both directions' estimates and standard
+    errors), from which the answer's relative standard error is read."""
     while worst(lo) <= delta:  # widen downwards
         hi, lo = lo, lo * 0.9
     while worst(hi) > delta:  # widen upwards

@@ -105,20 +105,9 @@ def mc_sigma(t, e, eps, delta, lo, hi, n, seed) -> dict:
               flush=True)
         return max(r["forward"], r["reverse"])
 
-    while worst(lo) <= delta:
-        hi, lo = lo, lo * 0.9
-    while worst(hi) > delta:
-        lo, hi = hi, hi * 1.1
-    while hi / lo - 1 > 2e-3:
-        mid = math.sqrt(lo * hi)
-        if worst(mid) > delta:
-            lo = mid
-        else:
-            hi = mid
-    at = min(evals, key=lambda r: abs(r["sigma"] - hi))
-    side = "forward" if at["forward"] >= at["reverse"] else "reverse"
-    rel_se = at[f"{side}_se"] / at[side] if at[side] > 0 else float("inf")
-    return {"sigma_mc": hi, "rel_se": rel_se, "dominant": side, "evals": evals}
+    from benchmarks.samplers_dong_ozgur import bisect_sigma
+
+    return bisect_sigma(worst, evals, delta, lo, hi)
 
 
 def _poisson(t, k, e, eps, delta) -> float:
