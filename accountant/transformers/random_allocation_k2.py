@@ -308,7 +308,8 @@ def k2_atoms_mass(sigma: float, steps: int, *, stop: float = math.inf) -> float:
     law's mean and variance (``E[R] = (T-1) mu``, ``E[R^2] = (T-1) var + (T-1)^2 mu^2``),
     not its convolution power.  Above 1 it is the Cauchy-Schwarz excess
     ``(T-2) E[Var(Y | Y <= M)] / (T (T-1))`` plus the lattice's (below sigma 0.65 mostly
-    the lattice's: sigma 0.5, T 5 carries 1.85, of which Cauchy-Schwarz 0.07);
+    the lattice's: sigma 0.5, T 5 carries 1.843 since session 20's finer cuts, of which
+    Cauchy-Schwarz about 0.07);
     truncating the atoms back to mass 1 (module, 4.) keeps the highest values.  A
     diagnostic, an estimate of the built law's mass (its outward roundings and dropped
     cells left out): a large mass did not make the route lose (docs/theory/
