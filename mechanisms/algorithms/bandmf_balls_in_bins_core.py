@@ -368,25 +368,11 @@ class BandMFBallsInBins(Mechanism):
             cache[key] = best
         return cache[key]
 
-    def epsilon(self, delta, *, tol: float | None = None):
-        """Sound upper bound on epsilon at ``delta`` (Theorem 1 of the theory page).
-
-        Parameters
-        ----------
-        delta : float or array_like
-            Target delta(s), in (0, 1).
-        tol : float, optional
-            Relative accuracy of the PLD routes, as in :meth:`Mechanism.epsilon`.
-
-        Returns
-        -------
-        float or numpy.ndarray
-            The least over the class counts of the largest over the sizes of the least
-            over the splits.
-        """
-        d = np.asarray(delta, dtype=float)
-        out = np.array([self._epsilon_one(check_delta(float(x)), tol) for x in d.reshape(-1)])
-        return float(out[0]) if d.ndim == 0 else out.reshape(d.shape)
+    def _epsilon_upper(self, delta: float, tol: float | None) -> float:
+        """Theorem 1 at one delta > 0 (the theory page): the least over the class counts
+        of the largest over the sizes of the least over the splits.  :meth:`epsilon`
+        (the base class's) checks ``delta`` and ``tol`` and shapes the answer."""
+        return self._epsilon_one(delta, tol)
 
     def _epsilon_bounds(self, delta: float, tol: float | None) -> tuple[float, float]:
         return 0.0, self._epsilon_one(delta, tol)
