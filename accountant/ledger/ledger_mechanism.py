@@ -43,7 +43,6 @@ from ..pld.schedule import (
     _first_lower,
     _refined_lower,
 )
-from ..transformers.compose import compose
 from ..validation import (
     as_real_array,
     check_alpha,
@@ -157,14 +156,15 @@ class LedgerMechanism(Mechanism):
 
     # ------------------------------------------------- representations (router's)
     def composition(self) -> Mechanism | None:
-        """The composition of everything recorded so far (None when empty)."""
+        """The composition of everything recorded so far (None when empty): with two
+        or more full-batch Gaussian entries, the others composed with their fold into
+        one Gaussian (:class:`~dpacct.accountant.ledger.records.GaussianFold`; the
+        folded Gaussian alone when nothing else was recorded)."""
         version, mech = self._composed
         records = self._records
         if version != records.version:
-            mech = None
-            if records.entries:
-                pairs = records.pairs()
-                mech = compose([m for m, _ in pairs], [c for _, c in pairs])
+            # full-batch Gaussians folded into one (Records.parts: O(1) for the fold)
+            mech = records.composition()
             self._composed = (records.version, mech)
         return mech
 
