@@ -103,7 +103,7 @@ def _erfcx_derivative_bound(n: int, x: float) -> float:
     decreasing, at most ``2^n Gamma((n+1)/2) / sqrt pi`` (drop ``2xt``) and ``n! /
     (sqrt pi x^(n+1))`` (drop ``t^2``); rounded up by 1 %."""
     first = 2.0**n * math.gamma(0.5 * (n + 1)) * _INV_SQRT_PI
-    if x > 0.0:
+    if x > 1e-30:  # (x^(n+1) stays a normal float)
         first = min(first, math.factorial(n) * _INV_SQRT_PI / x ** (n + 1))
     return 1.01 * first
 
