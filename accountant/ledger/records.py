@@ -176,7 +176,8 @@ class GaussianFold:
     then rounded the safe way: :meth:`sigma` ``(upper=True)`` is the largest float
     ``s`` with ``s^2 S_up <= 1`` (``S_up`` the sum rounded up: a smaller sigma, a
     dominating Gaussian), ``(upper=False)`` the smallest ``s`` with ``s^2 S_down >=
-    1``.  docs/theory/gaussian_fold.md has the argument.
+    1``.  The argument: docs/theory/analytic_gaussian.md, "Full-batch Gaussians in a
+    ledger, folded".
 
     Examples
     --------
