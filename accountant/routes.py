@@ -40,7 +40,9 @@ tradeoff(fpr)                 ``exact_tradeoff`` / PLD /      exact / Neyman-Pea
                               otherwise                       the pessimistic PLDs / dual of
                                                               delta(eps)
 any question, a ledger        at most ``EXACT_PHASES``        ``"exact"``: the composition of
-                              distinct records                the records, by the rows above
+                              distinct records (full-batch    the records (two or more
+                              Gaussians count as one)         full-batch Gaussians folded into
+                                                              one), by the rows above
 epsilon(delta), a ledger      more, every record with a PLD   ``"online"``: the composed history
                                                               at that delta (incremental; the
                                                               filter decides on this answer)
@@ -412,7 +414,9 @@ def ledger_route(distinct: int, all_pld: bool) -> str:
     Parameters
     ----------
     distinct : int
-        Distinct records in the ledger (counting a record a filter is checking).
+        Distinct records in the ledger (counting a record a filter is checking); every
+        full-batch Gaussian record counts as one, since they compose to one Gaussian
+        (:class:`~dpacct.accountant.ledger.records.GaussianFold`).
     all_pld : bool
         Whether every record has a privacy loss distribution (a DP-SGD step always
         has one).
