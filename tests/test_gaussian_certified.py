@@ -270,7 +270,7 @@ def test_erfcx_drop_contains_the_50_digit_difference():
     points = [(0.0, 0.5), (26.0, 0.5), (26.0, 1e-10), (0.0, 1e-10), (1e-300, 0.3),
               (3.0, 0.02 / math.sqrt(2)), (3.0, 1e-3 / math.sqrt(2))]
     points += [(float(rng.uniform(0.0, 26.5)), float(10 ** rng.uniform(-10, -0.3)))
-               for _ in range(120)]
+               for _ in range(60)]
     for s, h in points:
         bounds = gc._erfcx_drop(s, h)
         assert bounds is not None, (s, h)
@@ -307,7 +307,7 @@ def test_small_mu_bounds_hold_out_to_huge_epsilons():
     certified delta bounds it above."""
     rng = np.random.default_rng(44)
     checked = 0
-    for _ in range(80):
+    for _ in range(50):
         mu = float(10 ** rng.uniform(-3, -0.7))
         z = float(10 ** rng.uniform(0, 4)) if rng.random() < 0.5 else float(rng.uniform(-3, 37))
         eps = mu * (mu / 2 + z)
@@ -320,4 +320,4 @@ def test_small_mu_bounds_hold_out_to_huge_epsilons():
         d = float(certified_gaussian_delta(mu, np.array([eps]))[0])
         with mpmath.workdps(60):
             assert mpmath.log(mpmath.mpf(d)) >= exact or d == math.nextafter(0.0, 1.0)
-    assert checked > 40
+    assert checked > 25

@@ -140,7 +140,7 @@ def test_a_budget_refuses_the_step_the_exact_composition_refuses(adaptive):
     assert spent <= acct.epsilon(delta) <= spent * (1 + 1e-11)
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=20, deadline=None)
 @given(
     st.lists(
         st.tuples(
