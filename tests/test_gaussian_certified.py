@@ -280,6 +280,21 @@ def test_erfcx_drop_contains_the_50_digit_difference():
             assert bounds[1] - bounds[0] <= 1e-12 * (1 + s * s) * float(exact), (s, h)
 
 
+def test_the_quadrature_constants_are_correctly_rounded():
+    """The error bound assumes the Gauss-Legendre nodes and weights, 2/sqrt(pi) and
+    1/sqrt(pi) are the floats nearest their real values (40 digits here)."""
+    with mpmath.workdps(40):
+        r = mpmath.sqrt(mpmath.mpf(6) / 5) * 2 / 7
+        xs = [mpmath.sqrt(mpmath.mpf(3) / 7 + r), mpmath.sqrt(mpmath.mpf(3) / 7 - r)]
+        ws = [(18 - mpmath.sqrt(30)) / 36, (18 + mpmath.sqrt(30)) / 36]
+        want_c = [float(1 - xs[0]), float(1 - xs[1]), float(1 + xs[1]), float(1 + xs[0])]
+        pi = mpmath.sqrt(mpmath.pi)
+        assert gc._TWO_OVER_SQRT_PI == float(2 / pi) and gc._INV_SQRT_PI == float(1 / pi)
+    assert list(gc._GL_WEIGHTS) == [float(ws[0]), float(ws[1]), float(ws[1]), float(ws[0])]
+    for got, want in zip(gc._GL_ONE_PLUS, want_c, strict=True):
+        assert abs(got - want) <= 2 * U  # 1 + xi rounded from the correctly rounded xi
+
+
 def test_small_mu_is_certified_without_50_digits(monkeypatch):
     """mu in [1e-3, 0.2] (the NoisyGD trajectory's 0.02 first): the bracket's ends hold
     on the exact curve at 60+ digits, are at most 2e-13 apart (relative), and no

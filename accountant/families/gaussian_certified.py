@@ -77,15 +77,17 @@ ERFCX_REL = 32.0
 _erfcx = special.erfcx
 
 
-#: 4-point Gauss-Legendre on [-1, 1]: ``1 + xi_i`` and the weights (each constant
-#: within half an ulp of its real value)
+#: 4-point Gauss-Legendre on [-1, 1]: ``1 + xi_i`` and the weights (the nodes
+#: ``sqrt(3/7 -+ 2/7 sqrt(6/5))`` and weights ``(18 +- sqrt 30) / 36`` correctly rounded,
+#: checked against mpmath in tests/test_gaussian_certified.py; ``1 + xi`` is then within
+#: ``1.5 u`` of its real value)
 _GL_ONE_PLUS = (
     1.0 - 0.8611363115940526,
-    1.0 - 0.3399810435848563,
-    1.0 + 0.3399810435848563,
+    1.0 - 0.33998104358485626,
+    1.0 + 0.33998104358485626,
     1.0 + 0.8611363115940526,
 )
-_GL_WEIGHTS = (0.3478548451374538, 0.6521451548625461, 0.6521451548625461, 0.3478548451374538)
+_GL_WEIGHTS = (0.34785484513745385, 0.6521451548625461, 0.6521451548625461, 0.34785484513745385)
 #: ``(n!)^4 / ((2n + 1) ((2n)!)^3)`` at ``n = 4`` (the Gauss-Legendre remainder, on an
 #: interval of length ``h``, is this times ``h^9`` times the 8th derivative), rounded up
 _GL_REMAINDER = 5.6242e-10
@@ -120,7 +122,7 @@ def _erfcx_drop(s: float, h: float) -> tuple[float, float] | None:
     cancels only by ``2x erfcx(x) / g ~ 2x^2`` (against ``~ 4 x^2 / h`` for the
     difference of two ``erfcx``): ``erfcx``'s relative error ``ERFCX_REL u``, the
     constant's and the product's roundings, and the node's rounding (``x`` within
-    ``1.01 u (x + 8 p)``, ``p = h (1 + xi) / 2`` the offset, moving ``g`` by at most
+    ``1.01 u (x + 2 p + 2 h)``, ``p = h (1 + xi) / 2`` the offset, moving ``g`` by at most
     ``|g'| = erfcx''`` times that) are bounded per node; the weights (half an ulp
     each) and the positive sum's four roundings add ``8 u`` of the sum.  Every bound
     is taken ``1.01`` times.  None when a node's error reaches its value.
@@ -135,7 +137,8 @@ def _erfcx_drop(s: float, h: float) -> tuple[float, float] | None:
         e = float(_erfcx(x))
         two_x_e = 2.0 * x * e
         g = _TWO_OVER_SQRT_PI - two_x_e
-        dx = 1.01 * _U * (x + 8.0 * p)  # the sum, the product, the constant c
+        # the sum (u x), the product (u p), the constant 1 + xi (1.5 u absolute, times h/2)
+        dx = 1.01 * _U * (x + 2.0 * p + 2.0 * h)
         eg = 1.01 * (
             (ERFCX_REL + 2.0) * _U * two_x_e
             + 2.0 * _U * _TWO_OVER_SQRT_PI
