@@ -595,7 +595,9 @@ def ledger_bracket(
 ) -> Bracket:
     """The bracket of a ledger's epsilon at ``delta >= 0``.
 
-    ``(0, 0)`` when empty; ``delta = 0`` or ``"exact"``: the composition's bracket.
+    ``(0, 0)`` when empty; ``delta = 0`` or ``"exact"``: the composition's bracket
+    (its lower end, when full-batch Gaussians are folded beside other records, that of
+    the composition with the folded sigma rounded up).
     ``"online"``: the upper end is :func:`ledger_epsilon`'s answer (the composed
     history) and the lower end the fast path's certified one when every record is a
     DP-SGD step, else the schedule rounded down's; ``"rounded"``: the schedule rounded
@@ -608,7 +610,14 @@ def ledger_bracket(
         return Bracket(0.0, 0.0)
     route = ledger.route
     if delta == 0 or route == "exact":
-        return ledger.composition().epsilon_bounds(delta, tol=tol)
+        bracket = ledger.composition().epsilon_bounds(delta, tol=tol)
+        below = None if delta == 0 else ledger.composition_below()
+        if below is None:
+            return bracket
+        # full-batch Gaussians folded beside other records: the lower end of the
+        # composition whose folded sigma is rounded up (dominated by the records)
+        lower = below.epsilon_bounds(delta, tol=tol)[0]
+        return Bracket(float(lower), float(bracket[1]), bracket.bounds)
     if route == "online":
         # the lower end first: its fast path's arrays are freed before the composed
         # history (kept for later queries) is built, as before the router held them

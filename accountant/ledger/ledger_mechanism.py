@@ -168,6 +168,17 @@ class LedgerMechanism(Mechanism):
             self._composed = (records.version, mech)
         return mech
 
+    def composition_below(self) -> Mechanism | None:
+        """For the lower end of an ``"exact"`` bracket: the composition with the folded
+        Gaussian's sigma rounded *up*, when full-batch Gaussians are folded beside other
+        records (None otherwise: :meth:`composition` serves both ends; a folded
+        Gaussian alone brackets the true one by its own certificate,
+        docs/theory/analytic_gaussian.md)."""
+        records = self._records
+        if not records.folded() or not records.others:
+            return None
+        return self.cached(("below",), partial(records.composition, upper=False))
+
     def accounted(self, upper: bool) -> Mechanism | None:
         """The composition (``"exact"`` route), else the schedule rounded up (``upper``)
         or down to the grid, other records kept (None when empty)."""

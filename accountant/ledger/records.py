@@ -333,11 +333,13 @@ class Records:
         n = self.fold.entries + (1 if extra is not None and full_batch(extra) else 0)
         return n >= 2
 
-    def parts(self, extra: Entry | None = None) -> list[tuple[Mechanism, int]]:
+    def parts(
+        self, extra: Entry | None = None, *, upper: bool = True
+    ) -> list[tuple[Mechanism, int]]:
         """The composition's parts (with ``extra``, a record being checked): every
         entry, or -- when :meth:`folded` -- the entries that are not full-batch
-        Gaussians followed by the folded Gaussian (rounded down,
-        :meth:`GaussianFold.sigma`); O(1) for the fold."""
+        Gaussians followed by the folded Gaussian (its sigma rounded down, or up for
+        ``upper=False``: :meth:`GaussianFold.sigma`); O(1) for the fold."""
         if not self.folded(extra):
             out = self.pairs()
             if extra is not None:
@@ -347,7 +349,7 @@ class Records:
         if extra is not None and full_batch(extra):
             fold = fold.copy()
             fold.add(extra.step, extra.count)
-        gauss = fold.mechanism(upper=True)
+        gauss = fold.mechanism(upper=upper)
         entries = self.entries if gauss is None else self.others
         out = [(e.mechanism, e.count) for e in entries]
         if extra is not None and (gauss is None or not full_batch(extra)):
@@ -356,10 +358,13 @@ class Records:
             out.append((gauss, 1))
         return out
 
-    def composition(self, extra: Entry | None = None) -> Mechanism | None:
+    def composition(
+        self, extra: Entry | None = None, *, upper: bool = True
+    ) -> Mechanism | None:
         """The composition of the records (with ``extra``); the folded Gaussian itself
-        when it is the only part (None when empty)."""
-        parts = self.parts(extra)
+        when it is the only part (None when empty).  ``upper=False``: the fold's sigma
+        rounded up (a Gaussian dominated by the records': for lower ends)."""
+        parts = self.parts(extra, upper=upper)
         if not parts:
             return None
         if len(parts) == 1 and parts[0][1] == 1 and self.folded(extra):
