@@ -40,7 +40,9 @@ tradeoff(fpr)                 ``exact_tradeoff`` / PLD /      exact / Neyman-Pea
                               otherwise                       the pessimistic PLDs / dual of
                                                               delta(eps)
 any question, a ledger        at most ``EXACT_PHASES``        ``"exact"``: the composition of
-                              distinct records                the records, by the rows above
+                              distinct records (full-batch    the records (two or more
+                              Gaussians count as one)         full-batch Gaussians folded into
+                                                              one), by the rows above
 epsilon(delta), a ledger      more, every record with a PLD   ``"online"``: the composed history
                                                               at that delta (incremental; the
                                                               filter decides on this answer)
@@ -412,7 +414,9 @@ def ledger_route(distinct: int, all_pld: bool) -> str:
     Parameters
     ----------
     distinct : int
-        Distinct records in the ledger (counting a record a filter is checking).
+        Distinct records in the ledger (counting a record a filter is checking); every
+        full-batch Gaussian record counts as one, since they compose to one Gaussian
+        (:class:`~dpacct.accountant.ledger.records.GaussianFold`).
     all_pld : bool
         Whether every record has a privacy loss distribution (a DP-SGD step always
         has one).
@@ -591,7 +595,9 @@ def ledger_bracket(
 ) -> Bracket:
     """The bracket of a ledger's epsilon at ``delta >= 0``.
 
-    ``(0, 0)`` when empty; ``delta = 0`` or ``"exact"``: the composition's bracket.
+    ``(0, 0)`` when empty; ``delta = 0`` or ``"exact"``: the composition's bracket
+    (its lower end, when full-batch Gaussians are folded beside other records, that of
+    the composition with the folded sigma rounded up).
     ``"online"``: the upper end is :func:`ledger_epsilon`'s answer (the composed
     history) and the lower end the fast path's certified one when every record is a
     DP-SGD step, else the schedule rounded down's; ``"rounded"``: the schedule rounded
@@ -604,7 +610,14 @@ def ledger_bracket(
         return Bracket(0.0, 0.0)
     route = ledger.route
     if delta == 0 or route == "exact":
-        return ledger.composition().epsilon_bounds(delta, tol=tol)
+        bracket = ledger.composition().epsilon_bounds(delta, tol=tol)
+        below = None if delta == 0 else ledger.composition_below()
+        if below is None:
+            return bracket
+        # full-batch Gaussians folded beside other records: the lower end of the
+        # composition whose folded sigma is rounded up (dominated by the records)
+        lower = below.epsilon_bounds(delta, tol=tol)[0]
+        return Bracket(float(lower), float(bracket[1]), bracket.bounds)
     if route == "online":
         # the lower end first: its fast path's arrays are freed before the composed
         # history (kept for later queries) is built, as before the router held them

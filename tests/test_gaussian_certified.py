@@ -252,3 +252,87 @@ def test_everyday_gaussian_queries_import_no_mpmath():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
     assert out.stdout.strip() == "False"
+
+
+# ------------------------------------------------------------- small mu (issue 37)
+def _mp_erfcx_drop(s: float, h: float):
+    """erfcx(s) - erfcx(s + h) at 50 digits, the floats taken as exact."""
+    with mpmath.workdps(50):
+        a, b = mpmath.mpf(s), mpmath.mpf(s) + mpmath.mpf(h)
+        return mpmath.exp(a * a) * mpmath.erfc(a) - mpmath.exp(b * b) * mpmath.erfc(b)
+
+
+def test_erfcx_drop_contains_the_50_digit_difference():
+    """The quadrature bound on ``erfcx(s) - erfcx(s + h)`` holds at its extremes (the
+    largest remainder at ``s = 0, h = 0.5``; the strongest cancellation inside ``g`` at
+    ``s = 26``) and on random points, and is narrow where mu is small."""
+    rng = np.random.default_rng(37)
+    points = [(0.0, 0.5), (26.0, 0.5), (26.0, 1e-10), (0.0, 1e-10), (1e-300, 0.3),
+              (3.0, 0.02 / math.sqrt(2)), (3.0, 1e-3 / math.sqrt(2))]
+    points += [(float(rng.uniform(0.0, 26.5)), float(10 ** rng.uniform(-10, -0.3)))
+               for _ in range(60)]
+    for s, h in points:
+        bounds = gc._erfcx_drop(s, h)
+        assert bounds is not None, (s, h)
+        exact = _mp_erfcx_drop(s, h)
+        assert bounds[0] <= exact <= bounds[1], (s, h, bounds, exact)
+        if h <= 0.05:  # a few hundred u times 2 s^2 (the old difference: 4 s^2 / h)
+            assert bounds[1] - bounds[0] <= 1e-12 * (1 + s * s) * float(exact), (s, h)
+
+
+def test_the_quadrature_constants_are_correctly_rounded():
+    """The error bound assumes the Gauss-Legendre nodes and weights, 2/sqrt(pi) and
+    1/sqrt(pi) are the floats nearest their real values (40 digits here)."""
+    with mpmath.workdps(40):
+        r = mpmath.sqrt(mpmath.mpf(6) / 5) * 2 / 7
+        xs = [mpmath.sqrt(mpmath.mpf(3) / 7 + r), mpmath.sqrt(mpmath.mpf(3) / 7 - r)]
+        ws = [(18 - mpmath.sqrt(30)) / 36, (18 + mpmath.sqrt(30)) / 36]
+        want_c = [float(1 - xs[0]), float(1 - xs[1]), float(1 + xs[1]), float(1 + xs[0])]
+        pi = mpmath.sqrt(mpmath.pi)
+        assert gc._TWO_OVER_SQRT_PI == float(2 / pi) and gc._INV_SQRT_PI == float(1 / pi)
+    assert list(gc._GL_WEIGHTS) == [float(ws[0]), float(ws[1]), float(ws[1]), float(ws[0])]
+    for got, want in zip(gc._GL_ONE_PLUS, want_c, strict=True):
+        assert abs(got - want) <= 2 * U  # 1 + xi rounded from the correctly rounded xi
+
+
+def test_small_mu_is_certified_without_50_digits(monkeypatch):
+    """mu in [1e-3, 0.2] (the NoisyGD trajectory's 0.02 first): the bracket's ends hold
+    on the exact curve at 60+ digits, are at most 2e-13 apart (relative), and no
+    50-digit evaluation is made."""
+    from dpacct.accountant.families import gaussian_dp
+
+    def refuse(mu, eps):
+        raise AssertionError(f"50-digit evaluation at mu={mu!r}, eps={eps!r}")
+
+    monkeypatch.setattr(gaussian_dp, "_gaussian_delta_mp", refuse)
+    rng = np.random.default_rng(2026)
+    cases = [(0.020000000000000035, 1e-5), (1e-3, 1e-12), (0.2, 1e-15), (1e-3, 1e-4)]
+    cases += [(float(10 ** rng.uniform(-3, -0.7)), float(10 ** rng.uniform(-15, -4)))
+              for _ in range(30)]
+    for mu, delta in cases:
+        lo, hi = certified_gaussian_epsilon(mu, delta)
+        assert 0.0 < lo <= hi <= lo * (1 + 2e-13), (mu, delta, lo, hi)
+        assert _mp_at_most(mu, hi, delta), (mu, delta)
+        assert not _mp_at_most(mu, math.nextafter(lo, 0.0), delta), (mu, delta)
+
+
+def test_small_mu_bounds_hold_out_to_huge_epsilons():
+    """log_delta_bounds at mu in [1e-3, 0.2] and epsilons out to ``a = -1e4`` (the
+    scaled form to ``a = -37``, the log form beyond) contain the exact curve, and the
+    certified delta bounds it above."""
+    rng = np.random.default_rng(44)
+    checked = 0
+    for _ in range(50):
+        mu = float(10 ** rng.uniform(-3, -0.7))
+        z = float(10 ** rng.uniform(0, 4)) if rng.random() < 0.5 else float(rng.uniform(-3, 37))
+        eps = mu * (mu / 2 + z)
+        exact = mp_log_delta(mu, eps)
+        bounds = gc.log_delta_bounds(mu, eps)
+        if exact is None or bounds is None:
+            continue
+        checked += 1
+        assert bounds[0] <= exact <= bounds[1], (mu, eps, bounds, exact)
+        d = float(certified_gaussian_delta(mu, np.array([eps]))[0])
+        with mpmath.workdps(60):
+            assert mpmath.log(mpmath.mpf(d)) >= exact or d == math.nextafter(0.0, 1.0)
+    assert checked > 25

@@ -284,13 +284,41 @@ def certified_gaussian_epsilon(mu: float, delta: float) -> tuple[float, float]:
     if at_zero:
         return 0.0, 0.0
     root = None if at_zero is None else _float_root(mu, delta)
-    if root is not None and root > 0.0:
+    for attempt in range(2):
+        if root is None or not root > 0.0:
+            break
         hi = _certified_end(root, lambda e: at_most(mu_up, e, delta), math.inf)
         lo = _certified_end(root, lambda e: _at_least(mu_down, e, delta), 0.0)
         if hi is not None and lo is not None:
             return lo, hi
+        # the float curve cancels at small mu, so its root can sit beyond the grid's
+        # reach: once more from the root of the certified bounds' midpoint
+        root = _bounds_root(mu, delta, root) if attempt == 0 else None
     lo, hi = invert_decreasing(lambda e: gaussian_delta(mu, e), delta)
     return certified_gaussian_bracket(mu, delta, lo, hi)
+
+
+def _bounds_root(mu: float, delta: float, root: float) -> float | None:
+    """``root`` moved by up to three Newton steps on the midpoint of the certified
+    interval of ``log delta`` (:func:`~dpacct.accountant.families.gaussian_certified.
+    log_delta_bounds`, accurate where the float curve cancels), with the float slope
+    ``-e^eps Phi(b) / delta``; a starting point for the certified grid only (the
+    answer's ends are checked by the bounds).  None where the bounds do not apply."""
+    log_d = math.log(delta)
+    for _ in range(3):
+        bounds = log_delta_bounds(mu, root)
+        if bounds is None or not math.isfinite(bounds[0]):
+            return None
+        mid = 0.5 * (bounds[0] + bounds[1])
+        lb = float(special.log_ndtr(-0.5 * mu - root / mu))
+        slope = -math.exp(root + lb - mid)
+        if not (math.isfinite(slope) and slope < 0.0):
+            return None
+        step = (mid - log_d) / slope
+        root = root - step
+        if abs(step) <= 2.0**-50 * root:
+            break
+    return root if root > 0.0 else None
 
 
 def _at_least(mu: float, eps: float, delta: float) -> bool | None:

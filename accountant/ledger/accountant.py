@@ -358,6 +358,11 @@ class PrivacyAccountant(LedgerFileMethods):
         ``"exact"``: at most ``EXACT_PHASES`` (16) distinct records, answered as their
         composition, a mechanism like any other -- however many steps they count, so
         a ledger of one repeated DP-SGD step prints what its composition prints.
+        Full-batch Gaussian records (``sample_rate=1.0``, or a recorded Gaussian
+        mechanism) count as one: they compose to exactly one Gaussian, ``mu^2`` the
+        sum of theirs (Dong, Roth & Su 2022, Corollary 3.3), which the composition
+        holds in their place, so noisy gradient descent with any noise schedule is
+        answered in closed form.
         ``"online"``: more, each with a privacy loss distribution: epsilon is read off
         the composed history (incremental; the fixed-schedule filter decides on the
         same answer), the other questions off the schedule rounded to the grid.
@@ -374,6 +379,11 @@ class PrivacyAccountant(LedgerFileMethods):
         ...     acct.step(noise_multiplier=1.0 + t / 100, sample_rate=0.01)
         >>> acct.route
         'online'
+        >>> gd = PrivacyAccountant()
+        >>> for t in range(300):           # full batch: one Gaussian, whatever the sigmas
+        ...     gd.step(noise_multiplier=9.0 * 0.998**t, sample_rate=1.0)
+        >>> gd.route, round(gd.epsilon(1e-5), 6)
+        ('exact', 14.386364)
         """
         return self._records.route()
 

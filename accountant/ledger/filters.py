@@ -33,7 +33,6 @@ import numpy as np
 
 from ..mechanism import Mechanism
 from ..pld.schedule import _cell_mechanism
-from ..transformers.compose import compose
 from .history import BudgetHistory
 from .rdp_credit import RdpCredit
 from .records import Entry, Records, Step, classify, key, same
@@ -378,9 +377,9 @@ class PLDFilter:
 
     # ------------------------------------------------------------ exact check
     def _bound_with(self, entry: Entry) -> float:
-        mechs = [e.mechanism for e in self.records.entries] + [entry.mechanism]
-        counts = [e.count for e in self.records.entries] + [entry.count]
-        return float(compose(mechs, counts).epsilon(self.budget[1], tol=self.tol))
+        # the composition the queries answer with (full-batch Gaussians folded)
+        mech = self.records.composition(entry)
+        return float(mech.epsilon(self.budget[1], tol=self.tol))
 
     def _admit_exact(self, entry: Entry) -> None:
         """Raise if recording ``entry`` would exceed the budget (exact composition).

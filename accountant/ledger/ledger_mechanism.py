@@ -43,7 +43,6 @@ from ..pld.schedule import (
     _first_lower,
     _refined_lower,
 )
-from ..transformers.compose import compose
 from ..validation import (
     as_real_array,
     check_alpha,
@@ -157,16 +156,28 @@ class LedgerMechanism(Mechanism):
 
     # ------------------------------------------------- representations (router's)
     def composition(self) -> Mechanism | None:
-        """The composition of everything recorded so far (None when empty)."""
+        """The composition of everything recorded so far (None when empty): with two
+        or more full-batch Gaussian entries, the others composed with their fold into
+        one Gaussian (:class:`~dpacct.accountant.ledger.records.GaussianFold`; the
+        folded Gaussian alone when nothing else was recorded)."""
         version, mech = self._composed
         records = self._records
         if version != records.version:
-            mech = None
-            if records.entries:
-                pairs = records.pairs()
-                mech = compose([m for m, _ in pairs], [c for _, c in pairs])
+            # full-batch Gaussians folded into one (Records.parts: O(1) for the fold)
+            mech = records.composition()
             self._composed = (records.version, mech)
         return mech
+
+    def composition_below(self) -> Mechanism | None:
+        """For the lower end of an ``"exact"`` bracket: the composition with the folded
+        Gaussian's sigma rounded *up*, when full-batch Gaussians are folded beside other
+        records (None otherwise: :meth:`composition` serves both ends; a folded
+        Gaussian alone brackets the true one by its own certificate,
+        docs/theory/analytic_gaussian.md)."""
+        records = self._records
+        if not records.folded() or not records.others:
+            return None
+        return self.cached(("below",), partial(records.composition, upper=False))
 
     def accounted(self, upper: bool) -> Mechanism | None:
         """The composition (``"exact"`` route), else the schedule rounded up (``upper``)
