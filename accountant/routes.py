@@ -93,6 +93,7 @@ from .pld.pld_settings import (
     MAX_REFINEMENTS,
     MIN_CAP,
     REFINE_STEPS,
+    SCREEN_ERR_TAILS,
     PLDSettings,
 )
 from .queries.tradeoff import pld_route, pld_tradeoff_lower, tradeoff_from_delta
@@ -325,7 +326,8 @@ def pld_upper_at(
 ) -> PLDUpperAt:
     """Upper bound at fixed grid settings: the epsilon, the PLDs, the deciding directions
     (:meth:`PLDPair.epsilon`; its coarse add PLD has tol 0.1, a fraction of the cost)."""
-    coarse = PLDSettings(max(tol or DEFAULT_TOL, 0.1), delta)
+    # the coarse add PLD only screens: its spectral power may carry a larger certificate
+    coarse = PLDSettings(max(tol or DEFAULT_TOL, 0.1), delta).screening(SCREEN_ERR_TAILS)
     if settings.coarse_cap is not None:
         coarse = coarse.capped(settings.coarse_cap)
     out = mech._pair(True, settings, coarse).epsilon(delta)

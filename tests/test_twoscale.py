@@ -209,6 +209,37 @@ def test_spectral_top_brackets_the_gdp_closed_form(monkeypatch, mu, k):
         assert want <= d <= want * (1 + 1e-3) + 1e-11
 
 
+def test_screening_settings_stop_the_ladder_sooner_and_stay_above_the_closed_form(monkeypatch):
+    """The add direction's first try only screens (issue 37): with
+    ``PLDSettings.screening`` its spectral power may carry up to ``SCREEN_ERR_TAILS``
+    tail budgets of certificate, so it takes over at the first level it is tried
+    (sqrt(k) mu = 2.7-GDP composed 300 000 times, tol 0.1) where the default limit
+    declines it; its curve is still above the closed form (mpmath) at every epsilon,
+    and its certificate, carried at +inf, within the larger limit."""
+    from oracles import gaussian_delta as oracle_delta
+
+    from dpacct.accountant.mechanism import PLDSettings
+    from dpacct.accountant.pld.pld_settings import SCREEN_ERR_TAILS, tail_budget
+
+    mu, k = 0.005, 300_000
+    settings = PLDSettings(0.1, DELTA)
+    screen = settings.screening(SCREEN_ERR_TAILS)
+    assert screen.key() != settings.key() and settings.err_tails is None
+    mu_k = mu * math.sqrt(k)
+    eps = np.array([0.0, 2.0, 8.0, 14.9, 16.0])
+    want = np.array([float(oracle_delta(mu_k, e)) for e in eps])
+    firsts = {}
+    for name, st in (("default", settings), ("screen", screen)):
+        seen = _spectral_calls(monkeypatch)
+        pld = compose([law_only(mu)], counts=[k])._pld_one(True, st, 0)
+        firsts[name] = [s is not None for s in seen].index(True)
+        assert np.all(pld.delta(eps) >= want)
+        assert pld.inf_mass <= SCREEN_ERR_TAILS * tail_budget(DELTA) * 1.01
+    assert firsts["screen"] == 0 < firsts["default"]
+    with pytest.raises(ValueError, match="err_tails"):
+        settings.screening(0.0)
+
+
 def test_spectral_top_declines_where_its_roundoff_would_dominate(monkeypatch):
     """A tail budget far below the spectral power's round-off (a target delta of 1e-14:
     budget 1e-16) keeps the ladder, whose tilted products hold tiny deltas to relative

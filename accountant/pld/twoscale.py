@@ -480,6 +480,7 @@ def self_compose_split(
     refine: int = 1,
     coarse_cap: float | None = None,
     memo: dict | None = None,
+    err_tails: float | None = None,
 ) -> GridPLD:
     """``count``-fold composition of a split PLD by repeated squaring.
 
@@ -511,13 +512,19 @@ def self_compose_split(
     composition is taken off its top, :func:`_optimistic_settle`); the powers kept are
     then those up to ``m``.  (The optimistic side, the lower end of ``epsilon_bounds``,
     did the whole ladder before issue 37: q 0.01, sigma 1.1, T 1e4 its lower end
-    5.192538128 -> 5.192542999 and 67 -> 55 ms.)
+    5.192538128 -> 5.192542999 and 67 -> 55 ms.)  ``err_tails`` (None:
+    :data:`SPECTRAL_ERR_TAILS`) is that certificate's limit in tail budgets; a
+    composition made only to screen a direction
+    (:data:`~dpacct.accountant.pld.pld_settings.SCREEN_ERR_TAILS`) may take a larger one:
+    any certificate is sound, a larger one only looser.
     """
     if count < 1:
         raise ValueError(f"count must be >= 1, got {count}")
     bits = count.bit_length()
     levels = bits + 1
     span = 1 << bits
+    # (the powers do not depend on err_tails: it only decides where the ladder stops)
+    err_tails = SPECTRAL_ERR_TAILS if err_tails is None else err_tails
     params = (tail, points_per_scale, max_step, refine, coarse_cap, bits)
     key = ("powers", params)
     # The memo holds tuples: a thread extends its own list and stores a new tuple, so
@@ -561,7 +568,7 @@ def self_compose_split(
             alias_budget = tail * (bits - m) / levels
             top = _spectral_top(
                 power, result, count >> m, power.fine.step, alias_budget,
-                SPECTRAL_ERR_TAILS * tail, seen,
+                err_tails * tail, seen,
             )
             if top is not None:
                 if memo is not None and local is not None and len(local) > len(kept):

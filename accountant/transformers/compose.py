@@ -312,6 +312,7 @@ def _self_composed(
             refine=refine,
             coarse_cap=settings.coarse_cap,
             memo=kept["memo"],
+            err_tails=settings.err_tails,
         )
     pld = mech._pld_one(pessimistic, step_settings, which)
     lattice = pld.step if _is_lattice(mech) else None
