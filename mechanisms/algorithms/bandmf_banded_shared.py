@@ -60,7 +60,7 @@ _REL = 1e-10
 _ABS = 1e-290
 #: ``(p / p0, beta / beta0)`` tried per class count: ``p0`` the class's mean neighbour
 #: entry, ``beta0`` the gap of its two top eigenvalues over its size
-SPLITS = ((1.0, 0.0), (1.0, 0.5), (1.25, 0.5))
+SPLITS = ((1.0, 0.0), (1.0, 0.5), (1.25, 0.5), (1.25, 1.0))
 #: Monte Carlo samples of the search that picks the class count and the split (a
 #: seeded, deterministic *estimate* of each candidate's dominating pair; only which
 #: certified bound is built depends on it, never a bound's value)
@@ -338,10 +338,18 @@ def shared_cost(sigma: float, inst: tuple, points: int) -> float:
 
 def shared_class_counts(strategy: object, cycle_length: int) -> list[int]:
     """Class counts Theorem 4 tries: ``ceil(b / 2)`` (Theorem 3's) and every divisor of
-    ``k`` below it (one class size each), each leaving two bins or more per class."""
+    ``k`` from half of it up (one class size each; fewer classes couple bins at class
+    distances 2, 3, ... that the two-band stand-in does not follow), each leaving two
+    bins or more per class.
+
+    Examples
+    --------
+    >>> shared_class_counts([1.0] * 16, 100), shared_class_counts([1.0] * 4, 10)
+    ([4, 5, 8], [1, 2])
+    """
     b = np.asarray(strategy).size
     top = max(1, math.ceil(b / 2))
-    out = {top} | {g for g in range(1, top) if cycle_length % g == 0}
+    out = {top} | {g for g in range(max(1, top // 2), top) if cycle_length % g == 0}
     return sorted(g for g in out if cycle_length >= 2 * g or g == top)
 
 
