@@ -130,3 +130,23 @@ def test_bad_input():
         bandmf_shared_balls_in_bins(1.5, 8, cycle_length=4, strategy=FOUR_BANDS, points=2)
     with pytest.raises(ValueError, match="cycle_length"):
         bandmf_shared_balls_in_bins(1.5, 8, cycle_length=8, strategy=FOUR_BANDS)
+
+
+@pytest.mark.slow
+def test_three_band_calibration_through_the_plan_holds_against_monte_carlo():
+    """The calibrator chooses Theorem 4's candidate once and refines on it: the returned
+    noise multiplier's bound is at most the target, and the Monte Carlo delta of both
+    directions there (lower end of a 4-standard-error interval) is at most delta."""
+    from dpacct.calibrators import bandmf_balls_in_bins_noise_multiplier
+
+    col = [1.0, 0.6, 0.3]
+    res = bandmf_balls_in_bins_noise_multiplier(3.0, 1e-3, 8, cycle_length=4, strategy=col,
+                                                rtol=0.05, full_output=True)
+    assert type(res.mechanism).__name__ == "BandMFSharedBallsInBins"
+    assert res.epsilon <= 3.0
+    rng = np.random.default_rng(39_5)
+    for direction in ("remove", "add"):
+        _, lo, _ = bandmf_balls_in_bins_delta_mc(
+            res.parameter, 8, 3.0, cycle_length=4, strategy=col, samples=200_000, rng=rng,
+            direction=direction, confidence=0.9999)
+        assert lo <= 1e-3
