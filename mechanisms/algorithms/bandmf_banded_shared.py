@@ -248,24 +248,6 @@ class BandMFSharedBallsInBins(BandMFBandedBallsInBins):
             out = np.maximum(out, d)
         return out
 
-    def _epsilon_transfer(self, delta: float) -> float:
-        """The least epsilon (bisection, upper end) where Theorem 4's delta alone is at
-        most ``delta`` (``inf`` if not at 50)."""
-        if self._transfer_delta(np.array([50.0]))[0] > delta:
-            return math.inf
-        lo, hi = 0.0, 50.0
-        if self._transfer_delta(np.array([0.0]))[0] <= delta:
-            return 0.0
-        for _ in range(60):
-            if hi - lo <= 1e-7 * max(hi, 1e-3):
-                break
-            mid = 0.5 * (lo + hi)
-            if self._transfer_delta(np.array([mid]))[0] <= delta:
-                hi = mid
-            else:
-                lo = mid
-        return hi
-
     def __repr__(self) -> str:
         return (f"BandMFSharedBallsInBins(noise_multiplier={self.noise_multiplier!r}, "
                 f"candidates=..., laws=<{len(self.laws)} class sizes>, choice={self.choice!r})")
@@ -315,11 +297,15 @@ def _mc_epsilon(h: np.ndarray, sigma: float, delta: float) -> float:
     vals, vecs = np.linalg.eigh(h)
     root = vecs * np.sqrt(np.clip(vals, 0.0, None))
     half = np.diag(h) / (2 * sigma * sigma)
-    z = rng.standard_normal((SEARCH_SAMPLES, k)) @ root.T / sigma
-    add = -(special.logsumexp(z - half, axis=1) - math.log(k))
-    z += h[:, rng.integers(k, size=SEARCH_SAMPLES)].T / (sigma * sigma)
-    rem = special.logsumexp(z - half, axis=1) - math.log(k)
-    losses = [np.sort(rem)[::-1], np.sort(add)[::-1]]
+    rem, add = [], []
+    chunk = max(1, 2_000_000 // k)  # at most 2e6 normals at a time (16 MB)
+    for start in range(0, SEARCH_SAMPLES, chunk):
+        m = min(chunk, SEARCH_SAMPLES - start)
+        z = rng.standard_normal((m, k)) @ root.T / sigma
+        add.append(-(special.logsumexp(z - half, axis=1) - math.log(k)))
+        z += h[:, rng.integers(k, size=m)].T / (sigma * sigma)
+        rem.append(special.logsumexp(z - half, axis=1) - math.log(k))
+    losses = [np.sort(np.concatenate(rem))[::-1], np.sort(np.concatenate(add))[::-1]]
 
     def est(e: float) -> float:
         return max(float(np.sum(-np.expm1(e - x[x > e]))) for x in losses) / SEARCH_SAMPLES
