@@ -422,7 +422,7 @@ def bandmf_shared_balls_in_bins(
     points : int
         Grid points of the final transfer, >= 3.
     budget : float, optional
-        Estimated CPU seconds a candidate may cost at ``points`` (None: no limit).
+        Estimated CPU seconds a candidate may cost at ``points``, > 0 (None: no limit).
     candidates : tuple, optional
         Theorem 1's candidates, when built.
     choice : tuple, optional
@@ -455,6 +455,22 @@ def bandmf_shared_balls_in_bins(
     if not 2 <= check_count(cycle_length, "cycle_length") < check_count(iterations,
                                                                         "iterations"):
         raise ValueError(f"cycle_length must be in [2, iterations - 1], got {cycle_length}")
+    if budget is not None:
+        budget = check_positive("budget", budget)
+    if choice is not None:
+        top = max(1, math.ceil(col.size / 2))
+        ok = (isinstance(choice, tuple) and len(choice) == 3
+              and isinstance(choice[0], (int, np.integer)) and 1 <= choice[0] <= cycle_length
+              and ((choice[1] == "thm3" and choice[0] == top and choice[2] == 0.0)
+                   or (isinstance(choice[1], (int, float)) and not isinstance(choice[1], bool)
+                       and math.isfinite(choice[1]) and choice[1] >= 0
+                       and isinstance(choice[2], (int, float))
+                       and not isinstance(choice[2], bool)
+                       and math.isfinite(choice[2]) and choice[2] >= 0)))
+        if not ok:
+            raise ValueError("choice must be (classes in [1, cycle_length], p_factor >= 0, "
+                             "beta_factor >= 0) or (ceil(b / 2), 'thm3', 0.0), got "
+                             f"{choice!r}")
     if choice is None:
         plan = shared_plan(sigma, iterations, cycle_length, list(col), budget=budget,
                            points=(points,))
