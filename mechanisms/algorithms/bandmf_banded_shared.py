@@ -225,9 +225,9 @@ class BandMFSharedBallsInBins(BandMFBandedBallsInBins):
     Examples
     --------
     >>> run = bandmf_shared_balls_in_bins(1.5, 8, cycle_length=4, strategy=[1.0, 0.6, 0.3],
-    ...                                   points=5)
-    >>> type(run).__name__, len(run.choice)
-    ('BandMFSharedBallsInBins', 3)
+    ...                                   points=5, choice=(1, 1.0, 0.5))
+    >>> type(run).__name__, run.choice, bool(run.laws[0][2] > 0)   # mu > 0: shared part
+    ('BandMFSharedBallsInBins', (1, 1.0, 0.5), True)
     """
 
     choice: tuple = ()
@@ -305,12 +305,22 @@ def _mc_epsilon(h: np.ndarray, sigma: float, delta: float) -> float:
         add.append(-(special.logsumexp(z - half, axis=1) - math.log(k)))
         z += h[:, rng.integers(k, size=m)].T / (sigma * sigma)
         rem.append(special.logsumexp(z - half, axis=1) - math.log(k))
-    losses = [np.sort(np.concatenate(rem))[::-1], np.sort(np.concatenate(add))[::-1]]
+    # per direction, losses ascending and the suffix sums of exp(-max(L, 0)): the mean of
+    # (1 - e^(e - L))_+ at e >= 0 is (count(L > e) - e^e sum_{L > e} e^-L) / samples
+    tables = []
+    for x in (np.concatenate(rem), np.concatenate(add)):
+        x = np.sort(x)
+        suffix = np.concatenate((np.cumsum(np.exp(-np.maximum(x, 0.0))[::-1])[::-1], [0.0]))
+        tables.append((x, suffix))
 
     def est(e: float) -> float:
-        return max(float(np.sum(-np.expm1(e - x[x > e]))) for x in losses) / SEARCH_SAMPLES
+        out = 0.0
+        for x, suffix in tables:
+            i = int(np.searchsorted(x, e, side="right"))
+            out = max(out, (x.size - i) - math.exp(e) * float(suffix[i]))
+        return out / SEARCH_SAMPLES
 
-    lo, hi = 0.0, float(max(x[0] for x in losses))
+    lo, hi = 0.0, float(max(x[-1] for x, _ in tables))
     for _ in range(40):
         mid = 0.5 * (lo + hi)
         lo, hi = (lo, mid) if est(mid) <= delta else (mid, hi)
@@ -360,8 +370,8 @@ def shared_plan(sigma: float, iterations: int, cycle_length: int, strategy: list
 
     Examples
     --------
-    >>> shared_plan(4.0, 100, 10, [1.0, 0.5, 0.25, 0.125], budget=15.0)[1]
-    51
+    >>> shared_plan(4.0, 100, 10, [1.0, 0.5, 0.25, 0.125], budget=1e-9) is None  # none fits
+    True
     """
     col = list(np.asarray(strategy, dtype=float))
     top = max(1, math.ceil(len(col) / 2))
@@ -437,7 +447,8 @@ def bandmf_shared_balls_in_bins(
     --------
     >>> from dpacct.mechanisms.algorithms.bandmf_balls_in_bins import bandmf_balls_in_bins
     >>> c = [1.0, 0.6, 0.3]
-    >>> run = bandmf_shared_balls_in_bins(1.5, 8, cycle_length=4, strategy=c, points=11)
+    >>> run = bandmf_shared_balls_in_bins(1.5, 8, cycle_length=4, strategy=c, points=11,
+    ...                                   choice=(2, "thm3", 0.0))    # no search
     >>> one = bandmf_balls_in_bins(1.5, 8, cycle_length=4, strategy=c, two_band=False)
     >>> bool(run.epsilon(1e-3) <= one.epsilon(1e-3))
     True
