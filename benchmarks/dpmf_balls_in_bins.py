@@ -21,11 +21,11 @@ The rows ``*_diag`` switch the cause of the gap off: a diagonal strategy (DP-SGD
 orthogonal modes, where the Gram domination of docs/theory/dpmf_balls_in_bins.md costs
 nothing, and the certified bound meets the estimate (``--mc`` prints dpacct's own
 k-dimensional Monte Carlo of the same pair beside it, validated against JAX's on the
-rows both have).  The ``Thm 2/3`` column is Theorem 2 of the same page (a transfer
+rows both have).  The ``Thm 2/3/4`` column is Theorem 2 of the same page (a transfer
 operator over the cycle, two-band strategies, 51 points) or Theorem 3 (three bands or
 more: residue classes each dominated by a two-band transfer, at the default's points),
 each the least of it and Theorem 1's; ``default`` is what ``bandmf_balls_in_bins`` uses
-without ``two_band`` (``T2@points``/``T3@points`` when the estimated cost is within
+without ``two_band`` (``T2@points``/``T3@points``/``T4@points`` when the estimated cost is within
 budget).
 ``--calibrate [NAMES]`` adds the calibrations of ``CALIBRATIONS`` (the reviewer's n 6, k 3
 case; n 8 and 100): Theorem 1's noise multiplier beside the default calibrator's (refined
@@ -134,11 +134,13 @@ def ours(name: str, delta: float) -> tuple[float, float]:
 def default_route(name: str) -> str:
     """What ``bandmf_balls_in_bins`` uses by default: Theorem 2's or 3's grid points or
     "T1"."""
-    from dpacct.mechanisms.algorithms.bandmf_balls_in_bins import banded_points, two_band_points
+    from dpacct.mechanisms.algorithms.bandmf_balls_in_bins import banded_plan, two_band_points
 
     n, k, spec, sigma = CONFIGS[name]
-    if (found := banded_points(sigma, n, k, c_col(spec))) is not None:
-        return f"T3@{found[1]}"
+    if (found := banded_plan(sigma, n, k, c_col(spec))) is not None:
+        g, pf, bf = found[0]
+        return (f"T3@{found[1]} g{g}" if pf == "thm3" else
+                f"T4@{found[1]} g{g} p{pf} b{bf}")
     points = two_band_points(sigma, n, k, c_col(spec))
     return "T1" if points is None else f"T2@{points}"
 
@@ -193,11 +195,14 @@ def calibration_rows(names: list[str], samples: int = 1_000_000) -> None:
 
 
 def ours_two_band(name: str, delta: float) -> tuple[float, float]:
-    """Theorem 2's bound (two bands, 51 points) or Theorem 3's (three bands or more, at the
-    default's classes and points; docs/theory/dpmf_balls_in_bins.md), each the least of
-    it and Theorem 1's, and its CPU seconds; ``(nan, 0)`` where neither applies."""
-    from dpacct.mechanisms.algorithms.bandmf_balls_in_bins import banded_points
-    from dpacct.mechanisms.algorithms.bandmf_banded import bandmf_banded_balls_in_bins
+    """Theorem 2's bound (two bands, 51 points) or Theorem 4's (three bands or more, the
+    default's choice of classes, split and points, its search included; Theorem 3 is its
+    case without the shared Gaussian; docs/theory/dpmf_balls_in_bins.md), each the least
+    of it and Theorem 1's, and its CPU seconds; ``(nan, 0)`` where neither applies."""
+    from dpacct.mechanisms.algorithms.bandmf_balls_in_bins import (
+        banded_plan,
+        bandmf_balls_in_bins,
+    )
     from dpacct.mechanisms.algorithms.bandmf_two_band import bandmf_two_band_balls_in_bins
 
     n, k, spec, sigma = CONFIGS[name]
@@ -205,9 +210,9 @@ def ours_two_band(name: str, delta: float) -> tuple[float, float]:
     t0 = time.process_time()
     if c.size == 2:
         run = bandmf_two_band_balls_in_bins(sigma, n, cycle_length=k, strategy=c)
-    elif (found := banded_points(sigma, n, k, c)) is not None:
-        run = bandmf_banded_balls_in_bins(sigma, n, cycle_length=k, strategy=c,
-                                          classes=found[0], points=found[1])
+    elif banded_plan(sigma, n, k, c) is not None:
+        t0 = time.process_time()  # the plan's search is timed inside the default
+        run = bandmf_balls_in_bins(sigma, n, cycle_length=k, strategy=c)
     else:
         return math.nan, 0.0
     return float(run.epsilon(delta)), time.process_time() - t0

@@ -19,7 +19,7 @@ from dpacct.mechanisms.algorithms.bandmf import (
 from dpacct.mechanisms.algorithms.bandmf_balls_in_bins import (
     BandMFBallsInBins,
     balls_in_bins_candidates,
-    banded_points,
+    banded_plan,
     two_band_points,
 )
 
@@ -224,8 +224,8 @@ def bandmf_balls_in_bins_noise_multiplier(
     multiplier whose least epsilon is at most ``epsilon`` (evaluated),
     and ``sigma / (1 + rtol)`` or more has been evaluated above ``epsilon`` (so ``rtol``
     is then relative in the noise multiplier).  For three bands or more (``two_band``
-    None) the same search runs on the least of Theorems 1 and 3 where Theorem 3 is
-    affordable (:func:`~dpacct.mechanisms.algorithms.bandmf_balls_in_bins.banded_points`).
+    None) the same search runs on the least of Theorems 1 and 4 where Theorem 4 is
+    affordable (:func:`~dpacct.mechanisms.algorithms.bandmf_balls_in_bins.banded_plan`).
     A Theorem 1 evaluation visits its candidates by their certified lower bounds and
     skips those that cannot win; the search is steered by that lower-bound floor
     (:meth:`~dpacct.mechanisms.algorithms.bandmf_balls_in_bins.BandMFBallsInBins.floor`).
@@ -299,9 +299,9 @@ def bandmf_balls_in_bins_noise_multiplier(
     if two_band is not None and not isinstance(two_band, (bool, np.bool_)):
         raise TypeError(f"two_band must be None, True or False, got {two_band!r}")
     sigma1 = float(res.parameter)
-    banded = None if two_band is not None else banded_points(
+    banded = None if two_band is not None else banded_plan(
         0.8 * sigma1, iterations, cycle_length, strategy)
-    if banded is not None:  # three bands or more: Theorem 3 (its own builder)
+    if banded is not None:  # three bands or more: Theorem 4, its choice made once
         res = _refine_two_band(res, iterations, cycle_length, strategy, candidates,
                                banded[1], rtol, tol, classes=banded[0])
         return res if full_output else float(res.parameter)
@@ -354,16 +354,18 @@ def _refine_two_band(res: Calibration, iterations: int, cycle_length: int, strat
     :func:`bandmf_balls_in_bins_noise_multiplier`): ``points``-point grids, from
     Theorem 1's answer down, the first secant slope Theorem 1's (a first pass on
     21-point grids saved no fine evaluation at n 8, k 4 and was dropped).  With
-    ``classes``, Theorem 3 (b >= 3 bands) instead of Theorem 2."""
+    ``classes`` (a Theorem 4 choice, see
+    :func:`~dpacct.mechanisms.algorithms.bandmf_banded_shared.shared_plan`), Theorem 4
+    (b >= 3 bands) instead of Theorem 2."""
     import time
 
-    from dpacct.mechanisms.algorithms.bandmf_banded import bandmf_banded_balls_in_bins
+    from dpacct.mechanisms.algorithms.bandmf_banded_shared import bandmf_shared_balls_in_bins
     from dpacct.mechanisms.algorithms.bandmf_two_band import bandmf_two_band_balls_in_bins
 
     def build(s: float, pts: int):
         if classes is not None:
-            return bandmf_banded_balls_in_bins(s, iterations, cycle_length=cycle_length,
-                                               strategy=strategy, classes=classes,
+            return bandmf_shared_balls_in_bins(s, iterations, cycle_length=cycle_length,
+                                               strategy=strategy, choice=classes,
                                                points=pts, candidates=candidates)
         return bandmf_two_band_balls_in_bins(s, iterations, cycle_length=cycle_length,
                                              strategy=strategy, points=pts,

@@ -86,3 +86,34 @@ def test_the_least_is_at_most_every_split_and_pruning_changes_nothing():
         for _, per_size in cands
     )
     assert run.epsilon(1e-3) == full
+
+
+def test_delta_pruned_equals_every_split():
+    """``delta`` visits the class counts by certified delta lower bounds (the binned
+    largest-coordinate attack) and builds only those that can win: the same values as the
+    least-largest-least over every split evaluated one by one (n 4, k 2, c (1, 0.5),
+    sigma 2, four epsilons), and each lower bound is below its split's delta."""
+    from dpacct.mechanisms.algorithms.bandmf_balls_in_bins_core import (
+        BandMFBallsInBins,
+        _option,
+        balls_in_bins_candidates,
+    )
+
+    cands = balls_in_bins_candidates(4, 2, [1.0, 0.5])
+    eps = np.array([0.25, 0.5, 1.0, 2.0])
+    full = np.min([
+        np.max([np.min([np.asarray(m.delta(eps)) for b, a in splits
+                        if (m := _option(2.0, size, b, a)) is not None], axis=0)
+                for size, splits in per_size], axis=0)
+        for _, per_size in cands], axis=0)
+    run = BandMFBallsInBins(2.0, cands)
+    assert np.array_equal(run.delta(eps), full)
+    for e in (0.25, 2.0):  # each lower bound is below the split's certified delta
+        for _, per_size in cands:
+            for size, splits in per_size:
+                for b, a in splits:
+                    m = _option(2.0, size, b, a)
+                    if m is not None:
+                        low = run._split_delta_lower(np.array([e]), size, a)[0]
+                        assert low <= m.delta(e)
+    assert run.delta(0.5) == full[1]

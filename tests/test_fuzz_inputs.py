@@ -321,6 +321,18 @@ BASE: dict[str, tuple[Callable[[], Callable], dict[str, Any]]] = {
             "points": 5,
         },
     ),
+    "bandmf_shared_balls_in_bins": (
+        lambda: M.bandmf_shared_balls_in_bins,
+        {
+            "noise_multiplier": 1.5,
+            "iterations": 8,
+            "cycle_length": 4,
+            "strategy": [1.0, 0.6, 0.3],
+            "points": 5,
+            "budget": 30.0,
+            "choice": (2, "thm3", 0.0),
+        },
+    ),
     "bandmf_balls_in_bins_delta_mc": (
         lambda: M.bandmf_balls_in_bins_delta_mc,
         {
@@ -529,6 +541,9 @@ NOT_FUZZED: dict[str, str] = {
     ),
     "BandMFTwoBandBallsInBins": (
         "built by bandmf_two_band_balls_in_bins (fuzzed), which validates every input"
+    ),
+    "BandMFSharedBallsInBins": (
+        "built by bandmf_shared_balls_in_bins (fuzzed), which validates every input"
     ),
     "bandmf_balls_in_bins_noise_multiplier": (
         "each call is a calibration; its run inputs go through balls_in_bins_candidates "

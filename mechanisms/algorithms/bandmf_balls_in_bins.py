@@ -61,7 +61,10 @@ from dpacct.mechanisms.algorithms.bandmf_balls_in_bins_core import (
 from dpacct.mechanisms.algorithms.bandmf_banded import (
     banded_classes,
     banded_cost,
-    bandmf_banded_balls_in_bins,
+)
+from dpacct.mechanisms.algorithms.bandmf_banded_shared import (
+    bandmf_shared_balls_in_bins,
+    shared_plan,
 )
 from dpacct.mechanisms.algorithms.bandmf_two_band import (
     _two_band_cost,
@@ -72,6 +75,7 @@ __all__ = [
     "BandMFBallsInBins",
     "balls_in_bins_candidates",
     "balls_in_bins_gram",
+    "banded_plan",
     "banded_points",
     "bandmf_balls_in_bins",
     "bandmf_balls_in_bins_delta_mc",
@@ -121,9 +125,10 @@ def bandmf_balls_in_bins(
         :data:`TWO_BAND_BUDGET` seconds, else Theorem 1 alone.  ``True``: Theorem 2 at
         51 points whatever it costs (a ``ValueError`` for another strategy).  ``False``:
         Theorem 1 alone.  For a first column of ``b >= 3`` bands, ``None`` also takes
-        Theorem 3 of the same page (residue classes, each dominated by a two-band
-        transfer: :func:`~dpacct.mechanisms.algorithms.bandmf_banded.bandmf_banded_balls_in_bins`)
-        when affordable (:func:`banded_points`), and the least of it and Theorem 1.
+        Theorem 4 of the same page (residue classes, each dominated by a two-band
+        transfer plus a shared Gaussian; Theorem 3 is its case without the Gaussian:
+        :func:`~dpacct.mechanisms.algorithms.bandmf_banded_shared.bandmf_shared_balls_in_bins`)
+        when affordable (:func:`banded_plan`), and the least of it and Theorem 1.
 
     Returns
     -------
@@ -153,11 +158,11 @@ def bandmf_balls_in_bins(
         raise TypeError(f"two_band must be None, True or False, got {two_band!r}")
     if two_band is False:
         return BandMFBallsInBins(sigma, candidates)
-    if two_band is None and (found := banded_points(sigma, iterations, cycle_length,
-                                                    strategy)) is not None:
-        return bandmf_banded_balls_in_bins(sigma, iterations, cycle_length=cycle_length,
-                                           strategy=strategy, classes=found[0],
-                                           points=found[1], candidates=candidates)
+    if two_band is None and (plan := banded_plan(sigma, iterations, cycle_length,
+                                                 strategy)) is not None:
+        return bandmf_shared_balls_in_bins(sigma, iterations, cycle_length=cycle_length,
+                                           strategy=strategy, choice=plan[0],
+                                           points=plan[1], candidates=candidates)
     points = two_band_points(sigma, iterations, cycle_length, strategy,
                              force=two_band is True)
     if points is None:
@@ -169,6 +174,29 @@ def bandmf_balls_in_bins(
 
 #: estimated CPU seconds up to which :func:`bandmf_balls_in_bins` adds Theorem 2 by default
 TWO_BAND_BUDGET = 10.0
+#: the same for Theorem 4 (b >= 3 bands; its search adds about one CPU second per
+#: candidate; the 16-band, n 2000 row's best classes are estimated at 12 s at 31 points and
+#: 27 s at 41, measured 8 s and 15 s: 0.8615 and 0.8438 at sigma 8, delta 1e-5)
+BANDED_BUDGET = 30.0
+
+
+def banded_plan(sigma: float, iterations: int, cycle_length: int,
+                strategy: object) -> tuple | None:
+    """``(choice, points)`` of Theorem 4 by default for three bands or more (None:
+    Theorem 1 alone): where Theorem 3 applies
+    (:func:`~dpacct.mechanisms.algorithms.bandmf_banded.banded_classes`), the class
+    count and split of
+    :func:`~dpacct.mechanisms.algorithms.bandmf_banded_shared.shared_plan` within
+    :data:`BANDED_BUDGET`.
+
+    Examples
+    --------
+    >>> banded_plan(2.0, 8, 4, [1.0, 0.5]) is None      # two bands: Theorem 2's business
+    True
+    """
+    if banded_classes(strategy, iterations, cycle_length) is None:
+        return None
+    return shared_plan(sigma, iterations, cycle_length, strategy, budget=BANDED_BUDGET)
 
 
 def banded_points(sigma: float, iterations: int, cycle_length: int,

@@ -1,0 +1,152 @@
+"""Tests of mechanisms/algorithms/bandmf_banded_shared.py: Theorem 4 (residue classes
+dominated by a two-band Gram plus a shared ``beta J``).
+
+Independent values: the closed-form Gaussian integrals against mpmath quadrature; the
+domination ``G' + beta J - G_r >= 0`` by ``numpy.linalg.eigvalsh``; Monte Carlo of both
+directions of the dominating pair (the stand-in's Gram plus ``beta J``: what the
+composed law bounds, nearly tight) and of the balls-in-bins pair itself.  Each Monte
+Carlo check is shown able to fail at a lower epsilon.
+"""
+
+from __future__ import annotations
+
+import math
+
+import mpmath as mp
+import numpy as np
+import pytest
+from scipy import special
+
+from dpacct.mechanisms.algorithms.bandmf_balls_in_bins import (
+    balls_in_bins_gram,
+    bandmf_balls_in_bins_delta_mc,
+)
+from dpacct.mechanisms.algorithms.bandmf_banded_shared import (
+    bandmf_shared_balls_in_bins,
+    shared_instances,
+    shared_law_delta,
+)
+
+FOUR_BANDS = [1.0, 0.6, 0.4, 0.2]
+
+
+def _quad(z, w, eps, mu, up):
+    """sum_i w_i E[(z_i W - e^eps)_+] (remove) or E[(1 - e^eps z_i W)_+] (add), W the
+    Gaussian likelihood ratio of shift mu, by mpmath quadrature."""
+    g = mp.e ** eps
+    tot = mp.mpf(0)
+    for z_i, wi in zip(z, w, strict=True):
+        zi = mp.mpf(z_i)
+
+        def f(x, zi=zi):
+            lr = mp.e ** (mu * x - mu * mu / 2)
+            v = zi * lr - g if up else 1 - g * zi * lr
+            return mp.npdf(x) * max(v, 0)
+        pts = [-40, -5, 0, 5, 40]
+        if zi > 0:  # the kink, where z W = e^eps (or e^-eps / z ... = 1)
+            kink = float((mp.log(g / zi) + mu * mu / 2) / mu if up
+                         else (-mp.log(g * zi) + mu * mu / 2) / mu)
+            pts = sorted({*pts, min(max(kink, -40), 40)})
+        tot += wi * mp.quad(f, pts)
+    return float(tot)
+
+
+def test_gaussian_composition_against_quadrature_and_mu_zero():
+    z = np.array([0.0, 0.3, 1.0, 2.5, 7.0])
+    w = np.array([0.1, 0.3, 0.35, 0.2, 0.05])
+    for up in (True, False):
+        for mu in (0.05, 0.7):
+            got = shared_law_delta(z, w, 1e-7, up, np.array([0.0, 1.3]), mu)
+            for e, d in zip((0.0, 1.3), got, strict=True):
+                ref = _quad(z, w, e, mu, up) + 1e-7
+                assert ref <= d <= ref * (1 + 1e-7) + 1e-15, (up, mu, e, d, ref)
+    # mu = 0 is Theorem 2's own sum: the law itself
+    d0 = shared_law_delta(z, w, 0.0, True, np.array([0.5]), 0.0)[0]
+    assert d0 >= float(np.dot(w, np.maximum(z - math.exp(0.5), 0.0)))
+
+
+def test_stand_in_plus_shared_dominates_and_the_shared_part_lowers_the_diagonal():
+    n, k = 40, 8
+    gram = balls_in_bins_gram(FOUR_BANDS, n, k)
+    (t, n2, (c0, c1), beta), = shared_instances(FOUR_BANDS, n, k, 1, 1.0, 0.5)
+    assert t == k and beta > 0
+    ref = balls_in_bins_gram([c0, c1], n2, t) + beta
+    assert np.linalg.eigvalsh(ref - gram).min() >= 0.0
+    (_, n3, (d0, d1), b0), = shared_instances(FOUR_BANDS, n, k, 1, 1.0, 0.0)
+    assert b0 == 0.0 and (n2 - 1) * (c0**2 + c1**2) < (n3 - 1) * (d0**2 + d1**2)
+
+
+def _gram_mc(gram, sigma, eps, rng, samples):
+    """Lower ends (4 standard errors) of the Monte Carlo (remove, add) deltas of the pair
+    of Gram ``gram``."""
+    k = gram.shape[0]
+    w, v = np.linalg.eigh(gram)
+    root = v * np.sqrt(np.clip(w, 0.0, None))
+    half = np.diag(gram) / (2 * sigma**2)
+    out = []
+    for d in ("remove", "add"):
+        x = rng.standard_normal((samples, k)) @ root.T / sigma
+        if d == "remove":
+            x += gram[:, rng.integers(k, size=samples)].T / sigma**2
+        loss = special.logsumexp(x - half, axis=1) - np.log(k)
+        vals = -np.expm1(np.minimum(eps - (loss if d == "remove" else -loss), 0.0))
+        out.append(float(vals.mean() - 4 * vals.std() / np.sqrt(samples)))
+    return out
+
+
+@pytest.mark.slow
+def test_four_bands_whole_pair_above_monte_carlo_both_directions_and_lower_fails():
+    """n 8, k 4, one class (g = 1) with beta > 0: the composed law against the Monte
+    Carlo of the pair it bounds (the stand-in plus beta J) and of the balls-in-bins pair."""
+    sigma, delta, n, k = 1.5, 1e-3, 8, 4
+    run = bandmf_shared_balls_in_bins(sigma, n, cycle_length=k, strategy=FOUR_BANDS,
+                                      points=41, candidates=(), choice=(1, 1.0, 0.5))
+    (_, _, mu), = run.laws
+    assert mu > 0
+    eps = run.epsilon(delta)
+    (t, n2, (c0, c1), beta), = shared_instances(FOUR_BANDS, n, k, 1, 1.0, 0.5)
+    dom = balls_in_bins_gram([c0, c1], n2, t) + beta
+    rng = np.random.default_rng(39_4)
+    assert max(_gram_mc(dom, sigma, eps, rng, 200_000)) <= delta
+    assert max(_gram_mc(dom, sigma, 0.95 * eps, rng, 200_000)) > delta  # can fail
+    worst_at, worst_below = 0.0, 0.0
+    for direction in ("remove", "add"):
+        for e in (eps, 0.65 * eps):
+            _, lo, _ = bandmf_balls_in_bins_delta_mc(
+                sigma, n, e, cycle_length=k, strategy=FOUR_BANDS, samples=400_000, rng=rng,
+                direction=direction, confidence=0.9999)
+            if e == eps:
+                worst_at = max(worst_at, lo)
+            else:
+                worst_below = max(worst_below, lo)
+    assert worst_at <= delta
+    assert worst_below > delta, (worst_at, worst_below)
+
+
+def test_bad_input():
+    with pytest.raises(ValueError, match="3 entries or more"):
+        bandmf_shared_balls_in_bins(1.5, 8, cycle_length=4, strategy=[1.0, 0.5])
+    with pytest.raises(ValueError, match="points"):
+        bandmf_shared_balls_in_bins(1.5, 8, cycle_length=4, strategy=FOUR_BANDS, points=2)
+    with pytest.raises(ValueError, match="cycle_length"):
+        bandmf_shared_balls_in_bins(1.5, 8, cycle_length=8, strategy=FOUR_BANDS)
+
+
+@pytest.mark.slow
+def test_three_band_calibration_through_the_plan_holds_against_monte_carlo():
+    """The calibrator chooses Theorem 4's candidate once and refines on it: the returned
+    noise multiplier's bound is at most the target, and the Monte Carlo delta of both
+    directions there (lower end of a 4-standard-error interval) is at most delta."""
+    from dpacct.calibrators import bandmf_balls_in_bins_noise_multiplier
+
+    col = [1.0, 0.6, 0.3]
+    res = bandmf_balls_in_bins_noise_multiplier(3.0, 1e-3, 8, cycle_length=4, strategy=col,
+                                                rtol=0.05, full_output=True)
+    assert type(res.mechanism).__name__ == "BandMFSharedBallsInBins"
+    assert res.epsilon <= 3.0
+    rng = np.random.default_rng(39_5)
+    for direction in ("remove", "add"):
+        _, lo, _ = bandmf_balls_in_bins_delta_mc(
+            res.parameter, 8, 3.0, cycle_length=4, strategy=col, samples=200_000, rng=rng,
+            direction=direction, confidence=0.9999)
+        assert lo <= 1e-3
