@@ -184,7 +184,9 @@ def k2_remove_atoms(
     """``(values, q, charge)``: atoms of an upper bound on the remove direction.
 
     For every ``gamma >= 0``,
-    ``H_gamma(P_2 || Q) <= sum_i q_i (values_i - gamma)_+ + charge`` (module, 1.-3.).
+    ``H_gamma(P_2 || Q) <= sum_i q_i (values_i - gamma)_+ + charge`` (module, 1.-3.;
+    where :func:`uses_three`, Proposition 6's (max, second, sum) law of
+    :mod:`.random_allocation_k2_three`).
 
     Parameters
     ----------
@@ -213,8 +215,28 @@ def k2_remove_atoms(
         raise ValueError(f"steps must be >= {K2_MIN_STEPS} for the direct k = 2 bound, got {t}")
     key = (sigma, t)
     if key not in _ATOMS:
-        _ATOMS[key] = _build(sigma, t, progress)
+        if uses_three(sigma, t):
+            from .random_allocation_k2_three import three_atoms
+
+            _ATOMS[key] = three_atoms(sigma, t, progress=progress)
+        else:
+            _ATOMS[key] = _build(sigma, t, progress)
     return _ATOMS[key]
+
+
+def uses_three(sigma: float, t: int) -> bool:
+    """Whether :func:`k2_remove_atoms` builds Proposition 6's (max, second, sum) law
+    (:mod:`.random_allocation_k2_three`) instead of Proposition 3's: ``T >= 3`` and sigma
+    below 0.65, or below 0.8 at ``T < 50``, where Proposition 3's bracket is wide and
+    the law cheap enough; the common settings keep Proposition 3's cost (sigma 0.6,
+    T 100, delta 1e-6: 5.6154 against 5.6854; docs/theory/allocation_k_of_t.md).
+
+    Examples
+    --------
+    >>> uses_three(0.6, 100), uses_three(1.0, 100)
+    (True, False)
+    """
+    return t >= 3 and (sigma < 0.65 or (sigma < 0.8 and t < 50))
 
 
 #: built atoms by (sigma, T)
