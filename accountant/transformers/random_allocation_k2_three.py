@@ -261,9 +261,13 @@ def three_atoms(
             cut = min(float(cuts[min(c, cuts.size - 1)]), lb3)
             if cut not in cache:
                 cache.clear()
-                cache[cut] = _coarsen(
-                    k2._sum_power(k2._term_law(sigma, math.exp(cut), h, nb3), t - 2), h,
-                    max(step, h))
+                law = k2._sum_power(k2._term_law(sigma, math.exp(cut), h, nb3), t - 2)
+                # the coarse lattice: at least `step`, at most a quarter of the sum's
+                # standard deviation (adds at most var / 64 to its variance)
+                rv = np.arange(nb3) * h
+                mean = float(law @ rv)
+                sd = math.sqrt(max(float(law @ (rv * rv)) - mean * mean, 0.0))
+                cache[cut] = _coarsen(law, h, max(step, h, 0.25 * sd))
             rv, law = cache[cut]
             tail = _bin_pairs(
                 tail, hist, law, rv, m, w1, int(j), float(wg[j]), float(diag[j]), t,
