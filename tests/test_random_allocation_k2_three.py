@@ -18,7 +18,6 @@ from dpacct.accountant import random_allocation
 from dpacct.accountant.transformers import random_allocation_k2 as k2
 from dpacct.accountant.transformers.random_allocation_k2 import (
     AllocationK2Remove,
-    allocation_k2_pair,
     uses_three,
 )
 from dpacct.accountant.transformers.random_allocation_k2_three import three_atoms
@@ -75,8 +74,6 @@ def test_both_directions_above_monte_carlo(t, eps):
     e = np.array(eps)
     _check(_curve(k2.k2_remove_atoms(sigma, t), e), rm, rse)  # Proposition 6's
     _check(np.asarray(AllocationK2Remove(sigma, t, progress=False).delta(e)), rm, rse)
-    both = np.asarray(allocation_k2_pair(sigma, t, progress=False).delta(e))
-    _check(both, np.maximum(rm, am), np.where(rm >= am, rse, ase))
     mech = np.asarray(random_allocation(GaussianMechanism(sigma), t, k=2).delta(e))
     _check(mech, np.maximum(rm, am), np.where(rm >= am, rse, ase))
 
