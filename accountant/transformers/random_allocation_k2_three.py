@@ -439,9 +439,7 @@ def three_atoms(
     # region 1: M_2 <= theta, Proposition 3 with b = theta
     n1 = 1 << math.ceil(math.log2((t - 1) * math.exp(theta) / h1 + t + 2))
     nb3 = 1 << math.ceil(math.log2((t - 2) * math.exp(lb3) / h + t + 2))
-    # every value is at most (m_1 + r)(m_2 + r) <= (m_J + r_max)^2: the top bin is not
-    # reached, so the clip in the binning never lowers a value
-    vmax = (m[-1] + max(n1 * h1, nb3 * h)) ** 2
+    vmax = (m[-1] + max(n1 * h1, nb3 * h)) ** 2  # >= (m_1 + r)(m_2 + r): no value clipped
     nbin = math.ceil((math.log(vmax) + 40.0) / _DLOG) + 2
     off = math.ceil(40.0 / _DLOG)
     hist = np.zeros(nbin)
