@@ -51,131 +51,28 @@ from ..laws.loss_law import AtomicLossLaw
 from ..mechanism import Capabilities, Mechanism
 from ..numerics import _bar_disabled
 from ..validation import check_count, check_positive
-from .random_allocation_k2_hull import _cells_lower, _cells_upper, _err, k2_envelope_law
+from .random_allocation_k2_hull import _err, k2_envelope_law
+from .random_allocation_k2_three import (  # noqa: F401  (shared: Proposition 3's pieces)
+    _CHARGE,
+    _DLOG,
+    _DROP,
+    _OPS,
+    K2_MAX_STEPS,
+    K2_MIN_SIGMA,
+    K2_MIN_STEPS,
+    _bin_cells,
+    _cut_cells,
+    _max_cell_weights,
+    _pair_charge,
+    _second_cut,
+    _settings,
+    _sum_power,
+    _term_law,
+    three_atoms,
+)
 from .random_allocation_pld import PROGRESS_DELAY, AllocationEpochPair
-from .random_allocation_sum_lower import _power
 
 __all__: list[str] = []
-
-#: relative margin for the float operations after the special functions (each a few
-#: ulps; at most a few hundred of them compound on any entry)
-_OPS = 1e-12
-#: the union bound on P_2(two coordinates above b) is aimed at this
-_CHARGE = 1e-9
-#: log-grid step of the atoms' values (rounded up onto it)
-_DLOG = 1e-4
-#: lattice entries and M cells below this mass are charged in full
-_DROP = 1e-25
-#: the smallest T and sigma the direct bound is built for (the route of
-#: :class:`~dpacct.accountant.RandomAllocationMechanism` needs T > k = 2)
-K2_MIN_STEPS = 2
-K2_MIN_SIGMA = 0.45
-#: the largest T the route of :class:`~dpacct.accountant.RandomAllocationMechanism` tries
-K2_MAX_STEPS = 300
-
-
-def _max_cell_weights(sigma: float, t: int, levels: np.ndarray) -> np.ndarray:
-    """Upper bounds on ``Q(M in (e^{l_{j-1}}, e^{l_j}])`` (the first cell: ``M <= e^{l_0}``).
-
-    ``F(m)^T - F(m')^T = F^T (1 - (1 - c / F)^T)`` with ``c = F(m) - F(m')`` the one-term
-    cell mass (no cancellation); increasing in ``F`` and in ``c``, so evaluated at upper
-    bounds of both and rounded up."""
-    s0, mu0 = 1.0 / sigma, -0.5 / sigma**2
-    z = (levels - mu0) / s0
-    log_f = special.log_ndtr(z) * (1.0 - _err(z))  # log F <= 0, moved towards 0
-    f_up = np.exp(log_f)
-    c = np.empty(levels.size)
-    c[0] = f_up[0]
-    c[1:] = _cells_upper(z[:-1], z[1:])
-    c = np.minimum(c, f_up)
-    with np.errstate(divide="ignore"):
-        w = f_up**t * -np.expm1(t * np.log1p(-c / f_up))
-    w[0] = f_up[0] ** t
-    return w * (1.0 + _OPS)
-
-
-def _term_law(sigma: float, cut: float, h: float, n: int) -> np.ndarray:
-    """Entrywise upper bound of a law on ``{0, h, ..., (n-1) h}`` above ``Y | Y <= cut`` in
-    the increasing convex order: each cell ``[a, a + h]``'s mass goes to its two ends
-    with the upper node's share ``u = (E[Y; cell] - a P(cell)) / h`` bounded above (the
-    chord of an increasing convex function; all its mass at the upper node when the
-    bound on ``u`` exceeds the bound on the mass); the last cell ends at ``cut``."""
-    s0, mu0 = 1.0 / sigma, -0.5 / sigma**2
-    top = min(math.ceil(cut / h), n - 1)
-    edges = np.arange(top + 1) * h
-    edges[-1] = cut
-    with np.errstate(divide="ignore"):
-        z = (np.log(edges) - mu0) / s0
-    zc = (math.log(cut) - mu0) / s0
-    norm_lo = float(special.ndtr(zc)) * (1.0 - float(_err(np.array([zc]))[0]) - 1e-15)
-    mass_up = _cells_upper(z[:-1], z[1:]) / norm_lo
-    mass_lo = _cells_lower(z[:-1], z[1:]) / (norm_lo * (1.0 + 1e-13))
-    # E[Y; Y in cell] = Phi(z_hi - s0) - Phi(z_lo - s0)  (E Y = 1)
-    mom_up = _cells_upper(z[:-1] - s0, z[1:] - s0) / norm_lo
-    width = np.diff(edges)
-    a = edges[:-1]
-    u = (mom_up - a * mass_lo) / width
-    u = u + 1e-15 * (mom_up + a * mass_lo) / width  # the subtraction's own round-off
-    u = np.clip(u, 0.0, mass_up)
-    out = np.zeros(n)
-    out[:top] += mass_up - u
-    out[1 : top + 1] += u
-    return out * (1.0 + _OPS)
-
-
-def _sum_power(law: np.ndarray, m: int) -> np.ndarray:
-    """Entrywise upper bound on the ``m``-fold convolution power of ``law`` (the
-    engine's rigorous kernel, via the sum statistic's ``_power``); entries beyond the
-    exact support ``m (top - 1)`` are 0 and set so (the kernel's absolute error bounds
-    there would otherwise be weighted by ``L' ~ r^2``)."""
-    top = int(np.flatnonzero(law)[-1]) + 1
-    with np.errstate(all="ignore"):
-        out = _power(law[:top], m, law.size, True)
-    out = np.concatenate((out, np.zeros(law.size - out.size)))
-    out[m * (top - 1) + 1 :] = 0.0
-    return out
-
-
-def _pair_charge(sigma: float, t: int, log_b: float) -> float:
-    """Upper bound on ``P_2(two coordinates above e^{log_b})``: a union over pairs (both
-    in the record's 2-subset, one, none)."""
-    s0, mu0 = 1.0 / sigma, -0.5 / sigma**2
-    zs = -(log_b - mu0 - 1.0 / sigma**2) / s0
-    zu = -(log_b - mu0) / s0
-    ps = float(special.ndtr(zs)) * (1.0 + float(_err(np.array([zs]))[0]))
-    pu = float(special.ndtr(zu)) * (1.0 + float(_err(np.array([zu]))[0]))
-    return (ps * ps + 2 * (t - 2) * ps * pu + (t - 2) * (t - 3) / 2 * pu * pu) * (1 + _OPS)
-
-
-def _second_cut(sigma: float, t: int, charge: float) -> tuple[float, float]:
-    """``(log b, charge)``: the least ``b`` (bisection) whose :func:`_pair_charge` is
-    ``<= charge``, and that charge."""
-    mu0, s0 = -0.5 / sigma**2, 1.0 / sigma
-    lo, hi = mu0, mu0 + 40.0 * s0
-    for _ in range(80):
-        mid = 0.5 * (lo + hi)
-        lo, hi = (mid, hi) if _pair_charge(sigma, t, mid) > charge else (lo, mid)
-    return hi, _pair_charge(sigma, t, hi)
-
-
-def _settings(sigma: float, t: int) -> tuple[float, float, float, float, float]:
-    """``(dl, coarse, fine, h, charge)``: the M cells' log step, the log step of the cuts
-    the others' law is rebuilt at (``fine`` above the median of M), the lattice step and
-    the pair charge (measured: docs/theory/allocation_k_of_t.md)."""
-    var = math.expm1(1.0 / sigma**2)
-    # below 0.65 a coarse lattice and a larger pair charge (sigma 0.6, T 100, delta 1e-6:
-    # 5.6961 in 4.9 CPU s against 5.7146 in 39 s with the settings below; the charge
-    # 1e-8 leaves delta <= 1e-8 to the blocks); cuts every 0.1 above the median of M
-    # (session 20: 5.6854 against 5.6960 at 0.25, +13 % CPU; T 5: 11.3326 against
-    # 11.3547; sigma 0.5, T 10: 13.2681 against 13.2918)
-    if sigma < 0.65:
-        return 2e-3, 0.25, 0.1, 4.0 * max(1.0, var / 58.6), 1e-8
-    if t < 50:
-        return 1e-3, 0.05, 0.05, 0.15 * max(1.0, var / 2.0), _CHARGE
-    # sigma 1, T 100, delta 1e-6: cuts 0.1 above the median of M give 1.53204 (0.97 %
-    # above the lower end) in 8.4 CPU s, against 1.53330 (1.05 %) in 4.9 s at 0.25
-    # everywhere and 1.53204 in 10.3 s at 0.1 everywhere (issue 39 (b))
-    return 1e-3, 0.25, 0.1, 0.15 * max(1.0, var / 2.0), _CHARGE
 
 
 def k2_remove_atoms(
@@ -184,7 +81,9 @@ def k2_remove_atoms(
     """``(values, q, charge)``: atoms of an upper bound on the remove direction.
 
     For every ``gamma >= 0``,
-    ``H_gamma(P_2 || Q) <= sum_i q_i (values_i - gamma)_+ + charge`` (module, 1.-3.).
+    ``H_gamma(P_2 || Q) <= sum_i q_i (values_i - gamma)_+ + charge`` (module, 1.-3.;
+    where :func:`uses_three`, Proposition 6's (max, second, sum) law of
+    :mod:`.random_allocation_k2_three`).
 
     Parameters
     ----------
@@ -213,51 +112,30 @@ def k2_remove_atoms(
         raise ValueError(f"steps must be >= {K2_MIN_STEPS} for the direct k = 2 bound, got {t}")
     key = (sigma, t)
     if key not in _ATOMS:
-        _ATOMS[key] = _build(sigma, t, progress)
+        if uses_three(sigma, t):
+            _ATOMS[key] = three_atoms(sigma, t, progress=progress)
+        else:
+            _ATOMS[key] = _build(sigma, t, progress)
     return _ATOMS[key]
+
+
+def uses_three(sigma: float, t: int) -> bool:
+    """Whether :func:`k2_remove_atoms` builds Proposition 6's (max, second, sum) law
+    (:mod:`.random_allocation_k2_three`) instead of Proposition 3's: ``T >= 3`` and sigma
+    below 0.65, or below 0.8 at ``T < 50``, where Proposition 3's bracket is wide and
+    the law cheap enough; the common settings keep Proposition 3's cost (sigma 0.6,
+    T 100, delta 1e-6: 5.6154 against 5.6854; docs/theory/allocation_k_of_t.md).
+
+    Examples
+    --------
+    >>> uses_three(0.6, 100), uses_three(1.0, 100)
+    (True, False)
+    """
+    return t >= 3 and (sigma < 0.65 or (sigma < 0.8 and t < 50))
 
 
 #: built atoms by (sigma, T)
 _ATOMS: dict[tuple[float, int], tuple[np.ndarray, np.ndarray, float]] = {}
-
-
-def _bin_cells(
-    tail: float, hist: np.ndarray, law: np.ndarray, r: np.ndarray, m: np.ndarray,
-    w: np.ndarray, sel: np.ndarray, t: int, off: int, *, drop: float = _DROP,
-    ops: float = _OPS, dlog: float = _DLOG,
-) -> float:
-    """The M cells ``sel`` (upper ends ``m``, Q-masses ``w``) against the others' lattice
-    law ``law`` on the values ``r``: ``L'(m_j, r)`` binned into ``hist`` (log grid of
-    step ``dlog``, index ``off`` at 1, rounded up by ``1 + ops``), and ``tail`` plus the
-    charge for the M cells and lattice entries of mass below ``drop`` (module, 2.-3.)."""
-    tt = t * (t - 1)
-    ratio = (t - 2) / (t - 1)
-    nbin = hist.size
-    er, er2 = float(law @ r), float(law @ (r * r))
-    # M cells of tiny mass: charged E[L'(m_j, R)] in full
-    tiny = sel & (w < drop)
-    tail += (2 * float(w[tiny] @ m[tiny]) * er + float(w[tiny].sum()) * er2 * ratio) / tt
-    sel = sel & ~tiny
-    if not sel.any():
-        return tail
-    keep = law > drop
-    rr, pr = r[keep], law[keep]
-    pd, rd = law[~keep], r[~keep]
-    tail += (
-        2 * float(w[sel] @ m[sel]) * float(pd @ rd)
-        + float(w[sel].sum()) * float(pd @ (rd * rd)) * ratio
-    ) / tt
-    idx = np.flatnonzero(sel)
-    for ch in np.array_split(idx, max(1, idx.size * rr.size // 4_000_000)):
-        mj, wj = m[ch], w[ch]
-        lv = (2.0 * mj[:, None] * rr[None, :] + (rr * rr * ratio)[None, :]) / tt
-        lv = np.maximum(lv * (1.0 + ops), 1e-300)  # 0 goes up to the grid's least
-        ix = np.ceil(np.log(lv) / dlog).astype(np.int64) + off
-        ix = np.clip(ix, 0, nbin - 1)
-        hist += np.bincount(
-            ix.ravel(), weights=(wj[:, None] * pr[None, :]).ravel(), minlength=nbin
-        )
-    return tail
 
 
 def _layout(sigma: float, t: int) -> tuple:
@@ -288,20 +166,11 @@ def _layout(sigma: float, t: int) -> tuple:
     return levels, w, m, cuts, lb, tail, n, h
 
 
-def _cut_cells(levels: np.ndarray, cuts: np.ndarray, lb: float):
-    """``(sel, cut)`` per cut: the M cells it takes and the others' cut ``min(c, lb)``."""
-    c_lo = -np.inf
-    for c in cuts:
-        sel = (levels > c_lo) & (levels <= c + 1e-12)
-        c_lo = c + 1e-12
-        yield sel, min(c, lb)
-    if c_lo < levels[-1]:
-        raise ArithmeticError("an M cell was left out of the k = 2 law")
-
-
 def k2_atoms_mass(sigma: float, steps: int, *, stop: float = math.inf) -> float:
-    """The P-mass ``sum_i q_i v_i + charge`` that :func:`k2_remove_atoms` would carry,
-    predicted without building the law (a fraction of a CPU second).
+    """The P-mass ``sum_i q_i v_i + charge`` that Proposition 3's law would carry,
+    predicted without building the law (a fraction of a CPU second; where
+    :func:`uses_three`, :func:`k2_remove_atoms` builds Proposition 6's law instead, of
+    smaller mass: sigma 0.5, T 10 carries 1.11 against 1.48).
 
     The exact pair's P-mass is ``E_Q[Lambda] = 1``; the atoms carry ``E[L'(M, R)]`` over
     the same M cells and lattice laws (module, 1.-3.), which needs only each lattice
