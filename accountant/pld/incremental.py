@@ -232,8 +232,10 @@ class IncrementalEpsilon:
         self.add: _Direction | None = None
         #: the cheap add direction (:data:`ADD_COARSE_FACTOR`)
         self.add_coarse: _Direction | None = None
-        #: ... and the mid one (:data:`ADD_MID_FACTOR`, blocks at their own budgets)
+        #: ... and the mid one (:data:`ADD_MID_FACTOR`, blocks at their own budgets), and
+        #: whether it could not be made (a window beyond FAST_MAX_N: not tried again)
         self.add_mid: _Direction | None = None
+        self._no_mid = False
         self._eps: float | None = 0.0
         self.ok = True
         #: coordinate values kept exact in the cells (see :meth:`_cells`)
@@ -337,8 +339,8 @@ class IncrementalEpsilon:
             self.ok = self.ok and self.add.fold(block, budget)
         if self.add_coarse is not None:
             self.ok = self.ok and self.add_coarse.fold(block, LOOKAHEAD_BUDGET)
-        if self.add_mid is not None:
-            self.ok = self.ok and self.add_mid.fold(block, budget)
+        if self.add_mid is not None and not self.add_mid.fold(block, budget):
+            self.add_mid, self._no_mid = None, True  # a shortcut only: the fine one stays
 
     def _asked(
         self, extra: Iterable[tuple[float, float, int]]
@@ -471,13 +473,14 @@ class IncrementalEpsilon:
         """The add direction's pessimistic PLD on the coarse grid (:data:`ADD_MID_FACTOR`)
         with every block at its own fine-grid budget, made on first use from the
         committed blocks; None when it cannot certify."""
-        if not self.ok:
+        if not self.ok or self._no_mid:
             return None
         if self.add_mid is None:
             mid = _Direction(self.delta, ADD_MID_FACTOR * self.step, True, self.remove.horizon)
             for block, budget in self._blocks:
                 if not mid.fold(block, budget):
-                    return None  # the fine one may still certify
+                    self._no_mid = True  # the fine one may still certify
+                    return None
             self.add_mid = mid
         return self.add_mid.pld(blocks, fit_only)
 
