@@ -4,13 +4,16 @@ A ``PrivacyAccountant`` is fed the phases of a schedule (one ``step(count=)`` ca
 phase) and asked ``epsilon(1e-5)`` once, in a fresh subprocess of each checkout (old:
 say main; new: this one), alternating for a few rounds.  Each row prints the answers
 and the CPU seconds (``time.process_time``) of the loop and the query, their range
-over the rounds, and the peak resident memory; ``growth`` is the time at ``10 N``
-phases over the time at ``N``.  The schedules: N random phases x 10 (sigma uniform in
-[0.8, 2], q in [0.001, 0.02], seed 0, as :mod:`benchmarks.shapes`) and per-step
-decaying sigmas ``s0 * 0.9999^t`` at q 0.01, and 1 000 phases x 10 with sigma uniform in
-[1, 2] and q log-uniform in [1e-3, 1e-2] (seed 0).  ``--bounds`` also times
-``epsilon_bounds(1e-5)`` after the query (its lower end, width and CPU), ``--width W``
-asks it for ``width=W`` (a checkout without that keyword gives its default bracket).
+over the rounds, and the peak resident memory; ``growth`` is the median time at
+``10 N`` phases over the time at ``N`` (same shape; linear in the phases is 10x).
+
+The schedules: N random phases x 10 (sigma uniform in [0.8, 2], q in [0.001, 0.02],
+seed 0, as :mod:`benchmarks.shapes`); per-step decaying sigmas ``s0 * 0.9999^t`` at
+q 0.01; N phases x 10 with sigma uniform in [1, 2] and q log-uniform in [1e-3, 1e-2]
+(seed 0), and N such phases of one step each.  The 100 000 x 10 rows run only when
+named (``--rows``): minutes each.  ``--bounds`` also times ``epsilon_bounds(1e-5)``
+after the query (its lower end, width and CPU), ``--width W`` asks it for
+``width=W`` (a checkout without that keyword gives its default bracket).
 
 Run from the repository root::
 
@@ -37,8 +40,15 @@ ROWS = {
     "decaying 1.5, 1906 steps": ("decay", 1.5, 1906),
     "decaying 2.0, 10000 steps": ("decay", 2.0, 10_000),
     "10000 phases x 10": ("phases", 2.0, 10_000),
+    "10000 phases x 10, sigma 1-2, q log-uniform": ("phases_log", 2.0, 10_000),
+    "1000 phases x 1, sigma 1-2, q log-uniform": ("phases_log1", 2.0, 1000),
+    "10000 phases x 1, sigma 1-2, q log-uniform": ("phases_log1", 2.0, 10_000),
+    "100000 phases x 1, sigma 1-2, q log-uniform": ("phases_log1", 2.0, 100_000),
     "100000 phases x 10": ("phases", 2.0, 100_000),
+    "100000 phases x 10, sigma 1-2, q log-uniform": ("phases_log", 2.0, 100_000),
 }
+#: rows left out unless named (--rows): each takes minutes
+HEAVY = ("100000 phases x 10", "100000 phases x 10, sigma 1-2, q log-uniform")
 
 _CHILD = r"""
 import json, resource, sys, time
@@ -49,11 +59,12 @@ if kind == "phases":
     rng = np.random.default_rng(0)
     sig, q = rng.uniform(0.8, 2.0, n), rng.uniform(0.001, 0.02, n)
     sched = [(float(a), float(b), 10) for a, b in zip(sig, q)]
-elif kind == "phases_log":
+elif kind in ("phases_log", "phases_log1"):
     rng = np.random.default_rng(0)
     sig = rng.uniform(1.0, 2.0, n)
     q = np.exp(rng.uniform(np.log(1e-3), np.log(1e-2), n))
-    sched = [(float(a), float(b), 10) for a, b in zip(sig, q)]
+    k = 10 if kind == "phases_log" else 1
+    sched = [(float(a), float(b), k) for a, b in zip(sig, q)]
 else:
     sched = [(s0 * 0.9999**t, 0.01, 1) for t in range(n)]
 acct = PrivacyAccountant(progress=False)
@@ -128,13 +139,36 @@ def measure(
     return out
 
 
+def _tenth(name: str) -> str | None:
+    """The row of the same shape with a tenth of the phases (``growth``), if any."""
+    head, _, rest = name.partition(" ")
+    if not head.isdigit() or int(head) % 10 or not rest.startswith("phases"):
+        return None
+    return f"{int(head) // 10} {rest}"
+
+
+def growth(results: dict[str, Any], name: str, side: str) -> float | None:
+    """The median CPU of row ``name`` over that of the row with a tenth of its phases
+    (same shape, same side), when both ran: 1 for linear in the phases is 10."""
+    small = _tenth(name)
+    if small is None or small not in results:
+        return None
+
+    def med(row: str) -> float | None:
+        cpu = sorted(r["cpu"] for r in results[row][side] if r.get("status") == "ok")
+        return cpu[len(cpu) // 2] if cpu else None
+
+    big, low = med(name), med(small)
+    return None if big is None or not low else big / low
+
+
 def format_table(results: dict[str, Any], peer: dict[str, Any] | None = None) -> str:
     """A markdown table: per row and side, the answer, the CPU range and peak MB (and
     the lower end and its relative width with ``--bounds``); with ``peer``,
     dp_accounting's answer and each side's relative gap to it."""
     sides = list(next(iter(results.values())))
-    cols = " epsilon | {} CPU s | {} MB |"
-    head = "| schedule |" + "".join(f" {s}" + cols.format(s, s) for s in sides)
+    cols = " epsilon | {} CPU s | {} MB | {} growth |"
+    head = "| schedule |" + "".join(f" {s}" + cols.format(s, s, s) for s in sides)
     extra = [s for s in sides if any("lower" in r for r in next(iter(results.values()))[s])]
     head += "".join(f" {s} lower | {s} width | {s} bounds CPU s |" for s in extra)
     if peer is not None:
@@ -146,12 +180,14 @@ def format_table(results: dict[str, Any], peer: dict[str, Any] | None = None) ->
         for side in sides:
             ok = [r for r in recs[side] if r.get("status") == "ok"]
             if not ok:
-                line += f" {recs[side][0].get('status') if recs[side] else ''} | | |"
+                line += f" {recs[side][0].get('status') if recs[side] else ''} | | | |"
                 continue
             cpu = sorted(r["cpu"] for r in ok)
             span = f"{cpu[0]:.3g}" if len(cpu) == 1 else f"{cpu[0]:.3g}-{cpu[-1]:.3g}"
             best[side] = ok[0]["epsilon"]
             line += f" {ok[0]['epsilon']:.9f} | {span} | {max(r['peak_mb'] for r in ok):.0f} |"
+            g = growth(results, name, side)
+            line += f" {g:.1f}x |" if g is not None else " |"
         for side in extra:
             ok = [r for r in recs[side] if "lower" in r]
             if ok:
@@ -174,7 +210,9 @@ def format_table(results: dict[str, Any], peer: dict[str, Any] | None = None) ->
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks.ledger_phases")
     p.add_argument("--old", help="ROOT:PYTHON of the checkout to compare against")
-    p.add_argument("--rows", nargs="+", default=list(ROWS)[:-1], choices=list(ROWS))
+    p.add_argument(
+        "--rows", nargs="+", default=[r for r in ROWS if r not in HEAVY], choices=list(ROWS)
+    )
     p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--timeout", type=float, default=900.0, help="seconds per call")
     p.add_argument("--json", help="write the records to this file")

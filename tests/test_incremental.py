@@ -151,6 +151,31 @@ def test_add_direction_history_stays_inside_the_one_shot_bracket(sigma, q, count
     assert lower <= eps <= upper * (1 + 1e-4)
 
 
+def test_mid_add_direction_certifies_before_the_fine_one_is_composed():
+    # issue 37 (linear in phases): where the coarse add direction is above the remove
+    # direction's epsilon, the mid one (the coarse grid, blocks at their own budgets) is
+    # tried before the fine one; 30 000 random phases x 10 needed the fine one (17 % of
+    # 100 000 phases' CPU).  Declining the coarse one forces that path here: the mid one
+    # certifies the add side without the fine one, at the same answer
+    def run(mid: bool):
+        inc = IncrementalEpsilon(DELTA)
+        inc._coarse_add_pld = lambda blocks, fit_only: None
+        if not mid:
+            inc._mid_add_pld = lambda blocks, fit_only: None
+        inc.fold([(1.0, 0.2, 100)])
+        inc.fold([(1.0, 0.2, 100)])
+        return inc, inc.epsilon()
+
+    (with_mid, eps), (fine_only, ref) = run(True), run(False)
+    assert with_mid.add_mid is not None and with_mid.add is None
+    assert fine_only.add is not None
+    assert eps <= ref
+    lower, upper = fast_epsilon_bounds([(1.0, 0.2, 200)], DELTA)
+    assert lower <= eps <= upper * (1 + 1e-4)
+    got, _ = with_mid.delta_at(np.array([eps]))
+    assert got[0] <= DELTA * (1 + 1e-9) and with_mid.add is None
+
+
 def test_swapped_curve_is_taken_only_when_it_is_as_tight_as_the_add_direction():
     # sigma 5, q = 1, 50 steps: the swapped remove curve certifies the add direction
     # 0.39 % above its own composition; the online answer must compose it instead

@@ -233,8 +233,14 @@ def _bounded_product(pmfs: list[np.ndarray], counts: np.ndarray, n: int):
             del q
             for kk in np.unique(k):
                 sel = k == kk
-                prod, mprod = np.prod(spec[sel], axis=0), np.prod(m[sel], axis=0)
                 f = int(np.count_nonzero(sel))
+                if f == nr:  # every row: no copy of the table (the same products)
+                    prod, mprod = np.prod(spec, axis=0), np.prod(m, axis=0)
+                elif 2 * f > nr:  # most rows (a block's last phase cut short): masked
+                    w = sel[:, None]
+                    prod, mprod = np.prod(spec, axis=0, where=w), np.prod(m, axis=0, where=w)
+                else:
+                    prod, mprod = np.prod(spec[sel], axis=0), np.prod(m[sel], axis=0)
                 if int(kk) in groups:
                     g, gm = groups[int(kk)]
                     g *= prod
