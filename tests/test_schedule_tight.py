@@ -2,7 +2,7 @@
 keep every bracket certified.
 
 The references are independent of the fast path: the engine's one-mechanism route
-(``schedule_mechanism`` of a single phase, composed by the engine's own discretiser
+(``schedule_reference`` of a single phase, composed by the engine's own discretiser
 and self-composition) for constant schedules, and dp_accounting's PLD (its own
 discretisation and composition of the unrounded phases) for changing ones.
 """
@@ -21,7 +21,7 @@ from dpacct.accountant.pld.schedule import (
     _lower_step,
     fast_epsilon_bounds,
     round_schedule,
-    schedule_mechanism,
+    schedule_reference,
 )
 from dpacct.accountant.pld.schedule_fast import FAST_STEP, UPPER_MAX_FACTOR, _upper_factor
 
@@ -57,7 +57,7 @@ def test_constant_schedule_meets_the_one_mechanism_route(sigma, q, steps):
     phases = round_schedule([(sigma, q, 1)] * steps, exact_cells=1024)
     assert phases == [(sigma, q, steps)]
     lo, hi = _bracket(phases)
-    e_lo, e_hi = schedule_mechanism(phases, progress=False).epsilon_bounds(DELTA, tol=1e-5)
+    e_lo, e_hi = schedule_reference(phases, progress=False).epsilon_bounds(DELTA, tol=1e-5)
     assert lo <= e_hi and e_lo <= hi
     assert hi <= e_hi * (1 + 3e-4)
     # the fine groups are tighter than the cells on the coarse grid, and both are upper
@@ -106,7 +106,7 @@ def test_refined_rounding_narrows_the_bracket_and_keeps_it_certified():
     assert len(up) == len(down) == 3  # merged on the grid / 4 ...
     assert all(s > b * (1 - 2**-12) for (s, _, _), b in zip(up, sorted(base), strict=True))
     lo, hi = fast_epsilon_bounds(down, DELTA, upper=False)[0], _bracket(up)[1]
-    e_lo, e_hi = schedule_mechanism(steps, progress=False).epsilon_bounds(DELTA, tol=1e-5)
+    e_lo, e_hi = schedule_reference(steps, progress=False).epsilon_bounds(DELTA, tol=1e-5)
     assert lo <= e_hi and e_lo <= hi
     # ... so the rounded bracket is narrower than the plain 2^-10 grid's
     plain_hi = _bracket(round_schedule(steps, 2**-10, upper=True))[1]

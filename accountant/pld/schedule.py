@@ -102,9 +102,15 @@ __all__ = [
     "round_schedule",
     "round_step",
     "schedule_mechanism",
+    "schedule_reference",
 ]
 #: phases composed together before the chunks are combined by a tree of convolutions
 CHUNK = 16
+#: :func:`schedule_mechanism` answers at most this many distinct phases by the engine's
+#: composition, more by the ledger's machinery: the ledger's own threshold
+#: (:data:`~dpacct.accountant.routes.EXACT_PHASES`, between its ``"exact"`` and
+#: ``"online"`` routes; not imported, as the router sits above this module)
+ENGINE_PHASES = 16
 #: a progress bar appears only after this many seconds of accounting
 PROGRESS_DELAY = 2.0
 
@@ -420,6 +426,17 @@ def _cell_mechanism(sigma: float, q: float) -> Mechanism:
     return poisson_subsample(GaussianMechanism(sigma=sigma), q)
 
 
+def _merged(phases: Sequence[tuple[float, float, int]]) -> list[tuple[float, float, int]]:
+    """``phases`` with equal ``(sigma, q)`` merged (counts summed), in first-seen order
+    (as :func:`~dpacct.accountant.transformers.compose.compose` merges equal parts:
+    composition does not depend on the order)."""
+    merged: dict[tuple[float, float], int] = {}
+    for s, q, c in phases:
+        key = (float(s), float(q))
+        merged[key] = merged.get(key, 0) + int(c)
+    return [(s, q, c) for (s, q), c in merged.items()]
+
+
 def schedule_mechanism(
     phases: Sequence[tuple[float, float, int]],
     *,
@@ -430,12 +447,59 @@ def schedule_mechanism(
 
     The phases are used as given; round them first with :func:`round_schedule` for a
     certified upper (``upper=True``) or lower (``upper=False``) bound of a finer
-    schedule.
+    schedule.  Equal ``(sigma, q)`` phases are merged.
+
+    Answered as a :class:`~dpacct.accountant.ledger.PrivacyAccountant` fed the same
+    phases answers (issue 37: the one-shot path no slower and no looser than the
+    ledger): at most :data:`ENGINE_PHASES` distinct phases (or other records, or phases
+    whose composition has a closed form) by the engine's composition, the ledger's
+    ``"exact"`` route; more, ``epsilon`` by the ledger's online composer
+    (:class:`~dpacct.accountant.pld.incremental.IncrementalEpsilon`) and the lower end
+    of ``epsilon_bounds`` by its fast path (:func:`_first_lower`), the ledger's
+    ``"online"`` route.  ``delta``, ``rdp`` and ``tradeoff`` are the engine's
+    (:class:`ScheduleMechanism`); :func:`schedule_reference` is the engine's answer to
+    every query, an independent reference for the ledger's machinery.
 
     Examples
     --------
     >>> up = schedule_mechanism(round_schedule([(1.0, 0.01, 500), (0.9, 0.01, 500)]))
     >>> bool(0.5 < up.epsilon(1e-5) < 3.0)
+    True
+    >>> many = [(1.0 + 0.01 * i, 0.01, 10) for i in range(40)]
+    >>> run = schedule_mechanism(many, progress=False)
+    >>> lo, hi = run.epsilon_bounds(1e-5)
+    >>> ref_lo, ref_hi = schedule_reference(many, progress=False).epsilon_bounds(1e-5)
+    >>> bool(lo <= ref_hi and ref_lo <= hi)  # both certified brackets: they overlap
+    True
+    """
+    merged = _merged(phases)
+    parts = [(_cell_mechanism(s, q), c) for s, q, c in merged]
+    parts.extend((m, int(c)) for m, c in others)
+    if not parts:
+        raise ValueError("phases must hold at least one (sigma, q, count) phase")
+    steps = None
+    if not others and len(merged) > ENGINE_PHASES:
+        steps = tuple((float(s), float(q), int(c)) for s, q, c in phases)
+    return ScheduleMechanism(parts=tuple(parts), progress=progress, steps=steps)
+
+
+def schedule_reference(
+    phases: Sequence[tuple[float, float, int]],
+    *,
+    others: Sequence[tuple[Mechanism, int]] = (),
+    progress: bool = True,
+) -> ScheduleMechanism:
+    """The engine's composition of DP-SGD phases ``(sigma, q, count)`` (and other
+    records) for every query: the one-shot path before issue 37, kept as the reference
+    that does not use the ledger's machinery (each phase discretised by the engine's
+    own grid choice, composed in chunks and combined by a tree of convolutions,
+    :class:`ScheduleMechanism`).  Certified like :func:`schedule_mechanism`, and
+    several times slower on many phases.
+
+    Examples
+    --------
+    >>> ref = schedule_reference([(1.0, 0.01, 500), (0.9, 0.01, 500)])
+    >>> bool(0.5 < ref.epsilon(1e-5) < 3.0)
     True
     """
     parts = [(_cell_mechanism(float(s), float(q)), int(c)) for s, q, c in phases]
@@ -459,6 +523,17 @@ class ScheduleMechanism(ComposedMechanism):
     ``n_chunks - 1`` tree convolutions.  A ``tqdm`` bar reports the chunks when the work
     lasts more than :data:`PROGRESS_DELAY` seconds (``progress=False`` hides it).
 
+    With ``steps`` (the DP-SGD phases, as :func:`schedule_mechanism` sets it for more
+    than :data:`ENGINE_PHASES` distinct ones and nothing else), ``epsilon`` and the
+    upper end of ``epsilon_bounds`` are the ledger's online composer's
+    (:class:`~dpacct.accountant.pld.incremental.IncrementalEpsilon`: the steps in
+    blocks, each composed on a finer grid and coarsened once, its errors in the
+    certificate) and the lower end the ledger's fast path's (:func:`_first_lower`), so
+    the answer is the ledger's on the same phases; where that cannot certify, and for
+    an explicit ``tol`` (whose answer is then the smaller of both, each certified), the
+    engine's composition above answers.  Unless its parts have a closed form (all
+    full-batch Gaussians: exact).
+
     Examples
     --------
     >>> phases = [(0.8 + 0.01 * i, 0.01, 10) for i in range(40)]
@@ -469,6 +544,47 @@ class ScheduleMechanism(ComposedMechanism):
     """
 
     progress: bool = field(default=True, compare=False)
+    #: the DP-SGD phases ``(sigma, q, count)`` answered by the ledger's machinery
+    #: (None: the engine's composition answers)
+    steps: tuple[tuple[float, float, int], ...] | None = None
+
+    def _ledger_route(self) -> bool:
+        return self.steps is not None and not self.has_exact_curve
+
+    def _ledger_epsilon(self, delta: float) -> float | None:
+        """The ledger's online composer's certified epsilon at ``delta`` (None: it
+        cannot certify, or no steps)."""
+        if not self._ledger_route():
+            return None
+        key, cache = ("ledger_eps", delta), self._cache()
+        if key not in cache:
+            inc = IncrementalEpsilon(delta)
+            inc.fold(self.steps)
+            try:
+                found = inc.epsilon() if inc.ok else None
+            except OverflowError:  # an epsilon beyond exp's range: the engine's route
+                found = None
+            cache[key] = None if found is None or not math.isfinite(found) else float(found)
+        return cache[key]
+
+    def _epsilon_upper(self, delta: float, tol: float | None) -> float:
+        found = self._ledger_epsilon(delta)
+        if found is None:
+            return super()._epsilon_upper(delta, tol)
+        if tol is not None:  # the engine's accuracy was asked for: both certify
+            return min(found, float(super()._epsilon_upper(delta, tol)))
+        return found
+
+    def _epsilon_bounds(self, delta: float, tol: float | None) -> tuple[float, float]:
+        upper = self._ledger_epsilon(delta)
+        if upper is None:
+            return super()._epsilon_bounds(delta, tol)
+        lower = _first_lower(self.steps, delta)
+        if tol is not None or lower is None:
+            lo, hi = super()._epsilon_bounds(delta, tol)
+            lower = lo if lower is None else max(lower, lo)
+            upper = upper if tol is None else min(upper, hi)
+        return float(lower), float(upper)
 
     def _pld_one(self, pessimistic: bool, settings: PLDSettings, which: int) -> GridPLD:
         if len(self.parts) <= CHUNK:
