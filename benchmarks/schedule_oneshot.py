@@ -8,7 +8,8 @@ fresh subprocess of each checkout (old: say main; new: this one), alternating:
 * ``ledger``: a ``PrivacyAccountant`` fed one ``step(count=)`` a phase, then
   ``epsilon(1e-5)`` and ``epsilon_bounds(1e-5)``;
 * ``oneshot``: ``schedule_mechanism(phases)`` of the same phases, then
-  ``epsilon(1e-5)`` and ``epsilon_bounds(1e-5)``.
+  ``epsilon(1e-5)`` and ``epsilon_bounds(1e-5)``;
+* ``oneshot-fine`` (``--fine``, the new side only): the same with ``tol=1e-5``.
 
 Each prints the answer, the lower end and the bracket's relative width, the CPU seconds
 (``time.process_time``) of ``epsilon`` (building included) and of the bracket after it,
@@ -42,7 +43,10 @@ ROWS = {
     "decaying 1.5, 200 steps": ("decay", 1.5, 200),
     "decaying 1.5, 1906 steps": ("decay", 1.5, 1906),
 }
-PATHS = ("ledger", "oneshot")
+PATHS = ("ledger", "oneshot", "oneshot-fine")
+#: ``oneshot-fine`` asks ``tol=FINE_TOL`` (this checkout only: main's engine route at
+#: that tol takes minutes on 1 000 phases)
+FINE_TOL = 1e-5
 
 _CHILD = r"""
 import json, resource, sys, time
@@ -79,10 +83,11 @@ if path == "ledger":
     ask = acct
 else:
     ask = schedule_mechanism(sched, progress=False)
-eps = float(ask.epsilon(1e-5))
+opt = {"tol": float(sys.argv[3])} if len(sys.argv) > 3 else {}
+eps = float(ask.epsilon(1e-5, **opt))
 cpu = time.process_time() - t0
 t0 = time.process_time()
-lower = float(ask.epsilon_bounds(1e-5)[0])
+lower = float(ask.epsilon_bounds(1e-5, **opt)[0])
 bounds_cpu = time.process_time() - t0
 mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 print(json.dumps({"epsilon": eps, "cpu": cpu, "lower": lower, "bounds_cpu": bounds_cpu,
@@ -94,7 +99,10 @@ PEER_CACHE = "benchmarks/data/schedule_oneshot_dp_accounting.json"
 
 
 def _run(root: str, python: str, row: tuple, path: str, timeout: float) -> dict[str, Any]:
-    return run_in_checkout(root, python, [_CHILD, json.dumps(list(row)), path], timeout)
+    args = [_CHILD, json.dumps(list(row)), path.split("-")[0]]
+    if path == "oneshot-fine":
+        args.append(repr(FINE_TOL))
+    return run_in_checkout(root, python, args, timeout)
 
 
 def peer_answers(rows: Sequence[str], timeout: float, compute: bool) -> dict[str, Any]:
@@ -117,15 +125,26 @@ def peer_answers(rows: Sequence[str], timeout: float, compute: bool) -> dict[str
     return cache
 
 
-def measure(sides, rows: Sequence[str], rounds: int, timeout: float) -> dict[str, Any]:
+def measure(
+    sides, rows: Sequence[str], rounds: int, timeout: float, fine: bool = False
+) -> dict[str, Any]:
     """``{row: {side/path: [record per round]}}``, sides and paths alternated."""
+    paths = PATHS if fine else PATHS[:2]
     out: dict[str, Any] = {
-        name: {f"{side} {path}": [] for side in sides for path in PATHS} for name in rows
+        name: {
+            f"{side} {path}": []
+            for side in sides
+            for path in paths
+            if not (path == "oneshot-fine" and side == "old")
+        }
+        for name in rows
     }
     for _ in range(rounds):
         for name in rows:
-            for path in PATHS:
+            for path in paths:
                 for side, (root, python) in sides.items():
+                    if path == "oneshot-fine" and side == "old":
+                        continue
                     rec = _run(root, python, ROWS[name], path, timeout)
                     out[name][f"{side} {path}"].append(rec)
                     print(name, side, path, json.dumps(rec), file=sys.stderr, flush=True)
@@ -183,6 +202,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--timeout", type=float, default=900.0, help="seconds per call")
     p.add_argument("--json", help="write the records to this file")
+    p.add_argument("--fine", action="store_true", help=f"also tol={FINE_TOL} (new side)")
     p.add_argument(
         "--peer-missing",
         action="store_true",
@@ -190,7 +210,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = p.parse_args(argv)
     peer = peer_answers(args.rows, args.timeout, args.peer_missing)
-    results = measure(old_new_sides(args.old), args.rows, args.rounds, args.timeout)
+    results = measure(old_new_sides(args.old), args.rows, args.rounds, args.timeout, args.fine)
     if args.json:
         write_json(args.json, results)
     print(format_table(results, peer))

@@ -21,6 +21,7 @@ from dpacct.accountant.pld.schedule import (
     _lower_step,
     fast_epsilon_bounds,
     round_schedule,
+    schedule_mechanism,
     schedule_reference,
 )
 from dpacct.accountant.pld.schedule_fast import FAST_STEP, UPPER_MAX_FACTOR, _upper_factor
@@ -239,3 +240,35 @@ def test_decaying_ledger_bracket_contains_dp_accountings_pessimistic_pld_at_a_te
     assert lo <= fine_hi <= hi, (lo, fine_hi, hi)
     assert hi <= default_hi * (1 + 1e-4), (hi, default_hi)
     assert hi - lo <= 1e-4 * hi, (lo, hi)
+
+
+def test_oneshot_bracket_contains_dp_accountings_pessimistic_pld_at_a_tenth_interval():
+    """Issue 37, session 21: the one-shot path (``schedule_mechanism``) of the 17 phases x
+    15 steps above is the ledger's machinery: by default the ledger's own bracket (main
+    composed them by the engine, in chunks: another answer), and with ``tol=1e-5`` a
+    finer one -- every step its own cell on a history step a quarter as fine, the lower
+    end refined as ``width=`` refines it -- at most 1e-4 wide and at or below
+    dp_accounting's default PLD.  Both contain dp_accounting's pessimistic epsilon at
+    interval 1e-5 (pinned, a peer's number, as in the ledger's test above: 28 s CPU)."""
+    from dpacct.accountant import PrivacyAccountant
+
+    rng = np.random.default_rng(37)
+    phases = [
+        (float(s), float(q), 15)
+        for s, q in zip(rng.uniform(1.2, 2.0, 17), rng.uniform(0.002, 0.01, 17), strict=True)
+    ]
+    fine_hi = 0.261762618494979
+    # `dp_accounting_epsilon(phases, DELTA, 1e-4, True)` of tests/sgm_oracles.py (its
+    # default interval, 2.1 s CPU), pinned; the ledger's default upper end is 3.3e-5 above
+    default_hi = 0.2617709860697613
+    run = schedule_mechanism(phases, progress=False)
+    lo, hi = run.epsilon_bounds(DELTA)
+    acct = PrivacyAccountant(progress=False)
+    for s, q, c in phases:
+        acct.step(noise_multiplier=s, sample_rate=q, count=c)
+    assert (lo, hi) == tuple(acct.epsilon_bounds(DELTA)) and hi == run.epsilon(DELTA)
+    assert lo <= fine_hi <= hi
+    f_lo, f_hi = run.epsilon_bounds(DELTA, tol=1e-5)
+    assert lo <= f_lo <= fine_hi <= f_hi <= hi
+    assert f_hi <= default_hi, (f_hi, default_hi)
+    assert f_hi - f_lo <= 1e-4 * f_hi, (f_lo, f_hi)

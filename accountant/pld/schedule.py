@@ -78,6 +78,7 @@ from ..validation import (
 from .block_rules import EXACT_STEPS
 from .grid import GridPLD
 from .incremental import IncrementalEpsilon
+from .pld_settings import DEFAULT_TOL
 
 # the fast path's names, re-exported where the ledger and the tests read them
 from .schedule_fast import FAST_STEP as FAST_STEP
@@ -529,10 +530,12 @@ class ScheduleMechanism(ComposedMechanism):
     (:class:`~dpacct.accountant.pld.incremental.IncrementalEpsilon`: the steps in
     blocks, each composed on a finer grid and coarsened once, its errors in the
     certificate) and the lower end the ledger's fast path's (:func:`_first_lower`), so
-    the answer is the ledger's on the same phases; where that cannot certify, and for
-    an explicit ``tol`` (whose answer is then the smaller of both, each certified), the
-    engine's composition above answers.  Unless its parts have a closed form (all
-    full-batch Gaussians: exact).
+    the answer is the ledger's on the same phases, at its cost.  A ``tol`` below the
+    default asks for more: the upper end also with every distinct step its own cell on
+    a finer history step (:func:`_fine_halvings`; the smaller answer is kept) and the
+    lower end refined as the ledger's ``epsilon_bounds(width=tol)`` refines it
+    (:func:`_refined_lower`).  Where that cannot certify the engine's composition above
+    answers, and always where the parts have a closed form (all full-batch Gaussians).
 
     Examples
     --------
@@ -551,40 +554,44 @@ class ScheduleMechanism(ComposedMechanism):
     def _ledger_route(self) -> bool:
         return self.steps is not None and not self.has_exact_curve
 
-    def _ledger_epsilon(self, delta: float) -> float | None:
+    def _ledger_epsilon(self, delta: float, tol: float | None = None) -> float | None:
         """The ledger's online composer's certified epsilon at ``delta`` (None: it
-        cannot certify, or no steps)."""
+        cannot certify, or no steps): as the ledger composes the steps, and with ``tol``
+        below :data:`~dpacct.accountant.pld.pld_settings.DEFAULT_TOL` also with every
+        distinct step its own cell on a history step :func:`_fine_halvings` times
+        halved, the smaller of both (each certified)."""
         if not self._ledger_route():
             return None
-        key, cache = ("ledger_eps", delta), self._cache()
+        key, cache = ("ledger_eps", delta, tol), self._cache()
         if key not in cache:
-            inc = IncrementalEpsilon(delta)
-            inc.fold(self.steps)
-            try:
-                found = inc.epsilon() if inc.ok else None
-            except OverflowError:  # an epsilon beyond exp's range: the engine's route
-                found = None
-            cache[key] = None if found is None or not math.isfinite(found) else float(found)
+            found, step = _incremental_epsilon(self.steps, delta)
+            halvings = _fine_halvings(tol)
+            if found is not None and halvings:
+                fine, _ = _incremental_epsilon(
+                    self.steps, delta, step=step / 2**halvings, exact_steps=len(self.parts)
+                )
+                found = found if fine is None else min(found, fine)
+            cache[key] = found
         return cache[key]
 
     def _epsilon_upper(self, delta: float, tol: float | None) -> float:
-        found = self._ledger_epsilon(delta)
+        found = self._ledger_epsilon(delta, tol)
         if found is None:
             return super()._epsilon_upper(delta, tol)
-        if tol is not None:  # the engine's accuracy was asked for: both certify
-            return min(found, float(super()._epsilon_upper(delta, tol)))
         return found
 
     def _epsilon_bounds(self, delta: float, tol: float | None) -> tuple[float, float]:
-        upper = self._ledger_epsilon(delta)
+        upper = self._ledger_epsilon(delta, tol)
         if upper is None:
             return super()._epsilon_bounds(delta, tol)
         lower = _first_lower(self.steps, delta)
-        if tol is not None or lower is None:
-            lo, hi = super()._epsilon_bounds(delta, tol)
-            lower = lo if lower is None else max(lower, lo)
-            upper = upper if tol is None else min(upper, hi)
-        return float(lower), float(upper)
+        if lower is None:
+            return float(super()._epsilon_bounds(delta, tol)[0]), upper
+        if _fine_halvings(tol):  # the ledger's epsilon_bounds(width=tol)
+            fine = _first_lower(self.steps, delta, fine=True)
+            lower = lower if fine is None else max(lower, fine)
+            lower = _refined_lower(self.steps, delta, lower, upper, width=tol)
+        return float(lower), upper
 
     def _pld_one(self, pessimistic: bool, settings: PLDSettings, which: int) -> GridPLD:
         if len(self.parts) <= CHUNK:
@@ -630,6 +637,42 @@ class ScheduleMechanism(ComposedMechanism):
                 plds = nxt
         cache[key] = plds[0]
         return plds[0]
+
+
+#: an explicit ``tol`` below the default halves the one-shot path's history step
+#: ``ceil(log2(DEFAULT_TOL / tol))`` times, at most this many
+#: (:meth:`ScheduleMechanism._ledger_epsilon`)
+FINE_HALVINGS = 2
+
+
+def _fine_halvings(tol: float | None) -> int:
+    """Halvings of the one-shot path's history step for ``tol`` (0: the ledger's).
+
+    Examples
+    --------
+    >>> [_fine_halvings(t) for t in (None, 1e-4, 5e-5, 1e-5)]
+    [0, 0, 1, 2]
+    """
+    if tol is None or tol >= DEFAULT_TOL:
+        return 0
+    return min(FINE_HALVINGS, math.ceil(math.log2(DEFAULT_TOL / tol) - 1e-9))
+
+
+def _incremental_epsilon(
+    steps: Sequence[tuple[float, float, int]], delta: float, **options
+) -> tuple[float | None, float]:
+    """:class:`~dpacct.accountant.pld.incremental.IncrementalEpsilon` ``(delta,
+    **options)`` of ``steps`` folded at once: its certified epsilon (None where it
+    cannot certify) and the history step it used."""
+    inc = IncrementalEpsilon(delta, **options)
+    inc.fold(steps)
+    try:
+        found = inc.epsilon() if inc.ok else None
+    except OverflowError:  # an epsilon beyond exp's range: the engine's route
+        found = None
+    if found is None or not math.isfinite(found):
+        return None, inc.step
+    return float(found), inc.step
 
 
 def _scaled_settings(settings: PLDSettings, fraction: float) -> PLDSettings:
