@@ -360,11 +360,12 @@ def _refined_lower(
     return best
 
 
-def _schedule_arrays(steps: Iterable[tuple[float, float, int]]):
-    """``(sigma, q, count)`` arrays of validated phases (errors name the phase)."""
+def _schedule_arrays(steps: Iterable[tuple[float, float, int]], name: str = "steps"):
+    """``(sigma, q, count)`` arrays of validated phases (errors name the phase, as
+    ``name[i]``)."""
     if isinstance(steps, str | bytes) or not hasattr(steps, "__iter__"):
         raise TypeError(
-            "steps must be an iterable of (noise_multiplier, sample_rate, count) triples, "
+            f"{name} must be an iterable of (noise_multiplier, sample_rate, count) triples, "
             f"got {type(steps).__name__}"
         )
     items = list(steps)
@@ -387,13 +388,13 @@ def _schedule_arrays(steps: Iterable[tuple[float, float, int]]):
                 sigma, q, count = item
             except (TypeError, ValueError):
                 raise TypeError(
-                    f"steps[{i}] must be a (noise_multiplier, sample_rate, count) triple, "
+                    f"{name}[{i}] must be a (noise_multiplier, sample_rate, count) triple, "
                     f"got {show_value(item)}"
                 ) from None
-            check_positive(f"steps[{i}] noise_multiplier", sigma)
-            check_sample_rate(q, f"steps[{i}] sample_rate")
-            check_count(count, f"steps[{i}] count")
-        raise ValueError("steps hold an invalid phase")  # pragma: no cover
+            check_positive(f"{name}[{i}] noise_multiplier", sigma)
+            check_sample_rate(q, f"{name}[{i}] sample_rate")
+            check_count(count, f"{name}[{i}] count")
+        raise ValueError(f"{name} hold an invalid phase")  # pragma: no cover
     return sig, qs, counts
 
 
@@ -473,6 +474,7 @@ def schedule_mechanism(
     >>> bool(lo <= ref_hi and ref_lo <= hi)  # both certified brackets: they overlap
     True
     """
+    phases = _checked(phases)
     merged = _merged(phases)
     parts = [(_cell_mechanism(s, q), c) for s, q, c in merged]
     parts.extend((m, int(c)) for m, c in others)
@@ -503,11 +505,18 @@ def schedule_reference(
     >>> bool(0.5 < ref.epsilon(1e-5) < 3.0)
     True
     """
-    parts = [(_cell_mechanism(float(s), float(q)), int(c)) for s, q, c in phases]
+    parts = [(_cell_mechanism(s, q), c) for s, q, c in _checked(phases)]
     parts.extend((m, int(c)) for m, c in others)
     if not parts:
         raise ValueError("phases must hold at least one (sigma, q, count) phase")
     return ScheduleMechanism(parts=tuple(parts), progress=progress)
+
+
+def _checked(phases: Iterable[tuple[float, float, int]]) -> list[tuple[float, float, int]]:
+    """``phases`` validated by :func:`_schedule_arrays` (a count must be a positive
+    integer: main truncated 2.5 to 2 and composed a count of -1), as float, float, int."""
+    sig, qs, counts = _schedule_arrays(phases, "phases")
+    return list(zip(sig.tolist(), qs.tolist(), counts.tolist(), strict=True))
 
 
 @dataclass(frozen=True, repr=False)
