@@ -34,14 +34,19 @@ from collections.abc import Sequence
 from typing import Any
 
 from benchmarks.checkouts import old_new_sides, run_in_checkout, write_json
+from benchmarks.ledger_phases import ROWS as LEDGER_ROWS
 
-#: the rows of :mod:`benchmarks.ledger_phases` (same names, generators and seeds)
+#: the rows of :mod:`benchmarks.ledger_phases` (same names, generators and seeds; the
+#: child below builds them as its child does)
 ROWS = {
-    "100 phases x 10": ("phases", 2.0, 100),
-    "1000 phases x 10": ("phases", 2.0, 1000),
-    "1000 phases x 10, sigma 1-2, q log-uniform": ("phases_log", 2.0, 1000),
-    "decaying 1.5, 200 steps": ("decay", 1.5, 200),
-    "decaying 1.5, 1906 steps": ("decay", 1.5, 1906),
+    name: LEDGER_ROWS[name]
+    for name in (
+        "100 phases x 10",
+        "1000 phases x 10",
+        "1000 phases x 10, sigma 1-2, q log-uniform",
+        "decaying 1.5, 200 steps",
+        "decaying 1.5, 1906 steps",
+    )
 }
 PATHS = ("ledger", "oneshot", "oneshot-fine")
 #: ``oneshot-fine`` asks ``tol=FINE_TOL`` (this checkout only: main's engine route at
