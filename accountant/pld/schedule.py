@@ -458,9 +458,10 @@ def schedule_mechanism(
     ``"exact"`` route; more, ``epsilon`` by the ledger's online composer
     (:class:`~dpacct.accountant.pld.incremental.IncrementalEpsilon`) and the lower end
     of ``epsilon_bounds`` by its fast path (:func:`_first_lower`), the ledger's
-    ``"online"`` route.  ``delta``, ``rdp`` and ``tradeoff`` are the engine's
-    (:class:`ScheduleMechanism`); :func:`schedule_reference` is the engine's answer to
-    every query, an independent reference for the ledger's machinery.
+    ``"online"`` route, and more where that is loose (:class:`ScheduleMechanism`).
+    ``delta``, ``rdp`` and ``tradeoff`` are the engine's; :func:`schedule_reference`
+    is the engine's answer to every query, an independent reference for the ledger's
+    machinery.
 
     Examples
     --------
@@ -538,13 +539,18 @@ class ScheduleMechanism(ComposedMechanism):
     upper end of ``epsilon_bounds`` are the ledger's online composer's
     (:class:`~dpacct.accountant.pld.incremental.IncrementalEpsilon`: the steps in
     blocks, each composed on a finer grid and coarsened once, its errors in the
-    certificate) and the lower end the ledger's fast path's (:func:`_first_lower`), so
-    the answer is the ledger's on the same phases, at its cost.  A ``tol`` below the
-    default asks for more: the upper end also with every distinct step its own cell on
-    a finer history step (:func:`_fine_halvings`; the smaller answer is kept) and the
-    lower end refined as the ledger's ``epsilon_bounds(width=tol)`` refines it
-    (:func:`_refined_lower`).  Where that cannot certify the engine's composition above
-    answers, and always where the parts have a closed form (all full-batch Gaussians).
+    certificate) and the lower end the ledger's fast path's (:func:`_first_lower`): the
+    ledger's answer on the same phases, at its cost.  Where the ledger rounds steps
+    together (:func:`_ledger_merges`: a decaying sigma beyond its first ``EXACT_STEPS``
+    distinct steps) the composer also keeps up to :data:`ONESHOT_EXACT_STEPS` of them
+    exact; where the answer's certificate floor is above :data:`ENGINE_FLOOR_SHARE` of
+    delta (small deltas, wide steps) the engine's composition above answers too.  A
+    ``tol`` below the default asks for more: the upper end also with every distinct
+    step its own cell on a finer history step (:func:`_fine_halvings`) and the lower
+    end refined as the ledger's ``epsilon_bounds(width=tol)`` refines it
+    (:func:`_refined_lower`).  Every answer is certified, so the narrowest ends are
+    kept.  Where the composer cannot certify the engine's composition answers, and
+    always where the parts have a closed form (all full-batch Gaussians).
 
     Examples
     --------
@@ -563,39 +569,56 @@ class ScheduleMechanism(ComposedMechanism):
     def _ledger_route(self) -> bool:
         return self.steps is not None and not self.has_exact_curve
 
-    def _ledger_epsilon(self, delta: float, tol: float | None = None) -> float | None:
+    def _ledger_epsilon(
+        self, delta: float, tol: float | None = None
+    ) -> tuple[float | None, bool] | None:
         """The ledger's online composer's certified epsilon at ``delta`` (None: it
-        cannot certify, or no steps): as the ledger composes the steps, and with ``tol``
-        below :data:`~dpacct.accountant.pld.pld_settings.DEFAULT_TOL` also with every
+        cannot certify), and whether its certificate's floor (the mass at ``+inf``) is
+        above :data:`ENGINE_FLOOR_SHARE` of ``delta``; None without steps.  As the
+        ledger composes the steps, and with ``tol`` below
+        :data:`~dpacct.accountant.pld.pld_settings.DEFAULT_TOL` also with every
         distinct step its own cell on a history step :func:`_fine_halvings` times
         halved, the smaller of both (each certified)."""
         if not self._ledger_route():
             return None
         key, cache = ("ledger_eps", delta, tol), self._cache()
         if key not in cache:
-            found, step = _incremental_epsilon(self.steps, delta)
+            found, step, floor = _incremental_epsilon(self.steps, delta)
+            if found is not None and _ledger_merges(self.steps):
+                # the ledger rounds steps together beyond its first EXACT_STEPS: the
+                # one-shot query pays for more exact cells once
+                exact, _, exact_floor = _incremental_epsilon(
+                    self.steps, delta, exact_steps=ONESHOT_EXACT_STEPS
+                )
+                if exact is not None and exact < found:
+                    found, floor = exact, exact_floor
             halvings = _fine_halvings(tol)
             if found is not None and halvings:
-                fine, _ = _incremental_epsilon(
+                fine, _, _ = _incremental_epsilon(
                     self.steps, delta, step=step / 2**halvings, exact_steps=len(self.parts)
                 )
                 found = found if fine is None else min(found, fine)
-            cache[key] = found
+            # a floor above its share of delta: the engine's composition answers too
+            cache[key] = found, floor > ENGINE_FLOOR_SHARE * delta
         return cache[key]
 
     def _epsilon_upper(self, delta: float, tol: float | None) -> float:
-        found = self._ledger_epsilon(delta, tol)
+        found, loose = self._ledger_epsilon(delta, tol) or (None, True)
         if found is None:
             return super()._epsilon_upper(delta, tol)
+        if loose:  # both certified: the smaller
+            return min(found, float(super()._epsilon_upper(delta, tol)))
         return found
 
     def _epsilon_bounds(self, delta: float, tol: float | None) -> tuple[float, float]:
-        upper = self._ledger_epsilon(delta, tol)
+        upper, loose = self._ledger_epsilon(delta, tol) or (None, True)
         if upper is None:
             return super()._epsilon_bounds(delta, tol)
         lower = _first_lower(self.steps, delta)
-        if lower is None:
-            return float(super()._epsilon_bounds(delta, tol)[0]), upper
+        if loose or lower is None:  # both certified: the narrower ends
+            lo, hi = super()._epsilon_bounds(delta, tol)
+            lower = lo if lower is None else max(lower, lo)
+            return float(lower), min(upper, float(hi))
         if _fine_halvings(tol):  # the ledger's epsilon_bounds(width=tol)
             fine = _first_lower(self.steps, delta, fine=True)
             lower = lower if fine is None else max(lower, fine)
@@ -648,6 +671,46 @@ class ScheduleMechanism(ComposedMechanism):
         return plds[0]
 
 
+#: the one-shot path also asks the engine's composition, and keeps the smaller answer,
+#: when the ledger's composer's certificate floor (its mass at ``+inf``) is above this
+#: share of delta: the share above which the ledger's own ``delta`` does not trust a
+#: history (:data:`~dpacct.accountant.routes.ONLINE_DELTA_FLOOR_SHARE`; not imported,
+#: the router sits above this module).  20 random phases (sigma 0.6-3, q 1e-3-0.3) at
+#: delta 1e-9: floor 1.9 % of delta, epsilon 18.2589 against the engine's 18.2395;
+#: the rows of benchmarks/schedule_oneshot.py at delta 1e-5: floors 2e-6 .. 8e-5 of it
+ENGINE_FLOOR_SHARE = 1e-2
+#: distinct steps the one-shot path keeps as their own cells where the ledger's
+#: composer would round steps together (:func:`_ledger_merges`; the ledger keeps
+#: :data:`~dpacct.accountant.pld.block_rules.EXACT_STEPS`, a cost it pays at every
+#: query of an online loop).  Measured (CPU, loaded machine): 1 906 steps of sigma
+#: 1.5 * 0.9999^t 1.496208 -> 1.494942 (dp_accounting's default 1.494924; main's
+#: one-shot 1.494985 in 11 s) for 0.2 -> 1.1 s; 10 000 steps of 2 * 0.9999^t 5.860268
+#: -> 5.859995 for 0.47 -> 1.24 s (4 096: 5.859574, 2.8 s)
+ONESHOT_EXACT_STEPS = 2048
+
+
+def _ledger_merges(steps: Sequence[tuple[float, float, int]]) -> bool:
+    """Whether the ledger's composer rounds steps together: two of its distinct
+    ``(sigma, q)`` beyond the first :data:`~dpacct.accountant.pld.block_rules.
+    EXACT_STEPS` share a cell of the default grid (a coordinate with at most
+    ``EXACT_VALUES`` values kept).  Decides only which composition is also tried.
+
+    Examples
+    --------
+    >>> _ledger_merges([(2.0 * 0.9999**t, 0.01, 1) for t in range(300)])
+    True
+    >>> _ledger_merges([(1.0 + t / 100, 0.01, 10) for t in range(300)])
+    False
+    """
+    rest = list(dict.fromkeys((s, q) for s, q, _ in steps))[EXACT_STEPS:]
+    if len(rest) < 2:
+        return False
+    cells = round_schedule(
+        [(s, q, 1) for s, q in rest], DEFAULT_GRID, upper=True, exact_values=EXACT_VALUES
+    )
+    return len(cells) < len(rest)
+
+
 #: an explicit ``tol`` below the default halves the one-shot path's history step
 #: ``ceil(log2(DEFAULT_TOL / tol))`` times, at most this many
 #: (:meth:`ScheduleMechanism._ledger_epsilon`)
@@ -669,19 +732,21 @@ def _fine_halvings(tol: float | None) -> int:
 
 def _incremental_epsilon(
     steps: Sequence[tuple[float, float, int]], delta: float, **options
-) -> tuple[float | None, float]:
+) -> tuple[float | None, float, float]:
     """:class:`~dpacct.accountant.pld.incremental.IncrementalEpsilon` ``(delta,
     **options)`` of ``steps`` folded at once: its certified epsilon (None where it
-    cannot certify) and the history step it used."""
+    cannot certify), the history step it used and its certificate's floor (the remove
+    direction's mass at ``+inf``: its round-off, aliasing and tails; 1 when None)."""
     inc = IncrementalEpsilon(delta, **options)
     inc.fold(steps)
     try:
         found = inc.epsilon() if inc.ok else None
+        read = None if found is None else inc.delta_at(np.array([found]))
     except OverflowError:  # an epsilon beyond exp's range: the engine's route
-        found = None
-    if found is None or not math.isfinite(found):
-        return None, inc.step
-    return float(found), inc.step
+        found = read = None
+    if found is None or read is None or not math.isfinite(found):
+        return None, inc.step, 1.0
+    return float(found), inc.step, float(read[1])
 
 
 def _scaled_settings(settings: PLDSettings, fraction: float) -> PLDSettings:
