@@ -672,13 +672,14 @@ class ScheduleMechanism(ComposedMechanism):
 
 
 #: the one-shot path also asks the engine's composition, and keeps the smaller answer,
-#: when the ledger's composer's certificate floor (its mass at ``+inf``) is above this
-#: share of delta: the share above which the ledger's own ``delta`` does not trust a
-#: history (:data:`~dpacct.accountant.routes.ONLINE_DELTA_FLOOR_SHARE`; not imported,
-#: the router sits above this module).  20 random phases (sigma 0.6-3, q 1e-3-0.3) at
-#: delta 1e-9: floor 1.9 % of delta, epsilon 18.2589 against the engine's 18.2395;
-#: the rows of benchmarks/schedule_oneshot.py at delta 1e-5: floors 2e-6 .. 8e-5 of it
-ENGINE_FLOOR_SHARE = 1e-2
+#: when the ledger's composer's certificate floor (its mass at ``+inf``: round-off,
+#: aliasing, tails) is above this share of delta.  Measured at delta 1e-9: 20 random
+#: phases (sigma 0.6-3, q 1e-3-0.3) floor 1.9 % of delta, epsilon 18.2589 against the
+#: engine's 18.2395; 17 phases (sigma 0.9-1.7, q 0.02) x 3, floor 0.55 %, 2.667900
+#: against 2.666959; at delta 1e-7, 30 random phases x 10 2.3992786 against 2.3992101
+#: and 150 steps of 1.2 * 0.995^t, q 0.02, 6.7237863 against 6.7236761.  The rows of
+#: benchmarks/schedule_oneshot.py at delta 1e-5: floors 2e-6 .. 8e-5 of it (no engine)
+ENGINE_FLOOR_SHARE = 1e-4
 #: distinct steps the one-shot path keeps as their own cells where the ledger's
 #: composer would round steps together (:func:`_ledger_merges`; the ledger keeps
 #: :data:`~dpacct.accountant.pld.block_rules.EXACT_STEPS`, a cost it pays at every
