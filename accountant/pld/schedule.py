@@ -451,14 +451,13 @@ def schedule_mechanism(
     certified upper (``upper=True``) or lower (``upper=False``) bound of a finer
     schedule.  Equal ``(sigma, q)`` phases are merged.
 
-    Answered as a :class:`~dpacct.accountant.ledger.PrivacyAccountant` fed the same
-    phases answers (issue 37: the one-shot path no slower and no looser than the
-    ledger): at most :data:`ENGINE_PHASES` distinct phases (or other records, or phases
-    whose composition has a closed form) by the engine's composition, the ledger's
+    Never looser than the engine's composition at either end (issue 37), and faster:
+    at most :data:`ENGINE_PHASES` distinct phases (or other records, or phases whose
+    composition has a closed form) by the engine's composition, the ledger's
     ``"exact"`` route; more, ``epsilon`` by the ledger's online composer
-    (:class:`~dpacct.accountant.pld.incremental.IncrementalEpsilon`) and the lower end
-    of ``epsilon_bounds`` by its fast path (:func:`_first_lower`), the ledger's
-    ``"online"`` route, and more where that is loose (:class:`ScheduleMechanism`).
+    (:class:`~dpacct.accountant.pld.incremental.IncrementalEpsilon`) and a finer
+    composition of every distinct step (:class:`ScheduleMechanism`), the smaller, and
+    the lower end of ``epsilon_bounds`` by the engine's optimistic composition alone.
     ``delta``, ``rdp`` and ``tradeoff`` are the engine's; :func:`schedule_reference`
     is the engine's answer to every query, an independent reference for the ledger's
     machinery.
@@ -536,18 +535,21 @@ class ScheduleMechanism(ComposedMechanism):
 
     With ``steps`` (the DP-SGD phases, as :func:`schedule_mechanism` sets it for more
     than :data:`ENGINE_PHASES` distinct ones and nothing else), ``epsilon`` and the
-    upper end of ``epsilon_bounds`` are the ledger's online composer's
+    upper end of ``epsilon_bounds`` are the smaller of the ledger's online composer's
     (:class:`~dpacct.accountant.pld.incremental.IncrementalEpsilon`: the steps in
     blocks, each composed on a finer grid and coarsened once, its errors in the
-    certificate) and the lower end the ledger's fast path's (:func:`_first_lower`): the
-    ledger's answer on the same phases, at its cost.  Where the ledger rounds steps
-    together (:func:`_ledger_merges`: a decaying sigma beyond its first ``EXACT_STEPS``
-    distinct steps) the composer also keeps up to :data:`ONESHOT_EXACT_STEPS` of them
-    exact; where the answer's certificate floor is above :data:`ENGINE_FLOOR_SHARE` of
-    delta (small deltas, wide steps) the engine's composition above answers too.  A
-    ``tol`` below the default asks for more: the upper end also with every distinct
-    step its own cell on a finer history step (:func:`_fine_halvings`) and the lower
-    end refined as the ledger's ``epsilon_bounds(width=tol)`` refines it
+    certificate) and a finer composition: every distinct step its own cell on
+    :data:`ONESHOT_FAST_STEP` (:func:`~dpacct.accountant.pld.schedule_fast.
+    fast_epsilon_bounds`, at most :data:`ONESHOT_FAST_CELLS` distinct steps), beyond
+    that, where the composer rounds steps together (:func:`_ledger_merges`), the
+    composer with :data:`ONESHOT_EXACT_STEPS` exact cells.  Where the composer's
+    certificate floor is above :data:`ENGINE_FLOOR_SHARE` of delta (small deltas, wide
+    steps) the engine's composition answers too (and the finer compositions, which
+    share that floor, are skipped).  The lower end is the engine's optimistic
+    composition (:meth:`_engine_lower`), main's lower end without its pessimistic
+    pass.  A ``tol`` below the default asks for more: the upper end also with every
+    distinct step its own cell on a finer history step (:func:`_fine_halvings`) and
+    the lower end refined as the ledger's ``epsilon_bounds(width=tol)`` refines it
     (:func:`_refined_lower`).  Every answer is certified, so the narrowest ends are
     kept.  Where the composer cannot certify the engine's composition answers, and
     always where the parts have a closed form (all full-batch Gaussians).
