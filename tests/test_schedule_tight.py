@@ -274,18 +274,3 @@ def test_oneshot_bracket_contains_dp_accountings_pessimistic_pld_at_a_tenth_inte
     # bracket refines the lower end as the ledger's width= does, tested there: 2.2 s)
     f_hi = run.epsilon(DELTA, tol=1e-5)
     assert fine_hi <= f_hi <= hi and f_hi <= default_hi, (f_hi, default_hi)
-
-
-def test_oneshot_asks_the_engine_where_the_composers_floor_is_a_share_of_delta():
-    """Issue 37, session 21: where the ledger's composer's certificate floor is above
-    ``ENGINE_FLOOR_SHARE`` of delta (17 wide phases at delta 1e-9: 1.4 %), the one-shot
-    path's answer is the smaller of the composer's (the ledger's: measured 22.034806)
-    and the engine's (``schedule_reference``: 22.024339), both certified."""
-    from dpacct.accountant.pld.incremental import IncrementalEpsilon
-
-    phases = [(0.6 + 0.1 * i, 0.2, 5) for i in range(17)]
-    composer = IncrementalEpsilon(1e-9)  # what the ledger composes
-    composer.fold(phases)
-    engine = schedule_reference(phases, progress=False).epsilon(1e-9)
-    assert schedule_mechanism(phases, progress=False).epsilon(1e-9) == engine
-    assert engine < composer.epsilon()

@@ -78,7 +78,7 @@ from ..validation import (
 from .block_rules import EXACT_STEPS
 from .grid import GridPLD
 from .incremental import IncrementalEpsilon
-from .pld_settings import DEFAULT_TOL, REFINE_STEPS
+from .pld_settings import REFINE_STEPS
 
 # the fast path's names, re-exported where the ledger and the tests read them
 from .schedule_fast import FAST_STEP as FAST_STEP
@@ -91,6 +91,16 @@ from .schedule_grid import (
     _cell_value,
     _check_grid,
     _round,
+)
+from .schedule_oneshot import (
+    ENGINE_FLOOR_SHARE,
+    ONESHOT_COMPOSER_CELLS,
+    ONESHOT_EXACT_STEPS,
+    ONESHOT_FAST_CELLS,
+    ONESHOT_FAST_STEP,
+    _engine_tol,
+    _fine_halvings,
+    _incremental_epsilon,
 )
 
 __all__ = [
@@ -601,6 +611,11 @@ class ScheduleMechanism(ComposedMechanism):
                         self.steps, delta, step=ONESHOT_FAST_STEP, lower=False
                     )
                     other = None if both is None else float(both[1])
+                    if len(self.parts) <= ONESHOT_COMPOSER_CELLS:  # and the composer's
+                        fine, _, _ = _incremental_epsilon(
+                            self.steps, delta, step=step / 4, exact_steps=len(self.parts)
+                        )
+                        other = fine if other is None else min(other, fine or other)
                 found = found if other is None else min(found, other)
             halvings = _fine_halvings(tol)
             if found is not None and halvings:
@@ -626,7 +641,8 @@ class ScheduleMechanism(ComposedMechanism):
         if loose:  # both certified: the narrower ends
             lo, hi = super()._epsilon_bounds(delta, tol)
             return float(lo), min(upper, float(hi))
-        lower = self._engine_lower(delta, tol, upper)
+        # the engine's grids at the default tol at most: a finer tol refines below
+        lower = self._engine_lower(delta, _engine_tol(tol), upper)
         if lower is None:  # the engine's grids would be refined: its whole bracket
             lo, hi = super()._epsilon_bounds(delta, tol)
             return float(lo), min(upper, float(hi))
@@ -699,25 +715,6 @@ class ScheduleMechanism(ComposedMechanism):
         return plds[0]
 
 
-#: the one-shot path also asks the engine's composition, and keeps the smaller answer,
-#: when the ledger's composer's certificate floor (its mass at ``+inf``: round-off,
-#: aliasing, tails) is above this share of delta.  Measured at delta 1e-9: 20 random
-#: phases (sigma 0.6-3, q 1e-3-0.3) floor 1.9 % of delta, epsilon 18.2589 against the
-#: engine's 18.2395; 17 phases (sigma 0.9-1.7, q 0.02) x 3, floor 0.55 %, 2.667900
-#: against 2.666959; at delta 1e-7, 30 random phases x 10 2.3992786 against 2.3992101
-#: and 150 steps of 1.2 * 0.995^t, q 0.02, 6.7237863 against 6.7236761.  The rows of
-#: benchmarks/schedule_oneshot.py at delta 1e-5: floors 2e-6 .. 8e-5 of it (no engine)
-ENGINE_FLOOR_SHARE = 1e-4
-#: distinct steps the one-shot path keeps as their own cells where the ledger's
-#: composer would round steps together (:func:`_ledger_merges`; the ledger keeps
-#: :data:`~dpacct.accountant.pld.block_rules.EXACT_STEPS`, a cost it pays at every
-#: query of an online loop).  Measured (CPU, loaded machine): 1 906 steps of sigma
-#: 1.5 * 0.9999^t 1.496208 -> 1.494942 (dp_accounting's default 1.494924; main's
-#: one-shot 1.494985 in 11 s) for 0.2 -> 1.1 s; 10 000 steps of 2 * 0.9999^t 5.860268
-#: -> 5.859995 for 0.47 -> 1.24 s (4 096: 5.859574, 2.8 s)
-ONESHOT_EXACT_STEPS = 2048
-
-
 def _ledger_merges(steps: Sequence[tuple[float, float, int]]) -> bool:
     """Whether the ledger's composer rounds steps together: two of its distinct
     ``(sigma, q)`` beyond the first :data:`~dpacct.accountant.pld.block_rules.
@@ -738,57 +735,6 @@ def _ledger_merges(steps: Sequence[tuple[float, float, int]]) -> bool:
         [(s, q, 1) for s, q in rest], DEFAULT_GRID, upper=True, exact_values=EXACT_VALUES
     )
     return len(cells) < len(rest)
-
-
-#: the one-shot path's default query also composes every distinct step as its own
-#: cell by :func:`~dpacct.accountant.pld.schedule_fast.fast_epsilon_bounds` on this
-#: step (where the ledger's composer does not round steps together) and keeps the
-#: smaller certified answer: the composer alone was above main's one-shot on 1 000
-#: phases with q log-uniform (1.4838928 against 1.4838482, this 1.4837720 for 0.8 s),
-#: on 30 random phases (0.2726992 against 0.2726879, this 0.2726863) and on 200
-#: decaying steps (0.4126648 against 0.4126511, this 0.4126475)
-ONESHOT_FAST_STEP = FAST_STEP / 2
-#: ... for at most this many distinct steps; beyond, where the composer rounds steps
-#: together, the composer with :data:`ONESHOT_EXACT_STEPS` exact cells instead (1 906
-#: decaying steps: 1.4949417, main's one-shot 1.4949849, for 1.1 s; the finer grid
-#: 1.4949237 for 2.4 s)
-ONESHOT_FAST_CELLS = 1024
-#: an explicit ``tol`` below the default halves the one-shot path's history step
-#: ``ceil(log2(DEFAULT_TOL / tol))`` times, at most this many
-#: (:meth:`ScheduleMechanism._ledger_epsilon`)
-FINE_HALVINGS = 2
-
-
-def _fine_halvings(tol: float | None) -> int:
-    """Halvings of the one-shot path's history step for ``tol`` (0: the ledger's).
-
-    Examples
-    --------
-    >>> [_fine_halvings(t) for t in (None, 1e-4, 5e-5, 1e-5)]
-    [0, 0, 1, 2]
-    """
-    if tol is None or tol >= DEFAULT_TOL:
-        return 0
-    return min(FINE_HALVINGS, math.ceil(math.log2(DEFAULT_TOL / tol) - 1e-9))
-
-
-def _incremental_epsilon(
-    steps: Sequence[tuple[float, float, int]], delta: float, **options
-) -> tuple[float | None, float, float]:
-    """:class:`~dpacct.accountant.pld.incremental.IncrementalEpsilon` ``(delta,
-    **options)`` of ``steps`` folded at once: its certified epsilon (None where it
-    cannot certify), the history step it used and its certificate's floor (the remove
-    direction's mass at ``+inf``: its round-off, aliasing and tails; 1 when None)."""
-    inc = IncrementalEpsilon(delta, **options)
-    inc.fold(steps)
-    try:
-        found = inc.epsilon() if inc.ok else None
-        read = None if found is None else inc.delta_at(np.array([found]))
-    except OverflowError:  # an epsilon beyond exp's range: the engine's route
-        found = read = None
-    if found is None or read is None or not math.isfinite(found):
-        return None, inc.step, 1.0
-    return float(found), inc.step, float(read[1])
 
 
 def _scaled_settings(settings: PLDSettings, fraction: float) -> PLDSettings:
