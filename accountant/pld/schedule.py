@@ -95,6 +95,7 @@ from .schedule_grid import (
 from .schedule_oneshot import (
     ENGINE_FLOOR_SHARE,
     ONESHOT_COMPOSER_CELLS,
+    ONESHOT_COMPOSER_COUNT,
     ONESHOT_EXACT_STEPS,
     ONESHOT_FAST_CELLS,
     ONESHOT_FAST_STEP,
@@ -611,7 +612,10 @@ class ScheduleMechanism(ComposedMechanism):
                         self.steps, delta, step=ONESHOT_FAST_STEP, lower=False
                     )
                     other = None if both is None else float(both[1])
-                    if len(self.parts) <= ONESHOT_COMPOSER_CELLS:  # and the composer's
+                    steps_run = sum(c for _, _, c in self.steps)
+                    if steps_run <= ONESHOT_COMPOSER_COUNT * len(self.parts) <= (
+                        ONESHOT_COMPOSER_COUNT * ONESHOT_COMPOSER_CELLS
+                    ):  # single steps (a decaying sigma): the composer's too
                         fine, _, _ = _incremental_epsilon(
                             self.steps, delta, step=step / 4, exact_steps=len(self.parts)
                         )

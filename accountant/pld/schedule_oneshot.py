@@ -54,6 +54,10 @@ ONESHOT_FAST_CELLS = 1024
 #: history step a quarter as fine: on 300 steps of 2 * 0.9999^t (q 0.01) the grid
 #: above gave 0.3380090, main's one-shot 0.3380059, this 0.3380025 (0.27 s)
 ONESHOT_COMPOSER_CELLS = 512
+#: ... where the distinct steps run at most this many times each on average (single
+#: steps, a decaying sigma; on random phases x 10 the grid above is below main's and
+#: the composer's pass cost more than main's one-shot: 100 x 10, 0.90 s against 0.76 s)
+ONESHOT_COMPOSER_COUNT = 2
 
 
 #: an explicit ``tol`` below the default halves the one-shot path's history step
