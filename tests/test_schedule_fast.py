@@ -17,7 +17,7 @@ from sgm_oracles import dp_accounting_epsilon
 from dpacct.accountant import PrivacyAccountant
 from dpacct.accountant.pld import groups
 from dpacct.accountant.pld import schedule_fast as fast
-from dpacct.accountant.pld.schedule import round_schedule, schedule_mechanism
+from dpacct.accountant.pld.schedule import round_schedule, schedule_reference
 from dpacct.accountant.pld.schedule_fast import fast_epsilon_bounds
 from dpacct.mechanisms import GaussianMechanism
 
@@ -184,7 +184,7 @@ def test_fast_path_agrees_with_the_engine_route():
     steps = round_schedule(_random_steps(5, n=20, count=50), 2**-8)
     _, upper = fast_epsilon_bounds(steps, DELTA, lower=False)
     lower, _ = fast_epsilon_bounds(steps, DELTA, step=2.5e-4, upper=False)
-    e_lo, e_hi = schedule_mechanism(steps, progress=False).epsilon_bounds(DELTA)
+    e_lo, e_hi = schedule_reference(steps, progress=False).epsilon_bounds(DELTA)
     # both are certified brackets of the same schedule: they must overlap
     assert lower <= e_hi and e_lo <= upper
     assert upper <= e_hi * 1.002

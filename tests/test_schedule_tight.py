@@ -2,7 +2,7 @@
 keep every bracket certified.
 
 The references are independent of the fast path: the engine's one-mechanism route
-(``schedule_mechanism`` of a single phase, composed by the engine's own discretiser
+(``schedule_reference`` of a single phase, composed by the engine's own discretiser
 and self-composition) for constant schedules, and dp_accounting's PLD (its own
 discretisation and composition of the unrounded phases) for changing ones.
 """
@@ -22,6 +22,7 @@ from dpacct.accountant.pld.schedule import (
     fast_epsilon_bounds,
     round_schedule,
     schedule_mechanism,
+    schedule_reference,
 )
 from dpacct.accountant.pld.schedule_fast import FAST_STEP, UPPER_MAX_FACTOR, _upper_factor
 
@@ -57,7 +58,7 @@ def test_constant_schedule_meets_the_one_mechanism_route(sigma, q, steps):
     phases = round_schedule([(sigma, q, 1)] * steps, exact_cells=1024)
     assert phases == [(sigma, q, steps)]
     lo, hi = _bracket(phases)
-    e_lo, e_hi = schedule_mechanism(phases, progress=False).epsilon_bounds(DELTA, tol=1e-5)
+    e_lo, e_hi = schedule_reference(phases, progress=False).epsilon_bounds(DELTA, tol=1e-5)
     assert lo <= e_hi and e_lo <= hi
     assert hi <= e_hi * (1 + 3e-4)
     # the fine groups are tighter than the cells on the coarse grid, and both are upper
@@ -106,7 +107,7 @@ def test_refined_rounding_narrows_the_bracket_and_keeps_it_certified():
     assert len(up) == len(down) == 3  # merged on the grid / 4 ...
     assert all(s > b * (1 - 2**-12) for (s, _, _), b in zip(up, sorted(base), strict=True))
     lo, hi = fast_epsilon_bounds(down, DELTA, upper=False)[0], _bracket(up)[1]
-    e_lo, e_hi = schedule_mechanism(steps, progress=False).epsilon_bounds(DELTA, tol=1e-5)
+    e_lo, e_hi = schedule_reference(steps, progress=False).epsilon_bounds(DELTA, tol=1e-5)
     assert lo <= e_hi and e_lo <= hi
     # ... so the rounded bracket is narrower than the plain 2^-10 grid's
     plain_hi = _bracket(round_schedule(steps, 2**-10, upper=True))[1]
@@ -239,3 +240,37 @@ def test_decaying_ledger_bracket_contains_dp_accountings_pessimistic_pld_at_a_te
     assert lo <= fine_hi <= hi, (lo, fine_hi, hi)
     assert hi <= default_hi * (1 + 1e-4), (hi, default_hi)
     assert hi - lo <= 1e-4 * hi, (lo, hi)
+    # issue 37, session 21: the one-shot path's upper end is below the ledger's and
+    # main's one-shot (aeb560c, its engine: 0.4126510558079438; the ledger's composer
+    # alone 0.41266479 and with the 72 steps it rounds together as exact cells
+    # 0.41265531, both above) and above the peer's fine value
+    one = schedule_mechanism([(1.5 * 0.9999**t, 0.01, 1) for t in range(200)], progress=False)
+    assert fine_hi <= one.epsilon(DELTA) < min(hi, 0.4126510558079438)
+
+
+def test_oneshot_bracket_contains_dp_accountings_pessimistic_pld_at_a_tenth_interval():
+    """Issue 37, session 21: the one-shot path (``schedule_mechanism``) of the 17 phases x
+    15 steps above answers with the ledger's machinery and the engine's lower end: by
+    default never looser than main's one-shot (the engine's composition, pinned) at
+    either end, and with ``tol=1e-5`` a finer upper end at or below dp_accounting's
+    default PLD, both above dp_accounting's pessimistic epsilon at interval 1e-5
+    (pinned, a peer's number, as in the ledger's test above: 28 s CPU)."""
+    rng = np.random.default_rng(37)
+    phases = [
+        (float(s), float(q), 15)
+        for s, q in zip(rng.uniform(1.2, 2.0, 17), rng.uniform(0.002, 0.01, 17), strict=True)
+    ]
+    fine_hi = 0.261762618494979
+    # `dp_accounting_epsilon(phases, DELTA, 1e-4, True)` of tests/sgm_oracles.py (its
+    # default interval, 2.1 s CPU), pinned; the ledger's default upper end is 3.3e-5 above
+    default_hi = 0.2617709860697613
+    # main's one-shot (aeb560c) `schedule_mechanism(phases).epsilon_bounds(DELTA)`; the
+    # ledger's machinery alone answered (0.2616429, 0.2617692): a lower end 1.2e-4 below
+    main_lo, main_hi = 0.2617605648174241, 0.26177050113903844
+    run = schedule_mechanism(phases, progress=False)
+    lo, hi = run.epsilon_bounds(DELTA)
+    assert main_lo <= lo <= fine_hi <= hi < main_hi and hi == run.epsilon(DELTA)
+    # an explicit tol: every step its own cell on a history step a quarter as fine (its
+    # bracket refines the lower end as the ledger's width= does, tested there: 2.2 s)
+    f_hi = run.epsilon(DELTA, tol=1e-5)
+    assert fine_hi <= f_hi <= hi and f_hi <= default_hi, (f_hi, default_hi)

@@ -208,6 +208,11 @@ class IncrementalEpsilon:
     step : float, optional
         The history's loss step (the blocks are composed at ``step / K``); default:
         chosen from the first block's loss variance (:func:`_coarse_step`).
+    exact_steps : int, optional
+        Distinct ``(sigma, q)`` pairs kept as their own cells (default
+        :data:`~dpacct.accountant.pld.block_rules.EXACT_STEPS`); a one-shot query,
+        which pays for them once, keeps more
+        (:class:`~dpacct.accountant.pld.schedule.ScheduleMechanism`).
 
     Examples
     --------
@@ -220,9 +225,15 @@ class IncrementalEpsilon:
     """
 
     def __init__(
-        self, delta: float, *, grid: float = DEFAULT_GRID, step: float | None = None
+        self,
+        delta: float,
+        *,
+        grid: float = DEFAULT_GRID,
+        step: float | None = None,
+        exact_steps: int = EXACT_STEPS,
     ) -> None:
         self.delta = delta
+        self.exact_steps = exact_steps
         self.grid = _check_grid(grid)
         self.w = math.log1p(self.grid)
         #: the step is fixed when given, else by the first committed block
@@ -265,13 +276,13 @@ class IncrementalEpsilon:
         the grid (smaller sigma, larger q).  Only folded steps (``keep``) claim exact
         values, in the order they are recorded, so the cell of a step never depends on
         what was asked hypothetically before.  Before both, a folded step whose
-        ``(sigma, q)`` is among the first :data:`EXACT_STEPS` distinct pairs folded is
+        ``(sigma, q)`` is among the first ``exact_steps`` distinct pairs folded is
         its own cell (a decaying sigma of a few thousand steps, composed unrounded)."""
         out: list[tuple[Cell, Cell, int]] = []
         pairs = self._exact_pairs
         for sigma, q, count in steps:
             sigma, q = float(sigma), float(q)
-            if (sigma, q) in pairs or (keep and len(pairs) < EXACT_STEPS and count > 0):
+            if (sigma, q) in pairs or (keep and len(pairs) < self.exact_steps and count > 0):
                 pairs[(sigma, q)] = None
                 if int(count) > 0:
                     out.append(((sigma, q), (sigma, q), int(count)))

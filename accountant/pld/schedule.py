@@ -78,6 +78,7 @@ from ..validation import (
 from .block_rules import EXACT_STEPS
 from .grid import GridPLD
 from .incremental import IncrementalEpsilon
+from .pld_settings import REFINE_STEPS
 
 # the fast path's names, re-exported where the ledger and the tests read them
 from .schedule_fast import FAST_STEP as FAST_STEP
@@ -91,6 +92,17 @@ from .schedule_grid import (
     _check_grid,
     _round,
 )
+from .schedule_oneshot import (
+    ENGINE_FLOOR_SHARE,
+    ONESHOT_COMPOSER_CELLS,
+    ONESHOT_COMPOSER_COUNT,
+    ONESHOT_EXACT_STEPS,
+    ONESHOT_FAST_CELLS,
+    ONESHOT_FAST_STEP,
+    _engine_tol,
+    _fine_halvings,
+    _incremental_epsilon,
+)
 
 __all__ = [
     "DEFAULT_GRID",
@@ -102,9 +114,15 @@ __all__ = [
     "round_schedule",
     "round_step",
     "schedule_mechanism",
+    "schedule_reference",
 ]
 #: phases composed together before the chunks are combined by a tree of convolutions
 CHUNK = 16
+#: :func:`schedule_mechanism` answers at most this many distinct phases by the engine's
+#: composition, more by the ledger's machinery: the ledger's own threshold
+#: (:data:`~dpacct.accountant.routes.EXACT_PHASES`, between its ``"exact"`` and
+#: ``"online"`` routes; not imported, as the router sits above this module)
+ENGINE_PHASES = 16
 #: a progress bar appears only after this many seconds of accounting
 PROGRESS_DELAY = 2.0
 
@@ -353,11 +371,12 @@ def _refined_lower(
     return best
 
 
-def _schedule_arrays(steps: Iterable[tuple[float, float, int]]):
-    """``(sigma, q, count)`` arrays of validated phases (errors name the phase)."""
+def _schedule_arrays(steps: Iterable[tuple[float, float, int]], name: str = "steps"):
+    """``(sigma, q, count)`` arrays of validated phases (errors name the phase, as
+    ``name[i]``)."""
     if isinstance(steps, str | bytes) or not hasattr(steps, "__iter__"):
         raise TypeError(
-            "steps must be an iterable of (noise_multiplier, sample_rate, count) triples, "
+            f"{name} must be an iterable of (noise_multiplier, sample_rate, count) triples, "
             f"got {type(steps).__name__}"
         )
     items = list(steps)
@@ -380,13 +399,13 @@ def _schedule_arrays(steps: Iterable[tuple[float, float, int]]):
                 sigma, q, count = item
             except (TypeError, ValueError):
                 raise TypeError(
-                    f"steps[{i}] must be a (noise_multiplier, sample_rate, count) triple, "
+                    f"{name}[{i}] must be a (noise_multiplier, sample_rate, count) triple, "
                     f"got {show_value(item)}"
                 ) from None
-            check_positive(f"steps[{i}] noise_multiplier", sigma)
-            check_sample_rate(q, f"steps[{i}] sample_rate")
-            check_count(count, f"steps[{i}] count")
-        raise ValueError("steps hold an invalid phase")  # pragma: no cover
+            check_positive(f"{name}[{i}] noise_multiplier", sigma)
+            check_sample_rate(q, f"{name}[{i}] sample_rate")
+            check_count(count, f"{name}[{i}] count")
+        raise ValueError(f"{name} hold an invalid phase")  # pragma: no cover
     return sig, qs, counts
 
 
@@ -420,6 +439,17 @@ def _cell_mechanism(sigma: float, q: float) -> Mechanism:
     return poisson_subsample(GaussianMechanism(sigma=sigma), q)
 
 
+def _merged(phases: Sequence[tuple[float, float, int]]) -> list[tuple[float, float, int]]:
+    """``phases`` with equal ``(sigma, q)`` merged (counts summed), in first-seen order
+    (as :func:`~dpacct.accountant.transformers.compose.compose` merges equal parts:
+    composition does not depend on the order)."""
+    merged: dict[tuple[float, float], int] = {}
+    for s, q, c in phases:
+        key = (float(s), float(q))
+        merged[key] = merged.get(key, 0) + int(c)
+    return [(s, q, c) for (s, q), c in merged.items()]
+
+
 def schedule_mechanism(
     phases: Sequence[tuple[float, float, int]],
     *,
@@ -430,19 +460,74 @@ def schedule_mechanism(
 
     The phases are used as given; round them first with :func:`round_schedule` for a
     certified upper (``upper=True``) or lower (``upper=False``) bound of a finer
-    schedule.
+    schedule.  Equal ``(sigma, q)`` phases are merged.
+
+    Never looser than the engine's composition at either end (issue 37), and faster:
+    at most :data:`ENGINE_PHASES` distinct phases (or other records, or phases whose
+    composition has a closed form) by the engine's composition, the ledger's
+    ``"exact"`` route; more, ``epsilon`` by the ledger's online composer
+    (:class:`~dpacct.accountant.pld.incremental.IncrementalEpsilon`) and a finer
+    composition of every distinct step (:class:`ScheduleMechanism`), the smaller, and
+    the lower end of ``epsilon_bounds`` by the engine's optimistic composition alone.
+    ``delta``, ``rdp`` and ``tradeoff`` are the engine's; :func:`schedule_reference`
+    is the engine's answer to every query, an independent reference for the ledger's
+    machinery.
 
     Examples
     --------
     >>> up = schedule_mechanism(round_schedule([(1.0, 0.01, 500), (0.9, 0.01, 500)]))
     >>> bool(0.5 < up.epsilon(1e-5) < 3.0)
     True
+    >>> many = [(1.0 + 0.01 * i, 0.01, 10) for i in range(40)]
+    >>> run = schedule_mechanism(many, progress=False)
+    >>> lo, hi = run.epsilon_bounds(1e-5)
+    >>> ref_lo, ref_hi = schedule_reference(many, progress=False).epsilon_bounds(1e-5)
+    >>> bool(lo <= ref_hi and ref_lo <= hi)  # both certified brackets: they overlap
+    True
     """
-    parts = [(_cell_mechanism(float(s), float(q)), int(c)) for s, q, c in phases]
+    phases = _checked(phases)
+    merged = _merged(phases)
+    parts = [(_cell_mechanism(s, q), c) for s, q, c in merged]
+    parts.extend((m, int(c)) for m, c in others)
+    if not parts:
+        raise ValueError("phases must hold at least one (sigma, q, count) phase")
+    steps = None
+    if not others and len(merged) > ENGINE_PHASES:
+        steps = tuple((float(s), float(q), int(c)) for s, q, c in phases)
+    return ScheduleMechanism(parts=tuple(parts), progress=progress, steps=steps)
+
+
+def schedule_reference(
+    phases: Sequence[tuple[float, float, int]],
+    *,
+    others: Sequence[tuple[Mechanism, int]] = (),
+    progress: bool = True,
+) -> ScheduleMechanism:
+    """The engine's composition of DP-SGD phases ``(sigma, q, count)`` (and other
+    records) for every query: the one-shot path before issue 37, kept as the reference
+    that does not use the ledger's machinery (each phase discretised by the engine's
+    own grid choice, composed in chunks and combined by a tree of convolutions,
+    :class:`ScheduleMechanism`).  Certified like :func:`schedule_mechanism`, and
+    several times slower on many phases.
+
+    Examples
+    --------
+    >>> ref = schedule_reference([(1.0, 0.01, 500), (0.9, 0.01, 500)])
+    >>> bool(0.5 < ref.epsilon(1e-5) < 3.0)
+    True
+    """
+    parts = [(_cell_mechanism(s, q), c) for s, q, c in _checked(phases)]
     parts.extend((m, int(c)) for m, c in others)
     if not parts:
         raise ValueError("phases must hold at least one (sigma, q, count) phase")
     return ScheduleMechanism(parts=tuple(parts), progress=progress)
+
+
+def _checked(phases: Iterable[tuple[float, float, int]]) -> list[tuple[float, float, int]]:
+    """``phases`` validated by :func:`_schedule_arrays` (a count must be a positive
+    integer: main truncated 2.5 to 2 and composed a count of -1), as float, float, int."""
+    sig, qs, counts = _schedule_arrays(phases, "phases")
+    return list(zip(sig.tolist(), qs.tolist(), counts.tolist(), strict=True))
 
 
 @dataclass(frozen=True, repr=False)
@@ -459,6 +544,27 @@ class ScheduleMechanism(ComposedMechanism):
     ``n_chunks - 1`` tree convolutions.  A ``tqdm`` bar reports the chunks when the work
     lasts more than :data:`PROGRESS_DELAY` seconds (``progress=False`` hides it).
 
+    With ``steps`` (the DP-SGD phases, as :func:`schedule_mechanism` sets it for more
+    than :data:`ENGINE_PHASES` distinct ones and nothing else), ``epsilon`` and the
+    upper end of ``epsilon_bounds`` are the smaller of the ledger's online composer's
+    (:class:`~dpacct.accountant.pld.incremental.IncrementalEpsilon`: the steps in
+    blocks, each composed on a finer grid and coarsened once, its errors in the
+    certificate) and a finer composition: every distinct step its own cell on
+    :data:`ONESHOT_FAST_STEP` (:func:`~dpacct.accountant.pld.schedule_fast.
+    fast_epsilon_bounds`, at most :data:`ONESHOT_FAST_CELLS` distinct steps), beyond
+    that, where the composer rounds steps together (:func:`_ledger_merges`), the
+    composer with :data:`ONESHOT_EXACT_STEPS` exact cells.  Where the composer's
+    certificate floor is above :data:`ENGINE_FLOOR_SHARE` of delta (small deltas, wide
+    steps) the engine's composition answers too (and the finer compositions, which
+    share that floor, are skipped).  The lower end is the engine's optimistic
+    composition (:meth:`_engine_lower`), main's lower end without its pessimistic
+    pass.  A ``tol`` below the default asks for more: the upper end also with every
+    distinct step its own cell on a finer history step (:func:`_fine_halvings`) and
+    the lower end refined as the ledger's ``epsilon_bounds(width=tol)`` refines it
+    (:func:`_refined_lower`).  Every answer is certified, so the narrowest ends are
+    kept.  Where the composer cannot certify the engine's composition answers, and
+    always where the parts have a closed form (all full-batch Gaussians).
+
     Examples
     --------
     >>> phases = [(0.8 + 0.01 * i, 0.01, 10) for i in range(40)]
@@ -469,6 +575,103 @@ class ScheduleMechanism(ComposedMechanism):
     """
 
     progress: bool = field(default=True, compare=False)
+    #: the DP-SGD phases ``(sigma, q, count)`` answered by the ledger's machinery
+    #: (None: the engine's composition answers)
+    steps: tuple[tuple[float, float, int], ...] | None = None
+
+    def _ledger_route(self) -> bool:
+        return self.steps is not None and not self.has_exact_curve
+
+    def _ledger_epsilon(
+        self, delta: float, tol: float | None = None
+    ) -> tuple[float | None, bool] | None:
+        """The ledger's online composer's certified epsilon at ``delta`` (None: it
+        cannot certify), and whether its certificate's floor (the mass at ``+inf``) is
+        above :data:`ENGINE_FLOOR_SHARE` of ``delta``; None without steps.  As the
+        ledger composes the steps, and with ``tol`` below
+        :data:`~dpacct.accountant.pld.pld_settings.DEFAULT_TOL` also with every
+        distinct step its own cell on a history step :func:`_fine_halvings` times
+        halved, the smaller of both (each certified)."""
+        if not self._ledger_route():
+            return None
+        key, cache = ("ledger_eps", delta, tol), self._cache()
+        if key not in cache:
+            found, step, floor = _incremental_epsilon(self.steps, delta)
+            # a floor above its share of delta: the engine's composition answers too,
+            # and the finer compositions below, which share that floor, are skipped
+            loose = floor > ENGINE_FLOOR_SHARE * delta
+            if found is not None and not loose:
+                if len(self.parts) > ONESHOT_FAST_CELLS and _ledger_merges(self.steps):
+                    # the ledger rounds steps together beyond its first EXACT_STEPS:
+                    # the one-shot query pays for more exact cells once
+                    other, _, _ = _incremental_epsilon(
+                        self.steps, delta, exact_steps=ONESHOT_EXACT_STEPS
+                    )
+                else:  # every distinct step its own cell, on a finer grid
+                    both = fast_epsilon_bounds(
+                        self.steps, delta, step=ONESHOT_FAST_STEP, lower=False
+                    )
+                    other = None if both is None else float(both[1])
+                    steps_run = sum(c for _, _, c in self.steps)
+                    if steps_run <= ONESHOT_COMPOSER_COUNT * len(self.parts) <= (
+                        ONESHOT_COMPOSER_COUNT * ONESHOT_COMPOSER_CELLS
+                    ):  # single steps (a decaying sigma): the composer's too
+                        fine, _, _ = _incremental_epsilon(
+                            self.steps, delta, step=step / 4, exact_steps=len(self.parts)
+                        )
+                        other = fine if other is None else min(other, fine or other)
+                found = found if other is None else min(found, other)
+            halvings = _fine_halvings(tol)
+            if found is not None and halvings:
+                fine, _, _ = _incremental_epsilon(
+                    self.steps, delta, step=step / 2**halvings, exact_steps=len(self.parts)
+                )
+                found = found if fine is None else min(found, fine)
+            cache[key] = found, loose
+        return cache[key]
+
+    def _epsilon_upper(self, delta: float, tol: float | None) -> float:
+        found, loose = self._ledger_epsilon(delta, tol) or (None, True)
+        if found is None:
+            return super()._epsilon_upper(delta, tol)
+        if loose:  # both certified: the smaller
+            return min(found, float(super()._epsilon_upper(delta, tol)))
+        return found
+
+    def _epsilon_bounds(self, delta: float, tol: float | None) -> tuple[float, float]:
+        upper, loose = self._ledger_epsilon(delta, tol) or (None, True)
+        if upper is None:
+            return super()._epsilon_bounds(delta, tol)
+        if loose:  # both certified: the narrower ends
+            lo, hi = super()._epsilon_bounds(delta, tol)
+            return float(lo), min(upper, float(hi))
+        # the engine's grids at the default tol at most: a finer tol refines below
+        lower = self._engine_lower(delta, _engine_tol(tol), upper)
+        if lower is None:  # the engine's grids would be refined: its whole bracket
+            lo, hi = super()._epsilon_bounds(delta, tol)
+            return float(lo), min(upper, float(hi))
+        if _fine_halvings(tol):  # the ledger's epsilon_bounds(width=tol)
+            fine = _first_lower(self.steps, delta, fine=True)
+            lower = lower if fine is None else max(lower, fine)
+            lower = _refined_lower(self.steps, delta, lower, upper, width=tol)
+        return float(lower), upper
+
+    def _engine_lower(self, delta: float, tol: float | None, upper: float) -> float | None:
+        """The engine's lower end without its upper end: the optimistic composition of
+        the remove direction (the one deciding the engine's upper end on every
+        subsampled-Gaussian schedule measured) on the grids the engine's upper end
+        first chooses (:class:`PLDSettings` ``(tol, delta)``), as
+        :func:`~dpacct.accountant.routes.epsilon_bracket` takes it; None where the
+        engine would refine those grids for a small answer (a step within
+        ``REFINE_STEPS`` of ``upper``, with a margin of 4): the caller then asks the
+        engine's whole bracket.  The ledger's fast lower end
+        (:func:`_first_lower`) is 1e-5 to 1e-4 relative below it (its certificate
+        subtracts from delta; finer steps do not close it: 20 random phases at 1e-5,
+        1.3712697 at the default step, 1.3713252 at a sixteenth, the engine 1.3713497)."""
+        opt = self._pld_one(False, PLDSettings(tol, delta), 0)
+        if 4.0 * REFINE_STEPS * opt.step > upper:
+            return None
+        return float(opt.epsilon(delta))
 
     def _pld_one(self, pessimistic: bool, settings: PLDSettings, which: int) -> GridPLD:
         if len(self.parts) <= CHUNK:
@@ -514,6 +717,28 @@ class ScheduleMechanism(ComposedMechanism):
                 plds = nxt
         cache[key] = plds[0]
         return plds[0]
+
+
+def _ledger_merges(steps: Sequence[tuple[float, float, int]]) -> bool:
+    """Whether the ledger's composer rounds steps together: two of its distinct
+    ``(sigma, q)`` beyond the first :data:`~dpacct.accountant.pld.block_rules.
+    EXACT_STEPS` share a cell of the default grid (a coordinate with at most
+    ``EXACT_VALUES`` values kept).  Decides only which composition is also tried.
+
+    Examples
+    --------
+    >>> _ledger_merges([(2.0 * 0.9999**t, 0.01, 1) for t in range(300)])
+    True
+    >>> _ledger_merges([(1.0 + t / 100, 0.01, 10) for t in range(300)])
+    False
+    """
+    rest = list(dict.fromkeys((s, q) for s, q, _ in steps))[EXACT_STEPS:]
+    if len(rest) < 2:
+        return False
+    cells = round_schedule(
+        [(s, q, 1) for s, q in rest], DEFAULT_GRID, upper=True, exact_values=EXACT_VALUES
+    )
+    return len(cells) < len(rest)
 
 
 def _scaled_settings(settings: PLDSettings, fraction: float) -> PLDSettings:

@@ -1,0 +1,113 @@
+"""The one-shot schedule path's settings and helpers (issue 37), beside
+:mod:`~dpacct.accountant.pld.schedule`: which compositions
+:class:`~dpacct.accountant.pld.schedule.ScheduleMechanism` also tries, and the ledger's
+online composer folded at once (:func:`_incremental_epsilon`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from .incremental import IncrementalEpsilon
+from .pld_settings import DEFAULT_TOL
+from .schedule_fast import FAST_STEP
+
+__all__: list[str] = []
+
+#: the one-shot path also asks the engine's composition, and keeps the smaller answer,
+#: when the ledger's composer's certificate floor (its mass at ``+inf``: round-off,
+#: aliasing, tails) is above this share of delta.  Measured at delta 1e-9: 20 random
+#: phases (sigma 0.6-3, q 1e-3-0.3) floor 1.9 % of delta, epsilon 18.2589 against the
+#: engine's 18.2395; 17 phases (sigma 0.9-1.7, q 0.02) x 3, floor 0.55 %, 2.667900
+#: against 2.666959; at delta 1e-7, 30 random phases x 10 2.3992786 against 2.3992101
+#: and 150 steps of 1.2 * 0.995^t, q 0.02, 6.7237863 against 6.7236761.  The rows of
+#: benchmarks/schedule_oneshot.py at delta 1e-5: floors 2e-6 .. 8e-5 of it (no engine)
+ENGINE_FLOOR_SHARE = 1e-4
+#: distinct steps the one-shot path keeps as their own cells where the ledger's
+#: composer would round steps together
+#: (:func:`~dpacct.accountant.pld.schedule._ledger_merges`; the ledger keeps
+#: :data:`~dpacct.accountant.pld.block_rules.EXACT_STEPS`, a cost it pays at every
+#: query of an online loop).  Measured (CPU, loaded machine): 1 906 steps of sigma
+#: 1.5 * 0.9999^t 1.496208 -> 1.494942 (dp_accounting's default 1.494924; main's
+#: one-shot 1.494985 in 11 s) for 0.2 -> 1.1 s; 10 000 steps of 2 * 0.9999^t 5.860268
+#: -> 5.859995 for 0.47 -> 1.24 s (4 096: 5.859574, 2.8 s)
+ONESHOT_EXACT_STEPS = 2048
+
+
+#: the one-shot path's default query also composes every distinct step as its own
+#: cell by :func:`~dpacct.accountant.pld.schedule_fast.fast_epsilon_bounds` on this
+#: step (where the ledger's composer does not round steps together) and keeps the
+#: smaller certified answer: the composer alone was above main's one-shot on 1 000
+#: phases with q log-uniform (1.4838928 against 1.4838482, this 1.4837720 for 0.8 s),
+#: on 30 random phases (0.2726992 against 0.2726879, this 0.2726863) and on 200
+#: decaying steps (0.4126648 against 0.4126511, this 0.4126475)
+ONESHOT_FAST_STEP = FAST_STEP / 2
+#: ... for at most this many distinct steps; beyond, where the composer rounds steps
+#: together, the composer with :data:`ONESHOT_EXACT_STEPS` exact cells instead (1 906
+#: decaying steps: 1.4949417, main's one-shot 1.4949849, for 1.1 s; the finer grid
+#: 1.4949237 for 2.4 s)
+ONESHOT_FAST_CELLS = 1024
+#: ... and for at most this many also the composer with every step its own cell on a
+#: history step a quarter as fine: on 300 steps of 2 * 0.9999^t (q 0.01) the grid
+#: above gave 0.3380090, main's one-shot 0.3380059, this 0.3380025 (0.27 s)
+ONESHOT_COMPOSER_CELLS = 512
+#: ... where the distinct steps run at most this many times each on average (single
+#: steps, a decaying sigma; on random phases x 10 the grid above is below main's and
+#: the composer's pass cost more than main's one-shot: 100 x 10, 0.90 s against 0.76 s)
+ONESHOT_COMPOSER_COUNT = 2
+
+
+#: an explicit ``tol`` below the default halves the one-shot path's history step
+#: ``ceil(log2(DEFAULT_TOL / tol))`` times, at most this many
+#: (:meth:`ScheduleMechanism._ledger_epsilon`)
+FINE_HALVINGS = 2
+
+
+def _engine_tol(tol: float | None) -> float | None:
+    """The tol of the one-shot path's engine lower end
+    (:meth:`~dpacct.accountant.pld.schedule.ScheduleMechanism._engine_lower`): ``tol``
+    where it is coarser than the default, else the default (None): the engine's
+    optimistic composition on a finer grid costs minutes on 1 000 phases, and the
+    ledger's refinement (``_refined_lower``) refines the lower end instead.
+
+    Examples
+    --------
+    >>> _engine_tol(1e-5) is None, _engine_tol(1e-2)
+    (True, 0.01)
+    """
+    return tol if tol is not None and tol > DEFAULT_TOL else None
+
+
+def _fine_halvings(tol: float | None) -> int:
+    """Halvings of the one-shot path's history step for ``tol`` (0: the ledger's).
+
+    Examples
+    --------
+    >>> [_fine_halvings(t) for t in (None, 1e-4, 5e-5, 1e-5)]
+    [0, 0, 1, 2]
+    """
+    if tol is None or tol >= DEFAULT_TOL:
+        return 0
+    return min(FINE_HALVINGS, math.ceil(math.log2(DEFAULT_TOL / tol) - 1e-9))
+
+
+def _incremental_epsilon(
+    steps: Sequence[tuple[float, float, int]], delta: float, **options
+) -> tuple[float | None, float, float]:
+    """:class:`~dpacct.accountant.pld.incremental.IncrementalEpsilon` ``(delta,
+    **options)`` of ``steps`` folded at once: its certified epsilon (None where it
+    cannot certify), the history step it used and its certificate's floor (the remove
+    direction's mass at ``+inf``: its round-off, aliasing and tails; 1 when None)."""
+    inc = IncrementalEpsilon(delta, **options)
+    inc.fold(steps)
+    try:
+        found = inc.epsilon() if inc.ok else None
+        read = None if found is None else inc.delta_at(np.array([found]))
+    except OverflowError:  # an epsilon beyond exp's range: the engine's route
+        found = read = None
+    if found is None or read is None or not math.isfinite(found):
+        return None, inc.step, 1.0
+    return float(found), inc.step, float(read[1])
