@@ -41,3 +41,32 @@ def test_counts_below_one_are_refused_naming_them(phases):
 def test_a_count_that_is_not_an_integer_is_refused(count):
     with pytest.raises((TypeError, ValueError), match="count"):
         schedule_mechanism([(1.0, 0.01, count)], progress=False).epsilon(1e-5)
+
+
+def _shape(name: str) -> list[tuple[float, float, int]]:
+    import numpy as np
+
+    if name == "A":  # 20 phases x 10, sigma in [0.8, 2], q in [0.001, 0.02] (seed 0)
+        rng = np.random.default_rng(0)
+        sig, q = rng.uniform(0.8, 2.0, 20), rng.uniform(0.001, 0.02, 20)
+    else:  # "C": 30 phases x 10, sigma in [1, 2], q log-uniform in [1e-3, 1e-2] (seed 1)
+        rng = np.random.default_rng(1)
+        sig = rng.uniform(1.0, 2.0, 30)
+        q = np.exp(rng.uniform(np.log(1e-3), np.log(1e-2), 30))
+    return [(float(a), float(b), 10) for a, b in zip(sig, q, strict=True)]
+
+
+# main (aeb560c): schedule_mechanism(...).epsilon_bounds(delta), upper and lower end;
+# ws21-oneshot 067ba94 answers with the ledger's machinery: A at 1e-9 (3.3056877,
+# 3.3107503), C at 1e-5 (0.2725450, 0.2726992), both ends worse than main's.
+# dp_accounting's pessimistic PLD at interval 1e-5: A 3.3078310 (1e-9); at 1e-4 (its
+# default) C 0.27269 is not cached here.
+MAIN_BARS = [("A", 1e-9, 3.3069499988486464, 3.307858110244254),
+             ("C", 1e-5, 0.2726778449207209, 0.27268791613985627)]
+
+
+@pytest.mark.parametrize(("name", "delta", "main_lo", "main_hi"), MAIN_BARS)
+def test_the_one_shot_bracket_is_no_wider_than_mains(name, delta, main_lo, main_hi):
+    lo, hi = map(float, schedule_mechanism(_shape(name), progress=False).epsilon_bounds(delta))
+    assert hi <= main_hi * (1 + 1e-9), (hi, main_hi)
+    assert lo >= main_lo * (1 - 1e-9), (lo, main_lo)
