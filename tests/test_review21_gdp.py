@@ -50,7 +50,8 @@ def _gdp_epsilon(mu: mp.mpf, delta: float) -> tuple[float, float]:
         for _ in range(120):
             mid = (lo + hi) / 2
             lo, hi = (mid, hi) if _gdp_delta(mu, mid) > delta else (lo, mid)
-        return float(mp.mpf(lo) * (1 - mp.mpf(10) ** -30)), float(mp.mpf(hi) * (1 + mp.mpf(10) ** -30))
+        tiny = mp.mpf(10) ** -30
+        return float(lo * (1 - tiny)), float(hi * (1 + tiny))
 
 
 def test_every_kind_of_full_batch_record_folds_to_the_exact_gaussian():
