@@ -17,6 +17,10 @@ certificate floor passes 1 % of delta (A at 1e-9: main's 3.3078581 again), but a
 the ledger's looser answer stays: C 0.2726992 (main 0.2726879), B (200 steps of
 1.5 * 0.9999^t at q 0.01) 0.4126553 (main 0.4126511), D (300 steps of 2 * 0.9999^t)
 0.3380186 (main 0.3380059); the lower ends fall too (C 0.2725450, main 0.2726778).
+At c9fd658 (the engine's optimistic lower end, a finer upper end) C is below main and
+the lower ends are main's, but decaying sigmas stay above main's one-shot: 140 steps of
+2 * 0.9999^t at q 0.01, delta 1e-6, 0.2705346 against 0.2705310 (1e-5: 0.2267539 against
+0.2267501; 300 steps at 1e-5 0.3380090 against 0.3380059).
 """
 
 from __future__ import annotations
@@ -56,6 +60,8 @@ def test_a_count_that_is_not_an_integer_is_refused(count):
 def _shape(name: str) -> list[tuple[float, float, int]]:
     import numpy as np
 
+    if name == "decaying":  # 140 steps of 2 * 0.9999^t at q 0.01
+        return [(2.0 * 0.9999**t, 0.01, 1) for t in range(140)]
     if name == "A":  # 20 phases x 10, sigma in [0.8, 2], q in [0.001, 0.02] (seed 0)
         rng = np.random.default_rng(0)
         sig, q = rng.uniform(0.8, 2.0, 20), rng.uniform(0.001, 0.02, 20)
@@ -71,7 +77,8 @@ def _shape(name: str) -> list[tuple[float, float, int]]:
 # 3.3107503), C at 1e-5 (0.2725450, 0.2726992), both ends worse than main's.
 # dp_accounting's pessimistic PLD at interval 1e-5: A 3.3078310 (1e-9); at 1e-4 (its
 # default) C 0.27269 is not cached here.
-MAIN_BARS = [("C", 1e-5, 0.2726778449207209, 0.27268791613985627)]
+MAIN_BARS = [("C", 1e-5, 0.2726778449207209, 0.27268791613985627),
+             ("decaying", 1e-6, 0.2705264611559262, 0.2705310064999852)]
 
 
 @pytest.mark.parametrize(("name", "delta", "main_lo", "main_hi"), MAIN_BARS)
