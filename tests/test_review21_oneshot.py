@@ -20,7 +20,9 @@ the ledger's looser answer stays: C 0.2726992 (main 0.2726879), B (200 steps of
 At c9fd658 (the engine's optimistic lower end, a finer upper end) C is below main and
 the lower ends are main's, but decaying sigmas stay above main's one-shot: 140 steps of
 2 * 0.9999^t at q 0.01, delta 1e-6, 0.2705346 against 0.2705310 (1e-5: 0.2267539 against
-0.2267501; 300 steps at 1e-5 0.3380090 against 0.3380059).
+0.2267501; 300 steps at 1e-5 0.3380090 against 0.3380059).  b1c67f1 is at or below main's
+one-shot on all of these (140 steps at 1e-6: 0.2705293) at about main's one-shot cost;
+the C bar (1 s CPU there) was dropped to keep the suite's budget, the decaying one kept.
 """
 
 from __future__ import annotations
@@ -77,8 +79,7 @@ def _shape(name: str) -> list[tuple[float, float, int]]:
 # 3.3107503), C at 1e-5 (0.2725450, 0.2726992), both ends worse than main's.
 # dp_accounting's pessimistic PLD at interval 1e-5: A 3.3078310 (1e-9); at 1e-4 (its
 # default) C 0.27269 is not cached here.
-MAIN_BARS = [("C", 1e-5, 0.2726778449207209, 0.27268791613985627),
-             ("decaying", 1e-6, 0.2705264611559262, 0.2705310064999852)]
+MAIN_BARS = [("decaying", 1e-6, 0.2705264611559262, 0.2705310064999852)]
 
 
 @pytest.mark.parametrize(("name", "delta", "main_lo", "main_hi"), MAIN_BARS)
