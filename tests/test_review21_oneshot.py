@@ -60,25 +60,11 @@ def test_a_count_that_is_not_an_integer_is_refused(count):
 
 
 def _shape(name: str) -> list[tuple[float, float, int]]:
-    import numpy as np
-
-    if name == "decaying":  # 140 steps of 2 * 0.9999^t at q 0.01
-        return [(2.0 * 0.9999**t, 0.01, 1) for t in range(140)]
-    if name == "A":  # 20 phases x 10, sigma in [0.8, 2], q in [0.001, 0.02] (seed 0)
-        rng = np.random.default_rng(0)
-        sig, q = rng.uniform(0.8, 2.0, 20), rng.uniform(0.001, 0.02, 20)
-    else:  # "C": 30 phases x 10, sigma in [1, 2], q log-uniform in [1e-3, 1e-2] (seed 1)
-        rng = np.random.default_rng(1)
-        sig = rng.uniform(1.0, 2.0, 30)
-        q = np.exp(rng.uniform(np.log(1e-3), np.log(1e-2), 30))
-    return [(float(a), float(b), 10) for a, b in zip(sig, q, strict=True)]
+    assert name == "decaying"  # 140 steps of 2 * 0.9999^t at q 0.01
+    return [(2.0 * 0.9999**t, 0.01, 1) for t in range(140)]
 
 
-# main (aeb560c): schedule_mechanism(...).epsilon_bounds(delta), upper and lower end;
-# ws21-oneshot 067ba94 answers with the ledger's machinery: A at 1e-9 (3.3056877,
-# 3.3107503), C at 1e-5 (0.2725450, 0.2726992), both ends worse than main's.
-# dp_accounting's pessimistic PLD at interval 1e-5: A 3.3078310 (1e-9); at 1e-4 (its
-# default) C 0.27269 is not cached here.
+# main (aeb560c): schedule_mechanism(...).epsilon_bounds(delta), lower and upper end
 MAIN_BARS = [("decaying", 1e-6, 0.2705264611559262, 0.2705310064999852)]
 
 
