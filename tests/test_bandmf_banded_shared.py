@@ -15,7 +15,7 @@ import math
 import mpmath as mp
 import numpy as np
 import pytest
-from scipy import special
+from test_bandmf_banded import _gram_mc  # the same Monte Carlo of a Gram's pair
 
 from dpacct.mechanisms.algorithms.bandmf_balls_in_bins import (
     balls_in_bins_gram,
@@ -74,24 +74,6 @@ def test_stand_in_plus_shared_dominates_and_the_shared_part_lowers_the_diagonal(
     assert np.linalg.eigvalsh(ref - gram).min() >= 0.0
     (_, n3, (d0, d1), b0), = shared_instances(FOUR_BANDS, n, k, 1, 1.0, 0.0)
     assert b0 == 0.0 and (n2 - 1) * (c0**2 + c1**2) < (n3 - 1) * (d0**2 + d1**2)
-
-
-def _gram_mc(gram, sigma, eps, rng, samples):
-    """Lower ends (4 standard errors) of the Monte Carlo (remove, add) deltas of the pair
-    of Gram ``gram``."""
-    k = gram.shape[0]
-    w, v = np.linalg.eigh(gram)
-    root = v * np.sqrt(np.clip(w, 0.0, None))
-    half = np.diag(gram) / (2 * sigma**2)
-    out = []
-    for d in ("remove", "add"):
-        x = rng.standard_normal((samples, k)) @ root.T / sigma
-        if d == "remove":
-            x += gram[:, rng.integers(k, size=samples)].T / sigma**2
-        loss = special.logsumexp(x - half, axis=1) - np.log(k)
-        vals = -np.expm1(np.minimum(eps - (loss if d == "remove" else -loss), 0.0))
-        out.append(float(vals.mean() - 4 * vals.std() / np.sqrt(samples)))
-    return out
 
 
 @pytest.mark.slow
