@@ -188,6 +188,29 @@ class BandMFBandedBallsInBins(BandMFTwoBandBallsInBins):
                 f"candidates=..., laws=<{len(self.laws)} class sizes>)")
 
 
+
+def _checked_run(noise_multiplier, iterations, cycle_length, strategy, points, candidates,
+                 *, min_bands: int) -> tuple[float, np.ndarray, tuple]:
+    """The inputs of a banded balls-in-bins bound (Theorems 3 and 4), checked by name:
+    ``(sigma, strategy column, Theorem 1's candidates)`` (the candidates are built
+    anyway: building them checks every run input by name)."""
+    sigma = check_positive("noise_multiplier", noise_multiplier)
+    try:
+        col = np.asarray(strategy, dtype=float)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise TypeError(f"strategy must be a real array, got {strategy!r}") from exc
+    if col.ndim != 1 or col.size < min_bands:
+        raise ValueError("strategy must be the first column of a banded Toeplitz strategy "
+                         f"(one dimension, {min_bands} entries or more), got shape "
+                         f"{col.shape}")
+    if check_count(points, "points") < 3:
+        raise ValueError(f"points must be an integer >= 3, got {points}")
+    full = balls_in_bins_candidates(iterations, cycle_length, list(col), MAX_CLASSES)
+    if not 2 <= check_count(cycle_length, "cycle_length") < check_count(iterations,
+                                                                        "iterations"):
+        raise ValueError(f"cycle_length must be in [2, iterations - 1], got {cycle_length}")
+    return sigma, col, full if candidates is None else candidates
+
 def bandmf_banded_balls_in_bins(
     noise_multiplier: float,
     iterations: int,
@@ -233,25 +256,10 @@ def bandmf_banded_balls_in_bins(
     >>> bool(run.epsilon(1e-3) <= one.epsilon(1e-3))      # the least of Theorems 1 and 3
     True
     """
-    sigma = check_positive("noise_multiplier", noise_multiplier)
-    try:
-        col = np.asarray(strategy, dtype=float)
-    except (TypeError, ValueError, OverflowError) as exc:
-        raise TypeError(f"strategy must be a real array, got {strategy!r}") from exc
-    if col.ndim != 1:
-        raise ValueError("strategy must be the first column of a banded Toeplitz strategy "
-                         f"(one dimension), got shape {col.shape}")
+    sigma, col, candidates = _checked_run(noise_multiplier, iterations, cycle_length,
+                                          strategy, points, candidates, min_bands=1)
     b = col.size
     g = max(1, math.ceil(b / 2)) if classes is None else check_count(classes, "classes")
-    points = check_count(points, "points")
-    if points < 3:
-        raise ValueError(f"points must be an integer >= 3, got {points}")
-    full = balls_in_bins_candidates(iterations, cycle_length, list(col), MAX_CLASSES)
-    if candidates is None:  # (built anyway: it checks every run input by name)
-        candidates = full
-    if not 2 <= check_count(cycle_length, "cycle_length") < check_count(iterations,
-                                                                        "iterations"):
-        raise ValueError(f"cycle_length must be in [2, iterations - 1], got {cycle_length}")
     if g > cycle_length:
         raise ValueError(f"classes must be in [1, cycle_length = {cycle_length}] (each "
                          f"class holds at least one bin), got {classes}")

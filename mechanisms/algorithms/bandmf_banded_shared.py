@@ -27,9 +27,7 @@ from scipy import special
 
 from dpacct.accountant.validation import check_count, check_positive
 from dpacct.mechanisms.algorithms.bandmf_balls_in_bins_core import (
-    MAX_CLASSES,
     _lambda_max_upper,
-    balls_in_bins_candidates,
     balls_in_bins_gram,
 )
 from dpacct.mechanisms.algorithms.bandmf_banded import (
@@ -37,6 +35,7 @@ from dpacct.mechanisms.algorithms.bandmf_banded import (
     MAX_STEPS,
     ROWS_PER_BIN,
     BandMFBandedBallsInBins,
+    _checked_run,
     _dominated,
     _shift_sum,
     class_two_band_instances,
@@ -481,19 +480,8 @@ def bandmf_shared_balls_in_bins(
     >>> bool(run.epsilon(1e-3) <= one.epsilon(1e-3))
     True
     """
-    sigma = check_positive("noise_multiplier", noise_multiplier)
-    col = np.asarray(strategy, dtype=float)
-    if col.ndim != 1 or col.size < 3:
-        raise ValueError("strategy must be the first column of a banded Toeplitz strategy "
-                         f"with 3 entries or more, got shape {col.shape}")
-    if check_count(points, "points") < 3:
-        raise ValueError(f"points must be an integer >= 3, got {points}")
-    full = balls_in_bins_candidates(iterations, cycle_length, list(col), MAX_CLASSES)
-    if candidates is None:
-        candidates = full
-    if not 2 <= check_count(cycle_length, "cycle_length") < check_count(iterations,
-                                                                        "iterations"):
-        raise ValueError(f"cycle_length must be in [2, iterations - 1], got {cycle_length}")
+    sigma, col, candidates = _checked_run(noise_multiplier, iterations, cycle_length,
+                                          strategy, points, candidates, min_bands=3)
     if budget is not None:
         budget = check_positive("budget", budget)
     if choice is not None:
