@@ -133,15 +133,21 @@ def _pair_charge(sigma: float, t: int, log_b: float) -> float:
     return (ps * ps + 2 * (t - 2) * ps * pu + (t - 2) * (t - 3) / 2 * pu * pu) * (1 + _OPS)
 
 
-def _second_cut(sigma: float, t: int, charge: float) -> tuple[float, float]:
-    """``(log b, charge)``: the least ``b`` (bisection) whose :func:`_pair_charge` is
+def _least_cut(fn, sigma: float, t: int, charge: float) -> tuple[float, float]:
+    """``(log b, charge)``: the least ``b`` (bisection) whose charge ``fn(sigma, t,
+    log b)`` (decreasing in ``b``: :func:`_pair_charge`, :func:`_triple_charge`) is
     ``<= charge``, and that charge."""
     mu0, s0 = -0.5 / sigma**2, 1.0 / sigma
     lo, hi = mu0, mu0 + 40.0 * s0
     for _ in range(80):
         mid = 0.5 * (lo + hi)
-        lo, hi = (mid, hi) if _pair_charge(sigma, t, mid) > charge else (lo, mid)
-    return hi, _pair_charge(sigma, t, hi)
+        lo, hi = (mid, hi) if fn(sigma, t, mid) > charge else (lo, mid)
+    return hi, fn(sigma, t, hi)
+
+
+def _second_cut(sigma: float, t: int, charge: float) -> tuple[float, float]:
+    """``(log b, charge)``: the least ``b`` whose :func:`_pair_charge` is ``<= charge``."""
+    return _least_cut(_pair_charge, sigma, t, charge)
 
 
 def _settings(sigma: float, t: int) -> tuple[float, float, float, float, float]:
@@ -232,14 +238,9 @@ def _triple_charge(sigma: float, t: int, log_b: float) -> float:
 
 
 def _third_cut(sigma: float, t: int, charge: float) -> tuple[float, float]:
-    """``(log b', charge)``: the least ``b'`` (bisection) whose :func:`_triple_charge`
-    is ``<= charge``, and that charge."""
-    mu0, s0 = -0.5 / sigma**2, 1.0 / sigma
-    lo, hi = mu0, mu0 + 40.0 * s0
-    for _ in range(80):
-        mid = 0.5 * (lo + hi)
-        lo, hi = (mid, hi) if _triple_charge(sigma, t, mid) > charge else (lo, mid)
-    return hi, _triple_charge(sigma, t, hi)
+    """``(log b', charge)``: the least ``b'`` whose :func:`_triple_charge` is ``<=
+    charge``."""
+    return _least_cut(_triple_charge, sigma, t, charge)
 
 
 def _bin_pairs(
