@@ -461,6 +461,11 @@ SPECTRAL_MAX_N = 1 << 16
 #: (``delta(eps)`` without a target, ``epsilon(1e-14)``) to relative precision, where
 #: the spectral power's absolute round-off (5.9e-12 at T 1e4) would dominate them
 SPECTRAL_ERR_TAILS = 10.0
+#: a split PLD put on a grid ``step`` (:func:`_on_grid`) has at most its span in steps
+#: (:func:`_span_points`) plus this many nodes: a part re-gridded onto a coarser nested
+#: grid gains at most a node below its lowest atom and one at or above its highest (3
+#: with the count of nodes over spans), one summed atom by atom at most two a side (5)
+LOW_SPAN_NODES = 5
 
 
 def _nbytes(p: SplitPLD) -> int:
@@ -665,12 +670,12 @@ def _spectral_top(
         n0 = _next_fast_len(size)
         return log_mass > 700.0 or high * _pass_model(n0)[1] * math.exp(log_mass) > max_err
 
-    # ``low`` on the grid spans at most _span_points + 3 nodes: when the power's cell is
-    # that long, the test is decided before ``low`` is built (an optimistic re-grid:
-    # 1-2 ms a declined level at T 1e6; the same test, the same answer)
-    if (low is None or cells[0].pmf.size >= _span_points(low, step) + 4) and forward_declines(
-        cells[0].pmf.size
-    ):
+    # ``low`` on the grid has at most _span_points + LOW_SPAN_NODES nodes: when the
+    # power's cell is longer, the test is decided before ``low`` is built (an optimistic
+    # re-grid: 1-2 ms a declined level at T 1e6; the same test, the same answer)
+    if (
+        low is None or cells[0].pmf.size > _span_points(low, step) + LOW_SPAN_NODES
+    ) and forward_declines(cells[0].pmf.size):
         return None
     if low is not None:
         cells.append(_on_grid(low, step))
