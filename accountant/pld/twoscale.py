@@ -615,6 +615,22 @@ def _span_points(p: SplitPLD, step: float) -> float:
     return (hi - lo) / step
 
 
+def _mass_up(pmf: np.ndarray) -> float:
+    """An upper bound on a cell's mass (a sum of non-negative terms, within n u)."""
+    return float(np.sum(pmf)) * (1.0 + (pmf.size + 2) * 2.0**-53)
+
+
+def _forward_declines(high: int, mass: float, size: int, max_err: float) -> bool:
+    """Whether the spectral power's componentwise forward term at frequency 0 alone
+    (about ``high * kappa`` times the power's mass to the ``high``) on the shortest
+    window (``_next_fast_len(size)``, ``size`` the longest cell) exceeds ``max_err``."""
+    # in logs: a pessimistic mass is a little above 1, and its power at a huge count
+    # (2e15 steps) overflows a Python float (inf there means decline, as it should)
+    log_mass = high * math.log(mass) if mass > 0.0 else -math.inf
+    kappa = _pass_model(_next_fast_len(size))[1]
+    return log_mass > 700.0 or high * kappa * math.exp(log_mass) > max_err
+
+
 def _spectral_top(
     power: SplitPLD,
     low: SplitPLD | None,
@@ -658,33 +674,23 @@ def _spectral_top(
         # spent 1-3 ms building them; declining is always sound: the ladder goes on)
         return None
     cells = [_on_grid(power, step)]
-    # an upper bound on each cell's mass (a sum of non-negative terms, within n u)
-    masses = [float(np.sum(cells[0].pmf)) * (1.0 + (cells[0].pmf.size + 2) * 2.0**-53)]
-    # in logs: a pessimistic mass is a little above 1, and its power at a huge count
-    # (2e15 steps) overflows a Python float (inf there means decline, as it should)
-    log_mass = high * math.log(masses[0]) if masses[0] > 0.0 else -math.inf
-
-    def forward_declines(size: int) -> bool:
-        # the componentwise forward term at frequency 0 alone (about high * kappa) on
-        # the shortest window, _next_fast_len(size) for the longest cell of ``size``
-        n0 = _next_fast_len(size)
-        return log_mass > 700.0 or high * _pass_model(n0)[1] * math.exp(log_mass) > max_err
-
+    masses = [_mass_up(cells[0].pmf)]
     # ``low`` on the grid has at most _span_points + LOW_SPAN_NODES nodes: when the
     # power's cell is longer, the test is decided before ``low`` is built (an optimistic
     # re-grid: 1-2 ms a declined level at T 1e6; the same test, the same answer)
-    if (
-        low is None or cells[0].pmf.size > _span_points(low, step) + LOW_SPAN_NODES
-    ) and forward_declines(cells[0].pmf.size):
+    size = cells[0].pmf.size
+    if (low is None or size > _span_points(low, step) + LOW_SPAN_NODES) and _forward_declines(
+        high, masses[0], size, max_err
+    ):
         return None
     if low is not None:
         cells.append(_on_grid(low, step))
-        masses.append(float(np.sum(cells[1].pmf)) * (1.0 + (cells[1].pmf.size + 2) * 2.0**-53))
+        masses.append(_mass_up(cells[1].pmf))
     counts = np.array([high, 1][: len(cells)], dtype=float)
     firsts = np.array([c.offset for c in cells], dtype=np.int64)
     pmfs = [c.pmf for c in cells]
     norms = float(counts @ np.array([_l2(p) for p in pmfs]))
-    if forward_declines(max(p.size for p in pmfs)):
+    if _forward_declines(high, masses[0], max(p.size for p in pmfs), max_err):
         return None  # declined before the Chernoff tables (a million steps: 4 MB, 3 ms)
     lam_c_pos, lam_c_neg = _cell_lambdas(step, firsts, pmfs)
     lam_pos, lam_neg = counts @ lam_c_pos, counts @ lam_c_neg
