@@ -439,3 +439,49 @@ def test_spectral_top_declines_a_factor_wider_than_its_window_before_building_it
         built.clear()
         _spectral_top(SplitPLD(fine, coarse), None, 300, step, 1e-12, 1e-9)
         assert (built == []) == declined
+
+
+def _dpsgd_bounds_and_grid_calls(monkeypatch):
+    """``epsilon_bounds`` of DP-SGD at q 0.004, sigma 0.8, T 1e6 (both ends take the
+    spectral power, after declining at several levels), and every ``_on_grid`` call
+    as ``(nodes on the grid, span of the input in steps)``."""
+    from dpacct.accountant.pld import twoscale
+
+    calls: list = []
+    real = getattr(twoscale._on_grid, "real", twoscale._on_grid)  # not a recorder's
+
+    def recording(p, step):
+        out = real(p, step)
+        calls.append((out.pmf.size, twoscale._span_points(p, step)))
+        return out
+
+    recording.real = real
+    monkeypatch.setattr(twoscale, "_on_grid", recording)
+    run = compose([_dpsgd_step(sigma=0.8, q=0.004)], counts=[1_000_000])
+    return run.epsilon_bounds(DELTA), calls
+
+
+def test_a_factor_on_the_spectral_grid_spans_at_most_its_span_plus_low_span_nodes(monkeypatch):
+    """``_spectral_top`` decides its forward round-off test before re-gridding the low
+    factor when the power's cell is longer than the low factor can be on the grid
+    (issue 37): that bound, ``LOW_SPAN_NODES`` nodes over the factor's span, against
+    every factor the ladders put on a grid (the nested re-grids measured: at most 2)."""
+    from dpacct.accountant.pld import twoscale
+
+    _, calls = _dpsgd_bounds_and_grid_calls(monkeypatch)
+    assert calls
+    assert all(size <= span + twoscale.LOW_SPAN_NODES for size, span in calls)
+    assert max(size - span for size, span in calls) <= 3
+
+
+def test_deciding_the_spectral_decline_early_keeps_both_ends(monkeypatch):
+    """The early decision is the same test: with it disabled (``LOW_SPAN_NODES``
+    huge, so the low factor is always built first) both ends are bit-equal, and the
+    early one re-grids fewer factors."""
+    from dpacct.accountant.pld import twoscale
+
+    early, calls_early = _dpsgd_bounds_and_grid_calls(monkeypatch)
+    monkeypatch.setattr(twoscale, "LOW_SPAN_NODES", 1e12)
+    late, calls_late = _dpsgd_bounds_and_grid_calls(monkeypatch)
+    assert early == late
+    assert len(calls_early) < len(calls_late)

@@ -47,13 +47,16 @@ def _lower_hull(x: np.ndarray, y: np.ndarray, seg: np.ndarray | None = None) -> 
         strides = ((d, d),) if d == 1 else ((d, d), (1, d), (d, 1))
         removed = 0
         for left, right in strides:
-            i = cand[(cand >= left) & (cand < n - right)]
+            # cand is sorted: the points with both chord ends inside, by bisection
+            lo, hi = np.searchsorted(cand, (left, n - right))
+            i = cand[lo:hi]
             a, b, c = keep[i - left], keep[i], keep[i + right]
             if seg is not None:  # chords only within one set
                 same = seg[a] == seg[c]
                 i, a, b, c = i[same], a[same], b[same], c[same]
             # point b is removed when it lies strictly above the chord from a to c
-            above = (y[b] - y[a]) * (x[c] - x[a]) > (y[c] - y[a]) * (x[b] - x[a])
+            xa, ya = x[a], y[a]
+            above = (y[b] - ya) * (x[c] - xa) > (y[c] - ya) * (x[b] - xa)
             gone = i[above]
             removed += gone.size
             drop[gone] = True
@@ -66,11 +69,21 @@ def _lower_hull(x: np.ndarray, y: np.ndarray, seg: np.ndarray | None = None) -> 
             keep, dirty = keep[survivors], dirty[survivors]
             reach = 2 * d + 1
             size = keep.size
-            # survivors within reach of a removal are tested again: +1 at the start of
-            # each range [after - reach, after + reach), -1 past its end
-            mark = np.bincount(np.clip(after - reach, 0, size), minlength=size + 1)
-            mark -= np.bincount(np.clip(after + reach, 0, size), minlength=size + 1)
-            dirty |= np.cumsum(mark)[:-1] > 0
+            # survivors within reach of a removal are tested again: the ranges
+            # [after - reach, after + reach), clipped to the chain
+            starts = np.clip(after - reach, 0, size)
+            ends = np.clip(after + reach, 0, size)
+            if gone.size * 2 * reach <= size:
+                # few short ranges: their positions themselves (O(removed * reach)
+                # instead of three passes over the whole chain; the same set)
+                lens = ends - starts
+                shift = np.repeat(starts - (np.cumsum(lens) - lens), lens)
+                dirty[np.arange(int(lens.sum())) + shift] = True
+            else:
+                # +1 at the start of each range, -1 past its end
+                mark = np.bincount(starts, minlength=size + 1)
+                mark -= np.bincount(ends, minlength=size + 1)
+                dirty |= np.cumsum(mark)[:-1] > 0
             d *= 2
         elif d == 1:
             return keep

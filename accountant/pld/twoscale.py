@@ -461,6 +461,11 @@ SPECTRAL_MAX_N = 1 << 16
 #: (``delta(eps)`` without a target, ``epsilon(1e-14)``) to relative precision, where
 #: the spectral power's absolute round-off (5.9e-12 at T 1e4) would dominate them
 SPECTRAL_ERR_TAILS = 10.0
+#: a split PLD put on a grid ``step`` (:func:`_on_grid`) has at most its span in steps
+#: (:func:`_span_points`) plus this many nodes: a part re-gridded onto a coarser nested
+#: grid gains at most a node below its lowest atom and one at or above its highest (3
+#: with the count of nodes over spans), one summed atom by atom at most two a side (5)
+LOW_SPAN_NODES = 5
 
 
 def _nbytes(p: SplitPLD) -> int:
@@ -610,6 +615,22 @@ def _span_points(p: SplitPLD, step: float) -> float:
     return (hi - lo) / step
 
 
+def _mass_up(pmf: np.ndarray) -> float:
+    """An upper bound on a cell's mass (a sum of non-negative terms, within n u)."""
+    return float(np.sum(pmf)) * (1.0 + (pmf.size + 2) * 2.0**-53)
+
+
+def _forward_declines(high: int, mass: float, size: int, max_err: float) -> bool:
+    """Whether the spectral power's componentwise forward term at frequency 0 alone
+    (about ``high * kappa`` times the power's mass to the ``high``) on the shortest
+    window (``_next_fast_len(size)``, ``size`` the longest cell) exceeds ``max_err``."""
+    # in logs: a pessimistic mass is a little above 1, and its power at a huge count
+    # (2e15 steps) overflows a Python float (inf there means decline, as it should)
+    log_mass = high * math.log(mass) if mass > 0.0 else -math.inf
+    kappa = _pass_model(_next_fast_len(size))[1]
+    return log_mass > 700.0 or high * kappa * math.exp(log_mass) > max_err
+
+
 def _spectral_top(
     power: SplitPLD,
     low: SplitPLD | None,
@@ -653,20 +674,23 @@ def _spectral_top(
         # spent 1-3 ms building them; declining is always sound: the ladder goes on)
         return None
     cells = [_on_grid(power, step)]
+    masses = [_mass_up(cells[0].pmf)]
+    # ``low`` on the grid has at most _span_points + LOW_SPAN_NODES nodes: when the
+    # power's cell is longer, the test is decided before ``low`` is built (an optimistic
+    # re-grid: 1-2 ms a declined level at T 1e6; the same test, the same answer)
+    size = cells[0].pmf.size
+    if (low is None or size > _span_points(low, step) + LOW_SPAN_NODES) and _forward_declines(
+        high, masses[0], size, max_err
+    ):
+        return None
     if low is not None:
         cells.append(_on_grid(low, step))
+        masses.append(_mass_up(cells[1].pmf))
     counts = np.array([high, 1][: len(cells)], dtype=float)
     firsts = np.array([c.offset for c in cells], dtype=np.int64)
     pmfs = [c.pmf for c in cells]
     norms = float(counts @ np.array([_l2(p) for p in pmfs]))
-    # an upper bound on each cell's mass (a sum of non-negative terms, within n u)
-    masses = [float(np.sum(p)) * (1.0 + (p.size + 2) * 2.0**-53) for p in pmfs]
-    n0 = _next_fast_len(max(p.size for p in pmfs))  # the shortest window
-    # in logs: a pessimistic mass is a little above 1, and its power at a huge count
-    # (2e15 steps) overflows a Python float (inf there means decline, as it should)
-    log_mass = high * math.log(masses[0]) if masses[0] > 0.0 else -math.inf
-    if log_mass > 700.0 or high * _pass_model(n0)[1] * math.exp(log_mass) > max_err:
-        # the componentwise forward term at frequency 0 alone (about high * kappa)
+    if _forward_declines(high, masses[0], max(p.size for p in pmfs), max_err):
         return None  # declined before the Chernoff tables (a million steps: 4 MB, 3 ms)
     lam_c_pos, lam_c_neg = _cell_lambdas(step, firsts, pmfs)
     lam_pos, lam_neg = counts @ lam_c_pos, counts @ lam_c_neg
