@@ -337,9 +337,12 @@ def _row_lambdas(step: float, firsts: np.ndarray, pmfs: list[np.ndarray]):
     sums_neg = np.empty((len(pmfs), t.size))
     for i, p in enumerate(pmfs):  # each row on its own length: no padding
         if sparse[i] and shared:
+            # the table's rows gathered by take (the same entries as fancy indexing,
+            # a quarter faster; issue 37, session 22)
             nz = np.flatnonzero(p)
-            sums_neg[i] = p[nz] @ w_neg[nz]  # type: ignore[index]
-            sums_pos[i] = p[nz] @ w_neg[p.size - 1 - nz]  # type: ignore[index]
+            pn = p[nz]
+            sums_neg[i] = pn @ np.take(w_neg, nz, axis=0)
+            sums_pos[i] = pn @ np.take(w_neg, p.size - 1 - nz, axis=0)
             continue
         if sparse[i]:
             nz = np.flatnonzero(p)
