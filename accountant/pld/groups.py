@@ -186,6 +186,40 @@ def _rows_of(sel: np.ndarray) -> tuple[int, slice | np.ndarray]:
     return f, at
 
 
+def _slice_products(spec, k, e, picks, groups, tele) -> None:
+    """:func:`_bounded_product`'s passes over one chunk of rows ``spec`` (counts ``k``,
+    forward allowances ``e``), a few columns at a time (:data:`PRODUCT_COLUMNS`: they
+    stay in cache): the moduli ``m`` raised by their allowance, ``tele += sum k e / m``,
+    and each count's products of the rows and of ``m`` (``picks``: ``(count, (rows,
+    pick), new)``, :func:`_rows_of`) set into (``new``) or multiplied into its
+    ``groups`` entry.  Every entry is formed by the same operations in the same order as
+    over the whole table (elementwise, or a reduction along the rows)."""
+    half = spec.shape[1]
+    cols = max(1, PRODUCT_COLUMNS // spec.shape[0])
+    for c0 in range(0, half, cols):
+        cs = slice(c0, min(c0 + cols, half))
+        sp = spec[:, cs]
+        m = np.abs(sp)
+        m += e[:, None]
+        m *= 1.0 + 4 * _U
+        q = np.divide((k * e)[:, None], m)
+        tele[cs] += np.sum(q, axis=0)
+        for kk, (_, pick), new in picks:
+            g, gm = groups[kk]
+            if isinstance(pick, slice):
+                prod, mprod = np.prod(sp[pick], axis=0), np.prod(m[pick], axis=0)
+            elif pick.dtype == bool:
+                w = pick[:, None]
+                prod, mprod = np.prod(sp, axis=0, where=w), np.prod(m, axis=0, where=w)
+            else:
+                prod, mprod = np.prod(sp[pick], axis=0), np.prod(m[pick], axis=0)
+            if new:
+                g[cs], gm[cs] = prod, mprod
+            else:
+                g[cs] *= prod
+                gm[cs] *= mprod
+
+
 def _bounded_product(pmfs: list[np.ndarray], counts: np.ndarray, n: int):
     """``prod_c rfft(p_c, n)^{k_c}`` as :func:`~dpacct.accountant.pld.pld_fft.
     _spectrum_product` forms it (the same products, the same count of them), and a
@@ -257,33 +291,8 @@ def _bounded_product(pmfs: list[np.ndarray], counts: np.ndarray, n: int):
                     factors[kk] = f
                 else:
                     factors[kk] += f + 1
-            # a few columns at a time (:data:`PRODUCT_COLUMNS`): the passes below stay in
-            # cache; every entry is formed by the same operations in the same order
-            # as over the whole table (elementwise, or a reduction along the rows)
-            cols = max(1, PRODUCT_COLUMNS // nr)
-            for c0 in range(0, half, cols):
-                cs = slice(c0, min(c0 + cols, half))
-                sp = spec[:, cs]
-                m = np.abs(sp)
-                m += e[:, None]
-                m *= 1.0 + 4 * _U
-                q = np.divide((k * e)[:, None], m)
-                tele[cs] += np.sum(q, axis=0)
-                for kk, (_, pick), new in zip(uniq, picks, starts, strict=True):
-                    g, gm = groups[kk]
-                    if isinstance(pick, slice):
-                        prod, mprod = np.prod(sp[pick], axis=0), np.prod(m[pick], axis=0)
-                    elif pick.dtype == bool:
-                        w = pick[:, None]
-                        prod, mprod = np.prod(sp, axis=0, where=w), np.prod(m, axis=0, where=w)
-                    else:
-                        prod, mprod = np.prod(sp[pick], axis=0), np.prod(m[pick], axis=0)
-                    if new:
-                        g[cs], gm[cs] = prod, mprod
-                    else:
-                        g[cs] *= prod
-                        gm[cs] *= mprod
-            del spec, m
+            _slice_products(spec, k, e, list(zip(uniq, picks, starts, strict=True)), groups, tele)
+            del spec
         out = np.ones(half, dtype=complex)
         bound = np.ones(half)
         mults = 0
