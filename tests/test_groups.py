@@ -311,3 +311,36 @@ def test_bounded_product_bound_is_attained_by_radial_forward_errors(monkeypatch,
     d = np.abs(got - exact).astype(float) ** 2
     err = math.sqrt(2.0 * d.sum() - d[0] - d[-1])
     assert 0.5 * fwd <= err <= fwd
+
+
+@pytest.mark.parametrize(
+    "counts",
+    [
+        [4] + [10] * 24 + [6],  # a block of phases: its first and last cut short (a run)
+        [10, 3] * 6 + [10] * 9,  # most rows, not one run (a mask)
+        [1, 2, 3, 2, 1, 5, 5, 7, 1, 2, 9],  # few rows each (their indices)
+    ],
+)
+def test_bounded_product_in_column_slices_is_the_whole_table_bit_for_bit(monkeypatch, counts):
+    """Issue 37 (session 22): ``_bounded_product`` forms its bounds a few columns at a
+    time (``PRODUCT_COLUMNS``) and reduces each count's rows as a run, a mask or a
+    selection.  Every entry of the spectrum and of the bound is the same computation in
+    the same order as over the whole table at once, so the spectrum, the products'
+    count and ``fwd`` are bit for bit those of one slice holding every column, and
+    the spectrum is the one ``_spectrum_product`` forms; rows split in two chunks
+    (``n`` so long that a chunk holds 16 rows) too."""
+    rng = np.random.default_rng(3702)
+    pmfs = []
+    for _ in counts:
+        p = rng.random(int(rng.integers(20, 900))) ** 4
+        pmfs.append(p / p.sum())
+    counts = np.array(counts, dtype=np.int64)
+    for n in (4096, 1 << 17):
+        monkeypatch.setattr(groups, "PRODUCT_COLUMNS", 1 << 40)
+        whole = groups._bounded_product(pmfs, counts, n)
+        monkeypatch.setattr(groups, "PRODUCT_COLUMNS", 700)
+        sliced = groups._bounded_product(pmfs, counts, n)
+        assert np.array_equal(whole[0], sliced[0])
+        assert whole[1:] == sliced[1:]
+        ref, ref_mults = groups._spectrum_product(pmfs, counts, n)
+        assert np.array_equal(sliced[0], ref) and sliced[1] == ref_mults

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scipy import special
 from sgm_oracles import dp_accounting_epsilon
 
 from dpacct.accountant import PrivacyAccountant, compose, poisson_subsample
@@ -327,3 +328,73 @@ def test_exact_blocks_bracket_the_exact_gdp_epsilon():
     assert len(inc._blocks[0][0]) > rules.EXACT_STEPS
     hi = inc.epsilon()
     assert truth * (1 - 1e-12) <= hi <= truth * (1 + 5e-5), (truth, hi)
+
+
+def _reference_epsilon(phases, delta: float, grid: float, up: bool) -> float:
+    """The remove direction's epsilon of ``phases`` (``(sigma, q, 1)`` each), composed
+    independently of the ledger: every step's privacy loss ``L(x) = log(1 - q + q
+    e^{(2x - 1) / (2 sigma^2)})``, ``x`` under ``P = (1 - q) N(0, sigma^2) + q N(1,
+    sigma^2)``, increasing in ``x`` with the closed-form preimage ``x(a) = sigma^2
+    log((e^a - 1 + q) / q) + 1/2`` (Koskela et al. 2020, Section 6), binned on ``grid``
+    with each bin's P-mass put at its upper node (``up``: the curve ``E_P (1 - e^{eps -
+    L})_+`` rises in every step's loss, so this composition bounds it from above; the
+    mass beyond the last node goes to ``+inf``) or at its lower node (a lower bound; the
+    mass beyond is dropped), composed by one circular FFT of numpy on a window of
+    ``[-2, 24)`` loss units, far wider than the composed loss."""
+    n = 1 << 19
+    base = round(-2.0 / grid)  # the window's first node
+    total = None
+    finite = 1.0  # the composition's finite mass (up): the rest is at +inf
+    for sigma, q, count in phases:
+        assert count == 1
+        x_max = 1.0 + 9.0 * sigma  # beyond: P-mass below 1e-19
+        l_max = math.log1p(-q + q * math.exp((2 * x_max - 1) / (2 * sigma**2)))
+        j = np.arange(math.floor(math.log1p(-q) / grid), math.ceil(l_max / grid) + 1)
+        inner = np.expm1(j * grid) + q
+        with np.errstate(divide="ignore", invalid="ignore"):
+            x = np.where(inner > 0, sigma**2 * (np.log(inner) - math.log(q)) + 0.5, -np.inf)
+        cdf = (1 - q) * special.ndtr(x / sigma) + q * special.ndtr((x - 1) / sigma)
+        pmf = np.zeros(n)
+        pmf[(j[1:] if up else j[:-1]) % n] = np.diff(cdf)  # P(a_j < L <= a_j+1)
+        if up:
+            finite *= cdf[-1]
+        spec = np.fft.rfft(pmf)
+        total = spec if total is None else total * spec
+    comp = np.maximum(np.fft.irfft(total, n), 0.0)
+    # the composed node of entry i: the one congruent to i mod n in the window
+    losses = (base + (np.arange(n) - base) % n) * grid
+    inf = 1.0 - finite if up else 0.0
+
+    def curve(eps: float) -> float:
+        return float(np.sum(comp * -np.expm1(np.minimum(eps - losses, 0.0)))) + inf
+
+    lo, hi = 0.0, 20.0
+    for _ in range(60):  # the curve decreases in eps
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if curve(mid) > delta else (lo, mid)
+    return hi
+
+
+@pytest.mark.slow
+def test_ledger_blocks_sit_between_independent_fine_compositions_at_300_phases():
+    """Issue 37, session 22: 300 distinct single steps (random sigma in [0.8, 2], q in
+    [0.001, 0.02]) through the ledger's blocks (the first 128 exact cells, the rest
+    rounded: four blocks composed on their fine grids, coarsened and in the group being
+    filled, twelve steps pending) against the same
+    steps composed by an independent numpy FFT on a 5e-5 grid, each bin rounded up
+    (an upper bound) or down (a lower bound): the ledger's certified epsilon is at or
+    above the lower composition, and its remove direction, which the blocks compose,
+    at most the upper one: the references are 300 x 5e-5 = 0.015 apart, and the
+    blocks' finer grid and the cells' rounding keep the ledger inside (measured
+    1.245487 <= 1.252994 <= 1.260487)."""
+    phases = [(s, q, 1) for s, q, _ in _random_phases(300, 1, 22)]
+    inc = IncrementalEpsilon(DELTA)
+    inc.fold(phases)
+    ours = inc.epsilon()
+    blocks, _ = inc._asked(())
+    remove = float(inc.remove.pld(blocks).epsilon(DELTA))
+    lower = _reference_epsilon(phases, DELTA, 5e-5, up=False)
+    upper = _reference_epsilon(phases, DELTA, 5e-5, up=True)
+    assert len(inc._blocks) == 4 and inc._pending_steps == 12
+    assert lower <= remove <= ours
+    assert remove <= upper, (lower, remove, upper)

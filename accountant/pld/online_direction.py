@@ -269,7 +269,19 @@ class _Direction:
         whose fine PMFs were kept and joined (issue 37, session 20, first round) added
         the runs' l1 errors, which put answers above main's at small delta (128 decaying
         steps +5.9e-4 at 1e-9, 260 steps +4e-9 at 1e-5).  Raises OverflowError when
-        the fine window would exceed :data:`FAST_MAX_N`."""
+        the fine window would exceed :data:`FAST_MAX_N`.
+
+        Where a block's time goes (issue 37, session 22; 26 random phases x 10 at ``K =
+        8``, CPU on a loaded machine): the cells' discretisation 14 ms, their Chernoff
+        bounds 9 ms, 26 transforms of 65 536 points 15-17 ms, the round-off bound's
+        passes 5 ms (14 before they went in column slices).  The window is the block's
+        Chernoff window at its aliasing budget (1e-12), about 8 loss units (63 515 fine
+        points; the composed mass beyond 5.5 units is 1e-12, beyond 7.1 1e-14): at the
+        orders that set it every step's far tail adds to the bound.  A bulk-fine,
+        tail-coarse split does not shorten it much: with every cell cut at loss ``A``
+        the bulk's Chernoff window is still 4.1 units at ``A = 0.5`` (the tails, 7e-3 of
+        a block's mass, then composed on the coarse grid), 5.0 at 1, 8.0 at 2, and each
+        cell would need two coarse rows (bulk and whole) for the tail terms."""
         factor = _delta_factor(_factor(items, self.step, budget), budget, self.delta)
         fine = self.step / factor
         cells = self._cells(items, factor)
