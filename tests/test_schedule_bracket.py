@@ -188,15 +188,31 @@ def test_a_fine_first_lower_end_keeps_more_than_exact_cells_distinct_steps():
     assert fine >= exact * (1 - 2e-4) > default, (fine, exact, default)
 
 
-def test_a_fine_first_lower_end_is_none_where_nothing_is_finer():
-    """Beyond ``LOWER_EXACT_STEPS`` distinct steps that no finer rounding brings within
-    it (random steps: rounding merges none), the fine lower end is None (the default's
-    stands) instead of composing the default's cells again: 3 000 random single steps
-    cost 13 s for the default's very number (issue 37, session 22)."""
+def _random_single_steps(n: int) -> list[tuple[float, float, int]]:
     rng = np.random.default_rng(0)
-    n = sch.LOWER_EXACT_STEPS + 500
     sig, q = rng.uniform(1.0, 2.0, n), np.exp(rng.uniform(math.log(1e-3), math.log(1e-2), n))
-    steps = [(float(a), float(b), 1) for a, b in zip(sig, q, strict=True)]
-    cells = sch.LOWER_EXACT_STEPS
-    assert len(sch.round_schedule(steps, upper=False, exact_cells=cells)) > cells
+    return [(float(a), float(b), 1) for a, b in zip(sig, q, strict=True)]
+
+
+@pytest.mark.parametrize(
+    "steps",
+    [
+        _random_single_steps(sch.LOWER_EXACT_STEPS + 500),
+        [(2.0 * 0.9999**t, 0.01, 1) for t in range(10_000)],
+    ],
+    ids=["random-single-steps", "decaying-10000"],
+)
+def test_a_fine_first_lower_end_is_none_where_nothing_is_finer(steps):
+    """Where no rounding within ``LOWER_EXACT_STEPS`` cells is finer than the default's
+    (random steps: rounding merges almost none; 10 000 steps of sigma 2 * 0.9999^t:
+    1 026 cells on the grid, 2 049 at half of it), the fine lower end is None (the
+    default's stands) instead of composing the default's cells again on its step: 3 000
+    random single steps cost 13 s for the default's very number (issue 37, session 22)."""
+    fine_cells = sch.round_schedule(
+        steps, upper=False, exact_cells=sch.LOWER_EXACT_STEPS, exact_values=sch.EXACT_VALUES
+    )
+    default = sch.round_schedule(
+        steps, upper=False, exact_cells=sch.EXACT_CELLS, exact_values=sch.EXACT_VALUES
+    )
+    assert fine_cells == default and len(default) > sch.EXACT_CELLS
     assert sch._first_lower(steps, DELTA, fine=True) is None

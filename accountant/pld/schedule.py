@@ -286,9 +286,9 @@ def _first_lower(
     phases x 10: width 3.9e-4 -> 1.1e-4 for 1.8x the time); with more, the steps
     unrounded up to :data:`LOWER_EXACT_STEPS` distinct ones, beyond rounded on the
     finest of ``grid / 4``, ``grid / 2`` that leaves at most that many cells
-    (:func:`round_schedule`), else None (nothing finer than the default: 3 000 random
-    single steps, 2 996 cells on ``grid``).  Speed and tightness only: every setting is
-    a certified lower bound.
+    (:func:`round_schedule`), else None (the default's own cells: 3 000 random single
+    steps, 2 996 cells on ``grid``; 10 000 steps of sigma 2 * 0.9999^t, 1 025).  Speed
+    and tightness only: every setting is a certified lower bound.
 
     Examples
     --------
@@ -305,8 +305,10 @@ def _first_lower(
     # end of more than EXACT_CELLS distinct steps was None)
     cells = LOWER_EXACT_STEPS if fine else EXACT_CELLS
     down = round_schedule(steps, grid, upper=False, exact_cells=cells, exact_values=EXACT_VALUES)
-    if fine and len(down) > LOWER_EXACT_STEPS:
-        return None  # rounded on ``grid`` itself, as the default is: nothing finer
+    if fine and distinct > EXACT_CELLS and down == round_schedule(
+        steps, grid, upper=False, exact_cells=EXACT_CELLS, exact_values=EXACT_VALUES
+    ):
+        return None  # the default's own cells (and step): nothing finer
     step = _lower_step(down)
     if fine and distinct <= EXACT_CELLS:
         step = max(step / 2, LOWER_MIN_STEP)
