@@ -131,10 +131,19 @@ def _history_step(steps: Sequence[tuple[float, float, int]], delta: float) -> fl
     >>> steps = [(1.5 * 0.9999**t, 0.01, 1) for t in range(300)]
     >>> _history_step(steps, 1e-5) == _incremental_epsilon(steps, 1e-5)[1]
     True
+    >>> few = [(4.0 * 0.99**t, 0.01, 1) for t in range(100)]  # all pending: a query's
+    >>> _history_step(few, 1e-5) == _incremental_epsilon(few, 1e-5)[1]
+    True
     """
-    blocks, pending, _ = _cut({}, 0, IncrementalEpsilon(delta)._cells(steps))
-    first = blocks[0] if blocks else pending
-    return _coarse_step(_composed(first)) if first else FAST_STEP
+    inc = IncrementalEpsilon(delta)
+    blocks, pending, count = _cut({}, 0, inc._cells(steps))
+    if blocks:  # the first committed block's (IncrementalEpsilon._commit)
+        return _coarse_step(_composed(blocks[0]))
+    # nothing committed: the first block a query composes (IncrementalEpsilon.epsilon),
+    # the pending steps cut as a query cuts them (a chunk of them, not all)
+    inc._pending, inc._pending_steps = pending, count
+    asked, _ = inc._asked(())
+    return _coarse_step(asked[0][0]) if asked else FAST_STEP
 
 
 def _oneshot_upper(
