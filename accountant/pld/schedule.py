@@ -548,17 +548,16 @@ class ScheduleMechanism(ComposedMechanism):
 
     With ``steps`` (the DP-SGD phases, as :func:`schedule_mechanism` sets it for more
     than :data:`ENGINE_PHASES` distinct ones and nothing else), ``epsilon`` and the
-    upper end of ``epsilon_bounds`` are one composition chosen by the schedule's shape
-    (:func:`~dpacct.accountant.pld.schedule_oneshot._oneshot_upper`): every distinct
-    step its own cell by :func:`~dpacct.accountant.pld.schedule_fast.fast_upper`, or by
-    the ledger's online composer
+    upper end of ``epsilon_bounds`` are the smaller of the ledger's online composer's
     (:class:`~dpacct.accountant.pld.incremental.IncrementalEpsilon`: the steps in
     blocks, each composed on a finer grid and coarsened once, its errors in the
-    certificate) on a finer history step, or, where the composer rounds steps
-    together (:func:`_ledger_merges`), the composer with more exact cells.  Where
-    that one cannot certify or its certificate floor is above a share of delta, the
-    ledger's own composer answers too, and where the composer's floor is above it
-    (small deltas, wide steps) the engine's composition as well.  The lower end is
+    certificate) and a finer composition: every distinct step its own cell
+    (:func:`~dpacct.accountant.pld.schedule_fast.fast_upper`), for single steps also
+    the composer on a finer history step, or, where the composer rounds steps together
+    (:func:`_ledger_merges`), the composer with more exact cells
+    (:func:`~dpacct.accountant.pld.schedule_oneshot._oneshot_upper`).  Where the
+    composer's certificate floor is above a share of delta
+    (small deltas, wide steps) the engine's composition answers too.  The lower end is
     the engine's optimistic composition (:meth:`_engine_lower`), main's lower end
     without its pessimistic pass.  A ``tol`` below the default asks for more: the
     upper end also with every distinct step its own cell on a finer history step

@@ -11,10 +11,9 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from .block_rules import _coarse_step, _composed, _cut
 from .incremental import IncrementalEpsilon
 from .pld_settings import DEFAULT_TOL
-from .schedule_fast import FAST_STEP, _upper_factor, fast_upper
+from .schedule_fast import FAST_STEP, fast_upper
 
 __all__: list[str] = []
 
@@ -59,14 +58,6 @@ ONESHOT_COMPOSER_CELLS = 512
 #: steps, a decaying sigma; on random phases x 10 the grid above is below main's and
 #: the composer's pass cost more than main's one-shot: 100 x 10, 0.90 s against 0.76 s)
 ONESHOT_COMPOSER_COUNT = 2
-
-
-#: below this delta :func:`_oneshot_upper` composes the ledger's composer first (its
-#: floor decides whether the finer composition is worth it: at delta 1e-9, 17 random
-#: phases x 15, the finer one's floor was above the share and it cost 0.27 -> 0.46 s
-#: for main's answer); at and above, the finer composition alone where it certifies
-#: within the share (the rows of benchmarks/schedule_oneshot.py at 1e-5)
-COMPOSER_FIRST_DELTA = 1e-6
 
 
 #: an explicit ``tol`` below the default halves the one-shot path's history step
@@ -122,30 +113,6 @@ def _incremental_epsilon(
     return float(found), inc.step, float(read[1])
 
 
-def _history_step(steps: Sequence[tuple[float, float, int]], delta: float) -> float:
-    """The history step the ledger's composer chooses for ``steps`` (its first block's,
-    :func:`~dpacct.accountant.pld.block_rules._coarse_step`), without composing them.
-
-    Examples
-    --------
-    >>> steps = [(1.5 * 0.9999**t, 0.01, 1) for t in range(300)]
-    >>> _history_step(steps, 1e-5) == _incremental_epsilon(steps, 1e-5)[1]
-    True
-    >>> few = [(4.0 * 0.99**t, 0.01, 1) for t in range(100)]  # all pending: a query's
-    >>> _history_step(few, 1e-5) == _incremental_epsilon(few, 1e-5)[1]
-    True
-    """
-    inc = IncrementalEpsilon(delta)
-    blocks, pending, count = _cut({}, 0, inc._cells(steps))
-    if blocks:  # the first committed block's (IncrementalEpsilon._commit)
-        return _coarse_step(_composed(blocks[0]))
-    # nothing committed: the first block a query composes (IncrementalEpsilon.epsilon),
-    # the pending steps cut as a query cuts them (a chunk of them, not all)
-    inc._pending, inc._pending_steps = pending, count
-    asked, _ = inc._asked(())
-    return _coarse_step(asked[0][0]) if asked else FAST_STEP
-
-
 def _oneshot_upper(
     steps: Sequence[tuple[float, float, int]],
     delta: float,
@@ -153,64 +120,39 @@ def _oneshot_upper(
     merges: Callable[[], bool],
 ) -> tuple[float | None, bool]:
     """The one-shot path's certified epsilon of the DP-SGD ``steps`` at ``delta`` (None:
-    it cannot certify) and whether the engine's composition must answer too (its
-    certificate's floor above :data:`ENGINE_FLOOR_SHARE` of delta).
+    it cannot certify) and whether the engine's composition must answer too (the
+    ledger's composer's certificate floor above :data:`ENGINE_FLOOR_SHARE` of delta).
 
-    One composition, chosen by the shape (issue 37, session 22: main composed the
-    ledger's composer first and a finer composition after it, and kept the smaller,
-    which cost 2-5x the ledger; the finer one was the smaller on every row measured):
-
-    * more than :data:`ONESHOT_FAST_CELLS` distinct steps that the ledger's composer
-      rounds together (``merges()``): the composer with :data:`ONESHOT_EXACT_STEPS`
-      exact cells;
-    * single steps (at most :data:`ONESHOT_COMPOSER_COUNT` a distinct step on average,
-      at most :data:`ONESHOT_COMPOSER_CELLS` of them): the composer with every step its
-      own cell on a history step a quarter of the composer's;
-    * otherwise every distinct step its own cell on :data:`ONESHOT_FAST_STEP`
-      (:func:`~dpacct.accountant.pld.schedule_fast.fast_upper`).
-
-    Where that one cannot certify, or its floor is above the share, the ledger's
-    composer answers too (the smaller; main's answer there) and its floor decides
-    whether the engine does.  Below :data:`COMPOSER_FIRST_DELTA`, where the floors are
-    a larger share of delta, and for wide steps (the fast path's fine groups not
-    refined, :func:`~dpacct.accountant.pld.schedule_fast._upper_factor` 1, where the
-    composer's blocks can be the tighter), main's passes: the composer first, the
-    finer compositions only where its floor is within the share.  A ``tol`` below the default
-    also composes every step its own cell on a history step :func:`_fine_halvings`
-    times halved.  Every composition is certified: the smaller is a certified answer.
+    The ledger's composer first; where its floor is within the share, also a finer
+    composition, the smaller kept: more than :data:`ONESHOT_FAST_CELLS` distinct steps
+    that the composer rounds together (``merges()``), the composer with
+    :data:`ONESHOT_EXACT_STEPS` exact cells; otherwise every distinct step its own cell
+    on :data:`ONESHOT_FAST_STEP` (:func:`~dpacct.accountant.pld.schedule_fast.
+    fast_upper`), and for single steps (at most :data:`ONESHOT_COMPOSER_COUNT` a
+    distinct step on average, at most :data:`ONESHOT_COMPOSER_CELLS` of them) also the
+    composer with every step its own cell on a quarter of its history step.  A ``tol``
+    below the default also composes every step its own cell on a history step
+    :func:`_fine_halvings` times halved.  Every composition is certified: the smaller
+    is a certified answer.  (Session 22 ran the finer composition alone on narrow
+    steps, 0.5-0.9x the CPU on the benchmark rows at equal answers, but the review
+    found it above the composer on 8 of 12 random shapes: 20 phases of sigma 1.2-1.4,
+    q 1.2e-3-2.8e-3, counts 1-40, +1.1e-4 relative at delta 1e-5.)
     """
+    found, step, floor = _incremental_epsilon(steps, delta)
+    loose = floor > ENGINE_FLOOR_SHARE * delta
     cells = len({(s, q) for s, q, _ in steps})
-    step = _history_step(steps, delta)
-
-    run = sum(c for _, _, c in steps)
-    single = run <= ONESHOT_COMPOSER_COUNT * cells
-    single = single and cells <= ONESHOT_COMPOSER_CELLS
-
-    def finer() -> tuple[float | None, float]:
+    if found is not None and not loose:
         if cells > ONESHOT_FAST_CELLS and merges():
-            return _incremental_epsilon(steps, delta, exact_steps=ONESHOT_EXACT_STEPS)[::2]
-        if single:
-            return _incremental_epsilon(steps, delta, step=step / 4, exact_steps=cells)[::2]
-        return fast_upper(steps, delta, ONESHOT_FAST_STEP) or (None, 1.0)
-
-    if delta < COMPOSER_FIRST_DELTA or _upper_factor(steps, ONESHOT_FAST_STEP) == 1:
-        # main's passes: the composer, then the finer ones where its floor is within
-        # the share (wide steps: the composer was the smaller on 40 random phases x 3)
-        found, _, floor = _incremental_epsilon(steps, delta)
-        loose = floor > ENGINE_FLOOR_SHARE * delta
-        if found is not None and not loose:
-            found = _smaller(found, finer()[0])
-            if single:
-                fast = fast_upper(steps, delta, ONESHOT_FAST_STEP)
-                found = _smaller(found, None if fast is None else fast[0])
-    else:
-        found, floor = finer()
-        loose = floor > ENGINE_FLOOR_SHARE * delta
-        if found is None or loose:
-            # main's answer here: the composer's, the engine's too where its floor is
-            composer, _, floor = _incremental_epsilon(steps, delta)
-            loose = floor > ENGINE_FLOOR_SHARE * delta
-            found = _smaller(found, composer)
+            found = _smaller(
+                found, _incremental_epsilon(steps, delta, exact_steps=ONESHOT_EXACT_STEPS)[0]
+            )
+        else:
+            fast = fast_upper(steps, delta, ONESHOT_FAST_STEP)
+            found = _smaller(found, None if fast is None else fast[0])
+            run = sum(c for _, _, c in steps)
+            if run <= ONESHOT_COMPOSER_COUNT * cells and cells <= ONESHOT_COMPOSER_CELLS:
+                fine = _incremental_epsilon(steps, delta, step=step / 4, exact_steps=cells)[0]
+                found = _smaller(found, fine)
     halvings = _fine_halvings(tol)
     if found is not None and halvings:
         fine, _, _ = _incremental_epsilon(steps, delta, step=step / 2**halvings, exact_steps=cells)
