@@ -150,3 +150,69 @@ def test_a_smaller_width_refines_on_the_same_steps_and_never_ends_lower(monkeypa
         runs.append(list(tried))
     assert runs[0] and runs[1][: len(runs[0])] == runs[0], runs
     assert lows[1] >= lows[0] >= upper * (1 - 1e-3)
+
+
+def _gdp_epsilon(mu: float, delta: float) -> float:
+    """The exact epsilon of ``mu``-GDP at ``delta`` (Dong, Roth & Su 2019, Corollary
+    2.13: ``delta(eps) = Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2)``), by mpmath
+    at 40 digits and bisection: its lower end (``delta(lo) > delta``)."""
+    import mpmath as mp
+
+    def gdp_delta(eps: float) -> float:
+        with mp.workdps(40):
+            m, e = mp.mpf(mu), mp.mpf(eps)
+            return float(mp.ncdf(-e / m + m / 2) - mp.exp(e) * mp.ncdf(-e / m - m / 2))
+
+    lo, hi = 0.0, 100.0
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if gdp_delta(mid) > delta else (lo, mid)
+    return lo
+
+
+def test_a_fine_first_lower_end_keeps_more_than_exact_cells_distinct_steps():
+    """Issue 37, session 22: ``_first_lower(fine=True)`` compared the distinct steps
+    with ``EXACT_STEPS`` (128 since session 20, below ``EXACT_CELLS`` = 1024), so beyond
+    1 024 distinct steps the fine lower end was None and a ledger's ``width=`` bracket
+    kept the default's rounded lower end.  1 100 distinct full-batch steps (q = 1: a
+    Gaussian each, so the schedule is exactly ``mu``-GDP with ``mu^2 = sum sigma_t^-2``,
+    Dong, Roth & Su 2019, Corollary 2.5): the fine lower end keeps them unrounded, is a
+    lower bound of the exact epsilon and tighter than the default's (measured: exact
+    7.0065236, fine 7.0057726, default 7.0016910)."""
+    steps = [(30.0 * 0.9995**t, 1.0, 1) for t in range(1100)]
+    exact = _gdp_epsilon(math.sqrt(sum(s**-2 for s, _, _ in steps)), DELTA)
+    default = sch._first_lower(steps, DELTA)
+    fine = sch._first_lower(steps, DELTA, fine=True)
+    assert fine is not None and default is not None
+    assert default <= fine <= exact, (default, fine, exact)
+    assert fine >= exact * (1 - 2e-4) > default, (fine, exact, default)
+
+
+def _random_single_steps(n: int) -> list[tuple[float, float, int]]:
+    rng = np.random.default_rng(0)
+    sig, q = rng.uniform(1.0, 2.0, n), np.exp(rng.uniform(math.log(1e-3), math.log(1e-2), n))
+    return [(float(a), float(b), 1) for a, b in zip(sig, q, strict=True)]
+
+
+@pytest.mark.parametrize(
+    "steps",
+    [
+        _random_single_steps(sch.LOWER_EXACT_STEPS + 500),
+        [(2.0 * 0.9999**t, 0.01, 1) for t in range(10_000)],
+    ],
+    ids=["random-single-steps", "decaying-10000"],
+)
+def test_a_fine_first_lower_end_is_none_where_nothing_is_finer(steps):
+    """Where no rounding within ``LOWER_EXACT_STEPS`` cells is finer than the default's
+    (random steps: rounding merges almost none; 10 000 steps of sigma 2 * 0.9999^t:
+    1 026 cells on the grid, 2 049 at half of it), the fine lower end is None (the
+    default's stands) instead of composing the default's cells again on its step: 3 000
+    random single steps cost 13 s for the default's very number (issue 37, session 22)."""
+    fine_cells = sch.round_schedule(
+        steps, upper=False, exact_cells=sch.LOWER_EXACT_STEPS, exact_values=sch.EXACT_VALUES
+    )
+    default = sch.round_schedule(
+        steps, upper=False, exact_cells=sch.EXACT_CELLS, exact_values=sch.EXACT_VALUES
+    )
+    assert fine_cells == default and len(default) > sch.EXACT_CELLS
+    assert sch._first_lower(steps, DELTA, fine=True) is None

@@ -4,7 +4,11 @@ engine answers too."""
 
 from __future__ import annotations
 
+import numpy as np
+import pytest
+
 from dpacct.accountant.pld.schedule import schedule_mechanism, schedule_reference
+from dpacct.accountant.pld.schedule_fast import _lower_step, fast_epsilon_bounds
 from dpacct.accountant.pld.schedule_oneshot import ENGINE_FLOOR_SHARE, _incremental_epsilon
 
 
@@ -20,3 +24,61 @@ def test_oneshot_asks_the_engine_where_the_composers_floor_is_a_share_of_delta()
     engine = schedule_reference(phases, progress=False).epsilon(1e-9)
     assert schedule_mechanism(phases, progress=False).epsilon(1e-9) == engine
     assert engine < composer
+
+
+#: the review's shape r5 (session 22, F1): 20 phases, sigma 1.2-1.4, q 1.2e-3-2.8e-3,
+#: counts 1-40
+R5 = [
+    (1.2493778087052396, 0.001541580668040991, 30),
+    (1.2295648500817702, 0.002721427595706743, 14),
+    (1.3586417017701653, 0.0023480118605628594, 23),
+    (1.2914355510315212, 0.0012018394290942568, 21),
+    (1.3671787694523099, 0.0022298852639276072, 15),
+    (1.315014026753285, 0.0017525977612764618, 18),
+    (1.3823804434356446, 0.0017511723194277996, 23),
+    (1.3414961726977896, 0.0027701262585949097, 9),
+    (1.3153394255982758, 0.002344605036499623, 9),
+    (1.4000048762955308, 0.001184412558710005, 39),
+    (1.2648664882546292, 0.002231762405608888, 14),
+    (1.3740590581208452, 0.0022557436403465914, 1),
+    (1.2577954432693585, 0.002263227366148178, 28),
+    (1.31560905584628, 0.0023053004995477523, 2),
+    (1.3692323959673387, 0.0014673836230204335, 24),
+    (1.2805810674200313, 0.0013874944452863577, 21),
+    (1.3375981898021543, 0.0015931582562259351, 28),
+    (1.3893699420157293, 0.0014926472735311222, 5),
+    (1.2031674298315989, 0.0016371884289549722, 15),
+    (1.2341683188856538, 0.0011854843956987506, 40),
+]
+
+
+@pytest.mark.parametrize(
+    ("delta", "main"),
+    [(1e-3, 0.048711136606986574), (1e-5, 0.1079704033613332), (1e-6, 0.13342540436102757)],
+)
+def test_narrow_phases_never_looser_than_mains_one_shot(delta, main):
+    """Review 22, F1: the finer composition alone (every distinct step its own cell, no
+    composer) answered 0.1079820 at delta 1e-5 on these phases, +1.07e-4 above main's
+    one-shot (a3b9f4e, its own numbers below: the composer's), and above main on 8 of
+    12 random shapes.  The one-shot path keeps the composer's and the finer pass's
+    smaller answer; it is above the fast path's certified lower end of the phases."""
+    eps = schedule_mechanism(R5, progress=False).epsilon(delta)
+    assert eps <= main * (1 + 1e-12), (eps, main)
+    assert eps <= _incremental_epsilon(R5, delta)[0]
+    lo = fast_epsilon_bounds(R5, delta, step=_lower_step(R5), upper=False)[0]
+    assert lo <= eps
+
+
+def test_wide_phases_keep_mains_passes():
+    """Wide steps (sigma 0.6-3, q 1e-3-0.3: the fast path's fine groups are not
+    refined): the fast path alone answered 9.0044236 on 40 random phases x 3, above
+    main's (a3b9f4e) 9.004418718291575, the composer's (issue 37, session 22); the
+    one-shot path keeps the smaller."""
+    rng = np.random.default_rng(3)
+    sig, q = rng.uniform(0.6, 3.0, 40), np.exp(rng.uniform(np.log(1e-3), np.log(0.3), 40))
+    phases = [(float(s), float(r), 3) for s, r in zip(sig, q, strict=True)]
+    eps = schedule_mechanism(phases, progress=False).epsilon(1e-5)
+    composer = _incremental_epsilon(phases, 1e-5)[0]
+    assert eps <= composer <= 9.004418718291575 * (1 + 1e-12)
+    lo = fast_epsilon_bounds(phases, 1e-5, step=_lower_step(phases), upper=False)[0]
+    assert lo <= eps

@@ -93,15 +93,9 @@ from .schedule_grid import (
     _round,
 )
 from .schedule_oneshot import (
-    ENGINE_FLOOR_SHARE,
-    ONESHOT_COMPOSER_CELLS,
-    ONESHOT_COMPOSER_COUNT,
-    ONESHOT_EXACT_STEPS,
-    ONESHOT_FAST_CELLS,
-    ONESHOT_FAST_STEP,
     _engine_tol,
     _fine_halvings,
-    _incremental_epsilon,
+    _oneshot_upper,
 )
 
 __all__ = [
@@ -270,6 +264,10 @@ LOWER_MIN_STEP = FAST_STEP / 32
 #: 15 stopped at 1.01e-4 wide asked for 1e-4)
 LOWER_REFINES = 4
 LOWER_MIN_NARROW = 0.25
+#: distinct steps a fine first lower end (:func:`_first_lower` with ``fine``) keeps
+#: unrounded, or at most the cells of its finer rounding beyond (the default keeps
+#: ``EXACT_CELLS``)
+LOWER_EXACT_STEPS = 2048
 
 
 def _first_lower(
@@ -285,11 +283,12 @@ def _first_lower(
     distinct ones (a coordinate with at most ``EXACT_VALUES`` values keeps them), on
     :func:`_lower_step`'s step.  With ``fine`` (a caller asked for a bracket width): with
     at most ``EXACT_CELLS`` distinct steps, on that step halved once (1 000 random
-    phases x 10: width 3.9e-4 -> 1.1e-4 for 1.8x the time); with at most
-    :data:`~dpacct.accountant.pld.block_rules.EXACT_STEPS`, the steps unrounded (their
-    rounding held the bracket: 1 906 steps of sigma 1.5 * 0.9999^t at EXACT_STEPS 2048,
-    1.1e-3 -> 1.8e-4 wide for 1.5x the time); beyond both, None (nothing finer than the
-    default).  Speed and tightness only: every setting is a certified lower bound.
+    phases x 10: width 3.9e-4 -> 1.1e-4 for 1.8x the time); with more, the steps
+    unrounded up to :data:`LOWER_EXACT_STEPS` distinct ones, beyond rounded on the
+    finest of ``grid / 4``, ``grid / 2`` that leaves at most that many cells
+    (:func:`round_schedule`), else None (the default's own cells: 3 000 random single
+    steps, 2 996 cells on ``grid``; 10 000 steps of sigma 2 * 0.9999^t, 1 025).  Speed
+    and tightness only: every setting is a certified lower bound.
 
     Examples
     --------
@@ -301,12 +300,15 @@ def _first_lower(
     True
     """
     distinct = len({(s, q) for s, q, _ in steps})
-    cells = EXACT_CELLS
-    if fine and EXACT_CELLS < distinct <= EXACT_STEPS:
-        cells = EXACT_STEPS
-    elif fine and distinct > EXACT_CELLS:
-        return None  # nothing finer than the default here
+    # a width asked: more distinct steps kept (main compared with EXACT_STEPS, 128
+    # since session 20, below EXACT_CELLS: the branch was dead and a fine first lower
+    # end of more than EXACT_CELLS distinct steps was None)
+    cells = LOWER_EXACT_STEPS if fine else EXACT_CELLS
     down = round_schedule(steps, grid, upper=False, exact_cells=cells, exact_values=EXACT_VALUES)
+    if fine and distinct > EXACT_CELLS and down == round_schedule(
+        steps, grid, upper=False, exact_cells=EXACT_CELLS, exact_values=EXACT_VALUES
+    ):
+        return None  # the default's own cells (and step): nothing finer
     step = _lower_step(down)
     if fine and distinct <= EXACT_CELLS:
         step = max(step / 2, LOWER_MIN_STEP)
@@ -549,21 +551,21 @@ class ScheduleMechanism(ComposedMechanism):
     upper end of ``epsilon_bounds`` are the smaller of the ledger's online composer's
     (:class:`~dpacct.accountant.pld.incremental.IncrementalEpsilon`: the steps in
     blocks, each composed on a finer grid and coarsened once, its errors in the
-    certificate) and a finer composition: every distinct step its own cell on
-    :data:`ONESHOT_FAST_STEP` (:func:`~dpacct.accountant.pld.schedule_fast.
-    fast_epsilon_bounds`, at most :data:`ONESHOT_FAST_CELLS` distinct steps), beyond
-    that, where the composer rounds steps together (:func:`_ledger_merges`), the
-    composer with :data:`ONESHOT_EXACT_STEPS` exact cells.  Where the composer's
-    certificate floor is above :data:`ENGINE_FLOOR_SHARE` of delta (small deltas, wide
-    steps) the engine's composition answers too (and the finer compositions, which
-    share that floor, are skipped).  The lower end is the engine's optimistic
-    composition (:meth:`_engine_lower`), main's lower end without its pessimistic
-    pass.  A ``tol`` below the default asks for more: the upper end also with every
-    distinct step its own cell on a finer history step (:func:`_fine_halvings`) and
-    the lower end refined as the ledger's ``epsilon_bounds(width=tol)`` refines it
-    (:func:`_refined_lower`).  Every answer is certified, so the narrowest ends are
-    kept.  Where the composer cannot certify the engine's composition answers, and
-    always where the parts have a closed form (all full-batch Gaussians).
+    certificate) and a finer composition: every distinct step its own cell
+    (:func:`~dpacct.accountant.pld.schedule_fast.fast_upper`), for single steps also
+    the composer on a finer history step, or, where the composer rounds steps together
+    (:func:`_ledger_merges`), the composer with more exact cells
+    (:func:`~dpacct.accountant.pld.schedule_oneshot._oneshot_upper`).  Where the
+    composer's certificate floor is above a share of delta
+    (small deltas, wide steps) the engine's composition answers too.  The lower end is
+    the engine's optimistic composition (:meth:`_engine_lower`), main's lower end
+    without its pessimistic pass.  A ``tol`` below the default asks for more: the
+    upper end also with every distinct step its own cell on a finer history step
+    (:func:`_fine_halvings`) and the lower end refined as the ledger's
+    ``epsilon_bounds(width=tol)`` refines it (:func:`_refined_lower`).  Every answer is
+    certified, so the narrowest ends are kept.  Where the composer cannot certify the
+    engine's composition answers, and always where the parts have a closed form (all
+    full-batch Gaussians).
 
     Examples
     --------
@@ -585,49 +587,15 @@ class ScheduleMechanism(ComposedMechanism):
     def _ledger_epsilon(
         self, delta: float, tol: float | None = None
     ) -> tuple[float | None, bool] | None:
-        """The ledger's online composer's certified epsilon at ``delta`` (None: it
-        cannot certify), and whether its certificate's floor (the mass at ``+inf``) is
-        above :data:`ENGINE_FLOOR_SHARE` of ``delta``; None without steps.  As the
-        ledger composes the steps, and with ``tol`` below
-        :data:`~dpacct.accountant.pld.pld_settings.DEFAULT_TOL` also with every
-        distinct step its own cell on a history step :func:`_fine_halvings` times
-        halved, the smaller of both (each certified)."""
+        """The ledger's machinery's certified epsilon at ``delta`` (None: it cannot
+        certify), and whether the engine must answer too (a certificate floor above its
+        share of ``delta``); None without steps
+        (:func:`~dpacct.accountant.pld.schedule_oneshot._oneshot_upper`)."""
         if not self._ledger_route():
             return None
         key, cache = ("ledger_eps", delta, tol), self._cache()
         if key not in cache:
-            found, step, floor = _incremental_epsilon(self.steps, delta)
-            # a floor above its share of delta: the engine's composition answers too,
-            # and the finer compositions below, which share that floor, are skipped
-            loose = floor > ENGINE_FLOOR_SHARE * delta
-            if found is not None and not loose:
-                if len(self.parts) > ONESHOT_FAST_CELLS and _ledger_merges(self.steps):
-                    # the ledger rounds steps together beyond its first EXACT_STEPS:
-                    # the one-shot query pays for more exact cells once
-                    other, _, _ = _incremental_epsilon(
-                        self.steps, delta, exact_steps=ONESHOT_EXACT_STEPS
-                    )
-                else:  # every distinct step its own cell, on a finer grid
-                    both = fast_epsilon_bounds(
-                        self.steps, delta, step=ONESHOT_FAST_STEP, lower=False
-                    )
-                    other = None if both is None else float(both[1])
-                    steps_run = sum(c for _, _, c in self.steps)
-                    if steps_run <= ONESHOT_COMPOSER_COUNT * len(self.parts) <= (
-                        ONESHOT_COMPOSER_COUNT * ONESHOT_COMPOSER_CELLS
-                    ):  # single steps (a decaying sigma): the composer's too
-                        fine, _, _ = _incremental_epsilon(
-                            self.steps, delta, step=step / 4, exact_steps=len(self.parts)
-                        )
-                        other = fine if other is None else min(other, fine or other)
-                found = found if other is None else min(found, other)
-            halvings = _fine_halvings(tol)
-            if found is not None and halvings:
-                fine, _, _ = _incremental_epsilon(
-                    self.steps, delta, step=step / 2**halvings, exact_steps=len(self.parts)
-                )
-                found = found if fine is None else min(found, fine)
-            cache[key] = found, loose
+            cache[key] = _oneshot_upper(self.steps, delta, tol, lambda: _ledger_merges(self.steps))
         return cache[key]
 
     def _epsilon_upper(self, delta: float, tol: float | None) -> float:

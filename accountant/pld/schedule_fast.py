@@ -35,7 +35,7 @@ from .sgm_cells import (
 )
 from .split_cells import split_fine_group
 
-__all__ = ["fast_epsilon_bounds"]
+__all__ = ["fast_epsilon_bounds", "fast_upper"]
 
 
 #: grid step of the fast path's loss grid (the engine's grids are chosen per cell)
@@ -85,9 +85,7 @@ def _compose_cells(
     :data:`FAST_MAX_N`.
     """
     counts = np.asarray(counts, dtype=float)
-    raw = _compose_spectrum(
-        step, firsts, pmfs, counts, alias_budget, lambdas, componentwise=True
-    )
+    raw = _compose_spectrum(step, firsts, pmfs, counts, alias_budget, lambdas, componentwise=True)
     if raw is None:
         return None
     if log_fin is None:
@@ -507,17 +505,11 @@ def fast_epsilon_bounds(
     out = [math.nan, math.nan]
     cnt = counts.astype(float)
     if upper:
-        up_step = FAST_STEP if step is None else step
-        if factor is None:
-            factor = _upper_factor(phases, up_step)
-        elif not (isinstance(factor, int) and factor >= 1 and not factor & (factor - 1)):
+        if factor is not None and not (
+            isinstance(factor, int) and factor >= 1 and not factor & (factor - 1)
+        ):
             raise ValueError(f"factor must be a power of two >= 1, got {factor!r}")
-        up_alias = alias_budget * ALIAS_SHARE
-        out[1] = _upper_end(sig, qs, cnt, delta, up_step, tau, up_alias, factor)
-        if factor > 1:
-            # the cached Chernoff weights of the fine steps, which nothing else uses: not
-            # held through the lower end (1 000 phases: both ends' peak 108 -> 76 MB)
-            _clear_weights()
+        out[1] = _upper_of(phases, (sig, qs, cnt), delta, step, factor, (tau, alias_budget))[0]
         if math.isnan(out[1]):
             return None
     if lower:
@@ -540,6 +532,46 @@ def fast_epsilon_bounds(
     return (out[0], out[1])
 
 
+def fast_upper(
+    phases: Sequence[tuple[float, float, int]], delta: float, step: float | None = None
+) -> tuple[float, float] | None:
+    """The upper end of :func:`fast_epsilon_bounds` ``(phases, delta, step=step,
+    lower=False)`` and its certificate's floor (the remove direction's mass at ``+inf``:
+    its tails, aliasing and round-off; the one-shot path compares it with delta,
+    :mod:`~dpacct.accountant.pld.schedule_oneshot`), or None where it cannot certify.
+
+    Examples
+    --------
+    >>> eps, floor = fast_upper([(1.0, 0.01, 1000)], 1e-5)
+    >>> eps == fast_epsilon_bounds([(1.0, 0.01, 1000)], 1e-5, lower=False)[1], floor < 1e-8
+    (True, True)
+    """
+    if not phases:
+        return 0.0, 0.0
+    sig = np.array([float(s) for s, _, _ in phases])
+    qs = np.array([float(q) for _, q, _ in phases])
+    cnt = np.array([int(c) for _, _, c in phases], dtype=np.int64).astype(float)
+    budget = tail_budgets(delta, max(int(cnt.sum()), 1))
+    eps, floor = _upper_of(phases, (sig, qs, cnt), delta, step, None, (budget.piece, budget.alias))
+    return None if math.isnan(eps) else (eps, floor)
+
+
+def _upper_of(phases, arrays, delta, step, factor, budgets) -> tuple[float, float]:
+    """:func:`_upper_end` of ``arrays`` (``sig, qs, cnt``) at ``step`` (None:
+    :data:`FAST_STEP`) and ``factor`` (None: :func:`_upper_factor`), with the tail
+    ``budgets`` ``(tau, alias)``: its epsilon (``nan``: cannot certify) and floor."""
+    up_step = FAST_STEP if step is None else step
+    if factor is None:
+        factor = _upper_factor(phases, up_step)
+    floor: list[float] = []
+    eps = _upper_end(*arrays, delta, up_step, budgets[0], budgets[1] * ALIAS_SHARE, factor, floor)
+    if factor > 1:
+        # the cached Chernoff weights of the fine steps, which nothing else uses: not
+        # held through the lower end (1 000 phases: both ends' peak 108 -> 76 MB)
+        _clear_weights()
+    return eps, (floor[0] if floor else 1.0)
+
+
 def _upper_end(
     sig: np.ndarray,
     qs: np.ndarray,
@@ -549,12 +581,16 @@ def _upper_end(
     tau: float,
     alias_budget: float,
     factor: int = 1,
+    floor: list[float] | None = None,
 ) -> float:
     """Certified upper epsilon of the cells at loss step ``step``; ``nan`` if the fast
-    path cannot certify (window too long)."""
+    path cannot certify (window too long).  ``floor``, a list: the remove direction's
+    mass at ``+inf`` is appended to it."""
     res = _pessimistic_tree(sig, qs, cnt, step, tau, alias_budget, False, factor)
     if res is None:
         return math.nan
+    if floor is not None:
+        floor.append(float(res[0].inf_mass))
     eps = res[0].epsilon(delta)
     if swapped_delta(res[0], eps) > delta:
         # the add direction may be larger: compose it too, first on a coarser loss
