@@ -162,6 +162,9 @@ def test_bad_input():
         lowfreq_delta_law(4.0, inst, 10, "remove", factor_points=2)
     with pytest.raises(ValueError, match="too coarse"):
         lowfreq_delta_law(0.5, inst, 10, "add", factor_points=5)
+    with pytest.raises(ValueError, match="too small"):
+        lowfreq_delta_law(0.01, inst, 10, "remove")
+    assert lowfreq_points(0.01, 100, 10, FOUR_BANDS) is None
     with pytest.raises(TypeError, match="base"):
         bandmf_lowfreq_balls_in_bins(4.0, 100, cycle_length=10, strategy=FOUR_BANDS,
                                      base="theorem 4")

@@ -58,6 +58,9 @@ MAX_CYCLE = 64
 #: the least tangent coefficient ``1 + c (L - L0)`` allowed at a cell corner (add
 #: direction); a coarser factor grid is refused
 _MIN_COEF = 0.5
+#: the largest exponent magnitude for which the terms' relative slack ``1e-12`` covers
+#: their round-off (``<= 4 u`` times the magnitude, as in Theorem 3)
+_MAX_EXPONENT = 1000.0
 #: ``alpha`` over the largest eigenvalue of ``G`` off the frequencies ``0, +-1``
 ALPHA_FACTOR = 1.02
 #: grid half-width (standard deviations) and partial-sum log spacing of the remove
@@ -126,6 +129,18 @@ def lowfreq_instance(strategy: object, iterations: int, cycle_length: int,
             if _dominated(gram, a * np.eye(k) + b * ones + g * freq, a):
                 return a, b, g
     raise RuntimeError("low-frequency domination could not be certified")  # pragma: no cover
+
+
+def _reach(a: float, c: float, width: float) -> float:
+    """The largest magnitude of a term's exponent ``a x + c L - half`` on the grids."""
+    return 0.5 * (a * a + c * c) + width * (a + c * math.sqrt(2.0))
+
+
+def _add_factor_points(c: float, factor_points: int) -> int:
+    """The add direction's factor points: :data:`ADD_POINTS`' (at most ``factor_points``)
+    or more, so that ``c h / sqrt(2) <= 0.5`` and the tangent coefficients stay
+    ``>= 1 - 0.5 >= _MIN_COEF``."""
+    return max(min(ADD_POINTS[0], factor_points), math.ceil(2 * ADD_GRID[0] * c / 0.7) + 2)
 
 
 def _loadings(k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -251,7 +266,6 @@ def lowfreq_delta_law(noise_multiplier: float, instance: tuple, cycle_length: in
     >>> bool(tail < 1e-12), bool(abs(float(w.sum()) - 1) < 1e-6)
     (True, True)
     """
-    import mpmath as mp
 
     sigma = check_positive("noise_multiplier", noise_multiplier)
     k = check_count(cycle_length, "cycle_length")
@@ -270,23 +284,17 @@ def lowfreq_delta_law(noise_multiplier: float, instance: tuple, cycle_length: in
     theta = check_positive("theta", theta)
     alpha, _beta, gamma = (float(x) for x in instance)
     a, c = math.sqrt(alpha) / sigma, math.sqrt(gamma) / sigma
+    if _reach(a, c, width) > _MAX_EXPONENT:
+        raise ValueError(
+            f"noise_multiplier = {sigma} is too small for Theorem 5: the terms' exponents "
+            f"reach {_reach(a, c, width):.3g} > {_MAX_EXPONENT} (the round-off slack's range)")
     cs, sn = _loadings(k)
     half = 0.5 * (a * a + c * c * (cs * cs + sn * sn))
     up = direction == "remove"
     slack = 1 + _TERM_SLACK if up else 1 - _TERM_SLACK
     tf = np.linspace(-width, width, nf)
     ty = np.linspace(-width, width, ny)
-    with mp.workdps(40):
-        w_m = mp.mpf(width)
-        if up:
-            # factors: (Z - gamma)_+ <= Z, so E_P[.; U off] <= Q(U off), U ~ N(c cs_s, 1)
-            # under Q_s; own: the upper tail Q(X_s > w) (the lower one moves to ty[0])
-            tail = sum(mp.ncdf(-w_m - c * mp.mpf(float(x))) + mp.ncdf(-w_m + c * mp.mpf(float(x)))
-                       for x in np.concatenate([cs, sn])) / k
-            tail += mp.ncdf(mp.mpf(a) - w_m) + (k - 1) * mp.ncdf(-w_m)
-        else:  # the add integrand is at most 1: P(U off) + P(V off) + sum_s P(X_s < -w)
-            tail = 4 * mp.ncdf(-w_m) + k * mp.ncdf(-w_m)
-        tail_f = float(np.nextafter(float(tail * (1 + mp.mpf(2) ** -50)), np.inf))
+    tail_f = _tail(a, c, cs, sn, width, up)
     wy = _hat_weights(1, ty, None if up else a, up)
     ex = np.exp(a * ty) * slack
     if up:
@@ -296,27 +304,55 @@ def lowfreq_delta_law(noise_multiplier: float, instance: tuple, cycle_length: in
         fac = np.exp(c * lin - half[None, :]) / k * slack
         cw = np.outer(wf, wf).ravel()
     else:
-        left, right = _factor_cells(tf)
-        mid = 0.5 * (tf[:-1] + tf[1:])
-        facs, cws = [], []
-        for cu, wu in ((tf[:-1], left), (tf[1:], right)):
-            for cv, wv in ((tf[:-1], left), (tf[1:], right)):
-                uc, vc = np.meshgrid(cu, cv, indexing="ij")
-                um, vm = np.meshgrid(mid, mid, indexing="ij")
-                l0 = um.ravel()[:, None] * cs[None, :] + vm.ravel()[:, None] * sn[None, :]
-                lc = uc.ravel()[:, None] * cs[None, :] + vc.ravel()[:, None] * sn[None, :]
-                coef = 1.0 + c * (lc - l0)
-                if float(coef.min()) < _MIN_COEF:
-                    raise ValueError(
-                        f"factor_points = {nf} is too coarse for the add direction: a "
-                        f"tangent coefficient is {float(coef.min()):.3g} < {_MIN_COEF}")
-                facs.append(np.exp(c * l0 - half[None, :]) * coef / k * slack)
-                cws.append(np.outer(wu, wv).ravel())
-        fac, cw = np.concatenate(facs), np.concatenate(cws)
+        fac, cw = _add_conditions(tf, cs, sn, c, half, slack)
     smax = float(fac.max(axis=0).sum()) * float(ex.max())
     g, mass = _convolve(fac, cw, ex, wy, up, rho, theta, smax)
     keep = mass > 0
     return g[keep], mass[keep], tail_f
+
+
+def _tail(a: float, c: float, cs: np.ndarray, sn: np.ndarray, width: float, up: bool) -> float:
+    """Theorem 5's bound on the mass off the grids (mpmath, rounded up)."""
+    import mpmath as mp
+
+    k = cs.size
+    with mp.workdps(40):
+        w_m = mp.mpf(width)
+        if up:
+            # factors: (Z - gamma)_+ <= Z, so E_P[.; U off] <= Q(U off), U ~ N(c cs_s, 1)
+            # under Q_s; own: the upper tail Q(X_s > w) (the lower one moves to ty[0])
+            tail = sum(mp.ncdf(-w_m - c * mp.mpf(float(x)))
+                       + mp.ncdf(-w_m + c * mp.mpf(float(x)))
+                       for x in np.concatenate([cs, sn])) / k
+            tail += mp.ncdf(mp.mpf(a) - w_m) + (k - 1) * mp.ncdf(-w_m)
+        else:  # the add integrand is at most 1: P(U off) + P(V off) + sum_s P(X_s < -w)
+            tail = 4 * mp.ncdf(-w_m) + k * mp.ncdf(-w_m)
+        return float(np.nextafter(float(tail * (1 + mp.mpf(2) ** -50)), np.inf))
+
+
+def _add_conditions(tf: np.ndarray, cs: np.ndarray, sn: np.ndarray, c: float,
+                    half: np.ndarray, slack: float) -> tuple[np.ndarray, np.ndarray]:
+    """The add direction's conditions: per ``(U, V)`` cell and corner, the terms'
+    factors (tangents at the cell's centre, evaluated at the corner) and the corner's
+    per-cell hat mass."""
+    nf, k = tf.size, cs.size
+    left, right = _factor_cells(tf)
+    mid = 0.5 * (tf[:-1] + tf[1:])
+    facs, cws = [], []
+    for cu, wu in ((tf[:-1], left), (tf[1:], right)):
+        for cv, wv in ((tf[:-1], left), (tf[1:], right)):
+            uc, vc = np.meshgrid(cu, cv, indexing="ij")
+            um, vm = np.meshgrid(mid, mid, indexing="ij")
+            l0 = um.ravel()[:, None] * cs[None, :] + vm.ravel()[:, None] * sn[None, :]
+            lc = uc.ravel()[:, None] * cs[None, :] + vc.ravel()[:, None] * sn[None, :]
+            coef = 1.0 + c * (lc - l0)
+            if float(coef.min()) < _MIN_COEF:
+                raise ValueError(
+                    f"factor_points = {nf} is too coarse for the add direction: a "
+                    f"tangent coefficient is {float(coef.min()):.3g} < {_MIN_COEF}")
+            facs.append(np.exp(c * l0 - half[None, :]) * coef / k * slack)
+            cws.append(np.outer(wu, wv).ravel())
+    return np.concatenate(facs), np.concatenate(cws)
 
 
 def bandmf_lowfreq_balls_in_bins(noise_multiplier: float, iterations: int, *,
@@ -374,9 +410,7 @@ def bandmf_lowfreq_balls_in_bins(noise_multiplier: float, iterations: int, *,
                       else balls_in_bins_candidates(n, k, strategy, 16))
     inst = lowfreq_instance(strategy, n, k, alpha_factor)
     (wr, rr), (wa, ra) = REMOVE_GRID, ADD_GRID
-    # the add direction's tangent coefficients stay >= _MIN_COEF when c h / sqrt(2) <= 0.5
-    c = math.sqrt(inst[2]) / sigma
-    nfa = max(min(ADD_POINTS[0], factor_points), math.ceil(2 * wa * c / 0.7) + 2)
+    nfa = _add_factor_points(math.sqrt(inst[2]) / sigma, factor_points)
     nya = min(ADD_POINTS[1], points)
     rem = lowfreq_delta_law(sigma, inst, k, "remove", factor_points=factor_points,
                             points=points, width=wr, rho=rr)
@@ -393,6 +427,20 @@ class BandMFLowFreqBallsInBins(BandMFSharedBallsInBins):
     Theorem 5 (``lowfreq``: ``(law_remove, law_add, mu)``) of
     docs/theory/dpmf_balls_in_bins.md; build it with :func:`bandmf_lowfreq_balls_in_bins`.
     Each is an upper bound on the same curves, so their least at every epsilon is.
+
+    Parameters
+    ----------
+    noise_multiplier : float
+        Noise standard deviation per unit of clipping norm, > 0.
+    candidates : tuple
+        Theorem 1's candidates.
+    laws : tuple
+        Theorem 4's laws per class size (empty: not built).
+    choice : tuple
+        Theorem 4's ``(classes, p_factor, beta_factor)`` (empty: not built).
+    lowfreq : tuple
+        Theorem 5's ``((z, w, tail) remove, (z, w, tail) add, mu)``, ``mu`` the shared
+        Gaussian's shift (empty: not built).
 
     Examples
     --------
@@ -436,7 +484,7 @@ def lowfreq_cost(noise_multiplier: float, instance: tuple, cycle_length: int,
     k = int(cycle_length)
     (wr, rr), (wa, ra) = REMOVE_GRID, ADD_GRID
     rem = factor_points**2 * points * k * (2 * wr * (a + c * math.sqrt(2)) + math.log(k)) / rr
-    nfa, nya = ADD_POINTS
+    nfa, nya = _add_factor_points(c, factor_points), min(ADD_POINTS[1], points)
     add = 4 * (nfa - 1) ** 2 * nya * k * min(2 * wa * (a + c * math.sqrt(2)), 23.0) / ra
     return _SECONDS_PER_UNIT * (rem + add)
 
@@ -445,7 +493,8 @@ def lowfreq_points(noise_multiplier: float, iterations: int, cycle_length: int,
                    strategy: object, budget: float = LOWFREQ_BUDGET) -> tuple | None:
     """``(instance, (factor_points, points))`` of Theorem 5 by default: the most of
     :data:`REMOVE_POINTS` within ``budget`` estimated seconds; None where Theorem 5 does
-    not apply (``k`` outside ``[3, 64]``, or the domination not certified) or none fits.
+    not apply (``k`` outside ``[3, 64]``, the domination not certified, or exponents past
+    the round-off slack's range at tiny noise) or none fits.
 
     Examples
     --------
@@ -460,6 +509,9 @@ def lowfreq_points(noise_multiplier: float, iterations: int, cycle_length: int,
     try:
         inst = lowfreq_instance(strategy, iterations, k)
     except RuntimeError:  # pragma: no cover - not certified: not a candidate
+        return None
+    a, c = math.sqrt(inst[0]) / noise_multiplier, math.sqrt(inst[2]) / noise_multiplier
+    if _reach(a, c, max(REMOVE_GRID[0], ADD_GRID[0])) > _MAX_EXPONENT:
         return None
     for pts in REMOVE_POINTS:
         if lowfreq_cost(noise_multiplier, inst, k, *pts) <= budget:
