@@ -138,7 +138,6 @@ def default_route(name: str) -> str:
     (with ``+T5@FxP`` where Theorem 5 is built beside them: factor and own points) or
     "T1"."""
     from dpacct.mechanisms.algorithms.bandmf_balls_in_bins import banded_plan, two_band_points
-
     from dpacct.mechanisms.algorithms.bandmf_lowfreq import lowfreq_points
 
     n, k, spec, sigma = CONFIGS[name]
