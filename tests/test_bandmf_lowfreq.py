@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 import pytest
-from scipy import special
+from test_bandmf_banded import _gram_mc  # the same Monte Carlo of a Gram's pair
 
 from dpacct.mechanisms.algorithms.bandmf_balls_in_bins import (
     balls_in_bins_gram,
@@ -38,24 +38,6 @@ def _stand_in(inst: tuple, k: int) -> np.ndarray:
     ang = 2 * np.pi * np.arange(k) / k
     c, s = np.cos(ang), np.sin(ang)
     return alpha * np.eye(k) + beta + gamma * (np.outer(c, c) + np.outer(s, s))
-
-
-def _gram_mc(gram: np.ndarray, sigma: float, eps: float, rng, samples: int) -> list:
-    """Monte Carlo (remove, add) deltas of the pair of Gram ``gram`` (in its own
-    coordinates): the lower ends of 4-sigma intervals."""
-    k = gram.shape[0]
-    w, v = np.linalg.eigh(gram)
-    root = v * np.sqrt(np.clip(w, 0.0, None))
-    half = np.diag(gram) / (2 * sigma**2)
-    out = []
-    for d in ("remove", "add"):
-        x = rng.standard_normal((samples, k)) @ root.T / sigma
-        if d == "remove":
-            x += gram[:, rng.integers(k, size=samples)].T / sigma**2
-        loss = special.logsumexp(x - half, axis=1) - np.log(k)
-        vals = -np.expm1(np.minimum(eps - (loss if d == "remove" else -loss), 0.0))
-        out.append(float(vals.mean() - 4 * vals.std() / np.sqrt(samples)))
-    return out
 
 
 @pytest.mark.parametrize(("col", "n", "k"), [(THREE_BANDS, 12, 4), (FOUR_BANDS, 100, 10),
@@ -99,8 +81,8 @@ def test_theorem_5_alone_is_above_monte_carlo_both_directions_and_a_lower_epsilo
     # the step the law adds: the dominating pair's own Monte Carlo is below the bound at
     # eps and above delta at 0.85 eps
     ref = _stand_in(lowfreq_instance(col, n, k), k)
-    assert max(_gram_mc(ref, sigma, eps, rng, 300_000)) <= delta
-    assert max(_gram_mc(ref, sigma, 0.85 * eps, rng, 300_000)) > delta
+    assert max(_gram_mc(ref, sigma, eps, rng, samples=300_000)) <= delta
+    assert max(_gram_mc(ref, sigma, 0.85 * eps, rng, samples=300_000)) > delta
 
 
 @pytest.mark.slow
@@ -114,7 +96,7 @@ def test_each_direction_is_above_the_dominating_pairs_monte_carlo():
     from dpacct.mechanisms.algorithms.bandmf_banded_shared import shared_law_delta
 
     for e in (0.5, 1.0):
-        mc = _gram_mc(ref, sigma, e, rng, 200_000)
+        mc = _gram_mc(ref, sigma, e, rng)
         for i, d in enumerate(("remove", "add")):
             z, w, tail = lowfreq_delta_law(sigma, inst, k, d, factor_points=15, points=31,
                                            width=6.0)
@@ -133,24 +115,28 @@ def test_law_is_a_probability_law_and_the_remove_mean_is_at_least_one():
 
 
 @pytest.mark.slow
-def test_default_takes_the_least_and_bad_input():
-    sigma, n, k = 2.0, 20, 5
-    default = bandmf_balls_in_bins(sigma, n, cycle_length=k, strategy=FOUR_BANDS)
-    assert isinstance(default, BandMFLowFreqBallsInBins)
-    shared = bandmf_shared_balls_in_bins(sigma, n, cycle_length=k, strategy=FOUR_BANDS,
-                                         points=21)
-    one = bandmf_balls_in_bins(sigma, n, cycle_length=k, strategy=FOUR_BANDS, two_band=False)
-    e = default.epsilon(1e-5)
-    assert e <= one.epsilon(1e-5) + 1e-9
-    if default.laws:  # Theorem 4 built beside it: the default is at most it
-        assert e <= shared.epsilon(1e-5) + 0.02 * e  # Theorem 4 at 21 points may differ
-    d = default.delta(np.array([0.5, 1.0]))
-    assert np.all(d <= one.delta(np.array([0.5, 1.0])) + 1e-15)
+def test_default_takes_the_least_of_theorems_1_4_and_5():
+    sigma, n, k = 2.0, 8, 4
+    default = bandmf_balls_in_bins(sigma, n, cycle_length=k, strategy=THREE_BANDS)
+    assert isinstance(default, BandMFLowFreqBallsInBins) and default.lowfreq
+    one = bandmf_balls_in_bins(sigma, n, cycle_length=k, strategy=THREE_BANDS, two_band=False)
+    eps = np.array([0.5, 1.0, 2.0])
+    assert np.all(default.delta(eps) <= one.delta(eps) + 1e-15)
+    # the least, at every epsilon, of Theorem 4 (``base``) and Theorem 5 alone
+    base = bandmf_shared_balls_in_bins(sigma, n, cycle_length=k, strategy=THREE_BANDS,
+                                       points=11, choice=(2, "thm3", 0.0), candidates=())
+    alone = bandmf_lowfreq_balls_in_bins(sigma, n, cycle_length=k, strategy=THREE_BANDS,
+                                         factor_points=15, points=31, candidates=())
+    both = bandmf_lowfreq_balls_in_bins(sigma, n, cycle_length=k, strategy=THREE_BANDS,
+                                        factor_points=15, points=31, candidates=(), base=base)
+    assert np.array_equal(both.delta(eps), np.minimum(base.delta(eps), alone.delta(eps)))
+    assert both.epsilon(1e-3) <= min(base.epsilon(1e-3), alone.epsilon(1e-3)) * (1 + 1e-6)
 
 
 def test_bad_input():
     with pytest.raises(ValueError, match="cycle_length"):
-        lowfreq_instance(FOUR_BANDS, 100, 2)
+        lowfreq_instance(FOUR_BANDS, 100, 3)  # no frequency besides 0, +-1
+    assert lowfreq_points(3.0, 12, 3, THREE_BANDS) is None
     with pytest.raises(ValueError, match="cycle_length"):
         lowfreq_instance(FOUR_BANDS, 1000, 65)
     with pytest.raises(ValueError, match="alpha_factor"):

@@ -133,7 +133,7 @@ def bandmf_balls_in_bins(
         transfer plus a shared Gaussian; Theorem 3 is its case without the Gaussian:
         :func:`~dpacct.mechanisms.algorithms.bandmf_banded_shared.bandmf_shared_balls_in_bins`)
         when affordable (:func:`banded_plan`), and the least of it and Theorem 1; and,
-        for ``3 <= k <= 64``, Theorem 5 (the whole pair, no residue classes: the Gram
+        for ``4 <= k <= 64``, Theorem 5 (the whole pair, no residue classes: the Gram
         matrix dominated by ``alpha I`` plus its frequencies ``0, +-1``,
         :func:`~dpacct.mechanisms.algorithms.bandmf_lowfreq.bandmf_lowfreq_balls_in_bins`)
         at the most grid points within

@@ -45,6 +45,7 @@ from dpacct.mechanisms.algorithms.bandmf_banded_shared import (
 from dpacct.mechanisms.algorithms.bandmf_two_band import (
     _TERM_SLACK,
     _away,
+    _checked_grid,
     _hat_weights,
     _spread,
 )
@@ -99,8 +100,9 @@ def lowfreq_instance(strategy: object, iterations: int, cycle_length: int,
     """
     n = check_count(iterations, "iterations")
     k = check_count(cycle_length, "cycle_length")
-    if not 3 <= k <= min(n, MAX_CYCLE):
-        raise ValueError(f"cycle_length must be in [3, min(iterations, {MAX_CYCLE})], got {k}")
+    if not 4 <= k <= min(n, MAX_CYCLE):
+        raise ValueError(f"cycle_length must be in [4, min(iterations, {MAX_CYCLE})] (k = 3 "
+                         f"has no frequency besides 0, +-1), got {k}")
     fac = check_positive("alpha_factor", alpha_factor)
     if fac <= 1.0:
         raise ValueError(f"alpha_factor must be > 1, got {alpha_factor}")
@@ -237,7 +239,7 @@ def lowfreq_delta_law(noise_multiplier: float, instance: tuple, cycle_length: in
     instance : tuple
         ``(alpha, beta, gamma)`` of :func:`lowfreq_instance`.
     cycle_length : int
-        Bins ``k``, in ``[3, 64]``.
+        Bins ``k``, in ``[4, 64]``.
     direction : {"remove", "add"}
         The direction bounded.
     factor_points : int
@@ -269,19 +271,15 @@ def lowfreq_delta_law(noise_multiplier: float, instance: tuple, cycle_length: in
 
     sigma = check_positive("noise_multiplier", noise_multiplier)
     k = check_count(cycle_length, "cycle_length")
-    if not 3 <= k <= MAX_CYCLE:
-        raise ValueError(f"cycle_length must be in [3, {MAX_CYCLE}], got {k}")
+    if not 4 <= k <= MAX_CYCLE:
+        raise ValueError(f"cycle_length must be in [4, {MAX_CYCLE}], got {k}")
     if direction not in ("remove", "add"):
         raise ValueError(f"direction must be 'remove' or 'add', got {direction!r}")
     nf = check_count(factor_points, "factor_points")
     ny = check_count(points, "points")
     if nf < 3 or ny < 3:
         raise ValueError(f"factor_points and points must be >= 3, got {nf}, {ny}")
-    width = check_positive("width", width)
-    rho = check_positive("rho", rho)
-    if rho > 0.5:
-        raise ValueError(f"rho must be in (0, 0.5], got {rho}")
-    theta = check_positive("theta", theta)
+    width, rho, theta = _checked_grid(width, rho, theta)
     alpha, _beta, gamma = (float(x) for x in instance)
     a, c = math.sqrt(alpha) / sigma, math.sqrt(gamma) / sigma
     if _reach(a, c, width) > _MAX_EXPONENT:
@@ -373,7 +371,7 @@ def bandmf_lowfreq_balls_in_bins(noise_multiplier: float, iterations: int, *,
     iterations : int
         Steps ``n``, >= 3.
     cycle_length : int
-        Bins ``k``, in ``[3, min(n, 64)]``.
+        Bins ``k``, in ``[4, min(n, 64)]``.
     strategy : array_like
         As in :func:`~dpacct.mechanisms.algorithms.bandmf_balls_in_bins.bandmf_balls_in_bins`.
     factor_points, points : int
@@ -493,7 +491,7 @@ def lowfreq_points(noise_multiplier: float, iterations: int, cycle_length: int,
                    strategy: object, budget: float = LOWFREQ_BUDGET) -> tuple | None:
     """``(instance, (factor_points, points))`` of Theorem 5 by default: the most of
     :data:`REMOVE_POINTS` within ``budget`` estimated seconds; None where Theorem 5 does
-    not apply (``k`` outside ``[3, 64]``, the domination not certified, or exponents past
+    not apply (``k`` outside ``[4, 64]``, the domination not certified, or exponents past
     the round-off slack's range at tiny noise) or none fits.
 
     Examples
@@ -504,7 +502,7 @@ def lowfreq_points(noise_multiplier: float, iterations: int, cycle_length: int,
     True
     """
     k = int(cycle_length)
-    if not 3 <= k <= min(int(iterations), MAX_CYCLE):
+    if not 4 <= k <= min(int(iterations), MAX_CYCLE):
         return None
     try:
         inst = lowfreq_instance(strategy, iterations, k)
