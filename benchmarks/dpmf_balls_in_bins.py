@@ -23,10 +23,12 @@ nothing, and the certified bound meets the estimate (``--mc`` prints dpacct's ow
 k-dimensional Monte Carlo of the same pair beside it, validated against JAX's on the
 rows both have).  The ``Thm 2/3/4`` column is Theorem 2 of the same page (a transfer
 operator over the cycle, two-band strategies, 51 points) or Theorem 3 (three bands or
-more: residue classes each dominated by a two-band transfer, at the default's points),
-each the least of it and Theorem 1's; ``default`` is what ``bandmf_balls_in_bins`` uses
-without ``two_band`` (``T2@points``/``T3@points``/``T4@points`` when the estimated cost is within
-budget).
+more: what the default answers, the least of Theorems 1, 4 -- residue classes each
+dominated by a two-band transfer, Theorem 3 its case without the shared Gaussian -- and,
+for ``k <= 64``, 5 -- the whole pair dominated by ``alpha I`` plus the Gram's frequencies
+0 and +-1); ``default`` is what ``bandmf_balls_in_bins`` uses without ``two_band``
+(``T2@points``/``T3@points``/``T4@points``, ``+T5@FxP``, when the estimated cost is
+within budget).
 ``--calibrate [NAMES]`` adds the calibrations of ``CALIBRATIONS`` (the reviewer's n 6, k 3
 case; n 8 and 100): Theorem 1's noise multiplier beside the default calibrator's (refined
 on Theorem 2 for two bands), each in a fresh process, with the Monte Carlo epsilon at it.
@@ -132,15 +134,20 @@ def ours(name: str, delta: float) -> tuple[float, float]:
 
 
 def default_route(name: str) -> str:
-    """What ``bandmf_balls_in_bins`` uses by default: Theorem 2's or 3's grid points or
+    """What ``bandmf_balls_in_bins`` uses by default: Theorem 2's, 3's or 4's grid points
+    (with ``+T5@FxP`` where Theorem 5 is built beside them: factor and own points) or
     "T1"."""
     from dpacct.mechanisms.algorithms.bandmf_balls_in_bins import banded_plan, two_band_points
+    from dpacct.mechanisms.algorithms.bandmf_lowfreq import lowfreq_points
 
     n, k, spec, sigma = CONFIGS[name]
     if (found := banded_plan(sigma, n, k, c_col(spec))) is not None:
         g, pf, bf = found[0]
-        return (f"T3@{found[1]} g{g}" if pf == "thm3" else
-                f"T4@{found[1]} g{g} p{pf} b{bf}")
+        route = (f"T3@{found[1]} g{g}" if pf == "thm3" else
+                 f"T4@{found[1]} g{g} p{pf} b{bf}")
+        if (low := lowfreq_points(sigma, n, k, c_col(spec))) is not None:
+            route += f"+T5@{low[1][0]}x{low[1][1]}"
+        return route
     points = two_band_points(sigma, n, k, c_col(spec))
     return "T1" if points is None else f"T2@{points}"
 
@@ -195,10 +202,11 @@ def calibration_rows(names: list[str], samples: int = 1_000_000) -> None:
 
 
 def ours_two_band(name: str, delta: float) -> tuple[float, float]:
-    """Theorem 2's bound (two bands, 51 points) or Theorem 4's (three bands or more, the
-    default's choice of classes, split and points, its search included; Theorem 3 is its
-    case without the shared Gaussian; docs/theory/dpmf_balls_in_bins.md), each the least
-    of it and Theorem 1's, and its CPU seconds; ``(nan, 0)`` where neither applies."""
+    """Theorem 2's bound (two bands, 51 points) or the default's for three bands or more
+    (Theorem 4 at the default's choice of classes, split and points, its search included;
+    Theorem 3 is its case without the shared Gaussian; and Theorem 5 where ``k <= 64``;
+    docs/theory/dpmf_balls_in_bins.md), each the least of it and Theorem 1's, and its CPU
+    seconds; ``(nan, 0)`` where neither applies."""
     from dpacct.mechanisms.algorithms.bandmf_balls_in_bins import (
         banded_plan,
         bandmf_balls_in_bins,

@@ -66,6 +66,10 @@ from dpacct.mechanisms.algorithms.bandmf_banded_shared import (
     bandmf_shared_balls_in_bins,
     shared_plan,
 )
+from dpacct.mechanisms.algorithms.bandmf_lowfreq import (
+    bandmf_lowfreq_balls_in_bins,
+    lowfreq_points,
+)
 from dpacct.mechanisms.algorithms.bandmf_two_band import (
     _two_band_cost,
     bandmf_two_band_balls_in_bins,
@@ -128,7 +132,13 @@ def bandmf_balls_in_bins(
         Theorem 4 of the same page (residue classes, each dominated by a two-band
         transfer plus a shared Gaussian; Theorem 3 is its case without the Gaussian:
         :func:`~dpacct.mechanisms.algorithms.bandmf_banded_shared.bandmf_shared_balls_in_bins`)
-        when affordable (:func:`banded_plan`), and the least of it and Theorem 1.
+        when affordable (:func:`banded_plan`), and the least of it and Theorem 1; and,
+        for ``4 <= k <= 64``, Theorem 5 (the whole pair, no residue classes: the Gram
+        matrix dominated by ``alpha I`` plus its frequencies ``0, +-1``,
+        :func:`~dpacct.mechanisms.algorithms.bandmf_lowfreq.bandmf_lowfreq_balls_in_bins`)
+        at the most grid points within
+        :data:`~dpacct.mechanisms.algorithms.bandmf_lowfreq.LOWFREQ_BUDGET` estimated
+        seconds, answering the least of the three.
 
     Returns
     -------
@@ -158,11 +168,18 @@ def bandmf_balls_in_bins(
         raise TypeError(f"two_band must be None, True or False, got {two_band!r}")
     if two_band is False:
         return BandMFBallsInBins(sigma, candidates)
-    if two_band is None and (plan := banded_plan(sigma, iterations, cycle_length,
-                                                 strategy)) is not None:
-        return bandmf_shared_balls_in_bins(sigma, iterations, cycle_length=cycle_length,
-                                           strategy=strategy, choice=plan[0],
-                                           points=plan[1], candidates=candidates)
+    if two_band is None and banded_classes(strategy, iterations, cycle_length) is not None:
+        plan = banded_plan(sigma, iterations, cycle_length, strategy)
+        base = None if plan is None else bandmf_shared_balls_in_bins(
+            sigma, iterations, cycle_length=cycle_length, strategy=strategy,
+            choice=plan[0], points=plan[1], candidates=candidates)
+        low = lowfreq_points(sigma, iterations, cycle_length, strategy)
+        if low is not None:
+            return bandmf_lowfreq_balls_in_bins(
+                sigma, iterations, cycle_length=cycle_length, strategy=strategy,
+                factor_points=low[1][0], points=low[1][1], candidates=candidates, base=base)
+        if base is not None:
+            return base
     points = two_band_points(sigma, iterations, cycle_length, strategy,
                              force=two_band is True)
     if points is None:

@@ -165,6 +165,17 @@ def _step(d: np.ndarray, g: np.ndarray, y: np.ndarray, wb: np.ndarray, up: bool)
     return out.reshape(nb, size + 1)[:, :size]
 
 
+def _checked_grid(width: float, rho: float, theta: float) -> tuple[float, float, float]:
+    """The grid half-width (> 0), the partial sums' log spacing (in (0, 0.5]: the ratio of
+    two grid values stays below 2, which :func:`_spread` needs) and the least positive
+    grid value (> 0), checked."""
+    width = check_positive("width", width)
+    rho = check_positive("rho", rho)
+    if rho > 0.5:
+        raise ValueError(f"rho must be in (0, 0.5], got {rho}")
+    return width, rho, check_positive("theta", theta)
+
+
 def two_band_delta_law(
     noise_multiplier: float,
     iterations: int,
@@ -229,11 +240,7 @@ def two_band_delta_law(
     points = check_count(points, "points")
     if points < 3:
         raise ValueError(f"points must be an integer >= 3, got {points}")
-    width = check_positive("width", width)
-    rho = check_positive("rho", rho)
-    if rho > 0.5:
-        raise ValueError(f"rho must be in (0, 0.5], got {rho}")
-    theta = check_positive("theta", theta)
+    width, rho, theta = _checked_grid(width, rho, theta)
     c0, c1 = float(c[0]), float(c[1])
     grids, half, tail_f = _grids(n, k, c0, c1, sigma, direction == "remove", points, width)
     z, w = _transfer(grids, half, c0, c1, sigma, direction == "remove", rho, theta)

@@ -1,0 +1,157 @@
+"""Tests of mechanisms/algorithms/bandmf_lowfreq.py: Theorem 5 (the whole balls-in-bins
+pair, its Gram matrix dominated by ``alpha I`` plus the frequencies ``0, +-1``).
+
+Independent values: the domination ``G' - G >= 0`` by ``numpy.linalg.eigvalsh``; Monte
+Carlo estimates (explicit ``numpy.random.Generator``) of both directions of the
+balls-in-bins pair and of the dominating pair, at small ``n``.  Each Monte Carlo check
+is shown able to fail: at a lower epsilon the estimate's lower end is above delta.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from test_bandmf_banded import _gram_mc  # the same Monte Carlo of a Gram's pair
+
+from dpacct.mechanisms.algorithms.bandmf_balls_in_bins import (
+    balls_in_bins_gram,
+    bandmf_balls_in_bins,
+    bandmf_balls_in_bins_delta_mc,
+)
+from dpacct.mechanisms.algorithms.bandmf_banded_shared import bandmf_shared_balls_in_bins
+from dpacct.mechanisms.algorithms.bandmf_lowfreq import (
+    BandMFLowFreqBallsInBins,
+    bandmf_lowfreq_balls_in_bins,
+    lowfreq_delta_law,
+    lowfreq_instance,
+    lowfreq_points,
+)
+
+THREE_BANDS = [1.0, 0.6, 0.3]
+FOUR_BANDS = [1.0, 0.5, 0.25, 0.125]
+
+
+def _stand_in(inst: tuple, k: int) -> np.ndarray:
+    alpha, beta, gamma = inst
+    ang = 2 * np.pi * np.arange(k) / k
+    c, s = np.cos(ang), np.sin(ang)
+    return alpha * np.eye(k) + beta + gamma * (np.outer(c, c) + np.outer(s, s))
+
+
+@pytest.mark.parametrize(("col", "n", "k"), [(THREE_BANDS, 12, 4), (FOUR_BANDS, 100, 10),
+                                             ([1.0, 0.5, 0.5, 0.2], 30, 7)])
+def test_stand_in_dominates_the_gram_and_keeps_the_low_frequencies(col, n, k):
+    gram = balls_in_bins_gram(col, n, k)
+    inst = lowfreq_instance(col, n, k)
+    ref = _stand_in(inst, k)
+    assert np.linalg.eigvalsh(ref - gram).min() >= 0.0
+    # not loose: alpha is near the largest eigenvalue of G off the frequencies 0, +-1
+    # (the projector built from the DFT matrix's columns 0, 1, k - 1)
+    f = np.fft.fft(np.eye(k))[:, [0, 1, k - 1]] / np.sqrt(k)
+    proj = np.eye(k) - (f @ f.conj().T).real
+    off = float(np.linalg.eigvalsh(proj @ gram @ proj).max())
+    assert off <= inst[0] <= 1.1 * off
+    assert inst[0] < np.linalg.eigvalsh(gram).max()  # the kept part is not raised to alpha I
+
+
+def _pair_deltas(sigma, n, k, col, eps, rng, samples):
+    worst = 0.0
+    for direction in ("remove", "add"):
+        _, lo, _ = bandmf_balls_in_bins_delta_mc(
+            sigma, n, eps, cycle_length=k, strategy=col, samples=samples, rng=rng,
+            direction=direction, confidence=0.9999)
+        worst = max(worst, lo)
+    return worst
+
+
+@pytest.mark.slow
+def test_theorem_5_alone_is_above_monte_carlo_both_directions_and_a_lower_epsilon_fails():
+    # four bands (column norm 1), n 30, k 6: Theorem 5 alone 2.78, the pair's Monte
+    # Carlo epsilon 2.35
+    col = list(np.array(FOUR_BANDS) / np.linalg.norm(FOUR_BANDS))
+    sigma, n, k, delta = 2.0, 30, 6, 1e-3
+    run = bandmf_lowfreq_balls_in_bins(sigma, n, cycle_length=k, strategy=col,
+                                       factor_points=21, points=31, candidates=())
+    eps = run.epsilon(delta)  # Theorem 5 alone: no Theorem 1 candidates, no Theorem 4
+    rng = np.random.default_rng(39_5)
+    assert _pair_deltas(sigma, n, k, col, eps, rng, 300_000) <= delta
+    assert _pair_deltas(sigma, n, k, col, 0.8 * eps, rng, 300_000) > delta
+    # the step the law adds: the dominating pair's own Monte Carlo is below the bound at
+    # eps and above delta at 0.85 eps
+    ref = _stand_in(lowfreq_instance(col, n, k), k)
+    assert max(_gram_mc(ref, sigma, eps, rng, samples=300_000)) <= delta
+    assert max(_gram_mc(ref, sigma, 0.85 * eps, rng, samples=300_000)) > delta
+
+
+@pytest.mark.slow
+def test_each_direction_is_above_the_dominating_pairs_monte_carlo():
+    # small grids: the laws are bounds whatever the grid; checked per direction
+    sigma, n, k = 2.0, 20, 5
+    inst = lowfreq_instance(FOUR_BANDS, n, k)
+    ref = _stand_in(inst, k)
+    rng = np.random.default_rng(39_51)
+    mu = math.sqrt(inst[1]) / sigma
+    from dpacct.mechanisms.algorithms.bandmf_banded_shared import shared_law_delta
+
+    for e in (0.5, 1.0):
+        mc = _gram_mc(ref, sigma, e, rng)
+        for i, d in enumerate(("remove", "add")):
+            z, w, tail = lowfreq_delta_law(sigma, inst, k, d, factor_points=15, points=31,
+                                           width=6.0)
+            bound = float(shared_law_delta(z, w, tail, d == "remove", np.array([e]), mu)[0])
+            assert bound >= mc[i], (d, e, bound, mc[i])
+            # and not trivially loose: within a factor 3 of the estimate's lower end
+            assert bound <= 3 * max(mc[i], 1e-6), (d, e, bound, mc[i])
+
+
+def test_law_is_a_probability_law_and_the_remove_mean_is_at_least_one():
+    inst = lowfreq_instance(THREE_BANDS, 12, 4)
+    z, w, tail = lowfreq_delta_law(2.0, inst, 4, "remove", factor_points=11, points=21)
+    assert abs(float(w.sum()) - 1.0) < 1e-9 and tail < 1e-12
+    assert float((z * w).sum()) >= 1.0 - 1e-9  # E_P[Z] = 1; the hats only add mass upwards
+    assert np.all(np.diff(z) > 0)
+
+
+@pytest.mark.slow
+def test_default_takes_the_least_of_theorems_1_4_and_5():
+    sigma, n, k = 2.0, 8, 4
+    default = bandmf_balls_in_bins(sigma, n, cycle_length=k, strategy=THREE_BANDS)
+    assert isinstance(default, BandMFLowFreqBallsInBins) and default.lowfreq
+    one = bandmf_balls_in_bins(sigma, n, cycle_length=k, strategy=THREE_BANDS, two_band=False)
+    eps = np.array([0.5, 1.0, 2.0])
+    assert np.all(default.delta(eps) <= one.delta(eps) + 1e-15)
+    # the least, at every epsilon, of Theorem 4 (``base``) and Theorem 5 alone
+    base = bandmf_shared_balls_in_bins(sigma, n, cycle_length=k, strategy=THREE_BANDS,
+                                       points=11, choice=(2, "thm3", 0.0), candidates=())
+    alone = bandmf_lowfreq_balls_in_bins(sigma, n, cycle_length=k, strategy=THREE_BANDS,
+                                         factor_points=15, points=31, candidates=())
+    both = bandmf_lowfreq_balls_in_bins(sigma, n, cycle_length=k, strategy=THREE_BANDS,
+                                        factor_points=15, points=31, candidates=(), base=base)
+    assert np.array_equal(both.delta(eps), np.minimum(base.delta(eps), alone.delta(eps)))
+    assert both.epsilon(1e-3) <= min(base.epsilon(1e-3), alone.epsilon(1e-3)) * (1 + 1e-6)
+
+
+def test_bad_input():
+    with pytest.raises(ValueError, match="cycle_length"):
+        lowfreq_instance(FOUR_BANDS, 100, 3)  # no frequency besides 0, +-1
+    assert lowfreq_points(3.0, 12, 3, THREE_BANDS) is None
+    with pytest.raises(ValueError, match="cycle_length"):
+        lowfreq_instance(FOUR_BANDS, 1000, 65)
+    with pytest.raises(ValueError, match="alpha_factor"):
+        lowfreq_instance(FOUR_BANDS, 100, 10, alpha_factor=1.0)
+    inst = lowfreq_instance(FOUR_BANDS, 100, 10)
+    with pytest.raises(ValueError, match="direction"):
+        lowfreq_delta_law(4.0, inst, 10, "both")
+    with pytest.raises(ValueError, match="points"):
+        lowfreq_delta_law(4.0, inst, 10, "remove", factor_points=2)
+    with pytest.raises(ValueError, match="too coarse"):
+        lowfreq_delta_law(0.5, inst, 10, "add", factor_points=5)
+    with pytest.raises(ValueError, match="too small"):
+        lowfreq_delta_law(0.01, inst, 10, "remove")
+    assert lowfreq_points(0.01, 100, 10, FOUR_BANDS) is None
+    with pytest.raises(TypeError, match="base"):
+        bandmf_lowfreq_balls_in_bins(4.0, 100, cycle_length=10, strategy=FOUR_BANDS,
+                                     base="theorem 4")
+    assert lowfreq_points(8.0, 2000, 100, FOUR_BANDS) is None
