@@ -67,7 +67,8 @@ from dpacct.mechanisms import GaussianMechanism
 mech = random_allocation(GaussianMechanism(sigma), t, k=k, epochs=e)
 blocks = random_allocation(GaussianMechanism(sigma), t, k=k, epochs=e, direct=False)
 c1 = time.process_time()
-b = float(blocks.epsilon(d)) if mech._has_k2_route else None  # first: its laws built here
+direct = mech._has_k2_route or getattr(mech, "_has_k3_route", False)  # (old checkouts)
+b = float(blocks.epsilon(d)) if direct else None  # first: its laws built here
 cpu_b = time.process_time() - c1
 c0 = time.process_time()
 lo, hi = mech.epsilon_bounds(d)
