@@ -135,13 +135,15 @@ def test_route_choice_and_tighter_than_the_blocks():
     assert not random_allocation(g, 100, k=3, direct=False)._has_k3_route
     assert not random_allocation(g, 1000, k=3)._has_k3_route  # the blocks' (0.4 % wide)
     assert not random_allocation(GaussianMechanism(3.0), 100, k=3)._has_k3_route
+    assert not random_allocation(g, 10, k=3)._has_k3_route  # the blocks were tighter
+    assert random_allocation(GaussianMechanism(0.8), 10, k=3)._has_k3_route
     assert not random_allocation(g, 100, k=2)._has_k3_route
     with pytest.raises(ValueError, match="k = 3"):
         _ = random_allocation(g, 1000, k=3).k3_route
     blocks = float(random_allocation(g, 100, k=3, direct=False).epsilon(1e-6))
     ours = float(mech.epsilon(1e-6))
     assert ours <= float(mech.k3_route.epsilon(1e-6)) + 1e-12
-    assert ours < 0.998 * blocks  # measured 2.1891 against 2.1958
+    assert ours < 0.992 * blocks  # measured 2.1728 against 2.1958
     lo, hi = mech.epsilon_bounds(1e-6)
     assert lo <= hi == ours
     # delta agrees with epsilon: at the answer it is <= 1e-6

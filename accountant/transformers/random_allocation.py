@@ -142,6 +142,7 @@ from .random_allocation_k3 import (
     K3_MIN_STEPS,
     AllocationK3Remove,
     allocation_k3_pair,
+    k3_tried,
 )
 from .random_allocation_lower import (
     gaussian_epsilon_is_zero,
@@ -492,16 +493,14 @@ class RandomAllocationMechanism(Mechanism):
     @property
     def _has_k3_route(self) -> bool:
         """Whether the direct k = 3 route (:mod:`.random_allocation_k3`, Proposition 7 of
-        docs/theory/allocation_k_of_t.md) is tried: ``k = 3``, :data:`K3_MIN_STEPS` ``<= T
-        <=`` :data:`K3_MAX_STEPS` and :data:`K3_MIN_SIGMA` ``<= sigma <=``
-        :data:`K3_MAX_SIGMA`, where it was measured below the blocks (a law of a few CPU
-        seconds per ``(sigma, T)``; outside, the blocks were tighter or within 0.1 %)."""
+        docs/theory/allocation_k_of_t.md) is tried: ``k = 3`` where
+        :func:`~dpacct.accountant.transformers.random_allocation_k3.k3_tried` (measured
+        below the blocks there; a law of 5-30 CPU seconds per ``(sigma, T)``)."""
         return (
             self.direct
             and self.k == 3
-            and K3_MIN_STEPS <= self.steps <= K3_MAX_STEPS
-            and K3_MIN_SIGMA <= self.sigma <= K3_MAX_SIGMA
             and self.base.noise_parameter == "sigma"
+            and k3_tried(float(self.base.sigma), self.steps)
         )
 
     @property
@@ -514,7 +513,8 @@ class RandomAllocationMechanism(Mechanism):
         """
         if not self._has_k3_route:
             raise ValueError(f"the direct route is for k = 3, {K3_MIN_STEPS} <= steps <= "
-                             f"{K3_MAX_STEPS} and {K3_MIN_SIGMA} <= sigma <= {K3_MAX_SIGMA}")
+                             f"{K3_MAX_STEPS} and {K3_MIN_SIGMA} <= sigma <= {K3_MAX_SIGMA} "
+                             "(sigma <= 0.85 below 50 steps)")
         key = ("ra_k3_route",)
         cache = self._cache()
         if key not in cache:

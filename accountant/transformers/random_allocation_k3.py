@@ -62,13 +62,13 @@ from .random_allocation_pld import PROGRESS_DELAY, AllocationEpochPair
 
 __all__: list[str] = []
 
-#: the route of :class:`~dpacct.accountant.RandomAllocationMechanism` at k = 3 is tried
-#: for K3_MIN_STEPS <= T <= K3_MAX_STEPS and sigma in [K3_MIN_SIGMA, K3_MAX_SIGMA]
-#: (measured: docs/theory/allocation_k_of_t.md, "k = 3, direct")
-K3_MIN_STEPS = 50
-K3_MAX_STEPS = 300
+#: the range where the route of :class:`~dpacct.accountant.RandomAllocationMechanism` is
+#: tried at k = 3 (:func:`k3_tried`; measured: docs/theory/allocation_k_of_t.md, "k = 3,
+#: direct")
+K3_MIN_STEPS = 10
+K3_MAX_STEPS = 100
 K3_MIN_SIGMA = 0.65
-K3_MAX_SIGMA = 1.5
+K3_MAX_SIGMA = 1.05
 #: the aims of the unions on two and three coordinates above the cuts b, b'
 _CHARGE2 = 1e-9
 _CHARGE3 = 1e-10
@@ -166,7 +166,7 @@ def _second_pairs(tail, hist, law, rv, m, w1, j, wj, dj, t, off, drop_w, drop_r)
 
 def k3_remove_atoms(
     sigma: float, steps: int, *, progress: bool = False, drop_w: float = 1e-22,
-    drop_r: float = 1e-16, step: float = 32.0,
+    drop_r: float = 1e-16, step: float | None = None, log_theta: float | None = None,
 ) -> tuple[np.ndarray, np.ndarray, float]:
     """``(values, q, charge)``: for every ``gamma >= 0``, ``H_gamma(P_3 || Q) <= sum_i q_i
     (values_i - gamma)_+ + charge`` (Proposition 7 of docs/theory/allocation_k_of_t.md;
@@ -181,9 +181,13 @@ def k3_remove_atoms(
         Gaussian: no amplification).
     progress : bool, default False
         Show a ``tqdm`` bar after :data:`PROGRESS_DELAY` seconds.
-    drop_w, drop_r, step : float
+    drop_w, drop_r, step : float, optional
         Cell pairs and lattice entries below these masses are charged ``E[value]`` in
-        full; the least step of the second region's coarse lattice (Proposition 6's).
+        full; the least step of the second region's coarse lattice (default
+        :func:`_step`).
+    log_theta : float, optional
+        ``log`` of the split of ``M_2`` (default: Proposition 6's,
+        :func:`~.random_allocation_k2_three.three_settings`).
 
     Returns
     -------
@@ -200,10 +204,14 @@ def k3_remove_atoms(
     t = check_count(steps, "steps")
     if t < 3:
         raise ValueError(f"steps must be >= 3 for the direct k = 3 bound, got {t}")
-    key = (sigma, t, drop_w, drop_r, step)
+    if log_theta is None:
+        log_theta = three_settings(sigma, t)["log_theta"]
+    if step is None:
+        step = _step(t)
+    key = (sigma, t, drop_w, drop_r, step, log_theta)
     if key not in _ATOMS:
         _ATOMS.clear()  # one law kept: a few MB, and a few CPU seconds to rebuild
-        _ATOMS[key] = _build(sigma, t, progress, drop_w, drop_r, step)
+        _ATOMS[key] = _build(sigma, t, progress, drop_w, drop_r, step, log_theta)
     return _ATOMS[key]
 
 
@@ -211,7 +219,9 @@ def k3_remove_atoms(
 _ATOMS: dict[tuple, tuple[np.ndarray, np.ndarray, float]] = {}
 
 
-def _build(sigma, t, progress, drop_w, drop_r, step) -> tuple[np.ndarray, np.ndarray, float]:
+def _build(
+    sigma, t, progress, drop_w, drop_r, step, log_theta
+) -> tuple[np.ndarray, np.ndarray, float]:
     s0, mu0 = 1.0 / sigma, -0.5 / sigma**2
     dl, coarse, fine, h, _ = _settings(sigma, t)
     st = three_settings(sigma, t)
@@ -222,7 +232,7 @@ def _build(sigma, t, progress, drop_w, drop_r, step) -> tuple[np.ndarray, np.nda
     levels = np.arange(lmin, 0.5 / sigma**2 + 8.0 / sigma + dl, dl)
     ps, pu = _tails(sigma, float(levels[-1]))
     tail += (3 * ps + (t - 3) * pu) * (1.0 + _OPS)  # M_1 above the last cell
-    jt = min(max(int(np.searchsorted(levels, st["log_theta"])), 1), levels.size - 2)
+    jt = min(max(int(np.searchsorted(levels, log_theta)), 1), levels.size - 2)
     theta = float(levels[jt])
     jb = min(int(np.searchsorted(levels, lb2)), levels.size - 1)
     m = np.exp(levels) * (1.0 + 1e-15)
@@ -273,6 +283,32 @@ def _build(sigma, t, progress, drop_w, drop_r, step) -> tuple[np.ndarray, np.nda
     hist *= 1.0 + _OPS
     nz = np.flatnonzero(hist > 0)
     return np.exp((nz - off) * _DLOG), hist[nz], float(tail) * (1.0 + _OPS)
+
+
+def k3_tried(sigma: float, t: int) -> bool:
+    """Whether the route is tried at k = 3: where its law was measured below the blocks
+    (delta 1e-6, one epoch; docs/theory/allocation_k_of_t.md, "k = 3, direct"): sigma
+    0.65-0.85 at ``10 <= T <= 100`` (sigma 0.7, T 10: 10.98 against 12.54) and up to
+    1.05 at ``50 <= T <= 100`` (sigma 1, T 100: 2.1728 against 2.1958); at sigma 1.2 and
+    above, at T 300 (sigma 1: 1.1865 against 1.1803) and at sigma 1, T 10 the blocks
+    were tighter.
+
+    Examples
+    --------
+    >>> k3_tried(1.0, 100), k3_tried(1.0, 10), k3_tried(0.8, 10)
+    (True, False, True)
+    """
+    if not (K3_MIN_STEPS <= t <= K3_MAX_STEPS and K3_MIN_SIGMA <= sigma <= K3_MAX_SIGMA):
+        return False
+    return sigma <= 0.85 or t >= 50
+
+
+def _step(t: int) -> float:
+    """The least step of the second region's coarse lattice at k = 3: ``V_2`` multiplies
+    ``R'`` by ``M_1 M_2``, so Proposition 6's 32 costs (sigma 1, delta 1e-6: T 100 2.1891
+    at 32, 2.1728 at 8 (15 CPU s against 8.5); T 10 6.6915 at 32, 6.2767 at 1 (26 s
+    against 3))."""
+    return 8.0 if t >= 50 else 2.0
 
 
 def _block_sizes(t: int) -> list[int]:
