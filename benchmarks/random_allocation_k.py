@@ -13,8 +13,9 @@ docs/theory/allocation_k_of_t.md), its width relative to the upper end, the CPU
 seconds of the call (``time.process_time``, imports excluded) and the child's peak
 resident memory (MB, imports included), and the upper end of the blocks alone
 (``direct=False``; differs at k = 2, 3 <= T <= 300, and at k = 3 where the direct
-routes of ``random_allocation_k2`` / ``random_allocation_k3`` are also tried) with its CPU seconds (computed first; the
-bracket's CPU seconds include them, as the bracket computes the blocks too); beside it, in the same
+routes of ``random_allocation_k2`` / ``random_allocation_k3`` are also tried) with its
+CPU seconds (computed first; the bracket's CPU seconds include them, as the bracket
+computes the blocks too); beside it, in the same
 run, random-allocation 1.0.5's ``allocation_epsilon_combined`` (``num_selected = k``;
 orders 2..32; its k > 1 answer is its own reduction) in a child capped at ``--cap``
 seconds, and the ratio ours / theirs.  The machine may be loaded: CPU seconds, not wall.

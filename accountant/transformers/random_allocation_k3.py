@@ -41,10 +41,10 @@ import math
 import numpy as np
 from scipy import special
 
-from ..mechanism import Capabilities, Mechanism
+from ..mechanism import Mechanism
 from ..numerics import _bar_disabled
 from ..validation import check_count, check_positive
-from .random_allocation_k2 import _AddDirectionOnly, _identity, _truncated_remove
+from .random_allocation_k2 import AllocationK2Remove, _AddDirectionOnly
 from .random_allocation_k2_hull import _err, blocks_remove_atoms, envelope_remove_law
 from .random_allocation_k2_three import (
     _DLOG,
@@ -326,8 +326,10 @@ def k3_envelope_law(sigma: float, t: int, direct, progress: bool = False):
     return envelope_remove_law(direct, blocks_remove_atoms(laws, _DLOG))
 
 
-class AllocationK3Remove(Mechanism):
-    """The remove direction of one 3-of-T allocation epoch, bounded directly (module).
+class AllocationK3Remove(AllocationK2Remove):
+    """The remove direction of one 3-of-T allocation epoch, bounded directly (module):
+    :class:`.random_allocation_k2.AllocationK2Remove` with Proposition 7's atoms and the
+    envelope with three blocks.
 
     Its add direction is the identity (see :class:`.random_allocation_k2.AllocationK2Remove`
     for why the engine's swapped reading stays sound): :func:`allocation_k3_pair`
@@ -338,8 +340,7 @@ class AllocationK3Remove(Mechanism):
     sigma : float
         Noise multiplier, > 0.
     steps : int
-        Steps per epoch ``T``, >= 3 (at ``T = 3`` the bound is of the exact pair, a
-        Gaussian: no amplification).
+        Steps per epoch ``T``, >= 3.
     progress : bool, default True
         Progress bar while the law is built.
     envelope : bool, default False
@@ -352,36 +353,18 @@ class AllocationK3Remove(Mechanism):
     True
     """
 
-    declares = Capabilities(loss_laws=True)
-    brackets_dominating_pair = True
-
     def __init__(
         self, sigma: float, steps: int, *, progress: bool = True, envelope: bool = False
     ) -> None:
-        self.sigma = check_positive("sigma", sigma)
-        self.steps = check_count(steps, "steps")
+        super().__init__(sigma, steps, progress=progress, envelope=envelope)
         if self.steps < 3:
             raise ValueError(f"steps must be >= 3 for the direct k = 3 bound, got {steps}")
-        for name, value in (("progress", progress), ("envelope", envelope)):
-            if not isinstance(value, bool):
-                raise TypeError(f"{name} must be True or False, got {value!r}")
-        self.progress = progress
-        self.envelope = envelope
 
-    def _loss_laws(self):
-        cache = self._cache()
-        if "laws" not in cache:
-            atoms = k3_remove_atoms(self.sigma, self.steps, progress=self.progress)
-            if self.envelope:
-                law = k3_envelope_law(self.sigma, self.steps, atoms, self.progress)
-            else:
-                law = _truncated_remove(*atoms)
-            cache["laws"] = law, _identity()
-        return cache["laws"]
+    def _atoms(self) -> tuple[np.ndarray, np.ndarray, float]:
+        return k3_remove_atoms(self.sigma, self.steps, progress=self.progress)
 
-    def __repr__(self) -> str:
-        extra = ", envelope=True" if self.envelope else ""
-        return f"AllocationK3Remove(sigma={self.sigma}, steps={self.steps}{extra})"
+    def _envelope_law(self, atoms):
+        return k3_envelope_law(self.sigma, self.steps, atoms, self.progress)
 
 
 def allocation_k3_pair(sigma: float, steps: int, epochs: int = 1, *, progress: bool = True):
