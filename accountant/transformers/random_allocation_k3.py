@@ -308,8 +308,7 @@ def _step(t: int) -> float:
     ``R'`` by ``M_1 M_2``, so Proposition 6's 32 costs (delta 1e-6, CPU s of the law on a
     loaded machine: sigma 1, T 100: 2.1891 at 32 in 8.5 s, 2.1728 at 8 in 15 s; sigma
     0.8, T 100: 3.7106 in 16 s, 3.6979 in 41 s; T 10: sigma 1 6.6915 at 32, 6.2767 at 1
-    in 26 s; sigma 0.8 9.0098 at 32 in 6 s, 8.8844 at 2 in 46 s, too dear for a
-    calibration's several laws)."""
+    in 26 s; sigma 0.8 9.0098 at 32 in 6 s, 8.8874 at 8 in 14 s, 8.8844 at 2 in 46 s)."""
     return 8.0
 
 
