@@ -26,12 +26,13 @@ rounding are Proposition 6's, imported from :mod:`.random_allocation_k2_three`.
 The atoms go through Lemma 4 (one epoch: a probability pair dominating the remove
 direction) or Proposition 5 (several epochs: the lower convex envelope with the three
 blocks of Proposition 1, :func:`k3_envelope_law`); the add direction is the blocks'
-(:func:`allocation_k3_pair`), as at k = 2.  Measured (delta 1e-6, one epoch): sigma 1,
-T 100: 2.1891 against the blocks' 2.1958; sigma 0.8, T 100: 3.7106 against 3.8047; at
-T 10 it loses to the blocks (sigma 1: 6.69 against 6.21: the tail event has all three
-record's coordinates large, and ``R'`` holds the third, whose Cauchy-Schwarz step
-nearly doubles ``e_3`` there), so the route is tried only at ``T >=``
-:data:`K3_MIN_STEPS` (docs/theory/allocation_k_of_t.md, "k = 3, direct").
+(:func:`allocation_k3_pair`), as at k = 2.  Measured (delta 1e-6, one epoch; main is the
+blocks): sigma 1, T 100: 2.1728 against 2.1958; sigma 0.8, T 100: 3.6979 against 3.8047;
+sigma 0.7, T 10: 10.920 against 12.540.  At sigma >= 0.9 and small T, and at sigma >= 1.2,
+it loses to the blocks (sigma 1, T 10: 6.69 against 6.21: the tail event has all three of
+the record's coordinates large, and ``R'`` holds the third, whose Cauchy-Schwarz step
+inflates ``e_3`` there), so it is tried only where :func:`k3_tried`
+(docs/theory/allocation_k_of_t.md, "k = 3, direct").
 """
 
 from __future__ import annotations
