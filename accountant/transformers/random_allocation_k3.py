@@ -289,10 +289,10 @@ def _build(
 def k3_tried(sigma: float, t: int) -> bool:
     """Whether the route is tried at k = 3: where its law was measured below the blocks
     (delta 1e-6, one epoch; docs/theory/allocation_k_of_t.md, "k = 3, direct"): sigma
-    0.65-0.85 at ``10 <= T <= 100`` (sigma 0.7, T 10: 10.98 against 12.54) and up to
-    1.05 at ``50 <= T <= 100`` (sigma 1, T 100: 2.1728 against 2.1958); at sigma 1.2 and
-    above, at T 300 (sigma 1: 1.1865 against 1.1803) and at sigma 1, T 10 the blocks
-    were tighter.
+    0.65-0.85 at ``10 <= T <= 100`` (sigma 0.7, T 10: 10.92 against 12.54) and up to
+    1.05 at ``30 <= T <= 100`` (sigma 1: T 100 2.1728 against 2.1958, T 30 3.8875
+    against 3.9277); at sigma 1.2 and above, at T 300 (sigma 1: 1.1865 against 1.1803)
+    and at sigma 0.9-1, T 10 the blocks were tighter.
 
     Examples
     --------
@@ -301,7 +301,7 @@ def k3_tried(sigma: float, t: int) -> bool:
     """
     if not (K3_MIN_STEPS <= t <= K3_MAX_STEPS and K3_MIN_SIGMA <= sigma <= K3_MAX_SIGMA):
         return False
-    return sigma <= 0.85 or t >= 50
+    return sigma <= 0.85 or t >= 30
 
 
 def _step(t: int) -> float:
