@@ -12,9 +12,10 @@ epochs=E)`` (upper end = ``epsilon()``; lower end certified for the mechanism,
 docs/theory/allocation_k_of_t.md), its width relative to the upper end, the CPU
 seconds of the call (``time.process_time``, imports excluded) and the child's peak
 resident memory (MB, imports included), and the upper end of the blocks alone
-(``direct=False``; differs at k = 2, 3 <= T <= 300, where the direct route of
-``random_allocation_k2`` is also tried) with its CPU seconds (computed first; the
-bracket's CPU seconds include them, as the bracket computes the blocks too); beside it, in the same
+(``direct=False``; differs at k = 2, 3 <= T <= 300, and at k = 3 where the direct
+routes of ``random_allocation_k2`` / ``random_allocation_k3`` are also tried) with its
+CPU seconds (computed first; the bracket's CPU seconds include them, as the bracket
+computes the blocks too); beside it, in the same
 run, random-allocation 1.0.5's ``allocation_epsilon_combined`` (``num_selected = k``;
 orders 2..32; its k > 1 answer is its own reduction) in a child capped at ``--cap``
 seconds, and the ratio ours / theirs.  The machine may be loaded: CPU seconds, not wall.
@@ -56,6 +57,12 @@ ROWS = (
     (0.8, 100, 2, 5),
     (1.0, 10, 2, 5),
     (0.7, 3, 2, 3),
+    # issue 39, the direct k = 3 route (random_allocation_k3.py) against the blocks
+    (0.8, 100, 3, 1),
+    (0.8, 10, 3, 1),
+    (0.7, 10, 3, 1),
+    (1.0, 10, 3, 1),
+    (1.0, 100, 3, 5),
 )
 DELTA = 1e-6
 
@@ -67,7 +74,8 @@ from dpacct.mechanisms import GaussianMechanism
 mech = random_allocation(GaussianMechanism(sigma), t, k=k, epochs=e)
 blocks = random_allocation(GaussianMechanism(sigma), t, k=k, epochs=e, direct=False)
 c1 = time.process_time()
-b = float(blocks.epsilon(d)) if mech._has_k2_route else None  # first: its laws built here
+direct = mech._has_k2_route or getattr(mech, "_has_k3_route", False)  # (old checkouts)
+b = float(blocks.epsilon(d)) if direct else None  # first: its laws built here
 cpu_b = time.process_time() - c1
 c0 = time.process_time()
 lo, hi = mech.epsilon_bounds(d)

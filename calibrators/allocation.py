@@ -127,13 +127,13 @@ def random_allocation_noise_multiplier(
     # the direct route is searched only where it gains at the blocks' sigma: below
     # eps (1 - rtol) there (one law built; otherwise the search would build one per
     # sigma tried and return within rtol of the blocks' answer)
-    if top._has_k2_route and float(top.epsilon(d, tol=tol)) < eps * (1.0 - rtol):
+    if top._direct_route is not None and float(top.epsilon(d, tol=tol)) < eps * (1.0 - rtol):
         cal = _refine_direct(lambda s: family(s, True), float(cal.parameter), eps, d, rtol, tol)
     return cal if full_output else float(cal.parameter)
 
 
 def _refine_direct(family, top: float, eps: float, d: float, rtol: float, tol) -> Calibration:
-    """The calibration again with the direct k = 2 route, below the blocks' sigma ``top``.
+    """The calibration again with the direct k = 2 or 3 route, below the blocks' sigma ``top``.
 
     The route takes the smaller of itself and the blocks, so the sigma it needs is at
     most ``top``, and at least 0.95 of it wherever measured (docs/theory/

@@ -70,7 +70,10 @@ pointwise Gaussian-plus-constant argument above, with the exact Gaussian curve o
 & Wang 2018 instead of its RDP); the unamplified Gaussian; and at ``k = 2`` (``3 <= T <=
 300``, sigma >= 0.45, unless ``direct=False``) the direct (max, sum) route
 (:attr:`RandomAllocationMechanism.k2_route`,
-:mod:`~dpacct.accountant.transformers.random_allocation_k2`). Each is a sound upper
+:mod:`~dpacct.accountant.transformers.random_allocation_k2`), at ``k = 3`` (where
+:attr:`RandomAllocationMechanism._has_k3_route`) the direct (max, second, sum) route
+(:attr:`RandomAllocationMechanism.k3_route`,
+:mod:`~dpacct.accountant.transformers.random_allocation_k3`). Each is a sound upper
 bound, so the least is. ``delta(epsilon)`` likewise.
 **What is not used here**: Feldman & Shenfeld's "recursive" bound (Poisson
 subsampling at an inflated rate ``e^{2 gamma} / T`` plus a tail term; on the 36
@@ -131,6 +134,15 @@ from .random_allocation_k2 import (
     K2_MIN_STEPS,
     AllocationK2Remove,
     allocation_k2_pair,
+)
+from .random_allocation_k3 import (
+    K3_MAX_SIGMA,
+    K3_MAX_STEPS,
+    K3_MIN_SIGMA,
+    K3_MIN_STEPS,
+    AllocationK3Remove,
+    allocation_k3_pair,
+    k3_tried,
 )
 from .random_allocation_lower import (
     gaussian_epsilon_is_zero,
@@ -196,8 +208,9 @@ class RandomAllocationMechanism(Mechanism):
     epochs : int, default 1
         Epochs composed, >= 1.
     direct : bool, default True
-        At ``k = 2`` also try the direct route (:attr:`k2_route`; a law built in a few
-        CPU seconds per ``(sigma, T)``); False: the blocks only.
+        At ``k = 2`` and ``k = 3`` also try the direct route (:attr:`k2_route`,
+        :attr:`k3_route`; a law built in a few CPU seconds per ``(sigma, T)``); False:
+        the blocks only.
 
     Examples
     --------
@@ -477,14 +490,52 @@ class RandomAllocationMechanism(Mechanism):
             cache[key] = allocation_k2_pair(float(self.base.sigma), self.steps, self.epochs)
         return cache[key]
 
+    @property
+    def _has_k3_route(self) -> bool:
+        """Whether the direct k = 3 route (:mod:`.random_allocation_k3`, Proposition 7 of
+        docs/theory/allocation_k_of_t.md) is tried: ``k = 3`` where
+        :func:`~dpacct.accountant.transformers.random_allocation_k3.k3_tried` (measured
+        below the blocks there; a law of 5-30 CPU seconds per ``(sigma, T)``)."""
+        return (
+            self.direct
+            and self.k == 3
+            and self.base.noise_parameter == "sigma"
+            and k3_tried(float(self.base.sigma), self.steps)
+        )
+
+    @property
+    def k3_route(self) -> Mechanism:
+        """The direct k = 3 route: per epoch, Proposition 7's (max, second, sum) remove
+        direction (one epoch: Lemma 4; several: the envelope with the three blocks,
+        Proposition 5) and the blocks' add direction
+        (:func:`~dpacct.accountant.transformers.random_allocation_k3.allocation_k3_pair`).
+        Only where :attr:`_has_k3_route`.
+        """
+        if not self._has_k3_route:
+            raise ValueError(f"the direct route is for k = 3, {K3_MIN_STEPS} <= steps <= "
+                             f"{K3_MAX_STEPS} and {K3_MIN_SIGMA} <= sigma <= {K3_MAX_SIGMA} "
+                             "(sigma <= 0.85 below 30 steps)")
+        key = ("ra_k3_route",)
+        cache = self._cache()
+        if key not in cache:
+            cache[key] = allocation_k3_pair(float(self.base.sigma), self.steps, self.epochs)
+        return cache[key]
+
+    @property
+    def _direct_route(self) -> Mechanism | None:
+        """:attr:`k2_route` or :attr:`k3_route` where tried, else None."""
+        if self._has_k2_route:
+            return self.k2_route
+        return self.k3_route if self._has_k3_route else None
+
     def _k2_remove_pld(self, tol: float | None):
         """The pessimistic PLD of the direct route's *remove* direction alone (its law
-        composed over the epochs), for :meth:`_k2_split_epsilon`."""
+        composed over the epochs; k = 2 or 3), for :meth:`_k2_split_epsilon`."""
         key = ("ra_k2_remove", tol)
         cache = self._cache()
         if key not in cache:
-            part = AllocationK2Remove(float(self.base.sigma), self.steps,
-                                      envelope=self.epochs > 1)
+            remove = AllocationK2Remove if self.k == 2 else AllocationK3Remove
+            part = remove(float(self.base.sigma), self.steps, envelope=self.epochs > 1)
             run = compose([part], counts=[self.epochs]) if self.epochs > 1 else part
             cache[key] = run._pld_one(True, PLDSettings(tol), 0)
         return cache[key]
@@ -566,12 +617,13 @@ class RandomAllocationMechanism(Mechanism):
         unamplified = float(self.unamplified.epsilon(delta))
         if unamplified == 0.0:
             return 0.0
+        direct = self._direct_route
         return min(
             max(self._epsilon_directions(delta, tol)),
             unamplified,
             float(self.pld_route.epsilon(delta, tol=tol)) if self._has_pld_route else math.inf,
-            float(self.k2_route.epsilon(delta, tol=tol)) if self._has_k2_route else math.inf,
-            self._k2_split_epsilon(delta, tol) if self._has_k2_route else math.inf,
+            float(direct.epsilon(delta, tol=tol)) if direct is not None else math.inf,
+            self._k2_split_epsilon(delta, tol) if direct is not None else math.inf,
         )
 
     def _epsilon_bounds(self, delta: float, tol: float | None) -> tuple[float, float]:
@@ -621,8 +673,9 @@ class RandomAllocationMechanism(Mechanism):
         out = np.minimum(np.maximum(rem, add), np.asarray(self.unamplified.delta(flat)))
         if self._has_pld_route:
             out = np.minimum(out, np.asarray(self.pld_route.delta(flat, tol=tol), dtype=float))
-        if self._has_k2_route:
-            out = np.minimum(out, np.asarray(self.k2_route.delta(flat, tol=tol), dtype=float))
+        direct = self._direct_route
+        if direct is not None:
+            out = np.minimum(out, np.asarray(direct.delta(flat, tol=tol), dtype=float))
             rem_k2 = np.asarray(self._k2_remove_pld(tol).delta(flat), dtype=float)
             out = np.minimum(out, np.maximum(rem_k2, add))  # as _k2_split_epsilon
         return float(out[0]) if e_arr.ndim == 0 else out.reshape(e_arr.shape)
@@ -653,7 +706,9 @@ def random_allocation(
         At ``k = 2``, ``3 <= steps <= 300``, sigma >= 0.45: also try the direct
         (max, sum) route (:attr:`RandomAllocationMechanism.k2_route`) and keep the
         smaller epsilon; its law costs a few CPU seconds at sigma 1, T 100 (about 30 at
-        sigma 0.5; a progress bar after 2 s).  False: the blocks only.
+        sigma 0.5; a progress bar after 2 s); at ``k = 3`` likewise the (max, second, sum)
+        route (:attr:`RandomAllocationMechanism.k3_route`) where
+        ``_has_k3_route``.  False: the blocks only.
 
     Returns
     -------

@@ -328,22 +328,30 @@ class AllocationK2Remove(Mechanism):
     def _loss_laws(self):
         cache = self._cache()  # kept: built once, not once per grid the engine tries
         if "laws" not in cache:
-            atoms = k2_remove_atoms(self.sigma, self.steps, progress=self.progress)
+            atoms = self._atoms()
             # the envelope of these atoms and the blocks (Proposition 5): below both,
             # and below the truncated atoms of module, 4. (equal to them in the tail,
             # which is all one epoch reads; the engine's grid for it differs, by up to
             # 5e-6 relative at sigma 0.6, T 5), so only several epochs use it (sigma 1,
             # T 100, E 5: 2.9024 against 3.0003)
             if self.envelope:
-                law = k2_envelope_law(self.sigma, self.steps, atoms, _DLOG, self.progress)
+                law = self._envelope_law(atoms)
             else:
                 law = _truncated_remove(*atoms)
             cache["laws"] = law, _identity()
         return cache["laws"]
 
+    def _atoms(self) -> tuple[np.ndarray, np.ndarray, float]:
+        """The direct atoms (:func:`k2_remove_atoms`; the k = 3 subclass overrides it)."""
+        return k2_remove_atoms(self.sigma, self.steps, progress=self.progress)
+
+    def _envelope_law(self, atoms) -> AtomicLossLaw:
+        """Proposition 5's envelope of ``atoms`` and the blocks (:func:`k2_envelope_law`)."""
+        return k2_envelope_law(self.sigma, self.steps, atoms, _DLOG, self.progress)
+
     def __repr__(self) -> str:
         extra = ", envelope=True" if self.envelope else ""
-        return f"AllocationK2Remove(sigma={self.sigma}, steps={self.steps}{extra})"
+        return f"{type(self).__name__}(sigma={self.sigma}, steps={self.steps}{extra})"
 
 
 class _AddDirectionOnly(Mechanism):
