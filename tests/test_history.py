@@ -156,3 +156,56 @@ def test_online_route_composes_the_full_batch_fold_as_one_gaussian(tmp_path):
     for delta in (1e-5, 1e-8):
         assert back.epsilon(delta) == acct.epsilon(delta)
     assert back.delta(2.0) == acct.delta(2.0)
+
+
+@pytest.mark.slow
+def test_a_refused_trial_does_not_leave_the_mid_add_direction_off(tmp_path, monkeypatch):
+    """``IncrementalEpsilon._no_mid`` (the mid add direction could not be made) is part
+    of the checkpoint: a trial whose block the mid direction cannot fold, refused and
+    rolled back, leaves the ledger as it was, so it answers bit-equal to its saved and
+    reloaded copy and builds no fine add direction the copy does not (main: the flag
+    survived the rollback; the original then composed the fine add direction on every
+    later query).  The mid direction's failure (a window beyond FAST_MAX_N, rare) is
+    forced on the refused step's block, and the coarse add direction declined, as in
+    tests/test_incremental.py."""
+    from dpacct.accountant import BudgetExceededError
+    from dpacct.accountant.pld import incremental, online_direction
+
+    mark = 0.37  # the refused step's noise multiplier
+    fold = online_direction._Direction.fold
+
+    def failing(self, items, budget):
+        if getattr(self, "mid", False) and any(s == mark for s, _ in items):
+            return False
+        return fold(self, items, budget)
+
+    commit = incremental.IncrementalEpsilon._commit
+
+    def tagged(self, block, budget):
+        if self.add_mid is not None:
+            self.add_mid.mid = True
+        return commit(self, block, budget)
+
+    monkeypatch.setattr(online_direction._Direction, "fold", failing)
+    monkeypatch.setattr(incremental.IncrementalEpsilon, "_commit", tagged)
+    monkeypatch.setattr(
+        incremental.IncrementalEpsilon, "_coarse_add_pld", lambda self, blocks, fit_only: None
+    )
+    acct = PrivacyAccountant(budget_epsilon=40.0, budget_delta=1e-6, progress=False)
+    for k in range(20):
+        acct.step(noise_multiplier=1.0 + k / 50, sample_rate=0.2, count=13)
+    assert acct.route == "online"
+    before = acct.epsilon(1e-6)
+    inc = acct._history.current.inc
+    assert inc.add_mid is not None and inc.add is None
+    with pytest.raises(BudgetExceededError):
+        acct.step(noise_multiplier=mark, sample_rate=0.2, count=300)
+    inc = acct._history.current.inc
+    assert not inc._no_mid and inc.add_mid is not None
+    path = tmp_path / "ledger.json"
+    acct.save(path)
+    back = PrivacyAccountant.load(path)
+    for delta in (1e-6, 1e-7):
+        assert back.epsilon(delta) == acct.epsilon(delta)
+    assert acct.epsilon(1e-6) == before
+    assert acct._history.current.inc.add is None  # no fine add direction composed
