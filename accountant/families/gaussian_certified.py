@@ -60,6 +60,9 @@ T_MIN = -1e4
 T_MAX = 37.0
 #: ``mu`` below this: ``mu / 2`` could be subnormal (not correctly rounded relative)
 MU_MIN = 1e-290
+#: where ``a > 0`` a log-form interval at most this wide is returned as it is; wider
+#: ones (small ``mu``: it cancels) are intersected with the scaled form's
+NARROW = 2.0**-44
 _log_ndtr = special.log_ndtr
 
 
@@ -315,12 +318,14 @@ def log_delta_bounds(mu: float, eps: float) -> tuple[float, float] | None:
     """
     if not (mu >= MU_MIN and eps >= 0.0) or math.isinf(mu):
         return None
-    scaled = _scaled_bounds(mu, eps)
-    r = eps / mu
-    a = 0.5 * mu - r
-    if scaled is not None and a < 0.0:
-        return scaled
+    a = 0.5 * mu - eps / mu
+    if a < 0.0:
+        scaled = _scaled_bounds(mu, eps)
+        return scaled if scaled is not None else _log_space_bounds(mu, eps)
     logs = _log_space_bounds(mu, eps)
+    if logs is not None and logs[1] - logs[0] <= NARROW:
+        return logs  # (the scaled form's quadrature costs as much again)
+    scaled = _scaled_bounds(mu, eps)
     if scaled is None or logs is None:
         return scaled if logs is None else logs
     # a > 0 at small mu: both bound the curve; their intersection is the tighter
