@@ -166,7 +166,11 @@ def _erfcx_drop(s: float, h: float) -> tuple[float, float] | None:
     for c, w in zip(_GL_ONE_PLUS, _GL_WEIGHTS, strict=True):
         p = half * c
         x = s + p
-        e, ee = _erfcx_node(x)
+        if x >= 0.0:  # (inline: the common case)
+            e = float(_erfcx(x))
+            ee = ERFCX_REL * _U * e
+        else:
+            e, ee = _erfcx_node(x)
         two_x_e = 2.0 * x * e
         g = _TWO_OVER_SQRT_PI - two_x_e
         # the sum (u x), the product (u p), the constant 1 + xi (1.5 u absolute, times h/2)
@@ -379,15 +383,26 @@ def at_most(mu: float, eps: float, delta: float) -> bool | None:
     """
     if not (0.0 < delta < 1.0):
         return None
+    log_d = math.log(delta)
     if mu >= MU_MIN and math.isfinite(mu) and eps >= 0.0:
         r = eps / mu
         a = 0.5 * mu - r
         if a + 1.01 * _U * (r + abs(a)) < -39.0 and delta >= 1e-300:
             return True
-    bounds = log_delta_bounds(mu, eps)
+        if a >= 0.0:
+            # the log form alone first: it decides unless the curve is within its
+            # width of delta (a calibration's check of delta(0) at small mu)
+            decided = _decide(_log_space_bounds(mu, eps), log_d)
+            if decided is not None:
+                return decided
+    return _decide(log_delta_bounds(mu, eps), log_d)
+
+
+def _decide(bounds: tuple[float, float] | None, log_d: float) -> bool | None:
+    """True (False) when ``bounds`` on ``log delta(eps)`` lie at most (above) ``log_d``
+    by more than ``log``'s error; None otherwise."""
     if bounds is None:
         return None
-    log_d = math.log(delta)
     margin = 4.0 * _U * (abs(log_d) + 1.0)  # log's error (<= 1 ulp), generously
     if bounds[1] <= log_d - margin:
         return True
