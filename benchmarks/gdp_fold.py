@@ -12,7 +12,15 @@ relative gap to the exact epsilon (the mu-GDP curve's root in mpmath, 50 digits)
   ``ComposeGaussian`` of the 300 ``ExactGaussianMechanism`` (its ``get_approxDP``);
 * ``loop``: 10 000 steps at ``sigma = 20 * 0.9999^t``, ``epsilon(1e-5)`` every 100;
 * ``budget``: a filter of (8, 1e-5) fed ``sigma = 20 * 0.9995^t`` until it refuses
-  (the step it refuses, and the epsilon then).
+  (the step it refuses, and the epsilon then);
+* ``online mixed``: the 300 sigmas with a subsampled phase (sigma ``1 + k / 30``, q 0.01,
+  10 steps) after every tenth, 30 distinct phases: the ``"online"`` route, whose
+  history composes the full-batch fold as one Gaussian (session 22; before, each
+  full-batch step as a cell); ``epsilon`` at 1e-5 and 1e-10.  Its exact-route bracket
+  (the subsampled steps composed with the one Gaussian, the engine's PLD) is
+  14.4129158-14.4142651 at 1e-5 and 20.1123490-20.1140655 at 1e-10;
+* ``online mixed budget``: the same fed to a filter of (12, 1e-5) until it refuses (the
+  records admitted, and the epsilon then).
 
 Run from the repository root::
 
@@ -58,6 +66,22 @@ elif kind == "loop":
         if (t + 1) % 100 == 0:
             eps.append(acct.epsilon(1e-5))
     out = {"answers": [eps[-1]]}
+elif kind.startswith("online mixed"):
+    budget = kind.endswith("budget")
+    kw = {"budget_epsilon": 12.0, "budget_delta": 1e-5} if budget else {}
+    acct = PrivacyAccountant(progress=False, **kw)
+    n = 0
+    try:
+        for t in range(300):
+            acct.step(noise_multiplier=9.0 * 0.998**t, sample_rate=1.0)
+            n += 1
+            if t % 10 == 0:
+                acct.step(noise_multiplier=1.0 + (t // 10) / 30, sample_rate=0.01, count=10)
+                n += 1
+    except BudgetExceededError:
+        pass
+    deltas = (1e-5,) if budget else (1e-5, 1e-10)
+    out = {"answers": ([n] if budget else []) + [acct.epsilon(d) for d in deltas]}
 else:
     acct = PrivacyAccountant(budget_epsilon=8.0, budget_delta=1e-5, progress=False)
     n = 0
@@ -73,7 +97,7 @@ out["route"] = acct.route
 print(json.dumps(out))
 """
 
-ROWS = ("300 sigmas", "loop", "budget")
+ROWS = ("300 sigmas", "loop", "budget", "online mixed", "online mixed budget")
 
 
 def _exact(mus_squared: float, delta: float) -> float:

@@ -336,3 +336,73 @@ def test_small_mu_bounds_hold_out_to_huge_epsilons():
         with mpmath.workdps(60):
             assert mpmath.log(mpmath.mpf(d)) >= exact or d == math.nextafter(0.0, 1.0)
     assert checked > 25
+
+
+# ------------------------------------- delta(eps) at small mu in float (issue 37, s22)
+def _count_mp(monkeypatch):
+    """Wrap the 50-digit curve so that its calls are counted (and still answered)."""
+    from dpacct.accountant.families import gaussian_dp
+
+    calls = []
+    original = gaussian_dp._gaussian_delta_mp
+
+    def counted(mu, eps):
+        calls.append((mu, eps))
+        return original(mu, eps)
+
+    monkeypatch.setattr(gaussian_dp, "_gaussian_delta_mp", counted)
+    return calls
+
+
+def test_erfcx_derivative_bound_left_of_zero():
+    """The bound on ``|erfcx^(n)|`` at ``x < 0`` holds against mpmath's derivatives (the
+    nodes of the quadrature left of 0, epsilon below mu^2 / 2)."""
+    for n in (2, 9):
+        for x in (-1e-12, -0.01, -0.08, -0.3, -1.0):
+            with mpmath.workdps(40):
+                exact = abs(mpmath.diff(lambda y: mpmath.exp(y * y) * mpmath.erfc(y),
+                                        mpmath.mpf(x), n))
+            assert gc._erfcx_derivative_bound(n, x) >= exact, (n, x)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    log_mu=st.floats(min_value=-289.0, max_value=math.log10(0.21)),
+    share=st.one_of(st.just(0.0), st.floats(min_value=0.0, max_value=3.0)),
+)
+def test_small_mu_bounds_hold_below_half_mu_squared(log_mu, share):
+    """At small mu and epsilon up to 1.5 mu^2 (``a`` positive: the scaled form's
+    integral from a negative ``s``), the float interval and the direct upper bound hold
+    on the exact curve (mpmath, 60 digits plus the cancellation's) and are narrow."""
+    mu = 10.0**log_mu
+    eps = share * mu * mu / 2.0
+    exact = mp_log_delta(mu, eps)
+    lo, hi = gc.log_delta_bounds(mu, eps)
+    assert lo <= exact <= hi, (mu, eps)
+    assert hi - lo <= 2.0**-40, (mu, eps, hi - lo)
+    direct = gc.delta_upper(mu, eps)
+    if direct is not None:
+        assert mpmath.exp(exact) <= direct
+        if mu <= 0.05:  # near 0.2 the quadrature's remainder widens it (1e-12)
+            assert direct <= float(mpmath.exp(exact)) * (1 + 64 * U)
+
+
+def test_small_mu_delta_is_certified_without_50_digits(monkeypatch):
+    """``GaussianMechanism.delta`` at mu in [1e-289, 0.2] and epsilon 0, tiny, and up to
+    ``a = -1`` makes no 50-digit evaluation, bounds the exact curve at mu and is within
+    1e-14 of it at mu <= 0.05 (main: the 50-digit curve rounded up at most epsilons
+    below mu^2 / 2), 2^-40 above (the log form's width, as main)."""
+    from dpacct.mechanisms import GaussianMechanism
+
+    calls = _count_mp(monkeypatch)
+    rng = np.random.default_rng(22)
+    mus = [0.2, 0.1, 0.05, 0.02, 1e-3, 1e-8, 1e-100, 1e-250]
+    mus += [float(10 ** rng.uniform(-289, math.log10(0.2))) for _ in range(24)]
+    for mu in mus:
+        sigma = 1.0 / mu
+        for eps in (0.0, 1e-300, mu * mu / 4, mu * mu / 2, mu * (mu / 2 + 0.5)):
+            got = GaussianMechanism(sigma=sigma).delta(eps)
+            exact = mpmath.exp(mp_log_delta(1.0 / sigma, eps))
+            tol = 1e-14 if mu <= 0.05 else 2.0**-40  # the log form's width near 0.2
+            assert exact <= got <= float(exact) * (1 + tol), (sigma, eps, got)
+    assert calls == []

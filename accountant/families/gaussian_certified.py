@@ -52,7 +52,7 @@ import math
 
 from scipy import special
 
-__all__ = ["at_most", "log_delta_bounds"]
+__all__ = ["at_most", "delta_upper", "log_delta_bounds"]
 
 _U = 2.0**-53
 #: the float bound is used only for arguments of ``log Phi`` in this range (measured)
@@ -60,6 +60,9 @@ T_MIN = -1e4
 T_MAX = 37.0
 #: ``mu`` below this: ``mu / 2`` could be subnormal (not correctly rounded relative)
 MU_MIN = 1e-290
+#: where ``a > 0`` a log-form interval at most this wide is returned as it is; wider
+#: ones (small ``mu``: it cancels) are intersected with the scaled form's
+NARROW = 2.0**-44
 _log_ndtr = special.log_ndtr
 
 
@@ -101,19 +104,48 @@ DROP_MAX_H = 0.15
 
 
 def _erfcx_derivative_bound(n: int, x: float) -> float:
-    """An upper bound on ``|erfcx^(n)|`` on ``[x, inf)``, ``x >= 0``: ``erfcx(x) = (2 /
-    sqrt pi) int_0^inf exp(-t^2 - 2 x t) dt`` for every real ``x``, so ``(-1)^n
-    erfcx^(n)(x) = (2/sqrt pi) int (2t)^n exp(-t^2 - 2xt) dt`` is positive and
-    decreasing, at most ``2^n Gamma((n+1)/2) / sqrt pi`` (drop ``2xt``) and ``n! /
-    (sqrt pi x^(n+1))`` (drop ``t^2``); rounded up by 1 %."""
+    """An upper bound on ``|erfcx^(n)|`` on ``[x, inf)``, for every real ``x``:
+    ``erfcx(x) = (2 / sqrt pi) int_0^inf exp(-t^2 - 2 x t) dt`` for every real ``x``, so
+    ``(-1)^n erfcx^(n)(x) = (2/sqrt pi) int (2t)^n exp(-t^2 - 2xt) dt`` is positive and
+    decreasing.  For ``x >= 0`` it is at most ``2^n Gamma((n+1)/2) / sqrt pi`` (drop
+    ``2xt``) and ``n! / (sqrt pi x^(n+1))`` (drop ``t^2``); for ``x = -c < 0``,
+    ``e^(-t^2 + 2ct) = e^(c^2) e^(-(t-c)^2)`` and ``t = u + c`` give at most ``(2 /
+    sqrt pi) 2^n e^(c^2) sum_k C(n, k) c^(n-k) Gamma((k+1)/2)`` (the integral over all
+    ``u`` of ``(|u| + c)^n e^(-u^2)``, expanded).  Rounded up by 1 %."""
+    if x < 0.0:
+        c = -x
+        total = sum(
+            math.comb(n, k) * c ** (n - k) * math.gamma(0.5 * (k + 1)) for k in range(n + 1)
+        )
+        return 1.01 * _TWO_OVER_SQRT_PI * 2.0**n * math.exp(c * c) * total
     first = 2.0**n * math.gamma(0.5 * (n + 1)) * _INV_SQRT_PI
     if x > 1e-30:  # (x^(n+1) stays a normal float)
         first = min(first, math.factorial(n) * _INV_SQRT_PI / x ** (n + 1))
     return 1.01 * first
 
 
+def _erfcx_node(x: float) -> tuple[float, float]:
+    """``erfcx(x)`` and a bound on its absolute error: SciPy's value for ``x >= 0``
+    (``ERFCX_REL u`` relative, measured); for ``x < 0`` (small ``|x|``: the nodes of
+    :func:`_erfcx_drop` left of 0, at epsilons below ``mu^2 / 2``) from ``erfcx(x) = 2
+    e^(x^2) - erfcx(-x)`` (``erfc(x) = 2 - erfc(-x)``), with ``exp``'s ``8 u``, the
+    square's rounding (``x^2 u`` relative inside ``exp``), SciPy's ``ERFCX_REL u`` at
+    ``-x`` and the subtraction's rounding; the difference is at least 1 (``erfcx(-x)
+    <= 1 <= e^(x^2)``), so it does not cancel."""
+    if x >= 0.0:
+        e = float(_erfcx(x))
+        return e, ERFCX_REL * _U * e
+    x2 = x * x
+    big = 2.0 * math.exp(x2)
+    small = float(_erfcx(-x))
+    e = big - small
+    err = (8.0 + 1.01 * x2) * _U * big + ERFCX_REL * _U * small + _U * e
+    return e, 1.01 * err
+
+
 def _erfcx_drop(s: float, h: float) -> tuple[float, float] | None:
-    """``(lower, upper)`` on ``D = erfcx(s) - erfcx(s + h)`` for the floats ``s >= 0``,
+    """``(lower, upper)`` on ``D = erfcx(s) - erfcx(s + h)`` for the floats ``s`` (real:
+    ``s < 0`` at epsilons below ``mu^2 / 2``, its nodes there by :func:`_erfcx_node`) and
     ``h > 0`` taken as exact, without the cancellation of the difference.
 
     ``D = int_s^(s+h) g``, ``g = -erfcx' = 2/sqrt(pi) - 2x erfcx(x) > 0``, by 4-point
@@ -134,16 +166,21 @@ def _erfcx_drop(s: float, h: float) -> tuple[float, float] | None:
     for c, w in zip(_GL_ONE_PLUS, _GL_WEIGHTS, strict=True):
         p = half * c
         x = s + p
-        e = float(_erfcx(x))
+        if x >= 0.0:  # (inline: the common case)
+            e = float(_erfcx(x))
+            ee = ERFCX_REL * _U * e
+        else:
+            e, ee = _erfcx_node(x)
         two_x_e = 2.0 * x * e
         g = _TWO_OVER_SQRT_PI - two_x_e
         # the sum (u x), the product (u p), the constant 1 + xi (1.5 u absolute, times h/2)
-        dx = 1.01 * _U * (x + 2.0 * p + 2.0 * h)
+        dx = 1.01 * _U * (abs(x) + 2.0 * p + 2.0 * h)
         eg = 1.01 * (
-            (ERFCX_REL + 2.0) * _U * two_x_e
+            2.0 * abs(x) * ee
+            + 2.0 * _U * abs(two_x_e)
             + 2.0 * _U * _TWO_OVER_SQRT_PI
             + _U * abs(g)
-            + _erfcx_derivative_bound(2, max(x - dx, 0.0)) * dx
+            + _erfcx_derivative_bound(2, x - dx) * dx
         )
         if not eg < g:
             return None
@@ -161,9 +198,22 @@ def _log_f_bound(t: float, mu: float, upper: bool) -> float | None:
     """Bound on ``log F(t)``, ``F(t) = Phi(t) - e^e' Phi(t - mu)`` with ``e' = mu (mu/2 -
     t)`` (the curve where ``a = t`` exactly), in the scaled form ``F = e^(-t^2/2)
     (erfcx(-t/sqrt 2) - erfcx((mu - t)/sqrt 2)) / 2`` (``Phi(s) = erfcx(-s/sqrt 2)
-    e^(-s^2/2) / 2`` and ``e' - (t - mu)^2/2 = -t^2/2``).  ``erfcx`` decreases, so
-    its arguments are moved by a few ulps to the side that bounds ``F`` (upper: the
-    first down, the second up)."""
+    e^(-s^2/2) / 2`` and ``e' - (t - mu)^2/2 = -t^2/2``): :func:`_d_bound`, its log
+    (``4 u`` of every term for the roundings and ``log``'s error)."""
+    d = _d_bound(t, mu, upper)
+    if d is None or not d > 0.0:
+        return d
+    log_d = math.log(d)
+    value = _LOG_HALF - 0.5 * t * t + log_d
+    slack = 4.0 * _U * (t * t + abs(log_d) + 2.0)
+    return value + slack if upper else value - slack
+
+
+def _d_bound(t: float, mu: float, upper: bool) -> float | None:
+    """Bound on ``D = erfcx(-t/sqrt 2) - erfcx((mu - t)/sqrt 2)`` (above for ``upper``);
+    ``erfcx`` decreases, so its arguments are moved by a few ulps to the side that
+    bounds ``D`` (upper: the first down, the second up).  None where it cannot bound
+    above, ``-inf`` where its lower bound is not positive."""
     sa = -t * _SQRT1_2  # 2 roundings (constant, product): relative 2.01 u
     sb = (mu - t) * _SQRT1_2  # 3 roundings
     if upper:
@@ -172,14 +222,18 @@ def _log_f_bound(t: float, mu: float, upper: bool) -> float | None:
     else:
         sa = math.nextafter(sa * (1.0 + 4.0 * _U), math.inf)
         sb = math.nextafter(sb * (1.0 - 6.0 * _U), -math.inf)
-    if not (0.0 <= sa and sb <= 1e5):
-        return None
-    ea = float(_erfcx(sa))
-    eb = float(_erfcx(sb))
-    d = ea - eb
-    err = 1.01 * (ERFCX_REL * _U * (ea + eb) + _U * abs(d))
-    d = d + err if upper else d - err
     h = mu * _SQRT1_2  # 2 roundings: relative 2.01 u
+    if not (sb <= 1e5 and (0.0 <= sa or h <= DROP_MAX_H)):
+        return None
+    if sa >= 0.0:
+        ea = float(_erfcx(sa))
+        eb = float(_erfcx(sb))
+        d = ea - eb
+        err = 1.01 * (ERFCX_REL * _U * (ea + eb) + _U * abs(d))
+        d = d + err if upper else d - err
+    else:
+        # t > 0 (epsilon below mu^2 / 2, small mu): the integral form alone
+        d = math.inf if upper else -math.inf
     if h <= DROP_MAX_H:
         # small mu: the difference as an integral (no cancellation), at s = sa and h
         # moved to the side that bounds it (D decreases in s, increases in h)
@@ -188,25 +242,58 @@ def _log_f_bound(t: float, mu: float, upper: bool) -> float | None:
         drop = _erfcx_drop(sa, h)
         if drop is not None:
             d = min(d, drop[1]) if upper else max(d, drop[0])
+    if math.isinf(d) and d > 0.0:
+        return None
     if not d > 0.0:
         return -math.inf if not upper else None
-    log_d = math.log(d)
-    value = _LOG_HALF - 0.5 * t * t + log_d
-    slack = 4.0 * _U * (t * t + abs(log_d) + 2.0)
-    return value + slack if upper else value - slack
+    return d
+
+
+def delta_upper(mu: float, eps: float) -> float | None:
+    """An upper bound on ``delta(eps)`` of ``mu``-GDP itself (not its log) from the
+    scaled form where ``|a| <= 1`` at small ``mu`` (``mu / sqrt 2 <= DROP_MAX_H``), or
+    None: ``F(a_up) = e^(-t^2/2) D / 2`` (:func:`_scaled_bounds`' monotonicity) with
+    ``D`` bounded above (:func:`_d_bound`); ``t^2``'s rounding moves ``exp``'s argument by
+    ``u t^2 / 2``, ``exp`` is within ``8 u`` and the product one rounding, so the
+    float product times ``1 + 1.01 (10 + t^2) u``, one more ulp up, bounds it.  Within
+    a few ``u`` of the curve near epsilon 0, where the log form's ``4 u |log delta|``
+    of slack is 1e-13 at delta 1e-200.
+
+    Examples
+    --------
+    >>> d = delta_upper(1e-6, 0.0)   # erf(mu / (2 sqrt 2)) = 3.98942280401...e-7
+    >>> bool(3.989422804014e-07 < d < 3.989422804016e-07)
+    True
+    """
+    if not (mu >= MU_MIN and eps >= 0.0 and mu * _SQRT1_2 <= DROP_MAX_H):
+        return None
+    r = eps / mu
+    a = 0.5 * mu - r
+    t = math.nextafter(a + 1.01 * _U * (r + abs(a)) + 1e-300, math.inf)
+    if not -1.0 <= t <= 1.0:
+        return None
+    d = _d_bound(t, mu, True)
+    if d is None:
+        return None
+    tt = t * t
+    value = 0.5 * math.exp(-0.5 * tt) * d
+    return math.nextafter(value * (1.0 + 1.01 * (10.0 + tt) * _U), math.inf)
 
 
 def _scaled_bounds(mu: float, eps: float) -> tuple[float, float] | None:
     """``log delta`` bounds from the scaled form (:func:`_log_f_bound`) at ``t = a``
     rounded outwards: ``F`` increases with ``t`` (``e'`` decreases and the curve
-    decreases in epsilon, for every real epsilon), so ``F(a_up)`` bounds the curve
-    above and ``F(a_down)`` below.  Used where ``-37 <= a <= 0``."""
+    decreases in epsilon, for every real epsilon: ``F'(t) = mu e^e' Phi(t - mu) > 0``),
+    so ``F(a_up)`` bounds the curve above and ``F(a_down)`` below.  Used where ``-37 <=
+    a <= 0``, and at small ``mu`` (``mu / sqrt 2 <= DROP_MAX_H``) also where ``a > 0``
+    (epsilon below ``mu^2 / 2``, delta(0) among them: the log-space form cancels
+    there), by the integral form of the difference alone."""
     r = eps / mu
     a = 0.5 * mu - r
     da = 1.01 * _U * (r + abs(a)) + 1e-300
     a_up = math.nextafter(a + da, math.inf)
     a_down = math.nextafter(a - da, -math.inf)
-    if not (a_up <= 0.0 and a_down >= -37.0):
+    if not ((a_up <= 0.0 or mu * _SQRT1_2 <= DROP_MAX_H) and a_down >= -37.0):
         return None
     upper = _log_f_bound(a_up, mu, True)
     if upper is None:
@@ -235,9 +322,22 @@ def log_delta_bounds(mu: float, eps: float) -> tuple[float, float] | None:
     """
     if not (mu >= MU_MIN and eps >= 0.0) or math.isinf(mu):
         return None
+    a = 0.5 * mu - eps / mu
+    if a < 0.0:
+        scaled = _scaled_bounds(mu, eps)
+        return scaled if scaled is not None else _log_space_bounds(mu, eps)
+    logs = _log_space_bounds(mu, eps)
+    if logs is not None and logs[1] - logs[0] <= NARROW:
+        return logs  # (the scaled form's quadrature costs as much again)
     scaled = _scaled_bounds(mu, eps)
-    if scaled is not None:
-        return scaled
+    if scaled is None or logs is None:
+        return scaled if logs is None else logs
+    # a > 0 at small mu: both bound the curve; their intersection is the tighter
+    return max(scaled[0], logs[0]), min(scaled[1], logs[1])
+
+
+def _log_space_bounds(mu: float, eps: float) -> tuple[float, float] | None:
+    """``log delta`` bounds in log space (the module docstring, items 1-5), or None."""
     r = eps / mu
     a = 0.5 * mu - r
     b = -0.5 * mu - r
@@ -283,15 +383,26 @@ def at_most(mu: float, eps: float, delta: float) -> bool | None:
     """
     if not (0.0 < delta < 1.0):
         return None
+    log_d = math.log(delta)
     if mu >= MU_MIN and math.isfinite(mu) and eps >= 0.0:
         r = eps / mu
         a = 0.5 * mu - r
         if a + 1.01 * _U * (r + abs(a)) < -39.0 and delta >= 1e-300:
             return True
-    bounds = log_delta_bounds(mu, eps)
+        if a >= 0.0:
+            # the log form alone first: it decides unless the curve is within its
+            # width of delta (a calibration's check of delta(0) at small mu)
+            decided = _decide(_log_space_bounds(mu, eps), log_d)
+            if decided is not None:
+                return decided
+    return _decide(log_delta_bounds(mu, eps), log_d)
+
+
+def _decide(bounds: tuple[float, float] | None, log_d: float) -> bool | None:
+    """True (False) when ``bounds`` on ``log delta(eps)`` lie at most (above) ``log_d``
+    by more than ``log``'s error; None otherwise."""
     if bounds is None:
         return None
-    log_d = math.log(delta)
     margin = 4.0 * _U * (abs(log_d) + 1.0)  # log's error (<= 1 ulp), generously
     if bounds[1] <= log_d - margin:
         return True

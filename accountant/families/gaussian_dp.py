@@ -18,7 +18,7 @@ from scipy import special
 
 from ..numerics import brentq, invert_decreasing
 from ..validation import as_float_array, check_delta, check_positive
-from .gaussian_certified import at_most, log_delta_bounds
+from .gaussian_certified import at_most, delta_upper, log_delta_bounds
 
 __all__ = [
     "SIGMA_ROUND_DOWN",
@@ -177,11 +177,12 @@ def certified_gaussian_delta(mu: float, epsilon: np.ndarray) -> np.ndarray:
             # float, which bounds it (mpmath's erfc overflows near eps/mu ~ 1e154)
             out[i] = math.nextafter(0.0, 1.0)
             continue
+        direct = delta_upper(mu_up, e)  # small mu, |a| <= 1: within a few u
         bounds = log_delta_bounds(mu_up, e)
         if bounds is not None and bounds[1] - bounds[0] <= 2.0**-40 and bounds[1] > -690.0:
             # exp within 1 ulp (glibc); 4 ulps and one more step up cover it
             up = math.nextafter(math.exp(bounds[1]) * (1.0 + 2.0**-51), math.inf)
-            out[i] = min(up, 1.0)
+            out[i] = min(up, 1.0 if direct is None else direct, 1.0)
             continue
         exact = _gaussian_delta_mp(mu_up, e)
         value = float(exact)

@@ -20,6 +20,8 @@ entry's classification; neither looks at a mechanism's type.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..mechanism import PLDSettings
@@ -27,7 +29,7 @@ from ..pld.grid import GridPLD
 from ..pld.pld_pair import PLDPair
 from ..pld.schedule import IncrementalEpsilon, _scaled_settings
 from ..transformers.compose import ComposedMechanism
-from .records import Entry, Records, phases_of, rounded, same
+from .records import Entry, GaussianFold, Records, full_batch, phases_of, rounded, same
 
 __all__ = ["BudgetHistory"]
 
@@ -129,24 +131,70 @@ class _FastHistory:
     ``epsilon`` return ``None``, when a record is not a DP-SGD step or the fast path
     cannot certify (the ledger then moves to a :class:`_PLDHistory`).  The cost counter
     ``convolutions`` counts inverse FFTs (one per check).
+
+    Full-batch Gaussian records are not cells of it: they are folded into one Gaussian
+    (:class:`~dpacct.accountant.ledger.records.GaussianFold`, its sigma rounded down,
+    Dong, Roth & Su 2022, Corollary 3.3), which every query composes as one block
+    (:meth:`~dpacct.accountant.pld.incremental.IncrementalEpsilon.set_gauss`), as the
+    ``"exact"`` and ``"rounded"`` routes compose it; a lone full-batch step is
+    composed at its own sigma.
     """
 
     def __init__(self, delta: float, grid: float, budget: float) -> None:
         self.inc = IncrementalEpsilon(delta, grid=grid)
         self.budget = budget
+        self.gauss = GaussianFold()
+        #: the full-batch steps folded: how many, and the sigma of the first
+        self._lone: tuple[int, float] = (0, 0.0)
 
     @property
     def convolutions(self) -> int:
         return self.inc.inverse_transforms
 
+    def checkpoint(self) -> tuple:
+        """The state :meth:`rollback` returns to (a filter's trial)."""
+        return self.inc.checkpoint(), self.gauss.copy(), self._lone
+
+    def rollback(self, state: tuple) -> None:
+        """Back to :meth:`checkpoint`'s state (the trial's record forgotten)."""
+        inc, self.gauss, self._lone = state
+        self.inc.rollback(inc)
+
+    def _sigma(self, parts: list[Entry]) -> tuple[GaussianFold, tuple[int, float], float | None]:
+        """The fold with the full-batch ``parts`` added (a copy when there are any), the
+        lone-step count, and the noise multiplier a query composes; ``nan`` when the
+        folded sigma is not a positive float (the engine's route)."""
+        fold, (count, first) = self.gauss, self._lone
+        news = [e for e in parts if full_batch(e)]
+        if news:
+            fold = fold.copy()
+            for e in news:
+                assert e.step is not None
+                fold.add(e.step, e.count)
+                count, first = count + e.count, first if count else e.step.sigma_upper
+        if count == 0:
+            return fold, (count, first), None
+        if count == 1:
+            return fold, (count, first), first  # one step: its own sigma, not re-rounded
+        sigma = fold.sigma(upper=True)
+        return fold, (count, first), math.nan if sigma is None else sigma
+
     def fold(self, parts: list[Entry]) -> bool:
-        steps = phases_of(parts, upper=True)
+        steps = phases_of([e for e in parts if not full_batch(e)], upper=True)
         if steps is None:
             return False
         self.inc.fold(steps)
+        if any(full_batch(e) for e in parts):
+            self.gauss, self._lone, sigma = self._sigma(parts)
+            if sigma is not None and math.isnan(sigma):
+                return False
+            self.inc.set_gauss(sigma)
         return self.inc.ok
 
     def epsilon_with(self, parts: list[Entry], fit_only: bool = False) -> float | None:
+        """Epsilon with the hypothetical ``parts`` (a filter's look-ahead): every one,
+        full-batch ones too, as a step beside the kept fold (a sound upper bound on
+        folding them: no new Gaussian composed per look-ahead)."""
         steps = phases_of(parts, upper=True)
         if steps is None:
             return None
@@ -265,18 +313,16 @@ class BudgetHistory:
         """
         current = self.now()
         if isinstance(current, _FastHistory):
-            steps = phases_of([entry], upper=True)
-            if steps is not None:
-                state = current.inc.checkpoint()
-                current.inc.fold(steps)
-                found = current.epsilon() if current.inc.ok else None
+            if entry.step is not None:
+                state = current.checkpoint()
+                found = current.epsilon() if current.fold([entry]) else None
                 if found is not None:
                     if found <= self.budget[0]:
                         self._folded = entry
                     else:
-                        current.inc.rollback(state)
+                        current.rollback(state)
                     return found
-                current.inc.rollback(state)
+                current.rollback(state)
             current = self.current = self.rebuild()
         found = current.epsilon_with([entry])
         assert found is not None  # a PLD history always answers

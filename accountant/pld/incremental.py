@@ -247,6 +247,10 @@ class IncrementalEpsilon:
         #: whether it could not be made (a window beyond FAST_MAX_N: not tried again)
         self.add_mid: _Direction | None = None
         self._no_mid = False
+        #: the noise multiplier of one full-batch Gaussian composed at every query as a
+        #: block of its own, never committed (a ledger's folded full-batch records,
+        #: :meth:`set_gauss`), or None
+        self.gauss: float | None = None
         self._eps: float | None = 0.0
         self.ok = True
         #: coordinate values kept exact in the cells (see :meth:`_cells`)
@@ -340,18 +344,66 @@ class IncrementalEpsilon:
                 self.add_mid = _Direction(
                     self.delta, ADD_MID_FACTOR * step, True, self.add_mid.horizon
                 )
+            if self.gauss is not None:
+                self._reserve()
+
+    def set_gauss(self, sigma: float | None) -> bool:
+        """Compose one full-batch Gaussian of noise multiplier ``sigma`` (None: none)
+        at every query, as a block of its own (:meth:`_gauss_blocks`) beside the
+        committed and pending steps: a ledger's full-batch records folded into one
+        Gaussian (:class:`~dpacct.accountant.ledger.records.GaussianFold`, Dong, Roth &
+        Su 2022, Corollary 3.3), re-set whenever the fold changes.  The kept grids are
+        grown to hold it (:meth:`_reserve`), so a query does not carry them to a
+        longer one.  Returns :attr:`ok`.
+
+        Examples
+        --------
+        >>> inc = IncrementalEpsilon(1e-5)
+        >>> inc.fold([(1.0 + k / 100, 0.01, 10) for k in range(20)])
+        >>> a = inc.epsilon()
+        >>> inc.set_gauss(10.0)
+        True
+        >>> bool(inc.epsilon() > a)
+        True
+        """
+        if sigma != self.gauss:
+            self.gauss = sigma
+            self._eps = None
+            if sigma is not None:
+                self._reserve()
+        return self.ok
+
+    @staticmethod
+    def _gauss_blocks(sigma: float | None, budget: int = EXACT_BUDGET) -> list[tuple[Items, int]]:
+        """The Gaussian of :meth:`set_gauss` as a query's block: one cell ``(sigma, 1)``
+        of one step, at the exact cells' fine-grid budget."""
+        return [] if sigma is None else [({(sigma, 1.0): 1}, budget)]
+
+    def _reserve(self) -> None:
+        """Grow every kept direction's grid to hold its committed blocks with the
+        Gaussian's (:meth:`~dpacct.accountant.pld.online_direction._Direction.
+        reserve`); a direction that cannot certify it: :attr:`ok` False (the mid add
+        direction, a shortcut only, is dropped)."""
+        ((items, budget),) = self._gauss_blocks(self.gauss)
+        self._into_directions("reserve", items, budget)
+
+    def _into_directions(self, how: str, block: Items, budget: int) -> None:
+        """``block`` committed (``how = "fold"``) or reserved for (``"reserve"``) in every
+        kept direction: the coarse add one at :data:`LOOKAHEAD_BUDGET`; one that cannot
+        certify it makes :attr:`ok` False, except the mid add direction, dropped."""
+        self.ok = self.ok and getattr(self.remove, how)(block, budget)
+        if self.add is not None:
+            self.ok = self.ok and getattr(self.add, how)(block, budget)
+        if self.add_coarse is not None:
+            self.ok = self.ok and getattr(self.add_coarse, how)(block, LOOKAHEAD_BUDGET)
+        if self.add_mid is not None and not getattr(self.add_mid, how)(block, budget):
+            self.add_mid, self._no_mid = None, True  # a shortcut only: the fine one stays
 
     def _commit(self, block: Items, budget: int) -> None:
         self._use_step(block)
         self._blocks.append((block, budget))
         self._var += _variance(block)[0]
-        self.ok = self.ok and self.remove.fold(block, budget)
-        if self.add is not None:
-            self.ok = self.ok and self.add.fold(block, budget)
-        if self.add_coarse is not None:
-            self.ok = self.ok and self.add_coarse.fold(block, LOOKAHEAD_BUDGET)
-        if self.add_mid is not None and not self.add_mid.fold(block, budget):
-            self.add_mid, self._no_mid = None, True  # a shortcut only: the fine one stays
+        self._into_directions("fold", block, budget)
 
     def _asked(
         self, extra: Iterable[tuple[float, float, int]]
@@ -386,7 +438,8 @@ class IncrementalEpsilon:
     def epsilon(
         self, extra: Iterable[tuple[float, float, int]] = (), *, fit_only: bool = False
     ) -> float | None:
-        """Certified epsilon at ``delta`` of the composition (with ``extra``, not kept).
+        """Certified epsilon at ``delta`` of the composition (with ``extra``, not kept;
+        with the Gaussian of :meth:`set_gauss`).
 
         ``None`` when the fast path cannot certify, or (``fit_only``, for a filter's
         cheap look-ahead) when the hypothetical ``extra`` steps do not fit the kept
@@ -397,10 +450,11 @@ class IncrementalEpsilon:
             return self._eps
         if not self.ok:
             return None
-        if not blocks and self.remove.total == 0:
-            return 0.0
         if blocks:
             self._use_step(blocks[0][0])
+        blocks = blocks + self._gauss_blocks(self.gauss)
+        if not blocks and self.remove.total == 0:
+            return 0.0
         rem = self.remove.pld(blocks, fit_only and asked)
         if rem is None:
             return None
@@ -462,6 +516,10 @@ class IncrementalEpsilon:
                 if not self.add.fold(block, budget):
                     self.ok = False
                     return None
+            for items, budget in self._gauss_blocks(self.gauss):
+                if not self.add.reserve(items, budget):
+                    self.ok = False
+                    return None
             self.add_mid = None  # the fine one is kept from now on
         return self.add.pld(blocks, fit_only)
 
@@ -478,6 +536,10 @@ class IncrementalEpsilon:
                 if not self.add_coarse.fold(block, LOOKAHEAD_BUDGET):
                     self.ok = False
                     return None
+            for items, _ in self._gauss_blocks(self.gauss):
+                if not self.add_coarse.reserve(items, LOOKAHEAD_BUDGET):
+                    self.ok = False
+                    return None
         return self.add_coarse.pld([(items, LOOKAHEAD_BUDGET) for items, _ in blocks], fit_only)
 
     def _mid_add_pld(self, blocks: list[tuple[Items, int]], fit_only: bool):
@@ -491,6 +553,10 @@ class IncrementalEpsilon:
             for block, budget in self._blocks:
                 if not mid.fold(block, budget):
                     self._no_mid = True  # the fine one may still certify
+                    return None
+            for items, budget in self._gauss_blocks(self.gauss):
+                if not mid.reserve(items, budget):
+                    self._no_mid = True
                     return None
             self.add_mid = mid
         return self.add_mid.pld(blocks, fit_only)
@@ -530,10 +596,11 @@ class IncrementalEpsilon:
         blocks, _ = self._asked(())
         if not self.ok:
             return None
-        if not blocks and self.remove.total == 0:
-            return np.zeros(eps.shape), 0.0
         if blocks:
             self._use_step(blocks[0][0])
+        blocks = blocks + self._gauss_blocks(self.gauss)
+        if not blocks and self.remove.total == 0:
+            return np.zeros(eps.shape), 0.0
         rem = self.remove.pld(blocks)
         if rem is None:
             return None
@@ -572,6 +639,8 @@ class IncrementalEpsilon:
             kept(self.add),
             kept(self.add_coarse),
             kept(self.add_mid),
+            self._no_mid,
+            self.gauss,
             self._eps,
             self.ok,
             set(self._exact_sigma),
@@ -591,6 +660,8 @@ class IncrementalEpsilon:
             self.add,
             self.add_coarse,
             self.add_mid,
+            self._no_mid,
+            self.gauss,
             self._eps,
             self.ok,
             self._exact_sigma,

@@ -434,6 +434,33 @@ class _Direction:
         known[key] = block
         known.nbytes += block.pmf.nbytes
 
+    def reserve(self, items: Items, budget: int) -> bool:
+        """Grow the kept grid to hold the committed blocks with the block ``items`` too
+        (composed at every query, never committed: the ledger's folded full-batch
+        Gaussian), as :meth:`fold` grows it for a committed block: rebuilt exactly from
+        the kept block PMFs, else carried (:meth:`_carry`); the block is kept for the
+        queries (:meth:`pld`).  False if it cannot certify."""
+        try:
+            key, block = self._block(items, budget)
+        except OverflowError:
+            return False
+        if key not in self._known:
+            self._asked[key] = block
+            while len(self._asked) > ASKED_BLOCKS:
+                self._asked.pop(next(iter(self._asked)))
+        lam_pos, lam_neg = self._sums([b for _, b in self.partial] + [block])[:2]
+        _, need = _window(self.step, lam_pos, lam_neg, self.alias_budget)
+        n = self._length(need, max(self.width, block.pmf.size))
+        if n > FAST_MAX_N:
+            if max(need, self.width, block.pmf.size) > FAST_MAX_N:
+                return False
+            n = FAST_MAX_N
+        if self.spec is None or (n > self.n and self.kept is not None):
+            self._rebuild_at(max(n, self.n))
+        elif n > self.n:
+            self._carry(n)
+        return True
+
     def fold(self, items: Items, budget: int) -> bool:
         """Commit one block (``k`` steps of each cell in ``items``, composed at the
         fine-grid cost budget ``budget``); False if it cannot certify."""
