@@ -333,6 +333,17 @@ BASE: dict[str, tuple[Callable[[], Callable], dict[str, Any]]] = {
             "choice": (2, "thm3", 0.0),
         },
     ),
+    "bandmf_lowfreq_balls_in_bins": (
+        lambda: M.bandmf_lowfreq_balls_in_bins,
+        {
+            "noise_multiplier": 1.5,
+            "iterations": 12,
+            "cycle_length": 4,
+            "strategy": [1.0, 0.6, 0.3],
+            "factor_points": 9,
+            "points": 15,
+        },
+    ),
     "bandmf_balls_in_bins_delta_mc": (
         lambda: M.bandmf_balls_in_bins_delta_mc,
         {
@@ -544,6 +555,9 @@ NOT_FUZZED: dict[str, str] = {
     ),
     "BandMFSharedBallsInBins": (
         "built by bandmf_shared_balls_in_bins (fuzzed), which validates every input"
+    ),
+    "BandMFLowFreqBallsInBins": (
+        "built by bandmf_lowfreq_balls_in_bins (fuzzed), which validates every input"
     ),
     "bandmf_balls_in_bins_noise_multiplier": (
         "each call is a calibration; its run inputs go through balls_in_bins_candidates "

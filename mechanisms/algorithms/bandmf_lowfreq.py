@@ -62,8 +62,13 @@ _MIN_COEF = 0.5
 #: the largest exponent magnitude for which the terms' relative slack ``1e-12`` covers
 #: their round-off (``<= 4 u`` times the magnitude, as in Theorem 3)
 _MAX_EXPONENT = 1000.0
+#: the least ``sqrt(alpha) / sigma`` Theorem 5's grids take: below it the hat weights'
+#: exponentials are 1 to working precision (at huge noise, where Theorem 1 is as tight)
+_MIN_SCALE = 1e-8
 #: ``alpha`` over the largest eigenvalue of ``G`` off the frequencies ``0, +-1``
 ALPHA_FACTOR = 1.02
+#: the largest ``alpha_factor`` taken (beyond it the eigen-solver sees overflowing entries)
+MAX_ALPHA_FACTOR = 1e6
 #: grid half-width (standard deviations) and partial-sum log spacing of the remove
 #: direction (the one that binds on the measured rows), and of the add direction
 REMOVE_GRID = (6.5, 0.05)
@@ -104,8 +109,9 @@ def lowfreq_instance(strategy: object, iterations: int, cycle_length: int,
         raise ValueError(f"cycle_length must be in [4, min(iterations, {MAX_CYCLE})] (k = 3 "
                          f"has no frequency besides 0, +-1), got {k}")
     fac = check_positive("alpha_factor", alpha_factor)
-    if fac <= 1.0:
-        raise ValueError(f"alpha_factor must be > 1, got {alpha_factor}")
+    if not 1.0 < fac <= MAX_ALPHA_FACTOR:
+        raise ValueError(f"alpha_factor must be in (1, {MAX_ALPHA_FACTOR:g}] (a larger factor "
+                         f"only loosens the bound), got {alpha_factor}")
     gram = balls_in_bins_gram(strategy, n, k)
     cs, sn = _loadings(k)
     u = np.stack([np.ones(k) / math.sqrt(k), cs / np.linalg.norm(cs), sn / np.linalg.norm(sn)],
@@ -282,6 +288,10 @@ def lowfreq_delta_law(noise_multiplier: float, instance: tuple, cycle_length: in
     width, rho, theta = _checked_grid(width, rho, theta)
     alpha, _beta, gamma = (float(x) for x in instance)
     a, c = math.sqrt(alpha) / sigma, math.sqrt(gamma) / sigma
+    if a < _MIN_SCALE:
+        raise ValueError(
+            f"noise_multiplier = {sigma} is too large for Theorem 5's grids: sqrt(alpha) / "
+            f"sigma = {a:.3g} < {_MIN_SCALE} (Theorem 1, bandmf_balls_in_bins, answers there)")
     if _reach(a, c, width) > _MAX_EXPONENT:
         raise ValueError(
             f"noise_multiplier = {sigma} is too small for Theorem 5: the terms' exponents "
@@ -401,6 +411,8 @@ def bandmf_lowfreq_balls_in_bins(noise_multiplier: float, iterations: int, *,
     sigma = check_positive("noise_multiplier", noise_multiplier)
     n = check_count(iterations, "iterations")
     k = check_count(cycle_length, "cycle_length")
+    factor_points = check_count(factor_points, "factor_points")
+    points = check_count(points, "points")
     if base is not None and not isinstance(base, BandMFSharedBallsInBins):
         raise TypeError(f"base must be a BandMFSharedBallsInBins or None, got {base!r}")
     if candidates is None:
@@ -509,7 +521,7 @@ def lowfreq_points(noise_multiplier: float, iterations: int, cycle_length: int,
     except RuntimeError:  # pragma: no cover - not certified: not a candidate
         return None
     a, c = math.sqrt(inst[0]) / noise_multiplier, math.sqrt(inst[2]) / noise_multiplier
-    if _reach(a, c, max(REMOVE_GRID[0], ADD_GRID[0])) > _MAX_EXPONENT:
+    if a < _MIN_SCALE or _reach(a, c, max(REMOVE_GRID[0], ADD_GRID[0])) > _MAX_EXPONENT:
         return None
     for pts in REMOVE_POINTS:
         if lowfreq_cost(noise_multiplier, inst, k, *pts) <= budget:
