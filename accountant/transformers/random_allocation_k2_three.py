@@ -273,10 +273,12 @@ def _bin_pairs(
         + float(wt.sum()) * kap * float(pd @ (rd * rd))
     ) / cc
     nbin = hist.size
+    # L''(m_i, a_j, r) = m_i a_j + (m_i + a_j) r + kappa r^2 (session 21 added a_j r
+    # twice: sound, but sigma 0.6, T 100, delta 1e-6 read 5.6155 instead of 5.596)
     base = (a * rr + kap * rr * rr)[None, :]
     for ch in np.array_split(np.arange(b.size), max(1, b.size * rr.size // 4_000_000)):
         bb = b[ch][:, None]
-        lv = (bb * a + (bb + a) * rr[None, :] + base) / cc
+        lv = (bb * a + bb * rr[None, :] + base) / cc
         lv = np.maximum(lv * (1.0 + ops), 1e-300)
         ix = np.ceil(np.log(lv) / dlog).astype(np.int64) + off
         np.clip(ix, 0, nbin - 1, out=ix)
