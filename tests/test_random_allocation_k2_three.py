@@ -62,7 +62,7 @@ def _check(bound, mean, se):
 @pytest.mark.parametrize(
     ("t", "eps"),
     [pytest.param(3, [0.0, 0.5], marks=pytest.mark.slow),
-     pytest.param(10, [0.0, 0.5], marks=pytest.mark.slow)],
+     pytest.param(10, [0.0, 0.5, 1.0], marks=pytest.mark.slow)],
 )
 def test_both_directions_above_monte_carlo(t, eps):
     from test_random_allocation_k2 import _mc
@@ -81,3 +81,32 @@ def test_both_directions_above_monte_carlo(t, eps):
 def test_bad_input():
     with pytest.raises(ValueError, match="t must be"):
         three_atoms(1.0, 2)
+
+
+def test_second_region_values_are_l2_rounded_up_one_grid_step():
+    # Proposition 6's value L''(m_1, m_2, r) = (m_1 m_2 + (m_1 + m_2) r + kappa r^2) /
+    # C(T, 2), from the closed form: each binned atom is at or above it (sound) and
+    # within one step of the log grid (tight; session 21's binning added m_2 r twice)
+    from dpacct.accountant.transformers.random_allocation_k2_three import _bin_pairs
+
+    t, dlog, off = 10, 1e-4, 400_000
+    cc, kap = t * (t - 1) / 2.0, (t - 3) / (2.0 * (t - 2))
+    m = np.array([1.0, 2.0, 3.0, 7.0])
+    w1 = np.array([0.0, 0.1, 0.2, 0.05])
+    law, r = np.array([0.0, 0.3, 0.0, 0.7]), np.array([0.0, 4.0, 8.0, 12.0])
+    hist = np.zeros(off + 100_000)
+    tail = _bin_pairs(0.0, hist, law, r, m, w1, 1, 0.01, 0.002, t, off, 1e-30, 1e-30,
+                      0.0, dlog)
+    assert tail == 0.0
+    nz = np.flatnonzero(hist)
+    got = np.exp((nz - off) * dlog)
+    want = {}
+    for m1, wq in ((3.0, t * 0.01 * 0.2), (7.0, t * 0.01 * 0.05), (2.0, 0.002)):
+        for rv, pr in ((4.0, 0.3), (12.0, 0.7)):
+            val = (m1 * 2.0 + (m1 + 2.0) * rv + kap * rv * rv) / cc
+            want[val] = want.get(val, 0.0) + wq * pr
+    vals = np.array(sorted(want))
+    assert got.size == vals.size
+    assert np.all(got >= vals) and np.all(got <= vals * np.exp(dlog) * (1 + 1e-12)), (
+        got / vals)
+    np.testing.assert_allclose(hist[nz], [want[v] for v in vals], rtol=1e-14)
