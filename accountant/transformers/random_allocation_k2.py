@@ -124,7 +124,7 @@ def uses_three(sigma: float, t: int) -> bool:
     (:mod:`.random_allocation_k2_three`) instead of Proposition 3's: ``T >= 3`` and sigma
     below 0.65, or below 0.8 at ``T < 50``, where Proposition 3's bracket is wide and
     the law cheap enough; the common settings keep Proposition 3's cost (sigma 0.6,
-    T 100, delta 1e-6: 5.6154 against 5.6854; docs/theory/allocation_k_of_t.md).
+    T 100, delta 1e-6: 5.5963 against 5.6854; docs/theory/allocation_k_of_t.md).
 
     Examples
     --------
