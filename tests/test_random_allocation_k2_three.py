@@ -110,3 +110,22 @@ def test_second_region_values_are_l2_rounded_up_one_grid_step():
     assert np.all(got >= vals) and np.all(got <= vals * np.exp(dlog) * (1 + 1e-12)), (
         got / vals)
     np.testing.assert_allclose(hist[nz], [want[v] for v in vals], rtol=1e-14)
+
+
+@pytest.mark.slow
+def test_several_epochs_split_above_monte_carlo():
+    # several epochs split M_2 at 3.4 standard deviations (its own law, cached apart
+    # from one epoch's); the route over 2 epochs against Monte Carlo of the exact pair
+    from test_random_allocation_k2 import _mc
+
+    sigma, t, eps = 0.7, 10, [0.5, 1.0, 1.5]
+    one = k2.k2_remove_atoms(sigma, t)
+    two = k2.k2_remove_atoms(sigma, t, several=True)
+    assert one[0].size != two[0].size or not np.array_equal(one[1], two[1])
+    rng = np.random.default_rng(39_322)
+    (rm, rse), (am, ase) = _mc(sigma, t, eps, 1_000_000, rng, epochs=2)
+    e = np.array(eps)
+    run = k2.allocation_k2_pair(sigma, t, 2, progress=False)
+    _check(np.asarray(run.delta(e)), np.maximum(rm, am), np.where(rm >= am, rse, ase))
+    _check(np.asarray(random_allocation(GaussianMechanism(sigma), t, k=2, epochs=2).delta(e)),
+           np.maximum(rm, am), np.where(rm >= am, rse, ase))
