@@ -62,7 +62,7 @@ def _check(bound, mean, se):
 @pytest.mark.parametrize(
     ("t", "eps"),
     [pytest.param(3, [0.0, 0.5], marks=pytest.mark.slow),
-     pytest.param(10, [0.0, 0.5], marks=pytest.mark.slow)],
+     pytest.param(10, [0.0, 0.5, 1.0], marks=pytest.mark.slow)],
 )
 def test_both_directions_above_monte_carlo(t, eps):
     from test_random_allocation_k2 import _mc
@@ -81,3 +81,51 @@ def test_both_directions_above_monte_carlo(t, eps):
 def test_bad_input():
     with pytest.raises(ValueError, match="t must be"):
         three_atoms(1.0, 2)
+
+
+def test_second_region_values_are_l2_rounded_up_one_grid_step():
+    # Proposition 6's value L''(m_1, m_2, r) = (m_1 m_2 + (m_1 + m_2) r + kappa r^2) /
+    # C(T, 2), from the closed form: each binned atom is at or above it (sound) and
+    # within one step of the log grid (tight; session 21's binning added m_2 r twice)
+    from dpacct.accountant.transformers.random_allocation_k2_three import _bin_pairs
+
+    t, dlog, off = 10, 1e-4, 400_000
+    cc, kap = t * (t - 1) / 2.0, (t - 3) / (2.0 * (t - 2))
+    m = np.array([1.0, 2.0, 3.0, 7.0])
+    w1 = np.array([0.0, 0.1, 0.2, 0.05])
+    law, r = np.array([0.0, 0.3, 0.0, 0.7]), np.array([0.0, 4.0, 8.0, 12.0])
+    hist = np.zeros(off + 100_000)
+    tail = _bin_pairs(0.0, hist, law, r, m, w1, 1, 0.01, 0.002, t, off, 1e-30, 1e-30,
+                      0.0, dlog)
+    assert tail == 0.0
+    nz = np.flatnonzero(hist)
+    got = np.exp((nz - off) * dlog)
+    want = {}
+    for m1, wq in ((3.0, t * 0.01 * 0.2), (7.0, t * 0.01 * 0.05), (2.0, 0.002)):
+        for rv, pr in ((4.0, 0.3), (12.0, 0.7)):
+            val = (m1 * 2.0 + (m1 + 2.0) * rv + kap * rv * rv) / cc
+            want[val] = want.get(val, 0.0) + wq * pr
+    vals = np.array(sorted(want))
+    assert got.size == vals.size
+    assert np.all(got >= vals) and np.all(got <= vals * np.exp(dlog) * (1 + 1e-12)), (
+        got / vals)
+    np.testing.assert_allclose(hist[nz], [want[v] for v in vals], rtol=1e-14)
+
+
+@pytest.mark.slow
+def test_several_epochs_split_above_monte_carlo():
+    # several epochs split M_2 at 3.4 standard deviations (its own law, cached apart
+    # from one epoch's); the route over 2 epochs against Monte Carlo of the exact pair
+    from test_random_allocation_k2 import _mc
+
+    sigma, t, eps = 0.7, 10, [0.5, 1.0, 1.5]
+    one = k2.k2_remove_atoms(sigma, t)
+    two = k2.k2_remove_atoms(sigma, t, several=True)
+    assert one[0].size != two[0].size or not np.array_equal(one[1], two[1])
+    rng = np.random.default_rng(39_322)
+    (rm, rse), (am, ase) = _mc(sigma, t, eps, 1_000_000, rng, epochs=2)
+    e = np.array(eps)
+    run = k2.allocation_k2_pair(sigma, t, 2, progress=False)
+    _check(np.asarray(run.delta(e)), np.maximum(rm, am), np.where(rm >= am, rse, ase))
+    _check(np.asarray(random_allocation(GaussianMechanism(sigma), t, k=2, epochs=2).delta(e)),
+           np.maximum(rm, am), np.where(rm >= am, rse, ase))

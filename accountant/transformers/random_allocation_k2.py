@@ -69,6 +69,7 @@ from .random_allocation_k2_three import (  # noqa: F401  (shared: Proposition 3'
     _sum_power,
     _term_law,
     three_atoms,
+    three_settings,
 )
 from .random_allocation_pld import PROGRESS_DELAY, AllocationEpochPair
 
@@ -76,7 +77,7 @@ __all__: list[str] = []
 
 
 def k2_remove_atoms(
-    sigma: float, steps: int, *, progress: bool = False
+    sigma: float, steps: int, *, progress: bool = False, several: bool = False
 ) -> tuple[np.ndarray, np.ndarray, float]:
     """``(values, q, charge)``: atoms of an upper bound on the remove direction.
 
@@ -94,6 +95,10 @@ def k2_remove_atoms(
         Gaussian: no amplification).
     progress : bool, default False
         Show a ``tqdm`` bar after :data:`PROGRESS_DELAY` seconds.
+    several : bool, default False
+        The law is for several epochs (the envelope): where :func:`uses_three`, the
+        split of ``M_2`` at 3.4 standard deviations instead of 4.1 (``three_settings``'s
+        ``log_theta_epochs``: less P-mass in the bulk, which several epochs add up).
 
     Returns
     -------
@@ -110,10 +115,12 @@ def k2_remove_atoms(
     t = check_count(steps, "steps")
     if t < K2_MIN_STEPS:
         raise ValueError(f"steps must be >= {K2_MIN_STEPS} for the direct k = 2 bound, got {t}")
-    key = (sigma, t)
+    three = uses_three(sigma, t)
+    key = (sigma, t, bool(several) and three)
     if key not in _ATOMS:
-        if uses_three(sigma, t):
-            _ATOMS[key] = three_atoms(sigma, t, progress=progress)
+        if three:
+            theta = three_settings(sigma, t)["log_theta_epochs"] if several else None
+            _ATOMS[key] = three_atoms(sigma, t, progress=progress, log_theta=theta)
         else:
             _ATOMS[key] = _build(sigma, t, progress)
     return _ATOMS[key]
@@ -124,7 +131,7 @@ def uses_three(sigma: float, t: int) -> bool:
     (:mod:`.random_allocation_k2_three`) instead of Proposition 3's: ``T >= 3`` and sigma
     below 0.65, or below 0.8 at ``T < 50``, where Proposition 3's bracket is wide and
     the law cheap enough; the common settings keep Proposition 3's cost (sigma 0.6,
-    T 100, delta 1e-6: 5.6154 against 5.6854; docs/theory/allocation_k_of_t.md).
+    T 100, delta 1e-6: 5.5963 against 5.6854; docs/theory/allocation_k_of_t.md).
 
     Examples
     --------
@@ -134,8 +141,8 @@ def uses_three(sigma: float, t: int) -> bool:
     return t >= 3 and (sigma < 0.65 or (sigma < 0.8 and t < 50))
 
 
-#: built atoms by (sigma, T)
-_ATOMS: dict[tuple[float, int], tuple[np.ndarray, np.ndarray, float]] = {}
+#: built atoms by (sigma, T, several epochs' split)
+_ATOMS: dict[tuple[float, int, bool], tuple[np.ndarray, np.ndarray, float]] = {}
 
 
 def _layout(sigma: float, t: int) -> tuple:
@@ -342,8 +349,10 @@ class AllocationK2Remove(Mechanism):
         return cache["laws"]
 
     def _atoms(self) -> tuple[np.ndarray, np.ndarray, float]:
-        """The direct atoms (:func:`k2_remove_atoms`; the k = 3 subclass overrides it)."""
-        return k2_remove_atoms(self.sigma, self.steps, progress=self.progress)
+        """The direct atoms (:func:`k2_remove_atoms`, split for several epochs where
+        this pair is one of an envelope; the k = 3 subclass overrides it)."""
+        return k2_remove_atoms(self.sigma, self.steps, progress=self.progress,
+                               several=self.envelope)
 
     def _envelope_law(self, atoms) -> AtomicLossLaw:
         """Proposition 5's envelope of ``atoms`` and the blocks (:func:`k2_envelope_law`)."""

@@ -25,7 +25,7 @@ The others' lattice laws, the cell bounds and the outward rounding are Propositi
 ``_term_law``, ``_sum_power``, ``_second_cut``, ``_bin_cells``, ``_cut_cells``; "module,
 n." in their docstrings is that module's list), imported by it: no import cycle.  Built
 where Proposition 3's law is loose (:func:`~.random_allocation_k2.uses_three`): sigma 0.6,
-T 100, delta 1e-6: 5.6155 against 5.6854 (docs/theory/allocation_k_of_t.md, measured
+T 100, delta 1e-6: 5.5963 against 5.6854 (docs/theory/allocation_k_of_t.md, measured
 there).
 """
 
@@ -273,10 +273,12 @@ def _bin_pairs(
         + float(wt.sum()) * kap * float(pd @ (rd * rd))
     ) / cc
     nbin = hist.size
+    # L''(m_i, a_j, r) = m_i a_j + (m_i + a_j) r + kappa r^2 (session 21 added a_j r
+    # twice: sound, but sigma 0.6, T 100, delta 1e-6 read 5.6155 instead of 5.596)
     base = (a * rr + kap * rr * rr)[None, :]
     for ch in np.array_split(np.arange(b.size), max(1, b.size * rr.size // 4_000_000)):
         bb = b[ch][:, None]
-        lv = (bb * a + (bb + a) * rr[None, :] + base) / cc
+        lv = (bb * a + bb * rr[None, :] + base) / cc
         lv = np.maximum(lv * (1.0 + ops), 1e-300)
         ix = np.ceil(np.log(lv) / dlog).astype(np.int64) + off
         np.clip(ix, 0, nbin - 1, out=ix)
@@ -305,12 +307,16 @@ def _coarsen(law: np.ndarray, h: float, step: float) -> tuple[np.ndarray, np.nda
 
 def three_settings(sigma: float, t: int) -> dict:
     """Proposition 6's settings beyond Proposition 3's (``_settings``): ``log_theta``
-    (``M_2``'s split: 4.1 standard deviations above the mean of an unshifted ``log Y``),
+    (``M_2``'s split: 4.1 standard deviations above the mean of an unshifted ``log Y``;
+    ``log_theta_epochs`` at 3.4 for the laws of several epochs),
     the first region's lattice step ``h1`` (a quarter of Proposition 3's below sigma
     0.65, where its lattice is coarse; measured: docs/theory/allocation_k_of_t.md)."""
     h = _settings(sigma, t)[3]
     return {
         "log_theta": -0.5 / sigma**2 + 4.1 / sigma,
+        # several epochs: 3.4 (sigma 0.5385, T 100, E 2, delta 1e-5: 7.9949 against 8.0364;
+        # one epoch prefers 4.1: sigma 0.6, T 100, delta 1e-6 5.5963 against 5.5976)
+        "log_theta_epochs": -0.5 / sigma**2 + 3.4 / sigma,
         "h1": h / 4.0 if sigma < 0.65 else h,
     }
 
