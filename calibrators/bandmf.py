@@ -442,14 +442,14 @@ def _refine_lowfreq(res: Calibration, slope: float, iterations: int, cycle_lengt
 
     from tqdm import tqdm
 
-    from dpacct.accountant.numerics import _bar_disabled
     from dpacct.mechanisms.algorithms.bandmf_balls_in_bins import bandmf_balls_in_bins
 
     start = time.perf_counter()
     target, delta = float(res.target_epsilon), float(res.delta)
     built: dict = {}
     with tqdm(total=LOWFREQ_EVALUATIONS, desc="DP-MF calibration (Theorem 5)",
-              disable=_bar_disabled(progress is not False), leave=False) as bar:
+              leave=False, **({"disable": True} if progress is False else {})) as bar:
+        # disable= passed only for progress=False: tqdm's own TQDM_DISABLE stays in force
 
         def eps_at(s: float) -> float:
             if s not in built:
