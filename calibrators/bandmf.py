@@ -22,6 +22,7 @@ from dpacct.mechanisms.algorithms.bandmf_balls_in_bins import (
     banded_plan,
     two_band_points,
 )
+from dpacct.mechanisms.algorithms.bandmf_lowfreq import lowfreq_points
 
 from .calibrate import Calibration, calibrate
 from .dpsgd import noise_multiplier
@@ -195,7 +196,7 @@ def bandmf_noise_multiplier(
     return res if full_output else scale * float(res.parameter)
 
 
-# long function: most of its lines are the numpydoc docstring (three theorems, one search)
+# long function: most of its lines are the numpydoc docstring (five theorems, one search)
 def bandmf_balls_in_bins_noise_multiplier(
     epsilon: float,
     delta: float,
@@ -208,12 +209,13 @@ def bandmf_balls_in_bins_noise_multiplier(
     tol: float | None = None,
     full_output: bool = False,
     two_band: bool | None = None,
+    progress: bool | None = None,
 ) -> float | Calibration:
     """The noise multiplier for which DP-MF under balls-in-bins meets ``(epsilon, delta)``.
 
     Calibrates the certified bound of
     :func:`~dpacct.mechanisms.algorithms.bandmf_balls_in_bins.bandmf_balls_in_bins`
-    (docs/theory/dpmf_balls_in_bins.md, Theorems 1 and 2).  First Theorem 1 by
+    (docs/theory/dpmf_balls_in_bins.md, Theorems 1, 2, 4 and 5).  First Theorem 1 by
     :func:`calibrate`: the smallest noise multiplier (to ``rtol``) whose certified
     epsilon is at most ``epsilon``, searched down from the run without amplification (a
     Gaussian of sensitivity the largest mode norm, always feasible).  Then, for a
@@ -226,6 +228,16 @@ def bandmf_balls_in_bins_noise_multiplier(
     is then relative in the noise multiplier).  For three bands or more (``two_band``
     None) the same search runs on the least of Theorems 1 and 4 where Theorem 4 is
     affordable (:func:`~dpacct.mechanisms.algorithms.bandmf_balls_in_bins.banded_plan`).
+    Where Theorem 5 (the whole pair with the frequencies ``0, +-1`` kept; ``4 <= k <=
+    64``) is admitted by
+    :func:`~dpacct.mechanisms.algorithms.bandmf_lowfreq.lowfreq_points`, the answer is
+    then lowered on the default bound itself (``bandmf_balls_in_bins`` with its
+    defaults: the least of Theorems 1, 4 and 5, its grids chosen at each sigma), at
+    most :data:`LOWFREQ_EVALUATIONS` of its evaluations (~20-35 CPU s each at four
+    bands, n 100, k 10): one at the Theorems 1/4 answer, then secant steps below it,
+    the first on the Theorems 1/4 slope.  The returned noise multiplier's
+    ``bandmf_balls_in_bins(...).epsilon(delta)`` was evaluated at most ``epsilon``
+    (certified); ``rtol`` holds only where the budget closed the bracket.
     A Theorem 1 evaluation visits its candidates by their certified lower bounds and
     skips those that cannot win; the search is steered by that lower-bound floor
     (:meth:`~dpacct.mechanisms.algorithms.bandmf_balls_in_bins.BandMFBallsInBins.floor`).
@@ -254,6 +266,9 @@ def bandmf_balls_in_bins_noise_multiplier(
     two_band : bool, optional
         ``None`` (default): refine with Theorem 2 when affordable; ``True``: always
         (51 points; two-band strategies only); ``False``: Theorem 1 alone.
+    progress : bool, optional
+        ``tqdm`` progress bars: Theorem 1's search after a few seconds by default, the
+        Theorem 5 steps at once (each takes seconds); ``False``: none.
 
     Returns
     -------
@@ -275,6 +290,8 @@ def bandmf_balls_in_bins_noise_multiplier(
     candidates = balls_in_bins_candidates(iterations, cycle_length, strategy, max_classes)
     # the g = k candidate is the Gaussian of the largest mode norm (no amplification)
     norm = math.sqrt(max(alpha for size, splits in candidates[-1][1] for _, alpha in splits))
+    if progress is not None and not isinstance(progress, (bool, np.bool_)):
+        raise TypeError(f"progress must be None, True or False, got {progress!r}")
     gaussian = calibrate(
         lambda s: GaussianMechanism(sigma=s), epsilon, delta, increasing=False, rtol=rtol,
         tol=tol, name="noise_multiplier", progress=False,
@@ -294,7 +311,7 @@ def bandmf_balls_in_bins_noise_multiplier(
         rtol=rtol,
         tol=tol,
         name="noise_multiplier",
-        progress=False,
+        progress=progress,
     )
     if two_band is not None and not isinstance(two_band, (bool, np.bool_)):
         raise TypeError(f"two_band must be None, True or False, got {two_band!r}")
@@ -302,14 +319,18 @@ def bandmf_balls_in_bins_noise_multiplier(
     banded = None if two_band is not None else banded_plan(
         0.8 * sigma1, iterations, cycle_length, strategy)
     if banded is not None:  # three bands or more: Theorem 4, its choice made once
-        res = _refine_two_band(res, iterations, cycle_length, strategy, candidates,
-                               banded[1], rtol, tol, classes=banded[0])
+        res, slope = _refine_two_band(res, iterations, cycle_length, strategy, candidates,
+                                      banded[1], rtol, tol, classes=banded[0])
+        if lowfreq_points(0.9 * float(res.parameter), iterations, cycle_length,
+                          strategy) is not None:  # Theorem 5 too: the default's least
+            res = _refine_lowfreq(res, slope, iterations, cycle_length, strategy,
+                                  max_classes, rtol, tol, progress)
         return res if full_output else float(res.parameter)
     points = None if two_band is False else two_band_points(
         0.8 * sigma1, iterations, cycle_length, strategy, force=two_band is True)
     if points is not None:
-        res = _refine_two_band(res, iterations, cycle_length, strategy, candidates, points,
-                               rtol, tol)
+        res, _ = _refine_two_band(res, iterations, cycle_length, strategy, candidates, points,
+                                  rtol, tol)
     return res if full_output else float(res.parameter)
 
 
@@ -319,12 +340,13 @@ def _aim(hi: float, e_hi: float, target: float, slope: float, rtol: float) -> fl
 
 
 def _secant(eps_at, target: float, hi: float, e_hi: float, lo: float | None,
-            e_lo: float | None, slope: float, rtol: float) -> tuple:
+            e_lo: float | None, slope: float, rtol: float, steps: int = 40) -> tuple:
     """Smallest feasible noise multiplier to ``rtol``: ``hi`` feasible (``e_hi <=
     target``), ``lo`` (if any) not; guesses by the secant of ``log epsilon`` against
     ``log sigma`` (``slope``: the last one, negative), aimed a little above the root so
-    that the bracket closes from both sides.  Returns ``(hi, e_hi, lo, e_lo, slope)``."""
-    for _ in range(40):
+    that the bracket closes from both sides; at most ``steps`` evaluations.  Returns
+    ``(hi, e_hi, lo, e_lo, slope)``."""
+    for _ in range(steps):
         if lo is not None and hi <= lo * (1 + rtol):
             break
         if lo is None:
@@ -349,14 +371,15 @@ def _secant(eps_at, target: float, hi: float, e_hi: float, lo: float | None,
 
 def _refine_two_band(res: Calibration, iterations: int, cycle_length: int, strategy: object,
                      candidates: tuple, points: int, rtol: float,
-                     tol: float | None, classes: int | None = None) -> Calibration:
+                     tol: float | None, classes: int | None = None) -> tuple:
     """Lower Theorem 1's calibrated noise with the least of Theorems 1 and 2 (see
     :func:`bandmf_balls_in_bins_noise_multiplier`): ``points``-point grids, from
     Theorem 1's answer down, the first secant slope Theorem 1's (a first pass on
     21-point grids saved no fine evaluation at n 8, k 4 and was dropped).  With
     ``classes`` (a Theorem 4 choice, see
     :func:`~dpacct.mechanisms.algorithms.bandmf_banded_shared.shared_plan`), Theorem 4
-    (b >= 3 bands) instead of Theorem 2."""
+    (b >= 3 bands) instead of Theorem 2.  Returns the calibration and the secant's last
+    slope of ``log epsilon`` against ``log sigma``."""
     import time
 
     from dpacct.mechanisms.algorithms.bandmf_banded_shared import bandmf_shared_balls_in_bins
@@ -390,8 +413,62 @@ def _refine_two_band(res: Calibration, iterations: int, cycle_length: int, strat
     slope = -1.0
     if e_below > float(res.epsilon) > 0:
         slope = (math.log(e_below) - math.log(float(res.epsilon))) / math.log(0.95)
-    hi, e_hi, _, _, _ = _secant(eps_at, target, hi, eps_at(hi), None, None, slope, rtol)
+    hi, e_hi, _, _, slope = _secant(eps_at, target, hi, eps_at(hi), None, None, slope, rtol)
     return Calibration(parameter=hi, mechanism=built[(hi, points)][1], epsilon=e_hi,
+                       target_epsilon=target, delta=delta,
+                       evaluations=res.evaluations + len(built),
+                       seconds=res.seconds + time.perf_counter() - start), slope
+
+
+#: most evaluations of the default bound (Theorem 5 included, ~20-35 CPU s each at four
+#: bands, n 100, k 10) that :func:`bandmf_balls_in_bins_noise_multiplier` spends on
+#: lowering the Theorems 1/4 answer
+LOWFREQ_EVALUATIONS = 4
+
+
+def _refine_lowfreq(res: Calibration, slope: float, iterations: int, cycle_length: int,
+                    strategy: object, max_classes: int, rtol: float, tol: float | None,
+                    progress: bool | None) -> Calibration:
+    """Lower the Theorems 1/4 calibration ``res`` on the default bound
+    (:func:`~dpacct.mechanisms.algorithms.bandmf_balls_in_bins.bandmf_balls_in_bins`: the
+    least of Theorems 1, 4 and 5), by at most :data:`LOWFREQ_EVALUATIONS` of its
+    evaluations: one at ``res``'s noise multiplier, then secant steps (``slope`` first,
+    the Theorems 1/4 curve's) below it.  The answer is an evaluated point of the default
+    bound at most the target, at or below ``res``'s noise multiplier.  Should the default
+    be above the target at ``res``'s noise multiplier (its grids follow sigma; not seen),
+    the search climbs by ``4 rtol`` steps within the same budget, and returns ``res``
+    unchanged (certified by Theorems 1/4 as before) if none is feasible."""
+    import time
+
+    from tqdm import tqdm
+
+    from dpacct.mechanisms.algorithms.bandmf_balls_in_bins import bandmf_balls_in_bins
+
+    start = time.perf_counter()
+    target, delta = float(res.target_epsilon), float(res.delta)
+    built: dict = {}
+    with tqdm(total=LOWFREQ_EVALUATIONS, desc="DP-MF calibration (Theorem 5)",
+              leave=False, **({"disable": True} if progress is False else {})) as bar:
+        # disable= passed only for progress=False: tqdm's own TQDM_DISABLE stays in force
+
+        def eps_at(s: float) -> float:
+            if s not in built:
+                m = bandmf_balls_in_bins(s, iterations, cycle_length=cycle_length,
+                                         strategy=strategy, max_classes=max_classes)
+                built[s] = (float(m.epsilon(delta, tol=tol)), m)
+                bar.update(1)
+            return built[s][0]
+
+        hi = float(res.parameter)
+        e_hi, lo, e_lo = eps_at(hi), None, None
+        while e_hi > target:  # pragma: no cover - the default's grids moved with sigma
+            if len(built) >= LOWFREQ_EVALUATIONS:
+                return res
+            lo, e_lo, hi = hi, e_hi, hi * (1 + 4 * rtol)
+            e_hi = eps_at(hi)
+        hi, e_hi, _, _, _ = _secant(eps_at, target, hi, e_hi, lo, e_lo, slope, rtol,
+                                    steps=LOWFREQ_EVALUATIONS - len(built))
+    return Calibration(parameter=hi, mechanism=built[hi][1], epsilon=e_hi,
                        target_epsilon=target, delta=delta,
                        evaluations=res.evaluations + len(built),
                        seconds=res.seconds + time.perf_counter() - start)

@@ -116,15 +116,16 @@ def test_bad_input():
 
 @pytest.mark.slow
 def test_three_band_calibration_through_the_plan_holds_against_monte_carlo():
-    """The calibrator chooses Theorem 4's candidate once and refines on it: the returned
-    noise multiplier's bound is at most the target, and the Monte Carlo delta of both
-    directions there (lower end of a 4-standard-error interval) is at most delta."""
+    """The calibrator chooses Theorem 4's candidate once and refines on it, then on the
+    default bound (Theorem 5 too, k 4): the returned noise multiplier's bound is at most
+    the target, and the Monte Carlo delta of both directions there (lower end of a
+    4-standard-error interval) is at most delta."""
     from dpacct.calibrators import bandmf_balls_in_bins_noise_multiplier
 
     col = [1.0, 0.6, 0.3]
     res = bandmf_balls_in_bins_noise_multiplier(3.0, 1e-3, 8, cycle_length=4, strategy=col,
                                                 rtol=0.05, full_output=True)
-    assert type(res.mechanism).__name__ == "BandMFSharedBallsInBins"
+    assert type(res.mechanism).__name__ == "BandMFLowFreqBallsInBins"
     assert res.epsilon <= 3.0
     rng = np.random.default_rng(39_5)
     for direction in ("remove", "add"):

@@ -155,3 +155,37 @@ def test_bad_input():
         bandmf_lowfreq_balls_in_bins(4.0, 100, cycle_length=10, strategy=FOUR_BANDS,
                                      base="theorem 4")
     assert lowfreq_points(8.0, 2000, 100, FOUR_BANDS) is None
+
+
+@pytest.mark.slow
+def test_calibration_refines_on_theorem_5_and_meets_the_target_under_the_default(
+        monkeypatch):
+    """Four bands, n 40, k 5, target 3 at 1e-5: Theorem 5 wins over Theorems 1/4 there,
+    so the calibrated noise is below the Theorems 1/4 calibration's (Theorem 5 switched
+    off through the calibrator's ``lowfreq_points``), and the default bound, rebuilt
+    here at the returned noise, meets the target."""
+    import dpacct.calibrators.bandmf as calibrator
+
+    target, delta, n, k = 3.0, 1e-5, 40, 5
+    res = calibrator.bandmf_balls_in_bins_noise_multiplier(
+        target, delta, n, cycle_length=k, strategy=FOUR_BANDS, rtol=0.01, full_output=True,
+        progress=False)
+    default = bandmf_balls_in_bins(res.parameter, n, cycle_length=k, strategy=FOUR_BANDS)
+    assert isinstance(default, BandMFLowFreqBallsInBins) and default.lowfreq
+    assert default.epsilon(delta) <= target
+    assert res.epsilon == pytest.approx(default.epsilon(delta), rel=1e-12)
+    monkeypatch.setattr(calibrator, "lowfreq_points", lambda *a, **kw: None)
+    old = calibrator.bandmf_balls_in_bins_noise_multiplier(
+        target, delta, n, cycle_length=k, strategy=FOUR_BANDS, rtol=0.01, progress=False)
+    assert res.parameter < old * (1 - 5e-3)
+
+
+def test_calibration_bad_input_is_refused_by_name():
+    from dpacct.calibrators import bandmf_balls_in_bins_noise_multiplier as cal
+
+    with pytest.raises(TypeError, match="progress"):
+        cal(3.0, 1e-5, 12, cycle_length=4, strategy=THREE_BANDS, progress="yes")
+    with pytest.raises(ValueError, match="cycle_length"):
+        cal(3.0, 1e-5, 12, cycle_length=13, strategy=THREE_BANDS, progress=False)
+    with pytest.raises(ValueError, match="iterations"):
+        cal(3.0, 1e-5, 0, cycle_length=4, strategy=THREE_BANDS, progress=False)
