@@ -134,3 +134,23 @@ def test_the_placed_window_covers_the_chernoff_window_and_minimises_its_bound():
     assert direction_mod._alias(step, lam_pos, lam_neg, a, n) <= max(best * 1e3, 1e-300)
     assert direction_mod._alias(step, lam_pos, lam_neg, bottom, n) > 1e6 * best
     assert direction_mod._placed(step, lam_pos, lam_neg, budget, need) == bottom  # no slack
+
+
+#: ``(sigma, delta)`` -> the largest relative excess over the closed form allowed for one
+#: full-batch Gaussian on the online route.  Composed by a transform of its one cell,
+#: the excess was 2.0e-4 (sigma 0.7) and 9.7e-5 (sigma 2) at 1e-9, its window's
+#: aliasing and round-off in the certificate; the fine cell coarsened alone: 8.8e-5 and
+#: 6.3e-5, and 8.2e-7, 2.5e-7 at 1e-5 (session 23)
+LONE_STEP_BARS = {(0.7, 1e-9): 1.2e-4, (2.0, 1e-9): 8e-5, (0.7, 1e-5): 1.1e-6}
+
+
+@pytest.mark.parametrize(("sigma", "delta"), list(LONE_STEP_BARS))
+def test_a_lone_gaussian_block_is_its_coarsened_cell(sigma, delta):
+    # the ledger's folded full-batch Gaussian alone (IncrementalEpsilon.set_gauss): a
+    # block of one step, whose certified answer lies above the GDP closed form and within
+    # the bar (a transform's error bound above the bar at 1e-9)
+    inc = IncrementalEpsilon(delta)
+    assert inc.set_gauss(sigma)
+    got = inc.epsilon()
+    exact = _gdp_epsilon(1.0 / sigma, delta)
+    assert exact <= got <= exact * (1.0 + LONE_STEP_BARS[(sigma, delta)]), (got, exact)

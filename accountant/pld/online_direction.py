@@ -287,19 +287,26 @@ class _Direction:
         cells = self._cells(items, factor)
         counts = np.array(list(items.values()), dtype=float)
         infs = np.array([c[2] for c in cells])
-        out = _compose_group(
-            fine,
-            np.array([c[0] for c in cells], dtype=np.int64),
-            [c[1] for c in cells],
-            counts,
-            self.block_alias,
-            BLOCK_ALIAS_TRIES,
-        )
-        if out is None:
-            raise OverflowError("the block's fine window exceeds FAST_MAX_N")
+        if counts.size == 1 and counts[0] == 1.0:
+            # one step (the ledger's folded full-batch Gaussian, a lone pending step):
+            # its fine cell is its composition; a transform would only add its window's
+            # aliasing and round-off to the block's error
+            first0, pmf0, err0 = cells[0][0], cells[0][1], 0.0
+        else:
+            out = _compose_group(
+                fine,
+                np.array([c[0] for c in cells], dtype=np.int64),
+                [c[1] for c in cells],
+                counts,
+                self.block_alias,
+                BLOCK_ALIAS_TRIES,
+            )
+            if out is None:
+                raise OverflowError("the block's fine window exceeds FAST_MAX_N")
+            first0, pmf0, err0 = out.first, out.pmf, out.err
         with np.errstate(divide="ignore"):
             log_fin = float(counts @ np.log1p(-np.minimum(infs, 1.0)))
-        cfirst, cpmf, err = coarsen(int(out.first), out.pmf, int(factor), fine, out.err)
+        cfirst, cpmf, err = coarsen(int(first0), pmf0, int(factor), fine, err0)
         # the trimmed end runs: removed mass, at most ``moved``, counted as error (it
         # enters delta as +inf mass does)
         first, pmf, moved = _trim(cfirst, cpmf, TRIM_SHARE * self.tau * float(counts.sum()))
