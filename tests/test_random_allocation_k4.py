@@ -7,7 +7,8 @@ at T = 10 a Monte Carlo of the exact likelihood ratio ``e_k(z) / C(T, k)`` of bo
 directions with an explicit ``numpy.random.Generator`` (``e_k`` by the recurrence of
 ``benchmarks.random_allocation_k_truth``, sums of non-negative terms).  Each bound is
 asserted above the lower end of a 99.9 % interval (mean - 3.29 standard errors), and the
-interval is shown to reject a deliberately shrunk bound.
+interval is shown to reject a deliberately shrunk bound (the checks and the closed form are
+k = 3's, imported from tests/test_random_allocation_k3.py).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import math
 
 import numpy as np
 import pytest
-from scipy import special
+from test_random_allocation_k3 import _check, _check_can_fail, _curve, _gaussian_delta
 
 from benchmarks.random_allocation_k_truth import elementary
 from dpacct.accountant import random_allocation
@@ -28,19 +29,6 @@ from dpacct.accountant.transformers.random_allocation_k4 import (
     value_coefficients,
 )
 from dpacct.mechanisms import GaussianMechanism
-
-_Z = 3.29  # two-sided 99.9 %
-
-
-def _curve(atoms, eps):
-    v, q, c = atoms
-    g = np.exp(np.asarray(eps, dtype=float))
-    return np.maximum(v[None, :] - g[:, None], 0.0) @ q + c
-
-
-def _gaussian_delta(mu, eps):
-    eps = np.asarray(eps, dtype=float)
-    return special.ndtr(mu / 2 - eps / mu) - np.exp(eps) * special.ndtr(-mu / 2 - eps / mu)
 
 
 def _mc(sigma, t, k, eps, n, rng, chunk=100_000):
@@ -60,17 +48,6 @@ def _mc(sigma, t, k, eps, n, rng, chunk=100_000):
         m = acc[j] / n
         out.append((m, np.sqrt(np.maximum(acc[j + 1] / n - m * m, 0.0) / n)))
     return out
-
-
-def _check(bound, mean, se):
-    assert np.all(bound >= mean - _Z * se), (bound, mean, se)
-
-
-def _check_can_fail(bound, mean, se):
-    """The interval rejects 0.95 times the estimate, and the bound moved below it."""
-    for shrunk in (0.95 * mean, np.minimum(bound, 0.95 * mean)):
-        with pytest.raises(AssertionError):
-            _check(shrunk, mean, se)
 
 
 def test_value_functions_and_charges_against_brute_force():

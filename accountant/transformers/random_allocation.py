@@ -529,7 +529,8 @@ class RandomAllocationMechanism(Mechanism):
         """Whether the direct route at ``k >= 4`` (:mod:`.random_allocation_k4`,
         Proposition 9 of docs/theory/allocation_k_of_t.md) is tried: where
         :func:`~dpacct.accountant.transformers.random_allocation_k4.k_tried` (measured
-        below the blocks there)."""
+        below the blocks there).
+        """
         return (
             self.direct
             and self.k >= 4
@@ -542,7 +543,8 @@ class RandomAllocationMechanism(Mechanism):
         """The direct route at ``k >= 4``: per epoch, Proposition 9's (max, second, sum)
         remove direction and the ``k`` blocks' add direction
         (:func:`~dpacct.accountant.transformers.random_allocation_k4.allocation_k_pair`).
-        Only where :attr:`_has_k4_route`."""
+        Only where :attr:`_has_k4_route`.
+        """
         if not self._has_k4_route:
             raise ValueError("the direct route at k >= 4 is tried only where k_tried "
                              "(random_allocation_k4.py)")
