@@ -20,7 +20,7 @@ import pytest
 from test_random_allocation_k3 import _check, _check_can_fail, _curve, _gaussian_delta
 
 from benchmarks.random_allocation_k_truth import elementary
-from dpacct.accountant import random_allocation
+from dpacct.accountant import compose, random_allocation
 from dpacct.accountant.transformers.random_allocation_k4 import (
     AllocationKRemove,
     allocation_k_pair,
@@ -90,6 +90,12 @@ def test_t_equal_k_is_the_exact_gaussian_pair_from_above():
     e = float(AllocationKRemove(s, k, k, progress=False).epsilon(1e-6))
     exact_e = float(GaussianMechanism(s / math.sqrt(k)).epsilon(1e-6))
     assert _gaussian_delta(mu, e) <= 1e-6 and exact_e <= e <= 1.15 * exact_e
+    # two epochs through Proposition 5's envelope with the k one-step blocks: above the
+    # exact pair of two epochs (mu sqrt 2), and at most the envelope's own atoms
+    two = compose([AllocationKRemove(s, k, k, progress=False, envelope=True)], counts=[2])
+    d2, exact2 = np.asarray(two.delta(eps)), _gaussian_delta(mu * math.sqrt(2.0), eps)
+    assert np.all(d2 >= exact2) and np.all(d2 <= 3.0 * exact2), d2 / exact2
+    assert not np.all(0.6 * d2 >= exact2)
 
 
 @pytest.mark.slow
