@@ -301,10 +301,12 @@ def _build(sigma, t, k, progress, drop_w, drop_r, step, log_theta):
 def k_tried(sigma: float, t: int, k: int) -> bool:
     """Whether the route is tried: ``k = 4`` where its law was measured below the blocks
     (delta 1e-6, one epoch, the remove law's epsilon against the blocks';
-    docs/theory/allocation_k_of_t.md, "k >= 4, direct"): ``20 <= T <= 100`` at sigma
-    0.75-1.05 (sigma 0.8, T 50: 6.1817 against 6.3049; sigma 1: T 20 5.9725 against
-    6.0498, T 100 2.8147 against 2.8351), at ``T < 30`` from sigma 0.65 to 1.25
-    (sigma 0.7: 11.7655 against 12.1723; 1.2: 4.4527 against 4.4822) and at sigma
+    docs/theory/allocation_k_of_t.md, "k >= 4, direct"): ``30 <= T <= 100`` at sigma
+    0.75-1.05 (sigma 0.8, T 50: 6.1817 against 6.3049, T 100: 4.6232 against 4.7355;
+    sigma 1: T 50 3.9425 against 4.0020, T 100 2.8147 against 2.8351), ``20 <= T < 30``
+    at sigma 0.65-1.25 except 0.75-0.85 (sigma 1: 5.9725 against 6.0498; sigma 0.8:
+    8.9596 against 8.8738, not tried; sigma 0.7: 11.7655 against 12.1723; 1.2: 4.4527
+    against 4.4822) and at sigma
     0.65-0.75 from T 90 (sigma 0.7, T 100: 6.3505 against 6.4814).  Not tried where the
     blocks were tighter (sigma 0.7, T 50: 8.3382 against 8.3241; sigma 1.2, T 50: 2.8347
     against 2.8294; sigma 1, T 200: 1.9604 against 1.9569), nor at k >= 5, where the
@@ -319,7 +321,9 @@ def k_tried(sigma: float, t: int, k: int) -> bool:
     """
     if k != 4 or not (20 <= t <= 100 and 0.65 <= sigma <= 1.25):
         return False
-    return 0.75 <= sigma <= 1.05 or t < 30 or (sigma < 0.75 and t >= 90)
+    if t < 30:
+        return not 0.75 <= sigma <= 0.85
+    return 0.75 <= sigma <= 1.05 or (sigma < 0.75 and t >= 90)
 
 
 def block_sizes(t: int, k: int) -> list[int]:
