@@ -3,7 +3,7 @@
     python -m benchmarks.random_allocation_k              # every row, peer included
     python -m benchmarks.random_allocation_k --no-peer    # dpacct alone
     python -m benchmarks.random_allocation_k --json out.json
-    python -m benchmarks.random_allocation_k --no-peer --only-k 2 --old /work/main:python
+    python -m benchmarks.random_allocation_k --no-peer --only-k 4,5 --old /work/main:python
                                       # old and new dpacct side by side, same run
 
 Each row (sigma, T, k, epochs, delta) runs in a fresh child process: dpacct's
@@ -12,8 +12,8 @@ epochs=E)`` (upper end = ``epsilon()``; lower end certified for the mechanism,
 docs/theory/allocation_k_of_t.md), its width relative to the upper end, the CPU
 seconds of the call (``time.process_time``, imports excluded) and the child's peak
 resident memory (MB, imports included), and the upper end of the blocks alone
-(``direct=False``; differs at k = 2, 3 <= T <= 300, and at k = 3 where the direct
-routes of ``random_allocation_k2`` / ``random_allocation_k3`` are also tried) with its
+(``direct=False``; differs at k = 2, 3 <= T <= 300, and at k = 3 and 4 where the
+direct routes of ``random_allocation_k2`` / ``_k3`` / ``_k4`` are also tried) with its
 CPU seconds (computed first; the bracket's CPU seconds include them, as the bracket
 computes the blocks too); beside it, in the same
 run, random-allocation 1.0.5's ``allocation_epsilon_combined`` (``num_selected = k``;
@@ -63,6 +63,14 @@ ROWS = (
     (0.7, 10, 3, 1),
     (1.0, 10, 3, 1),
     (1.0, 100, 3, 5),
+    # issue 39, k >= 4 (random_allocation_k4.py: routed at k = 4 only; k = 5 the blocks')
+    (0.7, 20, 4, 1),
+    (0.8, 50, 4, 1),
+    (1.0, 20, 4, 1),
+    (1.0, 100, 4, 1),
+    (0.7, 50, 4, 1),
+    (0.8, 100, 5, 1),
+    (1.0, 100, 5, 1),
 )
 DELTA = 1e-6
 
@@ -74,7 +82,8 @@ from dpacct.mechanisms import GaussianMechanism
 mech = random_allocation(GaussianMechanism(sigma), t, k=k, epochs=e)
 blocks = random_allocation(GaussianMechanism(sigma), t, k=k, epochs=e, direct=False)
 c1 = time.process_time()
-direct = mech._has_k2_route or getattr(mech, "_has_k3_route", False)  # (old checkouts)
+direct = mech._has_k2_route or any(getattr(mech, f"_has_k{j}_route", False)
+                                    for j in (3, 4))  # (old checkouts: no attribute)
 b = float(blocks.epsilon(d)) if direct else None  # first: its laws built here
 cpu_b = time.process_time() - c1
 c0 = time.process_time()
@@ -150,10 +159,13 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--no-peer", action="store_true")
     ap.add_argument("--cap", type=float, default=300.0)
     ap.add_argument("--json")
-    ap.add_argument("--only-k", type=int, help="only the rows with this k")
+    ap.add_argument("--only-k", help="only the rows with these k (comma-separated)")
+    ap.add_argument("--max-steps", type=int, help="only the rows with T <= this")
     ap.add_argument("--old", help="ROOT:PYTHON of the checkout to compare with (no peer)")
     args = ap.parse_args(argv)
-    rows = [r for r in ROWS if args.only_k is None or r[2] == args.only_k]
+    ks = None if args.only_k is None else {int(v) for v in args.only_k.split(",")}
+    rows = [r for r in ROWS if (ks is None or r[2] in ks)
+            and (args.max_steps is None or r[1] <= args.max_steps)]
     if args.old:
         _old_new(args, rows)
         return
@@ -163,14 +175,14 @@ def main(argv: list[str] | None = None) -> None:
         "| random-allocation 1.0.5 | their CPU s | ours / theirs |"
     )
     print("| --- " * 15 + "|")
-    rows = []
+    done = []  # (main printed no row here: it reset `rows` before the loop)
     for sigma, t, k, e in rows:
         ours = _child(_OURS, (sigma, t, k, e, DELTA), None)
         peer = {"status": "skipped"} if args.no_peer else _child(_PEER, (sigma, t, k, e, DELTA),
                                                                   args.cap)
         row = {"sigma": sigma, "T": t, "k": k, "epochs": e, "delta": DELTA, "ours": ours,
                "peer": peer}
-        rows.append(row)
+        done.append(row)
         if ours["status"] != "ok":
             print(f"| {sigma:g} | {t} | {k} | {e} | {ours['status']} |")
             continue
@@ -188,7 +200,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.json:
         from benchmarks.checkouts import write_json
 
-        write_json(args.json, {"delta": DELTA, "rows": rows})
+        write_json(args.json, {"delta": DELTA, "rows": done})
 
 
 if __name__ == "__main__":

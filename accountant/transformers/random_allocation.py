@@ -73,7 +73,9 @@ pointwise Gaussian-plus-constant argument above, with the exact Gaussian curve o
 :mod:`~dpacct.accountant.transformers.random_allocation_k2`), at ``k = 3`` (where
 :attr:`RandomAllocationMechanism._has_k3_route`) the direct (max, second, sum) route
 (:attr:`RandomAllocationMechanism.k3_route`,
-:mod:`~dpacct.accountant.transformers.random_allocation_k3`). Each is a sound upper
+:mod:`~dpacct.accountant.transformers.random_allocation_k3`), at ``k >= 4`` likewise
+(:attr:`RandomAllocationMechanism.k4_route`,
+:mod:`~dpacct.accountant.transformers.random_allocation_k4`). Each is a sound upper
 bound, so the least is. ``delta(epsilon)`` likewise.
 **What is not used here**: Feldman & Shenfeld's "recursive" bound (Poisson
 subsampling at an inflated rate ``e^{2 gamma} / T`` plus a tail term; on the 36
@@ -144,6 +146,7 @@ from .random_allocation_k3 import (
     allocation_k3_pair,
     k3_tried,
 )
+from .random_allocation_k4 import AllocationKRemove, allocation_k_pair, k_tried
 from .random_allocation_lower import (
     gaussian_epsilon_is_zero,
     random_allocation_delta_mc,
@@ -522,10 +525,43 @@ class RandomAllocationMechanism(Mechanism):
         return cache[key]
 
     @property
+    def _has_k4_route(self) -> bool:
+        """Whether the direct route at ``k >= 4`` (:mod:`.random_allocation_k4`,
+        Proposition 9 of docs/theory/allocation_k_of_t.md) is tried: where
+        :func:`~dpacct.accountant.transformers.random_allocation_k4.k_tried` (measured
+        below the blocks there).
+        """
+        return (
+            self.direct
+            and self.k >= 4
+            and self.base.noise_parameter == "sigma"
+            and k_tried(float(self.base.sigma), self.steps, self.k)
+        )
+
+    @property
+    def k4_route(self) -> Mechanism:
+        """The direct route at ``k >= 4``: per epoch, Proposition 9's (max, second, sum)
+        remove direction and the ``k`` blocks' add direction
+        (:func:`~dpacct.accountant.transformers.random_allocation_k4.allocation_k_pair`).
+        Only where :attr:`_has_k4_route`.
+        """
+        if not self._has_k4_route:
+            raise ValueError("the direct route at k >= 4 is tried only where k_tried "
+                             "(random_allocation_k4.py)")
+        key = ("ra_k4_route",)
+        cache = self._cache()
+        if key not in cache:
+            cache[key] = allocation_k_pair(float(self.base.sigma), self.steps, self.k,
+                                           self.epochs)
+        return cache[key]
+
+    @property
     def _direct_route(self) -> Mechanism | None:
-        """:attr:`k2_route` or :attr:`k3_route` where tried, else None."""
+        """:attr:`k2_route`, :attr:`k3_route` or :attr:`k4_route` where tried, else None."""
         if self._has_k2_route:
             return self.k2_route
+        if self._has_k4_route:
+            return self.k4_route
         return self.k3_route if self._has_k3_route else None
 
     def _k2_remove_pld(self, tol: float | None):
@@ -534,8 +570,12 @@ class RandomAllocationMechanism(Mechanism):
         key = ("ra_k2_remove", tol)
         cache = self._cache()
         if key not in cache:
-            remove = AllocationK2Remove if self.k == 2 else AllocationK3Remove
-            part = remove(float(self.base.sigma), self.steps, envelope=self.epochs > 1)
+            s, several = float(self.base.sigma), self.epochs > 1
+            if self.k >= 4:
+                part = AllocationKRemove(s, self.steps, self.k, envelope=several)
+            else:
+                remove = AllocationK2Remove if self.k == 2 else AllocationK3Remove
+                part = remove(s, self.steps, envelope=several)
             run = compose([part], counts=[self.epochs]) if self.epochs > 1 else part
             cache[key] = run._pld_one(True, PLDSettings(tol), 0)
         return cache[key]
@@ -708,7 +748,8 @@ def random_allocation(
         smaller epsilon; its law costs a few CPU seconds at sigma 1, T 100 (about 30 at
         sigma 0.5; a progress bar after 2 s); at ``k = 3`` likewise the (max, second, sum)
         route (:attr:`RandomAllocationMechanism.k3_route`) where
-        ``_has_k3_route``.  False: the blocks only.
+        ``_has_k3_route``, and at ``k >= 4`` where ``_has_k4_route``
+        (:attr:`RandomAllocationMechanism.k4_route`).  False: the blocks only.
 
     Returns
     -------
