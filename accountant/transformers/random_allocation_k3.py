@@ -26,12 +26,14 @@ rounding are Proposition 6's, imported from :mod:`.random_allocation_k2_three`.
 The atoms go through Lemma 4 (one epoch: a probability pair dominating the remove
 direction) or Proposition 5 (several epochs: the lower convex envelope with the three
 blocks of Proposition 1, :func:`k3_envelope_law`); the add direction is the blocks'
-(:func:`allocation_k3_pair`), as at k = 2.  Measured (delta 1e-6, one epoch; main is the
-blocks): sigma 1, T 100: 2.1728 against 2.1958; sigma 0.8, T 100: 3.6979 against 3.8047;
-sigma 0.7, T 10: 10.920 against 12.540.  At sigma >= 0.9 and small T, and at sigma >= 1.2,
-it loses to the blocks (sigma 1, T 10: 6.69 against 6.21: the tail event has all three of
-the record's coordinates large, and ``R'`` holds the third, whose Cauchy-Schwarz step
-inflates ``e_3`` there), so it is tried only where :func:`k3_tried`
+(:func:`allocation_k3_pair`), as at k = 2.  ``M_2`` is split at 3.4 standard deviations
+(:func:`_log_theta`; session 22 split at Proposition 6's 4.1, where ``V_1``'s
+Cauchy-Schwarz step, which counts ``M_2^2``, held most of the excess: measured by
+importance sampling of the pointwise bounds, docs/theory/allocation_k_of_t.md).
+Measured (delta 1e-6, one epoch; main is the blocks): sigma 1, T 100: 2.1558 against
+2.1958; sigma 0.8, T 100: 3.6552 against 3.8047; sigma 0.8, T 10: 8.3306 against 9.7489;
+sigma 1, T 10: 5.9893 against 6.2095.  At sigma 1.2, T 100 and sigma 1.5, T 30 it loses
+to the blocks, so it is tried only where :func:`k3_tried`
 (docs/theory/allocation_k_of_t.md, "k = 3, direct").
 """
 
@@ -69,7 +71,9 @@ __all__: list[str] = []
 K3_MIN_STEPS = 10
 K3_MAX_STEPS = 100
 K3_MIN_SIGMA = 0.65
-K3_MAX_SIGMA = 1.05
+K3_MAX_SIGMA = 1.25
+#: the split of M_2, in standard deviations of log Y (:func:`_log_theta`)
+_THETA_SD = 3.4
 #: the aims of the unions on two and three coordinates above the cuts b, b'
 _CHARGE2 = 1e-9
 _CHARGE3 = 1e-10
@@ -116,6 +120,9 @@ _MARGIN = 1e-7
 _DROP_Q = 1e-28
 #: elements per chunk of the binning (buffers reused: a few hundred kB, in cache)
 _CHUNK = 1 << 16
+#: the second region's coarse lattice step is at least this many standard deviations of
+#: the others' sum (Proposition 6's quarter)
+_SD_FRAC = 0.25
 
 
 def _dot(x: np.ndarray, y: np.ndarray) -> float:
@@ -250,8 +257,8 @@ def k3_remove_atoms(
         full; the least step of the second region's coarse lattice (default
         :func:`_step`).
     log_theta : float, optional
-        ``log`` of the split of ``M_2`` (default: Proposition 6's,
-        :func:`~.random_allocation_k2_three.three_settings`).
+        ``log`` of the split of ``M_2`` (default :func:`_log_theta`: 3.4 standard
+        deviations above the mean of an unshifted ``log Y``).
 
     Returns
     -------
@@ -260,7 +267,7 @@ def k3_remove_atoms(
 
     Examples
     --------
-    >>> v, q, c = k3_remove_atoms(1.0, 4)
+    >>> v, q, c = k3_remove_atoms(5.0, 3)  # T = 3: the exact pair is a Gaussian
     >>> bool(float(q @ v) + c >= 1.0)
     True
     """
@@ -269,7 +276,7 @@ def k3_remove_atoms(
     if t < 3:
         raise ValueError(f"steps must be >= 3 for the direct k = 3 bound, got {t}")
     if log_theta is None:
-        log_theta = three_settings(sigma, t)["log_theta"]
+        log_theta = _log_theta(sigma)
     if step is None:
         step = _step(t)
     key = (sigma, t, drop_w, drop_r, step, log_theta)
@@ -341,7 +348,7 @@ def _build(
                 lw = _sum_power(_term_law(sigma, math.exp(cut), h, nb3), t - 2)
                 rv = np.arange(nb3) * h
                 sd = math.sqrt(max(_dot(lw, rv**2) - _dot(lw, rv) ** 2, 0.0))
-                cache[cut] = _coarsen(lw, h, max(step, h, 0.25 * sd))
+                cache[cut] = _coarsen(lw, h, max(step, h, _SD_FRAC * sd))
             rv, lw = cache[cut]
             tail = _second_pairs(tail, hist, lw, rv, m, w1, int(j), float(wg[j]),
                                  float(diag[j]), t, off, drop_w, drop_r)
@@ -352,29 +359,44 @@ def _build(
 
 def k3_tried(sigma: float, t: int) -> bool:
     """Whether the route is tried at k = 3: where its law was measured below the blocks
-    (delta 1e-6, one epoch; docs/theory/allocation_k_of_t.md, "k = 3, direct"): sigma
-    0.65-0.85 at ``10 <= T <= 100`` (sigma 0.7, T 10: 10.92 against 12.54) and up to
-    1.05 at ``30 <= T <= 100`` (sigma 1: T 100 2.1728 against 2.1958, T 30 3.8875
-    against 3.9277); at sigma 1.2 and above, at T 300 (sigma 1: 1.1865 against 1.1803)
-    and at sigma 0.9-1, T 10 the blocks were tighter.
+    (delta 1e-6, one epoch, split at 3.4 sd; docs/theory/allocation_k_of_t.md, "k = 3,
+    direct"): sigma 0.65-1.05 at ``10 <= T <= 100`` (sigma 1, T 10: 5.9893 against
+    6.2095; sigma 0.9, T 10: 6.9804 against 7.3132; sigma 1, T 100: 2.1558 against
+    2.1958) and up to 1.25 at ``10 <= T <= 30`` (sigma 1.2: T 10 4.6618 against 4.7043,
+    T 30 2.7681 against 2.7870); the blocks were tighter at sigma 1.2, T 100 (1.4554
+    against 1.4501), sigma 1.5, T 30 (1.9577 against 1.9103) and, split at 4.1 sd, at
+    T 300 (sigma 1: 1.1865 against 1.1803).
 
     Examples
     --------
-    >>> k3_tried(1.0, 100), k3_tried(1.0, 10), k3_tried(0.8, 10)
+    >>> k3_tried(1.0, 100), k3_tried(1.2, 100), k3_tried(1.2, 10)
     (True, False, True)
     """
     if not (K3_MIN_STEPS <= t <= K3_MAX_STEPS and K3_MIN_SIGMA <= sigma <= K3_MAX_SIGMA):
         return False
-    return sigma <= 0.85 or t >= 30
+    return sigma <= 1.05 or t <= 30
+
+
+def _log_theta(sigma: float) -> float:
+    """``log theta``, the split of ``M_2`` between ``V_1`` and ``V_2``: 3.4 standard
+    deviations above the mean of an unshifted ``log Y`` (Proposition 6's 4.1 left most of
+    the tail to ``V_1``, whose Cauchy-Schwarz step counts ``M_2^2``; docs/theory/
+    allocation_k_of_t.md, "k = 3, direct": delta 1e-6, sigma 0.8, T 10: 8.3306 against
+    8.8874; sigma 1, T 100: 2.1597 at step 8, 2.1553 at step 2 against 2.1728)."""
+    return -0.5 / sigma**2 + _THETA_SD / sigma
 
 
 def _step(t: int) -> float:
     """The least step of the second region's coarse lattice at k = 3: ``V_2`` multiplies
-    ``R'`` by ``M_1 M_2``, so Proposition 6's 32 costs (delta 1e-6, CPU s of the law on a
-    loaded machine: sigma 1, T 100: 2.1891 at 32 in 8.5 s, 2.1728 at 8 in 15 s; sigma
-    0.8, T 100: 3.7106 in 16 s, 3.6979 in 41 s; T 10: sigma 1 6.6915 at 32, 6.2767 at 1
-    in 26 s; sigma 0.8 9.0098 at 32 in 6 s, 8.8874 at 8 in 14 s, 8.8844 at 2 in 46 s)."""
-    return 8.0
+    ``R'`` by ``M_1 M_2``, so Proposition 6's 32 costs (session 22, split at 4.1 sd: sigma
+    1, T 100: 2.1891 at 32, 2.1728 at 8; sigma 0.8, T 10: 9.0098 at 32, 8.8874 at 8,
+    8.8844 at 2).  Split at 3.4 sd (:func:`_log_theta`; delta 1e-6, CPU s of the law on a
+    loaded machine): sigma 1, T 100: 2.15971 at 8 (8.3 s), 2.15577 at 4 (10.6 s),
+    2.15529 at 2 (10.8 s); sigma 0.8, T 100: 3.65523 at 4 (19.1 s) and at 2 (24.3 s);
+    sigma 0.8, T 10: 8.33059 at 8 (10.8 s), 8.29732 at 2 (29.7 s).  So 4 from T 50, 8
+    from T 10; below T 10 (``R'`` a sum of at most 7 terms) 0.5 (sigma 1.5, T 3: 5.8343
+    against the exact 5.7604; 6.7906 at 8)."""
+    return 4.0 if t >= 50 else 8.0 if t >= 10 else 0.5
 
 
 def _block_sizes(t: int) -> list[int]:
@@ -415,8 +437,11 @@ class AllocationK3Remove(AllocationK2Remove):
 
     Examples
     --------
-    >>> bool(AllocationK3Remove(1.0, 4, progress=False).epsilon(1e-3) > 0)
-    True
+    >>> round(float(AllocationK3Remove(5.0, 3, progress=False).epsilon(1e-3)), 2)
+    0.93
+    >>> from dpacct.mechanisms import GaussianMechanism  # the exact pair at T = 3
+    >>> round(float(GaussianMechanism(5.0 / 3**0.5).epsilon(1e-3)), 2)
+    0.87
     """
 
     def __init__(
@@ -456,9 +481,9 @@ def allocation_k3_pair(sigma: float, steps: int, epochs: int = 1, *, progress: b
 
     Examples
     --------
-    >>> run = allocation_k3_pair(1.0, 4, progress=False)
-    >>> bool(0 < run.epsilon(1e-3) < 10)
-    True
+    >>> run = allocation_k3_pair(5.0, 3, progress=False)
+    >>> round(float(run.epsilon(1e-3)), 2)
+    0.93
     """
     from .compose import compose
 
