@@ -32,7 +32,7 @@ def _e3(z: np.ndarray) -> np.ndarray:
 
 
 def is_delta(sigma, t, eps, n, rng, shifts=(1.0, 2.5, 3.0, 3.5), weights=None, chunk=20_000,
-             pointwise: int = 0):
+             pointwise: int = 0, theta_sd: float = 3.4):
     """``(mean, se)`` of the importance-sampled remove-direction delta at each ``eps`` (of
     the exact ``Lambda_3``, or with ``pointwise`` 2 / 3 of :func:`_pointwise`'s bound)."""
     shifts = np.asarray(shifts, dtype=float)
@@ -52,7 +52,7 @@ def is_delta(sigma, t, eps, n, rng, shifts=(1.0, 2.5, 3.0, 3.5), weights=None, c
         for a, wa in zip(shifts, w, strict=True):
             dens += wa * _e3(np.exp((a * x - 0.5 * a * a) / sigma**2)) / c3
         if pointwise:
-            lam = _pointwise(np.exp((x - 0.5) / sigma**2), sigma, t, pointwise)
+            lam = _pointwise(np.exp((x - 0.5) / sigma**2), sigma, t, pointwise, theta_sd)
         v = np.maximum(lam[:, None] - g[None, :], 0.0) / dens[:, None]
         s1 += v.sum(0)
         s2 += (v * v).sum(0)
@@ -61,11 +61,14 @@ def is_delta(sigma, t, eps, n, rng, shifts=(1.0, 2.5, 3.0, 3.5), weights=None, c
     return m, np.sqrt(np.maximum(s2 / n - m * m, 0.0) / n)
 
 
-def _pointwise(z: np.ndarray, sigma: float, t: int, levels: int) -> np.ndarray:
+def _pointwise(z: np.ndarray, sigma: float, t: int, levels: int,
+               theta_sd: float = 3.4) -> np.ndarray:
     """Proposition 7's pointwise bound (``levels = 2``: ``V_1`` where ``M_2 <= theta``,
-    ``V_2`` above; Proposition 6's ``theta``), or (``levels = 3``) the (max, second, third,
-    sum) bound ``(M_1 M_2 M_3 + e_2(M) R'' + e_1(M) k'' R''^2 + C(T-3, 3) (R'' / (T-3))^3)
-    / C(T, 3)`` with Cauchy-Schwarz and Maclaurin on the other ``T - 3``."""
+    ``V_2`` above; ``theta`` ``theta_sd`` standard deviations above the mean of an
+    unshifted ``log Y``: the library's 3.4, session 22's 4.1), or (``levels = 3``) the
+    (max, second, third, sum) bound ``(M_1 M_2 M_3 + e_2(M) R'' + e_1(M) k'' R''^2
+    + C(T-3, 3) (R'' / (T-3))^3) / C(T, 3)`` with Cauchy-Schwarz and Maclaurin on the
+    other ``T - 3``."""
     c3 = t * (t - 1) * (t - 2) / 6.0
     zs = np.sort(z, axis=1)
     m1, m2, m3 = zs[:, -1], zs[:, -2], zs[:, -3]
@@ -77,7 +80,7 @@ def _pointwise(z: np.ndarray, sigma: float, t: int, levels: int) -> np.ndarray:
         k3 = (n * (n - 1) * (n - 2) / 6.0) / n**3 if n > 0 else 0.0
         return (m1 * m2 * m3 + (m1 * m2 + m1 * m3 + m2 * m3) * r + (m1 + m2 + m3) * k2 * r * r
                 + k3 * r**3) / c3
-    theta = np.exp(-0.5 / sigma**2 + 4.1 / sigma)
+    theta = np.exp(-0.5 / sigma**2 + theta_sd / sigma)
     r1, r2 = tot - m1, tot - m1 - m2
     v1 = (m1 * r1 * r1 * (t - 2) / (2 * (t - 1)) + math.comb(t - 1, 3) * (r1 / (t - 1)) ** 3) / c3
     v2 = (m1 * m2 * r2 + (m1 + m2) * r2 * r2 * (t - 3) / (2 * (t - 2))
@@ -96,11 +99,14 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--seed", type=int, default=20261129)
     ap.add_argument("--pointwise", type=int, default=0, help="2: Proposition 7's pointwise "
                     "bound; 3: the (max, second, third, sum) bound (same draws' law)")
+    ap.add_argument("--theta-sd", type=float, default=3.4,
+                    help="--pointwise 2: the split of M_2 in sd of log Y (session 22: 4.1)")
     args = ap.parse_args(argv)
     eps = np.array([float(e) for e in args.eps.split(",")])
     shifts = tuple(float(a) for a in args.shifts.split(","))
     rng = np.random.Generator(np.random.PCG64(args.seed))
-    m, se = is_delta(args.sigma, args.t, eps, args.n, rng, shifts, pointwise=args.pointwise)
+    m, se = is_delta(args.sigma, args.t, eps, args.n, rng, shifts, pointwise=args.pointwise,
+                     theta_sd=args.theta_sd)
     print(f"sigma {args.sigma:g}, T {args.t}, k 3, {args.n} draws, shifts {shifts}, "
           f"pointwise {args.pointwise}")
     for e, mm, s in zip(eps, m, se, strict=True):

@@ -517,7 +517,7 @@ class RandomAllocationMechanism(Mechanism):
         if not self._has_k3_route:
             raise ValueError(f"the direct route is for k = 3, {K3_MIN_STEPS} <= steps <= "
                              f"{K3_MAX_STEPS} and {K3_MIN_SIGMA} <= sigma <= {K3_MAX_SIGMA} "
-                             "(sigma <= 0.85 below 30 steps)")
+                             "(sigma <= 1.05 above 30 steps)")
         key = ("ra_k3_route",)
         cache = self._cache()
         if key not in cache:
