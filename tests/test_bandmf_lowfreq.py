@@ -114,23 +114,50 @@ def test_law_is_a_probability_law_and_the_remove_mean_is_at_least_one():
     assert np.all(np.diff(z) > 0)
 
 
+@pytest.fixture
+def coarse_default(monkeypatch):
+    """The default at test cost: Theorem 5's grids cut to (11, 21) (``lowfreq_points``
+    still takes the most of ``REMOVE_POINTS`` within its budget) and Theorem 4's plan
+    fixed to Theorem 3's classes at 21 points (the plan's own search, a Monte Carlo per
+    candidate and coarse bounds, is tested in test_bandmf_banded_shared.py).  At the
+    defaults a build at n 8, k 4 takes some 6 CPU s, at n 40, k 5 some 12."""
+    import dpacct.calibrators.bandmf as calibrator
+    import dpacct.mechanisms.algorithms.bandmf_balls_in_bins as default
+    import dpacct.mechanisms.algorithms.bandmf_lowfreq as low
+
+    def plan(sigma, iterations, cycle_length, strategy):
+        return (max(1, math.ceil(len(strategy) / 2)), "thm3", 0.0), 21
+
+    monkeypatch.setattr(low, "REMOVE_POINTS", ((11, 21),))
+    monkeypatch.setattr(default, "banded_plan", plan)
+    monkeypatch.setattr(calibrator, "banded_plan", plan)
+
+
 @pytest.mark.slow
-def test_default_takes_the_least_of_theorems_1_4_and_5():
+def test_default_takes_the_least_of_theorems_1_4_and_5(coarse_default):
     sigma, n, k = 2.0, 8, 4
     default = bandmf_balls_in_bins(sigma, n, cycle_length=k, strategy=THREE_BANDS)
     assert isinstance(default, BandMFLowFreqBallsInBins) and default.lowfreq
     one = bandmf_balls_in_bins(sigma, n, cycle_length=k, strategy=THREE_BANDS, two_band=False)
     eps = np.array([0.5, 1.0, 2.0])
     assert np.all(default.delta(eps) <= one.delta(eps) + 1e-15)
-    # the least, at every epsilon, of Theorem 4 (``base``) and Theorem 5 alone
-    base = bandmf_shared_balls_in_bins(sigma, n, cycle_length=k, strategy=THREE_BANDS,
-                                       points=11, choice=(2, "thm3", 0.0), candidates=())
-    alone = bandmf_lowfreq_balls_in_bins(sigma, n, cycle_length=k, strategy=THREE_BANDS,
-                                         factor_points=15, points=31, candidates=())
-    both = bandmf_lowfreq_balls_in_bins(sigma, n, cycle_length=k, strategy=THREE_BANDS,
-                                        factor_points=15, points=31, candidates=(), base=base)
-    assert np.array_equal(both.delta(eps), np.minimum(base.delta(eps), alone.delta(eps)))
-    assert both.epsilon(1e-3) <= min(base.epsilon(1e-3), alone.epsilon(1e-3)) * (1 + 1e-6)
+    # the least, at every epsilon, of Theorem 4 (``base``) and Theorem 5 alone; Theorem 4
+    # is the lower at every epsilon here and Theorem 5 at four bands, n 20, k 5, so a
+    # least that kept either one alone fails one of the two
+    wins = []
+    for col, n, k in ((THREE_BANDS, 8, 4), (FOUR_BANDS, 20, 5)):
+        base = bandmf_shared_balls_in_bins(sigma, n, cycle_length=k, strategy=col,
+                                           points=11, choice=(2, "thm3", 0.0), candidates=())
+        alone = bandmf_lowfreq_balls_in_bins(sigma, n, cycle_length=k, strategy=col,
+                                             factor_points=9, points=15, candidates=())
+        both = bandmf_lowfreq_balls_in_bins(sigma, n, cycle_length=k, strategy=col,
+                                            factor_points=9, points=15, candidates=(),
+                                            base=base)
+        assert np.array_equal(both.delta(eps), np.minimum(base.delta(eps), alone.delta(eps)))
+        assert both.epsilon(1e-3) <= min(base.epsilon(1e-3), alone.epsilon(1e-3)) * (1 + 1e-6)
+        a, b = alone.delta(eps), base.delta(eps)
+        wins.append((bool(np.all(a < b)), bool(np.all(b < a))))
+    assert wins == [(False, True), (True, False)]
 
 
 def test_bad_input():
@@ -159,25 +186,27 @@ def test_bad_input():
 
 @pytest.mark.slow
 def test_calibration_refines_on_theorem_5_and_meets_the_target_under_the_default(
-        monkeypatch):
-    """Four bands, n 40, k 5, target 3 at 1e-5: Theorem 5 wins over Theorems 1/4 there,
-    so the calibrated noise is below the Theorems 1/4 calibration's (Theorem 5 switched
-    off through the calibrator's ``lowfreq_points``), and the default bound, rebuilt
-    here at the returned noise, meets the target."""
+        coarse_default):
+    """Four bands, n 30, k 10, target 2 at 1e-5, the default at ``coarse_default``'s
+    grids (some 13 CPU s; main's n 40, k 5 case took some 60, and at these coarse grids
+    Theorem 5 does not win there): the calibrated noise meets the target under the
+    default bound, rebuilt here, and the default's own Theorems 1/4 part is above the
+    target there (measured 2.09), so the answer is below what a Theorems 1/4
+    calibration can reach: the refinement on Theorem 5 did it."""
     import dpacct.calibrators.bandmf as calibrator
+    from dpacct.mechanisms.algorithms.bandmf_banded_shared import BandMFSharedBallsInBins
 
-    target, delta, n, k = 3.0, 1e-5, 40, 5
+    target, delta, n, k = 2.0, 1e-5, 30, 10
     res = calibrator.bandmf_balls_in_bins_noise_multiplier(
         target, delta, n, cycle_length=k, strategy=FOUR_BANDS, rtol=0.01, full_output=True,
         progress=False)
     default = bandmf_balls_in_bins(res.parameter, n, cycle_length=k, strategy=FOUR_BANDS)
-    assert isinstance(default, BandMFLowFreqBallsInBins) and default.lowfreq
+    assert isinstance(default, BandMFLowFreqBallsInBins) and default.lowfreq and default.laws
     assert default.epsilon(delta) <= target
     assert res.epsilon == pytest.approx(default.epsilon(delta), rel=1e-12)
-    monkeypatch.setattr(calibrator, "lowfreq_points", lambda *a, **kw: None)
-    old = calibrator.bandmf_balls_in_bins_noise_multiplier(
-        target, delta, n, cycle_length=k, strategy=FOUR_BANDS, rtol=0.01, progress=False)
-    assert res.parameter < old * (1 - 5e-3)
+    t14 = BandMFSharedBallsInBins(res.parameter, default.candidates, default.laws,
+                                  default.choice)
+    assert t14.epsilon(delta) > target
 
 
 def test_calibration_bad_input_is_refused_by_name():

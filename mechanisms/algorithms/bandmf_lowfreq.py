@@ -270,7 +270,7 @@ def lowfreq_delta_law(noise_multiplier: float, instance: tuple, cycle_length: in
     Examples
     --------
     >>> inst = lowfreq_instance([1.0, 0.5, 0.25], 12, 4)
-    >>> z, w, tail = lowfreq_delta_law(2.0, inst, 4, "remove", factor_points=9, points=15)
+    >>> z, w, tail = lowfreq_delta_law(3.0, inst, 4, "remove", factor_points=9, points=15)
     >>> bool(tail < 1e-12), bool(abs(float(w.sum()) - 1) < 1e-6)
     (True, True)
     """
@@ -402,9 +402,9 @@ def bandmf_lowfreq_balls_in_bins(noise_multiplier: float, iterations: int, *,
     --------
     >>> from dpacct.mechanisms.algorithms.bandmf_balls_in_bins import bandmf_balls_in_bins
     >>> c = [1.0, 0.6, 0.3]
-    >>> run = bandmf_lowfreq_balls_in_bins(1.5, 12, cycle_length=4, strategy=c,
+    >>> run = bandmf_lowfreq_balls_in_bins(3.0, 12, cycle_length=4, strategy=c,
     ...                                    factor_points=9, points=15)
-    >>> one = bandmf_balls_in_bins(1.5, 12, cycle_length=4, strategy=c, two_band=False)
+    >>> one = bandmf_balls_in_bins(3.0, 12, cycle_length=4, strategy=c, two_band=False)
     >>> bool(run.epsilon(1e-3) <= one.epsilon(1e-3))
     True
     """
@@ -454,8 +454,8 @@ class BandMFLowFreqBallsInBins(BandMFSharedBallsInBins):
 
     Examples
     --------
-    >>> run = bandmf_lowfreq_balls_in_bins(1.5, 12, cycle_length=4, strategy=[1.0, 0.6, 0.3],
-    ...                                    factor_points=9, points=15)
+    >>> run = bandmf_lowfreq_balls_in_bins(3.0, 12, cycle_length=4, strategy=[1.0, 0.6, 0.3],
+    ...                                    factor_points=9, points=15, candidates=())
     >>> type(run).__name__, len(run.lowfreq)
     ('BandMFLowFreqBallsInBins', 3)
     """
