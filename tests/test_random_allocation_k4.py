@@ -25,6 +25,8 @@ from dpacct.accountant.transformers.random_allocation_k4 import (
     AllocationKRemove,
     allocation_k_pair,
     k_remove_atoms,
+)
+from dpacct.accountant.transformers.random_allocation_k_law import (
     union_charge,
     value_coefficients,
 )
@@ -67,7 +69,7 @@ def test_value_functions_and_charges_against_brute_force():
     assert np.all(v1 >= ek * (1 - 1e-12)) and np.all(v2 >= ek * (1 - 1e-12))
     assert v1[0] == pytest.approx(ek[0], rel=1e-12) and v2[0] == pytest.approx(ek[0], rel=1e-12)
     assert not np.all(v2 <= ek * 1.01)  # the bound is not an identity
-    from dpacct.accountant.transformers.random_allocation_k3 import _tails
+    from dpacct.accountant.transformers.random_allocation_k_law import _tails
 
     ps, pu = _tails(1.0, 2.0)
     brute = 0.0
