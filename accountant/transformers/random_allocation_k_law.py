@@ -149,7 +149,17 @@ def settings(sigma: float, t: int, k: int) -> dict:
     * ``dl``, the M cells' log step (each value is rounded up by at most a factor
       ``(1 + dl)^2``, epsilon by at most ``2 dl``; region 2 costs about ``1 / dl^2``):
       ``k = 3`` Proposition 6's (:func:`.random_allocation_k2_three._settings`);
-      ``k >= 4`` 4e-3 (sigma 0.8, T 50, k 4: 6.1817 in 6.6 s against 6.1781 in 87.5 s);
+      ``k >= 4`` 6e-3 (session 23: 4e-3; sigma 0.8, T 50, k 4: 6.1817 in 6.6 s against
+      6.1781 in 87.5 s at 1e-3);
+    * ``cuts``, the spacing of the cuts the others' law is rebuilt at, as a fraction of
+      Proposition 6's (its ``M_2`` cells' others are cut at the next cut above their
+      upper end: the finer, the tighter, and each cut is one FFT power): ``k = 3`` 1;
+      ``k >= 4`` 1/3 below T 50, 1/2 from T 50 (session 24, delta 1e-6, k 4, law CPU s
+      on a loaded machine; at dl 4e-3 and cuts 1: sigma 0.7, T 20: 11.76552 (9.3 s);
+      sigma 1, T 20: 5.97251; sigma 0.8, T 50: 6.18165; sigma 1, T 100: 2.81467 (2.2 s);
+      sigma 0.7, T 100: 6.35053 (9.6 s); at dl 6e-3 and these cuts: 11.74515 (6.2 s),
+      5.96714, 6.17226, 2.81150 (3.0 s), 6.34218 (18.1 s); sigma 1.2, T 20: 4.45269 ->
+      4.44916);
     * ``h1``, the first region's lattice step: Proposition 6's
       (:func:`.random_allocation_k2_three.three_settings`).
 
@@ -159,11 +169,11 @@ def settings(sigma: float, t: int, k: int) -> dict:
     (4.0, 1.0)
     """
     if k == 3:
-        sds, step, dl = 3.4, (4.0 if t >= 50 else 8.0 if t >= 10 else 0.5), None
+        sds, step, dl, cuts = 3.4, (4.0 if t >= 50 else 8.0 if t >= 10 else 0.5), None, 1.0
     else:
-        sds, step, dl = 3.0, 1.0, 4e-3
+        sds, step, dl, cuts = 3.0, 1.0, 6e-3, (0.5 if t >= 50 else 1.0 / 3.0)
     return {"log_theta": -0.5 / sigma**2 + sds / sigma, "step": step,
-            "dl": _settings(sigma, t)[0] if dl is None else dl,
+            "dl": _settings(sigma, t)[0] if dl is None else dl, "cuts": cuts,
             "h1": three_settings(sigma, t)["h1"]}
 
 
@@ -282,11 +292,11 @@ def remove_atoms(
     st = settings(sigma, t, k)
     step = st["step"] if step is None else step
     log_theta = st["log_theta"] if log_theta is None else log_theta
-    key = (sigma, t, k, drop_w, drop_r, step, log_theta, st["dl"], st["h1"])
+    key = (sigma, t, k, drop_w, drop_r, step, log_theta, st["dl"], st["cuts"], st["h1"])
     if key not in _ATOMS:
         _ATOMS.clear()  # one law kept: a few MB, and a few CPU seconds to rebuild
         _ATOMS[key] = _build(sigma, t, k, progress, drop_w, drop_r, step, log_theta,
-                             st["dl"], st["h1"])
+                             st["dl"], st["cuts"], st["h1"])
     return _ATOMS[key]
 
 
@@ -294,11 +304,12 @@ def remove_atoms(
 _ATOMS: dict[tuple, tuple[np.ndarray, np.ndarray, float]] = {}
 
 
-def _levels_and_cuts(sigma, t, dl, lmax) -> tuple[np.ndarray, np.ndarray]:
+def _levels_and_cuts(sigma, t, dl, scale, lmax) -> tuple[np.ndarray, np.ndarray]:
     """Proposition 6's M cells (log upper ends, step ``dl``) and the cuts the others'
-    law is rebuilt at."""
+    law is rebuilt at (Proposition 6's spacing times ``scale``)."""
     s0, mu0 = 1.0 / sigma, -0.5 / sigma**2
     _, coarse, fine, _, _ = _settings(sigma, t)
+    coarse, fine = coarse * scale, fine * scale
     lmin = mu0 + s0 * float(special.ndtri(1e-18 ** (1.0 / t)))
     levels = np.arange(lmin, lmax + dl, dl)
     cuts = np.arange(lmin + coarse, levels[-1] + coarse, coarse)
@@ -310,12 +321,12 @@ def _levels_and_cuts(sigma, t, dl, lmax) -> tuple[np.ndarray, np.ndarray]:
     return levels, cuts
 
 
-def _build(sigma, t, k, progress, drop_w, drop_r, step, log_theta, dl, h1):
+def _build(sigma, t, k, progress, drop_w, drop_r, step, log_theta, dl, scale, h1):
     h = _settings(sigma, t)[3]
     lb2, tail = _least(sigma, t, k, 2, _CHARGE2)  # M_2 above b
     lb3, ch3 = _least(sigma, t, k, 3, _CHARGE3)  # A_3
     tail += ch3
-    levels, cuts = _levels_and_cuts(sigma, t, dl, 0.5 / sigma**2 + 8.0 / sigma)
+    levels, cuts = _levels_and_cuts(sigma, t, dl, scale, 0.5 / sigma**2 + 8.0 / sigma)
     tail += union_charge(sigma, t, k, 1, float(levels[-1]))  # M_1 above the last cell
     jt = min(max(int(np.searchsorted(levels, log_theta)), 1), levels.size - 2)
     theta = float(levels[jt])
