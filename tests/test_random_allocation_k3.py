@@ -12,10 +12,13 @@ estimate times 0.95, and the route's own curve moved below the estimate).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from scipy import special
 
+from benchmarks.random_allocation_k_truth import elementary
 from dpacct.accountant import compose, random_allocation
 from dpacct.accountant.serialization import from_dict, to_dict
 from dpacct.accountant.transformers.random_allocation_k3 import (
@@ -39,33 +42,28 @@ def _gaussian_delta(mu, eps):
     return special.ndtr(mu / 2 - eps / mu) - np.exp(eps) * special.ndtr(-mu / 2 - eps / mu)
 
 
-def _mc(sigma, t, eps, n, rng, epochs=1, chunk=200_000):
+def _mc(sigma, t, eps, n, rng, epochs=1, k=3, chunk=200_000):
     """Mean and standard error of both directions' ``E_Q[(L - e^eps)_+]``,
-    ``E_Q[(1 - e^eps L)_+]``, ``L = prod_epochs e_3(z) / C(T, 3)`` the exact likelihood
-    ratio (``e_3`` by the recurrence over the coordinates: no cancellation)."""
+    ``E_Q[(1 - e^eps L)_+]``, ``L = prod_epochs e_k(z) / C(T, k)`` the exact likelihood
+    ratio (``e_k`` by the recurrence over the coordinates, sums of non-negative terms:
+    no cancellation); the Monte Carlo of k = 3's and k = 4's tests."""
     g = np.exp(np.asarray(eps, dtype=float))
     acc = np.zeros((4, g.size))
     done = 0
-    c3 = t * (t - 1) * (t - 2) / 6.0
     while done < n:
         b = min(chunk, n - done)
         lr = np.ones(b)
         for _ in range(epochs):
             y = np.exp((rng.normal(0.0, sigma, (b, t)) - 0.5) / sigma**2)
-            e1, e2, e3 = np.zeros(b), np.zeros(b), np.zeros(b)
-            for j in range(t):
-                e3 += e2 * y[:, j]
-                e2 += e1 * y[:, j]
-                e1 += y[:, j]
-            lr *= e3 / c3
+            lr *= elementary(y, k)[:, k] / math.comb(t, k)
         rem = np.maximum(lr[:, None] - g[None, :], 0.0)
         add = np.maximum(1.0 - g[None, :] * lr[:, None], 0.0)
         acc += np.stack((rem.sum(0), (rem * rem).sum(0), add.sum(0), (add * add).sum(0)))
         done += b
     out = []
-    for k in (0, 2):
-        m = acc[k] / n
-        out.append((m, np.sqrt(np.maximum(acc[k + 1] / n - m * m, 0.0) / n)))
+    for j in (0, 2):
+        m = acc[j] / n
+        out.append((m, np.sqrt(np.maximum(acc[j + 1] / n - m * m, 0.0) / n)))
     return out
 
 

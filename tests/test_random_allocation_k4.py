@@ -17,7 +17,7 @@ import math
 
 import numpy as np
 import pytest
-from test_random_allocation_k3 import _check, _check_can_fail, _curve, _gaussian_delta
+from test_random_allocation_k3 import _check, _check_can_fail, _curve, _gaussian_delta, _mc
 
 from benchmarks.random_allocation_k_truth import elementary
 from dpacct.accountant import compose, random_allocation
@@ -31,25 +31,6 @@ from dpacct.accountant.transformers.random_allocation_k_law import (
     value_coefficients,
 )
 from dpacct.mechanisms import GaussianMechanism
-
-
-def _mc(sigma, t, k, eps, n, rng, chunk=100_000):
-    """Mean and standard error of both directions' ``E_Q[(L - e^eps)_+]`` and
-    ``E_Q[(1 - e^eps L)_+]``, ``L = e_k(z) / C(T, k)`` the exact likelihood ratio."""
-    g = np.exp(np.asarray(eps, dtype=float))
-    acc = np.zeros((4, g.size))
-    for done in range(0, n, chunk):
-        b = min(chunk, n - done)
-        y = np.exp((rng.normal(0.0, sigma, (b, t)) - 0.5) / sigma**2)
-        lr = elementary(y, k)[:, k] / math.comb(t, k)
-        rem = np.maximum(lr[:, None] - g[None, :], 0.0)
-        add = np.maximum(1.0 - g[None, :] * lr[:, None], 0.0)
-        acc += np.stack((rem.sum(0), (rem * rem).sum(0), add.sum(0), (add * add).sum(0)))
-    out = []
-    for j in (0, 2):
-        m = acc[j] / n
-        out.append((m, np.sqrt(np.maximum(acc[j + 1] / n - m * m, 0.0) / n)))
-    return out
 
 
 def test_value_functions_and_charges_against_brute_force():
@@ -105,7 +86,7 @@ def test_t_equal_k_is_the_exact_gaussian_pair_from_above():
 def test_both_directions_above_monte_carlo(sigma, eps):
     t, k = 10, 4
     rng = np.random.Generator(np.random.PCG64(39_410))
-    (rm, rse), (am, ase) = _mc(sigma, t, k, eps, 400_000, rng)
+    (rm, rse), (am, ase) = _mc(sigma, t, eps, 400_000, rng, k=k, chunk=100_000)
     e = np.array(eps)
     atoms = _curve(k_remove_atoms(sigma, t, k), e)
     _check(atoms, rm, rse)

@@ -43,11 +43,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..mechanism import Mechanism
 from ..validation import check_count, check_positive
-from .random_allocation_k2 import AllocationK2Remove, _AddDirectionOnly
-from .random_allocation_k_law import block_sizes, envelope_law, remove_atoms
-from .random_allocation_pld import AllocationEpochPair
+from .random_allocation_k2 import AllocationK2Remove, with_block_adds
+from .random_allocation_k_law import envelope_law, remove_atoms
 
 __all__: list[str] = []
 
@@ -202,14 +200,8 @@ def allocation_k3_pair(sigma: float, steps: int, epochs: int = 1, *, progress: b
     >>> round(float(run.epsilon(1e-3)), 2)
     0.93
     """
-    from .compose import compose
-
     s = check_positive("sigma", sigma)
     t = check_count(steps, "steps")
     e = check_count(epochs, "epochs")
-    parts: list[Mechanism] = [AllocationK3Remove(s, t, progress=progress, envelope=e > 1)]
-    counts = [e]
-    for size in sorted(set(block_sizes(t, 3))):
-        parts.append(_AddDirectionOnly(AllocationEpochPair(s, size, progress=progress)))
-        counts.append(block_sizes(t, 3).count(size) * e)
-    return compose(parts, counts=counts)
+    return with_block_adds(AllocationK3Remove(s, t, progress=progress, envelope=e > 1), s, t,
+                           3, e, progress)

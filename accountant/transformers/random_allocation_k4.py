@@ -43,10 +43,9 @@ import numpy as np
 
 from ..mechanism import Mechanism
 from ..validation import check_count, check_positive
-from .random_allocation_k2 import _AddDirectionOnly
+from .random_allocation_k2 import with_block_adds
 from .random_allocation_k3 import AllocationK3Remove
-from .random_allocation_k_law import block_sizes, envelope_law, remove_atoms
-from .random_allocation_pld import AllocationEpochPair
+from .random_allocation_k_law import envelope_law, remove_atoms
 
 __all__: list[str] = []
 
@@ -203,15 +202,6 @@ def allocation_k_pair(
     >>> bool(0 < run.epsilon(1e-3) < 10)
     True
     """
-    from .compose import compose
-
     e = check_count(epochs, "epochs")
     remove = AllocationKRemove(sigma, steps, k, progress=progress, envelope=e > 1)
-    parts: list[Mechanism] = [remove]
-    counts = [e]
-    sizes = block_sizes(remove.steps, remove.k)
-    for size in sorted(set(sizes)):
-        parts.append(_AddDirectionOnly(AllocationEpochPair(remove.sigma, size,
-                                                           progress=progress)))
-        counts.append(sizes.count(size) * e)
-    return compose(parts, counts=counts)
+    return with_block_adds(remove, remove.sigma, remove.steps, remove.k, e, progress)
