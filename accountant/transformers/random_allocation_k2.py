@@ -386,6 +386,28 @@ class _AddDirectionOnly(Mechanism):
         return f"_AddDirectionOnly({self.inner!r})"
 
 
+#: the entries of the direct routes' pair functions' docstrings that do not depend on k
+#: (``epochs``, ``progress``, the returned composition), filled in by :func:`_pair_doc`
+_PAIR_SHARED = """epochs : int, default 1
+        Epochs, >= 1.
+    progress : bool, default True
+        Progress bars while the laws are built.
+
+    Returns
+    -------
+    Mechanism
+        A composition whose ``epsilon`` / ``delta`` are sound upper bounds."""
+
+
+def _pair_doc(func):
+    """``func`` with ``{shared}`` in its docstring replaced by :data:`_PAIR_SHARED` (the
+    pair functions at k = 2, 3 and >= 4 document the same ``epochs`` and ``progress``)."""
+    if func.__doc__:  # (None under python -OO)
+        func.__doc__ = func.__doc__.replace("{shared}", _PAIR_SHARED)
+    return func
+
+
+@_pair_doc
 def allocation_k2_pair(sigma: float, steps: int, epochs: int = 1, *, progress: bool = True):
     """The direct k = 2 route: per epoch, :class:`AllocationK2Remove` (remove direction)
     and the add directions of Proposition 1's two blocks, composed over ``epochs`` by
@@ -397,15 +419,7 @@ def allocation_k2_pair(sigma: float, steps: int, epochs: int = 1, *, progress: b
         Noise multiplier, >= :data:`K2_MIN_SIGMA`.
     steps : int
         Steps per epoch ``T``, >= 3.
-    epochs : int, default 1
-        Epochs, >= 1.
-    progress : bool, default True
-        Progress bars while the laws are built.
-
-    Returns
-    -------
-    Mechanism
-        A composition whose ``epsilon`` / ``delta`` are sound upper bounds.
+    {shared}
 
     Examples
     --------

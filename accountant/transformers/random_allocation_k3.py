@@ -44,7 +44,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..validation import check_count, check_positive
-from .random_allocation_k2 import AllocationK2Remove, with_block_adds
+from .random_allocation_k2 import AllocationK2Remove, _pair_doc, with_block_adds
 from .random_allocation_k_law import envelope_law, remove_atoms
 
 __all__: list[str] = []
@@ -173,6 +173,7 @@ class AllocationK3Remove(AllocationK2Remove):
         return k3_envelope_law(self.sigma, self.steps, atoms, self.progress)
 
 
+@_pair_doc
 def allocation_k3_pair(sigma: float, steps: int, epochs: int = 1, *, progress: bool = True):
     """The direct k = 3 route: per epoch, :class:`AllocationK3Remove` (remove direction)
     and the add directions of Proposition 1's three blocks, composed over ``epochs``.
@@ -184,15 +185,7 @@ def allocation_k3_pair(sigma: float, steps: int, epochs: int = 1, *, progress: b
     steps : int
         Steps per epoch ``T``, >= 3 (at ``T = 3`` the bound is of the exact pair, a
         Gaussian: no amplification).
-    epochs : int, default 1
-        Epochs, >= 1.
-    progress : bool, default True
-        Progress bars while the laws are built.
-
-    Returns
-    -------
-    Mechanism
-        A composition whose ``epsilon`` / ``delta`` are sound upper bounds.
+    {shared}
 
     Examples
     --------

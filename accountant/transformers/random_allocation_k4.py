@@ -43,7 +43,7 @@ import numpy as np
 
 from ..mechanism import Mechanism
 from ..validation import check_count, check_positive
-from .random_allocation_k2 import with_block_adds
+from .random_allocation_k2 import _pair_doc, with_block_adds
 from .random_allocation_k3 import AllocationK3Remove
 from .random_allocation_k_law import envelope_law, remove_atoms
 
@@ -172,6 +172,7 @@ class AllocationKRemove(AllocationK3Remove):
         return f"AllocationKRemove(sigma={self.sigma}, steps={self.steps}, k={self.k}{extra})"
 
 
+@_pair_doc
 def allocation_k_pair(
     sigma: float, steps: int, k: int, epochs: int = 1, *, progress: bool = True
 ) -> Mechanism:
@@ -186,15 +187,7 @@ def allocation_k_pair(
         Steps per epoch ``T``, >= ``k``.
     k : int
         Steps per record per epoch, >= 3.
-    epochs : int, default 1
-        Epochs, >= 1.
-    progress : bool, default True
-        Progress bars while the laws are built.
-
-    Returns
-    -------
-    Mechanism
-        A composition whose ``epsilon`` / ``delta`` are sound upper bounds.
+    {shared}
 
     Examples
     --------
