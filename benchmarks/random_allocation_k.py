@@ -20,7 +20,8 @@ run, random-allocation 1.0.5's ``allocation_epsilon_combined`` (``num_selected =
 orders 2..32; its k > 1 answer is its own reduction) in a child capped at ``--cap``
 seconds, and the ratio ours / theirs.  The machine may be loaded: CPU seconds, not wall.
 With ``--old ROOT:PYTHON`` each row also runs the same child against another checkout
-(``benchmarks.checkouts``) and prints both brackets, CPU seconds and peak MB.
+(``benchmarks.checkouts``) and prints both brackets, CPU seconds and peak MB, then the
+noise multipliers of :data:`CALIBRATIONS` whose k is among the rows'.
 """
 
 from __future__ import annotations
@@ -63,16 +64,24 @@ ROWS = (
     (0.7, 10, 3, 1),
     (1.0, 10, 3, 1),
     (1.0, 100, 3, 5),
+    (1.2, 30, 3, 1),
     # issue 39, k >= 4 (random_allocation_k4.py: routed at k = 4 only; k = 5 the blocks')
     (0.7, 20, 4, 1),
     (0.8, 50, 4, 1),
     (1.0, 20, 4, 1),
     (1.0, 100, 4, 1),
+    (0.7, 100, 4, 1),
+    (1.2, 20, 4, 1),
+    (1.0, 50, 4, 3),
     (0.7, 50, 4, 1),
     (0.8, 100, 5, 1),
     (1.0, 100, 5, 1),
 )
 DELTA = 1e-6
+#: (epsilon, T, k) of the calibrations ``--old`` also runs (``delta`` = :data:`DELTA`, one
+#: epoch): the noise multiplier each checkout's ``random_allocation_noise_multiplier``
+#: returns, and its CPU seconds
+CALIBRATIONS = ((6.25, 50, 4),)
 
 _OURS = """
 import json, resource, sys, time
@@ -93,6 +102,15 @@ peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 b, cpu_b = (float(hi), cpu) if b is None else (b, cpu_b)
 print(json.dumps({"lo": float(lo), "hi": float(hi), "cpu": cpu, "mb": peak, "blocks": b,
                   "cpu_blocks": cpu_b}))
+"""
+
+_CALIBRATE = """
+import json, sys, time
+eps, t, k, d = (f(a) for f, a in zip((float, int, int, float), sys.argv[1:5]))
+from dpacct.calibrators import random_allocation_noise_multiplier
+c0 = time.process_time()
+s = float(random_allocation_noise_multiplier(eps, d, t, k=k))
+print(json.dumps({"sigma": s, "cpu": time.process_time() - c0}))
 """
 
 _PEER = """
@@ -150,6 +168,16 @@ def _old_new(args, rows) -> None:
         ratio = (f"{res['new']['hi'] / res['old']['hi']:.5f}"
                  if all(res[n]["status"] == "ok" for n in ("old", "new")) else "")
         print(f"| {sigma:g} | {t} | {k} | {e} | {cells[0]} | {cells[1]} | {ratio} |", flush=True)
+    print("\n| epsilon | T | k | old sigma | old CPU s | new sigma | new CPU s |")
+    print("| --- " * 7 + "|")
+    for eps, t, k in (c for c in CALIBRATIONS if c[2] in {r[2] for r in rows}):
+        res = {name: run_in_checkout(root, py, [_CALIBRATE, *map(str, (eps, t, k, DELTA))],
+                                     args.cap)
+               for name, (root, py) in sides.items()}
+        out.append({"epsilon": eps, "T": t, "k": k, "delta": DELTA, **res})
+        cells = [f"{r['sigma']:.5f} | {r['cpu']:.1f}" if r["status"] == "ok" else
+                 f"{r['status']} |" for r in (res["old"], res["new"])]
+        print(f"| {eps:g} | {t} | {k} | {cells[0]} | {cells[1]} |", flush=True)
     if args.json:
         write_json(args.json, {"delta": DELTA, "command": " ".join(sys.argv), "rows": out})
 

@@ -17,65 +17,15 @@ import math
 
 import numpy as np
 import pytest
-from test_random_allocation_k3 import _check, _check_can_fail, _curve, _gaussian_delta
+from test_random_allocation_k3 import _check, _check_can_fail, _curve, _gaussian_delta, _mc
 
-from benchmarks.random_allocation_k_truth import elementary
 from dpacct.accountant import compose, random_allocation
 from dpacct.accountant.transformers.random_allocation_k4 import (
     AllocationKRemove,
     allocation_k_pair,
     k_remove_atoms,
-    union_charge,
-    value_coefficients,
 )
 from dpacct.mechanisms import GaussianMechanism
-
-
-def _mc(sigma, t, k, eps, n, rng, chunk=100_000):
-    """Mean and standard error of both directions' ``E_Q[(L - e^eps)_+]`` and
-    ``E_Q[(1 - e^eps L)_+]``, ``L = e_k(z) / C(T, k)`` the exact likelihood ratio."""
-    g = np.exp(np.asarray(eps, dtype=float))
-    acc = np.zeros((4, g.size))
-    for done in range(0, n, chunk):
-        b = min(chunk, n - done)
-        y = np.exp((rng.normal(0.0, sigma, (b, t)) - 0.5) / sigma**2)
-        lr = elementary(y, k)[:, k] / math.comb(t, k)
-        rem = np.maximum(lr[:, None] - g[None, :], 0.0)
-        add = np.maximum(1.0 - g[None, :] * lr[:, None], 0.0)
-        acc += np.stack((rem.sum(0), (rem * rem).sum(0), add.sum(0), (add * add).sum(0)))
-    out = []
-    for j in (0, 2):
-        m = acc[j] / n
-        out.append((m, np.sqrt(np.maximum(acc[j + 1] / n - m * m, 0.0) / n)))
-    return out
-
-
-def test_value_functions_and_charges_against_brute_force():
-    # V_1, V_2 >= e_k / C(T, k) on random vectors (Maclaurin); equal when the others
-    # are equal; the union charge equals the brute-force sum over j-sets
-    rng = np.random.Generator(np.random.PCG64(39_400))
-    t, k = 7, 4
-    z = np.exp(rng.normal(0.0, 1.5, (2000, t)))
-    z[0, :] = 1.0  # all equal: Maclaurin is an equality
-    ek = elementary(z, k)[:, k] / math.comb(t, k)
-    zs = np.sort(z, axis=1)
-    c1, c2 = value_coefficients(t, k, 1), value_coefficients(t, k, 2)
-    r1, r2 = zs[:, :-1].sum(1), zs[:, :-2].sum(1)
-    v1 = c1[1] * zs[:, -1] * r1 ** (k - 1) + c1[0] * r1**k
-    v2 = (c2[2] * zs[:, -1] * zs[:, -2] * r2 ** (k - 2)
-          + c2[1] * (zs[:, -1] + zs[:, -2]) * r2 ** (k - 1) + c2[0] * r2**k)
-    assert np.all(v1 >= ek * (1 - 1e-12)) and np.all(v2 >= ek * (1 - 1e-12))
-    assert v1[0] == pytest.approx(ek[0], rel=1e-12) and v2[0] == pytest.approx(ek[0], rel=1e-12)
-    assert not np.all(v2 <= ek * 1.01)  # the bound is not an identity
-    from dpacct.accountant.transformers.random_allocation_k3 import _tails
-
-    ps, pu = _tails(1.0, 2.0)
-    brute = 0.0
-    for idx in range(1 << t):  # every 3-set of coordinates, the record's steps 0..k-1
-        if bin(idx).count("1") == 3:
-            brute += math.prod(ps if (idx >> c) & 1 and c < k else pu
-                               for c in range(t) if (idx >> c) & 1)
-    assert union_charge(1.0, t, k, 3, 2.0) == pytest.approx(brute, rel=1e-10)
 
 
 def test_t_equal_k_is_the_exact_gaussian_pair_from_above():
@@ -103,7 +53,7 @@ def test_t_equal_k_is_the_exact_gaussian_pair_from_above():
 def test_both_directions_above_monte_carlo(sigma, eps):
     t, k = 10, 4
     rng = np.random.Generator(np.random.PCG64(39_410))
-    (rm, rse), (am, ase) = _mc(sigma, t, k, eps, 400_000, rng)
+    (rm, rse), (am, ase) = _mc(sigma, t, eps, 400_000, rng, k=k, chunk=100_000)
     e = np.array(eps)
     atoms = _curve(k_remove_atoms(sigma, t, k), e)
     _check(atoms, rm, rse)

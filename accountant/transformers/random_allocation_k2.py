@@ -386,6 +386,28 @@ class _AddDirectionOnly(Mechanism):
         return f"_AddDirectionOnly({self.inner!r})"
 
 
+#: the entries of the direct routes' pair functions' docstrings that do not depend on k
+#: (``epochs``, ``progress``, the returned composition), filled in by :func:`_pair_doc`
+_PAIR_SHARED = """epochs : int, default 1
+        Epochs, >= 1.
+    progress : bool, default True
+        Progress bars while the laws are built.
+
+    Returns
+    -------
+    Mechanism
+        A composition whose ``epsilon`` / ``delta`` are sound upper bounds."""
+
+
+def _pair_doc(func):
+    """``func`` with ``{shared}`` in its docstring replaced by :data:`_PAIR_SHARED` (the
+    pair functions at k = 2, 3 and >= 4 document the same ``epochs`` and ``progress``)."""
+    if func.__doc__:  # (None under python -OO)
+        func.__doc__ = func.__doc__.replace("{shared}", _PAIR_SHARED)
+    return func
+
+
+@_pair_doc
 def allocation_k2_pair(sigma: float, steps: int, epochs: int = 1, *, progress: bool = True):
     """The direct k = 2 route: per epoch, :class:`AllocationK2Remove` (remove direction)
     and the add directions of Proposition 1's two blocks, composed over ``epochs`` by
@@ -397,15 +419,7 @@ def allocation_k2_pair(sigma: float, steps: int, epochs: int = 1, *, progress: b
         Noise multiplier, >= :data:`K2_MIN_SIGMA`.
     steps : int
         Steps per epoch ``T``, >= 3.
-    epochs : int, default 1
-        Epochs, >= 1.
-    progress : bool, default True
-        Progress bars while the laws are built.
-
-    Returns
-    -------
-    Mechanism
-        A composition whose ``epsilon`` / ``delta`` are sound upper bounds.
+    {shared}
 
     Examples
     --------
@@ -413,19 +427,27 @@ def allocation_k2_pair(sigma: float, steps: int, epochs: int = 1, *, progress: b
     >>> bool(0 < run.epsilon(1e-3) < 10)
     True
     """
-    from .compose import compose
-
     s = check_positive("sigma", sigma)
     t = check_count(steps, "steps")
     e = check_count(epochs, "epochs")
     if t < K2_MIN_STEPS:
         raise ValueError(f"steps must be >= {K2_MIN_STEPS} for the direct k = 2 bound, got {t}")
-    half, rest = divmod(t, 2)
-    parts = [AllocationK2Remove(s, t, progress=progress, envelope=e > 1)]
-    counts = [e]
-    blocks = [(half, 2 - rest), (half + 1, rest)]
-    for size, count in blocks:
+    return with_block_adds(AllocationK2Remove(s, t, progress=progress, envelope=e > 1), s, t,
+                           2, e, progress)
+
+
+def with_block_adds(remove: Mechanism, sigma: float, t: int, k: int, epochs: int,
+                    progress: bool) -> Mechanism:
+    """``remove`` (one epoch's remove direction, the identity as its add direction)
+    composed over ``epochs`` with the add directions of Proposition 1's ``k`` blocks
+    (``k - T mod k`` of ``floor(T / k)`` steps, ``T mod k`` of one more): the direct
+    routes at k = 2 (:func:`allocation_k2_pair`), 3 and >= 4."""
+    from .compose import compose
+
+    q, r = divmod(t, k)
+    parts, counts = [remove], [epochs]
+    for size, count in ((q, k - r), (q + 1, r)):
         if count:
-            parts.append(_AddDirectionOnly(AllocationEpochPair(s, size, progress=progress)))
-            counts.append(count * e)
+            parts.append(_AddDirectionOnly(AllocationEpochPair(sigma, size, progress=progress)))
+            counts.append(count * epochs)
     return compose(parts, counts=counts)
