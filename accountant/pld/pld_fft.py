@@ -127,7 +127,7 @@ def _fft_convolve(a: np.ndarray, b: np.ndarray, square: bool = False) -> np.ndar
     size = _next_fast_len(n)
     fa = _rfft(a, size)
     fb = fa if square or b is a else _rfft(b, size)
-    return _irfft(fa * fb, size)[:n]
+    return _irfft(np.multiply(fa, fb, out=fa), size)[:n]  # fa is this call's own
 
 
 def _fft_roundoff(a: np.ndarray, b: np.ndarray) -> float:
@@ -245,7 +245,12 @@ def _direct_error(c: np.ndarray, m: int) -> np.ndarray:
 
 
 def _tilted_convolve(
-    a: np.ndarray, b: np.ndarray, square: bool, side: int, rigorous: bool = False
+    a: np.ndarray,
+    b: np.ndarray,
+    square: bool,
+    side: int,
+    rigorous: bool = False,
+    keep: tuple[int, int | None] = (0, None),
 ) -> tuple[np.ndarray, np.ndarray]:
     """``a * b`` computed with the ``side`` tail tilted up to the level of the peak.
 
@@ -253,29 +258,34 @@ def _tilted_convolve(
     ``4e-16`` times the tilted product's peak, or with ``rigorous`` a bound
     (:func:`_fft_roundoff` of the tilted arrays, scaled back entry by entry, plus the
     relative error of the computed tilt weights).  Short inputs are convolved
-    directly: sums of non-negative terms, exact to rounding.
+    directly: sums of non-negative terms, exact to rounding.  ``keep = (k0, k1)``:
+    only entries ``k0 <= k < k1`` (``k1`` None: to the end) are un-tilted and
+    returned (a tail recomputation uses only its own end; each entry's value and bound
+    are the ones the whole product would give).
     """
     n = a.size + b.size - 1
+    k0, k1 = keep[0], n if keep[1] is None else keep[1]
     if min(a.size, b.size) < _DIRECT_BELOW:
         c = np.convolve(a, b)
         err = _direct_error(c, min(a.size, b.size)) if rigorous else 1e-15 * c
-        return c, err
+        return c[k0:k1], err[k0:k1]
     # a square's two factors hold the same entries: one rate
     rate = _tilt_rate(a, side) if square else max(_tilt_rate(a, side), _tilt_rate(b, side))
     theta = side * min(rate, 600.0 / n)
     if theta == 0.0:
         c = _fft_convolve(a, b, square)
         bound = _fft_roundoff(a, b) if rigorous else 4e-16 * float(np.abs(c).max())
-        return np.maximum(c, 0.0), np.full(n, bound)
+        return np.maximum(c[k0:k1], 0.0), np.full(n, bound)[k0:k1]
     ta, sa = _tilted(a, theta)
     tb, sb = (ta, sa) if square else _tilted(b, theta)
     ct = _fft_convolve(ta, tb, square)
-    scale = np.arange(n) * theta  # e^{(sa + sb) - k theta} un-tilts entry k
+    # e^{(sa + sb) - k theta} un-tilts entry k (k exact in floats, as from an int arange)
+    scale = np.arange(k0, k1, dtype=float) * theta
     np.subtract(sa + sb, scale, out=scale)
     np.exp(scale, out=scale)
     if not rigorous:
-        return np.maximum(ct * scale, 0.0), 4e-16 * float(np.abs(ct).max()) * scale
-    est = np.multiply(ct, scale, out=ct)
+        return np.maximum(ct[k0:k1] * scale, 0.0), 4e-16 * float(np.abs(ct).max()) * scale
+    est = np.multiply(ct[k0:k1], scale, out=ct[k0:k1])
     np.maximum(est, 0.0, out=est)
     # The computed weights are e^{i theta - s}, e^{j theta - s'} and e^{s + s' - k theta}
     # up to the rounding of their arguments (u per operation, relative to the largest
@@ -294,7 +304,7 @@ def _tilted_convolve(
 def _tilted(x: np.ndarray, theta: float) -> tuple[np.ndarray, float]:
     """``x e^{i theta - s}`` and ``s``, the largest exponent ``i theta`` (the weights
     at most 1)."""
-    w = np.arange(x.size) * theta
+    w = np.arange(x.size, dtype=float) * theta  # (i exact in floats)
     s = float(w.max())
     w -= s
     np.exp(w, out=w)
@@ -430,33 +440,35 @@ def _plain_first_convolve(
         return np.maximum(c, 0.0), err
     square = a is b
     c = _fft_convolve(a, b, square)
-    guess = 4e-16 * float(np.abs(c).max())
+    guess = 4e-16 * abs(max(float(c.max()), -float(c.min())))  # max |c_k|, no |c| array
     noise = _fft_roundoff(a, b) if rigorous else guess
-    best = np.maximum(c, 0.0)
+    peak = int(np.argmax(c))
+    best = np.maximum(c, 0.0, out=c)  # c is this call's own
     err = np.full(c.size, noise)
     if noise * c.size < (1.0 if rigorous else 0.1) * tail:
         return best, err
     # the top tail by the bound (it decides delta), the bottom one by the estimate
     # (each side tested on its own half, its last / first weak entry found by argmax)
-    peak = int(np.argmax(c))
     weak = best[:peak][::-1] < guess / PLAIN_RELATIVE_ERROR  # reversed: its last first
     weak_top = best[peak:] < noise / PLAIN_RELATIVE_ERROR
     last_weak = int(np.argmax(weak)) if peak else 0
     if peak and weak[last_weak]:
         end = peak - last_weak  # entries [0, end) are recomputed
-        est, e = _tilted_convolve(a[:end], b[:end], square, -1, rigorous)
-        better = e[:end] < noise
-        np.copyto(best[:end], est[:end], where=better)
-        np.copyto(err[:end], e[:end], where=better)  # (noise elsewhere already)
+        est, e = _tilted_convolve(a[:end], b[:end], square, -1, rigorous, keep=(0, end))
+        better = e < noise
+        np.copyto(best[:end], est, where=better)
+        np.copyto(err[:end], e, where=better)  # (noise elsewhere already)
     first_weak = int(np.argmax(weak_top))
     if weak_top[first_weak]:
         start = peak + first_weak  # entries [start, n) are recomputed
         i0, j0 = max(0, start - b.size + 1), max(0, start - a.size + 1)
-        est, e = _tilted_convolve(a[i0:], b[j0:], square and i0 == j0, 1, rigorous)
         skip = start - i0 - j0
-        better = e[skip:] < noise
-        np.copyto(best[start:], est[skip:], where=better)
-        np.copyto(err[start:], e[skip:], where=better)
+        est, e = _tilted_convolve(
+            a[i0:], b[j0:], square and i0 == j0, 1, rigorous, keep=(skip, None)
+        )
+        better = e < noise
+        np.copyto(best[start:], est, where=better)
+        np.copyto(err[start:], e, where=better)
     return best, err
 
 
