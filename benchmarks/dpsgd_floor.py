@@ -35,7 +35,9 @@ Measured (session 24, ``--rounds 3``, load 14-16 on 2 cores; CPU ms, medians):
 ``--callgrind`` (instructions of the one call, load-free): T 1e4 ``epsilon`` 196.1 M, of
 which pocketfft 63.6 M (its plans 10.7 M), numpy 54.9 M, libm 26.6 M (``exp``: the
 tilts), the interpreter 25.6 M; Opacus' call 115.1 M (60 % interpreter).  T 1e6
-``epsilon`` 507.5 M, pocketfft 174.4 M: the transforms alone exceed Opacus' whole call.
+``epsilon`` 507.5 M, pocketfft 174.4 M: the transforms alone exceed Opacus' whole call
+(141.5 M).  (Under valgrind the answers differ from the native ones in the 11th digit:
+glibc and numpy dispatch on the CPU features valgrind reports.)
 """
 
 from __future__ import annotations
