@@ -383,10 +383,13 @@ def _round_down_from_bins(b: _Bins) -> tuple[int, np.ndarray, float]:
 
 
 def _trim(first: int, pmf: np.ndarray) -> tuple[int, np.ndarray]:
-    nz = np.flatnonzero(pmf > 0)
-    if nz.size == 0:
+    if pmf.size == 0:
         return first, np.zeros(1)
-    return first + int(nz[0]), pmf[nz[0] : nz[-1] + 1]
+    pos = pmf > 0  # first and last positive entries by argmax (no index array)
+    lo = int(np.argmax(pos))
+    if not pos[lo]:
+        return first, np.zeros(1)
+    return first + lo, pmf[lo : pmf.size - int(np.argmax(pos[::-1]))]
 
 
 # ---------------------------------------------------------------------------- GridPLD
@@ -585,7 +588,7 @@ class GridPLD:
         exact_mass = fin_a * fin_b
         total = float(pmf.sum())
         if total > 0 and (total < exact_mass if self.pessimistic else total > exact_mass):
-            pmf = pmf * (exact_mass / total)
+            pmf *= exact_mass / total  # (pmf is this call's own)
         first = a.offset + b.offset
         if tail > 0 and pmf.size > 2:
             k_lo, m_lo, k_hi, m_hi = _tail_cuts(

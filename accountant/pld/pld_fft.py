@@ -106,11 +106,13 @@ _DIRECT_BELOW = 192
 
 def _tilt_rate(p: np.ndarray, side: int) -> float:
     """Average exponential decay rate of ``p`` from its peak to its last non-zero entry."""
-    nz = np.flatnonzero(p > 0)
-    if nz.size < 2:
+    pos = p > 0  # the first and last non-zero entries by argmax (no index array)
+    lo = int(np.argmax(pos))
+    hi = p.size - 1 - int(np.argmax(pos[::-1]))
+    if hi <= lo or not pos[lo]:  # fewer than two non-zero entries
         return 0.0
     peak = int(np.argmax(p))
-    end = int(nz[-1]) if side > 0 else int(nz[0])
+    end = hi if side > 0 else lo
     dist = abs(end - peak)
     if dist == 0:
         return 0.0
@@ -125,7 +127,7 @@ def _fft_convolve(a: np.ndarray, b: np.ndarray, square: bool = False) -> np.ndar
     size = _next_fast_len(n)
     fa = _rfft(a, size)
     fb = fa if square or b is a else _rfft(b, size)
-    return _irfft(fa * fb, size)[:n]
+    return _irfft(np.multiply(fa, fb, out=fa), size)[:n]  # fa is this call's own
 
 
 def _fft_roundoff(a: np.ndarray, b: np.ndarray) -> float:
@@ -243,7 +245,12 @@ def _direct_error(c: np.ndarray, m: int) -> np.ndarray:
 
 
 def _tilted_convolve(
-    a: np.ndarray, b: np.ndarray, square: bool, side: int, rigorous: bool = False
+    a: np.ndarray,
+    b: np.ndarray,
+    square: bool,
+    side: int,
+    rigorous: bool = False,
+    keep: tuple[int, int | None] = (0, None),
 ) -> tuple[np.ndarray, np.ndarray]:
     """``a * b`` computed with the ``side`` tail tilted up to the level of the peak.
 
@@ -251,32 +258,35 @@ def _tilted_convolve(
     ``4e-16`` times the tilted product's peak, or with ``rigorous`` a bound
     (:func:`_fft_roundoff` of the tilted arrays, scaled back entry by entry, plus the
     relative error of the computed tilt weights).  Short inputs are convolved
-    directly: sums of non-negative terms, exact to rounding.
+    directly: sums of non-negative terms, exact to rounding.  ``keep = (k0, k1)``:
+    only entries ``k0 <= k < k1`` (``k1`` None: to the end) are un-tilted and
+    returned (a tail recomputation uses only its own end; each entry's value and bound
+    are the ones the whole product would give).
     """
     n = a.size + b.size - 1
+    k0, k1 = keep[0], n if keep[1] is None else keep[1]
     if min(a.size, b.size) < _DIRECT_BELOW:
         c = np.convolve(a, b)
         err = _direct_error(c, min(a.size, b.size)) if rigorous else 1e-15 * c
-        return c, err
-    theta = side * min(max(_tilt_rate(a, side), _tilt_rate(b, side)), 600.0 / n)
+        return c[k0:k1], err[k0:k1]
+    # a square's two factors hold the same entries: one rate
+    rate = _tilt_rate(a, side) if square else max(_tilt_rate(a, side), _tilt_rate(b, side))
+    theta = side * min(rate, 600.0 / n)
     if theta == 0.0:
         c = _fft_convolve(a, b, square)
         bound = _fft_roundoff(a, b) if rigorous else 4e-16 * float(np.abs(c).max())
-        return np.maximum(c, 0.0), np.full(n, bound)
-    ia = np.arange(a.size) * theta
-    sa = float(ia.max())
-    ta = a * np.exp(ia - sa)
-    if square:
-        tb, sb = ta, sa
-    else:
-        ib = np.arange(b.size) * theta
-        sb = float(ib.max())
-        tb = b * np.exp(ib - sb)
+        return np.maximum(c[k0:k1], 0.0), np.full(n, bound)[k0:k1]
+    ta, sa = _tilted(a, theta)
+    tb, sb = (ta, sa) if square else _tilted(b, theta)
     ct = _fft_convolve(ta, tb, square)
-    scale = np.exp((sa + sb) - np.arange(n) * theta)  # un-tilts entry k
-    est = np.maximum(ct * scale, 0.0)
+    # e^{(sa + sb) - k theta} un-tilts entry k (k exact in floats, as from an int arange)
+    scale = np.arange(k0, k1, dtype=float) * theta
+    np.subtract(sa + sb, scale, out=scale)
+    np.exp(scale, out=scale)
     if not rigorous:
-        return est, 4e-16 * float(np.abs(ct).max()) * scale
+        return np.maximum(ct[k0:k1] * scale, 0.0), 4e-16 * float(np.abs(ct).max()) * scale
+    est = np.multiply(ct[k0:k1], scale, out=ct[k0:k1])
+    np.maximum(est, 0.0, out=est)
     # The computed weights are e^{i theta - s}, e^{j theta - s'} and e^{s + s' - k theta}
     # up to the rounding of their arguments (u per operation, relative to the largest
     # argument) and of exp (taken as 4u); with the three products' roundings the
@@ -284,8 +294,22 @@ def _tilted_convolve(
     arg = abs(theta) * n + abs(sa) + abs(sb) + 1.0
     mis = math.expm1(8 * _U * arg + 16 * _U) * (1 + 1e-9)
     fft_err = _fft_roundoff(ta, tb)
-    err = (fft_err * (1 + 2 * _U) * scale + mis * est) / (1 - mis)
+    # (fft_err (1 + 2u) scale + mis est) / (1 - mis), in place in ``scale``
+    err = np.multiply(scale, fft_err * (1 + 2 * _U), out=scale)
+    err += np.multiply(est, mis)
+    err /= 1 - mis
     return est, err
+
+
+def _tilted(x: np.ndarray, theta: float) -> tuple[np.ndarray, float]:
+    """``x e^{i theta - s}`` and ``s``, the largest exponent ``i theta`` (the weights
+    at most 1)."""
+    w = np.arange(x.size, dtype=float) * theta  # (i exact in floats)
+    s = float(w.max())
+    w -= s
+    np.exp(w, out=w)
+    w *= x
+    return w, s
 
 
 def _skewed_side(a: np.ndarray, b: np.ndarray) -> int:
@@ -385,8 +409,8 @@ def _take(
     where ``e`` is the smaller error (both are rigorous bounds: the smaller one wins)."""
     if pick:
         better = e < err[part]
-        best[part] = np.where(better, est, best[part])
-        err[part] = np.where(better, e, err[part])
+        np.copyto(best[part], est, where=better)
+        np.copyto(err[part], e, where=better)
     else:
         best[part], err[part] = est, e
 
@@ -416,44 +440,56 @@ def _plain_first_convolve(
         return np.maximum(c, 0.0), err
     square = a is b
     c = _fft_convolve(a, b, square)
-    guess = 4e-16 * float(np.abs(c).max())
+    guess = 4e-16 * abs(max(float(c.max()), -float(c.min())))  # max |c_k|, no |c| array
     noise = _fft_roundoff(a, b) if rigorous else guess
-    best = np.maximum(c, 0.0)
+    peak = int(np.argmax(c))
+    best = np.maximum(c, 0.0, out=c)  # c is this call's own
     err = np.full(c.size, noise)
     if noise * c.size < (1.0 if rigorous else 0.1) * tail:
         return best, err
     # the top tail by the bound (it decides delta), the bottom one by the estimate
-    weak = best < guess / PLAIN_RELATIVE_ERROR
-    weak_top = best < noise / PLAIN_RELATIVE_ERROR
-    peak = int(np.argmax(c))
-    left = np.flatnonzero(weak[:peak])
-    if left.size:
-        end = int(left[-1]) + 1  # entries [0, end) are recomputed
-        est, e = _tilted_convolve(a[:end], b[:end], square, -1, rigorous)
-        better = e[:end] < noise
-        best[:end] = np.where(better, est[:end], best[:end])
-        err[:end] = np.where(better, e[:end], noise)
-    right = np.flatnonzero(weak_top[peak:])
-    if right.size:
-        start = peak + int(right[0])  # entries [start, n) are recomputed
+    # (each side tested on its own half, its last / first weak entry found by argmax)
+    weak = best[:peak][::-1] < guess / PLAIN_RELATIVE_ERROR  # reversed: its last first
+    weak_top = best[peak:] < noise / PLAIN_RELATIVE_ERROR
+    last_weak = int(np.argmax(weak)) if peak else 0
+    if peak and weak[last_weak]:
+        end = peak - last_weak  # entries [0, end) are recomputed
+        est, e = _tilted_convolve(a[:end], b[:end], square, -1, rigorous, keep=(0, end))
+        better = e < noise
+        np.copyto(best[:end], est, where=better)
+        np.copyto(err[:end], e, where=better)  # (noise elsewhere already)
+    first_weak = int(np.argmax(weak_top))
+    if weak_top[first_weak]:
+        start = peak + first_weak  # entries [start, n) are recomputed
         i0, j0 = max(0, start - b.size + 1), max(0, start - a.size + 1)
-        est, e = _tilted_convolve(a[i0:], b[j0:], square and i0 == j0, 1, rigorous)
         skip = start - i0 - j0
-        better = e[skip:] < noise
-        best[start:] = np.where(better, est[skip:], best[start:])
-        err[start:] = np.where(better, e[skip:], noise)
+        est, e = _tilted_convolve(
+            a[i0:], b[j0:], square and i0 == j0, 1, rigorous, keep=(skip, None)
+        )
+        better = e < noise
+        np.copyto(best[start:], est, where=better)
+        np.copyto(err[start:], e, where=better)
     return best, err
 
 
-def _certified_side(est: np.ndarray, err: np.ndarray, upper: bool) -> np.ndarray:
+def _certified_side(
+    est: np.ndarray, err: np.ndarray, upper: bool, inplace: bool = False
+) -> np.ndarray:
     """``est + err`` rounded up (``upper``) or ``max(est - err, 0)`` rounded down.
 
     The ``4u`` factor absorbs the rounding of the sum and of the product itself, so
     the result is entrywise above (below) every value within ``err`` of ``est``.
+    ``inplace``: written into ``est`` (the same operations, the same values).
     """
+    out = est if inplace else None
     if upper:
-        return (est + err) * (1 + 4 * _U)
-    return np.maximum(est - err, 0.0) * (1 - 4 * _U)
+        side = np.add(est, err, out=out)
+        side *= 1 + 4 * _U
+        return side
+    side = np.subtract(est, err, out=out)
+    np.maximum(side, 0.0, out=side)
+    side *= 1 - 4 * _U
+    return side
 
 
 def _certified_convolve(a: np.ndarray, b: np.ndarray, tail: float, upper: bool) -> np.ndarray:
@@ -462,7 +498,7 @@ def _certified_convolve(a: np.ndarray, b: np.ndarray, tail: float, upper: bool) 
     if not CERTIFY_ROUNDOFF:
         return _accurate_convolve(a, b, tail)
     est, err = _bounded_convolve(a, b, tail)
-    return _certified_side(est, err, upper)
+    return _certified_side(est, err, upper, inplace=True)  # est is this call's own
 
 
 def _top_index(c: np.ndarray, limit: float) -> int:
@@ -598,8 +634,8 @@ def _power(x: np.ndarray, k: int) -> tuple[np.ndarray, int]:
                 else:
                     out *= cur
             k >>= 1
-            if k:
-                cur = cur * cur
+            if k:  # (x itself is the caller's: squared into a new array once)
+                cur = cur * cur if cur is x else np.multiply(cur, cur, out=cur)
     return (np.ones_like(x) if out is None else out), mults
 
 

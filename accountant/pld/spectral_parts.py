@@ -77,16 +77,23 @@ def _spectral_power(pmfs: list[np.ndarray], masses: list[float], high: int, n: i
     a = _rfft(pmfs[0], n)
     spec, mults = _power(a, high)
     e_a = kappa * masses[0] * (1 + 1e-12)
-    m = np.abs(a) + e_a
+    m = np.abs(a)
+    m += e_a
     with np.errstate(under="ignore", over="ignore", invalid="ignore"):
         m_pow = m ** (high - 1)
-        bound = high * e_a * m_pow
+        bound = np.multiply(high * e_a, m_pow)
         if len(pmfs) > 1:
             b = _rfft(pmfs[1], n)
-            spec = b * spec
+            spec = np.multiply(b, spec, out=spec)
             mults += 1
             e_b = kappa * masses[1] * (1 + 1e-12)
-            bound = bound * (np.abs(b) + e_b) + m_pow * m * e_b
-        total = 2.0 * float(np.sum(bound * bound))
+            # bound (|b| + e_b) + m_pow m e_b, in place
+            b_up = np.abs(b)
+            b_up += e_b
+            bound *= b_up
+            m_pow *= m
+            m_pow *= e_b
+            bound += m_pow
+        total = 2.0 * float(np.sum(np.multiply(bound, bound, out=bound)))
     fwd = math.sqrt(total) * math.exp((4 * high + n + 16) * 2.0**-53) * (1 + 1e-12)
     return spec, mults, (fwd if math.isfinite(fwd) else math.inf)
