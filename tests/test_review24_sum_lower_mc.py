@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from test_review24_k4_law_t100_mc import _log_e  # e_j by the same recurrence
 
 from dpacct.accountant.transformers.random_allocation_sum_lower import (
     sum_statistic_lower_epsilon,
@@ -33,16 +34,6 @@ MAIN_LOWER = 3.530649185468451
 SHIFTS = (1.0, 1.5, 2.0)
 
 
-def _log_e3(logz: np.ndarray) -> np.ndarray:
-    m = logz.max(axis=1, keepdims=True)
-    z = np.exp(logz - m)
-    e = np.zeros((z.shape[0], K + 1))
-    e[:, 0] = 1.0
-    for j in range(z.shape[1]):
-        e[:, 1:] += e[:, :-1] * z[:, j : j + 1]
-    return np.log(e[:, K]) + K * m[:, 0]
-
-
 def _mc_upper(eps: float, n: int, rng: np.random.Generator) -> float:
     """The 99.9 % upper end of the remove direction's delta at ``eps``."""
     lc = math.log(math.comb(T, K))
@@ -50,9 +41,10 @@ def _mc_upper(eps: float, n: int, rng: np.random.Generator) -> float:
     x = rng.normal(0.0, SIGMA, (n, T))
     idx = np.argsort(rng.random((n, T)), axis=1)[:, :K]
     x[np.arange(n)[:, None], idx] += a[rng.integers(0, a.size, n)][:, None]
-    log_lr = _log_e3((x - 0.5) / SIGMA**2) - lc
+    log_lr = _log_e((x - 0.5) / SIGMA**2, K)[:, K] - lc
     log_dens = np.logaddexp.reduce(
-        [_log_e3((s * x - 0.5 * s * s) / SIGMA**2) - lc for s in a], axis=0) - math.log(a.size)
+        [_log_e((s * x - 0.5 * s * s) / SIGMA**2, K)[:, K] - lc for s in a], axis=0
+    ) - math.log(a.size)
     v = np.maximum(np.exp(log_lr - log_dens) - np.exp(eps - log_dens), 0.0)
     return float(v.mean() + 3.2905 * v.std() / math.sqrt(n))
 
