@@ -290,10 +290,13 @@ def sum_statistic_lower_epsilon(
 ) -> float:
     """Certified lower bound on epsilon of k-of-T random allocation (Gaussian steps).
 
-    The largest over ``c = f k / T`` (``f`` in ``c_factors``) of the epsilon of the
-    sum statistic's rounded pair (module docstring), in the larger of its two
-    directions: one epoch read exactly off the atoms, several composed by the PLD
-    engine and read at the lower end of its certified bracket.
+    The largest over ``c = f k / T`` (``f`` in ``c_factors``, and by default at
+    ``k >= 2`` and up to 300 steps the points of a search from them,
+    :func:`_search_factor`) of the epsilon of the sum statistic's rounded pair (module
+    docstring), in the larger of its two directions: one epoch read exactly off the
+    atoms, several composed by the PLD engine and read at the lower end of its certified
+    bracket.  Every ``c`` gives a certified bound, so their maximum is one
+    (docs/theory/allocation_k_of_t.md, Proposition 2 and Corollary 2a).
 
     Parameters
     ----------
@@ -309,8 +312,9 @@ def sum_statistic_lower_epsilon(
         Epochs composed, >= 1.
     c_factors : tuple of float, optional
         The statistic's parameters tried, in units of ``k / T``; default
-        :data:`C_FACTORS` (the second and third up to 300 steps, the last for
-        ``k = 1``).
+        :data:`C_FACTORS` (the second to fourth up to 300 steps, the last for
+        ``k = 1``), then at ``k >= 2`` up to 300 steps a search from them; given
+        factors are tried as given, without a search.
 
     Examples
     --------
