@@ -318,8 +318,8 @@ def sum_statistic_lower_epsilon(
 
     Examples
     --------
-    >>> lo = sum_statistic_lower_epsilon(1.0, 100, 1e-6, k=3)
-    >>> bool(2.0 < lo < 2.2)
+    >>> lo = sum_statistic_lower_epsilon(1.0, 20, 1e-6, k=3)
+    >>> bool(4.2 < lo < 4.4)
     True
     """
     s = check_positive("sigma", sigma)
