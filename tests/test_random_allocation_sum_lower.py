@@ -17,6 +17,7 @@ from scipy import special
 
 from dpacct.accountant import random_allocation
 from dpacct.accountant.transformers.random_allocation_sum_lower import (
+    C_FACTORS,
     sum_statistic_laws,
     sum_statistic_lower_epsilon,
 )
@@ -108,6 +109,42 @@ def test_small_sigma_lower_end_takes_the_factor_0_36():
     # truth near 5.593 (delta 1.06e-6 at 5.57, 0.98e-6 at 5.60): still below it
     lo = sum_statistic_lower_epsilon(0.6, 100, 1e-6, k=2)
     assert 5.545 < lo < 5.57
+
+
+def _is_remove_delta(sigma, steps, k, eps, n, rng, shifts=(1.0, 2.0, 2.5, 3.0)):
+    """Importance-sampled ``E_Q[(L - e^eps)_+]`` (remove direction) and its standard error.
+
+    Draws: ``x ~ N(0, s^2 I)`` with the first ``k`` coordinates shifted by ``a``, ``a``
+    uniform over ``shifts``; weight ``1 / g(x)``, ``g = mean_a e_k(z^(a)) / C(T, k)`` the
+    density against ``Q`` of the same proposal with a uniform k-subset (unbiased since
+    ``Q``, ``L`` and ``g`` are exchangeable).  ``e_k(z^(a)) / C(T, k)`` is
+    :func:`_likelihood_ratio` at ``x / a`` and noise ``s / a``, which give ``z^(a) =
+    exp((a x - a^2 / 2) / s^2)``.
+    """
+    a = np.asarray(shifts)[rng.integers(len(shifts), size=n)]
+    x = rng.normal(0.0, sigma, (n, steps))
+    x[:, :k] += a[:, None]
+    g = np.mean([_likelihood_ratio(x / b, sigma / b, k) for b in shifts], axis=0)
+    v = np.maximum(_likelihood_ratio(x, sigma, k) - math.exp(eps), 0.0) / g
+    return float(v.mean()), float(v.std()) / math.sqrt(n)
+
+
+def test_searched_c_beats_the_fixed_factors_and_stays_below_the_truth():
+    # sigma 0.5, T 10, k 2, delta 1e-6: main's fixed factors (0.7, 0.3, 0.45, 0.36 of
+    # k / T) give 12.050; the search steps below 0.3 and reaches ~12.85 (f ~ 0.09).
+    # Importance sampling of the exact pair puts the truth near 13.06 (1e5 draws); the
+    # upper end is 13.07.  The check: delta_true(lo) >= delta, i.e. the estimate at lo
+    # is not 5 standard errors below delta; at 13.25 it is (so the check can fail)
+    sigma, steps, k, delta = 0.5, 10, 2, 1e-6
+    fixed = sum_statistic_lower_epsilon(sigma, steps, delta, k=k, c_factors=C_FACTORS[:4])
+    lo = sum_statistic_lower_epsilon(sigma, steps, delta, k=k)
+    assert lo >= fixed
+    assert lo > 1.03 * fixed
+    rng = np.random.default_rng(20261129)
+    m, se = _is_remove_delta(sigma, steps, k, lo, 20_000, rng)
+    assert m + 5 * se >= delta
+    m, se = _is_remove_delta(sigma, steps, k, 13.25, 20_000, rng)
+    assert m + 5 * se < delta
 
 
 def test_laws_are_rounded_down_in_the_numerator():
