@@ -125,8 +125,8 @@ def test_subsampled_schedule_brackets_independent_oracles():
     assert upper / lower - 1 < 0.02
 
 
-def _decaying_filter(**kwargs):
-    return PrivacyAccountant(budget_epsilon=2.0, budget_delta=DELTA, progress=False, **kwargs)
+def _decaying_filter(budget: float = 2.0, **kwargs):
+    return PrivacyAccountant(budget_epsilon=budget, budget_delta=DELTA, progress=False, **kwargs)
 
 
 def test_filter_refuses_before_crossing_and_leaves_the_ledger_unchanged():
@@ -157,7 +157,10 @@ def test_filter_check_is_incremental_on_the_engine_route(monkeypatch):
     # compositions of history blocks: O(changes of the look-ahead cell + log n), never
     # one recomposition per step
     monkeypatch.setattr(ledger_module._FastHistory, "fold", lambda self, parts: False)
-    acct = _decaying_filter()
+    # budget 1: refused at step 352 with 34 blocks (budget 2: step 688, 45 blocks, twice
+    # the CPU); a filter that checks every step it cannot credit (look-ahead kept at 1)
+    # composes 102 blocks > 352 / 4 here and fails
+    acct = _decaying_filter(budget=1.0)
     blocks = []
     real = ledger_module._PLDHistory._block
 
