@@ -162,8 +162,10 @@ def test_filter_check_is_incremental_on_the_engine_route(monkeypatch):
     # one recomposition per step
     monkeypatch.setattr(ledger_module._FastHistory, "fold", lambda self, parts: False)
     # budget 1: refused at step 352 with 34 blocks (budget 2: step 688, 45 blocks, twice
-    # the CPU); a filter that checks every step it cannot credit (look-ahead kept at 1)
-    # composes 102 blocks > 352 / 4 here and fails
+    # the CPU).  Mutant caught: filters.py's `self.lookahead = 4` after an admitted
+    # online trial (PLDFilter._admit_incremental) set to 1 composes 102 blocks > 352 / 4
+    # here and fails (at budget 2 it passes: 146 < 688 / 4).  Not caught at either
+    # budget: the look-ahead kept at 1 in _admit_exact and _grant (63 and 69 blocks)
     acct = _decaying_filter(budget=1.0)
     blocks = []
     real = ledger_module._PLDHistory._block
