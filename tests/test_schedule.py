@@ -125,12 +125,16 @@ def test_subsampled_schedule_brackets_independent_oracles():
     assert upper / lower - 1 < 0.02
 
 
-def _decaying_filter(**kwargs):
-    return PrivacyAccountant(budget_epsilon=2.0, budget_delta=DELTA, progress=False, **kwargs)
+def _decaying_filter(budget: float = 2.0, **kwargs):
+    return PrivacyAccountant(budget_epsilon=budget, budget_delta=DELTA, progress=False, **kwargs)
 
 
 def test_filter_refuses_before_crossing_and_leaves_the_ledger_unchanged():
-    acct = _decaying_filter()
+    # budget 1: refused at step 139 (budget 2: 190, 2.2x the CPU with the exact
+    # composition below); a filter admitting up to 1.05x its budget is caught here (the
+    # prefix it keeps composes to 1.038 exactly)
+    budget = 1.0
+    acct = _decaying_filter(budget=budget)
     n = 0
     with pytest.raises(BudgetExceededError) as info:
         while True:
@@ -138,13 +142,13 @@ def test_filter_refuses_before_crossing_and_leaves_the_ledger_unchanged():
             n += 1
     assert n > ledger_module.EXACT_PHASES  # the incremental route was used
     entries, steps = acct.entries, acct.steps
-    assert steps == n and info.value.epsilon > 2.0
+    assert steps == n and info.value.epsilon > budget
     # the recorded prefix is within budget by an independent route (exact composition)
     from dpacct.accountant import compose
 
     exact = compose([m for m, _ in entries], [c for _, c in entries])
-    assert exact.epsilon(DELTA) <= 2.0
-    assert acct.epsilon(DELTA) <= 2.0
+    assert exact.epsilon(DELTA) <= budget
+    assert acct.epsilon(DELTA) <= budget
     # refused again: nothing changes
     with pytest.raises(BudgetExceededError):
         acct.step(noise_multiplier=2.0 * 0.995**n, sample_rate=0.02)
@@ -157,7 +161,12 @@ def test_filter_check_is_incremental_on_the_engine_route(monkeypatch):
     # compositions of history blocks: O(changes of the look-ahead cell + log n), never
     # one recomposition per step
     monkeypatch.setattr(ledger_module._FastHistory, "fold", lambda self, parts: False)
-    acct = _decaying_filter()
+    # budget 1: refused at step 352 with 34 blocks (budget 2: step 688, 45 blocks, twice
+    # the CPU).  Mutant caught: filters.py's `self.lookahead = 4` after an admitted
+    # online trial (PLDFilter._admit_incremental) set to 1 composes 102 blocks > 352 / 4
+    # here and fails (at budget 2 it passes: 146 < 688 / 4).  Not caught at either
+    # budget: the look-ahead kept at 1 in _admit_exact and _grant (63 and 69 blocks)
+    acct = _decaying_filter(budget=1.0)
     blocks = []
     real = ledger_module._PLDHistory._block
 
