@@ -88,17 +88,19 @@ def k3_remove_atoms(
     tuple
         Values (sorted, rounded up onto a log grid), their Q-masses and the charge.
 
+    Raises
+    ------
+    ValueError
+        If ``sigma <= 0`` or ``steps < 3`` (checked by
+        :func:`.random_allocation_k_law.remove_atoms`).
+
     Examples
     --------
     >>> v, q, c = k3_remove_atoms(5.0, 3)  # T = 3: the exact pair is a Gaussian
     >>> bool(float(q @ v) + c >= 1.0)
     True
     """
-    sigma = check_positive("sigma", sigma)
-    t = check_count(steps, "steps")
-    if t < 3:
-        raise ValueError(f"steps must be >= 3 for the direct k = 3 bound, got {t}")
-    return remove_atoms(sigma, t, 3, progress=progress, drop_w=drop_w, drop_r=drop_r,
+    return remove_atoms(sigma, steps, 3, progress=progress, drop_w=drop_w, drop_r=drop_r,
                         step=step, log_theta=log_theta)
 
 

@@ -42,7 +42,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..mechanism import Mechanism
-from ..validation import check_count, check_positive
+from ..validation import check_count
 from .random_allocation_k2 import _pair_doc, with_block_adds
 from .random_allocation_k3 import AllocationK3Remove
 from .random_allocation_k_law import envelope_law, remove_atoms
@@ -81,19 +81,19 @@ def k_remove_atoms(
     tuple
         Values (sorted, rounded up onto a log grid), their Q-masses and the charge.
 
+    Raises
+    ------
+    ValueError
+        If ``sigma <= 0``, ``k < 3`` or ``steps < k`` (checked by
+        :func:`.random_allocation_k_law.remove_atoms`).
+
     Examples
     --------
     >>> v, q, c = k_remove_atoms(2.0, 4, 4)
     >>> bool(float(q @ v) + c >= 1.0)
     True
     """
-    sigma = check_positive("sigma", sigma)
-    t = check_count(steps, "steps")
-    k = check_count(k, "k")
-    if k < 3 or t < k:
-        raise ValueError(f"k must be >= 3 and steps >= k for the direct bound, got k={k}, "
-                         f"steps={t}")
-    return remove_atoms(sigma, t, k, progress=progress, drop_w=drop_w, drop_r=drop_r,
+    return remove_atoms(sigma, steps, k, progress=progress, drop_w=drop_w, drop_r=drop_r,
                         step=step, log_theta=log_theta)
 
 

@@ -42,6 +42,7 @@ import numpy as np
 from scipy import special
 
 from ..numerics import _bar_disabled
+from ..validation import check_count, check_positive
 from .random_allocation_k2_hull import _err, blocks_remove_atoms, envelope_remove_law
 from .random_allocation_k2_three import (
     _DLOG,
@@ -285,10 +286,23 @@ def remove_atoms(
 ) -> tuple[np.ndarray, np.ndarray, float]:
     """``(values, q, charge)``: for every ``gamma >= 0``, ``H_gamma(P_k || Q) <= sum_i q_i
     (values_i - gamma)_+ + charge`` (Propositions 7 and 9 of docs/theory/
-    allocation_k_of_t.md; module docstring).  Arguments checked by the callers
-    (:func:`.random_allocation_k3.k3_remove_atoms`, :func:`.random_allocation_k4.k_remove_atoms`,
-    whose docstrings describe them); ``step`` and ``log_theta`` default to
-    :func:`settings`'s."""
+    allocation_k_of_t.md; module docstring).  The arguments are those of
+    :func:`.random_allocation_k4.k_remove_atoms` (``t`` is its ``steps``), whose docstring
+    describes them and which, like :func:`.random_allocation_k3.k3_remove_atoms`, only
+    forwards here; ``step`` and ``log_theta`` default to :func:`settings`'s.
+
+    Raises
+    ------
+    ValueError
+        If ``sigma <= 0``, ``k < 3`` (k = 2 has its own law) or ``t < k``.
+    """
+    sigma = check_positive("sigma", sigma)
+    t = check_count(t, "steps")
+    k = check_count(k, "k")
+    if k < 3:
+        raise ValueError(f"k must be >= 3 for the direct bound (k = 2 has its own law), got k={k}")
+    if t < k:
+        raise ValueError(f"steps must be >= k for the direct bound, got steps={t}, k={k}")
     st = settings(sigma, t, k)
     step = st["step"] if step is None else step
     log_theta = st["log_theta"] if log_theta is None else log_theta
