@@ -11,6 +11,7 @@ import os
 import re
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -43,12 +44,20 @@ def in_process(capsys, *args: str) -> subprocess.CompletedProcess:
 
     The console script and ``python -m dpacct`` are ``sys.exit(main())``, so this is their
     code path (exit status, stdout, stderr) without a new interpreter's start-up (about
-    0.7 s CPU each).  A few tests above and below still run the real subprocess.
+    0.7 s CPU each).  A few tests above and below still run the real subprocess.  A
+    warning raised on the way is what a user's terminal would show on stderr, but
+    pytest's warning capture would swallow it here: every warning (``always``, none
+    filtered) is recorded and written into the returned stderr, after the command's own.
     """
     capsys.readouterr()
-    code = main(list(args))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        code = main(list(args))
     captured = capsys.readouterr()
-    return subprocess.CompletedProcess(["dpacct", *args], code, captured.out, captured.err)
+    shown = "".join(
+        warnings.formatwarning(w.message, w.category, w.filename, w.lineno, w.line) for w in caught
+    )
+    return subprocess.CompletedProcess(["dpacct", *args], code, captured.out, captured.err + shown)
 
 
 def assert_one_line_error(out: subprocess.CompletedProcess, *fragments: str) -> None:
