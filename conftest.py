@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -105,6 +106,63 @@ def pytest_collect_directory(path: Path, parent):
     if rel.parts and rel.parts[0] in LAYERS:
         return pytest.Dir.from_parent(parent, path=path)
     return None
+
+
+# ----------------------------------------------------------------------------------
+# pytest-xdist: one BLAS / OpenMP / torch thread per worker
+# ----------------------------------------------------------------------------------
+# numpy's OpenBLAS (and OpenMP, MKL, torch) start one thread per core in every process:
+# ``-n auto`` on 2 cores ran 2 workers x 2 BLAS threads, which contend for the cores.
+# Under xdist every worker is one process per core already, so each is held to one
+# thread: the controller sets the variables below before it starts the workers (their
+# numpy and torch read them at import, and so do the children they launch: notebook
+# kernels, CLI subprocesses), and each worker also limits the pools already loaded
+# (threadpoolctl) and torch's, if torch is imported.  A variable the user has set is
+# left as it is.  A run without ``-n`` keeps the libraries' defaults.
+
+#: environment variables read by OpenBLAS, OpenMP (and torch), MKL, BLIS, Accelerate
+THREAD_VARIABLES = (
+    "OPENBLAS_NUM_THREADS",
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "BLIS_NUM_THREADS",
+    "VECLIB_MAXIMUM_THREADS",
+)
+
+
+def _under_xdist(config) -> bool:
+    if hasattr(config, "workerinput"):
+        return True
+    numprocesses = getattr(config.option, "numprocesses", None)
+    return bool(numprocesses) and getattr(config.option, "dist", "no") != "no"
+
+
+def _one_thread_each() -> None:
+    """Set the thread variables (unless set) and limit the pools loaded so far."""
+    for name in THREAD_VARIABLES:
+        os.environ.setdefault(name, "1")
+    value = os.environ["OMP_NUM_THREADS"]
+    limit = int(value) if value.isdigit() else 1
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # the test extra installs it; the variables above still hold
+        pass
+    else:
+        threadpool_limits(limits=limit)
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.set_num_threads(limit)
+
+
+def pytest_configure(config):
+    if _under_xdist(config):
+        _one_thread_each()
+
+
+def pytest_collection_finish(session):
+    # pools that the test modules loaded at collection (torch's, scikit-learn's OpenMP)
+    if hasattr(session.config, "workerinput"):
+        _one_thread_each()
 
 
 # ----------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from test_cli import assert_one_line_error, dpacct
+from test_cli import assert_one_line_error, in_process
 
 import dpacct as dp
 from dpacct.cli import main
@@ -54,25 +54,27 @@ def test_plot_writes_an_image(tmp_path, capsys):
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_unknown_scheme_is_the_librarys_error():
-    out = dpacct("sampler", "--sigma", "1", "--delta", "1e-5", "-q", "0.01", "--scheme", "weighted")
+def test_unknown_scheme_is_the_librarys_error(capsys):
+    out = in_process(
+        capsys, "sampler", "--sigma", "1", "--delta", "1e-5", "-q", "0.01", "--scheme", "weighted"
+    )
     assert out.returncode == 1
     assert_one_line_error(out, "dpacct sampler: error:", "scheme must be one of", "'weighted'")
 
 
-def test_missing_description_and_missing_flags():
-    out = dpacct("sampler", "--sigma", "1", "--delta", "1e-5", "--scheme", "poisson")
+def test_missing_description_and_missing_flags(capsys):
+    out = in_process(capsys, "sampler", "--sigma", "1", "--delta", "1e-5", "--scheme", "poisson")
     assert out.returncode == 1
     assert_one_line_error(out, "dpacct sampler: error:", "describe the sampler")
-    out = dpacct("sampler", "--sigma", "1", "--delta", "1e-5")
+    out = in_process(capsys, "sampler", "--sigma", "1", "--delta", "1e-5")
     assert out.returncode == 2
     assert_one_line_error(out, "dpacct sampler: error:", "--scheme")
-    out = dpacct("sampler", "--sigma", "x", "--delta", "1e-5", "--scheme", "poisson")
+    out = in_process(capsys, "sampler", "--sigma", "x", "--delta", "1e-5", "--scheme", "poisson")
     assert out.returncode == 2
     assert_one_line_error(out, "not a number")
 
 
-def test_bad_delta_reaches_the_library():
-    out = dpacct(*ARGS, "--scheme", "shuffle", "--delta", "-1e-5")
+def test_bad_delta_reaches_the_library(capsys):
+    out = in_process(capsys, *ARGS, "--scheme", "shuffle", "--delta", "-1e-5")
     assert out.returncode == 1
     assert_one_line_error(out, "delta")
