@@ -48,9 +48,11 @@ def test_shifted_epsilon_is_the_epsilon_of_the_shifted_losses():
 @pytest.mark.slow
 def test_lower_end_is_tight_at_the_engine_step():
     # a decaying sigma (the pile is what the coarse step used to miss): the lower end
-    # at the upper end's own loss step stays within 0.1 % of the upper end, on the
-    # same (unrounded) schedule
-    steps = [(1.2 * 0.9998**t, 0.01, 1) for t in range(2000)]
+    # at the upper end's own loss step stays within 0.2 % of the upper end, on the
+    # same (unrounded) schedule.  1000 steps (was 2000; 3.5 against 8.6 CPU s): measured
+    # 1.0012 (2000: 1.0008), and a lower end composed on 1.5 x the step is 1.0028 off
+    # (2000: 1.0018, which passed): the shorter schedule is the stricter test
+    steps = [(1.2 * 0.9998**t, 0.01, 1) for t in range(1000)]
     _, upper = fast.fast_epsilon_bounds(steps, DELTA, lower=False)
     lower, _ = fast.fast_epsilon_bounds(steps, DELTA, step=fast.FAST_STEP, upper=False)
     assert lower <= upper <= lower * 1.002
