@@ -330,17 +330,20 @@ def test_exact_blocks_bracket_the_exact_gdp_epsilon():
     assert truth * (1 - 1e-12) <= hi <= truth * (1 + 5e-5), (truth, hi)
 
 
-def _reference_epsilon(phases, delta: float, grid: float, up: bool) -> float:
-    """The remove direction's epsilon of ``phases`` (``(sigma, q, 1)`` each), composed
-    independently of the ledger: every step's privacy loss ``L(x) = log(1 - q + q
-    e^{(2x - 1) / (2 sigma^2)})``, ``x`` under ``P = (1 - q) N(0, sigma^2) + q N(1,
-    sigma^2)``, increasing in ``x`` with the closed-form preimage ``x(a) = sigma^2
-    log((e^a - 1 + q) / q) + 1/2`` (Koskela et al. 2020, Section 6), binned on ``grid``
-    with each bin's P-mass put at its upper node (``up``: the curve ``E_P (1 - e^{eps -
-    L})_+`` rises in every step's loss, so this composition bounds it from above; the
-    mass beyond the last node goes to ``+inf``) or at its lower node (a lower bound; the
-    mass beyond is dropped), composed by one circular FFT of numpy on a window of
-    ``[-2, 24)`` loss units, far wider than the composed loss."""
+def _reference_epsilons(phases, delta: float, grid: float) -> tuple[float, float]:
+    """Lower and upper bounds on the remove direction's epsilon of ``phases`` (``(sigma,
+    q, 1)`` each), composed independently of the ledger: every step's privacy loss
+    ``L(x) = log(1 - q + q e^{(2x - 1) / (2 sigma^2)})``, ``x`` under ``P = (1 - q)
+    N(0, sigma^2) + q N(1, sigma^2)``, increasing in ``x`` with the closed-form preimage
+    ``x(a) = sigma^2 log((e^a - 1 + q) / q) + 1/2`` (Koskela et al. 2020, Section 6),
+    binned on ``grid`` with each bin's P-mass put at its lower node (a lower bound; the
+    mass beyond the last node is dropped) or at its upper node (an upper bound: the
+    curve ``E_P (1 - e^{eps - L})_+`` rises in every step's loss; the mass beyond the
+    last node goes to ``+inf``), composed by one circular FFT of numpy on a window of
+    ``[-2, 24)`` loss units, far wider than the composed loss.  Each step's upper-node
+    law is its lower-node law moved up one node, so the upper composition is the lower
+    one moved up ``len(phases)`` nodes (a circular shift: the same numbers as composing
+    it on its own, at half the cost)."""
     n = 1 << 19
     base = round(-2.0 / grid)  # the window's first node
     total = None
@@ -355,24 +358,25 @@ def _reference_epsilon(phases, delta: float, grid: float, up: bool) -> float:
             x = np.where(inner > 0, sigma**2 * (np.log(inner) - math.log(q)) + 0.5, -np.inf)
         cdf = (1 - q) * special.ndtr(x / sigma) + q * special.ndtr((x - 1) / sigma)
         pmf = np.zeros(n)
-        pmf[(j[1:] if up else j[:-1]) % n] = np.diff(cdf)  # P(a_j < L <= a_j+1)
-        if up:
-            finite *= cdf[-1]
+        pmf[j[:-1] % n] = np.diff(cdf)  # P(a_j < L <= a_j+1), at the lower node a_j
+        finite *= cdf[-1]
         spec = np.fft.rfft(pmf)
         total = spec if total is None else total * spec
-    comp = np.maximum(np.fft.irfft(total, n), 0.0)
+    down = np.maximum(np.fft.irfft(total, n), 0.0)
     # the composed node of entry i: the one congruent to i mod n in the window
     losses = (base + (np.arange(n) - base) % n) * grid
-    inf = 1.0 - finite if up else 0.0
 
-    def curve(eps: float) -> float:
-        return float(np.sum(comp * -np.expm1(np.minimum(eps - losses, 0.0)))) + inf
+    def epsilon(comp, inf: float) -> float:
+        def curve(eps: float) -> float:
+            return float(np.sum(comp * -np.expm1(np.minimum(eps - losses, 0.0)))) + inf
 
-    lo, hi = 0.0, 20.0
-    for _ in range(60):  # the curve decreases in eps
-        mid = 0.5 * (lo + hi)
-        lo, hi = (mid, hi) if curve(mid) > delta else (lo, mid)
-    return hi
+        lo, hi = 0.0, 20.0
+        for _ in range(60):  # the curve decreases in eps
+            mid = 0.5 * (lo + hi)
+            lo, hi = (mid, hi) if curve(mid) > delta else (lo, mid)
+        return hi
+
+    return epsilon(down, 0.0), epsilon(np.roll(down, len(phases)), 1.0 - finite)
 
 
 @pytest.mark.slow
@@ -393,8 +397,7 @@ def test_ledger_blocks_sit_between_independent_fine_compositions_at_300_phases()
     ours = inc.epsilon()
     blocks, _ = inc._asked(())
     remove = float(inc.remove.pld(blocks).epsilon(DELTA))
-    lower = _reference_epsilon(phases, DELTA, 5e-5, up=False)
-    upper = _reference_epsilon(phases, DELTA, 5e-5, up=True)
+    lower, upper = _reference_epsilons(phases, DELTA, 5e-5)
     assert len(inc._blocks) == 4 and inc._pending_steps == 12
     assert lower <= remove <= ours
     assert remove <= upper, (lower, remove, upper)

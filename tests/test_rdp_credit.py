@@ -141,10 +141,14 @@ def test_far_from_the_budget_no_look_ahead_is_composed():
     assert acct.epsilon(DELTA) == plain.epsilon(DELTA)  # one route, with or without
 
 
+# budgets 1.0 (were 3.0 and 2.0; refused at steps 352 and 382, were 879 and 819; 2.9 and
+# 2.9 against 9.2 and 4.1 CPU s): the same detection of a too generous Renyi-DP credit
+# at either budget (the credit's limit at 1.3 x the budget caught by the first case,
+# at 1.6 x by both; at 1.02 x by neither, the conversion being far above the PLD answer)
 @pytest.mark.slow
 @pytest.mark.parametrize(
     ("sigma0", "gamma", "q", "budget"),
-    [(2.0, 0.999, 0.02, 3.0), (1.2, 0.9995, 0.01, 2.0), (3.0, 1.0, 0.05, 1.5)],
+    [(2.0, 0.999, 0.02, 1.0), (1.2, 0.9995, 0.01, 1.0), (3.0, 1.0, 0.05, 1.5)],
 )
 def test_the_filter_refuses_at_the_same_step_with_and_without_the_rdp_check(
     monkeypatch, sigma0, gamma, q, budget

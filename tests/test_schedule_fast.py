@@ -48,9 +48,17 @@ def test_shifted_epsilon_is_the_epsilon_of_the_shifted_losses():
 @pytest.mark.slow
 def test_lower_end_is_tight_at_the_engine_step():
     # a decaying sigma (the pile is what the coarse step used to miss): the lower end
-    # at the upper end's own loss step stays within 0.1 % of the upper end, on the
-    # same (unrounded) schedule
-    steps = [(1.2 * 0.9998**t, 0.01, 1) for t in range(2000)]
+    # at the upper end's own loss step stays within 0.2 % of the upper end, on the
+    # same (unrounded) schedule.  1000 steps (was 2000; 3.5 against 8.6 CPU s): measured
+    # 1.0012 (2000: 1.0008), and a lower end composed on 1.5 x the step is 1.0028 off
+    # (2000: 1.0018, which passed): the shorter schedule is the stricter test of a loose
+    # lower end.  A lower end raised is caught here only beyond the upper end (x 1.00121;
+    # at 2000 steps x 1.0008).  No tighter bar is known: the engine's own certified lower
+    # end of these 1000 unrounded steps (compose of the 1000 subsampled Gaussians,
+    # epsilon_bounds at 1e-5: 1.582342, 66 CPU s) is already x 1.00117 of this lower end
+    # (1.580494) and the upper end at a quarter of the step is 1.582390, so a raise up to
+    # x 1.00117 is still a sound lower end and no test may fail on it
+    steps = [(1.2 * 0.9998**t, 0.01, 1) for t in range(1000)]
     _, upper = fast.fast_epsilon_bounds(steps, DELTA, lower=False)
     lower, _ = fast.fast_epsilon_bounds(steps, DELTA, step=fast.FAST_STEP, upper=False)
     assert lower <= upper <= lower * 1.002
