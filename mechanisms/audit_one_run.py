@@ -63,6 +63,7 @@ coin, independently of everything else, and the scores computed without the coin
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -99,6 +100,31 @@ FAMILIES = ("gaussian", "eps_delta")
 # ----------------------------------------------------------------------------------
 # Steinke, Nasr & Jagielski 2023: the binomial bound with its delta term
 # ----------------------------------------------------------------------------------
+@functools.cache
+def _binomial() -> tuple[Callable, Callable]:
+    """``(sf, pmf)`` of the binomial law as ``scipy.stats.binom`` evaluates them inside
+    its support, ``(k, n, p) -> clip(f(k, n, p), 0, 1)`` for integral ``0 <= k < n``
+    (``sf``) or ``0 <= k <= n`` (``pmf``), ``p`` in [0, 1]: scipy's own ufuncs, which
+    ``binom.sf`` / ``binom.pmf`` call after their argument checks (bit for bit the same
+    values, ``tests/test_lib25_audit_binomial.py``; the checks cost 0.3 ms a call, a
+    third of an audit's hull search; issue 37, session 25); ``scipy.stats.binom``'s
+    where the ufuncs are not found."""
+    try:
+        from scipy.special._ufuncs import _binom_pmf, _binom_sf
+    except ImportError:  # pragma: no cover - another scipy: the public functions
+        from scipy import stats  # scipy.stats costs ~0.3 s at import: only here
+
+        return stats.binom.sf, stats.binom.pmf
+
+    def sf(k, n, p):
+        return np.clip(_binom_sf(k, n, p), 0.0, 1.0)
+
+    def pmf(k, n, p):
+        return np.clip(_binom_pmf(k, n, p), 0.0, 1.0)
+
+    return sf, pmf
+
+
 def steinke_p_value(m: int, r: int, v: int, epsilon: float, delta: float) -> float:
     """Upper bound on ``P[at least v of r guesses correct]`` for an (eps, delta)-DP run.
 
@@ -136,14 +162,13 @@ def steinke_p_value(m: int, r: int, v: int, epsilon: float, delta: float) -> flo
         raise ValueError(f"need 0 <= v <= r <= m, got m={m}, r={r}, v={v}")
     if v == 0:
         return 1.0
-    from scipy import stats  # scipy.stats costs ~0.3 s at import: only where it is used
-
+    binom_sf, binom_pmf = _binomial()
     q = float(special.expit(epsilon))
-    tail = float(stats.binom.sf(v - 1, r, q))
+    tail = float(binom_sf(float(v - 1), float(r), q))
     if delta == 0.0:
         return min(tail, 1.0)
     # P[v - i <= W' < v] = sum_{j=1..i} pmf(v - j), for i = 1..v
-    pmf = stats.binom.pmf(np.arange(v - 1, -1, -1), r, q)
+    pmf = binom_pmf(np.arange(v - 1, -1, -1, dtype=float), float(r), q)
     partial = np.cumsum(pmf)
     spread = float(np.max(partial / np.arange(1, v + 1)))
     return min(tail + 2.0 * m * delta * spread, 1.0)
