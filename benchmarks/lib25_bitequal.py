@@ -159,9 +159,9 @@ def main(argv: list[str] | None = None) -> int:
             "from benchmarks.lib25_bitequal import main; "
             f"main(['--dump', '--only', {','.join(only)!r}])")
     # the old side runs this file's cases with main's dpacct (cwd outside any checkout)
-    old_code = code.replace(f"sys.path.insert(0, {os.path.dirname(here)!r}); ", "")
+    me = os.path.abspath(__file__)
     old_code = ("import importlib.util, sys; "
-                f"spec = importlib.util.spec_from_file_location('lb', {os.path.abspath(__file__)!r}); "
+                f"spec = importlib.util.spec_from_file_location('lb', {me!r}); "
                 "mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod); "
                 f"mod.main(['--dump', '--only', {','.join(only)!r}])")
     old = json.loads(subprocess.run([args.old, "-c", old_code], cwd="/tmp", check=True,
