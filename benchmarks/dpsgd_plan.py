@@ -77,8 +77,25 @@ What the tables say (each checked further where it looked useful):
   195.9 M instructions, but over the 147 brackets 50 upper ends rose (up to 1.4e-7
   relative; 97 fell): the round-off constants and the paths they decide (tails kept,
   spectral powers accepted) move both ways, so it is not an equal-or-tighter change.
+  Under callgrind T 1e6 even rose, 508.0 -> 526.4 M (pocketfft 174.4 -> 187.3 M).
 * Powers of two: pocketfft's radix-4 passes carry the smallest round-off constants, but
   the padding costs 28-43 % more points.
+* Not a constant, so not in the tables: the tilt weights as exps of *exact* exponents
+  (the rate rounded to 21 bits) made as products ``e^{x0 + bB theta} e^{j theta}`` of two
+  exp tables (``B + n/B`` exps instead of ``n``).  Sound (every product's bound checked
+  against ``math.fsum`` references on a T 1e4 ladder's own arrays), the certificate's
+  weight term ~30 u instead of up to ~1e4 u, both target rows tighter (5.192605208193 ->
+  ...208042, 61.838125710082 -> ...666081) and T 1e4 at 185.6 against 195.9 M
+  instructions (libm 26.6 -> 17.2 M).  But over the 147 brackets 14 upper ends rose (up
+  to 1.2e-9 relative, 133 fell) and 21 lower ends fell (up to 3.4e-7, 126 rose), so it
+  is not committed.  The same change with blocks of 16, 32, 64 and 128 entries (the
+  same certificate; only the last bits of the weights differ) puts the upper end of
+  q 1e-3, sigma 0.6, T 1e4, delta 1e-9 at 5.172211343216, ...347212, ...351509 and
+  ...351521 (main: ...345047): a 1.6e-9 spread from rounding alone.  Some certified ends
+  move chaotically with the last bits of the kernel (which tail entries a bound selects
+  for recomputation, which spectral power it accepts), so no change that perturbs those
+  bits passes "every end equal or tighter" on 147 questions, however tight it is on
+  average.
 
 The breakdown (``--breakdown``) at T 1e6: the remove direction is 1.42 M of the 1.85 M
 points (13 squaring levels and one product, then the spectral power at m = 13: 182 k),
