@@ -60,22 +60,23 @@ __all__ = ["ROWS", "callgrind", "categories", "main", "record", "replay_script"]
 
 
 @contextmanager
-def _recording(calls: list):
+def _recording(calls: list, on_call=None):
     """``numpy.fft.rfft`` / ``irfft`` as the engine calls them, each call appended to
-    ``calls`` as ``(kind, n, shape)``; restored afterwards."""
+    ``calls`` as ``(kind, n, shape)`` (or, with ``on_call``, passed to it as those three
+    arguments from inside the call); restored afterwards."""
     import numpy as np
 
     import dpacct.accountant.pld.pld_fft as pf
 
     rfft, irfft, bound = np.fft.rfft, np.fft.irfft, pf._irfft
+    note = on_call or (lambda kind, n, shape: calls.append((kind, n, shape)))
 
     def rec_rfft(x, n=None, *args, **kwargs):
-        calls.append(("r", int(np.shape(x)[-1] if n is None else n), list(np.shape(x))))
+        note("r", int(np.shape(x)[-1] if n is None else n), list(np.shape(x)))
         return rfft(x, n, *args, **kwargs)
 
     def rec_irfft(x, n=None, *args, **kwargs):
-        calls.append(("i", int(2 * (np.shape(x)[-1] - 1) if n is None else n),
-                      list(np.shape(x))))
+        note("i", int(2 * (np.shape(x)[-1] - 1) if n is None else n), list(np.shape(x)))
         return irfft(x, n, *args, **kwargs)
 
     np.fft.rfft, np.fft.irfft, pf._irfft = rec_rfft, rec_irfft, rec_irfft

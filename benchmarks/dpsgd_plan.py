@@ -22,6 +22,7 @@ Run from the repository root::
 
     python -m benchmarks.dpsgd_plan --breakdown --rows 1e6
     python -m benchmarks.dpsgd_plan --variants
+    python -m benchmarks.dpsgd_plan --brackets "tilt rates x (1 - 2^-40) (a no-op)"
 
 Measured (session 25, this tree = main ac8030b, ``--variants``, load 12; points are
 summed transform lengths, "rel" is (variant - library) / library, negative = tighter):
@@ -91,7 +92,10 @@ What the tables say (each checked further where it looked useful):
   is not committed.  The same change with blocks of 16, 32, 64 and 128 entries (the
   same certificate; only the last bits of the weights differ) puts the upper end of
   q 1e-3, sigma 0.6, T 1e4, delta 1e-9 at 5.172211343216, ...347212, ...351509 and
-  ...351521 (main: ...345047): a 1.6e-9 spread from rounding alone.  Some certified ends
+  ...351521 (main: ...345047): a 1.6e-9 spread from rounding alone.  And a no-op,
+  ``--brackets "tilt rates x (1 - 2^-40) (a no-op)"`` (every tilt rate 1e-12 smaller;
+  any rate is a valid tilt, the certificate's formulas unchanged): 88 of 147 upper ends
+  rose (up to 6.7e-10 relative) and 74 lower ends fell (up to 3.5e-8).  Some certified ends
   move chaotically with the last bits of the kernel (which tail entries a bound selects
   for recomputation, which spectral power it accepts), so no change that perturbs those
   bits passes "every end equal or tighter" on 147 questions, however tight it is on
@@ -117,7 +121,6 @@ import subprocess
 import sys
 import traceback
 from collections import Counter
-from contextlib import contextmanager
 
 ROWS = {"1e4": (0.01, 1.1, 10_000), "1e6": (0.004, 0.8, 1_000_000)}
 DELTA = 1e-5
@@ -141,9 +144,11 @@ VARIANTS: dict[str, dict] = {
     "lengths 3-smooth (2^a 3^b)": {"lengths": 40},
     "lengths 2^a 3^b, b <= 2": {"lengths": 2},
     "lengths powers of two": {"lengths": 0},
+    "tilt rates x (1 - 2^-40) (a no-op)": {"tilt_scale": 1 - 2.0**-40},
 }
 
-__all__ = ["ROWS", "VARIANTS", "apply_variant", "breakdown", "main", "measure_variant"]
+__all__ = ["ROWS", "VARIANTS", "apply_variant", "brackets", "breakdown", "main",
+           "measure_variant"]
 
 
 def _lengths_rule(max_b: int):
@@ -182,6 +187,9 @@ def apply_variant(patches: dict) -> None:
                 return out
 
             ps.PLDSettings.screening = coarser
+        elif key == "tilt_scale":
+            rate = pf._tilt_rate
+            pf._tilt_rate = lambda p, side, _f=float(value), _r=rate: _r(p, side) * _f
         elif key == "level_tails":
             _level_tails(pf, ts, float(value))
         else:
@@ -210,38 +218,21 @@ def _level_tails(pf, ts, c: float) -> None:
     ts.self_compose_split, ts._convolve = self_compose, product
 
 
-@contextmanager
 def _counting(rows: list, state: dict):
-    """Every ``numpy.fft.rfft`` / ``irfft`` appended to ``rows`` as ``(points, kind,
-    direction, level, part)`` (``state`` read at the call); restored afterwards."""
-    import numpy as np
+    """Every ``numpy.fft.rfft`` / ``irfft`` appended to ``rows`` as ``(points, length,
+    kind, direction, level, part)`` (``state`` read at the call; the recorder of
+    :mod:`benchmarks.dpsgd_floor`); restored afterwards."""
+    from benchmarks.dpsgd_floor import _recording
 
-    import dpacct.accountant.pld.pld_fft as pf
-
-    rfft, irfft, bound = np.fft.rfft, np.fft.irfft, pf._irfft
-
-    def add(n: int, nrows: int) -> None:
-        names = [f.name for f in traceback.extract_stack()[:-2]]
+    def add(_: str, n: int, shape: list) -> None:
+        names = [f.name for f in traceback.extract_stack()[:-2]]  # (add, rec_*) dropped
         part = "optimistic tail" if "_optimistic_tail_product" in names else state["part"]
         kind = _kind(names)
-        rows.append((n * nrows, n, kind, state["direction"],
+        rows.append((n * (shape[0] if len(shape) > 1 else 1), n, kind, state["direction"],
                      "-" if kind == "spectral" else state["level"],
                      "-" if kind == "spectral" else part))
 
-    def rec_rfft(x, n=None, *args, **kwargs):
-        shape = np.shape(x)
-        add(int(shape[-1] if n is None else n), shape[0] if len(shape) > 1 else 1)
-        return rfft(x, n, *args, **kwargs)
-
-    def rec_irfft(x, n=None, *args, **kwargs):
-        add(int(2 * (np.shape(x)[-1] - 1) if n is None else n), 1)
-        return irfft(x, n, *args, **kwargs)
-
-    np.fft.rfft, np.fft.irfft, pf._irfft = rec_rfft, rec_irfft, rec_irfft
-    try:
-        yield rows
-    finally:
-        np.fft.rfft, np.fft.irfft, pf._irfft = rfft, irfft, bound
+    return _recording(rows, add)
 
 
 def _kind(names: list[str]) -> str:
@@ -325,6 +316,33 @@ def measure_variant(patches: dict, tag: str, python: str = sys.executable) -> di
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+_BRACKETS_CHILD = """
+import json, sys
+sys.path.insert(0, sys.argv[2])
+from benchmarks.dpsgd_plan import apply_variant
+from benchmarks import dpsgd_brackets
+apply_variant(json.loads(sys.argv[1]))
+exec(dpsgd_brackets._CHILD.replace("json.loads(sys.argv[1])", "dpsgd_brackets.QUESTIONS"))
+"""
+
+
+def brackets(patches: dict, python: str = sys.executable) -> dict:
+    """Every question of :mod:`benchmarks.dpsgd_brackets` (``epsilon_bounds``) with and
+    without ``patches``, each side in one fresh process: its :func:`compare
+    <benchmarks.dpsgd_brackets.compare>` report (the unpatched library as "old")."""
+    from benchmarks.dpsgd_brackets import compare
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    sides = []
+    for p in ({}, patches):
+        proc = subprocess.run([python, "-c", _BRACKETS_CHILD, json.dumps(p), root],
+                              capture_output=True, text=True, check=False)
+        if proc.returncode:
+            raise RuntimeError(proc.stderr[-2000:])
+        sides.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+    return compare(*sides)
+
+
 def _print_breakdown(tag: str, bounds: bool) -> None:
     got = breakdown(*ROWS[tag], bounds=bounds)
     print(f"T {tag} {'epsilon_bounds' if bounds else 'epsilon'}: {got['answer']!r}, "
@@ -365,6 +383,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--bounds", action="store_true", help="breakdown of epsilon_bounds")
     ap.add_argument("--variants", action="store_true", help="the plan variants' table")
     ap.add_argument("--only", help="comma-separated variant names (with --variants)")
+    ap.add_argument("--brackets", metavar="VARIANT",
+                    help="the 147 brackets with this variant against the library's")
     args = ap.parse_args(argv)
     rows = [r.strip() for r in args.rows.split(",") if r.strip()]
     for r in rows:
@@ -374,6 +394,13 @@ def main(argv: list[str] | None = None) -> int:
     for name in names:
         if name not in VARIANTS:
             raise ValueError(f"variant must be among {sorted(VARIANTS)}, got {name!r}")
+    if args.brackets:
+        if args.brackets not in VARIANTS:
+            raise ValueError(f"variant must be among {sorted(VARIANTS)}, got {args.brackets!r}")
+        report = brackets(VARIANTS[args.brackets])
+        for end in ("upper", "lower"):
+            print(f"{end}: {report[end]}")
+        return 0
     if not (args.breakdown or args.variants):
         args.breakdown = True
     if args.breakdown:
