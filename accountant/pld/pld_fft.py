@@ -331,8 +331,8 @@ def _tilted(x: np.ndarray, theta: float, exact: bool = False) -> tuple[np.ndarra
     return w, s
 
 
-#: significant bits a tilt rate keeps (:func:`_short_theta`): with ``i < 2^22`` every
-#: ``i theta`` and every difference of such products has at most 44 bits, exact
+#: significant bits a tilt rate keeps (:func:`_short_theta`): on arrays below 2^31
+#: entries every tilt exponent is below 2^52 times ``theta``'s last bit, exact
 _THETA_BITS = 21
 
 #: :func:`_exp_progression`'s block: ``e^{start + (b B + j) step}`` as ``e^{start + b B
@@ -347,8 +347,9 @@ _TILT_MIS = math.expm1(6 * math.log1p(4 * 2.0**-53) + 6 * math.log1p(2.0**-53)) 
 def _short_theta(theta: float) -> float:
     """``theta`` rounded toward zero to :data:`_THETA_BITS` significant bits (0 below
     ``1e-200``, where a tilt changes nothing): every tilt exponent ``i theta - s``, ``s``
-    and ``s + s' - k theta`` is then an integer multiple of ``theta``'s last bit below
-    ``2^46`` of them, exact in floats, and the weights err by exp's rounding alone."""
+    and ``s + s' - k theta`` is then an integer multiple of ``theta``'s last bit, fewer
+    than ``2^52`` of them on arrays below ``2^31`` entries: exact in floats, and the
+    weights err by exp's rounding alone."""
     if not abs(theta) >= 1e-200:
         return 0.0
     m, e = math.frexp(theta)
