@@ -38,6 +38,13 @@ tilts), the interpreter 25.6 M; Opacus' call 115.1 M (60 % interpreter).  T 1e6
 ``epsilon`` 507.5 M, pocketfft 174.4 M: the transforms alone exceed Opacus' whole call
 (141.5 M).  (Under valgrind the answers differ from the native ones in the 11th digit:
 glibc and numpy dispatch on the CPU features valgrind reports.)
+
+Session 25 (``--callgrind``; the pessimistic ladder's tilts with exps of exact exponents,
+:func:`~dpacct.accountant.pld.pld_fft._tilted_convolve`): T 1e4 ``epsilon`` 196.2 ->
+185.5 M (libm 26.6 -> 17.2 M), ``epsilon_bounds`` 504.7 M (the lower end's arithmetic
+unchanged: 2.72x ``epsilon``); T 1e6 ``epsilon`` 508.0 -> 466.6 M (libm 76.5 -> 40.7 M)
+against Opacus' 115.1 M (T 1e4) and 141.5 M (T 1e6).  Where the rest goes, and what
+the plan's other levers measured: :mod:`benchmarks.dpsgd_plan`.
 """
 
 from __future__ import annotations
