@@ -397,3 +397,56 @@ def test_next_fast_len_is_scipys_without_importing_it():
     ns += [2**34 - 1, 2**34, 2**34 + 1, 122_609_770_777]
     got = [pld_fft._next_fast_len(n) for n in ns]
     assert got == [sp_fft.next_fast_len(n, real=True) for n in ns]
+
+
+# --- tilt weights with exact exponents (issue 37, session 25) ---
+
+
+def test_short_theta_keeps_21_bits_toward_zero():
+    rng = np.random.default_rng(25)
+    for theta in [*(rng.uniform(-1, 1, 40) * 10.0 ** rng.uniform(-12, 2, 40)), 600 / 7]:
+        t = pld_fft._short_theta(float(theta))
+        assert abs(t) <= abs(theta) and t * theta > 0
+        assert abs(theta - t) <= abs(theta) * 2.0**-20
+        m, _ = math.frexp(t)  # at most 21 significant bits
+        assert math.ldexp(m, 21) == int(math.ldexp(m, 21))
+    assert pld_fft._short_theta(1e-250) == 0.0 and pld_fft._short_theta(0.0) == 0.0
+
+
+@pytest.mark.parametrize("side", [1, -1])
+def test_exp_progression_is_within_two_exps_and_a_product_of_mpmath(side):
+    """Every entry against mpmath's exp of the exact (rational) exponent, within
+    (1 + 4u)^2 (1 + u); with an unshortened rate (full 53-bit theta) the exponents
+    are rounded and the far entries miss that bound: the shortening is what holds it."""
+    import mpmath
+
+    u = 2.0**-53
+    rel = (1 + 4 * u) ** 2 * (1 + u) - 1
+    n = 700
+    raw = side * 600.0 / n * 0.987654321
+    for theta, holds in ((pld_fft._short_theta(raw), True), (raw, False)):
+        s = (n - 1) * theta if theta > 0 else 0.0
+        worst = 0.0
+        for start, step in ((-s, theta), (s - 3 * theta, -theta)):
+            got = pld_fft._exp_progression(start, step, n)
+            assert got.shape == (n,)
+            with mpmath.workdps(40):
+                for i in range(0, n, 7):
+                    x = Fraction(start) + i * Fraction(step)  # the exact exponent
+                    ref = mpmath.exp(mpmath.mpf(x.numerator) / x.denominator)
+                    worst = max(worst, float(abs(mpmath.mpf(float(got[i])) / ref - 1)))
+        assert (worst <= rel) == holds, (theta, worst, rel)
+
+
+@pytest.mark.parametrize("kind", [2, 3])
+def test_bounded_convolve_with_exact_tilts_bounds_every_entry_exactly(kind):
+    """The pessimistic ladder's kernel (exact-exponent tilts) against exact rationals,
+    on sizes that take the tilted paths: one skewed pass (kind 2) and a plain pass with
+    both tails recomputed (kind 3)."""
+    rng = np.random.default_rng(300 + kind)
+    a = _adversarial(rng, 250, kind)
+    b = _adversarial(rng, 230, kind)
+    est, err = pld_fft._bounded_convolve(a, b, exact=True)
+    assert np.all(err >= 0) and np.all(np.isfinite(err))
+    for e, d, x in zip(est, err, _exact(a, b), strict=True):
+        assert abs(Fraction(float(e)) - x) <= Fraction(float(d))

@@ -547,7 +547,7 @@ class GridPLD:
             return self
         return _from_bins(_bins_from_grid(self, step), self.pessimistic)
 
-    def convolve(self, other: GridPLD, tail: float = 0.0) -> GridPLD:
+    def convolve(self, other: GridPLD, tail: float = 0.0, exact_tilts: bool = False) -> GridPLD:
         """PLD of the composition (independent sum of losses), by FFT convolution.
 
         Tails whose exact mass (computed from the inputs with non-negative sums, not
@@ -568,11 +568,17 @@ class GridPLD:
             The PLD composed with this one: same step and certificate direction.
         tail : float, default 0.0
             P-mass the top tail cut may move, >= 0 (0: no cut).
+        exact_tilts : bool, default False
+            For a pessimistic PLD: the tilted passes weight with exps of exact exponents
+            (:func:`~dpacct.accountant.pld.pld_fft._tilted_convolve`; a smaller
+            certificate, fewer exps), as the DP-SGD ladder does
+            (:mod:`~dpacct.accountant.pld.twoscale`).
         """
         if other.pessimistic != self.pessimistic:
             raise ValueError("cannot compose a pessimistic with an optimistic PLD")
         a, b = _common_grid(self, other)
-        pmf = _certified_convolve(a.pmf, a.pmf if b is a else b.pmf, tail, self.pessimistic)
+        pmf = _certified_convolve(a.pmf, a.pmf if b is a else b.pmf, tail, self.pessimistic,
+                                  exact_tilts and self.pessimistic)
         # (a_fin + a_inf) x (b_fin + b_inf): every product with an infinite factor is
         # infinite; written for sub-probability measures (parts of a split PLD) too
         fin_a, fin_b = float(a.pmf.sum()), float(b.pmf.sum())

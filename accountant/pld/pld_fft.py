@@ -251,6 +251,7 @@ def _tilted_convolve(
     side: int,
     rigorous: bool = False,
     keep: tuple[int, int | None] = (0, None),
+    exact: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
     """``a * b`` computed with the ``side`` tail tilted up to the level of the peak.
 
@@ -261,7 +262,10 @@ def _tilted_convolve(
     directly: sums of non-negative terms, exact to rounding.  ``keep = (k0, k1)``:
     only entries ``k0 <= k < k1`` (``k1`` None: to the end) are un-tilted and
     returned (a tail recomputation uses only its own end; each entry's value and bound
-    are the ones the whole product would give).
+    are the ones the whole product would give).  ``exact``: the weights are exps of
+    exact exponents (:func:`_short_theta`, :func:`_exp_progression`; their relative
+    error ~30u instead of up to ~1e4 u, and ``n / 64`` exps instead of ``n``); without
+    it, of the rate as computed (the arithmetic before issue 37's session 25).
     """
     n = a.size + b.size - 1
     k0, k1 = keep[0], n if keep[1] is None else keep[1]
@@ -272,27 +276,37 @@ def _tilted_convolve(
     # a square's two factors hold the same entries: one rate
     rate = _tilt_rate(a, side) if square else max(_tilt_rate(a, side), _tilt_rate(b, side))
     theta = side * min(rate, 600.0 / n)
+    if exact:
+        theta = _short_theta(theta)
     if theta == 0.0:
         c = _fft_convolve(a, b, square)
         bound = _fft_roundoff(a, b) if rigorous else 4e-16 * float(np.abs(c).max())
         return np.maximum(c[k0:k1], 0.0), np.full(n, bound)[k0:k1]
-    ta, sa = _tilted(a, theta)
-    tb, sb = (ta, sa) if square else _tilted(b, theta)
+    ta, sa = _tilted(a, theta, exact)
+    tb, sb = (ta, sa) if square else _tilted(b, theta, exact)
     ct = _fft_convolve(ta, tb, square)
-    # e^{(sa + sb) - k theta} un-tilts entry k (k exact in floats, as from an int arange)
-    scale = np.arange(k0, k1, dtype=float) * theta
-    np.subtract(sa + sb, scale, out=scale)
-    np.exp(scale, out=scale)
+    # e^{(sa + sb) - k theta} un-tilts entry k
+    if exact:  # every exponent exact (_short_theta)
+        scale = _exp_progression((sa + sb) - k0 * theta, -theta, k1 - k0)
+    else:  # (k exact in floats, as from an int arange)
+        scale = np.arange(k0, k1, dtype=float) * theta
+        np.subtract(sa + sb, scale, out=scale)
+        np.exp(scale, out=scale)
     if not rigorous:
         return np.maximum(ct[k0:k1] * scale, 0.0), 4e-16 * float(np.abs(ct).max()) * scale
     est = np.multiply(ct[k0:k1], scale, out=ct[k0:k1])
     np.maximum(est, 0.0, out=est)
-    # The computed weights are e^{i theta - s}, e^{j theta - s'} and e^{s + s' - k theta}
-    # up to the rounding of their arguments (u per operation, relative to the largest
-    # argument) and of exp (taken as 4u); with the three products' roundings the
-    # un-tilted term a_i b_j is off by a relative ``mis`` at most.
-    arg = abs(theta) * n + abs(sa) + abs(sb) + 1.0
-    mis = math.expm1(8 * _U * arg + 16 * _U) * (1 + 1e-9)
+    # The computed weights e^{i theta - s}, e^{j theta - s'} and e^{s + s' - k theta}:
+    # with ``exact`` their exponents are exact (_short_theta) and each is a rounded
+    # product of two exps (taken as 4u each, _exp_progression), within (1 + 4u)^2 (1 + u);
+    # without, up to the rounding of their arguments (u per operation, relative to the
+    # largest argument) and of exp (4u).  With the three products' roundings (x w twice,
+    # ct scale) the un-tilted term a_i b_j is off by a relative ``mis`` at most.
+    if exact:
+        mis = _TILT_MIS
+    else:
+        arg = abs(theta) * n + abs(sa) + abs(sb) + 1.0
+        mis = math.expm1(8 * _U * arg + 16 * _U) * (1 + 1e-9)
     fft_err = _fft_roundoff(ta, tb)
     # (fft_err (1 + 2u) scale + mis est) / (1 - mis), in place in ``scale``
     err = np.multiply(scale, fft_err * (1 + 2 * _U), out=scale)
@@ -301,15 +315,56 @@ def _tilted_convolve(
     return est, err
 
 
-def _tilted(x: np.ndarray, theta: float) -> tuple[np.ndarray, float]:
+def _tilted(x: np.ndarray, theta: float, exact: bool = False) -> tuple[np.ndarray, float]:
     """``x e^{i theta - s}`` and ``s``, the largest exponent ``i theta`` (the weights
-    at most 1)."""
-    w = np.arange(x.size, dtype=float) * theta  # (i exact in floats)
-    s = float(w.max())
-    w -= s
-    np.exp(w, out=w)
+    at most 1); ``exact``: ``theta`` from :func:`_short_theta`, so ``s`` and every
+    exponent are exact and the weights come from :func:`_exp_progression`."""
+    if exact:
+        s = (x.size - 1) * theta if theta > 0 else 0.0
+        w = _exp_progression(-s, theta, x.size)
+    else:
+        w = np.arange(x.size, dtype=float) * theta  # (i exact in floats)
+        s = float(w.max())
+        w -= s
+        np.exp(w, out=w)
     w *= x
     return w, s
+
+
+#: significant bits a tilt rate keeps (:func:`_short_theta`): on arrays below 2^31
+#: entries every tilt exponent is below 2^52 times ``theta``'s last bit, exact
+_THETA_BITS = 21
+
+#: :func:`_exp_progression`'s block: ``e^{start + (b B + j) step}`` as ``e^{start + b B
+#: step} e^{j step}``, ``B + n / B`` exps and ``n`` products instead of ``n`` exps
+_EXP_BLOCK = 64
+
+#: relative error of an un-tilted term ``a_i b_j`` (:func:`_tilted_convolve`): three
+#: weights within ``(1 + 4u)^2 (1 + u)`` each and three rounded products
+_TILT_MIS = math.expm1(6 * math.log1p(4 * 2.0**-53) + 6 * math.log1p(2.0**-53)) * (1 + 1e-9)
+
+
+def _short_theta(theta: float) -> float:
+    """``theta`` rounded toward zero to :data:`_THETA_BITS` significant bits (0 below
+    ``1e-200``, where a tilt changes nothing): every tilt exponent ``i theta - s``, ``s``
+    and ``s + s' - k theta`` is then an integer multiple of ``theta``'s last bit, fewer
+    than ``2^52`` of them on arrays below ``2^31`` entries: exact in floats, and the
+    weights err by exp's rounding alone."""
+    if not abs(theta) >= 1e-200:
+        return 0.0
+    m, e = math.frexp(theta)
+    return math.ldexp(float(math.trunc(math.ldexp(m, _THETA_BITS))), e - _THETA_BITS)
+
+
+def _exp_progression(start: float, step: float, n: int) -> np.ndarray:
+    """``e^{start + i step}`` for ``i = 0 .. n - 1`` as ``e^{start + b B step} e^{j step}``
+    (``i = b B + j``, ``B`` = :data:`_EXP_BLOCK`): with every ``start + b B step`` and ``j
+    step`` exact (:func:`_short_theta`) and exp within ``4u``, each entry is within
+    ``(1 + 4u)^2 (1 + u)`` of its exact value.  A new array."""
+    nb = -(-int(n) // _EXP_BLOCK)
+    inner = np.exp(np.arange(_EXP_BLOCK, dtype=float) * step)
+    outer = np.exp(start + np.arange(nb, dtype=float) * (_EXP_BLOCK * step))
+    return np.multiply.outer(outer, inner).reshape(-1)[: int(n)]
 
 
 def _skewed_side(a: np.ndarray, b: np.ndarray) -> int:
@@ -344,7 +399,7 @@ def _accurate_convolve(a: np.ndarray, b: np.ndarray, tail: float = 0.0) -> np.nd
 
 
 def _bounded_convolve(
-    a: np.ndarray, b: np.ndarray, tail: float = 0.0
+    a: np.ndarray, b: np.ndarray, tail: float = 0.0, exact: bool = False
 ) -> tuple[np.ndarray, np.ndarray]:
     """``a * b`` of non-negative arrays and a rigorous bound on each entry's error.
 
@@ -361,13 +416,14 @@ def _bounded_convolve(
     >>> bool(np.all(err >= 0)) and float(err.max()) < 1e-12
     True
     """
-    return _convolve_choosing(a, b, tail, True)
+    return _convolve_choosing(a, b, tail, True, exact)
 
 
 def _convolve_choosing(
-    a: np.ndarray, b: np.ndarray, tail: float, rigorous: bool
+    a: np.ndarray, b: np.ndarray, tail: float, rigorous: bool, exact: bool = False
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The scheme of :func:`_accurate_convolve`; ``(estimate, per-entry error)``."""
+    """The scheme of :func:`_accurate_convolve`; ``(estimate, per-entry error)``
+    (``exact``: the tilts of :func:`_tilted_convolve`'s ``exact``)."""
     if min(a.size, b.size) < 64:
         c = np.convolve(a, b)
         err = _direct_error(c, min(a.size, b.size)) if rigorous else 1e-15 * np.abs(c)
@@ -375,7 +431,7 @@ def _convolve_choosing(
     square = a is b
     side = _skewed_side(a, b)
     if side != 0:
-        best, err = _tilted_convolve(a, b, square, side, rigorous)
+        best, err = _tilted_convolve(a, b, square, side, rigorous, exact=exact)
         # settled: known to PLAIN_RELATIVE_ERROR, or (rigorous) to within the bound a
         # plain pass would attach (far-end entries no transform resolves better)
         bar = PLAIN_RELATIVE_ERROR * best
@@ -387,7 +443,8 @@ def _convolve_choosing(
         if side > 0 and 4 * (unsettled[-1] + 1) <= best.size:
             end = int(unsettled[-1]) + 1  # entry k < end depends on a[:end], b[:end]
             head = a[:end]
-            h, h_err = _plain_first_convolve(head, head if square else b[:end], tail, rigorous)
+            h, h_err = _plain_first_convolve(head, head if square else b[:end], tail, rigorous,
+                                             exact)
             _take(best, err, slice(0, end), h[:end], h_err[:end], rigorous)
             return best, err
         if side < 0 and 4 * (best.size - unsettled[0]) <= best.size:
@@ -395,11 +452,11 @@ def _convolve_choosing(
             i0, j0 = max(0, start - b.size + 1), max(0, start - a.size + 1)
             end_a = a[i0:]
             end_b = end_a if square and i0 == j0 else b[j0:]
-            t, t_err = _plain_first_convolve(end_a, end_b, tail, rigorous)
+            t, t_err = _plain_first_convolve(end_a, end_b, tail, rigorous, exact)
             skip = start - i0 - j0
             _take(best, err, slice(start, None), t[skip:], t_err[skip:], rigorous)
             return best, err
-    return _plain_first_convolve(a, b, tail, rigorous)
+    return _plain_first_convolve(a, b, tail, rigorous, exact)
 
 
 def _take(
@@ -416,7 +473,8 @@ def _take(
 
 
 def _plain_first_convolve(
-    a: np.ndarray, b: np.ndarray, tail: float = 0.0, rigorous: bool = False
+    a: np.ndarray, b: np.ndarray, tail: float = 0.0, rigorous: bool = False,
+    exact: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Plain FFT convolution, with its two tails recomputed tilted where needed.
 
@@ -454,7 +512,7 @@ def _plain_first_convolve(
     last_weak = int(np.argmax(weak)) if peak else 0
     if peak and weak[last_weak]:
         end = peak - last_weak  # entries [0, end) are recomputed
-        est, e = _tilted_convolve(a[:end], b[:end], square, -1, rigorous, keep=(0, end))
+        est, e = _tilted_convolve(a[:end], b[:end], square, -1, rigorous, (0, end), exact)
         better = e < noise
         np.copyto(best[:end], est, where=better)
         np.copyto(err[:end], e, where=better)  # (noise elsewhere already)
@@ -464,7 +522,7 @@ def _plain_first_convolve(
         i0, j0 = max(0, start - b.size + 1), max(0, start - a.size + 1)
         skip = start - i0 - j0
         est, e = _tilted_convolve(
-            a[i0:], b[j0:], square and i0 == j0, 1, rigorous, keep=(skip, None)
+            a[i0:], b[j0:], square and i0 == j0, 1, rigorous, (skip, None), exact
         )
         better = e < noise
         np.copyto(best[start:], est, where=better)
@@ -492,12 +550,17 @@ def _certified_side(
     return side
 
 
-def _certified_convolve(a: np.ndarray, b: np.ndarray, tail: float, upper: bool) -> np.ndarray:
+def _certified_convolve(
+    a: np.ndarray, b: np.ndarray, tail: float, upper: bool, exact: bool = False
+) -> np.ndarray:
     """``a * b`` for a composition: with :data:`CERTIFY_ROUNDOFF`, entrywise above
-    (``upper``) or below the exact product in floating point; else the estimate."""
+    (``upper``) or below the exact product in floating point; else the estimate.
+    ``exact``: tilts with exact exponents (:func:`_tilted_convolve`), which
+    :meth:`GridPLD.convolve <dpacct.accountant.pld.grid.GridPLD.convolve>` uses for
+    pessimistic products."""
     if not CERTIFY_ROUNDOFF:
         return _accurate_convolve(a, b, tail)
-    est, err = _bounded_convolve(a, b, tail)
+    est, err = _bounded_convolve(a, b, tail, exact)
     return _certified_side(est, err, upper, inplace=True)  # est is this call's own
 
 

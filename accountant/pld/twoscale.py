@@ -307,7 +307,10 @@ def _optimistic_tail_product(
 
 
 def _convolve(a: SplitPLD, b: SplitPLD, tail: float) -> SplitPLD:
-    fine = a.fine.convolve(b.fine, tail)
+    # the pessimistic ladder's products tilt with exact exponents (issue 37: a ~30u weight
+    # term instead of up to ~1e4 u, and n / 64 exps instead of n; the optimistic side's
+    # arithmetic is unchanged)
+    fine = a.fine.convolve(b.fine, tail, exact_tilts=True)
     if a.coarse is None and b.coarse is None:
         return SplitPLD(fine, None)
     if not a.pessimistic:
@@ -335,13 +338,13 @@ def _convolve(a: SplitPLD, b: SplitPLD, tail: float) -> SplitPLD:
     if a is b and a.coarse is not None:
         # squaring: (f + c)^2 = f*f + c*(2 f + c), one coarse product instead of two
         both = _add(_scaled(a.fine.regrid(cstep), 2.0), a.coarse)
-        return SplitPLD(fine, a.coarse.convolve(both, tail))
+        return SplitPLD(fine, a.coarse.convolve(both, tail, exact_tilts=True))
     parts = []
     if a.coarse is not None:
         whole_b = b.fine.regrid(cstep) if b.coarse is None else _add(b.fine.regrid(cstep), b.coarse)
-        parts.append(a.coarse.convolve(whole_b, tail))
+        parts.append(a.coarse.convolve(whole_b, tail, exact_tilts=True))
     if b.coarse is not None:
-        parts.append(a.fine.regrid(cstep).convolve(b.coarse, tail))
+        parts.append(a.fine.regrid(cstep).convolve(b.coarse, tail, exact_tilts=True))
     coarse = parts[0] if len(parts) == 1 else _add(parts[0], parts[1])
     return SplitPLD(fine, coarse)
 
