@@ -19,9 +19,11 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scipy import stats
 
 from dpacct.mechanisms import GaussianMechanism, OneRunAuditResult, audit_one_run
 from dpacct.mechanisms.audit_one_run import (
+    _binomial,
     _eps_delta_blowup_inverse,
     _gaussian_blowup_inverse,
     fdp_rejects,
@@ -474,3 +476,28 @@ def test_threshold_search_stays_below_a_known_epsilon():
     limit = 0.05 + 3 * math.sqrt(0.05 * 0.95 / games)
     assert ours / games <= limit, (ours, uncorrected)  # 1.0 % at this seed
     assert uncorrected > limit, (ours, uncorrected)  # 33.5 %: the check can fail
+
+
+# the binomial law through scipy's ufuncs called directly (issue 37, session 25): bit for
+# bit scipy.stats.binom's values, so steinke_p_value is unchanged
+def test_binomial_ufuncs_equal_scipy_stats_bit_for_bit():
+    sf, pmf = _binomial()
+    rng = np.random.default_rng(37_25)
+    for _ in range(60):
+        n = int(rng.integers(1, 5000))
+        p = float(rng.choice([0.0, 1.0, 0.5, rng.uniform(), 1.0 - 1e-12 * rng.uniform()]))
+        k = rng.integers(0, n, 20)
+        for kk in k.tolist():
+            assert float(sf(float(kk), float(n), p)) == float(stats.binom.sf(kk, n, p))
+        ks = np.arange(min(n, 300), -1, -1)
+        assert np.array_equal(pmf(ks.astype(float), float(n), p), stats.binom.pmf(ks, n, p))
+
+
+def test_steinke_p_value_against_its_definition():
+    # Theorem 3.1 of Steinke, Nasr & Jagielski 2023 evaluated through scipy.stats
+    m, r, v, eps, delta = 1000, 200, 140, 0.6, 1e-6
+    q = np.exp(eps) / (1 + np.exp(eps))
+    tail = stats.binom.sf(v - 1, r, q)
+    part = np.cumsum(stats.binom.pmf(np.arange(v - 1, -1, -1), r, q)) / np.arange(1, v + 1)
+    want = min(tail + 2 * m * delta * part.max(), 1.0)
+    assert steinke_p_value(m, r, v, eps, delta) == want
