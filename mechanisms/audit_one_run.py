@@ -106,7 +106,7 @@ def _binomial() -> tuple[Callable, Callable]:
     its support, ``(k, n, p) -> clip(f(k, n, p), 0, 1)`` for integral ``0 <= k < n``
     (``sf``) or ``0 <= k <= n`` (``pmf``), ``p`` in [0, 1]: scipy's own ufuncs, which
     ``binom.sf`` / ``binom.pmf`` call after their argument checks (bit for bit the same
-    values, ``tests/test_lib25_audit_binomial.py``; the checks cost 0.3 ms a call, a
+    values, ``tests/test_audit_one_run.py``; the checks cost 0.3 ms a call, a
     third of an audit's hull search; issue 37, session 25); ``scipy.stats.binom``'s
     where the ufuncs are not found."""
     try:

@@ -1,4 +1,6 @@
-"""Bit-equality of session 25's library cuts (issue 37): old main against this tree.
+"""Bit-equality of library changes meant to keep every value: an old checkout against this tree.
+
+Written for session 25's cuts (issue 37); add a family for the next bit-equal change.
 
 Each case is run by two interpreters (``--old`` runs main's code: system ``python``,
 whose ``dpacct`` is /work/main; the new side is this process's ``dpacct``) and every
@@ -15,7 +17,7 @@ float compared by its ``repr`` (arrays by their bytes' SHA-256).  Cases:
 
 Usage::
 
-    python -m benchmarks.lib25_bitequal --old python [--only steinke,bins]
+    python -m benchmarks.bitequal --old python [--only steinke,bins]
 
 Prints one line per case family: the number of values compared and how many differ.
 """
@@ -156,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     here = os.path.dirname(os.path.abspath(__file__))
     code = (f"import sys; sys.path.insert(0, {os.path.dirname(here)!r}); "
-            "from benchmarks.lib25_bitequal import main; "
+            "from benchmarks.bitequal import main; "
             f"main(['--dump', '--only', {','.join(only)!r}])")
     # the old side runs this file's cases with main's dpacct (cwd outside any checkout)
     me = os.path.abspath(__file__)
