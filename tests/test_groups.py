@@ -344,3 +344,37 @@ def test_bounded_product_in_column_slices_is_the_whole_table_bit_for_bit(monkeyp
         assert whole[1:] == sliced[1:]
         ref, ref_mults = groups._spectrum_product(pmfs, counts, n)
         assert np.array_equal(sliced[0], ref) and sliced[1] == ref_mults
+
+
+def test_row_lambdas_computed_apart_with_the_calls_longest_row_are_the_calls_rows():
+    # a caller's cache (the online direction's fine cells) makes rows in several calls:
+    # with ``longest`` the call's longest row, each is the whole call's row bit for bit,
+    # also where the whole call's rows do not share one table (a row beyond
+    # NEG_WEIGHTS_CACHED: short sparse rows then sum every entry, not the nonzero ones)
+    from dpacct.accountant.pld import pld_fft
+    from dpacct.accountant.pld.graded_cells import graded_cells
+
+    firsts, pmfs, _ = graded_cells(
+        np.array([0.9, 1.3, 2.0, 3.0]), np.array([0.02, 0.01, 0.005, 0.05]), 1e-3, 4, 1e-15, False
+    )
+    long_pmf = np.zeros(pld_fft.NEG_WEIGHTS_CACHED + 5)
+    long_pmf[:: 7] = 1.0
+    long_pmf /= long_pmf.sum()
+    rng = np.random.default_rng(26)
+    short = np.zeros(3000)  # sparse and at most SPARSE_ROW long
+    short[rng.choice(3000, 400, replace=False)] = rng.random(400)
+    short /= short.sum()
+    for rows in ([*pmfs, short], [*pmfs, short, long_pmf]):
+        first = np.array([*firsts, -40, 7][: len(rows)], dtype=np.int64)
+        longest = max(p.size for p in rows)
+        whole = groups._row_lambdas(STEP / 4, first, rows)
+        for part in ([0, 2], [1, 3, 4], list(range(len(rows)))[::-1]):
+            got = groups._row_lambdas(STEP / 4, first[part], [rows[i] for i in part], longest)
+            for w, g in zip(whole, got, strict=True):
+                assert np.array_equal(w[part], g)
+    # the short sparse row's two paths round differently: without the call's longest
+    # row, rows made apart would not be the call's
+    alone = groups._row_lambdas(STEP / 4, np.array([-40]), [short])
+    apart = groups._row_lambdas(STEP / 4, np.array([-40]), [short], long_pmf.size)
+    assert not np.array_equal(alone[0], apart[0])
+    assert np.allclose(alone[0], apart[0], rtol=1e-13, atol=1e-13)

@@ -154,3 +154,28 @@ def test_a_lone_gaussian_block_is_its_coarsened_cell(sigma, delta):
     got = inc.epsilon()
     exact = _gdp_epsilon(1.0 / sigma, delta)
     assert exact <= got <= exact * (1.0 + LONE_STEP_BARS[(sigma, delta)]), (got, exact)
+
+
+def test_kept_cell_rows_are_those_of_one_call_over_the_cells():
+    # the direction keeps each fine cell's log-MGF row (:meth:`_Direction._lambdas`): a
+    # block whose cells were partly seen before gets the rows one call over all of
+    # them gives, bit for bit, in its own order
+    from dpacct.accountant.pld.groups import _row_lambdas
+    from dpacct.accountant.pld.online_direction import _Direction
+
+    d = _Direction(1e-5, 1e-3, False, 1 << 20)
+    items = {(1.0 + k / 10, 0.01 + k / 1000): 3 for k in range(6)}
+    fine = 1e-3 / 4
+    cells = d._cells(items, 4)
+    keys = [(s, q, fine) for s, q in items]
+    firsts = np.array([c[0] for c in cells], dtype=np.int64)
+    pmfs = [c[1] for c in cells]
+    first_half = d._lambdas(keys[:3])(fine, firsts[:3], pmfs[:3])
+    assert len(d._cell_rows) == 3
+    order = [5, 1, 3, 0, 4, 2]
+    got = d._lambdas([keys[i] for i in order])(fine, firsts[order], [pmfs[i] for i in order])
+    whole = _row_lambdas(fine, firsts, pmfs)
+    for w, g, h in zip(whole, got, first_half, strict=True):
+        assert np.array_equal(w[order], g)
+        assert np.array_equal(w[:3], h)
+    assert len(d._cell_rows) == 6

@@ -315,7 +315,9 @@ SPARSE_ROW = 4096
 SPARSE_SHARE = 0.25
 
 
-def _row_lambdas(step: float, firsts: np.ndarray, pmfs: list[np.ndarray]):
+def _row_lambdas(
+    step: float, firsts: np.ndarray, pmfs: list[np.ndarray], longest: int | None = None
+):
     """Upper bounds on every PMF's log-MGF at the Chernoff orders, as
     :func:`_cell_lambdas` gives them, each row scaled by its own ends.
 
@@ -327,6 +329,12 @@ def _row_lambdas(step: float, firsts: np.ndarray, pmfs: list[np.ndarray]):
     ``(length + 8) u`` of the exact ones (Higham 2002, Section 3.1); a weight or a
     product that underflows loses less than ``2^-1021`` a term, added back; so the
     logarithm plus ``2 (length + 8) u`` is an upper bound.
+
+    Each row is a function of its PMF, its first node, ``step`` and whether the rows
+    share one weight table (the longest row at most :data:`NEG_WEIGHTS_CACHED`):
+    ``longest`` (at least every row's length) stands for the longest row of a larger
+    call these rows are part of, so that rows computed apart (a caller's cache of
+    them) are those of the whole call bit for bit.
     """
     lengths = np.array([p.size for p in pmfs], dtype=np.int64)
     t = _ORDERS
@@ -336,10 +344,19 @@ def _row_lambdas(step: float, firsts: np.ndarray, pmfs: list[np.ndarray]):
     # sparse row makes them where they are (the table's entries bit for bit) and the
     # other rows share the longest dense row's table, counted first: no index array for
     # a long dense row (the tree's group PMFs)
-    longest = int(lengths.max())
+    longest = int(lengths.max()) if longest is None else max(int(longest), int(lengths.max()))
     shared = longest <= NEG_WEIGHTS_CACHED
     least = 0 if shared else SPARSE_ROW
-    sparse = [p.size > least and np.count_nonzero(p) < SPARSE_SHARE * p.size for p in pmfs]
+    # rows sharing the table (at most NEG_WEIGHTS_CACHED long) find their nonzero entries
+    # once, for the test and the sums (counting them first, then finding them again, was
+    # a sixth of this function in the online ledger's loop; issue 37, session 26); a long
+    # row is only counted (no index array for a long dense row)
+    nzs = [np.flatnonzero(p) if shared else None for p in pmfs]
+    sparse = [
+        p.size > least
+        and (np.count_nonzero(p) if nz is None else nz.size) < SPARSE_SHARE * p.size
+        for p, nz in zip(pmfs, nzs, strict=True)
+    ]
     dense = [n for n, sp in zip(lengths.tolist(), sparse, strict=True) if not sp]
     w_neg = _neg_weights(longest if shared else max(dense), step) if shared or dense else None
     sums_pos = np.empty((len(pmfs), t.size))
@@ -348,7 +365,7 @@ def _row_lambdas(step: float, firsts: np.ndarray, pmfs: list[np.ndarray]):
         if sparse[i] and shared:
             # the table's rows gathered by take (the same entries as fancy indexing,
             # a quarter faster; issue 37, session 22)
-            nz = np.flatnonzero(p)
+            nz = nzs[i]
             pn = p[nz]
             sums_neg[i] = pn @ np.take(w_neg, nz, axis=0)
             sums_pos[i] = pn @ np.take(w_neg, p.size - 1 - nz, axis=0)
@@ -378,9 +395,11 @@ def _compose_group(
     counts: np.ndarray,
     alias_budget: float,
     tries: int = 1,
+    lambdas=None,
 ) -> Segment | None:
     """One group of the tree: its cells composed on the group's own Chernoff window
-    (``tries``: the windows :func:`_compose_spectrum` chooses among).
+    (``tries``: the windows :func:`_compose_spectrum` chooses among; ``lambdas``: the
+    PMFs' log-MGF bounds, default :func:`_row_lambdas`, or a caller's cache of its rows).
 
     Returns a :class:`Segment` ``(first, pmf, err)``: the composed finite PMF (clipped
     at zero, trimmed to its positive entries) from grid node ``first`` on, and ``err``,
@@ -396,7 +415,14 @@ def _compose_group(
     """
     counts = np.asarray(counts, dtype=float)
     raw = _compose_spectrum(
-        step, firsts, pmfs, counts, alias_budget, _row_lambdas, tries, componentwise=True
+        step,
+        firsts,
+        pmfs,
+        counts,
+        alias_budget,
+        _row_lambdas if lambdas is None else lambdas,
+        tries,
+        componentwise=True,
     )
     if raw is None:
         return None

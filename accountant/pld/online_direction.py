@@ -34,6 +34,7 @@ from .groups import Segment, _compose_group, _row_lambdas
 from .pld_fft import (
     _ORDERS,
     FAST_MAX_N,
+    NEG_WEIGHTS_CACHED,
     _alias,
     _l2,
     _power,
@@ -54,6 +55,10 @@ ASKED_BLOCKS = 16
 #: fine discretisations of recent cells kept per direction (bytes): the pending steps
 #: of every query are composed again, mostly of the same cells
 FINE_CELL_BYTES = 1 << 22
+#: log-MGF rows of recent fine cells kept per direction (rows): a query's pending
+#: block is composed again at every query, mostly of the same cells, and a cell's row
+#: is a function of the cell alone (:meth:`_Direction._lambdas`)
+CELL_ROWS = 4096
 #: committed block PMFs kept per direction for reuse (bytes): a repeated block (a
 #: constant-sigma loop) is composed once
 KNOWN_BYTES = 1 << 24
@@ -209,6 +214,8 @@ class _Direction:
         #: fine discretisations of recent cells (:meth:`_cells`) and their bytes
         self._fine_cells: dict[tuple[float, float, float], tuple[int, np.ndarray, float]] = {}
         self._fine_bytes = 0
+        #: their log-MGF rows (:meth:`_lambdas`), at most :data:`CELL_ROWS`
+        self._cell_rows: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
         #: committed blocks of the group being filled (:data:`GROUP_BLOCKS`), not yet in
         #: ``spec``; the product of the first ``partial_in`` of their transforms on the
         #: current grid (a cache the queries extend, never changed in place) and its
@@ -255,6 +262,35 @@ class _Direction:
         out = [found[c] for c in items]
         return out  # type: ignore[return-value]
 
+    def _lambdas(self, keys: list[tuple[float, float, float]]):
+        """:func:`~dpacct.accountant.pld.groups._row_lambdas` for the fine cells ``keys``
+        (``(sigma, q, fine step)``, as :meth:`_cells` keeps them), each row made once
+        and kept (:data:`CELL_ROWS`).  A row is a function of its cell, the step and
+        whether the call's rows share one weight table (its longest row, passed on), so
+        the rows are those of one call over all the cells, bit for bit."""
+
+        def lambdas(step: float, firsts: np.ndarray, pmfs: list[np.ndarray]):
+            longest = max(p.size for p in pmfs)
+            shared = longest <= NEG_WEIGHTS_CACHED
+            rows = self._cell_rows
+            found = [rows.get((key, shared)) for key in keys]
+            miss = [i for i, r in enumerate(found) if r is None]
+            if miss:
+                lp, ln = _row_lambdas(
+                    step, np.asarray(firsts)[miss], [pmfs[i] for i in miss], longest
+                )
+                for j, i in enumerate(miss):
+                    found[i] = (lp[j], ln[j])
+                    while len(rows) >= CELL_ROWS:
+                        rows.pop(next(iter(rows)))
+                    rows[(keys[i], shared)] = found[i]
+            return (
+                np.array([r[0] for r in found]),  # type: ignore[index]
+                np.array([r[1] for r in found]),  # type: ignore[index]
+            )
+
+        return lambdas
+
     def _compose(self, items: Items, budget: int) -> Segment:
         """The block ``items`` composed on the fine grid and coarsened onto the
         history's: the graded fine cells (:meth:`_cells`) composed on the fine grid
@@ -300,6 +336,7 @@ class _Direction:
                 counts,
                 self.block_alias,
                 BLOCK_ALIAS_TRIES,
+                self._lambdas([(s, q, fine) for s, q in items]),
             )
             if out is None:
                 raise OverflowError("the block's fine window exceeds FAST_MAX_N")

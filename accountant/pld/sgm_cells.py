@@ -28,12 +28,21 @@ def _loss_of_x(x: np.ndarray, sigma: np.ndarray, q: np.ndarray) -> np.ndarray:
         return np.logaddexp(np.log1p(-q), np.log(q) + (2 * x - 1) / (2 * sigma**2))
 
 
-def _x_of_loss(a: np.ndarray, sigma: np.ndarray, q: np.ndarray) -> np.ndarray:
-    """Preimage of the remove-direction loss: ``L(x) = a`` (``-inf`` below its range)."""
+def _x_of_loss(
+    a: np.ndarray, sigma: np.ndarray, q: np.ndarray, cell: np.ndarray | None = None
+) -> np.ndarray:
+    """Preimage of the remove-direction loss: ``L(x) = a`` (``-inf`` below its range).
+
+    With ``cell`` (each node's cell), ``sigma`` and ``q`` are per cell: their logarithms
+    and squares are taken once a cell and gathered to the nodes (the same values as
+    taken at every node, each an elementwise function of the same input)."""
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        floor = np.log1p(-q)
+        if cell is None:
+            floor, log_q, s2 = np.log1p(-q), np.log(q), sigma**2
+        else:
+            floor, log_q, s2 = np.log1p(-q)[cell], np.log(q)[cell], (sigma**2)[cell]
         inner = a + np.log1p(-np.exp(floor - a))  # log(e^a - (1 - q)), precise at q = 1
-        x = sigma**2 * (inner - np.log(q)) + 0.5
+        x = s2 * (inner - log_q) + 0.5
     return np.where(a > floor, x, -np.inf)
 
 
@@ -176,17 +185,19 @@ def _normal_pair(u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.where(neg, small, big), np.where(neg, big, small)
 
 
-def _node_cdfs(a: np.ndarray, s: np.ndarray, qq: np.ndarray, add: bool):
+def _node_cdfs(a: np.ndarray, sigma: np.ndarray, q: np.ndarray, cell: np.ndarray, add: bool):
     """``(cum_p, tail_p, cum_q, tail_q)``: the P- and Q-probabilities of ``L <= a`` and
-    ``L > a`` at every node ``a`` (``s``, ``qq``: each node's cell), from both normal
-    tails (no cancellation).  Remove direction: ``L <= a`` iff ``x <= x(a)``, P the
-    mixture ``(1 - q) N(0, s^2) + q N(1, s^2)``, Q ``N(0, s^2)``; add direction: ``-L <=
-    a`` iff ``x >= x(-a)``, P ``N(0, s^2)``, Q the mixture."""
-    xx = _x_of_loss(-a if add else a, s, qq)
+    ``L > a`` at every node ``a`` (``sigma``, ``q``: per cell; ``cell``: each node's),
+    from both normal tails (no cancellation).  Remove direction: ``L <= a`` iff ``x <=
+    x(a)``, P the mixture ``(1 - q) N(0, s^2) + q N(1, s^2)``, Q ``N(0, s^2)``; add
+    direction: ``-L <= a`` iff ``x >= x(-a)``, P ``N(0, s^2)``, Q the mixture."""
+    s, qq = sigma[cell], q[cell]
+    xx = _x_of_loss(-a if add else a, sigma, q, cell)
     f0, s0 = _normal_pair(xx / s)
     f1, s1 = _normal_pair((xx - 1) / s)
     del xx
-    mix_cdf, mix_sf = (1 - qq) * f0 + qq * f1, (1 - qq) * s0 + qq * s1
+    q0 = (1 - q)[cell]
+    mix_cdf, mix_sf = q0 * f0 + qq * f1, q0 * s0 + qq * s1
     if not add:
         return mix_cdf, mix_sf, f0, s0
     return s0, f0, mix_sf, mix_cdf
@@ -239,7 +250,7 @@ def _cell_bins(
         if add:
             raise ValueError("pile nodes are for the remove direction")
         a = a + _pile_shift(pile, step)[cell]
-    cum_p, tail_p, cum_q, tail_q = _node_cdfs(a, sigma[cell], q[cell], add)
+    cum_p, tail_p, cum_q, tail_q = _node_cdfs(a, sigma, q, cell, add)
     del j, cell
     keep = np.ones(a.size - 1, dtype=bool)
     keep[starts[1:] - 1] = False  # drop the pseudo-bins between cells

@@ -104,7 +104,7 @@ def _split_block(sigma, q, step, factor, tau, add, split=None):
     fine = step / factor
     first, count, cell, nodes = split or _split_nodes(sigma, q, step, factor, tau, add)
     a = nodes * fine
-    cum_p, tail_p, cum_q, tail_q = _node_cdfs(a, sigma[cell], q[cell], add)
+    cum_p, tail_p, cum_q, tail_q = _node_cdfs(a, sigma, q, cell, add)
     starts = np.cumsum(count) - count
     ends = starts + count - 1
     keep = np.ones(a.size - 1, dtype=bool)
