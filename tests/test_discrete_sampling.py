@@ -17,7 +17,7 @@ from scipy import stats
 from test_releases import LEVEL, _chi_square_pmf
 
 from dpacct.mechanisms.primitives._discrete_sampling import _bernoulli_exp_array
-from dpacct.mechanisms.primitives.discrete import sample_discrete_laplace
+from dpacct.mechanisms.primitives.discrete import DiscreteLaplaceMechanism, sample_discrete_laplace
 
 
 @pytest.mark.parametrize("gamma", [(0, 7), (3, 10), (7, 7), (9, 10)])
@@ -38,6 +38,7 @@ def test_bernoulli_exp_coin_on_arrays(gamma):
         (Fraction(2**62 + 1, 2**61), 20_000),  # the array path, u + t v past int64: Python ints
         (Fraction(2**64 + 1, 2**63), 1_500),  # t >= 2^63: one Python call chain per draw
         (Fraction(7, 3), 20_000),  # floor(X / s) with s = 3
+        (Fraction(2**63 - 1, 2**64), 20_000),  # s past int64 (scale ~ 1/2): Python integers
     ],
 )
 def test_discrete_laplace_pmf_on_each_path(scale, n):
@@ -48,3 +49,11 @@ def test_discrete_laplace_pmf_on_each_path(scale, n):
         return (1 - r) / (1 + r) * r ** abs(x)
 
     assert _chi_square_pmf(noisy, pmf, cut=int(3 * float(scale)) + 2) > LEVEL
+
+
+def test_a_tiny_float_scale_releases_its_input():
+    # the reviewer's case (03:05): a float scale below ~2^-10 has a denominator past 2^63;
+    # P(noise != 0) = 2 e^{-1/scale} / (1 + e^{-1/scale}) ~ 0 at scale 1e-4
+    noisy = DiscreteLaplaceMechanism(scale=1e-4).release(
+        np.arange(5), rng=np.random.default_rng(0))
+    assert noisy.tolist() == [0, 1, 2, 3, 4]

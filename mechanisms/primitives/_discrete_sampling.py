@@ -118,7 +118,10 @@ def _discrete_laplace_array(rng: np.random.Generator, t: int, s: int, n: int) ->
             up = _bernoulli_exp_array(rng, ones[: running.size], 1)
             running = running[up]
             v[running] += 1
-        if u.size and t * (int(v.max()) + 1) >= 2**63:  # u + t v would overflow int64
+        top = t * (int(v.max()) + 1) if u.size else 0  # every u + t v lies below it
+        if top <= s:  # a denominator s past every numerator (a scale below 1 / t)
+            y = np.zeros(u.size, dtype=np.int64)
+        elif top >= 2**63 or s > _ARRAY_T:  # u + t v, or s, past int64: Python integers
             y = np.array([(int(a) + t * int(b)) // s for a, b in zip(u, v, strict=True)],
                          dtype=object)
         else:
