@@ -54,6 +54,8 @@ def test_discrete_laplace_pmf_on_each_path(scale, n):
 def test_a_tiny_float_scale_releases_its_input():
     # the reviewer's case (03:05): a float scale below ~2^-10 has a denominator past 2^63;
     # P(noise != 0) = 2 e^{-1/scale} / (1 + e^{-1/scale}) ~ 0 at scale 1e-4
-    noisy = DiscreteLaplaceMechanism(scale=1e-4).release(
-        np.arange(5), rng=np.random.default_rng(0))
-    assert noisy.tolist() == [0, 1, 2, 3, 4]
+    # (5 values: one call chain per draw; 300: the array path's all-zero shortcut)
+    for n in (5, 300):
+        noisy = DiscreteLaplaceMechanism(scale=1e-4).release(
+            np.arange(n), rng=np.random.default_rng(0))
+        assert noisy.tolist() == list(range(n))

@@ -72,6 +72,10 @@ def _discrete_laplace_one(rng: np.random.Generator, t: int, s: int) -> int:
 
 #: largest ``t`` (the scale's numerator) drawn on arrays: numpy's bounded int64 draws
 _ARRAY_T = 2**63 - 1
+#: fewest draws taken on arrays: a batch costs a few dozen numpy calls whatever its size,
+#: so below ~100 draws one Python call chain per draw is cheaper (measured: 1 draw 15-40
+#: us per draw against ~200 us for a batch; even at 64, faster at 128)
+_ARRAY_MIN = 128
 
 
 def _bernoulli_exp_array(rng: np.random.Generator, num: np.ndarray, den: int) -> np.ndarray:

@@ -46,6 +46,7 @@ from dpacct.accountant.validation import (
 
 from ._discrete_laplace_law import MAX_SENSITIVITY, discrete_laplace_law
 from ._discrete_sampling import (
+    _ARRAY_MIN,
     _ARRAY_T,
     _bernoulli_exp,  # noqa: F401  (tests draw its coins)
     _discrete_gaussian_one,
@@ -79,9 +80,9 @@ def sample_discrete_laplace(scale: float | Fraction, size, rng: np.random.Genera
     ``scale`` is taken as the exact rational it is (a float is the binary fraction it
     stores); every coin has a rational probability drawn from exact uniform integers,
     so the samples have exactly this law.  Expected cost O(1) coins per sample,
-    independent of ``scale``.  The draws run on numpy arrays (a batch of Algorithm 2's
-    trials at a time) when the scale's numerator ``t`` is below 2^63 -- every float
-    scale below 2^63 -- and one Python call chain per draw beyond.
+    independent of ``scale``.  From 128 draws on they run on numpy arrays (a batch of
+    Algorithm 2's trials at a time) when the scale's numerator ``t`` is below 2^63 --
+    every float scale below 2^63 -- and otherwise one Python call chain per draw.
 
     Examples
     --------
@@ -97,7 +98,7 @@ def sample_discrete_laplace(scale: float | Fraction, size, rng: np.random.Genera
     shape = _check_size(size)
     n = math.prod(shape)
     t, s = frac.numerator, frac.denominator
-    if t <= _ARRAY_T:
+    if t <= _ARRAY_T and n >= _ARRAY_MIN:
         return _discrete_laplace_array(rng, t, s, n).reshape(shape)
     return np.array([_discrete_laplace_one(rng, t, s) for _ in range(n)], dtype=np.int64).reshape(
         shape
