@@ -45,7 +45,15 @@ from dpacct.accountant.validation import (
 )
 
 from ._discrete_laplace_law import MAX_SENSITIVITY, discrete_laplace_law
-from ._release import check_integer_values, is_integral, uniform_below
+from ._discrete_sampling import (
+    _ARRAY_MIN,
+    _ARRAY_T,
+    _bernoulli_exp,  # noqa: F401  (tests draw its coins)
+    _discrete_gaussian_one,
+    _discrete_laplace_array,
+    _discrete_laplace_one,
+)
+from ._release import check_integer_values, is_integral
 from .randomized_response import PureDPCurves
 
 __all__ = [
@@ -57,74 +65,6 @@ __all__ = [
     "sample_discrete_gaussian",
     "sample_discrete_laplace",
 ]
-
-
-# ----------------------------------------------------------------------- exact samplers
-# Canonne, Kamath, Steinke 2020, Section 5: every coin below has an exactly rational
-# probability and is drawn from exact uniform integers of the numpy Generator (no
-# floating-point step), so the samples have exactly the stated laws.
-def _bernoulli_exp_unit(rng: np.random.Generator, num: int, den: int) -> bool:
-    """``Bernoulli(exp(-num/den))`` for ``0 <= num <= den``: CKS 2020, Algorithm 1.
-
-    Draw ``A_k ~ Bernoulli(gamma / k)`` for ``k = 1, 2, ...`` until the first ``A_k = 0``
-    and return whether that ``k`` is odd: ``P(K = k) = gamma^{k-1}/(k-1)! - gamma^k/k!``,
-    whose sum over odd ``k`` is ``sum_m (-gamma)^m / m! = exp(-gamma)``.
-    """
-    k = 1
-    while uniform_below(rng, den * k) < num:
-        k += 1
-    return k % 2 == 1
-
-
-def _bernoulli_exp(rng: np.random.Generator, num: int, den: int) -> bool:
-    """``Bernoulli(exp(-num/den))`` for any rational ``num/den >= 0`` (CKS 2020, Alg. 1).
-
-    ``exp(-gamma) = exp(-1)^floor(gamma) exp(-(gamma - floor(gamma)))``: ``floor(gamma)``
-    independent ``Bernoulli(exp(-1))`` coins (stopping at the first failure) and one
-    for the fractional part.
-    """
-    whole, rest = divmod(num, den)
-    for _ in range(whole):
-        if not _bernoulli_exp_unit(rng, 1, 1):
-            return False
-    return _bernoulli_exp_unit(rng, rest, den)
-
-
-def _discrete_laplace_one(rng: np.random.Generator, t: int, s: int) -> int:
-    """One draw of ``P(Y = y) ∝ exp(-|y| s / t)`` on the integers: CKS 2020, Algorithm 2.
-
-    ``X = U + t V`` with ``U`` uniform on ``{0..t-1}`` kept with probability
-    ``exp(-U/t)`` and ``V`` geometric (``P(V = v) ∝ e^{-v}``) has ``P(X = x) ∝
-    e^{-x/t}``; ``Y = floor(X / s)`` then has ``P(Y = y) ∝ e^{-y s/t}``, and a fair sign
-    (rejecting ``-0``) makes it two-sided.
-    """
-    while True:
-        u = uniform_below(rng, t)
-        if not _bernoulli_exp(rng, u, t):
-            continue
-        v = 0
-        while _bernoulli_exp_unit(rng, 1, 1):
-            v += 1
-        y = (u + t * v) // s
-        negative = uniform_below(rng, 2) == 1
-        if negative and y == 0:
-            continue
-        return -y if negative else y
-
-
-def _discrete_gaussian_one(rng: np.random.Generator, a: int, b: int) -> int:
-    """One draw of ``N_Z(0, sigma^2)`` with ``sigma^2 = a / b``: CKS 2020, Algorithm 3.
-
-    With ``t = floor(sigma) + 1``, a discrete Laplace proposal ``Y ~ Lap_Z(t)`` is accepted
-    with probability ``exp(-(|Y| - sigma^2/t)^2 / (2 sigma^2))``; in integers that
-    exponent is ``(|Y| b t - a)^2 / (2 a b t^2)``.
-    """
-    t = math.isqrt(a // b) + 1  # floor(sqrt(a/b)) = isqrt(floor(a/b))
-    den = 2 * a * b * t * t
-    while True:
-        y = _discrete_laplace_one(rng, t, 1)
-        if _bernoulli_exp(rng, (abs(y) * b * t - a) ** 2, den):
-            return y
 
 
 def _check_size(size: object) -> tuple[int, ...]:
@@ -140,7 +80,9 @@ def sample_discrete_laplace(scale: float | Fraction, size, rng: np.random.Genera
     ``scale`` is taken as the exact rational it is (a float is the binary fraction it
     stores); every coin has a rational probability drawn from exact uniform integers,
     so the samples have exactly this law.  Expected cost O(1) coins per sample,
-    independent of ``scale``; pure Python (tens of microseconds per sample).
+    independent of ``scale``.  From 128 draws on they run on numpy arrays (a batch of
+    Algorithm 2's trials at a time) when the scale's numerator ``t`` is below 2^63 --
+    every float scale below 2^63 -- and otherwise one Python call chain per draw.
 
     Examples
     --------
@@ -156,6 +98,8 @@ def sample_discrete_laplace(scale: float | Fraction, size, rng: np.random.Genera
     shape = _check_size(size)
     n = math.prod(shape)
     t, s = frac.numerator, frac.denominator
+    if t <= _ARRAY_T and n >= _ARRAY_MIN:
+        return _discrete_laplace_array(rng, t, s, n).reshape(shape)
     return np.array([_discrete_laplace_one(rng, t, s) for _ in range(n)], dtype=np.int64).reshape(
         shape
     )
