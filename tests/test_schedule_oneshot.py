@@ -12,6 +12,7 @@ from dpacct.accountant.pld.schedule import schedule_mechanism, schedule_referenc
 from dpacct.accountant.pld.schedule_fast import _lower_step, fast_epsilon_bounds
 from dpacct.accountant.pld.schedule_oneshot import (
     ENGINE_FLOOR_SHARE,
+    FINE_ALONE_SHARE,
     _fine_pass,
     _incremental_epsilon,
     _oneshot_upper,
@@ -189,7 +190,7 @@ def test_fine_pass_not_alone_where_its_floor_is_a_share_of_delta():
     (``loose``; the engine's answer costs seconds, so it is not asked here) and the
     composer's answer is kept only where below the fine pass's."""
     fine, floor = _fine_pass(P5, 1e-6)
-    assert floor > 2.5e-5 * 1e-6  # the fine pass is not alone here
+    assert floor > FINE_ALONE_SHARE * 1e-6  # the fine pass is not alone here
     found, loose = _oneshot_upper(P5, 1e-6, None, lambda: False)
     assert loose and found <= fine
     assert found > 0.5474643224807259  # the engine's answer is below both passes

@@ -28,12 +28,13 @@ __all__: list[str] = []
 #: benchmarks/schedule_oneshot.py at delta 1e-5: floors 2e-6 .. 8e-5 of it (no engine)
 ENGINE_FLOOR_SHARE = 1e-4
 #: the one-shot path's fine pass (:func:`_fine_pass`) answers alone only where its own
-#: floor is within this share of delta: the composer's floor was 1.3-1.4 times the fine
-#: pass's on random phases, and where the composer's is above ``ENGINE_FLOOR_SHARE``
-#: main's one-shot also asked the engine (86 phases of sigma 1.75-1.82 at delta 1e-6:
-#: floors 8.3e-5 and 1.1e-4 of delta, the fine pass 0.5474612 above the engine's
-#: 0.5474608); beyond, main's passes answer too, the smallest kept
-FINE_ALONE_SHARE = ENGINE_FLOOR_SHARE / 4
+#: floor is within this share of delta: where the composer's floor is above
+#: ``ENGINE_FLOOR_SHARE`` main's one-shot also asked the engine, and the composer's
+#: floor was 1.05-1.42 times the fine pass's (86 phases of sigma 1.75-1.82 at delta
+#: 1e-6: 1.1e-4 and 8.3e-5 of delta, the fine pass 0.5474648 above the engine's
+#: 0.5474643; 1 000 random phases x 10 at 1e-5: 7.8e-5 and 5.5e-5); beyond, main's
+#: passes answer too, the smallest kept
+FINE_ALONE_SHARE = ENGINE_FLOOR_SHARE / 1.5
 #: distinct steps the one-shot path keeps as their own cells where the ledger's
 #: composer would round steps together
 #: (:func:`~dpacct.accountant.pld.schedule._ledger_merges`; the ledger keeps
