@@ -194,3 +194,37 @@ def test_fine_pass_not_alone_where_its_floor_is_a_share_of_delta():
     found, loose = _oneshot_upper(P5, 1e-6, None, lambda: False)
     assert loose and found <= fine
     assert found > 0.5474643224807259  # the engine's answer is below both passes
+
+
+#: review 26's shape s11 (rounded to 7 digits): 17 phases of sigma 3.0-3.2, q 0.007-0.01,
+#: 30-198 steps each
+S11 = [
+    (2.973552, 0.0082316, 166),
+    (3.092899, 0.0080301, 33),
+    (3.027684, 0.0082813, 139),
+    (3.149185, 0.0102022, 142),
+    (3.068897, 0.0069488, 88),
+    (2.995437, 0.0087613, 30),
+    (3.176723, 0.00718, 97),
+    (3.134677, 0.0066989, 187),
+    (2.976611, 0.007813, 156),
+    (3.06076, 0.01009, 173),
+    (3.167327, 0.0097694, 44),
+    (3.081254, 0.0096527, 109),
+    (3.067965, 0.0066954, 172),
+    (2.980534, 0.0085509, 198),
+    (3.060948, 0.0091917, 80),
+    (2.988087, 0.0091832, 35),
+    (3.019618, 0.0072502, 154),
+]
+
+
+def test_long_phases_keep_mains_passes():
+    """Review 26: on long phases (over ``FINE_ALONE_COUNT`` steps each on average) the
+    composer's blocks sit on grids up to 64x finer and beat the fine pass: alone it
+    answered 0.4425042062 here at 1e-5, above main's one-shot (adc90ec:
+    0.4425040562328568, the composer's).  The one-shot path keeps main's passes there."""
+    eps = schedule_mechanism(S11, progress=False).epsilon(1e-5)
+    assert eps <= 0.4425040562328568 * (1 + 1e-12)
+    lo = fast_epsilon_bounds(S11, 1e-5, step=_lower_step(S11), upper=False)[0]
+    assert lo <= eps

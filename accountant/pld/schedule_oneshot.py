@@ -35,6 +35,12 @@ ENGINE_FLOOR_SHARE = 1e-4
 #: 0.5474643; 1 000 random phases x 10 at 1e-5: 7.8e-5 and 5.5e-5); beyond, main's
 #: passes answer too, the smallest kept
 FINE_ALONE_SHARE = ENGINE_FLOOR_SHARE / 1.5
+#: ... and only on phases of at most this many steps on average: with long phases the
+#: composer's blocks hold one or two cells on grids up to 64x finer, and won (review 26:
+#: 17 phases of sigma 3.0-3.2, q 0.007-0.01, 30-198 steps each, at 1e-5 the fine pass
+#: 0.44250503 against main's 0.44250488; two more shapes of 106 and 116 steps a phase
+#: at 1e-3); benchmarks/oneshot_sweep.py's phases hold 1-40 (main's answers at most)
+FINE_ALONE_COUNT = 32
 #: distinct steps the one-shot path keeps as their own cells where the ledger's
 #: composer would round steps together
 #: (:func:`~dpacct.accountant.pld.schedule._ledger_merges`; the ledger keeps
@@ -202,7 +208,8 @@ def _oneshot_upper(
     or more than :data:`ONESHOT_COMPOSER_CELLS` distinct steps) at the default ``tol``:
     the fine pass alone (:func:`_fine_pass`: every distinct step its own cell on half
     the composer's loss step), where it certifies with its floor within
-    :data:`FINE_ALONE_SHARE` of delta.
+    :data:`FINE_ALONE_SHARE` of delta and the phases hold at most
+    :data:`FINE_ALONE_COUNT` steps on average.
     Otherwise (single steps, a ``tol`` below the default, or a fine pass that cannot
     certify within the share) main's passes, and the fine pass's answer where it was
     made: the ledger's composer first; where its floor is within the share, also a
@@ -227,7 +234,8 @@ def _oneshot_upper(
     fine = None
     if not single and not halvings:
         fine = _fine_pass(steps, delta)
-        if fine is not None and fine[1] <= FINE_ALONE_SHARE * delta:
+        alone = run <= FINE_ALONE_COUNT * cells
+        if fine is not None and alone and fine[1] <= FINE_ALONE_SHARE * delta:
             return fine[0], False
     found, step, floor = _incremental_epsilon(steps, delta)
     loose = floor > ENGINE_FLOOR_SHARE * delta
