@@ -46,9 +46,12 @@ print(json.dumps({"epsilon": eps, "cpu": time.process_time() - t0}))
 """
 
 
-def shapes(count: int, seed: int = 0) -> list[tuple[str, list[tuple[float, float, int]]]]:
+def shapes(
+    count: int, seed: int = 0, counts: tuple[int, int] = (1, 40)
+) -> list[tuple[str, list[tuple[float, float, int]]]]:
     """``count`` random schedules ``(name, phases)`` from ``numpy.random.default_rng(seed)``:
-    three of random phases to one of decaying single steps."""
+    three of random phases (steps a phase uniform in ``counts``, or all 10) to one of
+    decaying single steps."""
     rng = np.random.default_rng(seed)
     out = []
     for i in range(count):
@@ -65,18 +68,18 @@ def shapes(count: int, seed: int = 0) -> list[tuple[str, list[tuple[float, float
         qhi = min(qlo * float(rng.uniform(1.5, 10.0)), 0.1)
         sig = rng.uniform(lo, lo + width, n)
         qs = np.exp(rng.uniform(np.log(qlo), np.log(qhi), n))
-        counts = rng.integers(1, 41, n) if rng.random() < 0.5 else np.full(n, 10)
+        steps = rng.integers(counts[0], counts[1] + 1, n) if rng.random() < 0.5 else np.full(n, 10)
         name = f"p{i}: {n} phases, sigma {lo:.2f}-{lo + width:.2f}, q {qlo:.1e}-{qhi:.1e}"
         out.append(
-            (name, [(float(a), float(b), int(c)) for a, b, c in zip(sig, qs, counts, strict=True)])
+            (name, [(float(a), float(b), int(c)) for a, b, c in zip(sig, qs, steps, strict=True)])
         )
     return out
 
 
-def measure(sides, count: int, seed: int, deltas: Sequence[float], timeout: float):
+def measure(sides, count: int, seed: int, deltas: Sequence[float], timeout: float, counts=(1, 40)):
     """``{shape name: {side: record}}``, the sides alternated shape by shape."""
     out: dict[str, Any] = {}
-    for name, phases in shapes(count, seed):
+    for name, phases in shapes(count, seed, counts):
         out[name] = {}
         for side, (root, python) in sides.items():
             rec = run_in_checkout(
@@ -121,10 +124,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--shapes", type=int, default=16)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--deltas", type=float, nargs="+", default=list(DELTAS))
+    p.add_argument("--counts", type=int, nargs=2, default=[1, 40], help="steps a phase")
     p.add_argument("--timeout", type=float, default=600.0, help="seconds per call")
     p.add_argument("--json", help="write the records to this file")
     args = p.parse_args(argv)
-    results = measure(old_new_sides(args.old), args.shapes, args.seed, args.deltas, args.timeout)
+    sides = old_new_sides(args.old)
+    results = measure(sides, args.shapes, args.seed, args.deltas, args.timeout, tuple(args.counts))
     if args.json:
         write_json(args.json, results)
     print(format_table(results, args.deltas))
