@@ -548,7 +548,11 @@ class ScheduleMechanism(ComposedMechanism):
 
     With ``steps`` (the DP-SGD phases, as :func:`schedule_mechanism` sets it for more
     than :data:`ENGINE_PHASES` distinct ones and nothing else), ``epsilon`` and the
-    upper end of ``epsilon_bounds`` are the smaller of the ledger's online composer's
+    upper end of ``epsilon_bounds`` are, on narrow phases whose certificate floor is a
+    small share of delta, one fine composition of every distinct step as its own cell
+    (:func:`~dpacct.accountant.pld.schedule_oneshot._fine_pass`: at or below
+    dp_accounting's default PLD on the benchmark rows), else the smaller of that, the
+    ledger's online composer's
     (:class:`~dpacct.accountant.pld.incremental.IncrementalEpsilon`: the steps in
     blocks, each composed on a finer grid and coarsened once, its errors in the
     certificate) and a finer composition: every distinct step its own cell

@@ -190,6 +190,7 @@ def _compose_tree(
     pessimistic: bool,
     *,
     group=None,
+    group_cells: int | None = None,
 ) -> tuple[GridPLD, float] | None:
     """:func:`_compose_cells` of many cells, in a tree of groups, cells discretised as
     they are needed.
@@ -210,6 +211,7 @@ def _compose_tree(
     and the PMFs left at every level are composed by :func:`_compose_cells` at the end
     (each with count 1), so a cell is transformed on its group's window, not on the
     whole composition's, and at most ``TREE_FANIN`` PMFs per level are held.
+    ``group_cells``: the cells of one ``group`` (default :func:`_fine_group_cells`).
 
     Certificate: the composed PMF differs from the exact discrete composition by a
     signed measure; writing each group PMF as ``y_g = x_g + E_g`` (``x_g`` exact) and
@@ -229,7 +231,7 @@ def _compose_tree(
         return _compose_cells(step, firsts, pmfs, infs, counts, alias_budget, pessimistic)
     # every group of every level gets the same share of the groups' budget; there are
     # at most n / F + n / F^2 + ... + (one partial group per level) of them
-    fanin0 = TREE_FANIN if group is None else _fine_group_cells(counts)
+    fanin0 = TREE_FANIN if group is None else group_cells or _fine_group_cells(counts)
     g0 = math.ceil(n_cells / fanin0)  # level-0 groups; each level up, 1 / TREE_FANIN
     levels = math.ceil(math.log(max(g0, 2)) / math.log(TREE_FANIN)) + 1
     n_groups = g0 + math.ceil(g0 / (TREE_FANIN - 1)) + levels
@@ -533,12 +535,20 @@ def fast_epsilon_bounds(
 
 
 def fast_upper(
-    phases: Sequence[tuple[float, float, int]], delta: float, step: float | None = None
+    phases: Sequence[tuple[float, float, int]],
+    delta: float,
+    step: float | None = None,
+    *,
+    factor: int | None = None,
+    group_cells: int | None = None,
 ) -> tuple[float, float] | None:
     """The upper end of :func:`fast_epsilon_bounds` ``(phases, delta, step=step,
     lower=False)`` and its certificate's floor (the remove direction's mass at ``+inf``:
     its tails, aliasing and round-off; the one-shot path compares it with delta,
     :mod:`~dpacct.accountant.pld.schedule_oneshot`), or None where it cannot certify.
+    ``factor`` (default :func:`_upper_factor`) and ``group_cells`` (default
+    :func:`_fine_group_cells`): the refinement and the cells of its fine groups
+    (:func:`_pessimistic_tree`; tightness and speed only, any value is certified).
 
     Examples
     --------
@@ -552,19 +562,24 @@ def fast_upper(
     qs = np.array([float(q) for _, q, _ in phases])
     cnt = np.array([int(c) for _, _, c in phases], dtype=np.int64).astype(float)
     budget = tail_budgets(delta, max(int(cnt.sum()), 1))
-    eps, floor = _upper_of(phases, (sig, qs, cnt), delta, step, None, (budget.piece, budget.alias))
+    budgets = (budget.piece, budget.alias)
+    eps, floor = _upper_of(phases, (sig, qs, cnt), delta, step, factor, budgets, group_cells)
     return None if math.isnan(eps) else (eps, floor)
 
 
-def _upper_of(phases, arrays, delta, step, factor, budgets) -> tuple[float, float]:
+def _upper_of(
+    phases, arrays, delta, step, factor, budgets, group_cells=None
+) -> tuple[float, float]:
     """:func:`_upper_end` of ``arrays`` (``sig, qs, cnt``) at ``step`` (None:
     :data:`FAST_STEP`) and ``factor`` (None: :func:`_upper_factor`), with the tail
-    ``budgets`` ``(tau, alias)``: its epsilon (``nan``: cannot certify) and floor."""
+    ``budgets`` ``(tau, alias)`` and ``group_cells`` (None: :func:`_fine_group_cells`):
+    its epsilon (``nan``: cannot certify) and floor."""
     up_step = FAST_STEP if step is None else step
     if factor is None:
         factor = _upper_factor(phases, up_step)
     floor: list[float] = []
-    eps = _upper_end(*arrays, delta, up_step, budgets[0], budgets[1] * ALIAS_SHARE, factor, floor)
+    alias = budgets[1] * ALIAS_SHARE
+    eps = _upper_end(*arrays, delta, up_step, budgets[0], alias, factor, floor, group_cells)
     if factor > 1:
         # the cached Chernoff weights of the fine steps, which nothing else uses: not
         # held through the lower end (1 000 phases: both ends' peak 108 -> 76 MB)
@@ -582,11 +597,12 @@ def _upper_end(
     alias_budget: float,
     factor: int = 1,
     floor: list[float] | None = None,
+    group_cells: int | None = None,
 ) -> float:
     """Certified upper epsilon of the cells at loss step ``step``; ``nan`` if the fast
     path cannot certify (window too long).  ``floor``, a list: the remove direction's
-    mass at ``+inf`` is appended to it."""
-    res = _pessimistic_tree(sig, qs, cnt, step, tau, alias_budget, False, factor)
+    mass at ``+inf`` is appended to it; ``group_cells``: see :func:`_pessimistic_tree`."""
+    res = _pessimistic_tree(sig, qs, cnt, step, tau, alias_budget, False, factor, group_cells)
     if res is None:
         return math.nan
     if floor is not None:
@@ -598,7 +614,9 @@ def _upper_end(
         # remove direction is it composed as the remove direction was
         add_eps = math.inf
         for add_step, add_factor in ((ADD_STEP_FACTOR * step, 1), (step, factor)):
-            res = _pessimistic_tree(sig, qs, cnt, add_step, tau, alias_budget, True, add_factor)
+            res = _pessimistic_tree(
+                sig, qs, cnt, add_step, tau, alias_budget, True, add_factor, group_cells
+            )
             if res is not None:
                 add_eps = min(add_eps, res[0].epsilon(delta))
             if add_eps <= eps:
@@ -618,6 +636,7 @@ def _pessimistic_tree(
     alias_budget: float,
     add: bool,
     factor: int = 1,
+    group_cells: int | None = None,
 ) -> tuple[GridPLD, float] | None:
     """Connect-the-dots cells of one direction composed by :func:`_compose_tree`.
 
@@ -626,6 +645,7 @@ def _pessimistic_tree(
     (:func:`~dpacct.accountant.pld.split_cells.split_fine_group`; a group whose fine
     window would be too long is tried at half the factor, down to 1, the cells composed
     on ``step`` itself); ``factor == 1``: the cells are discretised on ``step``.
+    ``group_cells``: the cells of a fine group (default :func:`_fine_group_cells`).
     """
 
     def group(ids: np.ndarray, budget: float):
@@ -645,6 +665,7 @@ def _pessimistic_tree(
         alias_budget,
         True,
         group=group if factor > 1 else None,
+        group_cells=group_cells,
     )
 
 

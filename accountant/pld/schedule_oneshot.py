@@ -11,9 +11,10 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from .block_rules import BLOCK_STEPS, _coarse_step
 from .incremental import IncrementalEpsilon
 from .pld_settings import DEFAULT_TOL
-from .schedule_fast import FAST_STEP, fast_upper
+from .schedule_fast import FAST_STEP, UPPER_MAX_FACTOR, _upper_factor, fast_upper
 
 __all__: list[str] = []
 
@@ -26,6 +27,20 @@ __all__: list[str] = []
 #: and 150 steps of 1.2 * 0.995^t, q 0.02, 6.7237863 against 6.7236761.  The rows of
 #: benchmarks/schedule_oneshot.py at delta 1e-5: floors 2e-6 .. 8e-5 of it (no engine)
 ENGINE_FLOOR_SHARE = 1e-4
+#: the one-shot path's fine pass (:func:`_fine_pass`) answers alone only where its own
+#: floor is within this share of delta: where the composer's floor is above
+#: ``ENGINE_FLOOR_SHARE`` main's one-shot also asked the engine, and the composer's
+#: floor was 1.05-1.42 times the fine pass's (86 phases of sigma 1.75-1.82 at delta
+#: 1e-6: 1.1e-4 and 8.3e-5 of delta, the fine pass 0.5474648 above the engine's
+#: 0.5474643; 1 000 random phases x 10 at 1e-5: 7.8e-5 and 5.5e-5); beyond, main's
+#: passes answer too, the smallest kept
+FINE_ALONE_SHARE = ENGINE_FLOOR_SHARE / 1.5
+#: ... and only on phases of at most this many steps on average: with long phases the
+#: composer's blocks hold one or two cells on grids up to 64x finer, and won (review 26:
+#: 17 phases of sigma 3.0-3.2, q 0.007-0.01, 30-198 steps each, at 1e-5 the fine pass
+#: 0.44250503 against main's 0.44250488; two more shapes of 106 and 116 steps a phase
+#: at 1e-3); benchmarks/oneshot_sweep.py's phases hold 1-40 (main's answers at most)
+FINE_ALONE_COUNT = 32
 #: distinct steps the one-shot path keeps as their own cells where the ledger's
 #: composer would round steps together
 #: (:func:`~dpacct.accountant.pld.schedule._ledger_merges`; the ledger keeps
@@ -58,6 +73,26 @@ ONESHOT_COMPOSER_CELLS = 512
 #: steps, a decaying sigma; on random phases x 10 the grid above is below main's and
 #: the composer's pass cost more than main's one-shot: 100 x 10, 0.90 s against 0.76 s)
 ONESHOT_COMPOSER_COUNT = 2
+
+
+#: the one-shot path's fine pass (:func:`_fine_pass`): every distinct step its own cell
+#: (:func:`~dpacct.accountant.pld.schedule_fast.fast_upper`) on a loss step half the
+#: composer's (:func:`_fine_step`), its groups ``UPPER_MAX_FACTOR`` times finer, where
+#: :func:`~dpacct.accountant.pld.schedule_fast._upper_factor` asks at least this factor
+#: (narrow steps; wide ones are cheaper and as tight by the composer's graded cells: 40
+#: random phases x 3 of sigma 0.6-3, q 1e-3-0.3, the composer 9.0044187 in 0.06 s, the
+#: fine pass at factor 2 / 8 9.0044193 / 9.0044177 in 0.2 / 0.9 s) ...
+FINE_MIN_FACTOR = 4
+#: ... and of about this many steps (each group pays one coarsening and carries its own
+#: round-off into the certificate: fewer, larger groups are tighter), within
+#: ``FINE_GROUP_MIN .. FINE_GROUP_MAX`` cells.  Measured (CPU s, idle machine, at
+#: delta 1e-5, dp_accounting's default PLD beside): 1 000 random phases x 10 at 16 / 64
+#: cells a group 5.3203994 / 5.3203474 (dp_accounting 5.320348) for 1.9 / 2.6 s; the
+#: first 1 906 steps of sigma 1.5 * 0.9999^t at 64 / 128 cells 1.4949237 / 1.4949196
+#: (1.4949237) for 3.4 / 3.2 s
+FINE_GROUP_STEPS = 640
+FINE_GROUP_MIN = 64
+FINE_GROUP_MAX = 128
 
 
 #: an explicit ``tol`` below the default halves the one-shot path's history step
@@ -94,6 +129,52 @@ def _fine_halvings(tol: float | None) -> int:
     return min(FINE_HALVINGS, math.ceil(math.log2(DEFAULT_TOL / tol) - 1e-9))
 
 
+def _fine_step(steps: Sequence[tuple[float, float, int]]) -> float:
+    """The loss step of the one-shot path's fine pass: half the finer of the steps the
+    ledger's composer would choose (:func:`~dpacct.accountant.pld.block_rules.
+    _coarse_step`) from the first :data:`~dpacct.accountant.pld.block_rules.
+    BLOCK_STEPS` steps and from all of them.  Speed and tightness only.
+
+    Examples
+    --------
+    >>> _fine_step([(1.5, 0.01, 1000)]), _fine_step([(1.3, 0.002, 20)])
+    (0.0005, 0.00025)
+    """
+    first: dict[tuple[float, float], int] = {}
+    every: dict[tuple[float, float], int] = {}
+    left = BLOCK_STEPS
+    for s, q, c in steps:
+        every[(s, q)] = every.get((s, q), 0) + c
+        if left > 0:
+            first[(s, q)] = first.get((s, q), 0) + min(c, left)
+            left -= c
+    return min(_coarse_step(first), _coarse_step(every)) / 2
+
+
+def _fine_pass(
+    steps: Sequence[tuple[float, float, int]], delta: float
+) -> tuple[float, float] | None:
+    """The one-shot path's fine pass: :func:`~dpacct.accountant.pld.schedule_fast.
+    fast_upper` of ``steps`` at ``delta`` on :func:`_fine_step`, its groups
+    ``UPPER_MAX_FACTOR`` times finer and of about :data:`FINE_GROUP_STEPS` steps: its
+    certified epsilon and floor; None where it cannot certify or is not tried (steps
+    for which :func:`~dpacct.accountant.pld.schedule_fast._upper_factor` asks less than
+    :data:`FINE_MIN_FACTOR`).
+
+    Examples
+    --------
+    >>> eps, floor = _fine_pass([(1.0, 0.01, 1000)], 1e-5)
+    >>> bool(eps <= fast_upper([(1.0, 0.01, 1000)], 1e-5)[0] and floor < 1e-9)
+    True
+    """
+    step = _fine_step(steps)
+    if _upper_factor(steps, step) < FINE_MIN_FACTOR:
+        return None
+    mean = sum(c for _, _, c in steps) / max(len({(s, q) for s, q, _ in steps}), 1)
+    cells = min(FINE_GROUP_MAX, max(FINE_GROUP_MIN, int(FINE_GROUP_STEPS // max(mean, 1.0))))
+    return fast_upper(steps, delta, step, factor=UPPER_MAX_FACTOR, group_cells=cells)
+
+
 def _incremental_epsilon(
     steps: Sequence[tuple[float, float, int]], delta: float, **options
 ) -> tuple[float | None, float, float]:
@@ -120,27 +201,45 @@ def _oneshot_upper(
     merges: Callable[[], bool],
 ) -> tuple[float | None, bool]:
     """The one-shot path's certified epsilon of the DP-SGD ``steps`` at ``delta`` (None:
-    it cannot certify) and whether the engine's composition must answer too (the
-    ledger's composer's certificate floor above :data:`ENGINE_FLOOR_SHARE` of delta).
+    it cannot certify) and whether the engine's composition must answer too (a
+    certificate floor above :data:`ENGINE_FLOOR_SHARE` of delta).
 
-    The ledger's composer first; where its floor is within the share, also a finer
-    composition, the smaller kept: more than :data:`ONESHOT_FAST_CELLS` distinct steps
-    that the composer rounds together (``merges()``), the composer with
+    Phases (more than :data:`ONESHOT_COMPOSER_COUNT` steps a distinct step on average,
+    or more than :data:`ONESHOT_COMPOSER_CELLS` distinct steps) at the default ``tol``:
+    the fine pass alone (:func:`_fine_pass`: every distinct step its own cell on half
+    the composer's loss step), where it certifies with its floor within
+    :data:`FINE_ALONE_SHARE` of delta and the phases hold at most
+    :data:`FINE_ALONE_COUNT` steps on average.
+    Otherwise (single steps, a ``tol`` below the default, or a fine pass that cannot
+    certify within the share) main's passes, and the fine pass's answer where it was
+    made: the ledger's composer first; where its floor is within the share, also a
+    finer composition, the smaller kept: more than :data:`ONESHOT_FAST_CELLS` distinct
+    steps that the composer rounds together (``merges()``), the composer with
     :data:`ONESHOT_EXACT_STEPS` exact cells; otherwise every distinct step its own cell
     on :data:`ONESHOT_FAST_STEP` (:func:`~dpacct.accountant.pld.schedule_fast.
-    fast_upper`), and for single steps (at most :data:`ONESHOT_COMPOSER_COUNT` a
-    distinct step on average, at most :data:`ONESHOT_COMPOSER_CELLS` of them) also the
-    composer with every step its own cell on a quarter of its history step.  A ``tol``
-    below the default also composes every step its own cell on a history step
-    :func:`_fine_halvings` times halved.  Every composition is certified: the smaller
-    is a certified answer.  (Session 22 ran the finer composition alone on narrow
-    steps, 0.5-0.9x the CPU on the benchmark rows at equal answers, but the review
+    fast_upper`), and for single steps also the composer with every step its own cell
+    on a quarter of its history step.  A ``tol`` below the default also composes every
+    step its own cell on a history step :func:`_fine_halvings` times halved.  Every
+    composition is certified: the smallest is a certified answer.  (Session 22 ran
+    ``fast_upper`` on :data:`ONESHOT_FAST_STEP` alone on narrow steps, and the review
     found it above the composer on 8 of 12 random shapes: 20 phases of sigma 1.2-1.4,
-    q 1.2e-3-2.8e-3, counts 1-40, +1.1e-4 relative at delta 1e-5.)
+    q 1.2e-3-2.8e-3, counts 1-40, +1.1e-4 relative at delta 1e-5; the fine pass's step
+    follows the composer's, its groups are finer and larger: ``python -m
+    benchmarks.oneshot_sweep`` compares it with main's one-shot on random shapes.)
     """
+    cells = len({(s, q) for s, q, _ in steps})
+    run = sum(c for _, _, c in steps)
+    single = run <= ONESHOT_COMPOSER_COUNT * cells and cells <= ONESHOT_COMPOSER_CELLS
+    halvings = _fine_halvings(tol)
+    fine = None
+    if not single and not halvings:
+        fine = _fine_pass(steps, delta)
+        alone = run <= FINE_ALONE_COUNT * cells
+        if fine is not None and alone and fine[1] <= FINE_ALONE_SHARE * delta:
+            return fine[0], False
     found, step, floor = _incremental_epsilon(steps, delta)
     loose = floor > ENGINE_FLOOR_SHARE * delta
-    cells = len({(s, q) for s, q, _ in steps})
+    found = _smaller(found, None if fine is None else fine[0])
     if found is not None and not loose:
         if cells > ONESHOT_FAST_CELLS and merges():
             found = _smaller(
@@ -149,14 +248,12 @@ def _oneshot_upper(
         else:
             fast = fast_upper(steps, delta, ONESHOT_FAST_STEP)
             found = _smaller(found, None if fast is None else fast[0])
-            run = sum(c for _, _, c in steps)
-            if run <= ONESHOT_COMPOSER_COUNT * cells and cells <= ONESHOT_COMPOSER_CELLS:
-                fine = _incremental_epsilon(steps, delta, step=step / 4, exact_steps=cells)[0]
-                found = _smaller(found, fine)
-    halvings = _fine_halvings(tol)
+            if single:
+                fine4 = _incremental_epsilon(steps, delta, step=step / 4, exact_steps=cells)[0]
+                found = _smaller(found, fine4)
     if found is not None and halvings:
-        fine, _, _ = _incremental_epsilon(steps, delta, step=step / 2**halvings, exact_steps=cells)
-        found = _smaller(found, fine)
+        fine2, _, _ = _incremental_epsilon(steps, delta, step=step / 2**halvings, exact_steps=cells)
+        found = _smaller(found, fine2)
     return found, loose
 
 
