@@ -113,7 +113,7 @@ def k3_atoms(sigma: float, steps: int, *, progress: bool = False
     (:func:`.random_allocation_k_law4.remove_atoms4`) from :data:`K3_FOUR_MIN_STEPS`
     steps, else Proposition 7's (:func:`k3_remove_atoms`).  Measured (delta 1e-6, one
     epoch, the remove law; docs/theory/allocation_k_of_t.md, "four levels"): sigma 1,
-    T 100: 2.1376 against 2.1558.
+    T 100: 2.1370 against 2.1558.
 
     Examples
     --------

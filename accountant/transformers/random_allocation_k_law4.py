@@ -24,9 +24,8 @@ more, at a level ``theta_3 < theta`` of ``M_3``:
    for the others' cut.
 
 Measured (delta 1e-6, one epoch, the remove law's own curve; docs/theory/
-allocation_k_of_t.md, "four levels"): sigma 1, T 100: 2.1382 against Proposition 7's
-2.1558 (pointwise, importance sampling: about 2.133); sigma 0.8, T 100: 3.621 against
-3.655.
+allocation_k_of_t.md, "four levels"): sigma 1, T 100: 2.1370 against Proposition 7's
+2.1558 (pointwise, importance sampling: about 2.133).
 
 Charges: ``M_2`` above ``b`` (pairs), four coordinates above ``b'''`` (the others of
 region 3 are then below ``min(M_3, b''')``), ``M_1`` above the last cell.
@@ -58,7 +57,6 @@ from .random_allocation_k_law import (
     _DROP_Q,
     _MARGIN,
     _PER_LOG2,
-    _SD_FRAC,
     _dot,
     _first_region,
     _least,
@@ -73,6 +71,11 @@ __all__: list[str] = []
 
 #: the aim of the union on four coordinates above b'''
 _CHARGE4 = 1e-10
+#: the coarse lattice of the others is at most this many of their sum's standard
+#: deviations (Proposition 9's quarter: sigma 1, T 100, delta 1e-6, step 1: 2.13816; a
+#: tenth and step 0.25: 2.13699; the spread adds up to step^2 / 4 to the variance, which
+#: the tail at delta 1e-6 reads)
+_SD_FRAC = 0.1
 #: sub-intervals of a cell in the upper Riemann sum of the chord's upper share
 _SUB = 256
 
@@ -298,7 +301,7 @@ def region_nodes(sigma: float, theta: float, lt3: float, top: float, dl3: float,
 
 def _lattice(sigma, cut, h, n, folds, step):
     """The others' ``folds``-fold lattice law cut at ``e^cut``, moved onto the coarse
-    lattice (least step ``step``, at most a quarter of its standard deviation)."""
+    lattice (least step ``step``, at most :data:`_SD_FRAC` of its standard deviation)."""
     lw = _sum_power(_term_law(sigma, math.exp(cut), h, n), folds)
     rv = np.arange(n) * h
     sd = math.sqrt(max(_dot(lw, rv**2) - _dot(lw, rv) ** 2, 0.0))
@@ -307,7 +310,7 @@ def _lattice(sigma, cut, h, n, folds, step):
 
 def remove_atoms4(
     sigma: float, t: int, k: int, *, progress: bool = False, theta_sd: float = 2.2,
-    theta3_sd: float = 2.0, dl3: float = 0.05, step: float = 1.0,
+    theta3_sd: float = 2.0, dl3: float = 0.05, step: float = 0.25,
     eta: float = 2e-3, top_sd: float = 6.5, drop_w: float = 1e-22, drop_r: float = 1e-16,
 ) -> tuple[np.ndarray, np.ndarray, float]:
     """``(values, q, charge)``: for every ``gamma >= 0``, ``H_gamma(P_k || Q) <= sum_i q_i
