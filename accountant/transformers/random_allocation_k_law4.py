@@ -71,11 +71,12 @@ __all__: list[str] = []
 
 #: the aim of the union on four coordinates above b'''
 _CHARGE4 = 1e-10
-#: the coarse lattice of the others is at most this many of their sum's standard
-#: deviations (Proposition 9's quarter: sigma 1, T 100, delta 1e-6, step 1: 2.13816; a
-#: tenth and step 0.25: 2.13699; the spread adds up to step^2 / 4 to the variance, which
-#: the tail at delta 1e-6 reads)
-_SD_FRAC = 0.1
+#: ``(least step, fraction of the sum's standard deviation)`` of the others' coarse
+#: lattice, from T 50 and below (sigma 1, T 100, delta 1e-6: Proposition 9's (1, 0.25)
+#: 2.13816, (0.25, 0.1) 2.13699 (12.6 -> 17.3 CPU s, loaded); the spread adds up to
+#: step^2 / 4 to the variance, which the tail at delta 1e-6 reads; sigma 0.8, T 10:
+#: 8.04744 in 16.9 s against 8.04868 in 8.8 s)
+_LATTICE = {True: (0.25, 0.1), False: (1.0, 0.25)}
 #: sub-intervals of a cell in the upper Riemann sum of the chord's upper share
 _SUB = 256
 
@@ -299,18 +300,19 @@ def region_nodes(sigma: float, theta: float, lt3: float, top: float, dl3: float,
     return np.array(down[::-1] + up), len(down)
 
 
-def _lattice(sigma, cut, h, n, folds, step):
+def _lattice(sigma, cut, h, n, folds, step, sd_frac):
     """The others' ``folds``-fold lattice law cut at ``e^cut``, moved onto the coarse
-    lattice (least step ``step``, at most :data:`_SD_FRAC` of its standard deviation)."""
+    lattice (least step ``step``, at most ``sd_frac`` of its standard deviation)."""
     lw = _sum_power(_term_law(sigma, math.exp(cut), h, n), folds)
     rv = np.arange(n) * h
     sd = math.sqrt(max(_dot(lw, rv**2) - _dot(lw, rv) ** 2, 0.0))
-    return _coarsen(lw, h, max(step, h, _SD_FRAC * sd))
+    return _coarsen(lw, h, max(step, h, sd_frac * sd))
 
 
 def remove_atoms4(
     sigma: float, t: int, k: int, *, progress: bool = False, theta_sd: float = 2.2,
-    theta3_sd: float = 2.0, dl3: float = 0.05, step: float = 0.25,
+    theta3_sd: float = 2.0, dl3: float = 0.05, step: float | None = None,
+    sd_frac: float | None = None,
     eta: float = 2e-3, top_sd: float = 6.5, drop_w: float = 1e-22, drop_r: float = 1e-16,
 ) -> tuple[np.ndarray, np.ndarray, float]:
     """``(values, q, charge)``: for every ``gamma >= 0``, ``H_gamma(P_k || Q) <= sum_i q_i
@@ -332,8 +334,9 @@ def remove_atoms4(
         above its mean (``theta3_sd < theta_sd``).
     dl3, eta : float
         The nodes of regions 2 and 3 (:func:`region_nodes`).
-    step : float
-        The least step of the coarse lattice of the others in regions 2 and 3.
+    step, sd_frac : float, optional
+        The coarse lattice of the others in regions 2 and 3: its least step, and at most
+        ``sd_frac`` of their sum's standard deviation (default :data:`_LATTICE`).
     top_sd : float
         ``M_1`` above a shifted coordinate's log-mean plus ``top_sd`` standard deviations
         is charged (at most the region-1 cells' top).
@@ -366,11 +369,14 @@ def remove_atoms4(
         raise ValueError(f"steps must be >= max(k, 5) for the four-level law, got steps={t}")
     if not theta3_sd < theta_sd:
         raise ValueError(f"theta3_sd must be below theta_sd, got {theta3_sd} >= {theta_sd}")
-    key = (sigma, t, k, theta_sd, theta3_sd, dl3, eta, step, top_sd, drop_w, drop_r)
+    d_step, d_frac = _LATTICE[t >= 50]
+    step = d_step if step is None else step
+    sd_frac = d_frac if sd_frac is None else sd_frac
+    key = (sigma, t, k, theta_sd, theta3_sd, dl3, eta, step, sd_frac, top_sd, drop_w, drop_r)
     if key not in _ATOMS4:
         _ATOMS4.clear()
         _ATOMS4[key] = _build4(sigma, t, k, progress, theta_sd, theta3_sd, dl3, eta, step,
-                               top_sd, drop_w, drop_r)
+                               sd_frac, top_sd, drop_w, drop_r)
     return _ATOMS4[key]
 
 
@@ -378,8 +384,8 @@ def remove_atoms4(
 _ATOMS4: dict[tuple, tuple[np.ndarray, np.ndarray, float]] = {}
 
 
-def _build4(sigma, t, k, progress, theta_sd, theta3_sd, dl3, eta, step, top_sd, drop_w,
-            drop_r):
+def _build4(sigma, t, k, progress, theta_sd, theta3_sd, dl3, eta, step, sd_frac, top_sd,
+            drop_w, drop_r):
     st = settings(sigma, t, k)
     s0, mu0 = 1.0 / sigma, -0.5 / sigma**2
     h1, dl, scale = st["h1"], st["dl"], st["cuts"]
@@ -406,7 +412,7 @@ def _build4(sigma, t, k, progress, theta_sd, theta3_sd, dl3, eta, step, top_sd, 
     n1 = 1 << math.ceil(math.log2((t - 1) * math.exp(theta) / h1 + t + 2))
     n2 = 1 << math.ceil(math.log2((t - 2) * math.exp(lt3) / h + t + 2))
     nb4 = 1 << math.ceil(math.log2((t - 3) * math.exp(lb4) / h + t + 2))
-    big = 2.0 * (max(n1 * h1, n2 * h, nb4 * h) + max(step, _SD_FRAC * nb4 * h)
+    big = 2.0 * (max(n1 * h1, n2 * h, nb4 * h) + max(step, sd_frac * nb4 * h)
                  + max(m[-1], x[-1]))
     off = math.ceil(40.0 / _DLOG)
     hist = np.zeros(math.ceil((k * math.log(big) + 41.0) / _DLOG))
@@ -457,14 +463,14 @@ def _build4(sigma, t, k, progress, theta_sd, theta3_sd, dl3, eta, step, top_sd, 
             for cut, folds, sh_lo, sh_up, ws_lo, ws_up in parts:
                 if not (ws_lo.any() or ws_up.any()):
                     continue
-                rv, lw = _lattice(sigma, cut, h, nb4, folds, step)
+                rv, lw = _lattice(sigma, cut, h, nb4, folds, step, sd_frac)
                 for n3, ws, sh in ((s - 1, ws_lo, sh_lo), (s, ws_up, sh_up)):
                     tail += _bin_nodes(hist, ws, x, float(x[n3]), c3, k, rv + sh, lw, off)
         # region 2: M_3 <= theta_3: the others i.i.d. Y | Y <= theta_3, and the chords'
         # masses times T (T-1) F(theta_3)^(T-2)
         g3 = math.exp((t - 2) * float(_log_f_up(sigma, np.array([lt3]))[0]))
         d2 *= t * (t - 1.0) * g3 * (1.0 + _OPS)
-        rv, lw = _lattice(sigma, lt3, h, n2, t - 2, step)
+        rv, lw = _lattice(sigma, lt3, h, n2, t - 2, step, sd_frac)
         tail += _bin_nodes(hist, d2, x, 0.0, c2, k, rv, lw, off)
     hist *= 1.0 + _OPS
     nz = np.flatnonzero(hist > 0)
