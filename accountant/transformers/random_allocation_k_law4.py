@@ -58,9 +58,9 @@ from .random_allocation_k_law import (
     _MARGIN,
     _PER_LOG2,
     _dot,
-    _first_region,
     _least,
     _levels_and_cuts,
+    region_one,
     settings,
     union_charge,
     value_coefficients,
@@ -416,7 +416,6 @@ def _build4(sigma, t, k, progress, theta_sd, theta3_sd, dl3, eta, step, sd_frac,
                  + max(m[-1], x[-1]))
     off = math.ceil(40.0 / _DLOG)
     hist = np.zeros(math.ceil((k * math.log(big) + 41.0) / _DLOG))
-    r1 = np.arange(n1) * h1
     c1, c2, c3 = (value_coefficients(t, k, lev) for lev in (1, 2, 3))
     cut_list = list(_cut_cells(levels, cuts, theta))
     from tqdm import tqdm
@@ -426,14 +425,8 @@ def _build4(sigma, t, k, progress, theta_sd, theta3_sd, dl3, eta, step, sd_frac,
         f"four-level law (T={t})", delay=PROGRESS_DELAY, disable=_bar_disabled(progress),
         leave=False,
     ) as bar:
-        law, last = None, None
-        for sel, cut in cut_list:  # region 1: M_2 <= theta
-            bar.update(1)
-            if not sel.any():
-                continue
-            if cut != last:
-                law, last = _sum_power(_term_law(sigma, math.exp(cut), h1, n1), t - 1), cut
-            tail = _first_region(tail, hist, law, r1, m, w, sel, k, c1, off, drop_w, drop_r)
+        tail = region_one(tail, hist, bar, sigma, t, k, cut_list, h1, n1, m, w, c1, off,
+                          drop_w, drop_r)
         fl, fu = chord_weights(sigma, nodes, 1)
         e1l, e1u = pair_chord_weights(sigma, nodes, t)
         log_f0 = (t - 3) * _log_f_up(sigma, nodes)  # F(a)^(T-3) at a cell's lower node
