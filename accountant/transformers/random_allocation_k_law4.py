@@ -69,8 +69,9 @@ from .random_allocation_pld import PROGRESS_DELAY
 
 __all__: list[str] = []
 
-#: the aim of the union on four coordinates above b'''
-_CHARGE4 = 1e-10
+#: the aim of the union on four coordinates above b''' (with the top's, the charges stay
+#: below Proposition 7's 1.1e-9, so no epsilon at a delta near that floor is above main's)
+_CHARGE4 = 1e-11
 #: ``(least step, fraction of the sum's standard deviation)`` of the others' coarse
 #: lattice, from T 50 and below (sigma 1, T 100, delta 1e-6: Proposition 9's (1, 0.25)
 #: 2.13816, (0.25, 0.1) 2.13699 (12.6 -> 17.3 CPU s, loaded); the spread adds up to
@@ -313,7 +314,7 @@ def remove_atoms4(
     sigma: float, t: int, k: int, *, progress: bool = False, theta_sd: float = 2.2,
     theta3_sd: float = 2.0, dl3: float = 0.05, step: float | None = None,
     sd_frac: float | None = None,
-    eta: float = 2e-3, top_sd: float = 6.5, drop_w: float = 1e-22, drop_r: float = 1e-16,
+    eta: float = 2e-3, top_sd: float = 7.0, drop_w: float = 1e-22, drop_r: float = 1e-16,
 ) -> tuple[np.ndarray, np.ndarray, float]:
     """``(values, q, charge)``: for every ``gamma >= 0``, ``H_gamma(P_k || Q) <= sum_i q_i
     (values_i - gamma)_+ + charge`` (Proposition 10 of docs/theory/allocation_k_of_t.md;
