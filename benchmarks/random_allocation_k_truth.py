@@ -61,19 +61,26 @@ def split_bound(z: np.ndarray, k: int, levels: int) -> np.ndarray:
     return out / math.comb(t, k)
 
 
-def _bound(z: np.ndarray, sigma: float, k: int, level: int, sds: float = 4.1) -> np.ndarray:
+def _bound(z: np.ndarray, sigma: float, k: int, level: int, sds: float = 4.1,
+           sds3: float = 2.0) -> np.ndarray:
     """``level`` 12: Proposition 9's split (``V_1`` if ``M_2 <= theta`` else ``V_2``;
     ``theta`` ``sds`` standard deviations above the mean of an unshifted ``log z``);
-    else :func:`split_bound`."""
-    if level != 12:
+    ``level`` 123: Proposition 10's (``V_1`` if ``M_2 <= theta``, else ``V_2`` if
+    ``M_3 <= theta_3`` (``sds3`` standard deviations), else ``V_3``); else
+    :func:`split_bound`."""
+    if level not in (12, 123):
         return split_bound(z, k, level)
-    m2 = np.sort(z, axis=1)[:, -2]
+    zs = np.sort(z, axis=1)
     theta = math.exp(-0.5 / sigma**2 + sds / sigma)
-    return np.where(m2 <= theta, split_bound(z, k, 1), split_bound(z, k, 2))
+    out = np.where(zs[:, -2] <= theta, split_bound(z, k, 1), split_bound(z, k, 2))
+    if level == 123:
+        theta3 = math.exp(-0.5 / sigma**2 + sds3 / sigma)
+        out = np.where((zs[:, -2] > theta) & (zs[:, -3] > theta3), split_bound(z, k, 3), out)
+    return out
 
 
 def is_delta(sigma, t, k, eps, n, rng, shifts=(1.0, 2.5, 3.0, 3.5), weights=None,
-             chunk=20_000, levels=(), sds: float = 4.1):
+             chunk=20_000, levels=(), sds: float = 4.1, sds3: float = 2.0):
     """``{name: (mean, se)}`` of the importance-sampled remove-direction delta at each
     ``eps``: ``"exact"`` for ``Lambda_k``, ``L`` for each pointwise bound in ``levels``."""
     shifts = np.asarray(shifts, dtype=float)
@@ -95,7 +102,8 @@ def is_delta(sigma, t, k, eps, n, rng, shifts=(1.0, 2.5, 3.0, 3.5), weights=None
         for a, wa in zip(shifts, w, strict=True):
             dens += wa * elementary(np.exp((a * x - 0.5 * a * a) / sigma**2), k)[:, k] / ck
         for name in names:
-            lam = elementary(z, k)[:, k] / ck if name == "exact" else _bound(z, sigma, k, name, sds)
+            lam = (elementary(z, k)[:, k] / ck if name == "exact"
+                   else _bound(z, sigma, k, name, sds, sds3))
             v = np.maximum(lam[:, None] - g[None, :], 0.0) / dens[:, None]
             s1[name] += v.sum(0)
             s2[name] += (v * v).sum(0)
@@ -130,16 +138,19 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--shifts", default="1,2.5,3,3.5")
     ap.add_argument("--seed", type=int, default=20261129)
     ap.add_argument("--levels", default="", help="comma-separated pointwise bounds: L keeps "
-                    "the L largest coordinates; 12 is Proposition 9's V_1 / V_2 split")
+                    "the L largest coordinates; 12 is Proposition 9's V_1 / V_2 split, 123 "
+                    "Proposition 10's V_1 / V_2 / V_3 split")
     ap.add_argument("--theta-sd", type=float, default=4.1, help="the split of level 12, "
                     "in standard deviations of an unshifted log z above its mean")
+    ap.add_argument("--theta3-sd", type=float, default=2.0, help="the second split of "
+                    "level 123 (M_3), in standard deviations as --theta-sd")
     args = ap.parse_args(argv)
     eps = np.array([float(e) for e in args.eps.split(",")])
     shifts = tuple(float(a) for a in args.shifts.split(","))
     levels = tuple(int(v) for v in args.levels.split(",") if v)
     rng = np.random.Generator(np.random.PCG64(args.seed))
     res = is_delta(args.sigma, args.t, args.k, eps, args.n, rng, shifts, levels=levels,
-                   sds=args.theta_sd)
+                   sds=args.theta_sd, sds3=args.theta3_sd)
     print(f"sigma {args.sigma:g}, T {args.t}, k {args.k}, {args.n} draws, shifts {shifts}")
     for name, (m, se) in res.items():
         cells = ", ".join(f"{e:.4f}: {mm:.3e} +- {s:.0e}" for e, mm, s in zip(eps, m, se,

@@ -1,5 +1,5 @@
 """The direct k = 3 route of random allocation (accountant/transformers/random_allocation_k3.py,
-Proposition 7 of docs/theory/allocation_k_of_t.md).
+Propositions 7 and, from T 10, 10 of docs/theory/allocation_k_of_t.md).
 
 Independent values: at T = 3, k = 3 the record is in every step, so the exact pair is a
 Gaussian (shift (1, 1, 1), mu = sqrt 3 / sigma) with a closed-form curve (Balle & Wang
@@ -23,6 +23,7 @@ from dpacct.accountant.serialization import from_dict, to_dict
 from dpacct.accountant.transformers.random_allocation_k3 import (
     AllocationK3Remove,
     allocation_k3_pair,
+    k3_atoms,
     k3_remove_atoms,
 )
 from dpacct.mechanisms import GaussianMechanism
@@ -118,8 +119,8 @@ def test_both_directions_above_monte_carlo(sigma, t, eps, epochs):
     rng = np.random.Generator(np.random.PCG64(39_030 + 100 * epochs + t))
     (rm, rse), (am, ase) = _mc(sigma, t, eps, 1_000_000, rng, epochs=epochs)
     e = np.array(eps)
-    if epochs == 1:
-        atoms = _curve(k3_remove_atoms(sigma, t), e)
+    if epochs == 1:  # the route's law: Proposition 10's four levels at T 10
+        atoms = _curve(k3_atoms(sigma, t), e)
         _check(atoms, rm, rse)
         _check_can_fail(atoms, rm, rse)
     run = (AllocationK3Remove(sigma, t, progress=False) if epochs == 1 else

@@ -257,6 +257,23 @@ def _first_region(tail, hist, law, r, m, w, sel, k, c, off, drop_w, drop_r) -> f
                               law[keep], off, _DROP_Q)
 
 
+def region_one(tail, hist, bar, sigma, t, k, cut_list, h1, n1, m, w, c1, off, drop_w,
+               drop_r) -> float:
+    """Proposition 9's first region (``M_2 <= theta``): the M_1 cells of each cut of
+    ``cut_list`` against the others' ``(T-1)``-fold lattice law (step ``h1``, ``n1``
+    entries) cut there (:func:`_first_region`), one power per distinct cut."""
+    r1 = np.arange(n1) * h1
+    law, last = None, None
+    for sel, cut in cut_list:
+        bar.update(1)
+        if not sel.any():
+            continue
+        if cut != last:
+            law, last = _sum_power(_term_law(sigma, math.exp(cut), h1, n1), t - 1), cut
+        tail = _first_region(tail, hist, law, r1, m, w, sel, k, c1, off, drop_w, drop_r)
+    return tail
+
+
 def _second_pairs(tail, hist, law, rv, m, w1, j, wj, dj, t, k, c, off, drop_w,
                   drop_r) -> float:
     """M_2 in cell ``j`` against every M_1 cell above it (and the diagonal):
@@ -354,7 +371,6 @@ def _build(sigma, t, k, progress, drop_w, drop_r, step, log_theta, dl, scale, h1
     big = 2.0 * (max(n1 * h1, nb3 * h) + max(step, _SD_FRAC * nb3 * h) + m[-1])
     off = math.ceil(40.0 / _DLOG)
     hist = np.zeros(math.ceil((k * math.log(big) + 41.0) / _DLOG))
-    r1 = np.arange(n1) * h1
     c1, c2 = value_coefficients(t, k, 1), value_coefficients(t, k, 2)
     cut_list = list(_cut_cells(levels, cuts, theta))
     js = np.arange(jt + 1, jb + 1)
@@ -364,14 +380,8 @@ def _build(sigma, t, k, progress, drop_w, drop_r, step, log_theta, dl, scale, h1
         total=len(cut_list) + js.size, desc=f"random-allocation k={k} law (T={t})",
         delay=PROGRESS_DELAY, disable=_bar_disabled(progress), leave=False,
     ) as bar:
-        law, last = None, None
-        for sel, cut in cut_list:  # region 1: M_2 <= theta
-            bar.update(1)
-            if not sel.any():
-                continue
-            if cut != last:
-                law, last = _sum_power(_term_law(sigma, math.exp(cut), h1, n1), t - 1), cut
-            tail = _first_region(tail, hist, law, r1, m, w, sel, k, c1, off, drop_w, drop_r)
+        tail = region_one(tail, hist, bar, sigma, t, k, cut_list, h1, n1, m, w, c1, off,
+                          drop_w, drop_r)
         cache: dict[float, tuple[np.ndarray, np.ndarray]] = {}
         ci = np.searchsorted(cuts, levels[js])  # region 2: theta < M_2 <= a_jb
         for j, cc in zip(js, ci, strict=True):
