@@ -82,5 +82,6 @@ def test_discrete_laplace_neighbouring_draws_are_independent():
 @pytest.mark.parametrize("scale", [1e-4, Fraction(1, 2**64)])
 def test_discrete_laplace_tiny_scale_draws_zeros(scale):
     # P(X != 0) = 2 a / (1 + a), a = e^{-1/scale} = e^{-10 000} or less: no draw is not 0
-    x = sample_discrete_laplace(scale, 50, np.random.Generator(np.random.PCG64(7)))
-    assert x.shape == (50,) and not x.any()
+    # 300 draws: ws26-ci e58f934 draws on arrays from 128 draws on, one by one below
+    x = sample_discrete_laplace(scale, 300, np.random.Generator(np.random.PCG64(7)))
+    assert x.shape == (300,) and not x.any()
