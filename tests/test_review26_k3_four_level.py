@@ -28,6 +28,7 @@ import math
 
 import numpy as np
 import pytest
+from test_review24_k4_law_t100_mc import _log_e  # log e_0..e_k of each row
 
 from dpacct.accountant.transformers.random_allocation import random_allocation
 from dpacct.mechanisms import GaussianMechanism
@@ -37,18 +38,6 @@ EPS = np.array([3.0, 4.0, 6.0])
 #: main's (adc90ec) random_allocation(GaussianMechanism(1.0), 10, k=3).epsilon(1.25e-9)
 MAIN_EPS = 8.051777708658307
 COMPONENTS = ((3, 1.0), (3, 1.5), (3, 2.0), (3, 2.5), (3, 3.0), (1, 5.0), (1, 6.0), (2, 4.0))
-
-
-def _log_e(logz: np.ndarray, k: int) -> np.ndarray:
-    """``log e_j`` for ``j = 0..k`` of each row of ``exp(logz)``."""
-    m = logz.max(axis=1, keepdims=True)
-    z = np.exp(logz - m)
-    e = np.zeros((z.shape[0], k + 1))
-    e[:, 0] = 1.0
-    for j in range(z.shape[1]):
-        e[:, 1:] += e[:, :-1] * z[:, j : j + 1]
-    with np.errstate(divide="ignore"):
-        return np.log(e) + np.arange(k + 1)[None, :] * m
 
 
 def _mc_lower(n: int, rng: np.random.Generator) -> np.ndarray:
