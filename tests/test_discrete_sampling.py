@@ -17,7 +17,11 @@ from scipy import stats
 from test_releases import LEVEL, _chi_square_pmf
 
 from dpacct.mechanisms.primitives._discrete_sampling import _bernoulli_exp_array
-from dpacct.mechanisms.primitives.discrete import DiscreteLaplaceMechanism, sample_discrete_laplace
+from dpacct.mechanisms.primitives.discrete import (
+    DiscreteLaplaceMechanism,
+    sample_discrete_gaussian,
+    sample_discrete_laplace,
+)
 
 
 @pytest.mark.parametrize("gamma", [(0, 7), (3, 10), (7, 7), (9, 10)])
@@ -59,3 +63,26 @@ def test_a_tiny_float_scale_releases_its_input():
         noisy = DiscreteLaplaceMechanism(scale=1e-4).release(
             np.arange(n), rng=np.random.default_rng(0))
         assert noisy.tolist() == list(range(n))
+
+
+# bad scales name their parameter: on main NaN raised Fraction's own ValueError (no name),
+# an infinity an OverflowError and the string "2" was accepted as 2 (review 26)
+@pytest.mark.parametrize("sampler, name", [(sample_discrete_laplace, "scale"),
+                                           (sample_discrete_gaussian, "sigma")])
+@pytest.mark.parametrize("bad, error", [(math.nan, ValueError), (math.inf, ValueError),
+                                        (-math.inf, ValueError), (0.0, ValueError),
+                                        (-2, ValueError), (np.float32("nan"), ValueError),
+                                        ("2", TypeError), (True, TypeError),
+                                        (None, TypeError)])
+def test_bad_scales_name_their_parameter(sampler, name, bad, error):
+    with pytest.raises(error, match=name):
+        sampler(bad, 3, np.random.default_rng(0))
+
+
+def test_numpy_and_exact_scales_are_taken_exactly():
+    # float32 1.5 is the double 1.5 (exactly); an int64 and a Fraction are rationals
+    pairs = [(np.float32(1.5), 1.5), (np.int64(3), 3), (np.float64(0.25), Fraction(1, 4))]
+    for scale, same in pairs:
+        a = sample_discrete_laplace(scale, 200, np.random.default_rng(5))
+        b = sample_discrete_laplace(same, 200, np.random.default_rng(5))
+        assert np.array_equal(a, b)

@@ -25,7 +25,9 @@ half a step, and the engine's lattice must contain 0).
 from __future__ import annotations
 
 import dataclasses
+import decimal
 import math
+import numbers
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -74,6 +76,27 @@ def _check_size(size: object) -> tuple[int, ...]:
     return tuple(int(n) for n in shape)
 
 
+def _exact_positive(name: str, value: object) -> Fraction:
+    """``value`` as the exact rational it is, checked to be a finite positive number.
+
+    A real number (``int``, ``float``, ``Fraction``, numpy's scalars, ``Decimal``) is
+    taken exactly; anything else is a ``TypeError`` and NaN, an infinity or a value
+    ``<= 0`` a ``ValueError`` naming ``name`` (``Fraction`` alone would take the string
+    ``"2"``, and raise for NaN or an infinity without naming the parameter).
+    """
+    if isinstance(value, bool | str) or not isinstance(value, numbers.Real | decimal.Decimal):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
+    if isinstance(value, np.floating) and np.finfo(value.dtype).bits <= 64:
+        value = float(value)  # exact: float16 / float32 / float64 into a double
+    try:
+        frac = Fraction(value)
+    except (ValueError, OverflowError):  # NaN, an infinity
+        raise ValueError(f"{name} must lie in (0, inf), got {show_value(value)}") from None
+    if frac <= 0:
+        raise ValueError(f"{name} must lie in (0, inf), got {show_value(value)}")
+    return frac
+
+
 def sample_discrete_laplace(scale: float | Fraction, size, rng: np.random.Generator) -> np.ndarray:
     """Exact samples of ``P(X = x) ∝ exp(-|x| / scale)`` on the integers (CKS 2020, Alg. 2).
 
@@ -92,9 +115,7 @@ def sample_discrete_laplace(scale: float | Fraction, size, rng: np.random.Genera
     True
     """
     rng = check_rng(rng)
-    frac = Fraction(scale)
-    if frac <= 0:
-        raise ValueError(f"scale must lie in (0, inf), got {show_value(scale)}")
+    frac = _exact_positive("scale", scale)
     shape = _check_size(size)
     n = math.prod(shape)
     t, s = frac.numerator, frac.denominator
@@ -119,9 +140,7 @@ def sample_discrete_gaussian(sigma: float | Fraction, size, rng: np.random.Gener
     True
     """
     rng = check_rng(rng)
-    frac = Fraction(sigma)
-    if frac <= 0:
-        raise ValueError(f"sigma must lie in (0, inf), got {show_value(sigma)}")
+    frac = _exact_positive("sigma", sigma)
     var = frac * frac
     shape = _check_size(size)
     n = math.prod(shape)
