@@ -27,7 +27,6 @@ from __future__ import annotations
 import dataclasses
 import decimal
 import math
-import numbers
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -43,6 +42,7 @@ from dpacct.accountant.validation import (
     check_positive,
     check_real_values,
     check_rng,
+    is_real_type,
     show_value,
 )
 
@@ -84,7 +84,7 @@ def _exact_positive(name: str, value: object) -> Fraction:
     ``<= 0`` a ``ValueError`` naming ``name`` (``Fraction`` alone would take the string
     ``"2"``, and raise for NaN or an infinity without naming the parameter).
     """
-    if isinstance(value, bool | str) or not isinstance(value, numbers.Real | decimal.Decimal):
+    if not (is_real_type(type(value)) or isinstance(value, decimal.Decimal)):
         raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
     if isinstance(value, np.floating) and np.finfo(value.dtype).bits <= 64:
         value = float(value)  # exact: float16 / float32 / float64 into a double
