@@ -22,6 +22,7 @@ Run from the repository root::
 
     python -m benchmarks.dpsgd_floor                 # both rows, 3 rounds
     python -m benchmarks.dpsgd_floor --rows 1e4 --rounds 5 --no-peer
+    python -m benchmarks.dpsgd_floor --callgrind python,.venv/bin/python --sides epsilon,bounds
 
 Measured (session 24, ``--rounds 3``, load 14-16 on 2 cores; CPU ms, medians):
 
@@ -280,11 +281,12 @@ def _fmt(x: float | None) -> str:
     return "-" if x is None else f"{x:.1f}"
 
 
-def _print_callgrind(rows: list[str], pythons: list[str], peer: bool) -> int:
+def _print_callgrind(rows: list[str], pythons: list[str], peer: bool,
+                     calls: tuple[str, ...] = ("epsilon",)) -> int:
     print("| row | side | interpreter | answer | instructions (M) | by category (M) |")
     print("| --- | --- | --- | --- | --- | --- |")
     for tag in rows:
-        sides = [(side, py) for py in pythons for side in ("epsilon",)]
+        sides = [(side, py) for py in pythons for side in calls]
         if peer:
             sides.append(("opacus", pythons[0]))
         for side, py in sides:
@@ -305,6 +307,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--callgrind", metavar="PYTHON[,PYTHON]",
                     help="instead: instructions of one cold call (and of Opacus') under "
                          "callgrind, per interpreter (e.g. this venv's and main's)")
+    ap.add_argument("--sides", default="epsilon",
+                    help="with --callgrind, comma-separated: epsilon, bounds")
     args = ap.parse_args(argv)
     rows = [r.strip() for r in args.rows.split(",") if r.strip()]
     for r in rows:
@@ -312,8 +316,11 @@ def main(argv: list[str] | None = None) -> int:
             raise ValueError(f"rows must be among {sorted(ROWS)}, got {r!r}")
     if args.rounds < 1:
         raise ValueError(f"rounds must be >= 1, got {args.rounds}")
+    calls = tuple(c.strip() for c in args.sides.split(",") if c.strip())
+    if not calls or any(c not in ("epsilon", "bounds") for c in calls):
+        raise ValueError(f"sides must be among ['bounds', 'epsilon'], got {args.sides!r}")
     if args.callgrind:
-        return _print_callgrind(rows, args.callgrind.split(","), not args.no_peer)
+        return _print_callgrind(rows, args.callgrind.split(","), not args.no_peer, calls)
     out = run(rows, args.rounds, not args.no_peer)
     print("| row | side | transforms (lengths) | points | floor cold | floor warm | ours | "
           "Opacus | ours / floor cold |")
