@@ -42,9 +42,10 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from benchmarks.dpsgd_floor import DELTA, ROWS, _self_costs, callgrind, categories
+from benchmarks.dpsgd_floor import DELTA, ROWS, _recording, _self_costs, callgrind, categories
 
-__all__ = ["callgrind_floor", "fast_lengths", "floor_epsilon", "main", "search"]
+__all__ = ["callgrind_floor", "certified_single_power", "fast_lengths", "floor_epsilon", "main",
+           "search"]
 
 #: Newton steps of the saddle point (any tilt near it centres the window well enough)
 NEWTON = 4
@@ -188,6 +189,38 @@ def search(tag: str, steps_h: list[float] | None = None, within: float | None = 
             "best": best}
 
 
+def certified_single_power(tag: str, h: float, max_err: float) -> dict | None:
+    """The same composition *certified*: the library's pessimistic two-scale
+    discretisation of one step on ``h`` and one certified spectral power to ``T``
+    (:func:`~dpacct.accountant.pld.twoscale._spectral_top`: the Chernoff window, the
+    aliasing and round-off bounds added to the mass at ``+inf``), its certificate allowed
+    up to ``max_err`` (the library allows 10 tail budgets, 1e-11 at delta 1e-5) and its
+    window up to 2^21 points.  ``{"answer", "certificate", "points", "transforms"}``, or
+    None where it declines."""
+    import dpacct.accountant.pld.twoscale as ts
+    from dpacct.accountant import poisson_subsample
+    from dpacct.accountant.pld.pld_settings import LAW_TAIL_FRACTION, PLDSettings
+    from dpacct.mechanisms import GaussianMechanism
+
+    q, sigma, steps = ROWS[tag]
+    law = poisson_subsample(GaussianMechanism(sigma=sigma), sample_rate=q)._loss_laws()[0]
+    tail = PLDSettings(None, DELTA).tail
+    kept = ts.SPECTRAL_MAX_N
+    ts.SPECTRAL_MAX_N = 1 << 21
+    try:
+        with _recording([]) as calls:
+            split = ts.discretize_split(law, h, pessimistic=True,
+                                        tail=tail * LAW_TAIL_FRACTION / steps)
+            top = ts._spectral_top(split, None, steps, h, tail, max_err, None)
+    finally:
+        ts.SPECTRAL_MAX_N = kept
+    if top is None:
+        return None
+    return {"answer": top.epsilon(DELTA), "certificate": top.inf_mass,
+            "points": sum(int(n) * (s[0] if len(s) > 1 else 1) for _, n, s in calls),
+            "transforms": len(calls)}
+
+
 _FLOOR_CHILD = """
 import sys, time
 import numpy as np
@@ -229,6 +262,10 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", default="1e4,1e6", help="comma-separated: 1e4, 1e6")
     ap.add_argument("--no-callgrind", action="store_true", help="the search only")
+    ap.add_argument("--certified", action="store_true",
+                    help="instead: the single power certified (the library's discretisation "
+                         "and spectral power) at the steps of the floor, certificate limits "
+                         "1e-11 to 1e-4")
     ap.add_argument("--floor-only", action="store_true",
                     help="callgrind the floor alone (not dpacct's call nor Opacus')")
     ap.add_argument("--within", type=float, default=None,
@@ -241,6 +278,22 @@ def main(argv: list[str] | None = None) -> int:
     for r in rows:
         if r not in ROWS:
             raise ValueError(f"rows must be among {sorted(ROWS)}, got {r!r}")
+    if args.certified:
+        print("| row | h | certificate limit | answer | certificate (mass at +inf) | points "
+              "(transforms) |")
+        print("| --- | --- | --- | --- | --- | --- |")
+        for tag in rows:
+            for k in (12, 13, 14):
+                for limit in (1e-11, 1e-9, 1e-7, 1e-4):
+                    got = certified_single_power(tag, 2.0**-k, limit)
+                    if got is None:
+                        print(f"| T {tag} | 2^-{k} | {limit:g} | declines | | |")
+                        continue
+                    print(f"| T {tag} | 2^-{k} | {limit:g} | {got['answer']:.9f} | "
+                          f"{got['certificate']:.3g} | {got['points']} ({got['transforms']}) |",
+                          flush=True)
+                    break
+        return 0
     if args.within is not None and not 0 < args.within < 1:
         raise ValueError(f"within must be in (0, 1), got {args.within}")
     found = [search(tag, within=args.within) for tag in rows]

@@ -58,3 +58,17 @@ def _smooth(n: int) -> bool:
         while n % p == 0:
             n //= p
     return n == 1
+
+
+def test_certified_single_power_is_an_upper_bound_and_declines_at_the_library_limit():
+    """T 1e4 on h 2^-12: the certified single power (5.192815) is a sound upper end, so
+    above dpacct's certified lower end (5.19254...), and above the bare floor on the same
+    grid (5.192802): the mass its certificate adds is positive and within the limit.  At
+    the library's limit (1e-11) its round-off term declines."""
+    from benchmarks.dpsgd_floor_min import certified_single_power
+
+    assert certified_single_power("1e4", 2.0**-12, 1e-11) is None
+    got = certified_single_power("1e4", 2.0**-12, 1e-9)
+    bare = floor_epsilon(0.01, 1.1, 10_000, 2.0**-12, 1 << 16, 5.1926)
+    assert 0 < got["certificate"] <= 1e-9
+    assert got["answer"] > bare > 5.19254
