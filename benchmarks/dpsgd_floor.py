@@ -46,6 +46,11 @@ Session 25 (``--callgrind``; the pessimistic ladder's tilts with exps of exact e
 unchanged: 2.72x ``epsilon``); T 1e6 ``epsilon`` 508.0 -> 466.6 M (libm 76.5 -> 40.7 M)
 against Opacus' 115.1 M (T 1e4) and 141.5 M (T 1e6).  Where the rest goes, and what
 the plan's other levers measured: :mod:`benchmarks.dpsgd_plan`.
+
+Session 27 (``--sides epsilon,bounds``, main 26d1223): ``epsilon_bounds`` T 1e4 504.6 M
+(2.72x ``epsilon``'s 185.5 M), T 1e6 1147.8 M (2.46x 466.6 M; the lower end 61.822866 is
+2.5e-4 below the upper).  The least work a bare FFT does for the same answer:
+:mod:`benchmarks.dpsgd_floor_min`.
 """
 
 from __future__ import annotations
