@@ -69,7 +69,7 @@ from pathlib import Path
 ROWS = {"1e4": (0.01, 1.1, 10_000), "1e6": (0.004, 0.8, 1_000_000)}
 DELTA = 1e-5
 
-__all__ = ["ROWS", "callgrind", "categories", "main", "record", "replay_script"]
+__all__ = ["ROWS", "callgrind", "categories", "main", "parse_rows", "record", "replay_script"]
 
 
 @contextmanager
@@ -238,6 +238,15 @@ def callgrind(python: str, tag: str, side: str) -> dict:
             "categories": categories(costs)}
 
 
+def parse_rows(text: str) -> list[str]:
+    """The comma-separated row tags of ``--rows``, each checked against :data:`ROWS`."""
+    rows = [r.strip() for r in text.split(",") if r.strip()]
+    for r in rows:
+        if r not in ROWS:
+            raise ValueError(f"rows must be among {sorted(ROWS)}, got {r!r}")
+    return rows
+
+
 def _median_ms(values: list) -> float | None:
     values = [v for v in values if v is not None]
     return 1e3 * statistics.median(values) if values else None
@@ -315,10 +324,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sides", default="epsilon",
                     help="with --callgrind, comma-separated: epsilon, bounds")
     args = ap.parse_args(argv)
-    rows = [r.strip() for r in args.rows.split(",") if r.strip()]
-    for r in rows:
-        if r not in ROWS:
-            raise ValueError(f"rows must be among {sorted(ROWS)}, got {r!r}")
+    rows = parse_rows(args.rows)
     if args.rounds < 1:
         raise ValueError(f"rounds must be >= 1, got {args.rounds}")
     calls = tuple(c.strip() for c in args.sides.split(",") if c.strip())

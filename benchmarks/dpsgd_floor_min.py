@@ -70,7 +70,15 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from benchmarks.dpsgd_floor import DELTA, ROWS, _recording, _self_costs, callgrind, categories
+from benchmarks.dpsgd_floor import (
+    DELTA,
+    ROWS,
+    _recording,
+    _self_costs,
+    callgrind,
+    categories,
+    parse_rows,
+)
 
 __all__ = ["callgrind_floor", "certified_single_power", "fast_lengths", "floor_epsilon", "main",
            "search"]
@@ -302,10 +310,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--python", default=sys.executable,
                     help="interpreter of dpacct's call under callgrind (default: this one)")
     args = ap.parse_args(argv)
-    rows = [r.strip() for r in args.rows.split(",") if r.strip()]
-    for r in rows:
-        if r not in ROWS:
-            raise ValueError(f"rows must be among {sorted(ROWS)}, got {r!r}")
+    rows = parse_rows(args.rows)
     if args.certified:
         print("| row | h | certificate limit | answer | certificate (mass at +inf) | points "
               "(transforms) |")
