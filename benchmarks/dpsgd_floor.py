@@ -22,6 +22,7 @@ Run from the repository root::
 
     python -m benchmarks.dpsgd_floor                 # both rows, 3 rounds
     python -m benchmarks.dpsgd_floor --rows 1e4 --rounds 5 --no-peer
+    python -m benchmarks.dpsgd_floor --callgrind python,.venv/bin/python --sides epsilon,bounds
 
 Measured (session 24, ``--rounds 3``, load 14-16 on 2 cores; CPU ms, medians):
 
@@ -45,6 +46,11 @@ Session 25 (``--callgrind``; the pessimistic ladder's tilts with exps of exact e
 unchanged: 2.72x ``epsilon``); T 1e6 ``epsilon`` 508.0 -> 466.6 M (libm 76.5 -> 40.7 M)
 against Opacus' 115.1 M (T 1e4) and 141.5 M (T 1e6).  Where the rest goes, and what
 the plan's other levers measured: :mod:`benchmarks.dpsgd_plan`.
+
+Session 27 (``--sides epsilon,bounds``, main 26d1223): ``epsilon_bounds`` T 1e4 504.6 M
+(2.72x ``epsilon``'s 185.5 M), T 1e6 1147.8 M (2.46x 466.6 M; the lower end 61.822866 is
+2.5e-4 below the upper).  The least work a bare FFT does for the same answer:
+:mod:`benchmarks.dpsgd_floor_min`.
 """
 
 from __future__ import annotations
@@ -63,7 +69,7 @@ from pathlib import Path
 ROWS = {"1e4": (0.01, 1.1, 10_000), "1e6": (0.004, 0.8, 1_000_000)}
 DELTA = 1e-5
 
-__all__ = ["ROWS", "callgrind", "categories", "main", "record", "replay_script"]
+__all__ = ["ROWS", "callgrind", "categories", "main", "parse_rows", "record", "replay_script"]
 
 
 @contextmanager
@@ -232,6 +238,15 @@ def callgrind(python: str, tag: str, side: str) -> dict:
             "categories": categories(costs)}
 
 
+def parse_rows(text: str) -> list[str]:
+    """The comma-separated row tags of ``--rows``, each checked against :data:`ROWS`."""
+    rows = [r.strip() for r in text.split(",") if r.strip()]
+    for r in rows:
+        if r not in ROWS:
+            raise ValueError(f"rows must be among {sorted(ROWS)}, got {r!r}")
+    return rows
+
+
 def _median_ms(values: list) -> float | None:
     values = [v for v in values if v is not None]
     return 1e3 * statistics.median(values) if values else None
@@ -280,11 +295,12 @@ def _fmt(x: float | None) -> str:
     return "-" if x is None else f"{x:.1f}"
 
 
-def _print_callgrind(rows: list[str], pythons: list[str], peer: bool) -> int:
+def _print_callgrind(rows: list[str], pythons: list[str], peer: bool,
+                     calls: tuple[str, ...] = ("epsilon",)) -> int:
     print("| row | side | interpreter | answer | instructions (M) | by category (M) |")
     print("| --- | --- | --- | --- | --- | --- |")
     for tag in rows:
-        sides = [(side, py) for py in pythons for side in ("epsilon",)]
+        sides = [(side, py) for py in pythons for side in calls]
         if peer:
             sides.append(("opacus", pythons[0]))
         for side, py in sides:
@@ -305,15 +321,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--callgrind", metavar="PYTHON[,PYTHON]",
                     help="instead: instructions of one cold call (and of Opacus') under "
                          "callgrind, per interpreter (e.g. this venv's and main's)")
+    ap.add_argument("--sides", default="epsilon",
+                    help="with --callgrind, comma-separated: epsilon, bounds")
     args = ap.parse_args(argv)
-    rows = [r.strip() for r in args.rows.split(",") if r.strip()]
-    for r in rows:
-        if r not in ROWS:
-            raise ValueError(f"rows must be among {sorted(ROWS)}, got {r!r}")
+    rows = parse_rows(args.rows)
     if args.rounds < 1:
         raise ValueError(f"rounds must be >= 1, got {args.rounds}")
+    calls = tuple(c.strip() for c in args.sides.split(",") if c.strip())
+    if not calls or any(c not in ("epsilon", "bounds") for c in calls):
+        raise ValueError(f"sides must be among ['bounds', 'epsilon'], got {args.sides!r}")
     if args.callgrind:
-        return _print_callgrind(rows, args.callgrind.split(","), not args.no_peer)
+        return _print_callgrind(rows, args.callgrind.split(","), not args.no_peer, calls)
     out = run(rows, args.rounds, not args.no_peer)
     print("| row | side | transforms (lengths) | points | floor cold | floor warm | ours | "
           "Opacus | ours / floor cold |")

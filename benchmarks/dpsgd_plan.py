@@ -385,10 +385,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--brackets", metavar="VARIANT",
                     help="the 147 brackets with this variant against the library's")
     args = ap.parse_args(argv)
-    rows = [r.strip() for r in args.rows.split(",") if r.strip()]
-    for r in rows:
-        if r not in ROWS:
-            raise ValueError(f"rows must be among {sorted(ROWS)}, got {r!r}")
+    from benchmarks.dpsgd_floor import parse_rows  # the same two rows
+
+    rows = parse_rows(args.rows)
     names = list(VARIANTS) if not args.only else ["library", *args.only.split(",")]
     for name in names:
         if name not in VARIANTS:
