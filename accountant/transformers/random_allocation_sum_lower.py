@@ -15,7 +15,8 @@ processing), and its epsilon is a lower bound on the mechanism's.  The statistic
     ``U = sum_t floor(log(1 + c z_t) / h)  (mod N)``,
     ``z_t = exp(x_t / sigma^2 - 1 / (2 sigma^2))``,
 
-each term capped at ``M - 1``.  ``z_t`` is the likelihood ratio of one coordinate;
+each term capped at ``M - 1`` (or with ``z_t^a`` for an exponent ``a > 0``: Corollary
+2b, searched at small ``T``).  ``z_t`` is the likelihood ratio of one coordinate;
 ``log(1 + c z)`` is the log of the generating function ``prod_t (1 + c z_t) = sum_j c^j
 e_j(z)`` of the elementary symmetric polynomials, whose ``j = k`` coefficient is the
 exact likelihood ratio ``e_k(z) / C(T, k)`` of the pair: with ``c`` about ``k / T``
@@ -318,11 +319,13 @@ def sum_statistic_lower_epsilon(
 
     The largest over ``c = f k / T`` (``f`` in ``c_factors``, and by default at
     ``k >= 2`` and up to 300 steps the points of a search from them,
-    :func:`_search_factor`) of the epsilon of the sum statistic's rounded pair (module
-    docstring), in the larger of its two directions: one epoch read exactly off the
-    atoms, several composed by the PLD engine and read at the lower end of its certified
-    bracket.  Every ``c`` gives a certified bound, so their maximum is one
-    (docs/theory/allocation_k_of_t.md, Proposition 2 and Corollary 2a).
+    :func:`_search_factor`; up to :data:`_POWER_T` steps also over the exponents
+    :data:`_POWERS` of ``log(1 + c z^a)``, each with its own search in ``c``) of the
+    epsilon of the sum statistic's rounded pair (module docstring), in the larger of its
+    two directions: one epoch read exactly off the atoms, several composed by the PLD
+    engine and read at the lower end of its certified bracket.  Every ``(c, a)`` gives a
+    certified bound, so their maximum is one (docs/theory/allocation_k_of_t.md,
+    Proposition 2 and Corollaries 2a, 2b).
 
     Parameters
     ----------
