@@ -127,16 +127,23 @@ def crossing(eps: np.ndarray, delta_hat: np.ndarray, delta: float) -> float | No
     return None
 
 
-def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def common_arguments(doc: str, shifts: str, seed: int) -> argparse.ArgumentParser:
+    """The parser of the truth scripts' shared arguments (sigma, T, k, epsilons, draws,
+    delta, the proposal's shifts, the generator's seed)."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
     ap.add_argument("sigma", type=float)
     ap.add_argument("t", type=int)
     ap.add_argument("k", type=int)
     ap.add_argument("eps", help="comma-separated epsilons")
     ap.add_argument("--n", type=int, default=200_000)
     ap.add_argument("--delta", type=float, default=1e-6)
-    ap.add_argument("--shifts", default="1,2.5,3,3.5")
-    ap.add_argument("--seed", type=int, default=20261129)
+    ap.add_argument("--shifts", default=shifts)
+    ap.add_argument("--seed", type=int, default=seed)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = common_arguments(__doc__, "1,2.5,3,3.5", 20261129)
     ap.add_argument("--levels", default="", help="comma-separated pointwise bounds: L keeps "
                     "the L largest coordinates; 12 is Proposition 9's V_1 / V_2 split, 123 "
                     "Proposition 10's V_1 / V_2 / V_3 split")
@@ -153,11 +160,16 @@ def main(argv: list[str] | None = None) -> None:
                    sds=args.theta_sd, sds3=args.theta3_sd)
     print(f"sigma {args.sigma:g}, T {args.t}, k {args.k}, {args.n} draws, shifts {shifts}")
     for name, (m, se) in res.items():
-        cells = ", ".join(f"{e:.4f}: {mm:.3e} +- {s:.0e}" for e, mm, s in zip(eps, m, se,
-                                                                             strict=True))
-        cross = crossing(eps, m, args.delta)
-        at = f"{cross:.4f}" if cross is not None else "outside the points"
-        print(f"  {name}: crosses {args.delta:g} at eps ~ {at}   ({cells})")
+        print_row(name, eps, m, se, args.delta)
+
+
+def print_row(name, eps, m, se, delta) -> None:
+    """One estimate's line: where it crosses ``delta`` and its values at ``eps``."""
+    cells = ", ".join(f"{e:.4f}: {mm:.3e} +- {s:.0e}" for e, mm, s in zip(eps, m, se,
+                                                                         strict=True))
+    cross = crossing(eps, m, delta)
+    at = f"{cross:.4f}" if cross is not None else "outside the points"
+    print(f"  {name}: crosses {delta:g} at eps ~ {at}   ({cells})")
 
 
 if __name__ == "__main__":

@@ -136,20 +136,28 @@ def _is_remove(sigma, t, k, eps, n, rng, shifts=(1.0, 1.5, 2.0, 2.5)):
     return m, v.std(0) / math.sqrt(n)
 
 
-@pytest.mark.parametrize(("sigma", "t", "eps"), [(1.0, 5, [6.0, 7.0]), (1.0, 10, [4.5, 5.0])])
-def test_law_above_importance_sampling(sigma, t, eps):
-    v, q, c = remove_atoms4(sigma, t, 3)
+@pytest.mark.parametrize(
+    ("sigma", "t", "k", "eps", "cap"),
+    [(1.0, 5, 3, [6.0, 7.0], 1.35), (1.0, 10, 3, [4.5, 5.0], 1.35),
+     # k = 5 (the law is written for any k >= 3; not routed): sound and 2.2-2.3x the
+     # estimate at this small T (at T 100, delta 1e-6 it is 3.4362 against the blocks'
+     # 3.4857; docs, "four levels")
+     (1.5, 8, 5, [4.5, 5.0], 2.6)],
+)
+def test_law_above_importance_sampling(sigma, t, k, eps, cap):
+    v, q, c = remove_atoms4(sigma, t, k)
     e = np.asarray(eps)
     curve = np.maximum(v[None, :] - np.exp(e)[:, None], 0.0) @ q + c
     rng = np.random.Generator(np.random.PCG64(26_039 + t))
-    m, se = _is_remove(sigma, t, 3, e, 200_000, rng)
+    m, se = _is_remove(sigma, t, k, e, 200_000, rng)
     assert np.all(m > 0) and np.all(m < 1e-3) and np.all(se < 0.03 * m)
     assert np.all(curve >= m - _Z * se), (curve, m, se)
     # the check can fail: the estimate shrunk by 10 %, and the law moved below it
     for low in (0.9 * m, np.minimum(curve, 0.9 * m)):
         assert not np.all(low >= m - _Z * se)
     # and the law is not loose: measured 1.07-1.12 (T 5), 1.20-1.21 (T 10) times the estimate
-    assert np.all(curve <= 1.35 * (m + _Z * se)), curve / m
+    # at k = 3 (the pointwise bound's own excess, docs: "where the width still is")
+    assert np.all(curve <= cap * (m + _Z * se)), curve / m
 
 
 def test_nodes_and_bad_input():
