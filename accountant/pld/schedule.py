@@ -83,6 +83,7 @@ from .pld_settings import REFINE_STEPS
 # the fast path's names, re-exported where the ledger and the tests read them
 from .schedule_fast import FAST_STEP as FAST_STEP
 from .schedule_fast import _lower_step as _lower_step
+from .schedule_fast import _small_q_step
 from .schedule_fast import fast_epsilon_bounds
 from .schedule_grid import (
     DEFAULT_GRID,
@@ -313,6 +314,13 @@ def _first_lower(
     if fine and distinct <= EXACT_CELLS:
         step = max(step / 2, LOWER_MIN_STEP)
     lo = fast_epsilon_bounds(down, delta, step=step, upper=False)
+    finer = _small_q_step(down, step)
+    if finer < step:
+        # small q: the steps' loss spreads are a bin or two of ``step`` (the lower end
+        # 35 % below the upper); both ends are certified lower bounds, the larger kept
+        other = fast_epsilon_bounds(down, delta, step=finer, upper=False)
+        if other is not None:
+            lo = other if lo is None else (max(lo[0], other[0]), lo[1])
     return None if lo is None else float(lo[0])
 
 
