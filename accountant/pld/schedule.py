@@ -83,8 +83,7 @@ from .pld_settings import REFINE_STEPS
 # the fast path's names, re-exported where the ledger and the tests read them
 from .schedule_fast import FAST_STEP as FAST_STEP
 from .schedule_fast import _lower_step as _lower_step
-from .schedule_fast import _small_q_step
-from .schedule_fast import fast_epsilon_bounds
+from .schedule_fast import _small_q_step, fast_epsilon_bounds
 from .schedule_grid import (
     DEFAULT_GRID,
     EXACT_CELLS,
