@@ -445,8 +445,11 @@ def _lower_step(phases: Sequence[tuple[float, float, int]], base: float = FAST_S
 #: 1 500 steps of sigma 1 + 0.001 t, q 1e-4 (1 + t mod 5) (share 8.5e-2 at 2.5e-4) a 35 %
 #: one: the lower end 0.017996 at 2.5e-4, 0.024503 at 1.25e-4, 0.026660 at 6.25e-5,
 #: 0.027376 at 3.1e-5, 0.027440 at 1.56e-5 (share 3.5e-4, 5.0 s against 0.44 s), the
-#: upper end 0.027492 (issue 37, session 27)
-SMALL_Q_SHARE = 1e-2
+#: upper end 0.027492 (issue 37, session 27).  20 phases of one q (x 1.01^i sigma): at
+#: sigma 1.5, q 1e-3 (share 9.3e-3) 3.0 % -> 0.040 %; sigma 1, q 1e-3 (3.0e-3) 0.84 % ->
+#: 0.053 %, each at about the same CPU; at 5e-4 sigma 1, q 2e-3 (7.6e-4) would also go
+#: 0.19 % -> 0.047 %, left for a measurement of the suite's cost
+SMALL_Q_SHARE = 2.5e-3
 #: ... halving the step until the share is at most :data:`LOWER_VARIANCE_SHARE`, or down
 #: to this step (each halving about doubles the lower end's cost)
 SMALL_Q_MIN_STEP = FAST_STEP / 64
