@@ -287,8 +287,11 @@ def _first_lower(
     unrounded up to :data:`LOWER_EXACT_STEPS` distinct ones, beyond rounded on the
     finest of ``grid / 4``, ``grid / 2`` that leaves at most that many cells
     (:func:`round_schedule`), else None (the default's own cells: 3 000 random single
-    steps, 2 996 cells on ``grid``; 10 000 steps of sigma 2 * 0.9999^t, 1 025).  Speed
-    and tightness only: every setting is a certified lower bound.
+    steps, 2 996 cells on ``grid``; 10 000 steps of sigma 2 * 0.9999^t, 1 025).  Where
+    the steps' loss spreads are a bin or two of that step (small q,
+    :func:`~dpacct.accountant.pld.schedule_fast._small_q_step`) also on a finer step,
+    the larger lower end kept.  Speed and tightness only: every setting is a certified
+    lower bound.
 
     Examples
     --------
