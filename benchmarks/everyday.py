@@ -15,7 +15,10 @@ libraries are imported before the clock starts; nothing is warmed up):
   cannot decide and the 50-digit curve answers);
 * the online loops: a ``PrivacyAccountant`` stepping 10 000 times at q 0.01 and asked
   ``epsilon(1e-5)`` every 100 steps, at sigma 1.0 and at sigma ``2 * 0.9999^t``, beside
-  Opacus' ``RDPAccountant`` on the constant loop (the issue's target for both).
+  Opacus' ``RDPAccountant`` on the constant loop (the issue's target for both); and at
+  small distinct q (sigma ``1 + 0.001 t``, q ``1e-4 (1 + t mod 5)``, 1 500 steps, every
+  150: ``online small q``), whose tail questions (``epsilon_bounds(1e-5)``,
+  ``delta(0.5)``: ``tails small q``) are timed apart.
 
 For each: the answer (the sum of the 59 epsilons for the trajectory), CPU seconds
 (``time.process_time``) and wall seconds of the call, the peak resident memory the call
@@ -199,6 +202,31 @@ _row("online decaying", "the same loop with sigma 2 * 0.9999^t (peer: Opacus' co
      _LOOP.format(make="PrivacyAccountant(progress=False)", ask="epsilon",
                   step="noise_multiplier=2.0 * 0.9999**t, sample_rate=0.01"),
      "opacus RDPAccountant, constant loop", _OPACUS_IMPORTS, _OPACUS_CONSTANT_LOOP)
+
+
+# issue 37, session 27: small distinct q (sigma 1 + 0.001 t, q 1e-4 (1 + t mod 5)): every
+# step its own cell; the epsilon loop (1 500 steps, epsilon every 150), and the same loop's
+# tail questions (the bracket and delta at an epsilon far above the spent one, where the
+# reading is ~1e-13: the session-26 reviewer's 167.6 s loop was 97 % delta queries)
+_SMALL_Q = "noise_multiplier=1.0 + 0.001 * t, sample_rate=1e-4 * (1 + t % 5)"
+_SMALL_Q_LOOP = _LOOP.replace("10_000", "1_500").replace("% 100", "% 150")
+_row("online small q", "PrivacyAccountant, sigma 1 + 0.001 t, q 1e-4 (1 + t mod 5): epsilon "
+     "every 150 of 1 500 steps",
+     _SMALL_Q_LOOP.format(make="PrivacyAccountant(progress=False)", ask="epsilon", step=_SMALL_Q),
+     "opacus RDPAccountant, the same loop", _OPACUS_IMPORTS,
+     _SMALL_Q_LOOP.format(make="RDPAccountant()", ask="get_epsilon", step=_SMALL_Q))
+_row("tails small q", "the small-q loop's steps, then epsilon_bounds(1e-5) and delta(0.5)",
+     "acct = PrivacyAccountant(progress=False)\n"
+     "for t in range(1_500):\n"
+     f"    acct.step({_SMALL_Q})\n"
+     "lo, hi = acct.epsilon_bounds(1e-5)\n"
+     "d = acct.delta(0.5)\n"
+     "return [float(lo), float(hi), float(d)], f'bounds {lo!r} {hi!r} delta(0.5) {d!r}'",
+     "opacus RDPAccountant, the same steps, epsilon(1e-5)", _OPACUS_IMPORTS,
+     "acct = RDPAccountant()\n"
+     "for t in range(1_500):\n"
+     f"    acct.step({_SMALL_Q})\n"
+     "return float(acct.get_epsilon(1e-5)), None")
 
 
 def _script(imports: str, body: str, warm: bool = False) -> str:

@@ -46,6 +46,8 @@ ROWS = {
     "100000 phases x 1, sigma 1-2, q log-uniform": ("phases_log1", 2.0, 100_000),
     "100000 phases x 10": ("phases", 2.0, 100_000),
     "100000 phases x 10, sigma 1-2, q log-uniform": ("phases_log", 2.0, 100_000),
+    # issue 37, session 27: small distinct q (the session-26 review's bracket was 36 % wide)
+    "20 phases x 50, q 1e-5..2e-4": ("tinyq", 1.0, 20),
 }
 #: rows left out unless named (--rows): each takes minutes
 HEAVY = ("100000 phases x 10", "100000 phases x 10, sigma 1-2, q log-uniform")
@@ -65,6 +67,8 @@ elif kind in ("phases_log", "phases_log1"):
     q = np.exp(rng.uniform(np.log(1e-3), np.log(1e-2), n))
     k = 10 if kind == "phases_log" else 1
     sched = [(float(a), float(b), k) for a, b in zip(sig, q)]
+elif kind == "tinyq":
+    sched = [(s0 + 0.01 * i, 1e-5 * (1 + i), 50) for i in range(n)]
 else:
     sched = [(s0 * 0.9999**t, 0.01, 1) for t in range(n)]
 acct = PrivacyAccountant(progress=False)

@@ -216,3 +216,36 @@ def test_a_fine_first_lower_end_is_none_where_nothing_is_finer(steps):
     )
     assert fine_cells == default and len(default) > sch.EXACT_CELLS
     assert sch._first_lower(steps, DELTA, fine=True) is None
+
+
+@pytest.mark.parametrize(
+    "phases",
+    [
+        [(1.0 + 0.01 * i, 1e-5 * (1 + i), 50) for i in range(20)],
+        [(1.5 * 1.01**i, 1e-3, 50) for i in range(20)],
+    ],
+    ids=["q 1e-5..2e-4", "q 1e-3"],
+)
+def test_a_small_q_ledger_bracket_is_narrow_and_contains_the_general_route(phases):
+    """Issue 37, session 27: 20 phases of q 1e-5 .. 2e-4 x 50 (the session-26 review's
+    ``tinyq``): every step's loss spread is a bin or two of the lower end's finest
+    default step (2.5e-4), and the bracket was 36 % wide (lower 0.006869, upper
+    0.010810); at sigma 1.5, q 1e-3, 3.0 %.  The lower end is now also taken on a
+    finer step (:func:`~dpacct.accountant.pld.schedule_fast._small_q_step`), the
+    larger kept."""
+    acct = PrivacyAccountant(progress=False)
+    for s, q, c in phases:
+        acct.step(noise_multiplier=s, sample_rate=q, count=c)
+    lo, hi = acct.epsilon_bounds(DELTA)
+    # the general route at its default tol (1.5 s; at tol 1e-5 13 s)
+    parts = [poisson_subsample(GaussianMechanism(sigma=s), q) for s, q, _ in phases]
+    e_lo, e_hi = compose(parts, counts=[c for *_, c in phases]).epsilon_bounds(DELTA)
+    # both certified: the brackets intersect, and the ledger's lower end is below the
+    # general route's upper end
+    assert lo <= e_hi and e_lo <= hi
+    assert hi - lo <= 0.005 * hi  # main: 0.36 and 0.030
+    # never below the default step's lower end (the larger of the two is kept)
+    default = sch.fast_epsilon_bounds(
+        phases, DELTA, step=sch._lower_step(phases), upper=False
+    )
+    assert lo >= default[0]

@@ -83,7 +83,7 @@ from .pld_settings import REFINE_STEPS
 # the fast path's names, re-exported where the ledger and the tests read them
 from .schedule_fast import FAST_STEP as FAST_STEP
 from .schedule_fast import _lower_step as _lower_step
-from .schedule_fast import fast_epsilon_bounds
+from .schedule_fast import _small_q_step, fast_epsilon_bounds
 from .schedule_grid import (
     DEFAULT_GRID,
     EXACT_CELLS,
@@ -287,8 +287,11 @@ def _first_lower(
     unrounded up to :data:`LOWER_EXACT_STEPS` distinct ones, beyond rounded on the
     finest of ``grid / 4``, ``grid / 2`` that leaves at most that many cells
     (:func:`round_schedule`), else None (the default's own cells: 3 000 random single
-    steps, 2 996 cells on ``grid``; 10 000 steps of sigma 2 * 0.9999^t, 1 025).  Speed
-    and tightness only: every setting is a certified lower bound.
+    steps, 2 996 cells on ``grid``; 10 000 steps of sigma 2 * 0.9999^t, 1 025).  Where
+    the steps' loss spreads are a bin or two of that step (small q,
+    :func:`~dpacct.accountant.pld.schedule_fast._small_q_step`) also on a finer step,
+    the larger lower end kept.  Speed and tightness only: every setting is a certified
+    lower bound.
 
     Examples
     --------
@@ -313,6 +316,13 @@ def _first_lower(
     if fine and distinct <= EXACT_CELLS:
         step = max(step / 2, LOWER_MIN_STEP)
     lo = fast_epsilon_bounds(down, delta, step=step, upper=False)
+    finer = _small_q_step(down, step)
+    if finer < step:
+        # small q: the steps' loss spreads are a bin or two of ``step`` (the lower end
+        # 35 % below the upper); both ends are certified lower bounds, the larger kept
+        other = fast_epsilon_bounds(down, delta, step=finer, upper=False)
+        if other is not None:
+            lo = other if lo is None else (max(lo[0], other[0]), lo[1])
     return None if lo is None else float(lo[0])
 
 

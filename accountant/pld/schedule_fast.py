@@ -438,6 +438,56 @@ def _lower_step(phases: Sequence[tuple[float, float, int]], base: float = FAST_S
     return base / 2 ** (levels - 1)
 
 
+#: a schedule whose finest :func:`_lower_step` still merges more than this share of its
+#: loss variance into bins (steps whose whole loss spread is a bin or two: small ``q``)
+#: also gets a lower end on a finer step (:func:`_small_q_step`), the larger kept.  The
+#: session-26 review's 20 phases of q 1e-5 .. 2e-4 x 50 had a 36 % bracket at 1e-5, and
+#: 1 500 steps of sigma 1 + 0.001 t, q 1e-4 (1 + t mod 5) (share 8.5e-2 at 2.5e-4) a 35 %
+#: one: the lower end 0.017996 at 2.5e-4, 0.024503 at 1.25e-4, 0.026660 at 6.25e-5,
+#: 0.027376 at 3.1e-5, 0.027440 at 1.56e-5 (share 3.5e-4, 5.0 s against 0.44 s), the
+#: upper end 0.027492 (issue 37, session 27).  20 phases of one q (x 1.01^i sigma): at
+#: sigma 1.5, q 1e-3 (share 9.3e-3) 3.0 % -> 0.040 %; sigma 1, q 1e-3 (3.0e-3) 0.84 % ->
+#: 0.053 %, each at about the same CPU; at 5e-4 sigma 1, q 2e-3 (7.6e-4) would also go
+#: 0.19 % -> 0.047 %, left for a measurement of the suite's cost
+SMALL_Q_SHARE = 2.5e-3
+#: ... halving the step until the share is at most :data:`LOWER_VARIANCE_SHARE`, or down
+#: to this step (each halving about doubles the lower end's cost)
+SMALL_Q_MIN_STEP = FAST_STEP / 64
+
+
+def _small_q_step(phases: Sequence[tuple[float, float, int]], step: float) -> float:
+    """A finer loss step for the lower end of a schedule whose steps' loss spreads are
+    narrower than ``step`` (speed and tightness only, never soundness): ``step`` itself
+    unless the steps narrower than it carry more than :data:`SMALL_Q_SHARE` of the
+    loss variance (as :func:`_lower_step` measures it: ``h^2 / 12`` per step at most);
+    then ``step`` halved until that share is at most :data:`LOWER_VARIANCE_SHARE`, and
+    at most down to :data:`SMALL_Q_MIN_STEP`.
+
+    Examples
+    --------
+    >>> _small_q_step([(1.0, 0.01, 100)], 2.5e-4)  # wide steps: unchanged
+    0.00025
+    >>> _small_q_step([(1.0, 1e-4, 100)], 2.5e-4)  # a small q: finer
+    1.5625e-05
+    """
+    if not phases:
+        return step
+    var, k = _step_variance(phases)
+    total = float(k @ var)
+    if not total > 0.0:
+        return step
+
+    def share(h: float) -> float:
+        return float(k @ np.minimum(var, h * h / 12)) / total
+
+    if share(step) <= SMALL_Q_SHARE:
+        return step
+    h = step
+    while h / 2 >= SMALL_Q_MIN_STEP * (1 - 1e-12) and share(h) > LOWER_VARIANCE_SHARE:
+        h /= 2
+    return h
+
+
 def fast_epsilon_bounds(
     phases: Sequence[tuple[float, float, int]],
     delta: float,
