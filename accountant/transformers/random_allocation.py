@@ -498,7 +498,7 @@ class RandomAllocationMechanism(Mechanism):
         """Whether the direct k = 3 route (:mod:`.random_allocation_k3`, Proposition 7 of
         docs/theory/allocation_k_of_t.md) is tried: ``k = 3`` where
         :func:`~dpacct.accountant.transformers.random_allocation_k3.k3_tried` (measured
-        below the blocks there; a law of 5-30 CPU seconds per ``(sigma, T)``)."""
+        below the blocks there; a law of 1-45 CPU seconds per ``(sigma, T)``)."""
         return (
             self.direct
             and self.k == 3
@@ -517,7 +517,7 @@ class RandomAllocationMechanism(Mechanism):
         if not self._has_k3_route:
             raise ValueError(f"the direct route is for k = 3, {K3_MIN_STEPS} <= steps <= "
                              f"{K3_MAX_STEPS} and {K3_MIN_SIGMA} <= sigma <= {K3_MAX_SIGMA} "
-                             "(sigma <= 1.05 above 30 steps)")
+                             "where k3_tried (random_allocation_k3.py)")
         key = ("ra_k3_route",)
         cache = self._cache()
         if key not in cache:
