@@ -137,8 +137,9 @@ def k_tried(sigma: float, t: int, k: int) -> bool:
     =========  ===========  ====================================================
     T          sigma        measured: four-level law / blocks (lower end)
     =========  ===========  ====================================================
-    5 - 10     0.65 - 1.5   sigma 1, T 10: 7.5794 / 8.0757 (7.3765; 4 s);
-                            1.5, T 10: 4.4195 / 4.5803; 0.8, T 10: 10.4682 /
+    5 - 10     0.65 - 2.0   sigma 1, T 10: 7.5794 / 8.0757 (7.3765; 4 s);
+                            1.5, T 10: 4.4195 / 4.5803; 2.0, T 10: 3.1229 /
+                            3.1659 (1 s); 0.8, T 10: 10.4682 /
                             12.8572 (9 s); sigma 1, T 5 (delta 1e-5): 9.3109 /
                             9.4552
     11 - 30    0.65 - 1.5   0.7, T 20: 10.3539 / 12.1723 (10.0883; 27 s);
@@ -167,10 +168,12 @@ def k_tried(sigma: float, t: int, k: int) -> bool:
     >>> k_tried(0.7, 20, 4), k_tried(0.7, 50, 4), k_tried(1.0, 200, 4), k_tried(1.0, 100, 5)
     (True, False, True, False)
     """
-    if k != 4 or not (K4_FOUR_MIN_STEPS <= t <= 200 and 0.65 <= sigma <= 1.5):
+    if k != 4 or not (K4_FOUR_MIN_STEPS <= t <= 200 and 0.65 <= sigma <= 2.0):
         return False
-    if t <= 30:
+    if t <= 10:
         return True
+    if t <= 30:
+        return sigma <= 1.5
     if t <= 100:
         return 0.75 <= sigma <= 1.25 or (sigma < 0.75 and t >= 90)
     return 0.95 <= sigma <= 1.05
