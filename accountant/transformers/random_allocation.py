@@ -510,8 +510,8 @@ class RandomAllocationMechanism(Mechanism):
     def k3_route(self) -> Mechanism:
         """The direct k = 3 route: per epoch, the remove direction of
         :func:`~dpacct.accountant.transformers.random_allocation_k3.k3_atoms` (Proposition
-        10's four levels from T 10) (one epoch: Lemma 4; several: the envelope with the three blocks,
-        Proposition 5) and the blocks' add direction
+        10's four levels from T 10; one epoch: Lemma 4; several: the envelope with the
+        three blocks, Proposition 5) and the blocks' add direction
         (:func:`~dpacct.accountant.transformers.random_allocation_k3.allocation_k3_pair`).
         Only where :attr:`_has_k3_route`.
         """
