@@ -128,7 +128,7 @@ def test_route_tighter_than_the_blocks():
     blocks = float(random_allocation(g, 20, k=4, direct=False).epsilon(1e-6))
     ours = float(mech.epsilon(1e-6))
     assert ours <= float(mech.k4_route.epsilon(1e-6)) + 1e-12
-    assert ours < 0.99 * blocks  # measured 5.9725 against 6.0498
+    assert ours < 0.99 * blocks  # measured 5.7261 (four levels) against 6.0498
     lo, hi = mech.epsilon_bounds(1e-6)
     assert lo <= hi == ours
     assert float(mech.delta(ours)) <= 1e-6 * (1 + 1e-6)
