@@ -167,6 +167,7 @@ def _refine_direct(family, top: float, eps: float, d: float, rtol: float, tol,
         rtol=rtol,
         increasing=False,
         estimate=estimate,
+        start=top,  # its law is the one just built (remove_atoms4 keeps the last)
         tol=tol,
         name="noise_multiplier",
     )
