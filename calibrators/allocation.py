@@ -77,10 +77,12 @@ def random_allocation_noise_multiplier(
     full_output : bool, default False
         Return the :class:`~dpacct.calibrators.Calibration` instead of the number.
     direct : bool, default True
-        Passed to :func:`~dpacct.accountant.transformers.random_allocation`: at ``k = 2``
-        the search first runs on the blocks alone, then, where the direct route's
-        epsilon at their sigma is below ``epsilon * (1 - rtol)``, again below it with the
-        route (a law of a few CPU seconds per sigma tried, about 30 below sigma 0.6).
+        Passed to :func:`~dpacct.accountant.transformers.random_allocation`: where a
+        direct route is tried (``k = 2, 3, 4``) the search first runs on the blocks
+        alone, then, where the direct route's epsilon at their sigma is below
+        ``epsilon * (1 - rtol)``, again below it with the route, steered by the estimate
+        scaled to the route there (a law of a few CPU seconds per sigma tried at k = 2,
+        5-60 at k = 3, 4).
 
     Returns
     -------
@@ -123,17 +125,35 @@ def random_allocation_noise_multiplier(
         tol=tol,
         name="noise_multiplier",
     )
-    top = family(float(cal.parameter), direct)
-    # the direct route is searched only where it gains at the blocks' sigma: below
-    # eps (1 - rtol) there (one law built; otherwise the search would build one per
-    # sigma tried and return within rtol of the blocks' answer)
-    if top._direct_route is not None and float(top.epsilon(d, tol=tol)) < eps * (1.0 - rtol):
-        cal = _refine_direct(lambda s: family(s, True), float(cal.parameter), eps, d, rtol, tol)
+    cal = _with_direct(family, cal, eps, d, rtol, tol, estimate, direct)
     return cal if full_output else float(cal.parameter)
 
 
-def _refine_direct(family, top: float, eps: float, d: float, rtol: float, tol) -> Calibration:
-    """The calibration again with the direct k = 2 or 3 route, below the blocks' sigma ``top``.
+def _with_direct(family, cal: Calibration, eps: float, d: float, rtol: float, tol, estimate,
+                 direct: bool) -> Calibration:
+    """The blocks' calibration ``cal``, refined with the direct route where it gains at
+    their sigma: below ``eps (1 - rtol)`` there (one law built; otherwise the search
+    would build one per sigma tried and return within ``rtol`` of the blocks' answer)."""
+    s_top = float(cal.parameter)
+    top = family(s_top, direct)
+    if top._direct_route is None:
+        return cal
+    e_top = float(top.epsilon(d, tol=tol))
+    if e_top >= eps * (1.0 - rtol):
+        return cal
+    # steering only: the estimate scaled to the route's epsilon at s_top, so that the
+    # search's first law is built near the answer (each law is a new sigma: 5-60 CPU s
+    # at k = 3, 4)
+    ratio = e_top / max(estimate(s_top), 1e-300)
+    return _refine_direct(lambda s: family(s, True), s_top, eps, d, rtol, tol,
+                          lambda s: ratio * estimate(s))
+
+
+def _refine_direct(family, top: float, eps: float, d: float, rtol: float, tol,
+                   estimate=None) -> Calibration:
+    """The calibration again with the direct k = 2, 3 or 4 route, below the blocks' sigma
+    ``top``, steered by ``estimate`` (a model of the route's epsilon; only where the
+    search goes, never the answer, which is always an evaluated sigma).
 
     The route takes the smaller of itself and the blocks, so the sigma it needs is at
     most ``top``, and at least 0.95 of it wherever measured (docs/theory/
@@ -146,6 +166,8 @@ def _refine_direct(family, top: float, eps: float, d: float, rtol: float, tol) -
         interval=(0.95 * top, top),
         rtol=rtol,
         increasing=False,
+        estimate=estimate,
+        start=top,  # its law is the one just built (remove_atoms4 keeps the last)
         tol=tol,
         name="noise_multiplier",
     )

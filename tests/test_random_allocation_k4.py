@@ -8,7 +8,12 @@ directions with an explicit ``numpy.random.Generator`` (``e_k`` by the recurrenc
 ``benchmarks.random_allocation_k_truth``, sums of non-negative terms).  Each bound is
 asserted above the lower end of a 99.9 % interval (mean - 3.29 standard errors), and the
 interval is shown to reject a deliberately shrunk bound (the checks and the closed form are
-k = 3's, imported from tests/test_random_allocation_k3.py).
+k = 3's, imported from tests/test_random_allocation_k3.py).  At T = 5, 6 and 10 (the route's
+law is Proposition 10's four-level law from T 5) both ends of the bracket at delta 1e-5
+against an importance-sampled Monte Carlo of the exact 4-of-T pair's remove direction
+(the sampler of tests/test_random_allocation_k_law4.py): the route's upper end above the
+99.9 % lower limit, the mechanism's certified lower end below the 99.9 % upper limit, each
+check shown to reject 0.9 times the estimate.
 """
 
 from __future__ import annotations
@@ -17,12 +22,14 @@ import math
 
 import numpy as np
 import pytest
-from test_random_allocation_k3 import _check, _check_can_fail, _curve, _gaussian_delta, _mc
+from test_random_allocation_k3 import _Z, _check, _check_can_fail, _curve, _gaussian_delta, _mc
+from test_random_allocation_k_law4 import _is_remove
 
 from dpacct.accountant import compose, random_allocation
 from dpacct.accountant.transformers.random_allocation_k4 import (
     AllocationKRemove,
     allocation_k_pair,
+    k_atoms,
     k_remove_atoms,
 )
 from dpacct.mechanisms import GaussianMechanism
@@ -55,13 +62,50 @@ def test_both_directions_above_monte_carlo(sigma, eps):
     rng = np.random.Generator(np.random.PCG64(39_410))
     (rm, rse), (am, ase) = _mc(sigma, t, eps, 400_000, rng, k=k, chunk=100_000)
     e = np.array(eps)
-    atoms = _curve(k_remove_atoms(sigma, t, k), e)
+    atoms = _curve(k_atoms(sigma, t, k), e)  # the route's: Proposition 10's four levels
     _check(atoms, rm, rse)
     _check_can_fail(atoms, rm, rse)
     both = np.asarray(allocation_k_pair(sigma, t, k, progress=False).delta(e))
     mean, se = np.maximum(rm, am), np.where(rm >= am, rse, ase)
     _check(both, mean, se)
     _check_can_fail(both, mean, se)
+
+
+def _is_chunks(sigma, t, eps, n, seed):
+    """:func:`_is_remove` (k = 4) over ``n`` draws in chunks of 200 000: mean and
+    standard error."""
+    rng = np.random.Generator(np.random.PCG64(seed))
+    parts = [_is_remove(sigma, t, 4, eps, 200_000, rng) for _ in range(n // 200_000)]
+    m = np.mean([p[0] for p in parts], axis=0)
+    return m, np.sqrt(np.sum([p[1] ** 2 for p in parts], axis=0)) / len(parts)
+
+
+@pytest.mark.parametrize("t", [5, pytest.param(6, marks=pytest.mark.slow),
+                               pytest.param(10, marks=pytest.mark.slow)])
+def test_bracket_ends_against_importance_sampling(t):
+    sigma, d = 1.0, 1e-5
+    mech = random_allocation(GaussianMechanism(sigma), t, k=4)
+    assert mech._direct_route is mech.k4_route
+    lo, hi = (float(v) for v in mech.epsilon_bounds(d))
+    route = mech.k4_route
+    assert lo < hi <= float(route.epsilon(d)) + 1e-12
+    e = np.array([lo, hi])
+    m, se = _is_chunks(sigma, t, e, 800_000, 39_400 + t)
+    assert np.all(se < 0.015 * m)
+    # the upper end: the route's curve (remove law, blocks' add laws) above the exact
+    # pair's remove direction at both ends (measured 2.5x at the lower end, 2.7x at the
+    # upper, T 5); the check rejects 0.9 times the estimate
+    curve = np.asarray(route.delta(e))
+    _check(curve, m, se)
+    for shrunk in (0.9 * m, np.minimum(curve, 0.9 * m)):
+        with pytest.raises(AssertionError):
+            _check(shrunk, m, se)
+    # the lower end: the exact pair's delta there is at least d (its remove direction
+    # measured 1.01-1.07 d); the check rejects an estimate 0.9 times as large, and a
+    # lower end moved to the upper end
+    assert m[0] + _Z * se[0] >= d, (m, se)
+    assert not 0.9 * (m[0] + _Z * se[0]) >= d
+    assert not m[1] + _Z * se[1] >= d
 
 
 def test_route_choice():
@@ -84,7 +128,7 @@ def test_route_tighter_than_the_blocks():
     blocks = float(random_allocation(g, 20, k=4, direct=False).epsilon(1e-6))
     ours = float(mech.epsilon(1e-6))
     assert ours <= float(mech.k4_route.epsilon(1e-6)) + 1e-12
-    assert ours < 0.99 * blocks  # measured 5.9725 against 6.0498
+    assert ours < 0.99 * blocks  # measured 5.7261 (four levels) against 6.0498
     lo, hi = mech.epsilon_bounds(1e-6)
     assert lo <= hi == ours
     assert float(mech.delta(ours)) <= 1e-6 * (1 + 1e-6)

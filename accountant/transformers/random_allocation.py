@@ -498,7 +498,7 @@ class RandomAllocationMechanism(Mechanism):
         """Whether the direct k = 3 route (:mod:`.random_allocation_k3`, Proposition 7 of
         docs/theory/allocation_k_of_t.md) is tried: ``k = 3`` where
         :func:`~dpacct.accountant.transformers.random_allocation_k3.k3_tried` (measured
-        below the blocks there; a law of 5-30 CPU seconds per ``(sigma, T)``)."""
+        below the blocks there; a law of 1-45 CPU seconds per ``(sigma, T)``)."""
         return (
             self.direct
             and self.k == 3
@@ -508,16 +508,17 @@ class RandomAllocationMechanism(Mechanism):
 
     @property
     def k3_route(self) -> Mechanism:
-        """The direct k = 3 route: per epoch, Proposition 7's (max, second, sum) remove
-        direction (one epoch: Lemma 4; several: the envelope with the three blocks,
-        Proposition 5) and the blocks' add direction
+        """The direct k = 3 route: per epoch, the remove direction of
+        :func:`~dpacct.accountant.transformers.random_allocation_k3.k3_atoms` (Proposition
+        10's four levels from T 10; one epoch: Lemma 4; several: the envelope with the
+        three blocks, Proposition 5) and the blocks' add direction
         (:func:`~dpacct.accountant.transformers.random_allocation_k3.allocation_k3_pair`).
         Only where :attr:`_has_k3_route`.
         """
         if not self._has_k3_route:
             raise ValueError(f"the direct route is for k = 3, {K3_MIN_STEPS} <= steps <= "
                              f"{K3_MAX_STEPS} and {K3_MIN_SIGMA} <= sigma <= {K3_MAX_SIGMA} "
-                             "(sigma <= 1.05 above 30 steps)")
+                             "where k3_tried (random_allocation_k3.py)")
         key = ("ra_k3_route",)
         cache = self._cache()
         if key not in cache:
@@ -526,8 +527,9 @@ class RandomAllocationMechanism(Mechanism):
 
     @property
     def _has_k4_route(self) -> bool:
-        """Whether the direct route at ``k >= 4`` (:mod:`.random_allocation_k4`,
-        Proposition 9 of docs/theory/allocation_k_of_t.md) is tried: where
+        """Whether the direct route at ``k >= 4`` (:mod:`.random_allocation_k4`;
+        at ``k = 4`` Proposition 10's four-level law from T 5,
+        docs/theory/allocation_k_of_t.md) is tried: where
         :func:`~dpacct.accountant.transformers.random_allocation_k4.k_tried` (measured
         below the blocks there).
         """
@@ -540,8 +542,10 @@ class RandomAllocationMechanism(Mechanism):
 
     @property
     def k4_route(self) -> Mechanism:
-        """The direct route at ``k >= 4``: per epoch, Proposition 9's (max, second, sum)
-        remove direction and the ``k`` blocks' add direction
+        """The direct route at ``k >= 4``: per epoch, the remove direction of
+        :func:`~dpacct.accountant.transformers.random_allocation_k4.k_atoms` (Proposition
+        10's four levels, or Proposition 9's (max, second, sum) law) and the ``k`` blocks'
+        add direction
         (:func:`~dpacct.accountant.transformers.random_allocation_k4.allocation_k_pair`).
         Only where :attr:`_has_k4_route`.
         """
