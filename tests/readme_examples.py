@@ -70,12 +70,19 @@ def run_python_block(code: str, index: int) -> None:
 
 
 def _run_commands(commands: list[str], cwd: str, results: list) -> None:
-    """Run the README's ``dpacct`` commands one after another (``results`` gets
-    ``(command, completed process)`` for each)."""
+    """Run the README's ``dpacct`` commands one after another: ``results`` gets
+    ``(command, None)`` for each that exits 0, else ``(command, what went wrong)``,
+    an exception on the way (a missing console script, a bad line) included."""
     exe = Path(sys.executable).with_name("dpacct")
     for command in commands:
-        argv = [str(exe), *shlex.split(command)[1:]]
-        results.append((command, subprocess.run(argv, capture_output=True, text=True, cwd=cwd)))
+        try:
+            argv = [str(exe), *shlex.split(command)[1:]]
+            done = subprocess.run(argv, capture_output=True, text=True, cwd=cwd)
+        except BaseException:  # reported as this command's failure
+            results.append((command, traceback.format_exc()))
+            continue
+        failed = f"(exit {done.returncode})\n{done.stderr}" if done.returncode != 0 else None
+        results.append((command, failed))
 
 
 def main() -> int:
@@ -99,11 +106,15 @@ def main() -> int:
                     print(f"README python block {index}: ok")
         finally:
             beside.join()
-        for command, done in results:
-            if done.returncode != 0:
-                failures.append(f"{command}\n(exit {done.returncode})\n{done.stderr}")
+        commands = cli_commands()
+        for command, failed in results:
+            if failed is not None:
+                failures.append(f"{command}\n{failed}")
             else:
                 print(f"README command ok: {command}")
+        # a command the thread never reported (it died) counts as failed too
+        for command in commands[len(results):]:
+            failures.append(f"{command}\n(not run: the commands' thread stopped early)")
     for failure in failures:
         print("FAILED " + failure, file=sys.stderr)
     total = len(python_blocks()) + len(cli_commands())
