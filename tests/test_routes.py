@@ -157,11 +157,23 @@ def test_a_mechanism_without_a_route_names_what_it_lacks():
 # incremental history: noise_multiplier(8, 1e-5, 0.01, 10 000) = 0.8825405 gave 7.999793
 # by the composition and 8.000038 by the ledger, refused at step 10 000 of 10 000.)
 CALIBRATE_DELTA = 1e-5
+#: the levels of the three factors (budget, sample rate, steps)
+CALIBRATE_EPS = (1.0, 3.0, 8.0)
+CALIBRATE_Q = (0.001, 0.01, 0.05)
+CALIBRATE_STEPS = (1_000, 10_000, 100_000)
+#: a pairwise (Latin-square) subset of the 27 combinations: steps level = (budget level +
+#: rate level) mod 3, so every pair of levels of any two factors is run once (a fault
+#: that one level, or a pair of levels, sets off is still met).  Measured on the whole
+#: grid (session 27): the filter ends every run on its exact check of the calibrated
+#: composition, whose epsilon sits 0.77e-5 to 4.8e-5 (relative) below the budget; the
+#: closest is (1, 0.001, 1 000), also one of the three runs that the Renyi-DP credit
+#: never admits (every check on the PLD), and it is kept: a filter whose exact check
+#: asks 1e-5 below the budget (refusing a calibrated run) fails it, and fails none of
+#: the three fast runs (their gaps 1.1e-5 to 4.4e-5).
 CALIBRATE_GRID = [
-    (eps, q, steps)
-    for eps in (1.0, 3.0, 8.0)
-    for q in (0.001, 0.01, 0.05)
-    for steps in (1_000, 10_000, 100_000)
+    (eps, q, CALIBRATE_STEPS[(i + j) % 3])
+    for i, eps in enumerate(CALIBRATE_EPS)
+    for j, q in enumerate(CALIBRATE_Q)
 ]
 CALIBRATE_FAST = {(1.0, 0.01, 1_000), (3.0, 0.05, 1_000), (8.0, 0.05, 1_000)}
 
