@@ -604,9 +604,12 @@ def ledger_bracket(
     history) and the lower end the fast path's certified one when every record is a
     DP-SGD step, else the schedule rounded down's; ``"rounded"``: the schedule rounded
     up's epsilon over the schedule rounded down's lower end.  Neither end is clipped
-    to the other.  ``width`` (relative, or None): the fast path's lower end is refined
-    while the bracket is wider (:meth:`~dpacct.accountant.ledger.ledger_mechanism.
-    LedgerMechanism.fast_lower`); only when asked, as it costs a few times the bracket.
+    to the other: a lower end above the upper one (beyond round-off) is a certificate
+    contradiction and raises ``RuntimeError``, as a mechanism's bracket does
+    (:func:`epsilon_bracket`).  ``width`` (relative, or None): the fast path's lower end
+    is refined while the bracket is wider (:meth:`~dpacct.accountant.ledger.
+    ledger_mechanism.LedgerMechanism.fast_lower`); only when asked, as it costs a few
+    times the bracket.
     """
     if ledger.empty:
         return Bracket(0.0, 0.0)
@@ -619,7 +622,7 @@ def ledger_bracket(
         # full-batch Gaussians folded beside other records: the lower end of the
         # composition whose folded sigma is rounded up (dominated by the records)
         lower = below.epsilon_bounds(delta, tol=tol)[0]
-        return Bracket(float(lower), float(bracket[1]), bracket.bounds)
+        return _checked(ledger, delta, Bracket(float(lower), float(bracket[1]), bracket.bounds))
     if route == "online":
         # the lower end first: its fast path's arrays are freed before the composed
         # history (kept for later queries) is built, as before the router held them
@@ -627,11 +630,26 @@ def ledger_bracket(
         upper = ledger.epsilon(delta, tol=tol)
         if fast is not None:
             # refined on a finer step when wider than ``width``, if asked (issue 37)
-            return Bracket(ledger.fast_lower(delta, upper, width) or fast, upper)
+            lower = ledger.fast_lower(delta, upper, width) or fast
+            return _checked(ledger, delta, Bracket(lower, upper))
     else:
         upper = float(ledger.accounted(True).epsilon(delta, tol=tol))
     lower = ledger.accounted(False).epsilon_bounds(delta, tol=tol)
-    return Bracket(float(lower[0]), upper, lower.bounds)
+    return _checked(ledger, delta, Bracket(float(lower[0]), upper, lower.bounds))
+
+
+def _checked(ledger: RoutedLedger, delta: float, bracket: Bracket) -> Bracket:
+    """``bracket`` itself, unless its lower end is above its upper end beyond round-off
+    (both are certified, so one of them is wrong): then ``RuntimeError``, as
+    :func:`epsilon_bracket` raises for a mechanism (the session-27 review: a ledger's
+    lower end taken at the wrong delta came back above its upper end unnoticed)."""
+    lower, upper = float(bracket[0]), float(bracket[1])
+    if lower > upper * (1.0 + 1e-12) + TINY:
+        raise RuntimeError(
+            f"certificate contradiction in a ledger of the {ledger.route!r} route at "
+            f"delta={delta!r}: lower bound {lower!r} exceeds upper bound {upper!r}"
+        )
+    return bracket
 
 
 def ledger_rdp(ledger: RoutedLedger, flat: np.ndarray) -> np.ndarray:

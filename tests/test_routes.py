@@ -270,3 +270,23 @@ def test_a_ledger_and_its_composition_take_one_way_down(phases):
     if len(full) < 2:
         assert tuple(ledger.epsilon_bounds(1e-5)) == tuple(run.epsilon_bounds(1e-5))
     assert ledger.delta(eps) == run.delta(eps)
+
+
+def test_a_ledger_bracket_whose_lower_end_is_above_its_upper_end_raises(monkeypatch):
+    # both ends are certified, so a lower end above the upper one is a bug somewhere: the
+    # ledger's bracket raises as a mechanism's does instead of returning it (the session-27
+    # review's mutant, a lower end at the wrong delta, came back as lower > upper)
+    from dpacct.accountant import PrivacyAccountant
+    from dpacct.accountant.ledger.ledger_mechanism import LedgerMechanism
+
+    acct = PrivacyAccountant(progress=False)
+    for t in range(20):
+        acct.step(noise_multiplier=1.2 + 0.01 * t, sample_rate=0.01)
+    lo, hi = acct.epsilon_bounds(1e-5)
+    assert 0.0 < lo <= hi
+    monkeypatch.setattr(LedgerMechanism, "fast_lower", lambda self, *a, **k: 1.5 * hi)
+    fresh = PrivacyAccountant(progress=False)
+    for t in range(20):
+        fresh.step(noise_multiplier=1.2 + 0.01 * t, sample_rate=0.01)
+    with pytest.raises(RuntimeError, match="certificate contradiction"):
+        fresh.epsilon_bounds(1e-5)
