@@ -43,22 +43,30 @@ def _log_e(logz: np.ndarray, k: int) -> np.ndarray:
         return np.log(e) + np.arange(k + 1)[None, :] * m
 
 
-def _mc_lower(n: int, rng: np.random.Generator) -> np.ndarray:
-    """The 99.9 % lower ends of the remove direction's delta at ``EPS``."""
-    x = rng.normal(0.0, SIGMA, (n, T))
-    pick = rng.integers(0, len(COMPONENTS), n)
-    order = np.argsort(rng.random((n, T)), axis=1)
-    for c, (j, a) in enumerate(COMPONENTS):
+def _mixture_lower(sigma: float, t: int, k: int, eps: np.ndarray, components, n: int,
+                   rng: np.random.Generator) -> np.ndarray:
+    """The 99.9 % lower ends of the k-of-t pair's remove-direction delta at ``eps``, by
+    importance sampling from an equal mixture of ``components`` ``(j, a)``: ``j`` random
+    coordinates shifted by ``a`` (also used by tests/test_review26_k3_four_level.py)."""
+    x = rng.normal(0.0, sigma, (n, t))
+    pick = rng.integers(0, len(components), n)
+    order = np.argsort(rng.random((n, t)), axis=1)
+    for c, (j, a) in enumerate(components):
         rows = np.flatnonzero(pick == c)
         x[rows[:, None], order[rows, :j]] += a
-    log_lr = _log_e((x - 0.5) / SIGMA**2, K)[:, K] - math.log(math.comb(T, K))
-    by_shift = {a: _log_e((a * x - 0.5 * a * a) / SIGMA**2, K) for a in {a for _, a in COMPONENTS}}
+    log_lr = _log_e((x - 0.5) / sigma**2, k)[:, k] - math.log(math.comb(t, k))
+    by_shift = {a: _log_e((a * x - 0.5 * a * a) / sigma**2, k) for a in {a for _, a in components}}
     log_dens = np.logaddexp.reduce(
-        [by_shift[a][:, j] - math.log(math.comb(T, j)) for j, a in COMPONENTS], axis=0
-    ) - math.log(len(COMPONENTS))
+        [by_shift[a][:, j] - math.log(math.comb(t, j)) for j, a in components], axis=0
+    ) - math.log(len(components))
     v = np.maximum(np.exp(log_lr - log_dens)[:, None]
-                   - np.exp(EPS[None, :] - log_dens[:, None]), 0.0)
+                   - np.exp(eps[None, :] - log_dens[:, None]), 0.0)
     return v.mean(0) - 3.2905 * v.std(0) / math.sqrt(n)
+
+
+def _mc_lower(n: int, rng: np.random.Generator) -> np.ndarray:
+    """The 99.9 % lower ends of the remove direction's delta at ``EPS``."""
+    return _mixture_lower(SIGMA, T, K, EPS, COMPONENTS, n, rng)
 
 
 @pytest.mark.slow  # the law: about 3 CPU s on ws24-kmerge (5 on main), the sampler 2-3 s

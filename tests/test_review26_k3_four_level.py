@@ -24,11 +24,9 @@ library's own mass check.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pytest
-from test_review24_k4_law_t100_mc import _log_e  # log e_0..e_k of each row
+from test_review24_k4_law_t100_mc import _mixture_lower
 
 from dpacct.accountant.transformers.random_allocation import random_allocation
 from dpacct.mechanisms import GaussianMechanism
@@ -42,21 +40,7 @@ COMPONENTS = ((3, 1.0), (3, 1.5), (3, 2.0), (3, 2.5), (3, 3.0), (1, 5.0), (1, 6.
 
 def _mc_lower(n: int, rng: np.random.Generator) -> np.ndarray:
     """The 99.9 % lower ends of the remove direction's delta at ``EPS``."""
-    x = rng.normal(0.0, SIGMA, (n, T))
-    pick = rng.integers(0, len(COMPONENTS), n)
-    order = np.argsort(rng.random((n, T)), axis=1)
-    for c, (j, a) in enumerate(COMPONENTS):
-        rows = np.flatnonzero(pick == c)
-        x[rows[:, None], order[rows, :j]] += a
-    log_lr = _log_e((x - 0.5) / SIGMA**2, K)[:, K] - math.log(math.comb(T, K))
-    by_shift = {a: _log_e((a * x - 0.5 * a * a) / SIGMA**2, K) for a in {a for _, a in COMPONENTS}}
-    log_dens = np.logaddexp.reduce(
-        [by_shift[a][:, j] - math.log(math.comb(T, j)) for j, a in COMPONENTS], axis=0
-    ) - math.log(len(COMPONENTS))
-    v = np.maximum(
-        np.exp(log_lr - log_dens)[:, None] - np.exp(EPS[None, :] - log_dens[:, None]), 0.0
-    )
-    return v.mean(0) - 3.2905 * v.std(0) / math.sqrt(n)
+    return _mixture_lower(SIGMA, T, K, EPS, COMPONENTS, n, rng)
 
 
 @pytest.mark.slow  # the k = 3 law at T 10: 3-8 CPU s (main's three-level law: 4-6), the sampler 1
