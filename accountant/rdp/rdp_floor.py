@@ -53,7 +53,7 @@ FLOOR_ORDERS = np.unique(
 ).astype(float)
 #: the binomial terms kept at each order: ``k`` in ``0..KEEP`` and ``a - KEEP..a`` (all
 #: of them, the exact sum, up to the order ``2 KEEP + 1``)
-KEEP = 16
+KEEP = 32
 #: ... and ``k`` in ``0..KEEP_HIGH``, ``a - KEEP_HIGH..a`` beyond
 KEEP_HIGH = 4
 #: relative round-off margin taken off every piece (float64 sums of at most a few
@@ -176,22 +176,38 @@ def rdp_log_delta_floor(
     lam, lam_up = floor_curve(sigma, sample_rate, counts) if curve is None else curve
     orders = FLOOR_ORDERS
     eps = np.asarray(epsilons, dtype=float).reshape(-1)[:, None]
-    with np.errstate(divide="ignore"):
-        g = (orders - 1.0) * np.log1p(-1.0 / orders) - np.log(orders)
-    a_lo, a_hi, lam_lo = orders[:-1], orders[1:], lam[:-1]
-    # [a_j, a_{j+1}]: L(a_j) - (a_{j+1} - 1) eps + g(a_{j+1}) (monotone in the order) ...
-    pieces = lam_lo - (a_hi - 1.0) * eps + g[1:]
-    # ... or, by convexity of (a - 1) D_a, its slope at a_j at least the chord's from
-    # a_j - 1 (exact sums; at a_j = 2 from a = 1, where it is 0), the line's smaller end
-    prev = np.concatenate([[0.0], lam_up[:-2]])
-    slope = np.where(a_hi - a_lo == 1.0, lam_lo - prev, -np.inf)
+    # the order 1 joins the grid: Lambda(1) = 0 exactly (E_Q[P/Q] = 1)
+    a_all = np.concatenate([[1.0], orders])
+    lam_all = np.concatenate([[0.0], lam])
+    up_all = np.concatenate([[0.0], lam_up, [np.inf]])
+    # g(a) = (a - 1) log(1 - 1/a) - log a at the orders (its value at 1 is not used)
+    g = np.concatenate([[np.nan], (orders - 1.0) * np.log1p(-1.0 / orders) - np.log(orders)])
+    a_lo, a_hi = a_all[:-1], a_all[1:]
+    l_lo, l_hi = lam_all[:-1], lam_all[1:]
+    unit = a_hi - a_lo == 1.0
+    # on [a_j, a_{j+1}]: Lambda >= L_j (it does not decrease), and for consecutive
+    # integers (convexity) the tangents at both ends, their slopes bounded by chords:
+    # at a_j at least (L_j - U_{j-1}), at a_{j+1} at most (U_{j+2} - L_{j+1})
     with np.errstate(invalid="ignore"):
-        line = lam_lo + np.minimum(-(a_lo - 1.0) * eps, slope - a_lo * eps) + g[1:]
-    pieces = np.maximum(pieces, np.where(np.isnan(line), -np.inf, line))
-    pieces -= MARGIN * (lam_lo + a_hi * eps + 2.0)
+        s_lo = np.where(unit[1:], l_lo[1:] - up_all[:-3], 0.0)
+        s_lo = np.maximum(np.concatenate([[0.0], s_lo]), 0.0)  # at a = 1: KL >= 0
+        s_hi = np.where(unit, up_all[2:] - l_hi, np.inf)
+    s_hi = np.where(np.isnan(s_hi), np.inf, s_hi)
+
+    def h(a):  # max of the two lines, less (a - 1) eps
+        left = l_lo + s_lo * (a - a_lo)
+        with np.errstate(invalid="ignore"):
+            right = np.where(np.isfinite(s_hi), l_hi - s_hi * (a_hi - a), -np.inf)
+        return np.maximum(left, right) - (a - 1.0) * eps
+
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cross = (l_hi - l_lo - s_hi * a_hi + s_lo * a_lo) / (s_lo - s_hi)
+    cross = np.where(np.isfinite(cross) & (cross > a_lo) & (cross < a_hi), cross, a_lo)
+    # a piecewise-linear convex function: smallest at an end or at the crossing
+    least = np.minimum(np.minimum(h(a_lo), h(a_hi)), h(cross))
+    pieces = np.where(unit, least, l_lo - (a_hi - 1.0) * eps) + g[1:]
+    pieces -= MARGIN * (np.abs(l_lo) + np.abs(l_hi) + a_hi * eps + 2.0)
     best = np.min(pieces, axis=1)
-    # (1, 2]: -eps + g(2)
-    best = np.minimum(best, -eps[:, 0] + g[0] - MARGIN * (eps[:, 0] + 2.0))
     # beyond the last order A: (a - 1)(rho_L(A) - eps) - 1 - log a, a >= A
     top = orders[-1]
     c = lam[-1] / (top - 1.0) - eps[:, 0]
