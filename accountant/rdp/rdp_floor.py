@@ -6,7 +6,7 @@ many distinct Poisson-subsampled Gaussian steps the RDP conversion evaluates eve
 step's Renyi curve (Mironov, Talwar & Zhang 2019) at about a hundred orders: 22.7 s of
 the 73 s of one ``delta`` on 1 500 distinct small-q steps (issue 37, session 27),
 where it answered 1.5e-5 against the PLD's 1.2e-13.  :func:`rdp_log_delta_floor`
-bounds from below, in a few milliseconds, *any* such conversion's answer; where the
+bounds from below, in at most a few tenths of a second, *any* such conversion's answer; where the
 floor is at or above the PLD's answer the conversion cannot win and need not run.
 
 The bound (proof in ``docs/theory/schedules.md``, "The RDP pass a delta can skip")
@@ -31,8 +31,12 @@ adds a round-off term and a factor ``1 + 1e-12``, both upward).  On ``[a_j, a_{j
 (consecutive orders of a grid), ``(a - 1) rho(a) >= L(a_j)`` (``L`` the composed
 lower bound of ``(a - 1) D_a`` at ``a_j``, clipped at 0), ``-(a - 1) eps >= -(a_{j+1}
 - 1) eps`` and ``g(a) = (a - 1) log(1 - 1/a) - log a`` decreases (its derivative is
-``log(1 - 1/a) < 0``), so ``f(a) >= L(a_j) - (a_{j+1} - 1) eps + g(a_{j+1})``.  On
-``(1, 2]``: ``f >= -eps + g(2)``.  Beyond the last order ``A``: ``rho(a) >= rho(A)``
+``log(1 - 1/a) < 0``), so ``f(a) >= L(a_j) - (a_{j+1} - 1) eps + g(a_{j+1})``.  For
+consecutive integers (and ``[1, 2]``, ``Lambda(1) = 0``) the convex ``(a - 1) D_a``
+also lies above its tangents at both ends, their slopes bounded by chords of the exact
+sums (an upper bound from the other cells' corners): the larger of the two lines less
+``(a - 1) eps`` is smallest at an end or where they cross.  Beyond the last order ``A``:
+``rho(a) >= rho(A)``
 and ``g(a) >= -1 - log a``, and ``(a - 1) c - log a`` with ``c = rho_L(A) - eps > 0``
 is smallest at ``max(A, 1/c)``.  The minimum of these pieces, less a round-off margin,
 is the floor.
