@@ -173,7 +173,9 @@ LEDGER_ROUTES = ("exact", "online", "rounded")
 
 def derived_delta(mech: Routed, flat: np.ndarray, tol: float | None) -> np.ndarray:
     """delta at the epsilons ``flat`` for a mechanism without an exact curve: the
-    smaller of the PLD and RDP bounds (1 when neither route exists)."""
+    smaller of the PLD and RDP bounds (1 when neither route exists).  The RDP
+    conversion is not run where :func:`rdp_may_win` shows from a certified floor that it
+    cannot answer below the PLD's (a schedule of subsampled Gaussians: issue 37)."""
     out = np.ones(flat.shape)
     if mech.has_pld:
         out = np.minimum(out, mech._pair(True, PLDSettings(tol)).delta(flat))
