@@ -192,10 +192,13 @@ def rdp_log_delta_floor(
     # on [a_j, a_{j+1}]: Lambda >= L_j (it does not decrease), and for consecutive
     # integers (convexity) the tangents at both ends, their slopes bounded by chords:
     # at a_j at least (L_j - U_{j-1}), at a_{j+1} at most (U_{j+2} - L_{j+1})
+    # chords of unit width only: from a_j - 1 (an order of the grid) and to a_{j+1} + 1
+    left_unit = np.concatenate([[False], a_lo[1:] - a_all[:-2] == 1.0])
+    right_unit = np.concatenate([a_all[2:] - a_hi[:-1] == 1.0, [False]])
     with np.errstate(invalid="ignore"):
-        s_lo = np.where(unit[1:], l_lo[1:] - up_all[:-3], 0.0)
+        s_lo = np.where(left_unit[1:], l_lo[1:] - up_all[:-3], 0.0)
         s_lo = np.maximum(np.concatenate([[0.0], s_lo]), 0.0)  # at a = 1: KL >= 0
-        s_hi = np.where(unit, up_all[2:] - l_hi, np.inf)
+        s_hi = np.where(unit & right_unit, up_all[2:] - l_hi, np.inf)
     s_hi = np.where(np.isnan(s_hi), np.inf, s_hi)
 
     def h(a):  # max of the two lines, less (a - 1) eps
