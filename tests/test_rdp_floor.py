@@ -73,7 +73,7 @@ def test_the_floor_is_below_the_exact_integer_order_bound():
             lam[a] - (a - 1) * eps + (a - 1) * mp.log1p(-1 / mp.mpf(a)) - mp.log(a)
             for a in orders
         )
-        floor = rdp_log_delta_floor(*map(np.array, zip(*steps)), [eps])[0]
+        floor = rdp_log_delta_floor(*map(np.array, zip(*steps, strict=True)), [eps])[0]
         assert floor <= float(best)
         assert floor > float(best) - 3.0  # and not far below: a floor that can skip
 
