@@ -173,7 +173,9 @@ LEDGER_ROUTES = ("exact", "online", "rounded")
 
 def derived_delta(mech: Routed, flat: np.ndarray, tol: float | None) -> np.ndarray:
     """delta at the epsilons ``flat`` for a mechanism without an exact curve: the
-    smaller of the PLD and RDP bounds (1 when neither route exists)."""
+    smaller of the PLD and RDP bounds (1 when neither route exists).  The RDP
+    conversion is not run where :func:`rdp_may_win` shows from a certified floor that it
+    cannot answer below the PLD's (a schedule of subsampled Gaussians: issue 37)."""
     out = np.ones(flat.shape)
     if mech.has_pld:
         out = np.minimum(out, mech._pair(True, PLDSettings(tol)).delta(flat))
@@ -186,12 +188,31 @@ def derived_delta(mech: Routed, flat: np.ndarray, tol: float | None) -> np.ndarr
         if flat.size <= FOLLOW_MAX_POINTS:
             out = pld_delta_follow(mech, flat, out, tol)
     if mech.has_rdp:
-        if flat.size == 1:
+        need = rdp_may_win(mech, flat, out)
+        if need.all() and flat.size == 1:
             rdp_d = np.array([rdp_to_delta(mech._rdp_curve, flat[0])])
-        else:  # one RDP evaluation for all epsilons (a curve, e.g. for tradeoff)
+        elif need.all():  # one RDP evaluation for all epsilons (a curve, e.g. for tradeoff)
             rdp_d = rdp_to_delta_grid(mech._rdp_curve, flat)
+        else:  # the same conversion where it may win (per epsilon the grid's is its own)
+            rdp_d = np.ones(flat.shape)
+            if need.any():
+                rdp_d[need] = rdp_to_delta_grid(mech._rdp_curve, flat[need])
         out = np.minimum(out, rdp_d)
     return out
+
+
+def rdp_may_win(mech: Routed, flat: np.ndarray, found: np.ndarray) -> np.ndarray:
+    """Where (a boolean mask over ``flat``) the RDP conversion might answer below
+    ``found``: everywhere, unless the mechanism states a certified floor under every
+    RDP conversion of its curve (``_rdp_log_delta_floor``, a schedule of subsampled
+    Gaussians: :func:`~dpacct.accountant.rdp.rdp_floor.rdp_log_delta_floor`) and that
+    floor is at or above ``found`` (then ``min(found, rdp) == found``)."""
+    floor_of = getattr(mech, "_rdp_log_delta_floor", None)
+    floor = None if floor_of is None else floor_of(flat)
+    if floor is None:
+        return np.ones(flat.shape, dtype=bool)
+    with np.errstate(divide="ignore"):
+        return ~(np.asarray(floor) >= np.log(found))
 
 
 def pld_delta_follow(

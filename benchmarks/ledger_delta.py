@@ -13,17 +13,27 @@ compare with::
 (repeatable) asks at those epsilons instead of :data:`EPSILONS` (e.g. ``--only
 distinct100 --eps 7.25``: just above the history's floor, where the rounded schedule
 answers too).  CPU time is ``time.process_time`` (the machine may be loaded).
+
+``--smallq`` runs issue 37's small-q online loop instead (sigma ``1 + 0.001 t``, q
+``1e-4 (1 + t mod 5)``, ``--steps`` steps, 1 500 by default, one ``epsilon(1e-5)``, then
+``delta`` at ``--eps``, 0.5, 1 and 2 by default, in that order): its true delta is below
+what the online histories read, so every query falls back to the engine on the schedule
+rounded up (session 27: 72-76 s a query).  Each checkout runs in a fresh subprocess,
+old and new alternated (``--old ROOT:PYTHON``, e.g. ``--old /work/main:python``), and
+the row prints each query's answer and CPU seconds::
+
+    python -m benchmarks.ledger_delta --smallq --old /work/main:python
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
-import tempfile
 import time
 from typing import Any
+
+from benchmarks.checkouts import write_json
 
 #: the epsilons every ledger is asked delta at
 EPSILONS = (1.0, 2.0, 4.0, 8.0)
@@ -107,13 +117,73 @@ def rows(
     return out
 
 
+#: the small-q loop's child (``--smallq``): prints one JSON line
+_SMALLQ_CHILD = r"""
+import json, sys, time
+from dpacct.accountant import PrivacyAccountant
+steps, epsilons = json.loads(sys.argv[1])
+acct = PrivacyAccountant(progress=False)
+t0 = time.process_time()
+for t in range(steps):
+    acct.step(noise_multiplier=1.0 + 0.001 * t, sample_rate=1e-4 * (1 + t % 5))
+loop = time.process_time() - t0
+t0 = time.process_time()
+eps = acct.epsilon(1e-5)
+first = time.process_time() - t0
+deltas, cpu = [], []
+for e in epsilons:
+    t0 = time.process_time()
+    deltas.append(float(acct.delta(e)))
+    cpu.append(time.process_time() - t0)
+print(json.dumps({"loop_cpu": loop, "epsilon": eps, "epsilon_cpu": first, "deltas": deltas,
+                  "cpu": cpu}))
+"""
+
+
+def smallq(old: str | None, steps: int, epsilons: tuple[float, ...], rounds: int) -> list:
+    """The small-q loop's ``delta`` queries in each checkout (``--old``), alternated
+    per round: one record per round and side."""
+    from benchmarks.checkouts import old_new_sides, run_in_checkout
+
+    out = []
+    for _ in range(rounds):
+        for side, (root, python) in old_new_sides(old).items():
+            rec = run_in_checkout(
+                root, python, [_SMALLQ_CHILD, json.dumps([steps, list(epsilons)])], 3600.0
+            )
+            rec["side"] = side
+            out.append(rec)
+            if rec.get("status") != "ok":
+                print(f"smallq {steps:5d} {side:3} {rec.get('status')} {rec.get('error')}")
+                continue
+            cells = "  ".join(
+                f"delta({e:g}) {d:.10e} cpu {c:6.2f} s"
+                for e, d, c in zip(epsilons, rec["deltas"], rec["cpu"], strict=True)
+            )
+            print(
+                f"smallq {steps:5d} {side:3} loop {rec['loop_cpu']:5.2f} s  epsilon(1e-5) "
+                f"{rec['epsilon']:.10f} {rec['epsilon_cpu']:5.2f} s  {cells}",
+                flush=True,
+            )
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks.ledger_delta")
     p.add_argument("--json", help="write the rows to this file")
     p.add_argument("--only", action="append", help="run only this ledger (repeatable)")
     p.add_argument("--eps", action="append", type=float, help="ask delta at this epsilon")
+    p.add_argument("--smallq", action="store_true", help="the small-q online loop instead")
+    p.add_argument("--steps", type=int, default=1500, help="--smallq: steps of the loop")
+    p.add_argument("--old", help="--smallq: ROOT:PYTHON of the old checkout (alternated)")
+    p.add_argument("--rounds", type=int, default=1, help="--smallq: rounds")
     args = p.parse_args(argv)
     results: list[dict[str, Any]] = []
+    if args.smallq:
+        results = smallq(args.old, args.steps, tuple(args.eps or (0.5, 1.0, 2.0)), args.rounds)
+        if args.json:
+            write_json(args.json, {"command": sys.argv, "results": results})
+        return 0 if all(r.get("status") == "ok" for r in results) else 1
     for name, phases in _schedules().items():
         if args.only and name not in args.only:
             continue
@@ -125,10 +195,7 @@ def main(argv: list[str] | None = None) -> int:
                 flush=True,
             )
     if args.json:
-        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(args.json)) or ".")
-        with os.fdopen(fd, "w") as f:
-            json.dump({"command": sys.argv, "results": results}, f, indent=1)
-        os.replace(tmp, args.json)
+        write_json(args.json, {"command": sys.argv, "results": results})
     return 0 if all(r["back_ok"] for r in results) else 1
 
 

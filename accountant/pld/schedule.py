@@ -67,6 +67,7 @@ import numpy as np
 
 from ..mechanism import Mechanism, PLDSettings
 from ..numerics import _bar_disabled
+from ..rdp.rdp_floor import floor_curve, rdp_log_delta_floor
 from ..transformers.compose import ComposedMechanism
 from ..validation import (
     check_count,
@@ -638,6 +639,19 @@ class ScheduleMechanism(ComposedMechanism):
             lower = _refined_lower(self.steps, delta, lower, upper, width=tol)
         return float(lower), upper
 
+    def _rdp_log_delta_floor(self, epsilon: np.ndarray) -> np.ndarray | None:
+        """A certified floor under the log of every RDP conversion of this composition at
+        ``epsilon`` when every part is a Poisson-subsampled Gaussian
+        (:func:`~dpacct.accountant.rdp.rdp_floor.rdp_log_delta_floor`), else None: where it
+        is at or above the PLD's answer the router skips the RDP pass
+        (:func:`~dpacct.accountant.routes.rdp_may_win`)."""
+        cache = self._cache()
+        if "rdp_floor" not in cache:  # the epsilon-free part, once per schedule
+            steps = _subsampled_gaussians(self.parts)
+            cache["rdp_floor"] = None if steps is None else floor_curve(*steps)
+        curve = cache["rdp_floor"]
+        return None if curve is None else rdp_log_delta_floor((), (), (), epsilon, curve)
+
     def _engine_lower(self, delta: float, tol: float | None, upper: float) -> float | None:
         """The engine's lower end without its upper end: the optimistic composition of
         the remove direction (the one deciding the engine's upper end on every
@@ -699,6 +713,25 @@ class ScheduleMechanism(ComposedMechanism):
                 plds = nxt
         cache[key] = plds[0]
         return plds[0]
+
+
+def _subsampled_gaussians(parts) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """``(sigma, q, count)`` arrays of ``parts`` when each is a Poisson-subsampled
+    :class:`~dpacct.accountant.families.gaussian.GaussianMechanism` (a sigma at or above
+    the one its Renyi curve is taken at: ``1 / mu`` rounded up), else None."""
+    from ..families.gaussian import GaussianMechanism
+    from ..transformers.subsample import PoissonSubsampledMechanism
+
+    rows = []
+    for mech, count in parts:
+        if type(mech) is not PoissonSubsampledMechanism or type(mech.base) is not GaussianMechanism:
+            return None
+        mu = mech.base.gdp_mu()
+        if mu is None:  # pragma: no cover - a Gaussian states its mu
+            return None
+        rows.append((math.nextafter(1.0 / float(mu), math.inf), mech.sample_rate, count))
+    arr = np.array(rows, dtype=float).reshape(-1, 3)
+    return arr[:, 0], arr[:, 1], arr[:, 2]
 
 
 def _ledger_merges(steps: Sequence[tuple[float, float, int]]) -> bool:

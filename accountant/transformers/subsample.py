@@ -154,11 +154,19 @@ class PoissonSubsampledMechanism(Mechanism):
         return _amplified_delta(self.base, self.sample_rate, epsilon, out, tol)
 
     def _loss_laws(self):
-        remove, add = self._view._loss_laws()
-        q = self.sample_rate
-        sub_remove = _GridSafeSubsampledLaw(remove, q, "remove")
-        sub_add = _GridSafeSubsampledLaw(add, q, "add")
-        return sub_remove, sub_add
+        # kept on the instance: a law is immutable and memoises its spread and tail
+        # quantiles (:meth:`PrivacyLossLaw.quantile_bounds`), which every discretisation
+        # of this step asks again (a schedule's default, tight and follow passes, each
+        # delta query of a ledger: issue 37, session 28)
+        cache = self._cache()
+        if "sub_laws" not in cache:
+            remove, add = self._view._loss_laws()
+            q = self.sample_rate
+            cache["sub_laws"] = (
+                _GridSafeSubsampledLaw(remove, q, "remove"),
+                _GridSafeSubsampledLaw(add, q, "add"),
+            )
+        return cache["sub_laws"]
 
 
 @dataclass(frozen=True, repr=False)
