@@ -68,7 +68,7 @@ def split_bound(z: np.ndarray, k: int, levels: int) -> np.ndarray:
     return out / math.comb(t, k)
 
 
-SQ_STEPS = [0.0, 0.0]  # --sq-steps: the lattice steps of a law's (sum, sum of squares)
+SQ_STEPS = [0.0, 0.0, 0.0]  # --sq-steps: a law's lattice steps of (sum, squares), a cap
 _SPREAD = np.random.Generator(np.random.PCG64(28))  # the spread's draws (H < 0)
 
 
@@ -77,20 +77,25 @@ def split_bound_sq(z: np.ndarray, k: int, levels: int) -> np.ndarray:
     squares (Lemma 11, ``max_elementary_given_sums``) instead of Maclaurin's inequality on
     their sum.  With ``SQ_STEPS = [h, g]`` nonzero, each other's ``z`` is rounded up to a
     multiple of ``h`` and its ``z^2`` down to a multiple of ``g`` before summing (what a
-    lattice law of the pair with those steps, by monotone rounding alone, would pay);
+    lattice law of the pair with those steps, by monotone rounding alone, would pay; a
+    third entry ``cap`` caps each ``z^2`` there, which only lowers ``S``);
     ``h < 0``: ``z`` spread onto the two multiples of ``|h|`` around it with its mean kept
     (a chord law's per-coordinate spread, drawn once per coordinate)."""
     t = z.shape[1]
     zs = np.sort(z, axis=1)
     top = zs[:, t - levels:]
     low = zs[:, : t - levels]
-    h, g = SQ_STEPS
+    h, g, cap = SQ_STEPS
+    if cap:
+        low_sq = np.minimum(low * low, cap)
+    else:
+        low_sq = low * low
     if h < 0:  # a mean-preserving spread onto the multiples of |h|, one draw per z
         lo = np.floor(low / -h) * -h
         r = (lo - h * (_SPREAD.random(low.shape) < (low - lo) / -h)).sum(1)
     else:
         r = (np.ceil(low / h) * h if h else low).sum(1)
-    s = (np.floor(low * low / g) * g if g else low * low).sum(1)
+    s = (np.floor(low_sq / g) * g if g else low_sq).sum(1)
     n = t - levels
     et = elementary(top, min(k, levels))
     out = np.zeros(z.shape[0])
@@ -200,12 +205,12 @@ def main(argv: list[str] | None = None) -> None:
                     "level 123 (M_3), in standard deviations as --theta-sd")
     ap.add_argument("--sq-steps", default="0,0", help="H,G: levels q/r round each other's "
                     "z up to a multiple of H (H < 0: spread onto multiples of |H|, mean "
-                    "kept) and z^2 down to one of G (0: exact)")
+                    "kept) and z^2 down to one of G (0: exact); a third value caps each z^2")
     args = ap.parse_args(argv)
     eps = np.array([float(e) for e in args.eps.split(",")])
     shifts = tuple(float(a) for a in args.shifts.split(","))
     levels = tuple(v if v[0] in "qr" else int(v) for v in args.levels.split(",") if v)
-    SQ_STEPS[:] = [float(v) for v in args.sq_steps.split(",")]
+    SQ_STEPS[:] = ([float(v) for v in args.sq_steps.split(",")] + [0.0])[:3]
     rng = np.random.Generator(np.random.PCG64(args.seed))
     res = is_delta(args.sigma, args.t, args.k, eps, args.n, rng, shifts, levels=levels,
                    sds=args.theta_sd, sds3=args.theta3_sd)
