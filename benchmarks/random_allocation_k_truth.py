@@ -68,7 +68,7 @@ def split_bound(z: np.ndarray, k: int, levels: int) -> np.ndarray:
     return out / math.comb(t, k)
 
 
-SQ_STEPS = [0.0, 0.0, 0.0]  # --sq-steps: a law's lattice steps of (sum, squares), a cap
+SQ_STEPS = [0.0, 0.0, 0.0, 0.0]  # --sq-steps: steps of (sum, squares), a cap, a ratio
 _SPREAD = np.random.Generator(np.random.PCG64(28))  # the spread's draws (H < 0)
 
 
@@ -78,14 +78,16 @@ def split_bound_sq(z: np.ndarray, k: int, levels: int) -> np.ndarray:
     their sum.  With ``SQ_STEPS = [h, g]`` nonzero, each other's ``z`` is rounded up to a
     multiple of ``h`` and its ``z^2`` down to a multiple of ``g`` before summing (what a
     lattice law of the pair with those steps, by monotone rounding alone, would pay; a
-    third entry ``cap`` caps each ``z^2`` there, which only lowers ``S``);
+    third entry ``cap`` caps each ``z^2`` there, which only lowers ``S``; a fourth, ``rho``,
+    rounds the summed spread ``S - R^2 / n`` down to a power of ``rho``, as a lattice's
+    coarse axis could after the convolution power);
     ``h < 0``: ``z`` spread onto the two multiples of ``|h|`` around it with its mean kept
     (a chord law's per-coordinate spread, drawn once per coordinate)."""
     t = z.shape[1]
     zs = np.sort(z, axis=1)
     top = zs[:, t - levels:]
     low = zs[:, : t - levels]
-    h, g, cap = SQ_STEPS
+    h, g, cap, rho = SQ_STEPS
     if cap:
         low_sq = np.minimum(low * low, cap)
     else:
@@ -97,6 +99,9 @@ def split_bound_sq(z: np.ndarray, k: int, levels: int) -> np.ndarray:
         r = (np.ceil(low / h) * h if h else low).sum(1)
     s = (np.floor(low_sq / g) * g if g else low_sq).sum(1)
     n = t - levels
+    if rho:  # the spread s - r^2 / n rounded down to a power of rho (after the sum)
+        w = np.maximum(s - r * r / n, 1e-300)
+        s = r * r / n + rho ** np.floor(np.log(w) / math.log(rho))
     et = elementary(top, min(k, levels))
     out = np.zeros(z.shape[0])
     for i in range(min(k, levels) + 1):
@@ -205,12 +210,13 @@ def main(argv: list[str] | None = None) -> None:
                     "level 123 (M_3), in standard deviations as --theta-sd")
     ap.add_argument("--sq-steps", default="0,0", help="H,G: levels q/r round each other's "
                     "z up to a multiple of H (H < 0: spread onto multiples of |H|, mean "
-                    "kept) and z^2 down to one of G (0: exact); a third value caps each z^2")
+                    "kept) and z^2 down to one of G (0: exact); a third value caps each z^2, a "
+                    "fourth rounds the sum's spread S - R^2/n down to a power of it")
     args = ap.parse_args(argv)
     eps = np.array([float(e) for e in args.eps.split(",")])
     shifts = tuple(float(a) for a in args.shifts.split(","))
     levels = tuple(v if v[0] in "qr" else int(v) for v in args.levels.split(",") if v)
-    SQ_STEPS[:] = ([float(v) for v in args.sq_steps.split(",")] + [0.0])[:3]
+    SQ_STEPS[:] = ([float(v) for v in args.sq_steps.split(",")] + [0.0, 0.0])[:4]
     rng = np.random.Generator(np.random.PCG64(args.seed))
     res = is_delta(args.sigma, args.t, args.k, eps, args.n, rng, shifts, levels=levels,
                    sds=args.theta_sd, sds3=args.theta3_sd)
