@@ -15,10 +15,11 @@ others' sum of squares ``s`` too makes ``e_2 = (r^2 - s) / 2`` exact, and the la
 The proof (three coordinates at a time, Cirtoaje's equal-variable theorem at ``n = 3``)
 is in the doc.  Importance sampling of the exact k-of-T pair (the benchmark
 ``benchmarks.random_allocation_k_truth``, levels ``q123`` / ``q12`` / ``q1``) puts the
-(max, second, third, sum, sum of squares) pointwise bound within 0.05 % of the truth at
-k = 3 where Maclaurin's is 0.03-1.15 % above it (docs, table "Measured: the pointwise
-bound with the sum of squares").  This module holds the bound itself; the law that
-integrates it over a lattice of the others' (sum, sum of squares) is not built yet.
+(max, second, third, sum, sum of squares) pointwise bound 0.00-0.06 % above the truth at
+k = 3 and 0.04-0.19 % at k = 4, where Proposition 10's (Maclaurin on the others) is up to
+1.4 % and 1.7-2.4 % above it (docs, "Measured: the pointwise bound with the sum of
+squares").  This module holds the bound itself; the law that integrates it over a lattice
+of the others' (sum, sum of squares) is not built yet.
 """
 
 from __future__ import annotations
