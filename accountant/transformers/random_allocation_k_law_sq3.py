@@ -173,8 +173,9 @@ def pair_power(w: np.ndarray, m: int, g: float, *, rows: int = _ROWS, top_sd: fl
                ) -> tuple[np.ndarray, float]:
     """``(law, step)``: an upper bound on the ``m``-fold 2D convolution power of ``w`` (a
     law on ``(i h, j g)``, rows ``j``), every sum of squares rounded down: by repeated
-    squaring, each product's rows above its mean plus ``top_sd`` standard deviations moved
-    down to that row, and rows merged in twos (the step doubled) while more than ``rows``.
+    squaring, each product's rows above its mean plus ``top_sd`` standard deviations plus
+    twice one coordinate's largest square (the others' tail: one or two large) moved down to
+    that row, and rows merged in twos (the step doubled) while more than ``rows``.
 
     Examples
     --------
@@ -192,8 +193,10 @@ def pair_power(w: np.ndarray, m: int, g: float, *, rows: int = _ROWS, top_sd: fl
     mean = float(srow @ jj) / float(srow.sum())
     sd = math.sqrt(max(float(srow @ jj**2) / float(srow.sum()) - mean * mean, 0.0))
 
+    big = float(jj[-1])  # one coordinate's largest square: room for two of them on top
+
     def settle(x, step, count):
-        top = math.ceil((count * mean + top_sd * math.sqrt(count) * sd) / step) + 1
+        top = math.ceil((count * mean + top_sd * math.sqrt(count) * sd + 2 * big) / step) + 1
         x = _rows_down(x, 1, top) if x.shape[0] > top + 1 else x
         while x.shape[0] > rows:
             x, step = _rows_down(x, 2), 2 * step
