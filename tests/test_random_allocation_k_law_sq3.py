@@ -149,6 +149,7 @@ def test_law_above_importance_sampling():
     # the check can fail: the estimate shrunk by 10 %, and the law moved below it
     for low in (0.9 * m, np.minimum(curve, 0.9 * m)):
         assert not np.all(low >= m - _Z * se)
-    # not loose: measured 1.63 / 1.60 on these settings (1.07 / 1.06 at the defaults,
-    # Proposition 10's law 1.08 / 1.06; at T 10 1.10 / 1.13 against 1.16 / 1.19)
+    # not loose: measured 1.63 / 1.60 on these settings; at the defaults (the first
+    # version's top row) 1.07 / 1.06 against Proposition 10's 1.08 / 1.06, and at T 10
+    # 1.10 / 1.13 against 1.16 / 1.19
     assert np.all(curve <= 1.8 * (m + _Z * se)), curve / m

@@ -21,7 +21,10 @@ convex extension ``hat G_j(r, s)`` (:func:`hat_elementary`) instead of Maclaurin
   end's) the value is convex in ``x_3``, as Proposition 10's chords need.
 
 Only ``k = 3`` (Lemma 11 (iii) proves the convexity for ``j <= 3``).  The first region
-(``M_2 <= theta``) is Proposition 10's.  Measured: docs/theory/allocation_k_of_t.md.
+(``M_2 <= theta``) is Proposition 10's.  Measured (docs/theory/allocation_k_of_t.md,
+Proposition 12; delta 1e-6, the remove law's own epsilon): sigma 1.2, T 30: 2.68644
+against Proposition 10's 2.69073 (186 against 4.4 CPU s, 415 against 12 MB), far from
+the 2.658 of its pointwise bound: not routed.
 """
 
 from __future__ import annotations
