@@ -13,7 +13,10 @@ sigma^2)``; ``e_k`` by the recurrence over the coordinates (no cancellation).  W
 docs/theory/allocation_k_of_t.md ("k >= 4, direct"): ``levels = L`` splits off the ``L``
 largest coordinates and bounds the others' ``e_j`` by Maclaurin's inequality,
 ``e_k <= sum_i e_i(M_1..M_L) C(T-L, k-i) (R_L / (T-L))^(k-i)``; ``L = 12`` is Proposition
-9's split (``V_1`` where ``M_2 <= theta``, ``V_2`` above).  A certified law built from a
+9's split (``V_1`` where ``M_2 <= theta``, ``V_2`` above); a level written ``qL`` (``q1``,
+``q12``, ``q123``) keeps the others' sum of squares too and bounds their ``e_j`` by Lemma 11
+(``max_elementary_given_sums``; ``rL`` does so in the first region only, ``--sq-steps``
+rounds the others onto a lattice first: session 28's measurements).  A certified law built from a
 pointwise bound cannot be below that bound's own curve, so a bound whose estimate is
 above the blocks' ``epsilon`` rules out the law.  Prints the estimates, their standard
 errors and the epsilon at which each crosses ``delta`` (linear in log delta between the
@@ -29,6 +32,10 @@ import argparse
 import math
 
 import numpy as np
+
+from dpacct.accountant.transformers.random_allocation_k_law_sq import (
+    max_elementary_given_sums,
+)
 
 
 def elementary(z: np.ndarray, k: int) -> np.ndarray:
@@ -61,21 +68,70 @@ def split_bound(z: np.ndarray, k: int, levels: int) -> np.ndarray:
     return out / math.comb(t, k)
 
 
-def _bound(z: np.ndarray, sigma: float, k: int, level: int, sds: float = 4.1,
+SQ_STEPS = [0.0, 0.0, 0.0, 0.0]  # --sq-steps: steps of (sum, squares), a cap, a ratio
+_SPREAD = np.random.Generator(np.random.PCG64(28))  # the spread's draws (H < 0)
+
+
+def split_bound_sq(z: np.ndarray, k: int, levels: int) -> np.ndarray:
+    """As :func:`split_bound`, with the others' ``e_j`` bounded given their sum AND sum of
+    squares (Lemma 11, ``max_elementary_given_sums``) instead of Maclaurin's inequality on
+    their sum.  With ``SQ_STEPS = [h, g]`` nonzero, each other's ``z`` is rounded up to a
+    multiple of ``h`` and its ``z^2`` down to a multiple of ``g`` before summing (what a
+    lattice law of the pair with those steps, by monotone rounding alone, would pay; a
+    third entry ``cap`` caps each ``z^2`` there, which only lowers ``S``; a fourth, ``rho``,
+    rounds the summed spread ``S - R^2 / n`` down to a power of ``rho``, as a lattice's
+    coarse axis could after the convolution power);
+    ``h < 0``: ``z`` spread onto the two multiples of ``|h|`` around it with its mean kept
+    (a chord law's per-coordinate spread, drawn once per coordinate)."""
+    t = z.shape[1]
+    zs = np.sort(z, axis=1)
+    top = zs[:, t - levels:]
+    low = zs[:, : t - levels]
+    h, g, cap, rho = SQ_STEPS
+    if cap:
+        low_sq = np.minimum(low * low, cap)
+    else:
+        low_sq = low * low
+    if h < 0:  # a mean-preserving spread onto the multiples of |h|, one draw per z
+        lo = np.floor(low / -h) * -h
+        r = (lo - h * (_SPREAD.random(low.shape) < (low - lo) / -h)).sum(1)
+    else:
+        r = (np.ceil(low / h) * h if h else low).sum(1)
+    s = (np.floor(low_sq / g) * g if g else low_sq).sum(1)
+    n = t - levels
+    if rho:  # the spread s - r^2 / n rounded down to a power of rho (after the sum)
+        w = np.maximum(s - r * r / n, 1e-300)
+        s = r * r / n + rho ** np.floor(np.log(w) / math.log(rho))
+    et = elementary(top, min(k, levels))
+    out = np.zeros(z.shape[0])
+    for i in range(min(k, levels) + 1):
+        if k - i <= n:
+            out += et[:, i] * max_elementary_given_sums(r, s, n, k - i)
+    return out / math.comb(t, k)
+
+
+def _bound(z: np.ndarray, sigma: float, k: int, level, sds: float = 4.1,
            sds3: float = 2.0) -> np.ndarray:
     """``level`` 12: Proposition 9's split (``V_1`` if ``M_2 <= theta`` else ``V_2``;
     ``theta`` ``sds`` standard deviations above the mean of an unshifted ``log z``);
     ``level`` 123: Proposition 10's (``V_1`` if ``M_2 <= theta``, else ``V_2`` if
     ``M_3 <= theta_3`` (``sds3`` standard deviations), else ``V_3``); else
-    :func:`split_bound`."""
+    :func:`split_bound`; a level written ``qL`` (``q12``, ``q123``, ``q4``) is the same
+    with the others' sum of squares kept too (:func:`split_bound_sq`), ``r12`` / ``r123``
+    with it kept in the first region (``M_2 <= theta``) only."""
+    sb = s1 = split_bound
+    if isinstance(level, str):  # "q": squares kept in every region; "r": in region 1 only
+        s1 = split_bound_sq
+        sb = split_bound_sq if level[0] == "q" else split_bound
+        level = int(level[1:])
     if level not in (12, 123):
-        return split_bound(z, k, level)
+        return sb(z, k, level)
     zs = np.sort(z, axis=1)
     theta = math.exp(-0.5 / sigma**2 + sds / sigma)
-    out = np.where(zs[:, -2] <= theta, split_bound(z, k, 1), split_bound(z, k, 2))
+    out = np.where(zs[:, -2] <= theta, s1(z, k, 1), sb(z, k, 2))
     if level == 123:
         theta3 = math.exp(-0.5 / sigma**2 + sds3 / sigma)
-        out = np.where((zs[:, -2] > theta) & (zs[:, -3] > theta3), split_bound(z, k, 3), out)
+        out = np.where((zs[:, -2] > theta) & (zs[:, -3] > theta3), sb(z, k, 3), out)
     return out
 
 
@@ -146,15 +202,21 @@ def main(argv: list[str] | None = None) -> None:
     ap = common_arguments(__doc__, "1,2.5,3,3.5", 20261129)
     ap.add_argument("--levels", default="", help="comma-separated pointwise bounds: L keeps "
                     "the L largest coordinates; 12 is Proposition 9's V_1 / V_2 split, 123 "
-                    "Proposition 10's V_1 / V_2 / V_3 split")
+                    "Proposition 10's V_1 / V_2 / V_3 split; qL the same keeping the others' "
+                    "sum of squares, rL keeping it in the first region only")
     ap.add_argument("--theta-sd", type=float, default=4.1, help="the split of level 12, "
                     "in standard deviations of an unshifted log z above its mean")
     ap.add_argument("--theta3-sd", type=float, default=2.0, help="the second split of "
                     "level 123 (M_3), in standard deviations as --theta-sd")
+    ap.add_argument("--sq-steps", default="0,0", help="H,G: levels q/r round each other's "
+                    "z up to a multiple of H (H < 0: spread onto multiples of |H|, mean "
+                    "kept) and z^2 down to one of G (0: exact); a third value caps each z^2, a "
+                    "fourth rounds the sum's spread S - R^2/n down to a power of it")
     args = ap.parse_args(argv)
     eps = np.array([float(e) for e in args.eps.split(",")])
     shifts = tuple(float(a) for a in args.shifts.split(","))
-    levels = tuple(int(v) for v in args.levels.split(",") if v)
+    levels = tuple(v if v[0] in "qr" else int(v) for v in args.levels.split(",") if v)
+    SQ_STEPS[:] = ([float(v) for v in args.sq_steps.split(",")] + [0.0, 0.0])[:4]
     rng = np.random.Generator(np.random.PCG64(args.seed))
     res = is_delta(args.sigma, args.t, args.k, eps, args.n, rng, shifts, levels=levels,
                    sds=args.theta_sd, sds3=args.theta3_sd)

@@ -86,6 +86,20 @@ def _term_law(sigma: float, cut: float, h: float, n: int) -> np.ndarray:
     with the upper node's share ``u = (E[Y; cell] - a P(cell)) / h`` bounded above (the
     chord of an increasing convex function; all its mass at the upper node when the
     bound on ``u`` exceeds the bound on the mass); the last cell ends at ``cut``."""
+    lower, upper = _term_shares(sigma, cut, h, n)
+    top = lower.size
+    out = np.zeros(n)
+    out[:top] += lower
+    out[1 : top + 1] += upper
+    return out * (1.0 + _OPS)
+
+
+def _term_shares(sigma: float, cut: float, h: float, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(lower, upper)``: :func:`_term_law`'s two shares of each cell ``c = [c h, (c + 1)
+    h]`` (the last ending at ``cut``), ``lower[c]`` going to ``c h`` and ``upper[c]`` to
+    ``(c + 1) h`` (upper bounds, before :func:`_term_law`'s final ``1 + _OPS``); kept apart
+    for laws that credit each atom with something of its cell (the others' sum of
+    squares: the cell's lower end's, :mod:`.random_allocation_k_law_sq3`)."""
     s0, mu0 = 1.0 / sigma, -0.5 / sigma**2
     top = min(math.ceil(cut / h), n - 1)
     edges = np.arange(top + 1) * h
@@ -103,10 +117,7 @@ def _term_law(sigma: float, cut: float, h: float, n: int) -> np.ndarray:
     u = (mom_up - a * mass_lo) / width
     u = u + 1e-15 * (mom_up + a * mass_lo) / width  # the subtraction's own round-off
     u = np.clip(u, 0.0, mass_up)
-    out = np.zeros(n)
-    out[:top] += mass_up - u
-    out[1 : top + 1] += u
-    return out * (1.0 + _OPS)
+    return mass_up - u, u
 
 
 def _sum_power(law: np.ndarray, m: int) -> np.ndarray:

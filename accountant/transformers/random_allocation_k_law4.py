@@ -385,8 +385,28 @@ def remove_atoms4(
 _ATOMS4: dict[tuple, tuple[np.ndarray, np.ndarray, float]] = {}
 
 
+def _maclaurin_lattice(sigma, cut, h, n, folds, step, sd_frac):
+    """The default lattice of :func:`_build4`: :func:`_lattice` (the others' sum)."""
+    return _lattice(sigma, cut, h, n, folds, step, sd_frac)
+
+
+def _maclaurin_bin(hist, ws, x, x3, coef, k, lat, shift, shift_sq, off) -> float:
+    """The default binning of :func:`_build4`: :func:`_bin_nodes` against the lattice
+    ``lat = (rv, lw)`` shifted by ``shift`` (``shift_sq``, the shifted coordinate's square
+    credited, is for laws that keep the others' sum of squares)."""
+    rv, lw = lat
+    return _bin_nodes(hist, ws, x, x3, coef, k, rv + shift if shift else rv, lw, off)
+
+
 def _build4(sigma, t, k, progress, theta_sd, theta3_sd, dl3, eta, step, sd_frac, top_sd,
-            drop_w, drop_r):
+            drop_w, drop_r, lattice=_maclaurin_lattice, binner=_maclaurin_bin):
+    """Proposition 10's law; ``lattice(sigma, cut, h, size, folds, step, sd_frac)`` builds
+    the others' lattice law (cut at ``e^cut``, ``folds`` of them) and ``binner(hist, ws,
+    x, x3, coef, k, lat, shift, shift_sq, off)`` bins the node pairs ``ws`` against it
+    (one of the others at ``shift``, its square credited as ``shift_sq``; ``coef`` the
+    Maclaurin coefficients of the level); the defaults are Proposition 10's (Maclaurin
+    on the others' sum), and a law keeping more of the others (their sum of squares,
+    :mod:`.random_allocation_k_law_sq3`) passes its own."""
     st = settings(sigma, t, k)
     s0, mu0 = 1.0 / sigma, -0.5 / sigma**2
     h1, dl, scale = st["h1"], st["dl"], st["cuts"]
@@ -447,25 +467,29 @@ def _build4(sigma, t, k, progress, theta_sd, theta3_sd, dl3, eta, step, sd_frac,
             lb, la = min(float(nodes[s]), lb4), min(float(nodes[s - 1]), lb4)
             f0 = math.exp(float(log_f0[s - 1])) * (1.0 + _OPS)
             g0 = (t - 2.0) * f0
-            parts = [(la, t - 3, 0.0, 0.0, f0 * w_lo + tt * g0 * fl[s] * dist,
+            # each part: the cut, the folds, the shifted other at M_3's lower / upper
+            # node and its square credited (E_1, s < q: a^2 at both, so that the value
+            # stays convex in x_3; the same cell: b_q, its own square), the masses
+            parts = [(la, t - 3, 0.0, 0.0, 0.0, f0 * w_lo + tt * g0 * fl[s] * dist,
                       f0 * w_up + tt * g0 * fu[s] * dist)]
             if float(nodes[s - 1]) < lb4:  # else E_1 has four coordinates above b'''
                 f1 = (t - 3) * math.exp(float(log_f1[s])) * float(cell_f[s]) * (1.0 + _OPS)
                 xa, xb = float(x[s - 1]), float(x[s])
-                parts.append((lb, t - 4, xa, xb, tt * e1l[s] * dist, tt * e1u[s] * dist))
-                parts.append((lb, t - 4, xb, xb, f1 * w_lo, f1 * w_up))
-            for cut, folds, sh_lo, sh_up, ws_lo, ws_up in parts:
+                xa2 = math.exp(2.0 * float(nodes[s - 1])) * (1.0 - 1e-15)  # <= a^2
+                parts.append((lb, t - 4, xa, xb, xa2, tt * e1l[s] * dist, tt * e1u[s] * dist))
+                parts.append((lb, t - 4, xb, xb, xb * xb * (1.0 - 1e-15), f1 * w_lo, f1 * w_up))
+            for cut, folds, sh_lo, sh_up, sh_sq, ws_lo, ws_up in parts:
                 if not (ws_lo.any() or ws_up.any()):
                     continue
-                rv, lw = _lattice(sigma, cut, h, nb4, folds, step, sd_frac)
+                lat = lattice(sigma, cut, h, nb4, folds, step, sd_frac)
                 for n3, ws, sh in ((s - 1, ws_lo, sh_lo), (s, ws_up, sh_up)):
-                    tail += _bin_nodes(hist, ws, x, float(x[n3]), c3, k, rv + sh, lw, off)
+                    tail += binner(hist, ws, x, float(x[n3]), c3, k, lat, sh, sh_sq, off)
         # region 2: M_3 <= theta_3: the others i.i.d. Y | Y <= theta_3, and the chords'
         # masses times T (T-1) F(theta_3)^(T-2)
         g3 = math.exp((t - 2) * float(_log_f_up(sigma, np.array([lt3]))[0]))
         d2 *= t * (t - 1.0) * g3 * (1.0 + _OPS)
-        rv, lw = _lattice(sigma, lt3, h, n2, t - 2, step, sd_frac)
-        tail += _bin_nodes(hist, d2, x, 0.0, c2, k, rv, lw, off)
+        lat = lattice(sigma, lt3, h, n2, t - 2, step, sd_frac)
+        tail += binner(hist, d2, x, 0.0, c2, k, lat, 0.0, 0.0, off)
     hist *= 1.0 + _OPS
     nz = np.flatnonzero(hist > 0)
     return np.exp((nz - off) * _DLOG), hist[nz], float(tail) * (1.0 + _OPS)

@@ -1,0 +1,360 @@
+"""The (max, second, third, sum, sum of squares) law of one 3-of-T epoch's remove direction.
+
+Proposition 12 of docs/theory/allocation_k_of_t.md ("The others' sum of squares"):
+Proposition 10's law (:mod:`.random_allocation_k_law4`, its regions, cells, chords and
+charges, called with other lattices and values) where, in its second and third regions,
+the coordinates not kept ("the others", ``n`` of them) enter through their sum ``r`` *and*
+their sum of squares ``s``, and their elementary symmetric polynomials through Lemma 11's
+convex extension ``hat G_j(r, s)`` (:func:`hat_elementary`) instead of Maclaurin's
+``C(n, j) (r / n)^j``.  What the proof uses of the value (Lemma 11 (ii), (iii)):
+
+* it increases in each of the others' coordinates, so their cut may be raised (the
+  lattices are shared between the cells: :data:`_CUT_STEP`) and one of them replaced by a
+  larger value, its square with it;
+* it decreases in ``s``, so ``s`` may be rounded down anywhere (each coordinate's square
+  to its lattice cell's lower end's, capped at :data:`_CAP`; the sum's during the
+  convolution power, rows above a top moved down and rows merged; the spread ``s - r^2 /
+  n`` down to a power of :data:`_RHO` at the end);
+* at fixed ``s`` it is convex in ``r`` (``j <= 3``), so ``r`` may be spread keeping its
+  mean (each coordinate's chord on its lattice cell, the sum's coarse lattice), and with
+  the kept coordinate ``x_3``'s other at ``x_3`` (its square credited as the cell's lower
+  end's) the value is convex in ``x_3``, as Proposition 10's chords need.
+
+Only ``k = 3`` (Lemma 11 (iii) proves the convexity for ``j <= 3``).  The first region
+(``M_2 <= theta``) is Proposition 10's.  Measured (docs/theory/allocation_k_of_t.md,
+Proposition 12; delta 1e-6, the remove law's own epsilon): sigma 1.2, T 30: 2.68644
+against Proposition 10's 2.69073 (186 against 4.4 CPU s, 415 against 12 MB), far from
+the 2.658 of its pointwise bound: not routed.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..pld import pld_fft
+from ..validation import check_count, check_positive
+from .random_allocation_k2_three import _term_shares
+from .random_allocation_k_law import _DROP_Q
+from .random_allocation_k_law4 import _LATTICE, _bin_rows, _build4
+from .random_allocation_k_law_sq import max_elementary_given_sums
+
+__all__ = ["hat_elementary", "pair_power", "pair_term_law", "remove_atoms_sq3"]
+
+_U = 2.0**-53
+#: each other's z^2 is capped here (a cap only lowers s; measured +0.04 % at 100 on the
+#: pointwise bound, sigma 1.2, T 30)
+_CAP = 100.0
+#: the sum of squares' lattice step of one coordinate (rounded down onto it)
+_G0 = 0.125
+#: rows of the (sum of squares) axis kept during the power: beyond it the step doubles
+_ROWS = 512
+#: the top of a partial sum's sum of squares (rows above it moved down to it): its mean
+#: plus this many standard deviations
+_TOP_SD = 7.0
+#: the spread s - r^2 / n is rounded down to a power of this ratio (times a unit)
+_RHO = 1.1
+#: the lattices' cuts are raised onto multiples of this (log) step, shared by the cells
+_CUT_STEP = 0.1
+#: the per-coordinate lattice step of the sum (None: Proposition 10's); each coordinate's
+#: square is credited as its cell's lower end's, so this step is also a loss in s
+_H = None
+#: ``(least step, fraction of the sd)`` of the sum's coarse lattice (None: Proposition 10's)
+_COARSE = None
+
+
+def hat_elementary(total: np.ndarray, squares: np.ndarray, n: int, j: int) -> np.ndarray:
+    """Upper bounds (every operation rounded outward) on Lemma 11's ``hat G_j(total,
+    squares)``, ``0 <= j <= 3``: ``1``, ``total``, ``((total^2 - squares) / 2)_+``, and for
+    ``j = 3`` ``G_3`` on the band ``total^2 / n <= squares`` (0 above ``total^2``) and
+    Maclaurin's ``C(n, 3) (total / n)^3 + (n - 2) total (-v) / 2`` below it (``v = squares
+    / n - total^2 / n^2 < 0``): convex in ``total`` at fixed ``squares``, decreasing in
+    ``squares`` and increasing in ``total`` (docs, Lemma 11 (ii), (iii)).
+
+    Parameters
+    ----------
+    total, squares : numpy.ndarray
+        Sums and sums of squares, ``>= 0``, broadcast together.
+    n : int
+        How many numbers, ``>= 1`` (``j = 3`` and ``n < 3``: 0).
+    j : int
+        The degree, ``0 <= j <= 3``.
+
+    Returns
+    -------
+    numpy.ndarray
+
+    Raises
+    ------
+    ValueError
+        If ``n < 1`` or ``j`` is outside ``[0, 3]``.
+
+    Examples
+    --------
+    >>> float(hat_elementary(np.array(3.0), np.array(5.0), 3, 2))  # (9 - 5) / 2
+    2.0000000000000004
+    >>> bool(hat_elementary(np.array(3.0), np.array(0.0), 3, 3) > 1.0)  # below the band
+    True
+    """
+    n = check_count(n, "n")
+    if not 0 <= j <= 3:
+        raise ValueError(f"j must be in [0, 3], got j={j}")
+    r, s = np.broadcast_arrays(np.asarray(total, float), np.asarray(squares, float))
+    if j == 0:
+        return np.ones(r.shape)
+    if j == 1:
+        return r.copy()
+    if j == 2:
+        return np.maximum(r * r * (1 + 4 * _U) - s, 0.0) * (0.5 * (1 + 4 * _U))
+    if n < 3:  # e_3 of fewer than three numbers
+        return np.zeros(r.shape)
+    band = max_elementary_given_sums(r, s, n, 3, upper=True)
+    mac = max_elementary_given_sums(r, np.zeros(r.shape), n, 3, upper=True)
+    # bounds on v = s / n - r^2 / n^2 (each operation a relative u or two)
+    q = r * r / (n * n)
+    v_hi = s / n * (1 + 2 * _U) - q * (1 - 3 * _U)
+    v_lo = s / n * (1 - 2 * _U) - q * (1 + 3 * _U)
+    off = mac + (n - 2) * r * np.maximum(-v_lo, 0.0) * (0.5 * (1 + 8 * _U))
+    off *= 1 + 4 * _U
+    return np.where(v_lo >= 0.0, band, np.where(v_hi < 0.0, off, np.maximum(band, off)))
+
+
+def pair_term_law(sigma: float, cut: float, h: float, g: float, cap: float = _CAP
+                  ) -> np.ndarray:
+    """Upper bounds on a law ``w[j, i]`` of one other's ``(z, z^2)`` on the lattice ``(i h,
+    j g)`` (``z ~ Y | Y <= e^cut``, ``Y`` an unshifted coordinate): each cell ``[c h, (c +
+    1) h]`` puts :func:`.random_allocation_k2_three._term_shares`' two chord shares at its
+    two ends, both credited the square of its lower end ``min((c h)^2, cap)`` rounded down
+    onto ``g N``.  For every ``phi(r, s)`` convex in ``r`` and decreasing in ``s``,
+    non-negative, ``E phi(z, z^2) <= sum w phi(i h, j g)`` (Proposition 12, (1)).
+
+    Examples
+    --------
+    >>> w = pair_term_law(1.0, 1.0, 0.25, 0.5)
+    >>> bool(abs(w.sum() - 1.0) < 1e-9 and w.shape[1] == 12)
+    True
+    """
+    lower, upper = _term_shares(sigma, math.exp(cut), h, 1 << 62)
+    top = lower.size
+    a2 = np.minimum((np.arange(top) * h) ** 2 * (1 - 4 * _U), cap)
+    j = np.floor(a2 / g * (1 - 1e-12)).astype(np.int64)
+    w = np.zeros((int(j.max()) + 1, top + 1))
+    np.add.at(w, (j, np.arange(top)), lower)
+    np.add.at(w, (j, np.arange(1, top + 1)), upper)
+    return w * (1.0 + 1e-12)
+
+
+def _rows_down(w: np.ndarray, factor: int, top: int | None = None) -> np.ndarray:
+    """Row ``j`` of ``w`` moved to ``min(j, top) // factor`` (the sum of squares rounded
+    down), summed (non-negative sums: a relative ``rows * u`` at most, charged)."""
+    rows = w.shape[0]
+    j = np.arange(rows)
+    if top is not None:
+        j = np.minimum(j, top)
+    j //= factor
+    out = np.zeros((int(j[-1]) + 1, w.shape[1]))
+    np.add.at(out, j, w)
+    return out * (1.0 + (rows + 2) * 2 * _U)
+
+
+def _pair_product(a, b, width: int, r_top: int) -> np.ndarray:
+    """Entrywise upper bound on the 2D convolution of ``a`` and ``b`` (rows: the sum of
+    squares, columns: the sum, both ``width`` wide) by one 1D certified convolution of the
+    rows laid end to end (no column beyond ``width - 1``: the sums' support ``r_top``)."""
+    est, err = pld_fft._bounded_convolve(a.ravel(), b.ravel())
+    side = pld_fft._certified_side(est, err, True, inplace=True)
+    rows = a.shape[0] + b.shape[0]
+    out = np.zeros(rows * width)
+    out[: side.size] = side
+    out = out.reshape(rows, width)[:-1]
+    out[:, r_top + 1 :] = 0.0  # beyond the exact support: the transform's error alone
+    return out
+
+
+def pair_power(w: np.ndarray, m: int, g: float, *, rows: int = _ROWS, top_sd: float = _TOP_SD
+               ) -> tuple[np.ndarray, float]:
+    """``(law, step)``: an upper bound on the ``m``-fold 2D convolution power of ``w`` (a
+    law on ``(i h, j g)``, rows ``j``), every sum of squares rounded down: by repeated
+    squaring, each product's rows above its mean plus ``top_sd`` standard deviations plus
+    twice one coordinate's largest square (the others' tail: one or two large) moved down to
+    that row, and rows merged in twos (the step doubled) while more than ``rows``.
+
+    Examples
+    --------
+    >>> w = pair_term_law(1.0, 1.0, 0.25, 0.5)
+    >>> p, step = pair_power(w, 3, 0.5)
+    >>> bool(abs(p.sum() - 1.0) < 1e-8 and step >= 0.5)
+    True
+    """
+    m = check_count(m, "m")
+    col_top = int(np.flatnonzero(w.sum(axis=0))[-1])
+    width = m * col_top + 1
+    w = np.pad(w, ((0, 0), (0, width - w.shape[1])))
+    srow = w.sum(axis=1)
+    jj = np.arange(w.shape[0]) * g
+    mean = float(srow @ jj) / float(srow.sum())
+    sd = math.sqrt(max(float(srow @ jj**2) / float(srow.sum()) - mean * mean, 0.0))
+
+    big = float(jj[-1])  # one coordinate's largest square: room for two of them on top
+
+    def settle(x, step, count):
+        top = math.ceil((count * mean + top_sd * math.sqrt(count) * sd + 2 * big) / step) + 1
+        x = _rows_down(x, 1, top) if x.shape[0] > top + 1 else x
+        while x.shape[0] > rows:
+            x, step = _rows_down(x, 2), 2 * step
+        return x, step
+
+    def product(x, y):
+        (xa, ga, ca), (xb, gb, cb) = x, y
+        step = max(ga, gb)
+        if ga < step:
+            xa = _rows_down(xa, round(step / ga))
+        if gb < step:
+            xb = _rows_down(xb, round(step / gb))
+        z = _pair_product(xa, xb, width, (ca + cb) * col_top)
+        z, step = settle(z, step, ca + cb)
+        return z, step, ca + cb
+
+    acc, base = None, (w, g, 1)
+    while True:
+        if m & 1:
+            acc = base if acc is None else product(acc, base)
+        m >>= 1
+        if not m:
+            return acc[0], acc[1]
+        base = product(base, base)
+
+
+def _pair_lattice(sigma, cut, h, folds, step, sd_frac, rho=_RHO):
+    """The others' lattice of Proposition 12: ``(r, s, w)``, the ``folds``-fold power of
+    :func:`pair_term_law` cut at ``e^cut``, its sum spread onto the coarse lattice (least
+    step ``step``, at most ``sd_frac`` of its standard deviation; at each sum of squares:
+    convex in ``r``) and its spread ``s - r^2 / folds`` rounded down to a power of
+    :data:`_RHO`."""
+    w, g = pair_power(pair_term_law(sigma, cut, h, _G0), folds, _G0, rows=_ROWS)
+    r = np.arange(w.shape[1]) * h
+    mr = w.sum(axis=0)
+    tot = float(mr.sum())
+    sd = math.sqrt(max(float(mr @ r**2) / tot - (float(mr @ r) / tot) ** 2, 0.0))
+    cstep = max(step, h, sd_frac * sd)
+    jj, ii = np.nonzero(w)
+    mass = w[jj, ii]
+    x = ii * h / cstep
+    lo = np.floor(x)
+    u = np.minimum((x - lo) * (1.0 + 1e-15) + 1e-300, 1.0)  # the upper share rounded up
+    lo = lo.astype(np.int64)
+    ic = np.concatenate((lo, lo + 1))
+    jc = np.concatenate((jj, jj))
+    mc = np.concatenate((mass * (1.0 - u), mass * u)) * (1.0 + 1e-12)
+    rc = ic * cstep * (1 + 2 * _U)
+    s = jc * g * (1 - 2 * _U)
+    # the spread, rounded down: to 0 in [0, unit), to unit * rho^floor(.) above; a
+    # negative spread's magnitude rounded up to unit * rho^ceil(.)
+    unit = g
+    v = s - rc * rc / folds * (1 + 4 * _U)
+    with np.errstate(divide="ignore"):
+        lv = np.log(np.abs(v) / unit) / math.log(rho)
+    b = np.where(v >= unit, np.floor(lv - 1e-9),
+                 np.where(v >= 0.0, -1.0, -np.ceil(np.maximum(lv, 0.0) + 1e-9) - 2.0))
+    b = b.astype(np.int64)
+
+    def spread_s(ib, bb):
+        rk = ib * cstep * (1 + 2 * _U)
+        base = rk * rk / folds * (1 - 4 * _U)
+        vk = np.where(bb >= 0, unit * rho ** np.maximum(bb, 0).astype(float) * (1 - 1e-12), 0.0)
+        vk = np.where(bb <= -2, -unit * rho ** np.maximum(-(bb + 2), 0).astype(float)
+                      * (1 + 1e-12), vk)
+        return rk, np.maximum((base + vk) * (1 - 4 * _U), 0.0)
+
+    if np.any(spread_s(ic, b)[1] > s):  # each entry's sum of squares only rounded down
+        raise ArithmeticError("a sum of squares was rounded up")
+    key = ic * (1 << 20) + (b + (1 << 19))
+    uk, inv = np.unique(key, return_inverse=True)
+    wk = np.bincount(inv, weights=mc) * (1.0 + 1e-12)
+    rk, sk = spread_s(uk >> 20, (uk & ((1 << 20) - 1)) - (1 << 19))
+    return rk, sk, wk
+
+
+def remove_atoms_sq3(sigma: float, t: int, *, progress: bool = False, theta_sd: float = 2.2,
+                     theta3_sd: float = 2.0, dl3: float = 0.05, eta: float = 2e-3,
+                     top_sd: float = 7.0, cut_step: float = _CUT_STEP, rho: float = _RHO
+                     ) -> tuple[np.ndarray, np.ndarray, float]:
+    """``(values, q, charge)``: for every ``gamma >= 0``, ``H_gamma(P_3 || Q) <= sum_i q_i
+    (values_i - gamma)_+ + charge`` (Proposition 12 of docs/theory/allocation_k_of_t.md;
+    module docstring), one 3-of-T epoch's remove direction.
+
+    Parameters
+    ----------
+    sigma : float
+        Noise multiplier, > 0.
+    t : int
+        Steps per epoch ``T``, >= 5.
+    progress : bool, default False
+        Show a ``tqdm`` bar.
+    theta_sd, theta3_sd, dl3, eta, top_sd : float
+        Proposition 10's splits, nodes and top
+        (:func:`.random_allocation_k_law4.remove_atoms4`).
+    cut_step : float
+        The others' cuts are raised onto multiples of this log step (lattices shared
+        between the cells; larger: fewer lattices, a looser law), > 0.
+    rho : float
+        The spread ``s - r^2 / n`` is rounded down to powers of ``rho`` (> 1).
+
+    Returns
+    -------
+    tuple
+        Values (sorted, rounded up onto a log grid), their Q-masses and the charge.
+
+    Raises
+    ------
+    ValueError
+        If ``sigma <= 0``, ``t < 5``, ``theta3_sd >= theta_sd``, ``cut_step <= 0`` or
+        ``rho <= 1``.
+
+    Examples
+    --------
+    >>> v, q, c = remove_atoms_sq3(4.0, 6)
+    >>> bool(float(q @ v) + c >= 1.0)
+    True
+    """
+    sigma = check_positive("sigma", sigma)
+    t = check_count(t, "steps")
+    if t < 5:
+        raise ValueError(f"steps must be >= 5 for the sum-of-squares law, got steps={t}")
+    if not theta3_sd < theta_sd:
+        raise ValueError(f"theta3_sd must be below theta_sd, got {theta3_sd} >= {theta_sd}")
+    cut_step = check_positive("cut_step", cut_step)
+    if not rho > 1.0:
+        raise ValueError(f"rho must be > 1, got {rho}")
+    step, sd_frac = _LATTICE[t >= 50] if _COARSE is None else _COARSE
+    cache: dict = {}
+
+    def lattice(sig, cut, h, size, folds, st, sf):
+        up = math.ceil(cut / cut_step)
+        key = (up + (up * cut_step < cut), folds)  # a cut only raised
+        if key not in cache:
+            cache[key] = _pair_lattice(sig, key[0] * cut_step, h if _H is None else _H,
+                                       folds, st, sf, rho)
+        return cache[key]
+
+    ck = float(math.comb(t, 3))
+
+    def binner(hist, ws, x, x3, coef, k, lat, shift, shift_sq, off):
+        n1, n2 = np.nonzero(ws)
+        if not n1.size:
+            return 0.0
+        levels = len(coef) - 1
+        n = t - levels
+        rv, sv, lw = lat
+        r = (rv + shift) * (1 + 2 * _U)
+        s = np.maximum((sv + shift_sq) * (1 - 2 * _U), 0.0)
+        x1, x2 = x[n1], x[n2]
+        e = [np.ones(n1.size), x1 + x2 + x3, x1 * x2 + (x1 + x2) * x3, x1 * x2 * x3]
+        rows = np.stack(e[: levels + 1], axis=1) * (1 + 4 * _U)
+        p = np.stack([hat_elementary(r, s, n, 3 - i) / ck * (1 + 2 * _U)
+                      for i in range(levels + 1)])
+        return _bin_rows(hist, rows, p, ws[n1, n2], lw, off, _DROP_Q)
+
+    return _build4(sigma, t, 3, progress, theta_sd, theta3_sd, dl3, eta, step, sd_frac,
+                   top_sd, 1e-22, 1e-16, lattice=lattice, binner=binner)

@@ -1,0 +1,60 @@
+"""Issue 39, k = 3: Proposition 12's law (the others' sum of squares) against Proposition 10's.
+
+    python -m benchmarks.random_allocation_k_sq3 1.2 30 [1.2 100 ...] [--delta 1e-6]
+        [--cut-step 0.1 --rho 1.1]
+
+Per row (sigma, T): the remove direction's epsilon at delta of each law's own atoms
+(``remove_atoms4(sigma, T, 3)``, main's route at k = 3 from ``K3_FOUR_MIN_STEPS``, and
+``remove_atoms_sq3(sigma, T)``), their CPU seconds (``time.process_time``) and peak MB
+(``tracemalloc``), old and new alternated in one process.  Both are certified upper ends
+of that direction; the route's bracket takes the larger of two directions and the blocks'
+envelope, so these are the laws alone (docs/theory/allocation_k_of_t.md, Proposition 12).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+import tracemalloc
+
+from dpacct.accountant.transformers.random_allocation_k_law4 import remove_atoms4
+from dpacct.accountant.transformers.random_allocation_k_law_sq3 import remove_atoms_sq3
+
+from .random_allocation_k_sq_law import epsilon_at
+
+
+def _measure(fn, *args, **kw):
+    tracemalloc.start()
+    t0 = time.process_time()
+    v, q, c = fn(*args, **kw)
+    cpu = time.process_time() - t0
+    peak = tracemalloc.get_traced_memory()[1] / 2**20
+    tracemalloc.stop()
+    return v, q, c, cpu, peak
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("rows", nargs="+", type=float, help="sigma T pairs")
+    ap.add_argument("--delta", type=float, default=1e-6)
+    ap.add_argument("--cut-step", type=float, default=0.1)
+    ap.add_argument("--rho", type=float, default=1.1)
+    a = ap.parse_args(argv)
+    if len(a.rows) % 2:
+        raise SystemExit("rows: sigma T pairs")
+    print("| sigma | T | Prop. 10 eps | Prop. 12 eps | change % | CPU s 10 -> 12 "
+          "| peak MB 10 -> 12 |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for i in range(0, len(a.rows), 2):
+        sigma, t = a.rows[i], int(a.rows[i + 1])
+        v, q, c, cpu4, mb4 = _measure(remove_atoms4, sigma, t, 3)
+        e4 = epsilon_at(v, q, c, a.delta)
+        v, q, c, cpu12, mb12 = _measure(remove_atoms_sq3, sigma, t, cut_step=a.cut_step,
+                                        rho=a.rho)
+        e12 = epsilon_at(v, q, c, a.delta)
+        print(f"| {sigma} | {t} | {e4:.5f} | {e12:.5f} | {100 * (e12 / e4 - 1):+.2f} | "
+              f"{cpu4:.1f} -> {cpu12:.1f} | {mb4:.0f} -> {mb12:.0f} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
