@@ -21,6 +21,7 @@ sampler.
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from test_review24_k4_law_t100_mc import _mixture_lower  # the k-subset-shift sampler
 
 from dpacct.accountant.transformers.random_allocation import random_allocation
@@ -33,6 +34,7 @@ MAIN_UPPER = 4.290872115346301
 COMPONENTS = ((5, 1.5), (5, 2.0), (5, 2.5), (5, 3.0))
 
 
+@pytest.mark.slow  # about 6 CPU s on ws28-k45 (the route's law), 3 on main
 def test_five_of_thirty_is_sound_and_no_looser_than_mains():
     mech = random_allocation(GaussianMechanism(SIGMA), T, k=K)
     hi = float(mech.epsilon_bounds(1e-6)[1])
