@@ -14,8 +14,8 @@ at eps 4.12 / 4.25 (the add direction is 0.1x the remove one there); the lower e
 (main's, unchanged) has the truth's delta 1.01e-6 +- 2e-8 (6e5 draws): at the truth.
 Power: fails when the route's law at k = 5 is the 4-of-30 one (``k_atoms`` called with
 k = 4: a k45 snapshot so mutated answers far below the estimate).  The bar: main's
-(13e000b, the blocks) upper end.  About 3 CPU s for the law (0.4 on main) and 2.7 for the
-sampler.
+(13e000b, the blocks) upper end.  About 6 CPU s on ws28-k45 (its law; 3 on main, the blocks),
+the sampler 2.7 of them: marked slow.
 """
 
 from __future__ import annotations
