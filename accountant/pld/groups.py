@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 from scipy import fft as sp_fft
@@ -123,6 +124,7 @@ def _compose_spectrum(
     lambdas=_cell_lambdas,
     tries: int = 1,
     componentwise: bool = False,
+    orders: np.ndarray = _ORDERS,
 ):
     """The product spectrum of :func:`_compose_cells` on its Chernoff window, and what
     its certificate needs: ``(spec, n, mults, norms, alias, a_idx, origin)``; ``None``
@@ -137,7 +139,10 @@ def _compose_spectrum(
     large aliasing budget would dominate.  Any window is certified (its own aliasing and
     round-off are what the caller counts).  With ``componentwise`` the spectrum comes
     from :func:`_bounded_product` and its componentwise forward bound ``fwd`` is appended
-    to the tuple."""
+    to the tuple.  ``orders``: the Chernoff orders of ``lambdas``' columns (default
+    :data:`~dpacct.accountant.pld.chernoff_window._ORDERS`; :data:`BLOCK_ORDERS` for
+    rows of :func:`_block_rows`): Markov's inequality holds at every order, so more
+    orders only shorten the window."""
     lam_c_pos, lam_c_neg = lambdas(step, firsts, pmfs)
     lam_pos = counts @ lam_c_pos
     lam_neg = counts @ lam_c_neg
@@ -146,11 +151,11 @@ def _compose_spectrum(
     norms = float(counts @ np.array([_l2(p) for p in pmfs]))
     best = None
     for j in range(max(int(tries), 1)):
-        a_j, need = _window(step, lam_pos, lam_neg, alias_budget * ALIAS_TRY**j)
+        a_j, need = _window(step, lam_pos, lam_neg, alias_budget * ALIAS_TRY**j, orders)
         n_j = _quiet_len(max(need, width, 2))
         if n_j > FAST_MAX_N:
             break  # a smaller budget only widens the window
-        alias_j = _alias(step, lam_pos, lam_neg, a_j, n_j)
+        alias_j = _alias(step, lam_pos, lam_neg, a_j, n_j, orders)
         est = alias_j + _fft_rel(n_j) * math.sqrt(n_j) * norms
         if best is None or est < best[0]:
             best = (est, a_j, n_j, alias_j)
@@ -316,7 +321,11 @@ SPARSE_SHARE = 0.25
 
 
 def _row_lambdas(
-    step: float, firsts: np.ndarray, pmfs: list[np.ndarray], longest: int | None = None
+    step: float,
+    firsts: np.ndarray,
+    pmfs: list[np.ndarray],
+    longest: int | None = None,
+    orders: np.ndarray = _ORDERS,
 ):
     """Upper bounds on every PMF's log-MGF at the Chernoff orders, as
     :func:`_cell_lambdas` gives them, each row scaled by its own ends.
@@ -334,10 +343,12 @@ def _row_lambdas(
     share one weight table (the longest row at most :data:`NEG_WEIGHTS_CACHED`):
     ``longest`` (at least every row's length) stands for the longest row of a larger
     call these rows are part of, so that rows computed apart (a caller's cache of
-    them) are those of the whole call bit for bit.
+    them) are those of the whole call bit for bit.  ``orders``: the Chernoff orders
+    (columns), :data:`~dpacct.accountant.pld.chernoff_window._ORDERS` or
+    :data:`BLOCK_ORDERS` (:func:`_block_rows`).
     """
     lengths = np.array([p.size for p in pmfs], dtype=np.int64)
-    t = _ORDERS
+    t = orders
     # a graded cell (:mod:`~dpacct.accountant.pld.graded_cells`) is mostly zeros, which
     # add nothing: its nonzero terms alone.  Rows up to NEG_WEIGHTS_CACHED long share
     # one cached table, from which such a row gathers its weights; beyond, a long
@@ -353,12 +364,11 @@ def _row_lambdas(
     # row is only counted (no index array for a long dense row)
     nzs = [np.flatnonzero(p) if shared else None for p in pmfs]
     sparse = [
-        p.size > least
-        and (np.count_nonzero(p) if nz is None else nz.size) < SPARSE_SHARE * p.size
+        p.size > least and (np.count_nonzero(p) if nz is None else nz.size) < SPARSE_SHARE * p.size
         for p, nz in zip(pmfs, nzs, strict=True)
     ]
     dense = [n for n, sp in zip(lengths.tolist(), sparse, strict=True) if not sp]
-    w_neg = _neg_weights(longest if shared else max(dense), step) if shared or dense else None
+    w_neg = _weights(longest if shared else max(dense), step, t) if shared or dense else None
     sums_pos = np.empty((len(pmfs), t.size))
     sums_neg = np.empty((len(pmfs), t.size))
     for i, p in enumerate(pmfs):  # each row on its own length: no padding
@@ -380,12 +390,77 @@ def _row_lambdas(
         w = w_neg[: p.size]  # type: ignore[index]
         sums_neg[i] = p @ w
         sums_pos[i] = p[::-1] @ w
+    return _rounded_logs(step, firsts, lengths, t, sums_pos, sums_neg)
+
+
+def _rounded_logs(step, firsts, lengths, t, sums_pos, sums_neg):
+    """The log-MGF bounds ``(pos, neg)`` from the rows' sums of weights at the orders
+    ``t`` (weights at most 1, relative to each row's ends): the logarithm rounded up by
+    ``2 (length + 8) u``, ``2^-1021`` a term for underflow, and the ends' shifts."""
     slack = (2.0 * (lengths + 8) * _U)[:, None]
     tiny = (lengths * 2.0**-1021)[:, None]
     firsts = np.asarray(firsts)
     out_neg = np.log(sums_neg + tiny) + slack - np.outer(firsts * step, t)
     out_pos = np.log(sums_pos + tiny) + slack + np.outer((firsts + lengths - 1) * step, t)
     return out_pos, out_neg
+
+
+#: Chernoff orders a block's window is also sized at (:func:`_block_rows`), between the
+#: powers of two of :data:`~dpacct.accountant.pld.chernoff_window._ORDERS`: a block of
+#: random phases (26 cells x 10 steps on the h / 8 grid) has its upper tail's best order
+#: near 5-7, where the powers of two gave a window of ~7.0 loss units above zero and
+#: these 5.2-6.0 (the window 63 515 -> 53 155 points; over the 41 blocks of 1 000 phases
+#: x 10, 2.44 M -> 2.13 M transform points; issue 37, session 28)
+BLOCK_ORDERS = np.concatenate([_ORDERS, 2.0 ** np.array([1.5, 2.25, 2.5, 2.75, 3.25, 3.5, 3.75])])
+
+
+def _block_weights_table(length: int, step: float) -> np.ndarray:
+    # as chernoff_window._neg_weights_table, at BLOCK_ORDERS
+    w = np.outer(np.arange(length) * step, -BLOCK_ORDERS)
+    return np.exp(w, out=w)
+
+
+@lru_cache(maxsize=4)
+def _block_weights_cached(width: int, step: float) -> np.ndarray:
+    return _block_weights_table(width, step)
+
+
+def _weights(length: int, step: float, orders: np.ndarray) -> np.ndarray:
+    """``exp(-t_k j step)`` for ``j < length`` (rows) at the orders ``orders``
+    (:data:`~dpacct.accountant.pld.chernoff_window._ORDERS`: :func:`~dpacct.accountant.
+    pld.chernoff_window._neg_weights`; :data:`BLOCK_ORDERS`: a table of its own, cached
+    up to :data:`NEG_WEIGHTS_CACHED` rows at a power-of-two width)."""
+    if orders is _ORDERS:
+        return _neg_weights(length, step)
+    width = 1 << max(int(length) - 1, 1).bit_length()
+    if width <= NEG_WEIGHTS_CACHED:
+        return _block_weights_cached(width, step)
+    return _block_weights_table(int(length), step)
+
+
+def _block_rows(
+    step: float, firsts: np.ndarray, pmfs: list[np.ndarray], longest: int | None = None
+):
+    """:func:`_row_lambdas`' upper bounds on every PMF's log-MGF at the orders
+    :data:`BLOCK_ORDERS` (the same sums of weights at most 1 and the same rounding-up:
+    ``2 (length + 8) u`` on the logarithm, ``2^-1021`` a term for underflow; Higham
+    2002, Section 3.1).
+
+    Any order gives a valid Chernoff bound (Markov's inequality on ``e^{t L}``), so
+    :func:`~dpacct.accountant.pld.chernoff_window._window` and :func:`~dpacct.accountant.
+    pld.chernoff_window._alias` at these orders size a window and bound its aliasing as
+    soundly as at the powers of two alone, and their minimum over more orders is
+    smaller (docs/theory/schedules.md, "A block's window at more orders").
+
+    Examples
+    --------
+    >>> p = np.array([0.25, 0.5, 0.25])
+    >>> lp, ln = _block_rows(0.5, np.array([-1]), [p])
+    >>> exact = np.log(p @ np.exp(np.outer(np.array([-0.5, 0.0, 0.5]), BLOCK_ORDERS)))
+    >>> bool(np.all(lp[0] >= exact) and np.all(lp[0] - exact < 1e-14))
+    True
+    """
+    return _row_lambdas(step, firsts, pmfs, longest, BLOCK_ORDERS)
 
 
 def _compose_group(
@@ -396,10 +471,13 @@ def _compose_group(
     alias_budget: float,
     tries: int = 1,
     lambdas=None,
+    orders: np.ndarray = _ORDERS,
 ) -> Segment | None:
     """One group of the tree: its cells composed on the group's own Chernoff window
     (``tries``: the windows :func:`_compose_spectrum` chooses among; ``lambdas``: the
-    PMFs' log-MGF bounds, default :func:`_row_lambdas`, or a caller's cache of its rows).
+    PMFs' log-MGF bounds at ``orders``, default :func:`_row_lambdas` at
+    :data:`~dpacct.accountant.pld.chernoff_window._ORDERS`, or a caller's cache of its
+    rows, e.g. :func:`_block_rows` at :data:`BLOCK_ORDERS`).
 
     Returns a :class:`Segment` ``(first, pmf, err)``: the composed finite PMF (clipped
     at zero, trimmed to its positive entries) from grid node ``first`` on, and ``err``,
@@ -423,6 +501,7 @@ def _compose_group(
         _row_lambdas if lambdas is None else lambdas,
         tries,
         componentwise=True,
+        orders=orders,
     )
     if raw is None:
         return None

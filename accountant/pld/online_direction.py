@@ -30,7 +30,7 @@ from .block_rules import (
 )
 from .coarsen import coarsen
 from .graded_cells import graded_cells
-from .groups import Segment, _compose_group, _row_lambdas
+from .groups import BLOCK_ORDERS, Segment, _block_rows, _compose_group, _row_lambdas
 from .pld_fft import (
     _ORDERS,
     FAST_MAX_N,
@@ -263,7 +263,8 @@ class _Direction:
         return out  # type: ignore[return-value]
 
     def _lambdas(self, keys: list[tuple[float, float, float]]):
-        """:func:`~dpacct.accountant.pld.groups._row_lambdas` for the fine cells ``keys``
+        """:func:`~dpacct.accountant.pld.groups._block_rows` (the log-MGF bounds at
+        :data:`~dpacct.accountant.pld.groups.BLOCK_ORDERS`) for the fine cells ``keys``
         (``(sigma, q, fine step)``, as :meth:`_cells` keeps them), each row made once
         and kept (:data:`CELL_ROWS`).  A row is a function of its cell, the step and
         whether the call's rows share one weight table (its longest row, passed on), so
@@ -276,7 +277,7 @@ class _Direction:
             found = [rows.get((key, shared)) for key in keys]
             miss = [i for i, r in enumerate(found) if r is None]
             if miss:
-                lp, ln = _row_lambdas(
+                lp, ln = _block_rows(
                     step, np.asarray(firsts)[miss], [pmfs[i] for i in miss], longest
                 )
                 for j, i in enumerate(miss):
@@ -337,6 +338,7 @@ class _Direction:
                 self.block_alias,
                 BLOCK_ALIAS_TRIES,
                 self._lambdas([(s, q, fine) for s, q in items]),
+                BLOCK_ORDERS,
             )
             if out is None:
                 raise OverflowError("the block's fine window exceeds FAST_MAX_N")
