@@ -115,6 +115,19 @@ def _quiet_len(m: int) -> int:
     return best
 
 
+def _componentwise_scale(n: int) -> float:
+    """``kappa(n) sqrt(n)``: how the componentwise forward bound of
+    :func:`_bounded_product` grows with the transform length (``kappa`` of
+    :func:`~dpacct.accountant.pld.pld_fft._pass_model`; ``inf`` where the length is not
+    5-smooth).  A shorter window is taken at more orders only where this is no larger:
+    13 824 points (radix-3 passes) carried a larger bound than 16 384 for a pending
+    block of 100 decaying steps (6.3e-12 against 5.6e-12; issue 37, session 28)."""
+    try:
+        return _pass_model(n)[1] * math.sqrt(n)
+    except ValueError:
+        return math.inf
+
+
 def _compose_spectrum(
     step: float,
     firsts: np.ndarray,
@@ -140,28 +153,45 @@ def _compose_spectrum(
     round-off are what the caller counts).  With ``componentwise`` the spectrum comes
     from :func:`_bounded_product` and its componentwise forward bound ``fwd`` is appended
     to the tuple.  ``orders``: the Chernoff orders of ``lambdas``' columns (default
-    :data:`~dpacct.accountant.pld.chernoff_window._ORDERS`; :data:`BLOCK_ORDERS` for
-    rows of :func:`_block_rows`): Markov's inequality holds at every order, so more
-    orders only shorten the window."""
+    :data:`~dpacct.accountant.pld.chernoff_window._ORDERS`; :data:`BLOCK_ORDERS`, which
+    begins with them, for rows of :func:`_block_rows`): the budget is chosen at the
+    powers of two, then its window taken at every order if its quiet length is
+    shorter with no larger :func:`_componentwise_scale`, its aliasing bounded at every
+    order (Markov's inequality holds at each,
+    so the window is no longer and the bound no higher)."""
     lam_c_pos, lam_c_neg = lambdas(step, firsts, pmfs)
     lam_pos = counts @ lam_c_pos
     lam_neg = counts @ lam_c_neg
     del lam_c_pos, lam_c_neg
     width = max(p.size for p in pmfs)
     norms = float(counts @ np.array([_l2(p) for p in pmfs]))
+    # the budget is chosen at the powers of two (the first columns), as without more
+    # orders; more orders then only shorten that budget's window (or, where the quiet
+    # length does not shrink, keep it and lower its aliasing bound): a window chosen
+    # at more orders by the estimate alone took a larger budget's shorter window whose
+    # aliasing outweighed the smaller round-off (a pending block of the decaying
+    # online loop: 8 192 points at 1e-15 -> 6 400 at 1e-12, its l1 error 8.6e-12 ->
+    # 9.8e-12; issue 37, session 28)
+    p = _ORDERS.size
     best = None
     for j in range(max(int(tries), 1)):
-        a_j, need = _window(step, lam_pos, lam_neg, alias_budget * ALIAS_TRY**j, orders)
+        a_j, need = _window(step, lam_pos[:p], lam_neg[:p], alias_budget * ALIAS_TRY**j)
         n_j = _quiet_len(max(need, width, 2))
         if n_j > FAST_MAX_N:
             break  # a smaller budget only widens the window
-        alias_j = _alias(step, lam_pos, lam_neg, a_j, n_j, orders)
+        alias_j = _alias(step, lam_pos[:p], lam_neg[:p], a_j, n_j)
         est = alias_j + _fft_rel(n_j) * math.sqrt(n_j) * norms
         if best is None or est < best[0]:
-            best = (est, a_j, n_j, alias_j)
+            best = (est, a_j, n_j, alias_j, j)
     if best is None:
         return None
-    _, a_idx, n, alias = best
+    _, a_idx, n, alias, j_best = best
+    if orders.size > p:  # more orders (their first columns the powers of two)
+        a_m, need = _window(step, lam_pos, lam_neg, alias_budget * ALIAS_TRY**j_best, orders)
+        n_m = _quiet_len(max(need, width, 2))
+        if n_m < n and _componentwise_scale(n_m) <= _componentwise_scale(n):
+            a_idx, n = a_m, n_m
+        alias = _alias(step, lam_pos, lam_neg, a_idx, n, orders)
     origin = int(np.dot(counts.astype(np.int64), firsts))
     if componentwise:
         spec, mults, fwd = _bounded_product(pmfs, counts.astype(np.int64), n)
