@@ -439,8 +439,8 @@ def _rounded_logs(step, firsts, lengths, t, sums_pos, sums_neg):
 #: powers of two of :data:`~dpacct.accountant.pld.chernoff_window._ORDERS`: a block of
 #: random phases (26 cells x 10 steps on the h / 8 grid) has its upper tail's best order
 #: near 5-7, where the powers of two gave a window of ~7.0 loss units above zero and
-#: these 5.2-6.0 (the window 63 515 -> 53 155 points; over the 41 blocks of 1 000 phases
-#: x 10, 2.44 M -> 2.13 M transform points; issue 37, session 28)
+#: these 5.2-6.0 (the window 63 515 -> 53 155 points; the rows of 1 000 random phases
+#: x 10, 64.1 M -> 58.1 M transform points; issue 37, session 28)
 BLOCK_ORDERS = np.concatenate([_ORDERS, 2.0 ** np.array([1.5, 2.25, 2.5, 2.75, 3.25, 3.5, 3.75])])
 
 
