@@ -398,9 +398,16 @@ def _row_lambdas(
         for p, nz in zip(pmfs, nzs, strict=True)
     ]
     dense = [n for n, sp in zip(lengths.tolist(), sparse, strict=True) if not sp]
-    w_neg = _weights(longest if shared else max(dense), step, t) if shared or dense else None
+    # more orders (BLOCK_ORDERS): their sums on the upper side only, from a table of
+    # the extra orders beside the powers of two's; the lower side's extra columns are
+    # bounded by convexity (:func:`_lower_side_more`)
+    k = _ORDERS.size
+    more = t.size > k
+    width = (longest if shared else max(dense)) if shared or dense else 0
+    w_neg = _neg_weights(width, step) if shared or dense else None
+    w_more = _more_weights(width, step) if more and (shared or dense) else None
     sums_pos = np.empty((len(pmfs), t.size))
-    sums_neg = np.empty((len(pmfs), t.size))
+    sums_neg = np.empty((len(pmfs), k))
     for i, p in enumerate(pmfs):  # each row on its own length: no padding
         if sparse[i] and shared:
             # the table's rows gathered by take (the same entries as fancy indexing,
@@ -408,31 +415,54 @@ def _row_lambdas(
             nz = nzs[i]
             pn = p[nz]
             sums_neg[i] = pn @ np.take(w_neg, nz, axis=0)
-            sums_pos[i] = pn @ np.take(w_neg, p.size - 1 - nz, axis=0)
+            up = p.size - 1 - nz
+            sums_pos[i, :k] = pn @ np.take(w_neg, up, axis=0)
+            if more:
+                sums_pos[i, k:] = pn @ np.take(w_more, up, axis=0)
             continue
         if sparse[i]:
             nz = np.flatnonzero(p)
-            w = np.outer(nz * step, -t)
+            w = np.outer(nz * step, -t[:k])
             sums_neg[i] = p[nz] @ np.exp(w, out=w)
             w = np.outer((p.size - 1 - nz) * step, -t)
             sums_pos[i] = p[nz] @ np.exp(w, out=w)
             continue
         w = w_neg[: p.size]  # type: ignore[index]
         sums_neg[i] = p @ w
-        sums_pos[i] = p[::-1] @ w
-    return _rounded_logs(step, firsts, lengths, t, sums_pos, sums_neg)
+        sums_pos[i, :k] = p[::-1] @ w
+        if more:
+            sums_pos[i, k:] = p[::-1] @ w_more[: p.size]  # type: ignore[index]
+    out_pos = _rounded_logs(step, firsts, lengths, t, sums_pos, True)
+    out_neg = _rounded_logs(step, firsts, lengths, t[:k], sums_neg, False)
+    if more:
+        out_neg = _lower_side_more(out_neg, t)
+    return out_pos, out_neg
 
 
-def _rounded_logs(step, firsts, lengths, t, sums_pos, sums_neg):
-    """The log-MGF bounds ``(pos, neg)`` from the rows' sums of weights at the orders
-    ``t`` (weights at most 1, relative to each row's ends): the logarithm rounded up by
-    ``2 (length + 8) u``, ``2^-1021`` a term for underflow, and the ends' shifts."""
+def _rounded_logs(step, firsts, lengths, t, sums, upper: bool) -> np.ndarray:
+    """One side's log-MGF bounds from the rows' sums of weights at the orders ``t``
+    (weights at most 1, relative to the row's last node for the upper side, its first
+    for the lower): the logarithm rounded up by ``2 (length + 8) u``, ``2^-1021`` a
+    term for underflow, and the end's shift."""
     slack = (2.0 * (lengths + 8) * _U)[:, None]
     tiny = (lengths * 2.0**-1021)[:, None]
     firsts = np.asarray(firsts)
-    out_neg = np.log(sums_neg + tiny) + slack - np.outer(firsts * step, t)
-    out_pos = np.log(sums_pos + tiny) + slack + np.outer((firsts + lengths - 1) * step, t)
-    return out_pos, out_neg
+    if upper:
+        return np.log(sums + tiny) + slack + np.outer((firsts + lengths - 1) * step, t)
+    return np.log(sums + tiny) + slack - np.outer(firsts * step, t)
+
+
+def _lower_side_more(out_neg: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """The lower side's bounds at the extra orders ``t[k:]`` (the ``k`` powers of two
+    first), each the larger of its two neighbouring powers of two's: ``Lambda(-t)`` is
+    convex in ``t`` (Hoelder's inequality), so on ``[t_1, t_2]`` it is at most
+    ``max(Lambda(-t_1), Lambda(-t_2))``, and the columns at ``t_1``, ``t_2`` are upper
+    bounds.  No sums: the lower side's window was set by the largest order (64) in
+    every fine block of 1 000 random phases, so its extra columns only need to be
+    valid (issue 37, session 28)."""
+    k = _ORDERS.size
+    hi = np.searchsorted(_ORDERS, t[k:])
+    return np.hstack([out_neg, np.maximum(out_neg[:, hi - 1], out_neg[:, hi])])
 
 
 #: Chernoff orders a block's window is also sized at (:func:`_block_rows`), between the
@@ -440,41 +470,42 @@ def _rounded_logs(step, firsts, lengths, t, sums_pos, sums_neg):
 #: random phases (26 cells x 10 steps on the h / 8 grid) has its upper tail's best order
 #: near 5-7, where the powers of two gave a window of ~7.0 loss units above zero and
 #: these 5.2-6.0 (the window 63 515 -> 53 155 points; the rows of 1 000 random phases
-#: x 10, 64.1 M -> 58.1 M transform points; issue 37, session 28)
-BLOCK_ORDERS = np.concatenate([_ORDERS, 2.0 ** np.array([1.5, 2.25, 2.5, 2.75, 3.25, 3.5, 3.75])])
+#: x 10, 64.1 M -> 58.1 M transform points).  Four orders: seven (2^1.5 .. 2^3.75 in
+#: quarter steps) gave the same points, and each extra column costs its gather on the
+#: upper side (issue 37, session 28)
+BLOCK_ORDERS = np.concatenate([_ORDERS, 2.0 ** np.array([2.25, 2.5, 2.75, 3.5])])
 
 
-def _block_weights_table(length: int, step: float) -> np.ndarray:
-    # as chernoff_window._neg_weights_table, at BLOCK_ORDERS
-    w = np.outer(np.arange(length) * step, -BLOCK_ORDERS)
+def _more_weights_table(length: int, step: float) -> np.ndarray:
+    # as chernoff_window._neg_weights_table, at BLOCK_ORDERS' extra orders
+    w = np.outer(np.arange(length) * step, -BLOCK_ORDERS[_ORDERS.size :])
     return np.exp(w, out=w)
 
 
 @lru_cache(maxsize=4)
-def _block_weights_cached(width: int, step: float) -> np.ndarray:
-    return _block_weights_table(width, step)
+def _more_weights_cached(width: int, step: float) -> np.ndarray:
+    return _more_weights_table(width, step)
 
 
-def _weights(length: int, step: float, orders: np.ndarray) -> np.ndarray:
-    """``exp(-t_k j step)`` for ``j < length`` (rows) at the orders ``orders``
-    (:data:`~dpacct.accountant.pld.chernoff_window._ORDERS`: :func:`~dpacct.accountant.
-    pld.chernoff_window._neg_weights`; :data:`BLOCK_ORDERS`: a table of its own, cached
-    up to :data:`NEG_WEIGHTS_CACHED` rows at a power-of-two width)."""
-    if orders is _ORDERS:
-        return _neg_weights(length, step)
+def _more_weights(length: int, step: float) -> np.ndarray:
+    """``exp(-t_k j step)`` for ``j < length`` (rows) at :data:`BLOCK_ORDERS`' extra
+    orders (columns): cached up to :data:`NEG_WEIGHTS_CACHED` rows at a power-of-two
+    width, as :func:`~dpacct.accountant.pld.chernoff_window._neg_weights` is."""
     width = 1 << max(int(length) - 1, 1).bit_length()
     if width <= NEG_WEIGHTS_CACHED:
-        return _block_weights_cached(width, step)
-    return _block_weights_table(int(length), step)
+        return _more_weights_cached(width, step)
+    return _more_weights_table(int(length), step)
 
 
 def _block_rows(
     step: float, firsts: np.ndarray, pmfs: list[np.ndarray], longest: int | None = None
 ):
     """:func:`_row_lambdas`' upper bounds on every PMF's log-MGF at the orders
-    :data:`BLOCK_ORDERS` (the same sums of weights at most 1 and the same rounding-up:
-    ``2 (length + 8) u`` on the logarithm, ``2^-1021`` a term for underflow; Higham
-    2002, Section 3.1).
+    :data:`BLOCK_ORDERS`: on the upper side the same sums of weights at most 1 and the
+    same rounding-up (``2 (length + 8) u`` on the logarithm, ``2^-1021`` a term for
+    underflow; Higham 2002, Section 3.1), the powers of two's columns bit for bit
+    those of :func:`_row_lambdas`; on the lower side the powers of two's columns and,
+    at the extra orders, the convexity bound of :func:`_lower_side_more`.
 
     Any order gives a valid Chernoff bound (Markov's inequality on ``e^{t L}``), so
     :func:`~dpacct.accountant.pld.chernoff_window._window` and :func:`~dpacct.accountant.

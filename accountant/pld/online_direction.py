@@ -315,7 +315,7 @@ class _Direction:
         Chernoff window at its aliasing budget (1e-12), about 8 loss units at the
         powers-of-two orders (63 515 fine points; the composed mass beyond 5.5 units is
         1e-12, beyond 7.1 1e-14): at the orders that set it every step's far tail adds
-        to the bound; at :data:`~dpacct.accountant.pld.groups.BLOCK_ORDERS` (seven
+        to the bound; at :data:`~dpacct.accountant.pld.groups.BLOCK_ORDERS` (four
         orders between them, session 28) about 6.4 units (53 155 points).  A bulk-fine,
         tail-coarse split does not shorten it much: with every cell cut at loss ``A``
         the bulk's Chernoff window is still 4.1 units at ``A = 0.5`` (the tails, 7e-3 of
