@@ -160,7 +160,7 @@ def test_kept_cell_rows_are_those_of_one_call_over_the_cells():
     # the direction keeps each fine cell's log-MGF row (:meth:`_Direction._lambdas`): a
     # block whose cells were partly seen before gets the rows one call over all of
     # them gives, bit for bit, in its own order
-    from dpacct.accountant.pld.groups import _row_lambdas
+    from dpacct.accountant.pld.groups import _block_rows
     from dpacct.accountant.pld.online_direction import _Direction
 
     d = _Direction(1e-5, 1e-3, False, 1 << 20)
@@ -174,8 +174,37 @@ def test_kept_cell_rows_are_those_of_one_call_over_the_cells():
     assert len(d._cell_rows) == 3
     order = [5, 1, 3, 0, 4, 2]
     got = d._lambdas([keys[i] for i in order])(fine, firsts[order], [pmfs[i] for i in order])
-    whole = _row_lambdas(fine, firsts, pmfs)
+    whole = _block_rows(fine, firsts, pmfs)
     for w, g, h in zip(whole, got, first_half, strict=True):
         assert np.array_equal(w[order], g)
         assert np.array_equal(w[:3], h)
     assert len(d._cell_rows) == 6
+
+
+def test_blocks_windowed_at_more_orders_are_no_looser_than_at_powers_of_two(monkeypatch):
+    # 80 random phases (three blocks), the blocks' windows sized at BLOCK_ORDERS and at
+    # the powers of two alone (main's path): fewer transform points (counted) and a
+    # smaller certified error, so an answer no higher
+    from dpacct.accountant.pld import groups as groups_mod
+
+    phases = _phases(80, 11)
+    points = []
+    real = groups_mod._rfft
+
+    def counted(block, n):
+        points[-1] += block.shape[0] * n
+        return real(block, n)
+
+    monkeypatch.setattr(groups_mod, "_rfft", counted)
+    answers = []
+    for more in (True, False):
+        if not more:
+            monkeypatch.setattr(direction_mod, "BLOCK_ORDERS", groups_mod._ORDERS)
+            monkeypatch.setattr(direction_mod, "_block_rows", groups_mod._row_lambdas)
+        points.append(0)
+        inc = IncrementalEpsilon(DELTA)
+        inc.fold(phases)
+        answers.append((inc.epsilon(), sum(b.err for _, b in inc.remove.partial)))
+    (eps, errs), (eps2, errs2) = answers
+    assert points[0] < 0.95 * points[1], points
+    assert errs < errs2 and eps <= eps2, answers

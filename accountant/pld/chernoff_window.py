@@ -158,9 +158,16 @@ def _cell_lambdas(step: float, firsts: np.ndarray, pmfs: list[np.ndarray]):
     return out_pos, out_neg
 
 
-def _window(step: float, lam_pos: np.ndarray, lam_neg: np.ndarray, alias_budget: float):
-    """First node and length of the window outside which each tail is below the budget."""
-    t = _ORDERS
+def _window(
+    step: float,
+    lam_pos: np.ndarray,
+    lam_neg: np.ndarray,
+    alias_budget: float,
+    orders: np.ndarray = _ORDERS,
+):
+    """First node and length of the window outside which each tail is below the budget
+    (``lam_pos``, ``lam_neg``: the log-MGF bounds at ``orders``, default :data:`_ORDERS`)."""
+    t = orders
     lam_pos = lam_pos + 1e-12 * np.abs(lam_pos)
     lam_neg = lam_neg + 1e-12 * np.abs(lam_neg)
     log_b = math.log(alias_budget)
@@ -169,14 +176,20 @@ def _window(step: float, lam_pos: np.ndarray, lam_neg: np.ndarray, alias_budget:
     return bottom, top - bottom + 1
 
 
-def _alias(step: float, lam_pos: np.ndarray, lam_neg: np.ndarray, a_idx: int, n: int) -> float:
-    """Chernoff bound on the composed mass outside the window ``[a_idx, a_idx + n)``."""
-    t = _ORDERS
+def _alias(
+    step: float,
+    lam_pos: np.ndarray,
+    lam_neg: np.ndarray,
+    a_idx: int,
+    n: int,
+    orders: np.ndarray = _ORDERS,
+) -> float:
+    """Chernoff bound on the composed mass outside the window ``[a_idx, a_idx + n)``
+    (``lam_pos``, ``lam_neg``: the log-MGF bounds at ``orders``, default :data:`_ORDERS`)."""
+    t = orders
     lam_pos = lam_pos + 1e-12 * np.abs(lam_pos)
     lam_neg = lam_neg + 1e-12 * np.abs(lam_neg)
     with np.errstate(over="ignore"):
         above = float(np.min(np.exp(lam_pos - t * (a_idx + n) * step)))
         below = float(np.min(np.exp(lam_neg + t * (a_idx - 1) * step)))
     return above + below
-
-

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 from scipy import fft as sp_fft
@@ -114,6 +115,19 @@ def _quiet_len(m: int) -> int:
     return best
 
 
+def _componentwise_scale(n: int) -> float:
+    """``kappa(n) sqrt(n)``: how the componentwise forward bound of
+    :func:`_bounded_product` grows with the transform length (``kappa`` of
+    :func:`~dpacct.accountant.pld.pld_fft._pass_model`; ``inf`` where the length is not
+    5-smooth).  A shorter window is taken at more orders only where this is no larger:
+    13 824 points (radix-3 passes) carried a larger bound than 16 384 for a pending
+    block of 100 decaying steps (6.3e-12 against 5.6e-12; issue 37, session 28)."""
+    try:
+        return _pass_model(n)[1] * math.sqrt(n)
+    except ValueError:
+        return math.inf
+
+
 def _compose_spectrum(
     step: float,
     firsts: np.ndarray,
@@ -123,6 +137,7 @@ def _compose_spectrum(
     lambdas=_cell_lambdas,
     tries: int = 1,
     componentwise: bool = False,
+    orders: np.ndarray = _ORDERS,
 ):
     """The product spectrum of :func:`_compose_cells` on its Chernoff window, and what
     its certificate needs: ``(spec, n, mults, norms, alias, a_idx, origin)``; ``None``
@@ -137,26 +152,46 @@ def _compose_spectrum(
     large aliasing budget would dominate.  Any window is certified (its own aliasing and
     round-off are what the caller counts).  With ``componentwise`` the spectrum comes
     from :func:`_bounded_product` and its componentwise forward bound ``fwd`` is appended
-    to the tuple."""
+    to the tuple.  ``orders``: the Chernoff orders of ``lambdas``' columns (default
+    :data:`~dpacct.accountant.pld.chernoff_window._ORDERS`; :data:`BLOCK_ORDERS`, which
+    begins with them, for rows of :func:`_block_rows`): the budget is chosen at the
+    powers of two, then its window taken at every order if its quiet length is
+    shorter with no larger :func:`_componentwise_scale`, its aliasing bounded at every
+    order (Markov's inequality holds at each,
+    so the window is no longer and the bound no higher)."""
     lam_c_pos, lam_c_neg = lambdas(step, firsts, pmfs)
     lam_pos = counts @ lam_c_pos
     lam_neg = counts @ lam_c_neg
     del lam_c_pos, lam_c_neg
     width = max(p.size for p in pmfs)
     norms = float(counts @ np.array([_l2(p) for p in pmfs]))
+    # the budget is chosen at the powers of two (the first columns), as without more
+    # orders; more orders then only shorten that budget's window (or, where the quiet
+    # length does not shrink, keep it and lower its aliasing bound): a window chosen
+    # at more orders by the estimate alone took a larger budget's shorter window whose
+    # aliasing outweighed the smaller round-off (a pending block of the decaying
+    # online loop: 8 192 points at 1e-15 -> 6 400 at 1e-12, its l1 error 8.6e-12 ->
+    # 9.8e-12; issue 37, session 28)
+    p = _ORDERS.size
     best = None
     for j in range(max(int(tries), 1)):
-        a_j, need = _window(step, lam_pos, lam_neg, alias_budget * ALIAS_TRY**j)
+        a_j, need = _window(step, lam_pos[:p], lam_neg[:p], alias_budget * ALIAS_TRY**j)
         n_j = _quiet_len(max(need, width, 2))
         if n_j > FAST_MAX_N:
             break  # a smaller budget only widens the window
-        alias_j = _alias(step, lam_pos, lam_neg, a_j, n_j)
+        alias_j = _alias(step, lam_pos[:p], lam_neg[:p], a_j, n_j)
         est = alias_j + _fft_rel(n_j) * math.sqrt(n_j) * norms
         if best is None or est < best[0]:
-            best = (est, a_j, n_j, alias_j)
+            best = (est, a_j, n_j, alias_j, j)
     if best is None:
         return None
-    _, a_idx, n, alias = best
+    _, a_idx, n, alias, j_best = best
+    if orders.size > p:  # more orders (their first columns the powers of two)
+        a_m, need = _window(step, lam_pos, lam_neg, alias_budget * ALIAS_TRY**j_best, orders)
+        n_m = _quiet_len(max(need, width, 2))
+        if n_m < n and _componentwise_scale(n_m) <= _componentwise_scale(n):
+            a_idx, n = a_m, n_m
+        alias = _alias(step, lam_pos, lam_neg, a_idx, n, orders)
     origin = int(np.dot(counts.astype(np.int64), firsts))
     if componentwise:
         spec, mults, fwd = _bounded_product(pmfs, counts.astype(np.int64), n)
@@ -316,7 +351,11 @@ SPARSE_SHARE = 0.25
 
 
 def _row_lambdas(
-    step: float, firsts: np.ndarray, pmfs: list[np.ndarray], longest: int | None = None
+    step: float,
+    firsts: np.ndarray,
+    pmfs: list[np.ndarray],
+    longest: int | None = None,
+    orders: np.ndarray = _ORDERS,
 ):
     """Upper bounds on every PMF's log-MGF at the Chernoff orders, as
     :func:`_cell_lambdas` gives them, each row scaled by its own ends.
@@ -334,10 +373,12 @@ def _row_lambdas(
     share one weight table (the longest row at most :data:`NEG_WEIGHTS_CACHED`):
     ``longest`` (at least every row's length) stands for the longest row of a larger
     call these rows are part of, so that rows computed apart (a caller's cache of
-    them) are those of the whole call bit for bit.
+    them) are those of the whole call bit for bit.  ``orders``: the Chernoff orders
+    (columns), :data:`~dpacct.accountant.pld.chernoff_window._ORDERS` or
+    :data:`BLOCK_ORDERS` (:func:`_block_rows`).
     """
     lengths = np.array([p.size for p in pmfs], dtype=np.int64)
-    t = _ORDERS
+    t = orders
     # a graded cell (:mod:`~dpacct.accountant.pld.graded_cells`) is mostly zeros, which
     # add nothing: its nonzero terms alone.  Rows up to NEG_WEIGHTS_CACHED long share
     # one cached table, from which such a row gathers its weights; beyond, a long
@@ -353,14 +394,20 @@ def _row_lambdas(
     # row is only counted (no index array for a long dense row)
     nzs = [np.flatnonzero(p) if shared else None for p in pmfs]
     sparse = [
-        p.size > least
-        and (np.count_nonzero(p) if nz is None else nz.size) < SPARSE_SHARE * p.size
+        p.size > least and (np.count_nonzero(p) if nz is None else nz.size) < SPARSE_SHARE * p.size
         for p, nz in zip(pmfs, nzs, strict=True)
     ]
     dense = [n for n, sp in zip(lengths.tolist(), sparse, strict=True) if not sp]
-    w_neg = _neg_weights(longest if shared else max(dense), step) if shared or dense else None
+    # more orders (BLOCK_ORDERS): their sums on the upper side only, from a table of
+    # the extra orders beside the powers of two's; the lower side's extra columns are
+    # bounded by convexity (:func:`_lower_side_more`)
+    k = _ORDERS.size
+    more = t.size > k
+    width = (longest if shared else max(dense)) if shared or dense else 0
+    w_neg = _neg_weights(width, step) if shared or dense else None
+    w_more = _more_weights(width, step) if more and (shared or dense) else None
     sums_pos = np.empty((len(pmfs), t.size))
-    sums_neg = np.empty((len(pmfs), t.size))
+    sums_neg = np.empty((len(pmfs), k))
     for i, p in enumerate(pmfs):  # each row on its own length: no padding
         if sparse[i] and shared:
             # the table's rows gathered by take (the same entries as fancy indexing,
@@ -368,24 +415,113 @@ def _row_lambdas(
             nz = nzs[i]
             pn = p[nz]
             sums_neg[i] = pn @ np.take(w_neg, nz, axis=0)
-            sums_pos[i] = pn @ np.take(w_neg, p.size - 1 - nz, axis=0)
+            up = p.size - 1 - nz
+            sums_pos[i, :k] = pn @ np.take(w_neg, up, axis=0)
+            if more:
+                sums_pos[i, k:] = pn @ np.take(w_more, up, axis=0)
             continue
         if sparse[i]:
             nz = np.flatnonzero(p)
-            w = np.outer(nz * step, -t)
+            w = np.outer(nz * step, -t[:k])
             sums_neg[i] = p[nz] @ np.exp(w, out=w)
             w = np.outer((p.size - 1 - nz) * step, -t)
             sums_pos[i] = p[nz] @ np.exp(w, out=w)
             continue
         w = w_neg[: p.size]  # type: ignore[index]
         sums_neg[i] = p @ w
-        sums_pos[i] = p[::-1] @ w
+        sums_pos[i, :k] = p[::-1] @ w
+        if more:
+            sums_pos[i, k:] = p[::-1] @ w_more[: p.size]  # type: ignore[index]
+    out_pos = _rounded_logs(step, firsts, lengths, t, sums_pos, True)
+    out_neg = _rounded_logs(step, firsts, lengths, t[:k], sums_neg, False)
+    if more:
+        out_neg = _lower_side_more(out_neg, t)
+    return out_pos, out_neg
+
+
+def _rounded_logs(step, firsts, lengths, t, sums, upper: bool) -> np.ndarray:
+    """One side's log-MGF bounds from the rows' sums of weights at the orders ``t``
+    (weights at most 1, relative to the row's last node for the upper side, its first
+    for the lower): the logarithm rounded up by ``2 (length + 8) u``, ``2^-1021`` a
+    term for underflow, and the end's shift."""
     slack = (2.0 * (lengths + 8) * _U)[:, None]
     tiny = (lengths * 2.0**-1021)[:, None]
     firsts = np.asarray(firsts)
-    out_neg = np.log(sums_neg + tiny) + slack - np.outer(firsts * step, t)
-    out_pos = np.log(sums_pos + tiny) + slack + np.outer((firsts + lengths - 1) * step, t)
-    return out_pos, out_neg
+    if upper:
+        return np.log(sums + tiny) + slack + np.outer((firsts + lengths - 1) * step, t)
+    return np.log(sums + tiny) + slack - np.outer(firsts * step, t)
+
+
+def _lower_side_more(out_neg: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """The lower side's bounds at the extra orders ``t[k:]`` (the ``k`` powers of two
+    first), each the larger of its two neighbouring powers of two's: ``Lambda(-t)`` is
+    convex in ``t`` (Hoelder's inequality), so on ``[t_1, t_2]`` it is at most
+    ``max(Lambda(-t_1), Lambda(-t_2))``, and the columns at ``t_1``, ``t_2`` are upper
+    bounds.  No sums: the lower side's window was set by the largest order (64) in
+    every fine block of 1 000 random phases, so its extra columns only need to be
+    valid (issue 37, session 28)."""
+    k = _ORDERS.size
+    hi = np.searchsorted(_ORDERS, t[k:])
+    return np.hstack([out_neg, np.maximum(out_neg[:, hi - 1], out_neg[:, hi])])
+
+
+#: Chernoff orders a block's window is also sized at (:func:`_block_rows`), between the
+#: powers of two of :data:`~dpacct.accountant.pld.chernoff_window._ORDERS`: a block of
+#: random phases (26 cells x 10 steps on the h / 8 grid) has its upper tail's best order
+#: near 5-7, where the powers of two gave a window of ~7.0 loss units above zero and
+#: these 5.2-6.0 (the window 63 515 -> 53 155 points; the rows of 1 000 random phases
+#: x 10, 64.1 M -> 58.1 M transform points).  Four orders: seven (2^1.5 .. 2^3.75 in
+#: quarter steps) gave the same points, and each extra column costs its gather on the
+#: upper side (issue 37, session 28)
+BLOCK_ORDERS = np.concatenate([_ORDERS, 2.0 ** np.array([2.25, 2.5, 2.75, 3.5])])
+
+
+def _more_weights_table(length: int, step: float) -> np.ndarray:
+    # as chernoff_window._neg_weights_table, at BLOCK_ORDERS' extra orders
+    w = np.outer(np.arange(length) * step, -BLOCK_ORDERS[_ORDERS.size :])
+    return np.exp(w, out=w)
+
+
+@lru_cache(maxsize=4)
+def _more_weights_cached(width: int, step: float) -> np.ndarray:
+    return _more_weights_table(width, step)
+
+
+def _more_weights(length: int, step: float) -> np.ndarray:
+    """``exp(-t_k j step)`` for ``j < length`` (rows) at :data:`BLOCK_ORDERS`' extra
+    orders (columns): cached up to :data:`NEG_WEIGHTS_CACHED` rows at a power-of-two
+    width, as :func:`~dpacct.accountant.pld.chernoff_window._neg_weights` is."""
+    width = 1 << max(int(length) - 1, 1).bit_length()
+    if width <= NEG_WEIGHTS_CACHED:
+        return _more_weights_cached(width, step)
+    return _more_weights_table(int(length), step)
+
+
+def _block_rows(
+    step: float, firsts: np.ndarray, pmfs: list[np.ndarray], longest: int | None = None
+):
+    """:func:`_row_lambdas`' upper bounds on every PMF's log-MGF at the orders
+    :data:`BLOCK_ORDERS`: on the upper side the same sums of weights at most 1 and the
+    same rounding-up (``2 (length + 8) u`` on the logarithm, ``2^-1021`` a term for
+    underflow; Higham 2002, Section 3.1), the powers of two's columns bit for bit
+    those of :func:`_row_lambdas`; on the lower side the powers of two's columns and,
+    at the extra orders, the convexity bound of :func:`_lower_side_more`.
+
+    Any order gives a valid Chernoff bound (Markov's inequality on ``e^{t L}``), so
+    :func:`~dpacct.accountant.pld.chernoff_window._window` and :func:`~dpacct.accountant.
+    pld.chernoff_window._alias` at these orders size a window and bound its aliasing as
+    soundly as at the powers of two alone, and their minimum over more orders is
+    smaller (docs/theory/schedules.md, "A block's window at more orders").
+
+    Examples
+    --------
+    >>> p = np.array([0.25, 0.5, 0.25])
+    >>> lp, ln = _block_rows(0.5, np.array([-1]), [p])
+    >>> exact = np.log(p @ np.exp(np.outer(np.array([-0.5, 0.0, 0.5]), BLOCK_ORDERS)))
+    >>> bool(np.all(lp[0] >= exact) and np.all(lp[0] - exact < 1e-14))
+    True
+    """
+    return _row_lambdas(step, firsts, pmfs, longest, BLOCK_ORDERS)
 
 
 def _compose_group(
@@ -396,10 +532,13 @@ def _compose_group(
     alias_budget: float,
     tries: int = 1,
     lambdas=None,
+    orders: np.ndarray = _ORDERS,
 ) -> Segment | None:
     """One group of the tree: its cells composed on the group's own Chernoff window
     (``tries``: the windows :func:`_compose_spectrum` chooses among; ``lambdas``: the
-    PMFs' log-MGF bounds, default :func:`_row_lambdas`, or a caller's cache of its rows).
+    PMFs' log-MGF bounds at ``orders``, default :func:`_row_lambdas` at
+    :data:`~dpacct.accountant.pld.chernoff_window._ORDERS`, or a caller's cache of its
+    rows, e.g. :func:`_block_rows` at :data:`BLOCK_ORDERS`).
 
     Returns a :class:`Segment` ``(first, pmf, err)``: the composed finite PMF (clipped
     at zero, trimmed to its positive entries) from grid node ``first`` on, and ``err``,
@@ -423,6 +562,7 @@ def _compose_group(
         _row_lambdas if lambdas is None else lambdas,
         tries,
         componentwise=True,
+        orders=orders,
     )
     if raw is None:
         return None

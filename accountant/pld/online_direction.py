@@ -30,7 +30,7 @@ from .block_rules import (
 )
 from .coarsen import coarsen
 from .graded_cells import graded_cells
-from .groups import Segment, _compose_group, _row_lambdas
+from .groups import BLOCK_ORDERS, Segment, _block_rows, _compose_group, _row_lambdas
 from .pld_fft import (
     _ORDERS,
     FAST_MAX_N,
@@ -263,7 +263,8 @@ class _Direction:
         return out  # type: ignore[return-value]
 
     def _lambdas(self, keys: list[tuple[float, float, float]]):
-        """:func:`~dpacct.accountant.pld.groups._row_lambdas` for the fine cells ``keys``
+        """:func:`~dpacct.accountant.pld.groups._block_rows` (the log-MGF bounds at
+        :data:`~dpacct.accountant.pld.groups.BLOCK_ORDERS`) for the fine cells ``keys``
         (``(sigma, q, fine step)``, as :meth:`_cells` keeps them), each row made once
         and kept (:data:`CELL_ROWS`).  A row is a function of its cell, the step and
         whether the call's rows share one weight table (its longest row, passed on), so
@@ -276,7 +277,7 @@ class _Direction:
             found = [rows.get((key, shared)) for key in keys]
             miss = [i for i, r in enumerate(found) if r is None]
             if miss:
-                lp, ln = _row_lambdas(
+                lp, ln = _block_rows(
                     step, np.asarray(firsts)[miss], [pmfs[i] for i in miss], longest
                 )
                 for j, i in enumerate(miss):
@@ -311,9 +312,11 @@ class _Direction:
         8``, CPU on a loaded machine): the cells' discretisation 14 ms, their Chernoff
         bounds 9 ms, 26 transforms of 65 536 points 15-17 ms, the round-off bound's
         passes 5 ms (14 before they went in column slices).  The window is the block's
-        Chernoff window at its aliasing budget (1e-12), about 8 loss units (63 515 fine
-        points; the composed mass beyond 5.5 units is 1e-12, beyond 7.1 1e-14): at the
-        orders that set it every step's far tail adds to the bound.  A bulk-fine,
+        Chernoff window at its aliasing budget (1e-12), about 8 loss units at the
+        powers-of-two orders (63 515 fine points; the composed mass beyond 5.5 units is
+        1e-12, beyond 7.1 1e-14): at the orders that set it every step's far tail adds
+        to the bound; at :data:`~dpacct.accountant.pld.groups.BLOCK_ORDERS` (four
+        orders between them, session 28) about 6.4 units (53 155 points).  A bulk-fine,
         tail-coarse split does not shorten it much: with every cell cut at loss ``A``
         the bulk's Chernoff window is still 4.1 units at ``A = 0.5`` (the tails, 7e-3 of
         a block's mass, then composed on the coarse grid), 5.0 at 1, 8.0 at 2, and each
@@ -337,6 +340,7 @@ class _Direction:
                 self.block_alias,
                 BLOCK_ALIAS_TRIES,
                 self._lambdas([(s, q, fine) for s, q in items]),
+                BLOCK_ORDERS,
             )
             if out is None:
                 raise OverflowError("the block's fine window exceeds FAST_MAX_N")
