@@ -81,10 +81,10 @@ def random_allocation_noise_multiplier(
         Return the :class:`~dpacct.calibrators.Calibration` instead of the number.
     direct : bool, default True
         Passed to :func:`~dpacct.accountant.transformers.random_allocation`: where a
-        direct route is tried (``k = 2, 3, 4``) the search first runs on the blocks
+        direct route is tried (``k = 2`` to ``5``) the search first runs on the blocks
         alone, then, where the direct route's epsilon at their sigma is below
         ``epsilon * (1 - rtol)``, again below it with the route (a law of a few CPU
-        seconds per sigma tried at k = 2, 5-60 at k = 3, 4).  Where the route's law is
+        seconds per sigma tried at k = 2, 5-60 at k = 3-5).  Where the route's law is
         Proposition 10's four-level law, that gain and the search's model of the route
         come from the law on coarse nodes (two laws of about a fifth of the CPU), so that
         one or two of the route's laws are built (eps 3, T 100, k 4: two, against three
@@ -212,7 +212,7 @@ def _coarse_slope(top, s_top: float, aim: float, d: float, tol, estimate):
 
 def _refine_direct(family, top: float, eps: float, d: float, rtol: float, tol,
                    estimate=None, start: float | None = None) -> Calibration:
-    """The calibration again with the direct k = 2, 3 or 4 route, below the blocks' sigma
+    """The calibration again with the direct route (k = 2 to 5), below the blocks' sigma
     ``top``, steered by ``estimate`` (a model of the route's epsilon; only where the
     search goes, never the answer, which is always an evaluated sigma).
 
