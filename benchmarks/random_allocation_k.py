@@ -72,7 +72,7 @@ ROWS = (
     (1.5, 30, 3, 1),
     (1.0, 200, 3, 1),
     (0.6, 10, 3, 1),
-    # issue 39, k >= 4 (random_allocation_k4.py: routed at k = 4 only; k = 5 the blocks')
+    # issue 39, k >= 4 (random_allocation_k4.py)
     (0.7, 20, 4, 1),
     (0.8, 50, 4, 1),
     (1.0, 20, 4, 1),
@@ -89,6 +89,13 @@ ROWS = (
     (1.0, 100, 4, 5),
     (0.8, 100, 5, 1),
     (1.0, 100, 5, 1),
+    # issue 39, k = 5 through the four-level law, and its coarse nodes at k = 4, sigma 0.65-0.75
+    # (session 28)
+    (1.0, 10, 5, 1),
+    (0.8, 20, 5, 1),
+    (0.8, 50, 5, 1),
+    (1.0, 50, 5, 3),
+    (0.65, 100, 4, 1),
 )
 DELTA = 1e-6
 #: (epsilon, T, k) of the calibrations ``--old`` also runs (``delta`` = :data:`DELTA`, one
