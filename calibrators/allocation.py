@@ -154,7 +154,9 @@ def _with_direct(family, cal: Calibration, eps: float, d: float, rtol: float, to
     scaled to it there."""
     s_top = float(cal.parameter)
     top = family(s_top, direct)
-    if top._direct_route is None:
+    # (not top._direct_route: building the route builds its law, compose's check of
+    # the parts)
+    if not (top._has_k2_route or top._has_k3_route or top._has_k4_route):
         return cal
     low = eps * (1.0 - rtol)
     coarse = _coarse_slope(top, s_top, eps * (1.0 - 0.5 * rtol), d, tol, estimate)
