@@ -51,7 +51,13 @@ import numpy as np
 from ..mechanism import Mechanism
 from ..validation import check_count
 from .random_allocation_k2 import _pair_doc, with_block_adds
-from .random_allocation_k3 import K3_FOUR_MIN_STEPS, AllocationK3Remove
+from .random_allocation_k3 import (
+    COARSE4,
+    K3_COARSE_SIGMA,
+    K3_COARSE_STEPS,
+    K3_FOUR_MIN_STEPS,
+    AllocationK3Remove,
+)
 from .random_allocation_k_law import envelope_law, remove_atoms
 from .random_allocation_k_law4 import remove_atoms4
 
@@ -72,12 +78,6 @@ K4_FOUR_MAX_STEPS_LOW = 30
 #: nodes 7.27621 in 46 s)
 K5_COARSE_SIGMA = 0.9
 K5_COARSE_STEPS = 30
-#: the four-level law's coarse nodes and lattice: the route's law where the default
-#: nodes cost too much (:func:`four_level`), and the calibrator's model of the route
-#: elsewhere (:func:`coarse_route`): sigma 0.975, T 100, k 4, delta 1e-6: 2.93071
-#: against the default law's 2.92071, in 2.5 CPU s against 15; its log-log slope in
-#: sigma from 0.961 -2.124 against -2.133
-COARSE4 = {"dl3": 0.1, "eta": 8e-3, "step": 1.0, "sd_frac": 0.25}
 
 
 def k_remove_atoms(
@@ -150,7 +150,8 @@ def k_atoms(sigma: float, steps: int, k: int, *, progress: bool = False
 def four_level(sigma: float, steps: int, k: int) -> dict | None:
     """The settings of Proposition 10's four-level law as the direct route's law at
     ``k`` (:func:`k_atoms`; at ``k = 3`` :func:`.random_allocation_k3.k3_atoms`): ``{}``
-    its default nodes, :data:`COARSE4` coarse ones (k = 4 below sigma
+    its default nodes, :data:`.random_allocation_k3.COARSE4` coarse ones (k = 3 below
+    sigma 0.65 above T 30; k = 4 below sigma
     :data:`K4_FOUR_LOW_SIGMA` above :data:`K4_FOUR_MAX_STEPS_LOW` steps; k >= 5 below
     :data:`K5_COARSE_SIGMA` above :data:`K5_COARSE_STEPS`), or None where the route's
     law is another (k = 3 below T 10, k >= 4 below T 5: Propositions 7 and 9).
@@ -161,10 +162,12 @@ def four_level(sigma: float, steps: int, k: int) -> dict | None:
     ({}, True, None)
     """
     if k == 3:
-        return {} if steps >= K3_FOUR_MIN_STEPS else None
-    if k < 3 or steps < max(k, K4_FOUR_MIN_STEPS):
+        if steps < K3_FOUR_MIN_STEPS:
+            return None
+        coarse = sigma < K3_COARSE_SIGMA and steps > K3_COARSE_STEPS
+    elif k < 3 or steps < max(k, K4_FOUR_MIN_STEPS):
         return None
-    if k == 4:
+    elif k == 4:
         coarse = sigma < K4_FOUR_LOW_SIGMA and steps > K4_FOUR_MAX_STEPS_LOW
     else:
         coarse = sigma < K5_COARSE_SIGMA and steps > K5_COARSE_STEPS
