@@ -72,12 +72,13 @@ K4_FOUR_MIN_STEPS = 5
 #: 60 s)
 K4_FOUR_LOW_SIGMA = 0.75
 K4_FOUR_MAX_STEPS_LOW = 30
-#: at k >= 5 below this noise multiplier and above :data:`K5_COARSE_STEPS` steps the
-#: route's four-level law is on :data:`COARSE4`'s nodes (sigma 0.8, k 5, loaded: T 100
-#: 5.48537 in 8.6 CPU s against the default nodes' 5.47274 in 74 s; T 50: the default
-#: nodes 7.27621 in 46 s)
+#: at k >= 5 below this noise multiplier above :data:`K5_COARSE_STEPS` steps, and below
+#: :data:`K5_COARSE_LOW_SIGMA` at any, the route's four-level law is on
+#: :data:`COARSE4`'s nodes (sigma 0.8, k 5, loaded: T 100 5.48537 in 8.6 CPU s against
+#: the default nodes' 5.47274 in 74 s; T 50: the default nodes 7.27621 in 46 s)
 K5_COARSE_SIGMA = 0.9
 K5_COARSE_STEPS = 30
+K5_COARSE_LOW_SIGMA = 0.8
 
 
 def k_remove_atoms(
@@ -153,7 +154,8 @@ def four_level(sigma: float, steps: int, k: int) -> dict | None:
     its default nodes, :data:`.random_allocation_k3.COARSE4` coarse ones (k = 3 below
     sigma 0.65 above T 30; k = 4 below sigma
     :data:`K4_FOUR_LOW_SIGMA` above :data:`K4_FOUR_MAX_STEPS_LOW` steps; k >= 5 below
-    :data:`K5_COARSE_SIGMA` above :data:`K5_COARSE_STEPS`), or None where the route's
+    :data:`K5_COARSE_SIGMA` above :data:`K5_COARSE_STEPS`, and below
+    :data:`K5_COARSE_LOW_SIGMA`), or None where the route's
     law is another (k = 3 below T 10, k >= 4 below T 5: Propositions 7 and 9).
 
     Examples
@@ -170,7 +172,8 @@ def four_level(sigma: float, steps: int, k: int) -> dict | None:
     elif k == 4:
         coarse = sigma < K4_FOUR_LOW_SIGMA and steps > K4_FOUR_MAX_STEPS_LOW
     else:
-        coarse = sigma < K5_COARSE_SIGMA and steps > K5_COARSE_STEPS
+        coarse = sigma < K5_COARSE_LOW_SIGMA or (
+            sigma < K5_COARSE_SIGMA and steps > K5_COARSE_STEPS)
     return dict(COARSE4) if coarse else {}
 
 
@@ -208,11 +211,13 @@ def k_tried(sigma: float, t: int, k: int) -> bool:
     =========  ===========  ====================================================
 
     At k = 5 (coarse nodes below sigma :data:`K5_COARSE_SIGMA` above
-    :data:`K5_COARSE_STEPS` steps):
+    :data:`K5_COARSE_STEPS` steps, and below :data:`K5_COARSE_LOW_SIGMA`):
 
     =========  ===========  ====================================================
     T          sigma        measured: four-level law / blocks (lower end)
     =========  ===========  ====================================================
+    10 - 19    0.8 - 1.25   (as at T 10 and T 20)
+    20 - 30    0.7 - 0.8    coarse: 0.7, T 20: 13.2906 / 14.7096 (12.1368; 4 s)
     10 - 30    0.8 - 1.25   0.8, T 10: 13.6363 / 14.5156 (12.4622; 11 s);
                             sigma 1, T 10: 9.7271 / 9.8333 (9.1408; 4 s);
                             0.8, T 20: 10.4300 / 10.7524 (15 s); sigma 1,
@@ -220,6 +225,8 @@ def k_tried(sigma: float, t: int, k: int) -> bool:
                             (3 s); not tried: 1.5, T 10: 5.6562 / 5.6589
                             (level), T 20: 4.0182 / 4.0150; 2, T 10: 3.9996 /
                             3.9335
+    31 - 100   0.7 - 0.8    coarse: 0.7, T 50: 9.5329 / 9.9459 (9.0077; 7 s);
+                            0.7, T 100: 7.3673 / 7.7032 (7.0789; 11 s)
     31 - 100   0.8 - 1.05   0.8, T 50: 7.2762 / 7.5998 (6.9607; 46 s on the
                             default nodes); sigma 1, T 50: 4.7912 / 4.9148
                             (4.6109; 13 s); 0.8, T 100 (coarse): 5.4854 /
@@ -246,7 +253,8 @@ def k_tried(sigma: float, t: int, k: int) -> bool:
     (True, False, False, False)
     """
     if k == 5:
-        return 10 <= t <= 100 and 0.8 <= sigma <= (1.25 if t <= 30 else 1.05)
+        return 10 <= t <= 100 and (0.8 if t < 20 else 0.7) <= sigma <= (
+            1.25 if t <= 30 else 1.05)
     if k != 4 or not (K4_FOUR_MIN_STEPS <= t <= 200 and 0.6 <= sigma <= 2.0):
         return False
     if t <= 10:
