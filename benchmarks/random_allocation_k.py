@@ -89,13 +89,17 @@ ROWS = (
     (1.0, 100, 4, 5),
     (0.8, 100, 5, 1),
     (1.0, 100, 5, 1),
-    # issue 39, k = 5 through the four-level law, and its coarse nodes at k = 4, sigma 0.65-0.75
-    # (session 28)
+    # issue 39, k = 5 through the four-level law, and its coarse nodes at k = 3, 4 and 5 at
+    # small sigma (session 28)
     (1.0, 10, 5, 1),
     (0.8, 20, 5, 1),
     (0.8, 50, 5, 1),
     (1.0, 50, 5, 3),
     (0.65, 100, 4, 1),
+    (0.6, 100, 4, 1),
+    (0.7, 20, 5, 1),
+    (0.7, 100, 5, 1),
+    (0.6, 100, 3, 1),
 )
 DELTA = 1e-6
 #: (epsilon, T, k) of the calibrations ``--old`` also runs (``delta`` = :data:`DELTA`, one
