@@ -27,7 +27,7 @@ def test_noise_multiplier_calibration_meets_the_target_from_below():
 def test_calibration_at_k4_goes_through_the_direct_route(k, eps):
     # T 10, k 4, sigma about 2: the four-level law of about 1 CPU s per sigma tried
     # (benchmarks.random_allocation_k's CALIBRATIONS measure T 50, 100); k 5, sigma
-    # about 1: 4 s (one law of the route and two on coarse nodes, 7.6 CPU s in all)
+    # about 1: 4-5 s (two laws of the route and two on coarse nodes, 14.5 CPU s loaded)
     s = random_allocation_noise_multiplier(eps, 1e-6, 10, k=k)
     run = random_allocation(GaussianMechanism(s), 10, k=k)
     assert run._direct_route is run.k4_route
