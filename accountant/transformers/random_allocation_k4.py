@@ -225,8 +225,9 @@ def k_tried(sigma: float, t: int, k: int) -> bool:
                             (3 s); not tried: 1.5, T 10: 5.6562 / 5.6589
                             (level), T 20: 4.0182 / 4.0150; 2, T 10: 3.9996 /
                             3.9335
-    31 - 100   0.7 - 0.8    coarse: 0.7, T 50: 9.5329 / 9.9459 (9.0077; 7 s);
-                            0.7, T 100: 7.3673 / 7.7032 (7.0789; 11 s)
+    31 - 100   0.6 - 0.8    coarse: 0.7, T 50: 9.5329 / 9.9459 (9.0077; 7 s);
+                            0.7, T 100: 7.3673 / 7.7032 (7.0789; 11 s); 0.6,
+                            T 100: 10.5887 / 10.9624 (9.9451; 9 s)
     31 - 100   0.8 - 1.05   0.8, T 50: 7.2762 / 7.5998 (6.9607; 46 s on the
                             default nodes); sigma 1, T 50: 4.7912 / 4.9148
                             (4.6109; 13 s); 0.8, T 100 (coarse): 5.4854 /
@@ -253,8 +254,8 @@ def k_tried(sigma: float, t: int, k: int) -> bool:
     (True, False, False, False)
     """
     if k == 5:
-        return 10 <= t <= 100 and (0.8 if t < 20 else 0.7) <= sigma <= (
-            1.25 if t <= 30 else 1.05)
+        low = 0.8 if t < 20 else 0.7 if t <= 30 else 0.6
+        return 10 <= t <= 100 and low <= sigma <= (1.25 if t <= 30 else 1.05)
     if k != 4 or not (K4_FOUR_MIN_STEPS <= t <= 200 and 0.6 <= sigma <= 2.0):
         return False
     if t <= 10:
