@@ -5,6 +5,8 @@
     python -m benchmarks.random_allocation_k --json out.json
     python -m benchmarks.random_allocation_k --no-peer --only-k 4,5 --old /work/main:python
                                       # old and new dpacct side by side, same run
+    python -m benchmarks.random_allocation_k --old /work/main:python --calibrations
+                                      # the calibrations alone, old and new
 
 Each row (sigma, T, k, epochs, delta) runs in a fresh child process: dpacct's
 ``epsilon_bounds(delta)`` of ``random_allocation(GaussianMechanism(sigma), T, k=k,
@@ -70,7 +72,7 @@ ROWS = (
     (1.5, 30, 3, 1),
     (1.0, 200, 3, 1),
     (0.6, 10, 3, 1),
-    # issue 39, k >= 4 (random_allocation_k4.py: routed at k = 4 only; k = 5 the blocks')
+    # issue 39, k >= 4 (random_allocation_k4.py)
     (0.7, 20, 4, 1),
     (0.8, 50, 4, 1),
     (1.0, 20, 4, 1),
@@ -87,12 +89,23 @@ ROWS = (
     (1.0, 100, 4, 5),
     (0.8, 100, 5, 1),
     (1.0, 100, 5, 1),
+    # issue 39, k = 5 through the four-level law, and its coarse nodes at k = 3, 4 and 5 at
+    # small sigma (session 28)
+    (1.0, 10, 5, 1),
+    (0.8, 20, 5, 1),
+    (0.8, 50, 5, 1),
+    (1.0, 50, 5, 3),
+    (0.65, 100, 4, 1),
+    (0.6, 100, 4, 1),
+    (0.7, 20, 5, 1),
+    (0.7, 100, 5, 1),
+    (0.6, 100, 3, 1),
 )
 DELTA = 1e-6
 #: (epsilon, T, k) of the calibrations ``--old`` also runs (``delta`` = :data:`DELTA`, one
 #: epoch): the noise multiplier each checkout's ``random_allocation_noise_multiplier``
 #: returns, and its CPU seconds
-CALIBRATIONS = ((6.25, 50, 4),)
+CALIBRATIONS = ((6.25, 50, 4), (3.0, 100, 4), (3.0, 100, 3))
 
 _OURS = """
 import json, resource, sys, time
@@ -153,11 +166,13 @@ def _child(code: str, args: tuple, cap: float | None) -> dict:
     return {"status": "ok", **json.loads(out.stdout.strip().splitlines()[-1])}
 
 
-def _old_new(args, rows) -> None:
-    """Old and new dpacct's brackets side by side (``--old``), each row in fresh children."""
+def _old_new(args, rows, ks) -> None:
+    """Old and new dpacct's brackets side by side (``--old``), each row in fresh children;
+    then the calibrations of :data:`CALIBRATIONS` whose k is among ``ks`` (all if None)."""
     from benchmarks.checkouts import old_new_sides, run_in_checkout, write_json
 
     sides = old_new_sides(args.old)
+    rows = [] if args.calibrations else rows
     print("| sigma | T | k | epochs | old lower | old upper | old width % | old CPU s | old MB "
           "| new lower | new upper | new width % | new CPU s | new MB | upper new/old |")
     print("| --- " * 15 + "|")
@@ -181,7 +196,7 @@ def _old_new(args, rows) -> None:
         print(f"| {sigma:g} | {t} | {k} | {e} | {cells[0]} | {cells[1]} | {ratio} |", flush=True)
     print("\n| epsilon | T | k | old sigma | old CPU s | new sigma | new CPU s |")
     print("| --- " * 7 + "|")
-    for eps, t, k in (c for c in CALIBRATIONS if c[2] in {r[2] for r in rows}):
+    for eps, t, k in (c for c in CALIBRATIONS if ks is None or c[2] in ks):
         res = {name: run_in_checkout(root, py, [_CALIBRATE, *map(str, (eps, t, k, DELTA))],
                                      args.cap)
                for name, (root, py) in sides.items()}
@@ -201,12 +216,14 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--only-k", help="only the rows with these k (comma-separated)")
     ap.add_argument("--max-steps", type=int, help="only the rows with T <= this")
     ap.add_argument("--old", help="ROOT:PYTHON of the checkout to compare with (no peer)")
+    ap.add_argument("--calibrations", action="store_true",
+                    help="with --old: the calibrations only, not the rows")
     args = ap.parse_args(argv)
     ks = None if args.only_k is None else {int(v) for v in args.only_k.split(",")}
     rows = [r for r in ROWS if (ks is None or r[2] in ks)
             and (args.max_steps is None or r[1] <= args.max_steps)]
     if args.old:
-        _old_new(args, rows)
+        _old_new(args, rows, ks)
         return
     print(
         "| sigma | T | k | epochs | dpacct lower | dpacct upper | width % | CPU s | peak MB "

@@ -528,8 +528,8 @@ class RandomAllocationMechanism(Mechanism):
     @property
     def _has_k4_route(self) -> bool:
         """Whether the direct route at ``k >= 4`` (:mod:`.random_allocation_k4`;
-        at ``k = 4`` Proposition 10's four-level law from T 5,
-        docs/theory/allocation_k_of_t.md) is tried: where
+        at ``k = 4`` and ``5`` Proposition 10's four-level law, on coarse nodes at small
+        sigma, docs/theory/allocation_k_of_t.md) is tried: where
         :func:`~dpacct.accountant.transformers.random_allocation_k4.k_tried` (measured
         below the blocks there).
         """

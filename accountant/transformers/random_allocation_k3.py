@@ -59,6 +59,18 @@ K3_MIN_SIGMA = 0.6
 K3_MAX_SIGMA = 2.0
 #: from this many steps the route's law is Proposition 10's four-level law
 K3_FOUR_MIN_STEPS = 10
+#: below this noise multiplier and above :data:`K3_COARSE_STEPS` steps the route's law is
+#: on :data:`COARSE4`'s nodes (sigma 0.6, T 100: 7.0861 against the blocks' 7.6360 in
+#: 6 CPU s, loaded; the default nodes' CPU grows past the issue's 60 s there)
+K3_COARSE_SIGMA = 0.65
+K3_COARSE_STEPS = 30
+#: the four-level law's coarse nodes and lattice (``remove_atoms4``'s ``dl3``, ``eta``,
+#: ``step``, ``sd_frac``): the route's law where the default nodes cost too much
+#: (:func:`k3_atoms`, :func:`.random_allocation_k4.four_level`), and the calibrator's
+#: model of the route elsewhere (:func:`.random_allocation_k4.coarse_route`): sigma
+#: 0.975, T 100, k 4, delta 1e-6: 2.93071 against the default law's 2.92071, in 2.5 CPU
+#: s against 15; its log-log slope in sigma from 0.961 -2.124 against -2.133
+COARSE4 = {"dl3": 0.1, "eta": 8e-3, "step": 1.0, "sd_frac": 0.25}
 
 
 def k3_remove_atoms(
@@ -111,9 +123,10 @@ def k3_atoms(sigma: float, steps: int, *, progress: bool = False
              ) -> tuple[np.ndarray, np.ndarray, float]:
     """The route's atoms: Proposition 10's four-level law
     (:func:`.random_allocation_k_law4.remove_atoms4`) from :data:`K3_FOUR_MIN_STEPS`
-    steps, else Proposition 7's (:func:`k3_remove_atoms`).  Measured (delta 1e-6, one
-    epoch, the remove law; docs/theory/allocation_k_of_t.md, "four levels"): sigma 1,
-    T 100: 2.1370 against 2.1558.
+    steps (on :data:`COARSE4`'s nodes below sigma :data:`K3_COARSE_SIGMA` above
+    :data:`K3_COARSE_STEPS` steps), else Proposition 7's (:func:`k3_remove_atoms`).
+    Measured (delta 1e-6, one epoch, the remove law; docs/theory/allocation_k_of_t.md,
+    "four levels"): sigma 1, T 100: 2.1370 against 2.1558.
 
     Examples
     --------
@@ -122,7 +135,8 @@ def k3_atoms(sigma: float, steps: int, *, progress: bool = False
     True
     """
     if steps >= K3_FOUR_MIN_STEPS:
-        return remove_atoms4(sigma, steps, 3, progress=progress)
+        coarse = sigma < K3_COARSE_SIGMA and steps > K3_COARSE_STEPS
+        return remove_atoms4(sigma, steps, 3, progress=progress, **(COARSE4 if coarse else {}))
     return k3_remove_atoms(sigma, steps, progress=progress)
 
 
@@ -141,18 +155,22 @@ def k3_tried(sigma: float, t: int) -> bool:
                           1.8953 / 1.9103
     31 - 100  0.65 - 1.25 1.2, T 100: 1.4416 / 1.4501 (7 s); sigma 1, T 100:
                           2.1370 / 2.1958
+    31 - 100  0.6 - 0.65  coarse nodes (:data:`COARSE4`; session 28): 0.6,
+                          T 100: 7.0861 / 7.6360 (lower end 7.0019; 6 s)
     101 - 200 0.95 - 1.05 sigma 1, T 200: 1.4827 / 1.5009 (35 s)
     ========  ==========  ===================================================
 
     Not tried where the blocks were tighter: sigma 2, T 30 (1.2892 against 1.2734);
     sigma 1.5, T 100 (0.9893 against 0.9799); sigma 1.2, T 200 (0.9739 against 0.9687);
-    nor below sigma 0.65 above T 30 or below 0.95 above T 100, where the law's CPU
+    nor below sigma 0.6 above T 30 or below 0.95 above T 100, where the law's CPU
     grows past the issue's 60 s (sigma 0.8, T 100: 42 s).
 
     Examples
     --------
     >>> k3_tried(1.0, 100), k3_tried(1.2, 100), k3_tried(1.5, 100), k3_tried(2.0, 10)
     (True, True, False, True)
+    >>> k3_tried(0.6, 100), k3_tried(0.55, 100)
+    (True, False)
     """
     if not (K3_MIN_STEPS <= t <= K3_MAX_STEPS and K3_MIN_SIGMA <= sigma <= K3_MAX_SIGMA):
         return False
@@ -161,7 +179,7 @@ def k3_tried(sigma: float, t: int) -> bool:
     if t <= 30:
         return sigma <= 1.5
     if t <= 100:
-        return 0.65 <= sigma <= 1.25
+        return sigma <= 1.25
     return 0.95 <= sigma <= 1.05
 
 

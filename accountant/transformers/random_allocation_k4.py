@@ -32,12 +32,16 @@ deviations, 6.14 with 3, the blocks 6.30, the truth 5.80; docs/theory/allocation
 "k >= 4, direct").  Even so the law is several per cent above the truth: the
 (max, second, sum) statistic cannot see the record's third and fourth coordinates.
 
-At ``k = 4`` the route's law is Proposition 10's four-level law
-(:mod:`.random_allocation_k_law4`, which also keeps the third coordinate) from T 5
-(:func:`k_atoms`): sigma 1, T 100, delta 1e-6: 2.7701 against this law's 2.8147 and the
-blocks' 2.8351 (lower end 2.7165).  The atoms go through Lemma 4 (one epoch) or
-Proposition 5 (several epochs: the envelope with Proposition 1's ``k`` blocks); the add
-direction is the blocks' (:func:`allocation_k_pair`).  Routed where :func:`k_tried`.
+At ``k = 4`` and ``5`` the route's law is Proposition 10's four-level law
+(:mod:`.random_allocation_k_law4`, which also keeps the third coordinate; its proof
+holds at every ``k >= 3``) from T 5 (:func:`k_atoms`): sigma 1, T 100, delta 1e-6, k 4:
+2.7701 against this law's 2.8147 and the blocks' 2.8351 (lower end 2.7165); k 5: 3.4362
+against the blocks' 3.4857.  Where its default nodes cost too much (small sigma, large
+T) it is built on coarse ones (:data:`COARSE4`, :func:`four_level`): sigma 0.7, T 100,
+k 4: 6.0913 in 10 CPU s, where main kept Proposition 9's law (6.3422).  The atoms go
+through Lemma 4 (one epoch) or Proposition 5 (several epochs: the envelope with
+Proposition 1's ``k`` blocks); the add direction is the blocks'
+(:func:`allocation_k_pair`).  Routed where :func:`k_tried`.
 """
 
 from __future__ import annotations
@@ -47,7 +51,13 @@ import numpy as np
 from ..mechanism import Mechanism
 from ..validation import check_count
 from .random_allocation_k2 import _pair_doc, with_block_adds
-from .random_allocation_k3 import AllocationK3Remove
+from .random_allocation_k3 import (
+    COARSE4,
+    K3_COARSE_SIGMA,
+    K3_COARSE_STEPS,
+    K3_FOUR_MIN_STEPS,
+    AllocationK3Remove,
+)
 from .random_allocation_k_law import envelope_law, remove_atoms
 from .random_allocation_k_law4 import remove_atoms4
 
@@ -56,11 +66,19 @@ __all__: list[str] = []
 #: from this many steps the k = 4 route's law is Proposition 10's four-level law
 #: (:func:`k_atoms`)
 K4_FOUR_MIN_STEPS = 5
-#: below this noise multiplier and above :data:`K4_FOUR_MAX_STEPS_LOW` steps the route
-#: keeps Proposition 9's law (the four-level law's CPU: sigma 0.7, T 20 27 s, sigma 0.8,
-#: T 100 60 s, loaded; sigma 0.7, T 100 would be well past the issue's 60 s)
+#: below this noise multiplier and above :data:`K4_FOUR_MAX_STEPS_LOW` steps the k = 4
+#: route's four-level law is on :data:`COARSE4`'s nodes (the default nodes' CPU: sigma
+#: 0.7, T 20 27 s, sigma 0.8, T 100 60 s, loaded; sigma 0.7, T 100 well past the issue's
+#: 60 s)
 K4_FOUR_LOW_SIGMA = 0.75
 K4_FOUR_MAX_STEPS_LOW = 30
+#: at k >= 5 below this noise multiplier above :data:`K5_COARSE_STEPS` steps, and below
+#: :data:`K5_COARSE_LOW_SIGMA` at any, the route's four-level law is on
+#: :data:`COARSE4`'s nodes (sigma 0.8, k 5, loaded: T 100 5.48537 in 8.6 CPU s against
+#: the default nodes' 5.47274 in 74 s; T 50: the default nodes 7.27621 in 46 s)
+K5_COARSE_SIGMA = 0.9
+K5_COARSE_STEPS = 30
+K5_COARSE_LOW_SIGMA = 0.8
 
 
 def k_remove_atoms(
@@ -113,10 +131,9 @@ def k_remove_atoms(
 def k_atoms(sigma: float, steps: int, k: int, *, progress: bool = False
             ) -> tuple[np.ndarray, np.ndarray, float]:
     """The route's atoms: Proposition 10's four-level law
-    (:func:`.random_allocation_k_law4.remove_atoms4`) at ``k = 4`` from
-    :data:`K4_FOUR_MIN_STEPS` steps (up to :data:`K4_FOUR_MAX_STEPS_LOW` below sigma
-    :data:`K4_FOUR_LOW_SIGMA`), else Proposition 9's (:func:`k_remove_atoms`).  Measured
-    (delta 1e-6, one epoch, the remove law; :func:`k_tried`): sigma 1, T 100: 2.7701
+    (:func:`.random_allocation_k_law4.remove_atoms4`) with :func:`four_level`'s settings
+    where it has them, else Proposition 9's (:func:`k_remove_atoms`).  Measured (delta
+    1e-6, one epoch, the remove law; :func:`k_tried`): sigma 1, T 100, k 4: 2.7701
     against Proposition 9's 2.8147.
 
     Examples
@@ -125,17 +142,46 @@ def k_atoms(sigma: float, steps: int, k: int, *, progress: bool = False
     >>> bool(float(q @ v) + c >= 1.0)
     True
     """
-    if k == 4 and steps >= K4_FOUR_MIN_STEPS and (
-            sigma >= K4_FOUR_LOW_SIGMA or steps <= K4_FOUR_MAX_STEPS_LOW):
-        return remove_atoms4(sigma, steps, k, progress=progress)
+    settings = four_level(sigma, steps, k)
+    if settings is not None:
+        return remove_atoms4(sigma, steps, k, progress=progress, **settings)
     return k_remove_atoms(sigma, steps, k, progress=progress)
 
 
+def four_level(sigma: float, steps: int, k: int) -> dict | None:
+    """The settings of Proposition 10's four-level law as the direct route's law at
+    ``k`` (:func:`k_atoms`; at ``k = 3`` :func:`.random_allocation_k3.k3_atoms`): ``{}``
+    its default nodes, :data:`.random_allocation_k3.COARSE4` coarse ones (k = 3 below
+    sigma 0.65 above T 30; k = 4 below sigma
+    :data:`K4_FOUR_LOW_SIGMA` above :data:`K4_FOUR_MAX_STEPS_LOW` steps; k >= 5 below
+    :data:`K5_COARSE_SIGMA` above :data:`K5_COARSE_STEPS`, and below
+    :data:`K5_COARSE_LOW_SIGMA`), or None where the route's
+    law is another (k = 3 below T 10, k >= 4 below T 5: Propositions 7 and 9).
+
+    Examples
+    --------
+    >>> four_level(1.0, 100, 4), four_level(0.7, 100, 4) == COARSE4, four_level(1.0, 4, 4)
+    ({}, True, None)
+    """
+    if k == 3:
+        if steps < K3_FOUR_MIN_STEPS:
+            return None
+        coarse = sigma < K3_COARSE_SIGMA and steps > K3_COARSE_STEPS
+    elif k < 3 or steps < max(k, K4_FOUR_MIN_STEPS):
+        return None
+    elif k == 4:
+        coarse = sigma < K4_FOUR_LOW_SIGMA and steps > K4_FOUR_MAX_STEPS_LOW
+    else:
+        coarse = sigma < K5_COARSE_LOW_SIGMA or (
+            sigma < K5_COARSE_SIGMA and steps > K5_COARSE_STEPS)
+    return dict(COARSE4) if coarse else {}
+
+
 def k_tried(sigma: float, t: int, k: int) -> bool:
-    """Whether the route is tried: ``k = 4`` where its law (:func:`k_atoms`) was measured
-    below the blocks (delta 1e-6, one epoch, the remove law's epsilon against the blocks';
-    session 27, the four-level law, loaded CPU seconds of the law in brackets;
-    docs/theory/allocation_k_of_t.md, "k >= 4, direct"):
+    """Whether the route is tried: at ``k = 4`` and ``5`` where its law (:func:`k_atoms`)
+    was measured below the blocks (delta 1e-6, one epoch, the remove law's epsilon
+    against the blocks'; sessions 27 and 28, the four-level law, loaded CPU seconds of
+    the law in brackets; docs/theory/allocation_k_of_t.md, "k >= 4, direct").  At k = 4:
 
     =========  ===========  ====================================================
     T          sigma        measured: four-level law / blocks (lower end)
@@ -155,35 +201,71 @@ def k_tried(sigma: float, t: int, k: int) -> bool:
                             3.8460 / 4.0022; sigma 1, T 100: 2.7701 / 2.8351
                             (2.7165; 15 s); 1.2, T 50: 2.7824 / 2.8289; 1.2,
                             T 100: 1.9364 / 1.9382 (9 s)
-    90 - 100   0.65 - 0.75  Proposition 9's law (the four-level law's CPU):
-                            sigma 0.7, T 100: 6.3505 / 6.4814
+    31 - 100   0.6 - 0.75   coarse nodes (:data:`COARSE4`): 0.7, T 50: 7.7220 /
+                            8.3241 (7.5641; 6 s); 0.7, T 100: 6.0913 / 6.4814
+                            (5.9813; 10 s; main: Proposition 9's law 6.3422);
+                            0.65, T 100: 7.2004 / 7.7146 (7.0721; 13 s); 0.6,
+                            T 50: 10.5943 / 11.4582 (10.3279; 6 s); 0.6, T 100:
+                            8.6700 / 9.3007 (8.4744; 8 s)
     101 - 200  0.95 - 1.05  sigma 1, T 200: 1.9391 / 1.9569 (1.9057; 31 s)
+    =========  ===========  ====================================================
+
+    At k = 5 (coarse nodes below sigma :data:`K5_COARSE_SIGMA` above
+    :data:`K5_COARSE_STEPS` steps, and below :data:`K5_COARSE_LOW_SIGMA`):
+
+    =========  ===========  ====================================================
+    T          sigma        measured: four-level law / blocks (lower end)
+    =========  ===========  ====================================================
+    10 - 19    0.8 - 1.25   (as at T 10 and T 20)
+    20 - 30    0.7 - 0.8    coarse: 0.7, T 20: 13.2906 / 14.7096 (12.1368; 4 s)
+    10 - 30    0.8 - 1.25   0.8, T 10: 13.6363 / 14.5156 (12.4622; 11 s);
+                            sigma 1, T 10: 9.7271 / 9.8333 (9.1408; 4 s);
+                            0.8, T 20: 10.4300 / 10.7524 (15 s); sigma 1,
+                            T 20: 7.2211 / 7.4380; 1.2, T 30: 4.5220 / 4.5823
+                            (3 s); not tried: 1.5, T 10: 5.6562 / 5.6589
+                            (level), T 20: 4.0182 / 4.0150; 2, T 10: 3.9996 /
+                            3.9335
+    31 - 100   0.6 - 0.8    coarse: 0.7, T 50: 9.5329 / 9.9459 (9.0077; 7 s);
+                            0.7, T 100: 7.3673 / 7.7032 (7.0789; 11 s); 0.6,
+                            T 100: 10.5887 / 10.9624 (9.9451; 9 s)
+    31 - 100   0.8 - 1.05   0.8, T 50: 7.2762 / 7.5998 (6.9607; 46 s on the
+                            default nodes); sigma 1, T 50: 4.7912 / 4.9148
+                            (4.6109; 13 s); 0.8, T 100 (coarse): 5.4854 /
+                            5.6841 (5.2953; 9 s); sigma 1, T 100: 3.4362 /
+                            3.4857 (3.3297; 19 s); not tried: 1.2, T 100:
+                            2.4479 / 2.4335 (8 s); sigma 1, T 200: 2.4080 /
+                            2.4152 (36 s for 0.3 %)
     =========  ===========  ====================================================
 
     Every answer main routed is lower: Proposition 9's law gave sigma 1, T 20 5.9725,
     T 50 3.9425, T 100 2.8147; sigma 0.8, T 50 6.1817, T 100 4.6232; sigma 0.7, T 20
-    11.7655.  Not tried below sigma 0.8 under T 20 (the reviewer: sigma 0.65, T 5 and
-    sigma 0.7, T 8 built a law of about 22 CPU s that the blocks' answer beat), above
-    sigma 1.25 from T 31, at sigma 0.8 from T 101 (over 100
-    CPU s at T 200), nor at k >= 5, where the (max, second, sum) bound's own curve is
-    above the blocks nearly everywhere (importance sampling) and its law was level with
-    them where it was not (sigma 0.8, T 200, k 5: 4.1705 against 4.1718, 42 CPU s).
+    11.7655, T 100 6.3422.  Not tried below sigma 0.8 under T 20 (the reviewer: sigma
+    0.65, T 5 and sigma 0.7, T 8 built a law of about 22 CPU s that the blocks' answer
+    beat), above sigma 1.25 from T 31, at sigma 0.8 from T 101 (over 100 CPU s at
+    T 200), at k = 5 below T 10 (not measured: the law is 2.2-2.7 times the exact pair's
+    delta at T 8-10, importance sampling), nor at k >= 6 (sigma 1, T 100: k 6 4.1375
+    against the blocks' 4.1501, 19 s for 0.3 %; k 8 5.6504 against 5.5099).
 
     Examples
     --------
     >>> k_tried(0.7, 20, 4), k_tried(0.7, 50, 4), k_tried(1.0, 200, 4), k_tried(1.0, 100, 5)
-    (True, False, True, False)
+    (True, True, True, True)
+    >>> k_tried(0.6, 50, 4), k_tried(0.6, 30, 4), k_tried(1.5, 20, 5), k_tried(1.0, 100, 6)
+    (True, False, False, False)
     """
-    if k != 4 or not (K4_FOUR_MIN_STEPS <= t <= 200 and 0.65 <= sigma <= 2.0):
+    if k == 5:
+        low = 0.8 if t < 20 else 0.7 if t <= 30 else 0.6
+        return 10 <= t <= 100 and low <= sigma <= (1.25 if t <= 30 else 1.05)
+    if k != 4 or not (K4_FOUR_MIN_STEPS <= t <= 200 and 0.6 <= sigma <= 2.0):
         return False
     if t <= 10:
         return sigma >= 0.8
     if t < 20:
         return 0.8 <= sigma <= 1.5
     if t <= 30:
-        return sigma <= 1.5
+        return 0.65 <= sigma <= 1.5
     if t <= 100:
-        return 0.75 <= sigma <= 1.25 or (sigma < 0.75 and t >= 90)
+        return sigma <= 1.25
     return 0.95 <= sigma <= 1.05
 
 
@@ -260,3 +342,30 @@ def allocation_k_pair(
     e = check_count(epochs, "epochs")
     remove = AllocationKRemove(sigma, steps, k, progress=progress, envelope=e > 1)
     return with_block_adds(remove, remove.sigma, remove.steps, remove.k, e, progress)
+
+
+class _CoarseRemove(AllocationKRemove):
+    """:class:`AllocationKRemove` with the four-level law on :data:`COARSE4`'s nodes."""
+
+    def _atoms(self) -> tuple[np.ndarray, np.ndarray, float]:
+        return remove_atoms4(self.sigma, self.steps, self.k, progress=self.progress, **COARSE4)
+
+
+def coarse_route(sigma: float, steps: int, k: int, epochs: int = 1) -> Mechanism | None:
+    """The direct route at ``k >= 3`` with Proposition 10's law on coarse nodes
+    (:data:`COARSE4`), where the route's own law is the four-level one on its default
+    nodes (:func:`four_level`), else None.  Sound (the proposition takes any nodes) but
+    looser, by 0.15-0.35 % in epsilon at delta 1e-6 (sigma 1, T 10 / 20 / 100, k 4),
+    and about a fifth of the CPU: :func:`~dpacct.calibrators.random_allocation_noise_multiplier`
+    reads its slope in sigma to steer the search (never its answer).
+
+    Examples
+    --------
+    >>> bool(0 < coarse_route(2.0, 10, 4).epsilon(1e-3) < 10), coarse_route(2.0, 4, 4)
+    (True, None)
+    """
+    e = check_count(epochs, "epochs")
+    if four_level(sigma, steps, k) != {}:
+        return None
+    remove = _CoarseRemove(sigma, steps, k, progress=False, envelope=e > 1)
+    return with_block_adds(remove, remove.sigma, remove.steps, remove.k, e, False)
