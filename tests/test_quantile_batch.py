@@ -34,7 +34,7 @@ def _make(params) -> list[_GridSafeSubsampledLaw]:
 
 def test_the_batch_fills_every_memo_bit_equal_to_the_laws_own_searches():
     rng = np.random.default_rng(37)
-    params = _laws(rng, 40) + [(0.3, 1e-9, "remove"), (30.0, 0.9, "add"), (1.0, 0.5, "remove")]
+    params = [*_laws(rng, 40), (0.3, 1e-9, "remove"), (30.0, 0.9, "add"), (1.0, 0.5, "remove")]
     tails = [[float(t) for t in 10.0 ** rng.uniform(-20, -3, 3)] for _ in params]
     batched, own = _make(params), _make(params)
     searches = prefill_quantiles(
