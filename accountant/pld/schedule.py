@@ -65,10 +65,11 @@ from functools import lru_cache
 
 import numpy as np
 
+from ..laws.quantile_batch import prefill_quantiles
 from ..mechanism import Mechanism, PLDSettings
 from ..numerics import _bar_disabled
 from ..rdp.rdp_floor import floor_curve, rdp_log_delta_floor
-from ..transformers.compose import ComposedMechanism
+from ..transformers.compose import ComposedMechanism, joint_quantile_requests
 from ..validation import (
     check_count,
     check_positive,
@@ -696,9 +697,16 @@ class ScheduleMechanism(ComposedMechanism):
             disable=_bar_disabled(self.progress),
             leave=False,
         ) as bar:
-            for chunk in chunks:
-                share = _scaled_settings(settings, 0.5 * sum(c for _, c in chunk) / total)
-                chunk_mech = ComposedMechanism(parts=tuple(chunk))
+            shares = [
+                _scaled_settings(settings, 0.5 * sum(c for _, c in chunk) / total)
+                for chunk in chunks
+            ]
+            chunk_mechs = [ComposedMechanism(parts=tuple(chunk)) for chunk in chunks]
+            if pessimistic:
+                # every chunk's laws first ask their tail quantiles and spreads: one
+                # batched bisection for all of them (bit-equal to each law's own)
+                _prefill_chunks(chunk_mechs, shares, which)
+            for chunk_mech, share in zip(chunk_mechs, shares, strict=True):
                 plds.append(chunk_mech._pld_one(pessimistic, share, which))
                 bar.update(1)
             cut = 0.5 * settings.tail / n_conv
@@ -713,6 +721,18 @@ class ScheduleMechanism(ComposedMechanism):
                 plds = nxt
         cache[key] = plds[0]
         return plds[0]
+
+
+def _prefill_chunks(chunk_mechs, shares, which: int) -> None:
+    """Batch the tail-quantile and spread searches the chunks' joint compositions ask
+    (:func:`~dpacct.accountant.laws.quantile_batch.prefill_quantiles`; issue 37)."""
+    requests: list = []
+    laws: list = []
+    for mech, share in zip(chunk_mechs, shares, strict=True):
+        r, l_ = joint_quantile_requests(mech._views, share, which)
+        requests += r
+        laws += l_
+    prefill_quantiles(requests, laws)
 
 
 def _subsampled_gaussians(parts) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:

@@ -29,6 +29,7 @@ import numpy as np
 
 from .._rounding import next_up, sum_up
 from ..families.gaussian import GaussianMechanism, sigma_below
+from ..laws.quantile_batch import prefill_quantiles
 from ..mechanism import (
     DEFAULT_RESOLUTION,
     LAW_TAIL_FRACTION,
@@ -39,7 +40,7 @@ from ..mechanism import (
 )
 from ..numerics import SUBNORMAL_FLOOR
 from ..pld.grid import GridPLD
-from ..pld.twoscale import compose_split, discretize_split, self_compose_split
+from ..pld.twoscale import BULK_TAIL, compose_split, discretize_split, self_compose_split
 from ..validation import check_alpha, check_count, iter_pairs, show_value
 
 __all__ = ["ComposedMechanism", "compose"]
@@ -379,6 +380,7 @@ def _joint_composed(parts, settings: PLDSettings, which: int, use_anchor: bool) 
     total_count = sum(c for _, c in parts)
     step_settings = _part_settings(settings, total_count)
     refine = _refine(settings)
+    prefill_quantiles(*joint_quantile_requests(parts, settings, which))
     bases = []
     for mech, _ in parts:
         law = mech._loss_laws()[which]
@@ -401,6 +403,21 @@ def _joint_composed(parts, settings: PLDSettings, which: int, use_anchor: bool) 
         refine=refine,
         coarse_cap=settings.coarse_cap,
     )
+
+
+def joint_quantile_requests(parts, settings: PLDSettings, which: int) -> tuple[list, list]:
+    """The tail quantiles ``(law, tail)`` and the laws whose spread :func:`_joint_composed`
+    is about to ask (the discretisation tail, the bulk window's, the grid-safe range's),
+    for :func:`~dpacct.accountant.laws.quantile_batch.prefill_quantiles`: a caller composing
+    many such groups (a chunked schedule) batches them all at once.  A tail asked that
+    is not listed here is only searched by the law itself, as before."""
+    from .subsample import _RANGE_TAIL
+
+    step_settings = _part_settings(settings, sum(c for _, c in parts))
+    bulk = BULK_TAIL / _refine(settings) ** 2
+    tails = (step_settings.tail * LAW_TAIL_FRACTION, bulk, _RANGE_TAIL)
+    laws = [mech._loss_laws()[which] for mech, _ in parts if _law_based(mech)]
+    return [(law, t) for law in laws for t in tails], laws
 
 
 def _refine(settings: PLDSettings) -> int:
