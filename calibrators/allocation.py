@@ -258,6 +258,10 @@ def _coarse_law(sigma: float, t: int, k: int) -> bool:
     return bool(tried) and four_level(sigma, t, k) == COARSE4
 
 
+class _OutOfRange(Exception):
+    """The route-first search left the range where the route's law is coarse."""
+
+
 def _route_first(family, eps: float, d: float, t: int, k: int, e: int, rtol: float, tol,
                  estimate) -> Calibration | None:
     """The search on the route alone (:class:`_RouteOnly`), without the blocks' search,
@@ -277,11 +281,17 @@ def _route_first(family, eps: float, d: float, t: int, k: int, e: int, rtol: flo
         return None
     if not (_coarse_law(s0, t, k) and _coarse_law(1.1 * s0, t, k)):
         return None
-    ro = lambda s: _RouteOnly(GaussianMechanism(sigma=s), t, k=k, epochs=e)  # noqa: E731
-    cal = calibrate(ro, eps, d, interval=(s0, 1.1 * s0), rtol=0.5 * rtol, increasing=False,
-                    estimate=estimate, tol=tol, name="noise_multiplier")
-    s = float(cal.parameter)
-    if not _coarse_law(s, t, k):
+    def ro(s: float) -> _RouteOnly:
+        if not _coarse_law(s, t, k):  # (a default law there costs 15-60 CPU s)
+            raise _OutOfRange
+        return _RouteOnly(GaussianMechanism(sigma=s), t, k=k, epochs=e)
+
+    try:
+        cal = calibrate(ro, eps, d, interval=(s0, 1.1 * s0), rtol=0.5 * rtol,
+                        increasing=False, estimate=estimate, tol=tol, name="noise_multiplier")
+    except _OutOfRange:
+        # the answer is outside the coarse range (eps 11.32, T 40, k 4: below sigma 0.6,
+        # after three coarse laws of 3-4 CPU s): the blocks' search
         return None
     # None where the mechanism's epsilon there is below the (upper half-) window
     return _certified(family, cal, eps, d, 0.5 * rtol, tol)
