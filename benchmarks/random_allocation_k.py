@@ -105,7 +105,7 @@ DELTA = 1e-6
 #: (epsilon, T, k) of the calibrations ``--old`` also runs (``delta`` = :data:`DELTA`, one
 #: epoch): the noise multiplier each checkout's ``random_allocation_noise_multiplier``
 #: returns, and its CPU seconds
-CALIBRATIONS = ((6.25, 50, 4), (3.0, 100, 4), (3.0, 100, 3))
+CALIBRATIONS = ((8.0, 100, 4), (6.25, 50, 4), (3.0, 100, 4), (3.0, 100, 3), (9.7, 10, 5))
 
 _OURS = """
 import json, resource, sys, time
