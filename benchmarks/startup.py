@@ -18,6 +18,8 @@ Rows:
 
 * ``help``: ``dpacct --help`` (the console script's ``dpacct.cli:main``);
 * ``gaussian``: ``import dpacct as dp; dp.GaussianMechanism(1.0).epsilon(1e-5)``;
+* ``zoo``: the same through the zoo's name, ``from dpacct.mechanisms import
+  GaussianMechanism`` (which imports the zoo's ``__init__``, and its ``audit`` modules);
 * ``opacus``: ``from opacus.accountants import RDPAccountant``, one step of sigma 1 at
   sample rate 1 (a plain Gaussian), ``get_epsilon(1e-5)`` (Opacus' RDP bound, looser).
 
@@ -54,6 +56,11 @@ HELP = (
     "print(len(out.getvalue().splitlines()), 'lines of help')\n"
 )
 GAUSSIAN = "import dpacct as dp\nprint(repr(dp.GaussianMechanism(1.0).epsilon(1e-5)))\n"
+ZOO = (
+    "import dpacct\n"
+    "from dpacct.mechanisms import GaussianMechanism\n"
+    "print(repr(GaussianMechanism(1.0).epsilon(1e-5)))\n"
+)
 OPACUS = (
     "from opacus.accountants import RDPAccountant\n"
     "acct = RDPAccountant()\n"
@@ -70,7 +77,7 @@ CALIBRATE = (
     "import dpacct as dp\n"
     "print(repr(dp.noise_multiplier(epsilon=3.0, delta=1e-5, sample_rate=0.01, steps=10_000)))\n"
 )
-GOALS = {"help": 0.3, "gaussian": 0.5}
+GOALS = {"help": 0.3, "gaussian": 0.5, "zoo": 0.5}
 
 
 def run_once(code: str, env: dict[str, str]) -> dict:
@@ -91,7 +98,7 @@ def run_once(code: str, env: dict[str, str]) -> dict:
 def measure(old: Path, new: Path, rounds: int, more: bool = False) -> dict[str, dict[str, list]]:
     """Every row on every side, alternately, ``rounds`` times (after one warm-up each)."""
     sides = {"old": checkout_env(old), "new": checkout_env(new)}
-    rows = [("help", HELP), ("gaussian", GAUSSIAN)]
+    rows = [("help", HELP), ("gaussian", GAUSSIAN), ("zoo", ZOO)]
     if more:
         rows += [("cli-epsilon", CLI_EPSILON), ("calibrate", CALIBRATE)]
     jobs = [(f"{row} {side}", code, sides[side]) for row, code in rows for side in ("old", "new")]
