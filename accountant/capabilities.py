@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import ClassVar
 
-__all__ = ["Capabilities", "MissingCapabilityError", "check_declaration"]
+__all__ = ["Capabilities", "FamilyDeclarations", "MissingCapabilityError", "check_declaration"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -127,6 +127,56 @@ class _DeclaredHere:
     def __repr__(self) -> str:
         owner = self.owner.__name__ if self.owner is not None else "?"
         return f"_DeclaredHere({self.value!r}, declared by {owner})"
+
+
+class FamilyDeclarations:
+    """What a mechanism family declares about its pair beyond its capabilities: the
+    facts an engine may use formulas proved for that family alone on (a base of
+    :class:`~dpacct.accountant.mechanism.Mechanism`; each is declared by a family for
+    itself with :class:`_DeclaredHere`, so that a subclass does not inherit it)."""
+
+    #: True for a family whose pair is exactly the Gaussian pair ``N(0, 1)``,
+    #: ``N(mu, 1)`` with ``mu = gdp_mu()`` and whose every curve hook states that pair's
+    #: closed form; declared for itself (capabilities._DeclaredHere), so a subclass,
+    #: which may override a curve, is not a Gaussian base until it says so
+    gaussian_pair: ClassVar[object] = False
+    #: ``mechanism -> (sample_rate, mu)`` or None: how a family that is a
+    #: Poisson-subsampled Gaussian states its parameters, declared for itself (read
+    #: through :meth:`subsampled_gaussian`)
+    _subsampled_gaussian: ClassVar[object] = None
+
+    def subsampled_gaussian(self) -> tuple[float, float] | None:
+        """``(sample_rate, mu)`` if this mechanism declares itself a Poisson-subsampled
+        Gaussian, else None.
+
+        The declaration says that the mechanism's pair is exactly the Poisson
+        subsampling at rate ``q = sample_rate`` of the Gaussian pair ``N(0, 1)``,
+        ``N(mu, 1)`` (noise multiplier ``1 / mu``), with the remove / add loss laws of
+        Zhu, Dong & Wang 2022 (Theorem 11) and the subsampled-Gaussian Renyi curve of
+        Mironov, Talwar & Zhang 2019, so that an engine may use formulas proved for
+        that family alone (the ledger's RDP floor, the batched tail searches of
+        :mod:`~dpacct.accountant.laws.quantile_batch`).  A family declares it for
+        itself (:class:`~dpacct.accountant.capabilities._DeclaredHere`): a subclass,
+        which may override a curve or a loss law, does not inherit it.
+
+        Returns
+        -------
+        tuple of float or None
+            ``(sample_rate, mu)``, or None when nothing is declared.
+
+        Examples
+        --------
+        >>> from dpacct.mechanisms import GaussianMechanism, LaplaceMechanism
+        >>> from dpacct.accountant import poisson_subsample
+        >>> poisson_subsample(GaussianMechanism(sigma=2.0), 0.01).subsampled_gaussian()
+        (0.01, 0.5)
+        >>> poisson_subsample(LaplaceMechanism(b=1.0), 0.01).subsampled_gaussian() is None
+        True
+        >>> GaussianMechanism(sigma=2.0).subsampled_gaussian() is None
+        True
+        """
+        declared = type(self)._subsampled_gaussian
+        return None if declared is None else declared(self)
 
 
 def _implements(cls: type, hook: str, base: type) -> bool:

@@ -58,7 +58,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from . import routes
+from . import capabilities, routes
 from .bracket import Bracket, bracket_subject
 from .capabilities import Capabilities, MissingCapabilityError, check_declaration
 from .declared import DeltaCurveDeclaration, LossLawDeclaration, RDPCurveDeclaration
@@ -119,7 +119,7 @@ def _scalar_or_array(values: np.ndarray, like: np.ndarray):
     return float(values) if np.ndim(like) == 0 else values
 
 
-class Mechanism:
+class Mechanism(capabilities.FamilyDeclarations):
     """A differentially private mechanism described by its privacy curves.
 
     Sensitivity is normalised to one: each mechanism's parameters are per unit of

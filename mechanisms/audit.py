@@ -52,13 +52,11 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from scipy import special
 
 from dpacct.accountant.extras import import_optional
-from dpacct.accountant.transformers.subsample import PoissonSubsampledMechanism
 from dpacct.accountant.validation import (
     as_float_array,
     check_count,
@@ -67,11 +65,11 @@ from dpacct.accountant.validation import (
     check_rng,
 )
 
-from .primitives.discrete import DiscreteGaussianMechanism, DiscreteLaplaceMechanism
-from .primitives.exponential import ExponentialMechanism
-from .primitives.gaussian import GaussianMechanism
-from .primitives.laplace import LaplaceMechanism
-from .primitives.randomized_response import RandomizedResponse
+if TYPE_CHECKING:  # imported where used: ``import dpacct.mechanisms`` loads this module
+    from dpacct.accountant.transformers.subsample import PoissonSubsampledMechanism
+
+    from .primitives.exponential import ExponentialMechanism
+    from .primitives.randomized_response import RandomizedResponse
 
 __all__ = ["AuditResult", "audit"]
 
@@ -162,18 +160,30 @@ def _subsampled_sampler(mechanism: PoissonSubsampledMechanism) -> Sampler:
     return sample
 
 
-#: primitives whose neighbouring pair is a unit shift of the query value
-_SHIFT = (GaussianMechanism, LaplaceMechanism, DiscreteLaplaceMechanism, DiscreteGaussianMechanism)
+def _shift_types() -> tuple[type, ...]:
+    """The primitives whose neighbouring pair is a unit shift of the query value
+    (imported here, not at import: ``import dpacct.mechanisms`` loads this module)."""
+    from .primitives.discrete import DiscreteGaussianMechanism, DiscreteLaplaceMechanism
+    from .primitives.gaussian import GaussianMechanism
+    from .primitives.laplace import LaplaceMechanism
+
+    return GaussianMechanism, LaplaceMechanism, DiscreteLaplaceMechanism, DiscreteGaussianMechanism
 
 
 def _builtin_sampler(mechanism: object) -> Sampler:
-    if isinstance(mechanism, _SHIFT):
+    from dpacct.accountant.transformers.subsample import PoissonSubsampledMechanism
+
+    from .primitives.exponential import ExponentialMechanism
+    from .primitives.randomized_response import RandomizedResponse
+
+    shift = _shift_types()
+    if isinstance(mechanism, shift):
         return _shift_sampler(mechanism)
     if isinstance(mechanism, RandomizedResponse):
         return _rr_sampler(mechanism)
     if isinstance(mechanism, ExponentialMechanism):
         return _exponential_sampler(mechanism)
-    if isinstance(mechanism, PoissonSubsampledMechanism) and isinstance(mechanism.base, _SHIFT):
+    if isinstance(mechanism, PoissonSubsampledMechanism) and isinstance(mechanism.base, shift):
         return _subsampled_sampler(mechanism)
     raise TypeError(
         "audit has no built-in sampler for "
@@ -215,6 +225,8 @@ def clopper_pearson(
     >>> np.round(low, 4), np.round(high, 4)
     (array([0.    , 0.1871, 0.6915]), array([0.3085, 0.8129, 1.    ]))
     """
+    from scipy import special  # here, not at import (``import dpacct`` stays light)
+
     k = np.asarray(successes, dtype=float)
     n = float(trials)
     g = 1.0 - level
@@ -271,6 +283,8 @@ def _pilot_thresholds(pooled: np.ndarray, count: int) -> np.ndarray:
     values = np.unique(pooled)
     if values.size <= count + 1:
         return (values[:-1] + values[1:]) / 2.0 if values.size > 1 else values
+    from scipy import special
+
     levels = special.expit(np.linspace(-7.0, 7.0, count))
     return np.unique(np.quantile(pooled, levels))
 

@@ -70,7 +70,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import special
 
 from dpacct.accountant.families.gaussian_dp import (
     gaussian_delta_at_most_exact,
@@ -162,6 +161,8 @@ def steinke_p_value(m: int, r: int, v: int, epsilon: float, delta: float) -> flo
         raise ValueError(f"need 0 <= v <= r <= m, got m={m}, r={r}, v={v}")
     if v == 0:
         return 1.0
+    from scipy import special  # here, not at import (``import dpacct`` stays light)
+
     binom_sf, binom_pmf = _binomial()
     q = float(special.expit(epsilon))
     tail = float(binom_sf(float(v - 1), float(r), q))
@@ -184,6 +185,7 @@ def _steinke_rejects(m: int, r: int, v: int, eps: float, delta: float, level: fl
 def _gaussian_blowup_inverse(mu: float) -> Callable[[float], float]:
     """Inverse of ``g = 1 - f_mu`` for ``f_mu(x) = Phi(Phi^{-1}(1 - x) - mu)`` (Dong, Roth
     & Su 2019, Definition 2.7): ``g^{-1}(y) = Phi(Phi^{-1}(y) - mu)``."""
+    from scipy import special
 
     def inverse(y: float) -> float:
         return float(special.ndtr(special.ndtri(min(max(y, 0.0), 1.0)) - mu))

@@ -95,6 +95,34 @@ def test_laws_outside_the_family_are_left_to_their_own_search():
     assert "_quantile_memo" not in whole.__dict__ and "_quantile_memo" not in plain.__dict__
 
 
+def test_a_law_that_overrides_a_loss_method_is_not_batched():
+    """The batch reads the families' declarations
+    (:func:`~dpacct.accountant.laws.quantile_batch.subsampled_gaussian_law`): a subclass
+    of the subsampled law that overrides a distribution function, or a subsampling of a
+    Gaussian law's subclass (which does not inherit ``closed_form == "gaussian"``), is
+    left to its own search; the declared family and a subclass keeping every searched
+    method are batched (issue 37, session 29)."""
+
+    class ShiftedSubsampled(PoissonSubsampledLossLaw):
+        def cdf_p(self, x):
+            return super().cdf_p(np.asarray(x, dtype=float) - 0.1)
+
+    class WiderGaussian(GaussianLossLaw):
+        pass
+
+    kept = _make([(1.1, 1e-3, "remove")])[0]  # _GridSafeSubsampledLaw keeps them all
+    plain = PoissonSubsampledLossLaw(GaussianLossLaw(mu=1.0 / 1.1), 1e-3, "add")
+    shifted = ShiftedSubsampled(GaussianLossLaw(mu=1.0 / 1.1), 1e-3, "remove")
+    wider = PoissonSubsampledLossLaw(WiderGaussian(mu=1.0 / 1.1), 1e-3, "remove")
+    assert quantile_batch.subsampled_gaussian_law(plain) == (1e-3, 1.0 / 1.1)
+    assert quantile_batch.subsampled_gaussian_law(kept) == (1e-3, 1.0 / 1.1)
+    for law in (shifted, wider):
+        assert quantile_batch.subsampled_gaussian_law(law) is None
+    assert prefill_quantiles([(law, 1e-9) for law in (shifted, wider)], [shifted, wider]) == 0
+    assert "_quantile_memo" not in shifted.__dict__ and "_quantile_memo" not in wider.__dict__
+    assert prefill_quantiles([(plain, 1e-9), (kept, 1e-9)], [plain, kept]) > 0
+
+
 def test_a_chunked_schedule_delta_searches_through_the_batch_with_the_same_answer(monkeypatch):
     # 18 distinct small-q steps: two chunks of the schedule engine (CHUNK = 16)
     phases = [(1.000123 + 0.01 * t, 1e-4 * (1 + t % 5), 1) for t in range(18)]

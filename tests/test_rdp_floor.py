@@ -126,3 +126,46 @@ def test_the_rdp_pass_runs_where_the_floor_is_below_the_pld_answer():
     other = sched.schedule_mechanism([(1.0, 0.01, 3), (2.0, 0.02, 1)], progress=False)
     assert other._rdp_log_delta_floor(eps) is not None
     assert sched._subsampled_gaussians([(other, 1)]) is None  # not a subsampled Gaussian
+
+
+def test_the_floor_reads_the_declared_subsampled_gaussian_and_a_subclass_loses_it():
+    """The floor's gate reads :meth:`Mechanism.subsampled_gaussian`: the Poisson
+    subsampling of a Gaussian declares ``(q, 1 / sigma)``; a subclass that overrides a
+    loss law (of the subsampled mechanism or of its Gaussian base) does not inherit
+    the declaration, so its schedule is never floored by the subsampled-Gaussian
+    formula (issue 37, session 29)."""
+    from dataclasses import dataclass
+
+    from dpacct.accountant.capabilities import Capabilities
+    from dpacct.accountant.families.gaussian import GaussianMechanism
+    from dpacct.accountant.transformers.subsample import PoissonSubsampledMechanism
+
+    @dataclass(frozen=True, repr=False)
+    class LouderSubsampled(PoissonSubsampledMechanism):
+        declares = Capabilities(rdp=True, loss_laws=True)
+
+        def _loss_laws(self):  # a different pair: the Gaussian formulas do not hold
+            remove, add = super()._loss_laws()
+            return add, remove
+
+    @dataclass(frozen=True, repr=False)
+    class OtherGaussian(GaussianMechanism):
+        declares = GaussianMechanism.declares
+
+        def _loss_laws(self):
+            law = loss_law.GaussianLossLaw(mu=2.0 * self.mu)
+            return law, law
+
+    step = PoissonSubsampledMechanism(GaussianMechanism(1.3), 0.02)
+    assert step.subsampled_gaussian() == (0.02, 1.0 / 1.3)
+    sigma, q, count = sched._subsampled_gaussians([(step, 7)])
+    # the sigma its Renyi curve is taken at, 1 / mu rounded up (never below 1.3)
+    assert sigma.tolist() == [math.nextafter(1.0 / (1.0 / 1.3), math.inf)] and sigma[0] > 1.3
+    assert (q.tolist(), count.tolist()) == ([0.02], [7.0])
+    for other in (
+        LouderSubsampled(GaussianMechanism(1.3), 0.02),
+        PoissonSubsampledMechanism(OtherGaussian(1.3), 0.02),
+        GaussianMechanism(1.3),  # not subsampled: the floor is for subsampled schedules
+    ):
+        assert other.subsampled_gaussian() is None
+        assert sched._subsampled_gaussians([(step, 1), (other, 1)]) is None

@@ -89,6 +89,26 @@ def test_the_engine_loads_only_what_the_question_needs():
     assert _loaded(modules, unused) == []
 
 
+def test_the_zoos_gaussian_loads_no_other_primitive():
+    """``from dpacct.mechanisms import GaussianMechanism`` imports the zoo's ``__init__``,
+    which imports its ``audit`` modules (names that are also submodules): those load the
+    samplers' primitives and scipy.special where an audit runs, not at import (issue 37:
+    this path loaded the discrete, exponential, Laplace and randomized-response modules)."""
+    modules = _modules_after(
+        "import math\n"
+        "from dpacct.mechanisms import GaussianMechanism\n"
+        "assert 4.0 < GaussianMechanism(1.0).epsilon(1e-5) < 5.0\n"
+    )
+    primitives = ("discrete", "exponential", "laplace", "randomized_response", "generic")
+    unused = (
+        *(f"dpacct.mechanisms.primitives.{name}" for name in primitives),
+        "dpacct.mechanisms.algorithms",
+        "dpacct.calibrators",
+    )
+    assert _loaded(modules, unused + HEAVY) == []
+    assert "dpacct.mechanisms.audit" in modules  # the probe does reach the zoo's __init__
+
+
 def test_the_zoo_and_the_calibrators_load_by_name():
     """``dp.noise_multiplier`` loads the DP-SGD calibrator, not every calibrator and the
     whole zoo behind them; ``dp.LaplaceMechanism`` loads its primitive, not the

@@ -70,6 +70,9 @@ class GaussianMechanism(Mechanism):
     #: the curve is a function of ``sigma`` alone (read by ``replace_one`` and the
     #: random-allocation bounds; not inherited by subclasses)
     noise_parameter = _DeclaredHere("sigma")
+    #: the Gaussian pair with ``mu = 1 / sigma`` (what a Poisson subsampling of it
+    #: declares, :meth:`~dpacct.accountant.mechanism.Mechanism.subsampled_gaussian`)
+    gaussian_pair = _DeclaredHere(True, False)
 
     declares = Capabilities(
         exact_curve=True, rdp=True, loss_laws=True, exact_tradeoff=True, gdp=True

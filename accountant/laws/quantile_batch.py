@@ -14,10 +14,11 @@ bracket ladder, the same 33 points per round, computed with the same floating-po
 operations in the same order, the same stopping rule), so each law's memo receives
 the value its own :meth:`quantile_bounds` / :meth:`spread` would compute, bit for bit;
 a row that leaves the common path (a bracket the ladder misses, a degenerate spread)
-is handed to the law's own scalar method.  Only laws of the exact types
-:class:`PoissonSubsampledLossLaw` (or a subclass that keeps its distribution
-functions) over a :class:`GaussianLossLaw` with ``q < 1`` are batched; the rest are
-left for their scalar methods.
+is handed to the law's own scalar method.  Only laws that declare themselves
+subsampled Gaussians (:func:`subsampled_gaussian_law`: a :class:`PoissonSubsampledLossLaw`,
+or a subclass that keeps its distribution functions, over a base declaring the
+Gaussian closed form, with ``q < 1``) are batched; the rest are left for their scalar
+methods.
 
 Examples
 --------
@@ -40,9 +41,9 @@ import numpy as np
 from scipy import special
 
 from ..numerics import TINY, _log_expm1
-from .loss_law import GaussianLossLaw, PoissonSubsampledLossLaw, PrivacyLossLaw
+from .loss_law import PoissonSubsampledLossLaw, PrivacyLossLaw
 
-__all__ = ["prefill_quantiles"]
+__all__ = ["prefill_quantiles", "subsampled_gaussian_law"]
 
 #: the methods a batched law must not override (its distribution functions and the
 #: memoised searches): a subclass that changes one of them is left to its own methods
@@ -53,12 +54,37 @@ _POINTS = np.concatenate([-_LADDER[::-1], [0.0], _LADDER])
 _RAMP = np.arange(33, dtype=float)
 
 
-def _batchable(law: PrivacyLossLaw) -> bool:
-    if not isinstance(law, PoissonSubsampledLossLaw) or type(law.base) is not GaussianLossLaw:
-        return False
+def subsampled_gaussian_law(law: PrivacyLossLaw) -> tuple[float, float] | None:
+    """``(sample_rate, mu)`` of a law that is, by its families' declarations, the
+    Poisson-subsampled Gaussian loss law whose formulas this module copies, else None.
+
+    The base declares the Gaussian closed form for itself (``closed_form ==
+    "gaussian"``, :class:`~dpacct.accountant.capabilities._DeclaredHere`: the loss
+    ``N(mu^2 / 2, mu^2)``, not inherited by a subclass); the outer law is a
+    :class:`PoissonSubsampledLossLaw` that keeps the distribution functions and the
+    memoised searches this module reproduces (none of :data:`_KEPT` overridden), at a
+    rate ``q < 1``.  The mechanism-side twin is
+    :meth:`~dpacct.accountant.mechanism.Mechanism.subsampled_gaussian`.
+
+    Examples
+    --------
+    >>> from dpacct.accountant.laws.loss_law import GaussianLossLaw
+    >>> subsampled_gaussian_law(PoissonSubsampledLossLaw(GaussianLossLaw(mu=0.5), 0.01, "add"))
+    (0.01, 0.5)
+    >>> subsampled_gaussian_law(GaussianLossLaw(mu=0.5)) is None
+    True
+    """
+    if not isinstance(law, PoissonSubsampledLossLaw) or law.base.closed_form != "gaussian":
+        return None
     if law.sample_rate >= 1.0:
-        return False
-    return all(getattr(type(law), m) is getattr(PoissonSubsampledLossLaw, m) for m in _KEPT)
+        return None
+    if not all(getattr(type(law), m) is getattr(PoissonSubsampledLossLaw, m) for m in _KEPT):
+        return None
+    return law.sample_rate, law.base.mu
+
+
+def _batchable(law: PrivacyLossLaw) -> bool:
+    return subsampled_gaussian_law(law) is not None
 
 
 class _Rows:

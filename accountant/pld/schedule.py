@@ -736,20 +736,18 @@ def _prefill_chunks(chunk_mechs, shares, which: int) -> None:
 
 
 def _subsampled_gaussians(parts) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    """``(sigma, q, count)`` arrays of ``parts`` when each is a Poisson-subsampled
-    :class:`~dpacct.accountant.families.gaussian.GaussianMechanism` (a sigma at or above
-    the one its Renyi curve is taken at: ``1 / mu`` rounded up), else None."""
-    from ..families.gaussian import GaussianMechanism
-    from ..transformers.subsample import PoissonSubsampledMechanism
-
+    """``(sigma, q, count)`` arrays of ``parts`` when each declares itself a
+    Poisson-subsampled Gaussian (:meth:`~dpacct.accountant.mechanism.Mechanism.
+    subsampled_gaussian`; a sigma at or above the one its Renyi curve is taken at:
+    ``1 / mu`` rounded up), else None."""
     rows = []
     for mech, count in parts:
-        if type(mech) is not PoissonSubsampledMechanism or type(mech.base) is not GaussianMechanism:
+        declared = getattr(mech, "subsampled_gaussian", None)
+        params = declared() if declared is not None else None
+        if params is None:
             return None
-        mu = mech.base.gdp_mu()
-        if mu is None:  # pragma: no cover - a Gaussian states its mu
-            return None
-        rows.append((math.nextafter(1.0 / float(mu), math.inf), mech.sample_rate, count))
+        q, mu = params
+        rows.append((math.nextafter(1.0 / float(mu), math.inf), q, count))
     arr = np.array(rows, dtype=float).reshape(-1, 3)
     return arr[:, 0], arr[:, 1], arr[:, 2]
 

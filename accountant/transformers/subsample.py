@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._rounding import amplified_pure_up, quotient_down
+from ..capabilities import _DeclaredHere
 from ..families.gaussian import sigma_below
 from ..laws.loss_law import GaussianLossLaw, PoissonSubsampledLossLaw
 from ..laws.symmetrised_law import SymmetrisedLossLaw
@@ -41,6 +42,18 @@ __all__ = [
     "poisson_subsample",
     "subsample_without_replacement",
 ]
+
+
+def _subsampled_gaussian_of(mech: PoissonSubsampledMechanism) -> tuple[float, float] | None:
+    """``(sample_rate, mu)`` of a Poisson subsampling whose base declares the Gaussian
+    pair (:attr:`~dpacct.accountant.mechanism.Mechanism.gaussian_pair`), else None."""
+    base = mech.base
+    if not type(base).gaussian_pair:
+        return None
+    mu = base.gdp_mu()
+    if mu is None:  # pragma: no cover - a Gaussian pair states its mu
+        return None
+    return mech.sample_rate, mu
 
 
 @dataclass(frozen=True, repr=False)
@@ -72,6 +85,9 @@ class PoissonSubsampledMechanism(Mechanism):
     #: the most a subsampled mechanism can know; :attr:`capabilities` says what the
     #: base allows
     declares = Capabilities(rdp=True, loss_laws=True)
+    #: a Poisson subsampling of a base declaring the Gaussian pair is a subsampled
+    #: Gaussian (declared by this class alone: a subclass may change the laws)
+    _subsampled_gaussian = _DeclaredHere(_subsampled_gaussian_of)
 
     def __post_init__(self) -> None:
         if not isinstance(self.base, Mechanism):
