@@ -35,6 +35,7 @@ from scipy import special
 from ..capabilities import _DeclaredHere
 from ..numerics import TINY, _log_expm1
 from ..validation import check_positive, check_probability, check_sample_rate, real_array
+from .loss_law_sgm import KEPT, SharedFunctions
 
 __all__ = [
     "AtomicLossLaw",
@@ -206,6 +207,21 @@ class PrivacyLossLaw(ABC):
             lambda s: self.sf_q(e[s]),
             self.inf_mass,
         )
+
+    def _bins_and_ends(self, edges: np.ndarray) -> tuple[np.ndarray, np.ndarray, tuple]:
+        """:meth:`bin_masses` of the increasing ``edges`` and ``(cdf_p(e_0), cdf_q(e_0),
+        sf_p(e_last), sf_q(e_last))``: what a grid discretisation
+        (:func:`~dpacct.accountant.pld.grid._bins_from_law`) reads of a law."""
+        e = np.asarray(edges, dtype=float)
+        m, nq = self.bin_masses(e)
+        a0, an = e[:1], e[-1:]
+        ends = (
+            float(self.cdf_p(a0)[0]),
+            float(self.cdf_q(a0)[0]),
+            float(self.sf_p(an)[0]),
+            float(self.sf_q(an)[0]),
+        )
+        return m, nq, ends
 
     def quantile_bounds(self, tail: float) -> tuple[float, float]:
         """Loss values ``(lo, hi)`` with ``P(L <= lo) <= tail`` and ``P(hi < L < inf) <= tail``.
@@ -462,6 +478,15 @@ class AtomicLossLaw(PrivacyLossLaw):
 
 
 # ---------------------------------------------------------------------- subsampling
+def _log_expm1_30(d: np.ndarray) -> np.ndarray:
+    """``_log_expm1(d, 30.0)``, bit for bit, without evaluating the branch above 30 when
+    no entry takes it (the edges of a grid discretisation: issue 37)."""
+    if (d > 30.0).any():
+        return _log_expm1(d, 30.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.log(np.expm1(d))
+
+
 @dataclass(frozen=True, eq=False)
 class PoissonSubsampledLossLaw(PrivacyLossLaw):
     """Privacy loss of a Poisson-subsampled mechanism, in one neighbouring direction.
@@ -545,14 +570,14 @@ class PoissonSubsampledLossLaw(PrivacyLossLaw):
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             if self.direction == "remove":
                 d = y - log1mq
-                x = c + _log_expm1(np.maximum(d, 0.0), 30.0)
+                x = c + _log_expm1_30(np.maximum(d, 0.0))
                 below = d < 0  # y below the minimum log(1-q): no base loss maps there
                 at_floor = d == 0
                 x = np.where(at_floor, -np.inf, x)
                 above = np.isposinf(y)
             else:
                 d = -y - log1mq
-                x = -(c + _log_expm1(np.maximum(d, 0.0), 30.0))
+                x = -(c + _log_expm1_30(np.maximum(d, 0.0)))
                 above = d < 0  # y above the maximum -log(1-q)
                 at_ceiling = d == 0
                 x = np.where(at_ceiling, np.inf, x)
@@ -568,6 +593,8 @@ class PoissonSubsampledLossLaw(PrivacyLossLaw):
             Increasing bin edges (``-inf`` and ``+inf`` allowed).
         """
         e = np.asarray(edges, dtype=float)
+        if e.size >= 2 and self._shared_gaussian():
+            return self._bins_and_ends(e)[:2]
         x, below, above = self._preimage(e)
         return _split_differences(
             e.size,
@@ -577,6 +604,27 @@ class PoissonSubsampledLossLaw(PrivacyLossLaw):
             lambda s: self._sf_q_at(x[s], below[s], above[s]),
             self.inf_mass,
         )
+
+    def _shared_gaussian(self) -> bool:
+        """Whether :class:`~dpacct.accountant.laws.loss_law_sgm.SharedFunctions` computes
+        this law's bin masses: a Gaussian base, ``q < 1``, the distribution functions
+        not overridden (bit-equal to :meth:`bin_masses`' own evaluation)."""
+        return (
+            type(self.base) is GaussianLossLaw
+            and self.sample_rate < 1.0
+            and all(getattr(type(self), m) is getattr(PoissonSubsampledLossLaw, m) for m in KEPT)
+        )
+
+    def _bins_and_ends(self, edges: np.ndarray) -> tuple[np.ndarray, np.ndarray, tuple]:
+        """As :meth:`PrivacyLossLaw._bins_and_ends`; for a Gaussian base, the four
+        distribution functions and the end values share their normal tails
+        (:mod:`~dpacct.accountant.laws.loss_law_sgm`: the same values, fewer ``ndtr``)."""
+        e = np.asarray(edges, dtype=float)
+        if not self._shared_gaussian() or e.size < 2:
+            return super()._bins_and_ends(e)
+        f = SharedFunctions(self, *self._preimage(e))
+        m, nq = _split_differences(e.size, f.cdf_p, f.sf_p, f.cdf_q, f.sf_q, self.inf_mass)
+        return m, nq, f.ends()
 
     def cdf_p(self, y):
         """``P(L <= y)``; see :meth:`PrivacyLossLaw.cdf_p`.
