@@ -57,32 +57,38 @@ def _differences(n: int, cdf, sf, total: float) -> np.ndarray:
     verified at the boundary, and everything is evaluated if that check fails.
     """
     half = 0.5 * total - 1e-6
-    c = np.full(n, np.nan)
-    s = np.full(n, np.nan)
-    use_cdf = np.zeros(n - 1, dtype=bool)
+    c = np.empty(n)
+    s = np.empty(n)
     mid = n // 2
     if float(cdf(slice(mid, mid + 1))[0]) < 0.5 * total:
         # median in the right half: the CDF everywhere, the survival function from k
         c[:] = cdf(slice(None))
         k = max(int(np.searchsorted(c[1:], half, side="left")) - 1, 0)
         s[k:] = sf(slice(k, None))
-        use_cdf[:k] = True  # c[j+1] < half < sf[j]
-        use_cdf[k:] = c[k + 1 :] < s[k:-1]
-        certain = k == 0 or bool(use_cdf[k])
+        rule = c[k + 1 :] < s[k:-1]  # before k, c[j+1] < half < sf[j]: the CDF
+        certain = k == 0 or bool(rule[0])
+        if certain:  # only the differences the rule picks (the same values)
+            m = np.empty(n - 1)
+            np.subtract(c[1 : k + 1], c[:k], out=m[:k])
+            m[k:] = np.where(rule, c[k + 1 :] - c[k:-1], s[k:-1] - s[k + 1 :])
+            return np.maximum(m, 0.0, out=m)
     else:
         # median in the left half: the survival function everywhere, the CDF up to k
         s[:] = sf(slice(None))
         k = min(int(np.searchsorted(-s, -half, side="right")), n - 1)
         c[: k + 1] = cdf(slice(0, k + 1))
-        use_cdf[:k] = c[1 : k + 1] < s[:k]  # from k on, sf[j] < half < c[j+1]
+        rule = c[1 : k + 1] < s[:k]  # from k on, sf[j] < half < c[j+1]: the survival
         certain = k >= n - 2
         if not certain:
             certain = not bool(cdf(slice(k + 1, k + 2))[0] < s[k])
-    if not certain:
-        c, s = cdf(slice(None)), sf(slice(None))
-        use_cdf = c[1:] < s[:-1]
+        if certain:
+            m = np.empty(n - 1)
+            m[:k] = np.where(rule, c[1 : k + 1] - c[:k], s[:k] - s[1 : k + 1])
+            np.subtract(s[k:-1], s[k + 1 :], out=m[k:])
+            return np.maximum(m, 0.0, out=m)
+    c, s = cdf(slice(None)), sf(slice(None))
     with np.errstate(invalid="ignore"):
-        m = np.where(use_cdf, c[1:] - c[:-1], s[:-1] - s[1:])
+        m = np.where(c[1:] < s[:-1], c[1:] - c[:-1], s[:-1] - s[1:])
     return np.maximum(m, 0.0)
 
 
