@@ -16,7 +16,6 @@ from dpacct.accountant.laws.loss_law import (
     GaussianLossLaw,
     PoissonSubsampledLossLaw,
     PrivacyLossLaw,
-    _split_differences,
 )
 from dpacct.accountant.numerics import _log_expm1
 from dpacct.accountant.pld import grid
@@ -24,16 +23,15 @@ from dpacct.accountant.transformers.subsample import _GridSafeSubsampledLaw
 
 
 def _own(law: PoissonSubsampledLossLaw, e: np.ndarray):
-    """The law's own evaluation, one function at a time (the code before the sharing)."""
-    x, below, above = law._preimage(e)
-    m, nq = _split_differences(
-        e.size,
-        lambda s: law._cdf_p_at(x[s], below[s], above[s]),
-        lambda s: law._sf_p_at(x[s], below[s], above[s]),
-        lambda s: law._cdf_q_at(x[s], below[s], above[s]),
-        lambda s: law._sf_q_at(x[s], below[s], above[s]),
-        law.inf_mass,
-    )
+    """The law's own evaluation, one function at a time (the code before the sharing,
+    still the path of laws outside the family)."""
+    cls = PoissonSubsampledLossLaw
+    saved = cls.__dict__["_shared_gaussian"]
+    cls._shared_gaussian = lambda self: False
+    try:
+        m, nq = law.bin_masses(e)
+    finally:
+        cls._shared_gaussian = saved
     one = lambda f, v: float(f(np.array([v]))[0])  # noqa: E731
     ends = (one(law.cdf_p, e[0]), one(law.cdf_q, e[0]), one(law.sf_p, e[-1]),
             one(law.sf_q, e[-1]))
