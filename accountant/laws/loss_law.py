@@ -35,6 +35,7 @@ from scipy import special
 from ..capabilities import _DeclaredHere
 from ..numerics import TINY, _log_expm1
 from ..validation import check_positive, check_probability, check_sample_rate, real_array
+from .loss_law_sgm import KEPT, SharedFunctions
 
 __all__ = [
     "AtomicLossLaw",
@@ -56,32 +57,38 @@ def _differences(n: int, cdf, sf, total: float) -> np.ndarray:
     verified at the boundary, and everything is evaluated if that check fails.
     """
     half = 0.5 * total - 1e-6
-    c = np.full(n, np.nan)
-    s = np.full(n, np.nan)
-    use_cdf = np.zeros(n - 1, dtype=bool)
+    c = np.empty(n)
+    s = np.empty(n)
     mid = n // 2
     if float(cdf(slice(mid, mid + 1))[0]) < 0.5 * total:
         # median in the right half: the CDF everywhere, the survival function from k
         c[:] = cdf(slice(None))
         k = max(int(np.searchsorted(c[1:], half, side="left")) - 1, 0)
         s[k:] = sf(slice(k, None))
-        use_cdf[:k] = True  # c[j+1] < half < sf[j]
-        use_cdf[k:] = c[k + 1 :] < s[k:-1]
-        certain = k == 0 or bool(use_cdf[k])
+        rule = c[k + 1 :] < s[k:-1]  # before k, c[j+1] < half < sf[j]: the CDF
+        certain = k == 0 or bool(rule[0])
+        if certain:  # only the differences the rule picks (the same values)
+            m = np.empty(n - 1)
+            np.subtract(c[1 : k + 1], c[:k], out=m[:k])
+            m[k:] = np.where(rule, c[k + 1 :] - c[k:-1], s[k:-1] - s[k + 1 :])
+            return np.maximum(m, 0.0, out=m)
     else:
         # median in the left half: the survival function everywhere, the CDF up to k
         s[:] = sf(slice(None))
         k = min(int(np.searchsorted(-s, -half, side="right")), n - 1)
         c[: k + 1] = cdf(slice(0, k + 1))
-        use_cdf[:k] = c[1 : k + 1] < s[:k]  # from k on, sf[j] < half < c[j+1]
+        rule = c[1 : k + 1] < s[:k]  # from k on, sf[j] < half < c[j+1]: the survival
         certain = k >= n - 2
         if not certain:
             certain = not bool(cdf(slice(k + 1, k + 2))[0] < s[k])
-    if not certain:
-        c, s = cdf(slice(None)), sf(slice(None))
-        use_cdf = c[1:] < s[:-1]
+        if certain:
+            m = np.empty(n - 1)
+            m[:k] = np.where(rule, c[1 : k + 1] - c[:k], s[:k] - s[1 : k + 1])
+            np.subtract(s[k:-1], s[k + 1 :], out=m[k:])
+            return np.maximum(m, 0.0, out=m)
+    c, s = cdf(slice(None)), sf(slice(None))
     with np.errstate(invalid="ignore"):
-        m = np.where(use_cdf, c[1:] - c[:-1], s[:-1] - s[1:])
+        m = np.where(c[1:] < s[:-1], c[1:] - c[:-1], s[:-1] - s[1:])
     return np.maximum(m, 0.0)
 
 
@@ -206,6 +213,21 @@ class PrivacyLossLaw(ABC):
             lambda s: self.sf_q(e[s]),
             self.inf_mass,
         )
+
+    def _bins_and_ends(self, edges: np.ndarray) -> tuple[np.ndarray, np.ndarray, tuple]:
+        """:meth:`bin_masses` of the increasing ``edges`` and ``(cdf_p(e_0), cdf_q(e_0),
+        sf_p(e_last), sf_q(e_last))``: what a grid discretisation
+        (:func:`~dpacct.accountant.pld.grid._bins_from_law`) reads of a law."""
+        e = np.asarray(edges, dtype=float)
+        m, nq = self.bin_masses(e)
+        a0, an = e[:1], e[-1:]
+        ends = (
+            float(self.cdf_p(a0)[0]),
+            float(self.cdf_q(a0)[0]),
+            float(self.sf_p(an)[0]),
+            float(self.sf_q(an)[0]),
+        )
+        return m, nq, ends
 
     def quantile_bounds(self, tail: float) -> tuple[float, float]:
         """Loss values ``(lo, hi)`` with ``P(L <= lo) <= tail`` and ``P(hi < L < inf) <= tail``.
@@ -462,6 +484,15 @@ class AtomicLossLaw(PrivacyLossLaw):
 
 
 # ---------------------------------------------------------------------- subsampling
+def _log_expm1_30(d: np.ndarray) -> np.ndarray:
+    """``_log_expm1(d, 30.0)``, bit for bit, without evaluating the branch above 30 when
+    no entry takes it (the edges of a grid discretisation: issue 37)."""
+    if (d > 30.0).any():
+        return _log_expm1(d, 30.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.log(np.expm1(d))
+
+
 @dataclass(frozen=True, eq=False)
 class PoissonSubsampledLossLaw(PrivacyLossLaw):
     """Privacy loss of a Poisson-subsampled mechanism, in one neighbouring direction.
@@ -545,14 +576,14 @@ class PoissonSubsampledLossLaw(PrivacyLossLaw):
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             if self.direction == "remove":
                 d = y - log1mq
-                x = c + _log_expm1(np.maximum(d, 0.0), 30.0)
+                x = c + _log_expm1_30(np.maximum(d, 0.0))
                 below = d < 0  # y below the minimum log(1-q): no base loss maps there
                 at_floor = d == 0
                 x = np.where(at_floor, -np.inf, x)
                 above = np.isposinf(y)
             else:
                 d = -y - log1mq
-                x = -(c + _log_expm1(np.maximum(d, 0.0), 30.0))
+                x = -(c + _log_expm1_30(np.maximum(d, 0.0)))
                 above = d < 0  # y above the maximum -log(1-q)
                 at_ceiling = d == 0
                 x = np.where(at_ceiling, np.inf, x)
@@ -568,6 +599,8 @@ class PoissonSubsampledLossLaw(PrivacyLossLaw):
             Increasing bin edges (``-inf`` and ``+inf`` allowed).
         """
         e = np.asarray(edges, dtype=float)
+        if e.size >= 2 and self._shared_gaussian():
+            return self._bins_and_ends(e)[:2]
         x, below, above = self._preimage(e)
         return _split_differences(
             e.size,
@@ -577,6 +610,27 @@ class PoissonSubsampledLossLaw(PrivacyLossLaw):
             lambda s: self._sf_q_at(x[s], below[s], above[s]),
             self.inf_mass,
         )
+
+    def _shared_gaussian(self) -> bool:
+        """Whether :class:`~dpacct.accountant.laws.loss_law_sgm.SharedFunctions` computes
+        this law's bin masses: a Gaussian base, ``q < 1``, the distribution functions
+        not overridden (bit-equal to :meth:`bin_masses`' own evaluation)."""
+        return (
+            type(self.base) is GaussianLossLaw
+            and self.sample_rate < 1.0
+            and all(getattr(type(self), m) is getattr(PoissonSubsampledLossLaw, m) for m in KEPT)
+        )
+
+    def _bins_and_ends(self, edges: np.ndarray) -> tuple[np.ndarray, np.ndarray, tuple]:
+        """As :meth:`PrivacyLossLaw._bins_and_ends`; for a Gaussian base, the four
+        distribution functions and the end values share their normal tails
+        (:mod:`~dpacct.accountant.laws.loss_law_sgm`: the same values, fewer ``ndtr``)."""
+        e = np.asarray(edges, dtype=float)
+        if not self._shared_gaussian() or e.size < 2:
+            return super()._bins_and_ends(e)
+        f = SharedFunctions(self, *self._preimage(e))
+        m, nq = _split_differences(e.size, f.cdf_p, f.sf_p, f.cdf_q, f.sf_q, self.inf_mass)
+        return m, nq, f.ends()
 
     def cdf_p(self, y):
         """``P(L <= y)``; see :meth:`PrivacyLossLaw.cdf_p`.

@@ -99,7 +99,7 @@ def _bins_from_law(law: PrivacyLossLaw, step: float, lo: float, hi: float) -> _B
     if last <= first:
         last = first + 1
     nodes = np.arange(first, last + 1, dtype=float) * step
-    m, nq = law.bin_masses(nodes)
+    m, nq, (m_bot, c_bot, m_top, n_top) = law._bins_and_ends(nodes)
     # scaled Q-mass nq * e^{a_j}, in log space so that losses beyond 709 do not overflow
     with np.errstate(divide="ignore", over="ignore"):
         r = np.where(nq > 0, np.exp(np.log(np.maximum(nq, SUBNORMAL_FLOOR)) + nodes[:-1]), 0.0)
@@ -127,10 +127,7 @@ def _bins_from_law(law: PrivacyLossLaw, step: float, lo: float, hi: float) -> _B
                 jump = float(law.cdf_p(np.array([a]))[0] - law.cdf_p(np.array([near]))[0])
                 atoms[j] = max(atoms[j], min(max(jump, 0.0), float(m[j])))
     a0, an = nodes[0], nodes[-1]
-    m_bot = float(law.cdf_p(np.array([a0]))[0])
-    n_bot = float(law.cdf_q(np.array([a0]))[0]) - law.q_neg_inf_mass
-    m_top = float(law.sf_p(np.array([an]))[0])
-    n_top = float(law.sf_q(np.array([an]))[0])
+    n_bot = c_bot - law.q_neg_inf_mass
     return _Bins(
         step=step,
         first=first,
