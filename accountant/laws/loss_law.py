@@ -613,10 +613,13 @@ class PoissonSubsampledLossLaw(PrivacyLossLaw):
 
     def _shared_gaussian(self) -> bool:
         """Whether :class:`~dpacct.accountant.laws.loss_law_sgm.SharedFunctions` computes
-        this law's bin masses: a Gaussian base, ``q < 1``, the distribution functions
-        not overridden (bit-equal to :meth:`bin_masses`' own evaluation)."""
+        this law's bin masses: a base declaring the Gaussian closed form for itself
+        (``closed_form``, not inherited by a subclass: the same declaration
+        :func:`~dpacct.accountant.laws.quantile_batch.subsampled_gaussian_law` reads),
+        ``q < 1``, the distribution functions not overridden (bit-equal to
+        :meth:`bin_masses`' own evaluation)."""
         return (
-            type(self.base) is GaussianLossLaw
+            self.base.closed_form == "gaussian"
             and self.sample_rate < 1.0
             and all(getattr(type(self), m) is getattr(PoissonSubsampledLossLaw, m) for m in KEPT)
         )
