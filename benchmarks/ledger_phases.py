@@ -13,7 +13,11 @@ q 0.01; N phases x 10 with sigma uniform in [1, 2] and q log-uniform in [1e-3, 1
 (seed 0), and N such phases of one step each.  The 100 000 x 10 rows run only when
 named (``--rows``): minutes each.  ``--bounds`` also times ``epsilon_bounds(1e-5)``
 after the query (its lower end, width and CPU), ``--width W`` asks it for
-``width=W`` (a checkout without that keyword gives its default bracket).
+``width=W`` (a checkout without that keyword gives its default bracket).  ``--count``
+also counts the work of the group products (the online blocks', the history's groups',
+the schedule tree's: every :func:`~dpacct.accountant.pld.groups._compose_spectrum`
+call): products, transformed rows and transform points (rows times length), numbers
+that do not move with the machine's load, for comparing two checkouts' block work.
 
 Run from the repository root::
 
@@ -57,6 +61,20 @@ import json, resource, sys, time
 import numpy as np
 from dpacct.accountant import PrivacyAccountant
 kind, s0, n = json.loads(sys.argv[1])
+COUNT = None
+if "count" in sys.argv[3:]:  # the group products' work, counted (--count)
+    from dpacct.accountant.pld import groups as _groups
+    _cs = getattr(_groups, "_compose_spectrum", None)
+    if _cs is not None:
+        COUNT = {"products": 0, "rows": 0, "points": 0}
+        def _counted(step, firsts, pmfs, *a, **k):
+            res = _cs(step, firsts, pmfs, *a, **k)
+            if res is not None:
+                COUNT["products"] += 1
+                COUNT["rows"] += len(pmfs)
+                COUNT["points"] += len(pmfs) * int(res[1])
+            return res
+        _groups._compose_spectrum = _counted
 if kind == "phases":
     rng = np.random.default_rng(0)
     sig, q = rng.uniform(0.8, 2.0, n), rng.uniform(0.001, 0.02, n)
@@ -78,7 +96,7 @@ for s, qq, k in sched:
 eps = acct.epsilon(1e-5)
 cpu = time.process_time() - t0
 mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-out = {"epsilon": eps, "cpu": cpu, "peak_mb": mb}
+out = {"epsilon": eps, "cpu": cpu, "peak_mb": mb, **(COUNT or {})}
 if len(sys.argv) > 2 and sys.argv[2] == "dpa":  # dp_accounting's default PLD instead
     import dp_accounting as dpa
     from dp_accounting.pld import PLDAccountant
@@ -105,9 +123,10 @@ PEER_CACHE = "benchmarks/data/ledger_phases_dp_accounting.json"
 
 
 def _run(
-    root: str, python: str, row: tuple, timeout: float, mode: str = ""
+    root: str, python: str, row: tuple, timeout: float, mode: str = "", count: bool = False
 ) -> dict[str, Any]:
-    return run_in_checkout(root, python, [_CHILD, json.dumps(list(row)), mode], timeout)
+    args = [_CHILD, json.dumps(list(row)), mode] + (["count"] if count else [])
+    return run_in_checkout(root, python, args, timeout)
 
 
 def peer_answers(rows: Sequence[str], timeout: float) -> dict[str, Any]:
@@ -130,14 +149,15 @@ def peer_answers(rows: Sequence[str], timeout: float) -> dict[str, Any]:
 
 
 def measure(
-    sides, rows: Sequence[str], rounds: int, timeout: float, mode: str = ""
+    sides, rows: Sequence[str], rounds: int, timeout: float, mode: str = "", count: bool = False
 ) -> dict[str, Any]:
-    """``{row: {side: [record per round]}}``, the sides alternated within each round."""
+    """``{row: {side: [record per round]}}``, the sides alternated within each round
+    (``count``: each record with the group products' counted work, ``--count``)."""
     out: dict[str, Any] = {name: {side: [] for side in sides} for name in rows}
     for _ in range(rounds):
         for name in rows:
             for side, (root, python) in sides.items():
-                rec = _run(root, python, ROWS[name], timeout, mode)
+                rec = _run(root, python, ROWS[name], timeout, mode, count)
                 out[name][side].append(rec)
                 print(name, side, json.dumps(rec), file=sys.stderr, flush=True)
     return out
@@ -175,6 +195,8 @@ def format_table(results: dict[str, Any], peer: dict[str, Any] | None = None) ->
     head = "| schedule |" + "".join(f" {s}" + cols.format(s, s, s) for s in sides)
     extra = [s for s in sides if any("lower" in r for r in next(iter(results.values()))[s])]
     head += "".join(f" {s} lower | {s} width | {s} bounds CPU s |" for s in extra)
+    counted = [s for s in sides if any("points" in r for r in next(iter(results.values()))[s])]
+    head += "".join(f" {s} products | {s} rows | {s} points |" for s in counted)
     if peer is not None:
         head += " dp_accounting |" + "".join(f" {s} gap |" for s in sides)
     lines = [head, "|" + " --- |" * (head.count("|") - 1)]
@@ -199,6 +221,12 @@ def format_table(results: dict[str, Any], peer: dict[str, Any] | None = None) ->
                 bc = sorted(r["bounds_cpu"] for r in ok)
                 span = f"{bc[0]:.3g}" if len(bc) == 1 else f"{bc[0]:.3g}-{bc[-1]:.3g}"
                 line += f" {lo:.9f} | {(hi - lo) / hi:.2e} | {span} |"
+            else:
+                line += " | | |"
+        for side in counted:
+            ok = [r for r in recs[side] if "points" in r]
+            if ok:  # deterministic: the first round's
+                line += f" {ok[0]['products']} | {ok[0]['rows']} | {ok[0]['points']:,} |"
             else:
                 line += " | | |"
         if peer is not None:
@@ -227,13 +255,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="with --bounds: epsilon_bounds(width=) (a checkout without it: its default)",
     )
     p.add_argument(
+        "--count",
+        action="store_true",
+        help="also count the group products' work (products, rows, transform points)",
+    )
+    p.add_argument(
         "--peer", action="store_true", help=f"dp_accounting's answers too (cached: {PEER_CACHE})"
     )
     args = p.parse_args(argv)
     mode = "bounds" if args.bounds else ""
     if args.bounds and args.width is not None:
         mode += repr(args.width)
-    results = measure(old_new_sides(args.old), args.rows, args.rounds, args.timeout, mode)
+    results = measure(
+        old_new_sides(args.old), args.rows, args.rounds, args.timeout, mode, args.count
+    )
     if args.json:
         write_json(args.json, results)
     print(format_table(results, peer_answers(args.rows, args.timeout) if args.peer else None))
