@@ -62,6 +62,10 @@ _CUT_STEP = 0.1
 _H = None
 #: ``(least step, fraction of the sd)`` of the sum's coarse lattice (None: Proposition 10's)
 _COARSE = None
+#: True: every rounding of a sum of squares onto a coarser lattice (g_0, the rows'
+#: merges, the spread's bins) is a floor (session 28's law); False: a chord in s, its
+#: mean kept below the exact one (the value is convex in s: docs, Proposition 12, (3'))
+_S_FLOOR = False
 
 
 def hat_elementary(total: np.ndarray, squares: np.ndarray, n: int, j: int) -> np.ndarray:
@@ -75,7 +79,9 @@ def hat_elementary(total: np.ndarray, squares: np.ndarray, n: int, j: int) -> np
     Parameters
     ----------
     total, squares : numpy.ndarray
-        Sums and sums of squares, ``>= 0``, broadcast together.
+        Sums ``>= 0`` and sums of squares, broadcast together (a negative sum of squares,
+        reached by the lattice's spread at a fixed negative ``v``, takes the off-band
+        form, which is convex along ``s = total^2 / n + v``).
     n : int
         How many numbers, ``>= 1`` (``j = 3`` and ``n < 3``: 0).
     j : int
@@ -110,7 +116,7 @@ def hat_elementary(total: np.ndarray, squares: np.ndarray, n: int, j: int) -> np
         return np.maximum(r * r * (1 + 4 * _U) - s, 0.0) * (0.5 * (1 + 4 * _U))
     if n < 3:  # e_3 of fewer than three numbers
         return np.zeros(r.shape)
-    band = max_elementary_given_sums(r, s, n, 3, upper=True)
+    band = max_elementary_given_sums(r, np.maximum(s, 0.0), n, 3, upper=True)  # v >= 0 only
     mac = max_elementary_given_sums(r, np.zeros(r.shape), n, 3, upper=True)
     # bounds on v = s / n - r^2 / n^2 (each operation a relative u or two)
     q = r * r / (n * n)
@@ -139,23 +145,38 @@ def pair_term_law(sigma: float, cut: float, h: float, g: float, cap: float = _CA
     lower, upper = _term_shares(sigma, math.exp(cut), h, 1 << 62)
     top = lower.size
     a2 = np.minimum((np.arange(top) * h) ** 2 * (1 - 4 * _U), cap)
-    j = np.floor(a2 / g * (1 - 1e-12)).astype(np.int64)
-    w = np.zeros((int(j.max()) + 1, top + 1))
-    np.add.at(w, (j, np.arange(top)), lower)
-    np.add.at(w, (j, np.arange(1, top + 1)), upper)
+    x = a2 / g
+    j = np.floor(x * (1 - 1e-12)).astype(np.int64)
+    # the upper row's share (x - j, rounded down): the chord in s (the value is convex in
+    # s), its mean below the credited square's; _S_FLOOR: all of it on the lower row
+    f = np.zeros(top) if _S_FLOOR else np.clip(x - j - 1e-9, 0.0, 1.0)
+    cols = np.arange(top)
+    w = np.zeros((int(j.max()) + 2, top + 1))
+    np.add.at(w, (j, cols), lower * (1.0 - f))
+    np.add.at(w, (j + 1, cols), lower * f)
+    np.add.at(w, (j, cols + 1), upper * (1.0 - f))
+    np.add.at(w, (j + 1, cols + 1), upper * f)
     return w * (1.0 + 1e-12)
 
 
 def _rows_down(w: np.ndarray, factor: int, top: int | None = None) -> np.ndarray:
-    """Row ``j`` of ``w`` moved to ``min(j, top) // factor`` (the sum of squares rounded
-    down), summed (non-negative sums: a relative ``rows * u`` at most, charged)."""
+    """Row ``j`` of ``w`` moved to ``min(j, top)`` (the sum of squares rounded down), then
+    onto the rows ``factor`` times coarser by the chord in ``s`` (``j = factor i + l``:
+    ``1 - l / factor`` of it to ``i``, ``l / factor`` to ``i + 1``, exact in binary for a
+    power of two; the value is convex in ``s``; :data:`_S_FLOOR`: all to ``i``), summed
+    (non-negative sums: a relative ``rows * u`` at most, charged)."""
     rows = w.shape[0]
     j = np.arange(rows)
     if top is not None:
         j = np.minimum(j, top)
-    j //= factor
-    out = np.zeros((int(j[-1]) + 1, w.shape[1]))
-    np.add.at(out, j, w)
+    i, frac = j // factor, (j % factor) / factor
+    if _S_FLOOR:
+        frac = np.zeros(rows)
+    out = np.zeros((int(i[-1]) + 2, w.shape[1]))
+    np.add.at(out, i, w * (1.0 - frac)[:, None])
+    np.add.at(out, i + 1, w * frac[:, None])
+    if not out[-1].any():
+        out = out[:-1]
     return out * (1.0 + (rows + 2) * 2 * _U)
 
 
@@ -229,10 +250,11 @@ def pair_power(w: np.ndarray, m: int, g: float, *, rows: int = _ROWS, top_sd: fl
 
 def _pair_lattice(sigma, cut, h, folds, step, sd_frac, rho=_RHO):
     """The others' lattice of Proposition 12: ``(r, s, w)``, the ``folds``-fold power of
-    :func:`pair_term_law` cut at ``e^cut``, its sum spread onto the coarse lattice (least
-    step ``step``, at most ``sd_frac`` of its standard deviation; at each sum of squares:
-    convex in ``r``) and its spread ``s - r^2 / folds`` rounded down to a power of
-    :data:`_RHO`."""
+    :func:`pair_term_law` cut at ``e^cut``, each entry's spread ``v = s - r^2 / folds``
+    rounded down to a power of ``rho`` (its sum of squares rounded down to ``r^2 / folds +
+    v``), then its sum spread onto the coarse lattice (least step ``step``, at most
+    ``sd_frac`` of its standard deviation) at that fixed spread: along ``s = r^2 / folds +
+    v`` the value is convex in ``r`` (docs, Proposition 12, (4'))."""
     w, g = pair_power(pair_term_law(sigma, cut, h, _G0), folds, _G0, rows=_ROWS)
     r = np.arange(w.shape[1]) * h
     mr = w.sum(axis=0)
@@ -241,40 +263,54 @@ def _pair_lattice(sigma, cut, h, folds, step, sd_frac, rho=_RHO):
     cstep = max(step, h, sd_frac * sd)
     jj, ii = np.nonzero(w)
     mass = w[jj, ii]
-    x = ii * h / cstep
-    lo = np.floor(x)
-    u = np.minimum((x - lo) * (1.0 + 1e-15) + 1e-300, 1.0)  # the upper share rounded up
-    lo = lo.astype(np.int64)
-    ic = np.concatenate((lo, lo + 1))
-    jc = np.concatenate((jj, jj))
-    mc = np.concatenate((mass * (1.0 - u), mass * u)) * (1.0 + 1e-12)
-    rc = ic * cstep * (1 + 2 * _U)
-    s = jc * g * (1 - 2 * _U)
     # the spread, rounded down: to 0 in [0, unit), to unit * rho^floor(.) above; a
     # negative spread's magnitude rounded up to unit * rho^ceil(.)
     unit = g
-    v = s - rc * rc / folds * (1 + 4 * _U)
+    ri = ii * h * (1 + 2 * _U)
+    s = jj * g * (1 - 2 * _U)
+    v = s - ri * ri / folds * (1 + 4 * _U)  # at most the entry's spread
     with np.errstate(divide="ignore"):
         lv = np.log(np.abs(v) / unit) / math.log(rho)
     b = np.where(v >= unit, np.floor(lv - 1e-9),
                  np.where(v >= 0.0, -1.0, -np.ceil(np.maximum(lv, 0.0) + 1e-9) - 2.0))
     b = b.astype(np.int64)
 
-    def spread_s(ib, bb):
-        rk = ib * cstep * (1 + 2 * _U)
-        base = rk * rk / folds * (1 - 4 * _U)
-        vk = np.where(bb >= 0, unit * rho ** np.maximum(bb, 0).astype(float) * (1 - 1e-12), 0.0)
-        vk = np.where(bb <= -2, -unit * rho ** np.maximum(-(bb + 2), 0).astype(float)
-                      * (1 + 1e-12), vk)
-        return rk, np.maximum((base + vk) * (1 - 4 * _U), 0.0)
+    def bin_value(bb):
+        """Bin ``bb``'s spread ``v_b`` (0 for ``bb = -1``)."""
+        vk = np.where(bb >= 0, unit * rho ** np.maximum(bb, 0).astype(float), 0.0)
+        return np.where(bb <= -2, -unit * rho ** np.maximum(-(bb + 2), 0).astype(float), vk)
 
-    if np.any(spread_s(ic, b)[1] > s):  # each entry's sum of squares only rounded down
+    def spread_s(r_lo, bb):
+        """A lower bound on ``r^2 / folds + v_b`` for ``r >= r_lo`` (negative where the
+        curve leaves ``s >= 0``: :func:`hat_elementary`'s off-band form holds there)."""
+        vb = bin_value(bb)
+        vb = vb * np.where(vb > 0, 1 - 1e-12, 1 + 1e-12)
+        base = r_lo * r_lo / folds * (1 - 4 * _U) + vb  # < 0 only off the band
+        return base * np.where(base > 0, 1 - 4 * _U, 1 + 4 * _U)
+
+    if np.any(bin_value(b) > v):  # each entry's spread (so its s) only rounded down
         raise ArithmeticError("a sum of squares was rounded up")
-    key = ic * (1 << 20) + (b + (1 << 19))
+    # the chord in s between the bins b and b + 1 (the next larger spread): its share
+    # rounded down (the value is convex and decreasing in s); _S_FLOOR: all at b
+    vb, vn = bin_value(b), bin_value(b + 1)
+    f = np.clip((v - vb) / (vn - vb) * (1 - 1e-9) - 1e-12, 0.0, 1.0)
+    if _S_FLOOR:
+        f = np.zeros(f.size)
+    b = np.concatenate((b, b + 1))
+    mass = np.concatenate((mass * (1.0 - f), mass * f))
+    ii = np.concatenate((ii, ii))
+    x = ii * h / cstep
+    lo = np.floor(x)
+    u = np.minimum((x - lo) * (1.0 + 1e-15) + 1e-300, 1.0)  # the upper share rounded up
+    lo = lo.astype(np.int64)
+    ic = np.concatenate((lo, lo + 1))
+    bc = np.concatenate((b, b))
+    mc = np.concatenate((mass * (1.0 - u), mass * u)) * (1.0 + 1e-12)
+    key = ic * (1 << 20) + (bc + (1 << 19))
     uk, inv = np.unique(key, return_inverse=True)
     wk = np.bincount(inv, weights=mc) * (1.0 + 1e-12)
-    rk, sk = spread_s(uk >> 20, (uk & ((1 << 20) - 1)) - (1 << 19))
-    return rk, sk, wk
+    rk = (uk >> 20) * cstep
+    return rk * (1 + 2 * _U), spread_s(rk * (1 - 2 * _U), (uk & ((1 << 20) - 1)) - (1 << 19)), wk
 
 
 def remove_atoms_sq3(sigma: float, t: int, *, progress: bool = False, theta_sd: float = 2.2,
@@ -335,25 +371,27 @@ def remove_atoms_sq3(sigma: float, t: int, *, progress: bool = False, theta_sd: 
         up = math.ceil(cut / cut_step)
         key = (up + (up * cut_step < cut), folds)  # a cut only raised
         if key not in cache:
-            cache[key] = _pair_lattice(sig, key[0] * cut_step, h if _H is None else _H,
-                                       folds, st, sf, rho)
+            cache[key] = (*_pair_lattice(sig, key[0] * cut_step, h if _H is None else _H,
+                                         folds, st, sf, rho), folds)
         return cache[key]
 
     ck = float(math.comb(t, 3))
 
     def binner(hist, ws, x, x3, coef, k, lat, shift, shift_sq, off):
+        # the shifted other (E_1: at x_3, or at b_q in M_2's cell) is kept as a fourth
+        # coordinate, the lattice's others alone in hat G (n = folds)
         n1, n2 = np.nonzero(ws)
         if not n1.size:
             return 0.0
-        levels = len(coef) - 1
-        n = t - levels
-        rv, sv, lw = lat
-        r = (rv + shift) * (1 + 2 * _U)
-        s = np.maximum((sv + shift_sq) * (1 - 2 * _U), 0.0)
+        rv, sv, lw, n = lat
         x1, x2 = x[n1], x[n2]
-        e = [np.ones(n1.size), x1 + x2 + x3, x1 * x2 + (x1 + x2) * x3, x1 * x2 * x3]
-        rows = np.stack(e[: levels + 1], axis=1) * (1 + 4 * _U)
-        p = np.stack([hat_elementary(r, s, n, 3 - i) / ck * (1 + 2 * _U)
+        e1, e2, e3 = x1 + x2 + x3, x1 * x2 + (x1 + x2) * x3, x1 * x2 * x3
+        if shift:
+            e1, e2, e3 = e1 + shift, e2 + e1 * shift, e3 + e2 * shift
+        e = [np.ones(n1.size), e1, e2, e3]
+        levels = len(coef) - 1
+        rows = np.stack(e[: levels + 1], axis=1) * (1 + 6 * _U)
+        p = np.stack([hat_elementary(rv, sv, n, 3 - i) / ck * (1 + 2 * _U)
                       for i in range(levels + 1)])
         return _bin_rows(hist, rows, p, ws[n1, n2], lw, off, _DROP_Q)
 
