@@ -10,21 +10,24 @@ convex extension ``hat G_j(r, s)`` (:func:`hat_elementary`) instead of Maclaurin
 
 * it increases in each of the others' coordinates, so their cut may be raised (the
   lattices are shared between the cells: :data:`_CUT_STEP`) and one of them replaced by a
-  larger value, its square with it;
-* it decreases in ``s``, so ``s`` may be rounded down anywhere (each coordinate's square
-  to its lattice cell's lower end's, capped at :data:`_CAP`; the sum's during the
-  convolution power, rows above a top moved down and rows merged; the spread ``s - r^2 /
-  n`` down to a power of :data:`_RHO` at the end);
-* at fixed ``s`` it is convex in ``r`` (``j <= 3``), so ``r`` may be spread keeping its
-  mean (each coordinate's chord on its lattice cell, the sum's coarse lattice), and with
-  the kept coordinate ``x_3``'s other at ``x_3`` (its square credited as the cell's lower
-  end's) the value is convex in ``x_3``, as Proposition 10's chords need.
+  larger value (region 3's ``E_1``: the other in ``(a, x_3)`` is kept as a fourth
+  coordinate at ``x_3``, the lattice holding the ``T - 4`` others alone);
+* it decreases in ``s`` and is convex in ``s`` at fixed ``r``, so ``s`` may be rounded
+  down (each coordinate's square to its lattice cell's lower end's, capped at
+  :data:`_CAP`; the rows above a top moved down) and onto any coarser lattice by the
+  chord in ``s`` (``g_0``, the rows' merges, the spread's bins: ``s - r^2 / n`` onto
+  powers of :data:`_RHO`);
+* at fixed ``s``, and along ``s = r^2 / n + v`` at fixed ``v``, it is convex in ``r``
+  (``j <= 3``), so each coordinate's ``r`` may be spread on its lattice cell (its square
+  fixed) and the sum onto the coarse lattice at its fixed spread ``v``; it is a
+  polynomial with non-negative coefficients in the kept coordinates, as Proposition 10's
+  chords need.
 
 Only ``k = 3`` (Lemma 11 (iii) proves the convexity for ``j <= 3``).  The first region
 (``M_2 <= theta``) is Proposition 10's.  Measured (docs/theory/allocation_k_of_t.md,
-Proposition 12; delta 1e-6, the remove law's own epsilon): sigma 1.2, T 30: 2.68644
-against Proposition 10's 2.69073 (186 against 4.4 CPU s, 415 against 12 MB), far from
-the 2.658 of its pointwise bound: not routed.
+Proposition 12; delta 1e-6, the remove law's own epsilon): sigma 1.2, T 10: 4.40169
+against Proposition 10's 4.41362 (the pointwise bound 4.3744); half of what is left is the
+raised cuts (4.39011 with none raised, a lattice per cut); not routed.
 """
 
 from __future__ import annotations
@@ -53,7 +56,7 @@ _ROWS = 512
 #: the top of a partial sum's sum of squares (rows above it moved down to it): its mean
 #: plus this many standard deviations
 _TOP_SD = 7.0
-#: the spread s - r^2 / n is rounded down to a power of this ratio (times a unit)
+#: the spread s - r^2 / n is put on powers of this ratio (times a unit) by chords in s
 _RHO = 1.1
 #: the lattices' cuts are raised onto multiples of this (log) step, shared by the cells
 _CUT_STEP = 0.1
@@ -132,9 +135,10 @@ def pair_term_law(sigma: float, cut: float, h: float, g: float, cap: float = _CA
     """Upper bounds on a law ``w[j, i]`` of one other's ``(z, z^2)`` on the lattice ``(i h,
     j g)`` (``z ~ Y | Y <= e^cut``, ``Y`` an unshifted coordinate): each cell ``[c h, (c +
     1) h]`` puts :func:`.random_allocation_k2_three._term_shares`' two chord shares at its
-    two ends, both credited the square of its lower end ``min((c h)^2, cap)`` rounded down
-    onto ``g N``.  For every ``phi(r, s)`` convex in ``r`` and decreasing in ``s``,
-    non-negative, ``E phi(z, z^2) <= sum w phi(i h, j g)`` (Proposition 12, (1)).
+    two ends, both credited the square of its lower end ``min((c h)^2, cap)``, put onto
+    ``g N`` by the chord in ``s`` (the upper row's share rounded down).  For every
+    ``phi(r, s)`` convex in ``r``, convex and decreasing in ``s``, non-negative, ``E phi(z,
+    z^2) <= sum w phi(i h, j g)`` (Proposition 12, (3'), (4)).
 
     Examples
     --------
@@ -197,10 +201,11 @@ def _pair_product(a, b, width: int, r_top: int) -> np.ndarray:
 def pair_power(w: np.ndarray, m: int, g: float, *, rows: int = _ROWS, top_sd: float = _TOP_SD
                ) -> tuple[np.ndarray, float]:
     """``(law, step)``: an upper bound on the ``m``-fold 2D convolution power of ``w`` (a
-    law on ``(i h, j g)``, rows ``j``), every sum of squares rounded down: by repeated
-    squaring, each product's rows above its mean plus ``top_sd`` standard deviations plus
-    twice one coordinate's largest square (the others' tail: one or two large) moved down to
-    that row, and rows merged in twos (the step doubled) while more than ``rows``.
+    law on ``(i h, j g)``, rows ``j``) for functions convex and decreasing in the sum of
+    squares: by repeated squaring, each product's rows above its mean plus ``top_sd``
+    standard deviations plus twice one coordinate's largest square (the others' tail: one
+    or two large) moved down to that row, and rows merged in twos by the chord in ``s``
+    (the step doubled) while more than ``rows``.
 
     Examples
     --------
@@ -251,8 +256,8 @@ def pair_power(w: np.ndarray, m: int, g: float, *, rows: int = _ROWS, top_sd: fl
 def _pair_lattice(sigma, cut, h, folds, step, sd_frac, rho=_RHO):
     """The others' lattice of Proposition 12: ``(r, s, w)``, the ``folds``-fold power of
     :func:`pair_term_law` cut at ``e^cut``, each entry's spread ``v = s - r^2 / folds``
-    rounded down to a power of ``rho`` (its sum of squares rounded down to ``r^2 / folds +
-    v``), then its sum spread onto the coarse lattice (least step ``step``, at most
+    put on the two nearest of ``0, +-unit rho^i`` by the chord in ``s`` (the upper share
+    rounded down), then its sum spread onto the coarse lattice (least step ``step``, at most
     ``sd_frac`` of its standard deviation) at that fixed spread: along ``s = r^2 / folds +
     v`` the value is convex in ``r`` (docs, Proposition 12, (4'))."""
     w, g = pair_power(pair_term_law(sigma, cut, h, _G0), folds, _G0, rows=_ROWS)
