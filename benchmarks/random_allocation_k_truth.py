@@ -118,11 +118,13 @@ def _bound(z: np.ndarray, sigma: float, k: int, level, sds: float = 4.1,
     ``M_3 <= theta_3`` (``sds3`` standard deviations), else ``V_3``); else
     :func:`split_bound`; a level written ``qL`` (``q12``, ``q123``, ``q4``) is the same
     with the others' sum of squares kept too (:func:`split_bound_sq`), ``r12`` / ``r123``
-    with it kept in the first region (``M_2 <= theta``) only."""
+    with it kept in the first region (``M_2 <= theta``) only, ``p12`` / ``p123`` in the
+    others only (Proposition 12 keeps Proposition 10's first region)."""
     sb = s1 = split_bound
-    if isinstance(level, str):  # "q": squares kept in every region; "r": in region 1 only
-        s1 = split_bound_sq
-        sb = split_bound_sq if level[0] == "q" else split_bound
+    if isinstance(level, str):  # "q": squares kept in every region; "r": in region 1
+        # only; "p": in regions 2 and 3 only (Proposition 12's split)
+        s1 = split_bound if level[0] == "p" else split_bound_sq
+        sb = split_bound_sq if level[0] in "qp" else split_bound
         level = int(level[1:])
     if level not in (12, 123):
         return sb(z, k, level)
@@ -203,7 +205,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--levels", default="", help="comma-separated pointwise bounds: L keeps "
                     "the L largest coordinates; 12 is Proposition 9's V_1 / V_2 split, 123 "
                     "Proposition 10's V_1 / V_2 / V_3 split; qL the same keeping the others' "
-                    "sum of squares, rL keeping it in the first region only")
+                    "sum of squares, rL keeping it in the first region only, pL in the others only")
     ap.add_argument("--theta-sd", type=float, default=4.1, help="the split of level 12, "
                     "in standard deviations of an unshifted log z above its mean")
     ap.add_argument("--theta3-sd", type=float, default=2.0, help="the second split of "
@@ -215,7 +217,7 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     eps = np.array([float(e) for e in args.eps.split(",")])
     shifts = tuple(float(a) for a in args.shifts.split(","))
-    levels = tuple(v if v[0] in "qr" else int(v) for v in args.levels.split(",") if v)
+    levels = tuple(v if v[0] in "qrp" else int(v) for v in args.levels.split(",") if v)
     SQ_STEPS[:] = ([float(v) for v in args.sq_steps.split(",")] + [0.0, 0.0])[:4]
     rng = np.random.Generator(np.random.PCG64(args.seed))
     res = is_delta(args.sigma, args.t, args.k, eps, args.n, rng, shifts, levels=levels,

@@ -10,21 +10,26 @@ convex extension ``hat G_j(r, s)`` (:func:`hat_elementary`) instead of Maclaurin
 
 * it increases in each of the others' coordinates, so their cut may be raised (the
   lattices are shared between the cells: :data:`_CUT_STEP`) and one of them replaced by a
-  larger value, its square with it;
-* it decreases in ``s``, so ``s`` may be rounded down anywhere (each coordinate's square
-  to its lattice cell's lower end's, capped at :data:`_CAP`; the sum's during the
-  convolution power, rows above a top moved down and rows merged; the spread ``s - r^2 /
-  n`` down to a power of :data:`_RHO` at the end);
-* at fixed ``s`` it is convex in ``r`` (``j <= 3``), so ``r`` may be spread keeping its
-  mean (each coordinate's chord on its lattice cell, the sum's coarse lattice), and with
-  the kept coordinate ``x_3``'s other at ``x_3`` (its square credited as the cell's lower
-  end's) the value is convex in ``x_3``, as Proposition 10's chords need.
+  larger value (region 3's ``E_1``: the other in ``(a, x_3)`` is kept as a fourth
+  coordinate at ``x_3``, the lattice holding the ``T - 4`` others alone);
+* it decreases in ``s`` and is convex in ``s`` at fixed ``r``, so ``s`` may be rounded
+  down (each coordinate's square to its lattice cell's lower end's, capped at
+  :data:`_CAP`; the rows above a top moved down) and onto any coarser lattice by the
+  chord in ``s`` (``g_0``, the rows' merges, the spread's bins: ``s - r^2 / n`` onto
+  powers of :data:`_RHO`);
+* at fixed ``s``, and along ``s = r^2 / n + v`` at fixed ``v``, it is convex in ``r``
+  (``j <= 3``), so each coordinate's ``r`` may be spread on its lattice cell (its square
+  fixed) and the sum onto the coarse lattice at its fixed spread ``v``; it is a
+  polynomial with non-negative coefficients in the kept coordinates, as Proposition 10's
+  chords need.
 
 Only ``k = 3`` (Lemma 11 (iii) proves the convexity for ``j <= 3``).  The first region
 (``M_2 <= theta``) is Proposition 10's.  Measured (docs/theory/allocation_k_of_t.md,
-Proposition 12; delta 1e-6, the remove law's own epsilon): sigma 1.2, T 30: 2.68644
-against Proposition 10's 2.69073 (186 against 4.4 CPU s, 415 against 12 MB), far from
-the 2.658 of its pointwise bound: not routed.
+Proposition 12; delta 1e-6, the remove law's own epsilon): sigma 1.2, T 10: 4.40169
+against Proposition 10's 4.41362 (the pointwise bound 4.3744; 4.38536 with no cut raised,
+a lattice per cut: the raised cuts are the largest loss); T 30: 2.68263 against 2.69073
+(242 against 5 CPU s, 671 against 12 MB; the pointwise bound 2.658), 2.66672 with no cut
+raised (``cut_step=1e-4``, 349 CPU s); not routed.
 """
 
 from __future__ import annotations
@@ -53,7 +58,7 @@ _ROWS = 512
 #: the top of a partial sum's sum of squares (rows above it moved down to it): its mean
 #: plus this many standard deviations
 _TOP_SD = 7.0
-#: the spread s - r^2 / n is rounded down to a power of this ratio (times a unit)
+#: the spread s - r^2 / n is put on powers of this ratio (times a unit) by chords in s
 _RHO = 1.1
 #: the lattices' cuts are raised onto multiples of this (log) step, shared by the cells
 _CUT_STEP = 0.1
@@ -62,6 +67,10 @@ _CUT_STEP = 0.1
 _H = None
 #: ``(least step, fraction of the sd)`` of the sum's coarse lattice (None: Proposition 10's)
 _COARSE = None
+#: True: every rounding of a sum of squares onto a coarser lattice (g_0, the rows'
+#: merges, the spread's bins) is a floor (session 28's law); False: a chord in s, its
+#: mean kept below the exact one (the value is convex in s: docs, Proposition 12, (3'))
+_S_FLOOR = False
 
 
 def hat_elementary(total: np.ndarray, squares: np.ndarray, n: int, j: int) -> np.ndarray:
@@ -75,7 +84,9 @@ def hat_elementary(total: np.ndarray, squares: np.ndarray, n: int, j: int) -> np
     Parameters
     ----------
     total, squares : numpy.ndarray
-        Sums and sums of squares, ``>= 0``, broadcast together.
+        Sums ``>= 0`` and sums of squares, broadcast together (a negative sum of squares,
+        reached by the lattice's spread at a fixed negative ``v``, takes the off-band
+        form, which is convex along ``s = total^2 / n + v``).
     n : int
         How many numbers, ``>= 1`` (``j = 3`` and ``n < 3``: 0).
     j : int
@@ -110,7 +121,7 @@ def hat_elementary(total: np.ndarray, squares: np.ndarray, n: int, j: int) -> np
         return np.maximum(r * r * (1 + 4 * _U) - s, 0.0) * (0.5 * (1 + 4 * _U))
     if n < 3:  # e_3 of fewer than three numbers
         return np.zeros(r.shape)
-    band = max_elementary_given_sums(r, s, n, 3, upper=True)
+    band = max_elementary_given_sums(r, np.maximum(s, 0.0), n, 3, upper=True)  # v >= 0 only
     mac = max_elementary_given_sums(r, np.zeros(r.shape), n, 3, upper=True)
     # bounds on v = s / n - r^2 / n^2 (each operation a relative u or two)
     q = r * r / (n * n)
@@ -126,9 +137,10 @@ def pair_term_law(sigma: float, cut: float, h: float, g: float, cap: float = _CA
     """Upper bounds on a law ``w[j, i]`` of one other's ``(z, z^2)`` on the lattice ``(i h,
     j g)`` (``z ~ Y | Y <= e^cut``, ``Y`` an unshifted coordinate): each cell ``[c h, (c +
     1) h]`` puts :func:`.random_allocation_k2_three._term_shares`' two chord shares at its
-    two ends, both credited the square of its lower end ``min((c h)^2, cap)`` rounded down
-    onto ``g N``.  For every ``phi(r, s)`` convex in ``r`` and decreasing in ``s``,
-    non-negative, ``E phi(z, z^2) <= sum w phi(i h, j g)`` (Proposition 12, (1)).
+    two ends, both credited the square of its lower end ``min((c h)^2, cap)``, put onto
+    ``g N`` by the chord in ``s`` (the upper row's share rounded down).  For every
+    ``phi(r, s)`` convex in ``r``, convex and decreasing in ``s``, non-negative, ``E phi(z,
+    z^2) <= sum w phi(i h, j g)`` (Proposition 12, (3'), (4)).
 
     Examples
     --------
@@ -139,23 +151,38 @@ def pair_term_law(sigma: float, cut: float, h: float, g: float, cap: float = _CA
     lower, upper = _term_shares(sigma, math.exp(cut), h, 1 << 62)
     top = lower.size
     a2 = np.minimum((np.arange(top) * h) ** 2 * (1 - 4 * _U), cap)
-    j = np.floor(a2 / g * (1 - 1e-12)).astype(np.int64)
-    w = np.zeros((int(j.max()) + 1, top + 1))
-    np.add.at(w, (j, np.arange(top)), lower)
-    np.add.at(w, (j, np.arange(1, top + 1)), upper)
+    x = a2 / g
+    j = np.floor(x * (1 - 1e-12)).astype(np.int64)
+    # the upper row's share (x - j, rounded down): the chord in s (the value is convex in
+    # s), its mean below the credited square's; _S_FLOOR: all of it on the lower row
+    f = np.zeros(top) if _S_FLOOR else np.clip(x - j - 1e-9, 0.0, 1.0)
+    cols = np.arange(top)
+    w = np.zeros((int(j.max()) + 2, top + 1))
+    np.add.at(w, (j, cols), lower * (1.0 - f))
+    np.add.at(w, (j + 1, cols), lower * f)
+    np.add.at(w, (j, cols + 1), upper * (1.0 - f))
+    np.add.at(w, (j + 1, cols + 1), upper * f)
     return w * (1.0 + 1e-12)
 
 
 def _rows_down(w: np.ndarray, factor: int, top: int | None = None) -> np.ndarray:
-    """Row ``j`` of ``w`` moved to ``min(j, top) // factor`` (the sum of squares rounded
-    down), summed (non-negative sums: a relative ``rows * u`` at most, charged)."""
+    """Row ``j`` of ``w`` moved to ``min(j, top)`` (the sum of squares rounded down), then
+    onto the rows ``factor`` times coarser by the chord in ``s`` (``j = factor i + l``:
+    ``1 - l / factor`` of it to ``i``, ``l / factor`` to ``i + 1``, exact in binary for a
+    power of two; the value is convex in ``s``; :data:`_S_FLOOR`: all to ``i``), summed
+    (non-negative sums: a relative ``rows * u`` at most, charged)."""
     rows = w.shape[0]
     j = np.arange(rows)
     if top is not None:
         j = np.minimum(j, top)
-    j //= factor
-    out = np.zeros((int(j[-1]) + 1, w.shape[1]))
-    np.add.at(out, j, w)
+    i, frac = j // factor, (j % factor) / factor
+    if _S_FLOOR:
+        frac = np.zeros(rows)
+    out = np.zeros((int(i[-1]) + 2, w.shape[1]))
+    np.add.at(out, i, w * (1.0 - frac)[:, None])
+    np.add.at(out, i + 1, w * frac[:, None])
+    if not out[-1].any():
+        out = out[:-1]
     return out * (1.0 + (rows + 2) * 2 * _U)
 
 
@@ -176,10 +203,11 @@ def _pair_product(a, b, width: int, r_top: int) -> np.ndarray:
 def pair_power(w: np.ndarray, m: int, g: float, *, rows: int = _ROWS, top_sd: float = _TOP_SD
                ) -> tuple[np.ndarray, float]:
     """``(law, step)``: an upper bound on the ``m``-fold 2D convolution power of ``w`` (a
-    law on ``(i h, j g)``, rows ``j``), every sum of squares rounded down: by repeated
-    squaring, each product's rows above its mean plus ``top_sd`` standard deviations plus
-    twice one coordinate's largest square (the others' tail: one or two large) moved down to
-    that row, and rows merged in twos (the step doubled) while more than ``rows``.
+    law on ``(i h, j g)``, rows ``j``) for functions convex and decreasing in the sum of
+    squares: by repeated squaring, each product's rows above its mean plus ``top_sd``
+    standard deviations plus twice one coordinate's largest square (the others' tail: one
+    or two large) moved down to that row, and rows merged in twos by the chord in ``s``
+    (the step doubled) while more than ``rows``.
 
     Examples
     --------
@@ -229,10 +257,11 @@ def pair_power(w: np.ndarray, m: int, g: float, *, rows: int = _ROWS, top_sd: fl
 
 def _pair_lattice(sigma, cut, h, folds, step, sd_frac, rho=_RHO):
     """The others' lattice of Proposition 12: ``(r, s, w)``, the ``folds``-fold power of
-    :func:`pair_term_law` cut at ``e^cut``, its sum spread onto the coarse lattice (least
-    step ``step``, at most ``sd_frac`` of its standard deviation; at each sum of squares:
-    convex in ``r``) and its spread ``s - r^2 / folds`` rounded down to a power of
-    :data:`_RHO`."""
+    :func:`pair_term_law` cut at ``e^cut``, each entry's spread ``v = s - r^2 / folds``
+    put on the two nearest of ``0, +-unit rho^i`` by the chord in ``s`` (the upper share
+    rounded down), then its sum spread onto the coarse lattice (least step ``step``, at most
+    ``sd_frac`` of its standard deviation) at that fixed spread: along ``s = r^2 / folds +
+    v`` the value is convex in ``r`` (docs, Proposition 12, (4'))."""
     w, g = pair_power(pair_term_law(sigma, cut, h, _G0), folds, _G0, rows=_ROWS)
     r = np.arange(w.shape[1]) * h
     mr = w.sum(axis=0)
@@ -241,40 +270,54 @@ def _pair_lattice(sigma, cut, h, folds, step, sd_frac, rho=_RHO):
     cstep = max(step, h, sd_frac * sd)
     jj, ii = np.nonzero(w)
     mass = w[jj, ii]
-    x = ii * h / cstep
-    lo = np.floor(x)
-    u = np.minimum((x - lo) * (1.0 + 1e-15) + 1e-300, 1.0)  # the upper share rounded up
-    lo = lo.astype(np.int64)
-    ic = np.concatenate((lo, lo + 1))
-    jc = np.concatenate((jj, jj))
-    mc = np.concatenate((mass * (1.0 - u), mass * u)) * (1.0 + 1e-12)
-    rc = ic * cstep * (1 + 2 * _U)
-    s = jc * g * (1 - 2 * _U)
     # the spread, rounded down: to 0 in [0, unit), to unit * rho^floor(.) above; a
     # negative spread's magnitude rounded up to unit * rho^ceil(.)
     unit = g
-    v = s - rc * rc / folds * (1 + 4 * _U)
+    ri = ii * h * (1 + 2 * _U)
+    s = jj * g * (1 - 2 * _U)
+    v = s - ri * ri / folds * (1 + 4 * _U)  # at most the entry's spread
     with np.errstate(divide="ignore"):
         lv = np.log(np.abs(v) / unit) / math.log(rho)
     b = np.where(v >= unit, np.floor(lv - 1e-9),
                  np.where(v >= 0.0, -1.0, -np.ceil(np.maximum(lv, 0.0) + 1e-9) - 2.0))
     b = b.astype(np.int64)
 
-    def spread_s(ib, bb):
-        rk = ib * cstep * (1 + 2 * _U)
-        base = rk * rk / folds * (1 - 4 * _U)
-        vk = np.where(bb >= 0, unit * rho ** np.maximum(bb, 0).astype(float) * (1 - 1e-12), 0.0)
-        vk = np.where(bb <= -2, -unit * rho ** np.maximum(-(bb + 2), 0).astype(float)
-                      * (1 + 1e-12), vk)
-        return rk, np.maximum((base + vk) * (1 - 4 * _U), 0.0)
+    def bin_value(bb):
+        """Bin ``bb``'s spread ``v_b`` (0 for ``bb = -1``)."""
+        vk = np.where(bb >= 0, unit * rho ** np.maximum(bb, 0).astype(float), 0.0)
+        return np.where(bb <= -2, -unit * rho ** np.maximum(-(bb + 2), 0).astype(float), vk)
 
-    if np.any(spread_s(ic, b)[1] > s):  # each entry's sum of squares only rounded down
+    def spread_s(r_lo, bb):
+        """A lower bound on ``r^2 / folds + v_b`` for ``r >= r_lo`` (negative where the
+        curve leaves ``s >= 0``: :func:`hat_elementary`'s off-band form holds there)."""
+        vb = bin_value(bb)
+        vb = vb * np.where(vb > 0, 1 - 1e-12, 1 + 1e-12)
+        base = r_lo * r_lo / folds * (1 - 4 * _U) + vb  # < 0 only off the band
+        return base * np.where(base > 0, 1 - 4 * _U, 1 + 4 * _U)
+
+    if np.any(bin_value(b) > v):  # each entry's spread (so its s) only rounded down
         raise ArithmeticError("a sum of squares was rounded up")
-    key = ic * (1 << 20) + (b + (1 << 19))
+    # the chord in s between the bins b and b + 1 (the next larger spread): its share
+    # rounded down (the value is convex and decreasing in s); _S_FLOOR: all at b
+    vb, vn = bin_value(b), bin_value(b + 1)
+    f = np.clip((v - vb) / (vn - vb) * (1 - 1e-9) - 1e-12, 0.0, 1.0)
+    if _S_FLOOR:
+        f = np.zeros(f.size)
+    b = np.concatenate((b, b + 1))
+    mass = np.concatenate((mass * (1.0 - f), mass * f))
+    ii = np.concatenate((ii, ii))
+    x = ii * h / cstep
+    lo = np.floor(x)
+    u = np.minimum((x - lo) * (1.0 + 1e-15) + 1e-300, 1.0)  # the upper share rounded up
+    lo = lo.astype(np.int64)
+    ic = np.concatenate((lo, lo + 1))
+    bc = np.concatenate((b, b))
+    mc = np.concatenate((mass * (1.0 - u), mass * u)) * (1.0 + 1e-12)
+    key = ic * (1 << 20) + (bc + (1 << 19))
     uk, inv = np.unique(key, return_inverse=True)
     wk = np.bincount(inv, weights=mc) * (1.0 + 1e-12)
-    rk, sk = spread_s(uk >> 20, (uk & ((1 << 20) - 1)) - (1 << 19))
-    return rk, sk, wk
+    rk = (uk >> 20) * cstep
+    return rk * (1 + 2 * _U), spread_s(rk * (1 - 2 * _U), (uk & ((1 << 20) - 1)) - (1 << 19)), wk
 
 
 def remove_atoms_sq3(sigma: float, t: int, *, progress: bool = False, theta_sd: float = 2.2,
@@ -335,25 +378,27 @@ def remove_atoms_sq3(sigma: float, t: int, *, progress: bool = False, theta_sd: 
         up = math.ceil(cut / cut_step)
         key = (up + (up * cut_step < cut), folds)  # a cut only raised
         if key not in cache:
-            cache[key] = _pair_lattice(sig, key[0] * cut_step, h if _H is None else _H,
-                                       folds, st, sf, rho)
+            cache[key] = (*_pair_lattice(sig, key[0] * cut_step, h if _H is None else _H,
+                                         folds, st, sf, rho), folds)
         return cache[key]
 
     ck = float(math.comb(t, 3))
 
     def binner(hist, ws, x, x3, coef, k, lat, shift, shift_sq, off):
+        # the shifted other (E_1: at x_3, or at b_q in M_2's cell) is kept as a fourth
+        # coordinate, the lattice's others alone in hat G (n = folds)
         n1, n2 = np.nonzero(ws)
         if not n1.size:
             return 0.0
-        levels = len(coef) - 1
-        n = t - levels
-        rv, sv, lw = lat
-        r = (rv + shift) * (1 + 2 * _U)
-        s = np.maximum((sv + shift_sq) * (1 - 2 * _U), 0.0)
+        rv, sv, lw, n = lat
         x1, x2 = x[n1], x[n2]
-        e = [np.ones(n1.size), x1 + x2 + x3, x1 * x2 + (x1 + x2) * x3, x1 * x2 * x3]
-        rows = np.stack(e[: levels + 1], axis=1) * (1 + 4 * _U)
-        p = np.stack([hat_elementary(r, s, n, 3 - i) / ck * (1 + 2 * _U)
+        e1, e2, e3 = x1 + x2 + x3, x1 * x2 + (x1 + x2) * x3, x1 * x2 * x3
+        if shift:
+            e1, e2, e3 = e1 + shift, e2 + e1 * shift, e3 + e2 * shift
+        e = [np.ones(n1.size), e1, e2, e3]
+        levels = len(coef) - 1
+        rows = np.stack(e[: levels + 1], axis=1) * (1 + 6 * _U)
+        p = np.stack([hat_elementary(rv, sv, n, 3 - i) / ck * (1 + 2 * _U)
                       for i in range(levels + 1)])
         return _bin_rows(hist, rows, p, ws[n1, n2], lw, off, _DROP_Q)
 
