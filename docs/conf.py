@@ -282,45 +282,7 @@ def _own_init_signature(app, what, name, obj, options, signature, return_annotat
     return str(sig.replace(parameters=params, return_annotation=inspect.Signature.empty)), None
 
 
-# -- the build's cost ------------------------------------------------------------------
-def _numpydoc_template_once(app):
-    """numpydoc (1.11) builds a new Jinja environment and compiles its docstring template
-    for every docstring it renders (``docscrape_sphinx.get_doc_object``: 1 526 compiles,
-    about a seventh of the build's CPU).  Its ``setup`` takes the function to use; here
-    the template is compiled by numpydoc's own function once per builder, and every later
-    docstring is rendered by numpydoc's ``docscrape.get_doc_object`` with that template:
-    the same pages, byte for byte."""
-    import numpydoc.numpydoc as npd
-    from numpydoc import docscrape
-    from numpydoc import docscrape_sphinx as ds
-
-    if not all(hasattr(m, "get_doc_object") for m in (npd, docscrape, ds)):
-        return  # another numpydoc: left as it is
-    templates: dict[int, object] = {}
-
-    def get_doc_object(obj, what=None, doc=None, config=None, builder=None):
-        config = {} if config is None else config
-        key = id(builder)
-        if key not in templates:
-            out = ds.get_doc_object(obj, what=what, doc=doc, config=config, builder=builder)
-            templates[key] = config["template"]
-            return out
-        config["template"] = templates[key]
-        return docscrape.get_doc_object(
-            obj,
-            what=what,
-            doc=doc,
-            config=config,
-            class_doc=ds.SphinxClassDoc,
-            func_doc=ds.SphinxFunctionDoc,
-            obj_doc=ds.SphinxObjDoc,
-        )
-
-    npd.get_doc_object = get_doc_object
-
-
 def setup(app):
-    _numpydoc_template_once(app)
     app.connect("autodoc-process-docstring", _data_comment, priority=400)  # before numpydoc
     app.connect("autodoc-process-signature", _own_init_signature)
     app.connect("missing-reference", _resolve_by_identity)
