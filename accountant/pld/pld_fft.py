@@ -456,10 +456,8 @@ def _convolve_choosing(
             skip = start - i0 - j0
             _take(best, err, slice(start, None), t[skip:], t_err[skip:], rigorous)
             return best, err
-        # a tail pass below on the whole arrays is this one (without ``exact`` its
-        # entries do not depend on ``keep``): handed down, not recomputed
-        whole = None if exact else (side, best, err)
-        return _plain_first_convolve(a, b, tail, rigorous, exact, whole)
+        # a tail pass below on the whole arrays is this one: handed down, not recomputed
+        return _plain_first_convolve(a, b, tail, rigorous, exact, (side, best, err))
     return _plain_first_convolve(a, b, tail, rigorous, exact)
 
 
@@ -495,9 +493,11 @@ def _plain_first_convolve(
     The bound then decides, entry by entry, which value is kept.  ``b is a`` marks a square (one
     forward transform).  Returns ``(estimate, error)``, the error an estimate or, with
     ``rigorous``, a bound.  ``whole = (side, est, err)``: :func:`_tilted_convolve` of
-    ``a, b`` towards ``side`` without ``exact``, already made; a tail pass on the whole
-    arrays that way is read from it (bit for bit the same: entry by entry, a
-    non-``exact`` tilted pass does not depend on ``keep``).
+    ``a, b`` towards ``side`` (same ``rigorous``, ``exact``), already made; a tail pass
+    on the whole arrays that way is read from it, bit for bit what it would give: entry
+    ``k``'s weight is ``e^{s + s' - k theta}`` whatever ``keep`` is, and with ``exact``
+    the same product of two exps when the kept part starts at a multiple of
+    :data:`_EXP_BLOCK` (every exponent is exact).
     """
     if min(a.size, b.size) < 64:
         c = np.convolve(a, b)
@@ -531,7 +531,8 @@ def _plain_first_convolve(
         start = peak + first_weak  # entries [start, n) are recomputed
         i0, j0 = max(0, start - b.size + 1), max(0, start - a.size + 1)
         skip = start - i0 - j0
-        if whole is not None and whole[0] > 0 and i0 == j0 == 0:
+        if (whole is not None and whole[0] > 0 and i0 == j0 == 0
+                and (not exact or skip % _EXP_BLOCK == 0)):
             est, e = whole[1][skip:], whole[2][skip:]
         else:
             est, e = _tilted_convolve(
