@@ -206,11 +206,10 @@ def _decaying_sum(x: np.ndarray, rate: float) -> np.ndarray:
     carry = 0.0
     for start in range(((n - 1) // block) * block, -1, -block):
         seg = x[start : start + block]
-        k = np.arange(seg.size)
         w = _decay_weights(rate, seg.size)
         s = np.cumsum((seg * w)[::-1])[::-1] / w
         if carry:
-            s = s + carry * np.exp(-rate * (seg.size - k))
+            s = s + carry * np.exp(-rate * (seg.size - np.arange(seg.size)))
         y[start : start + seg.size] = s
         carry = float(s[0])
     return y
