@@ -451,5 +451,75 @@ def test_bounded_convolve_with_exact_tilts_bounds_every_entry_exactly(kind, seed
     b = _adversarial(rng, 230, kind)
     est, err = pld_fft._bounded_convolve(a, b, exact=True)
     assert np.all(err >= 0) and np.all(np.isfinite(err))
-    for e, d, x in zip(est, err, _exact(a, b), strict=True):
+    # both sides of the certificate: the optimistic ladder tilts this way too (session 29)
+    low = pld_fft._certified_convolve(a, b, 0.0, False, exact=True)
+    high = pld_fft._certified_convolve(a, b, 0.0, True, exact=True)
+    for e, d, x, lo, hi in zip(est, err, _exact(a, b), low, high, strict=True):
         assert abs(Fraction(float(e)) - x) <= Fraction(float(d))
+        assert Fraction(float(lo)) <= x <= Fraction(float(hi))
+
+
+def _fallback_pair(decay: float, power: float, mirrored: bool):
+    """A coarse tail (peak at index 1, a hole where the bulk was) and a re-gridded bulk
+    (a power-law decay): the shape of the optimistic tail products whose skewed pass
+    leaves entries unsettled at both ends, so that the plain pass's tail recompute spans
+    the whole arrays."""
+    i = np.arange(3454.0)
+    a = 7.5e-9 * 10 ** (-i / decay)
+    a[0] *= 0.5
+    a[3290:3452] = 0.0
+    a[3452:] = 7.0e-9
+    b = 0.32 * (np.arange(627.0) + 1.0) ** -power
+    b[0] = 0.013
+    return (a[::-1].copy(), b[::-1].copy()) if mirrored else (a, b)
+
+
+@pytest.mark.parametrize("exact", [False, True])
+def test_a_tilted_pass_entry_does_not_depend_on_what_is_kept(exact):
+    # the premise of the hand-down below: without exact tilts any kept range is a slice
+    # of the whole pass; with them, one starting at a multiple of _EXP_BLOCK (each weight
+    # the same product of two exps), and not otherwise (the weights are split differently)
+    a, b = _fallback_pair(100, 2.4, False)
+    for side in (1, -1):
+        whole = pld_fft._tilted_convolve(a, b, False, side, True, (0, None), exact)
+        for k0, k1, same in ((0, 3000, True), (192, None, True), (640, 2000, True),
+                             (1, None, not exact), (175, None, not exact)):
+            part = pld_fft._tilted_convolve(a, b, False, side, True, (k0, k1), exact)
+            assert np.array_equal(part[0], whole[0][k0:k1]) is same
+            assert np.array_equal(part[1], whole[1][k0:k1]) is same
+
+
+@pytest.mark.parametrize(
+    "decay, power, mirrored, rigorous, exact",
+    [(100, 2.4, False, True, False), (100, 4.0, False, False, False),
+     (50, 4.0, True, True, False), (100, 4.0, True, False, True)],
+)
+def test_a_whole_array_tail_pass_is_read_from_the_skewed_pass_bit_for_bit(
+    monkeypatch, decay, power, mirrored, rigorous, exact
+):
+    # issue 37: when the skewed pass leaves entries unsettled at the far end, the plain
+    # pass's recompute of its own tail on the whole arrays (the same tilt) is read from
+    # the skewed pass instead of made again; every entry and bound must be the one the
+    # recompute gives (the reference: the same call with the hand-down cut off)
+    a, b = _fallback_pair(decay, power, mirrored)
+    tilted = []
+    real_tilted = pld_fft._tilted_convolve
+
+    def counting(*args, **kwargs):
+        tilted.append(args[5] if len(args) > 5 else kwargs.get("keep"))
+        return real_tilted(*args, **kwargs)
+
+    monkeypatch.setattr(pld_fft, "_tilted_convolve", counting)
+    got = pld_fft._convolve_choosing(a, b, 0.0, rigorous, exact)
+    read = list(tilted)
+    tilted.clear()
+    plain = pld_fft._plain_first_convolve
+    monkeypatch.setattr(pld_fft, "_plain_first_convolve",
+                        lambda a, b, t, r, e, whole=None: plain(a, b, t, r, e))
+    want = pld_fft._convolve_choosing(a, b, 0.0, rigorous, exact)
+    assert read == [None] and len(tilted) == 2  # the hand-down was taken, one pass saved
+    assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+    # and the bounds hold against direct sums (non-negative terms: exact to rounding)
+    if rigorous:
+        exact = np.convolve(a, b)
+        assert np.all(np.abs(got[0] - exact) <= got[1] + 1e-300)

@@ -211,3 +211,23 @@ def test_decaying_rows_match_row_by_row():
         got = _decaying_rows(x, rate)
         for r in range(x.shape[0]):
             np.testing.assert_allclose(got[r], _decaying_sum(x[r], rate), rtol=1e-13)
+
+
+def test_decay_weights_are_the_fresh_exps_bit_for_bit_and_the_memo_is_bounded():
+    # issue 37: the weights e^{-rate k} are kept per rate and read as prefixes; every
+    # entry must be the exp a fresh computation gives, whatever the order of lengths
+    from dpacct.accountant.pld import pld_hull
+
+    rng = np.random.default_rng(11)
+    for rate in (2.0**-10, 0.37, 2.0**-10):
+        for n in (700, 300, 1300, 1):  # one block each (500 / rate entries or more)
+            x = rng.random(n) ** 4
+            k = np.arange(n)
+            w = np.exp(-rate * k)
+            want = np.cumsum((x * w)[::-1])[::-1] / w  # one block: the direct formula
+            assert np.array_equal(_decaying_sum(x, rate), want)
+            assert np.array_equal(pld_hull._decay_weights(rate, n), w)
+    assert not pld_hull._decay_weights(0.37, 5).flags.writeable
+    for rate in np.linspace(0.1, 0.2, 3 * pld_hull._WEIGHT_RATES):
+        pld_hull._decay_weights(float(rate), 10)
+    assert len(pld_hull._WEIGHTS) <= pld_hull._WEIGHT_RATES

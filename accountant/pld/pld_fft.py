@@ -456,6 +456,8 @@ def _convolve_choosing(
             skip = start - i0 - j0
             _take(best, err, slice(start, None), t[skip:], t_err[skip:], rigorous)
             return best, err
+        # a tail pass below on the whole arrays is this one: handed down, not recomputed
+        return _plain_first_convolve(a, b, tail, rigorous, exact, (side, best, err))
     return _plain_first_convolve(a, b, tail, rigorous, exact)
 
 
@@ -474,7 +476,7 @@ def _take(
 
 def _plain_first_convolve(
     a: np.ndarray, b: np.ndarray, tail: float = 0.0, rigorous: bool = False,
-    exact: bool = False,
+    exact: bool = False, whole: tuple | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Plain FFT convolution, with its two tails recomputed tilted where needed.
 
@@ -490,7 +492,12 @@ def _plain_first_convolve(
     (the large losses, which decide delta) by the error attached, bound or estimate.
     The bound then decides, entry by entry, which value is kept.  ``b is a`` marks a square (one
     forward transform).  Returns ``(estimate, error)``, the error an estimate or, with
-    ``rigorous``, a bound.
+    ``rigorous``, a bound.  ``whole = (side, est, err)``: :func:`_tilted_convolve` of
+    ``a, b`` towards ``side`` (same ``rigorous``, ``exact``), already made; a tail pass
+    on the whole arrays that way is read from it, bit for bit what it would give: entry
+    ``k``'s weight is ``e^{s + s' - k theta}`` whatever ``keep`` is, and with ``exact``
+    the same product of two exps when the kept part starts at a multiple of
+    :data:`_EXP_BLOCK` (every exponent is exact).
     """
     if min(a.size, b.size) < 64:
         c = np.convolve(a, b)
@@ -512,7 +519,10 @@ def _plain_first_convolve(
     last_weak = int(np.argmax(weak)) if peak else 0
     if peak and weak[last_weak]:
         end = peak - last_weak  # entries [0, end) are recomputed
-        est, e = _tilted_convolve(a[:end], b[:end], square, -1, rigorous, (0, end), exact)
+        if whole is not None and whole[0] < 0 and end >= max(a.size, b.size):
+            est, e = whole[1][:end], whole[2][:end]
+        else:
+            est, e = _tilted_convolve(a[:end], b[:end], square, -1, rigorous, (0, end), exact)
         better = e < noise
         np.copyto(best[:end], est, where=better)
         np.copyto(err[:end], e, where=better)  # (noise elsewhere already)
@@ -521,9 +531,13 @@ def _plain_first_convolve(
         start = peak + first_weak  # entries [start, n) are recomputed
         i0, j0 = max(0, start - b.size + 1), max(0, start - a.size + 1)
         skip = start - i0 - j0
-        est, e = _tilted_convolve(
-            a[i0:], b[j0:], square and i0 == j0, 1, rigorous, (skip, None), exact
-        )
+        if (whole is not None and whole[0] > 0 and i0 == j0 == 0
+                and (not exact or skip % _EXP_BLOCK == 0)):
+            est, e = whole[1][skip:], whole[2][skip:]
+        else:
+            est, e = _tilted_convolve(
+                a[i0:], b[j0:], square and i0 == j0, 1, rigorous, (skip, None), exact
+            )
         better = e < noise
         np.copyto(best[start:], est, where=better)
         np.copyto(err[start:], e, where=better)

@@ -164,6 +164,31 @@ def _lower_hull_chain(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return np.asarray(hull)
 
 
+#: :func:`_decay_weights`' arrays, the longest made for each of the latest rates
+_WEIGHTS: dict[float, np.ndarray] = {}
+#: how many rates :data:`_WEIGHTS` keeps (the grids of one composition: a handful)
+_WEIGHT_RATES = 8
+
+
+def _decay_weights(rate: float, n: int) -> np.ndarray:
+    """``e^{-rate k}`` for ``k = 0 .. n - 1``, a read-only array.
+
+    Entry by entry the same floats as ``np.exp(-rate * np.arange(n))``: each is the exp
+    of the same product, so a prefix of a longer array made for ``rate`` is read
+    instead of computed again (issue 37: the optimistic end of a DP-SGD
+    ``epsilon_bounds`` made 192 k of these exps on a few grids' steps).
+    """
+    w = _WEIGHTS.get(rate)
+    if w is None or w.size < n:
+        w = np.exp(-rate * np.arange(n))
+        w.flags.writeable = False
+        _WEIGHTS.pop(rate, None)
+        for old in list(_WEIGHTS)[: max(len(_WEIGHTS) - _WEIGHT_RATES + 1, 0)]:
+            _WEIGHTS.pop(old, None)  # the oldest rates (a list: threads may share it)
+        _WEIGHTS[rate] = w
+    return w[:n]
+
+
 def _decaying_sum(x: np.ndarray, rate: float) -> np.ndarray:
     """``y[j] = sum_{i >= j} x[i] e^{-rate (i - j)}`` for non-negative ``x``, ``rate > 0``.
 
@@ -181,11 +206,10 @@ def _decaying_sum(x: np.ndarray, rate: float) -> np.ndarray:
     carry = 0.0
     for start in range(((n - 1) // block) * block, -1, -block):
         seg = x[start : start + block]
-        k = np.arange(seg.size)
-        w = np.exp(-rate * k)
+        w = _decay_weights(rate, seg.size)
         s = np.cumsum((seg * w)[::-1])[::-1] / w
         if carry:
-            s = s + carry * np.exp(-rate * (seg.size - k))
+            s = s + carry * np.exp(-rate * (seg.size - np.arange(seg.size)))
         y[start : start + seg.size] = s
         carry = float(s[0])
     return y
