@@ -158,10 +158,11 @@ def pair_term_law(sigma: float, cut: float, h: float, g: float, cap: float = _CA
     f = np.zeros(top) if _S_FLOOR else np.clip(x - j - 1e-9, 0.0, 1.0)
     cols = np.arange(top)
     w = np.zeros((int(j.max()) + 2, top + 1))
-    np.add.at(w, (j, cols), lower * (1.0 - f))
-    np.add.at(w, (j + 1, cols), lower * f)
-    np.add.at(w, (j, cols + 1), upper * (1.0 - f))
-    np.add.at(w, (j + 1, cols + 1), upper * f)
+    # each add's cells are distinct (one per column), so a fancy-indexed add is exact
+    w[j, cols] += lower * (1.0 - f)
+    w[j + 1, cols] += lower * f
+    w[j, cols + 1] += upper * (1.0 - f)
+    w[j + 1, cols + 1] += upper * f
     return w * (1.0 + 1e-12)
 
 
@@ -179,8 +180,21 @@ def _rows_down(w: np.ndarray, factor: int, top: int | None = None) -> np.ndarray
     if _S_FLOOR:
         frac = np.zeros(rows)
     out = np.zeros((int(i[-1]) + 2, w.shape[1]))
-    np.add.at(out, i, w * (1.0 - frac)[:, None])
-    np.add.at(out, i + 1, w * frac[:, None])
+    if top is None or top >= rows - 1:
+        # rows j = factor i + l: each output row takes its shares in the order of j (the
+        # order, so the sums, of an unbuffered add over the rows), l by l
+        for up, part in ((0, 1.0 - frac), (1, frac)):
+            for lo in range(min(factor, rows)):
+                sel = w[lo::factor]
+                out[up : up + sel.shape[0]] += sel * part[lo::factor][:, None]
+    elif factor == 1:  # the rows above top summed onto it in order (a running sum)
+        out[:top] = w[:top] * (1.0 - frac[:top])[:, None]
+        out[top] = np.cumsum(w[top:] * (1.0 - frac[top:])[:, None], axis=0)[-1]
+        out[1 : top + 1] += w[:top] * frac[:top, None]
+        out[top + 1] += np.cumsum(w[top:] * frac[top:, None], axis=0)[-1]
+    else:
+        np.add.at(out, i, w * (1.0 - frac)[:, None])
+        np.add.at(out, i + 1, w * frac[:, None])
     if not out[-1].any():
         out = out[:-1]
     return out * (1.0 + (rows + 2) * 2 * _U)
@@ -283,9 +297,12 @@ def _pair_lattice(sigma, cut, h, folds, step, sd_frac, rho=_RHO):
     b = b.astype(np.int64)
 
     def bin_value(bb):
-        """Bin ``bb``'s spread ``v_b`` (0 for ``bb = -1``)."""
-        vk = np.where(bb >= 0, unit * rho ** np.maximum(bb, 0).astype(float), 0.0)
-        return np.where(bb <= -2, -unit * rho ** np.maximum(-(bb + 2), 0).astype(float), vk)
+        """Bin ``bb``'s spread ``v_b`` (0 for ``bb = -1``), from a table of the bins met."""
+        lo = int(bb.min())
+        kk = np.arange(lo, int(bb.max()) + 1)
+        vk = np.where(kk >= 0, unit * rho ** np.maximum(kk, 0).astype(float), 0.0)
+        table = np.where(kk <= -2, -unit * rho ** np.maximum(-(kk + 2), 0).astype(float), vk)
+        return table[bb - lo]
 
     def spread_s(r_lo, bb):
         """A lower bound on ``r^2 / folds + v_b`` for ``r >= r_lo`` (negative where the
@@ -313,11 +330,13 @@ def _pair_lattice(sigma, cut, h, folds, step, sd_frac, rho=_RHO):
     ic = np.concatenate((lo, lo + 1))
     bc = np.concatenate((b, b))
     mc = np.concatenate((mass * (1.0 - u), mass * u)) * (1.0 + 1e-12)
-    key = ic * (1 << 20) + (bc + (1 << 19))
-    uk, inv = np.unique(key, return_inverse=True)
-    wk = np.bincount(inv, weights=mc) * (1.0 + 1e-12)
-    rk = (uk >> 20) * cstep
-    return rk * (1 + 2 * _U), spread_s(rk * (1 - 2 * _U), (uk & ((1 << 20) - 1)) - (1 << 19)), wk
+    # the entries by (sum, spread bin) on a dense index, each summed in input order
+    b0, nbin = int(bc.min()), int(bc.max() - bc.min()) + 1
+    key = ic * nbin + (bc - b0)
+    uk = np.flatnonzero(np.bincount(key))
+    wk = np.bincount(key, weights=mc)[uk] * (1.0 + 1e-12)
+    rk = (uk // nbin) * cstep
+    return rk * (1 + 2 * _U), spread_s(rk * (1 - 2 * _U), uk % nbin + b0), wk
 
 
 def remove_atoms_sq3(sigma: float, t: int, *, progress: bool = False, theta_sd: float = 2.2,
@@ -379,7 +398,7 @@ def remove_atoms_sq3(sigma: float, t: int, *, progress: bool = False, theta_sd: 
         key = (up + (up * cut_step < cut), folds)  # a cut only raised
         if key not in cache:
             cache[key] = (*_pair_lattice(sig, key[0] * cut_step, h if _H is None else _H,
-                                         folds, st, sf, rho), folds)
+                                         folds, st, sf, rho), folds, {})
         return cache[key]
 
     ck = float(math.comb(t, 3))
@@ -390,7 +409,7 @@ def remove_atoms_sq3(sigma: float, t: int, *, progress: bool = False, theta_sd: 
         n1, n2 = np.nonzero(ws)
         if not n1.size:
             return 0.0
-        rv, sv, lw, n = lat
+        rv, sv, lw, n, values = lat
         x1, x2 = x[n1], x[n2]
         e1, e2, e3 = x1 + x2 + x3, x1 * x2 + (x1 + x2) * x3, x1 * x2 * x3
         if shift:
@@ -398,8 +417,10 @@ def remove_atoms_sq3(sigma: float, t: int, *, progress: bool = False, theta_sd: 
         e = [np.ones(n1.size), e1, e2, e3]
         levels = len(coef) - 1
         rows = np.stack(e[: levels + 1], axis=1) * (1 + 6 * _U)
-        p = np.stack([hat_elementary(rv, sv, n, 3 - i) / ck * (1 + 2 * _U)
-                      for i in range(levels + 1)])
+        if levels not in values:  # the lattice's hat G, shared by its M_3 nodes
+            values[levels] = np.stack([hat_elementary(rv, sv, n, 3 - i) / ck * (1 + 2 * _U)
+                                       for i in range(levels + 1)])
+        p = values[levels]
         return _bin_rows(hist, rows, p, ws[n1, n2], lw, off, _DROP_Q)
 
     return _build4(sigma, t, 3, progress, theta_sd, theta3_sd, dl3, eta, step, sd_frac,
