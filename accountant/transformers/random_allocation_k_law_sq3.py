@@ -214,14 +214,17 @@ def _pair_product(a, b, width: int, r_top: int) -> np.ndarray:
     return out
 
 
-def pair_power(w: np.ndarray, m: int, g: float, *, rows: int = _ROWS, top_sd: float = _TOP_SD
-               ) -> tuple[np.ndarray, float]:
+def pair_power(w: np.ndarray, m: int, g: float, *, rows: int = _ROWS, top_sd: float = _TOP_SD,
+               squares: list | None = None) -> tuple[np.ndarray, float]:
     """``(law, step)``: an upper bound on the ``m``-fold 2D convolution power of ``w`` (a
     law on ``(i h, j g)``, rows ``j``) for functions convex and decreasing in the sum of
     squares: by repeated squaring, each product's rows above its mean plus ``top_sd``
     standard deviations plus twice one coordinate's largest square (the others' tail: one
     or two large) moved down to that row, and rows merged in twos by the chord in ``s``
-    (the step doubled) while more than ``rows``.
+    (the step doubled) while more than ``rows``.  Each product is laid out only as wide as
+    its own sums reach (``(c_a + c_b)`` times one coordinate's), so a squaring does not
+    depend on ``m``: ``squares``, a list shared between calls with the same ``w``, ``g``,
+    ``rows`` and ``top_sd``, keeps ``w^2, w^4, ...`` for the next call.
 
     Examples
     --------
@@ -232,8 +235,7 @@ def pair_power(w: np.ndarray, m: int, g: float, *, rows: int = _ROWS, top_sd: fl
     """
     m = check_count(m, "m")
     col_top = int(np.flatnonzero(w.sum(axis=0))[-1])
-    width = m * col_top + 1
-    w = np.pad(w, ((0, 0), (0, width - w.shape[1])))
+    w = w[:, : col_top + 1]
     srow = w.sum(axis=1)
     jj = np.arange(w.shape[0]) * g
     mean = float(srow @ jj) / float(srow.sum())
@@ -255,28 +257,39 @@ def pair_power(w: np.ndarray, m: int, g: float, *, rows: int = _ROWS, top_sd: fl
             xa = _rows_down(xa, round(step / ga))
         if gb < step:
             xb = _rows_down(xb, round(step / gb))
+        width = (ca + cb) * col_top + 1  # the product's columns, no more
+        xa = np.pad(xa, ((0, 0), (0, width - xa.shape[1])))
+        xb = np.pad(xb, ((0, 0), (0, width - xb.shape[1])))
         z = _pair_product(xa, xb, width, (ca + cb) * col_top)
         z, step = settle(z, step, ca + cb)
         return z, step, ca + cb
 
-    acc, base = None, (w, g, 1)
+    acc, base, level = None, (w, g, 1), 0
     while True:
         if m & 1:
             acc = base if acc is None else product(acc, base)
         m >>= 1
         if not m:
             return acc[0], acc[1]
-        base = product(base, base)
+        if squares is not None and level < len(squares):
+            base = squares[level]
+        else:
+            base = product(base, base)
+            if squares is not None:
+                squares.append(base)
+        level += 1
 
 
-def _pair_lattice(sigma, cut, h, folds, step, sd_frac, rho=_RHO):
+def _pair_lattice(sigma, cut, h, folds, step, sd_frac, rho=_RHO, squares=None):
     """The others' lattice of Proposition 12: ``(r, s, w)``, the ``folds``-fold power of
     :func:`pair_term_law` cut at ``e^cut``, each entry's spread ``v = s - r^2 / folds``
     put on the two nearest of ``0, +-unit rho^i`` by the chord in ``s`` (the upper share
     rounded down), then its sum spread onto the coarse lattice (least step ``step``, at most
     ``sd_frac`` of its standard deviation) at that fixed spread: along ``s = r^2 / folds +
-    v`` the value is convex in ``r`` (docs, Proposition 12, (4'))."""
-    w, g = pair_power(pair_term_law(sigma, cut, h, _G0), folds, _G0, rows=_ROWS)
+    v`` the value is convex in ``r`` (docs, Proposition 12, (4')); ``squares``: as
+    :func:`pair_power`'s, for this cut."""
+    w, g = pair_power(pair_term_law(sigma, cut, h, _G0), folds, _G0, rows=_ROWS,
+                      squares=squares)
     r = np.arange(w.shape[1]) * h
     mr = w.sum(axis=0)
     tot = float(mr.sum())
@@ -392,13 +405,17 @@ def remove_atoms_sq3(sigma: float, t: int, *, progress: bool = False, theta_sd: 
         raise ValueError(f"rho must be > 1, got {rho}")
     step, sd_frac = _LATTICE[t >= 50] if _COARSE is None else _COARSE
     cache: dict = {}
+    powers: dict = {}  # a cut's squarings, shared by its folds (the last few cuts)
 
     def lattice(sig, cut, h, size, folds, st, sf):
         up = math.ceil(cut / cut_step)
         key = (up + (up * cut_step < cut), folds)  # a cut only raised
         if key not in cache:
+            if key[0] not in powers and len(powers) >= 3:
+                del powers[next(iter(powers))]
             cache[key] = (*_pair_lattice(sig, key[0] * cut_step, h if _H is None else _H,
-                                         folds, st, sf, rho), folds, {})
+                                         folds, st, sf, rho, powers.setdefault(key[0], [])),
+                          folds, {})
         return cache[key]
 
     ck = float(math.comb(t, 3))
