@@ -300,9 +300,9 @@ def _pair_lattice(sigma, cut, h, folds, step, sd_frac, rho=_RHO, squares=None):
     # the spread, rounded down: to 0 in [0, unit), to unit * rho^floor(.) above; a
     # negative spread's magnitude rounded up to unit * rho^ceil(.)
     unit = g
-    ri = ii * h * (1 + 2 * _U)
-    s = jj * g * (1 - 2 * _U)
-    v = s - ri * ri / folds * (1 + 4 * _U)  # at most the entry's spread
+    ri = np.arange(w.shape[1]) * h * (1 + 2 * _U)  # per column, then per entry
+    s = (np.arange(w.shape[0]) * g * (1 - 2 * _U))[jj]
+    v = s - (ri * ri / folds * (1 + 4 * _U))[ii]  # at most the entry's spread
     with np.errstate(divide="ignore"):
         lv = np.log(np.abs(v) / unit) / math.log(rho)
     b = np.where(v >= unit, np.floor(lv - 1e-9),
@@ -325,21 +325,21 @@ def _pair_lattice(sigma, cut, h, folds, step, sd_frac, rho=_RHO, squares=None):
         base = r_lo * r_lo / folds * (1 - 4 * _U) + vb  # < 0 only off the band
         return base * np.where(base > 0, 1 - 4 * _U, 1 + 4 * _U)
 
-    if np.any(bin_value(b) > v):  # each entry's spread (so its s) only rounded down
+    vb, vn = bin_value(b), bin_value(b + 1)
+    if np.any(vb > v):  # each entry's spread (so its s) only rounded down
         raise ArithmeticError("a sum of squares was rounded up")
     # the chord in s between the bins b and b + 1 (the next larger spread): its share
     # rounded down (the value is convex and decreasing in s); _S_FLOOR: all at b
-    vb, vn = bin_value(b), bin_value(b + 1)
     f = np.clip((v - vb) / (vn - vb) * (1 - 1e-9) - 1e-12, 0.0, 1.0)
     if _S_FLOOR:
         f = np.zeros(f.size)
     b = np.concatenate((b, b + 1))
     mass = np.concatenate((mass * (1.0 - f), mass * f))
-    ii = np.concatenate((ii, ii))
-    x = ii * h / cstep
+    x = np.arange(w.shape[1]) * h / cstep  # per column, then per entry
     lo = np.floor(x)
     u = np.minimum((x - lo) * (1.0 + 1e-15) + 1e-300, 1.0)  # the upper share rounded up
-    lo = lo.astype(np.int64)
+    ii = np.concatenate((ii, ii))
+    lo, u = lo.astype(np.int64)[ii], u[ii]
     ic = np.concatenate((lo, lo + 1))
     bc = np.concatenate((b, b))
     mc = np.concatenate((mass * (1.0 - u), mass * u)) * (1.0 + 1e-12)
