@@ -405,13 +405,14 @@ def remove_atoms_sq3(sigma: float, t: int, *, progress: bool = False, theta_sd: 
         raise ValueError(f"rho must be > 1, got {rho}")
     step, sd_frac = _LATTICE[t >= 50] if _COARSE is None else _COARSE
     cache: dict = {}
-    powers: dict = {}  # a cut's squarings, shared by its folds (the last few cuts)
+    powers: dict = {}  # a cut's squarings, shared by its folds (the last two cuts: E_0 of
+    # cell s and E_1 of cell s - 1 are cut at the same node)
 
     def lattice(sig, cut, h, size, folds, st, sf):
         up = math.ceil(cut / cut_step)
         key = (up + (up * cut_step < cut), folds)  # a cut only raised
         if key not in cache:
-            if key[0] not in powers and len(powers) >= 3:
+            if key[0] not in powers and len(powers) >= 2:
                 del powers[next(iter(powers))]
             cache[key] = (*_pair_lattice(sig, key[0] * cut_step, h if _H is None else _H,
                                          folds, st, sf, rho, powers.setdefault(key[0], [])),
