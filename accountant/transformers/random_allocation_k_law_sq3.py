@@ -340,14 +340,21 @@ def _pair_lattice(sigma, cut, h, folds, step, sd_frac, rho=_RHO, squares=None):
     u = np.minimum((x - lo) * (1.0 + 1e-15) + 1e-300, 1.0)  # the upper share rounded up
     ii = np.concatenate((ii, ii))
     lo, u = lo.astype(np.int64)[ii], u[ii]
-    ic = np.concatenate((lo, lo + 1))
-    bc = np.concatenate((b, b))
-    mc = np.concatenate((mass * (1.0 - u), mass * u)) * (1.0 + 1e-12)
-    # the entries by (sum, spread bin) on a dense index, each summed in input order
-    b0, nbin = int(bc.min()), int(bc.max() - bc.min()) + 1
-    key = ic * nbin + (bc - b0)
-    uk = np.flatnonzero(np.bincount(key))
-    wk = np.bincount(key, weights=mc)[uk] * (1.0 + 1e-12)
+    # each (share, spread) entry to its two sums lo, lo + 1, summed by (sum, spread bin)
+    # on a dense index in this order (the lower sums' shares first); keys of zero mass
+    # are left out (they add nothing to the law nor to its charge)
+    b0, nbin = int(b.min()), int(b.max() - b.min()) + 1
+    key = np.empty(2 * b.size, dtype=np.int64)
+    np.multiply(lo, nbin, out=key[: b.size])
+    key[: b.size] += b - b0
+    np.add(key[: b.size], nbin, out=key[b.size :])
+    mc = np.empty(2 * b.size)
+    np.multiply(mass, 1.0 - u, out=mc[: b.size])
+    np.multiply(mass, u, out=mc[b.size :])
+    mc *= 1.0 + 1e-12
+    wk = np.bincount(key, weights=mc)
+    uk = np.flatnonzero(wk)
+    wk = wk[uk] * (1.0 + 1e-12)
     rk = (uk // nbin) * cstep
     return rk * (1 + 2 * _U), spread_s(rk * (1 - 2 * _U), uk % nbin + b0), wk
 
