@@ -2,6 +2,8 @@
 
     python -m benchmarks.random_allocation_k_sq3 1.2 30 [1.2 100 ...] [--delta 1e-6]
         [--cut-step 0.1 --rho 1.1]
+    python -m benchmarks.random_allocation_k_sq3 1.2 10 1.2 30 --cut-step 1e-4 \\
+        --old /work/wt/fix29:/work/venvs/fix29/bin/python [--repeat 1]
 
 Per row (sigma, T): the remove direction's epsilon at delta of each law's own atoms
 (``remove_atoms4(sigma, T, 3)``, main's route at k = 3 from ``K3_FOUR_MIN_STEPS``, and
@@ -9,11 +11,20 @@ Per row (sigma, T): the remove direction's epsilon at delta of each law's own at
 (``tracemalloc``), old and new alternated in one process.  Both are certified upper ends
 of that direction; the route's bracket takes the larger of two directions and the blocks'
 envelope, so these are the laws alone (docs/theory/allocation_k_of_t.md, Proposition 12).
+
+``--old DIR:PYTHON``: instead, Proposition 12 of the checkout ``DIR`` (run by ``PYTHON``
+with ``DIR`` as its working directory) against this one's, each in a subprocess of its
+own, alternated (old, new, old, new, ...); the memory column is then each subprocess's
+peak resident set (``ru_maxrss``, the interpreter's ~100 MB included), not tracemalloc's.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import subprocess
+import sys
 import time
 import tracemalloc
 
@@ -21,6 +32,18 @@ from dpacct.accountant.transformers.random_allocation_k_law4 import remove_atoms
 from dpacct.accountant.transformers.random_allocation_k_law_sq3 import remove_atoms_sq3
 
 from .random_allocation_k_sq_law import epsilon_at
+
+_CHILD = """
+import json, resource, sys, time
+from dpacct.accountant.transformers.random_allocation_k_law_sq3 import remove_atoms_sq3
+sys.path.insert(0, {here!r})
+from benchmarks.random_allocation_k_sq_law import epsilon_at
+c0 = time.process_time()
+v, q, c = remove_atoms_sq3({sigma!r}, {t!r}, cut_step={cut_step!r}, rho={rho!r})
+cpu = time.process_time() - c0
+mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print(json.dumps([epsilon_at(v, q, c, {delta!r}), cpu, mb]))
+"""
 
 
 def _measure(fn, *args, **kw):
@@ -33,15 +56,46 @@ def _measure(fn, *args, **kw):
     return v, q, c, cpu, peak
 
 
+def _child(where: str, python: str, sigma: float, t: int, a) -> tuple[float, float, float]:
+    """``(epsilon, CPU s, peak RSS MB)`` of Proposition 12 run by ``python`` in ``where``."""
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    code = _CHILD.format(here=here, sigma=sigma, t=t, cut_step=a.cut_step, rho=a.rho,
+                         delta=a.delta)
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")  # nothing written into DIR
+    out = subprocess.run([python, "-c", code], cwd=where, check=True, capture_output=True,
+                         text=True, env=env).stdout
+    return tuple(json.loads(out.strip().splitlines()[-1]))
+
+
+def _old_vs_new(a) -> None:
+    where, _, python = a.old.partition(":")
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    print("| sigma | T | cut step | run | old eps | new eps | CPU s old -> new "
+          "| peak RSS MB old -> new |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    for i in range(0, len(a.rows), 2):
+        sigma, t = a.rows[i], int(a.rows[i + 1])
+        for r in range(a.repeat):
+            eo, co, mo = _child(where, python or "python", sigma, t, a)
+            en, cn, mn = _child(here, sys.executable, sigma, t, a)
+            print(f"| {sigma} | {t} | {a.cut_step:g} | {r + 1} | {eo:.7f} | {en:.7f} | "
+                  f"{co:.1f} -> {cn:.1f} | {mo:.0f} -> {mn:.0f} |", flush=True)
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("rows", nargs="+", type=float, help="sigma T pairs")
     ap.add_argument("--delta", type=float, default=1e-6)
     ap.add_argument("--cut-step", type=float, default=0.1)
     ap.add_argument("--rho", type=float, default=1.1)
+    ap.add_argument("--old", help="DIR:PYTHON, Proposition 12 of another checkout")
+    ap.add_argument("--repeat", type=int, default=1)
     a = ap.parse_args(argv)
     if len(a.rows) % 2:
         raise SystemExit("rows: sigma T pairs")
+    if a.old:
+        _old_vs_new(a)
+        return
     print("| sigma | T | Prop. 10 eps | Prop. 12 eps | change % | CPU s 10 -> 12 "
           "| peak MB 10 -> 12 |")
     print("| --- | --- | --- | --- | --- | --- | --- |")

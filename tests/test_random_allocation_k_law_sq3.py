@@ -24,6 +24,7 @@ from dpacct.accountant.transformers.random_allocation_k_law_sq import (
     max_elementary_given_sums,
 )
 from dpacct.accountant.transformers.random_allocation_k_law_sq3 import (
+    _rows_down,
     hat_elementary,
     pair_power,
     pair_term_law,
@@ -142,6 +143,36 @@ def test_pair_power_against_convolve2d():
     phi = np.exp(-0.3 * np.arange(ref.shape[0]) * 0.5) @ ref.sum(1)
     phq = np.exp(-0.3 * np.arange(q.shape[0]) * step2) @ q.sum(1)
     assert phq >= phi * (1 - 1e-12) and phq > 1.01 * phi
+    # the squarings kept for the next call at the same term law give the same power
+    # (each product only as wide as its sums: a squaring does not depend on m)
+    kept: list = []
+    p6 = pair_power(w, 6, 0.5, rows=8, top_sd=1.0, squares=kept)
+    p7 = pair_power(w, 7, 0.5, rows=8, top_sd=1.0, squares=kept)
+    assert len(kept) == 2
+    for got, m in ((p6, 6), (p7, 7)):
+        alone = pair_power(w, m, 0.5, rows=8, top_sd=1.0)
+        assert got[1] == alone[1] and np.array_equal(got[0], alone[0])
+
+
+@pytest.mark.parametrize(("factor", "top"),
+                         [(1, None), (2, None), (4, None), (1, 0), (1, 5), (1, 17), (2, 17),
+                          (2, 5)])
+def test_rows_down_against_unbuffered_adds(factor, top):
+    """_rows_down's shares added l by l give the sums of np.add.at over the rows, to the
+    bit (the rows above top onto it, then the chord onto rows factor times coarser)."""
+    rng = np.random.Generator(np.random.PCG64(29_391 + factor))
+    w = rng.random((19, 7)) ** 6
+    w[3] = 0.0
+    rows = w.shape[0]
+    j = np.arange(rows) if top is None else np.minimum(np.arange(rows), top)
+    i, frac = j // factor, (j % factor) / factor
+    ref = np.zeros((int(i[-1]) + 2, w.shape[1]))
+    np.add.at(ref, i, w * (1.0 - frac)[:, None])
+    np.add.at(ref, i + 1, w * frac[:, None])
+    if not ref[-1].any():
+        ref = ref[:-1]
+    ref *= 1.0 + (rows + 2) * 2 * 2.0**-53
+    assert np.array_equal(_rows_down(w, factor, top), ref)
 
 
 def test_law_bad_input():

@@ -29,7 +29,9 @@ Proposition 12; delta 1e-6, the remove law's own epsilon): sigma 1.2, T 10: 4.40
 against Proposition 10's 4.41362 (the pointwise bound 4.3744; 4.38536 with no cut raised,
 a lattice per cut: the raised cuts are the largest loss); T 30: 2.68263 against 2.69073
 (242 against 5 CPU s, 671 against 12 MB; the pointwise bound 2.658), 2.66672 with no cut
-raised (``cut_step=1e-4``, 349 CPU s); not routed.
+raised (``cut_step=1e-4``, 169 CPU s and 464 MB resident since each 2D product is only
+as wide as its sums and a cut's squarings are shared; 386 s and 753 MB before, the same
+epsilon to 7 digits); not routed.
 """
 
 from __future__ import annotations
@@ -158,10 +160,11 @@ def pair_term_law(sigma: float, cut: float, h: float, g: float, cap: float = _CA
     f = np.zeros(top) if _S_FLOOR else np.clip(x - j - 1e-9, 0.0, 1.0)
     cols = np.arange(top)
     w = np.zeros((int(j.max()) + 2, top + 1))
-    np.add.at(w, (j, cols), lower * (1.0 - f))
-    np.add.at(w, (j + 1, cols), lower * f)
-    np.add.at(w, (j, cols + 1), upper * (1.0 - f))
-    np.add.at(w, (j + 1, cols + 1), upper * f)
+    # each add's cells are distinct (one per column), so a fancy-indexed add is exact
+    w[j, cols] += lower * (1.0 - f)
+    w[j + 1, cols] += lower * f
+    w[j, cols + 1] += upper * (1.0 - f)
+    w[j + 1, cols + 1] += upper * f
     return w * (1.0 + 1e-12)
 
 
@@ -179,8 +182,21 @@ def _rows_down(w: np.ndarray, factor: int, top: int | None = None) -> np.ndarray
     if _S_FLOOR:
         frac = np.zeros(rows)
     out = np.zeros((int(i[-1]) + 2, w.shape[1]))
-    np.add.at(out, i, w * (1.0 - frac)[:, None])
-    np.add.at(out, i + 1, w * frac[:, None])
+    if top is None or top >= rows - 1:
+        # rows j = factor i + l: each output row takes its shares in the order of j (the
+        # order, so the sums, of an unbuffered add over the rows), l by l
+        for up, part in ((0, 1.0 - frac), (1, frac)):
+            for lo in range(min(factor, rows)):
+                sel = w[lo::factor]
+                out[up : up + sel.shape[0]] += sel * part[lo::factor][:, None]
+    elif factor == 1:  # the rows above top summed onto it in order (a running sum)
+        out[:top] = w[:top] * (1.0 - frac[:top])[:, None]
+        out[top] = np.cumsum(w[top:] * (1.0 - frac[top:])[:, None], axis=0)[-1]
+        out[1 : top + 1] += w[:top] * frac[:top, None]
+        out[top + 1] += np.cumsum(w[top:] * frac[top:, None], axis=0)[-1]
+    else:
+        np.add.at(out, i, w * (1.0 - frac)[:, None])
+        np.add.at(out, i + 1, w * frac[:, None])
     if not out[-1].any():
         out = out[:-1]
     return out * (1.0 + (rows + 2) * 2 * _U)
@@ -200,14 +216,17 @@ def _pair_product(a, b, width: int, r_top: int) -> np.ndarray:
     return out
 
 
-def pair_power(w: np.ndarray, m: int, g: float, *, rows: int = _ROWS, top_sd: float = _TOP_SD
-               ) -> tuple[np.ndarray, float]:
+def pair_power(w: np.ndarray, m: int, g: float, *, rows: int = _ROWS, top_sd: float = _TOP_SD,
+               squares: list | None = None) -> tuple[np.ndarray, float]:
     """``(law, step)``: an upper bound on the ``m``-fold 2D convolution power of ``w`` (a
     law on ``(i h, j g)``, rows ``j``) for functions convex and decreasing in the sum of
     squares: by repeated squaring, each product's rows above its mean plus ``top_sd``
     standard deviations plus twice one coordinate's largest square (the others' tail: one
     or two large) moved down to that row, and rows merged in twos by the chord in ``s``
-    (the step doubled) while more than ``rows``.
+    (the step doubled) while more than ``rows``.  Each product is laid out only as wide as
+    its own sums reach (``(c_a + c_b)`` times one coordinate's), so a squaring does not
+    depend on ``m``: ``squares``, a list shared between calls with the same ``w``, ``g``,
+    ``rows`` and ``top_sd``, keeps ``w^2, w^4, ...`` for the next call.
 
     Examples
     --------
@@ -218,8 +237,7 @@ def pair_power(w: np.ndarray, m: int, g: float, *, rows: int = _ROWS, top_sd: fl
     """
     m = check_count(m, "m")
     col_top = int(np.flatnonzero(w.sum(axis=0))[-1])
-    width = m * col_top + 1
-    w = np.pad(w, ((0, 0), (0, width - w.shape[1])))
+    w = w[:, : col_top + 1]
     srow = w.sum(axis=1)
     jj = np.arange(w.shape[0]) * g
     mean = float(srow @ jj) / float(srow.sum())
@@ -241,28 +259,39 @@ def pair_power(w: np.ndarray, m: int, g: float, *, rows: int = _ROWS, top_sd: fl
             xa = _rows_down(xa, round(step / ga))
         if gb < step:
             xb = _rows_down(xb, round(step / gb))
+        width = (ca + cb) * col_top + 1  # the product's columns, no more
+        xa = np.pad(xa, ((0, 0), (0, width - xa.shape[1])))
+        xb = np.pad(xb, ((0, 0), (0, width - xb.shape[1])))
         z = _pair_product(xa, xb, width, (ca + cb) * col_top)
         z, step = settle(z, step, ca + cb)
         return z, step, ca + cb
 
-    acc, base = None, (w, g, 1)
+    acc, base, level = None, (w, g, 1), 0
     while True:
         if m & 1:
             acc = base if acc is None else product(acc, base)
         m >>= 1
         if not m:
             return acc[0], acc[1]
-        base = product(base, base)
+        if squares is not None and level < len(squares):
+            base = squares[level]
+        else:
+            base = product(base, base)
+            if squares is not None:
+                squares.append(base)
+        level += 1
 
 
-def _pair_lattice(sigma, cut, h, folds, step, sd_frac, rho=_RHO):
+def _pair_lattice(sigma, cut, h, folds, step, sd_frac, rho=_RHO, squares=None):
     """The others' lattice of Proposition 12: ``(r, s, w)``, the ``folds``-fold power of
     :func:`pair_term_law` cut at ``e^cut``, each entry's spread ``v = s - r^2 / folds``
     put on the two nearest of ``0, +-unit rho^i`` by the chord in ``s`` (the upper share
     rounded down), then its sum spread onto the coarse lattice (least step ``step``, at most
     ``sd_frac`` of its standard deviation) at that fixed spread: along ``s = r^2 / folds +
-    v`` the value is convex in ``r`` (docs, Proposition 12, (4'))."""
-    w, g = pair_power(pair_term_law(sigma, cut, h, _G0), folds, _G0, rows=_ROWS)
+    v`` the value is convex in ``r`` (docs, Proposition 12, (4')); ``squares``: as
+    :func:`pair_power`'s, for this cut."""
+    w, g = pair_power(pair_term_law(sigma, cut, h, _G0), folds, _G0, rows=_ROWS,
+                      squares=squares)
     r = np.arange(w.shape[1]) * h
     mr = w.sum(axis=0)
     tot = float(mr.sum())
@@ -273,9 +302,9 @@ def _pair_lattice(sigma, cut, h, folds, step, sd_frac, rho=_RHO):
     # the spread, rounded down: to 0 in [0, unit), to unit * rho^floor(.) above; a
     # negative spread's magnitude rounded up to unit * rho^ceil(.)
     unit = g
-    ri = ii * h * (1 + 2 * _U)
-    s = jj * g * (1 - 2 * _U)
-    v = s - ri * ri / folds * (1 + 4 * _U)  # at most the entry's spread
+    ri = np.arange(w.shape[1]) * h * (1 + 2 * _U)  # per column, then per entry
+    s = (np.arange(w.shape[0]) * g * (1 - 2 * _U))[jj]
+    v = s - (ri * ri / folds * (1 + 4 * _U))[ii]  # at most the entry's spread
     with np.errstate(divide="ignore"):
         lv = np.log(np.abs(v) / unit) / math.log(rho)
     b = np.where(v >= unit, np.floor(lv - 1e-9),
@@ -283,9 +312,12 @@ def _pair_lattice(sigma, cut, h, folds, step, sd_frac, rho=_RHO):
     b = b.astype(np.int64)
 
     def bin_value(bb):
-        """Bin ``bb``'s spread ``v_b`` (0 for ``bb = -1``)."""
-        vk = np.where(bb >= 0, unit * rho ** np.maximum(bb, 0).astype(float), 0.0)
-        return np.where(bb <= -2, -unit * rho ** np.maximum(-(bb + 2), 0).astype(float), vk)
+        """Bin ``bb``'s spread ``v_b`` (0 for ``bb = -1``), from a table of the bins met."""
+        lo = int(bb.min())
+        kk = np.arange(lo, int(bb.max()) + 1)
+        vk = np.where(kk >= 0, unit * rho ** np.maximum(kk, 0).astype(float), 0.0)
+        table = np.where(kk <= -2, -unit * rho ** np.maximum(-(kk + 2), 0).astype(float), vk)
+        return table[bb - lo]
 
     def spread_s(r_lo, bb):
         """A lower bound on ``r^2 / folds + v_b`` for ``r >= r_lo`` (negative where the
@@ -295,29 +327,38 @@ def _pair_lattice(sigma, cut, h, folds, step, sd_frac, rho=_RHO):
         base = r_lo * r_lo / folds * (1 - 4 * _U) + vb  # < 0 only off the band
         return base * np.where(base > 0, 1 - 4 * _U, 1 + 4 * _U)
 
-    if np.any(bin_value(b) > v):  # each entry's spread (so its s) only rounded down
+    vb, vn = bin_value(b), bin_value(b + 1)
+    if np.any(vb > v):  # each entry's spread (so its s) only rounded down
         raise ArithmeticError("a sum of squares was rounded up")
     # the chord in s between the bins b and b + 1 (the next larger spread): its share
     # rounded down (the value is convex and decreasing in s); _S_FLOOR: all at b
-    vb, vn = bin_value(b), bin_value(b + 1)
     f = np.clip((v - vb) / (vn - vb) * (1 - 1e-9) - 1e-12, 0.0, 1.0)
     if _S_FLOOR:
         f = np.zeros(f.size)
     b = np.concatenate((b, b + 1))
     mass = np.concatenate((mass * (1.0 - f), mass * f))
-    ii = np.concatenate((ii, ii))
-    x = ii * h / cstep
+    x = np.arange(w.shape[1]) * h / cstep  # per column, then per entry
     lo = np.floor(x)
     u = np.minimum((x - lo) * (1.0 + 1e-15) + 1e-300, 1.0)  # the upper share rounded up
-    lo = lo.astype(np.int64)
-    ic = np.concatenate((lo, lo + 1))
-    bc = np.concatenate((b, b))
-    mc = np.concatenate((mass * (1.0 - u), mass * u)) * (1.0 + 1e-12)
-    key = ic * (1 << 20) + (bc + (1 << 19))
-    uk, inv = np.unique(key, return_inverse=True)
-    wk = np.bincount(inv, weights=mc) * (1.0 + 1e-12)
-    rk = (uk >> 20) * cstep
-    return rk * (1 + 2 * _U), spread_s(rk * (1 - 2 * _U), (uk & ((1 << 20) - 1)) - (1 << 19)), wk
+    ii = np.concatenate((ii, ii))
+    lo, u = lo.astype(np.int64)[ii], u[ii]
+    # each (share, spread) entry to its two sums lo, lo + 1, summed by (sum, spread bin)
+    # on a dense index in this order (the lower sums' shares first); keys of zero mass
+    # are left out (they add nothing to the law nor to its charge)
+    b0, nbin = int(b.min()), int(b.max() - b.min()) + 1
+    key = np.empty(2 * b.size, dtype=np.int64)
+    np.multiply(lo, nbin, out=key[: b.size])
+    key[: b.size] += b - b0
+    np.add(key[: b.size], nbin, out=key[b.size :])
+    mc = np.empty(2 * b.size)
+    np.multiply(mass, 1.0 - u, out=mc[: b.size])
+    np.multiply(mass, u, out=mc[b.size :])
+    mc *= 1.0 + 1e-12
+    wk = np.bincount(key, weights=mc)
+    uk = np.flatnonzero(wk)
+    wk = wk[uk] * (1.0 + 1e-12)
+    rk = (uk // nbin) * cstep
+    return rk * (1 + 2 * _U), spread_s(rk * (1 - 2 * _U), uk % nbin + b0), wk
 
 
 def remove_atoms_sq3(sigma: float, t: int, *, progress: bool = False, theta_sd: float = 2.2,
@@ -373,13 +414,18 @@ def remove_atoms_sq3(sigma: float, t: int, *, progress: bool = False, theta_sd: 
         raise ValueError(f"rho must be > 1, got {rho}")
     step, sd_frac = _LATTICE[t >= 50] if _COARSE is None else _COARSE
     cache: dict = {}
+    powers: dict = {}  # a cut's squarings, shared by its folds (the last two cuts: E_0 of
+    # cell s and E_1 of cell s - 1 are cut at the same node)
 
     def lattice(sig, cut, h, size, folds, st, sf):
         up = math.ceil(cut / cut_step)
         key = (up + (up * cut_step < cut), folds)  # a cut only raised
         if key not in cache:
+            if key[0] not in powers and len(powers) >= 2:
+                del powers[next(iter(powers))]
             cache[key] = (*_pair_lattice(sig, key[0] * cut_step, h if _H is None else _H,
-                                         folds, st, sf, rho), folds)
+                                         folds, st, sf, rho, powers.setdefault(key[0], [])),
+                          folds, {})
         return cache[key]
 
     ck = float(math.comb(t, 3))
@@ -390,7 +436,7 @@ def remove_atoms_sq3(sigma: float, t: int, *, progress: bool = False, theta_sd: 
         n1, n2 = np.nonzero(ws)
         if not n1.size:
             return 0.0
-        rv, sv, lw, n = lat
+        rv, sv, lw, n, values = lat
         x1, x2 = x[n1], x[n2]
         e1, e2, e3 = x1 + x2 + x3, x1 * x2 + (x1 + x2) * x3, x1 * x2 * x3
         if shift:
@@ -398,8 +444,10 @@ def remove_atoms_sq3(sigma: float, t: int, *, progress: bool = False, theta_sd: 
         e = [np.ones(n1.size), e1, e2, e3]
         levels = len(coef) - 1
         rows = np.stack(e[: levels + 1], axis=1) * (1 + 6 * _U)
-        p = np.stack([hat_elementary(rv, sv, n, 3 - i) / ck * (1 + 2 * _U)
-                      for i in range(levels + 1)])
+        if levels not in values:  # the lattice's hat G, shared by its M_3 nodes
+            values[levels] = np.stack([hat_elementary(rv, sv, n, 3 - i) / ck * (1 + 2 * _U)
+                                       for i in range(levels + 1)])
+        p = values[levels]
         return _bin_rows(hist, rows, p, ws[n1, n2], lw, off, _DROP_Q)
 
     return _build4(sigma, t, 3, progress, theta_sd, theta3_sd, dl3, eta, step, sd_frac,
