@@ -189,7 +189,13 @@ DURATIONS = ROOT / "tests" / "durations.json"
 #: is built by both of the first; the k = 3 four-level law at sigma 1, T 10
 #: (``random_allocation_k_law4._ATOMS4``, which keeps one law: its tests one after the
 #: other) by all three of the second (measured in one process, CPU s: 4.5, 2.6, 1.0
-#: together; review 26's alone 4.5).
+#: together; review 26's alone 4.5).  The k = 4 four-level law at sigma 1, T 20 (built by
+#: both of the third: the route's law of ``random_allocation(GaussianMechanism(1.0), 20,
+#: k=4)``) and at sigma 1, T 10 (``k_atoms(1.0, 10, 4)``, the route's law of
+#: ``random_allocation(GaussianMechanism(1.0), 10, k=4)``: the fourth), also kept in
+#: ``_ATOMS4`` (one law: each group one test after the other); measured in one process,
+#: CPU s, alone -> second in its group: route_tighter 5.97 -> 0.35, the T 10 bracket ends
+#: 8.23 -> 2.63.
 TOGETHER = (
     (
         "tests/test_random_allocation_k2.py::test_bracket_width_at_sigma_1_t_100",
@@ -200,6 +206,15 @@ TOGETHER = (
         "tests/test_random_allocation_k3.py::test_both_directions_above_monte_carlo[1.0-10-eps2-2]",
         "tests/test_review26_k3_four_level.py"
         "::test_three_of_ten_is_sound_and_no_looser_than_mains_above_the_floor",
+    ),
+    (
+        "tests/test_review23_allocation_k4_mc.py::test_four_of_twenty_is_sound_and_no_looser_than_mains",
+        "tests/test_random_allocation_k4.py::test_route_tighter_than_the_blocks",
+    ),
+    (
+        "tests/test_random_allocation_k4.py::test_both_directions_above_monte_carlo[1.0-eps0]",
+        "tests/test_random_allocation_k4.py"
+        "::test_bracket_ends_against_importance_sampling[4-10-1.0-800000]",
     ),
 )
 
