@@ -188,8 +188,10 @@ DURATIONS = ROOT / "tests" / "durations.json"
 #: random-allocation law at sigma 1, T 100 (``random_allocation_k2._ATOMS``, 6-7 s CPU)
 #: is built by both of the first; the k = 3 four-level law at sigma 1, T 10
 #: (``random_allocation_k_law4._ATOMS4``, which keeps one law: its tests one after the
-#: other) by all three of the second (measured in one process, CPU s: 4.5, 2.6, 1.0
-#: together; review 26's alone 4.5).  The k = 4 four-level law at sigma 1, T 20 (built by
+#: other) by all five of the second (measured in one process, CPU s: 4.5, 2.6, 1.0
+#: together; review 26's alone 4.5; session 30: sum_lower's T 10, k 3 bracket 6.36 alone,
+#: 2.08 after the first; k_law4's T 10, k 3 case, ``remove_atoms4(1.0, 10, 3)``, 4.84
+#: alone, 0.53 after it).  The k = 4 four-level law at sigma 1, T 20 (built by
 #: both of the third: the route's law of ``random_allocation(GaussianMechanism(1.0), 20,
 #: k=4)``) and at sigma 1, T 10 (``k_atoms(1.0, 10, 4)``, the route's law of
 #: ``random_allocation(GaussianMechanism(1.0), 10, k=4)``: the fourth), also kept in
@@ -206,6 +208,10 @@ TOGETHER = (
         "tests/test_random_allocation_k3.py::test_both_directions_above_monte_carlo[1.0-10-eps2-2]",
         "tests/test_review26_k3_four_level.py"
         "::test_three_of_ten_is_sound_and_no_looser_than_mains_above_the_floor",
+        "tests/test_random_allocation_sum_lower.py"
+        "::test_bracket_holds_against_monte_carlo_of_both_directions[10-3]",
+        "tests/test_random_allocation_k_law4.py"
+        "::test_law_above_importance_sampling[1.0-10-3-eps1-1.35]",
     ),
     (
         "tests/test_review23_allocation_k4_mc.py::test_four_of_twenty_is_sound_and_no_looser_than_mains",
