@@ -188,8 +188,18 @@ DURATIONS = ROOT / "tests" / "durations.json"
 #: random-allocation law at sigma 1, T 100 (``random_allocation_k2._ATOMS``, 6-7 s CPU)
 #: is built by both of the first; the k = 3 four-level law at sigma 1, T 10
 #: (``random_allocation_k_law4._ATOMS4``, which keeps one law: its tests one after the
-#: other) by all three of the second (measured in one process, CPU s: 4.5, 2.6, 1.0
-#: together; review 26's alone 4.5).
+#: other) by all five of the second (measured in one process, CPU s: 4.5, 2.6, 1.0
+#: together; review 26's alone 4.5; session 30: sum_lower's T 10, k 3 bracket 6.36 alone,
+#: 2.08 after the first; k_law4's T 10, k 3 case, ``remove_atoms4(1.0, 10, 3)``, 4.84
+#: alone, 0.53 after it).  The k = 4 four-level law at sigma 1, T 20 (built by
+#: both of the third: the route's law of ``random_allocation(GaussianMechanism(1.0), 20,
+#: k=4)``) and at sigma 1, T 10 (``k_atoms(1.0, 10, 4)``, the route's law of
+#: ``random_allocation(GaussianMechanism(1.0), 10, k=4)``: the fourth), also kept in
+#: ``_ATOMS4`` (one law: each group one test after the other); measured in one process,
+#: CPU s, alone -> second in its group: route_tighter 5.97 -> 0.35, the T 10 bracket ends
+#: 8.23 -> 2.63.  The last: the k = 2 law at sigma 0.7, T 3 (``random_allocation_k2._ATOMS``,
+#: Proposition 6's three-block atoms), built by all three: 6.02 -> 1.85; k2_three's T 3
+#: Monte Carlo check 3.72 (main, -n 2) -> 0.48 when it followed a build on its worker.
 TOGETHER = (
     (
         "tests/test_random_allocation_k2.py::test_bracket_width_at_sigma_1_t_100",
@@ -200,6 +210,25 @@ TOGETHER = (
         "tests/test_random_allocation_k3.py::test_both_directions_above_monte_carlo[1.0-10-eps2-2]",
         "tests/test_review26_k3_four_level.py"
         "::test_three_of_ten_is_sound_and_no_looser_than_mains_above_the_floor",
+        "tests/test_random_allocation_sum_lower.py"
+        "::test_bracket_holds_against_monte_carlo_of_both_directions[10-3]",
+        "tests/test_random_allocation_k_law4.py"
+        "::test_law_above_importance_sampling[1.0-10-3-eps1-1.35]",
+    ),
+    (
+        "tests/test_review23_allocation_k4_mc.py::test_four_of_twenty_is_sound_and_no_looser_than_mains",
+        "tests/test_random_allocation_k4.py::test_route_tighter_than_the_blocks",
+    ),
+    (
+        "tests/test_random_allocation_k4.py::test_both_directions_above_monte_carlo[1.0-eps0]",
+        "tests/test_random_allocation_k4.py"
+        "::test_bracket_ends_against_importance_sampling[4-10-1.0-800000]",
+    ),
+    (
+        "tests/test_random_allocation_k2.py"
+        "::test_small_t_route_takes_the_other_add_bounds_and_holds_the_exact_pair",
+        "tests/test_random_allocation_k2_three.py::test_holds_the_exact_2_of_3_pair_below_proposition_3",
+        "tests/test_random_allocation_k2_three.py::test_both_directions_above_monte_carlo_at_t3",
     ),
 )
 

@@ -82,6 +82,8 @@ def _run_commands(commands: list[str], cwd: str, results: list) -> None:
             results.append((command, traceback.format_exc()))
             continue
         failed = f"(exit {done.returncode})\n{done.stderr}" if done.returncode != 0 else None
+        if failed is None and not done.stdout.strip():  # as tests/test_readme.py checks
+            failed = "(exit 0, but printed nothing)"
         results.append((command, failed))
 
 
