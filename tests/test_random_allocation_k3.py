@@ -188,3 +188,22 @@ def test_bad_input():
         AllocationK3Remove(1.0, 10, envelope=1)
     with pytest.raises(ValueError, match="epochs"):
         allocation_k3_pair(1.0, 10, 0)
+
+
+def test_sum_of_squares_law_is_the_routes_in_its_range_only(monkeypatch):
+    # cheap: the laws replaced by markers; Proposition 12's own soundness is checked by
+    # importance sampling in tests/test_random_allocation_k_law_sq3.py
+    import dpacct.accountant.transformers.random_allocation_k3 as k3
+
+    built = []
+    monkeypatch.setattr(k3, "_ATOMS_SQ3", {})
+    monkeypatch.setattr(k3, "remove_atoms_sq3",
+                        lambda s, t, **kw: built.append((s, t, kw)) or ("sq3", s, t))
+    monkeypatch.setattr(k3, "remove_atoms4", lambda s, t, k, **kw: ("four", s, t))
+    for s, t in ((1.2, 11), (1.2, 30), (1.5, 11), (1.5, 30)):
+        assert k3.k3_atoms(s, t) == ("sq3", s, t)
+    assert k3.k3_atoms(1.5, 30) == ("sq3", 1.5, 30)  # the last law kept, not rebuilt
+    assert [b[:2] for b in built] == [(1.2, 11), (1.2, 30), (1.5, 11), (1.5, 30)]
+    assert all(b[2] == {"progress": False, **k3.SQ3_SETTINGS} for b in built)
+    for s, t in ((1.19, 30), (1.51, 30), (1.2, 10), (1.2, 31), (1.0, 100), (1.5, 10)):
+        assert k3.k3_atoms(s, t) == ("four", s, t)

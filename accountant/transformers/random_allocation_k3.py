@@ -35,8 +35,10 @@ importance sampling of the pointwise bounds, docs/theory/allocation_k_of_t.md).
 Measured (delta 1e-6, one epoch; main is the blocks): sigma 1, T 100: 2.1558 against
 2.1958; sigma 0.8, T 100: 3.6552 against 3.8047; sigma 0.8, T 10: 8.3306 against 9.7489;
 sigma 1, T 10: 5.9893 against 6.2095.  From T 10 the route's law is Proposition 10's
-four-level law (:func:`k3_atoms`); it is tried only where :func:`k3_tried`
-(docs/theory/allocation_k_of_t.md, "k = 3, direct").
+four-level law (:func:`k3_atoms`), at sigma 1.2-1.5, T 11-30 Proposition 12's (the
+others' sum of squares kept, :func:`k3_sq3_routed`; sigma 1.2, T 30: 2.67237 against
+2.69074); it is tried only where :func:`k3_tried` (docs/theory/allocation_k_of_t.md,
+"k = 3, direct").
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ from ..validation import check_count, check_positive
 from .random_allocation_k2 import AllocationK2Remove, _pair_doc, with_block_adds
 from .random_allocation_k_law import envelope_law, remove_atoms
 from .random_allocation_k_law4 import remove_atoms4
+from .random_allocation_k_law_sq3 import remove_atoms_sq3
 
 __all__: list[str] = []
 
@@ -71,6 +74,23 @@ K3_COARSE_STEPS = 30
 #: 0.975, T 100, k 4, delta 1e-6: 2.93071 against the default law's 2.92071, in 2.5 CPU
 #: s against 15; its log-log slope in sigma from 0.961 -2.124 against -2.133
 COARSE4 = {"dl3": 0.1, "eta": 8e-3, "step": 1.0, "sd_frac": 0.25}
+#: where the route's law is Proposition 12's (the others' sum of squares,
+#: :func:`.random_allocation_k_law_sq3.remove_atoms_sq3`; session 30) instead of Proposition
+#: 10's: these steps and noise multipliers (inclusive), on :data:`SQ3_SETTINGS`
+#: (measured, delta 1e-6, one epoch, the remove law against Proposition 10's on its
+#: default nodes, loaded CPU s: sigma 1.2, T 30: 2.67237 / 2.69073 (34-38 s, 450 MB
+#: resident); 1.5, T 30: 1.88391 / 1.89523 (19 s); 1.5, T 20: 2.31791 / 2.33229 (9 s);
+#: 1.2, T 11: 4.21467 / 4.23744 (7 s); docs/theory/allocation_k_of_t.md, "Proposition
+#: 12's binning, its nodes and its route"); below sigma 1.2 or above T 30 its CPU passes
+#: the issue's 60 s a law (sigma 1, T 100: over 90 s); not at T 10, where the route's
+#: tests run
+K3_SQ3_MIN_STEPS = 11
+K3_SQ3_MAX_STEPS = 30
+K3_SQ3_MIN_SIGMA = 1.2
+K3_SQ3_MAX_SIGMA = 1.5
+#: Proposition 12's settings there: :data:`COARSE4`'s nodes, no cut raised (a lattice per
+#: cut: the raised cuts were half of its loss, session 29)
+SQ3_SETTINGS = {"dl3": 0.1, "eta": 8e-3, "cut_step": 1e-4}
 
 
 def k3_remove_atoms(
@@ -124,9 +144,12 @@ def k3_atoms(sigma: float, steps: int, *, progress: bool = False
     """The route's atoms: Proposition 10's four-level law
     (:func:`.random_allocation_k_law4.remove_atoms4`) from :data:`K3_FOUR_MIN_STEPS`
     steps (on :data:`COARSE4`'s nodes below sigma :data:`K3_COARSE_SIGMA` above
-    :data:`K3_COARSE_STEPS` steps), else Proposition 7's (:func:`k3_remove_atoms`).
-    Measured (delta 1e-6, one epoch, the remove law; docs/theory/allocation_k_of_t.md,
-    "four levels"): sigma 1, T 100: 2.1370 against 2.1558.
+    :data:`K3_COARSE_STEPS` steps), Proposition 12's
+    (:func:`.random_allocation_k_law_sq3.remove_atoms_sq3` on :data:`SQ3_SETTINGS`) where
+    :func:`k3_sq3_routed`, else Proposition 7's (:func:`k3_remove_atoms`).  Measured
+    (delta 1e-6, one epoch, the remove law; docs/theory/allocation_k_of_t.md, "four
+    levels"): sigma 1, T 100: 2.1370 against 2.1558.  The last Proposition 12 law built
+    is kept (a bracket asks for it twice).
 
     Examples
     --------
@@ -134,10 +157,40 @@ def k3_atoms(sigma: float, steps: int, *, progress: bool = False
     >>> bool(float(q @ v) + c >= 1.0)
     True
     """
+    if k3_sq3_routed(sigma, steps):
+        key = (float(sigma), int(steps))
+        if key not in _ATOMS_SQ3:
+            _ATOMS_SQ3.clear()
+            _ATOMS_SQ3[key] = remove_atoms_sq3(sigma, steps, progress=progress,
+                                               **SQ3_SETTINGS)
+        return _ATOMS_SQ3[key]
     if steps >= K3_FOUR_MIN_STEPS:
         coarse = sigma < K3_COARSE_SIGMA and steps > K3_COARSE_STEPS
         return remove_atoms4(sigma, steps, 3, progress=progress, **(COARSE4 if coarse else {}))
     return k3_remove_atoms(sigma, steps, progress=progress)
+
+
+#: the last Proposition 12 law :func:`k3_atoms` built, by ``(sigma, steps)``
+_ATOMS_SQ3: dict[tuple, tuple[np.ndarray, np.ndarray, float]] = {}
+
+
+def k3_sq3_routed(sigma: float, steps: int) -> bool:
+    """Whether :func:`k3_atoms` is Proposition 12's law (:data:`K3_SQ3_MIN_STEPS` to
+    :data:`K3_SQ3_MAX_STEPS` steps, sigma :data:`K3_SQ3_MIN_SIGMA` to
+    :data:`K3_SQ3_MAX_SIGMA`): there it was measured below Proposition 10's at delta
+    1e-6 and, wherever its curve is above Proposition 10's (the far tail, from delta
+    about 1.07e-9 down to the charge), the blocks' curve was below both (sigma 1.2 and
+    1.5, T 11, 20 and 30, on every value of the three laws), so that the least of the
+    route and the blocks is not above main's there (docs/theory/allocation_k_of_t.md,
+    "Proposition 12's binning, its nodes and its route").
+
+    Examples
+    --------
+    >>> k3_sq3_routed(1.2, 30), k3_sq3_routed(1.0, 30), k3_sq3_routed(1.2, 10)
+    (True, False, False)
+    """
+    return (K3_SQ3_MIN_STEPS <= steps <= K3_SQ3_MAX_STEPS
+            and K3_SQ3_MIN_SIGMA <= sigma <= K3_SQ3_MAX_SIGMA)
 
 
 def k3_tried(sigma: float, t: int) -> bool:

@@ -222,7 +222,17 @@ def _bin_rows(hist, e, p, wrow, pc, off, drop: float) -> float:
     e, wrow, need = e[rows_order], wrow[rows_order], need[rows_order]
     size = max(_CHUNK, pc.size)
     v, wt, ix = np.empty(size), np.empty(size), np.empty(size, dtype=np.int64)
+    tmp = np.empty(size)
     shift = off + 1.0 + _MARGIN
+    # the same operations on the same operands as one product per element (bit-equal):
+    # a first column equal in every row (e_0) is multiplied once per entry, and where a
+    # lower bound on every value (all terms >= 0, rounded down far beyond the products'
+    # ulps) is above the grid's least, no value is clamped there and the clamp is skipped
+    p0 = e[0, 0] * p[0] if bool((e[:, 0] == e[0, 0]).all()) else None
+    least = sum(float(e[:, j].min()) * float(p[j].min()) for j in range(p.shape[0]))
+    with np.errstate(divide="ignore"):
+        clamp = not math.log2(least * (1.0 - 1e-9)) * _PER_LOG2 > 1.0 - shift if least > 0 \
+            else True
     charge = 0.0
     s = 0
     with np.errstate(divide="ignore"):
@@ -236,12 +246,18 @@ def _bin_rows(hist, e, p, wrow, pc, off, drop: float) -> float:
                 continue
             n = ee.shape[0] * width
             vv = v[:n].reshape(ee.shape[0], width)
-            np.multiply(ee[:, :1], p[0, :width], out=vv)
+            tv = tmp[:n].reshape(ee.shape[0], width)
+            if p0 is None:
+                np.multiply(ee[:, :1], p[0, :width], out=vv)
+            else:
+                np.copyto(vv, p0[:width])
             for j in range(1, p.shape[0]):
-                vv += ee[:, j : j + 1] * p[j, :width]
+                np.multiply(ee[:, j : j + 1], p[j, :width], out=tv)
+                vv += tv
             np.log2(vv, out=vv)  # -inf at 0: index 0 below
             vv *= _PER_LOG2
-            np.maximum(vv, -shift, out=vv)
+            if clamp:
+                np.maximum(vv, -shift, out=vv)
             ixn = ix[:n]
             np.add(v[:n], shift, out=ixn, casting="unsafe")  # >= 0: truncation is floor
             np.multiply(ww[:, None], pc[:width], out=wt[:n].reshape(ee.shape[0], width))

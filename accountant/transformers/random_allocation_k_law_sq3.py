@@ -31,7 +31,10 @@ a lattice per cut: the raised cuts are the largest loss); T 30: 2.68263 against 
 (242 against 5 CPU s, 671 against 12 MB; the pointwise bound 2.658), 2.66672 with no cut
 raised (``cut_step=1e-4``, 169 CPU s and 464 MB resident since each 2D product is only
 as wide as its sums and a cut's squarings are shared; 386 s and 753 MB before, the same
-epsilon to 7 digits); not routed.
+epsilon to 7 digits).  On Proposition 10's coarse nodes (``dl3=0.1, eta=8e-3``, 16 times
+fewer node triples to bin) with no cut raised: 2.67237 in 34-38 CPU s; so routed there,
+at sigma 1.2-1.5, T 11-30 (:func:`.random_allocation_k3.k3_atoms`; docs, "Proposition 12
+routed").
 """
 
 from __future__ import annotations
