@@ -1,4 +1,4 @@
-"""Issue 37's "``epsilon_bounds`` at most 2x ``epsilon``": which part of the lower end keeps it above.
+"""Issue 37's "``epsilon_bounds`` at most 2x ``epsilon``": what in the lower end keeps it above.
 
 Session 29 switched every lower-end FFT off (unsound) and still read 2.15x at T 1e4, and
 named the optimistic *construction* as the cause.  This script counts the instructions

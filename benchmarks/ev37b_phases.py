@@ -10,7 +10,8 @@ fold that floor is, in a fresh subprocess per run (the schedules of
 * ``lib``: the library as it is, every real transform of at least :data:`STUB_FROM`
   points (``numpy.fft.rfft`` / ``irfft`` and ``scipy.fft.rfft`` / ``irfft``, which
   :mod:`~dpacct.accountant.pld.pld_fft` calls; scipy's on every core for blocks of 8
-  rows or more, so their CPU counts both cores' threads) timed (``time.process_time`` around each call): their CPU, count and points;
+  rows or more, so their CPU counts both cores' threads) timed (``time.process_time``
+  around each call): their CPU, count and points;
 * ``stub`` (**UNSOUND experiment**, answers meaningless): those transforms replaced by
   no-ops of the same shapes -- ``rfft`` returns ones (the spectrum of a point mass at
   the origin), ``irfft`` a point mass at the origin -- so that every other pass (the
@@ -34,7 +35,6 @@ import json
 import statistics
 import sys
 from collections.abc import Sequence
-from typing import Any
 
 from benchmarks.checkouts import run_in_checkout, write_json
 
@@ -143,14 +143,16 @@ def format_table(results: dict[int, dict[str, list]]) -> str:
             ok = [r for r in rs if r.get("status") == "ok"]
             label = variant + (" (UNSOUND experiment)" if variant == "stub" else "")
             if not ok:
-                lines.append(f"| {n} | {label} | {rs[0].get('status') if rs else 'not run'} |" + " |" * 7)
+                status = rs[0].get("status") if rs else "not run"
+                lines.append(f"| {n} | {label} | {status} |" + " |" * 7)
                 continue
             cpus = sorted(r["cpu"] for r in ok)
             cpu = _median(cpus)
             fft = _median([r["fft_cpu"] for r in ok])
             g = growth(results, n, variant)
             lines.append(
-                f"| {n} | {label} | {ok[0]['epsilon']:.9f} | {cpu:.3g} ({cpus[0]:.3g}-{cpus[-1]:.3g}) "
+                f"| {n} | {label} | {ok[0]['epsilon']:.9f} "
+                f"| {cpu:.3g} ({cpus[0]:.3g}-{cpus[-1]:.3g}) "
                 f"| {'' if g is None else f'{g:.1f}x'} | {max(r['peak_mb'] for r in ok):.0f} "
                 f"| {fft:.3g} | {fft / cpu:.0%} | {ok[0]['fft_calls']} | {ok[0]['fft_points']:,} |"
             )

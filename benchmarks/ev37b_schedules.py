@@ -19,6 +19,9 @@ and, flagged ``experiment`` in the output (they patch the library in the child o
 
 * ``step=D`` (sound experiment): the ledger's history loss step (the one
   ``incremental._coarse_step`` picks from the first block) divided by ``D``;
+* ``fine=F`` (sound experiment): the blocks' fine grids up to ``F`` times finer
+  (``block_rules.FINE_BUDGET``, ``EXACT_BUDGET``, ``EXACT_FACTOR`` and ``FINE_MAX``
+  times ``F``, where :mod:`~dpacct.accountant.pld.incremental` reads them too);
 * ``exact=N`` (sound experiment): the first ``N`` distinct steps kept as their own cells
   (``IncrementalEpsilon``'s ``exact_steps``; default 128), i.e. no rounding onto the
   grid for up to ``N`` distinct steps;
@@ -72,7 +75,9 @@ ROWS["decaying 2.0, 1906 steps"] = ("decay", 2.0, 1906)
 #: the one-shot path's stages, as the child times them
 STAGES = ("fine", "composer", "composer-exact", "fast", "composer-quarter")
 #: options a variant may carry, and whether each is an unsound experiment
-OPTIONS = {"grid": False, "step": False, "exact": False, "roundoff": True, "off": True}
+OPTIONS = {
+    "grid": False, "step": False, "exact": False, "fine": False, "roundoff": True, "off": True,
+}
 
 _CHILD = r"""
 import json, math, resource, sys, time
@@ -82,6 +87,12 @@ from dpacct.accountant.pld import incremental as _inc
 if "step" in opts:
     _coarse = _inc._coarse_step
     _inc._coarse_step = lambda block: _coarse(block) / float(opts["step"])
+if "fine" in opts:
+    from dpacct.accountant.pld import block_rules as _br
+    for _m in (_br, _inc):
+        for _name in ("FINE_BUDGET", "EXACT_BUDGET", "EXACT_FACTOR", "FINE_MAX"):
+            if hasattr(_m, _name):
+                setattr(_m, _name, getattr(_m, _name) * int(opts["fine"]))
 if "exact" in opts:
     _inc.IncrementalEpsilon.__init__.__kwdefaults__["exact_steps"] = int(opts["exact"])
 if opts.get("roundoff") == "0":
@@ -170,7 +181,9 @@ def parse_variant(text: str) -> tuple[str, dict[str, str]]:
     for item in filter(None, rest.split(",")):
         key, eq, value = item.partition("=")
         if not eq or key not in OPTIONS or not value:
-            raise ValueError(f"variant option must be one of {sorted(OPTIONS)} as OPT=V, got {item!r}")
+            raise ValueError(
+                f"variant option must be one of {sorted(OPTIONS)} as OPT=V, got {item!r}"
+            )
         opts[key] = value
     if "off" in opts and opts["off"] not in STAGES:
         raise ValueError(f"off must be one of {STAGES}, got {opts['off']!r}")

@@ -48,7 +48,7 @@ def test_schedule_patches_reach_the_ledger():
     rng = np.random.default_rng(0)
     sig, q = rng.uniform(0.8, 2.0, 20), rng.uniform(0.001, 0.02, 20)
     acct = PrivacyAccountant(progress=False)
-    for s, qq in zip(sig, q):
+    for s, qq in zip(sig, q, strict=True):
         acct.step(noise_multiplier=float(s), sample_rate=float(qq), count=10)
     base = _schedule_child("ledger", 20)["epsilon"]
     assert base == acct.epsilon(1e-5)
@@ -60,8 +60,9 @@ def test_schedule_patches_reach_the_ledger():
 def test_phases_timing_keeps_the_answer_and_stub_replaces_transforms():
     """The ``lib`` variant only times the transforms (its answer is the library's to
     the bit); ``stub`` replaces them (its answer moves, its transforms take ~no CPU)."""
-    from dpacct.accountant import PrivacyAccountant
     import numpy as np
+
+    from dpacct.accountant import PrivacyAccountant
 
     lib = run_in_checkout(".", sys.executable,
                           [ev37b_phases._CHILD, json.dumps(["lib", 30, 1024])], 300)
@@ -70,7 +71,7 @@ def test_phases_timing_keeps_the_answer_and_stub_replaces_transforms():
     rng = np.random.default_rng(0)
     sig, q = rng.uniform(0.8, 2.0, 30), rng.uniform(0.001, 0.02, 30)
     acct = PrivacyAccountant(progress=False)
-    for s, qq in zip(sig, q):
+    for s, qq in zip(sig, q, strict=True):
         acct.step(noise_multiplier=float(s), sample_rate=float(qq), count=10)
     assert lib["epsilon"] == acct.epsilon(1e-5)
     assert lib["fft_calls"] > 0 and stub["fft_calls"] > 0
