@@ -1,0 +1,103 @@
+"""Session 30's issue-37 speed experiments: their helper logic (cheap; no subprocess
+timing, no callgrind)."""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pytest
+import scipy.special
+
+from benchmarks import ev37_dpsgd_parts as parts
+from benchmarks import ev37_startup_stub as stub
+
+
+def _side(total, **cats):
+    return {"answer": "x", "total": total, "categories": cats}
+
+
+def test_gaps_per_category_against_the_floor():
+    rows = {"floor": _side(100, fft=60, numpy=40),
+            "library": _side(185, fft=80, numpy=50, interp=55)}
+    got = parts.gaps(rows, "floor")
+    assert got["floor"] == {"total": 0, "fft": 0, "numpy": 0}
+    assert got["library"] == {"total": 85, "fft": 20, "interp": 55, "numpy": 10}
+    with pytest.raises(ValueError, match="floor must be one of"):
+        parts.gaps(rows, "nope")
+
+
+def test_parse_floor_and_variant_names():
+    assert parts.parse_floor("1e4:-14:122880, 1e6:-12:61440") == {
+        "1e4": (-14, 122_880), "1e6": (-12, 61_440)}
+    for bad in ("1e4:-14", "1e4:3:100", "1e5:-14:100", "1e4:-14:1"):
+        with pytest.raises(ValueError):
+            parts.parse_floor(bad)
+    with pytest.raises(ValueError, match="variant must be one of"):
+        parts.child_script("nope")
+    # every variant but the library's is flagged unsound, and patches before the call
+    for name in parts.VARIANTS:
+        src = parts.child_script(name)
+        compile(src, name, "exec")
+        assert (name == "library") != ("(unsound)" in name)
+        assert src.index("compose(") > src.index("sys.argv")
+        if name != "library":
+            assert src.index("CERTIFY_ROUNDOFF = False") < src.index("m.epsilon")
+
+
+def test_plain_products_patch_convolves():
+    """The ``plain products`` variant's stand-in is a convolution (against np.convolve)."""
+    ns: dict = {}
+    code = parts.VARIANTS["no certificate + plain products (unsound)"]
+    import dpacct.accountant.pld.pld_fft as pf
+
+    kept = (pf.CERTIFY_ROUNDOFF, pf._accurate_convolve)
+    try:
+        exec(code, ns)
+        rng = np.random.default_rng(7)
+        a, b = rng.random(300), rng.random(170)
+        np.testing.assert_allclose(pf._accurate_convolve(a, b), np.convolve(a, b),
+                                   rtol=1e-12, atol=1e-12)
+        assert pf.CERTIFY_ROUNDOFF is False
+    finally:
+        pf.CERTIFY_ROUNDOFF, pf._accurate_convolve = kept
+
+
+@pytest.mark.parametrize("source", [stub.STUB_SPECIAL, stub.STUB_SCIPY], ids=["special", "scipy"])
+def test_stub_functions_match_scipy(monkeypatch, source):
+    """The stand-ins compute what scipy does (to 1e-12 relative: the experiment times
+    the same work), on arrays and scalars, deep in the tails too."""
+    monkeypatch.setitem(sys.modules, "scipy.special", sys.modules["scipy.special"])
+    monkeypatch.setitem(sys.modules, "scipy", sys.modules["scipy"])
+    exec(source, {})
+    fake = sys.modules["scipy.special"]
+    assert fake is not scipy.special
+    x = np.array([-40.0, -31.0, -29.0, -8.0, -1.5, 0.0, 0.3, 2.0, 7.0])
+    np.testing.assert_allclose(fake.ndtr(x), scipy.special.ndtr(x), rtol=1e-12, atol=0)
+    np.testing.assert_allclose(fake.log_ndtr(x), scipy.special.log_ndtr(x), rtol=1e-10)
+    y = np.array([0.0, 0.5, 3.0, 24.0, 26.0, 300.0])
+    np.testing.assert_allclose(fake.erfcx(y), scipy.special.erfcx(y), rtol=1e-9)
+    p = np.array([1e-300, 1e-12, 1e-5, 0.3, 0.999])
+    np.testing.assert_allclose(fake.ndtri(p), scipy.special.ndtri(p), rtol=1e-12)
+    assert isinstance(fake.ndtr(0.25), float)
+    with pytest.raises(RuntimeError, match="stub scipy.special.gammaln"):
+        fake.gammaln(3.0)
+    if source is stub.STUB_SCIPY:
+        assert sys.modules["scipy"].special is fake
+
+
+def test_parse_importtime_top_level_only():
+    text = (
+        "import time: self [us] | cumulative | imported package\n"
+        "import time:       100 |        100 |     _io\n"
+        "import time:       300 |        900 |   numpy.core\n"
+        "import time:       200 |       5000 | numpy\n"
+        "import time:        50 |         50 | dpacct\n"
+        "something else\n"
+    )
+    assert stub.parse_importtime(text) == [(200, 5000, "numpy"), (50, 50, "dpacct")]
+
+
+def test_measure_rejects_no_rounds():
+    with pytest.raises(ValueError, match="rounds must be >= 1"):
+        stub.measure(0)
