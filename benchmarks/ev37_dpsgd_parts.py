@@ -147,6 +147,12 @@ def main(argv: list[str] | None = None) -> int:
                     help="ROW:LOG2STEP:LENGTH[,...] (default: session 27's floors)")
     ap.add_argument("--variants", default=",".join(VARIANTS),
                     help="comma-separated variant names")
+    ap.add_argument("--no-floor", action="store_true", help="skip the floor")
+    ap.add_argument("--no-opacus", action="store_true", help="skip Opacus (its import is "
+                    "slow under valgrind; benchmarks.dpsgd_floor --callgrind counts it too)")
+    ap.add_argument("--target", type=float, default=5.192605208118023,
+                    help="the floor's tilt target when the library variant is not run "
+                         "(default: T 1e4's epsilon on main e1071f5)")
     args = ap.parse_args(argv)
     floors = dict(FLOORS)
     if args.floor:
@@ -161,12 +167,13 @@ def main(argv: list[str] | None = None) -> int:
         for v in variants:
             got[v] = callgrind_variant(args.python, tag, v)
         lib = got.get("library")
-        target = float(lib["answer"]) if lib else 0.0
+        target = float(lib["answer"]) if lib else args.target
         k, n = floors[tag]
-        if target:
+        if target and not args.no_floor:
             got[f"floor h 2^{k}, n {n} (unsound)"] = callgrind_floor(
                 sys.executable, tag, 2.0**k, n, target)
-        got["Opacus RDP"] = callgrind(args.python, tag, "opacus")
+        if not args.no_opacus:
+            got["Opacus RDP"] = callgrind(args.python, tag, "opacus")
         for name, r in got.items():
             cats = ", ".join(f"{c} {v / 1e6:.1f}" for c, v in r["categories"].items())
             print(f"| T {tag} | {name} | {r['answer']} | {r['total'] / 1e6:.1f} | {cats} |",

@@ -101,3 +101,48 @@ def test_parse_importtime_top_level_only():
 def test_measure_rejects_no_rounds():
     with pytest.raises(ValueError, match="rounds must be >= 1"):
         stub.measure(0)
+
+
+def test_online_rows_ask_what_they_say():
+    """Each online row steps 10 000 times with the decaying sigma (or Opacus' constant)
+    and asks 100 / 1 / 0 times (run on a counting stand-in for the accountant)."""
+    import textwrap
+
+    from benchmarks import ev37_online_parts as online
+
+    class Counting:
+        def __init__(self, *a, **k):
+            self.sigmas, self.asked = [], 0
+
+        def step(self, noise_multiplier, sample_rate):
+            assert sample_rate == 0.01
+            self.sigmas.append(noise_multiplier)
+
+        def epsilon(self, delta):
+            assert delta == 1e-5
+            self.asked += 1
+            return 1.0
+
+        get_epsilon = epsilon
+
+    made = []
+
+    def make(*a, **k):
+        made.append(Counting())
+        return made[-1]
+
+    want = {"decaying, every 100": 100, "decaying, steps + 1 query": 1,
+            "decaying, steps only": 0, "opacus constant, every 100": 100}
+    assert set(online.ROWS) == set(want)
+    for name, (_, body) in online.ROWS.items():
+        ns = {"PrivacyAccountant": make, "RDPAccountant": make}
+        exec("def run():\n" + textwrap.indent(body, "    "), ns)
+        ns["run"]()
+        acct = made[-1]
+        assert acct.asked == want[name] and len(acct.sigmas) == 10_000
+        if name.startswith("decaying"):
+            assert acct.sigmas[0] == 2.0 and acct.sigmas[-1] == 2.0 * 0.9999**9999
+        else:
+            assert set(acct.sigmas) == {1.0}
+    with pytest.raises(ValueError, match="rounds must be >= 1"):
+        online.run(0)

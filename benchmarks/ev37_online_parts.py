@@ -1,0 +1,89 @@
+"""Issue 37, session 30: the decaying online loop with its queries switched off.
+
+The target: a ``PrivacyAccountant`` stepping 10 000 times at q 0.01 with sigma ``2 *
+0.9999^t`` and asked ``epsilon(1e-5)`` every 100 steps, no slower than Opacus'
+``RDPAccountant`` on the constant loop (sigma 1, the same steps and queries).  A profile
+puts most of the loop in the queries (each composes the pending block of distinct cells:
+:mod:`dpacct.accountant.pld.online_direction`).  To show the gap moves with that cause,
+the rows here, each one cold call in a fresh process (:func:`benchmarks.everyday.measure`,
+imports excluded, CPU seconds), alternated round by round, medians:
+
+* ``decaying, every 100``: the issue's loop (as ``benchmarks.everyday``'s ``online
+  decaying``);
+* ``decaying, steps + 1 query``: the same 10 000 steps, one ``epsilon(1e-5)`` at the end
+  (99 of the 100 queries switched off: a different workload, not a different answer; its
+  one answer is the loop's last);
+* ``decaying, steps only``: the steps alone, no query;
+* ``opacus constant, every 100``: the peer's loop.
+
+    python -m benchmarks.ev37_online_parts --rounds 3
+
+Measured: benchmarks/README.md, "Issue 37's speed targets, session 30".
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+
+from benchmarks.everyday import (
+    _DPACCT_IMPORTS,
+    _LOOP,
+    _OPACUS_CONSTANT_LOOP,
+    _OPACUS_IMPORTS,
+    measure,
+)
+
+__all__ = ["ROWS", "main", "run"]
+
+_DECAY = "noise_multiplier=2.0 * 0.9999**t, sample_rate=0.01"
+_ACCT = "PrivacyAccountant(progress=False)"
+
+#: row -> (imports, body)
+ROWS: dict[str, tuple[str, str]] = {
+    "decaying, every 100": (_DPACCT_IMPORTS, _LOOP.format(make=_ACCT, ask="epsilon",
+                                                           step=_DECAY)),
+    "decaying, steps + 1 query": (_DPACCT_IMPORTS, _LOOP.format(
+        make=_ACCT, ask="epsilon", step=_DECAY).replace("% 100 == 0", "== 10_000")),
+    "decaying, steps only": (_DPACCT_IMPORTS, (
+        f"acct = {_ACCT}\nfor t in range(10_000):\n    acct.step({_DECAY})\n"
+        "return 0.0, 'no query'")),
+    "opacus constant, every 100": (_OPACUS_IMPORTS, _OPACUS_CONSTANT_LOOP),
+}
+
+
+def run(rounds: int, rows: dict[str, tuple[str, str]] | None = None) -> dict[str, dict]:
+    """Every row once per round, alternated: ``{row: {"cpu": [...], "answer": ...}}``."""
+    if rounds < 1:
+        raise ValueError(f"rounds must be >= 1, got {rounds}")
+    rows = ROWS if rows is None else rows
+    out: dict[str, dict] = {k: {"cpu": [], "answer": None, "note": None} for k in rows}
+    for _ in range(rounds):
+        for name, (imports, body) in rows.items():
+            got = measure(sys.executable, imports, body)
+            out[name]["cpu"].append(got["cpu"])
+            out[name]["answer"], out[name]["note"] = got["answer"], got["note"]
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=3)
+    args = ap.parse_args(argv)
+    got = run(args.rounds)
+    with open("/proc/loadavg") as f:
+        load = " ".join(f.read().split()[:3])
+    print(f"{args.rounds} rounds alternated, CPU s of the call (medians); load {load}")
+    print("| row | CPU s (median) | per round | answer / note |")
+    print("| --- | --- | --- | --- |")
+    for name, r in got.items():
+        cpus = [c for c in r["cpu"] if c is not None]
+        med = statistics.median(cpus) if cpus else None
+        per = " ".join(f"{c:.2f}" for c in cpus)
+        print(f"| {name} | {'-' if med is None else f'{med:.3f}'} | {per} | {r['note']} |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
