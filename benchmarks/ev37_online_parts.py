@@ -16,7 +16,13 @@ imports excluded, CPU seconds), alternated round by round, medians:
 * ``decaying, steps only``: the steps alone, no query;
 * ``opacus constant, every 100``: the peer's loop.
 
+``--noisygd`` instead times NoisyGD's squared loss (``benchmarks.shapes``' row: n 10 000,
+d 20, 50 000 iterations, sigma 50) against the plain numpy loop on ``X'X``, the same two
+runners, by CPU of the call (``benchmarks.shapes`` reports the least wall time, which a
+loaded machine spoils).
+
     python -m benchmarks.ev37_online_parts --rounds 3
+    python -m benchmarks.ev37_online_parts --rounds 3 --noisygd
 
 Measured: benchmarks/README.md, "Issue 37's speed targets, session 30".
 """
@@ -26,6 +32,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
+from pathlib import Path
 
 from benchmarks.everyday import (
     _DPACCT_IMPORTS,
@@ -35,7 +42,7 @@ from benchmarks.everyday import (
     measure,
 )
 
-__all__ = ["ROWS", "main", "run"]
+__all__ = ["NOISYGD_ROWS", "ROWS", "main", "run"]
 
 _DECAY = "noise_multiplier=2.0 * 0.9999**t, sample_rate=0.01"
 _ACCT = "PrivacyAccountant(progress=False)"
@@ -50,6 +57,20 @@ ROWS: dict[str, tuple[str, str]] = {
         f"acct = {_ACCT}\nfor t in range(10_000):\n    acct.step({_DECAY})\n"
         "return 0.0, 'no query'")),
     "opacus constant, every 100": (_OPACUS_IMPORTS, _OPACUS_CONSTANT_LOOP),
+}
+
+
+_GD = ("{'kind': 'noisy_gd', 'n': 10_000, 'd': 20, 'iterations': 50_000, 'sigma': 50.0, "
+       "'theta_bound': 2.0, 'seed': 0}")
+#: ``--noisygd``: row -> (imports, body)
+NOISYGD_ROWS: dict[str, tuple[str, str]] = {
+    # dpacct bound first (the installed mapping), then this checkout's benchmarks first
+    name: ("import sys\nimport dpacct.mechanisms\n"
+           f"sys.path.insert(0, {str(Path(__file__).resolve().parents[1])!r})\n"
+           "from benchmarks.shapes import dpacct_noisy_gd, numpy_noisy_gd\n",
+           f"r = {fn}({_GD})\nreturn r['epsilon'], r.get('note')")
+    for name, fn in (("NoisyGD.fit (squared loss)", "dpacct_noisy_gd"),
+                     ("numpy loop on X'X", "numpy_noisy_gd"))
 }
 
 
@@ -70,8 +91,9 @@ def run(rounds: int, rows: dict[str, tuple[str, str]] | None = None) -> dict[str
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--noisygd", action="store_true")
     args = ap.parse_args(argv)
-    got = run(args.rounds)
+    got = run(args.rounds, NOISYGD_ROWS if args.noisygd else None)
     with open("/proc/loadavg") as f:
         load = " ".join(f.read().split()[:3])
     print(f"{args.rounds} rounds alternated, CPU s of the call (medians); load {load}")
