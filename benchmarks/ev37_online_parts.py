@@ -16,12 +16,14 @@ imports excluded, CPU seconds), alternated round by round, medians:
 * ``decaying, steps only``: the steps alone, no query;
 * ``opacus constant, every 100``: the peer's loop.
 
-``--noisygd`` instead times NoisyGD's squared loss (``benchmarks.shapes``' row: n 10 000,
+``--budget`` instead times the decaying loop under budgets of 8 and 20 (refused at a step;
+the loop stops there) beside the same Opacus loop.  ``--noisygd`` instead times NoisyGD's squared loss (``benchmarks.shapes``' row: n 10 000,
 d 20, 50 000 iterations, sigma 50) against the plain numpy loop on ``X'X``, the same two
 runners, by CPU of the call (``benchmarks.shapes`` reports the least wall time, which a
 loaded machine spoils).
 
     python -m benchmarks.ev37_online_parts --rounds 3
+    python -m benchmarks.ev37_online_parts --rounds 3 --budget
     python -m benchmarks.ev37_online_parts --rounds 3 --noisygd
 
 Measured: benchmarks/README.md, "Issue 37's speed targets, session 30".
@@ -42,7 +44,7 @@ from benchmarks.everyday import (
     measure,
 )
 
-__all__ = ["NOISYGD_ROWS", "ROWS", "main", "run"]
+__all__ = ["BUDGET_ROWS", "NOISYGD_ROWS", "ROWS", "main", "run"]
 
 _DECAY = "noise_multiplier=2.0 * 0.9999**t, sample_rate=0.01"
 _ACCT = "PrivacyAccountant(progress=False)"
@@ -59,6 +61,27 @@ ROWS: dict[str, tuple[str, str]] = {
     "opacus constant, every 100": (_OPACUS_IMPORTS, _OPACUS_CONSTANT_LOOP),
 }
 
+
+_BUDGET_LOOP = """from dpacct.accountant import BudgetExceededError
+acct = PrivacyAccountant(budget_epsilon={budget}, budget_delta=1e-5, progress=False)
+eps = []
+for t in range(10_000):
+    try:
+        acct.step({step})
+    except BudgetExceededError:
+        eps.append(float(acct.epsilon(1e-5)))
+        break
+    if (t + 1) % 100 == 0:
+        eps.append(float(acct.epsilon(1e-5)))
+return eps, f'{{t}} steps accepted, last {{eps[-1]:.9f}}'"""
+#: ``--budget``: the decaying loop under a budget (the filter refuses the step that would
+#: pass it; the loop then stops, as :func:`benchmarks.shapes.dpacct_online`), beside the
+#: peer's constant loop
+BUDGET_ROWS: dict[str, tuple[str, str]] = {
+    **{f"decaying, every 100, budget {b:g}": (_DPACCT_IMPORTS, _BUDGET_LOOP.format(
+        budget=b, step=_DECAY)) for b in (8.0, 20.0)},
+    "opacus constant, every 100": ROWS["opacus constant, every 100"],
+}
 
 _GD = ("{'kind': 'noisy_gd', 'n': 10_000, 'd': 20, 'iterations': 50_000, 'sigma': 50.0, "
        "'theta_bound': 2.0, 'seed': 0}")
@@ -92,8 +115,10 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--noisygd", action="store_true")
+    ap.add_argument("--budget", action="store_true")
     args = ap.parse_args(argv)
-    got = run(args.rounds, NOISYGD_ROWS if args.noisygd else None)
+    got = run(args.rounds, NOISYGD_ROWS if args.noisygd else BUDGET_ROWS if args.budget
+              else None)
     with open("/proc/loadavg") as f:
         load = " ".join(f.read().split()[:3])
     print(f"{args.rounds} rounds alternated, CPU s of the call (medians); load {load}")

@@ -112,7 +112,7 @@ def test_online_rows_ask_what_they_say():
 
     class Counting:
         def __init__(self, *a, **k):
-            self.sigmas, self.asked = [], 0
+            self.sigmas, self.asked, self.kwargs = [], 0, k
 
         def step(self, noise_multiplier, sample_rate):
             assert sample_rate == 0.01
@@ -134,12 +134,17 @@ def test_online_rows_ask_what_they_say():
     want = {"decaying, every 100": 100, "decaying, steps + 1 query": 1,
             "decaying, steps only": 0, "opacus constant, every 100": 100}
     assert set(online.ROWS) == set(want)
-    for name, (_, body) in online.ROWS.items():
+    want.update({"decaying, every 100, budget 8": 100, "decaying, every 100, budget 20": 100})
+    assert set(online.BUDGET_ROWS) == set(want) - set(online.ROWS) | {
+        "opacus constant, every 100"}
+    for name, (_, body) in {**online.ROWS, **online.BUDGET_ROWS}.items():
         ns = {"PrivacyAccountant": make, "RDPAccountant": make}
         exec("def run():\n" + textwrap.indent(body, "    "), ns)
         ns["run"]()
         acct = made[-1]
         assert acct.asked == want[name] and len(acct.sigmas) == 10_000
+        if "budget" in name:
+            assert acct.kwargs["budget_epsilon"] == float(name.split()[-1])
         if name.startswith("decaying"):
             assert acct.sigmas[0] == 2.0 and acct.sigmas[-1] == 2.0 * 0.9999**9999
         else:
