@@ -128,7 +128,7 @@ def test_online_rows_ask_what_they_say():
     made = []
 
     def make(*a, **k):
-        made.append(Counting())
+        made.append(Counting(*a, **k))
         return made[-1]
 
     want = {"decaying, every 100": 100, "decaying, steps + 1 query": 1,
