@@ -1,0 +1,139 @@
+"""Issue 37, session 30: the decaying online loop with its queries switched off.
+
+The target: a ``PrivacyAccountant`` stepping 10 000 times at q 0.01 with sigma ``2 *
+0.9999^t`` and asked ``epsilon(1e-5)`` every 100 steps, no slower than Opacus'
+``RDPAccountant`` on the constant loop (sigma 1, the same steps and queries).  A profile
+puts most of the loop in the queries (each composes the pending block of distinct cells:
+:mod:`dpacct.accountant.pld.online_direction`).  To show the gap moves with that cause,
+the rows here, each one cold call in a fresh process (:func:`benchmarks.everyday.measure`,
+imports excluded, CPU seconds), alternated round by round, medians:
+
+* ``decaying, every 100``: the issue's loop (as ``benchmarks.everyday``'s ``online
+  decaying``);
+* ``decaying, steps + 1 query``: the same 10 000 steps, one ``epsilon(1e-5)`` at the end
+  (99 of the 100 queries switched off: a different workload, not a different answer; its
+  one answer is the loop's last);
+* ``decaying, steps only``: the steps alone, no query;
+* ``opacus constant, every 100``: the peer's loop.
+
+``--budget`` instead times the decaying loop under budgets of 8 and 20 (the filter refuses
+the step that would pass the budget and the loop stops there; this loop ends at 5.86, so
+neither refuses: the rows time the filtered ledger) beside the same Opacus loop.
+``--noisygd`` instead times NoisyGD's squared loss (``benchmarks.shapes``' row: n 10 000,
+d 20, 50 000 iterations, sigma 50) against the plain numpy loop on ``X'X``, the same two
+runners, by CPU of the call (``benchmarks.shapes`` reports the least wall time, which a
+loaded machine spoils).
+
+    python -m benchmarks.ev37_online_parts --rounds 3
+    python -m benchmarks.ev37_online_parts --rounds 3 --budget
+    python -m benchmarks.ev37_online_parts --rounds 3 --noisygd
+
+Measured: benchmarks/README.md, "Issue 37's speed targets, session 30".
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+from pathlib import Path
+
+from benchmarks.everyday import (
+    _DPACCT_IMPORTS,
+    _LOOP,
+    _OPACUS_CONSTANT_LOOP,
+    _OPACUS_IMPORTS,
+    measure,
+)
+
+__all__ = ["BUDGET_ROWS", "NOISYGD_ROWS", "ROWS", "main", "run"]
+
+_DECAY = "noise_multiplier=2.0 * 0.9999**t, sample_rate=0.01"
+_ACCT = "PrivacyAccountant(progress=False)"
+
+#: row -> (imports, body)
+ROWS: dict[str, tuple[str, str]] = {
+    "decaying, every 100": (_DPACCT_IMPORTS, _LOOP.format(make=_ACCT, ask="epsilon",
+                                                           step=_DECAY)),
+    "decaying, steps + 1 query": (_DPACCT_IMPORTS, _LOOP.format(
+        make=_ACCT, ask="epsilon", step=_DECAY).replace("% 100 == 0", "== 10_000")),
+    "decaying, steps only": (_DPACCT_IMPORTS, (
+        f"acct = {_ACCT}\nfor t in range(10_000):\n    acct.step({_DECAY})\n"
+        "return 0.0, 'no query'")),
+    "opacus constant, every 100": (_OPACUS_IMPORTS, _OPACUS_CONSTANT_LOOP),
+}
+
+
+_BUDGET_LOOP = """from dpacct.accountant import BudgetExceededError
+acct = PrivacyAccountant(budget_epsilon={budget}, budget_delta=1e-5, progress=False)
+eps, accepted = [], 0
+for t in range(10_000):
+    try:
+        acct.step({step})
+    except BudgetExceededError:
+        eps.append(float(acct.epsilon(1e-5)))
+        break
+    accepted += 1
+    if (t + 1) % 100 == 0:
+        eps.append(float(acct.epsilon(1e-5)))
+return eps, f'{{accepted}} steps accepted, last {{eps[-1]:.9f}}'"""
+#: ``--budget``: the decaying loop under a budget (the filter refuses the step that would
+#: pass it; the loop then stops, as :func:`benchmarks.shapes.dpacct_online`), beside the
+#: peer's constant loop
+BUDGET_ROWS: dict[str, tuple[str, str]] = {
+    **{f"decaying, every 100, budget {b:g}": (_DPACCT_IMPORTS, _BUDGET_LOOP.format(
+        budget=b, step=_DECAY)) for b in (8.0, 20.0)},
+    "opacus constant, every 100": ROWS["opacus constant, every 100"],
+}
+
+_GD = ("{'kind': 'noisy_gd', 'n': 10_000, 'd': 20, 'iterations': 50_000, 'sigma': 50.0, "
+       "'theta_bound': 2.0, 'seed': 0}")
+#: ``--noisygd``: row -> (imports, body)
+NOISYGD_ROWS: dict[str, tuple[str, str]] = {
+    # dpacct bound first (the installed mapping), then this checkout's benchmarks first
+    name: ("import sys\nimport dpacct.mechanisms\n"
+           f"sys.path.insert(0, {str(Path(__file__).resolve().parents[1])!r})\n"
+           "from benchmarks.shapes import dpacct_noisy_gd, numpy_noisy_gd\n",
+           f"r = {fn}({_GD})\nreturn r['epsilon'], r.get('note')")
+    for name, fn in (("NoisyGD.fit (squared loss)", "dpacct_noisy_gd"),
+                     ("numpy loop on X'X", "numpy_noisy_gd"))
+}
+
+
+def run(rounds: int, rows: dict[str, tuple[str, str]] | None = None) -> dict[str, dict]:
+    """Every row once per round, alternated: ``{row: {"cpu": [...], "answer": ...}}``."""
+    if rounds < 1:
+        raise ValueError(f"rounds must be >= 1, got {rounds}")
+    rows = ROWS if rows is None else rows
+    out: dict[str, dict] = {k: {"cpu": [], "answer": None, "note": None} for k in rows}
+    for _ in range(rounds):
+        for name, (imports, body) in rows.items():
+            got = measure(sys.executable, imports, body)
+            out[name]["cpu"].append(got["cpu"])
+            out[name]["answer"], out[name]["note"] = got["answer"], got["note"]
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--noisygd", action="store_true")
+    ap.add_argument("--budget", action="store_true")
+    args = ap.parse_args(argv)
+    got = run(args.rounds, NOISYGD_ROWS if args.noisygd else BUDGET_ROWS if args.budget
+              else None)
+    with open("/proc/loadavg") as f:
+        load = " ".join(f.read().split()[:3])
+    print(f"{args.rounds} rounds alternated, CPU s of the call (medians); load {load}")
+    print("| row | CPU s (median) | per round | answer / note |")
+    print("| --- | --- | --- | --- |")
+    for name, r in got.items():
+        cpus = [c for c in r["cpu"] if c is not None]
+        med = statistics.median(cpus) if cpus else None
+        per = " ".join(f"{c:.2f}" for c in cpus)
+        print(f"| {name} | {'-' if med is None else f'{med:.3f}'} | {per} | {r['note']} |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
