@@ -166,7 +166,7 @@ def test_a_grid_discretisation_shares_its_normal_tails_and_calls_no_scalar_funct
     bins = grid._bins_from_law(law, step, lo, hi)
     n = bins.m.size + 1
     assert len(seen) == 1 and not scalar_calls
-    assert set(seen[0].cols) <= {"Fp", "Fq", "Sp", "Sq"}
+    assert set(seen[0].cols) <= {"cdf_p", "cdf_q", "sf_p", "sf_q"}
     monkeypatch.undo()
     # the law's own code on the same edges, its ndtr points counted
     counted = [0]

@@ -41,13 +41,9 @@ import numpy as np
 from scipy import special
 
 from ..numerics import TINY, _log_expm1
-from .loss_law import PoissonSubsampledLossLaw, PrivacyLossLaw
+from .loss_law import PoissonSubsampledLossLaw, PrivacyLossLaw, _keeps_functions
 
 __all__ = ["prefill_quantiles", "subsampled_gaussian_law"]
-
-#: the methods a batched law must not override (its distribution functions and the
-#: memoised searches): a subclass that changes one of them is left to its own methods
-_KEPT = ("cdf_p", "sf_p", "_preimage", "_cdf_p_at", "_sf_p_at", "quantile_bounds", "_spread")
 
 _LADDER = 1e-3 * 2.0 ** np.arange(48)
 _POINTS = np.concatenate([-_LADDER[::-1], [0.0], _LADDER])
@@ -62,8 +58,9 @@ def subsampled_gaussian_law(law: PrivacyLossLaw) -> tuple[float, float] | None:
     "gaussian"``, :class:`~dpacct.accountant.capabilities._DeclaredHere`: the loss
     ``N(mu^2 / 2, mu^2)``, not inherited by a subclass); the outer law is a
     :class:`PoissonSubsampledLossLaw` that keeps the distribution functions and the
-    memoised searches this module reproduces (none of :data:`_KEPT` overridden), at a
-    rate ``q < 1``.  The mechanism-side twin is
+    memoised searches this module reproduces (none of
+    :data:`~dpacct.accountant.laws.loss_law_sgm.KEPT` overridden: the list the shared bin
+    masses' gate reads too), at a rate ``q < 1``.  The mechanism-side twin is
     :meth:`~dpacct.accountant.mechanism.Mechanism.subsampled_gaussian`.
 
     Examples
@@ -78,7 +75,7 @@ def subsampled_gaussian_law(law: PrivacyLossLaw) -> tuple[float, float] | None:
         return None
     if law.sample_rate >= 1.0:
         return None
-    if not all(getattr(type(law), m) is getattr(PoissonSubsampledLossLaw, m) for m in _KEPT):
+    if not _keeps_functions(law):
         return None
     return law.sample_rate, law.base.mu
 
