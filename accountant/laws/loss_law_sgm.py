@@ -34,13 +34,10 @@ by both gates.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 import numpy as np
 from scipy import special
-
-if TYPE_CHECKING:
-    from .loss_law import PoissonSubsampledLossLaw
 
 __all__: list[str] = []
 
@@ -87,7 +84,7 @@ class _SliceTails:
     """The law's tail provider (:class:`~dpacct.accountant.laws.loss_law._Tails`) on the
     slice ``s`` of shared :class:`_Columns`."""
 
-    __slots__ = ("c", "s", "inf")
+    __slots__ = ("c", "inf", "s")
 
     def __init__(self, c: _Columns, s: slice, inf: np.ndarray | None) -> None:
         self.c, self.s, self.inf = c, s, inf
@@ -106,6 +103,20 @@ class _SliceTails:
 
     def posinf(self) -> np.ndarray | None:
         return None if self.inf is None else self.inf[self.s]
+
+
+class _SubsampledLaw(Protocol):
+    """What :class:`SharedFunctions` reads of a
+    :class:`~dpacct.accountant.laws.loss_law.PoissonSubsampledLossLaw` (typed here
+    without importing it: ``loss_law`` imports this module)."""
+
+    direction: str
+    base: Any
+
+    def _cdf_p_at(self, x, below, above, tails=None) -> np.ndarray: ...
+    def _sf_p_at(self, x, below, above, tails=None) -> np.ndarray: ...
+    def _cdf_q_at(self, x, below, above, tails=None) -> np.ndarray: ...
+    def _sf_q_at(self, x, below, above, tails=None) -> np.ndarray: ...
 
 
 def _any_or_none(mask: np.ndarray) -> np.ndarray | None:
@@ -136,7 +147,7 @@ class SharedFunctions:
     True
     """
 
-    def __init__(self, law: PoissonSubsampledLossLaw, x: np.ndarray, below: np.ndarray,
+    def __init__(self, law: _SubsampledLaw, x: np.ndarray, below: np.ndarray,
                  above: np.ndarray) -> None:
         self.law, self.x = law, x
         # a mask with no entry set is None: the law's methods skip its ``np.where``
