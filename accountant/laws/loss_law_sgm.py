@@ -156,8 +156,9 @@ class SharedFunctions:
         self.c = _Columns(x, law.base.mu)
 
     def _args(self, s: slice) -> tuple:
-        cut = lambda m: None if m is None else m[s]  # noqa: E731
-        return self.x[s], cut(self.below), cut(self.above), _SliceTails(self.c, s, self.posinf)
+        below = None if self.below is None else self.below[s]
+        above = None if self.above is None else self.above[s]
+        return self.x[s], below, above, _SliceTails(self.c, s, self.posinf)
 
     def cdf_p(self, s: slice) -> np.ndarray:
         """``P(L <= e)`` at the edges of the slice ``s``."""
