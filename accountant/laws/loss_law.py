@@ -691,8 +691,9 @@ class PoissonSubsampledLossLaw(PrivacyLossLaw):
     # The four ``_*_at`` methods are the only copy of the mixtures: they read the base
     # law's tails at the preimages ``x`` through ``tails`` (a :class:`_BaseTails`, the
     # base law's own functions on ``x``, unless a caller passes another provider of the
-    # same values: :class:`~dpacct.accountant.laws.loss_law_sgm.SharedFunctions`), and a
-    # mask given as None has no entry set (its ``np.where`` would be the identity).
+    # same values, when ``x`` is not read: :class:`~dpacct.accountant.laws.loss_law_sgm.
+    # SharedFunctions`, the batched searches), and a mask given as None has no entry set
+    # (its ``np.where`` would be the identity).
     def _cdf_p_at(self, x, below, above, tails: _Tails | None = None):
         q, t = self.sample_rate, _BaseTails(self.base, x) if tails is None else tails
         if self.direction == "remove":

@@ -82,12 +82,13 @@ class _Columns:
 
 class _SliceTails:
     """The law's tail provider (:class:`~dpacct.accountant.laws.loss_law._Tails`) on the
-    slice ``s`` of shared :class:`_Columns`."""
+    slice ``s`` of shared :class:`_Columns` (one provider per grid, its slice set before
+    each call)."""
 
     __slots__ = ("c", "inf", "s")
 
-    def __init__(self, c: _Columns, s: slice, inf: np.ndarray | None) -> None:
-        self.c, self.s, self.inf = c, s, inf
+    def __init__(self, c: _Columns, inf: np.ndarray | None) -> None:
+        self.c, self.inf, self.s = c, inf, slice(None)
 
     def cdf_p(self) -> np.ndarray:
         return self.c.get("cdf_p", self.s)
@@ -149,39 +150,53 @@ class SharedFunctions:
 
     def __init__(self, law: _SubsampledLaw, x: np.ndarray, below: np.ndarray,
                  above: np.ndarray) -> None:
-        self.law, self.x = law, x
+        self.n = x.size
         # a mask with no entry set is None: the law's methods skip its ``np.where``
         self.below, self.above = _any_or_none(below), _any_or_none(above)
-        self.posinf = None if law.direction == "remove" else _any_or_none(np.isposinf(x))
+        posinf = None if law.direction == "remove" else _any_or_none(np.isposinf(x))
         self.c = _Columns(x, law.base.mu)
+        self.t = _SliceTails(self.c, posinf)
+        self.at = {"cdf_p": law._cdf_p_at, "sf_p": law._sf_p_at, "cdf_q": law._cdf_q_at,
+                   "sf_q": law._sf_q_at}
+        #: the values at the first edge (cdf_p, cdf_q) and the last (sf_p, sf_q), kept from
+        #: the slices asked: ``_differences`` always evaluates the CDFs from the first edge
+        #: on and the survival functions up to the last (an entry's value does not depend
+        #: on the slice around it, so they are what :meth:`ends` would compute)
+        self.kept: dict[str, float] = {}
 
-    def _args(self, s: slice) -> tuple:
+    def _call(self, name: str, s: slice) -> np.ndarray:
+        """``law._<name>_at`` on the slice ``s`` (the preimages themselves are read only
+        through the columns, so ``x`` is not passed)."""
+        self.t.s = s
         below = None if self.below is None else self.below[s]
         above = None if self.above is None else self.above[s]
-        return self.x[s], below, above, _SliceTails(self.c, s, self.posinf)
+        val = self.at[name](None, below, above, self.t)
+        a, b, _ = s.indices(self.n)
+        if b > a and (a == 0 if name[0] == "c" else b == self.n):
+            self.kept[name] = float(val[0] if name[0] == "c" else val[-1])
+        return val
 
     def cdf_p(self, s: slice) -> np.ndarray:
         """``P(L <= e)`` at the edges of the slice ``s``."""
-        return self.law._cdf_p_at(*self._args(s))
+        return self._call("cdf_p", s)
 
     def sf_p(self, s: slice) -> np.ndarray:
         """``P(e < L < inf)`` at the edges of the slice ``s``."""
-        return self.law._sf_p_at(*self._args(s))
+        return self._call("sf_p", s)
 
     def cdf_q(self, s: slice) -> np.ndarray:
         """``Q(L <= e)`` at the edges of the slice ``s``."""
-        return self.law._cdf_q_at(*self._args(s))
+        return self._call("cdf_q", s)
 
     def sf_q(self, s: slice) -> np.ndarray:
         """``Q(L > e)`` at the edges of the slice ``s``."""
-        return self.law._sf_q_at(*self._args(s))
+        return self._call("sf_q", s)
 
     def ends(self) -> tuple[float, float, float, float]:
-        """``(P(L <= e_0), Q(L <= e_0), P(e_last < L < inf), Q(e_last < L))``."""
-        first, last = slice(0, 1), slice(self.c.n - 1, self.c.n)
-        return (
-            float(self.cdf_p(first)[0]),
-            float(self.cdf_q(first)[0]),
-            float(self.sf_p(last)[0]),
-            float(self.sf_q(last)[0]),
-        )
+        """``(P(L <= e_0), Q(L <= e_0), P(e_last < L < inf), Q(e_last < L))``: kept from the
+        slices asked so far, else evaluated."""
+        first, last = slice(0, 1), slice(self.n - 1, self.n)
+        for name, s in (("cdf_p", first), ("cdf_q", first), ("sf_p", last), ("sf_q", last)):
+            if name not in self.kept:
+                self._call(name, s)
+        return self.kept["cdf_p"], self.kept["cdf_q"], self.kept["sf_p"], self.kept["sf_q"]
