@@ -23,8 +23,9 @@ where no entry is set.  So every mass is bit-for-bit the law's (the operations a
 element-wise IEEE arithmetic and ``ndtr``; the tests compare them with the law's own
 evaluation and with 40-digit ``mpmath``).  The end values
 :func:`~dpacct.accountant.pld.grid._bins_from_law` asks (``P(L <= a_0)``,
-``Q(L <= a_0)``, ``P(a_n < L)``, ``Q(a_n < L)``) are read from the same columns instead
-of four scalar evaluations.
+``Q(L <= a_0)``, ``P(a_n < L)``, ``Q(a_n < L)``) are kept from the slices ``_differences``
+already evaluated (it always asks the CDFs from the first edge on and the survival
+functions up to the last) instead of four more evaluations.
 
 :data:`KEPT` lists the methods a subclass of the law must keep (not override) for this
 path and for the batched quantile searches
