@@ -13,7 +13,11 @@ float compared by its ``repr`` (arrays by their bytes' SHA-256).  Cases:
   ``k2_remove_atoms``) at a few small settings;
 * ``kaff``: the k >= 3 law's ``_bin_affine`` on seeded random inputs;
 * ``online``: online loops (every query of a decaying and a constant loop, with and
-  without a budget).
+  without a budget);
+* ``sgm``: Poisson-subsampled Gaussian laws (session 30: one copy of their distribution
+  functions): the shared-tail bin masses and end values on grids of 3 to 2^16 + 1
+  edges (infinite edges too), the four public distribution functions, and the batched
+  quantile searches' memos (``prefill_quantiles``) of 200 seeded laws.
 
 Usage::
 
@@ -33,7 +37,7 @@ import sys
 
 import numpy as np
 
-FAMILIES = ("steinke", "bins", "kaff", "k2", "online")
+FAMILIES = ("steinke", "bins", "kaff", "k2", "online", "sgm")
 
 
 def _h(x) -> str:
@@ -141,8 +145,38 @@ def _online() -> list:
     return out
 
 
+def _sgm() -> list:
+    from dpacct.accountant.laws.loss_law import GaussianLossLaw, PoissonSubsampledLossLaw
+    from dpacct.accountant.laws.quantile_batch import prefill_quantiles
+
+    out = []
+    for q in (1e-7, 1e-4, 0.01, 0.2, 0.9):
+        for sigma in (0.5, 1.1, 4.0):
+            for direction in ("remove", "add"):
+                law = PoissonSubsampledLossLaw(GaussianLossLaw(1 / sigma), q, direction)
+                lo, hi = law.quantile_bounds(1e-12)
+                out.append(repr((lo, hi)))
+                for n in (3, 1001, 2**16 + 1):
+                    e = np.linspace(lo, hi, n)
+                    if n == 1001:
+                        e = np.concatenate(([-np.inf, lo - 5.0], e, [hi + 40.0, np.inf]))
+                    m, nq, ends = law._bins_and_ends(e)
+                    out += [_h(m), _h(nq), repr(ends)]
+                    if n == 1001:
+                        out += [_h(f(e)) for f in (law.cdf_p, law.sf_p, law.cdf_q, law.sf_q)]
+    rng = np.random.default_rng(2514)
+    laws = []
+    for i in range(200):
+        mu, q = float(np.exp(rng.uniform(-3.5, 3.4))), float(np.exp(rng.uniform(-23, -0.01)))
+        laws.append(PoissonSubsampledLossLaw(GaussianLossLaw(mu), q, ("remove", "add")[i % 2]))
+    prefill_quantiles([(law, t) for law in laws for t in (1e-20, 1e-12, 1e-6)], spread=laws)
+    out += [repr(sorted(law.__dict__.get("_quantile_memo", {}).items(), key=repr)) for law in laws]
+    return out
+
+
 def _dump(only: list[str]) -> None:
-    fns = {"steinke": _steinke, "bins": _bins, "kaff": _kaff, "k2": _k2, "online": _online}
+    fns = {"steinke": _steinke, "bins": _bins, "kaff": _kaff, "k2": _k2, "online": _online,
+           "sgm": _sgm}
     print(json.dumps({f: fns[f]() for f in only}))
 
 

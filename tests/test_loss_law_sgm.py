@@ -166,7 +166,7 @@ def test_a_grid_discretisation_shares_its_normal_tails_and_calls_no_scalar_funct
     bins = grid._bins_from_law(law, step, lo, hi)
     n = bins.m.size + 1
     assert len(seen) == 1 and not scalar_calls
-    assert set(seen[0].cols) <= {"Fp", "Fq", "Sp", "Sq"}
+    assert set(seen[0].cols) <= {"cdf_p", "cdf_q", "sf_p", "sf_q"}
     monkeypatch.undo()
     # the law's own code on the same edges, its ndtr points counted
     counted = [0]
@@ -197,4 +197,36 @@ def test_laws_outside_the_family_keep_their_own_evaluation():
     law = PoissonSubsampledLossLaw(GaussianLossLaw(1.0), 0.1, "add")
     m, nq, ends = PrivacyLossLaw._bins_and_ends(law, e)
     m1, nq1, ends1 = law._bins_and_ends(e)
+    assert m.tobytes() == m1.tobytes() and nq.tobytes() == nq1.tobytes() and ends == ends1
+
+
+def test_the_shared_columns_are_the_gaussian_base_laws_own_functions():
+    # the premise of the shared path: each column entry is the base law's own value
+    rng = np.random.default_rng(30)
+    for mu in (0.07, 1.0, 9.0):
+        x = np.concatenate(([-np.inf, -1e300, 0.0, 1e300, np.inf], rng.normal(0, 3 * mu, 300)))
+        c, base = loss_law_sgm._Columns(x, mu), GaussianLossLaw(mu)
+        for name in ("cdf_p", "sf_p", "cdf_q", "sf_q"):
+            got = np.concatenate([c.get(name, slice(0, 100)), c.get(name, slice(100, None))])
+            assert got.tobytes() == getattr(base, name)(x).tobytes()
+
+
+@pytest.mark.parametrize("name", loss_law_sgm.KEPT)
+def test_one_kept_list_gates_both_the_shared_bins_and_the_batched_searches(name):
+    """Overriding any method of ``KEPT`` (even with the same behaviour) takes a law off
+    both subsampled-Gaussian paths; ``_GridSafeSubsampledLaw`` (``spread`` only) keeps both."""
+    from dpacct.accountant.laws.quantile_batch import subsampled_gaussian_law
+
+    def same(self, *args, **kwargs):
+        return getattr(super(type(self), self), name)(*args, **kwargs)
+
+    cls = type("Overrides", (PoissonSubsampledLossLaw,), {name: same})
+    law = cls(GaussianLossLaw(1.0), 0.01, "remove")
+    assert not law._shared_gaussian() and subsampled_gaussian_law(law) is None
+    kept = _GridSafeSubsampledLaw(GaussianLossLaw(1.0), 0.01, "remove")
+    assert kept._shared_gaussian() and subsampled_gaussian_law(kept) == (0.01, 1.0)
+    # the law's own (unshared) path gives what the shared path gives
+    e = np.linspace(*kept.quantile_bounds(1e-9), 50)
+    m, nq, ends = law._bins_and_ends(e)
+    m1, nq1, ends1 = kept._bins_and_ends(e)
     assert m.tobytes() == m1.tobytes() and nq.tobytes() == nq1.tobytes() and ends == ends1

@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import numpy as np
 from scipy import special
@@ -493,6 +494,47 @@ def _log_expm1_30(d: np.ndarray) -> np.ndarray:
         return np.log(np.expm1(d))
 
 
+class _Tails(Protocol):
+    """What :class:`PoissonSubsampledLossLaw`'s ``_*_at`` methods read of the base law at
+    the preimages ``x``: its four distribution functions and the mask of ``x = +inf``
+    (None: no entry set)."""
+
+    def cdf_p(self) -> np.ndarray: ...
+    def sf_p(self) -> np.ndarray: ...
+    def cdf_q(self) -> np.ndarray: ...
+    def sf_q(self) -> np.ndarray: ...
+    def posinf(self) -> np.ndarray | None: ...
+
+
+class _BaseTails:
+    """The default :class:`_Tails`: the base law's own distribution functions on ``x``."""
+
+    __slots__ = ("base", "x")
+
+    def __init__(self, base: PrivacyLossLaw, x: np.ndarray) -> None:
+        self.base, self.x = base, x
+
+    def cdf_p(self) -> np.ndarray:
+        return self.base.cdf_p(self.x)
+
+    def sf_p(self) -> np.ndarray:
+        return self.base.sf_p(self.x)
+
+    def cdf_q(self) -> np.ndarray:
+        return self.base.cdf_q(self.x)
+
+    def sf_q(self) -> np.ndarray:
+        return self.base.sf_q(self.x)
+
+    def posinf(self) -> np.ndarray:
+        return np.isposinf(self.x)
+
+
+def _where(mask: np.ndarray | None, value: float, val: np.ndarray) -> np.ndarray:
+    """``np.where(mask, value, val)``; ``val`` itself when ``mask`` is None (no entry set)."""
+    return val if mask is None else np.where(mask, value, val)
+
+
 @dataclass(frozen=True, eq=False)
 class PoissonSubsampledLossLaw(PrivacyLossLaw):
     """Privacy loss of a Poisson-subsampled mechanism, in one neighbouring direction.
@@ -616,12 +658,13 @@ class PoissonSubsampledLossLaw(PrivacyLossLaw):
         this law's bin masses: a base declaring the Gaussian closed form for itself
         (``closed_form``, not inherited by a subclass: the same declaration
         :func:`~dpacct.accountant.laws.quantile_batch.subsampled_gaussian_law` reads),
-        ``q < 1``, the distribution functions not overridden (bit-equal to
-        :meth:`bin_masses`' own evaluation)."""
+        ``q < 1``, none of :data:`~dpacct.accountant.laws.loss_law_sgm.KEPT` overridden
+        (bit-equal to :meth:`bin_masses`' own evaluation: the same ``_*_at`` methods, the
+        base's tails read from shared columns)."""
         return (
             self.base.closed_form == "gaussian"
             and self.sample_rate < 1.0
-            and all(getattr(type(self), m) is getattr(PoissonSubsampledLossLaw, m) for m in KEPT)
+            and _keeps_functions(self)
         )
 
     def _bins_and_ends(self, edges: np.ndarray) -> tuple[np.ndarray, np.ndarray, tuple]:
@@ -645,17 +688,23 @@ class PoissonSubsampledLossLaw(PrivacyLossLaw):
         """
         return self._cdf_p_at(*self._preimage(y))
 
-    def _cdf_p_at(self, x, below, above):
-        q, b = self.sample_rate, self.base
+    # The four ``_*_at`` methods are the only copy of the mixtures: they read the base
+    # law's tails at the preimages ``x`` through ``tails`` (a :class:`_BaseTails`, the
+    # base law's own functions on ``x``, unless a caller passes another provider of the
+    # same values, when ``x`` is not read: :class:`~dpacct.accountant.laws.loss_law_sgm.
+    # SharedFunctions`, the batched searches), and a mask given as None has no entry set
+    # (its ``np.where`` would be the identity).
+    def _cdf_p_at(self, x, below, above, tails: _Tails | None = None):
+        q, t = self.sample_rate, _BaseTails(self.base, x) if tails is None else tails
         if self.direction == "remove":
-            val = (1 - q) * b.cdf_q(x) + q * b.cdf_p(x)
-            val = np.where(below, 0.0, val)
-            return np.where(above, 1.0 - self.inf_mass, val)
+            val = (1 - q) * t.cdf_q() + q * t.cdf_p()
+            val = _where(below, 0.0, val)
+            return _where(above, 1.0 - self.inf_mass, val)
         # add: P'' = base P_a, loss g(x) with g(+inf) = -log(1-q) finite
-        val = b.cdf_p(x)
-        val = np.where(np.isposinf(x), 1.0, val)
-        val = np.where(above, 1.0, val)
-        return np.where(below, 0.0, val)
+        val = t.cdf_p()
+        val = _where(t.posinf(), 1.0, val)
+        val = _where(above, 1.0, val)
+        return _where(below, 0.0, val)
 
     def sf_p(self, y):
         """``P(y < L < inf)``; see :meth:`PrivacyLossLaw.sf_p`.
@@ -667,17 +716,17 @@ class PoissonSubsampledLossLaw(PrivacyLossLaw):
         """
         return self._sf_p_at(*self._preimage(y))
 
-    def _sf_p_at(self, x, below, above):
-        q, b = self.sample_rate, self.base
+    def _sf_p_at(self, x, below, above, tails: _Tails | None = None):
+        q, t = self.sample_rate, _BaseTails(self.base, x) if tails is None else tails
         if self.direction == "remove":
-            val = (1 - q) * b.sf_q(x) + q * b.sf_p(x)
+            val = (1 - q) * t.sf_q() + q * t.sf_p()
             # Q-only outcomes of the base (x = -inf) sit exactly at y = log(1-q)
-            val = np.where(below, 1.0 - self.inf_mass, val)
-            return np.where(above, 0.0, val)
-        val = b.sf_p(x) + b.inf_mass
-        val = np.where(np.isposinf(x), 0.0, val)
-        val = np.where(above, 0.0, val)
-        return np.where(below, 1.0, val)
+            val = _where(below, 1.0 - self.inf_mass, val)
+            return _where(above, 0.0, val)
+        val = t.sf_p() + self.base.inf_mass
+        val = _where(t.posinf(), 0.0, val)
+        val = _where(above, 0.0, val)
+        return _where(below, 1.0, val)
 
     def cdf_q(self, y):
         """``Q(L <= y)``; see :meth:`PrivacyLossLaw.cdf_q`.
@@ -689,16 +738,16 @@ class PoissonSubsampledLossLaw(PrivacyLossLaw):
         """
         return self._cdf_q_at(*self._preimage(y))
 
-    def _cdf_q_at(self, x, below, above):
-        q, b = self.sample_rate, self.base
+    def _cdf_q_at(self, x, below, above, tails: _Tails | None = None):
+        q, t = self.sample_rate, _BaseTails(self.base, x) if tails is None else tails
         if self.direction == "remove":
-            val = b.cdf_q(x)
-            val = np.where(below, 0.0, val)
-            return np.where(above, 1.0, val)
-        val = (1 - q) * b.cdf_p(x) + q * b.cdf_q(x)
-        val = np.where(np.isposinf(x), 1.0, val)
-        val = np.where(above, 1.0, val)
-        return np.where(below, self.q_neg_inf_mass, val)
+            val = t.cdf_q()
+            val = _where(below, 0.0, val)
+            return _where(above, 1.0, val)
+        val = (1 - q) * t.cdf_p() + q * t.cdf_q()
+        val = _where(t.posinf(), 1.0, val)
+        val = _where(above, 1.0, val)
+        return _where(below, self.q_neg_inf_mass, val)
 
     def sf_q(self, y):
         """``Q(L > y)``; see :meth:`PrivacyLossLaw.sf_q`.
@@ -710,13 +759,23 @@ class PoissonSubsampledLossLaw(PrivacyLossLaw):
         """
         return self._sf_q_at(*self._preimage(y))
 
-    def _sf_q_at(self, x, below, above):
-        q, b = self.sample_rate, self.base
+    def _sf_q_at(self, x, below, above, tails: _Tails | None = None):
+        q, t = self.sample_rate, _BaseTails(self.base, x) if tails is None else tails
         if self.direction == "remove":
-            val = b.sf_q(x)
-            val = np.where(below, 1.0, val)
-            return np.where(above, 0.0, val)
-        val = (1 - q) * (b.sf_p(x) + b.inf_mass) + q * b.sf_q(x)
-        val = np.where(np.isposinf(x), 0.0, val)
-        val = np.where(above, 0.0, val)
-        return np.where(below, 1.0 - self.q_neg_inf_mass, val)
+            val = t.sf_q()
+            val = _where(below, 1.0, val)
+            return _where(above, 0.0, val)
+        val = (1 - q) * (t.sf_p() + self.base.inf_mass) + q * t.sf_q()
+        val = _where(t.posinf(), 0.0, val)
+        val = _where(above, 0.0, val)
+        return _where(below, 1.0 - self.q_neg_inf_mass, val)
+
+
+def _keeps_functions(law: PoissonSubsampledLossLaw) -> bool:
+    """Whether ``law``'s class keeps every method of
+    :data:`~dpacct.accountant.laws.loss_law_sgm.KEPT` as :class:`PoissonSubsampledLossLaw`
+    defines it: the one list both gates of the subsampled Gaussian's own paths read
+    (:meth:`PoissonSubsampledLossLaw._shared_gaussian`,
+    :func:`~dpacct.accountant.laws.quantile_batch.subsampled_gaussian_law`)."""
+    cls = type(law)
+    return all(getattr(cls, m) is getattr(PoissonSubsampledLossLaw, m) for m in KEPT)

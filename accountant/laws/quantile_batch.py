@@ -11,7 +11,9 @@ numpy overhead of those ~10^5 small calls was 13 of the first query's 47 CPU sec
 round evaluates the distribution functions of all still-open laws on one
 ``(laws, 33)`` array.  Each row follows *exactly* the scalar algorithm (the same
 bracket ladder, the same 33 points per round, computed with the same floating-point
-operations in the same order, the same stopping rule), so each law's memo receives
+operations in the same order, the same stopping rule; the distribution functions are
+the law's own ``_cdf_p_at`` / ``_sf_p_at`` called on the rows' columns, with the
+Gaussian base's tails per row: no copy of the mixtures), so each law's memo receives
 the value its own :meth:`quantile_bounds` / :meth:`spread` would compute, bit for bit;
 a row that leaves the common path (a bracket the ladder misses, a degenerate spread)
 is handed to the law's own scalar method.  Only laws that declare themselves
@@ -36,18 +38,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Sequence
+from types import SimpleNamespace
 
 import numpy as np
 from scipy import special
 
 from ..numerics import TINY, _log_expm1
-from .loss_law import PoissonSubsampledLossLaw, PrivacyLossLaw
+from .loss_law import PoissonSubsampledLossLaw, PrivacyLossLaw, _keeps_functions
 
 __all__ = ["prefill_quantiles", "subsampled_gaussian_law"]
-
-#: the methods a batched law must not override (its distribution functions and the
-#: memoised searches): a subclass that changes one of them is left to its own methods
-_KEPT = ("cdf_p", "sf_p", "_preimage", "_cdf_p_at", "_sf_p_at", "quantile_bounds", "_spread")
 
 _LADDER = 1e-3 * 2.0 ** np.arange(48)
 _POINTS = np.concatenate([-_LADDER[::-1], [0.0], _LADDER])
@@ -56,14 +55,15 @@ _RAMP = np.arange(33, dtype=float)
 
 def subsampled_gaussian_law(law: PrivacyLossLaw) -> tuple[float, float] | None:
     """``(sample_rate, mu)`` of a law that is, by its families' declarations, the
-    Poisson-subsampled Gaussian loss law whose formulas this module copies, else None.
+    Poisson-subsampled Gaussian loss law whose searches this module batches, else None.
 
     The base declares the Gaussian closed form for itself (``closed_form ==
     "gaussian"``, :class:`~dpacct.accountant.capabilities._DeclaredHere`: the loss
     ``N(mu^2 / 2, mu^2)``, not inherited by a subclass); the outer law is a
     :class:`PoissonSubsampledLossLaw` that keeps the distribution functions and the
-    memoised searches this module reproduces (none of :data:`_KEPT` overridden), at a
-    rate ``q < 1``.  The mechanism-side twin is
+    memoised searches this module reproduces (none of
+    :data:`~dpacct.accountant.laws.loss_law_sgm.KEPT` overridden: the list the shared bin
+    masses' gate reads too), at a rate ``q < 1``.  The mechanism-side twin is
     :meth:`~dpacct.accountant.mechanism.Mechanism.subsampled_gaussian`.
 
     Examples
@@ -78,7 +78,7 @@ def subsampled_gaussian_law(law: PrivacyLossLaw) -> tuple[float, float] | None:
         return None
     if law.sample_rate >= 1.0:
         return None
-    if not all(getattr(type(law), m) is getattr(PoissonSubsampledLossLaw, m) for m in _KEPT):
+    if not _keeps_functions(law):
         return None
     return law.sample_rate, law.base.mu
 
@@ -89,7 +89,8 @@ def _batchable(law: PrivacyLossLaw) -> bool:
 
 class _Rows:
     """The per-law constants of :meth:`PoissonSubsampledLossLaw._preimage` and of the
-    Gaussian base, as columns, computed with the scalar code's expressions."""
+    Gaussian base, as columns, computed with the scalar code's expressions; the
+    distribution functions of all rows at once (the law's own methods on columns)."""
 
     def __init__(self, laws: Sequence[PoissonSubsampledLossLaw]) -> None:
         col = lambda v: np.array(v, dtype=float)[:, None]  # noqa: E731
@@ -97,7 +98,6 @@ class _Rows:
         mus = [law.base.mu for law in laws]
         self.remove = np.array([law.direction == "remove" for law in laws])[:, None]
         self.q = col(qs)
-        self.one_minus_q = col([1 - q for q in qs])
         self.log1mq = col([math.log1p(-q) for q in qs])
         self.c = col([math.log((1.0 - q) / q) for q in qs])
         self.mu = col(mus)
@@ -122,31 +122,58 @@ class _Rows:
             above = np.where(r, np.isposinf(y), d < 0)
         return x, below, above
 
+    def _as(self, direction: str) -> SimpleNamespace:
+        """The rows as the ``self`` of the law's ``_cdf_p_at`` / ``_sf_p_at`` in one
+        direction: the attributes those methods read, as columns."""
+        return SimpleNamespace(direction=direction, sample_rate=self.q, inf_mass=self.inf_mass,
+                               base=SimpleNamespace(inf_mass=self.base_inf))
+
     def cdf_p(self, y: np.ndarray) -> np.ndarray:
         x, below, above = self._preimage(y)
-        z_p = (x - self.shift_p) / self.mu
-        cdf_bp = special.ndtr(z_p)
-        cdf_bq = special.ndtr((x - self.shift_q) / self.mu)
-        rem = self.one_minus_q * cdf_bq + self.q * cdf_bp
-        rem = np.where(below, 0.0, rem)
-        rem = np.where(above, 1.0 - self.inf_mass, rem)
-        add = np.where(np.isposinf(x), 1.0, cdf_bp)
-        add = np.where(above, 1.0, add)
-        add = np.where(below, 0.0, add)
+        t = _RowTails(self, x)
+        # the law's own mixtures (the one copy), both directions, each row taking its own
+        rem = PoissonSubsampledLossLaw._cdf_p_at(self._as("remove"), x, below, above, t)
+        add = PoissonSubsampledLossLaw._cdf_p_at(self._as("add"), x, below, above, t)
         return np.where(self.remove, rem, add)
 
     def sf_p(self, y: np.ndarray) -> np.ndarray:
         x, below, above = self._preimage(y)
-        sf_bp = special.ndtr(-((x - self.shift_p) / self.mu))
-        sf_bq = special.ndtr(-((x - self.shift_q) / self.mu))
-        rem = self.one_minus_q * sf_bq + self.q * sf_bp
-        rem = np.where(below, 1.0 - self.inf_mass, rem)
-        rem = np.where(above, 0.0, rem)
-        add = sf_bp + self.base_inf
-        add = np.where(np.isposinf(x), 0.0, add)
-        add = np.where(above, 0.0, add)
-        add = np.where(below, 1.0, add)
+        t = _RowTails(self, x)
+        rem = PoissonSubsampledLossLaw._sf_p_at(self._as("remove"), x, below, above, t)
+        add = PoissonSubsampledLossLaw._sf_p_at(self._as("add"), x, below, above, t)
         return np.where(self.remove, rem, add)
+
+
+class _RowTails:
+    """The law's tail provider (:class:`~dpacct.accountant.laws.loss_law._Tails`) for
+    rows: each row's Gaussian base functions at its preimages ``x`` (the Gaussian law's
+    own expressions, ``ndtr(+-(x - shift) / mu)``), each evaluated once."""
+
+    def __init__(self, rows: _Rows, x: np.ndarray) -> None:
+        self.rows, self.x = rows, x
+        self.memo: dict[str, np.ndarray] = {}
+
+    def _get(self, name: str) -> np.ndarray:
+        if name not in self.memo:
+            r = self.rows
+            z = (self.x - (r.shift_p if name[-1] == "p" else r.shift_q)) / r.mu
+            self.memo[name] = special.ndtr(-z if name[0] == "s" else z)
+        return self.memo[name]
+
+    def cdf_p(self) -> np.ndarray:
+        return self._get("cdf_p")
+
+    def sf_p(self) -> np.ndarray:
+        return self._get("sf_p")
+
+    def cdf_q(self) -> np.ndarray:
+        return self._get("cdf_q")
+
+    def sf_q(self) -> np.ndarray:
+        return self._get("sf_q")
+
+    def posinf(self) -> np.ndarray:
+        return np.isposinf(self.x)
 
 
 def _boundaries(pred: Callable[[np.ndarray, np.ndarray], np.ndarray], n: int) -> np.ndarray:
