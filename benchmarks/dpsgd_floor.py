@@ -214,6 +214,29 @@ def _self_costs(path: str) -> Counter:
     return costs
 
 
+def callgrind_script(python: str, script: str, args: list[str], *, prefix: str = "cg_",
+                     cwd: str | None = None) -> dict:
+    """Instructions of ``python -c script *args`` under callgrind, counted from the
+    child's first ``time.process_time`` call on (the imports excluded), by category.
+
+    Returns ``{"answer": the child's last printed line, "total": instructions,
+    "categories": categories(...)}``; the child runs in a temporary directory (or
+    ``cwd``).  Shared by this module's :func:`callgrind` and the experiments of
+    ``dpsgd_floor_min``, ``ev37_dpsgd_parts`` and ``ev37b_bounds``."""
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+        out = str(Path(tmp) / "cg.out")
+        proc = subprocess.run(
+            ["valgrind", "--tool=callgrind", "--dump-before=time_process_time",
+             f"--callgrind-out-file={out}", python, "-c", script, *args],
+            capture_output=True, text=True, cwd=cwd or tmp, check=False,
+        )
+        if proc.returncode or not Path(out + ".2").exists():
+            raise RuntimeError(proc.stderr[-2000:])
+        costs = _self_costs(out + ".2")
+    return {"answer": proc.stdout.strip().splitlines()[-1], "total": sum(costs.values()),
+            "categories": categories(costs)}
+
+
 def callgrind(python: str, tag: str, side: str) -> dict:
     """Instructions of one cold call (``side``: ``epsilon``, ``bounds`` or ``opacus``)
     under valgrind's callgrind in a fresh ``python`` process (a real interpreter, not a
@@ -223,19 +246,7 @@ def callgrind(python: str, tag: str, side: str) -> dict:
     child = _OPACUS_CHILD if side == "opacus" else _CALLGRIND_CHILD
     args = [str(q), str(sigma), str(steps)] + ([] if side == "opacus" else
                                                ["1" if side == "bounds" else "0"])
-    with tempfile.TemporaryDirectory(prefix="dpsgd_floor_cg_") as tmp:
-        out = str(Path(tmp) / "cg.out")
-        proc = subprocess.run(
-            ["valgrind", "--tool=callgrind", "--dump-before=time_process_time",
-             f"--callgrind-out-file={out}", python, "-c", child, *args],
-            capture_output=True, text=True, cwd=tmp, check=False,
-        )
-        if proc.returncode or not Path(out + ".2").exists():
-            raise RuntimeError(proc.stderr[-2000:])
-        costs = _self_costs(out + ".2")
-    total = sum(costs.values())
-    return {"answer": proc.stdout.strip().splitlines()[-1], "total": total,
-            "categories": categories(costs)}
+    return callgrind_script(python, child, args, prefix="dpsgd_floor_cg_")
 
 
 def parse_rows(text: str) -> list[str]:

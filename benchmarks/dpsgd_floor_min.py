@@ -66,17 +66,14 @@ from __future__ import annotations
 
 import argparse
 import math
-import subprocess
-import tempfile
 from pathlib import Path
 
 from benchmarks.dpsgd_floor import (
     DELTA,
     ROWS,
     _recording,
-    _self_costs,
     callgrind,
-    categories,
+    callgrind_script,
     parse_rows,
 )
 
@@ -277,19 +274,9 @@ def callgrind_floor(python: str, tag: str, h: float, n: int, target: float) -> d
     built inside, as in the call it is compared with)."""
     q, sigma, steps = ROWS[tag]
     root = str(Path(__file__).resolve().parents[1])
-    with tempfile.TemporaryDirectory(prefix="dpsgd_floor_min_") as tmp:
-        out = str(Path(tmp) / "cg.out")
-        proc = subprocess.run(
-            ["valgrind", "--tool=callgrind", "--dump-before=time_process_time",
-             f"--callgrind-out-file={out}", python, "-c", _FLOOR_CHILD,
-             str(q), str(sigma), str(steps), repr(h), str(n), repr(target)],
-            capture_output=True, text=True, cwd=root, check=False,
-        )
-        if proc.returncode or not Path(out + ".2").exists():
-            raise RuntimeError(proc.stderr[-2000:])
-        costs = _self_costs(out + ".2")
-    return {"answer": proc.stdout.strip().splitlines()[-1], "total": sum(costs.values()),
-            "categories": categories(costs)}
+    return callgrind_script(python, _FLOOR_CHILD,
+                            [str(q), str(sigma), str(steps), repr(h), str(n), repr(target)],
+                            prefix="dpsgd_floor_min_", cwd=root)
 
 
 def main(argv: list[str] | None = None) -> int:

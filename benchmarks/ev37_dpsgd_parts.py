@@ -35,12 +35,9 @@ Measured: benchmarks/README.md, "Issue 37's speed targets, session 30".
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
-import tempfile
-from pathlib import Path
 
-from benchmarks.dpsgd_floor import ROWS, _self_costs, callgrind, categories, parse_rows
+from benchmarks.dpsgd_floor import ROWS, callgrind, callgrind_script, parse_rows
 
 __all__ = ["VARIANTS", "callgrind_variant", "gaps", "main", "parse_floor"]
 
@@ -91,19 +88,8 @@ def callgrind_variant(python: str, tag: str, variant: str) -> dict:
     process (callgrind dumps before each ``process_time``: part 2 is the call alone).
     ``{"answer", "total", "categories"}``."""
     q, sigma, steps = ROWS[tag]
-    with tempfile.TemporaryDirectory(prefix="ev37_parts_") as tmp:
-        out = str(Path(tmp) / "cg.out")
-        proc = subprocess.run(
-            ["valgrind", "--tool=callgrind", "--dump-before=time_process_time",
-             f"--callgrind-out-file={out}", python, "-c", child_script(variant),
-             str(q), str(sigma), str(steps)],
-            capture_output=True, text=True, cwd=tmp, check=False,
-        )
-        if proc.returncode or not Path(out + ".2").exists():
-            raise RuntimeError(proc.stderr[-2000:])
-        costs = _self_costs(out + ".2")
-    return {"answer": proc.stdout.strip().splitlines()[-1], "total": sum(costs.values()),
-            "categories": categories(costs)}
+    return callgrind_script(python, child_script(variant), [str(q), str(sigma), str(steps)],
+                            prefix="ev37_parts_")
 
 
 def gaps(rows: dict[str, dict], floor: str) -> dict[str, dict[str, float]]:

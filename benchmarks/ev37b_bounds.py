@@ -33,13 +33,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from benchmarks.dpsgd_floor import ROWS, _self_costs, categories
+from benchmarks.dpsgd_floor import ROWS, callgrind_script
 
 __all__ = ["PATCHES", "VARIANTS", "callgrind", "main", "ratio_table"]
 
@@ -83,18 +81,7 @@ def callgrind(python: str, row: str, side: str, variant: str = "main") -> dict:
     ``{"answer", "total", "categories"}``."""
     q, sigma, steps = ROWS[row]
     args = [str(q), str(sigma), str(steps), "1" if side == "bounds" else "0", PATCHES[variant]]
-    with tempfile.TemporaryDirectory(prefix="ev37b_cg_") as tmp:
-        out = str(Path(tmp) / "cg.out")
-        proc = subprocess.run(
-            ["valgrind", "--tool=callgrind", "--dump-before=time_process_time",
-             f"--callgrind-out-file={out}", python, "-c", _CHILD, *args],
-            capture_output=True, text=True, cwd=tmp, check=False,
-        )
-        if proc.returncode or not Path(out + ".2").exists():
-            raise RuntimeError(proc.stderr[-2000:])
-        costs = _self_costs(out + ".2")
-    return {"answer": proc.stdout.strip().splitlines()[-1], "total": sum(costs.values()),
-            "categories": categories(costs)}
+    return callgrind_script(python, _CHILD, args, prefix="ev37b_cg_")
 
 
 def ratio_table(records: list[dict]) -> str:
