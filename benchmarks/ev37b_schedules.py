@@ -57,7 +57,7 @@ from typing import Any
 
 from benchmarks.checkouts import run_in_checkout, write_json
 from benchmarks.ledger_phases import ROWS as LEDGER_ROWS
-from benchmarks.schedule_oneshot import PEER_CACHE
+from benchmarks.schedule_oneshot import PEER_CACHE, SCHEDULE_SRC
 
 __all__ = ["ROWS", "STAGES", "format_table", "main", "parse_variant"]
 
@@ -133,18 +133,7 @@ if path == "oneshot":
     _so._fine_pass = _timed("fine", _so._fine_pass)
     _so._incremental_epsilon = _timed("composer", _so._incremental_epsilon, _which)
     _so.fast_upper = _timed("fast", _so.fast_upper)
-if kind == "phases":
-    rng = np.random.default_rng(0)
-    sig, q = rng.uniform(0.8, 2.0, n), rng.uniform(0.001, 0.02, n)
-    sched = [(float(a), float(b), 10) for a, b in zip(sig, q)]
-elif kind == "phases_log":
-    rng = np.random.default_rng(0)
-    sig = rng.uniform(1.0, 2.0, n)
-    q = np.exp(rng.uniform(np.log(1e-3), np.log(1e-2), n))
-    sched = [(float(a), float(b), 10) for a, b in zip(sig, q)]
-else:
-    sched = [(s0 * 0.9999**t, 0.01, 1) for t in range(n)]
-t0 = time.process_time()
+""" + SCHEDULE_SRC + r"""t0 = time.process_time()
 if path == "ledger":
     kw = {"grid": 2.0 ** -float(opts["grid"])} if "grid" in opts else {}
     ask = PrivacyAccountant(progress=False, **kw)

@@ -53,14 +53,9 @@ PATHS = ("ledger", "oneshot", "oneshot-fine")
 #: that tol takes minutes on 1 000 phases)
 FINE_TOL = 1e-5
 
-_CHILD = r"""
-import json, resource, sys, time
-import numpy as np
-from dpacct.accountant import PrivacyAccountant
-from dpacct.accountant.pld.schedule import schedule_mechanism
-kind, s0, n = json.loads(sys.argv[1])
-path = sys.argv[2]
-if kind == "phases":
+#: the child scripts' schedule of ``(kind, s0, n)`` (``np`` imported; sets ``sched``, a list
+#: of ``(sigma, q, count)``): this module's rows and ``ev37b_schedules``' experiments
+SCHEDULE_SRC = r"""if kind == "phases":
     rng = np.random.default_rng(0)
     sig, q = rng.uniform(0.8, 2.0, n), rng.uniform(0.001, 0.02, n)
     sched = [(float(a), float(b), 10) for a, b in zip(sig, q)]
@@ -71,7 +66,16 @@ elif kind == "phases_log":
     sched = [(float(a), float(b), 10) for a, b in zip(sig, q)]
 else:
     sched = [(s0 * 0.9999**t, 0.01, 1) for t in range(n)]
-if path == "dpa":  # dp_accounting's default pessimistic PLD
+"""
+
+_CHILD = r"""
+import json, resource, sys, time
+import numpy as np
+from dpacct.accountant import PrivacyAccountant
+from dpacct.accountant.pld.schedule import schedule_mechanism
+kind, s0, n = json.loads(sys.argv[1])
+path = sys.argv[2]
+""" + SCHEDULE_SRC + r"""if path == "dpa":  # dp_accounting's default pessimistic PLD
     import dp_accounting as dpa
     from dp_accounting.pld import PLDAccountant
     t0 = time.process_time()
