@@ -55,6 +55,7 @@ from dpacct.accountant import (
 from dpacct.accountant.extras import import_optional
 from dpacct.accountant.families.gaussian import GaussianMechanism
 from dpacct.accountant.transformers.random_allocation_lower import gaussian_epsilon_is_zero
+from dpacct.accountant.transformers.random_allocation_sum_lower import shared_lower_bounds
 from dpacct.accountant.validation import (
     check_count,
     check_delta,
@@ -405,10 +406,13 @@ def sampler_report(
         )
         return SamplerReport(rows, scheme, sigma, d, t, e, q, kk)
     gauss = GaussianMechanism(sigma=sigma)
-    shuffled = shuffled_batches(gauss, t, e, d)
-    # lower end: the larger of the largest-coordinate and sum-statistic attacks
-    bib_low, bib = map(float, random_allocation(gauss, t, k=1, epochs=e).epsilon_bounds(d))
-    ra_low, ra = map(float, random_allocation(gauss, kk * t, k=kk, epochs=e//kk).epsilon_bounds(d))
+    with shared_lower_bounds():  # shuffling and balls-in-bins share the k = 1 lower bound
+        shuffled = shuffled_batches(gauss, t, e, d)
+        # lower end: the larger of the largest-coordinate and sum-statistic attacks
+        bib_low, bib = map(float, random_allocation(gauss, t, k=1, epochs=e).epsilon_bounds(d))
+        ra_low, ra = map(
+            float, random_allocation(gauss, kk * t, k=kk, epochs=e // kk).epsilon_bounds(d)
+        )
     fixed = float(compose([fixed_size_gaussian_step(sigma, q)], counts=[steps]).epsilon(d))
     values = {
         "poisson": (float(dpsgd_mechanism(sigma, q, steps).epsilon(d)), None, "add/remove"),

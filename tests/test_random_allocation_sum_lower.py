@@ -203,3 +203,35 @@ def test_bad_input_is_named():
     with pytest.raises(ValueError, match="c_factors"):
         sum_statistic_lower_epsilon(1.0, 30, 1e-6, k=2, c_factors=())
 
+
+
+def test_shared_lower_bounds_computes_each_bound_once_inside_the_block(monkeypatch):
+    # the memo of shared_lower_bounds(): inside the block a repeated question is answered
+    # from the first computation (the same float); outside it, and after it, every call
+    # computes again (a memo that outlived its block would answer a later call made
+    # under other engine settings)
+    from dpacct.accountant.transformers import random_allocation_lower as max_lower
+
+    calls = []
+    real_sum, real_max = sum_lower._sum_lower, max_lower._max_test_lower_computed
+    monkeypatch.setattr(sum_lower, "_sum_lower", lambda *a: calls.append("sum") or real_sum(*a))
+    monkeypatch.setattr(
+        max_lower, "_max_test_lower_computed", lambda *a: calls.append("max") or real_max(*a)
+    )
+    args = (1.0, 20, 1e-6)
+    with sum_lower.shared_lower_bounds():
+        a = sum_statistic_lower_epsilon(*args)
+        with sum_lower.shared_lower_bounds():  # nested: the outer memo serves it
+            b = sum_statistic_lower_epsilon(*args)
+        m1 = max_lower.random_allocation_lower_epsilon(*args)
+        m2 = max_lower.random_allocation_lower_epsilon(*args)
+        other = sum_statistic_lower_epsilon(1.0, 20, 1e-5)  # another delta: computed
+    assert a == b and m1 == m2 and other != a
+    assert calls == ["sum", "max", "sum"]
+    # given factors are not the default statistics: never memoised
+    with sum_lower.shared_lower_bounds():
+        c = sum_statistic_lower_epsilon(*args, c_factors=C_FACTORS)
+        d = sum_statistic_lower_epsilon(*args, c_factors=C_FACTORS)
+    assert c == d and calls[3:] == ["sum", "sum"]
+    # after the block the memo is gone
+    assert sum_statistic_lower_epsilon(*args) == a and calls[5:] == ["sum"]

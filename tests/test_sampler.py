@@ -202,3 +202,19 @@ def test_shuffle_and_balls_in_bins_lower_ends_read_the_sum_statistic():
         # the remove direction is the larger here (add: about 4e-4 at eps = lower)
         hi = random_allocation_delta_mc(sigma, steps, low, samples=100_000, rng=rng)[2]
         assert hi >= delta, (scheme, low, hi)
+
+
+def test_shared_lower_bounds_leave_every_row_as_computed_alone(monkeypatch):
+    # sampler_report asks for the k = 1 lower bound twice (shuffled batches, balls-in-bins)
+    # and reuses it inside shared_lower_bounds(); with the memo switched off (a block that
+    # shares nothing) every row is the same float
+    import contextlib
+
+    from dpacct.calibrators import sampler
+
+    kwargs = dict(scheme="shuffle", dataset_size=2_000, batch_size=100, epochs=2, k=1)
+    shared = dp.sampler_report(1.2, 1e-5, **kwargs).as_dict()
+    monkeypatch.setattr(sampler, "shared_lower_bounds", contextlib.nullcontext)
+    alone = dp.sampler_report(1.2, 1e-5, **kwargs).as_dict()
+    assert shared == alone
+    assert shared["rows"][1]["lower"] == shared["rows"][2]["lower"]  # the shared bound

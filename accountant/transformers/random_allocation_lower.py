@@ -26,6 +26,7 @@ from .compose import compose
 from .random_allocation_sum_lower import (
     SUM_MIN_SIGMA,
     _atomic_epsilon_lower,
+    _shared,
     sum_statistic_lower_epsilon,
 )
 
@@ -213,7 +214,16 @@ def random_allocation_lower_epsilon(
 
 
 def _max_test_lower(s: float, t: int, d: float, e: int, k: int) -> float:
-    """The largest-coordinate attack's certified lower bound (checked arguments)."""
+    """The largest-coordinate attack's certified lower bound (checked arguments).
+
+    Shared inside a
+    :func:`~dpacct.accountant.transformers.random_allocation_sum_lower.shared_lower_bounds`
+    block."""
+    return _shared(("max", s, t, d, e, k), lambda: _max_test_lower_computed(s, t, d, e, k))
+
+
+def _max_test_lower_computed(s: float, t: int, d: float, e: int, k: int) -> float:
+    """:func:`_max_test_lower` computed."""
     if e == 1 or s < _ENGINE_SIGMA:
         # one epoch's pair read exactly (no PLD grid: tighter, and below _ENGINE_SIGMA
         # the losses reach ~1 / sigma^2, too wide for a grid); with several epochs it is

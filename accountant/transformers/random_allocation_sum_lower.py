@@ -47,7 +47,10 @@ at most the statistic's, and its epsilon is a certified lower bound.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import math
+from collections.abc import Callable, Iterator
 
 import numpy as np
 from scipy import special
@@ -58,7 +61,55 @@ from ..pld import pld_fft
 from ..validation import check_count, check_delta, check_positive
 from .compose import compose
 
-__all__ = ["POWER_RANGE", "SUM_MIN_SIGMA", "sum_statistic_laws", "sum_statistic_lower_epsilon"]
+__all__ = [
+    "POWER_RANGE",
+    "SUM_MIN_SIGMA",
+    "shared_lower_bounds",
+    "sum_statistic_laws",
+    "sum_statistic_lower_epsilon",
+]
+
+#: the memo of :func:`shared_lower_bounds` (None outside such a block)
+_SHARED: contextvars.ContextVar[dict | None] = contextvars.ContextVar("_SHARED", default=None)
+
+
+@contextlib.contextmanager
+def shared_lower_bounds() -> Iterator[None]:
+    """Within the block, a lower bound asked twice with the same arguments is computed once.
+
+    :func:`sum_statistic_lower_epsilon` (with its default factors) and the
+    largest-coordinate attack of
+    :func:`~dpacct.accountant.transformers.random_allocation_lower.random_allocation_lower_epsilon`
+    are deterministic functions of their checked arguments; a report that asks for the
+    same bound through two routes (``sampler_report``: shuffled batches and balls-in-bins
+    share the k = 1 bound) reuses the first answer, the same float.  The memo lives only
+    for the block (a context variable, so threads and nested blocks do not share it), so a
+    later change of the engine's settings is never answered from it.
+
+    Examples
+    --------
+    >>> with shared_lower_bounds():
+    ...     a = sum_statistic_lower_epsilon(1.0, 20, 1e-6)
+    ...     b = sum_statistic_lower_epsilon(1.0, 20, 1e-6)   # from the memo
+    >>> a == b
+    True
+    """
+    token = _SHARED.set({}) if _SHARED.get() is None else None
+    try:
+        yield
+    finally:
+        if token is not None:
+            _SHARED.reset(token)
+
+
+def _shared(key: tuple, compute: Callable[[], float]) -> float:
+    """``compute()``, memoised under ``key`` inside a :func:`shared_lower_bounds` block."""
+    memo = _SHARED.get()
+    if memo is None:
+        return compute()
+    if key not in memo:
+        memo[key] = compute()
+    return memo[key]
 
 #: lattice step of one term, as a fraction of the term's spread
 _CELLS_PER_SD = 12.0
@@ -358,6 +409,15 @@ def sum_statistic_lower_epsilon(
     d = check_delta(delta)
     if not kk < t:
         raise ValueError(f"k must be < steps ({t}), got {kk}")
+    if c_factors is None:  # the default statistics: shared inside shared_lower_bounds()
+        return _shared(("sum", s, t, kk, e, d), lambda: _sum_lower(s, t, kk, e, d, None))
+    return _sum_lower(s, t, kk, e, d, c_factors)
+
+
+def _sum_lower(
+    s: float, t: int, kk: int, e: int, d: float, c_factors: tuple[float, ...] | None
+) -> float:
+    """:func:`sum_statistic_lower_epsilon` on checked arguments."""
     search = c_factors is None and kk >= 2 and t <= _SMALL_T
     if c_factors is None:
         c_factors = C_FACTORS[:1] + C_FACTORS[1:4] * (t <= _SMALL_T) + C_FACTORS[4:] * (kk == 1)
