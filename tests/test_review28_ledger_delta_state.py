@@ -40,7 +40,10 @@ def test_fallback_delta_asked_stepped_and_asked_again_is_the_fresh_ledgers():
     assert acct.route == "online"
     before = [acct.delta(e) for e in EPS]
     for got, bar in zip(before, MAIN, strict=True):
-        assert got <= bar * (1 + 1e-12), (before, MAIN)
+        # 1e-9 relative: the same code answers up to ~3e-10 relative apart on CPUs whose
+        # numpy kernels (SIMD exp / log / FFT) round differently (session 31's machine:
+        # 3.652771691043686e-17 against the pin); the defect below moves it by 9e-4
+        assert got <= bar * (1 + 1e-9), (before, MAIN)
     sigma, q, count = MORE
     acct.step(noise_multiplier=sigma, sample_rate=q, count=count)
     after = [acct.delta(e) for e in EPS]

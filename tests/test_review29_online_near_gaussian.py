@@ -74,11 +74,13 @@ def test_online_ledger_brackets_the_gaussian_closed_form(ledger):
         g = _gauss_eps(mu, d)
         up = float(ledger.epsilon(d))
         assert up >= g - 1e-6, (d, up, g)
-        assert up <= bar * (1 + 1e-12), (d, up, bar)
+        # 1e-9: CPUs whose numpy kernels round differently answer up to ~3e-10
+        # relative apart (session 31's machine: delta(15) 2.8e-10 above the pin)
+        assert up <= bar * (1 + 1e-9), (d, up, bar)
         lo = float(ledger.epsilon_bounds(d)[0])
         assert lo <= g, (d, lo, g)
     for e, bar in zip(EPSILONS, MAIN_DELTA, strict=True):
         got = float(ledger.delta(e))
         floor = float((1 - mp.mpf("1e-7")) * _gauss_delta(mu, e + 1e-7))
         assert got >= floor, (e, got, floor)
-        assert got <= bar * (1 + 1e-12), (e, got, bar)
+        assert got <= bar * (1 + 1e-9), (e, got, bar)

@@ -269,7 +269,9 @@ def test_oneshot_bracket_contains_dp_accountings_pessimistic_pld_at_a_tenth_inte
     main_lo, main_hi = 0.2617605648174241, 0.26177050113903844
     run = schedule_mechanism(phases, progress=False)
     lo, hi = run.epsilon_bounds(DELTA)
-    assert main_lo <= lo <= fine_hi <= hi < main_hi and hi == run.epsilon(DELTA)
+    # main_lo less 1e-12 relative: another CPU's numpy kernels put the same code's lower
+    # end 6e-16 relative below the pin (session 31's machine); a looser end is 1.2e-4 below
+    assert main_lo * (1 - 1e-12) <= lo <= fine_hi <= hi < main_hi and hi == run.epsilon(DELTA)
     # an explicit tol: every step its own cell on a history step a quarter as fine (its
     # bracket refines the lower end as the ledger's width= does, tested there: 2.2 s)
     f_hi = run.epsilon(DELTA, tol=1e-5)
