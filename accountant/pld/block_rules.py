@@ -233,6 +233,32 @@ def _budget(block: Members) -> int:
 
 
 def _coarse_step(items: Items) -> float:
+    """The history's loss step chosen from its first block ``items`` (cell -> count):
+    the coarsest ``FAST_STEP / 2^i``, ``i <= COARSE_LEVELS``, whose connect-the-dots
+    widening ``step^2 / 4`` is at most :data:`COARSE_VARIANCE_SHARE` of the loss
+    variance of :data:`BLOCK_STEPS` steps like the block's (their mean variance
+    ``q^2 (e^{1/sigma^2} - 1)`` per step; a block cut early by its distinct cells is
+    not a measure of the loss scale).  A function of the steps alone (tightness and
+    speed only: any step is sound).
+
+    Examples
+    --------
+    >>> _coarse_step({(2.0, 0.1): 256})  # wide steps: the default grid
+    0.001
+    >>> _coarse_step({(3.8, 0.01): 256})  # a run calibrated to eps = 1: a finer one
+    0.0005
+    """
+    var, steps = _variance(items)
+    var *= BLOCK_STEPS / max(steps, 1.0)
+    step = FAST_STEP
+    for _ in range(COARSE_LEVELS):
+        if step * step / 4.0 <= COARSE_VARIANCE_SHARE * var:
+            break
+        step /= 2.0
+    return step
+
+
+def _history_step(items: Items, budget: int) -> float:
     """The history's loss step chosen from its first block ``items`` (cell -> count,
     composed at the fine-grid cost budget ``budget``): :func:`_coarse_step`, halved
     (down to ``FAST_STEP / 2^COARSE_LEVELS``) while the block has more than one cell,
