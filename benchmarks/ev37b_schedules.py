@@ -92,7 +92,7 @@ from dpacct.accountant.pld import incremental as _inc
 if "step" in opts:
     if hasattr(_inc, "_history_step"):  # session 31 on
         _hist = _inc._history_step
-        _inc._history_step = lambda block, budget: _hist(block, budget) / float(opts["step"])
+        _inc._history_step = lambda b, k, d=1e-5: _hist(b, k, d) / float(opts["step"])
     else:
         _coarse = _inc._coarse_step
         _inc._coarse_step = lambda block: _coarse(block) / float(opts["step"])

@@ -138,6 +138,10 @@ def test_history_step_keeps_one_cell_blocks_and_refines_many_cell_ones():
                 assert _widening(items, 2 * step, budget) > target
     phases = shapes[0]
     assert _coarse_step(phases) == FAST_STEP and _history_step(phases, 256) == FAST_STEP / 2
+    # below HISTORY_MIN_DELTA the blocks' round-off outweighs the widening: the coarse
+    # rule (tests/test_review21_phases.py's 20 phases at 1e-9 were 1.7e-4 looser without)
+    assert _history_step(phases, 256, 1e-5) == _history_step(phases, 256, rules.HISTORY_MIN_DELTA)
+    assert _history_step(phases, 256, rules.HISTORY_MIN_DELTA * 0.99) == FAST_STEP
     assert _widening(phases, FAST_STEP, 256) > 1.9 * rules.BLOCK_STEPS * 1e-8 / 4
     assert _history_step(shapes[3], rules.FINE_BUDGET) == _coarse_step(shapes[3])
 

@@ -126,6 +126,12 @@ HISTORY_VARIANCE_SHARE = 1e-5
 #: 0.9999^t: 5.860267 -> 5.859671 at 1.9x; one unloaded run each, session 31), and a
 #: finer step would slow the decaying online loop by as much
 HISTORY_MIN_COUNT = 2
+#: ... and only at a delta of at least this: the blocks' round-off and aliasing bounds
+#: grow with their windows, which a finer step lengthens, and below it they outweigh
+#: the widening saved (20 random phases x 10 at delta 1e-7: +4.8e-6, at 1e-9: +1.7e-4
+#: against the coarse step; 100 phases x 10 +2.4e-5 and +5.9e-4; at 1e-6 and 1e-5 every
+#: shape measured was tighter, session 31), the regime of :data:`SMALL_DELTA`'s rule
+HISTORY_MIN_DELTA = 1e-6
 #: the blocks' aliasing windows: each gets this fraction of the history's aliasing
 #: budget (``1e-12`` at delta ``1e-5``).  A block's aliasing at the window it takes is
 #: computed and enters its l1 error, so any share is certified; the share only sizes
@@ -258,10 +264,12 @@ def _coarse_step(items: Items) -> float:
     return step
 
 
-def _history_step(items: Items, budget: int) -> float:
+def _history_step(items: Items, budget: int, delta: float = 1e-5) -> float:
     """The history's loss step chosen from its first block ``items`` (cell -> count,
-    composed at the fine-grid cost budget ``budget``): :func:`_coarse_step`, halved
-    (down to ``FAST_STEP / 2^COARSE_LEVELS``) while the block has more than one cell,
+    composed at the fine-grid cost budget ``budget``, for answers at ``delta``):
+    :func:`_coarse_step`, halved (down to ``FAST_STEP / 2^COARSE_LEVELS``) where
+    ``delta >= HISTORY_MIN_DELTA`` (:data:`HISTORY_MIN_DELTA`), while the block has
+    more than one cell,
     of :data:`HISTORY_MIN_COUNT` steps each on average (phases), and a full block like
     it (:data:`BLOCK_STEPS` steps ``n``, the variance per step of ``items``) widens the
     loss variance, by its coarsening onto the step ``h`` and its steps' fine grid at
@@ -283,12 +291,12 @@ def _history_step(items: Items, budget: int) -> float:
     >>> _history_step({(1.1, 0.01): 256}, 256) == _coarse_step({(1.1, 0.01): 256})
     True
     >>> phases = {(1.0 + k / 50, 0.01): 10 for k in range(25)}  # 25 phases x 10
-    >>> _coarse_step(phases), _history_step(phases, 256)
-    (0.001, 0.0005)
+    >>> _coarse_step(phases), _history_step(phases, 256), _history_step(phases, 256, 1e-9)
+    (0.001, 0.0005, 0.001)
     """
     step = _coarse_step(items)
     var, steps = _variance(items)
-    if len(items) < 2 or steps < HISTORY_MIN_COUNT * len(items):
+    if len(items) < 2 or steps < HISTORY_MIN_COUNT * len(items) or delta < HISTORY_MIN_DELTA:
         return step
     var *= BLOCK_STEPS / max(steps, 1.0)
     target = max(BLOCK_STEPS * PEER_INTERVAL**2 / 4.0, HISTORY_VARIANCE_SHARE * var)

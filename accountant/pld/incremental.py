@@ -331,7 +331,7 @@ class IncrementalEpsilon:
         still empty, are made anew on it when it changes."""
         if self._given_step or self._blocks:
             return
-        step = _history_step(first_block, budget)
+        step = _history_step(first_block, budget, self.delta)
         if step != self.step:
             self.step = step
             self.remove = _Direction(self.delta, step, False, self.remove.horizon)
