@@ -18,7 +18,8 @@ checkout, the variants alternated round by round.  A variant is a path with opti
 and, flagged ``experiment`` in the output (they patch the library in the child only):
 
 * ``step=D`` (sound experiment): the ledger's history loss step (the one
-  ``incremental._coarse_step`` picks from the first block) divided by ``D``;
+  ``incremental._history_step``, before session 31 ``_coarse_step``, picks from the
+  first block) divided by ``D``;
 * ``fine=F`` (sound experiment): the blocks' fine grids up to ``F`` times finer
   (``block_rules.FINE_BUDGET``, ``EXACT_BUDGET``, ``EXACT_FACTOR`` and ``FINE_MAX``
   times ``F``, where :mod:`~dpacct.accountant.pld.incremental` reads them too);
@@ -42,6 +43,10 @@ Run from the repository root::
 
     python -m benchmarks.ev37b_schedules --rows "100 phases x 10" \
         --variants ledger ledger:grid=16 oneshot --bounds --rounds 2
+    python -m benchmarks.ev37b_schedules --old /tmp/old_checkout --variants ledger --bounds
+
+``--old DIR`` runs every variant on that checkout's dpacct too, old and new alternated
+(old, new per variant; the order reversed every other round).
 
 Timings depend on the machine's load: compare the rows of one run.
 """
@@ -59,7 +64,7 @@ from benchmarks.checkouts import run_in_checkout, write_json
 from benchmarks.ledger_phases import ROWS as LEDGER_ROWS
 from benchmarks.schedule_oneshot import PEER_CACHE, SCHEDULE_SRC
 
-__all__ = ["ROWS", "STAGES", "format_table", "main", "parse_variant"]
+__all__ = ["ROWS", "STAGES", "format_table", "main", "parse_variant", "split_label"]
 
 ROWS = {
     name: LEDGER_ROWS[name]
@@ -85,8 +90,12 @@ import numpy as np
 path, opts, kind, s0, n, bounds, width = json.loads(sys.argv[1])
 from dpacct.accountant.pld import incremental as _inc
 if "step" in opts:
-    _coarse = _inc._coarse_step
-    _inc._coarse_step = lambda block: _coarse(block) / float(opts["step"])
+    if hasattr(_inc, "_history_step"):  # session 31 on
+        _hist = _inc._history_step
+        _inc._history_step = lambda b, k, d=1e-5: _hist(b, k, d) / float(opts["step"])
+    else:
+        _coarse = _inc._coarse_step
+        _inc._coarse_step = lambda block: _coarse(block) / float(opts["step"])
 if "fine" in opts:
     from dpacct.accountant.pld import block_rules as _br
     for _m in (_br, _inc):
@@ -198,10 +207,25 @@ def experiment_flag(opts: dict[str, str]) -> str:
     return "UNSOUND experiment" if any(OPTIONS[k] for k in patched) else "experiment"
 
 
-def _run(row: tuple, variant: str, bounds: bool, width: float | None, timeout: float):
+def _run(
+    row: tuple, variant: str, bounds: bool, width: float | None, timeout: float, root: str = "."
+):
     path, opts = parse_variant(variant)
     arg = json.dumps([path, opts, *row, bounds, width])
-    return run_in_checkout(".", sys.executable, [_CHILD, arg], timeout)
+    return run_in_checkout(root, sys.executable, [_CHILD, arg], timeout)
+
+
+def split_label(label: str) -> tuple[str, str]:
+    """A table label ``"[old |new ]VARIANT"`` -> ``(side, variant)`` (side ``""`` when
+    no ``--old`` checkout is run).
+
+    Examples
+    --------
+    >>> split_label("old ledger:grid=16"), split_label("oneshot")
+    (('old', 'ledger:grid=16'), ('', 'oneshot'))
+    """
+    side, _, rest = label.partition(" ")
+    return (side, rest) if side in ("old", "new") and rest else ("", label)
 
 
 def _median(values: list[float]) -> float | None:
@@ -221,9 +245,10 @@ def format_table(results: dict[str, Any], peer: dict[str, Any]) -> str:
     for name, recs in results.items():
         ref = (peer.get(name) or {}).get("epsilon")
         ok_of = {v: [r for r in rs if r.get("status") == "ok"] for v, rs in recs.items()}
-        base = _median([r["cpu"] for r in ok_of.get("ledger", [])])
+        base_key = "old ledger" if "old ledger" in ok_of else "ledger"
+        base = _median([r["cpu"] for r in ok_of.get(base_key, [])])
         for variant, ok in ok_of.items():
-            flag = experiment_flag(parse_variant(variant)[1])
+            flag = experiment_flag(parse_variant(split_label(variant)[1])[1])
             label = f"{variant} ({flag})" if flag else variant
             if not ok:
                 status = recs[variant][0].get("status") if recs[variant] else "not run"
@@ -274,17 +299,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--timeout", type=float, default=900.0)
     p.add_argument("--peer", nargs="*", default=[], help="more dp_accounting answer files")
     p.add_argument("--json", help="write the records to this file")
+    p.add_argument(
+        "--old", help="also run every variant on this checkout (its dpacct), alternated "
+        "with this one: the labels 'old VARIANT' and 'new VARIANT', the CPU ratio against "
+        "'old ledger'"
+    )
     args = p.parse_args(argv)
     for v in args.variants:
         parse_variant(v)
-    results: dict[str, Any] = {n: {v: [] for v in args.variants} for n in args.rows}
+    runs = [(v, v, ".") for v in args.variants]
+    if args.old:
+        runs = [
+            (f"{side} {v}", v, root)
+            for v in args.variants
+            for side, root in (("old", args.old), ("new", "."))
+        ]
+    results: dict[str, Any] = {n: {lab: [] for lab, _, _ in runs} for n in args.rows}
     for r in range(args.rounds):
         for name in args.rows:
-            order = args.variants if r % 2 == 0 else args.variants[::-1]
-            for v in order:
-                rec = _run(ROWS[name], v, args.bounds, args.width, args.timeout)
-                results[name][v].append(rec)
-                print(name, v, json.dumps(rec), file=sys.stderr, flush=True)
+            order = runs if r % 2 == 0 else runs[::-1]
+            for lab, v, root in order:
+                rec = _run(ROWS[name], v, args.bounds, args.width, args.timeout, root)
+                results[name][lab].append(rec)
+                print(name, lab, json.dumps(rec), file=sys.stderr, flush=True)
     if args.json:
         write_json(args.json, results)
     print(format_table(results, load_peer(args.peer)))

@@ -20,6 +20,7 @@ from dpacct.accountant.pld.block_rules import (
     _composed,
     _cut,
     _factor,
+    _history_step,
     _trim,
 )
 from dpacct.accountant.pld.schedule_fast import FAST_STEP
@@ -90,6 +91,59 @@ def test_coarse_step_is_the_coarsest_whose_widening_is_a_small_share():
             assert (2 * step) ** 2 / 4 > rules.COARSE_VARIANCE_SHARE * var
     # a block cut early by its cells measures the loss scale per step
     assert _coarse_step({(3.8, 0.01): 10}) == _coarse_step({(3.8, 0.01): 256})
+
+
+def _widening(items, step, budget):
+    """A full block's widening at the history step ``step``: its coarsening ``step^2 /
+    4`` and its steps' fine grid ``n (step / K)^2 / 4`` (``n`` = BLOCK_STEPS)."""
+    k = _factor(items, step, budget)
+    return step**2 / 4 + rules.BLOCK_STEPS * (step / k) ** 2 / 4
+
+
+def test_history_step_keeps_one_cell_blocks_and_refines_many_cell_ones():
+    """Issue 37, session 31: one cell (a constant-sigma run) keeps the coarse rule to
+    the bit; a block of several cells gets the coarsest step at which a full block like
+    it widens the loss by at most the larger of ``n`` discretisations at PEER_INTERVAL
+    and HISTORY_VARIANCE_SHARE of its variance (or the finest step), and twice that step
+    would not.  Guard: with the old rule (``_coarse_step`` alone) the 25 phases x 10
+    below stay at 1e-3, where their widening is 2x the target."""
+    for sigma, q in [(1.1, 0.01), (2.0, 0.1), (3.8, 0.004), (8.0, 0.001)]:
+        for budget in (rules.FINE_BUDGET, rules.EXACT_BUDGET):
+            assert _history_step({(sigma, q): 256}, budget) == _coarse_step({(sigma, q): 256})
+    # per-step values (a decaying sigma) keep the coarse rule too
+    decay = {(1.5 * 0.9999**t, 0.01): 1 for t in range(256)}
+    assert _history_step(decay, 2048) == _coarse_step(decay) == FAST_STEP
+    finest = FAST_STEP / 2**rules.COARSE_LEVELS
+    rng = np.random.default_rng(31)
+    sig, qs = rng.uniform(0.8, 2, 25), rng.uniform(1e-3, 0.02, 25)
+    sig2, qs2 = rng.uniform(1, 2, 200), np.exp(rng.uniform(-7, -4.6, 200))
+    shapes = [
+        {(1.0 + k / 50, 0.01): 10 for k in range(25)},
+        {(float(s), float(q)): 10 for s, q in zip(sig, qs, strict=True)},
+        {(float(s), float(q)): 2 for s, q in zip(sig2, qs2, strict=True)},
+        {(0.6, 0.2): 100, (0.7, 0.3): 100},  # wide steps: the variance share decides
+    ]
+    for items in shapes:
+        for budget in (rules.FINE_BUDGET, _budget({c: {c: n} for c, n in items.items()})):
+            step = _history_step(items, budget)
+            var, n = rules._variance(items)
+            assert n >= rules.HISTORY_MIN_COUNT * len(items)
+            var *= rules.BLOCK_STEPS / n
+            target = max(
+                rules.BLOCK_STEPS * rules.PEER_INTERVAL**2 / 4, rules.HISTORY_VARIANCE_SHARE * var
+            )
+            assert step <= _coarse_step(items)
+            assert step == finest or _widening(items, step, budget) <= target
+            if step < _coarse_step(items):
+                assert _widening(items, 2 * step, budget) > target
+    phases = shapes[0]
+    assert _coarse_step(phases) == FAST_STEP and _history_step(phases, 256) == FAST_STEP / 2
+    # below HISTORY_MIN_DELTA the blocks' round-off outweighs the widening: the coarse
+    # rule (tests/test_review21_phases.py's 20 phases at 1e-9 were 1.7e-4 looser without)
+    assert _history_step(phases, 256, 1e-5) == _history_step(phases, 256, rules.HISTORY_MIN_DELTA)
+    assert _history_step(phases, 256, rules.HISTORY_MIN_DELTA * 0.99) == FAST_STEP
+    assert _widening(phases, FAST_STEP, 256) > 1.9 * rules.BLOCK_STEPS * 1e-8 / 4
+    assert _history_step(shapes[3], rules.FINE_BUDGET) == _coarse_step(shapes[3])
 
 
 def test_budget_is_larger_only_for_blocks_that_merged_nothing():

@@ -105,6 +105,33 @@ SMALL_DELTA_FACTOR = 2
 #: eps 1, 3, 8 at q 0.004-0.02, tests/test_online.py
 COARSE_VARIANCE_SHARE = 1e-4
 COARSE_LEVELS = 4
+#: a history whose first block holds several cells is composed on a finer step than
+#: :data:`COARSE_VARIANCE_SHARE` alone picks (:func:`_history_step`) while a full block
+#: like its first widens the loss, by its coarsening ``h^2 / 4`` and its steps' fine
+#: grid ``n (h / K)^2 / 4`` (``K`` its factor, capped by the block's cost budget), by
+#: more than ``n`` connect-the-dots discretisations at this loss interval would (the
+#: default ``value_discretization_interval`` of dp_accounting's PLD accountant, the
+#: issue-37 comparator) *and* by more than :data:`HISTORY_VARIANCE_SHARE` of the
+#: block's loss variance.  A block of many distinct cells has its factor capped (1 000
+#: random phases x 10: ``K = 8``), so its steps' fine grid, not the coarsening, was most
+#: of the history's widening (issue 37, session 31)
+PEER_INTERVAL = 1e-4
+HISTORY_VARIANCE_SHARE = 1e-5
+#: ... only for a first block whose cells hold at least this many steps each on
+#: average (phases): a schedule of per-step values (a decaying sigma) keeps the coarse
+#: rule, since past :data:`EXACT_STEPS` distinct steps its cells merge neighbouring
+#: values and their rounding, not the grid, is what separates it from dp_accounting
+#: (the first 1 906 steps of 1.5 * 0.9999^t: +8.6e-4 over dp_accounting's default at
+#: the coarse step, +6.6e-4 at half of it for 1.7x the CPU; 10 000 steps of 2 *
+#: 0.9999^t: 5.860267 -> 5.859671 at 1.9x; one unloaded run each, session 31), and a
+#: finer step would slow the decaying online loop by as much
+HISTORY_MIN_COUNT = 2
+#: ... and only at a delta of at least this: the blocks' round-off and aliasing bounds
+#: grow with their windows, which a finer step lengthens, and below it they outweigh
+#: the widening saved (20 random phases x 10 at delta 1e-7: +4.8e-6, at 1e-9: +1.7e-4
+#: against the coarse step; 100 phases x 10 +2.4e-5 and +5.9e-4; at 1e-6 and 1e-5 every
+#: shape measured was tighter, session 31), the regime of :data:`SMALL_DELTA`'s rule
+HISTORY_MIN_DELTA = 1e-6
 #: the blocks' aliasing windows: each gets this fraction of the history's aliasing
 #: budget (``1e-12`` at delta ``1e-5``).  A block's aliasing at the window it takes is
 #: computed and enters its l1 error, so any share is certified; the share only sizes
@@ -232,6 +259,51 @@ def _coarse_step(items: Items) -> float:
     step = FAST_STEP
     for _ in range(COARSE_LEVELS):
         if step * step / 4.0 <= COARSE_VARIANCE_SHARE * var:
+            break
+        step /= 2.0
+    return step
+
+
+def _history_step(items: Items, budget: int, delta: float = 1e-5) -> float:
+    """The history's loss step chosen from its first block ``items`` (cell -> count,
+    composed at the fine-grid cost budget ``budget``, for answers at ``delta``):
+    :func:`_coarse_step`, halved (down to ``FAST_STEP / 2^COARSE_LEVELS``) where
+    ``delta >= HISTORY_MIN_DELTA`` (:data:`HISTORY_MIN_DELTA`), while the block has
+    more than one cell,
+    of :data:`HISTORY_MIN_COUNT` steps each on average (phases), and a full block like
+    it (:data:`BLOCK_STEPS` steps ``n``, the variance per step of ``items``) widens the
+    loss variance, by its coarsening onto the step ``h`` and its steps' fine grid at
+    the factor ``K`` of :func:`_factor`,
+
+    .. math:: W(h) = h^2 / 4 + n (h / K)^2 / 4,
+
+    by more than both ``n PEER_INTERVAL^2 / 4`` (:data:`PEER_INTERVAL`) and
+    :data:`HISTORY_VARIANCE_SHARE` of its variance.  ``h^2 / 4`` per re-discretisation
+    is the widening measure :func:`_coarse_step` and :func:`_factor` use (a heuristic
+    of this module's rules, not a bound the certificate relies on: the certificate is
+    computed, whatever the step).  A one-cell block (a constant-sigma run) keeps
+    :func:`_coarse_step` (its factor grows to its own variance share), and so does a
+    block of per-step values.  A function of the steps alone (tightness and speed
+    only: any step is sound).
+
+    Examples
+    --------
+    >>> _history_step({(1.1, 0.01): 256}, 256) == _coarse_step({(1.1, 0.01): 256})
+    True
+    >>> phases = {(1.0 + k / 50, 0.01): 10 for k in range(25)}  # 25 phases x 10
+    >>> _coarse_step(phases), _history_step(phases, 256), _history_step(phases, 256, 1e-9)
+    (0.001, 0.0005, 0.001)
+    """
+    step = _coarse_step(items)
+    var, steps = _variance(items)
+    if len(items) < 2 or steps < HISTORY_MIN_COUNT * len(items) or delta < HISTORY_MIN_DELTA:
+        return step
+    var *= BLOCK_STEPS / max(steps, 1.0)
+    target = max(BLOCK_STEPS * PEER_INTERVAL**2 / 4.0, HISTORY_VARIANCE_SHARE * var)
+    finest = FAST_STEP / 2.0**COARSE_LEVELS
+    while step > finest:
+        k = _factor(items, step, budget)
+        if step * step / 4.0 * (1.0 + BLOCK_STEPS / (k * k)) <= target:
             break
         step /= 2.0
     return step

@@ -47,9 +47,9 @@ from .block_rules import (
     Items,
     Members,
     _budget,
-    _coarse_step,
     _composed,
     _cut,
+    _history_step,
     _variance,
 )
 from .online_direction import _Direction
@@ -207,7 +207,7 @@ class IncrementalEpsilon:
         Relative width of the rounding cells in sigma and q.
     step : float, optional
         The history's loss step (the blocks are composed at ``step / K``); default:
-        chosen from the first block's loss variance (:func:`_coarse_step`).
+        chosen from the first block (:func:`~dpacct.accountant.pld.block_rules._history_step`).
     exact_steps : int, optional
         Distinct ``(sigma, q)`` pairs kept as their own cells (default
         :data:`~dpacct.accountant.pld.block_rules.EXACT_STEPS`); a one-shot query,
@@ -324,13 +324,14 @@ class IncrementalEpsilon:
         for block in blocks:
             self._commit(_composed(block), _budget(block))
 
-    def _use_step(self, first_block: Items) -> None:
+    def _use_step(self, first_block: Items, budget: int) -> None:
         """Before anything is committed: the loss step of a history whose first block
-        is ``first_block`` (:func:`_coarse_step`); the directions, still empty, are
-        made anew on it when it changes."""
+        is ``first_block``, composed at the fine-grid budget ``budget``
+        (:func:`~dpacct.accountant.pld.block_rules._history_step`); the directions,
+        still empty, are made anew on it when it changes."""
         if self._given_step or self._blocks:
             return
-        step = _coarse_step(first_block)
+        step = _history_step(first_block, budget, self.delta)
         if step != self.step:
             self.step = step
             self.remove = _Direction(self.delta, step, False, self.remove.horizon)
@@ -400,7 +401,7 @@ class IncrementalEpsilon:
             self.add_mid, self._no_mid = None, True  # a shortcut only: the fine one stays
 
     def _commit(self, block: Items, budget: int) -> None:
-        self._use_step(block)
+        self._use_step(block, budget)
         self._blocks.append((block, budget))
         self._var += _variance(block)[0]
         self._into_directions("fold", block, budget)
@@ -451,7 +452,7 @@ class IncrementalEpsilon:
         if not self.ok:
             return None
         if blocks:
-            self._use_step(blocks[0][0])
+            self._use_step(*blocks[0])
         blocks = blocks + self._gauss_blocks(self.gauss)
         if not blocks and self.remove.total == 0:
             return 0.0
@@ -597,7 +598,7 @@ class IncrementalEpsilon:
         if not self.ok:
             return None
         if blocks:
-            self._use_step(blocks[0][0])
+            self._use_step(*blocks[0])
         blocks = blocks + self._gauss_blocks(self.gauss)
         if not blocks and self.remove.total == 0:
             return np.zeros(eps.shape), 0.0
