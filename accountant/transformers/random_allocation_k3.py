@@ -104,8 +104,9 @@ K3_SQ3_FINE_STEPS = 20
 def sq3_settings(sigma: float, steps: int) -> dict:
     """Proposition 12's settings in the route (:func:`k3_atoms`): :data:`SQ3_FINE` where
     ``sigma >= K3_SQ3_FINE_SIGMA`` or ``steps <= K3_SQ3_FINE_STEPS`` (the law's CPU about
-    doubles: below 40 s a law there), else :data:`SQ3_SETTINGS` (sigma 1.2, T 30: 34-38
-    CPU s on these nodes, about 70 on the finer).
+    doubles: sigma 1.5, T 30: 14.9 -> 32.2 CPU s, 1.88391 -> 1.87883 at delta 1e-6), else
+    :data:`SQ3_SETTINGS` (sigma 1.2, T 30: 34-38 CPU s on these nodes; on the finer,
+    estimated from that factor, not measured: about 70).
 
     Examples
     --------
