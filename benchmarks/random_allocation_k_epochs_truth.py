@@ -123,9 +123,11 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--epochs", type=int, default=5)
     ap.add_argument("--per-epoch", action="store_true", help="a shift per epoch (default: "
                     "one shift per draw for all its epochs)")
-    ap.add_argument("--level", default=None, type=lambda v: v if v.startswith("q") else int(v),
+    ap.add_argument("--level", default=None,
+                    type=lambda v: v if v[:1] in ("q", "p", "r") else int(v),
                     help="with --pld: the pointwise bound (12, 123 or L; q12, q123 or qL with "
-                    "the others' sum of squares kept) instead of the exact ratio")
+                    "the others' sum of squares kept; pL in regions 2-3 only, as Proposition "
+                    "12; rL in the first region only) instead of the exact ratio")
     ap.add_argument("--theta-sd", type=float, default=2.2)
     ap.add_argument("--theta3-sd", type=float, default=2.0)
     ap.add_argument("--pld", action="store_true", help="compose an importance-sampled "

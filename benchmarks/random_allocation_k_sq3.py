@@ -12,6 +12,17 @@ Per row (sigma, T): the remove direction's epsilon at delta of each law's own at
 of that direction; the route's bracket takes the larger of two directions and the blocks'
 envelope, so these are the laws alone (docs/theory/allocation_k_of_t.md, Proposition 12).
 
+``--brackets --old ROOT:PYTHON`` (session 31): rows ``sigma T epochs`` instead, the bracket
+``epsilon_bounds(delta)`` of ``random_allocation(GaussianMechanism(sigma), T, k=3,
+epochs=E)`` of checkout ``ROOT`` and of this one, each in a fresh process, old and new
+alternated per row (:func:`benchmarks.checkouts.run_in_checkout`): lower, upper, width,
+CPU s of the bracket, peak RSS MB, and whether the new ``epsilon`` at 10 deltas (1e-3 to
+1.02e-9, the far tail where Proposition 12 was above Proposition 10 among them) and
+``delta`` at 8 epsilons are all at most the old ones::
+
+    python -m benchmarks.random_allocation_k_sq3 1.5 30 1 1.2 30 5 --brackets \
+        --old /tmp/old:/work/venvs/k3w/bin/python
+
 ``--old DIR:PYTHON``: instead, Proposition 12 of the checkout ``DIR`` (run by ``PYTHON``
 with ``DIR`` as its working directory) against this one's, each in a subprocess of its
 own, alternated (old, new, old, new, ...); the memory column is then each subprocess's
@@ -44,6 +55,52 @@ cpu = time.process_time() - c0
 mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 print(json.dumps([epsilon_at(v, q, c, {delta!r}), cpu, mb]))
 """
+
+
+_BRACKET_CHILD = """
+import json, resource, sys, time
+from dpacct.mechanisms import GaussianMechanism
+from dpacct.accountant.transformers.random_allocation import random_allocation
+sigma, t, e = float(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+c0 = time.process_time()
+m = random_allocation(GaussianMechanism(sigma), t, k=3, epochs=e)
+lo, hi = m.epsilon_bounds(1e-6)
+cpu = time.process_time() - c0
+eps = [float(m.epsilon(d)) for d in json.loads(sys.argv[4])]
+dl = [float(x) for x in m.delta(json.loads(sys.argv[5]))]
+mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print(json.dumps({"lo": lo, "hi": hi, "cpu": cpu, "mb": mb, "eps": eps, "delta": dl}))
+"""
+#: the deltas and epsilons of ``--brackets``' never-looser check
+_DELTAS = [1e-3, 1e-4, 1e-5, 1e-6, 1e-7, 1e-8, 2e-9, 1.1e-9, 1.05e-9, 1.02e-9]
+_EPSILONS = [0.5, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0]
+
+
+def _brackets(a) -> None:
+    """Old and new brackets (``--brackets``), rows ``sigma T epochs``, alternated."""
+    from .checkouts import old_new_sides, run_in_checkout
+
+    sides = old_new_sides(a.old)
+    print("| sigma | T | E | lower | upper old -> new | width % old -> new | CPU s old -> new "
+          "| peak MB old -> new | new <= old at 10 deltas and 8 epsilons |")
+    print("| --- " * 9 + "|")
+    for i in range(0, len(a.rows), 3):
+        row = [str(a.rows[i]), str(int(a.rows[i + 1])), str(int(a.rows[i + 2]))]
+        got = {}
+        for name, (root, python) in sides.items():
+            got[name] = run_in_checkout(root, python, [_BRACKET_CHILD, *row,
+                                                       json.dumps(_DELTAS),
+                                                       json.dumps(_EPSILONS)], 3600.0)
+        o, n = got.get("old", got["new"]), got["new"]
+        if "ok" not in (o["status"], n["status"]) or o["status"] != n["status"]:
+            print(f"| {' | '.join(row)} | {o['status']} / {n['status']} |", flush=True)
+            continue
+        wo, wn = (100 * (r["hi"] - r["lo"]) / r["hi"] for r in (o, n))
+        le = all(x <= y for x, y in zip(n["eps"] + n["delta"], o["eps"] + o["delta"],
+                                        strict=True))
+        print(f"| {' | '.join(row)} | {n['lo']:.5f} | {o['hi']:.5f} -> {n['hi']:.5f} | "
+              f"{wo:.2f} -> {wn:.2f} | {o['cpu']:.1f} -> {n['cpu']:.1f} | "
+              f"{o['mb']:.0f} -> {n['mb']:.0f} | {'yes' if le else 'NO'} |", flush=True)
 
 
 def _measure(fn, *args, **kw):
@@ -90,7 +147,14 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--rho", type=float, default=1.1)
     ap.add_argument("--old", help="DIR:PYTHON, Proposition 12 of another checkout")
     ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--brackets", action="store_true",
+                    help="rows are sigma T epochs: the k = 3 brackets, old and new")
     a = ap.parse_args(argv)
+    if a.brackets:
+        if len(a.rows) % 3:
+            raise SystemExit("rows: sigma T epochs triples")
+        _brackets(a)
+        return
     if len(a.rows) % 2:
         raise SystemExit("rows: sigma T pairs")
     if a.old:

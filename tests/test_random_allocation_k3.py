@@ -204,6 +204,38 @@ def test_sum_of_squares_law_is_the_routes_in_its_range_only(monkeypatch):
         assert k3.k3_atoms(s, t) == ("sq3", s, t)
     assert k3.k3_atoms(1.5, 30) == ("sq3", 1.5, 30)  # the last law kept, not rebuilt
     assert [b[:2] for b in built] == [(1.2, 11), (1.2, 30), (1.5, 11), (1.5, 30)]
-    assert all(b[2] == {"progress": False, **k3.SQ3_SETTINGS} for b in built)
+    # the finer nodes at sigma 1.5 and up to T 20, the coarse ones at sigma 1.2, T 30
+    assert [b[2] for b in built] == [{"progress": False, **st} for st in (
+        k3.SQ3_FINE, k3.SQ3_SETTINGS, k3.SQ3_FINE, k3.SQ3_FINE)]
     for s, t in ((1.19, 30), (1.51, 30), (1.2, 10), (1.2, 31), (1.0, 100), (1.5, 10)):
         assert k3.k3_atoms(s, t) == ("four", s, t)
+
+
+@pytest.mark.slow
+def test_finer_sum_of_squares_route_below_main_and_above_importance_sampling():
+    # session 31: at sigma 1.5, T 11 the route's law is Proposition 12 on the finer nodes
+    # (sq3_settings) and the mechanism takes the least of it and Proposition 10's route.
+    # Its epsilon(1e-6) must be below main dfb0eda's answer (3.107008125305378, measured
+    # there: Proposition 12 on COARSE4's nodes) and its curve above the lower end of a
+    # 99.9 % interval of the importance-sampled exact pair.  Shown to fail with SQ3_FINE
+    # set to SQ3_SETTINGS (the old nodes: the same answer, not below it).
+    import dpacct.accountant.transformers.random_allocation_k3 as k3
+    from tests.test_random_allocation_k_law4 import _is_remove
+
+    ra = random_allocation(GaussianMechanism(1.5), 11, k=3)
+    assert k3.sq3_settings(1.5, 11) == k3.SQ3_FINE
+    eps = float(ra.epsilon(1e-6))
+    assert eps < 3.107008125305378 * (1 - 1e-4), eps
+    e = np.array([2.0, 2.5])
+    rng = np.random.Generator(np.random.PCG64(31_311))
+    m, se = _is_remove(1.5, 11, 3, e, 200_000, rng, shifts=(1.0, 2.0, 2.5, 3.0))
+    assert np.all(se < 0.03 * m)
+    curve = _curve(k3.k3_atoms(1.5, 11), e)
+    _check(curve, m, se)
+    for low in (0.9 * m, np.minimum(curve, 0.9 * m)):  # the check can fail
+        with pytest.raises(AssertionError):
+            _check(low, m, se)
+    # the bracket's upper end is above the exact pair's crossing: the estimate at the
+    # answer is at most delta (within the interval)
+    m1, se1 = _is_remove(1.5, 11, 3, np.array([eps]), 200_000, rng, shifts=(1.0, 2.0, 2.5, 3.0))
+    assert float(m1[0] - _Z * se1[0]) <= 1e-6

@@ -144,6 +144,7 @@ from .random_allocation_k3 import (
     K3_MIN_STEPS,
     AllocationK3Remove,
     allocation_k3_pair,
+    k3_sq3_routed,
     k3_tried,
 )
 from .random_allocation_k4 import AllocationKRemove, allocation_k_pair, k_tried
@@ -526,6 +527,19 @@ class RandomAllocationMechanism(Mechanism):
         return cache[key]
 
     @property
+    def _k3_four_route(self) -> Mechanism | None:
+        """Where :attr:`k3_route`'s law is Proposition 12's (``k3_sq3_routed``), the same
+        route on Proposition 10's law (``allocation_k3_pair(..., four=True)``), else None:
+        the answers take the least of both, never above either (each is certified)."""
+        if not (self._has_k3_route and k3_sq3_routed(float(self.base.sigma), self.steps)):
+            return None
+        cache = self._cache()
+        if ("ra_k3_four",) not in cache:
+            cache[("ra_k3_four",)] = allocation_k3_pair(float(self.base.sigma), self.steps,
+                                                        self.epochs, four=True)
+        return cache[("ra_k3_four",)]
+
+    @property
     def _has_k4_route(self) -> bool:
         """Whether the direct route at ``k >= 4`` (:mod:`.random_allocation_k4`;
         at ``k = 4`` and ``5`` Proposition 10's four-level law, on coarse nodes at small
@@ -661,13 +675,14 @@ class RandomAllocationMechanism(Mechanism):
         unamplified = float(self.unamplified.epsilon(delta))
         if unamplified == 0.0:
             return 0.0
-        direct = self._direct_route
+        direct, four = self._direct_route, self._k3_four_route
         return min(
             max(self._epsilon_directions(delta, tol)),
             unamplified,
             float(self.pld_route.epsilon(delta, tol=tol)) if self._has_pld_route else math.inf,
             float(direct.epsilon(delta, tol=tol)) if direct is not None else math.inf,
             self._k2_split_epsilon(delta, tol) if direct is not None else math.inf,
+            float(four.epsilon(delta, tol=tol)) if four is not None else math.inf,
         )
 
     def _epsilon_bounds(self, delta: float, tol: float | None) -> tuple[float, float]:
@@ -722,6 +737,8 @@ class RandomAllocationMechanism(Mechanism):
             out = np.minimum(out, np.asarray(direct.delta(flat, tol=tol), dtype=float))
             rem_k2 = np.asarray(self._k2_remove_pld(tol).delta(flat), dtype=float)
             out = np.minimum(out, np.maximum(rem_k2, add))  # as _k2_split_epsilon
+        if self._k3_four_route is not None:
+            out = np.minimum(out, np.asarray(self._k3_four_route.delta(flat, tol=tol), float))
         return float(out[0]) if e_arr.ndim == 0 else out.reshape(e_arr.shape)
 
     def __repr__(self) -> str:

@@ -91,6 +91,30 @@ K3_SQ3_MAX_SIGMA = 1.5
 #: Proposition 12's settings there: :data:`COARSE4`'s nodes, no cut raised (a lattice per
 #: cut: the raised cuts were half of its loss, session 29)
 SQ3_SETTINGS = {"dl3": 0.1, "eta": 8e-3, "cut_step": 1e-4}
+#: Proposition 12's finer nodes (cells of regions 2-3 at most 0.05 wide in log instead of
+#: 0.1), where their CPU stays within about 40 s a law (session 31, :func:`sq3_settings`):
+#: sigma 1.5, T 20, delta 1e-6: 2.31791 -> 2.31289 (5.5 -> 11.5 CPU s)
+SQ3_FINE = {"dl3": 0.05, "eta": 8e-3, "cut_step": 1e-4}
+#: the finer nodes from this noise multiplier at every routed T, and at every routed sigma
+#: up to :data:`K3_SQ3_FINE_STEPS` steps
+K3_SQ3_FINE_SIGMA = 1.45
+K3_SQ3_FINE_STEPS = 20
+
+
+def sq3_settings(sigma: float, steps: int) -> dict:
+    """Proposition 12's settings in the route (:func:`k3_atoms`): :data:`SQ3_FINE` where
+    ``sigma >= K3_SQ3_FINE_SIGMA`` or ``steps <= K3_SQ3_FINE_STEPS`` (the law's CPU about
+    doubles: sigma 1.5, T 30: 14.9 -> 32.2 CPU s, 1.88391 -> 1.87883 at delta 1e-6), else
+    :data:`SQ3_SETTINGS` (sigma 1.2, T 30: 34-38 CPU s on these nodes; on the finer,
+    estimated from that factor, not measured: about 70).
+
+    Examples
+    --------
+    >>> sq3_settings(1.5, 30)["dl3"], sq3_settings(1.2, 20)["dl3"], sq3_settings(1.2, 30)["dl3"]
+    (0.05, 0.05, 0.1)
+    """
+    fine = sigma >= K3_SQ3_FINE_SIGMA or steps <= K3_SQ3_FINE_STEPS
+    return dict(SQ3_FINE if fine else SQ3_SETTINGS)
 
 
 def k3_remove_atoms(
@@ -139,17 +163,20 @@ def k3_remove_atoms(
                         step=step, log_theta=log_theta)
 
 
-def k3_atoms(sigma: float, steps: int, *, progress: bool = False
+def k3_atoms(sigma: float, steps: int, *, progress: bool = False, four: bool = False
              ) -> tuple[np.ndarray, np.ndarray, float]:
     """The route's atoms: Proposition 10's four-level law
     (:func:`.random_allocation_k_law4.remove_atoms4`) from :data:`K3_FOUR_MIN_STEPS`
     steps (on :data:`COARSE4`'s nodes below sigma :data:`K3_COARSE_SIGMA` above
     :data:`K3_COARSE_STEPS` steps), Proposition 12's
-    (:func:`.random_allocation_k_law_sq3.remove_atoms_sq3` on :data:`SQ3_SETTINGS`) where
-    :func:`k3_sq3_routed`, else Proposition 7's (:func:`k3_remove_atoms`).  Measured
+    (:func:`.random_allocation_k_law_sq3.remove_atoms_sq3` on :func:`sq3_settings`'s
+    nodes) where :func:`k3_sq3_routed`, else Proposition 7's (:func:`k3_remove_atoms`).
+    Measured
     (delta 1e-6, one epoch, the remove law; docs/theory/allocation_k_of_t.md, "four
     levels"): sigma 1, T 100: 2.1370 against 2.1558.  The last Proposition 12 law built
-    is kept (a bracket asks for it twice).
+    is kept (a bracket asks for it twice).  ``four``: Proposition 10's law also where
+    :func:`k3_sq3_routed` (the route's second law there: the mechanism answers with the
+    least of both routes, :func:`allocation_k3_pair`'s ``four``).
 
     Examples
     --------
@@ -157,12 +184,12 @@ def k3_atoms(sigma: float, steps: int, *, progress: bool = False
     >>> bool(float(q @ v) + c >= 1.0)
     True
     """
-    if k3_sq3_routed(sigma, steps):
+    if k3_sq3_routed(sigma, steps) and not four:
         key = (float(sigma), int(steps))
         if key not in _ATOMS_SQ3:
             _ATOMS_SQ3.clear()
             _ATOMS_SQ3[key] = remove_atoms_sq3(sigma, steps, progress=progress,
-                                               **SQ3_SETTINGS)
+                                               **sq3_settings(sigma, steps))
         return _ATOMS_SQ3[key]
     if steps >= K3_FOUR_MIN_STEPS:
         coarse = sigma < K3_COARSE_SIGMA and steps > K3_COARSE_STEPS
@@ -263,6 +290,8 @@ class AllocationK3Remove(AllocationK2Remove):
     envelope : bool, default False
         True: the envelope with the three blocks (Proposition 5), for several epochs;
         False: the truncated atoms (Lemma 4).
+    four : bool, default False
+        True: Proposition 10's law also where :func:`k3_sq3_routed` (:func:`k3_atoms`).
 
     Examples
     --------
@@ -274,23 +303,34 @@ class AllocationK3Remove(AllocationK2Remove):
     """
 
     def __init__(
-        self, sigma: float, steps: int, *, progress: bool = True, envelope: bool = False
+        self, sigma: float, steps: int, *, progress: bool = True, envelope: bool = False,
+        four: bool = False,
     ) -> None:
         super().__init__(sigma, steps, progress=progress, envelope=envelope)
         if self.steps < 3:
             raise ValueError(f"steps must be >= 3 for the direct k = 3 bound, got {steps}")
+        if not isinstance(four, bool):
+            raise TypeError(f"four must be True or False, got {four!r}")
+        self.four = four
 
     def _atoms(self) -> tuple[np.ndarray, np.ndarray, float]:
-        return k3_atoms(self.sigma, self.steps, progress=self.progress)
+        return k3_atoms(self.sigma, self.steps, progress=self.progress, four=self.four)
 
     def _envelope_law(self, atoms):
         return k3_envelope_law(self.sigma, self.steps, atoms, self.progress)
 
 
 @_pair_doc
-def allocation_k3_pair(sigma: float, steps: int, epochs: int = 1, *, progress: bool = True):
+def allocation_k3_pair(sigma: float, steps: int, epochs: int = 1, *, progress: bool = True,
+                       four: bool = False):
     """The direct k = 3 route: per epoch, :class:`AllocationK3Remove` (remove direction)
     and the add directions of Proposition 1's three blocks, composed over ``epochs``.
+
+    Where :func:`k3_sq3_routed` the mechanism also builds this pair with ``four=True``
+    (Proposition 10's law) and answers with the least of the two (each a certified upper
+    bound, so their least is one): Proposition 12's law is above Proposition 10's in the
+    far tail (delta about 1e-9, docs/theory/allocation_k_of_t.md, "Proposition 12's
+    binning, its nodes and its route"), and the least is never above either route.
 
     Parameters
     ----------
@@ -299,6 +339,8 @@ def allocation_k3_pair(sigma: float, steps: int, epochs: int = 1, *, progress: b
     steps : int
         Steps per epoch ``T``, >= 3 (at ``T = 3`` the bound is of the exact pair, a
         Gaussian: no amplification).
+    four : bool, default False
+        True: Proposition 10's law also where :func:`k3_sq3_routed` (:func:`k3_atoms`).
     {shared}
 
     Examples
@@ -310,5 +352,5 @@ def allocation_k3_pair(sigma: float, steps: int, epochs: int = 1, *, progress: b
     s = check_positive("sigma", sigma)
     t = check_count(steps, "steps")
     e = check_count(epochs, "epochs")
-    return with_block_adds(AllocationK3Remove(s, t, progress=progress, envelope=e > 1), s, t,
-                           3, e, progress)
+    return with_block_adds(AllocationK3Remove(s, t, progress=progress, envelope=e > 1,
+                                              four=four), s, t, 3, e, progress)
