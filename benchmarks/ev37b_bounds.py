@@ -17,7 +17,11 @@ process, only the call between two ``time.process_time()`` calls, load-free) of
   tail products (``twoscale._optimistic_coarse``: the coarse tail's convolutions with
   the bulk and their optimistic re-binning) replaced by the first factor's tail as it
   is;
-* ``hulls-rounddown+tails-off`` (**UNSOUND**): both.
+* ``hulls-rounddown+tails-off`` (**UNSOUND**): both;
+* ``coarse-as-upper`` (sound, looser; session 31): the optimistic tail grid with as few
+  points as the pessimistic one's (``twoscale.COARSE_POINTS``), so its tail products are
+  as long as the upper end's;
+* ``hulls-rounddown+coarse-as-upper`` (sound, looser): both.
 
 Each line prints the answer (upper, lower), the instructions (M) and the ratio to
 ``epsilon``'s; the lower end's instructions are the call's minus ``epsilon``'s.
@@ -56,10 +60,17 @@ _ts._optimistic_coarse = _tail_as_is
 """,
 }
 PATCHES["hulls-rounddown+tails-off"] = PATCHES["hulls-rounddown"] + PATCHES["tails-off"]
+# session 31: the optimistic tail grid as coarse as the pessimistic one (sound, looser)
+PATCHES["coarse-as-upper"] = """
+from dpacct.accountant.pld import twoscale as _ts2
+_ts2.COARSE_POINTS[False] = _ts2.COARSE_POINTS[True]
+"""
+PATCHES["hulls-rounddown+coarse-as-upper"] = PATCHES["hulls-rounddown"] + PATCHES["coarse-as-upper"]
 VARIANTS = tuple(PATCHES)
 #: whether a variant's lower end is still a certified lower bound
 SOUND = {"main": True, "hulls-rounddown": True, "tails-off": False,
-         "hulls-rounddown+tails-off": False}
+         "hulls-rounddown+tails-off": False, "coarse-as-upper": True,
+         "hulls-rounddown+coarse-as-upper": True}
 
 _CHILD = """
 import sys, time
