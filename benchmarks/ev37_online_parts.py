@@ -27,8 +27,20 @@ loaded machine spoils).
     python -m benchmarks.ev37_online_parts --rounds 3
     python -m benchmarks.ev37_online_parts --rounds 3 --budget
     python -m benchmarks.ev37_online_parts --rounds 3 --noisygd
+    python -m benchmarks.ev37_online_parts --rounds 3 --experiment
 
-Measured: benchmarks/README.md, "Issue 37's speed targets, session 30".
+``--experiment`` times the decaying loop with the cost of its queries' pending blocks
+switched off two ways (:data:`EXPERIMENT_ROWS`).
+
+``--old ROOT`` (an old checkout's root folder, e.g. from ``git archive``) adds every dpacct
+row run by the old checkout, alternated with the new one in each round, and reports
+whether the old and new answers (every printed epsilon of the loop) are equal:
+
+    python -m benchmarks.ev37_online_parts --rounds 3 --old /tmp/online_old
+    python -m benchmarks.ev37_online_parts --rounds 3 --budget --old /tmp/online_old
+
+Measured: benchmarks/README.md, "Issue 37's speed targets, session 30" and "Session 31
+(ws31-online)".
 """
 
 from __future__ import annotations
@@ -46,7 +58,7 @@ from benchmarks.everyday import (
     measure,
 )
 
-__all__ = ["BUDGET_ROWS", "NOISYGD_ROWS", "ROWS", "main", "run"]
+__all__ = ["BUDGET_ROWS", "EXPERIMENT_ROWS", "NOISYGD_ROWS", "ROWS", "main", "run", "same_answers"]
 
 _DECAY = "noise_multiplier=2.0 * 0.9999**t, sample_rate=0.01"
 _ACCT = "PrivacyAccountant(progress=False)"
@@ -86,6 +98,32 @@ BUDGET_ROWS: dict[str, tuple[str, str]] = {
     "opacus constant, every 100": ROWS["opacus constant, every 100"],
 }
 
+_PATCH_K2 = """import dpacct.accountant.pld.online_direction as _od
+_od._factor = lambda items, step, budget=0: 2
+"""
+_PATCH_NO_PENDING = """import dpacct.accountant.pld.incremental as _inc
+_asked = _inc.IncrementalEpsilon._asked
+def _history_only(self, extra=()):
+    blocks, asked = _asked(self, extra)
+    return (blocks, asked) if asked else ([], False)
+_inc.IncrementalEpsilon._asked = _history_only
+"""
+#: ``--experiment``: the loop with the cause of its queries' cost switched off, each in
+#: the same fresh-process harness: every block (the queries' pending ones and the
+#: committed ones) composed on the grid ``h / 2`` instead of :func:`~dpacct.accountant.
+#: pld.block_rules._factor`'s (sound, other answers: the pending blocks' cells are then
+#: discretised once per query at one factor, and a commit finds the last query's cells),
+#: and the queries reading the committed blocks only (the pending steps left out:
+#: *unsound*, an experiment for the share of the pending block's composition)
+EXPERIMENT_ROWS: dict[str, tuple[str, str]] = {
+    "decaying, every 100": ROWS["decaying, every 100"],
+    "decaying, every 100, every block at K = 2 (experiment)": (
+        _DPACCT_IMPORTS + _PATCH_K2, ROWS["decaying, every 100"][1]),
+    "decaying, every 100, pending steps not composed (unsound experiment)": (
+        _DPACCT_IMPORTS + _PATCH_NO_PENDING, ROWS["decaying, every 100"][1]),
+    "opacus constant, every 100": ROWS["opacus constant, every 100"],
+}
+
 _GD = ("{'kind': 'noisy_gd', 'n': 10_000, 'd': 20, 'iterations': 50_000, 'sigma': 50.0, "
        "'theta_bound': 2.0, 'seed': 0}")
 #: ``--noisygd``: row -> (imports, body)
@@ -100,17 +138,49 @@ NOISYGD_ROWS: dict[str, tuple[str, str]] = {
 }
 
 
-def run(rounds: int, rows: dict[str, tuple[str, str]] | None = None) -> dict[str, dict]:
-    """Every row once per round, alternated: ``{row: {"cpu": [...], "answer": ...}}``."""
+def run(
+    rounds: int, rows: dict[str, tuple[str, str]] | None = None, old: str | None = None
+) -> dict[str, dict]:
+    """Every row once per round, alternated: ``{row: {"cpu": [...], "answer": ...,
+    "values": ...}}``; with ``old`` (a checkout's root folder or an interpreter), every
+    dpacct row also as ``"<row> (old)"``, measured right after the new one."""
     if rounds < 1:
         raise ValueError(f"rounds must be >= 1, got {rounds}")
     rows = ROWS if rows is None else rows
-    out: dict[str, dict] = {k: {"cpu": [], "answer": None, "note": None} for k in rows}
+    sides = []
+    for name, (imports, body) in rows.items():
+        sides.append((name, sys.executable, imports, body))
+        if old is not None and imports == _DPACCT_IMPORTS:
+            sides.append((f"{name} (old)", old, imports, body))
+    out: dict[str, dict] = {
+        k: {"cpu": [], "answer": None, "values": None, "note": None} for k, *_ in sides
+    }
     for _ in range(rounds):
-        for name, (imports, body) in rows.items():
-            got = measure(sys.executable, imports, body)
+        for name, python, imports, body in sides:
+            got = measure(python, imports, body)
             out[name]["cpu"].append(got["cpu"])
             out[name]["answer"], out[name]["note"] = got["answer"], got["note"]
+            out[name]["values"] = got.get("values")
+    return out
+
+
+def same_answers(got: dict[str, dict]) -> dict[str, str]:
+    """Per row with an old twin: ``"equal"`` when every printed epsilon of the last
+    round is the same float on both sides, else the largest relative difference."""
+    out = {}
+    for name, r in got.items():
+        twin = got.get(f"{name} (old)")
+        if twin is None:
+            continue
+        a = r["values"] if r["values"] is not None else [r["answer"]]
+        b = twin["values"] if twin["values"] is not None else [twin["answer"]]
+        if a == b:
+            out[name] = f"equal ({len(a)} answers)"
+        elif None in a or None in b or len(a) != len(b):
+            out[name] = "?"
+        else:
+            worst = max(abs(x - y) / abs(y) for x, y in zip(a, b, strict=True) if y)
+            out[name] = f"differ (largest {worst:.1e} relative)"
     return out
 
 
@@ -119,9 +189,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--noisygd", action="store_true")
     ap.add_argument("--budget", action="store_true")
+    ap.add_argument("--experiment", action="store_true")
+    ap.add_argument("--old", default=None,
+                    help="an old checkout's root folder (or an interpreter importing it)")
     args = ap.parse_args(argv)
-    got = run(args.rounds, NOISYGD_ROWS if args.noisygd else BUDGET_ROWS if args.budget
-              else None)
+    rows = (NOISYGD_ROWS if args.noisygd else BUDGET_ROWS if args.budget
+            else EXPERIMENT_ROWS if args.experiment else None)
+    got = run(args.rounds, rows, args.old)
     with open("/proc/loadavg") as f:
         load = " ".join(f.read().split()[:3])
     print(f"{args.rounds} rounds alternated, CPU s of the call (medians); load {load}")
@@ -132,6 +206,16 @@ def main(argv: list[str] | None = None) -> int:
         med = statistics.median(cpus) if cpus else None
         per = " ".join(f"{c:.2f}" for c in cpus)
         print(f"| {name} | {'-' if med is None else f'{med:.3f}'} | {per} | {r['note']} |")
+    for name, verdict in same_answers(got).items():
+        new = statistics.median([c for c in got[name]["cpu"] if c is not None] or [0.0])
+        old = statistics.median([c for c in got[f"{name} (old)"]["cpu"] if c is not None]
+                                or [0.0])
+        ratio = f"{old / new:.3f}" if new and old else "-"
+        print(f"old vs new, {name}: answers {verdict}; old CPU / new CPU {ratio} "
+              f"(per round: " + " ".join(
+                  f"{o / n:.2f}" for o, n in zip(got[f"{name} (old)"]["cpu"],
+                                                 got[name]["cpu"], strict=True) if o and n)
+              + ")")
     return 0
 
 
