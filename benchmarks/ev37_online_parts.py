@@ -29,6 +29,11 @@ loaded machine spoils).
     python -m benchmarks.ev37_online_parts --rounds 3 --noisygd
     python -m benchmarks.ev37_online_parts --rounds 3 --experiment
 
+``--callgrind STEPS`` counts instructions instead (valgrind's callgrind, the loop of
+``STEPS`` steps, imports excluded; ``--budget-epsilon B`` under a budget), old and new
+with ``--old``: ``python -m benchmarks.ev37_online_parts --callgrind 3000 --old
+/tmp/online_old``.
+
 ``--experiment`` times the decaying loop with the cost of its queries' pending blocks
 switched off two ways (:data:`EXPERIMENT_ROWS`).
 
@@ -164,6 +169,54 @@ def run(
     return out
 
 
+#: ``--callgrind``'s child: the decaying loop of ``steps`` steps (``budget`` > 0: under that
+#: budget), counted between its two ``time.process_time`` calls, every answer printed
+CALLGRIND_CHILD = """import sys, time
+from dpacct.accountant import PrivacyAccountant, BudgetExceededError
+budget, steps = float(sys.argv[1]), int(sys.argv[2])
+time.process_time()
+acct = (PrivacyAccountant(budget_epsilon=budget, budget_delta=1e-5, progress=False) if budget
+        else PrivacyAccountant(progress=False))
+eps = []
+for t in range(steps):
+    try:
+        acct.step(noise_multiplier=2.0 * 0.9999**t, sample_rate=0.01)
+    except BudgetExceededError:
+        eps.append(("refused", t, float(acct.epsilon(1e-5))))
+        break
+    if (t + 1) % 100 == 0:
+        eps.append(float(acct.epsilon(1e-5)))
+time.process_time()
+print(repr(eps))
+"""
+
+
+def callgrind_rows(steps: int, budget: float, old: str | None) -> dict[str, dict]:
+    """Instructions of :data:`CALLGRIND_CHILD` (the loop, imports excluded) under
+    valgrind's callgrind, for this tree and (``old``: a checkout's root folder) the old
+    one: ``{side: {"total", "answer"}}``; deterministic whatever the load."""
+    import os
+
+    from benchmarks.checkouts import checkout_env
+    from benchmarks.dpsgd_floor import callgrind_script
+
+    out = {}
+    for side, root in (("new", None), ("old", old)):
+        if side == "old" and root is None:
+            continue
+        saved = dict(os.environ)
+        try:
+            if root is not None:
+                os.environ.update(checkout_env(root))
+            got = callgrind_script(sys.executable, CALLGRIND_CHILD, [str(budget), str(steps)],
+                                   prefix="ev37_online_cg_")
+        finally:
+            os.environ.clear()
+            os.environ.update(saved)
+        out[side] = {"total": got["total"], "answer": got["answer"]}
+    return out
+
+
 def same_answers(got: dict[str, dict]) -> dict[str, str]:
     """Per row with an old twin: ``"equal"`` when every printed epsilon of the last
     round is the same float on both sides, else the largest relative difference."""
@@ -190,9 +243,22 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--noisygd", action="store_true")
     ap.add_argument("--budget", action="store_true")
     ap.add_argument("--experiment", action="store_true")
+    ap.add_argument("--callgrind", type=int, default=None, metavar="STEPS",
+                    help="instructions of the decaying loop of STEPS steps (with --old: "
+                         "old and new) under callgrind instead of CPU seconds")
+    ap.add_argument("--budget-epsilon", type=float, default=0.0,
+                    help="with --callgrind: the loop under this budget (0: none)")
     ap.add_argument("--old", default=None,
                     help="an old checkout's root folder (or an interpreter importing it)")
     args = ap.parse_args(argv)
+    if args.callgrind is not None:
+        cg = callgrind_rows(args.callgrind, args.budget_epsilon, args.old)
+        for side, r in cg.items():
+            print(f"{side}: {r['total']:,} instructions")
+        if "old" in cg:
+            same = "equal" if cg["old"]["answer"] == cg["new"]["answer"] else "DIFFER"
+            print(f"new / old {cg['new']['total'] / cg['old']['total']:.4f}; answers {same}")
+        return 0
     rows = (NOISYGD_ROWS if args.noisygd else BUDGET_ROWS if args.budget
             else EXPERIMENT_ROWS if args.experiment else None)
     got = run(args.rounds, rows, args.old)
