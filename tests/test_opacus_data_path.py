@@ -54,7 +54,7 @@ def _data():
     return TensorDataset(X, y)
 
 
-def _private(loader, *, accountant=None, poisson_sampling=True, **kwargs):
+def _private(loader, *, accountant=None, poisson_sampling=True, sigma=SIGMA, **kwargs):
     torch.manual_seed(0)
     model = torch.nn.Linear(5, 1)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
@@ -77,7 +77,7 @@ def _private(loader, *, accountant=None, poisson_sampling=True, **kwargs):
                 module=model,
                 optimizer=optimizer,
                 data_loader=loader,
-                noise_multiplier=SIGMA,
+                noise_multiplier=sigma,
                 max_grad_norm=1.0,
                 poisson_sampling=poisson_sampling,
             )
@@ -225,19 +225,30 @@ def test_poisson_run_reports_the_poisson_guarantee():
     assert acct.poisson_epsilon(DELTA) == engine.get_epsilon(DELTA)
 
 
+#: the shuffled run's noise: its lower end is random allocation's k = EPOCHS = 3 of T = 30
+#: steps, which at SIGMA 1.2 (sigma 1.2-1.5, T 11-30) the library answers with Proposition
+#: 12's law, 30-33 CPU s to build (session 31; 3.9 s when the route did not exist), the
+#: suite's costliest test for a check of the Opacus data path; at 1.6 the route's law is
+#: not built (sampler_report: 0.6 CPU s) and every assertion below reads the same paths
+SHUFFLE_SIGMA = 1.6
+
+
 @pytest.mark.slow
 def test_shuffled_run_reports_the_proved_bound_with_poisson_beside_it():
     loader = DataLoader(_data(), batch_size=BATCH, shuffle=True)
-    engine, model, optimizer, loader = _private(loader, poisson_sampling=False)
+    engine, model, optimizer, loader = _private(
+        loader, poisson_sampling=False, sigma=SHUFFLE_SIGMA
+    )
     _train(model, optimizer, loader, EPOCHS)
     acct = engine.accountant
     assert acct.data_path.scheme == "shuffle" and acct.data_path.batch_size == BATCH
     upper = engine.get_epsilon(DELTA)
-    assert upper == pytest.approx(gaussian_epsilon(math.sqrt(EPOCHS) / SIGMA, DELTA), rel=1e-6)
+    proved = gaussian_epsilon(math.sqrt(EPOCHS) / SHUFFLE_SIGMA, DELTA)
+    assert upper == pytest.approx(proved, rel=1e-6)
     lower, upper2 = acct.epsilon_bounds(DELTA)
     assert upper2 == upper and 0.0 < lower < upper
     report = dp.sampler_report(
-        SIGMA, DELTA, scheme="shuffle", dataset_size=N, batch_size=BATCH, epochs=EPOCHS
+        SHUFFLE_SIGMA, DELTA, scheme="shuffle", dataset_size=N, batch_size=BATCH, epochs=EPOCHS
     )
     assert upper == pytest.approx(report.epsilon, rel=1e-9)
     assert lower == pytest.approx(report["shuffle"].lower, rel=1e-9)

@@ -109,11 +109,16 @@ def _t2_delta(sigma, eps, direction):
 
 
 def _t2_epsilon(sigma, delta, direction):
+    """The two-step epsilon by a secant search on the quadrature's log delta.
+
+    30 digits (40 before, session 31): ten more than the table's 20, room for the
+    integrand's cancellation at delta 1e-12; the two slow cases recompute the same
+    doubles (5.7 CPU s for both, against 9.3 at 40 digits)."""
     import mpmath as mp
 
-    with mp.workdps(40):
+    with mp.workdps(30):
         g = lambda e: mp.log(_t2_delta(sigma, e, direction)) - mp.log(delta)  # noqa: E731
-        return float(mp.findroot(g, (mp.mpf(1), mp.mpf(5)), solver="secant", tol=1e-30))
+        return float(mp.findroot(g, (mp.mpf(1), mp.mpf(5)), solver="secant", tol=1e-24))
 
 
 def _binned_pair(sigma, steps, bins=4000):
