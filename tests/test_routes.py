@@ -10,7 +10,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from oracles import gaussian_delta_curve, gaussian_epsilon
 from scipy import stats
@@ -239,6 +239,8 @@ def test_a_calibrated_run_is_admitted_by_a_filter_of_its_budget_grid(eps, q, ste
         max_size=3,
     )
 )
+# Hypothesis found it: two identical full-batch steps merge into one entry (not folded)
+@example([(0.6272205907033054, 1.0, 1463), (0.6272205907033054, 1.0, 1463), (2.2858, 0.002, 1414)])
 def test_a_ledger_and_its_composition_take_one_way_down(phases):
     # up to EXACT_PHASES distinct records the router answers a ledger as its composition:
     # epsilon, delta and the bracket are the composition's numbers, bit for bit
@@ -251,7 +253,15 @@ def test_a_ledger_and_its_composition_take_one_way_down(phases):
     run = compose(steps, counts=[c for _, _, c in phases])
     assert ledger.route == "exact"
     full = [(s, c) for s, q, c in phases if q == 1.0]
-    if len(full) >= 2:
+    # a step repeating the last one merges into its entry (one entry is composed as it
+    # is): the fold needs two full-batch entries (Hypothesis found [(0.627, 1.0, 1463)] * 2,
+    # one entry of 2 926 steps, not folded)
+    entries = sum(
+        1
+        for i, (s, q, _) in enumerate(phases)
+        if q == 1.0 and (i == 0 or phases[i - 1][:2] != (s, q))
+    )
+    if entries >= 2:
         # full-batch Gaussians fold into one (issue 37): the ledger's composition holds
         # the other steps and one Gaussian at most 1 / sqrt(sum c / s^2) (exactly), and
         # its bracket meets the unfolded composition's (both hold the truth)
@@ -267,7 +277,7 @@ def test_a_ledger_and_its_composition_take_one_way_down(phases):
         run = folded
     eps = ledger.epsilon(1e-5)
     assert eps == run.epsilon(1e-5)
-    if len(full) < 2:
+    if entries < 2:
         assert tuple(ledger.epsilon_bounds(1e-5)) == tuple(run.epsilon_bounds(1e-5))
     assert ledger.delta(eps) == run.delta(eps)
 
