@@ -136,8 +136,17 @@ def _bins_from_law(law: PrivacyLossLaw, step: float, lo: float, hi: float) -> _B
     # trusted: sf_q underflows to 0 at the bin's right edge (the bin then gets the whole
     # tail: 1.48 times its Q-mass) or is 0 itself (read as loss +inf).  A Gaussian with
     # mu 33.4: upper end 699.92 and lower end 700.90 around the true 700.04.  Such
-    # bins are rounded onto a node instead (_upper_from_bins, _lower_from_bins).
+    # bins are read in log space where the law can (Gaussian), else rounded onto a
+    # node (_upper_from_bins, _lower_from_bins).
     q_lost = (nq < Q_FLOOR) & (m > 0)
+    if q_lost.any():
+        lq = law._log_q_bins(nodes)  # a law that can read them in log space does
+        if lq is not None:
+            with np.errstate(over="ignore"):
+                r_log = np.exp(lq + nodes[:-1])
+            known = q_lost & np.isfinite(r_log) & (r_log > 0)
+            r = np.where(known, r_log, r)
+            q_lost &= ~known
     a0, an = nodes[0], nodes[-1]
     n_bot = c_bot - law.q_neg_inf_mass
     return _Bins(
