@@ -1,10 +1,12 @@
 """Rows for the Q-mass floor of the grid discretisation (session 31, ws31-hugeeps).
 
 A bin whose Q-mass is below ``grid.Q_FLOOR`` (2^-970) is read in log space where the law
-can (the Gaussian), else rounded onto a node (``accountant/pld/grid.py``).  Everyday rows (DP-SGD, Gaussian with Laplace,
-subsampled with a full-batch Gaussian) should keep every bit; the rows with a Gaussian
-part at sigma 0.02-0.05 (epsilon 280-1460) change: their old lower end was above the
-upper (RuntimeError) or their old upper end below the truth.
+can (the Gaussian), else rounded onto a node (``accountant/pld/grid.py``).  Everyday
+rows (DP-SGD, Gaussian with Laplace, subsampled with a full-batch Gaussian) should keep
+every bit, and so do sigma 0.04 and 0.05 (epsilon 418, 284: no bin below the floor);
+the rows with a Gaussian part at sigma 0.02-0.03 (epsilon 700-1460) change: their old
+lower end was above the upper (RuntimeError), their old upper end below the truth at
+tol 1e-3, or (sigma 0.03) both ends read from underflowed Q-masses.
 
     python -m benchmarks.q_floor [--json PATH]
     python -m benchmarks.alternate --old OLD --new . --rounds 2 -- benchmarks.q_floor
