@@ -32,6 +32,11 @@ P- and Q-masses of each grid bin ``(a_j, a_{j+1}]``:
   below the true composed curve.  The construction keeps it below at every real eps
   (negative ones included).
 
+A bin's Q-mass below ``Q_FLOOR`` (2^-970; losses past ~670) is not read from the
+law's linear distribution functions, which underflow there: it is taken in log space
+where the law can (:meth:`GaussianLossLaw._log_q_bins`), else the bin goes whole onto
+its upper node (pessimistic) or its lower node (optimistic), rounding the loss.
+
 Both errors are second order in the grid step for smooth losses, which is why the
 bracket stays tight after a million compositions.  Composition is FFT convolution;
 ``k``-fold self-composition is repeated squaring in which the grid is coarsened as the
