@@ -504,3 +504,56 @@ def test_a_huge_count_of_a_negligible_step_does_not_answer_nan():
     run = compose([poisson_subsample(GaussianMechanism(sigma=1e20), 0.01)], [2 * 10**18])
     eps = run.epsilon(1e-5)
     assert math.isfinite(eps) and eps >= 0.0
+
+
+# A Gaussian part at a tiny sigma puts the composed losses near 700 and beyond, where
+# the Gaussian law's Q-masses (~e^-700 of the P-masses) fall below the normal floats:
+# their bins read 0 (loss +inf) or the whole tail beyond (sf_q underflowing at the
+# bin's right edge).  Before the fix: the lower end 700.72 above the upper 700.08
+# (RuntimeError), and at tol 1e-3 the upper end 699.92 below the truth (>= 700.04).
+_SUB = (0.002, 1.0)  # one Poisson-subsampled Gaussian step (q, sigma)
+_SUB2 = (0.01, 2.0)
+
+
+def _huge_eps_rows():
+    sub = poisson_subsample(GaussianMechanism(sigma=_SUB[1]), _SUB[0])
+    sub2 = poisson_subsample(GaussianMechanism(sigma=_SUB2[1]), _SUB2[0])
+    lap = LaplaceMechanism(b=10.0)
+    # (name, composition, Gaussian sigma, the other parts: ("sub", q, sigma) or ("lap", b))
+    rows = []
+    for s in (0.029922201260282486, 0.02, 0.05):
+        rows.append((f"sub+G{s}", [sub], s, [("sub", *_SUB)]))
+    s = 0.029922201260282486
+    rows.append(("lap+G", [lap], s, [("lap", 10.0)]))
+    rows.append(("sub+sub2+G", [sub, sub2], s, [("sub", *_SUB), ("sub", *_SUB2)]))
+    return rows
+
+
+@pytest.mark.parametrize("tol", [None, 1e-3])
+@pytest.mark.parametrize("row", _huge_eps_rows(), ids=lambda r: r[0])
+def test_a_gaussian_part_at_epsilon_near_700_keeps_both_ends_sound(row, tol):
+    """Independent values (mpmath): the truth is at least the Gaussian part's exact
+    epsilon (Balle & Wang 2018, Theorem 8; the part's output is a post-processing of the
+    composition's), and at most the basic composition (Dwork, Kenthapadi, McSherry,
+    Mironov, Naor 2006; Dwork & Roth 2014, Theorem 3.16) of the parts' exact epsilons:
+    the Gaussian at ``delta - 1e-7 * (others)``, each subsampled step at ``1e-7``
+    (:func:`oracles.subsampled_gaussian_epsilon`), the Laplace at ``1/b`` (delta 0)."""
+    from oracles import subsampled_gaussian_epsilon
+
+    _, others, sigma, spec = row
+    delta, d_other = 1e-5, 1e-7
+    run = compose([*others, GaussianMechanism(sigma=sigma)], counts=[1] * (len(others) + 1))
+    lo, hi = run.epsilon_bounds(delta, tol=tol)  # raised RuntimeError before the fix
+    truth_low = gaussian_epsilon(1.0 / sigma, delta)
+    spent = sum(d_other for kind, *_ in spec if kind == "sub")
+    truth_high = gaussian_epsilon(1.0 / sigma, delta - spent) + sum(
+        subsampled_gaussian_epsilon(p[0], p[1], d_other) if kind == "sub" else 1.0 / p[0]
+        for kind, *p in spec
+    )
+    assert lo <= truth_high
+    assert hi >= truth_low
+    assert lo >= truth_low * (1.0 - 2e-3)  # a lower end, not a give-up
+    # the Gaussian's bins past the float floor read in log space: a bracket of 3e-4;
+    # rounded onto nodes (grid.Q_FLOOR without GaussianLossLaw._log_q_bins) it was 6e-4
+    # at the default tol and 1.2e-3 at tol 1e-3
+    assert hi - lo <= 4.5e-4 * truth_low

@@ -215,6 +215,12 @@ class PrivacyLossLaw(ABC):
             self.inf_mass,
         )
 
+    def _log_q_bins(self, edges: np.ndarray) -> np.ndarray | None:
+        """log of the Q-masses of the bins between the finite increasing ``edges``, where
+        the law can take them in log space (None: it cannot; the grid then rounds the
+        bins whose Q-mass leaves the normal floats onto a node)."""
+        return None
+
     def _bins_and_ends(self, edges: np.ndarray) -> tuple[np.ndarray, np.ndarray, tuple]:
         """:meth:`bin_masses` of the increasing ``edges`` and ``(cdf_p(e_0), cdf_q(e_0),
         sf_p(e_last), sf_q(e_last))``: what a grid discretisation
@@ -365,6 +371,13 @@ class GaussianLossLaw(PrivacyLossLaw):
 
     def sf_q(self, x):
         return special.ndtr(-self._z(x, -1.0))
+
+    def _log_q_bins(self, edges: np.ndarray) -> np.ndarray:
+        # log(sf_q(a) - sf_q(b)) from scipy's log_ndtr (its asymptotic series far out,
+        # where ndtr underflows past loss ~701 at mu 33.4)
+        lz = special.log_ndtr(-self._z(edges, -1.0))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return lz[:-1] + np.log(-np.expm1(lz[1:] - lz[:-1]))
 
 
 # ---------------------------------------------------------------------- atomic

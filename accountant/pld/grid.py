@@ -32,6 +32,11 @@ P- and Q-masses of each grid bin ``(a_j, a_{j+1}]``:
   below the true composed curve.  The construction keeps it below at every real eps
   (negative ones included).
 
+A bin's Q-mass below ``Q_FLOOR`` (2^-970; losses past ~670) is not read from the
+law's linear distribution functions, which underflow there: it is taken in log space
+where the law can (:meth:`GaussianLossLaw._log_q_bins`), else the bin goes whole onto
+its upper node (pessimistic) or its lower node (optimistic), rounding the loss.
+
 Both errors are second order in the grid step for smooth losses, which is why the
 bracket stays tight after a million compositions.  Composition is FFT convolution;
 ``k``-fold self-composition is repeated squaring in which the grid is coarsened as the
@@ -68,6 +73,9 @@ __all__ = ["GridPLD", "discretize"]
 
 #: longest grid a PLD may use before it is coarsened regardless of accuracy
 MAX_GRID = 1 << 21
+#: a bin's Q-mass below this (2^-970, ~1e-292) is not read: an error of the order of
+#: the smallest normal float (where sf_q underflows) would exceed 2^-52 of it
+Q_FLOOR = float(np.finfo(float).tiny / np.finfo(float).eps)
 #: the bottom tail of a convolution may be cut with this many times the top budget
 #: (see :meth:`GridPLD.convolve`)
 BOTTOM_CUT_FACTOR = 100.0
@@ -91,6 +99,9 @@ class _Bins:
     inf_mass: float
     #: P-mass sitting exactly on the right node of each bin (exact, no chord gap)
     atoms: np.ndarray | None = None
+    #: bins whose Q-mass is below ``Q_FLOOR`` (``r`` unknown): the pessimistic side
+    #: rounds them up onto their upper node, the optimistic side down onto the lower
+    q_lost: np.ndarray | None = None
 
 
 def _bins_from_law(law: PrivacyLossLaw, step: float, lo: float, hi: float) -> _Bins:
@@ -126,6 +137,21 @@ def _bins_from_law(law: PrivacyLossLaw, step: float, lo: float, hi: float) -> _B
                 near = a - 64.0 * math.ulp(a)
                 jump = float(law.cdf_p(np.array([a]))[0] - law.cdf_p(np.array([near]))[0])
                 atoms[j] = max(atoms[j], min(max(jump, 0.0), float(m[j])))
+    # Q-masses near the float floor (losses beyond ~670 - log(1/m)) are not to be
+    # trusted: sf_q underflows to 0 at the bin's right edge (the bin then gets the whole
+    # tail: 1.48 times its Q-mass) or is 0 itself (read as loss +inf).  A Gaussian with
+    # mu 33.4: upper end 699.92 and lower end 700.90 around the true 700.04.  Such
+    # bins are read in log space where the law can (Gaussian), else rounded onto a
+    # node (_upper_from_bins, _lower_from_bins).
+    q_lost = (nq < Q_FLOOR) & (m > 0)
+    if q_lost.any():
+        lq = law._log_q_bins(nodes)  # a law that can read them in log space does
+        if lq is not None:
+            with np.errstate(over="ignore"):
+                r_log = np.exp(lq + nodes[:-1])
+            known = q_lost & np.isfinite(r_log) & (r_log > 0)
+            r = np.where(known, r_log, r)
+            q_lost &= ~known
     a0, an = nodes[0], nodes[-1]
     n_bot = c_bot - law.q_neg_inf_mass
     return _Bins(
@@ -137,6 +163,7 @@ def _bins_from_law(law: PrivacyLossLaw, step: float, lo: float, hi: float) -> _B
         top=(m_top, min(max(n_top, 0.0) * _safe_exp(an), m_top)),
         inf_mass=float(law.inf_mass),
         atoms=atoms,
+        q_lost=q_lost if q_lost.any() else None,
     )
 
 
@@ -213,9 +240,11 @@ def _bins_from_atoms(pld: GridPLD, step: float) -> _Bins:
 
 
 def _upper_from_bins(b: _Bins) -> tuple[int, np.ndarray, float]:
-    """Connect-the-dots split of every bin (keeps its P- and Q-mass)."""
+    """Connect-the-dots split of every bin (keeps its P- and Q-mass); a bin whose
+    Q-mass is unknown (``q_lost``) goes whole onto its upper node (rounding up)."""
     c = -math.expm1(-b.step)
-    pb = np.clip((b.m - b.r) / c, 0.0, b.m)
+    r = b.r if b.q_lost is None else np.where(b.q_lost, 0.0, b.r)
+    pb = np.clip((b.m - r) / c, 0.0, b.m)
     pmf = np.zeros(b.m.size + 1)
     pmf[1:] += pb
     pmf[:-1] += b.m - pb
@@ -257,6 +286,8 @@ def _lower_from_bins(b: _Bins) -> tuple[int, np.ndarray, float]:
     m_top = b.top[0]
     if n >= 1:
         r[-1] = m[-1]
+    if b.q_lost is not None:  # unknown Q-mass: the whole bin rounded down (r = m)
+        r[b.q_lost] = m[b.q_lost]
     if step > _MAX_EXP_STEP:  # e^step overflows (epsilons of order 1e8): plain lower bound
         return _round_down_from_bins(b)
     e_step = math.exp(step)
@@ -274,6 +305,8 @@ def _lower_from_bins(b: _Bins) -> tuple[int, np.ndarray, float]:
     atoms = b.atoms.copy() if b.atoms is not None else np.zeros(n)
     if n >= 1:
         atoms[-1] = 0.0  # the last bin was rounded down onto its lower node
+    if b.q_lost is not None:
+        atoms[b.q_lost] = 0.0
     decay = math.exp(-step)
 
     def gaps_of(m, r, atoms):

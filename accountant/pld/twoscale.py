@@ -141,6 +141,7 @@ def _restrict(b: _Bins, lo_node: int, hi_node: int, inside: bool) -> _Bins:
         bottom=b.bottom if keep_tails else (0.0, 0.0),
         top=b.top if keep_tails else (0.0, 0.0),
         inf_mass=b.inf_mass if keep_tails else 0.0,
+        q_lost=None if b.q_lost is None else b.q_lost & mask,
     )
 
 
