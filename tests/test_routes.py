@@ -241,6 +241,9 @@ def test_a_calibrated_run_is_admitted_by_a_filter_of_its_budget_grid(eps, q, ste
 )
 # Hypothesis found it: two identical full-batch steps merge into one entry (not folded)
 @example([(0.6272205907033054, 1.0, 1463), (0.6272205907033054, 1.0, 1463), (2.2858, 0.002, 1414)])
+# and a fold to sigma 0.0299 (epsilon ~700) whose bracket raised a certificate contradiction
+# before the grid read underflowing Q-masses in log space (session 31)
+@example([(1.0, 0.002, 1), (1.0, 1.0, 1), (0.6272205907033054, 1.0, 439)])
 def test_a_ledger_and_its_composition_take_one_way_down(phases):
     # up to EXACT_PHASES distinct records the router answers a ledger as its composition:
     # epsilon, delta and the bracket are the composition's numbers, bit for bit
