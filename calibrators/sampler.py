@@ -406,20 +406,17 @@ def sampler_report(
         )
         return SamplerReport(rows, scheme, sigma, d, t, e, q, kk)
     gauss = GaussianMechanism(sigma=sigma)
-    with shared_lower_bounds():  # shuffling and balls-in-bins share the k = 1 lower bound
+    with shared_lower_bounds():  # lower ends (two attacks): the k = 1 one computed once
         shuffled = shuffled_batches(gauss, t, e, d)
-        # lower end: the larger of the largest-coordinate and sum-statistic attacks
-        bib_low, bib = map(float, random_allocation(gauss, t, k=1, epochs=e).epsilon_bounds(d))
-        ra_low, ra = map(
-            float, random_allocation(gauss, kk * t, k=kk, epochs=e // kk).epsilon_bounds(d)
-        )
-    fixed = float(compose([fixed_size_gaussian_step(sigma, q)], counts=[steps]).epsilon(d))
+        bib_low, bib = random_allocation(gauss, t, k=1, epochs=e).epsilon_bounds(d)
+        ra_low, ra = random_allocation(gauss, kk * t, k=kk, epochs=e // kk).epsilon_bounds(d)
+    fixed = compose([fixed_size_gaussian_step(sigma, q)], counts=[steps]).epsilon(d)
     values = {
         "poisson": (float(dpsgd_mechanism(sigma, q, steps).epsilon(d)), None, "add/remove"),
         "shuffle": (float(shuffled.upper), float(shuffled.lower), "zero-out"),
-        "balls-in-bins": (bib, float(bib_low), "add/remove"),
-        "random-allocation": (ra, ra_low, "add/remove"),
-        "fixed-size": (fixed, None, "replace-one"),
+        "balls-in-bins": (float(bib), float(bib_low), "add/remove"),
+        "random-allocation": (float(ra), float(ra_low), "add/remove"),
+        "fixed-size": (float(fixed), None, "replace-one"),
     }
     rows = tuple(
         SchemeEpsilon(name, values[name][0], values[name][1], values[name][2], _WHAT[name])
