@@ -737,8 +737,8 @@ class RandomAllocationMechanism(Mechanism):
             out = np.minimum(out, np.asarray(direct.delta(flat, tol=tol), dtype=float))
             rem_k2 = np.asarray(self._k2_remove_pld(tol).delta(flat), dtype=float)
             out = np.minimum(out, np.maximum(rem_k2, add))  # as _k2_split_epsilon
-        if self._k3_four_route is not None:
-            out = np.minimum(out, np.asarray(self._k3_four_route.delta(flat, tol=tol), float))
+        if (four := self._k3_four_route) is not None:
+            out = np.minimum(out, np.asarray(four.delta(flat, tol=tol), float))
         return float(out[0]) if e_arr.ndim == 0 else out.reshape(e_arr.shape)
 
     def __repr__(self) -> str:
