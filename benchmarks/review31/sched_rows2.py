@@ -8,6 +8,7 @@ import warnings
 
 warnings.simplefilter("ignore")
 import numpy as np
+from phase_schedules import seeded_phase_schedule  # this folder (run as a script)
 
 from dpacct.accountant import PrivacyAccountant
 
@@ -17,18 +18,12 @@ bounds = len(sys.argv) > 3
 rng = np.random.default_rng(seed)
 res = {}
 for i in range(n_runs):
-    nph = int(rng.integers(3, 300))
-    k = int(rng.integers(2, 21))
-    lo_s, hi_s = sorted(rng.uniform(0.6, 3.0, 2))
-    lq = sorted(rng.uniform(np.log(5e-4), np.log(0.05), 2))
-    sig = rng.uniform(lo_s, hi_s, nph)
-    q = np.exp(rng.uniform(lq[0], lq[1], nph))
-    sched = [(float(a), float(b), k) for a, b in zip(sig, q, strict=False)]
+    sched, shape = seeded_phase_schedule(rng, 300)
     t0 = time.process_time()
     a = PrivacyAccountant(progress=False)
     for s, qq, kk in sched:
         a.step(noise_multiplier=s, sample_rate=qq, count=kk)
-    rec = {"shape": [nph, k, lo_s, hi_s, float(np.exp(lq[0])), float(np.exp(lq[1]))]}
+    rec = {"shape": shape}
     try:
         rec["eps5"] = float(a.epsilon(1e-5))
         rec["eps9"] = float(a.epsilon(1e-9))

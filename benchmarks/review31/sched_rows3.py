@@ -8,6 +8,7 @@ import warnings
 
 warnings.simplefilter("ignore")
 import numpy as np
+from phase_schedules import seeded_phase_schedule  # this folder (run as a script)
 
 from dpacct.accountant import PrivacyAccountant
 
@@ -16,14 +17,8 @@ seed = int(sys.argv[2])
 rng = np.random.default_rng(seed)
 res = {}
 for i in range(n_runs):
-    nph = int(rng.integers(3, 120))
-    k = int(rng.integers(2, 21))
-    lo_s, hi_s = sorted(rng.uniform(0.6, 3.0, 2))
-    lq = sorted(rng.uniform(np.log(5e-4), np.log(0.05), 2))
-    sig = rng.uniform(lo_s, hi_s, nph)
-    q = np.exp(rng.uniform(lq[0], lq[1], nph))
-    sched = [(float(a), float(b), k) for a, b in zip(sig, q, strict=False)]
-    rec = {"shape": [nph, k, float(lo_s), float(hi_s), float(np.exp(lq[0])), float(np.exp(lq[1]))]}
+    sched, shape = seeded_phase_schedule(rng, 120)
+    rec = {"shape": shape}
     t0 = time.process_time()
     for d in (1e-3, 1e-5, 3e-6, 1e-6, 9e-7, 1e-7):
         a = PrivacyAccountant(
