@@ -80,6 +80,7 @@ from ..validation import (
 from .block_rules import EXACT_STEPS
 from .grid import GridPLD
 from .incremental import IncrementalEpsilon
+from .optimistic_groups import lower_fine_rule
 from .pld_settings import REFINE_STEPS
 
 # the fast path's names, re-exported where the ledger and the tests read them
@@ -317,7 +318,10 @@ def _first_lower(
     step = _lower_step(down)
     if fine and distinct <= EXACT_CELLS:
         step = max(step / 2, LOWER_MIN_STEP)
-    lo = fast_epsilon_bounds(down, delta, step=step, upper=False)
+    # phases unrounded: the optimistic fine groups (issue 37, session 32)
+    rule = None if fine or distinct > EXACT_CELLS else lower_fine_rule(down, delta, FAST_STEP)
+    kw = {} if rule is None else {"step": rule[0], "lower_factor": rule[1]}
+    lo = fast_epsilon_bounds(down, delta, **({"step": step} | kw), upper=False)
     finer = _small_q_step(down, step)
     if finer < step:
         # small q: the steps' loss spreads are a bin or two of ``step`` (the lower end
