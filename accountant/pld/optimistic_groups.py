@@ -73,8 +73,9 @@ __all__ = ["lower_fine_rule", "optimistic_fine_group", "split_optimistic_cells"]
 #: is split into two sub-measures, and the tail's lowest coarse bin carries a first-order
 #: bias (its chord gap at the sub-measure's lowest node), so the share is small: 1 000
 #: random phases x 10 at ``h = 1e-3``, ``K = 8``: lower end 5.319792 at 1e-3, 5.320067
-#: at 1e-4 (1.62 s), 5.320092 at 1e-5 (2.26 s); at ``K = 1`` the split at 1e-3 lost 3e-5
-#: relative against no split and at 1e-5 nothing (session 32, one loaded run each)
+#: at 1e-4 (1.62 s), 5.320092 at 1e-5 (2.26 s); on 100 phases x 10 at ``K = 1`` the
+#: split at 1e-3 lost 2.5e-5 relative against no split and at 1e-5 nothing (session 32,
+#: one loaded run each)
 LOWER_CORE_SHARE = 1e-4
 #: the lower end's fine groups (:func:`lower_fine_rule`) apply to schedules of phases:
 #: at least this many steps a distinct cell on average (as the history's step rule,
