@@ -143,8 +143,8 @@ CLAIMS: tuple[tuple[str, str, float, str], ...] = (
     ),
     (
         "schedule 1000 phases bounds",
-        "Known limits: 'epsilon_bounds brackets the random phases ... in 3.8 s'",
-        3.8,
+        "Known limits: 'epsilon_bounds brackets the random phases ... in 4.2 s'",
+        4.2,
         "_schedule('schedule_phases1000').epsilon_bounds(1e-5)",
     ),
     (

@@ -236,7 +236,9 @@ class LedgerMechanism(Mechanism):
         Used when every record is a DP-SGD step: the steps rounded down (on the loss
         grid of :func:`~dpacct.accountant.pld.schedule._lower_step`, as fine as the
         narrowest steps need); not rounded with at most ``EXACT_CELLS`` distinct steps,
-        and a coordinate with at most ``EXACT_VALUES`` values keeps them.  ``None`` --
+        and a coordinate with at most ``EXACT_VALUES`` values keeps them; such phases
+        on the optimistic fine groups of :mod:`~dpacct.accountant.pld.optimistic_groups`.
+        ``None`` --
         the engine's route -- when a record is another mechanism or the fast path
         cannot certify.  With ``upper`` (the bracket's upper end) and ``width`` (asked
         by the caller), a lower end more than ``width`` (relative) below ``upper`` is

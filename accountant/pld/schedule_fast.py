@@ -23,6 +23,7 @@ import numpy as np
 from ..numerics import TINY
 from .grid import GridPLD
 from .groups import _compose_group, _compose_spectrum, _row_lambdas
+from .optimistic_groups import optimistic_fine_group
 from .pld_fft import _cell_lambdas, _clear_weights, _spectral_error
 from .pld_pair import swapped_delta
 from .pld_settings import tail_budgets
@@ -496,6 +497,8 @@ def fast_epsilon_bounds(
     upper: bool = True,
     lower: bool = True,
     factor: int | None = None,
+    lower_factor: int = 1,
+    lower_group_cells: int | None = None,
 ) -> tuple[float, float] | None:
     """Certified ``(lower, upper)`` epsilon of DP-SGD phases by one FFT per direction.
 
@@ -533,6 +536,12 @@ def fast_epsilon_bounds(
     factor : int, optional
         Refinement of the upper end's groups, a power of two; None (default):
         :func:`_upper_factor` of the phases; 1: every cell discretised on ``step``.
+    lower_factor : int, default 1
+        Refinement of the lower end, a power of two: 1, every cell discretised on
+        ``step``; above, groups of cells (``lower_group_cells`` each, default
+        :func:`_fine_group_cells`) discretised on ``step / lower_factor`` over their
+        bulk and composed there, then re-discretised once onto ``step``
+        (:func:`~dpacct.accountant.pld.optimistic_groups.optimistic_fine_group`).
 
     Returns
     -------
@@ -566,6 +575,11 @@ def fast_epsilon_bounds(
             return None
     if lower:
         step = FAST_STEP if step is None else step
+        if lower_factor != 1:
+            return _with_fine_lower(
+                out, (sig, qs, cnt), delta, step, (tau, alias_budget), lower_factor,
+                lower_group_cells,
+            )
         # the remove direction alone: a lower bound on the larger of the two; every
         # cell's grid starts at its pile node, shifted off the shared grid
         pile = _pile_nodes(sig, qs, step)
@@ -581,6 +595,36 @@ def fast_epsilon_bounds(
             return None
         shift = float(np.dot(cnt, _pile_shift(pile, step)))
         out[0] = _shifted_epsilon(res[0], min(delta + res[1], 1.0), shift)
+    return (out[0], out[1])
+
+
+def _with_fine_lower(out, arrays, delta, step, budgets, factor, group_cells):
+    """``out`` (``[lower, upper]``) with the lower end of :func:`fast_epsilon_bounds`
+    on optimistic fine groups (``lower_factor`` ``factor``), or None."""
+    if not (isinstance(factor, int) and factor >= 1 and not factor & (factor - 1)):
+        raise ValueError(f"lower_factor must be a power of two >= 1, got {factor!r}")
+    sig, qs, cnt = arrays
+    tau, alias_budget = budgets
+    fine = step / factor
+    pile = _pile_nodes(sig, qs, fine)
+    shifts: list[float] = []
+
+    def group(ids: np.ndarray, budget: float):
+        res = optimistic_fine_group(
+            sig[ids], qs[ids], cnt[ids], step, factor, tau, pile[ids], budget
+        )
+        if res is None:
+            return None
+        shifts.append(res[1])
+        return res[0]
+
+    res = _compose_tree(
+        step, None, _cell_ranges(sig, qs, step, tau, False)[1], cnt, alias_budget, False,
+        group=group, group_cells=group_cells,
+    )
+    if res is None:
+        return None
+    out[0] = _shifted_epsilon(res[0], min(delta + res[1], 1.0), math.fsum(shifts))
     return (out[0], out[1])
 
 
