@@ -42,6 +42,7 @@ from dpacct.mechanisms.algorithms.bandmf_banded import (
 )
 from dpacct.mechanisms.algorithms.bandmf_two_band import (
     _SUM_SLACK,
+    BANDED_REMOVE_RHO,
     MOVED_WIDTH,
     _law_delta,
     _two_band_cost,
@@ -270,7 +271,8 @@ def _laws(sigma: float, inst: tuple, points: int) -> tuple:
         if reach > _MAX_EXPONENT:
             raise OverflowError
         pair = tuple(two_band_delta_law(sigma, n2, t, [c0, c1], d, points=points,
-                                        moved_width=MOVED_WIDTH)
+                                        moved_width=MOVED_WIDTH,
+                                        rho=BANDED_REMOVE_RHO if d == "remove" else 0.05)
                      for d in ("remove", "add"))
         laws.append((*pair, math.sqrt(beta) / sigma))
     return tuple(laws)

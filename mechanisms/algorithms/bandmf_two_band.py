@@ -61,6 +61,11 @@ _LAW_STEP = 1e-4
 #: n 2000, k 100, sigma 8 (Theorem 4's stand-in, 41 points) it lowers epsilon(1e-5) from
 #: 0.8359 to 0.82 and the CPU by a third (benchmarks/README.md, session 32)
 MOVED_WIDTH = 3.0
+#: partial-sum log spacing of the remove-direction laws of Theorems 3 and 4 (the stand-ins'
+#: longer cycles round more partial sums: at 16 bands, n 2000, k 100, sigma 8 the remove
+#: delta at eps 0.8359 falls from 8.35e-6 at 0.05 to 5.94e-6, for 1.8 times the CPU of
+#: that law; the add direction keeps 0.05)
+BANDED_REMOVE_RHO = 0.03
 
 
 def _variables(n: int, k: int, c0: float, c1: float) -> tuple[list[int], list[np.ndarray]]:
