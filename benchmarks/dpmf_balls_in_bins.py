@@ -268,6 +268,15 @@ def mc_epsilon(c, n: int, k: int, sigma: float, delta: float, samples: int,
     return out
 
 
+def peak_mb() -> float:
+    """This process's peak resident memory so far, in MB (``ru_maxrss``; Linux: KiB): the
+    rows are run one process each, bounds before the Monte Carlo, so it is the bounds'
+    peak (Theorem 1's and the default's, the larger)."""
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--jax", help="refresh JAX Privacy's cached row NAME")
@@ -286,7 +295,7 @@ def main(argv: list[str] | None = None) -> None:
     print("machine loaded (8 helpers on 2 cores): CPU seconds, not wall")
     print(f"{'config':20} {'Thm 1':>7} {'cpu s':>6} {'Thm 2/3':>7} {'cpu s':>6} {'default':>7} "
           f"{'JAX MC eps':>10} {'samples':>9} {'T1/JAX':>6} {'T23/JAX':>7} {'own MC':>7} "
-          f"{'T1/own':>6} {'T23/own':>7}")
+          f"{'T1/own':>6} {'T23/own':>7} {'peak MB':>7}")
     for name in args.rows.split(","):
         eps, sec = ours(name, DELTA)
         row = cache.get(name)
@@ -295,11 +304,12 @@ def main(argv: list[str] | None = None) -> None:
             if row else math.nan
         )
         n_s = f"{row['samples']:.1e}" if row else "-"
-        mc = own_mc(name, DELTA, int(args.mc)) if args.mc else math.nan
         two, sec2 = ours_two_band(name, DELTA)
+        peak = peak_mb()  # the bounds only: the Monte Carlo below allocates far more
+        mc = own_mc(name, DELTA, int(args.mc)) if args.mc else math.nan
         print(f"{name:20} {eps:7.4f} {sec:6.1f} {two:7.4f} {sec2:6.1f} {default_route(name):>7} "
               f"{jax:10.4f} {n_s:>9} {eps / jax:6.3f} {two / jax:7.3f} {mc:7.4f} "
-              f"{eps / mc:6.3f} {two / mc:7.3f}", flush=True)
+              f"{eps / mc:6.3f} {two / mc:7.3f} {peak:7.0f}", flush=True)
     if args.calibrate:
         calibration_rows(args.calibrate.split(","))
     sys.stdout.flush()

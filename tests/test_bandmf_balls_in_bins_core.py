@@ -8,10 +8,12 @@ itself is tested in tests/test_bandmf_balls_in_bins.py.
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from dpacct.mechanisms.algorithms.bandmf_balls_in_bins_core import (
     _lambda_max_upper,
     _perron_upper,
+    balls_in_bins_candidates,
     balls_in_bins_gram,
 )
 
@@ -117,3 +119,22 @@ def test_delta_pruned_equals_every_split():
                         low = run._split_delta_lower(np.array([e]), size, a)[0]
                         assert low <= m.delta(e)
     assert run.delta(0.5) == full[1]
+
+
+def test_gram_cache_returns_independent_equal_copies():
+    """Session 32: first columns' Gram matrices (and Theorem 1's candidates) are cached;
+    a cached answer equals the modes built step by step, a caller's change to it does not
+    reach the cache, a list and an array of the same column share it, and a bad column
+    is still refused by name."""
+    col = [1.0, 0.7, 0.3]
+    n, k = 23, 5
+    ref = _modes(_toeplitz(col, n), k)
+    first = balls_in_bins_gram(col, n, k)
+    np.testing.assert_allclose(first, ref.T @ ref, rtol=1e-14)
+    first[0, 0] = -1.0  # the caller's copy
+    again = balls_in_bins_gram(np.array(col), n, k)
+    np.testing.assert_allclose(again, ref.T @ ref, rtol=1e-14)
+    assert balls_in_bins_gram(_toeplitz(col, n), n, k).tolist() == again.tolist()
+    assert balls_in_bins_candidates(n, k, col) is balls_in_bins_candidates(n, k, np.array(col))
+    with pytest.raises(ValueError, match="non-negative"):
+        balls_in_bins_gram([1.0, -0.7, 0.3], n, k)

@@ -105,3 +105,41 @@ def test_three_bins_above_monte_carlo():
                 direction=direction, confidence=0.9999)
             assert lo <= bound, (eps, direction, lo, bound)
             assert 0.5 * bound < lo  # not vacuous (21 points: 13-65 % above here)
+
+
+@pytest.mark.parametrize("moved", [2.0, 3.0])
+def test_narrow_moved_side_stays_above_quadrature(moved):
+    """Session 32: the side whose tail Theorem 2 moves onto the grid (remove: below, add:
+    above) cut to ``moved`` standard deviations (the default's :data:`MOVED_WIDTH` is 3)
+    is still above the exact quadrature in both directions, within 5 % (able to fail),
+    and not above the symmetric grid's bound at these epsilons (the points go where the
+    integrand bends)."""
+    sigma = 2.0
+    gram = balls_in_bins_gram(TWO_BANDS, 4, 2)
+    for eps in (0.5, 1.0):
+        exact = dict(zip(("remove", "add"), _exact_deltas(sigma, gram, eps), strict=True))
+        for d in ("remove", "add"):
+            z, w, tail = two_band_delta_law(sigma, 4, 2, TWO_BANDS, d, points=81, rho=0.01,
+                                            moved_width=moved)
+            bound = float(_law_delta(z, w, tail, d == "remove", np.array([eps]))[0])
+            assert exact[d] <= bound, (d, eps, moved, exact[d], bound)
+            assert 0.95 * bound < exact[d], (d, eps, moved, exact[d], bound)
+
+
+def test_narrow_moved_side_three_bins_above_monte_carlo():
+    """The moved side at 1.5 standard deviations (much of the mass moved onto the end
+    point) through the transfer's middle steps (k = 3): still above a Monte Carlo
+    estimate of both directions."""
+    rng = np.random.default_rng(39_32)
+    for direction in ("remove", "add"):
+        z, w, tail = two_band_delta_law(1.5, 6, 3, TWO_BANDS, direction, points=21,
+                                        moved_width=1.5)
+        for eps in (0.5, 1.5):
+            bound = float(_law_delta(z, w, tail, direction == "remove", np.array([eps]))[0])
+            _, lo, _ = bandmf_balls_in_bins_delta_mc(
+                1.5, 6, eps, cycle_length=3, strategy=TWO_BANDS, samples=100_000, rng=rng,
+                direction=direction, confidence=0.9999)
+            assert lo <= bound, (eps, direction, lo, bound)
+            assert 0.5 * bound < lo  # not vacuous
+    with pytest.raises(ValueError, match="moved_width"):
+        two_band_delta_law(1.5, 6, 3, TWO_BANDS, "remove", points=5, moved_width=0.0)

@@ -62,8 +62,9 @@ def _strategy_matrix(strategy: object, n: int) -> np.ndarray:
                 f"got {c.size}"
             )
         full = np.zeros((n, n))
-        for lag, value in enumerate(c):
-            full += value * np.eye(n, k=-lag)
+        rows = np.arange(n)
+        for lag, value in enumerate(c):  # disjoint diagonals: the same values as a sum
+            full[rows[lag:], rows[: n - lag]] = value
         return full
     if c.shape != (n, n):
         raise ValueError(
@@ -112,12 +113,40 @@ def balls_in_bins_gram(strategy: object, iterations: int, cycle_length: int) -> 
     k = check_count(cycle_length, "cycle_length")
     if k > n:
         raise ValueError(f"cycle_length must be in [1, iterations = {n}], got {k}")
+    key = _gram_key(strategy, n, k)
+    if key is not None and key in _GRAMS:
+        return _GRAMS[key].copy()
     c = _strategy_matrix(strategy, n)
     epochs = -(-n // k)
     padded = np.zeros((n, epochs * k))
     padded[:, :n] = c
     modes = padded.reshape(n, epochs, k).sum(axis=1)  # column s: C x_s
-    return modes.T @ modes
+    gram = modes.T @ modes
+    if key is not None:
+        if len(_GRAMS) >= _CACHE_SIZE:
+            _GRAMS.pop(next(iter(_GRAMS)))
+        _GRAMS[key] = gram.copy()
+    return gram
+
+
+#: Gram matrices (and :func:`balls_in_bins_candidates`) of first-column strategies by
+#: ``(column bytes, n, k)``: a default bound asks for the same ``n x n`` product dozens of
+#: times (every class count, split and stand-in check); at most :data:`_CACHE_SIZE` kept
+_GRAMS: dict = {}
+_CANDIDATES: dict = {}
+_CACHE_SIZE = 64
+
+
+def _gram_key(strategy: object, n: int, k: int) -> tuple | None:
+    """Cache key of a valid-looking first column (None for a matrix or anything that
+    does not convert: those are built, and checked, every time)."""
+    try:
+        c = np.asarray(strategy, dtype=float)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    if c.ndim != 1:
+        return None
+    return (c.tobytes(), c.size, n, k)
 
 
 def _perron_upper(block: np.ndarray, terms: int) -> float:
@@ -492,11 +521,19 @@ def balls_in_bins_candidates(
     """
     g_max = check_count(max_classes, "max_classes")
     n = check_count(iterations, "iterations")
-    gram = balls_in_bins_gram(strategy, n, cycle_length)
+    gram = balls_in_bins_gram(strategy, n, cycle_length)  # checks every input by name
     k = gram.shape[0]
+    key = _gram_key(strategy, n, k)
+    if key is not None and (key, g_max) in _CANDIDATES:
+        return _CANDIDATES[key, g_max]
     terms = n + k
     counts = sorted({*range(1, min(g_max, k) + 1), k})
-    return tuple((g, _class_pairs(gram, g, terms)) for g in counts)
+    out = tuple((g, _class_pairs(gram, g, terms)) for g in counts)
+    if key is not None:
+        if len(_CANDIDATES) >= _CACHE_SIZE:
+            _CANDIDATES.pop(next(iter(_CANDIDATES)))
+        _CANDIDATES[key, g_max] = out
+    return out
 
 
 def bandmf_balls_in_bins_delta_mc(

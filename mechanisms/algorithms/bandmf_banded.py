@@ -31,6 +31,8 @@ from dpacct.mechanisms.algorithms.bandmf_balls_in_bins_core import (
     balls_in_bins_gram,
 )
 from dpacct.mechanisms.algorithms.bandmf_two_band import (
+    BANDED_REMOVE_RHO,
+    MOVED_WIDTH,
     BandMFTwoBandBallsInBins,
     _law_delta,
     _two_band_cost,
@@ -276,7 +278,9 @@ def bandmf_banded_balls_in_bins(
             if reach > _MAX_EXPONENT:
                 raise OverflowError  # Theorem 2's term round-off is proved below this
             laws.append(tuple(
-                two_band_delta_law(sigma, n2, t, [c0, c1], d, points=points)
+                two_band_delta_law(sigma, n2, t, [c0, c1], d, points=points,
+                                   moved_width=MOVED_WIDTH,
+                                   rho=BANDED_REMOVE_RHO if d == "remove" else 0.05)
                 for d in ("remove", "add")))
     except (ZeroDivisionError, IndexError, OverflowError, FloatingPointError):
         # noise too large for the add grid (see Theorem 2), or so small that a term's

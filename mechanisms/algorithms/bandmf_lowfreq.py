@@ -44,6 +44,7 @@ from dpacct.mechanisms.algorithms.bandmf_banded_shared import (
 )
 from dpacct.mechanisms.algorithms.bandmf_two_band import (
     _TERM_SLACK,
+    MOVED_WIDTH,
     _away,
     _checked_grid,
     _hat_weights,
@@ -230,7 +231,8 @@ def _convolve(fac: np.ndarray, cw: np.ndarray, ex: np.ndarray, wx: np.ndarray, u
 def lowfreq_delta_law(noise_multiplier: float, instance: tuple, cycle_length: int,
                       direction: str, *, factor_points: int = 31, points: int = 61,
                       width: float = 8.0, rho: float = 0.05,
-                      theta: float = 1e-10) -> tuple[np.ndarray, np.ndarray, float]:
+                      theta: float = 1e-10,
+                      moved_width: float | None = None) -> tuple[np.ndarray, np.ndarray, float]:
     """A law dominating ``Z' = Z / W_B`` (the likelihood ratio without its shared
     Gaussian factor) for one direction of the pair of ``alpha I + beta J + gamma
     (c c^T + s s^T)`` (Theorem 5 of docs/theory/dpmf_balls_in_bins.md):
@@ -259,6 +261,10 @@ def lowfreq_delta_law(noise_multiplier: float, instance: tuple, cycle_length: in
         Log spacing of the partial-sum grid, in (0, 0.5].
     theta : float
         Smallest positive partial-sum grid value, > 0.
+    moved_width : float, optional
+        Extent in standard deviations, > 0, of each own coordinate's grid on the side
+        whose tail is moved onto the grid at no charge (remove: below; add: above);
+        None (default): ``width``.
 
     Returns
     -------
@@ -286,22 +292,25 @@ def lowfreq_delta_law(noise_multiplier: float, instance: tuple, cycle_length: in
     if nf < 3 or ny < 3:
         raise ValueError(f"factor_points and points must be >= 3, got {nf}, {ny}")
     width, rho, theta = _checked_grid(width, rho, theta)
+    moved = width if moved_width is None else check_positive("moved_width", moved_width)
     alpha, _beta, gamma = (float(x) for x in instance)
     a, c = math.sqrt(alpha) / sigma, math.sqrt(gamma) / sigma
     if a < _MIN_SCALE:
         raise ValueError(
             f"noise_multiplier = {sigma} is too large for Theorem 5's grids: sqrt(alpha) / "
             f"sigma = {a:.3g} < {_MIN_SCALE} (Theorem 1, bandmf_balls_in_bins, answers there)")
-    if _reach(a, c, width) > _MAX_EXPONENT:
+    if _reach(a, c, max(width, moved)) > _MAX_EXPONENT:
         raise ValueError(
             f"noise_multiplier = {sigma} is too small for Theorem 5: the terms' exponents "
-            f"reach {_reach(a, c, width):.3g} > {_MAX_EXPONENT} (the round-off slack's range)")
+            f"reach {_reach(a, c, max(width, moved)):.3g} > {_MAX_EXPONENT} (the round-off "
+            "slack's range)")
     cs, sn = _loadings(k)
     half = 0.5 * (a * a + c * c * (cs * cs + sn * sn))
     up = direction == "remove"
     slack = 1 + _TERM_SLACK if up else 1 - _TERM_SLACK
     tf = np.linspace(-width, width, nf)
-    ty = np.linspace(-width, width, ny)
+    # own coordinates: the tail on the moved side is put onto the grid's end (Theorem 5, (i))
+    ty = np.linspace(-moved, width, ny) if up else np.linspace(-width, moved, ny)
     tail_f = _tail(a, c, cs, sn, width, up)
     wy = _hat_weights(1, ty, None if up else a, up)
     ex = np.exp(a * ty) * slack
@@ -423,9 +432,9 @@ def bandmf_lowfreq_balls_in_bins(noise_multiplier: float, iterations: int, *,
     nfa = _add_factor_points(math.sqrt(inst[2]) / sigma, factor_points)
     nya = min(ADD_POINTS[1], points)
     rem = lowfreq_delta_law(sigma, inst, k, "remove", factor_points=factor_points,
-                            points=points, width=wr, rho=rr)
+                            points=points, width=wr, rho=rr, moved_width=MOVED_WIDTH)
     add = lowfreq_delta_law(sigma, inst, k, "add", factor_points=nfa, points=nya,
-                            width=wa, rho=ra)
+                            width=wa, rho=ra, moved_width=MOVED_WIDTH)
     mu = math.sqrt(inst[1]) / sigma
     laws, choice = (base.laws, base.choice) if base is not None else ((), ())
     return BandMFLowFreqBallsInBins(sigma, candidates, laws, choice, (rem, add, mu))
