@@ -187,9 +187,13 @@ def _round_bins(
             r[bad] = rounded
             regap(bad, rounded)
         delta, big_f = _node_deltas(m, r, step, 0.0, m_top, inf)
-        below = g[:lo]
-        near = (below > 0.5 * (delta[1 : lo + 1] * (1.0 - _ROUND_MARGIN) - inf)) & (below > 0)
-        if not near.any():
+        # a bin below is near when g > 0 and g > (delta (1 - margin) - inf) / 2 (g >= 0
+        # everywhere, so with inf == 0 the first test is implied by the second)
+        room = delta[1 : lo + 1] * (0.5 * (1.0 - _ROUND_MARGIN))
+        if inf != 0.0:
+            room -= 0.5 * inf
+            np.maximum(room, 0.0, out=room)
+        if not (g[:lo] > room).any():
             return delta, big_f
         r[lo:], g[lo:] = r0, g0  # a bin below comes near: the loop over all bins
     delta, big_f = _node_deltas(m, r, step, 0.0, m_top, inf)

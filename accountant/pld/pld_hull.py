@@ -124,8 +124,10 @@ def _lower_hull_to_min(x: np.ndarray, y: np.ndarray) -> np.ndarray:
         hull = _lower_hull(x, y)
         return hull[: int(np.argmin(y[hull])) + 1]
     x, y = x[: k + 1], y[: k + 1]
-    # the chain's positions, None while they are all of 0 .. k (slices, not gathers)
-    idx = None
+    # the chain's positions, None while they are all of 0 .. k; the chain's points are
+    # copied as slices (a gather per point costs ten times a copied one)
+    pos = None
+    xs, ys = x, y
     if k >= 2:
         # the edge into k: from the last maximiser J of slope(j, k)
         s = (y[k] - y[:k]) / (x[k] - x[:k])
@@ -135,12 +137,12 @@ def _lower_hull_to_min(x: np.ndarray, y: np.ndarray) -> np.ndarray:
                 x[j_in + 1 : k] - x[j_in]
             )
             if not on.all():
-                mid = np.arange(j_in + 1, k)
-                idx = np.concatenate([np.arange(j_in + 1), mid[on], [k]])
-    size = k + 1 if idx is None else idx.size
-    if size >= 3:
+                sel = np.flatnonzero(on) + (j_in + 1)
+                pos = np.concatenate([np.arange(j_in + 1), sel, [k]])
+                xs = np.concatenate([x[: j_in + 1], x[sel], x[k:]])
+                ys = np.concatenate([y[: j_in + 1], y[sel], y[k:]])
+    if xs.size >= 3:
         # the edge out of point 0: to the last minimiser of slope(0, j)
-        xs, ys = (x, y) if idx is None else (x[idx], y[idx])
         s = (ys[1:] - ys[0]) / (xs[1:] - xs[0])
         j_out = s.size - int(np.argmin(s[::-1]))  # a position in the chain
         if j_out > 1:
@@ -148,20 +150,22 @@ def _lower_hull_to_min(x: np.ndarray, y: np.ndarray) -> np.ndarray:
                 xs[1:j_out] - xs[0]
             )
             if not on.all():
-                base = np.arange(size) if idx is None else idx
-                idx = np.concatenate([base[:1], base[1:j_out][on], base[j_out:]])
-    xs, ys = (x, y) if idx is None else (x[idx], y[idx])
+                sel = np.flatnonzero(on) + 1
+                base = np.arange(k + 1) if pos is None else pos
+                pos = np.concatenate([base[:1], base[sel], base[j_out:]])
+                xs = np.concatenate([xs[:1], xs[sel], xs[j_out:]])
+                ys = np.concatenate([ys[:1], ys[sel], ys[j_out:]])
     if xs.size >= 3:
         # the passes' first test (every point against its neighbours' chord) on
         # slices: when it removes nothing the chain is already the hull
         lhs = (ys[1:-1] - ys[:-2]) * (xs[2:] - xs[:-2])
         bad = np.flatnonzero(lhs > (ys[2:] - ys[:-2]) * (xs[1:-1] - xs[:-2]))
         if not bad.size:
-            return np.arange(k + 1) if idx is None else idx
+            return np.arange(k + 1) if pos is None else pos
         hull = _repair_hull(xs, ys, bad + 1)
     else:
         hull = _lower_hull(xs, ys)
-    return hull if idx is None else idx[hull]
+    return hull if pos is None else pos[hull]
 
 
 #: :func:`_repair_hull` hands a window longer than this to the vectorised passes
@@ -305,10 +309,17 @@ def _decaying_sum(x: np.ndarray, rate: float) -> np.ndarray:
     only sums of non-negative terms, so full relative precision.
     """
     n = x.size
-    y = np.empty(n)
     if n == 0:
-        return y
+        return np.empty(0)
     block = max(1, min(n, int(min(500.0 / rate, 2.0**62))))
+    if block == n:  # one block (every grid of the DP-SGD ladders): no carry, no copy
+        w = _decay_weights(rate, n)
+        s = x * w
+        y = np.empty(n)
+        np.cumsum(s[::-1], out=y[::-1])
+        y /= w
+        return y
+    y = np.empty(n)
     carry = 0.0
     for start in range(((n - 1) // block) * block, -1, -block):
         seg = x[start : start + block]
