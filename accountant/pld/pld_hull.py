@@ -223,11 +223,16 @@ def _repair_hull(x: np.ndarray, y: np.ndarray, bad: np.ndarray) -> np.ndarray:
         xa, ya = float(x[a]), float(y[a])
         return (float(y[b]) - ya) * (float(x[c]) - xa) > (float(y[c]) - ya) * (float(x[b]) - xa)
 
+    settled = False
     for _ in range(64):
         hulls = []
         grow = []
         for lo, hi in wins:
-            if hi - lo + 1 > _CHAIN_MAX:
+            if (lo == 0 and settled) or hi - lo + 1 > _CHAIN_MAX:
+                # (a window from the first point, once its extent has settled: the
+                # nearly affine start of an optimistic curve, where floating-point
+                # predicates of nearly collinear points disagree, and the passes drop
+                # what they dropped on the whole chain)
                 h = (lo + _lower_hull(x[lo : hi + 1], y[lo : hi + 1])).tolist()
             else:
                 xl, yl = x[lo : hi + 1].tolist(), y[lo : hi + 1].tolist()
@@ -238,7 +243,10 @@ def _repair_hull(x: np.ndarray, y: np.ndarray, bad: np.ndarray) -> np.ndarray:
             right = hi < n - 1 and len(h) >= 2 and above(h[-2], hi, hi + 1)
             grow.append((left, right))
         if not any(a or b for a, b in grow):
-            break
+            if settled or wins[0][0] != 0:
+                break
+            settled = True
+            continue
         new: list = []
         for (lo, hi), (left, right) in zip(wins, grow, strict=True):
             width = hi - lo + 1
