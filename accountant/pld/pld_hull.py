@@ -191,6 +191,18 @@ def _strict_chain(xs: list, ys: list) -> list:
     return h
 
 
+def _near_collinear(x: np.ndarray, y: np.ndarray, h: list) -> bool:
+    """Whether a consecutive triple of the chain ``h`` is collinear to within 1e-15
+    relative (where floating-point orientation tests stop being consistent)."""
+    xs, ys = x[h].tolist(), y[h].tolist()
+    for i in range(1, len(h) - 1):
+        lhs = (ys[i] - ys[i - 1]) * (xs[i + 1] - xs[i - 1])
+        rhs = (ys[i + 1] - ys[i - 1]) * (xs[i] - xs[i - 1])
+        if abs(lhs - rhs) <= 1e-15 * (abs(lhs) + abs(rhs)):
+            return True
+    return False
+
+
 def _repair_hull(x: np.ndarray, y: np.ndarray, bad: np.ndarray) -> np.ndarray:
     """The lower hull of points sorted by strictly increasing ``x`` whose consecutive
     triples are convex except those with their middle at ``bad`` (sorted positions,
@@ -229,10 +241,11 @@ def _repair_hull(x: np.ndarray, y: np.ndarray, bad: np.ndarray) -> np.ndarray:
         grow = []
         for lo, hi in wins:
             if (lo == 0 and settled) or hi - lo + 1 > _CHAIN_MAX:
-                # (a window from the first point, once its extent has settled: the
-                # nearly affine start of an optimistic curve, where floating-point
-                # predicates of nearly collinear points disagree, and the passes drop
-                # what they dropped on the whole chain)
+                # (a window from the first point whose chain has a nearly collinear
+                # triple, once its extent has settled: the nearly affine start of an
+                # optimistic curve, where floating-point predicates of nearly
+                # collinear points disagree, and the passes drop what they dropped on
+                # the whole chain)
                 h = (lo + _lower_hull(x[lo : hi + 1], y[lo : hi + 1])).tolist()
             else:
                 xl, yl = x[lo : hi + 1].tolist(), y[lo : hi + 1].tolist()
@@ -243,7 +256,7 @@ def _repair_hull(x: np.ndarray, y: np.ndarray, bad: np.ndarray) -> np.ndarray:
             right = hi < n - 1 and len(h) >= 2 and above(h[-2], hi, hi + 1)
             grow.append((left, right))
         if not any(a or b for a, b in grow):
-            if settled or wins[0][0] != 0:
+            if settled or wins[0][0] != 0 or not _near_collinear(x, y, hulls[0]):
                 break
             settled = True
             continue
