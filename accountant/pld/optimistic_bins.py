@@ -15,8 +15,9 @@ true one at every real epsilon, hence (composing part by part) a lower bound on 
 
 Issue 37 (``epsilon_bounds`` at most 2x ``epsilon``): these constructions were 73 M of
 the 412 M instructions of a DP-SGD ``epsilon_bounds`` at T 1e4 and 184 M of 1 044 M at
-T 1e6.  The arithmetic per node is the same as before, element by element; what changed
-is how much of it is done (benchmarks/README.md, "Session 32 (ws32-bounds)"):
+T 1e6 (the call is now 386 M and 953 M, the same answers).  The arithmetic per node is
+the same as before, element by element, and so are the arrays; what changed is how much
+of it is done (benchmarks/README.md, "Session 32 (ws32-bounds)"):
 
 * the bins rounded down are found on the top :data:`_TOP_BINS` bins first (the node
   values there depend only on the bins above, and are the same floats as the whole
