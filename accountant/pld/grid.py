@@ -66,8 +66,9 @@ import numpy as np
 from ..laws.loss_law import AtomicLossLaw, PrivacyLossLaw
 from ..numerics import EXP_OVERFLOW, SUBNORMAL_FLOOR, TINY
 from ..validation import check_positive, check_probability
+from .optimistic_bins import _lower_from_bins, _round_down_from_bins  # noqa: F401 (patched by benchmarks)
 from .pld_fft import _certified_convolve, _tail_cuts
-from .pld_hull import _decaying_sum, _lower_hull_to_min
+from .pld_hull import _decaying_sum
 
 __all__ = ["GridPLD", "discretize"]
 
@@ -187,7 +188,7 @@ def _bins_from_grid(pld: GridPLD, step: float) -> _Bins:
     front = pld.offset - f * first - 1
     back = (-(front + pld.pmf.size)) % f
     rows = np.concatenate([np.zeros(front), pld.pmf, np.zeros(back)]).reshape(-1, f)
-    m = rows.sum(axis=1)
+    m = rows.sum(axis=1) if pld.pessimistic or f > 8 else _row_sums(rows)
     r = rows @ np.exp(-np.arange(1, f + 1) * pld.step)
     atoms = rows[:, -1].copy()
     return _Bins(
@@ -200,6 +201,23 @@ def _bins_from_grid(pld: GridPLD, step: float) -> _Bins:
         inf_mass=pld.inf_mass,
         atoms=atoms,
     )
+
+
+def _row_sums(rows: np.ndarray) -> np.ndarray:
+    """``rows.sum(axis=1)`` for rows of at most 8 entries, the same floats, by column
+    adds: numpy sums fewer than 8 entries from left to right and exactly 8 as four
+    pairs of pairs (its pairwise sum's unrolled block), and its reduction machinery
+    costs 10x these adds on rows this short (issue 37: the optimistic regrids of a
+    DP-SGD ``epsilon_bounds``).  ``tests/test_grid.py`` checks the equality on the
+    installed numpy."""
+    f = rows.shape[1]
+    if f == 8:
+        c = [rows[:, j] for j in range(8)]
+        return ((c[0] + c[1]) + (c[2] + c[3])) + ((c[4] + c[5]) + (c[6] + c[7]))
+    m = rows[:, 0].copy()
+    for j in range(1, f):
+        m += rows[:, j]
+    return m
 
 
 def _bins_from_atoms(pld: GridPLD, step: float) -> _Bins:
@@ -250,166 +268,6 @@ def _upper_from_bins(b: _Bins) -> tuple[int, np.ndarray, float]:
     pmf[:-1] += b.m - pb
     pmf[0] += b.bottom[0]
     return b.first, pmf, b.inf_mass + b.top[0]
-
-
-def _node_deltas(
-    m: np.ndarray, r: np.ndarray, step: float, top_excess: float, r_top: float, inf_mass: float
-) -> tuple[np.ndarray, np.ndarray]:
-    """Exact hockey-stick of the merged-bin pair at every node, and the Q-tail sums.
-
-    Returns ``delta[j]`` for ``j = 0..n`` and ``F[j] = sum_{i>=j} r_i e^{-(i-j) step}``
-    (the Q-mass above node j, times ``e^{a_j}``), both by recurrences with positive
-    terms only.
-    """
-    rr = np.concatenate([r, [r_top]])
-    big_f = _decaying_sum(rr, step)
-    inc = (m - r) + (-math.expm1(-step)) * big_f[1:]
-    tail = np.concatenate([np.cumsum(inc[::-1])[::-1], [0.0]])
-    return inf_mass + top_excess + tail, big_f
-
-
-#: largest grid step whose ``e^step`` the optimistic chords evaluate (``exp`` overflows
-#: past about 709.78)
-_MAX_EXP_STEP = 700.0
-
-
-# long function: one certified construction (round the top down, repair the chord gaps,
-# take the lower hull, read its masses) whose steps share a dozen arrays; see issue 37
-def _lower_from_bins(b: _Bins) -> tuple[int, np.ndarray, float]:
-    """A grid pair dominated by the true pair (see module docstring)."""
-    step = b.step
-    n = b.m.size
-    m = b.m  # read only
-    r = b.r.copy()
-    # The top tail is rounded down onto the last node and the last bin onto its lower
-    # node (pointwise rounding down), so that nothing is left above the grid.
-    m_top = b.top[0]
-    if n >= 1:
-        r[-1] = m[-1]
-    if b.q_lost is not None:  # unknown Q-mass: the whole bin rounded down (r = m)
-        r[b.q_lost] = m[b.q_lost]
-    if step > _MAX_EXP_STEP:  # e^step overflows (epsilons of order 1e8): plain lower bound
-        return _round_down_from_bins(b)
-    e_step = math.exp(step)
-
-    def gaps(m, r):
-        with np.errstate(divide="ignore", invalid="ignore"):
-            rho = np.where(r > 0, m / r, e_step)
-        rho = np.clip(rho, 1.0, e_step)
-        # an atom within round-off of the upper node sits on it: no gap
-        rho = np.where(rho > e_step * (1.0 - 1e-12), e_step, rho)
-        # expm1: exp(step) - 1 stays positive for steps below 2^-53 (then m == r)
-        return (m - r) * (e_step - rho) / math.expm1(step)
-
-    # atoms exactly on a node have no chord gap: only the rest of the bin is merged
-    atoms = b.atoms.copy() if b.atoms is not None else np.zeros(n)
-    if n >= 1:
-        atoms[-1] = 0.0  # the last bin was rounded down onto its lower node
-    if b.q_lost is not None:
-        atoms[b.q_lost] = 0.0
-    decay = math.exp(-step)
-
-    def gaps_of(m, r, atoms):
-        mc = np.maximum(m - atoms, 0.0)
-        rc = np.clip(r - atoms * decay, 0.0, mc)
-        return gaps(mc, rc)
-
-    delta, big_f = _node_deltas(m, r, step, 0.0, m_top, b.inf_mass)
-    g = gaps_of(m, r, atoms)
-    # Bins whose chord gap exceeds half the room above the next node are rounded down
-    # onto their lower node (gap zero); rounding lowers delta below, so repeat.
-    for _ in range(8):
-        bad = np.flatnonzero((g > 0.5 * (delta[1:] - b.inf_mass)) & (g > 0))
-        if not bad.size:
-            break
-        # round the bin's continuous part down onto its lower node; its atom (if
-        # any) stays exactly on the upper node
-        m_bad, a_bad = m[bad], atoms[bad]
-        rounded = (m_bad - a_bad) + a_bad * decay
-        if np.array_equal(rounded, r[bad]):
-            # already rounded down (its gap is round-off of m - r): every further pass
-            # would recompute the same state, so stop with it.  Measured on DP-SGD
-            # (q 0.01, sigma 1.1, T 1e4): 35 of the 61 repeats were such no-ops.
-            break
-        r[bad] = rounded
-        delta, big_f = _node_deltas(m, r, step, 0.0, m_top, b.inf_mass)
-        # the gaps are per bin: only the rounded bins' change (the same values as a
-        # whole recomputation, element by element; issue 37)
-        g[bad] = gaps_of(m_bad, rounded, a_bad)
-    if n * step > 1200.0:  # e^(span/2) would overflow: use the plain lower bound
-        return _round_down_from_bins(b)
-    x = np.zeros(n + 1)
-    if n:
-        x[:-1] = g
-        x[1:] = np.maximum(x[1:], g)
-    v = delta - x
-    total_p = b.inf_mass + b.bottom[0] + float(m.sum()) + m_top
-    # the tangent at t = 0 (slope: the whole Q-mass) bounds the first node
-    v[0] = min(v[0], total_p - (b.bottom[1] + big_f[0]))
-    a_ref = (b.first + 0.5 * n) * step
-    t = np.concatenate([[0.0], np.exp((b.first + np.arange(n + 1)) * step - a_ref)])
-    y_raw = np.concatenate([[total_p], v])
-    # differences of order 1e-16 are round-off, not signal
-    y = np.where(np.abs(y_raw) < 1e-15, 0.0, y_raw)
-    # a node inside a run of empty bins (no atom on either side, so no chord gap) is
-    # on the chord of the run's ends (the curve is affine in t there): not a vertex,
-    # unless the round-off cut above lowered it.  The passes removed these points a
-    # few at a time (issue 37: 2/3 of the points of the spill's re-grids); dropped
-    # first, with the points past the hull's lowest one (_lower_hull_to_min), whose
-    # part up to there is all that is used below
-    inner = np.zeros(n + 2, dtype=bool)
-    if n >= 2:
-        inner[2 : n + 1] = (m[:-1] == 0.0) & (m[1:] == 0.0)
-    inner &= y == y_raw
-    if inner.any():
-        pts = np.flatnonzero(~inner)
-        keep = pts[_lower_hull_to_min(t[pts], y[pts])]
-    else:
-        keep = _lower_hull_to_min(t, y)
-    tk, yk = t[keep], y[keep]
-    nodes = keep - 1  # node index of each hull vertex (-1 for the point t = 0)
-    inf_low = b.inf_mass
-    neg = np.flatnonzero(yk < 0)
-    if neg.size:
-        # max(hull, 0) is still below the true curve; its kink where the hull crosses
-        # zero is an atom off the grid, rounded down onto the node below it.
-        k = int(neg[0])
-        tc = tk[k - 1] + yk[k - 1] * (tk[k] - tk[k - 1]) / (yk[k - 1] - yk[k])
-        slope = (yk[k] - yk[k - 1]) / (tk[k] - tk[k - 1])
-        tk, yk, nodes = tk[:k], yk[:k], nodes[:k]
-        slopes = np.diff(yk) / np.diff(tk)
-        last_slope = slope
-        extra_mass = tc * (0.0 - slope)
-        j_c = math.floor((math.log(tc) + a_ref) / step + 1e-9) - b.first
-        j_c = max(j_c, int(nodes[-1]) if nodes[-1] >= 0 else -1)
-        inf_low = 0.0
-    else:
-        # a hull that rises at the end is cut at its minimum (the curve is then flat)
-        k_min = int(np.argmin(yk))
-        tk, yk, nodes = tk[: k_min + 1], yk[: k_min + 1], nodes[: k_min + 1]
-        slopes = np.diff(yk) / np.diff(tk)
-        last_slope = None
-        extra_mass = 0.0
-        j_c = -1
-        inf_low = min(float(yk[-1]), b.inf_mass)
-    if slopes.size == 0 and last_slope is None:
-        return _round_down_from_bins(b)
-    after = np.concatenate([slopes[1:], [0.0 if last_slope is None else last_slope]])
-    masses = tk[1:] * (after - slopes)
-    pmf = np.zeros(n + 1)
-    # hull vertices are distinct nodes: a plain store is the scattered add onto zeros
-    pmf[nodes[1:]] = np.maximum(masses, 0.0)
-    if extra_mass > 0 and 0 <= j_c <= n:  # (below the grid it is dropped: lower bound)
-        pmf[j_c] += extra_mass
-    return b.first, pmf, inf_low
-
-
-def _round_down_from_bins(b: _Bins) -> tuple[int, np.ndarray, float]:
-    """Fallback lower bound: every bin rounded down to its lower node."""
-    pmf = np.zeros(b.m.size + 1)
-    pmf[:-1] += b.m
-    pmf[-1] += b.top[0]
-    return b.first, pmf, b.inf_mass
 
 
 def _trim(first: int, pmf: np.ndarray) -> tuple[int, np.ndarray]:

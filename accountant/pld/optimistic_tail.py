@@ -93,10 +93,12 @@ def _optimistic_tail_product(
     cp = coarse.pmf
     fin_c = float(cp.sum())
     share = tail / max(len(fines) + len(others), 1)  # per factor, summed or not
+    plain_ok = None  # the summed factor's budget check, made once (issue 37)
     if len(others) > 1:  # c (2 f + c) as the upper end, if its plain pass is certified
         summed = functools.reduce(_add, others)
         if _plain_within(cp, summed.pmf, TAIL_ROUNDOFF * share):
             others = [summed]
+            plain_ok = summed
     parts: list[GridPLD] = []
     for f, w in fines:
         fb = _bins_from_grid(f, cstep)  # a GridPLD's bins have no tails
@@ -124,7 +126,7 @@ def _optimistic_tail_product(
         )
         parts.append(_from_bins(bins, False))
     for o in others:
-        if _plain_within(cp, o.pmf, TAIL_ROUNDOFF * share):
+        if o is plain_ok or _plain_within(cp, o.pmf, TAIL_ROUNDOFF * share):
             # the plain pass, rounded down by its bound, drops < TAIL_ROUNDOFF shares
             est, err = pld_fft._plain_first_convolve(cp, o.pmf, TAIL_ROUNDOFF * share, True)
             x = pld_fft._certified_side(est, err, False, inplace=True)
