@@ -197,16 +197,20 @@ def test_sum_of_squares_law_is_the_routes_in_its_range_only(monkeypatch):
 
     built = []
     monkeypatch.setattr(k3, "_ATOMS_SQ3", {})
-    monkeypatch.setattr(k3, "remove_atoms_sq3",
-                        lambda s, t, **kw: built.append((s, t, kw)) or ("sq3", s, t))
+    monkeypatch.setattr(k3, "remove_atoms_sq3", lambda s, t, **kw: built.append((s, t, kw))
+                        or (("sq3", s, t), ("sq3-12", s, t)))
     monkeypatch.setattr(k3, "remove_atoms4", lambda s, t, k, **kw: ("four", s, t))
     for s, t in ((1.2, 11), (1.2, 30), (1.5, 11), (1.5, 30)):
-        assert k3.k3_atoms(s, t) == ("sq3", s, t)
+        assert k3.k3_atoms(s, t) == ("sq3", s, t)  # Proposition 13's (session 32)
     assert k3.k3_atoms(1.5, 30) == ("sq3", 1.5, 30)  # the last law kept, not rebuilt
+    # Proposition 12's from the same pass, not rebuilt
+    assert k3.k3_atoms(1.5, 30, maclaurin_first=True) == ("sq3-12", 1.5, 30)
     assert [b[:2] for b in built] == [(1.2, 11), (1.2, 30), (1.5, 11), (1.5, 30)]
-    # the finer nodes at sigma 1.5 and up to T 20, the coarse ones at sigma 1.2, T 30
-    assert [b[2] for b in built] == [{"progress": False, **st} for st in (
-        k3.SQ3_FINE, k3.SQ3_SETTINGS, k3.SQ3_FINE, k3.SQ3_FINE)]
+    # the finer nodes at sigma 1.5 and up to T 20, the coarse ones at sigma 1.2, T 30;
+    # both first regions in one pass, the first region's finer step up to T 15
+    fine1 = {**k3.SQ3_FINE, "first_h": k3.SQ3_FIRST_H}
+    assert [b[2] for b in built] == [{"progress": False, "first": "both", **st} for st in (
+        fine1, k3.SQ3_SETTINGS, fine1, k3.SQ3_FINE)]
     for s, t in ((1.19, 30), (1.51, 30), (1.2, 10), (1.2, 31), (1.0, 100), (1.5, 10)):
         assert k3.k3_atoms(s, t) == ("four", s, t)
 

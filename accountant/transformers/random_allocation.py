@@ -527,17 +527,18 @@ class RandomAllocationMechanism(Mechanism):
         return cache[key]
 
     @property
-    def _k3_four_route(self) -> Mechanism | None:
-        """Where :attr:`k3_route`'s law is Proposition 12's (``k3_sq3_routed``), the same
-        route on Proposition 10's law (``allocation_k3_pair(..., four=True)``), else None:
-        the answers take the least of both, never above either (each is certified)."""
+    def _k3_extra_routes(self) -> tuple[Mechanism, ...]:
+        """Where :attr:`k3_route`'s law is Proposition 13's (``k3_sq3_routed``), the same
+        route on Proposition 12's law (``maclaurin_first=True``) and on Proposition 10's
+        (``four=True``), else (): the answers take the least of all (each is certified)."""
         if not (self._has_k3_route and k3_sq3_routed(float(self.base.sigma), self.steps)):
-            return None
-        cache = self._cache()
-        if ("ra_k3_four",) not in cache:
-            cache[("ra_k3_four",)] = allocation_k3_pair(float(self.base.sigma), self.steps,
-                                                        self.epochs, four=True)
-        return cache[("ra_k3_four",)]
+            return ()
+        cache, s = self._cache(), float(self.base.sigma)
+        if ("ra_k3_extra",) not in cache:
+            cache[("ra_k3_extra",)] = tuple(
+                allocation_k3_pair(s, self.steps, self.epochs, **{flag: True})
+                for flag in ("maclaurin_first", "four"))
+        return cache[("ra_k3_extra",)]
 
     @property
     def _has_k4_route(self) -> bool:
@@ -675,14 +676,14 @@ class RandomAllocationMechanism(Mechanism):
         unamplified = float(self.unamplified.epsilon(delta))
         if unamplified == 0.0:
             return 0.0
-        direct, four = self._direct_route, self._k3_four_route
+        direct = self._direct_route
         return min(
             max(self._epsilon_directions(delta, tol)),
             unamplified,
             float(self.pld_route.epsilon(delta, tol=tol)) if self._has_pld_route else math.inf,
             float(direct.epsilon(delta, tol=tol)) if direct is not None else math.inf,
             self._k2_split_epsilon(delta, tol) if direct is not None else math.inf,
-            float(four.epsilon(delta, tol=tol)) if four is not None else math.inf,
+            *(float(r.epsilon(delta, tol=tol)) for r in self._k3_extra_routes),
         )
 
     def _epsilon_bounds(self, delta: float, tol: float | None) -> tuple[float, float]:
@@ -737,8 +738,8 @@ class RandomAllocationMechanism(Mechanism):
             out = np.minimum(out, np.asarray(direct.delta(flat, tol=tol), dtype=float))
             rem_k2 = np.asarray(self._k2_remove_pld(tol).delta(flat), dtype=float)
             out = np.minimum(out, np.maximum(rem_k2, add))  # as _k2_split_epsilon
-        if (four := self._k3_four_route) is not None:
-            out = np.minimum(out, np.asarray(four.delta(flat, tol=tol), float))
+        for extra in self._k3_extra_routes:
+            out = np.minimum(out, np.asarray(extra.delta(flat, tol=tol), float))
         return float(out[0]) if e_arr.ndim == 0 else out.reshape(e_arr.shape)
 
     def __repr__(self) -> str:
