@@ -24,7 +24,11 @@ convex extension ``hat G_j(r, s)`` (:func:`hat_elementary`) instead of Maclaurin
   chords need.
 
 Only ``k = 3`` (Lemma 11 (iii) proves the convexity for ``j <= 3``).  The first region
-(``M_2 <= theta``) is Proposition 10's.  Measured (docs/theory/allocation_k_of_t.md,
+(``M_2 <= theta``) is Proposition 10's; with ``first="squares"`` it keeps the ``T - 1``
+others' (sum, sum of squares) too (Proposition 13 of docs/theory/allocation_k_of_t.md:
+``W_1 = (M_1 hat G_2 + hat G_3) / C(T, 3)``, :func:`first_coefficients`; every other is
+below ``theta`` there, so the cap of their squares cuts nothing), and ``first="both"``
+returns both laws from one pass (Proposition 12's bit-equal to the law built alone).  Measured (docs/theory/allocation_k_of_t.md,
 Proposition 12; delta 1e-6, the remove law's own epsilon): sigma 1.2, T 10: 4.40169
 against Proposition 10's 4.41362 (the pointwise bound 4.3744; 4.38536 with no cut raised,
 a lattice per cut: the raised cuts are the largest loss); T 30: 2.68263 against 2.69073
@@ -477,22 +481,40 @@ def remove_atoms_sq3(sigma: float, t: int, *, progress: bool = False, theta_sd: 
         2 and 3, each > 0 (default :data:`_COARSE`, else Proposition 10's); finer: a
         tighter law at more CPU (sigma 1.5, T 20, delta 1e-6: 2.31791 at Proposition
         10's ``(1, 0.25)``, 2.31436 at ``(0.5, 0.125)``, 1.35 times the CPU; session 31).
+    first : {"maclaurin", "squares", "both"}, default "maclaurin"
+        The first region (``M_2 <= theta``): Proposition 10's (Maclaurin on the others'
+        sum: Proposition 12's law), Proposition 13's (their sum of squares kept:
+        :func:`first_coefficients`), or both laws from one pass, returned as
+        ``(Proposition 13's, Proposition 12's)``.
+    first_coarse : tuple of float
+        ``(least step, fraction of the sd)`` of the first region's coarse sum lattice.
+    first_low, first_low_step : float
+        First-region cuts whose ``Q(M_1 <= e^cut)`` is below ``first_low`` are raised onto
+        multiples of ``first_low_step`` (fewer lattices where the cells hold almost no
+        mass), each > 0.
+    first_h : float, optional
+        The first region's per-coordinate lattice step (default: Proposition 10's ``h1``).
 
     Returns
     -------
     tuple
-        Values (sorted, rounded up onto a log grid), their Q-masses and the charge.
+        Values (sorted, rounded up onto a log grid), their Q-masses and the charge; with
+        ``first="both"`` a pair of such triples.
 
     Raises
     ------
     ValueError
         If ``sigma <= 0``, ``t < 5``, ``theta3_sd >= theta_sd``, ``cut_step <= 0``,
-        ``rho <= 1`` or an entry of ``coarse`` is not positive.
+        ``rho <= 1``, an entry of ``coarse`` or ``first_coarse`` or ``first_low`` or
+        ``first_low_step`` is not positive, or ``first`` is none of the three.
 
     Examples
     --------
     >>> v, q, c = remove_atoms_sq3(4.0, 6)
     >>> bool(float(q @ v) + c >= 1.0)
+    True
+    >>> new, old = remove_atoms_sq3(4.0, 6, first="both")  # Propositions 13 and 12
+    >>> bool(float(new[1] @ new[0]) + new[2] >= 1.0)
     True
     """
     sigma = check_positive("sigma", sigma)
@@ -512,6 +534,8 @@ def remove_atoms_sq3(sigma: float, t: int, *, progress: bool = False, theta_sd: 
         raise ValueError(f"first must be 'maclaurin', 'squares' or 'both', got {first!r}")
     check_positive("first_coarse[0]", first_coarse[0])
     check_positive("first_coarse[1]", first_coarse[1])
+    if first_h is not None:
+        first_h = check_positive("first_h", first_h)
     first_low = check_positive("first_low", first_low)
     first_low_step = check_positive("first_low_step", first_low_step)
     cache: dict = {}
