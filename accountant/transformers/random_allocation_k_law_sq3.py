@@ -28,7 +28,8 @@ Only ``k = 3`` (Lemma 11 (iii) proves the convexity for ``j <= 3``).  The first 
 others' (sum, sum of squares) too (Proposition 13 of docs/theory/allocation_k_of_t.md:
 ``W_1 = (M_1 hat G_2 + hat G_3) / C(T, 3)``, :func:`first_coefficients`; every other is
 below ``theta`` there, so the cap of their squares cuts nothing), and ``first="both"``
-returns both laws from one pass (Proposition 12's bit-equal to the law built alone).  Measured (docs/theory/allocation_k_of_t.md,
+returns both laws from one pass (Proposition 12's bit-equal to the law built alone).
+Measured (docs/theory/allocation_k_of_t.md,
 Proposition 12; delta 1e-6, the remove law's own epsilon): sigma 1.2, T 10: 4.40169
 against Proposition 10's 4.41362 (the pointwise bound 4.3744; 4.38536 with no cut raised,
 a lattice per cut: the raised cuts are the largest loss); T 30: 2.68263 against 2.69073
