@@ -294,7 +294,7 @@ def test_first_region_law_above_importance_sampling_one_and_three_epochs():
     its delta curve (one epoch) and the route's remove direction composed over three
     epochs (the engine, Proposition 5's envelope per epoch) against importance-sampled
     estimates of the exact pair (fixed generator); never below the estimate minus 3 SE,
-    and the check rejects 0.9 times the estimate."""
+    and the check rejects 0.85 times the estimate."""
     import dpacct.accountant.transformers.random_allocation_k3 as k3
     from benchmarks.random_allocation_k_epochs_truth import is_delta_epochs
     from dpacct.accountant.transformers.compose import compose
@@ -302,7 +302,7 @@ def test_first_region_law_above_importance_sampling_one_and_three_epochs():
 
     rng = np.random.Generator(np.random.PCG64(32_011))
     v, q, c = k3.k3_atoms(1.5, 11)
-    e1 = np.array([1.0, 2.0, 2.5])
+    e1 = np.array([1.0, 1.5, 2.0])
     curve = np.maximum(v[None, :] - np.exp(e1)[:, None], 0.0) @ q + c
     m1, se1 = _is_remove(1.5, 11, 3, e1, 200_000, rng, shifts=(1.0, 2.0, 2.5, 3.0))
     e3 = np.array([3.0, 4.0, 5.0])
@@ -311,7 +311,7 @@ def test_first_region_law_above_importance_sampling_one_and_three_epochs():
                        counts=[3])
     curve3 = np.asarray(composed.delta(e3), float)
     for bound, m, se in ((curve, m1, se1), (curve3, m3, se3)):
-        assert np.all(se < 0.03 * m), (m, se)
+        assert np.all(se < 0.04 * m), (m, se)
         assert np.all(bound >= m - 3.0 * se), (bound, m, se)
-        for low in (0.9 * m, np.minimum(bound, 0.9 * m)):  # the check can fail
+        for low in (0.85 * m, np.minimum(bound, 0.85 * m)):  # the check can fail
             assert not np.all(low >= m - 3.0 * se)
