@@ -243,3 +243,33 @@ def test_finer_sum_of_squares_route_below_main_and_above_importance_sampling():
     # answer is at most delta (within the interval)
     m1, se1 = _is_remove(1.5, 11, 3, np.array([eps]), 200_000, rng, shifts=(1.0, 2.0, 2.5, 3.0))
     assert float(m1[0] - _Z * se1[0]) <= 1e-6
+
+
+def test_answers_take_the_least_of_the_three_direct_routes(monkeypatch):
+    """Where Proposition 13's law is routed the mechanism answers with the least of its
+    route, Proposition 12's (the route before session 32) and Proposition 10's, so no
+    answer is above the old one: with the routes replaced by markers whose epsilon is
+    3.0, 0.5 and 0.7 (and the split route's remove law by one at 9.0) the answer is 0.5,
+    and delta the least too.  Without Proposition 12's route it would be 0.7."""
+    import dpacct.accountant.transformers.random_allocation as ra_mod
+
+    class Marker:
+        def __init__(self, e):
+            self.e = e
+
+        def epsilon(self, delta, tol=None):
+            return self.e
+
+        def delta(self, eps, tol=None):
+            return np.full(np.shape(eps), self.e * 1e-7)
+
+    eps = {"": 3.0, "maclaurin_first": 0.5, "four": 0.7}
+    monkeypatch.setattr(ra_mod, "allocation_k3_pair",
+                        lambda s, t, e, **kw: Marker(eps[next(iter(kw), "")]))
+    monkeypatch.setattr(ra_mod.RandomAllocationMechanism, "_k2_remove_pld",
+                        lambda self, tol, first=False: Marker(9.0))
+    ra = random_allocation(GaussianMechanism(1.5), 11, k=3)
+    assert [r.e for r in ra._k3_extra_routes] == [0.5, 0.7]
+    assert float(ra.epsilon(1e-6)) == 0.5
+    assert float(ra.delta(1.0)) == 0.5e-7
+    assert random_allocation(GaussianMechanism(1.5), 10, k=3)._k3_extra_routes == ()
