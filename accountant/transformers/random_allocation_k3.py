@@ -35,10 +35,11 @@ importance sampling of the pointwise bounds, docs/theory/allocation_k_of_t.md).
 Measured (delta 1e-6, one epoch; main is the blocks): sigma 1, T 100: 2.1558 against
 2.1958; sigma 0.8, T 100: 3.6552 against 3.8047; sigma 0.8, T 10: 8.3306 against 9.7489;
 sigma 1, T 10: 5.9893 against 6.2095.  From T 10 the route's law is Proposition 10's
-four-level law (:func:`k3_atoms`), at sigma 1.2-1.5, T 11-30 Proposition 12's (the
-others' sum of squares kept, :func:`k3_sq3_routed`; sigma 1.2, T 30: 2.67237 against
-2.69074); it is tried only where :func:`k3_tried` (docs/theory/allocation_k_of_t.md,
-"k = 3, direct").
+four-level law (:func:`k3_atoms`), at sigma 1.2-1.5, T 11-30 Proposition 13's (the
+others' sum of squares kept in every region, :func:`k3_sq3_routed`; sigma 1.2, T 30:
+2.67237 against 2.69074 at one epoch, 6.16864 against Proposition 12's 6.18436 over five;
+the mechanism also answers with Propositions 12 and 10's routes, the least of all); it is
+tried only where :func:`k3_tried` (docs/theory/allocation_k_of_t.md, "k = 3, direct").
 """
 
 from __future__ import annotations
