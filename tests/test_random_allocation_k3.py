@@ -227,7 +227,7 @@ def test_finer_sum_of_squares_route_below_main_and_above_importance_sampling():
     from tests.test_random_allocation_k_law4 import _is_remove
 
     ra = random_allocation(GaussianMechanism(1.5), 11, k=3)
-    assert k3.sq3_settings(1.5, 11) == k3.SQ3_FINE
+    assert k3.sq3_settings(1.5, 11) == {**k3.SQ3_FINE, "first_h": k3.SQ3_FIRST_H}
     eps = float(ra.epsilon(1e-6))
     assert eps < 3.107008125305378 * (1 - 1e-4), eps
     e = np.array([2.0, 2.5])
