@@ -23,6 +23,14 @@ CPU s of the bracket, peak RSS MB, and whether the new ``epsilon`` at 10 deltas 
     python -m benchmarks.random_allocation_k_sq3 1.5 30 1 1.2 30 5 --brackets \
         --old /tmp/old:/work/venvs/k3w/bin/python
 
+``--brackets --epochs 1,3,5 --old ROOT:PYTHON`` (session 32): rows ``sigma T``; per side
+one fresh process per row computes the brackets at each number of epochs in turn (the
+laws built once, at the first; the CPU column of the others is their compositions and
+lower ends only), old then new per row; the last column also counts the equal answers::
+
+    python -m benchmarks.random_allocation_k_sq3 1.5 11 1.2 30 --brackets --epochs 1,3,5 \
+        --old /tmp/old:/work/venvs/k3me/bin/python
+
 ``--old DIR:PYTHON``: instead, Proposition 12 of the checkout ``DIR`` (run by ``PYTHON``
 with ``DIR`` as its working directory) against this one's, each in a subprocess of its
 own, alternated (old, new, old, new, ...); the memory column is then each subprocess's
@@ -71,6 +79,23 @@ dl = [float(x) for x in m.delta(json.loads(sys.argv[5]))]
 mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 print(json.dumps({"lo": lo, "hi": hi, "cpu": cpu, "mb": mb, "eps": eps, "delta": dl}))
 """
+_EPOCHS_CHILD = """
+import json, resource, sys, time
+from dpacct.mechanisms import GaussianMechanism
+from dpacct.accountant.transformers.random_allocation import random_allocation
+sigma, t = float(sys.argv[1]), int(sys.argv[2])
+out = []
+for e in json.loads(sys.argv[3]):
+    c0 = time.process_time()
+    m = random_allocation(GaussianMechanism(sigma), t, k=3, epochs=e)
+    lo, hi = m.epsilon_bounds(1e-6)
+    cpu = time.process_time() - c0
+    eps = [float(m.epsilon(d)) for d in json.loads(sys.argv[4])]
+    dl = [float(x) for x in m.delta(json.loads(sys.argv[5]))]
+    out.append({"e": e, "lo": lo, "hi": hi, "cpu": cpu, "eps": eps, "delta": dl})
+mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print(json.dumps({"rows": out, "mb": mb}))
+"""
 #: the deltas and epsilons of ``--brackets``' never-looser check
 _DELTAS = [1e-3, 1e-4, 1e-5, 1e-6, 1e-7, 1e-8, 2e-9, 1.1e-9, 1.05e-9, 1.02e-9]
 _EPSILONS = [0.5, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0]
@@ -101,6 +126,39 @@ def _brackets(a) -> None:
         print(f"| {' | '.join(row)} | {n['lo']:.5f} | {o['hi']:.5f} -> {n['hi']:.5f} | "
               f"{wo:.2f} -> {wn:.2f} | {o['cpu']:.1f} -> {n['cpu']:.1f} | "
               f"{o['mb']:.0f} -> {n['mb']:.0f} | {'yes' if le else 'NO'} |", flush=True)
+
+
+def _brackets_epochs(a) -> None:
+    """``--brackets --epochs 1,3,5``: rows ``sigma T``; per side one fresh process per row
+    computes the brackets at every number of epochs in turn (the laws are built once, at
+    the first, and kept: its CPU holds them, the others' only their compositions and
+    lower ends), old then new per row."""
+    from .checkouts import old_new_sides, run_in_checkout
+
+    sides = old_new_sides(a.old)
+    epochs = [int(x) for x in a.epochs.split(",")]
+    print("| sigma | T | E | lower | upper old -> new | width % old -> new | CPU s old -> new "
+          "| peak MB old -> new | new <= old at 10 deltas and 8 epsilons (equal) |")
+    print("| --- " * 9 + "|")
+    for i in range(0, len(a.rows), 2):
+        row = [str(a.rows[i]), str(int(a.rows[i + 1]))]
+        got = {name: run_in_checkout(root, python, [_EPOCHS_CHILD, *row, json.dumps(epochs),
+                                                    json.dumps(_DELTAS),
+                                                    json.dumps(_EPSILONS)], 7200.0)
+               for name, (root, python) in sides.items()}
+        o, n = got.get("old", got["new"]), got["new"]
+        if "ok" not in (o["status"], n["status"]) or o["status"] != n["status"]:
+            print(f"| {' | '.join(row)} | {o['status']} / {n['status']} |", flush=True)
+            continue
+        for ro, rn in zip(o["rows"], n["rows"], strict=True):
+            wo, wn = (100 * (r["hi"] - r["lo"]) / r["hi"] for r in (ro, rn))
+            pairs = list(zip(rn["eps"] + rn["delta"], ro["eps"] + ro["delta"], strict=True))
+            le = all(x <= y for x, y in pairs)
+            eq = sum(x == y for x, y in pairs)
+            print(f"| {' | '.join(row)} | {rn['e']} | {rn['lo']:.5f} | {ro['hi']:.5f} -> "
+                  f"{rn['hi']:.5f} | {wo:.2f} -> {wn:.2f} | {ro['cpu']:.1f} -> "
+                  f"{rn['cpu']:.1f} | {o['mb']:.0f} -> {n['mb']:.0f} | "
+                  f"{'yes' if le else 'NO'} ({eq}) |", flush=True)
 
 
 def _measure(fn, *args, **kw):
@@ -149,7 +207,14 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--brackets", action="store_true",
                     help="rows are sigma T epochs: the k = 3 brackets, old and new")
+    ap.add_argument("--epochs", help="with --brackets: rows are sigma T, these epochs "
+                    "(comma-separated) in one process per side and row")
     a = ap.parse_args(argv)
+    if a.brackets and a.epochs:
+        if len(a.rows) % 2:
+            raise SystemExit("rows: sigma T pairs")
+        _brackets_epochs(a)
+        return
     if a.brackets:
         if len(a.rows) % 3:
             raise SystemExit("rows: sigma T epochs triples")

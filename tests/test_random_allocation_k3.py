@@ -197,16 +197,20 @@ def test_sum_of_squares_law_is_the_routes_in_its_range_only(monkeypatch):
 
     built = []
     monkeypatch.setattr(k3, "_ATOMS_SQ3", {})
-    monkeypatch.setattr(k3, "remove_atoms_sq3",
-                        lambda s, t, **kw: built.append((s, t, kw)) or ("sq3", s, t))
+    monkeypatch.setattr(k3, "remove_atoms_sq3", lambda s, t, **kw: built.append((s, t, kw))
+                        or (("sq3", s, t), ("sq3-12", s, t)))
     monkeypatch.setattr(k3, "remove_atoms4", lambda s, t, k, **kw: ("four", s, t))
     for s, t in ((1.2, 11), (1.2, 30), (1.5, 11), (1.5, 30)):
-        assert k3.k3_atoms(s, t) == ("sq3", s, t)
+        assert k3.k3_atoms(s, t) == ("sq3", s, t)  # Proposition 13's (session 32)
     assert k3.k3_atoms(1.5, 30) == ("sq3", 1.5, 30)  # the last law kept, not rebuilt
+    # Proposition 12's from the same pass, not rebuilt
+    assert k3.k3_atoms(1.5, 30, maclaurin_first=True) == ("sq3-12", 1.5, 30)
     assert [b[:2] for b in built] == [(1.2, 11), (1.2, 30), (1.5, 11), (1.5, 30)]
-    # the finer nodes at sigma 1.5 and up to T 20, the coarse ones at sigma 1.2, T 30
-    assert [b[2] for b in built] == [{"progress": False, **st} for st in (
-        k3.SQ3_FINE, k3.SQ3_SETTINGS, k3.SQ3_FINE, k3.SQ3_FINE)]
+    # the finer nodes at sigma 1.5 and up to T 20, the coarse ones at sigma 1.2, T 30;
+    # both first regions in one pass, the first region's finer step up to T 15
+    fine1 = {**k3.SQ3_FINE, "first_h": k3.SQ3_FIRST_H}
+    assert [b[2] for b in built] == [{"progress": False, "first": "both", **st} for st in (
+        fine1, k3.SQ3_SETTINGS, fine1, k3.SQ3_FINE)]
     for s, t in ((1.19, 30), (1.51, 30), (1.2, 10), (1.2, 31), (1.0, 100), (1.5, 10)):
         assert k3.k3_atoms(s, t) == ("four", s, t)
 
@@ -223,7 +227,7 @@ def test_finer_sum_of_squares_route_below_main_and_above_importance_sampling():
     from tests.test_random_allocation_k_law4 import _is_remove
 
     ra = random_allocation(GaussianMechanism(1.5), 11, k=3)
-    assert k3.sq3_settings(1.5, 11) == k3.SQ3_FINE
+    assert k3.sq3_settings(1.5, 11) == {**k3.SQ3_FINE, "first_h": k3.SQ3_FIRST_H}
     eps = float(ra.epsilon(1e-6))
     assert eps < 3.107008125305378 * (1 - 1e-4), eps
     e = np.array([2.0, 2.5])
@@ -239,3 +243,33 @@ def test_finer_sum_of_squares_route_below_main_and_above_importance_sampling():
     # answer is at most delta (within the interval)
     m1, se1 = _is_remove(1.5, 11, 3, np.array([eps]), 200_000, rng, shifts=(1.0, 2.0, 2.5, 3.0))
     assert float(m1[0] - _Z * se1[0]) <= 1e-6
+
+
+def test_answers_take_the_least_of_the_three_direct_routes(monkeypatch):
+    """Where Proposition 13's law is routed the mechanism answers with the least of its
+    route, Proposition 12's (the route before session 32) and Proposition 10's, so no
+    answer is above the old one: with the routes replaced by markers whose epsilon is
+    3.0, 0.5 and 0.7 (and the split route's remove law by one at 9.0) the answer is 0.5,
+    and delta the least too.  Without Proposition 12's route it would be 0.7."""
+    import dpacct.accountant.transformers.random_allocation as ra_mod
+
+    class Marker:
+        def __init__(self, e):
+            self.e = e
+
+        def epsilon(self, delta, tol=None):
+            return self.e
+
+        def delta(self, eps, tol=None):
+            return np.full(np.shape(eps), self.e * 1e-7)
+
+    eps = {"": 3.0, "maclaurin_first": 0.5, "four": 0.7}
+    monkeypatch.setattr(ra_mod, "allocation_k3_pair",
+                        lambda s, t, e, **kw: Marker(eps[next(iter(kw), "")]))
+    monkeypatch.setattr(ra_mod.RandomAllocationMechanism, "_k2_remove_pld",
+                        lambda self, tol, first=False: Marker(9.0))
+    ra = random_allocation(GaussianMechanism(1.5), 11, k=3)
+    assert [r.e for r in ra._k3_extra_routes] == [0.5, 0.7]
+    assert float(ra.epsilon(1e-6)) == 0.5
+    assert float(ra.delta(1.0)) == 0.5e-7
+    assert random_allocation(GaussianMechanism(1.5), 10, k=3)._k3_extra_routes == ()

@@ -63,48 +63,44 @@ What is certified here (Gaussian base mechanism with noise multiplier ``sigma``)
   :mod:`~dpacct.accountant.transformers.random_allocation_pld`), and ``k * epochs`` of them are
   composed by the certified PLD engine (:attr:`RandomAllocationMechanism.pld_route`).
 
-``epsilon(delta)`` is the least of: the PLD route; the largest over the two directions
-of each direction's least route -- the RDP conversion of that direction's curve
-(Canonne, Kamath, Steinke 2020), and for the add direction the direct bound (the
-pointwise Gaussian-plus-constant argument above, with the exact Gaussian curve of Balle
-& Wang 2018 instead of its RDP); the unamplified Gaussian; and at ``k = 2`` (``3 <= T <=
-300``, sigma >= 0.45, unless ``direct=False``) the direct (max, sum) route
-(:attr:`RandomAllocationMechanism.k2_route`,
+``epsilon(delta)`` is the least of: the PLD route; the largest over the two directions of each
+direction's least route -- the RDP conversion of that direction's curve (Canonne, Kamath, Steinke
+2020), and for the add direction the direct bound (the pointwise Gaussian-plus-constant argument
+above, with the exact Gaussian curve of Balle & Wang 2018 instead of its RDP); the unamplified
+Gaussian; and at ``k = 2`` (``3 <= T <= 300``, sigma >= 0.45, unless ``direct=False``) the direct
+(max, sum) route (:attr:`RandomAllocationMechanism.k2_route`,
 :mod:`~dpacct.accountant.transformers.random_allocation_k2`), at ``k = 3`` (where
 :attr:`RandomAllocationMechanism._has_k3_route`) the direct (max, second, sum) route
 (:attr:`RandomAllocationMechanism.k3_route`,
 :mod:`~dpacct.accountant.transformers.random_allocation_k3`), at ``k >= 4`` likewise
 (:attr:`RandomAllocationMechanism.k4_route`,
-:mod:`~dpacct.accountant.transformers.random_allocation_k4`). Each is a sound upper
-bound, so the least is. ``delta(epsilon)`` likewise.
-**What is not used here**: Feldman & Shenfeld's "recursive" bound (Poisson
-subsampling at an inflated rate ``e^{2 gamma} / T`` plus a tail term; on the 36
-benchmark settings the PLD route is already below random-allocation 1.0.5's combined
-bound, which includes it -- benchmarks/README.md); and the multi-epoch "direct" add
-bound as random-allocation 1.0.5 computes it, which pays the ``(1 - 1/T) / (2 sigma^2)``
-term once for all epochs -- the pointwise argument above pays it per composition, and
-the smaller value is not adopted without a proof.
+:mod:`~dpacct.accountant.transformers.random_allocation_k4`). Each is a sound upper bound, so the
+least is. ``delta(epsilon)`` likewise. **What is not used here**: Feldman & Shenfeld's "recursive"
+bound (Poisson subsampling at an inflated rate ``e^{2 gamma} / T`` plus a tail term; on the 36
+benchmark settings the PLD route is already below random-allocation 1.0.5's combined bound, which
+includes it -- benchmarks/README.md); and the multi-epoch "direct" add bound as random-allocation
+1.0.5 computes it, which pays the ``(1 - 1/T) / (2 sigma^2)`` term once for all epochs -- the
+pointwise argument above pays it per composition, and the smaller value is not adopted without a
+proof.
 
-**The premise of every route** -- that one epoch of adaptive Gaussian steps is
-dominated by the pair ``P = (1/T) sum_j N(e_j, sigma^2 I_T)``,
-``Q = N(0, sigma^2 I_T)`` (per block, for ``k > 1``) -- is Proposition 1 of
-docs/theory/allocation_shuffling.md, proved there (Feldman & Shenfeld 2025, Section 6,
-state the ``k = 1`` case); the suite checks it by quadrature against adaptive
+**The premise of every route** -- that one epoch of adaptive Gaussian steps is dominated
+by the pair ``P = (1/T) sum_j N(e_j, sigma^2 I_T)``, ``Q = N(0, sigma^2 I_T)`` (per block,
+for ``k > 1``) -- is Proposition 1 of docs/theory/allocation_shuffling.md, proved there
+(Feldman & Shenfeld 2025, Section 6, state the ``k = 1`` case); the suite checks it by
+quadrature against adaptive
 strategies, and the Monte Carlo checks test the bounds against the pair.
 
-At every ``k`` the lower end of ``epsilon_bounds`` is certified for the mechanism
-itself: the larger of the attack below (with ``k`` shifted coordinates) and the
-sum-statistic attack of
-:mod:`~dpacct.accountant.transformers.random_allocation_sum_lower`
-(docs/theory/allocation_k_of_t.md, Proposition 2); ``epsilon`` is the upper end.
+At every ``k`` the lower end of ``epsilon_bounds`` is certified for the mechanism itself:
+the larger of the attack below (with ``k`` shifted coordinates) and the sum-statistic
+attack of :mod:`~dpacct.accountant.transformers.random_allocation_sum_lower` (docs/theory/
+allocation_k_of_t.md, Proposition 2); ``epsilon`` is the upper end.
 
-A **certified lower bound** (:func:`random_allocation_lower_epsilon`) comes from one
-attack: the target's gradient is a unit vector, everyone else's is zero, and the
-adversary looks at the largest noisy coordinate of the epoch -- a post-processing of
-the mechanism's pair, so its (epsilon, delta) curve lies below the mechanism's (its
-outcomes are binned, a further post-processing).  :func:`random_allocation_delta_mc`
-is a **Monte Carlo estimate** of the exact ``k = 1`` curve, with a confidence interval,
-and no guarantee.  The argument in full: docs/theory/allocation_shuffling.md.
+A **certified lower bound** (:func:`random_allocation_lower_epsilon`) comes from one attack: the
+target's gradient is a unit vector, everyone else's is zero, and the adversary looks at the largest
+noisy coordinate of the epoch -- a post-processing of the mechanism's pair, so its (epsilon, delta)
+curve lies below the mechanism's (its outcomes are binned, a further post-processing).
+:func:`random_allocation_delta_mc` is a **Monte Carlo estimate** of the exact ``k = 1`` curve, with
+a confidence interval, and no guarantee. The argument in full: docs/theory/allocation_shuffling.md.
 """
 
 from __future__ import annotations
@@ -527,17 +523,18 @@ class RandomAllocationMechanism(Mechanism):
         return cache[key]
 
     @property
-    def _k3_four_route(self) -> Mechanism | None:
-        """Where :attr:`k3_route`'s law is Proposition 12's (``k3_sq3_routed``), the same
-        route on Proposition 10's law (``allocation_k3_pair(..., four=True)``), else None:
-        the answers take the least of both, never above either (each is certified)."""
+    def _k3_extra_routes(self) -> tuple[Mechanism, ...]:
+        """Where :attr:`k3_route`'s law is Proposition 13's (``k3_sq3_routed``), the same
+        route on Proposition 12's law (``maclaurin_first=True``) and on Proposition 10's
+        (``four=True``), else (): the answers take the least of all (each is certified)."""
         if not (self._has_k3_route and k3_sq3_routed(float(self.base.sigma), self.steps)):
-            return None
-        cache = self._cache()
-        if ("ra_k3_four",) not in cache:
-            cache[("ra_k3_four",)] = allocation_k3_pair(float(self.base.sigma), self.steps,
-                                                        self.epochs, four=True)
-        return cache[("ra_k3_four",)]
+            return ()
+        cache, s = self._cache(), float(self.base.sigma)
+        if ("ra_k3_extra",) not in cache:
+            cache[("ra_k3_extra",)] = tuple(
+                allocation_k3_pair(s, self.steps, self.epochs, **{flag: True})
+                for flag in ("maclaurin_first", "four"))
+        return cache[("ra_k3_extra",)]
 
     @property
     def _has_k4_route(self) -> bool:
@@ -582,10 +579,11 @@ class RandomAllocationMechanism(Mechanism):
             return self.k4_route
         return self.k3_route if self._has_k3_route else None
 
-    def _k2_remove_pld(self, tol: float | None):
+    def _k2_remove_pld(self, tol: float | None, first: bool = False):
         """The pessimistic PLD of the direct route's *remove* direction alone (its law
-        composed over the epochs; k = 2 or 3), for :meth:`_k2_split_epsilon`."""
-        key = ("ra_k2_remove", tol)
+        composed over the epochs; k = 2 or 3), for :meth:`_k2_split_epsilon`; ``first``:
+        on Proposition 12's law where k = 3's is Proposition 13's (``maclaurin_first``)."""
+        key = ("ra_k2_remove", tol, first)
         cache = self._cache()
         if key not in cache:
             s, several = float(self.base.sigma), self.epochs > 1
@@ -593,7 +591,8 @@ class RandomAllocationMechanism(Mechanism):
                 part = AllocationKRemove(s, self.steps, self.k, envelope=several)
             else:
                 remove = AllocationK2Remove if self.k == 2 else AllocationK3Remove
-                part = remove(s, self.steps, envelope=several)
+                part = remove(s, self.steps, envelope=several,
+                              **({"maclaurin_first": True} if first else {}))
             run = compose([part], counts=[self.epochs]) if self.epochs > 1 else part
             cache[key] = run._pld_one(True, PLDSettings(tol), 0)
         return cache[key]
@@ -605,7 +604,8 @@ class RandomAllocationMechanism(Mechanism):
         more than ``delta`` at loss +inf (beyond their grid: the one-step block of T 3,
         small sigma) the route's own composition is infinite, this is not (sigma 0.5,
         T 5, delta 1e-5: 13.36 against the blocks' 15.01)."""
-        rem = float(self._k2_remove_pld(tol).epsilon(delta))
+        firsts = (False, True) if self._k3_extra_routes else (False,)  # 13's and 12's law
+        rem = min(float(self._k2_remove_pld(tol, f).epsilon(delta)) for f in firsts)
         return max(rem, self._epsilon_directions(delta, tol)[1])
 
     def _epsilon_directions(self, delta: float, tol: float | None) -> tuple[float, float]:
@@ -675,14 +675,14 @@ class RandomAllocationMechanism(Mechanism):
         unamplified = float(self.unamplified.epsilon(delta))
         if unamplified == 0.0:
             return 0.0
-        direct, four = self._direct_route, self._k3_four_route
+        direct = self._direct_route
         return min(
             max(self._epsilon_directions(delta, tol)),
             unamplified,
             float(self.pld_route.epsilon(delta, tol=tol)) if self._has_pld_route else math.inf,
             float(direct.epsilon(delta, tol=tol)) if direct is not None else math.inf,
             self._k2_split_epsilon(delta, tol) if direct is not None else math.inf,
-            float(four.epsilon(delta, tol=tol)) if four is not None else math.inf,
+            *(float(r.epsilon(delta, tol=tol)) for r in self._k3_extra_routes),
         )
 
     def _epsilon_bounds(self, delta: float, tol: float | None) -> tuple[float, float]:
@@ -735,10 +735,12 @@ class RandomAllocationMechanism(Mechanism):
         direct = self._direct_route
         if direct is not None:
             out = np.minimum(out, np.asarray(direct.delta(flat, tol=tol), dtype=float))
-            rem_k2 = np.asarray(self._k2_remove_pld(tol).delta(flat), dtype=float)
+            rem_k2 = np.min([np.asarray(self._k2_remove_pld(tol, f).delta(flat), float)
+                             for f in ((False, True) if self._k3_extra_routes else (False,))],
+                            axis=0)
             out = np.minimum(out, np.maximum(rem_k2, add))  # as _k2_split_epsilon
-        if (four := self._k3_four_route) is not None:
-            out = np.minimum(out, np.asarray(four.delta(flat, tol=tol), float))
+        for extra in self._k3_extra_routes:
+            out = np.minimum(out, np.asarray(extra.delta(flat, tol=tol), float))
         return float(out[0]) if e_arr.ndim == 0 else out.reshape(e_arr.shape)
 
     def __repr__(self) -> str:

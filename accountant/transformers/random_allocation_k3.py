@@ -35,10 +35,11 @@ importance sampling of the pointwise bounds, docs/theory/allocation_k_of_t.md).
 Measured (delta 1e-6, one epoch; main is the blocks): sigma 1, T 100: 2.1558 against
 2.1958; sigma 0.8, T 100: 3.6552 against 3.8047; sigma 0.8, T 10: 8.3306 against 9.7489;
 sigma 1, T 10: 5.9893 against 6.2095.  From T 10 the route's law is Proposition 10's
-four-level law (:func:`k3_atoms`), at sigma 1.2-1.5, T 11-30 Proposition 12's (the
-others' sum of squares kept, :func:`k3_sq3_routed`; sigma 1.2, T 30: 2.67237 against
-2.69074); it is tried only where :func:`k3_tried` (docs/theory/allocation_k_of_t.md,
-"k = 3, direct").
+four-level law (:func:`k3_atoms`), at sigma 1.2-1.5, T 11-30 Proposition 13's (the
+others' sum of squares kept in every region, :func:`k3_sq3_routed`; sigma 1.2, T 30:
+2.67237 against 2.69074 at one epoch, 6.16864 against Proposition 12's 6.18436 over five;
+the mechanism also answers with Propositions 12 and 10's routes, the least of all); it is
+tried only where :func:`k3_tried` (docs/theory/allocation_k_of_t.md, "k = 3, direct").
 """
 
 from __future__ import annotations
@@ -101,20 +102,36 @@ K3_SQ3_FINE_SIGMA = 1.45
 K3_SQ3_FINE_STEPS = 20
 
 
+#: up to this many steps Proposition 13's first region takes the per-coordinate lattice
+#: step :data:`SQ3_FIRST_H` instead of Proposition 10's (0.15 at sigma 1.2-1.5): sigma 1.5,
+#: T 11, three epochs, delta 1e-6: 5.70387 -> 5.68424 for about 1.3 CPU s more (session
+#: 32); at T 20 (sigma 1.2, five epochs) 0.075 gives 7.63342 -> 7.62186 for 3.8 s more,
+#: past the bracket's 40 s, so not taken there
+K3_SQ3_FIRST_FINE_STEPS = 15
+SQ3_FIRST_H = 0.05
+
+
 def sq3_settings(sigma: float, steps: int) -> dict:
     """Proposition 12's settings in the route (:func:`k3_atoms`): :data:`SQ3_FINE` where
     ``sigma >= K3_SQ3_FINE_SIGMA`` or ``steps <= K3_SQ3_FINE_STEPS`` (the law's CPU about
     doubles: sigma 1.5, T 30: 14.9 -> 32.2 CPU s, 1.88391 -> 1.87883 at delta 1e-6), else
     :data:`SQ3_SETTINGS` (sigma 1.2, T 30: 34-38 CPU s on these nodes; on the finer,
-    estimated from that factor, not measured: about 70).
+    estimated from that factor, not measured: about 70); up to
+    :data:`K3_SQ3_FIRST_FINE_STEPS` steps Proposition 13's first region on the step
+    :data:`SQ3_FIRST_H` (``first_h``).
 
     Examples
     --------
     >>> sq3_settings(1.5, 30)["dl3"], sq3_settings(1.2, 20)["dl3"], sq3_settings(1.2, 30)["dl3"]
     (0.05, 0.05, 0.1)
+    >>> sq3_settings(1.2, 11)["first_h"], "first_h" in sq3_settings(1.2, 20)
+    (0.05, False)
     """
     fine = sigma >= K3_SQ3_FINE_SIGMA or steps <= K3_SQ3_FINE_STEPS
-    return dict(SQ3_FINE if fine else SQ3_SETTINGS)
+    out = dict(SQ3_FINE if fine else SQ3_SETTINGS)
+    if steps <= K3_SQ3_FIRST_FINE_STEPS:
+        out["first_h"] = SQ3_FIRST_H
+    return out
 
 
 def k3_remove_atoms(
@@ -163,20 +180,25 @@ def k3_remove_atoms(
                         step=step, log_theta=log_theta)
 
 
-def k3_atoms(sigma: float, steps: int, *, progress: bool = False, four: bool = False
-             ) -> tuple[np.ndarray, np.ndarray, float]:
+def k3_atoms(sigma: float, steps: int, *, progress: bool = False, four: bool = False,
+             maclaurin_first: bool = False) -> tuple[np.ndarray, np.ndarray, float]:
     """The route's atoms: Proposition 10's four-level law
     (:func:`.random_allocation_k_law4.remove_atoms4`) from :data:`K3_FOUR_MIN_STEPS`
     steps (on :data:`COARSE4`'s nodes below sigma :data:`K3_COARSE_SIGMA` above
     :data:`K3_COARSE_STEPS` steps), Proposition 12's
     (:func:`.random_allocation_k_law_sq3.remove_atoms_sq3` on :func:`sq3_settings`'s
-    nodes) where :func:`k3_sq3_routed`, else Proposition 7's (:func:`k3_remove_atoms`).
+    nodes) with Proposition 13's first region (the others' sum of squares kept there
+    too, ``first="squares"``) where :func:`k3_sq3_routed`, else Proposition 7's
+    (:func:`k3_remove_atoms`).
     Measured
     (delta 1e-6, one epoch, the remove law; docs/theory/allocation_k_of_t.md, "four
     levels"): sigma 1, T 100: 2.1370 against 2.1558.  The last Proposition 12 law built
     is kept (a bracket asks for it twice).  ``four``: Proposition 10's law also where
     :func:`k3_sq3_routed` (the route's second law there: the mechanism answers with the
-    least of both routes, :func:`allocation_k3_pair`'s ``four``).
+    least of both routes, :func:`allocation_k3_pair`'s ``four``); ``maclaurin_first``:
+    there Proposition 12's law as before (Maclaurin's first region), built in the same
+    pass as Proposition 13's (``remove_atoms_sq3(..., first="both")``, bit-equal to it
+    built alone), the mechanism's third route there.
 
     Examples
     --------
@@ -188,16 +210,16 @@ def k3_atoms(sigma: float, steps: int, *, progress: bool = False, four: bool = F
         key = (float(sigma), int(steps))
         if key not in _ATOMS_SQ3:
             _ATOMS_SQ3.clear()
-            _ATOMS_SQ3[key] = remove_atoms_sq3(sigma, steps, progress=progress,
+            _ATOMS_SQ3[key] = remove_atoms_sq3(sigma, steps, progress=progress, first="both",
                                                **sq3_settings(sigma, steps))
-        return _ATOMS_SQ3[key]
+        return _ATOMS_SQ3[key][1 if maclaurin_first else 0]
     if steps >= K3_FOUR_MIN_STEPS:
         coarse = sigma < K3_COARSE_SIGMA and steps > K3_COARSE_STEPS
         return remove_atoms4(sigma, steps, 3, progress=progress, **(COARSE4 if coarse else {}))
     return k3_remove_atoms(sigma, steps, progress=progress)
 
 
-#: the last Proposition 12 law :func:`k3_atoms` built, by ``(sigma, steps)``
+#: the last Proposition 13 and 12 laws :func:`k3_atoms` built, by ``(sigma, steps)``
 _ATOMS_SQ3: dict[tuple, tuple[np.ndarray, np.ndarray, float]] = {}
 
 
@@ -292,6 +314,8 @@ class AllocationK3Remove(AllocationK2Remove):
         False: the truncated atoms (Lemma 4).
     four : bool, default False
         True: Proposition 10's law also where :func:`k3_sq3_routed` (:func:`k3_atoms`).
+    maclaurin_first : bool, default False
+        True: Proposition 12's law (Maclaurin's first region) where :func:`k3_sq3_routed`.
 
     Examples
     --------
@@ -304,17 +328,19 @@ class AllocationK3Remove(AllocationK2Remove):
 
     def __init__(
         self, sigma: float, steps: int, *, progress: bool = True, envelope: bool = False,
-        four: bool = False,
+        four: bool = False, maclaurin_first: bool = False,
     ) -> None:
         super().__init__(sigma, steps, progress=progress, envelope=envelope)
         if self.steps < 3:
             raise ValueError(f"steps must be >= 3 for the direct k = 3 bound, got {steps}")
-        if not isinstance(four, bool):
-            raise TypeError(f"four must be True or False, got {four!r}")
-        self.four = four
+        for name, flag in (("four", four), ("maclaurin_first", maclaurin_first)):
+            if not isinstance(flag, bool):
+                raise TypeError(f"{name} must be True or False, got {flag!r}")
+        self.four, self.maclaurin_first = four, maclaurin_first
 
     def _atoms(self) -> tuple[np.ndarray, np.ndarray, float]:
-        return k3_atoms(self.sigma, self.steps, progress=self.progress, four=self.four)
+        return k3_atoms(self.sigma, self.steps, progress=self.progress, four=self.four,
+                        maclaurin_first=self.maclaurin_first)
 
     def _envelope_law(self, atoms):
         return k3_envelope_law(self.sigma, self.steps, atoms, self.progress)
@@ -322,15 +348,17 @@ class AllocationK3Remove(AllocationK2Remove):
 
 @_pair_doc
 def allocation_k3_pair(sigma: float, steps: int, epochs: int = 1, *, progress: bool = True,
-                       four: bool = False):
+                       four: bool = False, maclaurin_first: bool = False):
     """The direct k = 3 route: per epoch, :class:`AllocationK3Remove` (remove direction)
     and the add directions of Proposition 1's three blocks, composed over ``epochs``.
 
-    Where :func:`k3_sq3_routed` the mechanism also builds this pair with ``four=True``
-    (Proposition 10's law) and answers with the least of the two (each a certified upper
-    bound, so their least is one): Proposition 12's law is above Proposition 10's in the
-    far tail (delta about 1e-9, docs/theory/allocation_k_of_t.md, "Proposition 12's
-    binning, its nodes and its route"), and the least is never above either route.
+    Where :func:`k3_sq3_routed` (the route's law: Proposition 13's) the mechanism also
+    builds this pair with ``maclaurin_first=True`` (Proposition 12's law, the route
+    before session 32) and with ``four=True`` (Proposition 10's law) and answers with the
+    least of the three (each a certified upper bound, so their least is one):
+    Proposition 12's law is above Proposition 10's in the far tail (delta about 1e-9,
+    docs/theory/allocation_k_of_t.md, "Proposition 12's binning, its nodes and its
+    route"), and the least is never above any of the routes.
 
     Parameters
     ----------
@@ -339,8 +367,9 @@ def allocation_k3_pair(sigma: float, steps: int, epochs: int = 1, *, progress: b
     steps : int
         Steps per epoch ``T``, >= 3 (at ``T = 3`` the bound is of the exact pair, a
         Gaussian: no amplification).
-    four : bool, default False
-        True: Proposition 10's law also where :func:`k3_sq3_routed` (:func:`k3_atoms`).
+    four, maclaurin_first : bool, default False
+        True: Proposition 10's (Proposition 12's) law where :func:`k3_sq3_routed`
+        (:func:`k3_atoms`).
     {shared}
 
     Examples
@@ -353,4 +382,5 @@ def allocation_k3_pair(sigma: float, steps: int, epochs: int = 1, *, progress: b
     t = check_count(steps, "steps")
     e = check_count(epochs, "epochs")
     return with_block_adds(AllocationK3Remove(s, t, progress=progress, envelope=e > 1,
-                                              four=four), s, t, 3, e, progress)
+                                              four=four, maclaurin_first=maclaurin_first),
+                           s, t, 3, e, progress)

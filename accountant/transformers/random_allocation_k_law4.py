@@ -209,7 +209,7 @@ def _bin_rows(hist, e, p, wrow, pc, off, drop: float) -> float:
     non-negative products and sums errs by a few ulps, inside the margin).  Elements of
     mass ``wrow_i pc_r < drop`` are charged their ``E[value]`` in full (returned): each row
     takes a prefix of the entries sorted by ``pc``, the rest is charged from suffix sums."""
-    nb = hist.size
+    nb = hist.shape[-1]
     if not (pc.size and wrow.size):
         return 0.0
     order = np.argsort(-pc, kind="stable")
@@ -266,7 +266,8 @@ def _bin_rows(hist, e, p, wrow, pc, off, drop: float) -> float:
                 raise ArithmeticError("a value of the four-level law fell beyond the log grid")
             if lo:
                 ixn -= lo
-            hist[lo : hi + 1] += np.bincount(ixn, weights=wt[:n], minlength=hi - lo + 1)
+            # (a 2-row hist: two laws sharing these values, each row added the same)
+            hist[..., lo : hi + 1] += np.bincount(ixn, weights=wt[:n], minlength=hi - lo + 1)
     return charge * (1.0 + _OPS)
 
 
@@ -415,14 +416,18 @@ def _maclaurin_bin(hist, ws, x, x3, coef, k, lat, shift, shift_sq, off) -> float
 
 
 def _build4(sigma, t, k, progress, theta_sd, theta3_sd, dl3, eta, step, sd_frac, top_sd,
-            drop_w, drop_r, lattice=_maclaurin_lattice, binner=_maclaurin_bin):
+            drop_w, drop_r, lattice=_maclaurin_lattice, binner=_maclaurin_bin, first=None):
     """Proposition 10's law; ``lattice(sigma, cut, h, size, folds, step, sd_frac)`` builds
     the others' lattice law (cut at ``e^cut``, ``folds`` of them) and ``binner(hist, ws,
     x, x3, coef, k, lat, shift, shift_sq, off)`` bins the node pairs ``ws`` against it
     (one of the others at ``shift``, its square credited as ``shift_sq``; ``coef`` the
     Maclaurin coefficients of the level); the defaults are Proposition 10's (Maclaurin
     on the others' sum), and a law keeping more of the others (their sum of squares,
-    :mod:`.random_allocation_k_law_sq3`) passes its own."""
+    :mod:`.random_allocation_k_law_sq3`) passes its own.  ``first(tail, hist, cut_list, m,
+    w, off, drop_w, drop_r)``, if given, bins a second first region (``M_2 <= theta``) into
+    its own row: the law is then built twice in one pass, ``(first's, Proposition 10's
+    first region)``, regions 2-3 and their charges added to both rows in the same order
+    (so the second is bit-equal to the law built without ``first``)."""
     st = settings(sigma, t, k)
     s0, mu0 = 1.0 / sigma, -0.5 / sigma**2
     h1, dl, scale = st["h1"], st["dl"], st["cuts"]
@@ -462,8 +467,14 @@ def _build4(sigma, t, k, progress, theta_sd, theta3_sd, dl3, eta, step, sd_frac,
         f"four-level law (T={t})", delay=PROGRESS_DELAY, disable=_bar_disabled(progress),
         leave=False,
     ) as bar:
-        tail = region_one(tail, hist, bar, sigma, t, k, cut_list, h1, n1, m, w, c1, off,
-                          drop_w, drop_r)
+        if first is None:
+            tail = region_one(tail, hist, bar, sigma, t, k, cut_list, h1, n1, m, w, c1, off,
+                              drop_w, drop_r)
+        else:
+            hist = np.zeros((2, hist.size))
+            old = region_one(tail, hist[1], bar, sigma, t, k, cut_list, h1, n1, m, w, c1,
+                             off, drop_w, drop_r)
+            tail = np.array([first(tail, hist[0], cut_list, m, w, off, drop_w, drop_r), old])
         fl, fu = chord_weights(sigma, nodes, 1)
         e1l, e1u = pair_chord_weights(sigma, nodes, t)
         log_f0 = (t - 3) * _log_f_up(sigma, nodes)  # F(a)^(T-3) at a cell's lower node
@@ -507,5 +518,12 @@ def _build4(sigma, t, k, progress, theta_sd, theta3_sd, dl3, eta, step, sd_frac,
         lat = lattice(sigma, lt3, h, n2, t - 2, step, sd_frac)
         tail += binner(hist, d2, x, 0.0, c2, k, lat, 0.0, 0.0, off)
     hist *= 1.0 + _OPS
+    if first is not None:
+        return tuple(_atoms_of(hist[i], float(tail[i]), off) for i in range(2))
+    return _atoms_of(hist, float(tail), off)
+
+
+def _atoms_of(hist, tail, off):
+    """``(values, q, charge)`` of a histogram on the log grid (index ``off`` at 1)."""
     nz = np.flatnonzero(hist > 0)
-    return np.exp((nz - off) * _DLOG), hist[nz], float(tail) * (1.0 + _OPS)
+    return np.exp((nz - off) * _DLOG), hist[nz], tail * (1.0 + _OPS)

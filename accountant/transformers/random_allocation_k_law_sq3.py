@@ -24,7 +24,12 @@ convex extension ``hat G_j(r, s)`` (:func:`hat_elementary`) instead of Maclaurin
   chords need.
 
 Only ``k = 3`` (Lemma 11 (iii) proves the convexity for ``j <= 3``).  The first region
-(``M_2 <= theta``) is Proposition 10's.  Measured (docs/theory/allocation_k_of_t.md,
+(``M_2 <= theta``) is Proposition 10's; with ``first="squares"`` it keeps the ``T - 1``
+others' (sum, sum of squares) too (Proposition 13 of docs/theory/allocation_k_of_t.md:
+``W_1 = (M_1 hat G_2 + hat G_3) / C(T, 3)``, :func:`first_coefficients`; every other is
+below ``theta`` there, so the cap of their squares cuts nothing), and ``first="both"``
+returns both laws from one pass (Proposition 12's bit-equal to the law built alone).
+Measured (docs/theory/allocation_k_of_t.md,
 Proposition 12; delta 1e-6, the remove law's own epsilon): sigma 1.2, T 10: 4.40169
 against Proposition 10's 4.41362 (the pointwise bound 4.3744; 4.38536 with no cut raised,
 a lattice per cut: the raised cuts are the largest loss); T 30: 2.68263 against 2.69073
@@ -42,15 +47,17 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from scipy import special
 
 from ..pld import pld_fft
 from ..validation import check_count, check_positive
-from .random_allocation_k2_three import _term_shares
-from .random_allocation_k_law import _DROP_Q
+from .random_allocation_k2_three import _settings, _term_shares
+from .random_allocation_k_law import _DROP_Q, _bin_affine, _dot
 from .random_allocation_k_law4 import _LATTICE, _bin_rows, _build4
 from .random_allocation_k_law_sq import max_elementary_given_sums
 
-__all__ = ["hat_elementary", "pair_power", "pair_term_law", "remove_atoms_sq3"]
+__all__ = ["first_coefficients", "hat_elementary", "pair_power", "pair_term_law",
+           "remove_atoms_sq3"]
 
 _U = 2.0**-53
 #: each other's z^2 is capped here (a cap only lowers s; measured +0.04 % at 100 on the
@@ -364,11 +371,92 @@ def _pair_lattice(sigma, cut, h, folds, step, sd_frac, rho=_RHO, squares=None):
     return rk * (1 + 2 * _U), spread_s(rk * (1 - 2 * _U), uk % nbin + b0), wk
 
 
+def first_coefficients(total: np.ndarray, squares: np.ndarray, t: int
+                       ) -> tuple[np.ndarray, np.ndarray]:
+    """``(a, c)``: upper bounds on ``hat G_2(total, squares) / C(T, 3)`` and ``hat
+    G_3(total, squares) / C(T, 3)`` of ``n = T - 1`` others (:func:`hat_elementary`, every
+    operation rounded outward), so that ``W_1 = m a + c`` bounds ``Lambda_3 = e_3(z) /
+    C(T, 3)`` for ``M_1 = m`` and the others' sum and sum of squares (Proposition 13 of
+    docs/theory/allocation_k_of_t.md: ``e_3(z) = M_1 e_2(o) + e_3(o)``, ``e_2(o) = (r^2 -
+    s) / 2``, ``e_3(o) <= G_3(r, s)``, Lemma 11).
+
+    Parameters
+    ----------
+    total, squares : numpy.ndarray
+        The others' sums (rounded up) and sums of squares (rounded down).
+    t : int
+        Steps per epoch ``T``, >= 4.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+
+    Raises
+    ------
+    ValueError
+        If ``t < 4``.
+
+    Examples
+    --------
+    >>> a, c = first_coefficients(np.array(4.0), np.array(6.0), 4)  # others 1, 1, 2
+    >>> m = 3.0  # e_3(3, 1, 1, 2) = 3 * 5 + 2 = 17, over C(4, 3) = 4 (attained)
+    >>> bool(17 / 4 <= float(m * a + c) <= 17 / 4 * (1 + 1e-12))
+    True
+    """
+    t = check_count(t, "steps")
+    if t < 4:
+        raise ValueError(f"steps must be >= 4 for the first region's value, got steps={t}")
+    ck = float(math.comb(t, 3))
+    return (hat_elementary(total, squares, t - 1, 2) / ck * (1 + 2 * _U),
+            hat_elementary(total, squares, t - 1, 3) / ck * (1 + 2 * _U))
+
+
+def _first_squares(sigma, t, h, coarse, rho, low, low_step):
+    """Proposition 13's first region (``M_2 <= theta``; docs/theory/allocation_k_of_t.md):
+    the ``M_1`` cells of each cut of ``cut_list`` against the ``T - 1`` others' (sum, sum
+    of squares) lattice (:func:`_pair_lattice`, per-coordinate step ``h``, coarse lattice
+    ``coarse``) cut there, the value ``W_1 = (m hat G_2(r, s) + hat G_3(r, s)) / C(T, 3)``
+    (``n = T - 1``; affine in ``m``, binned by
+    :func:`.random_allocation_k_law._bin_affine`); cells and entries of mass below
+    ``drop_w`` / ``drop_r`` charged ``E[W_1]`` in full.  A cut whose ``Q(M_1 <= e^cut) =
+    F(cut)^T`` is below ``low`` is raised onto a multiple of ``low_step`` (at most the
+    largest cut, ``theta``): fewer lattices where the cells hold almost no mass.  The
+    ``first`` hook of :func:`.random_allocation_k_law4._build4`."""
+    n = t - 1
+    s0, mu0 = 1.0 / sigma, -0.5 / sigma**2
+
+    def first(tail, hist, cut_list, m, w, off, drop_w, drop_r):
+        top = max(cut for _, cut in cut_list)
+        last, lat = None, None
+        for sel, cut in cut_list:
+            idx = np.flatnonzero(sel)
+            if not idx.size:
+                continue
+            if t * float(special.log_ndtr((cut - mu0) / s0)) < math.log(low):
+                cut = min(math.ceil(cut / low_step) * low_step, top)  # only raised
+            if cut != last:
+                rv, sv, lw = _pair_lattice(sigma, cut, h, n, coarse[0], coarse[1], rho)
+                lat, last = (*first_coefficients(rv, sv, t), lw), cut
+            a, c, lw = lat
+            tiny = idx[w[idx] < drop_w]
+            tail += _dot(w[tiny], m[tiny] * _dot(lw, a) + _dot(lw, c))
+            idx = idx[w[idx] >= drop_w]
+            keep = lw > drop_r
+            tail += _dot(w[idx], m[idx] * _dot(lw[~keep], a[~keep]) + _dot(lw[~keep], c[~keep]))
+            tail += _bin_affine(hist, m[idx], a[keep], c[keep], w[idx], lw[keep], off, _DROP_Q)
+        return tail
+
+    return first
+
+
 def remove_atoms_sq3(sigma: float, t: int, *, progress: bool = False, theta_sd: float = 2.2,
                      theta3_sd: float = 2.0, dl3: float = 0.05, eta: float = 2e-3,
                      top_sd: float = 7.0, cut_step: float = _CUT_STEP, rho: float = _RHO,
-                     coarse: tuple[float, float] | None = None,
-                     ) -> tuple[np.ndarray, np.ndarray, float]:
+                     coarse: tuple[float, float] | None = None, first: str = "maclaurin",
+                     first_coarse: tuple[float, float] = (0.25, 0.0625),
+                     first_low: float = 1e-4, first_low_step: float = 0.25,
+                     first_h: float | None = None,
+                     ) -> tuple:
     """``(values, q, charge)``: for every ``gamma >= 0``, ``H_gamma(P_3 || Q) <= sum_i q_i
     (values_i - gamma)_+ + charge`` (Proposition 12 of docs/theory/allocation_k_of_t.md;
     module docstring), one 3-of-T epoch's remove direction.
@@ -394,22 +482,40 @@ def remove_atoms_sq3(sigma: float, t: int, *, progress: bool = False, theta_sd: 
         2 and 3, each > 0 (default :data:`_COARSE`, else Proposition 10's); finer: a
         tighter law at more CPU (sigma 1.5, T 20, delta 1e-6: 2.31791 at Proposition
         10's ``(1, 0.25)``, 2.31436 at ``(0.5, 0.125)``, 1.35 times the CPU; session 31).
+    first : {"maclaurin", "squares", "both"}, default "maclaurin"
+        The first region (``M_2 <= theta``): Proposition 10's (Maclaurin on the others'
+        sum: Proposition 12's law), Proposition 13's (their sum of squares kept:
+        :func:`first_coefficients`), or both laws from one pass, returned as
+        ``(Proposition 13's, Proposition 12's)``.
+    first_coarse : tuple of float
+        ``(least step, fraction of the sd)`` of the first region's coarse sum lattice.
+    first_low, first_low_step : float
+        First-region cuts whose ``Q(M_1 <= e^cut)`` is below ``first_low`` are raised onto
+        multiples of ``first_low_step`` (fewer lattices where the cells hold almost no
+        mass), each > 0.
+    first_h : float, optional
+        The first region's per-coordinate lattice step (default: Proposition 10's ``h1``).
 
     Returns
     -------
     tuple
-        Values (sorted, rounded up onto a log grid), their Q-masses and the charge.
+        Values (sorted, rounded up onto a log grid), their Q-masses and the charge; with
+        ``first="both"`` a pair of such triples.
 
     Raises
     ------
     ValueError
         If ``sigma <= 0``, ``t < 5``, ``theta3_sd >= theta_sd``, ``cut_step <= 0``,
-        ``rho <= 1`` or an entry of ``coarse`` is not positive.
+        ``rho <= 1``, an entry of ``coarse`` or ``first_coarse`` or ``first_low`` or
+        ``first_low_step`` is not positive, or ``first`` is none of the three.
 
     Examples
     --------
     >>> v, q, c = remove_atoms_sq3(4.0, 6)
     >>> bool(float(q @ v) + c >= 1.0)
+    True
+    >>> new, old = remove_atoms_sq3(4.0, 6, first="both")  # Propositions 13 and 12
+    >>> bool(float(new[1] @ new[0]) + new[2] >= 1.0)
     True
     """
     sigma = check_positive("sigma", sigma)
@@ -425,6 +531,14 @@ def remove_atoms_sq3(sigma: float, t: int, *, progress: bool = False, theta_sd: 
         coarse = _LATTICE[t >= 50] if _COARSE is None else _COARSE
     step = check_positive("coarse[0]", coarse[0])
     sd_frac = check_positive("coarse[1]", coarse[1])
+    if first not in ("maclaurin", "squares", "both"):
+        raise ValueError(f"first must be 'maclaurin', 'squares' or 'both', got {first!r}")
+    check_positive("first_coarse[0]", first_coarse[0])
+    check_positive("first_coarse[1]", first_coarse[1])
+    if first_h is not None:
+        first_h = check_positive("first_h", first_h)
+    first_low = check_positive("first_low", first_low)
+    first_low_step = check_positive("first_low_step", first_low_step)
     cache: dict = {}
     powers: dict = {}  # a cut's squarings, shared by its folds (the last two cuts: E_0 of
     # cell s and E_1 of cell s - 1 are cut at the same node)
@@ -462,5 +576,11 @@ def remove_atoms_sq3(sigma: float, t: int, *, progress: bool = False, theta_sd: 
         p = values[levels]
         return _bin_rows(hist, rows, p, ws[n1, n2], lw, off, _DROP_Q)
 
-    return _build4(sigma, t, 3, progress, theta_sd, theta3_sd, dl3, eta, step, sd_frac,
-                   top_sd, 1e-22, 1e-16, lattice=lattice, binner=binner)
+    hook = None
+    if first != "maclaurin":  # the first region's lattice step h1 is h from sigma 0.65
+        h1 = _settings(sigma, t)[3] / (1.0 if sigma >= 0.65 else 4.0)
+        hook = _first_squares(sigma, t, h1 if first_h is None else first_h, first_coarse, rho,
+                              first_low, first_low_step)
+    out = _build4(sigma, t, 3, progress, theta_sd, theta3_sd, dl3, eta, step, sd_frac,
+                  top_sd, 1e-22, 1e-16, lattice=lattice, binner=binner, first=hook)
+    return out[0] if first == "squares" else out
