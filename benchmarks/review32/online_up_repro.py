@@ -12,7 +12,7 @@ import numpy as np
 from dpacct.accountant import PrivacyAccountant
 
 rng = np.random.Generator(np.random.PCG64(3236))
-for i in range(2):
+for _ in range(2):
     s0 = float(rng.uniform(0.9, 2.5))
     rate = float(rng.uniform(0.9990, 0.99995))
     q = float(np.exp(rng.uniform(np.log(3e-3), np.log(0.05))))
