@@ -1,9 +1,10 @@
 # ruff: noqa: E402
-"""usage: dpmf_rows.py: bandmf_balls_in_bins epsilon(1e-5) and delta(1) on small seeded configs
+"""usage: dpmf_rows.py [N]: bandmf_balls_in_bins epsilon(1e-5) and delta(1) on small seeded configs
 (two to four bands, k 2..12), run under runin.py for a checkout. JSON."""
 
 import json
 import math
+import sys
 import time
 import warnings
 
@@ -14,7 +15,7 @@ from dpacct.mechanisms.algorithms.bandmf_balls_in_bins import bandmf_balls_in_bi
 
 rng = np.random.Generator(np.random.PCG64(3237))
 out = []
-for _ in range(8):
+for _ in range(int(sys.argv[1]) if len(sys.argv) > 1 else 8):
     bands = int(rng.integers(2, 5))
     col = np.sort(rng.uniform(0.1, 1.0, bands))[::-1]
     col = col / math.sqrt(float(col @ col))
