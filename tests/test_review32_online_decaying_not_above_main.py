@@ -45,7 +45,9 @@ def _readings():
 
 def _check(got):
     for step, bar in MAIN.items():
-        assert got[step] <= bar, (step, got[step], bar)
+        # 1e-12 relative: a last-ulp difference of another machine's libm is not a defect;
+        # D1 was +2.1e-7 and +7.6e-7
+        assert got[step] <= bar * (1 + 1e-12), (step, got[step], bar)
         # not vacuous: the readings move by less than 1e-3 relative between versions
         assert got[step] >= bar * (1 - 1e-3), (step, got[step], bar)
 
