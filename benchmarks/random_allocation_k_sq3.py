@@ -65,20 +65,6 @@ print(json.dumps([epsilon_at(v, q, c, {delta!r}), cpu, mb]))
 """
 
 
-_BRACKET_CHILD = """
-import json, resource, sys, time
-from dpacct.mechanisms import GaussianMechanism
-from dpacct.accountant.transformers.random_allocation import random_allocation
-sigma, t, e = float(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
-c0 = time.process_time()
-m = random_allocation(GaussianMechanism(sigma), t, k=3, epochs=e)
-lo, hi = m.epsilon_bounds(1e-6)
-cpu = time.process_time() - c0
-eps = [float(m.epsilon(d)) for d in json.loads(sys.argv[4])]
-dl = [float(x) for x in m.delta(json.loads(sys.argv[5]))]
-mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-print(json.dumps({"lo": lo, "hi": hi, "cpu": cpu, "mb": mb, "eps": eps, "delta": dl}))
-"""
 _EPOCHS_CHILD = """
 import json, resource, sys, time
 from dpacct.mechanisms import GaussianMechanism
@@ -113,9 +99,13 @@ def _brackets(a) -> None:
         row = [str(a.rows[i]), str(int(a.rows[i + 1])), str(int(a.rows[i + 2]))]
         got = {}
         for name, (root, python) in sides.items():
-            got[name] = run_in_checkout(root, python, [_BRACKET_CHILD, *row,
-                                                       json.dumps(_DELTAS),
-                                                       json.dumps(_EPSILONS)], 3600.0)
+            # the epochs child with one epoch count: its one row, flattened
+            args = [_EPOCHS_CHILD, *row[:2], json.dumps([int(row[2])]), json.dumps(_DELTAS),
+                    json.dumps(_EPSILONS)]
+            res = run_in_checkout(root, python, args, 3600.0)
+            if res.get("rows"):
+                res = {**res, **res["rows"][0]}
+            got[name] = res
         o, n = got.get("old", got["new"]), got["new"]
         if "ok" not in (o["status"], n["status"]) or o["status"] != n["status"]:
             print(f"| {' | '.join(row)} | {o['status']} / {n['status']} |", flush=True)
