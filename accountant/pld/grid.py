@@ -66,7 +66,11 @@ import numpy as np
 from ..laws.loss_law import AtomicLossLaw, PrivacyLossLaw
 from ..numerics import EXP_OVERFLOW, SUBNORMAL_FLOOR, TINY
 from ..validation import check_positive, check_probability
-from .optimistic_bins import _lower_from_bins, _round_down_from_bins  # noqa: F401 (patched by benchmarks)
+from .optimistic_bins import (  # noqa: F401 (_lower_from_bins: patched by benchmarks)
+    _Bins,
+    _lower_from_bins,
+    _round_down_from_bins,
+)
 from .pld_fft import _certified_convolve, _tail_cuts
 from .pld_hull import _decaying_sum
 
@@ -80,29 +84,6 @@ Q_FLOOR = float(np.finfo(float).tiny / np.finfo(float).eps)
 #: the bottom tail of a convolution may be cut with this many times the top budget
 #: (see :meth:`GridPLD.convolve`)
 BOTTOM_CUT_FACTOR = 100.0
-
-
-@dataclass(frozen=True)
-class _Bins:
-    """P-masses ``m`` and scaled Q-masses ``r = Q-mass * e^{a_j}`` of grid bins.
-
-    Nodes are ``a_j = (first + j) * step`` for ``j = 0..n``; bin ``j`` is
-    ``(a_j, a_{j+1}]``.  ``bottom`` collects ``L <= a_0`` and ``top`` collects
-    ``a_n < L < inf`` (as ``(m, r)`` with ``r`` scaled by ``e^{a_0}``, resp. ``e^{a_n}``).
-    """
-
-    step: float
-    first: int
-    m: np.ndarray
-    r: np.ndarray
-    bottom: tuple[float, float]
-    top: tuple[float, float]
-    inf_mass: float
-    #: P-mass sitting exactly on the right node of each bin (exact, no chord gap)
-    atoms: np.ndarray | None = None
-    #: bins whose Q-mass is below ``Q_FLOOR`` (``r`` unknown): the pessimistic side
-    #: rounds them up onto their upper node, the optimistic side down onto the lower
-    q_lost: np.ndarray | None = None
 
 
 def _bins_from_law(law: PrivacyLossLaw, step: float, lo: float, hi: float) -> _Bins:

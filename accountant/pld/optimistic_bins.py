@@ -34,16 +34,36 @@ of it is done (benchmarks/README.md, "Session 32 (ws32-bounds)"):
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
 import numpy as np
 
 from .pld_hull import _decay_weights, _decaying_sum, _lower_hull_to_min
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .grid import _Bins
-
 __all__: list[str] = []
+
+
+@dataclass(frozen=True)
+class _Bins:
+    """P-masses ``m`` and scaled Q-masses ``r = Q-mass * e^{a_j}`` of grid bins.
+
+    Nodes are ``a_j = (first + j) * step`` for ``j = 0..n``; bin ``j`` is
+    ``(a_j, a_{j+1}]``.  ``bottom`` collects ``L <= a_0`` and ``top`` collects
+    ``a_n < L < inf`` (as ``(m, r)`` with ``r`` scaled by ``e^{a_0}``, resp. ``e^{a_n}``).
+    """
+
+    step: float
+    first: int
+    m: np.ndarray
+    r: np.ndarray
+    bottom: tuple[float, float]
+    top: tuple[float, float]
+    inf_mass: float
+    #: P-mass sitting exactly on the right node of each bin (exact, no chord gap)
+    atoms: np.ndarray | None = None
+    #: bins whose Q-mass is below ``Q_FLOOR`` (``r`` unknown): the pessimistic side
+    #: rounds them up onto their upper node, the optimistic side down onto the lower
+    q_lost: np.ndarray | None = None
 
 #: largest grid step whose ``e^step`` the optimistic chords evaluate (``exp`` overflows
 #: past about 709.78)

@@ -80,7 +80,7 @@ from ..validation import (
 from .block_rules import EXACT_STEPS
 from .grid import GridPLD
 from .incremental import IncrementalEpsilon
-from .optimistic_groups import lower_fine_rule
+from .optimistic_rule import lower_fine_rule
 from .pld_settings import REFINE_STEPS
 
 # the fast path's names, re-exported where the ledger and the tests read them
@@ -294,7 +294,7 @@ def _first_lower(
     the steps' loss spreads are a bin or two of that step (small q,
     :func:`~dpacct.accountant.pld.schedule_fast._small_q_step`) also on a finer step,
     the larger lower end kept.  Unrounded phases at ``delta >= 1e-6``: on optimistic fine
-    groups (:func:`~dpacct.accountant.pld.optimistic_groups.lower_fine_rule`; 1 000 random
+    groups (:func:`~dpacct.accountant.pld.optimistic_rule.lower_fine_rule`; 1 000 random
     phases x 10: 3.8e-4 -> 5.5e-5 wide for 1.1x the time).  Speed and tightness only:
     every setting is a certified lower bound.
 

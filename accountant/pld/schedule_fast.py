@@ -489,6 +489,8 @@ def _small_q_step(phases: Sequence[tuple[float, float, int]], step: float) -> fl
     return h
 
 
+# long function: its docstring (56 lines) states the contract of both ends and every
+# option; the body is about 50 lines
 def fast_epsilon_bounds(
     phases: Sequence[tuple[float, float, int]],
     delta: float,

@@ -415,6 +415,21 @@ def _maclaurin_bin(hist, ws, x, x3, coef, k, lat, shift, shift_sq, off) -> float
     return _bin_nodes(hist, ws, x, x3, coef, k, rv + shift if shift else rv, lw, off)
 
 
+def _first_regions(first, tail, hist, bar, sigma, t, k, cut_list, h1, n1, m, w, c1, off,
+                   drop_w, drop_r):
+    """``(hist, tail)`` after the first region (``M_2 <= theta``): Proposition 10's
+    (:func:`region_one`) into ``hist``; with a ``first`` hook (see :func:`_build4`), the
+    hook's region into row 0 of a two-row histogram and Proposition 10's into row 1, the
+    tails likewise."""
+    if first is None:
+        return hist, region_one(tail, hist, bar, sigma, t, k, cut_list, h1, n1, m, w, c1,
+                                off, drop_w, drop_r)
+    hist = np.zeros((2, hist.size))
+    old = region_one(tail, hist[1], bar, sigma, t, k, cut_list, h1, n1, m, w, c1, off,
+                     drop_w, drop_r)
+    return hist, np.array([first(tail, hist[0], cut_list, m, w, off, drop_w, drop_r), old])
+
+
 def _build4(sigma, t, k, progress, theta_sd, theta3_sd, dl3, eta, step, sd_frac, top_sd,
             drop_w, drop_r, lattice=_maclaurin_lattice, binner=_maclaurin_bin, first=None):
     """Proposition 10's law; ``lattice(sigma, cut, h, size, folds, step, sd_frac)`` builds
@@ -467,14 +482,8 @@ def _build4(sigma, t, k, progress, theta_sd, theta3_sd, dl3, eta, step, sd_frac,
         f"four-level law (T={t})", delay=PROGRESS_DELAY, disable=_bar_disabled(progress),
         leave=False,
     ) as bar:
-        if first is None:
-            tail = region_one(tail, hist, bar, sigma, t, k, cut_list, h1, n1, m, w, c1, off,
-                              drop_w, drop_r)
-        else:
-            hist = np.zeros((2, hist.size))
-            old = region_one(tail, hist[1], bar, sigma, t, k, cut_list, h1, n1, m, w, c1,
-                             off, drop_w, drop_r)
-            tail = np.array([first(tail, hist[0], cut_list, m, w, off, drop_w, drop_r), old])
+        hist, tail = _first_regions(first, tail, hist, bar, sigma, t, k, cut_list, h1, n1, m,
+                                    w, c1, off, drop_w, drop_r)
         fl, fu = chord_weights(sigma, nodes, 1)
         e1l, e1u = pair_chord_weights(sigma, nodes, t)
         log_f0 = (t - 3) * _log_f_up(sigma, nodes)  # F(a)^(T-3) at a cell's lower node

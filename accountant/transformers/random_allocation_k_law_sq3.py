@@ -449,6 +449,9 @@ def _first_squares(sigma, t, h, coarse, rho, low, low_step):
     return first
 
 
+# long function: its docstring (about 60 lines) states every option's contract, and the two
+# closures (the lattice and the binner) share the call's caches; the checks and the build
+# are the rest
 def remove_atoms_sq3(sigma: float, t: int, *, progress: bool = False, theta_sd: float = 2.2,
                      theta3_sd: float = 2.0, dl3: float = 0.05, eta: float = 2e-3,
                      top_sd: float = 7.0, cut_step: float = _CUT_STEP, rho: float = _RHO,
