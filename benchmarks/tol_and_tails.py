@@ -1,0 +1,100 @@
+"""Two measurements of session 32 (issue 37): where the ``tails small q`` row's time goes,
+and how far the subsampled Gaussian's PLD answer is from the truth at large epsilon
+against the ``tol`` it was asked for.
+
+``--tails``: the small-q ledger of ``benchmarks.everyday`` (sigma ``1 + 0.001 t``, q
+``1e-4 (1 + t mod 5)``, 1 500 steps), then ``epsilon(1e-5)``, ``epsilon_bounds(1e-5)``
+and ``delta(0.5)``, each with its CPU seconds; the history at delta 1e-5's reading and
+floor at epsilon 0.5; and the rounded schedule's ``delta(0.5)`` with the FFT products'
+round-off certificate switched off (``--uncertified``: an experiment, not a bound).
+
+``--tol``: one Poisson-subsampled Gaussian step at sigma and q over a grid, its
+``epsilon_bounds(1e-5)`` at the default ``tol`` and at ``tol=1e-3`` against the exact
+epsilon of the closed-form oracle (``tests/oracles.subsampled_gaussian_epsilon``,
+mpmath): the upper end's relative error in units of the tolerance (above 1: the
+tolerance not met; every row is sound, the upper end above the truth).
+
+    python -m benchmarks.tol_and_tails --tails [--uncertified]
+    python -m benchmarks.tol_and_tails --tol [--sigmas 0.05,0.1,0.2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+
+def _timed(fn):
+    t0 = time.process_time()
+    out = fn()
+    return out, time.process_time() - t0
+
+
+def tails(uncertified: bool) -> None:
+    """The small-q ledger's tail questions, each timed (CPU seconds)."""
+    from dpacct.accountant import PrivacyAccountant
+    from dpacct.accountant.pld import pld_fft
+
+    if uncertified:
+        pld_fft.CERTIFY_ROUNDOFF = False  # an experiment: the answers are not bounds
+    acct = PrivacyAccountant(progress=False)
+    for t in range(1_500):
+        acct.step(noise_multiplier=1.0 + 0.001 * t, sample_rate=1e-4 * (1 + t % 5))
+    for name, fn in (("epsilon(1e-5)", lambda: acct.epsilon(1e-5)),
+                     ("epsilon_bounds(1e-5)", lambda: acct.epsilon_bounds(1e-5))):
+        out, cpu = _timed(fn)
+        print(f"{name}: {out} in {cpu:.2f} s", flush=True)
+    ledger = acct._ledger
+    (reading, floor), cpu = _timed(lambda: ledger.online(1e-5).delta(np.array([0.5])))
+    print(f"the history at 1e-5 reads delta(0.5) {float(reading[0]):.4g}, floor {floor:.4g}"
+          f" ({cpu:.2f} s)", flush=True)
+    out, cpu = _timed(lambda: acct.delta(0.5))
+    tag = " (uncertified: not a bound)" if uncertified else ""
+    print(f"delta(0.5): {out:.6g} in {cpu:.2f} s{tag}", flush=True)
+
+
+def tol_rows(sigmas: list[float]) -> None:
+    """Upper and lower ends against the exact epsilon, in units of the tolerance."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    import oracles
+
+    from dpacct.accountant import poisson_subsample
+    from dpacct.mechanisms import GaussianMechanism
+
+    print("| sigma | q | exact epsilon | tol | upper / exact - 1 | in tols | lower / exact - 1 |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for sigma in sigmas:
+        for q in (0.99, 0.5, 0.1, 0.01):
+            exact = oracles.subsampled_gaussian_epsilon(q, sigma, 1e-5)
+            for tol in (1e-4, 1e-3):  # 1e-4: the default
+                mech = poisson_subsample(GaussianMechanism(sigma), sample_rate=q)
+                lo, hi = mech.epsilon_bounds(1e-5, tol=tol)
+                up = hi / exact - 1.0
+                print(f"| {sigma:g} | {q:g} | {exact:.6f} | {tol:g} | {up:+.2e} | "
+                      f"{up / tol:.1f} | {lo / exact - 1.0:+.2e} |", flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tails", action="store_true", help="the small-q ledger's tail questions")
+    parser.add_argument("--uncertified", action="store_true",
+                        help="with --tails: the round-off certificate off (an experiment)")
+    parser.add_argument("--tol", action="store_true", help="one step against the exact epsilon")
+    parser.add_argument("--sigmas", default="0.0299,0.05,0.1,0.2,0.3,0.5,0.8",
+                        help="with --tol: comma-separated noise multipliers")
+    args = parser.parse_args(argv)
+    if not (args.tails or args.tol):
+        parser.error("give --tails or --tol")
+    if args.tails:
+        tails(args.uncertified)
+    if args.tol:
+        tol_rows([float(s) for s in args.sigmas.split(",")])
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
