@@ -10,7 +10,7 @@ import numpy as np
 
 from dpacct.accountant.pld import optimistic_rule as rule_module
 from dpacct.accountant.pld.optimistic_rule import lower_fine_rule
-from dpacct.accountant.pld.schedule_fast import FAST_STEP
+from dpacct.accountant.pld.schedule_fast import FAST_STEP, _fine_group_cells
 
 DELTA = 1e-5
 
@@ -28,13 +28,18 @@ def test_rule_picks_the_coarsest_step_and_the_smallest_factor_within_its_shares(
     rows["log-uniform q"] = [
         (float(s), float(math.exp(v)), 10) for s, v in zip(sig, lq, strict=True)
     ]
-    # measured (session 32): 100 x 10 on (1e-3, 8), the log-uniform q on (5e-4, 16)
-    assert lower_fine_rule(rows["100 x 10"], DELTA, FAST_STEP) == (1e-3, 8)
-    assert lower_fine_rule(rows["log-uniform q"], DELTA, FAST_STEP) == (5e-4, 16)
     for phases in rows.values():
         step, factor = lower_fine_rule(phases, DELTA, FAST_STEP)
         var = np.array([q * q * math.expm1(1 / s**2) for s, q, _ in phases])
         k = np.array([c for _, _, c in phases], dtype=float)
+        # the coarsest step of FAST_STEP / 2^i whose groups' re-grids (step^2 / 12 each)
+        # stay within their share: it does, and twice it (where tried) does not
+        groups = -(-len(phases) // _fine_group_cells(k))
+        budget = rule_module.LOWER_REGRID_SHARE * float(k @ var)
+        assert step in [FAST_STEP / 2**i for i in range(rule_module.LOWER_FINE_LEVELS)]
+        assert groups * step * step / 12 <= budget, (step, groups)
+        if step < FAST_STEP:
+            assert groups * (2 * step) ** 2 / 12 > budget, (step, groups)
 
         def share(h, var=var, k=k):
             return float(k @ np.minimum(var, h * h / 12)) / float(k @ var)
