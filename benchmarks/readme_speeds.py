@@ -32,6 +32,7 @@ import json
 import subprocess
 import sys
 import tempfile
+from pathlib import Path
 
 #: (name, README anchor (the words it is stated in), claimed seconds (upper end), code
 #: returning the answer; ``make()`` builds a fresh object each repeat)
@@ -221,19 +222,34 @@ def measure(code: str, repeats: int, root: str) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def _imported_checkout() -> Path:
+    """The checkout ``import dpacct`` resolves to here, found without importing it.
+
+    Under :mod:`benchmarks.alternate` the import hook of
+    :func:`benchmarks.checkouts.checkout_env` points ``dpacct`` at the old or the new
+    checkout; a default taken from this file's own location measured the benchmark's
+    (new) checkout on both sides."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("dpacct")
+    if spec is None or spec.origin is None:
+        return Path(__file__).resolve().parents[1]
+    return Path(spec.origin).resolve().parents[1]
+
+
 def main(argv: list[str] | None = None) -> int:
-    from pathlib import Path
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", default="*", help="glob over the row names")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--json", type=Path, help="write the rows here")
     parser.add_argument(
-        "--checkout", type=Path, default=Path(__file__).resolve().parents[1],
-        help="the dpacct checkout measured (default: this one)",
+        "--checkout", type=Path, default=None,
+        help="the dpacct checkout measured (default: the one this interpreter imports "
+        "dpacct from, so that benchmarks.alternate's --old side measures the old code)",
     )
     args = parser.parse_args(argv)
-    root = str(args.checkout)
+    root = str(args.checkout if args.checkout is not None else _imported_checkout())
     with open("/proc/loadavg") as f:
         load = " ".join(f.read().split()[:3])
     print(f"README speed claims; CPU seconds; load average {load} (claims are for idle)")
