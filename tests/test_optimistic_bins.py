@@ -202,3 +202,27 @@ def test_row_sums_are_numpys(f, rows, seed):
     rng = np.random.default_rng(seed)
     a = rng.random((rows, f)) * np.exp(rng.normal(0.0, 30.0, (rows, f)))
     assert np.array_equal(_row_sums(a), a.sum(axis=1))
+
+
+# ---- session 33: a few rounded bins' gaps on Python floats
+_FRACS = st.one_of(st.sampled_from([0.0, 1.0, 1.0 - 2.0**-52, 0.5]),
+                   st.floats(0.0, 1.0, allow_nan=False))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    rows=st.lists(st.tuples(st.floats(0.0, 1.0, allow_nan=False), _FRACS, _FRACS),
+                  min_size=1, max_size=8),
+    step=st.sampled_from([2.0**-20, 2.0**-14, 1e-3, 0.5, 3.0, 40.0]),
+    with_atoms=st.booleans(),
+)
+def test_gaps_of_a_few_bins_on_python_floats_are_the_array_gaps(rows, step, with_atoms):
+    """``_gaps_few`` (the rounded bins' gaps, Python floats) is ``_gaps`` (numpy) bit for
+    bit, with and without atoms, including ``r = m`` and an atom as large as its bin."""
+    m = np.array([row[0] for row in rows])
+    r = m * np.array([row[1] for row in rows])
+    atoms = m * np.array([row[2] for row in rows]) if with_atoms else None
+    want = optimistic_bins._gaps(m, r, atoms, step)
+    got = optimistic_bins._gaps_few(m.tolist(), r.tolist(),
+                                    None if atoms is None else atoms.tolist(), step)
+    assert np.array_equal(np.array(got), want)

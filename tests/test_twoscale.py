@@ -485,3 +485,59 @@ def test_deciding_the_spectral_decline_early_keeps_both_ends(monkeypatch):
     late, calls_late = _dpsgd_bounds_and_grid_calls(monkeypatch)
     assert early == late
     assert len(calls_early) < len(calls_late)
+
+
+# ---- the bulk's bins shared by the two ends of a bracket (issue 37, session 33)
+def _sgm_law(mu, q, direction):
+    from dpacct.accountant.laws.loss_law import PoissonSubsampledLossLaw
+
+    return PoissonSubsampledLossLaw(GaussianLossLaw(mu=mu), q, direction)
+
+
+@pytest.mark.parametrize(("mu", "q", "direction"),
+                         [(1 / 1.1, 0.01, "remove"), (1 / 0.8, 0.004, "add"),
+                          (2.0, 0.3, "remove"), (1 / 0.6, 1e-3, "add")])
+def test_bulk_bins_from_a_wider_window_are_the_bins_of_the_window(mu, q, direction):
+    """Every bin of the narrow window, read from the bins of a wider one, is bit for bit
+    the bin computed on the narrow window itself (another route through the law: other
+    edges, another median split in ``_differences``); the memo returns them."""
+    from dpacct.accountant.pld.grid import _bins_from_law
+    from dpacct.accountant.pld.twoscale import _fine_bins
+
+    law = _sgm_law(mu, q, direction)
+    step = 2.0**-14
+    lo, hi = law.quantile_bounds(1e-7)
+    wide = (lo - 300 * step, hi + 170 * step)  # the median off the wide window's middle
+    memo: dict = {}
+    first = _fine_bins(law, step, *wide, memo)
+    assert memo[step] is first
+    for a, z in [(lo, hi), (lo + 37 * step, hi - 5.5 * step), (0.0, hi)]:
+        direct = _bins_from_law(law, step, a, z)
+        shared = _fine_bins(law, step, a, z, memo)
+        assert shared.first == direct.first
+        assert np.array_equal(shared.m, direct.m) and np.array_equal(shared.r, direct.r)
+        assert shared.m.base is first.m  # read from the memo, not recomputed
+    # a window reaching past the kept one is computed (and kept instead)
+    past = _fine_bins(law, step, lo, wide[1] + 3 * step, memo)
+    assert past.m.base is None and memo[step] is past
+
+
+def test_lower_end_with_the_shared_bulk_bins_is_the_one_without(monkeypatch):
+    """The optimistic split discretised after the pessimistic one (the bracket's order)
+    is the one made alone, array for array."""
+    from dpacct.accountant.pld import twoscale
+
+    law = _sgm_law(1 / 1.1, 0.01, "remove")
+    step, tail = 2.0**-14, 1e-20
+    alone = twoscale.discretize_split(law, step, pessimistic=False, tail=tail)
+    memo: dict = {}
+    twoscale.discretize_split(law, step, pessimistic=True, tail=tail, fine_memo=memo)
+    assert memo  # the upper end's bulk bins are kept
+    calls = []
+    real = twoscale._bins_from_law
+    monkeypatch.setattr(twoscale, "_bins_from_law", lambda *a: calls.append(a[1]) or real(*a))
+    shared = twoscale.discretize_split(law, step, pessimistic=False, tail=tail, fine_memo=memo)
+    assert step not in calls  # the bulk's bins were read from the memo
+    for x, y in [(alone.fine, shared.fine), (alone.coarse, shared.coarse)]:
+        assert (x.offset, x.step, x.inf_mass) == (y.offset, y.step, y.inf_mass)
+        assert np.array_equal(x.pmf, y.pmf)

@@ -157,6 +157,43 @@ def _gaps(
     return g
 
 
+#: :func:`_round_bins` recomputes the gaps of this many rounded bins or fewer on Python
+#: floats (:func:`_gaps_few`): a numpy pass costs ~5 k instructions of dispatch
+_FEW = 8
+
+
+def _gaps_few(m: list, r: list, atoms: list | None, step: float) -> list:
+    """:func:`_gaps` of a few bins on Python floats: the same IEEE operations in the same
+    order, element by element (``np.maximum``, ``np.minimum`` and ``np.clip`` of non-NaN
+    values; no fused operations), so the same floats.  ``tests/test_optimistic_bins.py``
+    checks the equality."""
+    e_step = math.exp(step)
+    if atoms is None and m and (min(m) < 0.0 or min(r) < 0.0):
+        atoms = [0.0] * len(m)
+    decay = math.exp(-step)
+    near = e_step * (1.0 - 1e-12)
+    denom = math.expm1(step)
+    out = []
+    for j in range(len(m)):
+        mc, rc = m[j], r[j]
+        if atoms is not None:
+            a = atoms[j]
+            mc = mc - a
+            if not mc >= 0.0:
+                mc = 0.0
+            rc = rc - a * decay
+            if not rc >= 0.0:
+                rc = 0.0
+            if mc < rc:
+                rc = mc
+        rho = mc / rc if rc > 0 else e_step
+        rho = e_step if rho > e_step else (1.0 if rho < 1.0 else rho)
+        if rho > near:
+            rho = e_step
+        out.append((mc - rc) * (e_step - rho) / denom)
+    return out
+
+
 def _round_down_from_bins(b: _Bins) -> tuple[int, np.ndarray, float]:
     """Fallback lower bound: every bin rounded down to its lower node."""
     pmf = np.zeros(b.m.size + 1)
@@ -186,8 +223,14 @@ def _round_bins(
         return (m_bad - a_bad) + a_bad * decay
 
     def regap(bad: np.ndarray, rounded: np.ndarray) -> None:
-        # the gaps are per bin: only the rounded bins' change
-        g[bad] = _gaps(m[bad], rounded, None if atoms is None else atoms[bad], step)
+        # the gaps are per bin: only the rounded bins' change (a few: on Python floats,
+        # the same operations, the same values)
+        a_bad = None if atoms is None else atoms[bad]
+        if bad.size <= _FEW:
+            g[bad] = _gaps_few(m[bad].tolist(), rounded.tolist(),
+                               None if a_bad is None else a_bad.tolist(), step)
+        else:
+            g[bad] = _gaps(m[bad], rounded, a_bad, step)
 
     k = _TOP_BINS
     if n > 2 * k and n + 1 <= 500.0 / step:
@@ -196,8 +239,13 @@ def _round_bins(
         r0 = r[n - k :].copy()
         g0 = g[n - k :].copy()
         lo = n - k
+        delta = None  # the whole recurrence, once a rounding has been made
         for _ in range(8):
-            top = _node_deltas_top(m, r, step, m_top, inf, k)
+            # after a rounding the whole recurrence is run at once: its top entries are
+            # the floats _node_deltas_top gives (same sums, same order), so the next
+            # test reads them, and they are the final ones when it rounds nothing (the
+            # usual case: one rounding per construction on DP-SGD; issue 37)
+            top = _node_deltas_top(m, r, step, m_top, inf, k) if delta is None else delta[lo:]
             gt = g[lo:]
             bad = np.flatnonzero((gt > 0.5 * (top[1:] - inf)) & (gt > 0)) + lo
             if not bad.size:
@@ -207,7 +255,9 @@ def _round_bins(
                 break  # already rounded down (see the loop below)
             r[bad] = rounded
             regap(bad, rounded)
-        delta, big_f = _node_deltas(m, r, step, 0.0, m_top, inf)
+            delta, big_f = _node_deltas(m, r, step, 0.0, m_top, inf)
+        if delta is None:
+            delta, big_f = _node_deltas(m, r, step, 0.0, m_top, inf)
         # a bin below is near when g > 0 and g > (delta (1 - margin) - inf) / 2 (g >= 0
         # everywhere, so with inf == 0 the first test is implied by the second)
         room = delta[1 : lo + 1] * (0.5 * (1.0 - _ROUND_MARGIN))
@@ -313,8 +363,14 @@ def _lower_from_bins(b: _Bins) -> tuple[int, np.ndarray, float]:
         np.exp((b.first + np.arange(n + 1)) * step - a_ref, out=t[1:])
     t[0] = 0.0
     hull = _lower_hull_to_min(t, y)
-    keep = hull if inner is None else pts[hull]
-    tk, yk = t[hull], y[hull]
+    if hull.size and hull[-1] == hull.size - 1:
+        # every point up to the last vertex is one (a convex chain, often): slices
+        h = hull.size
+        keep = hull if inner is None else pts[:h]
+        tk, yk = t[:h], y[:h]
+    else:
+        keep = hull if inner is None else pts[hull]
+        tk, yk = t[hull], y[hull]
     nodes = keep - 1  # node index of each hull vertex (-1 for the point t = 0)
     inf_low = b.inf_mass
     neg = np.flatnonzero(yk < 0)

@@ -153,6 +153,7 @@ def discretize_split(
     tail: float,
     refine: int = 1,
     coarse_cap: float | None = None,
+    fine_memo: dict | None = None,
 ) -> SplitPLD:
     """Certified discretisation of ``law`` with a fine bulk and a coarse tail.
 
@@ -163,7 +164,9 @@ def discretize_split(
     bounds the tail's step (it then gets as many points as that needs, up to
     ``MAX_GRID / 4``): the engine sets it when the answer epsilon turns out small next
     to the tail grid.  If the whole range fits in ``SPLIT_ABOVE`` points no split is
-    made.
+    made.  ``fine_memo`` (a dict its owner keeps for this ``law`` object) shares the
+    bulk's bins between the two ends of a bracket (:func:`_fine_bins`); the answer is
+    the same with or without it.
     """
     lo, hi = law.quantile_bounds(tail)
     lo, hi = lo - step, hi + step
@@ -198,9 +201,40 @@ def discretize_split(
     hi = max(hi, (hi_node + 1) * coarse_step)
     coarse_bins = _bins_from_law(law, coarse_step, lo, hi)
     coarse = _from_bins(_restrict(coarse_bins, lo_node, hi_node, inside=False), pessimistic)
-    fine_bins = _bins_from_law(law, step, lo_node * coarse_step, hi_node * coarse_step)
+    fine_bins = _fine_bins(law, step, lo_node * coarse_step, hi_node * coarse_step, fine_memo)
     fine = _from_bins(_restrict(fine_bins, lo_node * ratio, hi_node * ratio, True), pessimistic)
     return SplitPLD(fine, coarse)
+
+
+def _fine_bins(law: PrivacyLossLaw, step: float, lo: float, hi: float, memo: dict | None) -> _Bins:
+    """:func:`~dpacct.accountant.pld.grid._bins_from_law` ``(law, step, lo, hi)`` for
+    the bulk of :func:`discretize_split`, which keeps only its bins (not its ends).
+
+    ``memo`` (kept by the caller for this ``law``) holds the last bins computed on
+    ``step``; a window inside theirs is read from them (issue 37: the lower end of
+    ``epsilon_bounds`` discretises the bulk on the upper end's grid, over a window
+    inside the upper end's).  The bins are the same floats: every bin's P- and Q-mass
+    is computed element by element from its two nodes (``a_j = j * step``, the same
+    float for the same ``j``; the law's distribution functions at them, their
+    differences picked per bin, :func:`~dpacct.accountant.laws.loss_law._differences`,
+    and ``r = min(nq e^{a_j}, m)``), so a bin's values do not depend on the window it
+    was computed in.  Bins with atoms (an anchored law) or unread Q-masses are not
+    shared (their handling reads the whole window).  ``tests/test_twoscale.py``
+    checks the equality.
+    """
+    kept = None if memo is None else memo.get(step)
+    if kept is not None and kept.atoms is None and kept.q_lost is None:
+        first = math.floor(lo / step)  # the window's nodes, as _bins_from_law takes them
+        last = max(math.ceil(hi / step), first + 1)
+        a, z = first - kept.first, last - kept.first
+        if 0 <= a < z <= kept.m.size:
+            return _Bins(step=step, first=first, m=kept.m[a:z], r=kept.r[a:z],
+                         bottom=(0.0, 0.0), top=(0.0, 0.0), inf_mass=kept.inf_mass)
+    b = _bins_from_law(law, step, lo, hi)
+    if memo is not None:
+        memo.clear()  # the newest grid's only (memory)
+        memo[step] = b
+    return b
 
 
 def _convolve(a: SplitPLD, b: SplitPLD, tail: float) -> SplitPLD:

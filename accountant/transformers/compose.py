@@ -297,6 +297,8 @@ def _self_composed(
                 tail=disc_tail,
                 refine=refine,
                 coarse_cap=settings.coarse_cap,
+                # the bulk's bins, shared by both ends of a bracket (issue 37)
+                fine_memo=memo.setdefault(("fine_bins", which), {}),
             )
             kept = {"split": split, "memo": {}}
         memo[base_key] = kept  # the newest; only the newest few are kept (memory)
