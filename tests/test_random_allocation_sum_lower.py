@@ -252,7 +252,7 @@ def _mc_delta_k1(sigma, steps, eps, n, rng, chunk=5_000):
             sums[i] += (v.sum(), (v * v).sum())
     mean = sums[:, 0] / n
     return [(float(mu), math.sqrt(max(s2 / n - mu * mu, 0.0) / n))
-            for mu, s2 in zip(mean, sums[:, 1])]
+            for mu, s2 in zip(mean, sums[:, 1], strict=True)]
 
 
 def test_hinted_lower_end_stays_below_monte_carlo_of_the_exact_pair():
