@@ -348,7 +348,8 @@ def test_epsilon_bounds_bracket_the_mechanism_with_its_epsilon_on_top(monkeypatc
     lo, hi = bracket
     assert hi == ra.epsilon(1e-6)
     ((args, kwargs, sum_stat),) = calls  # asked once, for this mechanism
-    assert args == (sigma, steps, 1e-6) and kwargs == {"k": 1, "epochs": 1}
+    # the statistic is built for the upper end (epsilon_hint; used at T > 300 only)
+    assert args == (sigma, steps, 1e-6) and kwargs == {"k": 1, "epochs": 1, "epsilon_hint": hi}
     assert lo == max(random_allocation_lower_epsilon(sigma, steps, 1e-6), sum_stat)
     assert 0 < lo <= hi <= rdp_to_epsilon(ra.rdp, 1e-6)
     assert bracket.bounds == "mechanism"

@@ -235,3 +235,83 @@ def test_shared_lower_bounds_computes_each_bound_once_inside_the_block(monkeypat
     assert c == d and calls[3:] == ["sum", "sum"]
     # after the block the memo is gone
     assert sum_statistic_lower_epsilon(*args) == a and calls[5:] == ["sum"]
+
+
+def _mc_delta_k1(sigma, steps, eps, n, rng, chunk=5_000):
+    """:func:`_mc_delta` at k = 1 in chunks (``L`` = the mean of ``z``): both directions'
+    Monte Carlo means and standard errors of delta at ``eps``, for a few hundred steps."""
+    sums = np.zeros((2, 2))
+    for start in range(0, n, chunk):
+        m = min(chunk, n - start)
+        xq = rng.normal(0.0, sigma, (m, steps))
+        xp = rng.normal(0.0, sigma, (m, steps))
+        xp[:, 0] += 1.0
+        for i, (x, sign) in enumerate(((xp, -1.0), (xq, 1.0))):
+            lam = np.exp(x / sigma**2 - 0.5 / sigma**2).mean(axis=1)
+            v = np.maximum(1.0 - math.exp(eps) * lam**sign, 0.0)
+            sums[i] += (v.sum(), (v * v).sum())
+    mean = sums[:, 0] / n
+    return [(float(mu), math.sqrt(max(s2 / n - mu * mu, 0.0) / n))
+            for mu, s2 in zip(mean, sums[:, 1], strict=True)]
+
+
+def test_hinted_lower_end_stays_below_monte_carlo_of_the_exact_pair():
+    # T 400 > 300, k 1, one epoch: epsilon_bounds builds the statistic for its upper end
+    # (epsilon_hint); Monte Carlo of the exact pair (L = mean z, 4e4 draws, both
+    # directions) does not put delta(lo) 5 standard errors below delta; at 1.6 hi it does
+    # (so the check can fail)
+    sigma, steps, delta = 1.0, 400, 1e-2
+    ra = random_allocation(GaussianMechanism(sigma), steps)
+    lo, hi = ra.epsilon_bounds(delta)
+    assert lo == min(sum_statistic_lower_epsilon(sigma, steps, delta, epsilon_hint=hi), hi)
+    assert 0.98 * hi < lo <= hi
+    rng = np.random.Generator(np.random.PCG64(33_001))
+    assert any(m + 5 * se >= delta for m, se in _mc_delta_k1(sigma, steps, lo, 40_000, rng))
+    assert not any(m + 5 * se >= delta
+                   for m, se in _mc_delta_k1(sigma, steps, 1.6 * hi, 40_000, rng))
+
+
+@pytest.mark.parametrize(("sigma", "steps", "hint"), [(0.8, 1000, 0.45004), (1.0, 1000, 0.17174)])
+def test_hinted_statistic_is_not_looser_than_the_default_one(sigma, steps, hint):
+    # the statistic built for the hint (issue 37, session 33) against the default one
+    # (main's answer, 0.447984 and 0.171558 at delta 1e-6): at least as large, and on a
+    # shorter fold.  With the hinted factors cut to the first alone the first row fails
+    # (0.447977 < 0.447984: checked)
+    delta = 1e-6
+    base = sum_statistic_lower_epsilon(sigma, steps, delta)
+    fast = sum_statistic_lower_epsilon(sigma, steps, delta, epsilon_hint=hint)
+    assert base <= fast <= hint
+    top = sum_lower._hinted_top_sd(sigma, steps, hint)
+    assert sum_lower._HINT_TOP_SD[0] <= top < sum_lower._TOP_SD
+    c = 0.7 / steps
+    n_fast = sum_lower._lattice(sigma, steps, 1, c, 1.0, top, sum_lower._HINT_FOLD_SD)[2]
+    n_base = sum_lower._lattice(sigma, steps, 1, c, 1.0, sum_lower._TOP_SD,
+                                sum_lower._FOLD_SD)[2]
+    assert n_fast < n_base
+
+
+@pytest.mark.slow
+def test_hint_is_ignored_where_the_default_statistics_are_searched():
+    # T <= 300, k >= 2 or several epochs: the default statistics whatever the hint
+    for args, kw in (((1.0, 200, 1e-6), {}), ((1.0, 400, 1e-6), {"k": 2}),
+                     ((1.0, 400, 1e-6), {"epochs": 2})):
+        assert (sum_statistic_lower_epsilon(*args, epsilon_hint=0.5, **kw)
+                == sum_statistic_lower_epsilon(*args, **kw))
+
+
+def test_hint_and_lattice_arguments_are_checked():
+    with pytest.raises(ValueError, match="epsilon_hint"):
+        sum_statistic_lower_epsilon(1.0, 1000, 1e-6, epsilon_hint=0.0)
+    with pytest.raises(ValueError, match="epsilon_hint"):
+        sum_statistic_lower_epsilon(1.0, 1000, 1e-6, epsilon_hint=-1.0)
+    with pytest.raises(ValueError, match="top_sd"):
+        sum_statistic_laws(1.0, 10, 2, 0.2, top_sd=0.0)
+    with pytest.raises(ValueError, match="fold_sd"):
+        sum_statistic_laws(1.0, 10, 2, 0.2, fold_sd=-1.0)
+
+
+def test_a_huge_hint_caps_where_main_does():
+    # a hint whose loss overflows exp (epsilon 1e6) is read on the log scale: the cap
+    # is main's, 8 sd
+    assert sum_lower._hinted_top_sd(1.0, 1000, 1e6) == sum_lower._TOP_SD
+    assert sum_lower._hinted_top_sd(1.0, 1000, 1e-9) == sum_lower._HINT_TOP_SD[0]

@@ -691,9 +691,9 @@ class RandomAllocationMechanism(Mechanism):
         certified lower bounds below: the largest-coordinate attack
         (:func:`random_allocation_lower_epsilon`) and the sum-statistic attack
         (:func:`~dpacct.accountant.transformers.random_allocation_sum_lower.sum_statistic_lower_epsilon`,
-        docs/theory/allocation_k_of_t.md), at every ``k``; ``k = steps`` is the
-        unamplified Gaussian, whose own bracket is used.  Both ends bound the
-        mechanism itself."""
+        docs/theory/allocation_k_of_t.md; at k = 1 built for ``hi``), at every ``k``;
+        ``k = steps`` is the unamplified Gaussian, whose own bracket is used.  Both ends
+        bound the mechanism itself."""
         hi = self._epsilon_at(delta, tol)
         lo = 0.0
         if self.base.noise_parameter == "sigma" and hi > 0.0:
@@ -706,8 +706,8 @@ class RandomAllocationMechanism(Mechanism):
                     s, self.steps, delta, epochs=self.epochs, k=self.k
                 )
                 if self.k == 1 and s >= SUM_MIN_SIGMA:
-                    lo = max(lo, sum_statistic_lower_epsilon(s, self.steps, delta, k=1,
-                                                             epochs=self.epochs))
+                    lo = max(lo, sum_statistic_lower_epsilon(
+                        s, self.steps, delta, k=1, epochs=self.epochs, epsilon_hint=hi))
         return min(lo, hi), hi
 
     def delta(self, epsilon, *, tol: float | None = None):
