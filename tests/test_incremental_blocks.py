@@ -16,10 +16,11 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from ledgers import ledger
 from scipy import special
 from sgm_oracles import dp_accounting_epsilon
 
-from dpacct.accountant import PrivacyAccountant, compose, poisson_subsample
+from dpacct.accountant import compose, poisson_subsample
 from dpacct.accountant.pld import block_rules as rules
 from dpacct.accountant.pld import incremental as inc_mod
 from dpacct.accountant.pld import online_direction as direction_mod
@@ -282,9 +283,7 @@ def test_ledger_bracket_contains_dp_accountings_pessimistic_pld_at_a_tenfold_fin
     # bound of the truth up to its round-off) lies inside the ledger's certified
     # bracket, and its optimistic PLD (a lower bound) below the upper end
     phases = [(1.5, 0.01, 100), (1.3, 0.012, 100), (1.2, 0.015, 100)]
-    acct = PrivacyAccountant(progress=False)
-    for sigma, q, count in phases:
-        acct.step(noise_multiplier=sigma, sample_rate=q, count=count)
+    acct = ledger(phases)
     lo, hi = acct.epsilon_bounds(DELTA)
     # dp_accounting 0.6.0 at interval 1e-5 costs about 15 s CPU (two PLDs of each phase
     # at 1e-5), so its values are pinned (a peer's numbers):
