@@ -65,3 +65,13 @@ def cancer():
     majority = max(yte.mean(), 1 - yte.mean())
     nonprivate = LogisticRegression(C=1e4, max_iter=5000).fit(Xtr, ytr).score(Xte, yte)
     return Xtr, Xte, ytr.astype(float), yte.astype(float), majority, nonprivate
+
+
+def pytest_configure(config):
+    """``DPACCT_TEST_CPU_DIR=DIR``: record every test's CPU seconds (its own and its child
+    processes') into ``DIR/<worker>.jsonl`` (``benchmarks/suite_cpu.py``, which also
+    reports them: ``python -m benchmarks.suite_cpu DIR``).  Off by default."""
+    if os.environ.get("DPACCT_TEST_CPU_DIR") and not config.pluginmanager.has_plugin("suite_cpu"):
+        from benchmarks import suite_cpu
+
+        config.pluginmanager.register(suite_cpu, "suite_cpu")

@@ -11,6 +11,12 @@ writes every test that took at least ``--min`` seconds (default 1.5).  Only the 
 and the rough proportions matter: a missing or stale entry changes the order of the
 run, never its outcome.
 
+In place of the XML file, the directory of a run with per-test CPU recorded
+(``DPACCT_TEST_CPU_DIR=DIR``, ``benchmarks/suite_cpu.py``) gives each test's CPU seconds
+(its own and its child processes'), which a loaded machine inflates far less than
+wall seconds (session 33, load average 20: notebook 05 took 31 CPU s and 186 s wall;
+idle, 20.5 s wall).
+
 A partial run (a few modules, or a full run stopped early) updates the file instead
 with ``--merge``: the tests it timed replace their entries (or are added), every other
 entry is kept, and the new times are put on the file's scale first (multiplied by the
@@ -44,18 +50,35 @@ def node_id(case: ET.Element) -> str:
     return "::".join([file, *parts, name])
 
 
+def junit_seconds(path: Path) -> dict[str, float]:
+    """``{node id: seconds}`` of the tests a junit XML file records as run."""
+    timed: dict[str, float] = {}
+    for case in ET.parse(path).getroot().iter("testcase"):
+        if case.find("skipped") is None:
+            timed[node_id(case)] = float(case.get("time", 0.0))
+    return timed
+
+
+def cpu_seconds(folder: Path) -> dict[str, float]:
+    """``{node id: CPU seconds}`` (own + children) of a ``benchmarks/suite_cpu.py`` run."""
+    timed: dict[str, float] = {}
+    for path in sorted(folder.glob("*.jsonl")):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            rec = json.loads(line)
+            if not rec.get("collection"):
+                timed[rec["id"]] = rec["cpu"] + rec["children"]
+    return timed
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("junit", type=Path)
+    parser.add_argument("junit", type=Path, help="a junit XML file, or a suite_cpu directory")
     parser.add_argument("--min", type=float, default=1.5, help="seconds (default 1.5)")
     parser.add_argument(
         "--merge", action="store_true", help="update the file from a partial run (see above)"
     )
     args = parser.parse_args(argv)
-    timed: dict[str, float] = {}
-    for case in ET.parse(args.junit).getroot().iter("testcase"):
-        if case.find("skipped") is None:
-            timed[node_id(case)] = float(case.get("time", 0.0))
+    timed = cpu_seconds(args.junit) if args.junit.is_dir() else junit_seconds(args.junit)
     scale, seconds = 1.0, {}
     if args.merge and OUT.is_file():
         seconds = {k: float(v) for k, v in json.loads(OUT.read_text()).items()}

@@ -14,19 +14,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from ledgers import ledger as _ledger
 
 from dpacct.accountant import PrivacyAccountant, routes
 
 #: the certificate's rounding: a PLD's delta is rounded up by 1e-10 relative (the
 #: composition's rows, a constant ledger's, read epsilon(delta(e)) 1.2e-10 above e)
 ROUND_TRIP = 1.0 + 1e-9
-
-
-def _ledger(phases):
-    acct = PrivacyAccountant(progress=False)
-    for sigma, q, count in phases:
-        acct.step(noise_multiplier=sigma, sample_rate=q, count=count)
-    return acct
 
 
 def _distinct(n: int, steps: int, seed: int = 0):

@@ -14,6 +14,7 @@ import math
 
 import numpy as np
 import pytest
+from ledgers import ledger
 from oracles import gaussian_delta, gaussian_epsilon, gdp_tradeoff
 
 from dpacct.accountant import PrivacyAccountant, compose, routes
@@ -27,10 +28,8 @@ SCHEDULE = [(2.0 + 0.25 * t, 5 + t) for t in range(20)]
 
 
 def _ledger(schedule) -> PrivacyAccountant:
-    acct = PrivacyAccountant(progress=False)
-    for sigma, count in schedule:
-        acct.step(noise_multiplier=sigma, sample_rate=1.0, count=count)
-    return acct
+    """The full-batch ledger of ``(sigma, count)`` records."""
+    return ledger((sigma, 1.0, count) for sigma, count in schedule)
 
 
 def _mu(schedule) -> float:

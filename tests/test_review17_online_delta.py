@@ -14,16 +14,13 @@ bound is never below what the library can prove.
 from __future__ import annotations
 
 import numpy as np
-
-from dpacct.accountant import PrivacyAccountant
+from ledgers import ledger
 
 SEVENTEEN = [(1.0 + t / 20, 0.01, 100) for t in range(17)]
 
 
 def test_online_delta_is_never_below_its_historys_certified_reading():
-    acct = PrivacyAccountant(progress=False)
-    for sigma, q, count in SEVENTEEN:
-        acct.step(noise_multiplier=sigma, sample_rate=q, count=count)
+    acct = ledger(SEVENTEEN)
     assert acct.route == "online"
     d = 1e-5
     e = float(acct.epsilon(d))

@@ -17,7 +17,7 @@ floor; fails with that floor doubled).  About 4 CPU s in all (main).
 
 from __future__ import annotations
 
-from dpacct.accountant import PrivacyAccountant
+from ledgers import ledger
 
 #: 19 distinct small-q phases (sigma 2.8-3.16, q 2e-5 - 2.4e-4): the online route, whose
 #: histories' floor is far above the true delta at eps 0.05
@@ -28,15 +28,8 @@ EPS = (0.05,)
 MAIN = (3.65277169097695e-17,)
 
 
-def _ledger(phases):
-    acct = PrivacyAccountant(progress=False)
-    for sigma, q, count in phases:
-        acct.step(noise_multiplier=sigma, sample_rate=q, count=count)
-    return acct
-
-
 def test_fallback_delta_asked_stepped_and_asked_again_is_the_fresh_ledgers():
-    acct = _ledger(PHASES)
+    acct = ledger(PHASES)
     assert acct.route == "online"
     before = [acct.delta(e) for e in EPS]
     for got, bar in zip(before, MAIN, strict=True):
@@ -47,7 +40,7 @@ def test_fallback_delta_asked_stepped_and_asked_again_is_the_fresh_ledgers():
     sigma, q, count = MORE
     acct.step(noise_multiplier=sigma, sample_rate=q, count=count)
     after = [acct.delta(e) for e in EPS]
-    fresh = _ledger([*PHASES, MORE])
+    fresh = ledger([*PHASES, MORE])
     want = [fresh.delta(e) for e in EPS]
     assert after == want, (after, want)
     assert all(a > b for a, b in zip(after, before, strict=True)), (after, before)
@@ -65,7 +58,7 @@ def test_where_the_rdp_conversion_wins_it_still_answers():
     # conversion is at or above the PLD's answer: a floor set too high drops the pass
     # where it wins and the answer rises to the PLD's 3.65e-17 (fails with that floor
     # doubled, rdp_floor's answer + log 2)
-    acct = _ledger(PHASES)
+    acct = ledger(PHASES)
     for e, bar in zip(RDP_EPS, MAIN_RDP, strict=True):
         got = acct.delta(e)
         assert got <= bar * (1 + 1e-12), (e, got, bar)

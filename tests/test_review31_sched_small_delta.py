@@ -26,8 +26,7 @@ Fails on fbd4761; passes on dfb0eda.  About 2 CPU s.
 from __future__ import annotations
 
 import pytest
-
-from dpacct.accountant import PrivacyAccountant
+from ledgers import ledger
 
 TWENTY_FIVE = [(1.0 + k / 50, 0.01, 10) for k in range(25)]
 TWENTY_FOUR = [(0.83 + 0.04 * k, 0.0021 * 1.087**k, 9) for k in range(24)]
@@ -49,9 +48,7 @@ PEER_FLOOR = {("25x10", 1e-9): 1.6349346659969939}
 @pytest.mark.parametrize("name", sorted(SCHEDULES))
 def test_phase_ledger_no_looser_than_main_at_small_delta(name):
     phases = SCHEDULES[name]
-    acct = PrivacyAccountant(progress=False)
-    for sigma, q, count in phases:
-        acct.step(noise_multiplier=sigma, sample_rate=q, count=count)
+    acct = ledger(phases)
     for (row, delta), bar in MAIN.items():
         if row != name:
             continue

@@ -24,8 +24,8 @@ from __future__ import annotations
 import inspect
 
 import pytest
+from ledgers import ledger
 
-from dpacct.accountant import PrivacyAccountant
 from dpacct.accountant.pld.schedule import fast_epsilon_bounds
 
 #: (phases (sigma, q, count), delta, dp_accounting's pessimistic epsilon, its interval)
@@ -71,9 +71,7 @@ def test_fine_group_lower_end_below_dp_accountings_pessimistic(
 
 @pytest.mark.parametrize(("phases", "delta", "pess", "interval"), ROWS)
 def test_ledger_default_bracket_contains_dp_accountings_pessimistic(phases, delta, pess, interval):
-    acct = PrivacyAccountant(progress=False)
-    for s, q, c in phases:
-        acct.step(noise_multiplier=s, sample_rate=q, count=c)
+    acct = ledger(phases)
     lo, hi = acct.epsilon_bounds(delta)
     assert lo <= pess
     # the upper end is certified and the peer is pessimistic at a fine interval: the peer's

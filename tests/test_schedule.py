@@ -12,6 +12,7 @@ import math
 
 import numpy as np
 import pytest
+from ledgers import ledger
 from sgm_oracles import dp_accounting_epsilon
 
 from dpacct.accountant import BudgetExceededError, PrivacyAccountant
@@ -104,9 +105,7 @@ def test_subsampled_schedule_brackets_independent_oracles():
         (float(s), float(q), 20)
         for s, q in zip(rng.uniform(0.9, 1.6, 24), rng.uniform(0.005, 0.02, 24), strict=True)
     ]
-    acct = PrivacyAccountant(progress=False)
-    for s, q, c in steps:
-        acct.step(noise_multiplier=s, sample_rate=q, count=c)
+    acct = ledger(steps)
     assert len(acct.entries) > ledger_module.EXACT_PHASES  # the rounded route
     lower, upper = acct.epsilon_bounds(DELTA)
     # dp_accounting, optimistic (a lower estimate of the truth) must not exceed our upper:

@@ -14,8 +14,9 @@ import math
 
 import numpy as np
 import pytest
+from ledgers import ledger
 
-from dpacct.accountant import PrivacyAccountant, compose, poisson_subsample
+from dpacct.accountant import compose, poisson_subsample
 from dpacct.accountant.pld import schedule as sch
 from dpacct.mechanisms import GaussianMechanism
 
@@ -71,9 +72,7 @@ def test_ledger_bracket_contains_the_general_route():
         (float(s), float(q), 40)
         for s, q in zip(rng.uniform(0.9, 2.0, 18), rng.uniform(0.002, 0.02, 18), strict=True)
     ]
-    acct = PrivacyAccountant(progress=False)
-    for s, q, c in phases:
-        acct.step(noise_multiplier=s, sample_rate=q, count=c)
+    acct = ledger(phases)
     lo, hi = acct.epsilon_bounds(DELTA)
     assert hi == acct.epsilon(DELTA)
     e_lo, e_hi = _general_route_bounds(phases)
@@ -91,9 +90,7 @@ def test_brackets_at_different_grids_intersect():
     sched = [(1.4 * 0.9995**t, 0.02, 1) for t in range(n)]
     brackets = []
     for grid in (2**-7, 2**-10):
-        acct = PrivacyAccountant(progress=False, grid=grid)
-        for s, q, c in sched:
-            acct.step(noise_multiplier=s, sample_rate=q, count=c)
+        acct = ledger(sched, grid=grid)
         brackets.append(acct.epsilon_bounds(DELTA))
     (lo1, hi1), (lo2, hi2) = brackets
     assert lo1 <= hi1 and lo2 <= hi2
@@ -106,9 +103,7 @@ def test_brackets_at_different_grids_intersect():
 def test_ledger_bracket_with_small_rates_contains_the_general_route():
     # small q (narrow steps: the finer lower step) and a decaying sigma, 20 phases
     phases = [(1.6 * 0.97**i, 0.002 + 0.0005 * (i % 5), 30) for i in range(20)]
-    acct = PrivacyAccountant(progress=False)
-    for s, q, c in phases:
-        acct.step(noise_multiplier=s, sample_rate=q, count=c)
+    acct = ledger(phases)
     lo, hi = acct.epsilon_bounds(DELTA)
     e_lo, e_hi = _general_route_bounds(phases)
     assert lo <= e_hi and e_lo <= hi
@@ -138,9 +133,7 @@ def test_a_smaller_width_refines_on_the_same_steps_and_never_ends_lower(monkeypa
         tried.append(step)
         return real(down, delta, step=step, upper=upper)
 
-    acct = PrivacyAccountant(progress=False)
-    for s, q, c in steps:
-        acct.step(noise_multiplier=s, sample_rate=q, count=c)
+    acct = ledger(steps)
     upper = float(acct.epsilon(DELTA))
     monkeypatch.setattr(sch, "fast_epsilon_bounds", record)
     lows, runs = [], []
@@ -233,9 +226,7 @@ def test_a_small_q_ledger_bracket_is_narrow_and_contains_the_general_route(phase
     0.010810); at sigma 1.5, q 1e-3, 3.0 %.  The lower end is now also taken on a
     finer step (:func:`~dpacct.accountant.pld.schedule_fast._small_q_step`), the
     larger kept."""
-    acct = PrivacyAccountant(progress=False)
-    for s, q, c in phases:
-        acct.step(noise_multiplier=s, sample_rate=q, count=c)
+    acct = ledger(phases)
     lo, hi = acct.epsilon_bounds(DELTA)
     # the general route at its default tol (1.5 s; at tol 1e-5 13 s)
     parts = [poisson_subsample(GaussianMechanism(sigma=s), q) for s, q, _ in phases]

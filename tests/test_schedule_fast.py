@@ -11,10 +11,10 @@ import math
 
 import numpy as np
 import pytest
+from ledgers import ledger
 from oracles import gaussian_epsilon, subsampled_gaussian_epsilon
 from sgm_oracles import dp_accounting_epsilon
 
-from dpacct.accountant import PrivacyAccountant
 from dpacct.accountant.pld import groups
 from dpacct.accountant.pld import schedule_fast as fast
 from dpacct.accountant.pld.schedule import round_schedule, schedule_reference
@@ -202,9 +202,7 @@ def test_fast_path_declines_when_the_window_is_too_long(monkeypatch):
     monkeypatch.setattr(groups, "FAST_MAX_N", 16)
     assert fast.fast_epsilon_bounds([(1.0, 0.01, 1000)], DELTA) is None
     # the ledger then answers by the engine's route
-    acct = PrivacyAccountant(progress=False)
-    for s, q, c in _random_steps(2, n=20, count=5):
-        acct.step(noise_multiplier=s, sample_rate=q, count=c)
+    acct = ledger(_random_steps(2, n=20, count=5))
     lo, hi = acct.epsilon_bounds(DELTA)
     assert 0 < lo <= hi
 
@@ -222,9 +220,7 @@ def test_tiny_per_step_tail_budget_declines_instead_of_failing():
     e_lo, e_hi = compose(parts, counts=[c for *_, c in phases]).epsilon_bounds(delta)
     out = fast_epsilon_bounds(phases, delta)
     assert out is None or (out[0] <= e_hi and e_lo <= out[1])
-    acct = PrivacyAccountant(progress=False)
-    for s, q, c in phases:
-        acct.step(noise_multiplier=s, sample_rate=q, count=c)
+    acct = ledger(phases)
     lo, hi = acct.epsilon_bounds(delta)
     assert lo <= e_hi * (1 + 1e-9) and e_lo <= hi * (1 + 1e-9)
     assert math.isfinite(hi) and hi <= 1.01 * e_hi

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from ledgers import ledger
 from sgm_oracles import dp_accounting_epsilon
 
 from dpacct.accountant.pld.schedule import (
@@ -190,16 +191,12 @@ def test_ledger_bracket_contains_dp_accountings_pessimistic_pld_at_a_tenth_inter
     componentwise round-off bound and finer grid for blocks of exact cells: these narrow
     steps, sigma >= 1.2 and q <= 0.01, are where the ledger's fine grid is coarsest
     against the steps' spread)."""
-    from dpacct.accountant import PrivacyAccountant
-
     rng = np.random.default_rng(37)
     phases = [
         (float(s), float(q), 15)
         for s, q in zip(rng.uniform(1.2, 2.0, 17), rng.uniform(0.002, 0.01, 17), strict=True)
     ]
-    acct = PrivacyAccountant(progress=False)
-    for s, q, c in phases:
-        acct.step(noise_multiplier=s, sample_rate=q, count=c)
+    acct = ledger(phases)
     lo0, hi0 = acct.epsilon_bounds(DELTA)  # not refined unless a width is asked
     lo, hi = acct.epsilon_bounds(DELTA, width=1e-4)
     assert hi == hi0 == acct.epsilon(DELTA) and lo0 <= lo
@@ -237,7 +234,7 @@ def test_default_ledger_bracket_is_within_a_hundredth_percent_and_contains_the_f
         (float(s), float(q), 15)
         for s, q in zip(rng.uniform(1.2, 2.0, 17), rng.uniform(0.002, 0.01, 17), strict=True)
     ]
-    acct = _ledger(phases)
+    acct = ledger(phases)
     lo, hi = acct.epsilon_bounds(DELTA)
     fine_hi = 0.261762618494979
     assert hi == acct.epsilon(DELTA)
@@ -256,15 +253,6 @@ def _phases_row(n: int, log_q: bool) -> list[tuple[float, float, int]]:
     return [(float(a), float(b), 10) for a, b in zip(sig, q, strict=True)]
 
 
-def _ledger(phases):
-    from dpacct.accountant import PrivacyAccountant
-
-    acct = PrivacyAccountant(progress=False)
-    for s, q, c in phases:
-        acct.step(noise_multiplier=s, sample_rate=q, count=c)
-    return acct
-
-
 def test_ledger_of_100_random_phases_at_or_below_dp_accountings_default():
     """Issue 37 (session 31): the ledger's answer on 100 random phases x 10 (the
     benchmarks' row) is at or below dp_accounting's default pessimistic PLD
@@ -274,7 +262,7 @@ def test_ledger_of_100_random_phases_at_or_below_dp_accountings_default():
     certified bounds on the same epsilon).  Measured 1.84283538 (-1.4e-7); with the
     coarse rule alone (before session 31) 1.84284262 (+3.8e-6) fails."""
     phases = _phases_row(100, False)
-    acct = _ledger(phases)
+    acct = ledger(phases)
     peer_default = 1.8428356415308176
     hi = acct.epsilon(DELTA)
     lo, hi2 = acct.epsilon_bounds(DELTA)
@@ -296,7 +284,7 @@ def test_ledger_of_1000_log_uniform_phases_at_or_below_dp_accountings_default():
     (pinned, 1.4838006182082562, 119 s CPU in dp_accounting: benchmarks/data/
     schedule_oneshot_dp_accounting.json).  Measured 1.48376317 (-2.5e-5); the coarse
     rule alone gave 1.48389245 (+6.2e-5)."""
-    acct = _ledger(_phases_row(1000, True))
+    acct = ledger(_phases_row(1000, True))
     assert acct.epsilon(DELTA) <= 1.4838006182082562
 
 
