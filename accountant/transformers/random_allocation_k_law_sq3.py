@@ -458,7 +458,7 @@ def remove_atoms_sq3(sigma: float, t: int, *, progress: bool = False, theta_sd: 
                      coarse: tuple[float, float] | None = None, first: str = "maclaurin",
                      first_coarse: tuple[float, float] = (0.25, 0.0625),
                      first_low: float = 1e-4, first_low_step: float = 0.25,
-                     first_h: float | None = None,
+                     first_h: float | None = None, h: float | None = None,
                      ) -> tuple:
     """``(values, q, charge)``: for every ``gamma >= 0``, ``H_gamma(P_3 || Q) <= sum_i q_i
     (values_i - gamma)_+ + charge`` (Proposition 12 of docs/theory/allocation_k_of_t.md;
@@ -498,6 +498,10 @@ def remove_atoms_sq3(sigma: float, t: int, *, progress: bool = False, theta_sd: 
         mass), each > 0.
     first_h : float, optional
         The first region's per-coordinate lattice step (default: Proposition 10's ``h1``).
+    h : float, optional
+        The per-coordinate lattice step of the others' sum in regions 2 and 3, > 0
+        (default :data:`_H`, else Proposition 10's; each coordinate's square is credited
+        as its cell's lower end's, so a finer step is tighter in ``s`` too).
 
     Returns
     -------
@@ -509,7 +513,7 @@ def remove_atoms_sq3(sigma: float, t: int, *, progress: bool = False, theta_sd: 
     ------
     ValueError
         If ``sigma <= 0``, ``t < 5``, ``theta3_sd >= theta_sd``, ``cut_step <= 0``,
-        ``rho <= 1``, an entry of ``coarse`` or ``first_coarse`` or ``first_low`` or
+        ``h <= 0``, ``rho <= 1``, an entry of ``coarse`` or ``first_coarse`` or ``first_low`` or
         ``first_low_step`` is not positive, or ``first`` is none of the three.
 
     Examples
@@ -540,6 +544,7 @@ def remove_atoms_sq3(sigma: float, t: int, *, progress: bool = False, theta_sd: 
     check_positive("first_coarse[1]", first_coarse[1])
     if first_h is not None:
         first_h = check_positive("first_h", first_h)
+    h23 = _H if h is None else check_positive("h", h)
     first_low = check_positive("first_low", first_low)
     first_low_step = check_positive("first_low_step", first_low_step)
     cache: dict = {}
@@ -552,7 +557,7 @@ def remove_atoms_sq3(sigma: float, t: int, *, progress: bool = False, theta_sd: 
         if key not in cache:
             if key[0] not in powers and len(powers) >= 2:
                 del powers[next(iter(powers))]
-            cache[key] = (*_pair_lattice(sig, key[0] * cut_step, h if _H is None else _H,
+            cache[key] = (*_pair_lattice(sig, key[0] * cut_step, h if h23 is None else h23,
                                          folds, st, sf, rho, powers.setdefault(key[0], [])),
                           folds, {})
         return cache[key]
