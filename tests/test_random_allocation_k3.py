@@ -211,7 +211,7 @@ def test_sum_of_squares_law_is_the_routes_in_its_range_only(monkeypatch):
     # to T 15, region 2's own lattice everywhere (session 33)
     fine1 = {**k3.SQ3_FINE, "first_h": k3.SQ3_FIRST_H, **k3.SQ3_REGION2, **k3.SQ3_REGION3}
     assert [b[2] for b in built] == [{"progress": False, "first": "both", **st} for st in (
-        fine1, {**k3.SQ3_SETTINGS, **k3.SQ3_REGION2}, fine1,
+        fine1, {**k3.SQ3_SETTINGS, **k3.SQ3_REGION2_LIGHT}, fine1,
         {**k3.SQ3_FINE, **k3.SQ3_REGION2})]
     for s, t in ((1.19, 30), (1.51, 30), (1.2, 10), (1.2, 31), (1.0, 100), (1.5, 10)):
         assert k3.k3_atoms(s, t) == ("four", s, t)
