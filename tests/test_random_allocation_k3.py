@@ -207,10 +207,12 @@ def test_sum_of_squares_law_is_the_routes_in_its_range_only(monkeypatch):
     assert k3.k3_atoms(1.5, 30, maclaurin_first=True) == ("sq3-12", 1.5, 30)
     assert [b[:2] for b in built] == [(1.2, 11), (1.2, 30), (1.5, 11), (1.5, 30)]
     # the finer nodes at sigma 1.5 and up to T 20, the coarse ones at sigma 1.2, T 30;
-    # both first regions in one pass, the first region's finer step up to T 15
-    fine1 = {**k3.SQ3_FINE, "first_h": k3.SQ3_FIRST_H}
+    # both first regions in one pass, the first region's and regions 3's finer steps up
+    # to T 15, region 2's own lattice everywhere (session 33)
+    fine1 = {**k3.SQ3_FINE, "first_h": k3.SQ3_FIRST_H, **k3.SQ3_REGION2, **k3.SQ3_REGION3}
     assert [b[2] for b in built] == [{"progress": False, "first": "both", **st} for st in (
-        fine1, k3.SQ3_SETTINGS, fine1, k3.SQ3_FINE)]
+        fine1, {**k3.SQ3_SETTINGS, **k3.SQ3_REGION2_LIGHT}, fine1,
+        {**k3.SQ3_FINE, **k3.SQ3_REGION2})]
     for s, t in ((1.19, 30), (1.51, 30), (1.2, 10), (1.2, 31), (1.0, 100), (1.5, 10)):
         assert k3.k3_atoms(s, t) == ("four", s, t)
 
@@ -227,7 +229,8 @@ def test_finer_sum_of_squares_route_below_main_and_above_importance_sampling():
     from tests.test_random_allocation_k_law4 import _is_remove
 
     ra = random_allocation(GaussianMechanism(1.5), 11, k=3)
-    assert k3.sq3_settings(1.5, 11) == {**k3.SQ3_FINE, "first_h": k3.SQ3_FIRST_H}
+    assert k3.sq3_settings(1.5, 11) == {**k3.SQ3_FINE, "first_h": k3.SQ3_FIRST_H,
+                                        **k3.SQ3_REGION2, **k3.SQ3_REGION3}
     eps = float(ra.epsilon(1e-6))
     assert eps < 3.107008125305378 * (1 - 1e-4), eps
     e = np.array([2.0, 2.5])

@@ -21,6 +21,7 @@ import pytest
 from benchmarks.random_allocation_k_truth import elementary
 from dpacct.accountant.transformers.random_allocation_k2_three import _DLOG
 from dpacct.accountant.transformers.random_allocation_k_law import (
+    _add_counts,
     _bin_affine,
     _tails,
     settings,
@@ -100,3 +101,28 @@ def test_binning_rounds_every_value_up_by_at_most_one_step_and_charges_the_rest(
     assert truth * (1 - 1e-12) <= total <= truth * math.exp(_DLOG) * (1 + 1e-9)
     down = np.roll(hist, -1)  # the check can fail: every atom one grid step lower
     assert not np.all(tail(down) >= tail(ref_kept) * (1 - 1e-12))
+
+
+@pytest.mark.parametrize("rows", [1, 2])
+def test_add_counts_is_one_bincount_over_the_span_bit_for_bit(rows):
+    """Session 33: the counts of index 0 (values at or below the grid's least) far below
+    the rest are added apart (a slot just below the least other index); every bin must be
+    bit-equal to one ``bincount`` over ``0..hi`` (sequential sums in the input's order)."""
+    rng = np.random.Generator(np.random.PCG64(33_101))
+    nb = 400_000
+    cases = []
+    for zeros in (0, 1, 500):
+        ix = rng.integers(300_000, 300_000 + 5_000, 20_000)
+        ix[rng.choice(ix.size, zeros, replace=False)] = 0
+        cases.append(ix)
+    cases.append(rng.integers(0, 3, 1_000))  # lo 0, hi small: one bincount
+    cases.append(np.r_[np.zeros(10, np.int64), rng.integers(1, 9_000, 1_000)])  # lo2 1
+    cases.append(rng.integers(5, 50_000, 1_000))  # lo > 0
+    for ix in cases:
+        wt = np.exp(rng.normal(-10.0, 5.0, ix.size))
+        start = np.exp(rng.normal(-10.0, 5.0, (rows, nb)))[0 if rows == 1 else slice(None)]
+        hist, ref = start.copy(), start.copy()
+        lo, hi = int(ix.min()), int(ix.max())
+        ref[..., : hi + 1] += np.bincount(ix, weights=wt, minlength=hi + 1)
+        _add_counts(hist, ix.copy(), wt, lo, hi)
+        assert np.array_equal(hist, ref)

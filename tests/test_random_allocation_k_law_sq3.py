@@ -288,6 +288,38 @@ def test_both_first_regions_in_one_pass_bit_equal():
         first_coefficients(np.array(1.0), np.array(1.0), 3)
 
 
+
+def test_region_two_takes_its_own_lattice_steps(monkeypatch):
+    """Session 33: ``h2`` / ``coarse2`` reach region 2's one lattice (``T - 2`` folds)
+    and no other (regions 3's keep ``h`` and ``coarse``, their squarings not shared
+    with it); the finer region-2 law stays a law of mean >= 1 and is not above the
+    default's mean here; bad values raise naming the parameter."""
+    import dpacct.accountant.transformers.random_allocation_k_law_sq3 as sq3
+
+    kw = {"cut_step": 1.0, "rho": 2.0, "dl3": 0.2, "eta": 1e-2, "coarse": (1.0, 0.25)}
+    calls = []
+    orig = sq3._pair_lattice
+
+    def spy(sigma, cut, h, folds, step, sd_frac, rho=sq3._RHO, squares=None):
+        calls.append((folds, h, step, sd_frac, squares is None))
+        return orig(sigma, cut, h, folds, step, sd_frac, rho, squares)
+
+    monkeypatch.setattr(sq3, "_pair_lattice", spy)
+    base = remove_atoms_sq3(1.0, 6, **kw)
+    base_calls, calls[:] = list(calls), []
+    fine = remove_atoms_sq3(1.0, 6, h2=0.05, coarse2=(0.25, 0.0625), **kw)
+    two = [c for c in calls if c[0] == 4]
+    assert two == [(4, 0.05, 0.25, 0.0625, True)]
+    assert [c for c in calls if c[0] != 4] == [c for c in base_calls if c[0] != 4]
+    assert all(c[1:4] == (0.15, 1.0, 0.25) for c in calls if c[0] != 4)
+    for v, q, c in (base, fine):
+        assert float(q @ v) + c >= 1.0
+    assert float(fine[1] @ fine[0]) + fine[2] <= float(base[1] @ base[0]) + base[2]
+    for bad, name in (({"h2": 0.0}, "h2"), ({"coarse2": (0.25, -1.0)}, "coarse2"),
+                      ({"h": -0.1}, "h")):
+        with pytest.raises(ValueError, match=name):
+            remove_atoms_sq3(1.0, 6, **bad)
+
 @pytest.mark.slow
 def test_first_region_law_above_importance_sampling_one_and_three_epochs():
     """The route's law at sigma 1.5, T 11 (Proposition 13 on ``sq3_settings``' nodes):

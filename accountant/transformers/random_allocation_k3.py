@@ -109,6 +109,24 @@ K3_SQ3_FINE_STEPS = 20
 #: past the bracket's 40 s, so not taken there
 K3_SQ3_FIRST_FINE_STEPS = 15
 SQ3_FIRST_H = 0.05
+#: region 2's own lattice (``remove_atoms_sq3``'s ``h2``, ``coarse2``) wherever Proposition
+#: 13 is routed: its one lattice (``M_3 <= theta_3``) holds most of the mass and most of
+#: the discretisation's loss (session 33; sigma 1.5, T 11, delta 1e-6, 3 / 5 epochs:
+#: 5.68441 / 7.62636 -> 5.66222 / 7.59581 for about 1 CPU s; ``h = 0.05`` in regions 2
+#: and 3 alike: 5.66403 / 7.60159 for 8 s)
+SQ3_REGION2 = {"h2": 0.025, "coarse2": (0.125, 0.03125)}
+#: below :data:`K3_SQ3_FINE_SIGMA` above :data:`K3_SQ3_FIRST_FINE_STEPS` steps (sigma 1.2,
+#: T 20-30, where the bracket's CPU is at its budget) region 2 on half as many entries:
+#: sigma 1.2, T 20, region 2's lattice alone 0.57 against 1.33 CPU s and 20 315 against
+#: 40 814 entries, peak RSS 207 against 366 MB (sigma 1.5, T 11, three epochs: 5.66482
+#: against 5.66222)
+SQ3_REGION2_LIGHT = {"h2": 0.05, "coarse2": (0.25, 0.0625)}
+#: up to this many steps, and from :data:`K3_SQ3_FINE_SIGMA` up to
+#: :data:`K3_SQ3_FINE_STEPS`, regions 3's lattices are finer too (``h``, ``coarse``;
+#: session 32's measured cause: sigma 1.5, T 11, 3 epochs 5.66403 -> 5.64538 with both;
+#: regions 3 alone 5.68441 -> 5.66544 at about twice the law's CPU, session 33)
+K3_SQ3_R3_FINE_STEPS = 15
+SQ3_REGION3 = {"h": 0.05, "coarse": (0.25, 0.0625)}
 
 
 def sq3_settings(sigma: float, steps: int) -> dict:
@@ -118,7 +136,11 @@ def sq3_settings(sigma: float, steps: int) -> dict:
     :data:`SQ3_SETTINGS` (sigma 1.2, T 30: 34-38 CPU s on these nodes; on the finer,
     estimated from that factor, not measured: about 70); up to
     :data:`K3_SQ3_FIRST_FINE_STEPS` steps Proposition 13's first region on the step
-    :data:`SQ3_FIRST_H` (``first_h``).
+    :data:`SQ3_FIRST_H` (``first_h``); region 2's own lattice :data:`SQ3_REGION2`
+    (:data:`SQ3_REGION2_LIGHT` below sigma :data:`K3_SQ3_FINE_SIGMA` above
+    :data:`K3_SQ3_FIRST_FINE_STEPS` steps), and regions 3's :data:`SQ3_REGION3` up to
+    :data:`K3_SQ3_R3_FINE_STEPS` steps and from sigma :data:`K3_SQ3_FINE_SIGMA` up to
+    :data:`K3_SQ3_FINE_STEPS` (session 33).
 
     Examples
     --------
@@ -126,11 +148,20 @@ def sq3_settings(sigma: float, steps: int) -> dict:
     (0.05, 0.05, 0.1)
     >>> sq3_settings(1.2, 11)["first_h"], "first_h" in sq3_settings(1.2, 20)
     (0.05, False)
+    >>> sq3_settings(1.2, 30)["h2"], sq3_settings(1.5, 30)["h2"], sq3_settings(1.2, 11)["h2"]
+    (0.05, 0.025, 0.025)
+    >>> "h" in sq3_settings(1.2, 20), sq3_settings(1.5, 20)["h"]
+    (False, 0.05)
     """
     fine = sigma >= K3_SQ3_FINE_SIGMA or steps <= K3_SQ3_FINE_STEPS
     out = dict(SQ3_FINE if fine else SQ3_SETTINGS)
     if steps <= K3_SQ3_FIRST_FINE_STEPS:
         out["first_h"] = SQ3_FIRST_H
+    light = sigma < K3_SQ3_FINE_SIGMA and steps > K3_SQ3_FIRST_FINE_STEPS
+    out.update(SQ3_REGION2_LIGHT if light else SQ3_REGION2)
+    if steps <= K3_SQ3_R3_FINE_STEPS or (sigma >= K3_SQ3_FINE_SIGMA
+                                          and steps <= K3_SQ3_FINE_STEPS):
+        out.update(SQ3_REGION3)
     return out
 
 

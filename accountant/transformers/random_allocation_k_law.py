@@ -234,11 +234,29 @@ def _bin_affine(hist, b, a, c, wb, pc, off, drop: float = 0.0) -> float:
             lo, hi = int(ixn.min()), int(ixn.max())
             if hi >= nb:
                 raise ArithmeticError("a value of the k-of-T law fell beyond the log grid")
-            if lo:
-                ixn -= lo
-            hist[lo : hi + 1] += np.bincount(ixn, weights=wt[:n], minlength=hi - lo + 1)
+            _add_counts(hist, ixn, wt[:n], lo, hi)
     # the suffix sums and this sum: a few hundred ulps at most, all terms >= 0
     return charge * (1.0 + _OPS)
+
+
+def _add_counts(hist, ix, wt, lo: int, hi: int) -> None:
+    """``hist[..., i] += sum of wt[ix == i]`` (each bin's sum in the order of ``ix``, as
+    one ``bincount`` over ``lo..hi``); ``ix`` is overwritten.  Where index 0 (values at or
+    below the grid's least, zeros among them) lies far below the rest (``hi > ix.size``),
+    those elements are counted in a slot just below the least other index, so that the
+    counts span that index to ``hi``, not ``0`` to ``hi`` (the same sums: bit-equal)."""
+    if lo == 0 and hi > ix.size:
+        lo2 = int(np.min(ix, where=ix > 0, initial=hi))
+        if lo2 > 1:
+            np.maximum(ix, lo2 - 1, out=ix)  # index 0 -> lo2 - 1 (no element there)
+            ix -= lo2 - 1
+            got = np.bincount(ix, weights=wt, minlength=hi - lo2 + 2)
+            hist[..., 0] += got[0]
+            hist[..., lo2 : hi + 1] += got[1:]
+            return
+    if lo:
+        ix -= lo
+    hist[..., lo : hi + 1] += np.bincount(ix, weights=wt, minlength=hi - lo + 1)
 
 
 def _first_region(tail, hist, law, r, m, w, sel, k, c, off, drop_w, drop_r) -> float:

@@ -57,6 +57,7 @@ from .random_allocation_k_law import (
     _DROP_Q,
     _MARGIN,
     _PER_LOG2,
+    _add_counts,
     _dot,
     _least,
     _levels_and_cuts,
@@ -264,10 +265,8 @@ def _bin_rows(hist, e, p, wrow, pc, off, drop: float) -> float:
             lo, hi = int(ixn.min()), int(ixn.max())
             if hi >= nb:
                 raise ArithmeticError("a value of the four-level law fell beyond the log grid")
-            if lo:
-                ixn -= lo
             # (a 2-row hist: two laws sharing these values, each row added the same)
-            hist[..., lo : hi + 1] += np.bincount(ixn, weights=wt[:n], minlength=hi - lo + 1)
+            _add_counts(hist, ixn, wt[:n], lo, hi)
     return charge * (1.0 + _OPS)
 
 
