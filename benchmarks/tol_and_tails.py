@@ -29,6 +29,7 @@ conversion included) and the tilted composition of the steps
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import sys
 import time
@@ -43,7 +44,7 @@ def _timed(fn):
     return out, time.process_time() - t0
 
 
-def tails(uncertified: bool) -> None:
+def tails(uncertified: bool, records: list) -> None:
     """The small-q ledger's tail questions, each timed (CPU seconds)."""
     from dpacct.accountant import PrivacyAccountant
     from dpacct.accountant.pld import pld_fft
@@ -57,6 +58,10 @@ def tails(uncertified: bool) -> None:
                      ("epsilon_bounds(1e-5)", lambda: acct.epsilon_bounds(1e-5))):
         out, cpu = _timed(fn)
         print(f"{name}: {out} in {cpu:.2f} s", flush=True)
+        ends = (("lower", out[0]), ("upper", out[1])) if isinstance(out, tuple) else (
+            ("epsilon", out),)
+        records.append({"workload": f"tails small q {name}", **{k: float(v) for k, v in ends},
+                        "cpu_s": cpu})
     ledger = acct._ledger
     (reading, floor), cpu = _timed(lambda: ledger.online(1e-5).delta(np.array([0.5])))
     print(f"the history at 1e-5 reads delta(0.5) {float(reading[0]):.4g}, floor {floor:.4g}"
@@ -64,6 +69,7 @@ def tails(uncertified: bool) -> None:
     out, cpu = _timed(lambda: acct.delta(0.5))
     tag = " (uncertified: not a bound)" if uncertified else ""
     print(f"delta(0.5): {out:.6g} in {cpu:.2f} s{tag}", flush=True)
+    records.append({"workload": "tails small q delta(0.5)", "delta": float(out), "cpu_s": cpu})
 
 
 def _small_q(n: int = 1_500) -> list[tuple[float, float, int]]:
@@ -84,7 +90,7 @@ TILT_LEDGERS = {
 }
 
 
-def tilted_rows() -> None:
+def tilted_rows(records: list) -> None:
     """Per ledger and epsilon: the router's answer and CPU, the history floor, the
     engine's rounded schedule (with RDP) and the tilted composition."""
     from dpacct.accountant import PrivacyAccountant
@@ -113,9 +119,10 @@ def tilted_rows() -> None:
                     tilted, share = found
             print(f"| {name} | {eps:g} | {got:.6e} | {cpu:.2f} | {floor:.2e} | {engine:.6e} |"
                   f" {tilted:.6e} | {share:.1e} |", flush=True)
+            records.append({"ledger": name, "eps": f"{eps:g}", "delta": got, "cpu_s": cpu})
 
 
-def tol_rows(sigmas: list[float]) -> None:
+def tol_rows(sigmas: list[float], records: list) -> None:
     """Upper and lower ends against the exact epsilon, in units of the tolerance."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
     import oracles
@@ -134,6 +141,8 @@ def tol_rows(sigmas: list[float]) -> None:
                 up = hi / exact - 1.0
                 print(f"| {sigma:g} | {q:g} | {exact:.6f} | {tol:g} | {up:+.2e} | "
                       f"{up / tol:.1f} | {lo / exact - 1.0:+.2e} |", flush=True)
+                records.append({"sigma": f"{sigma:g}", "q": f"{q:g}", "tol": f"{tol:g}",
+                                "lower": float(lo), "upper": float(hi)})
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -144,17 +153,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tol", action="store_true", help="one step against the exact epsilon")
     parser.add_argument("--tilted", action="store_true",
                         help="delta below the histories' floor: router, engine, tilted")
+    parser.add_argument("--json", default=None, help="write the answers here (records)")
     parser.add_argument("--sigmas", default="0.0299,0.05,0.1,0.2,0.3,0.5,0.8",
                         help="with --tol: comma-separated noise multipliers")
     args = parser.parse_args(argv)
     if not (args.tails or args.tol or args.tilted):
         parser.error("give --tails, --tol or --tilted")
+    records: list[dict] = []
     if args.tails:
-        tails(args.uncertified)
+        tails(args.uncertified, records)
     if args.tilted:
-        tilted_rows()
+        tilted_rows(records)
     if args.tol:
-        tol_rows([float(s) for s in args.sigmas.split(",")])
+        tol_rows([float(s) for s in args.sigmas.split(",")], records)
+    if args.json:
+        Path(args.json).write_text(json.dumps({"results": records}, indent=1))
     return 0
 
 
