@@ -174,13 +174,11 @@ ONLINE_DELTA_FLOOR_GAP = 0.5
 #: readings' own rounding: a PLD's delta is rounded up by 1e-10 relative, so the
 #: history of ``epsilon(d)`` reads ``delta(epsilon(d))`` a few 1e-11 above ``d``)
 ONLINE_DELTA_SLACK = 1e-9
-#: ... where it does, the tilted composition of the steps answers
-#: (:func:`_below_floor`), its tails first sized for this share of the floor ...
+#: below the histories' floor the steps' tilted composition answers (:func:`_below_floor`),
+#: its tails sized for this share of the floor, in at most this many passes ...
 ONLINE_DELTA_TILT_TARGET = 1e-2
 ONLINE_DELTA_TILT_PASSES = 3
-#: ... and alone (without the schedule rounded up by the engine) when its answer is below
-#: this share of the floor with at most ``ONLINE_DELTA_TILT_SHARE`` of it certificate
-#: (measured: benchmarks/tol_and_tails.py ``--tilted``, benchmarks/README.md session 33)
+#: ... alone below this share of the floor, certificate at most this share (``--tilted``)
 ONLINE_DELTA_TILT_ALONE = 1e-2
 ONLINE_DELTA_TILT_SHARE = 1e-2
 #: the names :func:`ledger_route` returns

@@ -53,3 +53,14 @@ def test_the_untilted_floor_is_above_the_tilted_answer():
 def test_bad_input_names_the_parameter(eps, target, name):
     with pytest.raises(ValueError, match=name):
         tilted_delta([(1.0, 0.01, 10)], eps, target)
+
+
+def test_tilted_epsilon_is_sound_and_within_a_hundredth_of_the_truth():
+    # the exact delta (quadrature) at the answer is at most the target, 0.01 below it
+    # above (the answer is a multiple of the 1e-3 grid step)
+    from dpacct.accountant.pld.schedule_tilted import tilted_epsilon
+
+    pair = ((0.8, 0.01), (0.9, 0.02))
+    e = tilted_epsilon([(0.8, 0.01, 1), (0.9, 0.02, 1)], 1e-20, 1.0)
+    assert float(oracles.two_subsampled_gaussians_delta(*pair, e)) <= 1e-20
+    assert float(oracles.two_subsampled_gaussians_delta(*pair, e - 0.01)) > 1e-20

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 
@@ -48,7 +49,7 @@ from .pld_settings import tail_budgets
 from .schedule_fast import ALIAS_SHARE, FAST_STEP, _compose_tree
 from .sgm_cells import _pessimistic_cells
 
-__all__ = ["TILT_FLOOR", "tilted_delta"]
+__all__ = ["TILT_FLOOR", "tilted_delta", "tilted_epsilon"]
 
 #: a tilted mass computed below this is not composed: its P-mass goes to ``+inf``
 #: (kept far from the subnormal range, where the relative rounding bound fails)
@@ -89,16 +90,29 @@ def _best_tilt(pmfs, losses, counts: np.ndarray, epsilon: float, t_max: float) -
     return lo
 
 
-def _direction_delta(
+class _Tilted(NamedTuple):
+    """One direction's tilted composition: grid nodes and tilted masses (``pmf``), the
+    tilt ``t``, the rounded-up exponent ``k_up``, the tilted l1 error ``err``, the
+    relative ``slack`` of the untilting and the mass at ``+inf``."""
+
+    nodes: np.ndarray
+    pmf: np.ndarray
+    t: float
+    k_up: float
+    err: float
+    slack: float
+    inf_mass: float
+
+
+def _tilted_composition(
     arrays: tuple[np.ndarray, np.ndarray, np.ndarray],
     epsilon: float,
     step: float,
     budgets: tuple[float, float],
     add: bool,
-) -> tuple[float, float, float] | None:
-    """Certified delta at ``epsilon`` of one direction's composition, tilted: the bound,
-    the ``t`` used and the certificate's share (round-off and ``+inf`` mass); None when
-    the composition cannot certify (window too long)."""
+) -> _Tilted | None:
+    """One direction's cells tilted by the ``t`` chosen at ``epsilon`` and composed
+    (the module docstring's bounds); None when the composition cannot certify."""
     sig, qs, cnt = arrays
     firsts, pmfs, infs = _pessimistic_cells(sig, qs, step, budgets[0], add)
     infs = np.array(infs, dtype=float)
@@ -139,19 +153,39 @@ def _direction_delta(
     k_up += 2.0 * _U * (len(pmfs) + 2.0) * float(cnt @ np.abs(log_m)) + 1e-300
     # (1 - eta)^-N: the tilted masses' rounding, untilted
     slack = math.expm1(-float(cnt @ np.log1p(-etas))) + 1e-12
-    nodes = (g.offset + np.arange(g.pmf.size)) * g.step
-    above = (nodes > epsilon) & (g.pmf > 0)
-    with np.errstate(divide="ignore"):
-        at = nodes[above]
-        logs = np.log(g.pmf[above]) + k_up - t * at + np.log(-np.expm1(epsilon - at))
-    body = math.fsum(np.exp(logs).tolist()) * (1.0 + 1e-12) * (1.0 + slack)
-    factor = 1.0 if t == 0.0 else (t / (1.0 + t)) ** t / (1.0 + t)
-    cert = err * math.exp(k_up - t * epsilon) * factor * (1.0 + 1e-12)
     with np.errstate(divide="ignore"):
         log_fin = float(cnt @ np.log1p(-np.minimum(infs, 1.0)))
-    inf_mass = -math.expm1(log_fin) * (1.0 + 1e-12)
-    total = min(1.0, (body + cert + inf_mass) * (1.0 + 1e-12) + TINY)
-    return total, t, (cert + inf_mass) / total if total > 0 else 1.0
+    nodes = (g.offset + np.arange(g.pmf.size)) * g.step
+    keep = g.pmf > 0
+    return _Tilted(
+        nodes[keep], g.pmf[keep], t, k_up, err, slack, -math.expm1(log_fin) * (1.0 + 1e-12)
+    )
+
+
+def _read(comp: _Tilted, epsilon: float) -> tuple[float, float]:
+    """The certified delta at ``epsilon`` of a tilted composition (any ``epsilon``: the
+    certificate term is valid at every one, smallest near the ``epsilon`` its ``t`` was
+    chosen at) and the share of it that is certificate and ``+inf`` mass."""
+    t = comp.t
+    above = comp.nodes > epsilon
+    at = comp.nodes[above]
+    logs = np.log(comp.pmf[above]) + comp.k_up - t * at + np.log(-np.expm1(epsilon - at))
+    body = math.fsum(np.exp(logs).tolist()) * (1.0 + 1e-12) * (1.0 + comp.slack)
+    factor = 1.0 if t == 0.0 else (t / (1.0 + t)) ** t / (1.0 + t)
+    with np.errstate(over="ignore"):
+        cert = comp.err * math.exp(min(comp.k_up - t * epsilon, 700.0)) * factor * (1 + 1e-12)
+    total = min(1.0, (body + cert + comp.inf_mass) * (1.0 + 1e-12) + TINY)
+    return total, (cert + comp.inf_mass) / total
+
+
+def _arrays(phases, target: float):
+    """``(sigma, q, count)`` arrays of ``phases`` and the tail budgets ``(piece,
+    alias)`` for ``target`` (the upper end's share of the aliasing budget)."""
+    sig = np.array([float(s) for s, _, _ in phases])
+    qs = np.array([float(q) for _, q, _ in phases])
+    cnt = np.array([int(c) for _, _, c in phases], dtype=np.int64).astype(float)
+    budget = tail_budgets(target, max(int(cnt.sum()), 1))
+    return (sig, qs, cnt), (budget.piece, budget.alias * ALIAS_SHARE)
 
 
 def tilted_delta(
@@ -197,7 +231,8 @@ def tilted_delta(
     >>> from dpacct.accountant.pld.schedule_fast import fast_upper
     >>> phases = [(1.0 + 0.01 * i, 1e-3, 20) for i in range(30)]
     >>> d, share = tilted_delta(phases, 1.0, 1e-15)
-    >>> bool(0 < d < 1e-12), bool(fast_upper(phases, 1e-15)[1] > d)
+    >>> floor = fast_upper(phases, 1e-9)[1]  # the untilted certificate's floor
+    >>> bool(0 < d < 1e-13), bool(floor > 1e3 * d)
     (True, True)
     """
     if not phases:
@@ -206,17 +241,112 @@ def tilted_delta(
         raise ValueError(f"epsilon must be a finite number >= 0, got {epsilon!r}")
     if not (isinstance(target, (int, float)) and 0.0 < target <= 1.0):
         raise ValueError(f"target must be in (0, 1], got {target!r}")
-    sig = np.array([float(s) for s, _, _ in phases])
-    qs = np.array([float(q) for _, q, _ in phases])
-    cnt = np.array([int(c) for _, _, c in phases], dtype=np.int64).astype(float)
-    budget = tail_budgets(target, max(int(cnt.sum()), 1))
-    budgets = (budget.piece, budget.alias * ALIAS_SHARE)
+    (sig, qs, cnt), budgets = _arrays(phases, target)
     step = FAST_STEP if step is None else step
     out, share = 0.0, 0.0
     for add in (False, True):
-        res = _direction_delta((sig, qs, cnt), float(epsilon), step, budgets, add)
-        if res is None:
+        comp = _tilted_composition((sig, qs, cnt), float(epsilon), step, budgets, add)
+        if comp is None:
             return None
-        if res[0] > out:
-            out, share = res[0], res[2]
+        got = _read(comp, float(epsilon))
+        if got[0] > out:
+            out, share = got
     return out, share
+
+
+def tilted_epsilon(
+    phases: Sequence[tuple[float, float, int]],
+    delta: float,
+    guess: float,
+    *,
+    step: float | None = None,
+) -> float | None:
+    """Certified upper bound on the epsilon at ``delta`` of DP-SGD phases, tilted.
+
+    Both directions are composed as in :func:`tilted_delta` with ``t`` chosen at
+    ``guess`` (tails sized for ``delta``), and the smallest multiple of the grid step
+    at which the larger certified delta (:func:`_read`, valid at every epsilon) is at
+    most ``delta`` is found by bisection over the multiples; once more with ``t``
+    chosen at that answer when it is more than a step from ``guess``.  Every candidate
+    returned has its certified delta at most ``delta``, so it is an upper bound
+    (within one grid step of the composition's own epsilon).  Not yet read by the
+    router: a ledger's ``delta`` would then have to read the same composition to keep
+    ``delta(epsilon(d)) <= d`` (measured on the 1 500-step small-q ledger at delta
+    1e-13: 0.339 here against the composed history's 0.9066; benchmarks/README.md,
+    session 33).
+
+    Parameters
+    ----------
+    phases : sequence of (float, float, int)
+        ``(sigma, q, count)`` of every phase.
+    delta : float
+        Target delta, in (0, 1).
+    guess : float
+        Where to tilt first (> 0): an upper bound already known, e.g. the ledger's.
+    step : float, optional
+        Loss grid step; None: :data:`~dpacct.accountant.pld.schedule_fast.FAST_STEP`.
+
+    Returns
+    -------
+    float or None
+        The epsilon, or None when a composition cannot certify or no multiple up to
+        the compositions' largest loss reaches ``delta``.
+
+    Examples
+    --------
+    >>> phases = [(1.0 + 0.01 * i, 1e-3, 20) for i in range(30)]
+    >>> eps = tilted_epsilon(phases, 1e-15, 1.0)
+    >>> below = tilted_delta(phases, eps - 0.01, 1e-15)[0]
+    >>> bool(tilted_delta(phases, eps, 1e-15)[0] <= 1e-15 < below)
+    True
+    """
+    if not (isinstance(delta, (int, float)) and 0.0 < delta < 1.0):
+        raise ValueError(f"delta must be in (0, 1), got {delta!r}")
+    if not (isinstance(guess, (int, float)) and math.isfinite(guess) and guess > 0):
+        raise ValueError(f"guess must be a finite number > 0, got {guess!r}")
+    if not phases:
+        return 0.0
+    (sig, qs, cnt), budgets = _arrays(phases, delta)
+    step = FAST_STEP if step is None else step
+    best, at = math.inf, float(guess)
+    for _ in range(2):
+        comps = [
+            _tilted_composition((sig, qs, cnt), at, step, budgets, add) for add in (False, True)
+        ]
+        if any(c is None for c in comps):
+            break
+        found = _lattice_epsilon(comps, delta, step, at)
+        if found is None:
+            break
+        best = min(best, found)
+        if abs(found - at) <= step:
+            break
+        at = max(found, step)
+    return best if math.isfinite(best) else None
+
+
+def _lattice_epsilon(comps: list[_Tilted], delta: float, step: float, at: float):
+    """The smallest ``k * step`` (``k >= 0``) at which every composition's certified
+    delta is at most ``delta``, by bisection from ``ceil(at / step)`` (doubled until it
+    holds, up to the largest node); None when none does."""
+
+    def ok(k: int) -> bool:
+        return all(_read(c, k * step)[0] <= delta for c in comps)
+
+    top = max(float(c.nodes[-1]) if c.nodes.size else 0.0 for c in comps)
+    last = max(math.ceil(top / step) + 1, 1)
+    hi = min(max(math.ceil(at / step), 1), last)
+    while not ok(hi):
+        if hi >= last:
+            return None
+        hi = min(2 * hi, last)
+    if ok(0):
+        return 0.0
+    lo = 0  # not ok
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if ok(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi * step
