@@ -282,6 +282,8 @@ def two_subsampled_gaussians_delta(first, second, eps, *, dps: int = 30) -> mpma
     ``H2(e) = E_{P2}[(1 - e^{e - L2})_+]`` the second step's divergence at any real
     ``e`` (:func:`subsampled_gaussian_delta`, closed form, negative ``e`` included);
     the add direction likewise with ``x ~ Q1 = N(0, s1^2)``, its loss ``-L1(x)``.
+    Accurate to about 1e-9 relative (the two orders of the steps agree to 2e-9 at
+    deltas 1e-13 and 1e-15: ``tests/test_oracles.py``).
     """
     (s1, q1), (s2, q2) = first, second
     with mpmath.workdps(dps):
