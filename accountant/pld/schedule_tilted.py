@@ -170,10 +170,13 @@ def _read(comp: _Tilted, epsilon: float) -> tuple[float, float]:
     above = comp.nodes > epsilon
     at = comp.nodes[above]
     logs = np.log(comp.pmf[above]) + comp.k_up - t * at + np.log(-np.expm1(epsilon - at))
-    body = math.fsum(np.exp(logs).tolist()) * (1.0 + 1e-12) * (1.0 + comp.slack)
+    # each term's exponent carries a few roundings of magnitudes up to ~1 500 (|log pmf|,
+    # k_up, t l), exp 4 ulps: below 1e-12 relative; fsum adds them exactly
+    body = math.fsum(np.exp(logs).tolist()) * (1.0 + 1e-11) * (1.0 + comp.slack)
     factor = 1.0 if t == 0.0 else (t / (1.0 + t)) ** t / (1.0 + t)
-    with np.errstate(over="ignore"):
-        cert = comp.err * math.exp(min(comp.k_up - t * epsilon, 700.0)) * factor * (1 + 1e-12)
+    # (capped at e^700: err >= 1e-300, so the total is 1 there anyway)
+    cert = comp.err * math.exp(min(comp.k_up - t * epsilon, 700.0)) * factor
+    cert *= (1.0 + 1e-11) * (1.0 + comp.slack)
     total = min(1.0, (body + cert + comp.inf_mass) * (1.0 + 1e-12) + TINY)
     return total, (cert + comp.inf_mass) / total
 
