@@ -94,6 +94,9 @@ from .pld.pld_settings import (
     MIN_CAP,
     REFINE_STEPS,
     SCREEN_ERR_TAILS,
+    TOL_CHECK_ABOVE,
+    TOL_MAX_HALVINGS,
+    TOL_REFINEMENTS,
     PLDSettings,
 )
 from .queries.tradeoff import pld_route, pld_tradeoff_lower, tradeoff_from_delta
@@ -110,6 +113,10 @@ __all__ = [
     "ONLINE_DELTA_SLACK",
     "ONLINE_DELTA_START",
     "ONLINE_DELTA_TIGHTEN",
+    "ONLINE_DELTA_TILT_ALONE",
+    "ONLINE_DELTA_TILT_PASSES",
+    "ONLINE_DELTA_TILT_SHARE",
+    "ONLINE_DELTA_TILT_TARGET",
     "RDP_SKIP_MASS_FRACTION",
     "derived_delta",
     "derived_rdp",
@@ -167,6 +174,13 @@ ONLINE_DELTA_FLOOR_GAP = 0.5
 #: readings' own rounding: a PLD's delta is rounded up by 1e-10 relative, so the
 #: history of ``epsilon(d)`` reads ``delta(epsilon(d))`` a few 1e-11 above ``d``)
 ONLINE_DELTA_SLACK = 1e-9
+#: below the histories' floor the steps' tilted composition answers (:func:`_below_floor`),
+#: its tails sized for this share of the floor, in at most this many passes ...
+ONLINE_DELTA_TILT_TARGET = 1e-2
+ONLINE_DELTA_TILT_PASSES = 3
+#: ... alone below this share of the floor, certificate at most this share (``--tilted``)
+ONLINE_DELTA_TILT_ALONE = 1e-2
+ONLINE_DELTA_TILT_SHARE = 1e-2
 #: the names :func:`ledger_route` returns
 LEDGER_ROUTES = ("exact", "online", "rounded")
 
@@ -337,9 +351,46 @@ def pld_upper(mech: Routed, delta: float, tol: float | None) -> PLDUpper:
         e_new, plds, deciding = pld_upper_at(mech, delta, tol, settings)
         tried.append(settings)
         e_best = min(e_best, e_new)  # both are certified upper bounds
+    for _ in range(TOL_REFINEMENTS):
+        cap = _tol_cap(mech, delta, tol, e_best, plds, deciding, settings)
+        if cap is None:
+            break
+        settings = settings.capped(cap)
+        e_new, plds, deciding = pld_upper_at(mech, delta, tol, settings)
+        tried.append(settings)
+        e_best = min(e_best, e_new)  # both are certified upper bounds
     out = PLDUpper(e_best, plds, deciding, settings, tried)
     cache[key] = out
     return out
+
+
+def _tol_cap(mech, delta, tol, upper, plds, deciding, settings) -> float | None:
+    """The step cap that should bring a large answer within ``tol``, or None.
+
+    For ``upper >= TOL_CHECK_ABOVE`` only (every smaller answer keeps the grids of
+    :func:`pld_upper`'s first rule, bit for bit): the optimistic PLDs of the deciding
+    directions on the same settings give a certified lower end (as
+    :func:`epsilon_bracket` takes it); when the bracket is wider than ``tol`` (relative)
+    the truth may be farther than ``tol`` below ``upper``, and the grids are capped at
+    the deciding step over ``2^k``, ``k = ceil(log2(width / tol))`` (at most
+    :data:`TOL_MAX_HALVINGS`, above :data:`MIN_CAP`): both ends' discretisation errors
+    shrink at least in proportion to the step on the losses measured (bimodal
+    subsampled Gaussians, q 0.1 - 0.5, sigma 0.03 - 0.1: benchmarks/README.md session
+    33).  Where the refinement does not close the bracket, the next round tries again
+    (:data:`TOL_REFINEMENTS` in all)."""
+    if not (TOL_CHECK_ABOVE <= upper < math.inf):
+        return None
+    lower = max(mech._pld_one(False, settings, w).epsilon(delta) for w in deciding)
+    width = (upper - lower) / upper
+    wanted = tol or DEFAULT_TOL
+    if not width > wanted:
+        return None
+    step = max(plds[w].step for w in deciding)
+    halvings = min(max(math.ceil(math.log2(width / wanted)), 1), TOL_MAX_HALVINGS)
+    cap = step / 2.0**halvings
+    if cap < MIN_CAP or (settings.coarse_cap is not None and cap >= settings.coarse_cap):
+        return None
+    return cap
 
 
 def pld_upper_at(
@@ -537,6 +588,38 @@ def _verified(ledger: RoutedLedger, e: float, cand: float) -> tuple[float, float
     return verified
 
 
+def _below_floor(ledger: RoutedLedger, e: float, tol: float | None, floor: float) -> float:
+    """The schedule's delta at ``e`` where the composed histories (certificate floor
+    ``floor``) cannot read it: the tilted composition of the records' steps
+    (:meth:`~dpacct.accountant.ledger.ledger_mechanism.LedgerMechanism.tilted`, its
+    tails sized first for ``ONLINE_DELTA_TILT_TARGET * floor``, then for its own answer
+    while their cut is a visible share of it, :data:`ONLINE_DELTA_TILT_PASSES` passes
+    at most) and, when that answer is below
+    :data:`ONLINE_DELTA_TILT_ALONE` of ``floor`` with at most
+    :data:`ONLINE_DELTA_TILT_SHARE` of certificate, the RDP conversion of the schedule
+    rounded up where it may win (:func:`rdp_may_win`); otherwise the schedule rounded up
+    by the mechanism rows too.  Every value is sound; the smallest is returned."""
+    found = ledger.tilted(e, min(1.0, ONLINE_DELTA_TILT_TARGET * floor))
+    best = math.inf if found is None else found[0]
+    for _ in range(ONLINE_DELTA_TILT_PASSES - 1):
+        # the tails cut for the target are a visible share: again, sized for the answer
+        if found is None or found[1] <= ONLINE_DELTA_TILT_SHARE or not 0.0 < best < 1.0:
+            break
+        again = ledger.tilted(e, best)
+        if again is None or again[0] > best:
+            break
+        found, best = again, again[0]
+    mech = ledger.accounted(True)
+    if found is not None and best < ONLINE_DELTA_TILT_ALONE * floor and (
+        found[1] <= ONLINE_DELTA_TILT_SHARE
+    ):
+        flat = np.array([e])
+        if mech.has_rdp and rdp_may_win(mech, flat, np.array([best]))[0]:
+            best = min(best, rdp_to_delta(mech._rdp_curve, e))
+        return best
+    return min(best, float(mech.delta(np.array([e]), tol=tol)[0]))
+
+
 def online_delta(ledger: RoutedLedger, flat: np.ndarray, tol: float | None) -> np.ndarray:
     """delta at the epsilons ``flat`` of an ``"online"`` ledger, read off its composed
     histories: the representation (and certificate) :func:`ledger_epsilon` reads.
@@ -594,7 +677,7 @@ def online_delta(ledger: RoutedLedger, flat: np.ndarray, tol: float | None) -> n
             # delta) is above the share: the rounded schedule answers too; when it is
             # below ONLINE_DELTA_FLOOR_GAP of that floor no history can read as low
             # (a reading is at least its floor), so none is composed to verify
-            other = float(ledger.accounted(True).delta(np.array([e]), tol=tol)[0])
+            other = _below_floor(ledger, e, tol, min(floors))
             asked[i] = other
             if other < ONLINE_DELTA_FLOOR_GAP * min(floors):
                 out[i] = min(out[i], other)

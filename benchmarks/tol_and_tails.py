@@ -14,13 +14,23 @@ epsilon of the closed-form oracle (``tests/oracles.subsampled_gaussian_epsilon``
 mpmath): the upper end's relative error in units of the tolerance (above 1: the
 tolerance not met; every row is sound, the upper end above the truth).
 
+``--tilted`` (session 33): on ledgers whose composed histories' floor is far above
+the answer, the router's ``delta(eps)`` (:func:`~dpacct.accountant.routes.online_delta`)
+beside the schedule rounded up by the engine (old main's answer there, the RDP
+conversion included) and the tilted composition of the steps
+(:mod:`~dpacct.accountant.pld.schedule_tilted`): the measurement behind
+``ONLINE_DELTA_TILT_ALONE``.
+
     python -m benchmarks.tol_and_tails --tails [--uncertified]
     python -m benchmarks.tol_and_tails --tol [--sigmas 0.05,0.1,0.2]
+    python -m benchmarks.tol_and_tails --tilted
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import math
 import sys
 import time
 from pathlib import Path
@@ -34,7 +44,7 @@ def _timed(fn):
     return out, time.process_time() - t0
 
 
-def tails(uncertified: bool) -> None:
+def tails(uncertified: bool, records: list) -> None:
     """The small-q ledger's tail questions, each timed (CPU seconds)."""
     from dpacct.accountant import PrivacyAccountant
     from dpacct.accountant.pld import pld_fft
@@ -48,6 +58,10 @@ def tails(uncertified: bool) -> None:
                      ("epsilon_bounds(1e-5)", lambda: acct.epsilon_bounds(1e-5))):
         out, cpu = _timed(fn)
         print(f"{name}: {out} in {cpu:.2f} s", flush=True)
+        ends = (("lower", out[0]), ("upper", out[1])) if isinstance(out, tuple) else (
+            ("epsilon", out),)
+        records.append({"workload": f"tails small q {name}", **{k: float(v) for k, v in ends},
+                        "cpu_s": cpu})
     ledger = acct._ledger
     (reading, floor), cpu = _timed(lambda: ledger.online(1e-5).delta(np.array([0.5])))
     print(f"the history at 1e-5 reads delta(0.5) {float(reading[0]):.4g}, floor {floor:.4g}"
@@ -55,9 +69,60 @@ def tails(uncertified: bool) -> None:
     out, cpu = _timed(lambda: acct.delta(0.5))
     tag = " (uncertified: not a bound)" if uncertified else ""
     print(f"delta(0.5): {out:.6g} in {cpu:.2f} s{tag}", flush=True)
+    records.append({"workload": "tails small q delta(0.5)", "delta": float(out), "cpu_s": cpu})
 
 
-def tol_rows(sigmas: list[float]) -> None:
+def _small_q(n: int = 1_500) -> list[tuple[float, float, int]]:
+    return [(1.0 + 0.001 * t, 1e-4 * (1 + t % 5), 1) for t in range(n)]
+
+
+#: ledgers whose histories' floor (about 1e-9) is above their delta at some epsilons:
+#: the tails row's, review 28's 19 small-q phases, tests/test_ledger_delta's seventeen
+#: records, and 200 distinct steps of q 1e-3
+TILT_LEDGERS = {
+    "small q x 1500": (_small_q(), (0.1, 0.15, 0.2, 0.3, 0.5, 1.0)),
+    "review28 19": (
+        [(2.8 + 0.02 * i, 2e-5 * (1 + i % 12), 1 + i % 2) for i in range(19)],
+        (0.05, 0.215, 4.0),
+    ),
+    "seventeen x 100": ([(1.0 + t / 20, 0.01, 100) for t in range(17)], (2.2, 3.0, 4.0)),
+    "q 1e-3 x 200": ([(0.9 + 0.005 * t, 1e-3, 5) for t in range(200)], (0.5, 1.0, 2.0)),
+}
+
+
+def tilted_rows(records: list) -> None:
+    """Per ledger and epsilon: the router's answer and CPU, the history floor, the
+    engine's rounded schedule (with RDP) and the tilted composition."""
+    from dpacct.accountant import PrivacyAccountant
+
+    try:
+        from dpacct.accountant.routes import ONLINE_DELTA_TILT_TARGET
+    except ImportError:  # an old checkout: the router's answer only
+        ONLINE_DELTA_TILT_TARGET = None
+    print("| ledger | eps | router delta | CPU s | floor | rounded (engine) | tilted |"
+          " tilted share |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    for name, (phases, epsilons) in TILT_LEDGERS.items():
+        acct = PrivacyAccountant(progress=False)
+        for sigma, q, count in phases:
+            acct.step(noise_multiplier=sigma, sample_rate=q, count=count)
+        acct.epsilon(1e-5)
+        ledger = acct._ledger
+        for eps in epsilons:
+            got, cpu = _timed(lambda e=eps, a=acct: a.delta(e))
+            floor = float(ledger.online(1e-5).delta(np.array([eps]))[1])
+            engine = tilted = share = math.nan
+            if ONLINE_DELTA_TILT_TARGET is not None:
+                engine = float(ledger.accounted(True).delta(np.array([eps]))[0])
+                found = ledger.tilted(eps, min(1.0, ONLINE_DELTA_TILT_TARGET * floor))
+                if found is not None:
+                    tilted, share = found
+            print(f"| {name} | {eps:g} | {got:.6e} | {cpu:.2f} | {floor:.2e} | {engine:.6e} |"
+                  f" {tilted:.6e} | {share:.1e} |", flush=True)
+            records.append({"ledger": name, "eps": f"{eps:g}", "delta": got, "cpu_s": cpu})
+
+
+def tol_rows(sigmas: list[float], records: list) -> None:
     """Upper and lower ends against the exact epsilon, in units of the tolerance."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
     import oracles
@@ -76,6 +141,8 @@ def tol_rows(sigmas: list[float]) -> None:
                 up = hi / exact - 1.0
                 print(f"| {sigma:g} | {q:g} | {exact:.6f} | {tol:g} | {up:+.2e} | "
                       f"{up / tol:.1f} | {lo / exact - 1.0:+.2e} |", flush=True)
+                records.append({"sigma": f"{sigma:g}", "q": f"{q:g}", "tol": f"{tol:g}",
+                                "lower": float(lo), "upper": float(hi)})
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -84,15 +151,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--uncertified", action="store_true",
                         help="with --tails: the round-off certificate off (an experiment)")
     parser.add_argument("--tol", action="store_true", help="one step against the exact epsilon")
+    parser.add_argument("--tilted", action="store_true",
+                        help="delta below the histories' floor: router, engine, tilted")
+    parser.add_argument("--json", default=None, help="write the answers here (records)")
     parser.add_argument("--sigmas", default="0.0299,0.05,0.1,0.2,0.3,0.5,0.8",
                         help="with --tol: comma-separated noise multipliers")
     args = parser.parse_args(argv)
-    if not (args.tails or args.tol):
-        parser.error("give --tails or --tol")
+    if not (args.tails or args.tol or args.tilted):
+        parser.error("give --tails, --tol or --tilted")
+    records: list[dict] = []
     if args.tails:
-        tails(args.uncertified)
+        tails(args.uncertified, records)
+    if args.tilted:
+        tilted_rows(records)
     if args.tol:
-        tol_rows([float(s) for s in args.sigmas.split(",")])
+        tol_rows([float(s) for s in args.sigmas.split(",")], records)
+    if args.json:
+        Path(args.json).write_text(json.dumps({"results": records}, indent=1))
     return 0
 
 

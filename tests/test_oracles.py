@@ -25,6 +25,7 @@ from oracles import (
     subsampled_gaussian_delta_quad,
     subsampled_gaussian_epsilon,
     subsampled_gaussian_rdp,
+    two_subsampled_gaussians_delta,
 )
 from scipy import optimize, stats
 
@@ -221,3 +222,18 @@ def test_invert_delta_on_a_closed_form():
     # delta(eps) = e^-eps: eps = log(1 / delta)
     assert invert_delta(lambda e: mpmath.exp(-e), 1e-7) == pytest.approx(math.log(1e7), rel=1e-14)
     assert invert_delta(lambda e: mpmath.exp(-e), 1.0) == 0.0
+
+
+@pytest.mark.parametrize(("first", "second", "eps"), [((0.8, 0.01), (0.9, 0.02), 5.0),
+                                                       ((1.0, 1e-3), (1.2, 2e-3), 0.5)])
+def test_two_step_quadrature_commutes_and_reduces_to_one_step(first, second, eps):
+    # the two-step oracle (one quadrature over the first step's output) checked two ways:
+    # a composition does not depend on the order of its steps (the other step is then
+    # the one integrated over), and a second step with q 1e-12 leaves the first step's
+    # closed form (subsampled_gaussian_delta)
+    a = two_subsampled_gaussians_delta(first, second, eps)
+    b = two_subsampled_gaussians_delta(second, first, eps)
+    assert float(abs(a - b)) <= 1e-7 * float(a)  # the quadrature: ~2e-9 measured
+    one = two_subsampled_gaussians_delta(first, (5.0, 1e-12), eps)
+    closed = subsampled_gaussian_delta(first[1], first[0], eps)
+    assert float(abs(one - closed)) <= 1e-9 * float(closed)

@@ -43,7 +43,10 @@ def test_fallback_delta_asked_stepped_and_asked_again_is_the_fresh_ledgers():
     fresh = ledger([*PHASES, MORE])
     want = [fresh.delta(e) for e in EPS]
     assert after == want, (after, want)
-    assert all(a > b for a, b in zip(after, before, strict=True)), (after, before)
+    # one more step never lowers the delta (session 33: both answers are now the tilted
+    # composition's 1.1e-29, all certificate: the true delta is far below, so they may
+    # be equal; a stale composition is caught by the fresh ledger's answer above)
+    assert all(a >= b for a, b in zip(after, before, strict=True)), (after, before)
 
 
 #: main's (13e000b) delta of the ledger of PHASES where the RDP conversion answers below the

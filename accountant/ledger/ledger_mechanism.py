@@ -43,6 +43,7 @@ from ..pld.schedule import (
     _first_lower,
     _refined_lower,
 )
+from ..pld.schedule_tilted import tilted_delta
 from ..validation import (
     as_real_array,
     check_alpha,
@@ -261,6 +262,23 @@ class LedgerMechanism(Mechanism):
         return self.cached(
             ("fast_lower", delta, upper, width),
             partial(_refined_lower, below, delta, lo, upper, self._grid, width),
+        )
+
+    def tilted(self, epsilon: float, target: float) -> tuple[float, float] | None:
+        """The certified delta at ``epsilon`` of the records' DP-SGD steps composed
+        exponentially tilted (:func:`~dpacct.accountant.pld.schedule_tilted.tilted_delta`,
+        tails sized for ``target``) and the share of it that is certificate, or None when
+        a record is another mechanism or the composition cannot certify (cached).
+
+        Every step at its sigma for upper bounds, each distinct ``(sigma, q)`` a cell;
+        the router reads it where the composed histories' certificate floor is far above
+        the answer (:func:`~dpacct.accountant.routes.online_delta`)."""
+        phases = self._records.phases(upper=True)
+        if phases is None:
+            return None
+        return self.cached(
+            ("tilted", float(epsilon), float(target)),
+            partial(tilted_delta, phases, float(epsilon), float(target)),
         )
 
     def cached(self, key: Any, compute: Callable[[], Any]) -> Any:

@@ -33,6 +33,9 @@ __all__ = [
     "MIN_TOL",
     "REFINE_STEPS",
     "SHARED_GRID_SHARE",
+    "TOL_CHECK_ABOVE",
+    "TOL_MAX_HALVINGS",
+    "TOL_REFINEMENTS",
     "PLDSettings",
     "TailBudget",
     "discretize_law",
@@ -50,6 +53,16 @@ DEFAULT_RESOLUTION = 320.0
 REFINE_STEPS = 32.0
 CAP_STEPS = 64.0
 MAX_REFINEMENTS = 3
+#: an upper end at least this large has its bracket checked against ``tol`` and its
+#: grids refined while wider (:func:`~dpacct.accountant.routes.pld_upper`), at most
+#: ``TOL_REFINEMENTS`` times, each by at most ``TOL_MAX_HALVINGS`` halvings of the step:
+#: a bimodal loss (a subsampled Gaussian at q ~ 0.5 and sigma < 0.1) has a spread of
+#: hundreds, and the first grid's step (chosen from it) was up to 14 tolerances of
+#: epsilon (issue 37; benchmarks/tol_and_tails.py ``--tol``).  Below it every answer keeps
+#: its grids (epsilon <= 32 met ``tol`` on that benchmark's every row)
+TOL_CHECK_ABOVE = 32.0
+TOL_REFINEMENTS = 2
+TOL_MAX_HALVINGS = 8
 #: no grid is refined below this step (``e^step - 1`` keeps about 11 digits; see
 #: :class:`dpacct.accountant.transformers.subsample._GridSafeSubsampledLaw`)
 MIN_CAP = 2.0**-36
