@@ -20,7 +20,7 @@ from functools import lru_cache
 import numpy as np
 from scipy import fft as sp_fft
 
-from ..numerics import TINY
+from ..numerics import TINY, nonzero_at
 from .coarsen import coarsen
 from .pld_fft import (
     _ORDERS,
@@ -392,9 +392,10 @@ def _row_lambdas(
     # once, for the test and the sums (counting them first, then finding them again, was
     # a sixth of this function in the online ledger's loop; issue 37, session 26); a long
     # row is only counted (no index array for a long dense row)
-    nzs = [np.flatnonzero(p) if shared else None for p in pmfs]
+    nzs = [nonzero_at(p) if shared else None for p in pmfs]
     sparse = [
-        p.size > least and (np.count_nonzero(p) if nz is None else nz.size) < SPARSE_SHARE * p.size
+        p.size > least
+        and (np.count_nonzero(p != 0) if nz is None else nz.size) < SPARSE_SHARE * p.size
         for p, nz in zip(pmfs, nzs, strict=True)
     ]
     dense = [n for n, sp in zip(lengths.tolist(), sparse, strict=True) if not sp]
@@ -421,7 +422,7 @@ def _row_lambdas(
                 sums_pos[i, k:] = pn @ np.take(w_more, up, axis=0)
             continue
         if sparse[i]:
-            nz = np.flatnonzero(p)
+            nz = nonzero_at(p)
             w = np.outer(nz * step, -t[:k])
             sums_neg[i] = p[nz] @ np.exp(w, out=w)
             w = np.outer((p.size - 1 - nz) * step, -t)
@@ -575,7 +576,7 @@ def _compose_group(
     if mass > 1.0:
         y = y / mass
         err += mass - 1.0
-    nz = np.flatnonzero(y)
+    nz = nonzero_at(y)
     if nz.size == 0:
         return Segment(a_idx, np.zeros(1), err)
     return Segment(a_idx + int(nz[0]), y[nz[0] : nz[-1] + 1].copy(), err)
