@@ -221,14 +221,17 @@ def _rows_of(sel: np.ndarray) -> tuple[int, slice | np.ndarray]:
     return f, at
 
 
-def _slice_products(spec, k, e, picks, groups, tele) -> None:
+def _slice_products(spec, k, e, picks, groups, tele, back=None) -> None:
     """:func:`_bounded_product`'s passes over one chunk of rows ``spec`` (counts ``k``,
     forward allowances ``e``), a few columns at a time (:data:`PRODUCT_COLUMNS`: they
     stay in cache): the moduli ``m`` raised by their allowance, ``tele += sum k e / m``,
     and each count's products of the rows and of ``m`` (``picks``: ``(count, (rows,
     pick), new)``, :func:`_rows_of`) set into (``new``) or multiplied into its
     ``groups`` entry.  Every entry is formed by the same operations in the same order as
-    over the whole table (elementwise, or a reduction along the rows)."""
+    over the whole table (elementwise, or a reduction along the rows).  ``back``: the
+    rows are the chunk's grouped by count (:func:`_bounded_product`), and ``q[back]``
+    puts them back in the chunk's own order for the sum, which is then the same sum of
+    the same rows in the same order."""
     half = spec.shape[1]
     cols = max(1, PRODUCT_COLUMNS // spec.shape[0])
     for c0 in range(0, half, cols):
@@ -238,7 +241,7 @@ def _slice_products(spec, k, e, picks, groups, tele) -> None:
         m += e[:, None]
         m *= 1.0 + 4 * _U
         q = np.divide((k * e)[:, None], m)
-        tele[cs] += np.sum(q, axis=0)
+        tele[cs] += np.sum(q if back is None else q[back], axis=0)
         for kk, (_, pick), new in picks:
             g, gm = groups[kk]
             if isinstance(pick, slice):
@@ -310,11 +313,20 @@ def _bounded_product(pmfs: list[np.ndarray], counts: np.ndarray, n: int):
     with np.errstate(under="ignore", over="ignore", invalid="ignore"):
         for s0 in range(0, n_cells, rows):
             nr = min(rows, n_cells - s0)
-            block = _dense(pmfs[s0 : s0 + nr], lengths[s0 : s0 + nr], n)
+            k = np.asarray(counts[s0 : s0 + nr], dtype=np.int64)
+            # the rows grouped by count, each count's rows in their own order (a stable
+            # sort), so that every count's products run over one slice of rows, not a
+            # mask or a gathered copy of the table (each row's transform and every
+            # product bit for bit the same; the sum of ``k e / m`` taken in the rows'
+            # own order, ``back``)
+            at, back = np.arange(s0, s0 + nr), None
+            if np.any(k[1:] < k[:-1]):
+                order = np.argsort(k, kind="stable")
+                at, back, k = at[order], np.argsort(order), k[order]
+            block = _dense([pmfs[i] for i in at], lengths[at], n)
             spec = _rfft(block, n)
             del block
-            k = np.asarray(counts[s0 : s0 + nr], dtype=np.int64)
-            e = err[s0 : s0 + nr]
+            e = err[at]
             # the rows' distinct counts, each picked as one run of rows, a mask or a
             # selection (:func:`_rows_of`), and whether it starts its group's product
             uniq = np.unique(k).tolist()
@@ -326,7 +338,9 @@ def _bounded_product(pmfs: list[np.ndarray], counts: np.ndarray, n: int):
                     factors[kk] = f
                 else:
                     factors[kk] += f + 1
-            _slice_products(spec, k, e, list(zip(uniq, picks, starts, strict=True)), groups, tele)
+            _slice_products(
+                spec, k, e, list(zip(uniq, picks, starts, strict=True)), groups, tele, back
+            )
             del spec
         out = np.ones(half, dtype=complex)
         bound = np.ones(half)
