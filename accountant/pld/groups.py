@@ -128,6 +128,14 @@ def _componentwise_scale(n: int) -> float:
         return math.inf
 
 
+def _cell_sizes(pmf: np.ndarray) -> tuple[float, float]:
+    """A PMF's l2 norm (:func:`~dpacct.accountant.pld.pld_fft._l2`, rounded up) and an
+    upper bound on its l1 norm (a sum of non-negative terms, within ``(size + 2) u``),
+    as :func:`_compose_spectrum` and :func:`_bounded_product` take them: a caller that
+    composes the same cells again keeps them (``sizes``)."""
+    return _l2(pmf), float(np.sum(pmf)) * (1.0 + (pmf.size + 2) * _U)
+
+
 def _compose_spectrum(
     step: float,
     firsts: np.ndarray,
@@ -138,6 +146,7 @@ def _compose_spectrum(
     tries: int = 1,
     componentwise: bool = False,
     orders: np.ndarray = _ORDERS,
+    sizes: tuple[np.ndarray, np.ndarray] | None = None,
 ):
     """The product spectrum of :func:`_compose_cells` on its Chernoff window, and what
     its certificate needs: ``(spec, n, mults, norms, alias, a_idx, origin)``; ``None``
@@ -158,13 +167,15 @@ def _compose_spectrum(
     powers of two, then its window taken at every order if its quiet length is
     shorter with no larger :func:`_componentwise_scale`, its aliasing bounded at every
     order (Markov's inequality holds at each,
-    so the window is no longer and the bound no higher)."""
+    so the window is no longer and the bound no higher).  ``sizes``: the PMFs' l2
+    norms and l1 bounds as :func:`_cell_sizes` gives them, if the caller keeps them."""
     lam_c_pos, lam_c_neg = lambdas(step, firsts, pmfs)
     lam_pos = counts @ lam_c_pos
     lam_neg = counts @ lam_c_neg
     del lam_c_pos, lam_c_neg
     width = max(p.size for p in pmfs)
-    norms = float(counts @ np.array([_l2(p) for p in pmfs]))
+    l2s = np.array([_l2(p) for p in pmfs]) if sizes is None else sizes[0]
+    norms = float(counts @ l2s)
     # the budget is chosen at the powers of two (the first columns), as without more
     # orders; more orders then only shorten that budget's window (or, where the quiet
     # length does not shrink, keep it and lower its aliasing bound): a window chosen
@@ -194,7 +205,8 @@ def _compose_spectrum(
         alias = _alias(step, lam_pos, lam_neg, a_idx, n, orders)
     origin = int(np.dot(counts.astype(np.int64), firsts))
     if componentwise:
-        spec, mults, fwd = _bounded_product(pmfs, counts.astype(np.int64), n)
+        masses = None if sizes is None else sizes[1]
+        spec, mults, fwd = _bounded_product(pmfs, counts.astype(np.int64), n, masses)
         return spec, n, mults, norms, alias, a_idx, origin, fwd
     spec, mults = _spectrum_product(pmfs, counts.astype(np.int64), n)
     return spec, n, mults, norms, alias, a_idx, origin
@@ -258,7 +270,9 @@ def _slice_products(spec, k, e, picks, groups, tele, back=None) -> None:
                 gm[cs] *= mprod
 
 
-def _bounded_product(pmfs: list[np.ndarray], counts: np.ndarray, n: int):
+def _bounded_product(
+    pmfs: list[np.ndarray], counts: np.ndarray, n: int, masses: np.ndarray | None = None
+):
     """``prod_c rfft(p_c, n)^{k_c}`` as :func:`~dpacct.accountant.pld.pld_fft.
     _spectrum_product` forms it (the same products, the same count of them), and a
     componentwise bound on the forward round-off carried into it: ``(spec, mults, fwd)``,
@@ -303,7 +317,8 @@ def _bounded_product(pmfs: list[np.ndarray], counts: np.ndarray, n: int):
     n_cells = len(pmfs)
     lengths = np.array([p.size for p in pmfs], dtype=np.int64)
     # an upper bound on each PMF's l1 norm (a sum of non-negative terms, within size u)
-    masses = np.array([float(np.sum(p)) * (1.0 + (p.size + 2) * _U) for p in pmfs])
+    if masses is None:  # else the caller's, as _cell_sizes gives them
+        masses = np.array([_cell_sizes(p)[1] for p in pmfs])
     err = kappa * masses * (1.0 + 1e-12)
     half = n // 2 + 1
     tele = np.zeros(half)  # sum_c k_c e_c / m_c
@@ -548,12 +563,14 @@ def _compose_group(
     tries: int = 1,
     lambdas=None,
     orders: np.ndarray = _ORDERS,
+    sizes: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> Segment | None:
     """One group of the tree: its cells composed on the group's own Chernoff window
     (``tries``: the windows :func:`_compose_spectrum` chooses among; ``lambdas``: the
     PMFs' log-MGF bounds at ``orders``, default :func:`_row_lambdas` at
     :data:`~dpacct.accountant.pld.chernoff_window._ORDERS`, or a caller's cache of its
-    rows, e.g. :func:`_block_rows` at :data:`BLOCK_ORDERS`).
+    rows, e.g. :func:`_block_rows` at :data:`BLOCK_ORDERS`; ``sizes``: the PMFs' norms
+    as :func:`_cell_sizes` gives them, a caller's cache).
 
     Returns a :class:`Segment` ``(first, pmf, err)``: the composed finite PMF (clipped
     at zero, trimmed to its positive entries) from grid node ``first`` on, and ``err``,
@@ -578,6 +595,7 @@ def _compose_group(
         tries,
         componentwise=True,
         orders=orders,
+        sizes=sizes,
     )
     if raw is None:
         return None
