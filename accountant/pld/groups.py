@@ -329,11 +329,9 @@ def _bounded_product(
         for s0 in range(0, n_cells, rows):
             nr = min(rows, n_cells - s0)
             k = np.asarray(counts[s0 : s0 + nr], dtype=np.int64)
-            # the rows grouped by count, each count's rows in their own order (a stable
-            # sort), so that every count's products run over one slice of rows, not a
-            # mask or a gathered copy of the table (each row's transform and every
-            # product bit for bit the same; the sum of ``k e / m`` taken in the rows'
-            # own order, ``back``)
+            # the rows grouped by count (a stable sort): each count's products over one
+            # slice of rows, not a mask or a gathered copy (every transform and product
+            # bit for bit the same; the sum of ``k e / m`` in the rows' order, ``back``)
             at, back = np.arange(s0, s0 + nr), None
             if np.any(k[1:] < k[:-1]):
                 order = np.argsort(k, kind="stable")
