@@ -318,7 +318,7 @@ def _bounded_product(
     lengths = np.array([p.size for p in pmfs], dtype=np.int64)
     # an upper bound on each PMF's l1 norm (a sum of non-negative terms, within size u)
     if masses is None:  # else the caller's, as _cell_sizes gives them
-        masses = np.array([_cell_sizes(p)[1] for p in pmfs])
+        masses = np.array([float(np.sum(p)) * (1.0 + (p.size + 2) * _U) for p in pmfs])
     err = kappa * masses * (1.0 + 1e-12)
     half = n // 2 + 1
     tele = np.zeros(half)  # sum_c k_c e_c / m_c
