@@ -31,6 +31,7 @@ __all__ = [
     "brentq",
     "invert_decreasing",
     "next_up",
+    "nonzero_at",
 ]
 
 #: Largest argument passed to ``exp`` where a value may be large: ``exp(x)`` is finite
@@ -159,6 +160,25 @@ def brentq(
         if math.isnan(fb):
             raise ValueError(f"f returned nan at {b!r}")
     raise RuntimeError(f"brentq did not converge in {maxiter} iterations")
+
+
+def nonzero_at(x: np.ndarray) -> np.ndarray:
+    """Indices of the nonzero entries of the flattened ``x``: ``np.flatnonzero(x)``,
+    the same indices (NaN counts as nonzero, ``-0.0`` does not), found through the
+    boolean array ``x != 0``.
+
+    numpy finds the nonzero entries of a float array one call of the dtype's test per
+    entry, and those of a boolean array in vectorised runs: on the fine cells of the
+    online ledger's blocks (long and mostly zeros) ``np.flatnonzero`` was 7.3 % of the
+    decaying loop's instructions (issue 37, session 33), this about a fifth of that.
+
+    Examples
+    --------
+    >>> x = np.array([0.0, 1.5, -0.0, np.nan, 0.0, -2.0])
+    >>> nonzero_at(x).tolist(), np.flatnonzero(x).tolist()
+    ([1, 3, 5], [1, 3, 5])
+    """
+    return np.flatnonzero(np.asarray(x) != 0)
 
 
 def next_up(x: float, ulps: int = 1) -> float:

@@ -113,6 +113,21 @@ def _history_only(self, extra=()):
     return (blocks, asked) if asked else ([], False)
 _inc.IncrementalEpsilon._asked = _history_only
 """
+#: the queries' pending blocks composed at most ``K = 4`` (commits as main): the blocks a
+#: query composes while its pending steps hold few cells (cap ``FINE_BUDGET // cells``
+#: up to 32) have the longest fine windows (session 33)
+_PATCH_PENDING_K4 = """import dpacct.accountant.pld.online_direction as _od
+_pld, _f, _asking = _od._Direction.pld, _od._factor, []
+def _pld_k4(self, *a, **k):
+    _asking.append(1)
+    try:
+        return _pld(self, *a, **k)
+    finally:
+        _asking.pop()
+_od._Direction.pld = _pld_k4
+_od._factor = lambda items, step, budget=0: min(_f(items, step, budget), 4) if _asking else _f(
+    items, step, budget)
+"""
 #: ``--experiment``: the loop with the cause of its queries' cost switched off, each in
 #: the same fresh-process harness: every block (the queries' pending ones and the
 #: committed ones) composed on the grid ``h / 2`` instead of :func:`~dpacct.accountant.
@@ -124,6 +139,8 @@ EXPERIMENT_ROWS: dict[str, tuple[str, str]] = {
     "decaying, every 100": ROWS["decaying, every 100"],
     "decaying, every 100, every block at K = 2 (experiment)": (
         _DPACCT_IMPORTS + _PATCH_K2, ROWS["decaying, every 100"][1]),
+    "decaying, every 100, pending blocks at K <= 4 (experiment, looser)": (
+        _DPACCT_IMPORTS + _PATCH_PENDING_K4, ROWS["decaying, every 100"][1]),
     "decaying, every 100, pending steps not composed (unsound experiment)": (
         _DPACCT_IMPORTS + _PATCH_NO_PENDING, ROWS["decaying, every 100"][1]),
     "opacus constant, every 100": ROWS["opacus constant, every 100"],

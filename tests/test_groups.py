@@ -507,3 +507,35 @@ def test_more_orders_keep_the_budget_and_never_take_a_noisier_length(seed):
     )
     # (the aliasing at more orders rounds apart from that at 10: 1e-14 relative)
     assert seg_new.err <= seg_old.err * (1 + 1e-12), (seg_new.err, seg_old.err)
+
+
+def test_rows_grouped_by_count_keep_every_product_and_sum():
+    """Issue 37, session 33: ``_bounded_product`` groups a chunk's rows by count (a
+    stable sort) so that each count's products run over one slice.  Against the rows in
+    their own order, each count picked by mask or index (``_rows_of``), the grouped rows
+    give every group's products and the sum ``tele`` bit for bit, the sum taken back in
+    the rows' own order (``back``): 27 rows of scattered counts 8-12 and moduli spread
+    over 40 decades, columns in several slices (a one-column last slice too)."""
+    rng = np.random.default_rng(3733)
+    nr, half = 27, 2 * (groups.PRODUCT_COLUMNS // 27) + 1
+    scale = 10.0 ** rng.integers(-30, 10, (nr, 1))
+    spec = (rng.standard_normal((nr, half)) + 1j * rng.standard_normal((nr, half))) * scale
+    k = rng.integers(8, 13, nr).astype(np.int64)
+    e = rng.random(nr) * 1e-15
+
+    def run(rows, counts, errs, back):
+        uniq = np.unique(counts).tolist()
+        picks = [(kk, groups._rows_of(counts == kk), True) for kk in uniq]
+        out = {kk: (np.empty(half, dtype=complex), np.empty(half)) for kk in uniq}
+        tele = np.zeros(half)
+        groups._slice_products(rows, counts, errs, picks, out, tele, back)
+        return out, tele, [p for _, (_, p), _ in picks]
+
+    own, tele_own, picks_own = run(spec, k, e, None)
+    order = np.argsort(k, kind="stable")
+    grouped, tele_grouped, picks_grouped = run(spec[order], k[order], e[order], np.argsort(order))
+    assert not all(isinstance(p, slice) for p in picks_own)
+    assert all(isinstance(p, slice) for p in picks_grouped)
+    assert np.array_equal(tele_own, tele_grouped)
+    for kk, (g, gm) in own.items():
+        assert np.array_equal(g, grouped[kk][0]) and np.array_equal(gm, grouped[kk][1])

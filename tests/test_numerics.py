@@ -173,3 +173,27 @@ def test_progress_bars_follow_tqdm_disable(monkeypatch, capsys):
     monkeypatch.setattr(rap, "_LAWS", {})
     rap.allocation_sum_law(1.0, 64, progress=True)
     assert capsys.readouterr().err == ""
+
+
+def test_nonzero_at_is_flatnonzero():
+    """``nonzero_at`` finds exactly ``np.flatnonzero``'s indices: NaN and infinities
+    count, ``-0.0`` and subnormal-free zeros do not, on mostly-zero arrays like the
+    fine cells and on random signs and shapes (an index set drawn independently)."""
+    from dpacct.accountant.numerics import nonzero_at
+
+    rng = np.random.default_rng(33)
+    for size in (0, 1, 7, 1000, 40_000):
+        x = np.zeros(size)
+        picks = rng.random(size) < 0.15
+        x[picks] = rng.standard_normal(int(picks.sum()))
+        special = rng.integers(0, max(size, 1), size=min(size, 6))
+        if size:
+            x[special[:2]] = -0.0
+            x[special[2:3]] = np.nan
+            x[special[3:4]] = -np.inf
+            x[special[4:5]] = 5e-324
+        expect = [i for i, v in enumerate(x.tolist()) if v != 0 or v != v]
+        assert nonzero_at(x).tolist() == expect
+        assert np.array_equal(nonzero_at(x), np.flatnonzero(x))
+    grid = rng.standard_normal((3, 5)) * (rng.random((3, 5)) < 0.5)
+    assert np.array_equal(nonzero_at(grid), np.flatnonzero(grid))

@@ -208,3 +208,34 @@ def test_blocks_windowed_at_more_orders_are_no_looser_than_at_powers_of_two(monk
     (eps, errs), (eps2, errs2) = answers
     assert points[0] < 0.95 * points[1], points
     assert errs < errs2 and eps <= eps2, answers
+
+
+def test_kept_cell_norms_are_the_cells_own_and_compose_alike():
+    """Issue 37, session 33: a direction keeps each fine cell's l2 norm and l1 bound
+    beside its PMF (a query's pending block composes the same cells again).  Each kept
+    pair bounds the cell's own norms from above, within a few ulps (against ``math.fsum``
+    of the entries and of their squares), and a block composed with them is the block
+    composed without them, bit for bit."""
+    import math
+
+    from dpacct.accountant.pld import groups
+    from dpacct.accountant.pld.online_direction import _Direction
+
+    d = _Direction(1e-5, 1e-3, False, 1 << 20)
+    items = {(1.5 - k / 40, 0.01): 2 + k % 3 for k in range(9)}
+    cells = d._cells(items, 4)
+    for _first, pmf, _inf, l2, l1 in cells:
+        exact_l1 = math.fsum(pmf.tolist())
+        exact_l2 = math.sqrt(math.fsum((pmf * pmf).tolist()))
+        assert exact_l1 <= l1 <= exact_l1 * (1 + 1e-10)
+        assert exact_l2 <= l2 <= exact_l2 * (1 + 1e-10)
+    fine = 1e-3 / 4
+    firsts = np.array([c[0] for c in cells], dtype=np.int64)
+    pmfs = [c[1] for c in cells]
+    counts = np.array(list(items.values()), dtype=float)
+    sizes = (np.array([c[3] for c in cells]), np.array([c[4] for c in cells]))
+    kept = groups._compose_group(fine, firsts, pmfs, counts, d.block_alias, 3, None,
+                                 groups._ORDERS, sizes)
+    fresh = groups._compose_group(fine, firsts, pmfs, counts, d.block_alias, 3)
+    assert kept.first == fresh.first and kept.err == fresh.err
+    assert np.array_equal(kept.pmf, fresh.pmf)

@@ -24,7 +24,7 @@ import math
 
 import numpy as np
 
-from ..numerics import TINY
+from ..numerics import TINY, nonzero_at
 from .pld_fft import _U
 
 __all__ = ["coarsen", "coarsen_weights"]
@@ -146,7 +146,7 @@ def coarsen(
     if mass > 1.0:
         out /= mass  # each quotient within a relative u of the exact one: 4u more
         err += mass - 1.0 + 4 * _U
-    nz = np.flatnonzero(out)
+    nz = nonzero_at(out)
     if nz.size == 0:
         return int(cfirst), np.zeros(1), err
     return int(cfirst + nz[0]), out[nz[0] : nz[-1] + 1].copy(), err

@@ -20,7 +20,7 @@ from functools import lru_cache
 import numpy as np
 from scipy import fft as sp_fft
 
-from ..numerics import TINY
+from ..numerics import TINY, nonzero_at
 from .coarsen import coarsen
 from .pld_fft import (
     _ORDERS,
@@ -128,6 +128,14 @@ def _componentwise_scale(n: int) -> float:
         return math.inf
 
 
+def _cell_sizes(pmf: np.ndarray) -> tuple[float, float]:
+    """A PMF's l2 norm (:func:`~dpacct.accountant.pld.pld_fft._l2`, rounded up) and an
+    upper bound on its l1 norm (a sum of non-negative terms, within ``(size + 2) u``),
+    as :func:`_compose_spectrum` and :func:`_bounded_product` take them: a caller that
+    composes the same cells again keeps them (``sizes``)."""
+    return _l2(pmf), float(np.sum(pmf)) * (1.0 + (pmf.size + 2) * _U)
+
+
 def _compose_spectrum(
     step: float,
     firsts: np.ndarray,
@@ -138,6 +146,7 @@ def _compose_spectrum(
     tries: int = 1,
     componentwise: bool = False,
     orders: np.ndarray = _ORDERS,
+    sizes: tuple[np.ndarray, np.ndarray] | None = None,
 ):
     """The product spectrum of :func:`_compose_cells` on its Chernoff window, and what
     its certificate needs: ``(spec, n, mults, norms, alias, a_idx, origin)``; ``None``
@@ -158,13 +167,15 @@ def _compose_spectrum(
     powers of two, then its window taken at every order if its quiet length is
     shorter with no larger :func:`_componentwise_scale`, its aliasing bounded at every
     order (Markov's inequality holds at each,
-    so the window is no longer and the bound no higher)."""
+    so the window is no longer and the bound no higher).  ``sizes``: the PMFs' l2
+    norms and l1 bounds as :func:`_cell_sizes` gives them, if the caller keeps them."""
     lam_c_pos, lam_c_neg = lambdas(step, firsts, pmfs)
     lam_pos = counts @ lam_c_pos
     lam_neg = counts @ lam_c_neg
     del lam_c_pos, lam_c_neg
     width = max(p.size for p in pmfs)
-    norms = float(counts @ np.array([_l2(p) for p in pmfs]))
+    l2s = np.array([_l2(p) for p in pmfs]) if sizes is None else sizes[0]
+    norms = float(counts @ l2s)
     # the budget is chosen at the powers of two (the first columns), as without more
     # orders; more orders then only shorten that budget's window (or, where the quiet
     # length does not shrink, keep it and lower its aliasing bound): a window chosen
@@ -194,7 +205,8 @@ def _compose_spectrum(
         alias = _alias(step, lam_pos, lam_neg, a_idx, n, orders)
     origin = int(np.dot(counts.astype(np.int64), firsts))
     if componentwise:
-        spec, mults, fwd = _bounded_product(pmfs, counts.astype(np.int64), n)
+        masses = None if sizes is None else sizes[1]
+        spec, mults, fwd = _bounded_product(pmfs, counts.astype(np.int64), n, masses)
         return spec, n, mults, norms, alias, a_idx, origin, fwd
     spec, mults = _spectrum_product(pmfs, counts.astype(np.int64), n)
     return spec, n, mults, norms, alias, a_idx, origin
@@ -221,14 +233,17 @@ def _rows_of(sel: np.ndarray) -> tuple[int, slice | np.ndarray]:
     return f, at
 
 
-def _slice_products(spec, k, e, picks, groups, tele) -> None:
+def _slice_products(spec, k, e, picks, groups, tele, back=None) -> None:
     """:func:`_bounded_product`'s passes over one chunk of rows ``spec`` (counts ``k``,
     forward allowances ``e``), a few columns at a time (:data:`PRODUCT_COLUMNS`: they
     stay in cache): the moduli ``m`` raised by their allowance, ``tele += sum k e / m``,
     and each count's products of the rows and of ``m`` (``picks``: ``(count, (rows,
     pick), new)``, :func:`_rows_of`) set into (``new``) or multiplied into its
     ``groups`` entry.  Every entry is formed by the same operations in the same order as
-    over the whole table (elementwise, or a reduction along the rows)."""
+    over the whole table (elementwise, or a reduction along the rows).  ``back``: the
+    rows are the chunk's grouped by count (:func:`_bounded_product`), and ``q[back]``
+    puts them back in the chunk's own order for the sum, which is then the same sum of
+    the same rows in the same order."""
     half = spec.shape[1]
     cols = max(1, PRODUCT_COLUMNS // spec.shape[0])
     for c0 in range(0, half, cols):
@@ -238,7 +253,7 @@ def _slice_products(spec, k, e, picks, groups, tele) -> None:
         m += e[:, None]
         m *= 1.0 + 4 * _U
         q = np.divide((k * e)[:, None], m)
-        tele[cs] += np.sum(q, axis=0)
+        tele[cs] += np.sum(q if back is None else q[back], axis=0)
         for kk, (_, pick), new in picks:
             g, gm = groups[kk]
             if isinstance(pick, slice):
@@ -255,7 +270,9 @@ def _slice_products(spec, k, e, picks, groups, tele) -> None:
                 gm[cs] *= mprod
 
 
-def _bounded_product(pmfs: list[np.ndarray], counts: np.ndarray, n: int):
+def _bounded_product(
+    pmfs: list[np.ndarray], counts: np.ndarray, n: int, masses: np.ndarray | None = None
+):
     """``prod_c rfft(p_c, n)^{k_c}`` as :func:`~dpacct.accountant.pld.pld_fft.
     _spectrum_product` forms it (the same products, the same count of them), and a
     componentwise bound on the forward round-off carried into it: ``(spec, mults, fwd)``,
@@ -300,7 +317,8 @@ def _bounded_product(pmfs: list[np.ndarray], counts: np.ndarray, n: int):
     n_cells = len(pmfs)
     lengths = np.array([p.size for p in pmfs], dtype=np.int64)
     # an upper bound on each PMF's l1 norm (a sum of non-negative terms, within size u)
-    masses = np.array([float(np.sum(p)) * (1.0 + (p.size + 2) * _U) for p in pmfs])
+    if masses is None:  # else the caller's, as _cell_sizes gives them
+        masses = np.array([float(np.sum(p)) * (1.0 + (p.size + 2) * _U) for p in pmfs])
     err = kappa * masses * (1.0 + 1e-12)
     half = n // 2 + 1
     tele = np.zeros(half)  # sum_c k_c e_c / m_c
@@ -310,11 +328,18 @@ def _bounded_product(pmfs: list[np.ndarray], counts: np.ndarray, n: int):
     with np.errstate(under="ignore", over="ignore", invalid="ignore"):
         for s0 in range(0, n_cells, rows):
             nr = min(rows, n_cells - s0)
-            block = _dense(pmfs[s0 : s0 + nr], lengths[s0 : s0 + nr], n)
+            k = np.asarray(counts[s0 : s0 + nr], dtype=np.int64)
+            # the rows grouped by count (a stable sort): each count's products over one
+            # slice of rows, not a mask or a gathered copy (every transform and product
+            # bit for bit the same; the sum of ``k e / m`` in the rows' order, ``back``)
+            at, back = np.arange(s0, s0 + nr), None
+            if np.any(k[1:] < k[:-1]):
+                order = np.argsort(k, kind="stable")
+                at, back, k = at[order], np.argsort(order), k[order]
+            block = _dense([pmfs[i] for i in at], lengths[at], n)
             spec = _rfft(block, n)
             del block
-            k = np.asarray(counts[s0 : s0 + nr], dtype=np.int64)
-            e = err[s0 : s0 + nr]
+            e = err[at]
             # the rows' distinct counts, each picked as one run of rows, a mask or a
             # selection (:func:`_rows_of`), and whether it starts its group's product
             uniq = np.unique(k).tolist()
@@ -326,7 +351,9 @@ def _bounded_product(pmfs: list[np.ndarray], counts: np.ndarray, n: int):
                     factors[kk] = f
                 else:
                     factors[kk] += f + 1
-            _slice_products(spec, k, e, list(zip(uniq, picks, starts, strict=True)), groups, tele)
+            _slice_products(
+                spec, k, e, list(zip(uniq, picks, starts, strict=True)), groups, tele, back
+            )
             del spec
         out = np.ones(half, dtype=complex)
         bound = np.ones(half)
@@ -392,9 +419,10 @@ def _row_lambdas(
     # once, for the test and the sums (counting them first, then finding them again, was
     # a sixth of this function in the online ledger's loop; issue 37, session 26); a long
     # row is only counted (no index array for a long dense row)
-    nzs = [np.flatnonzero(p) if shared else None for p in pmfs]
+    nzs = [nonzero_at(p) if shared else None for p in pmfs]
     sparse = [
-        p.size > least and (np.count_nonzero(p) if nz is None else nz.size) < SPARSE_SHARE * p.size
+        p.size > least
+        and (np.count_nonzero(p != 0) if nz is None else nz.size) < SPARSE_SHARE * p.size
         for p, nz in zip(pmfs, nzs, strict=True)
     ]
     dense = [n for n, sp in zip(lengths.tolist(), sparse, strict=True) if not sp]
@@ -421,7 +449,7 @@ def _row_lambdas(
                 sums_pos[i, k:] = pn @ np.take(w_more, up, axis=0)
             continue
         if sparse[i]:
-            nz = np.flatnonzero(p)
+            nz = nonzero_at(p)
             w = np.outer(nz * step, -t[:k])
             sums_neg[i] = p[nz] @ np.exp(w, out=w)
             w = np.outer((p.size - 1 - nz) * step, -t)
@@ -533,12 +561,14 @@ def _compose_group(
     tries: int = 1,
     lambdas=None,
     orders: np.ndarray = _ORDERS,
+    sizes: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> Segment | None:
     """One group of the tree: its cells composed on the group's own Chernoff window
     (``tries``: the windows :func:`_compose_spectrum` chooses among; ``lambdas``: the
     PMFs' log-MGF bounds at ``orders``, default :func:`_row_lambdas` at
     :data:`~dpacct.accountant.pld.chernoff_window._ORDERS`, or a caller's cache of its
-    rows, e.g. :func:`_block_rows` at :data:`BLOCK_ORDERS`).
+    rows, e.g. :func:`_block_rows` at :data:`BLOCK_ORDERS`; ``sizes``: the PMFs' norms
+    as :func:`_cell_sizes` gives them, a caller's cache).
 
     Returns a :class:`Segment` ``(first, pmf, err)``: the composed finite PMF (clipped
     at zero, trimmed to its positive entries) from grid node ``first`` on, and ``err``,
@@ -563,6 +593,7 @@ def _compose_group(
         tries,
         componentwise=True,
         orders=orders,
+        sizes=sizes,
     )
     if raw is None:
         return None
@@ -575,7 +606,7 @@ def _compose_group(
     if mass > 1.0:
         y = y / mass
         err += mass - 1.0
-    nz = np.flatnonzero(y)
+    nz = nonzero_at(y)
     if nz.size == 0:
         return Segment(a_idx, np.zeros(1), err)
     return Segment(a_idx + int(nz[0]), y[nz[0] : nz[-1] + 1].copy(), err)

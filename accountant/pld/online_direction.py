@@ -30,7 +30,14 @@ from .block_rules import (
 )
 from .coarsen import coarsen
 from .graded_cells import graded_cells
-from .groups import BLOCK_ORDERS, Segment, _block_rows, _compose_group, _row_lambdas
+from .groups import (
+    BLOCK_ORDERS,
+    Segment,
+    _block_rows,
+    _cell_sizes,
+    _compose_group,
+    _row_lambdas,
+)
 from .pld_fft import (
     _ORDERS,
     FAST_MAX_N,
@@ -212,7 +219,9 @@ class _Direction:
         #: look-aheads ask the same again)
         self._asked: dict[tuple[BlockKey, int], _Block] = {}
         #: fine discretisations of recent cells (:meth:`_cells`) and their bytes
-        self._fine_cells: dict[tuple[float, float, float], tuple[int, np.ndarray, float]] = {}
+        self._fine_cells: dict[
+            tuple[float, float, float], tuple[int, np.ndarray, float, float, float]
+        ] = {}
         self._fine_bytes = 0
         #: their log-MGF rows (:meth:`_lambdas`), at most :data:`CELL_ROWS`
         self._cell_rows: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
@@ -234,11 +243,15 @@ class _Direction:
             found = _Block(self.step, self._compose(items, budget), sum(items.values()))
         return key, found
 
-    def _cells(self, items: Items, factor: int) -> list[tuple[int, np.ndarray, float]]:
+    def _cells(
+        self, items: Items, factor: int
+    ) -> list[tuple[int, np.ndarray, float, float, float]]:
         """The cells of ``items`` discretised on the fine grid ``step / factor``
         (:func:`~dpacct.accountant.pld.graded_cells.graded_cells`, the missing ones in
         one vectorised call), kept: the pending steps of every query are composed
-        again, mostly of the same cells."""
+        again, mostly of the same cells.  Each ``(first, pmf, inf, l2, l1)``, its norms
+        as :func:`~dpacct.accountant.pld.groups._cell_sizes` gives them (kept too: a
+        composition takes both of every cell)."""
         fine = self.step / factor
         found = {c: self._fine_cells.get((c[0], c[1], fine)) for c in items}
         missing = [c for c, v in found.items() if v is None]
@@ -252,7 +265,8 @@ class _Direction:
                 self.add,
             )
             for (s, q), f, p, i in zip(missing, firsts, pmfs, infs, strict=True):
-                cell = (int(f), p.copy(), float(i))  # a copy: not a view of the flat array
+                p = p.copy()  # a copy: not a view of the flat array
+                cell = (int(f), p, float(i), *_cell_sizes(p))
                 found[(s, q)] = cell
                 while self._fine_cells and self._fine_bytes + p.nbytes > FINE_CELL_BYTES:
                     old = self._fine_cells.pop(next(iter(self._fine_cells)))
@@ -341,6 +355,7 @@ class _Direction:
                 BLOCK_ALIAS_TRIES,
                 self._lambdas([(s, q, fine) for s, q in items]),
                 BLOCK_ORDERS,
+                (np.array([c[3] for c in cells]), np.array([c[4] for c in cells])),
             )
             if out is None:
                 raise OverflowError("the block's fine window exceeds FAST_MAX_N")

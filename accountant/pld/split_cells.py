@@ -123,11 +123,15 @@ def _split_block(sigma, q, step, factor, tau, add, split=None):
     base = np.cumsum(lengths) - lengths
     bin_cell = cell[:-1][keep]
     off = base[bin_cell] - first[bin_cell]
-    pmf = np.zeros(int(lengths.sum()))
     # every node is the left end of at most one bin and the right end of at most one:
-    # plain fancy-index sums, one per side
-    pmf[left_node + off] += left
-    pmf[right_node + off] += right
+    # each entry is ``0 + left + right`` in that order, summed by one bincount pass as
+    # the two fancy-index sums ``pmf[l] += left; pmf[r] += right`` on zeros form it,
+    # without their gathers (the scatter 15 % faster; issue 37, session 33)
+    pmf = np.bincount(
+        np.concatenate([left_node + off, right_node + off]),
+        weights=np.concatenate([left, right]),
+        minlength=int(lengths.sum()),
+    )
     pmf[base] += cum_p[starts]  # mass below the grid rounded up onto the first node
     return first, np.split(pmf, base[1:]), np.asarray(tail_p[ends], dtype=float)
 
