@@ -23,6 +23,7 @@ True
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -115,4 +116,9 @@ class RoutedLedger(Protocol):
     def certified(self, delta: float) -> float | None: ...
 
     def tilted(self, epsilon: float, target: float) -> tuple[float, float] | None: ...
+
+    def cached(self, key: Any, compute: Callable[[], Any]) -> Any: ...
+
+    @property
+    def entry_count(self) -> int: ...
 

@@ -181,6 +181,9 @@ ONLINE_DELTA_TILT_PASSES = 3
 #: ... alone below this share of the floor, certificate at most this share (``--tilted``)
 ONLINE_DELTA_TILT_ALONE = 1e-2
 ONLINE_DELTA_TILT_SHARE = 1e-2
+#: ... and never alone on ledgers of at most this many records, where the rounded
+#: schedule is cheap (0.18 s at 19 records; review 33: 7.1e-17 alone against its 3.7e-17)
+ONLINE_DELTA_TILT_ENGINE = 64
 #: the names :func:`ledger_route` returns
 LEDGER_ROUTES = ("exact", "online", "rounded")
 
@@ -369,8 +372,8 @@ def _tol_cap(mech, delta, tol, upper, plds, deciding, settings) -> float | None:
 
     For ``upper >= TOL_CHECK_ABOVE`` and a deciding grid step coarser than ``tol *
     upper`` only (every other answer keeps the grids of :func:`pld_upper`'s first
-    rule, bit for bit; there ``tol`` is the step rule's, as below 32): the optimistic PLDs of the deciding
-    directions on the same settings give a certified lower end (as
+    rule, bit for bit; there ``tol`` is the step rule's, as below 32): the optimistic
+    PLDs of the deciding directions on the same settings give a certified lower end (as
     :func:`epsilon_bracket` takes it); when the bracket is wider than ``tol`` (relative)
     the truth may be farther than ``tol`` below ``upper``, and the grids are capped at
     the deciding step over ``2^k``, ``k = ceil(log2(width / tol))`` (at most
@@ -617,13 +620,19 @@ def _below_floor(ledger: RoutedLedger, e: float, tol: float | None, floor: float
         found, best = again, again[0]
     mech = ledger.accounted(True)
     if found is not None and best < ONLINE_DELTA_TILT_ALONE * floor and (
-        found[1] <= ONLINE_DELTA_TILT_SHARE
+        found[1] <= ONLINE_DELTA_TILT_SHARE and ledger.entry_count > ONLINE_DELTA_TILT_ENGINE
     ):
         flat = np.array([e])
         if mech.has_rdp and rdp_may_win(mech, flat, np.array([best]))[0]:
             best = min(best, rdp_to_delta(mech._rdp_curve, e))
-        return best
-    return min(best, float(mech.delta(np.array([e]), tol=tol)[0]))
+    else:
+        best = min(best, float(mech.delta(np.array([e]), tol=tol)[0]))
+    # a certified delta at e' <= e is one at e: the answers given so far keep delta
+    # non-increasing in e (review 33: 1.1e-29 at 0.05, then 3.7e-17 at 0.1)
+    seen = ledger.cached(("below floor",), dict)
+    best = min([best, *(d for e2, d in seen.items() if e2 <= e)])
+    seen[e] = best
+    return best
 
 
 def online_delta(ledger: RoutedLedger, flat: np.ndarray, tol: float | None) -> np.ndarray:

@@ -281,6 +281,11 @@ class LedgerMechanism(Mechanism):
             partial(tilted_delta, phases, float(epsilon), float(target)),
         )
 
+    @property
+    def entry_count(self) -> int:
+        """The number of records (a step with its count is one)."""
+        return len(self._records.entries)
+
     def cached(self, key: Any, compute: Callable[[], Any]) -> Any:
         """``compute()``, kept for the records' current version under ``key``."""
         full = (self._records.version, key)
