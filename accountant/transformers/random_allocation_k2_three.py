@@ -410,7 +410,7 @@ def _joint_weights(
 
 def three_atoms(
     sigma: float, t: int, *, progress: bool = False, log_theta: float | None = None,
-    h1: float | None = None, charge3: float = 1e-10, step: float = 32.0,
+    h1: float | None = None, charge3: float = 1e-10, step: float = 32.0, h2: float | None = None,
     drop_r: float = 1e-16, drop_w: float = 1e-22,
 ) -> tuple[np.ndarray, np.ndarray, float]:
     """``(values, q, charge)`` of Proposition 6: for every ``gamma >= 0``,
@@ -424,9 +424,9 @@ def three_atoms(
         Steps per epoch ``T``, >= 3.
     progress : bool, default False
         Show a ``tqdm`` bar after :data:`PROGRESS_DELAY` seconds.
-    log_theta, h1 : float, optional
-        ``log`` of the split of ``M_2`` and the first region's lattice step
-        (default: :func:`three_settings`).
+    log_theta, h1, h2 : float, optional
+        ``log`` of ``M_2``'s split, the first and second regions' lattice steps (default:
+        :func:`three_settings`; ``h2``: Proposition 3's step, ``_settings``)
     charge3, step, drop_r, drop_w : float
         The aim of the union bound on three coordinates above ``b'``; the least step of
         the second region's coarse lattice; masses of its lattice entries and cell pairs
@@ -448,9 +448,9 @@ def three_atoms(
     default = three_settings(sigma, t)
     log_theta = default["log_theta"] if log_theta is None else log_theta
     h1 = default["h1"] if h1 is None else h1
-    s0, mu0 = 1.0 / sigma, -0.5 / sigma**2
     dl, coarse, fine, h, charge = _settings(sigma, t)
-    lmax = 0.5 / sigma**2 + 8.0 / sigma
+    h = h if h2 is None else h2  # the second region's lattice step
+    s0, mu0, lmax = 1.0 / sigma, -0.5 / sigma**2, 0.5 / sigma**2 + 8.0 / sigma
     lb2, tail = _second_cut(sigma, t, charge)  # M_2 above b: the pair union
     lb3, c3 = _third_cut(sigma, t, charge3)
     tail += c3
