@@ -95,6 +95,7 @@ from .pld.pld_settings import (
     REFINE_STEPS,
     SCREEN_ERR_TAILS,
     TOL_CHECK_ABOVE,
+    TOL_CHECK_STEPS,
     TOL_MAX_HALVINGS,
     TOL_REFINEMENTS,
     PLDSettings,
@@ -370,10 +371,11 @@ def pld_upper(mech: Routed, delta: float, tol: float | None) -> PLDUpper:
 def _tol_cap(mech, delta, tol, upper, plds, deciding, settings) -> float | None:
     """The step cap that should bring a large answer within ``tol``, or None.
 
-    For ``upper >= TOL_CHECK_ABOVE`` and a deciding grid step coarser than ``tol *
-    upper`` only (every other answer keeps the grids of :func:`pld_upper`'s first
-    rule, bit for bit; there ``tol`` is the step rule's, as below 32): the optimistic
-    PLDs of the deciding directions on the same settings give a certified lower end (as
+    For ``upper >= TOL_CHECK_ABOVE``, a deciding grid step coarser than ``tol *
+    upper`` and at most :data:`TOL_CHECK_STEPS` composed steps only (every other
+    answer keeps the grids of :func:`pld_upper`'s first rule, bit for bit; there
+    ``tol`` is the step rule's, as below 32): the optimistic PLDs of the deciding
+    directions on the same settings give a certified lower end (as
     :func:`epsilon_bracket` takes it); when the bracket is wider than ``tol`` (relative)
     the truth may be farther than ``tol`` below ``upper``, and the grids are capped at
     the deciding step over ``2^k``, ``k = ceil(log2(width / tol))`` (at most
@@ -386,7 +388,8 @@ def _tol_cap(mech, delta, tol, upper, plds, deciding, settings) -> float | None:
         return None
     wanted = tol or DEFAULT_TOL
     step = max(plds[w].step for w in deciding)
-    if step <= wanted * upper:
+    parts = getattr(mech, "parts", ())
+    if step <= wanted * upper or sum(c for _, c in parts) > TOL_CHECK_STEPS:
         # a grid step within tol of the answer: the first rule's grids, as below 32
         # (DP-SGD at T 1e6, epsilon 61.8, step 0.002: its upper end within 1.5e-5 of
         # the refined lower end; re-gridding it cost 6.8x the call for the same upper)

@@ -34,6 +34,7 @@ __all__ = [
     "REFINE_STEPS",
     "SHARED_GRID_SHARE",
     "TOL_CHECK_ABOVE",
+    "TOL_CHECK_STEPS",
     "TOL_MAX_HALVINGS",
     "TOL_REFINEMENTS",
     "PLDSettings",
@@ -61,6 +62,11 @@ MAX_REFINEMENTS = 3
 #: epsilon (issue 37; benchmarks/tol_and_tails.py ``--tol``).  Below it every answer keeps
 #: its grids (epsilon <= 32 met ``tol`` on that benchmark's every row)
 TOL_CHECK_ABOVE = 32.0
+#: ... and only for compositions of at most this many steps: the check's optimistic
+#: PLDs cost as much as the answer (the README's 100 000-step ledger, epsilon 46.55:
+#: 0.05 -> 0.26 s for a bracket already within tol); compositions of 1 000 steps and
+#: DP-SGD met ``tol`` without it on every row measured (session 33)
+TOL_CHECK_STEPS = 1000
 TOL_REFINEMENTS = 2
 TOL_MAX_HALVINGS = 8
 #: no grid is refined below this step (``e^step - 1`` keeps about 11 digits; see
