@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+import numpy as np
+
 from dpacct.accountant import PrivacyAccountant
 
 
@@ -33,3 +35,20 @@ def ledger(phases: Iterable[tuple[float, float, int]], **options) -> PrivacyAcco
     for sigma, q, count in phases:
         acct.step(noise_multiplier=sigma, sample_rate=q, count=count)
     return acct
+
+
+def random_phases(
+    seed: int, n: int, sigmas: tuple[float, float], rates: tuple[float, float], count: int
+) -> list[tuple[float, float, int]]:
+    """``n`` phases of ``count`` steps, sigma and q drawn uniformly (all sigmas first, then
+    all rates, from ``numpy.random.default_rng(seed)``).
+
+    Examples
+    --------
+    >>> random_phases(37, 2, (1.2, 2.0), (0.002, 0.01), 15)[0][2]
+    15
+    """
+    rng = np.random.default_rng(seed)
+    s = rng.uniform(*sigmas, n)
+    q = rng.uniform(*rates, n)
+    return [(float(a), float(b), count) for a, b in zip(s, q, strict=True)]

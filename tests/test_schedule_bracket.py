@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 import pytest
-from ledgers import ledger
+from ledgers import ledger, random_phases
 
 from dpacct.accountant import compose, poisson_subsample
 from dpacct.accountant.pld import schedule as sch
@@ -67,11 +67,7 @@ def _general_route_bounds(phases):
 
 def test_ledger_bracket_contains_the_general_route():
     # 18 distinct phases: beyond the ledger's exact composition, so the fast path
-    rng = np.random.default_rng(11)
-    phases = [
-        (float(s), float(q), 40)
-        for s, q in zip(rng.uniform(0.9, 2.0, 18), rng.uniform(0.002, 0.02, 18), strict=True)
-    ]
+    phases = random_phases(11, 18, (0.9, 2.0), (0.002, 0.02), 40)
     acct = ledger(phases)
     lo, hi = acct.epsilon_bounds(DELTA)
     assert hi == acct.epsilon(DELTA)

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from ledgers import ledger
+from ledgers import ledger, random_phases
 from sgm_oracles import dp_accounting_epsilon
 
 from dpacct.accountant.pld.schedule import (
@@ -191,11 +191,7 @@ def test_ledger_bracket_contains_dp_accountings_pessimistic_pld_at_a_tenth_inter
     componentwise round-off bound and finer grid for blocks of exact cells: these narrow
     steps, sigma >= 1.2 and q <= 0.01, are where the ledger's fine grid is coarsest
     against the steps' spread)."""
-    rng = np.random.default_rng(37)
-    phases = [
-        (float(s), float(q), 15)
-        for s, q in zip(rng.uniform(1.2, 2.0, 17), rng.uniform(0.002, 0.01, 17), strict=True)
-    ]
+    phases = random_phases(37, 17, (1.2, 2.0), (0.002, 0.01), 15)
     acct = ledger(phases)
     lo0, hi0 = acct.epsilon_bounds(DELTA)  # not refined unless a width is asked
     lo, hi = acct.epsilon_bounds(DELTA, width=1e-4)
@@ -229,11 +225,7 @@ def test_default_ledger_bracket_is_within_a_hundredth_percent_and_contains_the_f
     in dp_accounting), without a ``width``.  Measured (0.2617540332, 0.2617672435),
     5.0e-5 wide; before session 32 the lower end was the plain optimistic composition at
     the fast path's step, 0.2616429 (4.7e-4 wide), which fails this."""
-    rng = np.random.default_rng(37)
-    phases = [
-        (float(s), float(q), 15)
-        for s, q in zip(rng.uniform(1.2, 2.0, 17), rng.uniform(0.002, 0.01, 17), strict=True)
-    ]
+    phases = random_phases(37, 17, (1.2, 2.0), (0.002, 0.01), 15)
     acct = ledger(phases)
     lo, hi = acct.epsilon_bounds(DELTA)
     fine_hi = 0.261762618494979
@@ -324,11 +316,7 @@ def test_oneshot_bracket_contains_dp_accountings_pessimistic_pld_at_a_tenth_inte
     either end, and with ``tol=1e-5`` a finer upper end at or below dp_accounting's
     default PLD, both above dp_accounting's pessimistic epsilon at interval 1e-5
     (pinned, a peer's number, as in the ledger's test above: 28 s CPU)."""
-    rng = np.random.default_rng(37)
-    phases = [
-        (float(s), float(q), 15)
-        for s, q in zip(rng.uniform(1.2, 2.0, 17), rng.uniform(0.002, 0.01, 17), strict=True)
-    ]
+    phases = random_phases(37, 17, (1.2, 2.0), (0.002, 0.01), 15)
     fine_hi = 0.261762618494979
     # `dp_accounting_epsilon(phases, DELTA, 1e-4, True)` of tests/sgm_oracles.py (its
     # default interval, 2.1 s CPU), pinned; the ledger's default upper end is 3.3e-5 above

@@ -54,9 +54,9 @@ import numpy as np
 from .grid import GridPLD
 from .groups import Segment, _compose_group
 from .sgm_cells import (
-    _bin_masses,
     _blocks,
     _cell_ranges,
+    _joined_bin_masses,
     _loss_of_x,
     _node_cdfs,
     _optimistic_block,
@@ -115,10 +115,7 @@ def _split_optimistic_block(sigma, q, step, factor, tau, pile):
     cum_p[at] = cum_q[at] = 0.0
     tail_p[at] = tail_q[at] = 1.0
     ends = starts + count - 1
-    keep = np.ones(a.size - 1, dtype=bool)
-    keep[ends[:-1]] = False  # the pseudo-bins between cells
-    m = _bin_masses(cum_p, tail_p, keep)
-    n = _bin_masses(cum_q, tail_q, keep)
+    keep, m, n = _joined_bin_masses(cum_p, tail_p, cum_q, tail_q, ends)
     left = a[:-1][keep]
     r = _scaled_q(n, left, m)
     bin_cell = cell[:-1][keep]

@@ -212,6 +212,16 @@ def _bin_masses(cum: np.ndarray, tail: np.ndarray, keep: np.ndarray) -> np.ndarr
     return np.maximum(np.where(cum[1:] < 0.5, d_cum, d_tail)[keep], 0.0)
 
 
+def _joined_bin_masses(cum_p, tail_p, cum_q, tail_q, ends: np.ndarray):
+    """``(keep, P masses, Q masses)`` of cells laid end to end on one node array
+    (:func:`_node_cdfs`' four arrays; ``ends`` each cell's last node): the bins between
+    consecutive nodes of one cell, the pseudo-bins from a cell's last node to the next
+    cell's first dropped (``keep`` False), masses by :func:`_bin_masses`."""
+    keep = np.ones(cum_p.size - 1, dtype=bool)
+    keep[ends[:-1]] = False
+    return keep, _bin_masses(cum_p, tail_p, keep), _bin_masses(cum_q, tail_q, keep)
+
+
 def _cell_bins(
     sigma: np.ndarray,
     q: np.ndarray,

@@ -26,9 +26,9 @@ from scipy import special
 
 from .groups import Segment, coarsened_group
 from .sgm_cells import (
-    _bin_masses,
     _blocks,
     _cell_ranges,
+    _joined_bin_masses,
     _loss_of_x,
     _node_cdfs,
     _scaled_q,
@@ -107,11 +107,7 @@ def _split_block(sigma, q, step, factor, tau, add, split=None):
     cum_p, tail_p, cum_q, tail_q = _node_cdfs(a, sigma, q, cell, add)
     starts = np.cumsum(count) - count
     ends = starts + count - 1
-    keep = np.ones(a.size - 1, dtype=bool)
-    keep[ends[:-1]] = False  # the pseudo-bins between cells
-
-    m = _bin_masses(cum_p, tail_p, keep)
-    n = _bin_masses(cum_q, tail_q, keep)
+    keep, m, n = _joined_bin_masses(cum_p, tail_p, cum_q, tail_q, ends)
     left_node = nodes[:-1][keep]
     right_node = nodes[1:][keep]
     width = (right_node - left_node) * fine
