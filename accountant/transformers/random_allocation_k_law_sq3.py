@@ -83,6 +83,10 @@ _COARSE = None
 #: merges, the spread's bins) is a floor (session 28's law); False: a chord in s, its
 #: mean kept below the exact one (the value is convex in s: docs, Proposition 12, (3'))
 _S_FLOOR = False
+#: True: both atoms of a cell ``[a, a + h]`` credited ``a^2`` (Propositions 12-13 as in
+#: sessions 28-33); False: the upper one the tangent ``a^2 + 2 a h`` (Proposition 14: the
+#: value is convex along ``(1, 2a)`` wherever that chord reaches)
+_LOWER_END = False
 
 
 def hat_elementary(total: np.ndarray, squares: np.ndarray, n: int, j: int) -> np.ndarray:
@@ -147,12 +151,17 @@ def hat_elementary(total: np.ndarray, squares: np.ndarray, n: int, j: int) -> np
 def pair_term_law(sigma: float, cut: float, h: float, g: float, cap: float = _CAP
                   ) -> np.ndarray:
     """Upper bounds on a law ``w[j, i]`` of one other's ``(z, z^2)`` on the lattice ``(i h,
-    j g)`` (``z ~ Y | Y <= e^cut``, ``Y`` an unshifted coordinate): each cell ``[c h, (c +
-    1) h]`` puts :func:`.random_allocation_k2_three._term_shares`' two chord shares at its
-    two ends, both credited the square of its lower end ``min((c h)^2, cap)``, put onto
-    ``g N`` by the chord in ``s`` (the upper row's share rounded down).  For every
-    ``phi(r, s)`` convex in ``r``, convex and decreasing in ``s``, non-negative, ``E phi(z,
-    z^2) <= sum w phi(i h, j g)`` (Proposition 12, (3'), (4)).
+    j g)`` (``z ~ Y | Y <= e^cut``, ``Y`` an unshifted coordinate): each cell ``[a, a + h]``
+    (``a = c h``) puts :func:`.random_allocation_k2_three._term_shares`' two chord shares at
+    its two ends, the lower one credited ``min(a^2, cap)`` and the upper one the tangent's
+    ``min(a^2 + 2 a h, cap)`` (both below ``z^2`` on the chord: ``z^2 >= a^2 + 2 a (z -
+    a)``), each put onto ``g N`` by the chord in ``s`` (the upper row's share rounded down).
+    For every ``phi(r, s)`` convex in ``r``, convex and decreasing in ``s``, convex and
+    non-decreasing along ``(1, 2c)``, ``0 <= c <= a``, at the points ``(r_0 + a + t, s_0 +
+    a^2 + 2 c t)``, ``r_0, s_0 >= 0``, and non-negative, ``E phi(r_0 + z, s_0 + z^2) <=
+    sum w phi(r_0 + i h, s_0 + j g)``: Proposition 14 of docs/theory/allocation_k_of_t.md
+    proves that of Lemma 11's values; Proposition 12, (3'), (4) the rest.  With
+    :data:`_LOWER_END` both atoms are credited ``min(a^2, cap)`` (Proposition 12's law).
 
     Examples
     --------
@@ -162,19 +171,24 @@ def pair_term_law(sigma: float, cut: float, h: float, g: float, cap: float = _CA
     """
     lower, upper = _term_shares(sigma, math.exp(cut), h, 1 << 62)
     top = lower.size
-    a2 = np.minimum((np.arange(top) * h) ** 2 * (1 - 4 * _U), cap)
-    x = a2 / g
-    j = np.floor(x * (1 - 1e-12)).astype(np.int64)
-    # the upper row's share (x - j, rounded down): the chord in s (the value is convex in
-    # s), its mean below the credited square's; _S_FLOOR: all of it on the lower row
-    f = np.zeros(top) if _S_FLOOR else np.clip(x - j - 1e-9, 0.0, 1.0)
+    a = np.arange(top) * h
+    # the lower atom credited a^2, the upper one the tangent a^2 + 2 a h (Proposition 14;
+    # _LOWER_END: a^2 too, Proposition 12's), each rounded down and capped
+    a2 = np.minimum(a * a * (1 - 4 * _U), cap)
+    t2 = a2 if _LOWER_END else np.minimum((a * a + 2 * a * h) * (1 - 8 * _U), cap)
+    rows = []
+    for sq in (a2, t2):
+        x = sq / g
+        j = np.floor(x * (1 - 1e-12)).astype(np.int64)
+        # the upper row's share (x - j, rounded down): the chord in s (the value is convex
+        # in s), its mean below the credited square's; _S_FLOOR: all of it on the lower row
+        rows.append((j, np.zeros(top) if _S_FLOOR else np.clip(x - j - 1e-9, 0.0, 1.0)))
+    w = np.zeros((int(max(rows[0][0].max(), rows[1][0].max())) + 2, top + 1))
     cols = np.arange(top)
-    w = np.zeros((int(j.max()) + 2, top + 1))
-    # each add's cells are distinct (one per column), so a fancy-indexed add is exact
-    w[j, cols] += lower * (1.0 - f)
-    w[j + 1, cols] += lower * f
-    w[j, cols + 1] += upper * (1.0 - f)
-    w[j + 1, cols + 1] += upper * f
+    for share, col, (j, f) in ((lower, cols, rows[0]), (upper, cols + 1, rows[1])):
+        # each add's cells are distinct (one per column), so a fancy-indexed add is exact
+        w[j, col] += share * (1.0 - f)
+        w[j + 1, col] += share * f
     return w * (1.0 + 1e-12)
 
 
