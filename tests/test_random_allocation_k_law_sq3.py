@@ -27,6 +27,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import integrate, signal
 
+from dpacct.accountant.transformers.random_allocation_k2_three import _term_shares
 from dpacct.accountant.transformers.random_allocation_k_law_sq import (
     max_elementary_given_sums,
 )
@@ -132,6 +133,75 @@ def test_pair_term_law_against_quadrature(a, b, own_below):
     # the check can fail when the sum of squares matters: each atom credited its own square
     own = float(w[j, i] @ np.exp(a * i * h - b * (i * h) ** 2))
     assert (own < exact * (1 - 1e-6)) == own_below
+
+
+def _chords_reached(rng, count):
+    """Random chords of Proposition 14: a rest ``(r_0, s_0) >= 0`` (on, below and above
+    the band, and at 0), a cell's lower end ``a``, its width ``h`` and ``n``."""
+    n = rng.integers(3, 40, count)
+    a = np.where(rng.random(count) < 0.5, rng.uniform(0.0, 0.5, count),
+                 rng.uniform(0.0, 6.0, count))
+    h = rng.choice([0.025, 0.05, 0.15, 0.5], count)
+    r0 = rng.choice([0.0, 0.5, 3.0, 20.0], count) * rng.random(count)
+    s0 = np.where(rng.random(count) < 0.8, r0**2 * rng.uniform(0.0, 1.2, count),
+                  rng.uniform(0.0, 5.0, count))
+    return n, a, h, r0, s0
+
+
+def test_hat_elementary_convex_and_rising_along_the_tangent_chords():
+    """Proposition 14: along each chord ``(r_0 + a + t, s_0 + a^2 + 2 a t)``, ``0 <= t <=
+    h``, hat G_2 and hat G_3 are convex and non-decreasing (second and first differences
+    on 201 points of 4 000 random chords); the check can fail: along ``(1, 2c)`` with ``c``
+    up to ``r`` at points below the band (not reached by a chord) hat G_3 is not convex."""
+    rng = np.random.Generator(np.random.PCG64(34_011))
+    t = np.linspace(0.0, 1.0, 201)
+    for n, a, h, r0, s0 in zip(*_chords_reached(rng, 4000), strict=True):
+        r, s = r0 + a + t * h, s0 + a * a + 2 * a * t * h
+        for j in (2, 3):
+            g = hat_elementary(r, s, int(n), j)
+            scale = max(float(np.abs(g).max()), 1e-300)
+            assert _second_diff_ok(g), (n, a, h, r0, s0, j)
+            assert np.all(np.diff(g) >= -1e-12 * scale), (n, a, h, r0, s0, j)
+    n, r = 9, np.linspace(0.5, 10.0, 40)
+    c, s = 0.9 * r, 0.3 * r * r / n  # below the band, c > (n + 2) r / (2 n)
+    dt = 1e-3 * r
+    g = [hat_elementary(r + k * dt, s + 2 * c * k * dt, n, 3) for k in (-1, 0, 1)]
+    assert np.all(g[0] - 2 * g[1] + g[2] < 0.0)
+
+
+@pytest.mark.parametrize(("r0", "s0", "n", "gamma", "kappa"),
+                         [(1.0, 0.2, 4, 0.0, 0.0), (2.0, 1.0, 5, 0.3, 0.0),
+                          (0.5, 0.1, 3, 0.0, 0.0), (3.0, 4.0, 5, 0.5, 0.1),
+                          (0.3, 0.05, 3, 0.0, 0.0), (5.0, 20.0, 6, 0.0, 0.0)])
+def test_pair_term_law_tangent_credit_against_quadrature(r0, s0, n, gamma, kappa):
+    """One coordinate's lattice law (the upper atoms credited the tangent's square) against
+    scipy quadrature of ``E phi(r_0 + z, s_0 + z^2)`` for Proposition 14's values ``phi =
+    (hat G_3 + kappa hat G_2 - gamma)_+`` at a fixed rest: never below it, and not loose
+    (the lower end's credit alone is up to 1.47 times it here); the check can fail: the upper
+    atoms credited ``a^2 + 2.5 a h`` (a slope 1.25 times the tangent's) fall below it."""
+    sigma, cut, h, g = 1.0, 1.5, 0.2, 1.0 / 64
+    mu, sd = -0.5 / sigma**2, 1.0 / sigma
+
+    def phi(r, s):
+        r, s = np.atleast_1d(np.asarray(r, float)), np.atleast_1d(np.asarray(s, float))
+        return np.maximum(hat_elementary(r, s, n, 3) + kappa * hat_elementary(r, s, n, 2)
+                          - gamma, 0.0)
+
+    def dens(z):
+        return math.exp(-0.5 * ((math.log(z) - mu) / sd) ** 2) / (z * sd * math.sqrt(2 * math.pi))
+
+    norm = 0.5 * math.erfc(-(cut - mu) / sd / math.sqrt(2))
+    exact = integrate.quad(lambda z: float(phi(r0 + z, s0 + z * z)[0]) * dens(z), 0.0,
+                           math.exp(cut), epsabs=1e-13, epsrel=1e-11, limit=400,
+                           points=list(np.arange(h, math.exp(cut), h)))[0] / norm
+    w = pair_term_law(sigma, cut, h, g)
+    j, i = np.nonzero(w)
+    lat = float(w[j, i] @ phi(r0 + i * h, s0 + j * g))
+    assert exact * (1 - 1e-9) <= lat <= 1.1 * exact
+    lower, upper = _term_shares(sigma, math.exp(cut), h, 1 << 62)
+    a = np.arange(lower.size) * h
+    steep = lower @ phi(r0 + a, s0 + a * a) + upper @ phi(r0 + a + h, s0 + a * a + 2.5 * a * h)
+    assert steep < exact * (1 - 1e-3)
 
 
 def test_pair_power_against_convolve2d():
