@@ -13,10 +13,13 @@ convex extension ``hat G_j(r, s)`` (:func:`hat_elementary`) instead of Maclaurin
   larger value (region 3's ``E_1``: the other in ``(a, x_3)`` is kept as a fourth
   coordinate at ``x_3``, the lattice holding the ``T - 4`` others alone);
 * it decreases in ``s`` and is convex in ``s`` at fixed ``r``, so ``s`` may be rounded
-  down (each coordinate's square to its lattice cell's lower end's, capped at
-  :data:`_CAP`; the rows above a top moved down) and onto any coarser lattice by the
-  chord in ``s`` (``g_0``, the rows' merges, the spread's bins: ``s - r^2 / n`` onto
-  powers of :data:`_RHO`);
+  down (each coordinate's square to its lattice cell's lower end's at the cell's lower
+  atom and to the tangent's ``a^2 + 2 a h`` at its upper atom, capped at :data:`_CAP`;
+  the rows above a top moved down) and onto any coarser lattice by the chord in ``s``
+  (``g_0``, the rows' merges, the spread's bins: ``s - r^2 / n`` onto powers of
+  :data:`_RHO`); the tangent's credit needs the value convex and non-decreasing along
+  ``(1, 2c)``, ``0 <= c <= a``, at the points a chord reaches (``r >= a``, ``s >= a^2``),
+  which Proposition 14 of the docs proves;
 * at fixed ``s``, and along ``s = r^2 / n + v`` at fixed ``v``, it is convex in ``r``
   (``j <= 3``), so each coordinate's ``r`` may be spread on its lattice cell (its square
   fixed) and the sum onto the coarse lattice at its fixed spread ``v``; it is a
@@ -75,7 +78,8 @@ _RHO = 1.1
 #: the lattices' cuts are raised onto multiples of this (log) step, shared by the cells
 _CUT_STEP = 0.1
 #: the per-coordinate lattice step of the sum (None: Proposition 10's); each coordinate's
-#: square is credited as its cell's lower end's, so this step is also a loss in s
+#: square is credited below its own (the lower end's, the tangent's), so this step is also
+#: a loss in s (about h^2 / 3 per coordinate with the tangent, a h with the lower end's)
 _H = None
 #: ``(least step, fraction of the sd)`` of the sum's coarse lattice (None: Proposition 10's)
 _COARSE = None
