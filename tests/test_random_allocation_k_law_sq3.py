@@ -13,7 +13,10 @@ Proposition 13 (the first region's sum of squares): its value against ``e_3`` at
 (mpmath) at random points (hypothesis), attained at Lemma 11's extremal point (so a 1 %
 lower value fails); its law, built with Proposition 12's in one pass, against Proposition
 12's built alone (bit-equal) and, at sigma 1.5, T 11, against the importance-sampled exact
-pair over one and three epochs.
+pair over one and three epochs.  Proposition 14 (the tangent's square at each chord's upper
+atom): hat G_2 and hat G_3 convex and non-decreasing along random chords (the check shown to
+fail along (1, 2c) below the band), and one coordinate's law against scipy quadrature of
+Lemma 11's values at fixed rests (shown to reject a credit 1.25 times as steep).
 """
 
 from __future__ import annotations
