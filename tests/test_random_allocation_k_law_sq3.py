@@ -172,6 +172,27 @@ def test_hat_elementary_convex_and_rising_along_the_tangent_chords():
     assert np.all(g[0] - 2 * g[1] + g[2] < 0.0)
 
 
+def test_band_second_derivative_bound_at_50_digits():
+    """Proposition 14 (4): on the band, the second derivative of hat G_3 along ``(1, 2c)``
+    (mpmath's numerical derivative of the closed form, 50 digits) is at least ``(n - 2) m
+    (n - c/m)^2 / (n (n - 1))``, for any real ``c``; the check can fail: the bound with
+    ``n + 1`` for ``n`` (too large) is above the derivative somewhere."""
+    rng = np.random.Generator(np.random.PCG64(34_012))
+    too_large = 0
+    for _ in range(150):
+        n = int(rng.integers(3, 60))
+        r = mpmath.mpf(rng.uniform(0.1, 30.0))
+        f = mpmath.mpf(rng.uniform(1e-3, 0.999))  # where in the band
+        s = r * r * (mpmath.mpf(1) / n + (1 - mpmath.mpf(1) / n) * f)
+        c = mpmath.mpf(rng.uniform(-2.0, 3.0)) * r
+        d2 = mpmath.diff(lambda t, r=r, s=s, c=c, n=n: _hat3_mp(r + t, s + 2 * c * t, n), 0, 2)
+        m = r / n
+        bound = (n - 2) * m * (n - c / m) ** 2 / (n * (n - 1))
+        assert d2 >= bound * (1 - mpmath.mpf(10) ** -20) - mpmath.mpf(10) ** -25
+        too_large += d2 < (n - 1) * m * (n + 1 - c / m) ** 2 / ((n + 1) * n)
+    assert too_large > 0
+
+
 @pytest.mark.parametrize(("r0", "s0", "n", "gamma", "kappa"),
                          [(1.0, 0.2, 4, 0.0, 0.0), (2.0, 1.0, 5, 0.3, 0.0),
                           (0.5, 0.1, 3, 0.0, 0.0), (3.0, 4.0, 5, 0.5, 0.1),
