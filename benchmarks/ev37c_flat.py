@@ -58,14 +58,18 @@ from collections.abc import Sequence
 import numpy as np
 import scipy.fft as sfft
 
-from dpacct.accountant.pld.sgm_cells import _loss_of_x
-from dpacct.accountant.pld.split_cells import split_cells
+from benchmarks.ledger_phases import ROWS as LEDGER_ROWS
+from dpacct.accountant.pld.sgm_cells import _cell_ranges, _loss_of_x
+from dpacct.accountant.pld.split_cells import CORE_SHARE, _by_blocks, _core_x, split_cells
 
 __all__ = [
     "FLUSH",
+    "GEOMETRIC_RUN",
     "ROWS",
     "compose_flat",
+    "discretise",
     "epsilon_of_pmf",
+    "geometric_nodes",
     "int_power",
     "loss_moments",
     "main",
@@ -73,18 +77,19 @@ __all__ = [
     "window",
 ]
 
-#: rows: (kind, a, n): random phases ("phases": n phases x 10, sigma U[0.8, 2], q
-#: U[0.001, 0.02], seed 0, as benchmarks.ledger_phases) or decaying sigma ("decay": a *
-#: 0.9999^t, q 0.01, n steps of one)
+#: rows (:mod:`benchmarks.ledger_phases`' schedules): (kind, a, n), random phases
+#: ("phases": n phases x 10, sigma U[0.8, 2], q U[0.001, 0.02], seed 0) or decaying sigma
+#: ("decay": a * 0.9999^t, q 0.01, n steps of one); plus the 10 000 decaying steps of
+#: sigma 1.5 (README's "schedule decay 10k": the ledger's bracket 0.31 % wide)
 ROWS = {
-    "1000 phases x 10": ("phases", 0.0, 1_000),
-    "10000 phases x 10": ("phases", 0.0, 10_000),
-    "100000 phases x 10": ("phases", 0.0, 100_000),
-    "decaying 1.5, 10000 steps": ("decay", 1.5, 10_000),
-    "decaying 2.0, 10000 steps": ("decay", 2.0, 10_000),
-    "decaying 1.5, 1906 steps": ("decay", 1.5, 1_906),
+    name: LEDGER_ROWS[name]
+    for name in LEDGER_ROWS
+    if LEDGER_ROWS[name][0] in ("phases", "decay")
 }
+ROWS["decaying 1.5, 10000 steps"] = ("decay", 1.5, 10_000)
 
+#: tail nodes a doubling of their spacing (:func:`geometric_nodes`)
+GEOMETRIC_RUN = 16
 
 #: entries of the running spectrum below this are set to zero (no subnormal arithmetic)
 FLUSH = 1e-200
@@ -172,6 +177,59 @@ def int_power(z: np.ndarray, k: int) -> np.ndarray:
     return out
 
 
+def geometric_nodes(sigma, q, step, factor, tau, add, run=GEOMETRIC_RUN):
+    """The node sets of :func:`~dpacct.accountant.pld.split_cells._split_nodes` (fine
+    bulk, the same cut, the same range) with the long tail's nodes spaced ``factor *
+    2^(j // run)`` fine steps apart (``j`` the gap's rank from the cut) instead of
+    ``factor``: a node function for :func:`~dpacct.accountant.pld.split_cells._by_blocks`.
+    Connect-the-dots dominates on any node set (docs/theory/schedules.md, "Fine
+    groups"), so the PMFs stay dominating; a bin of width ``w`` widens the loss by at
+    most ``w^2 / 4`` times its mass, which the tail's small mass keeps small (measured,
+    not bounded, here).
+
+    Examples
+    --------
+    >>> f, c, cell, nodes = geometric_nodes(np.array([1.0]), np.array([0.01]), 1e-3, 8,
+    ...                                     1e-15, False, 4)
+    >>> d = np.diff(nodes)
+    >>> int(d.min()), int(d.max()) > 8, bool(np.all(np.diff(d) >= 0))
+    (1, True, True)
+    """
+    f_first, f_nb = _cell_ranges(sigma, q, step / factor, tau, add)
+    f_last = f_first + f_nb
+    core_l = _loss_of_x(_core_x(sigma, q, CORE_SHARE / factor**2), sigma, q)
+    gaps = factor * 2 ** (np.arange(64 * run) // run)
+    reach_at = np.concatenate([[0], np.cumsum(gaps)])  # j-th tail node's offset from the cut
+    if not add:
+        cut = np.clip(np.ceil(core_l / step).astype(np.int64) * factor, f_first, f_last)
+        n_fine = cut - f_first + 1  # f_first .. cut
+        t = np.searchsorted(reach_at, f_last - cut)  # cut + reach_at[1..t], the last >= f_last
+        count = n_fine + t
+        cell = np.repeat(np.arange(sigma.size), count)
+        k = np.arange(cell.size) - np.repeat(np.cumsum(count) - count, count)
+        nf = n_fine[cell]
+        nodes = np.where(k < nf, f_first[cell] + k,
+                         cut[cell] + reach_at[np.clip(k - nf + 1, 0, reach_at.size - 1)])
+        return f_first, count, cell, nodes
+    cut = np.clip(np.floor(-core_l / step).astype(np.int64) * factor, f_first, f_last)
+    t = np.searchsorted(reach_at, cut - f_first)  # cut - reach_at[t..1], the first <= f_first
+    count = t + (f_last - cut + 1)
+    cell = np.repeat(np.arange(sigma.size), count)
+    k = np.arange(cell.size) - np.repeat(np.cumsum(count) - count, count)
+    tc = t[cell]
+    nodes = np.where(k < tc, cut[cell] - reach_at[np.clip(tc - k, 0, reach_at.size - 1)],
+                     cut[cell] + (k - tc))
+    return cut - reach_at[t], count, cell, nodes
+
+
+def discretise(sigma, q, step, factor, tau, add, geometric):
+    """``(first, pmfs, infs)`` of every step: :func:`~dpacct.accountant.pld.split_cells.
+    split_cells`, or on :func:`geometric_nodes` when ``geometric``."""
+    if not geometric:
+        return split_cells(sigma, q, step, factor, tau, add)
+    return _by_blocks(sigma, q, step, factor, tau, add, geometric_nodes)
+
+
 def _chunk_rows(first, pmfs, lo, m):
     """The flat (row, column, mass) of a chunk's PMFs on the circular grid of ``m``."""
     lengths = np.array([p.size for p in pmfs])
@@ -183,7 +241,8 @@ def _chunk_rows(first, pmfs, lo, m):
     return row[nz], col[nz], flat[nz]
 
 
-def compose_flat(sigma, q, counts, step, factor, tau, add, chunk, limit=None, sds=(10.0, 14.0)):
+def compose_flat(sigma, q, counts, step, factor, tau, add, chunk, limit=None, sds=(10.0, 14.0),
+                 geometric=False):
     """The composed PMF of every step (one direction) on its window, and the CPU by part.
 
     Returns ``(losses, pmf, inf_mass, parts)``: the composed PMF at the losses
@@ -214,7 +273,8 @@ def compose_flat(sigma, q, counts, step, factor, tau, add, chunk, limit=None, sd
     for start in range(0, n, chunk):
         sl = slice(start, min(start + chunk, n))
         t0 = time.process_time()
-        first, pmfs, infs = split_cells(sigma[sl], q[sl], step, factor, tau, add)
+        first, pmfs, infs = discretise(sigma[sl], q[sl], step, factor, tau, add, geometric)
+        parts["nodes"] = parts.get("nodes", 0) + int(np.count_nonzero(np.concatenate(pmfs)))
         t1 = time.process_time()
         row, col, val = _chunk_rows(first, pmfs, lo, m)
         # summed, not assigned: a step's range longer than the window wraps onto itself
@@ -284,13 +344,14 @@ def run_row(name: str, args) -> dict:
     for add in (False, True)[: 2 if args.both else 1]:
         loss, p, inf, pp = compose_flat(
             sigma, q, counts, args.step, args.factor, args.tau, add, args.chunk,
-            args.steps_limit, (10.0, args.right),
+            args.steps_limit, (10.0, args.right), args.geometric,
         )
         tq = time.process_time()
         eps.append(epsilon_of_pmf(loss, p, inf, args.delta))
         pp["query"] = time.process_time() - tq
         for k, v in pp.items():
             parts[k] = parts.get(k, 0) + v if k not in ("M", "steps") else v
+    out["geometric"] = args.geometric
     out["cpu"] = time.process_time() - t0
     out["epsilons"] = eps
     out["epsilon"] = max(eps)
@@ -316,6 +377,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                    help="the window's reach above the composed mean, standard deviations")
     p.add_argument("--steps-limit", type=int, default=None,
                    help="compose only the first distinct steps (the time extrapolated)")
+    p.add_argument("--geometric", action="store_true",
+                   help="tail nodes at doubling spacings (geometric_nodes)")
     p.add_argument("--remove-only", dest="both", action="store_false")
     args = p.parse_args(argv)
     for name in args.rows:
