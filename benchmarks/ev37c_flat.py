@@ -66,6 +66,7 @@ __all__ = [
     "FLUSH",
     "GEOMETRIC_RUN",
     "ROWS",
+    "callgrind_parts",
     "compose_flat",
     "discretise",
     "epsilon_of_pmf",
@@ -362,6 +363,52 @@ def run_row(name: str, args) -> dict:
     return out
 
 
+_CG_CHILD = r"""
+import sys, time
+import numpy as np
+import scipy.fft as sfft
+from benchmarks import ev37c_flat as flat
+part, n, geometric, m = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1", int(sys.argv[4])
+s, q, k = flat.schedule("phases", 2.0, n)
+if part == "discretise":
+    time.process_time()
+    nodes = 0
+    for add in (False, True):
+        f, p, i = flat.discretise(s, q, 1e-3, 8, 1e-15, add, geometric)
+        nodes += sum(int(np.count_nonzero(x)) for x in p)
+    time.process_time()  # the counted part ends here (callgrind's second dump)
+    print(nodes)
+else:  # one chunk of n rows of m points: table, transform, 10th powers, product
+    f, p, i = flat.discretise(s, q, 1e-3, 8, 1e-15, False, False)
+    acc = np.ones(m // 2 + 1, dtype=complex)
+    time.process_time()
+    row, col, val = flat._chunk_rows(f, p, 0, m)
+    table = np.bincount(row * m + col, weights=val, minlength=n * m).reshape(n, m)
+    spec = sfft.rfft(table, axis=1, workers=1)
+    acc *= np.prod(flat.int_power(spec, 10), axis=0)
+    time.process_time()
+    print(n * m)
+"""
+
+
+def callgrind_parts(python: str, n: int, m: int) -> list[dict]:
+    """Instructions (valgrind's callgrind, load-independent) of the prototype's parts:
+    the discretisation of ``n`` random phases in both directions (split cells and
+    geometric tails; per node) and one chunk of ``n`` rows of ``m`` points (the table,
+    the transform, the powers and the product; per row point)."""
+    from benchmarks.dpsgd_floor import callgrind_script
+
+    root = str(__import__("pathlib").Path(__file__).resolve().parents[1])
+    out = []
+    for part, geo in (("discretise", "0"), ("discretise", "1"), ("chunk", "0")):
+        rec = callgrind_script(python, _CG_CHILD, [part, str(n), geo, str(m)],
+                               prefix="ev37c_cg_", cwd=root)
+        units = int(rec["answer"])
+        out.append({"part": part + (" geometric" if geo == "1" else ""), "units": units,
+                    "instructions": rec["total"], "per_unit": rec["total"] / units})
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(
         prog="python -m benchmarks.ev37c_flat", description=__doc__.split("\n")[0]
@@ -380,7 +427,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--geometric", action="store_true",
                    help="tail nodes at doubling spacings (geometric_nodes)")
     p.add_argument("--remove-only", dest="both", action="store_false")
+    p.add_argument("--callgrind", nargs=2, type=int, metavar=("N", "M"),
+                   help="instructions of the parts instead: N phases, rows of M points")
     args = p.parse_args(argv)
+    if args.callgrind:
+        for rec in callgrind_parts(sys.executable, *args.callgrind):
+            print(json.dumps(rec), flush=True)
+        return 0
     for name in args.rows:
         if not args.chunk:
             kind, a, n = ROWS[name]
