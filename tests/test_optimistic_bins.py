@@ -219,7 +219,8 @@ _FRACS = st.one_of(st.sampled_from([0.0, 1.0, 1.0 - 2.0**-52, 0.5]),
 )
 def test_gaps_of_a_few_bins_on_python_floats_are_the_array_gaps(rows, step, with_atoms):
     """``_gaps_few`` (the rounded bins' gaps, Python floats) is ``_gaps`` (numpy) bit for
-    bit, with and without atoms, including ``r = m`` and an atom as large as its bin."""
+    bit, with and without atoms, including ``r = m`` and an atom as large as its bin; and
+    both are the formula written out (:func:`_gap_formula`)."""
     m = np.array([row[0] for row in rows])
     r = m * np.array([row[1] for row in rows])
     atoms = m * np.array([row[2] for row in rows]) if with_atoms else None
@@ -227,6 +228,21 @@ def test_gaps_of_a_few_bins_on_python_floats_are_the_array_gaps(rows, step, with
     got = optimistic_bins._gaps_few(m.tolist(), r.tolist(),
                                     None if atoms is None else atoms.tolist(), step)
     assert np.array_equal(np.array(got), want)
+    assert np.array_equal(want, _gap_formula(m, r, atoms, step))
+
+
+def _gap_formula(m, r, atoms, step):
+    """``_gaps``' formula written out: ``rho = clip(m' / r', 1, e^step)``, set to
+    ``e^step`` within ``1e-12`` of it, gap ``(m' - r') (e^step - rho) / (e^step - 1)``
+    (session 34 folded the clip's upper end into the threshold)."""
+    e = math.exp(step)  # (the library's scalars are libm's)
+    mc = m if atoms is None else np.maximum(m - atoms, 0.0)
+    rc = r if atoms is None else np.minimum(np.maximum(r - atoms * math.exp(-step), 0.0), mc)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rho = np.where(rc > 0, mc / rc, e)
+    rho = np.clip(rho, 1.0, e)
+    rho[rho > e * (1.0 - 1e-12)] = e
+    return (mc - rc) * (e - rho) / math.expm1(step)
 
 
 # ---- session 34: the hull abscissae from a table per power-of-two step
@@ -277,31 +293,6 @@ def test_construction_with_the_table_is_the_construction_with_exps(b, step, reps
         want = _lower_from_bins(big)
     assert got[0] == want[0] and got[2] == want[2]
     assert np.array_equal(got[1], want[1])
-
-
-@settings(max_examples=200, deadline=None)
-@given(
-    rows=st.lists(st.tuples(st.floats(0.0, 1.0, allow_nan=False), _FRACS, _FRACS),
-                  min_size=1, max_size=40),
-    step=st.sampled_from([2.0**-20, 2.0**-14, 1e-3, 0.5, 3.0, 40.0]),
-    with_atoms=st.booleans(),
-)
-def test_gaps_are_the_clipped_ratio_formula(rows, step, with_atoms):
-    """``_gaps`` against its formula written out: ``rho = clip(m' / r', 1, e^step)``,
-    set to ``e^step`` within ``1e-12`` of it, gap ``(m' - r') (e^step - rho) /
-    (e^step - 1)`` (session 34 folded the clip's upper end into the threshold)."""
-    m = np.array([row[0] for row in rows])
-    r = m * np.array([row[1] for row in rows])
-    atoms = m * np.array([row[2] for row in rows]) if with_atoms else None
-    e = math.exp(step)  # (the library's scalars are libm's)
-    mc = m if atoms is None else np.maximum(m - atoms, 0.0)
-    rc = r if atoms is None else np.minimum(np.maximum(r - atoms * math.exp(-step), 0.0), mc)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        rho = np.where(rc > 0, mc / rc, e)
-    rho = np.clip(rho, 1.0, e)
-    rho[rho > e * (1.0 - 1e-12)] = e
-    want = (mc - rc) * (e - rho) / math.expm1(step)
-    assert np.array_equal(optimistic_bins._gaps(m, r, atoms, step), want)
 
 
 @pytest.mark.parametrize("step", [2.0**-14, 1e-3, 0.5, 3.0])
