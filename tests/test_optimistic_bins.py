@@ -16,6 +16,7 @@ independent references.
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 
 import numpy as np
@@ -218,7 +219,8 @@ _FRACS = st.one_of(st.sampled_from([0.0, 1.0, 1.0 - 2.0**-52, 0.5]),
 )
 def test_gaps_of_a_few_bins_on_python_floats_are_the_array_gaps(rows, step, with_atoms):
     """``_gaps_few`` (the rounded bins' gaps, Python floats) is ``_gaps`` (numpy) bit for
-    bit, with and without atoms, including ``r = m`` and an atom as large as its bin."""
+    bit, with and without atoms, including ``r = m`` and an atom as large as its bin; and
+    both are the formula written out (:func:`_gap_formula`)."""
     m = np.array([row[0] for row in rows])
     r = m * np.array([row[1] for row in rows])
     atoms = m * np.array([row[2] for row in rows]) if with_atoms else None
@@ -226,3 +228,82 @@ def test_gaps_of_a_few_bins_on_python_floats_are_the_array_gaps(rows, step, with
     got = optimistic_bins._gaps_few(m.tolist(), r.tolist(),
                                     None if atoms is None else atoms.tolist(), step)
     assert np.array_equal(np.array(got), want)
+    assert np.array_equal(want, _gap_formula(m, r, atoms, step))
+
+
+def _gap_formula(m, r, atoms, step):
+    """``_gaps``' formula written out: ``rho = clip(m' / r', 1, e^step)``, set to
+    ``e^step`` within ``1e-12`` of it, gap ``(m' - r') (e^step - rho) / (e^step - 1)``
+    (session 34 folded the clip's upper end into the threshold)."""
+    e = math.exp(step)  # (the library's scalars are libm's)
+    mc = m if atoms is None else np.maximum(m - atoms, 0.0)
+    rc = r if atoms is None else np.minimum(np.maximum(r - atoms * math.exp(-step), 0.0), mc)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rho = np.where(rc > 0, mc / rc, e)
+    rho = np.clip(rho, 1.0, e)
+    rho[rho > e * (1.0 - 1e-12)] = e
+    return (mc - rc) * (e - rho) / math.expm1(step)
+
+
+# ---- session 34: the hull abscissae from a table per power-of-two step
+@settings(max_examples=60, deadline=None)
+@given(
+    k=st.integers(-30, 2),
+    shapes=st.lists(st.tuples(st.integers(-10**6, 10**6), st.integers(0, 5000)),
+                    min_size=1, max_size=6),
+)
+def test_abscissae_from_the_table_are_the_fresh_exps(k, shapes):
+    """``_abscissae`` (a table of ``e^{(k + p / 2) step}`` grown as longer constructions
+    come) gives, bit for bit, the exps ``_lower_from_bins`` took of the differences
+    ``(first + j) step - a_ref``, whatever the order of the lengths and parities."""
+    step = 2.0**k
+    for first, n in shapes:
+        if n * step > 1200.0:  # (the construction rounds down before reading them)
+            continue
+        a_ref = (first + 0.5 * n) * step
+        want = np.exp((first + np.arange(n + 1)) * step - a_ref)
+        got = optimistic_bins._abscissae(step, first, n)
+        assert got is not None and np.array_equal(got, want)
+        assert not got.flags.writeable
+    assert len(optimistic_bins._ABSCISSAE) <= optimistic_bins._ABSCISSA_TABLES
+
+
+def test_abscissae_only_on_power_of_two_steps():
+    """A step that is not a power of two (a lattice or anchored grid) is left to the
+    exps (its differences are rounded); so is a construction longer than the cap."""
+    assert optimistic_bins._abscissae(1e-3, 5, 100) is None
+    assert optimistic_bins._abscissae(3 * 2.0**-12, 5, 100) is None
+    assert optimistic_bins._abscissae(2.0**-12, 5, optimistic_bins._ABSCISSA_MAX_N + 1) is None
+    assert optimistic_bins._abscissae(2.0**-12, 5, 100) is not None
+
+
+@settings(max_examples=60, deadline=None)
+@given(_bins(), st.sampled_from([2.0**-10, 2.0**-4, 0.5]), st.integers(1, 30))
+def test_construction_with_the_table_is_the_construction_with_exps(b, step, reps):
+    """The whole construction on a power-of-two step (Hypothesis bins, with empty runs:
+    the abscissae of the points the hull sees, a gather from the table) is, bit for
+    bit, the one that takes the exps itself."""
+    big = _Bins(step=step, first=b.first, m=np.tile(b.m, reps) / reps,
+                r=np.tile(b.r, reps) / reps, bottom=(0.0, 0.0), top=(0.0, 0.0),
+                inf_mass=b.inf_mass,
+                atoms=None if b.atoms is None else np.tile(b.atoms, reps) / reps)
+    got = _lower_from_bins(big)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(optimistic_bins, "_abscissae", lambda step, first, n: None)
+        want = _lower_from_bins(big)
+    assert got[0] == want[0] and got[2] == want[2]
+    assert np.array_equal(got[1], want[1])
+
+
+@pytest.mark.parametrize("step", [2.0**-14, 1e-3, 0.5, 3.0])
+def test_gaps_of_bins_within_the_threshold_of_the_upper_node_are_zero(step):
+    """A bin whose merged atom sits within ``1e-12`` (relative) of its upper node has no
+    gap; just beyond the threshold it has one (the boundary the clip was folded into)."""
+    e = math.exp(step)
+    ratios = e * (1.0 - np.array([1e-14, 1e-13, 5e-13, 2e-12, 1e-9]))  # m / r
+    m = np.ones(ratios.size)
+    r = m / ratios
+    g = optimistic_bins._gaps(m, r, None, step)
+    rho = m / r
+    assert np.all(g[rho > e * (1.0 - 1e-12)] == 0.0)
+    assert np.all(g[rho <= e * (1.0 - 1e-12)] > 0.0)

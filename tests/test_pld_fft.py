@@ -523,3 +523,20 @@ def test_a_whole_array_tail_pass_is_read_from_the_skewed_pass_bit_for_bit(
     if rigorous:
         exact = np.convolve(a, b)
         assert np.all(np.abs(got[0] - exact) <= got[1] + 1e-300)
+
+
+def test_plain_pass_handed_its_roundoff_bound_is_the_pass_that_computes_it():
+    """``_plain_first_convolve(..., roundoff=)`` (the optimistic tail products hand it the
+    bound their budget check computed; issue 37, session 34): the same estimate and
+    error arrays as computing it, and the handed value is the one used."""
+    from dpacct.accountant.pld.pld_fft import _fft_roundoff, _plain_first_convolve
+
+    rng = np.random.default_rng(34)
+    a = np.exp(-0.5 * (np.arange(700) / 90.0) ** 2) * rng.uniform(0.5, 1.0, 700)
+    b = np.exp(-np.arange(400) / 30.0)
+    for tail in (0.0, 1e-30, 1e-3):
+        want = _plain_first_convolve(a, b, tail, True)
+        got = _plain_first_convolve(a, b, tail, True, roundoff=_fft_roundoff(a, b))
+        assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+    big = 1e3 * _fft_roundoff(a, b)
+    assert _plain_first_convolve(a, b, 0.0, True, roundoff=big)[1].max() == big

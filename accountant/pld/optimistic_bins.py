@@ -146,9 +146,10 @@ def _gaps(
     pos = rc > 0
     rho = np.full(m.size, e_step)
     np.divide(mc, rc, out=rho, where=pos)
-    np.clip(rho, 1.0, e_step, out=rho)
-    # an atom within round-off of the upper node sits on it: no gap
-    rho[rho > e_step * (1.0 - 1e-12)] = e_step
+    np.maximum(rho, 1.0, out=rho)
+    # the clip at e_step and, within it, an atom within round-off of the upper node
+    # sits on it: no gap (one pass: an entry above the threshold is e_step either way)
+    np.copyto(rho, e_step, where=rho > e_step * (1.0 - 1e-12))
     # expm1: exp(step) - 1 stays positive for steps below 2^-53 (then m == r)
     g = mc - rc
     np.subtract(e_step, rho, out=rho)
@@ -192,6 +193,57 @@ def _gaps_few(m: list, r: list, atoms: list | None, step: float) -> list:
             rho = e_step
         out.append((mc - rc) * (e_step - rho) / denom)
     return out
+
+
+#: :func:`_abscissae`' tables, ``(step, parity) -> (K, e^{(k + parity / 2) step} for k = -K
+#: .. K)``, of the latest steps (every bulk and spill re-grid of a squaring ladder lands on
+#: the tail's one step: 17 of the 22 constructions of a DP-SGD ``epsilon_bounds`` at T 1e4)
+_ABSCISSAE: dict[tuple[float, int], tuple[int, np.ndarray]] = {}
+#: how many ``(step, parity)`` tables :data:`_ABSCISSAE` keeps, and the longest construction
+#: whose abscissae go through them (memory: at most 8 tables of ``2^17`` floats)
+_ABSCISSA_TABLES = 8
+_ABSCISSA_MAX_N = 1 << 17
+
+
+def _abscissae(step: float, first: int, n: int) -> np.ndarray | None:
+    """The hull abscissae ``e^{(first + j) step - a_ref}``, ``a_ref = (first + n / 2) step``,
+    for ``j = 0 .. n`` as :func:`_lower_from_bins` computes them (``np.exp`` of the
+    differences), read from a table; None when ``step`` is not a power of two (or the
+    indices are too large), where the caller computes them.
+
+    On a power-of-two ``step`` (every binary grid of the ladders), ``(first + j) step`` and
+    ``a_ref`` are exact, and so is their difference ``(j - n / 2) step`` (a multiple of
+    ``step / 2`` below ``2^53`` of them): the exp's argument is the same float as the
+    table's ``(k + p / 2) step`` (``p`` the parity of ``n``, ``k = j - (n + p) / 2``), so
+    the entries are the same floats, each exp made once per step instead of once per
+    construction (issue 37: the n + 1 exps of every construction, 2.7 M of the 50 M
+    instructions of the constructions at T 1e4).  A new step, or a longer construction,
+    computes only the entries it adds.
+    """
+    if math.frexp(step)[0] != 0.5 or step < 2.0**-1000 or n > _ABSCISSA_MAX_N:
+        return None
+    if abs(first) + n >= 1 << 50:
+        return None
+    p = n & 1
+    reach = (n >> 1) + p  # k runs over -reach .. n // 2
+    key = (step, p)
+    got = _ABSCISSAE.get(key)
+    if got is None or got[0] < reach:
+        if got is None:
+            table = np.exp((np.arange(-reach, reach + 1, dtype=float) + 0.5 * p) * step)
+        else:  # the table held k = -old_k .. old_k: the entries on either side
+            old_k, old = got
+            lo = np.exp((np.arange(-reach, -old_k, dtype=float) + 0.5 * p) * step)
+            hi = np.exp((np.arange(old_k + 1, reach + 1, dtype=float) + 0.5 * p) * step)
+            table = np.concatenate([lo, old, hi])
+        table.flags.writeable = False
+        _ABSCISSAE.pop(key, None)
+        for k in list(_ABSCISSAE)[: max(len(_ABSCISSAE) - _ABSCISSA_TABLES + 1, 0)]:
+            _ABSCISSAE.pop(k, None)  # the oldest (a list: threads may share it)
+        _ABSCISSAE[key] = got = (reach, table)
+    k_max, table = got
+    start = k_max - reach
+    return table[start : start + n + 1]
 
 
 def _round_down_from_bins(b: _Bins) -> tuple[int, np.ndarray, float]:
@@ -353,14 +405,23 @@ def _lower_from_bins(b: _Bins) -> tuple[int, np.ndarray, float]:
                 inner = None
     # the abscissae t = e^(a_j - a_ref) (scaled: no overflow) of the points the hull
     # sees only
+    # (on a power-of-two step they are read from a table shared by the constructions on
+    # that step, the same floats: _abscissae)
+    table = _abscissae(step, b.first, n)
     if inner is not None:
         pts = np.flatnonzero(~inner)
         t = np.empty(pts.size)
-        np.exp((b.first + (pts[1:] - 1)) * step - a_ref, out=t[1:])
+        if table is None:
+            np.exp((b.first + (pts[1:] - 1)) * step - a_ref, out=t[1:])
+        else:
+            np.take(table, pts[1:] - 1, out=t[1:])
         y = y[pts]
     else:
         t = np.empty(n + 2)
-        np.exp((b.first + np.arange(n + 1)) * step - a_ref, out=t[1:])
+        if table is None:
+            np.exp((b.first + np.arange(n + 1)) * step - a_ref, out=t[1:])
+        else:
+            t[1:] = table
     t[0] = 0.0
     hull = _lower_hull_to_min(t, y)
     if hull.size and hull[-1] == hull.size - 1:

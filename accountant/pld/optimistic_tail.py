@@ -41,12 +41,16 @@ def _scaled(p: GridPLD, factor: float) -> GridPLD:
     return GridPLD(p.step, p.offset, p.pmf * factor, p.inf_mass * factor, p.pessimistic)
 
 
-def _plain_within(a: np.ndarray, b: np.ndarray, budget: float) -> bool:
-    """Whether the plain transform's rigorous bound (:func:`~dpacct.accountant.pld.
-    pld_fft._fft_roundoff`, every entry) summed over ``a * b``'s entries is below
-    ``budget``: rounded down by it, the product then drops less than ``budget`` of mass."""
-    n = a.size + b.size  # (one more than the product's length)
-    return pld_fft.CERTIFY_ROUNDOFF and pld_fft._fft_roundoff(a, b) * n < budget
+def _plain_within(a: np.ndarray, b: np.ndarray, budget: float) -> float | None:
+    """The plain transform's rigorous bound (:func:`~dpacct.accountant.pld.
+    pld_fft._fft_roundoff`, every entry) when, summed over ``a * b``'s entries, it is
+    below ``budget`` (rounded down by it, the product then drops less than ``budget`` of
+    mass), else None.  The plain pass is handed the bound instead of computing it again
+    (the same float: the same call on the same arrays; issue 37)."""
+    if not pld_fft.CERTIFY_ROUNDOFF:
+        return None
+    bound = pld_fft._fft_roundoff(a, b)
+    return bound if bound * (a.size + b.size) < budget else None  # (size: one more)
 
 
 def _cut(x: np.ndarray, y: np.ndarray, z: np.ndarray, tail: float) -> tuple[int, int]:
@@ -93,10 +97,11 @@ def _optimistic_tail_product(
     cp = coarse.pmf
     fin_c = float(cp.sum())
     share = tail / max(len(fines) + len(others), 1)  # per factor, summed or not
-    plain_ok = None  # the summed factor's budget check, made once (issue 37)
+    plain_ok, plain_bound = None, None  # the summed factor's check, made once (issue 37)
     if len(others) > 1:  # c (2 f + c) as the upper end, if its plain pass is certified
         summed = functools.reduce(_add, others)
-        if _plain_within(cp, summed.pmf, TAIL_ROUNDOFF * share):
+        plain_bound = _plain_within(cp, summed.pmf, TAIL_ROUNDOFF * share)
+        if plain_bound is not None:
             others = [summed]
             plain_ok = summed
     parts: list[GridPLD] = []
@@ -126,18 +131,20 @@ def _optimistic_tail_product(
         )
         parts.append(_from_bins(bins, False))
     for o in others:
-        if o is plain_ok or _plain_within(cp, o.pmf, TAIL_ROUNDOFF * share):
+        bound = plain_bound if o is plain_ok else _plain_within(cp, o.pmf, TAIL_ROUNDOFF * share)
+        if bound is not None:
             # the plain pass, rounded down by its bound, drops < TAIL_ROUNDOFF shares
-            est, err = pld_fft._plain_first_convolve(cp, o.pmf, TAIL_ROUNDOFF * share, True)
+            est, err = pld_fft._plain_first_convolve(cp, o.pmf, TAIL_ROUNDOFF * share, True,
+                                                     roundoff=bound)
             x = pld_fft._certified_side(est, err, False, inplace=True)
         else:
             x = _certified_convolve(cp, o.pmf, 0.0, False)
-        exact_mass, total = fin_c * float(o.pmf.sum()), float(x.sum())
+        fin_o = float(o.pmf.sum())
+        exact_mass, total = fin_c * fin_o, float(x.sum())
         if total > exact_mass > 0:
             x = x * (exact_mass / total)
         lo, hi = _cut(cp, o.pmf, x, share)
         first, pmf = _trim(coarse.offset + o.offset + lo, x[lo:hi])
-        fin_o = float(o.pmf.sum())
         inf_mass = coarse.inf_mass * (fin_o + o.inf_mass) + o.inf_mass * fin_c
         parts.append(GridPLD(cstep, first, pmf, min(inf_mass, 1.0), False))
     out = parts[0]

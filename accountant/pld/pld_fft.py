@@ -476,7 +476,7 @@ def _take(
 
 def _plain_first_convolve(
     a: np.ndarray, b: np.ndarray, tail: float = 0.0, rigorous: bool = False,
-    exact: bool = False, whole: tuple | None = None,
+    exact: bool = False, whole: tuple | None = None, roundoff: float | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Plain FFT convolution, with its two tails recomputed tilted where needed.
 
@@ -497,7 +497,8 @@ def _plain_first_convolve(
     on the whole arrays that way is read from it, bit for bit what it would give: entry
     ``k``'s weight is ``e^{s + s' - k theta}`` whatever ``keep`` is, and with ``exact``
     the same product of two exps when the kept part starts at a multiple of
-    :data:`_EXP_BLOCK` (every exponent is exact).
+    :data:`_EXP_BLOCK` (every exponent is exact).  ``roundoff``: ``_fft_roundoff(a, b)``,
+    already computed by the caller.
     """
     if min(a.size, b.size) < 64:
         c = np.convolve(a, b)
@@ -506,7 +507,10 @@ def _plain_first_convolve(
     square = a is b
     c = _fft_convolve(a, b, square)
     guess = 4e-16 * abs(max(float(c.max()), -float(c.min())))  # max |c_k|, no |c| array
-    noise = _fft_roundoff(a, b) if rigorous else guess
+    if rigorous:
+        noise = _fft_roundoff(a, b) if roundoff is None else roundoff
+    else:
+        noise = guess
     peak = int(np.argmax(c))
     best = np.maximum(c, 0.0, out=c)  # c is this call's own
     err = np.full(c.size, noise)

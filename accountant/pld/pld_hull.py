@@ -307,11 +307,15 @@ def _decay_weights(rate: float, n: int) -> np.ndarray:
     Entry by entry the same floats as ``np.exp(-rate * np.arange(n))``: each is the exp
     of the same product, so a prefix of a longer array made for ``rate`` is read
     instead of computed again (issue 37: the optimistic end of a DP-SGD
-    ``epsilon_bounds`` made 192 k of these exps on a few grids' steps).
+    ``epsilon_bounds`` made 192 k of these exps on a few grids' steps), and a longer one
+    is the shorter one extended by the entries it lacks.
     """
     w = _WEIGHTS.get(rate)
     if w is None or w.size < n:
-        w = np.exp(-rate * np.arange(n))
+        if w is None:
+            w = np.exp(-rate * np.arange(n))
+        else:  # only the entries it lacks (elementwise: the same floats as made whole)
+            w = np.concatenate([w, np.exp(-rate * np.arange(w.size, n))])
         w.flags.writeable = False
         _WEIGHTS.pop(rate, None)
         for old in list(_WEIGHTS)[: max(len(_WEIGHTS) - _WEIGHT_RATES + 1, 0)]:
