@@ -2,7 +2,7 @@
 
 On the ``"online"`` route (more than ``EXACT_PHASES`` distinct records) a ledger's
 ``delta(eps)`` reads the composed history that its ``epsilon(delta)`` reads
-(:func:`dpacct.accountant.routes.online_delta`), so the two directions are
+(:func:`dpacct.accountant.ledger_delta.online_delta`), so the two directions are
 consistent: ``delta(epsilon(d)) <= d`` up to the certificate's rounding and
 ``epsilon(delta(e)) <= e``.  Before, ``delta`` read the schedule rounded up to the
 grid and ``delta(epsilon(1e-5))`` of a 100-record ledger was 1.3 % above ``1e-5``.
@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from ledgers import ledger as _ledger
 
-from dpacct.accountant import PrivacyAccountant, routes
+from dpacct.accountant import PrivacyAccountant, ledger_delta
 
 #: the certificate's rounding: a PLD's delta is rounded up by 1e-10 relative (the
 #: composition's rows, a constant ledger's, read epsilon(delta(e)) 1.2e-10 above e)
@@ -85,7 +85,7 @@ def test_near_the_historys_floor_the_rounded_schedule_answers_too():
     got = acct.delta(2.2)
     rounded = float(ledger.accounted(True).delta(np.array([2.2]))[0])
     reading, floor = ledger.online(1e-5).delta(np.array([2.2]))
-    assert floor > routes.ONLINE_DELTA_FLOOR_SHARE * got
+    assert floor > ledger_delta.ONLINE_DELTA_FLOOR_SHARE * got
     assert got <= min(rounded, float(reading[0]))
     assert got >= _dp_accounting_lower(SEVENTEEN, 2.2)
 
@@ -119,7 +119,7 @@ def test_a_filtered_ledger_reads_delta_off_its_budget_history():
 def test_verified_answer_is_its_own_historys():
     acct = _ledger(SEVENTEEN)
     ledger = acct.ledger
-    d = float(routes.online_delta(ledger, np.array([1.0]), None)[0])
+    d = float(ledger_delta.online_delta(ledger, np.array([1.0]), None)[0])
     found = ledger.online(d).delta(np.array([1.0]))
     assert found is not None
     got, floor = found

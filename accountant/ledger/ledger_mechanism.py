@@ -19,7 +19,7 @@ The representations it holds for the router, each cached on the records' version
   (:meth:`LedgerMechanism.online`; :class:`~dpacct.accountant.ledger.history.BudgetHistory`,
   the budget's one shared with the fixed-schedule filter): on the ``"online"`` route
   both ``epsilon`` and ``delta`` read it
-  (:func:`~dpacct.accountant.routes.online_delta`).
+  (:func:`~dpacct.accountant.ledger_delta.online_delta`).
 
 Wrapped by another mechanism (composed, subsampled), a ledger is described by
 :attr:`LedgerMechanism.privacy`: its composition on the ``"exact"`` route, else the
@@ -272,7 +272,7 @@ class LedgerMechanism(Mechanism):
 
         Every step at its sigma for upper bounds, each distinct ``(sigma, q)`` a cell;
         the router reads it where the composed histories' certificate floor is far above
-        the answer (:func:`~dpacct.accountant.routes.online_delta`)."""
+        the answer (:func:`~dpacct.accountant.ledger_delta.online_delta`)."""
         phases = self._records.phases(upper=True)
         if phases is None:
             return None
