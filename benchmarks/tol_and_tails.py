@@ -116,7 +116,7 @@ def tilted_rows(records: list) -> None:
                 engine = float(ledger.accounted(True).delta(np.array([eps]))[0])
                 found = ledger.tilted(eps, min(1.0, ONLINE_DELTA_TILT_TARGET * floor))
                 if found is not None:
-                    tilted, share = found
+                    tilted, share = found[0], found[1]
             print(f"| {name} | {eps:g} | {got:.6e} | {cpu:.2f} | {floor:.2e} | {engine:.6e} |"
                   f" {tilted:.6e} | {share:.1e} |", flush=True)
             records.append({"ledger": name, "eps": f"{eps:g}", "delta": got, "cpu_s": cpu})
