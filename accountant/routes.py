@@ -84,7 +84,7 @@ from .capabilities import MissingCapabilityError
 from .families.gaussian_dp import certified_gaussian_epsilon
 from .interface import Routed, RoutedLedger
 from .laws.loss_law_rdp import loss_law_rdp
-from .ledger_delta import online_delta
+from .ledger_delta import online_delta, online_epsilon
 from .mechanism_cache import PLDUpper, PLDUpperAt, pld_upper_key
 from .numerics import TINY, invert_decreasing
 from .pld.pld_settings import (
@@ -482,13 +482,14 @@ def ledger_route(distinct: int, all_pld: bool) -> str:
 
 def ledger_epsilon(ledger: RoutedLedger, delta: float, tol: float | None) -> float:
     """epsilon(delta > 0) of a ledger: 0 when empty; ``"online"``: the composed history
-    at ``delta`` (the answer the fixed-schedule filter decides on); otherwise the
+    at ``delta`` (the answer the fixed-schedule filter decides on; at tiny deltas the
+    tilted composition's too, :func:`~.ledger_delta.online_epsilon`); otherwise the
     composition (``"exact"``) or the schedule rounded up (``"rounded"``), by the
     mechanism rows, and a filter's certified bound when smaller."""
     if ledger.empty:
         return 0.0
     if ledger.route == "online":
-        return float(ledger.online(delta).epsilon())
+        return online_epsilon(ledger, delta)
     eps = float(ledger.accounted(True).epsilon(delta, tol=tol))
     certified = ledger.certified(delta)
     return eps if certified is None else min(eps, certified)

@@ -38,12 +38,13 @@ import numpy as np
 from .. import routes
 from ..bracket import Bracket
 from ..capabilities import Capabilities
+from ..ledger_delta import certified_epsilon
 from ..mechanism import Mechanism
 from ..pld.schedule import (
     _first_lower,
     _refined_lower,
 )
-from ..pld.schedule_tilted import tilted_delta
+from ..pld.schedule_tilted import TiltedDelta, tilted_delta, tilted_epsilon
 from ..validation import (
     as_real_array,
     check_alpha,
@@ -264,10 +265,10 @@ class LedgerMechanism(Mechanism):
             partial(_refined_lower, below, delta, lo, upper, self._grid, width),
         )
 
-    def tilted(self, epsilon: float, target: float) -> tuple[float, float] | None:
+    def tilted(self, epsilon: float, target: float) -> TiltedDelta | None:
         """The certified delta at ``epsilon`` of the records' DP-SGD steps composed
         exponentially tilted (:func:`~dpacct.accountant.pld.schedule_tilted.tilted_delta`,
-        tails sized for ``target``) and the share of it that is certificate, or None when
+        tails sized for ``target``) with the shares of it that are certificate and cut, or None when
         a record is another mechanism or the composition cannot certify (cached).
 
         Every step at its sigma for upper bounds, each distinct ``(sigma, q)`` a cell;
@@ -279,6 +280,20 @@ class LedgerMechanism(Mechanism):
         return self.cached(
             ("tilted", float(epsilon), float(target)),
             partial(tilted_delta, phases, float(epsilon), float(target)),
+        )
+
+    def tilted_epsilon(self, delta: float, guess: float) -> float | None:
+        """The certified epsilon at ``delta`` of the records' DP-SGD steps composed
+        exponentially tilted at ``guess`` (:func:`~dpacct.accountant.pld.schedule_tilted.
+        tilted_epsilon`), or None when a record is another mechanism or the composition
+        cannot certify (cached); read by :func:`~dpacct.accountant.ledger_delta.
+        online_epsilon` at tiny deltas."""
+        phases = self._records.phases(upper=True)
+        if phases is None:
+            return None
+        return self.cached(
+            ("tilted epsilon", float(delta), float(guess)),
+            partial(tilted_epsilon, phases, float(delta), float(guess)),
         )
 
     @property
@@ -318,7 +333,10 @@ class LedgerMechanism(Mechanism):
                 out.append(0.0 if mech is None else pure_epsilon_at_zero_delta(mech))
             else:
                 ask = partial(routes.ledger_epsilon, self, d, tol)
-                out.append(self.cached(("eps", d, tol), ask))
+                eps = self.cached(("eps", d, tol), ask)
+                if self.route == "online":  # a pair remembered since (ledger_delta)
+                    eps = min(eps, certified_epsilon(self, d))
+                out.append(eps)
         arr = np.array(out, dtype=float).reshape(d_arr.shape)
         return float(arr) if np.ndim(d_arr) == 0 else arr
 
