@@ -79,15 +79,6 @@ ONLINE_DELTA_TILT_SHARE = 1e-2
 #: ... and never alone on ledgers of at most this many records, where the rounded
 #: schedule is cheap (0.18 s at 19 records; review 33: 7.1e-17 alone against its 3.7e-17)
 ONLINE_DELTA_TILT_ENGINE = 64
-#: a ledger's epsilon at a delta below this is asked of the tilted composition too
-#: (:func:`online_epsilon`): the fast histories cannot certify there (their floor, 1e-10
-#: to 1e-8 measured) and the engine's composed history is loose from its rounded blocks
-#: (1 500 small-q steps at 1e-13: 0.9066 against the tilted 0.339)
-ONLINE_EPSILON_TILT_BELOW = 1e-9
-#: later passes' targets (:func:`_next_target`): the certificate's measured exponent in
-#: the target, and the largest factor one pass moves the target by
-ONLINE_DELTA_TILT_EXPONENT = 1.0 / 3.0
-ONLINE_DELTA_TILT_MOVE = 1e6
 
 
 def _own_or_reading(ledger: RoutedLedger, e: float, d: float, got: float) -> float:
@@ -123,6 +114,12 @@ def _verified(ledger: RoutedLedger, e: float, cand: float) -> tuple[float, float
             break
         cand = got
     return verified
+
+
+#: later passes' targets (:func:`_next_target`): the certificate's measured exponent in
+#: the target, and the largest factor one pass moves the target by
+ONLINE_DELTA_TILT_EXPONENT = 1.0 / 3.0
+ONLINE_DELTA_TILT_MOVE = 1e6
 
 
 def _next_target(target: float, found) -> float:
@@ -322,6 +319,13 @@ def online_delta(ledger: RoutedLedger, flat: np.ndarray, tol: float | None) -> n
     for e, d in zip(flat.tolist(), out.tolist(), strict=True):
         remember(ledger, e, d)  # so epsilon(delta(e)) <= e (certified_epsilon)
     return out
+
+
+#: a ledger's epsilon at a delta below this is asked of the tilted composition too
+#: (:func:`online_epsilon`): the fast histories cannot certify there (their floor, 1e-10
+#: to 1e-8 measured) and the engine's composed history is loose from its rounded blocks
+#: (1 500 small-q steps at 1e-13: 0.9066 against the tilted 0.339)
+ONLINE_EPSILON_TILT_BELOW = 1e-9
 
 
 def online_epsilon(ledger: RoutedLedger, delta: float) -> float:

@@ -268,33 +268,29 @@ class LedgerMechanism(Mechanism):
     def tilted(self, epsilon: float, target: float) -> TiltedDelta | None:
         """The certified delta at ``epsilon`` of the records' DP-SGD steps composed
         exponentially tilted (:func:`~dpacct.accountant.pld.schedule_tilted.tilted_delta`,
-        tails sized for ``target``) with the shares of it that are certificate and cut, or None when
-        a record is another mechanism or the composition cannot certify (cached).
+        tails sized for ``target``) with the shares of it that are certificate and cut,
+        or None when a record is another mechanism or the composition cannot certify
+        (cached).
 
         Every step at its sigma for upper bounds, each distinct ``(sigma, q)`` a cell;
         the router reads it where the composed histories' certificate floor is far above
         the answer (:func:`~dpacct.accountant.ledger_delta.online_delta`)."""
-        phases = self._records.phases(upper=True)
-        if phases is None:
-            return None
-        return self.cached(
-            ("tilted", float(epsilon), float(target)),
-            partial(tilted_delta, phases, float(epsilon), float(target)),
-        )
+        return self._of_steps(("tilted", epsilon, target), tilted_delta, epsilon, target)
 
     def tilted_epsilon(self, delta: float, guess: float) -> float | None:
         """The certified epsilon at ``delta`` of the records' DP-SGD steps composed
         exponentially tilted at ``guess`` (:func:`~dpacct.accountant.pld.schedule_tilted.
-        tilted_epsilon`), or None when a record is another mechanism or the composition
-        cannot certify (cached); read by :func:`~dpacct.accountant.ledger_delta.
-        online_epsilon` at tiny deltas."""
+        tilted_epsilon`), or None as :meth:`tilted` (cached); read by
+        :func:`~dpacct.accountant.ledger_delta.online_epsilon` at tiny deltas."""
+        return self._of_steps(("tilted epsilon", delta, guess), tilted_epsilon, delta, guess)
+
+    def _of_steps(self, key: tuple, compute: Callable, first: float, second: float) -> Any:
+        """``compute(phases, first, second)`` of the records' DP-SGD steps (every step at
+        its sigma), cached under ``key``; None when a record is another mechanism."""
         phases = self._records.phases(upper=True)
         if phases is None:
             return None
-        return self.cached(
-            ("tilted epsilon", float(delta), float(guess)),
-            partial(tilted_epsilon, phases, float(delta), float(guess)),
-        )
+        return self.cached(key, partial(compute, phases, float(first), float(second)))
 
     @property
     def entry_count(self) -> int:
