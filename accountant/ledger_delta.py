@@ -132,8 +132,7 @@ def _next_target(target: float, found) -> float:
     ``T = target (g r / c)^(1 / (1 + g))`` (``g`` = :data:`ONLINE_DELTA_TILT_EXPONENT`),
     moved by at most :data:`ONLINE_DELTA_TILT_MOVE` either way.  Tightness only: any
     target is sound."""
-    cut = found.cut
-    cert = max(found.share - found.cut, 0.0)
+    cut, cert = found.cut, found.cert
     move = ONLINE_DELTA_TILT_MOVE
     if cut <= 0.0 or cert <= 0.0:
         factor = move if cut <= 0.0 else 1.0 / move

@@ -196,11 +196,11 @@ def test_later_passes_balance_the_cut_and_the_certificate():
 
     g, move = ledger_delta.ONLINE_DELTA_TILT_EXPONENT, ledger_delta.ONLINE_DELTA_TILT_MOVE
     nxt = ledger_delta._next_target
-    assert nxt(1e-11, TiltedDelta(1e-17, 0.7, 0.69)) < 1e-11
-    assert nxt(1e-11, TiltedDelta(1e-17, 0.7, 0.01)) > 1e-11
-    assert nxt(1e-11, TiltedDelta(1e-17, 0.04, 0.01 * g / (1 + g) * 4)) == pytest.approx(1e-11)
-    assert nxt(1e-11, TiltedDelta(1e-17, 0.5, 0.5)) == pytest.approx(1e-11 / move)
-    assert nxt(0.5, TiltedDelta(1e-17, 0.5, 0.0)) == 1.0  # never above 1
+    assert nxt(1e-11, TiltedDelta(1e-17, 0.7, 0.69, 0.01)) < 1e-11
+    assert nxt(1e-11, TiltedDelta(1e-17, 0.7, 0.01, 0.69)) > 1e-11
+    assert nxt(1e-11, TiltedDelta(1e-17, 0.04, 0.03 * g, 0.03)) == pytest.approx(1e-11)
+    assert nxt(1e-11, TiltedDelta(1e-17, 0.5, 0.5, 0.0)) == pytest.approx(1e-11 / move)
+    assert nxt(0.5, TiltedDelta(1e-17, 0.5, 0.0, 0.5)) == 1.0  # never above 1
 
 
 #: twenty distinct steps of q 1e-3 (the online route): their histories answer

@@ -263,12 +263,14 @@ def _compose_at(cells, t: float, step: float, alias: float) -> _Tilted | None:
 class TiltedDelta(NamedTuple):
     """A tilted composition's certified delta, the share of it that is certificate
     (round-off and aliasing, scaled by the Chernoff factor) and mass at ``+inf``
-    (``share``), and the share of it that is mass at ``+inf`` alone (``cut``: the tails
-    cut and the floored tilted masses)."""
+    (``share``), the share that is mass at ``+inf`` alone (``cut``: the tails cut and
+    the floored tilted masses) and the share that is the scaled certificate alone
+    (``cert``, computed apart: ``share - cut`` loses it when both are near 1)."""
 
     delta: float
     share: float
     cut: float
+    cert: float = 0.0
 
 
 def _read(comp: _Tilted, epsilon: float) -> TiltedDelta:
@@ -288,7 +290,9 @@ def _read(comp: _Tilted, epsilon: float) -> TiltedDelta:
     cert = comp.err * math.exp(min(comp.k_up - t * epsilon, 700.0)) * factor
     cert *= (1.0 + 1e-11) * (1.0 + comp.slack)
     total = min(1.0, (body + cert + comp.inf_mass) * (1.0 + 1e-12) + TINY)
-    return TiltedDelta(total, (cert + comp.inf_mass) / total, comp.inf_mass / total)
+    return TiltedDelta(
+        total, (cert + comp.inf_mass) / total, comp.inf_mass / total, cert / total
+    )
 
 
 def _arrays(phases, target: float):
@@ -344,7 +348,7 @@ def tilted_delta(
     --------
     >>> from dpacct.accountant.pld.schedule_fast import fast_upper
     >>> phases = [(1.0 + 0.01 * i, 1e-3, 20) for i in range(30)]
-    >>> d, share, cut = tilted_delta(phases, 1.0, 1e-15)
+    >>> d, share, cut, cert = tilted_delta(phases, 1.0, 1e-15)
     >>> floor = fast_upper(phases, 1e-9)[1]  # the untilted certificate's floor
     >>> bool(0 < d < 1e-13), bool(floor > 1e3 * d)
     (True, True)
