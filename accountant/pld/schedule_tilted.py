@@ -199,7 +199,8 @@ def _tilted_composition(
     cells = (firsts, pmfs, losses, infs, cnt)
     comp = _compose_at(cells, t, step, budgets[1])
     limit = TILT_CAP_SHARE * tails
-    if fam.floored(t) <= limit:
+    # the mass the tilting floored (its +inf mass beyond the tails' cut) within the cap
+    if comp is None or comp.inf_mass <= tails * (1.0 + 1e-12) + limit:
         return comp
     if only_at and comp is not None and _read(comp, epsilon).delta <= enough:
         return comp
