@@ -189,8 +189,8 @@ def _below_floor(ledger: RoutedLedger, e: float, tol: float | None, floor: float
 
 def _pairs(ledger: RoutedLedger) -> dict[float, float]:
     """The certified ``epsilon -> delta`` pairs answered so far for the ledger's
-    current records (cached on their version)."""
-    return ledger.cached(("below floor",), dict)
+    current records (kept on their version)."""
+    return ledger.certified_pairs()
 
 
 def remember(ledger: RoutedLedger, epsilon: float, delta: float) -> None:

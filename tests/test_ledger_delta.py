@@ -220,6 +220,8 @@ def test_epsilon_at_a_tiny_delta_is_the_tilted_one_and_delta_reads_it_back(delta
     eps = acct.epsilon(delta)
     assert acct.ledger.route == "online"
     assert acct.delta(eps) <= delta  # the pair read back
+    acct.ledger._eps_cache.clear()  # the answers' cache, cleared when full
+    assert acct.delta(eps) <= delta  # the pairs are kept apart from it
     rng = np.random.default_rng(20)
     at, se = oracles.subsampled_gaussians_delta_is(TWENTY, eps, rng, draws=20_000)
     assert at - 4.0 * se <= delta, (eps, at, se)

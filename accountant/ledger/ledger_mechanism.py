@@ -119,6 +119,7 @@ class LedgerMechanism(Mechanism):
         self._rounded_cache: dict[bool, tuple[int, Mechanism]] = {}
         self._composed: tuple[int, Mechanism | None] = (-1, None)
         self._eps_cache: dict[Any, Any] = {}
+        self._pairs: tuple[int, dict[float, float]] = (-1, {})
 
     # ------------------------------------------------------------ what it is
     @property
@@ -296,6 +297,14 @@ class LedgerMechanism(Mechanism):
     def entry_count(self) -> int:
         """The number of records (a step with its count is one)."""
         return len(self._records.entries)
+
+    def certified_pairs(self) -> dict[float, float]:
+        """The certified ``epsilon -> delta`` pairs answered for the records' current
+        version (:func:`~dpacct.accountant.ledger_delta.remember`): kept apart from
+        :meth:`cached`, which is cleared when full, and dropped when a record is added."""
+        if self._pairs[0] != self._records.version:
+            self._pairs = (self._records.version, {})
+        return self._pairs[1]
 
     def cached(self, key: Any, compute: Callable[[], Any]) -> Any:
         """``compute()``, kept for the records' current version under ``key``."""
