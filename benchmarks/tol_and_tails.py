@@ -24,6 +24,13 @@ conversion included) and the tilted composition of the steps
     python -m benchmarks.tol_and_tails --tails [--uncertified]
     python -m benchmarks.tol_and_tails --tol [--sigmas 0.05,0.1,0.2]
     python -m benchmarks.tol_and_tails --tilted
+    python -m benchmarks.tol_and_tails --later [--ledger "small q x 1500"]
+
+``--later`` (session 34): one ledger of ``--tilted`` asked in sequence (review 33, F3:
+a later epsilon paid the rounded schedule): ``epsilon(1e-5)``, then ``delta`` at the
+ledger's epsilons in the order given by ``--order`` (default: 0.5 first, then the
+others), then ``epsilon(1e-13)`` and ``delta`` at that answer (the two directions read
+back), each with its CPU seconds and the sequence's total.
 """
 
 from __future__ import annotations
@@ -116,10 +123,33 @@ def tilted_rows(records: list) -> None:
                 engine = float(ledger.accounted(True).delta(np.array([eps]))[0])
                 found = ledger.tilted(eps, min(1.0, ONLINE_DELTA_TILT_TARGET * floor))
                 if found is not None:
-                    tilted, share = found
+                    tilted, share = found[0], found[1]
             print(f"| {name} | {eps:g} | {got:.6e} | {cpu:.2f} | {floor:.2e} | {engine:.6e} |"
                   f" {tilted:.6e} | {share:.1e} |", flush=True)
             records.append({"ledger": name, "eps": f"{eps:g}", "delta": got, "cpu_s": cpu})
+
+
+def later_rows(name: str, order: list[float] | None, records: list) -> None:
+    """One ledger's questions in sequence, each timed (CPU seconds)."""
+    from dpacct.accountant import PrivacyAccountant
+
+    phases, epsilons = TILT_LEDGERS[name]
+    acct = PrivacyAccountant(progress=False)
+    for sigma, q, count in phases:
+        acct.step(noise_multiplier=sigma, sample_rate=q, count=count)
+    total = 0.0
+    asked = [("epsilon(1e-5)", lambda: acct.epsilon(1e-5))]
+    for eps in order or sorted(epsilons, key=lambda e: (e != 0.5, e)):
+        asked.append((f"delta({eps:g})", lambda e=eps: acct.delta(e)))
+    asked.append(("epsilon(1e-13)", lambda: acct.epsilon(1e-13)))
+    asked.append(("delta(epsilon(1e-13))", lambda: acct.delta(acct.epsilon(1e-13))))
+    for label, fn in asked:
+        out, cpu = _timed(fn)
+        total += cpu
+        print(f"{name} {label}: {out!r} in {cpu:.2f} s", flush=True)
+        records.append({"ledger": name, "question": label, "value": float(out), "cpu_s": cpu})
+    print(f"{name}: {total:.2f} s in all", flush=True)
+    records.append({"ledger": name, "question": "all", "cpu_s": total})
 
 
 def tol_rows(sigmas: list[float], records: list) -> None:
@@ -153,17 +183,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tol", action="store_true", help="one step against the exact epsilon")
     parser.add_argument("--tilted", action="store_true",
                         help="delta below the histories' floor: router, engine, tilted")
+    parser.add_argument("--later", action="store_true",
+                        help="one --tilted ledger's questions in sequence")
+    parser.add_argument("--ledger", default="small q x 1500", help="with --later: which")
+    parser.add_argument("--order", default=None,
+                        help="with --later: comma-separated epsilons, in the order asked")
     parser.add_argument("--json", default=None, help="write the answers here (records)")
     parser.add_argument("--sigmas", default="0.0299,0.05,0.1,0.2,0.3,0.5,0.8",
                         help="with --tol: comma-separated noise multipliers")
     args = parser.parse_args(argv)
-    if not (args.tails or args.tol or args.tilted):
-        parser.error("give --tails, --tol or --tilted")
+    if not (args.tails or args.tol or args.tilted or args.later):
+        parser.error("give --tails, --tol, --tilted or --later")
     records: list[dict] = []
     if args.tails:
         tails(args.uncertified, records)
     if args.tilted:
         tilted_rows(records)
+    if args.later:
+        order = None if args.order is None else [float(e) for e in args.order.split(",")]
+        later_rows(args.ledger, order, records)
     if args.tol:
         tol_rows([float(s) for s in args.sigmas.split(",")], records)
     if args.json:

@@ -355,3 +355,70 @@ def subsampled_gaussian_rdp(q, sigma, order, *, direction: str = "remove", dps: 
                 breaks.add(z0)
         total = mpmath.quad(integrand, [-mpmath.inf, *sorted(breaks), mpmath.inf])
         return float(mpmath.log(total) / (a - 1))
+
+
+def subsampled_gaussians_delta_is(
+    phases, eps: float, rng, *, draws: int = 100_000, chunk: int = 5_000
+) -> tuple[float, float]:
+    """Importance-sampled ``delta(eps)`` of Poisson-subsampled Gaussian steps ``(sigma,
+    q, count)`` composed, remove direction only (an ESTIMATE with its standard error;
+    randomness only from ``rng``, a ``numpy.random.Generator``).
+
+    ``delta = E_P[(1 - e^{eps - L})_+]`` with ``L = sum_i L_i``, ``L_i = log(1 - q_i +
+    q_i e^{(2 x_i - 1) / (2 s_i^2)})`` and ``x_i ~ P_i = (1 - q_i) N(0, s_i^2) + q_i N(1,
+    s_i^2)``.  At tiny deltas of small-q steps the event ``L > eps`` is one step's big
+    jump, so the proposal is a mixture over the steps ``j`` (fixed weights ``w_j``
+    proportional to ``q_j P(N(1, s_j^2) > c_j)``, ``c_j`` where ``L_j = eps``): the
+    others drawn from ``P``, then ``x_j`` from the sampled branch ``N(1, s_j^2)``
+    conditioned on ``L > eps``, i.e. on ``x_j`` above ``c_j(x_-j)``, where ``L_j`` reaches
+    ``eps`` less the others' loss.  Every point of the event has positive density under
+    every component, so the weight ``dP / dproposal = 1 / sum_j w_j g_j(x_j | x_-j) /
+    P_j(x_j)`` is exact and the estimate unbiased.  The add direction is not sampled:
+    its loss is at most ``-sum log(1 - q_i)``, which must be below ``eps`` (ValueError
+    otherwise).
+    """
+    sig = np.repeat([float(s) for s, _, _ in phases], [int(c) for _, _, c in phases])
+    qs = np.repeat([float(q) for _, q, _ in phases], [int(c) for _, _, c in phases])
+    if -np.sum(np.log1p(-qs)) >= eps:
+        raise ValueError("eps must exceed the add direction's largest loss")
+
+    def loss(x):
+        return np.log1p(qs * np.expm1((x - 0.5) / sig**2))
+
+    def cut(level):  # the x at which L_i = level (-inf below its smallest loss)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            inner = (np.expm1(level) + qs) / qs
+            return np.where(inner > 0, sig**2 * np.log(inner) + 0.5, -np.inf)
+
+    log_w = np.log(qs) + stats.norm.logsf((cut(eps) - 1.0) / sig)
+    w = np.exp(log_w - np.max(log_w))
+    w /= w.sum()
+    n = sig.size
+    values = []
+    for start in range(0, draws, chunk):
+        m = min(chunk, draws - start)
+        rows = np.arange(m)
+        x = rng.standard_normal((m, n)) * sig + (rng.random((m, n)) < qs)
+        pick = rng.choice(n, size=m, p=w)
+        losses = loss(x)
+        rest = losses.sum(axis=1) - losses[rows, pick]
+        level = eps - rest
+        with np.errstate(invalid="ignore", divide="ignore"):
+            inner = (np.expm1(level) + qs[pick]) / qs[pick]
+            c = np.where(inner > 0, sig[pick] ** 2 * np.log(inner) + 0.5, -np.inf)
+        tail = stats.norm.sf((c - 1.0) / sig[pick])
+        x[rows, pick] = 1.0 + sig[pick] * stats.norm.isf(rng.random(m) * tail)
+        losses = loss(x)
+        total = losses.sum(axis=1)
+        # every component's density ratio at this point: x_j above its own cut
+        cuts = cut(eps - (total[:, None] - losses))
+        inner_p = -((x - 1.0) ** 2) / (2 * sig**2)
+        log_p = np.logaddexp(np.log1p(-qs) - x**2 / (2 * sig**2), np.log(qs) + inner_p)
+        log_sf = stats.norm.logsf((cuts - 1.0) / sig)
+        with np.errstate(divide="ignore"):
+            log_r = np.where(x > cuts, np.log(w) + inner_p - log_sf - log_p, -np.inf)
+        log_mix = np.logaddexp.reduce(log_r, axis=1)
+        gain = -np.expm1(np.minimum(eps - total, 0.0))
+        values.append(gain * np.exp(-log_mix))
+    out = np.concatenate(values)
+    return float(out.mean()), float(out.std(ddof=1) / np.sqrt(out.size))

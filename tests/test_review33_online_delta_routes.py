@@ -7,7 +7,7 @@ histories' floor (``routes.online_delta``) main 507a1bc answers from the schedul
 up by the engine: 3.6528e-17 at eps 0.01, 0.05 and 0.1, and 6.1053e-23 at 0.3.
 
 ws33-tails (704ee4f) answers from the tilted composition alone wherever that answer is
-under 1e-2 of the floor with under 1e-2 of it certificate (``routes._below_floor``).  It
+under 1e-2 of the floor with under 1e-2 of it certificate (``ledger_delta._below_floor``).  It
 then returned 7.0753e-17 at eps 0.01, 1.94x main's answer there and looser than the
 rounded schedule's own value.  It also returned 1.1201e-29 at 0.05 but 3.6528e-17 at 0.1,
 so ``delta`` rose with ``eps`` (DESIGN.md: monotone outputs).  The cause of the second:

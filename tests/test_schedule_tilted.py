@@ -30,7 +30,7 @@ CASES = [
 def test_tilted_delta_is_sound_and_tight_against_the_quadrature(first, second, eps):
     exact = float(oracles.two_subsampled_gaussians_delta(first, second, eps))
     phases = [(first[0], first[1], 1), (second[0], second[1], 1)]
-    got, share = tilted_delta(phases, eps, min(1.0, exact))
+    got, share, _, _ = tilted_delta(phases, eps, min(1.0, exact))
     assert got >= exact, (got, exact)  # sound: never below the truth
     # tight: connect-the-dots on the 1e-3 loss grid, 4e-6 - 3e-5 relative measured
     assert got <= exact * (1.0 + 1e-3), (got, exact)
@@ -40,7 +40,7 @@ def test_tilted_delta_is_sound_and_tight_against_the_quadrature(first, second, e
 def test_the_untilted_floor_is_above_the_tilted_answer():
     # why the route exists: the untilted fast path's certificate floor (about 5e-12)
     phases = [(0.8, 0.01, 1), (0.9, 0.02, 1)]
-    got, _ = tilted_delta(phases, 5.0, 1e-15)
+    got = tilted_delta(phases, 5.0, 1e-15).delta
     _, floor = fast_upper(phases, 1e-9)
     assert floor > 1e3 * got
 
@@ -64,3 +64,19 @@ def test_tilted_epsilon_is_sound_and_within_a_hundredth_of_the_truth():
     e = tilted_epsilon([(0.8, 0.01, 1), (0.9, 0.02, 1)], 1e-20, 1.0)
     assert float(oracles.two_subsampled_gaussians_delta(*pair, e)) <= 1e-20
     assert float(oracles.two_subsampled_gaussians_delta(*pair, e - 0.01)) > 1e-20
+
+
+@pytest.mark.parametrize("eps", [0.003, 0.05])
+def test_a_tilt_that_would_floor_the_bulk_is_capped(eps):
+    # issue 37 (review 33): on small-q steps whose cells' losses are all below a few
+    # 1e-3, the Chernoff exponent still falls at the largest t allowed, where the bulk's
+    # tilted masses go under TILT_FLOOR and their P-mass to +inf: 63d0fb5 answers
+    # 0.0083 here (sound, useless).  t is now capped where the floored mass stays under
+    # TILT_CAP_SHARE of the tails' cut, so the answer is at most the tails' budget
+    # (1e-4 of the target; fails on 63d0fb5) and still above the quadrature's value
+    pair = ((2.8, 2e-5), (2.9, 4e-5))
+    exact = float(oracles.two_subsampled_gaussians_delta(*pair, eps))
+    got = tilted_delta([(2.8, 2e-5, 1), (2.9, 4e-5, 1)], eps, 1e-15)
+    assert got.delta >= exact, (got, exact)
+    assert got.delta <= 1e-4 * 1e-15, got
+    assert got.cut == pytest.approx(1.0)  # the tails' cut is the whole answer here

@@ -19,7 +19,7 @@ The representations it holds for the router, each cached on the records' version
   (:meth:`LedgerMechanism.online`; :class:`~dpacct.accountant.ledger.history.BudgetHistory`,
   the budget's one shared with the fixed-schedule filter): on the ``"online"`` route
   both ``epsilon`` and ``delta`` read it
-  (:func:`~dpacct.accountant.routes.online_delta`).
+  (:func:`~dpacct.accountant.ledger_delta.online_delta`).
 
 Wrapped by another mechanism (composed, subsampled), a ledger is described by
 :attr:`LedgerMechanism.privacy`: its composition on the ``"exact"`` route, else the
@@ -38,12 +38,13 @@ import numpy as np
 from .. import routes
 from ..bracket import Bracket
 from ..capabilities import Capabilities
+from ..ledger_delta import certified_epsilon
 from ..mechanism import Mechanism
 from ..pld.schedule import (
     _first_lower,
     _refined_lower,
 )
-from ..pld.schedule_tilted import tilted_delta
+from ..pld.schedule_tilted import TiltedDelta, tilted_delta, tilted_epsilon
 from ..validation import (
     as_real_array,
     check_alpha,
@@ -118,6 +119,7 @@ class LedgerMechanism(Mechanism):
         self._rounded_cache: dict[bool, tuple[int, Mechanism]] = {}
         self._composed: tuple[int, Mechanism | None] = (-1, None)
         self._eps_cache: dict[Any, Any] = {}
+        self._pairs: tuple[int, dict[float, float]] = (-1, {})
 
     # ------------------------------------------------------------ what it is
     @property
@@ -264,27 +266,45 @@ class LedgerMechanism(Mechanism):
             partial(_refined_lower, below, delta, lo, upper, self._grid, width),
         )
 
-    def tilted(self, epsilon: float, target: float) -> tuple[float, float] | None:
+    def tilted(self, epsilon: float, target: float) -> TiltedDelta | None:
         """The certified delta at ``epsilon`` of the records' DP-SGD steps composed
         exponentially tilted (:func:`~dpacct.accountant.pld.schedule_tilted.tilted_delta`,
-        tails sized for ``target``) and the share of it that is certificate, or None when
-        a record is another mechanism or the composition cannot certify (cached).
+        tails sized for ``target``) with the shares of it that are certificate and cut,
+        or None when a record is another mechanism or the composition cannot certify
+        (cached).
 
         Every step at its sigma for upper bounds, each distinct ``(sigma, q)`` a cell;
         the router reads it where the composed histories' certificate floor is far above
-        the answer (:func:`~dpacct.accountant.routes.online_delta`)."""
+        the answer (:func:`~dpacct.accountant.ledger_delta.online_delta`)."""
+        return self._of_steps(("tilted", epsilon, target), tilted_delta, epsilon, target)
+
+    def tilted_epsilon(self, delta: float, guess: float) -> float | None:
+        """The certified epsilon at ``delta`` of the records' DP-SGD steps composed
+        exponentially tilted at ``guess`` (:func:`~dpacct.accountant.pld.schedule_tilted.
+        tilted_epsilon`), or None as :meth:`tilted` (cached); read by
+        :func:`~dpacct.accountant.ledger_delta.online_epsilon` at tiny deltas."""
+        return self._of_steps(("tilted epsilon", delta, guess), tilted_epsilon, delta, guess)
+
+    def _of_steps(self, key: tuple, compute: Callable, first: float, second: float) -> Any:
+        """``compute(phases, first, second)`` of the records' DP-SGD steps (every step at
+        its sigma), cached under ``key``; None when a record is another mechanism."""
         phases = self._records.phases(upper=True)
         if phases is None:
             return None
-        return self.cached(
-            ("tilted", float(epsilon), float(target)),
-            partial(tilted_delta, phases, float(epsilon), float(target)),
-        )
+        return self.cached(key, partial(compute, phases, float(first), float(second)))
 
     @property
     def entry_count(self) -> int:
         """The number of records (a step with its count is one)."""
         return len(self._records.entries)
+
+    def certified_pairs(self) -> dict[float, float]:
+        """The certified ``epsilon -> delta`` pairs answered for the records' current
+        version (:func:`~dpacct.accountant.ledger_delta.remember`): kept apart from
+        :meth:`cached`, which is cleared when full, and dropped when a record is added."""
+        if self._pairs[0] != self._records.version:
+            self._pairs = (self._records.version, {})
+        return self._pairs[1]
 
     def cached(self, key: Any, compute: Callable[[], Any]) -> Any:
         """``compute()``, kept for the records' current version under ``key``."""
@@ -318,7 +338,10 @@ class LedgerMechanism(Mechanism):
                 out.append(0.0 if mech is None else pure_epsilon_at_zero_delta(mech))
             else:
                 ask = partial(routes.ledger_epsilon, self, d, tol)
-                out.append(self.cached(("eps", d, tol), ask))
+                eps = self.cached(("eps", d, tol), ask)
+                if self.route == "online":  # a pair remembered since (ledger_delta)
+                    eps = min(eps, certified_epsilon(self, d))
+                out.append(eps)
         arr = np.array(out, dtype=float).reshape(d_arr.shape)
         return float(arr) if np.ndim(d_arr) == 0 else arr
 

@@ -579,7 +579,7 @@ class IncrementalEpsilon:
         two directions'.  The tails were cut for this history's ``delta`` (a share of
         it, :func:`~dpacct.accountant.pld.pld_settings.tail_budgets`): sound at every
         epsilon, tight where the answer is not far below ``delta`` (the caller
-        chooses the history, :func:`~dpacct.accountant.routes.online_delta`).  The
+        chooses the history, :func:`~dpacct.accountant.ledger_delta.online_delta`).  The
         floor is the remove PLD's mass at ``+inf`` (no reading is below it: the
         certificate's share of an answer).  ``None`` when the fast path cannot
         certify.

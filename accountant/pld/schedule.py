@@ -651,7 +651,7 @@ class ScheduleMechanism(ComposedMechanism):
         ``epsilon`` when every part is a Poisson-subsampled Gaussian
         (:func:`~dpacct.accountant.rdp.rdp_floor.rdp_log_delta_floor`), else None: where it
         is at or above the PLD's answer the router skips the RDP pass
-        (:func:`~dpacct.accountant.routes.rdp_may_win`)."""
+        (:func:`~dpacct.accountant.rdp.rdp_floor.rdp_may_win`)."""
         cache = self._cache()
         if "rdp_floor" not in cache:  # the epsilon-free part, once per schedule
             steps = _subsampled_gaussians(self.parts)

@@ -49,7 +49,7 @@ from .pld_settings import tail_budgets
 from .schedule_fast import ALIAS_SHARE, FAST_STEP, _compose_tree
 from .sgm_cells import _pessimistic_cells
 
-__all__ = ["TILT_FLOOR", "tilted_delta", "tilted_epsilon"]
+__all__ = ["TILT_CAP_SHARE", "TILT_FLOOR", "TiltedDelta", "tilted_delta", "tilted_epsilon"]
 
 #: a tilted mass computed below this is not composed: its P-mass goes to ``+inf``
 #: (kept far from the subnormal range, where the relative rounding bound fails)
@@ -58,32 +58,87 @@ TILT_FLOOR = 1e-280
 _U = 2.0**-53
 #: bisection rounds of the choice of ``t`` (tightness only: any ``t >= 0`` is sound)
 TILT_SEARCH_ROUNDS = 40
+#: ``t`` is capped where more P-mass than this share of the tails' cut would be floored
+#: (:func:`_capped_tilt`; tightness only)
+TILT_CAP_SHARE = 1e-2
+#: bisection rounds of the cap (the largest t' within 6e-8 of t below it)
+TILT_CAP_ROUNDS = 24
 
 
-def _best_tilt(pmfs, losses, counts: np.ndarray, epsilon: float, t_max: float) -> float:
+class _Family(NamedTuple):
+    """The cells' P-masses and losses laid end to end (``start`` of each cell, ``cell`` of
+    each mass) with the counts: the tilt family ``e^{t l}`` evaluated for all cells at
+    once (tightness only: the certificate never reads these values)."""
+
+    p: np.ndarray
+    loss: np.ndarray
+    start: np.ndarray
+    cell: np.ndarray
+    counts: np.ndarray
+
+    @classmethod
+    def of(cls, pmfs, losses, counts: np.ndarray) -> _Family:
+        sizes = [p.size for p in pmfs]
+        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+        cell = np.repeat(np.arange(len(pmfs)), sizes)
+        return cls(np.concatenate(pmfs), np.concatenate(losses), starts, cell, counts)
+
+    def _weights(self, t: float) -> tuple[np.ndarray, np.ndarray]:
+        a = t * self.loss
+        top = np.maximum.reduceat(a, self.start)
+        return self.p * np.exp(a - top[self.cell]), top
+
+    def slope(self, t: float, epsilon: float) -> float:
+        """``K'(t) - eps``: the composed tilted mean minus ``eps``."""
+        w, _ = self._weights(t)
+        mean = np.add.reduceat(w * self.loss, self.start) / (
+            np.add.reduceat(w, self.start) + TINY
+        )
+        return float(self.counts @ mean) - epsilon
+
+    def floored(self, t: float) -> float:
+        """The P-mass (summed over the composed steps) whose tilted mass falls below
+        :data:`TILT_FLOOR` at ``t``, i.e. that :func:`_tilted_composition` moves to
+        ``+inf``."""
+        w, _ = self._weights(t)
+        total = np.add.reduceat(w, self.start)[self.cell]
+        with np.errstate(divide="ignore"):
+            low = np.log(w) - np.log(total + TINY) < math.log(TILT_FLOOR)
+        low &= self.p > 0
+        return float(self.counts @ np.add.reduceat(np.where(low, self.p, 0.0), self.start))
+
+
+def _best_tilt(fam: _Family, epsilon: float, t_max: float) -> float:
     """``t`` in ``[0, t_max]`` minimising ``K(t) - t eps``: the root of
     ``K'(t) = sum_c k_c E_t[L_c] = eps`` (``E_t``: the mean of the cell tilted by ``t``,
     increasing in ``t`` since ``K`` is convex), by bisection; 0 when ``K'(0) >= eps``
     (no ``t > 0`` lowers the exponent), ``t_max`` when ``K'(t_max) < eps``."""
-    flat_p = np.concatenate(pmfs)
-    flat_l = np.concatenate(losses)
-    starts = np.concatenate([[0], np.cumsum([p.size for p in pmfs])[:-1]])
-    cell = np.repeat(np.arange(len(pmfs)), [p.size for p in pmfs])
-
-    def slope(t: float) -> float:
-        a = t * flat_l
-        w = flat_p * np.exp(a - np.maximum.reduceat(a, starts)[cell])
-        mean = np.add.reduceat(w * flat_l, starts) / (np.add.reduceat(w, starts) + TINY)
-        return float(counts @ mean) - epsilon
-
-    if slope(0.0) >= 0.0:
+    if fam.slope(0.0, epsilon) >= 0.0:
         return 0.0
     lo, hi = 0.0, t_max
-    if slope(hi) < 0.0:
+    if fam.slope(hi, epsilon) < 0.0:
         return hi
     for _ in range(TILT_SEARCH_ROUNDS):
         mid = 0.5 * (lo + hi)
-        if slope(mid) < 0.0:
+        if fam.slope(mid, epsilon) < 0.0:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def _capped_tilt(fam: _Family, t: float, limit: float) -> float | None:
+    """The largest ``t' <= t`` (bisection) at which at most ``limit`` of P-mass is
+    floored (:meth:`_Family.floored`), or None when ``t`` itself floors at most that
+    (no cap needed) or ``t' = 0`` does not either.  Review 33: on 19 small-q records
+    at epsilon >= 0.1 the exponent still falls at ``t_max``, where 6 % of P-mass is
+    floored to ``+inf`` and becomes the whole answer."""
+    if fam.floored(t) <= limit or fam.floored(0.0) > limit:
+        return None
+    lo, hi = 0.0, t
+    for _ in range(TILT_CAP_ROUNDS):
+        mid = 0.5 * (lo + hi)
+        if fam.floored(mid) <= limit:
             lo = mid
         else:
             hi = mid
@@ -110,16 +165,60 @@ def _tilted_composition(
     step: float,
     budgets: tuple[float, float],
     add: bool,
+    only_at: bool = False,
+    enough: float = 0.0,
 ) -> _Tilted | None:
     """One direction's cells tilted by the ``t`` chosen at ``epsilon`` and composed
-    (the module docstring's bounds); None when the composition cannot certify."""
+    (the module docstring's bounds); None when the composition cannot certify.
+
+    ``only_at``: the composition is read at ``epsilon`` only.  Where ``epsilon`` is at
+    least a grid step above the largest finite loss of the composition (the sum of the
+    cells' largest losses times their counts: the add direction of small-q steps), no
+    finite loss exceeds it and delta there is the mass at ``+inf`` alone: nothing is
+    composed (an empty composition whose only mass is the tails' cut); and where the
+    composition at the best ``t`` reads at most ``enough`` there (the other direction's
+    answer, the larger of the two is returned) it is not capped.
+
+    ``t`` minimises the Chernoff exponent (:func:`_best_tilt`); where that ``t`` would
+    floor more than :data:`TILT_CAP_SHARE` of the tails' mass at ``+inf`` (a P-mass
+    moved to ``+inf``, counted whole in delta), the composition at the largest ``t``
+    that does not (:func:`_capped_tilt`) is made too and the one reading the smaller
+    delta at ``epsilon`` is returned (both are sound)."""
     sig, qs, cnt = arrays
     firsts, pmfs, infs = _pessimistic_cells(sig, qs, step, budgets[0], add)
     infs = np.array(infs, dtype=float)
     losses = [(int(f) + np.arange(p.size)) * step for f, p in zip(firsts, pmfs, strict=True)]
+    with np.errstate(divide="ignore"):
+        tails = -math.expm1(float(cnt @ np.log1p(-np.minimum(infs, 1.0))))
+    if only_at and epsilon >= float(cnt @ [lo[-1] for lo in losses]) + step:
+        return _Tilted(np.empty(0), np.empty(0), 0.0, 0.0, 0.0, 0.0, tails * (1.0 + 1e-12))
     span = max(float(np.max(np.abs(lo))) for lo in losses)
+    fam = _Family.of(pmfs, losses, cnt)
     # exponents t l stay within +-600 of the mass's scale: no overflow anywhere
-    t = _best_tilt(pmfs, losses, cnt, epsilon, 600.0 / max(span, step))
+    t = _best_tilt(fam, epsilon, 600.0 / max(span, step))
+    cells = (firsts, pmfs, losses, infs, cnt)
+    comp = _compose_at(cells, t, step, budgets[1])
+    limit = TILT_CAP_SHARE * tails
+    # the mass the tilting floored (its +inf mass beyond the tails' cut) within the cap
+    if comp is None or comp.inf_mass <= tails * (1.0 + 1e-12) + limit:
+        return comp
+    if only_at and comp is not None and _read(comp, epsilon).delta <= enough:
+        return comp
+    capped = _capped_tilt(fam, t, limit)
+    if capped is None:
+        return comp
+    other = _compose_at(cells, capped, step, budgets[1])
+    if comp is None or (other is not None and _read(other, epsilon)[0] < _read(comp, epsilon)[0]):
+        return other
+    return comp
+
+
+def _compose_at(cells, t: float, step: float, alias: float) -> _Tilted | None:
+    """The cells ``(firsts, pmfs, losses, infs, counts)`` tilted by ``t`` and composed
+    by the fast path's FFT tree (aliasing budget ``alias``), with the bounds of the
+    module docstring; None when the composition cannot certify."""
+    firsts, pmfs, losses, infs, cnt = cells
+    infs = infs.copy()
     tilted, log_m, etas = [], np.empty(len(pmfs)), np.empty(len(pmfs))
     for i, (p, lo) in enumerate(zip(pmfs, losses, strict=True)):
         a = t * lo
@@ -143,7 +242,7 @@ def _tilted_composition(
         lambda ids: (firsts[ids], [tilted[i] for i in ids], np.zeros(len(ids))),
         np.array([p.size for p in pmfs]),
         cnt,
-        budgets[1],
+        alias,
         True,
     )
     if res is None:
@@ -162,23 +261,39 @@ def _tilted_composition(
     )
 
 
-def _read(comp: _Tilted, epsilon: float) -> tuple[float, float]:
+class TiltedDelta(NamedTuple):
+    """A tilted composition's certified delta, the share of it that is certificate
+    (round-off and aliasing, scaled by the Chernoff factor) and mass at ``+inf``
+    (``share``), the share that is mass at ``+inf`` alone (``cut``: the tails cut and
+    the floored tilted masses) and the share that is the scaled certificate alone
+    (``cert``, computed apart: ``share - cut`` loses it when both are near 1)."""
+
+    delta: float
+    share: float
+    cut: float
+    cert: float = 0.0
+
+
+def _read(comp: _Tilted, epsilon: float) -> TiltedDelta:
     """The certified delta at ``epsilon`` of a tilted composition (any ``epsilon``: the
     certificate term is valid at every one, smallest near the ``epsilon`` its ``t`` was
-    chosen at) and the share of it that is certificate and ``+inf`` mass."""
+    chosen at) with its shares (:class:`TiltedDelta`)."""
     t = comp.t
     above = comp.nodes > epsilon
     at = comp.nodes[above]
     logs = np.log(comp.pmf[above]) + comp.k_up - t * at + np.log(-np.expm1(epsilon - at))
     # each term's exponent carries a few roundings of magnitudes up to ~1 500 (|log pmf|,
     # k_up, t l), exp 4 ulps: below 1e-12 relative; fsum adds them exactly
-    body = math.fsum(np.exp(logs).tolist()) * (1.0 + 1e-11) * (1.0 + comp.slack)
+    with np.errstate(over="ignore"):  # far from the tilt's epsilon: inf, the total 1
+        body = math.fsum(np.exp(logs).tolist()) * (1.0 + 1e-11) * (1.0 + comp.slack)
     factor = 1.0 if t == 0.0 else (t / (1.0 + t)) ** t / (1.0 + t)
     # (capped at e^700: err >= 1e-300, so the total is 1 there anyway)
     cert = comp.err * math.exp(min(comp.k_up - t * epsilon, 700.0)) * factor
     cert *= (1.0 + 1e-11) * (1.0 + comp.slack)
     total = min(1.0, (body + cert + comp.inf_mass) * (1.0 + 1e-12) + TINY)
-    return total, (cert + comp.inf_mass) / total
+    return TiltedDelta(
+        total, (cert + comp.inf_mass) / total, comp.inf_mass / total, cert / total
+    )
 
 
 def _arrays(phases, target: float):
@@ -197,7 +312,7 @@ def tilted_delta(
     target: float,
     *,
     step: float | None = None,
-) -> tuple[float, float] | None:
+) -> TiltedDelta | None:
     """Certified upper bound on the delta at ``epsilon`` of DP-SGD phases, tilted.
 
     Both neighbouring directions' connect-the-dots cells (those of
@@ -225,36 +340,38 @@ def tilted_delta(
 
     Returns
     -------
-    (float, float) or None
-        The delta bound and the share of it that is certificate (round-off, tails and
-        the mass at ``+inf``), or None when a composition cannot certify.
+    TiltedDelta or None
+        The delta bound, the share of it that is certificate (round-off, tails and the
+        mass at ``+inf``) and the share that is mass at ``+inf``, or None when a
+        composition cannot certify.
 
     Examples
     --------
     >>> from dpacct.accountant.pld.schedule_fast import fast_upper
     >>> phases = [(1.0 + 0.01 * i, 1e-3, 20) for i in range(30)]
-    >>> d, share = tilted_delta(phases, 1.0, 1e-15)
+    >>> d, share, cut, cert = tilted_delta(phases, 1.0, 1e-15)
     >>> floor = fast_upper(phases, 1e-9)[1]  # the untilted certificate's floor
     >>> bool(0 < d < 1e-13), bool(floor > 1e3 * d)
     (True, True)
     """
     if not phases:
-        return 0.0, 0.0
+        return TiltedDelta(0.0, 0.0, 0.0)
     if not (isinstance(epsilon, (int, float)) and math.isfinite(epsilon) and epsilon >= 0):
         raise ValueError(f"epsilon must be a finite number >= 0, got {epsilon!r}")
     if not (isinstance(target, (int, float)) and 0.0 < target <= 1.0):
         raise ValueError(f"target must be in (0, 1], got {target!r}")
     (sig, qs, cnt), budgets = _arrays(phases, target)
     step = FAST_STEP if step is None else step
-    out, share = 0.0, 0.0
+    out = TiltedDelta(0.0, 0.0, 0.0)
     for add in (False, True):
-        comp = _tilted_composition((sig, qs, cnt), float(epsilon), step, budgets, add)
+        arrays = (sig, qs, cnt)
+        comp = _tilted_composition(arrays, float(epsilon), step, budgets, add, True, out.delta)
         if comp is None:
             return None
         got = _read(comp, float(epsilon))
-        if got[0] > out:
-            out, share = got
-    return out, share
+        if got.delta > out.delta:
+            out = got
+    return out
 
 
 def tilted_epsilon(
@@ -334,7 +451,7 @@ def _lattice_epsilon(comps: list[_Tilted], delta: float, step: float, at: float)
     holds, up to the largest node); None when none does."""
 
     def ok(k: int) -> bool:
-        return all(_read(c, k * step)[0] <= delta for c in comps)
+        return all(_read(c, k * step).delta <= delta for c in comps)
 
     top = max(float(c.nodes[-1]) if c.nodes.size else 0.0 for c in comps)
     last = max(math.ceil(top / step) + 1, 1)

@@ -47,7 +47,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import special
 
-__all__ = ["floor_curve", "rdp_log_delta_floor"]
+__all__ = ["floor_curve", "rdp_log_delta_floor", "rdp_may_win"]
 
 #: the orders of the floor's grid: every integer up to 256, then steps of 1/16 of the
 #: order (the loss of a coarse step is ``(a_{j+1} - a_j) eps`` in log delta; where the
@@ -224,3 +224,24 @@ def rdp_log_delta_floor(
     tail -= MARGIN * (np.abs(tail) + 2.0)
     best = np.minimum(best, tail)
     return best.reshape(np.shape(epsilons))
+
+
+def rdp_may_win(mech, flat: np.ndarray, found: np.ndarray) -> np.ndarray:
+    """Where (a boolean mask over ``flat``) the RDP conversion might answer below
+    ``found``: everywhere, unless the mechanism states a certified floor under every
+    RDP conversion of its curve (``_rdp_log_delta_floor``, a schedule of subsampled
+    Gaussians: :func:`~dpacct.accountant.rdp.rdp_floor.rdp_log_delta_floor`) and that
+    floor is at or above ``found`` (then ``min(found, rdp) == found``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rdp_may_win(object(), np.array([1.0]), np.array([1e-9])).tolist()
+    [True]
+    """
+    floor_of = getattr(mech, "_rdp_log_delta_floor", None)
+    floor = None if floor_of is None else floor_of(flat)
+    if floor is None:
+        return np.ones(flat.shape, dtype=bool)
+    with np.errstate(divide="ignore"):
+        return ~(np.asarray(floor) >= np.log(found))
