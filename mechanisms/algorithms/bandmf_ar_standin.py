@@ -31,9 +31,8 @@ from scipy import special
 from dpacct.accountant.validation import check_count, check_positive
 from dpacct.mechanisms.algorithms.bandmf_balls_in_bins_core import (
     _lambda_max_upper,
-    balls_in_bins_gram,
 )
-from dpacct.mechanisms.algorithms.bandmf_banded import _dominated
+from dpacct.mechanisms.algorithms.bandmf_banded import _class_blocks, _dominated
 from dpacct.mechanisms.algorithms.bandmf_two_band import (
     _TERM_SLACK,
     _away,
@@ -114,11 +113,7 @@ def ar_instances(strategy: object, iterations: int, cycle_length: int, classes: 
     beta = float(beta)
     if not (math.isfinite(beta) and beta >= 0):
         raise ValueError(f"beta must be finite and >= 0, got {beta}")
-    gram = balls_in_bins_gram(np.asarray(strategy, dtype=float), n, k)
-    by_size: dict[int, list[np.ndarray]] = {}
-    for r in range(min(g, k)):
-        idx = np.arange(r, k, g)
-        by_size.setdefault(idx.size, []).append(gram[np.ix_(idx, idx)])
+    by_size = _class_blocks(np.asarray(strategy, dtype=float), n, k, g)
     out = []
     for t, blocks in sorted(by_size.items()):
         if t < 3:

@@ -15,6 +15,10 @@ Gaussian in closed form (:func:`shared_law_delta`).
 The class count and the split ``(p, beta)`` are chosen by a seeded Monte Carlo
 estimate of each candidate's dominating pair (only tightness depends on the choice:
 every candidate is certified), then the chosen one is built at the default's points.
+For a class size of at least :data:`AR_MIN_BINS` bins the remove law may instead come
+from Theorem 6's stand-in, white noise plus a cyclic AR(1) process
+(:mod:`.bandmf_ar_standin`, :func:`ar_choice`), whose spectrum follows the class block's
+low-frequency peak where the two-band one is a line in ``cos(theta)``.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ from dpacct.mechanisms.algorithms.bandmf_banded import (
     ROWS_PER_BIN,
     BandMFBandedBallsInBins,
     _checked_run,
+    _class_blocks,
     _dominated,
     _shift_sum,
     class_two_band_instances,
@@ -54,8 +59,8 @@ from dpacct.mechanisms.algorithms.bandmf_two_band import (
     two_band_delta_law,
 )
 
-__all__ = ["BandMFSharedBallsInBins", "bandmf_shared_balls_in_bins", "shared_instances",
-           "shared_law_delta"]
+__all__ = ["BandMFSharedBallsInBins", "ar_choice", "bandmf_shared_balls_in_bins",
+           "shared_instances", "shared_law_delta"]
 
 #: relative slack on each of the two Gaussian terms of an atom: scipy's ``ndtr`` is
 #: accurate to about 1e-14 relative (Cephes), and the argument's relative round-off
@@ -178,11 +183,7 @@ _SHARED: dict = {}
 
 
 def _shared(col: np.ndarray, n: int, k: int, g: int, pf: float, bf: float) -> tuple:
-    gram = balls_in_bins_gram(col, n, k)
-    by_size: dict[int, list[np.ndarray]] = {}
-    for r in range(min(g, k)):
-        idx = np.arange(r, k, g)
-        by_size.setdefault(idx.size, []).append(gram[np.ix_(idx, idx)])
+    by_size = _class_blocks(col, n, k, g)
     out = []
     for t, blocks in sorted(by_size.items()):
         if t == 1:
