@@ -281,12 +281,16 @@ def _laws(sigma: float, inst: tuple, points: int, ar: dict | None = None) -> tup
         if reach > _MAX_EXPONENT:
             raise OverflowError
         if t in ar:
-            rem = ar_remove_law(sigma, ar[t], points=points, x_points=AR_X_POINTS,
-                                moved_width=MOVED_WIDTH, rho=BANDED_REMOVE_RHO)
-            add = two_band_delta_law(sigma, n2, t, [c0, c1], "add", points=points,
-                                     moved_width=MOVED_WIDTH, rho=0.05)
-            laws.append((rem, add, math.sqrt(ar[t][4]) / sigma, math.sqrt(beta) / sigma))
-            continue
+            try:
+                rem = ar_remove_law(sigma, ar[t], points=points, x_points=AR_X_POINTS,
+                                    moved_width=MOVED_WIDTH, rho=BANDED_REMOVE_RHO)
+            except (ValueError, OverflowError):  # too few points or beyond the proved
+                rem = None                       # range: Theorem 4's remove law instead
+            if rem is not None:
+                add = two_band_delta_law(sigma, n2, t, [c0, c1], "add", points=points,
+                                         moved_width=MOVED_WIDTH, rho=0.05)
+                laws.append((rem, add, math.sqrt(ar[t][4]) / sigma, math.sqrt(beta) / sigma))
+                continue
         pair = tuple(two_band_delta_law(sigma, n2, t, [c0, c1], d, points=points,
                                         moved_width=MOVED_WIDTH,
                                         rho=BANDED_REMOVE_RHO if d == "remove" else 0.05)
