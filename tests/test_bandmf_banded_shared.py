@@ -142,3 +142,20 @@ def test_three_band_calibration_through_the_plan_holds_against_monte_carlo(monke
             res.parameter, 8, 3.0, cycle_length=4, strategy=col, samples=200_000, rng=rng,
             direction=direction, confidence=0.9999)
         assert lo <= 1e-3
+
+
+@pytest.mark.slow
+def test_theorem6_remove_law_taken_where_built_and_theorem4s_where_not():
+    """A class size in ``ar`` gets Theorem 6's remove law and Theorem 4's add law (four
+    entries); where Theorem 6's grid is too coarse for the innovations (5 points) the
+    size falls back to Theorem 4's laws instead of failing."""
+    from dpacct.mechanisms.algorithms.bandmf_ar_standin import ar_instances
+    from dpacct.mechanisms.algorithms.bandmf_banded_shared import _laws
+
+    col, n, k, sigma = [1.0, 0.7, 0.5, 0.3], 40, 10, 2.0
+    inst = shared_instances(col, n, k, 1, 1.0, 0.5)
+    ar = {10: ar_instances(col, n, k, 1, 0.5, 1.0)[0]}
+    built = _laws(sigma, inst, 17, ar)
+    assert len(built[0]) == 4 and built[0][2] == 0.0 and built[0][3] > 0
+    coarse = _laws(sigma, inst, 5, ar)
+    assert len(coarse) == 1 and len(coarse[0]) == 3

@@ -98,13 +98,20 @@ def class_two_band_instances(strategy: object, iterations: int, cycle_length: in
 _INSTANCES: dict = {}
 
 
-def _instances(strategy: np.ndarray, n: int, k: int, g: int) -> tuple:
-    """:func:`class_two_band_instances` without the checks and the cache."""
+def _class_blocks(strategy: object, n: int, k: int, g: int) -> dict[int, list[np.ndarray]]:
+    """Class size -> the Gram blocks of the classes of that size (Lemma 3's ``G_r``, bins
+    ``r, r + g, ...``), ``g`` residue classes of ``k`` bins."""
     gram = balls_in_bins_gram(strategy, n, k)
     by_size: dict[int, list[np.ndarray]] = {}
     for r in range(min(g, k)):
         idx = np.arange(r, k, g)
         by_size.setdefault(idx.size, []).append(gram[np.ix_(idx, idx)])
+    return by_size
+
+
+def _instances(strategy: np.ndarray, n: int, k: int, g: int) -> tuple:
+    """:func:`class_two_band_instances` without the checks and the cache."""
+    by_size = _class_blocks(strategy, n, k, g)
     out = []
     for t, blocks in sorted(by_size.items()):
         m = max(2, min(ROWS_PER_BIN, (MAX_STEPS - 1) // t))

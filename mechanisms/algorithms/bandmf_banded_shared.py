@@ -15,6 +15,10 @@ Gaussian in closed form (:func:`shared_law_delta`).
 The class count and the split ``(p, beta)`` are chosen by a seeded Monte Carlo
 estimate of each candidate's dominating pair (only tightness depends on the choice:
 every candidate is certified), then the chosen one is built at the default's points.
+For a class size of at least :data:`AR_MIN_BINS` bins the remove law may instead come
+from Theorem 6's stand-in, white noise plus a cyclic AR(1) process
+(:mod:`.bandmf_ar_standin`, :func:`ar_choice`), whose spectrum follows the class block's
+low-frequency peak where the two-band one is a line in ``cos(theta)``.
 """
 
 from __future__ import annotations
@@ -26,6 +30,11 @@ import numpy as np
 from scipy import special
 
 from dpacct.accountant.validation import check_count, check_positive
+from dpacct.mechanisms.algorithms.bandmf_ar_standin import (
+    ar_coefficients,
+    ar_instances,
+    ar_remove_law,
+)
 from dpacct.mechanisms.algorithms.bandmf_balls_in_bins_core import (
     _lambda_max_upper,
     balls_in_bins_gram,
@@ -36,6 +45,7 @@ from dpacct.mechanisms.algorithms.bandmf_banded import (
     ROWS_PER_BIN,
     BandMFBandedBallsInBins,
     _checked_run,
+    _class_blocks,
     _dominated,
     _shift_sum,
     class_two_band_instances,
@@ -49,8 +59,8 @@ from dpacct.mechanisms.algorithms.bandmf_two_band import (
     two_band_delta_law,
 )
 
-__all__ = ["BandMFSharedBallsInBins", "bandmf_shared_balls_in_bins", "shared_instances",
-           "shared_law_delta"]
+__all__ = ["BandMFSharedBallsInBins", "ar_choice", "bandmf_shared_balls_in_bins",
+           "shared_instances", "shared_law_delta"]
 
 #: relative slack on each of the two Gaussian terms of an atom: scipy's ``ndtr`` is
 #: accurate to about 1e-14 relative (Cephes), and the argument's relative round-off
@@ -173,11 +183,7 @@ _SHARED: dict = {}
 
 
 def _shared(col: np.ndarray, n: int, k: int, g: int, pf: float, bf: float) -> tuple:
-    gram = balls_in_bins_gram(col, n, k)
-    by_size: dict[int, list[np.ndarray]] = {}
-    for r in range(min(g, k)):
-        idx = np.arange(r, k, g)
-        by_size.setdefault(idx.size, []).append(gram[np.ix_(idx, idx)])
+    by_size = _class_blocks(col, n, k, g)
     out = []
     for t, blocks in sorted(by_size.items()):
         if t == 1:
@@ -246,9 +252,11 @@ class BandMFSharedBallsInBins(BandMFBandedBallsInBins):
             if law[1] is None:
                 d = np.asarray(GaussianMechanism(self.noise_multiplier / law[0]).delta(eps))
             else:
-                (zr, wr, tr), (za, wa, ta), mu = law
-                d = np.maximum(shared_law_delta(zr, wr, tr, True, eps, mu),
-                               shared_law_delta(za, wa, ta, False, eps, mu))
+                # (remove, add, mu) or, with Theorem 6's remove law, (remove, add,
+                # mu_remove, mu_add): each direction from its own dominating pair
+                (zr, wr, tr), (za, wa, ta), mu_r, mu_a = law if len(law) == 4 else (*law, law[2])
+                d = np.maximum(shared_law_delta(zr, wr, tr, True, eps, mu_r),
+                               shared_law_delta(za, wa, ta, False, eps, mu_a))
             out = np.maximum(out, d)
         return out
 
@@ -257,10 +265,12 @@ class BandMFSharedBallsInBins(BandMFBandedBallsInBins):
                 f"candidates=..., laws=<{len(self.laws)} class sizes>, choice={self.choice!r})")
 
 
-def _laws(sigma: float, inst: tuple, points: int) -> tuple:
+def _laws(sigma: float, inst: tuple, points: int, ar: dict | None = None) -> tuple:
     """Theorem 2's laws of each stand-in (OverflowError where its exponents pass the
-    proved range)."""
+    proved range); for a class size in ``ar`` (:func:`ar_choice`) the remove law is
+    Theorem 6's instead, ``(remove, add, mu_remove, mu_add)``."""
     laws = []
+    ar = ar or {}
     for t, n2, (c0, c1), beta in inst:
         if t == 1:
             laws.append((c0, None))
@@ -270,6 +280,17 @@ def _laws(sigma: float, inst: tuple, points: int) -> tuple:
                  + 8.0 * ((c0 + c1) * math.sqrt(m) + c0) / sigma)
         if reach > _MAX_EXPONENT:
             raise OverflowError
+        if t in ar:
+            try:
+                rem = ar_remove_law(sigma, ar[t], points=points, x_points=AR_X_POINTS,
+                                    moved_width=MOVED_WIDTH, rho=BANDED_REMOVE_RHO)
+            except (ValueError, OverflowError):  # too few points or beyond the proved
+                rem = None                       # range: Theorem 4's remove law instead
+            if rem is not None:
+                add = two_band_delta_law(sigma, n2, t, [c0, c1], "add", points=points,
+                                         moved_width=MOVED_WIDTH, rho=0.05)
+                laws.append((rem, add, math.sqrt(ar[t][4]) / sigma, math.sqrt(beta) / sigma))
+                continue
         pair = tuple(two_band_delta_law(sigma, n2, t, [c0, c1], d, points=points,
                                         moved_width=MOVED_WIDTH,
                                         rho=BANDED_REMOVE_RHO if d == "remove" else 0.05)
@@ -518,7 +539,59 @@ def bandmf_shared_balls_in_bins(
     laws, choice = (), ()
     if best is not None:
         try:
-            laws, choice = _laws(sigma, best[1], points), best[0]
+            ar = ar_choice(sigma, list(col), iterations, cycle_length, best[0], best[1])
+            laws, choice = _laws(sigma, best[1], points, ar), best[0]
         except (ZeroDivisionError, IndexError, OverflowError, FloatingPointError):
             laws, choice = (), ()
     return BandMFSharedBallsInBins(sigma, candidates, laws, choice)
+
+
+#: Theorem 6's stand-in is tried for class sizes of at least this many bins
+AR_MIN_BINS = 8
+#: Theorem 6's candidates ``(rho, gamma / the block's diagonal)``
+AR_SPLITS = ((0.35, 0.8), (0.35, 1.0), (0.45, 0.8), (0.45, 1.0), (0.55, 0.8), (0.55, 1.0))
+#: the grid of each ``X_s`` in Theorem 6's remove law
+AR_X_POINTS = 31
+
+
+def ar_choice(sigma: float, col: list, n: int, k: int, choice: tuple, inst: tuple) -> dict:
+    """Class size -> Theorem 6's stand-in (white noise plus a cyclic AR(1) process,
+    :mod:`.bandmf_ar_standin`) for the class sizes of at least :data:`AR_MIN_BINS` bins
+    of Theorem 4's instances ``inst`` (``choice`` its class count and split) whose
+    least seeded Monte Carlo estimate over :data:`AR_SPLITS` (:func:`_proxy_epsilon`'s
+    estimator and seed) is :data:`INCUMBENT` below the two-band stand-in's.  Such a size's
+    remove law is then Theorem 6's and its add law Theorem 4's: both pairs dominate the
+    class pair in both orders, so each direction may take either; the estimates only
+    choose.
+
+    Examples
+    --------
+    >>> ar_choice(2.0, [1.0, 0.6, 0.3], 8, 4, (2, "thm3", 0.0), ())
+    {}
+    """
+    out = {}
+    diag = float(np.max(np.diag(balls_in_bins_gram(col, n, k))))
+    for row in inst:
+        t = row[0]
+        if t < AR_MIN_BINS:
+            continue
+        scored = []
+        for rho, frac in AR_SPLITS:
+            try:
+                found = [x for x in ar_instances(col, n, k, choice[0], rho, frac * diag)
+                         if x[0] == t]
+            except RuntimeError:  # pragma: no cover - not certified: not a candidate
+                continue
+            if found:
+                scored.append((_mc_epsilon(_ar_gram(found[0]), sigma, SEARCH_DELTA), found[0]))
+        if scored:
+            est, best = min(scored, key=lambda x: x[0])
+            if est < _proxy_epsilon(sigma, (row,)) * (1 - INCUMBENT):
+                out[t] = best
+    return out
+
+
+def _ar_gram(instance: tuple) -> np.ndarray:
+    """The Gram matrix ``a I + gamma K + beta J`` of Theorem 6's stand-in."""
+    t, a, gamma, rho, beta = instance
+    return a * np.eye(t) + gamma * ar_coefficients(t, rho)[3] + beta

@@ -1,0 +1,327 @@
+"""A residue class dominated by white noise plus a cyclic AR(1) process (Theorem 6 of
+docs/theory/dpmf_balls_in_bins.md, session 34): a tighter stand-in than Theorem 4's
+two-band one where the class block's couplings decay over several class distances.
+
+The class block ``G_r`` of Theorem 4 (``t`` bins) is dominated (Lemma 2') by
+``H = a I + gamma K + beta J``, ``K`` the covariance of a Gaussian process
+``W_0 = E_0``, ``W_s = alpha_s W_{s-1} + beta_s W_0 + tau_s E_s`` (``E`` independent
+standard normals; the coefficients are the regressions of the cyclic AR(1) process of
+correlation ``rho``, but any non-negative coefficients define a process, and ``K`` is
+computed from them).  Its pair's likelihood ratio is ``W_B Z'`` with
+
+    ``Z' = (1/t) sum_s exp(A X_s + C W_s - (A^2 + C^2 K_ss) / 2)``,
+
+``A = sqrt(a) / sigma``, ``C = sqrt(gamma) / sigma``, ``X`` independent standard normals.
+Given ``W_0``, ``W`` is a Markov chain, so the remove direction's
+``E[psi(Z')]`` is bounded by a transfer whose state is (``W_s`` on a grid, the
+partial sum on a log grid): the innovations are replaced by hat masses of their
+conditional laws on the ``W`` grid (Edmundson-Madansky one coordinate at a time,
+``psi(Z')`` being convex in each innovation), the ``X_s`` by their hat masses, and the
+partial sums rounded without bias; the innovations' upper tails are charged by a
+closed-form bound on ``E[Z'; E_s above the grid]`` per state.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import special
+
+from dpacct.accountant.validation import check_count, check_positive
+from dpacct.mechanisms.algorithms.bandmf_balls_in_bins_core import (
+    _lambda_max_upper,
+)
+from dpacct.mechanisms.algorithms.bandmf_banded import _class_blocks, _dominated
+from dpacct.mechanisms.algorithms.bandmf_two_band import (
+    _TERM_SLACK,
+    _away,
+    _compact,
+    _hat_weights,
+    _spread,
+)
+
+__all__ = ["ar_coefficients", "ar_instances", "ar_remove_law"]
+
+#: relative slack on the float hat masses of the innovations (second differences of
+#: ``psi(x) = x Phi(x) + phi(x)`` through ``erfcx``; see :func:`_hats`)
+_HAT_REL = 1e-10
+#: relative slack on the charged innovation tails (``ndtr`` and ``exp``, a few ulps)
+_TAIL_REL = 1e-9
+
+
+def ar_coefficients(t: int, rho: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The recursion ``W_0 = tau_0 E_0``, ``W_s = alpha_s W_{s-1} + beta_s W_0 + tau_s E_s``
+    of the cyclic AR(1) process of ``t`` points and correlation ``rho`` (unit variance,
+    covariance ``(rho^d + rho^(t - d)) / (1 + rho^t)`` at cyclic distance ``d``), and the
+    covariance ``K`` of the process the returned floats define (which is what a stand-in
+    uses: no other property of the coefficients is relied on).
+
+    Given ``W_0``, the cyclic process is a Markov chain along ``1..t-1`` (its precision is
+    cyclic tridiagonal), so ``W_s`` given ``W_0..W_{s-1}`` depends on ``W_{s-1}`` and
+    ``W_0`` only.  Negative coefficients (round-off) are set to 0.
+
+    Examples
+    --------
+    >>> al, be, ta, k = ar_coefficients(6, 0.5)
+    >>> bool(abs(k[0, 1] - (0.5 + 0.5**5) / (1 + 0.5**6)) < 1e-12), bool(be[1] == 0.0)
+    (True, True)
+    """
+    t = check_count(t, "t")
+    if t < 3:
+        raise ValueError(f"t must be an integer >= 3, got {t}")
+    rho = float(rho)
+    if not 0.0 < rho < 1.0:
+        raise ValueError(f"rho must be in (0, 1), got {rho}")
+    d = np.abs(np.subtract.outer(np.arange(t), np.arange(t)))
+    cov = (rho ** d + rho ** (t - d)) / (1 + rho ** t)
+    alpha, beta, tau = np.zeros(t), np.zeros(t), np.zeros(t)
+    tau[0] = 1.0
+    for s in range(1, t):
+        reg = [s - 1] if s == 1 else [s - 1, 0]
+        c = np.linalg.solve(cov[np.ix_(reg, reg)], cov[reg, s])
+        alpha[s] = max(float(c[0]), 0.0)
+        beta[s] = max(float(c[1]), 0.0) if s > 1 else 0.0
+        tau[s] = math.sqrt(max(1.0 - float(cov[reg, s] @ c), 1e-12))
+    lower = np.zeros((t, t))  # W = L E
+    lower[0, 0] = tau[0]
+    for s in range(1, t):
+        lower[s] = alpha[s] * lower[s - 1] + beta[s] * lower[0]
+        lower[s, s] = tau[s]
+    return alpha, beta, tau, lower @ lower.T
+
+
+def ar_instances(strategy: object, iterations: int, cycle_length: int, classes: int,
+                 rho: float, gamma: float, beta: float = 0.0) -> tuple:
+    """Per class size ``t >= 3`` of ``classes`` residue classes, ``(t, a, gamma, rho, beta)``
+    with ``G_r <= a I + gamma K + beta J`` certified for every class block of that size
+    (``K`` of :func:`ar_coefficients`; ``a`` a rigorous upper bound on ``lambda_max(G_r -
+    gamma K - beta J)`` times ``1 + 1e-8``, at least ``1e-6`` of the diagonal, then the
+    domination re-checked with margin ``1e-9 a`` as in Theorem 3).  A class of one or two
+    bins is ``None`` (left to Theorem 4's own stand-in).
+
+    Examples
+    --------
+    >>> inst = ar_instances([1.0, 0.5, 0.25, 0.125], 100, 10, 2, 0.4, 10.0)
+    >>> [(t, round(a, 2) > 0) for t, a, *_ in inst]
+    [(5, True)]
+    """
+    n = check_count(iterations, "iterations")
+    k = check_count(cycle_length, "cycle_length")
+    g = check_count(classes, "classes")
+    gamma = check_positive("gamma", gamma)
+    beta = float(beta)
+    if not (math.isfinite(beta) and beta >= 0):
+        raise ValueError(f"beta must be finite and >= 0, got {beta}")
+    by_size = _class_blocks(np.asarray(strategy, dtype=float), n, k, g)
+    out = []
+    for t, blocks in sorted(by_size.items()):
+        if t < 3:
+            continue
+        cov = ar_coefficients(t, rho)[3]
+        ref0 = gamma * cov + beta * np.ones((t, t))
+        floor = 1e-6 * max(float(np.diag(b).max()) for b in blocks)
+        a = max(max(_lambda_max_upper(b - ref0) for b in blocks) * (1 + 1e-8), floor)
+        for _ in range(20):
+            if all(_dominated(b, ref0 + a * np.eye(t), a) for b in blocks):
+                break
+            a *= 1 + 1e-6
+        else:  # pragma: no cover - the margin is 1e-8 against round-off of 1e-12
+            raise RuntimeError("AR(1) domination could not be certified")
+        out.append((t, a, gamma, float(rho), beta))
+    return tuple(out)
+
+
+def _psi(x: np.ndarray) -> np.ndarray:
+    """``psi(x) = x Phi(x) + phi(x)`` (the second antiderivative of the normal density)
+    for ``x <= 1``, as ``phi(x) (1 + x sqrt(pi / 2) erfcx(-x / sqrt 2))``."""
+    phi = np.exp(-0.5 * x * x) / math.sqrt(2 * math.pi)
+    return phi * (1.0 + x * math.sqrt(math.pi / 2) * special.erfcx(-x / math.sqrt(2)))
+
+
+def _hats(mu: np.ndarray, sd: float, grid: np.ndarray) -> np.ndarray:
+    """Upper bounds on the hat masses of ``N(mu_i, sd^2)`` on the uniform ``grid``, the
+    mass below ``grid[0]`` moved onto it (rows ``i``).
+
+    With ``h = step / sd`` and ``c`` a node in standard units, a full hat's mass is
+    ``(psi(c + h) - 2 psi(c) + psi(c - h)) / h`` (even in ``c``: evaluated at ``-|c|``,
+    where every argument is at most ``h <= 1``), and the first node's, with the moved
+    tail, ``(psi(c + h) - psi(c)) / h`` (its ``c <= 0`` is checked).  The last node takes
+    a full hat (more mass than its half hat: an upper bound for a non-negative
+    integrand).  Each is enlarged by :data:`_HAT_REL` times the sum of the ``psi`` terms
+    over ``h`` (their round-off: a few ulps of each ``psi``, ``x^2`` ulps for the
+    ``erfcx`` cancellation at ``|x| <= 40``), nodes past 38 standard units get ``1e-300``
+    (``Phi(-37) < 1e-300``)."""
+    step = float(grid[1] - grid[0])
+    h = step / sd
+    if h > 1.0:
+        raise ValueError(f"grid step must be at most the innovation's sd, got {step} > {sd}")
+    c = (grid[None, :] - mu[:, None]) / sd
+    if np.any(c[:, 0] > 0):
+        raise ValueError("conditional mean below the grid's first node")
+    ca = -np.abs(c)
+    far = ca < -38.0
+    ca = np.maximum(ca, -38.0)
+    p0, pp, pm = _psi(ca), _psi(ca + h), _psi(ca - h)
+    full = (pp - 2.0 * p0 + pm) / h
+    err = _HAT_REL * (pp + 2.0 * p0 + pm) / h
+    out = np.maximum(full, 0.0) + err
+    c0 = c[:, 0]
+    q0, q1 = _psi(c0), _psi(c0 + h)
+    out[:, 0] = np.maximum(q1 - q0, 0.0) / h + _HAT_REL * (q1 + q0) / h
+    out[far] = 1e-300
+    return out
+
+
+def _future(alpha: np.ndarray, beta: np.ndarray, tau: np.ndarray, s: int) -> tuple:
+    """For ``j >= s``: ``W_j = pi_j W_s + kappa_j W_0 + noise`` of variance ``nu_j``
+    (at ``s = 0`` the two coefficients are added: ``W_0`` is both)."""
+    t = alpha.size
+    pi, kap, nu = np.zeros(t - s), np.zeros(t - s), np.zeros(t - s)
+    pi[0] = 1.0
+    for j in range(s + 1, t):
+        i = j - s
+        pi[i] = alpha[j] * pi[i - 1]
+        kap[i] = alpha[j] * kap[i - 1] + beta[j]
+        nu[i] = alpha[j] ** 2 * nu[i - 1] + tau[j] ** 2
+    if s == 0:
+        pi, kap = pi + kap, np.zeros_like(kap)
+    return pi, kap, nu
+
+
+def _tail_charge(mu: np.ndarray, sd: float, top: float, fut: tuple, w0: float, big_c: float,
+                 half: np.ndarray, t: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per state ``i`` (conditional mean ``mu_i`` of ``W_s``), the coefficients ``(q_i, r_i)``
+    of the charged upper tail ``E[Z'; W_s > top] <= S q_i + r_i`` (``S`` the partial sum
+    before term ``s``): ``q = P(W_s > top)`` and ``r = (1/t) sum_{j >= s} E[exp(C W_j -
+    half_j); W_s > top]`` (the ``X`` factors have mean at most 1), in closed form:
+    ``E[e^{b W_s}; W_s > top] = e^{b mu + b^2 sd^2 / 2} Phi((mu + b sd^2 - top) / sd)``."""
+    pi, kap, nu = fut
+    z = (top - mu) / sd
+    q = special.ndtr(-z)
+    b = big_c * pi[None, :]
+    lead = (big_c * kap * w0 + 0.5 * big_c * big_c * nu - half[-pi.size:])[None, :]
+    expo = lead + b * mu[:, None] + 0.5 * (b * sd) ** 2
+    r = np.sum(np.exp(expo) * special.ndtr(b * sd - z[:, None]), axis=1) / t
+    return q * (1 + _TAIL_REL) + 1e-300, r * (1 + _TAIL_REL) + 1e-300
+
+
+def ar_remove_law(noise_multiplier: float, instance: tuple, *, points: int = 41,
+                  x_points: int = 41, width: float = 8.0, moved_width: float = 3.0,
+                  rho: float = 0.03, theta: float = 1e-10) -> tuple[np.ndarray, np.ndarray, float]:
+    """A law ``(z, w)`` and tail with ``E_P[psi(Z')] <= sum_i w_i psi(z_i) + tail`` for every
+    convex non-decreasing ``psi`` with ``0 <= psi(z) <= z`` (remove direction; Theorem 6 of
+    docs/theory/dpmf_balls_in_bins.md), for the stand-in ``(t, a, gamma, rho_ar, beta)``
+    of :func:`ar_instances` (``beta`` is composed afterwards by Lemma 6).
+
+    Parameters
+    ----------
+    noise_multiplier : float
+        ``sigma``, > 0.
+    instance : tuple
+        ``(t, a, gamma, rho_ar, beta)``.
+    points, x_points : int
+        Grid points of ``W_s`` and of each ``X_s``, >= 3.
+    width, moved_width : float
+        Grid extent in standard deviations above (charged tail) and below (moved at no
+        charge), > 0.
+    rho : float
+        Log spacing of the partial-sum grid, in (0, 0.5].
+    theta : float
+        Smallest positive partial-sum grid value, > 0.
+
+    Returns
+    -------
+    z, w : numpy.ndarray
+        Support (increasing) and masses.
+    tail : float
+        The charged tails (added to delta).
+
+    Examples
+    --------
+    >>> z, w, tail = ar_remove_law(2.0, (4, 1.0, 1.0, 0.5, 0.0), points=17, x_points=9)
+    >>> mean = float(np.sum(w * z))    # E[Z'] = 1; the hat laws spread it (convex order)
+    >>> bool(1.0 <= mean < 1.1), bool(tail < 1e-6)
+    (True, True)
+    """
+    sigma = check_positive("noise_multiplier", noise_multiplier)
+    t, a, gamma, rho_ar, _ = instance
+    points, x_points = check_count(points, "points"), check_count(x_points, "x_points")
+    if min(points, x_points) < 3:
+        raise ValueError(f"points and x_points must be >= 3, got {points}, {x_points}")
+    width, moved = check_positive("width", width), check_positive("moved_width", moved_width)
+    rho, theta = check_positive("rho", rho), check_positive("theta", theta)
+    if rho > 0.5:
+        raise ValueError(f"rho must be in (0, 0.5], got {rho}")
+    alpha, beta, tau, cov = ar_coefficients(t, rho_ar)
+    big_a, big_c = math.sqrt(a) / sigma, math.sqrt(gamma) / sigma
+    half = 0.5 * (big_a ** 2 + big_c ** 2 * np.diag(cov))
+    if (big_a + big_c) * (width + 1) + float(half.max()) > 50.0:
+        raise OverflowError("exponents beyond the proved range")
+    wsd = math.sqrt(float(np.diag(cov).max()))
+    wg = np.linspace(-moved * wsd, width * wsd, points)
+    if wg[1] - wg[0] > float(tau.min()):
+        need = math.ceil((width + moved) * wsd / float(tau.min())) + 1
+        raise ValueError(f"points must be at least {need} here (the grid step at most the "
+                         f"least innovation sd {float(tau.min()):.3g}), got {points}")
+    xg = np.linspace(-moved, width, x_points)
+    wx = _hat_weights(1, xg, None, True)
+    ex = np.exp(big_a * xg)
+    tail = float(special.ndtr(big_a - width) + (t - 1) * special.ndtr(-width)) * (1 + 1e-9)
+    fac = 1 + _TERM_SLACK
+    smax = float(np.sum(np.exp(big_a * width + big_c * wg[-1] - half))) / t * fac
+    g = np.concatenate([[0.0], theta * np.exp(rho * np.arange(
+        math.ceil(math.log(2 * smax / theta) / rho) + 2))])
+    futs = [_future(alpha, beta, tau, s) for s in range(t)]
+    w0 = _hats(np.zeros(1), tau[0], wg)[0]
+    r0 = _tail_charge(np.zeros(1), tau[0], float(wg[-1]), futs[0], 0.0, big_c, half, t)[1]
+    tail += float(r0[0])
+    mass = np.zeros(g.size)
+    for i0, (x0, m0) in enumerate(zip(wg, w0, strict=True)):
+        d = _add_term(np.zeros((points, g.size)), g, None, i0, x0, ex, wx, big_c, half[0], t,
+                      fac)
+        for s in range(1, t):
+            mu = alpha[s] * wg + beta[s] * x0
+            occ = np.nonzero(d.any(axis=0))[0]
+            bot, top = int(occ[0]), int(occ[-1]) + 1
+            q, r = _tail_charge(mu, tau[s], float(wg[-1]), futs[s], x0, big_c, half, t)
+            sums = d[:, bot:top]
+            tail += m0 * float(np.sum(sums @ g[bot:top] * q + sums.sum(axis=1) * r)) * (1 + 1e-9)
+            kern = _hats(mu, tau[s], wg)
+            d = _add_term(kern.T @ sums, g, (bot, top), None, wg, ex, wx, big_c, half[s], t, fac)
+        mass += m0 * d.sum(axis=0)
+    keep = mass > 0
+    z, w = _compact(g[keep], mass[keep], True)
+    return z, w, float(np.nextafter(tail, np.inf))
+
+
+def _add_term(d: np.ndarray, g: np.ndarray, cells: tuple | None, i0: int | None, wval,
+              ex: np.ndarray, wx: np.ndarray, big_c: float, half_s: float, t: int,
+              fac: float) -> np.ndarray:
+    """Add term ``s`` (``exp(A x + C w - half_s) / t`` over the ``X`` hat law) to every
+    state: ``d[i, c]`` (``W`` node ``i``, partial-sum cell ``bot + c``) moves to
+    ``(i, round(g[cell] + term))``.  The first term (``i0`` given) starts from 0 at the
+    node ``i0`` of ``W_0 = wval``."""
+    size = g.size
+    if i0 is not None:
+        wv = np.array([wval])
+        base = np.zeros((1, 1))
+        rows = np.array([i0])
+        mass = np.ones((1, 1))
+    else:
+        wv = wval
+        bot, top = cells
+        live = np.nonzero(d.any(axis=1))[0]
+        rows, wv, mass = live, wv[live], d[live]
+        base = g[bot:top][None, :]
+    term = np.exp(big_c * wv - half_s)[:, None] * ex[None, :] / t * fac  # (rows, x)
+    y = _away(base[:, None, :] + term[:, :, None], True)
+    j, p = _spread(y, g, True)
+    wt = mass[:, None, :] * wx[None, :, None]
+    hi = wt * p
+    wt -= hi
+    idx = rows[:, None, None] * (size + 1) + j
+    nrow = d.shape[0]
+    out = np.bincount(idx.ravel(), wt.ravel(), minlength=nrow * (size + 1))
+    out += np.bincount((idx + 1).ravel(), hi.ravel(), minlength=nrow * (size + 1))
+    return out.reshape(nrow, size + 1)[:, :size]
