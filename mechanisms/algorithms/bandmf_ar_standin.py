@@ -194,7 +194,9 @@ def _tail_charge(mu: np.ndarray, sd: float, top: float, fut: tuple, w0: float, b
     """Per state ``i`` (conditional mean ``mu_i`` of ``W_s``), the coefficients ``(q_i, r_i)``
     of the charged upper tail ``E[Z'; W_s > top] <= S q_i + r_i`` (``S`` the partial sum
     before term ``s``): ``q = P(W_s > top)`` and ``r = (1/t) sum_{j >= s} E[exp(C W_j -
-    half_j); W_s > top]`` (the ``X`` factors have mean at most 1), in closed form:
+    half_j); W_s > top]`` with ``half_j = C^2 K_jj / 2`` (the caller passes the ``W`` part
+    of the exponent only: each ``X`` factor ``e^{A X_j - A^2 / 2}`` has mean 1, so its
+    ``A^2 / 2`` is not subtracted here), in closed form:
     ``E[e^{b W_s}; W_s > top] = e^{b mu + b^2 sd^2 / 2} Phi((mu + b sd^2 - top) / sd)``."""
     pi, kap, nu = fut
     z = (top - mu) / sd
@@ -274,7 +276,10 @@ def ar_remove_law(noise_multiplier: float, instance: tuple, *, points: int = 41,
         math.ceil(math.log(2 * smax / theta) / rho) + 2))])
     futs = [_future(alpha, beta, tau, s) for s in range(t)]
     w0 = _hats(np.zeros(1), tau[0], wg)[0]
-    r0 = _tail_charge(np.zeros(1), tau[0], float(wg[-1]), futs[0], 0.0, big_c, half, t)[1]
+    # the charged tails integrate the X factors out (mean 1): only C^2 K_jj / 2 is
+    # subtracted there (review 34, F2: subtracting half_j made every r_s low by e^{-A^2/2})
+    half_w = 0.5 * big_c ** 2 * np.diag(cov)
+    r0 = _tail_charge(np.zeros(1), tau[0], float(wg[-1]), futs[0], 0.0, big_c, half_w, t)[1]
     tail += float(r0[0])
     mass = np.zeros(g.size)
     for i0, (x0, m0) in enumerate(zip(wg, w0, strict=True)):
@@ -284,7 +289,7 @@ def ar_remove_law(noise_multiplier: float, instance: tuple, *, points: int = 41,
             mu = alpha[s] * wg + beta[s] * x0
             occ = np.nonzero(d.any(axis=0))[0]
             bot, top = int(occ[0]), int(occ[-1]) + 1
-            q, r = _tail_charge(mu, tau[s], float(wg[-1]), futs[s], x0, big_c, half, t)
+            q, r = _tail_charge(mu, tau[s], float(wg[-1]), futs[s], x0, big_c, half_w, t)
             sums = d[:, bot:top]
             tail += m0 * float(np.sum(sums @ g[bot:top] * q + sums.sum(axis=1) * r)) * (1 + 1e-9)
             kern = _hats(mu, tau[s], wg)
