@@ -103,17 +103,22 @@ def laplace_delta_up(b: float, epsilon: np.ndarray) -> np.ndarray:
     >>> bool(laplace_delta_up(b, eps)[0] >= 1.0372296630587442e-17)  # 60 digits
     True
     """
+    return _delta_up_from(laplace_epsilon0_up(b), epsilon)
+
+
+def _delta_up_from(epsilon0_up: float, epsilon: np.ndarray) -> np.ndarray:
+    """:func:`laplace_delta_up` with ``1 / b`` rounded up given (computed once)."""
     eps = np.asarray(epsilon, dtype=float)
-    x = np.nextafter(eps - laplace_epsilon0_up(b), -np.inf)
+    x = np.nextafter(eps - epsilon0_up, -np.inf)
     d = -np.expm1(0.5 * np.minimum(x, 0.0))
     d = np.nextafter(np.nextafter(d, np.inf), np.inf)
     return np.where(x >= 0.0, 0.0, np.minimum(d, 1.0))
 
 
-def _laplace_delta_down(b: float, epsilon: float) -> float:
-    """:func:`laplace_delta` rounded *down* at one epsilon: ``1 / b`` rounded down,
+def _laplace_delta_down(epsilon0_down: float, epsilon: float) -> float:
+    """:func:`laplace_delta` rounded *down* at one epsilon: ``1 / b`` rounded down (given),
     ``eps - 1/b`` rounded up, ``-expm1`` (within an ulp) moved down by two ulps."""
-    x = math.nextafter(epsilon - quotient_down(1.0, b), math.inf)
+    x = math.nextafter(epsilon - epsilon0_down, math.inf)
     if x >= 0.0:
         return 0.0
     d = -float(np.expm1(0.5 * x))
@@ -196,7 +201,7 @@ def laplace_epsilon_bracket(b: float, delta: float) -> tuple[float, float]:
     ceiling = laplace_epsilon0_up(b)
 
     def met_up(x: float) -> bool:  # the pure epsilon needs no delta (the router's ceiling)
-        return x >= ceiling or float(laplace_delta_up(b, np.array([x]))[0]) <= delta
+        return x >= ceiling or float(_delta_up_from(ceiling, x)) <= delta
 
     if met_up(0.0):
         return (0.0, 0.0)
@@ -204,9 +209,10 @@ def laplace_epsilon_bracket(b: float, delta: float) -> tuple[float, float]:
         return invert_decreasing(lambda e: laplace_delta_up(b, e), delta, ceiling)
     start = ceiling + 2.0 * math.log1p(-delta)
     hi = _crossing(met_up, start, ceiling)[1]
-    if _laplace_delta_down(b, 0.0) <= delta:
+    floor = quotient_down(1.0, b)
+    if _laplace_delta_down(floor, 0.0) <= delta:
         return (0.0, hi)
-    lo = _crossing(lambda x: _laplace_delta_down(b, x) <= delta, start, hi)[0]
+    lo = _crossing(lambda x: _laplace_delta_down(floor, x) <= delta, start, hi)[0]
     return (lo, hi)
 
 
