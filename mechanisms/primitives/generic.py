@@ -303,10 +303,8 @@ def zcdp_epsilon_tight(rho: float, delta: float) -> tuple[float, float]:
 
     Parameters
     ----------
-    rho : float
-        The zCDP parameter, > 0.
-    delta : float
-        Target delta, in (0, 1).
+    rho, delta : float
+        As :func:`zcdp_epsilon`: ``rho > 0``, ``delta`` in (0, 1).
 
     Returns
     -------
