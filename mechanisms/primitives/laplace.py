@@ -34,7 +34,7 @@ from dpacct.accountant._rounding import quotient_down, quotient_up
 from dpacct.accountant.capabilities import _DeclaredHere
 from dpacct.accountant.laws.loss_law import PrivacyLossLaw
 from dpacct.accountant.mechanism import Capabilities, Mechanism
-from dpacct.accountant.numerics import SUBNORMAL_FLOOR, invert_decreasing
+from dpacct.accountant.numerics import SUBNORMAL_FLOOR, float_crossing, invert_decreasing
 from dpacct.accountant.relations import REPLACE_ONE
 from dpacct.accountant.serialization import register_mechanism
 from dpacct.accountant.validation import check_positive
@@ -125,39 +125,6 @@ def _laplace_delta_down(epsilon0_down: float, epsilon: float) -> float:
     return max(math.nextafter(math.nextafter(d, -math.inf), -math.inf), 0.0)
 
 
-def _crossing(met, start: float, ceiling: float) -> tuple[float, float]:
-    """Adjacent floats ``(lo, hi)``, ``met(lo)`` false and ``met(hi)`` true, for a
-    ``met`` false at 0, true at ``ceiling`` and monotone: a galloping search from
-    ``start`` (steps of 1, 2, 4, ... ulps), then a float bisection."""
-    x = min(max(start, 0.0), ceiling)
-    step = math.ulp(x)
-    if met(x):  # gallop down to a float that is not met
-        hi = x
-        while True:
-            x = max(hi - step, 0.0)
-            if not met(x):
-                break
-            hi, step = x, 2.0 * step
-        lo = x
-    else:  # gallop up to one that is
-        lo = x
-        while True:
-            x = min(lo + step, ceiling)
-            if met(x):
-                break
-            lo, step = x, 2.0 * step
-        hi = x
-    while math.nextafter(lo, math.inf) < hi:
-        mid = 0.5 * (lo + hi)
-        if mid <= lo or mid >= hi:
-            mid = math.nextafter(lo, math.inf)
-        if met(mid):
-            hi = mid
-        else:
-            lo = mid
-    return lo, hi
-
-
 def laplace_epsilon_bracket(b: float, delta: float) -> tuple[float, float]:
     """The certified bracket of the Laplace mechanism's epsilon at ``delta``, from the
     closed form.
@@ -208,11 +175,11 @@ def laplace_epsilon_bracket(b: float, delta: float) -> tuple[float, float]:
     if not math.isfinite(ceiling):  # b below 1 / DBL_MAX: the router's bisection
         return invert_decreasing(lambda e: laplace_delta_up(b, e), delta, ceiling)
     start = ceiling + 2.0 * math.log1p(-delta)
-    hi = _crossing(met_up, start, ceiling)[1]
+    hi = float_crossing(met_up, start, ceiling)[1]
     floor = quotient_down(1.0, b)
     if _laplace_delta_down(floor, 0.0) <= delta:
         return (0.0, hi)
-    lo = _crossing(lambda x: _laplace_delta_down(floor, x) <= delta, start, hi)[0]
+    lo = float_crossing(lambda x: _laplace_delta_down(floor, x) <= delta, start, hi)[0]
     return (lo, hi)
 
 
