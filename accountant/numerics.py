@@ -29,6 +29,7 @@ __all__ = [
     "SUBNORMAL_FLOOR",
     "TINY",
     "brentq",
+    "float_crossing",
     "invert_decreasing",
     "next_up",
     "nonzero_at",
@@ -196,6 +197,49 @@ def next_up(x: float, ulps: int = 1) -> float:
             return x
         x = math.nextafter(x, math.inf)
     return x
+
+
+def float_crossing(met: Callable[[float], bool], start: float,
+                   ceiling: float = math.inf) -> tuple[float, float]:
+    """Adjacent floats ``(lo, hi)`` in ``[0, ceiling]`` with ``met(lo)`` false and
+    ``met(hi)`` true, for a ``met`` that is monotone (false, then true), false at 0 and
+    true at ``ceiling``: a galloping search from ``start`` (steps of 1, 2, 4, ... ulps),
+    then a bisection down to adjacent floats.  So ``hi`` is the smallest float where
+    ``met`` holds, found in a few evaluations when ``start`` is a few ulps off.
+
+    Examples
+    --------
+    >>> lo, hi = float_crossing(lambda x: x * x >= 2.0, 1.4)
+    >>> hi == math.nextafter(lo, math.inf), lo * lo < 2.0 <= hi * hi
+    (True, True)
+    """
+    x = min(max(start, 0.0), ceiling)
+    step = math.ulp(x)
+    if met(x):  # gallop down to a float that is not met
+        hi = x
+        while True:
+            x = max(hi - step, 0.0)
+            if not met(x):
+                break
+            hi, step = x, 2.0 * step
+        lo = x
+    else:  # gallop up to one that is
+        lo = x
+        while True:
+            x = min(lo + step, ceiling)
+            if met(x):
+                break
+            lo, step = x, 2.0 * step
+        hi = x
+    while math.nextafter(lo, math.inf) < hi:
+        mid = 0.5 * (lo + hi)
+        if mid <= lo or mid >= hi:
+            mid = math.nextafter(lo, math.inf)
+        if met(mid):
+            hi = mid
+        else:
+            lo = mid
+    return lo, hi
 
 
 def invert_decreasing(

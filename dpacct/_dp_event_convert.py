@@ -45,6 +45,7 @@ from dpacct.accountant import (
     poisson_subsample,
     subsample_without_replacement,
 )
+from dpacct.accountant._rounding import sum_up
 from dpacct.accountant.transformers.repeat_select import repeat_and_select
 from dpacct.accountant.validation import show_value
 from dpacct.mechanisms import (
@@ -421,8 +422,27 @@ def _merge_gaussians(
     return [(ReplaceOneGaussianMechanism(sigma=1.0 / math.sqrt(precision)), 1), *rest]
 
 
+def _merge_zcdp(parts: list[tuple[Mechanism, int]]) -> list[tuple[Mechanism, int]]:
+    """zCDP guarantees alone (one class, so one relation) as one: ``k_i`` runs of
+    ``(xi_i, rho_i)``-zCDP have the Renyi curve ``sum k_i (xi_i + rho_i alpha)`` (Renyi
+    DP composes additively, Mironov 2017, Proposition 1), which is ``(sum k_i xi_i,
+    sum k_i rho_i)``-zCDP; both sums exact, rounded up (a larger rho or xi is still a
+    guarantee).  The one mechanism is answered by the exact optimum over all real orders
+    (:func:`~dpacct.mechanisms.zcdp_epsilon_tight`), the composition by the grid of
+    orders: the same bound, never looser."""
+    kinds = {type(m) for m, _ in parts}
+    if len(kinds) != 1 or kinds.pop() not in (ZCDPMechanism, ReplaceOneZCDPMechanism):
+        return parts
+    if len(parts) == 1 and parts[0][1] == 1:
+        return parts
+    cls = type(parts[0][0])
+    rho = sum_up((c, m.rho) for m, c in parts)  # type: ignore[attr-defined]
+    xi = sum_up((c, m.xi) for m, c in parts)  # type: ignore[attr-defined]
+    return [(cls(rho=rho, xi=xi), 1)]
+
+
 def as_mechanism(parts: list[tuple[Mechanism, int]], relation: NeighboringRelation) -> Mechanism:
-    parts = _merge_gaussians(parts, relation)
+    parts = _merge_zcdp(_merge_gaussians(parts, relation))
     if len(parts) == 1 and parts[0][1] == 1:
         return parts[0][0]
     return compose([m for m, _ in parts], [c for _, c in parts])

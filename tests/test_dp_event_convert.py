@@ -72,3 +72,32 @@ def test_replace_one_gaussians_merge_in_closed_form():
     assert merged.sigma == pytest.approx(1.0 / math.sqrt(3.25), rel=1e-15)
     # add/remove (not a relation these parts come from): a plain composition, unmerged
     assert as_mechanism(parts, ADD).parts == tuple(parts)
+
+
+def test_zcdp_parts_alone_merge_into_one_with_summed_parameters():
+    """k runs of (xi, rho)-zCDP are (k xi, k rho)-zCDP (Renyi curves add): the merged
+    mechanism's parameters are the exact sums rounded up (0.1 * 10 rounds *down* to 1.0 in
+    floats), its epsilon never above the composition's grid conversion that answered
+    before, and only all-zCDP trees of one class merge."""
+    from fractions import Fraction
+
+    from dpacct.accountant import compose
+    from dpacct.mechanisms import ZCDPMechanism
+
+    event = dpa.SelfComposedDpEvent(dpa.ZCDpEvent(0.1), 10)
+    mech = public.from_dp_event(event)
+    assert type(mech) is ZCDPMechanism and mech.xi == 0.0
+    assert Fraction(mech.rho) >= 10 * Fraction(0.1) and mech.rho == math.nextafter(1.0, 2.0)
+    before = compose([ZCDPMechanism(0.1)], counts=[10]).epsilon(1e-6)  # main's route
+    assert mech.epsilon(1e-6) <= before <= mech.epsilon(1e-6) * (1 + 2e-12)
+    mixed = dpa.ComposedDpEvent([dpa.ZCDpEvent(0.1, 0.05), dpa.SelfComposedDpEvent(
+        dpa.ZCDpEvent(0.2), 3)])
+    merged = public.from_dp_event(mixed)
+    assert Fraction(merged.rho) >= Fraction(0.1) + 3 * Fraction(0.2) and merged.xi == 0.05
+    replace = public.from_dp_event(event, neighboring_relation=REPLACE)
+    assert type(replace) is ReplaceOneZCDPMechanism
+    with_laplace = public.from_dp_event(dpa.ComposedDpEvent([dpa.ZCDpEvent(0.1),
+                                                              dpa.LaplaceDpEvent(1.0)]))
+    assert type(with_laplace).__name__ == "ComposedMechanism"
+    single = [(ZCDPMechanism(0.5), 1)]
+    assert as_mechanism(single, ADD) is single[0][0]

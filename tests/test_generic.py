@@ -191,7 +191,10 @@ def test_zcdp_composition_adds_rho_and_monotone():
     assert run.route == "rdp"
     a = np.array([1.5, 2.0, 64.0])
     np.testing.assert_allclose(run.rdp(a), ZCDPMechanism(0.9).rdp(a), rtol=1e-14, atol=0)
-    assert run.epsilon(1e-6) == pytest.approx(ZCDPMechanism(0.9).epsilon(1e-6), rel=1e-12, abs=0)
+    # compose keeps the grid of orders; the one mechanism answers the exact optimum
+    # (zcdp_epsilon_tight): never above the grid's, within its 1e-12 rounding
+    one = ZCDPMechanism(0.9).epsilon(1e-6)
+    assert one <= run.epsilon(1e-6) <= one * (1 + 2e-12)
     e = [ZCDPMechanism(r).epsilon(1e-6) for r in (2.0, 0.5, 0.1, 0.01)]
     assert np.all(np.diff(e) < 0)
     d = ZCDPMechanism(0.5).delta(np.array([0.5, 1.0, 2.0, 4.0]))
@@ -218,3 +221,41 @@ def test_zcdp_with_xi_round_trips_and_xi_zero_is_written_as_before():
     assert m.epsilon(1e-5) == pytest.approx(0.25 + ZCDPMechanism(rho=0.5).epsilon(1e-5), rel=1e-12)
     assert m.delta(3.0) == pytest.approx(ZCDPMechanism(rho=0.5).delta(2.75), rel=1e-12)
     assert m.delta(0.1) >= ZCDPMechanism(rho=0.5).delta(0.1)  # below xi: generic route
+
+
+def test_zcdp_epsilon_tight_against_mpmath_and_the_grid():
+    """``zcdp_epsilon_tight`` (Canonne, Kamath, Steinke 2020, Proposition 12, at the
+    optimal real order): never below the 50-digit bound at the float order it uses (with
+    ``_TIGHT_MARGIN = 0`` this fails: the float sum is below the bound there), within
+    ``2^-40`` of its terms' size of it, never above the 50-digit optimum found by mpmath's
+    own root finder by more than that, and never above the grid conversion
+    ``rdp_to_epsilon`` of the same curve, nor above :func:`zcdp_epsilon`.  The mechanism
+    answers it, or the grid's where the grid could be lower."""
+    from dpacct.accountant.rdp.conversion import rdp_to_epsilon
+    from dpacct.mechanisms.primitives.generic import (
+        _optimal_log_order,
+        zcdp_epsilon,
+        zcdp_epsilon_tight,
+    )
+
+    def mp_bound(rho, delta, a):
+        a, rho = mp.mpf(a), mp.mpf(rho)
+        return a * rho + mp.log1p(-1 / a) - (mp.log(delta) + mp.log(a)) / (a - 1)
+
+    rng = np.random.default_rng(20261201)
+    cases = [(1.0, 1e-6), (0.1, 1e-5), (1e-12, 1e-15), (50.0, 1e-3), (1e4, 1e-9)]
+    cases += [(float(10 ** rng.uniform(-10, 4)), float(10 ** rng.uniform(-15, -1)))
+              for _ in range(60)]
+    with mp.workdps(50):
+        for rho, delta in cases:
+            eps, scale = zcdp_epsilon_tight(rho, delta)
+            a = 1.0 + math.exp(_optimal_log_order(rho, -math.log(delta)))
+            at_a = max(mp_bound(rho, mp.mpf(delta), a), 0)  # epsilon is floored at 0
+            assert eps >= at_a, (rho, delta)
+            assert eps - at_a <= 2.0**-40 * scale, (rho, delta)
+            star = mp.findroot(lambda x, r=rho, d=delta: r * (x - 1) ** 2 + mp.log(x) + mp.log(d),
+                               (mp.mpf(1) + 1e-30, mp.mpf(a) * 4), solver="anderson")
+            assert eps - max(mp_bound(rho, mp.mpf(delta), star), 0) <= 2.0**-40 * scale
+            grid = rdp_to_epsilon(lambda x, r=rho: r * x, delta)
+            assert eps <= grid and eps <= zcdp_epsilon(rho, delta), (rho, delta)
+            assert ZCDPMechanism(rho).epsilon(delta) == min(eps, grid)

@@ -197,3 +197,18 @@ def test_nonzero_at_is_flatnonzero():
         assert np.array_equal(nonzero_at(x), np.flatnonzero(x))
     grid = rng.standard_normal((3, 5)) * (rng.random((3, 5)) < 0.5)
     assert np.array_equal(nonzero_at(grid), np.flatnonzero(grid))
+
+
+def test_float_crossing_is_the_smallest_float_where_met_holds():
+    """Against a brute-force walk over consecutive floats (seeded thresholds, starts
+    from far below to far above the crossing)."""
+    from dpacct.accountant.numerics import float_crossing
+
+    rng = np.random.default_rng(20261201)
+    for _ in range(200):
+        t = float(10 ** rng.uniform(-300, 300))
+        start = t * float(10 ** rng.uniform(-3, 3)) if rng.random() < 0.5 else t
+        lo, hi = float_crossing(lambda x, t=t: x >= t, start)
+        assert hi == t and lo == math.nextafter(t, 0.0)
+        lo, hi = float_crossing(lambda x, t=t: x > t, start)
+        assert lo == t and hi == math.nextafter(t, math.inf)

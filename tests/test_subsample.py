@@ -105,3 +105,19 @@ def test_amplification_rounds_its_base_delta_and_base_epsilon_the_safe_way():
 
     p = poisson_subsample(ZCDPMechanism(rho=50.0), 1e-3)
     assert p.epsilon(1e-3) == 0.0 < p.epsilon(1e-3 * (1 - 1e-7))
+
+
+def test_amplified_epsilon_round_trips_over_an_ulp_exact_base():
+    """A base epsilon exact to the ulp (the Laplace mechanism's closed-form inversion)
+    read back by ``delta()`` a few ulps lower (``_BASE_EPS_DOWN``) gave
+    ``delta(epsilon(1e-10)) = 1.0000003600971275e-10`` here (hypothesis found it in
+    test_registry_properties); the amplified epsilon is now raised to the smallest float
+    ``delta()`` confirms: still below main's 0.3573740191285155 (the bisected base)."""
+    from dpacct.accountant import subsample_without_replacement
+    from dpacct.mechanisms import ReplaceOneLaplaceMechanism
+
+    m = subsample_without_replacement(ReplaceOneLaplaceMechanism(b=1.0), 0.25)
+    for delta in (1e-10, 1e-6, 1e-3):
+        up = m.epsilon(delta)
+        assert m.delta(up) <= delta
+    assert m.epsilon(1e-10) <= 0.3573740191285155

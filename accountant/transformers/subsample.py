@@ -33,6 +33,7 @@ from ..families.gaussian import sigma_below
 from ..laws.loss_law import GaussianLossLaw, PoissonSubsampledLossLaw
 from ..laws.symmetrised_law import SymmetrisedLossLaw
 from ..mechanism import Capabilities, Mechanism
+from ..numerics import float_crossing
 from ..relations import ADD_REMOVE, REPLACE_ONE, require_relation
 from ..validation import check_sample_rate
 
@@ -407,7 +408,21 @@ def _amplified_epsilon(base: Mechanism, q: float, delta: float, tol: float | Non
     if delta >= q:
         return 0.0
     eps_base = float(base.epsilon(quotient_down(delta, q), tol=tol))
-    return amplified_pure_up(q, eps_base) if math.isfinite(eps_base) else math.inf
+    if not math.isfinite(eps_base):
+        return math.inf
+    eps = amplified_pure_up(q, eps_base)
+    if base.has_exact_curve and base.gdp_mu() is None:
+        # delta() reads the base at this epsilon mapped back and lowered by
+        # _BASE_EPS_DOWN (_amplified_delta); a base epsilon exact to the ulp (the Laplace
+        # mechanism's closed-form inversion) is then read a few ulps below its crossing,
+        # where its delta is above delta / q.  Raised to the smallest float that delta()
+        # confirms (a larger epsilon is still a bound), so delta(epsilon(d)) <= d.
+        def met(x: float) -> bool:
+            return float(_amplified_delta(base, q, x, 1.0, tol)) <= delta
+
+        if not met(eps):
+            eps = float_crossing(met, eps)[1]
+    return eps
 
 
 #: relative amount by which the base epsilon ``log(1 + (e^eps - 1) / q)`` is lowered:

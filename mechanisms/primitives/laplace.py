@@ -25,15 +25,16 @@ Exact curve (for ``0 <= eps < m``):
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
-from dpacct.accountant._rounding import quotient_up
+from dpacct.accountant._rounding import quotient_down, quotient_up
 from dpacct.accountant.capabilities import _DeclaredHere
 from dpacct.accountant.laws.loss_law import PrivacyLossLaw
 from dpacct.accountant.mechanism import Capabilities, Mechanism
-from dpacct.accountant.numerics import SUBNORMAL_FLOOR
+from dpacct.accountant.numerics import SUBNORMAL_FLOOR, float_crossing, invert_decreasing
 from dpacct.accountant.relations import REPLACE_ONE
 from dpacct.accountant.serialization import register_mechanism
 from dpacct.accountant.validation import check_positive
@@ -47,6 +48,7 @@ __all__ = [
     "laplace_delta",
     "laplace_delta_up",
     "laplace_epsilon0_up",
+    "laplace_epsilon_bracket",
     "laplace_rdp",
 ]
 
@@ -101,11 +103,84 @@ def laplace_delta_up(b: float, epsilon: np.ndarray) -> np.ndarray:
     >>> bool(laplace_delta_up(b, eps)[0] >= 1.0372296630587442e-17)  # 60 digits
     True
     """
+    return _delta_up_from(laplace_epsilon0_up(b), epsilon)
+
+
+def _delta_up_from(epsilon0_up: float, epsilon: np.ndarray) -> np.ndarray:
+    """:func:`laplace_delta_up` with ``1 / b`` rounded up given (computed once)."""
     eps = np.asarray(epsilon, dtype=float)
-    x = np.nextafter(eps - laplace_epsilon0_up(b), -np.inf)
+    x = np.nextafter(eps - epsilon0_up, -np.inf)
     d = -np.expm1(0.5 * np.minimum(x, 0.0))
     d = np.nextafter(np.nextafter(d, np.inf), np.inf)
     return np.where(x >= 0.0, 0.0, np.minimum(d, 1.0))
+
+
+def _laplace_delta_down(epsilon0_down: float, epsilon: float) -> float:
+    """:func:`laplace_delta` rounded *down* at one epsilon: ``1 / b`` rounded down (given),
+    ``eps - 1/b`` rounded up, ``-expm1`` (within an ulp) moved down by two ulps."""
+    x = math.nextafter(epsilon - epsilon0_down, math.inf)
+    if x >= 0.0:
+        return 0.0
+    d = -float(np.expm1(0.5 * x))
+    return max(math.nextafter(math.nextafter(d, -math.inf), -math.inf), 0.0)
+
+
+def laplace_epsilon_bracket(b: float, delta: float) -> tuple[float, float]:
+    """The certified bracket of the Laplace mechanism's epsilon at ``delta``, from the
+    closed form.
+
+    ``delta(eps) = 1 - exp((eps - 1/b)/2)`` inverts to ``eps = 1/b + 2 log(1 - delta)``
+    (module docstring).  That value, evaluated in floats, starts two galloping searches
+    (steps of 1, 2, 4, ... ulps) and float bisections:
+
+    * the upper end is the *smallest* float ``hi`` with ``laplace_delta_up(b, hi) <=
+      delta`` (capped at :func:`laplace_epsilon0_up`, the pure epsilon, which needs no
+      delta): the curve the mechanism's ``delta`` answers, so ``delta(epsilon(d)) <= d``;
+    * the lower end is the largest float ``lo`` whose delta *rounded down* (``1 / b``
+      rounded down, ``eps - 1/b`` up, ``-expm1`` two ulps down) is still above
+      ``delta``: the true epsilon exceeds it.
+
+    So ``hi`` is never above the bisection's upper end
+    (:func:`~dpacct.accountant.numerics.invert_decreasing`, which stops within ``1e-13``
+    relative of the crossing), found with a few evaluations instead of about forty-five,
+    and ``lo`` is a lower bound in its own right (the bisection's lower end only had
+    ``laplace_delta_up(lo) > delta``, which a rounded-up curve does not certify).
+
+    Parameters
+    ----------
+    b : float
+        Noise scale per unit of L1 sensitivity, > 0.
+    delta : float
+        Target delta in (0, 1).
+
+    Returns
+    -------
+    tuple of float
+        ``(lo, hi)``, ``0 <= lo <= hi``; ``(0, 0)`` when ``delta`` is at or above the
+        curve at 0.
+
+    Examples
+    --------
+    >>> lo, hi = laplace_epsilon_bracket(1.0, 1e-6)
+    >>> hi, bool(0 < hi - lo < 1e-15)
+    (0.9999979999990001, True)
+    """
+    ceiling = laplace_epsilon0_up(b)
+
+    def met_up(x: float) -> bool:  # the pure epsilon needs no delta (the router's ceiling)
+        return x >= ceiling or float(_delta_up_from(ceiling, x)) <= delta
+
+    if met_up(0.0):
+        return (0.0, 0.0)
+    if not math.isfinite(ceiling):  # b below 1 / DBL_MAX: the router's bisection
+        return invert_decreasing(lambda e: laplace_delta_up(b, e), delta, ceiling)
+    start = ceiling + 2.0 * math.log1p(-delta)
+    hi = float_crossing(met_up, start, ceiling)[1]
+    floor = quotient_down(1.0, b)
+    if _laplace_delta_down(floor, 0.0) <= delta:
+        return (0.0, hi)
+    lo = float_crossing(lambda x: _laplace_delta_down(floor, x) <= delta, start, hi)[0]
+    return (lo, hi)
 
 
 @dataclass(frozen=True)
@@ -298,6 +373,13 @@ class LaplaceMechanism(Mechanism):
 
     def _rdp(self, alpha: np.ndarray) -> np.ndarray:
         return laplace_rdp(1.0 / self.b, alpha)
+
+    def _epsilon_upper(self, delta: float, tol: float | None) -> float:
+        # the exact curve inverted in closed form (the router would bisect it)
+        return laplace_epsilon_bracket(self.b, delta)[1]
+
+    def _epsilon_bounds(self, delta: float, tol: float | None) -> tuple[float, float]:
+        return laplace_epsilon_bracket(self.b, delta)
 
     def _loss_laws(self):
         cache = self._cache()
