@@ -149,7 +149,7 @@ def test_construction_hull_is_the_exact_hull_of_its_points(b):
         kept = sorted(set(h.tolist()))
         tol = 1e-12 * max(1.0, abs(y[0]))
 
-        def _above_chord(i, chain):
+        def _above_chord(i, chain, x=x, y=y):
             j = int(np.searchsorted(chain, i))
             a, c = chain[j - 1], chain[j]
             return y[i] - (y[a] + (y[c] - y[a]) * (x[i] - x[a]) / (x[c] - x[a]))
