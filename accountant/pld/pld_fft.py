@@ -698,8 +698,12 @@ def _fft_rel(n: int) -> float:
         return higham
 
 
-def _power(x: np.ndarray, k: int) -> tuple[np.ndarray, int]:
-    """``x ** k`` by repeated squaring, and the ``k - 1`` rounded products it carries."""
+def _power(x: np.ndarray, k: int, consume: bool = False) -> tuple[np.ndarray, int]:
+    """``x ** k`` by repeated squaring, and the ``k - 1`` rounded products it carries.
+
+    ``consume``: ``x`` is the caller's to give up (a fresh product or transform), so
+    the result may be ``x`` itself, changed in place, instead of a copy of it (the same
+    values: the copy was only ever multiplied in place; issue 37, session 34)."""
     out: np.ndarray | None = None
     mults = max(int(k) - 1, 0)
     cur = x
@@ -707,7 +711,7 @@ def _power(x: np.ndarray, k: int) -> tuple[np.ndarray, int]:
         while k:
             if k & 1:
                 if out is None:
-                    out = cur.copy()
+                    out = cur if consume and cur is x else cur.copy()
                 else:
                     out *= cur
             k >>= 1
@@ -749,7 +753,7 @@ def _spectrum_product(pmfs: list[np.ndarray], counts: np.ndarray, n: int):
     spec = np.ones(n // 2 + 1, dtype=complex)
     with np.errstate(under="ignore", over="ignore", invalid="ignore"):
         for kk, prod in groups.items():
-            pw, m = _power(prod, kk)
+            pw, m = _power(prod, kk, consume=True)
             spec *= pw
             mults += kk * factors[kk] + m + 1  # the power multiplies what prod carries
     return spec, mults
