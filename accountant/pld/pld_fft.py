@@ -777,7 +777,9 @@ def _spectral_error(spec: np.ndarray, n: int, mults: int, norms: float, fwd: flo
     """
     rho = _fft_rel(n)
     fwd_l2 = min(norms * rho * math.sqrt(n), fwd)
-    spec = np.where(np.isfinite(spec), spec, 0.0)
+    finite = np.isfinite(spec)
+    if not finite.all():  # (else the same values: no copy of the spectrum)
+        spec = np.where(finite, spec, 0.0)
     # a complex product's relative error is below sqrt(5) u (Brent, Percival & Zimmermann
     # 2007): M rounded products carried (x^k: k - 1) compound to at most (1 + 3u)^M - 1
     rel = math.expm1(mults * math.log1p(3 * _U))

@@ -50,9 +50,10 @@ def _core_x(sigma: np.ndarray, q: np.ndarray, share: float) -> np.ndarray:
     q ndtr((1 - x) / s) <= share``: the end of a cell's fine bulk."""
     lo = -10.0 * sigma
     hi = 1.0 + 10.0 * sigma
+    keep = 1 - q  # (the same array at every step: made once)
     for _ in range(24):  # to 2^-24 of the bracket: far below a coarse bin
         mid = 0.5 * (lo + hi)
-        tail = (1 - q) * special.ndtr(-mid / sigma) + q * special.ndtr((1 - mid) / sigma)
+        tail = keep * special.ndtr(-mid / sigma) + q * special.ndtr((1 - mid) / sigma)
         over = tail > share
         lo = np.where(over, mid, lo)
         hi = np.where(over, hi, mid)
