@@ -105,7 +105,7 @@ def _split_block(sigma, q, step, factor, tau, add, split=None):
     fine = step / factor
     first, count, cell, nodes = split or _split_nodes(sigma, q, step, factor, tau, add)
     a = nodes * fine
-    cum_p, tail_p, cum_q, tail_q = _node_cdfs(a, sigma, q, cell, add)
+    cum_p, tail_p, cum_q, tail_q = _node_cdfs(a, sigma, q, cell, add, count)
     starts = np.cumsum(count) - count
     ends = starts + count - 1
     keep, m, n = _joined_bin_masses(cum_p, tail_p, cum_q, tail_q, ends)
@@ -118,8 +118,9 @@ def _split_block(sigma, q, step, factor, tau, add, split=None):
     # cell i's PMF: fine nodes first[i] .. last node, at offset base[i] of the flat array
     lengths = nodes[ends] - first + 1
     base = np.cumsum(lengths) - lengths
-    bin_cell = cell[:-1][keep]
-    off = base[bin_cell] - first[bin_cell]
+    # each kept bin's cell offset: a cell's count - 1 bins are kept, in cell order, so
+    # ``(base - first)[cell[:-1][keep]]`` is this repeat (the same integers)
+    off = np.repeat(base - first, count - 1)
     # every node is the left end of at most one bin and the right end of at most one:
     # each entry is ``0 + left + right`` in that order, summed by one bincount pass as
     # the two fancy-index sums ``pmf[l] += left; pmf[r] += right`` on zeros form it,
