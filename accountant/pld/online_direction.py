@@ -264,8 +264,12 @@ class _Direction:
                 self.tau,
                 self.add,
             )
+            # views of one flat array no longer than the cache itself are kept as they
+            # are (evicted in order, they hold at most one such array beyond the
+            # budget); of a longer one, copies, so that it is not held whole
+            own = sum(p.nbytes for p in pmfs) > FINE_CELL_BYTES
             for (s, q), f, p, i in zip(missing, firsts, pmfs, infs, strict=True):
-                p = p.copy()  # a copy: not a view of the flat array
+                p = p.copy() if own else p
                 cell = (int(f), p, float(i), *_cell_sizes(p))
                 found[(s, q)] = cell
                 while self._fine_cells and self._fine_bytes + p.nbytes > FINE_CELL_BYTES:
