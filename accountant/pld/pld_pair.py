@@ -218,8 +218,9 @@ def _blocked_cumsum(x: np.ndarray) -> np.ndarray:
     ``n u``)."""
     n = x.size
     m = -(-n // _BLOCK)
-    pad = np.zeros(m * _BLOCK)
+    pad = np.empty(m * _BLOCK)
     pad[:n] = x
+    pad[n:] = 0.0  # (only the padding zeroed: the same array as zeros filled)
     blocks = np.cumsum(pad.reshape(m, _BLOCK), axis=1)
     before = np.concatenate([[0.0], np.cumsum(blocks[:-1, -1])])
     return (blocks + before[:, None]).reshape(-1)[:n]
