@@ -523,3 +523,19 @@ def test_a_whole_array_tail_pass_is_read_from_the_skewed_pass_bit_for_bit(
     if rigorous:
         exact = np.convolve(a, b)
         assert np.all(np.abs(got[0] - exact) <= got[1] + 1e-300)
+
+
+@pytest.mark.parametrize("k", [0, 1, 2, 3, 6, 7, 12])
+def test_power_consuming_its_argument_gives_the_same_power(k):
+    """``_power(x, k, consume=True)`` may return ``x`` itself changed in place (a fresh
+    product or transform): the same values as ``_power(x, k)`` on a copy, which leaves
+    ``x`` untouched."""
+    from dpacct.accountant.pld.pld_fft import _power
+
+    rng = np.random.default_rng(k)
+    x = rng.normal(size=33) + 1j * rng.normal(size=33)
+    keep = x.copy()
+    want, m = _power(x, k)
+    assert np.array_equal(x, keep)
+    got, m2 = _power(x.copy(), k, consume=True)
+    assert m2 == m and np.array_equal(got.view(float), want.view(float))
