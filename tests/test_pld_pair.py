@@ -563,6 +563,6 @@ def test_swapped_delta_at_one_epsilon_is_the_full_tables_bit_for_bit():
         pld = GridPLD(1e-3, first, pmf, 1e-9, True)
         full = _SwappedCurve(pld)
         ends = [-(first + j) * 1e-3 for j in (0, 1, n // 2, n - 1, n)]
-        for eps in ends + [0.0, 3.0, -3.0, 800.0, math.inf, math.nan, *rng.normal(0, 1, 5)]:
+        for eps in [*ends, 0.0, 3.0, -3.0, 800.0, math.inf, math.nan, *rng.normal(0, 1, 5)]:
             a, b = full(eps), swapped_delta(pld, eps)
             assert (a == b) or (math.isnan(a) and math.isnan(b)), (n, eps, a, b)
