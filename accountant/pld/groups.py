@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import fft as sp_fft
 
-from ..numerics import TINY, nonzero_at
+from ..numerics import TINY, nonzero_at, roll_left
 from .chernoff_window import WeightTables
 from .coarsen import coarsen
 from .pld_fft import (
@@ -600,7 +600,7 @@ def _compose_group(
     spec, n, mults, norms, alias, a_idx, origin, fwd = raw
     freq_l2, y, inv_l1 = _spectral_error(spec, n, mults, norms, fwd)
     del spec
-    y = np.maximum(np.roll(y, -((a_idx - origin) % n)), 0.0)
+    y = np.maximum(roll_left(y, (a_idx - origin) % n), 0.0)
     err = alias + freq_l2 + inv_l1 + TINY
     mass = float(np.sum(y)) * (1 + y.size * _U) + TINY  # above the exact sum
     if mass > 1.0:

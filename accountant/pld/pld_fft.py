@@ -762,7 +762,12 @@ def _spectrum_product(pmfs: list[np.ndarray], counts: np.ndarray, n: int):
 def _l2(x: np.ndarray) -> float:
     """Euclidean norm without BLAS (whose threads spin on a busy machine), rounded up."""
     if np.iscomplexobj(x):
-        sq = float(np.sum(x.real * x.real + x.imag * x.imag))
+        if x.dtype == np.complex128 and x.flags.c_contiguous and x.ndim == 1:
+            v = x.view(np.float64)  # each re^2 + im^2 the same float, one pass fewer
+            v = v * v
+            sq = float(np.sum(v[0::2] + v[1::2]))
+        else:
+            sq = float(np.sum(x.real * x.real + x.imag * x.imag))
     else:
         sq = float(np.sum(x * x))
     return math.sqrt(sq) * (1 + 1e-12 + x.size * _U)

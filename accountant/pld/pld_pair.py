@@ -216,14 +216,26 @@ def _blocked_cumsum(x: np.ndarray) -> np.ndarray:
     across the block totals: each is within ``(min(n, _BLOCK) + ceil(n / _BLOCK) + 2)
     u`` of its value (``n = len(x)``, ``u = 2^-53``; plain sequential sums would allow
     ``n u``)."""
+    blocks, before = _blocks_of(x)
+    return (blocks + before[:, None]).reshape(-1)[: x.size]
+
+
+def _blocks_of(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_blocked_cumsum`'s parts: the sums within blocks (rows, zero-padded)
+    and the sums of the blocks before each row."""
     n = x.size
     m = -(-n // _BLOCK)
     pad = np.empty(m * _BLOCK)
     pad[:n] = x
     pad[n:] = 0.0  # (only the padding zeroed: the same array as zeros filled)
     blocks = np.cumsum(pad.reshape(m, _BLOCK), axis=1)
-    before = np.concatenate([[0.0], np.cumsum(blocks[:-1, -1])])
-    return (blocks + before[:, None]).reshape(-1)[:n]
+    return blocks, np.concatenate([[0.0], np.cumsum(blocks[:-1, -1])])
+
+
+def _blocked_last(x: np.ndarray) -> np.floating:
+    """``_blocked_cumsum(x)[-1]`` (``x`` not empty) without the other sums."""
+    blocks, before = _blocks_of(x)
+    return blocks[-1, (x.size - 1) % _BLOCK] + before[-1]
 
 
 class _SwappedCurve:
@@ -300,8 +312,8 @@ class _SwappedCurve:
         if self.q_above is not None:
             return self.q_above[k], self.p_below[k]
         k = int(k)
-        r = _blocked_cumsum(self._weighted(k)[::-1])[-1] if k < self.n else np.float64(0.0)
-        s2 = _blocked_cumsum(self.pmf[:k])[-1] if k > 0 else np.float64(0.0)
+        r = _blocked_last(self._weighted(k)[::-1]) if k < self.n else np.float64(0.0)
+        s2 = _blocked_last(self.pmf[:k]) if k > 0 else np.float64(0.0)
         return r, s2
 
 
