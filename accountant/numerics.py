@@ -33,6 +33,7 @@ __all__ = [
     "invert_decreasing",
     "next_up",
     "nonzero_at",
+    "roll_left",
 ]
 
 #: Largest argument passed to ``exp`` where a value may be large: ``exp(x)`` is finite
@@ -180,6 +181,22 @@ def nonzero_at(x: np.ndarray) -> np.ndarray:
     ([1, 3, 5], [1, 3, 5])
     """
     return np.flatnonzero(np.asarray(x) != 0)
+
+
+def roll_left(y: np.ndarray, k: int) -> np.ndarray:
+    """``np.roll(y, -k)`` of a 1-d array (a new array, ``y[(i + k) % n]`` at ``i``) as
+    one concatenation, without ``np.roll``'s general axis handling: an inverse
+    transform's window rolled to its first node at every composition and query
+    (issue 37, session 34).
+
+    Examples
+    --------
+    >>> y = np.arange(5.0)
+    >>> roll_left(y, 2).tolist(), np.roll(y, -2).tolist()
+    ([2.0, 3.0, 4.0, 0.0, 1.0], [2.0, 3.0, 4.0, 0.0, 1.0])
+    """
+    k = int(k) % y.size if y.size else 0
+    return np.concatenate((y[k:], y[:k]))
 
 
 def next_up(x: float, ulps: int = 1) -> float:

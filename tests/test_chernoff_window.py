@@ -96,3 +96,34 @@ def test_chernoff_weights_are_the_exponentials_of_their_formulas_bit_for_bit(wid
     assert np.array_equal(w_pos, np.exp(np.outer(j - j[-1], chernoff_window._ORDERS)))
     assert np.array_equal(w_neg, np.exp(-np.outer(j, chernoff_window._ORDERS)))
     assert w_pos.flags.c_contiguous and w_pos.shape == (width, chernoff_window._ORDERS.size)
+
+
+def test_weight_tables_grown_from_other_steps_are_the_tables_bit_for_bit():
+    """``WeightTables`` copies rows from the tables already made (its own first rows, a
+    ``2^k`` finer step's every ``2^k``-th row, the doubled step's even rows) and
+    exponentiates the rest: every entry must be the float ``_neg_weights_table`` makes
+    (compared bit for bit, so a row taken from the wrong place or a sign of zero shows),
+    whatever the order of the requests (the online loop's, then shuffled ones)."""
+    from dpacct.accountant.pld.groups import BLOCK_ORDERS, _more_weights_table
+
+    loop = [(4096, 0.000125), (1024, 0.001), (16384, 3.125e-05), (512, 0.001),
+            (2048, 0.001), (4096, 0.00025), (2048, 0.0005), (8192, 0.000125),
+            (16384, 6.25e-05), (32768, 3.125e-05), (16384, 0.000125), (4096, 0.0005),
+            (8192, 0.00025), (4096, 0.001), (32768, 6.25e-05), (8192, 0.001)]
+    rng = np.random.default_rng(34)
+    steps = [1e-3 / 2.0**i for i in range(7)] + [0.0013, 0.00065, 2.0**-11]
+    shuffled = [(int(rng.integers(1, 9000)), float(rng.choice(steps))) for _ in range(120)]
+    k = chernoff_window._ORDERS.size
+    for orders, table in ((chernoff_window._ORDERS, chernoff_window._neg_weights_table),
+                          (BLOCK_ORDERS[k:], _more_weights_table)):
+        for maxsize, requests in ((8, loop), (3, shuffled)):
+            tables = chernoff_window.WeightTables(orders, maxsize)
+            for width, step in requests:
+                got = tables(width, step)
+                want = table(width, step)
+                assert got.shape == want.shape and got.flags.c_contiguous
+                assert np.array_equal(got.view(np.int64), want.view(np.int64)), (width, step)
+            info = tables.cache_info()
+            assert info.misses >= 1 and info.currsize <= maxsize
+            tables.cache_clear()
+            assert tables.cache_info().currsize == 0

@@ -212,3 +212,19 @@ def test_float_crossing_is_the_smallest_float_where_met_holds():
         assert hi == t and lo == math.nextafter(t, 0.0)
         lo, hi = float_crossing(lambda x, t=t: x > t, start)
         assert lo == t and hi == math.nextafter(t, math.inf)
+
+
+def test_roll_left_is_np_roll_backwards():
+    """``roll_left(y, k)`` is ``np.roll(y, -k)``: shifts of every sign and size, the
+    empty and one-entry arrays, signed zeros and NaN kept where they go."""
+    from dpacct.accountant.numerics import roll_left
+
+    rng = np.random.default_rng(5)
+    for n in (0, 1, 2, 7, 64):
+        y = rng.normal(size=n)
+        if n > 2:
+            y[:3] = (-0.0, np.nan, np.inf)
+        for k in (0, 1, -1, 3, n, n + 2, -3 * n - 1, 10**9):
+            got, want = roll_left(y, k), np.roll(y, -k)
+            assert got.shape == want.shape
+            assert np.array_equal(got.view(np.int64), want.view(np.int64))

@@ -540,3 +540,19 @@ def test_plain_pass_handed_its_roundoff_bound_is_the_pass_that_computes_it():
         assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
     big = 1e3 * _fft_roundoff(a, b)
     assert _plain_first_convolve(a, b, 0.0, True, roundoff=big)[1].max() == big
+
+
+@pytest.mark.parametrize("k", [0, 1, 2, 3, 6, 7, 12])
+def test_power_consuming_its_argument_gives_the_same_power(k):
+    """``_power(x, k, consume=True)`` may return ``x`` itself changed in place (a fresh
+    product or transform): the same values as ``_power(x, k)`` on a copy, which leaves
+    ``x`` untouched."""
+    from dpacct.accountant.pld.pld_fft import _power
+
+    rng = np.random.default_rng(k)
+    x = rng.normal(size=33) + 1j * rng.normal(size=33)
+    keep = x.copy()
+    want, m = _power(x, k)
+    assert np.array_equal(x, keep)
+    got, m2 = _power(x.copy(), k, consume=True)
+    assert m2 == m and np.array_equal(got.view(float), want.view(float))

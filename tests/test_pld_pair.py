@@ -544,3 +544,25 @@ def test_swapped_delta_beyond_the_float_range_is_the_trivial_bound_without_warni
         assert swapped_delta(heavy, math.inf) == 1.0
         got = swapped_delta(garbage, np.array([705.0, math.inf, math.nan]))
     assert got.tolist() == [1.0, 1.0, 1.0]
+
+
+def test_swapped_delta_at_one_epsilon_is_the_full_tables_bit_for_bit():
+    """``swapped_delta`` at a scalar epsilon reads only its two table entries (the
+    suffix from the cut exponentiated and block-summed from the top, the prefix below
+    it): the same float as the full tables' curve, at cuts inside, at and beyond both
+    ends of PLDs of every length around the block of 256 (issue 37, session 34)."""
+    from dpacct.accountant.pld.grid import GridPLD
+    from dpacct.accountant.pld.pld_pair import _SwappedCurve
+
+    rng = np.random.default_rng(7)
+    for n in (1, 2, 255, 256, 257, 511, 512, 1000, 2049):
+        pmf = rng.random(n) ** 4 * (rng.random(n) < 0.7)
+        pmf[rng.integers(n)] += 1e-3
+        pmf /= pmf.sum() * (1 + 1e-7)
+        first = int(rng.integers(-n, 2))
+        pld = GridPLD(1e-3, first, pmf, 1e-9, True)
+        full = _SwappedCurve(pld)
+        ends = [-(first + j) * 1e-3 for j in (0, 1, n // 2, n - 1, n)]
+        for eps in [*ends, 0.0, 3.0, -3.0, 800.0, math.inf, math.nan, *rng.normal(0, 1, 5)]:
+            a, b = full(eps), swapped_delta(pld, eps)
+            assert (a == b) or (math.isnan(a) and math.isnan(b)), (n, eps, a, b)

@@ -119,3 +119,16 @@ def test_check_grid_accepts_and_returns_a_float():
     assert _check_grid(np.float32(0.25)) == 0.25
     with pytest.raises(TypeError, match="grid"):
         _check_grid("0.1")
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.floats(1e-3, 1e3), st.floats(1e-6, 1.0), st.booleans(), st.integers(-40, 40))
+def test_round_halves_are_round_coordinatewise(sigma, q, upper, k):
+    """``_round_sigma`` and ``_round_q`` are ``_round``'s two coordinates (the online
+    ledger rounds only the one it does not keep exact), on and off the grid's nodes."""
+    from dpacct.accountant.pld.schedule_grid import _round_q, _round_sigma
+
+    w = math.log1p(DEFAULT_GRID)
+    for s in (sigma, _cell_value(k, w)):
+        for p in (q, min(_cell_value(-abs(k), w), 1.0)):
+            assert (_round_sigma(s, w, upper), _round_q(p, w, upper)) == _round(s, p, w, upper)

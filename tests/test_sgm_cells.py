@@ -201,3 +201,22 @@ def test_loss_and_its_preimage_are_the_log_density_ratio():
     )
     # below the loss's floor log(1 - q) there is no preimage
     assert np.all(cells._x_of_loss(np.log1p(-q) - 1e-3, sigma, q) == -np.inf)
+
+
+def test_node_cdfs_spread_by_counts_are_the_gathered_ones_bit_for_bit():
+    """With the cells' node ``count`` (``cell`` being ``np.repeat(arange, count)``) the
+    per-cell values reach the nodes by ``np.repeat``: every CDF the float the gather
+    through ``cell`` gives, both directions, a cell of one node among them."""
+    rng = np.random.default_rng(3)
+    sigma = rng.uniform(0.5, 3.0, 7)
+    q = np.array([0.01, 0.2, 1.0, 1e-4, 0.5, 0.03, 0.9])
+    count = np.array([5, 1, 40, 3, 1, 17, 9])
+    cell = np.repeat(np.arange(sigma.size), count)
+    a = rng.normal(0.0, 2.0, cell.size)
+    for add in (False, True):
+        want = cells._node_cdfs(a, sigma, q, cell, add)
+        got = cells._node_cdfs(a, sigma, q, cell, add, count)
+        for w, g in zip(want, got, strict=True):
+            assert np.array_equal(w.view(np.int64), g.view(np.int64))
+    assert np.array_equal(cells._x_of_loss(a, sigma, q, cell, count),
+                          cells._x_of_loss(a, sigma, q, cell))

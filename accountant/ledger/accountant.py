@@ -73,7 +73,7 @@ from ..bracket import Bracket
 from ..families.gaussian import GaussianMechanism
 from ..mechanism import Mechanism
 from ..pld.schedule import DEFAULT_GRID, _check_grid
-from ..transformers.subsample import poisson_subsample
+from ..transformers.subsample import PoissonSubsampledMechanism
 from ..validation import (
     check_count,
     check_delta,
@@ -442,7 +442,10 @@ class PrivacyAccountant(LedgerFileMethods):
         else:
             sigma = check_positive("noise_multiplier", noise_multiplier)
             q = check_sample_rate(sample_rate)
-            mech = poisson_subsample(GaussianMechanism(sigma=sigma), q)
+            base = GaussianMechanism(sigma=sigma)
+            # what poisson_subsample(base, q) returns, q already checked (a decaying
+            # loop makes one per step; issue 37, session 34)
+            mech = base if q == 1.0 else PoissonSubsampledMechanism(base=base, sample_rate=q)
             # what classify() finds for a Gaussian that stores its sigma, without asking
             step = Step(sigma, sigma, q)
             self._last_step = (sigma, q, mech, step)

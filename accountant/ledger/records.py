@@ -379,7 +379,10 @@ class Records:
             self.distinct.add(FOLD_KEY)
         else:
             self.others.append(new)
-            self.distinct.add(key(new.mechanism))
+            try:  # key(new.mechanism), its hash taken once (by the set)
+                self.distinct.add((type(new.mechanism), new.mechanism))
+            except TypeError:
+                self.distinct.add((type(new.mechanism), id(new.mechanism)))
         self.all_pld = self.all_pld and _pld_capable(new.mechanism, new.step)
         self.all_steps = self.all_steps and new.step is not None
 

@@ -28,11 +28,14 @@ True
 from __future__ import annotations
 
 import math
+from collections import namedtuple
 from functools import lru_cache
 
 import numpy as np
 
-__all__: list[str] = []
+__all__ = ["WeightTables"]
+
+_CacheInfo = namedtuple("_CacheInfo", "hits misses maxsize currsize")
 
 #: the unit round-off of binary64 (``pld_fft._U``)
 _U = 2.0**-53
@@ -72,9 +75,101 @@ def _chernoff_weights(width: int, step: float) -> tuple[np.ndarray, np.ndarray]:
 NEG_WEIGHTS_CACHED = 1 << 16
 
 
-@lru_cache(maxsize=8)
-def _neg_weights_cached(width: int, step: float) -> np.ndarray:
-    return _neg_weights_table(width, step)
+class WeightTables:
+    """Cached ``exp(-t_k j step)`` tables (rows ``j``, columns the orders ``t_k``), one
+    per step, each grown from the tables already made instead of built anew.
+
+    ``tables(width, step)`` is the table of ``width`` rows, entry for entry the one
+    :func:`_neg_weights_table` makes (``exp`` of ``(j step) (-t_k)``, the product
+    rounded as there): a row ``j`` is a function of the float ``j step`` alone, and
+    ``j step`` is the same float in every table that has that loss on a node -- the
+    kept table of the same step (its first rows), of a step ``2^m`` times larger (row
+    ``j / 2^m``: ``j`` and ``2^m`` are exact, so the two products have the same exact
+    value and round alike) or ``2^m`` times smaller (row ``j 2^m``).  Those rows are
+    copied and only the others exponentiated.  The online ledger's loop asked for 27
+    tables at six steps ``10^-3 / 2^i`` and widths 512 .. 65 536: 554 496 rows of ten
+    exponentials built, about 9 % of its instructions over 3 000 steps (issue 37,
+    session 34).  At most ``maxsize`` steps are kept, the least recently used dropped
+    (as the ``lru_cache`` of ``(width, step)`` this replaces; a table is at most
+    :data:`NEG_WEIGHTS_CACHED` rows).  ``cache_info()`` and ``cache_clear()`` as a
+    ``functools.lru_cache``'s.
+
+    Examples
+    --------
+    >>> tables = WeightTables(_ORDERS, 4)
+    >>> a = tables(1024, 1e-3)
+    >>> b = tables(4096, 5e-4)  # its even rows are a's
+    >>> bool(np.array_equal(b, _neg_weights_table(4096, 5e-4)) and np.array_equal(b[::2][:1024], a))
+    True
+    """
+
+    def __init__(self, orders: np.ndarray, maxsize: int) -> None:
+        self.neg_orders = -np.asarray(orders, dtype=float)
+        self.maxsize = int(maxsize)
+        self._tables: dict[float, np.ndarray] = {}
+        self.hits = self.misses = 0
+
+    def __call__(self, width: int, step: float) -> np.ndarray:
+        tables = self._tables
+        own = tables.pop(step, None)
+        if own is not None and own.shape[0] >= width:
+            tables[step] = own  # the most recent
+            self.hits += 1
+            return own[:width]
+        self.misses += 1
+        out = np.empty((width, self.neg_orders.size))
+        # the longest first rows kept: this step's own table, or one 2^k times finer
+        # (its every 2^k-th row); then the even rows from the table of twice the step
+        done, src = 0, None
+        for c, tab in ([] if own is None else [(step, own)]) + list(tables.items()):
+            m = _power_of_two(c, step)
+            rows = 0 if m is None or m > 0 else min(tab.shape[0] >> -m, width)
+            if rows > done:
+                done, src = rows, tab[: rows << -m : 1 << -m]
+        if src is not None:
+            out[:done] = src[:done]
+        coarse = tables.get(2.0 * step) if 2.0 * step != step else None
+        if coarse is not None and done < width:
+            even = done + (done & 1)  # the first even row not yet made
+            top = min(width, 2 * coarse.shape[0])
+            if even < top:
+                out[even:top:2] = coarse[even // 2 : (top + 1) // 2]
+                self._make(out, done | 1, top, 2, step)  # the odd rows of [done, top)
+                done = max(done, top)
+        if done < width:
+            self._make(out, done, width, 1, step)
+        tables[step] = out
+        while len(tables) > self.maxsize:
+            tables.pop(next(iter(tables)))
+        return out
+
+    def _make(self, out: np.ndarray, start: int, stop: int, every: int, step: float) -> None:
+        """Rows ``start, start + every, ...`` below ``stop`` of ``out`` made as
+        :func:`_neg_weights_table` makes them."""
+        if start >= stop:
+            return
+        w = np.outer(np.arange(start, stop, every) * step, self.neg_orders)
+        out[start:stop:every] = np.exp(w, out=w)
+
+    def cache_info(self):
+        """``(hits, misses, maxsize, currsize)``, as ``functools.lru_cache``'s."""
+        return _CacheInfo(self.hits, self.misses, self.maxsize, len(self._tables))
+
+    def cache_clear(self) -> None:
+        """Drop every table (and the counts)."""
+        self._tables.clear()
+        self.hits = self.misses = 0
+
+
+def _power_of_two(other: float, step: float) -> int | None:
+    """``m`` with ``other = step 2^m`` exactly, or None."""
+    frac, exp = math.frexp(other / step)
+    if frac != 0.5 or math.ldexp(step, exp - 1) != other:
+        return None
+    return exp - 1
+
+
+_neg_weights_cached = WeightTables(_ORDERS, 8)
 
 
 def _neg_weights_table(length: int, step: float) -> np.ndarray:

@@ -86,7 +86,7 @@ def _graded_nodes(
     flat[starts] = lo - np.concatenate([[0], end[:-1]])  # undo the previous cell's end
     # the last level may overshoot the range: its last node comes back to the range's
     # end (a narrower last bin; the node before it lies below the end)
-    nodes = np.minimum(np.cumsum(flat), hi[cell])
+    nodes = np.minimum(np.cumsum(flat), np.repeat(hi, count))  # hi[cell], by repeat
     if add:  # back from the mirror: each cell's nodes reversed and negated
         k = np.arange(nodes.size) - starts[cell]
         nodes = -nodes[starts[cell] + count[cell] - 1 - k]

@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 from scipy import fft as sp_fft
 
-from ..numerics import TINY, nonzero_at
+from ..numerics import TINY, nonzero_at, roll_left
+from .chernoff_window import WeightTables
 from .coarsen import coarsen
 from .pld_fft import (
     _ORDERS,
@@ -359,10 +359,10 @@ def _bounded_product(
         bound = np.ones(half)
         mults = 0
         for kk, (prod, mprod) in groups.items():
-            pw, mm = _power(prod, kk)
+            pw, mm = _power(prod, kk, consume=True)  # the group's: used up here
             out *= pw
             del pw
-            bound *= _power(mprod, kk)[0]
+            bound *= _power(mprod, kk, consume=True)[0]
             mults += kk * factors[kk] + mm + 1
         bound *= tele
         total = 2.0 * float(np.sum(bound * bound))
@@ -510,9 +510,9 @@ def _more_weights_table(length: int, step: float) -> np.ndarray:
     return np.exp(w, out=w)
 
 
-@lru_cache(maxsize=4)
-def _more_weights_cached(width: int, step: float) -> np.ndarray:
-    return _more_weights_table(width, step)
+#: the extra orders' tables, grown as :func:`~dpacct.accountant.pld.chernoff_window.
+#: _neg_weights`' are (:class:`~dpacct.accountant.pld.chernoff_window.WeightTables`)
+_more_weights_cached = WeightTables(BLOCK_ORDERS[_ORDERS.size :], 4)
 
 
 def _more_weights(length: int, step: float) -> np.ndarray:
@@ -600,7 +600,7 @@ def _compose_group(
     spec, n, mults, norms, alias, a_idx, origin, fwd = raw
     freq_l2, y, inv_l1 = _spectral_error(spec, n, mults, norms, fwd)
     del spec
-    y = np.maximum(np.roll(y, -((a_idx - origin) % n)), 0.0)
+    y = np.maximum(roll_left(y, (a_idx - origin) % n), 0.0)
     err = alias + freq_l2 + inv_l1 + TINY
     mass = float(np.sum(y)) * (1 + y.size * _U) + TINY  # above the exact sum
     if mass > 1.0:

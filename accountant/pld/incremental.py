@@ -55,7 +55,7 @@ from .block_rules import (
 from .online_direction import _Direction
 from .pld_pair import swapped_delta, swapped_epsilon
 from .schedule_fast import ADD_STEP_FACTOR, FAST_STEP
-from .schedule_grid import DEFAULT_GRID, EXACT_VALUES, _check_grid, _round
+from .schedule_grid import DEFAULT_GRID, EXACT_VALUES, _check_grid, _round_q, _round_sigma
 
 __all__ = ["IncrementalEpsilon"]
 
@@ -291,10 +291,12 @@ class IncrementalEpsilon:
                 if int(count) > 0:
                     out.append(((sigma, q), (sigma, q), int(count)))
                 continue
-            cell_sigma, cell_q = _round(sigma, q, self.w, True)
+            # each coordinate rounded only where it is not kept exact (_round's halves)
             key = (
-                sigma if self._keep(self._exact_sigma, sigma, keep) else cell_sigma,
-                q if self._keep(self._exact_q, q, keep) else cell_q,
+                sigma
+                if self._keep(self._exact_sigma, sigma, keep)
+                else _round_sigma(sigma, self.w, True),
+                q if self._keep(self._exact_q, q, keep) else _round_q(q, self.w, True),
             )
             if int(count) > 0:
                 out.append((key, (sigma, q), int(count)))

@@ -264,8 +264,12 @@ class _Direction:
                 self.tau,
                 self.add,
             )
+            # views of one flat array no longer than the cache itself are kept as they
+            # are (evicted in order, they hold at most one such array beyond the
+            # budget); of a longer one, copies, so that it is not held whole
+            own = sum(p.nbytes for p in pmfs) > FINE_CELL_BYTES
             for (s, q), f, p, i in zip(missing, firsts, pmfs, infs, strict=True):
-                p = p.copy()  # a copy: not a view of the flat array
+                p = p.copy() if own else p
                 cell = (int(f), p, float(i), *_cell_sizes(p))
                 found[(s, q)] = cell
                 while self._fine_cells and self._fine_bytes + p.nbytes > FINE_CELL_BYTES:
@@ -403,7 +407,7 @@ class _Direction:
         spec, mults = np.ones(n // 2 + 1, dtype=complex), 0
         with np.errstate(under="ignore", over="ignore", invalid="ignore"):
             for key, pmf in pmfs.items():
-                pw, m = _power(sp_fft.rfft(pmf, n=n, workers=-1), counts[key])
+                pw, m = _power(sp_fft.rfft(pmf, n=n, workers=-1), counts[key], consume=True)
                 spec *= pw
                 mults += m + 1
         self.spec, self.mults = spec, mults
@@ -675,11 +679,18 @@ class _Direction:
             self.forward += on.forward - made
             made = on.forward
         if blocks:
-            spec = spec.copy()  # type: ignore[union-attr]
+            # the kept spectrum is shared (the direction's, a checkpoint's): the first
+            # product out of place, the rest into it; a block of count 1 multiplies by
+            # its kept transform itself (``_power`` would copy it: the same values)
+            fresh = partial is not None  # ``spec * partial`` above is this query's
             with np.errstate(under="ignore", over="ignore", invalid="ignore"):
                 for key, (b, k) in distinct.items():
-                    pw, m = _power(on._transform(key, b), k)
-                    spec *= pw
+                    t = on._transform(key, b)
+                    pw, m = (t, 0) if k == 1 else _power(t, k)
+                    if fresh:
+                        spec *= pw
+                    else:
+                        spec, fresh = spec * pw, True  # type: ignore[operator]
                     mults += m + 1
             if on is not self:  # a copy on a longer grid: its transforms count here
                 self.forward += on.forward - made

@@ -216,13 +216,26 @@ def _blocked_cumsum(x: np.ndarray) -> np.ndarray:
     across the block totals: each is within ``(min(n, _BLOCK) + ceil(n / _BLOCK) + 2)
     u`` of its value (``n = len(x)``, ``u = 2^-53``; plain sequential sums would allow
     ``n u``)."""
+    blocks, before = _blocks_of(x)
+    return (blocks + before[:, None]).reshape(-1)[: x.size]
+
+
+def _blocks_of(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_blocked_cumsum`'s parts: the sums within blocks (rows, zero-padded)
+    and the sums of the blocks before each row."""
     n = x.size
     m = -(-n // _BLOCK)
-    pad = np.zeros(m * _BLOCK)
+    pad = np.empty(m * _BLOCK)
     pad[:n] = x
+    pad[n:] = 0.0  # (only the padding zeroed: the same array as zeros filled)
     blocks = np.cumsum(pad.reshape(m, _BLOCK), axis=1)
-    before = np.concatenate([[0.0], np.cumsum(blocks[:-1, -1])])
-    return (blocks + before[:, None]).reshape(-1)[:n]
+    return blocks, np.concatenate([[0.0], np.cumsum(blocks[:-1, -1])])
+
+
+def _blocked_last(x: np.ndarray) -> np.floating:
+    """``_blocked_cumsum(x)[-1]`` (``x`` not empty) without the other sums."""
+    blocks, before = _blocks_of(x)
+    return blocks[-1, (x.size - 1) % _BLOCK] + before[-1]
 
 
 class _SwappedCurve:
@@ -237,20 +250,19 @@ class _SwappedCurve:
     weights are huge, never meets a cancellation.
     """
 
-    __slots__ = ("excess", "losses", "n", "p_below", "q_above", "sum_err")
+    __slots__ = ("excess", "losses", "n", "p_below", "pmf", "q_above", "sum_err")
 
-    def __init__(self, pld: GridPLD) -> None:
+    def __init__(self, pld: GridPLD, tables: bool = True) -> None:
         if not pld.pessimistic:
             raise ValueError("only a pessimistic PLD bounds the swapped pair")
         self.losses = pld.losses
-        pmf = pld.pmf
+        pmf = self.pmf = pld.pmf
         self.n = pmf.size
-        with np.errstate(over="ignore", under="ignore"):
-            # a loss below -EXP_OVERFLOW is clipped: it is only ever read for
-            # eps > EXP_OVERFLOW, which is evaluated at EXP_OVERFLOW
-            x = pmf * np.exp(np.minimum(-self.losses, EXP_OVERFLOW))
-        self.q_above = np.concatenate([_blocked_cumsum(x[::-1])[::-1], [0.0]])
-        self.p_below = np.concatenate([[0.0], _blocked_cumsum(pmf)])
+        self.q_above = self.p_below = None
+        if tables:
+            x = self._weighted(0)
+            self.q_above = np.concatenate([_blocked_cumsum(x[::-1])[::-1], [0.0]])
+            self.p_below = np.concatenate([[0.0], _blocked_cumsum(pmf)])
         self.sum_err = min(self.n, _BLOCK) + math.ceil(self.n / _BLOCK) + 2
         total = np.sum(pmf.astype(np.longdouble)) + np.longdouble(pld.inf_mass)
         excess = float(total - 1)
@@ -265,7 +277,7 @@ class _SwappedCurve:
         e = np.clip(np.where(bad, 0.0, eps), -EXP_OVERFLOW, EXP_OVERFLOW)
         k = np.searchsorted(self.losses, -e, side="left")  # losses[:k] < -eps
         t = np.exp(e)
-        r, s2 = self.q_above[k], self.p_below[k]
+        r, s2 = self._masses(k)
         # e^eps S or e^eps X can leave the float range (eps near EXP_OVERFLOW, e.g. eps
         # = inf asked of a PLD whose certified mass far exceeds 1): the bound is then
         # inf or nan (inf - inf), and 1, the trivial bound on any delta, is returned
@@ -283,6 +295,26 @@ class _SwappedCurve:
         out = np.clip(np.where(np.isfinite(bound), bound, 1.0), 0.0, 1.0)
         out = np.where(bad, 1.0, out)
         return float(out) if out.ndim == 0 else out
+
+    def _weighted(self, k: int) -> np.ndarray:
+        """The Q-masses ``p_l e^{-l}`` of the losses from the ``k``-th up."""
+        with np.errstate(over="ignore", under="ignore"):
+            # a loss below -EXP_OVERFLOW is clipped: it is only ever read for
+            # eps > EXP_OVERFLOW, which is evaluated at EXP_OVERFLOW
+            return self.pmf[k:] * np.exp(np.minimum(-self.losses[k:], EXP_OVERFLOW))
+
+    def _masses(self, k):
+        """``(q_above[k], p_below[k])``; without the tables (one epsilon asked), the two
+        entries alone: the Q-masses from ``k`` up summed from the top and the P-masses
+        below ``k`` from the bottom, in the tables' blocks (a prefix's blocked sums are
+        the whole array's first entries, the same floats), so only the suffix from the
+        cut is exponentiated (issue 37, session 34)."""
+        if self.q_above is not None:
+            return self.q_above[k], self.p_below[k]
+        k = int(k)
+        r = _blocked_last(self._weighted(k)[::-1]) if k < self.n else np.float64(0.0)
+        s2 = _blocked_last(self.pmf[:k]) if k > 0 else np.float64(0.0)
+        return r, s2
 
 
 def swapped_delta(pld: GridPLD, epsilon: float | np.ndarray) -> float | np.ndarray:
@@ -337,7 +369,7 @@ def swapped_delta(pld: GridPLD, epsilon: float | np.ndarray) -> float | np.ndarr
     >>> bool(abs(swapped_delta(pld, 1.0) - pld.delta(1.0)) < 1e-6)
     True
     """
-    return _SwappedCurve(pld)(epsilon)
+    return _SwappedCurve(pld, tables=np.ndim(epsilon) > 0)(epsilon)
 
 
 def swapped_epsilon(

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..numerics import TINY
+from ..numerics import TINY, roll_left
 from .grid import GridPLD
 from .groups import _compose_group, _compose_spectrum, _row_lambdas
 from .optimistic_groups import optimistic_fine_group
@@ -119,7 +119,7 @@ def _finish(
     """
     freq_l2, y, inv_l1 = _spectral_error(spec, n, mults, norms, fwd)
     err = alias + freq_l2 + inv_l1 + carried + TINY
-    y = np.roll(y, -((a_idx - origin) % n))
+    y = roll_left(y, (a_idx - origin) % n)
     y = np.maximum(y, 0.0)
     # +inf: 1 - prod (1 - inf_c)^{k_c}
     inf_mass = -math.expm1(log_fin)

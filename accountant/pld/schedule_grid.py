@@ -42,30 +42,47 @@ def _cell_value(index: int, log_width: float) -> float:
 
 
 def _round(sigma: float, q: float, w: float, upper: bool) -> tuple[float, float]:
-    ks = math.log(sigma) / w
-    kq = math.log(q) / w
+    return _round_sigma(sigma, w, upper), _round_q(q, w, upper)
+
+
+def _snapped(k: float) -> float:
     # snap values within rounding error of a node onto it (grid-aligned steps stay put)
-    ks_r, kq_r = round(ks), round(kq)
-    ks = ks_r if abs(ks - ks_r) < 1e-9 else ks
-    kq = kq_r if abs(kq - kq_r) < 1e-9 else kq
+    k_r = round(k)
+    return k_r if abs(k - k_r) < 1e-9 else k
+
+
+def _round_sigma(sigma: float, w: float, upper: bool) -> float:
+    """:func:`_round`'s sigma: the grid value at or below ``sigma`` (``upper``), else
+    at or above; the two coordinates are rounded apart (a caller keeping one exact
+    rounds only the other)."""
+    ks = _snapped(math.log(sigma) / w)
     if upper:
-        i, j = math.floor(ks), math.ceil(kq)
-        # guard the floating-point direction: sigma_cell <= sigma, q_cell >= q
+        i = math.floor(ks)
+        # guard the floating-point direction: sigma_cell <= sigma
         while _cell_value(i, w) > sigma:
             i -= 1
-        while _cell_value(j, w) < q:
-            j += 1
-        s_cell, q_cell = _cell_value(i, w), min(_cell_value(j, w), 1.0)
     else:
-        i, j = math.ceil(ks), math.floor(kq)
+        i = math.ceil(ks)
         while _cell_value(i, w) < sigma:
             i += 1
+    s_cell = _cell_value(i, w)
+    # exact grid values (a step given on the grid) keep their own value
+    return sigma if math.isclose(s_cell, sigma, rel_tol=1e-12, abs_tol=0.0) else s_cell
+
+
+def _round_q(q: float, w: float, upper: bool) -> float:
+    """:func:`_round`'s q: the grid value at or above ``q`` (``upper``, at most 1),
+    else at or below."""
+    kq = _snapped(math.log(q) / w)
+    if upper:
+        j = math.ceil(kq)
+        # guard the floating-point direction: q_cell >= q
+        while _cell_value(j, w) < q:
+            j += 1
+        q_cell = min(_cell_value(j, w), 1.0)
+    else:
+        j = math.floor(kq)
         while _cell_value(j, w) > q:
             j -= 1
-        s_cell, q_cell = _cell_value(i, w), _cell_value(j, w)
-    # exact grid values (a step given on the grid) keep their own value
-    if math.isclose(s_cell, sigma, rel_tol=1e-12, abs_tol=0.0):
-        s_cell = sigma
-    if math.isclose(q_cell, q, rel_tol=1e-12, abs_tol=0.0):
-        q_cell = q
-    return s_cell, q_cell
+        q_cell = _cell_value(j, w)
+    return q if math.isclose(q_cell, q, rel_tol=1e-12, abs_tol=0.0) else q_cell

@@ -28,19 +28,33 @@ def _loss_of_x(x: np.ndarray, sigma: np.ndarray, q: np.ndarray) -> np.ndarray:
         return np.logaddexp(np.log1p(-q), np.log(q) + (2 * x - 1) / (2 * sigma**2))
 
 
+def _spread(values: np.ndarray, cell: np.ndarray, count: np.ndarray | None) -> np.ndarray:
+    """Per-cell ``values`` at every node: ``values[cell]``, or (``count``: the nodes of
+    each cell, ``cell`` being ``np.repeat(arange, count)``) the same array by
+    ``np.repeat``, without a gather through the index array (issue 37, session 34)."""
+    return values[cell] if count is None else np.repeat(values, count)
+
+
 def _x_of_loss(
-    a: np.ndarray, sigma: np.ndarray, q: np.ndarray, cell: np.ndarray | None = None
+    a: np.ndarray,
+    sigma: np.ndarray,
+    q: np.ndarray,
+    cell: np.ndarray | None = None,
+    count: np.ndarray | None = None,
 ) -> np.ndarray:
     """Preimage of the remove-direction loss: ``L(x) = a`` (``-inf`` below its range).
 
     With ``cell`` (each node's cell), ``sigma`` and ``q`` are per cell: their logarithms
     and squares are taken once a cell and gathered to the nodes (the same values as
-    taken at every node, each an elementwise function of the same input)."""
+    taken at every node, each an elementwise function of the same input; ``count``:
+    see :func:`_spread`)."""
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         if cell is None:
             floor, log_q, s2 = np.log1p(-q), np.log(q), sigma**2
         else:
-            floor, log_q, s2 = np.log1p(-q)[cell], np.log(q)[cell], (sigma**2)[cell]
+            floor, log_q, s2 = (
+                _spread(v, cell, count) for v in (np.log1p(-q), np.log(q), sigma**2)
+            )
         inner = a + np.log1p(-np.exp(floor - a))  # log(e^a - (1 - q)), precise at q = 1
         x = s2 * (inner - log_q) + 0.5
     return np.where(a > floor, x, -np.inf)
@@ -185,18 +199,26 @@ def _normal_pair(u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.where(neg, small, big), np.where(neg, big, small)
 
 
-def _node_cdfs(a: np.ndarray, sigma: np.ndarray, q: np.ndarray, cell: np.ndarray, add: bool):
+def _node_cdfs(
+    a: np.ndarray,
+    sigma: np.ndarray,
+    q: np.ndarray,
+    cell: np.ndarray,
+    add: bool,
+    count: np.ndarray | None = None,
+):
     """``(cum_p, tail_p, cum_q, tail_q)``: the P- and Q-probabilities of ``L <= a`` and
-    ``L > a`` at every node ``a`` (``sigma``, ``q``: per cell; ``cell``: each node's),
-    from both normal tails (no cancellation).  Remove direction: ``L <= a`` iff ``x <=
-    x(a)``, P the mixture ``(1 - q) N(0, s^2) + q N(1, s^2)``, Q ``N(0, s^2)``; add
-    direction: ``-L <= a`` iff ``x >= x(-a)``, P ``N(0, s^2)``, Q the mixture."""
-    s, qq = sigma[cell], q[cell]
-    xx = _x_of_loss(-a if add else a, sigma, q, cell)
+    ``L > a`` at every node ``a`` (``sigma``, ``q``: per cell; ``cell``: each node's;
+    ``count``: see :func:`_spread`), from both normal tails (no cancellation).  Remove
+    direction: ``L <= a`` iff ``x <= x(a)``, P the mixture ``(1 - q) N(0, s^2) + q N(1,
+    s^2)``, Q ``N(0, s^2)``; add direction: ``-L <= a`` iff ``x >= x(-a)``, P ``N(0,
+    s^2)``, Q the mixture."""
+    s, qq = _spread(sigma, cell, count), _spread(q, cell, count)
+    xx = _x_of_loss(-a if add else a, sigma, q, cell, count)
     f0, s0 = _normal_pair(xx / s)
     f1, s1 = _normal_pair((xx - 1) / s)
     del xx
-    q0 = (1 - q)[cell]
+    q0 = _spread(1 - q, cell, count)
     mix_cdf, mix_sf = q0 * f0 + qq * f1, q0 * s0 + qq * s1
     if not add:
         return mix_cdf, mix_sf, f0, s0

@@ -50,9 +50,10 @@ def _core_x(sigma: np.ndarray, q: np.ndarray, share: float) -> np.ndarray:
     q ndtr((1 - x) / s) <= share``: the end of a cell's fine bulk."""
     lo = -10.0 * sigma
     hi = 1.0 + 10.0 * sigma
+    keep = 1 - q  # (the same array at every step: made once)
     for _ in range(24):  # to 2^-24 of the bracket: far below a coarse bin
         mid = 0.5 * (lo + hi)
-        tail = (1 - q) * special.ndtr(-mid / sigma) + q * special.ndtr((1 - mid) / sigma)
+        tail = keep * special.ndtr(-mid / sigma) + q * special.ndtr((1 - mid) / sigma)
         over = tail > share
         lo = np.where(over, mid, lo)
         hi = np.where(over, hi, mid)
@@ -104,7 +105,7 @@ def _split_block(sigma, q, step, factor, tau, add, split=None):
     fine = step / factor
     first, count, cell, nodes = split or _split_nodes(sigma, q, step, factor, tau, add)
     a = nodes * fine
-    cum_p, tail_p, cum_q, tail_q = _node_cdfs(a, sigma, q, cell, add)
+    cum_p, tail_p, cum_q, tail_q = _node_cdfs(a, sigma, q, cell, add, count)
     starts = np.cumsum(count) - count
     ends = starts + count - 1
     keep, m, n = _joined_bin_masses(cum_p, tail_p, cum_q, tail_q, ends)
@@ -117,8 +118,9 @@ def _split_block(sigma, q, step, factor, tau, add, split=None):
     # cell i's PMF: fine nodes first[i] .. last node, at offset base[i] of the flat array
     lengths = nodes[ends] - first + 1
     base = np.cumsum(lengths) - lengths
-    bin_cell = cell[:-1][keep]
-    off = base[bin_cell] - first[bin_cell]
+    # each kept bin's cell offset: a cell's count - 1 bins are kept, in cell order, so
+    # ``(base - first)[cell[:-1][keep]]`` is this repeat (the same integers)
+    off = np.repeat(base - first, count - 1)
     # every node is the left end of at most one bin and the right end of at most one:
     # each entry is ``0 + left + right`` in that order, summed by one bincount pass as
     # the two fancy-index sums ``pmf[l] += left; pmf[r] += right`` on zeros form it,
