@@ -343,11 +343,16 @@ class Algorithm(Mechanism):
 
     @property
     def privacy(self) -> Mechanism:
-        """The composed mechanism that describes this algorithm's privacy."""
+        """The composed mechanism that describes this algorithm's privacy (one primitive
+        used once: that primitive itself, whose own closed forms may be tighter than the
+        engine's generic route, e.g. Laplace's and zCDP's exact inversions)."""
         cache = self._cache()
         if "privacy" not in cache:
             mechanisms, counts = self.primitives()
-            cache["privacy"] = compose(list(mechanisms), counts=list(counts))
+            if len(mechanisms) == 1 and list(counts) == [1]:
+                cache["privacy"] = mechanisms[0]
+            else:
+                cache["privacy"] = compose(list(mechanisms), counts=list(counts))
         return cache["privacy"]
 
     # Every privacy query, and every wrapper this algorithm is put in (compose,
