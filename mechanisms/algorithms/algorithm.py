@@ -343,9 +343,12 @@ class Algorithm(Mechanism):
 
     @property
     def privacy(self) -> Mechanism:
-        """The composed mechanism that describes this algorithm's privacy (one primitive
-        used once: that primitive itself, whose own closed forms may be tighter than the
-        engine's generic route, e.g. Laplace's and zCDP's exact inversions)."""
+        """The composed mechanism that describes this algorithm's privacy.
+
+        One primitive used once is that primitive itself: its own closed forms may be
+        tighter than the engine's generic route (e.g. Laplace's and zCDP's exact
+        inversions).
+        """
         cache = self._cache()
         if "privacy" not in cache:
             mechanisms, counts = self.primitives()
