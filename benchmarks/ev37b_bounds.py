@@ -21,7 +21,13 @@ process, only the call between two ``time.process_time()`` calls, load-free) of
 * ``coarse-as-upper`` (sound, looser; session 31): the optimistic tail grid with as few
   points as the pessimistic one's (``twoscale.COARSE_POINTS``), so its tail products are
   as long as the upper end's;
-* ``hulls-rounddown+coarse-as-upper`` (sound, looser): both.
+* ``hulls-rounddown+coarse-as-upper`` (sound, looser): both;
+* ``exact-tilts`` (sound; session 35): the optimistic bulk products
+  (:meth:`GridPLD.convolve <dpacct.accountant.pld.grid.GridPLD.convolve>`) tilt with
+  exact exponents as the pessimistic ones do (n / 64 exps instead of n): what the
+  inexact tilts cost.  Not the library's arithmetic: the lower ends move by round-off
+  amplified downstream (about 1e-8 relative, either sign; benchmarks/README.md,
+  session 35).
 
 Each line prints the answer (upper, lower), the instructions (M) and the ratio to
 ``epsilon``'s; the lower end's instructions are the call's minus ``epsilon``'s.
@@ -66,11 +72,19 @@ from dpacct.accountant.pld import twoscale as _ts2
 _ts2.COARSE_POINTS[False] = _ts2.COARSE_POINTS[True]
 """
 PATCHES["hulls-rounddown+coarse-as-upper"] = PATCHES["hulls-rounddown"] + PATCHES["coarse-as-upper"]
+# session 35: the optimistic bulk products with the pessimistic side's exact-exponent tilts
+PATCHES["exact-tilts"] = """
+from dpacct.accountant.pld import grid as _grid3
+_cc3 = _grid3._certified_convolve
+def _exact_lower(a, b, tail, upper, exact=False):
+    return _cc3(a, b, tail, upper, exact or not upper)
+_grid3._certified_convolve = _exact_lower
+"""
 VARIANTS = tuple(PATCHES)
 #: whether a variant's lower end is still a certified lower bound
 SOUND = {"main": True, "hulls-rounddown": True, "tails-off": False,
          "hulls-rounddown+tails-off": False, "coarse-as-upper": True,
-         "hulls-rounddown+coarse-as-upper": True}
+         "hulls-rounddown+coarse-as-upper": True, "exact-tilts": True}
 
 _CHILD = """
 import sys, time

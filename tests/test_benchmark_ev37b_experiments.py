@@ -112,6 +112,18 @@ def test_bounds_patches_touch_the_lower_end_only():
     assert lo_b != lo_h
 
 
+@pytest.mark.slow
+def test_bounds_exact_tilts_patch_moves_the_lower_end_only():
+    """Session 35's ``exact-tilts`` variant leaves the upper end bit for bit and changes
+    the lower end's arithmetic.  It fails with the patch doing nothing (the lower end
+    equal) and with its condition inverted (``exact`` off for the pessimistic products:
+    the upper end moves, 0.5497659501407087 -> 0.5497659501410075)."""
+    lo, up = _bounds_native("main")
+    lo_x, up_x = _bounds_native("exact-tilts")
+    assert up_x == up
+    assert lo_x != lo and lo_x <= up
+
+
 def test_bounds_ratio_table():
     recs = [{"row": "1e6", "side": "epsilon", "variant": "main", "answer": "61.8",
              "total": 400e6},
