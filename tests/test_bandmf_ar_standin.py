@@ -15,6 +15,7 @@ from dpacct.mechanisms.algorithms.bandmf_ar_standin import (
 )
 from dpacct.mechanisms.algorithms.bandmf_balls_in_bins_core import balls_in_bins_gram
 from dpacct.mechanisms.algorithms.bandmf_banded_shared import shared_law_delta
+from dpacct.mechanisms.algorithms.bandmf_two_band import _hat_weights
 
 
 def _remove_delta_mc(gram: np.ndarray, sigma: float, eps: float, samples: int,
@@ -127,3 +128,48 @@ def test_remove_law_refuses_bad_input():
         ar_remove_law(1.0, inst, rho=0.7)
     with pytest.raises(ValueError, match="noise_multiplier"):
         ar_remove_law(0.0, inst)
+
+
+def test_pruned_law_is_never_below_the_full_one():
+    """Lemma 9 (session 35): dropping states and charging their values can only raise
+    every delta.  With an aggressive threshold (1e-8: charges of 5e-5 that matter) the
+    pruned law is at or above the unpruned one at every epsilon and shift; with the
+    charges of the dropped states left out (``_prune`` returning 0) it falls below it
+    (0.00076459 against 0.00077646 at eps 1.5), so the comparison can fail."""
+    sigma, inst = 2.0, (6, 1.0, 1.5, 0.5, 0.0)
+    full = ar_remove_law(sigma, inst, points=21, x_points=11, rho=0.05, prune=0.0)
+    cut = ar_remove_law(sigma, inst, points=21, x_points=11, rho=0.05, prune=1e-8)
+    assert cut[2] > full[2] + 1e-6          # states were dropped and charged
+    assert cut[0].size < full[0].size
+    eps = np.array([0.0, 0.05, 0.2, 0.4, 0.8, 1.5])
+    for mu in (0.0, 0.3):
+        d_full = shared_law_delta(*full, True, eps, mu)
+        d_cut = shared_law_delta(*cut, True, eps, mu)
+        assert np.all(d_cut >= d_full)
+        assert np.all(d_cut <= d_full + 1e-4)
+
+
+def test_exp_hats_bound_the_x_integral_and_beat_linear_hats():
+    """The X hats of Theorem 6 are piecewise linear in ``u = e^{A x}``: for integrands
+    convex and non-decreasing in ``u`` their sum is at least the exact integral (mpmath,
+    the upper tail left out as Theorem 6 (i) charges it) and at most the sum with hats
+    linear in ``x`` (the chord in ``u`` lies below the chord in ``x``)."""
+    big_a = 0.7
+    xg = np.linspace(-3.0, 8.0, 12)
+    wu = _hat_weights(1, xg, big_a, True)
+    wlin = _hat_weights(1, xg, None, True)
+    for c, level in ((0.0, 1.0), (0.5, 2.0), (1.0, 5.0)):
+        f = np.maximum(c + np.exp(big_a * xg) - level, 0.0)
+        with mp.workdps(30):
+            def g(x, c=c, level=level):
+                return max(c + mp.exp(big_a * x) - level, 0) * mp.npdf(x)
+            kink = float(mp.log(level - c) / big_a) if level > c else -3.0
+            pts = sorted({-3.0, min(max(kink, -3.0), 8.0), 8.0})
+            exact = mp.quad(g, pts) + max(c + math.exp(-3 * big_a) - level, 0) * mp.ncdf(-3)
+        assert float(wu @ f) >= float(exact)
+        assert float(wu @ f) <= float(wlin @ f)
+
+
+def test_prune_refuses_bad_input():
+    with pytest.raises(ValueError, match="prune"):
+        ar_remove_law(1.0, (6, 0.6, 0.8, 0.5, 0.0), prune=-1.0)

@@ -145,10 +145,12 @@ def test_three_band_calibration_through_the_plan_holds_against_monte_carlo(monke
 
 
 @pytest.mark.slow
-def test_theorem6_remove_law_taken_where_built_and_theorem4s_where_not():
+def test_theorem6_remove_law_taken_where_built_and_theorem4s_where_not(monkeypatch):
     """A class size in ``ar`` gets Theorem 6's remove law and Theorem 4's add law (four
-    entries); where Theorem 6's grid is too coarse for the innovations (5 points) the
-    size falls back to Theorem 4's laws instead of failing."""
+    entries); where Theorem 6's grid is too coarse for the innovations (5 points, no
+    extra points for Theorem 6) the size falls back to Theorem 4's laws instead of
+    failing."""
+    from dpacct.mechanisms.algorithms import bandmf_banded_shared
     from dpacct.mechanisms.algorithms.bandmf_ar_standin import ar_instances
     from dpacct.mechanisms.algorithms.bandmf_banded_shared import _laws
 
@@ -157,5 +159,6 @@ def test_theorem6_remove_law_taken_where_built_and_theorem4s_where_not():
     ar = {10: ar_instances(col, n, k, 1, 0.5, 1.0)[0]}
     built = _laws(sigma, inst, 17, ar)
     assert len(built[0]) == 4 and built[0][2] == 0.0 and built[0][3] > 0
+    monkeypatch.setattr(bandmf_banded_shared, "AR_EXTRA_POINTS", 0)
     coarse = _laws(sigma, inst, 5, ar)
     assert len(coarse) == 1 and len(coarse[0]) == 3

@@ -140,3 +140,27 @@ def test_narrow_moved_side_three_bins_above_monte_carlo():
     _law_above_monte_carlo(np.random.default_rng(39_32), moved_width=1.5)
     with pytest.raises(ValueError, match="moved_width"):
         two_band_delta_law(1.5, 6, 3, TWO_BANDS, "remove", points=5, moved_width=0.0)
+
+
+def test_pruned_add_law_is_never_below_the_full_one():
+    """Session 35: states of the add transfer whose mass is at most ``prune`` leave as an
+    atom at ``z = 0``, where the add integrand is largest.  With an aggressive threshold
+    (1e-7) the pruned law's delta is at or above the full law's at every epsilon and
+    shift, and above it by at most the atom; with that atom dropped (the states simply
+    deleted) it is below (0.434821 against 0.434912 at eps 0.4), so the comparison can
+    fail.  Remove refuses it."""
+    from dpacct.mechanisms.algorithms.bandmf_banded_shared import shared_law_delta
+
+    args = (2.0, 60, 6, [1.0, 0.6], "add")
+    full = two_band_delta_law(*args, points=15, rho=0.05)
+    cut = two_band_delta_law(*args, points=15, rho=0.05, prune=1e-7)
+    atom = float(cut[1][cut[0] == 0].sum())
+    assert atom > 1e-7                             # states were pruned onto z = 0
+    eps = np.array([0.0, 0.1, 0.4, 0.8, 1.5])
+    for mu in (0.0, 0.4):
+        d_full = shared_law_delta(*full, False, eps, mu)
+        d_cut = shared_law_delta(*cut, False, eps, mu)
+        assert np.all(d_cut >= d_full)
+        assert np.all(d_cut <= d_full + atom * (1 + 1e-6))
+    with pytest.raises(ValueError, match="prune"):
+        two_band_delta_law(2.0, 60, 6, [1.0, 0.6], "remove", prune=1e-9)

@@ -282,13 +282,15 @@ def _laws(sigma: float, inst: tuple, points: int, ar: dict | None = None) -> tup
             raise OverflowError
         if t in ar:
             try:
-                rem = ar_remove_law(sigma, ar[t], points=points, x_points=AR_X_POINTS,
-                                    moved_width=MOVED_WIDTH, rho=BANDED_REMOVE_RHO)
+                rem = ar_remove_law(sigma, ar[t], points=points + AR_EXTRA_POINTS,
+                                    x_points=AR_X_POINTS, moved_width=MOVED_WIDTH,
+                                    rho=AR_REMOVE_RHO)
             except (ValueError, OverflowError):  # too few points or beyond the proved
                 rem = None                       # range: Theorem 4's remove law instead
             if rem is not None:
                 add = two_band_delta_law(sigma, n2, t, [c0, c1], "add", points=points,
-                                         moved_width=MOVED_WIDTH, rho=0.05)
+                                         moved_width=MOVED_WIDTH, rho=AR_ADD_RHO,
+                                         prune=AR_ADD_PRUNE)
                 laws.append((rem, add, math.sqrt(ar[t][4]) / sigma, math.sqrt(beta) / sigma))
                 continue
         pair = tuple(two_band_delta_law(sigma, n2, t, [c0, c1], d, points=points,
@@ -550,8 +552,23 @@ def bandmf_shared_balls_in_bins(
 AR_MIN_BINS = 8
 #: Theorem 6's candidates ``(rho, gamma / the block's diagonal)``
 AR_SPLITS = ((0.35, 0.8), (0.35, 1.0), (0.45, 0.8), (0.45, 1.0), (0.55, 0.8), (0.55, 1.0))
-#: the grid of each ``X_s`` in Theorem 6's remove law
-AR_X_POINTS = 31
+#: the grid of each ``X_s`` in Theorem 6's remove law (hats in ``e^{A x}`` since session
+#: 35: at 16 bands 31 points instead of 21 lower epsilon by 0.001 only)
+AR_X_POINTS = 21
+#: Theorem 6's remove law takes this many ``W`` grid points more than Theorem 4's laws
+#: (session 35; at 16 bands 41 -> 51 points lower its epsilon by 0.003)
+AR_EXTRA_POINTS = 10
+#: partial-sum log spacing of Theorem 6's remove law (session 35: its pruned states made
+#: the transfer 2-3 times cheaper; at 16 bands, n 2000, k 100, sigma 8, 41 / 31 points,
+#: the remove epsilon falls from 0.7582 at 0.03 to 0.7479 at 0.015)
+AR_REMOVE_RHO = 0.015
+#: partial-sum log spacing of Theorem 4's add law where Theorem 6 gives the remove law
+#: (session 35: the add law binds once the remove law is below it; at 16 bands 0.757 at
+#: 0.05, 0.735 at 0.03)
+AR_ADD_RHO = 0.03
+#: that add law's pruning threshold (:func:`.two_band_delta_law`'s ``prune``; at 16 bands
+#: the pruned mass, moved to ``z = 0``, is 7e-13 and the law's CPU halves)
+AR_ADD_PRUNE = 1e-17
 
 
 def ar_choice(sigma: float, col: list, n: int, k: int, choice: tuple, inst: tuple) -> dict:

@@ -199,6 +199,7 @@ def two_band_delta_law(
     rho: float = 0.05,
     theta: float = 1e-10,
     moved_width: float | None = None,
+    prune: float = 0.0,
 ) -> tuple[np.ndarray, np.ndarray, float]:
     """A law dominating ``Z = dQ/dP`` under ``P`` for one direction's delta (Theorem 2 of
     docs/theory/dpmf_balls_in_bins.md).
@@ -230,6 +231,11 @@ def two_band_delta_law(
         Grid extent in standard deviations, > 0, on the other side, whose tail is moved
         onto the grid's end at no charge (Theorem 2, (i)); None (default): ``width``.
         A narrower side spends the points where the direction's integrand bends.
+    prune : float
+        Add direction only (0 for remove), >= 0: a state (grid point, partial sum) whose
+        mass, times its ``T_0`` point's, is at most ``prune`` leaves the chain as an atom
+        at ``z = 0`` (the add integrand is non-increasing and at most its value at 0;
+        session 35); 0 (default) keeps every state.
 
     Returns
     -------
@@ -259,10 +265,13 @@ def two_band_delta_law(
         raise ValueError(f"points must be an integer >= 3, got {points}")
     width, rho, theta = _checked_grid(width, rho, theta)
     moved = width if moved_width is None else check_positive("moved_width", moved_width)
+    prune = float(prune)
+    if not (math.isfinite(prune) and prune >= 0) or (prune > 0 and direction == "remove"):
+        raise ValueError(f"prune must be finite and >= 0 (0 for remove), got {prune}")
     c0, c1 = float(c[0]), float(c[1])
     grids, half, tail_f = _grids(n, k, c0, c1, sigma, direction == "remove", points, width,
                                  moved)
-    z, w = _transfer(grids, half, c0, c1, sigma, direction == "remove", rho, theta)
+    z, w = _transfer(grids, half, c0, c1, sigma, direction == "remove", rho, theta, prune)
     return z, w, tail_f
 
 
@@ -343,7 +352,7 @@ def _grids(n: int, k: int, c0: float, c1: float, sigma: float, up: bool, points:
 
 
 def _transfer(grids: list, half: np.ndarray, c0: float, c1: float, sigma: float, up: bool,
-              rho: float, theta: float) -> tuple[np.ndarray, np.ndarray]:
+              rho: float, theta: float, prune: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
     """The law of the rounded sum over the cycle (Theorem 2, (iii), and the transfer).
 
     Only the occupied cells ``[bot, top)`` of the partial-sum grid are moved at each
@@ -351,7 +360,11 @@ def _transfer(grids: list, half: np.ndarray, c0: float, c1: float, sigma: float,
     every larger partial sum (an absorbing cell): the later terms are non-negative, so
     such a path ends with ``Z >= 1``, where the add integrand ``(1 - e^eps Z)_+`` is 0 for
     every ``eps >= 0``; its mass is stored as one atom at ``z = 1`` (a value at most the
-    true one, which the decreasing integrand allows).
+    true one, which the decreasing integrand allows).  With ``prune > 0`` (add only) the
+    states of mass at most ``prune`` (times their ``T_0`` point's) leave the chain as an
+    atom at ``z = 0``, enlarged by ``1e-9`` relative (what they would have become weighs
+    their mass times the later hat masses' sums, each within ``1e-15`` of 1, and the
+    integrand is at most its value at 0).
     """
     k = half.size
     fac = 1 + _TERM_SLACK if up else 1 - _TERM_SLACK
@@ -371,7 +384,7 @@ def _transfer(grids: list, half: np.ndarray, c0: float, c1: float, sigma: float,
     if not up:  # the absorbing top: the first grid value >= 1
         g = g[: int(np.searchsorted(g, 1.0, side="left")) + 1]
     (t0, w0), (t1, w1), (tb, wb) = grids[0], grids[1], grids[k]
-    zs, ws, absorbed = [], [], 0.0
+    zs, ws, absorbed, pruned = [], [], 0.0, 0.0
     for x0, wx0 in zip(t0, w0, strict=True):
         # term 0 from (B, T_1) given T_0 = x0: the state is (T_1 point, partial sum)
         y = _away(term(0, x0, t1[None, :], c0 * tb[:, None]), up)[:, :, None]
@@ -395,6 +408,10 @@ def _transfer(grids: list, half: np.ndarray, c0: float, c1: float, sigma: float,
             if not up:
                 y = np.maximum(y, 0.0)
             d = _step(d[np.ix_(live, np.arange(bot, top))], g, y, grids[s + 1][1], up)
+            if prune > 0.0:
+                small = (d > 0.0) & (d * wx0 <= prune)
+                pruned += float(d[small].sum()) * wx0
+                d[small] = 0.0
         if d is None:
             continue
         if not up:
@@ -408,6 +425,9 @@ def _transfer(grids: list, half: np.ndarray, c0: float, c1: float, sigma: float,
     if absorbed > 0.0:
         zs.append(np.array([1.0]))
         ws.append(np.array([absorbed]))
+    if pruned > 0.0:
+        zs.append(np.array([0.0]))
+        ws.append(np.array([pruned * (1 + 1e-9)]))
     z, w = _compact(np.concatenate(zs), np.concatenate(ws), up)
     return z, w
 
