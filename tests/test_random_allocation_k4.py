@@ -143,7 +143,7 @@ def test_k5_users_go_through_the_route(monkeypatch):
 
     calls = []
 
-    def spy(sigma, steps, k, *, progress=False):
+    def spy(sigma, steps, k, *, progress=False, four=False, epochs=1):
         calls.append((sigma, steps, k))
         return k_remove_atoms(sigma, steps, k)
 

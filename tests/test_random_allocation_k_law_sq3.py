@@ -91,7 +91,7 @@ def test_hat_elementary_convex_in_the_sum_and_monotone():
     gs = hat_elementary(np.full(200, 10.0), np.linspace(0.0, 120.0, 200), n, 3)
     assert np.all(np.diff(gs) <= 0) and gs[-1] == 0.0  # decreasing in the sum of squares
     with pytest.raises(ValueError, match="j must"):
-        hat_elementary(r, r, n, 4)
+        hat_elementary(r, r, n, 5)
 
 
 def _second_diff_ok(g):
