@@ -211,12 +211,18 @@ def test_pair_term_law_tangent_credit_against_quadrature(r0, s0, n, gamma, kappa
     (hat G_3 + kappa hat G_2 - gamma)_+`` at a fixed rest: never below it, and not loose
     (the lower end's credit alone is up to 1.47 times it here); the check can fail: the upper
     atoms credited ``a^2 + 2.5 a h`` (a slope 1.25 times the tangent's) fall below it."""
+    _tangent_credit_check(r0, s0, n, gamma, kappa, 3)
+
+
+def _tangent_credit_check(r0, s0, n, gamma, kappa, j):
+    """One coordinate's law against quadrature for ``phi = (hat G_j + kappa hat G_{j-1} -
+    gamma)_+``: at or above it, within 1.1 times it, and the steeper credit below it."""
     sigma, cut, h, g = 1.0, 1.5, 0.2, 1.0 / 64
     mu, sd = -0.5 / sigma**2, 1.0 / sigma
 
     def phi(r, s):
         r, s = np.atleast_1d(np.asarray(r, float)), np.atleast_1d(np.asarray(s, float))
-        return np.maximum(hat_elementary(r, s, n, 3) + kappa * hat_elementary(r, s, n, 2)
+        return np.maximum(hat_elementary(r, s, n, j) + kappa * hat_elementary(r, s, n, j - 1)
                           - gamma, 0.0)
 
     def dens(z):
@@ -227,8 +233,8 @@ def test_pair_term_law_tangent_credit_against_quadrature(r0, s0, n, gamma, kappa
                            math.exp(cut), epsabs=1e-13, epsrel=1e-11, limit=400,
                            points=list(np.arange(h, math.exp(cut), h)))[0] / norm
     w = pair_term_law(sigma, cut, h, g)
-    j, i = np.nonzero(w)
-    lat = float(w[j, i] @ phi(r0 + i * h, s0 + j * g))
+    jj, i = np.nonzero(w)
+    lat = float(w[jj, i] @ phi(r0 + i * h, s0 + jj * g))
     assert exact * (1 - 1e-9) <= lat <= 1.1 * exact
     lower, upper = _term_shares(sigma, math.exp(cut), h, 1 << 62)
     a = np.arange(lower.size) * h
@@ -566,29 +572,7 @@ def test_pair_term_law_tangent_credit_against_quadrature_k4(r0, s0, n, gamma, ka
     quadrature of ``E (hat G_4 + kappa hat G_3 - gamma)_+(r_0 + z, s_0 + z^2)`` at a fixed
     rest: never below it and within 1.1 times it; the check can fail: the upper atoms
     credited ``a^2 + 2.5 a h`` fall below it."""
-    sigma, cut, h, g = 1.0, 1.5, 0.2, 1.0 / 64
-    mu, sd = -0.5 / sigma**2, 1.0 / sigma
-
-    def phi(r, s):
-        r, s = np.atleast_1d(np.asarray(r, float)), np.atleast_1d(np.asarray(s, float))
-        return np.maximum(hat_elementary(r, s, n, 4) + kappa * hat_elementary(r, s, n, 3)
-                          - gamma, 0.0)
-
-    def dens(z):
-        return math.exp(-0.5 * ((math.log(z) - mu) / sd) ** 2) / (z * sd * math.sqrt(2 * math.pi))
-
-    norm = 0.5 * math.erfc(-(cut - mu) / sd / math.sqrt(2))
-    exact = integrate.quad(lambda z: float(phi(r0 + z, s0 + z * z)[0]) * dens(z), 0.0,
-                           math.exp(cut), epsabs=1e-13, epsrel=1e-11, limit=400,
-                           points=list(np.arange(h, math.exp(cut), h)))[0] / norm
-    w = pair_term_law(sigma, cut, h, g)
-    j, i = np.nonzero(w)
-    lat = float(w[j, i] @ phi(r0 + i * h, s0 + j * g))
-    assert exact * (1 - 1e-9) <= lat <= 1.1 * exact
-    lower, upper = _term_shares(sigma, math.exp(cut), h, 1 << 62)
-    a = np.arange(lower.size) * h
-    steep = lower @ phi(r0 + a, s0 + a * a) + upper @ phi(r0 + a + h, s0 + a * a + 2.5 * a * h)
-    assert steep < exact * (1 - 1e-3)
+    _tangent_credit_check(r0, s0, n, gamma, kappa, 4)
 
 
 def test_law_k4_bad_input_and_first_value():
