@@ -31,6 +31,11 @@ lower ends only), old then new per row; the last column also counts the equal an
     python -m benchmarks.random_allocation_k_sq3 1.5 11 1.2 30 --brackets --epochs 1,3,5 \
         --old /tmp/old:/work/venvs/k3me/bin/python
 
+``--k 4`` (session 35) takes those brackets at ``k = 4`` (Proposition 15's route)::
+
+    python -m benchmarks.random_allocation_k_sq3 1.2 20 1 10 --brackets --epochs 1,3 --k 4 \
+        --old /tmp/k4_old:/work/venvs/k4/bin/python
+
 ``--old DIR:PYTHON``: instead, Proposition 12 of the checkout ``DIR`` (run by ``PYTHON``
 with ``DIR`` as its working directory) against this one's, each in a subprocess of its
 own, alternated (old, new, old, new, ...); the memory column is then each subprocess's
@@ -70,10 +75,11 @@ import json, resource, sys, time
 from dpacct.mechanisms import GaussianMechanism
 from dpacct.accountant.transformers.random_allocation import random_allocation
 sigma, t = float(sys.argv[1]), int(sys.argv[2])
+k = int(sys.argv[6]) if len(sys.argv) > 6 else 3
 out = []
 for e in json.loads(sys.argv[3]):
     c0 = time.process_time()
-    m = random_allocation(GaussianMechanism(sigma), t, k=3, epochs=e)
+    m = random_allocation(GaussianMechanism(sigma), t, k=k, epochs=e)
     lo, hi = m.epsilon_bounds(1e-6)
     cpu = time.process_time() - c0
     eps = [float(m.epsilon(d)) for d in json.loads(sys.argv[4])]
@@ -134,7 +140,7 @@ def _brackets_epochs(a) -> None:
         row = [str(a.rows[i]), str(int(a.rows[i + 1]))]
         got = {name: run_in_checkout(root, python, [_EPOCHS_CHILD, *row, json.dumps(epochs),
                                                     json.dumps(_DELTAS),
-                                                    json.dumps(_EPSILONS)], 7200.0)
+                                                    json.dumps(_EPSILONS), str(a.k)], 7200.0)
                for name, (root, python) in sides.items()}
         o, n = got.get("old", got["new"]), got["new"]
         if "ok" not in (o["status"], n["status"]) or o["status"] != n["status"]:
@@ -199,6 +205,8 @@ def main(argv: list[str] | None = None) -> None:
                     help="rows are sigma T epochs: the k = 3 brackets, old and new")
     ap.add_argument("--epochs", help="with --brackets: rows are sigma T, these epochs "
                     "(comma-separated) in one process per side and row")
+    ap.add_argument("--k", type=int, default=3, help="with --brackets --epochs: k (session "
+                    "35: 4, Proposition 15's route)")
     a = ap.parse_args(argv)
     if a.brackets and a.epochs:
         if len(a.rows) % 2:

@@ -143,7 +143,7 @@ from .random_allocation_k3 import (
     k3_sq3_routed,
     k3_tried,
 )
-from .random_allocation_k4 import AllocationKRemove, allocation_k_pair, k_tried
+from .random_allocation_k4 import AllocationKRemove, allocation_k_pair, k4_sq_routed, k_tried
 from .random_allocation_lower import (
     gaussian_epsilon_is_zero,
     random_allocation_delta_mc,
@@ -524,17 +524,18 @@ class RandomAllocationMechanism(Mechanism):
 
     @property
     def _k3_extra_routes(self) -> tuple[Mechanism, ...]:
-        """Where :attr:`k3_route`'s law is Proposition 13's (``k3_sq3_routed``), the same
-        route on Proposition 12's law (``maclaurin_first=True``) and on Proposition 10's
-        (``four=True``), else (): the answers take the least of all (each is certified)."""
-        if not (self._has_k3_route and k3_sq3_routed(float(self.base.sigma), self.steps)):
-            return ()
+        """The answers take the least of all routes: where :attr:`k3_route`'s law is
+        Proposition 13's (``k3_sq3_routed``) also on Propositions 12 and 10's laws, where
+        :attr:`k4_route`'s is Proposition 15's (``k4_sq_routed``) on Proposition 10's."""
         cache, s = self._cache(), float(self.base.sigma)
-        if ("ra_k3_extra",) not in cache:
-            cache[("ra_k3_extra",)] = tuple(
+        k4 = self._has_k4_route and k4_sq_routed(s, self.steps, self.k)
+        if ("ra_k3_extra",) not in cache and (k4 or (self._has_k3_route and k3_sq3_routed(
+                s, self.steps))):
+            cache[("ra_k3_extra",)] = (allocation_k_pair(s, self.steps, self.k, self.epochs,
+                                                         four=True),) if k4 else tuple(
                 allocation_k3_pair(s, self.steps, self.epochs, **{flag: True})
                 for flag in ("maclaurin_first", "four"))
-        return cache[("ra_k3_extra",)]
+        return cache.get(("ra_k3_extra",), ())
 
     @property
     def _has_k4_route(self) -> bool:
@@ -542,8 +543,7 @@ class RandomAllocationMechanism(Mechanism):
         at ``k = 4`` and ``5`` Proposition 10's four-level law, on coarse nodes at small
         sigma, docs/theory/allocation_k_of_t.md) is tried: where
         :func:`~dpacct.accountant.transformers.random_allocation_k4.k_tried` (measured
-        below the blocks there).
-        """
+        below the blocks there)."""
         return (
             self.direct
             and self.k >= 4
@@ -588,7 +588,7 @@ class RandomAllocationMechanism(Mechanism):
         if key not in cache:
             s, several = float(self.base.sigma), self.epochs > 1
             if self.k >= 4:
-                part = AllocationKRemove(s, self.steps, self.k, envelope=several)
+                part = AllocationKRemove(s, self.steps, self.k, envelope=several, four=first)
             else:
                 remove = AllocationK2Remove if self.k == 2 else AllocationK3Remove
                 part = remove(s, self.steps, envelope=several,

@@ -60,6 +60,7 @@ from .random_allocation_k3 import (
 )
 from .random_allocation_k_law import envelope_law, remove_atoms
 from .random_allocation_k_law4 import remove_atoms4
+from .random_allocation_k_law_sq3 import remove_atoms_sq3
 
 __all__: list[str] = []
 
@@ -79,6 +80,16 @@ K4_FOUR_MAX_STEPS_LOW = 30
 K5_COARSE_SIGMA = 0.9
 K5_COARSE_STEPS = 30
 K5_COARSE_LOW_SIGMA = 0.8
+#: where :func:`k4_sq_routed`, the k = 4 route's law is Proposition 15's (the others' sum
+#: of squares kept; docs/theory/allocation_k_of_t.md) on these nodes, no cut raised, the
+#: first region's low cells' cuts on a 0.25 grid (sigma 1.2, T 20, delta 1e-6, the remove
+#: law alone: 4.27457 in 10.8 CPU s against Proposition 10's 4.32862 in 3.2 s; on
+#: Proposition 10's nodes ``dl3`` 0.1, ``eta`` 8e-3: 4.24347 in 27 s; loaded, session 35)
+K4_SQ_SETTINGS = {"dl3": 0.2, "eta": 0.016, "cut_step": 1e-4, "first_low": 1.0,
+                  "first_low_step": 0.25}
+#: the rectangle of (sigma, T) where :func:`k4_sq_routed` (measured at its corners)
+K4_SQ_SIGMA = (1.0, 1.2)
+K4_SQ_STEPS = (10, 20)
 
 
 def k_remove_atoms(
@@ -128,9 +139,13 @@ def k_remove_atoms(
                         step=step, log_theta=log_theta)
 
 
-def k_atoms(sigma: float, steps: int, k: int, *, progress: bool = False
-            ) -> tuple[np.ndarray, np.ndarray, float]:
-    """The route's atoms: Proposition 10's four-level law
+def k_atoms(sigma: float, steps: int, k: int, *, progress: bool = False, four: bool = False,
+            epochs: int = 1) -> tuple[np.ndarray, np.ndarray, float]:
+    """The route's atoms: where :func:`k4_sq_routed` and not ``four``, Proposition 15's
+    law (:func:`.random_allocation_k_law_sq3.remove_atoms_sq3` at ``k = 4`` on
+    :data:`K4_SQ_SETTINGS`; its first region keeps the others' sum of squares too where
+    ``epochs > 1``: one epoch at delta 1e-6 does not read it, sigma 1.2, T 20: 4.27471
+    against 4.27457 for 3.3 CPU s more); else Proposition 10's four-level law
     (:func:`.random_allocation_k_law4.remove_atoms4`) with :func:`four_level`'s settings
     where it has them, else Proposition 9's (:func:`k_remove_atoms`).  Measured (delta
     1e-6, one epoch, the remove law; :func:`k_tried`): sigma 1, T 100, k 4: 2.7701
@@ -142,6 +157,14 @@ def k_atoms(sigma: float, steps: int, k: int, *, progress: bool = False
     >>> bool(float(q @ v) + c >= 1.0)
     True
     """
+    if k4_sq_routed(sigma, steps, k) and not four:
+        key = (float(sigma), int(steps), epochs > 1)
+        if key not in _ATOMS_SQ4:  # the last one kept: a bracket asks for it twice
+            _ATOMS_SQ4.clear()
+            _ATOMS_SQ4[key] = remove_atoms_sq3(
+                sigma, steps, k=4, progress=progress, **K4_SQ_SETTINGS,
+                first="squares" if epochs > 1 else "maclaurin")
+        return _ATOMS_SQ4[key]
     settings = four_level(sigma, steps, k)
     if settings is not None:
         return remove_atoms4(sigma, steps, k, progress=progress, **settings)
@@ -175,6 +198,28 @@ def four_level(sigma: float, steps: int, k: int) -> dict | None:
         coarse = sigma < K5_COARSE_LOW_SIGMA or (
             sigma < K5_COARSE_SIGMA and steps > K5_COARSE_STEPS)
     return dict(COARSE4) if coarse else {}
+
+
+#: the last Proposition 15 law :func:`k_atoms` built, by ``(sigma, steps, epochs > 1)``
+_ATOMS_SQ4: dict[tuple, tuple[np.ndarray, np.ndarray, float]] = {}
+
+
+def k4_sq_routed(sigma: float, steps: int, k: int) -> bool:
+    """Whether the k = 4 route's law is Proposition 15's (:func:`k_atoms`): at ``k = 4``,
+    sigma in :data:`K4_SQ_SIGMA` and ``T`` in :data:`K4_SQ_STEPS` (both inclusive), where
+    it was measured below Proposition 10's (session 35, benchmarks/README.md); there the
+    mechanism also answers with the route on Proposition 10's law (``four=True``) and
+    takes the least of both, so no answer is above main's by construction.
+
+    Examples
+    --------
+    >>> k4_sq_routed(1.2, 20, 4), k4_sq_routed(1.0, 10, 4), k4_sq_routed(1.0, 100, 4)
+    (True, True, False)
+    >>> k4_sq_routed(1.2, 20, 5), k4_sq_routed(1.5, 20, 4)
+    (False, False)
+    """
+    return (k == 4 and K4_SQ_SIGMA[0] <= sigma <= K4_SQ_SIGMA[1]
+            and K4_SQ_STEPS[0] <= steps <= K4_SQ_STEPS[1])
 
 
 def k_tried(sigma: float, t: int, k: int) -> bool:
@@ -288,6 +333,8 @@ class AllocationKRemove(AllocationK3Remove):
     envelope : bool, default False
         True: the envelope with the ``k`` blocks (Proposition 5), for several epochs;
         False: the truncated atoms (Lemma 4).
+    four : bool, default False
+        True: Proposition 10's law also where :func:`k4_sq_routed` (:func:`k_atoms`).
 
     Examples
     --------
@@ -297,28 +344,32 @@ class AllocationKRemove(AllocationK3Remove):
 
     def __init__(
         self, sigma: float, steps: int, k: int, *, progress: bool = True,
-        envelope: bool = False,
+        envelope: bool = False, four: bool = False,
     ) -> None:
         super().__init__(sigma, steps, progress=progress, envelope=envelope)
         self.k = check_count(k, "k")
+        self.four = bool(four)
         if self.k < 3 or self.steps < self.k:
             raise ValueError(f"k must be >= 3 and steps >= k for the direct bound, got "
                              f"k={k}, steps={steps}")
 
     def _atoms(self) -> tuple[np.ndarray, np.ndarray, float]:
-        return k_atoms(self.sigma, self.steps, self.k, progress=self.progress)
+        return k_atoms(self.sigma, self.steps, self.k, progress=self.progress,
+                       four=self.four, epochs=2 if self.envelope else 1)
 
     def _envelope_law(self, atoms):
         return envelope_law(self.sigma, self.steps, self.k, atoms, self.progress)
 
     def __repr__(self) -> str:
-        extra = ", envelope=True" if self.envelope else ""
+        extra = (", envelope=True" if self.envelope else "") + (", four=True" if self.four
+                                                                 else "")
         return f"AllocationKRemove(sigma={self.sigma}, steps={self.steps}, k={self.k}{extra})"
 
 
 @_pair_doc
 def allocation_k_pair(
-    sigma: float, steps: int, k: int, epochs: int = 1, *, progress: bool = True
+    sigma: float, steps: int, k: int, epochs: int = 1, *, progress: bool = True,
+    four: bool = False,
 ) -> Mechanism:
     """The direct route at ``k``: per epoch, :class:`AllocationKRemove` (remove direction)
     and the add directions of Proposition 1's ``k`` blocks, composed over ``epochs``.
@@ -332,6 +383,9 @@ def allocation_k_pair(
     k : int
         Steps per record per epoch, >= 3.
     {shared}
+    four : bool, default False
+        True: Proposition 10's law also where :func:`k4_sq_routed` (the route's second
+        law there: the mechanism answers with the least of both routes).
 
     Examples
     --------
@@ -340,7 +394,7 @@ def allocation_k_pair(
     True
     """
     e = check_count(epochs, "epochs")
-    remove = AllocationKRemove(sigma, steps, k, progress=progress, envelope=e > 1)
+    remove = AllocationKRemove(sigma, steps, k, progress=progress, envelope=e > 1, four=four)
     return with_block_adds(remove, remove.sigma, remove.steps, remove.k, e, progress)
 
 

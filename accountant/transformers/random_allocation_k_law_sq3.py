@@ -21,28 +21,29 @@ convex extension ``hat G_j(r, s)`` (:func:`hat_elementary`) instead of Maclaurin
   ``(1, 2c)``, ``0 <= c <= a``, at the points a chord reaches (``r >= a``, ``s >= a^2``),
   which Proposition 14 of the docs proves;
 * at fixed ``s``, and along ``s = r^2 / n + v`` at fixed ``v``, it is convex in ``r``
-  (``j <= 3``), so each coordinate's ``r`` may be spread on its lattice cell (its square
+  (``j <= 4``), so each coordinate's ``r`` may be spread on its lattice cell (its square
   fixed) and the sum onto the coarse lattice at its fixed spread ``v``; it is a
   polynomial with non-negative coefficients in the kept coordinates, as Proposition 10's
   chords need.
 
-Only ``k = 3`` (Lemma 11 (iii) proves the convexity for ``j <= 3``).  The first region
-(``M_2 <= theta``) is Proposition 10's; with ``first="squares"`` it keeps the ``T - 1``
-others' (sum, sum of squares) too (Proposition 13 of docs/theory/allocation_k_of_t.md:
-``W_1 = (M_1 hat G_2 + hat G_3) / C(T, 3)``, :func:`first_coefficients`; every other is
-below ``theta`` there, so the cap of their squares cuts nothing), and ``first="both"``
-returns both laws from one pass (Proposition 12's bit-equal to the law built alone).
-Measured (docs/theory/allocation_k_of_t.md,
-Proposition 12; delta 1e-6, the remove law's own epsilon): sigma 1.2, T 10: 4.40169
-against Proposition 10's 4.41362 (the pointwise bound 4.3744; 4.38536 with no cut raised,
-a lattice per cut: the raised cuts are the largest loss); T 30: 2.68263 against 2.69073
-(242 against 5 CPU s, 671 against 12 MB; the pointwise bound 2.658), 2.66672 with no cut
-raised (``cut_step=1e-4``, 169 CPU s and 464 MB resident since each 2D product is only
-as wide as its sums and a cut's squarings are shared; 386 s and 753 MB before, the same
-epsilon to 7 digits).  On Proposition 10's coarse nodes (``dl3=0.1, eta=8e-3``, 16 times
-fewer node triples to bin) with no cut raised: 2.67237 in 34-38 CPU s; so routed there,
-at sigma 1.2-1.5, T 11-30 (:func:`.random_allocation_k3.k3_atoms`; docs, "Proposition 12
-routed").
+``k = 3`` and, with ``k=4``, ``k = 4`` (Proposition 15 of the docs: Lemma 11 (iv) proves
+``hat G_4`` jointly convex on the band and every property above; the values take ``hat
+G_{4-i}`` and ``C(T, 4)``, region 3's ``E_1`` a fifth term ``e_4`` of the kept four). The
+first region (``M_2 <= theta``) is Proposition 10's; with ``first="squares"`` it keeps the
+``T - 1`` others' (sum, sum of squares) too (Proposition 13 of
+docs/theory/allocation_k_of_t.md: ``W_1 = (M_1 hat G_2 + hat G_3) / C(T, 3)``,
+:func:`first_coefficients`; every other is below ``theta`` there, so the cap of their
+squares cuts nothing), and ``first="both"`` returns both laws from one pass (Proposition
+12's bit-equal to the law built alone). Measured (docs, Proposition 12; delta 1e-6, the
+remove law's own epsilon): sigma 1.2, T 10: 4.40169 against Proposition 10's 4.41362 (the
+pointwise bound 4.3744; 4.38536 with no cut raised, a lattice per cut: the raised cuts are
+the largest loss); T 30: 2.68263 against 2.69073 (242 against 5 CPU s, 671 against 12 MB;
+the pointwise bound 2.658), 2.66672 with no cut raised (``cut_step=1e-4``, 169 CPU s and
+464 MB resident since each 2D product is only as wide as its sums and a cut's squarings
+are shared; 386 s and 753 MB before, the same epsilon to 7 digits). On Proposition 10's
+coarse nodes (``dl3=0.1, eta=8e-3``, 16 times fewer node triples to bin) with no cut
+raised: 2.67237 in 34-38 CPU s; so routed there, at sigma 1.2-1.5, T 11-30
+(:func:`.random_allocation_k3.k3_atoms`; docs, "Proposition 12 routed").
 """
 
 from __future__ import annotations
@@ -95,11 +96,12 @@ _LOWER_END = False
 
 def hat_elementary(total: np.ndarray, squares: np.ndarray, n: int, j: int) -> np.ndarray:
     """Upper bounds (every operation rounded outward) on Lemma 11's ``hat G_j(total,
-    squares)``, ``0 <= j <= 3``: ``1``, ``total``, ``((total^2 - squares) / 2)_+``, and for
-    ``j = 3`` ``G_3`` on the band ``total^2 / n <= squares`` (0 above ``total^2``) and
-    Maclaurin's ``C(n, 3) (total / n)^3 + (n - 2) total (-v) / 2`` below it (``v = squares
-    / n - total^2 / n^2 < 0``): convex in ``total`` at fixed ``squares``, decreasing in
-    ``squares`` and increasing in ``total`` (docs, Lemma 11 (ii), (iii)).
+    squares)``, ``0 <= j <= 4``: ``1``, ``total``, ``((total^2 - squares) / 2)_+``, and for
+    ``j = 3, 4`` ``G_j`` on the band ``total^2 / n <= squares`` (0 above ``total^2``) and
+    below it (``v = squares / n - total^2 / n^2 < 0``) Maclaurin's ``C(n, j) (total / n)^j``
+    plus ``(n - 2) total (-v) / 2`` (``j = 3``) or ``(n - 2) (n - 3) total^2 (-v) / (4 n)``
+    (``j = 4``, Lemma 11 (iv)): convex in ``total`` at fixed ``squares``, decreasing in
+    ``squares`` and increasing in ``total`` (docs, Lemma 11 (ii)-(iv)).
 
     Parameters
     ----------
@@ -108,9 +110,9 @@ def hat_elementary(total: np.ndarray, squares: np.ndarray, n: int, j: int) -> np
         reached by the lattice's spread at a fixed negative ``v``, takes the off-band
         form, which is convex along ``s = total^2 / n + v``).
     n : int
-        How many numbers, ``>= 1`` (``j = 3`` and ``n < 3``: 0).
+        How many numbers, ``>= 1`` (``j > n``: 0).
     j : int
-        The degree, ``0 <= j <= 3``.
+        The degree, ``0 <= j <= 4``.
 
     Returns
     -------
@@ -119,7 +121,7 @@ def hat_elementary(total: np.ndarray, squares: np.ndarray, n: int, j: int) -> np
     Raises
     ------
     ValueError
-        If ``n < 1`` or ``j`` is outside ``[0, 3]``.
+        If ``n < 1`` or ``j`` is outside ``[0, 4]``.
 
     Examples
     --------
@@ -128,10 +130,13 @@ def hat_elementary(total: np.ndarray, squares: np.ndarray, n: int, j: int) -> np
     True
     >>> bool(hat_elementary(np.array(3.0), np.array(0.0), 3, 3) > 1.0)  # below the band
     True
+    >>> v = float(hat_elementary(np.array(5.0), np.array(7.0), 4, 4))  # e_4(1, 1, 1, 2)
+    >>> 2.0 <= v <= 2.0 * (1 + 1e-12)
+    True
     """
     n = check_count(n, "n")
-    if not 0 <= j <= 3:
-        raise ValueError(f"j must be in [0, 3], got j={j}")
+    if not 0 <= j <= 4:
+        raise ValueError(f"j must be in [0, 4], got j={j}")
     r, s = np.broadcast_arrays(np.asarray(total, float), np.asarray(squares, float))
     if j == 0:
         return np.ones(r.shape)
@@ -139,15 +144,19 @@ def hat_elementary(total: np.ndarray, squares: np.ndarray, n: int, j: int) -> np
         return r.copy()
     if j == 2:
         return np.maximum(r * r * (1 + 4 * _U) - s, 0.0) * (0.5 * (1 + 4 * _U))
-    if n < 3:  # e_3 of fewer than three numbers
+    if n < j:  # e_j of fewer than j numbers
         return np.zeros(r.shape)
-    band = max_elementary_given_sums(r, np.maximum(s, 0.0), n, 3, upper=True)  # v >= 0 only
-    mac = max_elementary_given_sums(r, np.zeros(r.shape), n, 3, upper=True)
+    band = max_elementary_given_sums(r, np.maximum(s, 0.0), n, j, upper=True)  # v >= 0 only
+    mac = max_elementary_given_sums(r, np.zeros(r.shape), n, j, upper=True)
     # bounds on v = s / n - r^2 / n^2 (each operation a relative u or two)
     q = r * r / (n * n)
     v_hi = s / n * (1 + 2 * _U) - q * (1 - 3 * _U)
     v_lo = s / n * (1 - 2 * _U) - q * (1 + 3 * _U)
-    off = mac + (n - 2) * r * np.maximum(-v_lo, 0.0) * (0.5 * (1 + 8 * _U))
+    if j == 3:
+        off = mac + (n - 2) * r * np.maximum(-v_lo, 0.0) * (0.5 * (1 + 8 * _U))
+    else:  # K m^2 (-v) / 4, K = n (n - 2) (n - 3) (an integer, exact), m = r / n
+        off = mac + (r * r) * np.maximum(-v_lo, 0.0) * ((n - 2) * (n - 3) / (4 * n)
+                                                         * (1 + 10 * _U))
     off *= 1 + 4 * _U
     return np.where(v_lo >= 0.0, band, np.where(v_hi < 0.0, off, np.maximum(band, off)))
 
@@ -389,21 +398,23 @@ def _pair_lattice(sigma, cut, h, folds, step, sd_frac, rho=_RHO, squares=None):
     return rk * (1 + 2 * _U), spread_s(rk * (1 - 2 * _U), uk % nbin + b0), wk
 
 
-def first_coefficients(total: np.ndarray, squares: np.ndarray, t: int
+def first_coefficients(total: np.ndarray, squares: np.ndarray, t: int, k: int = 3
                        ) -> tuple[np.ndarray, np.ndarray]:
-    """``(a, c)``: upper bounds on ``hat G_2(total, squares) / C(T, 3)`` and ``hat
-    G_3(total, squares) / C(T, 3)`` of ``n = T - 1`` others (:func:`hat_elementary`, every
-    operation rounded outward), so that ``W_1 = m a + c`` bounds ``Lambda_3 = e_3(z) /
-    C(T, 3)`` for ``M_1 = m`` and the others' sum and sum of squares (Proposition 13 of
-    docs/theory/allocation_k_of_t.md: ``e_3(z) = M_1 e_2(o) + e_3(o)``, ``e_2(o) = (r^2 -
-    s) / 2``, ``e_3(o) <= G_3(r, s)``, Lemma 11).
+    """``(a, c)``: upper bounds on ``hat G_{k-1}(total, squares) / C(T, k)`` and ``hat
+    G_k(total, squares) / C(T, k)`` of ``n = T - 1`` others (:func:`hat_elementary`, every
+    operation rounded outward), so that ``W_1 = m a + c`` bounds ``Lambda_k = e_k(z) /
+    C(T, k)`` for ``M_1 = m`` and the others' sum and sum of squares (Proposition 13 of
+    docs/theory/allocation_k_of_t.md: ``e_k(z) = M_1 e_{k-1}(o) + e_k(o)``, ``e_2(o) =
+    (r^2 - s) / 2``, ``e_j(o) <= G_j(r, s)``, Lemma 11; ``k = 4``: Proposition 15).
 
     Parameters
     ----------
     total, squares : numpy.ndarray
         The others' sums (rounded up) and sums of squares (rounded down).
     t : int
-        Steps per epoch ``T``, >= 4.
+        Steps per epoch ``T``, >= ``k + 1``.
+    k : int, default 3
+        Steps per record per epoch, 3 or 4.
 
     Returns
     -------
@@ -412,7 +423,7 @@ def first_coefficients(total: np.ndarray, squares: np.ndarray, t: int
     Raises
     ------
     ValueError
-        If ``t < 4``.
+        If ``k`` is not 3 or 4 or ``t < k + 1``.
 
     Examples
     --------
@@ -420,21 +431,28 @@ def first_coefficients(total: np.ndarray, squares: np.ndarray, t: int
     >>> m = 3.0  # e_3(3, 1, 1, 2) = 3 * 5 + 2 = 17, over C(4, 3) = 4 (attained)
     >>> bool(17 / 4 <= float(m * a + c) <= 17 / 4 * (1 + 1e-12))
     True
+    >>> a, c = first_coefficients(np.array(5.0), np.array(7.0), 5, 4)  # others 1, 1, 1, 2
+    >>> m = 3.0  # e_4(3, 1, 1, 1, 2) = 3 * 7 + 2 = 23, over C(5, 4) = 5 (attained)
+    >>> bool(23 / 5 <= float(m * a + c) <= 23 / 5 * (1 + 1e-12))
+    True
     """
     t = check_count(t, "steps")
-    if t < 4:
-        raise ValueError(f"steps must be >= 4 for the first region's value, got steps={t}")
-    ck = float(math.comb(t, 3))
-    return (hat_elementary(total, squares, t - 1, 2) / ck * (1 + 2 * _U),
-            hat_elementary(total, squares, t - 1, 3) / ck * (1 + 2 * _U))
+    if k not in (3, 4):
+        raise ValueError(f"k must be 3 or 4 for the sum-of-squares law, got k={k}")
+    if t < k + 1:
+        raise ValueError(f"steps must be >= {k + 1} for the first region's value, got "
+                         f"steps={t}")
+    ck = float(math.comb(t, k))
+    return (hat_elementary(total, squares, t - 1, k - 1) / ck * (1 + 2 * _U),
+            hat_elementary(total, squares, t - 1, k) / ck * (1 + 2 * _U))
 
 
-def _first_squares(sigma, t, h, coarse, rho, low, low_step):
+def _first_squares(sigma, t, h, coarse, rho, low, low_step, k=3):
     """Proposition 13's first region (``M_2 <= theta``; docs/theory/allocation_k_of_t.md):
     the ``M_1`` cells of each cut of ``cut_list`` against the ``T - 1`` others' (sum, sum
     of squares) lattice (:func:`_pair_lattice`, per-coordinate step ``h``, coarse lattice
-    ``coarse``) cut there, the value ``W_1 = (m hat G_2(r, s) + hat G_3(r, s)) / C(T, 3)``
-    (``n = T - 1``; affine in ``m``, binned by
+    ``coarse``) cut there, the value ``W_1 = (m hat G_{k-1}(r, s) + hat G_k(r, s)) / C(T,
+    k)`` (``n = T - 1``; affine in ``m``, binned by
     :func:`.random_allocation_k_law._bin_affine`); cells and entries of mass below
     ``drop_w`` / ``drop_r`` charged ``E[W_1]`` in full.  A cut whose ``Q(M_1 <= e^cut) =
     F(cut)^T`` is below ``low`` is raised onto a multiple of ``low_step`` (at most the
@@ -454,7 +472,7 @@ def _first_squares(sigma, t, h, coarse, rho, low, low_step):
                 cut = min(math.ceil(cut / low_step) * low_step, top)  # only raised
             if cut != last:
                 rv, sv, lw = _pair_lattice(sigma, cut, h, n, coarse[0], coarse[1], rho)
-                lat, last = (*first_coefficients(rv, sv, t), lw), cut
+                lat, last = (*first_coefficients(rv, sv, t, k), lw), cut
             a, c, lw = lat
             tiny = idx[w[idx] < drop_w]
             tail += _dot(w[tiny], m[tiny] * _dot(lw, a) + _dot(lw, c))
@@ -478,10 +496,10 @@ def remove_atoms_sq3(sigma: float, t: int, *, progress: bool = False, theta_sd: 
                      first_low: float = 1e-4, first_low_step: float = 0.25,
                      first_h: float | None = None, h: float | None = None,
                      h2: float | None = None, coarse2: tuple[float, float] | None = None,
-                     ) -> tuple:
-    """``(values, q, charge)``: for every ``gamma >= 0``, ``H_gamma(P_3 || Q) <= sum_i q_i
+                     k: int = 3) -> tuple:
+    """``(values, q, charge)``: for every ``gamma >= 0``, ``H_gamma(P_k || Q) <= sum_i q_i
     (values_i - gamma)_+ + charge`` (Proposition 12 of docs/theory/allocation_k_of_t.md;
-    module docstring), one 3-of-T epoch's remove direction.
+    module docstring; ``k = 4``: Proposition 15), one k-of-T epoch's remove direction.
 
     Parameters
     ----------
@@ -528,6 +546,9 @@ def remove_atoms_sq3(sigma: float, t: int, *, progress: bool = False, theta_sd: 
         sigma 1.5, T 11, 3 epochs, delta 1e-6: 5.68441 -> 5.66482 at ``(0.05, (0.25,
         0.0625))`` for no measurable CPU, against 5.66403 for ``h = 0.05`` in both regions
         at 1.5 times the law's CPU).
+    k : int, default 3
+        Steps per record per epoch, 3 or 4 (``k = 4``: Proposition 15, ``hat G_4`` of
+        Lemma 11 (iv)).
 
     Returns
     -------
@@ -541,7 +562,7 @@ def remove_atoms_sq3(sigma: float, t: int, *, progress: bool = False, theta_sd: 
         If ``sigma <= 0``, ``t < 5``, ``theta3_sd >= theta_sd``, ``cut_step <= 0``,
         ``h`` or ``h2 <= 0``, ``rho <= 1``, an entry of ``coarse``, ``coarse2`` or
         ``first_coarse`` or ``first_low`` or ``first_low_step`` is not positive, or
-        ``first`` is none of the three.
+        ``first`` is none of the three, or ``k`` is not 3 or 4.
 
     Examples
     --------
@@ -556,6 +577,8 @@ def remove_atoms_sq3(sigma: float, t: int, *, progress: bool = False, theta_sd: 
     t = check_count(t, "steps")
     if t < 5:
         raise ValueError(f"steps must be >= 5 for the sum-of-squares law, got steps={t}")
+    if k not in (3, 4):
+        raise ValueError(f"k must be 3 or 4 for the sum-of-squares law, got k={k}")
     if not theta3_sd < theta_sd:
         raise ValueError(f"theta3_sd must be below theta_sd, got {theta3_sd} >= {theta_sd}")
     cut_step = check_positive("cut_step", cut_step)
@@ -601,7 +624,7 @@ def remove_atoms_sq3(sigma: float, t: int, *, progress: bool = False, theta_sd: 
                           folds, {})
         return cache[key]
 
-    ck = float(math.comb(t, 3))
+    ck = float(math.comb(t, k))
 
     def binner(hist, ws, x, x3, coef, k, lat, shift, shift_sq, off):
         # the shifted other (E_1: at x_3, or at b_q in M_2's cell) is kept as a fourth
@@ -612,13 +635,14 @@ def remove_atoms_sq3(sigma: float, t: int, *, progress: bool = False, theta_sd: 
         rv, sv, lw, n, values = lat
         x1, x2 = x[n1], x[n2]
         e1, e2, e3 = x1 + x2 + x3, x1 * x2 + (x1 + x2) * x3, x1 * x2 * x3
-        if shift:
-            e1, e2, e3 = e1 + shift, e2 + e1 * shift, e3 + e2 * shift
-        e = [np.ones(n1.size), e1, e2, e3]
-        levels = len(coef) - 1
+        e4 = None
+        if shift:  # the fourth kept coordinate (e_4 counts only where k >= 4)
+            e1, e2, e3, e4 = e1 + shift, e2 + e1 * shift, e3 + e2 * shift, e3 * shift
+        e = [np.ones(n1.size), e1, e2, e3, e4]
+        levels = min(len(coef) - 1 + (e4 is not None), k)
         rows = np.stack(e[: levels + 1], axis=1) * (1 + 6 * _U)
         if levels not in values:  # the lattice's hat G, shared by its M_3 nodes
-            values[levels] = np.stack([hat_elementary(rv, sv, n, 3 - i) / ck * (1 + 2 * _U)
+            values[levels] = np.stack([hat_elementary(rv, sv, n, k - i) / ck * (1 + 2 * _U)
                                        for i in range(levels + 1)])
         p = values[levels]
         return _bin_rows(hist, rows, p, ws[n1, n2], lw, off, _DROP_Q)
@@ -627,7 +651,7 @@ def remove_atoms_sq3(sigma: float, t: int, *, progress: bool = False, theta_sd: 
     if first != "maclaurin":  # the first region's lattice step h1 is h from sigma 0.65
         h1 = _settings(sigma, t)[3] / (1.0 if sigma >= 0.65 else 4.0)
         hook = _first_squares(sigma, t, h1 if first_h is None else first_h, first_coarse, rho,
-                              first_low, first_low_step)
-    out = _build4(sigma, t, 3, progress, theta_sd, theta3_sd, dl3, eta, step, sd_frac,
+                              first_low, first_low_step, k)
+    out = _build4(sigma, t, k, progress, theta_sd, theta3_sd, dl3, eta, step, sd_frac,
                   top_sd, 1e-22, 1e-16, lattice=lattice, binner=binner, first=hook)
     return out[0] if first == "squares" else out
