@@ -197,9 +197,12 @@ DURATIONS = ROOT / "tests" / "durations.json"
 #: ``random_allocation(GaussianMechanism(1.0), 10, k=4)``: the fourth), also kept in
 #: ``_ATOMS4`` (one law: each group one test after the other); measured in one process,
 #: CPU s, alone -> second in its group: route_tighter 5.97 -> 0.35, the T 10 bracket ends
-#: 8.23 -> 2.63.  The last: the k = 2 law at sigma 0.7, T 3 (``random_allocation_k2._ATOMS``,
+#: 8.23 -> 2.63.  The fifth: the k = 2 law at sigma 0.7, T 3 (``random_allocation_k2._ATOMS``,
 #: Proposition 6's three-block atoms), built by all three: 6.02 -> 1.85; k2_three's T 3
 #: Monte Carlo check 3.72 (main, -n 2) -> 0.48 when it followed a build on its worker.
+#: The small-sigma sum law at sigma 0.46, T 100 (``random_allocation_pld._LAWS``, 2^19
+#: cells), built by both of the sixth: the high-event case 5.52 CPU s alone -> 0.09 after
+#: the first (session 35, one process).
 TOGETHER = (
     (
         "tests/test_random_allocation_k2.py::test_bracket_width_at_sigma_1_t_100",
@@ -229,6 +232,11 @@ TOGETHER = (
         "::test_small_t_route_takes_the_other_add_bounds_and_holds_the_exact_pair",
         "tests/test_random_allocation_k2_three.py::test_holds_the_exact_2_of_3_pair_below_proposition_3",
         "tests/test_random_allocation_k2_three.py::test_both_directions_above_monte_carlo_at_t3",
+    ),
+    (
+        "tests/test_random_allocation_pld.py"
+        "::test_small_sigma_answers_between_the_lower_bound_and_the_rdp_route",
+        "tests/test_random_allocation_pld.py::test_high_event_never_widens_the_loss_range[0.46-100]",
     ),
 )
 
