@@ -46,6 +46,7 @@ from dpacct.accountant.validation import (
     show_value,
 )
 
+from ._discrete_gaussian_down import discrete_gaussian_delta_down
 from ._discrete_laplace_law import MAX_SENSITIVITY, discrete_laplace_law
 from ._discrete_sampling import (
     _ARRAY_MIN,
@@ -209,6 +210,12 @@ class DiscreteLaplaceMechanism(PureDPCurves, Mechanism):
     def epsilon0(self) -> float:
         """Pure-DP parameter ``1/scale`` (the largest privacy loss)."""
         return 1.0 / self.scale
+
+    def _epsilon0_exact(self):
+        import mpmath
+
+        with mpmath.workdps(50):
+            return 1 / mpmath.mpf(self.scale)
 
     @staticmethod
     def of_sensitivity(scale: float, sensitivity: int) -> Mechanism:
@@ -631,6 +638,11 @@ class DiscreteGaussianMechanism(Mechanism):
 
     def _delta_exact(self, epsilon: np.ndarray) -> np.ndarray:
         return discrete_gaussian_delta(self.sigma, epsilon)
+
+    def _delta_exact_down(self, epsilon: np.ndarray) -> np.ndarray:
+        # the certified lower curve (accountant/curve_down.py); above sigma = 2000 the
+        # bracket inverts discrete_gaussian_delta_bounds' lower end instead
+        return discrete_gaussian_delta_down(self.sigma, epsilon, _SUM_WIDTH)
 
     def release(self, value, *, sensitivity: int = 1, rng: np.random.Generator):
         """Add exact discrete Gaussian noise ``N_Z(0, sigma^2)`` to integer values.
