@@ -156,7 +156,7 @@ def test_pure_families_lower_ends_below_the_truth(family, log_e0, log_delta):
     lo, hi = m.epsilon_bounds(delta)
     assert lo <= hi
     _assert_below_truth(lo, delta, truth)
-    plo, phi = m.epsilon_bounds(0.0)  # the pure epsilon's bracket
+    plo, _ = m.epsilon_bounds(0.0)  # the pure epsilon's bracket
     _assert_below_truth(plo, 0.0, lambda e: truth(e) if truth(e) > 0 else mp.mpf(-1))
 
 
