@@ -194,7 +194,7 @@ def _delta_draw(rng: np.random.Generator, i: int) -> float:
 
 def survey(name: str, cases: int, seed: int) -> dict:
     rng = np.random.default_rng([seed, sum(map(ord, name))])
-    bad, worst, widths, examples, cpu = 0, 0.0, [], [], 0.0
+    bad, worst, widths, examples, cpu, dump = 0, 0.0, [], [], 0.0, []
     for i in range(cases):
         with mpmath.workdps(60):  # the truths' constants are made at 60 digits too
             label, mech, truth = _family_draws(name, rng)
@@ -204,10 +204,9 @@ def survey(name: str, cases: int, seed: int) -> dict:
         cpu += time.process_time() - t0
         if hi > 0:
             widths.append((hi - lo) / hi)
-        if lo <= 0:
-            continue
         with mpmath.workdps(60):
-            d_lo = truth(mpf(lo))
+            d_lo = truth(mpf(lo)) if lo > 0 else mpf(1)
+            dump.append([label, delta, lo, hi, bool(d_lo >= delta)])
             if d_lo < delta:  # lo is above the true epsilon
                 bad += 1
                 h = mpf(lo) * mpf(2) ** -30 + mpf(2) ** -1074
@@ -219,7 +218,7 @@ def survey(name: str, cases: int, seed: int) -> dict:
     return {
         "family": name, "cases": cases, "violations": bad, "worst_rel_excess": worst,
         "median_rel_width": float(np.median(widths)) if widths else 0.0,
-        "cpu_seconds": cpu, "examples": "; ".join(examples),
+        "cpu_seconds": cpu, "examples": "; ".join(examples), "cases_list": dump,
     }
 
 
@@ -229,6 +228,7 @@ def main(argv=None) -> int:
     parser.add_argument("--seed", type=int, default=35)
     parser.add_argument("--family", action="append", help="only these families")
     parser.add_argument("--json", help="write the rows here")
+    parser.add_argument("--dump", help="write every case (label, delta, lo, hi, sound) here")
     args = parser.parse_args(argv)
     rows = []
     for name, share in FAMILIES.items():
@@ -243,9 +243,12 @@ def main(argv=None) -> int:
             flush=True,
         )
     if args.json:  # the examples are not a row's label (benchmarks.alternate matches rows)
-        out = [{k: v for k, v in r.items() if k != "examples"} for r in rows]
+        out = [{k: v for k, v in r.items() if k not in ("examples", "cases_list")} for r in rows]
         with open(args.json, "w") as fh:
             json.dump({"results": out}, fh, indent=1)
+    if args.dump:
+        with open(args.dump, "w") as fh:
+            json.dump({r["family"]: r["cases_list"] for r in rows}, fh)
     return 0
 
 
