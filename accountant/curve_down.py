@@ -136,9 +136,10 @@ def lower_end(
     ``down`` is a curve never above the true one, so the true ``delta(lo) > delta`` and
     the true epsilon at ``delta`` is above ``lo``: a certified lower end.  ``ceiling`` is
     the bracket's upper end (where the upper curve, hence ``down``, is at most
-    ``delta``) and ``start`` a guess (the bisection's lower end): a galloping search from
-    it (:func:`~dpacct.accountant.numerics.float_crossing`) finds the crossing in a
-    few dozen evaluations.
+    ``delta``) and ``start`` a guess (the bisection's lower end): from a certified guess
+    a float bisection up to ``ceiling`` (about ten evaluations across the bisection's
+    ``1e-13``), from an uncertified one a galloping search down
+    (:func:`~dpacct.accountant.numerics.float_crossing`).
 
     Examples
     --------
@@ -157,4 +158,15 @@ def lower_end(
         ceiling = start
     if below(0.0):
         return 0.0
-    return float_crossing(lambda x: x >= ceiling or below(x), start, ceiling)[0]
+    if below(start):  # the guess is not certified: gallop down from it
+        return float_crossing(lambda x: x >= ceiling or below(x), start, ceiling)[0]
+    lo, hi = start, ceiling  # down(lo) > delta, and hi is never certified: bisect
+    while math.nextafter(lo, math.inf) < hi:
+        mid = 0.5 * (lo + hi)
+        if mid <= lo or mid >= hi:
+            mid = math.nextafter(lo, math.inf)
+        if below(mid):
+            hi = mid
+        else:
+            lo = mid
+    return lo

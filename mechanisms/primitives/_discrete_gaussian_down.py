@@ -3,6 +3,7 @@ curve (:mod:`~dpacct.accountant.curve_down`) behind its bracket's lower end."""
 
 from __future__ import annotations
 
+import functools
 import math
 
 import mpmath
@@ -11,6 +12,14 @@ import numpy as np
 from dpacct.accountant.curve_down import DOWN_FACTOR, float_below
 
 __all__ = ["discrete_gaussian_delta_down"]
+
+
+@functools.lru_cache(maxsize=256)
+def _log_z_up(sigma: float) -> float:
+    """``log Z = log theta_3(0, e^{-1/(2 sigma^2)})`` at 50 digits, rounded up."""
+    with mpmath.workdps(50):
+        theta = mpmath.jtheta(3, 0, mpmath.exp(-1 / (2 * mpmath.mpf(sigma) ** 2)))
+        return -float_below(-mpmath.log(theta))
 
 
 def discrete_gaussian_delta_down(
@@ -37,9 +46,7 @@ def discrete_gaussian_delta_down(
     True
     """
 
-    with mpmath.workdps(50):
-        theta = mpmath.jtheta(3, 0, mpmath.exp(-1 / (2 * mpmath.mpf(sigma) ** 2)))
-        log_z = -float_below(-mpmath.log(theta))
+    log_z = _log_z_up(float(sigma))
     eps = np.asarray(epsilon, dtype=float)
     s2 = sigma * sigma
     width = math.ceil(sum_width * sigma) + 2
