@@ -262,6 +262,18 @@ class ComposedMechanism(Mechanism):
         """Sound upper bound on delta at ``epsilon``: :meth:`Mechanism.delta`, and for one
         part used once that part's own answer.
 
+        Parameters
+        ----------
+        epsilon : float or array_like
+            Privacy parameter(s), >= 0.
+        tol : float, optional
+            Relative accuracy of the PLD route, as in :meth:`Mechanism.delta`.
+
+        Returns
+        -------
+        float or numpy.ndarray
+            delta(epsilon), shaped like ``epsilon``.
+
         Examples
         --------
         >>> from dpacct.mechanisms import LaplaceMechanism
