@@ -168,6 +168,10 @@ def _family_draws(name: str, rng: np.random.Generator):
         n1, n2 = int(rng.integers(1, 12)), int(rng.integers(1, 12))
         m = compose([PureDPMechanism(e1), PureDPMechanism(e2)], [n1, n2])
         return f"eps=({e1!r},{e2!r}),n=({n1},{n2})", m, _composed_pure_truth(e1, n1, e2, n2)
+    if name == "binomial_rr":  # n copies of one binary RR: the binomial closed form
+        e0, n = _loguni(rng, 0.01, 5.0), int(rng.integers(2, 60))
+        m = compose([PureDPMechanism(e0)], [n])
+        return f"eps0={e0!r},n={n}", m, _composed_pure_truth(e0, n, e0, 0)
     if name == "subsampled_pure":
         e0, q = _loguni(rng, 0.01, 20.0), _loguni(rng, 1e-4, 0.9)
         m = poisson_subsample(PureDPMechanism(e0), q)
@@ -181,6 +185,7 @@ FAMILIES = {
     "from_pure_epsilon": 1.0, "plain_exponential": 0.5, "discrete_laplace": 1.0,
     "randomized_response": 1.0, "from_epsilon_delta": 1.0, "bounded_range": 1.0,
     "gaussian": 0.5, "gdp": 0.5, "discrete_gaussian": 0.15, "composed_pure_pld": 0.1,
+    "binomial_rr": 0.25,
     "subsampled_pure": 0.25,
 }
 
