@@ -587,19 +587,21 @@ class _BinaryRRComposition(Mechanism):
     def _delta_exact_down(self, epsilon: np.ndarray) -> np.ndarray:
         """The curve rounded down (:mod:`~dpacct.accountant.curve_down`).
 
-        ``p`` was moved two ulps up from the parts' float P-mass, itself within an ulp
-        or two of the true one; ``p_lo`` is six ulps below ``p``, so RR(``p_lo``) is a
-        post-processing of every part and its ``n``-fold curve is below the true one.
-        Any threshold ``J`` is an event, so ``P[j > J] - e^eps Q[j > J]`` with the
-        tails' slack taken the other way (and ``2^-40`` more on the ``e^eps`` term, the
-        log-space product's round-off) is a lower bound on the hockey stick.
+        ``p`` was moved two ulps up from the parts' float P-mass, which
+        :func:`_binary_rr_equivalent` takes to be within two ulps of the true one;
+        ``p_lo`` is four ulps below ``p``, so RR(``p_lo``) is a post-processing of every
+        part and its ``n``-fold curve is below the true one.  Any threshold ``J`` is an
+        event, so ``P[j > J] - e^eps Q[j > J]`` with the tails' slack taken the other way
+        is a lower bound on the hockey stick; the ``e^eps`` term is computed in log
+        space with its exponent raised by the log's and the sum's round-off,
+        ``2^-51 (|eps| + |log Q[j > J]|) + 2^-52``.
         """
         from scipy.stats import binom
 
         eps = np.asarray(epsilon, dtype=float)
         n = self.count
         p_lo = self.p
-        for _ in range(6):
+        for _ in range(4):
             p_lo = math.nextafter(p_lo, 0.0)
         eps0 = math.log(p_lo / (1.0 - p_lo))
         j0 = np.floor((n + eps / eps0) / 2.0)
@@ -608,10 +610,11 @@ class _BinaryRRComposition(Mechanism):
         for shift in (-1.0, 0.0, 1.0):
             j = np.clip(j0 + shift, -1.0, float(n))
             sf_p = binom.sf(j, n, p_lo) * (1.0 - slack)
-            sf_q = binom.sf(j, n, 1.0 - p_lo) * (1.0 + slack + 2.0**-40)
+            sf_q = binom.sf(j, n, 1.0 - p_lo) * (1.0 + slack)
             with np.errstate(over="ignore", divide="ignore"):
                 # a tail that underflowed to 0 is below the least subnormal, not 0
-                paid = np.exp(eps + np.log(np.maximum(sf_q, SUBNORMAL_FLOOR)))
+                log_q = np.log(np.maximum(sf_q, SUBNORMAL_FLOOR))
+                paid = np.exp(eps + log_q + (2.0**-51 * (np.abs(eps) + np.abs(log_q)) + 2.0**-52))
             best = np.maximum(best, sf_p - paid)
         return np.clip(best * DOWN_FACTOR, 0.0, 1.0)
 
