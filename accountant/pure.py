@@ -12,6 +12,7 @@ its upper end; its lower end is certified by the route that answers at ``delta >
 from __future__ import annotations
 
 from .capabilities import MissingCapabilityError
+from .curve_down import lower_end
 from .interface import Routed
 from .numerics import invert_decreasing
 from .validation import pure_epsilon_at_zero_delta
@@ -28,8 +29,9 @@ def pure_epsilon_bounds(mechanism: Routed, tol: float | None) -> tuple[float, fl
 
     ``upper`` is the declared pure epsilon.  ``lower`` is, for an exact ``delta(eps)``,
     the largest epsilon found where that curve is still positive (no pure DP below
-    it); otherwise the certified lower end at ``delta = 1e-15`` (0 when the mechanism
-    has no route that gives one).
+    it; read on the curve rounded down, ``_delta_exact_down``, where the mechanism has
+    one: :mod:`~dpacct.accountant.curve_down`); otherwise the certified lower end at
+    ``delta = 1e-15`` (0 when the mechanism has no route that gives one).
 
     Examples
     --------
@@ -41,6 +43,9 @@ def pure_epsilon_bounds(mechanism: Routed, tol: float | None) -> tuple[float, fl
     upper = pure_epsilon_at_zero_delta(mechanism)
     if mechanism.has_exact_curve:
         lower = invert_decreasing(mechanism._delta_exact, 0.0, upper)[0]
+        down = getattr(mechanism, "_delta_exact_down", None)
+        if down is not None and lower > 0.0:  # where the curve rounded down is positive
+            lower = lower_end(down, 0.0, lower, upper)
     else:
         try:
             lower = mechanism._epsilon_bounds(LOWER_DELTA, tol)[0]

@@ -81,6 +81,7 @@ import numpy as np
 
 from .bracket import Bracket
 from .capabilities import MissingCapabilityError
+from .curve_down import lower_end
 from .families.gaussian_dp import certified_gaussian_epsilon
 from .interface import Routed, RoutedLedger
 from .laws.loss_law_rdp import loss_law_rdp
@@ -376,7 +377,13 @@ def epsilon_bracket(mech: Routed, delta: float, tol: float | None) -> tuple[floa
     mechanism and both values.
     """
     if mech.has_exact_curve:
-        return exact_bracket(mech, delta)
+        lo, hi = exact_bracket(mech, delta)
+        down = getattr(mech, "_delta_exact_down", None)
+        if down is not None and mech.gdp_mu() is None and lo > 0.0:
+            # the bisection's lo only has the float curve above delta; the certified
+            # lower end is where the curve rounded down still is (curve_down.py)
+            lo = lower_end(down, delta, lo, hi)
+        return (lo, hi)
     upper = mech._epsilon_upper(delta, tol)
     lower = 0.0
     if mech.has_pld and math.isfinite(upper):

@@ -23,6 +23,7 @@ import numpy as np
 from scipy import special
 
 from .capabilities import Capabilities
+from .curve_down import kov_constants, rr_delta_down
 from .declared import Declaration, check_relation, no_rdp
 from .families.gaussian_dp import gaussian_delta, gaussian_tradeoff
 from .laws.loss_law import AtomicLossLaw, GaussianLossLaw
@@ -58,6 +59,11 @@ class PureEpsilonDeclaration(Declaration):
         # Viswanath 2015, Theorem 2.1), with expm1 for relative precision near eps0
         p = float(special.expit(self.epsilon0))
         return p * -np.expm1(np.minimum(np.asarray(epsilon, dtype=float) - self.epsilon0, 0.0))
+
+    def _delta_exact_down(self, epsilon: np.ndarray) -> np.ndarray:
+        # the certified lower curve (curve_down.py)
+        p_lo, eps0_lo = kov_constants(self.epsilon0, cache=self._cache())
+        return rr_delta_down(p_lo, eps0_lo, epsilon)
 
     def _rdp(self, alpha: np.ndarray) -> np.ndarray:
         return pure_dp_rdp(self.epsilon0, alpha)
@@ -152,6 +158,11 @@ class EpsilonDeltaDeclaration(Declaration):
         # hockey stick of the Kairouz-Oh-Viswanath pair: delta + p (1 - e^{eps' - eps})_+
         gap = np.minimum(np.asarray(epsilon, dtype=float) - self.epsilon0, 0.0)
         return np.minimum(self.delta0 + self._p * -np.expm1(gap), 1.0)
+
+    def _delta_exact_down(self, epsilon: np.ndarray) -> np.ndarray:
+        # the certified lower curve (curve_down.py); delta0 is exact
+        p_lo, eps0_lo = kov_constants(self.epsilon0, self.delta0, cache=self._cache())
+        return rr_delta_down(p_lo, eps0_lo, epsilon, self.delta0)
 
     def _loss_laws(self):
         cache = self._cache()

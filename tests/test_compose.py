@@ -557,3 +557,30 @@ def test_a_gaussian_part_at_epsilon_near_700_keeps_both_ends_sound(row, tol):
     # rounded onto nodes (grid.Q_FLOOR without GaussianLossLaw._log_q_bins) it was 6e-4
     # at the default tol and 1.2e-3 at tol 1e-3
     assert hi - lo <= 4.5e-4 * truth_low
+
+
+def _one_part_cases():
+    from dpacct.accountant import poisson_subsample
+    from dpacct.mechanisms import DPSGD, RandomizedResponse, ZCDPMechanism
+
+    return [
+        LaplaceMechanism(b=1.0),
+        ZCDPMechanism(rho=0.3),
+        RandomizedResponse(p=0.3333338633419041, k=3),
+        GaussianMechanism(sigma=2.0),
+        poisson_subsample(LaplaceMechanism(b=0.5), 0.25),
+        DPSGD(sigma=1.0, sample_rate=0.015625, steps=1, loss="logistic"),
+    ]
+
+
+@pytest.mark.parametrize("part", _one_part_cases(), ids=repr)
+def test_one_part_used_once_answers_as_the_part(part):
+    """compose([m]) answers as m: epsilon, the bracket and delta (session 34 found Laplace
+    and zCDP 1e-12 looser through the generic route; fails with the delegation removed)."""
+    run = compose([part])
+    for delta in (1e-3, 1e-6, 1e-10):
+        assert run.epsilon(delta) == part.epsilon(delta)
+        assert tuple(run.epsilon_bounds(delta)) == tuple(part.epsilon_bounds(delta))
+        eps = run.epsilon(delta)
+        assert run.delta(eps) == part.delta(eps) <= delta * (1 + 1e-9)
+    assert compose([part], [2]).epsilon(1e-6) >= part.epsilon(1e-6)

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._rounding import next_up, sum_up
+from ..curve_down import DOWN_FACTOR
 from ..families.gaussian import GaussianMechanism, sigma_below
 from ..laws.quantile_batch import prefill_quantiles
 from ..mechanism import (
@@ -89,6 +90,9 @@ class ComposedMechanism(Mechanism):
             if inner.has_exact_curve:
                 single = inner
         exact = gaussian if gaussian is not None else single
+        # one part used once is that part: its answers are this composition's
+        one = views[0][0] if len(views) == 1 and views[0][1] == 1 else None
+        object.__setattr__(self, "_one", one)
         if exact is None:
             exact = _binary_rr_equivalent(views)
         object.__setattr__(self, "_exact", exact)
@@ -239,6 +243,53 @@ class ComposedMechanism(Mechanism):
             if laws[0] is not laws[1]:
                 return False
         return True
+
+    # One part used once answers as that part does, through its own overrides (the
+    # closed-form inversions of Laplace and zCDP, a subsampler's confirmed epsilon),
+    # not the engine's generic route: epsilon, the bracket and delta alike, so that
+    # delta(epsilon(d)) <= d holds on one representation.
+    def _epsilon_upper(self, delta: float, tol: float | None) -> float:
+        if self._one is not None:
+            return self._one._epsilon_upper(delta, tol)
+        return super()._epsilon_upper(delta, tol)
+
+    def _epsilon_bounds(self, delta: float, tol: float | None) -> tuple[float, float]:
+        if self._one is not None:
+            return self._one._epsilon_bounds(delta, tol)
+        return super()._epsilon_bounds(delta, tol)
+
+    def delta(self, epsilon, *, tol: float | None = None):
+        """Sound upper bound on delta at ``epsilon``: :meth:`Mechanism.delta`, and for one
+        part used once that part's own answer.
+
+        Parameters
+        ----------
+        epsilon : float or array_like
+            Privacy parameter(s), >= 0.
+        tol : float, optional
+            Relative accuracy of the PLD route, as in :meth:`Mechanism.delta`.
+
+        Returns
+        -------
+        float or numpy.ndarray
+            delta(epsilon), shaped like ``epsilon``.
+
+        Examples
+        --------
+        >>> from dpacct.mechanisms import LaplaceMechanism
+        >>> lap = LaplaceMechanism(b=1.0)
+        >>> compose([lap]).delta(0.5) == lap.delta(0.5)
+        True
+        """
+        if self._one is not None:
+            return self._one.delta(epsilon, tol=tol)
+        return super().delta(epsilon, tol=tol)
+
+    @property
+    def _delta_exact_down(self):
+        """The certified lower curve of the closed form, when it has one
+        (:mod:`~dpacct.accountant.curve_down`), else ``None``."""
+        return getattr(self._exact, "_delta_exact_down", None)
 
     def __repr__(self) -> str:
         inner = ", ".join(f"({m!r}, {c})" for m, c in self.parts)
@@ -532,6 +583,40 @@ class _BinaryRRComposition(Mechanism):
                 down = np.where(sf_q > 0, np.exp(eps + log_sf), 0.0)
             best = np.maximum(best, up - down)
         return np.clip(best, 0.0, 1.0)
+
+    def _delta_exact_down(self, epsilon: np.ndarray) -> np.ndarray:
+        """The curve rounded down (:mod:`~dpacct.accountant.curve_down`).
+
+        ``p`` was moved two ulps up from the parts' float P-mass, which
+        :func:`_binary_rr_equivalent` takes to be within two ulps of the true one;
+        ``p_lo`` is four ulps below ``p``, so RR(``p_lo``) is a post-processing of every
+        part and its ``n``-fold curve is below the true one.  Any threshold ``J`` is an
+        event, so ``P[j > J] - e^eps Q[j > J]`` with the tails' slack taken the other way
+        is a lower bound on the hockey stick; the ``e^eps`` term is computed in log
+        space with its exponent raised by the log's and the sum's round-off,
+        ``2^-51 (|eps| + |log Q[j > J]|) + 2^-52``.
+        """
+        from scipy.stats import binom
+
+        eps = np.asarray(epsilon, dtype=float)
+        n = self.count
+        p_lo = self.p
+        for _ in range(4):
+            p_lo = math.nextafter(p_lo, 0.0)
+        eps0 = math.log(p_lo / (1.0 - p_lo))
+        j0 = np.floor((n + eps / eps0) / 2.0)
+        slack = _binomial_tail_slack(n)
+        best = np.zeros(eps.shape)
+        for shift in (-1.0, 0.0, 1.0):
+            j = np.clip(j0 + shift, -1.0, float(n))
+            sf_p = binom.sf(j, n, p_lo) * (1.0 - slack)
+            sf_q = binom.sf(j, n, 1.0 - p_lo) * (1.0 + slack)
+            with np.errstate(over="ignore", divide="ignore"):
+                # a tail that underflowed to 0 is below the least subnormal, not 0
+                log_q = np.log(np.maximum(sf_q, SUBNORMAL_FLOOR))
+                paid = np.exp(eps + log_q + (2.0**-51 * (np.abs(eps) + np.abs(log_q)) + 2.0**-52))
+            best = np.maximum(best, sf_p - paid)
+        return np.clip(best * DOWN_FACTOR, 0.0, 1.0)
 
 
 def _binary_rr_equivalent(parts) -> Mechanism | None:

@@ -47,6 +47,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dpacct.accountant.curve_down import DOWN_FACTOR, gap_up
 from dpacct.accountant.laws.loss_law import PrivacyLossLaw
 from dpacct.accountant.mechanism import Capabilities, Mechanism
 from dpacct.accountant.serialization import register_mechanism
@@ -447,6 +448,13 @@ class ExponentialMechanism(Mechanism):
 
     def _delta_exact(self, epsilon: np.ndarray) -> np.ndarray:
         return bounded_range_delta(self.epsilon0, epsilon)
+
+    def _delta_exact_down(self, epsilon: np.ndarray) -> np.ndarray:
+        # bounded_range_delta rounded down (accountant/curve_down.py): the gap rounded
+        # up, two expm1 of one ulp each, the square, the quotient and the factor's
+        # product of half an ulp each: 2^-50 in all, inside DOWN_FACTOR's 2^-49
+        half = 0.5 * gap_up(epsilon, self.epsilon0)
+        return np.expm1(half) ** 2 / -math.expm1(-self.epsilon0) * DOWN_FACTOR
 
     def _rdp(self, alpha: np.ndarray) -> np.ndarray:
         return bounded_range_rdp(self.epsilon0, alpha)

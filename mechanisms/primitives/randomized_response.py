@@ -34,6 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special
 
+from dpacct.accountant.curve_down import float_below, kov_constants, rr_delta_down
 from dpacct.accountant.laws.loss_law import AtomicLossLaw
 from dpacct.accountant.mechanism import Capabilities, Mechanism
 from dpacct.accountant.numerics import next_up
@@ -230,6 +231,19 @@ class RandomizedResponse(Mechanism):
     def _delta_exact(self, epsilon: np.ndarray) -> np.ndarray:
         return _rr_delta(self.p, self.epsilon0, epsilon)
 
+    def _delta_exact_down(self, epsilon: np.ndarray) -> np.ndarray:
+        # the certified lower curve (accountant/curve_down.py): p is exact, epsilon0 =
+        # log(p (k - 1) / (1 - p)) from 50 digits, rounded down (the float epsilon0's
+        # p k - 1 cancels near p = 1/k: session 35 measured lower ends above the truth)
+        cache = self._cache()
+        if "eps0_down" not in cache:
+            import mpmath
+
+            with mpmath.workdps(50):
+                p = mpmath.mpf(self.p)
+                cache["eps0_down"] = float_below(mpmath.log(p * (self.k - 1) / (1 - p)))
+        return rr_delta_down(self.p, cache["eps0_down"], epsilon)
+
     def _rdp(self, alpha: np.ndarray) -> np.ndarray:
         return _rr_rdp(self.q, self.epsilon0, self.k, alpha)
 
@@ -317,6 +331,17 @@ class PureDPCurves:
     def _delta_exact(self, epsilon: np.ndarray) -> np.ndarray:
         p, _ = _binary_rr(self.epsilon0)
         return _rr_delta(p, self.epsilon0, epsilon)
+
+    def _epsilon0_exact(self):
+        """The pure-DP parameter as the exact number it stands for (a float here; a
+        class whose ``epsilon0`` is computed, such as ``1 / scale``, gives it at 50
+        digits), for the certified lower curve."""
+        return self.epsilon0
+
+    def _delta_exact_down(self, epsilon: np.ndarray) -> np.ndarray:
+        # the certified lower curve (accountant/curve_down.py)
+        p_lo, eps0_lo = kov_constants(self._epsilon0_exact(), cache=self._cache())
+        return rr_delta_down(p_lo, eps0_lo, epsilon)
 
     def _rdp(self, alpha: np.ndarray) -> np.ndarray:
         return pure_dp_rdp(self.epsilon0, alpha)

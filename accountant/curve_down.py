@@ -1,0 +1,172 @@
+"""Exact curves rounded down: the certified lower ends of ``epsilon_bounds``.
+
+An exact curve ``delta(eps)`` is evaluated in floats, so the value a mechanism's
+``_delta_exact`` returns can sit a few ulps above or below the true curve, and its
+parameters (an ``epsilon0 = log(p / q)`` computed from ``p``, a ``1 / scale``) carry
+rounding of their own.  The router's bisection
+(:func:`~dpacct.accountant.numerics.invert_decreasing`) gives an upper end with
+``delta_fn(hi) <= delta``; its lower end only has ``delta_fn(lo) > delta`` on the float
+curve, which is not a proof that the *true* curve is above ``delta`` there (session 35's
+survey, ``benchmarks/lowends_survey.py``: k-ary randomized response with ``p`` near
+``1 / k`` had 316 of 2 000 lower ends above the 60-digit truth, by up to the whole
+width of the bracket).
+
+A mechanism that can bound its curve from below defines ``_delta_exact_down(eps)``: a
+float curve that is *never above* the true ``delta(eps)``, with the float error of each
+step proved (the constants below).  The router then takes as lower end the largest float
+where that curve is still above ``delta`` (:func:`lower_end`): there the true curve is
+above ``delta`` too, so the true epsilon is larger.  A declared curve without one
+(``Mechanism.from_delta_curve``) is taken as exact, as before.
+
+Error model: IEEE double arithmetic rounds each ``+ - * /`` to nearest (relative error
+at most ``u = 2^-53``), and libm's ``exp`` / ``expm1`` / ``log1p`` are within one ulp
+(``2^-52`` relative; glibc's documented bound on x86-64 -- relied on, not proved here,
+and checked against mpmath in ``tests/test_curve_down.py``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import mpmath
+import numpy as np
+
+from .numerics import float_crossing
+
+__all__ = [
+    "DOWN_FACTOR",
+    "float_below",
+    "gap_up",
+    "kov_constants",
+    "lower_end",
+    "rr_delta_down",
+]
+
+#: one minus a relative allowance of ``2^-49`` (8 ulps at 1): more than the few roundings
+#: (one libm call of one ulp, two or three ``+ *`` of half an ulp each) between a curve's
+#: exact value and the float a ``*_down`` function returns, so that multiplying by it
+#: (itself rounded by half an ulp) leaves the float below the true value
+DOWN_FACTOR = 1.0 - 2.0**-49
+
+
+def float_below(x: mpmath.mpf) -> float:
+    """A float ``<= x`` for a positive 50-digit ``x``: ``x`` rounded, one ulp down.
+
+    Rounding to nearest is within half an ulp; one step down is a whole ulp, far more
+    than the ``1e-50`` relative error of a 50-digit ``x``.
+
+    Examples
+    --------
+    >>> with mpmath.workdps(50):
+    ...     third = mpmath.mpf(1) / 3
+    ...     bool(mpmath.mpf(float_below(third)) < third)
+    True
+    """
+    return math.nextafter(float(x), -math.inf)
+
+
+def gap_up(epsilon: np.ndarray, eps0_lo: float) -> np.ndarray:
+    """``min(eps - eps0, 0)`` rounded up, for an ``eps0`` bounded below by ``eps0_lo``.
+
+    The float subtraction rounds to nearest; one ulp towards ``+inf`` makes it at least
+    the exact ``eps - eps0_lo``, which is at least ``eps - eps0``: a curve decreasing in
+    the gap (``-expm1(gap)``) is then read no higher than at the true gap.
+
+    Examples
+    --------
+    >>> gap_up(np.array([0.1, 2.0]), 1.0).tolist() == [math.nextafter(-0.9, 0.0), 0.0]
+    True
+    """
+    g = np.asarray(epsilon, dtype=float) - eps0_lo
+    return np.minimum(np.nextafter(g, np.inf), 0.0)
+
+
+def rr_delta_down(p_lo: float, eps0_lo: float, epsilon, d0: float = 0.0) -> np.ndarray:
+    """``d0 + p (1 - e^{eps - eps0})_+`` rounded down, from ``p_lo <= p``, ``eps0_lo <= eps0``.
+
+    The hockey-stick curve of binary / k-ary randomized response and of every pure (or
+    ``(eps0, d0)``) guarantee's Kairouz-Oh-Viswanath pair (Kairouz, Oh, Viswanath 2015,
+    Theorem 2.1): ``p`` is the P-mass of the top atom, ``eps0`` its loss.  The curve
+    increases in ``p``, ``eps0`` and ``d0``, so lower parameters give a lower curve;
+    the gap is rounded up (:func:`gap_up`), ``expm1`` errs by one ulp, the product and
+    the sum by half an ulp each, and :data:`DOWN_FACTOR` takes all of it off.
+
+    Examples
+    --------
+    >>> p = float(1 / (1 + math.exp(-1.0)))
+    >>> down = rr_delta_down(math.nextafter(p, 0), math.nextafter(1.0, 0), np.array([0.5]))
+    >>> bool(down[0] < p * -math.expm1(-0.5))
+    True
+    """
+    term = p_lo * -np.expm1(gap_up(epsilon, eps0_lo))
+    return np.minimum((d0 + term) * DOWN_FACTOR, 1.0)
+
+
+def kov_constants(eps0, d0: float = 0.0, cache: dict | None = None) -> tuple[float, float]:
+    """``(p_lo, eps0_lo)`` of the ``(eps0, d0)`` pair of Kairouz, Oh, Viswanath (2015,
+    Theorem 2.1), rounded down from 50 digits: ``p = (1 - d0) e^eps0 / (1 + e^eps0)``,
+    the P-mass of its top atom, and ``eps0`` itself (a float, or an ``mpmath`` value
+    for a parameter that no float holds, e.g. ``1 / scale``).  ``cache`` (an instance
+    cache) keeps them, so the 50-digit work is done once per mechanism.
+
+    Examples
+    --------
+    >>> p_lo, e_lo = kov_constants(1.0)
+    >>> bool(p_lo < 1 / (1 + math.exp(-1.0)) and e_lo < 1.0)
+    True
+    """
+    key = ("kov_down", d0)
+    if cache is not None and key in cache:
+        return cache[key]
+    with mpmath.workdps(50):
+        e = mpmath.mpf(eps0)
+        p = (1 - mpmath.mpf(d0)) / (1 + mpmath.exp(-e))
+        out = (float_below(p), float_below(e))
+    if cache is not None:
+        cache[key] = out
+    return out
+
+
+def lower_end(
+    down: Callable[[np.ndarray], np.ndarray], delta: float, start: float, ceiling: float
+) -> float:
+    """The largest float ``lo`` in ``[0, ceiling)`` with ``down(lo) > delta``, else 0.
+
+    ``down`` is a curve never above the true one, so the true ``delta(lo) > delta`` and
+    the true epsilon at ``delta`` is above ``lo``: a certified lower end.  ``ceiling`` is
+    the bracket's upper end (where the upper curve, hence ``down``, is at most
+    ``delta``) and ``start`` a guess (the bisection's lower end): from a certified guess
+    a float bisection up to ``ceiling`` (about ten evaluations across the bisection's
+    ``1e-13``), from an uncertified one a galloping search down
+    (:func:`~dpacct.accountant.numerics.float_crossing`).
+
+    Examples
+    --------
+    >>> lo = lower_end(lambda e: np.exp(-e) * DOWN_FACTOR, 1e-3, 6.9, 7.0)
+    >>> bool(lo < math.log(1e3) < math.nextafter(lo, 8.0) + 1e-14)
+    True
+    """
+
+    def below(x: float) -> bool:  # down(x) <= delta: x is not a certified lower end
+        return float(down(np.array([x]))[0]) <= delta
+
+    start = min(start, ceiling)
+    if not math.isfinite(ceiling):  # no upper end (a curve above delta up to 2^1000)
+        if not below(start):
+            return start
+        ceiling = start
+    if below(0.0):
+        return 0.0
+    if below(start):  # the guess is not certified: gallop down from it
+        return float_crossing(lambda x: x >= ceiling or below(x), start, ceiling)[0]
+    lo, hi = start, ceiling  # down(lo) > delta, and hi is never certified: bisect
+    while math.nextafter(lo, math.inf) < hi:
+        mid = 0.5 * (lo + hi)
+        if mid <= lo or mid >= hi:
+            mid = math.nextafter(lo, math.inf)
+        if below(mid):
+            hi = mid
+        else:
+            lo = mid
+    return lo
