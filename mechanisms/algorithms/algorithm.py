@@ -345,14 +345,18 @@ class Algorithm(Mechanism):
     def privacy(self) -> Mechanism:
         """The composed mechanism that describes this algorithm's privacy.
 
-        One primitive used once answers as that primitive itself (the composition of
-        one part used once delegates its answers to the part, so its own closed forms,
-        e.g. Laplace's and zCDP's exact inversions, answer).
+        One primitive used once is that primitive itself, so every query (epsilon, the
+        bracket, delta, and also ``tradeoff`` and ``rdp``, which a composition of one
+        part does not delegate) is answered by its own closed forms, e.g. Laplace's and
+        zCDP's exact inversions.
         """
         cache = self._cache()
         if "privacy" not in cache:
             mechanisms, counts = self.primitives()
-            cache["privacy"] = compose(list(mechanisms), counts=list(counts))
+            if len(mechanisms) == 1 and list(counts) == [1]:
+                cache["privacy"] = mechanisms[0]
+            else:
+                cache["privacy"] = compose(list(mechanisms), counts=list(counts))
         return cache["privacy"]
 
     # Every privacy query, and every wrapper this algorithm is put in (compose,
