@@ -17,31 +17,38 @@ import dpacct.accountant.pld.incremental as inc
 from dpacct.accountant import PrivacyAccountant
 
 
+def _steps(rng: np.random.Generator, n: int, s: float, qs: list) -> list:
+    """The schedule's draws in the order benchmarks/review31/online_rows.py makes them:
+    per step ``(sigma, q, count, kind)``, ``kind`` the query asked after it or None."""
+    out = []
+    for t in range(n):
+        s = float(rng.uniform(0.7, 3.0)) if rng.random() < 0.05 else s
+        jitter = 1.0 if rng.integers(0, 3) == 0 else float(rng.uniform(0.95, 1.05))
+        count = int(rng.integers(1, 20)) if rng.random() < 0.1 else 1
+        q = qs[int(rng.integers(0, 3))]
+        ask = bool(rng.random() < 0.03) or t == n - 1
+        out.append((s * jitter, q, count, int(rng.integers(0, 4)) if ask else None))
+    return out
+
+
 def _readings(stop: int) -> list:
     rng = np.random.default_rng(3131)
-    acct = PrivacyAccountant(progress=False)
     n = int(rng.integers(50, 1500))
-    s = float(rng.uniform(0.7, 3.0))
+    s0 = float(rng.uniform(0.7, 3.0))
     qs = [float(x) for x in np.exp(rng.uniform(np.log(1e-3), np.log(0.1), 3))]
+    acct = PrivacyAccountant(progress=False)
+    asks = {
+        0: ("eps", lambda: float(acct.epsilon(1e-5))),
+        1: ("eps8", lambda: float(acct.epsilon(1e-8))),
+        2: ("delta", lambda: float(acct.delta(1.0))),
+        3: ("bounds", lambda: tuple(float(x) for x in acct.epsilon_bounds(1e-6))),
+    }
     out = []
-    for t in range(min(n, stop)):
-        if rng.random() < 0.05:
-            s = float(rng.uniform(0.7, 3.0))
-        mode = rng.integers(0, 3)
-        sig = s if mode == 0 else s * float(rng.uniform(0.95, 1.05))
-        cnt = int(rng.integers(1, 20)) if rng.random() < 0.1 else 1
-        acct.step(noise_multiplier=sig, sample_rate=qs[int(rng.integers(0, 3))], count=cnt)
-        if rng.random() < 0.03 or t == n - 1:
-            kind = int(rng.integers(0, 4))
-            if kind == 0:
-                out.append((t, "eps", float(acct.epsilon(1e-5))))
-            elif kind == 1:
-                out.append((t, "eps8", float(acct.epsilon(1e-8))))
-            elif kind == 2:
-                out.append((t, "delta", float(acct.delta(1.0))))
-            else:
-                lo, hi = acct.epsilon_bounds(1e-6)
-                out.append((t, "bounds", (float(lo), float(hi))))
+    for t, (sig, q, count, kind) in enumerate(_steps(rng, n, s0, qs)[:stop]):
+        acct.step(noise_multiplier=sig, sample_rate=q, count=count)
+        if kind is not None:
+            name, read = asks[kind]
+            out.append((t, name, read()))
     return out
 
 
