@@ -9,8 +9,9 @@ every answer read on the float curve (``epsilon``, the upper end of ``epsilon_bo
 ``RandomizedResponse(p=0.3333333333333347, k=3).epsilon(3e-53)`` is 5.995e-15 against the true
 6.162e-15 (2.7 % low); ``p = 0.33333333411996857, k = 3``:
 ``delta(0)`` 1.17995280e-9 against the true 1.17995286e-9; away from 1/k an ulp
-(``p = 0.7886586013120358``, binary).  Each test fails there; they are strict xfails until the
-curve is read with a certified ``eps0`` rounded up (then remove the marks)."""
+(``p = 0.7886586013120358``, binary).  Each test fails there (they were strict xfails
+until the fix: ``epsilon0`` from the exact ratio, the curves read at it four ulps up, the float
+curve raised by ``2^-49``)."""
 
 import math
 
@@ -21,8 +22,6 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from dpacct.mechanisms import RandomizedResponse
-
-_DEFECT = "RR's float epsilon0 cancels near p = 1/k: upper ends below the truth (review35 F1)"
 
 
 def _truth_epsilon(p: float, k: int, delta: float) -> mp.mpf:
@@ -49,7 +48,6 @@ def _mechanism(k: int, offset_exp: float) -> tuple[float, RandomizedResponse] | 
         return None
 
 
-@pytest.mark.xfail(strict=True, reason=_DEFECT)
 @settings(max_examples=60, deadline=None, derandomize=False)
 @given(
     k=st.integers(2, 60),
@@ -71,7 +69,6 @@ def test_rr_epsilon_never_below_the_truth(k, offset_exp, delta_exp):
         assert mp.mpf(hi) >= truth, (p, k, delta, hi, truth)
 
 
-@pytest.mark.xfail(strict=True, reason=_DEFECT)
 def test_rr_fixed_rows_upper_ends_and_delta():
     """The rows of the module docstring, deterministic."""
     failures = []

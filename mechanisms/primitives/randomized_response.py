@@ -30,6 +30,7 @@ from __future__ import annotations
 import math
 import numbers
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 from scipy import special
@@ -51,16 +52,33 @@ __all__ = ["RandomizedResponse"]
 # ----------------------------------------------------------------------------------
 # curves of the three-atom pair, shared with the other discrete / pure-DP mechanisms
 # ----------------------------------------------------------------------------------
+#: the float curve's relative round-off allowance (the gap's one rounding, ``expm1``'s
+#: ulp, the product's, and ``p``'s own rounding where it is computed: a few ulps)
+_UP_FACTOR = 1.0 + 2.0**-49
+
+
 def _rr_delta(p_true: float, eps0: float, epsilon: np.ndarray) -> np.ndarray:
-    """Exact hockey-stick ``delta(eps) = max(0, p - e^eps q)`` of the k-RR pair.
+    """Hockey-stick ``delta(eps) = max(0, p - e^eps q)`` of the k-RR pair, rounded up.
 
     Only the atom ``L = eps0`` contributes for ``eps >= 0`` (the atom ``L = 0`` has
     ``(1 - e^eps)_+ = 0``), so ``delta = p (1 - e^(eps - eps0))_+``, written with
-    ``expm1`` so that deltas close to zero keep their relative precision.
+    ``expm1`` so that deltas close to zero keep their relative precision.  ``eps0``
+    must be at or above the true pure epsilon (the curve rises with it); the float
+    curve's few ulps of round-off are covered by :data:`_UP_FACTOR` (review 35 F0: the
+    plain float curve put an upper end an ulp below the true epsilon).
     """
     eps = np.asarray(epsilon, dtype=float)
     gap = np.minimum(eps - eps0, 0.0)
-    return p_true * -np.expm1(gap)
+    return np.minimum(p_true * -np.expm1(gap) * _UP_FACTOR, 1.0)
+
+
+def _rr_epsilon0(p: float, k: int) -> float:
+    """``log(p (k - 1) / (1 - p))`` within two ulps: the ratio ``(p k - 1) / (1 - p)`` is
+    formed exactly in rationals and rounded once, then ``log1p`` (condition number at
+    most 1, its own error within an ulp).  The float ``p k - 1`` cancels near
+    ``p = 1/k`` (review 35 F1: epsilon0 off by up to 2.7 %, upper ends below the truth)."""
+    exact = Fraction(p)
+    return math.log1p(float((exact * k - 1) / (1 - exact)))
 
 
 def _rr_rdp(q_other: float, eps0: float, k: int, alpha: np.ndarray) -> np.ndarray:
@@ -206,7 +224,7 @@ class RandomizedResponse(Mechanism):
             raise ValueError(
                 f"p must lie in (1/k, 1) = ({1.0 / k:.6g}, 1) for k={k}, got {show_value(p)}"
             )
-        eps0 = math.log1p((p * k - 1.0) / (1.0 - p))
+        eps0 = _rr_epsilon0(p, k)
         if not eps0 > 0.0:
             raise ValueError(
                 f"p={show_value(p)} is too close to 1/k={1.0 / k:.17g} (epsilon0 rounds to 0)"
@@ -221,15 +239,17 @@ class RandomizedResponse(Mechanism):
 
     @property
     def epsilon0(self) -> float:
-        """Pure-DP parameter ``log(p / q) = log1p((p k - 1) / (1 - p))``."""
-        return math.log1p((self.p * self.k - 1.0) / (1.0 - self.p))
+        """Pure-DP parameter ``log(p / q) = log1p((p k - 1) / (1 - p))``, within two ulps
+        (``p k - 1`` formed exactly)."""
+        return _rr_epsilon0(self.p, self.k)
 
     def _pure_epsilon(self) -> float:
-        # log1p of a ratio of floats: a few ulps of rounding, taken upwards (a cap)
+        # within two ulps of the true epsilon0; four ulps up is above it (a cap), and
+        # every upper curve below is read at it
         return next_up(self.epsilon0, 4)
 
     def _delta_exact(self, epsilon: np.ndarray) -> np.ndarray:
-        return _rr_delta(self.p, self.epsilon0, epsilon)
+        return _rr_delta(self.p, self._pure_epsilon(), epsilon)
 
     def _delta_exact_down(self, epsilon: np.ndarray) -> np.ndarray:
         # the certified lower curve (accountant/curve_down.py): p is exact, epsilon0 =
@@ -245,17 +265,17 @@ class RandomizedResponse(Mechanism):
         return rr_delta_down(self.p, cache["eps0_down"], epsilon)
 
     def _rdp(self, alpha: np.ndarray) -> np.ndarray:
-        return _rr_rdp(self.q, self.epsilon0, self.k, alpha)
+        return _rr_rdp(self.q, self._pure_epsilon(), self.k, alpha)
 
     def _loss_laws(self):
         cache = self._cache()
         if "law" not in cache:
-            cache["law"] = _rr_law(self.p, self.q, self.k, self.epsilon0)
+            cache["law"] = _rr_law(self.p, self.q, self.k, self._pure_epsilon())
         law = cache["law"]
         return law, law  # swapping v and v' maps the pair onto itself
 
     def _tradeoff_exact(self, fpr: np.ndarray) -> np.ndarray:
-        return _rr_tradeoff(self.p, self.q, self.epsilon0, fpr)
+        return _rr_tradeoff(self.p, self.q, self._pure_epsilon(), fpr)
 
     def release(self, true_category, *, rng: np.random.Generator):
         """Answer each true value in ``{0, ..., k-1}`` by k-ary randomized response.
