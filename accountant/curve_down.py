@@ -32,7 +32,7 @@ from collections.abc import Callable
 import mpmath
 import numpy as np
 
-from .numerics import float_crossing
+from .numerics import float_bisect, float_crossing
 
 __all__ = [
     "DOWN_FACTOR",
@@ -160,13 +160,5 @@ def lower_end(
         return 0.0
     if below(start):  # the guess is not certified: gallop down from it
         return float_crossing(lambda x: x >= ceiling or below(x), start, ceiling)[0]
-    lo, hi = start, ceiling  # down(lo) > delta, and hi is never certified: bisect
-    while math.nextafter(lo, math.inf) < hi:
-        mid = 0.5 * (lo + hi)
-        if mid <= lo or mid >= hi:
-            mid = math.nextafter(lo, math.inf)
-        if below(mid):
-            hi = mid
-        else:
-            lo = mid
-    return lo
+    # down(start) > delta, and the ceiling is never certified: bisect between them
+    return float_bisect(below, start, ceiling)[0]

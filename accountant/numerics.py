@@ -29,6 +29,7 @@ __all__ = [
     "SUBNORMAL_FLOOR",
     "TINY",
     "brentq",
+    "float_bisect",
     "float_crossing",
     "invert_decreasing",
     "next_up",
@@ -248,6 +249,20 @@ def float_crossing(met: Callable[[float], bool], start: float,
                 break
             lo, step = x, 2.0 * step
         hi = x
+    return float_bisect(met, lo, hi)
+
+
+def float_bisect(met: Callable[[float], bool], lo: float, hi: float) -> tuple[float, float]:
+    """Bisect ``[lo, hi]`` (``met(lo)`` false, ``met(hi)`` true, ``met`` monotone) down to
+    adjacent floats ``(lo, hi)``; the midpoint falls back to ``lo``'s next float where
+    rounding would repeat an end.
+
+    Examples
+    --------
+    >>> lo, hi = float_bisect(lambda x: x >= 0.1, 0.0, 1.0)
+    >>> hi == math.nextafter(lo, math.inf), lo < 0.1 <= hi
+    (True, True)
+    """
     while math.nextafter(lo, math.inf) < hi:
         mid = 0.5 * (lo + hi)
         if mid <= lo or mid >= hi:

@@ -239,8 +239,10 @@ class RandomizedResponse(Mechanism):
 
     @property
     def epsilon0(self) -> float:
-        """Pure-DP parameter ``log(p / q) = log1p((p k - 1) / (1 - p))``, within two ulps
-        (``p k - 1`` formed exactly)."""
+        """Pure-DP parameter ``log(p / q) = log1p((p k - 1) / (1 - p))``, within two ulps.
+
+        ``p k - 1`` is formed exactly (in floats it cancels near ``p = 1/k``).
+        """
         return _rr_epsilon0(self.p, self.k)
 
     def _pure_epsilon(self) -> float:
