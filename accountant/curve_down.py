@@ -29,7 +29,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-import mpmath
 import numpy as np
 
 from .numerics import float_bisect, float_crossing
@@ -50,7 +49,7 @@ __all__ = [
 DOWN_FACTOR = 1.0 - 2.0**-49
 
 
-def float_below(x: mpmath.mpf) -> float:
+def float_below(x) -> float:
     """A float ``<= x`` for a positive 50-digit ``x``: ``x`` rounded, one ulp down.
 
     Rounding to nearest is within half an ulp; one step down is a whole ulp, far more
@@ -58,6 +57,7 @@ def float_below(x: mpmath.mpf) -> float:
 
     Examples
     --------
+    >>> import mpmath
     >>> with mpmath.workdps(50):
     ...     third = mpmath.mpf(1) / 3
     ...     bool(mpmath.mpf(float_below(third)) < third)
@@ -119,6 +119,8 @@ def kov_constants(eps0, d0: float = 0.0, cache: dict | None = None) -> tuple[flo
     key = ("kov_down", d0)
     if cache is not None and key in cache:
         return cache[key]
+    import mpmath  # lazily: the everyday Gaussian queries import no mpmath
+
     with mpmath.workdps(50):
         e = mpmath.mpf(eps0)
         p = (1 - mpmath.mpf(d0)) / (1 + mpmath.exp(-e))

@@ -575,12 +575,15 @@ def _one_part_cases():
 
 @pytest.mark.parametrize("part", _one_part_cases(), ids=repr)
 def test_one_part_used_once_answers_as_the_part(part):
-    """compose([m]) answers as m: epsilon, the bracket and delta (session 34 found Laplace
-    and zCDP 1e-12 looser through the generic route; fails with the delegation removed)."""
+    """compose([m]) answers at least as tightly as m: epsilon, the bracket and delta
+    (session 34 found Laplace and zCDP 1e-12 looser through the generic route; fails
+    with the part's answers left out), and consistently: delta(epsilon(d)) <= d."""
     run = compose([part])
     for delta in (1e-3, 1e-6, 1e-10):
-        assert run.epsilon(delta) == part.epsilon(delta)
-        assert tuple(run.epsilon_bounds(delta)) == tuple(part.epsilon_bounds(delta))
+        assert run.epsilon(delta) <= part.epsilon(delta)
+        lo, hi = run.epsilon_bounds(delta)
+        part_lo, part_hi = part.epsilon_bounds(delta)
+        assert part_lo <= lo <= hi <= part_hi and hi == run.epsilon(delta)
         eps = run.epsilon(delta)
-        assert run.delta(eps) == part.delta(eps) <= delta * (1 + 1e-9)
+        assert run.delta(eps) <= min(part.delta(eps), delta * (1 + 1e-9))
     assert compose([part], [2]).epsilon(1e-6) >= part.epsilon(1e-6)

@@ -244,23 +244,27 @@ class ComposedMechanism(Mechanism):
                 return False
         return True
 
-    # One part used once answers as that part does, through its own overrides (the
-    # closed-form inversions of Laplace and zCDP, a subsampler's confirmed epsilon),
-    # not the engine's generic route: epsilon, the bracket and delta alike, so that
-    # delta(epsilon(d)) <= d holds on one representation.
+    # One part used once answers with the better of that part's own answer (its
+    # overrides: the closed-form inversions of Laplace and zCDP, a subsampler's
+    # confirmed epsilon) and the engine's route on the composition, every query alike:
+    # both are certified, and delta(epsilon(d)) <= d holds on whichever answered
+    # (review 35: the part alone was 3.5e-12 above the route at q 0.3, sigma 1.5).
     def _epsilon_upper(self, delta: float, tol: float | None) -> float:
+        own = super()._epsilon_upper(delta, tol)
         if self._one is not None:
-            return self._one._epsilon_upper(delta, tol)
-        return super()._epsilon_upper(delta, tol)
+            return min(own, self._one._epsilon_upper(delta, tol))
+        return own
 
     def _epsilon_bounds(self, delta: float, tol: float | None) -> tuple[float, float]:
+        lo, hi = super()._epsilon_bounds(delta, tol)
         if self._one is not None:
-            return self._one._epsilon_bounds(delta, tol)
-        return super()._epsilon_bounds(delta, tol)
+            part_lo, part_hi = self._one._epsilon_bounds(delta, tol)
+            lo, hi = max(lo, part_lo), min(hi, part_hi)
+        return lo, hi
 
     def delta(self, epsilon, *, tol: float | None = None):
         """Sound upper bound on delta at ``epsilon``: :meth:`Mechanism.delta`, and for one
-        part used once that part's own answer.
+        part used once the smaller of it and that part's own answer.
 
         Parameters
         ----------
@@ -278,12 +282,14 @@ class ComposedMechanism(Mechanism):
         --------
         >>> from dpacct.mechanisms import LaplaceMechanism
         >>> lap = LaplaceMechanism(b=1.0)
-        >>> compose([lap]).delta(0.5) == lap.delta(0.5)
+        >>> bool(compose([lap]).delta(0.5) <= lap.delta(0.5))
         True
         """
-        if self._one is not None:
-            return self._one.delta(epsilon, tol=tol)
-        return super().delta(epsilon, tol=tol)
+        own = super().delta(epsilon, tol=tol)
+        if self._one is None:
+            return own
+        part = np.minimum(own, self._one.delta(epsilon, tol=tol))
+        return float(part) if np.ndim(part) == 0 else part
 
     @property
     def _delta_exact_down(self):
