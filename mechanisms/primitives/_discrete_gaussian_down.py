@@ -6,17 +6,18 @@ from __future__ import annotations
 import functools
 import math
 
-import mpmath
 import numpy as np
 
 from dpacct.accountant.curve_down import DOWN_FACTOR, float_below
 
-__all__ = ["discrete_gaussian_delta_down"]
+__all__ = ["discrete_gaussian_delta_down", "discrete_gaussian_terms"]
 
 
 @functools.lru_cache(maxsize=256)
 def _log_z_up(sigma: float) -> float:
     """``log Z = log theta_3(0, e^{-1/(2 sigma^2)})`` at 50 digits, rounded up."""
+    import mpmath  # lazily, as the rest of the library
+
     with mpmath.workdps(50):
         theta = mpmath.jtheta(3, 0, mpmath.exp(-1 / (2 * mpmath.mpf(sigma) ** 2)))
         return -float_below(-mpmath.log(theta))
@@ -48,15 +49,40 @@ def discrete_gaussian_delta_down(
 
     log_z = _log_z_up(float(sigma))
     eps = np.asarray(epsilon, dtype=float)
-    s2 = sigma * sigma
     width = math.ceil(sum_width * sigma) + 2
     out = np.empty(eps.size)
     for i, e in enumerate(eps.reshape(-1)):
-        x = np.arange(math.floor(s2 * e + 0.5), math.floor(s2 * e + 0.5) + width + 1.0)
-        loss = (2.0 * x - 1.0) / (2.0 * s2)
-        quad = (x - 1.0) ** 2 / (2.0 * s2)
-        log_p = -(quad + log_z) - 2.0**-49 * (quad + abs(log_z))
-        gap = np.minimum(e - loss + 2.0**-49 * (np.abs(loss) + e), 0.0)
-        with np.errstate(under="ignore"):
-            out[i] = math.fsum(np.exp(log_p) * -np.expm1(gap))
+        out[i] = math.fsum(discrete_gaussian_terms(sigma, float(e), log_z, width, up=False)[1])
     return np.minimum(out * DOWN_FACTOR, 1.0).reshape(eps.shape)
+
+
+def discrete_gaussian_terms(
+    sigma: float, e: float, log_z: float, width: int, *, up: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """The integers ``x`` of the window from ``floor(sigma^2 e + 1/2)`` (``width + 1`` of
+    them) and the terms ``P(x) (1 - e^{e - L(x)})`` of Canonne, Kamath and Steinke's sum
+    (2020, Theorem 7), each rounded up (``up``) or down: ``log P(x) = -(x - 1)^2 /
+    (2 sigma^2) - log Z`` moved by ``2^-49 (|log P(x)| + |log Z|)`` and the gap ``e -
+    L(x)`` by ``2^-49 (|L(x)| + e)`` the safe way (where ``L(x)`` is within ulps of ``e``
+    the float gap cancels).  ``log_z`` must be rounded the other way (down for ``up``).
+    The upper sum (:func:`~dpacct.mechanisms.primitives.discrete.discrete_gaussian_delta`)
+    takes a further ``1 + 2^-49`` per term, the lower one
+    :data:`~dpacct.accountant.curve_down.DOWN_FACTOR` on the sum.
+
+    Examples
+    --------
+    >>> x, hi = discrete_gaussian_terms(1.0, 1.0, 0.919, 40, up=True)
+    >>> _, lo = discrete_gaussian_terms(1.0, 1.0, 0.919, 40, up=False)
+    >>> bool(x[0] == 1.0 and (lo <= hi).all() and lo.sum() > 0)
+    True
+    """
+    s2 = sigma * sigma
+    x0 = math.floor(s2 * e + 0.5)  # one below the first contributing integer, for safety
+    x = np.arange(x0, x0 + width + 1, dtype=float)
+    loss = (2.0 * x - 1.0) / (2.0 * s2)
+    quad = (x - 1.0) ** 2 / (2.0 * s2)
+    sign = 1.0 if up else -1.0
+    log_p = -(quad + log_z) + sign * 2.0**-49 * (quad + abs(log_z))
+    gap = np.minimum(e - loss - sign * 2.0**-49 * (np.abs(loss) + e), 0.0)
+    with np.errstate(under="ignore"):
+        return x, np.exp(log_p) * -np.expm1(gap)

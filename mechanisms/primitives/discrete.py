@@ -46,7 +46,7 @@ from dpacct.accountant.validation import (
     show_value,
 )
 
-from ._discrete_gaussian_down import discrete_gaussian_delta_down
+from ._discrete_gaussian_down import discrete_gaussian_delta_down, discrete_gaussian_terms
 from ._discrete_laplace_law import MAX_SENSITIVITY, discrete_laplace_law
 from ._discrete_sampling import (
     _ARRAY_MIN,
@@ -526,22 +526,14 @@ def discrete_gaussian_delta(sigma: float, epsilon: np.ndarray) -> np.ndarray:
         return discrete_gaussian_delta_bounds(sigma, epsilon)[1]
     eps = np.asarray(epsilon, dtype=float)
     flat = eps.reshape(-1)
-    s2 = sigma * sigma
     log_z = _log_normaliser(sigma)
     width = math.ceil(_SUM_WIDTH * sigma) + 2
     out = np.empty(flat.shape)
     for i, e in enumerate(flat):
-        x0 = math.floor(s2 * e + 0.5)  # one below the first contributing integer, for safety
-        x = np.arange(x0, x0 + width + 1, dtype=float)
-        loss = (2.0 * x - 1.0) / (2.0 * s2)
-        quad = (x - 1.0) ** 2 / (2.0 * s2)
-        # rounded up: log P(x) raised and the gap eps - L(x) lowered by their round-off,
-        # 2^-49 of the sizes involved (where L(x) is within ulps of eps the gap cancels:
-        # unrounded, 1 of 200 random upper ends was below the 60-digit truth, session 35)
-        log_p = -(quad + log_z) + 2.0**-49 * (quad + abs(log_z))
-        gap = np.minimum(e - loss - 2.0**-49 * (np.abs(loss) + e), 0.0)
-        with np.errstate(under="ignore"):
-            terms = np.exp(log_p) * -np.expm1(gap) * (1.0 + 2.0**-49)
+        # each term rounded up (unrounded, where L(x) is within ulps of eps the gap
+        # cancelled: 1 of 200 random upper ends was below the 60-digit truth, session 35)
+        x, terms = discrete_gaussian_terms(sigma, float(e), log_z, width, up=True)
+        terms = terms * (1.0 + 2.0**-49)
         # the tail beyond x_max = x[-1]: y = x - 1 >= x[-1] (distance from P's centre)
         tail = math.exp(_log_tail_bound(float(x[-1]), sigma, log_z))
         out[i] = math.fsum(terms) + tail
