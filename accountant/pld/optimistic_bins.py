@@ -363,6 +363,11 @@ def _lower_from_bins(b: _Bins) -> tuple[int, np.ndarray, float]:
             atoms[b.q_lost] = 0.0
     g = _gaps(m, r, atoms, step)
     delta, big_f = _round_bins(b, r, g, atoms)
+    # the construction's arrays are freed as soon as they are dead (below, and
+    # before the hull and the masses): on the largest bulks (20 k bins at T 1e6) a dozen
+    # of them alive at once set the heap's high-water mark, whose fresh pages the
+    # kernel faults in one by one (issue 37, session 36)
+    del r, atoms
     if n * step > 1200.0:  # e^(span/2) would overflow: use the plain lower bound
         return _round_down_from_bins(b)
     total_p = b.inf_mass + b.bottom[0] + float(m.sum()) + m_top
@@ -380,6 +385,7 @@ def _lower_from_bins(b: _Bins) -> tuple[int, np.ndarray, float]:
         v[:] = delta
     # the tangent at t = 0 (slope: the whole Q-mass) bounds the first node
     v[0] = min(v[0], total_p - (b.bottom[1] + big_f[0]))
+    del delta, g, big_f, v
     a_ref = (b.first + 0.5 * n) * step
     # differences of order 1e-16 are round-off, not signal
     tiny = np.abs(y_raw) < 1e-15
@@ -423,6 +429,7 @@ def _lower_from_bins(b: _Bins) -> tuple[int, np.ndarray, float]:
         else:
             t[1:] = table
     t[0] = 0.0
+    del y_raw
     hull = _lower_hull_to_min(t, y)
     if hull.size and hull[-1] == hull.size - 1:
         # every point up to the last vertex is one (a convex chain, often): slices
@@ -433,6 +440,7 @@ def _lower_from_bins(b: _Bins) -> tuple[int, np.ndarray, float]:
         keep = hull if inner is None else pts[hull]
         tk, yk = t[hull], y[hull]
     nodes = keep - 1  # node index of each hull vertex (-1 for the point t = 0)
+    del t, y, hull, keep
     inf_low = b.inf_mass
     neg = np.flatnonzero(yk < 0)
     if neg.size:
@@ -466,6 +474,7 @@ def _lower_from_bins(b: _Bins) -> tuple[int, np.ndarray, float]:
         after -= slopes
         after *= tk[1:]
         np.maximum(after, 0.0, out=after)
+    del tk, yk, slopes
     pmf = np.zeros(n + 1)
     # hull vertices are distinct nodes: a plain store is the scattered add onto zeros
     pmf[nodes[1:]] = after

@@ -132,29 +132,33 @@ def _lower_hull_to_min(x: np.ndarray, y: np.ndarray) -> np.ndarray:
         # the edge into k: from the last maximiser J of slope(j, k)
         s = (y[k] - y[:k]) / (x[k] - x[:k])
         j_in = k - 1 - int(np.argmax(s[::-1]))
+        del s  # (dead: freed before the chain's copies, issue 37 session 36)
         if j_in < k - 1:
             on = (y[j_in + 1 : k] - y[j_in]) * (x[k] - x[j_in]) <= (y[k] - y[j_in]) * (
                 x[j_in + 1 : k] - x[j_in]
             )
             if not on.all():
-                sel = np.flatnonzero(on) + (j_in + 1)
-                pos = np.concatenate([np.arange(j_in + 1), sel, [k]])
-                xs = np.concatenate([x[: j_in + 1], x[sel], x[k:]])
-                ys = np.concatenate([y[: j_in + 1], y[sel], y[k:]])
+                # the kept points by one mask: the same points in the same order as
+                # the concatenated pieces, without their index and gathered copies
+                # (issue 37, session 36: fewer temporaries of the bulk's size)
+                keep = np.ones(k + 1, dtype=bool)
+                keep[j_in + 1 : k] = on
+                pos = np.flatnonzero(keep)
+                xs, ys = x[keep], y[keep]
     if xs.size >= 3:
         # the edge out of point 0: to the last minimiser of slope(0, j)
         s = (ys[1:] - ys[0]) / (xs[1:] - xs[0])
         j_out = s.size - int(np.argmin(s[::-1]))  # a position in the chain
+        del s
         if j_out > 1:
             on = (ys[1:j_out] - ys[0]) * (xs[j_out] - xs[0]) <= (ys[j_out] - ys[0]) * (
                 xs[1:j_out] - xs[0]
             )
             if not on.all():
-                sel = np.flatnonzero(on) + 1
-                base = np.arange(k + 1) if pos is None else pos
-                pos = np.concatenate([base[:1], base[sel], base[j_out:]])
-                xs = np.concatenate([xs[:1], xs[sel], xs[j_out:]])
-                ys = np.concatenate([ys[:1], ys[sel], ys[j_out:]])
+                keep = np.ones(xs.size, dtype=bool)
+                keep[1:j_out] = on
+                pos = np.flatnonzero(keep) if pos is None else pos[keep]
+                xs, ys = xs[keep], ys[keep]
     if xs.size >= 3:
         # the passes' first test (every point against its neighbours' chord) on
         # slices: when it removes nothing the chain is already the hull
