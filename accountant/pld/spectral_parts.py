@@ -75,25 +75,32 @@ def _spectral_power(pmfs: list[np.ndarray], masses: list[float], high: int, n: i
     """
     kappa = _pass_model(n)[1]
     a = _rfft(pmfs[0], n)
-    spec, mults = _power(a, high)
     e_a = kappa * masses[0] * (1 + 1e-12)
     m = np.abs(a)
     m += e_a
+    # the transform is this call's own: the power may take it over (the same floats,
+    # one spectrum fewer alive at the lower end's high-water mark; issue 37, session 36)
+    spec, mults = _power(a, high, consume=True)
+    del a
     with np.errstate(under="ignore", over="ignore", invalid="ignore"):
         m_pow = m ** (high - 1)
-        bound = np.multiply(high * e_a, m_pow)
         if len(pmfs) > 1:
             b = _rfft(pmfs[1], n)
             spec = np.multiply(b, spec, out=spec)
             mults += 1
             e_b = kappa * masses[1] * (1 + 1e-12)
-            # bound (|b| + e_b) + m_pow m e_b, in place
+            # bound (|b| + e_b) + m_pow m e_b, in place: m m_pow e_b into m (the same
+            # products: IEEE multiplication commutes), then bound into m_pow
             b_up = np.abs(b)
+            del b
             b_up += e_b
+            m *= m_pow
+            m *= e_b
+            bound = np.multiply(high * e_a, m_pow, out=m_pow)
             bound *= b_up
-            m_pow *= m
-            m_pow *= e_b
-            bound += m_pow
+            bound += m
+        else:
+            bound = np.multiply(high * e_a, m_pow, out=m_pow)
         total = 2.0 * float(np.sum(np.multiply(bound, bound, out=bound)))
     fwd = math.sqrt(total) * math.exp((4 * high + n + 16) * 2.0**-53) * (1 + 1e-12)
     return spec, mults, (fwd if math.isfinite(fwd) else math.inf)

@@ -356,10 +356,19 @@ def _rebalance(
     if a <= 0 and z >= fine.pmf.size - 1:
         return SplitPLD(fine, s.coarse)
     a, z = max(a, 0), min(z, fine.pmf.size - 1)
-    inside = np.zeros_like(fine.pmf)
-    inside[a + 1 : z + 1] = fine.pmf[a + 1 : z + 1]
-    outside = fine.pmf - inside
-    first_in, pmf_in = _trim(fine.offset, inside)
+    del c
+    # the window's trimmed entries, copied (the bulk is kept in the ladder's memo: a
+    # view would keep the whole product alive), and the rest: the same floats and
+    # offsets as trimming a zero-padded copy of the window and fine.pmf minus it (x - x
+    # is +0.0 and x - 0.0 is x for the finite entries of a PMF), with two arrays of the
+    # product's size fewer (issue 37, session 36: the lower end's page faults)
+    first_in, pmf_in = _trim(fine.offset + a + 1, fine.pmf[a + 1 : z + 1])
+    if pmf_in.base is None:  # no positive entry: _trim's zeros(1), at the offset as before
+        first_in = fine.offset
+    else:
+        pmf_in = pmf_in.copy()
+    outside = fine.pmf.copy()
+    outside[a + 1 : z + 1] = 0.0
     first_out, pmf_out = _trim(fine.offset, outside)
     bulk = GridPLD(fine.step, first_in, pmf_in, 0.0, fine.pessimistic)
     spill = GridPLD(fine.step, first_out, pmf_out, fine.inf_mass, fine.pessimistic)
@@ -651,7 +660,8 @@ def _spectral_top(
     if err > max_err:
         return None
     origin = int(np.dot(whole, firsts))
-    y = np.maximum(np.roll(y, -((a_idx - origin) % n)), 0.0)
+    y = np.roll(y, -((a_idx - origin) % n))
+    np.maximum(y, 0.0, out=y)  # (the roll's own array: one fewer of the window's size)
     # +inf: 1 - prod (1 - inf_c)^{k_c}, rounded up (down for a lower bound)
     with np.errstate(divide="ignore"):
         log_fin = float(counts @ np.log1p(-np.minimum([c.inf_mass for c in cells], 1.0)))
