@@ -7,6 +7,8 @@ settling of its certificate, against brute-force hockey-stick sums.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -46,3 +48,41 @@ def test_optimistic_settle_is_below_every_measure_within_err(inf_mass, err):
     assert not np.all(d_y <= floor + slack)  # the unsettled measure is above it
     big = d_y > 1e3 * err
     assert np.all(got[big] >= floor[big] - 50 * err)
+
+
+@pytest.mark.parametrize("high", [1, 2, 7, 40, 255])
+@pytest.mark.parametrize("two", [False, True])
+def test_spectral_power_is_the_formulation_without_reused_arrays(high, two):
+    """:func:`_spectral_power` takes over its own transform and reuses its magnitude
+    arrays (issue 37, session 36: fewer arrays of the window's size alive); its spectrum,
+    product count and forward bound are those of the plain formulation (a copied power,
+    fresh arrays for every term; written out here with numpy's own FFT) bit for bit, and
+    the caller's PMFs are untouched."""
+    from dpacct.accountant.pld.pld_fft import _pass_model, _power
+    from dpacct.accountant.pld.spectral_parts import _spectral_power
+
+    rng = np.random.default_rng(36)
+    pmfs = [rng.uniform(0.0, 1.0, 50), rng.uniform(0.0, 1.0, 70)][: 1 + two]
+    pmfs = [p / p.sum() for p in pmfs]
+    kept = [p.copy() for p in pmfs]
+    masses = [float(p.sum()) for p in pmfs]
+    n = 1 << 9
+    spec, mults, fwd = _spectral_power(pmfs, masses, high, n)
+    kappa = _pass_model(n)[1]
+    a = np.fft.rfft(pmfs[0], n)
+    want, want_mults = _power(a, high)  # not consuming: a stays as it was
+    e_a = kappa * masses[0] * (1 + 1e-12)
+    mag = np.abs(a) + e_a
+    bound = (high * e_a) * mag ** (high - 1)
+    if two:
+        b = np.fft.rfft(pmfs[1], n)
+        want = b * want
+        want_mults += 1
+        e_b = kappa * masses[1] * (1 + 1e-12)
+        bound = bound * (np.abs(b) + e_b) + (mag ** (high - 1) * mag) * e_b
+    total = 2.0 * float(np.sum(bound * bound))
+    want_fwd = math.sqrt(total) * math.exp((4 * high + n + 16) * 2.0**-53) * (1 + 1e-12)
+    assert spec.tobytes() == want.tobytes()
+    assert mults == want_mults
+    assert fwd == want_fwd
+    assert all(p.tobytes() == k.tobytes() for p, k in zip(pmfs, kept, strict=True))

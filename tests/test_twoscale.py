@@ -541,3 +541,47 @@ def test_lower_end_with_the_shared_bulk_bins_is_the_one_without(monkeypatch):
     for x, y in [(alone.fine, shared.fine), (alone.coarse, shared.coarse)]:
         assert (x.offset, x.step, x.inf_mass) == (y.offset, y.step, y.inf_mass)
         assert np.array_equal(x.pmf, y.pmf)
+
+
+def test_rebalance_splits_the_window_as_the_zero_padded_formulation(monkeypatch):
+    """``_rebalance`` (issue 37, session 36: fewer arrays of the product's size) gives the
+    bulk and the spill of the zero-padded formulation it replaced bit for bit (the bulk:
+    ``_trim`` of the product with everything outside the window zeroed; the spill: the
+    product minus that), on the squarings of a skewed split PLD, both ends; and the bulk
+    owns its array (a view would keep the whole product alive in the ladder's memo).
+    The window is read off the calls to ``_trim`` (a spy), the rest recomputed here."""
+    from dpacct.accountant.pld import twoscale
+    from dpacct.accountant.pld.twoscale import _convolve, _rebalance, discretize_split
+    from dpacct.accountant.transformers.subsample import poisson_subsample
+    from dpacct.mechanisms import GaussianMechanism
+
+    calls = []
+    trim = twoscale._trim
+
+    def spy(first, pmf):
+        calls.append((first, pmf.copy()))
+        return trim(first, pmf)
+
+    monkeypatch.setattr(twoscale, "_trim", spy)
+    law = poisson_subsample(GaussianMechanism(sigma=0.5), 4.0937e-6)._loss_laws()[0]
+    cap = 2.0**-16
+    checked = 0
+    for pessimistic in (True, False):
+        s = discretize_split(law, 2.0**-24, pessimistic=pessimistic, tail=1e-20, coarse_cap=cap)
+        for _ in range(4):
+            product = _convolve(s, s, 1e-20)
+            fine = product.fine._coarsened(320.0, None)
+            calls.clear()
+            s = _rebalance(product, 320.0, None, 1, cap)
+            if len(calls) != 2:
+                continue  # no window split at this level
+            (o_in, window), (_, outside) = calls
+            lo = o_in - fine.offset
+            inside = np.zeros_like(fine.pmf)
+            inside[lo : lo + window.size] = fine.pmf[lo : lo + window.size]
+            want_in = trim(fine.offset, inside)
+            assert (s.fine.offset, s.fine.pmf.tobytes()) == (want_in[0], want_in[1].tobytes())
+            assert s.fine.pmf.base is None
+            assert outside.tobytes() == (fine.pmf - inside).tobytes()
+            checked += 1
+    assert checked >= 4
