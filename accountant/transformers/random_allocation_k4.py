@@ -82,13 +82,17 @@ K5_COARSE_STEPS = 30
 K5_COARSE_LOW_SIGMA = 0.8
 #: where :func:`k4_sq_routed`, the k = 4 route's one-epoch law is Proposition 15's (the
 #: others' sum of squares kept; docs/theory/allocation_k_of_t.md) on these nodes, no cut
-#: raised, the first region's low cells' cuts on a 0.25 grid, regions 2-3's per-coordinate
+#: raised, the first region's low cells' cuts on a 0.25 grid, regions 3's per-coordinate
 #: step 0.25, coarser where a cut leaves more than 30 cells below it (``h_cols``: the high
-#: cuts' lattices, little mass, most of the FFT work).  sigma 1.2, T 20, delta 1e-6, the
-#: remove law alone (session 36, unloaded): 4.25744 in 3.9 CPU s against session 35's
-#: nodes (``dl3`` 0.2, ``eta`` 0.016, ``h`` 0.15) 4.27471 in 4.4 s
+#: cuts' lattices, little mass, most of the FFT work), region 2's (most of the mass) 0.15
+#: on a coarse lattice (0.5, 0.125).  Session 36, unloaded, the remove law alone, delta
+#: 1e-6: sigma 1.2, T 20 4.27471 in 4.4 CPU s on session 35's nodes (``dl3`` 0.2, ``eta``
+#: 0.016, ``h`` 0.15) against 4.25744 in 3.9 s without region 2's own lattice; sigma 1,
+#: T 10, delta at epsilon 3-6 below session 35's at 3.5 against 5.0 s (without region 2's
+#: own lattice above it at 3 and 4: the bulk is region 2's)
 K4_SQ_SETTINGS = {"dl3": 0.12, "eta": 0.016, "cut_step": 1e-4, "first_low": 1.0,
-                  "first_low_step": 0.25, "h": 0.25, "h_cols": 30.0}
+                  "first_low_step": 0.25, "h": 0.25, "h_cols": 30.0, "h2": 0.15,
+                  "coarse2": (0.5, 0.125)}
 #: the same for several epochs (the first region keeps the others' sum of squares too):
 #: Proposition 10's nodes, the first region's cuts on a 0.05 grid and its step 0.05, the
 #: coarse sum lattice of regions 2-3 at (0.5, 0.125) (the composed width holds these;
