@@ -80,13 +80,26 @@ K4_FOUR_MAX_STEPS_LOW = 30
 K5_COARSE_SIGMA = 0.9
 K5_COARSE_STEPS = 30
 K5_COARSE_LOW_SIGMA = 0.8
-#: where :func:`k4_sq_routed`, the k = 4 route's law is Proposition 15's (the others' sum
-#: of squares kept; docs/theory/allocation_k_of_t.md) on these nodes, no cut raised, the
-#: first region's low cells' cuts on a 0.25 grid (sigma 1.2, T 20, delta 1e-6, the remove
-#: law alone: 4.27457 in 10.8 CPU s against Proposition 10's 4.32862 in 3.2 s; on
-#: Proposition 10's nodes ``dl3`` 0.1, ``eta`` 8e-3: 4.24347 in 27 s; loaded, session 35)
-K4_SQ_SETTINGS = {"dl3": 0.2, "eta": 0.016, "cut_step": 1e-4, "first_low": 1.0,
-                  "first_low_step": 0.25}
+#: where :func:`k4_sq_routed`, the k = 4 route's one-epoch law is Proposition 15's (the
+#: others' sum of squares kept; docs/theory/allocation_k_of_t.md) on these nodes, no cut
+#: raised, the first region's low cells' cuts on a 0.25 grid, regions 3's per-coordinate
+#: step 0.25, coarser where a cut leaves more than 30 cells below it (``h_cols``: the high
+#: cuts' lattices, little mass, most of the FFT work), region 2's (most of the mass) 0.15
+#: on a coarse lattice (0.5, 0.125).  Session 36, unloaded, the remove law alone, delta
+#: 1e-6: sigma 1.2, T 20 4.27471 in 4.4 CPU s on session 35's nodes (``dl3`` 0.2, ``eta``
+#: 0.016, ``h`` 0.15) against 4.25744 in 3.9 s without region 2's own lattice; sigma 1,
+#: T 10, delta at epsilon 3-6 below session 35's at 3.5 against 5.0 s (without region 2's
+#: own lattice above it at 3 and 4: the bulk is region 2's)
+K4_SQ_SETTINGS = {"dl3": 0.12, "eta": 0.016, "cut_step": 1e-4, "first_low": 1.0,
+                  "first_low_step": 0.25, "h": 0.25, "h_cols": 30.0, "h2": 0.15,
+                  "coarse2": (0.5, 0.125)}
+#: the same for several epochs (the first region keeps the others' sum of squares too):
+#: Proposition 10's nodes, the first region's cuts on a 0.05 grid and its step 0.05, the
+#: coarse sum lattice of regions 2-3 at (0.5, 0.125) (the composed width holds these;
+#: sigma 1.2, T 20, three epochs, delta 1e-6: 7.78972 -> 7.73287, session 36)
+K4_SQ_EPOCHS_SETTINGS = {"dl3": 0.1, "eta": 8e-3, "cut_step": 1e-4, "first_low": 1.0,
+                         "first_low_step": 0.05, "first_h": 0.05, "h": 0.15, "h_cols": 40.0,
+                         "coarse": (0.5, 0.125)}
 #: the rectangle of (sigma, T) where :func:`k4_sq_routed` (measured at its corners)
 K4_SQ_SIGMA = (1.0, 1.2)
 K4_SQ_STEPS = (10, 20)
@@ -143,13 +156,13 @@ def k_atoms(sigma: float, steps: int, k: int, *, progress: bool = False, four: b
             epochs: int = 1) -> tuple[np.ndarray, np.ndarray, float]:
     """The route's atoms: where :func:`k4_sq_routed` and not ``four``, Proposition 15's
     law (:func:`.random_allocation_k_law_sq3.remove_atoms_sq3` at ``k = 4`` on
-    :data:`K4_SQ_SETTINGS`; its first region keeps the others' sum of squares too where
-    ``epochs > 1``: one epoch at delta 1e-6 does not read it, sigma 1.2, T 20: 4.27471
-    against 4.27457 for 3.3 CPU s more); else Proposition 10's four-level law
-    (:func:`.random_allocation_k_law4.remove_atoms4`) with :func:`four_level`'s settings
-    where it has them, else Proposition 9's (:func:`k_remove_atoms`).  Measured (delta
-    1e-6, one epoch, the remove law; :func:`k_tried`): sigma 1, T 100, k 4: 2.7701
-    against Proposition 9's 2.8147.
+    :data:`K4_SQ_SETTINGS`; where ``epochs > 1`` on :data:`K4_SQ_EPOCHS_SETTINGS`, its
+    first region keeping the others' sum of squares too: one epoch at delta 1e-6 does not
+    read it, sigma 1.2, T 20: 4.27471 against 4.27457 for 3.3 CPU s more); else
+    Proposition 10's four-level law (:func:`.random_allocation_k_law4.remove_atoms4`) with
+    :func:`four_level`'s settings where it has them, else Proposition 9's
+    (:func:`k_remove_atoms`).  Measured (delta 1e-6, one epoch, the remove law;
+    :func:`k_tried`): sigma 1, T 100, k 4: 2.7701 against Proposition 9's 2.8147.
 
     Examples
     --------
@@ -162,7 +175,8 @@ def k_atoms(sigma: float, steps: int, k: int, *, progress: bool = False, four: b
         if key not in _ATOMS_SQ4:  # the last one kept: a bracket asks for it twice
             _ATOMS_SQ4.clear()
             _ATOMS_SQ4[key] = remove_atoms_sq3(
-                sigma, steps, k=4, progress=progress, **K4_SQ_SETTINGS,
+                sigma, steps, k=4, progress=progress,
+                **(K4_SQ_EPOCHS_SETTINGS if epochs > 1 else K4_SQ_SETTINGS),
                 first="squares" if epochs > 1 else "maclaurin")
         return _ATOMS_SQ4[key]
     settings = four_level(sigma, steps, k)
