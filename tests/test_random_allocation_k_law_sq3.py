@@ -91,7 +91,7 @@ def test_hat_elementary_convex_in_the_sum_and_monotone():
     gs = hat_elementary(np.full(200, 10.0), np.linspace(0.0, 120.0, 200), n, 3)
     assert np.all(np.diff(gs) <= 0) and gs[-1] == 0.0  # decreasing in the sum of squares
     with pytest.raises(ValueError, match="j must"):
-        hat_elementary(r, r, n, 5)
+        hat_elementary(r, r, n, 6)
 
 
 def _second_diff_ok(g):
@@ -408,9 +408,9 @@ def test_region_two_takes_its_own_lattice_steps(monkeypatch):
     calls = []
     orig = sq3._pair_lattice
 
-    def spy(sigma, cut, h, folds, step, sd_frac, rho=sq3._RHO, squares=None):
+    def spy(sigma, cut, h, folds, step, sd_frac, rho=sq3._RHO, squares=None, lower_end=None):
         calls.append((folds, h, step, sd_frac, squares is None))
-        return orig(sigma, cut, h, folds, step, sd_frac, rho, squares)
+        return orig(sigma, cut, h, folds, step, sd_frac, rho, squares, lower_end=lower_end)
 
     monkeypatch.setattr(sq3, "_pair_lattice", spy)
     base = remove_atoms_sq3(1.0, 6, **kw)
@@ -499,7 +499,7 @@ def test_hat4_closed_form_and_domination():
         assert np.all(hat_elementary(x.sum(1), (x * x).sum(1), n, 4) >= e[4] * (1 - 1e-12))
     assert not hat_elementary(np.array([3.0]), np.array([1.0]), 3, 4).any()
     with pytest.raises(ValueError, match="j must"):
-        hat_elementary(np.array([3.0]), np.array([1.0]), 5, 5)
+        hat_elementary(np.array([3.0]), np.array([1.0]), 7, 6)
 
 
 @pytest.mark.parametrize("v", [-8.0, -0.5, 0.0, 0.3, 4.0, 40.0])
@@ -577,7 +577,7 @@ def test_pair_term_law_tangent_credit_against_quadrature_k4(r0, s0, n, gamma, ka
 
 def test_law_k4_bad_input_and_first_value():
     with pytest.raises(ValueError, match="k must"):
-        remove_atoms_sq3(1.0, 10, k=5)
+        remove_atoms_sq3(1.0, 10, k=6)
     with pytest.raises(ValueError, match="k must"):
         first_coefficients(np.array(4.0), np.array(6.0), 6, 2)
     # W_1 at k = 4 bounds e_4 / C(T, 4) at random points (the largest coordinate kept)
