@@ -1,0 +1,99 @@
+"""The k = 5 direct route's law where it keeps the others' sum of squares (Proposition 16).
+
+Proposition 16 of docs/theory/allocation_k_of_t.md is Propositions 12-14 at ``k = 5``:
+Proposition 10's four-level law (:mod:`.random_allocation_k_law4`) whose second and third
+regions (and, over several epochs, its first) bound the ``n`` coordinates not kept through
+their sum and sum of squares with Lemma 11's ``hat G_j``, ``j <= 5`` (Lemma 11 (v) gives
+``hat G_5``), built by :func:`.random_allocation_k_law_sq3.remove_atoms_sq3` at ``k=5``.
+Lattices of 5-8 others credit each cell's upper atom the lower end's square only (Lemma 11
+(v) proves the tangent's property for ``hat G_5`` from ``n = 9``;
+:func:`.random_allocation_k_law_sq3.needs_lower_end`).
+
+Where :func:`k5_sq_routed` the k = 5 route's law
+(:func:`.random_allocation_k4.k_atoms`) is this one on :data:`K5_SQ_SETTINGS`; the
+mechanism also answers with the route on Proposition 10's law and takes the least of both
+(:func:`.random_allocation_k4.sq_routed`), so no answer is above main's.  Measured (delta
+1e-6, the remove law alone, loaded CPU s; session 36, benchmarks/README.md): sigma 1.2, T
+20: 5.29922 in 10.8 s (Proposition 10's route 5.48290 in 1.7 s; on ``dl3`` 0.2, ``eta``
+0.016: 5.34121 in 6.4 s); sigma 1, T 10: 9.37310 in 10.7 s (9.72709 in 2.1 s; 9.38950 in
+5.4 s); importance-sampled truths 5.2488 and 9.1479.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .random_allocation_k_law_sq3 import remove_atoms_sq3
+
+__all__ = ["K5_SQ_SETTINGS", "k5_sq_atoms", "k5_sq_routed"]
+
+#: Proposition 16's nodes where :func:`k5_sq_routed` (Proposition 10's ``dl3`` and ``eta``
+#: of the default nodes; no cut raised; the first region's low cells' cuts on a 0.25 grid)
+K5_SQ_SETTINGS = {"dl3": 0.1, "eta": 8e-3, "cut_step": 1e-4, "first_low": 1.0,
+                  "first_low_step": 0.25}
+#: the rectangle of (sigma, T) where :func:`k5_sq_routed` (measured at its corners)
+K5_SQ_SIGMA = (1.0, 1.2)
+K5_SQ_STEPS = (10, 20)
+#: the last law :func:`k5_sq_atoms` built, by ``(sigma, steps, epochs > 1)``
+_ATOMS_SQ5: dict[tuple, tuple[np.ndarray, np.ndarray, float]] = {}
+
+
+def k5_sq_routed(sigma: float, steps: int, k: int) -> bool:
+    """Whether the k = 5 route's law is Proposition 16's: at ``k = 5``, sigma in
+    :data:`K5_SQ_SIGMA` and ``T`` in :data:`K5_SQ_STEPS` (both inclusive), where it was
+    measured below Proposition 10's (session 36).
+
+    Examples
+    --------
+    >>> k5_sq_routed(1.2, 20, 5), k5_sq_routed(1.0, 10, 5), k5_sq_routed(1.2, 20, 4)
+    (True, True, False)
+    >>> k5_sq_routed(1.5, 20, 5), k5_sq_routed(1.0, 30, 5)
+    (False, False)
+    """
+    return (k == 5 and K5_SQ_SIGMA[0] <= sigma <= K5_SQ_SIGMA[1]
+            and K5_SQ_STEPS[0] <= steps <= K5_SQ_STEPS[1])
+
+
+def k5_sq_atoms(sigma: float, steps: int, *, progress: bool = False, epochs: int = 1
+                ) -> tuple[np.ndarray, np.ndarray, float]:
+    """``(values, q, charge)`` of Proposition 16's law on :data:`K5_SQ_SETTINGS`: for every
+    ``gamma >= 0``, ``H_gamma(P_5 || Q) <= sum_i q_i (values_i - gamma)_+ + charge`` (one
+    5-of-T epoch's remove direction); its first region keeps the others' sum of squares
+    only where ``epochs > 1`` (one epoch at delta 1e-6 does not read it: sigma 1.2, T 20,
+    ``dl3`` 0.2: 5.34121 without, 5.34252 with).  The last law built is kept.
+
+    Parameters
+    ----------
+    sigma : float
+        Noise multiplier, > 0.
+    steps : int
+        Steps per epoch ``T``, >= 6.
+    progress : bool, default False
+        Show a ``tqdm`` bar.
+    epochs : int, default 1
+        How many epochs the law will be composed over (> 1: the first region's squares).
+
+    Returns
+    -------
+    tuple
+        Values, their Q-masses and the charge.
+
+    Raises
+    ------
+    ValueError
+        If ``sigma <= 0`` or ``steps < 6``
+        (:func:`.random_allocation_k_law_sq3.remove_atoms_sq3`).
+
+    Examples
+    --------
+    >>> v, q, c = k5_sq_atoms(4.0, 6)
+    >>> bool(float(q @ v) + c >= 1.0)
+    True
+    """
+    key = (float(sigma), int(steps), epochs > 1)
+    if key not in _ATOMS_SQ5:  # the last one kept: a bracket asks for it twice
+        _ATOMS_SQ5.clear()
+        _ATOMS_SQ5[key] = remove_atoms_sq3(
+            sigma, steps, k=5, progress=progress, **K5_SQ_SETTINGS,
+            first="squares" if epochs > 1 else "maclaurin")
+    return _ATOMS_SQ5[key]
