@@ -408,9 +408,9 @@ def test_region_two_takes_its_own_lattice_steps(monkeypatch):
     calls = []
     orig = sq3._pair_lattice
 
-    def spy(sigma, cut, h, folds, step, sd_frac, rho=sq3._RHO, squares=None, lower_end=None):
+    def spy(sigma, cut, h, folds, step, sd_frac, rho=sq3._RHO, squares=None, **kw):
         calls.append((folds, h, step, sd_frac, squares is None))
-        return orig(sigma, cut, h, folds, step, sd_frac, rho, squares, lower_end=lower_end)
+        return orig(sigma, cut, h, folds, step, sd_frac, rho, squares, **kw)
 
     monkeypatch.setattr(sq3, "_pair_lattice", spy)
     base = remove_atoms_sq3(1.0, 6, **kw)

@@ -253,6 +253,8 @@ def test_law_k5_bad_input_and_first_value():
         remove_atoms_sq3(1.0, 10, k=6)
     with pytest.raises(ValueError, match="steps must"):
         remove_atoms_sq3(1.0, 5, k=5)
+    with pytest.raises(ValueError, match="cap"):
+        remove_atoms_sq3(1.0, 10, k=5, cap=0.0)
     with pytest.raises(ValueError, match="j must"):
         hat_elementary(np.array([3.0]), np.array([1.0]), 7, 6)
     rng = np.random.Generator(np.random.PCG64(36_506))

@@ -335,15 +335,16 @@ def pair_power(w: np.ndarray, m: int, g: float, *, rows: int = _ROWS, top_sd: fl
         level += 1
 
 
-def _pair_lattice(sigma, cut, h, folds, step, sd_frac, rho=_RHO, squares=None, lower_end=None):
+def _pair_lattice(sigma, cut, h, folds, step, sd_frac, rho=_RHO, squares=None, lower_end=None,
+                  cap=_CAP):
     """The others' lattice of Proposition 12: ``(r, s, w)``, the ``folds``-fold power of
     :func:`pair_term_law` cut at ``e^cut``, each entry's spread ``v = s - r^2 / folds``
     put on the two nearest of ``0, +-unit rho^i`` by the chord in ``s`` (the upper share
     rounded down), then its sum spread onto the coarse lattice (least step ``step``, at most
     ``sd_frac`` of its standard deviation) at that fixed spread: along ``s = r^2 / folds +
     v`` the value is convex in ``r`` (docs, Proposition 12, (4')); ``squares``: as
-    :func:`pair_power`'s, for this cut; ``lower_end``: :func:`pair_term_law`'s."""
-    w, g = pair_power(pair_term_law(sigma, cut, h, _G0, lower_end=lower_end), folds, _G0,
+    :func:`pair_power`'s, for this cut; ``lower_end``, ``cap``: :func:`pair_term_law`'s."""
+    w, g = pair_power(pair_term_law(sigma, cut, h, _G0, cap, lower_end=lower_end), folds, _G0,
                       rows=_ROWS, squares=squares)
     r = np.arange(w.shape[1]) * h
     mr = w.sum(axis=0)
@@ -478,7 +479,7 @@ def first_coefficients(total: np.ndarray, squares: np.ndarray, t: int, k: int = 
             hat_elementary(total, squares, t - 1, k) / ck * (1 + 2 * _U))
 
 
-def _first_squares(sigma, t, h, coarse, rho, low, low_step, k=3):
+def _first_squares(sigma, t, h, coarse, rho, low, low_step, k=3, cap=_CAP):
     """Proposition 13's first region (``M_2 <= theta``; docs/theory/allocation_k_of_t.md):
     the ``M_1`` cells of each cut of ``cut_list`` against the ``T - 1`` others' (sum, sum
     of squares) lattice (:func:`_pair_lattice`, per-coordinate step ``h``, coarse lattice
@@ -503,7 +504,7 @@ def _first_squares(sigma, t, h, coarse, rho, low, low_step, k=3):
                 cut = min(math.ceil(cut / low_step) * low_step, top)  # only raised
             if cut != last:
                 rv, sv, lw = _pair_lattice(sigma, cut, h, n, coarse[0], coarse[1], rho,
-                                           lower_end=needs_lower_end(n, k))
+                                           lower_end=needs_lower_end(n, k), cap=cap)
                 lat, last = (*first_coefficients(rv, sv, t, k), lw), cut
             a, c, lw = lat
             tiny = idx[w[idx] < drop_w]
@@ -528,7 +529,7 @@ def remove_atoms_sq3(sigma: float, t: int, *, progress: bool = False, theta_sd: 
                      first_low: float = 1e-4, first_low_step: float = 0.25,
                      first_h: float | None = None, h: float | None = None,
                      h2: float | None = None, coarse2: tuple[float, float] | None = None,
-                     k: int = 3) -> tuple:
+                     k: int = 3, cap: float = _CAP) -> tuple:
     """``(values, q, charge)``: for every ``gamma >= 0``, ``H_gamma(P_k || Q) <= sum_i q_i
     (values_i - gamma)_+ + charge`` (Proposition 12 of docs/theory/allocation_k_of_t.md;
     module docstring; ``k = 4``: Proposition 15), one k-of-T epoch's remove direction.
@@ -582,6 +583,10 @@ def remove_atoms_sq3(sigma: float, t: int, *, progress: bool = False, theta_sd: 
         Steps per record per epoch, 3, 4 or 5 (``k = 4``: Proposition 15, ``hat G_4`` of
         Lemma 11 (iv); ``k = 5``: Proposition 16, ``hat G_5`` of Lemma 11 (v), the lattices
         of 5-8 others with the lower end's credit, :func:`needs_lower_end`).
+    cap : float, default :data:`_CAP`
+        Each other's square is capped here (> 0; a cap only lowers ``s``; larger: tighter
+        where the others' squares reach it, at more CPU; session 36, k = 5, sigma 1, T 10,
+        delta 1e-6: 9.37310 at 100, 9.25469 at 400).
 
     Returns
     -------
@@ -595,7 +600,8 @@ def remove_atoms_sq3(sigma: float, t: int, *, progress: bool = False, theta_sd: 
         If ``sigma <= 0``, ``t < 5``, ``theta3_sd >= theta_sd``, ``cut_step <= 0``,
         ``h`` or ``h2 <= 0``, ``rho <= 1``, an entry of ``coarse``, ``coarse2`` or
         ``first_coarse`` or ``first_low`` or ``first_low_step`` is not positive, or
-        ``first`` is none of the three, or ``k`` is not 3, 4 or 5 (``t < 6`` at ``k = 5``).
+        ``first`` is none of the three, ``k`` is not 3, 4 or 5 (``t < 6`` at ``k = 5``), or
+        ``cap <= 0``.
 
     Examples
     --------
@@ -616,6 +622,7 @@ def remove_atoms_sq3(sigma: float, t: int, *, progress: bool = False, theta_sd: 
     if not theta3_sd < theta_sd:
         raise ValueError(f"theta3_sd must be below theta_sd, got {theta3_sd} >= {theta_sd}")
     cut_step = check_positive("cut_step", cut_step)
+    cap = check_positive("cap", cap)
     if not rho > 1.0:
         raise ValueError(f"rho must be > 1, got {rho}")
     if coarse is None:
@@ -649,7 +656,8 @@ def remove_atoms_sq3(sigma: float, t: int, *, progress: bool = False, theta_sd: 
             if key not in cache:
                 cache[key] = (*_pair_lattice(sig, key[0] * cut_step, h2 or h23 or h, folds,
                                              *(coarse2 or (st, sf)), rho,
-                                             lower_end=needs_lower_end(folds, k)), folds, {})
+                                             lower_end=needs_lower_end(folds, k), cap=cap),
+                              folds, {})
             return cache[key]
         if key not in cache:
             low = needs_lower_end(folds, k)  # the squarings' law differs with it
@@ -658,7 +666,7 @@ def remove_atoms_sq3(sigma: float, t: int, *, progress: bool = False, theta_sd: 
                 del powers[next(iter(powers))]
             cache[key] = (*_pair_lattice(sig, key[0] * cut_step, h if h23 is None else h23,
                                          folds, st, sf, rho, powers.setdefault(pkey, []),
-                                         lower_end=low), folds, {})
+                                         lower_end=low, cap=cap), folds, {})
         return cache[key]
 
     ck = float(math.comb(t, k))
@@ -688,7 +696,7 @@ def remove_atoms_sq3(sigma: float, t: int, *, progress: bool = False, theta_sd: 
     if first != "maclaurin":  # the first region's lattice step h1 is h from sigma 0.65
         h1 = _settings(sigma, t)[3] / (1.0 if sigma >= 0.65 else 4.0)
         hook = _first_squares(sigma, t, h1 if first_h is None else first_h, first_coarse, rho,
-                              first_low, first_low_step, k)
+                              first_low, first_low_step, k, cap)
     out = _build4(sigma, t, k, progress, theta_sd, theta3_sd, dl3, eta, step, sd_frac,
                   top_sd, 1e-22, 1e-16, lattice=lattice, binner=binner, first=hook)
     return out[0] if first == "squares" else out
