@@ -14,9 +14,11 @@ Where :func:`k5_sq_routed` the k = 5 route's law
 mechanism also answers with the route on Proposition 10's law and takes the least of both
 (:func:`.random_allocation_k4.sq_routed`), so no answer is above main's.  Measured (delta
 1e-6, the remove law alone, loaded CPU s; session 36, benchmarks/README.md): sigma 1.2, T
-20: 5.29922 in 10.8 s (Proposition 10's route 5.48290 in 1.7 s; on ``dl3`` 0.2, ``eta``
-0.016: 5.34121 in 6.4 s); sigma 1, T 10: 9.37310 in 10.7 s (9.72709 in 2.1 s; 9.38950 in
-5.4 s); importance-sampled truths 5.2488 and 9.1479.
+20: 5.29842 in 12.7 s (Proposition 10's route 5.48290 in 1.7 s; on ``dl3`` 0.2, ``eta``
+0.016, cap 100: 5.34121 in 6.4 s); sigma 1, T 10: 9.25469 in 15.1 s (9.72709 in 2.1 s;
+9.38950 in 5.4 s); importance-sampled truths 5.2488 and 9.1479.  The brackets at delta 1e-6
+are 0.94-1.49 % wide at one epoch and 1.75-3.07 % at three on the four corners (4.56-6.41 %
+and 4.58-6.41 % before), at 4.6-8.4 times the CPU.
 """
 
 from __future__ import annotations
