@@ -20,18 +20,18 @@ import mpmath
 import numpy as np
 import pytest
 
-from dpacct.accountant.transformers.random_allocation_k_law_sq import (
-    max_elementary_given_sums,
-)
 from dpacct.accountant.transformers.random_allocation_k_law_sq3 import (
-    first_coefficients,
     hat_elementary,
     needs_lower_end,
     remove_atoms_sq3,
 )
 from tests.test_random_allocation_k_law_sq3 import (
-    _chords_reached,
-    _second_diff_ok,
+    _band_bound_check,
+    _first_value_check,
+    _hat_chords_check,
+    _hat_closed_form_check,
+    _hat_lines_check,
+    _law_against_importance_sampling,
     _tangent_credit_check,
 )
 
@@ -99,23 +99,7 @@ def test_hat5_closed_form_domination_and_brute_force_maximum():
     equal to the brute-force maximum of ``e_5`` on the band; 0.999 times it is below the
     maximum (the check can fail)."""
     rng = np.random.Generator(np.random.PCG64(36_501))
-    for n in (5, 6, 9, 30):
-        r = rng.uniform(0.1, 20.0, 300)
-        s = r**2 * rng.uniform(-0.1, 1.2, 300)
-        got = hat_elementary(r, s, n, 5)
-        with mpmath.workdps(50):
-            ref = np.array([float(_hat5_mp(a, b, n)) for a, b in zip(r, s, strict=True)])
-        assert np.all(got >= ref) and np.allclose(got, ref, rtol=1e-9, atol=1e-9), n
-        band = (s >= r * r / n) & (s <= r * r)
-        assert np.allclose(got[band], max_elementary_given_sums(r[band], s[band], n, 5),
-                           rtol=1e-9, atol=1e-12)
-        below = s < r * r / n
-        assert np.all(got[below] >= math.comb(n, 5) * (r[below] / n) ** 5)
-        x = rng.lognormal(0.0, 1.0, (2000, n))
-        e = [np.ones(2000)] + [np.zeros(2000)] * 5
-        for col in x.T:
-            e = [e[0]] + [e[j] + e[j - 1] * col for j in range(1, 6)]
-        assert np.all(hat_elementary(x.sum(1), (x * x).sum(1), n, 5) >= e[5] * (1 - 1e-12))
+    _hat_closed_form_check(5, _hat5_mp, rng, (5, 6, 9, 30))
     worst = []
     with mpmath.workdps(50):
         for _ in range(120):
@@ -135,14 +119,7 @@ def test_hat5_convex_in_the_sum_the_squares_and_a_fixed_spread(v):
     """Lemma 11 (v) (a), (b): at fixed s convex and increasing in r, at fixed r convex and
     decreasing in s, along s = r^2 / n + v convex in r (second differences across both
     edges of the band); the check can fail: min(G_5, Maclaurin) is not convex at the edge."""
-    n = 11
-    r = np.linspace(0.0, 40.0, 4001)
-    g = hat_elementary(r, np.full(r.size, 30.0), n, 5)
-    assert _second_diff_ok(g) and np.all(np.diff(g) >= 0)
-    assert not _second_diff_ok(np.minimum(g, math.comb(n, 5) * (r / n) ** 5))
-    gs = hat_elementary(np.full(400, 10.0), np.linspace(-5.0, 120.0, 400), n, 5)
-    assert _second_diff_ok(gs) and np.all(np.diff(gs) <= 0) and gs[-1] == 0.0
-    assert _second_diff_ok(hat_elementary(r, r * r / n + v, n, 5))
+    _hat_lines_check(5, 11, v)
 
 
 def test_hat5_jointly_convex_below_the_band_at_50_digits():
@@ -171,22 +148,8 @@ def test_hat5_band_second_derivative_bound_at_50_digits():
     """Lemma 11 (v)/(vi): on the band the second derivative of hat G_5 along ``(1, 2c)``
     is at least ``C(n-2, 3) a_e^3`` for every real ``c``, attained at ``c = m + (n-1) d``
     (so 1.01 times the bound fails there)."""
-    rng = np.random.Generator(np.random.PCG64(36_503))
-    with mpmath.workdps(50):
-        for i in range(120):
-            n = int(rng.integers(5, 60))
-            r = mpmath.mpf(rng.uniform(0.1, 30.0))
-            s = r * r * (mpmath.mpf(1) / n + (1 - mpmath.mpf(1) / n) * rng.uniform(1e-3, 0.999))
-            m = r / n
-            d = mpmath.sqrt((s / n - m * m) / (n - 1))
-            tight = i % 4 == 0
-            c = m + (n - 1) * d if tight else mpmath.mpf(rng.uniform(-2.0, 3.0)) * r
-            d2 = mpmath.diff(lambda t, r=r, s=s, c=c, n=n: _hat5_mp(r + t, s + 2 * c * t, n),
-                             0, 2)
-            bound = mpmath.binomial(n - 2, 3) * (m - d) ** 3
-            assert d2 >= bound * (1 - mpmath.mpf(10) ** -20) - mpmath.mpf(10) ** -25
-            if tight:
-                assert d2 < 1.01 * bound
+    _band_bound_check(_hat5_mp, np.random.Generator(np.random.PCG64(36_503)), 5, 120,
+                      lambda n, a: mpmath.binomial(n - 2, 3) * a**3)
 
 
 @pytest.mark.parametrize("k", [5, 6])
@@ -219,15 +182,7 @@ def test_hat5_convex_and_rising_along_the_tangent_chords_from_nine_others():
     ``n = 5, ..., 8`` it falls along ``(1, 2a)`` from ``(0.9999 a sqrt n, a^2)`` (a chord
     reaches it: ``r_0 = 0.9999 a sqrt n - a``, ``s_0 = 0``), which is why those lattices
     take the lower end's credit (:func:`needs_lower_end`)."""
-    rng = np.random.Generator(np.random.PCG64(36_505))
-    t = np.linspace(0.0, 1.0, 201)
-    for n, a, h, r0, s0 in zip(*_chords_reached(rng, 3000), strict=True):
-        n = int(n) + 6  # 9-45
-        r, s = r0 + a + t * h, s0 + a * a + 2 * a * t * h
-        g = hat_elementary(r, s, n, 5)
-        scale = max(float(np.abs(g).max()), 1e-300)
-        assert _second_diff_ok(g), (n, a, h, r0, s0)
-        assert np.all(np.diff(g) >= -1e-12 * scale), (n, a, h, r0, s0)
+    _hat_chords_check(5, np.random.Generator(np.random.PCG64(36_505)), 3000, 6)  # n 9-45
     for n in (5, 6, 7, 8):
         a = 1.0
         r = 0.9999 * a * math.sqrt(n) + np.array([0.0, 1e-6])
@@ -257,15 +212,7 @@ def test_law_k5_bad_input_and_first_value():
         remove_atoms_sq3(1.0, 10, k=5, cap=0.0)
     with pytest.raises(ValueError, match="j must"):
         hat_elementary(np.array([3.0]), np.array([1.0]), 7, 6)
-    rng = np.random.Generator(np.random.PCG64(36_506))
-    for t in (6, 9, 21):
-        o = rng.lognormal(0.0, 1.0, (3000, t - 1))
-        m = o.max(1) * rng.uniform(1.0, 3.0, 3000)
-        e = [np.ones(3000)] + [np.zeros(3000)] * 5
-        for col in np.column_stack((m, o)).T:
-            e = [e[0]] + [e[j] + e[j - 1] * col for j in range(1, 6)]
-        a, c = first_coefficients(o.sum(1), (o * o).sum(1), t, 5)
-        assert np.all(m * a + c >= e[5] / math.comb(t, 5) * (1 - 1e-12))
+    _first_value_check(5, np.random.Generator(np.random.PCG64(36_506)), (6, 9, 21))
 
 
 def test_law_k5_above_importance_sampling():
@@ -274,18 +221,4 @@ def test_law_k5_above_importance_sampling():
     1.26-1.27: at T 7 every lattice has 5-6 others and the lower end's credit), below
     Proposition 10's law on the same nodes (2.6-3.0 times it); the check can fail: the
     estimate 30 % higher is above the law."""
-    from dpacct.accountant.transformers.random_allocation_k_law4 import remove_atoms4
-    from tests.test_random_allocation_k_law4 import _Z, _is_remove
-
-    sigma, t, e = 1.0, 7, np.array([7.0, 8.0])
-    rng = np.random.Generator(np.random.PCG64(36_507))
-    m, se = _is_remove(sigma, t, 5, e, 200_000, rng)
-    assert np.all(se < 0.03 * m)
-    v, q, c = remove_atoms_sq3(sigma, t, k=5, first="squares", cut_step=1e-4, dl3=0.2,
-                               eta=0.016)
-    curve = np.maximum(v[None, :] - np.exp(e)[:, None], 0.0) @ q + c
-    assert np.all(curve >= m - _Z * se), (curve, m, se)
-    assert np.all(curve <= 1.35 * (m + _Z * se)), curve / m
-    v4, q4, c4 = remove_atoms4(sigma, t, 5, dl3=0.2, eta=0.016)
-    assert np.all(curve < np.maximum(v4[None, :] - np.exp(e)[:, None], 0.0) @ q4 + c4)
-    assert not np.all(curve >= 1.3 * m + _Z * se)
+    _law_against_importance_sampling(1.0, 7, 5, [7.0, 8.0], 36_507, 1.35, 1.3)
