@@ -31,7 +31,8 @@ lower ends only), old then new per row; the last column also counts the equal an
     python -m benchmarks.random_allocation_k_sq3 1.5 11 1.2 30 --brackets --epochs 1,3,5 \
         --old /tmp/old:/work/venvs/k3me/bin/python
 
-``--k 4`` (session 35) takes those brackets at ``k = 4`` (Proposition 15's route)::
+``--k 4`` (session 35) takes those brackets at ``k = 4`` (Proposition 15's route; ``--k 5``,
+session 36, at ``k = 5``, Proposition 16's)::
 
     python -m benchmarks.random_allocation_k_sq3 1.2 20 1 10 --brackets --epochs 1,3 --k 4 \
         --old /tmp/k4_old:/work/venvs/k4/bin/python
@@ -206,7 +207,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--epochs", help="with --brackets: rows are sigma T, these epochs "
                     "(comma-separated) in one process per side and row")
     ap.add_argument("--k", type=int, default=3, help="with --brackets --epochs: k (session "
-                    "35: 4, Proposition 15's route)")
+                    "35: 4, Proposition 15's route; session 36: 5, Proposition 16's)")
     a = ap.parse_args(argv)
     if a.brackets and a.epochs:
         if len(a.rows) % 2:

@@ -143,7 +143,7 @@ from .random_allocation_k3 import (
     k3_sq3_routed,
     k3_tried,
 )
-from .random_allocation_k4 import AllocationKRemove, allocation_k_pair, k4_sq_routed, k_tried
+from .random_allocation_k4 import AllocationKRemove, allocation_k_pair, k_tried, sq_routed
 from .random_allocation_lower import (
     gaussian_epsilon_is_zero,
     random_allocation_delta_mc,
@@ -526,9 +526,9 @@ class RandomAllocationMechanism(Mechanism):
     def _k3_extra_routes(self) -> tuple[Mechanism, ...]:
         """The answers take the least of all routes: where :attr:`k3_route`'s law is
         Proposition 13's (``k3_sq3_routed``) also on Propositions 12 and 10's laws, where
-        :attr:`k4_route`'s is Proposition 15's (``k4_sq_routed``) on Proposition 10's."""
+        :attr:`k4_route`'s is Proposition 15's or 16's (``sq_routed``) on Proposition 10's."""
         cache, s = self._cache(), float(self.base.sigma)
-        k4 = self._has_k4_route and k4_sq_routed(s, self.steps, self.k)
+        k4 = self._has_k4_route and sq_routed(s, self.steps, self.k)
         if ("ra_k3_extra",) not in cache and (k4 or (self._has_k3_route and k3_sq3_routed(
                 s, self.steps))):
             cache[("ra_k3_extra",)] = (allocation_k_pair(s, self.steps, self.k, self.epochs,

@@ -58,6 +58,7 @@ from .random_allocation_k3 import (
     K3_FOUR_MIN_STEPS,
     AllocationK3Remove,
 )
+from .random_allocation_k5 import k5_sq_atoms, k5_sq_routed
 from .random_allocation_k_law import envelope_law, remove_atoms
 from .random_allocation_k_law4 import remove_atoms4
 from .random_allocation_k_law_sq3 import remove_atoms_sq3
@@ -154,7 +155,9 @@ def k_remove_atoms(
 
 def k_atoms(sigma: float, steps: int, k: int, *, progress: bool = False, four: bool = False,
             epochs: int = 1) -> tuple[np.ndarray, np.ndarray, float]:
-    """The route's atoms: where :func:`k4_sq_routed` and not ``four``, Proposition 15's
+    """The route's atoms: where :func:`.random_allocation_k5.k5_sq_routed` and not ``four``,
+    Proposition 16's law (:func:`.random_allocation_k5.k5_sq_atoms`); where
+    :func:`k4_sq_routed` and not ``four``, Proposition 15's
     law (:func:`.random_allocation_k_law_sq3.remove_atoms_sq3` at ``k = 4`` on
     :data:`K4_SQ_SETTINGS`; where ``epochs > 1`` on :data:`K4_SQ_EPOCHS_SETTINGS`, its
     first region keeping the others' sum of squares too: one epoch at delta 1e-6 does not
@@ -170,6 +173,8 @@ def k_atoms(sigma: float, steps: int, k: int, *, progress: bool = False, four: b
     >>> bool(float(q @ v) + c >= 1.0)
     True
     """
+    if k5_sq_routed(sigma, steps, k) and not four:  # Proposition 16 (k = 5)
+        return k5_sq_atoms(sigma, steps, progress=progress, epochs=epochs)
     if k4_sq_routed(sigma, steps, k) and not four:
         key = (float(sigma), int(steps), epochs > 1)
         if key not in _ATOMS_SQ4:  # the last one kept: a bracket asks for it twice
@@ -234,6 +239,19 @@ def k4_sq_routed(sigma: float, steps: int, k: int) -> bool:
     """
     return (k == 4 and K4_SQ_SIGMA[0] <= sigma <= K4_SQ_SIGMA[1]
             and K4_SQ_STEPS[0] <= steps <= K4_SQ_STEPS[1])
+
+
+def sq_routed(sigma: float, steps: int, k: int) -> bool:
+    """Whether the route's law keeps the others' sum of squares (:func:`k4_sq_routed` or
+    :func:`.random_allocation_k5.k5_sq_routed`): there the mechanism also answers with the
+    route on Proposition 10's law (``four=True``) and takes the least of both.
+
+    Examples
+    --------
+    >>> sq_routed(1.2, 20, 4), sq_routed(1.2, 20, 5), sq_routed(1.2, 20, 6)
+    (True, True, False)
+    """
+    return k4_sq_routed(sigma, steps, k) or k5_sq_routed(sigma, steps, k)
 
 
 def k_tried(sigma: float, t: int, k: int) -> bool:

@@ -28,7 +28,10 @@ convex extension ``hat G_j(r, s)`` (:func:`hat_elementary`) instead of Maclaurin
 
 ``k = 3`` and, with ``k=4``, ``k = 4`` (Proposition 15 of the docs: Lemma 11 (iv) proves
 ``hat G_4`` jointly convex on the band and every property above; the values take ``hat
-G_{4-i}`` and ``C(T, 4)``, region 3's ``E_1`` a fifth term ``e_4`` of the kept four). The
+G_{4-i}`` and ``C(T, 4)``, region 3's ``E_1`` a fifth term ``e_4`` of the kept four), and
+with ``k=5``, ``k = 5`` (Proposition 16: Lemma 11 (v)'s ``hat G_5``; its tangent property
+holds from ``n = 9`` others, so lattices of 5-8 others take the lower end's credit,
+:func:`needs_lower_end`). The
 first region (``M_2 <= theta``) is Proposition 10's; with ``first="squares"`` it keeps the
 ``T - 1`` others' (sum, sum of squares) too (Proposition 13 of
 docs/theory/allocation_k_of_t.md: ``W_1 = (M_1 hat G_2 + hat G_3) / C(T, 3)``,
@@ -60,8 +63,8 @@ from .random_allocation_k_law import _DROP_Q, _bin_affine, _dot
 from .random_allocation_k_law4 import _LATTICE, _bin_rows, _build4
 from .random_allocation_k_law_sq import max_elementary_given_sums
 
-__all__ = ["first_coefficients", "hat_elementary", "pair_power", "pair_term_law",
-           "remove_atoms_sq3"]
+__all__ = ["first_coefficients", "hat_elementary", "needs_lower_end", "pair_power",
+           "pair_term_law", "remove_atoms_sq3"]
 
 _U = 2.0**-53
 #: each other's z^2 is capped here (a cap only lowers s; measured +0.04 % at 100 on the
@@ -96,12 +99,14 @@ _LOWER_END = False
 
 def hat_elementary(total: np.ndarray, squares: np.ndarray, n: int, j: int) -> np.ndarray:
     """Upper bounds (every operation rounded outward) on Lemma 11's ``hat G_j(total,
-    squares)``, ``0 <= j <= 4``: ``1``, ``total``, ``((total^2 - squares) / 2)_+``, and for
-    ``j = 3, 4`` ``G_j`` on the band ``total^2 / n <= squares`` (0 above ``total^2``) and
+    squares)``, ``0 <= j <= 5``: ``1``, ``total``, ``((total^2 - squares) / 2)_+``, and for
+    ``j = 3, 4, 5`` ``G_j`` on the band ``total^2 / n <= squares`` (0 above ``total^2``) and
     below it (``v = squares / n - total^2 / n^2 < 0``) Maclaurin's ``C(n, j) (total / n)^j``
-    plus ``(n - 2) total (-v) / 2`` (``j = 3``) or ``(n - 2) (n - 3) total^2 (-v) / (4 n)``
-    (``j = 4``, Lemma 11 (iv)): convex in ``total`` at fixed ``squares``, decreasing in
-    ``squares`` and increasing in ``total`` (docs, Lemma 11 (ii)-(iv)).
+    plus ``(n - 2) total (-v) / 2`` (``j = 3``), ``(n - 2) (n - 3) total^2 (-v) / (4 n)``
+    (``j = 4``, Lemma 11 (iv)) or ``K m^3 (-v) / 12 + 3 K m v^2 / (16 n)`` (``j = 5``, ``K =
+    n (n - 2) (n - 3) (n - 4)``, ``m = total / n``, Lemma 11 (v)): convex in ``total`` at
+    fixed ``squares``, decreasing in ``squares`` and increasing in ``total`` (docs, Lemma 11
+    (ii)-(v)).
 
     Parameters
     ----------
@@ -112,7 +117,7 @@ def hat_elementary(total: np.ndarray, squares: np.ndarray, n: int, j: int) -> np
     n : int
         How many numbers, ``>= 1`` (``j > n``: 0).
     j : int
-        The degree, ``0 <= j <= 4``.
+        The degree, ``0 <= j <= 5``.
 
     Returns
     -------
@@ -121,7 +126,7 @@ def hat_elementary(total: np.ndarray, squares: np.ndarray, n: int, j: int) -> np
     Raises
     ------
     ValueError
-        If ``n < 1`` or ``j`` is outside ``[0, 4]``.
+        If ``n < 1`` or ``j`` is outside ``[0, 5]``.
 
     Examples
     --------
@@ -133,10 +138,13 @@ def hat_elementary(total: np.ndarray, squares: np.ndarray, n: int, j: int) -> np
     >>> v = float(hat_elementary(np.array(5.0), np.array(7.0), 4, 4))  # e_4(1, 1, 1, 2)
     >>> 2.0 <= v <= 2.0 * (1 + 1e-12)
     True
+    >>> v = float(hat_elementary(np.array(6.0), np.array(8.0), 5, 5))  # e_5(1, 1, 1, 1, 2)
+    >>> 2.0 <= v <= 2.0 * (1 + 1e-12)
+    True
     """
     n = check_count(n, "n")
-    if not 0 <= j <= 4:
-        raise ValueError(f"j must be in [0, 4], got j={j}")
+    if not 0 <= j <= 5:
+        raise ValueError(f"j must be in [0, 5], got j={j}")
     r, s = np.broadcast_arrays(np.asarray(total, float), np.asarray(squares, float))
     if j == 0:
         return np.ones(r.shape)
@@ -154,15 +162,20 @@ def hat_elementary(total: np.ndarray, squares: np.ndarray, n: int, j: int) -> np
     v_lo = s / n * (1 - 2 * _U) - q * (1 + 3 * _U)
     if j == 3:
         off = mac + (n - 2) * r * np.maximum(-v_lo, 0.0) * (0.5 * (1 + 8 * _U))
-    else:  # K m^2 (-v) / 4, K = n (n - 2) (n - 3) (an integer, exact), m = r / n
+    elif j == 4:  # K m^2 (-v) / 4, K = n (n - 2) (n - 3) (an integer, exact), m = r / n
         off = mac + (r * r) * np.maximum(-v_lo, 0.0) * ((n - 2) * (n - 3) / (4 * n)
                                                          * (1 + 10 * _U))
+    else:  # K m^3 (-v) / 12 + 3 K m v^2 / (16 n), K = n (n - 2) (n - 3) (n - 4), m = r / n
+        neg = np.maximum(-v_lo, 0.0)  # |v| rounded up where v < 0 (both terms rise in it)
+        k3 = (n - 2) * (n - 3) * (n - 4)  # an integer, exact
+        off = mac + ((r * r * r) * neg * (k3 / (12 * n * n) * (1 + 10 * _U))
+                     + r * (neg * neg) * (3 * k3 / (16 * n) * (1 + 10 * _U))) * (1 + 4 * _U)
     off *= 1 + 4 * _U
     return np.where(v_lo >= 0.0, band, np.where(v_hi < 0.0, off, np.maximum(band, off)))
 
 
-def pair_term_law(sigma: float, cut: float, h: float, g: float, cap: float = _CAP
-                  ) -> np.ndarray:
+def pair_term_law(sigma: float, cut: float, h: float, g: float, cap: float = _CAP,
+                  lower_end: bool | None = None) -> np.ndarray:
     """Upper bounds on a law ``w[j, i]`` of one other's ``(z, z^2)`` on the lattice ``(i h,
     j g)`` (``z ~ Y | Y <= e^cut``, ``Y`` an unshifted coordinate): each cell ``[a, a + h]``
     (``a = c h``) puts :func:`.random_allocation_k2_three._term_shares`' two chord shares at
@@ -174,7 +187,9 @@ def pair_term_law(sigma: float, cut: float, h: float, g: float, cap: float = _CA
     a^2 + 2 c t)``, ``r_0, s_0 >= 0``, and non-negative, ``E phi(r_0 + z, s_0 + z^2) <=
     sum w phi(r_0 + i h, s_0 + j g)``: Proposition 14 of docs/theory/allocation_k_of_t.md
     proves that of Lemma 11's values; Proposition 12, (3'), (4) the rest.  With
-    :data:`_LOWER_END` both atoms are credited ``min(a^2, cap)`` (Proposition 12's law).
+    ``lower_end`` (default :data:`_LOWER_END`) both atoms are credited ``min(a^2, cap)``
+    (Proposition 12's law; what ``hat G_5`` of ``5 <= n <= 8`` others needs: Lemma 11 (v)
+    proves the tangent's property only from ``n = 9``).
 
     Examples
     --------
@@ -188,7 +203,8 @@ def pair_term_law(sigma: float, cut: float, h: float, g: float, cap: float = _CA
     # the lower atom credited a^2, the upper one the tangent a^2 + 2 a h (Proposition 14;
     # _LOWER_END: a^2 too, Proposition 12's), each rounded down and capped
     a2 = np.minimum(a * a * (1 - 4 * _U), cap)
-    t2 = a2 if _LOWER_END else np.minimum((a * a + 2 * a * h) * (1 - 8 * _U), cap)
+    low = _LOWER_END if lower_end is None else lower_end
+    t2 = a2 if low else np.minimum((a * a + 2 * a * h) * (1 - 8 * _U), cap)
     rows = []
     for sq in (a2, t2):
         x = sq / g
@@ -340,16 +356,17 @@ def _h_for_cut(h: float, cut: float, cols: float) -> float:
     return h * (1.0 + 1e-6) if abs(ratio - round(ratio)) < 1e-9 * ratio else h
 
 
-def _pair_lattice(sigma, cut, h, folds, step, sd_frac, rho=_RHO, squares=None):
+def _pair_lattice(sigma, cut, h, folds, step, sd_frac, rho=_RHO, squares=None, lower_end=None,
+                  cap=_CAP):
     """The others' lattice of Proposition 12: ``(r, s, w)``, the ``folds``-fold power of
     :func:`pair_term_law` cut at ``e^cut``, each entry's spread ``v = s - r^2 / folds``
     put on the two nearest of ``0, +-unit rho^i`` by the chord in ``s`` (the upper share
     rounded down), then its sum spread onto the coarse lattice (least step ``step``, at most
     ``sd_frac`` of its standard deviation) at that fixed spread: along ``s = r^2 / folds +
     v`` the value is convex in ``r`` (docs, Proposition 12, (4')); ``squares``: as
-    :func:`pair_power`'s, for this cut."""
-    w, g = pair_power(pair_term_law(sigma, cut, h, _G0), folds, _G0, rows=_ROWS,
-                      squares=squares)
+    :func:`pair_power`'s, for this cut; ``lower_end``, ``cap``: :func:`pair_term_law`'s."""
+    w, g = pair_power(pair_term_law(sigma, cut, h, _G0, cap, lower_end=lower_end), folds, _G0,
+                      rows=_ROWS, squares=squares)
     r = np.arange(w.shape[1]) * h
     mr = w.sum(axis=0)
     tot = float(mr.sum())
@@ -419,6 +436,20 @@ def _pair_lattice(sigma, cut, h, folds, step, sd_frac, rho=_RHO, squares=None):
     return rk * (1 + 2 * _U), spread_s(rk * (1 - 2 * _U), uk % nbin + b0), wk
 
 
+def needs_lower_end(n: int, k: int) -> bool | None:
+    """True where the tangent credit (Proposition 14) is not proved for the values of a
+    lattice of ``n`` others at degree ``k``: ``k = 5`` and ``5 <= n <= 8`` (Lemma 11 (v):
+    ``hat G_5`` is non-decreasing along the tangent chords iff ``n >= 9``, ``(k - 2)^2``;
+    below 5 it is 0); else None (the module's default, :data:`_LOWER_END`).
+
+    Examples
+    --------
+    >>> needs_lower_end(8, 5), needs_lower_end(9, 5), needs_lower_end(6, 4)
+    (True, None, None)
+    """
+    return True if k >= 5 and 5 <= n < (k - 2) ** 2 else None
+
+
 def first_coefficients(total: np.ndarray, squares: np.ndarray, t: int, k: int = 3
                        ) -> tuple[np.ndarray, np.ndarray]:
     """``(a, c)``: upper bounds on ``hat G_{k-1}(total, squares) / C(T, k)`` and ``hat
@@ -426,7 +457,8 @@ def first_coefficients(total: np.ndarray, squares: np.ndarray, t: int, k: int = 
     operation rounded outward), so that ``W_1 = m a + c`` bounds ``Lambda_k = e_k(z) /
     C(T, k)`` for ``M_1 = m`` and the others' sum and sum of squares (Proposition 13 of
     docs/theory/allocation_k_of_t.md: ``e_k(z) = M_1 e_{k-1}(o) + e_k(o)``, ``e_2(o) =
-    (r^2 - s) / 2``, ``e_j(o) <= G_j(r, s)``, Lemma 11; ``k = 4``: Proposition 15).
+    (r^2 - s) / 2``, ``e_j(o) <= G_j(r, s)``, Lemma 11; ``k = 4``: Proposition 15; ``k =
+    5``: Proposition 16).
 
     Parameters
     ----------
@@ -435,7 +467,7 @@ def first_coefficients(total: np.ndarray, squares: np.ndarray, t: int, k: int = 
     t : int
         Steps per epoch ``T``, >= ``k + 1``.
     k : int, default 3
-        Steps per record per epoch, 3 or 4.
+        Steps per record per epoch, 3, 4 or 5.
 
     Returns
     -------
@@ -444,7 +476,7 @@ def first_coefficients(total: np.ndarray, squares: np.ndarray, t: int, k: int = 
     Raises
     ------
     ValueError
-        If ``k`` is not 3 or 4 or ``t < k + 1``.
+        If ``k`` is not 3, 4 or 5 or ``t < k + 1``.
 
     Examples
     --------
@@ -458,8 +490,8 @@ def first_coefficients(total: np.ndarray, squares: np.ndarray, t: int, k: int = 
     True
     """
     t = check_count(t, "steps")
-    if k not in (3, 4):
-        raise ValueError(f"k must be 3 or 4 for the sum-of-squares law, got k={k}")
+    if k not in (3, 4, 5):
+        raise ValueError(f"k must be 3, 4 or 5 for the sum-of-squares law, got k={k}")
     if t < k + 1:
         raise ValueError(f"steps must be >= {k + 1} for the first region's value, got "
                          f"steps={t}")
@@ -468,7 +500,7 @@ def first_coefficients(total: np.ndarray, squares: np.ndarray, t: int, k: int = 
             hat_elementary(total, squares, t - 1, k) / ck * (1 + 2 * _U))
 
 
-def _first_squares(sigma, t, h, coarse, rho, low, low_step, k=3):
+def _first_squares(sigma, t, h, coarse, rho, low, low_step, k=3, cap=_CAP):
     """Proposition 13's first region (``M_2 <= theta``; docs/theory/allocation_k_of_t.md):
     the ``M_1`` cells of each cut of ``cut_list`` against the ``T - 1`` others' (sum, sum
     of squares) lattice (:func:`_pair_lattice`, per-coordinate step ``h``, coarse lattice
@@ -492,7 +524,8 @@ def _first_squares(sigma, t, h, coarse, rho, low, low_step, k=3):
             if t * float(special.log_ndtr((cut - mu0) / s0)) < math.log(low):
                 cut = min(math.ceil(cut / low_step) * low_step, top)  # only raised
             if cut != last:
-                rv, sv, lw = _pair_lattice(sigma, cut, h, n, coarse[0], coarse[1], rho)
+                rv, sv, lw = _pair_lattice(sigma, cut, h, n, coarse[0], coarse[1], rho,
+                                           lower_end=needs_lower_end(n, k), cap=cap)
                 lat, last = (*first_coefficients(rv, sv, t, k), lw), cut
             a, c, lw = lat
             tiny = idx[w[idx] < drop_w]
@@ -517,7 +550,7 @@ def remove_atoms_sq3(sigma: float, t: int, *, progress: bool = False, theta_sd: 
                      first_low: float = 1e-4, first_low_step: float = 0.25,
                      first_h: float | None = None, h: float | None = None,
                      h2: float | None = None, coarse2: tuple[float, float] | None = None,
-                     k: int = 3, h_cols: float | None = None) -> tuple:
+                     k: int = 3, h_cols: float | None = None, cap: float = _CAP) -> tuple:
     """``(values, q, charge)``: for every ``gamma >= 0``, ``H_gamma(P_k || Q) <= sum_i q_i
     (values_i - gamma)_+ + charge`` (Proposition 12 of docs/theory/allocation_k_of_t.md;
     module docstring; ``k = 4``: Proposition 15), one k-of-T epoch's remove direction.
@@ -568,14 +601,19 @@ def remove_atoms_sq3(sigma: float, t: int, *, progress: bool = False, theta_sd: 
         0.0625))`` for no measurable CPU, against 5.66403 for ``h = 0.05`` in both regions
         at 1.5 times the law's CPU).
     k : int, default 3
-        Steps per record per epoch, 3 or 4 (``k = 4``: Proposition 15, ``hat G_4`` of
-        Lemma 11 (iv)).
+        Steps per record per epoch, 3, 4 or 5 (``k = 4``: Proposition 15, ``hat G_4`` of
+        Lemma 11 (iv); ``k = 5``: Proposition 16, ``hat G_5`` of Lemma 11 (v), the lattices
+        of 5-8 others with the lower end's credit, :func:`needs_lower_end`).
     h_cols : float, optional
         Regions 2-3's lattices (not region 2's own ``h2``) keep at most this many cells
         per coordinate below their cut: the step is ``h`` raised by powers of ``2^(1/4)``
         where the cut is high (:func:`_h_for_cut`), > 0.  The high cuts' lattices hold
         little mass and most of the FFT work (session 36: sigma 1.2, T 20, delta 1e-6,
         session 35's nodes: 4.27471 in 4.4 CPU s, with ``h_cols`` 40 4.27642 in 3.0 s).
+    cap : float, default :data:`_CAP`
+        Each other's square is capped here (> 0; a cap only lowers ``s``; larger: tighter
+        where the others' squares reach it, at more CPU; session 36, k = 5, sigma 1, T 10,
+        delta 1e-6: 9.37310 at 100, 9.25469 at 400).
 
     Returns
     -------
@@ -589,7 +627,8 @@ def remove_atoms_sq3(sigma: float, t: int, *, progress: bool = False, theta_sd: 
         If ``sigma <= 0``, ``t < 5``, ``theta3_sd >= theta_sd``, ``cut_step <= 0``,
         ``h``, ``h2`` or ``h_cols <= 0``, ``rho <= 1``, an entry of ``coarse``, ``coarse2`` or
         ``first_coarse`` or ``first_low`` or ``first_low_step`` is not positive, or
-        ``first`` is none of the three, or ``k`` is not 3 or 4.
+        ``first`` is none of the three, ``k`` is not 3, 4 or 5 (``t < 6`` at ``k = 5``), or
+        ``cap <= 0``.
 
     Examples
     --------
@@ -602,13 +641,15 @@ def remove_atoms_sq3(sigma: float, t: int, *, progress: bool = False, theta_sd: 
     """
     sigma = check_positive("sigma", sigma)
     t = check_count(t, "steps")
-    if t < 5:
-        raise ValueError(f"steps must be >= 5 for the sum-of-squares law, got steps={t}")
-    if k not in (3, 4):
-        raise ValueError(f"k must be 3 or 4 for the sum-of-squares law, got k={k}")
+    if k not in (3, 4, 5):
+        raise ValueError(f"k must be 3, 4 or 5 for the sum-of-squares law, got k={k}")
+    if t < max(5, k + 1):
+        raise ValueError(f"steps must be >= {max(5, k + 1)} for the sum-of-squares law, got "
+                         f"steps={t}")
     if not theta3_sd < theta_sd:
         raise ValueError(f"theta3_sd must be below theta_sd, got {theta3_sd} >= {theta_sd}")
     cut_step = check_positive("cut_step", cut_step)
+    cap = check_positive("cap", cap)
     if not rho > 1.0:
         raise ValueError(f"rho must be > 1, got {rho}")
     if coarse is None:
@@ -643,17 +684,21 @@ def remove_atoms_sq3(sigma: float, t: int, *, progress: bool = False, theta_sd: 
             # steps, its squarings not shared with region 3's at the same cut
             if key not in cache:
                 cache[key] = (*_pair_lattice(sig, key[0] * cut_step, h2 or h23 or h, folds,
-                                             *(coarse2 or (st, sf)), rho), folds, {})
+                                             *(coarse2 or (st, sf)), rho,
+                                             lower_end=needs_lower_end(folds, k), cap=cap),
+                              folds, {})
             return cache[key]
         if key not in cache:
-            if key[0] not in powers and len(powers) >= 2:
+            low = needs_lower_end(folds, k)  # the squarings' law differs with it
+            pkey = key[0] if low is None else (key[0], low)
+            if pkey not in powers and len(powers) >= 2:
                 del powers[next(iter(powers))]
             hh = h if h23 is None else h23
             if h_cols is not None:
                 hh = _h_for_cut(hh, key[0] * cut_step, h_cols)
             cache[key] = (*_pair_lattice(sig, key[0] * cut_step, hh,
-                                         folds, st, sf, rho, powers.setdefault(key[0], [])),
-                          folds, {})
+                                         folds, st, sf, rho, powers.setdefault(pkey, []),
+                                         lower_end=low, cap=cap), folds, {})
         return cache[key]
 
     ck = float(math.comb(t, k))
@@ -683,7 +728,7 @@ def remove_atoms_sq3(sigma: float, t: int, *, progress: bool = False, theta_sd: 
     if first != "maclaurin":  # the first region's lattice step h1 is h from sigma 0.65
         h1 = _settings(sigma, t)[3] / (1.0 if sigma >= 0.65 else 4.0)
         hook = _first_squares(sigma, t, h1 if first_h is None else first_h, first_coarse, rho,
-                              first_low, first_low_step, k)
+                              first_low, first_low_step, k, cap)
     out = _build4(sigma, t, k, progress, theta_sd, theta3_sd, dl3, eta, step, sd_frac,
                   top_sd, 1e-22, 1e-16, lattice=lattice, binner=binner, first=hook)
     return out[0] if first == "squares" else out
