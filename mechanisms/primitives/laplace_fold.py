@@ -8,7 +8,8 @@ at ``+-e`` and the uniform density ``a / 2`` on ``(-e, e)`` (mass ``u = e a``). 
 of ``k`` runs is a sum ``S``; ``dP_S = e^{s/2} dmu^{*k}`` and, the pair being symmetric
 (``Q``'s loss law is the mirror of ``P``'s),
 
-    ``delta(eps) = E_P[(1 - e^{eps - S})_+] = int_{s > eps} 2 e^{eps/2} sinh((s - eps)/2) dmu^{*k}(s)``.
+    ``delta(eps) = E_P[(1 - e^{eps - S})_+]
+    = int_{s > eps} 2 e^{eps/2} sinh((s - eps)/2) dmu^{*k}(s)``.
 
 ``mu^{*k}`` is a finite mixture: ``m`` uniform draws and ``k - m`` atoms of which ``n``
 are ``+e``, with weight ``w = C(k, m) C(k - m, n) a^{k-m} u^m``, atom sum
@@ -68,28 +69,35 @@ _MAX_CELLS = 60_000
 #: each term's relative float error beyond the log-weights' (exp, expm1, products, sums)
 _TERM_ULPS = 2.0**-45
 #: the tail of more than ``M`` draws is kept below this share of the target delta
-_TAIL_SHARE = 2.0**-40
+_TAIL_SHARE = 2.0**-36
 #: Newton steps before the search settles for its last certified point
 _MAX_STEPS = 40
+#: the search stops at a certified point within this share of delta, aiming at this one
+_CLOSE = 2.0**-24
+_AIM = 2.0**-27
+#: straddling cells lighter than this share of delta are bounded by their mass
+_FLOOR_SHARE = 2.0**-50
 
 
 def _tail_draws(e0: float, k: int, share: float) -> tuple[int, float] | None:
-    """The least ``M`` with ``P(more than M uniform draws) <= share`` and that tail, rounded
-    up; ``None`` past :data:`_MAX_DRAWS`."""
+    """The least ``M`` whose Chernoff bound on ``P(more than M uniform draws)`` is at most
+    ``share``, and that bound; ``None`` past :data:`_MAX_DRAWS`.
+
+    The draws are ``Binomial(k, p)``, ``p = (1 - e^{-e})/2``, and
+    ``P(X >= j) <= exp(-k D(j/k || p))`` for ``j >= k p`` (Chernoff 1952; Hoeffding 1963,
+    Theorem 1), ``D`` the Bernoulli relative entropy; rounded up by ``2^-40``."""
     pc = -0.5 * math.expm1(-e0)
-    m = np.arange(k + 1, dtype=float)
-    lfac = _log_factorials(k)
-    logpmf = lfac[k] - lfac - lfac[::-1] + m * math.log(pc) + (k - m) * math.log1p(-pc)
-    pmf = np.exp(logpmf) * (1.0 + 2.0**-38)  # log round-off ~ 2^-50 * |log k!| and exp
-    tails = np.cumsum(pmf[::-1])[::-1] * (1.0 + k * 2.0**-52)  # tails[j] = P(m >= j)
-    ok = np.nonzero(tails <= share)[0]
-    if ok.size == 0:
-        return None
-    draws = max(int(ok[0]) - 1, 0)
-    if draws > _MAX_DRAWS:
-        return None
-    tail = float(tails[draws + 1]) if draws + 1 <= k else 0.0
-    return draws, tail
+    log_share = math.log(share)
+    for j in range(max(1, math.ceil(k * pc)), min(k, _MAX_DRAWS + 1) + 1):
+        a = j / k
+        rest = (1.0 - a) * math.log((1.0 - a) / (1.0 - pc)) if a < 1.0 else 0.0
+        kl = a * math.log(a / pc) + rest
+        log_tail = -k * kl + 2.0**-40 * (1.0 + k * kl)
+        if log_tail <= log_share:
+            return j - 1, math.exp(log_tail) * (1.0 + 2.0**-40)
+    if k <= _MAX_DRAWS:
+        return k, 0.0
+    return None
 
 
 @lru_cache(maxsize=8)
@@ -123,38 +131,52 @@ def _cells(e0: float, k: int, draws: int):
     mass_c = np.exp(log_mass - c)
     # sums over n' >= n within each group (padded rows of k + 2, zeros past the group):
     # positive terms, each sum within (k + 1) 2^-53 of its value
-    grid1 = np.zeros((draws + 1, k + 2))
-    grid2 = np.zeros((draws + 1, k + 2))
-    grid1[m, n] = mass
-    grid2[m, n] = mass_c
-    tail1 = np.cumsum(grid1[:, ::-1], axis=1)[:, ::-1]
-    tail2 = np.cumsum(grid2[:, ::-1], axis=1)[:, ::-1]
-    # the series Phi_m(y) / 2 = y^(m+1)/(m+1)! * sum_t coef[m, t] y^(2t), and the signed
-    # binomials (-1)^r C(m, r) for r <= m/2 + 1 (exact floats for m <= 50)
+    grid = np.zeros((2, draws + 1, k + 2))  # n reversed: column k + 1 - n
+    grid[0, m, k + 1 - n] = mass
+    grid[1, m, k + 1 - n] = mass_c
+    np.cumsum(grid, axis=2, out=grid)
+    tail1 = grid[0, :, ::-1]
+    tail2 = grid[1, :, ::-1]
     # terms: the first omitted over the first kept is at most y^(2T) / (2T)! <= 2^-60
     ymax = 0.5 * draws * e0
     terms = 2
-    while terms < _TERMS and 2 * terms * math.log(max(ymax, 1e-300)) - math.lgamma(2 * terms + 1.0) > -60 * math.log(2.0):
+    while terms < _TERMS and (2 * terms * math.log(max(ymax, 1e-300))
+                              - math.lgamma(2 * terms + 1.0) > -60 * math.log(2.0)):
         terms += 1
-    coef = np.exp(np.array([[math.lgamma(j + 2.0) - math.lgamma(j + 2.0 + 2 * t)
-                             for t in range(terms)] for j in range(draws + 1)]))
-    lead = np.array([math.lgamma(j + 2.0) for j in range(draws + 1)])
-    width = draws // 2 + 2
-    signed = np.array([[(-1.0) ** r * math.comb(j, r) if r <= j else 0.0 for r in range(width)]
-                       for j in range(draws + 1)])
     return dict(c=c, log_mass=log_mass, log_pref=log_pref, tail1=tail1, tail2=tail2,
-                starts=starts, log_err=2.0**-49 * mag, terms=terms, coef_t=np.ascontiguousarray(coef.T),
-                lead_m=lead - np.log(np.arange(draws + 1) + 1.0), cosh_max=math.cosh(ymax + 1e-9), coef=coef, lead=lead, signed=signed)
+                starts=starts, log_err=2.0**-49 * mag, terms=terms, coef_t=_COEF_T[:terms],
+                lead_m=_LEAD_M, cosh_max=math.cosh(ymax + 1e-9), lead=_LEAD, signed=_SIGNED)
 
 
-#: terms of the series Phi_m; the first omitted over the first kept is at most
+#: terms of the series Phi_m at most; the first omitted over the first kept is at most
 #: ``y^(2 T) / (2 T)!``, below 2^-60 for ``y <= 2`` (checked in :func:`_setup`)
 _TERMS = 16
 
 
-def _fold_delta(e0: float, k: int, draws: int, tail: float, eps: float) -> tuple[float, float, float]:
+def _tables():
+    """``Phi_m``'s series coefficients ``(m+1)! / (m+1+2t)!`` (by term, then ``m``),
+    ``log (m+1)!``, ``log m!`` and the signed binomials ``(-1)^r C(m, r)``,
+    ``r <= m/2 + 1`` (exact: ``C(50, 25) < 2^53``), for ``m <= 50``."""
+    js = range(_MAX_DRAWS + 1)
+    coef = np.exp(np.array([[math.lgamma(j + 2.0) - math.lgamma(j + 2.0 + 2 * t) for j in js]
+                            for t in range(_TERMS)]))
+    lead = np.array([math.lgamma(j + 2.0) for j in js])
+    lead_m = np.array([math.lgamma(j + 1.0) for j in js])
+    width = _MAX_DRAWS // 2 + 2
+    signed = np.array([[(-1.0) ** r * math.comb(j, r) if r <= j else 0.0 for r in range(width)]
+                       for j in js])
+    return coef, lead, lead_m, signed
+
+
+_COEF_T, _LEAD, _LEAD_M, _SIGNED = _tables()
+
+
+def _fold_delta(
+    e0: float, k: int, draws: int, tail: float, eps: float, floor: float = 0.0
+) -> tuple[float, float, float]:
     """``(delta, bound on its error, slope)`` at ``eps`` (see the module docstring); the
-    slope ``d delta / d eps`` (not certified) steers the search."""
+    slope ``d delta / d eps`` (not certified) steers the search.  Straddling cells whose
+    ``P``-mass is below ``floor`` are bounded by that mass (the integrand is at most 1)."""
     t = _cells(e0, k, draws)
     starts, c = t["starts"], t["c"]
     rel = math.expm1(t["log_err"] + 2.0**-49 * abs(eps)) * 1.01 + _TERM_ULPS
@@ -173,9 +195,10 @@ def _fold_delta(e0: float, k: int, draws: int, tail: float, eps: float) -> tuple
     s1 = t["tail1"][mm, first_above]
     s2 = t["tail2"][mm, first_above]
     ex = math.exp(eps)
-    value = float(s1.sum() - ex * s2.sum())
-    slope_d = -ex * float(s2.sum())
-    err = (rel + (k + 2) * 2.0**-52) * float(s1.sum() + ex * s2.sum())
+    sum1, sum2 = float(s1.sum()), ex * float(s2.sum())
+    value = sum1 - sum2
+    slope_d = -sum2
+    err = (rel + (k + 2) * 2.0**-52) * (sum1 + sum2)
     # straddling cells: m >= 1 and eps - m e < c < eps + m e
     lo_n = np.floor(0.5 * (k - 2 * mm + x)) - 1.0  # c + m e > eps from here (one spare)
     lo_n = np.maximum(lo_n, 0).astype(np.int64)
@@ -184,7 +207,15 @@ def _fold_delta(e0: float, k: int, draws: int, tail: float, eps: float) -> tuple
     total = int(cnt.sum())
     if total:
         ms = np.repeat(mm, cnt)
-        rows = np.repeat(starts[:-1] + lo_n, cnt) + (np.arange(total) - np.repeat(np.cumsum(cnt) - cnt, cnt))
+        rows = np.repeat(starts[:-1] + lo_n, cnt) + (
+            np.arange(total) - np.repeat(np.cumsum(cnt) - cnt, cnt))
+        if floor > 0.0:
+            light = t["log_mass"][rows] < math.log(floor)
+            if light.any():
+                err += float(np.exp(t["log_mass"][rows[light]]).sum()) * (1.0 + rel)
+                rows, ms = rows[~light], ms[~light]
+                total = rows.size
+    if total:
         offs = eps - c[rows]
         s = ms * e0 - np.abs(offs)
         # the live pieces r < s / (2e) of each row, flat
@@ -199,11 +230,11 @@ def _fold_delta(e0: float, k: int, draws: int, tail: float, eps: float) -> tuple
         yl = np.where(live, y, 1.0)
         # the series by Horner on y^2 (positive terms), its coefficients gathered by m
         y2 = yl * yl
-        coef_t = t["coef_t"]
-        acc = coef_t[t["terms"] - 1][fm]
-        for j in range(t["terms"] - 2, -1, -1):
+        cf = t["coef_t"][:, fm]
+        acc = cf[-1].copy()
+        for j in range(cf.shape[0] - 2, -1, -1):
             acc *= y2
-            acc += coef_t[j][fm]
+            acc += cf[j]
         phi = np.where(live, np.exp((fm + 1) * np.log(yl) - t["lead"][fm]), 0.0) * acc
         # Phi_{m-1} ~ (m + 1) / y Phi_m: the slope steers the search only
         dphi = phi * (fm + 1) / yl
@@ -225,6 +256,34 @@ def _fold_delta(e0: float, k: int, draws: int, tail: float, eps: float) -> tuple
         slope_d -= float(np.dot(mass, np.where(offs > 0.0, 0.0, np.exp(np.minimum(offs, 0.0)))))
         err += rel * (mag + full_sum) + 2.0 * dy * float(mass.sum())
     return value, err + tail, slope_d
+
+
+def _guess(setup, delta: float, ceiling: float) -> float:
+    """A first epsilon: the root of the curve with each cell's uniform sum put at its
+    centre (every cell an atom at ``c``), from its group sums on two grids of 64 points.
+    Only a start for the search: nothing is certified here."""
+    e0, k, draws, _ = setup
+    t = _cells(e0, k, draws)
+    mm = np.arange(draws + 1)[None, :]
+    lo, hi = 0.0, ceiling
+    for _ in range(2):
+        grid = np.linspace(lo, hi, 64)
+        col = np.ceil(0.5 * (k - mm + grid[:, None] / e0))
+        col = np.minimum(np.maximum(col, 0), k + 1).astype(np.int64)
+        curve = (t["tail1"][mm, col].sum(axis=1)
+                 - np.exp(grid) * t["tail2"][mm, col].sum(axis=1))
+        over = np.nonzero(curve > delta)[0]
+        if over.size == 0:
+            return 0.5 * (lo + hi)
+        j = int(over[-1])
+        if j + 1 >= grid.size:
+            return hi
+        lo, hi = float(grid[j]), float(grid[j + 1])
+        d_lo, d_hi = float(curve[j]), float(curve[j + 1])
+    if d_hi <= 0.0:
+        return 0.5 * (lo + hi)
+    w = (math.log(d_lo) - math.log(delta)) / (math.log(d_lo) - math.log(d_hi))
+    return lo + w * (hi - lo)
 
 
 def _setup(b: float, count: int, share: float):
@@ -321,23 +380,22 @@ def laplace_fold_epsilon_up(b: float, count: int, delta: float) -> float:
         return math.nan
     e0 = setup[0]
     ceiling = count * e0 * (1.0 + 2.0**-40)  # delta(k e) = 0: the tail and errors only
-    # a first guess from the Gaussian of the same mean loss (mu^2 / 2 = k KL)
-    mu = math.sqrt(2.0 * count * (e0 + math.expm1(-e0)))
-    x = min(0.5 * mu * mu + mu * math.sqrt(2.0 * math.log(1.0 / delta)), 0.5 * ceiling)
+    x = _guess(setup, delta, ceiling)
     lo, hi = 0.0, ceiling
     zero_checked = False
+    floor = _FLOOR_SHARE * delta
     bump = 1.0
     for _ in range(_MAX_STEPS):
-        value, err, slope = _fold_delta(*setup, x)
+        value, err, slope = _fold_delta(*setup, x, floor)
         if value + err <= delta:
             hi = x
-            if value + err >= delta * (1.0 - 2.0**-30):
-                return x  # certified, and within 2^-30 of delta: tighter than any grid
+            if value + err >= delta * (1.0 - _CLOSE):
+                return x  # certified, and within 2^-24 of delta: far inside any grid's slack
         else:
             lo = x
         if value + err > delta and abs(value - delta) <= 2.0**-26 * delta:
             bump *= 4.0  # near but not yet certified: aim lower
-        slack = bump * max(2.0 * err, 2.0**-40 * delta)
+        slack = bump * max(2.0 * err, _AIM * delta)
         if value > 0.0 and slope < 0.0:
             # Newton on log delta, aimed at delta less twice the certified error
             step = x - (math.log(value) - math.log(delta - slack)) * value / slope
