@@ -172,3 +172,10 @@ def test_bad_input_names_the_parameter():
         laplace_fold_delta_up(-1.0, 3, 0.1)
     with pytest.raises(TypeError, match="LaplaceComposition"):
         LaplaceComposition(parts=((LaplaceMechanism(b=1.0), 2), (LaplaceMechanism(b=2.0), 1)))
+
+
+def test_bracket_upper_end_is_the_closed_form():
+    run = LaplaceComposition(parts=((LaplaceMechanism(b=20.0), 100),))
+    lo, hi = run.epsilon_bounds(1e-6)
+    pld_lo, pld_hi = compose([LaplaceMechanism(b=20.0)], [100]).epsilon_bounds(1e-6)
+    assert lo == pld_lo and hi == run.epsilon(1e-6) < pld_hi

@@ -450,6 +450,13 @@ class LaplaceComposition(ComposedMechanism):
         eps = laplace_fold_epsilon_up(b, count, delta)
         return eps if math.isfinite(eps) else super()._epsilon_upper(delta, tol)
 
+    def _epsilon_bounds(self, delta: float, tol: float | None) -> tuple[float, float]:
+        # the PLD route's bracket, its upper end lowered to the closed form's
+        lo, hi = super()._epsilon_bounds(delta, tol)
+        b, count = self._fold
+        eps = laplace_fold_epsilon_up(b, count, delta)
+        return (lo, min(hi, eps)) if math.isfinite(eps) else (lo, hi)
+
     def delta(self, epsilon, *, tol: float | None = None):
         """Sound upper bound on delta at ``epsilon``: the closed form with its certified
         error (:func:`laplace_fold_delta_up`), the PLD route where it does not apply.
