@@ -471,11 +471,10 @@ class LaplaceComposition(ComposedMechanism):
         Returns
         -------
         float or numpy.ndarray
-            delta(epsilon), shaped like ``epsilon``.
+            A float for a scalar ``epsilon``, else an array of its shape.
 
         Examples
         --------
-        >>> from dpacct.mechanisms import LaplaceMechanism
         >>> run = LaplaceComposition(parts=((LaplaceMechanism(b=20.0), 100),))
         >>> bool(run.delta(run.epsilon(1e-6)) <= 1e-6)
         True
