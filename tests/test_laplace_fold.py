@@ -179,3 +179,11 @@ def test_bracket_upper_end_is_the_closed_form():
     lo, hi = run.epsilon_bounds(1e-6)
     pld_lo, pld_hi = compose([LaplaceMechanism(b=20.0)], [100]).epsilon_bounds(1e-6)
     assert lo == pld_lo and hi == run.epsilon(1e-6) < pld_hi
+
+
+def test_no_delta_at_or_past_the_pure_epsilon():
+    # 4 runs of b = 2: pure epsilon 2; the certified error must not leak past it
+    run = LaplaceComposition(parts=((LaplaceMechanism(b=2.0), 4),))
+    assert run.delta(2.0) == 0.0 and laplace_fold_delta_up(2.0, 4, 2.0) == 0.0
+    assert run.delta(np.array([2.0, 3.0])).tolist() == [0.0, 0.0]
+    assert run.delta(1.999) > 0.0

@@ -52,6 +52,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from dpacct.accountant._rounding import sum_up
 from dpacct.accountant.transformers.compose import ComposedMechanism
 from dpacct.accountant.validation import check_positive
 
@@ -336,6 +337,8 @@ def laplace_fold_delta_up(b: float, count: int, epsilon: float) -> float:
     eps = float(epsilon)
     if not eps >= 0.0:
         raise ValueError(f"epsilon must be >= 0, got {epsilon!r}")
+    if eps >= sum_up([(count, laplace_epsilon0_up(b))]):
+        return 0.0  # at or past the pure epsilon k / b (rounded up): no delta
     setup = _setup(b, count, 2.0**-40 * 1e-300)
     if setup is None:
         setup = _setup(b, count, 2.0**-40 * 1e-30)
@@ -487,5 +490,6 @@ class LaplaceComposition(ComposedMechanism):
         out = np.array([laplace_fold_delta_up(b, count, float(e)) for e in flat])
         if np.any(np.isnan(out)):
             return super().delta(epsilon, tol=tol)
-        out = out.reshape(arr.shape)
+        # pure DP: no delta at or past the pure epsilon (as Mechanism.delta)
+        out = np.where(flat >= self._pure_epsilon(), 0.0, out).reshape(arr.shape)
         return float(out) if out.ndim == 0 else out
