@@ -7,7 +7,7 @@ and inside a wrapper, against independent 40- and 60-digit references.
    bound fell below the truth too: ``compose([GaussianMechanism(0.9)]).rdp(1.5)`` was
    0.92592592592592593 (above 1.5 / 1.62) on main and is 0.92592592592592582 on ac7e87e.
    The primitive's own curve (and Laplace's, up to ~3.4 ulps) is below the exact value on main
-   too: those checks are strict xfails until the primitives round up.
+   too (a strict xfail at first; the primitives now round up, session 36's integrator).
 2. A wrapper around ``compose([m])`` (a longer composition, a sampler) now reads ``m`` itself
    (``described``), and loses the composition's route where that was tighter.  Ten-fold binary
    randomized response ``p = 0.8`` nested as ``compose([compose([rr])], counts=[10])`` answered
@@ -15,7 +15,7 @@ and inside a wrapper, against independent 40- and 60-digit references.
    binomial likelihood ratio at 40 digits here, is 0.00016464699999945) and 0.00016237036619
    on ac7e87e: 1.4 % looser.
 
-Both non-xfail tests pass on main c16fd7f and fail on ac7e87e.
+The two composition tests pass on main c16fd7f and fail on ac7e87e.
 """
 
 import mpmath
@@ -57,10 +57,6 @@ def test_compose_of_one_gaussian_rdp_is_an_upper_bound():
     assert not low, f"{len(low)} of {len(rows)} below the exact RDP, e.g. {low[:3]}"
 
 
-@pytest.mark.xfail(strict=True, reason="main: GaussianMechanism.rdp and LaplaceMechanism.rdp "
-                   "are rounded to nearest, up to an ulp (Gaussian) or ~3.4 ulps (Laplace) below "
-                   "the exact curve in about half of the cases (review 36); remove the mark when "
-                   "they round up")
 def test_primitive_rdp_is_an_upper_bound():
     low = []
     with mpmath.workdps(60):

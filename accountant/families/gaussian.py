@@ -90,7 +90,12 @@ class GaussianMechanism(Mechanism):
         return gaussian_delta(self.mu, epsilon)
 
     def _rdp(self, alpha: np.ndarray) -> np.ndarray:
-        return np.asarray(alpha, dtype=float) / (2.0 * self.sigma**2)
+        # alpha / (2 sigma^2) rounded up: the float quotient is within ~2 units of
+        # round-off (sigma^2, the division); 8 units and one ulp more make it an upper
+        # bound (review 36: rounded to nearest it was below the exact value in half the
+        # cases)
+        v = np.asarray(alpha, dtype=float) / (2.0 * self.sigma**2)
+        return np.nextafter(v * (1.0 + 2.0**-50), np.inf)
 
     def _loss_laws(self):
         law = GaussianLossLaw(mu=self.mu)

@@ -270,7 +270,8 @@ def _expm1_minus_x(x: np.ndarray) -> np.ndarray:
 def laplace_rdp(m: float, alpha: np.ndarray) -> np.ndarray:
     """Renyi divergence of ``Lap(m, 1)`` from ``Lap(0, 1)`` at real orders (scale 1/m).
 
-    Mironov 2017, Proposition 6: with ``a = alpha - 1``,
+    Mironov 2017, Proposition 6, rounded up (an upper bound at the float ``m``): with
+    ``a = alpha - 1``,
     ``a D = log((alpha/(2 alpha - 1)) e^{a m} + (a/(2 alpha - 1)) e^{-alpha m})``.
 
     * For ``a m <= 1`` the argument is written as ``1 + E / (2a + 1)`` with
@@ -302,7 +303,10 @@ def laplace_rdp(m: float, alpha: np.ndarray) -> np.ndarray:
         )
     high = m + inner / af
     val = np.where(finite, np.where(near, low, high), m)
-    return np.clip(val, 0.0, m)
+    # rounded up: 64 units of round-off and one ulp, about ten times the largest error
+    # measured against 60-digit values (review 36: 3.4 ulps; a measured margin, not a
+    # proof); D never exceeds m (its limit at alpha = inf)
+    return np.clip(np.nextafter(val * (1.0 + 2.0**-47), np.inf), 0.0, m)
 
 
 @register_mechanism("laplace")
@@ -372,7 +376,8 @@ class LaplaceMechanism(Mechanism):
         return laplace_delta_up(self.b, epsilon)
 
     def _rdp(self, alpha: np.ndarray) -> np.ndarray:
-        return laplace_rdp(1.0 / self.b, alpha)
+        # D grows with m = 1/b: read it at 1/b rounded up
+        return laplace_rdp(float(np.nextafter(1.0 / self.b, np.inf)), alpha)
 
     def _epsilon_upper(self, delta: float, tol: float | None) -> float:
         # the exact curve inverted in closed form (the router would bisect it)
