@@ -394,11 +394,13 @@ def _prune(sums: np.ndarray, cells: np.ndarray, a: np.ndarray, b: np.ndarray,
 
 def _add_term(d: np.ndarray, g: np.ndarray, cells: tuple | None, i0: int | None, wval,
               ex: np.ndarray, wx: np.ndarray, big_c: float, half_s: float, t: int,
-              fac: float) -> np.ndarray:
+              fac: float, up: bool = True) -> np.ndarray:
     """Add term ``s`` (``exp(A x + C w - half_s) / t`` over the ``X`` hat law) to every
     state: ``d[i, c]`` (``W`` node ``i``, partial-sum cell ``bot + c``) moves to
     ``(i, round(g[cell] + term))``.  The first term (``i0`` given) starts from 0 at the
-    node ``i0`` of ``W_0 = wval``."""
+    node ``i0`` of ``W_0 = wval``.  ``up`` False (the add direction, Theorem 6'): sums
+    moved one ulp down and rounded with mean at most the sum; sums at or above ``g[-1]``
+    stay in that (absorbing) cell."""
     size = g.size
     if i0 is not None:
         wv = np.array([wval])
@@ -412,8 +414,10 @@ def _add_term(d: np.ndarray, g: np.ndarray, cells: tuple | None, i0: int | None,
         rows, wv, mass = live, wv[live], d[live]
         base = g[bot:top][None, :]
     term = np.exp(big_c * wv - half_s)[:, None] * ex[None, :] / t * fac  # (rows, x)
-    y = _away(base[:, None, :] + term[:, :, None], True)
-    j, p = _spread(y, g, True)
+    y = _away(base[:, None, :] + term[:, :, None], up)
+    if not up:
+        y = np.maximum(y, 0.0)
+    j, p = _spread(y, g, up)
     wt = mass[:, None, :] * wx[None, :, None]
     hi = wt * p
     wt -= hi
