@@ -18,7 +18,10 @@ every candidate is certified), then the chosen one is built at the default's poi
 For a class size of at least :data:`AR_MIN_BINS` bins the remove law may instead come
 from Theorem 6's stand-in, white noise plus a cyclic AR(1) process
 (:mod:`.bandmf_ar_standin`, :func:`ar_choice`), whose spectrum follows the class block's
-low-frequency peak where the two-band one is a line in ``cos(theta)``.
+low-frequency peak where the two-band one is a line in ``cos(theta)``.  Where it does,
+the same stand-in at half the class count (:func:`ar_coarser`, session 36) may replace
+the route, both directions then from Theorem 6 and Theorem 6'
+(:mod:`.bandmf_ar_add`): fewer revealed classes, a smaller Lemma 3 step.
 """
 
 from __future__ import annotations
@@ -626,7 +629,7 @@ AR_COARSER_MARGIN = 0.01
 #: its grids: ``W`` points added to Theorem 4's (the remove law; the add law takes
 #: Theorem 4's own), the partial-sum spacing of its add law (the remove law's is
 #: :data:`AR_REMOVE_RHO`)
-AR_COARSER_EXTRA_POINTS = 0
+AR_COARSER_EXTRA_POINTS = 10
 AR_COARSER_ADD_RHO = 0.02
 
 
