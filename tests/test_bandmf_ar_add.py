@@ -130,18 +130,14 @@ def test_pruned_add_law_is_never_below_the_full_one():
         assert b <= a + 2 * cut[2]
 
 
-def test_add_law_refuses_bad_input():
-    inst = (6, 0.6, 0.8, 0.5, 0.0)
-    with pytest.raises(ValueError, match="points"):
-        ar_add_law(1.0, inst, points=2)
-    with pytest.raises(ValueError, match="rho"):
-        ar_add_law(1.0, inst, rho=0.7)
-    with pytest.raises(ValueError, match="theta"):
-        ar_add_law(1.0, inst, theta=1.0)
-    with pytest.raises(ValueError, match="prune"):
-        ar_add_law(1.0, inst, prune=-1.0)
-    with pytest.raises(ValueError, match="noise_multiplier"):
-        ar_add_law(0.0, inst)
+@pytest.mark.parametrize(("kwargs", "match"), [
+    ({"points": 2}, "points"), ({"rho": 0.7}, "rho"), ({"theta": 1.0}, "theta"),
+    ({"prune": -1.0}, "prune"), ({"noise_multiplier": 0.0}, "noise_multiplier")])
+def test_add_law_refuses_bad_input(kwargs, match):
+    args = {"noise_multiplier": 1.0, **kwargs}
+    sigma = args.pop("noise_multiplier")
+    with pytest.raises(ValueError, match=match):
+        ar_add_law(sigma, (6, 0.6, 0.8, 0.5, 0.0), **args)
 
 
 def test_coarser_route_keeps_the_correlation_per_bin():

@@ -23,11 +23,10 @@ import math
 import numpy as np
 from scipy import special
 
-from dpacct.accountant.validation import check_count, check_positive
 from dpacct.mechanisms.algorithms.bandmf_ar_standin import (
     _add_term,
     _future,
-    ar_coefficients,
+    _law_setup,
 )
 from dpacct.mechanisms.algorithms.bandmf_two_band import (
     _TERM_SLACK,
@@ -140,19 +139,16 @@ def ar_add_law(noise_multiplier: float, instance: tuple, *, points: int = 41,
 
     Parameters
     ----------
-    noise_multiplier : float
-        ``sigma``, > 0.
-    instance : tuple
-        ``(t, a, gamma, rho_ar, beta)``.
-    points, x_points : int
-        Grid points of ``W_s`` and of each ``X_s``, >= 3.
+    noise_multiplier, instance
+        ``sigma`` (> 0) and the stand-in ``(t, a, gamma, rho_ar, beta)``.
+    points, x_points, rho
+        The grids as in :func:`.bandmf_ar_standin.ar_remove_law`: nodes of every ``W_s``
+        and of every ``X_s`` (>= 3 each), the partial sums' log spacing (in (0, 0.5]).
     width, moved_width : float
-        Grid extent in standard deviations below (charged tail) and above (moved at no
-        charge), > 0.
-    rho : float
-        Log spacing of the partial-sum grid, in (0, 0.5].
+        The grids' reach, in standard deviations, below the centre (that tail is charged)
+        and above it (that tail is moved onto the last node), > 0 each.
     theta : float
-        Smallest positive partial-sum grid value, in (0, 1).
+        The least positive partial sum on the grid, in (0, 1).
     prune : float
         A state whose mass, times its ``W_0`` node's, is at most ``prune`` (>= 0) leaves
         the chain and its mass is added to ``tail`` (``chi <= 1``); 0 keeps every state.
@@ -171,25 +167,12 @@ def ar_add_law(noise_multiplier: float, instance: tuple, *, points: int = 41,
     >>> bool(abs(w.sum() + tail - 1) < 1e-6), bool(tail < 1e-6)
     (True, True)
     """
-    sigma = check_positive("noise_multiplier", noise_multiplier)
-    t, a, gamma, rho_ar, _ = instance
-    points, x_points = check_count(points, "points"), check_count(x_points, "x_points")
-    if min(points, x_points) < 3:
-        raise ValueError(f"points and x_points must be >= 3, got {points}, {x_points}")
-    width, moved = check_positive("width", width), check_positive("moved_width", moved_width)
-    rho, theta = check_positive("rho", rho), check_positive("theta", theta)
-    if rho > 0.5:
-        raise ValueError(f"rho must be in (0, 0.5], got {rho}")
+    grids, coef = _law_setup(noise_multiplier, instance,
+                             (points, x_points, width, moved_width, rho, theta, prune))
+    _, t, points, x_points, width, moved, rho, theta, prune = grids
+    alpha, beta, tau, cov, big_a, big_c, half = coef
     if theta >= 1.0:
         raise ValueError(f"theta must be in (0, 1), got {theta}")
-    prune = float(prune)
-    if not (math.isfinite(prune) and prune >= 0):
-        raise ValueError(f"prune must be finite and >= 0, got {prune}")
-    alpha, beta, tau, cov = ar_coefficients(t, rho_ar)
-    big_a, big_c = math.sqrt(a) / sigma, math.sqrt(gamma) / sigma
-    half = 0.5 * (big_a ** 2 + big_c ** 2 * np.diag(cov))
-    if (big_a + big_c) * (width + 1) + float(half.max()) > 50.0:
-        raise OverflowError("exponents beyond the proved range")
     wsd = math.sqrt(float(np.diag(cov).max()))
     wg = np.linspace(-width * wsd, moved * wsd, points)
     xg = np.linspace(-width, moved, x_points)
