@@ -256,23 +256,10 @@ def ar_remove_law(noise_multiplier: float, instance: tuple, *, points: int = 41,
     >>> bool(1.0 <= mean < 1.1), bool(tail < 1e-6)
     (True, True)
     """
-    sigma = check_positive("noise_multiplier", noise_multiplier)
-    t, a, gamma, rho_ar, _ = instance
-    points, x_points = check_count(points, "points"), check_count(x_points, "x_points")
-    if min(points, x_points) < 3:
-        raise ValueError(f"points and x_points must be >= 3, got {points}, {x_points}")
-    width, moved = check_positive("width", width), check_positive("moved_width", moved_width)
-    rho, theta = check_positive("rho", rho), check_positive("theta", theta)
-    prune = float(prune)
-    if not (math.isfinite(prune) and prune >= 0):
-        raise ValueError(f"prune must be finite and >= 0, got {prune}")
-    if rho > 0.5:
-        raise ValueError(f"rho must be in (0, 0.5], got {rho}")
-    alpha, beta, tau, cov = ar_coefficients(t, rho_ar)
-    big_a, big_c = math.sqrt(a) / sigma, math.sqrt(gamma) / sigma
-    half = 0.5 * (big_a ** 2 + big_c ** 2 * np.diag(cov))
-    if (big_a + big_c) * (width + 1) + float(half.max()) > 50.0:
-        raise OverflowError("exponents beyond the proved range")
+    grids, coef = _law_setup(noise_multiplier, instance,
+                             (points, x_points, width, moved_width, rho, theta, prune))
+    _, t, points, x_points, width, moved, rho, theta, prune = grids
+    alpha, beta, tau, cov, big_a, big_c, half = coef
     wsd = math.sqrt(float(np.diag(cov).max()))
     wg = np.linspace(-moved * wsd, width * wsd, points)
     if wg[1] - wg[0] > float(tau.min()):
@@ -309,6 +296,33 @@ def ar_remove_law(noise_multiplier: float, instance: tuple, *, points: int = 41,
     keep = mass > 0
     z, w = _compact(g[keep], mass[keep], True)
     return z, w, float(np.nextafter(tail, np.inf))
+
+
+def _law_setup(noise_multiplier: float, instance: tuple, grids: tuple) -> tuple[tuple, tuple]:
+    """The checked arguments of a Theorem 6 or 6' law, ``(sigma, t, points, x_points,
+    width, moved_width, rho, theta, prune)``, and the stand-in's ``(alpha, beta, tau, K,
+    A, C, half)`` (``half_s = (A^2 + C^2 K_ss) / 2``); OverflowError where the exponents
+    pass the proved range (50)."""
+    sigma = check_positive("noise_multiplier", noise_multiplier)
+    t, a, gamma, rho_ar, _ = instance
+    points, x_points, width, moved_width, rho, theta, prune = grids
+    points, x_points = check_count(points, "points"), check_count(x_points, "x_points")
+    if min(points, x_points) < 3:
+        raise ValueError(f"points and x_points must be >= 3, got {points}, {x_points}")
+    width, moved = check_positive("width", width), check_positive("moved_width", moved_width)
+    rho, theta = check_positive("rho", rho), check_positive("theta", theta)
+    prune = float(prune)
+    if not (math.isfinite(prune) and prune >= 0):
+        raise ValueError(f"prune must be finite and >= 0, got {prune}")
+    if rho > 0.5:
+        raise ValueError(f"rho must be in (0, 0.5], got {rho}")
+    alpha, beta, tau, cov = ar_coefficients(t, rho_ar)
+    big_a, big_c = math.sqrt(a) / sigma, math.sqrt(gamma) / sigma
+    half = 0.5 * (big_a ** 2 + big_c ** 2 * np.diag(cov))
+    if (big_a + big_c) * (width + 1) + float(half.max()) > 50.0:
+        raise OverflowError("exponents beyond the proved range")
+    return ((sigma, t, points, x_points, width, moved, rho, theta, prune),
+            (alpha, beta, tau, cov, big_a, big_c, half))
 
 
 def _node_transfer(ctx: tuple, terms: tuple, i0: int, x0: float, m0: float,
@@ -394,11 +408,13 @@ def _prune(sums: np.ndarray, cells: np.ndarray, a: np.ndarray, b: np.ndarray,
 
 def _add_term(d: np.ndarray, g: np.ndarray, cells: tuple | None, i0: int | None, wval,
               ex: np.ndarray, wx: np.ndarray, big_c: float, half_s: float, t: int,
-              fac: float) -> np.ndarray:
+              fac: float, up: bool = True) -> np.ndarray:
     """Add term ``s`` (``exp(A x + C w - half_s) / t`` over the ``X`` hat law) to every
     state: ``d[i, c]`` (``W`` node ``i``, partial-sum cell ``bot + c``) moves to
     ``(i, round(g[cell] + term))``.  The first term (``i0`` given) starts from 0 at the
-    node ``i0`` of ``W_0 = wval``."""
+    node ``i0`` of ``W_0 = wval``.  ``up`` False (the add direction, Theorem 6'): sums
+    moved one ulp down and rounded with mean at most the sum; sums at or above ``g[-1]``
+    stay in that (absorbing) cell."""
     size = g.size
     if i0 is not None:
         wv = np.array([wval])
@@ -412,8 +428,10 @@ def _add_term(d: np.ndarray, g: np.ndarray, cells: tuple | None, i0: int | None,
         rows, wv, mass = live, wv[live], d[live]
         base = g[bot:top][None, :]
     term = np.exp(big_c * wv - half_s)[:, None] * ex[None, :] / t * fac  # (rows, x)
-    y = _away(base[:, None, :] + term[:, :, None], True)
-    j, p = _spread(y, g, True)
+    y = _away(base[:, None, :] + term[:, :, None], up)
+    if not up:
+        y = np.maximum(y, 0.0)
+    j, p = _spread(y, g, up)
     wt = mass[:, None, :] * wx[None, :, None]
     hi = wt * p
     wt -= hi

@@ -18,7 +18,10 @@ every candidate is certified), then the chosen one is built at the default's poi
 For a class size of at least :data:`AR_MIN_BINS` bins the remove law may instead come
 from Theorem 6's stand-in, white noise plus a cyclic AR(1) process
 (:mod:`.bandmf_ar_standin`, :func:`ar_choice`), whose spectrum follows the class block's
-low-frequency peak where the two-band one is a line in ``cos(theta)``.
+low-frequency peak where the two-band one is a line in ``cos(theta)``.  Where it does,
+the same stand-in at half the class count (:func:`ar_coarser`, session 36) may replace
+the route, both directions then from Theorem 6 and Theorem 6'
+(:mod:`.bandmf_ar_add`): fewer revealed classes, a smaller Lemma 3 step.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ import numpy as np
 from scipy import special
 
 from dpacct.accountant.validation import check_count, check_positive
+from dpacct.mechanisms.algorithms.bandmf_ar_add import ar_add_law
 from dpacct.mechanisms.algorithms.bandmf_ar_standin import (
     ar_coefficients,
     ar_instances,
@@ -59,7 +63,7 @@ from dpacct.mechanisms.algorithms.bandmf_two_band import (
     two_band_delta_law,
 )
 
-__all__ = ["BandMFSharedBallsInBins", "ar_choice", "bandmf_shared_balls_in_bins",
+__all__ = ["BandMFSharedBallsInBins", "ar_choice", "ar_coarser", "bandmf_shared_balls_in_bins",
            "shared_instances", "shared_law_delta"]
 
 #: relative slack on each of the two Gaussian terms of an atom: scipy's ``ndtr`` is
@@ -542,7 +546,11 @@ def bandmf_shared_balls_in_bins(
     if best is not None:
         try:
             ar = ar_choice(sigma, list(col), iterations, cycle_length, best[0], best[1])
-            laws, choice = _laws(sigma, best[1], points, ar), best[0]
+            coarse = ar_coarser(sigma, list(col), iterations, cycle_length, best[0], ar)
+            laws = None if coarse is None else _coarser_laws(sigma, coarse[1], points)
+            if laws is None:
+                laws = _laws(sigma, best[1], points, ar)
+            choice = best[0]
         except (ZeroDivisionError, IndexError, OverflowError, FloatingPointError):
             laws, choice = (), ()
     return BandMFSharedBallsInBins(sigma, candidates, laws, choice)
@@ -612,3 +620,64 @@ def _ar_gram(instance: tuple) -> np.ndarray:
     """The Gram matrix ``a I + gamma K + beta J`` of Theorem 6's stand-in."""
     t, a, gamma, rho, beta = instance
     return a * np.eye(t) + gamma * ar_coefficients(t, rho)[3] + beta
+
+
+#: Theorem 6 at half the class count (session 36): tried only where :func:`ar_choice`
+#: already took Theorem 6 at the chosen count, and taken when its estimate is this much
+#: below that stand-in's
+AR_COARSER_MARGIN = 0.01
+#: its grids: ``W`` points added to Theorem 4's (the remove law; the add law takes
+#: Theorem 4's own), the partial-sum spacing of its add law (the remove law's is
+#: :data:`AR_REMOVE_RHO`)
+AR_COARSER_EXTRA_POINTS = 10
+AR_COARSER_ADD_RHO = 0.02
+
+
+def ar_coarser(sigma: float, col: list, n: int, k: int, choice: tuple, ar: dict) -> tuple | None:
+    """``(classes, instance)``: Theorem 6's stand-in at half of ``choice``'s class count
+    ``g`` (one class size, ``2 k / g`` bins), or None.
+
+    Fewer classes hold more bins: Lemma 3's step (revealing the class) is smaller, and
+    with Theorem 6' (:func:`.bandmf_ar_add.ar_add_law`) both directions of such a class
+    have a certified law.  Tried only where ``ar`` (:func:`ar_choice`) took Theorem 6 at
+    ``g`` for the one class size (``g`` even, ``g / 2`` dividing ``k``); the stand-in keeps
+    ``ar``'s ``gamma`` and its correlation per bin distance (``rho^(1/2)`` at half the
+    classes), and is taken when its seeded Monte Carlo estimate (:func:`_mc_epsilon`, as
+    :func:`ar_choice`) is :data:`AR_COARSER_MARGIN` below ``ar``'s.  Only tightness depends
+    on this choice: both routes are certified.
+
+    Examples
+    --------
+    >>> ar_coarser(2.0, [1.0, 0.6, 0.3], 8, 4, (2, "thm3", 0.0), {}) is None
+    True
+    """
+    g = choice[0]
+    if len(ar) != 1 or g % 2 or k % g or k % (g // 2):
+        return None
+    inst = next(iter(ar.values()))
+    t, _, gamma, rho, _ = inst
+    try:
+        found = ar_instances(col, n, k, g // 2, math.sqrt(rho), gamma)
+    except (RuntimeError, ValueError):  # pragma: no cover - not certified: not a candidate
+        return None
+    if len(found) != 1 or found[0][0] != 2 * t:
+        return None
+    est = _mc_epsilon(_ar_gram(found[0]), sigma, SEARCH_DELTA)
+    if est < _mc_epsilon(_ar_gram(inst), sigma, SEARCH_DELTA) * (1 - AR_COARSER_MARGIN):
+        return g // 2, found[0]
+    return None
+
+
+def _coarser_laws(sigma: float, inst: tuple, points: int) -> tuple | None:
+    """Both laws of :func:`ar_coarser`'s stand-in (Theorems 6 and 6'), or None where one
+    cannot be built (too few points for an innovation's sd, or exponents beyond the
+    proved range)."""
+    mu = math.sqrt(inst[4]) / sigma
+    try:
+        rem = ar_remove_law(sigma, inst, points=points + AR_COARSER_EXTRA_POINTS,
+                            x_points=AR_X_POINTS, moved_width=MOVED_WIDTH, rho=AR_REMOVE_RHO)
+        add = ar_add_law(sigma, inst, points=points, x_points=AR_X_POINTS,
+                         moved_width=MOVED_WIDTH, rho=AR_COARSER_ADD_RHO, prune=AR_ADD_PRUNE)
+    except (ValueError, OverflowError):
+        return None
+    return ((rem, add, mu, mu),)
