@@ -20,7 +20,6 @@ The two composition tests pass on main c16fd7f and fail on ac7e87e.
 
 import mpmath
 import numpy as np
-import pytest
 
 from dpacct.accountant import compose
 from dpacct.mechanisms import GaussianMechanism, LaplaceMechanism, RandomizedResponse
