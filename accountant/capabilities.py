@@ -13,7 +13,13 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import ClassVar
 
-__all__ = ["Capabilities", "FamilyDeclarations", "MissingCapabilityError", "check_declaration"]
+__all__ = [
+    "Capabilities",
+    "FamilyDeclarations",
+    "MissingCapabilityError",
+    "check_declaration",
+    "lacking_message",
+]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -85,6 +91,35 @@ class MissingCapabilityError(NotImplementedError):
     ...     print(str(exc)[:58])
     EpsilonDeltaMechanism(epsilon=1.0, delta=1e-06) has no Ren
     """
+
+
+#: what would answer a query, by the capability it needs (:func:`lacking_message`)
+_WANTED = {
+    "rdp": "a Renyi-DP curve (Mechanism.from_rdp, or declares rdp=True)",
+    "any": (
+        "an exact delta(eps), an RDP curve or loss laws (a bare pure epsilon or "
+        "(epsilon, delta) guarantee: Mechanism.from_pure_epsilon / from_epsilon_delta)"
+    ),
+}
+
+
+def lacking_message(mechanism: object, query: str, need: str = "any") -> str:
+    """The message of a query ``mechanism``'s capabilities cannot answer: it names the
+    mechanism, what it declares and what would answer it (``need``: ``"rdp"`` or
+    ``"any"``); the text of :class:`MissingCapabilityError` for a mechanism (wrappers
+    name their parts instead).
+
+    Examples
+    --------
+    >>> from dpacct.accountant import Mechanism
+    >>> m = Mechanism.from_epsilon_delta(1.0, 1e-6)
+    >>> lacking_message(m, "rdp", "rdp")[-21:]
+    'or declares rdp=True)'
+    """
+    return (
+        f"{mechanism!r} cannot answer {query}: it declares "
+        f"{mechanism.capabilities.describe()}; it needs {_WANTED[need]}"
+    )
 
 
 def _defines(cls: type, hook: str, base: type) -> bool:

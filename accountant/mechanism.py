@@ -289,19 +289,9 @@ class Mechanism(capabilities.FamilyDeclarations):
         return "none"
 
     def _lacking(self, query: str, need: str = "any") -> str:
-        """Message for a query the capabilities cannot answer: names the mechanism,
-        what it declares and what would answer it (wrappers name their parts)."""
-        wanted = {
-            "rdp": "a Renyi-DP curve (Mechanism.from_rdp, or declares rdp=True)",
-            "any": (
-                "an exact delta(eps), an RDP curve or loss laws (a bare pure epsilon or "
-                "(epsilon, delta) guarantee: Mechanism.from_pure_epsilon / from_epsilon_delta)"
-            ),
-        }[need]
-        return (
-            f"{self!r} cannot answer {query}: it declares {self.capabilities.describe()}; "
-            f"it needs {wanted}"
-        )
+        """Message for a query the capabilities cannot answer
+        (:func:`~dpacct.accountant.capabilities.lacking_message`; wrappers name their parts)."""
+        return capabilities.lacking_message(self, query, need)
 
     @property
     def pure_epsilon(self) -> float:

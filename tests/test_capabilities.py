@@ -138,3 +138,14 @@ def test_a_subclass_that_changes_the_curves_declares_anew():
     assert m.gdp_mu() is None
     one, two = m.epsilon(DELTA), compose([m], [2]).epsilon(DELTA)
     assert two > one  # two copies never report less than one
+
+
+def test_lacking_message_names_the_mechanism_what_it_declares_and_what_would_answer():
+    from dpacct.accountant.capabilities import lacking_message
+
+    m = Mechanism.from_epsilon_delta(1.0, 1e-6)
+    text = lacking_message(m, "rdp()", "rdp")
+    assert text.startswith(repr(m)) and "cannot answer rdp()" in text
+    assert m.capabilities.describe() in text and "Renyi-DP curve" in text
+    assert "loss laws" in lacking_message(m, "epsilon", "any")
+    assert m._lacking("rdp()", "rdp") == text
