@@ -15,8 +15,9 @@ A mechanism that can bound its curve from below defines ``_delta_exact_down(eps)
 float curve that is *never above* the true ``delta(eps)``, with the float error of each
 step proved (the constants below).  The router then takes as lower end the largest float
 where that curve is still above ``delta`` (:func:`lower_end`): there the true curve is
-above ``delta`` too, so the true epsilon is larger.  A declared curve without one
-(``Mechanism.from_delta_curve``) is taken as exact, as before.
+above ``delta`` too, so the true epsilon is larger.  A declared curve
+(``Mechanism.from_delta_curve``) states its own as ``delta_down=``; without one it is
+taken as exact, as before.
 
 Error model: IEEE double arithmetic rounds each ``+ - * /`` to nearest (relative error
 at most ``u = 2^-53``), and libm's ``exp`` / ``expm1`` / ``log1p`` are within one ulp

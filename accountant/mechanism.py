@@ -603,7 +603,8 @@ class Mechanism(capabilities.FamilyDeclarations):
     # :mod:`dpacct.accountant.families.custom` for what each route supports and proves).
 
     @staticmethod
-    def from_delta_curve(delta_curve, *, name: str, neighbouring: str = "add/remove"):
+    def from_delta_curve(delta_curve, *, name: str, neighbouring: str = "add/remove",
+                         delta_down=None):
         """A mechanism known by its exact privacy curve ``delta(eps)``
         (:func:`~dpacct.accountant.families.custom.mechanism_from_delta_curve`).
 
@@ -615,6 +616,10 @@ class Mechanism(capabilities.FamilyDeclarations):
             A label for messages and the repr.
         neighbouring : str, default "add/remove"
             ``ADD_REMOVE`` or ``REPLACE_ONE``.
+        delta_down : callable, optional
+            ``eps -> `` a value never above the true ``delta(eps)`` (the curve rounded
+            down): ``epsilon_bounds``' lower end is then certified.  Without it that end
+            is where ``delta_curve`` as computed crosses (DeltaCurveDeclaration).
 
         Examples
         --------
@@ -624,7 +629,8 @@ class Mechanism(capabilities.FamilyDeclarations):
         >>> round(m.epsilon(1e-3), 6)        # Laplace(b=1): 1 + 2 log(1 - delta)
         0.997999
         """
-        return DeltaCurveMechanism(delta_curve=delta_curve, name=name, neighbouring=neighbouring)
+        return DeltaCurveMechanism(delta_curve=delta_curve, name=name, neighbouring=neighbouring,
+                                   delta_down=delta_down)
 
     @staticmethod
     def from_rdp(rdp, *, name: str = "rdp", pure_epsilon=None, neighbouring: str = "add/remove"):

@@ -10,6 +10,8 @@ from functools import partial
 import mpmath
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from oracles import gaussian_delta_curve, laplace_delta_curve
 
 from dpacct.accountant import ADD_REMOVE, REPLACE_ONE, Mechanism, MissingCapabilityError
@@ -142,3 +144,82 @@ def test_loss_law_with_infinite_loss_has_no_rdp():
     with pytest.raises(MissingCapabilityError, match=r"leaky.*remove.*infinite privacy loss"):
         m.rdp(2.0)
     assert m.epsilon(0.2) < math.inf  # (eps, delta) queries still work
+
+
+# ---------------------------------------------------------------- delta_down (issue 37)
+def _rr_truth_epsilon(p: float, k: int, delta: float):
+    """The true epsilon of k-ary RR at ``delta``, at 60 digits (its own precision):
+    ``max(0, eps0 + log1p(-delta / p))``, ``eps0 = log(p (k - 1) / (1 - p))`` (0 from
+    ``delta = delta(0) = p - q`` on)."""
+    with mpmath.workdps(60):
+        pm, dm = mpmath.mpf(p), mpmath.mpf(delta)
+        qm = (1 - pm) / (k - 1)
+        if dm >= pm - qm:
+            return mpmath.mpf(0)
+        return mpmath.log(pm / qm) + mpmath.log1p(-dm / pm)
+
+
+def _declared_rr(p: float, k: int, twin: bool):
+    from dpacct.mechanisms import RandomizedResponse
+
+    rr = RandomizedResponse(p=p, k=k)
+    down = rr._delta_exact_down if twin else None
+    return rr, Mechanism.from_delta_curve(rr._delta_exact, name="rr", delta_down=down)
+
+
+@pytest.mark.parametrize(
+    ("p", "k", "delta"),
+    [(0.5 + 1e-9, 2, 1e-12), (1 / 3 + 4e-13, 3, 1e-290), (0.1 + 3e-7, 10, 2e-8), (0.75, 2, 0.1)],
+)
+def test_a_declared_lower_curve_certifies_the_lower_end(p, k, delta):
+    """Randomized response declared by its upper curve and its rounded-down twin: the lower
+    end is at or below the 60-digit true epsilon, and is the one RandomizedResponse itself
+    gives (both read the same lower curve).  Fails on c16fd7f (no delta_down)."""
+    rr, declared = _declared_rr(p, k, twin=True)
+    lo, hi = declared.epsilon_bounds(delta)
+    assert lo == rr.epsilon_bounds(delta)[0]
+    with mpmath.workdps(60):
+        truth = _rr_truth_epsilon(p, k, delta)
+        assert mpmath.mpf(lo) <= truth <= mpmath.mpf(hi)
+
+
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(
+    k=st.sampled_from([2, 3, 10, 1000]),
+    log_offset=st.floats(-15.0, -0.001),
+    log_delta=st.floats(-300.0, -0.31),
+)
+def test_declared_lower_curve_property(k, log_offset, log_delta):
+    p = 1.0 / k + (1.0 - 1.0 / k) * 10.0**log_offset
+    delta = 10.0**log_delta
+    _, declared = _declared_rr(p, k, twin=True)
+    lo, hi = declared.epsilon_bounds(delta)
+    with mpmath.workdps(60):
+        assert mpmath.mpf(lo) <= _rr_truth_epsilon(p, k, delta) <= mpmath.mpf(hi)
+
+
+def test_without_a_lower_curve_the_lower_end_is_the_declared_curves_crossing():
+    """Without delta_down the curve is taken as exact: the lower end is within the
+    bisection's 1e-13 of where the float curve crosses delta.  A float curve that errs
+    low (here the author's exp(eps) q cancels near p = 1/k) puts it above the truth;
+    the docstring says so."""
+    p, k, delta = 1 / 3 + 4e-13, 3, 1e-290
+    q = (1 - p) / (k - 1)
+    naive = Mechanism.from_delta_curve(lambda e: np.maximum(0.0, p - np.exp(e) * q), name="rr")
+    lo, hi = naive.epsilon_bounds(delta)
+    assert 0.0 < lo <= hi <= lo * (1 + 1e-12)
+    with mpmath.workdps(60):
+        assert mpmath.mpf(lo) > _rr_truth_epsilon(p, k, delta)  # not certified
+
+
+def test_a_lower_curve_is_checked():
+    curve = laplace_delta_curve
+    with pytest.raises(TypeError, match="delta_down"):
+        Mechanism.from_delta_curve(curve, name="lap", delta_down=0.5)
+    above = Mechanism.from_delta_curve(curve, name="lap", delta_down=lambda e: curve(e) + 1e-3)
+    with pytest.raises(ValueError, match="delta_down"):
+        above.epsilon_bounds(1e-6)
+    # a lower curve below 0 somewhere is still a lower bound: kept, not refused
+    low = Mechanism.from_delta_curve(curve, name="lap", delta_down=lambda e: curve(e) - 1e-3)
+    lo, hi = low.epsilon_bounds(0.1)
+    assert 0.0 < lo <= hi
