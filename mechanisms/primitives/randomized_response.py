@@ -38,7 +38,6 @@ from scipy import special
 from dpacct.accountant.curve_down import float_below, kov_constants, rr_delta_down
 from dpacct.accountant.laws.loss_law import AtomicLossLaw
 from dpacct.accountant.mechanism import Capabilities, Mechanism
-from dpacct.accountant.numerics import next_up
 from dpacct.accountant.rdp.conversion import pure_dp_rdp, randomized_response_rdp
 from dpacct.accountant.relations import REPLACE_ONE
 from dpacct.accountant.serialization import register_mechanism
@@ -72,13 +71,18 @@ def _rr_delta(p_true: float, eps0: float, epsilon: np.ndarray) -> np.ndarray:
     return np.minimum(p_true * -np.expm1(gap) * _UP_FACTOR, 1.0)
 
 
-def _rr_epsilon0(p: float, k: int) -> float:
-    """``log(p (k - 1) / (1 - p))`` within two ulps: the ratio ``(p k - 1) / (1 - p)`` is
-    formed exactly in rationals and rounded once, then ``log1p`` (condition number at
-    most 1, its own error within an ulp).  The float ``p k - 1`` cancels near
-    ``p = 1/k`` (review 35 F1: epsilon0 off by up to 2.7 %, upper ends below the truth)."""
-    exact = Fraction(p)
-    return math.log1p(float((exact * k - 1) / (1 - exact)))
+def _rr_epsilon0(p: float, k: int) -> tuple[float, float, float]:
+    """``eps0 = log(p (k - 1) / (1 - p))`` as three floats: rounded to nearest, one ulp
+    below and one ulp above, all from one 50-digit value (``p`` is exact, so the only
+    error before the rounding is ``1e-50`` relative; one ulp each way is more than half
+    an ulp of rounding).  The float ``p k - 1`` cancels near ``p = 1/k`` (review 35 F1:
+    epsilon0 off by up to 2.7 %, upper ends below the truth); here nothing cancels."""
+    import mpmath  # lazily: constructing a mechanism imports no mpmath
+
+    with mpmath.workdps(50):
+        pm = mpmath.mpf(p)
+        exact = mpmath.log(pm * (k - 1) / (1 - pm))
+        return float(exact), float_below(exact), math.nextafter(float(exact), math.inf)
 
 
 def _rr_rdp(q_other: float, eps0: float, k: int, alpha: np.ndarray) -> np.ndarray:
@@ -224,8 +228,7 @@ class RandomizedResponse(Mechanism):
             raise ValueError(
                 f"p must lie in (1/k, 1) = ({1.0 / k:.6g}, 1) for k={k}, got {show_value(p)}"
             )
-        eps0 = _rr_epsilon0(p, k)
-        if not eps0 > 0.0:
+        if not Fraction(p) * k > 1:  # p above 1/k in floats, not exactly: epsilon0 <= 0
             raise ValueError(
                 f"p={show_value(p)} is too close to 1/k={1.0 / k:.17g} (epsilon0 rounds to 0)"
             )
@@ -239,32 +242,31 @@ class RandomizedResponse(Mechanism):
 
     @property
     def epsilon0(self) -> float:
-        """Pure-DP parameter ``log(p / q) = log1p((p k - 1) / (1 - p))``, within two ulps.
+        """Pure-DP parameter ``log(p / q) = log(p (k - 1) / (1 - p))``, correctly rounded.
 
-        ``p k - 1`` is formed exactly (in floats it cancels near ``p = 1/k``).
+        From 50 digits (in floats ``p k - 1`` cancels near ``p = 1/k``), computed once per
+        mechanism with the two bounds the curves read (:func:`_rr_epsilon0`).
         """
-        return _rr_epsilon0(self.p, self.k)
+        return self._eps0()[0]
+
+    def _eps0(self) -> tuple[float, float, float]:
+        cache = self._cache()
+        if "eps0" not in cache:
+            cache["eps0"] = _rr_epsilon0(self.p, self.k)
+        return cache["eps0"]
 
     def _pure_epsilon(self) -> float:
-        # within two ulps of the true epsilon0; four ulps up is above it (a cap), and
-        # every upper curve below is read at it
-        return next_up(self.epsilon0, 4)
+        # one ulp above the 50-digit epsilon0 is above the true one (a cap), and every
+        # upper curve below is read at it
+        return self._eps0()[2]
 
     def _delta_exact(self, epsilon: np.ndarray) -> np.ndarray:
         return _rr_delta(self.p, self._pure_epsilon(), epsilon)
 
     def _delta_exact_down(self, epsilon: np.ndarray) -> np.ndarray:
-        # the certified lower curve (accountant/curve_down.py): p is exact, epsilon0 =
-        # log(p (k - 1) / (1 - p)) from 50 digits, rounded down (the float epsilon0's
-        # p k - 1 cancels near p = 1/k: session 35 measured lower ends above the truth)
-        cache = self._cache()
-        if "eps0_down" not in cache:
-            import mpmath
-
-            with mpmath.workdps(50):
-                p = mpmath.mpf(self.p)
-                cache["eps0_down"] = float_below(mpmath.log(p * (self.k - 1) / (1 - p)))
-        return rr_delta_down(self.p, cache["eps0_down"], epsilon)
+        # the certified lower curve (accountant/curve_down.py): p is exact, epsilon0 one
+        # ulp below its 50-digit value (the same value the upper curves read one ulp up)
+        return rr_delta_down(self.p, self._eps0()[1], epsilon)
 
     def _rdp(self, alpha: np.ndarray) -> np.ndarray:
         return _rr_rdp(self.q, self._pure_epsilon(), self.k, alpha)
