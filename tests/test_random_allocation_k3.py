@@ -272,7 +272,7 @@ def test_answers_take_the_least_of_the_three_direct_routes(monkeypatch):
     monkeypatch.setattr(ra_mod.RandomAllocationMechanism, "_k2_remove_pld",
                         lambda self, tol, first=False: Marker(9.0))
     ra = random_allocation(GaussianMechanism(1.5), 11, k=3)
-    assert [r.e for r in ra._k3_extra_routes] == [0.5, 0.7]
+    assert [r.e for r in ra._extra_routes] == [0.5, 0.7]
     assert float(ra.epsilon(1e-6)) == 0.5
     assert float(ra.delta(1.0)) == 0.5e-7
-    assert random_allocation(GaussianMechanism(1.5), 10, k=3)._k3_extra_routes == ()
+    assert random_allocation(GaussianMechanism(1.5), 10, k=3)._extra_routes == ()

@@ -195,7 +195,7 @@ def test_sum_of_squares_route_choice():
     assert k4_sq_routed(1.2, 20, 4) and k4_sq_routed(1.0, 10, 4)
     assert not (k4_sq_routed(1.0, 100, 4) or k4_sq_routed(1.2, 20, 5)
                 or k4_sq_routed(0.9, 10, 4) or k4_sq_routed(1.2, 21, 4))
-    assert random_allocation(GaussianMechanism(1.0), 100, k=4)._k3_extra_routes == ()
+    assert random_allocation(GaussianMechanism(1.0), 100, k=4)._extra_routes == ()
 
 
 @pytest.mark.slow
@@ -206,7 +206,7 @@ def test_sum_of_squares_route_below_proposition_10s():
     importance-sampled truth (7.3883, session 28); never above Proposition 10's route."""
     g = GaussianMechanism(1.0)
     mech = random_allocation(g, 10, k=4)
-    (extra,) = mech._k3_extra_routes
+    (extra,) = mech._extra_routes
     assert "four=True" in repr(extra)
     old = allocation_k_pair(1.0, 10, 4, four=True, progress=False)
     new = float(mech.epsilon(1e-6))

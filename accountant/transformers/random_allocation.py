@@ -523,7 +523,7 @@ class RandomAllocationMechanism(Mechanism):
         return cache[key]
 
     @property
-    def _k3_extra_routes(self) -> tuple[Mechanism, ...]:
+    def _extra_routes(self) -> tuple[Mechanism, ...]:
         """The answers take the least of all routes: where :attr:`k3_route`'s law is
         Proposition 13's (``k3_sq3_routed``) also on Propositions 12 and 10's laws, where
         :attr:`k4_route`'s is Proposition 15's or 16's (``sq_routed``) on Proposition 10's."""
@@ -604,7 +604,7 @@ class RandomAllocationMechanism(Mechanism):
         more than ``delta`` at loss +inf (beyond their grid: the one-step block of T 3,
         small sigma) the route's own composition is infinite, this is not (sigma 0.5,
         T 5, delta 1e-5: 13.36 against the blocks' 15.01)."""
-        firsts = (False, True) if self._k3_extra_routes else (False,)  # 13's and 12's law
+        firsts = (False, True) if self._extra_routes else (False,)  # 13's and 12's law
         rem = min(float(self._k2_remove_pld(tol, f).epsilon(delta)) for f in firsts)
         return max(rem, self._epsilon_directions(delta, tol)[1])
 
@@ -682,7 +682,7 @@ class RandomAllocationMechanism(Mechanism):
             float(self.pld_route.epsilon(delta, tol=tol)) if self._has_pld_route else math.inf,
             float(direct.epsilon(delta, tol=tol)) if direct is not None else math.inf,
             self._k2_split_epsilon(delta, tol) if direct is not None else math.inf,
-            *(float(r.epsilon(delta, tol=tol)) for r in self._k3_extra_routes),
+            *(float(r.epsilon(delta, tol=tol)) for r in self._extra_routes),
         )
 
     def _epsilon_bounds(self, delta: float, tol: float | None) -> tuple[float, float]:
@@ -736,10 +736,10 @@ class RandomAllocationMechanism(Mechanism):
         if direct is not None:
             out = np.minimum(out, np.asarray(direct.delta(flat, tol=tol), dtype=float))
             rem_k2 = np.min([np.asarray(self._k2_remove_pld(tol, f).delta(flat), float)
-                             for f in ((False, True) if self._k3_extra_routes else (False,))],
+                             for f in ((False, True) if self._extra_routes else (False,))],
                             axis=0)
             out = np.minimum(out, np.maximum(rem_k2, add))  # as _k2_split_epsilon
-        for extra in self._k3_extra_routes:
+        for extra in self._extra_routes:
             out = np.minimum(out, np.asarray(extra.delta(flat, tol=tol), float))
         return float(out[0]) if e_arr.ndim == 0 else out.reshape(e_arr.shape)
 
