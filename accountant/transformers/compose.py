@@ -259,8 +259,20 @@ class ComposedMechanism(Mechanism):
         lo, hi = super()._epsilon_bounds(delta, tol)
         if self._one is not None:
             part_lo, part_hi = self._one._epsilon_bounds(delta, tol)
-            lo, hi = max(lo, part_lo), min(hi, part_hi)
+            # the larger of two lower ends only when both are certified: the exact
+            # route's without a curve rounded down (a Laplace part's) is the bisection's
+            # on the float curve, up to an ulp above the truth (lowends_survey)
+            lo = max(lo, part_lo) if self._route_lower_certified() else part_lo
+            hi = min(hi, part_hi)
         return lo, hi
+
+    def _route_lower_certified(self) -> bool:
+        """Whether the router's lower end on this composition is certified: the PLD
+        route's is, the exact route's on a Gaussian (certified inversion) or on a curve
+        rounded down (:mod:`~dpacct.accountant.curve_down`) is, a bare float curve's not."""
+        if not self.has_exact_curve:
+            return True
+        return self.gdp_mu() is not None or self._delta_exact_down is not None
 
     def delta(self, epsilon, *, tol: float | None = None):
         """Sound upper bound on delta at ``epsilon``: :meth:`Mechanism.delta`, and for one
