@@ -33,9 +33,9 @@ def test_route_choice():
     assert not (k5_sq_routed(1.0, 100, 5) or k5_sq_routed(1.2, 20, 4)
                 or k5_sq_routed(0.9, 10, 5) or k5_sq_routed(1.2, 21, 5))
     assert sq_routed(1.2, 20, 5) and sq_routed(1.2, 20, 4) and not sq_routed(1.2, 20, 6)
-    (extra,) = random_allocation(GaussianMechanism(1.0), 10, k=5)._k3_extra_routes
+    (extra,) = random_allocation(GaussianMechanism(1.0), 10, k=5)._extra_routes
     assert "four=True" in repr(extra)
-    assert random_allocation(GaussianMechanism(1.0), 100, k=5)._k3_extra_routes == ()
+    assert random_allocation(GaussianMechanism(1.0), 100, k=5)._extra_routes == ()
 
 
 def test_k_atoms_builds_proposition_16s_law_on_its_settings(monkeypatch):
