@@ -440,7 +440,10 @@ def tradeoff_curve(mech: Routed, fpr: np.ndarray, tol: float | None) -> np.ndarr
         return mech._tradeoff_exact(fpr)
     if pld_route(mech):
         return pld_tradeoff_lower(mech, fpr, PLDSettings(tol))
-    return tradeoff_from_delta(partial(mech.delta, tol=tol), fpr)
+    # a closed form that knows where its curve's kinks are (the binomial RR's loss atoms)
+    own_nodes = getattr(mech, "_tradeoff_nodes", None)
+    nodes = own_nodes() if own_nodes is not None else None
+    return tradeoff_from_delta(partial(mech.delta, tol=tol), fpr, nodes)
 
 
 def ledger_route(distinct: int, all_pld: bool) -> str:

@@ -26,6 +26,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     from ..pld.pld_settings import PLDSettings
 
 __all__ = [
+    "ENVELOPE_ROUNDOFF",
     "ROUND_ABS",
     "ROUND_REL",
     "TRADEOFF_NODES",
@@ -48,11 +49,30 @@ BLOCK_ELEMENTS = 4_000_000
 #: alpha a float can resolve above ``1e-26``)
 TRADEOFF_NODES = np.concatenate([[0.0], np.geomspace(1e-4, 60.0, 600)])
 
+#: what is taken off the envelope read at a mechanism's own nodes (``extra_nodes`` of
+#: :func:`tradeoff_from_delta`): a bound on the float round-off of one envelope term.
+#: ``1 - d - e^u a`` where it is positive has ``e^u a < 1``: the exponential (within
+#: 2 ulps, an assumption on the platform's libm, not proved here), the product and the
+#: two subtractions each err by at most a few units of ``2^-53``; ``e^-u (1 - a - d)``
+#: has both factors in [0, 1] and the same count.  ``2^-49`` is 16 units of ``2^-53``,
+#: twice the sum of those counts.
+ENVELOPE_ROUNDOFF = 2.0**-49
 
-def tradeoff_from_delta(delta_fn, fpr: np.ndarray) -> np.ndarray:
+
+def tradeoff_from_delta(
+    delta_fn, fpr: np.ndarray, extra_nodes: np.ndarray | None = None
+) -> np.ndarray:
     """Lower bound on the trade-off curve from an upper bound ``delta_fn`` on the
     privacy curve (of both directions), at the false-positive rates ``fpr``: the
     envelope :func:`tradeoff_envelope` on :data:`TRADEOFF_NODES`.
+
+    ``extra_nodes`` (epsilons ``>= 0``) are a mechanism's own nodes, for a curve whose
+    Neyman-Pearson trade-off has its vertices there (the loss atoms of a discrete
+    pair: the supporting line of slope ``-e^u`` at an atom ``u`` touches the segment of
+    the trade-off curve with that likelihood ratio, so the envelope on every atom is
+    the trade-off curve itself).  The envelope on them, less
+    :data:`ENVELOPE_ROUNDOFF`, is a lower bound as well, and the larger of the two is
+    returned: no value is below what the fixed nodes alone give.
 
     Examples
     --------
@@ -64,7 +84,16 @@ def tradeoff_from_delta(delta_fn, fpr: np.ndarray) -> np.ndarray:
     True
     """
     nodes = TRADEOFF_NODES
-    return tradeoff_envelope(fpr, nodes, np.asarray(delta_fn(nodes), dtype=float))
+    out = tradeoff_envelope(fpr, nodes, np.asarray(delta_fn(nodes), dtype=float))
+    if extra_nodes is None:
+        return out
+    own = np.asarray(extra_nodes, dtype=float).reshape(-1)
+    if own.size == 0:
+        return out
+    if not (np.all(np.isfinite(own)) and np.all(own >= 0.0)):
+        raise ValueError("extra_nodes must be finite epsilons >= 0")
+    at_own = tradeoff_envelope(fpr, own, np.asarray(delta_fn(own), dtype=float))
+    return np.maximum(out, at_own - ENVELOPE_ROUNDOFF)
 
 
 def tradeoff_envelope(

@@ -303,6 +303,11 @@ class ComposedMechanism(Mechanism):
         part = np.minimum(own, self._one.delta(epsilon, tol=tol))
         return float(part) if np.ndim(part) == 0 else part
 
+    def _tradeoff_nodes(self) -> np.ndarray | None:
+        """The closed form's own trade-off nodes (its loss atoms), when it has them."""
+        nodes = getattr(self._exact, "_tradeoff_nodes", None)
+        return nodes() if nodes is not None else None
+
     @property
     def _delta_exact_down(self):
         """The certified lower curve of the closed form, when it has one
@@ -555,6 +560,11 @@ def _binomial_tail_slack(n: int) -> float:
     return 1e-13 + 1e-14 * math.sqrt(n)
 
 
+#: the trade-off curve is read at every loss atom up to this many composed copies (the
+#: envelope costs ``fpr.size x n / 2`` terms); beyond, at the fixed nodes alone
+TRADEOFF_ATOMS_MAX = 4096
+
+
 class _BinaryRRComposition(Mechanism):
     """``n``-fold composition of binary randomized response, in closed form.
 
@@ -582,6 +592,14 @@ class _BinaryRRComposition(Mechanism):
 
     def _pure_epsilon(self) -> float:
         return sum_up([(self.count, next_up(self.eps0, 4))])
+
+    def _tradeoff_nodes(self) -> np.ndarray | None:
+        """The non-negative loss atoms ``e m`` (``m = n, n - 2, ..., n mod 2``), where the
+        trade-off curve has its vertices; ``None`` above :data:`TRADEOFF_ATOMS_MAX` copies."""
+        n = self.count
+        if n > TRADEOFF_ATOMS_MAX:
+            return None
+        return self.eps0 * np.arange(n % 2, n + 1, 2, dtype=float)
 
     def _delta_exact(self, epsilon: np.ndarray) -> np.ndarray:
         from scipy.stats import binom
