@@ -676,15 +676,17 @@ def test_h_for_cut_no_whole_number_of_cells():
     assert hh > h and abs(math.exp(1.0) / hh - 10) > 1e-7
 
 
-@pytest.mark.parametrize("epochs", [1, 3])
-def test_law_k4_routed_settings_above_importance_sampling(epochs):
+@pytest.mark.parametrize("which", ["one", "epochs", "fine"])
+def test_law_k4_routed_settings_above_importance_sampling(which):
     """The route's laws of session 36 (:data:`K4_SQ_SETTINGS`, one epoch, and
     :data:`K4_SQ_EPOCHS_SETTINGS`, several; both with ``h_cols``, which at T 6 coarsens
-    every cut above about ``e^1.8``-``e^2``) at sigma 1, T 6 against the
-    importance-sampled exact 4-of-T pair (the draws of
+    every cut above about ``e^1.8``-``e^2``) and session 38's
+    (:data:`K4_SQ_EPOCHS_FINE_SETTINGS`, several epochs at T 10) at sigma 1, T 6 against
+    the importance-sampled exact 4-of-T pair (the draws of
     ``test_law_k4_above_importance_sampling``): at or above it, within 1.3 times it; the
     check can fail: the estimate 20 % higher is above the law."""
     from dpacct.accountant.transformers.random_allocation_k4 import (
+        K4_SQ_EPOCHS_FINE_SETTINGS,
         K4_SQ_EPOCHS_SETTINGS,
         K4_SQ_SETTINGS,
     )
@@ -694,8 +696,9 @@ def test_law_k4_routed_settings_above_importance_sampling(epochs):
     rng = np.random.Generator(np.random.PCG64(35_405 + t))
     m, se = _is_remove(1.0, t, 4, e, 200_000, rng)
     assert np.all(se < 0.03 * m)
-    kw = K4_SQ_EPOCHS_SETTINGS if epochs > 1 else K4_SQ_SETTINGS
-    v, q, c = remove_atoms_sq3(1.0, t, k=4, first="squares" if epochs > 1 else "maclaurin",
+    kw = {"one": K4_SQ_SETTINGS, "epochs": K4_SQ_EPOCHS_SETTINGS,
+          "fine": K4_SQ_EPOCHS_FINE_SETTINGS}[which]
+    v, q, c = remove_atoms_sq3(1.0, t, k=4, first="maclaurin" if which == "one" else "squares",
                                **kw)
     curve = np.maximum(v[None, :] - np.exp(e)[:, None], 0.0) @ q + c
     assert np.all(curve >= m - _Z * se), (curve, m, se)

@@ -101,6 +101,19 @@ K4_SQ_SETTINGS = {"dl3": 0.12, "eta": 0.016, "cut_step": 1e-4, "first_low": 1.0,
 K4_SQ_EPOCHS_SETTINGS = {"dl3": 0.1, "eta": 8e-3, "cut_step": 1e-4, "first_low": 1.0,
                          "first_low_step": 0.05, "first_h": 0.05, "h": 0.15, "h_cols": 40.0,
                          "coarse": (0.5, 0.125)}
+#: the several-epoch settings at ``T <=`` :data:`K4_SQ_FINE_MAX_STEPS` (where the composed
+#: width is widest): regions 2-3's step 0.1 kept on up to 80 cells below a cut, their
+#: coarse sum lattice and the first region's at (0.125, 1/32), the first region's cuts on
+#: a 0.02 grid; Proposition 10's nodes as above.  Session 38, delta 1e-6, three epochs,
+#: the bracket's upper end (in-process, loaded): sigma 1.2, T 10 10.88972 -> 10.87275
+#: (width of the lower end 1.14 -> 0.98 %, 2.0x the CPU); sigma 1, T 10 14.05592 ->
+#: 14.03894 (1.10 -> 0.98 %, 2.2x).  Every step and lattice is sound (Proposition 14)
+K4_SQ_EPOCHS_FINE_SETTINGS = {"dl3": 0.1, "eta": 8e-3, "cut_step": 1e-4, "first_low": 1.0,
+                              "first_low_step": 0.02, "first_h": 0.05, "h": 0.1,
+                              "h_cols": 80.0, "coarse": (0.125, 0.03125),
+                              "first_coarse": (0.125, 0.03125)}
+#: up to this many steps the several-epoch law is on :data:`K4_SQ_EPOCHS_FINE_SETTINGS`
+K4_SQ_FINE_MAX_STEPS = 10
 #: the rectangle of (sigma, T) where :func:`k4_sq_routed` (measured at its corners)
 K4_SQ_SIGMA = (1.0, 1.2)
 K4_SQ_STEPS = (10, 20)
@@ -159,9 +172,11 @@ def k_atoms(sigma: float, steps: int, k: int, *, progress: bool = False, four: b
     Proposition 16's law (:func:`.random_allocation_k5.k5_sq_atoms`); where
     :func:`k4_sq_routed` and not ``four``, Proposition 15's
     law (:func:`.random_allocation_k_law_sq3.remove_atoms_sq3` at ``k = 4`` on
-    :data:`K4_SQ_SETTINGS`; where ``epochs > 1`` on :data:`K4_SQ_EPOCHS_SETTINGS`, its
-    first region keeping the others' sum of squares too: one epoch at delta 1e-6 does not
-    read it, sigma 1.2, T 20: 4.27471 against 4.27457 for 3.3 CPU s more); else
+    :data:`K4_SQ_SETTINGS`; where ``epochs > 1`` on :data:`K4_SQ_EPOCHS_SETTINGS`
+    (:data:`K4_SQ_EPOCHS_FINE_SETTINGS` up to :data:`K4_SQ_FINE_MAX_STEPS` steps:
+    :func:`k4_sq_settings`), its first region keeping the others' sum of squares too: one
+    epoch at delta 1e-6 does not read it, sigma 1.2, T 20: 4.27471 against 4.27457 for
+    3.3 CPU s more); else
     Proposition 10's four-level law (:func:`.random_allocation_k_law4.remove_atoms4`) with
     :func:`four_level`'s settings where it has them, else Proposition 9's
     (:func:`k_remove_atoms`).  Measured (delta 1e-6, one epoch, the remove law;
@@ -181,13 +196,43 @@ def k_atoms(sigma: float, steps: int, k: int, *, progress: bool = False, four: b
             _ATOMS_SQ4.clear()
             _ATOMS_SQ4[key] = remove_atoms_sq3(
                 sigma, steps, k=4, progress=progress,
-                **(K4_SQ_EPOCHS_SETTINGS if epochs > 1 else K4_SQ_SETTINGS),
+                **k4_sq_settings(steps, epochs),
                 first="squares" if epochs > 1 else "maclaurin")
         return _ATOMS_SQ4[key]
     settings = four_level(sigma, steps, k)
     if settings is not None:
         return remove_atoms4(sigma, steps, k, progress=progress, **settings)
     return k_remove_atoms(sigma, steps, k, progress=progress)
+
+
+def k4_sq_settings(steps: int, epochs: int) -> dict:
+    """The settings of Proposition 15's law on the k = 4 route (:func:`k_atoms`):
+    :data:`K4_SQ_SETTINGS` for one epoch; for several :data:`K4_SQ_EPOCHS_FINE_SETTINGS`
+    up to :data:`K4_SQ_FINE_MAX_STEPS` steps, else :data:`K4_SQ_EPOCHS_SETTINGS`.
+
+    Parameters
+    ----------
+    steps : int
+        Steps per epoch ``T``.
+    epochs : int
+        Epochs composed, >= 1.
+
+    Returns
+    -------
+    dict
+        Keyword arguments of :func:`.random_allocation_k_law_sq3.remove_atoms_sq3` (a
+        copy).
+
+    Examples
+    --------
+    >>> k4_sq_settings(10, 3)["h_cols"], k4_sq_settings(20, 3)["h_cols"]
+    (80.0, 40.0)
+    """
+    if epochs <= 1:
+        return dict(K4_SQ_SETTINGS)
+    if steps <= K4_SQ_FINE_MAX_STEPS:
+        return dict(K4_SQ_EPOCHS_FINE_SETTINGS)
+    return dict(K4_SQ_EPOCHS_SETTINGS)
 
 
 def four_level(sigma: float, steps: int, k: int) -> dict | None:
