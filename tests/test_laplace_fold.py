@@ -187,3 +187,21 @@ def test_no_delta_at_or_past_the_pure_epsilon():
     assert run.delta(2.0) == 0.0 and laplace_fold_delta_up(2.0, 4, 2.0) == 0.0
     assert run.delta(np.array([2.0, 3.0])).tolist() == [0.0, 0.0]
     assert run.delta(1.999) > 0.0
+
+
+@pytest.mark.parametrize("b", [3.0, 10.0, 50.0])
+@pytest.mark.parametrize("k", [2, 10, 100])
+@pytest.mark.parametrize("delta", [1e-12, 1e-13, 1e-14, 1e-15])
+def test_tiny_delta_answers_without_a_crash(b, k, delta):
+    """Regression (session 38): at tiny delta the certified error can exceed delta and
+    the search's Newton aim ``log(delta - slack)`` raised a math domain error.  The
+    answer is finite, at most the pure epsilon, certified by the closed form where it
+    is below the pure epsilon, and the bracket's ends are ordered."""
+    run = LaplaceComposition(parts=((LaplaceMechanism(b=b), k),))
+    eps = run.epsilon(delta)
+    pure = k / b * (1 + 1e-15)
+    assert math.isfinite(eps) and 0.0 < eps <= pure
+    lo, hi = run.epsilon_bounds(delta)
+    assert lo <= hi == eps
+    fold = laplace_fold_epsilon_up(b, k, delta)
+    assert math.isnan(fold) or fold >= eps

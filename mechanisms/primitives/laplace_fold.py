@@ -399,8 +399,9 @@ def laplace_fold_epsilon_up(b: float, count: int, delta: float) -> float:
         if value + err > delta and abs(value - delta) <= 2.0**-26 * delta:
             bump *= 4.0  # near but not yet certified: aim lower
         slack = bump * max(2.0 * err, _AIM * delta)
-        if value > 0.0 and slope < 0.0:
-            # Newton on log delta, aimed at delta less twice the certified error
+        if value > 0.0 and slope < 0.0 and slack < delta:
+            # Newton on log delta, aimed at delta less twice the certified error (at tiny
+            # delta that error can exceed delta: no aim then, the bisection steps)
             step = x - (math.log(value) - math.log(delta - slack)) * value / slope
         else:
             step = math.nan
@@ -448,16 +449,22 @@ class LaplaceComposition(ComposedMechanism):
         mech, count = self.parts[0]
         return mech.b, count
 
-    def _epsilon_upper(self, delta: float, tol: float | None) -> float:
+    def _fold_epsilon(self, delta: float) -> float:
+        # the search's last resort is its ceiling k e (1 + 2^-40), above the pure epsilon
+        # (where delta is 0): at tiny delta, where the certified error is as large as
+        # delta, the pure epsilon is the better sound answer
         b, count = self._fold
         eps = laplace_fold_epsilon_up(b, count, delta)
+        return min(eps, self._pure_epsilon()) if math.isfinite(eps) else eps
+
+    def _epsilon_upper(self, delta: float, tol: float | None) -> float:
+        eps = self._fold_epsilon(delta)
         return eps if math.isfinite(eps) else super()._epsilon_upper(delta, tol)
 
     def _epsilon_bounds(self, delta: float, tol: float | None) -> tuple[float, float]:
         # the PLD route's bracket, its upper end lowered to the closed form's
         lo, hi = super()._epsilon_bounds(delta, tol)
-        b, count = self._fold
-        eps = laplace_fold_epsilon_up(b, count, delta)
+        eps = self._fold_epsilon(delta)
         return (lo, min(hi, eps)) if math.isfinite(eps) else (lo, hi)
 
     def delta(self, epsilon, *, tol: float | None = None):
