@@ -205,3 +205,28 @@ def test_tiny_delta_answers_without_a_crash(b, k, delta):
     assert lo <= hi == eps
     fold = laplace_fold_epsilon_up(b, k, delta)
     assert math.isnan(fold) or fold >= eps
+
+
+@pytest.mark.parametrize("b", [0.5, 1.0, 3.0, 20.0])
+@pytest.mark.parametrize("cls", [LaplaceMechanism, ReplaceOneLaplaceMechanism])
+def test_single_run_answers_as_the_laplace_mechanism(b, cls):
+    """One run (session 38): the fold's certified error put its upper end above its own
+    bracket and above one Laplace's exact epsilon; now the mechanism's closed form,
+    ``delta(eps) = 1 - exp((eps - 1/b) / 2)`` (Koskela et al. 2020, Section 6), answers."""
+    mech = cls(b=b)
+    run = LaplaceComposition(parts=((mech, 1),))
+    for d in (1e-2, 1e-6, 1e-10, 1e-15):
+        eps = run.epsilon(d)
+        assert eps == mech.epsilon(d)
+        assert tuple(run.epsilon_bounds(d)) == tuple(mech.epsilon_bounds(d))
+        lo, hi = run.epsilon_bounds(d)
+        assert lo <= eps <= hi
+        with mpmath.workdps(40):
+            exact = max(mpmath.mpf(1) / b + 2 * mpmath.log1p(-mpmath.mpf(d)), 0)
+            assert float(exact) <= eps * (1 + 1e-15) and eps <= float(exact) * (1 + 1e-12) + 1e-300
+    for e in (0.0, 0.5 / b, 0.99 / b):
+        closed = -math.expm1(0.5 * (e - 1.0 / b))
+        assert run.delta(e) == mech.delta(e)
+        assert closed * (1 - 1e-15) <= run.delta(e) <= closed * (1 + 1e-12)
+    grid = np.array([0.0, 0.5 / b, 2.0 / b])
+    assert np.array_equal(run.delta(grid), mech.delta(grid))

@@ -457,11 +457,22 @@ class LaplaceComposition(ComposedMechanism):
         eps = laplace_fold_epsilon_up(b, count, delta)
         return min(eps, self._pure_epsilon()) if math.isfinite(eps) else eps
 
+    @property
+    def _single(self) -> LaplaceMechanism | None:
+        # one run: the mechanism's own closed form (exact, no certified fold error)
+        mech, count = self.parts[0]
+        return mech if count == 1 else None
+
     def _epsilon_upper(self, delta: float, tol: float | None) -> float:
+        if self._single is not None:
+            return float(self._single.epsilon(delta, tol=tol))
         eps = self._fold_epsilon(delta)
         return eps if math.isfinite(eps) else super()._epsilon_upper(delta, tol)
 
     def _epsilon_bounds(self, delta: float, tol: float | None) -> tuple[float, float]:
+        if self._single is not None:
+            lo, hi = self._single.epsilon_bounds(delta, tol=tol)
+            return lo, hi
         # the PLD route's bracket, its upper end lowered to the closed form's
         lo, hi = super()._epsilon_bounds(delta, tol)
         eps = self._fold_epsilon(delta)
@@ -489,6 +500,8 @@ class LaplaceComposition(ComposedMechanism):
         >>> bool(run.delta(run.epsilon(1e-6)) <= 1e-6)
         True
         """
+        if self._single is not None:
+            return self._single.delta(epsilon, tol=tol)
         b, count = self._fold
         arr = np.asarray(epsilon, dtype=float)
         flat = arr.reshape(-1)
