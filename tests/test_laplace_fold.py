@@ -230,3 +230,34 @@ def test_single_run_answers_as_the_laplace_mechanism(b, cls):
         assert closed * (1 - 1e-15) <= run.delta(e) <= closed * (1 + 1e-12)
     grid = np.array([0.0, 0.5 / b, 2.0 / b])
     assert np.array_equal(run.delta(grid), mech.delta(grid))
+
+
+def test_delta_up_with_the_most_draws_that_apply_is_sound():
+    """Where no setup reaches a 2^-40 1e-30 tail (3 x 30 runs of b = 3: at most 12
+    draws, series argument 2), the most draws that apply answer with their Chernoff
+    tail: above the 50-digit value of the whole mixture (every cell), and the
+    composition's delta is the smaller of it and the PLD route's."""
+    b, k = 3.0, 30
+    run = LaplaceComposition(parts=((LaplaceMechanism(b=b), k),))
+    route = compose([LaplaceMechanism(b=b)], [k])
+    for eps in (2.0, 5.0):
+        truth, _ = _delta_mp(1.0 / b, k, eps)
+        up = laplace_fold_delta_up(b, k, eps)
+        assert math.isfinite(up) and up >= truth
+        assert run.delta(eps) == min(up, route.delta(eps))
+
+
+@pytest.mark.parametrize(
+    ("b", "k"), [(10.0, 30), (20.0, 30), (50.0, 30), (10.0, 100), (20.0, 300), (50.0, 100)]
+)
+def test_delta_at_the_fold_epsilon_is_at_most_delta(b, k):
+    """Session 38: ``delta(epsilon(d)) <= d`` where the closed form answers epsilon
+    (before, delta's closed form used another tail cut, or none applied and the PLD
+    route answered: up to 0.4 % above d at 1e-15; 24 of 270 grid points)."""
+    run = LaplaceComposition(parts=((LaplaceMechanism(b=b), k),))
+    for d in (1e-3, 1e-6, 1e-10, 1e-13, 1e-15):
+        if math.isnan(laplace_fold_epsilon_up(b, k, d)):
+            continue
+        eps = run.epsilon(d)
+        assert run.delta(eps) <= d, (b, k, d, eps)
+        assert run.delta(eps) <= compose([LaplaceMechanism(b=b)], [k]).delta(eps)

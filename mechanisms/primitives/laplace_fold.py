@@ -90,15 +90,47 @@ def _tail_draws(e0: float, k: int, share: float) -> tuple[int, float] | None:
     pc = -0.5 * math.expm1(-e0)
     log_share = math.log(share)
     for j in range(max(1, math.ceil(k * pc)), min(k, _MAX_DRAWS + 1) + 1):
-        a = j / k
-        rest = (1.0 - a) * math.log((1.0 - a) / (1.0 - pc)) if a < 1.0 else 0.0
-        kl = a * math.log(a / pc) + rest
-        log_tail = -k * kl + 2.0**-40 * (1.0 + k * kl)
+        log_tail = _log_tail(k, pc, j)
         if log_tail <= log_share:
             return j - 1, math.exp(log_tail) * (1.0 + 2.0**-40)
     if k <= _MAX_DRAWS:
         return k, 0.0
     return None
+
+
+def _log_tail(k: int, pc: float, j: int) -> float:
+    """The log of the Chernoff bound on ``P(X >= j)``, ``X ~ Binomial(k, pc)``,
+    ``j >= k pc``, rounded up (see :func:`_tail_draws`)."""
+    a = j / k
+    rest = (1.0 - a) * math.log((1.0 - a) / (1.0 - pc)) if a < 1.0 else 0.0
+    kl = a * math.log(a / pc) + rest
+    return -k * kl + 2.0**-40 * (1.0 + k * kl)
+
+
+def _setups_near(e0: float, k: int, share: float) -> list:
+    """The setups ``(e, k, draws, tail)`` of :func:`_tail_draws`'s pick at ``share`` and
+    its two neighbours (one draw fewer, one more), the feasible ones: every pick of a
+    share within a few ulps of ``share`` is among them."""
+    pick = _tail_draws(e0, k, share)
+    if pick is None:
+        return []
+    pc = -0.5 * math.expm1(-e0)
+    out = []
+    for draws in (pick[0] - 1, pick[0], pick[0] + 1):
+        if draws == pick[0]:
+            tail = pick[1]
+        elif draws >= k:
+            tail = 0.0
+        elif draws + 1 >= max(1, math.ceil(k * pc)) and draws >= 0:
+            tail = math.exp(_log_tail(k, pc, draws + 1)) * (1.0 + 2.0**-40)
+        else:
+            continue
+        if draws < 0 or draws > min(k, _MAX_DRAWS):
+            continue
+        if draws * e0 > 4.0 or (draws + 1) * (k + 1) > _MAX_CELLS:
+            continue
+        out.append((e0, k, draws, tail))
+    return out
 
 
 @lru_cache(maxsize=8)
@@ -339,13 +371,32 @@ def laplace_fold_delta_up(b: float, count: int, epsilon: float) -> float:
         raise ValueError(f"epsilon must be >= 0, got {epsilon!r}")
     if eps >= sum_up([(count, laplace_epsilon0_up(b))]):
         return 0.0  # at or past the pure epsilon k / b (rounded up): no delta
+    e0 = laplace_epsilon0_up(b)
     setup = _setup(b, count, 2.0**-40 * 1e-300)
     if setup is None:
         setup = _setup(b, count, 2.0**-40 * 1e-30)
     if setup is None:
-        return math.nan
+        # the most draws that apply, their Chernoff tail the coarse part
+        most = min(count, _MAX_DRAWS, math.floor(4.0 / e0), _MAX_CELLS // (count + 1) - 1)
+        pc = -0.5 * math.expm1(-e0)
+        if most < max(0, math.ceil(count * pc) - 1):
+            return math.nan
+        tail = 0.0 if most >= count else math.exp(_log_tail(count, pc, most + 1)) * (
+            1.0 + 2.0**-40)
+        setup = (e0, count, most, tail)
+    best = math.inf
     value, err, _ = _fold_delta(*setup, eps)
-    return min(value + err, 1.0)
+    best = value + err
+    # the setups the epsilon search picks at a delta near this bound (its tail at most
+    # 2^-36 delta): delta(epsilon(d)) <= d holds where the search certified its point
+    if math.isfinite(best) and best > 0.0:
+        for near in _setups_near(e0, count, _TAIL_SHARE * best):
+            if near[2] != setup[2]:
+                value, err, _ = _fold_delta(*near, eps)
+                best = min(best, value + err)
+    if not math.isfinite(best):
+        return math.nan
+    return min(best, 1.0)
 
 
 def laplace_fold_epsilon_up(b: float, count: int, delta: float) -> float:
@@ -479,8 +530,8 @@ class LaplaceComposition(ComposedMechanism):
         return (lo, min(hi, eps)) if math.isfinite(eps) else (lo, hi)
 
     def delta(self, epsilon, *, tol: float | None = None):
-        """Sound upper bound on delta at ``epsilon``: the closed form with its certified
-        error (:func:`laplace_fold_delta_up`), the PLD route where it does not apply.
+        """Sound upper bound on delta at ``epsilon``: the smaller of the closed form with
+        its certified error (:func:`laplace_fold_delta_up`) and the PLD route's bound.
 
         Parameters
         ----------
@@ -507,9 +558,11 @@ class LaplaceComposition(ComposedMechanism):
         flat = arr.reshape(-1)
         if flat.size == 0 or not np.all(np.isfinite(flat)) or np.any(flat < 0.0):
             return super().delta(epsilon, tol=tol)
-        out = np.array([laplace_fold_delta_up(b, count, float(e)) for e in flat])
-        if np.any(np.isnan(out)):
-            return super().delta(epsilon, tol=tol)
+        fold = np.array([laplace_fold_delta_up(b, count, float(e)) for e in flat])
+        # the smaller of two sound bounds: the PLD route's (a grid's certificate) and the
+        # closed form's (nan where it does not apply)
+        route = np.asarray(super().delta(epsilon, tol=tol), dtype=float).reshape(-1)
+        out = np.fmin(fold, route)
         # pure DP: no delta at or past the pure epsilon (as Mechanism.delta)
         out = np.where(flat >= self._pure_epsilon(), 0.0, out).reshape(arr.shape)
         return float(out) if out.ndim == 0 else out
