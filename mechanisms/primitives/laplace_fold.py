@@ -53,6 +53,7 @@ from functools import lru_cache
 import numpy as np
 
 from dpacct.accountant._rounding import sum_up
+from dpacct.accountant.serialization import register_mechanism
 from dpacct.accountant.transformers.compose import ComposedMechanism
 from dpacct.accountant.validation import check_positive
 
@@ -465,6 +466,28 @@ def laplace_fold_epsilon_up(b: float, count: int, delta: float) -> float:
     return hi
 
 
+def _encode(run: LaplaceComposition) -> dict:
+    mech, count = run.parts[0]
+    return {"mechanism": mech, "count": int(count)}
+
+
+def _decode(params: dict) -> LaplaceComposition:
+    """``{"mechanism": <a laplace or replace_one_laplace>, "count": n >= 1}``, checked."""
+    if set(params) != {"mechanism", "count"}:
+        raise ValueError(
+            "laplace_composition needs params {'mechanism': <laplace>, 'count': n}, got "
+            f"keys {sorted(params)}"
+        )
+    mech, count = params["mechanism"], params["count"]
+    if not isinstance(mech, LaplaceMechanism):
+        raise ValueError(
+            f"laplace_composition's mechanism must be a Laplace mechanism, got {mech!r}")
+    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+        raise ValueError(f"laplace_composition's count must be an integer >= 1, got {count!r}")
+    return LaplaceComposition(parts=((mech, count),))
+
+
+@register_mechanism("laplace_composition", encode=_encode, decode=_decode)
 @dataclass(frozen=True, repr=False)
 class LaplaceComposition(ComposedMechanism):
     """``count`` runs of one Laplace mechanism, answered by the closed form.
