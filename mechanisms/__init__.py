@@ -55,6 +55,7 @@ _EXPORTS: dict[str, str] = {
     "GaussianMechanism": "primitives.gaussian",
     "HistogramQuantiles": "algorithms.quantiles",
     "HistogramRelease": "algorithms.quantiles",
+    "LaplaceComposition": "primitives.laplace_fold",
     "LaplaceMechanism": "primitives.laplace",
     "LinearModel": "algorithms.ssp",
     "MarginalSynthesizer": "algorithms.synthesis",

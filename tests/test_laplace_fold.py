@@ -187,3 +187,77 @@ def test_no_delta_at_or_past_the_pure_epsilon():
     assert run.delta(2.0) == 0.0 and laplace_fold_delta_up(2.0, 4, 2.0) == 0.0
     assert run.delta(np.array([2.0, 3.0])).tolist() == [0.0, 0.0]
     assert run.delta(1.999) > 0.0
+
+
+@pytest.mark.parametrize("b", [3.0, 10.0, 50.0])
+@pytest.mark.parametrize("k", [2, 10, 100])
+@pytest.mark.parametrize("delta", [1e-12, 1e-13, 1e-14, 1e-15])
+def test_tiny_delta_answers_without_a_crash(b, k, delta):
+    """Regression (session 38): at tiny delta the certified error can exceed delta and
+    the search's Newton aim ``log(delta - slack)`` raised a math domain error.  The
+    answer is finite, at most the pure epsilon, certified by the closed form where it
+    is below the pure epsilon, and the bracket's ends are ordered."""
+    run = LaplaceComposition(parts=((LaplaceMechanism(b=b), k),))
+    eps = run.epsilon(delta)
+    pure = k / b * (1 + 1e-15)
+    assert math.isfinite(eps) and 0.0 < eps <= pure
+    lo, hi = run.epsilon_bounds(delta)
+    assert lo <= hi == eps
+    fold = laplace_fold_epsilon_up(b, k, delta)
+    assert math.isnan(fold) or fold >= eps
+
+
+@pytest.mark.parametrize("b", [0.5, 1.0, 3.0, 20.0])
+@pytest.mark.parametrize("cls", [LaplaceMechanism, ReplaceOneLaplaceMechanism])
+def test_single_run_answers_as_the_laplace_mechanism(b, cls):
+    """One run (session 38): the fold's certified error put its upper end above its own
+    bracket and above one Laplace's exact epsilon; now the mechanism's closed form,
+    ``delta(eps) = 1 - exp((eps - 1/b) / 2)`` (Koskela et al. 2020, Section 6), answers."""
+    mech = cls(b=b)
+    run = LaplaceComposition(parts=((mech, 1),))
+    for d in (1e-2, 1e-6, 1e-10, 1e-15):
+        eps = run.epsilon(d)
+        assert eps == mech.epsilon(d)
+        assert tuple(run.epsilon_bounds(d)) == tuple(mech.epsilon_bounds(d))
+        lo, hi = run.epsilon_bounds(d)
+        assert lo <= eps <= hi
+        with mpmath.workdps(40):
+            exact = max(mpmath.mpf(1) / b + 2 * mpmath.log1p(-mpmath.mpf(d)), 0)
+            assert float(exact) <= eps * (1 + 1e-15) and eps <= float(exact) * (1 + 1e-12) + 1e-300
+    for e in (0.0, 0.5 / b, 0.99 / b):
+        closed = -math.expm1(0.5 * (e - 1.0 / b))
+        assert run.delta(e) == mech.delta(e)
+        assert closed * (1 - 1e-15) <= run.delta(e) <= closed * (1 + 1e-12)
+    grid = np.array([0.0, 0.5 / b, 2.0 / b])
+    assert np.array_equal(run.delta(grid), mech.delta(grid))
+
+
+def test_delta_up_with_the_most_draws_that_apply_is_sound():
+    """Where no setup reaches a 2^-40 1e-30 tail (3 x 30 runs of b = 3: at most 12
+    draws, series argument 2), the most draws that apply answer with their Chernoff
+    tail: above the 50-digit value of the whole mixture (every cell), and the
+    composition's delta is the smaller of it and the PLD route's."""
+    b, k = 3.0, 30
+    run = LaplaceComposition(parts=((LaplaceMechanism(b=b), k),))
+    route = compose([LaplaceMechanism(b=b)], [k])
+    for eps in (2.0, 5.0):
+        truth, _ = _delta_mp(1.0 / b, k, eps)
+        up = laplace_fold_delta_up(b, k, eps)
+        assert math.isfinite(up) and up >= truth
+        assert run.delta(eps) == min(up, route.delta(eps))
+
+
+@pytest.mark.parametrize(
+    ("b", "k"), [(10.0, 30), (20.0, 30), (50.0, 30), (10.0, 100), (20.0, 300), (50.0, 100)]
+)
+def test_delta_at_the_fold_epsilon_is_at_most_delta(b, k):
+    """Session 38: ``delta(epsilon(d)) <= d`` where the closed form answers epsilon
+    (before, delta's closed form used another tail cut, or none applied and the PLD
+    route answered: up to 0.4 % above d at 1e-15; 24 of 270 grid points)."""
+    run = LaplaceComposition(parts=((LaplaceMechanism(b=b), k),))
+    for d in (1e-3, 1e-6, 1e-10, 1e-13, 1e-15):
+        if math.isnan(laplace_fold_epsilon_up(b, k, d)):
+            continue
+        eps = run.epsilon(d)
+        assert run.delta(eps) <= d, (b, k, d, eps)
+        assert run.delta(eps) <= compose([LaplaceMechanism(b=b)], [k]).delta(eps)

@@ -172,3 +172,38 @@ def test_the_registry_lists_the_engine_types_and_a_registered_one():
     assert back == _Unregistered(eps=0.25)
     # pure 0.25-DP at any order: the RDP curve survives the round trip
     assert float(back.rdp(4.0)) == 0.25
+
+
+def test_laplace_composition_round_trips_and_bad_dicts_are_refused():
+    """Session 38: runs of one Laplace mechanism (``"laplace_composition"``), both
+    neighbouring relations, through the registry; bad parameters named."""
+    from dpacct.mechanisms import (
+        LaplaceComposition,
+        LaplaceMechanism,
+        ReplaceOneLaplaceMechanism,
+    )
+
+    for mech in (LaplaceMechanism(b=20.0), ReplaceOneLaplaceMechanism(b=3.0)):
+        run = LaplaceComposition(parts=((mech, 100),))
+        data = to_dict(run)
+        assert data["type"] == "laplace_composition"
+        assert data["params"]["count"] == 100
+        back = from_dict(json.loads(json.dumps(data)))
+        assert type(back) is LaplaceComposition and back == run
+        assert back.epsilon(1e-6) == run.epsilon(1e-6)
+    good = to_dict(LaplaceComposition(parts=((LaplaceMechanism(b=2.0), 5),)))
+    bad_params = [
+        ({"count": 5}, "mechanism"),
+        ({**good["params"], "extra": 1}, "mechanism"),
+        ({**good["params"], "count": 0}, "count"),
+        ({**good["params"], "count": 2.5}, "count"),
+        ({**good["params"], "count": True}, "count"),
+        ({**good["params"], "mechanism": to_dict(GaussianMechanism(sigma=1.0))}, "Laplace"),
+    ]
+    for params, word in bad_params:
+        with pytest.raises(ValueError, match=word):
+            from_dict({"type": "laplace_composition", "params": params})
+    with pytest.raises(ValueError, match="b"):
+        from_dict({"type": "laplace_composition",
+                   "params": {**good["params"], "mechanism": {"type": "laplace",
+                                                             "params": {"b": -1.0}}}})

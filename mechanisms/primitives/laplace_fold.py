@@ -53,6 +53,7 @@ from functools import lru_cache
 import numpy as np
 
 from dpacct.accountant._rounding import sum_up
+from dpacct.accountant.serialization import register_mechanism
 from dpacct.accountant.transformers.compose import ComposedMechanism
 from dpacct.accountant.validation import check_positive
 
@@ -90,15 +91,47 @@ def _tail_draws(e0: float, k: int, share: float) -> tuple[int, float] | None:
     pc = -0.5 * math.expm1(-e0)
     log_share = math.log(share)
     for j in range(max(1, math.ceil(k * pc)), min(k, _MAX_DRAWS + 1) + 1):
-        a = j / k
-        rest = (1.0 - a) * math.log((1.0 - a) / (1.0 - pc)) if a < 1.0 else 0.0
-        kl = a * math.log(a / pc) + rest
-        log_tail = -k * kl + 2.0**-40 * (1.0 + k * kl)
+        log_tail = _log_tail(k, pc, j)
         if log_tail <= log_share:
             return j - 1, math.exp(log_tail) * (1.0 + 2.0**-40)
     if k <= _MAX_DRAWS:
         return k, 0.0
     return None
+
+
+def _log_tail(k: int, pc: float, j: int) -> float:
+    """The log of the Chernoff bound on ``P(X >= j)``, ``X ~ Binomial(k, pc)``,
+    ``j >= k pc``, rounded up (see :func:`_tail_draws`)."""
+    a = j / k
+    rest = (1.0 - a) * math.log((1.0 - a) / (1.0 - pc)) if a < 1.0 else 0.0
+    kl = a * math.log(a / pc) + rest
+    return -k * kl + 2.0**-40 * (1.0 + k * kl)
+
+
+def _setups_near(e0: float, k: int, share: float) -> list:
+    """The setups ``(e, k, draws, tail)`` of :func:`_tail_draws`'s pick at ``share`` and
+    its two neighbours (one draw fewer, one more), the feasible ones: every pick of a
+    share within a few ulps of ``share`` is among them."""
+    pick = _tail_draws(e0, k, share)
+    if pick is None:
+        return []
+    pc = -0.5 * math.expm1(-e0)
+    out = []
+    for draws in (pick[0] - 1, pick[0], pick[0] + 1):
+        if draws == pick[0]:
+            tail = pick[1]
+        elif draws >= k:
+            tail = 0.0
+        elif draws + 1 >= max(1, math.ceil(k * pc)) and draws >= 0:
+            tail = math.exp(_log_tail(k, pc, draws + 1)) * (1.0 + 2.0**-40)
+        else:
+            continue
+        if draws < 0 or draws > min(k, _MAX_DRAWS):
+            continue
+        if draws * e0 > 4.0 or (draws + 1) * (k + 1) > _MAX_CELLS:
+            continue
+        out.append((e0, k, draws, tail))
+    return out
 
 
 @lru_cache(maxsize=8)
@@ -146,7 +179,8 @@ def _cells(e0: float, k: int, draws: int):
         terms += 1
     return dict(c=c, log_mass=log_mass, log_pref=log_pref, tail1=tail1, tail2=tail2,
                 starts=starts, log_err=2.0**-49 * mag, terms=terms, coef_t=_COEF_T[:terms],
-                lead_m=_LEAD_M, cosh_max=math.cosh(ymax + 1e-9), lead=_LEAD, signed=_SIGNED)
+                lead_m=_LEAD_M, cosh_max=math.cosh(ymax + 1e-9), lead=_LEAD, signed=_SIGNED,
+                e0=e0, mm=np.arange(draws + 1), intervals={})
 
 
 #: terms of the series Phi_m at most; the first omitted over the first kept is at most
@@ -179,12 +213,11 @@ def _fold_delta(
     slope ``d delta / d eps`` (not certified) steers the search.  Straddling cells whose
     ``P``-mass is below ``floor`` are bounded by that mass (the integrand is at most 1)."""
     t = _cells(e0, k, draws)
-    starts, c = t["starts"], t["c"]
     rel = math.expm1(t["log_err"] + 2.0**-49 * abs(eps)) * 1.01 + _TERM_ULPS
     # offsets eps - c rounded by up to 2^-52 (|eps| + |c| + m e0): they move each
     # 1 - e^{eps - c} and each Phi's argument by at most that
     dy = 2.0**-52 * (abs(eps) + (k + draws) * e0 + 1.0)
-    mm = np.arange(draws + 1)
+    mm = t["mm"]
     x = eps / e0
     # group m's cells above eps: e (2n - k) >= eps; for m >= 1 one more cell is left to the
     # straddling sum (exact for any cell), so that no rounding files a straddling cell
@@ -193,70 +226,135 @@ def _fold_delta(
     first_above = np.full(draws + 1, math.floor(half) + 2.0)
     first_above[0] = math.ceil(half)
     first_above = np.minimum(np.maximum(first_above, 0), k - mm + 1).astype(np.int64)
-    s1 = t["tail1"][mm, first_above]
-    s2 = t["tail2"][mm, first_above]
-    ex = math.exp(eps)
-    sum1, sum2 = float(s1.sum()), ex * float(s2.sum())
-    value = sum1 - sum2
-    slope_d = -sum2
-    err = (rel + (k + 2) * 2.0**-52) * (sum1 + sum2)
     # straddling cells: m >= 1 and eps - m e < c < eps + m e
     lo_n = np.floor(0.5 * (k - 2 * mm + x)) - 1.0  # c + m e > eps from here (one spare)
     lo_n = np.maximum(lo_n, 0).astype(np.int64)
-    cnt = np.maximum(first_above - lo_n, 0)
-    cnt[0] = 0
-    total = int(cnt.sum())
-    if total:
-        ms = np.repeat(mm, cnt)
-        rows = np.repeat(starts[:-1] + lo_n, cnt) + (
-            np.arange(total) - np.repeat(np.cumsum(cnt) - cnt, cnt))
-        if floor > 0.0:
-            light = t["log_mass"][rows] < math.log(floor)
-            if light.any():
-                err += float(np.exp(t["log_mass"][rows[light]]).sum()) * (1.0 + rel)
-                rows, ms = rows[~light], ms[~light]
-                total = rows.size
-    if total:
-        offs = eps - c[rows]
-        s = ms * e0 - np.abs(offs)
+    cell = _interval(t, first_above, lo_n, floor)
+    sum1, sum2 = cell["sum1"], math.exp(eps) * cell["sum2"]
+    value = sum1 - sum2
+    slope_d = -sum2
+    err = (rel + (k + 2) * 2.0**-52) * (sum1 + sum2)
+    if cell["light"] is not None:
+        err += cell["light"] * (1.0 + rel)
+    if cell["total"]:
+        offs = eps - cell["c"]
+        s = cell["me"] - np.abs(offs)
         # the live pieces r < s / (2e) of each row, flat
         nlive = np.where(s > 0.0, np.floor(s / (2.0 * e0)) + 1.0, 0.0).astype(np.int64)
         nlive = np.minimum(nlive, t["signed"].shape[1])
-        flat = int(nlive.sum())
-        fr = np.repeat(np.arange(total), nlive)
-        rr = np.arange(flat) - np.repeat(np.cumsum(nlive) - nlive, nlive)
-        fm = ms[fr]
-        y = 0.5 * (s[fr] - 2.0 * e0 * rr)
+        pieces = _pieces(t, cell, nlive)
+        fr, fm1, sg, cf = pieces["fr"], pieces["fm1"], pieces["sg"], pieces["cf"]
+        y = 0.5 * (s[fr] - pieces["2e_rr"])
         live = y > 0.0
         yl = np.where(live, y, 1.0)
         # the series by Horner on y^2 (positive terms), its coefficients gathered by m
         y2 = yl * yl
-        cf = t["coef_t"][:, fm]
         acc = cf[-1].copy()
         for j in range(cf.shape[0] - 2, -1, -1):
             acc *= y2
             acc += cf[j]
-        phi = np.where(live, np.exp((fm + 1) * np.log(yl) - t["lead"][fm]), 0.0) * acc
+        phi = np.where(live, np.exp(fm1 * np.log(yl) - pieces["lead"]), 0.0) * acc
         # Phi_{m-1} ~ (m + 1) / y Phi_m: the slope steers the search only
-        dphi = phi * (fm + 1) / yl
-        sg = t["signed"][fm, rr]
-        pref = np.exp(t["log_pref"][rows] + 0.5 * eps)
-        pf = pref[fr] * phi
+        dphi = phi * fm1 / yl
+        pref = np.exp(cell["log_pref"] + 0.5 * eps)
+        pref_fr = pref[fr]
+        pf = pref_fr * phi
         # Phi_m's slope is Phi_{m-1}(y) <= 2 cosh(y) y^m / m!, y <= s/2 in the row
         hs = np.maximum(0.5 * s, 0.0) + dy
-        slope = np.exp(ms * np.log(hs) - t["lead_m"][ms]) * t["cosh_max"]
-        abs_row = np.exp2(ms.astype(float))  # sum_r C(m, r) <= 2^m
-        mag = float(np.dot(np.abs(sg), pf)) + dy * float(np.dot(pref * slope, abs_row))
-        mass = np.exp(t["log_mass"][rows])
+        slope = np.exp(cell["ms"] * np.log(hs) - cell["lead_m"]) * t["cosh_max"]
+        mag = float(np.dot(pieces["abs_sg"], pf)) + dy * float(np.dot(pref * slope,
+                                                                      cell["abs_row"]))
+        mass = cell["mass"]
         full = np.where(offs > 0.0, 0.0, mass * -np.expm1(np.minimum(offs, 0.0)))
         full_sum = float(full.sum())
         series = float(np.dot(sg, pf))
         value += series + full_sum
         sgn = np.sign(offs)[fr]
-        slope_d += 0.5 * series - 0.5 * float(np.dot(sg * sgn, pref[fr] * dphi))
+        slope_d += 0.5 * series - 0.5 * float(np.dot(sg * sgn, pref_fr * dphi))
         slope_d -= float(np.dot(mass, np.where(offs > 0.0, 0.0, np.exp(np.minimum(offs, 0.0)))))
-        err += rel * (mag + full_sum) + 2.0 * dy * float(mass.sum())
+        err += rel * (mag + full_sum) + 2.0 * dy * cell["mass_sum"]
     return value, err + tail, slope_d
+
+
+#: index caches per setup (in its :func:`_cells` entry) at most this many entries
+_CACHE_ENTRIES = 64
+
+
+def _interval(t: dict, first_above: np.ndarray, lo_n: np.ndarray, floor: float) -> dict:
+    """What :func:`_fold_delta` reads at one interval of ``eps`` (its cells above and
+    the straddling rows depend on ``eps`` only through ``first_above`` and ``lo_n``),
+    cached in the setup's entry: the groups' sums above, the straddling rows (those
+    lighter than ``floor`` dropped, their mass summed), and the rows' gathered values."""
+    key = (first_above.tobytes(), lo_n.tobytes(), floor)
+    cache = t["intervals"]
+    hit = cache.get(key)
+    if hit is not None:
+        return hit
+    mm = t["mm"]
+    out = {"sum1": float(t["tail1"][mm, first_above].sum()),
+           "sum2": float(t["tail2"][mm, first_above].sum()), "light": None, "pieces": {}}
+    cnt = np.maximum(first_above - lo_n, 0)
+    cnt[0] = 0
+    total = int(cnt.sum())
+    if total:
+        ms = np.repeat(mm, cnt)
+        rows = np.repeat(t["starts"][:-1] + lo_n, cnt) + (
+            np.arange(total) - np.repeat(np.cumsum(cnt) - cnt, cnt))
+        if floor > 0.0:
+            light = t["log_mass"][rows] < math.log(floor)
+            if light.any():
+                out["light"] = float(np.exp(t["log_mass"][rows[light]]).sum())
+                rows, ms = rows[~light], ms[~light]
+                total = rows.size
+    out["total"] = total
+    if total:
+        mass = np.exp(t["log_mass"][rows])
+        out.update(
+            ms=ms, c=t["c"][rows], me=ms * t["e0"], log_pref=t["log_pref"][rows],
+            lead_m=t["lead_m"][ms], abs_row=np.exp2(ms.astype(float)),  # sum_r C(m, r) <= 2^m
+            mass=mass, mass_sum=float(mass.sum()))
+    if len(cache) >= _CACHE_ENTRIES:
+        cache.clear()
+    cache[key] = out
+    return out
+
+
+def _pieces(t: dict, cell: dict, nlive: np.ndarray) -> dict:
+    """The flat pieces ``(row, r)`` of the straddling rows, ``nlive[i]`` for row ``i``,
+    and what they gather (the series' coefficients by ``m``, the signed binomials),
+    cached per interval."""
+    key = nlive.tobytes()
+    cache = cell["pieces"]
+    hit = cache.get(key)
+    if hit is not None:
+        return hit
+    total = cell["total"]
+    flat = int(nlive.sum())
+    fr = np.repeat(np.arange(total), nlive)
+    rr = np.arange(flat) - np.repeat(np.cumsum(nlive) - nlive, nlive)
+    fm = cell["ms"][fr]
+    sg = t["signed"][fm, rr]
+    out = {"fr": fr, "fm1": fm + 1, "sg": sg, "abs_sg": np.abs(sg), "cf": t["coef_t"][:, fm],
+           "lead": t["lead"][fm], "2e_rr": 2.0 * t["e0"] * rr}
+    if len(cache) >= _CACHE_ENTRIES:
+        cache.clear()
+    cache[key] = out
+    return out
+
+
+_STEPS64 = np.arange(64, dtype=np.float64)
+
+
+def _grid64(lo: float, hi: float) -> np.ndarray:
+    """``np.linspace(lo, hi, 64)``, the same floats (``lo + i (hi - lo) / 63``, the last
+    point ``hi``) without its generic dispatch."""
+    step = (hi - lo) / 63.0
+    if not step > 0.0:
+        return np.linspace(lo, hi, 64)
+    grid = _STEPS64 * step
+    grid += lo
+    grid[-1] = hi
+    return grid
 
 
 def _guess(setup, delta: float, ceiling: float) -> float:
@@ -265,10 +363,10 @@ def _guess(setup, delta: float, ceiling: float) -> float:
     Only a start for the search: nothing is certified here."""
     e0, k, draws, _ = setup
     t = _cells(e0, k, draws)
-    mm = np.arange(draws + 1)[None, :]
+    mm = t["mm"][None, :]
     lo, hi = 0.0, ceiling
     for _ in range(2):
-        grid = np.linspace(lo, hi, 64)
+        grid = _grid64(lo, hi)
         col = np.ceil(0.5 * (k - mm + grid[:, None] / e0))
         col = np.minimum(np.maximum(col, 0), k + 1).astype(np.int64)
         curve = (t["tail1"][mm, col].sum(axis=1)
@@ -339,13 +437,32 @@ def laplace_fold_delta_up(b: float, count: int, epsilon: float) -> float:
         raise ValueError(f"epsilon must be >= 0, got {epsilon!r}")
     if eps >= sum_up([(count, laplace_epsilon0_up(b))]):
         return 0.0  # at or past the pure epsilon k / b (rounded up): no delta
+    e0 = laplace_epsilon0_up(b)
     setup = _setup(b, count, 2.0**-40 * 1e-300)
     if setup is None:
         setup = _setup(b, count, 2.0**-40 * 1e-30)
     if setup is None:
-        return math.nan
+        # the most draws that apply, their Chernoff tail the coarse part
+        most = min(count, _MAX_DRAWS, math.floor(4.0 / e0), _MAX_CELLS // (count + 1) - 1)
+        pc = -0.5 * math.expm1(-e0)
+        if most < max(0, math.ceil(count * pc) - 1):
+            return math.nan
+        tail = 0.0 if most >= count else math.exp(_log_tail(count, pc, most + 1)) * (
+            1.0 + 2.0**-40)
+        setup = (e0, count, most, tail)
+    best = math.inf
     value, err, _ = _fold_delta(*setup, eps)
-    return min(value + err, 1.0)
+    best = value + err
+    # the setups the epsilon search picks at a delta near this bound (its tail at most
+    # 2^-36 delta): delta(epsilon(d)) <= d holds where the search certified its point
+    if math.isfinite(best) and best > 0.0:
+        for near in _setups_near(e0, count, _TAIL_SHARE * best):
+            if near[2] != setup[2]:
+                value, err, _ = _fold_delta(*near, eps)
+                best = min(best, value + err)
+    if not math.isfinite(best):
+        return math.nan
+    return min(best, 1.0)
 
 
 def laplace_fold_epsilon_up(b: float, count: int, delta: float) -> float:
@@ -399,8 +516,9 @@ def laplace_fold_epsilon_up(b: float, count: int, delta: float) -> float:
         if value + err > delta and abs(value - delta) <= 2.0**-26 * delta:
             bump *= 4.0  # near but not yet certified: aim lower
         slack = bump * max(2.0 * err, _AIM * delta)
-        if value > 0.0 and slope < 0.0:
-            # Newton on log delta, aimed at delta less twice the certified error
+        if value > 0.0 and slope < 0.0 and slack < delta:
+            # Newton on log delta, aimed at delta less twice the certified error (at tiny
+            # delta that error can exceed delta: no aim then, the bisection steps)
             step = x - (math.log(value) - math.log(delta - slack)) * value / slope
         else:
             step = math.nan
@@ -413,6 +531,28 @@ def laplace_fold_epsilon_up(b: float, count: int, delta: float) -> float:
     return hi
 
 
+def _encode(run: LaplaceComposition) -> dict:
+    mech, count = run.parts[0]
+    return {"mechanism": mech, "count": int(count)}
+
+
+def _decode(params: dict) -> LaplaceComposition:
+    """``{"mechanism": <a laplace or replace_one_laplace>, "count": n >= 1}``, checked."""
+    if set(params) != {"mechanism", "count"}:
+        raise ValueError(
+            "laplace_composition needs params {'mechanism': <laplace>, 'count': n}, got "
+            f"keys {sorted(params)}"
+        )
+    mech, count = params["mechanism"], params["count"]
+    if not isinstance(mech, LaplaceMechanism):
+        raise ValueError(
+            f"laplace_composition's mechanism must be a Laplace mechanism, got {mech!r}")
+    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+        raise ValueError(f"laplace_composition's count must be an integer >= 1, got {count!r}")
+    return LaplaceComposition(parts=((mech, count),))
+
+
+@register_mechanism("laplace_composition", encode=_encode, decode=_decode)
 @dataclass(frozen=True, repr=False)
 class LaplaceComposition(ComposedMechanism):
     """``count`` runs of one Laplace mechanism, answered by the closed form.
@@ -448,21 +588,42 @@ class LaplaceComposition(ComposedMechanism):
         mech, count = self.parts[0]
         return mech.b, count
 
-    def _epsilon_upper(self, delta: float, tol: float | None) -> float:
+    def _fold_epsilon(self, delta: float) -> float:
+        # the search's last resort is its ceiling k e (1 + 2^-40), above the pure epsilon
+        # (where delta is 0): at tiny delta, where the certified error is as large as
+        # delta, the pure epsilon is the better sound answer
         b, count = self._fold
         eps = laplace_fold_epsilon_up(b, count, delta)
+        # below k e (1 - 2^-30) the fold is below the pure epsilon (k e rounded up): the
+        # exact sum is computed only near it
+        if math.isfinite(eps) and eps >= count * laplace_epsilon0_up(b) * (1.0 - 2.0**-30):
+            eps = min(eps, self._pure_epsilon())
+        return eps
+
+    @property
+    def _single(self) -> LaplaceMechanism | None:
+        # one run: the mechanism's own closed form (exact, no certified fold error)
+        mech, count = self.parts[0]
+        return mech if count == 1 else None
+
+    def _epsilon_upper(self, delta: float, tol: float | None) -> float:
+        if self._single is not None:
+            return float(self._single.epsilon(delta, tol=tol))
+        eps = self._fold_epsilon(delta)
         return eps if math.isfinite(eps) else super()._epsilon_upper(delta, tol)
 
     def _epsilon_bounds(self, delta: float, tol: float | None) -> tuple[float, float]:
+        if self._single is not None:
+            lo, hi = self._single.epsilon_bounds(delta, tol=tol)
+            return lo, hi
         # the PLD route's bracket, its upper end lowered to the closed form's
         lo, hi = super()._epsilon_bounds(delta, tol)
-        b, count = self._fold
-        eps = laplace_fold_epsilon_up(b, count, delta)
+        eps = self._fold_epsilon(delta)
         return (lo, min(hi, eps)) if math.isfinite(eps) else (lo, hi)
 
     def delta(self, epsilon, *, tol: float | None = None):
-        """Sound upper bound on delta at ``epsilon``: the closed form with its certified
-        error (:func:`laplace_fold_delta_up`), the PLD route where it does not apply.
+        """Sound upper bound on delta at ``epsilon``: the smaller of the closed form with
+        its certified error (:func:`laplace_fold_delta_up`) and the PLD route's bound.
 
         Parameters
         ----------
@@ -482,14 +643,18 @@ class LaplaceComposition(ComposedMechanism):
         >>> bool(run.delta(run.epsilon(1e-6)) <= 1e-6)
         True
         """
+        if self._single is not None:
+            return self._single.delta(epsilon, tol=tol)
         b, count = self._fold
         arr = np.asarray(epsilon, dtype=float)
         flat = arr.reshape(-1)
         if flat.size == 0 or not np.all(np.isfinite(flat)) or np.any(flat < 0.0):
             return super().delta(epsilon, tol=tol)
-        out = np.array([laplace_fold_delta_up(b, count, float(e)) for e in flat])
-        if np.any(np.isnan(out)):
-            return super().delta(epsilon, tol=tol)
+        fold = np.array([laplace_fold_delta_up(b, count, float(e)) for e in flat])
+        # the smaller of two sound bounds: the PLD route's (a grid's certificate) and the
+        # closed form's (nan where it does not apply)
+        route = np.asarray(super().delta(epsilon, tol=tol), dtype=float).reshape(-1)
+        out = np.fmin(fold, route)
         # pure DP: no delta at or past the pure epsilon (as Mechanism.delta)
         out = np.where(flat >= self._pure_epsilon(), 0.0, out).reshape(arr.shape)
         return float(out) if out.ndim == 0 else out
