@@ -66,3 +66,34 @@ def test_route_only_search_family_builds_no_blocks_law(monkeypatch):
     # an upper bound on the mechanism's; looser here, where the add direction binds
     # (3.3819 against 3.1393): why the calibrator uses it only where the law is coarse
     assert e_run <= e_only
+
+
+def test_search_across_a_routed_edge_builds_one_law_on_each_side():
+    # calibrators/allocation.py's _across_edge on a toy family whose epsilon jumps down
+    # at sigma 1 (a Gaussian of 1.3 sigma from there: the law of a routed rectangle):
+    # the cheap side just below the edge, then the edge, and no bisection of the jump
+    from dpacct.calibrators.allocation import _across_edge
+
+    calls = []
+
+    def family(s):
+        calls.append(s)
+        return GaussianMechanism(s if s < 1.0 else 1.3 * s)
+
+    below, at = GaussianMechanism(1.0).epsilon(1e-6), GaussianMechanism(1.3).epsilon(1e-6)
+    target = 0.5 * (below + at)  # met at the edge only, far below the window there
+    cal = _across_edge(family, 1.04, 1.0, target, 1e-6, 1e-3, None, None, None)
+    assert cal.parameter == 1.0 and cal.epsilon == at <= target
+    assert len(calls) == 2 and calls[0] < 1.0
+    # met below the edge: the search stays below it (no sigma of the rectangle built)
+    calls.clear()
+    cal = _across_edge(family, 1.04, 1.0, 1.0001 * below, 1e-6, 1e-3, None, None, None)
+    assert max(calls) < 1.0 and cal.parameter < 1.0
+    assert 1.0001 * below * (1 - 1e-3) <= cal.epsilon <= 1.0001 * below
+    # met only inside: the search starts at the edge and stays at or above it
+    calls.clear()
+    target = GaussianMechanism(1.3 * 1.02).epsilon(1e-6)
+    cal = _across_edge(family, 1.04, 1.0, target, 1e-6, 1e-3, None, None, None)
+    assert min(calls[1:]) >= 1.0 and 1.0 < cal.parameter < 1.04
+    assert target * (1 - 1e-3) <= cal.epsilon <= target
+    assert float(family(cal.parameter).epsilon(1e-6)) == cal.epsilon  # an evaluated sigma
