@@ -103,6 +103,11 @@ def random_allocation_noise_multiplier(
         steered by the estimate alone).  Where the route's law is on coarse nodes
         around the estimate's sigma (one epoch) the search runs on the route alone and
         builds the blocks' law only at the answer (eps 8, T 100, k 4: 91 -> 38 CPU s).
+        Where the route's law changes at the lower sigma edge of Proposition 15's or
+        16's rectangle (k 4 / 5, T 10-20, sigma 1) inside the search's interval, the
+        search runs on one side of the edge, and stops on it where epsilon jumps below
+        the target there (eps 9.7, T 10, k 5: sigma 1.0 with one law of the rectangle,
+        against about ten bisecting the jump: 220 s idle before).
 
     Returns
     -------
