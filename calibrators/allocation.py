@@ -351,7 +351,7 @@ def _refine_direct(family, top: float, eps: float, d: float, rtol: float, tol,
     route's law changes at ``edge`` (:func:`_sq_edge`) inside that interval, the search
     runs on one side of it (:func:`_across_edge`).
     """
-    if edge is not None and 0.95 * top <= edge < top:
+    if edge is not None and 0.8 * top <= edge < top:
         return _across_edge(family, top, edge, eps, d, rtol, tol, estimate, start)
     return calibrate(
         family,
@@ -388,11 +388,14 @@ def _sq_edge(t: int, k: int) -> float | None:
 def _across_edge(family, top: float, edge: float, eps: float, d: float, rtol: float, tol,
                  estimate, start: float | None) -> Calibration:
     """:func:`_refine_direct`'s search where the route's law changes at ``edge``, with
-    ``0.95 top <= edge < top``: first the route just below the edge (``below``, the cheap
+    ``0.8 top <= edge < top``: first the route just below the edge (``below``, the cheap
     law); where it meets ``eps`` the search runs below it (domain capped there); else the
     route at the edge (one law of the rectangle), which is the answer where it meets
     ``eps``, even below the window (epsilon jumps down at the edge: no sigma between
-    ``below`` and ``edge`` is searched); else the search runs from the edge up.
+    ``below`` and ``edge`` is searched); else the search runs at and above the edge.
+    From ``0.8 top``, not ``0.95 top`` (the interval's lower end): eps 7.5, T 10, k 4
+    has the blocks' sigma 1.0528, and the search widened below ``0.95 top = 1.0002``
+    across the edge at 1.0.
 
     Every answer is an evaluated sigma whose epsilon is at most ``eps`` (sound whatever
     the shape of epsilon(sigma)).  That it is no larger than a search across the edge
@@ -411,7 +414,8 @@ def _across_edge(family, top: float, edge: float, eps: float, d: float, rtol: fl
     run_below = fam(below)
     e_below = float(run_below.epsilon(d, tol=tol))
     if e_below <= eps:
-        return calibrate(fam, eps, d, interval=(0.95 * top, below), domain=(0.0, below),
+        return calibrate(fam, eps, d, interval=(min(0.95 * top, 0.95 * below), below),
+                         domain=(0.0, below),
                          rtol=rtol, increasing=False, estimate=estimate,
                          start=None if start is None else min(start, below), tol=tol,
                          name="noise_multiplier")
@@ -420,6 +424,7 @@ def _across_edge(family, top: float, edge: float, eps: float, d: float, rtol: fl
     if e_edge <= eps:
         return Calibration(parameter=edge, mechanism=run_edge, epsilon=e_edge,
                            target_epsilon=eps, delta=d, evaluations=2)
-    return calibrate(fam, eps, d, interval=(edge, top), domain=(edge, math.inf), rtol=rtol,
-                     increasing=False, estimate=estimate, start=edge, tol=tol,
-                     name="noise_multiplier")
+    # from the edge up: the search widens down to the edge at most (built: no law again)
+    return calibrate(fam, eps, d, interval=(max(edge, 0.95 * top), top),
+                     domain=(edge, math.inf), rtol=rtol, increasing=False,
+                     estimate=estimate, start=start, tol=tol, name="noise_multiplier")
