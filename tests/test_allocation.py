@@ -24,11 +24,18 @@ def test_noise_multiplier_calibration_meets_the_target_from_below():
 
 @pytest.mark.parametrize(("k", "eps"), [
     (4, 3.2), pytest.param(5, 9.7, marks=pytest.mark.slow)])
-def test_calibration_at_k4_goes_through_the_direct_route(k, eps):
+def test_calibration_at_k4_goes_through_the_direct_route(k, eps, monkeypatch):
     # T 10, k 4, sigma about 2: the four-level law of about 1 CPU s per sigma tried
     # (benchmarks.random_allocation_k's CALIBRATIONS measure T 50, 100); k 5, sigma
     # about 1: 4-5 s (two laws of the route and two on coarse nodes, 14.5 CPU s loaded)
+    import dpacct.accountant.transformers.random_allocation_k5 as k5
+
+    built = []  # Proposition 16's laws (k 5): one, at the edge, not one per sigma tried
+    law = k5.remove_atoms_sq3
+    monkeypatch.setattr(k5, "remove_atoms_sq3", lambda s, *a, **kw: (built.append(s),
+                                                                       law(s, *a, **kw))[1])
     s = random_allocation_noise_multiplier(eps, 1e-6, 10, k=k)
+    assert len(built) <= 1
     run = random_allocation(GaussianMechanism(s), 10, k=k)
     assert run._direct_route is run.k4_route
     e = run.epsilon(1e-6)
@@ -36,8 +43,11 @@ def test_calibration_at_k4_goes_through_the_direct_route(k, eps):
     # tight at the target, except where the search stops on the edge of a routed
     # rectangle (k 5: Proposition 16's law from sigma 1, T 10-20), where epsilon(sigma)
     # jumps down (session 36: sigma 1.00000000006, epsilon 9.2547, against main's sigma
-    # 1.00251 at 9.7; inside the rectangle every sigma tried builds that law, ~17 CPU s:
-    # this case took 220 s idle)
+    # 1.00251 at 9.7, after bisecting the jump with a law of ~17 CPU s idle per sigma
+    # tried inside: 220 s idle).  Since session 38 the search tries just below the
+    # edge, then the edge itself (calibrators/allocation.py's _across_edge): sigma 1.0,
+    # one law of the rectangle, 50 CPU s at load 8 (about 25 s idle, not measured idle:
+    # still marked slow)
     assert e >= eps * (1 - 1e-3) or (k == 5 and 1.0 <= s < 1.0 + 1e-6)
     # and the route's sigma is below the blocks' (sigma 2, T 10, k 4: 3.1229 against
     # 3.1659; k 5: sigma 1.00251 against 1.01007)
@@ -66,3 +76,34 @@ def test_route_only_search_family_builds_no_blocks_law(monkeypatch):
     # an upper bound on the mechanism's; looser here, where the add direction binds
     # (3.3819 against 3.1393): why the calibrator uses it only where the law is coarse
     assert e_run <= e_only
+
+
+def test_search_across_a_routed_edge_builds_one_law_on_each_side():
+    # calibrators/allocation.py's _across_edge on a toy family whose epsilon jumps down
+    # at sigma 1 (a Gaussian of 1.3 sigma from there: the law of a routed rectangle):
+    # the cheap side just below the edge, then the edge, and no bisection of the jump
+    from dpacct.calibrators.allocation import _across_edge
+
+    calls = []
+
+    def family(s):
+        calls.append(s)
+        return GaussianMechanism(s if s < 1.0 else 1.3 * s)
+
+    below, at = GaussianMechanism(1.0).epsilon(1e-6), GaussianMechanism(1.3).epsilon(1e-6)
+    target = 0.5 * (below + at)  # met at the edge only, far below the window there
+    cal = _across_edge(family, 1.04, 1.0, target, 1e-6, 1e-3, None, None, None)
+    assert cal.parameter == 1.0 and cal.epsilon == at <= target
+    assert len(calls) == 2 and calls[0] < 1.0
+    # met below the edge: the search stays below it (no sigma of the rectangle built)
+    calls.clear()
+    cal = _across_edge(family, 1.04, 1.0, 1.0001 * below, 1e-6, 1e-3, None, None, None)
+    assert max(calls) < 1.0 and cal.parameter < 1.0
+    assert 1.0001 * below * (1 - 1e-3) <= cal.epsilon <= 1.0001 * below
+    # met only inside: the search starts at the edge and stays at or above it
+    calls.clear()
+    target = GaussianMechanism(1.3 * 1.02).epsilon(1e-6)
+    cal = _across_edge(family, 1.04, 1.0, target, 1e-6, 1e-3, None, None, None)
+    assert min(calls[1:]) >= 1.0 and 1.0 < cal.parameter < 1.04
+    assert target * (1 - 1e-3) <= cal.epsilon <= target
+    assert float(family(cal.parameter).epsilon(1e-6)) == cal.epsilon  # an evaluated sigma
