@@ -267,13 +267,6 @@ def ar_remove_law(noise_multiplier: float, instance: tuple, *, points: int = 41,
     """
     grids, coef = _law_setup(noise_multiplier, instance,
                              (points, x_points, width, moved_width, rho, theta, prune))
-    if late_rho is not None:
-        late_rho = check_positive("late_rho", late_rho)
-        if late_rho > 0.5:
-            raise ValueError(f"late_rho must be in (0, 0.5], got {late_rho}")
-    if isinstance(late_from, bool) or not isinstance(late_from, (int, np.integer)) \
-            or late_from < 0:
-        raise ValueError(f"late_from must be an integer >= 0, got {late_from!r}")
     _, t, points, x_points, width, moved, rho, theta, prune = grids
     alpha, beta, tau, cov, big_a, big_c, half = coef
     wsd = math.sqrt(float(np.diag(cov).max()))
@@ -318,7 +311,16 @@ def _sum_grids(smax: float, theta: float, rho: float, late_rho: float | None,
                late_from: int, t: int) -> list:
     """Per term ``s``, the partial-sum grid after adding it: ``0`` and ``theta e^(r i)``
     up to ``2 smax`` at least, ``r = rho`` before ``late_from`` and ``late_rho`` from it
-    on (the same array object for equal spacings)."""
+    on (equal arrays for equal spacings); ``late_rho`` and ``late_from``
+    checked."""
+    if late_rho is not None:
+        late_rho = check_positive("late_rho", late_rho)
+        if late_rho > 0.5:
+            raise ValueError(f"late_rho must be in (0, 0.5], got {late_rho}")
+    if isinstance(late_from, bool) or not isinstance(late_from, (int, np.integer)) \
+            or late_from < 0:
+        raise ValueError(f"late_from must be an integer >= 0, got {late_from!r}")
+
     def grid(r: float) -> np.ndarray:
         return np.concatenate([[0.0], theta * np.exp(r * np.arange(
             math.ceil(math.log(2 * smax / theta) / r) + 2))])
