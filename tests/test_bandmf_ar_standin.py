@@ -173,3 +173,44 @@ def test_exp_hats_bound_the_x_integral_and_beat_linear_hats():
 def test_prune_refuses_bad_input():
     with pytest.raises(ValueError, match="prune"):
         ar_remove_law(1.0, (6, 0.6, 0.8, 0.5, 0.0), prune=-1.0)
+
+
+def test_late_grid_bounds_the_stand_in_and_sits_between_the_grids():
+    """Session 38: a finer partial-sum grid from term ``late_from`` on.  Every term's
+    rounding is a mean-preserving spread onto its own grid, so the law's mean stays at
+    least ``E[Z'] = 1`` and its delta at or above the Monte Carlo estimate; it lies
+    between the all-coarse and the all-fine laws' deltas (0.05 early, 0.01 late), below
+    the coarse one (the late grid is used: rounding onto the early grid throughout gives
+    the coarse law), and ``late_from >= t`` or ``late_rho == rho`` give the plain law
+    bit for bit."""
+    sigma, inst = 2.0, (6, 1.0, 1.5, 0.5, 0.0)
+    t, a, gam, r, _ = inst
+    kw = {"points": 21, "x_points": 11}
+    coarse = ar_remove_law(sigma, inst, rho=0.05, **kw)
+    fine = ar_remove_law(sigma, inst, rho=0.01, **kw)
+    mixed = ar_remove_law(sigma, inst, rho=0.05, late_rho=0.01, late_from=3, **kw)
+    assert float(np.sum(mixed[0] * mixed[1])) >= 1.0
+    gram = a * np.eye(t) + gam * ar_coefficients(t, r)[3]
+    for eps in (0.05, 0.4):
+        e = np.array([eps])
+        d_c, d_f, d_m = (float(shared_law_delta(*law, True, e, 0.0)[0])
+                         for law in (coarse, fine, mixed))
+        est, se = _remove_delta_mc(gram, sigma, eps, 400_000, 7)
+        assert d_m >= est - 4 * se
+        assert d_f <= d_m < d_c
+    for same in (ar_remove_law(sigma, inst, rho=0.05, late_rho=0.01, late_from=t, **kw),
+                 ar_remove_law(sigma, inst, rho=0.05, late_rho=0.05, late_from=2, **kw)):
+        assert all(np.array_equal(x, y) for x, y in zip(same[:2], coarse[:2], strict=True))
+        assert same[2] == coarse[2]
+
+
+def test_late_grid_refuses_bad_input():
+    inst = (6, 0.6, 0.8, 0.5, 0.0)
+    with pytest.raises(ValueError, match="late_rho"):
+        ar_remove_law(1.0, inst, late_rho=0.6)
+    with pytest.raises(ValueError, match="late_rho"):
+        ar_remove_law(1.0, inst, late_rho=0.0)
+    with pytest.raises(ValueError, match="late_from"):
+        ar_remove_law(1.0, inst, late_rho=0.01, late_from=-1)
+    with pytest.raises(ValueError, match="late_from"):
+        ar_remove_law(1.0, inst, late_rho=0.01, late_from=1.5)

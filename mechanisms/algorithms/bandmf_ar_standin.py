@@ -214,7 +214,8 @@ def _tail_charge(mu: np.ndarray, sd: float, top: float, fut: tuple, w0: float, b
 def ar_remove_law(noise_multiplier: float, instance: tuple, *, points: int = 41,
                   x_points: int = 41, width: float = 8.0, moved_width: float = 3.0,
                   rho: float = 0.03, theta: float = 1e-10,
-                  prune: float = 1e-17) -> tuple[np.ndarray, np.ndarray, float]:
+                  prune: float = 1e-17, late_rho: float | None = None,
+                  late_from: int = 0) -> tuple[np.ndarray, np.ndarray, float]:
     """A law ``(z, w)`` and tail with ``E_P[psi(Z')] <= sum_i w_i psi(z_i) + tail`` for every
     convex non-decreasing ``psi`` with ``0 <= psi(z) <= z`` (remove direction; Theorem 6 of
     docs/theory/dpmf_balls_in_bins.md), for the stand-in ``(t, a, gamma, rho_ar, beta)``
@@ -241,6 +242,14 @@ def ar_remove_law(noise_multiplier: float, instance: tuple, *, points: int = 41,
         ``psi(z) <= z``) is dropped and that contribution added to ``tail`` instead
         (session 35: at 16 bands a third of the CPU, the tail below 1e-11); 0 keeps every
         state.
+    late_rho : float, optional
+        Log spacing, in (0, 0.5], of the partial-sum grid from term ``late_from`` on
+        (session 38; None: ``rho`` throughout).  Each term's rounding is a
+        mean-preserving two-point spread onto whichever grid that term uses, so the bound
+        holds with a grid per term; the late terms' roundings are the larger part of the
+        grid's excess.
+    late_from : int
+        The first term (``>= 0``; ``t`` or more: none) rounded onto ``late_rho``'s grid.
 
     Returns
     -------
@@ -274,8 +283,8 @@ def ar_remove_law(noise_multiplier: float, instance: tuple, *, points: int = 41,
     tail = float(special.ndtr(big_a - width) + (t - 1) * special.ndtr(-width)) * (1 + 1e-9)
     fac = 1 + _TERM_SLACK
     smax = float(np.sum(np.exp(big_a * width + big_c * wg[-1] - half))) / t * fac
-    g = np.concatenate([[0.0], theta * np.exp(rho * np.arange(
-        math.ceil(math.log(2 * smax / theta) / rho) + 2))])
+    gs = _sum_grids(smax, theta, rho, late_rho, late_from, t)
+    g = gs[-1]
     futs = [_future(alpha, beta, tau, s) for s in range(t)]
     w0 = _hats(np.zeros(1), tau[0], wg)[0]
     # the charged tails integrate the X factors out (mean 1): only C^2 K_jj / 2 is
@@ -287,7 +296,7 @@ def ar_remove_law(noise_multiplier: float, instance: tuple, *, points: int = 41,
     tmean = np.exp(big_c * wg[None, :] - half[:, None]) * float(wx @ ex) / t * fac
     mass = np.zeros(g.size)
     ctx = (alpha, beta, tau, wg, futs, big_c, half_w, t)
-    terms = (g, ex, wx, big_c, half, t, fac, tmean)
+    terms = (gs, ex, wx, big_c, half, t, fac, tmean)
     for i0, (x0, m0) in enumerate(zip(wg, w0, strict=True)):
         law, charged = _node_transfer(ctx, terms, i0, float(x0), float(m0), prune)
         tail += charged
@@ -296,6 +305,31 @@ def ar_remove_law(noise_multiplier: float, instance: tuple, *, points: int = 41,
     keep = mass > 0
     z, w = _compact(g[keep], mass[keep], True)
     return z, w, float(np.nextafter(tail, np.inf))
+
+
+def _sum_grids(smax: float, theta: float, rho: float, late_rho: float | None,
+               late_from: int, t: int) -> list:
+    """Per term ``s``, the partial-sum grid after adding it: ``0`` and ``theta e^(r i)``
+    up to ``2 smax`` at least, ``r = rho`` before ``late_from`` and ``late_rho`` from it
+    on (equal arrays for equal spacings); ``late_rho`` and ``late_from``
+    checked."""
+    if late_rho is not None:
+        late_rho = check_positive("late_rho", late_rho)
+        if late_rho > 0.5:
+            raise ValueError(f"late_rho must be in (0, 0.5], got {late_rho}")
+    if isinstance(late_from, bool) or not isinstance(late_from, (int, np.integer)) \
+            or late_from < 0:
+        raise ValueError(f"late_from must be an integer >= 0, got {late_from!r}")
+
+    def grid(r: float) -> np.ndarray:
+        return np.concatenate([[0.0], theta * np.exp(r * np.arange(
+            math.ceil(math.log(2 * smax / theta) / r) + 2))])
+
+    early = grid(rho)
+    if late_rho is None or late_from >= t:
+        return [early] * t
+    late = grid(late_rho)
+    return [early if s < late_from else late for s in range(t)]
 
 
 def _law_setup(noise_multiplier: float, instance: tuple, grids: tuple) -> tuple[tuple, tuple]:
@@ -331,16 +365,17 @@ def _node_transfer(ctx: tuple, terms: tuple, i0: int, x0: float, m0: float,
     partial-sum masses times ``m0`` (None if every state was pruned) and what it adds to
     the tail (the charged innovation tails and the pruned states' values, times ``m0``)."""
     wg = ctx[3]
-    g, ex, wx, big_c, half, t, fac, tmean = terms
+    gs, ex, wx, big_c, half, t, fac, tmean = terms
     steps = _steps(ctx, x0)
     value = _values(steps, tmean)
-    d = _add_term(np.zeros((wg.size, g.size)), g, None, i0, x0, ex, wx, big_c, half[0], t,
-                  fac)
-    node = float(np.sum(d @ g * value[0][0] + d.sum(axis=1) * value[1][0]))
+    d = _add_term(np.zeros((wg.size, gs[0].size)), gs[0], None, i0, x0, ex, wx, big_c,
+                  half[0], t, fac)
+    node = float(np.sum(d @ gs[0] * value[0][0] + d.sum(axis=1) * value[1][0]))
     if m0 * node * _PRUNE_SLACK <= prune:  # the whole W_0 node, charged
         return None, m0 * node * _PRUNE_SLACK
     tail = 0.0
     for s in range(1, t):
+        g = gs[s - 1]  # the grid of the partial sums before term s
         occ = np.nonzero(d.any(axis=0))[0]
         bot, top = int(occ[0]), int(occ[-1]) + 1
         kern, q, r = steps[s - 1]
@@ -355,7 +390,7 @@ def _node_transfer(ctx: tuple, terms: tuple, i0: int, x0: float, m0: float,
             return None, tail
         lo, hi = int(occ[0]), int(occ[-1]) + 1
         d = _add_term(sums[:, lo:hi], g, (bot + lo, bot + hi), None, wg, ex, wx, big_c,
-                      half[s], t, fac)
+                      half[s], t, fac, g_out=gs[s])
     return m0 * d.sum(axis=0), tail
 
 
@@ -408,14 +443,16 @@ def _prune(sums: np.ndarray, cells: np.ndarray, a: np.ndarray, b: np.ndarray,
 
 def _add_term(d: np.ndarray, g: np.ndarray, cells: tuple | None, i0: int | None, wval,
               ex: np.ndarray, wx: np.ndarray, big_c: float, half_s: float, t: int,
-              fac: float, up: bool = True) -> np.ndarray:
+              fac: float, up: bool = True, g_out: np.ndarray | None = None) -> np.ndarray:
     """Add term ``s`` (``exp(A x + C w - half_s) / t`` over the ``X`` hat law) to every
     state: ``d[i, c]`` (``W`` node ``i``, partial-sum cell ``bot + c``) moves to
     ``(i, round(g[cell] + term))``.  The first term (``i0`` given) starts from 0 at the
     node ``i0`` of ``W_0 = wval``.  ``up`` False (the add direction, Theorem 6'): sums
     moved one ulp down and rounded with mean at most the sum; sums at or above ``g[-1]``
-    stay in that (absorbing) cell."""
-    size = g.size
+    stay in that (absorbing) cell.  ``g_out``: the grid the new sums are rounded onto
+    (None: ``g``, the grid of the cells)."""
+    g_out = g if g_out is None else g_out
+    size = g_out.size
     if i0 is not None:
         wv = np.array([wval])
         base = np.zeros((1, 1))
@@ -431,7 +468,7 @@ def _add_term(d: np.ndarray, g: np.ndarray, cells: tuple | None, i0: int | None,
     y = _away(base[:, None, :] + term[:, :, None], up)
     if not up:
         y = np.maximum(y, 0.0)
-    j, p = _spread(y, g, up)
+    j, p = _spread(y, g_out, up)
     wt = mass[:, None, :] * wx[None, :, None]
     hi = wt * p
     wt -= hi

@@ -629,8 +629,14 @@ AR_COARSER_MARGIN = 0.01
 #: its grids: ``W`` points added to Theorem 4's (the remove law; the add law takes
 #: Theorem 4's own), the partial-sum spacing of its add law (the remove law's is
 #: :data:`AR_REMOVE_RHO`)
-AR_COARSER_EXTRA_POINTS = 10
+AR_COARSER_EXTRA_POINTS = 20
 AR_COARSER_ADD_RHO = 0.02
+#: the remove law's partial-sum spacing from term ``t * AR_COARSER_LATE_FRACTION`` on
+#: (session 38: the late roundings hold most of the grid's excess; the early terms keep
+#: :data:`AR_REMOVE_RHO`).  At 16 bands with the 20 extra points: see
+#: docs/theory/dpmf_balls_in_bins.md, "Session 38"
+AR_COARSER_LATE_RHO = 0.0075
+AR_COARSER_LATE_FRACTION = 0.5
 
 
 def ar_coarser(sigma: float, col: list, n: int, k: int, choice: tuple, ar: dict) -> tuple | None:
@@ -675,7 +681,9 @@ def _coarser_laws(sigma: float, inst: tuple, points: int) -> tuple | None:
     mu = math.sqrt(inst[4]) / sigma
     try:
         rem = ar_remove_law(sigma, inst, points=points + AR_COARSER_EXTRA_POINTS,
-                            x_points=AR_X_POINTS, moved_width=MOVED_WIDTH, rho=AR_REMOVE_RHO)
+                            x_points=AR_X_POINTS, moved_width=MOVED_WIDTH, rho=AR_REMOVE_RHO,
+                            late_rho=AR_COARSER_LATE_RHO,
+                            late_from=int(inst[0] * AR_COARSER_LATE_FRACTION))
         add = ar_add_law(sigma, inst, points=points, x_points=AR_X_POINTS,
                          moved_width=MOVED_WIDTH, rho=AR_COARSER_ADD_RHO, prune=AR_ADD_PRUNE)
     except (ValueError, OverflowError):
