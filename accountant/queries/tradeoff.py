@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..interface import Routed
-from ..numerics import EXP_OVERFLOW
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from ..pld.pld_settings import PLDSettings
@@ -107,9 +106,10 @@ def tradeoff_envelope(
     The dual of a ``delta(eps)`` curve sampled at the nodes ``eps`` (all ``>= 0``),
     evaluated at every false-positive rate ``a`` of ``fpr`` (Dong, Roth, Su 2022,
     Proposition 2.12).  Any nodes and any upper bounds on the deltas give a lower
-    bound on the trade-off curve.  ``e^eps`` is evaluated as ``exp(min(eps,
-    EXP_OVERFLOW))``, so at ``a = 0`` a node far in the tail contributes
-    ``1 - delta`` (the supremum as ``eps -> inf``) rather than NaN.
+    bound on the trade-off curve.  At ``a = 0`` a node contributes ``1 - delta`` (also
+    where ``e^eps`` overflows, rather than NaN); at ``a > 0`` a node whose ``e^eps``
+    overflows contributes a line below zero (never a clamped slope, which at a
+    subnormal ``a`` would read about ``1 - delta``, above the curve).
 
     Parameters
     ----------
@@ -142,14 +142,19 @@ def tradeoff_envelope(
     d_qp = np.asarray(delta, dtype=float).reshape(-1)
     d_pq = d_qp if delta_swapped is None else np.asarray(delta_swapped, dtype=float).reshape(-1)
     out = np.zeros(alpha.size)
-    eu = np.exp(np.minimum(u, EXP_OVERFLOW))
+    # e^u unclamped: a clamped slope with the node's own delta is not a supporting line
+    # (at a subnormal a, u past EXP_OVERFLOW read 1 - delta - e^709.78 a, about 1 - delta,
+    # far above the curve); where e^u overflows the line is below zero for every a > 0
+    # and is its supremum 1 - delta at a = 0
+    with np.errstate(over="ignore"):
+        eu = np.exp(u)
     emu = np.exp(-u)
     block = max(1, BLOCK_ELEMENTS // max(u.size, 1))
     one_qp = 1.0 - d_qp
     for start in range(0, alpha.size, block):
         a = alpha[start : start + block, None]
         with np.errstate(over="ignore", invalid="ignore"):
-            t1 = one_qp[None, :] - eu[None, :] * a
+            t1 = np.where(a == 0.0, one_qp[None, :], one_qp[None, :] - eu[None, :] * a)
             t2 = emu[None, :] * (1.0 - a - d_pq[None, :])
         best = np.maximum(np.nan_to_num(t1, nan=0.0, neginf=0.0).max(axis=1), t2.max(axis=1))
         out[start : start + block] = np.maximum(best, 0.0)
