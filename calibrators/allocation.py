@@ -52,7 +52,7 @@ def _checked(epsilon, delta, steps, k, epochs, full_output, direct):
     return eps, d, t, kk, e
 
 
-# long function: 63 of its lines are the numpydoc docstring (the routes, the rectangle edges, an example)
+# long function: 63 of its lines are the numpydoc docstring (routes, rectangle edges, example)
 def random_allocation_noise_multiplier(
     epsilon: float,
     delta: float,

@@ -42,7 +42,7 @@ def test_laplace_composition_tradeoff_at_a_subnormal_rate_is_a_lower_bound():
     run = compose([LaplaceMechanism(b=b)], [2])
     got = np.asarray(run.tradeoff(SUBNORMAL), dtype=float)
     with mpmath.workdps(40):
-        for a, g in zip(SUBNORMAL, got):
+        for a, g in zip(SUBNORMAL, got, strict=True):
             t = b * mpmath.log(mpmath.mpf(0.5) / mpmath.mpf(a))
             beta = mpmath.exp(-(1 - t) / b) / 2
             assert mpmath.mpf(g) <= beta, (a, g, beta)
@@ -70,6 +70,6 @@ def test_binary_rr_composition_tradeoff_at_subnormal_rates(p, n):
     # p 0.8, n 1000 read 0.99999999999999822 at 5e-324 against the exact 0.0036990
     run = compose([RandomizedResponse(p=p)], [n])
     got = np.asarray(run.tradeoff(SUBNORMAL), dtype=float)
-    for a, g in zip(SUBNORMAL, got):
+    for a, g in zip(SUBNORMAL, got, strict=True):
         assert mpmath.mpf(g) <= _rr_np_curve(p, n, float(a)), (a, g)
     assert math.isfinite(float(got[0]))
