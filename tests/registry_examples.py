@@ -45,6 +45,9 @@ EXAMPLES = {
     "replace_one_gaussian": [lambda: M.replace_one(M.GaussianMechanism(sigma=2.6))],
     "replace_one_laplace": [lambda: M.ReplaceOneLaplaceMechanism(b=2.0)],
     "laplace": [lambda: M.LaplaceMechanism(b=2.0)],
+    "laplace_composition": [
+        lambda: M.LaplaceComposition(parts=((M.LaplaceMechanism(b=2.0), 5),))
+    ],
     "randomized_response": [lambda: M.RandomizedResponse(p=0.8)],
     "discrete_gaussian": [lambda: M.DiscreteGaussianMechanism(sigma=2.0)],
     "discrete_laplace": [lambda: M.DiscreteLaplaceMechanism(scale=2.0)],

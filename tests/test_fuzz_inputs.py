@@ -546,6 +546,8 @@ if dpa is not None:
 
 #: public names deliberately not fuzzed, with the reason (reviewed)
 NOT_FUZZED: dict[str, str] = {
+    "LaplaceComposition": "one argument, a tuple of (LaplaceMechanism, count) parts: its parts are "
+    "fuzzed as LaplaceMechanism, and test_laplace_fold checks that a malformed tuple is refused",
     "BandMFBallsInBins": "built by bandmf_balls_in_bins (fuzzed), which validates every input",
     "BandMFBandedBallsInBins": (
         "built by bandmf_banded_balls_in_bins (fuzzed), which validates every input"

@@ -82,6 +82,9 @@ FAMILIES.update(
             subsample_without_replacement, _replace_one, rate
         ),
         "compose": st.builds(lambda m, n: compose([m], counts=[n]), _base, count),
+        "laplace_composition": st.builds(
+            lambda b, n: M.LaplaceComposition(parts=((M.LaplaceMechanism(b=b), n),)), pos, count
+        ),
         "noisy_gd": st.builds(
             lambda s, n: M.NoisyGD(sigma=s, iterations=n, loss="linear", clip=1.0),
             st.floats(5.0, 50.0),
