@@ -13,6 +13,7 @@ import oracles
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scipy import special
 
 from dpacct.accountant.families.gaussian_dp import (
     certified_gaussian_bracket,
@@ -77,6 +78,41 @@ def test_tradeoff_is_the_threshold_tests_errors(mu, t):
         beta = mpmath.quad(lambda x: mpmath.npdf(x, mu, 1), [-mpmath.inf, t])
     got = float(gaussian_tradeoff(mu, np.array([float(alpha)]))[0])
     assert got == pytest.approx(float(beta), rel=1e-9)
+
+
+def _mp_ndtri(a: float) -> mpmath.mpf:
+    # Phi^-1(a) to 40 digits: Newton from the float guess (erfinv(2a - 1) loses a < 1e-40)
+    x = mpmath.mpf(float(special.ndtri(float(a))))
+    for _ in range(8):
+        x -= (mpmath.ncdf(x) - a) / mpmath.npdf(x)
+    return x
+
+
+@pytest.mark.parametrize("mu", [0.1, 1.0, 5.0, 10.0, 30.0])
+def test_tradeoff_is_accurate_at_tiny_false_positive_rates(mu):
+    # Phi(Phi^-1(1 - a) - mu) read as written rounds 1 - a to 1 below a = 2^-54: at
+    # mu 10, a 1e-17 it gave 1.0 against the true 0.0660 (the unsafe side); the
+    # curve at a and its mirror 1 - a, against 40 digits
+    alphas = np.concatenate([np.geomspace(1e-300, 1e-3, 40), 1.0 - np.geomspace(1e-15, 1e-3, 8)])
+    got = gaussian_tradeoff(mu, alphas)
+    with mpmath.workdps(40):
+        want = [mpmath.ncdf(-_mp_ndtri(mpmath.mpf(float(a))) - mu) for a in alphas]
+    for a, g, w in zip(alphas, got, want, strict=True):
+        if w > 1e-290:  # beyond: subnormal results, no relative accuracy to ask for
+            assert g == pytest.approx(float(w), rel=1e-11), (mu, a)
+
+
+def test_tradeoff_bounds_contain_the_gaussian_curve_at_tiny_alpha():
+    # the bracket widens the exact curve by ROUND_REL: enough once the curve is accurate
+    from dpacct.accountant.queries.attack_risk import tradeoff_bounds
+    from dpacct.mechanisms import GaussianMechanism
+
+    mech = GaussianMechanism(sigma=0.1)
+    low, high = tradeoff_bounds(mech, np.array([1e-17, 1e-12]))
+    with mpmath.workdps(40):
+        want = [float(mpmath.ncdf(-_mp_ndtri(mpmath.mpf(a)) - 10)) for a in (1e-17, 1e-12)]
+    assert np.all(low <= want) and np.all(want <= high)
+    assert float(mech.tradeoff(1e-17)) == pytest.approx(want[0], rel=1e-11)
 
 
 def test_tradeoff_endpoints():

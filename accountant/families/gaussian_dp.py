@@ -504,12 +504,22 @@ def sigma_below(mu: float) -> float:
 
 def gaussian_tradeoff(mu: float, fpr: np.ndarray) -> np.ndarray:
     """Trade-off curve of ``mu``-GDP: ``Phi(Phi^-1(1 - a) - mu)`` (Dong, Roth, Su 2019,
-    Definition 2.7).
+    Definition 2.7), evaluated as ``Phi(-Phi^-1(a) - mu)``.
+
+    The two are equal (``Phi^-1(1 - a) = -Phi^-1(a)``), but ``1 - a`` rounds to 1 for
+    ``a`` below ``2^-54`` and loses the relative precision of every smaller ``a``:
+    ``Phi(Phi^-1(1 - 1e-17) - 10)`` evaluated as written gave 1.0 against the true
+    0.0660, far above the curve (the unsafe side).  ``Phi^-1(a)`` is accurate to a few
+    ulps down to the smallest subnormal, so the value is within about ``(1 + z^2)``
+    ulps of the curve, ``z = -Phi^-1(a) - mu`` (``|z| < 40`` wherever the value is
+    above the smallest subnormal).
 
     Examples
     --------
     >>> round(float(gaussian_tradeoff(1.0, np.array([0.05]))[0]), 6)  # Phi(1.644854 - 1)
     0.740489
+    >>> round(float(gaussian_tradeoff(10.0, np.array([1e-17]))[0]), 4)  # not 1.0
+    0.066
     """
     with np.errstate(divide="ignore"):
-        return special.ndtr(special.ndtri(1.0 - np.asarray(fpr, dtype=float)) - mu)
+        return special.ndtr(-special.ndtri(np.asarray(fpr, dtype=float)) - mu)
