@@ -76,4 +76,7 @@ def test_small_q_ledger_bracket_holds_the_exact_epsilon_and_mains():
     assert true_hi - true_lo < 0.02 * true_hi  # the reference resolves the bracket
     assert lo <= true_hi and hi >= true_lo, (lo, hi, true_lo, true_hi)
     assert lo <= hi
-    assert hi <= MAIN_BOUNDS[1] * (1 + 1e-12) and lo >= MAIN_BOUNDS[0], (lo, hi)
+    # main's bar, with float slack: the pin was read on an AVX-512 CPU, and on an
+    # AVX2-only one the same code reads hi 1.5e-11 relative above it (numpy's SIMD
+    # transforms round differently; session 40); the soundness checks above are exact
+    assert hi <= MAIN_BOUNDS[1] * (1 + 1e-10) and lo >= MAIN_BOUNDS[0] * (1 - 1e-10), (lo, hi)
