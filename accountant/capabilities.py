@@ -37,7 +37,9 @@ class Capabilities:
     own_pld : bool, default False
         Its own discretised PLD pair (``_pld_pair``).
     exact_tradeoff : bool, default False
-        The exact f-DP trade-off curve (``_tradeoff_exact``).
+        The exact f-DP trade-off curve (``_tradeoff_exact``), evaluated so that no value
+        is above the true curve (its float error taken off: ``Mechanism.tradeoff``
+        returns it as the certified lower curve).
     gdp : bool, default False
         A Gaussian-DP ``mu`` (``_gdp_mu``).
 

@@ -36,11 +36,15 @@ from .numerics import float_bisect, float_crossing
 
 __all__ = [
     "DOWN_FACTOR",
+    "float_above",
     "float_below",
     "gap_up",
     "kov_constants",
+    "kov_tradeoff_down",
+    "line_down",
     "lower_end",
     "rr_delta_down",
+    "scaled_down",
 ]
 
 #: one minus a relative allowance of ``2^-49`` (8 ulps at 1): more than the few roundings
@@ -65,6 +69,18 @@ def float_below(x) -> float:
     True
     """
     return math.nextafter(float(x), -math.inf)
+
+
+def float_above(x) -> float:
+    """A float ``>= x`` for a 50-digit (or float) ``x``: ``x`` rounded, one ulp up; the
+    mirror of :func:`float_below`.
+
+    Examples
+    --------
+    >>> float_above(1.0) == math.nextafter(1.0, 2.0)
+    True
+    """
+    return math.nextafter(float(x), math.inf)
 
 
 def gap_up(epsilon: np.ndarray, eps0_lo: float) -> np.ndarray:
@@ -165,3 +181,78 @@ def lower_end(
         return float_crossing(lambda x: x >= ceiling or below(x), start, ceiling)[0]
     # down(start) > delta, and the ceiling is never certified: bisect between them
     return float_bisect(below, start, ceiling)[0]
+
+
+# ----------------------------------------------------------------- trade-off curves
+# ``Mechanism.tradeoff`` promises a curve never above the true one.  The closed forms
+# are maxima of a few pieces, each decreasing in the mechanism's privacy parameter
+# (a larger ``epsilon0``, ``1 / b`` or ``mu`` gives a lower curve): each piece is
+# evaluated at a parameter rounded *up* and rounded down by its own float error, and
+# a maximum of lower bounds of the pieces is a lower bound of the maximum.  Error
+# model as above (``u = 2^-53`` per ``+ - * /``, libm ``exp`` / ``log`` within 2u).
+
+_U = 2.0**-53
+
+
+def line_down(c_lo: float, s_hi: float, fpr: np.ndarray) -> np.ndarray:
+    """``max(c - e^s a, 0)`` rounded down, from ``c_lo <= c`` and ``s_hi >= s``.
+
+    The supporting line of slope ``-e^s`` through ``(0, c)`` of a trade-off curve (for
+    the ``(eps0, d0)`` curve ``c = 1 - d0``, ``s = eps0``; Dong, Roth, Su 2019, Eq. 5).
+    ``e^s a`` is computed as ``exp(s + log a)`` (no overflow for a huge ``s``): the
+    argument's float error is at most ``2u |log a| + u |s + log a|`` (``log`` within 2u,
+    the sum rounded), so ``exp`` reads within ``e^{E} (1 + 2u)`` of ``e^{s_hi} a``; that
+    factor, with margin, is put on ``e^s a`` before it is subtracted, and the
+    difference is taken down by :data:`DOWN_FACTOR`.  At ``a = 0`` the value is
+    ``c_lo`` itself (nothing was rounded).
+
+    Examples
+    --------
+    >>> a = np.array([0.0, 0.1, 0.5])
+    >>> v = line_down(1.0, 1.0, a)
+    >>> bool(v[0] == 1.0 and 0 < v[1] < 1 - math.e * 0.1 and v[2] == 0.0)
+    True
+    """
+    a = np.asarray(fpr, dtype=float)
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        log_a = np.log(a)
+        y = s_hi + log_a
+        x = np.exp(y)
+        err = 2.0 * _U * np.abs(log_a) + _U * np.abs(y)
+        # (1 + 8u) covers exp's 2u and the products' roundings; expm1 keeps E exact
+        x_hi = x * (1.0 + (np.expm1(1.01 * err) + 8.0 * _U))
+        out = np.maximum((c_lo - x_hi) * DOWN_FACTOR, 0.0)
+    out = np.where(a == 0.0, c_lo, out)
+    return np.where(np.isnan(out), 0.0, out)
+
+
+def scaled_down(s_hi: float, c_lo: float, fpr: np.ndarray) -> np.ndarray:
+    """``max(e^-s (c - a), 0)`` rounded down, from ``s_hi >= s`` and ``c_lo <= c``.
+
+    The other supporting line of the ``(eps0, d0)`` curve (``c = 1 - d0``,
+    ``s = eps0``): ``exp`` (2u), the subtraction and the product (u each) are inside
+    :data:`DOWN_FACTOR`'s ``2^-49``.
+
+    Examples
+    --------
+    >>> v = scaled_down(1.0, 1.0, np.array([0.5, 1.0]))
+    >>> bool(0 < v[0] < math.exp(-1.0) * 0.5 and v[1] == 0.0)
+    True
+    """
+    a = np.asarray(fpr, dtype=float)
+    return np.maximum(math.exp(-s_hi) * (c_lo - a) * DOWN_FACTOR, 0.0)
+
+
+def kov_tradeoff_down(eps0_hi: float, fpr: np.ndarray, d0: float = 0.0) -> np.ndarray:
+    """The ``(eps0, d0)`` trade-off curve ``max(0, 1 - d0 - e^eps0 a, e^-eps0 (1 - d0 - a))``
+    (Dong, Roth, Su 2019, Equation 5; Kairouz, Oh, Viswanath 2015) rounded down, from
+    ``eps0_hi >= eps0`` (``d0`` a float taken as exact, its ``1 - d0`` rounded down).
+
+    Examples
+    --------
+    >>> v = kov_tradeoff_down(1.0, np.array([0.0, 0.2, 1.0]))
+    >>> bool(v[0] == 1.0 and v[1] < max(1 - math.e * 0.2, math.exp(-1) * 0.8) and v[2] == 0)
+    True
+    """
+    c_lo = 1.0 if d0 == 0.0 else math.nextafter(1.0 - d0, -math.inf)
+    return np.maximum(line_down(c_lo, eps0_hi, fpr), scaled_down(eps0_hi, c_lo, fpr))

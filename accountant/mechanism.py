@@ -14,7 +14,8 @@ hook                          meaning                          declared as
 ``_loss_laws()``              ``(remove, add)`` privacy-loss   ``loss_laws=True``
                               laws of dominating pairs
 ``_pld_pair(pess, settings)`` its own (remove, add) PLDs       ``own_pld=True``
-``_tradeoff_exact(fpr)``      the exact f-DP trade-off curve   ``exact_tradeoff=True``
+``_tradeoff_exact(fpr)``      the exact f-DP trade-off curve,  ``exact_tradeoff=True``
+                              rounded down (never above it)
 ``_gdp_mu()``                 a Gaussian-DP ``mu``: the curves ``gdp=True``
                               are the Gaussian pair's
 ============================  ===============================  ====================
@@ -564,7 +565,9 @@ class Mechanism(capabilities.FamilyDeclarations):
     def tradeoff(self, fpr, *, tol: float | None = None):
         """f-DP trade-off curve: a lower bound on the type II error at type I ``fpr``.
 
-        Uses the exact curve when known.  A mechanism accounted by its PLDs gets the
+        Uses the exact curve when known, rounded down by its float error (so never above
+        the true curve; docs/theory/fdp.md, "Closed-form trade-off curves, rounded
+        down").  A mechanism accounted by its PLDs gets the
         Neyman-Pearson curve of the pessimistic PLDs' dominating pair, which is the
         lower end of :func:`~dpacct.accountant.queries.attack_risk.tradeoff_bounds` at the
         same ``tol``.  Otherwise the dual of the (eps, delta) curve (Dong, Roth, Su

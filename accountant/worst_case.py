@@ -23,7 +23,7 @@ import numpy as np
 from scipy import special
 
 from .capabilities import Capabilities
-from .curve_down import kov_constants, rr_delta_down
+from .curve_down import kov_constants, kov_tradeoff_down, rr_delta_down
 from .declared import Declaration, check_relation, no_rdp
 from .families.gaussian_dp import gaussian_delta, gaussian_tradeoff
 from .laws.loss_law import AtomicLossLaw, GaussianLossLaw
@@ -85,11 +85,9 @@ class PureEpsilonDeclaration(Declaration):
         return law, law
 
     def _tradeoff_exact(self, fpr: np.ndarray) -> np.ndarray:
-        # f_{eps,0}(a) = max(0, 1 - e^eps a, e^-eps (1 - a)) (Dong, Roth, Su 2019, Eq. 5)
-        a = np.asarray(fpr, dtype=float)
-        with np.errstate(over="ignore", divide="ignore"):
-            first = 1.0 - np.exp(self.epsilon0 + np.log(a))
-        return np.maximum.reduce([np.zeros_like(a), first, math.exp(-self.epsilon0) * (1 - a)])
+        # f_{eps,0}(a) = max(0, 1 - e^eps a, e^-eps (1 - a)) (Dong, Roth, Su 2019, Eq. 5),
+        # rounded down (curve_down.kov_tradeoff_down)
+        return kov_tradeoff_down(self.epsilon0, np.asarray(fpr, dtype=float))
 
 
 @dataclass(frozen=True, repr=False)
@@ -198,10 +196,5 @@ class EpsilonDeltaDeclaration(Declaration):
 
     def _tradeoff_exact(self, fpr: np.ndarray) -> np.ndarray:
         # f_{eps,delta}(a) = max(0, 1 - delta - e^eps a, e^-eps (1 - delta - a))
-        # (Dong, Roth, Su 2019, Equation 5; Kairouz, Oh, Viswanath 2015)
-        a = np.asarray(fpr, dtype=float)
-        d = self.delta0
-        with np.errstate(over="ignore", divide="ignore"):
-            first = 1.0 - d - np.exp(self.epsilon0 + np.log(a))
-        last = math.exp(-self.epsilon0) * (1.0 - d - a)
-        return np.maximum.reduce([np.zeros_like(a), first, last])
+        # (Dong, Roth, Su 2019, Equation 5; Kairouz, Oh, Viswanath 2015), rounded down
+        return kov_tradeoff_down(self.epsilon0, np.asarray(fpr, dtype=float), self.delta0)

@@ -13,6 +13,7 @@ import math
 import numpy as np
 from scipy import special
 
+from dpacct.accountant.families.gaussian_dp import gaussian_tpr_up
 from dpacct.accountant.validation import check_fpr
 
 __all__ = ["AttackBounds"]
@@ -50,7 +51,10 @@ class AttackBounds:
         ``1 - f(fpr)`` with ``f`` the safe-side trade-off curve of everything composed
         (:meth:`~dpacct.accountant.Mechanism.tradeoff`: exact where known, else the
         pessimistic PLDs' Neyman-Pearson curve; Kulynych et al. 2024, Eq. (3)), which is
-        at least as tight: every ``(epsilon, delta)`` bound is implied by it.
+        at least as tight: every ``(epsilon, delta)`` bound is implied by it.  A
+        Gaussian composition's (``mu``-GDP) is computed directly, ``Phi(Phi^-1(fpr) +
+        mu)`` rounded up (:func:`~dpacct.accountant.families.gaussian_dp.gaussian_tpr_up`),
+        which keeps its relative precision at tiny FPRs, where ``1 - f`` would not.
 
         Parameters
         ----------
@@ -79,8 +83,12 @@ class AttackBounds:
             out = np.ones_like(fpr)
         else:
             mech = self.mechanism()
-            beta = None if mech is None else mech.tradeoff(fpr, tol=self._tol)
-            out = fpr.copy() if beta is None else 1.0 - np.asarray(beta, dtype=float)
+            mu = None if mech is None else mech.gdp_mu()
+            if mu is not None:  # Gaussian: the TPR itself, accurate where it is tiny
+                out = gaussian_tpr_up(mu, fpr)
+            else:
+                beta = None if mech is None else mech.tradeoff(fpr, tol=self._tol)
+                out = fpr.copy() if beta is None else 1.0 - np.asarray(beta, dtype=float)
         return float(out) if np.ndim(false_positive_rates) == 0 else out.reshape(fpr.shape)
 
     def get_gdp_parameter_estimate(

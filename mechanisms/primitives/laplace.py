@@ -32,6 +32,7 @@ import numpy as np
 
 from dpacct.accountant._rounding import quotient_down, quotient_up
 from dpacct.accountant.capabilities import _DeclaredHere
+from dpacct.accountant.curve_down import DOWN_FACTOR, line_down, scaled_down
 from dpacct.accountant.laws.loss_law import PrivacyLossLaw
 from dpacct.accountant.mechanism import Capabilities, Mechanism
 from dpacct.accountant.numerics import SUBNORMAL_FLOOR, float_crossing, invert_decreasing
@@ -441,14 +442,20 @@ class LaplaceMechanism(Mechanism):
         #   t >= 1:     a = e^{-t m}/2 <= e^{-m}/2,        beta = 1 - e^m a
         #   0 <= t <= 1: e^{-m}/2 <= a <= 1/2,             beta = e^{-m} / (4 a)
         #   t <= 0:     a >= 1/2,                          beta = e^{-m} (1 - a)
-        m = 1.0 / self.b
+        # Rounded down (Mechanism.tradeoff's promise), at m one ulp above 1 / b (a
+        # larger m, a lower curve).  The outer pieces are the curve's tangents at
+        # a = e^{-m} / 2 and a = 1/2 (the convex curve is above them everywhere), so
+        # the curve is the largest of the two lines and of the middle piece on its
+        # domain, taken from an end a0_up >= e^{-m} / 2 (between, the lines decide)
+        m_hi = quotient_up(1.0, self.b)
+        m_lo = quotient_down(1.0, self.b)
         a = np.asarray(fpr, dtype=float)
-        em = np.exp(-m)
+        a0_up = 0.5 * math.exp(-m_lo) * (1.0 + 2.0**-49)
         with np.errstate(over="ignore", divide="ignore"):
-            first = 1.0 - np.exp(m + np.log(np.maximum(a, SUBNORMAL_FLOOR)))
-            middle = em / (4.0 * np.maximum(a, SUBNORMAL_FLOOR))
-        last = em * (1.0 - a)
-        out = np.where(a < 0.5 * em, first, np.where(a <= 0.5, middle, last))
+            # exp 2u, the quotient u: inside DOWN_FACTOR; 4 a is exact
+            middle = math.exp(-m_hi) * DOWN_FACTOR / (4.0 * np.maximum(a, SUBNORMAL_FLOOR))
+        middle = np.where((a >= a0_up) & (a <= 0.5), middle * DOWN_FACTOR, 0.0)
+        out = np.maximum.reduce([line_down(1.0, m_hi, a), middle, scaled_down(m_hi, 1.0, a)])
         return np.where(a == 0.0, 1.0, np.clip(out, 0.0, 1.0))
 
 

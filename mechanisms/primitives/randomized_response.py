@@ -35,7 +35,16 @@ from fractions import Fraction
 import numpy as np
 from scipy import special
 
-from dpacct.accountant.curve_down import float_below, kov_constants, rr_delta_down
+from dpacct.accountant.curve_down import (
+    DOWN_FACTOR,
+    float_above,
+    float_below,
+    kov_constants,
+    kov_tradeoff_down,
+    line_down,
+    rr_delta_down,
+    scaled_down,
+)
 from dpacct.accountant.laws.loss_law import AtomicLossLaw
 from dpacct.accountant.mechanism import Capabilities, Mechanism
 from dpacct.accountant.rdp.conversion import pure_dp_rdp, randomized_response_rdp
@@ -98,8 +107,9 @@ def _rr_rdp(q_other: float, eps0: float, k: int, alpha: np.ndarray) -> np.ndarra
     return randomized_response_rdp(eps0, math.log(q_other), np.asarray(alpha, dtype=float))
 
 
-def _rr_tradeoff(p_true: float, q_other: float, eps0: float, fpr: np.ndarray) -> np.ndarray:
-    """Exact f-DP trade-off curve of the k-RR pair: piecewise linear, three pieces.
+def _rr_tradeoff(p_true: float, k: int, eps0_hi: float, fpr: np.ndarray) -> np.ndarray:
+    """Exact f-DP trade-off curve of the k-RR pair, rounded down: piecewise linear, three
+    pieces.
 
     Neyman-Pearson tests reject first the output with likelihood ratio ``e^eps0``
     (type I mass ``q``), then the ``k - 2`` outputs with ratio 1, then the last one
@@ -108,14 +118,18 @@ def _rr_tradeoff(p_true: float, q_other: float, eps0: float, fpr: np.ndarray) ->
 
         beta(a) = max(0, 1 - e^eps0 a, 1 - p + q - a, e^-eps0 (1 - a)).
 
-    For ``k = 2`` this is ``f_{eps0, 0}`` of Dong, Roth, Su 2019 (Equation 5).
+    For ``k = 2`` this is ``f_{eps0, 0}`` of Dong, Roth, Su 2019 (Equation 5).  Never
+    above the true curve (``Mechanism.tradeoff``'s promise): the outer lines at
+    ``eps0_hi >= eps0`` (:func:`~dpacct.accountant.curve_down.line_down`,
+    :func:`~dpacct.accountant.curve_down.scaled_down`), the middle one's intercept
+    ``1 - p + q = (1 - p) k / (k - 1)`` (three roundings) and the subtraction taken down.
     """
     a = np.asarray(fpr, dtype=float)
-    with np.errstate(over="ignore", divide="ignore"):
-        first = 1.0 - np.exp(eps0 + np.log(a))  # no inf * 0 at a = 0 for huge eps0
-    middle = (1.0 - p_true + q_other) - a
-    last = math.exp(-eps0) * (1.0 - a)
-    return np.maximum.reduce([np.zeros_like(a), first, middle, last])
+    middle = ((1.0 - p_true) * k / (k - 1)) * DOWN_FACTOR - a
+    return np.maximum.reduce([
+        line_down(1.0, eps0_hi, a), np.maximum(middle * DOWN_FACTOR, 0.0),
+        scaled_down(eps0_hi, 1.0, a),
+    ])
 
 
 def _rr_law(p_true: float, q_other: float, k: int, eps0: float) -> AtomicLossLaw:
@@ -279,7 +293,8 @@ class RandomizedResponse(Mechanism):
         return law, law  # swapping v and v' maps the pair onto itself
 
     def _tradeoff_exact(self, fpr: np.ndarray) -> np.ndarray:
-        return _rr_tradeoff(self.p, self.q, self._pure_epsilon(), fpr)
+        # epsilon0 one ulp above its 50-digit value: the curve read no higher
+        return _rr_tradeoff(self.p, self.k, self._pure_epsilon(), fpr)
 
     def release(self, true_category, *, rng: np.random.Generator):
         """Answer each true value in ``{0, ..., k-1}`` by k-ary randomized response.
@@ -379,5 +394,8 @@ class PureDPCurves:
         return law, law
 
     def _tradeoff_exact(self, fpr: np.ndarray) -> np.ndarray:
-        p, q = _binary_rr(self.epsilon0)
-        return _rr_tradeoff(p, q, self.epsilon0, np.asarray(fpr, dtype=float))
+        # f_{eps0, 0} (binary RR's curve; its middle line only touches it), rounded down
+        # at the exact epsilon0 read one ulp up when it is not a float (e.g. 1 / scale)
+        eps0 = self._epsilon0_exact()
+        eps_hi = eps0 if isinstance(eps0, float) else float_above(eps0)
+        return kov_tradeoff_down(eps_hi, np.asarray(fpr, dtype=float))
