@@ -36,6 +36,7 @@ from .numerics import float_bisect, float_crossing
 
 __all__ = [
     "DOWN_FACTOR",
+    "exp_down",
     "float_above",
     "float_below",
     "gap_up",
@@ -189,9 +190,33 @@ def lower_end(
 # (a larger ``epsilon0``, ``1 / b`` or ``mu`` gives a lower curve): each piece is
 # evaluated at a parameter rounded *up* and rounded down by its own float error, and
 # a maximum of lower bounds of the pieces is a lower bound of the maximum.  Error
-# model as above (``u = 2^-53`` per ``+ - * /``, libm ``exp`` / ``log`` within 2u).
+# model as above (``u = 2^-53`` per ``+ - * /``, libm ``exp`` / ``log`` / ``log1p``
+# within 2u), and below ``2^-1022`` libm's ``exp`` within one subnormal ulp
+# (``2^-1074``) absolute: a product with a subnormal factor is computed in log space.
 
 _U = 2.0**-53
+#: below this an ``exp`` is evaluated in log space (its result may be subnormal)
+_LOG_SPACE_BELOW = 1e-290
+#: two subnormal ulps, taken off a value that may be subnormal
+_SUBNORMAL_SLACK = 1e-323
+
+
+def exp_down(arg: np.ndarray, err: np.ndarray) -> np.ndarray:
+    """``e^x`` rounded down for every ``x >= arg - err`` (``arg`` the float argument,
+    ``err >= 0`` a bound on its distance from the exact one).
+
+    ``exp(arg)`` (2u, or one subnormal ulp absolute), ``e^-err`` (2u) and their product
+    (u) are inside ``1 - 8u``; two subnormal ulps come off last.
+
+    Examples
+    --------
+    >>> v = exp_down(np.array([-1.0, -745.0]), np.array([1e-15, 1e-12]))
+    >>> bool(v[0] < math.exp(-1.0) < v[0] * (1 + 1e-14) and v[1] == 0.0)
+    True
+    """
+    with np.errstate(invalid="ignore", under="ignore", over="ignore"):
+        v = np.exp(arg) * (np.exp(-np.asarray(err, dtype=float)) * (1.0 - 8.0 * _U))
+    return np.maximum(np.where(np.isnan(v), 0.0, v) - _SUBNORMAL_SLACK, 0.0)
 
 
 def line_down(c_lo: float, s_hi: float, fpr: np.ndarray) -> np.ndarray:
@@ -201,10 +226,10 @@ def line_down(c_lo: float, s_hi: float, fpr: np.ndarray) -> np.ndarray:
     the ``(eps0, d0)`` curve ``c = 1 - d0``, ``s = eps0``; Dong, Roth, Su 2019, Eq. 5).
     ``e^s a`` is computed as ``exp(s + log a)`` (no overflow for a huge ``s``): the
     argument's float error is at most ``2u |log a| + u |s + log a|`` (``log`` within 2u,
-    the sum rounded), so ``exp`` reads within ``e^{E} (1 + 2u)`` of ``e^{s_hi} a``; that
-    factor, with margin, is put on ``e^s a`` before it is subtracted, and the
-    difference is taken down by :data:`DOWN_FACTOR`.  At ``a = 0`` the value is
-    ``c_lo`` itself (nothing was rounded).
+    the sum rounded), so ``exp`` reads within ``e^{E} (1 + 2u)`` of ``e^{s_hi} a`` (plus
+    a subnormal ulp); that factor, with margin, is put on ``e^s a`` before it is
+    subtracted, and the difference is taken down by :data:`DOWN_FACTOR`.  At ``a = 0``
+    the value is ``c_lo`` itself (nothing was rounded).
 
     Examples
     --------
@@ -220,33 +245,52 @@ def line_down(c_lo: float, s_hi: float, fpr: np.ndarray) -> np.ndarray:
         x = np.exp(y)
         err = 2.0 * _U * np.abs(log_a) + _U * np.abs(y)
         # (1 + 8u) covers exp's 2u and the products' roundings; expm1 keeps E exact
-        x_hi = x * (1.0 + (np.expm1(1.01 * err) + 8.0 * _U))
+        x_hi = x * (1.0 + (np.expm1(1.01 * err) + 8.0 * _U)) + _SUBNORMAL_SLACK
         out = np.maximum((c_lo - x_hi) * DOWN_FACTOR, 0.0)
     out = np.where(a == 0.0, c_lo, out)
     return np.where(np.isnan(out), 0.0, out)
 
 
-def scaled_down(s_hi: float, c_lo: float, fpr: np.ndarray) -> np.ndarray:
-    """``max(e^-s (c - a), 0)`` rounded down, from ``s_hi >= s`` and ``c_lo <= c``.
+def _one_minus_down(fpr: np.ndarray, d0: float) -> np.ndarray:
+    """``(1 - a) - d0`` rounded down (``1 - a`` is exact for ``a >= 1/2``, Sterbenz;
+    else within u; the second subtraction within u of its result)."""
+    w = (1.0 - fpr) - d0
+    err = np.where(fpr >= 0.5, 0.0, _U * (1.0 - fpr)) + _U * np.abs(w)
+    return np.maximum((w - 1.01 * err) * (1.0 - 2.0 * _U), 0.0)
 
-    The other supporting line of the ``(eps0, d0)`` curve (``c = 1 - d0``,
-    ``s = eps0``): ``exp`` (2u), the subtraction and the product (u each) are inside
-    :data:`DOWN_FACTOR`'s ``2^-49``.
+
+def scaled_down(s_hi: float, fpr: np.ndarray, d0: float = 0.0) -> np.ndarray:
+    """``max(e^-s (1 - d0 - a), 0)`` rounded down, from ``s_hi >= s`` (``d0`` exact).
+
+    The other supporting line of the ``(eps0, d0)`` curve (``s = eps0``):
+    ``(1 - a) - d0`` rounded down, then ``exp`` (2u) and the product (u) inside
+    :data:`DOWN_FACTOR`'s ``2^-49``; where ``e^-s`` is below ``1e-290`` (it may be
+    subnormal) the product is ``exp(-s + log w)`` (:func:`exp_down`, the argument
+    within ``2u |log w| + u |-s + log w|``).
 
     Examples
     --------
-    >>> v = scaled_down(1.0, 1.0, np.array([0.5, 1.0]))
+    >>> v = scaled_down(1.0, np.array([0.5, 1.0]))
     >>> bool(0 < v[0] < math.exp(-1.0) * 0.5 and v[1] == 0.0)
+    True
+    >>> bool(scaled_down(744.0, np.array([1e-300]))[0] < 5e-324)   # e^-744 is 8e-324
     True
     """
     a = np.asarray(fpr, dtype=float)
-    return np.maximum(math.exp(-s_hi) * (c_lo - a) * DOWN_FACTOR, 0.0)
+    w = _one_minus_down(a, d0)
+    scale = math.exp(-s_hi)
+    if scale >= _LOG_SPACE_BELOW:
+        return np.maximum(scale * w * DOWN_FACTOR, 0.0)
+    with np.errstate(divide="ignore"):
+        log_w = np.log(w)
+    arg = -s_hi + log_w
+    return exp_down(arg, 2.0 * _U * np.abs(log_w) + _U * np.abs(arg))
 
 
 def kov_tradeoff_down(eps0_hi: float, fpr: np.ndarray, d0: float = 0.0) -> np.ndarray:
     """The ``(eps0, d0)`` trade-off curve ``max(0, 1 - d0 - e^eps0 a, e^-eps0 (1 - d0 - a))``
     (Dong, Roth, Su 2019, Equation 5; Kairouz, Oh, Viswanath 2015) rounded down, from
-    ``eps0_hi >= eps0`` (``d0`` a float taken as exact, its ``1 - d0`` rounded down).
+    ``eps0_hi >= eps0`` (``d0`` a float taken as exact).
 
     Examples
     --------
@@ -255,4 +299,4 @@ def kov_tradeoff_down(eps0_hi: float, fpr: np.ndarray, d0: float = 0.0) -> np.nd
     True
     """
     c_lo = 1.0 if d0 == 0.0 else math.nextafter(1.0 - d0, -math.inf)
-    return np.maximum(line_down(c_lo, eps0_hi, fpr), scaled_down(eps0_hi, c_lo, fpr))
+    return np.maximum(line_down(c_lo, eps0_hi, fpr), scaled_down(eps0_hi, fpr, d0))

@@ -505,32 +505,42 @@ def sigma_below(mu: float) -> float:
 
 #: the float error model of the Gaussian trade-off (:func:`_gaussian_cdf_bounds`), in
 #: units of ``u = 2^-53``: scipy's ``ndtri`` within this many u relative (measured
-#: against mpmath: at most 4.8 u on 6 000 points from 1e-320 to 1) ...
-_NDTRI_U = 16.0
+#: against mpmath: at most 6.7 u, near a = 0.136, from 1e-320 to 1) ...
+_NDTRI_U = 32.0
 #: ... and ``ndtr(z)`` within ``(_NDTR_U0 + _NDTR_U2 z^2)`` u relative (measured: at most
-#: 3.5 (1 + z^2) u on 6 000 points in [-38.4, 8]: its ``exp(-z^2 / 2)`` reads a rounded
-#: argument), plus the smallest subnormal absolute
-_NDTR_U0 = 16.0
-_NDTR_U2 = 8.0
+#: 12 u near z = -1.41 and 3.5 (1 + z^2) u on [-37.7, 8]: its ``exp(-z^2 / 2)`` reads a
+#: rounded argument), plus two subnormal ulps absolute; below about -37.68 it returns 0
+#: (the true value is up to 5e-311): safe for the trade-off, not for a TPR bound
+#: (:func:`gaussian_tpr_up` uses Gordon's tail bound there)
+_NDTR_U0 = 32.0
+_NDTR_U2 = 12.0
 _U = 2.0**-53
+#: two subnormal ulps (``ndtr`` at a subnormal value)
+_SUBNORMAL_SLACK = 1e-323
+#: below this ``z``, :func:`gaussian_tpr_up` bounds ``Phi(z)`` by ``phi(z) / |z|``
+_TAIL_Z = -37.0
 
 
-def _gaussian_cdf_bounds(x: np.ndarray, mu_hi: float, sign: float) -> tuple[np.ndarray, np.ndarray]:
-    """``Phi(sign * x + mu_hi ...)``: the float ``ndtr(z)`` at ``z = sign * x - mu_hi``
-    (``sign = -1``) or ``x + mu_hi`` (``sign = +1``), and a bound on its relative
-    distance from the true ``Phi`` at the exact ``z`` (``x = ndtri(a)`` as computed).
+def _gaussian_cdf_bounds(
+    x: np.ndarray, mu_hi: float, sign: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(z, E, ndtr(z), rel)`` at ``z = -x - mu_hi`` (``sign = -1``) or ``x + mu_hi``
+    (``sign = +1``), for ``x = ndtri(a)`` as computed: ``E`` bounds ``|z - z_exact|`` and
+    ``rel`` the relative distance of the float ``ndtr(z)`` from the true ``Phi`` at the
+    exact ``z`` (where ``ndtr`` is normal).
 
-    ``x`` errs by at most ``_NDTRI_U u |x|``, the sum by ``u |z|``: ``|z - z_true| <= E``.
-    ``log Phi`` has slope ``phi / Phi <= max(-z, 0) + 1`` (Birnbaum's bound on Mills'
-    ratio), so ``Phi`` moves by a factor within ``exp(E (|z| + E + 1))``; ``ndtr``'s own
-    error adds ``(_NDTR_U0 + _NDTR_U2 z^2) u``.
+    ``x`` errs by at most ``_NDTRI_U u |x|``, the sum by ``u |z|``: ``E``.  ``log Phi``
+    has slope ``phi / Phi <= max(-z, 0) + 1`` (Birnbaum's bound on Mills' ratio), so
+    ``Phi`` moves by a factor within ``exp(E (|z| + E + 1))``; ``ndtr``'s own error adds
+    ``(_NDTR_U0 + _NDTR_U2 z^2) u``.
     """
     z = sign * x + (mu_hi if sign > 0 else -mu_hi)
-    with np.errstate(invalid="ignore"):
+    with np.errstate(invalid="ignore", over="ignore"):
         e = _U * (_NDTRI_U * np.abs(x) + np.abs(z)) * (1.0 + 1e-9)
         rel = np.expm1(e * (np.abs(z) + e + 1.0)) + _U * (_NDTR_U0 + _NDTR_U2 * z * z)
     # (not finite only where z or E overflows: then nothing is known, rel 1)
-    return special.ndtr(z), np.where(np.isfinite(rel), rel, 1.0) * (1.0 + 1e-6)
+    rel = np.where(np.isfinite(rel), rel, 1.0) * (1.0 + 1e-6)
+    return z, e, special.ndtr(z), rel
 
 
 def gaussian_tradeoff(mu: float, fpr: np.ndarray) -> np.ndarray:
@@ -558,8 +568,8 @@ def gaussian_tradeoff(mu: float, fpr: np.ndarray) -> np.ndarray:
     a = np.asarray(fpr, dtype=float)
     with np.errstate(divide="ignore"):
         x = special.ndtri(a)
-    value, rel = _gaussian_cdf_bounds(x, math.nextafter(float(mu), math.inf), -1.0)
-    out = np.maximum(value * (1.0 - rel) - 5e-324, 0.0) * (1.0 - 4.0 * _U)
+    _, _, value, rel = _gaussian_cdf_bounds(x, math.nextafter(float(mu), math.inf), -1.0)
+    out = np.maximum(value * (1.0 - rel) - _SUBNORMAL_SLACK, 0.0) * (1.0 - 4.0 * _U)
     return np.where(a == 0.0, 1.0, np.where(a == 1.0, 0.0, out))
 
 
@@ -569,18 +579,34 @@ def gaussian_tpr_up(mu: float, fpr: np.ndarray) -> np.ndarray:
 
     Computed directly rather than as ``1 - gaussian_tradeoff``: at ``a = 1e-12`` the TPR
     is about ``4e-12`` and ``beta`` within ``1e-11`` of 1, so a rounding of ``beta`` by a
-    few ulps moves ``1 - beta`` by ``1e-4`` of itself; here it is ``(16 + 13 z^2) u``
+    few ulps moves ``1 - beta`` by ``1e-4`` of itself; here it is ``(32 + 13 z^2) u``
     relative (``z = Phi^-1(a) + mu``), the error model of :func:`gaussian_tradeoff`.
+    Where ``z + E < -37`` (scipy's ``ndtr`` flushes to 0 below -37.68) the bound is
+    Gordon's ``Phi(z) <= phi(z) / |z|`` (Gordon 1941; Mills' ratio), at ``z + E``
+    (``Phi`` increases), within ``1 / z^2`` (``7e-4``) of the truth there.
 
     Examples
     --------
     >>> tpr = gaussian_tpr_up(0.5, np.array([1e-12, 0.05]))
     >>> bool(tpr[0] > 0 and abs(tpr[1] - (1 - gaussian_tradeoff(0.5, np.array([0.05]))[0])) < 1e-12)
     True
+    >>> bool(gaussian_tpr_up(1e-3, np.array([1e-315]))[0] > 1e-315)   # not flushed to 0
+    True
     """
     a = np.asarray(fpr, dtype=float)
     with np.errstate(divide="ignore"):
         x = special.ndtri(a)
-    value, rel = _gaussian_cdf_bounds(x, math.nextafter(float(mu), math.inf), 1.0)
-    out = np.minimum((value * (1.0 + rel) + 5e-324) * (1.0 + 4.0 * _U), 1.0)
+    z, e, value, rel = _gaussian_cdf_bounds(x, math.nextafter(float(mu), math.inf), 1.0)
+    out = np.minimum((value * (1.0 + rel) + _SUBNORMAL_SLACK) * (1.0 + 4.0 * _U), 1.0)
+    with np.errstate(invalid="ignore"):  # a = 0: z = -inf, E = inf (answered below)
+        z_up = z + e * (1.0 + 1e-9)
+    tail = z_up < _TAIL_Z
+    if np.any(tail):
+        t = -z_up[tail]
+        # log(phi(t) / t) = -t^2/2 - log t - log(2 pi)/2: its float error is at most
+        # u (t^2 + 4 |log t| + 4 |arg| + 4) (t^2 exact to u, log 2u, three sums)
+        arg = -0.5 * t * t - np.log(t) - 0.9189385332046728
+        err = _U * (t * t + 4.0 * np.abs(np.log(t)) + 4.0 * np.abs(arg) + 4.0)
+        gordon = np.exp(arg) * np.exp(err) * (1.0 + 8.0 * _U) + _SUBNORMAL_SLACK
+        out[tail] = np.minimum(gordon, 1.0)
     return np.where(a == 0.0, 0.0, np.where(a == 1.0, 1.0, out))

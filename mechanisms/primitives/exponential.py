@@ -47,7 +47,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dpacct.accountant.curve_down import DOWN_FACTOR, gap_up
+from dpacct.accountant.curve_down import DOWN_FACTOR, exp_down, gap_up
 from dpacct.accountant.laws.loss_law import PrivacyLossLaw
 from dpacct.accountant.mechanism import Capabilities, Mechanism
 from dpacct.accountant.serialization import register_mechanism
@@ -55,6 +55,8 @@ from dpacct.accountant.validation import check_positive, show_value
 
 from ._release import check_real_values, check_release_args
 from .randomized_response import PureDPCurves
+
+_U = 2.0**-53  # the unit roundoff (the trade-off's error bound)
 
 __all__ = [
     "BoundedRangeLossLaw",
@@ -460,15 +462,24 @@ class ExponentialMechanism(Mechanism):
         return bounded_range_rdp(self.epsilon0, alpha)
 
     def _tradeoff_exact(self, fpr: np.ndarray) -> np.ndarray:
-        # beta = (1 - a) / (1 + (e^eps - 1) a), divided through by e^eps
+        # beta = (1 - a) / (1 + (e^eps - 1) a) = (1 - a) / ((1 - a) + e^eps a), rounded
+        # down in log space (e^-eps may be subnormal, e^eps overflow):
+        # log beta = log1p(-a) - logaddexp(log1p(-a), eps + log a).  Argument errors:
+        # log1p 2u of itself; eps + log a 2u |log a| + u |eps + log a|; logaddexp moves
+        # by at most the larger input error (its weights add up to 1) plus 4u (|lse| + 1)
+        # of its own; the difference u |arg|
         a = np.asarray(fpr, dtype=float)
-        em = math.exp(-self.epsilon0)
-        safe = np.where(a > 0, a, 1.0)
-        out = (1.0 - a) * em / (em + -math.expm1(-self.epsilon0) * safe)
-        # rounded down (Mechanism.tradeoff's promise): exp and expm1 within 2u each,
-        # six roundings of u; the curve's em appears above and below the line, so at
-        # most 12u relative, inside 2^-47 (64u)
-        return np.where(a > 0, out * (1.0 - 2.0**-47), 1.0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            l1 = np.log1p(-a)
+            log_a = np.log(a)
+            y = self.epsilon0 + log_a
+            lse = np.logaddexp(l1, y)
+            arg = l1 - lse
+            e1 = 2.0 * _U * np.abs(l1)
+            e2 = 2.0 * _U * np.abs(log_a) + _U * np.abs(y)
+            err = e1 + np.maximum(e1, e2) + 4.0 * _U * (np.abs(lse) + 1.0) + _U * np.abs(arg)
+            out = exp_down(arg, np.where(np.isfinite(err), err, 0.0))
+        return np.where(a > 0, np.where(a < 1, out, 0.0), 1.0)
 
 
 @dataclass(frozen=True, repr=False, init=False)

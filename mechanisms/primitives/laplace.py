@@ -32,7 +32,7 @@ import numpy as np
 
 from dpacct.accountant._rounding import quotient_down, quotient_up
 from dpacct.accountant.capabilities import _DeclaredHere
-from dpacct.accountant.curve_down import DOWN_FACTOR, line_down, scaled_down
+from dpacct.accountant.curve_down import exp_down, line_down, scaled_down
 from dpacct.accountant.laws.loss_law import PrivacyLossLaw
 from dpacct.accountant.mechanism import Capabilities, Mechanism
 from dpacct.accountant.numerics import SUBNORMAL_FLOOR, float_crossing, invert_decreasing
@@ -41,6 +41,8 @@ from dpacct.accountant.serialization import register_mechanism
 from dpacct.accountant.validation import check_positive
 
 from ._release import check_real_values, check_release_args
+
+_U = 2.0**-53  # the unit roundoff (the trade-off's error bounds)
 
 __all__ = [
     "LaplaceLossLaw",
@@ -450,12 +452,15 @@ class LaplaceMechanism(Mechanism):
         m_hi = quotient_up(1.0, self.b)
         m_lo = quotient_down(1.0, self.b)
         a = np.asarray(fpr, dtype=float)
-        a0_up = 0.5 * math.exp(-m_lo) * (1.0 + 2.0**-49)
-        with np.errstate(over="ignore", divide="ignore"):
-            # exp 2u, the quotient u: inside DOWN_FACTOR; 4 a is exact
-            middle = math.exp(-m_hi) * DOWN_FACTOR / (4.0 * np.maximum(a, SUBNORMAL_FLOOR))
-        middle = np.where((a >= a0_up) & (a <= 0.5), middle * DOWN_FACTOR, 0.0)
-        out = np.maximum.reduce([line_down(1.0, m_hi, a), middle, scaled_down(m_hi, 1.0, a)])
+        # (exp within 2u, or one subnormal ulp where e^-m is subnormal)
+        a0_up = 0.5 * (math.exp(-m_lo) * (1.0 + 2.0**-49) + 1e-323)
+        # the middle piece in log space, exp(-m - log 4a) (e^-m may be subnormal; 4a is
+        # exact): the argument within 2u |log 4a| + u |arg|
+        log_4a = np.log(4.0 * np.maximum(a, SUBNORMAL_FLOOR))
+        arg = -m_hi - log_4a
+        middle = exp_down(arg, 2.0 * _U * np.abs(log_4a) + _U * np.abs(arg))
+        middle = np.where((a >= a0_up) & (a <= 0.5), middle, 0.0)
+        out = np.maximum.reduce([line_down(1.0, m_hi, a), middle, scaled_down(m_hi, a)])
         return np.where(a == 0.0, 1.0, np.clip(out, 0.0, 1.0))
 
 

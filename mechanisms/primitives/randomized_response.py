@@ -36,7 +36,6 @@ import numpy as np
 from scipy import special
 
 from dpacct.accountant.curve_down import (
-    DOWN_FACTOR,
     float_above,
     float_below,
     kov_constants,
@@ -53,6 +52,8 @@ from dpacct.accountant.serialization import register_mechanism
 from dpacct.accountant.validation import check_count, check_finite, check_rng, show_value
 
 from ._release import bernoulli_rational, check_integer_values
+
+_U = 2.0**-53  # the unit roundoff (the trade-off's error bounds)
 
 __all__ = ["RandomizedResponse"]
 
@@ -121,15 +122,21 @@ def _rr_tradeoff(p_true: float, k: int, eps0_hi: float, fpr: np.ndarray) -> np.n
     For ``k = 2`` this is ``f_{eps0, 0}`` of Dong, Roth, Su 2019 (Equation 5).  Never
     above the true curve (``Mechanism.tradeoff``'s promise): the outer lines at
     ``eps0_hi >= eps0`` (:func:`~dpacct.accountant.curve_down.line_down`,
-    :func:`~dpacct.accountant.curve_down.scaled_down`), the middle one's intercept
-    ``1 - p + q = (1 - p) k / (k - 1)`` (three roundings) and the subtraction taken down.
+    :func:`~dpacct.accountant.curve_down.scaled_down`); the middle one as
+    ``((s - a) + t) + q``, where ``1 - p = s + t`` exactly (Fast2Sum) and near the line's
+    zero (``a`` near ``1 - p``) ``s - a`` is exact (Sterbenz), with every rounding's
+    bound taken off: the difference, the two sums and ``q = (1 - p) / (k - 1)`` (2u).
     """
     a = np.asarray(fpr, dtype=float)
-    middle = ((1.0 - p_true) * k / (k - 1)) * DOWN_FACTOR - a
-    return np.maximum.reduce([
-        line_down(1.0, eps0_hi, a), np.maximum(middle * DOWN_FACTOR, 0.0),
-        scaled_down(eps0_hi, 1.0, a),
-    ])
+    omp = 1.0 - p_true
+    tail = -p_true - (omp - 1.0)  # 1 - p = omp + tail exactly (Fast2Sum, |1| >= p)
+    q = omp / (k - 1)
+    diff = omp - a
+    d = diff + tail
+    mid = d + q
+    err = _U * (np.abs(diff) + np.abs(d) + 3.0 * q + np.abs(mid))
+    middle = np.maximum((mid - 1.01 * err) * (1.0 - 2.0 * _U), 0.0)
+    return np.maximum.reduce([line_down(1.0, eps0_hi, a), middle, scaled_down(eps0_hi, a)])
 
 
 def _rr_law(p_true: float, q_other: float, k: int, eps0: float) -> AtomicLossLaw:
