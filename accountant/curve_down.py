@@ -190,23 +190,29 @@ def lower_end(
 # (a larger ``epsilon0``, ``1 / b`` or ``mu`` gives a lower curve): each piece is
 # evaluated at a parameter rounded *up* and rounded down by its own float error, and
 # a maximum of lower bounds of the pieces is a lower bound of the maximum.  Error
-# model as above (``u = 2^-53`` per ``+ - * /``, libm ``exp`` / ``log`` / ``log1p``
-# within 2u), and below ``2^-1022`` libm's ``exp`` within one subnormal ulp
-# (``2^-1074``) absolute: a product with a subnormal factor is computed in log space.
+# model: ``u = 2^-53`` per ``+ - * /``; libm's scalar ``math.exp`` within one ulp (2u);
+# numpy's vectorised ``exp`` / ``log`` / ``log1p`` within four ulps (:data:`_VEC`:
+# on AVX-512 CPUs numpy dispatches them to SIMD code documented to 4 ULP); below
+# ``2^-1022`` an ``exp`` within one subnormal ulp (``2^-1074``) absolute, so a product
+# that may be subnormal is computed in log space or has two subnormal ulps taken off.
 
 _U = 2.0**-53
+#: relative error allowed to numpy's vectorised exp / log / log1p (4 ulps)
+_VEC = 8.0 * _U
 #: below this an ``exp`` is evaluated in log space (its result may be subnormal)
 _LOG_SPACE_BELOW = 1e-290
 #: two subnormal ulps, taken off a value that may be subnormal
 _SUBNORMAL_SLACK = 1e-323
+#: ``e^s`` is finite below this (``log`` of the largest float is 709.78)
+_EXP_FINITE = 709.0
 
 
 def exp_down(arg: np.ndarray, err: np.ndarray) -> np.ndarray:
     """``e^x`` rounded down for every ``x >= arg - err`` (``arg`` the float argument,
     ``err >= 0`` a bound on its distance from the exact one).
 
-    ``exp(arg)`` (2u, or one subnormal ulp absolute), ``e^-err`` (2u) and their product
-    (u) are inside ``1 - 8u``; two subnormal ulps come off last.
+    ``exp(arg)`` (4 ulps, or one subnormal ulp absolute), ``e^-err`` (4 ulps) and their
+    product (u) are inside ``1 - 20u``; two subnormal ulps come off last.
 
     Examples
     --------
@@ -215,7 +221,7 @@ def exp_down(arg: np.ndarray, err: np.ndarray) -> np.ndarray:
     True
     """
     with np.errstate(invalid="ignore", under="ignore", over="ignore"):
-        v = np.exp(arg) * (np.exp(-np.asarray(err, dtype=float)) * (1.0 - 8.0 * _U))
+        v = np.exp(arg) * (np.exp(-np.asarray(err, dtype=float)) * (1.0 - 20.0 * _U))
     return np.maximum(np.where(np.isnan(v), 0.0, v) - _SUBNORMAL_SLACK, 0.0)
 
 
@@ -224,12 +230,14 @@ def line_down(c_lo: float, s_hi: float, fpr: np.ndarray) -> np.ndarray:
 
     The supporting line of slope ``-e^s`` through ``(0, c)`` of a trade-off curve (for
     the ``(eps0, d0)`` curve ``c = 1 - d0``, ``s = eps0``; Dong, Roth, Su 2019, Eq. 5).
-    ``e^s a`` is computed as ``exp(s + log a)`` (no overflow for a huge ``s``): the
-    argument's float error is at most ``2u |log a| + u |s + log a|`` (``log`` within 2u,
-    the sum rounded), so ``exp`` reads within ``e^{E} (1 + 2u)`` of ``e^{s_hi} a`` (plus
-    a subnormal ulp); that factor, with margin, is put on ``e^s a`` before it is
-    subtracted, and the difference is taken down by :data:`DOWN_FACTOR`.  At ``a = 0``
-    the value is ``c_lo`` itself (nothing was rounded).
+    ``e^s a`` is the product of ``math.exp(s)`` (2u) and ``a`` (u), or beyond
+    ``s = 709``, where ``e^s`` overflows, ``exp(s + log a)``, whose argument errs by at
+    most ``8u |log a| + u |s + log a|``; it is raised by its error bound (and a
+    subnormal ulp) before it is subtracted, and the difference is taken down by
+    :data:`DOWN_FACTOR`.  At ``a = 0`` the value is ``c_lo`` itself (nothing was
+    rounded).  Near the line's zero the value is the difference of two numbers near
+    ``c``: its absolute error is a few u, so a value of ``1e-13`` there (the crossing
+    with the other line at ``epsilon0 = 30``) is known to about ``1e-3`` of itself.
 
     Examples
     --------
@@ -240,33 +248,42 @@ def line_down(c_lo: float, s_hi: float, fpr: np.ndarray) -> np.ndarray:
     """
     a = np.asarray(fpr, dtype=float)
     with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-        log_a = np.log(a)
-        y = s_hi + log_a
-        x = np.exp(y)
-        err = 2.0 * _U * np.abs(log_a) + _U * np.abs(y)
-        # (1 + 8u) covers exp's 2u and the products' roundings; expm1 keeps E exact
-        x_hi = x * (1.0 + (np.expm1(1.01 * err) + 8.0 * _U)) + _SUBNORMAL_SLACK
+        if s_hi < _EXP_FINITE:
+            x_hi = (math.exp(s_hi) * a) * (1.0 + 8.0 * _U) + _SUBNORMAL_SLACK
+        else:
+            log_a = np.log(a)
+            y = s_hi + log_a
+            err = 8.0 * _U * np.abs(log_a) + _U * np.abs(y)
+            # (1 + 16u) covers exp's 8u and the products' roundings; expm1 keeps E exact
+            x_hi = np.exp(y) * (1.0 + (np.expm1(1.01 * err) + 16.0 * _U)) + _SUBNORMAL_SLACK
         out = np.maximum((c_lo - x_hi) * DOWN_FACTOR, 0.0)
     out = np.where(a == 0.0, c_lo, out)
     return np.where(np.isnan(out), 0.0, out)
 
 
 def _one_minus_down(fpr: np.ndarray, d0: float) -> np.ndarray:
-    """``(1 - a) - d0`` rounded down (``1 - a`` is exact for ``a >= 1/2``, Sterbenz;
-    else within u; the second subtraction within u of its result)."""
-    w = (1.0 - fpr) - d0
-    err = np.where(fpr >= 0.5, 0.0, _U * (1.0 - fpr)) + _U * np.abs(w)
+    """``1 - d0 - a`` rounded down: as ``(1 - a) - d0`` (``1 - a`` exact for ``a >=
+    1/2``, Sterbenz; else within u), or for ``d0 >= 1/2`` as ``(1 - d0) - a`` (``1 - d0``
+    exact), so that near the zero the value keeps its precision; the last subtraction
+    within u of its result."""
+    if d0 >= 0.5:
+        w = (1.0 - d0) - fpr
+        err = _U * np.abs(w)
+    else:
+        w = (1.0 - fpr) - d0
+        err = np.where(fpr >= 0.5, 0.0, _U * (1.0 - fpr)) + _U * np.abs(w)
     return np.maximum((w - 1.01 * err) * (1.0 - 2.0 * _U), 0.0)
 
 
 def scaled_down(s_hi: float, fpr: np.ndarray, d0: float = 0.0) -> np.ndarray:
     """``max(e^-s (1 - d0 - a), 0)`` rounded down, from ``s_hi >= s`` (``d0`` exact).
 
-    The other supporting line of the ``(eps0, d0)`` curve (``s = eps0``):
-    ``(1 - a) - d0`` rounded down, then ``exp`` (2u) and the product (u) inside
-    :data:`DOWN_FACTOR`'s ``2^-49``; where ``e^-s`` is below ``1e-290`` (it may be
-    subnormal) the product is ``exp(-s + log w)`` (:func:`exp_down`, the argument
-    within ``2u |log w| + u |-s + log w|``).
+    The other supporting line of the ``(eps0, d0)`` curve (``s = eps0``): ``1 - d0 - a``
+    rounded down (:func:`_one_minus_down`), then ``math.exp`` (2u) and the product (u)
+    inside :data:`DOWN_FACTOR`'s ``2^-49``, and two subnormal ulps (the product may be
+    subnormal); where ``e^-s`` is itself below ``1e-290`` the product is
+    ``exp(-s + log w)`` (:func:`exp_down`, the argument within ``8u |log w| +
+    u |-s + log w|``).
 
     Examples
     --------
@@ -280,11 +297,11 @@ def scaled_down(s_hi: float, fpr: np.ndarray, d0: float = 0.0) -> np.ndarray:
     w = _one_minus_down(a, d0)
     scale = math.exp(-s_hi)
     if scale >= _LOG_SPACE_BELOW:
-        return np.maximum(scale * w * DOWN_FACTOR, 0.0)
+        return np.maximum(scale * w * DOWN_FACTOR - _SUBNORMAL_SLACK, 0.0)
     with np.errstate(divide="ignore"):
         log_w = np.log(w)
     arg = -s_hi + log_w
-    return exp_down(arg, 2.0 * _U * np.abs(log_w) + _U * np.abs(arg))
+    return exp_down(arg, 8.0 * _U * np.abs(log_w) + _U * np.abs(arg))
 
 
 def kov_tradeoff_down(eps0_hi: float, fpr: np.ndarray, d0: float = 0.0) -> np.ndarray:

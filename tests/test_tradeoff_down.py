@@ -190,7 +190,8 @@ def test_bounded_range_exponential_tradeoff_below_the_truth(log_e, log_a):
 def test_the_helpers_at_their_ends():
     a = np.array([0.0, 1.0])
     assert line_down(1.0, 2.0, a).tolist() == [1.0, 0.0]
-    assert scaled_down(2.0, 1.0, a)[1] == 0.0
+    v = scaled_down(2.0, a)
+    assert math.exp(-2.0) * (1 - 1e-14) < v[0] < math.exp(-2.0) and v[1] == 0.0
     assert kov_tradeoff_down(2.0, a).tolist() == [1.0, 0.0]
     assert gaussian_tradeoff(1.0, a).tolist() == [1.0, 0.0]
     assert gaussian_tpr_up(1.0, a).tolist() == [0.0, 1.0]
@@ -238,3 +239,28 @@ def test_the_review_cases():
     a = np.array([1 - 2.0**-52])
     got = Mechanism.from_epsilon_delta(1.0, 1e-20).tradeoff(a)
     _check(got, lambda x: _kov_truth(1.0, x, 1e-20), a)
+
+
+def test_the_second_review_cases():
+    # a subnormal product on the second line with e^-eps normal (eps 667, d0 just
+    # below 2^-53); 1 - d0 - a for d0 >= 1/2 near its zero (was 0 against 1.7e-17); the
+    # line 1 - e^eps a near its crossing with the other line (was 3.2e-6 low at eps 20:
+    # now its error is 3u of e^eps a, not 2u |log a|); the TPR at a normal 1e-301 (the
+    # tail bound, was 7e-4 loose: now the Mills series to its fifth term)
+    d0 = float.fromhex("0x1.ffffffffffff4p-54")
+    a = np.array([1 - 2.0**-53, 0.5, 1e-300])
+    _check(Mechanism.from_epsilon_delta(667.0, d0).tradeoff(a),
+           lambda x: _kov_truth(667.0, x, d0), a)
+    a = np.array([0.24999999999999997, 0.1, 0.2])
+    _check(Mechanism.from_epsilon_delta(0.5, 0.75).tradeoff(a),
+           lambda x: _kov_truth(0.5, x, 0.75), a)
+    a = np.array([2.0611536181899974e-09])
+    got = PureDPMechanism(20.0).tradeoff(a)
+    with mp.workdps(50):
+        t = _kov_truth(20.0, float(a[0]))
+        assert t * (1 - mp.mpf(1e-6)) <= mp.mpf(float(got[0])) <= t
+    for x in (1e-301, 1e-305, 3e-308):
+        tpr = float(gaussian_tpr_up(1e-3, np.array([x]))[0])
+        with mp.workdps(50):
+            t = mp.ncdf(_ndtri(x) + mp.mpf(1e-3))
+            assert t <= tpr <= t * (1 + mp.mpf(1e-10)), (x, tpr, t)

@@ -511,7 +511,7 @@ _NDTRI_U = 32.0
 #: 12 u near z = -1.41 and 3.5 (1 + z^2) u on [-37.7, 8]: its ``exp(-z^2 / 2)`` reads a
 #: rounded argument), plus two subnormal ulps absolute; below about -37.68 it returns 0
 #: (the true value is up to 5e-311): safe for the trade-off, not for a TPR bound
-#: (:func:`gaussian_tpr_up` uses Gordon's tail bound there)
+#: (:func:`gaussian_tpr_up` bounds the tail by Mills' ratio's series there)
 _NDTR_U0 = 32.0
 _NDTR_U2 = 12.0
 _U = 2.0**-53
@@ -554,8 +554,8 @@ def gaussian_tradeoff(mu: float, fpr: np.ndarray) -> np.ndarray:
     0.0660, far above the curve (the unsafe side).  ``mu`` is taken as within half an
     ulp of the true one (``1 / sigma`` rounded) and read one ulp up (a larger ``mu``
     gives a lower curve); the value is then lowered by the float error of ``ndtri``,
-    the sum and ``ndtr`` (:func:`_gaussian_cdf_bounds`: about ``(16 + 13 z^2) u``
-    relative, ``z = -Phi^-1(a) - mu``; ``1e-13`` at ``|z| = 25``).  ``beta(0) = 1`` and
+    the sum and ``ndtr`` (:func:`_gaussian_cdf_bounds`: about ``(32 + 45 z^2) u``
+    relative, ``z = -Phi^-1(a) - mu``; ``3e-12`` at ``|z| = 25``).  ``beta(0) = 1`` and
     ``beta(1) = 0`` exactly.
 
     Examples
@@ -579,11 +579,15 @@ def gaussian_tpr_up(mu: float, fpr: np.ndarray) -> np.ndarray:
 
     Computed directly rather than as ``1 - gaussian_tradeoff``: at ``a = 1e-12`` the TPR
     is about ``4e-12`` and ``beta`` within ``1e-11`` of 1, so a rounding of ``beta`` by a
-    few ulps moves ``1 - beta`` by ``1e-4`` of itself; here it is ``(32 + 13 z^2) u``
+    few ulps moves ``1 - beta`` by ``1e-4`` of itself; here it is ``(32 + 45 z^2) u``
     relative (``z = Phi^-1(a) + mu``), the error model of :func:`gaussian_tradeoff`.
-    Where ``z + E < -37`` (scipy's ``ndtr`` flushes to 0 below -37.68) the bound is
-    Gordon's ``Phi(z) <= phi(z) / |z|`` (Gordon 1941; Mills' ratio), at ``z + E``
-    (``Phi`` increases), within ``1 / z^2`` (``7e-4``) of the truth there.
+    Where ``z + E < -37`` (scipy's ``ndtr`` is subnormal below -37.5 and 0 below -37.68)
+    the bound is Mills' ratio's asymptotic series cut after an even term: with
+    ``t = -(z + E)``, ``Phi(-t) = phi(t) R(t)`` and ``t R(t) = 1 - 1/t^2 + 3/t^4 -
+    15/t^6 + 105/t^8 - ...``, whose remainder has the sign of the first omitted term
+    (``R(t)`` integrates ``e^{-tx} e^{-x^2/2}``, and ``e^{-y}``'s Taylor remainder has
+    the sign of its first omitted term; Abramowitz & Stegun 26.2.12), so the sum to
+    ``105/t^8`` is an upper bound, within ``945/t^10`` (``2e-13``) of the truth there.
 
     Examples
     --------
@@ -604,9 +608,12 @@ def gaussian_tpr_up(mu: float, fpr: np.ndarray) -> np.ndarray:
     if np.any(tail):
         t = -z_up[tail]
         # log(phi(t) / t) = -t^2/2 - log t - log(2 pi)/2: its float error is at most
-        # u (t^2 + 4 |log t| + 4 |arg| + 4) (t^2 exact to u, log 2u, three sums)
+        # u (t^2 + 8 |log t| + 4 |arg| + 4) (t^2 within u, numpy's log 4 ulps, three
+        # sums); exp 4 ulps; the series (terms below 1e-3, each within a few u) 8u
         arg = -0.5 * t * t - np.log(t) - 0.9189385332046728
-        err = _U * (t * t + 4.0 * np.abs(np.log(t)) + 4.0 * np.abs(arg) + 4.0)
-        gordon = np.exp(arg) * np.exp(err) * (1.0 + 8.0 * _U) + _SUBNORMAL_SLACK
-        out[tail] = np.minimum(gordon, 1.0)
+        err = _U * (t * t + 8.0 * np.abs(np.log(t)) + 4.0 * np.abs(arg) + 4.0)
+        w = 1.0 / (t * t)
+        series = 1.0 - w * (1.0 - w * (3.0 - w * (15.0 - 105.0 * w)))
+        mills = np.exp(arg) * np.exp(err) * series * (1.0 + 32.0 * _U) + _SUBNORMAL_SLACK
+        out[tail] = np.minimum(mills, 1.0)
     return np.where(a == 0.0, 0.0, np.where(a == 1.0, 1.0, out))

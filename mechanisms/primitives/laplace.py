@@ -455,10 +455,10 @@ class LaplaceMechanism(Mechanism):
         # (exp within 2u, or one subnormal ulp where e^-m is subnormal)
         a0_up = 0.5 * (math.exp(-m_lo) * (1.0 + 2.0**-49) + 1e-323)
         # the middle piece in log space, exp(-m - log 4a) (e^-m may be subnormal; 4a is
-        # exact): the argument within 2u |log 4a| + u |arg|
+        # exact): the argument within 8u |log 4a| + u |arg| (numpy's log: 4 ulps)
         log_4a = np.log(4.0 * np.maximum(a, SUBNORMAL_FLOOR))
         arg = -m_hi - log_4a
-        middle = exp_down(arg, 2.0 * _U * np.abs(log_4a) + _U * np.abs(arg))
+        middle = exp_down(arg, 8.0 * _U * np.abs(log_4a) + _U * np.abs(arg))
         middle = np.where((a >= a0_up) & (a <= 0.5), middle, 0.0)
         out = np.maximum.reduce([line_down(1.0, m_hi, a), middle, scaled_down(m_hi, a)])
         return np.where(a == 0.0, 1.0, np.clip(out, 0.0, 1.0))
