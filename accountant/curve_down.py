@@ -20,9 +20,12 @@ above ``delta`` too, so the true epsilon is larger.  A declared curve
 taken as exact, as before.
 
 Error model: IEEE double arithmetic rounds each ``+ - * /`` to nearest (relative error
-at most ``u = 2^-53``), and libm's ``exp`` / ``expm1`` / ``log1p`` are within one ulp
-(``2^-52`` relative; glibc's documented bound on x86-64 -- relied on, not proved here,
-and checked against mpmath in ``tests/test_curve_down.py``).
+at most ``u = 2^-53``); Python's scalar ``math.exp`` / ``expm1`` / ``log1p`` (glibc) are
+within one ulp (``2^-52`` relative; glibc's documented bound on x86-64), numpy's
+vectorised ones within four ulps (``2^-50``: on AVX-512 CPUs numpy dispatches them to SIMD
+code documented to 4 ULP) -- relied on, not proved here, and checked against mpmath in
+``tests/test_curve_down.py``.  :data:`DOWN_FACTOR`'s ``2^-49`` (16u) covers one
+vectorised call (8u) and up to three roundings.
 """
 
 from __future__ import annotations

@@ -401,6 +401,8 @@ def test_closed_form_bracket_contains_the_truth_and_is_inside_the_bisection():
                                       laplace_epsilon0_up(b))
         assert hi <= old_hi, (b, delta)
         assert hi == laplace_epsilon0_up(b) or laplace_delta_up(b, np.array([hi]))[0] <= delta
-        assert hi - lo <= 8 * math.ulp(laplace_epsilon0_up(b)), (b, delta, lo, hi)
+        # (24 ulps: laplace_delta_up's expm1 is taken up by 2^-49 for numpy's four-ulp
+        # vectorised expm1, which moves hi by up to ~10 ulps of 1/b at delta 4e-8)
+        assert hi - lo <= 24 * math.ulp(laplace_epsilon0_up(b)), (b, delta, lo, hi)
         m = LaplaceMechanism(b=b)
         assert m.epsilon(delta) == hi and tuple(m.epsilon_bounds(delta)) == (lo, hi)

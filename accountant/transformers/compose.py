@@ -650,7 +650,9 @@ class _BinaryRRComposition(Mechanism):
             with np.errstate(over="ignore", divide="ignore"):
                 # a tail that underflowed to 0 is below the least subnormal, not 0
                 log_q = np.log(np.maximum(sf_q, SUBNORMAL_FLOOR))
-                paid = np.exp(eps + log_q + (2.0**-51 * (np.abs(eps) + np.abs(log_q)) + 2.0**-52))
+                # the exponent's error: numpy's log within four ulps (8u |log q|), two
+                # sums (u each of the magnitudes), and exp's own 8u: inside 2^-49 (16u)
+                paid = np.exp(eps + log_q + 2.0**-49 * (np.abs(eps) + np.abs(log_q) + 1.0))
             best = np.maximum(best, sf_p - paid)
         return np.clip(best * DOWN_FACTOR, 0.0, 1.0)
 

@@ -133,8 +133,10 @@ def blocks_remove_atoms(
         lo += lo2
         inf = min(1.0, inf + inf2)  # P(either at +inf) <= the sum
     nz = np.flatnonzero(arr > 0.0)
-    # exp of the grid point, rounded up (a few ulps)
-    vals = np.exp((lo + nz) * dlog) * (1.0 + 1e-15)
+    # exp of the grid point, rounded up: the argument's two roundings (2u of it) taken
+    # up, numpy's exp within four ulps (8u) and the product inside 2^-48
+    arg = (lo + nz) * dlog
+    vals = np.exp(arg + 2.0**-51 * np.abs(arg)) * (1.0 + 2.0**-48)
     return vals, arr[nz], inf
 
 
@@ -241,8 +243,9 @@ def envelope_remove_law(
     short = float(np.max(y - _curve_down(xv, p, inf, x)))
     inf = min(1.0, inf + max(short, 0.0) * (1.0 + 1e-6))
     q_used = float(qv.sum())
-    # losses rounded up by an ulp: exp(log x) may fall an ulp below x
-    losses = np.nextafter(np.log(xv), np.inf)
+    # losses rounded up: numpy's log within four ulps (8u of it), then one ulp more
+    log_x = np.log(xv)
+    losses = np.nextafter(log_x + 2.0**-49 * np.abs(log_x), np.inf)
     return AtomicLossLaw(
         losses=losses, p=p, inf_mass=inf, q_neg_inf_mass=min(1.0, max(0.0, 1.0 - q_used))
     )

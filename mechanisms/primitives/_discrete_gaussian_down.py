@@ -8,19 +8,35 @@ import math
 
 import numpy as np
 
-from dpacct.accountant.curve_down import DOWN_FACTOR, float_below
+from dpacct.accountant.curve_down import float_below
 
 __all__ = ["discrete_gaussian_delta_down", "discrete_gaussian_terms"]
 
+#: the sum's relative allowance: numpy's vectorised exp and expm1 within four ulps each
+#: (AVX-512 SIMD code), their product, ``fsum`` and the factor: 19u, inside 2^-48 (32u)
+_SUM_ROUNDOFF = 2.0**-48
+
 
 @functools.lru_cache(maxsize=256)
-def _log_z_up(sigma: float) -> float:
-    """``log Z = log theta_3(0, e^{-1/(2 sigma^2)})`` at 50 digits, rounded up."""
+def _log_z_bounds(sigma: float) -> tuple[float, float]:
+    """``log Z = log theta_3(0, e^{-1/(2 sigma^2)})`` at 50 digits, rounded down and up."""
     import mpmath  # lazily, as the rest of the library
 
     with mpmath.workdps(50):
         theta = mpmath.jtheta(3, 0, mpmath.exp(-1 / (2 * mpmath.mpf(sigma) ** 2)))
-        return -float_below(-mpmath.log(theta))
+        log_z = mpmath.log(theta)
+        return float_below(log_z), -float_below(-log_z)
+
+
+def _log_z_up(sigma: float) -> float:
+    """``log Z`` at 50 digits, rounded up (the lower sum's)."""
+    return _log_z_bounds(sigma)[1]
+
+
+def log_z_down(sigma: float) -> float:
+    """``log Z`` at 50 digits, rounded down (the upper sum's,
+    :func:`~dpacct.mechanisms.primitives.discrete.discrete_gaussian_delta`)."""
+    return _log_z_bounds(sigma)[0]
 
 
 def discrete_gaussian_delta_down(
@@ -38,7 +54,7 @@ def discrete_gaussian_delta_down(
     lowered by ``2^-49 (|log P(x)| + log Z)`` (a quotient and two roundings of half an ulp
     of those sizes), the gap ``eps - L(x)`` raised by ``2^-49 (L(x) + eps)``, ``exp`` /
     ``expm1`` within one ulp, ``math.fsum`` correctly rounded, and
-    :data:`~dpacct.accountant.curve_down.DOWN_FACTOR` off the result.
+    ``2^-48`` off the result (numpy's vectorised exp and expm1 within four ulps each).
 
     Examples
     --------
@@ -53,7 +69,7 @@ def discrete_gaussian_delta_down(
     out = np.empty(eps.size)
     for i, e in enumerate(eps.reshape(-1)):
         out[i] = math.fsum(discrete_gaussian_terms(sigma, float(e), log_z, width, up=False)[1])
-    return np.minimum(out * DOWN_FACTOR, 1.0).reshape(eps.shape)
+    return np.minimum(out * (1.0 - _SUM_ROUNDOFF), 1.0).reshape(eps.shape)
 
 
 def discrete_gaussian_terms(
@@ -66,8 +82,8 @@ def discrete_gaussian_terms(
     L(x)`` by ``2^-49 (|L(x)| + e)`` the safe way (where ``L(x)`` is within ulps of ``e``
     the float gap cancels).  ``log_z`` must be rounded the other way (down for ``up``).
     The upper sum (:func:`~dpacct.mechanisms.primitives.discrete.discrete_gaussian_delta`)
-    takes a further ``1 + 2^-49`` per term, the lower one
-    :data:`~dpacct.accountant.curve_down.DOWN_FACTOR` on the sum.
+    takes a further ``1 + 2^-48`` per term, the lower one ``1 - 2^-48`` on the sum
+    (:data:`_SUM_ROUNDOFF`).
 
     Examples
     --------

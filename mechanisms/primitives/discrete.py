@@ -46,7 +46,12 @@ from dpacct.accountant.validation import (
     show_value,
 )
 
-from ._discrete_gaussian_down import discrete_gaussian_delta_down, discrete_gaussian_terms
+from ._discrete_gaussian_down import (
+    _SUM_ROUNDOFF,
+    discrete_gaussian_delta_down,
+    discrete_gaussian_terms,
+    log_z_down,
+)
 from ._discrete_laplace_law import MAX_SENSITIVITY, discrete_laplace_law
 from ._discrete_sampling import (
     _ARRAY_MIN,
@@ -526,14 +531,14 @@ def discrete_gaussian_delta(sigma: float, epsilon: np.ndarray) -> np.ndarray:
         return discrete_gaussian_delta_bounds(sigma, epsilon)[1]
     eps = np.asarray(epsilon, dtype=float)
     flat = eps.reshape(-1)
-    log_z = _log_normaliser(sigma)
+    log_z = log_z_down(sigma)  # rounded down, as the upper terms require (50 digits, cached)
     width = math.ceil(_SUM_WIDTH * sigma) + 2
     out = np.empty(flat.shape)
     for i, e in enumerate(flat):
         # each term rounded up (unrounded, where L(x) is within ulps of eps the gap
         # cancelled: 1 of 200 random upper ends was below the 60-digit truth, session 35)
         x, terms = discrete_gaussian_terms(sigma, float(e), log_z, width, up=True)
-        terms = terms * (1.0 + 2.0**-49)
+        terms = terms * (1.0 + _SUM_ROUNDOFF)
         # the tail beyond x_max = x[-1]: y = x - 1 >= x[-1] (distance from P's centre)
         tail = math.exp(_log_tail_bound(float(x[-1]), sigma, log_z))
         out[i] = math.fsum(terms) + tail

@@ -47,7 +47,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dpacct.accountant.curve_down import DOWN_FACTOR, exp_down, gap_up
+from dpacct.accountant.curve_down import exp_down, gap_up
 from dpacct.accountant.laws.loss_law import PrivacyLossLaw
 from dpacct.accountant.mechanism import Capabilities, Mechanism
 from dpacct.accountant.serialization import register_mechanism
@@ -78,8 +78,10 @@ def bounded_range_delta(epsilon: float, eps: np.ndarray) -> np.ndarray:
     """Tight ``delta(eps')`` over all ``epsilon``-BR mechanisms (module docstring).
 
     ``(e^{epsilon/2} - e^{eps'/2})^2 / (e^epsilon - 1)``, evaluated as
-    ``expm1((eps' - epsilon)/2)^2 / (-expm1(-epsilon))`` (no overflow, no cancellation);
-    zero for ``eps' >= epsilon``.  An upper bound for any particular BR mechanism.
+    ``expm1((eps' - epsilon)/2)^2 / (-expm1(-epsilon))`` (no overflow, no cancellation),
+    rounded up by ``2^-48`` (numpy's expm1 within four ulps, squared; the gap's, the
+    square's and the quotient's roundings); zero for ``eps' >= epsilon``.  An upper bound
+    for any particular BR mechanism.
 
     Examples
     --------
@@ -87,7 +89,13 @@ def bounded_range_delta(epsilon: float, eps: np.ndarray) -> np.ndarray:
     0.244919
     """
     e = np.asarray(eps, dtype=float)
-    gap = np.minimum(e - epsilon, 0.0)
+    return _bounded_range_delta_nearest(epsilon, e) * (1.0 + 2.0**-48)
+
+
+def _bounded_range_delta_nearest(epsilon: float, eps: np.ndarray) -> np.ndarray:
+    """:func:`bounded_range_delta` as evaluated, not rounded up (the loss law's hockey
+    stick, which serves both sides of a discretisation)."""
+    gap = np.minimum(eps - epsilon, 0.0)
     return np.expm1(0.5 * gap) ** 2 / -math.expm1(-epsilon)
 
 
@@ -233,7 +241,7 @@ class BoundedRangeLossLaw(PrivacyLossLaw):
     def hockey_stick(self, epsilon):
         """Closed form for eps >= 0 (the generic difference loses digits near epsilon)."""
         eps = np.asarray(epsilon, dtype=float)
-        out = bounded_range_delta(self.epsilon, np.maximum(eps, 0.0))
+        out = _bounded_range_delta_nearest(self.epsilon, np.maximum(eps, 0.0))
         neg = eps < 0
         if neg.any():
             out = np.where(neg, super().hockey_stick(np.minimum(eps, 0.0)), out)
@@ -453,10 +461,10 @@ class ExponentialMechanism(Mechanism):
 
     def _delta_exact_down(self, epsilon: np.ndarray) -> np.ndarray:
         # bounded_range_delta rounded down (accountant/curve_down.py): the gap rounded
-        # up, two expm1 of one ulp each, the square, the quotient and the factor's
-        # product of half an ulp each: 2^-50 in all, inside DOWN_FACTOR's 2^-49
+        # up, numpy's expm1 within four ulps (squared: 16u), math.expm1 within one (2u),
+        # the square, the quotient and the factor's product (u each): 21u, inside 2^-48
         half = 0.5 * gap_up(epsilon, self.epsilon0)
-        return np.expm1(half) ** 2 / -math.expm1(-self.epsilon0) * DOWN_FACTOR
+        return np.expm1(half) ** 2 / -math.expm1(-self.epsilon0) * (1.0 - 2.0**-48)
 
     def _rdp(self, alpha: np.ndarray) -> np.ndarray:
         return bounded_range_rdp(self.epsilon0, alpha)

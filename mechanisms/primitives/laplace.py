@@ -114,7 +114,9 @@ def _delta_up_from(epsilon0_up: float, epsilon: np.ndarray) -> np.ndarray:
     eps = np.asarray(epsilon, dtype=float)
     x = np.nextafter(eps - epsilon0_up, -np.inf)
     d = -np.expm1(0.5 * np.minimum(x, 0.0))
-    d = np.nextafter(np.nextafter(d, np.inf), np.inf)
+    # numpy's vectorised expm1 within four ulps (AVX-512 SIMD code; glibc's within
+    # one): up by 2^-49 relative (eight ulps at most) and one more ulp
+    d = np.nextafter(d * (1.0 + 2.0**-49), np.inf)
     return np.where(x >= 0.0, 0.0, np.minimum(d, 1.0))
 
 
@@ -124,7 +126,7 @@ def _laplace_delta_down(epsilon0_down: float, epsilon: float) -> float:
     x = math.nextafter(epsilon - epsilon0_down, math.inf)
     if x >= 0.0:
         return 0.0
-    d = -float(np.expm1(0.5 * x))
+    d = -math.expm1(0.5 * x)  # glibc's scalar expm1: within one ulp
     return max(math.nextafter(math.nextafter(d, -math.inf), -math.inf), 0.0)
 
 
