@@ -206,13 +206,22 @@ def _neg_weights(length: int, step: float) -> np.ndarray:
     return _neg_weights_table(int(length), step)
 
 
+def _log_up(x: np.ndarray, slack) -> np.ndarray:
+    """``log x`` raised by ``slack`` and by ``2^-49`` of itself (numpy's vectorised log is
+    within four ulps on AVX-512 CPUs); ``-inf`` (``x = 0``) stays ``-inf``."""
+    with np.errstate(divide="ignore", invalid="ignore"):  # (-inf + inf: not taken)
+        out = np.log(x)
+        return np.where(np.isfinite(out), out + (slack + 2.0**-49 * np.abs(out)), out)
+
+
 def _cell_lambdas(step: float, firsts: np.ndarray, pmfs: list[np.ndarray]):
     """Upper bounds on every cell's log-MGF ``Lambda_c(+-t) = log sum_j p_cj e^{+-t l_j}``
     at the Chernoff orders (rows: cells).
 
     The sums are of non-negative terms: their computed value is within a relative
     ``(width + 8) u`` of the exact one (Higham 2002, Section 3.1; the exponentials to a
-    few ulps), so adding ``2 (width + 8) u`` to the logarithm gives an upper bound.
+    few ulps), so adding ``2 (width + 8) u`` to the logarithm gives an upper bound, with
+    ``2^-49 |log|`` for numpy's vectorised ``log`` (within four ulps on AVX-512 CPUs).
     Where a weighted sum underflows to 0 the row's extreme loss bounds it instead
     (``Lambda(+-t) <= +-t l_extreme + log(mass)``); empty rows (all mass at +inf) get 0,
     an upper bound.
@@ -231,8 +240,8 @@ def _cell_lambdas(step: float, firsts: np.ndarray, pmfs: list[np.ndarray]):
     for s0 in range(0, n_cells, rows):
         block = _dense(pmfs[s0 : s0 + rows], lengths[s0 : s0 + rows], width)
         with np.errstate(divide="ignore"):
-            lp = np.log(block @ w_pos) + slack
-            ln = np.log(block @ w_neg) + slack
+            lp = _log_up(block @ w_pos, slack)
+            ln = _log_up(block @ w_neg, slack)
         off = firsts[s0 : s0 + block.shape[0]] * step
         lp = lp + np.outer(off + j[-1], t)
         ln = ln - np.outer(off, t)
@@ -240,7 +249,7 @@ def _cell_lambdas(step: float, firsts: np.ndarray, pmfs: list[np.ndarray]):
         # width's end, at a large order) still has Lambda(+-t) <= +-t l_extreme +
         # log(mass): that bound, never -inf, stands in wherever it is smaller.
         with np.errstate(divide="ignore"):
-            log_mass = np.log(block.sum(axis=1)) + slack
+            log_mass = _log_up(block.sum(axis=1), slack)
         last = off + (lengths[s0 : s0 + block.shape[0]] - 1) * step
         lp = np.minimum(
             np.nan_to_num(lp, nan=np.inf, neginf=np.inf), log_mass[:, None] + np.outer(last, t)

@@ -470,14 +470,17 @@ def _row_lambdas(
 def _rounded_logs(step, firsts, lengths, t, sums, upper: bool) -> np.ndarray:
     """One side's log-MGF bounds from the rows' sums of weights at the orders ``t``
     (weights at most 1, relative to the row's last node for the upper side, its first
-    for the lower): the logarithm rounded up by ``2 (length + 8) u``, ``2^-1021`` a
-    term for underflow, and the end's shift."""
+    for the lower): the logarithm rounded up by ``2 (length + 8) u`` and ``2^-49`` of
+    itself (numpy's vectorised log within four ulps on AVX-512 CPUs), ``2^-1021`` a term
+    for underflow, and the end's shift."""
     slack = (2.0 * (lengths + 8) * _U)[:, None]
     tiny = (lengths * 2.0**-1021)[:, None]
     firsts = np.asarray(firsts)
+    logs = np.log(sums + tiny)  # (tiny > 0: finite)
+    logs = logs + (slack + 2.0**-49 * np.abs(logs))
     if upper:
-        return np.log(sums + tiny) + slack + np.outer((firsts + lengths - 1) * step, t)
-    return np.log(sums + tiny) + slack - np.outer(firsts * step, t)
+        return logs + np.outer((firsts + lengths - 1) * step, t)
+    return logs - np.outer(firsts * step, t)
 
 
 def _lower_side_more(out_neg: np.ndarray, t: np.ndarray) -> np.ndarray:
