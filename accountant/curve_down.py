@@ -110,8 +110,8 @@ def rr_delta_down(p_lo: float, eps0_lo: float, epsilon, d0: float = 0.0) -> np.n
     ``(eps0, d0)``) guarantee's Kairouz-Oh-Viswanath pair (Kairouz, Oh, Viswanath 2015,
     Theorem 2.1): ``p`` is the P-mass of the top atom, ``eps0`` its loss.  The curve
     increases in ``p``, ``eps0`` and ``d0``, so lower parameters give a lower curve;
-    the gap is rounded up (:func:`gap_up`), ``expm1`` errs by one ulp, the product and
-    the sum by half an ulp each, and :data:`DOWN_FACTOR` takes all of it off.
+    the gap is rounded up (:func:`gap_up`), ``expm1`` errs by four ulps (numpy's), the
+    product and the sum by half an ulp each, and :data:`DOWN_FACTOR` takes all of it off.
 
     Examples
     --------

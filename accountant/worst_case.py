@@ -161,9 +161,12 @@ class EpsilonDeltaDeclaration(Declaration):
 
     def _delta_exact(self, epsilon: np.ndarray) -> np.ndarray:
         # hockey stick of the Kairouz-Oh-Viswanath pair: delta + p (1 - e^{eps' - eps})_+
-        # rounded up (an upper curve): _p's, expm1's (four ulps) and the sum's roundings
+        # rounded up (an upper curve): the p-term by _UP (_p's and expm1's four ulps) and
+        # the sum by one ulp; delta itself, exact, where the gap is 0 (at and above eps,
+        # the declared delta: epsilon(delta0) is eps, not inf)
         gap = np.minimum(np.asarray(epsilon, dtype=float) - self.epsilon0, 0.0)
-        return np.minimum((self.delta0 + self._p * -np.expm1(gap)) * _UP, 1.0)
+        up = np.nextafter(self.delta0 + self._p * -np.expm1(gap) * _UP, np.inf)
+        return np.minimum(np.where(gap < 0.0, up, self.delta0), 1.0)
 
     def _delta_exact_down(self, epsilon: np.ndarray) -> np.ndarray:
         # the certified lower curve (curve_down.py); delta0 is exact

@@ -86,6 +86,21 @@ def test_epsilon_delta_is_the_four_point_pair(eps0, delta0):
         m.rdp(2.0)
 
 
+@pytest.mark.parametrize(("eps0", "delta0"), [(1.0, 1e-5), (0.5, 0.25), (2.0, 1e-12)])
+def test_epsilon_delta_declaration_answers_its_own_pair(eps0, delta0):
+    # the upper curve is rounded up on its rising part only: at and above eps0 it is
+    # the declared delta0 exactly, so epsilon(delta0) is eps0 (review of session 41: a
+    # factor on the whole sum put delta(eps0) an ulp above delta0, epsilon(delta0) = inf)
+    m = Mechanism.from_epsilon_delta(eps0, delta0)
+    assert float(m.delta(eps0)) == delta0 and float(m.delta(eps0 + 1.0)) == delta0
+    assert m.epsilon(delta0) == eps0
+    lo, hi = m.epsilon_bounds(delta0)
+    assert lo <= eps0 == hi
+    # below eps0 the curve is at or above the exact hockey stick (rounded up)
+    p, q = kov_pair(eps0, delta0)
+    assert float(m.delta(0.5 * eps0)) >= hockey_stick(p, q, 0.5 * eps0) * (1 - 1e-15)
+
+
 def test_epsilon_delta_with_zero_delta_is_pure():
     m = Mechanism.from_epsilon_delta(0.7, 0.0)
     assert m.pure_epsilon == 0.7 and m.has_rdp

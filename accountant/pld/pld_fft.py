@@ -362,8 +362,8 @@ def _short_theta(theta: float) -> float:
 def _exp_progression(start: float, step: float, n: int) -> np.ndarray:
     """``e^{start + i step}`` for ``i = 0 .. n - 1`` as ``e^{start + b B step} e^{j step}``
     (``i = b B + j``, ``B`` = :data:`_EXP_BLOCK`): with every ``start + b B step`` and ``j
-    step`` exact (:func:`_short_theta`) and exp within ``4u``, each entry is within
-    ``(1 + 4u)^2 (1 + u)`` of its exact value.  A new array."""
+    step`` exact (:func:`_short_theta`) and numpy's exp within four ulps (``8u``), each
+    entry is within ``(1 + 8u)^2 (1 + u)`` of its exact value.  A new array."""
     nb = -(-int(n) // _EXP_BLOCK)
     inner = np.exp(np.arange(_EXP_BLOCK, dtype=float) * step)
     outer = np.exp(start + np.arange(nb, dtype=float) * (_EXP_BLOCK * step))

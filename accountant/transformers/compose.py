@@ -614,9 +614,12 @@ class _BinaryRRComposition(Mechanism):
             up = binom.sf(j, n, p) * (1.0 + slack)
             sf_q = binom.sf(j, n, 1.0 - p) * (1.0 - slack)
             with np.errstate(over="ignore", divide="ignore"):
-                # e^eps * sf_q in log space: 0 when sf_q is, inf (no delta) on overflow
+                # e^eps * sf_q in log space: 0 when sf_q is, inf (no delta) on overflow;
+                # the exponent lowered by its error (numpy's log within four ulps, 8u
+                # |log sf|, two sums, exp's 8u): inside 2^-49 (16u), as the lower curve
                 log_sf = np.log(np.maximum(sf_q, SUBNORMAL_FLOOR))
-                down = np.where(sf_q > 0, np.exp(eps + log_sf), 0.0)
+                low = eps + log_sf - 2.0**-49 * (np.abs(eps) + np.abs(log_sf) + 1.0)
+                down = np.where(sf_q > 0, np.exp(low), 0.0)
             best = np.maximum(best, up - down)
         return np.clip(best, 0.0, 1.0)
 
@@ -629,8 +632,8 @@ class _BinaryRRComposition(Mechanism):
         part and its ``n``-fold curve is below the true one.  Any threshold ``J`` is an
         event, so ``P[j > J] - e^eps Q[j > J]`` with the tails' slack taken the other way
         is a lower bound on the hockey stick; the ``e^eps`` term is computed in log
-        space with its exponent raised by the log's and the sum's round-off,
-        ``2^-51 (|eps| + |log Q[j > J]|) + 2^-52``.
+        space with its exponent raised by the log's, the sums' and exp's round-off (numpy's
+        vectorised log and exp within four ulps), ``2^-49 (|eps| + |log Q[j > J]| + 1)``.
         """
         from scipy.stats import binom
 

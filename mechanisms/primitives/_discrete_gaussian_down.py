@@ -52,9 +52,9 @@ def discrete_gaussian_delta_down(
     left out lower the sum), each rounded down: ``log Z`` from Jacobi's
     ``theta_3(0, e^{-1/(2 sigma^2)})`` at 50 digits (``mpmath``) rounded up, ``log P(x)``
     lowered by ``2^-49 (|log P(x)| + log Z)`` (a quotient and two roundings of half an ulp
-    of those sizes), the gap ``eps - L(x)`` raised by ``2^-49 (L(x) + eps)``, ``exp`` /
-    ``expm1`` within one ulp, ``math.fsum`` correctly rounded, and
-    ``2^-48`` off the result (numpy's vectorised exp and expm1 within four ulps each).
+    of those sizes), the gap ``eps - L(x)`` raised by ``2^-49 (L(x) + eps)``, numpy's
+    vectorised ``exp`` / ``expm1`` within four ulps each, ``math.fsum`` correctly
+    rounded, and ``2^-48`` off the result.
 
     Examples
     --------

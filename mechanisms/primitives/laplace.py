@@ -95,10 +95,10 @@ def laplace_epsilon0_up(b: float) -> float:
 
 def laplace_delta_up(b: float, epsilon: np.ndarray) -> np.ndarray:
     """:func:`laplace_delta` rounded up: the curve at ``1 / b`` rounded up
-    (:func:`laplace_epsilon0_up`), ``eps - 1/b`` rounded down and ``-expm1`` (within an
-    ulp) moved up by two ulps.  Near ``eps = 1 / b`` the plain evaluation loses the
-    difference to rounding (a relative error of 33 % at delta ~ 1e-17 against 60
-    digits); this is what the mechanism's ``delta`` answers.
+    (:func:`laplace_epsilon0_up`), ``eps - 1/b`` rounded down and ``-expm1`` (numpy's,
+    within four ulps) moved up by ``2^-49`` relative and one ulp.  Near ``eps = 1 / b``
+    the plain evaluation loses the difference to rounding (a relative error of 33 % at
+    delta ~ 1e-17 against 60 digits); this is what the mechanism's ``delta`` answers.
 
     Examples
     --------
@@ -115,7 +115,7 @@ def _delta_up_from(epsilon0_up: float, epsilon: np.ndarray) -> np.ndarray:
     x = np.nextafter(eps - epsilon0_up, -np.inf)
     d = -np.expm1(0.5 * np.minimum(x, 0.0))
     # numpy's vectorised expm1 within four ulps (AVX-512 SIMD code; glibc's within
-    # one): up by 2^-49 relative (eight ulps at most) and one more ulp
+    # one): up by 2^-49 relative (at least eight ulps) and one more ulp
     d = np.nextafter(d * (1.0 + 2.0**-49), np.inf)
     return np.where(x >= 0.0, 0.0, np.minimum(d, 1.0))
 
