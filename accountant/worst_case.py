@@ -63,9 +63,11 @@ class PureEpsilonDeclaration(Declaration):
         # Viswanath 2015, Theorem 2.1), with expm1 for relative precision near eps0;
         # rounded up (an upper curve): expit's few ulps, numpy's expm1 within four ulps,
         # the gap's and the product's roundings, inside _UP
+        # (one ulp more: a subnormal value, where the factor does nothing)
         p = float(special.expit(self.epsilon0))
         gap = np.minimum(np.asarray(epsilon, dtype=float) - self.epsilon0, 0.0)
-        return np.minimum(p * -np.expm1(gap) * _UP, 1.0)
+        up = np.nextafter(p * -np.expm1(gap) * _UP, np.inf)
+        return np.minimum(np.where(gap < 0.0, up, 0.0), 1.0)
 
     def _delta_exact_down(self, epsilon: np.ndarray) -> np.ndarray:
         # the certified lower curve (curve_down.py)

@@ -88,7 +88,9 @@ class AttackBounds:
                 out = gaussian_tpr_up(mu, fpr)
             else:
                 beta = None if mech is None else mech.tradeoff(fpr, tol=self._tol)
-                out = fpr.copy() if beta is None else 1.0 - np.asarray(beta, dtype=float)
+                # 1 - beta rounded up (the subtraction rounds to nearest), capped at 1
+                out = fpr.copy() if beta is None else np.minimum(
+                    np.nextafter(1.0 - np.asarray(beta, dtype=float), np.inf), 1.0)
         return float(out) if np.ndim(false_positive_rates) == 0 else out.reshape(fpr.shape)
 
     def get_gdp_parameter_estimate(

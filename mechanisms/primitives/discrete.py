@@ -538,7 +538,8 @@ def discrete_gaussian_delta(sigma: float, epsilon: np.ndarray) -> np.ndarray:
         # each term rounded up (unrounded, where L(x) is within ulps of eps the gap
         # cancelled: 1 of 200 random upper ends was below the 60-digit truth, session 35)
         x, terms = discrete_gaussian_terms(sigma, float(e), log_z, width, up=True)
-        terms = terms * (1.0 + _SUM_ROUNDOFF)
+        # (+ two subnormal ulps a term: a subnormal term's error is absolute)
+        terms = terms * (1.0 + _SUM_ROUNDOFF) + 1e-323
         # the tail beyond x_max = x[-1]: y = x - 1 >= x[-1] (distance from P's centre)
         tail = math.exp(_log_tail_bound(float(x[-1]), sigma, log_z))
         out[i] = math.fsum(terms) + tail

@@ -89,7 +89,10 @@ def bounded_range_delta(epsilon: float, eps: np.ndarray) -> np.ndarray:
     0.244919
     """
     e = np.asarray(eps, dtype=float)
-    return _bounded_range_delta_nearest(epsilon, e) * (1.0 + 2.0**-48)
+    out = _bounded_range_delta_nearest(epsilon, e) * (1.0 + 2.0**-48)
+    # a value that underflowed (eps' within ~1e-162 of epsilon) or is subnormal: two
+    # subnormal ulps up, where the true delta is positive
+    return np.where(e < epsilon, out + 1e-323, out)
 
 
 def _bounded_range_delta_nearest(epsilon: float, eps: np.ndarray) -> np.ndarray:
