@@ -97,9 +97,11 @@ def bounded_range_delta(epsilon: float, eps: np.ndarray) -> np.ndarray:
 
 def _bounded_range_delta_nearest(epsilon: float, eps: np.ndarray) -> np.ndarray:
     """:func:`bounded_range_delta` as evaluated, not rounded up (the loss law's hockey
-    stick, which serves both sides of a discretisation)."""
+    stick, which serves both sides of a discretisation): as ``(expm1(gap / 2) / sqrt(
+    -expm1(-epsilon)))^2``, so that at ``epsilon`` below 1e-154 the square does not
+    underflow (``sqrt`` is exact to rounding: the same few roundings as the plain form)."""
     gap = np.minimum(eps - epsilon, 0.0)
-    return np.expm1(0.5 * gap) ** 2 / -math.expm1(-epsilon)
+    return (np.expm1(0.5 * gap) / math.sqrt(-math.expm1(-epsilon))) ** 2
 
 
 def bounded_range_epsilon(epsilon: float, delta: float) -> float:
@@ -464,10 +466,13 @@ class ExponentialMechanism(Mechanism):
 
     def _delta_exact_down(self, epsilon: np.ndarray) -> np.ndarray:
         # bounded_range_delta rounded down (accountant/curve_down.py): the gap rounded
-        # up, numpy's expm1 within four ulps (squared: 16u), math.expm1 within one (2u),
-        # the square, the quotient and the factor's product (u each): 21u, inside 2^-48
+        # up, numpy's expm1 within four ulps (squared: 16u), math.expm1 within one (2u)
+        # and its sqrt (u), the quotient, the square and the factor's product (u each):
+        # 22u, inside 2^-48; as a squared ratio, so that no square underflows at an
+        # epsilon below 1e-154
         half = 0.5 * gap_up(epsilon, self.epsilon0)
-        return np.expm1(half) ** 2 / -math.expm1(-self.epsilon0) * (1.0 - 2.0**-48)
+        ratio = np.expm1(half) / math.sqrt(-math.expm1(-self.epsilon0))
+        return ratio**2 * (1.0 - 2.0**-48)
 
     def _rdp(self, alpha: np.ndarray) -> np.ndarray:
         return bounded_range_rdp(self.epsilon0, alpha)
