@@ -298,12 +298,11 @@ def _tilted_convolve(
     np.maximum(est, 0.0, out=est)
     # The computed weights e^{i theta - s}, e^{j theta - s'} and e^{s + s' - k theta}:
     # with ``exact`` their exponents are exact (_short_theta) and each is a rounded
-    # product of two exps (taken as 8u each: numpy's vectorised exp is within four ulps
-    # on AVX-512 CPUs, _exp_progression), within (1 + 8u)^2 (1 + u); without, up to the
-    # rounding of their arguments (u per operation, relative to the largest argument)
-    # and of exp (8u each, three weights: 24u, and 8u for the products).  With the three
-    # products' roundings (x w twice, ct scale) the un-tilted term a_i b_j is off by a
-    # relative ``mis`` at most.
+    # product of two exps (8u each: numpy's exp is within four ulps on AVX-512 CPUs),
+    # within (1 + 8u)^2 (1 + u); without, up to their arguments' rounding (u per
+    # operation, relative to the largest argument) and exp's (8u each: 24u, and 8u for
+    # the products).  With the three products' roundings (x w twice, ct scale) the
+    # un-tilted term a_i b_j is off by a relative ``mis`` at most.
     if exact:
         mis = _TILT_MIS
     else:
