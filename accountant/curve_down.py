@@ -35,7 +35,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .numerics import float_bisect, float_crossing
+from .numerics import EXP_MAX, float_bisect, float_crossing
 
 __all__ = [
     "DOWN_FACTOR",
@@ -206,8 +206,6 @@ _VEC = 8.0 * _U
 _LOG_SPACE_BELOW = 1e-290
 #: two subnormal ulps, taken off a value that may be subnormal
 _SUBNORMAL_SLACK = 1e-323
-#: ``e^s`` is finite below this (``log`` of the largest float is 709.78)
-_EXP_FINITE = 709.0
 
 
 def exp_down(arg: np.ndarray, err: np.ndarray) -> np.ndarray:
@@ -251,7 +249,7 @@ def line_down(c_lo: float, s_hi: float, fpr: np.ndarray) -> np.ndarray:
     """
     a = np.asarray(fpr, dtype=float)
     with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-        if s_hi < _EXP_FINITE:
+        if s_hi < EXP_MAX:  # e^s finite
             x_hi = (math.exp(s_hi) * a) * (1.0 + 8.0 * _U) + _SUBNORMAL_SLACK
         else:
             log_a = np.log(a)

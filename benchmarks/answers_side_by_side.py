@@ -13,18 +13,8 @@ No timing (see ``benchmarks.readme_speeds`` and ``benchmarks.alternate`` for spe
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import subprocess
-import sys
 
-_CHILD = r"""
-import json, os
-if os.environ.get("DPACCT_ROOT"):
-    from benchmarks import _old_checkout  # noqa: F401  (dpacct's layers from that root)
-from benchmarks import answers_side_by_side as rows
-print(json.dumps(rows.answers()))
-"""
+from benchmarks._checkouts import run_in_checkout
 
 
 def _calls() -> dict:
@@ -91,21 +81,15 @@ def answers() -> dict:
     out = {}
     for name, call in _calls().items():
         try:
-            out[name] = [float(v) for v in np.atleast_1d(np.asarray(tuple(np.atleast_1d(
-                call())), dtype=float))]
+            out[name] = [float(v) for v in np.asarray(call(), dtype=float).ravel()]
         except Exception as err:  # a call one checkout lacks is reported, not fatal
             out[name] = f"{type(err).__name__}: {err}"
     return out
 
 
 def _run(root: str | None) -> dict:
-    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env = dict(os.environ, PYTHONPATH=here)
-    if root:
-        env["DPACCT_ROOT"] = root
-    res = subprocess.run([sys.executable, "-c", _CHILD], env=env, capture_output=True, text=True,
-                         check=True, cwd=here)
-    return json.loads(res.stdout.strip().splitlines()[-1])
+    """:func:`answers` in a child process, for this checkout or ``root``'s library."""
+    return run_in_checkout("benchmarks.answers_side_by_side", "answers", root)
 
 
 def main(argv: list[str] | None = None) -> int:

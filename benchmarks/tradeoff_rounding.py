@@ -18,10 +18,8 @@ process (its layers imported from that directory), so the two are side by side; 
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import subprocess
-import sys
+
+from benchmarks._checkouts import run_in_checkout
 
 #: the rows: (label, constructor source, truth kind, parameters)
 ROWS = (
@@ -36,15 +34,6 @@ ROWS = (
     ("(1, 1e-6) declared", "Mechanism.from_epsilon_delta(1.0, 1e-6)", "kov", (1.0, 1e-6)),
     ("bounded range eps 3", "ExponentialMechanism(epsilon=3.0)", "br", (3.0,)),
 )
-
-_CHILD = r"""
-import json, os
-if os.environ.get("DPACCT_ROOT"):
-    from benchmarks import _old_checkout  # noqa: F401  (dpacct's layers from that root)
-from benchmarks import tradeoff_rounding as rows
-print(json.dumps(rows.values()))
-"""
-
 
 def fprs():
     import numpy as np
@@ -110,15 +99,8 @@ def _truth(kind: str, params, x: float):
 
 
 def _run(root: str | None) -> dict:
-    """:func:`values` in a child process of this interpreter, for this checkout or
-    ``root``'s library."""
-    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env = dict(os.environ, PYTHONPATH=here)
-    if root:
-        env["DPACCT_ROOT"] = root
-    res = subprocess.run([sys.executable, "-c", _CHILD], env=env, capture_output=True, text=True,
-                         check=True, cwd=here)
-    return json.loads(res.stdout.strip().splitlines()[-1])
+    """:func:`values` in a child process, for this checkout or ``root``'s library."""
+    return run_in_checkout("benchmarks.tradeoff_rounding", "values", root)
 
 
 def compare(roots: list[tuple[str, str | None]]) -> list[dict]:

@@ -16,6 +16,7 @@ import sys
 import numpy as np
 from scipy import special
 
+from ..curve_down import _SUBNORMAL_SLACK  # two subnormal ulps (ndtr at a subnormal)
 from ..numerics import brentq, invert_decreasing
 from ..validation import as_float_array, check_delta, check_positive
 from .gaussian_certified import at_most, delta_upper, log_delta_bounds
@@ -515,8 +516,6 @@ _NDTRI_U = 32.0
 _NDTR_U0 = 32.0
 _NDTR_U2 = 12.0
 _U = 2.0**-53
-#: two subnormal ulps (``ndtr`` at a subnormal value)
-_SUBNORMAL_SLACK = 1e-323
 #: below this ``z``, :func:`gaussian_tpr_up` bounds ``Phi(z)`` by ``phi(z) / |z|``
 _TAIL_Z = -37.0
 

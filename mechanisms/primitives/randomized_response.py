@@ -40,9 +40,7 @@ from dpacct.accountant.curve_down import (
     float_below,
     kov_constants,
     kov_tradeoff_down,
-    line_down,
     rr_delta_down,
-    scaled_down,
 )
 from dpacct.accountant.laws.loss_law import AtomicLossLaw
 from dpacct.accountant.mechanism import Capabilities, Mechanism
@@ -121,11 +119,11 @@ def _rr_tradeoff(p_true: float, k: int, eps0_hi: float, fpr: np.ndarray) -> np.n
 
     For ``k = 2`` this is ``f_{eps0, 0}`` of Dong, Roth, Su 2019 (Equation 5).  Never
     above the true curve (``Mechanism.tradeoff``'s promise): the outer lines at
-    ``eps0_hi >= eps0`` (:func:`~dpacct.accountant.curve_down.line_down`,
-    :func:`~dpacct.accountant.curve_down.scaled_down`); the middle one as
-    ``((s - a) + t) + q``, where ``1 - p = s + t`` exactly (Fast2Sum) and near the line's
-    zero (``a`` near ``1 - p``) ``s - a`` is exact (Sterbenz), with every rounding's
-    bound taken off: the difference, the two sums and ``q = (1 - p) / (k - 1)`` (2u).
+    ``eps0_hi >= eps0`` (:func:`~dpacct.accountant.curve_down.kov_tradeoff_down`); the
+    middle one as ``((s - a) + t) + q``, where ``1 - p = s + t`` exactly (Fast2Sum) and
+    near the line's zero (``a`` near ``1 - p``) ``s - a`` is exact (Sterbenz), with every
+    rounding's bound taken off: the difference, the two sums and ``q = (1 - p) / (k - 1)``
+    (2u).
     """
     a = np.asarray(fpr, dtype=float)
     omp = 1.0 - p_true
@@ -136,7 +134,7 @@ def _rr_tradeoff(p_true: float, k: int, eps0_hi: float, fpr: np.ndarray) -> np.n
     mid = d + q
     err = _U * (np.abs(diff) + np.abs(d) + 3.0 * q + np.abs(mid))
     middle = np.maximum((mid - 1.01 * err) * (1.0 - 2.0 * _U), 0.0)
-    return np.maximum.reduce([line_down(1.0, eps0_hi, a), middle, scaled_down(eps0_hi, a)])
+    return np.maximum(kov_tradeoff_down(eps0_hi, a), middle)  # the outer lines: f_{eps0, 0}
 
 
 def _rr_law(p_true: float, q_other: float, k: int, eps0: float) -> AtomicLossLaw:
