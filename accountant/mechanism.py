@@ -437,8 +437,9 @@ class Mechanism(capabilities.FamilyDeclarations):
                 out = certified_gaussian_delta(float(mu), flat)
         else:
             out = routes.derived_delta(self, flat, tol)
-        # pure DP: no delta is needed at or beyond the pure epsilon
-        out = np.where(flat >= self._pure_epsilon(), 0.0, out)
+        # pure DP: no delta at or beyond the pure epsilon; below it an underflow to 0
+        # reads 5e-324, the float above any positive truth (review 41's fuzz: from_rdp)
+        out = np.where(flat >= self._pure_epsilon(), 0.0, np.maximum(out, 5e-324))
         return _scalar_or_array(out.reshape(eps_arr.shape), eps_arr)
 
     def epsilon(self, delta, *, tol: float | None = None):

@@ -66,6 +66,7 @@ import numpy as np
 from ..laws.loss_law import AtomicLossLaw, PrivacyLossLaw
 from ..numerics import EXP_OVERFLOW, SUBNORMAL_FLOOR, TINY
 from ..validation import check_positive, check_probability
+from .atom_split import _exact_products, atom_upper_pmf
 from .optimistic_bins import (  # noqa: F401 (_lower_from_bins: patched by benchmarks)
     _Bins,
     _lower_from_bins,
@@ -137,6 +138,7 @@ def _bins_from_law(law: PrivacyLossLaw, step: float, lo: float, hi: float) -> _B
     a0, an = nodes[0], nodes[-1]
     n_bot = c_bot - law.q_neg_inf_mass
     return _Bins(
+        upper=atom_upper_pmf(law, first, nodes.size, step),
         step=step,
         first=first,
         m=m,
@@ -243,6 +245,8 @@ def _upper_from_bins(b: _Bins) -> tuple[int, np.ndarray, float]:
     Q-mass is unknown (``q_lost``) goes whole onto its upper node (rounding up)."""
     c = -math.expm1(-b.step)
     r = b.r if b.q_lost is None else np.where(b.q_lost, 0.0, b.r)
+    if b.upper is not None:  # a purely atomic law, split atom by atom (no cancellation)
+        return b.first, b.upper[0].copy(), b.inf_mass + b.upper[1]
     pb = np.clip((b.m - r) / c, 0.0, b.m)
     pmf = np.zeros(b.m.size + 1)
     pmf[1:] += pb
@@ -338,11 +342,20 @@ class GridPLD:
         d_nodes, e = self._node_tables()
         losses = self.losses
         # j1 = first node strictly above eps; delta(eps) = d[j1] + (1 - e^{eps-l_j1}) E_j1
+        # The node losses are the real products (offset + i) * step; their floats may
+        # be half an ulp off, so the node's float equal to eps may truly lie above it
+        # (ten (7.7, 1e-14) steps: the top atom is 77.0000000000000018, its float
+        # 77.0, and delta(77.0) lost the atom's 1.8e-15).  The products are split
+        # exactly into float + remainder (_exact_products) and the remainder is kept.
         j1 = np.searchsorted(losses, eps, side="right")
+        hi, lo = _exact_products(self.offset + np.maximum(j1 - 1, 0), self.step)
+        j1 = np.where((j1 > 0) & (hi == eps) & (lo > 0), j1 - 1, j1)
         inside = j1 < losses.size
         jj = np.minimum(j1, losses.size - 1)
-        with np.errstate(over="ignore"):
-            val = d_nodes[jj] + (-np.expm1(eps - losses[jj])) * e[jj]
+        hi, lo = _exact_products(self.offset + jj, self.step)
+        with np.errstate(over="ignore", invalid="ignore"):
+            gap = np.where(inside, (eps - hi) - lo, 0.0)
+            val = d_nodes[jj] + np.maximum(-np.expm1(gap), 0.0) * e[jj]
         out = np.where(inside, val, self.inf_mass)
         # round in the direction of the certificate (the sums carry ~1e-15 relative error)
         out = out * (1.0 + 1e-10) + TINY if self.pessimistic else out * (1.0 - 1e-10)

@@ -64,6 +64,9 @@ class _Bins:
     #: bins whose Q-mass is below ``Q_FLOOR`` (``r`` unknown): the pessimistic side
     #: rounds them up onto their upper node, the optimistic side down onto the lower
     q_lost: np.ndarray | None = None
+    #: a purely atomic law's pessimistic node masses, split atom by atom, and its P-mass
+    #: beyond the last node (:func:`~dpacct.accountant.pld.atom_split.atom_upper_pmf`)
+    upper: tuple[np.ndarray, float] | None = None
 
 #: largest grid step whose ``e^step`` the optimistic chords evaluate (``exp`` overflows
 #: past about 709.78)

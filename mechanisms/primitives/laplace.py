@@ -214,12 +214,18 @@ class LaplaceLossLaw(PrivacyLossLaw):
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "b", check_positive("b", self.b))
-        # the atoms at +-1/b sit on grid nodes when grids are binary fractions of 1/b
-        object.__setattr__(self, "anchor", 1.0 / self.b)
+        # the atoms at +-1/b sit on grid nodes when grids are binary fractions of 1/b.
+        # 1/b is rounded up: the law is Laplace's at the scale 1/m <= b, which dominates
+        # (a larger shift of a log-concave location family), so a PLD of it is an
+        # upper bound even at epsilons within an ulp below n/b (two b = 0.7 steps:
+        # the float 2/b is 1.3e-16 below the top atom, and delta there read 1e-300
+        # against 2.9e-17).  Lower bounds from it may sit up to m's ulp too high in
+        # epsilon there, inside the 1e-10 relative rounding of GridPLD.delta elsewhere.
+        object.__setattr__(self, "anchor", quotient_up(1.0, self.b))
 
     def _parts(self, x):
         x = np.asarray(x, dtype=float)
-        m = 1.0 / self.b
+        m = self.anchor
         xc = np.clip(x, -m, m)
         below = x < -m
         above = x >= m
