@@ -38,31 +38,76 @@ __all__ = ["atom_upper_pmf", "finite_atoms"]
 
 
 _U = 2.0**-53
-#: relative error allowed for an atom's loss: the image ``log1p(q expm1(x))`` under
-#: subsampling is three calls (numpy's within four ulps each) and a product: 32u
-_LOSS_ERR = 32.0 * _U
+#: numpy's exp, expm1, log and log1p (glibc) are within one ulp; each is allowed four
+#: (8u relative) in the error bounds below
+_CALL = 8.0 * _U
+#: an absolute floor on every image's error (a subnormal intermediate loses its
+#: relative precision, never more than a few multiples of the least subnormal)
+_TINY_ERR = 16 * 5e-324
+#: past this base loss ``expm1`` would overflow; the image is written around ``x``
+_BIG = 700.0
 
 
-def finite_atoms(law: PrivacyLossLaw) -> tuple[np.ndarray, np.ndarray, float] | None:
-    """The finite atoms ``(losses, P-masses, relative error of the losses)`` of a purely
+def _image(x: np.ndarray, q: float) -> tuple[np.ndarray, np.ndarray]:
+    """``h(x) = log((1 - q) + q e^x)`` and a bound on the absolute error of its float,
+    for ``0 < q < 1``, computed three ways so that no branch overflows or cancels:
+
+    * ``x > 700``: ``x + log q + log1p((1 - q)/q e^{-x})`` (``expm1`` would overflow);
+    * ``z = q expm1(x) < -1/2`` (``q`` near 1, ``x`` negative): ``log((1 - q) + q e^x)``,
+      a sum of two positive terms (``log1p`` near ``-1`` would amplify ``z``'s rounding
+      by ``1/(1 + z)``: 6e7 ulps at ``q = 1 - 1e-10``);
+    * else ``log1p(z)``, whose error from ``z``'s (9u relative) is ``9u |z|/(1 + z)``.
+
+    Examples
+    --------
+    >>> y, err = _image(np.array([-800.0, 0.5, 800.0]), 0.25)
+    >>> bool(abs(y[2] - (800 + math.log(0.25))) < 1e-12), bool(np.all(err < 1e-14 * (1 + abs(y))))
+    (True, True)
+    """
+    with np.errstate(over="ignore", under="ignore", invalid="ignore", divide="ignore"):
+        big = x > _BIG
+        xs = np.where(big, 0.0, x)
+        z = q * np.expm1(xs)
+        low = z < -0.5
+        # the log1p branch
+        y_a = np.log1p(z)
+        e_a = 2.0 * _CALL * (np.abs(z) / np.maximum(1.0 + z, 0.5) + np.abs(y_a))
+        # the sum-of-positives branch: argument within 10u relative, log's own 8u
+        y_b = np.log((1.0 - q) + q * np.exp(xs))
+        e_b = 2.0 * _CALL * (1.0 + np.abs(y_b))
+        # around x: x + log q + t, t = log1p(e^{log1p(-q) - log q - x})
+        lq = math.log(q)
+        t = np.log1p(np.exp(math.log1p(-q) - lq - np.where(big, x, _BIG)))
+        y_c = (np.where(big, x, 0.0) + lq) + t
+        e_c = 2.0 * _CALL * (np.abs(x) + abs(lq) + np.abs(t))
+        y = np.where(big, y_c, np.where(low, y_b, y_a))
+        err = np.where(big, e_c, np.where(low, e_b, e_a)) + _TINY_ERR
+    return y, err
+
+
+def finite_atoms(law: PrivacyLossLaw) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """The finite atoms ``(losses, P-masses, absolute errors of the losses)`` of a purely
     atomic law, else ``None``.  An :class:`AtomicLossLaw`'s losses are its definition
-    (error 0); an image under subsampling is within ``32u`` of the real one.
+    (error 0); an image under subsampling carries its own float error (:func:`_image`)
+    plus the base's, unamplified: the image ``h`` has slope in ``[0, 1]``.
 
     An :class:`AtomicLossLaw`, and a Poisson-subsampled one (any depth): under
-    ``"remove"`` the atom ``(x, p)`` of the base goes to ``log1p(q expm1(x))`` with
-    P-mass ``(1 - q) p e^{-x} + q p`` and the base's Q-only mass to ``log(1 - q)``;
-    under ``"add"`` (the base is the law of ``log(dQ/dP)``) to ``-log1p(q expm1(-x))``
-    with P-mass ``p``, and the base's ``+inf`` mass to ``-log(1 - q)``
-    (:class:`PoissonSubsampledLossLaw`).
+    ``"remove"`` the atom ``(x, p)`` of the base goes to ``h(x) = log((1-q) + q e^x)``
+    with P-mass ``q p + (1 - q) p e^{-x}`` and the base's Q-only mass to
+    ``log(1 - q)``; under ``"add"`` (the base is the law of ``log(dQ/dP)``) to
+    ``-h(-x)`` with P-mass ``p``, and the base's ``+inf`` mass to ``-log(1 - q)``
+    (:class:`PoissonSubsampledLossLaw`).  Atoms at any loss are kept (an image past the
+    float range would be ``+inf``, pushed beyond the grid, never dropped).
 
     Examples
     --------
     >>> law = AtomicLossLaw(losses=np.array([-1.0, 1.0]), p=np.array([0.25, 0.75]))
-    >>> finite_atoms(law)[0].tolist(), finite_atoms(law)[2]
-    ([-1.0, 1.0], 0.0)
+    >>> y, w, err = finite_atoms(law)
+    >>> y.tolist(), err.tolist()
+    ([-1.0, 1.0], [0.0, 0.0])
     """
     if isinstance(law, AtomicLossLaw):
-        return law.losses, law.p, 0.0
+        return law.losses, law.p, np.zeros(law.losses.size)
     if not isinstance(law, PoissonSubsampledLossLaw):
         return None
     base = finite_atoms(law.base)
@@ -70,22 +115,26 @@ def finite_atoms(law: PrivacyLossLaw) -> tuple[np.ndarray, np.ndarray, float] | 
         return None
     x, p, err = base
     q = law.sample_rate
-    with np.errstate(over="ignore", under="ignore"):
+    if q >= 1.0:  # the identity
+        return x, p, err
+    with np.errstate(over="ignore", under="ignore", divide="ignore"):
         if law.direction == "remove":
-            y = np.log1p(q * np.expm1(x))
-            w = (1.0 - q) * p * np.exp(-x) + q * p
-            extra = (math.log1p(-q), (1.0 - q) * law.base.q_neg_inf_mass) if q < 1.0 else None
+            y, e = _image(x, q)
+            # (1 - q) p e^{-x} in log space: it is a Q-mass times (1 - q), never above 1
+            w = q * p + (1.0 - q) * np.exp(np.log(p) - x)
+            extra = (math.log1p(-q), (1.0 - q) * law.base.q_neg_inf_mass)
         else:
-            y = -np.log1p(q * np.expm1(-x))
+            y, e = _image(-x, q)
+            y = -y
             w = p
-            extra = (-math.log1p(-q), law.base.inf_mass) if q < 1.0 else None
-    if extra is not None and extra[1] > 0.0:
+            extra = (-math.log1p(-q), law.base.inf_mass)
+    e = e + err
+    if extra[1] > 0.0:
         y = np.append(y, extra[0])
         w = np.append(w, extra[1])
-    keep = np.isfinite(y) & np.isfinite(w) & (w > 0)
-    # the image's error, plus the base's carried through h (slope at most 1 in the
-    # relative sense near 0, and |h(x)| <= |x| elsewhere)
-    return y[keep], w[keep], _LOSS_ERR + 2.0 * err
+        e = np.append(e, _CALL * abs(extra[0]) + _TINY_ERR)
+    keep = (w > 0) & ~np.isnan(y) & (y > -np.inf)
+    return y[keep], w[keep], e[keep] * (1.0 + 8.0 * _U)
 
 
 def atom_upper_pmf(
@@ -95,8 +144,8 @@ def atom_upper_pmf(
     ``(first + i) * step``, split atom by atom (module docstring), and the P-mass beyond
     the last node (it goes to ``+inf``); ``None`` for any other law.
 
-    Every atom's loss is first rounded up past its float error (``32u`` of it for an
-    image under subsampling), to ``y'``; it then sits in the bin whose upper node, a
+    Every atom's loss is first rounded up past its float error (:func:`finite_atoms`),
+    to ``y'``; it then sits in the bin whose upper node, a
     real product ``k h`` (:func:`_exact_products`), is the first at or above ``y'``, and
     the share of its mass on that node is ``(1 - e^{a - y'}) / (1 - e^{-h})`` with the
     lower node ``a`` exact and the quotient raised by its rounding (16u): at least the
@@ -117,7 +166,8 @@ def atom_upper_pmf(
     if atoms is None or count < 2:
         return None
     y, w, err = atoms
-    y_up = y + err * np.abs(y) + (5e-324 if err > 0 else 0.0)
+    with np.errstate(invalid="ignore"):
+        y_up = np.where(err > 0, np.nextafter(y + err, np.inf), y)
     hi, lo = _exact_products(first + np.arange(count), step)
     # first node at or above y' as a real number: hi + lo >= y'
     k = np.searchsorted(hi, y_up, side="left")
@@ -142,22 +192,24 @@ def atom_upper_pmf(
 
 def _exact_products(k: np.ndarray, step: float) -> tuple[np.ndarray, np.ndarray]:
     """``k * step`` as ``hi + lo`` exactly (Dekker's product, 1971): ``hi`` the rounded
-    float, ``lo`` its error, for integers ``|k| < 2^26`` (``step`` split into two
-    halves of 26 and 27 bits, each product with ``k`` exact).  Larger ``|k|`` get the
-    error's bound, half an ulp, rounded up in sign (never met: grids stay below 2^22
-    nodes from an offset of the same order).
+    float, ``lo`` its error.  Both factors are split (Veltkamp) into halves of at most
+    26 bits, whose four products are exact; exact for every float ``k`` and ``step``
+    whose product neither overflows nor underflows.
 
     >>> hi, lo = _exact_products(np.array([10]), 7.7)
     >>> float(hi[0]), float(lo[0]) > 0
     (77.0, True)
     """
     k = np.asarray(k, dtype=float)
-    t = 134217729.0 * step  # 2^27 + 1
-    s_hi = t - (t - step)
-    s_lo = step - s_hi
+    k_hi, k_lo = _veltkamp(k)
+    s_hi, s_lo = _veltkamp(step)
     hi = k * step
-    lo = (k * s_hi - hi) + k * s_lo
-    big = np.abs(k) >= 2.0**26
-    if big.any():
-        lo = np.where(big, 0.5 * np.spacing(np.abs(hi)), lo)
+    lo = ((k_hi * s_hi - hi) + k_hi * s_lo + k_lo * s_hi) + k_lo * s_lo
     return hi, lo
+
+
+def _veltkamp(a):
+    """``a = hi + lo`` with both halves of at most 26 significant bits."""
+    t = 134217729.0 * a  # 2^27 + 1
+    hi = t - (t - a)
+    return hi, a - hi
