@@ -102,8 +102,9 @@ def test_the_split_keeps_a_fine_step_sound_where_the_bins_were_not():
 
 def test_atoms_sit_at_or_above_their_float_on_a_real_node():
     law = AtomicLossLaw(losses=np.array([0.3, 0.75]), p=np.array([0.4, 0.6]))
-    pmf, beyond = atom_upper_pmf(law, 0, 3, 0.5)
-    assert beyond == 0.0
+    split = atom_upper_pmf(law, 0, 3, 0.5)
+    pmf = split.pmf()
+    assert split.beyond == 0.0 and split.below == 0.0
     with mp.workdps(40):
         c = 1 - mp.exp(-mp.mpf(0.5))
         s1 = (1 - mp.exp(mp.mpf(0) - mp.mpf(0.3))) / c  # 0.3 in (0, 0.5]
@@ -115,8 +116,11 @@ def test_atoms_sit_at_or_above_their_float_on_a_real_node():
     assert abs(math.fsum(pmf) - 1.0) < 1e-15
     # an atom beyond the last node goes to +inf, one below the first onto it
     far = AtomicLossLaw(losses=np.array([-3.0, 5.0]), p=np.array([0.5, 0.5]))
-    pmf, beyond = atom_upper_pmf(far, -2, 5, 0.5)
-    assert beyond == 0.5 and pmf[0] == 0.5
+    split = atom_upper_pmf(far, -2, 5, 0.5)
+    assert split.beyond == 0.5 and split.below == 0.5 and split.pmf()[0] == 0.5
+    # restricted to some bins, the tails only with tails=True
+    part = split.restricted(np.array([True, False, False, False]), tails=False)
+    assert part.below == part.beyond == 0.0 and part.pmf().sum() == 0.0
 
 
 def test_laws_with_a_continuous_part_have_no_atoms():
@@ -250,3 +254,88 @@ def test_images_within_their_error_property(x, q1, q2, d1, d2, nested):
     i = int(np.argmin(np.abs(y - float(truth))))
     with mp.workdps(80):
         assert abs(mp.mpf(float(y[i])) - truth) <= mp.mpf(float(err[i]))
+
+
+def test_two_scale_parts_keep_the_atom_split():
+    """Review 43: the two-scale discretisation restricted its bins without the atom
+    split, and fell back to the bin split's cancellation: 7.5e-8 relative short."""
+    from dpacct.accountant.pld.twoscale import discretize_split
+
+    p = np.array(
+        [0.5008014262316833, 0.49919852584075847, 3.852235941135071e-08, 9.40519873217109e-09]
+    )
+    q = np.array(
+        [0.49919852584075847, 0.5008014262316833, 9.40519873217109e-09, 3.852235941135071e-08]
+    )
+    x = np.log(p) - np.log(q)
+    rate = 5.035425789946229e-05
+    law = PoissonSubsampledLossLaw(AtomicLossLaw(losses=x, p=p), rate, "add")
+    eps, step = 1.6015377330347125e-07, 1.0136314766042486e-09
+    split = discretize_split(law, step, pessimistic=True, tail=1e-18)
+    assert split.coarse is not None  # the case is the two-scale one
+    with mp.workdps(60):
+        e = mp.exp(mp.mpf(eps))
+        truth = mp.fsum(
+            max(mp.mpf(a) - e * ((1 - mp.mpf(rate)) * mp.mpf(a) + mp.mpf(rate) * mp.mpf(b)), 0)
+            for a, b in zip(p, q, strict=True)
+        )
+    assert split.merged(1 << 19).delta(eps) >= truth
+
+
+def test_subsampled_pure_dp_near_q_one():
+    """Review 43: subsampled PureDP(30) at q = 1 - 1e-9 went two-scale and read delta
+    1.5 % short just below the top loss (its node's float 1.1e-16 below the real one)."""
+    from dpacct.accountant import poisson_subsample
+    from dpacct.mechanisms import PureDPMechanism
+
+    e0, rate = 30.0, 0.999999999
+    m = poisson_subsample(PureDPMechanism(e0), rate)
+    with mp.workdps(60):
+        q, ee = mp.mpf(rate), mp.exp(mp.mpf(e0))
+        pp, pq = ee / (1 + ee), 1 / (1 + ee)  # the pure-DP pair's atoms (P, Q)
+
+        def truth(eps):
+            e = mp.exp(mp.mpf(eps))
+            # remove ((1-q) Q + q P, Q) and add (Q, (1-q) Q + q P) over the pair's two atoms
+            rem = sum(max((1 - q) * b + q * a - e * b, 0) for a, b in ((pp, pq), (pq, pp)))
+            add = sum(max(b - e * ((1 - q) * b + q * a), 0) for a, b in ((pp, pq), (pq, pp)))
+            return max(rem, add)
+
+        for eps in (29.999999969, 29.999999998999993):
+            assert m.delta(eps) >= truth(eps)
+
+
+def test_a_subclass_with_its_own_functions_keeps_them():
+    """Review 43: a subclass of AtomicLossLaw overriding its distribution functions was
+    discretised from its parent's atoms (delta 1e-300 against its own 0.347)."""
+    other = _rr_base(2.0)
+
+    class Reported(AtomicLossLaw):
+        def cdf_p(self, x):
+            return other.cdf_p(x)
+
+        def sf_p(self, x):
+            return other.sf_p(x)
+
+        def cdf_q(self, x):
+            return other.cdf_q(x)
+
+        def sf_q(self, x):
+            return other.sf_q(x)
+
+        def bin_masses(self, e):
+            return other.bin_masses(e)
+
+        def _bins_and_ends(self, e):
+            return other._bins_and_ends(e)
+
+        def quantile_bounds(self, t):
+            return other.quantile_bounds(t)
+
+    base = _rr_base(1.0)
+    law = Reported(losses=base.losses, p=base.p)
+    assert finite_atoms(law) is None
+    assert finite_atoms(PoissonSubsampledLossLaw(law, 0.5, "remove")) is None
+    own = float(law.hockey_stick(np.array([1.5]))[0])
+    assert own > 0.3
+    assert discretize(law, 0.01, pessimistic=True).delta(1.5) >= own

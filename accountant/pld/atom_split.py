@@ -29,12 +29,14 @@ P-mass up, which raises
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 
 from ..laws.loss_law import AtomicLossLaw, PoissonSubsampledLossLaw, PrivacyLossLaw
+from ..laws.loss_law_sgm import KEPT
 
-__all__ = ["atom_upper_pmf", "finite_atoms"]
+__all__ = ["AtomSplit", "atom_upper_pmf", "finite_atoms"]
 
 
 _U = 2.0**-53
@@ -85,6 +87,27 @@ def _image(x: np.ndarray, q: float) -> tuple[np.ndarray, np.ndarray]:
     return y, err
 
 
+#: the methods that define a law's distribution: a subclass overriding any of them is a
+#: different law, whose atoms are not its parent's (it keeps the bin split)
+_DEFINING = (
+    "cdf_p",
+    "sf_p",
+    "cdf_q",
+    "sf_q",
+    "bin_masses",
+    "_bins_and_ends",
+    "hockey_stick",
+    "quantile_bounds",
+    "_log_q_bins",
+)
+
+
+def _keeps(law: PrivacyLossLaw, cls: type) -> bool:
+    """Whether ``law``'s class defines its distribution as ``cls`` does."""
+    kept = _DEFINING + (KEPT if cls is PoissonSubsampledLossLaw else ())
+    return all(getattr(type(law), m, None) is getattr(cls, m, None) for m in kept)
+
+
 def finite_atoms(law: PrivacyLossLaw) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """The finite atoms ``(losses, P-masses, absolute errors of the losses)`` of a purely
     atomic law, else ``None``.  An :class:`AtomicLossLaw`'s losses are its definition
@@ -106,9 +129,9 @@ def finite_atoms(law: PrivacyLossLaw) -> tuple[np.ndarray, np.ndarray, np.ndarra
     >>> y.tolist(), err.tolist()
     ([-1.0, 1.0], [0.0, 0.0])
     """
-    if isinstance(law, AtomicLossLaw):
+    if isinstance(law, AtomicLossLaw) and _keeps(law, AtomicLossLaw):
         return law.losses, law.p, np.zeros(law.losses.size)
-    if not isinstance(law, PoissonSubsampledLossLaw):
+    if not (isinstance(law, PoissonSubsampledLossLaw) and _keeps(law, PoissonSubsampledLossLaw)):
         return None
     base = finite_atoms(law.base)
     if base is None:
@@ -137,12 +160,40 @@ def finite_atoms(law: PrivacyLossLaw) -> tuple[np.ndarray, np.ndarray, np.ndarra
     return y[keep], w[keep], e[keep] * (1.0 + 8.0 * _U)
 
 
-def atom_upper_pmf(
-    law: PrivacyLossLaw, first: int, count: int, step: float
-) -> tuple[np.ndarray, float] | None:
+class AtomSplit(NamedTuple):
+    """The pessimistic split of an atomic law, bin by bin (:func:`atom_upper_pmf`):
+    bin ``j`` (between nodes ``j`` and ``j + 1``) puts ``low[j]`` on its lower node and
+    ``up[j]`` on its upper one; ``below`` goes onto the first node and ``beyond`` to
+    ``+inf``.  Kept per bin so that the two-scale discretisation can restrict it to a
+    range of bins (:func:`~dpacct.accountant.pld.twoscale._restrict`)."""
+
+    low: np.ndarray
+    up: np.ndarray
+    below: float
+    beyond: float
+
+    def pmf(self) -> np.ndarray:
+        """The masses on the nodes (``below`` on the first)."""
+        out = np.zeros(self.low.size + 1)
+        out[:-1] += self.low
+        out[1:] += self.up
+        out[0] += self.below
+        return out
+
+    def restricted(self, mask: np.ndarray, tails: bool) -> AtomSplit:
+        """Only the bins of ``mask``; ``below`` and ``beyond`` only with ``tails``."""
+        return AtomSplit(
+            np.where(mask, self.low, 0.0),
+            np.where(mask, self.up, 0.0),
+            self.below if tails else 0.0,
+            self.beyond if tails else 0.0,
+        )
+
+
+def atom_upper_pmf(law: PrivacyLossLaw, first: int, count: int, step: float) -> AtomSplit | None:
     """The pessimistic masses of a purely atomic ``law`` on the ``count`` nodes
-    ``(first + i) * step``, split atom by atom (module docstring), and the P-mass beyond
-    the last node (it goes to ``+inf``); ``None`` for any other law.
+    ``(first + i) * step``, split atom by atom (module docstring), per bin, and the
+    P-mass beyond the last node (it goes to ``+inf``); ``None`` for any other law.
 
     Every atom's loss is first rounded up past its float error (:func:`finite_atoms`),
     to ``y'``; it then sits in the bin whose upper node, a
@@ -157,15 +208,16 @@ def atom_upper_pmf(
     Examples
     --------
     >>> law = AtomicLossLaw(losses=np.array([0.3]), p=np.array([1.0]))
-    >>> pmf, beyond = atom_upper_pmf(law, 0, 3, 0.5)
-    >>> share = (1 - math.exp(-0.3)) / (1 - math.exp(-0.5))
-    >>> bool(0 <= pmf[1] - share < 1e-12 and abs(pmf.sum() - 1) < 1e-15), beyond
+    >>> split = atom_upper_pmf(law, 0, 3, 0.5)
+    >>> pmf, share = split.pmf(), (1 - math.exp(-0.3)) / (1 - math.exp(-0.5))
+    >>> bool(0 <= pmf[1] - share < 1e-12 and abs(pmf.sum() - 1) < 1e-15), split.beyond
     (True, 0.0)
     """
     atoms = finite_atoms(law)
     if atoms is None or count < 2:
         return None
     y, w, err = atoms
+    atoms = (y, w)
     with np.errstate(invalid="ignore"):
         y_up = np.where(err > 0, np.nextafter(y + err, np.inf), y)
     hi, lo = _exact_products(first + np.arange(count), step)
@@ -176,8 +228,6 @@ def atom_upper_pmf(
     j = k - 1
     beyond = float(np.sum(w[j >= count - 1]))
     below = j < 0
-    pmf = np.zeros(count)
-    pmf[0] += float(np.sum(w[below]))
     mid = ~below & (j < count - 1)
     j, y_up, w = j[mid], y_up[mid], w[mid]
     with np.errstate(over="ignore"):
@@ -185,9 +235,9 @@ def atom_upper_pmf(
     c = -math.expm1(-step)
     # expm1 within four ulps (8u), the difference, product and quotient: 16u
     share = np.minimum(w * g / c * (1.0 + 16.0 * _U), w)
-    pmf += np.bincount(j + 1, weights=share, minlength=count)
-    pmf += np.bincount(j, weights=w - share, minlength=count)
-    return pmf, beyond
+    up = np.bincount(j, weights=share, minlength=count - 1)
+    low = np.bincount(j, weights=w - share, minlength=count - 1)
+    return AtomSplit(low, up, float(np.sum(atoms[1][below])), beyond)
 
 
 def _exact_products(k: np.ndarray, step: float) -> tuple[np.ndarray, np.ndarray]:

@@ -244,7 +244,7 @@ def _upper_from_bins(b: _Bins) -> tuple[int, np.ndarray, float]:
     """Connect-the-dots split of every bin (keeps its P- and Q-mass); a bin whose
     Q-mass is unknown (``q_lost``) goes whole onto its upper node (rounding up)."""
     if b.upper is not None:  # a purely atomic law, split atom by atom (no cancellation)
-        return b.first, b.upper[0].copy(), b.inf_mass + b.upper[1]
+        return b.first, b.upper.pmf(), b.inf_mass + b.upper.beyond
     c = -math.expm1(-b.step)
     r = b.r if b.q_lost is None else np.where(b.q_lost, 0.0, b.r)
     pb = np.clip((b.m - r) / c, 0.0, b.m)

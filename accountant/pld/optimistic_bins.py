@@ -38,6 +38,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .atom_split import AtomSplit
 from .pld_hull import _decay_weights, _decaying_sum, _lower_hull_to_min
 
 __all__: list[str] = []
@@ -66,7 +67,7 @@ class _Bins:
     q_lost: np.ndarray | None = None
     #: a purely atomic law's pessimistic node masses, split atom by atom, and its P-mass
     #: beyond the last node (:func:`~dpacct.accountant.pld.atom_split.atom_upper_pmf`)
-    upper: tuple[np.ndarray, float] | None = None
+    upper: AtomSplit | None = None
 
 #: largest grid step whose ``e^step`` the optimistic chords evaluate (``exp`` overflows
 #: past about 709.78)
