@@ -253,7 +253,8 @@ class PrivacyLossLaw(ABC):
         if tail not in memo:
             lo = -_boundary(lambda x: self.cdf_p(-x) <= tail)
             hi = _boundary(lambda x: self.sf_p(x) <= tail)
-            memo[tail] = (lo, hi)
+            # lo > hi: the whole finite P-mass is within the tail, any point will do
+            memo[tail] = (lo, hi) if lo <= hi else (0.0, 0.0)
         return memo[tail]
 
     def spread(self) -> float:
@@ -608,7 +609,11 @@ class PoissonSubsampledLossLaw(PrivacyLossLaw):
         image = None
         if base_anchor is not None and base_anchor > 0 and q < 1.0:
             sign = 1.0 if self.direction == "remove" else -1.0
-            image = sign * math.log1p(q * math.expm1(sign * base_anchor))
+            x = sign * base_anchor
+            if x > 700.0:  # x + log q + log1p((1 - q)/q e^-x): expm1(x) would overflow
+                image = x + math.log(q) + math.log1p(math.exp(math.log1p(-q) - math.log(q) - x))
+            else:
+                image = sign * math.log1p(q * math.expm1(x))
             image = image if image > 0 and math.isfinite(image) else None
         object.__setattr__(self, "anchor", image)
         object.__setattr__(self, "weak_anchor", image is not None)

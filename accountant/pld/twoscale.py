@@ -199,6 +199,12 @@ def discretize_split(
         floor = 2 ** math.ceil(math.log2(max((hi - lo) / (step * (MAX_GRID >> 2)), 1.0)))
         while ratio > max(2, floor) and step * ratio > coarse_cap:
             ratio //= 2
+    # the bulk's window reaches a coarse node past each end of the bulk: about 3 ratio
+    # fine points even for a bulk of width 0 (subsampled pure DP at q 1e-12: ratio 2^30,
+    # a 24 GiB allocation); beyond MAX_GRID / 4 the bulk's step is coarsened instead
+    while ratio > MAX_GRID >> 2:
+        step *= 2.0
+        ratio //= 2
     coarse_step = step * ratio
     lo_node = math.floor(b_lo / coarse_step) - 1
     hi_node = math.ceil(b_hi / coarse_step) + 1
