@@ -32,6 +32,7 @@ __all__ = [
     "float_bisect",
     "float_crossing",
     "invert_decreasing",
+    "logsumexp",
     "next_up",
     "nonzero_at",
     "roll_left",
@@ -354,6 +355,62 @@ def _log_expm1(x, switch: float = 1.0) -> np.ndarray:
         return np.where(
             big, x + np.log1p(-np.exp(-np.where(big, x, switch))), np.log(np.expm1(x))
         )
+
+
+def logsumexp(a, axis: int | None = None) -> np.ndarray | float:
+    """``log(sum(exp(a)))`` of a real array, the same floats as ``scipy.special.logsumexp``.
+
+    SciPy's array-API wrapper costs about 0.25 ms a call, more than the arithmetic on
+    the short rows the RDP series sum (the four calls of one subsampled-Gaussian RDP
+    evaluation were half its time).  This is the same algorithm on plain numpy, step by
+    step, so the results are the same doubles: with ``m`` the maximum along ``axis`` and
+    ``k`` the number of entries equal to it, ``log1p(s / k) + log(k) + m``, where ``s``
+    sums ``exp(a - m)`` over the other entries (``s = 0`` is kept as 0); a result that
+    is not finite (an infinite or NaN entry, or every entry ``-inf``) is replaced by the
+    direct ``log(sum(exp(a)))``.  Only the real, unweighted case: ``b``,
+    ``return_sign`` and complex input are not supported.
+
+    Parameters
+    ----------
+    a : array_like
+        Real values (``-inf`` entries add nothing).
+    axis : int, optional
+        Axis to sum over; None: all entries.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        The result, reduced over ``axis`` (a float for a full reduction).
+
+    Examples
+    --------
+    >>> float(logsumexp([0.0, 0.0]))  # log 2
+    0.6931471805599453
+    >>> logsumexp(np.array([[0.0, -np.inf], [-np.inf, -np.inf]]), axis=1)
+    array([  0., -inf])
+    """
+    x = np.asarray(a, dtype=float)
+    if x.ndim == 0:
+        x = x.reshape(1)
+    if x.size == 0:
+        shape = list(x.shape)
+        if axis is None:
+            return -math.inf
+        shape[axis] = 1
+        return np.squeeze(np.full(shape, -np.inf), axis=axis)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        direct = np.log(np.sum(np.exp(x), axis=axis, keepdims=True))
+        top = np.max(x, axis=axis, keepdims=True)
+        at_top = x == top
+        count = np.sum(at_top, axis=axis, keepdims=True, dtype=float)
+        rest = np.sum(np.exp(np.where(at_top, -np.inf, x) - top), axis=axis, keepdims=True)
+        rest = np.where(rest == 0, rest, rest / count)
+        out = np.log1p(rest) + np.log(count) + top
+        # scipy's sign rule: sign(rest + 1) * sign(count) < 0 never holds for real input
+        out = np.where(np.isfinite(out), out, direct)
+    if axis is None:
+        return float(out.reshape(-1)[0])
+    return np.squeeze(out, axis=axis)[()]
 
 
 def _bar_disabled(progress: bool) -> bool:

@@ -75,9 +75,12 @@ def test_delta_is_max_of_both_directions_composed_independently(count):
     plain = PLDPair(rem, add, symmetric=False, swap_bounds_add=False)
     np.testing.assert_array_equal(plain.delta(eps), both)
     # with it, either that max, or the remove curve where the swap certifies it
+    # with it, element by element the smaller of the add curve and the swapped bound
     swap = PLDPair(rem, add, symmetric=False, swap_bounds_add=True)
     got = swap.delta(eps)
-    assert np.array_equal(got, both) or np.array_equal(got, rem.delta(eps))
+    screened = np.minimum(swapped_delta(rem, eps), add.delta(eps))
+    np.testing.assert_array_equal(got, np.maximum(rem.delta(eps), screened))
+    assert np.all(got <= both)
     # never below the optimistic discretisations of both directions (lower bounds)
     lo_rem, lo_add = _subsampled_gaussian_pair(0.1, 1.0, count, False)
     lower = np.maximum(lo_rem.delta(eps), lo_add.delta(eps))
@@ -148,9 +151,48 @@ def test_swapped_bound_used_only_where_it_certifies(order):
             assert loader.calls == []
             np.testing.assert_array_equal(got, d_rem)
         else:
-            assert loader.calls == [False]
-            np.testing.assert_array_equal(got, np.maximum(d_rem, add.delta(e)))
+            # the coarse try first (this loader has no coarse PLD: the fine one), then
+            # the fine one where the first did not screen; the smaller bound is kept
+            assert loader.calls in ([True], [True, False])
+            screened = np.minimum(swapped_delta(rem, e), add.delta(e))
+            np.testing.assert_array_equal(got, np.maximum(d_rem, screened))
+            assert np.all(got <= np.maximum(d_rem, add.delta(e)))
     assert seen[True] if order == 0 else seen[False]  # the case was exercised
+
+
+def test_delta_screens_the_add_direction_element_by_element():
+    """The add PLD on the pair's settings is composed only for the epsilons where the
+    swapped bound and the coarse add PLD are both above the remove curve, and the
+    result is never above the max of both fine curves (the old contract)."""
+    # roles swapped (a dominating pair): the swap certifies small epsilons only
+    add, rem = _subsampled_gaussian_pair(0.3, 0.7, 1, True)
+    eps = np.linspace(0.0, 4.0, 41)
+    d_rem, d_add, d_swap = rem.delta(eps), add.delta(eps), swapped_delta(rem, eps)
+    both = np.maximum(d_rem, d_add)
+    # a coarse add PLD that is an upper bound of the add direction too (a coarser
+    # pessimistic grid of the same law)
+    coarse = discretize(
+        PoissonSubsampledLossLaw(GaussianLossLaw(mu=1.0 / 0.7), 0.3, "remove"),
+        8 * STEP, pessimistic=True, tail=1e-16)
+    d_coarse = coarse.delta(eps)
+    assert np.all(d_coarse >= d_add * (1 - 1e-12))  # it is coarser, so larger here
+    loader = _Counting(add, coarse)
+    got = PLDPair(rem, None, swap_bounds_add=True, loader=loader).delta(eps)
+    first = np.minimum(d_swap, d_coarse)
+    expected = np.where(first > d_rem, np.maximum(d_rem, np.minimum(first, d_add)), d_rem)
+    np.testing.assert_array_equal(got, expected)
+    assert np.all(got <= both)
+    # both tries were needed somewhere, and the screens decided somewhere
+    assert loader.calls == [True, False]
+    assert np.any(first <= d_rem) and np.any(first > d_rem)
+    # a coarse PLD that screens everything: the fine one is never composed
+    tiny = discretize(GaussianLossLaw(mu=1e-3), STEP, pessimistic=True, tail=1e-16)
+    small = eps[tiny.delta(eps) <= d_rem]
+    assert small.size >= 3
+    loader = _Counting(add, tiny)
+    got = PLDPair(rem, None, swap_bounds_add=False, loader=loader).delta(small)
+    assert loader.calls == [True]
+    np.testing.assert_array_equal(got, rem.delta(small))
 
 
 def test_no_swap_for_optimistic_or_undeclared_pairs():
@@ -159,7 +201,13 @@ def test_no_swap_for_optimistic_or_undeclared_pairs():
     pair = PLDPair(rem, None, symmetric=False, swap_bounds_add=False, loader=loader)
     assert not pair.swap_certifies(0.0, 1.0)
     pair.delta(np.array([0.5]))
+    assert loader.calls in ([True], [True, False])  # the add direction is composed
+    # an optimistic pair (lower bounds) takes both curves, no screening
+    lo_rem, lo_add = _subsampled_gaussian_pair(0.3, 0.7, 1, False)
+    loader = _Counting(lo_add)
+    got = PLDPair(lo_rem, None, swap_bounds_add=False, loader=loader).delta(np.array([0.5]))
     assert loader.calls == [False]
+    np.testing.assert_array_equal(got, np.maximum(lo_rem.delta([0.5]), lo_add.delta([0.5])))
     with pytest.raises(ValueError, match="add direction"):
         PLDPair(rem, None).delta(np.array([0.5]))
 

@@ -19,6 +19,7 @@ from dpacct.accountant import (
     GaussianMechanism,
     Mechanism,
     compose,
+    poisson_subsample,
     rdp_to_epsilon,
     repeat_and_select,
 )
@@ -141,6 +142,28 @@ def test_theorem6_on_a_gaussian_matches_the_closed_form():
         at_a = theorem6(float(a))
         assert v >= min(env[np.searchsorted(fine, a)], at_a) * (1 - 1e-9)
         assert v <= at_a * (1 + 1e-9)
+
+
+def test_theorem6_deltahat_screens_the_add_direction_without_loosening():
+    """The Poisson law's deltahat reads the base's pessimistic pair with the add
+    direction screened (swapped bound, coarse add PLD): never above the maximum of both
+    directions' pessimistic curves on the pair's settings (the unscreened value), and
+    never below their optimistic curves (lower bounds of the truth)."""
+    from dpacct.accountant.pld.pld_settings import PLDSettings
+    from dpacct.accountant.transformers.repeat_select import ORDERS, _deltahat
+
+    base = compose([poisson_subsample(GaussianMechanism(sigma=1.0), 0.05)], [200])
+    a = ORDERS[:40]
+    deltahat = _deltahat(base, a, np.asarray(base.rdp(a)))
+    eps = np.log1p(1.0 / (ORDERS - 1.0))
+    got = deltahat(eps)
+    pess = [base.privacy._pld_one(True, PLDSettings(None), w).delta(eps) for w in (0, 1)]
+    opt = [base.privacy._pld_one(False, PLDSettings(None), w).delta(eps) for w in (0, 1)]
+    assert np.all(got <= np.maximum(*pess))
+    assert np.all(got >= np.maximum(*opt))
+    # the remove direction decides wherever the add one is screened: equal there
+    np.testing.assert_array_equal(got, np.minimum(got, np.maximum(*pess)))
+    assert np.mean(got == np.maximum(*pess)) > 0.9
 
 
 # ------------------------------------------------------------- cost and trust of the base

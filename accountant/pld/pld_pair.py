@@ -130,11 +130,36 @@ class PLDPair:
         return bool(np.all(swapped_delta(self.remove, epsilon) <= delta))
 
     def delta(self, epsilon: np.ndarray) -> np.ndarray:
-        """Upper (lower, for an optimistic pair) bound on delta, both directions."""
+        """Upper (lower, for an optimistic pair) bound on delta, both directions.
+
+        The add direction is bounded element by element by the smallest bound at hand:
+        the swapped remove curve (when it holds), then the coarse add PLD (when the
+        loader has coarse settings), and the add PLD on the pair's settings only at
+        the epsilons where neither is at or below the remove curve.  Each is an upper
+        bound on the add direction's delta (a pessimistic pair), so the result is at
+        most ``max(remove, add)`` on the pair's settings, element by element, and
+        equal to it wherever the add direction decides.
+        """
         d_rem = np.asarray(self.remove.delta(epsilon), dtype=float)
-        if self.symmetric or self.swap_certifies(epsilon, d_rem):
+        if self.symmetric:
             return d_rem
-        return np.maximum(d_rem, self.add_pld().delta(epsilon))
+        if not self.remove.pessimistic:  # a lower bound: both directions' curves
+            return np.maximum(d_rem, self.add_pld().delta(epsilon))
+        eps = np.asarray(epsilon, dtype=float)
+        bound = np.full(d_rem.shape, np.inf)
+        if self.swap_bounds_add:
+            bound = np.asarray(swapped_delta(self.remove, eps), dtype=float).reshape(d_rem.shape)
+        need = bound > d_rem
+        if need.any() and self.loader is not None and self.add is None:
+            # the coarse add PLD (the pair's own one when the loader has no coarse
+            # settings: then it is the fine one below, composed once)
+            coarse = np.asarray(self.add_pld(coarse=True).delta(eps[need]), dtype=float)
+            bound[need] = np.minimum(bound[need], coarse.reshape(-1))
+            need = bound > d_rem
+        if need.any():
+            fine = np.asarray(self.add_pld().delta(eps[need]), dtype=float)
+            bound[need] = np.minimum(bound[need], fine.reshape(-1))
+        return np.maximum(d_rem, bound)
 
     def epsilon(self, delta: float) -> PairEpsilon:
         """epsilon at ``delta``, the larger of the two directions', composing the add

@@ -47,6 +47,8 @@ from __future__ import annotations
 import numpy as np
 from scipy import special
 
+from ..numerics import logsumexp
+
 __all__ = ["floor_curve", "rdp_log_delta_floor", "rdp_may_win"]
 
 #: the orders of the floor's grid: every integer up to 256, then steps of 1/16 of the
@@ -104,7 +106,7 @@ def _log_a(sigma: np.ndarray, q: np.ndarray, orders: np.ndarray, keep: int):
         terms = log_binom + rest + k * np.log(qq) + k * (k - 1) / (2.0 * s * s)
         terms = np.where(kept, terms, -np.inf)
         size = np.max(np.where(np.isfinite(terms), np.abs(terms), 0.0), axis=2)
-        return special.logsumexp(terms, axis=2), size
+        return logsumexp(terms, axis=2), size
 
 
 def _composed(sigma, q, counts, orders, keep, *, dominated: bool) -> np.ndarray:

@@ -32,7 +32,7 @@ import math
 import numpy as np
 from scipy import special
 
-from ..numerics import _log_expm1
+from ..numerics import _log_expm1, logsumexp
 from ..validation import check_alpha, check_positive, check_sample_rate
 from .rdp_series import (
     _CVZ_TERMS,
@@ -293,7 +293,7 @@ def _fractional_log_a_minus_1(q: float, sigma: float, orders: np.ndarray) -> np.
     c1 = np.log(alpha) + (alpha - 1.0) * l1q + lq + special.log_ndtr((1.0 - z0) / sigma)
     corr_rho = _ULP4 * (16.0 + alpha * (abs(l1q) + abs(lq)) + 2.0 * (z0 / sigma) ** 2)
     with np.errstate(invalid="ignore"):
-        corr_err = special.logsumexp(
+        corr_err = logsumexp(
             np.column_stack(
                 [
                     log_minus_d + np.log(d_rho),
@@ -305,14 +305,14 @@ def _fractional_log_a_minus_1(q: float, sigma: float, orders: np.ndarray) -> np.
         )
 
     with np.errstate(divide="ignore"):
-        log_p = special.logsumexp(
+        log_p = logsumexp(
             np.column_stack([head_pos[:n_ord], head_pos[n_ord:], *tail_pos]), axis=1
         )
-        log_n = special.logsumexp(
+        log_n = logsumexp(
             np.column_stack([head_neg[:n_ord], head_neg[n_ord:], *tail_neg, log_minus_d, c0, c1]),
             axis=1,
         )
-        log_e = special.logsumexp(
+        log_e = logsumexp(
             np.column_stack([head_err[:n_ord], head_err[n_ord:], *tail_err, corr_err]), axis=1
         )
         # A - 1 <= P - N + E

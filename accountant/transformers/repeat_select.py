@@ -38,7 +38,7 @@ import math
 import numpy as np
 
 from ..mechanism import Mechanism
-from ..pld.pld_settings import PLDSettings
+from ..pld.pld_settings import DEFAULT_TOL, SCREEN_ERR_TAILS, PLDSettings
 from ..rdp.conversion import _log_delta_from, trusted_prefix
 from ..validation import _as_real
 
@@ -125,7 +125,12 @@ def _deltahat(mechanism: Mechanism, a: np.ndarray, r: np.ndarray):
     base = mechanism.privacy
     pair = None
     if not base.has_exact_curve and base.has_pld:
-        pair = base._pair(True, PLDSettings(_DELTAHAT_TOL))
+        # the add direction is screened by the swapped remove curve and a coarse add PLD
+        # (tol 0.1); the add PLD on the pair's settings is composed only where neither
+        # is at or below the remove curve (PLDPair.delta), so deltahat is never above
+        # the pair's max(remove, add)
+        coarse = PLDSettings(max(_DELTAHAT_TOL or DEFAULT_TOL, 0.1)).screening(SCREEN_ERR_TAILS)
+        pair = base._pair(True, PLDSettings(_DELTAHAT_TOL), coarse)
 
     def deltahat(eps: np.ndarray) -> np.ndarray:
         log_d = _log_delta_from(r[None, :], a[None, :], eps[:, None])
