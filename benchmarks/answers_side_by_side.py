@@ -33,6 +33,16 @@ def _calls() -> dict:
         RandomizedResponse,
     )
 
+    curve_eps = np.concatenate([[0.0], np.geomspace(1e-4, 20.0, 60)])
+
+    def dpsgd_1000():
+        return compose([poisson_subsample(GaussianMechanism(1.0), 0.01)], counts=[1000])
+
+    def tuned():
+        from dpacct.accountant import repeat_and_select
+
+        return repeat_and_select(dpsgd_1000(), 3.0, float("inf"))
+
     def report():
         rep = dp.sampler_report(1.1, 1e-5, scheme="shuffle", dataset_size=60_000,
                                 batch_size=600, epochs=10)
@@ -71,6 +81,14 @@ def _calls() -> dict:
         "random allocation k 2 T 50": lambda: dp.random_allocation(
             GaussianMechanism(1.0), 50, k=2).epsilon_bounds(1e-6),
         "README sampler_report rows": report,
+        # session 44: the add direction screened element by element (PLDPair.delta)
+        "DP-SGD x1000 delta curve": lambda: dpsgd_1000().delta(curve_eps),
+        "subsampled Gaussian q 0.3 curve": lambda: poisson_subsample(
+            GaussianMechanism(0.7), 0.3).delta(curve_eps),
+        "repeat-and-select Poisson eps": lambda: [
+            tuned().epsilon(d) for d in (1e-3, 1e-6, 1e-9)],
+        "repeat-and-select Poisson rdp": lambda: tuned().rdp(
+            np.array([1.01, 1.5, 2.0, 3.0, 8.0, 20.0, 64.0, 300.0, 2000.0])),
     }
 
 
@@ -102,6 +120,12 @@ def main(argv: list[str] | None = None) -> int:
         o, n = old.get(name), new[name]
         if isinstance(o, str) or isinstance(n, str) or o is None:
             print(f"{name:34s} old: {o!r}  new: {n!r}")
+            continue
+        if len(n) > 12:  # a curve: how many points moved, each way, and the largest move
+            rel = [(y - x) / abs(x) if x else y - x for x, y in zip(o, n, strict=True)]
+            up, down = sum(r > 0 for r in rel), sum(r < 0 for r in rel)
+            print(f"{name:34s} {len(n)} values: {up} up, {down} down, "
+                  f"largest {max(rel, key=abs):+.1e}")
             continue
         cells = [f"{x:.12g} -> {y:.12g} ({(y - x) / abs(x) if x else y - x:+.1e})"
                  for x, y in zip(o, n, strict=True)]
