@@ -71,6 +71,7 @@ from typing import Any
 
 import numpy as np
 
+from dpacct.accountant.binomial_tails import binom_pmf, binom_sf
 from dpacct.accountant.families.gaussian_dp import (
     gaussian_delta_at_most_exact,
     gaussian_epsilon,
@@ -101,27 +102,11 @@ FAMILIES = ("gaussian", "eps_delta")
 # ----------------------------------------------------------------------------------
 @functools.cache
 def _binomial() -> tuple[Callable, Callable]:
-    """``(sf, pmf)`` of the binomial law as ``scipy.stats.binom`` evaluates them inside
-    its support, ``(k, n, p) -> clip(f(k, n, p), 0, 1)`` for integral ``0 <= k < n``
-    (``sf``) or ``0 <= k <= n`` (``pmf``), ``p`` in [0, 1]: scipy's own ufuncs, which
-    ``binom.sf`` / ``binom.pmf`` call after their argument checks (bit for bit the same
-    values, ``tests/test_audit_one_run.py``; the checks cost 0.3 ms a call, a
-    third of an audit's hull search; issue 37, session 25); ``scipy.stats.binom``'s
-    where the ufuncs are not found."""
-    try:
-        from scipy.special._ufuncs import _binom_pmf, _binom_sf
-    except ImportError:  # pragma: no cover - another scipy: the public functions
-        from scipy import stats  # scipy.stats costs ~0.3 s at import: only here
-
-        return stats.binom.sf, stats.binom.pmf
-
-    def sf(k, n, p):
-        return np.clip(_binom_sf(k, n, p), 0.0, 1.0)
-
-    def pmf(k, n, p):
-        return np.clip(_binom_pmf(k, n, p), 0.0, 1.0)
-
-    return sf, pmf
+    """``(sf, pmf)`` of the binomial law as ``scipy.stats.binom`` evaluates them
+    (:mod:`~dpacct.accountant.binomial_tails`: scipy's own ufuncs with its edges, bit for
+    bit the same values, ``tests/test_audit_one_run.py``; ``binom.sf``'s argument checks
+    cost 0.3 ms a call, a third of an audit's hull search; issue 37, session 25)."""
+    return binom_sf, binom_pmf
 
 
 def steinke_p_value(m: int, r: int, v: int, epsilon: float, delta: float) -> float:

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scipy.special import logsumexp as scipy_logsumexp
 from oracles import gaussian_delta_curve, gaussian_epsilon
+from scipy.special import logsumexp as scipy_logsumexp
 
 from dpacct.accountant.numerics import (
     EXP_MAX,

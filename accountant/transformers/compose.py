@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._rounding import next_up, sum_up
+from ..binomial_tails import binom_sf
 from ..curve_down import DOWN_FACTOR
 from ..families.gaussian import GaussianMechanism, sigma_below
 from ..laws.quantile_batch import prefill_quantiles
@@ -583,7 +584,8 @@ class _BinaryRRComposition(Mechanism):
         ``delta(eps) = P[j > J] - e^eps Q[j > J]``,  ``J = floor((n + eps/e) / 2)``
 
     (Kairouz, Oh, Viswanath 2015, Theorem 3.4, in hockey-stick form).  The tails come
-    from ``scipy.stats.binom.sf``; each is taken :func:`_binomial_tail_slack` relative
+    from ``scipy.stats.binom.sf``'s own ufunc (:func:`~dpacct.accountant.binomial_tails.binom_sf`,
+    the same values); each is taken :func:`_binomial_tail_slack` relative
     towards the larger delta.  The hockey-stick divergence is the largest
     ``P(S) - e^eps Q(S)`` over events ``S``, so the thresholds ``J - 1, J, J + 1``
     are all evaluated and the largest kept: a rounding of ``eps / e`` cannot pick a
@@ -610,8 +612,6 @@ class _BinaryRRComposition(Mechanism):
         return self.eps0 * np.arange(n % 2, n + 1, 2, dtype=float)
 
     def _delta_exact(self, epsilon: np.ndarray) -> np.ndarray:
-        from scipy.stats import binom
-
         eps = np.asarray(epsilon, dtype=float)
         n, p = self.count, self.p
         j0 = np.floor((n + eps / self.eps0) / 2.0)
@@ -619,8 +619,8 @@ class _BinaryRRComposition(Mechanism):
         best = np.zeros(eps.shape)
         for shift in (-1.0, 0.0, 1.0):
             j = np.clip(j0 + shift, -1.0, float(n))
-            up = binom.sf(j, n, p) * (1.0 + slack)
-            sf_q = binom.sf(j, n, 1.0 - p) * (1.0 - slack)
+            up = binom_sf(j, n, p) * (1.0 + slack)
+            sf_q = binom_sf(j, n, 1.0 - p) * (1.0 - slack)
             with np.errstate(over="ignore", divide="ignore"):
                 # e^eps * sf_q in log space: 0 when sf_q is, inf (no delta) on overflow;
                 # the exponent lowered by its error (numpy's log within four ulps, 8u
@@ -643,8 +643,6 @@ class _BinaryRRComposition(Mechanism):
         space with its exponent raised by the log's, the sums' and exp's round-off (numpy's
         vectorised log and exp within four ulps), ``2^-49 (|eps| + |log Q[j > J]| + 1)``.
         """
-        from scipy.stats import binom
-
         eps = np.asarray(epsilon, dtype=float)
         n = self.count
         p_lo = self.p
@@ -656,8 +654,8 @@ class _BinaryRRComposition(Mechanism):
         best = np.zeros(eps.shape)
         for shift in (-1.0, 0.0, 1.0):
             j = np.clip(j0 + shift, -1.0, float(n))
-            sf_p = binom.sf(j, n, p_lo) * (1.0 - slack)
-            sf_q = binom.sf(j, n, 1.0 - p_lo) * (1.0 + slack)
+            sf_p = binom_sf(j, n, p_lo) * (1.0 - slack)
+            sf_q = binom_sf(j, n, 1.0 - p_lo) * (1.0 + slack)
             with np.errstate(over="ignore", divide="ignore"):
                 # a tail that underflowed to 0 is below the least subnormal, not 0
                 log_q = np.log(np.maximum(sf_q, SUBNORMAL_FLOOR))
