@@ -14,6 +14,8 @@ import math
 import mpmath as mp
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dpacct.accountant import compose
 from dpacct.accountant.laws.loss_law import AtomicLossLaw
@@ -295,3 +297,28 @@ def test_k_integral_float_and_numpy_accepted():
     assert RandomizedResponse(0.5, 3.0) == RandomizedResponse(0.5, 3)
     assert repr(RandomizedResponse(0.75)) == "RandomizedResponse(p=0.75, k=2)"
     assert RandomizedResponse(0.75).route == "exact"
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    k=st.sampled_from([2, 3, 4, 10, 1000, 10**6]),
+    u=st.floats(0.0, 1.0, exclude_min=True, exclude_max=True),
+    scale=st.integers(0, 15),
+)
+def test_epsilon0_floats_are_the_rounded_80_digit_log(k, u, scale):
+    """``_rr_epsilon0`` (a 60-digit decimal logarithm) returns the 80-digit mpmath value
+    rounded to nearest and one ulp either side, near ``p = 1/k`` too (where the float
+    ``p k - 1`` cancels)."""
+    from dpacct.mechanisms.primitives.randomized_response import _rr_epsilon0
+
+    p = 1.0 / k + (1.0 - 1.0 / k) * u * 10.0**-scale
+    if not (1.0 / k < p < 1.0):
+        return
+    with mp.workdps(80):
+        pm = mp.mpf(p)
+        truth = mp.log(pm * (k - 1) / (1 - pm))
+        nearest, below, above = _rr_epsilon0(p, k)
+        assert nearest == float(truth)
+        assert mp.mpf(below) < truth < mp.mpf(above)
+        assert below == math.nextafter(nearest, -math.inf)
+        assert above == math.nextafter(nearest, math.inf)

@@ -27,6 +27,7 @@ the extremal ``eps0``-DP pair, reused by :mod:`dpacct.mechanisms.primitives.gene
 
 from __future__ import annotations
 
+import decimal
 import math
 import numbers
 from dataclasses import dataclass
@@ -37,7 +38,6 @@ from scipy import special
 
 from dpacct.accountant.curve_down import (
     float_above,
-    float_below,
     kov_constants,
     kov_tradeoff_down,
     rr_delta_down,
@@ -81,16 +81,20 @@ def _rr_delta(p_true: float, eps0: float, epsilon: np.ndarray) -> np.ndarray:
 
 def _rr_epsilon0(p: float, k: int) -> tuple[float, float, float]:
     """``eps0 = log(p (k - 1) / (1 - p))`` as three floats: rounded to nearest, one ulp
-    below and one ulp above, all from one 50-digit value (``p`` is exact, so the only
-    error before the rounding is ``1e-50`` relative; one ulp each way is more than half
+    below and one ulp above, all from one 60-digit value (``p`` is exact, so the only
+    error before the rounding is ``1e-59`` relative; one ulp each way is more than half
     an ulp of rounding).  The float ``p k - 1`` cancels near ``p = 1/k`` (review 35 F1:
-    epsilon0 off by up to 2.7 %, upper ends below the truth); here nothing cancels."""
-    import mpmath  # lazily: constructing a mechanism imports no mpmath
+    epsilon0 off by up to 2.7 %, upper ends below the truth); here nothing cancels.
 
-    with mpmath.workdps(50):
-        pm = mpmath.mpf(p)
-        exact = mpmath.log(pm * (k - 1) / (1 - pm))
-        return float(exact), float_below(exact), math.nextafter(float(exact), math.inf)
+    The value is Python's :mod:`decimal` logarithm, correctly rounded to 60 digits (it
+    replaced a 50-digit ``mpmath`` one, the same floats, tests/test_randomized_response.py:
+    importing mpmath was 44 ms of the first ``epsilon`` of an RR composition; issue 37)."""
+    with decimal.localcontext() as ctx:
+        ctx.prec = 60
+        pd = decimal.Decimal(p)  # exact
+        exact = (pd * (k - 1) / (1 - pd)).ln()
+    nearest = float(exact)  # correctly rounded from the decimal string
+    return nearest, math.nextafter(nearest, -math.inf), math.nextafter(nearest, math.inf)
 
 
 def _rr_rdp(q_other: float, eps0: float, k: int, alpha: np.ndarray) -> np.ndarray:
