@@ -367,8 +367,10 @@ def logsumexp(a, axis: int | None = None) -> np.ndarray | float:
     ``k`` the number of entries equal to it, ``log1p(s / k) + log(k) + m``, where ``s``
     sums ``exp(a - m)`` over the other entries (``s = 0`` is kept as 0); a result that
     is not finite (an infinite or NaN entry, or every entry ``-inf``) is replaced by the
-    direct ``log(sum(exp(a)))``.  Only the real, unweighted case: ``b``,
-    ``return_sign`` and complex input are not supported.
+    direct ``log(sum(exp(a)))``.  Only the real, unweighted float64 case with an
+    integer (or no) axis: ``b``, ``return_sign``, tuple axes and complex input are not
+    supported, other float types are computed in float64 (scipy keeps their type), and
+    a full reduction is a Python float.
 
     Parameters
     ----------

@@ -322,3 +322,20 @@ def test_epsilon0_floats_are_the_rounded_80_digit_log(k, u, scale):
         assert mp.mpf(below) < truth < mp.mpf(above)
         assert below == math.nextafter(nearest, -math.inf)
         assert above == math.nextafter(nearest, math.inf)
+
+
+def test_epsilon0_ignores_the_callers_decimal_context():
+    """Review 44: the 60-digit logarithm runs in its own decimal context, so a caller's
+    traps or exponent limits neither raise nor change the floats."""
+    import decimal
+
+    from dpacct.mechanisms.primitives.randomized_response import _rr_epsilon0
+
+    want = _rr_epsilon0(0.9, 10**6)
+    with decimal.localcontext() as ctx:
+        ctx.traps[decimal.Inexact] = True
+        ctx.traps[decimal.Rounded] = True
+        ctx.Emax = 3
+        ctx.rounding = decimal.ROUND_FLOOR
+        assert _rr_epsilon0(0.9, 10**6) == want
+        assert float(RandomizedResponse(p=0.6, k=3).delta(0.5)) > 0.0

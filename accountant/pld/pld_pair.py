@@ -18,9 +18,11 @@ the mechanism (:meth:`~dpacct.accountant.mechanism.Mechanism._pair`):
 
 The rules (one swapped-curve rule, :func:`swapped_delta`, at every site):
 
-* :meth:`PLDPair.delta` (``Mechanism.delta``): the remove curve; the add direction
-  is composed only when the pair is not symmetric and the swapped bound is above the
-  remove curve at one of the requested epsilons.
+* :meth:`PLDPair.delta` (``Mechanism.delta``): the remove curve and, element by
+  element, the smallest upper bound on the add direction at hand -- the swapped
+  bound, then a coarse add PLD (the loader's ``coarse=True``), then the add PLD on the
+  pair's settings, each tried only at the epsilons where the ones before are above the
+  remove curve (nothing of the add direction when the pair is symmetric).
 * :meth:`PLDPair.epsilon` (``Mechanism.epsilon``): the remove epsilon when symmetric
   or when the swapped bound certifies ``delta`` there; else a coarse add PLD first
   (the loader's ``coarse=True``), the fine one only when the coarse epsilon is above
@@ -135,10 +137,12 @@ class PLDPair:
         The add direction is bounded element by element by the smallest bound at hand:
         the swapped remove curve (when it holds), then the coarse add PLD (when the
         loader has coarse settings), and the add PLD on the pair's settings only at
-        the epsilons where neither is at or below the remove curve.  Each is an upper
-        bound on the add direction's delta (a pessimistic pair), so the result is at
-        most ``max(remove, add)`` on the pair's settings, element by element, and
-        equal to it wherever the add direction decides.
+        the epsilons where neither is at or below the remove curve; the smallest is
+        kept.  Each is an upper bound on the add direction's delta (a pessimistic
+        pair: the loader composes the coarse and the fine add PLD with the pair's
+        flag), so the result is at most ``max(remove, add)`` on the pair's settings,
+        element by element (below it where a screen is below the add PLD).  An
+        optimistic pair returns ``max(remove, add)``.
         """
         d_rem = np.asarray(self.remove.delta(epsilon), dtype=float)
         if self.symmetric:

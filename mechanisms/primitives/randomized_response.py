@@ -89,8 +89,8 @@ def _rr_epsilon0(p: float, k: int) -> tuple[float, float, float]:
     The value is Python's :mod:`decimal` logarithm, correctly rounded to 60 digits (it
     replaced a 50-digit ``mpmath`` one, the same floats, tests/test_randomized_response.py:
     importing mpmath was 44 ms of the first ``epsilon`` of an RR composition; issue 37)."""
-    with decimal.localcontext() as ctx:
-        ctx.prec = 60
+    # a fresh context: the caller's traps, exponent limits and rounding do not apply
+    with decimal.localcontext(decimal.Context(prec=60, rounding=decimal.ROUND_HALF_EVEN)):
         pd = decimal.Decimal(p)  # exact
         exact = (pd * (k - 1) / (1 - pd)).ln()
     nearest = float(exact)  # correctly rounded from the decimal string
@@ -267,7 +267,7 @@ class RandomizedResponse(Mechanism):
     def epsilon0(self) -> float:
         """Pure-DP parameter ``log(p / q) = log(p (k - 1) / (1 - p))``, correctly rounded.
 
-        From 50 digits (in floats ``p k - 1`` cancels near ``p = 1/k``), computed once per
+        From 60 digits (in floats ``p k - 1`` cancels near ``p = 1/k``), computed once per
         mechanism with the two bounds the curves read (:func:`_rr_epsilon0`).
         """
         return self._eps0()[0]
@@ -279,7 +279,7 @@ class RandomizedResponse(Mechanism):
         return cache["eps0"]
 
     def _pure_epsilon(self) -> float:
-        # one ulp above the 50-digit epsilon0 is above the true one (a cap), and every
+        # one ulp above the 60-digit epsilon0 is above the true one (a cap), and every
         # upper curve below is read at it
         return self._eps0()[2]
 
@@ -288,7 +288,7 @@ class RandomizedResponse(Mechanism):
 
     def _delta_exact_down(self, epsilon: np.ndarray) -> np.ndarray:
         # the certified lower curve (accountant/curve_down.py): p is exact, epsilon0 one
-        # ulp below its 50-digit value (the same value the upper curves read one ulp up)
+        # ulp below its 60-digit value (the same value the upper curves read one ulp up)
         return rr_delta_down(self.p, self._eps0()[1], epsilon)
 
     def _rdp(self, alpha: np.ndarray) -> np.ndarray:
@@ -302,7 +302,7 @@ class RandomizedResponse(Mechanism):
         return law, law  # swapping v and v' maps the pair onto itself
 
     def _tradeoff_exact(self, fpr: np.ndarray) -> np.ndarray:
-        # epsilon0 one ulp above its 50-digit value: the curve read no higher
+        # epsilon0 one ulp above its 60-digit value: the curve read no higher
         return _rr_tradeoff(self.p, self.k, self._pure_epsilon(), fpr)
 
     def release(self, true_category, *, rng: np.random.Generator):
