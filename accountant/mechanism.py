@@ -70,8 +70,7 @@ from .mechanism_cache import instance_cache, pld_key
 from .pld.grid import GridPLD
 from .pld.pld_pair import PLDPair
 
-# the grid policy lives in pld_settings; these names are re-exported for the modules
-# and users that import them from here
+# the grid policy lives in pld_settings; re-exported for the modules and users of these
 from .pld.pld_settings import (  # noqa: F401
     DEFAULT_RESOLUTION,
     DEFAULT_TAIL,
@@ -429,6 +428,8 @@ class Mechanism(capabilities.FamilyDeclarations):
             flat = eps_arr.reshape(-1).astype(float)
         else:
             flat = np.array([check_epsilon(e) for e in eps_arr.reshape(-1)])
+        if flat.size == 0:  # nothing asked: an empty answer of the same shape (review 44)
+            return np.zeros(eps_arr.shape)
         if self.has_exact_curve:
             mu = self.gdp_mu()
             if mu is None:

@@ -140,3 +140,18 @@ def test_declarations_must_match_the_hooks():
 def test_bad_queries_name_the_parameter(call, name):
     with pytest.raises(ValueError, match=name):
         call(CurveOnly())
+
+
+def test_delta_of_no_epsilon_is_an_empty_array():
+    """Review 44: an empty epsilon array raised on the PLD route (a reduction over no
+    values); every route now answers an empty array of the same shape."""
+    from dpacct.accountant import compose, poisson_subsample
+    from dpacct.mechanisms import GaussianMechanism
+
+    for mech in (
+        GaussianMechanism(1.0),
+        compose([poisson_subsample(GaussianMechanism(1.0), 0.1)], counts=[10]),
+    ):
+        for shape in ((0,), (0, 3)):
+            out = mech.delta(np.zeros(shape))
+            assert isinstance(out, np.ndarray) and out.shape == shape
