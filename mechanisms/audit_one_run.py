@@ -63,7 +63,6 @@ coin, independently of everything else, and the scores computed without the coin
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -100,15 +99,6 @@ FAMILIES = ("gaussian", "eps_delta")
 # ----------------------------------------------------------------------------------
 # Steinke, Nasr & Jagielski 2023: the binomial bound with its delta term
 # ----------------------------------------------------------------------------------
-@functools.cache
-def _binomial() -> tuple[Callable, Callable]:
-    """``(sf, pmf)`` of the binomial law as ``scipy.stats.binom`` evaluates them
-    (:mod:`~dpacct.accountant.binomial_tails`: scipy's own ufuncs with its edges, bit for
-    bit the same values, ``tests/test_audit_one_run.py``; ``binom.sf``'s argument checks
-    cost 0.3 ms a call, a third of an audit's hull search; issue 37, session 25)."""
-    return binom_sf, binom_pmf
-
-
 def steinke_p_value(m: int, r: int, v: int, epsilon: float, delta: float) -> float:
     """Upper bound on ``P[at least v of r guesses correct]`` for an (eps, delta)-DP run.
 
@@ -148,7 +138,6 @@ def steinke_p_value(m: int, r: int, v: int, epsilon: float, delta: float) -> flo
         return 1.0
     from scipy import special  # here, not at import (``import dpacct`` stays light)
 
-    binom_sf, binom_pmf = _binomial()
     q = float(special.expit(epsilon))
     tail = float(binom_sf(float(v - 1), float(r), q))
     if delta == 0.0:

@@ -23,7 +23,6 @@ from scipy import stats
 
 from dpacct.mechanisms import GaussianMechanism, OneRunAuditResult, audit_one_run
 from dpacct.mechanisms.audit_one_run import (
-    _binomial,
     _eps_delta_blowup_inverse,
     _gaussian_blowup_inverse,
     fdp_rejects,
@@ -484,7 +483,9 @@ def test_threshold_search_stays_below_a_known_epsilon():
 # the binomial law through scipy's ufuncs called directly (issue 37, session 25): bit for
 # bit scipy.stats.binom's values, so steinke_p_value is unchanged
 def test_binomial_ufuncs_equal_scipy_stats_bit_for_bit():
-    sf, pmf = _binomial()
+    from dpacct.accountant.binomial_tails import binom_pmf as pmf
+    from dpacct.accountant.binomial_tails import binom_sf as sf
+
     rng = np.random.default_rng(37_25)
     for _ in range(60):
         n = int(rng.integers(1, 5000))

@@ -162,7 +162,6 @@ def test_theorem6_deltahat_screens_the_add_direction_without_loosening():
     assert np.all(got <= np.maximum(*pess))
     assert np.all(got >= np.maximum(*opt))
     # the remove direction decides wherever the add one is screened: equal there
-    np.testing.assert_array_equal(got, np.minimum(got, np.maximum(*pess)))
     assert np.mean(got == np.maximum(*pess)) > 0.9
 
 

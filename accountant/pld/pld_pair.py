@@ -154,15 +154,19 @@ class PLDPair:
         if self.swap_bounds_add:
             bound = np.asarray(swapped_delta(self.remove, eps), dtype=float).reshape(d_rem.shape)
         need = bound > d_rem
+        read = None  # the add PLD already read at the epsilons in need
         if need.any() and self.loader is not None and self.add is None:
             # the coarse add PLD (the pair's own one when the loader has no coarse
-            # settings: then it is the fine one below, composed once)
-            coarse = np.asarray(self.add_pld(coarse=True).delta(eps[need]), dtype=float)
-            bound[need] = np.minimum(bound[need], coarse.reshape(-1))
+            # settings: then it is the fine one below, read once)
+            read = self.add_pld(coarse=True)
+            vals = np.asarray(read.delta(eps[need]), dtype=float).reshape(-1)
+            bound[need] = np.minimum(bound[need], vals)
             need = bound > d_rem
         if need.any():
-            fine = np.asarray(self.add_pld().delta(eps[need]), dtype=float)
-            bound[need] = np.minimum(bound[need], fine.reshape(-1))
+            fine = self.add_pld()
+            if fine is not read:
+                vals = np.asarray(fine.delta(eps[need]), dtype=float).reshape(-1)
+                bound[need] = np.minimum(bound[need], vals)
         return np.maximum(d_rem, bound)
 
     def epsilon(self, delta: float) -> PairEpsilon:
