@@ -32,6 +32,7 @@ import numpy as np
 from scipy import special
 
 from dpacct.accountant.validation import check_count, check_positive
+from dpacct.mechanisms.algorithms.bandmf_ar_sweep import apply_term, term_cells
 from dpacct.mechanisms.algorithms.bandmf_balls_in_bins_core import (
     _lambda_max_upper,
 )
@@ -297,8 +298,7 @@ def ar_remove_law(noise_multiplier: float, instance: tuple, *, points: int = 41,
     mass = np.zeros(g.size)
     ctx = (alpha, beta, tau, wg, futs, big_c, half_w, t)
     terms = (gs, ex, wx, big_c, half, t, fac, tmean)
-    for i0, (x0, m0) in enumerate(zip(wg, w0, strict=True)):
-        law, charged = _node_transfer(ctx, terms, i0, float(x0), float(m0), prune)
+    for law, charged in _sweep(ctx, terms, w0, prune):
         tail += charged
         if law is not None:
             mass += law
@@ -392,6 +392,70 @@ def _node_transfer(ctx: tuple, terms: tuple, i0: int, x0: float, m0: float,
         d = _add_term(sums[:, lo:hi], g, (bot + lo, bot + hi), None, wg, ex, wx, big_c,
                       half[s], t, fac, g_out=gs[s])
     return m0 * d.sum(axis=0), tail
+
+
+def _sweep(ctx: tuple, terms: tuple, w0: np.ndarray, prune: float) -> list:
+    """Every ``W_0`` node's transfer, as :func:`_node_transfer` returns it (a list in node
+    order), run one term at a time over all nodes (session 45): each term's rounding is
+    computed once for every node (:func:`.bandmf_ar_sweep.term_cells`) and applied to each
+    (:func:`.bandmf_ar_sweep.apply_term`), bit for bit ``_node_transfer``'s floats (the
+    same operations per node in the same order; a state's masses are kept on the window
+    of cells that holds them instead of the whole grid).  The nodes' kernels are held
+    until their term has run."""
+    wg = ctx[3]
+    gs, ex, wx, big_c, half, t, fac, tmean = terms
+    out: list = [None] * wg.size
+    live = []  # [i0, m0, steps, value, masses, offset, tail]
+    for i0, (x0, m0) in enumerate(zip(wg, w0, strict=True)):
+        x0, m0 = float(x0), float(m0)
+        steps = _steps(ctx, x0)
+        value = _values(steps, tmean)
+        d = _add_term(np.zeros((wg.size, gs[0].size)), gs[0], None, i0, x0, ex, wx, big_c,
+                      half[0], t, fac)
+        node = float(np.sum(d @ gs[0] * value[0][0] + d.sum(axis=1) * value[1][0]))
+        if m0 * node * _PRUNE_SLACK <= prune:  # the whole W_0 node, charged
+            out[i0] = (None, m0 * node * _PRUNE_SLACK)
+            continue
+        live.append([i0, m0, steps, value, d, 0, 0.0])
+    for s in range(1, t):
+        g = gs[s - 1]  # the grid of the partial sums before term s
+        moves = []
+        for node in live:
+            i0, m0, steps, value, d, off, tail = node
+            occ = np.nonzero(d.any(axis=0))[0]
+            bot, top = off + int(occ[0]), off + int(occ[-1]) + 1
+            kern, q, r = steps[s - 1]
+            steps[s - 1] = None
+            sums = d[:, bot - off:top - off]
+            tail += m0 * float(np.sum(sums @ g[bot:top] * q + sums.sum(axis=1) * r)) * (1 + 1e-9)
+            sums = kern.T @ sums
+            cut, sums = _prune(sums, g[bot:top], value[0][s],
+                               value[1][s] + value[0][s] * tmean[s], prune / m0)
+            tail += m0 * cut * _PRUNE_SLACK
+            node[6] = tail
+            occ = np.nonzero(sums.any(axis=0))[0]
+            if occ.size == 0:
+                out[i0] = (None, tail)
+                continue
+            lo, hi = int(occ[0]), int(occ[-1]) + 1
+            moves.append((node, sums[:, lo:hi], (bot + lo, bot + hi)))
+        live = [m[0] for m in moves]
+        if not moves:
+            break
+        span = (min(m[2][0] for m in moves), max(m[2][1] for m in moves))
+        cells = term_cells(g, span, gs[s], wg, ex, big_c, half[s], t, fac, True)
+        for node, sums, cols in moves:
+            if cells is None:  # pragma: no cover - the grid reaches twice the largest sum
+                node[4] = _add_term(sums, g, cols, None, wg, ex, wx, big_c, half[s], t, fac,
+                                    g_out=gs[s])
+                node[5] = 0
+            else:
+                node[4], node[5] = apply_term(cells, sums, cols, wx, gs[s].size)
+    for i0, m0, _, _, d, off, tail in live:
+        law = np.zeros(gs[-1].size)
+        law[off:off + d.shape[1]] = m0 * d.sum(axis=0)
+        out[i0] = (law, tail)
+    return out
 
 
 #: enlargement of a pruned state's charge: the law's final rounding of each atom up onto
