@@ -28,6 +28,7 @@ from dpacct.mechanisms.algorithms.bandmf_ar_standin import (
     _future,
     _law_setup,
 )
+from dpacct.mechanisms.algorithms.bandmf_ar_sweep import apply_term, term_cells
 from dpacct.mechanisms.algorithms.bandmf_two_band import (
     _TERM_SLACK,
     _compact,
@@ -187,9 +188,7 @@ def ar_add_law(noise_multiplier: float, instance: tuple, *, points: int = 41,
     g = g[: int(np.searchsorted(g, 1.0, side="left")) + 1]  # the absorbing top
     terms = (g, ex, wx, big_c, half, t, 1 - _TERM_SLACK)
     mass = np.zeros(g.size)
-    for i0, (x0, m0) in enumerate(zip(wg, w0[0], strict=True)):
-        law, charged = _node_transfer((alpha, beta, tau, wg, lams), terms, i0, float(x0),
-                                      float(m0), prune)
+    for law, charged in _sweep((alpha, beta, tau, wg, lams), terms, w0[0], prune):
         tail += charged
         mass += law
     keep = mass > 0
@@ -227,3 +226,52 @@ def _node_transfer(ctx: tuple, terms: tuple, i0: int, x0: float, m0: float,
         d = _add_term(sums[:, lo:hi], g, (bot + lo, bot + hi), None, wg, ex, wx, big_c,
                       half[s], t, fac, False)
     return m0 * d.sum(axis=0), charged * (1 + _CHARGE_REL)
+
+
+def _sweep(ctx: tuple, terms: tuple, w0: np.ndarray, prune: float) -> list:
+    """Every ``W_0`` node's add transfer, as :func:`_node_transfer` returns it (a list in
+    node order), one term at a time over all nodes with each term's rounding computed
+    once (session 45; :mod:`.bandmf_ar_sweep`): bit for bit ``_node_transfer``'s floats."""
+    alpha, beta, tau, wg, lams = ctx
+    g, ex, wx, big_c, half, t, fac = terms
+    live = []  # [i0, x0, m0, masses, offset, charged]
+    for i0, (x0, m0) in enumerate(zip(wg, w0, strict=True)):
+        d = _add_term(np.zeros((wg.size, g.size)), g, None, i0, float(x0), ex, wx, big_c,
+                      half[0], t, fac, False)
+        live.append([i0, float(x0), float(m0), d, 0, 0.0])
+    out: list = [None] * wg.size
+    for s in range(1, t):
+        moves = []
+        for node in live:
+            i0, x0, m0, d, off, charged = node
+            rows = np.nonzero(d.any(axis=1))[0]
+            occ = np.nonzero(d.any(axis=0))[0]
+            bot, top = int(occ[0]), int(occ[-1]) + 1
+            kern, below = exp_hats(alpha[s] * wg[rows] + beta[s] * x0, float(tau[s]),
+                                   float(lams[s]), wg)
+            sums = d[np.ix_(rows, np.arange(bot, top))]
+            charged += m0 * float(sums.sum(axis=1) @ below)
+            sums = kern.T @ sums
+            if prune > 0.0:
+                small = (sums > 0.0) & (sums * m0 <= prune)
+                charged += m0 * float(sums[small].sum())
+                sums[small] = 0.0
+            node[5] = charged
+            occ = np.nonzero(sums.any(axis=0))[0]
+            if occ.size == 0:  # every state pruned
+                out[i0] = (np.zeros(g.size), charged * (1 + _CHARGE_REL))
+                continue
+            lo, hi = int(occ[0]), int(occ[-1]) + 1
+            moves.append((node, sums[:, lo:hi], (off + bot + lo, off + bot + hi)))
+        live = [m[0] for m in moves]
+        if not moves:
+            break
+        span = (min(m[2][0] for m in moves), max(m[2][1] for m in moves))
+        cells = term_cells(g, span, g, wg, ex, big_c, half[s], t, fac, False)
+        for node, sums, cols in moves:
+            node[3], node[4] = apply_term(cells, sums, cols, wx, g.size)
+    for i0, _, m0, d, off, charged in live:
+        law = np.zeros(g.size)
+        law[off:off + d.shape[1]] = m0 * d.sum(axis=0)
+        out[i0] = (law, charged * (1 + _CHARGE_REL))
+    return out
