@@ -324,7 +324,24 @@ def _proxy_epsilon(sigma: float, inst: tuple) -> float:
 
 
 def _mc_epsilon(h: np.ndarray, sigma: float, delta: float) -> float:
-    """Monte Carlo estimate (both directions, seeded) of the pair of Gram ``h``."""
+    """Monte Carlo estimate (both directions, seeded) of the pair of Gram ``h``; kept per
+    ``(h, sigma, delta)`` (:data:`_MC`: the seed is fixed, so a repeated call, as
+    :func:`ar_choice`'s of the plan's own candidate, would draw the same estimate)."""
+    key = (h.shape, h.tobytes(), float(sigma), float(delta))
+    if key not in _MC:
+        if len(_MC) >= _MC_MAX:
+            _MC.clear()
+        _MC[key] = _mc_draw(h, sigma, delta)
+    return _MC[key]
+
+
+#: estimates of :func:`_mc_epsilon` (at most :data:`_MC_MAX`; cleared when full)
+_MC: dict = {}
+_MC_MAX = 512
+
+
+def _mc_draw(h: np.ndarray, sigma: float, delta: float) -> float:
+    """:func:`_mc_epsilon`'s estimate, drawn."""
     k = h.shape[0]
     rng = np.random.default_rng(20260121)
     vals, vecs = np.linalg.eigh(h)
@@ -424,6 +441,25 @@ def _refine(sigma: float, scored: list) -> tuple:
     return least if not mine or least[0] < mine[0][0] * (1 - INCUMBENT) else mine[0]
 
 
+def _coarser_first(sigma: float, col: list, n: int, k: int, scored: list) -> tuple | None:
+    """The candidate with the least estimate where the default would answer by the
+    coarser route at its class count (:func:`ar_choice` takes Theorem 6 and
+    :func:`ar_coarser` halves the classes; session 45), else None.
+
+    That route's laws (Theorems 6 and 6' at half the class count) depend on the
+    candidate's class count only, so :func:`_refine`'s coarse Theorem 4 laws, which
+    choose among Theorem 4 builds, are not needed for it.  Only tightness depends on
+    this choice: every route is certified."""
+    least = min(scored, key=lambda x: x[0])
+    try:
+        ar = ar_choice(sigma, col, n, k, least[1], least[2])
+        if ar_coarser(sigma, col, n, k, least[1], ar) is None:
+            return None
+    except (ZeroDivisionError, IndexError, OverflowError, FloatingPointError):
+        return None
+    return least
+
+
 def shared_plan(sigma: float, iterations: int, cycle_length: int, strategy: list, *,
                 budget: float | None = None,
                 points: tuple = (51, 41, 31, 21)) -> tuple | None:
@@ -431,8 +467,10 @@ def shared_plan(sigma: float, iterations: int, cycle_length: int, strategy: list
     :func:`shared_class_counts` and the splits of :data:`SPLITS` (and Theorem 3's own),
     those affordable at the fewest ``points`` within ``budget`` estimated seconds, the
     least by :func:`_proxy_epsilon` and then by a coarse certified bound
-    (:func:`_refine`; Theorem 3's unless another is :data:`INCUMBENT` below it), at the
-    most ``points`` within ``budget``; None if none is affordable.
+    (:func:`_refine`; Theorem 3's unless another is :data:`INCUMBENT` below it) -- or,
+    where the least by the estimate takes the coarser route (:func:`_coarser_first`,
+    whose laws do not depend on Theorem 4's split), that one without the coarse
+    bounds -- at the most ``points`` within ``budget``; None if none is affordable.
     Inputs are checked by the caller.
 
     Examples
@@ -455,7 +493,9 @@ def shared_plan(sigma: float, iterations: int, cycle_length: int, strategy: list
             scored.append((_proxy_epsilon(sigma, inst), (g, pf, bf), inst))
     if not scored:
         return None
-    best = _refine(sigma, scored)
+    best = _coarser_first(sigma, col, iterations, cycle_length, scored)
+    if best is None:
+        best = _refine(sigma, scored)
     for pts in sorted(points, reverse=True):
         if budget is None or shared_cost(sigma, best[2], pts) <= budget:
             return best[1], pts
