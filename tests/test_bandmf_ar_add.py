@@ -155,3 +155,40 @@ def test_coarser_route_keeps_the_correlation_per_bin():
         assert r == pytest.approx(math.sqrt(inst[3]), rel=1e-15)
         ref = a * np.eye(t) + gam * ar_coefficients(t, r)[3] + beta
         assert np.linalg.eigvalsh(ref - balls_in_bins_gram(col, n, k))[0] >= 0.0
+
+
+@pytest.mark.parametrize("inst, sigma, kwargs", [
+    ((4, 1.0, 1.0, 0.5, 0.0), 2.0, {"points": 17, "x_points": 9, "rho": 0.03, "prune": 0.0}),
+    ((6, 3.0, 3.0, 0.5, 0.0), 1.0, {"points": 17, "x_points": 9, "rho": 0.03, "prune": 1e-9}),
+])
+def test_add_sweep_is_the_per_node_transfer_bit_for_bit(monkeypatch, inst, sigma, kwargs):
+    """Session 45: the add law's ``_sweep`` (one term at a time over every ``W_0`` node)
+    returns ``_node_transfer``'s floats exactly, node by node; both cases reach the
+    absorbing top cell (sums at or above 1), whose upper parts the window drops."""
+    from dpacct.mechanisms.algorithms import bandmf_ar_sweep
+
+    seen = {"top": 0}
+    apply_term = bandmf_ar_sweep.apply_term
+
+    def spy_apply(cells, d, cols, wx, size):
+        out, off = apply_term(cells, d, cols, wx, size)
+        seen["top"] += cells[4] == size - 1
+        return out, off
+
+    sweep = ar_add._sweep
+
+    def spy(*a):
+        seen["args"] = a
+        return sweep(*a)
+
+    monkeypatch.setattr(ar_add, "_sweep", spy)
+    monkeypatch.setattr(ar_add, "apply_term", spy_apply)
+    ar_add_law(sigma, inst, **kwargs)
+    ctx, terms, w0, prune = seen["args"]
+    assert seen["top"] > 0
+    new = sweep(ctx, terms, w0, prune)
+    old = [ar_add._node_transfer(ctx, terms, i, float(x), float(w), prune)
+           for i, (x, w) in enumerate(zip(ctx[3], w0, strict=True))]
+    for (law_new, tail_new), (law_old, tail_old) in zip(new, old, strict=True):
+        assert tail_new == tail_old
+        assert np.array_equal(law_new, law_old)

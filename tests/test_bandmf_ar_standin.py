@@ -214,3 +214,43 @@ def test_late_grid_refuses_bad_input():
         ar_remove_law(1.0, inst, late_rho=0.01, late_from=-1)
     with pytest.raises(ValueError, match="late_from"):
         ar_remove_law(1.0, inst, late_rho=0.01, late_from=1.5)
+
+
+def _sweep_args(monkeypatch, module, law, *args, **kwargs):
+    """The ``(ctx, terms, w0, prune)`` that ``law`` passes to ``module._sweep``."""
+    seen = {}
+    sweep = module._sweep
+
+    def spy(*a):
+        seen["args"] = a
+        return sweep(*a)
+
+    monkeypatch.setattr(module, "_sweep", spy)
+    law(*args, **kwargs)
+    return seen["args"]
+
+
+@pytest.mark.parametrize("inst, sigma, kwargs", [
+    ((6, 1.0, 2.0, 0.5, 0.0), 2.0, {"points": 17, "x_points": 9, "rho": 0.03}),
+    ((9, 3.0, 10.0, 0.6, 0.0), 4.0, {"points": 25, "x_points": 11, "rho": 0.02,
+                                     "late_rho": 0.01, "late_from": 4, "prune": 1e-9}),
+])
+def test_sweep_is_the_per_node_transfer_bit_for_bit(monkeypatch, inst, sigma, kwargs):
+    """Session 45: every ``W_0`` node's transfer run one term at a time, each term's
+    rounding computed once for all nodes (``_sweep``), returns ``_node_transfer``'s
+    floats exactly, node by node (the second case prunes whole nodes and states, and
+    switches grids at ``late_from``)."""
+    from dpacct.mechanisms.algorithms import bandmf_ar_standin as m
+
+    ctx, terms, w0, prune = _sweep_args(monkeypatch, m, m.ar_remove_law, sigma, inst,
+                                        **kwargs)
+    new = m._sweep(ctx, terms, w0, prune)
+    old = [m._node_transfer(ctx, terms, i, float(x), float(w), prune)
+           for i, (x, w) in enumerate(zip(ctx[3], w0, strict=True))]
+    assert len(new) == len(old)
+    for (law_new, tail_new), (law_old, tail_old) in zip(new, old, strict=True):
+        assert tail_new == tail_old
+        assert (law_new is None) == (law_old is None)
+        if law_old is not None:
+            assert np.array_equal(law_new, law_old)
+    assert any(law is not None for law, _ in new)

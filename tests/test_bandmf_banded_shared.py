@@ -162,3 +162,47 @@ def test_theorem6_remove_law_taken_where_built_and_theorem4s_where_not(monkeypat
     monkeypatch.setattr(bandmf_banded_shared, "AR_EXTRA_POINTS", 0)
     coarse = _laws(sigma, inst, 5, ar)
     assert len(coarse) == 1 and len(coarse[0]) == 3
+
+
+def test_plan_takes_the_coarser_route_without_refining(monkeypatch):
+    """Session 45: where the candidate with the least estimate takes the coarser route
+    (``ar_choice`` then ``ar_coarser``), the plan returns it without ``_refine``'s coarse
+    Theorem 4 laws; where it does not, ``_refine`` decides as before."""
+    from dpacct.mechanisms.algorithms import bandmf_banded_shared as bs
+
+    col, n, k, sigma = [1.0, 0.6, 0.3, 0.2], 40, 8, 2.0
+    refined = []
+
+    def refine(s, scored):
+        refined.append(len(scored))
+        return max(scored, key=lambda x: x[0])  # not the least: tells the two apart
+
+    monkeypatch.setattr(bs, "_refine", refine)
+    monkeypatch.setattr(bs, "ar_choice", lambda *a: {4: "stand-in"})
+    monkeypatch.setattr(bs, "ar_coarser", lambda *a: (1, "stand-in"))
+    scored = []
+    proxy = bs._proxy_epsilon
+    monkeypatch.setattr(bs, "_proxy_epsilon",
+                        lambda s, inst: scored.append(proxy(s, inst)) or scored[-1])
+    choice, _ = bs.shared_plan(sigma, n, k, col)
+    assert not refined
+    least = min(range(len(scored)), key=scored.__getitem__)
+    monkeypatch.setattr(bs, "ar_coarser", lambda *a: None)
+    scored.clear()
+    other, _ = bs.shared_plan(sigma, n, k, col)
+    assert refined and len(scored) > 1
+    most = max(range(len(scored)), key=scored.__getitem__)
+    assert least != most and choice != other
+
+
+def test_monte_carlo_estimates_are_kept_and_equal_a_fresh_draw():
+    """Session 45: ``_mc_epsilon`` keeps its seeded estimate per (Gram, sigma, delta); a
+    kept one is the value a fresh draw gives, and a different Gram is drawn anew."""
+    from dpacct.mechanisms.algorithms import bandmf_banded_shared as bs
+
+    h = np.array([[2.0, 0.5, 0.1], [0.5, 2.0, 0.5], [0.1, 0.5, 2.0]])
+    first = bs._mc_epsilon(h, 1.5, 1e-3)
+    assert bs._mc_epsilon(h, 1.5, 1e-3) == first == bs._mc_draw(h, 1.5, 1e-3)
+    h2 = h.copy()
+    h2[0, 0] = 2.5
+    assert bs._mc_epsilon(h2, 1.5, 1e-3) == bs._mc_draw(h2, 1.5, 1e-3) != first
