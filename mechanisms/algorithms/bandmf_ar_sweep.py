@@ -28,9 +28,11 @@ def term_cells(g_in: np.ndarray, cells: tuple[int, int], g_out: np.ndarray,
                wg: np.ndarray, ex: np.ndarray, big_c: float, half_s: float, t: int,
                fac: float, up: bool) -> tuple | None:
     """The rounding of one term for every ``W`` node, ``X`` node and input cell of
-    ``cells = (bot, top)`` (cells of ``g_in``) onto ``g_out``: ``(j, p, bot, jlo, jhi)``
-    with ``j, p`` of shape ``(W nodes, X nodes, top - bot)`` and ``[jlo, jhi]`` the range
-    of ``j``; None where a remove-direction sum reaches ``g_out[-1]`` (there
+    ``cells = (bot, top)`` (cells of ``g_in``) onto ``g_out``: ``(idx, p, bot, jlo,
+    width)`` with ``p`` the upper probabilities and ``idx = i width + j - jlo`` the lower
+    cells ``j`` in a window of ``width = jhi - jlo + 2`` cells per ``W`` row ``i``
+    (``[jlo, jhi]`` the range of ``j``), each of shape ``(W nodes, X nodes, top - bot)``;
+    None where a remove-direction sum reaches ``g_out[-1]`` (there
     :func:`.bandmf_ar_standin._add_term`, which raises for its own states, decides).
 
     The term and the sums are formed as in ``_add_term`` (``up``: the remove direction;
@@ -43,7 +45,10 @@ def term_cells(g_in: np.ndarray, cells: tuple[int, int], g_out: np.ndarray,
     elif float(y.max()) >= float(g_out[-1]):
         return None
     j, p = _spread(y, g_out, up)
-    return j, p, bot, int(j.min()), int(j.max())
+    jlo = int(j.min())
+    width = int(j.max()) - jlo + 2
+    j += (np.arange(wg.size) * width - jlo)[:, None, None]
+    return j, p, bot, jlo, width
 
 
 def apply_term(cells: tuple, d: np.ndarray, cols: tuple[int, int], wx: np.ndarray,
@@ -57,18 +62,17 @@ def apply_term(cells: tuple, d: np.ndarray, cols: tuple[int, int], wx: np.ndarra
     two ``bincount`` sums per cell; the output's row stride is the window's instead of
     the grid's, and the upper parts are shifted by one cell after their sum instead of
     before (the same additions)."""
-    j, p, bot, jlo, jhi = cells
+    idx, p, bot, jlo, width = cells
     nrow = d.shape[0]
     live = np.nonzero(d.any(axis=1))[0]
+    # the live rows, as a slice where they are contiguous (views, no gathered copies)
+    rows = slice(live[0], live[-1] + 1) if live[-1] - live[0] + 1 == live.size else live
     a, b = cols[0] - bot, cols[1] - bot
-    width = jhi - jlo + 2
-    mass = d[live]
+    mass = d[rows]
     wt = mass[:, None, :] * wx[None, :, None]
-    hi = wt * p[live, :, a:b]
+    hi = wt * p[rows, :, a:b]
     wt -= hi
-    idx = j[live, :, a:b]
-    idx += (live * width - jlo)[:, None, None]
-    flat = idx.ravel()
+    flat = idx[rows, :, a:b].ravel()
     out = np.bincount(flat, wt.ravel(), minlength=nrow * width)
     up = np.bincount(flat, hi.ravel(), minlength=nrow * width)
     out[1:] += up[:-1]
