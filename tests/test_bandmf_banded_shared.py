@@ -206,3 +206,14 @@ def test_monte_carlo_estimates_are_kept_and_equal_a_fresh_draw():
     h2 = h.copy()
     h2[0, 0] = 2.5
     assert bs._mc_epsilon(h2, 1.5, 1e-3) == bs._mc_draw(h2, 1.5, 1e-3) != first
+
+
+def test_rows_times_is_the_product_in_row_blocks():
+    """Session 45: the Monte Carlo's product in blocks of rows is the whole product (to
+    the rounding of a dot product), every row filled, also past the last full block."""
+    from dpacct.mechanisms.algorithms import bandmf_banded_shared as bs
+
+    rng = np.random.default_rng(7)
+    for rows in (1, bs._ROW_BLOCK, 3 * bs._ROW_BLOCK + 5):
+        x, y = rng.standard_normal((rows, 13)), rng.standard_normal((13, 13))
+        np.testing.assert_allclose(bs._rows_times(x, y), x @ y, rtol=0, atol=1e-13)

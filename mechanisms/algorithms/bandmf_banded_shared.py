@@ -351,7 +351,8 @@ def _mc_draw(h: np.ndarray, sigma: float, delta: float) -> float:
     chunk = max(1, 2_000_000 // k)  # at most 2e6 normals at a time (16 MB)
     for start in range(0, SEARCH_SAMPLES, chunk):
         m = min(chunk, SEARCH_SAMPLES - start)
-        z = rng.standard_normal((m, k)) @ root.T / sigma
+        z = _rows_times(rng.standard_normal((m, k)), root.T)
+        z /= sigma
         add.append(-(_row_logsumexp(z - half) - math.log(k)))
         z += h[:, rng.integers(k, size=m)].T / (sigma * sigma)
         rem.append(_row_logsumexp(z - half) - math.log(k))
@@ -375,6 +376,24 @@ def _mc_draw(h: np.ndarray, sigma: float, delta: float) -> float:
         mid = 0.5 * (lo + hi)
         lo, hi = (lo, mid) if est(mid) <= delta else (mid, hi)
     return hi
+
+
+#: rows per BLAS product in :func:`_rows_times`
+_ROW_BLOCK = 256
+
+
+def _rows_times(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """``x @ y`` in blocks of :data:`_ROW_BLOCK` rows of ``x`` (session 45): products this
+    small run on one BLAS thread, where the whole one is spread over OpenBLAS's pool,
+    whose workers then spin-wait through the numpy work between products (the 16-band
+    plan's CPU seconds were twice its wall seconds on 2 cores; blocked: equal, and the
+    wall no longer).  Each row is the same dot products; their last bits may differ from
+    the whole product's (a blocking of the BLAS kernel), which only a seeded estimate
+    sees."""
+    out = np.empty((x.shape[0], y.shape[1]))
+    for i in range(0, x.shape[0], _ROW_BLOCK):
+        np.matmul(x[i:i + _ROW_BLOCK], y, out=out[i:i + _ROW_BLOCK])
+    return out
 
 
 def _row_logsumexp(x: np.ndarray) -> np.ndarray:
