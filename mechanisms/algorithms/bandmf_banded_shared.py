@@ -26,6 +26,7 @@ the route, both directions then from Theorem 6 and Theorem 6'
 
 from __future__ import annotations
 
+import hashlib
 import math
 from dataclasses import dataclass
 
@@ -327,7 +328,9 @@ def _mc_epsilon(h: np.ndarray, sigma: float, delta: float) -> float:
     """Monte Carlo estimate (both directions, seeded) of the pair of Gram ``h``; kept per
     ``(h, sigma, delta)`` (:data:`_MC`: the seed is fixed, so a repeated call, as
     :func:`ar_choice`'s of the plan's own candidate, would draw the same estimate)."""
-    key = (h.shape, h.tobytes(), float(sigma), float(delta))
+    # the Gram by a digest of its bytes (a k x k Gram is 80 kB at k = 100: 512 of them
+    # as keys would hold 40 MB)
+    key = (h.shape, hashlib.sha256(h.tobytes()).hexdigest(), float(sigma), float(delta))
     if key not in _MC:
         if len(_MC) >= _MC_MAX:
             _MC.clear()
