@@ -208,6 +208,24 @@ def test_monte_carlo_estimates_are_kept_and_equal_a_fresh_draw():
     assert bs._mc_epsilon(h2, 1.5, 1e-3) == bs._mc_draw(h2, 1.5, 1e-3) != first
 
 
+def test_monte_carlo_memo_is_used_and_keyed_by_every_input(monkeypatch):
+    """Review of session 45: a repeated call does not draw again; sigma, delta and the
+    sample count are each part of the key."""
+    from dpacct.mechanisms.algorithms import bandmf_banded_shared as bs
+
+    monkeypatch.setattr(bs, "_MC", {})
+    draws = []
+    monkeypatch.setattr(bs, "_mc_draw", lambda h, s, d: draws.append((s, d)) or s + d)
+    h = np.eye(3)
+    assert bs._mc_epsilon(h, 1.5, 1e-3) == bs._mc_epsilon(h, 1.5, 1e-3) == 1.5 + 1e-3
+    assert len(draws) == 1
+    assert bs._mc_epsilon(h, 2.5, 1e-3) == 2.5 + 1e-3
+    assert bs._mc_epsilon(h, 1.5, 1e-2) == 1.5 + 1e-2
+    monkeypatch.setattr(bs, "SEARCH_SAMPLES", 1000)
+    bs._mc_epsilon(h, 1.5, 1e-3)
+    assert len(draws) == 4
+
+
 def test_rows_times_is_the_product_in_row_blocks():
     """Session 45: the Monte Carlo's product in blocks of rows is the whole product (to
     the rounding of a dot product), every row filled, also past the last full block."""

@@ -330,12 +330,17 @@ def _mc_epsilon(h: np.ndarray, sigma: float, delta: float) -> float:
     :func:`ar_choice`'s of the plan's own candidate, would draw the same estimate)."""
     # the Gram by a digest of its bytes (a k x k Gram is 80 kB at k = 100: 512 of them
     # as keys would hold 40 MB)
-    key = (h.shape, hashlib.sha256(h.tobytes()).hexdigest(), float(sigma), float(delta))
-    if key not in _MC:
+    # (the sample count too: a caller may lower SEARCH_SAMPLES, as a test does; and the
+    # value is read once, so a clear by another thread between test and read cannot raise)
+    key = (h.shape, hashlib.sha256(h.tobytes()).hexdigest(), float(sigma), float(delta),
+           SEARCH_SAMPLES)
+    value = _MC.get(key)
+    if value is None:
+        value = _mc_draw(h, sigma, delta)
         if len(_MC) >= _MC_MAX:
             _MC.clear()
-        _MC[key] = _mc_draw(h, sigma, delta)
-    return _MC[key]
+        _MC[key] = value
+    return value
 
 
 #: estimates of :func:`_mc_epsilon` (at most :data:`_MC_MAX`; cleared when full)
