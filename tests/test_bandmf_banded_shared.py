@@ -195,6 +195,36 @@ def test_plan_takes_the_coarser_route_without_refining(monkeypatch):
     assert least != most and choice != other
 
 
+def test_failed_coarser_build_plans_again_by_the_coarse_bounds(monkeypatch):
+    """Review 45: when the plan took a candidate for the coarser route without
+    ``_refine`` and that route's laws cannot be built, the build plans again with
+    ``_refine`` (the choice before session 45) instead of building Theorem 4 for an
+    unvetted candidate; a caller's own ``choice`` still falls back to Theorem 4."""
+    from dpacct.mechanisms.algorithms import bandmf_banded_shared as bs
+
+    col, n, k, sigma = [1.0, 0.6, 0.3, 0.2], 40, 8, 2.0
+
+    def refine(s, scored):
+        return max(scored, key=lambda x: x[0])  # not the least: tells the two apart
+
+    monkeypatch.setattr(bs, "_refine", refine)
+    monkeypatch.setattr(bs, "ar_choice", lambda *a: {})
+    monkeypatch.setattr(bs, "ar_coarser", lambda *a: (1, "stand-in"))
+    monkeypatch.setattr(bs, "_coarser_laws", lambda *a: None)  # the coarser build fails
+    built = []
+    monkeypatch.setattr(bs, "_laws", lambda s, inst, pts, ar: built.append(inst) or ("t4",))
+    first, _ = bs.shared_plan(sigma, n, k, col, points=(5,))
+    again, _ = bs.shared_plan(sigma, n, k, col, points=(5,), coarser_first=False)
+    assert first != again
+    run = bs.bandmf_shared_balls_in_bins(sigma, n, cycle_length=k, strategy=col, points=5,
+                                         candidates=())
+    assert run.choice == again and built == [bs._instances_of(col, n, k, again)]
+    built.clear()
+    own = bs.bandmf_shared_balls_in_bins(sigma, n, cycle_length=k, strategy=col, points=5,
+                                         candidates=(), choice=first)
+    assert own.choice == first and built == [bs._instances_of(col, n, k, first)]
+
+
 def test_monte_carlo_estimates_are_kept_and_equal_a_fresh_draw():
     """Session 45: ``_mc_epsilon`` keeps its seeded estimate per (Gram, sigma, delta); a
     kept one is the value a fresh draw gives, and a different Gram is drawn anew."""

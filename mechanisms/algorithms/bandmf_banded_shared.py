@@ -489,7 +489,7 @@ def _coarser_first(sigma: float, col: list, n: int, k: int, scored: list) -> tup
 
 def shared_plan(sigma: float, iterations: int, cycle_length: int, strategy: list, *,
                 budget: float | None = None,
-                points: tuple = (51, 41, 31, 21)) -> tuple | None:
+                points: tuple = (51, 41, 31, 21), coarser_first: bool = True) -> tuple | None:
     """``(choice, points)`` for Theorem 4: among the class counts of
     :func:`shared_class_counts` and the splits of :data:`SPLITS` (and Theorem 3's own),
     those affordable at the fewest ``points`` within ``budget`` estimated seconds, the
@@ -520,7 +520,7 @@ def shared_plan(sigma: float, iterations: int, cycle_length: int, strategy: list
             scored.append((_proxy_epsilon(sigma, inst), (g, pf, bf), inst))
     if not scored:
         return None
-    best = _coarser_first(sigma, col, iterations, cycle_length, scored)
+    best = _coarser_first(sigma, col, iterations, cycle_length, scored) if coarser_first else None
     if best is None:
         best = _refine(sigma, scored)
     for pts in sorted(points, reverse=True):
@@ -603,24 +603,45 @@ def bandmf_shared_balls_in_bins(
             raise ValueError("choice must be (classes in [1, cycle_length], p_factor >= 0, "
                              "beta_factor >= 0) or (ceil(b / 2), 'thm3', 0.0), got "
                              f"{choice!r}")
-    if choice is None:
+    planned = choice is None
+    if planned:
         plan = shared_plan(sigma, iterations, cycle_length, list(col), budget=budget,
                            points=(points,))
         choice = None if plan is None else plan[0]
-    best = None if choice is None else (choice, _instances_of(list(col), iterations,
-                                                               cycle_length, choice))
-    laws, choice = (), ()
-    if best is not None:
+    laws = ()
+    if choice is not None:
         try:
-            ar = ar_choice(sigma, list(col), iterations, cycle_length, best[0], best[1])
-            coarse = ar_coarser(sigma, list(col), iterations, cycle_length, best[0], ar)
-            laws = None if coarse is None else _coarser_laws(sigma, coarse[1], points)
+            laws = _route_laws(sigma, list(col), iterations, cycle_length, choice, points,
+                               coarser=not planned)
+            if laws is None and planned:
+                # the plan took this candidate for the coarser route without
+                # _refine's coarse bounds (session 45), and that route could not be
+                # built: plan again by those bounds, as before (review 45)
+                plan = shared_plan(sigma, iterations, cycle_length, list(col),
+                                   budget=budget, points=(points,), coarser_first=False)
+                choice = None if plan is None else plan[0]
+                laws = None if choice is None else _route_laws(
+                    sigma, list(col), iterations, cycle_length, choice, points, coarser=True)
             if laws is None:
-                laws = _laws(sigma, best[1], points, ar)
-            choice = best[0]
+                laws, choice = (), None
         except (ZeroDivisionError, IndexError, OverflowError, FloatingPointError):
-            laws, choice = (), ()
-    return BandMFSharedBallsInBins(sigma, candidates, laws, choice)
+            laws, choice = (), None
+    return BandMFSharedBallsInBins(sigma, candidates, laws, () if choice is None else choice)
+
+
+def _route_laws(sigma: float, col: list, n: int, k: int, choice: tuple, points: int,
+                coarser: bool = False) -> tuple | None:
+    """The laws of ``choice``: the coarser route's (:func:`ar_coarser`, Theorems 6 and
+    6') where it applies and builds, else Theorem 4's (:func:`_laws`); with ``coarser``
+    False, None where the coarser route applies but cannot be built (the caller may
+    plan again)."""
+    inst = _instances_of(col, n, k, choice)
+    ar = ar_choice(sigma, col, n, k, choice, inst)
+    coarse = ar_coarser(sigma, col, n, k, choice, ar)
+    laws = None if coarse is None else _coarser_laws(sigma, coarse[1], points)
+    if laws is None and (coarse is None or coarser):
+        laws = _laws(sigma, inst, points, ar)
+    return laws
 
 
 #: Theorem 6's stand-in is tried for class sizes of at least this many bins
