@@ -201,7 +201,7 @@ def _node_transfer(ctx: tuple, terms: tuple, i0: int, x0: float, m0: float,
     """The add transfer given ``W_0`` at node ``i0`` (value ``x0``, hat mass ``m0``): the
     final partial-sum masses times ``m0`` and what it adds to the tail (the charged lower
     tails of the innovations and the pruned states' masses, times ``m0``)."""
-    alpha, beta, tau, wg, lams = ctx
+    wg = ctx[3]
     g, ex, wx, big_c, half, t, fac = terms
     d = _add_term(np.zeros((wg.size, g.size)), g, None, i0, x0, ex, wx, big_c, half[0], t,
                   fac, False)
@@ -210,15 +210,9 @@ def _node_transfer(ctx: tuple, terms: tuple, i0: int, x0: float, m0: float,
         live = np.nonzero(d.any(axis=1))[0]
         occ = np.nonzero(d.any(axis=0))[0]
         bot, top = int(occ[0]), int(occ[-1]) + 1
-        kern, below = exp_hats(alpha[s] * wg[live] + beta[s] * x0, float(tau[s]),
-                               float(lams[s]), wg)
-        sums = d[np.ix_(live, np.arange(bot, top))]
-        charged += m0 * float(sums.sum(axis=1) @ below)
-        sums = kern.T @ sums
-        if prune > 0.0:
-            small = (sums > 0.0) & (sums * m0 <= prune)
-            charged += m0 * float(sums[small].sum())
-            sums[small] = 0.0
+        lower, cut, sums = _carry(ctx, s, x0, m0, d, live, (bot, top), prune)
+        charged += lower
+        charged += cut
         occ = np.nonzero(sums.any(axis=0))[0]
         if occ.size == 0:  # every state pruned
             return np.zeros(g.size), charged * (1 + _CHARGE_REL)
@@ -228,11 +222,30 @@ def _node_transfer(ctx: tuple, terms: tuple, i0: int, x0: float, m0: float,
     return m0 * d.sum(axis=0), charged * (1 + _CHARGE_REL)
 
 
+def _carry(ctx: tuple, s: int, x0: float, m0: float, d: np.ndarray, rows: np.ndarray,
+           cells: tuple[int, int], prune: float) -> tuple[float, float, np.ndarray]:
+    """Term ``s``'s kernel on one node's live ``rows`` and ``cells`` of ``d``: the charged
+    lower tails and the pruned states' masses (each times ``m0``, added by the caller in
+    that order; 0.0 without pruning) and the states moved to ``W_s``."""
+    alpha, beta, tau, wg, lams = ctx
+    kern, below = exp_hats(alpha[s] * wg[rows] + beta[s] * x0, float(tau[s]),
+                           float(lams[s]), wg)
+    sums = d[np.ix_(rows, np.arange(*cells))]
+    lower = m0 * float(sums.sum(axis=1) @ below)
+    sums = kern.T @ sums
+    cut = 0.0
+    if prune > 0.0:
+        small = (sums > 0.0) & (sums * m0 <= prune)
+        cut = m0 * float(sums[small].sum())
+        sums[small] = 0.0
+    return lower, cut, sums
+
+
 def _sweep(ctx: tuple, terms: tuple, w0: np.ndarray, prune: float) -> list:
     """Every ``W_0`` node's add transfer, as :func:`_node_transfer` returns it (a list in
     node order), one term at a time over all nodes with each term's rounding computed
     once (session 45; :mod:`.bandmf_ar_sweep`): bit for bit ``_node_transfer``'s floats."""
-    alpha, beta, tau, wg, lams = ctx
+    wg = ctx[3]
     g, ex, wx, big_c, half, t, fac = terms
     live = []  # [i0, x0, m0, masses, offset, charged]
     for i0, (x0, m0) in enumerate(zip(wg, w0, strict=True)):
@@ -247,15 +260,9 @@ def _sweep(ctx: tuple, terms: tuple, w0: np.ndarray, prune: float) -> list:
             rows = np.nonzero(d.any(axis=1))[0]
             occ = np.nonzero(d.any(axis=0))[0]
             bot, top = int(occ[0]), int(occ[-1]) + 1
-            kern, below = exp_hats(alpha[s] * wg[rows] + beta[s] * x0, float(tau[s]),
-                                   float(lams[s]), wg)
-            sums = d[np.ix_(rows, np.arange(bot, top))]
-            charged += m0 * float(sums.sum(axis=1) @ below)
-            sums = kern.T @ sums
-            if prune > 0.0:
-                small = (sums > 0.0) & (sums * m0 <= prune)
-                charged += m0 * float(sums[small].sum())
-                sums[small] = 0.0
+            lower, cut, sums = _carry(ctx, s, x0, m0, d, rows, (bot, top), prune)
+            charged += lower
+            charged += cut
             node[5] = charged
             occ = np.nonzero(sums.any(axis=0))[0]
             if occ.size == 0:  # every state pruned

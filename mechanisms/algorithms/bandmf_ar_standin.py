@@ -366,11 +366,7 @@ def _node_transfer(ctx: tuple, terms: tuple, i0: int, x0: float, m0: float,
     the tail (the charged innovation tails and the pruned states' values, times ``m0``)."""
     wg = ctx[3]
     gs, ex, wx, big_c, half, t, fac, tmean = terms
-    steps = _steps(ctx, x0)
-    value = _values(steps, tmean)
-    d = _add_term(np.zeros((wg.size, gs[0].size)), gs[0], None, i0, x0, ex, wx, big_c,
-                  half[0], t, fac)
-    node = float(np.sum(d @ gs[0] * value[0][0] + d.sum(axis=1) * value[1][0]))
+    steps, value, d, node = _first_term(ctx, terms, i0, x0)
     if m0 * node * _PRUNE_SLACK <= prune:  # the whole W_0 node, charged
         return None, m0 * node * _PRUNE_SLACK
     tail = 0.0
@@ -378,13 +374,10 @@ def _node_transfer(ctx: tuple, terms: tuple, i0: int, x0: float, m0: float,
         g = gs[s - 1]  # the grid of the partial sums before term s
         occ = np.nonzero(d.any(axis=0))[0]
         bot, top = int(occ[0]), int(occ[-1]) + 1
-        kern, q, r = steps[s - 1]
-        sums = d[:, bot:top]
-        tail += m0 * float(np.sum(sums @ g[bot:top] * q + sums.sum(axis=1) * r)) * (1 + 1e-9)
-        sums = kern.T @ sums
-        cut, sums = _prune(sums, g[bot:top], value[0][s],
-                           value[1][s] + value[0][s] * tmean[s], prune / m0)
-        tail += m0 * cut * _PRUNE_SLACK
+        charged, cut, sums = _carry(d[:, bot:top], g[bot:top], steps[s - 1], value, s,
+                                    tmean, m0, prune)
+        tail += charged
+        tail += cut
         occ = np.nonzero(sums.any(axis=0))[0]
         if occ.size == 0:
             return None, tail
@@ -392,6 +385,32 @@ def _node_transfer(ctx: tuple, terms: tuple, i0: int, x0: float, m0: float,
         d = _add_term(sums[:, lo:hi], g, (bot + lo, bot + hi), None, wg, ex, wx, big_c,
                       half[s], t, fac, g_out=gs[s])
     return m0 * d.sum(axis=0), tail
+
+
+def _first_term(ctx: tuple, terms: tuple, i0: int, x0: float) -> tuple:
+    """A node's start (``W_0`` at node ``i0``, value ``x0``): its kernels and values, the
+    states after the first term, and the node's value (what pruning it whole costs, per
+    unit of its mass)."""
+    wg = ctx[3]
+    gs, ex, wx, big_c, half, t, fac, tmean = terms
+    steps = _steps(ctx, x0)
+    value = _values(steps, tmean)
+    d = _add_term(np.zeros((wg.size, gs[0].size)), gs[0], None, i0, x0, ex, wx, big_c,
+                  half[0], t, fac)
+    node = float(np.sum(d @ gs[0] * value[0][0] + d.sum(axis=1) * value[1][0]))
+    return steps, value, d, node
+
+
+def _carry(sums: np.ndarray, g: np.ndarray, step: tuple, value: tuple, s: int,
+           tmean: np.ndarray, m0: float, prune: float) -> tuple[float, float, np.ndarray]:
+    """Term ``s``'s kernel on one node's states (``sums`` on the cells of values ``g``):
+    the charged innovation tail and the pruned states' charge (each times ``m0``, added
+    by the caller in that order) and the states moved to ``W_s``."""
+    kern, q, r = step
+    charged = m0 * float(np.sum(sums @ g * q + sums.sum(axis=1) * r)) * (1 + 1e-9)
+    sums = kern.T @ sums
+    cut, sums = _prune(sums, g, value[0][s], value[1][s] + value[0][s] * tmean[s], prune / m0)
+    return charged, m0 * cut * _PRUNE_SLACK, sums
 
 
 def _sweep(ctx: tuple, terms: tuple, w0: np.ndarray, prune: float) -> list:
@@ -408,11 +427,7 @@ def _sweep(ctx: tuple, terms: tuple, w0: np.ndarray, prune: float) -> list:
     live = []  # [i0, m0, steps, value, masses, offset, tail]
     for i0, (x0, m0) in enumerate(zip(wg, w0, strict=True)):
         x0, m0 = float(x0), float(m0)
-        steps = _steps(ctx, x0)
-        value = _values(steps, tmean)
-        d = _add_term(np.zeros((wg.size, gs[0].size)), gs[0], None, i0, x0, ex, wx, big_c,
-                      half[0], t, fac)
-        node = float(np.sum(d @ gs[0] * value[0][0] + d.sum(axis=1) * value[1][0]))
+        steps, value, d, node = _first_term(ctx, terms, i0, x0)
         if m0 * node * _PRUNE_SLACK <= prune:  # the whole W_0 node, charged
             out[i0] = (None, m0 * node * _PRUNE_SLACK)
             continue
@@ -424,14 +439,11 @@ def _sweep(ctx: tuple, terms: tuple, w0: np.ndarray, prune: float) -> list:
             i0, m0, steps, value, d, off, tail = node
             occ = np.nonzero(d.any(axis=0))[0]
             bot, top = off + int(occ[0]), off + int(occ[-1]) + 1
-            kern, q, r = steps[s - 1]
+            charged, cut, sums = _carry(d[:, bot - off:top - off], g[bot:top], steps[s - 1],
+                                        value, s, tmean, m0, prune)
             steps[s - 1] = None
-            sums = d[:, bot - off:top - off]
-            tail += m0 * float(np.sum(sums @ g[bot:top] * q + sums.sum(axis=1) * r)) * (1 + 1e-9)
-            sums = kern.T @ sums
-            cut, sums = _prune(sums, g[bot:top], value[0][s],
-                               value[1][s] + value[0][s] * tmean[s], prune / m0)
-            tail += m0 * cut * _PRUNE_SLACK
+            tail += charged
+            tail += cut
             node[6] = tail
             occ = np.nonzero(sums.any(axis=0))[0]
             if occ.size == 0:
