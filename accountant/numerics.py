@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import os
+import time
 from collections.abc import Callable
 
 import numpy as np
@@ -28,6 +29,7 @@ __all__ = [
     "EXP_OVERFLOW",
     "SUBNORMAL_FLOOR",
     "TINY",
+    "LazyBar",
     "brentq",
     "float_bisect",
     "float_crossing",
@@ -430,3 +432,75 @@ def _bar_disabled(progress: bool) -> bool:
     True
     """
     return not progress or bool(os.environ.get("TQDM_DISABLE"))
+
+
+class LazyBar:
+    """A ``tqdm`` progress bar that imports ``tqdm`` only once the bar is due to show.
+
+    The library's long builds show a bar after ``delay`` seconds (``tqdm``'s own
+    ``delay``), so most calls never show one; but ``import tqdm`` alone costs about
+    30 ms of CPU (its version lookup reads the package metadata), 10-20 % of a first
+    random-allocation call that ends in 0.15-0.3 s (issue 37).  This stand-in counts
+    the updates and creates the real bar -- with ``initial`` set to the count so far --
+    at the first update after ``delay`` seconds, unless ``progress`` is False or the
+    environment sets ``TQDM_DISABLE`` (:func:`_bar_disabled`).  It supports what the
+    library's bars use: ``update``, ``close`` and the context manager.
+
+    Parameters
+    ----------
+    total : int
+        Expected number of updates.
+    desc : str
+        The bar's label.
+    delay : float
+        Seconds from construction before the bar may show (``>= 0``).
+    progress : bool
+        The caller's switch; False never shows a bar.
+
+    Examples
+    --------
+    >>> with LazyBar(total=3, desc="work", delay=60.0, progress=True) as bar:
+    ...     for _ in range(3):
+    ...         bar.update(1)
+    >>> bar.n, bar.shown
+    (3, False)
+    """
+
+    def __init__(self, total: int, desc: str, delay: float, progress: bool) -> None:
+        if not isinstance(progress, bool):
+            raise TypeError(f"progress must be True or False, got {progress!r}")
+        if not delay >= 0.0:
+            raise ValueError(f"delay must be >= 0 seconds, got {delay!r}")
+        self.total, self.desc, self.delay = total, desc, float(delay)
+        self.hidden = _bar_disabled(progress)
+        self.start = time.perf_counter()
+        self.n = 0
+        self._bar = None
+
+    @property
+    def shown(self) -> bool:
+        """Whether the real ``tqdm`` bar has been created."""
+        return self._bar is not None
+
+    def update(self, n: int = 1) -> None:
+        """Count ``n`` more units of work; create the bar once it is due."""
+        self.n += n
+        if self._bar is not None:
+            self._bar.update(n)
+        elif not self.hidden and time.perf_counter() - self.start >= self.delay:
+            from tqdm import tqdm  # the text bar: tqdm.auto would want ipywidgets in notebooks
+
+            self._bar = tqdm(
+                total=self.total, desc=self.desc, initial=self.n, leave=False, disable=False
+            )
+
+    def close(self) -> None:
+        """Close the bar if it was shown (clears its line: ``leave=False``)."""
+        if self._bar is not None:
+            self._bar.close()
+
+    def __enter__(self) -> LazyBar:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -274,3 +274,46 @@ def test_logsumexp_edges():
     # a 3-d reduction over the last axis, as rdp_floor sums its terms
     a = np.random.default_rng(3).normal(size=(4, 5, 7)) * 50.0
     np.testing.assert_array_equal(logsumexp(a, axis=2), scipy_logsumexp(a, axis=2))
+
+
+def test_lazy_bar_imports_tqdm_only_when_due():
+    """The bar is created (and tqdm imported) only at the first update after ``delay``;
+    a hidden bar (``progress=False`` or ``TQDM_DISABLE``) never creates it; the real bar
+    starts at the count so far.  In a fresh interpreter, so that ``tqdm`` is not yet in
+    ``sys.modules`` (the other tests import it)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import os, sys\n"
+        "os.environ.pop('TQDM_DISABLE', None)\n"
+        "from dpacct.accountant.numerics import LazyBar\n"
+        "with LazyBar(total=5, desc='x', delay=3600.0, progress=True) as b:\n"
+        "    b.update(2)\n"
+        "print(b.n, b.shown, 'tqdm' in sys.modules)\n"
+        "with LazyBar(total=5, desc='x', delay=0.0, progress=False) as b:\n"
+        "    b.update(1)\n"
+        "print(b.shown, 'tqdm' in sys.modules)\n"
+        "os.environ['TQDM_DISABLE'] = '1'\n"
+        "with LazyBar(total=5, desc='x', delay=0.0, progress=True) as b:\n"
+        "    b.update(1)\n"
+        "print(b.shown, 'tqdm' in sys.modules)\n"
+        "del os.environ['TQDM_DISABLE']\n"
+        "with LazyBar(total=5, desc='x', delay=0.0, progress=True) as b:\n"
+        "    b.update(3)\n"
+        "    real = b._bar\n"
+        "    b.update(1)\n"
+        "    print(b.shown, real.n, real.total, 'tqdm' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.split("\n")
+    assert out[:4] == ["2 False False", "False False", "False False", "True 4 5 True"]
+
+
+def test_lazy_bar_checks_its_arguments():
+    from dpacct.accountant.numerics import LazyBar
+
+    with pytest.raises(TypeError, match="progress"):
+        LazyBar(total=1, desc="x", delay=1.0, progress=None)
+    with pytest.raises(ValueError, match="delay"):
+        LazyBar(total=1, desc="x", delay=-1.0, progress=True)

@@ -67,7 +67,7 @@ import numpy as np
 
 from ..laws.quantile_batch import prefill_quantiles
 from ..mechanism import Mechanism, PLDSettings
-from ..numerics import _bar_disabled
+from ..numerics import LazyBar
 from ..rdp.rdp_floor import floor_curve, rdp_log_delta_floor
 from ..transformers.compose import ComposedMechanism, joint_quantile_requests
 from ..validation import (
@@ -693,15 +693,12 @@ class ScheduleMechanism(ComposedMechanism):
         resolution = settings.resolution_for(pessimistic)
         n_conv = max(len(chunks) - 1, 1)
         plds: list[GridPLD] = []
-        from tqdm import tqdm  # the text bar: tqdm.auto would want ipywidgets in notebooks
-
         label = f"composing {len(parts)} phases ({'upper' if pessimistic else 'lower'} bound)"
-        with tqdm(
+        with LazyBar(
             total=2 * len(chunks) - 1,
             desc=label,
             delay=PROGRESS_DELAY,
-            disable=_bar_disabled(self.progress),
-            leave=False,
+            progress=self.progress,
         ) as bar:
             shares = [
                 _scaled_settings(settings, 0.5 * sum(c for _, c in chunk) / total)

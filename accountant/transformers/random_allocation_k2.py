@@ -49,7 +49,7 @@ from scipy import special
 
 from ..laws.loss_law import AtomicLossLaw
 from ..mechanism import Capabilities, Mechanism
-from ..numerics import _bar_disabled
+from ..numerics import LazyBar
 from ..validation import check_count, check_positive
 from .random_allocation_k2_hull import _err, k2_envelope_law
 from .random_allocation_k2_three import (  # noqa: F401  (shared: Proposition 3's pieces)
@@ -239,14 +239,11 @@ def _build(sigma: float, t: int, progress: bool) -> tuple[np.ndarray, np.ndarray
     hist = np.zeros(nbin)
     r = np.arange(n) * h
     cache: dict[float, np.ndarray] = {}
-    from tqdm import tqdm
-
-    with tqdm(
+    with LazyBar(
         total=cuts.size,
         desc=f"random-allocation k=2 law (T={t})",
         delay=PROGRESS_DELAY,
-        disable=_bar_disabled(progress),
-        leave=False,
+        progress=progress,
     ) as bar:
         for sel, cut in _cut_cells(levels, cuts, lb):
             bar.update(1)

@@ -36,7 +36,7 @@ import math
 import numpy as np
 from scipy import special
 
-from ..numerics import _bar_disabled
+from ..numerics import LazyBar
 from .random_allocation_k2_hull import _cells_lower, _cells_upper, _err
 from .random_allocation_pld import PROGRESS_DELAY
 from .random_allocation_sum_lower import _power
@@ -484,11 +484,9 @@ def three_atoms(
     w, w1, wg, diag = _joint_weights(sigma, t, levels, jt)
     cut_list = list(_cut_cells(levels, cuts, theta))
     js = np.arange(jt + 1, jb + 1)
-    from tqdm import tqdm
-
-    with tqdm(
+    with LazyBar(
         total=len(cut_list) + js.size, desc=f"random-allocation k=2 (max, second, sum) law "
-        f"(T={t})", delay=PROGRESS_DELAY, disable=_bar_disabled(progress), leave=False,
+        f"(T={t})", delay=PROGRESS_DELAY, progress=progress,
     ) as bar:
         cache: dict[float, np.ndarray] = {}
         for sel, cut in cut_list:

@@ -41,7 +41,7 @@ import math
 import numpy as np
 from scipy import special
 
-from ..numerics import _bar_disabled
+from ..numerics import LazyBar
 from ..validation import check_count, check_positive
 from .random_allocation_k2_hull import _err, blocks_remove_atoms, envelope_remove_law
 from .random_allocation_k2_three import (
@@ -392,11 +392,9 @@ def _build(sigma, t, k, progress, drop_w, drop_r, step, log_theta, dl, scale, h1
     c1, c2 = value_coefficients(t, k, 1), value_coefficients(t, k, 2)
     cut_list = list(_cut_cells(levels, cuts, theta))
     js = np.arange(jt + 1, jb + 1)
-    from tqdm import tqdm
-
-    with tqdm(
+    with LazyBar(
         total=len(cut_list) + js.size, desc=f"random-allocation k={k} law (T={t})",
-        delay=PROGRESS_DELAY, disable=_bar_disabled(progress), leave=False,
+        delay=PROGRESS_DELAY, progress=progress,
     ) as bar:
         tail = region_one(tail, hist, bar, sigma, t, k, cut_list, h1, n1, m, w, c1, off,
                           drop_w, drop_r)

@@ -38,7 +38,7 @@ import math
 import numpy as np
 from scipy import special
 
-from ..numerics import _bar_disabled
+from ..numerics import LazyBar
 from ..validation import check_count, check_positive
 from .random_allocation_k2_hull import _cells_upper, _err
 from .random_allocation_k2_three import (
@@ -474,12 +474,9 @@ def _build4(sigma, t, k, progress, theta_sd, theta3_sd, dl3, eta, step, sd_frac,
     hist = np.zeros(math.ceil((k * math.log(big) + 41.0) / _DLOG))
     c1, c2, c3 = (value_coefficients(t, k, lev) for lev in (1, 2, 3))
     cut_list = list(_cut_cells(levels, cuts, theta))
-    from tqdm import tqdm
-
-    with tqdm(
+    with LazyBar(
         total=len(cut_list) + 1 + nodes.size, desc=f"random-allocation k={k} "
-        f"four-level law (T={t})", delay=PROGRESS_DELAY, disable=_bar_disabled(progress),
-        leave=False,
+        f"four-level law (T={t})", delay=PROGRESS_DELAY, progress=progress,
     ) as bar:
         hist, tail = _first_regions(first, tail, hist, bar, sigma, t, k, cut_list, h1, n1, m,
                                     w, c1, off, drop_w, drop_r)

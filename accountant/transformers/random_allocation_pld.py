@@ -93,7 +93,7 @@ from scipy import special
 
 from ..laws.loss_law import AtomicLossLaw, GaussianLossLaw
 from ..mechanism import Capabilities, Mechanism
-from ..numerics import _bar_disabled
+from ..numerics import LazyBar
 from ..pld import pld_fft
 from ..validation import check_count, check_positive
 
@@ -605,14 +605,11 @@ def _build(s: float, t: int, r: float, progress: bool) -> SumLaw:
     high = math.floor(base_top / step) * step
     count, acc = 1, None
     remaining = t
-    from tqdm import tqdm  # the text bar: tqdm.auto would want ipywidgets in notebooks
-
-    with tqdm(
+    with LazyBar(
         total=t.bit_length() - 1 + bin(t).count("1"),
         desc=f"random-allocation law (T={t})",
         delay=PROGRESS_DELAY,
-        disable=_bar_disabled(progress),
-        leave=False,
+        progress=progress,
     ) as bar:
         while True:
             if remaining & 1:
