@@ -21,6 +21,7 @@ from scipy import special
 from ..families.gaussian_dp import certified_gaussian_delta
 from ..laws.loss_law import AtomicLossLaw
 from ..mechanism import Capabilities, Mechanism
+from ..numerics import logsumexp
 from ..validation import check_count, check_delta, check_epsilon, check_positive, check_probability
 from .compose import compose
 from .random_allocation_sum_lower import (
@@ -78,7 +79,7 @@ def _log_max_cdf_sf(z: np.ndarray, shifts: tuple[float, ...], counts: tuple[int,
     """
     log_f = sum(c * special.log_ndtr(z - s) for s, c in zip(shifts, counts, strict=True))
     log_tails = [math.log(c) + special.log_ndtr(s - z) for s, c in zip(shifts, counts, strict=True)]
-    tail_sum = special.logsumexp(np.stack(log_tails), axis=0)
+    tail_sum = logsumexp(np.stack(log_tails), axis=0)
     log_sf = np.where(tail_sum < -460.0, tail_sum, _log1mexp(log_f))
     return log_f, log_sf
 
@@ -323,7 +324,7 @@ def random_allocation_delta_mc(
             x = rng.normal(0.0, s, size=(m, t))
             x[:, 0] += shift  # by symmetry the record's step can be the first
             y = (x - 0.5) / (s * s)
-            total[start : start + m] += sign * (special.logsumexp(y, axis=1) - math.log(t))
+            total[start : start + m] += sign * (logsumexp(y, axis=1) - math.log(t))
     z = float(special.ndtri(0.5 + 0.5 * confidence))
     out = []
     for eps in epsilons:

@@ -19,7 +19,7 @@ from functools import cache
 import numpy as np
 from scipy import special
 
-from ..numerics import EXP_OVERFLOW
+from ..numerics import EXP_OVERFLOW, logsumexp
 from ..validation import show_value
 
 __all__ = ["ADD_ORDERS", "MAX_ORDER", "add_rdp", "remove_rdp", "remove_rdp_orders"]
@@ -56,7 +56,7 @@ def _log_poly_product(
         out[rows, cols] = values
         return out[:, :n]
 
-    c = special.logsumexp(sheared(a[:, None] + b[None, :]), axis=0)
+    c = logsumexp(sheared(a[:, None] + b[None, :]), axis=0)
     live = np.isfinite(a)[:, None] & np.isfinite(b)[None, :]
     mag = np.where(live, np.abs(a)[:, None] + np.abs(b)[None, :], -np.inf)
     carried = np.where(live, ea[:, None] + eb[None, :], -np.inf)
@@ -156,7 +156,7 @@ def _log_phi_upper(sigma: float) -> np.ndarray:
     with np.errstate(divide="ignore"):
         log_mass = np.log(np.maximum(mass, 0.0))
     terms = log_mass[None, :] - _ADD_THETAS[:, None] * x[None, :]
-    return special.logsumexp(terms, axis=1) * (1.0 + 1e-12) + 1e-15
+    return logsumexp(terms, axis=1) * (1.0 + 1e-12) + 1e-15
 
 
 @cache
