@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import mpmath as mp
 import pytest
+from pins import PIN_REL
 
 import dpacct as dp
 
@@ -89,8 +90,10 @@ def test_lower_end_at_or_below_the_exact_epsilon_and_never_below_mains(row):
     mp.mp.dps = 30
     step = dp.poisson_subsample(dp.GaussianMechanism(sigma=sigma), sample_rate=q)
     lo, hi = dp.compose([step], counts=[steps]).epsilon_bounds(delta)
-    assert lo >= main_lo * (1 - 1e-12), (row, lo, main_lo)
-    assert hi <= main_hi * (1 + 1e-12), (row, hi, main_hi)
+    # main's ends up to the CPUs' spread (tests/pins.py: 1.4e-11 at T 1e4 between AVX2
+    # and AVX-512 kernels), far below the moves this guards against (1e-6 and more)
+    assert lo >= main_lo * (1 - PIN_REL), (row, lo, main_lo)
+    assert hi <= main_hi * (1 + PIN_REL), (row, hi, main_hi)
     exact = _exact(q, sigma, steps, delta, pinned)
     if exact is not None:
         below, above = exact  # the bisection's ends: the truth is between them
