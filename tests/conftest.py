@@ -89,8 +89,10 @@ def _cpu_has_avx512() -> bool:
 #: (session 38's machine, AMD EPYC) numpy's SIMD exp / log and the FFTs give other last
 #: bits, and these answers move by 1e-16 to 6e-7 relative; e1dbbcf, the landed main,
 #: fails the same ones there (checked with numpy 2.1.3, 2.3.5, 2.4.6 and scipy 1.16.3,
-#: 1.17.1). Open: re-pin per machine or bound the movement (review29's T 1e4 row: the
-#: upper end 5e-12 relative above the pinned main's, a looseness bar, no exact value).
+#: 1.17.1). AVX-512 CPUs differ among themselves too: session 46's Intel Xeon failed
+#: seven of them by 5e-15 to 1.4e-11 relative (review29's T 1e4 upper end
+#: 5.192605208116863 against the pinned 5.192605208042421), so those seven now hold
+#: their pins to tests/pins.py's 1e-10 relative; the rest stay exact where recorded.
 MOVED_WITHOUT_AVX512 = (
     "tests/test_notebooks.py::test_notebook_runs_and_reproduces_its_stored_outputs[05_synthetic_data.ipynb]",
     "tests/test_notebooks.py::test_notebook_runs_and_reproduces_its_stored_outputs[01_quickstart.ipynb]",
