@@ -27,10 +27,9 @@ def run_in_checkout(module: str, function: str, root: str | None = None) -> Any:
     """``module.function()`` evaluated in a fresh interpreter (this checkout's library, or
     ``root``'s), its JSON result decoded."""
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env = dict(os.environ, PYTHONPATH=here)
-    env.pop("DPACCT_ROOT", None)
-    if root:
-        env["DPACCT_ROOT"] = root
+    # this checkout's library is named too: the installed package may map dpacct's layers
+    # to another checkout (an editable install of main, run from a worktree)
+    env = dict(os.environ, PYTHONPATH=here, DPACCT_ROOT=root or here)
     res = subprocess.run([sys.executable, "-c", _CHILD, module, function], env=env,
                          capture_output=True, text=True, check=True, cwd=here)
     return json.loads(res.stdout.strip().splitlines()[-1])
