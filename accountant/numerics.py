@@ -455,7 +455,7 @@ class LazyBar:
     delay : float
         Seconds from construction before the bar may show (``>= 0``).
     progress : bool
-        The caller's switch; False never shows a bar.
+        The caller's switch; False (any falsy value) never shows a bar.
 
     Examples
     --------
@@ -467,8 +467,9 @@ class LazyBar:
     """
 
     def __init__(self, total: int, desc: str, delay: float, progress: bool) -> None:
-        if not isinstance(progress, bool):
-            raise TypeError(f"progress must be True or False, got {progress!r}")
+        # ``progress`` is read as the tqdm bars read it before (a falsy value hides the
+        # bar): the public functions check their own flags, and a bar is no place to
+        # refuse one half-way through a long build
         if not delay >= 0.0:
             raise ValueError(f"delay must be >= 0 seconds, got {delay!r}")
         self.total, self.desc, self.delay = total, desc, float(delay)
