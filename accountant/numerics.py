@@ -448,14 +448,16 @@ class LazyBar:
 
     Parameters
     ----------
-    total : int
-        Expected number of updates.
+    total : int or None
+        Expected number of updates (None: unknown, a counter).
     desc : str
         The bar's label.
     delay : float
         Seconds from construction before the bar may show (``>= 0``).
     progress : bool
         The caller's switch; False (any falsy value) never shows a bar.
+    unit : str, default "it"
+        What one update counts (tqdm's ``unit``).
 
     Examples
     --------
@@ -466,13 +468,15 @@ class LazyBar:
     (3, False)
     """
 
-    def __init__(self, total: int, desc: str, delay: float, progress: bool) -> None:
+    def __init__(
+        self, total: int | None, desc: str, delay: float, progress: bool, unit: str = "it"
+    ) -> None:
         # ``progress`` is read as the tqdm bars read it before (a falsy value hides the
         # bar): the public functions check their own flags, and a bar is no place to
         # refuse one half-way through a long build
         if not delay >= 0.0:
             raise ValueError(f"delay must be >= 0 seconds, got {delay!r}")
-        self.total, self.desc, self.delay = total, desc, float(delay)
+        self.total, self.desc, self.delay, self.unit = total, desc, float(delay), unit
         self.hidden = _bar_disabled(progress)
         self.start = time.perf_counter()
         self.n = 0
@@ -492,7 +496,8 @@ class LazyBar:
             from tqdm import tqdm  # the text bar: tqdm.auto would want ipywidgets in notebooks
 
             self._bar = tqdm(
-                total=self.total, desc=self.desc, initial=self.n, leave=False, disable=False
+                total=self.total, desc=self.desc, unit=self.unit, initial=self.n,
+                leave=False, disable=False,
             )
 
     def close(self) -> None:

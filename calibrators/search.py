@@ -12,12 +12,11 @@ and :mod:`dpacct.calibrators`.
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable
 from typing import Any
 
 from dpacct.accountant.mechanism import Mechanism
-from dpacct.accountant.numerics import EXP_MAX, EXP_OVERFLOW, brentq
+from dpacct.accountant.numerics import EXP_MAX, EXP_OVERFLOW, LazyBar, brentq
 
 __all__ = ["CalibrationError", "UnreachableTargetError"]
 
@@ -123,10 +122,12 @@ class _Search:
         self.order: list[float] = []
         self.sign = 0
         self._model_cache: dict[float, float] = {}
-        self._bar = None
-        self._progress = progress
-        self._ticks = 0
-        self._first_tick = 0.0
+        # shown after a few seconds by default (progress None), at once when asked
+        # (True), never with False; tqdm is imported only then (numerics.LazyBar)
+        self._bar = LazyBar(
+            total=None, desc=f"calibrating {name}", delay=0.0 if progress else 3.0,
+            progress=progress is not False, unit="eval",
+        )
 
     # -------------------------------------------------------------- evaluations
     def param(self, x: float) -> float | int:
@@ -185,28 +186,10 @@ class _Search:
         return h
 
     def _tick(self) -> None:
-        if self._progress is False:
-            return
-        self._ticks += 1
-        if self._bar is None:
-            # shown only if the search runs longer than a few seconds (or when asked);
-            # tqdm (about 15 ms to import) is imported only then, not on every search
-            now = time.monotonic()
-            if self._ticks == 1:
-                self._first_tick = now
-            if not self._progress and now - self._first_tick < 3.0:
-                return
-            # the text bar: tqdm.auto would want ipywidgets inside notebooks
-            from tqdm import tqdm
-
-            self._bar = tqdm(desc=f"calibrating {self.name}", unit="eval", leave=False)
-            self._bar.update(self._ticks)
-            return
         self._bar.update(1)
 
     def close(self) -> None:
-        if self._bar is not None:
-            self._bar.close()
+        self._bar.close()
 
     def h(self, x: float) -> float:
         return self.points[x][0]
