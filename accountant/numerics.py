@@ -359,6 +359,15 @@ def _log_expm1(x, switch: float = 1.0) -> np.ndarray:
         )
 
 
+def _log_expm1_30(d: np.ndarray) -> np.ndarray:
+    """``_log_expm1(d, 30.0)``, bit for bit, without evaluating the branch above 30 when
+    no entry takes it (the edges of a grid discretisation: issue 37)."""
+    if (d > 30.0).any():
+        return _log_expm1(d, 30.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.log(np.expm1(d))
+
+
 def logsumexp(a, axis: int | None = None) -> np.ndarray | float:
     """``log(sum(exp(a)))`` of a real array, the same floats as ``scipy.special.logsumexp``.
 

@@ -34,7 +34,7 @@ import numpy as np
 from scipy import special
 
 from ..capabilities import _DeclaredHere
-from ..numerics import TINY, _log_expm1
+from ..numerics import TINY, _log_expm1_30
 from ..validation import check_positive, check_probability, check_sample_rate, real_array
 from .loss_law_sgm import KEPT, SharedFunctions
 
@@ -499,15 +499,6 @@ class AtomicLossLaw(PrivacyLossLaw):
 
 
 # ---------------------------------------------------------------------- subsampling
-def _log_expm1_30(d: np.ndarray) -> np.ndarray:
-    """``_log_expm1(d, 30.0)``, bit for bit, without evaluating the branch above 30 when
-    no entry takes it (the edges of a grid discretisation: issue 37)."""
-    if (d > 30.0).any():
-        return _log_expm1(d, 30.0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.log(np.expm1(d))
-
-
 class _Tails(Protocol):
     """What :class:`PoissonSubsampledLossLaw`'s ``_*_at`` methods read of the base law at
     the preimages ``x``: its four distribution functions and the mask of ``x = +inf``
