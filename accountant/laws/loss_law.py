@@ -37,6 +37,7 @@ from ..capabilities import _DeclaredHere
 from ..numerics import TINY, _log_expm1_30
 from ..validation import check_positive, check_probability, check_sample_rate, real_array
 from .loss_law_sgm import KEPT, SharedFunctions
+from .sgm_split import split_numerators
 
 __all__ = [
     "AtomicLossLaw",
@@ -235,6 +236,11 @@ class PrivacyLossLaw(ABC):
             float(self.sf_q(an)[0]),
         )
         return m, nq, ends
+
+    def _split_numerators(self, edges: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        """Every bin's ``m - r`` (the grid's split numerator) and error bounds, where the law
+        computes them better than the grid's difference of its masses; None: it does not."""
+        return None
 
     def quantile_bounds(self, tail: float) -> tuple[float, float]:
         """Loss values ``(lo, hi)`` with ``P(L <= lo) <= tail`` and ``P(hi < L < inf) <= tail``.
@@ -686,6 +692,10 @@ class PoissonSubsampledLossLaw(PrivacyLossLaw):
         f = SharedFunctions(self, *self._preimage(e))
         m, nq = _split_differences(e.size, f.cdf_p, f.sf_p, f.cdf_q, f.sf_q, self.inf_mass)
         return m, nq, f.ends()
+
+    def _split_numerators(self, edges: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        """A Gaussian base's from the base bin (:mod:`~dpacct.accountant.laws.sgm_split`)."""
+        return split_numerators(self, edges) if self._shared_gaussian() else None
 
     def cdf_p(self, y):
         """``P(L <= y)``; see :meth:`PrivacyLossLaw.cdf_p`.

@@ -148,6 +148,7 @@ def _bins_from_law(law: PrivacyLossLaw, step: float, lo: float, hi: float) -> _B
         inf_mass=float(law.inf_mass),
         atoms=atoms,
         q_lost=q_lost if q_lost.any() else None,
+        split=law._split_numerators(nodes),
     )
 
 
@@ -246,13 +247,36 @@ def _upper_from_bins(b: _Bins) -> tuple[int, np.ndarray, float]:
     if b.upper is not None:  # a purely atomic law, split atom by atom (no cancellation)
         return b.first, b.upper.pmf(), b.inf_mass + b.upper.beyond
     c = -math.expm1(-b.step)
-    r = b.r if b.q_lost is None else np.where(b.q_lost, 0.0, b.r)
-    pb = np.clip((b.m - r) / c, 0.0, b.m)
+    if b.split is None:
+        r = b.r if b.q_lost is None else np.where(b.q_lost, 0.0, b.r)
+        pb = np.clip((b.m - r) / c, 0.0, b.m)
+    else:
+        pb = _split_up(b, c)
     pmf = np.zeros(b.m.size + 1)
     pmf[1:] += pb
     pmf[:-1] += b.m - pb
     pmf[0] += b.bottom[0]
     return b.first, pmf, b.inf_mass + b.top[0]
+
+
+def _split_up(b: _Bins, c: float) -> np.ndarray:
+    """Each bin's upper-node share from the law's split numerators, rounded up.
+
+    The law's ``d`` approximates ``m - r`` within ``err`` (a subsampled Gaussian's from
+    its base bin, well conditioned at a fine step: :mod:`~dpacct.accountant.laws.sgm_split`),
+    so ``(d + err) / c`` is at least the exact connect-the-dots share; the sum and the
+    quotient are rounded up by ``4 u`` and ``16 u`` (``c = 1 - e^{-h}``'s ``expm1``: at most
+    ``8 u``).  Putting more of a bin's P-mass on its upper node raises delta at every
+    epsilon (docs/theory/pld.md, "The split at a fine step").  A bin whose bound is not
+    finite, or whose Q-mass is unknown (``q_lost``), goes whole onto its upper node.
+    """
+    assert b.split is not None
+    d, err = b.split
+    u = 2.0**-53
+    with np.errstate(invalid="ignore", over="ignore"):
+        up = (d + err) * (1.0 + 4.0 * u) / c * (1.0 + 16.0 * u)
+        pb = np.where(np.isfinite(up), np.minimum(np.maximum(up, 0.0), b.m), b.m)
+    return pb if b.q_lost is None else np.where(b.q_lost, b.m, pb)
 
 
 def _trim(first: int, pmf: np.ndarray) -> tuple[int, np.ndarray]:

@@ -68,6 +68,10 @@ class _Bins:
     #: a purely atomic law's pessimistic node masses, split atom by atom, and its P-mass
     #: beyond the last node (:func:`~dpacct.accountant.pld.atom_split.atom_upper_pmf`)
     upper: AtomSplit | None = None
+    #: the law's own split numerators ``m - r`` and bounds on their errors
+    #: (:meth:`~dpacct.accountant.laws.loss_law.PrivacyLossLaw._split_numerators`),
+    #: read by the pessimistic side only
+    split: tuple[np.ndarray, np.ndarray] | None = None
 
 #: largest grid step whose ``e^step`` the optimistic chords evaluate (``exp`` overflows
 #: past about 709.78)

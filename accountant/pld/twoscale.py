@@ -147,6 +147,7 @@ def _restrict(b: _Bins, lo_node: int, hi_node: int, inside: bool) -> _Bins:
         # the parts fell back to the bin split, whose cancellation at a fine step read
         # delta 7.5e-8 relative short: review 43)
         upper=None if b.upper is None else b.upper.restricted(mask, keep_tails),
+        split=None if b.split is None else (np.where(mask, b.split[0], 0.0), b.split[1]),
     )
 
 
@@ -251,6 +252,7 @@ def _fine_bins(law: PrivacyLossLaw, step: float, lo: float, hi: float, memo: dic
                 top=(0.0, 0.0),
                 inf_mass=kept.inf_mass,
                 upper=up,
+                split=None if kept.split is None else (kept.split[0][a:z], kept.split[1][a:z]),
             )
     b = _bins_from_law(law, step, lo, hi)
     if memo is not None:
