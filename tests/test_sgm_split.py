@@ -199,3 +199,19 @@ def test_other_laws_keep_the_grid_difference():
     # a plain Gaussian law supplies no numerators: the split reads m - r as before
     b = _bins_from_law(GaussianLossLaw(mu=1.0), 1e-3, -3.0, 4.0)
     assert b.split is None
+
+
+@pytest.mark.parametrize("mu", [1e-300, 1e-160, 40.0])
+@pytest.mark.parametrize("direction", ["remove", "add"])
+def test_extreme_mu_falls_back_without_raising(mu, direction):
+    # mu^2 underflows (a noise multiplier of 1e300: ZeroDivisionError in the first cut of
+    # the quadrature), or e^{x_a} overflows (mu 40: losses past 709): those bins keep the
+    # differences or go whole onto their upper node, and the grid is still built
+    law = PoissonSubsampledLossLaw(GaussianLossLaw(mu=mu), 0.01, direction)
+    lo, hi = law.quantile_bounds(1e-12)
+    step = (hi - lo) / 2000 if hi > lo else 1e-300
+    b = _bins_from_law(law, step, lo, hi)
+    assert b.split is not None
+    _, pmf, _ = _upper_from_bins(b)
+    assert np.all(np.isfinite(pmf)) and np.all(pmf >= 0.0)
+    assert abs(pmf.sum() - (b.m.sum() + b.bottom[0])) <= 1e-12

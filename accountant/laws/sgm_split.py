@@ -152,6 +152,8 @@ def _narrow(xa: np.ndarray, xb: np.ndarray, za: np.ndarray, mu: float):
     """``P0(B) - e^{x_a} Q0(B) = int_B (1 - e^{x_a - x}) dP0(x)`` by quadrature on the bins
     where it is certified (module docstring, item 5): ``(value, relative error bound,
     usable)``; ``za = (x_a - mu^2/2) / mu`` as computed."""
+    if not mu * mu > 0.0:  # mu below 1e-154: its square underflows, no narrow bins
+        return np.zeros(xa.shape), np.zeros(xa.shape), np.zeros(xa.shape, dtype=bool)
     with np.errstate(invalid="ignore", over="ignore"):
         delta = xb - xa
         alpha = za / mu
@@ -224,6 +226,7 @@ def split_numerators(law: Any, edges: np.ndarray) -> tuple[np.ndarray, np.ndarra
         k = em1 + q  # remove: e^a - (1 - q); add: e^{-a} - (1 - q)
         ek = EXP_REL * np.abs(em1) + _U * np.abs(k)
         ex = q * np.exp(sign * xa)  # q e^{+-x_a}
+        ok &= np.isfinite(ex)  # past e^709 the bin keeps the differences
         corr = np.where(ok, k - ex, 0.0) if sign < 0 else np.where(ok, ex - k, 0.0)
         ec = (EXP_REL + _U) * ex + ek + _U * np.abs(corr)
         if law.direction == "remove":
