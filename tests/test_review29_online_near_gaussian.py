@@ -75,8 +75,13 @@ def test_online_ledger_brackets_the_gaussian_closed_form(ledger):
         up = float(ledger.epsilon(d))
         assert up >= g - 1e-6, (d, up, g)
         # 1e-9: CPUs whose numpy kernels round differently answer up to ~3e-10
-        # relative apart (session 31's machine: delta(15) 2.8e-10 above the pin)
-        assert up <= bar * (1 + 1e-9), (d, up, bar)
+        # relative apart (session 31's machine: delta(15) 2.8e-10 above the pin).  At
+        # 1e-12 the route's epsilon moves by up to 7e-8 either way when its inputs move
+        # by their rounding (session 47: the subsampled split's error bound scaled by 0,
+        # 1, 2, 10 read 20.9393797, ...782, ...774, ...788; the ledger's own delta at
+        # 20.9394 is 0.9990e-12): a bar of 1e-7 there
+        tol = 1e-7 if d < 1e-9 else 1e-9
+        assert up <= bar * (1 + tol), (d, up, bar)
         lo = float(ledger.epsilon_bounds(d)[0])
         assert lo <= g, (d, lo, g)
     for e, bar in zip(EPSILONS, MAIN_DELTA, strict=True):

@@ -16,6 +16,7 @@ import math
 import numpy as np
 from scipy import special
 
+from ..laws.sgm_split import cell_numerators
 from ..numerics import SUBNORMAL_FLOOR
 from .pld_hull import _decaying_rows, _lower_hull
 
@@ -206,10 +207,12 @@ def _node_cdfs(
     cell: np.ndarray,
     add: bool,
     count: np.ndarray | None = None,
+    with_x: bool = False,
 ):
     """``(cum_p, tail_p, cum_q, tail_q)``: the P- and Q-probabilities of ``L <= a`` and
     ``L > a`` at every node ``a`` (``sigma``, ``q``: per cell; ``cell``: each node's;
-    ``count``: see :func:`_spread`), from both normal tails (no cancellation).  Remove
+    ``count``: see :func:`_spread`), from both normal tails (no cancellation); with
+    ``with_x``, the nodes' data preimages ``x(a)`` (add: ``x(-a)``) fifth.  Remove
     direction: ``L <= a`` iff ``x <= x(a)``, P the mixture ``(1 - q) N(0, s^2) + q N(1,
     s^2)``, Q ``N(0, s^2)``; add direction: ``-L <= a`` iff ``x >= x(-a)``, P ``N(0,
     s^2)``, Q the mixture."""
@@ -217,12 +220,12 @@ def _node_cdfs(
     xx = _x_of_loss(-a if add else a, sigma, q, cell, count)
     f0, s0 = _normal_pair(xx / s)
     f1, s1 = _normal_pair((xx - 1) / s)
-    del xx
+    if not with_x:
+        del xx
     q0 = _spread(1 - q, cell, count)
     mix_cdf, mix_sf = q0 * f0 + qq * f1, q0 * s0 + qq * s1
-    if not add:
-        return mix_cdf, mix_sf, f0, s0
-    return s0, f0, mix_sf, mix_cdf
+    out = (mix_cdf, mix_sf, f0, s0) if not add else (s0, f0, mix_sf, mix_cdf)
+    return (*out, xx) if with_x else out
 
 
 def _bin_masses(cum: np.ndarray, tail: np.ndarray, keep: np.ndarray) -> np.ndarray:
@@ -251,6 +254,7 @@ def _cell_bins(
     tau: float,
     add: bool,
     pile: np.ndarray | None = None,
+    with_split: bool = False,
 ):
     """Bin masses of every cell on the shared grid ``a_j = j * step``, vectorised.
 
@@ -270,7 +274,9 @@ def _cell_bins(
     bin (its bottom masses are then zero).
 
     Returns the per-cell first node, bin count, and the flat bin arrays ``m`` (P-mass),
-    ``n`` (Q-mass) and nodes, plus bottom/top P- and Q-masses per cell.  The callers
+    ``n`` (Q-mass) and nodes, plus bottom/top P- and Q-masses per cell; with
+    ``with_split``, the bins' split numerators and their error bounds eighth
+    (:func:`~dpacct.accountant.laws.sgm_split.cell_numerators`).  The callers
     go through :func:`_blocks` so that the temporaries stay bounded.
     """
     first, nb = _cell_ranges(sigma, q, step, tau, add, pile)
@@ -282,8 +288,8 @@ def _cell_bins(
         if add:
             raise ValueError("pile nodes are for the remove direction")
         a = a + _pile_shift(pile, step)[cell]
-    cum_p, tail_p, cum_q, tail_q = _node_cdfs(a, sigma, q, cell, add)
-    del j, cell
+    cum_p, tail_p, cum_q, tail_q, xx = _node_cdfs(a, sigma, q, cell, add, with_x=True)
+    del j
     keep = np.ones(a.size - 1, dtype=bool)
     keep[starts[1:] - 1] = False  # drop the pseudo-bins between cells
     if pile is not None:  # pile cells: everything below the first node in the first bin
@@ -299,13 +305,33 @@ def _cell_bins(
     bottom = (cum_p[starts], cum_q[starts])
     top = (tail_p[ends], tail_q[ends])
     bin_nodes = np.delete(a, ends)  # left node of every bin
-    return first, nb, m, n, bin_nodes, bottom, top
+    if not with_split:
+        return first, nb, m, n, bin_nodes, bottom, top
+    if pile is not None:  # a pile cell's first bin holds everything below its node
+        raise ValueError("with_split is for grids without pile nodes")
+    # each bin's split numerator from its base bin (sgm_split.cell_numerators)
+    bc = cell[:-1][keep]
+    split = cell_numerators(bin_nodes, xx[:-1][keep], xx[1:][keep], sigma[bc], q[bc], add)
+    return first, nb, m, n, bin_nodes, bottom, top, split
 
 
 def _scaled_q(n: np.ndarray, nodes: np.ndarray, m: np.ndarray) -> np.ndarray:
     with np.errstate(divide="ignore", over="ignore"):
         r = np.where(n > 0, np.exp(np.log(np.maximum(n, SUBNORMAL_FLOOR)) + nodes), 0.0)
     return np.minimum(r, m)
+
+
+def upper_shares(split: tuple[np.ndarray, np.ndarray], c, m: np.ndarray) -> np.ndarray:
+    """Each bin's upper-node share ``(d + err) / c`` rounded up, in ``[0, m]`` (a bin
+    whose bound is not finite goes whole onto its upper node): at least the exact
+    connect-the-dots share, which raises delta at every epsilon (as
+    :func:`~dpacct.accountant.pld.grid._split_up`; ``c = 1 - e^{-width}``, one per bin
+    or one for all)."""
+    d, err = split
+    u = 2.0**-53
+    with np.errstate(invalid="ignore", over="ignore"):
+        up = (d + err) * (1.0 + 4.0 * u) / c * (1.0 + 16.0 * u)
+        return np.where(np.isfinite(up), np.minimum(np.maximum(up, 0.0), m), m)
 
 
 def _pessimistic_cells(sigma, q, step, tau, add):
@@ -318,9 +344,10 @@ def _pessimistic_cells(sigma, q, step, tau, add):
     firsts, flats, infs = [], [], []
     c = -math.expm1(-step)
     for blk in _blocks(nb_all + 1):
-        first, nb, m, n, nodes, bottom, top = _cell_bins(sigma[blk], q[blk], step, tau, add)
-        r = _scaled_q(n, nodes, m)
-        right = np.clip((m - r) / c, 0.0, m)
+        first, nb, m, _, _, bottom, top, split = _cell_bins(
+            sigma[blk], q[blk], step, tau, add, with_split=True
+        )
+        right = upper_shares(split, c, m)
         left = m - right
         # PMF of cell i: nb_i + 1 nodes, at offset starts_i of the flat output
         starts = np.concatenate([[0], np.cumsum(nb + 1)[:-1]])

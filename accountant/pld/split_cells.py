@@ -24,6 +24,7 @@ import math  # noqa: F401 (doctest namespace)
 import numpy as np
 from scipy import special
 
+from ..laws.sgm_split import cell_numerators
 from .groups import Segment, coarsened_group
 from .sgm_cells import (
     _blocks,
@@ -31,7 +32,7 @@ from .sgm_cells import (
     _joined_bin_masses,
     _loss_of_x,
     _node_cdfs,
-    _scaled_q,
+    upper_shares,
 )
 
 __all__: list[str] = []
@@ -105,15 +106,18 @@ def _split_block(sigma, q, step, factor, tau, add, split=None):
     fine = step / factor
     first, count, cell, nodes = split or _split_nodes(sigma, q, step, factor, tau, add)
     a = nodes * fine
-    cum_p, tail_p, cum_q, tail_q = _node_cdfs(a, sigma, q, cell, add, count)
+    cum_p, tail_p, cum_q, tail_q, xx = _node_cdfs(a, sigma, q, cell, add, count, with_x=True)
     starts = np.cumsum(count) - count
     ends = starts + count - 1
-    keep, m, n = _joined_bin_masses(cum_p, tail_p, cum_q, tail_q, ends)
+    keep, m, _ = _joined_bin_masses(cum_p, tail_p, cum_q, tail_q, ends)
     left_node = nodes[:-1][keep]
     right_node = nodes[1:][keep]
     width = (right_node - left_node) * fine
-    r = _scaled_q(n, left_node * fine, m)
-    right = np.clip((m - r) / -np.expm1(-width), 0.0, m)
+    # the split numerators from the base bins (sgm_split.cell_numerators; the difference
+    # of the masses cancels at a fine step)
+    bc = cell[:-1][keep]
+    split = cell_numerators(a[:-1][keep], xx[:-1][keep], xx[1:][keep], sigma[bc], q[bc], add)
+    right = upper_shares(split, -np.expm1(-width), m)
     left = m - right
     # cell i's PMF: fine nodes first[i] .. last node, at offset base[i] of the flat array
     lengths = nodes[ends] - first + 1
