@@ -69,6 +69,28 @@ def test_one_gaussian_epsilon_needs_no_fft_and_no_mpmath():
     assert _loaded(modules, ("scipy.fft", "mpmath")) == []
 
 
+def test_one_gaussian_epsilon_and_delta_import_no_scipy():
+    """The certified Gaussian curve's scalars (``erfcx``, ``log Phi``, the float root's
+    ``Phi^-1``) are :mod:`dpacct.accountant.families.normal_tails`' on the C library's
+    ``erfc``: a first epsilon or delta imports no ``scipy`` at all (``scipy.special``
+    alone was half of that call's 0.6 s, issue 37).  The engine's modules that use
+    ``scipy.special`` elsewhere import it on first use (``numerics.scipy_special``)."""
+    for query in ("epsilon(1e-5)", "delta(1.0)", "epsilon_bounds(1e-5)"):
+        modules = _modules_after(
+            "import math, dpacct as dp\n"
+            f"v = dp.GaussianMechanism(1.0).{query}\n"
+            "assert all(math.isfinite(x) and x > 0 for x in (v if isinstance(v, tuple) else [v]))\n"
+        )
+        assert _loaded(modules, ("scipy",)) == [], query
+        assert "dpacct.accountant.families.gaussian_certified" in modules  # (the route ran)
+    # a route that needs scipy.special still finds it, on first use
+    modules = _modules_after(
+        "import dpacct as dp\n"
+        "assert 4.0 < dp.compose([dp.LaplaceMechanism(10.0)], counts=[100]).epsilon(1e-6) < 5.0\n"
+    )
+    assert "scipy.special" in modules
+
+
 @pytest.mark.parametrize("layer", ["accountant", "mechanisms", "calibrators"])
 def test_importing_a_layer_loads_no_heavy_module(layer):
     assert _loaded(_modules_after(f"import dpacct.{layer}"), HEAVY) == []
