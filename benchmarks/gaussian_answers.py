@@ -16,6 +16,9 @@ target, a lower end at least it.
     python -m benchmarks.gaussian_answers --old /work/main        # 2 000 questions
     python -m benchmarks.gaussian_answers --old /work/main --n 500 --seed 3
 
+Then the same for a few routes that do not use the certified curve (:func:`others`),
+which must be bit-equal.
+
 Questions (seeded): ``sigma`` log-uniform in ``[0.02, 2000]``; ``epsilon(delta)`` and
 ``epsilon_bounds(delta)`` at ``delta`` log-uniform in ``[1e-15, 0.5]``; ``delta(eps)`` at
 ``eps = mu (mu / 2 + z)`` for ``z`` uniform in ``[-3, 30]`` (deltas from about 1 to 1e-200)
@@ -89,6 +92,31 @@ def answers() -> list:
     return out
 
 
+def others() -> list:
+    """Answers of routes that do not go through the certified Gaussian curve (they must
+    stay bit-equal: session 47 changed only when their modules import ``scipy.special``):
+    DP-SGD's epsilon and bracket, Laplace and randomized response, a subsampled RDP
+    curve, the Gaussian trade-off (SciPy's array ``ndtri`` / ``ndtr``), a DP-SGD
+    calibration, sampling without replacement, a Poisson-subsampled Laplace's delta."""
+    import dpacct as dp
+    from dpacct.mechanisms import replace_one
+
+    g = dp.GaussianMechanism(1.1)
+    step = dp.poisson_subsample(g, 0.01)
+    return [
+        dp.compose([step], [10_000]).epsilon(1e-5),
+        list(dp.compose([step], [1000]).epsilon_bounds(1e-5)),
+        dp.compose([dp.LaplaceMechanism(10.0)], counts=[100]).epsilon(1e-6),
+        dp.RandomizedResponse(0.75).epsilon(1e-6),
+        dp.compose([step], [100]).rdp([2, 4.5, 32]).tolist(),
+        dp.GaussianMechanism(1.0).tradeoff([0.01, 0.1]).tolist(),
+        dp.noise_multiplier(epsilon=3.0, delta=1e-5, sample_rate=0.01, steps=1000),
+        dp.subsample_without_replacement(replace_one(dp.GaussianMechanism(2.0)), 0.1).epsilon(
+            1e-6),
+        dp.compose([dp.poisson_subsample(dp.LaplaceMechanism(2.0), 0.05)], [200]).delta(1.0),
+    ]
+
+
 def _exact_delta(sigma: float, eps: float, k: float = 1.0):
     """The exact curve at ``mu = sqrt(k) / sigma`` (real: ``k`` Gaussians of ``sigma``)
     and ``eps``, 60 digits plus what cancellation costs."""
@@ -158,6 +186,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"differing answers checked against the exact curve: {len(rep['unsound'])} unsound")
     for row in rep["unsound"]:
         print("  UNSOUND", row)
+    old_o = run_in_checkout("benchmarks.gaussian_answers", "others", args.old)
+    new_o = run_in_checkout("benchmarks.gaussian_answers", "others", args.new)
+    same = sum(a == b for a, b in zip(old_o, new_o, strict=True))
+    print(f"other routes (``others``): {same} of {len(old_o)} answers bit-equal")
     return 1 if rep["unsound"] else 0
 
 
