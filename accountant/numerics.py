@@ -542,8 +542,8 @@ class LazyModule:
         self._lazy_name = name
 
     def __getattr__(self, attr: str):
-        if attr.startswith("__"):  # (copy, pickle and doctest probe dunders: not the module's)
-            raise AttributeError(attr)
+        if attr.startswith("__") or attr == "_lazy_name":  # (dunders: copy, pickle and
+            raise AttributeError(attr)  # doctest probe them; _lazy_name: not yet set)
         value = getattr(importlib.import_module(self._lazy_name), attr)
         setattr(self, attr, value)
         return value
