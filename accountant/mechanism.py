@@ -55,7 +55,7 @@ contract at the end of this module.
 from __future__ import annotations
 
 import math
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
@@ -67,8 +67,6 @@ from .families.gaussian_dp import certified_gaussian_delta
 from .laws.loss_law import PrivacyLossLaw
 from .laws.loss_law_rdp import swapped_loss_law
 from .mechanism_cache import instance_cache, pld_key
-from .pld.grid import GridPLD
-from .pld.pld_pair import PLDPair
 
 # the grid policy lives in pld_settings; re-exported for the modules and users of these
 from .pld.pld_settings import (  # noqa: F401
@@ -95,11 +93,11 @@ from .validation import (
     pure_epsilon_at_zero_delta,
     show_value,
 )
-from .worst_case import (
-    EpsilonDeltaDeclaration,
-    GaussianDPDeclaration,
-    PureEpsilonDeclaration,
-)
+from .worst_case import EpsilonDeltaDeclaration, GaussianDPDeclaration, PureEpsilonDeclaration
+
+if TYPE_CHECKING:
+    from .pld.grid import GridPLD
+    from .pld.pld_pair import PLDPair
 
 __all__ = [
     "Capabilities",
@@ -377,6 +375,8 @@ class Mechanism(capabilities.FamilyDeclarations):
 
         def load(use_coarse: bool) -> GridPLD:
             return self._pld_one(pessimistic, (coarse or settings) if use_coarse else settings, 1)
+
+        from .pld.pld_pair import PLDPair  # (the PLD engine loads on a PLD route: issue 37)
 
         remove = self._pld_one(pessimistic, settings, 0)
         swap = pessimistic and self._swap_bounds_add()

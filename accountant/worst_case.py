@@ -20,13 +20,13 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy import special
 
 from .capabilities import Capabilities
 from .curve_down import kov_constants, kov_tradeoff_down, rr_delta_down
 from .declared import Declaration, check_relation, no_rdp
 from .families.gaussian_dp import gaussian_delta, gaussian_tradeoff
 from .laws.loss_law import AtomicLossLaw, GaussianLossLaw
+from .numerics import scipy_special as special
 from .rdp.conversion import pure_dp_rdp
 from .relations import ADD_REMOVE
 from .validation import check_epsilon, check_positive, check_probability

@@ -20,10 +20,16 @@ Rows:
 * ``gaussian``: ``import dpacct as dp; dp.GaussianMechanism(1.0).epsilon(1e-5)``;
 * ``zoo``: the same through the zoo's name, ``from dpacct.mechanisms import
   GaussianMechanism`` (which imports the zoo's ``__init__``, and its ``audit`` modules);
+* ``delta``: ``import dpacct as dp; dp.GaussianMechanism(1.0).delta(1.0)``;
+* ``in-process``: the issue's own command, ``time.process_time()`` from before ``import
+  dpacct`` to after one Gaussian epsilon, as the child prints it (no interpreter
+  start-up);
 * ``scipy.special``: ``import numpy, scipy.special`` alone, the floor under ``gaussian``
-  (the Gaussian's closed form needs ``ndtr`` / ``log_ndtr``; scipy 1.17's array-API
-  layer, imported by ``scipy.special``, clones the numpy namespace and so imports
-  ``numpy.f2py``, ``numpy.ma`` and ``numpy.testing``: most of that floor);
+  before session 47 (scipy 1.17's array-API layer, imported by ``scipy.special``, clones
+  the numpy namespace and so imports ``numpy.f2py``, ``numpy.ma`` and ``numpy.testing``:
+  most of that floor); since session 47 a Gaussian's epsilon and delta import no scipy
+  (their scalars are ``dpacct.accountant.families.normal_tails``');
+* ``numpy``: ``import numpy`` alone, the floor under ``gaussian`` since session 47;
 * ``opacus``: ``from opacus.accountants import RDPAccountant``, one step of sigma 1 at
   sample rate 1 (a plain Gaussian), ``get_epsilon(1e-5)`` (Opacus' RDP bound, looser).
 
@@ -65,7 +71,23 @@ ZOO = (
     "from dpacct.mechanisms import GaussianMechanism\n"
     "print(repr(GaussianMechanism(1.0).epsilon(1e-5)))\n"
 )
+DELTA = "import dpacct as dp\nprint(repr(dp.GaussianMechanism(1.0).delta(1.0)))\n"
+#: the issue's measurement: CPU from before ``import dpacct`` (no interpreter start-up)
+INPROC = (
+    "import time\n"
+    "t = time.process_time()\n"
+    "import dpacct\n"
+    "from dpacct import GaussianMechanism\n"
+    "e = GaussianMechanism(1.0).epsilon(1e-5)\n"
+    "print(f'inproc={time.process_time() - t!r} {e!r}')\n"
+)
 SPECIAL = "import numpy, scipy.special\nprint(scipy.special.ndtr(0.0))\n"
+NUMPY = "import numpy\nprint(numpy.float64(0.0))\n"
+#: whether the ``gaussian`` row imports ``scipy.special`` (one probe per side)
+PROBE = (
+    "import sys\nimport dpacct as dp\ndp.GaussianMechanism(1.0).epsilon(1e-5)\n"
+    "print('scipy.special' in sys.modules)\n"
+)
 OPACUS = (
     "from opacus.accountants import RDPAccountant\n"
     "acct = RDPAccountant()\n"
@@ -82,7 +104,7 @@ CALIBRATE = (
     "import dpacct as dp\n"
     "print(repr(dp.noise_multiplier(epsilon=3.0, delta=1e-5, sample_rate=0.01, steps=10_000)))\n"
 )
-GOALS = {"help": 0.3, "gaussian": 0.5, "zoo": 0.5}
+GOALS = {"help": 0.3, "gaussian": 0.5, "zoo": 0.5, "in-process": 0.5}
 
 
 def run_once(code: str, env: dict[str, str]) -> dict:
@@ -97,17 +119,23 @@ def run_once(code: str, env: dict[str, str]) -> dict:
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     if out.returncode != 0:
         raise RuntimeError(f"the row failed:\n{code}\n{out.stderr}")
-    return {"cpu": cpu, "wall": wall, "answer": out.stdout.strip().splitlines()[-1]}
+    answer = out.stdout.strip().splitlines()[-1]
+    if answer.startswith("inproc="):  # the child's own CPU seconds, then its answer
+        own, answer = answer[len("inproc="):].split(" ", 1)
+        cpu = float(own)
+    return {"cpu": cpu, "wall": wall, "answer": answer}
 
 
 def measure(old: Path, new: Path, rounds: int, more: bool = False) -> dict[str, dict[str, list]]:
     """Every row on every side, alternately, ``rounds`` times (after one warm-up each)."""
     sides = {"old": checkout_env(old), "new": checkout_env(new)}
-    rows = [("help", HELP), ("gaussian", GAUSSIAN), ("zoo", ZOO)]
+    rows = [("help", HELP), ("gaussian", GAUSSIAN), ("zoo", ZOO), ("delta", DELTA),
+            ("in-process", INPROC)]
     if more:
         rows += [("cli-epsilon", CLI_EPSILON), ("calibrate", CALIBRATE)]
     jobs = [(f"{row} {side}", code, sides[side]) for row, code in rows for side in ("old", "new")]
     jobs.append(("scipy.special", SPECIAL, sides["new"]))
+    jobs.append(("numpy", NUMPY, sides["new"]))
     jobs.append(("opacus", OPACUS, sides["new"]))
     for _, code, env in jobs:  # warm-up: byte-code caches, the file system's cache
         run_once(code, env)
@@ -133,7 +161,7 @@ def table(results: dict[str, dict[str, list]]) -> str:
             f"{label:<16} {med[label][0]:7.3f} {med[label][1]:7.3f}  {' | '.join(answers)}"
         )
     lines.append("")
-    peers = ("opacus", "scipy.special")
+    peers = ("opacus", "scipy.special", "numpy")
     for row in dict.fromkeys(k.rsplit(" ", 1)[0] for k in results if k not in peers):
         new, old = med[f"{row} new"][0], med[f"{row} old"][0]
         goal = GOALS.get(row)
@@ -147,14 +175,24 @@ def table(results: dict[str, dict[str, list]]) -> str:
         f"gaussian: new / Opacus CPU = {med['gaussian new'][0] / opa:.2f}"
         f"  (old / Opacus {med['gaussian old'][0] / opa:.2f})"
     )
-    floor = med["scipy.special"][0]
+    special, floor = med["scipy.special"][0], med["numpy"][0]
     lines.append(
-        f"gaussian: new - (numpy + scipy.special) = {med['gaussian new'][0] - floor:.3f} s"
-        f"  (old {med['gaussian old'][0] - floor:.3f} s): dpacct's own share"
+        f"gaussian: old - (numpy + scipy.special) = {med['gaussian old'][0] - special:.3f} s"
+        f" (dpacct's own share when it imports scipy.special); new - numpy ="
+        f" {med['gaussian new'][0] - floor:.3f} s"
+        f" (old - numpy {med['gaussian old'][0] - floor:.3f} s)"
     )
-    same = set(results["gaussian old"]["answer"]) == set(results["gaussian new"]["answer"])
-    lines.append(f"gaussian epsilon old == new: {same}")
+    for row in ("gaussian", "delta"):
+        same = set(results[f"{row} old"]["answer"]) == set(results[f"{row} new"]["answer"])
+        lines.append(f"{row} old == new: {same}")
     return "\n".join(lines)
+
+
+def scipy_probe(old: Path, new: Path) -> str:
+    """Whether the ``gaussian`` row imports ``scipy.special``, on each side."""
+    seen = {side: run_once(PROBE, checkout_env(root))["answer"]
+            for side, root in (("old", old), ("new", new))}
+    return f"scipy.special imported by the gaussian row: old {seen['old']}, new {seen['new']}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -173,6 +211,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"start-up, {args.rounds} rounds alternated, medians; load average {' '.join(load)}")
     print(f"old = {args.old}, new = {args.new}, python = {sys.executable}")
     print(table(results))
+    print(scipy_probe(args.old, args.new))
     if args.json:
         args.json.write_text(json.dumps({"load": load, "results": results}, indent=1))
     return 0

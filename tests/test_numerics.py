@@ -19,6 +19,7 @@ from dpacct.accountant.numerics import (
     EXP_OVERFLOW,
     SUBNORMAL_FLOOR,
     TINY,
+    LazyModule,
     _bar_disabled,
     _log_expm1,
     brentq,
@@ -316,3 +317,29 @@ def test_lazy_bar_checks_its_arguments():
     assert LazyBar(total=1, desc="x", delay=0.0, progress=None).hidden  # as tqdm's disable
     with pytest.raises(ValueError, match="delay"):
         LazyBar(total=1, desc="x", delay=-1.0, progress=True)
+
+
+def test_lazy_module_imports_at_the_first_name_and_keeps_it():
+    """``LazyModule`` imports its module at the first use of a name (not at creation,
+    and not when a dunder is probed, as doctest and copy do), then serves the same
+    objects as the module, kept on the stand-in."""
+    import subprocess
+
+    code = (
+        "import sys\n"
+        "from dpacct.accountant.numerics import LazyModule, scipy_special\n"
+        "assert 'scipy.special' not in sys.modules\n"
+        "assert not hasattr(scipy_special, '__wrapped__')\n"
+        "assert 'scipy.special' not in sys.modules\n"
+        "f = scipy_special.ndtr\n"
+        "import scipy.special\n"
+        "assert f is scipy.special.ndtr and 'ndtr' in vars(scipy_special)\n"
+        "lazy = LazyModule('fractions')\n"
+        "assert lazy.Fraction(1, 2) == 0.5 and repr(lazy) == \"<LazyModule 'fractions'>\"\n"
+        "print('ok')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd="/", timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+    with pytest.raises(AttributeError):
+        LazyModule("math").no_such_name  # noqa: B018

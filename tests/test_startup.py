@@ -69,6 +69,37 @@ def test_one_gaussian_epsilon_needs_no_fft_and_no_mpmath():
     assert _loaded(modules, ("scipy.fft", "mpmath")) == []
 
 
+def test_one_gaussian_epsilon_and_delta_import_no_scipy():
+    """The certified Gaussian curve's scalars (``erfcx``, ``log Phi``, the float root's
+    ``Phi^-1``) are :mod:`dpacct.accountant.families.normal_tails`' on the C library's
+    ``erfc``: a first epsilon or delta imports no ``scipy`` at all (``scipy.special``
+    alone was half of that call's 0.6 s, issue 37).  The engine's modules that use
+    ``scipy.special`` elsewhere import it on first use (``numerics.scipy_special``)."""
+    for query in ("epsilon(1e-5)", "delta(1.0)", "epsilon_bounds(1e-5)"):
+        modules = _modules_after(
+            "import math, dpacct as dp\n"
+            f"v = dp.GaussianMechanism(1.0).{query}\n"
+            "assert all(math.isfinite(x) and x > 0 for x in (v if isinstance(v, tuple) else [v]))\n"
+        )
+        assert _loaded(modules, ("scipy",)) == [], query
+        assert "dpacct.accountant.families.gaussian_certified" in modules  # (the route ran)
+    # through the zoo's name too (its primitive loads the serialization registry, whose
+    # modules name scipy.special lazily and compute nothing with it at import)
+    modules = _modules_after(
+        "from dpacct.mechanisms import GaussianMechanism\n"
+        "assert 4.0 < GaussianMechanism(1.0).epsilon(1e-5) < 5.0\n"
+    )
+    assert _loaded(modules, ("scipy",)) == []
+    # a route that needs scipy.special (the trade-off's array ndtri / ndtr) still finds
+    # it, on first use
+    modules = _modules_after(
+        "import dpacct as dp\n"
+        "beta = dp.GaussianMechanism(1.0).tradeoff([0.05])\n"
+        "assert abs(float(beta[0]) - 0.740489) < 1e-6\n"
+    )
+    assert "scipy.special" in modules
+
+
 @pytest.mark.parametrize("layer", ["accountant", "mechanisms", "calibrators"])
 def test_importing_a_layer_loads_no_heavy_module(layer):
     assert _loaded(_modules_after(f"import dpacct.{layer}"), HEAVY) == []
@@ -76,9 +107,14 @@ def test_importing_a_layer_loads_no_heavy_module(layer):
 
 def test_the_engine_loads_only_what_the_question_needs():
     """The engine's names load on first use: a Gaussian's epsilon needs neither the
-    ledger nor the samplers."""
+    ledger nor the samplers, nor the PLD engine (its grid, pair and two-scale modules
+    load where a law is discretised or a pair built: 18 ms of a 0.2 s first call)."""
     modules = _modules_after("import dpacct as dp\ndp.GaussianMechanism(1.0).epsilon(1e-5)\n")
     unused = (
+        "dpacct.accountant.pld.grid",
+        "dpacct.accountant.pld.pld_pair",
+        "dpacct.accountant.pld.twoscale",
+        "dpacct.accountant.pld.pld_fft",
         "dpacct.accountant.ledger",
         "dpacct.accountant.transformers.random_allocation",
         "dpacct.accountant.transformers.repeat_select",

@@ -14,11 +14,12 @@ import math
 import sys
 
 import numpy as np
-from scipy import special
 
 from ..curve_down import _SUBNORMAL_SLACK  # two subnormal ulps (ndtr at a subnormal)
 from ..numerics import brentq, invert_decreasing
+from ..numerics import scipy_special as special
 from ..validation import as_float_array, check_delta, check_positive
+from . import normal_tails
 from .gaussian_certified import at_most, delta_upper, log_delta_bounds
 
 __all__ = [
@@ -313,7 +314,7 @@ def _bounds_root(mu: float, delta: float, root: float) -> float | None:
         if bounds is None or not math.isfinite(bounds[0]):
             return None
         mid = 0.5 * (bounds[0] + bounds[1])
-        lb = float(special.log_ndtr(-0.5 * mu - root / mu))
+        lb = normal_tails.log_ndtr(-0.5 * mu - root / mu)
         slope = -math.exp(root + lb - mid)
         if not (math.isfinite(slope) and slope < 0.0):
             return None
@@ -365,12 +366,12 @@ def _float_root(mu: float, delta: float) -> float | None:
     curve is not finite there (the callers then bisect)."""
     log_d = math.log(delta)
     half = 0.5 * mu
-    log_ndtr = special.log_ndtr
+    log_ndtr = normal_tails.log_ndtr  # (scalars: SciPy's import is half a first call's time)
 
     def g(e: float) -> tuple[float, float]:
         r = e / mu
-        la = float(log_ndtr(half - r))
-        lb = float(log_ndtr(-half - r))
+        la = log_ndtr(half - r)
+        lb = log_ndtr(-half - r)
         x = min(e + lb - la, 0.0)
         w = -math.expm1(x)
         if not w > 0.0:
@@ -379,7 +380,7 @@ def _float_root(mu: float, delta: float) -> float | None:
         # slope of log delta: -e^eps Phi(b) / delta
         return log_delta - log_d, -math.exp(e + lb - log_delta)
 
-    lo, hi = 0.0, mu * (half - float(special.ndtri(delta)))
+    lo, hi = 0.0, mu * (half - normal_tails.ndtri(delta))
     if not (math.isfinite(hi) and hi > 0.0):
         return None
     val, slope = g(hi)

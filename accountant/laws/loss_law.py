@@ -31,10 +31,10 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 import numpy as np
-from scipy import special
 
 from ..capabilities import _DeclaredHere
 from ..numerics import TINY, _log_expm1_30
+from ..numerics import scipy_special as special
 from ..validation import check_positive, check_probability, check_sample_rate, real_array
 from .loss_law_sgm import KEPT, SharedFunctions
 from .sgm_split import split_numerators

@@ -12,9 +12,9 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import special
 
 from ..numerics import TINY
+from ..numerics import scipy_special as special
 from ..validation import check_alpha
 from .loss_law import AtomicLossLaw, GaussianLossLaw, PrivacyLossLaw  # noqa: F401 (doctests)
 

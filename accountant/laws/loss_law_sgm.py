@@ -38,7 +38,8 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 import numpy as np
-from scipy import special
+
+from ..numerics import scipy_special as special
 
 __all__: list[str] = []
 

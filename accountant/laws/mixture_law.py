@@ -28,9 +28,9 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy import special
 
 from ..numerics import _log_expm1
+from ..numerics import scipy_special as special
 from ..validation import check_positive, real_array
 from .loss_law import PrivacyLossLaw, _split_differences
 

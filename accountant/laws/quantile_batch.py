@@ -41,9 +41,9 @@ from collections.abc import Callable, Iterable, Sequence
 from types import SimpleNamespace
 
 import numpy as np
-from scipy import special
 
 from ..numerics import TINY, _log_expm1
+from ..numerics import scipy_special as special
 from .loss_law import PoissonSubsampledLossLaw, PrivacyLossLaw, _keeps_functions
 
 __all__ = ["prefill_quantiles", "subsampled_gaussian_law"]

@@ -103,7 +103,8 @@ import math
 from typing import Any
 
 import numpy as np
-from scipy import special
+
+from ..numerics import scipy_special as special
 
 __all__ = ["cell_numerators", "split_numerators", "truncation_coefficient"]
 

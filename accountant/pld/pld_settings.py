@@ -13,13 +13,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..laws.loss_law import PrivacyLossLaw
 from ..validation import check_probability, check_tol
-from .grid import MAX_GRID, GridPLD, discretize
-from .twoscale import discretize_split
+
+if TYPE_CHECKING:  # (the grid modules load where a law is discretised: issue 37)
+    from .grid import GridPLD
 
 __all__ = [
     "CAP_STEPS",
@@ -359,6 +361,9 @@ def discretize_law(law: PrivacyLossLaw, pessimistic: bool, settings: PLDSettings
     grid gives a certified discretisation; :func:`~dpacct.accountant.routes.pld_upper` refines the
     grids when the answer turns out small next to the step.
     """
+    from .grid import MAX_GRID, discretize
+    from .twoscale import discretize_split
+
     step = grid_step(law, pessimistic, settings)
     tail = settings.tail * LAW_TAIL_FRACTION
     cap = settings.coarse_cap

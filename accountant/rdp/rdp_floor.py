@@ -45,9 +45,9 @@ is the floor.
 from __future__ import annotations
 
 import numpy as np
-from scipy import special
 
 from ..numerics import logsumexp
+from ..numerics import scipy_special as special
 
 __all__ = ["floor_curve", "rdp_log_delta_floor", "rdp_may_win"]
 

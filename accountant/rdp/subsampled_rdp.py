@@ -27,12 +27,13 @@ them bounds it in between, and at ``alpha = 1`` the cumulant is ``log 1 = 0``.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
-from scipy import special
 
 from ..numerics import _log_expm1, logsumexp
+from ..numerics import scipy_special as special
 from ..validation import check_alpha, check_positive, check_sample_rate
 from .rdp_series import (
     _CVZ_TERMS,
@@ -135,7 +136,12 @@ def _cvz_weights(n: int) -> tuple[np.ndarray, float]:
     return weights, inv_d
 
 
-_CVZ_WEIGHTS, _CVZ_INV_D = _cvz_weights(_CVZ_TERMS)
+@functools.cache
+def _cvz() -> tuple[np.ndarray, float]:
+    """``_cvz_weights(_CVZ_TERMS)``, computed at the first use rather than at import
+    (its ``gammaln`` would import ``scipy.special`` with the serialization registry,
+    issue 37)."""
+    return _cvz_weights(_CVZ_TERMS)
 
 
 def _half_line_terms(
@@ -273,7 +279,8 @@ def _fractional_log_a_minus_1(q: float, sigma: float, orders: np.ndarray) -> np.
     j = (pos - head_len[owner])[tail]
     tail_owner = owner[tail]
     first_tail = starts + head_len  # flat index of b_K in every segment
-    alt = np.where(j % 2 == 0, 1.0, -1.0) * _CVZ_WEIGHTS[j]
+    cvz_weights, cvz_inv_d = _cvz()
+    alt = np.where(j % 2 == 0, 1.0, -1.0) * cvz_weights[j]
     tail_pos, tail_neg, tail_err = [], [], []
     for t in (t1, t2):
         log_bk = t[first_tail]
@@ -281,7 +288,7 @@ def _fractional_log_a_minus_1(q: float, sigma: float, orders: np.ndarray) -> np.
             ratio = np.exp(t[tail] - log_bk[tail_owner])
         ratio[~np.isfinite(ratio)] = 0.0
         accel = np.bincount(tail_owner, weights=alt * ratio, minlength=n_ord)
-        net = accel - _CVZ_INV_D
+        net = accel - cvz_inv_d
         with np.errstate(divide="ignore"):
             log_net = log_bk + np.log(np.abs(net))
         tail_neg.append(np.where(net > 0, log_net, -np.inf))

@@ -14,9 +14,9 @@ import math
 from collections.abc import Callable
 
 import numpy as np
-from scipy import special
 
 from ..numerics import EXP_OVERFLOW, _log_expm1
+from ..numerics import scipy_special as special
 from ..validation import check_alpha, check_sample_rate
 from .rdp_series import (
     MAX_EXPANSION_ORDER,

@@ -50,7 +50,6 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
-from scipy import special
 
 from ..laws.loss_law import (
     GaussianLossLaw,
@@ -58,6 +57,7 @@ from ..laws.loss_law import (
     PrivacyLossLaw,
 )
 from ..mechanism import Capabilities, Mechanism
+from ..numerics import scipy_special as special
 from ..rdp.subsampled_rdp import subsampled_gaussian_rdp
 from ..validation import check_count, check_positive, check_sample_rate
 
