@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import pytest
 from ledgers import ledger
+from pins import bar_rel
 
 TWENTY_FIVE = [(1.0 + k / 50, 0.01, 10) for k in range(25)]
 TWENTY_FOUR = [(0.83 + 0.04 * k, 0.0021 * 1.087**k, 9) for k in range(24)]
@@ -53,7 +54,7 @@ def test_phase_ledger_no_looser_than_main_at_small_delta(name):
         if row != name:
             continue
         got = float(acct.epsilon(delta))
-        assert got <= bar * (1 + 1e-12), (name, delta, got, bar)
+        assert got <= bar * (1 + bar_rel(delta)), (name, delta, got, bar)
         floor = PEER_FLOOR.get((row, delta))
         if floor is not None:
             assert got >= floor, (name, delta, got, floor)
