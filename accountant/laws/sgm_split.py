@@ -106,7 +106,7 @@ import numpy as np
 
 from ..numerics import scipy_special as special
 
-__all__ = ["cell_numerators", "split_numerators", "truncation_coefficient"]
+__all__ = ["cell_numerators", "split_numerators", "truncation_coefficient", "upper_shares"]
 
 _U = 2.0**-53
 #: allowed relative error of ``ndtr(t)``, ``t <= 0``, in units of ``u (1 + t^2)``
@@ -410,3 +410,40 @@ def cell_numerators(
             qi = q[idx] if np.ndim(q) else q
             d[idx], err[idx] = _wide(a[idx], *masses, qi, sign)
     return d, err
+
+
+def upper_shares(split: tuple[np.ndarray, np.ndarray], c, m: np.ndarray) -> np.ndarray:
+    """Each bin's upper-node share ``(d + err) / c`` from its split numerator, rounded up,
+    in ``[0, m]``; a bin whose bound is not finite goes whole onto its upper node.
+
+    ``d`` approximates ``m - r`` within ``err`` (:func:`split_numerators`,
+    :func:`cell_numerators`), so the share is at least the exact connect-the-dots share;
+    the sum and the quotient are rounded up by ``4 u`` and ``16 u`` (``c = 1 - e^{-h}``'s
+    ``expm1``: at most ``8 u``).  Putting more of a bin's P-mass on its upper node raises
+    delta at every epsilon (docs/theory/pld.md, "The split at a fine step").  Used by the
+    grid (:func:`~dpacct.accountant.pld.grid._upper_from_bins`) and the schedules' cells.
+
+    Parameters
+    ----------
+    split : tuple of numpy.ndarray
+        ``(d, err)`` per bin.
+    c : float or numpy.ndarray
+        ``1 - e^{-width}``, one for all bins or one per bin.
+    m : numpy.ndarray
+        Each bin's P-mass.
+
+    Returns
+    -------
+    numpy.ndarray
+
+    Examples
+    --------
+    >>> s = upper_shares((np.array([1e-6, np.inf]), np.array([1e-15, 0.0])), 1e-3, np.ones(2))
+    >>> bool(s[0] >= (1e-6 + 1e-15) / 1e-3), float(s[1])  # rounded up; the inf bin whole
+    (True, 1.0)
+    """
+    d, err = split
+    u = 2.0**-53
+    with np.errstate(invalid="ignore", over="ignore"):
+        up = (d + err) * (1.0 + 4.0 * u) / c * (1.0 + 16.0 * u)
+        return np.where(np.isfinite(up), np.minimum(np.maximum(up, 0.0), m), m)

@@ -64,6 +64,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..laws.loss_law import AtomicLossLaw, PrivacyLossLaw
+from ..laws.sgm_split import upper_shares
 from ..numerics import EXP_OVERFLOW, SUBNORMAL_FLOOR, TINY
 from ..validation import check_positive, check_probability
 from .atom_split import _exact_products, atom_upper_pmf
@@ -260,22 +261,11 @@ def _upper_from_bins(b: _Bins) -> tuple[int, np.ndarray, float]:
 
 
 def _split_up(b: _Bins, c: float) -> np.ndarray:
-    """Each bin's upper-node share from the law's split numerators, rounded up.
-
-    The law's ``d`` approximates ``m - r`` within ``err`` (a subsampled Gaussian's from
-    its base bin, well conditioned at a fine step: :mod:`~dpacct.accountant.laws.sgm_split`),
-    so ``(d + err) / c`` is at least the exact connect-the-dots share; the sum and the
-    quotient are rounded up by ``4 u`` and ``16 u`` (``c = 1 - e^{-h}``'s ``expm1``: at most
-    ``8 u``).  Putting more of a bin's P-mass on its upper node raises delta at every
-    epsilon (docs/theory/pld.md, "The split at a fine step").  A bin whose bound is not
-    finite, or whose Q-mass is unknown (``q_lost``), goes whole onto its upper node.
-    """
+    """Each bin's upper-node share from the law's split numerators, rounded up
+    (:func:`~dpacct.accountant.laws.sgm_split.upper_shares`); a bin whose Q-mass is
+    unknown (``q_lost``) goes whole onto its upper node."""
     assert b.split is not None
-    d, err = b.split
-    u = 2.0**-53
-    with np.errstate(invalid="ignore", over="ignore"):
-        up = (d + err) * (1.0 + 4.0 * u) / c * (1.0 + 16.0 * u)
-        pb = np.where(np.isfinite(up), np.minimum(np.maximum(up, 0.0), b.m), b.m)
+    pb = upper_shares(b.split, c, b.m)
     return pb if b.q_lost is None else np.where(b.q_lost, b.m, pb)
 
 

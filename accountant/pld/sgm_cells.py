@@ -16,7 +16,7 @@ import math
 import numpy as np
 from scipy import special
 
-from ..laws.sgm_split import cell_numerators
+from ..laws.sgm_split import cell_numerators, upper_shares
 from ..numerics import SUBNORMAL_FLOOR
 from .pld_hull import _decaying_rows, _lower_hull
 
@@ -319,19 +319,6 @@ def _scaled_q(n: np.ndarray, nodes: np.ndarray, m: np.ndarray) -> np.ndarray:
     with np.errstate(divide="ignore", over="ignore"):
         r = np.where(n > 0, np.exp(np.log(np.maximum(n, SUBNORMAL_FLOOR)) + nodes), 0.0)
     return np.minimum(r, m)
-
-
-def upper_shares(split: tuple[np.ndarray, np.ndarray], c, m: np.ndarray) -> np.ndarray:
-    """Each bin's upper-node share ``(d + err) / c`` rounded up, in ``[0, m]`` (a bin
-    whose bound is not finite goes whole onto its upper node): at least the exact
-    connect-the-dots share, which raises delta at every epsilon (as
-    :func:`~dpacct.accountant.pld.grid._split_up`; ``c = 1 - e^{-width}``, one per bin
-    or one for all)."""
-    d, err = split
-    u = 2.0**-53
-    with np.errstate(invalid="ignore", over="ignore"):
-        up = (d + err) * (1.0 + 4.0 * u) / c * (1.0 + 16.0 * u)
-        return np.where(np.isfinite(up), np.minimum(np.maximum(up, 0.0), m), m)
 
 
 def _pessimistic_cells(sigma, q, step, tau, add):

@@ -24,7 +24,7 @@ import math  # noqa: F401 (doctest namespace)
 import numpy as np
 from scipy import special
 
-from ..laws.sgm_split import cell_numerators
+from ..laws.sgm_split import cell_numerators, upper_shares
 from .groups import Segment, coarsened_group
 from .sgm_cells import (
     _blocks,
@@ -32,7 +32,6 @@ from .sgm_cells import (
     _joined_bin_masses,
     _loss_of_x,
     _node_cdfs,
-    upper_shares,
 )
 
 __all__: list[str] = []
