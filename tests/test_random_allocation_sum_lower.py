@@ -195,6 +195,31 @@ def test_laws_are_rounded_down_in_the_numerator():
         assert float(law.p.sum()) > 1.0 - 1e-9
 
 
+def test_powers_sharing_one_ladder_are_the_powers_made_alone():
+    # sum_statistic_laws makes x^(T - k) and x^k from one list of squarings: each power
+    # must be the float it is alone, and both must bracket the exact folded power
+    rng = np.random.default_rng(7)
+    x = rng.random(300) * np.exp(-np.linspace(0.0, 30.0, 300))
+    x /= x.sum()
+    n = 512
+    ladder = [x]
+    for upper in (False, True):
+        ladder = [x]
+        big = sum_lower._power(x, 13, n, upper, ladder)
+        small = sum_lower._power(x, 6, n, upper, ladder)
+        assert len(ladder) == 4  # x, x^2, x^4, x^8: the second power made no squaring
+        assert np.array_equal(big, sum_lower._power(x, 13, n, upper))
+        assert np.array_equal(small, sum_lower._power(x, 6, n, upper))
+    exact = x
+    for _ in range(12):
+        exact = np.convolve(exact, x)
+    folded = sum_lower._fold(exact, n)
+    lo = sum_lower._power(x, 13, n, False)
+    hi = sum_lower._power(x, 13, n, True)
+    assert np.all(lo <= folded * (1 + 1e-12)) and np.all(folded <= hi * (1 + 1e-12))
+    assert np.all(lo <= hi)
+
+
 def test_bad_input_is_named():
     with pytest.raises(ValueError, match="k must be < steps"):
         sum_statistic_lower_epsilon(1.0, 3, 1e-6, k=3)

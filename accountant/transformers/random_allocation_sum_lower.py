@@ -236,18 +236,29 @@ def _product(x: np.ndarray, y: np.ndarray, n: int, upper: bool) -> np.ndarray:
     return out * (1.0 + 4e-16 * folds) if upper else out * (1.0 - 4e-16 * folds)
 
 
-def _power(x: np.ndarray, m: int, n: int, upper: bool) -> np.ndarray:
+def _power(
+    x: np.ndarray, m: int, n: int, upper: bool, ladder: list | None = None
+) -> np.ndarray:
     """Bound on the ``m``-fold convolution power of ``x`` modulo ``n`` (``m >= 1``),
-    by repeated squaring."""
+    by repeated squaring.
+
+    ``ladder``: the squarings ``[x, x^2, x^4, ...]`` (bounds of this side) made so far,
+    extended here as needed; powers of one ``x`` share it (the squarings are the same
+    products of the same arrays, so every power is the float it would be alone).
+    """
+    if ladder is None:
+        ladder = [x]
     acc = None
-    base = x
+    j = 0
     while True:
         if m & 1:
-            acc = base if acc is None else _product(acc, base, n, upper)
+            acc = ladder[j] if acc is None else _product(acc, ladder[j], n, upper)
         m >>= 1
         if not m:
             return acc
-        base = _product(base, base, n, upper)
+        j += 1
+        if j == len(ladder):
+            ladder.append(_product(ladder[-1], ladder[-1], n, upper))
 
 
 def _lattice(
@@ -342,8 +353,9 @@ def sum_statistic_laws(
     sides = {}
     for upper, a, b in ((False, a_lo, b_lo), (True, a_hi, b_hi)):
         a_n = _fold(a, n)
-        common = _power(a_n, t - kk, n, upper)
-        q = _product(common, _power(a_n, kk, n, upper), n, upper)
+        ladder = [a_n]  # the squarings of a_n, shared by its two powers
+        common = _power(a_n, t - kk, n, upper, ladder)
+        q = _product(common, _power(a_n, kk, n, upper, ladder), n, upper)
         p = _product(common, _power(_fold(b, n), kk, n, upper), n, upper)
         sides[upper] = (p, q)
     (p_lo, q_lo), (p_hi, q_hi) = sides[False], sides[True]
