@@ -25,6 +25,7 @@ _EXPORTS: dict[str, str] = {
     "UnreachableTargetError": "search",
     "analytic_gaussian_sigma": "dpsgd",
     "bandmf_balls_in_bins_noise_multiplier": "bandmf",
+    "bandmf_min_sep_noise_multiplier": "bandmf",
     "bandmf_noise_multiplier": "bandmf",
     "calibrate": "calibrate",
     "calibrate_adassp": "regression",

@@ -27,7 +27,11 @@ from dpacct.mechanisms.algorithms.bandmf_lowfreq import lowfreq_points
 from .calibrate import Calibration, calibrate
 from .dpsgd import noise_multiplier
 
-__all__ = ["bandmf_balls_in_bins_noise_multiplier", "bandmf_noise_multiplier"]
+__all__ = [
+    "bandmf_balls_in_bins_noise_multiplier",
+    "bandmf_min_sep_noise_multiplier",
+    "bandmf_noise_multiplier",
+]
 
 
 @overload
@@ -472,3 +476,80 @@ def _refine_lowfreq(res: Calibration, slope: float, iterations: int, cycle_lengt
                        target_epsilon=target, delta=delta,
                        evaluations=res.evaluations + len(built),
                        seconds=res.seconds + time.perf_counter() - start)
+
+
+def bandmf_min_sep_noise_multiplier(
+    epsilon: float,
+    delta: float,
+    iterations: int,
+    *,
+    sample_rate: float,
+    min_sep: int,
+    strategy: object,
+    rtol: float = 1e-3,
+    tol: float | None = None,
+) -> float:
+    """The noise multiplier for which DP-MF on b-min-sep batches meets ``(epsilon, delta)``.
+
+    Calibrates the certified bound of
+    :func:`~dpacct.mechanisms.algorithms.bandmf_min_sep.bandmf_min_sep` (Theorem 7 of
+    docs/theory/dpmf_balls_in_bins.md): that bound is Poisson DP-SGD at rate
+    ``sample_rate`` with noise multiplier ``sigma / sqrt(alpha)``, so the answer is the
+    DP-SGD calibration (:func:`~dpacct.calibrators.dpsgd.noise_multiplier`) times
+    ``sqrt(alpha)``, rounded up and checked: ``bandmf_min_sep(answer, ...).epsilon(delta)``
+    is evaluated at most ``epsilon`` (the answer is raised by relative steps of ``2^-40``
+    until it is).  For DP-SGD on b-min-sep batches (``strategy=[1.0]``) this is the
+    Poisson calibration itself.
+
+    Parameters
+    ----------
+    epsilon : float
+        Target epsilon, > 0.
+    delta : float
+        Target delta, in (0, 1).
+    iterations : int
+        Steps ``n``, >= 1.
+    sample_rate : float
+        ``p`` (JAX Privacy's ``sampling_prob``), in (0, 1].
+    min_sep : int
+        ``b``, >= 1.
+    strategy : array_like
+        ``n x n`` non-negative lower-triangular strategy, or the first column of a
+        banded Toeplitz one.
+    rtol : float
+        Relative tolerance of the DP-SGD calibration.
+    tol : float, optional
+        Accuracy of the engine's epsilon.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> from dpacct.mechanisms.algorithms.bandmf_min_sep import bandmf_min_sep
+    >>> c = [1.0, 0.5]
+    >>> s = bandmf_min_sep_noise_multiplier(3.0, 1e-5, 200, sample_rate=0.05, min_sep=4,
+    ...                                     strategy=c, rtol=1e-2)
+    >>> run = bandmf_min_sep(s, 200, sample_rate=0.05, min_sep=4, strategy=c)
+    >>> bool(3.0 * (1 - 2e-2) <= run.epsilon(1e-5) <= 3.0)
+    True
+    """
+    from dpacct.mechanisms.algorithms.bandmf_min_sep import (
+        bandmf_min_sep,
+        strategy_norm_squared_upper,
+    )
+
+    n = check_count(iterations, "iterations")
+    alpha = strategy_norm_squared_upper(strategy, n)  # checks the strategy by name
+    base = float(noise_multiplier(epsilon, delta, sample_rate, n, rtol=rtol, tol=tol))
+    sigma = base * math.sqrt(alpha) * (1.0 + 2.0**-50)
+    for _ in range(64):
+        run = bandmf_min_sep(sigma, n, sample_rate=sample_rate, min_sep=min_sep,
+                             strategy=strategy)
+        if run.epsilon(delta, tol=tol) <= epsilon:
+            return sigma
+        sigma *= 1.0 + 2.0**-40
+    raise RuntimeError(  # pragma: no cover - the DP-SGD answer is feasible to rounding
+        f"no feasible noise multiplier near {sigma!r} (epsilon {epsilon!r}, delta {delta!r})"
+    )
