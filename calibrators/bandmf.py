@@ -488,18 +488,19 @@ def bandmf_min_sep_noise_multiplier(
     strategy: object,
     rtol: float = 1e-3,
     tol: float | None = None,
+    progress: bool | None = None,
 ) -> float:
     """The noise multiplier for which DP-MF on b-min-sep batches meets ``(epsilon, delta)``.
 
     Calibrates the certified bound of
     :func:`~dpacct.mechanisms.algorithms.bandmf_min_sep.bandmf_min_sep` (Theorem 7 of
-    docs/theory/dpmf_balls_in_bins.md): that bound is Poisson DP-SGD at rate
-    ``sample_rate`` with noise multiplier ``sigma / sqrt(alpha)``, so the answer is the
-    DP-SGD calibration (:func:`~dpacct.calibrators.dpsgd.noise_multiplier`) times
-    ``sqrt(alpha)``, rounded up and checked: ``bandmf_min_sep(answer, ...).epsilon(delta)``
-    is evaluated at most ``epsilon`` (the answer is raised by relative steps of ``2^-40``
-    until it is).  For DP-SGD on b-min-sep batches (``strategy=[1.0]``) this is the
-    Poisson calibration itself.
+    docs/theory/dpmf_balls_in_bins.md) by :func:`calibrate`: the smallest noise multiplier
+    (to ``rtol``) whose certified epsilon is at most ``epsilon``.  The search starts at
+    the Poisson route's answer (the DP-SGD calibration of
+    :func:`~dpacct.calibrators.dpsgd.noise_multiplier` times ``sqrt(alpha)``, feasible
+    for the bound, which is the least of that route and the blocks') and its estimate
+    is the Poisson route at the sampler's stationary rate (a guess that steers the
+    search only).  ``strategy=[1.0]`` calibrates DP-SGD on b-min-sep batches.
 
     Parameters
     ----------
@@ -517,9 +518,11 @@ def bandmf_min_sep_noise_multiplier(
         ``n x n`` non-negative lower-triangular strategy, or the first column of a
         banded Toeplitz one.
     rtol : float
-        Relative tolerance of the DP-SGD calibration.
+        The epsilon reached lies in ``[epsilon * (1 - rtol), epsilon]``.
     tol : float, optional
         Accuracy of the engine's epsilon.
+    progress : bool, optional
+        ``tqdm`` progress bar of the search (after a few seconds by default).
 
     Returns
     -------
@@ -532,24 +535,28 @@ def bandmf_min_sep_noise_multiplier(
     >>> s = bandmf_min_sep_noise_multiplier(3.0, 1e-5, 200, sample_rate=0.05, min_sep=4,
     ...                                     strategy=c, rtol=1e-2)
     >>> run = bandmf_min_sep(s, 200, sample_rate=0.05, min_sep=4, strategy=c)
-    >>> bool(3.0 * (1 - 2e-2) <= run.epsilon(1e-5) <= 3.0)
+    >>> bool(3.0 * (1 - 1e-2) <= run.epsilon(1e-5) <= 3.0)
     True
     """
+    from dpacct.accountant.transformers.min_separation import MinSeparationGaussianRun
     from dpacct.mechanisms.algorithms.bandmf_min_sep import (
         bandmf_min_sep,
         strategy_norm_squared_upper,
     )
 
     n = check_count(iterations, "iterations")
-    alpha = strategy_norm_squared_upper(strategy, n)  # checks the strategy by name
-    base = float(noise_multiplier(epsilon, delta, sample_rate, n, rtol=rtol, tol=tol))
-    sigma = base * math.sqrt(alpha) * (1.0 + 2.0**-50)
-    for _ in range(64):
-        run = bandmf_min_sep(sigma, n, sample_rate=sample_rate, min_sep=min_sep,
-                             strategy=strategy)
-        if run.epsilon(delta, tol=tol) <= epsilon:
-            return sigma
-        sigma *= 1.0 + 2.0**-40
-    raise RuntimeError(  # pragma: no cover - the DP-SGD answer is feasible to rounding
-        f"no feasible noise multiplier near {sigma!r} (epsilon {epsilon!r}, delta {delta!r})"
+    p = check_sample_rate(sample_rate)
+    b = check_count(min_sep, "min_sep")
+    root = math.sqrt(strategy_norm_squared_upper(strategy, n))  # checks the strategy
+    poisson = float(noise_multiplier(epsilon, delta, p, n, rtol=rtol, tol=tol)) * root
+    stationary = p / (1.0 + (b - 1) * p)
+
+    def guess(sigma: float) -> float:
+        return float(MinSeparationGaussianRun(sigma / root, stationary, n, 1).epsilon(delta))
+
+    res = calibrate(
+        lambda s: bandmf_min_sep(s, n, sample_rate=p, min_sep=b, strategy=strategy),
+        epsilon, delta, interval=(poisson / 4.0, poisson * (1.0 + 1e-6)), increasing=False,
+        rtol=rtol, tol=tol, estimate=guess, name="noise_multiplier", progress=progress,
     )
+    return float(res.parameter)

@@ -83,15 +83,69 @@ def test_chain_sample_has_the_patterns_law():
         assert abs(count / 200_000 - expect) <= 5 * se + 1e-12
 
 
-def test_dpsgd_answers_are_poissons_and_the_bracket_names_the_pair():
-    run = dp.min_separation_dpsgd(1.1, 0.01, 2_000, min_sep=16)
+def test_steps_are_poissons_and_the_run_takes_the_least_route():
+    g = dp.GaussianMechanism(1.1)
+    step = dp.min_separation_subsample(g, 0.01, min_sep=16)
+    steps = dp.compose([step], counts=[2_000])
     plain = dp.dpsgd_mechanism(1.1, 0.01, 2_000)
-    assert run.epsilon(1e-5) == plain.epsilon(1e-5)
-    assert run.delta(1.0) == plain.delta(1.0)
-    assert run.epsilon_bounds(1e-5).bounds == "dominating pair"
+    assert steps.epsilon(1e-5) == plain.epsilon(1e-5)
+    assert steps.epsilon_bounds(1e-5).bounds == "dominating pair"
     assert plain.epsilon_bounds(1e-5).bounds == "mechanism"
-    step = dp.min_separation_subsample(dp.GaussianMechanism(1.1), 0.01, min_sep=16)
     assert step.subsampled_gaussian() == (0.01, 1 / 1.1)
+    run = dp.min_separation_dpsgd(1.1, 0.01, 2_000, min_sep=16)
+    routes = [float(r.epsilon(1e-5)) for r in run.routes()]
+    assert routes[0] == plain.epsilon(1e-5)
+    assert run.epsilon(1e-5) == min(routes)
+    assert float(run.delta(1.0)) == min(float(r.delta(1.0)) for r in run.routes())
+    lo, hi = run.epsilon_bounds(1e-5)
+    assert hi == min(routes) and 0 < lo <= hi
+    assert run.epsilon_bounds(1e-5).bounds == "dominating pair"
+    assert len(dp.min_separation_dpsgd(1.1, 0.01, 10, min_sep=1).routes()) == 1
+
+
+@pytest.mark.parametrize("p, b", [(0.5, 2), (0.05, 4), (0.3, 7), (0.02, 40), (1.0, 3)])
+def test_block_weights_decompose_the_geometric_block(p, b):
+    # the mixture's law of the participating step must put at least w_j = p (1-p)^(j-1)
+    # on every step j (rates and weights rounded up), and its weights sum to >= 1
+    lengths, weights, rate = ms.block_weights(p, b)
+    assert lengths[0] == 1 and lengths[-1] == b and rate <= 1.0
+    assert math.fsum(weights) >= 1.0 - 1e-15 and math.fsum(weights) <= 1.0 + 1e-12
+    assert rate >= 1.0 - (1.0 - p) ** b * (1 + 1e-15)
+    mass = np.zeros(b)
+    for m, wt in zip(lengths, weights, strict=True):
+        mass[:m] += wt * rate / m
+    want = np.array([p * (1 - p) ** j for j in range(b)])
+    # merging moves a length's weight to a shorter one (mass towards the first steps):
+    # every prefix holds at least the exact prefix mass, and the total is kept
+    assert np.all(np.cumsum(mass) >= np.cumsum(want) * (1 - 1e-12))
+    assert math.isclose(mass.sum(), want.sum(), rel_tol=1e-12)
+    if b <= ms.KEEP_ALL:  # nothing merged: the decomposition is exact
+        np.testing.assert_allclose(mass, want, rtol=1e-12)
+
+
+@pytest.mark.parametrize("sigma, p, b", [(1.0, 0.05, 4), (0.8, 0.3, 3), (1.5, 0.6, 2)])
+def test_block_pair_is_above_monte_carlo_of_the_geometric_block(sigma, p, b):
+    # Lemma B: the block's pair (participation at step j w.p. p (1-p)^(j-1), at most one)
+    # is dominated by the revealed mixture; checked against its Monte Carlo, both orders
+    rng = np.random.default_rng(int(100 * sigma + 10 * b))
+    n = 200_000
+    w = np.array([p * (1 - p) ** j for j in range(b)])
+    j = rng.choice(b + 1, size=n, p=np.r_[w, 1.0 - w.sum()])
+    yp = rng.normal(0.0, sigma, (n, b))
+    hit = j < b
+    yp[np.nonzero(hit)[0], j[hit]] += 1.0
+    yq = rng.normal(0.0, sigma, (n, b))
+
+    def lr(y):
+        return 1.0 - w.sum() + (w * np.exp((y - 0.5) / sigma**2)).sum(axis=1)
+
+    blk = ms.MinSeparationBlockPair(sigma, p, b)
+    for eps in (0.2, 0.7, 1.5):
+        rem = np.maximum(1 - np.exp(eps) / lr(yp), 0.0)
+        add = np.maximum(1 - np.exp(eps) * lr(yq), 0.0)
+        cert = float(blk.delta(eps))
+        for v in (rem, add):
+            assert v.mean() - 5 * v.std() / math.sqrt(n) <= cert
 
 
 def test_monte_carlo_at_min_sep_one_is_the_exact_poisson_pair():
@@ -127,14 +181,15 @@ def test_the_monte_carlo_check_rejects_a_bound_below_the_truth():
     assert rem - 5 * se > one
 
 
-def test_the_separation_lowers_the_estimate_not_the_bound():
+def test_the_separation_lowers_the_estimate_and_the_bound():
     rng = np.random.default_rng(4)
     est = [dp.min_separation_delta_mc(1.0, 0.3, 8, 1.0, min_sep=b, samples=50_000,
                                       rng=rng)[0][0] for b in (1, 2, 4)]
     assert est[0] > est[1] > est[2]
-    bounds = {float(dp.min_separation_dpsgd(1.0, 0.3, 8, min_sep=b).delta(1.0))
-              for b in (1, 2, 4)}
-    assert len(bounds) == 1
+    bounds = [float(dp.min_separation_dpsgd(1.0, 0.3, 8, min_sep=b).delta(1.0))
+              for b in (1, 2, 4)]
+    assert bounds[0] > bounds[1] > bounds[2]
+    assert all(e <= c for e, c in zip(est, bounds, strict=True))
 
 
 def test_bad_input_is_named():

@@ -35,9 +35,14 @@ privacy via characteristic function", AISTATS, the adaptive composition theorem 
 dominating pairs; the chain rule writes the run as the sequential composition of these
 conditional kernels).  ``square``
 
-The separation ``b`` is therefore *not credited*: the bound is that of Poisson
-sampling at the same ``p``, while the sampler's records take part at the lower rate
-``p / (1 + (b - 1) p)`` in the stationary regime.  :func:`min_separation_delta_mc`
+This step bound does not credit the separation.  For Gaussian steps
+(:class:`MinSeparationGaussianRun`, :func:`min_separation_dpsgd`) a second certified route
+does, in part (Theorem 7 (ii)): blocks of ``b`` steps hold at most one participation,
+each block is dominated (given any history) by the block that starts eligible, and that
+block is a revealed mixture of Poisson-subsampled random allocations
+(:class:`MinSeparationBlockPair`); the run answers the least of the two.  The sampler's
+records take part at the stationary rate ``p / (1 + (b - 1) p)``, which neither route
+reaches.  :func:`min_separation_delta_mc`
 estimates the exact pair (a Monte Carlo *estimate*, for checks and benchmarks), and
 ``benchmarks/min_separation.py`` measures how far above it the certified bound is.
 
@@ -50,17 +55,26 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 
 from ..capabilities import _DeclaredHere
-from ..mechanism import Mechanism
+from ..laws.mixture_law import MixtureLossLaw
+from ..mechanism import Capabilities, Mechanism
 from ..validation import check_count, check_epsilon, check_positive, check_sample_rate
 from .compose import compose
-from .subsample import PoissonSubsampledMechanism, _subsampled_gaussian_of
+from .subsample import (
+    PoissonSubsampledMechanism,
+    _GridSafeSubsampledLaw,
+    _subsampled_gaussian_of,
+)
 
 __all__ = [
+    "MinSeparationBlockPair",
+    "MinSeparationGaussianRun",
     "MinSeparationSubsampledMechanism",
+    "block_weights",
     "min_separation_delta_mc",
     "min_separation_dpsgd",
     "min_separation_subsample",
@@ -186,18 +200,229 @@ def min_separation_dpsgd(
     Examples
     --------
     >>> run = min_separation_dpsgd(1.0, 0.01, 10_000, min_sep=16)
-    >>> round(run.epsilon(1e-5), 3)
-    6.188
+    >>> poisson, blocks = (round(r.epsilon(1e-5), 3) for r in run.routes())
+    >>> poisson, blocks, run.epsilon(1e-5) == min(r.epsilon(1e-5) for r in run.routes())
+    (6.188, 5.964, True)
     >>> run.epsilon_bounds(1e-5).bounds
     'dominating pair'
     """
-    from ...mechanisms.primitives.gaussian import GaussianMechanism
+    return MinSeparationGaussianRun(noise_multiplier, sample_rate, steps, min_sep)
 
-    sigma = check_positive("noise_multiplier", noise_multiplier)
-    n = check_count(steps, "steps")
-    step = min_separation_subsample(GaussianMechanism(sigma=sigma), sample_rate,
-                                    min_sep=min_sep)
-    return compose([step], counts=[n])
+
+#: every block length up to this keeps one component per allocation length ``m``;
+#: beyond, the lengths kept are a geometric grid (each other ``m`` merged into the
+#: largest kept length below it: Lemma B of the theory page)
+KEEP_ALL = 16
+#: the ratio of that grid
+KEEP_RATIO = 1.25
+
+
+def _kept_lengths(b: int) -> list[int]:
+    """The allocation lengths ``m`` kept for a block of ``b`` steps (1 and ``b`` always)."""
+    if b <= KEEP_ALL:
+        return list(range(1, b + 1))
+    kept = set(range(1, KEEP_ALL + 1))
+    m = float(KEEP_ALL)
+    while m < b:
+        kept.add(int(m))
+        m *= KEEP_RATIO
+    kept.add(b)
+    return sorted(kept)
+
+
+def block_weights(sample_rate: float, min_sep: int) -> tuple[list[int], list[float], float]:
+    """The revealed mixture of one block: lengths ``m``, their weights, and the
+    subsampling rate shared by the components (Theorem 7 (ii) of
+    docs/theory/dpmf_balls_in_bins.md).
+
+    A record eligible from the block's first step joins its step ``j`` (``1 <= j <= b``)
+    with probability ``w_j = p (1 - p)^(j - 1)``, and none with ``(1 - p)^b``.  With
+    ``r = 1 - (1 - p)^b`` and ``lambda_m = m (w_m - w_(m+1))`` (``w_(b+1) = 0``; they sum
+    to ``r``), the block's law with the record is ``sum_m (lambda_m / r) C_m``, ``C_m =
+    (1 - r) N(0) + r U_m`` with ``U_m`` the Gaussian placed at a uniform one of the first
+    ``m`` steps: a mixture of ``r``-subsampled random allocations.  Computed in exact
+    rational arithmetic; a length not kept (:func:`_kept_lengths`) is merged into the
+    largest kept one below it (``U_m`` is a post-processing of ``U_m'`` for ``m' <=
+    m``); the weights ``lambda_m / r`` and the rate ``r`` are rounded *up* to floats: a
+    larger weight or rate only raises every hockey-stick divergence (Lemma B there).
+
+    Parameters
+    ----------
+    sample_rate : float
+        ``p``, in (0, 1].
+    min_sep : int
+        ``b``, >= 1.
+
+    Returns
+    -------
+    tuple
+        ``(lengths, weights, rate)``.
+
+    Examples
+    --------
+    >>> block_weights(0.5, 2)     # w = (1/2, 1/4), r = 3/4: weights 1/3, 2/3 (rounded up)
+    ([1, 2], [0.33333333333333337, 0.6666666666666667], 0.75)
+    """
+    p = Fraction(check_sample_rate(sample_rate))
+    b = check_count(min_sep, "min_sep")
+    w = [p * (1 - p) ** (j - 1) for j in range(1, b + 1)] + [Fraction(0)]
+    rate = 1 - (1 - p) ** b
+    kept = _kept_lengths(b)
+    merged = dict.fromkeys(kept, Fraction(0))
+    for m in range(1, b + 1):
+        merged[max(k for k in kept if k <= m)] += m * (w[m - 1] - w[m])
+
+    def up(x: Fraction) -> float:
+        f = float(x)
+        return f if Fraction(f) >= x else math.nextafter(f, math.inf)
+
+    return kept, [up(merged[m] / rate) for m in kept], min(up(rate), 1.0)
+
+
+class MinSeparationBlockPair(Mechanism):
+    """One block of ``b`` Gaussian steps on b-min-sep batches, as a dominating pair.
+
+    The revealed mixture of :func:`block_weights`: with weight ``lambda_m / r`` the pair
+    of random allocation of one of ``m`` steps (the certified convex-order pair of
+    :class:`~dpacct.accountant.transformers.random_allocation_pld.AllocationEpochPair`;
+    ``m = 1``: the Gaussian) Poisson-subsampled at the rate ``r = 1 - (1 - p)^b`` (Zhu,
+    Dong & Wang 2022, Theorem 11, both directions).  Given any
+    history, a block of a b-min-sep run is dominated by it (Theorem 7 (ii) of
+    docs/theory/dpmf_balls_in_bins.md), so ``ceil(T / b)`` of them, composed, bound
+    ``T`` steps.  Its bracket is the pair's (``bounds == "dominating pair"``).
+
+    Parameters
+    ----------
+    noise_multiplier : float
+        > 0.
+    sample_rate : float
+        ``p``, in (0, 1].
+    min_sep : int
+        ``b``, >= 1: the block's length.
+
+    Examples
+    --------
+    >>> from dpacct.accountant import GaussianMechanism, poisson_subsample, compose
+    >>> blocks = compose([MinSeparationBlockPair(1.0, 0.05, 16)], counts=[13])
+    >>> steps = compose([poisson_subsample(GaussianMechanism(1.0), 0.05)], counts=[200])
+    >>> bool(blocks.epsilon(1e-3) < 0.9 * steps.epsilon(1e-3))   # 200 steps, b = 16
+    True
+    """
+
+    declares = Capabilities(loss_laws=True)
+    #: its PLDs are the revealed mixture's, which only dominates the block
+    brackets_dominating_pair = True
+
+    def __init__(self, noise_multiplier: float, sample_rate: float, min_sep: int) -> None:
+        self.noise_multiplier = check_positive("noise_multiplier", noise_multiplier)
+        self.sample_rate = check_sample_rate(sample_rate)
+        self.min_sep = check_count(min_sep, "min_sep")
+
+    def _loss_laws(self):
+        cache = self._cache()
+        if "laws" not in cache:
+            from .random_allocation_pld import AllocationEpochPair
+
+            lengths, weights, rate = block_weights(self.sample_rate, self.min_sep)
+            pairs = [AllocationEpochPair(self.noise_multiplier, m, progress=False)._loss_laws()
+                     for m in lengths]
+            cache["laws"] = tuple(
+                MixtureLossLaw(tuple(_GridSafeSubsampledLaw(pair[d], rate, direction)
+                                     for pair in pairs), weights)
+                for d, direction in ((0, "remove"), (1, "add"))
+            )
+        return cache["laws"]
+
+    def __repr__(self) -> str:
+        return (f"MinSeparationBlockPair(noise_multiplier={self.noise_multiplier!r}, "
+                f"sample_rate={self.sample_rate!r}, min_sep={self.min_sep!r})")
+
+
+class MinSeparationGaussianRun(Mechanism):
+    """DP-SGD on b-min-sep batches: the least of two certified bounds (Theorem 7).
+
+    (i) ``T`` Poisson-subsampled Gaussian steps at rate ``p``; (ii) ``ceil(T / b)``
+    blocks of :class:`MinSeparationBlockPair`.  ``epsilon`` and ``delta`` answer the
+    least of the two (both upper bounds); ``epsilon_bounds`` the bracket of the one whose
+    upper end is the least, of its dominating pair (``bounds == "dominating pair"``);
+    ``rdp`` the Poisson route's.
+
+    Parameters
+    ----------
+    noise_multiplier : float
+        > 0.
+    sample_rate : float
+        ``p``, in (0, 1].
+    steps : int
+        ``T``, >= 1.
+    min_sep : int
+        ``b``, >= 1.
+
+    Examples
+    --------
+    >>> run = MinSeparationGaussianRun(1.0, 0.05, 200, 16)
+    >>> bool(run.epsilon(1e-5) < run.routes()[0].epsilon(1e-5))   # the blocks win here
+    True
+    """
+
+    declares = Capabilities(rdp=True)
+    brackets_dominating_pair = True
+
+    def __init__(self, noise_multiplier: float, sample_rate: float, steps: int,
+                 min_sep: int) -> None:
+        from ...mechanisms.primitives.gaussian import GaussianMechanism
+
+        self.noise_multiplier = check_positive("noise_multiplier", noise_multiplier)
+        self.sample_rate = check_sample_rate(sample_rate)
+        self.steps = check_count(steps, "steps")
+        self.min_sep = check_count(min_sep, "min_sep")
+        step = MinSeparationSubsampledMechanism(
+            GaussianMechanism(sigma=self.noise_multiplier), self.sample_rate, self.min_sep)
+        self._poisson = compose([step], counts=[self.steps])
+        self._blocks = None
+        if self.min_sep > 1:
+            blocks = -(-self.steps // self.min_sep)
+            pair = MinSeparationBlockPair(self.noise_multiplier, self.sample_rate,
+                                          self.min_sep)
+            self._blocks = compose([pair], counts=[blocks])
+
+    def routes(self) -> tuple[Mechanism, ...]:
+        """The certified routes: the Poisson composition, then the blocks (if ``b > 1``)."""
+        return (self._poisson,) if self._blocks is None else (self._poisson, self._blocks)
+
+    def _rdp(self, alpha: np.ndarray) -> np.ndarray:
+        return np.asarray(self._poisson.rdp(alpha), dtype=float)
+
+    def _epsilon_upper(self, delta: float, tol: float | None) -> float:
+        return min(float(r.epsilon(delta, tol=tol)) for r in self.routes())
+
+    def _epsilon_bounds(self, delta: float, tol: float | None) -> tuple[float, float]:
+        brackets = [r.epsilon_bounds(delta, tol=tol) for r in self.routes()]
+        best = min(brackets, key=lambda br: br[1])
+        return float(best[0]), float(best[1])
+
+    def delta(self, epsilon, *, tol: float | None = None):
+        """Sound upper bound on delta: the least of the routes' (Theorem 7).
+
+        Parameters
+        ----------
+        epsilon : float or array_like
+            Epsilon(s), >= 0.
+        tol : float, optional
+            Relative accuracy of the PLD routes.
+
+        Returns
+        -------
+        float or numpy.ndarray
+        """
+        out = np.minimum.reduce([np.asarray(r.delta(epsilon, tol=tol), dtype=float)
+                                 for r in self.routes()])
+        return float(out) if np.ndim(out) == 0 else out
+
+    def __repr__(self) -> str:
+        return (f"MinSeparationGaussianRun(noise_multiplier={self.noise_multiplier!r}, "
+                f"sample_rate={self.sample_rate!r}, steps={self.steps!r}, "
+                f"min_sep={self.min_sep!r})")
 
 
 def _check_strategy_column(strategy: object, min_sep: int) -> np.ndarray:

@@ -34,8 +34,8 @@ import math
 
 import numpy as np
 
-from dpacct.accountant import GaussianMechanism, Mechanism, compose
-from dpacct.accountant.transformers.min_separation import min_separation_subsample
+from dpacct.accountant import Mechanism
+from dpacct.accountant.transformers.min_separation import MinSeparationGaussianRun
 from dpacct.accountant.validation import check_count, check_positive
 from dpacct.mechanisms.algorithms.bandmf_balls_in_bins_core import (
     _U,
@@ -184,6 +184,4 @@ def bandmf_min_sep(
     sigma = check_positive("noise_multiplier", noise_multiplier)
     n = check_count(iterations, "iterations")
     alpha = strategy_norm_squared_upper(strategy, n)
-    step = min_separation_subsample(GaussianMechanism(sigma=sigma / math.sqrt(alpha)),
-                                    sample_rate, min_sep=min_sep)
-    return compose([step], counts=[n])
+    return MinSeparationGaussianRun(sigma / math.sqrt(alpha), sample_rate, n, min_sep)
