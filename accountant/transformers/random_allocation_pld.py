@@ -458,8 +458,11 @@ def _product(
     # the long right tail first: one pass tilted towards it per prefix (the kernel's
     # tilted product with its certified per-entry bound); the short left end, where
     # every right tilt is far below its peak, last, by the kernel's full scheme
-    est, err = pld_fft._tilted_convolve(a, b, square, 1, rigorous=True, exact=True)
-    est, err = est[:keep].copy(), err[:keep].copy()  # the full-length products go
+    # only the first ``keep`` entries are un-tilted and bounded (the kernel's ``keep``:
+    # the same values and bounds as the whole product's, half the work of a square)
+    est, err = pld_fft._tilted_convolve(
+        a, b, square, 1, rigorous=True, keep=(0, keep), exact=True
+    )
     weight = 1.0 + (off + np.arange(keep)) * (step / steps)
     floor = _TRIM / keep
     # a prefix at least as long as both inputs would repeat the first pass
@@ -496,7 +499,9 @@ def _product(
         if full:
             e2, r2 = pld_fft._bounded_convolve(pa, pb)
         else:
-            e2, r2 = pld_fft._tilted_convolve(pa, pb, square, 1, rigorous=True, exact=True)
+            e2, r2 = pld_fft._tilted_convolve(
+                pa, pb, square, 1, rigorous=True, keep=(0, end), exact=True
+            )
         e2, r2 = e2[:end], r2[:end]
         better = e2 + r2 < est[:end] + err[:end]
         est[:end] = np.where(better, e2, est[:end])
