@@ -537,8 +537,8 @@ def _product(
             )
         e2, r2 = e2[:end], r2[:end]
         better = e2 + r2 < est[:end] + err[:end]
-        est[:end] = np.where(better, e2, est[:end])
-        err[:end] = np.where(better, r2, err[:end])
+        np.copyto(est[:end], e2, where=better)  # in place: no temporaries
+        np.copyto(err[:end], r2, where=better)
     if not pld_fft.CERTIFY_ROUNDOFF:  # the tests' switch: the estimate alone
         return est
     return pld_fft._certified_side(est, err, True)
