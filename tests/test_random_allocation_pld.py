@@ -324,3 +324,59 @@ def test_huge_sigma_answers_about_zero():
     assert 0.0 <= eps < 1e-3
     run = bandmf_balls_in_bins(1e300, 4, cycle_length=2, strategy=[1.0, 0.5])
     assert 0.0 <= run.epsilon(1e-5) < 1e-3
+
+
+def _trim_whole_array(part, step, steps, budget):
+    """``_trim`` as it was before session 48: both ends' sums over the whole array."""
+    q, off, q_abs, s_abs, q_hi, s_hi = part
+    n = q.size
+    s = (off + np.arange(n)) * step
+    cost = q * (1.0 + s / steps)
+    lo = int(np.searchsorted(np.cumsum(cost), 0.5 * budget, side="right"))
+    hi = int(np.searchsorted(np.cumsum(cost[::-1]), 0.5 * budget, side="right"))
+    lo = min(lo, n - 1)
+    hi = min(hi, n - 1 - lo)
+    if lo == 0 and hi == 0:
+        return part
+    dq = float(q[:lo].sum() + q[n - hi :].sum())
+    ds = float(np.einsum("i,i->", q[:lo], s[:lo]) + np.einsum("i,i->", q[n - hi :], s[n - hi :]))
+    return q[lo : n - hi], off + lo, q_abs + dq, s_abs + ds, q_hi, s_hi
+
+
+@pytest.mark.parametrize("n", [1, 2, 5, 1023, 1024, 1025, 9000, 70_000])
+@pytest.mark.parametrize("budget", [0.0, 1e-30, 1e-9, 1e-3, 0.5, 10.0])
+def test_trim_sums_only_its_end_runs_bit_for_bit(n, budget):
+    # session 48: the trims sum only the prefix each end run needs; cumsum adds in
+    # order, so the cut and the atom must be those of the whole array's sums exactly
+    # (a budget of 10 takes everything but one entry; 0 nothing)
+    from dpacct.accountant.transformers.random_allocation_pld import _trim
+
+    rng = np.random.default_rng(n)
+    q = rng.random(n) ** 8 * np.exp(-np.abs(np.linspace(-30, 30, n)))
+    part = (q, 12_345, 1e-17, 3e-13, 0.0, 0.0)
+    got = _trim(part, 0.0375, 1000, budget)
+    want = _trim_whole_array(part, 0.0375, 1000, budget)
+    assert np.array_equal(got[0], want[0])
+    assert got[1:] == want[1:]
+
+
+def test_nodes_are_the_integer_grid_bit_for_bit():
+    from dpacct.accountant.transformers.random_allocation_pld import _nodes
+
+    for first, n, step in ((0, 10, 0.1), (987_654_321, 3000, 0.0388), (5, 0, 1.7)):
+        assert np.array_equal(_nodes(first, n, step), (first + np.arange(n)) * step)
+
+
+@pytest.mark.parametrize("keep", [1, 700, 2000, 2999])
+def test_first_pass_keep_is_the_whole_products_prefix(keep):
+    # session 48: _product un-tilts and bounds only its kept entries; each must be the
+    # whole product's value and bound, bit for bit
+    from dpacct.accountant.pld import pld_fft
+
+    q = np.exp(-np.linspace(0, 40, 1500)) * (1 + np.sin(np.arange(1500)) ** 2)
+    for b in (q, q[::-1][:1200].copy()):
+        square, k = b is q, min(keep, q.size + b.size - 1)  # (_product's keep <= n)
+        full = pld_fft._tilted_convolve(q, b, square, 1, rigorous=True, exact=True)
+        part = pld_fft._tilted_convolve(q, b, square, 1, rigorous=True, keep=(0, k), exact=True)
+        assert np.array_equal(part[0], full[0][:k])
+        assert np.array_equal(part[1], full[1][:k])
