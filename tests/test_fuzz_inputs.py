@@ -149,6 +149,28 @@ BASE: dict[str, tuple[Callable[[], Callable], dict[str, Any]]] = {
             "confidence": 0.9,
         },
     ),
+    "min_separation_dpsgd": (
+        lambda: A.min_separation_dpsgd,
+        {"noise_multiplier": 1.0, "sample_rate": 0.1, "steps": 10, "min_sep": 3},
+    ),
+    "min_separation_subsample": (
+        lambda: A.min_separation_subsample,
+        {"mechanism": G, "sample_rate": 0.1, "min_sep": 3},
+    ),
+    "min_separation_delta_mc": (
+        lambda: A.min_separation_delta_mc,
+        {
+            "noise_multiplier": 1.0,
+            "sample_rate": 0.2,
+            "steps": 4,
+            "epsilon": 1.0,
+            "min_sep": 2,
+            "strategy": (1.0, 0.5),
+            "warm_start": True,
+            "samples": 1000,
+            "rng": RNG,
+        },
+    ),
     "shuffled_batches": (
         lambda: A.shuffled_batches,
         {"mechanism": G, "steps_per_epoch": 10, "epochs": 2, "delta": 1e-5},
@@ -356,6 +378,20 @@ BASE: dict[str, tuple[Callable[[], Callable], dict[str, Any]]] = {
             "rng": RNG,
         },
     ),
+    "bandmf_min_sep": (
+        lambda: M.bandmf_min_sep,
+        {
+            "noise_multiplier": 2.0,
+            "iterations": 8,
+            "sample_rate": 0.1,
+            "min_sep": 2,
+            "strategy": [1.0, 0.5],
+        },
+    ),
+    "strategy_norm_squared_upper": (
+        lambda: M.strategy_norm_squared_upper,
+        {"strategy": np.eye(4), "iterations": 4},
+    ),
     # ---------------------------------------------------------------- calibrators
     "bandmf_noise_multiplier": (
         lambda: C.bandmf_noise_multiplier,
@@ -366,6 +402,18 @@ BASE: dict[str, tuple[Callable[[], Callable], dict[str, Any]]] = {
             "num_bands": 4,
             "sample_rate": 0.05,
             "tol": 1e-3,
+        },
+    ),
+    "bandmf_min_sep_noise_multiplier": (
+        lambda: C.bandmf_min_sep_noise_multiplier,
+        {
+            "epsilon": 3.0,
+            "delta": 1e-5,
+            "iterations": 8,
+            "sample_rate": 0.1,
+            "min_sep": 2,
+            "strategy": [1.0, 0.5],
+            "rtol": 0.05,
         },
     ),
     "calibrate": (lambda: C.calibrate, {"family": _family, "epsilon": 1.0, "delta": 0.0}),
@@ -549,6 +597,11 @@ NOT_FUZZED: dict[str, str] = {
     "LaplaceComposition": "one argument, a tuple of (LaplaceMechanism, count) parts: its parts are "
     "fuzzed as LaplaceMechanism, and test_laplace_fold checks that a malformed tuple is refused",
     "BandMFBallsInBins": "built by bandmf_balls_in_bins (fuzzed), which validates every input",
+    "MinSeparationSubsampledMechanism": (
+        "built by min_separation_subsample (fuzzed), its checks those of "
+        "PoissonSubsampledMechanism and check_count"
+    ),
+
     "BandMFBandedBallsInBins": (
         "built by bandmf_banded_balls_in_bins (fuzzed), which validates every input"
     ),

@@ -192,6 +192,12 @@ def test_the_separation_lowers_the_estimate_and_the_bound():
     assert all(e <= c for e, c in zip(est, bounds, strict=True))
 
 
+def test_small_noise_keeps_the_poisson_route_alone():
+    below = dp.min_separation_dpsgd(ms.BLOCK_MIN_SIGMA * 0.9, 0.1, 20, min_sep=4)
+    above = dp.min_separation_dpsgd(ms.BLOCK_MIN_SIGMA * 1.1, 0.1, 20, min_sep=4)
+    assert len(below.routes()) == 1 and len(above.routes()) == 2
+
+
 def test_bad_input_is_named():
     g = dp.GaussianMechanism(1.0)
     with pytest.raises(ValueError, match="min_sep"):

@@ -62,7 +62,13 @@ import numpy as np
 from ..capabilities import _DeclaredHere
 from ..laws.mixture_law import MixtureLossLaw
 from ..mechanism import Capabilities, Mechanism
-from ..validation import check_count, check_epsilon, check_positive, check_sample_rate
+from ..validation import (
+    as_real_array,
+    check_count,
+    check_epsilon,
+    check_positive,
+    check_sample_rate,
+)
 from .compose import compose
 from .subsample import (
     PoissonSubsampledMechanism,
@@ -209,6 +215,10 @@ def min_separation_dpsgd(
     return MinSeparationGaussianRun(noise_multiplier, sample_rate, steps, min_sep)
 
 
+#: below this noise multiplier the block route is not built (its random-allocation laws
+#: grow like ``e^(1 / sigma^2)``: seconds and hundreds of MB below ~0.55, overflow near 0)
+#: and the Poisson route answers alone
+BLOCK_MIN_SIGMA = 0.5
 #: every block length up to this keeps one component per allocation length ``m``;
 #: beyond, the lengths kept are a geometric grid (each other ``m`` merged into the
 #: largest kept length below it: Lemma B of the theory page)
@@ -342,7 +352,8 @@ class MinSeparationGaussianRun(Mechanism):
     """DP-SGD on b-min-sep batches: the least of two certified bounds (Theorem 7).
 
     (i) ``T`` Poisson-subsampled Gaussian steps at rate ``p``; (ii) ``ceil(T / b)``
-    blocks of :class:`MinSeparationBlockPair`.  ``epsilon`` and ``delta`` answer the
+    blocks of :class:`MinSeparationBlockPair` (for ``b > 1`` and noise multipliers from
+    :data:`BLOCK_MIN_SIGMA`).  ``epsilon`` and ``delta`` answer the
     least of the two (both upper bounds); ``epsilon_bounds`` the bracket of the one whose
     upper end is the least, of its dominating pair (``bounds == "dominating pair"``);
     ``rdp`` the Poisson route's.
@@ -379,16 +390,18 @@ class MinSeparationGaussianRun(Mechanism):
         step = MinSeparationSubsampledMechanism(
             GaussianMechanism(sigma=self.noise_multiplier), self.sample_rate, self.min_sep)
         self._poisson = compose([step], counts=[self.steps])
-        self._blocks = None
-        if self.min_sep > 1:
-            blocks = -(-self.steps // self.min_sep)
-            pair = MinSeparationBlockPair(self.noise_multiplier, self.sample_rate,
-                                          self.min_sep)
-            self._blocks = compose([pair], counts=[blocks])
 
     def routes(self) -> tuple[Mechanism, ...]:
-        """The certified routes: the Poisson composition, then the blocks (if ``b > 1``)."""
-        return (self._poisson,) if self._blocks is None else (self._poisson, self._blocks)
+        """The certified routes: the Poisson composition, then the blocks (where ``b > 1``
+        and the noise multiplier is at least :data:`BLOCK_MIN_SIGMA`; built on first use)."""
+        if self.min_sep == 1 or self.noise_multiplier < BLOCK_MIN_SIGMA:
+            return (self._poisson,)
+        cache = self._cache()
+        if "blocks" not in cache:
+            pair = MinSeparationBlockPair(self.noise_multiplier, self.sample_rate,
+                                          self.min_sep)
+            cache["blocks"] = compose([pair], counts=[-(-self.steps // self.min_sep)])
+        return (self._poisson, cache["blocks"])
 
     def _rdp(self, alpha: np.ndarray) -> np.ndarray:
         return np.asarray(self._poisson.rdp(alpha), dtype=float)
@@ -520,7 +533,7 @@ def min_separation_delta_mc(
     noise_multiplier: float,
     sample_rate: float,
     steps: int,
-    epsilon,
+    epsilon: float | np.ndarray,
     *,
     min_sep: int,
     strategy: object = (1.0,),
@@ -576,7 +589,7 @@ def min_separation_delta_mc(
     s = check_positive("noise_multiplier", noise_multiplier)
     p = check_sample_rate(sample_rate)
     n = check_count(steps, "steps")
-    e_arr = np.asarray(epsilon, dtype=float)
+    e_arr = as_real_array("epsilon", epsilon)
     scalar, shape = e_arr.ndim == 0, e_arr.shape
     eps = np.array([check_epsilon(float(x)) for x in e_arr.reshape(-1)])
     b = check_count(min_sep, "min_sep")
